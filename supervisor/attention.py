@@ -1,0 +1,63 @@
+"""Attention folded from a session's events (seed 000 L156-254).
+
+`observe` says whether the board should get a fresh summary. Narration (plan
+text, tool calls, per-check progress) never does; anything that changes what
+the operator should do does. Any event except `auth_required` clears an
+outstanding sign-in request, and that clearing fans out too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .models import CoderEvent, EventKind
+from .states import ApprovalKind
+
+FANS_OUT: frozenset[EventKind] = frozenset(
+    {
+        EventKind.CONTRACT_PROPOSED,
+        EventKind.CONTRACT_REVISION_REJECTED,
+        EventKind.AUTH_REQUIRED,
+        EventKind.ITERATION_STARTED,
+        EventKind.USER_INPUT_REQUESTED,
+        EventKind.USER_INPUT_EXPIRED,
+        EventKind.DIFF_READY,
+        EventKind.FINDING_PROPOSED,
+        EventKind.MERGE_COMPLETED,
+        EventKind.BUDGET_EXHAUSTED,
+        EventKind.ERROR,
+        EventKind.STATE_CHANGED,
+    }
+)
+
+
+@dataclass
+class AttentionState:
+    auth_message: str | None = None
+    auth_wait_secs: int | None = None
+    budget_exhausted: bool = False
+    approval_kind: ApprovalKind | None = None
+    iteration: int = 0
+
+    @property
+    def auth_outstanding(self) -> bool:
+        return self.auth_message is not None
+
+    def observe(self, event: CoderEvent) -> bool:
+        kind = event.kind
+        had_auth = self.auth_message is not None
+        if kind is EventKind.AUTH_REQUIRED:
+            self.auth_message = str(event.data.get("message", ""))
+            self.auth_wait_secs = int(event.data.get("wait_secs", 0))
+            return True
+        self.auth_message = None
+        self.auth_wait_secs = None
+        if kind is EventKind.ITERATION_STARTED:
+            self.iteration = max(self.iteration, int(event.data.get("n", 0)))
+        elif kind is EventKind.DIFF_READY:
+            self.approval_kind = ApprovalKind.MERGE
+        elif kind is EventKind.FINDING_PROPOSED:
+            self.approval_kind = ApprovalKind.FINDING
+        elif kind is EventKind.BUDGET_EXHAUSTED:
+            self.budget_exhausted = True
+        return had_auth or kind in FANS_OUT

@@ -1,0 +1,59 @@
+"""Supervisor settings, read once from `~/.config/corral/config.toml`
+(`[supervisor]` table; `CORRAL_CONFIG` names another file). A missing file
+gives the defaults; a file that does not parse is a clear error naming it.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .errors import ConfigError
+from .paths import config_path
+
+
+class Retention(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    max_sessions: int = Field(default=500, ge=1)
+    max_age_days: float = Field(default=30, gt=0)
+
+
+class SupervisorConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    default_max_iterations: int = Field(default=8, ge=1)
+    repair_invokes: int = Field(default=2, ge=0)
+    keep_workspace_on_failure: bool = False
+    max_replay_events: int = Field(default=2000, ge=0)  # 0 = unbounded
+    max_check_timeout_secs: int = Field(default=3600, ge=1)
+    max_session_wall_secs: int = Field(default=3600, ge=0)  # 0 = unbounded
+    ask_user_timeout_secs: float = Field(default=600, gt=0)
+    finished_retention_secs: float = Field(default=1800, ge=0)
+    disk_gc_interval_secs: float = Field(default=3600, ge=0)
+    subscriber_backlog: int = Field(default=4096, ge=1)
+    watcher_shed_secs: float = Field(default=10, gt=0)
+    retention: Retention = Field(default_factory=Retention)
+
+
+def load_config(path: Path | None = None) -> SupervisorConfig:
+    path = path or config_path()
+    if not path.exists():
+        return SupervisorConfig()
+    try:
+        data: dict[str, Any] = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: not valid TOML ({exc}); fix or remove the file") from exc
+    section = data.get("supervisor", {})
+    if not isinstance(section, dict):
+        raise ConfigError(f"{path}: [supervisor] must be a table")
+    try:
+        return SupervisorConfig.model_validate(section)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()
+        )
+        raise ConfigError(f"{path}: [supervisor] {problems}") from exc

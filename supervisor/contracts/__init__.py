@@ -1,0 +1,1 @@
+"""Outcome contracts: checks, runtime evaluation, drafting seams."""

@@ -1,0 +1,197 @@
+"""Running contract checks: the runtime's own verdict, never a model's.
+
+Each check runs `bash -c <command>` in its own process group with a timeout;
+on timeout or cancel the whole group is killed and reaped. Output is capped
+to a tail. A differential check compares its output with the value a capture
+check recorded on the untouched tree.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from ..models import CheckResult, ContractCheck, DeltaWithin, OutcomeContract
+
+OUTPUT_TAIL_CHARS = 4000
+MAX_READ_BYTES = 4 * 1024 * 1024
+
+
+def _kill_group(proc: asyncio.subprocess.Process) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+async def run_command(
+    command: str, cwd: Path, timeout: float, env: dict[str, str] | None = None
+) -> tuple[int | None, str, bool]:
+    """Run a shell command; returns (exit code or None, combined output, timed_out)."""
+    run_env = dict(os.environ if env is None else env)
+    run_env.setdefault("CORRAL_INVOKED_BY", "corral-check")
+    proc = await asyncio.create_subprocess_exec(
+        "bash",
+        "-c",
+        command,
+        cwd=str(cwd),
+        env=run_env,
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+        start_new_session=True,
+    )
+    chunks: list[bytes] = []
+    size = 0
+
+    async def pump() -> None:
+        nonlocal size
+        assert proc.stdout is not None
+        while True:
+            data = await proc.stdout.read(65536)
+            if not data:
+                break
+            chunks.append(data)
+            size += len(data)
+            while size > MAX_READ_BYTES and len(chunks) > 1:
+                size -= len(chunks.pop(0))
+        await proc.wait()
+
+    timed_out = False
+    try:
+        await asyncio.wait_for(pump(), timeout)
+    except TimeoutError:
+        timed_out = True
+        _kill_group(proc)
+        with contextlib.suppress(ProcessLookupError):
+            await proc.wait()
+    except asyncio.CancelledError:
+        _kill_group(proc)
+        with contextlib.suppress(ProcessLookupError):
+            await asyncio.shield(proc.wait())
+        raise
+    finally:
+        # A check may leave children in its group; never let them outlive it.
+        _kill_group(proc)
+    text = b"".join(chunks).decode("utf-8", errors="replace")
+    return (None if timed_out else proc.returncode), text, timed_out
+
+
+def _number(text: str) -> float | None:
+    try:
+        return float(text.strip().split()[-1])
+    except (ValueError, IndexError):
+        return None
+
+
+def _differential_ok(check: ContractCheck, output: str, captures: dict[str, str]) -> str | None:
+    """None when the differential holds, else why not."""
+    diff = check.differential
+    if diff is None:
+        return None
+    before = captures.get(diff.baseline)
+    if before is None:
+        return f"no baseline value was captured for '{diff.baseline}'"
+    now = output.strip()
+    if diff.expect == "changed":
+        return None if now != before.strip() else f"output did not change from {before.strip()!r}"
+    if diff.expect == "unchanged":
+        return None if now == before.strip() else f"output changed from {before.strip()!r}"
+    assert isinstance(diff.expect, DeltaWithin)
+    a, b = _number(before), _number(now)
+    if a is None or b is None:
+        return f"cannot compare non-numeric values {before.strip()!r} and {now!r}"
+    delta = b - a
+    if diff.expect.min is not None and delta < diff.expect.min:
+        return f"changed by {delta:g}, less than {diff.expect.min:g}"
+    if diff.expect.max is not None and delta > diff.expect.max:
+        return f"changed by {delta:g}, more than {diff.expect.max:g}"
+    return None
+
+
+async def run_check(
+    check: ContractCheck,
+    cwd: Path,
+    *,
+    captures: dict[str, str] | None = None,
+    timeout_ceiling: float | None = None,
+    deadline: float | None = None,
+    env: dict[str, str] | None = None,
+    allow_credentials: bool = False,
+) -> CheckResult:
+    timeout = float(check.timeout_secs)
+    if timeout_ceiling is not None:
+        timeout = min(timeout, timeout_ceiling)
+    clamped = False
+    if deadline is not None:
+        left = max(0.1, deadline - time.monotonic())
+        if left < timeout:
+            timeout, clamped = left, True
+    started = time.monotonic()
+    code, output, timed_out = await run_command(check.command, cwd, timeout, env)
+    passed = not timed_out
+    notes: list[str] = []
+    if timed_out:
+        notes.append(f"[corral] timed out after {timeout:.0f}s")
+    elif check.expect_exit_zero and code != 0:
+        passed = False
+    if passed and check.output_contains is not None and check.output_contains not in output:
+        passed = False
+        notes.append(f"[corral] output does not contain {check.output_contains!r}")
+    if passed and check.differential is not None and captures is not None:
+        why = _differential_ok(check, output, captures)
+        if why:
+            passed = False
+            notes.append(f"[corral] differential: {why}")
+    tail = output[-OUTPUT_TAIL_CHARS:]
+    if notes:
+        tail = tail + ("\n" if tail and not tail.endswith("\n") else "") + "\n".join(notes)
+    return CheckResult(
+        name=check.name,
+        passed=passed,
+        exit_code=code,
+        output_tail=tail,
+        duration_ms=int((time.monotonic() - started) * 1000),
+        timed_out=timed_out,
+        deadline_clamped=clamped,
+        credentials_allowed=allow_credentials,
+    )
+
+
+async def run_contract(
+    contract: OutcomeContract,
+    cwd: Path,
+    *,
+    captures: dict[str, str] | None = None,
+    timeout_ceiling: float | None = None,
+    deadline: float | None = None,
+    on_result: Callable[[CheckResult], None] | None = None,
+) -> list[CheckResult]:
+    """Run every check in order (all of them, even after a failure)."""
+    results: list[CheckResult] = []
+    for check in contract.checks:
+        result = await run_check(
+            check,
+            cwd,
+            captures=captures,
+            timeout_ceiling=timeout_ceiling,
+            deadline=deadline,
+            allow_credentials=contract.allow_credentials,
+        )
+        results.append(result)
+        if on_result is not None:
+            on_result(result)
+    return results
+
+
+def captures_from(contract: OutcomeContract, baseline: list[CheckResult]) -> dict[str, str]:
+    """Before-values recorded by capture checks on the untouched tree."""
+    names = {c.name for c in contract.checks if c.baseline}
+    out: dict[str, str] = {}
+    for result in baseline:
+        if result.name in names:
+            out[result.name] = result.output_tail.split("\n[corral]")[0].strip()
+    return out

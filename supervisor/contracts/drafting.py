@@ -1,0 +1,80 @@
+"""The drafter seam: something that turns an intent into a contract and
+revises it on request. Scripted drafters (tests, demo), the conventions lane
+and model drafters all plug in here."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from ..errors import CorralError
+from ..models import CHECK_NAME_RE, ContractCheck, OutcomeContract
+
+MAX_REVISION_BYTES = 16 * 1024
+
+
+@dataclass
+class DraftRequest:
+    session_id: str
+    intent: str
+    repo: Path
+    worktree: Path | None
+    constraints: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ReviseRequest(DraftRequest):
+    prior: OutcomeContract | None = None
+    request: str = ""
+
+
+class DraftingError(CorralError):
+    """The drafter could not produce a contract. `auth` marks a rejected
+    credential, which the operator fixes by signing in."""
+
+    def __init__(self, message: str, *, auth: bool = False) -> None:
+        super().__init__(message)
+        self.auth = auth
+
+
+class ContractDrafter(Protocol):
+    name: str
+
+    async def draft(self, request: DraftRequest) -> OutcomeContract: ...
+
+    async def revise(self, request: ReviseRequest) -> OutcomeContract: ...
+
+
+_CHECK_CMD = re.compile(r"^/check(?:\s+(\S+))?(?:\s(.*))?$", re.DOTALL)
+
+
+def apply_check_edit(prior: OutcomeContract, request: str) -> OutcomeContract:
+    """`/check name command`: set a check's command verbatim (model never called).
+
+    An existing name keeps its timeout, assertions and capture settings; a new
+    name is appended with defaults. The command keeps trailing newlines.
+    """
+    body = request[len("/check") :]
+    if not body.strip() or not body[:1].isspace():
+        raise CorralError("Use /check name command to set a verification command verbatim.")
+    body = body.lstrip()
+    name, _, command = body.partition(" ")
+    if "\n" in name:
+        name, _, rest = name.partition("\n")
+        command = rest if not command else rest + " " + command
+    if not CHECK_NAME_RE.match(name):
+        raise CorralError(
+            "Use /check name command; the name must contain only letters, numbers, or underscores."
+        )
+    if not command.strip():
+        raise CorralError("Use /check name command to set a verification command verbatim.")
+    checks = [c.model_copy() for c in prior.checks]
+    for i, check in enumerate(checks):
+        if check.name == name:
+            checks[i] = check.model_copy(update={"command": command})
+            break
+    else:
+        checks.append(ContractCheck(name=name, command=command))
+    return prior.model_copy(update={"checks": checks})

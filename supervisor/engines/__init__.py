@@ -1,0 +1,1 @@
+"""Engines: what does the work inside a session's worktree."""

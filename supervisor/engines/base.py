@@ -1,0 +1,54 @@
+"""The engine seam. An engine gets a `RunContext` (worktree, intent, contract,
+budgets, and the supervisor's hooks for events, questions and guidance) and
+returns an `EngineOutcome`. It never decides success: the runtime re-runs the
+contract afterwards."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from ..models import CheckResult, EventKind, NoChangeFinding, OutcomeContract
+from ..states import LoopFailure
+
+
+@dataclass
+class EngineOutcome:
+    failure: LoopFailure | None = None
+    error: str | None = None
+    iterations: int = 0
+    nomination: NoChangeFinding | None = None
+    authored_by: list[str] = field(default_factory=list)
+    cost_usd: float | None = None
+
+
+@dataclass
+class RunContext:
+    session_id: str
+    intent: str
+    contract: OutcomeContract
+    worktree: Path
+    max_iterations: int
+    deadline: float | None  # time.monotonic() value shared by every rung
+    round: int  # 1 for the first run, 2+ for repair rounds
+    failing_checks: list[CheckResult]
+    emit: Callable[[EventKind, dict[str, Any]], None]
+    ask_user: Callable[[str, list[str]], Awaitable[str]]
+    take_guidance: Callable[[], list[str]]
+    iteration_started: Callable[[int], None]
+
+    def seconds_left(self) -> float | None:
+        return None if self.deadline is None else self.deadline - time.monotonic()
+
+
+class Engine(Protocol):
+    label: str
+
+    async def run(self, ctx: RunContext) -> EngineOutcome: ...
+
+
+EngineFactory = Callable[[str], Engine]
+"""Maps the resolved engine label (`native`, `external:claude`, ...) to an engine."""

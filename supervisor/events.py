@@ -1,0 +1,249 @@
+"""Per-session sequenced event log: replay buffer, subscribers, JSONL journal.
+
+Invariants (seed 000 §6.1):
+- `seq` is monotonic per session; `next_seq` is set right after the push and
+  never rewinds, even when the buffer drops its head.
+- `subscribe(from_seq)` replays and registers with no await in between, so a
+  subscriber sees every event exactly once, in order: no gap, no duplicate.
+- The attention fold runs before fan-out, so a board reacting to event N
+  already sees the post-N summary.
+- A subscriber whose backlog overflows is dropped and told to resync; the
+  producer never waits for anyone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+from collections import deque
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from .models import CoderEvent, EventKind
+
+
+class SubscriptionDropped(Exception):
+    """The subscriber fell behind and was dropped: resubscribe from its cursor."""
+
+
+class SubscriptionClosed(Exception):
+    """The subscription was closed (unsubscribed, or the session left memory)."""
+
+
+class Subscription:
+    """A bounded mailbox of events for one reader. Iterate it with `async for`."""
+
+    __slots__ = ("_items", "_limit", "_log", "_waiter", "closed", "dropped", "last_seq")
+
+    def __init__(self, log: EventLog | None, limit: int) -> None:
+        self._items: deque[CoderEvent] = deque()
+        self._limit = limit
+        self._log = log
+        self._waiter: asyncio.Future[None] | None = None
+        self.dropped = False
+        self.closed = False
+        self.last_seq = -1  # the last seq handed to the reader
+
+    def _offer(self, event: CoderEvent) -> bool:
+        if len(self._items) >= self._limit:
+            self.dropped = True
+            self._wake()
+            return False
+        self._items.append(event)
+        self._wake()
+        return True
+
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    def pending(self) -> int:
+        return len(self._items)
+
+    def get_nowait(self) -> list[CoderEvent]:
+        """Everything queued now (possibly empty)."""
+        items = list(self._items)
+        self._items.clear()
+        if items:
+            self.last_seq = items[-1].seq
+        return items
+
+    async def get(self) -> CoderEvent:
+        while not self._items:
+            if self.dropped:
+                raise SubscriptionDropped(
+                    f"subscriber fell behind after seq {self.last_seq}; resubscribe from "
+                    f"{self.last_seq + 1}"
+                )
+            if self.closed:
+                raise SubscriptionClosed("subscription closed")
+            self._waiter = asyncio.get_running_loop().create_future()
+            try:
+                await self._waiter
+            finally:
+                self._waiter = None
+        event = self._items.popleft()
+        self.last_seq = event.seq
+        return event
+
+    def __aiter__(self) -> Subscription:
+        return self
+
+    async def __anext__(self) -> CoderEvent:
+        try:
+            return await self.get()
+        except SubscriptionClosed:
+            raise StopAsyncIteration from None
+
+    def close(self) -> None:
+        if self._log is not None:
+            self._log.unsubscribe(self)
+        self.closed = True
+        self._wake()
+
+
+class Journal:
+    """Append-only JSONL file of a session's events. Opened lazily; writes are
+    buffered and flushed once per event-loop pass, so bursts stay cheap."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._file: Any = None
+        self._flush_scheduled = False
+
+    def write(self, event: CoderEvent) -> None:
+        if self._file is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115
+        row = {"seq": event.seq, "ts": event.ts, "kind": event.kind.value, "data": event.data}
+        self._file.write(json.dumps(row, default=str, ensure_ascii=False) + "\n")
+        if not self._flush_scheduled:
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:
+                self._file.flush()
+                return
+            self._flush_scheduled = True
+            loop.call_soon(self.flush)
+
+    def flush(self) -> None:
+        self._flush_scheduled = False
+        if self._file is not None:
+            with contextlib.suppress(OSError):
+                self._file.flush()
+
+    def close(self) -> None:
+        if self._file is not None:
+            self.flush()
+            self._file.close()
+            self._file = None
+
+
+def read_journal(path: Path, kind: str | None = None) -> list[dict[str, Any]]:
+    """Rows of a journal (optionally of one kind); unparseable lines are skipped."""
+    rows: list[dict[str, Any]] = []
+    if not path.exists():
+        return rows
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        for line in fh:
+            try:
+                row = json.loads(line)
+            except ValueError:
+                continue
+            if kind is None or row.get("kind") == kind:
+                rows.append(row)
+    return rows
+
+
+class EventLog:
+    """The event stream of one live session."""
+
+    def __init__(
+        self,
+        session_id: str,
+        *,
+        cap: int = 2000,
+        journal: Journal | None = None,
+        start_seq: int = 0,
+        observer: Callable[[CoderEvent], None] | None = None,
+        backlog: int = 4096,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.session_id = session_id
+        self.cap = cap
+        self.journal = journal
+        self.next_seq = start_seq
+        self.observer = observer
+        self.backlog = backlog
+        self.clock = clock
+        self._buffer: deque[CoderEvent] = deque()
+        self._subscribers: list[Subscription] = []
+
+    def append(self, kind: EventKind, data: dict[str, Any] | None = None) -> CoderEvent:
+        event = CoderEvent.model_construct(
+            session_id=self.session_id,
+            seq=self.next_seq,
+            ts=self.clock(),
+            kind=kind,
+            data=data or {},
+        )
+        buffer = self._buffer
+        buffer.append(event)
+        if self.cap and len(buffer) > self.cap:
+            buffer.popleft()
+        self.next_seq = event.seq + 1
+        if self.journal is not None:
+            self.journal.write(event)
+        if self.observer is not None:
+            self.observer(event)
+        dropped: list[Subscription] | None = None
+        for sub in self._subscribers:
+            if not sub._offer(event):
+                dropped = dropped or []
+                dropped.append(sub)
+        if dropped:
+            for sub in dropped:
+                self._subscribers.remove(sub)
+        return event
+
+    @property
+    def first_buffered_seq(self) -> int:
+        return self._buffer[0].seq if self._buffer else self.next_seq
+
+    def buffered(self) -> list[CoderEvent]:
+        return list(self._buffer)
+
+    def subscribe(self, from_seq: int = 0) -> tuple[Subscription, int, int]:
+        """Replay `seq >= from_seq` and register, atomically.
+
+        Returns the subscription, how many events were replayed, and how many
+        requested events were already trimmed from the buffer (`events_skipped`).
+        """
+        from_seq = max(0, from_seq)
+        skipped = max(0, self.first_buffered_seq - from_seq)
+        replay = [e for e in self._buffer if e.seq >= from_seq]
+        sub = Subscription(self, self.backlog + len(replay))
+        for event in replay:
+            sub._offer(event)
+        self._subscribers.append(sub)
+        return sub, len(replay), skipped
+
+    def unsubscribe(self, sub: Subscription) -> None:
+        if sub in self._subscribers:
+            self._subscribers.remove(sub)
+
+    @property
+    def subscriber_count(self) -> int:
+        return len(self._subscribers)
+
+    def close(self) -> None:
+        for sub in list(self._subscribers):
+            sub.closed = True
+            sub._wake()
+        self._subscribers.clear()
+        if self.journal is not None:
+            self.journal.close()

@@ -1,0 +1,1 @@
+"""Git mechanics: repo root, base revisions, worktrees, diffs and delivery."""

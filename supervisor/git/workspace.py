@@ -1,0 +1,154 @@
+"""A session's private git worktree: provision, diff, deliver to a branch,
+remove. Blocking; the supervisor calls these through `asyncio.to_thread`.
+
+The operator's checkout (HEAD, index, files) is never touched: every task
+works in a detached worktree under the state dir, and delivery creates a
+branch ref only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import shutil
+from pathlib import Path
+
+from ..errors import CorralError
+from ..models import DiffFile, DiffSummary
+from .repo import head_commit
+from .run import GitError, git
+
+DEFAULT_PATCH_CAP = 512 * 1024
+_IDENTITY = ["-c", "user.name=corral", "-c", "user.email=corral@localhost"]
+
+
+def _has_identity(cwd: Path) -> bool:
+    name = git(cwd, "config", "user.name", check=False).strip()
+    email = git(cwd, "config", "user.email", check=False).strip()
+    return bool(name and email)
+
+
+class GitWorkspace:
+    """One detached worktree of `repo` at `path`."""
+
+    def __init__(self, repo: Path, path: Path) -> None:
+        self.repo = repo
+        self.path = path
+
+    @classmethod
+    def provision(cls, repo: Path, path: Path, base: str | None) -> tuple[GitWorkspace, str]:
+        """Create the worktree at `base` (default: HEAD). Returns it and its start commit."""
+        start = base or head_commit(repo)
+        if start is None:
+            raise CorralError(
+                f"{repo} has no commits yet; make a first commit, then start the task again"
+            )
+        path.parent.mkdir(parents=True, exist_ok=True)
+        git(repo, "worktree", "add", "--detach", "--", str(path), start, timeout=120)
+        return cls(repo, path), start
+
+    def exists(self) -> bool:
+        return self.path.is_dir()
+
+    def head(self) -> str | None:
+        return head_commit(self.path)
+
+    def is_pristine(self, start_commit: str) -> bool:
+        """Nothing changed since `start_commit` (a git error counts as changed)."""
+        try:
+            if self.head() != start_commit:
+                return False
+            return git(self.path, "status", "--porcelain", "--untracked-files=all").strip() == ""
+        except GitError:
+            return False
+
+    def diff(self, start_commit: str, patch_cap: int = DEFAULT_PATCH_CAP) -> DiffSummary:
+        """Stage everything and describe the change against `start_commit`."""
+        git(self.path, "add", "-A", "--", ".")
+        common = ["--no-ext-diff", "--no-textconv", "--cached", start_commit, "--"]
+        stat = git(self.path, "diff", "--stat", *common)
+        numstat = git(self.path, "diff", "--numstat", "-z", "--find-renames", *common)
+        names = git(self.path, "diff", "--name-status", "-z", "--find-renames", *common)
+        patch = git(self.path, "diff", "--find-renames", *common)
+        full = len(patch.encode("utf-8"))
+        truncated = full > patch_cap
+        if truncated:
+            patch = patch.encode("utf-8")[:patch_cap].decode("utf-8", errors="ignore")
+        return DiffSummary(
+            stat=stat.strip(),
+            patch=patch,
+            patch_truncated=truncated,
+            patch_full_bytes=full,
+            files=_files(numstat, names),
+        )
+
+    def commit(self, message: str) -> str:
+        """Commit the staged change in the worktree; returns the commit id."""
+        git(self.path, "add", "-A", "--", ".")
+        identity = [] if _has_identity(self.path) else _IDENTITY
+        git(self.path, *identity, "commit", "--no-verify", "-q", "-m", message)
+        sha = self.head()
+        assert sha is not None
+        return sha
+
+    def publish_branch(self, branch: str, commit: str) -> None:
+        """Create `branch` at `commit` in the repository; refuses to overwrite."""
+        if not re.fullmatch(r"[A-Za-z0-9._/-]+", branch) or branch.startswith("-"):
+            raise CorralError(f"refusing the branch name {branch!r}")
+        exists = git(self.repo, "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}",
+                     check=False).strip()  # fmt: skip
+        if exists:
+            raise CorralError(
+                f"branch {branch} already exists in {self.repo}; delete or rename it, then "
+                "approve again"
+            )
+        git(self.repo, "branch", "--", branch, commit)
+
+    def remove(self) -> None:
+        with contextlib.suppress(GitError):
+            git(self.repo, "worktree", "remove", "--force", "--", str(self.path), timeout=120)
+        if self.path.exists():
+            shutil.rmtree(self.path, ignore_errors=True)
+        with contextlib.suppress(GitError):
+            git(self.repo, "worktree", "prune")
+
+
+def _files(numstat: str, names: str) -> list[DiffFile]:
+    kinds: dict[str, str] = {}
+    parts = names.split("\0")
+    i = 0
+    while i < len(parts) - 1:
+        status = parts[i]
+        if not status:
+            i += 1
+            continue
+        if status.startswith(("R", "C")):
+            kinds[parts[i + 2]] = "renamed"
+            i += 3
+        else:
+            kinds[parts[i + 1]] = {"A": "added", "D": "deleted"}.get(status[0], "modified")
+            i += 2
+    files: list[DiffFile] = []
+    fields = numstat.split("\0")
+    j = 0
+    while j < len(fields):
+        row = fields[j]
+        if not row:
+            j += 1
+            continue
+        added, removed, path = ([*row.split("\t", 2), "", ""])[:3]
+        if path == "":  # rename: the two paths follow as separate fields
+            path = fields[j + 2] if j + 2 < len(fields) else ""
+            j += 3
+        else:
+            j += 1
+        binary = added == "-"
+        files.append(
+            DiffFile(
+                path=path,
+                added=0 if binary else int(added or 0),
+                removed=0 if binary else int(removed or 0),
+                change="binary" if binary else kinds.get(path, "modified"),  # type: ignore[arg-type]
+            )
+        )
+    return files

@@ -1,0 +1,341 @@
+"""Pydantic models shared by the supervisor and its views: contracts, check
+results, findings, sessions (the persisted snapshot), board summaries and events.
+
+Snapshots are tolerant of older versions: every field added later has a default,
+so a minimal legacy row still loads (seed 000 test L13813).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .states import CoderState, FailureKind, NeedsYou
+
+CHECK_NAME_RE = re.compile(r"^[A-Za-z0-9_]+$")
+DEFAULT_CHECK_TIMEOUT_SECS = 120
+MAX_CHECK_TIMEOUT_SECS = 3600
+
+
+class DeltaWithin(BaseModel):
+    """The measured value may move by at least `min` and at most `max`."""
+
+    min: float | None = None
+    max: float | None = None
+
+
+class Differential(BaseModel):
+    """Compare a check's output with a value captured before any edit."""
+
+    baseline: str
+    expect: Literal["changed", "unchanged"] | DeltaWithin = "changed"
+
+
+class ContractCheck(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    command: str
+    timeout_secs: int = DEFAULT_CHECK_TIMEOUT_SECS
+    expect_exit_zero: bool = True
+    output_contains: str | None = None
+    baseline: bool = False
+    differential: Differential | None = None
+
+
+class OutcomeContract(BaseModel):
+    """What "done" means: a description plus shell checks the runtime re-runs."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    description: str = ""
+    checks: list[ContractCheck] = Field(default_factory=list)
+    allow_credentials: bool = False
+
+    def validate_contract(self, *, max_timeout_secs: int = MAX_CHECK_TIMEOUT_SECS) -> list[str]:
+        """Every problem at once, so the operator fixes them in one pass."""
+        problems: list[str] = []
+        if not self.checks:
+            problems.append("a contract needs at least one check")
+        seen: set[str] = set()
+        captures = {c.name for c in self.checks if c.baseline}
+        for i, check in enumerate(self.checks, start=1):
+            where = f"check {i} ({check.name or 'unnamed'})"
+            if not CHECK_NAME_RE.match(check.name):
+                problems.append(
+                    f"{where}: the name must contain only letters, numbers, or underscores"
+                )
+            if check.name in seen:
+                problems.append(f"{where}: the name is used twice")
+            seen.add(check.name)
+            if not check.command.strip():
+                problems.append(f"{where}: the command is empty")
+            if check.timeout_secs <= 0:
+                problems.append(f"{where}: the timeout must be at least 1 second")
+            elif check.timeout_secs > max_timeout_secs:
+                problems.append(
+                    f"{where}: the timeout {check.timeout_secs}s is over the "
+                    f"{max_timeout_secs}s ceiling"
+                )
+            if check.differential is not None and check.differential.baseline not in captures:
+                problems.append(
+                    f"{where}: the differential names '{check.differential.baseline}', "
+                    "which is not a baseline capture check"
+                )
+        return problems
+
+
+def contracts_equivalent(a: OutcomeContract, b: OutcomeContract) -> bool:
+    """Same checks (description ignored). Order matters once captures exist."""
+    if a.allow_credentials != b.allow_credentials:
+        return False
+
+    def key(c: ContractCheck) -> tuple[Any, ...]:
+        diff = c.differential.model_dump_json() if c.differential else ""
+        return (
+            c.name.strip(),
+            c.command.strip(),
+            c.expect_exit_zero,
+            c.output_contains,
+            c.timeout_secs,
+            c.baseline,
+            diff,
+        )
+
+    ka = [key(c) for c in a.checks]
+    kb = [key(c) for c in b.checks]
+    ordered = any(c.baseline or c.differential for c in [*a.checks, *b.checks])
+    return ka == kb if ordered else sorted(ka) == sorted(kb)
+
+
+class CheckResult(BaseModel):
+    name: str
+    passed: bool
+    exit_code: int | None = None
+    output_tail: str = ""
+    duration_ms: int = 0
+    timed_out: bool = False
+    deadline_clamped: bool = False
+    credentials_allowed: bool = False
+
+
+class NoChangeFinding(BaseModel):
+    """A claim that the work needs no change; only a human can accept it."""
+
+    kind: str = "premise_wrong"
+    summary: str
+    evidence: str = ""
+    verification: Literal["human_approved"] | None = None
+    proposed_at: float = Field(default_factory=time.time)
+    resolved_at: float | None = None
+    resolver_comment: str | None = None
+    baseline_checks: list[CheckResult] = Field(default_factory=list)
+
+
+class DiffFile(BaseModel):
+    path: str
+    added: int = 0
+    removed: int = 0
+    change: Literal["added", "modified", "deleted", "renamed", "binary"] = "modified"
+
+
+class DiffSummary(BaseModel):
+    """What the approval gate shows: the verified diff (patch possibly capped)."""
+
+    stat: str = ""
+    patch: str = ""
+    patch_truncated: bool = False
+    patch_full_bytes: int = 0
+    files: list[DiffFile] = Field(default_factory=list)
+
+
+class CoderSession(BaseModel):
+    """The persisted snapshot of one session."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    id: str
+    repo: str
+    intent: str
+    state: CoderState = CoderState.CREATED
+    engine: str = "auto"
+    requested_engine: str | None = None
+    engine_ran: str | None = None
+    model: str | None = None
+    max_iterations: int = 8
+    iterations: int = 0
+    created_at: float = Field(default_factory=time.time)
+    updated_at: float = Field(default_factory=time.time)
+    base: str | None = None
+    start_commit: str | None = None
+    worktree: str | None = None
+    branch: str | None = None
+    contract: OutcomeContract | None = None
+    baseline: list[CheckResult] = Field(default_factory=list)
+    baseline_gates_nothing: bool = False
+    discussion_id: str | None = None
+    discussion_constraints: list[str] = Field(default_factory=list)
+    steering_messages: list[str] = Field(default_factory=list)
+    resumed_from: str | None = None
+    last_check_results: list[CheckResult] = Field(default_factory=list)
+    diff: DiffSummary | None = None
+    no_change_finding: NoChangeFinding | None = None
+    error: str | None = None
+    failure_kind: FailureKind | None = None
+    result_branch: str | None = None
+    result_commit: str | None = None
+    result_delivery: str | None = None
+    keep_workspace_on_failure: bool = False
+    keep_workspace_on_cancel: bool = False
+    execution_stopped: bool = False
+    event_cursor: int = 0
+    cost_usd: float | None = None
+    authored_by: list[str] = Field(default_factory=list)
+
+    def execution_intent(self) -> str:
+        """The intent plus agreed constraints and accepted guidance."""
+        parts = [self.intent.strip()]
+        if self.discussion_constraints:
+            parts.append(
+                "Constraints agreed in the discussion this task came from:\n"
+                + "\n".join(f"- {c}" for c in self.discussion_constraints)
+            )
+        if self.steering_messages:
+            parts.append(
+                "Operator guidance:\n" + "\n".join(f"- {m}" for m in self.steering_messages)
+            )
+        return "\n\n".join(parts)
+
+
+class SessionSummary(BaseModel):
+    """One board row. Every key is always present; nulls are kept."""
+
+    session_id: str
+    label: str
+    state: CoderState
+    intent: str
+    repo: str
+    engine: str
+    requested_engine: str | None
+    engine_ran: str | None
+    authored_by: list[str]
+    iterations: int
+    max_iterations: int
+    created_at: float
+    updated_at: float
+    live: bool
+    error: str | None
+    needs_you: NeedsYou | None
+    needs_you_label: str | None
+    steering_available: bool
+    question_prompt: str | None
+    auth_message: str | None
+    auth_wait_secs: int | None
+    failure_kind: FailureKind | None
+    worktree: str | None
+    result_branch: str | None
+    result_commit: str | None
+    model: str | None
+    discussion_id: str | None
+    next_seq: int | None
+
+
+class EventKind(StrEnum):
+    ENGINE_SELECTED = "engine_selected"
+    PLAN_TEXT = "plan_text"
+    CONTRACT_PROPOSED = "contract_proposed"
+    CONTRACT_BASELINE = "contract_baseline"
+    CONTRACT_REVISION_REJECTED = "contract_revision_rejected"
+    MODEL_FALLBACK = "model_fallback"
+    AUTH_REQUIRED = "auth_required"
+    ITERATION_STARTED = "iteration_started"
+    USER_INPUT_REQUESTED = "user_input_requested"
+    USER_INPUT_EXPIRED = "user_input_expired"
+    OPERATOR_GUIDANCE = "operator_guidance"
+    TOOL_CALL = "tool_call"
+    CHECK_COMPLETED = "check_completed"
+    CONTRACT_EVALUATED = "contract_evaluated"
+    DIFF_READY = "diff_ready"
+    FINDING_PROPOSED = "finding_proposed"
+    FINDING_RESOLVED = "finding_resolved"
+    MERGE_COMPLETED = "merge_completed"
+    ENGINE_FALLBACK = "engine_fallback"
+    EXTERNAL_EVENT = "external_event"
+    BUDGET_EXHAUSTED = "budget_exhausted"
+    ERROR = "error"
+    STATE_CHANGED = "state_changed"
+
+
+class CoderEvent(BaseModel):
+    """One entry of a session's event stream. `seq` is monotonic per session."""
+
+    session_id: str
+    seq: int
+    ts: float
+    kind: EventKind
+    data: dict[str, Any] = Field(default_factory=dict)
+
+
+# --- replies ----------------------------------------------------------------
+
+
+class StartResult(BaseModel):
+    session_id: str
+    state: CoderState
+    engine: str
+    requested_engine: str | None
+    engine_ran: str | None = None
+    worktree: str | None
+    base: str | None
+    contract: OutcomeContract | None
+    baseline: list[CheckResult]
+    baseline_gates_nothing: bool
+    journal_path: str
+
+
+class ReviseResult(BaseModel):
+    state: CoderState
+    revised: bool
+    contract: OutcomeContract | None
+    baseline: list[CheckResult]
+    baseline_gates_nothing: bool
+    message: str | None
+
+
+class CancelResult(BaseModel):
+    state: CoderState
+    already_terminal: bool
+    worktree: str | None = None
+    recoverable: bool = False
+    message: str | None = None
+
+
+class ApproveResult(BaseModel):
+    state: CoderState
+    branch: str | None = None
+    commit: str | None = None
+    delivery: str | None = None
+
+
+class SubscribeResult(BaseModel):
+    state: CoderState
+    events_replayed: int
+    events_skipped: int
+    live: bool
+    replay_available: bool
+
+
+class SessionDetail(BaseModel):
+    """`get`: the snapshot plus what only the live supervisor knows."""
+
+    session: CoderSession
+    live: bool
+    next_seq: int | None
+    steering_available: bool
+    question_prompt: str | None
+    needs_you: NeedsYou | None
+    needs_you_label: str | None

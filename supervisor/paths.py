@@ -1,0 +1,52 @@
+"""Where corral keeps its state, and private directories.
+
+The state dir is the XDG state home (`$XDG_STATE_HOME/corral`, default
+`~/.local/state/corral`) unless `CORRAL_HOME` names another. `CORRAL_HOME` must
+be absolute: a relative path would resolve differently per process, and
+clean-up code depends on it (seed 000 §6.2).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from .errors import StateDirError
+
+
+def default_state_dir(env: dict[str, str] | None = None) -> Path:
+    env = dict(os.environ) if env is None else env
+    override = env.get("CORRAL_HOME", "").strip()
+    if override:
+        path = Path(override).expanduser()
+        if not path.is_absolute():
+            raise StateDirError(
+                f"CORRAL_HOME must be an absolute path, got {override!r}; "
+                "set it to a full path such as $HOME/.corral"
+            )
+        return path
+    xdg = env.get("XDG_STATE_HOME", "").strip()
+    base = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".local" / "state"
+    return base / "corral"
+
+
+def config_path(env: dict[str, str] | None = None) -> Path:
+    env = dict(os.environ) if env is None else env
+    explicit = env.get("CORRAL_CONFIG", "").strip()
+    if explicit:
+        return Path(explicit).expanduser()
+    xdg = env.get("XDG_CONFIG_HOME", "").strip()
+    base = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".config"
+    return base / "corral" / "config.toml"
+
+
+def ensure_private_dir(path: Path) -> Path:
+    """Create `path` (and parents) and make it owner-only (0700)."""
+    path.mkdir(parents=True, exist_ok=True)
+    try:
+        os.chmod(path, 0o700)
+    except PermissionError as exc:  # someone else's dir: refuse, do not widen
+        raise StateDirError(
+            f"cannot make {path} private ({exc}); choose another CORRAL_HOME"
+        ) from exc
+    return path

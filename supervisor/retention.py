@@ -1,0 +1,46 @@
+"""When finished sessions leave memory and disk (seed 000 §5.10)."""
+
+from __future__ import annotations
+
+from .models import CoderSession
+
+FINISHED_SESSION_RETENTION_SECS = 1800.0
+
+
+def collectable_by_age(
+    terminal: bool,
+    updated_at: float,
+    now: float,
+    retention: float = FINISHED_SESSION_RETENTION_SECS,
+) -> bool:
+    """Terminal and at least `retention` seconds old (boundary inclusive).
+    A backwards clock (updated in the future) saturates to age 0."""
+    return terminal and max(0.0, now - updated_at) >= retention
+
+
+def disk_gc_victims(
+    stored: list[CoderSession],
+    live_ids: set[str],
+    *,
+    now: float,
+    max_sessions: int,
+    max_age_days: float,
+) -> list[str]:
+    """Stored terminal sessions to forget: beyond the newest `max_sessions`,
+    or older than `max_age_days`. Live and unfinished sessions are never chosen."""
+    candidates = sorted(
+        (s for s in stored if s.state.is_terminal and s.id not in live_ids),
+        key=lambda s: s.updated_at,
+        reverse=True,
+    )
+    max_age = max_age_days * 86400
+    victims: list[str] = []
+    kept = 0
+    total_unfinished = sum(1 for s in stored if not s.state.is_terminal)
+    for s in candidates:
+        too_old = max(0.0, now - s.updated_at) > max_age
+        if too_old or kept + total_unfinished >= max_sessions:
+            victims.append(s.id)
+        else:
+            kept += 1
+    return victims

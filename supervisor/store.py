@@ -1,0 +1,253 @@
+"""Durable state: one SQLite database (WAL) per state dir, plus the owner lock.
+
+One process owns a state dir at a time (`owner.lock`, an flock held for the
+process lifetime, with the holder's pid written inside). Readers such as
+`corral sessions` open the database read-only and never need the lock.
+
+A database that is corrupt or was written by a newer corral is never reset:
+the error names the file and the original stays where it is.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import sqlite3
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from .errors import StateDirError
+from .models import CoderSession
+from .paths import ensure_private_dir
+
+SCHEMA_VERSION = 1
+DB_NAME = "corral.sqlite3"
+LOCK_NAME = "owner.lock"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS sessions (
+    id TEXT PRIMARY KEY,
+    repo TEXT NOT NULL,
+    state TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    updated_at REAL NOT NULL,
+    data TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS sessions_updated ON sessions(updated_at);
+"""
+
+
+@dataclass(frozen=True)
+class LockHolder:
+    pid: int | None
+    since: str | None
+
+    def describe(self) -> str:
+        if self.pid is None:
+            return "an unknown process"
+        alive = _pid_alive(self.pid)
+        return f"pid {self.pid}" + ("" if alive else " (not running; its lock is stale)")
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def read_lock_holder(state_dir: Path) -> LockHolder | None:
+    """Who holds the state dir, or None when nobody does. Never blocks."""
+    path = state_dir / LOCK_NAME
+    if not path.exists():
+        return None
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            text = path.read_text(encoding="utf-8", errors="replace").split()
+            pid = int(text[0]) if text and text[0].isdigit() else None
+            since = text[1] if len(text) > 1 else None
+            return LockHolder(pid, since)
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)
+
+
+class OwnerLock:
+    """Exclusive ownership of a state dir for this process's lifetime."""
+
+    def __init__(self, state_dir: Path) -> None:
+        self.path = state_dir / LOCK_NAME
+        self._fd: int | None = None
+
+    def acquire(self) -> None:
+        ensure_private_dir(self.path.parent)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            holder = read_lock_holder(self.path.parent) or LockHolder(None, None)
+            raise StateDirError(
+                f"another corral already owns {self.path.parent} ({holder.describe()}); "
+                "switch to that console, close it first, or set CORRAL_HOME to use a "
+                "separate state dir"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()} {time.strftime('%Y-%m-%dT%H:%M:%S')}\n".encode())
+        self._fd = fd
+
+    def release(self) -> None:
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._fd, 0)
+                fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = None
+
+
+class Store:
+    """Session snapshots in SQLite. Writes are small and synchronous: a
+    transition is on disk before anything announces it."""
+
+    def __init__(self, state_dir: Path, *, readonly: bool = False) -> None:
+        self.path = state_dir / DB_NAME
+        self.readonly = readonly
+        if readonly:
+            if not self.path.exists():
+                self._conn: sqlite3.Connection | None = None
+                return
+            uri = f"file:{self.path}?mode=ro"
+            self._conn = self._connect(uri, uri=True)
+        else:
+            ensure_private_dir(state_dir)
+            self._conn = self._connect(str(self.path))
+        self._check_schema()
+
+    def _connect(self, target: str, *, uri: bool = False) -> sqlite3.Connection:
+        try:
+            conn = sqlite3.connect(target, uri=uri, isolation_level=None, check_same_thread=False)
+            conn.execute("PRAGMA busy_timeout = 5000")
+            if not self.readonly:
+                conn.execute("PRAGMA journal_mode = WAL")
+                conn.execute("PRAGMA synchronous = NORMAL")
+            return conn
+        except sqlite3.DatabaseError as exc:
+            raise self._corrupt(exc) from exc
+
+    def _corrupt(self, exc: Exception) -> StateDirError:
+        return StateDirError(
+            f"{self.path} is not a readable corral database ({exc}). It was left untouched: "
+            f"move it aside (mv {self.path} {self.path}.bad) to start fresh, or restore a backup"
+        )
+
+    def _check_schema(self) -> None:
+        assert self._conn is not None
+        try:
+            tables = {
+                r[0]
+                for r in self._conn.execute("SELECT name FROM sqlite_master WHERE type='table'")
+            }
+            if "meta" in tables:
+                row = self._conn.execute(
+                    "SELECT value FROM meta WHERE key='schema_version'"
+                ).fetchone()
+                version = int(row[0]) if row else 0
+            else:
+                version = 0
+            if version > SCHEMA_VERSION:
+                raise StateDirError(
+                    f"{self.path} was written by a newer corral (schema {version}; this one "
+                    f"reads up to {SCHEMA_VERSION}). Upgrade corral, or set CORRAL_HOME to "
+                    "another state dir; the file was left untouched"
+                )
+            if tables and "sessions" not in tables and "meta" not in tables:
+                raise StateDirError(
+                    f"{self.path} is an SQLite file but not a corral database; it was left "
+                    "untouched. Move it aside or set CORRAL_HOME to another state dir"
+                )
+            if not self.readonly and version < SCHEMA_VERSION:
+                self._conn.executescript(_SCHEMA)
+                self._conn.execute(
+                    "INSERT OR REPLACE INTO meta(key, value) VALUES ('schema_version', ?)",
+                    (str(SCHEMA_VERSION),),
+                )
+        except sqlite3.DatabaseError as exc:
+            raise self._corrupt(exc) from exc
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    # -- sessions ------------------------------------------------------------
+
+    def save_session(self, session: CoderSession) -> None:
+        assert self._conn is not None and not self.readonly
+        self._conn.execute(
+            "INSERT INTO sessions(id, repo, state, created_at, updated_at, data) "
+            "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET repo=excluded.repo, "
+            "state=excluded.state, updated_at=excluded.updated_at, data=excluded.data",
+            (
+                session.id,
+                session.repo,
+                session.state.value,
+                session.created_at,
+                session.updated_at,
+                session.model_dump_json(),
+            ),
+        )
+
+    def load_session(self, session_id: str) -> CoderSession | None:
+        if self._conn is None:
+            return None
+        row = self._conn.execute("SELECT data FROM sessions WHERE id=?", (session_id,)).fetchone()
+        return _parse(row[0]) if row else None
+
+    def list_sessions(self) -> tuple[list[CoderSession], list[str]]:
+        """All stored sessions, newest first, plus ids whose rows do not parse
+        (kept on disk untouched, reported rather than dropped)."""
+        if self._conn is None:
+            return [], []
+        sessions: list[CoderSession] = []
+        broken: list[str] = []
+        try:
+            rows = self._conn.execute(
+                "SELECT id, data FROM sessions ORDER BY updated_at DESC"
+            ).fetchall()
+        except sqlite3.DatabaseError as exc:
+            raise self._corrupt(exc) from exc
+        for sid, data in rows:
+            parsed = _parse(data)
+            if parsed is None:
+                broken.append(sid)
+            else:
+                sessions.append(parsed)
+        return sessions, broken
+
+    def delete_sessions(self, ids: Iterable[str]) -> None:
+        assert self._conn is not None and not self.readonly
+        self._conn.executemany("DELETE FROM sessions WHERE id=?", [(i,) for i in ids])
+
+
+def _parse(data: str) -> CoderSession | None:
+    try:
+        return CoderSession.model_validate(json.loads(data))
+    except (ValueError, ValidationError):
+        return None

@@ -1,0 +1,80 @@
+"""Board rows, built in one place for live and stored sessions alike."""
+
+from __future__ import annotations
+
+import os
+
+from .entry import SessionEntry
+from .models import CoderSession, SessionSummary
+from .states import CoderState, FailureKind, label, needs_you, needs_you_label
+
+
+def _worktree_if_present(session: CoderSession) -> str | None:
+    return session.worktree if session.worktree and os.path.isdir(session.worktree) else None
+
+
+def _failure_kind(session: CoderSession) -> FailureKind | None:
+    if session.state is not CoderState.FAILED:
+        return None
+    return session.failure_kind or FailureKind.ERROR
+
+
+def stored_summary(session: CoderSession) -> SessionSummary:
+    """A session this process is not running: never advertises an action."""
+    return SessionSummary(
+        session_id=session.id,
+        label=label(session.id),
+        state=session.state,
+        intent=session.intent,
+        repo=session.repo,
+        engine=session.engine,
+        requested_engine=session.requested_engine,
+        engine_ran=session.engine_ran,
+        authored_by=list(session.authored_by),
+        iterations=session.iterations,
+        max_iterations=session.max_iterations,
+        created_at=session.created_at,
+        updated_at=session.updated_at,
+        live=False,
+        error=session.error,
+        needs_you=None,
+        needs_you_label=None,
+        steering_available=False,
+        question_prompt=None,
+        auth_message=None,
+        auth_wait_secs=None,
+        failure_kind=_failure_kind(session),
+        worktree=_worktree_if_present(session),
+        result_branch=session.result_branch,
+        result_commit=session.result_commit,
+        model=session.model,
+        discussion_id=session.discussion_id,
+        next_seq=None,
+    )
+
+
+def live_summary(entry: SessionEntry) -> SessionSummary:
+    session = entry.session
+    attention = entry.attention
+    question = entry.gate.is_pending
+    need = needs_you(
+        session.state,
+        live=True,
+        question_pending=question,
+        auth_outstanding=attention.auth_outstanding,
+        approval_kind=attention.approval_kind,
+    )
+    row = stored_summary(session)
+    return row.model_copy(
+        update={
+            "live": True,
+            "iterations": max(session.iterations, attention.iteration),
+            "needs_you": need,
+            "needs_you_label": needs_you_label(need),
+            "steering_available": entry.steering.is_open and not question,
+            "question_prompt": entry.gate.prompt if question else None,
+            "auth_message": attention.auth_message,
+            "auth_wait_secs": attention.auth_wait_secs,
+            "next_seq": entry.log.next_seq,
+        }
+    )
