@@ -1,0 +1,245 @@
+"""`corral demo`: a generated demo repository, a demo drafter and a demo
+agent, all labelled as such. Nothing here needs a model, a key or an
+installed agent CLI.
+
+The demo agent is scripted, but its work is real: it edits real files in the
+session's real worktree, and the runtime verifies it by running the checks.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from .api import Supervisor
+from .contracts.drafting import DraftRequest, ReviseRequest
+from .engines.base import EngineOutcome, RunContext
+from .errors import CorralError
+from .models import ContractCheck, OutcomeContract
+from .scripted import Iteration, Say, ScriptedEngine, Sleep, Step, Write
+from .states import CoderState
+
+DEMO_LABEL = "demo"
+ASSETS = Path(__file__).resolve().parent.parent / "assets" / "demo_repo"
+
+SLUG_FIX = '''"""URL slugs."""
+
+import re
+import unicodedata
+
+
+def slugify(text: str) -> str:
+    """Lower-case ASCII words joined by dashes; accents are folded (é → e)."""
+    folded = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
+    words = re.findall(r"[a-z0-9]+", folded.lower())
+    return "-".join(words)
+'''
+
+PAGES_FIX = '''"""Pagination."""
+
+
+def paginate(items: list, size: int) -> list[list]:
+    """Split items into pages of at most `size`; the last page may be short."""
+    return [items[start : start + size] for start in range(0, len(items), size)]
+'''
+
+REPORT_JSON = '''"""A word-count report: `python3 -m textkit.report [--json] [FILE]`."""
+
+import json
+import sys
+from collections import Counter
+
+
+def counts(text: str) -> Counter:
+    return Counter(text.split())
+
+
+def main(argv: list[str]) -> int:
+    as_json = "--json" in argv
+    args = [a for a in argv if a != "--json"]
+    text = open(args[0]).read() if args else "the quick brown fox jumps over the lazy dog"
+    top = counts(text).most_common(5)
+    if as_json:
+        print(json.dumps([{"word": w, "count": n} for w, n in top]))
+        return 0
+    for word, n in top:
+        print(f"{n:4d} {word}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
+'''
+
+UNIT_TESTS = ContractCheck(name="unit_tests", command="python3 -m unittest -q", timeout_secs=60)
+
+
+def _topic(intent: str) -> str:
+    text = intent.lower()
+    for key in ("slug", "paginat", "json"):
+        if key in text:
+            return key
+    return "other"
+
+
+def demo_contract(intent: str) -> OutcomeContract:
+    topic = _topic(intent)
+    if topic == "slug":
+        check = ContractCheck(
+            name="slug_folds_accents",
+            command="python3 -c \"from textkit.slug import slugify; "
+            "assert slugify('Crème Brûlée') == 'creme-brulee', slugify('Crème Brûlée')\"",
+            timeout_secs=30,
+        )
+        desc = "slugify() folds accented letters to ASCII; existing tests keep passing."
+    elif topic == "paginat":
+        check = ContractCheck(
+            name="last_page_kept",
+            command="python3 -c \"from textkit.pages import paginate; "
+            "assert paginate([1, 2, 3, 4, 5], 2) == [[1, 2], [3, 4], [5]]\"",
+            timeout_secs=30,
+        )
+        desc = "paginate() keeps the short last page; existing tests keep passing."
+    elif topic == "json":
+        check = ContractCheck(
+            name="report_json",
+            command="python3 -m textkit.report --json | python3 -c "
+            "\"import json, sys; rows = json.load(sys.stdin); assert rows[0]['word'] == 'the'\"",
+            timeout_secs=30,
+        )
+        desc = "`python3 -m textkit.report --json` prints the top words as JSON."
+    else:
+        check = ContractCheck(
+            name="task_recorded",
+            command="grep -qF -- " + _shell_quote(intent.strip()[:60]) + " DEMO_NOTES.md",
+            timeout_secs=10,
+        )
+        desc = (
+            "Demo contract: the demo agent records the task in DEMO_NOTES.md. "
+            "(A real drafter proposes checks from the repository.)"
+        )
+    return OutcomeContract(description=desc, checks=[check, UNIT_TESTS])
+
+
+def _shell_quote(text: str) -> str:
+    return "'" + text.replace("'", "'\"'\"'") + "'"
+
+
+class DemoDrafter:
+    """Drafts the demo's contracts from keywords in the intent (demo only)."""
+
+    name = "demo drafter"
+
+    async def draft(self, request: DraftRequest) -> OutcomeContract:
+        return demo_contract(request.intent)
+
+    async def revise(self, request: ReviseRequest) -> OutcomeContract:
+        assert request.prior is not None
+        return request.prior.model_copy(deep=True)
+
+
+def _script(intent: str, pace: float) -> Sequence[Step]:
+    topic = _topic(intent)
+    if topic == "slug":
+        return [
+            Iteration(1),
+            Say("Reading textkit/slug.py: words are matched with [a-z0-9]+ after lower()."),
+            Sleep(1.0 * pace),
+            Say("Accented letters are dropped, not folded. NFKD-normalising first fixes it."),
+            Write("textkit/slug.py", SLUG_FIX),
+            Say("Done: slugify() now folds accents."),
+        ]
+    if topic == "paginat":
+        return [
+            Iteration(1),
+            Say("range(0, len(items) - size, size) stops one page early."),
+            Sleep(1.0 * pace),
+            Write("textkit/pages.py", PAGES_FIX),
+            Say("Done: the last, shorter page is kept."),
+        ]
+    if topic == "json":
+        steps: list[Step] = [Iteration(1), Say("Planning the --json flag for textkit.report.")]
+        thoughts = [
+            "Reading textkit/report.py and its callers.",
+            "Deciding the JSON shape: a list of {word, count}.",
+            "Checking that plain output stays byte-identical.",
+            "Sketching argument handling without argparse to keep it tiny.",
+        ]
+        for n in range(2, 2 + 60):
+            steps += [Sleep(4.0 * pace), Iteration(n), Say(thoughts[n % len(thoughts)])]
+        steps += [Write("textkit/report.py", REPORT_JSON), Say("Done: --json added.")]
+        return steps
+    line = intent.strip()
+    return [
+        Iteration(1),
+        Say("Demo agent: recording the task (a real agent would do the work)."),
+        Sleep(1.0 * pace),
+        Write("DEMO_NOTES.md", f"# Demo notes\n\n- {line}\n"),
+    ]
+
+
+class DemoEngine:
+    """The built-in demo agent: plays a script chosen by the intent."""
+
+    label = DEMO_LABEL
+
+    def __init__(self, pace: float = 1.0) -> None:
+        self.pace = pace
+
+    async def run(self, ctx: RunContext) -> EngineOutcome:
+        engine = ScriptedEngine([_script(ctx.intent, self.pace)], label=DEMO_LABEL)
+        return await engine.run(ctx)
+
+
+class DemoEngines:
+    """Engine registry of the demo: every request runs the demo agent."""
+
+    def __init__(self, pace: float = 1.0) -> None:
+        self.pace = pace
+
+    def resolve(self, requested: str) -> tuple[str, str]:
+        if requested in ("auto", "native", DEMO_LABEL):
+            return DEMO_LABEL, "the built-in demo agent (scripted; no model needed)"
+        raise CorralError(
+            f"engine {requested!r} is not available in the demo; use auto or demo"
+        )
+
+    def create(self, label: str) -> DemoEngine:
+        return DemoEngine(self.pace)
+
+
+def make_demo_repo(parent: Path | None = None) -> Path:
+    """Copy the demo template into a fresh git repository and commit it."""
+    root = Path(tempfile.mkdtemp(prefix="corral-demo-", dir=parent)) / "textkit"
+    shutil.copytree(ASSETS, root, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    env_id = ["-c", "user.name=corral demo", "-c", "user.email=demo@corral.local"]
+    for cmd in (
+        ["git", "init", "-q", "-b", "main"],
+        ["git", "add", "-A"],
+        ["git", *env_id, "commit", "-q", "-m", "textkit: initial import (corral demo)"],
+    ):
+        subprocess.run(cmd, cwd=root, check=True, capture_output=True)
+    return root
+
+
+DEMO_INTENTS = (
+    "Make slugify() fold accents (Crème Brûlée → creme-brulee)",
+    "Add a --json flag to the word-count report",
+    "Fix the off-by-one in paginate() so the last page is not lost",
+)
+
+
+async def seed_demo(supervisor: Supervisor, repo: Path) -> list[str]:
+    """Start the demo's sessions: one with a verified diff to approve, one
+    working, one waiting for its contract to be confirmed."""
+    ids: list[str] = []
+    for intent in DEMO_INTENTS:
+        result = await supervisor.start(intent, repo, engine="auto")
+        ids.append(result.session_id)
+    await supervisor.confirm(ids[0])
+    await supervisor.confirm(ids[1])
+    await supervisor.wait_for(ids[0], {CoderState.NEEDS_APPROVAL, CoderState.FAILED}, timeout=60)
+    return ids

@@ -1,0 +1,164 @@
+"""Shared fixtures: a real git repository, a private state dir per test, and a
+factory for opened `Supervisor`s wired to scripted drafters and engines.
+
+Nothing here mocks the supervisor: sessions get real worktrees, contract
+checks run as real shell commands and delivery creates real branches.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from supervisor.api import Supervisor
+from supervisor.config import SupervisorConfig
+from supervisor.contracts.drafting import ContractDrafter
+from supervisor.models import CoderEvent, EventKind, OutcomeContract
+from supervisor.scripted import ScriptedDrafter, ScriptedEngine, ScriptedEngines, contract
+
+# A contract whose only check fails on the untouched tree and passes once the
+# engine writes `hello.txt` containing "hi".
+HELLO_CHECK = ("hello", "grep -q hi hello.txt")
+
+
+def hello_contract() -> OutcomeContract:
+    return contract(HELLO_CHECK, description="hello.txt says hi")
+
+
+def git(cwd: Path | str, *args: str, check: bool = True) -> str:
+    """Run git for a test (not through corral's hardened wrapper)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update(
+        GIT_CONFIG_NOSYSTEM="1",
+        GIT_AUTHOR_NAME="Test",
+        GIT_AUTHOR_EMAIL="test@example.com",
+        GIT_COMMITTER_NAME="Test",
+        GIT_COMMITTER_EMAIL="test@example.com",
+    )
+    proc = subprocess.run(
+        ["git", *args], cwd=str(cwd), env=env, capture_output=True, text=True, check=False
+    )
+    if check and proc.returncode != 0:
+        raise AssertionError(f"git {' '.join(args)} failed: {proc.stderr.strip()}")
+    return proc.stdout
+
+
+def init_repo(path: Path) -> Path:
+    """`git init -b main`, `core.autocrlf=false`, one empty commit."""
+    path.mkdir(parents=True, exist_ok=True)
+    git(path, "init", "-q", "-b", "main")
+    git(path, "config", "core.autocrlf", "false")
+    git(path, "commit", "-q", "--allow-empty", "-m", "init")
+    return path
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    return init_repo(tmp_path / "repo")
+
+
+@pytest.fixture
+def state_dir(tmp_path: Path) -> Path:
+    return tmp_path / "state"
+
+
+def fast_config(**overrides: Any) -> SupervisorConfig:
+    """Defaults tuned for fast tests; any field can be overridden."""
+    base: dict[str, Any] = {
+        "repair_invokes": 1,
+        "max_session_wall_secs": 60,
+        "max_check_timeout_secs": 30,
+        "ask_user_timeout_secs": 10,
+        "watcher_shed_secs": 10,
+    }
+    base.update(overrides)
+    return SupervisorConfig.model_validate(base)
+
+
+class Clock:
+    """A settable wall clock for retention tests."""
+
+    def __init__(self, now: float | None = None) -> None:
+        self.now = time.time() if now is None else now
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, secs: float) -> None:
+        self.now += secs
+
+
+SupervisorFactory = Callable[..., Awaitable[Supervisor]]
+
+
+@pytest.fixture
+async def make_supervisor(state_dir: Path) -> AsyncIterator[SupervisorFactory]:
+    """`await make_supervisor(drafter=..., engine=..., config=..., **config_fields)`.
+
+    Returns an opened `Supervisor` (closed at teardown). By default the
+    drafter serves `hello_contract()` and the engine writes `hello.txt`.
+    """
+    made: list[Supervisor] = []
+
+    async def factory(
+        drafter: ContractDrafter | None = None,
+        engine: ScriptedEngine | None = None,
+        *,
+        state: Path | None = None,
+        config: SupervisorConfig | None = None,
+        clock: Callable[[], float] | None = None,
+        **config_fields: Any,
+    ) -> Supervisor:
+        from supervisor.scripted import Write
+
+        sup = Supervisor(
+            state or state_dir,
+            drafter=drafter or ScriptedDrafter([hello_contract()]),
+            engines=ScriptedEngines(engine or ScriptedEngine([[Write("hello.txt", "hi\n")]])),
+            config=config or fast_config(**config_fields),
+            clock=clock or time.time,
+        )
+        await sup.open()
+        made.append(sup)
+        return sup
+
+    yield factory
+    for sup in reversed(made):
+        await sup.close()
+
+
+# --- helpers ------------------------------------------------------------------
+
+
+def events_of(sup: Supervisor, session_id: str) -> list[CoderEvent]:
+    """The live replay buffer of a session."""
+    return sup._live[session_id].log.buffered()
+
+
+def kinds_of(sup: Supervisor, session_id: str) -> list[EventKind]:
+    return [e.kind for e in events_of(sup, session_id)]
+
+
+async def eventually(
+    predicate: Callable[[], Any], *, timeout: float = 5.0, interval: float = 0.01
+) -> Any:
+    """Poll until `predicate()` is truthy (the event drain is asynchronous)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"condition not met within {timeout}s")
+        await asyncio.sleep(interval)
+
+
+def session_ids(sup: Supervisor) -> Sequence[str]:
+    return [row.session_id for row in sup.list()]

@@ -1,0 +1,117 @@
+"""The Textual app: owns the in-process supervisor for its lifetime.
+
+Supervisor calls started from a key press run as app-level asyncio tasks
+(never screen workers), so closing a screen never cancels drafting or a run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from textual.app import App
+from textual.binding import Binding
+
+from supervisor.api import Supervisor
+from supervisor.errors import CorralError
+
+from .screens.board import BoardScreen
+from .screens.help import HelpScreen
+
+MIN_WIDTH, MIN_HEIGHT = 80, 24
+
+
+class CorralApp(App[None]):
+    CSS_PATH = "corral.tcss"
+    TITLE = "corral"
+    BINDINGS = [
+        Binding("question_mark", "help", "Help"),
+        Binding("ctrl+q", "quit", "Quit", show=False),
+    ]
+
+    def __init__(
+        self,
+        supervisor: Supervisor,
+        *,
+        default_repo: Path | None = None,
+        on_ready: Callable[[Supervisor], Awaitable[Any]] | None = None,
+        clock: Callable[[], float] = time.time,
+        owns_supervisor: bool = True,
+    ) -> None:
+        super().__init__()
+        self.supervisor = supervisor
+        self.default_repo = default_repo
+        self.on_ready = on_ready
+        self.clock = clock
+        self.owns_supervisor = owns_supervisor
+        self.ready = asyncio.Event()
+        self._calls: set[asyncio.Task[Any]] = set()
+        self.startup_error: str | None = None
+
+    async def on_mount(self) -> None:
+        if self.owns_supervisor:
+            try:
+                await self.supervisor.open()
+            except CorralError as exc:
+                self.startup_error = str(exc)
+                self.exit(return_code=2)
+                return
+        if self.supervisor.broken_rows:
+            self.notify(
+                f"{len(self.supervisor.broken_rows)} stored session(s) could not be read and "
+                "were left untouched in the database.",
+                severity="warning",
+            )
+        await self.push_screen(BoardScreen(clock=self.clock))
+        if self.on_ready is not None:
+            task = asyncio.get_running_loop().create_task(self._run_ready())
+            self._calls.add(task)
+            task.add_done_callback(self._calls.discard)
+        else:
+            self.ready.set()
+
+    async def _run_ready(self) -> None:
+        try:
+            assert self.on_ready is not None
+            await self.on_ready(self.supervisor)
+        except CorralError as exc:
+            self.notify(str(exc), severity="error", timeout=10)
+        finally:
+            self.ready.set()
+
+    async def on_unmount(self) -> None:
+        for task in list(self._calls):
+            task.cancel()
+        if self.owns_supervisor and self.supervisor.store is not None:
+            await self.supervisor.close()
+
+    def run_supervisor_call(self, label: str, call: Awaitable[Any]) -> None:
+        """Run a supervisor call in the background; errors become toasts."""
+
+        async def runner() -> None:
+            try:
+                await call
+            except CorralError as exc:
+                self.bell()
+                self.notify(str(exc), title=f"{label} refused", severity="error", timeout=8)
+
+        task = asyncio.get_running_loop().create_task(runner())
+        self._calls.add(task)
+        task.add_done_callback(self._calls.discard)
+
+    def action_help(self) -> None:
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen())
+
+    def on_resize(self) -> None:
+        size = self.size
+        if size.width < MIN_WIDTH or size.height < MIN_HEIGHT:
+            self.notify(
+                f"The window is {size.width}×{size.height}; corral needs at least "
+                f"{MIN_WIDTH}×{MIN_HEIGHT} to show everything.",
+                severity="warning",
+                timeout=4,
+            )

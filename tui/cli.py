@@ -1,0 +1,251 @@
+"""The `corral` command line: the console, the demo, doctor and sessions.
+
+Every refusal is one line on stderr that says what to do, and exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+from supervisor.config import load_config
+from supervisor.errors import CorralError
+from supervisor.paths import config_path, default_state_dir
+from supervisor.store import Store, read_lock_holder
+from supervisor.summaries import stored_summary
+
+AGENT_CLIS = ("claude", "codex", "gemini", "aider", "opencode")
+MIN_TMUX = (3, 2)
+
+
+def corral_version() -> str:
+    try:
+        return version("corral")
+    except PackageNotFoundError:
+        return "0+unknown"
+
+
+def fail(message: str) -> int:
+    print(f"corral: {message}", file=sys.stderr)
+    return 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="corral",
+        description="A console for supervising many coding agents: contracts, runtime "
+        "verification and diff approval, one screen.",
+    )
+    parser.add_argument("--version", action="version", version=f"corral {corral_version()}")
+    parser.add_argument("--repo", help="the git repository to open (default: current directory)")
+    sub = parser.add_subparsers(dest="command")
+    demo = sub.add_parser("demo", help="open the console on a generated demo repository")
+    demo.add_argument("--pace", type=float, default=1.0, help=argparse.SUPPRESS)
+    sub.add_parser("doctor", help="check requirements, agents, models and the state dir")
+    sessions = sub.add_parser("sessions", help="list stored sessions")
+    sessions.add_argument("--json", action="store_true", help="print JSON")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        if args.command == "doctor":
+            return doctor()
+        if args.command == "sessions":
+            return list_sessions(as_json=args.json)
+        if args.command == "demo":
+            return run_demo(pace=args.pace)
+        return run_console(Path(args.repo) if args.repo else Path.cwd())
+    except CorralError as exc:
+        return fail(str(exc))
+    except KeyboardInterrupt:
+        return 130
+
+
+# -- console -------------------------------------------------------------------
+
+
+def _ensure_free(state_dir: Path) -> None:
+    holder = read_lock_holder(state_dir)
+    if holder is not None:
+        raise CorralError(
+            f"another corral already owns {state_dir} ({holder.describe()}); switch to that "
+            "console, close it first, or set CORRAL_HOME to use a separate state dir"
+        )
+
+
+def _launch(app) -> int:  # type: ignore[no-untyped-def]
+    app.run()
+    if app.startup_error:
+        return fail(app.startup_error)
+    return 0
+
+
+def run_console(repo: Path) -> int:
+    from supervisor.api import Supervisor
+    from supervisor.demo import DemoDrafter, DemoEngines
+    from supervisor.git.repo import repo_root
+    from tui.app import CorralApp
+
+    root = repo_root(repo)
+    state_dir = default_state_dir()
+    _ensure_free(state_dir)
+    supervisor = Supervisor(
+        state_dir, drafter=DemoDrafter(), engines=DemoEngines(), config=load_config()
+    )
+    return _launch(CorralApp(supervisor, default_repo=root))
+
+
+def run_demo(pace: float = 1.0) -> int:
+    from supervisor.api import Supervisor
+    from supervisor.demo import DemoDrafter, DemoEngines, make_demo_repo, seed_demo
+    from tui.app import CorralApp
+
+    workdir = Path(tempfile.mkdtemp(prefix="corral-demo-"))
+    repo = make_demo_repo(workdir)
+    state_dir = workdir / "state"
+    supervisor = Supervisor(
+        state_dir, drafter=DemoDrafter(), engines=DemoEngines(pace=pace), config=load_config()
+    )
+    code = _launch(
+        CorralApp(supervisor, default_repo=repo, on_ready=lambda sup: seed_demo(sup, repo))
+    )
+    print(f"corral demo: the demo repository is at {repo} (state in {state_dir})")
+    return code
+
+
+# -- sessions ---------------------------------------------------------------
+
+
+def list_sessions(*, as_json: bool) -> int:
+    """Readers never need the owner lock: the database is opened read-only."""
+    state_dir = default_state_dir()
+    store = Store(state_dir, readonly=True)
+    try:
+        sessions, broken = store.list_sessions()
+    finally:
+        store.close()
+    rows = [stored_summary(s) for s in sessions]
+    if as_json:
+        print(json.dumps([r.model_dump(mode="json") for r in rows], indent=2))
+    else:
+        if not rows:
+            print(f"no stored sessions in {state_dir}")
+        now = time.time()
+        for r in rows:
+            first = r.intent.splitlines()[0] if r.intent else ""
+            age = int(max(0, now - r.updated_at))
+            print(f"{r.label}  {r.state.value:<17} {age:>7}s ago  {Path(r.repo).name:<16} {first}")
+    for sid in broken:
+        print(f"corral: stored session {sid} could not be read (left untouched)", file=sys.stderr)
+    return 0
+
+
+# -- doctor -------------------------------------------------------------------
+
+
+def _version_of(cmd: list[str]) -> str | None:
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=10, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    text = (out.stdout or out.stderr).strip().splitlines()
+    return text[0] if text else None
+
+
+def _parse_version(text: str) -> tuple[int, ...]:
+    m = re.search(r"(\d+)\.(\d+)", text)
+    return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
+
+
+def doctor() -> int:
+    problems: list[str] = []
+
+    def line(ok: bool | None, what: str, detail: str) -> None:
+        mark = {True: "ok ", False: "!! ", None: "-- "}[ok]
+        print(f"{mark} {what:<14} {detail}")
+
+    print(f"corral {corral_version()}")
+    py = platform.python_version()
+    py_ok = sys.version_info >= (3, 11)
+    line(py_ok, "python", f"{py} ({sys.executable})")
+    if not py_ok:
+        problems.append("Python 3.11 or newer is required")
+
+    git_v = _version_of(["git", "--version"]) if shutil.which("git") else None
+    line(git_v is not None, "git", git_v or "not found — install git")
+    if git_v is None:
+        problems.append("git is required: install it (e.g. apt-get install git)")
+
+    tmux_v = _version_of(["tmux", "-V"]) if shutil.which("tmux") else None
+    if tmux_v is None:
+        line(False, "tmux", "not found — install tmux 3.2 or newer (or use --backend pty)")
+        problems.append("tmux 3.2+ is required for agent panes: install it (apt-get install tmux)")
+    elif _parse_version(tmux_v) < MIN_TMUX:
+        line(False, "tmux", f"{tmux_v} — 3.2 or newer is required")
+        problems.append(f"tmux is too old ({tmux_v}); install 3.2 or newer")
+    else:
+        line(True, "tmux", tmux_v)
+
+    for name in AGENT_CLIS:
+        path = shutil.which(name)
+        line(True if path else None, f"agent {name}", path or "not installed")
+
+    provider = os.environ.get("CORRAL_LLM_PROVIDER", "").strip() or "none"
+    model = os.environ.get("CORRAL_LLM_MODEL", "").strip()
+    line(
+        None if provider == "none" else True,
+        "model",
+        "none configured: manual and convention contracts still work"
+        if provider == "none"
+        else f"{provider} {model}".strip(),
+    )
+
+    cfg = config_path()
+    try:
+        load_config(cfg)
+        line(True, "config", f"{cfg}{'' if cfg.exists() else ' (absent: defaults)'}")
+    except CorralError as exc:
+        line(False, "config", str(exc))
+        problems.append(f"fix the config file: {exc}")
+
+    try:
+        state_dir = default_state_dir()
+    except CorralError as exc:
+        line(False, "state dir", str(exc))
+        problems.append(str(exc))
+    else:
+        holder = read_lock_holder(state_dir)
+        owner = "free" if holder is None else f"owned by {holder.describe()}"
+        line(True, "state dir", f"{state_dir} ({owner})")
+        try:
+            store = Store(state_dir, readonly=True)
+            sessions, broken = store.list_sessions()
+            store.close()
+            extra = f", {len(broken)} unreadable" if broken else ""
+            line(True, "sessions", f"{len(sessions)} stored{extra}")
+        except CorralError as exc:
+            line(False, "sessions", str(exc))
+            problems.append(str(exc))
+
+    if problems:
+        print()
+        for p in problems:
+            print(f"missing: {p}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,78 @@
+"""One line of the session's event log per event (pure; no business rules)."""
+
+from __future__ import annotations
+
+import time
+
+from rich.text import Text
+
+from supervisor.models import CoderEvent, EventKind
+
+K = EventKind
+
+
+def _clip(text: str, n: int = 240) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def describe(event: CoderEvent) -> Text:
+    d = event.data
+    stamp = time.strftime("%H:%M:%S", time.localtime(event.ts))
+    line = Text(f"{stamp} ", style="bright_black")
+    k = event.kind
+    if k is K.PLAN_TEXT:
+        line.append(_clip(d.get("text", "")))
+    elif k is K.TOOL_CALL:
+        args = {key: v for key, v in d.items() if key != "tool"}
+        detail = ", ".join(f"{key}={_clip(v, 80)}" for key, v in args.items())
+        line.append(f"tool {d.get('tool')}", style="cyan").append(f" {detail}")
+    elif k is K.CHECK_COMPLETED:
+        r = d.get("result", {})
+        ok = r.get("passed")
+        line.append("PASS " if ok else "FAIL ", style="green" if ok else "bold red")
+        line.append(f"{r.get('name')} ({r.get('duration_ms', 0)} ms)")
+    elif k is K.CONTRACT_EVALUATED:
+        ok = d.get("passed")
+        line.append(
+            "runtime verification: all checks pass" if ok else "runtime verification: RED",
+            style="bold green" if ok else "bold red",
+        )
+    elif k is K.STATE_CHANGED:
+        line.append(f"state {d.get('from')} → {d.get('to')}", style="magenta")
+    elif k is K.ITERATION_STARTED:
+        line.append(f"iteration {d.get('n')}/{d.get('max')}", style="bright_black")
+    elif k is K.USER_INPUT_REQUESTED:
+        line.append("question: ", style="bold yellow").append(_clip(d.get("prompt", "")))
+    elif k is K.USER_INPUT_EXPIRED:
+        line.append(f"question expired after {d.get('waited_secs')}s", style="yellow")
+    elif k is K.OPERATOR_GUIDANCE:
+        line.append("guidance queued: ", style="cyan").append(_clip(d.get("text", "")))
+    elif k is K.CONTRACT_PROPOSED:
+        checks = d.get("contract", {}).get("checks", [])
+        verb = "revised" if d.get("revised") else "proposed"
+        line.append(f"contract {verb}: {len(checks)} check(s)", style="yellow")
+    elif k is K.CONTRACT_BASELINE:
+        results = d.get("results", [])
+        red = sum(1 for r in results if not r.get("passed"))
+        line.append(f"baseline: {red} red, {len(results) - red} green")
+        if d.get("gates_nothing"):
+            line.append(" — every check already passes", style="bold yellow")
+    elif k is K.CONTRACT_REVISION_REJECTED:
+        line.append("revision not applied: ", style="yellow").append(_clip(d.get("reason", "")))
+    elif k is K.DIFF_READY:
+        line.append(f"diff ready: {d.get('changed_paths')} file(s)", style="bold yellow")
+    elif k is K.FINDING_PROPOSED:
+        line.append("no-change finding: ", style="bold yellow")
+        line.append(_clip(d.get("finding", {}).get("summary", "")))
+    elif k is K.MERGE_COMPLETED:
+        line.append(f"delivered to branch {d.get('branch')}", style="bold green")
+    elif k in (K.ERROR, K.AUTH_REQUIRED):
+        line.append(_clip(d.get("message", "")), style="bold red")
+    elif k is K.BUDGET_EXHAUSTED:
+        line.append(f"budget exhausted: {_clip(d.get('reason', ''))}", style="bold red")
+    elif k is K.ENGINE_SELECTED:
+        line.append(f"engine {d.get('engine')}: {_clip(d.get('reason', ''))}")
+    else:
+        line.append(f"{k.value} {_clip(d)}")
+    return line

@@ -1,0 +1,105 @@
+"""How a board row looks: ordering, glyphs, relative ages. Pure functions of
+a `SessionSummary`, so screens stay free of rules and tests can pin them."""
+
+from __future__ import annotations
+
+import os
+
+from rich.text import Text
+
+from supervisor.models import SessionSummary
+from supervisor.states import CoderState
+
+S = CoderState
+
+STATE_STYLE: dict[CoderState, tuple[str, str]] = {
+    S.CREATED: ("…", "cyan"),
+    S.CONTRACT_PROPOSED: ("?", "yellow"),
+    S.CONTRACT_CONFIRMED: ("▶", "green"),
+    S.RUNNING: ("▶", "green"),
+    S.NEEDS_APPROVAL: ("◆", "yellow"),
+    S.MERGED: ("✓", "green"),
+    S.REPORTED: ("✓", "blue"),
+    S.FAILED: ("✗", "red"),
+    S.ABANDONED: ("–", "bright_black"),
+}
+
+STATE_WORDS: dict[CoderState, str] = {
+    S.CREATED: "drafting contract",
+    S.CONTRACT_PROPOSED: "contract proposed",
+    S.CONTRACT_CONFIRMED: "starting",
+    S.RUNNING: "working",
+    S.NEEDS_APPROVAL: "needs approval",
+    S.MERGED: "delivered",
+    S.REPORTED: "reported",
+    S.FAILED: "failed",
+    S.ABANDONED: "abandoned",
+}
+
+
+def group_of(row: SessionSummary) -> int:
+    """Needs-you rows first, then work in progress, then finished."""
+    if row.needs_you is not None:
+        return 0
+    if not row.state.is_terminal:
+        return 1 if row.live else 2
+    return 3
+
+
+def ordered(rows: list[SessionSummary]) -> list[SessionSummary]:
+    return sorted(rows, key=lambda r: (group_of(r), -r.updated_at, r.session_id))
+
+
+def age(seconds: float) -> str:
+    s = max(0, int(seconds))
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m"
+    if s < 86400:
+        return f"{s // 3600}h"
+    return f"{s // 86400}d"
+
+
+def glyph(row: SessionSummary) -> Text:
+    if row.needs_you is not None:
+        return Text("!", style="bold black on yellow")
+    mark, style = STATE_STYLE[row.state]
+    return Text(mark, style=style)
+
+
+def state_text(row: SessionSummary) -> Text:
+    words = STATE_WORDS[row.state]
+    if row.state is S.FAILED and row.failure_kind and row.failure_kind != "error":
+        words = f"failed ({row.failure_kind.replace('_', ' ')})"
+    if not row.live and not row.state.is_terminal:
+        words += " (stopped)"
+    return Text(words, style=STATE_STYLE[row.state][1])
+
+
+def needs_text(row: SessionSummary) -> Text:
+    if row.needs_you_label:
+        return Text(row.needs_you_label, style="bold yellow")
+    return Text("")
+
+
+def engine_text(row: SessionSummary) -> str:
+    if row.engine_ran and row.engine_ran != row.engine:
+        return f"{row.engine}→{row.engine_ran}"
+    return row.engine
+
+
+def repo_name(row: SessionSummary) -> str:
+    return os.path.basename(row.repo.rstrip("/")) or row.repo
+
+
+def counts_line(rows: list[SessionSummary]) -> str:
+    needs = sum(1 for r in rows if r.needs_you is not None)
+    working = sum(1 for r in rows if r.needs_you is None and not r.state.is_terminal)
+    done = sum(1 for r in rows if r.state.is_terminal)
+    failed = sum(1 for r in rows if r.state is S.FAILED)
+    parts = [f"{len(rows)} sessions", f"{needs} need you", f"{working} in progress",
+             f"{done} finished"]  # fmt: skip
+    if failed:
+        parts.append(f"{failed} failed")
+    return "  ·  ".join(parts)

@@ -1,0 +1,227 @@
+"""The board: one row per session across every repo, fed by `watch`.
+
+Nothing is polled: a watcher task receives coalesced summaries and the table
+is updated in place (a full re-order only when the order changes).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Static
+
+from supervisor.board import WatchDropped
+from supervisor.errors import CorralError
+from supervisor.models import SessionSummary
+
+from .. import rows as R
+
+COLUMNS = (
+    ("glyph", " "),
+    ("state", "State"),
+    ("needs", "Needs you"),
+    ("intent", "Intent"),
+    ("repo", "Repo"),
+    ("engine", "Engine"),
+    ("iter", "Iter"),
+    ("updated", "Updated"),
+)
+
+
+class BoardScreen(Screen[None]):
+    BINDINGS = [
+        Binding("enter", "open", "Open"),
+        Binding("n", "new", "New"),
+        Binding("c", "confirm", "Confirm"),
+        Binding("a", "approve", "Approve"),
+        Binding("r", "reject", "Reject"),
+        Binding("x", "cancel_session", "Cancel"),
+        Binding("tab", "next_needs_you", "Next needs-you", priority=True),
+        Binding("question_mark", "app.help", "Help"),
+        Binding("q", "app.quit", "Quit"),
+    ]
+
+    def __init__(self, clock: Callable[[], float] = time.time) -> None:
+        super().__init__()
+        self.clock = clock
+        self.summaries: dict[str, SessionSummary] = {}
+        self.order: list[str] = []
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Static("", id="counts")
+            table: DataTable[object] = DataTable(id="board", cursor_type="row", zebra_stripes=True)
+            for key, label in COLUMNS:
+                table.add_column(label, key=key)
+            yield table
+            yield Static("", id="empty")
+        yield Footer()
+
+    @property
+    def table(self) -> DataTable[object]:
+        return self.query_one("#board", DataTable)
+
+    def on_mount(self) -> None:
+        self.follow_board()
+        self.set_interval(5, self._refresh_ages)
+
+    @work(exclusive=True, group="board-watch")
+    async def follow_board(self) -> None:
+        supervisor = self.app.supervisor  # type: ignore[attr-defined]
+        while True:
+            rows, watcher = supervisor.watch()
+            self.replace_all(rows)
+            try:
+                while True:
+                    self.apply(await watcher.get())
+            except WatchDropped:
+                continue  # resync with a fresh snapshot
+            finally:
+                supervisor.unwatch(watcher)
+
+    # -- rendering ----------------------------------------------------------
+
+    def _cells(self, row: SessionSummary) -> tuple[object, ...]:
+        iters = f"{row.iterations}/{row.max_iterations}" if row.iterations else ""
+        return (
+            R.glyph(row),
+            R.state_text(row),
+            R.needs_text(row),
+            row.intent.splitlines()[0] if row.intent else "",
+            R.repo_name(row),
+            R.engine_text(row),
+            iters,
+            R.age(self.clock() - row.updated_at),
+        )
+
+    def replace_all(self, rows: list[SessionSummary]) -> None:
+        self.summaries = {r.session_id: r for r in rows}
+        self._rebuild()
+
+    def apply(self, changed: list[SessionSummary]) -> None:
+        for row in changed:
+            self.summaries[row.session_id] = row
+        order = [r.session_id for r in R.ordered(list(self.summaries.values()))]
+        if order != self.order:
+            self._rebuild()
+            return
+        table = self.table
+        for row in changed:
+            for (key, _), value in zip(COLUMNS, self._cells(row), strict=True):
+                table.update_cell(row.session_id, key, value)
+        self._update_counts()
+
+    def _rebuild(self) -> None:
+        table = self.table
+        selected = self.selected_id()
+        ordered = R.ordered(list(self.summaries.values()))
+        self.order = [r.session_id for r in ordered]
+        table.clear()
+        for row in ordered:
+            table.add_row(*self._cells(row), key=row.session_id)
+        if selected in self.order:
+            table.move_cursor(row=self.order.index(selected))
+        self._update_counts()
+
+    def _update_counts(self) -> None:
+        rows = list(self.summaries.values())
+        self.query_one("#counts", Static).update(R.counts_line(rows))
+        empty = self.query_one("#empty", Static)
+        empty.display = not rows
+        empty.update(
+            "No sessions yet. Press n to start one: describe the task, review the contract "
+            "that defines done, and corral runs the agent in its own worktree."
+        )
+
+    def _refresh_ages(self) -> None:
+        table = self.table
+        for sid in self.order:
+            row = self.summaries[sid]
+            table.update_cell(sid, "updated", R.age(self.clock() - row.updated_at))
+
+    # -- actions --------------------------------------------------------------
+
+    def selected_id(self) -> str | None:
+        table = self.table
+        if not self.order or table.cursor_row < 0 or table.cursor_row >= len(self.order):
+            return None
+        return self.order[table.cursor_row]
+
+    def selected(self) -> SessionSummary | None:
+        sid = self.selected_id()
+        return self.summaries.get(sid) if sid else None
+
+    def action_next_needs_you(self) -> None:
+        if not self.order:
+            return
+        start = max(self.table.cursor_row, 0)
+        n = len(self.order)
+        for step in range(1, n + 1):
+            idx = (start + step) % n
+            if self.summaries[self.order[idx]].needs_you is not None:
+                self.table.move_cursor(row=idx)
+                return
+        self.notify("Nothing needs you right now.", timeout=3)
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        self.action_open()
+
+    def action_open(self) -> None:
+        row = self.selected()
+        if row is not None:
+            from .session import SessionScreen
+
+            self.app.push_screen(SessionScreen(row.session_id))
+
+    def action_new(self) -> None:
+        from .new_session import NewSessionScreen
+
+        self.app.push_screen(NewSessionScreen())
+
+    def _run(self, label: str, coro_factory: Callable[[str], object]) -> None:
+        row = self.selected()
+        if row is None:
+            self.notify("Select a session first.", severity="warning")
+            return
+        self.app.run_supervisor_call(label, coro_factory(row.session_id))  # type: ignore[attr-defined]
+
+    def action_confirm(self) -> None:
+        sup = self.app.supervisor  # type: ignore[attr-defined]
+        self._run("Confirm", lambda sid: sup.confirm(sid))
+
+    def action_approve(self) -> None:
+        sup = self.app.supervisor  # type: ignore[attr-defined]
+        row = self.selected()
+        if row is not None and row.needs_you == "finding":
+            self._run("Accept finding", lambda sid: sup.approve(sid, accept_finding=True))
+        else:
+            self._run("Approve", lambda sid: sup.approve(sid, delivery="branch"))
+
+    def action_reject(self) -> None:
+        sup = self.app.supervisor  # type: ignore[attr-defined]
+        self._run("Reject", lambda sid: sup.approve(sid, approve=False))
+
+    def action_cancel_session(self) -> None:
+        row = self.selected()
+        if row is None:
+            return
+        from .confirm import ConfirmScreen
+
+        def done(yes: bool | None) -> None:
+            if yes:
+                sup = self.app.supervisor  # type: ignore[attr-defined]
+                self._run("Cancel", lambda sid: sup.cancel(sid))
+
+        intent = row.intent.splitlines()[0] if row.intent else row.label
+        self.app.push_screen(
+            ConfirmScreen(f"Cancel {row.label}?\n\n{intent}\n\nThe worktree is kept."), done
+        )
+
+
+__all__ = ["BoardScreen", "CorralError"]

@@ -1,0 +1,57 @@
+"""`?`: every key, and the two gates in two sentences each."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Markdown
+
+HELP = """\
+# corral
+
+**Gate 1 — the contract.** Before any agent works, its task becomes shell checks that
+define "done". Each check runs once on the untouched tree: red means it will prove the
+work; green means it already passes and proves nothing yet.
+
+**Gate 2 — the diff.** When the agent stops, corral re-runs every check itself; a model
+saying "done" never counts. Only a green, verified diff reaches you, and nothing lands on
+a branch until you approve it.
+
+## Board
+
+| key | action |
+|---|---|
+| `enter` | open the selected session |
+| `tab` | jump to the next session that needs you |
+| `n` | start a new session |
+| `c` | confirm the selected session's contract |
+| `a` | approve the verified diff (delivers branch `corral/<id>`), or accept a finding |
+| `r` | reject the diff or finding |
+| `x` | cancel the session (asks first; the worktree is kept) |
+| `?` | this help |
+| `q` | quit (sessions stay stored) |
+
+## Session
+
+| key | action |
+|---|---|
+| `escape` | back to the board |
+| `c` / `a` / `r` / `x` | confirm, approve, reject, cancel |
+| `1`–`9` | answer a question with that option |
+| `enter` in the input | send an answer, or guidance while the agent works |
+
+Press `escape` or `q` to close this help.
+"""
+
+
+class HelpScreen(ModalScreen[None]):
+    BINDINGS = [Binding("escape,q,question_mark", "dismiss", "Close")]
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(classes="dialog help"):
+            yield Markdown(HELP)
+
+    def action_dismiss(self) -> None:  # type: ignore[override]
+        self.dismiss(None)

@@ -1,0 +1,213 @@
+"""One session: header, contract and baseline, verified diff, event log,
+and the question / guidance input. Fed by `subscribe` from seq 0."""
+
+from __future__ import annotations
+
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical, VerticalScroll
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Input, RichLog, Static
+
+from supervisor.events import SubscriptionClosed, SubscriptionDropped
+from supervisor.models import EventKind
+
+from ..event_text import describe
+
+REFRESH_KINDS = {
+    EventKind.STATE_CHANGED,
+    EventKind.CONTRACT_PROPOSED,
+    EventKind.CONTRACT_BASELINE,
+    EventKind.DIFF_READY,
+    EventKind.FINDING_PROPOSED,
+    EventKind.USER_INPUT_REQUESTED,
+    EventKind.USER_INPUT_EXPIRED,
+    EventKind.ITERATION_STARTED,
+    EventKind.CONTRACT_EVALUATED,
+}
+
+
+class SessionScreen(Screen[None]):
+    BINDINGS = [
+        Binding("escape", "back", "Board"),
+        Binding("c", "confirm", "Confirm"),
+        Binding("a", "approve", "Approve"),
+        Binding("r", "reject", "Reject"),
+        Binding("x", "cancel_session", "Cancel"),
+        Binding("question_mark", "app.help", "Help"),
+    ] + [Binding(str(i), f"answer({i})", show=False) for i in range(1, 10)]
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__()
+        self.session_id = session_id
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Static("", id="session-header")
+            with VerticalScroll(id="session-body"):
+                yield Static("", id="contract-title")
+                table: DataTable[object] = DataTable(id="checks", cursor_type="row")
+                table.add_columns("Check", "Command", "Timeout", "Baseline", "Last run")
+                yield table
+                yield Static("", id="diff")
+                yield RichLog(id="log", wrap=True, markup=False, max_lines=5000)
+            yield Static("", id="question")
+            yield Input(placeholder="", id="reply")
+        yield Footer()
+
+    @property
+    def supervisor(self):  # type: ignore[no-untyped-def]
+        return self.app.supervisor  # type: ignore[attr-defined]
+
+    def on_mount(self) -> None:
+        self.refresh_view()
+        self.follow_events()
+
+    @work(exclusive=True, group="session-events")
+    async def follow_events(self) -> None:
+        cursor = 0
+        log = self.query_one("#log", RichLog)
+        while True:
+            result, sub = self.supervisor.subscribe(self.session_id, cursor)
+            if sub is None:
+                log.write("This session is not running in this console: showing its stored "
+                          "state only (no live event history).")  # fmt: skip
+                return
+            if result.events_skipped:
+                log.write(f"({result.events_skipped} earlier events are no longer buffered)")
+            try:
+                async for event in sub:
+                    cursor = event.seq + 1
+                    log.write(describe(event))
+                    if event.kind in REFRESH_KINDS:
+                        self.refresh_view()
+                return
+            except SubscriptionDropped:
+                continue
+            except SubscriptionClosed:
+                return
+            finally:
+                sub.close()
+
+    def refresh_view(self) -> None:
+        detail = self.supervisor.get(self.session_id)
+        s = detail.session
+        needs = f"  ·  NEEDS YOU: {detail.needs_you_label}" if detail.needs_you_label else ""
+        iters = f"  ·  iteration {s.iterations}/{s.max_iterations}" if s.iterations else ""
+        lines = [
+            f"[b]{s.intent.splitlines()[0] if s.intent else ''}[/b]",
+            f"state {s.state.value}{needs}  ·  engine {s.engine}"
+            f"{' (ran ' + s.engine_ran + ')' if s.engine_ran else ''}{iters}",
+            f"worktree {s.worktree or '—'}  ·  base {(s.base or s.start_commit or '—')[:12]}"
+            f"{'  ·  branch ' + s.result_branch if s.result_branch else ''}",
+        ]
+        if s.error:
+            lines.append(f"[red]{s.error}[/red]")
+        if not detail.live and not s.state.is_terminal:
+            lines.append("[yellow]Not running in this console (stored state only).[/yellow]")
+        self.query_one("#session-header", Static).update("\n".join(lines))
+        self._render_contract(s)
+        self._render_diff(s)
+        self._render_question(detail)
+
+    def _render_contract(self, s) -> None:  # type: ignore[no-untyped-def]
+        title = self.query_one("#contract-title", Static)
+        table = self.query_one("#checks", DataTable)
+        table.clear()
+        if s.contract is None:
+            title.update("Contract: drafting…" if s.state.value == "created" else "No contract.")
+            return
+        text = f"[b]Contract[/b]: {s.contract.description}"
+        if s.baseline_gates_nothing:
+            text += ("\n[bold yellow]Every check already passes before any edit: this "
+                     "contract proves nothing yet.[/bold yellow]")  # fmt: skip
+        title.update(text)
+        base = {r.name: r for r in s.baseline}
+        last = {r.name: r for r in s.last_check_results}
+        for check in s.contract.checks:
+            b = base.get(check.name)
+            lr = last.get(check.name)
+            table.add_row(
+                check.name,
+                check.command.strip()[:80],
+                f"{check.timeout_secs}s",
+                "—" if b is None else ("green (passes already)" if b.passed else "red"),
+                "—" if lr is None else ("PASS" if lr.passed else "FAIL"),
+            )
+
+    def _render_diff(self, s) -> None:  # type: ignore[no-untyped-def]
+        diff = self.query_one("#diff", Static)
+        if s.no_change_finding is not None:
+            f = s.no_change_finding
+            diff.update(f"[b]No-change finding[/b]: {f.summary}\n{f.evidence}")
+        elif s.diff is not None:
+            note = " (patch truncated)" if s.diff.patch_truncated else ""
+            diff.update(f"[b]Verified diff[/b]{note}\n{s.diff.stat}")
+        else:
+            diff.update("")
+
+    def _render_question(self, detail) -> None:  # type: ignore[no-untyped-def]
+        question = self.query_one("#question", Static)
+        reply = self.query_one("#reply", Input)
+        if detail.question_prompt:
+            options = self.supervisor.question_options(self.session_id)
+            opts = "  ".join(f"[b]{i}[/b] {o}" for i, o in enumerate(options, 1))
+            question.update(f"[bold yellow]Question:[/bold yellow] {detail.question_prompt}"
+                            + (f"\n{opts}" if opts else ""))  # fmt: skip
+            reply.placeholder = "Type an answer and press enter"
+            reply.display = True
+        elif detail.steering_available:
+            question.update("")
+            reply.placeholder = "Guidance for the agent (queued for its next round)"
+            reply.display = True
+        else:
+            question.update("")
+            reply.display = False
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        text = event.value
+        if not text.strip():
+            return
+        detail = self.supervisor.get(self.session_id)
+        steer = detail.question_prompt is None
+        event.input.value = ""
+        self.app.run_supervisor_call(  # type: ignore[attr-defined]
+            "Guidance" if steer else "Answer",
+            self.supervisor.respond(self.session_id, text, steer=steer),
+        )
+
+    def action_answer(self, n: int) -> None:
+        options = self.supervisor.question_options(self.session_id)
+        if 0 < n <= len(options):
+            self.app.run_supervisor_call(  # type: ignore[attr-defined]
+                "Answer", self.supervisor.respond(self.session_id, options[n - 1])
+            )
+
+    def action_back(self) -> None:
+        self.app.pop_screen()
+
+    def action_confirm(self) -> None:
+        self.app.run_supervisor_call("Confirm", self.supervisor.confirm(self.session_id))  # type: ignore[attr-defined]
+
+    def action_approve(self) -> None:
+        detail = self.supervisor.get(self.session_id)
+        if detail.needs_you == "finding":
+            call = self.supervisor.approve(self.session_id, accept_finding=True)
+        else:
+            call = self.supervisor.approve(self.session_id, delivery="branch")
+        self.app.run_supervisor_call("Approve", call)  # type: ignore[attr-defined]
+
+    def action_reject(self) -> None:
+        self.app.run_supervisor_call(  # type: ignore[attr-defined]
+            "Reject", self.supervisor.approve(self.session_id, approve=False)
+        )
+
+    def action_cancel_session(self) -> None:
+        from .confirm import ConfirmScreen
+
+        def done(yes: bool | None) -> None:
+            if yes:
+                self.app.run_supervisor_call("Cancel", self.supervisor.cancel(self.session_id))  # type: ignore[attr-defined]
+
+        self.app.push_screen(ConfirmScreen("Cancel this session? The worktree is kept."), done)
