@@ -108,7 +108,9 @@ class CorralApp(App[None]):
 
     def on_resize(self) -> None:
         size = self.size
-        if size.width < MIN_WIDTH or size.height < MIN_HEIGHT:
+        small = size.width < MIN_WIDTH or size.height < MIN_HEIGHT
+        was_small, self._too_small = getattr(self, "_too_small", False), small
+        if small and not was_small:
             self.notify(
                 f"The window is {size.width}×{size.height}; corral needs at least "
                 f"{MIN_WIDTH}×{MIN_HEIGHT} to show everything.",

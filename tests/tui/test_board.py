@@ -1,0 +1,104 @@
+"""The first board: rows for every session, needs-you first, live updates."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual.widgets import DataTable
+
+from supervisor.states import CoderState
+from tui.app import CorralApp
+from tui.screens.board import BoardScreen
+from tui.screens.help import HelpScreen
+
+from .conftest import FIXED_NOW, seed_board
+
+
+def _app(sup, repo: Path, **kw) -> CorralApp:  # type: ignore[no-untyped-def]
+    return CorralApp(sup, default_repo=repo, clock=lambda: FIXED_NOW, **kw)
+
+
+def _cell_text(table: DataTable, row: int, col: int) -> str:  # type: ignore[type-arg]
+    value = table.get_row_at(row)[col]
+    return str(getattr(value, "plain", value))
+
+
+def test_board_snapshot_with_sessions_in_several_states(snap_compare, board_world) -> None:
+    """Needs-you rows (diff, contract) first, then the working one, then finished."""
+    sup, repo, _release = board_world()
+    app = _app(sup, repo, on_ready=lambda s: seed_board(s, repo))
+
+    async def ready(pilot) -> None:  # type: ignore[no-untyped-def]
+        await app.ready.wait()
+        await pilot.pause(0.2)
+
+    assert snap_compare(app, terminal_size=(140, 24), run_before=ready)
+
+
+async def test_state_change_reaches_the_board_without_refresh(board_world) -> None:
+    sup, repo, release = board_world()
+    app = _app(sup, repo, on_ready=lambda s: seed_board(s, repo))
+    async with app.run_test(size=(140, 20)) as pilot:
+        await app.ready.wait()
+        await pilot.pause(0.1)
+        board = app.screen
+        assert isinstance(board, BoardScreen)
+        table = board.table
+        bravo = next(i for i, sid in enumerate(board.order)
+                     if board.summaries[sid].intent.startswith("Bravo"))  # fmt: skip
+        assert _cell_text(table, bravo, 1) == "working"
+        release.set()  # the engine finishes; nothing on the UI side is poked
+        for _ in range(100):
+            await pilot.pause(0.05)
+            rows = {board.summaries[s].intent.split()[0]: i for i, s in enumerate(board.order)}
+            if _cell_text(table, rows["Bravo"], 2) == "diff ready for approval":
+                break
+        rows = {board.summaries[s].intent.split()[0]: i for i, s in enumerate(board.order)}
+        assert _cell_text(table, rows["Bravo"], 1) == "needs approval"
+        assert _cell_text(table, rows["Bravo"], 2) == "diff ready for approval"
+        # needs-you rows stay on top
+        groups = [board.summaries[s].needs_you is not None for s in board.order]
+        assert groups == sorted(groups, reverse=True)
+
+
+async def test_help_quit_and_tab_to_next_needs_you(board_world) -> None:
+    sup, repo, _release = board_world()
+    app = _app(sup, repo, on_ready=lambda s: seed_board(s, repo))
+    async with app.run_test(size=(140, 20)) as pilot:
+        await app.ready.wait()
+        await pilot.pause(0.1)
+        board = app.screen
+        assert isinstance(board, BoardScreen)
+        await pilot.press("question_mark")
+        assert isinstance(app.screen, HelpScreen)
+        await pilot.press("escape")
+        assert app.screen is board
+        needing = [i for i, s in enumerate(board.order) if board.summaries[s].needs_you]
+        assert len(needing) == 2  # Alpha's diff and Echo's contract
+        board.table.move_cursor(row=len(board.order) - 1)
+        await pilot.press("tab")
+        assert board.table.cursor_row == needing[0]
+        await pilot.press("tab")
+        assert board.table.cursor_row == needing[1]
+        await pilot.press("q")
+    assert sup.store is None  # the app closed its supervisor on quit
+
+
+async def test_approve_from_the_board_delivers_a_branch(board_world) -> None:
+    sup, repo, _release = board_world()
+    app = _app(sup, repo, on_ready=lambda s: seed_board(s, repo))
+    async with app.run_test(size=(140, 20)) as pilot:
+        await app.ready.wait()
+        await pilot.pause(0.1)
+        board = app.screen
+        assert isinstance(board, BoardScreen)
+        alpha = next(i for i, s in enumerate(board.order)
+                     if board.summaries[s].intent.startswith("Alpha"))  # fmt: skip
+        sid = board.order[alpha]
+        board.table.move_cursor(row=alpha)
+        await pilot.press("a")
+        row = await sup.wait_for(sid, {CoderState.MERGED}, timeout=10)
+        assert row.result_branch == f"corral/{sid[-8:]}"
+        await pilot.pause(0.1)
+        idx = board.order.index(sid)
+        assert _cell_text(board.table, idx, 1) == "delivered"
