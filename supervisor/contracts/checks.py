@@ -17,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..models import CheckResult, ContractCheck, DeltaWithin, OutcomeContract
+from ..policy import scrubbed_env
 
 OUTPUT_TAIL_CHARS = 4000
 MAX_READ_BYTES = 4 * 1024 * 1024
@@ -31,8 +32,7 @@ async def run_command(
     command: str, cwd: Path, timeout: float, env: dict[str, str] | None = None
 ) -> tuple[int | None, str, bool]:
     """Run a shell command; returns (exit code or None, combined output, timed_out)."""
-    run_env = dict(os.environ if env is None else env)
-    run_env.setdefault("CORRAL_INVOKED_BY", "corral-check")
+    run_env = scrubbed_env(invoked_by="corral-check") if env is None else dict(env)
     proc = await asyncio.create_subprocess_exec(
         "bash",
         "-c",
@@ -131,6 +131,8 @@ async def run_check(
         if left < timeout:
             timeout, clamped = left, True
     started = time.monotonic()
+    if env is None:
+        env = scrubbed_env(keep_credentials=allow_credentials, invoked_by="corral-check")
     code, output, timed_out = await run_command(check.command, cwd, timeout, env)
     passed = not timed_out
     notes: list[str] = []

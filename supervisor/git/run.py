@@ -12,16 +12,25 @@ from ..errors import CorralError
 
 MAX_OUTPUT_BYTES = 32 * 1024 * 1024
 _HARDENING = [
-    "-c", "core.fsmonitor=false",
-    "-c", "core.pager=cat",
-    "-c", "diff.external=",
-    "-c", "core.hooksPath=/dev/null",
-    "-c", "credential.helper=",
-]  # fmt: skip
+    "-c",
+    "core.fsmonitor=false",
+    "-c",
+    "core.pager=cat",
+    "-c",
+    "diff.external=",
+    "-c",
+    "core.hooksPath=/dev/null",
+    "-c",
+    "credential.helper=",
+]
 
 
 class GitError(CorralError):
     """A git command failed; the message carries git's own words."""
+
+    def __init__(self, message: str, stderr: str = "") -> None:
+        super().__init__(message)
+        self.stderr = stderr
 
 
 def git_env() -> dict[str, str]:
@@ -41,13 +50,18 @@ def git(
     timeout: float = 60,
     check: bool = True,
     input_text: str | None = None,
+    env: dict[str, str] | None = None,
 ) -> str:
-    """Run `git <args>` in `cwd` and return stdout (text)."""
+    """Run `git <args>` in `cwd` and return stdout (text). `env` adds variables
+    (e.g. GIT_INDEX_FILE for a private index)."""
+    run_env = git_env()
+    if env:
+        run_env.update(env)
     try:
         proc = subprocess.run(
             ["git", *_HARDENING, *args],
             cwd=str(cwd),
-            env=git_env(),
+            env=run_env,
             input=input_text,
             capture_output=True,
             text=True,
@@ -61,7 +75,9 @@ def git(
         raise GitError("git is not installed; install git 2.30 or newer") from exc
     if check and proc.returncode != 0:
         detail = (proc.stderr or proc.stdout).strip().splitlines()
-        raise GitError(f"git {args[0]} failed: {detail[-1] if detail else proc.returncode}")
+        raise GitError(
+            f"git {args[0]} failed: {detail[-1] if detail else proc.returncode}", proc.stderr
+        )
     out = proc.stdout
     if len(out) > MAX_OUTPUT_BYTES:
         out = out[:MAX_OUTPUT_BYTES]

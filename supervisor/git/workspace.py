@@ -95,8 +95,9 @@ class GitWorkspace:
         """Create `branch` at `commit` in the repository; refuses to overwrite."""
         if not re.fullmatch(r"[A-Za-z0-9._/-]+", branch) or branch.startswith("-"):
             raise CorralError(f"refusing the branch name {branch!r}")
-        exists = git(self.repo, "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}",
-                     check=False).strip()  # fmt: skip
+        exists = git(
+            self.repo, "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}", check=False
+        ).strip()
         if exists:
             raise CorralError(
                 f"branch {branch} already exists in {self.repo}; delete or rename it, then "

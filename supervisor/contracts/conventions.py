@@ -1,0 +1,727 @@
+"""The conventions lane: drafting a contract with no model, always available.
+
+It reads the repository as it is on disk — build manifests, test layouts, CI
+workflows, AGENTS.md/CLAUDE.md — and proposes the project's own test runners
+as checks. It can only ever show that the existing suites still pass, never
+that the asked-for behaviour exists, so every contract it drafts says so under
+"Not verified by this contract:" and points the operator at `/check`.
+
+The scanning helpers (`summarize_repo`, `project_context`, `ci_job_names`,
+`available_tooling`) are also the grounding a model drafter puts in its prompt
+(seed §5.1 "Derivation prompt inputs"). Everything here is blocking filesystem
+work; `ConventionsDrafter` pushes it onto a thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import shlex
+import shutil
+import tomllib
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from ..models import MAX_CHECK_TIMEOUT_SECS, ContractCheck, OutcomeContract
+from .drafting import DraftingError, DraftRequest, ReviseRequest
+
+# ---------------------------------------------------------------------------
+# Shared scanning rules
+
+#: Directories never searched for manifests, instructions or runners.
+SKIP_DIRS = frozenset({"target", "node_modules", "vendor", "build", "dist", ".git", "third_party"})
+
+#: Build manifests in the seed's order, with the hint `summarize_repo` prints.
+BUILD_MANIFESTS: tuple[tuple[str, str], ...] = (
+    ("Cargo.toml", "Rust (cargo)"),
+    ("package.json", "Node (npm)"),
+    ("pyproject.toml", "Python (pyproject)"),
+    ("go.mod", "Go"),
+    ("Makefile", "make"),
+    ("Package.swift", "Swift (SwiftPM)"),
+)
+
+#: The tools whose presence on PATH decides which runners can be proposed.
+TOOLS: tuple[str, ...] = (
+    *("python3", "pytest", "node", "npm", "pnpm", "yarn"),
+    *("cargo", "go", "make", "tox", "nox"),
+)
+
+MAX_ENTRIES = 40
+MAX_ENTRIES_BYTES = 2000
+MAX_BUILD_SYSTEMS = 6
+MAX_CONTEXT_FILES = 16
+MAX_CONTEXT_FILE_BYTES = 8 * 1024
+MAX_CONTEXT_TOTAL_BYTES = 24 * 1024
+MAX_CONTEXT_DEPTH = 3
+MAX_CI_JOBS = 64
+MAX_CI_FILE_BYTES = 1024 * 1024
+MAX_RUNNERS = 8
+MAX_WALK_ENTRIES = 20_000
+MAX_NAMED_FILES = 10
+
+CONTEXT_FILES = ("AGENTS.md", "CLAUDE.md")
+CONTEXT_RULE = (
+    "Use these repository rules when proposing checks; they do not expand execution permissions."
+)
+TRUNCATED = "[truncated]"
+NOT_VERIFIED_HEADING = "Not verified by this contract:"
+REVISE_NEEDS_MODEL = (
+    "free-text revision needs a model; configure one (see `corral doctor`) "
+    "or use /check name command"
+)
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def _clean(text: str) -> str:
+    """A name safe to put on one line of a prompt: undecodable bytes are
+    replaced and every control character (newlines included) becomes a space."""
+    text = text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    return _CONTROL.sub(" ", text)
+
+
+def _scandir(path: Path) -> list[os.DirEntry[str]]:
+    """Entries of a directory sorted by name; unreadable means empty."""
+    try:
+        with os.scandir(path) as it:
+            return sorted(it, key=lambda e: e.name)
+    except OSError:
+        return []
+
+
+def _is_dir(entry: os.DirEntry[str], *, follow: bool = True) -> bool:
+    try:
+        return entry.is_dir(follow_symlinks=follow)
+    except OSError:
+        return False
+
+
+def _skipped(name: str) -> bool:
+    return name.startswith(".") or name in SKIP_DIRS
+
+
+def _subdirs(root: Path) -> list[str]:
+    """Project subdirectories one level down, sorted, skipping build output,
+    vendored code, dot-dirs (seed §5.1) and symlinks (which may leave the repo)."""
+    return [e.name for e in _scandir(root) if not _skipped(e.name) and _is_dir(e, follow=False)]
+
+
+def _read_text(path: Path, limit: int) -> str | None:
+    """Up to `limit` bytes of a regular file as text, or None when unreadable."""
+    try:
+        if not path.is_file():
+            return None
+        with path.open("rb") as fh:
+            data = fh.read(limit)
+    except OSError:
+        return None
+    return data.decode("utf-8", "replace")
+
+
+def _utf8_prefix(data: bytes, limit: int) -> str:
+    """At most `limit` bytes of `data`, cut on a character boundary."""
+    return data[:limit].decode("utf-8", "ignore")
+
+
+# ---------------------------------------------------------------------------
+# summarize_repo
+
+
+def summarize_repo(root: Path) -> str:
+    """Two lines of grounding: the top-level entries and the build systems.
+
+    Entries are sorted, exclude `.git`, are limited to 40 and sanitised (a
+    newline in a name becomes a space) and joined with ", " within 2000
+    bytes, with a ", …" marker when cut. Build systems are looked for at the
+    root and one level down (seed §5.1).
+    """
+    names = [_clean(e.name) for e in _scandir(root) if e.name != ".git"]
+    cut = len(names) > MAX_ENTRIES
+    listing = ""
+    for name in names[:MAX_ENTRIES]:
+        candidate = f"{listing}, {name}" if listing else name
+        if len(candidate.encode("utf-8")) > MAX_ENTRIES_BYTES:
+            if not listing:  # one name alone is over the cap
+                listing = _utf8_prefix(candidate.encode("utf-8"), MAX_ENTRIES_BYTES)
+            cut = True
+            break
+        listing = candidate
+    if cut:
+        listing += ", …"
+
+    found: list[str] = []
+    for directory in ["", *_subdirs(root)]:
+        base = root / directory if directory else root
+        for manifest, hint in BUILD_MANIFESTS:
+            if len(found) >= MAX_BUILD_SYSTEMS:
+                break
+            if (base / manifest).is_file():
+                found.append(f"{hint} in {_clean(directory)}/" if directory else hint)
+    systems = ", ".join(found) if found else "none recognized"
+    return f"Top-level entries: {listing}\nBuild systems detected: {systems}"
+
+
+# ---------------------------------------------------------------------------
+# project_context
+
+
+def _instruction_files(root: Path) -> list[Path]:
+    """Root then nested AGENTS.md / CLAUDE.md (depth ≤ 3, breadth-first,
+    sorted), never through a symlink leaving the repository, each target once."""
+    try:
+        real_root = root.resolve()
+    except OSError:
+        return []
+    found: list[Path] = []
+    seen: set[Path] = set()
+    queue: list[tuple[Path, int]] = [(root, 0)]
+    visited = 0
+    while queue and len(found) < MAX_CONTEXT_FILES + 1:
+        directory, depth = queue.pop(0)
+        entries = _scandir(directory)
+        visited += len(entries)
+        for name in CONTEXT_FILES:
+            path = directory / name
+            try:
+                target = path.resolve()
+            except OSError:
+                continue
+            if not path.is_file() or target in seen or not target.is_relative_to(real_root):
+                continue
+            seen.add(target)
+            found.append(path)
+        if depth < MAX_CONTEXT_DEPTH and visited < MAX_WALK_ENTRIES:
+            queue.extend(
+                (directory / e.name, depth + 1)
+                for e in entries
+                if not _skipped(e.name) and _is_dir(e, follow=False)
+            )
+    return found
+
+
+def project_context(root: Path) -> str:
+    """The repository's own instructions (AGENTS.md / CLAUDE.md), each under
+    a heading naming its path, then the rule that they grant no permissions.
+
+    At most 16 files; each is capped at 8 KiB and all of them at 24 KiB, with
+    a visible "[truncated]" marker wherever text was left out. Empty when the
+    repository has none.
+    """
+    files = _instruction_files(root)
+    if not files:
+        return ""
+    sections: list[str] = []
+    budget = MAX_CONTEXT_TOTAL_BYTES
+    for path in files[:MAX_CONTEXT_FILES]:
+        rel = _clean(path.relative_to(root).as_posix())
+        if budget <= 0:
+            sections.append(f"{TRUNCATED} {rel} and any later instruction files were left out.")
+            break
+        try:
+            with path.open("rb") as fh:
+                data = fh.read(MAX_CONTEXT_FILE_BYTES + 1)
+        except OSError:
+            continue
+        limit = min(MAX_CONTEXT_FILE_BYTES, budget)
+        text = _utf8_prefix(data, limit).rstrip("\n")
+        if len(data) > limit:
+            text += f"\n{TRUNCATED}"
+        budget -= min(len(data), limit)
+        sections.append(f"## {rel}\n\n{text}")
+    else:
+        if len(files) > MAX_CONTEXT_FILES:
+            sections.append(f"{TRUNCATED} more instruction files were left out.")
+    return "\n\n".join(sections) + "\n\n" + CONTEXT_RULE
+
+
+# ---------------------------------------------------------------------------
+# ci_job_names
+
+_YAML_KEY = re.compile(
+    r"""^(?:"([^"]*)"|'([^']*)'|([^\s#'"?:{}\[\]&*!|>%@`-][^:#]*?))\s*:(?:\s+(.*))?$"""
+)
+_GITLAB_RESERVED = frozenset(
+    [
+        "after_script",
+        "before_script",
+        "cache",
+        "default",
+        "image",
+        "include",
+        "services",
+        "spec",
+        "stages",
+        "types",
+        "variables",
+        "workflow",
+    ]
+)
+
+
+def _yaml_key(text: str) -> tuple[str, str] | None:
+    """`key: value` on one (already de-indented) line, or None."""
+    m = _YAML_KEY.match(text.rstrip())
+    if not m:
+        return None
+    key = next(g for g in m.groups()[:3] if g is not None).strip()
+    return (key, m.group(4) or "") if key else None
+
+
+def _yaml_scalar(value: str) -> str:
+    """A one-line scalar without quotes or a trailing comment."""
+    value = value.strip()
+    if value[:1] in {'"', "'"}:
+        end = value.find(value[0], 1)
+        return value[1:end] if end > 0 else value[1:]
+    return re.split(r"\s#", value, maxsplit=1)[0].strip()
+
+
+def _content_lines(text: str) -> Iterator[tuple[int, str]]:
+    """(indent, stripped text) of lines that are neither blank nor comments."""
+    for raw in text.splitlines():
+        stripped = raw.strip()
+        if not stripped or stripped.startswith("#") or stripped in {"---", "..."}:
+            continue
+        yield len(raw) - len(raw.lstrip(" ")), stripped
+
+
+def _github_jobs(text: str) -> list[str]:
+    """Job names under a workflow's top-level `jobs:` (their `name:` if set)."""
+    jobs: list[str] = []
+    in_jobs = False
+    job_indent: int | None = None
+    child_indent: int | None = None
+    current: int | None = None  # index in `jobs` of the job being read
+    for indent, line in _content_lines(text):
+        if indent == 0:
+            in_jobs = re.fullmatch(r"jobs\s*:(\s+#.*)?", line) is not None
+            job_indent = child_indent = current = None
+            continue
+        if not in_jobs:
+            continue
+        if job_indent is None:
+            job_indent = indent
+        if indent < job_indent:
+            current = None  # malformed: shallower than the first job
+            continue
+        if indent == job_indent:
+            key = _yaml_key(line)
+            current = None if key is None else len(jobs)
+            if key is not None:
+                jobs.append(key[0])
+            child_indent = None
+            continue
+        if child_indent is None:
+            child_indent = indent
+        if indent == child_indent and current is not None:
+            key = _yaml_key(line)
+            if key is not None and key[0] == "name":
+                name = _yaml_scalar(key[1])
+                if name and not name.startswith(("|", ">")):
+                    jobs[current] = name
+    return jobs
+
+
+def _gitlab_jobs(text: str) -> list[str]:
+    """Top-level keys of .gitlab-ci.yml that are jobs (not keywords or templates)."""
+    jobs: list[str] = []
+    for indent, line in _content_lines(text):
+        if indent != 0:
+            continue
+        key = _yaml_key(line)
+        if key is None:
+            continue
+        name, value = key[0], _yaml_scalar(key[1])
+        if name.startswith(".") or name in _GITLAB_RESERVED:
+            continue
+        if value and not value.startswith(("&", "{")):
+            continue  # a scalar setting, not a job mapping
+        jobs.append(name)
+    return jobs
+
+
+def ci_job_names(root: Path) -> list[str]:
+    """CI job names: keys under `jobs:` in .github/workflows/*.yml|*.yaml (or
+    their `name:`), then .gitlab-ci.yml's top-level jobs. At most 64, each
+    once. An indentation scan, not a YAML parser: a malformed file yields
+    what it can and never raises."""
+    sources: list[tuple[Path, bool]] = []
+    workflows = root / ".github" / "workflows"
+    sources += [
+        (workflows / e.name, True)
+        for e in _scandir(workflows)
+        if e.name.endswith((".yml", ".yaml"))
+    ]
+    sources.append((root / ".gitlab-ci.yml", False))
+    names: list[str] = []
+    for path, github in sources:
+        text = _read_text(path, MAX_CI_FILE_BYTES)
+        if text is None:
+            continue
+        try:
+            found = _github_jobs(text) if github else _gitlab_jobs(text)
+        except (ValueError, IndexError, StopIteration):  # defensive: never fail a draft
+            continue
+        for name in found:
+            name = _clean(name).strip()[:120]
+            if name and name not in names:
+                names.append(name)
+            if len(names) >= MAX_CI_JOBS:
+                return names
+    return names
+
+
+# ---------------------------------------------------------------------------
+# Runners
+
+
+def available_tooling(path: str | None = None) -> tuple[list[str], list[str]]:
+    """Which of TOOLS resolve on PATH (or on `path`), and which do not."""
+    available = [t for t in TOOLS if shutil.which(t, path=path)]
+    return available, [t for t in TOOLS if t not in available]
+
+
+@dataclass(frozen=True)
+class Runner:
+    """A test runner found on disk, as a check it would become.
+
+    `tools` must all be on PATH for the runner to be proposed; `missing`
+    names those that were not, and such a runner is only reported under
+    "Not verified by this contract:".
+    """
+
+    name: str
+    command: str
+    why: str
+    timeout_secs: int = 900
+    tools: tuple[str, ...] = ()
+    missing: tuple[str, ...] = ()
+    directory: str = ""
+    kind: str = ""
+
+    @property
+    def available(self) -> bool:
+        return not self.missing
+
+
+_PYTEST = "python3 -m pytest -q -p no:cacheprovider"
+_PY_MANIFESTS = ("pyproject.toml", "setup.py", "setup.cfg", "pytest.ini", "tox.ini")
+_NPM_DEFAULT_TEST = "no test specified"
+_MAKE_TARGET = re.compile(r"^(test|check)\s*:(?!=)", re.MULTILINE)
+
+
+def _pytest_config(base: Path) -> str | None:
+    """Why this directory is a pytest project, from its configuration."""
+    text = _read_text(base / "pyproject.toml", MAX_CI_FILE_BYTES)
+    if text is not None:
+        try:
+            tool = tomllib.loads(text).get("tool", {})
+            if isinstance(tool, dict) and "pytest" in tool:
+                return "pyproject.toml configures pytest"
+        except tomllib.TOMLDecodeError:
+            if "[tool.pytest" in text:
+                return "pyproject.toml configures pytest"
+    if (base / "pytest.ini").is_file():
+        return "pytest.ini"
+    for name, section in (("setup.cfg", "[tool:pytest]"), ("tox.ini", "[pytest]")):
+        text = _read_text(base / name, MAX_CI_FILE_BYTES)
+        if text is not None and section in text:
+            return f"{name} has {section}"
+    for conftest in ("conftest.py", "tests/conftest.py"):
+        if (base / conftest).is_file():
+            return conftest
+    return None
+
+
+def _test_files(base: Path) -> list[Path]:
+    tests = base / "tests"
+    return [tests / e.name for e in _scandir(tests) if re.fullmatch(r"test_.*\.py", e.name)][:50]
+
+
+def _python_runners(base: Path, available: set[str]) -> list[Runner]:
+    why = _pytest_config(base)
+    if why is not None:
+        return [Runner("tests", _PYTEST, why, 900, ("python3", "pytest"), kind="python")]
+    files = _test_files(base)
+    if not files:
+        return []
+    if "pytest" not in available:
+        uses_unittest = any(
+            re.search(r"^\s*(import unittest|from unittest\b)", _read_text(f, 65536) or "", re.M)
+            for f in files
+        )
+        if uses_unittest:
+            command = (
+                "python3 -m unittest -q"
+                if (base / "tests" / "__init__.py").is_file()
+                else "python3 -m unittest discover -s tests -q"
+            )
+            why = "tests/ holds unittest test_*.py files and nothing configures pytest"
+            return [Runner("unittest", command, why, 900, ("python3",), kind="python")]
+    why = "tests/ holds test_*.py files"
+    return [Runner("tests", _PYTEST, why, 900, ("python3", "pytest"), kind="python")]
+
+
+def _node_runner(base: Path, root: Path) -> Runner | None:
+    text = _read_text(base / "package.json", MAX_CI_FILE_BYTES)
+    if text is None:
+        return None
+    try:
+        scripts = json.loads(text).get("scripts")
+    except (ValueError, AttributeError):
+        return None
+    test = scripts.get("test") if isinstance(scripts, dict) else None
+    if not isinstance(test, str) or not test.strip() or _NPM_DEFAULT_TEST in test:
+        return None
+    manager = "npm"
+    for where in (base, root):
+        if (where / "pnpm-lock.yaml").is_file():
+            manager = "pnpm"
+            break
+        if (where / "yarn.lock").is_file():
+            manager = "yarn"
+            break
+        if (where / "package-lock.json").is_file():
+            break
+    why = f"package.json has a test script ({manager} by lockfile)"
+    return Runner(f"{manager}_test", f"{manager} test", why, 900, ("node", manager), kind="node")
+
+
+def _runners_in(base: Path, root: Path, available: set[str]) -> list[Runner]:
+    """Every runner one directory offers, in a fixed order."""
+    found = _python_runners(base, available)
+    if (base / "tox.ini").is_file():
+        found.append(Runner("tox", "tox -q", "tox.ini", 1800, ("tox",), kind="tox"))
+    if (base / "noxfile.py").is_file():
+        found.append(Runner("nox", "nox", "noxfile.py", 1800, ("nox",), kind="nox"))
+    node = _node_runner(base, root)
+    if node is not None:
+        found.append(node)
+    if (base / "Cargo.toml").is_file():
+        found.append(
+            Runner("cargo_test", "cargo test --quiet", "Cargo.toml", 1800, ("cargo",), kind="cargo")
+        )
+    if (base / "go.mod").is_file():
+        found.append(Runner("go_test", "go test ./...", "go.mod", 1200, ("go",), kind="go"))
+    makefile = _read_text(base / "Makefile", MAX_CI_FILE_BYTES)
+    if makefile is not None:
+        targets = set(_MAKE_TARGET.findall(makefile))
+        target = "test" if "test" in targets else "check" if "check" in targets else None
+        if target is not None:
+            why = f"Makefile has a {target}: target"
+            found.append(
+                Runner(f"make_{target}", f"make {target}", why, 1800, ("make",), kind="make")
+            )
+    return [replace(r, missing=tuple(t for t in r.tools if t not in available)) for r in found]
+
+
+def _check_name(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_]+", "_", text).strip("_") or "dir"
+
+
+def _is_subproject(base: Path) -> bool:
+    manifests = (*_PY_MANIFESTS, "noxfile.py", "package.json", "Cargo.toml", "go.mod", "Makefile")
+    return any((base / m).is_file() for m in manifests)
+
+
+def detect_runners(root: Path, *, path: str | None = None) -> list[Runner]:
+    """The test runners the repository offers: at the root, then one level
+    down for monorepos (sorted subdirs with a manifest of their own, skipping
+    build output, vendored code and dot-dirs; commands prefixed with
+    `cd <dir> && `). A subdir runner of a kind the root already runs is left
+    out (a workspace root covers its members). Runners whose tools are not
+    on PATH are returned with `missing` set; callers must not propose them.
+    Names are unique check names; at most 8 runners.
+    """
+    available = set(available_tooling(path)[0])
+    runners = _runners_in(root, root, available)
+    root_kinds = {r.kind for r in runners}
+    for directory in _subdirs(root):
+        if len(runners) >= MAX_RUNNERS:
+            break
+        base = root / directory
+        if _CONTROL.search(directory) or not _is_subproject(base):
+            continue
+        runners += [
+            replace(
+                r,
+                name=f"{_check_name(directory)}_{r.name}",
+                command=f"cd {shlex.quote(directory)} && {r.command}",
+                why=f"{r.why} in {directory}/",
+                directory=directory,
+            )
+            for r in _runners_in(base, root, available)
+            if r.kind not in root_kinds
+        ]
+    unique: list[Runner] = []
+    taken: set[str] = set()
+    for r in runners[:MAX_RUNNERS]:
+        name, n = r.name, 1
+        while name in taken:
+            n += 1
+            name = f"{r.name}_{n}"
+        taken.add(name)
+        unique.append(replace(r, name=name))
+    return unique
+
+
+# ---------------------------------------------------------------------------
+# Files named in the intent
+
+_PATHLIKE = re.compile(r"[A-Za-z0-9_./\-]+")
+_BASENAME = re.compile(r"\.?[A-Za-z0-9_\-]+(\.[A-Za-z0-9_\-]+)*\.[A-Za-z0-9]+")
+
+
+def _walk_files(root: Path, limit: int = MAX_WALK_ENTRIES) -> Iterator[Path]:
+    """Files under root (relative), breadth-first, skipping build/vendor and
+    dot-dirs, never following symlinked directories, bounded."""
+    queue = [Path()]
+    seen = 0
+    while queue:
+        rel = queue.pop(0)
+        for e in _scandir(root / rel):
+            seen += 1
+            if seen > limit:
+                return
+            if _is_dir(e, follow=False):
+                if not _skipped(e.name) and len(rel.parts) < 8:
+                    queue.append(rel / e.name)
+            else:
+                yield rel / e.name
+
+
+def named_files(root: Path, intent: str) -> list[str]:
+    """Repository paths the intent names, as paths (`src/app.py`) or bare
+    file names (`app.py`, looked up anywhere in the repository)."""
+    paths: list[str] = []
+    basenames: list[str] = []
+    for token in _PATHLIKE.findall(intent):
+        token = token.rstrip(".-").removeprefix("./").rstrip("/")
+        if not token or token.startswith("/") or ".." in token.split("/"):
+            continue
+        if "/" in token:
+            if (root / token).exists() and token not in paths:
+                paths.append(token)
+        elif _BASENAME.fullmatch(token) and token not in basenames:
+            basenames.append(token)
+    if basenames:
+        wanted = set(basenames)
+        for rel in _walk_files(root):
+            if rel.name in wanted:
+                posix = rel.as_posix()
+                if posix not in paths:
+                    paths.append(posix)
+            if len(paths) >= MAX_NAMED_FILES:
+                break
+    return [_clean(p) for p in paths[:MAX_NAMED_FILES]]
+
+
+# ---------------------------------------------------------------------------
+# The drafter
+
+
+def _one_line(text: str, limit: int = 300) -> str:
+    text = " ".join(_clean(text).split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def _normalise_job(name: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
+
+
+def draft_contract(
+    root: Path,
+    intent: str,
+    *,
+    constraints: list[str] | None = None,
+    path: str | None = None,
+    max_timeout_secs: int = MAX_CHECK_TIMEOUT_SECS,
+) -> OutcomeContract:
+    """The blocking body of `ConventionsDrafter.draft`."""
+    runners = detect_runners(root, path=path)
+    usable = [r for r in runners if r.available]
+    missing = [r for r in runners if not r.available]
+    where = _one_line(str(root), 200)
+    if not usable:
+        if missing:
+            gaps = "; ".join(
+                f"`{r.command}` needs {', '.join(r.missing)}, which is not on PATH" for r in missing
+            )
+            raise DraftingError(
+                f"no usable test runner in {where} ({gaps}); add a check with /check name command"
+            )
+        raise DraftingError(
+            f"no test runner or build system was recognised in {where}; "
+            "add a check with /check name command"
+        )
+
+    checks = [
+        ContractCheck(
+            name=r.name,
+            command=r.command,
+            timeout_secs=max(1, min(r.timeout_secs, max_timeout_secs)),
+        )
+        for r in usable
+    ]
+    lines = [
+        "Drafted from the repository's conventions, without a model. "
+        "This contract verifies that the project's existing test suites still pass:",
+        *(f"- {r.name}: `{r.command}` ({r.why})" for r in usable),
+        "Passing these shows nothing regressed; it does not show the requested change was made.",
+    ]
+    files = named_files(root, intent)
+    if files:
+        lines.append(
+            "Files the intent names (no check targets them specifically): " + ", ".join(files)
+        )
+
+    gaps = [
+        f"- the specific behaviour asked for: {_one_line(intent)} "
+        "(add a check that fails now and passes when it is done: /check name command)"
+    ]
+    gaps += [f"- agreed constraint: {_one_line(c)}" for c in constraints or [] if c.strip()]
+    covered = {c.name for c in checks}
+    gaps += [
+        f"- CI job {name!r}: no check runs it"
+        for name in ci_job_names(root)
+        if _normalise_job(name) not in covered
+    ]
+    gaps += [
+        f"- {r.name}: `{r.command}` ({r.why}) — {', '.join(r.missing)} not on PATH" for r in missing
+    ]
+    description = "\n".join([*lines, "", NOT_VERIFIED_HEADING, *gaps])
+    return OutcomeContract(description=description, checks=checks)
+
+
+class ConventionsDrafter:
+    """Drafts from what is on disk; needs no model and no network.
+
+    `path` overrides PATH for tool lookups (tests); `max_timeout_secs` clamps
+    check timeouts to the supervisor's ceiling.
+    """
+
+    name = "conventions"
+
+    def __init__(
+        self, *, path: str | None = None, max_timeout_secs: int = MAX_CHECK_TIMEOUT_SECS
+    ) -> None:
+        self.path = path
+        self.max_timeout_secs = max_timeout_secs
+
+    async def draft(self, request: DraftRequest) -> OutcomeContract:
+        root = request.worktree if request.worktree and request.worktree.is_dir() else request.repo
+        return await asyncio.to_thread(
+            draft_contract,
+            root,
+            request.intent,
+            constraints=list(request.constraints),
+            path=self.path,
+            max_timeout_secs=self.max_timeout_secs,
+        )
+
+    async def revise(self, request: ReviseRequest) -> OutcomeContract:
+        raise DraftingError(REVISE_NEEDS_MODEL)

@@ -1,0 +1,54 @@
+"""Contracts as JSON files (`corral run --contract FILE`, the console's export).
+
+Shape: {"description": ..., "checks": [{"name", "command", "timeout_secs",
+"output_contains"?, "expect_exit_zero"?, "baseline"?, "differential"?}]}.
+Every problem is reported at once, with the file's name.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from ..errors import CorralError
+from ..models import OutcomeContract
+
+
+def parse_contract(text: str, *, source: str = "contract") -> OutcomeContract:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise CorralError(
+            f"{source}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
+        ) from exc
+    try:
+        contract = OutcomeContract.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'top level'}: {e['msg']}" for e in exc.errors()
+        )
+        raise CorralError(f"{source}: {problems}") from exc
+    problems = contract.validate_contract()
+    if problems:
+        raise CorralError(f"{source}: " + "; ".join(problems))
+    return contract
+
+
+def load_contract(path: Path) -> OutcomeContract:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise CorralError(f"{path}: no such contract file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CorralError(f"{path}: cannot read it ({exc})") from exc
+    return parse_contract(text, source=str(path))
+
+
+def dump_contract(contract: OutcomeContract) -> str:
+    return contract.model_dump_json(indent=2, exclude_defaults=False) + "\n"
+
+
+def save_contract(contract: OutcomeContract, path: Path) -> None:
+    path.write_text(dump_contract(contract), encoding="utf-8")

@@ -1,0 +1,197 @@
+"""Review identity and delivery of a verified change.
+
+- The review identity is the tree id of everything in the worktree (staged
+  through `add -A`) at the moment of review; approval refuses if it changed.
+- A branch is built on the checkout's *current* HEAD through a private index:
+  the operator's uncommitted work never ships and their checkout is untouched.
+- Checkout delivery applies the change to working files only (HEAD and index
+  untouched), refusing any file the operator changed since the task started.
+
+Blocking; call through `asyncio.to_thread`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import CorralError
+from .patches import FilePatch
+from .run import GitError, git
+from .snapshot import PrivateIndex, identity_env
+
+_PATCH_FAILED = re.compile(
+    r"(?:patch failed|does not exist in index|already exists in index|"
+    r"does not match index|No such file or directory):?\s*(.+?)(?::\d+)?$"
+)
+_QP = ["-c", "core.quotePath=false"]
+
+
+class DeliveryRefused(CorralError):
+    """Delivery would lose or overwrite something; nothing was changed."""
+
+
+def stage_all(worktree: Path) -> None:
+    git(worktree, "add", "-A", "--", ".", timeout=300)
+
+
+def review_identity(worktree: Path) -> str:
+    """Tree id of the worktree's full content (ignored files excluded)."""
+    stage_all(worktree)
+    return git(worktree, "write-tree").strip()
+
+
+def task_patch(worktree: Path, start_commit: str) -> str:
+    """The whole change since `start_commit`, binary-safe, for apply."""
+    stage_all(worktree)
+    return git(
+        worktree,
+        *_QP,
+        "diff",
+        "--cached",
+        "--binary",
+        "--full-index",
+        "-M",
+        "--no-ext-diff",
+        "--no-textconv",
+        start_commit,
+        "--",
+        timeout=300,
+    )
+
+
+def _failed_paths(stderr: str) -> list[str]:
+    paths: list[str] = []
+    for line in stderr.splitlines():
+        m = _PATCH_FAILED.search(line.strip())
+        if m and m.group(1) not in paths:
+            paths.append(m.group(1).strip())
+    return paths
+
+
+def _apply(cwd: Path, patch: str, *args: str, env: dict[str, str] | None = None) -> None:
+    if not patch.strip():
+        return
+    try:
+        git(
+            cwd,
+            "apply",
+            "--binary",
+            "--whitespace=nowarn",
+            *args,
+            "-",
+            input_text=patch,
+            env=env,
+            timeout=300,
+        )
+    except GitError as exc:
+        raise DeliveryRefused(str(exc)) from exc
+
+
+def commit_patch(repo: Path, parent: str, patch: str, message: str) -> str:
+    """A commit with `parent` plus `patch`, built in a private index (no
+    checkout is touched). Raises DeliveryRefused naming conflicting files."""
+    with PrivateIndex(repo, seed_from_repo=False) as index:
+        git(repo, "read-tree", parent, env=index.env)
+        try:
+            git(
+                repo,
+                "apply",
+                "--cached",
+                "--binary",
+                "--whitespace=nowarn",
+                "-",
+                input_text=patch,
+                env=index.env,
+                timeout=300,
+            )
+        except GitError as exc:
+            files = _failed_paths(exc.stderr) or ["(see git's message)"]
+            raise DeliveryRefused(
+                "the change does not apply cleanly on "
+                f"{parent[:12]}: conflicting file(s): {', '.join(files)}"
+            ) from exc
+        tree = git(repo, "write-tree", env=index.env).strip()
+    env = identity_env(repo)
+    return git(repo, "commit-tree", tree, "-p", parent, input_text=message, env=env).strip()
+
+
+def create_branch(repo: Path, branch: str, commit: str) -> None:
+    """Create refs/heads/<branch>; never moves an existing branch."""
+    if not re.fullmatch(r"[A-Za-z0-9._/-]+", branch) or branch.startswith("-"):
+        raise CorralError(f"refusing the branch name {branch!r}")
+    try:
+        git(repo, "update-ref", f"refs/heads/{branch}", commit, "0" * 40)
+    except GitError as exc:
+        raise DeliveryRefused(
+            f"branch {branch} already exists in {repo}; delete or rename it, then approve again"
+        ) from exc
+
+
+def changed_paths(repo: Path, a: str, b: str) -> set[str]:
+    out = git(repo, *_QP, "diff", "--name-only", "-z", "--no-renames", a, b, "--")
+    return {p for p in out.split("\0") if p}
+
+
+def touched_paths(files: list[FilePatch]) -> set[str]:
+    paths: set[str] = set()
+    for f in files:
+        paths.add(f.path)
+        if f.old_path:
+            paths.add(f.old_path)
+    return paths
+
+
+def _blob(repo: Path, commit: str, path: str) -> str | None:
+    out = git(repo, "rev-parse", "--verify", "--quiet", f"{commit}:{path}", check=False)
+    return out.strip() or None
+
+
+def _working_blob(repo: Path, path: str) -> str | None:
+    target = repo / path
+    if target.is_symlink() or target.is_file():
+        return git(repo, "hash-object", "--no-filters", "--", path).strip()
+    return None
+
+
+@dataclass
+class CheckoutPlan:
+    to_apply: list[str]
+    already: list[str]
+    conflicts: list[str]
+
+
+def plan_checkout(repo: Path, base: str, result: str, paths: set[str]) -> CheckoutPlan:
+    """For each touched path: already as delivered, still as the task saw it
+    (apply), or changed by the operator since (conflict)."""
+    plan = CheckoutPlan([], [], [])
+    for path in sorted(paths):
+        now = _working_blob(repo, path)
+        if now == _blob(repo, result, path):
+            plan.already.append(path)
+        elif now == _blob(repo, base, path):
+            plan.to_apply.append(path)
+        else:
+            plan.conflicts.append(path)
+    return plan
+
+
+def apply_to_checkout(repo: Path, base: str, result: str, files: list[FilePatch]) -> bool:
+    """Apply the delivered change to the working files. Returns
+    `already_applied` (every file already matched the delivered content)."""
+    plan = plan_checkout(repo, base, result, touched_paths(files))
+    if plan.conflicts:
+        raise DeliveryRefused(
+            "you changed " + ", ".join(plan.conflicts) + " since the task started, so its "
+            "change was not applied to your checkout (nothing was modified); deliver to a "
+            "branch instead, or revert those files and approve again"
+        )
+    if not plan.to_apply:
+        return True
+    pending = set(plan.to_apply)
+    patch = "".join(
+        f.text() for f in files if f.path in pending or (f.old_path and f.old_path in pending)
+    )
+    _apply(repo, patch)
+    return False
