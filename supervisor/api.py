@@ -445,22 +445,36 @@ class Supervisor:
             EventKind.PLAN_TEXT,
             {"text": "The proposed checks already pass before any edits. Checking once…"},
         )
-        request = ReviseRequest(**vars(self._request(entry)), prior=contract,
-                                request=REASSESS_FEEDBACK)  # fmt: skip
+        request = ReviseRequest(
+            **vars(self._request(entry)), prior=contract, request=REASSESS_FEEDBACK
+        )
         try:
             better = await asyncio.wait_for(self.drafter.revise(request), 180)
         except TimeoutError:
-            self._emit(entry, EventKind.PLAN_TEXT,
-                       {"text": "Automatic check reassessment timed out; review the checks."})  # fmt: skip
+            self._emit(
+                entry,
+                EventKind.PLAN_TEXT,
+                {"text": "Automatic check reassessment timed out; review the checks."},
+            )
             return contract, baseline, True
         except DraftingError as exc:
-            self._emit(entry, EventKind.PLAN_TEXT,
-                       {"text": f"Could not improve the proposed checks automatically: {exc}"})  # fmt: skip
+            self._emit(
+                entry,
+                EventKind.PLAN_TEXT,
+                {"text": f"Could not improve the proposed checks automatically: {exc}"},
+            )
             return contract, baseline, True
         if better.validate_contract() or contracts_equivalent(better, contract):
-            self._emit(entry, EventKind.PLAN_TEXT, {"text": (
-                "Every check still passes before editing: this contract proves nothing yet. "
-                "Add a check that fails now and passes only when the work is done.")})  # fmt: skip
+            self._emit(
+                entry,
+                EventKind.PLAN_TEXT,
+                {
+                    "text": (
+                        "Every check still passes before editing: this contract proves nothing yet. "
+                        "Add a check that fails now and passes only when the work is done."
+                    )
+                },
+            )
             return contract, baseline, True
         new_baseline = await self._baseline(entry, better)
         gates_nothing = all(r.passed for r in new_baseline)
@@ -604,8 +618,9 @@ class Supervisor:
 
     # -- the run --------------------------------------------------------------
 
-    def _context(self, entry: SessionEntry, round_: int, deadline: float | None,
-                 failing: list[CheckResult]) -> RunContext:  # fmt: skip
+    def _context(
+        self, entry: SessionEntry, round_: int, deadline: float | None, failing: list[CheckResult]
+    ) -> RunContext:
         s = entry.session
         assert s.contract is not None and s.worktree is not None
 
@@ -634,14 +649,21 @@ class Supervisor:
         timeout = self.config.ask_user_timeout_secs
         try:
             return await asyncio.wait_for(asyncio.shield(answer), timeout)
+        except QuestionCleared:
+            if entry.cancel_requested:
+                # Withdrawn by cancel: end cancelled, not with an error that the
+                # cancelled run never retrieves (asyncio would log it).
+                raise asyncio.CancelledError from None
+            raise
         except TimeoutError:
             if answer.done() and not answer.cancelled() and answer.exception() is None:
                 return answer.result()
             entry.gate.clear()
             with contextlib.suppress(QuestionCleared, asyncio.CancelledError):
                 answer.exception()
-            self._emit(entry, EventKind.USER_INPUT_EXPIRED,
-                       {"prompt": prompt, "waited_secs": int(timeout)})  # fmt: skip
+            self._emit(
+                entry, EventKind.USER_INPUT_EXPIRED, {"prompt": prompt, "waited_secs": int(timeout)}
+            )
             raise UserInputExpired(
                 f"no user response within {int(timeout)}s; proceeding without it"
             ) from None
@@ -680,10 +702,17 @@ class Supervisor:
                 out_of_time = deadline is not None and time.monotonic() >= deadline
                 if round_ < rounds and not out_of_time:
                     names = ", ".join(r.name for r in failing)
-                    self._emit(entry, EventKind.PLAN_TEXT, {"text": (
-                        f"Runtime verification: {len(failing)} check(s) still fail ({names}); "
-                        f"handing them back to the engine (repair {round_} of "
-                        f"{rounds - 1}).")})  # fmt: skip
+                    self._emit(
+                        entry,
+                        EventKind.PLAN_TEXT,
+                        {
+                            "text": (
+                                f"Runtime verification: {len(failing)} check(s) still fail ({names}); "
+                                f"handing them back to the engine (repair {round_} of "
+                                f"{rounds - 1})."
+                            )
+                        },
+                    )
                     continue
                 names = ", ".join(r.name for r in failing)
                 self._fail(
@@ -702,8 +731,14 @@ class Supervisor:
             entry.steering.close()
             entry.gate.clear()
 
-    async def _run_engine(self, entry: SessionEntry, engine: Engine, round_: int,
-                          deadline: float | None, failing: list[CheckResult]) -> EngineOutcome:  # fmt: skip
+    async def _run_engine(
+        self,
+        entry: SessionEntry,
+        engine: Engine,
+        round_: int,
+        deadline: float | None,
+        failing: list[CheckResult],
+    ) -> EngineOutcome:
         ctx = self._context(entry, round_, deadline, failing)
         left = None if deadline is None else max(0.0, deadline - time.monotonic())
         try:
@@ -719,12 +754,16 @@ class Supervisor:
         except CorralError as exc:
             return EngineOutcome(failure=LoopFailure.EXECUTION, error=str(exc))
 
-    async def _verify(self, entry: SessionEntry, captures: dict[str, str],
-                      deadline: float | None) -> list[CheckResult]:  # fmt: skip
+    async def _verify(
+        self, entry: SessionEntry, captures: dict[str, str], deadline: float | None
+    ) -> list[CheckResult]:
         s = entry.session
         assert s.contract is not None and s.worktree is not None
-        self._emit(entry, EventKind.PLAN_TEXT,
-                   {"text": "Runtime verification: re-running every contract check."})  # fmt: skip
+        self._emit(
+            entry,
+            EventKind.PLAN_TEXT,
+            {"text": "Runtime verification: re-running every contract check."},
+        )
         results = await run_contract(
             s.contract,
             Path(s.worktree),
@@ -735,9 +774,15 @@ class Supervisor:
             ),
         )
         s.last_check_results = results
-        self._emit(entry, EventKind.CONTRACT_EVALUATED, {
-            "by": "runtime", "passed": all(r.passed for r in results),
-            "results": [r.model_dump(mode="json") for r in results]})  # fmt: skip
+        self._emit(
+            entry,
+            EventKind.CONTRACT_EVALUATED,
+            {
+                "by": "runtime",
+                "passed": all(r.passed for r in results),
+                "results": [r.model_dump(mode="json") for r in results],
+            },
+        )
         self._persist(entry)
         return results
 
@@ -768,10 +813,18 @@ class Supervisor:
             self._fail(entry, LoopFailure.INFRASTRUCTURE, f"diff generation failed: {exc}")
             return
         s.diff = diff
-        self._emit(entry, EventKind.DIFF_READY, {
-            "stat": diff.stat, "patch": diff.patch, "patch_truncated": diff.patch_truncated,
-            "patch_full_bytes": diff.patch_full_bytes, "changed_paths": len(diff.files),
-            "files": [f.model_dump(mode="json") for f in diff.files]})  # fmt: skip
+        self._emit(
+            entry,
+            EventKind.DIFF_READY,
+            {
+                "stat": diff.stat,
+                "patch": diff.patch,
+                "patch_truncated": diff.patch_truncated,
+                "patch_full_bytes": diff.patch_full_bytes,
+                "changed_paths": len(diff.files),
+                "files": [f.model_dump(mode="json") for f in diff.files],
+            },
+        )
         self._transition(entry, S.NEEDS_APPROVAL)
 
     async def _park_finding(self, entry: SessionEntry, finding: NoChangeFinding) -> None:
@@ -787,9 +840,14 @@ class Supervisor:
             finding.baseline_checks = list(s.baseline)
             await self._park_finding(entry, finding)
         else:
-            self._fail(entry, LoopFailure.EXECUTION, (
-                "the engine reported that no change is needed but had already made a "
-                "successful edit; a finding must leave the tree untouched"))  # fmt: skip
+            self._fail(
+                entry,
+                LoopFailure.EXECUTION,
+                (
+                    "the engine reported that no change is needed but had already made a "
+                    "successful edit; a finding must leave the tree untouched"
+                ),
+            )
 
     def _fail(self, entry: SessionEntry, failure: LoopFailure, error: str) -> None:
         s = entry.session
@@ -798,18 +856,25 @@ class Supervisor:
         if failure is LoopFailure.CANCELLED:
             self._transition(entry, S.ABANDONED)
             return
-        kind = failure_kind_for(failure, budget_flag=entry.attention.budget_exhausted,
-                                auth_flag=entry.attention.auth_outstanding)  # fmt: skip
+        kind = failure_kind_for(
+            failure,
+            budget_flag=entry.attention.budget_exhausted,
+            auth_flag=entry.attention.auth_outstanding,
+        )
         if kind is FailureKind.BUDGET_EXHAUSTED:
             s.keep_workspace_on_failure = True
             if not entry.attention.budget_exhausted:
-                self._emit(entry, EventKind.BUDGET_EXHAUSTED,
-                           {"reason": error, "iterations": s.iterations})  # fmt: skip
+                self._emit(
+                    entry, EventKind.BUDGET_EXHAUSTED, {"reason": error, "iterations": s.iterations}
+                )
         s.error = error
         s.failure_kind = kind
         if s.keep_workspace_on_failure and s.worktree:
-            self._emit(entry, EventKind.ERROR, {"message": (
-                f"session failed; worktree retained for postmortem at {s.worktree}")})  # fmt: skip
+            self._emit(
+                entry,
+                EventKind.ERROR,
+                {"message": (f"session failed; worktree retained for postmortem at {s.worktree}")},
+            )
         self._transition(entry, S.FAILED)
 
     # -- respond / steer ------------------------------------------------------
@@ -862,8 +927,9 @@ class Supervisor:
             if finding is not None:
                 finding.resolved_at = self.clock()
                 finding.resolver_comment = comment or "rejected at the approval gate"
-                self._emit(entry, EventKind.FINDING_RESOLVED, {"accepted": False,
-                                                               "comment": comment})  # fmt: skip
+                self._emit(
+                    entry, EventKind.FINDING_RESOLVED, {"accepted": False, "comment": comment}
+                )
             elif comment:
                 self._emit(entry, EventKind.PLAN_TEXT, {"text": f"Rejected: {comment}"})
             s.keep_workspace_on_cancel = True
@@ -950,8 +1016,9 @@ class Supervisor:
                     f"{label(session_id)} is not running in this corral (state: "
                     f"{stored.state.value}) — nothing to cancel"
                 )
-            return CancelResult(state=stored.state, already_terminal=stored.state.is_terminal,
-                                message=msg)  # fmt: skip
+            return CancelResult(
+                state=stored.state, already_terminal=stored.state.is_terminal, message=msg
+            )
         s = entry.session
         if not s.state.is_terminal:
             s.keep_workspace_on_cancel = True
@@ -1003,9 +1070,15 @@ class Supervisor:
             stored = self._snapshots.get(session_id)
             if stored is None:
                 raise CorralError(f"no corral session '{session_id}'")
-            return SessionDetail(session=stored, live=False, next_seq=None,
-                                 steering_available=False, question_prompt=None,
-                                 needs_you=None, needs_you_label=None)  # fmt: skip
+            return SessionDetail(
+                session=stored,
+                live=False,
+                next_seq=None,
+                steering_available=False,
+                question_prompt=None,
+                needs_you=None,
+                needs_you_label=None,
+            )
         row = live_summary(entry)
         return SessionDetail(
             session=entry.session,
@@ -1037,20 +1110,33 @@ class Supervisor:
             stored = self._snapshots.get(session_id)
             if stored is None:
                 raise CorralError(f"no corral session '{session_id}'")
-            return SubscribeResult(state=stored.state, events_replayed=0, events_skipped=0,
-                                   live=False, replay_available=False), None  # fmt: skip
+            return SubscribeResult(
+                state=stored.state,
+                events_replayed=0,
+                events_skipped=0,
+                live=False,
+                replay_available=False,
+            ), None
         sub, replayed, skipped = entry.log.subscribe(from_seq)
-        return SubscribeResult(state=entry.session.state, events_replayed=replayed,
-                               events_skipped=skipped, live=True,
-                               replay_available=True), sub  # fmt: skip
+        return SubscribeResult(
+            state=entry.session.state,
+            events_replayed=replayed,
+            events_skipped=skipped,
+            live=True,
+            replay_available=True,
+        ), sub
 
     def unsubscribe(self, sub: Subscription) -> None:
         sub.close()
 
     async def wait_for(
-        self, session_id: str, states: set[CoderState] | None = None,
-        *, needs: bool = False, timeout: float = 30,
-    ) -> SessionSummary:  # fmt: skip
+        self,
+        session_id: str,
+        states: set[CoderState] | None = None,
+        *,
+        needs: bool = False,
+        timeout: float = 30,
+    ) -> SessionSummary:
         """Wait until a session reaches one of `states` (or, with `needs`, needs
         the operator, or is terminal). For scripts and tests."""
 
@@ -1106,10 +1192,12 @@ class Supervisor:
         self._last_disk_gc = mono
         assert self.store is not None
         victims = retention.disk_gc_victims(
-            list(self._snapshots.values()), set(self._live), now=self.clock(),
+            list(self._snapshots.values()),
+            set(self._live),
+            now=self.clock(),
             max_sessions=self.config.retention.max_sessions,
             max_age_days=self.config.retention.max_age_days,
-        )  # fmt: skip
+        )
         if not victims:
             return
         self.store.delete_sessions(victims)
@@ -1151,11 +1239,18 @@ def commit_message(session: CoderSession) -> str:
     """The delivered commit says what was asked and what proved it."""
     first = session.intent.strip().splitlines()[0] if session.intent.strip() else "corral task"
     subject = first if len(first) <= 72 else first[:71] + "…"
-    lines = [subject, "", session.intent.strip(), "", "Verified by corral (the runtime re-ran "
-             "every check after the agent stopped):"]  # fmt: skip
+    lines = [
+        subject,
+        "",
+        session.intent.strip(),
+        "",
+        "Verified by corral (the runtime re-ran every check after the agent stopped):",
+    ]
     for r in session.last_check_results:
-        check = next((c for c in (session.contract.checks if session.contract else [])
-                      if c.name == r.name), None)  # fmt: skip
+        check = next(
+            (c for c in (session.contract.checks if session.contract else []) if c.name == r.name),
+            None,
+        )
         cmd = f": {check.command.strip()}" if check else ""
         lines.append(f"  {'PASS' if r.passed else 'FAIL'} {r.name}{cmd}")
     lines += [

@@ -90,7 +90,7 @@ def demo_contract(intent: str) -> OutcomeContract:
     if topic == "slug":
         check = ContractCheck(
             name="slug_folds_accents",
-            command="python3 -c \"from textkit.slug import slugify; "
+            command='python3 -c "from textkit.slug import slugify; '
             "assert slugify('Crème Brûlée') == 'creme-brulee', slugify('Crème Brûlée')\"",
             timeout_secs=30,
         )
@@ -98,8 +98,8 @@ def demo_contract(intent: str) -> OutcomeContract:
     elif topic == "paginat":
         check = ContractCheck(
             name="last_page_kept",
-            command="python3 -c \"from textkit.pages import paginate; "
-            "assert paginate([1, 2, 3, 4, 5], 2) == [[1, 2], [3, 4], [5]]\"",
+            command='python3 -c "from textkit.pages import paginate; '
+            'assert paginate([1, 2, 3, 4, 5], 2) == [[1, 2], [3, 4], [5]]"',
             timeout_secs=30,
         )
         desc = "paginate() keeps the short last page; existing tests keep passing."
@@ -203,9 +203,7 @@ class DemoEngines:
     def resolve(self, requested: str) -> tuple[str, str]:
         if requested in ("auto", "native", DEMO_LABEL):
             return DEMO_LABEL, "the built-in demo agent (scripted; no model needed)"
-        raise CorralError(
-            f"engine {requested!r} is not available in the demo; use auto or demo"
-        )
+        raise CorralError(f"engine {requested!r} is not available in the demo; use auto or demo")
 
     def create(self, label: str) -> DemoEngine:
         return DemoEngine(self.pace)

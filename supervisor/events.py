@@ -22,7 +22,61 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from pydantic_core import to_json
+
 from .models import CoderEvent, EventKind
+
+_new = object.__new__
+_setattr = object.__setattr__
+_EVENT_FIELDS = tuple(CoderEvent.model_fields)
+
+
+def _construct_event(
+    session_id: str, seq: int, ts: float, kind: EventKind, data: dict[str, Any]
+) -> CoderEvent:
+    """`CoderEvent.model_construct` without its per-field alias and default
+    lookups (every field is given; none has an alias): the append hot path.
+    `_fast_construct_ok` checks it against `model_construct` at import."""
+    event = _new(CoderEvent)
+    _setattr(event, "__dict__", {"session_id": session_id, "seq": seq, "ts": ts, "kind": kind,
+                                 "data": data})  # fmt: skip
+    _setattr(event, "__pydantic_fields_set__", set(_EVENT_FIELDS))
+    _setattr(event, "__pydantic_extra__", None)
+    _setattr(event, "__pydantic_private__", None)
+    return event
+
+
+def _fast_construct_ok() -> bool:
+    fields = CoderEvent.model_fields
+    if CoderEvent.__pydantic_post_init__ or any(
+        f.alias or f.validation_alias for f in fields.values()
+    ):
+        return False
+    if set(_EVENT_FIELDS) != {"session_id", "seq", "ts", "kind", "data"}:
+        return False
+    probe: dict[str, Any] = {
+        "session_id": "s", "seq": 1, "ts": 2.0, "kind": EventKind.ERROR, "data": {"a": 1},
+    }  # fmt: skip
+    try:
+        fast = _construct_event(**probe)
+        slow = CoderEvent.model_construct(**probe)
+        return (
+            fast == slow
+            and fast.__pydantic_fields_set__ == slow.__pydantic_fields_set__
+            and fast.model_dump_json() == slow.model_dump_json()
+        )
+    except Exception:
+        return False
+
+
+def _model_construct_event(
+    session_id: str, seq: int, ts: float, kind: EventKind, data: dict[str, Any]
+) -> CoderEvent:
+    return CoderEvent.model_construct(session_id=session_id, seq=seq, ts=ts, kind=kind, data=data)
+
+
+if not _fast_construct_ok():  # a pydantic whose internals differ: take the slow path
+    _construct_event = _model_construct_event
 
 
 class SubscriptionDropped(Exception):
@@ -94,6 +148,10 @@ class Subscription:
         return self
 
     async def __anext__(self) -> CoderEvent:
+        if self._items:  # fast path: no wait, no extra coroutine
+            event = self._items.popleft()
+            self.last_seq = event.seq
+            return event
         try:
             return await self.get()
         except SubscriptionClosed:
@@ -107,38 +165,45 @@ class Subscription:
 
 
 class Journal:
-    """Append-only JSONL file of a session's events. Opened lazily; writes are
-    buffered and flushed once per event-loop pass, so bursts stay cheap."""
+    """Append-only JSONL file of a session's events. Opened lazily; each row is
+    serialized when its event is appended, and the rows are written and flushed
+    once per event-loop pass, so bursts stay cheap."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self._file: Any = None
+        self._pending: list[bytes] = []
         self._flush_scheduled = False
 
     def write(self, event: CoderEvent) -> None:
-        if self._file is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115
-        row = {"seq": event.seq, "ts": event.ts, "kind": event.kind.value, "data": event.data}
-        self._file.write(json.dumps(row, default=str, ensure_ascii=False) + "\n")
+        # `_value_`, not `.value`: the enum property costs more than the row
+        row = {"seq": event.seq, "ts": event.ts, "kind": event.kind._value_, "data": event.data}
+        # Serialized now (a caller may reuse its dict); non-JSON values become str.
+        self._pending.append(to_json(row, fallback=str))
         if not self._flush_scheduled:
             try:
                 loop = asyncio.get_running_loop()
             except RuntimeError:
-                self._file.flush()
+                self.flush()
                 return
             self._flush_scheduled = True
             loop.call_soon(self.flush)
 
     def flush(self) -> None:
         self._flush_scheduled = False
-        if self._file is not None:
-            with contextlib.suppress(OSError):
-                self._file.flush()
+        if not self._pending:
+            return
+        rows, self._pending = self._pending, []
+        with contextlib.suppress(OSError):
+            if self._file is None:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._file = open(self.path, "ab")  # noqa: SIM115
+            self._file.write(b"\n".join(rows) + b"\n")
+            self._file.flush()
 
     def close(self) -> None:
+        self.flush()
         if self._file is not None:
-            self.flush()
             self._file.close()
             self._file = None
 
@@ -184,13 +249,7 @@ class EventLog:
         self._subscribers: list[Subscription] = []
 
     def append(self, kind: EventKind, data: dict[str, Any] | None = None) -> CoderEvent:
-        event = CoderEvent.model_construct(
-            session_id=self.session_id,
-            seq=self.next_seq,
-            ts=self.clock(),
-            kind=kind,
-            data=data or {},
-        )
+        event = _construct_event(self.session_id, self.next_seq, self.clock(), kind, data or {})
         buffer = self._buffer
         buffer.append(event)
         if self.cap and len(buffer) > self.cap:
@@ -202,7 +261,18 @@ class EventLog:
             self.observer(event)
         dropped: list[Subscription] | None = None
         for sub in self._subscribers:
-            if not sub._offer(event):
+            # `sub._offer(event)`, inlined: this runs once per subscriber per event
+            items = sub._items
+            if len(items) < sub._limit:
+                items.append(event)
+                waiter = sub._waiter
+                if waiter is not None:
+                    sub._waiter = None  # woken once; later offers skip this
+                    if not waiter.done():
+                        waiter.set_result(None)
+            else:
+                sub.dropped = True
+                sub._wake()
                 dropped = dropped or []
                 dropped.append(sub)
         if dropped:
@@ -227,8 +297,7 @@ class EventLog:
         skipped = max(0, self.first_buffered_seq - from_seq)
         replay = [e for e in self._buffer if e.seq >= from_seq]
         sub = Subscription(self, self.backlog + len(replay))
-        for event in replay:
-            sub._offer(event)
+        sub._items.extend(replay)  # within its limit by construction; nobody waits yet
         self._subscribers.append(sub)
         return sub, len(replay), skipped
 

@@ -139,14 +139,19 @@ class Store:
             ensure_private_dir(state_dir)
             self._conn = self._connect(str(self.path))
         self._check_schema()
+        if not readonly:
+            # Only once the file is known to be ours: switching to WAL rewrites
+            # the header, and a refused database must stay byte-identical.
+            try:
+                self._conn.execute("PRAGMA journal_mode = WAL")
+                self._conn.execute("PRAGMA synchronous = NORMAL")
+            except sqlite3.DatabaseError as exc:
+                raise self._corrupt(exc) from exc
 
     def _connect(self, target: str, *, uri: bool = False) -> sqlite3.Connection:
         try:
             conn = sqlite3.connect(target, uri=uri, isolation_level=None, check_same_thread=False)
             conn.execute("PRAGMA busy_timeout = 5000")
-            if not self.readonly:
-                conn.execute("PRAGMA journal_mode = WAL")
-                conn.execute("PRAGMA synchronous = NORMAL")
             return conn
         except sqlite3.DatabaseError as exc:
             raise self._corrupt(exc) from exc

@@ -11,7 +11,7 @@ import asyncio
 import os
 import subprocess
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +21,7 @@ from supervisor.api import Supervisor
 from supervisor.config import SupervisorConfig
 from supervisor.contracts.drafting import ContractDrafter
 from supervisor.models import CoderEvent, EventKind, OutcomeContract
-from supervisor.scripted import ScriptedDrafter, ScriptedEngine, ScriptedEngines, contract
+from supervisor.scripted import ScriptedDrafter, ScriptedEngine, ScriptedEngines, Write, contract
 
 # A contract whose only check fails on the untouched tree and passes once the
 # engine writes `hello.txt` containing "hi".
@@ -74,7 +74,6 @@ def fast_config(**overrides: Any) -> SupervisorConfig:
     base: dict[str, Any] = {
         "repair_invokes": 1,
         "max_session_wall_secs": 60,
-        "max_check_timeout_secs": 30,
         "ask_user_timeout_secs": 10,
         "watcher_shed_secs": 10,
     }
@@ -116,8 +115,6 @@ async def make_supervisor(state_dir: Path) -> AsyncIterator[SupervisorFactory]:
         clock: Callable[[], float] | None = None,
         **config_fields: Any,
     ) -> Supervisor:
-        from supervisor.scripted import Write
-
         sup = Supervisor(
             state or state_dir,
             drafter=drafter or ScriptedDrafter([hello_contract()]),
@@ -158,7 +155,3 @@ async def eventually(
         if time.monotonic() >= deadline:
             raise AssertionError(f"condition not met within {timeout}s")
         await asyncio.sleep(interval)
-
-
-def session_ids(sup: Supervisor) -> Sequence[str]:
-    return [row.session_id for row in sup.list()]

@@ -98,8 +98,12 @@ def counts_line(rows: list[SessionSummary]) -> str:
     working = sum(1 for r in rows if r.needs_you is None and not r.state.is_terminal)
     done = sum(1 for r in rows if r.state.is_terminal)
     failed = sum(1 for r in rows if r.state is S.FAILED)
-    parts = [f"{len(rows)} sessions", f"{needs} need you", f"{working} in progress",
-             f"{done} finished"]  # fmt: skip
+    parts = [
+        f"{len(rows)} sessions",
+        f"{needs} need you",
+        f"{working} in progress",
+        f"{done} finished",
+    ]
     if failed:
         parts.append(f"{failed} failed")
     return "  ·  ".join(parts)

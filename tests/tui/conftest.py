@@ -121,8 +121,13 @@ def board_world(tmp_path: Path) -> Callable[[], tuple[Supervisor, Path, asyncio.
 async def seed_board(sup: Supervisor, repo: Path) -> dict[str, str]:
     """Sessions in several states, seeded one after another (deterministic)."""
     ids: dict[str, str] = {}
-    for intent in ("Delta ships the report", "Never passes", "Alpha adds a file",
-                   "Bravo waits for a signal", "Echo awaits its contract"):  # fmt: skip
+    for intent in (
+        "Delta ships the report",
+        "Never passes",
+        "Alpha adds a file",
+        "Bravo waits for a signal",
+        "Echo awaits its contract",
+    ):
         ids[intent.split()[0]] = (await sup.start(intent, repo)).session_id
     for key, goal in (
         ("Delta", {CoderState.NEEDS_APPROVAL}),

@@ -44,8 +44,11 @@ async def test_state_change_reaches_the_board_without_refresh(board_world) -> No
         board = app.screen
         assert isinstance(board, BoardScreen)
         table = board.table
-        bravo = next(i for i, sid in enumerate(board.order)
-                     if board.summaries[sid].intent.startswith("Bravo"))  # fmt: skip
+        bravo = next(
+            i
+            for i, sid in enumerate(board.order)
+            if board.summaries[sid].intent.startswith("Bravo")
+        )
         assert _cell_text(table, bravo, 1) == "working"
         release.set()  # the engine finishes; nothing on the UI side is poked
         for _ in range(100):
@@ -92,8 +95,9 @@ async def test_approve_from_the_board_delivers_a_branch(board_world) -> None:
         await pilot.pause(0.1)
         board = app.screen
         assert isinstance(board, BoardScreen)
-        alpha = next(i for i, s in enumerate(board.order)
-                     if board.summaries[s].intent.startswith("Alpha"))  # fmt: skip
+        alpha = next(
+            i for i, s in enumerate(board.order) if board.summaries[s].intent.startswith("Alpha")
+        )
         sid = board.order[alpha]
         board.table.move_cursor(row=alpha)
         await pilot.press("a")

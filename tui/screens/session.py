@@ -71,8 +71,10 @@ class SessionScreen(Screen[None]):
         while True:
             result, sub = self.supervisor.subscribe(self.session_id, cursor)
             if sub is None:
-                log.write("This session is not running in this console: showing its stored "
-                          "state only (no live event history).")  # fmt: skip
+                log.write(
+                    "This session is not running in this console: showing its stored "
+                    "state only (no live event history)."
+                )
                 return
             if result.events_skipped:
                 log.write(f"({result.events_skipped} earlier events are no longer buffered)")
@@ -120,8 +122,10 @@ class SessionScreen(Screen[None]):
             return
         text = f"[b]Contract[/b]: {s.contract.description}"
         if s.baseline_gates_nothing:
-            text += ("\n[bold yellow]Every check already passes before any edit: this "
-                     "contract proves nothing yet.[/bold yellow]")  # fmt: skip
+            text += (
+                "\n[bold yellow]Every check already passes before any edit: this "
+                "contract proves nothing yet.[/bold yellow]"
+            )
         title.update(text)
         base = {r.name: r for r in s.baseline}
         last = {r.name: r for r in s.last_check_results}
@@ -153,8 +157,10 @@ class SessionScreen(Screen[None]):
         if detail.question_prompt:
             options = self.supervisor.question_options(self.session_id)
             opts = "  ".join(f"[b]{i}[/b] {o}" for i, o in enumerate(options, 1))
-            question.update(f"[bold yellow]Question:[/bold yellow] {detail.question_prompt}"
-                            + (f"\n{opts}" if opts else ""))  # fmt: skip
+            question.update(
+                f"[bold yellow]Question:[/bold yellow] {detail.question_prompt}"
+                + (f"\n{opts}" if opts else "")
+            )
             reply.placeholder = "Type an answer and press enter"
             reply.display = True
         elif detail.steering_available:

@@ -1,0 +1,408 @@
+"""The per-session event log: replay buffer, subscribers and journal (seed §6.1)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from supervisor.events import (
+    EventLog,
+    Journal,
+    Subscription,
+    SubscriptionClosed,
+    SubscriptionDropped,
+    read_journal,
+)
+from supervisor.models import CoderEvent, EventKind
+
+DEFAULT_CAP = 2000  # SupervisorConfig.max_replay_events
+
+
+def fill(log: EventLog, n: int, kind: EventKind = EventKind.PLAN_TEXT) -> None:
+    for i in range(n):
+        log.append(kind, {"i": i})
+
+
+def seqs(events) -> list[int]:
+    return [e.seq for e in events]
+
+
+# --- buffer ---------------------------------------------------------------------
+
+
+def test_replay_buffer_honors_the_cap() -> None:
+    log = EventLog("s", cap=3)
+    for i in range(5):
+        event = log.append(EventKind.PLAN_TEXT, {"i": i})
+        assert event.seq == i
+        assert log.next_seq == i + 1
+    assert seqs(log.buffered()) == [2, 3, 4]
+    assert log.first_buffered_seq == 2
+    assert [e.data["i"] for e in log.buffered()] == [2, 3, 4]
+
+
+def test_cap_zero_keeps_everything() -> None:
+    log = EventLog("s", cap=0)
+    fill(log, 5000)
+    assert len(log.buffered()) == 5000
+    assert log.first_buffered_seq == 0
+    assert log.next_seq == 5000
+
+
+def test_empty_log_head_is_next_seq() -> None:
+    log = EventLog("s", start_seq=42)
+    assert log.first_buffered_seq == 42
+    assert log.append(EventKind.PLAN_TEXT).seq == 42
+    assert log.next_seq == 43
+
+
+def test_long_session_replay_reports_the_trimmed_head() -> None:
+    log = EventLog("s", cap=DEFAULT_CAP)
+    fill(log, DEFAULT_CAP + 7)
+    assert len(log.buffered()) == DEFAULT_CAP
+    assert log.first_buffered_seq == 7
+    assert log.next_seq == DEFAULT_CAP + 7  # trimming never rewinds the cursor
+
+    sub, replayed, skipped = log.subscribe(0)
+    assert (replayed, skipped) == (DEFAULT_CAP, 7)
+    events = sub.get_nowait()
+    assert events[0].seq == 7
+    assert seqs(events) == list(range(7, DEFAULT_CAP + 7))
+    assert json.loads(events[0].model_dump_json())["seq"] == 7
+
+    # a cursor inside the buffer skips nothing
+    _, replayed, skipped = log.subscribe(DEFAULT_CAP)
+    assert (replayed, skipped) == (7, 0)
+    # a cursor at the head replays nothing and skips nothing
+    _, replayed, skipped = log.subscribe(log.next_seq)
+    assert (replayed, skipped) == (0, 0)
+    assert log.next_seq == DEFAULT_CAP + 7
+
+
+async def test_subscribe_replays_then_goes_live_with_no_gap_or_duplicate() -> None:
+    log = EventLog("s", cap=100)
+    fill(log, 5)
+    sub, replayed, skipped = log.subscribe(2)
+    assert (replayed, skipped) == (3, 0)
+    fill(log, 3)
+    got = [await asyncio.wait_for(sub.get(), 1) for _ in range(6)]
+    assert seqs(got) == [2, 3, 4, 5, 6, 7]
+    assert sub.pending() == 0
+    assert sub.last_seq == 7
+
+    # a reader parked in get() is woken by the next append
+    waiter = asyncio.create_task(sub.get())
+    await asyncio.sleep(0)
+    assert not waiter.done()
+    log.append(EventKind.TOOL_CALL)
+    assert (await asyncio.wait_for(waiter, 1)).seq == 8
+
+
+async def test_async_iteration_ends_when_the_subscription_closes() -> None:
+    log = EventLog("s")
+    sub, _, _ = log.subscribe(0)
+    fill(log, 3)
+
+    async def read_all() -> list[int]:
+        return [event.seq async for event in sub]
+
+    reader = asyncio.create_task(read_all())
+    await asyncio.sleep(0)
+    sub.close()
+    assert await asyncio.wait_for(reader, 1) == [0, 1, 2]
+    assert log.subscriber_count == 0
+    # closed subscribers get nothing more
+    log.append(EventKind.PLAN_TEXT)
+    assert sub.pending() == 0
+    with pytest.raises(SubscriptionClosed):
+        await asyncio.wait_for(sub.get(), 1)
+
+
+async def test_closing_the_log_ends_every_subscription() -> None:
+    log = EventLog("s")
+    subs = [log.subscribe(0)[0] for _ in range(3)]
+    readers = [asyncio.create_task(s.get()) for s in subs]
+    await asyncio.sleep(0)
+    log.close()
+    for reader in readers:
+        with pytest.raises(SubscriptionClosed):
+            await asyncio.wait_for(reader, 1)
+    assert log.subscriber_count == 0
+
+
+async def test_a_slow_subscriber_is_dropped_and_the_others_continue() -> None:
+    backlog = 8
+    total = 200
+    log = EventLog("s", cap=0, backlog=backlog)
+    slow, _, _ = log.subscribe(0)
+    fast, _, _ = log.subscribe(0)
+    received: list[int] = []
+    done = asyncio.Event()
+
+    async def drain() -> None:
+        async for event in fast:
+            received.append(event.seq)
+            if event.seq == total - 1:
+                done.set()
+                return
+
+    reader = asyncio.create_task(drain())
+    longest_append = 0.0
+    for i in range(total):
+        t0 = time.perf_counter()
+        log.append(EventKind.TOOL_CALL, {"i": i})  # synchronous: never waits for a reader
+        longest_append = max(longest_append, time.perf_counter() - t0)
+        if i % 4 == 3:
+            await asyncio.sleep(0)
+    await asyncio.wait_for(done.wait(), 5)
+    await reader
+
+    assert received == list(range(total))  # the healthy reader saw everything, in order
+    assert slow.dropped
+    assert log.subscriber_count == 1  # the slow one was unregistered
+    assert longest_append < 0.05
+
+    # the slow reader still gets what it was handed, then is told to resync
+    kept = [await slow.get() for _ in range(backlog)]
+    assert seqs(kept) == list(range(backlog))
+    with pytest.raises(SubscriptionDropped) as info:
+        await asyncio.wait_for(slow.get(), 1)
+    assert f"resubscribe from {backlog}" in str(info.value)
+
+    # resubscribing from its cursor resumes with no gap
+    again, replayed, skipped = log.subscribe(slow.last_seq + 1)
+    assert (replayed, skipped) == (total - backlog, 0)
+    assert seqs(again.get_nowait()) == list(range(backlog, total))
+
+
+def test_replay_does_not_count_against_the_live_backlog() -> None:
+    log = EventLog("s", cap=0, backlog=4)
+    fill(log, 50)
+    sub, replayed, _ = log.subscribe(0)
+    assert replayed == 50 and not sub.dropped
+    fill(log, 4)
+    assert not sub.dropped
+    log.append(EventKind.PLAN_TEXT)
+    assert sub.dropped
+
+
+def test_the_observer_runs_before_fanout() -> None:
+    log = EventLog("s")
+    sub, _, _ = log.subscribe(0)
+    seen_pending: list[int] = []
+    log.observer = lambda event: seen_pending.append(sub.pending())
+    fill(log, 3)
+    # when the observer saw event N, subscribers had not yet been handed it
+    assert seen_pending == [0, 1, 2]
+
+
+async def test_journal_writes_one_jsonl_row_per_event(tmp_path: Path) -> None:
+    path = tmp_path / "journals" / "s.events.jsonl"
+    log = EventLog("s", cap=2, journal=Journal(path), clock=lambda: 123.5)
+    log.append(EventKind.PLAN_TEXT, {"text": "héllo"})
+    log.append(EventKind.TOOL_CALL, {"tool": "shell", "path": Path("/x")})
+    log.append(EventKind.STATE_CHANGED, {"from": "running", "to": "failed"})
+    await asyncio.sleep(0)  # the flush runs once per loop pass
+    rows = read_journal(path)
+    assert rows == [
+        {"seq": 0, "ts": 123.5, "kind": "plan_text", "data": {"text": "héllo"}},
+        {"seq": 1, "ts": 123.5, "kind": "tool_call", "data": {"tool": "shell", "path": "/x"}},
+        {
+            "seq": 2,
+            "ts": 123.5,
+            "kind": "state_changed",
+            "data": {"from": "running", "to": "failed"},
+        },
+    ]
+    # the journal keeps what the capped buffer trimmed
+    assert seqs(log.buffered()) == [1, 2]
+    assert [r["seq"] for r in read_journal(path, "tool_call")] == [1]
+    assert "héllo" in path.read_text(encoding="utf-8")  # not ascii-escaped
+
+    log.close()
+    # appending again (a restarted log continues the cursor) appends to the file
+    log2 = EventLog("s", journal=Journal(path), start_seq=3)
+    log2.append(EventKind.ERROR, {"message": "x"})
+    log2.close()
+    assert [r["seq"] for r in read_journal(path)] == [0, 1, 2, 3]
+
+
+def test_journal_outside_a_loop_flushes_immediately(tmp_path: Path) -> None:
+    path = tmp_path / "j.jsonl"
+    journal = Journal(path)
+    log = EventLog("s", journal=journal)
+    log.append(EventKind.PLAN_TEXT, {"text": "a"})
+    assert [r["kind"] for r in read_journal(path)] == ["plan_text"]
+    journal.close()
+
+
+def test_read_journal_skips_unparseable_lines(tmp_path: Path) -> None:
+    path = tmp_path / "j.jsonl"
+    path.write_text('{"seq": 0, "kind": "error"}\nnot json\n{"seq": 1, "kind": "plan_text"}\n')
+    assert [r["seq"] for r in read_journal(path)] == [0, 1]
+    assert read_journal(tmp_path / "missing.jsonl") == []
+
+
+# --- the no-gap / no-duplicate property ------------------------------------------
+
+Op = tuple[str, int]
+
+ops_strategy = st.lists(
+    st.one_of(
+        st.tuples(st.just("append"), st.integers(1, 6)),
+        # a cursor as a fraction of next_seq, so it can fall below the buffer head
+        st.tuples(st.just("subscribe"), st.integers(0, 100)),
+        st.tuples(st.just("unsubscribe"), st.integers(0, 50)),
+        st.tuples(st.just("read"), st.integers(0, 50)),
+    ),
+    max_size=60,
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ops=ops_strategy, cap=st.integers(0, 8))
+def test_every_live_subscriber_sees_each_event_exactly_once_in_order(
+    ops: list[Op], cap: int
+) -> None:
+    log = EventLog("s", cap=cap, backlog=10_000)
+    # per subscription: (sub, first expected seq, end seq or None while live, received)
+    tracked: list[tuple[Subscription, int, list[int | None], list[int]]] = []
+
+    def live() -> list[int]:
+        return [i for i, (_, _, end, _) in enumerate(tracked) if end[0] is None]
+
+    for op, arg in ops:
+        if op == "append":
+            for _ in range(arg):
+                log.append(EventKind.TOOL_CALL)
+        elif op == "subscribe":
+            from_seq = log.next_seq * arg // 100
+            head = log.first_buffered_seq
+            sub, replayed, skipped = log.subscribe(from_seq)
+            start = max(from_seq, head)
+            assert skipped == max(0, head - from_seq)
+            assert replayed == log.next_seq - start
+            tracked.append((sub, start, [None], []))
+        elif op == "unsubscribe" and live():
+            idx = live()[arg % len(live())]
+            sub, _, end, received = tracked[idx]
+            received.extend(e.seq for e in sub.get_nowait())
+            sub.close()
+            end[0] = log.next_seq
+        elif op == "read" and live():
+            idx = live()[arg % len(live())]
+            sub, _, _, received = tracked[idx]
+            received.extend(e.seq for e in sub.get_nowait())
+
+    for sub, start, end, received in tracked:
+        if end[0] is None:
+            received.extend(e.seq for e in sub.get_nowait())
+            stop = log.next_seq
+        else:
+            stop = end[0]
+            assert sub.get_nowait() == []  # nothing after unsubscribe
+        assert received == list(range(start, stop))
+        assert not sub.dropped
+    assert log.subscriber_count == len(live())
+
+
+# --- the append hot path --------------------------------------------------------
+
+
+def test_appended_events_are_ordinary_coder_events() -> None:
+    from supervisor import events
+
+    assert events._fast_construct_ok()  # the fast constructor is in use here
+    log = EventLog("s", clock=lambda: 5.0)
+    data = {"n": 1}
+    event = log.append(EventKind.ITERATION_STARTED, data)
+    expected = CoderEvent.model_construct(
+        session_id="s", seq=0, ts=5.0, kind=EventKind.ITERATION_STARTED, data=data
+    )
+    assert event == expected
+    assert event.model_dump() == expected.model_dump()
+    assert event.model_dump_json() == expected.model_dump_json()
+    assert event.model_fields_set == expected.model_fields_set
+    assert CoderEvent.model_validate_json(event.model_dump_json()) == event
+    copy = event.model_copy(update={"seq": 9})
+    assert (copy.seq, event.seq) == (9, 0)
+    # events do not share mutable pydantic state
+    other = log.append(EventKind.PLAN_TEXT)
+    assert other.__pydantic_fields_set__ is not event.__pydantic_fields_set__
+    assert other.data == {} and other.data is not log.append(EventKind.PLAN_TEXT).data
+
+
+async def test_journal_rows_serialize_non_json_values(tmp_path: Path) -> None:
+    import datetime
+
+    path = tmp_path / "j.jsonl"
+    log = EventLog("s", journal=Journal(path))
+    log.append(
+        EventKind.EXTERNAL_EVENT,
+        {"path": Path("/a"), "when": datetime.date(2024, 1, 2), "obj": object, "n": [1, 2]},
+    )
+    await asyncio.sleep(0)
+    [row] = read_journal(path)
+    assert row["data"]["path"] == "/a"
+    assert row["data"]["when"] == "2024-01-02"
+    assert row["data"]["obj"] == str(object)
+    assert row["data"]["n"] == [1, 2]
+    log.close()
+
+
+async def test_journal_rows_keep_order_across_loop_passes(tmp_path: Path) -> None:
+    path = tmp_path / "j.jsonl"
+    log = EventLog("s", journal=Journal(path))
+    for burst in range(5):
+        for _ in range(burst + 1):
+            log.append(EventKind.TOOL_CALL, {"burst": burst})
+        await asyncio.sleep(0)
+    assert [r["seq"] for r in read_journal(path)] == list(range(15))
+    log.close()
+
+
+async def test_an_unwritable_journal_never_breaks_append(tmp_path: Path) -> None:
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("x")
+    log = EventLog("s", journal=Journal(blocker / "j.jsonl"))
+    sub, _, _ = log.subscribe(0)
+    log.append(EventKind.PLAN_TEXT, {"text": "still delivered"})
+    await asyncio.sleep(0)  # the flush fails quietly
+    log.append(EventKind.PLAN_TEXT)
+    log.close()
+    assert seqs(sub.get_nowait()) == [0, 1]
+
+
+async def test_a_parked_reader_is_woken_for_every_burst() -> None:
+    log = EventLog("s")
+    sub, _, _ = log.subscribe(0)
+    got: list[int] = []
+
+    async def read(n: int) -> None:
+        async for event in sub:
+            got.append(event.seq)
+            if len(got) == n:
+                return
+
+    reader = asyncio.create_task(read(12))
+    for _ in range(4):
+        await asyncio.sleep(0)  # the reader parks
+        for _ in range(3):
+            log.append(EventKind.TOOL_CALL)  # one wake-up per burst
+    await asyncio.wait_for(reader, 1)
+    assert got == list(range(12))
+
+    # appended and closed before the parked reader runs: it gets the event, then stops
+    reader = asyncio.create_task(sub.get())
+    await asyncio.sleep(0)
+    log.append(EventKind.TOOL_CALL)
+    sub.close()
+    assert (await asyncio.wait_for(reader, 1)).seq == 12
+    with pytest.raises(SubscriptionClosed):
+        await sub.get()
