@@ -1,0 +1,280 @@
+"""The supervisor's core: the live registry, persistence-before-announce
+transitions, events, lifecycle (open/close, restart recovery) and retention."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Protocol
+
+from . import retention
+from .board import BoardFeed
+from .config import SupervisorConfig, load_config
+from .contracts.drafting import (
+    ContractDrafter,
+)
+from .engines.base import Engine
+from .entry import SessionEntry
+from .errors import CorralError
+from .events import EventLog, Journal
+from .models import (
+    CoderSession,
+    EventKind,
+    SessionSummary,
+)
+from .paths import default_state_dir, ensure_private_dir
+from .states import (
+    CoderState,
+    FailureKind,
+    IllegalTransition,
+    can_transition,
+    needs_you_label,
+    not_live_message,
+)
+from .store import OwnerLock, Store
+from .summaries import live_summary, stored_summary
+
+S = CoderState
+
+
+log = logging.getLogger("corral.supervisor")
+
+
+class EngineRegistry(Protocol):
+    def resolve(self, requested: str) -> tuple[str, str]: ...
+
+    def create(self, label: str) -> Engine: ...
+
+
+def new_session_id() -> str:
+    return f"{int(time.time()):x}{uuid.uuid4().hex[:16]}"
+
+
+def _retrieve(task: asyncio.Task[Any]) -> None:
+    """Mark a background task's exception as seen; callers that wait get it."""
+    if not task.cancelled():
+        task.exception()
+
+
+class SupervisorCore:
+    def __init__(
+        self,
+        state_dir: Path | None = None,
+        *,
+        drafter: ContractDrafter,
+        engines: EngineRegistry,
+        config: SupervisorConfig | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.state_dir = Path(state_dir) if state_dir else default_state_dir()
+        self.config = config or load_config()
+        self.drafter = drafter
+        self.engines = engines
+        self.clock = clock
+        self.store: Store | None = None
+        self._lock = OwnerLock(self.state_dir)
+        self._live: dict[str, SessionEntry] = {}
+        self._snapshots: dict[str, CoderSession] = {}
+        self.board = BoardFeed(self._summary_for, shed_secs=self.config.watcher_shed_secs)
+        self.broken_rows: list[str] = []
+        self._last_disk_gc: float | None = None
+        self._janitor: asyncio.Task[None] | None = None
+
+    async def open(self) -> None:
+        """Take ownership of the state dir, load stored sessions, and mark
+        sessions that were mid-run when the last process died as failed."""
+        ensure_private_dir(self.state_dir)
+        self._lock.acquire()
+        try:
+            self.store = Store(self.state_dir)
+            sessions, self.broken_rows = self.store.list_sessions()
+        except Exception:
+            self._lock.release()
+            raise
+        for session in sessions:
+            self._snapshots[session.id] = session
+            if session.state in (S.CREATED, S.CONTRACT_CONFIRMED, S.RUNNING):
+                self._mark_orphan_failed(session)
+        self._janitor = asyncio.get_running_loop().create_task(self._janitor_loop())
+
+    def _mark_orphan_failed(self, session: CoderSession) -> None:
+        kept = f"; its worktree is kept at {session.worktree}" if session.worktree else ""
+        session.error = (
+            f"corral stopped while this session was {session.state.value}, so it could not "
+            f"continue{kept}"
+        )
+        session.failure_kind = FailureKind.INFRASTRUCTURE
+        session.keep_workspace_on_failure = True
+        session.state = S.FAILED
+        session.updated_at = self.clock()
+        assert self.store is not None
+        self.store.save_session(session)
+
+    async def close(self) -> None:
+        """Stop in-process work and release the state dir. Sessions that were
+        running are recorded as failed (their worktrees are kept)."""
+        if self._janitor is not None:
+            self._janitor.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._janitor
+        for entry in list(self._live.values()):
+            tasks = [t for t in [entry.task, *entry.ops] if t is not None and not t.done()]
+            for t in tasks:
+                t.cancel()
+            for t in tasks:
+                with contextlib.suppress(BaseException):
+                    await t
+            if not entry.session.state.is_terminal and entry.session.state not in (
+                S.CONTRACT_PROPOSED,
+                S.NEEDS_APPROVAL,
+            ):
+                self._mark_orphan_failed(entry.session)
+            entry.log.close()
+        self._live.clear()
+        if self.store is not None:
+            self.store.close()
+            self.store = None
+        self._lock.release()
+
+    async def __aenter__(self) -> SupervisorCore:
+        await self.open()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    def _entry(self, session_id: str) -> SessionEntry:
+        entry = self._live.get(session_id)
+        if entry is not None:
+            return entry
+        stored = self._snapshots.get(session_id)
+        if stored is None:
+            raise CorralError(f"no corral session '{session_id}'")
+        raise CorralError(not_live_message(session_id, stored.state))
+
+    def _summary_for(self, session_id: str) -> SessionSummary | None:
+        entry = self._live.get(session_id)
+        if entry is not None:
+            return live_summary(entry)
+        stored = self._snapshots.get(session_id)
+        return stored_summary(stored) if stored else None
+
+    def _persist(self, entry: SessionEntry) -> None:
+        assert self.store is not None
+        entry.session.event_cursor = entry.log.next_seq
+        self.store.save_session(entry.session)
+
+    def _emit(self, entry: SessionEntry, kind: EventKind, data: dict[str, Any] | None = None):
+        return entry.log.append(kind, data)
+
+    def _observe(self, entry: SessionEntry, event: Any) -> None:
+        if entry.attention.observe(event):
+            self.board.notify(entry.id)
+
+    def _transition(self, entry: SessionEntry, dst: CoderState) -> None:
+        """Persist, then announce. A failed write leaves the state unchanged."""
+        session = entry.session
+        src = session.state
+        if not can_transition(src, dst):
+            raise IllegalTransition(src, dst)
+        before = session.updated_at
+        session.state = dst
+        session.updated_at = max(self.clock(), before)
+        try:
+            self._persist(entry)
+        except Exception:
+            session.state = src
+            session.updated_at = before
+            raise
+        self._emit(entry, EventKind.STATE_CHANGED, {"from": src.value, "to": dst.value})
+
+    def _register(self, session: CoderSession) -> SessionEntry:
+        journal = Journal(self.journal_path(session.id))
+        entry_holder: list[SessionEntry] = []
+        log_ = EventLog(
+            session.id,
+            cap=self.config.max_replay_events,
+            journal=journal,
+            start_seq=session.event_cursor,
+            observer=lambda ev: self._observe(entry_holder[0], ev),
+            backlog=self.config.subscriber_backlog,
+            clock=self.clock,
+        )
+        entry = SessionEntry(session=session, log=log_)
+        entry_holder.append(entry)
+        self._live[session.id] = entry
+        self._snapshots[session.id] = session
+        return entry
+
+    def journal_path(self, session_id: str) -> Path:
+        return self.state_dir / "journals" / f"{session_id}.events.jsonl"
+
+    def _spawn(self, entry: SessionEntry, coro: Any) -> asyncio.Task[Any]:
+        task = asyncio.get_running_loop().create_task(coro)
+        entry.ops.add(task)
+        task.add_done_callback(entry.ops.discard)
+        task.add_done_callback(_retrieve)
+        return task
+
+    def _prune_finished(self) -> list[str]:
+        """Drop finished sessions from memory after the retention window, only
+        when their snapshot is stored and their task has ended."""
+        now = self.clock()
+        gone: list[str] = []
+        assert self.store is not None
+        for sid, entry in list(self._live.items()):
+            s = entry.session
+            if entry.task_running or entry.ops:
+                continue
+            if not retention.collectable_by_age(
+                s.state.is_terminal, s.updated_at, now, self.config.finished_retention_secs
+            ):
+                continue
+            if self.store.load_session(sid) is None:
+                continue
+            entry.log.close()
+            del self._live[sid]
+            gone.append(sid)
+        self._sweep_disk()
+        return gone
+
+    def _sweep_disk(self) -> None:
+        mono = time.monotonic()
+        interval = self.config.disk_gc_interval_secs
+        if self._last_disk_gc is not None and mono - self._last_disk_gc < interval:
+            return
+        self._last_disk_gc = mono
+        assert self.store is not None
+        victims = retention.disk_gc_victims(
+            list(self._snapshots.values()),
+            set(self._live),
+            now=self.clock(),
+            max_sessions=self.config.retention.max_sessions,
+            max_age_days=self.config.retention.max_age_days,
+        )
+        if not victims:
+            return
+        self.store.delete_sessions(victims)
+        for sid in victims:
+            self._snapshots.pop(sid, None)
+            self.journal_path(sid).unlink(missing_ok=True)
+
+    async def _janitor_loop(self) -> None:
+        while True:
+            await asyncio.sleep(60)
+            try:
+                self._prune_finished()
+            except Exception:
+                log.exception("retention sweep failed")
+
+    def is_live(self, session_id: str) -> bool:
+        return session_id in self._live
+
+    def needs_you_of(self, session_id: str) -> str | None:
+        row = self._summary_for(session_id)
+        return None if row is None or row.needs_you is None else needs_you_label(row.needs_you)
