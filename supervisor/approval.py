@@ -7,12 +7,26 @@ import asyncio
 import contextlib
 from pathlib import Path
 
+from .contracts.checks import captures_from, run_contract
 from .core import S, SupervisorCore, log
 from .entry import SessionEntry
 from .errors import CorralError
+from .git.delivery import (
+    apply_to_checkout,
+    changed_paths,
+    commit_patch,
+    create_branch,
+    review_identity,
+    task_patch,
+    touched_paths,
+)
+from .git.patches import FilePatch, Selection, build_patch, parse_patch, validate_selection
+from .git.repo import head_commit
+from .git.run import git
 from .models import (
     ApproveResult,
     CancelResult,
+    CheckResult,
     CoderSession,
     EventKind,
 )
@@ -20,6 +34,17 @@ from .states import (
     ApprovalKind,
     already_happened,
     label,
+    short_id,
+)
+
+CHANGED_AFTER = (
+    "the worktree of {name} changed after verification, so nothing was delivered: what you "
+    "would approve is not what was verified. Re-verify it (v), or reject"
+)
+NOT_FROM_CHECKOUT = (
+    "this task does not start from your checkout's current revision (it names its own base, "
+    "or the checkout was dirty in a way corral could not capture), so its changes cannot be "
+    "applied there. Publish a branch instead"
 )
 
 
@@ -32,7 +57,18 @@ class Approval(SupervisorCore):
         accept_finding: bool = False,
         delivery: str | None = None,
         comment: str | None = None,
+        selection: Selection | None = None,
+        override_red: bool = False,
+        discard_rest: bool = False,
     ) -> ApproveResult:
+        """Deliver the verified diff (to a new branch `corral/<id>` or to the
+        checkout's working files), accept a finding, or reject.
+
+        `selection` approves part of the diff (path → hunk indices, None for a
+        whole file); the contract is re-run on that part first and it is
+        delivered only when green, unless `override_red` (recorded in the
+        commit). The unapproved rest stays in the worktree unless
+        `discard_rest`."""
         if delivery not in (None, "branch", "checkout"):
             raise CorralError(f'unknown delivery destination "{delivery}"; use checkout or branch')
         entry = self._live.get(session_id)
@@ -55,6 +91,8 @@ class Approval(SupervisorCore):
                 self._emit(entry, EventKind.PLAN_TEXT, {"text": f"Rejected: {comment}"})
             s.keep_workspace_on_cancel = True
             self._transition(entry, S.ABANDONED)
+            assert self.workspaces is not None
+            self.workspaces.retain(s.worktree, rejected=True, note="rejected at the approval gate")
             return ApproveResult(state=s.state)
         if finding is not None:
             if not accept_finding:
@@ -68,19 +106,21 @@ class Approval(SupervisorCore):
             finding.resolver_comment = comment
             self._emit(entry, EventKind.FINDING_RESOLVED, {"accepted": True, "comment": comment})
             self._transition(entry, S.REPORTED)
-            await self._release_workspace(entry)
+            assert self.workspaces is not None
+            await asyncio.to_thread(self.workspaces.remove, s.worktree, force=True)
             return ApproveResult(state=s.state)
         if accept_finding:
             raise CorralError(
                 f"{label(s.id)} has a diff waiting, not a no-change finding; `accept_finding` "
                 "only accepts a finding"
             )
-        if delivery == "checkout":
-            raise CorralError(
-                "this task does not start from your checkout's current revision, so its "
-                "changes cannot be applied there. Publish a branch instead"
-            )
-        return await self._deliver_branch(entry)
+        return await self._deliver(
+            entry,
+            delivery=delivery or "branch",
+            selection=selection,
+            override_red=override_red,
+            discard_rest=discard_rest,
+        )
 
     def _not_live_approve(self, session_id: str) -> str:
         stored = self._snapshots.get(session_id)
@@ -97,30 +137,147 @@ class Approval(SupervisorCore):
             )
         return f"{name} is not running in this corral (state: {stored.state.value}) — nothing to approve"
 
-    async def _deliver_branch(self, entry: SessionEntry) -> ApproveResult:
+    async def _check_review(self, entry: SessionEntry) -> None:
         s = entry.session
-        ws = entry.workspace
-        assert ws is not None and s.start_commit is not None and s.diff is not None
-        current = await asyncio.to_thread(ws.diff, s.start_commit)
-        if current.patch != s.diff.patch or current.patch_full_bytes != s.diff.patch_full_bytes:
-            raise CorralError(
-                f"the worktree of {label(s.id)} changed after verification; nothing was "
-                "delivered. Restore it, or cancel and start a follow-up"
-            )
-        branch = f"corral/{label(s.id).removeprefix('corral-')}"
-        commit = await asyncio.to_thread(ws.commit, commit_message(s))
-        await asyncio.to_thread(ws.publish_branch, branch, commit)
-        s.result_branch = branch
-        s.result_commit = commit
-        s.result_delivery = "branch"
-        self._emit(entry, EventKind.MERGE_COMPLETED, {"branch": branch, "commit": commit})
-        self._transition(entry, S.MERGED)
-        await self._release_workspace(entry)
-        return ApproveResult(state=s.state, branch=branch, commit=commit, delivery="branch")
+        assert s.worktree is not None
+        now = await asyncio.to_thread(review_identity, Path(s.worktree))
+        if now != s.review_tree:
+            raise CorralError(CHANGED_AFTER.format(name=label(s.id)))
 
-    async def _release_workspace(self, entry: SessionEntry) -> None:
-        if entry.workspace is not None:
-            await asyncio.to_thread(entry.workspace.remove)
+    async def _deliver(
+        self,
+        entry: SessionEntry,
+        *,
+        delivery: str,
+        selection: Selection | None,
+        override_red: bool,
+        discard_rest: bool,
+    ) -> ApproveResult:
+        s = entry.session
+        assert s.worktree and s.start_commit and s.contract is not None
+        repo, worktree, start = Path(s.repo), Path(s.worktree), s.start_commit
+        if delivery == "checkout" and s.checkout_identity is None:
+            raise CorralError(NOT_FROM_CHECKOUT)
+        await self._check_review(entry)
+        full = await asyncio.to_thread(task_patch, worktree, start)
+        files = parse_patch(full)
+        patch, chosen = full, files
+        if selection is not None:
+            problems = validate_selection(files, selection)
+            if problems:
+                raise CorralError("cannot approve that selection: " + "; ".join(problems))
+            patch = build_patch(files, selection)
+            if not patch.strip():
+                raise CorralError(
+                    "nothing is selected: select at least one file or hunk, or reject"
+                )
+            chosen = parse_patch(patch)
+        partial = patch != full
+        verification = list(s.last_check_results)
+        override: str | None = None
+        if partial:
+            verification = await self._verify_subset(entry, patch)
+            failing = [r.name for r in verification if not r.passed]
+            if failing and not override_red:
+                raise CorralError(
+                    f"the approved part fails the contract ({', '.join(failing)}); nothing was "
+                    "delivered. Approve more of the change, change the selection, or override "
+                    "(the override is recorded in the commit)"
+                )
+            if failing:
+                override = "delivered with failing checks: " + ", ".join(failing)
+        message = commit_message(s, verification, partial=partial, files=len(chosen),
+                                 of=len(files), override=override)  # fmt: skip
+        result = await asyncio.to_thread(commit_patch, repo, start, patch, message)
+        await asyncio.to_thread(git, repo, "update-ref", f"refs/corral/results/{s.id}", result)
+        reply = ApproveResult(state=s.state, delivery=delivery, partial=partial,
+                              verification=verification)  # fmt: skip
+        if delivery == "checkout":
+            already = await asyncio.to_thread(apply_to_checkout, repo, start, result, chosen)
+            s.result_branch, s.result_commit, s.result_delivery = None, result, "checkout"
+            reply.repo, reply.commit, reply.already_applied = str(repo), result, already
+            self._emit(entry, EventKind.PLAN_TEXT, {"text": (
+                f"Changes applied to {repo}. HEAD and the staged index are unchanged."
+                if not already else f"The change was already applied in {repo}.")})  # fmt: skip
+        else:
+            branch = f"corral/{short_id(s.id)}"
+            commit = await asyncio.to_thread(self._branch_commit, s, chosen, patch, message, result)
+            await asyncio.to_thread(create_branch, repo, branch, commit)
+            s.result_branch, s.result_commit, s.result_delivery = branch, commit, "branch"
+            reply.branch, reply.commit = branch, commit
+            self._emit(entry, EventKind.MERGE_COMPLETED, {"branch": branch, "commit": commit})
+        s.result_scope = "partial" if partial else "full"
+        s.delivery_override = override
+        self._transition(entry, S.MERGED)
+        reply.state = s.state
+        assert self.workspaces is not None
+        if partial and not discard_rest:
+            self.workspaces.retain(s.worktree, note="holds the part of the change not approved")
+        else:
+            await asyncio.to_thread(self.workspaces.remove, s.worktree, force=True)
+        return reply
+
+    def _branch_commit(
+        self, s: CoderSession, chosen: list[FilePatch], patch: str, message: str, result: str
+    ) -> str:
+        """The branch commit, on the checkout's current HEAD (blocking)."""
+        repo = Path(s.repo)
+        head = head_commit(repo)
+        assert head is not None and s.start_commit is not None
+        if s.inputs_snapshot and s.checkout_identity is not None:
+            dirty = changed_paths(repo, s.checkout_identity.head, s.inputs_snapshot)
+            clash = sorted(dirty & touched_paths(chosen))
+            if clash:
+                raise CorralError(
+                    f"the task changed {', '.join(clash)}, which had your uncommitted changes "
+                    "when it started, so a branch built on your HEAD would lose them; deliver "
+                    "to the checkout instead, or commit those changes and start again"
+                )
+        if head == s.start_commit:
+            return result
+        return commit_patch(repo, head, patch, message)
+
+    async def _verify_subset(self, entry: SessionEntry, patch: str) -> list[CheckResult]:
+        """Re-run the contract on the start commit plus only the approved part."""
+        s = entry.session
+        assert s.contract is not None and s.start_commit is not None
+        self._emit(entry, EventKind.PLAN_TEXT,
+                   {"text": "Re-running the contract on the approved part only."})  # fmt: skip
+        contract, captures = s.contract, captures_from(s.contract, s.baseline)
+
+        def prepare(path: Path) -> None:
+            git(path, "apply", "--binary", "--whitespace=nowarn", "-", input_text=patch)
+
+        results = await self.run_in_scratch(
+            Path(s.repo), s.start_commit, s.id,
+            lambda path: run_contract(contract, path, captures=captures,
+                                      timeout_ceiling=self.config.max_check_timeout_secs),
+            prepare=prepare,
+        )  # fmt: skip
+        self._emit(entry, EventKind.CONTRACT_EVALUATED, {
+            "by": "runtime", "scope": "approved subset",
+            "passed": all(r.passed for r in results),
+            "results": [r.model_dump(mode="json") for r in results]})  # fmt: skip
+        return results
+
+    async def reverify(self, session_id: str) -> list[CheckResult]:
+        """Re-run the contract on the worktree as it is now; when green, the
+        current tree becomes the reviewed one (a new diff is announced)."""
+        entry = self._live.get(session_id)
+        if entry is None:
+            raise CorralError(self._not_live_approve(session_id))
+        s = entry.session
+        if s.state is not S.NEEDS_APPROVAL or s.no_change_finding is not None:
+            raise CorralError(already_happened(s.id, s.state, S.NEEDS_APPROVAL, "re-verify"))
+        results = await self._verify(entry, captures_from(s.contract, s.baseline), None)  # type: ignore[arg-type]
+        if not all(r.passed for r in results):
+            failing = ", ".join(r.name for r in results if not r.passed)
+            raise CorralError(
+                f"re-verification failed ({failing}); nothing was delivered. Fix the worktree "
+                "and re-verify, or reject"
+            )
+        await self._announce_diff(entry)
+        return results
 
     async def cancel(self, session_id: str) -> CancelResult:
         entry = self._live.get(session_id)
@@ -166,6 +323,8 @@ class Approval(SupervisorCore):
         else:
             with contextlib.suppress(Exception):
                 self._persist(entry)
+        if s.state is S.ABANDONED and self.workspaces is not None:
+            self.workspaces.retain(s.worktree, note="cancelled")
         worktree = s.worktree if s.worktree and Path(s.worktree).is_dir() else None
         return CancelResult(
             state=s.state,
@@ -178,27 +337,34 @@ class Approval(SupervisorCore):
         )
 
 
-def commit_message(session: CoderSession) -> str:
-    """The delivered commit says what was asked and what proved it."""
-    first = session.intent.strip().splitlines()[0] if session.intent.strip() else "corral task"
+def commit_message(
+    session: CoderSession,
+    verification: list[CheckResult] | None = None,
+    *,
+    partial: bool = False,
+    files: int = 0,
+    of: int = 0,
+    override: str | None = None,
+) -> str:
+    """The delivered commit says what was asked, what proved it, and how."""
+    results = session.last_check_results if verification is None else verification
+    intent = session.intent.strip()
+    first = intent.splitlines()[0] if intent else "corral task"
     subject = first if len(first) <= 72 else first[:71] + "…"
-    lines = [
-        subject,
-        "",
-        session.intent.strip(),
-        "",
-        "Verified by corral (the runtime re-ran every check after the agent stopped):",
-    ]
-    for r in session.last_check_results:
-        check = next(
-            (c for c in (session.contract.checks if session.contract else []) if c.name == r.name),
-            None,
-        )
-        cmd = f": {check.command.strip()}" if check else ""
+    checks = {c.name: c for c in (session.contract.checks if session.contract else [])}
+    lines = [subject, "", intent, ""]
+    if session.contract and session.contract.description.strip():
+        lines += ["Contract: " + session.contract.description.strip().splitlines()[0], ""]
+    scope = "the approved part of the change" if partial else "the change"
+    lines.append(f"Verified by corral: the runtime re-ran every check on {scope}:")
+    for r in results:
+        cmd = f": {checks[r.name].command.strip()}" if r.name in checks else ""
         lines.append(f"  {'PASS' if r.passed else 'FAIL'} {r.name}{cmd}")
-    lines += [
-        "",
-        f"Corral-Session: {session.id}",
-        f"Corral-Engine: {session.engine_ran or session.engine}",
-    ]
+    lines += ["", f"Corral-Session: {session.id}",
+              f"Corral-Engine: {session.engine_ran or session.engine}"]  # fmt: skip
+    lines += [f"Corral-Check: {r.name} {'pass' if r.passed else 'fail'}" for r in results]
+    if partial:
+        lines.append(f"Corral-Scope: partial ({files} of {of} files approved)")
+    if override:
+        lines.append(f"Corral-Override: {override}")
     return "\n".join(lines) + "\n"

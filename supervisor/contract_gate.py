@@ -4,7 +4,6 @@ untouched tree, revise it (with compare-and-swap), and confirm it."""
 from __future__ import annotations
 
 import asyncio
-import uuid
 from pathlib import Path
 
 from .contracts.checks import run_contract
@@ -19,7 +18,6 @@ from .core import S, SupervisorCore, new_session_id
 from .entry import SessionEntry
 from .errors import CorralError
 from .git.repo import repo_root, resolve_base
-from .git.workspace import GitWorkspace
 from .models import (
     CheckResult,
     CoderSession,
@@ -102,18 +100,23 @@ class ContractGate(SupervisorCore):
             discussion_constraints=list(constraints or []),
             keep_workspace_on_failure=self.config.keep_workspace_on_failure,
         )
-        path = self.state_dir / "worktrees" / f"{label(sid)}"
-        workspace, start_commit = await asyncio.to_thread(
-            GitWorkspace.provision, root, path, base_sha
-        )
-        session.worktree = str(path)
+        assert self.workspaces is not None
+        made = await asyncio.to_thread(self.workspaces.provision, root, sid, base_sha)
+        session.worktree = str(made.workspace.path)
         session.base = base_sha
-        session.start_commit = start_commit
+        session.start_commit = made.start_commit
+        session.checkout_identity = made.identity
+        session.inputs_snapshot = made.identity.snapshot if made.identity else None
         entry = self._register(session)
-        entry.workspace = workspace
+        entry.workspace = made.workspace
         self._persist(entry)
         self.board.notify(sid)
         self._emit(entry, EventKind.ENGINE_SELECTED, {"engine": resolved, "reason": reason})
+        if session.inputs_snapshot:
+            self._emit(entry, EventKind.PLAN_TEXT, {"text": (
+                "Starting from a private snapshot of your current files, including uncommitted "
+                "edits. Your checkout and staged index are unchanged; review will show only the "
+                "task's changes.")})  # fmt: skip
         task = self._spawn(entry, self._draft(entry))
         if wait:
             try:
@@ -219,16 +222,9 @@ class ContractGate(SupervisorCore):
         so the task's own worktree is never changed by a check."""
         s = entry.session
         assert s.start_commit is not None
-        scratch = self.state_dir / "scratch" / f"{label(s.id)}-{uuid.uuid4().hex[:6]}"
-        copy, _ = await asyncio.to_thread(
-            GitWorkspace.provision, Path(s.repo), scratch, s.start_commit
-        )
-        try:
-            return await run_contract(
-                contract, scratch, timeout_ceiling=self.config.max_check_timeout_secs
-            )
-        finally:
-            await asyncio.shield(asyncio.to_thread(copy.remove))
+        return await self.run_in_scratch(
+            Path(s.repo), s.start_commit, s.id, lambda path: run_contract(
+                contract, path, timeout_ceiling=self.config.max_check_timeout_secs))  # fmt: skip
 
     async def _reassess(
         self, entry: SessionEntry, contract: OutcomeContract, baseline: list[CheckResult]

@@ -8,9 +8,9 @@ import contextlib
 import logging
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from . import retention
 from .board import BoardFeed
@@ -22,6 +22,8 @@ from .engines.base import Engine
 from .entry import SessionEntry
 from .errors import CorralError
 from .events import EventLog, Journal
+from .git.delivery import review_identity
+from .git.workspace import GitWorkspace
 from .models import (
     CoderSession,
     EventKind,
@@ -29,6 +31,7 @@ from .models import (
 )
 from .paths import default_state_dir, ensure_private_dir
 from .states import (
+    ApprovalKind,
     CoderState,
     FailureKind,
     IllegalTransition,
@@ -38,10 +41,12 @@ from .states import (
 )
 from .store import OwnerLock, Store
 from .summaries import live_summary, stored_summary
+from .workspaces import Workspaces
 
 S = CoderState
 
 
+T = TypeVar("T")
 log = logging.getLogger("corral.supervisor")
 
 
@@ -84,6 +89,7 @@ class SupervisorCore:
         self.broken_rows: list[str] = []
         self._last_disk_gc: float | None = None
         self._janitor: asyncio.Task[None] | None = None
+        self.workspaces: Workspaces | None = None
 
     async def open(self) -> None:
         """Take ownership of the state dir, load stored sessions, and mark
@@ -96,11 +102,67 @@ class SupervisorCore:
         except Exception:
             self._lock.release()
             raise
+        self.workspaces = Workspaces(self.state_dir, self.store.path)
+        try:
+            await asyncio.to_thread(self.workspaces.reconcile)
+        except CorralError as exc:  # a vanished repo must not keep the console shut
+            log.warning("worktree reconciliation: %s", exc)
         for session in sessions:
             self._snapshots[session.id] = session
             if session.state in (S.CREATED, S.CONTRACT_CONFIRMED, S.RUNNING):
                 self._mark_orphan_failed(session)
+            elif session.state in (S.CONTRACT_PROPOSED, S.NEEDS_APPROVAL):
+                await self._restore_gate(session)
         self._janitor = asyncio.get_running_loop().create_task(self._janitor_loop())
+
+    async def run_in_scratch(
+        self,
+        repo: Path,
+        commit: str,
+        session_id: str,
+        work: Callable[[Path], Awaitable[T]],
+        prepare: Callable[[Path], None] | None = None,
+    ) -> T:
+        """Run `work` in a disposable worktree at `commit` (after the blocking
+        `prepare`, e.g. applying a patch); the copy is always removed."""
+        assert self.workspaces is not None
+        cm = self.workspaces.scratch(repo, commit, session_id)
+        path = await asyncio.to_thread(cm.__enter__)
+        try:
+            if prepare is not None:
+                await asyncio.to_thread(prepare, path)
+            return await work(path)
+        finally:
+            await asyncio.shield(asyncio.to_thread(cm.__exit__, None, None, None))
+
+    async def _restore_gate(self, session: CoderSession) -> None:
+        """Bring a session that was waiting at a gate back to life, but only
+        when its worktree is intact (and, for a review, unchanged since it was
+        verified). Otherwise it stays listed as stored, with no action offered."""
+        if not session.worktree or not Path(session.worktree).is_dir():
+            return
+        if session.state is S.NEEDS_APPROVAL and session.no_change_finding is None:
+            if session.review_tree is None:
+                return
+            try:
+                now = await asyncio.to_thread(review_identity, Path(session.worktree))
+            except CorralError:
+                return
+            if now != session.review_tree:
+                return
+        entry = self._register(session)
+        entry.workspace = GitWorkspace(Path(session.repo), Path(session.worktree))
+        if session.state is S.NEEDS_APPROVAL:
+            entry.attention.approval_kind = (
+                ApprovalKind.FINDING if session.no_change_finding else ApprovalKind.MERGE
+            )
+            text = (
+                "Review restored after a restart: the worktree is exactly as verified. The saved "
+                "verification results were not re-run; earlier activity is in the journal."
+            )
+        else:
+            text = "Restored after a restart: the contract is waiting for confirmation again."
+        self._emit(entry, EventKind.PLAN_TEXT, {"text": text})
 
     def _mark_orphan_failed(self, session: CoderSession) -> None:
         kept = f"; its worktree is kept at {session.worktree}" if session.worktree else ""
@@ -136,6 +198,9 @@ class SupervisorCore:
                 self._mark_orphan_failed(entry.session)
             entry.log.close()
         self._live.clear()
+        if self.workspaces is not None:
+            self.workspaces.close()
+            self.workspaces = None
         if self.store is not None:
             self.store.close()
             self.store = None

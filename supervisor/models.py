@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .git.snapshot import CheckoutIdentity
 from .states import CoderState, FailureKind, NeedsYou
 
 CHECK_NAME_RE = re.compile(r"^[A-Za-z0-9_]+$")
@@ -172,6 +173,8 @@ class CoderSession(BaseModel):
     updated_at: float = Field(default_factory=time.time)
     base: str | None = None
     start_commit: str | None = None
+    checkout_identity: CheckoutIdentity | None = None
+    inputs_snapshot: str | None = None
     worktree: str | None = None
     branch: str | None = None
     contract: OutcomeContract | None = None
@@ -183,12 +186,15 @@ class CoderSession(BaseModel):
     resumed_from: str | None = None
     last_check_results: list[CheckResult] = Field(default_factory=list)
     diff: DiffSummary | None = None
+    review_tree: str | None = None
     no_change_finding: NoChangeFinding | None = None
     error: str | None = None
     failure_kind: FailureKind | None = None
     result_branch: str | None = None
     result_commit: str | None = None
     result_delivery: str | None = None
+    result_scope: str | None = None
+    delivery_override: str | None = None
     keep_workspace_on_failure: bool = False
     keep_workspace_on_cancel: bool = False
     execution_stopped: bool = False
@@ -319,6 +325,10 @@ class ApproveResult(BaseModel):
     branch: str | None = None
     commit: str | None = None
     delivery: str | None = None
+    repo: str | None = None
+    already_applied: bool | None = None
+    partial: bool = False
+    verification: list[CheckResult] = Field(default_factory=list)
 
 
 class SubscribeResult(BaseModel):

@@ -14,6 +14,7 @@ from .engines.base import Engine, EngineOutcome, RunContext
 from .entry import SessionEntry
 from .errors import CorralError
 from .gates import ANSWER_FIRST, QuestionCleared, check_guidance
+from .git.delivery import review_identity
 from .models import (
     CheckResult,
     EventKind,
@@ -220,13 +221,24 @@ class RunLoop(SupervisorCore):
             await self._park_finding(entry, finding)
             return
         try:
-            diff = await asyncio.to_thread(ws.diff, s.start_commit)
+            await self._announce_diff(entry)
         except CorralError as exc:
             self._emit(entry, EventKind.ERROR, {"message": f"diff generation failed: {exc}"})
             s.keep_workspace_on_failure = True
             self._fail(entry, LoopFailure.INFRASTRUCTURE, f"diff generation failed: {exc}")
             return
+        self._transition(entry, S.NEEDS_APPROVAL)
+
+    async def _announce_diff(self, entry: SessionEntry) -> None:
+        """Describe the worktree's change and record its review identity: the
+        exact tree the operator will approve."""
+        s = entry.session
+        ws = entry.workspace
+        assert ws is not None and s.start_commit is not None
+        diff = await asyncio.to_thread(ws.diff, s.start_commit)
+        s.review_tree = await asyncio.to_thread(review_identity, ws.path)
         s.diff = diff
+        self._persist(entry)
         self._emit(
             entry,
             EventKind.DIFF_READY,
@@ -239,7 +251,6 @@ class RunLoop(SupervisorCore):
                 "files": [f.model_dump(mode="json") for f in diff.files],
             },
         )
-        self._transition(entry, S.NEEDS_APPROVAL)
 
     async def _park_finding(self, entry: SessionEntry, finding: NoChangeFinding) -> None:
         entry.session.no_change_finding = finding
@@ -290,6 +301,11 @@ class RunLoop(SupervisorCore):
                 {"message": (f"session failed; worktree retained for postmortem at {s.worktree}")},
             )
         self._transition(entry, S.FAILED)
+        assert self.workspaces is not None
+        if s.keep_workspace_on_failure:
+            self.workspaces.retain(s.worktree, note=f"failed: {error}"[:300])
+        else:
+            self._spawn(entry, asyncio.to_thread(self.workspaces.remove, s.worktree, force=True))
 
     async def respond(self, session_id: str, text: str, *, steer: bool = False) -> dict[str, bool]:
         entry = self._entry(session_id)

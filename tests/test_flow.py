@@ -553,7 +553,10 @@ async def test_checkout_delivery_and_unknown_destinations_are_refused(
     make_supervisor: SupervisorFactory, repo: Path
 ) -> None:
     sup = await make_supervisor()
-    sid = await proposed(sup, repo)
+    git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty",
+        "-m", "second")  # fmt: skip
+    result = await sup.start("say hi", repo, base="HEAD~1")  # based elsewhere
+    sid = result.session_id
     await run_to_gate(sup, sid)
     with pytest.raises(CorralError, match='unknown delivery destination "main"'):
         await sup.approve(sid, delivery="main")

@@ -20,7 +20,7 @@ from supervisor.scripted import ScriptedDrafter, ScriptedEngine, ScriptedEngines
 from supervisor.states import CoderState, FailureKind, label
 from supervisor.store import DB_NAME, LOCK_NAME, SCHEMA_VERSION, Store, read_lock_holder
 
-from .conftest import SupervisorFactory, fast_config, hello_contract
+from .conftest import SupervisorFactory, fast_config, git, hello_contract
 
 S = CoderState
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -210,7 +210,7 @@ def test_an_sqlite_file_that_is_not_ours_is_refused(tmp_path: Path) -> None:
 # --- restart --------------------------------------------------------------------------
 
 
-async def test_a_restart_keeps_sessions_listed_but_never_live(
+async def test_a_restart_restores_intact_gates_and_fails_interrupted_runs(
     state_dir: Path, repo: Path, tmp_path: Path
 ) -> None:
     hold = asyncio.Event()
@@ -224,42 +224,38 @@ async def test_a_restart_keeps_sessions_listed_but_never_live(
     await first.open()
     try:
         proposed = (await first.start("say hi", repo)).session_id
+        orphan = (await first.start("say hey", repo)).session_id
         running = (await first.start("say hello", repo)).session_id
         await first.confirm(running)
         assert first.get(running).session.state is S.RUNNING
+        orphan_tree = first.get(orphan).session.worktree
     finally:
         await first.close()
     assert read_lock_holder(state_dir) is None
+    # the operator deletes one gate's worktree while corral is closed
+    git(repo, "worktree", "remove", "--force", orphan_tree or "")
 
     second = new_supervisor(state_dir)
     await second.open()
     try:
         rows = {r.session_id: r for r in second.list()}
-        assert set(rows) == {proposed, running}
-        for row in rows.values():
-            assert row.live is False
-            assert row.needs_you is None and row.needs_you_label is None
-            assert row.next_seq is None
-            assert row.steering_available is False
-        assert rows[proposed].state is S.CONTRACT_PROPOSED
-        assert rows[running].state is S.FAILED
+        assert set(rows) == {proposed, orphan, running}
+        # an interrupted run is failed, with a reason, and never live
+        assert rows[running].state is S.FAILED and rows[running].live is False
         assert rows[running].failure_kind is FailureKind.INFRASTRUCTURE
-        error = rows[running].error or ""
-        assert "corral stopped while this session was running" in error
-        worktree = second.get(proposed).session.worktree
-        assert worktree and Path(worktree).is_dir()
-        assert rows[proposed].worktree == worktree
-        assert second.get(running).live is False
-        assert second.get(proposed).next_seq is None
-
-        # approving the stored contract_proposed session names its worktree
+        assert "corral stopped while this session was running" in (rows[running].error or "")
+        assert rows[running].needs_you is None and rows[running].next_seq is None
+        # an intact contract gate is back, live, and can be confirmed
+        assert rows[proposed].live is True
+        assert rows[proposed].needs_you == "contract"
+        # a gate whose worktree vanished is listed as stored, offering nothing
+        assert rows[orphan].live is False and rows[orphan].needs_you is None
+        assert rows[orphan].next_seq is None and rows[orphan].steering_available is False
         with pytest.raises(CorralError) as info:
-            await second.approve(proposed)
-        assert "did not survive a restart" in str(info.value)
-        assert worktree in str(info.value)
-        # other gate actions explain that the session is not live here
+            await second.approve(orphan)
+        assert "is not running in this corral" in str(info.value)
         with pytest.raises(CorralError, match="did not survive a restart"):
-            await second.confirm(proposed)
+            await second.confirm(orphan)
         with pytest.raises(CorralError, match="already finished \\(state: failed\\)"):
             await second.approve(running)
 
@@ -269,13 +265,12 @@ async def test_a_restart_keeps_sessions_listed_but_never_live(
         assert result.message == (
             f"{label(running)} already finished (state: failed) — nothing to cancel"
         )
-        result = await second.cancel(proposed)
+        result = await second.cancel(orphan)
         assert result.state is S.CONTRACT_PROPOSED and result.already_terminal is False
         assert result.message == (
-            f"{label(proposed)} is not running in this corral (state: contract_proposed) — "
+            f"{label(orphan)} is not running in this corral (state: contract_proposed) — "
             "nothing to cancel"
         )
-        assert second.list()[0].state in (S.CONTRACT_PROPOSED, S.FAILED)  # nothing changed
 
         # subscribe answers from the snapshot
         sub_result, sub = second.subscribe(running)
@@ -284,6 +279,12 @@ async def test_a_restart_keeps_sessions_listed_but_never_live(
             S.FAILED, False, False,
         )  # fmt: skip
         assert sub_result.events_replayed == 0
+
+        # the restored gate works end to end: its events continue after the old cursor
+        sub_result, sub = second.subscribe(proposed)
+        assert sub is not None and sub_result.live
+        assert await second.confirm(proposed) == {"state": "running"}
+        hold.set()
     finally:
         await second.close()
 

@@ -8,12 +8,8 @@ branch ref only.
 
 from __future__ import annotations
 
-import contextlib
-import re
-import shutil
 from pathlib import Path
 
-from ..errors import CorralError
 from ..models import DiffFile, DiffSummary
 from .repo import head_commit
 from .run import GitError, git
@@ -34,18 +30,6 @@ class GitWorkspace:
     def __init__(self, repo: Path, path: Path) -> None:
         self.repo = repo
         self.path = path
-
-    @classmethod
-    def provision(cls, repo: Path, path: Path, base: str | None) -> tuple[GitWorkspace, str]:
-        """Create the worktree at `base` (default: HEAD). Returns it and its start commit."""
-        start = base or head_commit(repo)
-        if start is None:
-            raise CorralError(
-                f"{repo} has no commits yet; make a first commit, then start the task again"
-            )
-        path.parent.mkdir(parents=True, exist_ok=True)
-        git(repo, "worktree", "add", "--detach", "--", str(path), start, timeout=120)
-        return cls(repo, path), start
 
     def exists(self) -> bool:
         return self.path.is_dir()
@@ -81,37 +65,6 @@ class GitWorkspace:
             patch_full_bytes=full,
             files=_files(numstat, names),
         )
-
-    def commit(self, message: str) -> str:
-        """Commit the staged change in the worktree; returns the commit id."""
-        git(self.path, "add", "-A", "--", ".")
-        identity = [] if _has_identity(self.path) else _IDENTITY
-        git(self.path, *identity, "commit", "--no-verify", "-q", "-m", message)
-        sha = self.head()
-        assert sha is not None
-        return sha
-
-    def publish_branch(self, branch: str, commit: str) -> None:
-        """Create `branch` at `commit` in the repository; refuses to overwrite."""
-        if not re.fullmatch(r"[A-Za-z0-9._/-]+", branch) or branch.startswith("-"):
-            raise CorralError(f"refusing the branch name {branch!r}")
-        exists = git(
-            self.repo, "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}", check=False
-        ).strip()
-        if exists:
-            raise CorralError(
-                f"branch {branch} already exists in {self.repo}; delete or rename it, then "
-                "approve again"
-            )
-        git(self.repo, "branch", "--", branch, commit)
-
-    def remove(self) -> None:
-        with contextlib.suppress(GitError):
-            git(self.repo, "worktree", "remove", "--force", "--", str(self.path), timeout=120)
-        if self.path.exists():
-            shutil.rmtree(self.path, ignore_errors=True)
-        with contextlib.suppress(GitError):
-            git(self.repo, "worktree", "prune")
 
 
 def _files(numstat: str, names: str) -> list[DiffFile]:
