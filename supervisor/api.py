@@ -108,7 +108,7 @@ class Supervisor(ContractGate, RunLoop, Approval, SupervisorCore):
         states: set[CoderState] | None = None,
         *,
         needs: bool = False,
-        timeout: float = 30,
+        timeout: float | None = 30,
     ) -> SessionSummary:
         """Wait until a session reaches one of `states` (or, with `needs`, needs
         the operator, or is terminal). For scripts and tests."""

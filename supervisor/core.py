@@ -315,6 +315,12 @@ class SupervisorCore:
             return
         self._last_disk_gc = mono
         assert self.store is not None
+        if self.workspaces is not None:
+            with contextlib.suppress(RuntimeError):  # no running loop: skip this round
+                task = asyncio.get_running_loop().create_task(
+                    asyncio.to_thread(self._discard_expired_rejections)
+                )
+                task.add_done_callback(_retrieve)
         victims = retention.disk_gc_victims(
             list(self._snapshots.values()),
             set(self._live),
@@ -328,6 +334,17 @@ class SupervisorCore:
         for sid in victims:
             self._snapshots.pop(sid, None)
             self.journal_path(sid).unlink(missing_ok=True)
+
+    def _discard_expired_rejections(self) -> list[str]:
+        """Worktrees of rejected sessions are kept for a day, then removed
+        (blocking; only when git's listing still matches the lease)."""
+        assert self.workspaces is not None
+        removed: list[str] = []
+        for lease in self.workspaces.expired_rejections(self.clock()):
+            ok, _why = self.workspaces.remove(lease.path)
+            if ok:
+                removed.append(lease.path)
+        return removed
 
     async def _janitor_loop(self) -> None:
         while True:

@@ -54,6 +54,28 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("doctor", help="check requirements, agents, models and the state dir")
     sessions = sub.add_parser("sessions", help="list stored sessions")
     sessions.add_argument("--json", action="store_true", help="print JSON")
+    trees = sub.add_parser("worktrees", help="list corral's worktrees, or prune orphans")
+    trees.add_argument("--json", action="store_true", help="print JSON")
+    trees_sub = trees.add_subparsers(dest="worktrees_command")
+    prune = trees_sub.add_parser("prune", help="remove worktrees no session needs")
+    prune.add_argument("--dry-run", action="store_true", help="say what would be removed")
+    prune.add_argument(
+        "--force", action="store_true", help="also remove dirty and unknown worktrees"
+    )
+    run = sub.add_parser("run", help="run one session headless (events on stdout)")
+    run.add_argument("--repo", default=argparse.SUPPRESS, help="the git repository")
+    run.add_argument("--intent", required=True, help="what the task should achieve")
+    run.add_argument("--contract", help="a contract JSON file (default: conventions lane)")
+    run.add_argument("--engine", default="auto", help="auto, native or external:<agent>")
+    run.add_argument("--base", help="base revision (default: your checkout as it is)")
+    run.add_argument("--yes", action="store_true", help="confirm the contract without asking")
+    run.add_argument(
+        "--deliver",
+        choices=["branch", "checkout", "none"],
+        default="none",
+        help="deliver a verified diff (default: stop at the approval gate)",
+    )
+    run.add_argument("--json", action="store_true", help="events as JSON lines")
     return parser
 
 
@@ -66,6 +88,16 @@ def main(argv: list[str] | None = None) -> int:
             return list_sessions(as_json=args.json)
         if args.command == "demo":
             return run_demo(pace=args.pace)
+        if args.command == "worktrees":
+            from .worktrees_command import list_worktrees, prune
+
+            if args.worktrees_command == "prune":
+                return prune(dry_run=args.dry_run, force=args.force)
+            return list_worktrees(as_json=args.json)
+        if args.command == "run":
+            from .run_command import main_run
+
+            return main_run(args)
         return run_console(Path(args.repo) if args.repo else Path.cwd())
     except CorralError as exc:
         return fail(str(exc))
@@ -94,7 +126,8 @@ def _launch(app) -> int:  # type: ignore[no-untyped-def]
 
 def run_console(repo: Path) -> int:
     from supervisor.api import Supervisor
-    from supervisor.demo import DemoDrafter, DemoEngines
+    from supervisor.contracts.conventions import ConventionsDrafter
+    from supervisor.engines.registry import default_engines
     from supervisor.git.repo import repo_root
     from tui.app import CorralApp
 
@@ -102,7 +135,7 @@ def run_console(repo: Path) -> int:
     state_dir = default_state_dir()
     _ensure_free(state_dir)
     supervisor = Supervisor(
-        state_dir, drafter=DemoDrafter(), engines=DemoEngines(), config=load_config()
+        state_dir, drafter=ConventionsDrafter(), engines=default_engines(), config=load_config()
     )
     return _launch(CorralApp(supervisor, default_repo=root))
 

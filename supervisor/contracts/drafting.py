@@ -78,3 +78,21 @@ def apply_check_edit(prior: OutcomeContract, request: str) -> OutcomeContract:
     else:
         checks.append(ContractCheck(name=name, command=command))
     return prior.model_copy(update={"checks": checks})
+
+
+class FixedDrafter:
+    """Serves a contract the operator wrote (`corral run --contract FILE`)."""
+
+    name = "contract file"
+
+    def __init__(self, contract: OutcomeContract) -> None:
+        self.contract = contract
+
+    async def draft(self, request: DraftRequest) -> OutcomeContract:
+        return self.contract.model_copy(deep=True)
+
+    async def revise(self, request: ReviseRequest) -> OutcomeContract:
+        raise DraftingError(
+            "free-text revision needs a model; configure one (see `corral doctor`) or use "
+            "/check name command"
+        )

@@ -108,9 +108,10 @@ def is_clean(path: Path) -> bool:
 class LeaseBook:
     """Lease rows in the supervisor's SQLite database."""
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
+    def __init__(self, conn: sqlite3.Connection, *, readonly: bool = False) -> None:
         self.conn = conn
-        conn.executescript(LEASE_SCHEMA)
+        if not readonly:
+            conn.executescript(LEASE_SCHEMA)
 
     def put(self, lease: Lease) -> None:
         lease.updated_at = time.time()
@@ -140,6 +141,14 @@ class LeaseBook:
         return _row(row) if row else None
 
     def all(self) -> list[Lease]:
+        try:
+            exists = self.conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE type='table' AND name='leases'"
+            ).fetchone()
+        except sqlite3.DatabaseError:
+            return []
+        if not exists:
+            return []
         rows = self.conn.execute(
             "SELECT path, session_id, repo, head, kind, state, note, retain_until, discard_ok, "
             "updated_at FROM leases ORDER BY updated_at"

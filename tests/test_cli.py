@@ -1,0 +1,138 @@
+"""The `corral` command as a user runs it (real subprocesses, real git)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from supervisor.api import Supervisor
+
+from .conftest import fast_config, git, hello_contract, init_repo
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+def corral(*args: str, home: Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, CORRAL_HOME=str(home), CORRAL_CONFIG=str(home / "none.toml"))
+    env["PYTHONPATH"] = str(REPO_ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "tui.cli", *args],
+        cwd=str(cwd or REPO_ROOT),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_version_and_help(tmp_path: Path) -> None:
+    out = corral("--version", home=tmp_path)
+    assert out.returncode == 0 and out.stdout.startswith("corral ")
+    out = corral("--help", home=tmp_path)
+    assert out.returncode == 0
+    for word in ("demo", "doctor", "sessions", "worktrees", "run"):
+        assert word in out.stdout
+
+
+def test_a_non_git_directory_gets_one_line_that_says_what_to_do(tmp_path: Path) -> None:
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    out = corral(home=tmp_path / "home", cwd=plain)
+    assert out.returncode == 2
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1
+    assert "is not a git repository" in lines[0] and "--repo" in lines[0]
+
+
+def test_a_relative_corral_home_is_refused(tmp_path: Path) -> None:
+    env = dict(os.environ, CORRAL_HOME="relative/dir", PYTHONPATH=str(REPO_ROOT))
+    out = subprocess.run([sys.executable, "-m", "tui.cli", "sessions"], env=env,
+                         capture_output=True, text=True, cwd=tmp_path)  # fmt: skip
+    assert out.returncode == 2
+    assert "CORRAL_HOME must be an absolute path" in out.stderr
+
+
+def test_doctor_reports_each_requirement(tmp_path: Path) -> None:
+    out = corral("doctor", home=tmp_path)
+    assert out.returncode == 0, out.stderr
+    for word in ("python", "git", "tmux", "agent claude", "model", "state dir", "sessions"):
+        assert word in out.stdout
+
+
+def test_doctor_fails_with_a_clear_line_for_a_broken_config(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[supervisor\nnope")
+    env = dict(os.environ, CORRAL_HOME=str(tmp_path), CORRAL_CONFIG=str(bad))
+    env["PYTHONPATH"] = str(REPO_ROOT)
+    out = subprocess.run([sys.executable, "-m", "tui.cli", "doctor"], env=env,
+                         capture_output=True, text=True)  # fmt: skip
+    assert out.returncode == 1
+    assert f"missing: fix the config file: {bad}: not valid TOML" in out.stderr
+
+
+async def test_sessions_lists_while_a_console_owns_the_state_dir(tmp_path: Path) -> None:
+    from supervisor.scripted import ScriptedDrafter, ScriptedEngine, ScriptedEngines, Write
+
+    home = tmp_path / "home"
+    repo = init_repo(tmp_path / "repo")
+    sup = Supervisor(home, drafter=ScriptedDrafter([hello_contract()]),
+                     engines=ScriptedEngines(ScriptedEngine([[Write("hello.txt", "hi\n")]])),
+                     config=fast_config())  # fmt: skip
+    await sup.open()
+    try:
+        sid = (await sup.start("say hi", repo)).session_id
+        out = corral("sessions", "--json", home=home)
+        assert out.returncode == 0, out.stderr
+        rows = json.loads(out.stdout)
+        assert [r["session_id"] for r in rows] == [sid]
+        assert rows[0]["state"] == "contract_proposed"
+        # a second owner is refused, naming the holder
+        out = corral("run", "--repo", str(repo), "--intent", "x", home=home)
+        assert out.returncode == 2
+        assert f"pid {os.getpid()}" in out.stderr
+        out = corral("worktrees", home=home)
+        assert out.returncode == 0 and "corral-" in out.stdout
+    finally:
+        await sup.close()
+
+
+@pytest.mark.slow
+def test_run_exit_codes_and_json_events(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    repo = init_repo(tmp_path / "repo")
+    contract = tmp_path / "c.json"
+    contract.write_text(json.dumps({
+        "description": "notes record the task",
+        "checks": [{"name": "noted", "command": "grep -q 'write notes' DEMO_NOTES.md",
+                    "timeout_secs": 10}],
+    }))  # fmt: skip
+    # without --yes: stops at the contract gate
+    out = corral("run", "--repo", str(repo), "--intent", "write notes", "--contract",
+                 str(contract), home=home)  # fmt: skip
+    assert out.returncode == 3, out.stderr
+    # with --yes and --deliver: delivered, JSON lines end with a result
+    out = corral("run", "--repo", str(repo), "--intent", "write notes", "--contract",
+                 str(contract), "--yes", "--deliver", "branch", "--json", home=home)  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    rows = [json.loads(line) for line in out.stdout.splitlines()]
+    kinds = [r["kind"] for r in rows]
+    assert "contract_evaluated" in kinds and kinds[-1] == "result"
+    evaluated = next(r for r in rows if r["kind"] == "contract_evaluated")
+    assert evaluated["data"]["by"] == "runtime" and evaluated["data"]["passed"] is True
+    branch = rows[-1]["result_branch"]
+    assert git(repo, "show", f"{branch}:DEMO_NOTES.md").strip().endswith("write notes")
+    # a malformed contract file is one clear line
+    contract.write_text('{"checks": [{"name": "bad name", "command": ""}]}')
+    out = corral("run", "--repo", str(repo), "--intent", "x", "--contract", str(contract),
+                 home=home)  # fmt: skip
+    assert out.returncode == 2
+    assert "the name must contain only letters" in out.stderr
+    assert "the command is empty" in out.stderr
+    # prune: the pending gate session keeps its worktree; nothing dirty is removed
+    out = corral("worktrees", "prune", "--dry-run", home=home)
+    assert out.returncode == 0, out.stderr

@@ -1,0 +1,133 @@
+"""`corral run`: one session, headless. Events stream to stdout (JSON lines
+with `--json`), and the exit code says where the session ended:
+
+0 delivered or reported · 1 failed · 2 refused (bad input) · 3 stopped at the
+contract gate (no --yes) · 4 waiting for an answer · 5 waiting for approval
+(no --deliver) · 6 abandoned.
+
+A session left at a gate is restored the next time a console opens.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+
+from supervisor.api import Supervisor
+from supervisor.config import load_config
+from supervisor.contracts.conventions import ConventionsDrafter
+from supervisor.contracts.drafting import ContractDrafter, FixedDrafter
+from supervisor.contracts.files import load_contract
+from supervisor.engines.registry import default_engines
+from supervisor.errors import CorralError
+from supervisor.events import Subscription
+from supervisor.models import CoderEvent
+from supervisor.paths import default_state_dir
+from supervisor.states import CoderState
+
+from .event_text import describe
+
+EXIT = {
+    CoderState.MERGED: 0,
+    CoderState.REPORTED: 0,
+    CoderState.FAILED: 1,
+    CoderState.CONTRACT_PROPOSED: 3,
+    CoderState.NEEDS_APPROVAL: 5,
+    CoderState.ABANDONED: 6,
+}
+
+
+def _print_event(event: CoderEvent, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(event.model_dump(mode="json"), ensure_ascii=False), flush=True)
+    else:
+        print(describe(event).plain, flush=True)
+
+
+async def _pump(sub: Subscription, as_json: bool) -> None:
+    async for event in sub:
+        _print_event(event, as_json)
+
+
+async def run_session(
+    *,
+    repo: Path,
+    intent: str,
+    contract_file: Path | None,
+    engine: str,
+    base: str | None,
+    yes: bool,
+    deliver: str,
+    as_json: bool,
+) -> int:
+    drafter: ContractDrafter = (
+        FixedDrafter(load_contract(contract_file)) if contract_file else ConventionsDrafter()
+    )
+    sup = Supervisor(default_state_dir(), drafter=drafter, engines=default_engines(),
+                     config=load_config())  # fmt: skip
+    await sup.open()
+    pump: asyncio.Task[None] | None = None
+    try:
+        started = await sup.start(intent, repo, engine=engine, base=base, wait=False)
+        sid = started.session_id
+        _, sub = sup.subscribe(sid, 0)
+        assert sub is not None
+        pump = asyncio.get_running_loop().create_task(_pump(sub, as_json))
+        row = await sup.wait_for(sid, needs=True, timeout=3600)
+        if row.state is CoderState.CONTRACT_PROPOSED and yes:
+            await sup.confirm(sid)
+            row = await sup.wait_for(sid, needs=True, timeout=None)  # type: ignore[arg-type]
+        if row.needs_you == "question":
+            code = 4
+        elif row.state is CoderState.NEEDS_APPROVAL and deliver != "none":
+            if row.needs_you == "finding":
+                await sup.approve(sid, accept_finding=True)
+            else:
+                await sup.approve(sid, delivery=deliver)
+            code = EXIT[sup.get(sid).session.state]
+        else:
+            code = EXIT.get(sup.get(sid).session.state, 1)
+        await asyncio.sleep(0.05)  # let the last events print
+        session = sup.get(sid).session
+        summary = {
+            "session_id": sid,
+            "state": session.state.value,
+            "result_branch": session.result_branch,
+            "result_commit": session.result_commit,
+            "error": session.error,
+            "exit_code": code,
+        }
+        if as_json:
+            print(json.dumps({"kind": "result", **summary}), flush=True)
+        else:
+            print(f"corral run: {session.state.value}"
+                  + (f" → {session.result_branch}" if session.result_branch else "")
+                  + (f" ({session.error})" if session.error else ""), flush=True)  # fmt: skip
+        return code
+    finally:
+        if pump is not None:
+            pump.cancel()
+        await sup.close()
+
+
+def main_run(args) -> int:  # type: ignore[no-untyped-def]
+    if not args.intent.strip():
+        raise CorralError("--intent is empty: say what the task should achieve")
+    try:
+        return asyncio.run(
+            run_session(
+                repo=Path(args.repo or "."),
+                intent=args.intent,
+                contract_file=Path(args.contract) if args.contract else None,
+                engine=args.engine,
+                base=args.base,
+                yes=args.yes,
+                deliver=args.deliver,
+                as_json=args.json,
+            )
+        )
+    except CorralError as exc:
+        print(f"corral: {exc}", file=sys.stderr)
+        return 2
