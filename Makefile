@@ -33,6 +33,7 @@ format: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/events.py
+	$(BIN)/python bench/git.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

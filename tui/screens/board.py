@@ -40,6 +40,8 @@ class BoardScreen(Screen[None]):
         Binding("n", "new", "New"),
         Binding("c", "confirm", "Confirm"),
         Binding("a", "approve", "Approve"),
+        Binding("o", "approve_checkout", "To checkout", show=False),
+        Binding("v", "reverify", "Re-verify", show=False),
         Binding("r", "reject", "Reject"),
         Binding("x", "cancel_session", "Cancel"),
         Binding("tab", "next_needs_you", "Next needs-you", priority=True),
@@ -202,6 +204,14 @@ class BoardScreen(Screen[None]):
             self._run("Accept finding", lambda sid: sup.approve(sid, accept_finding=True))
         else:
             self._run("Approve", lambda sid: sup.approve(sid, delivery="branch"))
+
+    def action_approve_checkout(self) -> None:
+        sup = self.app.supervisor  # type: ignore[attr-defined]
+        self._run("Apply to checkout", lambda sid: sup.approve(sid, delivery="checkout"))
+
+    def action_reverify(self) -> None:
+        sup = self.app.supervisor  # type: ignore[attr-defined]
+        self._run("Re-verify", lambda sid: sup.reverify(sid))
 
     def action_reject(self) -> None:
         sup = self.app.supervisor  # type: ignore[attr-defined]

@@ -28,6 +28,8 @@ a branch until you approve it.
 | `n` | start a new session |
 | `c` | confirm the selected session's contract |
 | `a` | approve the verified diff (delivers branch `corral/<id>`), or accept a finding |
+| `o` | apply the verified diff to your checkout's working files (HEAD and index untouched) |
+| `v` | re-verify: re-run the contract on the worktree as it is now |
 | `r` | reject the diff or finding |
 | `x` | cancel the session (asks first; the worktree is kept) |
 | `?` | this help |
@@ -38,7 +40,7 @@ a branch until you approve it.
 | key | action |
 |---|---|
 | `escape` | back to the board |
-| `c` / `a` / `r` / `x` | confirm, approve, reject, cancel |
+| `c` / `a` / `o` / `v` / `r` / `x` | confirm, approve to a branch, apply to the checkout, re-verify, reject, cancel |
 | `1`–`9` | answer a question with that option |
 | `enter` in the input | send an answer, or guidance while the agent works |
 

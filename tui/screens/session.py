@@ -33,6 +33,8 @@ class SessionScreen(Screen[None]):
         Binding("escape", "back", "Board"),
         Binding("c", "confirm", "Confirm"),
         Binding("a", "approve", "Approve"),
+        Binding("o", "approve_checkout", "To checkout"),
+        Binding("v", "reverify", "Re-verify", show=False),
         Binding("r", "reject", "Reject"),
         Binding("x", "cancel_session", "Cancel"),
         Binding("question_mark", "app.help", "Help"),
@@ -203,6 +205,14 @@ class SessionScreen(Screen[None]):
         else:
             call = self.supervisor.approve(self.session_id, delivery="branch")
         self.app.run_supervisor_call("Approve", call)  # type: ignore[attr-defined]
+
+    def action_approve_checkout(self) -> None:
+        self.app.run_supervisor_call(  # type: ignore[attr-defined]
+            "Apply to checkout", self.supervisor.approve(self.session_id, delivery="checkout")
+        )
+
+    def action_reverify(self) -> None:
+        self.app.run_supervisor_call("Re-verify", self.supervisor.reverify(self.session_id))  # type: ignore[attr-defined]
 
     def action_reject(self) -> None:
         self.app.run_supervisor_call(  # type: ignore[attr-defined]

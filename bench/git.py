@@ -1,0 +1,95 @@
+"""Git and verification figures (not a test): prints medians.
+
+- stage and diff 1,000 changed files in a worktree (what the approval gate
+  needs: `add -A`, stat, numstat, name-status, patch, review identity);
+- evaluate a 10-check contract (each check a real `bash -c` process).
+
+Run: .venv/bin/python bench/git.py
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from supervisor.contracts.checks import run_contract
+from supervisor.git.delivery import review_identity
+from supervisor.git.workspace import GitWorkspace
+from supervisor.models import ContractCheck, OutcomeContract
+
+RUNS = 7
+
+
+def sh(cwd: Path, cmd: str) -> str:
+    return subprocess.run(cmd, shell=True, cwd=cwd, check=True, capture_output=True,
+                          text=True).stdout  # fmt: skip
+
+
+def make_repo(root: Path, files: int) -> str:
+    sh(root, "git init -q -b main && git config user.name b && git config user.email b@b")
+    for i in range(files):
+        d = root / f"pkg{i % 20}"
+        d.mkdir(exist_ok=True)
+        (d / f"mod{i}.py").write_text("".join(f"line {j}\n" for j in range(40)))
+    sh(root, "git add -A && git commit -qm base")
+    return sh(root, "git rev-parse HEAD").strip()
+
+
+def bench_diff(files: int = 1000) -> list[float]:
+    times: list[float] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        repo = Path(tmp) / "repo"
+        repo.mkdir()
+        base = make_repo(repo, files)
+        for run in range(RUNS):
+            wt = Path(tmp) / f"wt{run}"
+            sh(repo, f"git worktree add -q --detach {wt} {base}")
+            for i in range(files):
+                p = wt / f"pkg{i % 20}" / f"mod{i}.py"
+                p.write_text(p.read_text().replace("line 7\n", f"changed {run}\n"))
+            ws = GitWorkspace(repo, wt)
+            started = time.perf_counter()
+            diff = ws.diff(base)
+            review_identity(wt)
+            times.append(time.perf_counter() - started)
+            assert len(diff.files) == files, len(diff.files)
+            sh(repo, f"git worktree remove --force {wt}")
+    return times
+
+
+def bench_contract(checks: int = 10) -> list[float]:
+    contract = OutcomeContract(checks=[
+        ContractCheck(name=f"c{i}", command=f"test {i} -ge 0 && echo ok{i}", timeout_secs=10)
+        for i in range(checks)
+    ])  # fmt: skip
+    times: list[float] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for _ in range(RUNS):
+            started = time.perf_counter()
+            results = asyncio.run(run_contract(contract, Path(tmp)))
+            times.append(time.perf_counter() - started)
+            assert all(r.passed for r in results)
+    return times
+
+
+def main() -> None:
+    diff = bench_diff()
+    print(f"stage + diff + review identity, 1,000 changed files, {RUNS} runs")
+    print("  runs (ms): " + ", ".join(f"{t * 1000:.0f}" for t in diff))
+    print(f"  median: {statistics.median(diff) * 1000:.0f} ms")
+    contract = bench_contract()
+    print(f"evaluate a 10-check contract (10 bash processes, sequential), {RUNS} runs")
+    print("  runs (ms): " + ", ".join(f"{t * 1000:.1f}" for t in contract))
+    print(f"  median: {statistics.median(contract) * 1000:.1f} ms "
+          f"({statistics.median(contract) * 100:.1f} ms per check)")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

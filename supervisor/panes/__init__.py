@@ -1,0 +1,1 @@
+"""Agent panes: where agent CLIs run (tmux windows, or ptys without tmux)."""
