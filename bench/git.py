@@ -28,8 +28,9 @@ RUNS = 7
 
 
 def sh(cwd: Path, cmd: str) -> str:
-    return subprocess.run(cmd, shell=True, cwd=cwd, check=True, capture_output=True,
-                          text=True).stdout  # fmt: skip
+    return subprocess.run(
+        cmd, shell=True, cwd=cwd, check=True, capture_output=True, text=True
+    ).stdout
 
 
 def make_repo(root: Path, files: int) -> str:
@@ -65,10 +66,12 @@ def bench_diff(files: int = 1000) -> list[float]:
 
 
 def bench_contract(checks: int = 10) -> list[float]:
-    contract = OutcomeContract(checks=[
-        ContractCheck(name=f"c{i}", command=f"test {i} -ge 0 && echo ok{i}", timeout_secs=10)
-        for i in range(checks)
-    ])  # fmt: skip
+    contract = OutcomeContract(
+        checks=[
+            ContractCheck(name=f"c{i}", command=f"test {i} -ge 0 && echo ok{i}", timeout_secs=10)
+            for i in range(checks)
+        ]
+    )
     times: list[float] = []
     with tempfile.TemporaryDirectory() as tmp:
         for _ in range(RUNS):
@@ -87,8 +90,10 @@ def main() -> None:
     contract = bench_contract()
     print(f"evaluate a 10-check contract (10 bash processes, sequential), {RUNS} runs")
     print("  runs (ms): " + ", ".join(f"{t * 1000:.1f}" for t in contract))
-    print(f"  median: {statistics.median(contract) * 1000:.1f} ms "
-          f"({statistics.median(contract) * 100:.1f} ms per check)")  # fmt: skip
+    print(
+        f"  median: {statistics.median(contract) * 1000:.1f} ms "
+        f"({statistics.median(contract) * 100:.1f} ms per check)"
+    )
 
 
 if __name__ == "__main__":

@@ -186,19 +186,29 @@ class Approval(SupervisorCore):
                 )
             if failing:
                 override = "delivered with failing checks: " + ", ".join(failing)
-        message = commit_message(s, verification, partial=partial, files=len(chosen),
-                                 of=len(files), override=override)  # fmt: skip
+        message = commit_message(
+            s, verification, partial=partial, files=len(chosen), of=len(files), override=override
+        )
         result = await asyncio.to_thread(commit_patch, repo, start, patch, message)
         await asyncio.to_thread(git, repo, "update-ref", f"refs/corral/results/{s.id}", result)
-        reply = ApproveResult(state=s.state, delivery=delivery, partial=partial,
-                              verification=verification)  # fmt: skip
+        reply = ApproveResult(
+            state=s.state, delivery=delivery, partial=partial, verification=verification
+        )
         if delivery == "checkout":
             already = await asyncio.to_thread(apply_to_checkout, repo, start, result, chosen)
             s.result_branch, s.result_commit, s.result_delivery = None, result, "checkout"
             reply.repo, reply.commit, reply.already_applied = str(repo), result, already
-            self._emit(entry, EventKind.PLAN_TEXT, {"text": (
-                f"Changes applied to {repo}. HEAD and the staged index are unchanged."
-                if not already else f"The change was already applied in {repo}.")})  # fmt: skip
+            self._emit(
+                entry,
+                EventKind.PLAN_TEXT,
+                {
+                    "text": (
+                        f"Changes applied to {repo}. HEAD and the staged index are unchanged."
+                        if not already
+                        else f"The change was already applied in {repo}."
+                    )
+                },
+            )
         else:
             branch = f"corral/{short_id(s.id)}"
             commit = await asyncio.to_thread(self._branch_commit, s, chosen, patch, message, result)
@@ -241,23 +251,38 @@ class Approval(SupervisorCore):
         """Re-run the contract on the start commit plus only the approved part."""
         s = entry.session
         assert s.contract is not None and s.start_commit is not None
-        self._emit(entry, EventKind.PLAN_TEXT,
-                   {"text": "Re-running the contract on the approved part only."})  # fmt: skip
+        self._emit(
+            entry,
+            EventKind.PLAN_TEXT,
+            {"text": "Re-running the contract on the approved part only."},
+        )
         contract, captures = s.contract, captures_from(s.contract, s.baseline)
 
         def prepare(path: Path) -> None:
             git(path, "apply", "--binary", "--whitespace=nowarn", "-", input_text=patch)
 
         results = await self.run_in_scratch(
-            Path(s.repo), s.start_commit, s.id,
-            lambda path: run_contract(contract, path, captures=captures,
-                                      timeout_ceiling=self.config.max_check_timeout_secs),
+            Path(s.repo),
+            s.start_commit,
+            s.id,
+            lambda path: run_contract(
+                contract,
+                path,
+                captures=captures,
+                timeout_ceiling=self.config.max_check_timeout_secs,
+            ),
             prepare=prepare,
-        )  # fmt: skip
-        self._emit(entry, EventKind.CONTRACT_EVALUATED, {
-            "by": "runtime", "scope": "approved subset",
-            "passed": all(r.passed for r in results),
-            "results": [r.model_dump(mode="json") for r in results]})  # fmt: skip
+        )
+        self._emit(
+            entry,
+            EventKind.CONTRACT_EVALUATED,
+            {
+                "by": "runtime",
+                "scope": "approved subset",
+                "passed": all(r.passed for r in results),
+                "results": [r.model_dump(mode="json") for r in results],
+            },
+        )
         return results
 
     async def reverify(self, session_id: str) -> list[CheckResult]:
@@ -360,8 +385,11 @@ def commit_message(
     for r in results:
         cmd = f": {checks[r.name].command.strip()}" if r.name in checks else ""
         lines.append(f"  {'PASS' if r.passed else 'FAIL'} {r.name}{cmd}")
-    lines += ["", f"Corral-Session: {session.id}",
-              f"Corral-Engine: {session.engine_ran or session.engine}"]  # fmt: skip
+    lines += [
+        "",
+        f"Corral-Session: {session.id}",
+        f"Corral-Engine: {session.engine_ran or session.engine}",
+    ]
     lines += [f"Corral-Check: {r.name} {'pass' if r.passed else 'fail'}" for r in results]
     if partial:
         lines.append(f"Corral-Scope: partial ({files} of {of} files approved)")

@@ -113,10 +113,17 @@ class ContractGate(SupervisorCore):
         self.board.notify(sid)
         self._emit(entry, EventKind.ENGINE_SELECTED, {"engine": resolved, "reason": reason})
         if session.inputs_snapshot:
-            self._emit(entry, EventKind.PLAN_TEXT, {"text": (
-                "Starting from a private snapshot of your current files, including uncommitted "
-                "edits. Your checkout and staged index are unchanged; review will show only the "
-                "task's changes.")})  # fmt: skip
+            self._emit(
+                entry,
+                EventKind.PLAN_TEXT,
+                {
+                    "text": (
+                        "Starting from a private snapshot of your current files, including uncommitted "
+                        "edits. Your checkout and staged index are unchanged; review will show only the "
+                        "task's changes."
+                    )
+                },
+            )
         task = self._spawn(entry, self._draft(entry))
         if wait:
             try:
@@ -223,8 +230,13 @@ class ContractGate(SupervisorCore):
         s = entry.session
         assert s.start_commit is not None
         return await self.run_in_scratch(
-            Path(s.repo), s.start_commit, s.id, lambda path: run_contract(
-                contract, path, timeout_ceiling=self.config.max_check_timeout_secs))  # fmt: skip
+            Path(s.repo),
+            s.start_commit,
+            s.id,
+            lambda path: run_contract(
+                contract, path, timeout_ceiling=self.config.max_check_timeout_secs
+            ),
+        )
 
     async def _reassess(
         self, entry: SessionEntry, contract: OutcomeContract, baseline: list[CheckResult]

@@ -29,6 +29,7 @@ from .models import (
     EventKind,
     SessionSummary,
 )
+from .panes.manager import PaneManager
 from .paths import default_state_dir, ensure_private_dir
 from .states import (
     ApprovalKind,
@@ -75,6 +76,7 @@ class SupervisorCore:
         engines: EngineRegistry,
         config: SupervisorConfig | None = None,
         clock: Callable[[], float] = time.time,
+        panes: PaneManager | None = None,
     ) -> None:
         self.state_dir = Path(state_dir) if state_dir else default_state_dir()
         self.config = config or load_config()
@@ -90,6 +92,9 @@ class SupervisorCore:
         self._last_disk_gc: float | None = None
         self._janitor: asyncio.Task[None] | None = None
         self.workspaces: Workspaces | None = None
+        self.panes = panes
+        self._closing = False
+        self.stray_panes: list[str] = []
 
     async def open(self) -> None:
         """Take ownership of the state dir, load stored sessions, and mark
@@ -107,13 +112,79 @@ class SupervisorCore:
             await asyncio.to_thread(self.workspaces.reconcile)
         except CorralError as exc:  # a vanished repo must not keep the console shut
             log.warning("worktree reconciliation: %s", exc)
+        live_panes = await self._start_panes()
         for session in sessions:
             self._snapshots[session.id] = session
+            if session.state is S.RUNNING and self._readopt(session, live_panes):
+                continue
             if session.state in (S.CREATED, S.CONTRACT_CONFIRMED, S.RUNNING):
                 self._mark_orphan_failed(session)
             elif session.state in (S.CONTRACT_PROPOSED, S.NEEDS_APPROVAL):
                 await self._restore_gate(session)
+        known = {s.pane.get("owner") for s in sessions if s.pane}
+        self.stray_panes = sorted(o for o in live_panes if o not in known)
+        for owner in self.stray_panes:
+            log.warning("a corral pane with no matching session is running: %s (left alone)", owner)
         self._janitor = asyncio.get_running_loop().create_task(self._janitor_loop())
+
+    async def _start_panes(self) -> dict[str, Any]:
+        """Start the pane manager; returns our live panes by owner marker."""
+        if self.panes is None:
+            return {}
+        self.panes.on_status = self._on_agent_status
+        try:
+            infos = await asyncio.to_thread(self.panes.backend.sweep)
+        except Exception as exc:  # no tmux server yet, or none at all
+            log.info("pane sweep at start-up: %s", exc)
+            infos = {}
+        await self.panes.start()
+        return {owner: info for owner, info in infos.items() if info.alive}
+
+    def _readopt(self, session: CoderSession, live_panes: dict[str, Any]) -> bool:
+        """A running session whose agent pane is still alive (owner marker
+        matches) resumes: status, output and the run go on."""
+        owner = (session.pane or {}).get("owner")
+        info = live_panes.get(owner) if owner else None
+        if info is None or self.panes is None or not session.worktree:
+            return False
+        from .agents.profiles import profile_for
+
+        try:
+            profile = profile_for(str(session.pane.get("agent", "")))  # type: ignore[union-attr]
+        except Exception:
+            return False
+        entry = self._register(session)
+        entry.workspace = GitWorkspace(Path(session.repo), Path(session.worktree))
+        self.panes.adopt(session.id, info.handle, profile)
+        self._emit(
+            entry,
+            EventKind.PLAN_TEXT,
+            {
+                "text": (
+                    f"corral restarted; the {profile.label} pane was still running and was re-adopted."
+                )
+            },
+        )
+        entry.task = asyncio.get_running_loop().create_task(self._run(entry))  # type: ignore[attr-defined]
+        return True
+
+    def _on_agent_status(self, session_id: str, reading: Any) -> None:
+        entry = self._live.get(session_id)
+        if entry is None:
+            return
+        entry.agent_status = reading
+        question = reading.question
+        self._emit(
+            entry,
+            EventKind.AGENT_STATUS,
+            {
+                "status": reading.status.value,
+                "reason": reading.reason,
+                "source": reading.source,
+                "question": question.prompt if question else None,
+            },
+        )
+        self.board.notify(session_id)
 
     async def run_in_scratch(
         self,
@@ -178,8 +249,10 @@ class SupervisorCore:
         self.store.save_session(session)
 
     async def close(self) -> None:
-        """Stop in-process work and release the state dir. Sessions that were
-        running are recorded as failed (their worktrees are kept)."""
+        """Stop in-process work and release the state dir. Agents in tmux panes
+        keep running and are re-adopted by the next console; in-process runs
+        are recorded as failed (their worktrees are kept)."""
+        self._closing = True
         if self._janitor is not None:
             self._janitor.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -191,13 +264,25 @@ class SupervisorCore:
             for t in tasks:
                 with contextlib.suppress(BaseException):
                     await t
-            if not entry.session.state.is_terminal and entry.session.state not in (
+            s = entry.session
+            detached = (
+                s.state is S.RUNNING
+                and s.pane is not None
+                and s.pane.get("state") == "live"
+                and self.panes is not None
+                and self.panes.backend.name == "tmux"
+            )
+            if detached:
+                self._persist(entry)  # stays running: the next console re-adopts it
+            elif not s.state.is_terminal and s.state not in (
                 S.CONTRACT_PROPOSED,
                 S.NEEDS_APPROVAL,
             ):
-                self._mark_orphan_failed(entry.session)
+                self._mark_orphan_failed(s)
             entry.log.close()
         self._live.clear()
+        if self.panes is not None:
+            await self.panes.stop()
         if self.workspaces is not None:
             self.workspaces.close()
             self.workspaces = None
@@ -257,6 +342,9 @@ class SupervisorCore:
             session.updated_at = before
             raise
         self._emit(entry, EventKind.STATE_CHANGED, {"from": src.value, "to": dst.value})
+        if dst.is_terminal and self.panes is not None and self.panes.record(session.id):
+            task = asyncio.get_running_loop().create_task(self.panes.kill(session.id))
+            task.add_done_callback(_retrieve)
 
     def _register(self, session: CoderSession) -> SessionEntry:
         journal = Journal(self.journal_path(session.id))

@@ -11,6 +11,7 @@ from .events import EventLog
 from .gates import QuestionGate, SteeringQueue
 from .git.workspace import GitWorkspace
 from .models import CoderSession
+from .status import StatusReading
 
 
 @dataclass(eq=False)
@@ -24,6 +25,7 @@ class SessionEntry:
     task: asyncio.Task[None] | None = None
     ops: set[asyncio.Task[object]] = field(default_factory=set)
     cancel_requested: bool = False
+    agent_status: StatusReading | None = None
 
     @property
     def id(self) -> str:

@@ -38,8 +38,11 @@ def _construct_event(
     lookups (every field is given; none has an alias): the append hot path.
     `_fast_construct_ok` checks it against `model_construct` at import."""
     event = _new(CoderEvent)
-    _setattr(event, "__dict__", {"session_id": session_id, "seq": seq, "ts": ts, "kind": kind,
-                                 "data": data})  # fmt: skip
+    _setattr(
+        event,
+        "__dict__",
+        {"session_id": session_id, "seq": seq, "ts": ts, "kind": kind, "data": data},
+    )
     _setattr(event, "__pydantic_fields_set__", set(_EVENT_FIELDS))
     _setattr(event, "__pydantic_extra__", None)
     _setattr(event, "__pydantic_private__", None)
@@ -55,8 +58,12 @@ def _fast_construct_ok() -> bool:
     if set(_EVENT_FIELDS) != {"session_id", "seq", "ts", "kind", "data"}:
         return False
     probe: dict[str, Any] = {
-        "session_id": "s", "seq": 1, "ts": 2.0, "kind": EventKind.ERROR, "data": {"a": 1},
-    }  # fmt: skip
+        "session_id": "s",
+        "seq": 1,
+        "ts": 2.0,
+        "kind": EventKind.ERROR,
+        "data": {"a": 1},
+    }
     try:
         fast = _construct_event(**probe)
         slow = CoderEvent.model_construct(**probe)

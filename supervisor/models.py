@@ -201,6 +201,7 @@ class CoderSession(BaseModel):
     event_cursor: int = 0
     cost_usd: float | None = None
     authored_by: list[str] = Field(default_factory=list)
+    pane: dict[str, Any] | None = None  # {"owner", "pane_id", "backend", "agent", "state"}
 
     def execution_intent(self) -> str:
         """The intent plus agreed constraints and accepted guidance."""
@@ -248,6 +249,8 @@ class SessionSummary(BaseModel):
     model: str | None
     discussion_id: str | None
     next_seq: int | None
+    agent_status: str | None = None
+    agent_reason: str | None = None
 
 
 class EventKind(StrEnum):
@@ -274,6 +277,7 @@ class EventKind(StrEnum):
     BUDGET_EXHAUSTED = "budget_exhausted"
     ERROR = "error"
     STATE_CHANGED = "state_changed"
+    AGENT_STATUS = "agent_status"
 
 
 class CoderEvent(BaseModel):

@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import time
 from pathlib import Path
+from typing import Any
 
 from .contracts.checks import captures_from, run_contract
 from .core import S, SupervisorCore, log
@@ -42,6 +43,15 @@ class RunLoop(SupervisorCore):
         def iteration_started(n: int) -> None:
             self._emit(entry, EventKind.ITERATION_STARTED, {"n": n, "max": s.max_iterations})
 
+        def withdraw_question() -> None:
+            entry.gate.clear()
+            self.board.notify(s.id)
+
+        def note_pane(pane: dict[str, Any] | None) -> None:
+            """Persisted before the agent starts, updated after (seed 002)."""
+            s.pane = pane
+            self._persist(entry)
+
         return RunContext(
             session_id=s.id,
             intent=s.execution_intent(),
@@ -55,6 +65,9 @@ class RunLoop(SupervisorCore):
             ask_user=lambda prompt, options: self.ask_user(entry, prompt, options),
             take_guidance=entry.steering.take,
             iteration_started=iteration_started,
+            withdraw_question=withdraw_question,
+            note_pane=note_pane,
+            detaching=lambda: self._closing,
         )
 
     async def ask_user(self, entry: SessionEntry, prompt: str, options: list[str]) -> str:

@@ -76,5 +76,7 @@ def live_summary(entry: SessionEntry) -> SessionSummary:
             "auth_message": attention.auth_message,
             "auth_wait_secs": attention.auth_wait_secs,
             "next_seq": entry.log.next_seq,
+            "agent_status": entry.agent_status.status.value if entry.agent_status else None,
+            "agent_reason": entry.agent_status.reason if entry.agent_status else None,
         }
     )

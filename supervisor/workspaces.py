@@ -85,8 +85,9 @@ class Workspaces:
         """Keep a worktree for a look (failed, cancelled, partially delivered).
         A rejected one may be cleaned by the sweep after a day."""
         until = time.time() + REJECTED_RETENTION_SECS if rejected else None
-        self.mark(path, LeaseState.RETAINED, note=note or None, retain_until=until,
-                  discard_ok=rejected)  # fmt: skip
+        self.mark(
+            path, LeaseState.RETAINED, note=note or None, retain_until=until, discard_ok=rejected
+        )
 
     def remove(self, path: str | None, *, force: bool = False) -> tuple[bool, str]:
         if path is None:
@@ -104,8 +105,9 @@ class Workspaces:
         """A disposable detached worktree at `commit`, removed afterwards."""
         path = self.state_dir / "scratch" / f"{label(session_id)}-{uuid.uuid4().hex[:6]}"
         with self._lock:
-            lease = add_worktree(self.book, repo, path, commit, session_id=session_id,
-                                 kind="scratch")  # fmt: skip
+            lease = add_worktree(
+                self.book, repo, path, commit, session_id=session_id, kind="scratch"
+            )
         try:
             yield path.resolve()
         finally:

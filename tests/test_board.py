@@ -323,9 +323,12 @@ async def test_summaries_have_every_key_and_keep_nulls(
 def test_a_persisted_summary_never_advertises_an_action(tmp_path: Path) -> None:
     worktree = tmp_path / "wt"
     session = CoderSession(
-        id="0123456789abcdef", repo="/r", intent="x", state=CoderState.NEEDS_APPROVAL,
+        id="0123456789abcdef",
+        repo="/r",
+        intent="x",
+        state=CoderState.NEEDS_APPROVAL,
         worktree=str(worktree),
-    )  # fmt: skip
+    )
     row = stored_summary(session)
     assert row.live is False and row.needs_you is None and row.needs_you_label is None
     assert row.state is CoderState.NEEDS_APPROVAL

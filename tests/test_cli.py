@@ -51,8 +51,13 @@ def test_a_non_git_directory_gets_one_line_that_says_what_to_do(tmp_path: Path) 
 
 def test_a_relative_corral_home_is_refused(tmp_path: Path) -> None:
     env = dict(os.environ, CORRAL_HOME="relative/dir", PYTHONPATH=str(REPO_ROOT))
-    out = subprocess.run([sys.executable, "-m", "tui.cli", "sessions"], env=env,
-                         capture_output=True, text=True, cwd=tmp_path)  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-m", "tui.cli", "sessions"],
+        env=env,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
     assert out.returncode == 2
     assert "CORRAL_HOME must be an absolute path" in out.stderr
 
@@ -69,8 +74,9 @@ def test_doctor_fails_with_a_clear_line_for_a_broken_config(tmp_path: Path) -> N
     bad.write_text("[supervisor\nnope")
     env = dict(os.environ, CORRAL_HOME=str(tmp_path), CORRAL_CONFIG=str(bad))
     env["PYTHONPATH"] = str(REPO_ROOT)
-    out = subprocess.run([sys.executable, "-m", "tui.cli", "doctor"], env=env,
-                         capture_output=True, text=True)  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-m", "tui.cli", "doctor"], env=env, capture_output=True, text=True
+    )
     assert out.returncode == 1
     assert f"missing: fix the config file: {bad}: not valid TOML" in out.stderr
 
@@ -80,9 +86,12 @@ async def test_sessions_lists_while_a_console_owns_the_state_dir(tmp_path: Path)
 
     home = tmp_path / "home"
     repo = init_repo(tmp_path / "repo")
-    sup = Supervisor(home, drafter=ScriptedDrafter([hello_contract()]),
-                     engines=ScriptedEngines(ScriptedEngine([[Write("hello.txt", "hi\n")]])),
-                     config=fast_config())  # fmt: skip
+    sup = Supervisor(
+        home,
+        drafter=ScriptedDrafter([hello_contract()]),
+        engines=ScriptedEngines(ScriptedEngine([[Write("hello.txt", "hi\n")]])),
+        config=fast_config(),
+    )
     await sup.open()
     try:
         sid = (await sup.start("say hi", repo)).session_id
@@ -106,18 +115,47 @@ def test_run_exit_codes_and_json_events(tmp_path: Path) -> None:
     home = tmp_path / "home"
     repo = init_repo(tmp_path / "repo")
     contract = tmp_path / "c.json"
-    contract.write_text(json.dumps({
-        "description": "notes record the task",
-        "checks": [{"name": "noted", "command": "grep -q 'write notes' DEMO_NOTES.md",
-                    "timeout_secs": 10}],
-    }))  # fmt: skip
+    contract.write_text(
+        json.dumps(
+            {
+                "description": "notes record the task",
+                "checks": [
+                    {
+                        "name": "noted",
+                        "command": "grep -q 'write notes' DEMO_NOTES.md",
+                        "timeout_secs": 10,
+                    }
+                ],
+            }
+        )
+    )
     # without --yes: stops at the contract gate
-    out = corral("run", "--repo", str(repo), "--intent", "write notes", "--contract",
-                 str(contract), home=home)  # fmt: skip
+    out = corral(
+        "run",
+        "--repo",
+        str(repo),
+        "--intent",
+        "write notes",
+        "--contract",
+        str(contract),
+        home=home,
+    )
     assert out.returncode == 3, out.stderr
     # with --yes and --deliver: delivered, JSON lines end with a result
-    out = corral("run", "--repo", str(repo), "--intent", "write notes", "--contract",
-                 str(contract), "--yes", "--deliver", "branch", "--json", home=home)  # fmt: skip
+    out = corral(
+        "run",
+        "--repo",
+        str(repo),
+        "--intent",
+        "write notes",
+        "--contract",
+        str(contract),
+        "--yes",
+        "--deliver",
+        "branch",
+        "--json",
+        home=home,
+    )
     assert out.returncode == 0, out.stderr
     rows = [json.loads(line) for line in out.stdout.splitlines()]
     kinds = [r["kind"] for r in rows]
@@ -128,8 +166,9 @@ def test_run_exit_codes_and_json_events(tmp_path: Path) -> None:
     assert git(repo, "show", f"{branch}:DEMO_NOTES.md").strip().endswith("write notes")
     # a malformed contract file is one clear line
     contract.write_text('{"checks": [{"name": "bad name", "command": ""}]}')
-    out = corral("run", "--repo", str(repo), "--intent", "x", "--contract", str(contract),
-                 home=home)  # fmt: skip
+    out = corral(
+        "run", "--repo", str(repo), "--intent", "x", "--contract", str(contract), home=home
+    )
     assert out.returncode == 2
     assert "the name must contain only letters" in out.stderr
     assert "the command is empty" in out.stderr

@@ -48,10 +48,16 @@ async def test_a_dirty_checkout_is_the_starting_point_and_never_ships_on_a_branc
     status = git(repo, "status", "--porcelain")
     engine = ScriptedEngine([[Write("feature.txt", "done\n")]])
     sup = await make_supervisor(
-        drafter=ScriptedDrafter([contract(("feature", "grep -q done feature.txt"),
-                                          ("sees_wip", "grep -q 'my wip' app.txt"))]),
+        drafter=ScriptedDrafter(
+            [
+                contract(
+                    ("feature", "grep -q done feature.txt"),
+                    ("sees_wip", "grep -q 'my wip' app.txt"),
+                )
+            ]
+        ),
         engine=engine,
-    )  # fmt: skip
+    )
     sid, row = await to_gate(sup, repo)
     assert row.needs_you == "merge"
     session = sup.get(sid).session
@@ -117,8 +123,9 @@ async def test_partial_approval_delivers_exactly_one_hunk_of_three(
     commit_file(repo, "long.txt", "".join(f"{i}\n" for i in range(1, 31)))
     lines = [str(i) for i in range(1, 31)]
     lines[1], lines[14], lines[28] = "two", "fifteen", "twentynine"
-    engine = ScriptedEngine([[Write("long.txt", "\n".join(lines) + "\n"),
-                              Write("extra.txt", "x\n")]])  # fmt: skip
+    engine = ScriptedEngine(
+        [[Write("long.txt", "\n".join(lines) + "\n"), Write("extra.txt", "x\n")]]
+    )
     sup = await make_supervisor(
         drafter=ScriptedDrafter([contract(("fifteen", "grep -q fifteen long.txt"))]),
         engine=engine,
@@ -156,8 +163,7 @@ async def test_a_red_subset_is_refused_unless_overridden_and_the_override_is_rec
         await sup.approve(sid, selection={"a.txt": {2}})
     with pytest.raises(CorralError, match="not part of the verified diff"):
         await sup.approve(sid, selection={"nope.txt": None})
-    result = await sup.approve(sid, selection={"a.txt": None}, override_red=True,
-                               discard_rest=True)  # fmt: skip
+    result = await sup.approve(sid, selection={"a.txt": None}, override_red=True, discard_rest=True)
     message = git(repo, "log", "-1", "--format=%B", result.branch or "")
     assert "Corral-Override: delivered with failing checks: b" in message
     assert not Path(sup.get(sid).session.worktree or "").exists()  # rest discarded
@@ -183,8 +189,7 @@ async def test_a_check_that_times_out_kills_its_children(
     make_supervisor: SupervisorFactory, repo: Path
 ) -> None:
     marker = f"corral-child-{os.getpid()}-{time.time_ns()}"
-    slow = ContractCheck(name="slow", command=f"(sleep 30 # {marker}\n) & sleep 30",
-                         timeout_secs=1)  # fmt: skip
+    slow = ContractCheck(name="slow", command=f"(sleep 30 # {marker}\n) & sleep 30", timeout_secs=1)
     sup = await make_supervisor(
         drafter=ScriptedDrafter([OutcomeContract(checks=[slow])]), repair_invokes=0
     )
@@ -238,10 +243,16 @@ async def test_renames_deletions_binaries_and_unusual_names_deliver_intact(
 ) -> None:
     commit_file(repo, "old name.txt", "keep me\n")
     commit_file(repo, "gone.txt", "bye\n")
-    engine = ScriptedEngine([[
-        Run("git mv 'old name.txt' 'new näme ü.txt' && git rm -q gone.txt "
-            "&& printf '\\000\\001\\002' > blob.bin && ln -s /etc/passwd outside-link"),
-    ]])  # fmt: skip
+    engine = ScriptedEngine(
+        [
+            [
+                Run(
+                    "git mv 'old name.txt' 'new näme ü.txt' && git rm -q gone.txt "
+                    "&& printf '\\000\\001\\002' > blob.bin && ln -s /etc/passwd outside-link"
+                ),
+            ]
+        ]
+    )
     sup = await make_supervisor(
         drafter=ScriptedDrafter([contract(("moved", "test -f 'new näme ü.txt'"))]),
         engine=engine,

@@ -235,8 +235,9 @@ async def test_drafting_auth_failure_fails_with_auth_required(
     assert row.failure_kind is FailureKind.AUTH_REQUIRED
     assert row.needs_you is None
     assert row.error is not None and "sign-in" in row.error
-    auth_events = [e for e in sup._live[row.session_id].log.buffered()
-                   if e.kind is EventKind.AUTH_REQUIRED]  # fmt: skip
+    auth_events = [
+        e for e in sup._live[row.session_id].log.buffered() if e.kind is EventKind.AUTH_REQUIRED
+    ]
     assert len(auth_events) == 1 and auth_events[0].data["wait_secs"] == 0
     await asyncio.sleep(0)  # journal flush
     rows = read_journal(sup.journal_path(row.session_id), "auth_required")
@@ -435,8 +436,11 @@ async def test_a_repair_round_gets_the_failing_checks(
     assert [(r.name, r.passed) for r in failing] == [("hello", False)]
     texts = [e.data.get("text", "") for e in sup._live[sid].log.buffered()]
     assert any("handing them back to the engine (repair 1 of 2)" in t for t in texts)
-    evaluated = [e.data["passed"] for e in sup._live[sid].log.buffered()
-                 if e.kind is EventKind.CONTRACT_EVALUATED]  # fmt: skip
+    evaluated = [
+        e.data["passed"]
+        for e in sup._live[sid].log.buffered()
+        if e.kind is EventKind.CONTRACT_EVALUATED
+    ]
     assert evaluated == [False, True]
 
 
@@ -553,8 +557,18 @@ async def test_checkout_delivery_and_unknown_destinations_are_refused(
     make_supervisor: SupervisorFactory, repo: Path
 ) -> None:
     sup = await make_supervisor()
-    git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty",
-        "-m", "second")  # fmt: skip
+    git(
+        repo,
+        "-c",
+        "user.name=t",
+        "-c",
+        "user.email=t@t",
+        "commit",
+        "-q",
+        "--allow-empty",
+        "-m",
+        "second",
+    )
     result = await sup.start("say hi", repo, base="HEAD~1")  # based elsewhere
     sid = result.session_id
     await run_to_gate(sup, sid)
@@ -616,8 +630,13 @@ async def test_acting_past_a_gate_says_what_already_happened(
 
 async def test_unknown_session_ids_are_named(make_supervisor: SupervisorFactory) -> None:
     sup = await make_supervisor()
-    for call in (sup.confirm("nope"), sup.approve("nope"), sup.cancel("nope"),
-                 sup.revise("nope", "x"), sup.respond("nope", "x")):  # fmt: skip
+    for call in (
+        sup.confirm("nope"),
+        sup.approve("nope"),
+        sup.cancel("nope"),
+        sup.revise("nope", "x"),
+        sup.respond("nope", "x"),
+    ):
         with pytest.raises(CorralError, match="'nope'"):
             await call
     with pytest.raises(CorralError, match="'nope'"):
@@ -701,8 +720,10 @@ async def test_cancel_at_the_contract_gate_abandons(
     sid = await proposed(sup, repo)
     result = await sup.cancel(sid)
     assert (result.state, result.already_terminal, result.recoverable) == (
-        S.ABANDONED, False, True,
-    )  # fmt: skip
+        S.ABANDONED,
+        False,
+        True,
+    )
     with pytest.raises(CorralError, match="cancelled while drafting"):
         await sup.confirm(sid)
 
@@ -724,8 +745,9 @@ async def test_an_ask_user_round_trip_through_respond(
     assert row.question_prompt == "What greeting?"
     assert row.steering_available is False
     assert sup.question_options(sid) == ["hi", "hello"]
-    requested = [e for e in sup._live[sid].log.buffered()
-                 if e.kind is EventKind.USER_INPUT_REQUESTED]  # fmt: skip
+    requested = [
+        e for e in sup._live[sid].log.buffered() if e.kind is EventKind.USER_INPUT_REQUESTED
+    ]
     assert [e.data["prompt"] for e in requested] == ["What greeting?"]
     with pytest.raises(CorralError, match="Answer the task's pending question first"):
         await sup.respond(sid, "keep it short", steer=True)
@@ -821,8 +843,7 @@ async def test_steering_is_queued_while_running_and_refused_otherwise(
     assert sup.get(sid).session.steering_messages == ["Keep the public API"]
     stored = sup.store.load_session(sid)
     assert stored is not None and stored.steering_messages == ["Keep the public API"]
-    guidance = [e for e in sup._live[sid].log.buffered()
-                if e.kind is EventKind.OPERATOR_GUIDANCE]  # fmt: skip
+    guidance = [e for e in sup._live[sid].log.buffered() if e.kind is EventKind.OPERATOR_GUIDANCE]
     assert [(e.data["text"], e.data["status"]) for e in guidance] == [
         ("Keep the public API", "queued")
     ]
@@ -917,8 +938,9 @@ async def test_an_equivalent_redraft_is_a_soft_rejection(
     after = sup.get(sid).session
     assert after.contract == before.contract and after.baseline == before.baseline
     assert after.steering_messages == before.steering_messages
-    rejected = [e for e in sup._live[sid].log.buffered()
-                if e.kind is EventKind.CONTRACT_REVISION_REJECTED]  # fmt: skip
+    rejected = [
+        e for e in sup._live[sid].log.buffered() if e.kind is EventKind.CONTRACT_REVISION_REJECTED
+    ]
     assert [e.data["request"] for e in rejected] == ["make it more robust somehow"]
     assert row_of(sup, sid).needs_you is NeedsYou.CONTRACT
 

@@ -213,8 +213,9 @@ def test_reconcile_after_a_crash_between_lease_and_worktree_add(repo: Path, tmp_
     book.put(Lease(path=str(half.resolve()), session_id="h", repo=str(repo), head=head))
     sh(repo, f"git worktree add -q --detach {half} {head}")
     # a scratch baseline copy left behind
-    scratch = add_worktree(book, repo, tmp_path / "scratch" / "b", head, session_id="h",
-                           kind="scratch")  # fmt: skip
+    scratch = add_worktree(
+        book, repo, tmp_path / "scratch" / "b", head, session_id="h", kind="scratch"
+    )
     changed = {lease.path: lease.state for lease in reconcile(book)}
     assert changed[ghost] is LeaseState.REMOVED
     assert changed[str(half.resolve())] is LeaseState.RECOVERY_REQUIRED

@@ -276,8 +276,10 @@ async def test_a_restart_restores_intact_gates_and_fails_interrupted_runs(
         sub_result, sub = second.subscribe(running)
         assert sub is None
         assert (sub_result.state, sub_result.live, sub_result.replay_available) == (
-            S.FAILED, False, False,
-        )  # fmt: skip
+            S.FAILED,
+            False,
+            False,
+        )
         assert sub_result.events_replayed == 0
 
         # the restored gate works end to end: its events continue after the old cursor

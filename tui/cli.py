@@ -281,4 +281,6 @@ def doctor() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from .entry import main as entry_main
+
+    sys.exit(entry_main())

@@ -65,8 +65,9 @@ async def run_session(
     drafter: ContractDrafter = (
         FixedDrafter(load_contract(contract_file)) if contract_file else ConventionsDrafter()
     )
-    sup = Supervisor(default_state_dir(), drafter=drafter, engines=default_engines(),
-                     config=load_config())  # fmt: skip
+    sup = Supervisor(
+        default_state_dir(), drafter=drafter, engines=default_engines(), config=load_config()
+    )
     await sup.open()
     pump: asyncio.Task[None] | None = None
     try:
@@ -102,9 +103,12 @@ async def run_session(
         if as_json:
             print(json.dumps({"kind": "result", **summary}), flush=True)
         else:
-            print(f"corral run: {session.state.value}"
-                  + (f" → {session.result_branch}" if session.result_branch else "")
-                  + (f" ({session.error})" if session.error else ""), flush=True)  # fmt: skip
+            print(
+                f"corral run: {session.state.value}"
+                + (f" → {session.result_branch}" if session.result_branch else "")
+                + (f" ({session.error})" if session.error else ""),
+                flush=True,
+            )
         return code
     finally:
         if pump is not None:

@@ -52,15 +52,17 @@ def list_worktrees(*, as_json: bool) -> int:
             continue
         state = states.get(lease.session_id or "")
         exists = Path(lease.path).is_dir()
-        rows.append({
-            "path": lease.path,
-            "session": label(lease.session_id) if lease.session_id else None,
-            "session_state": state.value if state else None,
-            "lease": lease.state.value,
-            "note": lease.note,
-            "exists": exists,
-            "clean": is_clean(Path(lease.path)) if exists else None,
-        })  # fmt: skip
+        rows.append(
+            {
+                "path": lease.path,
+                "session": label(lease.session_id) if lease.session_id else None,
+                "session_state": state.value if state else None,
+                "lease": lease.state.value,
+                "note": lease.note,
+                "exists": exists,
+                "clean": is_clean(Path(lease.path)) if exists else None,
+            }
+        )
     if as_json:
         print(json.dumps(rows, indent=2))
         return 0
@@ -69,8 +71,10 @@ def list_worktrees(*, as_json: bool) -> int:
     for r in rows:
         dirty = "" if r["clean"] in (True, None) else "  (uncommitted changes)"
         note = f"  — {r['note']}" if r["note"] else ""
-        print(f"{r['session'] or '?':<16} {r['session_state'] or 'unknown':<17} "
-              f"{r['lease']:<17} {r['path']}{dirty}{note}")  # fmt: skip
+        print(
+            f"{r['session'] or '?':<16} {r['session_state'] or 'unknown':<17} "
+            f"{r['lease']:<17} {r['path']}{dirty}{note}"
+        )
     return 0
 
 

@@ -39,6 +39,9 @@ class RunContext:
     ask_user: Callable[[str, list[str]], Awaitable[str]]
     take_guidance: Callable[[], list[str]]
     iteration_started: Callable[[int], None]
+    withdraw_question: Callable[[], None] = lambda: None
+    note_pane: Callable[[dict[str, Any] | None], None] = lambda _pane: None
+    detaching: Callable[[], bool] = lambda: False  # True while corral closes (agents live on)
 
     def seconds_left(self) -> float | None:
         return None if self.deadline is None else self.deadline - time.monotonic()

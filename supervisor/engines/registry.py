@@ -1,14 +1,98 @@
-"""The engines the console and `corral run` use.
+"""Which engine runs a session: `auto`, `external:<agent>` (or just the
+agent's name), `custom:<command line>`, `demo`, or `native` (the built-in
+model loop, a later issue).
 
-Until agent panes land, every request runs the built-in demo agent (scripted,
-labelled `demo` on the board). Agent CLIs and the built-in model loop plug in
-here.
+`auto` prefers an installed agent CLI in the operator's preference order; the
+demo console sets the demo agent as its default. An explicitly named agent
+that is not installed is refused at start with a sentence that says so.
 """
 
 from __future__ import annotations
 
-from ..demo import DemoEngines
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from ..agents.base import AgentUnavailable
+from ..agents.profiles import PREFERENCE, profile_for
+from ..errors import CorralError
+from ..panes.manager import PaneManager
+from .base import Engine
+from .external import ExternalEngine
+
+NO_AGENT = (
+    "no agent CLI is installed ({names}): install one (e.g. npm i -g "
+    "@anthropic-ai/claude-code), pick external:demo for the demo agent, or configure a model "
+    "for the built-in engine (see `corral doctor`)"
+)
 
 
-def default_engines() -> DemoEngines:
+class AgentEngines:
+    def __init__(
+        self,
+        panes: PaneManager | None,
+        *,
+        session_dir: Callable[[str], Path],
+        default: str | None = None,
+        preference: tuple[str, ...] = PREFERENCE,
+        demo_pace: float = 1.0,
+        transient_retries: int = 1,
+        python: str = sys.executable,
+    ) -> None:
+        self.panes = panes
+        self.session_dir = session_dir
+        self.default = default
+        self.preference = preference
+        self.demo_pace = demo_pace
+        self.transient_retries = transient_retries
+        self.python = python
+
+    def resolve(self, requested: str) -> tuple[str, str]:
+        requested = (requested or "auto").strip()
+        if requested == "auto":
+            if self.default:
+                return self.default, f"auto → {self.default} (this console's default)"
+            for name in self.preference:
+                if profile_for(name).find():
+                    return f"external:{name}", f"auto → {name} (first installed in preference)"
+            raise CorralError(NO_AGENT.format(names=", ".join(self.preference)))
+        if requested == "native":
+            raise CorralError(
+                "the built-in model engine is not available in this version; use "
+                "external:<agent> (see `corral agents`)"
+            )
+        name = requested.removeprefix("external:")
+        try:
+            profile = profile_for(name, demo_pace=self.demo_pace)
+        except AgentUnavailable as exc:
+            raise CorralError(str(exc)) from None
+        if profile.find() is None:
+            raise CorralError(
+                f"{profile.label} is not installed here (engine {requested!r} was asked for "
+                "explicitly, so corral will not substitute another); install it or choose "
+                "another engine"
+            )
+        if self.panes is None:
+            raise CorralError(
+                "agent panes are not available: install tmux 3.2+ or use --backend pty"
+            )
+        return f"external:{name}", f"{requested} → {profile.label}"
+
+    def create(self, label: str) -> Engine:
+        name = label.removeprefix("external:")
+        if self.panes is None:
+            raise CorralError("agent panes are not available")
+        return ExternalEngine(
+            profile_for(name, demo_pace=self.demo_pace),
+            self.panes,
+            session_dir=self.session_dir,
+            transient_retries=self.transient_retries,
+            python=self.python,
+        )
+
+
+def default_engines() -> object:
+    """Kept for callers that have no pane manager (scripted demo engine)."""
+    from ..demo import DemoEngines
+
     return DemoEngines()

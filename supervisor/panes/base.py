@@ -102,8 +102,9 @@ class PaneBackend(Protocol):
         """Up to `lines` of history plus the screen, oldest first (ANSI kept)."""
         ...
 
-    def send_text(self, handle: PaneHandle, text: str, *, enter: bool = True,
-                  confirm_timeout: float = 5.0) -> None:  # fmt: skip
+    def send_text(
+        self, handle: PaneHandle, text: str, *, enter: bool = True, confirm_timeout: float = 5.0
+    ) -> None:
         """Bracketed paste `text`, wait until it shows on screen, then Enter.
         Serialised per pane. Raises PaneGone if the owner changed."""
         ...

@@ -1,0 +1,1 @@
+"""Agent CLI profiles: how to find, start, read and answer each agent."""

@@ -1,0 +1,110 @@
+"""What corral knows about one agent CLI.
+
+A profile says how to find the binary, how to start it interactively on a
+task (argv, or a paste after start), which credentials it may see, which
+first-run dialogs to answer and with which option (chosen by its text, never
+a blind Enter), and the screen markers for status heuristics.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..status import GENERIC, Markers
+
+INVOKED_BY = "CORRAL_INVOKED_BY"
+
+
+class AgentUnavailable(Exception):
+    """The agent cannot be started here (not installed, or the recursion guard)."""
+
+
+@dataclass(frozen=True)
+class Dialog:
+    """A first-run screen answered automatically by picking an option by text."""
+
+    name: str
+    detect: re.Pattern[str]
+    choose: re.Pattern[str]
+
+
+@dataclass
+class LaunchPlan:
+    argv: list[str]
+    env_extra: dict[str, str] = field(default_factory=dict)
+    env_allow: tuple[str, ...] = ()
+    paste_prompt: str | None = None  # delivered once the agent shows its prompt
+    hooks_file: Path | None = None
+
+
+@dataclass(frozen=True)
+class AgentProfile:
+    name: str
+    label: str
+    binaries: tuple[str, ...]
+    markers: Markers = GENERIC
+    dialogs: tuple[Dialog, ...] = ()
+    env_allow: tuple[str, ...] = ()
+    version_args: tuple[str, ...] = ("--version",)
+    prompt_in_argv: bool = True
+    hooks: bool = False  # structured end-of-turn signal available
+
+    def find(self, path: str | None = None) -> str | None:
+        for name in self.binaries:
+            found = shutil.which(name, path=path)
+            if found:
+                return found
+        return None
+
+    def version(self, binary: str) -> str | None:
+        try:
+            out = subprocess.run(
+                [binary, *self.version_args],
+                capture_output=True,
+                text=True,
+                timeout=10,
+                check=False,
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        text = (out.stdout or out.stderr).strip().splitlines()
+        return text[0][:80] if text else None
+
+    def plan(self, binary: str, *, prompt: str, session_dir: Path, hook_cmd: str) -> LaunchPlan:
+        """How to start this agent on `prompt` (overridden per agent)."""
+        if self.prompt_in_argv:
+            return LaunchPlan(argv=[binary, prompt], env_allow=self.env_allow)
+        return LaunchPlan(argv=[binary], env_allow=self.env_allow, paste_prompt=prompt)
+
+
+def check_recursion(agent: str, env: dict[str, str] | None = None) -> str:
+    """The `CORRAL_INVOKED_BY` chain for a child agent; refuses an agent that
+    is already in the chain (corral running inside an agent corral started)."""
+    chain = (env if env is not None else os.environ).get(INVOKED_BY, "")
+    links = [link for link in chain.split(">") if link]
+    if f"agent:{agent}" in links:
+        raise AgentUnavailable(
+            f"refusing to start {agent}: this corral already runs inside a {agent} session "
+            f"that corral started ({INVOKED_BY}={chain})"
+        )
+    return ">".join([*links, "corral", f"agent:{agent}"])
+
+
+def hook_command(python: str, hooks_file: Path) -> str:
+    """The shell command agents run for a hook; the event name is appended."""
+    return " ".join(
+        shlex.quote(part) for part in [python, "-m", "tui.entry", "hook", "--file", str(hooks_file)]
+    )
+
+
+def write_json(path: Path, data: object) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=2), encoding="utf-8")
+    return path

@@ -1,0 +1,212 @@
+"""The built-in agent profiles: claude, codex, gemini, aider, opencode,
+custom (any command line) and demo (corral's scripted demo agent)."""
+
+from __future__ import annotations
+
+import re
+import shlex
+import sys
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from ..status import Markers, compile_all
+from .base import AgentProfile, AgentUnavailable, Dialog, LaunchPlan, write_json
+
+ASSETS = Path(__file__).resolve().parents[2] / "assets"
+DEMO_AGENT = ASSETS / "demo_agent" / "demo_agent.py"
+
+CLAUDE_HOOK_EVENTS = (
+    "SessionStart",
+    "UserPromptSubmit",
+    "PreToolUse",
+    "PermissionRequest",
+    "Notification",
+    "Stop",
+    "SessionEnd",
+)
+
+
+def _dialog(name: str, detect: str, choose: str) -> Dialog:
+    return Dialog(name, re.compile(detect, re.IGNORECASE), re.compile(choose, re.IGNORECASE))
+
+
+@dataclass(frozen=True)
+class ClaudeProfile(AgentProfile):
+    def plan(self, binary: str, *, prompt: str, session_dir: Path, hook_cmd: str) -> LaunchPlan:
+        """A generated settings file (`--settings`) adds our hooks for this run
+        only; the operator's own settings files are never modified."""
+        hooks = {
+            event: [{"hooks": [{"type": "command", "command": f"{hook_cmd} {event}"}]}]
+            for event in CLAUDE_HOOK_EVENTS
+        }
+        settings = write_json(session_dir / "claude-settings.json", {"hooks": hooks})
+        return LaunchPlan(
+            argv=[binary, "--settings", str(settings), prompt],
+            env_allow=self.env_allow,
+            hooks_file=None,
+        )
+
+
+@dataclass(frozen=True)
+class CodexProfile(AgentProfile):
+    def plan(self, binary: str, *, prompt: str, session_dir: Path, hook_cmd: str) -> LaunchPlan:
+        """`notify` set for this run only (`-c` override; config.toml untouched).
+        Codex passes the payload as the program's last argument."""
+        notify = [*shlex.split(hook_cmd), "--argv-payload", "agent-turn-complete"]
+        value = "[" + ", ".join('"' + p.replace('"', '\\"') + '"' for p in notify) + "]"
+        return LaunchPlan(argv=[binary, "-c", f"notify={value}", prompt], env_allow=self.env_allow)
+
+
+@dataclass(frozen=True)
+class DemoProfile(AgentProfile):
+    pace: float = 1.0
+
+    def find(self, path: str | None = None) -> str | None:
+        return str(DEMO_AGENT) if DEMO_AGENT.exists() else None
+
+    def version(self, binary: str) -> str | None:
+        return "scripted demo agent (not a model)"
+
+    def plan(self, binary: str, *, prompt: str, session_dir: Path, hook_cmd: str) -> LaunchPlan:
+        return LaunchPlan(
+            argv=[sys.executable, binary, "--pace", str(self.pace), prompt],
+            env_extra={"CORRAL_HOOK_CMD": hook_cmd},
+        )
+
+
+@dataclass(frozen=True)
+class CustomProfile(AgentProfile):
+    """Any command line; the task is pasted once it is running."""
+
+    command: str = ""
+
+    def find(self, path: str | None = None) -> str | None:
+        import shutil
+
+        argv = shlex.split(self.command)
+        return shutil.which(argv[0], path=path) if argv else None
+
+    def plan(self, binary: str, *, prompt: str, session_dir: Path, hook_cmd: str) -> LaunchPlan:
+        argv = shlex.split(self.command)
+        if not argv:
+            raise AgentUnavailable("the custom agent has no command line")
+        return LaunchPlan(
+            argv=[binary, *argv[1:]], paste_prompt=prompt, env_extra={"CORRAL_HOOK_CMD": hook_cmd}
+        )
+
+
+CLAUDE = ClaudeProfile(
+    name="claude",
+    label="Claude Code",
+    binaries=("claude",),
+    markers=Markers(
+        busy=compile_all(r"esc to interrupt", r"^\s*[✻✽✶✳✢·*]\s+\w+…"),
+        waiting=compile_all(r"^\s*do you want to", r"no, and tell claude", r"^\s*❯\s*1\.\s+yes"),
+        idle=compile_all(r"^\s*>\s*$", r"^\s*❯\s*$", r"\? for shortcuts"),
+    ),
+    dialogs=(
+        _dialog("trust", r"(do you trust the files in this folder|trust this folder)", r"^yes\b"),
+        _dialog("api key", r"detected a custom api key|use this api key", r"^yes\b"),
+    ),
+    env_allow=("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"),
+    hooks=True,
+)
+
+CODEX = CodexProfile(
+    name="codex",
+    label="Codex",
+    binaries=("codex",),
+    markers=Markers(
+        busy=compile_all(r"esc to interrupt", r"^\s*[•◦]\s+working", r"working \(\d+s"),
+        waiting=compile_all(
+            r"allow command\?", r"approve", r"^\s*›\s*1\.\s+yes", r"press enter to confirm"
+        ),
+        idle=compile_all(r"^\s*›\s*$", r"^\s*codex>\s*$", r"send a message"),
+    ),
+    dialogs=(
+        _dialog(
+            "trust",
+            r"(trust the contents of this directory|allow codex to work in this folder)",
+            r"^yes\b",
+        ),
+    ),
+    env_allow=("OPENAI_API_KEY", "CODEX_API_KEY"),
+    hooks=True,
+)
+
+GEMINI = AgentProfile(
+    name="gemini",
+    label="Gemini CLI",
+    binaries=("gemini",),
+    markers=Markers(
+        busy=compile_all(r"esc to cancel", r"^\s*[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏]"),
+        waiting=compile_all(r"yes, allow once", r"allow execution", r"apply this change\?"),
+        idle=compile_all(r"^\s*>\s+type your message", r"^\s*>\s*$"),
+    ),
+    dialogs=(_dialog("trust", r"do you trust this folder", r"^trust folder"),),
+    env_allow=("GEMINI_API_KEY", "GOOGLE_API_KEY"),
+    prompt_in_argv=False,
+)
+
+AIDER = AgentProfile(
+    name="aider",
+    label="Aider",
+    binaries=("aider",),
+    markers=Markers(
+        busy=compile_all(r"^\s*[░█▒]+\s*(waiting|thinking)", r"tokens: .* sent"),
+        waiting=compile_all(r"\(y\)es/\(n\)o", r"\[yes\]:\s*$"),
+        idle=compile_all(r"^\s*>\s*$", r"^\w*>\s*$"),
+    ),
+    env_allow=("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "OPENROUTER_API_KEY"),
+    prompt_in_argv=False,
+)
+
+OPENCODE = AgentProfile(
+    name="opencode",
+    label="OpenCode",
+    binaries=("opencode",),
+    markers=Markers(
+        busy=compile_all(r"esc\s+interrupt", r"working\.\.\."),
+        waiting=compile_all(r"allow once", r"permission required"),
+        idle=compile_all(r"press enter to send", r"enter send"),
+    ),
+    env_allow=("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY", "OPENROUTER_API_KEY"),
+    prompt_in_argv=False,
+)
+
+DEMO = DemoProfile(
+    name="demo",
+    label="demo agent (scripted)",
+    binaries=("demo_agent.py",),
+    markers=Markers(
+        busy=compile_all(r"esc to interrupt"),
+        waiting=compile_all(r"^\s*do you want to make this edit"),
+        idle=compile_all(r"^\s*>\s*$"),
+    ),
+    hooks=True,
+)
+
+PROFILES: dict[str, AgentProfile] = {
+    p.name: p for p in (CLAUDE, CODEX, GEMINI, AIDER, OPENCODE, DEMO)
+}
+PREFERENCE = ("claude", "codex", "gemini", "opencode", "aider")
+
+
+def profile_for(name: str, *, demo_pace: float = 1.0) -> AgentProfile:
+    """`claude`, `codex`, …, `demo`, or `custom:<command line>`."""
+    if name.startswith("custom:"):
+        command = name.removeprefix("custom:").strip()
+        return CustomProfile(
+            name="custom",
+            label=f"custom: {command}",
+            binaries=(),
+            command=command,
+            prompt_in_argv=False,
+        )
+    profile = PROFILES.get(name)
+    if profile is None:
+        known = ", ".join([*PROFILES, "custom:<command>"])
+        raise AgentUnavailable(f"unknown agent {name!r}; known agents: {known}")
+    if isinstance(profile, DemoProfile):
+        return replace(profile, pace=demo_pace)
+    return profile

@@ -1,0 +1,298 @@
+"""The external engine: an agent CLI in its own pane does the work.
+
+Round 1 starts the agent in the session's worktree with the task, the
+confirmed contract and the constraints. Each later round (the runtime found
+red checks and there is repair budget) pastes a repair prompt with the
+failing checks and their output into the same pane. A round ends when the
+agent ends its turn (hook first, debounced screen otherwise). A question on
+screen parks the session on the question gate and the operator's answer
+selects the option by its text. A crash uses the transient-retry budget,
+then fails loudly: `external agent '<name>' failed: …`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from ..agents.base import AgentProfile, AgentUnavailable, LaunchPlan, check_recursion, hook_command
+from ..errors import CorralError
+from ..models import CheckResult, EventKind, OutcomeContract
+from ..panes.base import PaneError, PaneGone, PaneSpec
+from ..panes.manager import PaneManager
+from ..policy import scrubbed_env
+from ..states import LoopFailure, label
+from ..status import AgentStatus
+from .base import EngineOutcome, RunContext
+
+TURN_START_GRACE = 20.0  # seconds to see the agent start working after a prompt
+
+
+def task_prompt(intent: str, contract: OutcomeContract) -> str:
+    checks = "\n".join(f"- {c.name}: `{c.command.strip()}`" for c in contract.checks)
+    return (
+        f"{intent.strip()}\n\n"
+        "Done means every one of these checks passes. corral re-runs them itself when you "
+        f"stop, so do not just claim success:\n{checks}\n\n"
+        "Work only inside this directory. Do not commit, push or open pull requests: the "
+        "operator reviews and delivers your diff."
+    )
+
+
+def repair_prompt(failing: list[CheckResult], round_: int, rounds_left: int) -> str:
+    parts = [
+        f"corral re-ran the contract and {len(failing)} check(s) still fail "
+        f"(repair round {round_ - 1}; {rounds_left} left after this one):"
+    ]
+    for r in failing:
+        tail = "\n".join(r.output_tail.strip().splitlines()[-30:])
+        status = "timed out" if r.timed_out else f"exit {r.exit_code}"
+        parts.append(f"\n## {r.name} ({status})\n{tail}")
+    parts.append("\nFix the cause (not the checks), then stop.")
+    return "\n".join(parts)
+
+
+class ExternalEngine:
+    """Runs one agent profile in a pane managed by `panes`."""
+
+    def __init__(
+        self,
+        profile: AgentProfile,
+        panes: PaneManager,
+        *,
+        session_dir: Callable[[str], Path],
+        transient_retries: int = 1,
+        python: str = sys.executable,
+        size: tuple[int, int] = (200, 50),
+    ) -> None:
+        self.profile = profile
+        self.panes = panes
+        self.session_dir = session_dir
+        self.transient_retries = transient_retries
+        self.python = python
+        self.size = size
+        self.label = f"external:{profile.name}"
+        self.incarnations: dict[str, int] = {}
+
+    # -- spawning ---------------------------------------------------------------
+
+    def _plan(self, ctx: RunContext, prompt: str) -> tuple[LaunchPlan, dict[str, str]]:
+        binary = self.profile.find()
+        if binary is None:
+            raise AgentUnavailable(
+                f"{self.profile.label} is not installed (looked for "
+                f"{', '.join(self.profile.binaries) or self.profile.name} on PATH)"
+            )
+        chain = check_recursion(self.profile.name)
+        hooks = self.panes.hooks_file(ctx.session_id)
+        plan = self.profile.plan(
+            binary,
+            prompt=prompt,
+            session_dir=self.session_dir(ctx.session_id),
+            hook_cmd=hook_command(self.python, hooks),
+        )
+        env = scrubbed_env(allow=plan.env_allow, invoked_by=chain)
+        env.update(plan.env_extra)
+        env.setdefault("TERM", "xterm-256color")
+        return plan, env
+
+    async def _spawn(self, ctx: RunContext, prompt: str) -> None:
+        plan, env = self._plan(ctx, prompt)
+        # unique and increasing across restarts: a late action on an old pane
+        # can never match the new owner marker
+        incarnation = max(self.incarnations.get(ctx.session_id, 0) + 1, time.time_ns() // 1000)
+        self.incarnations[ctx.session_id] = incarnation
+        spec = PaneSpec(
+            session_id=ctx.session_id,
+            incarnation=incarnation,
+            name=label(ctx.session_id),
+            cwd=ctx.worktree,
+            argv=plan.argv,
+            env=env,
+            width=self.size[0],
+            height=self.size[1],
+        )
+        pane = {
+            "owner": spec.owner,
+            "agent": self.profile.name,
+            "state": "starting",
+            "backend": self.panes.backend.name,
+        }
+        ctx.note_pane(pane)
+        try:
+            record = await self.panes.spawn(spec, self.profile)
+        except BaseException:
+            ctx.note_pane(None)
+            raise
+        ctx.note_pane(
+            {**pane, "state": "live", "pane_id": record.handle.pane_id, "pid": record.handle.pid}
+        )
+        ctx.emit(
+            EventKind.EXTERNAL_EVENT,
+            {
+                "agent": self.profile.name,
+                "pane": record.handle.pane_id,
+                "incarnation": incarnation,
+                "started": " ".join(plan.argv[:1]),
+            },
+        )
+        if plan.paste_prompt:
+            await self._wait_ready(ctx)
+            await self.panes.send_text(ctx.session_id, plan.paste_prompt)
+
+    async def _wait_ready(self, ctx: RunContext, timeout: float = 60) -> None:
+        """Until the agent shows its idle prompt (for agents given the task by paste)."""
+        deadline = time.monotonic() + timeout
+        record = self.panes.record(ctx.session_id)
+        version = record.version if record else 0
+        while time.monotonic() < deadline:
+            record = self.panes.record(ctx.session_id)
+            if record is None or not record.alive:
+                return
+            if record.status.status is AgentStatus.IDLE:
+                return
+            version = await self.panes.wait_change(ctx.session_id, version, 1.0)
+
+    # -- the run ------------------------------------------------------------------
+
+    async def run(self, ctx: RunContext) -> EngineOutcome:
+        retries = self.transient_retries
+        try:
+            record = self.panes.record(ctx.session_id)
+            if record is not None and ctx.round == 1 and record.alive:
+                ctx.emit(
+                    EventKind.PLAN_TEXT,
+                    {
+                        "text": (
+                            f"Re-adopted the running {self.profile.label} pane; waiting for its turn "
+                            "to end."
+                        )
+                    },
+                )
+                start_version, resumed = record.version, True
+            elif ctx.round == 1 or record is None or not record.alive:
+                await self._spawn(ctx, task_prompt(ctx.intent, ctx.contract))
+                start_version, resumed = 0, False
+            else:
+                rounds_left = max(0, ctx.max_iterations - ctx.round)
+                await self.panes.send_text(
+                    ctx.session_id, repair_prompt(ctx.failing_checks, ctx.round, rounds_left)
+                )
+                start_version, resumed = record.version, False
+            while True:
+                outcome = await self._await_turn(ctx, resumed=resumed)
+                if outcome is not None:
+                    return outcome
+                # the agent crashed
+                record = self.panes.record(ctx.session_id)
+                reason = record.status.reason if record else "the pane disappeared"
+                if retries <= 0:
+                    return EngineOutcome(
+                        failure=LoopFailure.EXECUTION,
+                        error=f"external agent '{self.profile.name}' failed: {reason}",
+                        iterations=1,
+                    )
+                retries -= 1
+                ctx.emit(
+                    EventKind.PLAN_TEXT,
+                    {
+                        "text": (
+                            f"{self.profile.label} stopped ({reason}); starting it again once "
+                            "(transient retry)."
+                        )
+                    },
+                )
+                await self.panes.kill(ctx.session_id)
+                prompt = task_prompt(ctx.intent, ctx.contract) + (
+                    "\n\nA previous attempt stopped unexpectedly; the worktree keeps its edits."
+                )
+                await self._spawn(ctx, prompt)
+                resumed = False
+                del start_version
+                start_version = 0
+        except AgentUnavailable as exc:
+            return EngineOutcome(failure=LoopFailure.ENGINE_UNAVAILABLE, error=str(exc))
+        except (PaneError, PaneGone) as exc:
+            return EngineOutcome(
+                failure=LoopFailure.INFRASTRUCTURE,
+                error=f"external agent '{self.profile.name}' failed: {exc}",
+            )
+        except asyncio.CancelledError:
+            if not ctx.detaching():  # the operator cancelled: stop the agent
+                with contextlib.suppress(Exception):
+                    await asyncio.shield(self.panes.kill(ctx.session_id, timeout=3.0))
+            raise
+
+    async def _await_turn(self, ctx: RunContext, *, resumed: bool) -> EngineOutcome | None:
+        """Until the agent ends a turn (outcome) or dies (None)."""
+        record = self.panes.record(ctx.session_id)
+        if record is None:
+            return None
+        turns_at_start = record.tracker.turn_ends
+        seen_running = resumed and record.status.status is AgentStatus.RUNNING
+        started = time.monotonic()
+        version = record.version
+        asked: tuple[str, tuple[str, ...]] | None = None
+        while True:
+            record = self.panes.record(ctx.session_id)
+            if record is None or not record.alive:
+                return None
+            reading = record.status
+            if reading.status is AgentStatus.RUNNING:
+                seen_running = True
+            if reading.status is AgentStatus.WAITING and reading.question is not None:
+                key = (reading.question.prompt, reading.question.options)
+                if key != asked:
+                    asked = key
+                    await self._ask(ctx, reading.question)
+                    version = record.version
+                    continue
+            if reading.status is AgentStatus.IDLE and (
+                record.tracker.turn_ends > turns_at_start
+                or seen_running
+                or time.monotonic() - started > TURN_START_GRACE
+            ):
+                return EngineOutcome(iterations=1, authored_by=[self.profile.name])
+            version = await self.panes.wait_change(ctx.session_id, version, 1.0)
+
+    async def _ask(self, ctx: RunContext, question) -> None:  # type: ignore[no-untyped-def]
+        """Park the session on the question gate until the operator answers or
+        the question leaves the screen (answered in the pane itself)."""
+        asking = asyncio.ensure_future(ctx.ask_user(question.prompt, list(question.options)))
+        record = self.panes.record(ctx.session_id)
+        version = record.version if record else 0
+        try:
+            while not asking.done():
+                record = self.panes.record(ctx.session_id)
+                if record is None or not record.alive:
+                    return
+                current = record.status
+                if current.status is not AgentStatus.WAITING or current.question != question:
+                    ctx.emit(
+                        EventKind.PLAN_TEXT, {"text": "The question was answered in the pane."}
+                    )
+                    return
+                waiter = asyncio.ensure_future(self.panes.wait_change(ctx.session_id, version, 1.0))
+                await asyncio.wait({asking, waiter}, return_when=asyncio.FIRST_COMPLETED)
+                if waiter.done():
+                    version = waiter.result()
+                else:
+                    waiter.cancel()
+            try:
+                answer = asking.result()
+            except CorralError as exc:  # expired: the agent keeps waiting; say so
+                ctx.emit(EventKind.PLAN_TEXT, {"text": f"No answer: {exc}"})
+                return
+            done = await self.panes.choose(ctx.session_id, question, answer)
+            ctx.emit(
+                EventKind.TOOL_CALL,
+                {"tool": "answer", "question": question.prompt, "answer": answer, "action": done},
+            )
+        finally:
+            if not asking.done():
+                asking.cancel()
+                ctx.withdraw_question()
