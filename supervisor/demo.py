@@ -239,5 +239,11 @@ async def seed_demo(supervisor: Supervisor, repo: Path) -> list[str]:
         ids.append(result.session_id)
     await supervisor.confirm(ids[0])
     await supervisor.confirm(ids[1])
-    await supervisor.wait_for(ids[0], {CoderState.NEEDS_APPROVAL, CoderState.FAILED}, timeout=60)
+    # the demo agent asks before editing; the demo answers "Yes" for the first one
+    # so a verified diff is waiting when the operator looks
+    for _ in range(3):
+        row = await supervisor.wait_for(ids[0], needs=True, timeout=60)
+        if row.needs_you != "question":
+            break
+        await supervisor.respond(ids[0], "Yes")
     return ids

@@ -19,6 +19,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 
 def corral(*args: str, home: Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, CORRAL_HOME=str(home), CORRAL_CONFIG=str(home / "none.toml"))
+    env["CORRAL_TMUX_SOCKET_DIR"] = str(home / "tmux")
     env["PYTHONPATH"] = str(REPO_ROOT)
     return subprocess.run(
         [sys.executable, "-m", "tui.cli", *args],
@@ -101,7 +102,8 @@ async def test_sessions_lists_while_a_console_owns_the_state_dir(tmp_path: Path)
         assert [r["session_id"] for r in rows] == [sid]
         assert rows[0]["state"] == "contract_proposed"
         # a second owner is refused, naming the holder
-        out = corral("run", "--repo", str(repo), "--intent", "x", home=home)
+        out = corral("run", "--repo", str(repo), "--intent", "x", "--engine", "external:demo",
+                     home=home)
         assert out.returncode == 2
         assert f"pid {os.getpid()}" in out.stderr
         out = corral("worktrees", home=home)
@@ -138,6 +140,8 @@ def test_run_exit_codes_and_json_events(tmp_path: Path) -> None:
         "write notes",
         "--contract",
         str(contract),
+        "--engine",
+        "external:demo",
         home=home,
     )
     assert out.returncode == 3, out.stderr
@@ -154,6 +158,10 @@ def test_run_exit_codes_and_json_events(tmp_path: Path) -> None:
         "--deliver",
         "branch",
         "--json",
+        "--engine",
+        "external:demo",
+        "--on-question",
+        "approve",
         home=home,
     )
     assert out.returncode == 0, out.stderr

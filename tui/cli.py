@@ -48,10 +48,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"corral {corral_version()}")
     parser.add_argument("--repo", help="the git repository to open (default: current directory)")
+    parser.add_argument(
+        "--backend",
+        choices=["tmux", "pty"],
+        default="tmux",
+        help="where agents run: tmux (default, private server -L corral) or pty",
+    )
     sub = parser.add_subparsers(dest="command")
     demo = sub.add_parser("demo", help="open the console on a generated demo repository")
     demo.add_argument("--pace", type=float, default=1.0, help=argparse.SUPPRESS)
     sub.add_parser("doctor", help="check requirements, agents, models and the state dir")
+    sub.add_parser("agents", help="list agent CLIs corral can run here")
     sessions = sub.add_parser("sessions", help="list stored sessions")
     sessions.add_argument("--json", action="store_true", help="print JSON")
     trees = sub.add_parser("worktrees", help="list corral's worktrees, or prune orphans")
@@ -76,6 +83,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="deliver a verified diff (default: stop at the approval gate)",
     )
     run.add_argument("--json", action="store_true", help="events as JSON lines")
+    run.add_argument(
+        "--on-question",
+        choices=["ask", "approve", "deny"],
+        default="ask",
+        help="agent questions: ask (read stdin), approve (yes once), deny",
+    )
     return parser
 
 
@@ -87,7 +100,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "sessions":
             return list_sessions(as_json=args.json)
         if args.command == "demo":
-            return run_demo(pace=args.pace)
+            return run_demo(pace=args.pace, backend=args.backend)
+        if args.command == "agents":
+            return list_agents()
         if args.command == "worktrees":
             from .worktrees_command import list_worktrees, prune
 
@@ -98,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
             from .run_command import main_run
 
             return main_run(args)
-        return run_console(Path(args.repo) if args.repo else Path.cwd())
+        return run_console(Path(args.repo) if args.repo else Path.cwd(), backend=args.backend)
     except CorralError as exc:
         return fail(str(exc))
     except KeyboardInterrupt:
@@ -124,38 +139,58 @@ def _launch(app) -> int:  # type: ignore[no-untyped-def]
     return 0
 
 
-def run_console(repo: Path) -> int:
-    from supervisor.api import Supervisor
+def run_console(repo: Path, backend: str = "tmux") -> int:
     from supervisor.contracts.conventions import ConventionsDrafter
-    from supervisor.engines.registry import default_engines
+    from supervisor.factory import build_supervisor
     from supervisor.git.repo import repo_root
     from tui.app import CorralApp
 
     root = repo_root(repo)
     state_dir = default_state_dir()
     _ensure_free(state_dir)
-    supervisor = Supervisor(
-        state_dir, drafter=ConventionsDrafter(), engines=default_engines(), config=load_config()
-    )
+    supervisor = build_supervisor(state_dir, ConventionsDrafter(), backend=backend)
     return _launch(CorralApp(supervisor, default_repo=root))
 
 
-def run_demo(pace: float = 1.0) -> int:
-    from supervisor.api import Supervisor
-    from supervisor.demo import DemoDrafter, DemoEngines, make_demo_repo, seed_demo
+def run_demo(pace: float = 1.0, backend: str = "tmux") -> int:
+    from supervisor.demo import DemoDrafter, make_demo_repo, seed_demo
+    from supervisor.factory import build_supervisor
     from tui.app import CorralApp
 
     workdir = Path(tempfile.mkdtemp(prefix="corral-demo-"))
     repo = make_demo_repo(workdir)
     state_dir = workdir / "state"
-    supervisor = Supervisor(
-        state_dir, drafter=DemoDrafter(), engines=DemoEngines(pace=pace), config=load_config()
+    supervisor = build_supervisor(
+        state_dir,
+        DemoDrafter(),
+        backend=backend,
+        socket_dir=workdir / "tmux",
+        default_engine="external:demo",
+        demo_pace=pace,
     )
     code = _launch(
         CorralApp(supervisor, default_repo=repo, on_ready=lambda sup: seed_demo(sup, repo))
     )
     print(f"corral demo: the demo repository is at {repo} (state in {state_dir})")
     return code
+
+
+# -- agents -----------------------------------------------------------------
+
+
+def list_agents() -> int:
+    from supervisor.agents.profiles import PREFERENCE, profile_for
+
+    for name in (*PREFERENCE, "demo"):
+        profile = profile_for(name)
+        binary = profile.find()
+        if binary is None:
+            print(f"-- {name:<9} {profile.label:<22} not installed")
+            continue
+        version = profile.version(binary) or "version unknown"
+        print(f"ok {name:<9} {profile.label:<22} {binary} ({version})")
+    print("   custom    any command: engine custom:<command line>")
+    return 0
 
 
 # -- sessions ---------------------------------------------------------------

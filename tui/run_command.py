@@ -12,17 +12,17 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import sys
 from pathlib import Path
 
 from supervisor.api import Supervisor
-from supervisor.config import load_config
 from supervisor.contracts.conventions import ConventionsDrafter
 from supervisor.contracts.drafting import ContractDrafter, FixedDrafter
 from supervisor.contracts.files import load_contract
-from supervisor.engines.registry import default_engines
 from supervisor.errors import CorralError
 from supervisor.events import Subscription
+from supervisor.factory import build_supervisor
 from supervisor.models import CoderEvent
 from supervisor.paths import default_state_dir
 from supervisor.states import CoderState
@@ -61,13 +61,13 @@ async def run_session(
     yes: bool,
     deliver: str,
     as_json: bool,
+    backend: str = "tmux",
+    on_question: str = "ask",
 ) -> int:
     drafter: ContractDrafter = (
         FixedDrafter(load_contract(contract_file)) if contract_file else ConventionsDrafter()
     )
-    sup = Supervisor(
-        default_state_dir(), drafter=drafter, engines=default_engines(), config=load_config()
-    )
+    sup = build_supervisor(default_state_dir(), drafter, backend=backend)
     await sup.open()
     pump: asyncio.Task[None] | None = None
     try:
@@ -79,7 +79,14 @@ async def run_session(
         row = await sup.wait_for(sid, needs=True, timeout=3600)
         if row.state is CoderState.CONTRACT_PROPOSED and yes:
             await sup.confirm(sid)
-            row = await sup.wait_for(sid, needs=True, timeout=None)  # type: ignore[arg-type]
+            row = await sup.wait_for(sid, needs=True, timeout=None)
+            while row.needs_you == "question":
+                answer = await _answer(sup, sid, row.question_prompt or "", on_question, as_json)
+                if answer is None:
+                    break
+                await sup.respond(sid, answer)
+                await asyncio.sleep(0.2)
+                row = await sup.wait_for(sid, needs=True, timeout=None)
         if row.needs_you == "question":
             code = 4
         elif row.state is CoderState.NEEDS_APPROVAL and deliver != "none":
@@ -116,6 +123,29 @@ async def run_session(
         await sup.close()
 
 
+APPROVE = re.compile(r"^yes\b(?!.*(always|don't ask|all edits|during this session))", re.I)
+DENY = re.compile(r"^no\b", re.I)
+
+
+async def _answer(sup: Supervisor, sid: str, prompt: str, policy: str, as_json: bool) -> str | None:
+    """--on-question: `ask` reads a line from stdin; `approve` picks the
+    agent's "yes, once" option (never "always"); `deny` picks its refusal."""
+    options = sup.question_options(sid)
+    if policy in ("approve", "deny"):
+        pattern = APPROVE if policy == "approve" else DENY
+        choice = next((o for o in options if pattern.search(o)), None)
+        if choice is None:
+            print(f"corral run: no option to {policy} in {options}", file=sys.stderr)
+            return None
+        return choice
+    if not as_json:
+        print(f"question: {prompt}")
+        for i, option in enumerate(options, 1):
+            print(f"  {i}. {option}")
+    line = await asyncio.to_thread(sys.stdin.readline)
+    return line.strip() or None
+
+
 def main_run(args) -> int:  # type: ignore[no-untyped-def]
     if not args.intent.strip():
         raise CorralError("--intent is empty: say what the task should achieve")
@@ -130,6 +160,8 @@ def main_run(args) -> int:  # type: ignore[no-untyped-def]
                 yes=args.yes,
                 deliver=args.deliver,
                 as_json=args.json,
+                backend=args.backend,
+                on_question=args.on_question,
             )
         )
     except CorralError as exc:

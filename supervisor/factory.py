@@ -1,0 +1,57 @@
+"""Assemble a Supervisor for the console, the demo and `corral run`: the
+drafter, the pane backend (tmux on a private socket, or pty), the pane
+manager and the agent engines."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from .api import Supervisor
+from .config import SupervisorConfig, load_config
+from .contracts.drafting import ContractDrafter
+from .engines.registry import AgentEngines
+from .errors import CorralError
+from .panes.base import PaneBackend
+from .panes.manager import PaneManager
+
+
+def make_backend(kind: str, *, socket_dir: Path | None = None) -> PaneBackend:
+    """`tmux` (default; a private server, `-L corral`, or a socket in
+    `socket_dir`) or `pty` (no tmux needed; panes end with the process)."""
+    if kind == "tmux":
+        if shutil.which("tmux") is None:
+            raise CorralError("tmux is not installed: install tmux 3.2+, or pass --backend pty")
+        from .panes.tmux import TmuxBackend
+
+        return TmuxBackend(socket_dir=socket_dir)
+    if kind == "pty":
+        from .panes.pty import PtyBackend
+
+        return PtyBackend()
+    raise CorralError(f"unknown pane backend {kind!r}; use tmux or pty")
+
+
+def build_supervisor(
+    state_dir: Path,
+    drafter: ContractDrafter,
+    *,
+    backend: str = "tmux",
+    socket_dir: Path | None = None,
+    default_engine: str | None = None,
+    demo_pace: float = 1.0,
+    config: SupervisorConfig | None = None,
+) -> Supervisor:
+    config = config or load_config()
+    env_dir = os.environ.get("CORRAL_TMUX_SOCKET_DIR", "").strip()
+    if socket_dir is None and env_dir:
+        socket_dir = Path(env_dir)
+    panes = PaneManager(make_backend(backend, socket_dir=socket_dir), state_dir / "agents")
+    engines = AgentEngines(
+        panes,
+        session_dir=lambda sid: state_dir / "agents" / sid,
+        default=default_engine,
+        demo_pace=demo_pace,
+    )
+    return Supervisor(state_dir, drafter=drafter, engines=engines, config=config, panes=panes)
