@@ -20,7 +20,6 @@ from .engines.base import EngineOutcome, RunContext
 from .errors import CorralError
 from .models import ContractCheck, OutcomeContract
 from .scripted import Iteration, Say, ScriptedEngine, Sleep, Step, Write
-from .states import CoderState
 
 DEMO_LABEL = "demo"
 ASSETS = Path(__file__).resolve().parent.parent / "assets" / "demo_repo"

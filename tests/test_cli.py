@@ -102,8 +102,9 @@ async def test_sessions_lists_while_a_console_owns_the_state_dir(tmp_path: Path)
         assert [r["session_id"] for r in rows] == [sid]
         assert rows[0]["state"] == "contract_proposed"
         # a second owner is refused, naming the holder
-        out = corral("run", "--repo", str(repo), "--intent", "x", "--engine", "external:demo",
-                     home=home)
+        out = corral(
+            "run", "--repo", str(repo), "--intent", "x", "--engine", "external:demo", home=home
+        )
         assert out.returncode == 2
         assert f"pid {os.getpid()}" in out.stderr
         out = corral("worktrees", home=home)
@@ -171,7 +172,7 @@ def test_run_exit_codes_and_json_events(tmp_path: Path) -> None:
     evaluated = next(r for r in rows if r["kind"] == "contract_evaluated")
     assert evaluated["data"]["by"] == "runtime" and evaluated["data"]["passed"] is True
     branch = rows[-1]["result_branch"]
-    assert git(repo, "show", f"{branch}:DEMO_NOTES.md").strip().endswith("write notes")
+    assert "write notes" in git(repo, "show", f"{branch}:DEMO_NOTES.md")
     # a malformed contract file is one clear line
     contract.write_text('{"checks": [{"name": "bad name", "command": ""}]}')
     out = corral(
