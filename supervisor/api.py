@@ -25,6 +25,7 @@ from .models import (
     SessionSummary,
     SubscribeResult,
 )
+from .panes.base import Screen
 from .run_loop import RunLoop, UserInputExpired
 from .states import (
     CoderState,
@@ -62,6 +63,25 @@ class Supervisor(ContractGate, RunLoop, Approval, SupervisorCore):
             needs_you=row.needs_you,
             needs_you_label=row.needs_you_label,
         )
+
+    def agent_screen(self, session_id: str) -> Screen | None:
+        """The agent pane's last captured screen (in memory; no tmux call)."""
+        return None if self.panes is None else self.panes.screen(session_id)
+
+    def agent_screen_version(self, session_id: str) -> int:
+        record = None if self.panes is None else self.panes.record(session_id)
+        return -1 if record is None else record.version
+
+    def attach_argv(self, session_id: str) -> list[str] | None:
+        """A command that attaches a real terminal to the agent's pane."""
+        record = None if self.panes is None else self.panes.record(session_id)
+        return None if record is None else self.panes.backend.attach_argv(record.handle)  # type: ignore[union-attr]
+
+    async def send_keys_to_agent(self, session_id: str, keys: list[str]) -> None:
+        """Keystrokes from the console's terminal view (owner-checked)."""
+        if self.panes is None or self.panes.record(session_id) is None:
+            raise CorralError(f"{session_id[-8:]} has no live agent pane")
+        await self.panes.send_keys(session_id, keys)
 
     def question_options(self, session_id: str) -> list[str]:
         entry = self._live.get(session_id)

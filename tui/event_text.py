@@ -71,6 +71,14 @@ def describe(event: CoderEvent) -> Text:
         line.append(_clip(d.get("message", "")), style="bold red")
     elif k is K.BUDGET_EXHAUSTED:
         line.append(f"budget exhausted: {_clip(d.get('reason', ''))}", style="bold red")
+    elif k is K.AGENT_STATUS:
+        status = str(d.get("status"))
+        style = {"waiting": "bold yellow", "running": "green", "error": "bold red"}.get(status, "")
+        line.append(f"agent {status}", style=style).append(
+            f" — {_clip(d.get('reason', ''), 120)} ({d.get('source')})", style="bright_black"
+        )
+    elif k is K.EXTERNAL_EVENT and "agent" in d:
+        line.append(f"started {d.get('agent')} in pane {d.get('pane')}", style="cyan")
     elif k is K.ENGINE_SELECTED:
         line.append(f"engine {d.get('engine')}: {_clip(d.get('reason', ''))}")
     else:

@@ -14,6 +14,7 @@ from supervisor.events import SubscriptionClosed, SubscriptionDropped
 from supervisor.models import EventKind
 
 from ..event_text import describe
+from ..widgets.terminal import TerminalView
 
 REFRESH_KINDS = {
     EventKind.STATE_CHANGED,
@@ -37,6 +38,8 @@ class SessionScreen(Screen[None]):
         Binding("v", "reverify", "Re-verify", show=False),
         Binding("r", "reject", "Reject"),
         Binding("x", "cancel_session", "Cancel"),
+        Binding("A", "attach", "Attach"),
+        Binding("t", "focus_terminal", "Terminal"),
         Binding("question_mark", "app.help", "Help"),
     ] + [Binding(str(i), f"answer({i})", show=False) for i in range(1, 10)]
 
@@ -53,6 +56,7 @@ class SessionScreen(Screen[None]):
                 table.add_columns("Check", "Command", "Timeout", "Baseline", "Last run")
                 yield table
                 yield Static("", id="diff")
+                yield TerminalView(self.session_id, id="terminal")
                 yield RichLog(id="log", wrap=True, markup=False, max_lines=5000)
             yield Static("", id="question")
             yield Input(placeholder="", id="reply")
@@ -191,6 +195,28 @@ class SessionScreen(Screen[None]):
             self.app.run_supervisor_call(  # type: ignore[attr-defined]
                 "Answer", self.supervisor.respond(self.session_id, options[n - 1])
             )
+
+    def action_focus_terminal(self) -> None:
+        terminal = self.query_one(TerminalView)
+        if terminal.display:
+            terminal.focus()
+        else:
+            self.notify("This session has no live agent pane.", severity="warning")
+
+    def action_attach(self) -> None:
+        """Suspend the console and attach the real terminal to the agent's
+        tmux window; detaching (prefix d) returns here."""
+        argv = self.supervisor.attach_argv(self.session_id)
+        if not argv:
+            self.notify(
+                "Nothing to attach: no live tmux pane for this session.", severity="warning"
+            )
+            return
+        import subprocess
+
+        with self.app.suspend():
+            subprocess.run(argv, check=False)
+        self.refresh_view()
 
     def action_back(self) -> None:
         self.app.pop_screen()
