@@ -1,0 +1,190 @@
+"""The external engine end to end with the demo agent (a real terminal
+program) in real tmux panes on a private socket: status from hooks, a
+permission question answered through the API, repair rounds, crash retry,
+cancel within 5 s, and re-adoption after the supervisor is recreated."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from supervisor.api import Supervisor
+from supervisor.contracts.drafting import FixedDrafter
+from supervisor.demo import demo_contract, make_demo_repo
+from supervisor.factory import build_supervisor
+from supervisor.models import ContractCheck, EventKind, OutcomeContract
+from supervisor.states import CoderState as S
+
+from .conftest import fast_config, kinds_of
+
+pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+
+SLUG = "Make slugify() fold accents"
+
+
+@pytest.fixture
+def demo_repo(tmp_path: Path) -> Path:
+    return make_demo_repo(tmp_path)
+
+
+async def open_supervisor(tmp_path: Path, contract: OutcomeContract, **cfg) -> Supervisor:  # type: ignore[no-untyped-def]
+    sup = build_supervisor(
+        tmp_path / "state",
+        FixedDrafter(contract),
+        socket_dir=tmp_path / "tmux",
+        default_engine="external:demo",
+        demo_pace=0.05,
+        config=fast_config(**cfg),
+    )
+    await sup.open()
+    return sup
+
+
+def kill_tmux(tmp_path: Path) -> None:
+    for sock in (tmp_path / "tmux").glob("*"):
+        subprocess.run(["tmux", "-S", str(sock), "kill-server"], capture_output=True)
+
+
+@pytest.fixture
+def cleanup_tmux(tmp_path: Path):  # type: ignore[no-untyped-def]
+    yield
+    kill_tmux(tmp_path)
+
+
+async def test_a_question_is_answered_through_the_api_and_the_run_reaches_review(
+    tmp_path: Path, demo_repo: Path, cleanup_tmux: None
+) -> None:
+    sup = await open_supervisor(tmp_path, demo_contract(SLUG))
+    try:
+        sid = (await sup.start(SLUG, demo_repo)).session_id
+        await sup.confirm(sid)
+        row = await sup.wait_for(sid, needs=True, timeout=30)
+        assert row.needs_you == "question"
+        assert row.question_prompt == "Do you want to make this edit to textkit/slug.py?"
+        assert sup.question_options(sid)[0] == "Yes"
+        assert row.agent_status == "waiting"
+        await sup.respond(sid, "Yes")
+        row = await sup.wait_for(sid, {S.NEEDS_APPROVAL, S.FAILED}, timeout=30)
+        assert row.state is S.NEEDS_APPROVAL, row.error
+        kinds = kinds_of(sup, sid)
+        assert EventKind.AGENT_STATUS in kinds and EventKind.CONTRACT_EVALUATED in kinds
+        evaluated = [
+            e for e in sup._live[sid].log.buffered() if e.kind is EventKind.CONTRACT_EVALUATED
+        ]
+        assert evaluated[-1].data["by"] == "runtime" and evaluated[-1].data["passed"]
+        session = sup.get(sid).session
+        assert session.engine_ran == "external:demo" and session.requested_engine == "auto"
+        assert session.pane and session.pane["state"] == "live"
+        result = await sup.approve(sid)
+        assert result.state is S.MERGED
+        await asyncio.sleep(0.5)
+        assert sup.panes is not None and sup.panes.record(sid) is None  # pane killed
+    finally:
+        await sup.close()
+
+
+async def test_red_checks_go_back_to_the_agent_then_fail_after_the_repair_budget(
+    tmp_path: Path, demo_repo: Path, cleanup_tmux: None
+) -> None:
+    never = OutcomeContract(checks=[ContractCheck(name="never", command="false", timeout_secs=5)])
+    sup = await open_supervisor(tmp_path, never, repair_invokes=1)
+    os.environ["DEMO_AGENT_YES"] = "1"
+    try:
+        sid = (await sup.start("write notes", demo_repo)).session_id
+        await sup.confirm(sid)
+        row = await sup.wait_for(sid, {S.FAILED, S.NEEDS_APPROVAL}, timeout=60)
+        assert row.state is S.FAILED
+        assert row.failure_kind == "error"
+        assert "contract not satisfied" in (row.error or "")
+        screen = sup.agent_screen(sid)
+        texts = [str(e.data.get("text", "")) for e in sup._live[sid].log.buffered()]
+        assert any("handing them back to the engine" in t for t in texts)
+        assert screen is None or isinstance(screen.lines, list)
+    finally:
+        os.environ.pop("DEMO_AGENT_YES", None)
+        await sup.close()
+
+
+async def test_cancel_mid_turn_kills_the_agent_within_five_seconds(
+    tmp_path: Path, demo_repo: Path, cleanup_tmux: None
+) -> None:
+    sup = await open_supervisor(tmp_path, demo_contract(SLUG))
+    try:
+        sid = (await sup.start(SLUG, demo_repo)).session_id
+        await sup.confirm(sid)
+        await sup.wait_for(sid, needs=True, timeout=30)  # parked on its question
+        record = sup.panes.record(sid)  # type: ignore[union-attr]
+        assert record is not None and record.handle.pid
+        pid = record.handle.pid
+        started = time.monotonic()
+        result = await sup.cancel(sid)
+        assert time.monotonic() - started < 5
+        assert result.state is S.ABANDONED
+        with pytest.raises(ProcessLookupError):
+            for _ in range(50):
+                os.kill(pid, 0)
+                await asyncio.sleep(0.05)
+    finally:
+        await sup.close()
+
+
+async def test_a_crashed_agent_is_restarted_once_then_fails_loudly(
+    tmp_path: Path, demo_repo: Path, cleanup_tmux: None
+) -> None:
+    sup = await open_supervisor(tmp_path, demo_contract(SLUG))
+    try:
+        sid = (await sup.start(SLUG, demo_repo)).session_id
+        await sup.confirm(sid)
+        await sup.wait_for(sid, needs=True, timeout=30)
+        for attempt in range(2):
+            record = sup.panes.record(sid)  # type: ignore[union-attr]
+            assert record is not None
+            pid = record.handle.pid
+            assert pid is not None
+            os.kill(pid, 9)  # the agent dies
+            if attempt == 0:
+                for _ in range(100):
+                    await asyncio.sleep(0.1)
+                    new = sup.panes.record(sid)  # type: ignore[union-attr]
+                    if new is not None and new.handle.pid != pid and new.alive:
+                        break
+                else:
+                    raise AssertionError("the agent was not restarted")
+                await sup.wait_for(sid, needs=True, timeout=30)
+        row = await sup.wait_for(sid, {S.FAILED}, timeout=30)
+        assert "external agent 'demo' failed" in (row.error or "")
+        texts = [str(e.data.get("text", "")) for e in sup._live[sid].log.buffered()]
+        assert any("transient retry" in t for t in texts)
+    finally:
+        await sup.close()
+
+
+async def test_panes_outlive_the_supervisor_and_are_readopted(
+    tmp_path: Path, demo_repo: Path, cleanup_tmux: None
+) -> None:
+    first = await open_supervisor(tmp_path, demo_contract(SLUG))
+    sid = (await first.start(SLUG, demo_repo)).session_id
+    await first.confirm(sid)
+    await first.wait_for(sid, needs=True, timeout=30)
+    pid = first.panes.record(sid).handle.pid  # type: ignore[union-attr]
+    await first.close()  # the console goes away; the agent keeps running in tmux
+    os.kill(pid, 0)  # still alive
+
+    second = await open_supervisor(tmp_path, demo_contract(SLUG))
+    try:
+        row = await second.wait_for(sid, needs=True, timeout=30)
+        assert row.live and row.state is S.RUNNING
+        assert row.needs_you == "question"  # status resumed from the same pane
+        await second.respond(sid, "1")
+        row = await second.wait_for(sid, {S.NEEDS_APPROVAL, S.FAILED}, timeout=30)
+        assert row.state is S.NEEDS_APPROVAL, row.error
+        texts = [str(e.data.get("text", "")) for e in second._live[sid].log.buffered()]
+        assert any("re-adopted" in t for t in texts)
+    finally:
+        await second.close()
