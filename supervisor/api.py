@@ -13,6 +13,7 @@ are `CorralError` carrying the seed's sentences. The behaviour lives in
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 from .approval import Approval, commit_message
 from .board import Watcher
@@ -20,6 +21,8 @@ from .contract_gate import DRAFTING_CANCELLED, NOT_EXPRESSIBLE, ContractGate
 from .core import EngineRegistry, SupervisorCore, new_session_id
 from .errors import CorralError
 from .events import Subscription
+from .git.delivery import task_patch
+from .git.patches import FilePatch, parse_patch
 from .models import (
     SessionDetail,
     SessionSummary,
@@ -82,6 +85,18 @@ class Supervisor(ContractGate, RunLoop, Approval, SupervisorCore):
         if self.panes is None or self.panes.record(session_id) is None:
             raise CorralError(f"{session_id[-8:]} has no live agent pane")
         await self.panes.send_keys(session_id, keys)
+
+    async def review_files(self, session_id: str) -> list[FilePatch]:
+        """The verified change as files and hunks, for partial approval
+        (read from the worktree, not from the size-capped event)."""
+        entry = self._live.get(session_id)
+        if entry is None:
+            raise CorralError(self._not_live_approve(session_id))
+        s = entry.session
+        if s.state is not CoderState.NEEDS_APPROVAL or not s.worktree or not s.start_commit:
+            raise CorralError(f"{session_id[-8:]} has no diff waiting for approval")
+        patch = await asyncio.to_thread(task_patch, Path(s.worktree), s.start_commit)
+        return parse_patch(patch)
 
     def question_options(self, session_id: str) -> list[str]:
         entry = self._live.get(session_id)

@@ -13,6 +13,7 @@ from .contracts.drafting import (
     DraftRequest,
     ReviseRequest,
     apply_check_edit,
+    apply_remove,
 )
 from .core import S, SupervisorCore, new_session_id
 from .entry import SessionEntry
@@ -326,6 +327,8 @@ class ContractGate(SupervisorCore):
         try:
             if text.startswith("/check"):
                 redraft = apply_check_edit(prior, text)
+            elif text.startswith("/remove"):
+                redraft = apply_remove(prior, text)
             else:
                 req = ReviseRequest(**vars(self._request(entry)), prior=prior, request=text)
                 redraft = await self.drafter.revise(req)

@@ -107,3 +107,29 @@ def counts_line(rows: list[SessionSummary]) -> str:
     if failed:
         parts.append(f"{failed} failed")
     return "  ·  ".join(parts)
+
+
+FILTER_WORDS = {
+    "all": "all sessions",
+    "needs": "needs you",
+    "running": "in progress",
+    "finished": "finished",
+}
+
+
+def filtered(rows: list[SessionSummary], name: str, search: str = "") -> list[SessionSummary]:
+    """Rows for a board filter and a free-text search (intent, repo, label)."""
+    if name == "needs":
+        rows = [r for r in rows if r.needs_you is not None]
+    elif name == "running":
+        rows = [r for r in rows if r.needs_you is None and not r.state.is_terminal]
+    elif name == "finished":
+        rows = [r for r in rows if r.state.is_terminal]
+    words = search.lower().split()
+    if words:
+        rows = [
+            r
+            for r in rows
+            if all(w in f"{r.intent} {r.repo} {r.label} {r.engine}".lower() for w in words)
+        ]
+    return rows

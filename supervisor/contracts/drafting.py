@@ -50,6 +50,15 @@ class ContractDrafter(Protocol):
 _CHECK_CMD = re.compile(r"^/check(?:\s+(\S+))?(?:\s(.*))?$", re.DOTALL)
 
 
+def apply_remove(prior: OutcomeContract, request: str) -> OutcomeContract:
+    """`/remove name`: drop a check (the model is never called)."""
+    name = request[len("/remove") :].strip()
+    if not name or not any(c.name == name for c in prior.checks):
+        known = ", ".join(c.name for c in prior.checks)
+        raise CorralError(f"Use /remove name with one of: {known}.")
+    return prior.model_copy(update={"checks": [c for c in prior.checks if c.name != name]})
+
+
 def apply_check_edit(prior: OutcomeContract, request: str) -> OutcomeContract:
     """`/check name command`: set a check's command verbatim (model never called).
 

@@ -14,7 +14,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Footer, Input, Static
 
 from supervisor.board import WatchDropped
 from supervisor.errors import CorralError
@@ -41,10 +41,13 @@ class BoardScreen(Screen[None]):
         Binding("c", "confirm", "Confirm"),
         Binding("a", "approve", "Approve"),
         Binding("o", "approve_checkout", "To checkout", show=False),
+        Binding("D", "review_diff", "Review diff"),
         Binding("v", "reverify", "Re-verify", show=False),
         Binding("r", "reject", "Reject"),
         Binding("x", "cancel_session", "Cancel"),
         Binding("tab", "next_needs_you", "Next needs-you", priority=True),
+        Binding("f", "cycle_filter", "Filter"),
+        Binding("slash", "search", "Search"),
         Binding("question_mark", "app.help", "Help"),
         Binding("q", "app.quit", "Quit"),
     ]
@@ -54,6 +57,8 @@ class BoardScreen(Screen[None]):
         self.clock = clock
         self.summaries: dict[str, SessionSummary] = {}
         self.order: list[str] = []
+        self.filter = "all"
+        self.search = ""
 
     def compose(self) -> ComposeResult:
         with Vertical():
@@ -63,6 +68,11 @@ class BoardScreen(Screen[None]):
                 table.add_column(label, key=key)
             yield table
             yield Static("", id="empty")
+            search = Input(
+                placeholder="search intent, repo or id — enter applies, escape clears", id="search"
+            )
+            search.display = False
+            yield search
         yield Footer()
 
     @property
@@ -106,15 +116,21 @@ class BoardScreen(Screen[None]):
         self.summaries = {r.session_id: r for r in rows}
         self._rebuild()
 
+    def visible(self) -> list[SessionSummary]:
+        rows = R.filtered(list(self.summaries.values()), self.filter, self.search)
+        return R.ordered(rows)
+
     def apply(self, changed: list[SessionSummary]) -> None:
         for row in changed:
             self.summaries[row.session_id] = row
-        order = [r.session_id for r in R.ordered(list(self.summaries.values()))]
+        order = [r.session_id for r in self.visible()]
         if order != self.order:
             self._rebuild()
             return
         table = self.table
         for row in changed:
+            if row.session_id not in self.order:
+                continue
             for (key, _), value in zip(COLUMNS, self._cells(row), strict=True):
                 table.update_cell(row.session_id, key, value)
         self._update_counts()
@@ -122,7 +138,7 @@ class BoardScreen(Screen[None]):
     def _rebuild(self) -> None:
         table = self.table
         selected = self.selected_id()
-        ordered = R.ordered(list(self.summaries.values()))
+        ordered = self.visible()
         self.order = [r.session_id for r in ordered]
         table.clear()
         for row in ordered:
@@ -133,7 +149,11 @@ class BoardScreen(Screen[None]):
 
     def _update_counts(self) -> None:
         rows = list(self.summaries.values())
-        self.query_one("#counts", Static).update(R.counts_line(rows))
+        line = R.counts_line(rows)
+        if self.filter != "all" or self.search:
+            shown = f"showing {len(self.order)}: {R.FILTER_WORDS[self.filter]}"
+            line += f"  ·  {shown}" + (f" matching “{self.search}”" if self.search else "")
+        self.query_one("#counts", Static).update(line)
         empty = self.query_one("#empty", Static)
         empty.display = not rows
         empty.update(
@@ -159,6 +179,33 @@ class BoardScreen(Screen[None]):
         sid = self.selected_id()
         return self.summaries.get(sid) if sid else None
 
+    def action_cycle_filter(self) -> None:
+        names = list(R.FILTER_WORDS)
+        self.filter = names[(names.index(self.filter) + 1) % len(names)]
+        self._rebuild()
+
+    def action_search(self) -> None:
+        search = self.query_one("#search", Input)
+        search.display = True
+        search.focus()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.input.id == "search":
+            self.search = event.value.strip()
+            event.input.display = False
+            self.table.focus()
+            self._rebuild()
+
+    def on_key(self, event) -> None:  # type: ignore[no-untyped-def]
+        search = self.query_one("#search", Input)
+        if event.key == "escape" and search.display:
+            search.value = ""
+            search.display = False
+            self.search = ""
+            self.table.focus()
+            self._rebuild()
+            event.stop()
+
     def action_next_needs_you(self) -> None:
         if not self.order:
             return
@@ -180,6 +227,15 @@ class BoardScreen(Screen[None]):
             from .session import SessionScreen
 
             self.app.push_screen(SessionScreen(row.session_id))
+
+    def action_review_diff(self) -> None:
+        row = self.selected()
+        if row is None or row.needs_you != "merge":
+            self.notify("Select a session with a diff ready for approval.", severity="warning")
+            return
+        from .diff import DiffScreen
+
+        self.app.push_screen(DiffScreen(row.session_id))
 
     def action_new(self) -> None:
         from .new_session import NewSessionScreen

@@ -25,11 +25,14 @@ a branch until you approve it.
 |---|---|
 | `enter` | open the selected session |
 | `tab` | jump to the next session that needs you |
+| `f` | filter: all → needs you → in progress → finished |
+| `/` | search by intent, repo or id (`escape` clears) |
 | `n` | start a new session |
 | `c` | confirm the selected session's contract |
 | `a` | approve the verified diff (delivers branch `corral/<id>`), or accept a finding |
 | `o` | apply the verified diff to your checkout's working files (HEAD and index untouched) |
 | `v` | re-verify: re-run the contract on the worktree as it is now |
+| `D` | review the diff: tick files and hunks (`space`), then `a` / `o` delivers the ticked part |
 | `r` | reject the diff or finding |
 | `x` | cancel the session (asks first; the worktree is kept) |
 | `?` | this help |

@@ -39,6 +39,7 @@ class SessionScreen(Screen[None]):
         Binding("r", "reject", "Reject"),
         Binding("x", "cancel_session", "Cancel"),
         Binding("A", "attach", "Attach"),
+        Binding("D", "review_diff", "Review diff"),
         Binding("t", "focus_terminal", "Terminal"),
         Binding("question_mark", "app.help", "Help"),
     ] + [Binding(str(i), f"answer({i})", show=False) for i in range(1, 10)]
@@ -160,7 +161,15 @@ class SessionScreen(Screen[None]):
     def _render_question(self, detail) -> None:  # type: ignore[no-untyped-def]
         question = self.query_one("#question", Static)
         reply = self.query_one("#reply", Input)
-        if detail.question_prompt:
+        if detail.session.state.value == "contract_proposed" and detail.live:
+            question.update(
+                "[b]Gate 1:[/b] press [b]c[/b] to confirm this contract, or revise it below: "
+                "free text, [b]/check name command[/b] (sets a check verbatim) or "
+                "[b]/remove name[/b]."
+            )
+            reply.placeholder = "Revise the contract (enter sends)"
+            reply.display = True
+        elif detail.question_prompt:
             options = self.supervisor.question_options(self.session_id)
             opts = "  ".join(f"[b]{i}[/b] {o}" for i, o in enumerate(options, 1))
             question.update(
@@ -182,12 +191,33 @@ class SessionScreen(Screen[None]):
         if not text.strip():
             return
         detail = self.supervisor.get(self.session_id)
-        steer = detail.question_prompt is None
         event.input.value = ""
+        if detail.session.state.value == "contract_proposed":
+            self.revise(text)
+            return
+        steer = detail.question_prompt is None
         self.app.run_supervisor_call(  # type: ignore[attr-defined]
             "Guidance" if steer else "Answer",
             self.supervisor.respond(self.session_id, text, steer=steer),
         )
+
+    @work(group="revise")
+    async def revise(self, text: str) -> None:
+        """Revisions run on the supervisor; a soft rejection is shown as sent."""
+        from supervisor.errors import CorralError
+
+        try:
+            result = await self.supervisor.revise(self.session_id, text)
+        except CorralError as exc:
+            self.notify(str(exc), title="Revision refused", severity="error", timeout=8)
+            return
+        if result.revised:
+            self.notify("Contract revised and re-baselined.", timeout=4)
+        else:
+            self.notify(
+                result.message or "not revised", title="Not revised", severity="warning", timeout=10
+            )
+        self.refresh_view()
 
     def action_answer(self, n: int) -> None:
         options = self.supervisor.question_options(self.session_id)
@@ -195,6 +225,15 @@ class SessionScreen(Screen[None]):
             self.app.run_supervisor_call(  # type: ignore[attr-defined]
                 "Answer", self.supervisor.respond(self.session_id, options[n - 1])
             )
+
+    def action_review_diff(self) -> None:
+        detail = self.supervisor.get(self.session_id)
+        if detail.needs_you != "merge":
+            self.notify("There is no verified diff waiting for approval.", severity="warning")
+            return
+        from .diff import DiffScreen
+
+        self.app.push_screen(DiffScreen(self.session_id))
 
     def action_focus_terminal(self) -> None:
         terminal = self.query_one(TerminalView)

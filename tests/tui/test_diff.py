@@ -1,0 +1,68 @@
+"""Gate 2 in the console: untick a hunk, approve, the branch holds the rest."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from textual.widgets import DataTable
+
+from supervisor.api import Supervisor
+from supervisor.config import SupervisorConfig
+from supervisor.scripted import ScriptedDrafter, ScriptedEngine, ScriptedEngines, Write, contract
+from supervisor.states import CoderState
+from tui.app import CorralApp
+from tui.screens.diff import DiffScreen
+
+from .conftest import FIXED_NOW, make_repo
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", *args], cwd=repo, capture_output=True, text=True, check=True
+    ).stdout
+
+
+async def test_unticking_a_hunk_delivers_only_the_ticked_ones(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    (repo / "long.txt").write_text("".join(f"{i}\n" for i in range(1, 31)))
+    git(repo, "add", "long.txt")
+    git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "long")
+    lines = [str(i) for i in range(1, 31)]
+    lines[1], lines[14], lines[28] = "two", "fifteen", "twentynine"
+    sup = Supervisor(
+        tmp_path / "state",
+        drafter=ScriptedDrafter([contract(("fifteen", "grep -q fifteen long.txt"))]),
+        engines=ScriptedEngines(ScriptedEngine([[Write("long.txt", "\n".join(lines) + "\n")]])),
+        config=SupervisorConfig(repair_invokes=0),
+    )
+
+    async def seed(s: Supervisor) -> None:
+        sid = (await s.start("three edits", repo)).session_id
+        await s.confirm(sid)
+        await s.wait_for(sid, {CoderState.NEEDS_APPROVAL}, timeout=20)
+
+    app = CorralApp(sup, default_repo=repo, clock=lambda: FIXED_NOW, on_ready=seed)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await app.ready.wait()
+        await pilot.pause(0.1)
+        await pilot.press("D")
+        await pilot.pause(0.5)
+        screen = app.screen
+        assert isinstance(screen, DiffScreen)
+        hunks = screen.query_one("#diff-hunks", DataTable)
+        assert hunks.row_count == 3
+        hunks.focus()
+        hunks.move_cursor(row=0)
+        await pilot.pause(0.1)
+        await pilot.press("space")  # untick the first hunk
+        await pilot.pause(0.1)
+        assert screen.ticked == {"long.txt": {1, 2}}
+        await pilot.press("a")
+        sid = next(iter(sup._live))
+        row = await sup.wait_for(sid, {CoderState.MERGED}, timeout=20)
+    branch = row.result_branch or ""
+    delivered = git(repo, "show", f"{branch}:long.txt").splitlines()
+    assert delivered[1] == "2"  # the unticked hunk stayed out
+    assert delivered[14] == "fifteen" and delivered[28] == "twentynine"
+    assert "Corral-Scope: partial" in git(repo, "log", "-1", "--format=%B", branch)

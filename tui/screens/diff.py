@@ -1,0 +1,215 @@
+"""Gate 2: the verified diff, with per-file and per-hunk approval.
+
+Left: files with +/− counts and change kind, each with a tick. Middle: the
+selected file's hunks, each with a tick. Right: that file's diff, syntax
+highlighted (only the selected file is rendered, so big diffs stay quick),
+and the runtime verification results. `a` delivers the ticked part to a
+branch, `o` applies it to the checkout; the supervisor re-runs the contract
+on a partial selection before delivering it.
+"""
+
+from __future__ import annotations
+
+from rich.syntax import Syntax
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Static
+
+from supervisor.errors import CorralError
+from supervisor.git.patches import FilePatch
+
+MAX_RENDER_LINES = 4000
+
+
+def selection_of(files: list[FilePatch], ticked: dict[str, set[int] | None]) -> dict | None:
+    """None when everything is ticked (deliver all), else path → hunks."""
+    full = all(
+        f.path in ticked and (ticked[f.path] is None or ticked[f.path] == set(range(len(f.hunks))))
+        for f in files
+    )
+    return None if full else dict(ticked)
+
+
+class DiffScreen(Screen[None]):
+    BINDINGS = [
+        Binding("escape", "back", "Back"),
+        Binding("space", "toggle_tick", "Tick / untick", priority=True),
+        Binding("a", "approve('branch')", "Approve → branch"),
+        Binding("o", "approve('checkout')", "Apply to checkout"),
+        Binding("d", "toggle_discard", "Keep/discard rest"),
+        Binding("r", "reject", "Reject"),
+        Binding("question_mark", "app.help", "Help"),
+    ]
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__()
+        self.session_id = session_id
+        self.files: list[FilePatch] = []
+        self.ticked: dict[str, set[int] | None] = {}
+        self.current: FilePatch | None = None
+        self.discard_rest = False
+
+    def compose(self) -> ComposeResult:
+        yield Static("", id="diff-header")
+        with Horizontal(id="diff-main"):
+            with Vertical(id="diff-left"):
+                files: DataTable[object] = DataTable(id="diff-files", cursor_type="row")
+                files.add_columns("", "File", "+", "−", "Change")
+                yield files
+                hunks: DataTable[object] = DataTable(id="diff-hunks", cursor_type="row")
+                hunks.add_columns("", "Hunk", "+", "−")
+                yield hunks
+                yield Static("", id="diff-verification")
+            with VerticalScroll(id="diff-body"):
+                yield Static("", id="diff-text")
+        yield Footer()
+
+    @property
+    def supervisor(self):  # type: ignore[no-untyped-def]
+        return self.app.supervisor  # type: ignore[attr-defined]
+
+    def on_mount(self) -> None:
+        self.load()
+
+    @work(exclusive=True, group="diff-load")
+    async def load(self) -> None:
+        try:
+            self.files = await self.supervisor.review_files(self.session_id)
+        except CorralError as exc:
+            self.query_one("#diff-header", Static).update(f"[red]{exc}[/red]")
+            return
+        self.ticked = {f.path: None for f in self.files}
+        self._render_files()
+        if self.files:
+            self._select(self.files[0])
+        self._render_verification()
+
+    # -- rendering ------------------------------------------------------------
+
+    def _header(self) -> None:
+        detail = self.supervisor.get(self.session_id)
+        total = len(self.files)
+        chosen = sum(1 for f in self.files if f.path in self.ticked)
+        partial = selection_of(self.files, self.ticked) is not None
+        scope = "everything" if not partial else f"{chosen} of {total} file(s), partly"
+        rest = "discarded" if self.discard_rest else "kept in the worktree"
+        self.query_one("#diff-header", Static).update(
+            f"[b]{detail.session.intent.splitlines()[0]}[/b]\n"
+            f"Approving {scope}"
+            + (
+                f" — the rest is {rest}; the contract is re-run on the approved part first"
+                if partial
+                else ""
+            )
+        )
+
+    def _render_files(self) -> None:
+        table = self.query_one("#diff-files", DataTable)
+        cursor = table.cursor_row
+        table.clear()
+        for f in self.files:
+            ticked = self.ticked.get(f.path, "absent")
+            mark = "[x]" if ticked is None else ("[ ]" if ticked == "absent" else "[~]")
+            table.add_row(mark, f.path, str(f.added), str(f.removed), f.change, key=f.path)
+        if self.files:
+            table.move_cursor(row=min(max(cursor, 0), len(self.files) - 1))
+        self._header()
+
+    def _render_hunks(self, f: FilePatch) -> None:
+        table = self.query_one("#diff-hunks", DataTable)
+        table.clear()
+        kept = self.ticked.get(f.path, "absent")
+        for i, h in enumerate(f.hunks):
+            on = kept is None or (isinstance(kept, set) and i in kept)
+            label = f"@@ -{h.old_start} +{h.new_start} {h.section.strip()}"[:60]
+            table.add_row("[x]" if on else "[ ]", label, str(h.added), str(h.removed), key=str(i))
+        table.display = f.hunk_selectable and len(f.hunks) > 1
+
+    def _select(self, f: FilePatch) -> None:
+        self.current = f
+        self._render_hunks(f)
+        text = f.text()
+        lines = text.splitlines()
+        if len(lines) > MAX_RENDER_LINES:
+            text = (
+                "\n".join(lines[:MAX_RENDER_LINES])
+                + f"\n… {len(lines) - MAX_RENDER_LINES} more lines"
+            )
+        body = self.query_one("#diff-text", Static)
+        if f.change == "binary":
+            body.update(Text(f"{f.path}: binary file ({f.change}); approved as a whole file"))
+        else:
+            body.update(Syntax(text, "diff", theme="ansi_dark", word_wrap=False))
+
+    def _render_verification(self) -> None:
+        s = self.supervisor.get(self.session_id).session
+        lines = ["[b]Runtime verification[/b] (corral re-ran every check):"]
+        for r in s.last_check_results:
+            lines.append(("[green]PASS[/green] " if r.passed else "[red]FAIL[/red] ") + r.name)
+        self.query_one("#diff-verification", Static).update("\n".join(lines))
+
+    # -- interaction ------------------------------------------------------------
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if event.data_table.id == "diff-files" and event.row_key.value:
+            f = next((f for f in self.files if f.path == event.row_key.value), None)
+            if f is not None and f is not self.current:
+                self._select(f)
+
+    def action_toggle_tick(self) -> None:
+        focused = self.focused
+        if self.current is None:
+            return
+        path = self.current.path
+        if isinstance(focused, DataTable) and focused.id == "diff-hunks":
+            idx = focused.cursor_row
+            kept = self.ticked.get(path, "absent")
+            all_hunks = set(range(len(self.current.hunks)))
+            current = set(all_hunks) if kept is None else (set() if kept == "absent" else set(kept))
+            current ^= {idx}
+            if current == all_hunks:
+                self.ticked[path] = None
+            elif current:
+                self.ticked[path] = current
+            else:
+                self.ticked.pop(path, None)
+            self._render_hunks(self.current)
+            focused.move_cursor(row=idx)
+        else:
+            if path in self.ticked:
+                self.ticked.pop(path)
+            else:
+                self.ticked[path] = None
+            self._render_hunks(self.current)
+        self._render_files()
+
+    def action_toggle_discard(self) -> None:
+        self.discard_rest = not self.discard_rest
+        self._header()
+
+    def action_approve(self, delivery: str) -> None:
+        if not any(self.ticked.values()) and not self.ticked:
+            self.notify("Nothing is ticked: tick at least one file, or reject.", severity="warning")
+            return
+        selection = selection_of(self.files, self.ticked)
+        call = self.supervisor.approve(
+            self.session_id,
+            delivery=delivery,
+            selection=selection,
+            discard_rest=self.discard_rest,
+        )
+        self.app.run_supervisor_call(f"Approve → {delivery}", call)  # type: ignore[attr-defined]
+        self.app.pop_screen()
+
+    def action_reject(self) -> None:
+        self.app.run_supervisor_call(  # type: ignore[attr-defined]
+            "Reject", self.supervisor.approve(self.session_id, approve=False)
+        )
+        self.app.pop_screen()
+
+    def action_back(self) -> None:
+        self.app.pop_screen()
