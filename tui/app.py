@@ -7,6 +7,8 @@ Supervisor calls started from a key press run as app-level asyncio tasks
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -65,6 +67,7 @@ class CorralApp(App[None]):
                 "were left untouched in the database.",
                 severity="warning",
             )
+        self._load_theme()
         await self.push_screen(BoardScreen(clock=self.clock))
         if self.on_ready is not None:
             task = asyncio.get_running_loop().create_task(self._run_ready())
@@ -101,6 +104,40 @@ class CorralApp(App[None]):
         task = asyncio.get_running_loop().create_task(runner())
         self._calls.add(task)
         task.add_done_callback(self._calls.discard)
+
+    def desktop_notify(self, title: str, body: str) -> None:
+        """`notify-send` where it exists and CORRAL_DESKTOP_NOTIFY=1 (off by default)."""
+        import os
+        import shutil
+        import subprocess
+
+        if os.environ.get("CORRAL_DESKTOP_NOTIFY") != "1" or not shutil.which("notify-send"):
+            return
+        subprocess.Popen(
+            ["notify-send", title, body], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+
+    def watch_theme(self, theme: str) -> None:
+        """Remember the theme (dark, light, …) across runs."""
+        path = self._ui_state_path()
+        if path is None or not getattr(self, "_theme_loaded", False):
+            return
+        with contextlib.suppress(OSError):
+            path.write_text(json.dumps({"theme": theme}), encoding="utf-8")
+
+    def _ui_state_path(self) -> Path | None:
+        state_dir = getattr(self.supervisor, "state_dir", None)
+        return None if state_dir is None else Path(state_dir) / "ui.json"
+
+    def _load_theme(self) -> None:
+        path = self._ui_state_path()
+        try:
+            saved = json.loads(path.read_text(encoding="utf-8")) if path and path.exists() else {}
+            if saved.get("theme") in self.available_themes:
+                self.theme = saved["theme"]
+        except (OSError, ValueError):
+            pass
+        self._theme_loaded = True
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):

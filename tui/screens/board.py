@@ -116,12 +116,24 @@ class BoardScreen(Screen[None]):
         self.summaries = {r.session_id: r for r in rows}
         self._rebuild()
 
+    def _announce(self, row: SessionSummary) -> None:
+        """A session started needing the operator: bell, toast, desktop note."""
+        intent = row.intent.splitlines()[0] if row.intent else row.label
+        self.app.bell()
+        self.notify(f"{intent}", title=f"{row.label}: {row.needs_you_label}", timeout=6)
+        notifier = getattr(self.app, "desktop_notify", None)
+        if notifier is not None:
+            notifier(f"corral: {row.needs_you_label}", intent)
+
     def visible(self) -> list[SessionSummary]:
         rows = R.filtered(list(self.summaries.values()), self.filter, self.search)
         return R.ordered(rows)
 
     def apply(self, changed: list[SessionSummary]) -> None:
         for row in changed:
+            before = self.summaries.get(row.session_id)
+            if row.needs_you is not None and (before is None or before.needs_you != row.needs_you):
+                self._announce(row)
             self.summaries[row.session_id] = row
         order = [r.session_id for r in self.visible()]
         if order != self.order:
