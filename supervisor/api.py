@@ -98,6 +98,11 @@ class Supervisor(ContractGate, RunLoop, Approval, SupervisorCore):
         patch = await asyncio.to_thread(task_patch, Path(s.worktree), s.start_commit)
         return parse_patch(patch)
 
+    def engine_choices(self) -> list[tuple[str, str]]:
+        """Engines a new session can use here (for the new-session form)."""
+        available = getattr(self.engines, "available", None)
+        return available() if available else [("auto", "auto")]
+
     def question_options(self, session_id: str) -> list[str]:
         entry = self._live.get(session_id)
         return list(entry.gate.options) if entry and entry.gate.is_pending else []

@@ -78,6 +78,16 @@ class AgentEngines:
             )
         return f"external:{name}", f"{requested} → {profile.label}"
 
+    def available(self) -> list[tuple[str, str]]:
+        """(engine, description) the new-session form offers: auto, then each
+        installed agent. Only what can run here is listed."""
+        choices = [("auto", "auto — " + (self.default or "the first installed agent"))]
+        for name in (*self.preference, "demo"):
+            profile = profile_for(name, demo_pace=self.demo_pace)
+            if profile.find():
+                choices.append((f"external:{name}", profile.label))
+        return choices
+
     def create(self, label: str) -> Engine:
         name = label.removeprefix("external:")
         if self.panes is None:

@@ -6,7 +6,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Button, Input, Label
+from textual.widgets import Button, Input, Label, Select
 
 
 class NewSessionScreen(ModalScreen[None]):
@@ -19,8 +19,14 @@ class NewSessionScreen(ModalScreen[None]):
             yield Input(placeholder="e.g. Fix the off-by-one in paginate()", id="intent")
             yield Label("Repository")
             yield Input(value=str(getattr(app, "default_repo", "") or ""), id="repo")
-            yield Label("Engine (auto picks the best available)")
-            yield Input(value="auto", id="engine")
+            yield Label("Engine (only what can run here is listed)")
+            choices = self.app.supervisor.engine_choices()  # type: ignore[attr-defined]
+            yield Select(
+                [(desc, value) for value, desc in choices],
+                value="auto",
+                allow_blank=False,
+                id="engine",
+            )
             yield Label("Base revision (blank = your checkout as it is now)")
             yield Input(placeholder="", id="base")
             yield Button("Start (enter)", id="start", variant="primary")
@@ -37,7 +43,7 @@ class NewSessionScreen(ModalScreen[None]):
             self.notify("Describe the task first.", severity="warning")
             return
         repo = self.query_one("#repo", Input).value.strip()
-        engine = self.query_one("#engine", Input).value.strip() or "auto"
+        engine = str(self.query_one("#engine", Select).value or "auto")
         base = self.query_one("#base", Input).value.strip() or None
         sup = self.app.supervisor  # type: ignore[attr-defined]
         self.app.run_supervisor_call(  # type: ignore[attr-defined]
