@@ -23,6 +23,7 @@ from supervisor.errors import CorralError
 from supervisor.git.patches import FilePatch
 
 MAX_RENDER_LINES = 4000
+TICK, UNTICK, PARTIAL = "☑", "☐", "◩"
 
 
 def selection_of(files: list[FilePatch], ticked: dict[str, set[int] | None]) -> dict | None:
@@ -113,7 +114,7 @@ class DiffScreen(Screen[None]):
         table.clear()
         for f in self.files:
             ticked = self.ticked.get(f.path, "absent")
-            mark = "[x]" if ticked is None else ("[ ]" if ticked == "absent" else "[~]")
+            mark = TICK if ticked is None else (UNTICK if ticked == "absent" else PARTIAL)
             table.add_row(mark, f.path, str(f.added), str(f.removed), f.change, key=f.path)
         if self.files:
             table.move_cursor(row=min(max(cursor, 0), len(self.files) - 1))
@@ -126,7 +127,7 @@ class DiffScreen(Screen[None]):
         for i, h in enumerate(f.hunks):
             on = kept is None or (isinstance(kept, set) and i in kept)
             label = f"@@ -{h.old_start} +{h.new_start} {h.section.strip()}"[:60]
-            table.add_row("[x]" if on else "[ ]", label, str(h.added), str(h.removed), key=str(i))
+            table.add_row(TICK if on else UNTICK, label, str(h.added), str(h.removed), key=str(i))
         table.display = f.hunk_selectable and len(f.hunks) > 1
 
     def _select(self, f: FilePatch) -> None:
