@@ -25,6 +25,7 @@ from .states import (
     FailureKind,
     LoopFailure,
     failure_kind_for,
+    fallback_allowed,
     label,
 )
 
@@ -102,6 +103,7 @@ class RunLoop(SupervisorCore):
         wall = self.config.max_session_wall_secs
         deadline = time.monotonic() + wall if wall else None
         engine = self.engines.create(s.engine)
+        ran = s.engine
         captures = captures_from(s.contract, s.baseline)
         rounds = 1 + self.config.repair_invokes
         failing: list[CheckResult] = []
@@ -110,9 +112,18 @@ class RunLoop(SupervisorCore):
         try:
             for round_ in range(1, rounds + 1):
                 outcome = await self._run_engine(entry, engine, round_, deadline, failing)
+                fallback = self._fallback_engine(entry, outcome)
+                if fallback is not None:
+                    self._emit(
+                        entry,
+                        EventKind.ENGINE_FALLBACK,
+                        {"from": ran, "to": fallback.label, "reason": outcome.error},
+                    )
+                    engine, ran = fallback, fallback.label
+                    outcome = await self._run_engine(entry, engine, round_, deadline, failing)
                 iterations += max(outcome.iterations, 1)
                 s.iterations = iterations
-                s.engine_ran = s.engine
+                s.engine_ran = ran
                 s.authored_by = sorted(set(s.authored_by) | set(outcome.authored_by))
                 if outcome.cost_usd is not None:
                     s.cost_usd = (s.cost_usd or 0) + outcome.cost_usd
@@ -158,6 +169,17 @@ class RunLoop(SupervisorCore):
         finally:
             entry.steering.close()
             entry.gate.clear()
+
+    def _fallback_engine(self, entry: SessionEntry, outcome: EngineOutcome) -> Engine | None:
+        """Fall back to the built-in engine only when the agent was unavailable
+        and the operator did not name it (seed 000 §5.4); never silently."""
+        s = entry.session
+        requested = (s.requested_engine or "auto").strip()
+        explicit = requested not in ("auto", "native", "")
+        if not fallback_allowed(outcome.failure, explicit=explicit) or s.engine == "native":
+            return None
+        native = getattr(self.engines, "native", None)
+        return native() if native is not None else None
 
     async def _run_engine(
         self,

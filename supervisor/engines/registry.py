@@ -16,6 +16,7 @@ from pathlib import Path
 from ..agents.base import AgentUnavailable
 from ..agents.profiles import PREFERENCE, profile_for
 from ..errors import CorralError
+from ..llm.base import ModelProvider
 from ..panes.manager import PaneManager
 from .base import Engine
 from .external import ExternalEngine
@@ -38,6 +39,7 @@ class AgentEngines:
         demo_pace: float = 1.0,
         transient_retries: int = 1,
         python: str = sys.executable,
+        provider: ModelProvider | None = None,
     ) -> None:
         self.panes = panes
         self.session_dir = session_dir
@@ -46,6 +48,7 @@ class AgentEngines:
         self.demo_pace = demo_pace
         self.transient_retries = transient_retries
         self.python = python
+        self.provider = provider
 
     def resolve(self, requested: str) -> tuple[str, str]:
         requested = (requested or "auto").strip()
@@ -55,12 +58,17 @@ class AgentEngines:
             for name in self.preference:
                 if profile_for(name).find():
                     return f"external:{name}", f"auto → {name} (first installed in preference)"
+            if self.provider is not None:
+                return "native", f"auto → built-in engine ({self.provider.model}; no agent CLI)"
             raise CorralError(NO_AGENT.format(names=", ".join(self.preference)))
         if requested == "native":
-            raise CorralError(
-                "the built-in model engine is not available in this version; use "
-                "external:<agent> (see `corral agents`)"
-            )
+            if self.provider is None:
+                raise CorralError(
+                    "the built-in engine needs a model: set CORRAL_LLM_PROVIDER (openai, "
+                    "anthropic, cli:claude) or [llm] in ~/.config/corral/config.toml — see "
+                    "`corral doctor`; or choose an agent with external:<agent>"
+                )
+            return "native", f"native → built-in engine ({self.provider.model})"
         name = requested.removeprefix("external:")
         try:
             profile = profile_for(name, demo_pace=self.demo_pace)
@@ -82,13 +90,28 @@ class AgentEngines:
         """(engine, description) the new-session form offers: auto, then each
         installed agent. Only what can run here is listed."""
         choices = [("auto", "auto — " + (self.default or "the first installed agent"))]
+        if self.provider is not None:
+            choices.append(("native", f"built-in engine ({self.provider.model})"))
         for name in (*self.preference, "demo"):
             profile = profile_for(name, demo_pace=self.demo_pace)
             if profile.find():
                 choices.append((f"external:{name}", profile.label))
         return choices
 
+    def native(self) -> Engine | None:
+        """The built-in engine, when a model is configured (fallback target)."""
+        if self.provider is None:
+            return None
+        from .native import NativeEngine
+
+        return NativeEngine(self.provider)
+
     def create(self, label: str) -> Engine:
+        if label == "native":
+            engine = self.native()
+            if engine is None:
+                raise CorralError("the built-in engine needs a model (see `corral doctor`)")
+            return engine
         name = label.removeprefix("external:")
         if self.panes is None:
             raise CorralError("agent panes are not available")
