@@ -1,0 +1,1 @@
+"""Fakes for driving the real agent CLIs offline (see docs/agent-clis.md)."""
