@@ -166,7 +166,12 @@ def from_hook(event: dict[str, object]) -> StatusReading | None:
         if "waiting for your input" in message.lower() or kind == "idle_prompt":
             return StatusReading(AgentStatus.IDLE, message, source="hook")
         return None
-    if name in ("Stop", "agent-turn-complete"):
+    if name == "agent-turn-complete":
+        asked = " ".join(str(m) for m in event.get("input-messages") or [])  # type: ignore[union-attr]
+        if "concise, single-line task title" in asked:
+            return None  # Codex's side request that names the thread, not a turn
+        return StatusReading(AgentStatus.IDLE, "turn ended", source="hook")
+    if name in ("Stop", "StopFailure"):
         return StatusReading(AgentStatus.IDLE, "turn ended", source="hook")
     if name == "SessionStart":
         return StatusReading(AgentStatus.IDLE, "session started", source="hook")

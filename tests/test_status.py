@@ -186,8 +186,9 @@ def test_codex_gets_notify_as_a_one_run_override(tmp_path: Path) -> None:
         session_dir=tmp_path,
         hook_cmd="py -m tui.entry hook --file /x/h.jsonl",
     )
-    assert plan.argv[1] == "-c" and plan.argv[2].startswith("notify=[")
-    assert '"--argv-payload"' in plan.argv[2]
+    assert plan.argv[1] == "--no-daemon"  # no detached app-server left behind
+    assert plan.argv[2] == "-c" and plan.argv[3].startswith("notify=[")
+    assert '"--argv-payload"' in plan.argv[3]
 
 
 def test_the_recursion_guard_refuses_an_agent_already_in_the_chain() -> None:

@@ -3,6 +3,7 @@ custom (any command line) and demo (corral's scripted demo agent)."""
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import sys
@@ -40,10 +41,11 @@ class ClaudeProfile(AgentProfile):
             for event in CLAUDE_HOOK_EVENTS
         }
         settings = write_json(session_dir / "claude-settings.json", {"hooks": hooks})
+        mode = os.environ.get("CORRAL_CLAUDE_PERMISSION_MODE", "").strip()
+        extra = ["--permission-mode", mode] if mode else []
         return LaunchPlan(
-            argv=[binary, "--settings", str(settings), prompt],
+            argv=[binary, "--settings", str(settings), *extra, prompt],
             env_allow=self.env_allow,
-            hooks_file=None,
         )
 
 
@@ -54,7 +56,9 @@ class CodexProfile(AgentProfile):
         Codex passes the payload as the program's last argument."""
         notify = [*shlex.split(hook_cmd), "--argv-payload", "agent-turn-complete"]
         value = "[" + ", ".join('"' + p.replace('"', '\\"') + '"' for p in notify) + "]"
-        return LaunchPlan(argv=[binary, "-c", f"notify={value}", prompt], env_allow=self.env_allow)
+        return LaunchPlan(
+            argv=[binary, "--no-daemon", "-c", f"notify={value}", prompt], env_allow=self.env_allow
+        )
 
 
 @dataclass(frozen=True)
@@ -100,13 +104,20 @@ CLAUDE = ClaudeProfile(
     label="Claude Code",
     binaries=("claude",),
     markers=Markers(
+        # the input box `❯` is on screen busy or not: busy is "esc to interrupt"
         busy=compile_all(r"esc to interrupt", r"^\s*[✻✽✶✳✢·*]\s+\w+…"),
-        waiting=compile_all(r"^\s*do you want to", r"no, and tell claude", r"^\s*❯\s*1\.\s+yes"),
-        idle=compile_all(r"^\s*>\s*$", r"^\s*❯\s*$", r"\? for shortcuts"),
+        waiting=compile_all(
+            r"^\s*do you want to", r"^\s*❯\s*1\.\s+yes", r"auto mode can't check actions"
+        ),
+        idle=compile_all(r"\? for shortcuts", r"\(shift\+tab to cycle\)", r"← for agents"),
     ),
     dialogs=(
-        _dialog("trust", r"(do you trust the files in this folder|trust this folder)", r"^yes\b"),
-        _dialog("api key", r"detected a custom api key|use this api key", r"^yes\b"),
+        # the cursor starts on "No, exit": a blind Enter would quit
+        _dialog(
+            "trust",
+            r"(do you trust the files in this folder|is this a project you created or one you trust)",
+            r"^yes, i trust this folder|^yes, proceed",
+        ),
     ),
     env_allow=("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"),
     hooks=True,
@@ -117,19 +128,14 @@ CODEX = CodexProfile(
     label="Codex",
     binaries=("codex",),
     markers=Markers(
-        busy=compile_all(r"esc to interrupt", r"^\s*[•◦]\s+working", r"working \(\d+s"),
+        busy=compile_all(r"esc to interrupt", r"^\s*[•◦]\s+working"),
         waiting=compile_all(
-            r"allow command\?", r"approve", r"^\s*›\s*1\.\s+yes", r"press enter to confirm"
+            r"would you like to run", r"^\s*›\s*1\.\s+yes", r"press enter to confirm"
         ),
-        idle=compile_all(r"^\s*›\s*$", r"^\s*codex>\s*$", r"send a message"),
+        # the composer `› Ask Codex to do anything` shows busy or not
+        idle=compile_all(r"\? for shortcuts", r"← for agents"),
     ),
-    dialogs=(
-        _dialog(
-            "trust",
-            r"(trust the contents of this directory|allow codex to work in this folder)",
-            r"^yes\b",
-        ),
-    ),
+    dialogs=(_dialog("trust", r"trust this folder\?", r"^trust and continue"),),
     env_allow=("OPENAI_API_KEY", "CODEX_API_KEY"),
     hooks=True,
 )

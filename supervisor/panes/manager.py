@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -248,23 +249,22 @@ class PaneManager:
             await asyncio.sleep(self.interval)
 
     async def _answer_dialogs(self, record: PaneRecord, screen: Screen) -> None:
+        """Answer a known first-run dialog by the option's text: a digit for
+        numbered menus, else arrow keys from the cursor (❯/›) to the option,
+        then Enter. Never a blind Enter."""
         tail = clean_lines(screen.lines)
         text = "\n".join(tail)
         for dialog in record.profile.dialogs:
             if dialog.name in record.answered_dialogs or not dialog.detect.search(text):
                 continue
-            question = find_question(tail)
-            if question is None:
+            keys = menu_keys(tail, dialog.choose)
+            if keys is None:
                 continue
-            for i, option in enumerate(question.options, 1):
-                if dialog.choose.search(option):
-                    record.answered_dialogs.add(dialog.name)
-                    with contextlib.suppress(PaneGone):
-                        await asyncio.to_thread(self.backend.send_keys, record.handle, [str(i)])
-                    log.info(
-                        "answered %s dialog of %s with %r", dialog.name, record.session_id, option
-                    )
-                    break
+            record.answered_dialogs.add(dialog.name)
+            with contextlib.suppress(PaneGone):
+                await asyncio.to_thread(self.backend.send_keys, record.handle, keys)
+            log.info("answered the %s dialog of %s with %s", dialog.name, record.session_id, keys)
+            break
 
     def _status(self, record: PaneRecord, changed: bool) -> None:
         if not changed:
@@ -312,3 +312,28 @@ class PaneManager:
 
 def is_waiting(reading: StatusReading) -> bool:
     return reading.status is AgentStatus.WAITING
+
+
+CURSOR = ("❯", "›", ">")
+
+
+def menu_keys(lines: list[str], choose: re.Pattern[str]) -> list[str] | None:
+    """Keys that select the option matching `choose` in the menu on screen."""
+    question = find_question(lines)
+    if question is not None:
+        for i, option in enumerate(question.options, 1):
+            if choose.search(option):
+                return [str(i)]
+    target = cursor = None
+    for i, line in enumerate(lines):
+        stripped = line.strip()
+        marked = stripped[:1] in CURSOR
+        text = stripped[1:].strip() if marked else stripped
+        if marked:
+            cursor = i
+        if choose.search(text):
+            target = i
+    if target is None or cursor is None or abs(target - cursor) > 8:
+        return None
+    step = "Down" if target > cursor else "Up"
+    return [step] * abs(target - cursor) + ["Enter"]
