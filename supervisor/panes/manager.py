@@ -48,7 +48,7 @@ class PaneRecord:
     version: int = 0  # bumped on every status or screen change
     changed: asyncio.Event = field(default_factory=asyncio.Event)
     hooks_offset: int = 0
-    answered_dialogs: set[str] = field(default_factory=set)
+    answered_dialogs: dict[str, tuple[float, int]] = field(default_factory=dict)
 
     @property
     def status(self) -> StatusReading:
@@ -165,7 +165,11 @@ class PaneManager:
                     index = i
                     break
         if index is not None:
-            await self.send_keys(session_id, [str(index)])
+            record = self._require(session_id)
+            lines = clean_lines(record.screen.lines) if record.screen else []
+            exact = re.compile("^" + re.escape(options[index - 1]) + "$")
+            keys = menu_keys(lines, exact) or [str(index)]
+            await self.send_keys(session_id, keys)
             return f"selected option {index}: {options[index - 1]}"
         tell = next((i for i, o in enumerate(options, 1) if o.lower().startswith("no, and")), None)
         if tell is not None:
@@ -225,6 +229,8 @@ class PaneManager:
                 to_capture.append(record)
             elif record.screen is not None:
                 # unchanged screen: let the debounce/hold timers run on the cache
+                if record.profile.dialogs:
+                    await self._answer_dialogs(record, record.screen)
                 self._status(record, record.tracker.on_screen(record.screen.lines, now))
         if to_capture:
             screens = await asyncio.to_thread(self.backend.capture, [r.handle for r in to_capture])
@@ -254,13 +260,19 @@ class PaneManager:
         then Enter. Never a blind Enter."""
         tail = clean_lines(screen.lines)
         text = "\n".join(tail)
+        now = time.monotonic()
         for dialog in record.profile.dialogs:
-            if dialog.name in record.answered_dialogs or not dialog.detect.search(text):
+            if not dialog.detect.search(text):
+                continue
+            # an answer sent before the program reads keys is lost: if the same
+            # dialog is still up a little later, answer it again (a few times)
+            last, tries = record.answered_dialogs.get(dialog.name, (0.0, 0))
+            if tries >= 5 or now - last < 2.0:
                 continue
             keys = menu_keys(tail, dialog.choose)
             if keys is None:
                 continue
-            record.answered_dialogs.add(dialog.name)
+            record.answered_dialogs[dialog.name] = (now, tries + 1)
             with contextlib.suppress(PaneGone):
                 await asyncio.to_thread(self.backend.send_keys, record.handle, keys)
             log.info("answered the %s dialog of %s with %s", dialog.name, record.session_id, keys)
@@ -318,22 +330,25 @@ CURSOR = ("❯", "›", ">")
 
 
 def menu_keys(lines: list[str], choose: re.Pattern[str]) -> list[str] | None:
-    """Keys that select the option matching `choose` in the menu on screen."""
-    question = find_question(lines)
-    if question is not None:
-        for i, option in enumerate(question.options, 1):
-            if choose.search(option):
-                return [str(i)]
+    """Keys that select the option matching `choose` in the menu on screen:
+    arrows from the cursor (❯/›) to the option, then Enter — which every CLI
+    accepts; a digit only when no cursor is drawn. Never a blind Enter."""
     target = cursor = None
     for i, line in enumerate(lines):
         stripped = line.strip()
         marked = stripped[:1] in CURSOR
         text = stripped[1:].strip() if marked else stripped
+        text = re.sub(r"^\d{1,2}[.)]\s+", "", text)
         if marked:
             cursor = i
         if choose.search(text):
             target = i
-    if target is None or cursor is None or abs(target - cursor) > 8:
-        return None
-    step = "Down" if target > cursor else "Up"
-    return [step] * abs(target - cursor) + ["Enter"]
+    if target is not None and cursor is not None and abs(target - cursor) <= 8:
+        step = "Down" if target > cursor else "Up"
+        return [step] * abs(target - cursor) + ["Enter"]
+    question = find_question(lines)
+    if question is not None:
+        for i, option in enumerate(question.options, 1):
+            if choose.search(option):
+                return [str(i)]
+    return None

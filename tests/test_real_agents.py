@@ -1,0 +1,212 @@
+"""Real Claude Code and Codex (from npm, e2e/node_modules) run by corral's
+supervisor in real tmux panes, against scripted fake model servers on
+127.0.0.1: trust dialogs answered by option text, the model's tool call
+writes the file, end of turn from the hook, runtime verification green,
+`needs_approval`; a permission prompt becomes `needs_you: question` and an
+API answer lets it proceed; cancel mid-turn stops the agent within 5 s."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from supervisor.api import Supervisor
+from supervisor.contracts.drafting import FixedDrafter
+from supervisor.factory import build_supervisor
+from supervisor.states import CoderState as S
+from tests.fakes.agent_env import claude_bin, claude_launch, codex_launch, missing_clis
+from tests.fakes.model_server import FakeModelServer, Reply, ToolCall
+
+from .conftest import fast_config, hello_contract, init_repo
+
+MISSING = missing_clis()
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(MISSING is not None, reason=f"agent CLIs not installed: {MISSING}"),
+]
+
+HANDLED = (
+    "HOME",
+    "TMPDIR",
+    "ANTHROPIC_BASE_URL",
+    "ANTHROPIC_API_KEY",
+    "CODEX_HOME",
+    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC",
+    "DISABLE_AUTOUPDATER",
+    "DISABLE_TELEMETRY",
+    "DISABLE_ERROR_REPORTING",
+    "CLAUDE_CODE_DISABLE_OFFICIAL_MARKETPLACE_AUTOINSTALL",
+    "CLAUDE_CODE_TMPDIR",
+    "CLAUDE_CODE_MAX_RETRIES",
+    "CORRAL_FAKE_OPENAI_KEY",
+    "LANG",
+)
+
+
+@pytest.fixture
+def agent_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[callable]:  # type: ignore[valid-type]
+    """Point the supervisor's environment (inherited, then scrubbed, by the
+    panes) at a hermetic agent home and the fake server."""
+
+    def apply(env: dict[str, str], permission_mode: str | None = None) -> None:
+        for key in HANDLED:
+            if key in env:
+                monkeypatch.setenv(key, env[key])
+        bin_dir = str(claude_bin().parent)
+        monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+        if permission_mode:
+            monkeypatch.setenv("CORRAL_CLAUDE_PERMISSION_MODE", permission_mode)
+
+    yield apply
+
+
+async def settle(sup: Supervisor, sid: str, states: set, timeout: float):  # type: ignore[no-untyped-def]
+    """wait_for, but on a timeout show what the agent's screen says."""
+    try:
+        return await sup.wait_for(sid, states, timeout=timeout)
+    except TimeoutError:
+        screen = sup.agent_screen(sid)
+        text = "\n".join(line for line in (screen.lines if screen else []) if line.strip())
+        events = [(e.kind.value, e.data) for e in sup._live[sid].log.buffered()][-15:]
+        raise AssertionError(f"timed out; agent screen:\n{text}\nevents: {events}") from None
+
+
+async def open_sup(tmp_path: Path, agent: str) -> Supervisor:
+    sup = build_supervisor(
+        tmp_path / "state",
+        FixedDrafter(hello_contract()),
+        socket_dir=tmp_path / "tmux",
+        default_engine=f"external:{agent}",
+        config=fast_config(repair_invokes=0, max_session_wall_secs=120),
+    )
+    await sup.open()
+    return sup
+
+
+def kill_tmux(tmp_path: Path) -> None:
+    import subprocess
+
+    for sock in (tmp_path / "tmux").glob("*"):
+        subprocess.run(["tmux", "-S", str(sock), "kill-server"], capture_output=True)
+
+
+async def test_claude_code_writes_the_file_and_reaches_review(tmp_path: Path, agent_env) -> None:  # type: ignore[no-untyped-def]
+    repo = init_repo(tmp_path / "repo")
+    with FakeModelServer([]) as srv:
+        launch = claude_launch(tmp_path / "claude", srv.url, repo, None, hooks=False)
+        agent_env(launch.env)
+        sup = await open_sup(tmp_path, "claude")
+        try:
+            started = await sup.start("Write hello.txt saying hi", repo)
+            target = Path(started.worktree or "") / "hello.txt"
+            srv.push(
+                Reply(
+                    "I'll write it.",
+                    [ToolCall("Write", {"file_path": str(target), "content": "hi\n"})],
+                ),
+                Reply("Wrote hello.txt."),
+            )
+            await sup.confirm(started.session_id)
+            row = await settle(sup, started.session_id, {S.NEEDS_APPROVAL, S.FAILED}, 40)
+            assert row.state is S.NEEDS_APPROVAL, row.error
+            assert target.read_text() == "hi\n"
+            hooks = tmp_path / "state" / "agents" / started.session_id / "hooks.jsonl"
+            assert '"Stop"' in hooks.read_text()  # end of turn came from the hook
+            s = sup.get(started.session_id).session
+            assert s.last_check_results and all(r.passed for r in s.last_check_results)
+            # the trust dialog was answered by its option, not a blind Enter
+            assert '"SessionStart"' in hooks.read_text()
+        finally:
+            await sup.close()
+            kill_tmux(tmp_path)
+
+
+async def test_a_claude_permission_prompt_is_answered_through_the_api(
+    tmp_path: Path, agent_env
+) -> None:  # type: ignore[no-untyped-def]
+    repo = init_repo(tmp_path / "repo")
+    with FakeModelServer([]) as srv:
+        launch = claude_launch(tmp_path / "claude", srv.url, repo, None, hooks=False)
+        agent_env(launch.env, permission_mode="manual")
+        sup = await open_sup(tmp_path, "claude")
+        try:
+            started = await sup.start("Write hello.txt saying hi", repo)
+            sid = started.session_id
+            target = Path(started.worktree or "") / "hello.txt"
+            srv.push(
+                Reply(
+                    "Writing.", [ToolCall("Write", {"file_path": str(target), "content": "hi\n"})]
+                ),
+                Reply("Done."),
+            )
+            await sup.confirm(sid)
+            row = await sup.wait_for(sid, needs=True, timeout=40)
+            assert row.needs_you == "question", (row.state, row.error)
+            assert "hello.txt" in (row.question_prompt or "")
+            assert sup.question_options(sid)[0] == "Yes"
+            assert not target.exists()
+            await sup.respond(sid, "Yes")
+            row = await settle(sup, sid, {S.NEEDS_APPROVAL, S.FAILED}, 40)
+            assert row.state is S.NEEDS_APPROVAL, row.error
+            assert target.read_text() == "hi\n"
+        finally:
+            await sup.close()
+            kill_tmux(tmp_path)
+
+
+async def test_cancel_mid_turn_stops_claude_within_five_seconds(tmp_path: Path, agent_env) -> None:  # type: ignore[no-untyped-def]
+    repo = init_repo(tmp_path / "repo")
+    with FakeModelServer([]) as srv:
+        launch = claude_launch(tmp_path / "claude", srv.url, repo, None, hooks=False)
+        agent_env(launch.env)
+        sup = await open_sup(tmp_path, "claude")
+        try:
+            started = await sup.start("Think for a long time", repo)
+            sid = started.session_id
+            srv.push(Reply("…", delay=60))
+            await sup.confirm(sid)
+            for _ in range(300):
+                await asyncio.sleep(0.1)
+                row = sup.list()[0]
+                if row.agent_status == "running":
+                    break
+            assert row.agent_status == "running"
+            pid = sup.panes.record(sid).handle.pid  # type: ignore[union-attr]
+            begin = time.monotonic()
+            result = await sup.cancel(sid)
+            assert time.monotonic() - begin < 5
+            assert result.state is S.ABANDONED
+            await asyncio.sleep(0.5)
+            status = Path(f"/proc/{pid}/status")
+            state = status.read_text().split("State:")[1].split()[0] if status.exists() else "gone"
+            assert state in ("gone", "Z"), f"the agent (pid {pid}) is still {state}"
+        finally:
+            await sup.close()
+            kill_tmux(tmp_path)
+
+
+async def test_codex_runs_its_shell_tool_and_reaches_review(tmp_path: Path, agent_env) -> None:  # type: ignore[no-untyped-def]
+    repo = init_repo(tmp_path / "repo")
+    run = ToolCall("exec_command", {"cmd": "printf 'hi\\n' > hello.txt"})
+    with FakeModelServer([]) as srv:
+        launch = codex_launch(tmp_path / "codex", srv.openai_base_url, repo, None, notify=False)
+        agent_env(launch.env)
+        sup = await open_sup(tmp_path, "codex")
+        try:
+            started = await sup.start("Write hello.txt saying hi", repo)
+            srv.push(Reply("Writing the file.", [run]), Reply("Wrote hello.txt."))
+            await sup.confirm(started.session_id)
+            row = await settle(sup, started.session_id, {S.NEEDS_APPROVAL, S.FAILED}, 60)
+            assert row.state is S.NEEDS_APPROVAL, row.error
+            worktree = Path(sup.get(started.session_id).session.worktree or "")
+            assert (worktree / "hello.txt").read_text() == "hi\n"
+            hooks = tmp_path / "state" / "agents" / started.session_id / "hooks.jsonl"
+            assert "agent-turn-complete" in hooks.read_text()  # notify, our one-run override
+        finally:
+            await sup.close()
+            kill_tmux(tmp_path)
