@@ -13,6 +13,7 @@ from .config import SupervisorConfig, load_config
 from .contracts.drafting import ContractDrafter
 from .engines.registry import AgentEngines
 from .errors import CorralError
+from .llm.config import load_llm_config, make_provider
 from .panes.base import PaneBackend
 from .panes.manager import PaneManager
 
@@ -44,6 +45,7 @@ def build_supervisor(
     config: SupervisorConfig | None = None,
 ) -> Supervisor:
     config = config or load_config()
+    provider = make_provider(load_llm_config())
     env_dir = os.environ.get("CORRAL_TMUX_SOCKET_DIR", "").strip()
     if socket_dir is None and env_dir:
         socket_dir = Path(env_dir)
@@ -53,5 +55,14 @@ def build_supervisor(
         session_dir=lambda sid: state_dir / "agents" / sid,
         default=default_engine,
         demo_pace=demo_pace,
+        provider=provider,
     )
     return Supervisor(state_dir, drafter=drafter, engines=engines, config=config, panes=panes)
+
+
+def default_drafter(config: SupervisorConfig | None = None) -> ContractDrafter:
+    """A model drafter when a model is configured, else the conventions lane."""
+    from .contracts.model_drafter import build_drafter
+
+    config = config or load_config()
+    return build_drafter(max_timeout_secs=config.max_check_timeout_secs)

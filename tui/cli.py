@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import platform
 import re
 import shutil
@@ -140,15 +139,14 @@ def _launch(app) -> int:  # type: ignore[no-untyped-def]
 
 
 def run_console(repo: Path, backend: str = "tmux") -> int:
-    from supervisor.contracts.conventions import ConventionsDrafter
-    from supervisor.factory import build_supervisor
+    from supervisor.factory import build_supervisor, default_drafter
     from supervisor.git.repo import repo_root
     from tui.app import CorralApp
 
     root = repo_root(repo)
     state_dir = default_state_dir()
     _ensure_free(state_dir)
-    supervisor = build_supervisor(state_dir, ConventionsDrafter(), backend=backend)
+    supervisor = build_supervisor(state_dir, default_drafter(), backend=backend)
     return _launch(CorralApp(supervisor, default_repo=root))
 
 
@@ -270,15 +268,22 @@ def doctor() -> int:
         path = shutil.which(name)
         line(True if path else None, f"agent {name}", path or "not installed")
 
-    provider = os.environ.get("CORRAL_LLM_PROVIDER", "").strip() or "none"
-    model = os.environ.get("CORRAL_LLM_MODEL", "").strip()
-    line(
-        None if provider == "none" else True,
-        "model",
-        "none configured: manual and convention contracts still work"
-        if provider == "none"
-        else f"{provider} {model}".strip(),
-    )
+    from supervisor.llm.config import describe, load_llm_config
+
+    try:
+        llm = load_llm_config()
+        configured = llm.provider not in ("none", "", None)
+        line(
+            True if configured else None,
+            "model",
+            describe(llm)
+            if configured
+            else "none configured: agents, manual and convention contracts still work "
+            "(set CORRAL_LLM_PROVIDER to enable model drafting and the built-in engine)",
+        )
+    except CorralError as exc:
+        line(False, "model", str(exc))
+        problems.append(f"fix the model configuration: {exc}")
 
     cfg = config_path()
     try:

@@ -17,12 +17,11 @@ import sys
 from pathlib import Path
 
 from supervisor.api import Supervisor
-from supervisor.contracts.conventions import ConventionsDrafter
 from supervisor.contracts.drafting import ContractDrafter, FixedDrafter
 from supervisor.contracts.files import load_contract
 from supervisor.errors import CorralError
 from supervisor.events import Subscription
-from supervisor.factory import build_supervisor
+from supervisor.factory import build_supervisor, default_drafter
 from supervisor.models import CoderEvent
 from supervisor.paths import default_state_dir
 from supervisor.states import CoderState
@@ -65,7 +64,7 @@ async def run_session(
     on_question: str = "ask",
 ) -> int:
     drafter: ContractDrafter = (
-        FixedDrafter(load_contract(contract_file)) if contract_file else ConventionsDrafter()
+        FixedDrafter(load_contract(contract_file)) if contract_file else default_drafter()
     )
     sup = build_supervisor(default_state_dir(), drafter, backend=backend)
     await sup.open()
