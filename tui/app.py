@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from textual.app import App
+from textual.app import App, SystemCommand
 from textual.binding import Binding
 
 from supervisor.api import Supervisor
@@ -138,6 +138,23 @@ class CorralApp(App[None]):
         except (OSError, ValueError):
             pass
         self._theme_loaded = True
+
+    def get_system_commands(self, screen):  # type: ignore[no-untyped-def]
+        """The command palette (ctrl+p) offers every action of the screen in
+        front, with the same words as its keys, plus Textual's own."""
+        yield from super().get_system_commands(screen)
+        for binding in screen.BINDINGS:
+            if not isinstance(binding, Binding) or not binding.description:
+                continue
+            target = self if binding.action.startswith("app.") else screen
+            action = binding.action.removeprefix("app.")
+
+            async def run(target=target, action=action) -> None:  # type: ignore[no-untyped-def]
+                await target.run_action(action)
+
+            yield SystemCommand(
+                f"{binding.description} ({binding.key})", f"same as pressing {binding.key}", run
+            )
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):

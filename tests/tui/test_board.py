@@ -110,3 +110,21 @@ async def test_approve_from_the_board_delivers_a_branch(board_world) -> None:
         await pilot.pause(0.1)
         idx = board.order.index(sid)
         assert _cell_text(board.table, idx, 1) == "delivered"
+
+
+async def test_the_command_palette_offers_the_board_actions(board_world) -> None:
+    sup, repo, _release = board_world()
+    app = _app(sup, repo)
+    async with app.run_test(size=(140, 30)) as pilot:
+        await pilot.pause(0.1)
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        for words in (
+            "New (n)",
+            "Confirm (c)",
+            "Approve (a)",
+            "Review diff (D)",
+            "Filter (f)",
+            "Cancel (x)",
+            "Help (question_mark)",
+        ):
+            assert words in titles, titles

@@ -66,3 +66,40 @@ async def test_unticking_a_hunk_delivers_only_the_ticked_ones(tmp_path: Path) ->
     assert delivered[1] == "2"  # the unticked hunk stayed out
     assert delivered[14] == "fifteen" and delivered[28] == "twentynine"
     assert "Corral-Scope: partial" in git(repo, "log", "-1", "--format=%B", branch)
+
+
+def test_diff_review_snapshot(snap_compare, tmp_path: Path) -> None:
+    """Files with counts and change kind, hunks with ticks, the verification
+    results, and the selected file's diff."""
+    repo = make_repo(tmp_path / "repo")
+    (repo / "long.txt").write_text("".join(f"{i}\n" for i in range(1, 31)))
+    git(repo, "add", "long.txt")
+    git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "long")
+    lines = [str(i) for i in range(1, 31)]
+    lines[1], lines[14] = "two", "fifteen"
+    sup = Supervisor(
+        tmp_path / "state",
+        drafter=ScriptedDrafter([contract(("fifteen", "grep -q fifteen long.txt"))]),
+        engines=ScriptedEngines(
+            ScriptedEngine(
+                [[Write("long.txt", "\n".join(lines) + "\n"), Write("notes.md", "# notes\n")]]
+            )
+        ),
+        config=SupervisorConfig(repair_invokes=0),
+    )
+
+    async def seed(s: Supervisor) -> None:
+        sid = (await s.start("Two edits and a note", repo)).session_id
+        await s.confirm(sid)
+        await s.wait_for(sid, {CoderState.NEEDS_APPROVAL}, timeout=20)
+
+    app = CorralApp(sup, default_repo=repo, clock=lambda: FIXED_NOW, on_ready=seed)
+
+    async def ready(pilot) -> None:  # type: ignore[no-untyped-def]
+        await app.ready.wait()
+        await pilot.pause(0.2)
+        app.clear_notifications()
+        await pilot.press("D")
+        await pilot.pause(0.6)
+
+    assert snap_compare(app, terminal_size=(150, 30), run_before=ready)

@@ -1,0 +1,114 @@
+"""Read-only, repo-grounded discussions that end in a reviewed coding intent
+(seed 001, `coder.discuss.*`).
+
+An operator who is still working out *what* they want talks it through with
+the model, grounded in one repository. The conversation can end in a
+*prepared task* (the model calls `prepare_coding_task {intent, constraints}`)
+or in `promote()`, which distils the conversation into an intent plus the
+agreed constraints. The operator edits either one before starting a session
+with `Supervisor.start(..., constraints=..., discussion_id=...)`. **Nothing
+in this module starts work**: preparing and promoting only record a proposal.
+
+Read-only, by two independent mechanisms:
+
+1. **A gate before anything runs.** `write_file`, `edit_file` and `shell`
+   (advertised or not: the model may hallucinate them) are refused at once,
+   before the `Workbench` sees them. The model receives
+   `DISCUSSION_MUTATION_REFUSAL` word for word as the tool result, and the
+   operator sees a `refusal` event plus `tool_result {ok: false}`. No human is
+   ever asked to approve anything on this surface.
+2. **Read tools confined to the repo root.** `read_file`, `list_dir`,
+   `find_files` and `grep_files` run through `supervisor.engines.tools.Workbench`
+   with every other tool disabled, so its inspector chain (`FileConfinement`,
+   `confine`) refuses a path that leaves the root lexically (`..`, absolute,
+   `~`) or through a symlink; the model receives that refusal as the result.
+
+Symlink caveat: the containment check resolves symlinks when the call is
+checked, and the file is opened afterwards. A symlink inside the repo that is
+swapped to point outside between the check and the open (a race with another
+process writing the repo) could still be followed. The check is a guard
+against the model *naming* a path outside the repo, not a sandbox against a
+hostile process racing it. Unlike the seed, symlinks committed in the repo
+that point outside are refused too (the seed's lexical clamp followed them).
+
+Deliberate departures from the seed, for a single-process console:
+- `web_search` / `http_request` are not offered (nothing can leave the machine
+  through a discussion); the advertised tools are the four read tools plus
+  `prepare_coding_task`.
+- There is one owner (the app), so there is no per-connection ownership;
+  `resume()` of a discussion that is already open returns the open one.
+- `promote()` and `edit_prepared()` also emit `task_prepared` (with a
+  `source`), so a review panel has one event to follow.
+- `cancel()` ends the turn with `turn_complete {cancelled: true}`.
+- Idle expiry runs on `start`/`resume` and whenever `reap_idle()` is called
+  (a console can call it from a timer).
+
+Events are `DiscussEvent {discussion_id, seq, ts, type, data}`; `seq` counts
+from 0 per opened discussion (a resume replays the saved history with fresh
+seqs). Every turn is `user_message`, then `assistant_delta` / `tool_call` /
+`refusal` / `tool_result`, then `assistant_message` [`task_prepared`] or
+`error`, and exactly one `turn_complete` last.
+"""
+
+from .common import (
+    CLOSED,
+    DISCUSS_EVENT_BUFFER_MAX,
+    DISCUSS_MAX_TURNS,
+    DISCUSS_MESSAGE_MAX_BYTES,
+    DISCUSS_SUBSCRIBER_QUEUE,
+    DISCUSSION_IDLE_TTL_SECS,
+    DISCUSSION_MUTATION_REFUSAL,
+    EMPTY_MESSAGE,
+    GATED_TOOLS,
+    GUIDANCE_LIMIT,
+    MAX_OPEN_DISCUSSIONS,
+    NO_TURNS_YET,
+    PREPARE_SPEC,
+    PREPARE_TOOL,
+    PROMOTE_MAX_ATTEMPTS,
+    READ_TOOLS,
+    TRANSCRIPT_MAX_TURNS,
+    PreparedTask,
+    no_open,
+    not_a_repo,
+    still_answering,
+    system_prompt,
+    too_large,
+    too_many_open,
+)
+from .discussion import Discussion
+from .events import DiscussEvent, DiscussSubscription, DiscussSubscriptionDropped, EventStream
+from .manager import Discussions
+
+__all__ = [
+    "CLOSED",
+    "DISCUSSION_IDLE_TTL_SECS",
+    "DISCUSSION_MUTATION_REFUSAL",
+    "DISCUSS_EVENT_BUFFER_MAX",
+    "DISCUSS_MAX_TURNS",
+    "DISCUSS_MESSAGE_MAX_BYTES",
+    "DISCUSS_SUBSCRIBER_QUEUE",
+    "EMPTY_MESSAGE",
+    "GATED_TOOLS",
+    "GUIDANCE_LIMIT",
+    "MAX_OPEN_DISCUSSIONS",
+    "NO_TURNS_YET",
+    "PREPARE_SPEC",
+    "PREPARE_TOOL",
+    "PROMOTE_MAX_ATTEMPTS",
+    "READ_TOOLS",
+    "TRANSCRIPT_MAX_TURNS",
+    "DiscussEvent",
+    "DiscussSubscription",
+    "DiscussSubscriptionDropped",
+    "Discussion",
+    "Discussions",
+    "EventStream",
+    "PreparedTask",
+    "no_open",
+    "not_a_repo",
+    "still_answering",
+    "system_prompt",
+    "too_large",
+    "too_many_open",
+]
