@@ -68,6 +68,7 @@ class CorralApp(App[None]):
                 severity="warning",
             )
         self._load_theme()
+        self.discussions = self._make_discussions()
         await self.push_screen(BoardScreen(clock=self.clock))
         if self.on_ready is not None:
             task = asyncio.get_running_loop().create_task(self._run_ready())
@@ -104,6 +105,18 @@ class CorralApp(App[None]):
         task = asyncio.get_running_loop().create_task(runner())
         self._calls.add(task)
         task.add_done_callback(self._calls.discard)
+
+    def _make_discussions(self):  # type: ignore[no-untyped-def]
+        """Discussions share the supervisor's state dir and the configured model."""
+        from supervisor.discuss import Discussions
+        from supervisor.llm.config import load_llm_config, make_provider
+
+        try:
+            provider = make_provider(load_llm_config())
+        except CorralError as exc:
+            self.notify(f"model configuration: {exc}", severity="warning")
+            provider = None
+        return Discussions(Path(self.supervisor.state_dir), provider)
 
     def desktop_notify(self, title: str, body: str) -> None:
         """`notify-send` where it exists and CORRAL_DESKTOP_NOTIFY=1 (off by default)."""

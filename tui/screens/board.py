@@ -38,6 +38,7 @@ class BoardScreen(Screen[None]):
     BINDINGS = [
         Binding("enter", "open", "Open"),
         Binding("n", "new", "New"),
+        Binding("d", "discuss", "Discuss"),
         Binding("c", "confirm", "Confirm"),
         Binding("a", "approve", "Approve"),
         Binding("o", "approve_checkout", "To checkout", show=False),
@@ -248,6 +249,18 @@ class BoardScreen(Screen[None]):
         from .diff import DiffScreen
 
         self.app.push_screen(DiffScreen(row.session_id))
+
+    def action_discuss(self) -> None:
+        from pathlib import Path
+
+        from .discuss import DiscussScreen
+
+        row = self.selected()
+        repo = getattr(self.app, "default_repo", None) or (Path(row.repo) if row else None)
+        if repo is None:
+            self.notify("Open corral in a repository to discuss it.", severity="warning")
+            return
+        self.app.push_screen(DiscussScreen(Path(repo)))
 
     def action_new(self) -> None:
         from .new_session import NewSessionScreen

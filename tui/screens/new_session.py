@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
@@ -10,13 +12,34 @@ from textual.widgets import Button, Input, Label, Select
 
 
 class NewSessionScreen(ModalScreen[None]):
+    """Prefilled from a discussion's prepared task when opened from there:
+    the session is drafted with its constraints and linked to it."""
+
     BINDINGS = [Binding("escape", "close", "Cancel")]
+
+    def __init__(
+        self,
+        intent: str = "",
+        constraints: list[str] | None = None,
+        discussion: Any = None,
+    ) -> None:
+        super().__init__()
+        self.intent = intent
+        self.constraints = list(constraints or [])
+        self.discussion = discussion
 
     def compose(self) -> ComposeResult:
         app = self.app
         with Vertical(classes="dialog"):
             yield Label("What should the agent achieve?")
-            yield Input(placeholder="e.g. Fix the off-by-one in paginate()", id="intent")
+            yield Input(
+                value=self.intent, placeholder="e.g. Fix the off-by-one in paginate()", id="intent"
+            )
+            if self.constraints:
+                yield Label(
+                    "Agreed in the discussion (drafting will use these):\n"
+                    + "\n".join(f"  • {c}" for c in self.constraints)
+                )
             yield Label("Repository")
             yield Input(value=str(getattr(app, "default_repo", "") or ""), id="repo")
             yield Label("Engine (only what can run here is listed)")
@@ -46,9 +69,22 @@ class NewSessionScreen(ModalScreen[None]):
         engine = str(self.query_one("#engine", Select).value or "auto")
         base = self.query_one("#base", Input).value.strip() or None
         sup = self.app.supervisor  # type: ignore[attr-defined]
-        self.app.run_supervisor_call(  # type: ignore[attr-defined]
-            "Start", sup.start(intent, repo, engine=engine, base=base, wait=False)
-        )
+        discussion = self.discussion
+
+        async def start() -> None:
+            result = await sup.start(
+                intent,
+                repo,
+                engine=engine,
+                base=base,
+                wait=False,
+                constraints=self.constraints or None,
+                discussion_id=discussion.id if discussion is not None else None,
+            )
+            if discussion is not None:
+                discussion.link_session(result.session_id)
+
+        self.app.run_supervisor_call("Start", start())  # type: ignore[attr-defined]
         self.dismiss(None)
 
     def action_close(self) -> None:

@@ -1,0 +1,77 @@
+"""The discussion screen: a streamed answer, a refusal shown, a prepared task
+started as a session that carries the agreed constraints and links back."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from supervisor.discuss import Discussions
+from supervisor.llm.base import ToolCall, Turn
+from supervisor.llm.scripted import ScriptedProvider
+from supervisor.states import CoderState
+from tui.app import CorralApp
+from tui.screens.discuss import DiscussScreen
+from tui.screens.new_session import NewSessionScreen
+
+from .conftest import FIXED_NOW
+
+
+async def test_a_prepared_task_starts_a_linked_session(board_world, tmp_path: Path) -> None:
+    sup, repo, _release = board_world()
+    provider = ScriptedProvider(
+        [
+            Turn(
+                text="",
+                tool_calls=(ToolCall("w1", "write_file", {"path": "x.txt", "content": "no"}),),
+                stop_reason="tool_use",
+            ),
+            Turn(
+                text="I can't write files here. Let me prepare a task instead.",
+                tool_calls=(
+                    ToolCall(
+                        "p1",
+                        "prepare_coding_task",
+                        {
+                            "intent": "Alpha adds a file",
+                            "constraints": ["keep the public API unchanged"],
+                        },
+                    ),
+                ),
+                stop_reason="tool_use",
+            ),
+            Turn(text="Prepared: **Alpha adds a file**."),
+        ]
+    )
+    app = CorralApp(sup, default_repo=repo, clock=lambda: FIXED_NOW)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause(0.2)
+        app.discussions = Discussions(tmp_path / "state", provider)
+        await pilot.press("d")
+        await pilot.pause(0.3)
+        screen = app.screen
+        assert isinstance(screen, DiscussScreen)
+        await pilot.press(*"please add the file", "enter")
+        for _ in range(50):
+            await pilot.pause(0.1)
+            if screen.discussion is not None and screen.discussion.prepared_task is not None:
+                break
+        task = screen.discussion.prepared_task
+        assert task is not None and task.constraints == ["keep the public API unchanged"]
+        assert not (repo / "x.txt").exists()  # the write was refused
+        card = str(screen.query_one("#discuss-task").render())
+        assert "Prepared task" in card
+        screen.query_one("#discuss-log").focus()
+        await pilot.press("s")
+        await pilot.pause(0.2)
+        assert isinstance(app.screen, NewSessionScreen)
+        await pilot.click("#start")
+        await pilot.pause(0.2)
+        for _ in range(100):
+            await pilot.pause(0.1)
+            rows = [r for r in sup.list() if r.discussion_id == screen.discussion.id]
+            if rows and rows[0].state is CoderState.CONTRACT_PROPOSED:
+                break
+        assert rows, "no session was started from the discussion"
+        session = sup.get(rows[0].session_id).session
+        assert session.discussion_constraints == ["keep the public API unchanged"]
+        assert screen.discussion.linked_sessions

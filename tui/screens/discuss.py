@@ -1,0 +1,156 @@
+"""`d`: a read-only discussion grounded in the repo.
+
+The transcript streams (assistant text as markdown once the reply is
+complete), tool calls show as chips, refusals in red. When the assistant (or
+`p`, promote) prepares a task, a card offers `s` Start: the new-session form
+opens prefilled, and the session is drafted with the discussion's agreed
+constraints and linked to it. Nothing here starts work by itself.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.markdown import Markdown
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import Screen
+from textual.widgets import Footer, Input, RichLog, Static
+
+from supervisor.errors import CorralError
+
+
+class DiscussScreen(Screen[None]):
+    BINDINGS = [
+        Binding("escape", "back", "Board"),
+        Binding("s", "start_task", "Start prepared task"),
+        Binding("p", "promote", "Promote to a task"),
+        Binding("ctrl+x", "cancel_turn", "Stop the reply"),
+        Binding("question_mark", "app.help", "Help"),
+    ]
+
+    def __init__(self, repo: Path, discussion_id: str | None = None) -> None:
+        super().__init__()
+        self.repo = repo
+        self.discussion_id = discussion_id
+        self.discussion = None  # type: ignore[var-annotated]
+        self._live = ""
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Static("", id="discuss-header")
+            yield RichLog(id="discuss-log", wrap=True, markup=False)
+            yield Static("", id="discuss-live")
+            yield Static("", id="discuss-task")
+            yield Input(
+                placeholder="Ask about the repo (read-only); enter sends", id="discuss-input"
+            )
+        yield Footer()
+
+    @property
+    def discussions(self):  # type: ignore[no-untyped-def]
+        return self.app.discussions  # type: ignore[attr-defined]
+
+    def on_mount(self) -> None:
+        self.open_discussion()
+
+    @work(exclusive=True, group="discuss-open")
+    async def open_discussion(self) -> None:
+        try:
+            if self.discussion_id:
+                self.discussion = await self.discussions.resume(self.discussion_id)
+            else:
+                self.discussion = await self.discussions.start(self.repo)
+        except CorralError as exc:
+            self.query_one("#discuss-header", Static).update(f"[red]{exc}[/red]")
+            return
+        self.query_one("#discuss-header", Static).update(
+            f"[b]Discussion[/b] on {self.repo.name} — read-only: the assistant reads the repo "
+            "and cannot change it. [dim]" + self.discussion.id + "[/dim]"
+        )
+        self.query_one("#discuss-input", Input).focus()
+        self.follow()
+
+    @work(exclusive=True, group="discuss-follow")
+    async def follow(self) -> None:
+        log = self.query_one("#discuss-log", RichLog)
+        live = self.query_one("#discuss-live", Static)
+        sub = self.discussion.subscribe(0)
+        async for event in sub:
+            d = event.data
+            kind = event.type
+            if kind == "user_message":
+                log.write(Text("You: ", style="bold cyan") + Text(str(d.get("text", ""))))
+            elif kind == "assistant_delta":
+                self._live += str(d.get("text", ""))
+                live.update(Text(self._live))
+            elif kind == "assistant_message":
+                self._live = ""
+                live.update("")
+                log.write(Markdown(str(d.get("text", ""))))
+            elif kind == "tool_call":
+                args = ", ".join(f"{k}={v}" for k, v in (d.get("args") or {}).items())
+                log.write(Text(f"  ⚙ {d.get('name')} {args}"[:200], style="dim"))
+            elif kind == "refusal":
+                log.write(Text(f"  ⛔ {d.get('tool')} refused: {d.get('reason')}", style="red"))
+            elif kind == "task_prepared":
+                self._show_task(d)
+            elif kind == "error":
+                log.write(Text(f"  {d.get('message')}", style="bold red"))
+            elif kind == "turn_complete" and self._live:
+                log.write(Markdown(self._live))
+                self._live = ""
+                live.update("")
+
+    def _show_task(self, data: dict) -> None:  # type: ignore[type-arg]
+        constraints = "\n".join(f"  • {c}" for c in data.get("constraints") or [])
+        self.query_one("#discuss-task", Static).update(
+            f"[b]Prepared task[/b] — press [b]s[/b] to start it (you can edit it first)\n"
+            f"{data.get('intent')}\n{constraints}"
+        )
+
+    async def on_input_submitted(self, event: Input.Submitted) -> None:
+        text = event.value
+        if not text.strip() or self.discussion is None:
+            return
+        event.input.value = ""
+        try:
+            await self.discussion.send(text)
+        except CorralError as exc:
+            self.notify(str(exc), severity="error", timeout=8)
+
+    def action_cancel_turn(self) -> None:
+        if self.discussion is not None:
+            self.discussion.cancel()
+
+    @work(exclusive=True, group="discuss-promote")
+    async def action_promote(self) -> None:
+        if self.discussion is None:
+            return
+        try:
+            task = await self.discussion.promote()
+        except CorralError as exc:
+            self.notify(str(exc), severity="error", timeout=8)
+            return
+        self._show_task(task.to_dict())
+
+    def action_start_task(self) -> None:
+        task = getattr(self.discussion, "prepared_task", None)
+        if task is None:
+            self.notify(
+                "No prepared task yet: agree on one, or press p to promote.", severity="warning"
+            )
+            return
+        from .new_session import NewSessionScreen
+
+        self.app.push_screen(
+            NewSessionScreen(
+                intent=task.intent, constraints=list(task.constraints), discussion=self.discussion
+            )
+        )
+
+    def action_back(self) -> None:
+        self.app.pop_screen()
