@@ -58,6 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--pace", type=float, default=1.0, help=argparse.SUPPRESS)
     sub.add_parser("doctor", help="check requirements, agents, models and the state dir")
     sub.add_parser("agents", help="list agent CLIs corral can run here")
+    sub.add_parser("panes", help="list agent panes on corral's tmux server (strays included)")
     sessions = sub.add_parser("sessions", help="list stored sessions")
     sessions.add_argument("--json", action="store_true", help="print JSON")
     trees = sub.add_parser("worktrees", help="list corral's worktrees, or prune orphans")
@@ -102,6 +103,8 @@ def main(argv: list[str] | None = None) -> int:
             return run_demo(pace=args.pace, backend=args.backend)
         if args.command == "agents":
             return list_agents()
+        if args.command == "panes":
+            return list_panes()
         if args.command == "worktrees":
             from .worktrees_command import list_worktrees, prune
 
@@ -188,6 +191,31 @@ def list_agents() -> int:
         version = profile.version(binary) or "version unknown"
         print(f"ok {name:<9} {profile.label:<22} {binary} ({version})")
     print("   custom    any command: engine custom:<command line>")
+    return 0
+
+
+def list_panes() -> int:
+    """Every pane with corral's owner marker, and the session it belongs to.
+    A pane with no matching session is a stray: shown, never killed."""
+    from supervisor.factory import make_backend
+
+    state_dir = default_state_dir()
+    socket_dir = os.environ.get("CORRAL_TMUX_SOCKET_DIR", "").strip()
+    backend = make_backend("tmux", socket_dir=Path(socket_dir) if socket_dir else None)
+    infos = backend.sweep()
+    store = Store(state_dir, readonly=True)
+    try:
+        sessions, _ = store.list_sessions()
+    finally:
+        store.close()
+    owners = {(s.pane or {}).get("owner"): s for s in sessions if s.pane}
+    if not infos:
+        print("no corral panes are running")
+    for owner, info in sorted(infos.items()):
+        session = owners.get(owner)
+        who = f"{session.id[-8:]} {session.state.value}" if session else "STRAY (no session)"
+        life = "alive" if info.alive else f"exited ({info.exit_status})"
+        print(f"{info.handle.pane_id:<6} {life:<14} {info.current_command:<12} {who}")
     return 0
 
 
