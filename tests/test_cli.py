@@ -184,3 +184,29 @@ def test_run_exit_codes_and_json_events(tmp_path: Path) -> None:
     # prune: the pending gate session keeps its worktree; nothing dirty is removed
     out = corral("worktrees", "prune", "--dry-run", home=home)
     assert out.returncode == 0, out.stderr
+
+
+def test_panes_lists_strays_without_killing_them(tmp_path: Path) -> None:
+    from supervisor.panes.base import PaneSpec
+    from supervisor.panes.tmux import TmuxBackend
+
+    home = tmp_path / "home"
+    out = corral("panes", home=home)
+    assert out.returncode == 0 and "no corral panes are running" in out.stdout
+    backend = TmuxBackend(socket_dir=home / "tmux")
+    spec = PaneSpec(
+        session_id="0123456789abcdef01234567",
+        incarnation=1,
+        name="stray",
+        cwd=tmp_path,
+        argv=["sleep", "30"],
+        env={"PATH": os.environ["PATH"]},
+    )
+    handle = backend.spawn(spec)
+    try:
+        out = corral("panes", home=home)
+        assert out.returncode == 0, out.stderr
+        assert "STRAY (no session)" in out.stdout and handle.pane_id in out.stdout
+        assert handle.owner in backend.sweep()  # listed, not killed
+    finally:
+        backend.kill_server()
