@@ -151,7 +151,9 @@ async def test_cancel_mid_shell_returns_within_five_seconds_and_leaves_nothing(
         Turn(
             text="",
             tool_calls=(
-                ToolCall("c1", "shell", {"command": f"sleep 30; echo {marker}", "timeout_secs": 120}),
+                ToolCall(
+                    "c1", "shell", {"command": f"sleep 30; echo {marker}", "timeout_secs": 120}
+                ),
             ),
             stop_reason="tool_use",
         )

@@ -75,3 +75,47 @@ async def test_a_prepared_task_starts_a_linked_session(board_world, tmp_path: Pa
         session = sup.get(rows[0].session_id).session
         assert session.discussion_constraints == ["keep the public API unchanged"]
         assert screen.discussion.linked_sessions
+
+
+def test_discussion_snapshot(snap_compare, board_world, tmp_path: Path) -> None:
+    """Streamed answer rendered as markdown, a refused write, the prepared task."""
+    sup, repo, _release = board_world()
+    provider = ScriptedProvider(
+        [
+            Turn(
+                text="",
+                tool_calls=(ToolCall("w1", "shell", {"command": "rm -rf build"}),),
+                stop_reason="tool_use",
+            ),
+            Turn(
+                text="The importer re-reads the **whole file** for every row.",
+                tool_calls=(
+                    ToolCall(
+                        "p1",
+                        "prepare_coding_task",
+                        {
+                            "intent": "Read the file once in the importer",
+                            "constraints": ["keep the CSV format"],
+                        },
+                    ),
+                ),
+                stop_reason="tool_use",
+            ),
+            Turn(text="Prepared a task: `Read the file once in the importer`."),
+        ]
+    )
+    app = CorralApp(sup, default_repo=repo, clock=lambda: FIXED_NOW)
+
+    async def ready(pilot) -> None:  # type: ignore[no-untyped-def]
+        await pilot.pause(0.2)
+        app.discussions = Discussions(tmp_path / "state", provider)
+        await pilot.press("d")
+        await pilot.pause(0.3)
+        await pilot.press(*"why is the importer slow?", "enter")
+        for _ in range(50):
+            await pilot.pause(0.1)
+            if app.screen.discussion and app.screen.discussion.prepared_task:
+                break
+        await pilot.pause(0.3)
+
+    assert snap_compare(app, terminal_size=(120, 30), run_before=ready)

@@ -26,7 +26,8 @@ from supervisor.errors import CorralError
 class DiscussScreen(Screen[None]):
     BINDINGS = [
         Binding("escape", "back", "Board"),
-        Binding("s", "start_task", "Start prepared task"),
+        Binding("s", "start_task", "Start prepared task", show=False),
+        Binding("ctrl+o", "start_task", "Start prepared task", priority=True),
         Binding("p", "promote", "Promote to a task"),
         Binding("ctrl+x", "cancel_turn", "Stop the reply"),
         Binding("question_mark", "app.help", "Help"),
@@ -69,7 +70,7 @@ class DiscussScreen(Screen[None]):
             return
         self.query_one("#discuss-header", Static).update(
             f"[b]Discussion[/b] on {self.repo.name} — read-only: the assistant reads the repo "
-            "and cannot change it. [dim]" + self.discussion.id + "[/dim]"
+            "and cannot change it."
         )
         self.query_one("#discuss-input", Input).focus()
         self.follow()
@@ -79,18 +80,31 @@ class DiscussScreen(Screen[None]):
         log = self.query_one("#discuss-log", RichLog)
         live = self.query_one("#discuss-live", Static)
         sub = self.discussion.subscribe(0)
+        streamed = False
+
+        def flush() -> None:
+            if self._live.strip():
+                log.write(Markdown(self._live))
+            self._live = ""
+            live.update("")
+
         async for event in sub:
             d = event.data
             kind = event.type
-            if kind == "user_message":
-                log.write(Text("You: ", style="bold cyan") + Text(str(d.get("text", ""))))
-            elif kind == "assistant_delta":
+            if kind == "assistant_delta":
+                streamed = True
                 self._live += str(d.get("text", ""))
                 live.update(Text(self._live))
-            elif kind == "assistant_message":
-                self._live = ""
-                live.update("")
-                log.write(Markdown(str(d.get("text", ""))))
+                continue
+            if kind == "assistant_message":
+                if not streamed and str(d.get("text", "")).strip():
+                    log.write(Markdown(str(d.get("text", ""))))
+                flush()
+                streamed = False
+                continue
+            flush()  # anything else ends the streamed text so far
+            if kind == "user_message":
+                log.write(Text("You: ", style="bold cyan") + Text(str(d.get("text", ""))))
             elif kind == "tool_call":
                 args = ", ".join(f"{k}={v}" for k, v in (d.get("args") or {}).items())
                 log.write(Text(f"  ⚙ {d.get('name')} {args}"[:200], style="dim"))
@@ -100,15 +114,11 @@ class DiscussScreen(Screen[None]):
                 self._show_task(d)
             elif kind == "error":
                 log.write(Text(f"  {d.get('message')}", style="bold red"))
-            elif kind == "turn_complete" and self._live:
-                log.write(Markdown(self._live))
-                self._live = ""
-                live.update("")
 
     def _show_task(self, data: dict) -> None:  # type: ignore[type-arg]
         constraints = "\n".join(f"  • {c}" for c in data.get("constraints") or [])
         self.query_one("#discuss-task", Static).update(
-            f"[b]Prepared task[/b] — press [b]s[/b] to start it (you can edit it first)\n"
+            f"[b]Prepared task[/b] — press [b]ctrl+o[/b] to start it (you can edit it first)\n"
             f"{data.get('intent')}\n{constraints}"
         )
 

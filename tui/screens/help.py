@@ -28,7 +28,7 @@ a branch until you approve it.
 | `f` | filter: all → needs you → in progress → finished |
 | `/` | search by intent, repo or id (`escape` clears) |
 | `n` | start a new session |
-| `d` | discuss the repo with a read-only assistant (needs a model); `s` starts a prepared task |
+| `d` | discuss the repo with a read-only assistant (needs a model); `ctrl+o` starts a prepared task |
 | `c` | confirm the selected session's contract |
 | `a` | approve the verified diff (delivers branch `corral/<id>`), or accept a finding |
 | `o` | apply the verified diff to your checkout's working files (HEAD and index untouched) |
