@@ -225,7 +225,7 @@ async def test_a_check_that_commits_cannot_fake_changed_nothing(
 async def test_a_big_diff_is_truncated_in_the_event_but_delivered_whole(
     make_supervisor: SupervisorFactory, repo: Path
 ) -> None:
-    big = "".join(f"line {i} {'x' * 60}\n" for i in range(40_000))  # ~2.7 MB
+    big = "".join(f"line {i} {'x' * 60}\n" for i in range(300_000))  # ~20 MB
     sup = await make_supervisor(
         drafter=ScriptedDrafter([contract(("big", "test -s big.txt"))]),
         engine=ScriptedEngine([[Write("big.txt", big)]]),
