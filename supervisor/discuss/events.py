@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import time
 from collections import deque
@@ -10,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import CorralError
+from ..events import Subscription, SubscriptionDropped
 from .common import (
     DISCUSS_EVENT_BUFFER_MAX,
     DISCUSS_SUBSCRIBER_QUEUE,
@@ -39,70 +38,10 @@ class DiscussEvent:
         }
 
 
-class DiscussSubscriptionDropped(CorralError):
-    """The reader fell behind; resubscribe from its cursor."""
-
-
-class DiscussSubscription:
-    """A bounded mailbox for one reader; iterate it with `async for`."""
-
-    def __init__(self, stream: EventStream, limit: int) -> None:
-        self._stream = stream
-        self._items: deque[DiscussEvent] = deque()
-        self._limit = limit
-        self._waiter: asyncio.Future[None] | None = None
-        self.dropped = False
-        self.closed = False
-        self.last_seq = -1
-
-    def _offer(self, event: DiscussEvent) -> bool:
-        if len(self._items) >= self._limit:
-            self.dropped = True
-            self._wake()
-            return False
-        self._items.append(event)
-        self._wake()
-        return True
-
-    def _wake(self) -> None:
-        if self._waiter is not None and not self._waiter.done():
-            self._waiter.set_result(None)
-
-    def get_nowait(self) -> list[DiscussEvent]:
-        items = list(self._items)
-        self._items.clear()
-        if items:
-            self.last_seq = items[-1].seq
-        return items
-
-    async def get(self) -> DiscussEvent:
-        while not self._items:
-            if self.dropped:
-                raise DiscussSubscriptionDropped(
-                    f"subscriber fell behind after seq {self.last_seq}; resubscribe from "
-                    f"{self.last_seq + 1}"
-                )
-            if self.closed:
-                raise StopAsyncIteration
-            self._waiter = asyncio.get_running_loop().create_future()
-            try:
-                await self._waiter
-            finally:
-                self._waiter = None
-        event = self._items.popleft()
-        self.last_seq = event.seq
-        return event
-
-    def __aiter__(self) -> DiscussSubscription:
-        return self
-
-    async def __anext__(self) -> DiscussEvent:
-        return await self.get()
-
-    def close(self) -> None:
-        self._stream.unsubscribe(self)
-        self.closed = True
-        self._wake()
+# One reader's bounded mailbox is the same mechanism as a session's event
+# subscription: no gap, no duplicate, dropped (and told so) when it falls behind.
+DiscussSubscription = Subscription
+DiscussSubscriptionDropped = SubscriptionDropped
 
 
 class EventStream:
@@ -130,7 +69,7 @@ class EventStream:
     def subscribe(self, from_seq: int = 0) -> DiscussSubscription:
         """Replay buffered events with `seq >= from_seq` (inclusive), then
         everything new, exactly once and in order."""
-        sub = DiscussSubscription(self, DISCUSS_SUBSCRIBER_QUEUE)
+        sub = DiscussSubscription(self, DISCUSS_SUBSCRIBER_QUEUE)  # type: ignore[arg-type]
         for event in self.buffer:
             if event.seq >= from_seq:
                 sub._offer(event)
