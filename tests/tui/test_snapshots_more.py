@@ -1,0 +1,79 @@
+"""More console snapshots: the empty board, help, the light theme, an error
+toast, and a board of 100 rows."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from supervisor.api import Supervisor
+from supervisor.config import SupervisorConfig
+from supervisor.models import CoderSession
+from supervisor.scripted import ScriptedDrafter, ScriptedEngine, ScriptedEngines
+from supervisor.states import CoderState
+from supervisor.store import Store
+from tui.app import CorralApp
+
+from .conftest import FIXED_NOW, make_repo
+
+
+def _sup(tmp_path: Path) -> Supervisor:
+    return Supervisor(
+        tmp_path / "state",
+        drafter=ScriptedDrafter([]),
+        engines=ScriptedEngines(ScriptedEngine()),
+        config=SupervisorConfig(),
+    )
+
+
+def test_empty_board(snap_compare, tmp_path: Path) -> None:
+    app = CorralApp(_sup(tmp_path), default_repo=make_repo(tmp_path / "r"), clock=lambda: FIXED_NOW)
+    assert snap_compare(app, terminal_size=(120, 20))
+
+
+def test_help(snap_compare, tmp_path: Path) -> None:
+    app = CorralApp(_sup(tmp_path), default_repo=make_repo(tmp_path / "r"), clock=lambda: FIXED_NOW)
+    assert snap_compare(app, terminal_size=(120, 50), press=["question_mark"])
+
+
+def test_light_theme_and_an_error_toast(snap_compare, tmp_path: Path) -> None:
+    app = CorralApp(_sup(tmp_path), default_repo=make_repo(tmp_path / "r"), clock=lambda: FIXED_NOW)
+
+    async def before(pilot) -> None:  # type: ignore[no-untyped-def]
+        await pilot.pause(0.1)
+        app.theme = "textual-light"
+        app.run_supervisor_call("Approve", app.supervisor.approve("nope"))
+        await pilot.pause(0.3)
+
+    assert snap_compare(app, terminal_size=(120, 20), run_before=before)
+
+
+def test_a_board_of_a_hundred_sessions(snap_compare, tmp_path: Path) -> None:
+    """Stored sessions of every state (not live after a restart), newest first."""
+    state = tmp_path / "state"
+    store = Store(state)
+    states = [CoderState.MERGED, CoderState.FAILED, CoderState.ABANDONED, CoderState.REPORTED]
+    for i in range(100):
+        store.save_session(
+            CoderSession(
+                id=f"{i:024x}",
+                repo=f"/src/repo{i % 3}",
+                intent=f"Task number {i}",
+                state=states[i % 4],
+                created_at=FIXED_NOW - 5000 + i,
+                updated_at=FIXED_NOW - 5000 + i * 10,
+                engine="external:claude",
+                iterations=i % 5,
+            )
+        )
+    store.close()
+    app = CorralApp(
+        Supervisor(
+            state,
+            drafter=ScriptedDrafter([]),
+            engines=ScriptedEngines(ScriptedEngine()),
+            config=SupervisorConfig(),
+        ),
+        default_repo=make_repo(tmp_path / "r"),
+        clock=lambda: FIXED_NOW,
+    )
+    assert snap_compare(app, terminal_size=(130, 30))
