@@ -103,3 +103,47 @@ def test_diff_review_snapshot(snap_compare, tmp_path: Path) -> None:
         await pilot.pause(0.6)
 
     assert snap_compare(app, terminal_size=(150, 30), run_before=ready)
+
+
+async def test_the_whole_flow_through_keys(tmp_path: Path) -> None:
+    """n → intent → enter → c → the engine works → D → untick one of three
+    hunks → a: the branch holds exactly the two approved hunks."""
+    repo = make_repo(tmp_path / "repo")
+    (repo / "long.txt").write_text("".join(f"{i}\n" for i in range(1, 31)))
+    git(repo, "add", "long.txt")
+    git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "long")
+    lines = [str(i) for i in range(1, 31)]
+    lines[1], lines[14], lines[28] = "two", "fifteen", "twentynine"
+    sup = Supervisor(
+        tmp_path / "state",
+        drafter=ScriptedDrafter([contract(("fifteen", "grep -q fifteen long.txt"))]),
+        engines=ScriptedEngines(ScriptedEngine([[Write("long.txt", "\n".join(lines) + "\n")]])),
+        config=SupervisorConfig(repair_invokes=0),
+    )
+    app = CorralApp(sup, default_repo=repo, clock=lambda: FIXED_NOW)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await pilot.pause(0.2)
+        await pilot.press("n")
+        await pilot.pause(0.2)
+        await pilot.press(*"Name three numbers", "enter")
+        for _ in range(100):
+            await pilot.pause(0.1)
+            rows = sup.list()
+            if rows and rows[0].state is CoderState.CONTRACT_PROPOSED:
+                break
+        sid = rows[0].session_id
+        await pilot.press("c")
+        await sup.wait_for(sid, {CoderState.NEEDS_APPROVAL}, timeout=20)
+        await pilot.pause(0.2)
+        await pilot.press("D")
+        await pilot.pause(0.5)
+        screen = app.screen
+        assert isinstance(screen, DiffScreen)
+        hunks = screen.query_one("#diff-hunks", DataTable)
+        hunks.focus()
+        hunks.move_cursor(row=2)
+        await pilot.press("space")
+        await pilot.press("a")
+        row = await sup.wait_for(sid, {CoderState.MERGED}, timeout=20)
+    delivered = git(repo, "show", f"{row.result_branch}:long.txt").splitlines()
+    assert (delivered[1], delivered[14], delivered[28]) == ("two", "fifteen", "29")
