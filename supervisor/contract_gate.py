@@ -15,7 +15,7 @@ from .contracts.drafting import (
     apply_check_edit,
     apply_remove,
 )
-from .core import S, SupervisorCore, new_session_id
+from .core import S, SupervisorCore
 from .entry import SessionEntry
 from .errors import CorralError
 from .git.repo import repo_root, resolve_base
@@ -86,7 +86,7 @@ class ContractGate(SupervisorCore):
         ensure_private_dir(self.state_dir)
         self._prune_finished()
 
-        sid = new_session_id()
+        sid = self.id_factory()
         now = self.clock()
         session = CoderSession(
             id=sid,

@@ -77,6 +77,7 @@ class SupervisorCore:
         config: SupervisorConfig | None = None,
         clock: Callable[[], float] = time.time,
         panes: PaneManager | None = None,
+        id_factory: Callable[[], str] = new_session_id,
     ) -> None:
         self.state_dir = Path(state_dir) if state_dir else default_state_dir()
         self.config = config or load_config()
@@ -93,6 +94,7 @@ class SupervisorCore:
         self._janitor: asyncio.Task[None] | None = None
         self.workspaces: Workspaces | None = None
         self.panes = panes
+        self.id_factory = id_factory
         self._closing = False
         self.stray_panes: list[str] = []
 

@@ -31,7 +31,8 @@ def describe(event: CoderEvent) -> Text:
         r = d.get("result", {})
         ok = r.get("passed")
         line.append("PASS " if ok else "FAIL ", style="green" if ok else "bold red")
-        line.append(f"{r.get('name')} ({r.get('duration_ms', 0)} ms)")
+        slow = int(r.get("duration_ms") or 0) >= 5000
+        line.append(str(r.get("name")) + (f" ({int(r['duration_ms']) // 1000} s)" if slow else ""))
     elif k is K.CONTRACT_EVALUATED:
         ok = d.get("passed")
         line.append(

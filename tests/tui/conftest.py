@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import os
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -30,12 +31,15 @@ FIXED_NOW = 1_790_000_000.0
 
 def make_repo(path: Path) -> Path:
     path.mkdir(parents=True, exist_ok=True)
+    fixed = "2026-01-01T00:00:00+00:00"  # fixed dates: the same commit ids every run
+    env = dict(os.environ, GIT_AUTHOR_DATE=fixed, GIT_COMMITTER_DATE=fixed)
     subprocess.run(
         "git init -q -b main && git -c user.name=t -c user.email=t@t commit -q --allow-empty "
         "-m init",
         shell=True,
         cwd=path,
         check=True,
+        env=env,
     )
     return path
 

@@ -3,6 +3,8 @@ and the question / guidance input. Fed by `subscribe` from seq 0."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -108,7 +110,9 @@ class SessionScreen(Screen[None]):
             f"[b]{s.intent.splitlines()[0] if s.intent else ''}[/b]",
             f"state {s.state.value}{needs}  ·  engine {s.engine}"
             f"{' (ran ' + s.engine_ran + ')' if s.engine_ran else ''}{iters}",
-            f"worktree {s.worktree or '—'}  ·  base {(s.base or s.start_commit or '—')[:12]}"
+            f"worktree …/{Path(s.worktree).name if s.worktree else '—'}"
+            f"{'' if s.worktree and Path(s.worktree).is_dir() else ' (removed)'}"
+            f"  ·  base {(s.base or s.start_commit or '—')[:12]}"
             f"{'  ·  branch ' + s.result_branch if s.result_branch else ''}",
         ]
         if s.error:
@@ -151,7 +155,10 @@ class SessionScreen(Screen[None]):
         diff = self.query_one("#diff", Static)
         if s.no_change_finding is not None:
             f = s.no_change_finding
-            diff.update(f"[b]No-change finding[/b]: {f.summary}\n{f.evidence}")
+            diff.update(
+                f"[b]No-change finding[/b]: {f.summary}\n{f.evidence}\n"
+                "[b]a[/b] accepts it (nothing is published) · [b]r[/b] rejects it"
+            )
         elif s.diff is not None:
             note = " (patch truncated)" if s.diff.patch_truncated else ""
             diff.update(f"[b]Verified diff[/b]{note}\n{s.diff.stat}")
