@@ -69,6 +69,7 @@ class CorralApp(App[None]):
             )
         self._load_theme()
         self.discussions = self._make_discussions()
+        self.set_interval(300, self._reap_discussions)
         await self.push_screen(BoardScreen(clock=self.clock))
         if self.on_ready is not None:
             task = asyncio.get_running_loop().create_task(self._run_ready())
@@ -117,6 +118,12 @@ class CorralApp(App[None]):
             self.notify(f"model configuration: {exc}", severity="warning")
             provider = None
         return Discussions(Path(self.supervisor.state_dir), provider)
+
+    def _reap_discussions(self) -> None:
+        """Discussions idle for an hour close (they stay resumable)."""
+        reap = getattr(self.discussions, "reap_idle", None)
+        if reap is not None:
+            reap()
 
     def desktop_notify(self, title: str, body: str) -> None:
         """`notify-send` where it exists and CORRAL_DESKTOP_NOTIFY=1 (off by default)."""

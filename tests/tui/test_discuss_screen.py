@@ -119,3 +119,27 @@ def test_discussion_snapshot(snap_compare, board_world, tmp_path: Path) -> None:
         await pilot.pause(0.3)
 
     assert snap_compare(app, terminal_size=(120, 30), run_before=ready)
+
+
+async def test_d_resumes_the_repos_saved_discussion(board_world, tmp_path: Path) -> None:
+    sup, repo, _release = board_world()
+    provider = ScriptedProvider([Turn(text="Hello.")])
+    app = CorralApp(sup, default_repo=repo, clock=lambda: FIXED_NOW)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await pilot.pause(0.2)
+        app.discussions = Discussions(tmp_path / "state", provider)
+        await pilot.press("d")
+        await pilot.pause(0.3)
+        first = app.screen
+        await pilot.press(*"hi", "enter")
+        await first.discussion.wait()
+        first_id = first.discussion.id
+        await app.discussions.close(first_id)
+        await pilot.press("escape")
+        await pilot.pause(0.2)
+        await pilot.press("d")
+        await pilot.pause(0.5)
+        assert app.screen.discussion.id == first_id  # resumed, history replayed
+        await pilot.press("ctrl+n")
+        await pilot.pause(0.5)
+        assert app.screen.discussion.id != first_id  # a fresh one on request

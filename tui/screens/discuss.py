@@ -29,14 +29,18 @@ class DiscussScreen(Screen[None]):
         Binding("s", "start_task", "Start prepared task", show=False),
         Binding("ctrl+o", "start_task", "Start prepared task", priority=True),
         Binding("p", "promote", "Promote to a task"),
+        Binding("ctrl+n", "new_discussion", "New discussion", priority=True),
         Binding("ctrl+x", "cancel_turn", "Stop the reply"),
         Binding("question_mark", "app.help", "Help"),
     ]
 
-    def __init__(self, repo: Path, discussion_id: str | None = None) -> None:
+    def __init__(
+        self, repo: Path, discussion_id: str | None = None, *, fresh: bool = False
+    ) -> None:
         super().__init__()
         self.repo = repo
         self.discussion_id = discussion_id
+        self.fresh = fresh
         self.discussion = None  # type: ignore[var-annotated]
         self._live = ""
 
@@ -61,6 +65,8 @@ class DiscussScreen(Screen[None]):
     @work(exclusive=True, group="discuss-open")
     async def open_discussion(self) -> None:
         try:
+            if self.discussion_id is None and not self.fresh:
+                self.discussion_id = self._latest_saved()
             if self.discussion_id:
                 self.discussion = await self.discussions.resume(self.discussion_id)
             else:
@@ -114,6 +120,23 @@ class DiscussScreen(Screen[None]):
                 self._show_task(d)
             elif kind == "error":
                 log.write(Text(f"  {d.get('message')}", style="bold red"))
+
+    def _latest_saved(self) -> str | None:
+        """Resume the newest saved discussion of this repository, if any."""
+        try:
+            root = str(self.repo.resolve())
+            rows = [
+                r
+                for r in self.discussions.list()
+                if not r.get("error") and str(r.get("repo", "")) == root
+            ]
+        except (OSError, CorralError):
+            return None
+        rows.sort(key=lambda r: r.get("updated_at") or r.get("created_at") or 0, reverse=True)
+        return str(rows[0]["discussion_id"]) if rows else None
+
+    def action_new_discussion(self) -> None:
+        self.app.switch_screen(DiscussScreen(self.repo, fresh=True))
 
     def _show_task(self, data: dict) -> None:  # type: ignore[type-arg]
         constraints = "\n".join(f"  • {c}" for c in data.get("constraints") or [])

@@ -68,6 +68,9 @@ class NewSessionScreen(ModalScreen[None]):
         repo = self.query_one("#repo", Input).value.strip()
         engine = str(self.query_one("#engine", Select).value or "auto")
         base = self.query_one("#base", Input).value.strip() or None
+        if base is None and self.discussion is not None:
+            # a follow-up starts from what the discussion's last session delivered
+            base = self.discussion.followup_base()
         sup = self.app.supervisor  # type: ignore[attr-defined]
         discussion = self.discussion
 
