@@ -70,6 +70,7 @@ class ContractGate(SupervisorCore):
         constraints: list[str] | None = None,
         discussion_id: str | None = None,
         wait: bool = True,
+        contract: OutcomeContract | None = None,
     ) -> StartResult:
         """Register a session and draft its contract.
 
@@ -125,7 +126,7 @@ class ContractGate(SupervisorCore):
                     )
                 },
             )
-        task = self._spawn(entry, self._draft(entry))
+        task = self._spawn(entry, self._draft(entry, contract))
         if wait:
             try:
                 await asyncio.shield(task)
@@ -161,10 +162,12 @@ class ContractGate(SupervisorCore):
             constraints=[*s.discussion_constraints, *s.steering_messages],
         )
 
-    async def _draft(self, entry: SessionEntry) -> None:
+    async def _draft(self, entry: SessionEntry, given: OutcomeContract | None = None) -> None:
+        """Draft the contract, or take the operator's own (`given`, e.g. a
+        contract file): it is validated and baselined all the same."""
         s = entry.session
         try:
-            contract = await self.drafter.draft(self._request(entry))
+            contract = given or await self.drafter.draft(self._request(entry))
             problems = contract.validate_contract(
                 max_timeout_secs=self.config.max_check_timeout_secs
             )

@@ -128,3 +128,50 @@ async def test_the_command_palette_offers_the_board_actions(board_world) -> None
             "Help (question_mark)",
         ):
             assert words in titles, titles
+
+
+async def test_a_contract_file_in_the_form_and_a_reject_comment(
+    board_world, tmp_path: Path
+) -> None:
+    import json
+
+    from supervisor.states import CoderState
+
+    sup, repo, _release = board_world()
+    contract_file = tmp_path / "c.json"
+    contract_file.write_text(
+        json.dumps(
+            {
+                "description": "mine",
+                "checks": [{"name": "mine", "command": "test -f alpha.txt", "timeout_secs": 10}],
+            }
+        )
+    )
+    app = _app(sup, repo)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await pilot.pause(0.2)
+        await pilot.press("n")
+        await pilot.pause(0.2)
+        await pilot.press(*"Alpha adds a file")
+        app.screen.query_one("#contract").value = str(contract_file)
+        await pilot.click("#start")
+        for _ in range(100):
+            await pilot.pause(0.1)
+            rows = sup.list()
+            if rows and rows[0].state is CoderState.CONTRACT_PROPOSED:
+                break
+        sid = rows[0].session_id
+        contract = sup.get(sid).session.contract
+        assert contract is not None and [c.name for c in contract.checks] == ["mine"]
+        await sup.confirm(sid)
+        await sup.wait_for(sid, {CoderState.NEEDS_APPROVAL}, timeout=20)
+        await pilot.pause(0.2)
+        board = app.screen
+        board.table.move_cursor(row=board.order.index(sid))
+        await pilot.press("r")
+        await pilot.pause(0.2)
+        await pilot.press(*"not like this", "enter")
+        row = await sup.wait_for(sid, {CoderState.ABANDONED}, timeout=10)
+        assert row.state is CoderState.ABANDONED
+        texts = [str(e.data.get("text", "")) for e in sup._live[sid].log.buffered()]
+        assert "Rejected: not like this" in texts

@@ -295,8 +295,22 @@ class BoardScreen(Screen[None]):
         self._run("Re-verify", lambda sid: sup.reverify(sid))
 
     def action_reject(self) -> None:
+        from .prompt import TextPrompt
+
         sup = self.app.supervisor  # type: ignore[attr-defined]
-        self._run("Reject", lambda sid: sup.approve(sid, approve=False))
+
+        def done(comment: str | None) -> None:
+            if comment is not None:
+                self._run(
+                    "Reject", lambda sid: sup.approve(sid, approve=False, comment=comment or None)
+                )
+
+        self.app.push_screen(
+            TextPrompt(
+                "Reject: why? (optional; enter rejects, escape keeps it)", "a comment for the log"
+            ),
+            done,
+        )
 
     def action_cancel_session(self) -> None:
         row = self.selected()

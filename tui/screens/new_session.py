@@ -52,6 +52,8 @@ class NewSessionScreen(ModalScreen[None]):
             )
             yield Label("Base revision (blank = your checkout as it is now)")
             yield Input(placeholder="", id="base")
+            yield Label("Contract file (blank = drafted for you; see README for the JSON)")
+            yield Input(placeholder="path/to/contract.json", id="contract")
             yield Button("Start (enter)", id="start", variant="primary")
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
@@ -73,6 +75,19 @@ class NewSessionScreen(ModalScreen[None]):
             base = self.discussion.followup_base()
         sup = self.app.supervisor  # type: ignore[attr-defined]
         discussion = self.discussion
+        contract = None
+        contract_path = self.query_one("#contract", Input).value.strip()
+        if contract_path:
+            from pathlib import Path
+
+            from supervisor.contracts.files import load_contract
+            from supervisor.errors import CorralError
+
+            try:
+                contract = load_contract(Path(contract_path).expanduser())
+            except CorralError as exc:
+                self.notify(str(exc), title="Contract file", severity="error", timeout=10)
+                return
 
         async def start() -> None:
             result = await sup.start(
@@ -83,6 +98,7 @@ class NewSessionScreen(ModalScreen[None]):
                 wait=False,
                 constraints=self.constraints or None,
                 discussion_id=discussion.id if discussion is not None else None,
+                contract=contract,
             )
             if discussion is not None:
                 discussion.link_session(result.session_id)

@@ -287,8 +287,22 @@ class SessionScreen(Screen[None]):
         self.app.run_supervisor_call("Re-verify", self.supervisor.reverify(self.session_id))  # type: ignore[attr-defined]
 
     def action_reject(self) -> None:
-        self.app.run_supervisor_call(  # type: ignore[attr-defined]
-            "Reject", self.supervisor.approve(self.session_id, approve=False)
+        from .prompt import TextPrompt
+
+        def done(comment: str | None) -> None:
+            if comment is not None:
+                self.app.run_supervisor_call(  # type: ignore[attr-defined]
+                    "Reject",
+                    self.supervisor.approve(
+                        self.session_id, approve=False, comment=comment or None
+                    ),
+                )
+
+        self.app.push_screen(
+            TextPrompt(
+                "Reject: why? (optional; enter rejects, escape keeps it)", "a comment for the log"
+            ),
+            done,
         )
 
     def action_cancel_session(self) -> None:
