@@ -69,3 +69,30 @@ def test_the_finding_variant_and_the_gates_nothing_warning(snap_compare, tmp_pat
         await pilot.pause(0.5)
 
     assert snap_compare(app, terminal_size=(130, 40), run_before=before)
+
+
+async def test_the_event_log_filter(tmp_path: Path) -> None:
+    from textual.widgets import RichLog
+
+    drafted = contract(("already_true", "true"), description="nothing to prove")
+
+    async def seed(sup: Supervisor, repo: Path) -> None:
+        sid = (await sup.start("Make sure it works", repo)).session_id
+        await sup.confirm(sid)
+        await sup.wait_for(sid, {CoderState.NEEDS_APPROVAL}, timeout=20)
+
+    app = _app(tmp_path, drafted, seed)
+    async with app.run_test(size=(130, 40)) as pilot:
+        await app.ready.wait()
+        await pilot.pause(0.2)
+        await pilot.press("enter")
+        await pilot.pause(0.5)
+        screen = app.screen
+        log = screen.query_one("#log", RichLog)
+        everything = len(log.lines)
+        await pilot.press("l", "l")  # → agent → checks
+        await pilot.pause(0.2)
+        assert screen.log_filter == "checks"
+        text = "\n".join(str(line.text) for line in log.lines)
+        assert "PASS already_true" in text and "state created" not in text
+        assert len(log.lines) < everything

@@ -44,6 +44,8 @@ a branch until you approve it.
 | key | action |
 |---|---|
 | `escape` | back to the board |
+| `l` | filter the event log: everything → agent → checks → problems |
+| `t` / `A` | type into the agent's live terminal (`ctrl+g` leaves) / attach your terminal to its tmux window |
 | `c` / `a` / `o` / `v` / `r` / `x` | confirm, approve to a branch, apply to the checkout, re-verify, reject, cancel |
 | `1`–`9` | answer a question with that option |
 | `enter` in the input | send an answer, or guidance while the agent works |

@@ -13,7 +13,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, RichLog, Static
 
 from supervisor.events import SubscriptionClosed, SubscriptionDropped
-from supervisor.models import EventKind
+from supervisor.models import CoderEvent, EventKind
 
 from ..event_text import describe
 from ..widgets.terminal import TerminalView
@@ -31,6 +31,57 @@ REFRESH_KINDS = {
 }
 
 
+LOG_FILTERS = {
+    "all": "everything",
+    "agent": "the agent: plan, tool calls, status, questions",
+    "checks": "contract and checks",
+    "problems": "errors, refusals and budget",
+}
+_AGENT = {
+    EventKind.PLAN_TEXT,
+    EventKind.TOOL_CALL,
+    EventKind.AGENT_STATUS,
+    EventKind.USER_INPUT_REQUESTED,
+    EventKind.USER_INPUT_EXPIRED,
+    EventKind.OPERATOR_GUIDANCE,
+    EventKind.ITERATION_STARTED,
+    EventKind.EXTERNAL_EVENT,
+}
+_CHECKS = {
+    EventKind.CONTRACT_PROPOSED,
+    EventKind.CONTRACT_BASELINE,
+    EventKind.CONTRACT_REVISION_REJECTED,
+    EventKind.CHECK_COMPLETED,
+    EventKind.CONTRACT_EVALUATED,
+    EventKind.DIFF_READY,
+    EventKind.FINDING_PROPOSED,
+}
+_PROBLEMS = {
+    EventKind.ERROR,
+    EventKind.AUTH_REQUIRED,
+    EventKind.BUDGET_EXHAUSTED,
+    EventKind.ENGINE_FALLBACK,
+    EventKind.CONTRACT_REVISION_REJECTED,
+}
+
+
+def log_filter_matches(name: str, event: CoderEvent) -> bool:
+    if name == "agent":
+        return event.kind in _AGENT
+    if name == "checks":
+        return event.kind in _CHECKS
+    if name == "problems":
+        return (
+            event.kind in _PROBLEMS
+            or (event.kind is EventKind.TOOL_CALL and "denied" in event.data)
+            or (
+                event.kind is EventKind.CHECK_COMPLETED
+                and not event.data.get("result", {}).get("passed")
+            )
+        )
+    return True
+
+
 class SessionScreen(Screen[None]):
     BINDINGS = [
         Binding("escape", "back", "Board"),
@@ -41,6 +92,7 @@ class SessionScreen(Screen[None]):
         Binding("r", "reject", "Reject"),
         Binding("x", "cancel_session", "Cancel"),
         Binding("A", "attach", "Attach"),
+        Binding("l", "cycle_log_filter", "Log filter"),
         Binding("D", "review_diff", "Review diff"),
         Binding("t", "focus_terminal", "Terminal"),
         Binding("question_mark", "app.help", "Help"),
@@ -49,6 +101,8 @@ class SessionScreen(Screen[None]):
     def __init__(self, session_id: str) -> None:
         super().__init__()
         self.session_id = session_id
+        self.events: list[CoderEvent] = []
+        self.log_filter = "all"
 
     def compose(self) -> ComposeResult:
         with Vertical():
@@ -90,7 +144,9 @@ class SessionScreen(Screen[None]):
             try:
                 async for event in sub:
                     cursor = event.seq + 1
-                    log.write(describe(event))
+                    self.events.append(event)
+                    if log_filter_matches(self.log_filter, event):
+                        log.write(describe(event))
                     if event.kind in REFRESH_KINDS:
                         self.refresh_view()
                 return
@@ -232,6 +288,16 @@ class SessionScreen(Screen[None]):
             self.app.run_supervisor_call(  # type: ignore[attr-defined]
                 "Answer", self.supervisor.respond(self.session_id, options[n - 1])
             )
+
+    def action_cycle_log_filter(self) -> None:
+        names = list(LOG_FILTERS)
+        self.log_filter = names[(names.index(self.log_filter) + 1) % len(names)]
+        log = self.query_one("#log", RichLog)
+        log.clear()
+        log.write(f"(log filter: {LOG_FILTERS[self.log_filter]} — l cycles)")
+        for event in self.events:
+            if log_filter_matches(self.log_filter, event):
+                log.write(describe(event))
 
     def action_review_diff(self) -> None:
         detail = self.supervisor.get(self.session_id)
