@@ -80,6 +80,18 @@ class Supervisor(ContractGate, RunLoop, Approval, SupervisorCore):
         record = None if self.panes is None else self.panes.record(session_id)
         return None if record is None else self.panes.backend.attach_argv(record.handle)  # type: ignore[union-attr]
 
+    async def agent_scrollback(self, session_id: str, lines: int = 2000) -> list[str]:
+        """The agent pane's history plus screen (ANSI kept), oldest first."""
+        if self.panes is None or self.panes.record(session_id) is None:
+            return []
+        return await self.panes.scrollback(session_id, lines)
+
+    async def resize_agent(self, session_id: str, width: int, height: int) -> None:
+        """Resize the agent's pane (owner-checked), e.g. to fit the console's view."""
+        record = None if self.panes is None else self.panes.record(session_id)
+        if record is not None:
+            await asyncio.to_thread(self.panes.backend.resize, record.handle, width, height)  # type: ignore[union-attr]
+
     async def send_keys_to_agent(self, session_id: str, keys: list[str]) -> None:
         """Keystrokes from the console's terminal view (owner-checked)."""
         if self.panes is None or self.panes.record(session_id) is None:

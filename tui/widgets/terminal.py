@@ -8,6 +8,8 @@ screen) attaches the real terminal instead.
 
 from __future__ import annotations
 
+import contextlib
+
 from rich.text import Text
 from textual import events
 from textual.binding import Binding
@@ -33,7 +35,10 @@ LEAVE_KEY = "ctrl+g"
 
 
 class TerminalView(Static, can_focus=True):
-    BINDINGS = [Binding(LEAVE_KEY, "leave", "Leave terminal")]
+    BINDINGS = [
+        Binding(LEAVE_KEY, "leave", "Leave terminal"),
+        Binding("ctrl+b", "toggle_history", "History", priority=True),
+    ]
 
     DEFAULT_CSS = """
     TerminalView {
@@ -51,9 +56,10 @@ class TerminalView(Static, can_focus=True):
         super().__init__("", **kw)  # type: ignore[arg-type]
         self.session_id = session_id
         self._version = -2
+        self.history: list[str] | None = None  # scrollback shown instead of the live screen
 
     def on_mount(self) -> None:
-        self.border_title = "agent terminal (enter to type into it, ctrl+g to leave)"
+        self.border_title = "agent terminal (t types into it, ctrl+g leaves, ctrl+b history)"
         self.set_interval(0.25, self.refresh_screen)
         self.refresh_screen()
 
@@ -62,6 +68,8 @@ class TerminalView(Static, can_focus=True):
         return self.app.supervisor  # type: ignore[attr-defined]
 
     def refresh_screen(self) -> None:
+        if self.history is not None:
+            return
         version = self.supervisor.agent_screen_version(self.session_id)
         if version == self._version:
             return
@@ -71,10 +79,37 @@ class TerminalView(Static, can_focus=True):
             self.display = False
             return
         self.display = True
-        rows = screen.ansi or screen.lines
-        while rows and not Text.from_ansi(rows[-1]).plain.strip():
-            rows = rows[:-1]
-        self.update(Text.from_ansi("\n".join(rows[-40:])))
+        rows = list(screen.ansi or screen.lines)
+        texts = [Text.from_ansi(r) for r in rows]
+        if 0 <= screen.cursor_y < len(texts) and self.has_focus:
+            line = texts[screen.cursor_y]
+            x = screen.cursor_x
+            if x >= len(line.plain):
+                line.append(" " * (x - len(line.plain) + 1))
+            line.stylize("reverse", x, x + 1)  # the agent's cursor, while typing into it
+        while texts and not texts[-1].plain.strip() and len(texts) - 1 > screen.cursor_y:
+            texts.pop()
+        self.update(Text("\n").join(texts[-40:]))
+
+    async def action_toggle_history(self) -> None:
+        """ctrl+b: the agent's scrollback (last 2,000 lines) instead of its screen."""
+        if self.history is not None:
+            self.history = None
+            self._version = -2
+            self.border_subtitle = ""
+            self.refresh_screen()
+            return
+        self.history = await self.supervisor.agent_scrollback(self.session_id)
+        self.border_subtitle = "history — ctrl+b returns to the live screen"
+        self.update(Text.from_ansi("\n".join(self.history)))
+
+    async def on_resize(self, event: events.Resize) -> None:
+        """The agent's pane follows the view's width (owner-checked)."""
+        width = max(40, event.size.width - 4)
+        if abs(width - getattr(self, "_sent_width", 0)) >= 4:
+            self._sent_width = width
+            with contextlib.suppress(Exception):  # a pane that is gone: nothing to resize
+                await self.supervisor.resize_agent(self.session_id, width, 50)
 
     async def on_key(self, event: events.Key) -> None:
         if event.key == LEAVE_KEY:
