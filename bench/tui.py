@@ -1,0 +1,343 @@
+"""Benchmark of the console (tui/) through a real pseudo-terminal.
+
+Two budgets from ARCHITECTURE.md, both measured on the real console process
+(a child in a 200x50 pty, read by this script; no Pilot):
+
+(a) cold start to first board paint with 1,000 stored sessions (≤ 1 s):
+    a temporary CORRAL_HOME whose SQLite store holds 1,000 sessions in varied
+    terminal and gate states; `corral --repo <git repo>` is spawned in a pty
+    and the clock runs from spawn until the pty output contains the board's
+    counts line ("N sessions"). Median over --runs runs (5; 3 with --quick);
+    each run then presses `q` and waits for the process to exit.
+
+(b) keystroke → repaint with 100 live sessions streaming output (≤ 20 ms p95):
+    a child process (this file with --child-live) opens a real Supervisor with
+    100 sessions on a temp git repo (scripted drafter, scripted engines that
+    emit a narration line every 50 ms, for minutes) and runs the real
+    CorralApp. Once every session runs, this script writes one arrow key (Down
+    or Up, alternating, so the cursor stays on screen) into the pty and
+    times the gap until the pty's next output chunk (a tight select() loop on
+    the master fd). Random pause 50-150 ms between keys; --keys keys (100; 40
+    with --quick). Because the board also repaints for the streaming sessions,
+    the same gap is measured with no key sent ("background"): the keystroke
+    figure is only meaningful against that one.
+
+Run (from the repo root): .venv/bin/python bench/tui.py [--quick] [--runs N] [--keys N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import re
+import select
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+_HERE = Path(__file__).resolve().parents[1]
+ROOT = _HERE if (_HERE / "supervisor").is_dir() else Path.cwd()
+sys.path.insert(0, str(ROOT))
+
+BUDGET_COLD_S = 1.0
+BUDGET_KEY_P95_MS = 20.0
+LIVE_SESSIONS = 100
+COLS, LINES = 200, 50
+COUNTS_RE = re.compile(rb"(\d+) sessions")
+DOWN, UP = b"\x1b[B", b"\x1b[A"
+
+
+def corral_bin() -> str:
+    local = ROOT / ".venv" / "bin" / "corral"
+    return str(local) if local.exists() else (shutil.which("corral") or "corral")
+
+
+def make_repo(path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "b@x"}
+    env.update(GIT_COMMITTER_NAME="bench", GIT_COMMITTER_EMAIL="b@x")
+    for cmd in (
+        ["git", "init", "-q", "-b", "main"],
+        ["git", "commit", "-q", "--allow-empty", "-m", "init"],
+    ):
+        subprocess.run(cmd, cwd=path, env=env, check=True, capture_output=True)
+    return path
+
+
+def write_config(path: Path) -> Path:
+    # keep all 1,000 rows: the default retention would prune to 500
+    path.write_text("[supervisor.retention]\nmax_sessions = 5000\nmax_age_days = 3650\n")
+    return path
+
+
+def child_env(home: Path, config: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    env.update(
+        CORRAL_HOME=str(home),
+        CORRAL_CONFIG=str(config),
+        CORRAL_TMUX_SOCKET_DIR=str(home.parent / "tmux"),
+        TERM="xterm-256color",
+        COLORTERM="truecolor",
+    )
+    env.pop("CORRAL_LLM_PROVIDER", None)
+    return env
+
+
+def read_chunk(proc, timeout: float) -> bytes:  # type: ignore[no-untyped-def]
+    ready, _, _ = select.select([proc.fd], [], [], timeout)
+    if not ready:
+        return b""
+    try:
+        return os.read(proc.fd, 65536)
+    except OSError:
+        return b""
+
+
+def drain(proc, secs: float) -> bytes:  # type: ignore[no-untyped-def]
+    out = b""
+    end = time.monotonic() + secs
+    while time.monotonic() < end:
+        out += read_chunk(proc, max(0.0, end - time.monotonic()))
+    return out
+
+
+def quit_app(proc, timeout: float = 15) -> None:  # type: ignore[no-untyped-def]
+    if proc.isalive():
+        proc.write(b"q")
+    end = time.monotonic() + timeout
+    while proc.isalive() and time.monotonic() < end:
+        read_chunk(proc, 0.1)
+    if proc.isalive():
+        proc.terminate(force=True)
+
+
+# -- (a) cold start -------------------------------------------------------------
+
+
+def seed_store(home: Path, repo: Path, n: int) -> None:
+    from supervisor.models import CoderSession
+    from supervisor.states import CoderState
+    from supervisor.store import Store
+
+    states = [
+        CoderState.MERGED,
+        CoderState.REPORTED,
+        CoderState.FAILED,
+        CoderState.ABANDONED,
+        CoderState.NEEDS_APPROVAL,
+        CoderState.CONTRACT_PROPOSED,
+    ]
+    store = Store(home)
+    assert store._conn is not None
+    now = time.time()
+    store._conn.execute("BEGIN")
+    for i in range(n):
+        state = states[i % len(states)]
+        store.save_session(
+            CoderSession(
+                id=f"bench{i:06d}-{os.urandom(4).hex()}",
+                repo=str(repo),
+                intent=f"Bench task {i}: make the thing number {i} do what it says",
+                state=state,
+                iterations=i % 8,
+                created_at=now - 3600 - i * 60,
+                updated_at=now - i * 30,
+                error="bench: stored failure" if state is CoderState.FAILED else None,
+            )
+        )
+    store._conn.execute("COMMIT")
+    store.close()
+
+
+def cold_start(runs: int, n: int) -> list[float]:
+    from ptyprocess import PtyProcess
+
+    times: list[float] = []
+    with tempfile.TemporaryDirectory(prefix="corral-bench-tui-") as tmp:
+        base = Path(tmp)
+        repo = make_repo(base / "repo")
+        config = write_config(base / "config.toml")
+        for run in range(runs):
+            home = base / f"home{run}"
+            home.mkdir()
+            seed_store(home, repo, n)
+            env = child_env(home, config)
+            t0 = time.perf_counter()
+            proc = PtyProcess.spawn(
+                [corral_bin(), "--repo", str(repo)], dimensions=(LINES, COLS), env=env
+            )
+            out, shown = b"", None
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                out += read_chunk(proc, 0.5)
+                m = COUNTS_RE.search(out)
+                if m:
+                    shown = int(m.group(1))
+                    break
+                if not proc.isalive():
+                    break
+            elapsed = time.perf_counter() - t0
+            if shown is None:
+                tail = out[-2000:].decode(errors="replace")
+                proc.terminate(force=True)
+                raise SystemExit(f"cold start: no board paint within 30 s; output tail:\n{tail}")
+            print(f"  run {run + 1}: {elapsed * 1000:7.1f} ms  (counts line: {shown} sessions)")
+            times.append(elapsed)
+            drain(proc, 0.3)
+            quit_app(proc)
+    return times
+
+
+# -- (b) keystroke → repaint ------------------------------------------------------
+
+
+def child_live(ready_file: Path, repo: Path, n: int) -> None:
+    """The console with `n` live sessions streaming narration (runs in the pty)."""
+    from supervisor.api import Supervisor
+    from supervisor.config import SupervisorConfig
+    from supervisor.scripted import (
+        Iteration,
+        Say,
+        ScriptedDrafter,
+        ScriptedEngine,
+        ScriptedEngines,
+        Sleep,
+        contract,
+    )
+    from supervisor.states import CoderState
+    from tui.app import CorralApp
+
+    steps: list = [Iteration(1)]
+    for i in range(6000):  # ~5 minutes of a line every 50 ms
+        steps += [Say(f"streaming narration line {i}: reading, thinking, editing"), Sleep(0.05)]
+
+    sup = Supervisor(
+        ready_file.parent / "state",
+        drafter=ScriptedDrafter([contract(("done", "test -f done.txt"), description="bench")]),
+        engines=ScriptedEngines(lambda: ScriptedEngine([steps], label="bench")),
+        config=SupervisorConfig(max_session_wall_secs=0),
+    )
+
+    async def seed(s: Supervisor) -> None:
+        ids = []
+        for i in range(n):
+            ids.append((await s.start(f"Bench live session {i}", repo, engine="auto")).session_id)
+        for sid in ids:
+            await s.wait_for(sid, needs=True, timeout=120)
+            await s.confirm(sid)
+        for sid in ids:
+            await s.wait_for(sid, {CoderState.RUNNING}, timeout=120)
+        ready_file.write_text(str(len(ids)))
+
+    CorralApp(sup, default_repo=repo, on_ready=seed).run()
+
+
+def keystrokes(keys: int, n: int) -> tuple[list[float], list[float]]:
+    from ptyprocess import PtyProcess
+
+    with tempfile.TemporaryDirectory(prefix="corral-bench-live-") as tmp:
+        base = Path(tmp)
+        repo = make_repo(base / "repo")
+        ready = base / "ready"
+        env = child_env(base / "state", write_config(base / "config.toml"))
+        argv = [sys.executable, str(Path(__file__).resolve()), "--child-live"]
+        proc = PtyProcess.spawn(
+            [*argv, str(ready), str(repo), str(n)],
+            dimensions=(LINES, COLS),
+            env=env,
+            cwd=str(ROOT),
+        )
+        try:
+            t0 = time.monotonic()
+            tail = b""
+            while not ready.exists():
+                tail = (tail + read_chunk(proc, 0.2))[-4000:]
+                if not proc.isalive() or time.monotonic() - t0 > 150:
+                    raise SystemExit(
+                        f"live board: sessions not running after {time.monotonic() - t0:.0f} s;"
+                        f" output tail:\n{tail.decode(errors='replace')}"
+                    )
+            print(f"  {ready.read_text()} sessions running after {time.monotonic() - t0:.1f} s")
+            drain(proc, 2.0)
+            rng = random.Random(7)
+            key_ms: list[float] = []
+            idle_ms: list[float] = []
+            for i in range(keys):
+                drain(proc, rng.uniform(0.05, 0.15))
+                # background: the same wait for the next chunk, with no key sent
+                t = time.perf_counter()
+                read_chunk(proc, 1.0)
+                idle_ms.append((time.perf_counter() - t) * 1000)
+                drain(proc, rng.uniform(0.02, 0.05))
+                t = time.perf_counter()
+                proc.write(DOWN if i % 2 == 0 else UP)
+                read_chunk(proc, 1.0)  # nothing within 1 s counts as 1 s
+                key_ms.append((time.perf_counter() - t) * 1000)
+            return key_ms, idle_ms
+        finally:
+            quit_app(proc, timeout=20)
+
+
+def pct(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
+
+
+def main() -> int:
+    if len(sys.argv) > 1 and sys.argv[1] == "--child-live":
+        child_live(Path(sys.argv[2]), Path(sys.argv[3]), int(sys.argv[4]))
+        return 0
+    parser = argparse.ArgumentParser(description="console figures through a real pty")
+    parser.add_argument("--quick", action="store_true", help="fewer runs and keys")
+    parser.add_argument("--runs", type=int, help="cold-start runs (5; 3 with --quick)")
+    parser.add_argument("--keys", type=int, help="keystrokes (100; 40 with --quick)")
+    parser.add_argument("--sessions", type=int, default=1000, help="stored sessions (1000)")
+    parser.add_argument("--skip-cold", action="store_true")
+    parser.add_argument("--skip-keys", action="store_true")
+    args = parser.parse_args()
+    runs = args.runs or (3 if args.quick else 5)
+    keys = args.keys or (40 if args.quick else 100)
+    ok = True
+
+    if not args.skip_cold:
+        print(
+            f"(a) cold start: `corral --repo` spawned in a {COLS}x{LINES} pty with "
+            f"{args.sessions} stored sessions, until the board's counts line is painted"
+        )
+        times = cold_start(runs, args.sessions)
+        med = statistics.median(times)
+        good = med <= BUDGET_COLD_S
+        ok &= good
+        print(
+            f"  median over {runs} runs: {med * 1000:.0f} ms   budget ≤ "
+            f"{BUDGET_COLD_S * 1000:.0f} ms   {'OK' if good else 'OVER BUDGET'}"
+        )
+
+    if not args.skip_keys:
+        print(
+            f"(b) keystroke → repaint: {LIVE_SESSIONS} live sessions streaming a line every "
+            "50 ms; Down/Up written to the pty, timed until the pty's next output chunk"
+        )
+        key_ms, idle_ms = keystrokes(keys, LIVE_SESSIONS)
+        p50, p95 = statistics.median(key_ms), pct(key_ms, 95)
+        good = p95 <= BUDGET_KEY_P95_MS
+        ok &= good
+        print(
+            f"  keystroke: p50 {p50:.1f} ms  p95 {p95:.1f} ms  max {max(key_ms):.1f} ms over "
+            f"{len(key_ms)} keys   budget p95 ≤ {BUDGET_KEY_P95_MS:.0f} ms   "
+            f"{'OK' if good else 'OVER BUDGET'}"
+        )
+        print(
+            "  background (no key; same wait for the next chunk): "
+            f"p50 {statistics.median(idle_ms):.1f} ms  p95 {pct(idle_ms, 95):.1f} ms"
+        )
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,199 @@
+"""`corral demo` driven as a person would: inside tmux, by keystrokes, read
+off the screen (`capture-pane`). A private tmux socket in tmp_path; the demo's
+own temp dir (and its agents' tmux server) also lives in tmp_path (TMPDIR).
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.timeout(240),
+    pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed"),
+]
+
+ROOT = Path(__file__).resolve().parents[1]
+WIDTH, HEIGHT = 180, 45
+SLUG = "Make slugify()"
+PAGES = "Fix the off-by-one"
+EXITED = "corral-exited-with-"
+
+
+class Demo:
+    def __init__(self, tmp: Path) -> None:
+        self.tmp = tmp
+        self.sock = tmp / "sock"
+        self.cursor_bg: str | None = None
+
+    def tmux(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["tmux", "-S", str(self.sock), *args],
+            capture_output=True,
+            text=True,
+            check=check,
+            timeout=15,
+        )
+
+    def start(self) -> None:
+        corral = ROOT / ".venv" / "bin" / "corral"
+        argv = str(corral) if corral.exists() else f"{sys.executable} -m tui.entry"
+        env = {
+            "CORRAL_HOME": str(self.tmp / "home"),
+            "CORRAL_CONFIG": str(self.tmp / "missing-config.toml"),
+            "TMPDIR": str(self.tmp),
+            "TERM": "xterm-256color",
+        }
+        exports = " ".join(f"{k}={v}" for k, v in env.items())
+        # the shell stays after the console exits, so the exit can be read off the screen
+        self.tmux(
+            "new-session", "-d", "-x", str(WIDTH), "-y", str(HEIGHT),
+            f"cd {ROOT} && env -u CORRAL_LLM_PROVIDER -u COLUMNS -u LINES {exports} {argv} demo;"
+            f" echo {EXITED}$?; sleep 120",
+        )  # fmt: skip
+
+    def screen(self) -> str:
+        return self.tmux("capture-pane", "-p", check=False).stdout
+
+    def keys(self, *keys: str) -> None:
+        self.tmux("send-keys", *keys)
+
+    def wait(self, what: str, ok: Callable[[str], bool], timeout: float = 20) -> str:
+        deadline = time.monotonic() + timeout
+        text = self.screen()
+        while not ok(text):
+            if time.monotonic() > deadline:
+                pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}; screen:\n{text}")
+            time.sleep(0.2)
+            text = self.screen()
+        return text
+
+    def wait_text(self, needle: str, timeout: float = 20) -> str:
+        return self.wait(repr(needle), lambda s: needle in s, timeout)
+
+    def row(self, text: str, intent: str) -> str:
+        return next((line for line in text.splitlines() if intent in line), "")
+
+    # -- the board cursor, read from the colours of the screen --------------
+
+    def styled(self):  # type: ignore[no-untyped-def]
+        import pyte
+
+        out = self.tmux("capture-pane", "-p", "-e", check=False).stdout
+        screen = pyte.Screen(WIDTH, HEIGHT)
+        pyte.Stream(screen).feed("\r\n".join(out.split("\n")[:HEIGHT]))
+        return screen
+
+    def cursor_row(self) -> str | None:
+        """The text of the board row under the cursor (None if unknown)."""
+        screen = self.styled()
+        lines = [screen.display[y] for y in range(HEIGHT)]
+        header = next((y for y, line in enumerate(lines) if "Needs you" in line), None)
+        if header is None:
+            return None
+        col = lines[header].find("Intent") + 1
+        rows = [y for y in range(header + 1, HEIGHT) if "textkit" in lines[y]]
+        if self.cursor_bg is None:
+            return None
+        hits = [y for y in rows if screen.buffer[y][col].bg == self.cursor_bg]
+        return lines[hits[0]] if len(hits) == 1 else None
+
+    def learn_cursor(self) -> None:
+        """Zebra stripes give rows 0 and 2 one background; with the cursor on
+        row 1 (Up, Up, Up, Down), row 1's background is the cursor's."""
+        for _ in range(20):
+            self.keys("Up", "Up", "Up", "Down")
+            time.sleep(0.4)
+            screen = self.styled()
+            lines = [screen.display[y] for y in range(HEIGHT)]
+            header = next((y for y, line in enumerate(lines) if "Needs you" in line), None)
+            if header is None:
+                continue
+            col = lines[header].find("Intent") + 1
+            rows = [y for y in range(header + 1, HEIGHT) if "textkit" in lines[y]]
+            bgs = [screen.buffer[y][col].bg for y in rows]
+            if len(rows) == 3 and bgs[0] == bgs[2] != bgs[1]:
+                self.cursor_bg = bgs[1]
+                return
+        pytest.fail(f"could not find the board cursor on screen:\n{self.screen()}")
+
+    def tab_to(self, needle: str, timeout: float = 15) -> str:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            row = self.cursor_row()
+            if row is not None and needle in row:
+                return row
+            self.keys("Tab")
+            time.sleep(0.4)
+        pytest.fail(f"tab never reached a row with {needle!r}; screen:\n{self.screen()}")
+
+    def stop(self) -> None:
+        self.tmux("kill-server", check=False)
+        for sock in self.tmp.glob("corral-demo-*/tmux/*"):
+            subprocess.run(["tmux", "-S", str(sock), "kill-server"], capture_output=True)
+
+
+@pytest.fixture
+def demo(tmp_path: Path) -> Iterator[Demo]:
+    d = Demo(tmp_path)
+    try:
+        d.start()
+        yield d
+    finally:
+        d.stop()
+
+
+def test_demo_driven_through_tmux(demo: Demo) -> None:
+    board = demo.wait(
+        "the demo board (3 sessions, a diff and a contract waiting)",
+        lambda s: (
+            "3 sessions" in s
+            and "diff ready for approval" in s
+            and "contract awaiting confirmation" in s
+        ),
+        timeout=40,
+    )
+    assert SLUG in board and PAGES in board
+
+    demo.keys("?")
+    demo.wait_text("Gate 1")
+    demo.keys("Escape")
+    demo.wait("the help to close", lambda s: "Gate 1" not in s and "3 sessions" in s)
+
+    demo.learn_cursor()
+    demo.keys("Tab")
+    time.sleep(0.4)
+    row = demo.wait("tab to land on a needs-you row", lambda s: demo.cursor_row() is not None)
+    row = demo.cursor_row() or row
+    assert any(w in row for w in ("diff ready", "contract awaiting", "question waiting")), row
+
+    demo.tab_to("diff ready for approval")
+    demo.keys("a")
+    demo.wait(
+        "the approved session to be delivered",
+        lambda s: "delivered" in demo.row(s, SLUG),
+        timeout=30,
+    )
+
+    demo.tab_to("contract awaiting confirmation")
+    demo.keys("c")
+    demo.wait(
+        "the confirmed session to leave the contract gate",
+        lambda s: (
+            "contract awaiting" not in demo.row(s, PAGES)
+            and any(w in demo.row(s, PAGES) for w in ("working", "question waiting", "starting"))
+        ),
+        timeout=30,
+    )
+
+    demo.keys("q")
+    screen = demo.wait_text(EXITED, timeout=20)
+    assert f"{EXITED}0" in screen, screen
+    assert "corral demo: the demo repository is at" in screen
