@@ -43,6 +43,8 @@ format: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python bench/events.py
 	$(BIN)/python bench/git.py
+	$(BIN)/python bench/panes.py --quick
+	$(BIN)/python bench/tui.py --quick
 
 clean:
 	rm -rf $(VENV) build *.egg-info
