@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .base import Message, ModelError, ToolCall, ToolSpec, Turn, Usage
+from .http_provider import StreamingHTTPProvider
 from .retry import (
     Exchange,
     Retryable,
@@ -19,9 +20,7 @@ from .retry import (
     display_url,
     json_or_error,
     parse_arguments,
-    start_exchange,
     status_error,
-    with_retries,
 )
 
 DEFAULT_ANTHROPIC_BASE_URL = "https://api.anthropic.com"
@@ -92,7 +91,7 @@ def _input_tokens(usage: dict[str, Any]) -> int:
     )
 
 
-class AnthropicProvider:
+class AnthropicProvider(StreamingHTTPProvider):
     """`ModelProvider` over the Anthropic Messages API."""
 
     name = "anthropic"
@@ -155,27 +154,6 @@ class AnthropicProvider:
         if tools:
             body["tools"] = to_anthropic_tools(tools)
         return body
-
-    async def complete(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[ToolSpec] = (),
-        *,
-        max_tokens: int = 4096,
-        temperature: float = 0.0,
-        on_delta: Callable[[str], None] | None = None,
-        timeout: float = 120.0,
-    ) -> Turn:
-        payload = self.payload(messages, tools, max_tokens, temperature)
-
-        async def attempt(remaining: float) -> Turn:
-            exchange = start_exchange(self.url, self._headers(), payload, remaining)
-            try:
-                return await self._read(exchange, on_delta)
-            finally:
-                exchange.close()
-
-        return await with_retries(attempt, policy=self.retry, timeout=timeout, where=self.where)
 
     def _stream_error(self, data: dict[str, Any], emitted: bool) -> Exception:
         """An `error` event inside a 200 stream (e.g. overloaded_error)."""

@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .base import Message, ModelError, ToolCall, ToolSpec, Turn, Usage
+from .http_provider import StreamingHTTPProvider
 from .retry import (
     Exchange,
     Retryable,
@@ -19,9 +20,7 @@ from .retry import (
     error_detail,
     json_or_error,
     parse_arguments,
-    start_exchange,
     status_error,
-    with_retries,
 )
 
 DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
@@ -89,7 +88,7 @@ def _usage(raw: Any) -> Usage | None:
     )
 
 
-class OpenAICompatProvider:
+class OpenAICompatProvider(StreamingHTTPProvider):
     """`ModelProvider` over the chat completions wire format."""
 
     name = "openai"
@@ -146,27 +145,6 @@ class OpenAICompatProvider:
         if tools:
             body["tools"] = to_openai_tools(tools)
         return body
-
-    async def complete(
-        self,
-        messages: Sequence[Message],
-        tools: Sequence[ToolSpec] = (),
-        *,
-        max_tokens: int = 4096,
-        temperature: float = 0.0,
-        on_delta: Callable[[str], None] | None = None,
-        timeout: float = 120.0,
-    ) -> Turn:
-        payload = self.payload(messages, tools, max_tokens, temperature)
-
-        async def attempt(remaining: float) -> Turn:
-            exchange = start_exchange(self.url, self._headers(), payload, remaining)
-            try:
-                return await self._read(exchange, on_delta)
-            finally:
-                exchange.close()
-
-        return await with_retries(attempt, policy=self.retry, timeout=timeout, where=self.where)
 
     async def _read(self, ex: Exchange, on_delta: Callable[[str], None] | None) -> Turn:
         head = await ex.head(self.where)
