@@ -11,15 +11,11 @@ from __future__ import annotations
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Sequence
 from pathlib import Path
 
 from .api import Supervisor
 from .contracts.drafting import DraftRequest, ReviseRequest
-from .engines.base import EngineOutcome, RunContext
-from .errors import CorralError
 from .models import ContractCheck, OutcomeContract
-from .scripted import Iteration, Say, ScriptedEngine, Sleep, Step, Write
 
 DEMO_LABEL = "demo"
 ASSETS = Path(__file__).resolve().parent.parent / "assets" / "demo_repo"
@@ -138,74 +134,6 @@ class DemoDrafter:
     async def revise(self, request: ReviseRequest) -> OutcomeContract:
         assert request.prior is not None
         return request.prior.model_copy(deep=True)
-
-
-def _script(intent: str, pace: float) -> Sequence[Step]:
-    topic = _topic(intent)
-    if topic == "slug":
-        return [
-            Iteration(1),
-            Say("Reading textkit/slug.py: words are matched with [a-z0-9]+ after lower()."),
-            Sleep(1.0 * pace),
-            Say("Accented letters are dropped, not folded. NFKD-normalising first fixes it."),
-            Write("textkit/slug.py", SLUG_FIX),
-            Say("Done: slugify() now folds accents."),
-        ]
-    if topic == "paginat":
-        return [
-            Iteration(1),
-            Say("range(0, len(items) - size, size) stops one page early."),
-            Sleep(1.0 * pace),
-            Write("textkit/pages.py", PAGES_FIX),
-            Say("Done: the last, shorter page is kept."),
-        ]
-    if topic == "json":
-        steps: list[Step] = [Iteration(1), Say("Planning the --json flag for textkit.report.")]
-        thoughts = [
-            "Reading textkit/report.py and its callers.",
-            "Deciding the JSON shape: a list of {word, count}.",
-            "Checking that plain output stays byte-identical.",
-            "Sketching argument handling without argparse to keep it tiny.",
-        ]
-        for n in range(2, 2 + 60):
-            steps += [Sleep(4.0 * pace), Iteration(n), Say(thoughts[n % len(thoughts)])]
-        steps += [Write("textkit/report.py", REPORT_JSON), Say("Done: --json added.")]
-        return steps
-    line = intent.strip()
-    return [
-        Iteration(1),
-        Say("Demo agent: recording the task (a real agent would do the work)."),
-        Sleep(1.0 * pace),
-        Write("DEMO_NOTES.md", f"# Demo notes\n\n- {line}\n"),
-    ]
-
-
-class DemoEngine:
-    """The built-in demo agent: plays a script chosen by the intent."""
-
-    label = DEMO_LABEL
-
-    def __init__(self, pace: float = 1.0) -> None:
-        self.pace = pace
-
-    async def run(self, ctx: RunContext) -> EngineOutcome:
-        engine = ScriptedEngine([_script(ctx.intent, self.pace)], label=DEMO_LABEL)
-        return await engine.run(ctx)
-
-
-class DemoEngines:
-    """Engine registry of the demo: every request runs the demo agent."""
-
-    def __init__(self, pace: float = 1.0) -> None:
-        self.pace = pace
-
-    def resolve(self, requested: str) -> tuple[str, str]:
-        if requested in ("auto", "native", DEMO_LABEL):
-            return DEMO_LABEL, "the built-in demo agent (scripted; no model needed)"
-        raise CorralError(f"engine {requested!r} is not available in the demo; use auto or demo")
-
-    def create(self, label: str) -> DemoEngine:
-        return DemoEngine(self.pace)
 
 
 def make_demo_repo(parent: Path | None = None) -> Path:

@@ -381,7 +381,7 @@ class Tmux:
         time.sleep(0.3)
         self.keys(target, "Enter")
 
-    def wait_screen(self, target: str, pattern: str, timeout: float = 30.0) -> str:
+    def wait_screen(self, target: str, pattern: str, timeout: float = 60.0) -> str:
         rx = re.compile(pattern, re.MULTILINE)
         deadline = time.monotonic() + timeout
         screen = ""
@@ -449,7 +449,7 @@ def git_repo(path: Path) -> Path:
     return path
 
 
-def wait_until(predicate: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
+def wait_until(predicate: Callable[[], bool], what: str, timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate():

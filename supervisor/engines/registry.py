@@ -122,10 +122,3 @@ class AgentEngines:
             transient_retries=self.transient_retries,
             python=self.python,
         )
-
-
-def default_engines() -> object:
-    """Kept for callers that have no pane manager (scripted demo engine)."""
-    from ..demo import DemoEngines
-
-    return DemoEngines()

@@ -17,7 +17,6 @@ from .retry import (
     Exchange,
     Retryable,
     RetryPolicy,
-    display_url,
     json_or_error,
     parse_arguments,
     status_error,
@@ -106,15 +105,14 @@ class AnthropicProvider(StreamingHTTPProvider):
         key_hint: str = ANTHROPIC_KEY_HINT,
         retry: RetryPolicy | None = None,
     ) -> None:
-        self.base_url = (base_url or DEFAULT_ANTHROPIC_BASE_URL).rstrip("/")
-        self.model = model
-        self._api_key = api_key or None
-        self.key_hint = key_hint
-        self.retry = retry or RetryPolicy(max_retries=max_retries)
-        self.where = display_url(self.base_url)
-
-    def __repr__(self) -> str:  # never the key
-        return f"AnthropicProvider({self.where!r}, {self.model!r})"
+        self._setup(
+            base_url or DEFAULT_ANTHROPIC_BASE_URL,
+            model,
+            api_key,
+            max_retries=max_retries,
+            key_hint=key_hint,
+            retry=retry,
+        )
 
     @property
     def url(self) -> str:

@@ -8,13 +8,31 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .base import Message, ToolSpec, Turn
-from .retry import Exchange, RetryPolicy, start_exchange, with_retries
+from .retry import Exchange, RetryPolicy, display_url, start_exchange, with_retries
 
 
 class StreamingHTTPProvider:
     url: str
-    where: str
-    retry: RetryPolicy | None
+
+    def _setup(
+        self,
+        base_url: str,
+        model: str,
+        api_key: str | None,
+        *,
+        max_retries: int,
+        key_hint: str,
+        retry: RetryPolicy | None,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self._api_key = api_key or None
+        self.key_hint = key_hint
+        self.retry = retry or RetryPolicy(max_retries=max_retries)
+        self.where = display_url(self.base_url)
+
+    def __repr__(self) -> str:  # never the key
+        return f"{type(self).__name__}({self.where!r}, {self.model!r})"
 
     def payload(
         self,

@@ -16,7 +16,6 @@ from .retry import (
     Exchange,
     Retryable,
     RetryPolicy,
-    display_url,
     error_detail,
     json_or_error,
     parse_arguments,
@@ -103,15 +102,14 @@ class OpenAICompatProvider(StreamingHTTPProvider):
         key_hint: str = OPENAI_KEY_HINT,
         retry: RetryPolicy | None = None,
     ) -> None:
-        self.base_url = (base_url or DEFAULT_OPENAI_BASE_URL).rstrip("/")
-        self.model = model
-        self._api_key = api_key or None
-        self.key_hint = key_hint
-        self.retry = retry or RetryPolicy(max_retries=max_retries)
-        self.where = display_url(self.base_url)
-
-    def __repr__(self) -> str:  # never the key
-        return f"OpenAICompatProvider({self.where!r}, {self.model!r})"
+        self._setup(
+            base_url or DEFAULT_OPENAI_BASE_URL,
+            model,
+            api_key,
+            max_retries=max_retries,
+            key_hint=key_hint,
+            retry=retry,
+        )
 
     @property
     def url(self) -> str:
