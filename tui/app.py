@@ -21,7 +21,6 @@ from supervisor.api import Supervisor
 from supervisor.errors import CorralError
 
 from .screens.board import BoardScreen
-from .screens.help import HelpScreen
 
 MIN_WIDTH, MIN_HEIGHT = 80, 24
 
@@ -52,6 +51,7 @@ class CorralApp(App[None]):
         self.ready = asyncio.Event()
         self._calls: set[asyncio.Task[Any]] = set()
         self.startup_error: str | None = None
+        self._discussions: Any = None
 
     async def on_mount(self) -> None:
         if self.owns_supervisor:
@@ -68,7 +68,6 @@ class CorralApp(App[None]):
                 severity="warning",
             )
         self._load_theme()
-        self.discussions = self._make_discussions()
         self.set_interval(300, self._reap_discussions)
         await self.push_screen(BoardScreen(clock=self.clock))
         if self.on_ready is not None:
@@ -107,6 +106,18 @@ class CorralApp(App[None]):
         self._calls.add(task)
         task.add_done_callback(self._calls.discard)
 
+    @property
+    def discussions(self) -> Any:
+        """Made on first use: the discussion code and the model configuration
+        are not needed for the board's first paint."""
+        if self._discussions is None:
+            self._discussions = self._make_discussions()
+        return self._discussions
+
+    @discussions.setter
+    def discussions(self, value: Any) -> None:
+        self._discussions = value
+
     def _make_discussions(self):  # type: ignore[no-untyped-def]
         """Discussions share the supervisor's state dir and the configured model."""
         from supervisor.discuss import Discussions
@@ -121,7 +132,7 @@ class CorralApp(App[None]):
 
     def _reap_discussions(self) -> None:
         """Discussions idle for an hour close (they stay resumable)."""
-        reap = getattr(self.discussions, "reap_idle", None)
+        reap = getattr(self._discussions, "reap_idle", None)
         if reap is not None:
             reap()
 
@@ -177,6 +188,8 @@ class CorralApp(App[None]):
             )
 
     def action_help(self) -> None:
+        from .screens.help import HelpScreen
+
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen())
 

@@ -15,7 +15,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from supervisor.config import load_config
@@ -29,10 +28,23 @@ MIN_TMUX = (3, 2)
 
 
 def corral_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version  # slow: only when asked
+
     try:
         return version("corral")
     except PackageNotFoundError:
         return "0+unknown"
+
+
+class _VersionAction(argparse.Action):
+    """`--version`, looked up only when asked (keeps start-up fast)."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, **kw: object):
+        super().__init__(option_strings, dest=dest, nargs=0, help="show the version and exit")
+
+    def __call__(self, parser, namespace, values, option_string=None):  # type: ignore[no-untyped-def]
+        print(f"corral {corral_version()}")
+        parser.exit()
 
 
 def fail(message: str) -> int:
@@ -46,7 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="A console for supervising many coding agents: contracts, runtime "
         "verification and diff approval, one screen.",
     )
-    parser.add_argument("--version", action="version", version=f"corral {corral_version()}")
+    parser.add_argument("--version", action=_VersionAction)
     parser.add_argument("--repo", help="the git repository to open (default: current directory)")
     parser.add_argument(
         "--backend",

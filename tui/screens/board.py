@@ -14,13 +14,14 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Input, Static
+from textual.widgets import Footer, Input, Static
 
 from supervisor.board import WatchDropped
 from supervisor.errors import CorralError
 from supervisor.models import SessionSummary
 
 from .. import rows as R
+from ..widgets.board_table import BoardTable
 
 COLUMNS = (
     ("glyph", " "),
@@ -64,10 +65,7 @@ class BoardScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Static("", id="counts")
-            table: DataTable[object] = DataTable(id="board", cursor_type="row", zebra_stripes=True)
-            for key, label in COLUMNS:
-                table.add_column(label, key=key)
-            yield table
+            yield BoardTable(COLUMNS, flex="intent", id="board")
             yield Static("", id="empty")
             search = Input(
                 placeholder="search intent, repo or id — enter applies, escape clears", id="search"
@@ -77,8 +75,8 @@ class BoardScreen(Screen[None]):
         yield Footer()
 
     @property
-    def table(self) -> DataTable[object]:
-        return self.query_one("#board", DataTable)
+    def table(self) -> BoardTable:
+        return self.query_one("#board", BoardTable)
 
     def on_mount(self) -> None:
         self.follow_board()
@@ -99,6 +97,9 @@ class BoardScreen(Screen[None]):
                 supervisor.unwatch(watcher)
 
     # -- rendering ----------------------------------------------------------
+
+    def _cells_of(self, session_id: str) -> tuple[object, ...]:
+        return self._cells(self.summaries[session_id])
 
     def _cells(self, row: SessionSummary) -> tuple[object, ...]:
         iters = f"{row.iterations}/{row.max_iterations}" if row.iterations else ""
@@ -136,28 +137,18 @@ class BoardScreen(Screen[None]):
             if row.needs_you is not None and (before is None or before.needs_you != row.needs_you):
                 self._announce(row)
             self.summaries[row.session_id] = row
-        order = [r.session_id for r in self.visible()]
-        if order != self.order:
-            self._rebuild()
-            return
-        table = self.table
-        for row in changed:
-            if row.session_id not in self.order:
-                continue
-            for (key, _), value in zip(COLUMNS, self._cells(row), strict=True):
-                table.update_cell(row.session_id, key, value)
-        self._update_counts()
+        self._rebuild()
 
     def _rebuild(self) -> None:
+        """Show the visible rows in order; the table changes only what differs
+        and the cursor stays on the session it was on."""
         table = self.table
         selected = self.selected_id()
-        ordered = self.visible()
-        self.order = [r.session_id for r in ordered]
-        table.clear()
-        for row in ordered:
-            table.add_row(*self._cells(row), key=row.session_id)
-        if selected in self.order:
-            table.move_cursor(row=self.order.index(selected))
+        self.order = [r.session_id for r in self.visible()]
+        table.show(self.order, self._cells_of)
+        index = table.index_of(selected) if selected else None
+        if index is not None and index != table.cursor_row:
+            table.move_cursor(row=index)
         self._update_counts()
 
     def _update_counts(self) -> None:
@@ -169,24 +160,24 @@ class BoardScreen(Screen[None]):
         self.query_one("#counts", Static).update(line)
         empty = self.query_one("#empty", Static)
         empty.display = not rows
+        table = self.table
+        if table.display != bool(rows):  # the hint sits under the counts, not the empty table
+            table.display = bool(rows)
+            if rows and self.focused is None:
+                table.focus()
         empty.update(
             "No sessions yet. Press n to start one: describe the task, review the contract "
             "that defines done, and corral runs the agent in its own worktree."
         )
 
     def _refresh_ages(self) -> None:
-        table = self.table
-        for sid in self.order:
-            row = self.summaries[sid]
-            table.update_cell(sid, "updated", R.age(self.clock() - row.updated_at))
+        """Ages tick; only the cells whose text changed are rewritten."""
+        self.table.show(self.order, self._cells_of)
 
     # -- actions --------------------------------------------------------------
 
     def selected_id(self) -> str | None:
-        table = self.table
-        if not self.order or table.cursor_row < 0 or table.cursor_row >= len(self.order):
-            return None
-        return self.order[table.cursor_row]
+        return self.table.key_at(self.table.cursor_row)
 
     def selected(self) -> SessionSummary | None:
         sid = self.selected_id()
@@ -220,18 +211,19 @@ class BoardScreen(Screen[None]):
             event.stop()
 
     def action_next_needs_you(self) -> None:
-        if not self.order:
+        shown = self.table.keys()
+        if not shown:
             return
         start = max(self.table.cursor_row, 0)
-        n = len(self.order)
+        n = len(shown)
         for step in range(1, n + 1):
             idx = (start + step) % n
-            if self.summaries[self.order[idx]].needs_you is not None:
+            if self.summaries[shown[idx]].needs_you is not None:
                 self.table.move_cursor(row=idx)
                 return
         self.notify("Nothing needs you right now.", timeout=3)
 
-    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+    def on_board_table_row_selected(self, event: BoardTable.RowSelected) -> None:
         self.action_open()
 
     def action_open(self) -> None:

@@ -1,0 +1,124 @@
+"""A board with a thousand stored sessions: every row reachable, the cursor
+stays on its session, clicks select and open, a long intent never pushes the
+other columns off screen."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from supervisor.api import Supervisor
+from supervisor.config import SupervisorConfig
+from supervisor.models import CoderSession
+from supervisor.scripted import ScriptedDrafter, ScriptedEngine, ScriptedEngines
+from supervisor.states import CoderState
+from supervisor.store import Store
+from tui.app import CorralApp
+from tui.screens.board import BoardScreen
+from tui.screens.session import SessionScreen
+
+from .conftest import FIXED_NOW, make_repo
+
+N = 1000
+LONG = "Rewrite the parser so that " + "every clause is handled properly " * 8
+
+
+def _stored_app(tmp_path: Path, n: int = N) -> CorralApp:
+    state = tmp_path / "state"
+    store = Store(state)
+    states = [CoderState.MERGED, CoderState.FAILED, CoderState.REPORTED, CoderState.ABANDONED]
+    for i in range(n):
+        store.save_session(
+            CoderSession(
+                id=f"{i:024x}",
+                repo=f"/src/repo{i % 3}",
+                intent=LONG if i == n - 1 else f"Task number {i}",
+                state=states[i % 4],
+                created_at=FIXED_NOW - 90000 + i,
+                updated_at=FIXED_NOW - 90000 + i * 10,
+                engine="external:claude",
+            )
+        )
+    store.close()
+    config = SupervisorConfig()
+    config.retention.max_sessions = 5000
+    config.retention.max_age_days = 3650
+    sup = Supervisor(
+        state,
+        drafter=ScriptedDrafter([]),
+        engines=ScriptedEngines(ScriptedEngine()),
+        config=config,
+    )
+    return CorralApp(sup, default_repo=make_repo(tmp_path / "r"), clock=lambda: FIXED_NOW)
+
+
+async def test_every_one_of_a_thousand_rows_is_reachable(tmp_path: Path) -> None:
+    app = _stored_app(tmp_path)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await pilot.pause(0.2)
+        board = app.screen
+        assert isinstance(board, BoardScreen)
+        table = board.table
+        assert table.row_count == N
+        assert "1000 sessions" in str(board.query_one("#counts").render())
+        # newest first: the top row is the last one stored, with its long intent
+        first = board.summaries[table.key_at(0)]  # type: ignore[index]
+        assert first.intent == LONG
+        await pilot.press("end")
+        assert table.cursor_row == N - 1
+        assert table.scroll_y > 0  # scrolled so the cursor shows
+        oldest = board.selected()
+        assert oldest is not None and oldest.intent == "Task number 0"
+        await pilot.press("home", "down", "down", "pagedown")
+        assert table.cursor_row > 2
+        await pilot.press("home")
+        assert table.cursor_row == 0 and table.scroll_y == 0
+
+
+async def test_long_intents_are_cut_so_the_other_columns_stay(tmp_path: Path) -> None:
+    app = _stored_app(tmp_path, n=12)
+    async with app.run_test(size=(100, 24)) as pilot:
+        await pilot.pause(0.2)
+        board = app.screen
+        assert isinstance(board, BoardScreen)
+        line = board.table.render_line(1).text  # the first row (line 0 is the header)
+        assert len(line.rstrip()) <= 100
+        assert "…" in line  # the intent is cut with an ellipsis ...
+        assert "repo2" in line and "external:claude" in line  # ... and the rest still shows
+
+
+async def test_a_click_moves_the_cursor_and_a_second_click_opens(tmp_path: Path) -> None:
+    app = _stored_app(tmp_path, n=20)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await pilot.pause(0.2)
+        board = app.screen
+        assert isinstance(board, BoardScreen)
+        table = board.table
+        # the table starts one line under the counts; its first line is the header
+        await pilot.click("#board", offset=(30, 4))
+        assert table.cursor_row == 3
+        sid = board.selected_id()
+        await pilot.click("#board", offset=(30, 4))
+        await pilot.pause(0.1)
+        assert isinstance(app.screen, SessionScreen)
+        assert app.screen.session_id == sid
+
+
+async def test_the_cursor_stays_on_its_session_when_rows_reorder(tmp_path: Path) -> None:
+    app = _stored_app(tmp_path, n=30)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await pilot.pause(0.2)
+        board = app.screen
+        assert isinstance(board, BoardScreen)
+        table = board.table
+        table.move_cursor(row=5)
+        sid = board.selected_id()
+        assert sid is not None
+        # a filter hides some rows: the cursor follows the session, not the index
+        board.search = board.summaries[sid].intent
+        board._rebuild()
+        await pilot.pause()
+        assert board.selected_id() == sid and table.cursor_row == 0
+        board.search = ""
+        board._rebuild()
+        await pilot.pause()
+        assert board.selected_id() == sid and table.cursor_row == 5

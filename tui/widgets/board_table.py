@@ -1,0 +1,303 @@
+"""The board's table: a Line-API list of keyed rows that renders only what shows.
+
+Textual's `DataTable` measures every cell of every row it holds and renders
+each visible cell through Rich's full layout. With a thousand stored sessions
+that cost most of a second before the first board paint, and again on each
+re-order (a running session's narration moves it to the top of its group).
+
+This widget keeps the rows as plain data and turns only the visible lines into
+strips, cached per row until the row, the layout or the styles change:
+
+- column widths come from the cells' plain text (cheap), the intent column
+  takes what is left of the width and truncates with an ellipsis, so the
+  columns to its right stay on screen;
+- `show(order, cells_of)` replaces the row order and rewrites only rows whose
+  cells changed; the cursor is an index, and the board keeps it on its session;
+- keys: up/down, page up/down, home/end, enter selects; a click moves the
+  cursor, a click on the cursor row selects it (like `DataTable`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar
+
+from rich.cells import cell_len
+from rich.segment import Segment
+from rich.style import Style
+from rich.text import Text
+from textual import events
+from textual.binding import Binding, BindingType
+from textual.geometry import Size
+from textual.message import Message
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+Cells = tuple[Any, ...]
+
+PADDING = 1  # blank cells either side of every column
+MIN_FLEX = 12  # the flexible column never shrinks below this
+STRIP_CACHE_LIMIT = 4000
+
+
+def _as_text(cell: Any) -> Text:
+    return cell if isinstance(cell, Text) else Text(str(cell))
+
+
+class BoardTable(ScrollView, can_focus=True):
+    """Rows keyed by session id, one flexible column, a header that stays put."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("up", "cursor_up", "Up", show=False),
+        Binding("down", "cursor_down", "Down", show=False),
+        Binding("pageup", "page_up", "Page up", show=False),
+        Binding("pagedown", "page_down", "Page down", show=False),
+        Binding("home", "first", "First", show=False),
+        Binding("end", "last", "Last", show=False),
+        Binding("enter", "select", "Select", show=False),
+    ]
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "board-table--header",
+        "board-table--cursor",
+        "board-table--even-row",
+    }
+
+    DEFAULT_CSS = """
+    BoardTable {
+        background: $surface;
+        color: $foreground;
+        overflow-x: hidden;
+        &:focus {
+            background-tint: $foreground 5%;
+            & > .board-table--cursor {
+                background: $block-cursor-background;
+                color: $block-cursor-foreground;
+                text-style: $block-cursor-text-style;
+            }
+        }
+        &:dark > .board-table--even-row {
+            background: $surface-darken-1 40%;
+        }
+        & > .board-table--header {
+            text-style: bold;
+            background: $panel;
+            color: $foreground;
+        }
+        & > .board-table--even-row {
+            background: $surface-lighten-1 50%;
+        }
+        & > .board-table--cursor {
+            background: $block-cursor-blurred-background;
+            color: $block-cursor-blurred-foreground;
+            text-style: $block-cursor-blurred-text-style;
+        }
+    }
+    """
+
+    class RowSelected(Message):
+        """Enter, or a click on the cursor row."""
+
+        def __init__(self, table: BoardTable, key: str) -> None:
+            super().__init__()
+            self.table = table
+            self.key = key
+
+        @property
+        def control(self) -> BoardTable:
+            return self.table
+
+    def __init__(
+        self, columns: Sequence[tuple[str, str]], *, flex: str | None = None, **kwargs: Any
+    ) -> None:
+        super().__init__(**kwargs)
+        self.column_keys = [key for key, _ in columns]
+        self.labels = [label for _, label in columns]
+        self.flex_index = self.column_keys.index(flex) if flex else None
+        self._cells: dict[str, Cells] = {}
+        self._order: list[str] = []
+        self._index: dict[str, int] = {}
+        self._content_widths = [cell_len(label) for label in self.labels]
+        self._widths: list[int] = list(self._content_widths)
+        self._layout_width = 0
+        self._strips: dict[tuple[str, str], Strip] = {}
+        self.cursor_row = 0
+
+    # -- data ------------------------------------------------------------------
+
+    def show(self, order: list[str], cells_of: Callable[[str], Cells]) -> None:
+        """Show `order` top to bottom; `cells_of(key)` gives a row's cells."""
+        cells: dict[str, Cells] = {}
+        for key in order:
+            new = cells_of(key)
+            old = self._cells.get(key)
+            if old is not None and old == new:
+                cells[key] = old
+            else:
+                cells[key] = new
+                self._forget(key)
+        self._cells = cells
+        self._order = list(order)
+        self._index = {key: i for i, key in enumerate(self._order)}
+        self._measure()
+        self.virtual_size = Size(self._layout_width, len(self._order) + 1)
+        self.cursor_row = min(max(self.cursor_row, 0), max(len(self._order) - 1, 0))
+        self.refresh()
+
+    @property
+    def row_count(self) -> int:
+        return len(self._order)
+
+    def keys(self) -> list[str]:
+        """The shown keys, top to bottom."""
+        return list(self._order)
+
+    def key_at(self, index: int) -> str | None:
+        return self._order[index] if 0 <= index < len(self._order) else None
+
+    def index_of(self, key: str) -> int | None:
+        return self._index.get(key)
+
+    def get_row_at(self, index: int) -> list[Any]:
+        return list(self._cells[self._order[index]])
+
+    # -- cursor ------------------------------------------------------------------
+
+    def move_cursor(self, *, row: int) -> None:
+        if not self._order:
+            return
+        row = min(max(row, 0), len(self._order) - 1)
+        if row != self.cursor_row:
+            self.refresh_line(self.cursor_row + 1)
+            self.cursor_row = row
+            self.refresh_line(row + 1)
+        self._scroll_to_cursor()
+
+    def _scroll_to_cursor(self) -> None:
+        rows_visible = max(self.scrollable_content_region.height - 1, 1)
+        top = int(self.scroll_y)
+        if self.cursor_row < top:
+            self.scroll_to(y=self.cursor_row, animate=False)
+        elif self.cursor_row >= top + rows_visible:
+            self.scroll_to(y=self.cursor_row - rows_visible + 1, animate=False)
+
+    def _page(self) -> int:
+        return max(self.scrollable_content_region.height - 2, 1)
+
+    def action_cursor_up(self) -> None:
+        self.move_cursor(row=self.cursor_row - 1)
+
+    def action_cursor_down(self) -> None:
+        self.move_cursor(row=self.cursor_row + 1)
+
+    def action_page_up(self) -> None:
+        self.move_cursor(row=self.cursor_row - self._page())
+
+    def action_page_down(self) -> None:
+        self.move_cursor(row=self.cursor_row + self._page())
+
+    def action_first(self) -> None:
+        self.move_cursor(row=0)
+
+    def action_last(self) -> None:
+        self.move_cursor(row=len(self._order) - 1)
+
+    def action_select(self) -> None:
+        key = self.key_at(self.cursor_row)
+        if key is not None:
+            self.post_message(self.RowSelected(self, key))
+
+    def on_click(self, event: events.Click) -> None:
+        offset = event.get_content_offset(self)
+        if offset is None or offset.y < 1:
+            return
+        row = int(self.scroll_y) + offset.y - 1
+        if row >= len(self._order):
+            return
+        if row == self.cursor_row:
+            self.action_select()
+        else:
+            self.move_cursor(row=row)
+
+    # -- layout ------------------------------------------------------------------
+
+    def _measure(self) -> None:
+        widths = [cell_len(label) for label in self.labels]
+        for cells in self._cells.values():
+            for i, cell in enumerate(cells):
+                n = cell.cell_len if isinstance(cell, Text) else cell_len(str(cell))
+                if n > widths[i]:
+                    widths[i] = n
+        self._content_widths = widths
+        self._lay_out(self._layout_width)
+
+    def _lay_out(self, width: int) -> None:
+        """Column widths for a line `width` cells wide (the flexible column
+        gives way first)."""
+        widths = list(self._content_widths)
+        if self.flex_index is not None and width:
+            others = sum(w + 2 * PADDING for i, w in enumerate(widths) if i != self.flex_index)
+            room = max(width - others - 2 * PADDING, MIN_FLEX)
+            widths[self.flex_index] = min(widths[self.flex_index], room)
+        if widths != self._widths or width != self._layout_width:
+            self._widths, self._layout_width = widths, width
+            self._strips.clear()
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._strips.clear()
+
+    def _forget(self, key: str) -> None:
+        for kind in ("odd", "even", "cursor"):
+            self._strips.pop((key, kind), None)
+
+    # -- rendering ----------------------------------------------------------------
+
+    def _line(self, key: str, cells: Sequence[Any], style: Style, post: Style | None) -> Strip:
+        console = self.app.console
+        segments: list[Segment] = []
+        for column, (width, cell) in enumerate(zip(self._widths, cells, strict=False)):
+            text = _as_text(cell).copy()
+            text.truncate(width, overflow="ellipsis", pad=True)
+            text.end = ""
+            # each cell carries its place as meta (what a click lands on), which
+            # also keeps cells apart in exported screenshots
+            meta = Style.from_meta({"row_key": key, "column": column})
+            pad = Segment(" " * PADDING, meta)
+            segments.append(pad)
+            # `Text.render` leaves the text's own style to the caller
+            own = console.get_style(text.style, default=None) if text.style else None
+            segments.extend(Segment.apply_style(text.render(console), own, meta))
+            segments.append(pad)
+        width = self._layout_width
+        line = Segment.adjust_line_length(segments, width)
+        return Strip(Segment.apply_style(line, style, post), width)
+
+    def render_line(self, y: int) -> Strip:
+        width = self.scrollable_content_region.width
+        if width != self._layout_width:
+            self._lay_out(width)
+        base = self.rich_style
+        if y == 0:
+            header = base + self.get_component_rich_style("board-table--header")
+            return self._line("", self.labels, header, None)
+        index = int(self.scroll_y) + y - 1
+        if index >= len(self._order):
+            return Strip.blank(width, base)
+        key = self._order[index]
+        kind = "cursor" if index == self.cursor_row else ("odd" if index % 2 else "even")
+        strip = self._strips.get((key, kind))
+        if strip is None:
+            if len(self._strips) > STRIP_CACHE_LIMIT:
+                self._strips.clear()
+            if kind == "cursor":
+                post: Style | None = self.get_component_rich_style("board-table--cursor")
+                style = base
+            else:
+                post = None
+                style = base
+                if kind == "even":
+                    style = base + self.get_component_rich_style("board-table--even-row")
+            strip = self._line(key, self._cells[key], style, post)
+            self._strips[(key, kind)] = strip
+        return strip
