@@ -21,7 +21,14 @@ from typing import Any
 
 import pytest
 
-from supervisor.demo import ASSETS, DEMO_INTENTS, PAGES_FIX, REPORT_JSON, SLUG_FIX
+from supervisor.demo import (
+    ASSETS,
+    DEMO_INTENTS,
+    PAGES_FIX,
+    README_JSON,
+    REPORT_JSON,
+    SLUG_FIX,
+)
 
 from .conftest import git
 
@@ -454,10 +461,12 @@ def test_failing_hooks_do_not_stop_the_agent(demo_repo: Path) -> None:
 
 def test_recipes_carry_the_demo_fixes_for_the_demo_intents() -> None:
     data = json.loads(RECIPES.read_text(encoding="utf-8"))
-    expected = dict(zip(DEMO_INTENTS, [SLUG_FIX, REPORT_JSON, PAGES_FIX], strict=True))
-    for intent, content in expected.items():
+    expected = dict(
+        zip(DEMO_INTENTS, [[SLUG_FIX], [REPORT_JSON, README_JSON], [PAGES_FIX]], strict=True)
+    )
+    for intent, contents in expected.items():
         recipe = next(r for r in data["recipes"] if any(k in intent.lower() for k in r["keywords"]))
-        assert [e["content"] for e in recipe["edits"]] == [content]
+        assert [e["content"] for e in recipe["edits"]] == contents
     assert data["fallback"]["edits"][0]["path"] == "DEMO_NOTES.md"
 
 
