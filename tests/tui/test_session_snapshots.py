@@ -96,3 +96,68 @@ async def test_the_event_log_filter(tmp_path: Path) -> None:
         text = "\n".join(str(line.text) for line in log.lines)
         assert "PASS already_true" in text and "state created" not in text
         assert len(log.lines) < everything
+
+
+async def test_gate1_checks_are_added_edited_and_removed_inline(tmp_path: Path) -> None:
+    """e / + / delete on the checks table go through the same revision path as
+    typed /check and /remove; a refused revision is shown under the gate."""
+    from textual.widgets import DataTable, Input, Static
+
+    drafted = contract(
+        ("feature", "test -f feature.txt"),
+        ("tests_still_pass", "true"),
+        description="feature.txt exists; nothing else breaks",
+    )
+
+    async def seed(sup: Supervisor, repo: Path) -> None:
+        await sup.start("Add the feature file", repo)
+
+    app = _app(tmp_path, drafted, seed)
+    sup = app.supervisor
+    async with app.run_test(size=(130, 40)) as pilot:
+        await app.ready.wait()
+        await pilot.pause(0.2)
+        await pilot.press("enter")
+        await pilot.pause(0.3)
+        screen = app.screen
+        sid = screen.session_id  # type: ignore[attr-defined]
+
+        def names() -> list[str]:
+            c = sup.get(sid).session.contract
+            return [k.name for k in c.checks] if c else []
+
+        async def until(check) -> None:  # type: ignore[no-untyped-def]
+            for _ in range(100):
+                if check():
+                    return
+                await pilot.pause(0.05)
+            raise AssertionError("timed out")
+
+        table = screen.query_one("#checks", DataTable)
+        reply = screen.query_one("#reply", Input)
+        table.focus()
+        table.move_cursor(row=0)
+        await pilot.press("e")
+        assert reply.has_focus and reply.value == "/check feature test -f feature.txt"
+        reply.value = "/check feature test -s feature.txt"
+        await pilot.press("enter")
+        await until(lambda: sup.get(sid).session.contract.checks[0].command.startswith("test -s"))
+
+        table.focus()
+        await pilot.press("plus")
+        assert reply.value == "/check "
+        await pilot.press(*"smoke true", "enter")
+        await until(lambda: names() == ["feature", "tests_still_pass", "smoke"])
+
+        table.focus()
+        table.move_cursor(row=1)
+        await pilot.press("delete")
+        await until(lambda: names() == ["feature", "smoke"])
+        assert "Revised and re-baselined" in str(screen.query_one("#question", Static).render())
+
+        reply.focus()
+        await pilot.press(*"/remove nosuch", "enter")
+        bar = screen.query_one("#question", Static)
+        await until(lambda: "Not revised" in str(bar.render()))
+        assert "nosuch" in str(bar.render()) and "Use /remove name" in str(bar.render())
+        assert names() == ["feature", "smoke"]  # nothing lost

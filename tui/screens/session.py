@@ -95,14 +95,20 @@ class SessionScreen(Screen[None]):
         Binding("l", "cycle_log_filter", "Log filter"),
         Binding("D", "review_diff", "Review diff"),
         Binding("t", "focus_terminal", "Terminal"),
+        Binding("e", "edit_check", "Edit check"),
+        Binding("plus", "add_check", "Add check"),
+        Binding("delete", "remove_check", "Remove check"),
         Binding("question_mark", "app.help", "Help"),
     ] + [Binding(str(i), f"answer({i})", show=False) for i in range(1, 10)]
+
+    GATE1_ACTIONS = {"edit_check", "add_check", "remove_check"}
 
     def __init__(self, session_id: str) -> None:
         super().__init__()
         self.session_id = session_id
         self.events: list[CoderEvent] = []
         self.log_filter = "all"
+        self.revision_note = ""  # the last revision's outcome, shown under gate 1
 
     def compose(self) -> ComposeResult:
         with Vertical():
@@ -116,7 +122,7 @@ class SessionScreen(Screen[None]):
                 yield TerminalView(self.session_id, id="terminal")
                 yield RichLog(id="log", wrap=True, markup=False, max_lines=5000)
             yield Static("", id="question")
-            yield Input(placeholder="", id="reply")
+            yield Input(placeholder="", id="reply", select_on_focus=False)
         yield Footer()
 
     @property
@@ -179,6 +185,7 @@ class SessionScreen(Screen[None]):
         self._render_contract(s)
         self._render_diff(s)
         self._render_question(detail)
+        self.refresh_bindings()  # the gate-1 keys come and go with the state
 
     def _render_contract(self, s) -> None:  # type: ignore[no-untyped-def]
         title = self.query_one("#contract-title", Static)
@@ -228,7 +235,9 @@ class SessionScreen(Screen[None]):
             question.update(
                 "[b]Gate 1:[/b] press [b]c[/b] to confirm this contract, or revise it below: "
                 "free text, [b]/check name command[/b] (sets a check verbatim) or "
-                "[b]/remove name[/b]."
+                "[b]/remove name[/b]. On the checks table: [b]e[/b] edits the selected "
+                "check, [b]+[/b] adds one, [b]delete[/b] removes it."
+                + (f"\n{self.revision_note}" if self.revision_note else "")
             )
             reply.placeholder = "Revise the contract (enter sends)"
             reply.display = True
@@ -267,20 +276,74 @@ class SessionScreen(Screen[None]):
     @work(group="revise")
     async def revise(self, text: str) -> None:
         """Revisions run on the supervisor; a soft rejection is shown as sent."""
+        from rich.markup import escape
+
         from supervisor.errors import CorralError
 
+        asked = escape(text.strip().splitlines()[0][:80])
         try:
             result = await self.supervisor.revise(self.session_id, text)
         except CorralError as exc:
-            self.notify(str(exc), title="Revision refused", severity="error", timeout=8)
-            return
-        if result.revised:
-            self.notify("Contract revised and re-baselined.", timeout=4)
+            self.revision_note = f"[red]Not revised[/red] ({asked}): {escape(str(exc))}"
         else:
-            self.notify(
-                result.message or "not revised", title="Not revised", severity="warning", timeout=10
-            )
+            if result.revised:
+                self.revision_note = f"[green]Revised and re-baselined[/green] ({asked})."
+            else:
+                why = escape(result.message or "the drafter kept the contract as it was")
+                self.revision_note = f"[yellow]Not revised[/yellow] ({asked}): {why}"
         self.refresh_view()
+
+    # -- gate 1: the checks table edits through the same revision path -------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """The footer shows the keys that apply to this session now; the
+        others are hidden (and do nothing) until the state allows them."""
+        try:
+            detail = self.supervisor.get(self.session_id)
+        except Exception:  # the session went away: leave the keys as they are
+            return True
+        gate1 = detail.session.state.value == "contract_proposed" and detail.live
+        if action in self.GATE1_ACTIONS or action == "confirm":
+            return gate1
+        if action in ("approve", "reject"):
+            return detail.needs_you in ("merge", "finding")
+        if action in ("approve_checkout", "review_diff", "reverify"):
+            return detail.needs_you == "merge"
+        if action == "cancel_session":
+            return not detail.session.state.is_terminal
+        if action in ("attach", "focus_terminal"):
+            return self.supervisor.agent_screen(self.session_id) is not None
+        return True
+
+    def _selected_check(self):  # type: ignore[no-untyped-def]
+        contract = self.supervisor.get(self.session_id).session.contract
+        row = self.query_one("#checks", DataTable).cursor_row
+        if contract is None or not 0 <= row < len(contract.checks):
+            return None
+        return contract.checks[row]
+
+    def _prefill(self, text: str) -> None:
+        reply = self.query_one("#reply", Input)
+        reply.value = text
+        reply.focus()
+        reply.cursor_position = len(text)
+
+    def action_edit_check(self) -> None:
+        check = self._selected_check()
+        if check is None:
+            self.notify("Select a check in the table first.", severity="warning")
+            return
+        self._prefill(f"/check {check.name} {check.command.strip()}")
+
+    def action_add_check(self) -> None:
+        self._prefill("/check ")
+
+    def action_remove_check(self) -> None:
+        check = self._selected_check()
+        if check is None:
+            self.notify("Select a check in the table first.", severity="warning")
+            return
+        self.revise(f"/remove {check.name}")
 
     def action_answer(self, n: int) -> None:
         options = self.supervisor.question_options(self.session_id)
