@@ -117,9 +117,28 @@ FILTER_WORDS = {
 }
 
 
+REPO_FILTER = "repo:"  # + the repo's path: one filter per repo on the board
+
+
+def filter_cycle(rows: list[SessionSummary]) -> list[str]:
+    """The board's filters in `f` order: the four fixed ones, then one per
+    repo (only when sessions span more than one repo)."""
+    repos = sorted({r.repo for r in rows})
+    return [*FILTER_WORDS, *(REPO_FILTER + repo for repo in repos if len(repos) > 1)]
+
+
+def filter_words(name: str) -> str:
+    if name.startswith(REPO_FILTER):
+        path = name[len(REPO_FILTER) :]
+        return f"repo {os.path.basename(path.rstrip('/')) or path}"
+    return FILTER_WORDS.get(name, name)
+
+
 def filtered(rows: list[SessionSummary], name: str, search: str = "") -> list[SessionSummary]:
     """Rows for a board filter and a free-text search (intent, repo, label)."""
-    if name == "needs":
+    if name.startswith(REPO_FILTER):
+        rows = [r for r in rows if r.repo == name[len(REPO_FILTER) :]]
+    elif name == "needs":
         rows = [r for r in rows if r.needs_you is not None]
     elif name == "running":
         rows = [r for r in rows if r.needs_you is None and not r.state.is_terminal]

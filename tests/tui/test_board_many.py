@@ -122,3 +122,23 @@ async def test_the_cursor_stays_on_its_session_when_rows_reorder(tmp_path: Path)
         board._rebuild()
         await pilot.pause()
         assert board.selected_id() == sid and table.cursor_row == 5
+
+
+async def test_f_cycles_through_state_filters_then_each_repo(tmp_path: Path) -> None:
+    app = _stored_app(tmp_path, n=30)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await pilot.pause(0.2)
+        board = app.screen
+        assert isinstance(board, BoardScreen)
+        counts = board.query_one("#counts")
+        await pilot.press("f", "f", "f")  # needs you → in progress → finished
+        assert board.filter == "finished" and board.table.row_count == 30
+        await pilot.press("f")
+        assert board.filter == "repo:/src/repo0"
+        shown = {board.summaries[k].repo for k in board.table.keys()}
+        assert shown == {"/src/repo0"} and board.table.row_count == 10
+        assert "showing 10: repo repo0" in str(counts.render())
+        await pilot.press("f", "f")
+        assert board.filter == "repo:/src/repo2"
+        await pilot.press("f")
+        assert board.filter == "all" and board.table.row_count == 30

@@ -155,7 +155,7 @@ class BoardScreen(Screen[None]):
         rows = list(self.summaries.values())
         line = R.counts_line(rows)
         if self.filter != "all" or self.search:
-            shown = f"showing {len(self.order)}: {R.FILTER_WORDS[self.filter]}"
+            shown = f"showing {len(self.order)}: {R.filter_words(self.filter)}"
             line += f"  ·  {shown}" + (f" matching “{self.search}”" if self.search else "")
         self.query_one("#counts", Static).update(line)
         empty = self.query_one("#empty", Static)
@@ -184,8 +184,9 @@ class BoardScreen(Screen[None]):
         return self.summaries.get(sid) if sid else None
 
     def action_cycle_filter(self) -> None:
-        names = list(R.FILTER_WORDS)
-        self.filter = names[(names.index(self.filter) + 1) % len(names)]
+        names = R.filter_cycle(list(self.summaries.values()))
+        at = names.index(self.filter) if self.filter in names else -1
+        self.filter = names[(at + 1) % len(names)]
         self._rebuild()
 
     def action_search(self) -> None:

@@ -25,7 +25,7 @@ a branch until you approve it.
 |---|---|
 | `enter` | open the selected session |
 | `tab` | jump to the next session that needs you |
-| `f` | filter: all → needs you → in progress → finished |
+| `f` | filter: all → needs you → in progress → finished → each repo (when there are several) |
 | `/` | search by intent, repo or id (`escape` clears) |
 | `n` | start a new session |
 | `d` | discuss the repo with a read-only assistant (needs a model); `ctrl+o` starts a prepared task |
@@ -48,7 +48,39 @@ a branch until you approve it.
 | `t` / `A` | type into the agent's live terminal (`ctrl+g` leaves) / attach your terminal to its tmux window |
 | `c` / `a` / `o` / `v` / `r` / `x` | confirm, approve to a branch, apply to the checkout, re-verify, reject, cancel |
 | `1`–`9` | answer a question with that option |
-| `enter` in the input | send an answer, or guidance while the agent works |
+| `enter` in the input | send an answer, a contract revision (gate 1), or guidance while the agent works |
+| `e` / `+` / `delete` | gate 1, on the checks table: edit the selected check, add one, remove it |
+| `D` | review the verified diff (below) |
+| `ctrl+b` | in the agent terminal: show its scrollback (again to go back live) |
+
+The footer shows only the keys that apply to the session's state.
+
+## Diff review
+
+| key | action |
+|---|---|
+| `space` | tick / untick the selected file, or (in the hunk list) hunk |
+| `a` | approve the ticked part to branch `corral/<id>` (a partial selection is re-verified first) |
+| `o` | apply the ticked part to your checkout's working files |
+| `d` | keep or discard the part you left out (kept in the worktree by default) |
+| `r` | reject, with an optional comment |
+| `escape` | back |
+
+## Discussion
+
+| key | action |
+|---|---|
+| `enter` in the input | ask (read-only: it can read the repo, never change it) |
+| `ctrl+x` | stop the reply |
+| `p` | promote the discussion to a prepared task |
+| `ctrl+o` (or `s`) | start the prepared task as a session |
+| `ctrl+n` | a new discussion |
+| `escape` | back to the board |
+
+## Everywhere
+
+`ctrl+p` opens the command palette (every action of the screen in front, and the
+theme switcher: dark and light are remembered). In a yes/no question, `y` / `n`.
 
 Press `escape` or `q` to close this help.
 """
