@@ -135,7 +135,7 @@ async def test_f_cycles_through_state_filters_then_each_repo(tmp_path: Path) -> 
         assert board.filter == "finished" and board.table.row_count == 30
         await pilot.press("f")
         assert board.filter == "repo:/src/repo0"
-        shown = {board.summaries[k].repo for k in board.table.keys()}
+        shown = {board.summaries[k].repo for k in board.table.row_keys()}
         assert shown == {"/src/repo0"} and board.table.row_count == 10
         assert "showing 10: repo repo0" in str(counts.render())
         await pilot.press("f", "f")

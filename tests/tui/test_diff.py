@@ -70,7 +70,8 @@ async def test_unticking_a_hunk_delivers_only_the_ticked_ones(tmp_path: Path) ->
 
 def test_diff_review_snapshot(snap_compare, tmp_path: Path) -> None:
     """Files with counts and change kind, hunks with ticks, the verification
-    results, and the selected file's diff."""
+    results, and the selected file's diff; one hunk of long.txt is unticked,
+    so the file shows ◩, the hunk ☐ and the header a partial approval."""
     repo = make_repo(tmp_path / "repo")
     (repo / "long.txt").write_text("".join(f"{i}\n" for i in range(1, 31)))
     git(repo, "add", "long.txt")
@@ -101,6 +102,16 @@ def test_diff_review_snapshot(snap_compare, tmp_path: Path) -> None:
         app.clear_notifications()
         await pilot.press("D")
         await pilot.pause(0.6)
+        screen = app.screen
+        assert isinstance(screen, DiffScreen)
+        hunks = screen.query_one("#diff-hunks", DataTable)
+        assert hunks.row_count == 2
+        hunks.focus()
+        hunks.move_cursor(row=0)
+        await pilot.pause(0.1)
+        await pilot.press("space")  # untick the first hunk of long.txt
+        await pilot.pause(0.2)
+        assert screen.ticked == {"long.txt": {1}, "notes.md": None}
 
     assert snap_compare(app, terminal_size=(150, 30), run_before=ready)
 

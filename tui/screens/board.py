@@ -212,7 +212,7 @@ class BoardScreen(Screen[None]):
             event.stop()
 
     def action_next_needs_you(self) -> None:
-        shown = self.table.keys()
+        shown = self.table.row_keys()
         if not shown:
             return
         start = max(self.table.cursor_row, 0)

@@ -35,6 +35,10 @@ def selection_of(files: list[FilePatch], ticked: dict[str, set[int] | None]) -> 
     return None if full else dict(ticked)
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 class DiffScreen(Screen[None]):
     BINDINGS = [
         Binding("escape", "back", "Back"),
@@ -96,7 +100,17 @@ class DiffScreen(Screen[None]):
         total = len(self.files)
         chosen = sum(1 for f in self.files if f.path in self.ticked)
         partial = selection_of(self.files, self.ticked) is not None
-        scope = "everything" if not partial else f"{chosen} of {total} file(s), partly"
+        if partial:
+            left_out = sum(
+                len(f.hunks) - len(kept)
+                for f in self.files
+                if isinstance(kept := self.ticked.get(f.path), set)
+            )
+            scope = f"part of the diff: {chosen} of {_count(total, 'file')}" + (
+                f", {_count(left_out, 'hunk')} left out" if left_out else ""
+            )
+        else:
+            scope = "everything"
         rest = "discarded" if self.discard_rest else "kept in the worktree"
         self.query_one("#diff-header", Static).update(
             f"[b]{detail.session.intent.splitlines()[0]}[/b]\n"

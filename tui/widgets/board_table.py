@@ -148,7 +148,7 @@ class BoardTable(ScrollView, can_focus=True):
     def row_count(self) -> int:
         return len(self._order)
 
-    def keys(self) -> list[str]:
+    def row_keys(self) -> list[str]:
         """The shown keys, top to bottom."""
         return list(self._order)
 
