@@ -140,16 +140,18 @@ class BoardScreen(Screen[None]):
         self._rebuild()
 
     def _rebuild(self) -> None:
-        """Show the visible rows in order; the table changes only what differs
-        and the cursor stays on the session it was on."""
+        """Show the visible rows in order; the table changes only what differs.
+        Once the operator has picked a row the cursor stays on that session as
+        rows move; until then it stays on the top row (the most urgent one)."""
         table = self.table
-        selected = self.selected_id()
+        selected = self.selected_id() if table.cursor_chosen else None
         self.order = [r.session_id for r in self.visible()]
         table.show(self.order, self._cells_of)
         index = table.index_of(selected) if selected else None
         if index is not None and index != table.cursor_row:
-            table.move_cursor(row=index)
+            table.move_cursor(row=index, chosen=False)
         self._update_counts()
+        self.refresh_bindings()  # the selected row's state may have changed
 
     def _update_counts(self) -> None:
         rows = list(self.summaries.values())
@@ -223,6 +225,27 @@ class BoardScreen(Screen[None]):
                 self.table.move_cursor(row=idx)
                 return
         self.notify("Nothing needs you right now.", timeout=3)
+
+    def on_board_table_row_highlighted(self, event: BoardTable.RowHighlighted) -> None:
+        self.refresh_bindings()
+
+    ROW_ACTIONS = {"confirm", "approve", "approve_checkout", "review_diff", "reverify", "reject"}
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """The footer offers a session's keys only when the selected row can
+        take them (a contract to confirm, a diff or finding to approve ...)."""
+        if action not in self.ROW_ACTIONS and action != "cancel_session":
+            return True
+        row = self.selected()
+        if row is None:
+            return False
+        if action == "confirm":
+            return row.needs_you == "contract"
+        if action in ("approve", "reject"):
+            return row.needs_you in ("merge", "finding")
+        if action in ("approve_checkout", "review_diff", "reverify"):
+            return row.needs_you == "merge"
+        return not row.state.is_terminal
 
     def on_board_table_row_selected(self, event: BoardTable.RowSelected) -> None:
         self.action_open()

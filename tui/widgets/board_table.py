@@ -107,6 +107,18 @@ class BoardTable(ScrollView, can_focus=True):
         def control(self) -> BoardTable:
             return self.table
 
+    class RowHighlighted(Message):
+        """The cursor moved to another row."""
+
+        def __init__(self, table: BoardTable, key: str | None) -> None:
+            super().__init__()
+            self.table = table
+            self.key = key
+
+        @property
+        def control(self) -> BoardTable:
+            return self.table
+
     def __init__(
         self, columns: Sequence[tuple[str, str]], *, flex: str | None = None, **kwargs: Any
     ) -> None:
@@ -122,6 +134,7 @@ class BoardTable(ScrollView, can_focus=True):
         self._layout_width = 0
         self._strips: dict[tuple[str, str], Strip] = {}
         self.cursor_row = 0
+        self.cursor_chosen = False
 
     # -- data ------------------------------------------------------------------
 
@@ -163,7 +176,10 @@ class BoardTable(ScrollView, can_focus=True):
 
     # -- cursor ------------------------------------------------------------------
 
-    def move_cursor(self, *, row: int) -> None:
+    def move_cursor(self, *, row: int, chosen: bool = True) -> None:
+        """Move the cursor; `chosen=False` when the program (not the operator)
+        moves it, so `cursor_chosen` tells whether the operator picked a row."""
+        self.cursor_chosen = self.cursor_chosen or chosen
         if not self._order:
             return
         row = min(max(row, 0), len(self._order) - 1)
@@ -171,6 +187,7 @@ class BoardTable(ScrollView, can_focus=True):
             self.refresh_line(self.cursor_row + 1)
             self.cursor_row = row
             self.refresh_line(row + 1)
+            self.post_message(self.RowHighlighted(self, self.key_at(row)))
         self._scroll_to_cursor()
 
     def _scroll_to_cursor(self) -> None:
