@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import contextlib
 
-from rich.text import Text
+from rich.color import Color
+from rich.style import Style
+from rich.text import Span, Text
 from textual import events
 from textual.binding import Binding
 from textual.widgets import Static
@@ -34,6 +36,28 @@ KEYMAP = {
 LEAVE_KEY = "ctrl+g"
 
 
+def _plain_colour(colour: Color | None) -> Color | None:
+    return None if colour is None or colour.is_default else colour
+
+
+def _without_default_colours(text: Text) -> Text:
+    """tmux resets colours with SGR 39/49, which Rich keeps as "the terminal's
+    default" colour; inside the console that paints black boxes behind the
+    agent's text. Dropping them lets the widget's own colours show through."""
+
+    def fixed(span: Span) -> Span:
+        style = span.style
+        if not isinstance(style, Style) or not (style.color or style.bgcolor):
+            return span
+        fg, bg = _plain_colour(style.color), _plain_colour(style.bgcolor)
+        if fg is style.color and bg is style.bgcolor:
+            return span
+        return span._replace(style=style.without_color + Style(color=fg, bgcolor=bg))
+
+    text.spans[:] = [fixed(span) for span in text.spans]
+    return text
+
+
 class TerminalView(Static, can_focus=True):
     BINDINGS = [
         Binding(LEAVE_KEY, "leave", "Leave terminal"),
@@ -44,7 +68,7 @@ class TerminalView(Static, can_focus=True):
     TerminalView {
         height: auto;
         min-height: 6;
-        border: round $primary-background;
+        border: round $primary-lighten-1;
         padding: 0 1;
     }
     TerminalView:focus {
@@ -76,11 +100,11 @@ class TerminalView(Static, can_focus=True):
         self._version = version
         screen = self.supervisor.agent_screen(self.session_id)
         if screen is None:
-            self.display = False
+            self._show(False)
             return
-        self.display = True
+        self._show(True)
         rows = list(screen.ansi or screen.lines)
-        texts = [Text.from_ansi(r) for r in rows]
+        texts = [_without_default_colours(Text.from_ansi(r)) for r in rows]
         if 0 <= screen.cursor_y < len(texts) and self.has_focus:
             line = texts[screen.cursor_y]
             x = screen.cursor_x
@@ -90,6 +114,13 @@ class TerminalView(Static, can_focus=True):
         while texts and not texts[-1].plain.strip() and len(texts) - 1 > screen.cursor_y:
             texts.pop()
         self.update(Text("\n").join(texts[-40:]))
+
+    def _show(self, visible: bool) -> None:
+        """Show or hide the view; the screen's footer offers the terminal keys
+        only while there is a terminal, so it is told when that changes."""
+        if self.display != visible:
+            self.display = visible
+            self.screen.refresh_bindings()
 
     async def action_toggle_history(self) -> None:
         """ctrl+b: the agent's scrollback (last 2,000 lines) instead of its screen."""
@@ -101,7 +132,7 @@ class TerminalView(Static, can_focus=True):
             return
         self.history = await self.supervisor.agent_scrollback(self.session_id)
         self.border_subtitle = "history — ctrl+b returns to the live screen"
-        self.update(Text.from_ansi("\n".join(self.history)))
+        self.update(_without_default_colours(Text.from_ansi("\n".join(self.history))))
 
     async def on_resize(self, event: events.Resize) -> None:
         """The agent's pane follows the view's width (owner-checked)."""
