@@ -158,3 +158,43 @@ async def test_the_whole_flow_through_keys(tmp_path: Path) -> None:
         row = await sup.wait_for(sid, {CoderState.MERGED}, timeout=20)
     delivered = git(repo, "show", f"{row.result_branch}:long.txt").splitlines()
     assert (delivered[1], delivered[14], delivered[28]) == ("two", "fifteen", "29")
+
+
+async def test_reject_from_the_diff_asks_for_a_comment_and_escape_keeps_reviewing(
+    tmp_path: Path,
+) -> None:
+    repo = make_repo(tmp_path / "repo")
+    sup = Supervisor(
+        tmp_path / "state",
+        drafter=ScriptedDrafter([contract(("note", "test -f note.txt"))]),
+        engines=ScriptedEngines(ScriptedEngine([[Write("note.txt", "hello\n")]])),
+        config=SupervisorConfig(repair_invokes=0),
+    )
+
+    async def seed(s: Supervisor) -> None:
+        sid = (await s.start("Write a note", repo)).session_id
+        await s.confirm(sid)
+        await s.wait_for(sid, {CoderState.NEEDS_APPROVAL}, timeout=20)
+
+    app = CorralApp(sup, default_repo=repo, clock=lambda: FIXED_NOW, on_ready=seed)
+    async with app.run_test(size=(150, 40)) as pilot:
+        await app.ready.wait()
+        await pilot.pause(0.1)
+        await pilot.press("D")
+        await pilot.pause(0.5)
+        assert isinstance(app.screen, DiffScreen)
+        sid = app.screen.session_id
+        await pilot.press("r")
+        await pilot.pause(0.1)
+        await pilot.press("escape")  # changed my mind: still reviewing, nothing sent
+        await pilot.pause(0.1)
+        assert isinstance(app.screen, DiffScreen)
+        assert sup.get(sid).session.state is CoderState.NEEDS_APPROVAL
+        await pilot.press("r")
+        await pilot.pause(0.1)
+        await pilot.press(*"too broad", "enter")
+        row = await sup.wait_for(sid, {CoderState.ABANDONED}, timeout=10)
+        assert not isinstance(app.screen, DiffScreen)
+        texts = [str(e.data.get("text", "")) for e in sup._live[sid].log.buffered()]
+    assert row.state is CoderState.ABANDONED
+    assert "Rejected: too broad" in texts

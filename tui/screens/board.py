@@ -311,7 +311,7 @@ class BoardScreen(Screen[None]):
         self._run("Re-verify", lambda sid: sup.reverify(sid))
 
     def action_reject(self) -> None:
-        from .prompt import TextPrompt
+        from .prompt import reject_prompt
 
         sup = self.app.supervisor  # type: ignore[attr-defined]
 
@@ -322,9 +322,7 @@ class BoardScreen(Screen[None]):
                 )
 
         self.app.push_screen(
-            TextPrompt(
-                "Reject: why? (optional; enter rejects, escape keeps it)", "a comment for the log"
-            ),
+            reject_prompt(),
             done,
         )
 

@@ -221,10 +221,18 @@ class DiffScreen(Screen[None]):
         self.app.pop_screen()
 
     def action_reject(self) -> None:
-        self.app.run_supervisor_call(  # type: ignore[attr-defined]
-            "Reject", self.supervisor.approve(self.session_id, approve=False)
-        )
-        self.app.pop_screen()
+        from .prompt import reject_prompt
+
+        def done(comment: str | None) -> None:
+            if comment is None:
+                return  # escape: keep reviewing
+            self.app.run_supervisor_call(  # type: ignore[attr-defined]
+                "Reject",
+                self.supervisor.approve(self.session_id, approve=False, comment=comment or None),
+            )
+            self.app.pop_screen()
+
+        self.app.push_screen(reject_prompt(), done)
 
     def action_back(self) -> None:
         self.app.pop_screen()

@@ -416,7 +416,7 @@ class SessionScreen(Screen[None]):
         self.app.run_supervisor_call("Re-verify", self.supervisor.reverify(self.session_id))  # type: ignore[attr-defined]
 
     def action_reject(self) -> None:
-        from .prompt import TextPrompt
+        from .prompt import reject_prompt
 
         def done(comment: str | None) -> None:
             if comment is not None:
@@ -428,9 +428,7 @@ class SessionScreen(Screen[None]):
                 )
 
         self.app.push_screen(
-            TextPrompt(
-                "Reject: why? (optional; enter rejects, escape keeps it)", "a comment for the log"
-            ),
+            reject_prompt(),
             done,
         )
 
