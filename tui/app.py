@@ -101,6 +101,10 @@ class CorralApp(App[None]):
             except CorralError as exc:
                 self.bell()
                 self.notify(str(exc), title=f"{label} refused", severity="error", timeout=8)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                self.report_unexpected(label, exc)
 
         task = asyncio.get_running_loop().create_task(runner())
         self._calls.add(task)
@@ -117,6 +121,17 @@ class CorralApp(App[None]):
     @discussions.setter
     def discussions(self, value: Any) -> None:
         self._discussions = value
+
+    def report_unexpected(self, where: str, exc: BaseException) -> None:
+        """A bug, not a refusal: logged with its traceback, shown as one
+        notification, and the console carries on."""
+        from .guard import LOG_NAME, log, unexpected_sentence
+
+        log.error("%s failed unexpectedly", where, exc_info=exc)
+        state_dir = getattr(self.supervisor, "state_dir", None)
+        path = Path(state_dir) / LOG_NAME if state_dir is not None else None
+        self.bell()
+        self.notify(unexpected_sentence(where, exc, path), severity="error", timeout=15)
 
     def _make_discussions(self):  # type: ignore[no-untyped-def]
         """Discussions share the supervisor's state dir and the configured model."""

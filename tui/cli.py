@@ -158,10 +158,12 @@ def run_console(repo: Path, backend: str = "tmux") -> int:
     from supervisor.factory import build_supervisor, default_drafter
     from supervisor.git.repo import repo_root
     from tui.app import CorralApp
+    from tui.guard import log_to_file
 
     root = repo_root(repo)
     state_dir = default_state_dir()
     _ensure_free(state_dir)
+    log_to_file(state_dir)
     supervisor = build_supervisor(state_dir, default_drafter(), backend=backend)
     return _launch(CorralApp(supervisor, default_repo=root))
 
@@ -170,10 +172,12 @@ def run_demo(pace: float = 1.0, backend: str = "tmux") -> int:
     from supervisor.demo import DemoDrafter, make_demo_repo, seed_demo
     from supervisor.factory import build_supervisor
     from tui.app import CorralApp
+    from tui.guard import log_to_file
 
     workdir = Path(tempfile.mkdtemp(prefix="corral-demo-"))
     repo = make_demo_repo(workdir)
     state_dir = workdir / "state"
+    log_to_file(state_dir)
     supervisor = build_supervisor(
         state_dir,
         DemoDrafter(),

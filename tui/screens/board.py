@@ -21,6 +21,7 @@ from supervisor.errors import CorralError
 from supervisor.models import SessionSummary
 
 from .. import rows as R
+from ..guard import guarded
 from ..widgets.board_table import BoardTable
 
 COLUMNS = (
@@ -83,6 +84,7 @@ class BoardScreen(Screen[None]):
         self.set_interval(5, self._refresh_ages)
 
     @work(exclusive=True, group="board-watch")
+    @guarded("The board")
     async def follow_board(self) -> None:
         supervisor = self.app.supervisor  # type: ignore[attr-defined]
         while True:

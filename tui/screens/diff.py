@@ -22,6 +22,8 @@ from textual.widgets import DataTable, Footer, Static
 from supervisor.errors import CorralError
 from supervisor.git.patches import FilePatch
 
+from ..guard import guarded
+
 MAX_RENDER_LINES = 4000
 TICK, UNTICK, PARTIAL = "☑", "☐", "◩"
 
@@ -81,6 +83,7 @@ class DiffScreen(Screen[None]):
         self.load()
 
     @work(exclusive=True, group="diff-load")
+    @guarded("Loading the diff")
     async def load(self) -> None:
         try:
             self.files = await self.supervisor.review_files(self.session_id)

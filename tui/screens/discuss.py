@@ -22,6 +22,8 @@ from textual.widgets import Footer, Input, RichLog, Static
 
 from supervisor.errors import CorralError
 
+from ..guard import guarded
+
 
 class DiscussScreen(Screen[None]):
     BINDINGS = [
@@ -63,6 +65,7 @@ class DiscussScreen(Screen[None]):
         self.open_discussion()
 
     @work(exclusive=True, group="discuss-open")
+    @guarded("Opening the discussion")
     async def open_discussion(self) -> None:
         try:
             if self.discussion_id is None and not self.fresh:
@@ -82,6 +85,7 @@ class DiscussScreen(Screen[None]):
         self.follow()
 
     @work(exclusive=True, group="discuss-follow")
+    @guarded("The discussion")
     async def follow(self) -> None:
         log = self.query_one("#discuss-log", RichLog)
         live = self.query_one("#discuss-live", Static)
@@ -160,6 +164,7 @@ class DiscussScreen(Screen[None]):
             self.discussion.cancel()
 
     @work(exclusive=True, group="discuss-promote")
+    @guarded("Promoting the discussion")
     async def action_promote(self) -> None:
         if self.discussion is None:
             return

@@ -16,6 +16,7 @@ from supervisor.events import SubscriptionClosed, SubscriptionDropped
 from supervisor.models import CoderEvent, EventKind
 
 from ..event_text import describe
+from ..guard import guarded
 from ..widgets.terminal import TerminalView
 
 REFRESH_KINDS = {
@@ -134,6 +135,7 @@ class SessionScreen(Screen[None]):
         self.follow_events()
 
     @work(exclusive=True, group="session-events")
+    @guarded("The session view")
     async def follow_events(self) -> None:
         cursor = 0
         log = self.query_one("#log", RichLog)
@@ -274,6 +276,7 @@ class SessionScreen(Screen[None]):
         )
 
     @work(group="revise")
+    @guarded("Revising the contract")
     async def revise(self, text: str) -> None:
         """Revisions run on the supervisor; a soft rejection is shown as sent."""
         from rich.markup import escape

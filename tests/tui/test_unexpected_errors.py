@@ -1,0 +1,68 @@
+"""A bug in a supervisor call or a screen worker becomes one notification
+naming the log file; the console stays up and the traceback goes to the log."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from supervisor.api import Supervisor
+from supervisor.config import SupervisorConfig
+from supervisor.scripted import ScriptedDrafter, ScriptedEngine, ScriptedEngines, Write, contract
+from supervisor.states import CoderState
+from tui.app import CorralApp
+from tui.guard import log_to_file
+from tui.screens.board import BoardScreen
+
+from .conftest import FIXED_NOW, make_repo
+
+
+async def test_a_bug_becomes_a_notification_and_a_logged_traceback(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    state = tmp_path / "state"
+    log_path = log_to_file(state)
+    sup = Supervisor(
+        state,
+        drafter=ScriptedDrafter([contract(("note", "test -f note.txt"))]),
+        engines=ScriptedEngines(ScriptedEngine([[Write("note.txt", "hi\n")]])),
+        config=SupervisorConfig(repair_invokes=0),
+    )
+
+    async def seed(s: Supervisor) -> None:
+        sid = (await s.start("Write a note", repo)).session_id
+        await s.confirm(sid)
+        await s.wait_for(sid, {CoderState.NEEDS_APPROVAL}, timeout=20)
+
+    async def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("simulated bug in the supervisor")
+
+    app = CorralApp(sup, default_repo=repo, clock=lambda: FIXED_NOW, on_ready=seed)
+    try:
+        async with app.run_test(size=(150, 40)) as pilot:
+            await app.ready.wait()
+            await pilot.pause(0.1)
+            app.clear_notifications()
+            sup.reverify = broken  # type: ignore[method-assign]
+            sup.review_files = broken  # type: ignore[method-assign]
+            await pilot.press("v")  # a supervisor call
+            await pilot.pause(0.2)
+            await pilot.press("D")  # a screen worker (the diff loader)
+            await pilot.pause(0.3)
+            notes = [n.message for n in app._notifications]
+            assert any(
+                n.startswith("Re-verify failed unexpectedly: RuntimeError: simulated bug")
+                and str(log_path) in n
+                for n in notes
+            ), notes
+            assert any(n.startswith("Loading the diff failed unexpectedly") for n in notes)
+            await pilot.press("escape")
+            await pilot.pause(0.1)
+            assert isinstance(app.screen, BoardScreen)  # still up and usable
+            assert app.is_running
+    finally:
+        for handler in list(logging.getLogger().handlers):
+            if getattr(handler, "baseFilename", None) == str(log_path):
+                logging.getLogger().removeHandler(handler)
+                handler.close()
+    logged = log_path.read_text(encoding="utf-8")
+    assert "Traceback" in logged and "simulated bug in the supervisor" in logged
