@@ -40,6 +40,10 @@ MIN_FLEX = 12  # the flexible column never shrinks below this
 STRIP_CACHE_LIMIT = 4000
 
 
+def _widths_of(cells: Cells) -> tuple[int, ...]:
+    return tuple(c.cell_len if isinstance(c, Text) else cell_len(str(c)) for c in cells)
+
+
 def _as_text(cell: Any) -> Text:
     return cell if isinstance(cell, Text) else Text(str(cell))
 
@@ -127,6 +131,7 @@ class BoardTable(ScrollView, can_focus=True):
         self.labels = [label for _, label in columns]
         self.flex_index = self.column_keys.index(flex) if flex else None
         self._cells: dict[str, Cells] = {}
+        self._row_widths: dict[str, tuple[int, ...]] = {}
         self._order: list[str] = []
         self._index: dict[str, int] = {}
         self._content_widths = [cell_len(label) for label in self.labels]
@@ -141,15 +146,16 @@ class BoardTable(ScrollView, can_focus=True):
     def show(self, order: list[str], cells_of: Callable[[str], Cells]) -> None:
         """Show `order` top to bottom; `cells_of(key)` gives a row's cells."""
         cells: dict[str, Cells] = {}
+        widths: dict[str, tuple[int, ...]] = {}
         for key in order:
             new = cells_of(key)
             old = self._cells.get(key)
             if old is not None and old == new:
-                cells[key] = old
+                cells[key], widths[key] = old, self._row_widths[key]
             else:
-                cells[key] = new
+                cells[key], widths[key] = new, _widths_of(new)
                 self._forget(key)
-        self._cells = cells
+        self._cells, self._row_widths = cells, widths
         self._order = list(order)
         self._index = {key: i for i, key in enumerate(self._order)}
         self._measure()
@@ -239,13 +245,10 @@ class BoardTable(ScrollView, can_focus=True):
     # -- layout ------------------------------------------------------------------
 
     def _measure(self) -> None:
-        widths = [cell_len(label) for label in self.labels]
-        for cells in self._cells.values():
-            for i, cell in enumerate(cells):
-                n = cell.cell_len if isinstance(cell, Text) else cell_len(str(cell))
-                if n > widths[i]:
-                    widths[i] = n
-        self._content_widths = widths
+        """Each column as wide as its widest cell (row widths are kept per row,
+        so only changed rows are measured)."""
+        rows = [tuple(cell_len(label) for label in self.labels), *self._row_widths.values()]
+        self._content_widths = [max(column) for column in zip(*rows, strict=False)]
         self._lay_out(self._layout_width)
 
     def _lay_out(self, width: int) -> None:
