@@ -550,3 +550,31 @@ def test_paste_check() -> None:
     assert wrapped.landed(Screen(lines=["a long lin", "e that wra", "ps"], cursor_y=2, width=10))
     long = PasteCheck("x\n" * 100, before)
     assert long.landed(Screen(lines=["> old prompt", "> [Pasted text #1 +100 lines]"], cursor_y=1))
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux procfs")
+def test_a_dead_pane_whose_program_tmux_never_reaped_still_reports_its_exit() -> None:
+    """Under load tmux can lose the SIGCHLD of one of two panes exiting
+    together: the pane is dead, the program a zombie, and tmux shows no exit
+    status. The sweep reads the zombie's status instead of calling it alive."""
+    import signal
+
+    from supervisor.panes.tmux import _unreaped
+
+    children = []
+    for how in ("signal", "exit"):
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child
+            if how == "signal":
+                os.kill(os.getpid(), signal.SIGTERM)
+            os._exit(3)
+        children.append(pid)
+    try:
+        wait_until(lambda: all(_unreaped(pid)[0] is False for pid in children))
+        assert _unreaped(children[0]) == (False, 128 + signal.SIGTERM)
+        assert _unreaped(children[1]) == (False, 3)
+        assert _unreaped(os.getpid()) == (True, None)  # running: alive
+    finally:
+        for pid in children:
+            os.waitpid(pid, 0)
+    assert _unreaped(children[0]) == (True, None)  # reaped: tmux will have the status

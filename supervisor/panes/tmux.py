@@ -225,6 +225,31 @@ def _client_env() -> dict[str, str]:
 # -- the backend ---------------------------------------------------------------------
 
 
+def _unreaped(pid: int | None) -> tuple[bool, int | None]:
+    """(alive, exit status) of a pane program tmux reports no status for.
+
+    A zombie has exited: Linux keeps its wait status in /proc/<pid>/stat
+    (field 52), readable by anyone who can see the process. A pid that is
+    gone was reaped by tmux a moment ago: the next sweep carries its status.
+    Anything else still runs."""
+    if pid is None or pid <= 1:
+        return True, None
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True, None
+    fields = stat.rsplit(")", 1)[-1].split()  # after "pid (comm)"
+    if not fields or fields[0] != "Z":
+        return True, None
+    raw = fields[49] if len(fields) > 49 else ""  # field 52 of the whole line
+    if not raw.isdigit():
+        return False, None
+    status = int(raw)
+    if os.WIFSIGNALED(status):
+        return False, 128 + os.WTERMSIG(status)
+    return False, os.WEXITSTATUS(status)
+
+
 class TmuxBackend:
     """Agent panes as windows of one session on a private tmux server."""
 
@@ -434,9 +459,13 @@ class TmuxBackend:
                 exit_status = int(status)
             elif sig.isdigit():
                 exit_status = 128 + int(sig)
-            # a closed terminal without an exit status: the program has not
-            # been reaped yet (or runs on without its terminal): still alive
-            alive = dead != "1" or exit_status is None
+            alive = dead != "1"
+            if not alive and exit_status is None:
+                # a closed terminal without an exit status: tmux has not reaped
+                # the program yet, has lost its SIGCHLD (seen under load: two
+                # panes exiting together leave one a zombie tmux never reaps),
+                # or the program runs on without its terminal
+                alive, exit_status = _unreaped(int(pid) if pid.isdigit() else None)
             act = float(activity) if activity.isdigit() else 0.0
             if alive and now < act + RECENT:
                 act = now
