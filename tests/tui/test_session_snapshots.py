@@ -161,3 +161,49 @@ async def test_gate1_checks_are_added_edited_and_removed_inline(tmp_path: Path) 
         await until(lambda: "Not revised" in str(bar.render()))
         assert "nosuch" in str(bar.render()) and "Use /remove name" in str(bar.render())
         assert names() == ["feature", "smoke"]  # nothing lost
+
+
+async def test_gate1_shows_whole_commands_output_previews_and_literal_brackets(
+    tmp_path: Path,
+) -> None:
+    """The table cuts long commands, so the highlighted check is shown in full
+    with the tail of its baseline output; text from the intent, the contract
+    and check output is shown literally (brackets are not markup)."""
+    from textual.widgets import DataTable, Static
+
+    long_command = (
+        "python3 -c \"import sys; print('step one'); print('expected [/y] 42, got 41'); "
+        "sys.exit(1)\"  # the whole command matters: it defines done"
+    )
+    drafted = contract(
+        ("answer", long_command),
+        ("still_ok", "true"),
+        description="answer() returns 42 [/b] for x[0]",
+    )
+
+    async def seed(sup: Supervisor, repo: Path) -> None:
+        await sup.start("Fix answer() [/z] for a[0]", repo)
+
+    app = _app(tmp_path, drafted, seed)
+    async with app.run_test(size=(130, 40)) as pilot:
+        await app.ready.wait()
+        await pilot.pause(0.2)
+        await pilot.press("enter")
+        await pilot.pause(0.4)
+        screen = app.screen
+        header = str(screen.query_one("#session-header", Static).render())
+        assert "Fix answer() [/z] for a[0]" in header
+        title = str(screen.query_one("#contract-title", Static).render())
+        assert "answer() returns 42 [/b] for x[0]" in title
+        table = screen.query_one("#checks", DataTable)
+        command_cell = str(table.get_row_at(0)[1])
+        assert command_cell.endswith("…") and len(command_cell) <= 60
+        assert str(table.get_row_at(0)[3]) == "red: expected [/y] 42, got 41"
+        detail = str(screen.query_one("#check-detail", Static).render())
+        assert " ".join(long_command.split()) in " ".join(detail.split())
+        assert "baseline: failed (exit 1)" in detail and "expected [/y] 42, got 41" in detail
+        table.focus()
+        await pilot.press("down")
+        await pilot.pause(0.1)
+        detail = str(screen.query_one("#check-detail", Static).render())
+        assert "still_ok runs: true" in detail and "passed (exit 0)" in detail

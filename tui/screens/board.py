@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from rich.markup import escape
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -161,7 +162,7 @@ class BoardScreen(Screen[None]):
         if self.filter != "all" or self.search:
             shown = f"showing {len(self.order)}: {R.filter_words(self.filter)}"
             line += f"  ·  {shown}" + (f" matching “{self.search}”" if self.search else "")
-        self.query_one("#counts", Static).update(line)
+        self.query_one("#counts", Static).update(escape(line))
         empty = self.query_one("#empty", Static)
         empty.display = not rows
         table = self.table

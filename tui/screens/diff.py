@@ -10,6 +10,7 @@ on a partial selection before delivering it.
 
 from __future__ import annotations
 
+from rich.markup import escape
 from rich.syntax import Syntax
 from rich.text import Text
 from textual import work
@@ -88,7 +89,7 @@ class DiffScreen(Screen[None]):
         try:
             self.files = await self.supervisor.review_files(self.session_id)
         except CorralError as exc:
-            self.query_one("#diff-header", Static).update(f"[red]{exc}[/red]")
+            self.query_one("#diff-header", Static).update(f"[red]{escape(str(exc))}[/red]")
             return
         self.ticked = {f.path: None for f in self.files}
         self._render_files()
@@ -116,7 +117,7 @@ class DiffScreen(Screen[None]):
             scope = "everything"
         rest = "discarded" if self.discard_rest else "kept in the worktree"
         self.query_one("#diff-header", Static).update(
-            f"[b]{detail.session.intent.splitlines()[0]}[/b]\n"
+            f"[b]{escape(detail.session.intent.splitlines()[0])}[/b]\n"
             f"Approving {scope}"
             + (
                 f" — the rest is {rest}; the contract is re-run on the approved part first"
@@ -132,7 +133,8 @@ class DiffScreen(Screen[None]):
         for f in self.files:
             ticked = self.ticked.get(f.path, "absent")
             mark = TICK if ticked is None else (UNTICK if ticked == "absent" else PARTIAL)
-            table.add_row(mark, f.path, str(f.added), str(f.removed), f.change, key=f.path)
+            # Text, not str: a DataTable reads str cells as markup, and paths may hold brackets
+            table.add_row(mark, Text(f.path), str(f.added), str(f.removed), f.change, key=f.path)
         if self.files:
             table.move_cursor(row=min(max(cursor, 0), len(self.files) - 1))
         self._header()
@@ -144,7 +146,9 @@ class DiffScreen(Screen[None]):
         for i, h in enumerate(f.hunks):
             on = kept is None or (isinstance(kept, set) and i in kept)
             label = f"@@ -{h.old_start} +{h.new_start} {h.section.strip()}"[:60]
-            table.add_row(TICK if on else UNTICK, label, str(h.added), str(h.removed), key=str(i))
+            table.add_row(
+                TICK if on else UNTICK, Text(label), str(h.added), str(h.removed), key=str(i)
+            )
         table.display = f.hunk_selectable and len(f.hunks) > 1
 
     def _select(self, f: FilePatch) -> None:
@@ -167,7 +171,9 @@ class DiffScreen(Screen[None]):
         s = self.supervisor.get(self.session_id).session
         lines = ["[b]Runtime verification[/b] (corral re-ran every check):"]
         for r in s.last_check_results:
-            lines.append(("[green]PASS[/green] " if r.passed else "[red]FAIL[/red] ") + r.name)
+            lines.append(
+                ("[green]PASS[/green] " if r.passed else "[red]FAIL[/red] ") + escape(r.name)
+            )
         self.query_one("#diff-verification", Static).update("\n".join(lines))
 
     # -- interaction ------------------------------------------------------------

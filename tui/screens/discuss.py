@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from rich.markdown import Markdown
+from rich.markup import escape
 from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
@@ -75,10 +76,10 @@ class DiscussScreen(Screen[None]):
             else:
                 self.discussion = await self.discussions.start(self.repo)
         except CorralError as exc:
-            self.query_one("#discuss-header", Static).update(f"[red]{exc}[/red]")
+            self.query_one("#discuss-header", Static).update(f"[red]{escape(str(exc))}[/red]")
             return
         self.query_one("#discuss-header", Static).update(
-            f"[b]Discussion[/b] on {self.repo.name} — read-only: the assistant reads the repo "
+            f"[b]Discussion[/b] on {escape(self.repo.name)} — read-only: the assistant reads the repo "
             "and cannot change it."
         )
         self.query_one("#discuss-input", Input).focus()
@@ -146,7 +147,7 @@ class DiscussScreen(Screen[None]):
         constraints = "\n".join(f"  • {c}" for c in data.get("constraints") or [])
         self.query_one("#discuss-task", Static).update(
             f"[b]Prepared task[/b] — press [b]ctrl+o[/b] to start it (you can edit it first)\n"
-            f"{data.get('intent')}\n{constraints}"
+            f"{escape(str(data.get('intent')))}\n{escape(constraints)}"
         )
 
     async def on_input_submitted(self, event: Input.Submitted) -> None:

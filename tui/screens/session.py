@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from rich.markup import escape
+from rich.text import Text
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -83,6 +85,25 @@ def log_filter_matches(name: str, event: CoderEvent) -> bool:
     return True
 
 
+def _one_line(text: str, limit: int) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _tail(output: str, n: int) -> list[str]:
+    lines = [line.rstrip() for line in output.strip().splitlines() if line.strip()]
+    return [_one_line(line, 160) for line in lines[-n:]]
+
+
+def _baseline_cell(result) -> str:  # type: ignore[no-untyped-def]
+    """Red/green and a preview of why (the output's last line)."""
+    if result is None:
+        return "—"
+    word = "green (passes already)" if result.passed else "red"
+    last = _tail(result.output_tail, 1)
+    return f"{word}: {_one_line(last[0], 40)}" if last else word
+
+
 class SessionScreen(Screen[None]):
     BINDINGS = [
         Binding("escape", "back", "Board"),
@@ -119,6 +140,7 @@ class SessionScreen(Screen[None]):
                 table: DataTable[object] = DataTable(id="checks", cursor_type="row")
                 table.add_columns("Check", "Command", "Timeout", "Baseline", "Last run")
                 yield table
+                yield Static("", id="check-detail")
                 yield Static("", id="diff")
                 yield TerminalView(self.session_id, id="terminal")
                 yield RichLog(id="log", wrap=True, markup=False, max_lines=5000)
@@ -171,7 +193,7 @@ class SessionScreen(Screen[None]):
         needs = f"  ·  NEEDS YOU: {detail.needs_you_label}" if detail.needs_you_label else ""
         iters = f"  ·  iteration {s.iterations}/{s.max_iterations}" if s.iterations else ""
         lines = [
-            f"[b]{s.intent.splitlines()[0] if s.intent else ''}[/b]",
+            f"[b]{escape(s.intent.splitlines()[0]) if s.intent else ''}[/b]",
             f"state {s.state.value}{needs}  ·  engine {s.engine}"
             f"{' (ran ' + s.engine_ran + ')' if s.engine_ran else ''}{iters}",
             f"worktree …/{Path(s.worktree).name if s.worktree else '—'}"
@@ -180,7 +202,7 @@ class SessionScreen(Screen[None]):
             f"{'  ·  branch ' + s.result_branch if s.result_branch else ''}",
         ]
         if s.error:
-            lines.append(f"[red]{s.error}[/red]")
+            lines.append(f"[red]{escape(s.error)}[/red]")
         if not detail.live and not s.state.is_terminal:
             lines.append("[yellow]Not running in this console (stored state only).[/yellow]")
         self.query_one("#session-header", Static).update("\n".join(lines))
@@ -192,11 +214,13 @@ class SessionScreen(Screen[None]):
     def _render_contract(self, s) -> None:  # type: ignore[no-untyped-def]
         title = self.query_one("#contract-title", Static)
         table = self.query_one("#checks", DataTable)
+        cursor = table.cursor_row
         table.clear()
         if s.contract is None:
             title.update("Contract: drafting…" if s.state.value == "created" else "No contract.")
+            self.query_one("#check-detail", Static).update("")
             return
-        text = f"[b]Contract[/b]: {s.contract.description}"
+        text = f"[b]Contract[/b]: {escape(s.contract.description)}"
         if s.baseline_gates_nothing:
             text += (
                 "\n[bold yellow]Every check already passes before any edit: this "
@@ -208,25 +232,53 @@ class SessionScreen(Screen[None]):
         for check in s.contract.checks:
             b = base.get(check.name)
             lr = last.get(check.name)
-            table.add_row(
-                check.name,
-                check.command.strip()[:80],
+            table.add_row(  # Text, not str: DataTable reads str cells as markup
+                Text(check.name),
+                Text(_one_line(check.command, 60)),
                 f"{check.timeout_secs}s",
-                "—" if b is None else ("green (passes already)" if b.passed else "red"),
+                Text(_baseline_cell(b)),
                 "—" if lr is None else ("PASS" if lr.passed else "FAIL"),
             )
+        if s.contract.checks:
+            table.move_cursor(row=min(max(cursor, 0), len(s.contract.checks) - 1))
+        self._render_check_detail()
+
+    def _render_check_detail(self) -> None:
+        """The highlighted check in full: its whole command (the table cuts
+        it), and the tail of its baseline and last-run output."""
+        detail = self.query_one("#check-detail", Static)
+        s = self.supervisor.get(self.session_id).session
+        check = self._selected_check()
+        if check is None or s.contract is None:
+            detail.update("")
+            return
+        base = next((r for r in s.baseline if r.name == check.name), None)
+        last = next((r for r in s.last_check_results if r.name == check.name), None)
+        parts = [f"[b]{escape(check.name)}[/b] runs: {escape(check.command.strip())}"]
+        for label, result in (("baseline", base), ("last run", last)):
+            if result is None:
+                continue
+            verdict = "[green]passed[/green]" if result.passed else "[red]failed[/red]"
+            how = "timed out" if result.timed_out else f"exit {result.exit_code}"
+            tail = "\n".join(f"  │ {escape(line)}" for line in _tail(result.output_tail, 4))
+            parts.append(f"{label}: {verdict} ({how})" + (f"\n{tail}" if tail else ""))
+        detail.update("\n".join(parts))
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if event.data_table.id == "checks":
+            self._render_check_detail()
 
     def _render_diff(self, s) -> None:  # type: ignore[no-untyped-def]
         diff = self.query_one("#diff", Static)
         if s.no_change_finding is not None:
             f = s.no_change_finding
             diff.update(
-                f"[b]No-change finding[/b]: {f.summary}\n{f.evidence}\n"
+                f"[b]No-change finding[/b]: {escape(f.summary)}\n{escape(f.evidence)}\n"
                 "[b]a[/b] accepts it (nothing is published) · [b]r[/b] rejects it"
             )
         elif s.diff is not None:
             note = " (patch truncated)" if s.diff.patch_truncated else ""
-            diff.update(f"[b]Verified diff[/b]{note}\n{s.diff.stat}")
+            diff.update(f"[b]Verified diff[/b]{note}\n{escape(s.diff.stat)}")
         else:
             diff.update("")
 
@@ -245,9 +297,9 @@ class SessionScreen(Screen[None]):
             reply.display = True
         elif detail.question_prompt:
             options = self.supervisor.question_options(self.session_id)
-            opts = "  ".join(f"[b]{i}[/b] {o}" for i, o in enumerate(options, 1))
+            opts = "  ".join(f"[b]{i}[/b] {escape(o)}" for i, o in enumerate(options, 1))
             question.update(
-                f"[bold yellow]Question:[/bold yellow] {detail.question_prompt}"
+                f"[bold yellow]Question:[/bold yellow] {escape(detail.question_prompt)}"
                 + (f"\n{opts}" if opts else "")
             )
             reply.placeholder = "Type an answer and press enter"
@@ -279,8 +331,6 @@ class SessionScreen(Screen[None]):
     @guarded("Revising the contract")
     async def revise(self, text: str) -> None:
         """Revisions run on the supervisor; a soft rejection is shown as sent."""
-        from rich.markup import escape
-
         from supervisor.errors import CorralError
 
         asked = escape(text.strip().splitlines()[0][:80])
