@@ -34,7 +34,7 @@ async def test_a_bug_becomes_a_notification_and_a_logged_traceback(tmp_path: Pat
         await s.wait_for(sid, {CoderState.NEEDS_APPROVAL}, timeout=20)
 
     async def broken(*args: object, **kwargs: object) -> None:
-        raise RuntimeError("simulated bug in the supervisor")
+        raise RuntimeError("simulated bug in the supervisor [/b] with [brackets]")
 
     app = CorralApp(sup, default_repo=repo, clock=lambda: FIXED_NOW, on_ready=seed)
     try:
