@@ -19,7 +19,9 @@ from textual.binding import Binding
 
 from supervisor.api import Supervisor
 from supervisor.errors import CorralError
+from supervisor.models import ApproveResult
 
+from .event_text import approval_outcome
 from .screens.board import BoardScreen
 
 MIN_WIDTH, MIN_HEIGHT = 80, 24
@@ -97,7 +99,7 @@ class CorralApp(App[None]):
 
         async def runner() -> None:
             try:
-                await call
+                result = await call
             except CorralError as exc:
                 self.bell()
                 self.notify(str(exc), title=f"{label} refused", severity="error", timeout=8)
@@ -105,6 +107,9 @@ class CorralApp(App[None]):
                 raise
             except Exception as exc:
                 self.report_unexpected(label, exc)
+            else:
+                if isinstance(result, ApproveResult):
+                    self.notify(approval_outcome(result), title=label, timeout=8)
 
         task = asyncio.get_running_loop().create_task(runner())
         self._calls.add(task)

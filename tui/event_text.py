@@ -6,7 +6,8 @@ import time
 
 from rich.text import Text
 
-from supervisor.models import CoderEvent, EventKind
+from supervisor.models import ApproveResult, CoderEvent, EventKind
+from supervisor.states import CoderState
 
 K = EventKind
 
@@ -85,3 +86,19 @@ def describe(event: CoderEvent) -> Text:
     else:
         line.append(f"{k.value} {_clip(d)}")
     return line
+
+
+def approval_outcome(result: ApproveResult) -> str:
+    """One sentence for the toast after approve / reject: where the change went."""
+    part = "the approved part" if result.partial else "the change"
+    if result.state is CoderState.ABANDONED:
+        return "Rejected. The worktree is kept for reference."
+    if result.delivery == "branch" and result.branch:
+        return f"Delivered {part} to branch {result.branch} ({(result.commit or '')[:12]})."
+    if result.delivery == "checkout":
+        if result.already_applied:
+            return f"{part.capitalize()} was already in {result.repo}."
+        return f"Applied {part} to {result.repo}; HEAD and the index are unchanged."
+    if result.state is CoderState.REPORTED:
+        return "Finding accepted: nothing is published."
+    return f"Done: {result.state.value}."

@@ -110,6 +110,11 @@ async def test_approve_from_the_board_delivers_a_branch(board_world) -> None:
         await pilot.pause(0.1)
         idx = board.order.index(sid)
         assert _cell_text(board.table, idx, 1) == "delivered"
+        # the operator is told where the change went
+        notes = [n.message for n in app._notifications]
+        assert any(
+            n.startswith(f"Delivered the change to branch {row.result_branch}") for n in notes
+        )
 
 
 async def test_the_command_palette_offers_the_board_actions(board_world) -> None:
