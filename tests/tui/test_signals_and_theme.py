@@ -1,0 +1,66 @@
+"""A needs-you transition rings the bell, toasts, and (when enabled) runs
+notify-send; the theme picked in one run is the theme of the next."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from supervisor.states import CoderState
+from tui.app import CorralApp
+
+from .conftest import FIXED_NOW
+
+
+async def test_needs_you_rings_toasts_and_notifies_the_desktop(
+    board_world, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a stand-in notify-send (a real program on PATH) that records its arguments
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    record = tmp_path / "notified.txt"
+    script = bin_dir / "notify-send"
+    script.write_text(f'#!/bin/sh\nprintf "%s|%s\\n" "$1" "$2" >> {record}\n')
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("CORRAL_DESKTOP_NOTIFY", "1")
+
+    sup, repo, _release = board_world()
+    app = CorralApp(sup, default_repo=repo, clock=lambda: FIXED_NOW)
+    bells: list[None] = []
+    ring = app.bell
+    app.bell = lambda: (bells.append(None), ring())[1]  # type: ignore[method-assign]
+    async with app.run_test(size=(140, 24)) as pilot:
+        await pilot.pause(0.1)
+        sid = (await sup.start("Echo awaits its contract", repo)).session_id
+        await sup.wait_for(sid, {CoderState.CONTRACT_PROPOSED}, timeout=10)
+        for _ in range(50):
+            await pilot.pause(0.05)
+            if record.exists():
+                break
+        notes = [(n.title, n.message) for n in app._notifications]
+    assert bells, "no bell"
+    assert any("contract awaiting confirmation" in title for title, _ in notes), notes
+    assert record.read_text().splitlines() == [
+        "corral: contract awaiting confirmation|Echo awaits its contract"
+    ]
+
+
+async def test_the_theme_is_remembered(board_world) -> None:
+    sup, repo, _release = board_world()
+    app = CorralApp(sup, default_repo=repo, clock=lambda: FIXED_NOW)
+    async with app.run_test(size=(120, 24)) as pilot:
+        await pilot.pause(0.1)
+        app.theme = "textual-light"
+        await pilot.pause(0.1)
+    state_dir = Path(sup.state_dir)
+
+    sup2, _repo, _release = board_world()
+    assert Path(sup2.state_dir) == state_dir
+    again = CorralApp(sup2, default_repo=repo, clock=lambda: FIXED_NOW)
+    async with again.run_test(size=(120, 24)) as pilot:
+        await pilot.pause(0.1)
+        assert again.theme == "textual-light"
