@@ -173,7 +173,7 @@ async def test_gate1_shows_whole_commands_output_previews_and_literal_brackets(
 
     long_command = (
         "python3 -c \"import sys; print('step one'); print('expected [/y] 42, got 41'); "
-        "sys.exit(1)\"  # the whole command matters: it defines done"
+        'sys.exit(1)"  # the whole command matters: it defines done'
     )
     drafted = contract(
         ("answer", long_command),
