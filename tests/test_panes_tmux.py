@@ -278,17 +278,24 @@ def test_scrollback_has_history_then_screen(tmp_path: Path, backend: TmuxBackend
 
 
 def test_exited_program_keeps_screen_and_status(tmp_path: Path, backend: TmuxBackend) -> None:
-    ok = backend.spawn(make_spec(tmp_path, ["sh", "-c", "echo bye; exit 3"], session_id="ok"))
+    # (the first program outlives its output by a moment, as real ones do: one
+    # that exits within milliseconds of its start can, under load, die before
+    # tmux has read its pty, and tmux then shows an empty screen)
+    ok = backend.spawn(
+        make_spec(tmp_path, ["sh", "-c", "echo bye; sleep 0.3; exit 3"], session_id="ok")
+    )
     sig = backend.spawn(make_spec(tmp_path, ["sh", "-c", "kill -TERM $$"], session_id="sig"))
     infos = wait_until(
         lambda: (i := backend.sweep()) and not i["ok:1"].alive and not i["sig:1"].alive and i
     )
     assert infos["ok:1"].exit_status == 3
     assert infos["sig:1"].exit_status == 128 + 15
-    # the last screen stays readable (tmux scrolls it by a line to add its
-    # "Pane is dead" notice, so the first line moved into the history)
+    # the last screen stays readable (tmux may scroll it by a line to add its
+    # "Pane is dead" notice, so look in the history too; the notice itself is
+    # not asserted: tmux draws it only once it reaps the program, and under
+    # load it can lose that SIGCHLD for good, when the status comes from the
+    # zombie instead)
     assert "bye" in backend.scrollback(ok, 10)
-    assert "Pane is dead" in screen_of(backend, ok).tail(1)[0]
     with pytest.raises(PaneGone, match="exited"):
         backend.send_text(ok, "hello")
     backend.kill(ok)
