@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from textual.widgets import DataTable
+from textual.widgets._footer import FooterKey
 
 from supervisor.states import CoderState
 from tui.app import CorralApp
@@ -21,6 +22,11 @@ def _app(sup, repo: Path, **kw) -> CorralApp:  # type: ignore[no-untyped-def]
 def _cell_text(table: DataTable, row: int, col: int) -> str:  # type: ignore[type-arg]
     value = table.get_row_at(row)[col]
     return str(getattr(value, "plain", value))
+
+
+def _footer_actions(app: CorralApp) -> set[str]:
+    """The actions whose keys the footer shows now."""
+    return {key.action for key in app.screen.query(FooterKey)}
 
 
 def test_board_snapshot_with_sessions_in_several_states(snap_compare, board_world) -> None:
@@ -54,6 +60,11 @@ async def test_state_change_reaches_the_board_without_refresh(board_world) -> No
             if board.summaries[sid].intent.startswith("Bravo")
         )
         assert _cell_text(table, bravo, 1) == "working"
+        # the operator picks the working row: its footer offers no approval
+        table.move_cursor(row=bravo)
+        await pilot.pause(0.1)
+        assert "approve" not in _footer_actions(app)
+        assert "cancel_session" in _footer_actions(app)
         release.set()  # the engine finishes; nothing on the UI side is poked
         for _ in range(100):
             await pilot.pause(0.05)
@@ -66,6 +77,10 @@ async def test_state_change_reaches_the_board_without_refresh(board_world) -> No
         # needs-you rows stay on top
         groups = [board.summaries[s].needs_you is not None for s in board.order]
         assert groups == sorted(groups, reverse=True)
+        # the cursor followed Bravo, and its footer now offers the approval keys
+        assert board.selected() is not None and board.selected().intent.startswith("Bravo")
+        await pilot.pause(0.1)
+        assert {"approve", "review_diff", "reject"} <= _footer_actions(app)
 
 
 async def test_help_quit_and_tab_to_next_needs_you(board_world) -> None:

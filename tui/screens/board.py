@@ -63,6 +63,7 @@ class BoardScreen(Screen[None]):
         self.order: list[str] = []
         self.filter = "all"
         self.search = ""
+        self._footer_keys: object = object()  # what the footer last showed keys for
 
     def compose(self) -> ComposeResult:
         with Vertical():
@@ -154,7 +155,7 @@ class BoardScreen(Screen[None]):
         if index is not None and index != table.cursor_row:
             table.move_cursor(row=index, chosen=False)
         self._update_counts()
-        self.refresh_bindings()  # the selected row's state may have changed
+        self._sync_bindings()  # the selected row's state may have changed
 
     def _update_counts(self) -> None:
         rows = list(self.summaries.values())
@@ -230,7 +231,16 @@ class BoardScreen(Screen[None]):
         self.notify("Nothing needs you right now.", timeout=3)
 
     def on_board_table_row_highlighted(self, event: BoardTable.RowHighlighted) -> None:
-        self.refresh_bindings()
+        self._sync_bindings()
+
+    def _sync_bindings(self) -> None:
+        """Redraw the footer only when the selected row's keys change: the
+        footer rebuilds its widgets, too slow to do on every move or update."""
+        row = self.selected()
+        keys = None if row is None else (row.needs_you, row.state.is_terminal)
+        if keys != self._footer_keys:
+            self._footer_keys = keys
+            self.refresh_bindings()
 
     ROW_ACTIONS = {"confirm", "approve", "approve_checkout", "review_diff", "reverify", "reject"}
 
