@@ -19,7 +19,6 @@ from textual.binding import Binding
 
 from supervisor.api import Supervisor
 from supervisor.errors import CorralError
-from supervisor.models import ApproveResult
 
 from .event_text import approval_outcome
 from .screens.board import BoardScreen
@@ -94,8 +93,11 @@ class CorralApp(App[None]):
         if self.owns_supervisor and self.supervisor.store is not None:
             await self.supervisor.close()
 
-    def run_supervisor_call(self, label: str, call: Awaitable[Any]) -> None:
-        """Run a supervisor call in the background; errors become toasts."""
+    def run_supervisor_call(
+        self, label: str, call: Awaitable[Any], outcome: Callable[[Any], str] | None = None
+    ) -> None:
+        """Run a supervisor call in the background; errors become toasts, and
+        so does `outcome(result)` when given."""
 
         async def runner() -> None:
             try:
@@ -108,12 +110,35 @@ class CorralApp(App[None]):
             except Exception as exc:
                 self.report_unexpected(label, exc)
             else:
-                if isinstance(result, ApproveResult):
-                    self.notify(approval_outcome(result), title=label, timeout=8)
+                if outcome is not None:
+                    self.notify(outcome(result), title=label, timeout=8)
 
         task = asyncio.get_running_loop().create_task(runner())
         self._calls.add(task)
         task.add_done_callback(self._calls.discard)
+
+    def approve(self, label: str, session_id: str, **choice: Any) -> None:
+        """Gate 2 from any screen (approve, accept a finding, reject); a toast
+        then says where the change went."""
+        call = self.supervisor.approve(session_id, **choice)
+        self.run_supervisor_call(label, call, outcome=approval_outcome)
+
+    def reject(self, session_id: str, then: Callable[[], None] | None = None) -> None:
+        """Ask for an optional comment, then reject; escape changes nothing.
+        `then` runs once the rejection is sent (the diff screen closes)."""
+        from .screens.prompt import TextPrompt
+
+        def done(comment: str | None) -> None:
+            if comment is None:
+                return
+            self.approve("Reject", session_id, approve=False, comment=comment or None)
+            if then is not None:
+                then()
+
+        prompt = TextPrompt(
+            "Reject: why? (optional; enter rejects, escape keeps it)", "a comment for the log"
+        )
+        self.push_screen(prompt, done)
 
     @property
     def discussions(self) -> Any:

@@ -12,7 +12,8 @@ from supervisor.states import CoderState
 K = EventKind
 
 
-def _clip(text: str, n: int = 240) -> str:
+def clip(text: str, n: int = 240) -> str:
+    """One line of at most `n` characters (whitespace folded, "…" when cut)."""
     text = " ".join(str(text).split())
     return text if len(text) <= n else text[: n - 1] + "…"
 
@@ -23,10 +24,10 @@ def describe(event: CoderEvent) -> Text:
     line = Text(f"{stamp} ", style="bright_black")
     k = event.kind
     if k is K.PLAN_TEXT:
-        line.append(_clip(d.get("text", "")))
+        line.append(clip(d.get("text", "")))
     elif k is K.TOOL_CALL:
         args = {key: v for key, v in d.items() if key != "tool"}
-        detail = ", ".join(f"{key}={_clip(v, 80)}" for key, v in args.items())
+        detail = ", ".join(f"{key}={clip(v, 80)}" for key, v in args.items())
         line.append(f"tool {d.get('tool')}", style="cyan").append(f" {detail}")
     elif k is K.CHECK_COMPLETED:
         r = d.get("result", {})
@@ -45,11 +46,11 @@ def describe(event: CoderEvent) -> Text:
     elif k is K.ITERATION_STARTED:
         line.append(f"iteration {d.get('n')}/{d.get('max')}", style="bright_black")
     elif k is K.USER_INPUT_REQUESTED:
-        line.append("question: ", style="bold yellow").append(_clip(d.get("prompt", "")))
+        line.append("question: ", style="bold yellow").append(clip(d.get("prompt", "")))
     elif k is K.USER_INPUT_EXPIRED:
         line.append(f"question expired after {d.get('waited_secs')}s", style="yellow")
     elif k is K.OPERATOR_GUIDANCE:
-        line.append("guidance queued: ", style="cyan").append(_clip(d.get("text", "")))
+        line.append("guidance queued: ", style="cyan").append(clip(d.get("text", "")))
     elif k is K.CONTRACT_PROPOSED:
         checks = d.get("contract", {}).get("checks", [])
         verb = "revised" if d.get("revised") else "proposed"
@@ -61,30 +62,30 @@ def describe(event: CoderEvent) -> Text:
         if d.get("gates_nothing"):
             line.append(" — every check already passes", style="bold yellow")
     elif k is K.CONTRACT_REVISION_REJECTED:
-        line.append("revision not applied: ", style="yellow").append(_clip(d.get("reason", "")))
+        line.append("revision not applied: ", style="yellow").append(clip(d.get("reason", "")))
     elif k is K.DIFF_READY:
         line.append(f"diff ready: {d.get('changed_paths')} file(s)", style="bold yellow")
     elif k is K.FINDING_PROPOSED:
         line.append("no-change finding: ", style="bold yellow")
-        line.append(_clip(d.get("finding", {}).get("summary", "")))
+        line.append(clip(d.get("finding", {}).get("summary", "")))
     elif k is K.MERGE_COMPLETED:
         line.append(f"delivered to branch {d.get('branch')}", style="bold green")
     elif k in (K.ERROR, K.AUTH_REQUIRED):
-        line.append(_clip(d.get("message", "")), style="bold red")
+        line.append(clip(d.get("message", "")), style="bold red")
     elif k is K.BUDGET_EXHAUSTED:
-        line.append(f"budget exhausted: {_clip(d.get('reason', ''))}", style="bold red")
+        line.append(f"budget exhausted: {clip(d.get('reason', ''))}", style="bold red")
     elif k is K.AGENT_STATUS:
         status = str(d.get("status"))
         style = {"waiting": "bold yellow", "running": "green", "error": "bold red"}.get(status, "")
         line.append(f"agent {status}", style=style).append(
-            f" — {_clip(d.get('reason', ''), 120)} ({d.get('source')})", style="bright_black"
+            f" — {clip(d.get('reason', ''), 120)} ({d.get('source')})", style="bright_black"
         )
     elif k is K.EXTERNAL_EVENT and "agent" in d:
         line.append(f"started {d.get('agent')} in pane {d.get('pane')}", style="cyan")
     elif k is K.ENGINE_SELECTED:
-        line.append(f"engine {d.get('engine')}: {_clip(d.get('reason', ''))}")
+        line.append(f"engine {d.get('engine')}: {clip(d.get('reason', ''))}")
     else:
-        line.append(f"{k.value} {_clip(d)}")
+        line.append(f"{k.value} {clip(d)}")
     return line
 
 

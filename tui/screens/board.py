@@ -296,48 +296,38 @@ class BoardScreen(Screen[None]):
 
         self.app.push_screen(NewSessionScreen())
 
-    def _run(self, label: str, coro_factory: Callable[[str], object]) -> None:
+    def _selected_or_warn(self) -> SessionSummary | None:
         row = self.selected()
         if row is None:
             self.notify("Select a session first.", severity="warning")
-            return
-        self.app.run_supervisor_call(label, coro_factory(row.session_id))  # type: ignore[attr-defined]
+        return row
+
+    def _run(self, label: str, coro_factory: Callable[[str], object]) -> None:
+        if (row := self._selected_or_warn()) is not None:
+            self.app.run_supervisor_call(label, coro_factory(row.session_id))  # type: ignore[attr-defined]
 
     def action_confirm(self) -> None:
         sup = self.app.supervisor  # type: ignore[attr-defined]
         self._run("Confirm", lambda sid: sup.confirm(sid))
 
     def action_approve(self) -> None:
-        sup = self.app.supervisor  # type: ignore[attr-defined]
-        row = self.selected()
+        row = self._selected_or_warn()
         if row is not None and row.needs_you == "finding":
-            self._run("Accept finding", lambda sid: sup.approve(sid, accept_finding=True))
-        else:
-            self._run("Approve", lambda sid: sup.approve(sid, delivery="branch"))
+            self.app.approve("Accept finding", row.session_id, accept_finding=True)  # type: ignore[attr-defined]
+        elif row is not None:
+            self.app.approve("Approve", row.session_id, delivery="branch")  # type: ignore[attr-defined]
 
     def action_approve_checkout(self) -> None:
-        sup = self.app.supervisor  # type: ignore[attr-defined]
-        self._run("Apply to checkout", lambda sid: sup.approve(sid, delivery="checkout"))
+        if (row := self._selected_or_warn()) is not None:
+            self.app.approve("Apply to checkout", row.session_id, delivery="checkout")  # type: ignore[attr-defined]
 
     def action_reverify(self) -> None:
         sup = self.app.supervisor  # type: ignore[attr-defined]
         self._run("Re-verify", lambda sid: sup.reverify(sid))
 
     def action_reject(self) -> None:
-        from .prompt import reject_prompt
-
-        sup = self.app.supervisor  # type: ignore[attr-defined]
-
-        def done(comment: str | None) -> None:
-            if comment is not None:
-                self._run(
-                    "Reject", lambda sid: sup.approve(sid, approve=False, comment=comment or None)
-                )
-
-        self.app.push_screen(
-            reject_prompt(),
-            done,
-        )
+        if (row := self._selected_or_warn()) is not None:
+            self.app.reject(row.session_id)  # type: ignore[attr-defined]
 
     def action_cancel_session(self) -> None:
         row = self.selected()

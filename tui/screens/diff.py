@@ -220,28 +220,17 @@ class DiffScreen(Screen[None]):
             self.notify("Nothing is ticked: tick at least one file, or reject.", severity="warning")
             return
         selection = selection_of(self.files, self.ticked)
-        call = self.supervisor.approve(
+        self.app.approve(  # type: ignore[attr-defined]
+            f"Approve → {delivery}",
             self.session_id,
             delivery=delivery,
             selection=selection,
             discard_rest=self.discard_rest,
         )
-        self.app.run_supervisor_call(f"Approve → {delivery}", call)  # type: ignore[attr-defined]
         self.app.pop_screen()
 
     def action_reject(self) -> None:
-        from .prompt import reject_prompt
-
-        def done(comment: str | None) -> None:
-            if comment is None:
-                return  # escape: keep reviewing
-            self.app.run_supervisor_call(  # type: ignore[attr-defined]
-                "Reject",
-                self.supervisor.approve(self.session_id, approve=False, comment=comment or None),
-            )
-            self.app.pop_screen()
-
-        self.app.push_screen(reject_prompt(), done)
+        self.app.reject(self.session_id, then=self.app.pop_screen)  # type: ignore[attr-defined]
 
     def action_back(self) -> None:
         self.app.pop_screen()

@@ -29,10 +29,3 @@ class TextPrompt(ModalScreen[str | None]):
 
     def action_cancel(self) -> None:
         self.dismiss(None)
-
-
-def reject_prompt() -> TextPrompt:
-    """The optional comment asked for by every reject key (board, session, diff)."""
-    return TextPrompt(
-        "Reject: why? (optional; enter rejects, escape keeps it)", "a comment for the log"
-    )

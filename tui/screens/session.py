@@ -17,7 +17,7 @@ from textual.widgets import DataTable, Footer, Input, RichLog, Static
 from supervisor.events import SubscriptionClosed, SubscriptionDropped
 from supervisor.models import CoderEvent, EventKind
 
-from ..event_text import describe
+from ..event_text import clip, describe
 from ..guard import guarded
 from ..widgets.terminal import TerminalView
 
@@ -85,14 +85,9 @@ def log_filter_matches(name: str, event: CoderEvent) -> bool:
     return True
 
 
-def _one_line(text: str, limit: int) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
-
-
 def _tail(output: str, n: int) -> list[str]:
     lines = [line.rstrip() for line in output.strip().splitlines() if line.strip()]
-    return [_one_line(line, 160) for line in lines[-n:]]
+    return [clip(line, 160) for line in lines[-n:]]
 
 
 def _baseline_cell(result) -> str:  # type: ignore[no-untyped-def]
@@ -101,7 +96,7 @@ def _baseline_cell(result) -> str:  # type: ignore[no-untyped-def]
         return "—"
     word = "green (passes already)" if result.passed else "red"
     last = _tail(result.output_tail, 1)
-    return f"{word}: {_one_line(last[0], 40)}" if last else word
+    return f"{word}: {clip(last[0], 40)}" if last else word
 
 
 class SessionScreen(Screen[None]):
@@ -234,22 +229,21 @@ class SessionScreen(Screen[None]):
             lr = last.get(check.name)
             table.add_row(  # Text, not str: DataTable reads str cells as markup
                 Text(check.name),
-                Text(_one_line(check.command, 60)),
+                Text(clip(check.command, 60)),
                 f"{check.timeout_secs}s",
                 Text(_baseline_cell(b)),
                 "—" if lr is None else ("PASS" if lr.passed else "FAIL"),
             )
         if s.contract.checks:
             table.move_cursor(row=min(max(cursor, 0), len(s.contract.checks) - 1))
-        self._render_check_detail()
+        self._render_check_detail(s)
 
-    def _render_check_detail(self) -> None:
+    def _render_check_detail(self, s) -> None:  # type: ignore[no-untyped-def]
         """The highlighted check in full: its whole command (the table cuts
         it), and the tail of its baseline and last-run output."""
         detail = self.query_one("#check-detail", Static)
-        s = self.supervisor.get(self.session_id).session
-        check = self._selected_check()
-        if check is None or s.contract is None:
+        check = self._selected_check(s.contract)
+        if check is None:
             detail.update("")
             return
         base = next((r for r in s.baseline if r.name == check.name), None)
@@ -266,7 +260,7 @@ class SessionScreen(Screen[None]):
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         if event.data_table.id == "checks":
-            self._render_check_detail()
+            self._render_check_detail(self.supervisor.get(self.session_id).session)
 
     def _render_diff(self, s) -> None:  # type: ignore[no-untyped-def]
         diff = self.query_one("#diff", Static)
@@ -368,8 +362,10 @@ class SessionScreen(Screen[None]):
             return self.supervisor.agent_screen(self.session_id) is not None
         return True
 
-    def _selected_check(self):  # type: ignore[no-untyped-def]
-        contract = self.supervisor.get(self.session_id).session.contract
+    def _selected_check(self, contract=None):  # type: ignore[no-untyped-def]
+        """The check under the table's cursor (of `contract`, or the session's)."""
+        if contract is None:
+            contract = self.supervisor.get(self.session_id).session.contract
         row = self.query_one("#checks", DataTable).cursor_row
         if contract is None or not 0 <= row < len(contract.checks):
             return None
@@ -453,37 +449,19 @@ class SessionScreen(Screen[None]):
         self.app.run_supervisor_call("Confirm", self.supervisor.confirm(self.session_id))  # type: ignore[attr-defined]
 
     def action_approve(self) -> None:
-        detail = self.supervisor.get(self.session_id)
-        if detail.needs_you == "finding":
-            call = self.supervisor.approve(self.session_id, accept_finding=True)
+        if self.supervisor.get(self.session_id).needs_you == "finding":
+            self.app.approve("Accept finding", self.session_id, accept_finding=True)  # type: ignore[attr-defined]
         else:
-            call = self.supervisor.approve(self.session_id, delivery="branch")
-        self.app.run_supervisor_call("Approve", call)  # type: ignore[attr-defined]
+            self.app.approve("Approve", self.session_id, delivery="branch")  # type: ignore[attr-defined]
 
     def action_approve_checkout(self) -> None:
-        self.app.run_supervisor_call(  # type: ignore[attr-defined]
-            "Apply to checkout", self.supervisor.approve(self.session_id, delivery="checkout")
-        )
+        self.app.approve("Apply to checkout", self.session_id, delivery="checkout")  # type: ignore[attr-defined]
 
     def action_reverify(self) -> None:
         self.app.run_supervisor_call("Re-verify", self.supervisor.reverify(self.session_id))  # type: ignore[attr-defined]
 
     def action_reject(self) -> None:
-        from .prompt import reject_prompt
-
-        def done(comment: str | None) -> None:
-            if comment is not None:
-                self.app.run_supervisor_call(  # type: ignore[attr-defined]
-                    "Reject",
-                    self.supervisor.approve(
-                        self.session_id, approve=False, comment=comment or None
-                    ),
-                )
-
-        self.app.push_screen(
-            reject_prompt(),
-            done,
-        )
+        self.app.reject(self.session_id)  # type: ignore[attr-defined]
 
     def action_cancel_session(self) -> None:
         from .confirm import ConfirmScreen
