@@ -10,6 +10,7 @@ import os
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 import pytest_textual_snapshot
@@ -18,7 +19,14 @@ from supervisor.api import Supervisor
 from supervisor.config import SupervisorConfig
 from supervisor.engines.base import EngineOutcome, RunContext
 from supervisor.models import ContractCheck, OutcomeContract
-from supervisor.scripted import ScriptedDrafter, ScriptedEngine, Step, Wait, Write
+from supervisor.scripted import (
+    ScriptedDrafter,
+    ScriptedEngine,
+    ScriptedEngines,
+    Step,
+    Wait,
+    Write,
+)
 from supervisor.states import CoderState
 
 SNAPSHOT_DIR = Path(__file__).resolve().parents[2] / "snapshots"
@@ -74,6 +82,39 @@ class IntentEngines:
             if key in ctx.intent:
                 return await ScriptedEngine([script]).run(ctx)
         return EngineOutcome(iterations=1)
+
+
+def scripted_supervisor(
+    state: Path, drafted: Any, writes: list[Step] | None = None, **kw: Any
+) -> Supervisor:
+    """A real supervisor whose drafter proposes `drafted` and whose engine
+    takes `writes` as its one iteration (no repair rounds)."""
+    return Supervisor(
+        state,
+        drafter=ScriptedDrafter([drafted]),
+        engines=ScriptedEngines(ScriptedEngine([list(writes or [])])),
+        config=SupervisorConfig(repair_invokes=0),
+        **kw,
+    )
+
+
+async def start_to_approval(sup: Supervisor, intent: str, repo: Path) -> str:
+    """Start `intent`, confirm its contract and wait for gate 2 (an on_ready seed)."""
+    sid = (await sup.start(intent, repo)).session_id
+    await sup.confirm(sid)
+    await sup.wait_for(sid, {CoderState.NEEDS_APPROVAL}, timeout=20)
+    return sid
+
+
+async def open_from_board(app: Any, pilot: Any, key: str, settle: float = 0.5) -> Any:
+    """Once the seed is done, press `key` on the board (toasts cleared) and
+    give the screen it opens `settle` seconds to load; returns that screen."""
+    await app.ready.wait()
+    await pilot.pause(0.2)
+    app.clear_notifications()
+    await pilot.press(key)
+    await pilot.pause(settle)
+    return app.screen
 
 
 def passing_file_contract(name: str) -> OutcomeContract:

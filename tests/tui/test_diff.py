@@ -14,7 +14,23 @@ from supervisor.states import CoderState
 from tui.app import CorralApp
 from tui.screens.diff import DiffScreen
 
-from .conftest import FIXED_NOW, make_repo
+from .conftest import (
+    FIXED_NOW,
+    make_repo,
+    open_from_board,
+    scripted_supervisor,
+    start_to_approval,
+)
+
+
+def _at_gate_2(sup: Supervisor, repo: Path, intent: str) -> CorralApp:
+    """The console once `intent` has run and its diff waits for approval."""
+    return CorralApp(
+        sup,
+        default_repo=repo,
+        clock=lambda: FIXED_NOW,
+        on_ready=lambda s: start_to_approval(s, intent, repo),
+    )
 
 
 def git(repo: Path, *args: str) -> str:
@@ -30,25 +46,14 @@ async def test_unticking_a_hunk_delivers_only_the_ticked_ones(tmp_path: Path) ->
     git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "long")
     lines = [str(i) for i in range(1, 31)]
     lines[1], lines[14], lines[28] = "two", "fifteen", "twentynine"
-    sup = Supervisor(
+    sup = scripted_supervisor(
         tmp_path / "state",
-        drafter=ScriptedDrafter([contract(("fifteen", "grep -q fifteen long.txt"))]),
-        engines=ScriptedEngines(ScriptedEngine([[Write("long.txt", "\n".join(lines) + "\n")]])),
-        config=SupervisorConfig(repair_invokes=0),
+        contract(("fifteen", "grep -q fifteen long.txt")),
+        [Write("long.txt", "\n".join(lines) + "\n")],
     )
-
-    async def seed(s: Supervisor) -> None:
-        sid = (await s.start("three edits", repo)).session_id
-        await s.confirm(sid)
-        await s.wait_for(sid, {CoderState.NEEDS_APPROVAL}, timeout=20)
-
-    app = CorralApp(sup, default_repo=repo, clock=lambda: FIXED_NOW, on_ready=seed)
+    app = _at_gate_2(sup, repo, "three edits")
     async with app.run_test(size=(160, 40)) as pilot:
-        await app.ready.wait()
-        await pilot.pause(0.1)
-        await pilot.press("D")
-        await pilot.pause(0.5)
-        screen = app.screen
+        screen = await open_from_board(app, pilot, "D", settle=0.5)
         assert isinstance(screen, DiffScreen)
         hunks = screen.query_one("#diff-hunks", DataTable)
         assert hunks.row_count == 3
@@ -78,31 +83,15 @@ def test_diff_review_snapshot(snap_compare, tmp_path: Path) -> None:
     git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "long")
     lines = [str(i) for i in range(1, 31)]
     lines[1], lines[14] = "two", "fifteen"
-    sup = Supervisor(
+    sup = scripted_supervisor(
         tmp_path / "state",
-        drafter=ScriptedDrafter([contract(("fifteen", "grep -q fifteen long.txt"))]),
-        engines=ScriptedEngines(
-            ScriptedEngine(
-                [[Write("long.txt", "\n".join(lines) + "\n"), Write("notes.md", "# notes\n")]]
-            )
-        ),
-        config=SupervisorConfig(repair_invokes=0),
+        contract(("fifteen", "grep -q fifteen long.txt")),
+        [Write("long.txt", "\n".join(lines) + "\n"), Write("notes.md", "# notes\n")],
     )
-
-    async def seed(s: Supervisor) -> None:
-        sid = (await s.start("Two edits and a note", repo)).session_id
-        await s.confirm(sid)
-        await s.wait_for(sid, {CoderState.NEEDS_APPROVAL}, timeout=20)
-
-    app = CorralApp(sup, default_repo=repo, clock=lambda: FIXED_NOW, on_ready=seed)
+    app = _at_gate_2(sup, repo, "Two edits and a note")
 
     async def ready(pilot) -> None:  # type: ignore[no-untyped-def]
-        await app.ready.wait()
-        await pilot.pause(0.2)
-        app.clear_notifications()
-        await pilot.press("D")
-        await pilot.pause(0.6)
-        screen = app.screen
+        screen = await open_from_board(app, pilot, "D", settle=0.6)
         assert isinstance(screen, DiffScreen)
         hunks = screen.query_one("#diff-hunks", DataTable)
         assert hunks.row_count == 2
@@ -164,24 +153,12 @@ async def test_reject_from_the_diff_asks_for_a_comment_and_escape_keeps_reviewin
     tmp_path: Path,
 ) -> None:
     repo = make_repo(tmp_path / "repo")
-    sup = Supervisor(
-        tmp_path / "state",
-        drafter=ScriptedDrafter([contract(("note", "test -f note.txt"))]),
-        engines=ScriptedEngines(ScriptedEngine([[Write("note.txt", "hello\n")]])),
-        config=SupervisorConfig(repair_invokes=0),
+    sup = scripted_supervisor(
+        tmp_path / "state", contract(("note", "test -f note.txt")), [Write("note.txt", "hello\n")]
     )
-
-    async def seed(s: Supervisor) -> None:
-        sid = (await s.start("Write a note", repo)).session_id
-        await s.confirm(sid)
-        await s.wait_for(sid, {CoderState.NEEDS_APPROVAL}, timeout=20)
-
-    app = CorralApp(sup, default_repo=repo, clock=lambda: FIXED_NOW, on_ready=seed)
+    app = _at_gate_2(sup, repo, "Write a note")
     async with app.run_test(size=(150, 40)) as pilot:
-        await app.ready.wait()
-        await pilot.pause(0.1)
-        await pilot.press("D")
-        await pilot.pause(0.5)
+        await open_from_board(app, pilot, "D", settle=0.5)
         assert isinstance(app.screen, DiffScreen)
         sid = app.screen.session_id
         await pilot.press("r")

@@ -6,27 +6,32 @@ from __future__ import annotations
 from pathlib import Path
 
 from supervisor.api import Supervisor
-from supervisor.config import SupervisorConfig
-from supervisor.scripted import ScriptedDrafter, ScriptedEngine, ScriptedEngines, contract
-from supervisor.states import CoderState
+from supervisor.scripted import contract
 from tui.app import CorralApp
 
-from .conftest import FIXED_NOW, make_repo
+from .conftest import (
+    FIXED_NOW,
+    make_repo,
+    open_from_board,
+    scripted_supervisor,
+    start_to_approval,
+)
 
 
 def _app(tmp_path: Path, drafted, seed) -> CorralApp:  # type: ignore[no-untyped-def]
     repo = make_repo(tmp_path / "repo")
-    sup = Supervisor(
-        tmp_path / "state",
-        drafter=ScriptedDrafter([drafted]),
-        engines=ScriptedEngines(ScriptedEngine([[]])),
-        config=SupervisorConfig(repair_invokes=0),
-        clock=lambda: FIXED_NOW,
-        id_factory=lambda: "0" * 23 + "1",
+    sup = scripted_supervisor(
+        tmp_path / "state", drafted, clock=lambda: FIXED_NOW, id_factory=lambda: "0" * 23 + "1"
     )
     return CorralApp(
         sup, default_repo=repo, clock=lambda: FIXED_NOW, on_ready=lambda s: seed(s, repo)
     )
+
+
+def _finding_app(tmp_path: Path) -> CorralApp:
+    """Every check already green and the agent changes nothing: a finding."""
+    drafted = contract(("already_true", "true"), description="nothing to prove")
+    return _app(tmp_path, drafted, lambda s, repo: start_to_approval(s, "Make sure it works", repo))
 
 
 def test_contract_review_with_red_and_green_baseline(snap_compare, tmp_path: Path) -> None:
@@ -42,31 +47,16 @@ def test_contract_review_with_red_and_green_baseline(snap_compare, tmp_path: Pat
     app = _app(tmp_path, drafted, seed)
 
     async def before(pilot) -> None:  # type: ignore[no-untyped-def]
-        await app.ready.wait()
-        await pilot.pause(0.2)
-        app.clear_notifications()
-        await pilot.press("enter")
-        await pilot.pause(0.5)
+        await open_from_board(app, pilot, "enter", settle=0.5)
 
     assert snap_compare(app, terminal_size=(130, 34), run_before=before)
 
 
 def test_the_finding_variant_and_the_gates_nothing_warning(snap_compare, tmp_path: Path) -> None:
-    drafted = contract(("already_true", "true"), description="nothing to prove")
-
-    async def seed(sup: Supervisor, repo: Path) -> None:
-        sid = (await sup.start("Make sure it works", repo)).session_id
-        await sup.confirm(sid)
-        await sup.wait_for(sid, {CoderState.NEEDS_APPROVAL}, timeout=20)
-
-    app = _app(tmp_path, drafted, seed)
+    app = _finding_app(tmp_path)
 
     async def before(pilot) -> None:  # type: ignore[no-untyped-def]
-        await app.ready.wait()
-        await pilot.pause(0.2)
-        app.clear_notifications()
-        await pilot.press("enter")
-        await pilot.pause(0.5)
+        await open_from_board(app, pilot, "enter", settle=0.5)
 
     assert snap_compare(app, terminal_size=(130, 40), run_before=before)
 
@@ -74,20 +64,9 @@ def test_the_finding_variant_and_the_gates_nothing_warning(snap_compare, tmp_pat
 async def test_the_event_log_filter(tmp_path: Path) -> None:
     from textual.widgets import RichLog
 
-    drafted = contract(("already_true", "true"), description="nothing to prove")
-
-    async def seed(sup: Supervisor, repo: Path) -> None:
-        sid = (await sup.start("Make sure it works", repo)).session_id
-        await sup.confirm(sid)
-        await sup.wait_for(sid, {CoderState.NEEDS_APPROVAL}, timeout=20)
-
-    app = _app(tmp_path, drafted, seed)
+    app = _finding_app(tmp_path)
     async with app.run_test(size=(130, 40)) as pilot:
-        await app.ready.wait()
-        await pilot.pause(0.2)
-        await pilot.press("enter")
-        await pilot.pause(0.5)
-        screen = app.screen
+        screen = await open_from_board(app, pilot, "enter", settle=0.5)
         log = screen.query_one("#log", RichLog)
         everything = len(log.lines)
         await pilot.press("l", "l")  # → agent → checks
@@ -115,11 +94,7 @@ async def test_gate1_checks_are_added_edited_and_removed_inline(tmp_path: Path) 
     app = _app(tmp_path, drafted, seed)
     sup = app.supervisor
     async with app.run_test(size=(130, 40)) as pilot:
-        await app.ready.wait()
-        await pilot.pause(0.2)
-        await pilot.press("enter")
-        await pilot.pause(0.3)
-        screen = app.screen
+        screen = await open_from_board(app, pilot, "enter", settle=0.3)
         sid = screen.session_id  # type: ignore[attr-defined]
 
         def names() -> list[str]:
@@ -186,11 +161,7 @@ async def test_gate1_shows_whole_commands_output_previews_and_literal_brackets(
 
     app = _app(tmp_path, drafted, seed)
     async with app.run_test(size=(130, 40)) as pilot:
-        await app.ready.wait()
-        await pilot.pause(0.2)
-        await pilot.press("enter")
-        await pilot.pause(0.4)
-        screen = app.screen
+        screen = await open_from_board(app, pilot, "enter", settle=0.4)
         header = str(screen.query_one("#session-header", Static).render())
         assert "Fix answer() [/z] for a[0]" in header
         title = str(screen.query_one("#contract-title", Static).render())

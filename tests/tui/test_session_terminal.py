@@ -28,7 +28,7 @@ from tui.app import CorralApp
 from tui.screens.session import SessionScreen
 from tui.widgets.terminal import TerminalView
 
-from .conftest import FIXED_NOW, make_repo
+from .conftest import FIXED_NOW, make_repo, open_from_board
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 
@@ -147,11 +147,7 @@ def test_session_screen_with_a_live_agent_terminal(
     async def before(pilot) -> None:  # type: ignore[no-untyped-def]
         await app.ready.wait()
         assert agent_working(sup, sid), "the agent never showed its working screen"
-        await pilot.pause(0.2)
-        app.clear_notifications()
-        await pilot.press("enter")
-        await pilot.pause(0.3)
-        screen = app.screen
+        screen = await open_from_board(app, pilot, "enter", settle=0.3)
         assert isinstance(screen, SessionScreen)
         view = screen.query_one(TerminalView)
 

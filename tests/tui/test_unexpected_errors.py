@@ -6,37 +6,31 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from supervisor.api import Supervisor
-from supervisor.config import SupervisorConfig
-from supervisor.scripted import ScriptedDrafter, ScriptedEngine, ScriptedEngines, Write, contract
-from supervisor.states import CoderState
+from supervisor.scripted import Write, contract
 from tui.app import CorralApp
 from tui.guard import log_to_file
 from tui.screens.board import BoardScreen
 
-from .conftest import FIXED_NOW, make_repo
+from .conftest import FIXED_NOW, make_repo, scripted_supervisor, start_to_approval
 
 
 async def test_a_bug_becomes_a_notification_and_a_logged_traceback(tmp_path: Path) -> None:
     repo = make_repo(tmp_path / "repo")
     state = tmp_path / "state"
     log_path = log_to_file(state)
-    sup = Supervisor(
-        state,
-        drafter=ScriptedDrafter([contract(("note", "test -f note.txt"))]),
-        engines=ScriptedEngines(ScriptedEngine([[Write("note.txt", "hi\n")]])),
-        config=SupervisorConfig(repair_invokes=0),
+    sup = scripted_supervisor(
+        state, contract(("note", "test -f note.txt")), [Write("note.txt", "hi\n")]
     )
-
-    async def seed(s: Supervisor) -> None:
-        sid = (await s.start("Write a note", repo)).session_id
-        await s.confirm(sid)
-        await s.wait_for(sid, {CoderState.NEEDS_APPROVAL}, timeout=20)
 
     async def broken(*args: object, **kwargs: object) -> None:
         raise RuntimeError("simulated bug in the supervisor [/b] with [brackets]")
 
-    app = CorralApp(sup, default_repo=repo, clock=lambda: FIXED_NOW, on_ready=seed)
+    app = CorralApp(
+        sup,
+        default_repo=repo,
+        clock=lambda: FIXED_NOW,
+        on_ready=lambda s: start_to_approval(s, "Write a note", repo),
+    )
     try:
         async with app.run_test(size=(150, 40)) as pilot:
             await app.ready.wait()
