@@ -19,10 +19,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from supervisor.contracts.checks import run_contract
-from supervisor.git.delivery import review_identity
-from supervisor.git.workspace import GitWorkspace
-from supervisor.models import ContractCheck, OutcomeContract
+from corral.supervisor.contracts.checks import run_contract
+from corral.supervisor.git.delivery import review_identity
+from corral.supervisor.git.workspace import GitWorkspace
+from corral.supervisor.models import ContractCheck, OutcomeContract
 
 RUNS = 7
 

@@ -37,8 +37,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from supervisor.panes.base import PaneHandle, PaneSpec
-from supervisor.panes.tmux import TmuxBackend
+from corral.supervisor.panes.base import PaneHandle, PaneSpec
+from corral.supervisor.panes.tmux import TmuxBackend
 
 SIZES = (10, 50, 100)
 BUDGET_SWEEP_MS = 10.0

@@ -120,9 +120,9 @@ def quit_app(proc, timeout: float = 15) -> None:  # type: ignore[no-untyped-def]
 
 
 def seed_store(home: Path, repo: Path, n: int) -> None:
-    from supervisor.models import CoderSession
-    from supervisor.states import CoderState
-    from supervisor.store import Store
+    from corral.supervisor.models import CoderSession
+    from corral.supervisor.states import CoderState
+    from corral.supervisor.store import Store
 
     states = [
         CoderState.MERGED,
@@ -198,9 +198,9 @@ def cold_start(runs: int, n: int) -> list[float]:
 
 def child_live(ready_file: Path, repo: Path, n: int) -> None:
     """The console with `n` live sessions streaming narration (runs in the pty)."""
-    from supervisor.api import Supervisor
-    from supervisor.config import SupervisorConfig
-    from supervisor.scripted import (
+    from corral.supervisor.api import Supervisor
+    from corral.supervisor.config import SupervisorConfig
+    from corral.supervisor.scripted import (
         Iteration,
         Say,
         ScriptedDrafter,
@@ -209,8 +209,8 @@ def child_live(ready_file: Path, repo: Path, n: int) -> None:
         Sleep,
         contract,
     )
-    from supervisor.states import CoderState
-    from tui.app import CorralApp
+    from corral.supervisor.states import CoderState
+    from corral.tui.app import CorralApp
 
     steps: list = [Iteration(1)]
     for i in range(6000):  # ~5 minutes of a line every 50 ms

@@ -13,12 +13,14 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from corral.assets import path as asset_path
+
 from .api import Supervisor
 from .contracts.drafting import DraftRequest, ReviseRequest
 from .models import ContractCheck, OutcomeContract
 
 DEMO_LABEL = "demo"
-ASSETS = Path(__file__).resolve().parent.parent / "assets" / "demo_repo"
+ASSETS = asset_path("demo_repo")
 
 SLUG_FIX = '''"""URL slugs."""
 

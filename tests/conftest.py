@@ -17,11 +17,17 @@ from typing import Any
 
 import pytest
 
-from supervisor.api import Supervisor
-from supervisor.config import SupervisorConfig
-from supervisor.contracts.drafting import ContractDrafter
-from supervisor.models import CoderEvent, EventKind, OutcomeContract
-from supervisor.scripted import ScriptedDrafter, ScriptedEngine, ScriptedEngines, Write, contract
+from corral.supervisor.api import Supervisor
+from corral.supervisor.config import SupervisorConfig
+from corral.supervisor.contracts.drafting import ContractDrafter
+from corral.supervisor.models import CoderEvent, EventKind, OutcomeContract
+from corral.supervisor.scripted import (
+    ScriptedDrafter,
+    ScriptedEngine,
+    ScriptedEngines,
+    Write,
+    contract,
+)
 
 # A contract whose only check fails on the untouched tree and passes once the
 # engine writes `hello.txt` containing "hi".

@@ -1,5 +1,5 @@
 """`python -m tui` runs the corral command line."""
 
-from tui.entry import main
+from corral.tui.entry import main
 
 raise SystemExit(main())

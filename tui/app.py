@@ -17,8 +17,8 @@ from typing import Any
 from textual.app import App, SystemCommand
 from textual.binding import Binding
 
-from supervisor.api import Supervisor
-from supervisor.errors import CorralError
+from corral.supervisor.api import Supervisor
+from corral.supervisor.errors import CorralError
 
 from .event_text import approval_outcome
 from .screens.board import BoardScreen
@@ -165,8 +165,8 @@ class CorralApp(App[None]):
 
     def _make_discussions(self):  # type: ignore[no-untyped-def]
         """Discussions share the supervisor's state dir and the configured model."""
-        from supervisor.discuss import Discussions
-        from supervisor.llm.config import load_llm_config, make_provider
+        from corral.supervisor.discuss import Discussions
+        from corral.supervisor.llm.config import load_llm_config, make_provider
 
         try:
             provider = make_provider(load_llm_config())

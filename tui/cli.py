@@ -17,11 +17,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from supervisor.config import load_config
-from supervisor.errors import CorralError
-from supervisor.paths import config_path, default_state_dir
-from supervisor.store import Store, read_lock_holder
-from supervisor.summaries import stored_summary
+from corral.supervisor.config import load_config
+from corral.supervisor.errors import CorralError
+from corral.supervisor.paths import config_path, default_state_dir
+from corral.supervisor.store import Store, read_lock_holder
+from corral.supervisor.summaries import stored_summary
 
 AGENT_CLIS = ("claude", "codex", "gemini", "aider", "opencode")
 MIN_TMUX = (3, 2)
@@ -155,10 +155,10 @@ def _launch(app) -> int:  # type: ignore[no-untyped-def]
 
 
 def run_console(repo: Path, backend: str = "tmux") -> int:
-    from supervisor.factory import build_supervisor, default_drafter
-    from supervisor.git.repo import repo_root
-    from tui.app import CorralApp
-    from tui.guard import log_to_file
+    from corral.supervisor.factory import build_supervisor, default_drafter
+    from corral.supervisor.git.repo import repo_root
+    from corral.tui.app import CorralApp
+    from corral.tui.guard import log_to_file
 
     root = repo_root(repo)
     state_dir = default_state_dir()
@@ -169,10 +169,10 @@ def run_console(repo: Path, backend: str = "tmux") -> int:
 
 
 def run_demo(pace: float = 1.0, backend: str = "tmux") -> int:
-    from supervisor.demo import DemoDrafter, make_demo_repo, seed_demo
-    from supervisor.factory import build_supervisor
-    from tui.app import CorralApp
-    from tui.guard import log_to_file
+    from corral.supervisor.demo import DemoDrafter, make_demo_repo, seed_demo
+    from corral.supervisor.factory import build_supervisor
+    from corral.tui.app import CorralApp
+    from corral.tui.guard import log_to_file
 
     workdir = Path(tempfile.mkdtemp(prefix="corral-demo-"))
     repo = make_demo_repo(workdir)
@@ -197,7 +197,7 @@ def run_demo(pace: float = 1.0, backend: str = "tmux") -> int:
 
 
 def list_agents() -> int:
-    from supervisor.agents.profiles import PREFERENCE, profile_for
+    from corral.supervisor.agents.profiles import PREFERENCE, profile_for
 
     for name in (*PREFERENCE, "demo"):
         profile = profile_for(name)
@@ -214,7 +214,7 @@ def list_agents() -> int:
 def list_panes() -> int:
     """Every pane with corral's owner marker, and the session it belongs to.
     A pane with no matching session is a stray: shown, never killed."""
-    from supervisor.factory import make_backend
+    from corral.supervisor.factory import make_backend
 
     state_dir = default_state_dir()
     socket_dir = os.environ.get("CORRAL_TMUX_SOCKET_DIR", "").strip()
@@ -313,7 +313,7 @@ def doctor() -> int:
         path = shutil.which(name)
         line(True if path else None, f"agent {name}", path or "not installed")
 
-    from supervisor.llm.config import describe, load_llm_config
+    from corral.supervisor.llm.config import describe, load_llm_config
 
     try:
         llm = load_llm_config()

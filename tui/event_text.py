@@ -6,8 +6,8 @@ import time
 
 from rich.text import Text
 
-from supervisor.models import ApproveResult, CoderEvent, EventKind
-from supervisor.states import CoderState
+from corral.supervisor.models import ApproveResult, CoderEvent, EventKind
+from corral.supervisor.states import CoderState
 
 K = EventKind
 

@@ -17,7 +17,7 @@ from logging.handlers import RotatingFileHandler
 from pathlib import Path
 from typing import Any, TypeVar
 
-from supervisor.paths import ensure_private_dir
+from corral.supervisor.paths import ensure_private_dir
 
 log = logging.getLogger("corral.console")
 

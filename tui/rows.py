@@ -7,8 +7,8 @@ import os
 
 from rich.text import Text
 
-from supervisor.models import SessionSummary
-from supervisor.states import CoderState
+from corral.supervisor.models import SessionSummary
+from corral.supervisor.states import CoderState
 
 S = CoderState
 

@@ -16,15 +16,15 @@ import re
 import sys
 from pathlib import Path
 
-from supervisor.api import Supervisor
-from supervisor.contracts.drafting import ContractDrafter, FixedDrafter
-from supervisor.contracts.files import load_contract
-from supervisor.errors import CorralError
-from supervisor.events import Subscription
-from supervisor.factory import build_supervisor, default_drafter
-from supervisor.models import CoderEvent
-from supervisor.paths import default_state_dir
-from supervisor.states import CoderState
+from corral.supervisor.api import Supervisor
+from corral.supervisor.contracts.drafting import ContractDrafter, FixedDrafter
+from corral.supervisor.contracts.files import load_contract
+from corral.supervisor.errors import CorralError
+from corral.supervisor.events import Subscription
+from corral.supervisor.factory import build_supervisor, default_drafter
+from corral.supervisor.models import CoderEvent
+from corral.supervisor.paths import default_state_dir
+from corral.supervisor.states import CoderState
 
 from .event_text import describe
 

@@ -12,13 +12,13 @@ import json
 import sqlite3
 from pathlib import Path
 
-from supervisor.errors import CorralError
-from supervisor.git.leases import Lease, LeaseBook, LeaseState, is_clean, remove_worktree
-from supervisor.git.run import GitError, git
-from supervisor.paths import default_state_dir
-from supervisor.states import CoderState, label
-from supervisor.store import DB_NAME, OwnerLock, Store
-from supervisor.workspaces import Workspaces
+from corral.supervisor.errors import CorralError
+from corral.supervisor.git.leases import Lease, LeaseBook, LeaseState, is_clean, remove_worktree
+from corral.supervisor.git.run import GitError, git
+from corral.supervisor.paths import default_state_dir
+from corral.supervisor.states import CoderState, label
+from corral.supervisor.store import DB_NAME, OwnerLock, Store
+from corral.supervisor.workspaces import Workspaces
 
 ACTIVE = {LeaseState.ALLOCATING, LeaseState.READY, LeaseState.IN_USE}
 

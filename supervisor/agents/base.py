@@ -100,7 +100,8 @@ def check_recursion(agent: str, env: dict[str, str] | None = None) -> str:
 def hook_command(python: str, hooks_file: Path) -> str:
     """The shell command agents run for a hook; the event name is appended."""
     return " ".join(
-        shlex.quote(part) for part in [python, "-m", "tui.entry", "hook", "--file", str(hooks_file)]
+        shlex.quote(part)
+        for part in [python, "-m", "corral.tui.entry", "hook", "--file", str(hooks_file)]
     )
 
 

@@ -10,11 +10,12 @@ import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from corral.assets import path as asset_path
+
 from ..status import Markers, compile_all
 from .base import AgentProfile, AgentUnavailable, Dialog, LaunchPlan, write_json
 
-ASSETS = Path(__file__).resolve().parents[2] / "assets"
-DEMO_AGENT = ASSETS / "demo_agent" / "demo_agent.py"
+DEMO_AGENT = asset_path("demo_agent", "demo_agent.py")
 
 CLAUDE_HOOK_EVENTS = (
     "SessionStart",

@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 import pytest_textual_snapshot
 
-from supervisor.api import Supervisor
-from supervisor.config import SupervisorConfig
-from supervisor.engines.base import EngineOutcome, RunContext
-from supervisor.models import ContractCheck, OutcomeContract
-from supervisor.scripted import (
+from corral.supervisor.api import Supervisor
+from corral.supervisor.config import SupervisorConfig
+from corral.supervisor.engines.base import EngineOutcome, RunContext
+from corral.supervisor.models import ContractCheck, OutcomeContract
+from corral.supervisor.scripted import (
     ScriptedDrafter,
     ScriptedEngine,
     ScriptedEngines,
@@ -27,7 +27,7 @@ from supervisor.scripted import (
     Wait,
     Write,
 )
-from supervisor.states import CoderState
+from corral.supervisor.states import CoderState
 
 SNAPSHOT_DIR = Path(__file__).resolve().parents[2] / "snapshots"
 pytest_textual_snapshot.SVGImageExtension.dirname = classmethod(  # type: ignore[method-assign]

@@ -7,10 +7,10 @@ from pathlib import Path
 from textual.widgets import DataTable
 from textual.widgets._footer import FooterKey
 
-from supervisor.states import CoderState
-from tui.app import CorralApp
-from tui.screens.board import BoardScreen
-from tui.screens.help import HelpScreen
+from corral.supervisor.states import CoderState
+from corral.tui.app import CorralApp
+from corral.tui.screens.board import BoardScreen
+from corral.tui.screens.help import HelpScreen
 
 from .conftest import FIXED_NOW, seed_board
 
@@ -155,7 +155,7 @@ async def test_a_contract_file_in_the_form_and_a_reject_comment(
 ) -> None:
     import json
 
-    from supervisor.states import CoderState
+    from corral.supervisor.states import CoderState
 
     sup, repo, _release = board_world()
     contract_file = tmp_path / "c.json"

@@ -6,15 +6,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from supervisor.api import Supervisor
-from supervisor.config import SupervisorConfig
-from supervisor.models import CoderSession
-from supervisor.scripted import ScriptedDrafter, ScriptedEngine, ScriptedEngines
-from supervisor.states import CoderState
-from supervisor.store import Store
-from tui.app import CorralApp
-from tui.screens.board import BoardScreen
-from tui.screens.session import SessionScreen
+from corral.supervisor.api import Supervisor
+from corral.supervisor.config import SupervisorConfig
+from corral.supervisor.models import CoderSession
+from corral.supervisor.scripted import ScriptedDrafter, ScriptedEngine, ScriptedEngines
+from corral.supervisor.states import CoderState
+from corral.supervisor.store import Store
+from corral.tui.app import CorralApp
+from corral.tui.screens.board import BoardScreen
+from corral.tui.screens.session import SessionScreen
 
 from .conftest import FIXED_NOW, make_repo
 

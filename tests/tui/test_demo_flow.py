@@ -13,13 +13,13 @@ from pathlib import Path
 import pytest
 from textual.widgets import DataTable
 
-from supervisor.demo import ASSETS, README_JSON, REPORT_JSON, DemoDrafter, make_demo_repo
-from supervisor.factory import build_supervisor
-from supervisor.states import CoderState
+from corral.supervisor.demo import ASSETS, README_JSON, REPORT_JSON, DemoDrafter, make_demo_repo
+from corral.supervisor.factory import build_supervisor
+from corral.supervisor.states import CoderState
+from corral.tui.app import CorralApp
+from corral.tui.screens.diff import DiffScreen
+from corral.tui.screens.session import SessionScreen
 from tests.conftest import fast_config
-from tui.app import CorralApp
-from tui.screens.diff import DiffScreen
-from tui.screens.session import SessionScreen
 
 pytestmark = [
     pytest.mark.slow,

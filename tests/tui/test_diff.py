@@ -7,12 +7,18 @@ from pathlib import Path
 
 from textual.widgets import DataTable
 
-from supervisor.api import Supervisor
-from supervisor.config import SupervisorConfig
-from supervisor.scripted import ScriptedDrafter, ScriptedEngine, ScriptedEngines, Write, contract
-from supervisor.states import CoderState
-from tui.app import CorralApp
-from tui.screens.diff import DiffScreen
+from corral.supervisor.api import Supervisor
+from corral.supervisor.config import SupervisorConfig
+from corral.supervisor.scripted import (
+    ScriptedDrafter,
+    ScriptedEngine,
+    ScriptedEngines,
+    Write,
+    contract,
+)
+from corral.supervisor.states import CoderState
+from corral.tui.app import CorralApp
+from corral.tui.screens.diff import DiffScreen
 
 from .conftest import (
     FIXED_NOW,

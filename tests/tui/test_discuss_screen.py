@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from supervisor.discuss import Discussions
-from supervisor.llm.base import ToolCall, Turn
-from supervisor.llm.scripted import ScriptedProvider
-from supervisor.states import CoderState
-from tui.app import CorralApp
-from tui.screens.discuss import DiscussScreen
-from tui.screens.new_session import NewSessionScreen
+from corral.supervisor.discuss import Discussions
+from corral.supervisor.llm.base import ToolCall, Turn
+from corral.supervisor.llm.scripted import ScriptedProvider
+from corral.supervisor.states import CoderState
+from corral.tui.app import CorralApp
+from corral.tui.screens.discuss import DiscussScreen
+from corral.tui.screens.new_session import NewSessionScreen
 
 from .conftest import FIXED_NOW
 

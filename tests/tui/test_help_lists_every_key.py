@@ -7,12 +7,12 @@ import re
 
 from textual.binding import Binding
 
-from tui.screens.board import BoardScreen
-from tui.screens.diff import DiffScreen
-from tui.screens.discuss import DiscussScreen
-from tui.screens.help import HELP
-from tui.screens.session import SessionScreen
-from tui.widgets.terminal import TerminalView
+from corral.tui.screens.board import BoardScreen
+from corral.tui.screens.diff import DiffScreen
+from corral.tui.screens.discuss import DiscussScreen
+from corral.tui.screens.help import HELP
+from corral.tui.screens.session import SessionScreen
+from corral.tui.widgets.terminal import TerminalView
 
 SPELLING = {"question_mark": "?", "slash": "/", "plus": "+"}
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from supervisor.api import Supervisor
-from supervisor.scripted import contract
-from tui.app import CorralApp
+from corral.supervisor.api import Supervisor
+from corral.supervisor.scripted import contract
+from corral.tui.app import CorralApp
 
 from .conftest import (
     FIXED_NOW,

@@ -16,17 +16,17 @@ from pathlib import Path
 
 import pytest
 
-from supervisor.api import Supervisor
-from supervisor.config import SupervisorConfig
-from supervisor.engines.registry import AgentEngines
-from supervisor.models import EventKind
-from supervisor.panes.manager import PaneManager
-from supervisor.panes.tmux import TmuxBackend
-from supervisor.scripted import ScriptedDrafter, contract
-from supervisor.states import CoderState
-from tui.app import CorralApp
-from tui.screens.session import SessionScreen
-from tui.widgets.terminal import TerminalView
+from corral.supervisor.api import Supervisor
+from corral.supervisor.config import SupervisorConfig
+from corral.supervisor.engines.registry import AgentEngines
+from corral.supervisor.models import EventKind
+from corral.supervisor.panes.manager import PaneManager
+from corral.supervisor.panes.tmux import TmuxBackend
+from corral.supervisor.scripted import ScriptedDrafter, contract
+from corral.supervisor.states import CoderState
+from corral.tui.app import CorralApp
+from corral.tui.screens.session import SessionScreen
+from corral.tui.widgets.terminal import TerminalView
 
 from .conftest import FIXED_NOW, make_repo, open_from_board
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from supervisor.states import CoderState
-from tui.app import CorralApp
+from corral.supervisor.states import CoderState
+from corral.tui.app import CorralApp
 
 from .conftest import FIXED_NOW
 

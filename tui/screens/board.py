@@ -17,9 +17,9 @@ from textual.containers import Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
-from supervisor.board import WatchDropped
-from supervisor.errors import CorralError
-from supervisor.models import SessionSummary
+from corral.supervisor.board import WatchDropped
+from corral.supervisor.errors import CorralError
+from corral.supervisor.models import SessionSummary
 
 from .. import rows as R
 from ..guard import guarded

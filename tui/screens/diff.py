@@ -20,8 +20,8 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
-from supervisor.errors import CorralError
-from supervisor.git.patches import FilePatch
+from corral.supervisor.errors import CorralError
+from corral.supervisor.git.patches import FilePatch
 
 from ..guard import guarded
 

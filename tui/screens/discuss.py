@@ -21,7 +21,7 @@ from textual.containers import Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Input, RichLog, Static
 
-from supervisor.errors import CorralError
+from corral.supervisor.errors import CorralError
 
 from ..guard import guarded
 

@@ -80,8 +80,8 @@ class NewSessionScreen(ModalScreen[None]):
         if contract_path:
             from pathlib import Path
 
-            from supervisor.contracts.files import load_contract
-            from supervisor.errors import CorralError
+            from corral.supervisor.contracts.files import load_contract
+            from corral.supervisor.errors import CorralError
 
             try:
                 contract = load_contract(Path(contract_path).expanduser())

@@ -14,8 +14,8 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, RichLog, Static
 
-from supervisor.events import SubscriptionClosed, SubscriptionDropped
-from supervisor.models import CoderEvent, EventKind
+from corral.supervisor.events import SubscriptionClosed, SubscriptionDropped
+from corral.supervisor.models import CoderEvent, EventKind
 
 from ..event_text import clip, describe
 from ..guard import guarded
@@ -325,7 +325,7 @@ class SessionScreen(Screen[None]):
     @guarded("Revising the contract")
     async def revise(self, text: str) -> None:
         """Revisions run on the supervisor; a soft rejection is shown as sent."""
-        from supervisor.errors import CorralError
+        from corral.supervisor.errors import CorralError
 
         asked = escape(text.strip().splitlines()[0][:80])
         try:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from supervisor.contracts.conventions import (
+from corral.supervisor.contracts.conventions import (
     CONTEXT_RULE,
     MAX_CI_JOBS,
     NOT_VERIFIED_HEADING,
@@ -28,13 +28,13 @@ from supervisor.contracts.conventions import (
     project_context,
     summarize_repo,
 )
-from supervisor.contracts.drafting import (
+from corral.supervisor.contracts.drafting import (
     ContractDrafter,
     DraftingError,
     DraftRequest,
     ReviseRequest,
 )
-from supervisor.models import OutcomeContract
+from corral.supervisor.models import OutcomeContract
 
 ALL_TOOLS = ("python3", "pytest", "node", "npm", "pnpm", "yarn", "cargo", "go", "make")
 

@@ -9,10 +9,10 @@ from pathlib import Path
 import pyte
 import pytest
 
-from supervisor.panes.base import PaneError, PaneGone, PaneHandle, Screen
-from supervisor.panes.pty import PtyBackend, key_bytes, render_line
-from supervisor.panes.sweep import pid_alive, session_members
-from tests.test_panes_tmux import PY, READER, SILENT, base_env, make_spec, wait_until
+from corral.supervisor.panes.base import PaneError, PaneGone, PaneHandle, Screen
+from corral.supervisor.panes.pty import PtyBackend, key_bytes, render_line
+from corral.supervisor.panes.sweep import pid_alive, session_members
+from tests.integration.test_panes_tmux import PY, READER, SILENT, base_env, make_spec, wait_until
 
 
 @pytest.fixture

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from supervisor.policy import global_policy_path, invoked_by_chain, worktree_policy_files
-from supervisor.policy_rules import (
+from corral.supervisor.policy import global_policy_path, invoked_by_chain, worktree_policy_files
+from corral.supervisor.policy_rules import (
     PathEscape,
     PolicyFileError,
     ToolRequest,

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from supervisor.errors import CorralError
-from supervisor.git.delivery import (
+from corral.supervisor.errors import CorralError
+from corral.supervisor.git.delivery import (
     DeliveryRefused,
     apply_to_checkout,
     commit_patch,
@@ -17,7 +17,7 @@ from supervisor.git.delivery import (
     review_identity,
     task_patch,
 )
-from supervisor.git.leases import (
+from corral.supervisor.git.leases import (
     LeaseBook,
     LeaseState,
     add_worktree,
@@ -25,8 +25,8 @@ from supervisor.git.leases import (
     reconcile,
     remove_worktree,
 )
-from supervisor.git.patches import build_patch, parse_patch, validate_selection
-from supervisor.git.snapshot import snapshot_checkout
+from corral.supervisor.git.patches import build_patch, parse_patch, validate_selection
+from corral.supervisor.git.snapshot import snapshot_checkout
 
 
 def sh(cwd: Path, cmd: str) -> str:
@@ -201,7 +201,7 @@ def test_a_worktree_whose_head_moved_is_never_removed(repo: Path, tmp_path: Path
 
 
 def test_reconcile_after_a_crash_between_lease_and_worktree_add(repo: Path, tmp_path: Path) -> None:
-    from supervisor.git.leases import Lease
+    from corral.supervisor.git.leases import Lease
 
     book = _book(tmp_path)
     head = sh(repo, "git rev-parse HEAD").strip()

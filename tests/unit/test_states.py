@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 
-from supervisor.states import (
+from corral.supervisor.states import (
     LEGAL_TRANSITIONS,
     NEEDS_YOU_LABELS,
     TERMINAL_STATES,

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from supervisor.api import DRAFTING_CANCELLED, NOT_EXPRESSIBLE, Supervisor
-from supervisor.contracts.drafting import DraftingError
-from supervisor.errors import CorralError
-from supervisor.events import read_journal
-from supervisor.gates import GUIDANCE_SIZE, MAX_GUIDANCE_BYTES, NO_PENDING_REQUEST
-from supervisor.models import CoderEvent, EventKind, SessionSummary
-from supervisor.scripted import (
+from corral.supervisor.api import DRAFTING_CANCELLED, NOT_EXPRESSIBLE, Supervisor
+from corral.supervisor.contracts.drafting import DraftingError
+from corral.supervisor.errors import CorralError
+from corral.supervisor.events import read_journal
+from corral.supervisor.gates import GUIDANCE_SIZE, MAX_GUIDANCE_BYTES, NO_PENDING_REQUEST
+from corral.supervisor.models import CoderEvent, EventKind, SessionSummary
+from corral.supervisor.scripted import (
     Ask,
     Nominate,
     Run,
@@ -29,10 +29,9 @@ from supervisor.scripted import (
     Write,
     contract,
 )
-from supervisor.states import CoderState, FailureKind, NeedsYou, label
-from supervisor.summaries import live_summary
-
-from .conftest import (
+from corral.supervisor.states import CoderState, FailureKind, NeedsYou, label
+from corral.supervisor.summaries import live_summary
+from tests.conftest import (
     HELLO_CHECK,
     SupervisorFactory,
     eventually,

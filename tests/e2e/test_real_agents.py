@@ -15,14 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from supervisor.api import Supervisor
-from supervisor.contracts.drafting import FixedDrafter
-from supervisor.factory import build_supervisor
-from supervisor.states import CoderState as S
+from corral.supervisor.api import Supervisor
+from corral.supervisor.contracts.drafting import FixedDrafter
+from corral.supervisor.factory import build_supervisor
+from corral.supervisor.states import CoderState as S
+from tests.conftest import fast_config, hello_contract, init_repo
 from tests.fakes.agent_env import claude_bin, claude_launch, codex_launch, missing_clis
 from tests.fakes.model_server import FakeModelServer, Reply, ToolCall
-
-from .conftest import fast_config, hello_contract, init_repo
 
 MISSING = missing_clis()
 pytestmark = [

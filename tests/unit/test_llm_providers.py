@@ -16,21 +16,21 @@ from typing import Any
 
 import pytest
 
-from supervisor.errors import ConfigError
-from supervisor.llm.anthropic import AnthropicProvider
-from supervisor.llm.base import Message, ModelError, ToolCall, ToolSpec, Turn, Usage
-from supervisor.llm.cli_oneshot import CliOneShotProvider, flatten
-from supervisor.llm.config import (
+from corral.supervisor.errors import ConfigError
+from corral.supervisor.llm.anthropic import AnthropicProvider
+from corral.supervisor.llm.base import Message, ModelError, ToolCall, ToolSpec, Turn, Usage
+from corral.supervisor.llm.cli_oneshot import CliOneShotProvider, flatten
+from corral.supervisor.llm.config import (
     NO_MODEL,
     LLMConfig,
     describe,
     load_llm_config,
     make_provider,
 )
-from supervisor.llm.openai_compat import OpenAICompatProvider
-from supervisor.llm.retry import RetryPolicy, iter_sse, parse_retry_after
-from supervisor.llm.scripted import ScriptedProvider
-from tests.llm_fakes import (
+from corral.supervisor.llm.openai_compat import OpenAICompatProvider
+from corral.supervisor.llm.retry import RetryPolicy, iter_sse, parse_retry_after
+from corral.supervisor.llm.scripted import ScriptedProvider
+from tests.fakes.llm_fakes import (
     FakeAnthropicServer,
     FakeCall,
     FakeOpenAIServer,
@@ -47,7 +47,7 @@ TOOLS = (
         {"type": "object", "properties": {"path": {"type": "string"}}},
     ),
 )
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 class Sleeps:

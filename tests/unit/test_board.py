@@ -13,14 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from supervisor.board import BoardFeed, WatchDropped
-from supervisor.entry import SessionEntry
-from supervisor.events import EventLog
-from supervisor.models import CoderEvent, CoderSession, EventKind, SessionSummary
-from supervisor.states import CoderState, NeedsYou
-from supervisor.summaries import live_summary, stored_summary
-
-from .conftest import SupervisorFactory, eventually
+from corral.supervisor.board import BoardFeed, WatchDropped
+from corral.supervisor.entry import SessionEntry
+from corral.supervisor.events import EventLog
+from corral.supervisor.models import CoderEvent, CoderSession, EventKind, SessionSummary
+from corral.supervisor.states import CoderState, NeedsYou
+from corral.supervisor.summaries import live_summary, stored_summary
+from tests.conftest import SupervisorFactory, eventually
 
 
 class Board:

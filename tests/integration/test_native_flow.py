@@ -13,18 +13,17 @@ from pathlib import Path
 
 import pytest
 
-from supervisor.api import Supervisor
-from supervisor.contracts.drafting import FixedDrafter
-from supervisor.engines.registry import AgentEngines
-from supervisor.errors import CorralError
-from supervisor.llm.base import ToolCall, Turn
-from supervisor.llm.openai_compat import OpenAICompatProvider
-from supervisor.llm.scripted import ScriptedProvider
-from supervisor.models import ContractCheck, EventKind, OutcomeContract
-from supervisor.states import CoderState as S
-
-from .conftest import fast_config, git, init_repo
-from .llm_fakes import FakeCall, FakeOpenAIServer, Reply
+from corral.supervisor.api import Supervisor
+from corral.supervisor.contracts.drafting import FixedDrafter
+from corral.supervisor.engines.registry import AgentEngines
+from corral.supervisor.errors import CorralError
+from corral.supervisor.llm.base import ToolCall, Turn
+from corral.supervisor.llm.openai_compat import OpenAICompatProvider
+from corral.supervisor.llm.scripted import ScriptedProvider
+from corral.supervisor.models import ContractCheck, EventKind, OutcomeContract
+from corral.supervisor.states import CoderState as S
+from tests.conftest import fast_config, git, init_repo
+from tests.fakes.llm_fakes import FakeCall, FakeOpenAIServer, Reply
 
 BUGGY = "def add(a, b):\n    return a - b\n"
 TEST = "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"

@@ -20,7 +20,7 @@ pytestmark = [
     pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed"),
 ]
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 WIDTH, HEIGHT = 180, 45
 SLUG = "Make slugify()"
 PAGES = "Fix the off-by-one"
@@ -44,7 +44,7 @@ class Demo:
 
     def start(self) -> None:
         corral = ROOT / ".venv" / "bin" / "corral"
-        argv = str(corral) if corral.exists() else f"{sys.executable} -m tui.entry"
+        argv = str(corral) if corral.exists() else f"{sys.executable} -m corral.tui.entry"
         env = {
             "CORRAL_HOME": str(self.tmp / "home"),
             "CORRAL_CONFIG": str(self.tmp / "missing-config.toml"),

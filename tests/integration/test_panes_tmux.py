@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from supervisor.panes.base import PaneError, PaneGone, PaneHandle, PaneSpec, Screen
-from supervisor.panes.sweep import PasteCheck, paste_needle, pid_alive, session_members
-from supervisor.panes.tmux import (
+from corral.supervisor.panes.base import PaneError, PaneGone, PaneHandle, PaneSpec, Screen
+from corral.supervisor.panes.sweep import PasteCheck, paste_needle, pid_alive, session_members
+from corral.supervisor.panes.tmux import (
     OWNER_OPTION,
     SMALL_BATCH,
     TmuxBackend,
@@ -188,7 +188,7 @@ def test_activity_is_the_sweep_time_while_output_is_recent(
 ) -> None:
     import types
 
-    import supervisor.panes.tmux as tmux_module
+    import corral.supervisor.panes.tmux as tmux_module
 
     backend.spawn(make_spec(tmp_path, ["sh", "-c", "echo hi; exec sleep 30"]))
     first = backend.sweep()["s1:1"].activity
@@ -566,7 +566,7 @@ def test_a_dead_pane_whose_program_tmux_never_reaped_still_reports_its_exit() ->
     status. The sweep reads the zombie's status instead of calling it alive."""
     import signal
 
-    from supervisor.panes.tmux import _unreaped
+    from corral.supervisor.panes.tmux import _unreaped
 
     children = []
     for how in ("signal", "exit"):

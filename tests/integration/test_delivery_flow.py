@@ -10,13 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from supervisor.errors import CorralError
-from supervisor.git.leases import LeaseState
-from supervisor.models import ContractCheck, EventKind, OutcomeContract
-from supervisor.scripted import Run, ScriptedDrafter, ScriptedEngine, Write, contract
-from supervisor.states import CoderState as S
-
-from .conftest import SupervisorFactory, git, kinds_of
+from corral.supervisor.errors import CorralError
+from corral.supervisor.git.leases import LeaseState
+from corral.supervisor.models import ContractCheck, EventKind, OutcomeContract
+from corral.supervisor.scripted import Run, ScriptedDrafter, ScriptedEngine, Write, contract
+from corral.supervisor.states import CoderState as S
+from tests.conftest import SupervisorFactory, git, kinds_of
 
 
 def commit_file(repo: Path, name: str, text: str) -> None:

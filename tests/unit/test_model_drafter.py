@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from supervisor.contracts.conventions import (
+from corral.supervisor.contracts.conventions import (
     NOT_VERIFIED_HEADING,
     REVISE_NEEDS_MODEL,
     ConventionsDrafter,
 )
-from supervisor.contracts.drafting import DraftingError, DraftRequest, ReviseRequest
-from supervisor.contracts.model_drafter import (
+from corral.supervisor.contracts.drafting import DraftingError, DraftRequest, ReviseRequest
+from corral.supervisor.contracts.model_drafter import (
     CONSTRAINTS_HEADING,
     JUDGED_BY_KEYWORDS,
     JUDGED_BY_MODEL,
@@ -28,15 +28,15 @@ from supervisor.contracts.model_drafter import (
     wants_failing_tests,
     with_not_verified,
 )
-from supervisor.llm.base import ModelError, Turn
-from supervisor.llm.config import LLMConfig
-from supervisor.llm.openai_compat import OpenAICompatProvider
-from supervisor.llm.scripted import ScriptedProvider
-from supervisor.models import ContractCheck, OutcomeContract
-from supervisor.states import CoderState as S
-from supervisor.states import FailureKind
+from corral.supervisor.llm.base import ModelError, Turn
+from corral.supervisor.llm.config import LLMConfig
+from corral.supervisor.llm.openai_compat import OpenAICompatProvider
+from corral.supervisor.llm.scripted import ScriptedProvider
+from corral.supervisor.models import ContractCheck, OutcomeContract
+from corral.supervisor.states import CoderState as S
+from corral.supervisor.states import FailureKind
 from tests.conftest import SupervisorFactory, init_repo
-from tests.llm_fakes import FakeOpenAIServer, Reply, Status
+from tests.fakes.llm_fakes import FakeOpenAIServer, Reply, Status
 
 # The venv's python3/pytest only: every other tool is "NOT available".
 VENV_BIN = str(Path(sys.executable).parent)

@@ -7,16 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from supervisor.models import CoderSession
-from supervisor.retention import (
+from corral.supervisor.models import CoderSession
+from corral.supervisor.retention import (
     FINISHED_SESSION_RETENTION_SECS,
     collectable_by_age,
     disk_gc_victims,
 )
-from supervisor.scripted import ScriptedEngine, Wait
-from supervisor.states import TERMINAL_STATES, CoderState
-
-from .conftest import Clock, SupervisorFactory
+from corral.supervisor.scripted import ScriptedEngine, Wait
+from corral.supervisor.states import TERMINAL_STATES, CoderState
+from tests.conftest import Clock, SupervisorFactory
 
 S = CoderState
 NOW = 1_700_000_000.0

@@ -10,11 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from supervisor.api import Supervisor
+from corral.supervisor.api import Supervisor
+from tests.conftest import fast_config, git, hello_contract, init_repo
 
-from .conftest import fast_config, git, hello_contract, init_repo
-
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def corral(*args: str, home: Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -22,7 +21,7 @@ def corral(*args: str, home: Path, cwd: Path | None = None) -> subprocess.Comple
     env["CORRAL_TMUX_SOCKET_DIR"] = str(home / "tmux")
     env["PYTHONPATH"] = str(REPO_ROOT)
     return subprocess.run(
-        [sys.executable, "-m", "tui.cli", *args],
+        [sys.executable, "-m", "corral.tui.cli", *args],
         cwd=str(cwd or REPO_ROOT),
         env=env,
         capture_output=True,
@@ -53,7 +52,7 @@ def test_a_non_git_directory_gets_one_line_that_says_what_to_do(tmp_path: Path) 
 def test_a_relative_corral_home_is_refused(tmp_path: Path) -> None:
     env = dict(os.environ, CORRAL_HOME="relative/dir", PYTHONPATH=str(REPO_ROOT))
     out = subprocess.run(
-        [sys.executable, "-m", "tui.cli", "sessions"],
+        [sys.executable, "-m", "corral.tui.cli", "sessions"],
         env=env,
         capture_output=True,
         text=True,
@@ -76,14 +75,14 @@ def test_doctor_fails_with_a_clear_line_for_a_broken_config(tmp_path: Path) -> N
     env = dict(os.environ, CORRAL_HOME=str(tmp_path), CORRAL_CONFIG=str(bad))
     env["PYTHONPATH"] = str(REPO_ROOT)
     out = subprocess.run(
-        [sys.executable, "-m", "tui.cli", "doctor"], env=env, capture_output=True, text=True
+        [sys.executable, "-m", "corral.tui.cli", "doctor"], env=env, capture_output=True, text=True
     )
     assert out.returncode == 1
     assert f"missing: fix the config file: {bad}: not valid TOML" in out.stderr
 
 
 async def test_sessions_lists_while_a_console_owns_the_state_dir(tmp_path: Path) -> None:
-    from supervisor.scripted import ScriptedDrafter, ScriptedEngine, ScriptedEngines, Write
+    from corral.supervisor.scripted import ScriptedDrafter, ScriptedEngine, ScriptedEngines, Write
 
     home = tmp_path / "home"
     repo = init_repo(tmp_path / "repo")
@@ -187,8 +186,8 @@ def test_run_exit_codes_and_json_events(tmp_path: Path) -> None:
 
 
 def test_panes_lists_strays_without_killing_them(tmp_path: Path) -> None:
-    from supervisor.panes.base import PaneSpec
-    from supervisor.panes.tmux import TmuxBackend
+    from corral.supervisor.panes.base import PaneSpec
+    from corral.supervisor.panes.tmux import TmuxBackend
 
     home = tmp_path / "home"
     out = corral("panes", home=home)

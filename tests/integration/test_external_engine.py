@@ -14,14 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from supervisor.api import Supervisor
-from supervisor.contracts.drafting import FixedDrafter
-from supervisor.demo import demo_contract, make_demo_repo
-from supervisor.factory import build_supervisor
-from supervisor.models import ContractCheck, EventKind, OutcomeContract
-from supervisor.states import CoderState as S
-
-from .conftest import fast_config, kinds_of
+from corral.supervisor.api import Supervisor
+from corral.supervisor.contracts.drafting import FixedDrafter
+from corral.supervisor.demo import demo_contract, make_demo_repo
+from corral.supervisor.factory import build_supervisor
+from corral.supervisor.models import ContractCheck, EventKind, OutcomeContract
+from corral.supervisor.states import CoderState as S
+from tests.conftest import fast_config, kinds_of
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from supervisor.api import Supervisor
-from supervisor.engines.base import EngineOutcome, RunContext
-from supervisor.models import EventKind
-from supervisor.scripted import ScriptedDrafter, ScriptedEngine, Write
-from supervisor.states import CoderState as S
-from supervisor.states import LoopFailure
-
-from .conftest import fast_config, hello_contract, kinds_of
+from corral.supervisor.api import Supervisor
+from corral.supervisor.engines.base import EngineOutcome, RunContext
+from corral.supervisor.models import EventKind
+from corral.supervisor.scripted import ScriptedDrafter, ScriptedEngine, Write
+from corral.supervisor.states import CoderState as S
+from corral.supervisor.states import LoopFailure
+from tests.conftest import fast_config, hello_contract, kinds_of
 
 
 class Missing:

@@ -13,17 +13,16 @@ from pathlib import Path
 
 import pytest
 
-from supervisor.api import Supervisor
-from supervisor.errors import CorralError, StateDirError
-from supervisor.models import CoderSession
-from supervisor.scripted import ScriptedDrafter, ScriptedEngine, ScriptedEngines, Wait, Write
-from supervisor.states import CoderState, FailureKind, label
-from supervisor.store import DB_NAME, LOCK_NAME, SCHEMA_VERSION, Store, read_lock_holder
-
-from .conftest import SupervisorFactory, fast_config, git, hello_contract
+from corral.supervisor.api import Supervisor
+from corral.supervisor.errors import CorralError, StateDirError
+from corral.supervisor.models import CoderSession
+from corral.supervisor.scripted import ScriptedDrafter, ScriptedEngine, ScriptedEngines, Wait, Write
+from corral.supervisor.states import CoderState, FailureKind, label
+from corral.supervisor.store import DB_NAME, LOCK_NAME, SCHEMA_VERSION, Store, read_lock_holder
+from tests.conftest import SupervisorFactory, fast_config, git, hello_contract
 
 S = CoderState
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def new_supervisor(state_dir: Path) -> Supervisor:
@@ -74,7 +73,7 @@ def test_a_lock_left_by_a_dead_process_does_not_block(tmp_path: Path) -> None:
         import os, sys
         sys.path.insert(0, {str(REPO_ROOT)!r})
         from pathlib import Path
-        from supervisor.store import OwnerLock
+        from corral.supervisor.store import OwnerLock
         OwnerLock(Path({str(state)!r})).acquire()
         os._exit(0)
         """
@@ -300,10 +299,10 @@ def test_a_process_that_died_mid_run_is_recovered_as_failed(tmp_path: Path, repo
         sys.path.insert(0, {str(REPO_ROOT)!r})
         sys.path.insert(0, {str(REPO_ROOT / "tests")!r})
         from pathlib import Path
-        from supervisor.api import Supervisor
-        from supervisor.config import SupervisorConfig
-        from supervisor.models import ContractCheck, OutcomeContract
-        from supervisor.scripted import ScriptedDrafter, ScriptedEngine, ScriptedEngines, Wait
+        from corral.supervisor.api import Supervisor
+        from corral.supervisor.config import SupervisorConfig
+        from corral.supervisor.models import ContractCheck, OutcomeContract
+        from corral.supervisor.scripted import ScriptedDrafter, ScriptedEngine, ScriptedEngines, Wait
 
         async def main():
             contract = OutcomeContract(checks=[ContractCheck(name="hello",

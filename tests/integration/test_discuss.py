@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from supervisor.discuss import (
+from corral.supervisor.discuss import (
     DISCUSS_MAX_TURNS,
     DISCUSS_MESSAGE_MAX_BYTES,
     DISCUSSION_MUTATION_REFUSAL,
@@ -23,10 +23,10 @@ from supervisor.discuss import (
     Discussion,
     Discussions,
 )
-from supervisor.errors import CorralError
-from supervisor.llm.base import Message, ModelError, ToolCall, Turn
-from supervisor.llm.config import NO_MODEL
-from supervisor.llm.scripted import ScriptedProvider
+from corral.supervisor.errors import CorralError
+from corral.supervisor.llm.base import Message, ModelError, ToolCall, Turn
+from corral.supervisor.llm.config import NO_MODEL
+from corral.supervisor.llm.scripted import ScriptedProvider
 
 
 def call(name: str, cid: str = "c1", **arguments: object) -> ToolCall:
@@ -585,7 +585,7 @@ async def test_in_repo_symlinks_and_unknown_tools(repo: Path, state_dir: Path):
 async def test_the_event_buffer_is_bounded_and_slow_readers_are_dropped(
     repo: Path, state_dir: Path
 ):
-    from supervisor.discuss import (
+    from corral.supervisor.discuss import (
         DISCUSS_EVENT_BUFFER_MAX,
         DISCUSS_SUBSCRIBER_QUEUE,
         DiscussSubscriptionDropped,

@@ -6,10 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from supervisor.errors import CorralError
-from supervisor.scripted import ScriptedDrafter, contract
-
-from .conftest import SupervisorFactory
+from corral.supervisor.errors import CorralError
+from corral.supervisor.scripted import ScriptedDrafter, contract
+from tests.conftest import SupervisorFactory
 
 
 async def test_remove_drops_a_check_and_rebaselines(

@@ -19,15 +19,14 @@ from typing import Any
 
 import pytest
 
-from supervisor.engines.base import EngineOutcome, RunContext
-from supervisor.engines.native import NativeEngine
-from supervisor.errors import CorralError
-from supervisor.llm.base import Message, ModelError, ToolCall, Turn, Usage
-from supervisor.models import CheckResult, EventKind
-from supervisor.scripted import contract
-from supervisor.states import LoopFailure
-
-from .conftest import git, init_repo
+from corral.supervisor.engines.base import EngineOutcome, RunContext
+from corral.supervisor.engines.native import NativeEngine
+from corral.supervisor.errors import CorralError
+from corral.supervisor.llm.base import Message, ModelError, ToolCall, Turn, Usage
+from corral.supervisor.models import CheckResult, EventKind
+from corral.supervisor.scripted import contract
+from corral.supervisor.states import LoopFailure
+from tests.conftest import git, init_repo
 
 # --- a scripted model --------------------------------------------------------
 

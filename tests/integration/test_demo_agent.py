@@ -21,7 +21,8 @@ from typing import Any
 
 import pytest
 
-from supervisor.demo import (
+from corral.assets import path as asset_path
+from corral.supervisor.demo import (
     ASSETS,
     DEMO_INTENTS,
     PAGES_FIX,
@@ -29,10 +30,9 @@ from supervisor.demo import (
     REPORT_JSON,
     SLUG_FIX,
 )
+from tests.conftest import git
 
-from .conftest import git
-
-AGENT_DIR = Path(__file__).resolve().parent.parent / "assets" / "demo_agent"
+AGENT_DIR = asset_path("demo_agent")
 AGENT = AGENT_DIR / "demo_agent.py"
 RECIPES = AGENT_DIR / "recipes.json"
 SLUG_TASK = "Make slugify() fold accents (Crème Brûlée → creme-brulee)"
