@@ -35,11 +35,14 @@ test: $(STAMP) $(E2E_STAMP)
 # The type checker and the import contracts read the package as it installs
 # (`corral.supervisor`, `corral.tui`): build/view/corral links the root folders
 # under that name, since neither tool follows the editable install's mapping.
+# The test fakes are checked too (build/view/tests), since tests drive the
+# engine through them.
 VIEW := build/view
 view:
 	@mkdir -p $(VIEW)/corral
 	@ln -sfn $(CURDIR)/corral/__init__.py $(VIEW)/corral/__init__.py
 	@for d in supervisor tui assets; do ln -sfn $(CURDIR)/$$d $(VIEW)/corral/$$d; done
+	@ln -sfn $(CURDIR)/tests $(VIEW)/tests
 
 lint: $(STAMP) view
 	$(BIN)/ruff check .
@@ -47,7 +50,7 @@ lint: $(STAMP) view
 	cd $(VIEW) && PYTHONPATH=. $(CURDIR)/$(BIN)/lint-imports --no-cache --config $(CURDIR)/pyproject.toml
 
 typecheck: $(STAMP) view
-	cd $(VIEW) && $(CURDIR)/$(BIN)/mypy --config-file $(CURDIR)/pyproject.toml -p corral.supervisor -p corral.tui
+	cd $(VIEW) && $(CURDIR)/$(BIN)/mypy --config-file $(CURDIR)/pyproject.toml -p corral.supervisor -p corral.tui -p tests.fakes
 
 # What users install: the built wheel in fresh venvs beside PyPI's own
 # `supervisor` and `tui`, installed both ways round (see .ci/wheel-check).

@@ -200,7 +200,9 @@ def child_live(ready_file: Path, repo: Path, n: int) -> None:
     """The console with `n` live sessions streaming narration (runs in the pty)."""
     from corral.supervisor.api import Supervisor
     from corral.supervisor.config import SupervisorConfig
-    from corral.supervisor.scripted import (
+    from corral.supervisor.states import CoderState
+    from corral.tui.app import CorralApp
+    from tests.fakes.scripted import (
         Iteration,
         Say,
         ScriptedDrafter,
@@ -209,8 +211,6 @@ def child_live(ready_file: Path, repo: Path, n: int) -> None:
         Sleep,
         contract,
     )
-    from corral.supervisor.states import CoderState
-    from corral.tui.app import CorralApp
 
     steps: list = [Iteration(1)]
     for i in range(6000):  # ~5 minutes of a line every 50 ms

@@ -21,7 +21,7 @@ from corral.supervisor.api import Supervisor
 from corral.supervisor.config import SupervisorConfig
 from corral.supervisor.contracts.drafting import ContractDrafter
 from corral.supervisor.models import CoderEvent, EventKind, OutcomeContract
-from corral.supervisor.scripted import (
+from tests.fakes.scripted import (
     ScriptedDrafter,
     ScriptedEngine,
     ScriptedEngines,

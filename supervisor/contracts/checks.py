@@ -16,8 +16,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from ..governance.env_scrub import scrubbed_env
 from ..models import CheckResult, ContractCheck, DeltaWithin, OutcomeContract
-from ..policy import scrubbed_env
 
 OUTPUT_TAIL_CHARS = 4000
 MAX_READ_BYTES = 4 * 1024 * 1024

@@ -1,5 +1,5 @@
-"""Drafting and revising contracts with a model (seed §5.1 derivation, §5.3
-revision), grounded in the repository and checked before anything is shown.
+"""Drafting and revising contracts with a model, grounded in the repository
+and checked before anything is shown.
 
 `draft()` asks for STRICT JSON built from a grounded prompt — the repository
 summary, its AGENTS.md/CLAUDE.md, the files the intent names (escaped and
@@ -38,10 +38,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from ..governance.env_scrub import scrubbed_env
 from ..llm.base import Message, ModelError, ModelProvider
 from ..llm.config import LLMConfig, load_llm_config, make_provider
 from ..models import MAX_CHECK_TIMEOUT_SECS, ContractCheck, OutcomeContract, contracts_equivalent
-from ..policy import scrubbed_env
 from .conventions import (
     NOT_VERIFIED_HEADING,
     TOOLS,

@@ -18,8 +18,9 @@ Read-only, by two independent mechanisms:
    operator sees a `refusal` event plus `tool_result {ok: false}`. No human is
    ever asked to approve anything on this surface.
 2. **Read tools confined to the repo root.** `read_file`, `list_dir`,
-   `find_files` and `grep_files` run through `supervisor.engines.tools.Workbench`
-   with every other tool disabled, so its inspector chain (`FileConfinement`,
+   `find_files` and `grep_files` run through the built-in engine's
+   `Workbench` (`supervisor.engines.tools.workbench`) with every other tool
+   disabled, so its inspector chain (`FileConfinement`,
    `confine`) refuses a path that leaves the root lexically (`..`, absolute,
    `~`) or through a symlink; the model receives that refusal as the result.
 

@@ -12,12 +12,14 @@ from pathlib import Path
 from typing import Any
 
 from ..contracts.model_drafter import extract_json
-from ..engines.tools import TOOL_SPECS, Workbench, short_args
+from ..engines.tools.results import short_args
+from ..engines.tools.specs import TOOL_SPECS
+from ..engines.tools.workbench import Workbench
 from ..errors import CorralError
+from ..governance.chain import default_chain
+from ..governance.env_scrub import scrubbed_env
 from ..llm.base import Message, ModelError, ModelProvider, ToolCall, ToolSpec
 from ..llm.config import NO_MODEL
-from ..policy import scrubbed_env
-from ..policy_rules import default_chain
 from .common import (
     CLOSED,
     DISCUSS_MAX_TURNS,

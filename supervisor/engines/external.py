@@ -21,12 +21,12 @@ from pathlib import Path
 
 from ..agents.base import AgentProfile, AgentUnavailable, LaunchPlan, check_recursion, hook_command
 from ..errors import CorralError
+from ..governance.env_scrub import scrubbed_env
 from ..models import CheckResult, EventKind, OutcomeContract
 from ..panes.base import PaneError, PaneGone, PaneSpec
 from ..panes.manager import PaneManager
-from ..policy import scrubbed_env
 from ..states import LoopFailure, label
-from ..status import AgentStatus
+from ..status import AgentStatus, Question
 from .base import EngineOutcome, RunContext
 
 TURN_START_GRACE = 20.0  # seconds to see the agent start working after a prompt
@@ -259,7 +259,7 @@ class ExternalEngine:
                 return EngineOutcome(iterations=1, authored_by=[self.profile.name])
             version = await self.panes.wait_change(ctx.session_id, version, 1.0)
 
-    async def _ask(self, ctx: RunContext, question) -> None:  # type: ignore[no-untyped-def]
+    async def _ask(self, ctx: RunContext, question: Question) -> None:
         """Park the session on the question gate until the operator answers or
         the question leaves the screen (answered in the pane itself)."""
         asking = asyncio.ensure_future(ctx.ask_user(question.prompt, list(question.options)))

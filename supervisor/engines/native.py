@@ -24,13 +24,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..governance.chain import default_chain
+from ..governance.env_scrub import invoked_by_chain, scrubbed_env
+from ..governance.operator_policy import OperatorPolicy
+from ..governance.policy_files import PolicyFileError, load_operator_policy
 from ..llm.base import Message, ModelError, ModelProvider, ToolCall, ToolSpec, Turn, Usage
 from ..models import CheckResult, EventKind, OutcomeContract
-from ..policy import invoked_by_chain, scrubbed_env
-from ..policy_rules import OperatorPolicy, PolicyFileError, default_chain, load_operator_policy
 from ..states import LoopFailure
 from .base import EngineOutcome, RunContext
-from .tools import ToolResult, Workbench, short_args
+from .tools.results import ToolResult, short_args
+from .tools.workbench import Workbench
 
 DEFAULT_CALL_TIMEOUT = 600.0  # a model call's timeout when the session has no deadline
 PLAN_TEXT_CHARS = 4000

@@ -155,7 +155,8 @@ class AnthropicProvider(StreamingHTTPProvider):
 
     def _stream_error(self, data: dict[str, Any], emitted: bool) -> Exception:
         """An `error` event inside a 200 stream (e.g. overloaded_error)."""
-        err = data.get("error") if isinstance(data.get("error"), dict) else {}
+        raw_error = data.get("error")
+        err: dict[str, Any] = raw_error if isinstance(raw_error, dict) else {}
         etype = str(err.get("type") or "")
         detail = " ".join(str(err.get("message") or etype or "unknown error").split())[:300]
         if etype in ("authentication_error", "permission_error"):

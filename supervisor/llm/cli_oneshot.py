@@ -222,7 +222,8 @@ class CliOneShotProvider:
         if result.get("is_error") or not isinstance(text, str):
             detail = str(text or result.get("subtype") or "an error result")
             raise self._fail(detail)
-        usage = result.get("usage") if isinstance(result.get("usage"), dict) else {}
+        raw_usage = result.get("usage")
+        usage: dict[str, Any] = raw_usage if isinstance(raw_usage, dict) else {}
         cost = result.get("total_cost_usd")
         model_usage = result.get("modelUsage")
         model = self.model
@@ -275,7 +276,8 @@ class CliOneShotProvider:
             if not isinstance(event, dict):
                 continue
             kind = event.get("type")
-            item = event.get("item") if isinstance(event.get("item"), dict) else {}
+            raw_item = event.get("item")
+            item: dict[str, Any] = raw_item if isinstance(raw_item, dict) else {}
             if kind == "item.completed" and item.get("type") in (
                 "agent_message",
                 "assistant_message",

@@ -34,7 +34,7 @@ from ..errors import ConfigError
 from ..paths import config_path
 from .anthropic import DEFAULT_ANTHROPIC_BASE_URL, AnthropicProvider
 from .base import ModelProvider
-from .cli_oneshot import CliOneShotProvider
+from .cli_oneshot import Agent, CliOneShotProvider
 from .openai_compat import DEFAULT_OPENAI_BASE_URL, OpenAICompatProvider
 from .retry import display_url
 
@@ -171,7 +171,7 @@ def make_provider(cfg: LLMConfig) -> ModelProvider | None:
     if cfg.provider == "none":
         return None
     if cfg.provider in ("cli:claude", "cli:codex"):
-        agent = "claude" if cfg.provider == "cli:claude" else "codex"
+        agent: Agent = "claude" if cfg.provider == "cli:claude" else "codex"
         return CliOneShotProvider(agent, cfg.base_url or None, cfg.model)
     if not cfg.model:
         raise ConfigError(

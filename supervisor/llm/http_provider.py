@@ -12,7 +12,10 @@ from .retry import Exchange, RetryPolicy, display_url, start_exchange, with_retr
 
 
 class StreamingHTTPProvider:
-    url: str
+    @property
+    def url(self) -> str:
+        """The endpoint a completion is posted to."""
+        raise NotImplementedError
 
     def _setup(
         self,

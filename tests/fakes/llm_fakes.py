@@ -243,7 +243,7 @@ class FakeAnthropicServer(_Server):
         return path.split("?")[0].rstrip("/").endswith("/v1/messages")
 
     def events(self, reply: Reply, req: RecordedRequest) -> Iterator[bytes]:
-        message = {
+        message: dict[str, Any] = {
             "id": f"msg_{next(_ids)}",
             "type": "message",
             "role": "assistant",

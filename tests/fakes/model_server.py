@@ -686,7 +686,7 @@ class FakeModelServer:
     def tool_results(self) -> list[Any]:
         """Every tool result the CLIs sent back, oldest first (Anthropic
         `tool_result` blocks and OpenAI `function_call_output` items)."""
-        seen: dict[str, Any] = {}
+        seen: dict[str | None, Any] = {}  # by call id
         for req in self.turn_requests:
             body = req.body if isinstance(req.body, dict) else {}
             for msg in body.get("messages") or []:

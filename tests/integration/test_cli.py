@@ -82,7 +82,7 @@ def test_doctor_fails_with_a_clear_line_for_a_broken_config(tmp_path: Path) -> N
 
 
 async def test_sessions_lists_while_a_console_owns_the_state_dir(tmp_path: Path) -> None:
-    from corral.supervisor.scripted import ScriptedDrafter, ScriptedEngine, ScriptedEngines, Write
+    from tests.fakes.scripted import ScriptedDrafter, ScriptedEngine, ScriptedEngines, Write
 
     home = tmp_path / "home"
     repo = init_repo(tmp_path / "repo")

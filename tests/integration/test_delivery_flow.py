@@ -13,9 +13,9 @@ import pytest
 from corral.supervisor.errors import CorralError
 from corral.supervisor.git.leases import LeaseState
 from corral.supervisor.models import ContractCheck, EventKind, OutcomeContract
-from corral.supervisor.scripted import Run, ScriptedDrafter, ScriptedEngine, Write, contract
 from corral.supervisor.states import CoderState as S
 from tests.conftest import SupervisorFactory, git, kinds_of
+from tests.fakes.scripted import Run, ScriptedDrafter, ScriptedEngine, Write, contract
 
 
 def commit_file(repo: Path, name: str, text: str) -> None:

@@ -26,7 +26,7 @@ from corral.supervisor.discuss import (
 from corral.supervisor.errors import CorralError
 from corral.supervisor.llm.base import Message, ModelError, ToolCall, Turn
 from corral.supervisor.llm.config import NO_MODEL
-from corral.supervisor.llm.scripted import ScriptedProvider
+from tests.fakes.scripted_llm import ScriptedProvider
 
 
 def call(name: str, cid: str = "c1", **arguments: object) -> ToolCall:

@@ -18,17 +18,6 @@ from corral.supervisor.errors import CorralError
 from corral.supervisor.events import read_journal
 from corral.supervisor.gates import GUIDANCE_SIZE, MAX_GUIDANCE_BYTES, NO_PENDING_REQUEST
 from corral.supervisor.models import CoderEvent, EventKind, SessionSummary
-from corral.supervisor.scripted import (
-    Ask,
-    Nominate,
-    Run,
-    Say,
-    ScriptedDrafter,
-    ScriptedEngine,
-    Wait,
-    Write,
-    contract,
-)
 from corral.supervisor.states import CoderState, FailureKind, NeedsYou, label
 from corral.supervisor.summaries import live_summary
 from tests.conftest import (
@@ -38,6 +27,17 @@ from tests.conftest import (
     git,
     hello_contract,
     kinds_of,
+)
+from tests.fakes.scripted import (
+    Ask,
+    Nominate,
+    Run,
+    Say,
+    ScriptedDrafter,
+    ScriptedEngine,
+    Wait,
+    Write,
+    contract,
 )
 
 S = CoderState

@@ -24,9 +24,9 @@ from corral.supervisor.engines.native import NativeEngine
 from corral.supervisor.errors import CorralError
 from corral.supervisor.llm.base import Message, ModelError, ToolCall, Turn, Usage
 from corral.supervisor.models import CheckResult, EventKind
-from corral.supervisor.scripted import contract
 from corral.supervisor.states import LoopFailure
 from tests.conftest import git, init_repo
+from tests.fakes.scripted import contract
 
 # --- a scripted model --------------------------------------------------------
 

@@ -19,11 +19,11 @@ from corral.supervisor.engines.registry import AgentEngines
 from corral.supervisor.errors import CorralError
 from corral.supervisor.llm.base import ToolCall, Turn
 from corral.supervisor.llm.openai_compat import OpenAICompatProvider
-from corral.supervisor.llm.scripted import ScriptedProvider
 from corral.supervisor.models import ContractCheck, EventKind, OutcomeContract
 from corral.supervisor.states import CoderState as S
 from tests.conftest import fast_config, git, init_repo
 from tests.fakes.llm_fakes import FakeCall, FakeOpenAIServer, Reply
+from tests.fakes.scripted_llm import ScriptedProvider
 
 BUGGY = "def add(a, b):\n    return a - b\n"
 TEST = "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"

@@ -1,4 +1,4 @@
-"""When finished sessions leave memory and disk (seed §5.10, tests group I)."""
+"""When finished sessions leave memory and disk."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from corral.supervisor.retention import (
     collectable_by_age,
     disk_gc_victims,
 )
-from corral.supervisor.scripted import ScriptedEngine, Wait
 from corral.supervisor.states import TERMINAL_STATES, CoderState
 from tests.conftest import Clock, SupervisorFactory
+from tests.fakes.scripted import ScriptedEngine, Wait
 
 S = CoderState
 NOW = 1_700_000_000.0

@@ -1,5 +1,5 @@
 """Durable state: the owner lock, read-only readers, refusing corrupt or newer
-databases without touching them, and what survives a restart (seed §5.9)."""
+databases without touching them, and what survives a restart."""
 
 from __future__ import annotations
 
@@ -16,10 +16,10 @@ import pytest
 from corral.supervisor.api import Supervisor
 from corral.supervisor.errors import CorralError, StateDirError
 from corral.supervisor.models import CoderSession
-from corral.supervisor.scripted import ScriptedDrafter, ScriptedEngine, ScriptedEngines, Wait, Write
 from corral.supervisor.states import CoderState, FailureKind, label
 from corral.supervisor.store import DB_NAME, LOCK_NAME, SCHEMA_VERSION, Store, read_lock_holder
 from tests.conftest import SupervisorFactory, fast_config, git, hello_contract
+from tests.fakes.scripted import ScriptedDrafter, ScriptedEngine, ScriptedEngines, Wait, Write
 
 S = CoderState
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -302,7 +302,7 @@ def test_a_process_that_died_mid_run_is_recovered_as_failed(tmp_path: Path, repo
         from corral.supervisor.api import Supervisor
         from corral.supervisor.config import SupervisorConfig
         from corral.supervisor.models import ContractCheck, OutcomeContract
-        from corral.supervisor.scripted import ScriptedDrafter, ScriptedEngine, ScriptedEngines, Wait
+        from tests.fakes.scripted import ScriptedDrafter, ScriptedEngine, ScriptedEngines, Wait
 
         async def main():
             contract = OutcomeContract(checks=[ContractCheck(name="hello",

@@ -19,7 +19,8 @@ from corral.supervisor.api import Supervisor
 from corral.supervisor.config import SupervisorConfig
 from corral.supervisor.engines.base import EngineOutcome, RunContext
 from corral.supervisor.models import ContractCheck, OutcomeContract
-from corral.supervisor.scripted import (
+from corral.supervisor.states import CoderState
+from tests.fakes.scripted import (
     ScriptedDrafter,
     ScriptedEngine,
     ScriptedEngines,
@@ -27,7 +28,6 @@ from corral.supervisor.scripted import (
     Wait,
     Write,
 )
-from corral.supervisor.states import CoderState
 
 SNAPSHOT_DIR = Path(__file__).resolve().parents[2] / "snapshots"
 pytest_textual_snapshot.SVGImageExtension.dirname = classmethod(  # type: ignore[method-assign]

@@ -9,12 +9,12 @@ from pathlib import Path
 from corral.supervisor.api import Supervisor
 from corral.supervisor.config import SupervisorConfig
 from corral.supervisor.models import CoderSession
-from corral.supervisor.scripted import ScriptedDrafter, ScriptedEngine, ScriptedEngines
 from corral.supervisor.states import CoderState
 from corral.supervisor.store import Store
 from corral.tui.app import CorralApp
 from corral.tui.screens.board import BoardScreen
 from corral.tui.screens.session import SessionScreen
+from tests.fakes.scripted import ScriptedDrafter, ScriptedEngine, ScriptedEngines
 
 from .conftest import FIXED_NOW, make_repo
 

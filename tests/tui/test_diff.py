@@ -9,16 +9,16 @@ from textual.widgets import DataTable
 
 from corral.supervisor.api import Supervisor
 from corral.supervisor.config import SupervisorConfig
-from corral.supervisor.scripted import (
+from corral.supervisor.states import CoderState
+from corral.tui.app import CorralApp
+from corral.tui.screens.diff import DiffScreen
+from tests.fakes.scripted import (
     ScriptedDrafter,
     ScriptedEngine,
     ScriptedEngines,
     Write,
     contract,
 )
-from corral.supervisor.states import CoderState
-from corral.tui.app import CorralApp
-from corral.tui.screens.diff import DiffScreen
 
 from .conftest import (
     FIXED_NOW,

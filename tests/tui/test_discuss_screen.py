@@ -7,11 +7,11 @@ from pathlib import Path
 
 from corral.supervisor.discuss import Discussions
 from corral.supervisor.llm.base import ToolCall, Turn
-from corral.supervisor.llm.scripted import ScriptedProvider
 from corral.supervisor.states import CoderState
 from corral.tui.app import CorralApp
 from corral.tui.screens.discuss import DiscussScreen
 from corral.tui.screens.new_session import NewSessionScreen
+from tests.fakes.scripted_llm import ScriptedProvider
 
 from .conftest import FIXED_NOW
 

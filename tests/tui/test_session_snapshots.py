@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from corral.supervisor.api import Supervisor
-from corral.supervisor.scripted import contract
 from corral.tui.app import CorralApp
+from tests.fakes.scripted import contract
 
 from .conftest import (
     FIXED_NOW,

@@ -22,11 +22,11 @@ from corral.supervisor.engines.registry import AgentEngines
 from corral.supervisor.models import EventKind
 from corral.supervisor.panes.manager import PaneManager
 from corral.supervisor.panes.tmux import TmuxBackend
-from corral.supervisor.scripted import ScriptedDrafter, contract
 from corral.supervisor.states import CoderState
 from corral.tui.app import CorralApp
 from corral.tui.screens.session import SessionScreen
 from corral.tui.widgets.terminal import TerminalView
+from tests.fakes.scripted import ScriptedDrafter, contract
 
 from .conftest import FIXED_NOW, make_repo, open_from_board
 

@@ -8,10 +8,10 @@ from pathlib import Path
 from corral.supervisor.api import Supervisor
 from corral.supervisor.config import SupervisorConfig
 from corral.supervisor.models import CoderSession
-from corral.supervisor.scripted import ScriptedDrafter, ScriptedEngine, ScriptedEngines
 from corral.supervisor.states import CoderState
 from corral.supervisor.store import Store
 from corral.tui.app import CorralApp
+from tests.fakes.scripted import ScriptedDrafter, ScriptedEngine, ScriptedEngines
 
 from .conftest import FIXED_NOW, make_repo
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from corral.supervisor.scripted import Write, contract
 from corral.tui.app import CorralApp
 from corral.tui.guard import log_to_file
 from corral.tui.screens.board import BoardScreen
+from tests.fakes.scripted import Write, contract
 
 from .conftest import FIXED_NOW, make_repo, scripted_supervisor, start_to_approval
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from corral.supervisor.errors import CorralError
-from corral.supervisor.scripted import ScriptedDrafter, contract
 from tests.conftest import SupervisorFactory
+from tests.fakes.scripted import ScriptedDrafter, contract
 
 
 async def test_remove_drops_a_check_and_rebaselines(

@@ -8,10 +8,10 @@ from pathlib import Path
 from corral.supervisor.api import Supervisor
 from corral.supervisor.engines.base import EngineOutcome, RunContext
 from corral.supervisor.models import EventKind
-from corral.supervisor.scripted import ScriptedDrafter, ScriptedEngine, Write
 from corral.supervisor.states import CoderState as S
 from corral.supervisor.states import LoopFailure
 from tests.conftest import fast_config, hello_contract, kinds_of
+from tests.fakes.scripted import ScriptedDrafter, ScriptedEngine, Write
 
 
 class Missing:

@@ -29,7 +29,6 @@ from corral.supervisor.llm.config import (
 )
 from corral.supervisor.llm.openai_compat import OpenAICompatProvider
 from corral.supervisor.llm.retry import RetryPolicy, iter_sse, parse_retry_after
-from corral.supervisor.llm.scripted import ScriptedProvider
 from tests.fakes.llm_fakes import (
     FakeAnthropicServer,
     FakeCall,
@@ -38,6 +37,7 @@ from tests.fakes.llm_fakes import (
     Status,
     refused_url,
 )
+from tests.fakes.scripted_llm import ScriptedProvider
 
 KEY = "sk-test-SECRET-0123456789abcdef"
 TOOLS = (

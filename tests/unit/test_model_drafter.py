@@ -31,12 +31,12 @@ from corral.supervisor.contracts.model_drafter import (
 from corral.supervisor.llm.base import ModelError, Turn
 from corral.supervisor.llm.config import LLMConfig
 from corral.supervisor.llm.openai_compat import OpenAICompatProvider
-from corral.supervisor.llm.scripted import ScriptedProvider
 from corral.supervisor.models import ContractCheck, OutcomeContract
 from corral.supervisor.states import CoderState as S
 from corral.supervisor.states import FailureKind
 from tests.conftest import SupervisorFactory, init_repo
 from tests.fakes.llm_fakes import FakeOpenAIServer, Reply, Status
+from tests.fakes.scripted_llm import ScriptedProvider
 
 # The venv's python3/pytest only: every other tool is "NOT available".
 VENV_BIN = str(Path(sys.executable).parent)

@@ -7,18 +7,18 @@ from pathlib import Path
 
 import pytest
 
-from corral.supervisor.policy import global_policy_path, invoked_by_chain, worktree_policy_files
-from corral.supervisor.policy_rules import (
-    PathEscape,
+from corral.supervisor.governance.chain import default_chain
+from corral.supervisor.governance.confinement import PathEscape, confine
+from corral.supervisor.governance.env_scrub import invoked_by_chain
+from corral.supervisor.governance.policy_files import (
     PolicyFileError,
-    ToolRequest,
-    confine,
-    default_chain,
+    global_policy_path,
     load_operator_policy,
-    normalize_argv,
     parse_policy_file,
-    split_commands,
+    worktree_policy_files,
 )
+from corral.supervisor.governance.shell_words import normalize_argv, split_commands
+from corral.supervisor.governance.tool_request import ToolRequest
 
 
 @pytest.fixture

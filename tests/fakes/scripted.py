@@ -1,5 +1,5 @@
-"""Scripted drafter and engine: the test seam (the seed's `Script`,
-`GatedScript`, `StallingScript`...) and the demo's stand-in agent.
+"""A scripted drafter and engine for tests: contracts and agent steps played
+in order, so a test decides exactly what the model "does" and when it parks.
 
 They do real work where it matters: the scripted engine writes real files in
 the real worktree, so the runtime's verification and the diff are genuine.
@@ -13,11 +13,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .contracts.drafting import DraftingError, DraftRequest, ReviseRequest
-from .engines.base import Engine, EngineOutcome, RunContext
-from .errors import CorralError
-from .models import EventKind, NoChangeFinding, OutcomeContract
-from .states import LoopFailure
+from corral.supervisor.contracts.checks import run_command
+from corral.supervisor.contracts.drafting import DraftingError, DraftRequest, ReviseRequest
+from corral.supervisor.engines.base import Engine, EngineOutcome, RunContext
+from corral.supervisor.errors import CorralError
+from corral.supervisor.models import ContractCheck, EventKind, NoChangeFinding, OutcomeContract
+from corral.supervisor.states import LoopFailure
 
 # --- drafter ---------------------------------------------------------------
 
@@ -153,8 +154,6 @@ class ScriptedEngine:
                     target.write_text(content, encoding="utf-8")
                     ctx.emit(EventKind.TOOL_CALL, {"tool": "write_file", "path": path})
                 case Run(command, timeout):
-                    from .contracts.checks import run_command
-
                     ctx.emit(EventKind.TOOL_CALL, {"tool": "shell", "command": command})
                     await run_command(command, ctx.worktree, timeout)
                 case Ask(prompt, options, write_to):
@@ -210,8 +209,6 @@ class ScriptedEngines:
 
 def contract(*checks: tuple[str, str], description: str = "", **kw: Any) -> OutcomeContract:
     """Shorthand: `contract(("tests", "pytest -q"), ...)`."""
-    from .models import ContractCheck
-
     return OutcomeContract(
         description=description,
         checks=[ContractCheck(name=n, command=c, **kw) for n, c in checks],

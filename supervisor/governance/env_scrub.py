@@ -48,31 +48,9 @@ def scrubbed_env(
     return env
 
 
-# --- the built-in engine's governance (see `policy_rules`) -------------------
-
-from pathlib import Path  # noqa: E402
-
-
 def invoked_by_chain(link: str, env: Mapping[str, str] | None = None) -> str:
     """The `CORRAL_INVOKED_BY` value for a child started on behalf of `link`
     (e.g. `engine:native`): the inherited chain, then `corral`, then `link`."""
     chain = (os.environ if env is None else env).get("CORRAL_INVOKED_BY", "")
     links = [part for part in chain.split(">") if part]
     return ">".join([*links, "corral", link])
-
-
-def global_policy_path(env: Mapping[str, str] | None = None) -> Path:
-    """The operator's global policy file: `$XDG_CONFIG_HOME/corral/policy.toml`
-    (default `~/.config/corral/policy.toml`)."""
-    env = os.environ if env is None else env
-    xdg = env.get("XDG_CONFIG_HOME", "").strip()
-    base = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".config"
-    return base / "corral" / "policy.toml"
-
-
-def worktree_policy_files(worktree: Path) -> list[Path]:
-    """The project's policy files: `<worktree>/.corral/policies/*.toml`, sorted."""
-    folder = worktree / ".corral" / "policies"
-    if not folder.is_dir():
-        return []
-    return sorted(p for p in folder.glob("*.toml") if p.is_file())

@@ -1,4 +1,4 @@
-"""A scripted `ModelProvider` for tests and the demo: canned turns in order.
+"""A scripted `ModelProvider` for tests: canned turns in order.
 
 Each step is a `Turn` (its text is streamed through `on_delta` in a few
 chunks), a `ModelError` (raised), or a callable `(messages, tools) -> Turn`
@@ -13,7 +13,7 @@ import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 
-from .base import Message, ModelError, ToolSpec, Turn
+from corral.supervisor.llm.base import Message, ModelError, ToolSpec, Turn
 
 Responder = Callable[[Sequence[Message], Sequence[ToolSpec]], Turn | Awaitable[Turn]]
 Step = Turn | ModelError | Responder
