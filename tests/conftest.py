@@ -142,7 +142,7 @@ async def make_supervisor(state_dir: Path) -> AsyncIterator[SupervisorFactory]:
 
 def events_of(sup: Supervisor, session_id: str) -> list[CoderEvent]:
     """The live replay buffer of a session."""
-    return sup._live[session_id].log.buffered()
+    return sup.registry.live(session_id).log.buffered()
 
 
 def kinds_of(sup: Supervisor, session_id: str) -> list[EventKind]:

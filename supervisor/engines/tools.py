@@ -27,10 +27,10 @@ from typing import Any
 
 from ..contracts.checks import run_command
 from ..errors import CorralError
-from ..gates import CLEARED, QuestionCleared
 from ..llm.base import ToolCall, ToolSpec
 from ..models import NoChangeFinding
 from ..policy_rules import InspectorChain, PathEscape, ToolRequest, confine, relative_name
+from ..session.questions import CLEARED, QuestionCleared
 
 MAX_READ_CHARS = 60_000
 MAX_READ_LINES = 2_000

@@ -15,8 +15,6 @@ import pytest
 from corral.supervisor.api import DRAFTING_CANCELLED, NOT_EXPRESSIBLE, Supervisor
 from corral.supervisor.contracts.drafting import DraftingError
 from corral.supervisor.errors import CorralError
-from corral.supervisor.events import read_journal
-from corral.supervisor.gates import GUIDANCE_SIZE, MAX_GUIDANCE_BYTES, NO_PENDING_REQUEST
 from corral.supervisor.models import CoderEvent, EventKind, SessionSummary
 from corral.supervisor.scripted import (
     Ask,
@@ -29,8 +27,14 @@ from corral.supervisor.scripted import (
     Write,
     contract,
 )
+from corral.supervisor.session.events import read_journal
+from corral.supervisor.session.questions import (
+    GUIDANCE_SIZE,
+    MAX_GUIDANCE_BYTES,
+    NO_PENDING_REQUEST,
+)
+from corral.supervisor.session.summaries import live_summary
 from corral.supervisor.states import CoderState, FailureKind, NeedsYou, label
-from corral.supervisor.summaries import live_summary
 from tests.conftest import (
     HELLO_CHECK,
     SupervisorFactory,
@@ -145,7 +149,7 @@ async def test_an_all_green_baseline_gets_exactly_one_reassessment(
     assert result.baseline_gates_nothing is True
     assert [r.passed for r in result.baseline] == [True]
     assert result.state is S.CONTRACT_PROPOSED
-    texts = [e.data.get("text", "") for e in sup._live[result.session_id].log.buffered()]
+    texts = [e.data.get("text", "") for e in sup.registry.live(result.session_id).log.buffered()]
     assert any("already pass before any edits" in t for t in texts)
     assert any("proves nothing yet" in t for t in texts)
     stored = sup.store.load_session(result.session_id)
@@ -164,7 +168,7 @@ async def test_an_improved_reassessment_replaces_the_weak_contract(
     assert result.contract is not None
     assert [c.command for c in result.contract.checks] == [HELLO_CHECK[1]]
     assert [r.passed for r in result.baseline] == [False]
-    texts = [e.data.get("text", "") for e in sup._live[result.session_id].log.buffered()]
+    texts = [e.data.get("text", "") for e in sup.registry.live(result.session_id).log.buffered()]
     assert any("now include a failing baseline" in t for t in texts)
 
 
@@ -235,7 +239,9 @@ async def test_drafting_auth_failure_fails_with_auth_required(
     assert row.needs_you is None
     assert row.error is not None and "sign-in" in row.error
     auth_events = [
-        e for e in sup._live[row.session_id].log.buffered() if e.kind is EventKind.AUTH_REQUIRED
+        e
+        for e in sup.registry.live(row.session_id).log.buffered()
+        if e.kind is EventKind.AUTH_REQUIRED
     ]
     assert len(auth_events) == 1 and auth_events[0].data["wait_secs"] == 0
     await asyncio.sleep(0)  # journal flush
@@ -340,7 +346,7 @@ async def test_confirm_run_approve_delivers_a_branch(
     for kind in (EventKind.TOOL_CALL, EventKind.CHECK_COMPLETED, EventKind.CONTRACT_EVALUATED):
         assert kind in kinds
     # DiffReady comes before the transition to needs_approval
-    states = [e for e in sup._live[sid].log.buffered() if e.kind is EventKind.STATE_CHANGED]
+    states = [e for e in sup.registry.live(sid).log.buffered() if e.kind is EventKind.STATE_CHANGED]
     assert [e.data["to"] for e in states][-1] == "needs_approval"
     assert kinds.index(EventKind.DIFF_READY) < max(
         i for i, k in enumerate(kinds) if k is EventKind.STATE_CHANGED
@@ -433,11 +439,11 @@ async def test_a_repair_round_gets_the_failing_checks(
     assert engine.contexts[0].failing_checks == []
     failing = engine.contexts[1].failing_checks
     assert [(r.name, r.passed) for r in failing] == [("hello", False)]
-    texts = [e.data.get("text", "") for e in sup._live[sid].log.buffered()]
+    texts = [e.data.get("text", "") for e in sup.registry.live(sid).log.buffered()]
     assert any("handing them back to the engine (repair 1 of 2)" in t for t in texts)
     evaluated = [
         e.data["passed"]
-        for e in sup._live[sid].log.buffered()
+        for e in sup.registry.live(sid).log.buffered()
         if e.kind is EventKind.CONTRACT_EVALUATED
     ]
     assert evaluated == [False, True]
@@ -472,7 +478,9 @@ async def test_a_nomination_parks_as_a_finding_and_needs_accept_finding(
     assert finding is not None
     assert finding.verification == "human_approved"
     assert finding.resolved_at is not None and finding.resolver_comment == "fine"
-    resolved = [e for e in sup._live[sid].log.buffered() if e.kind is EventKind.FINDING_RESOLVED]
+    resolved = [
+        e for e in sup.registry.live(sid).log.buffered() if e.kind is EventKind.FINDING_RESOLVED
+    ]
     assert [e.data["accepted"] for e in resolved] == [True]
     assert git(repo, "branch", "--list", "corral/*").strip() == ""
 
@@ -669,7 +677,7 @@ async def test_cancel_mid_run_stops_a_long_shell_step(
     session = sup.get(sid).session
     assert session.state is S.ABANDONED
     assert session.keep_workspace_on_cancel and session.execution_stopped
-    assert not sup._live[sid].task_running
+    assert not sup.registry.live(sid).task_running
     assert not (Path(result.worktree) / "hello.txt").exists()
     assert row_of(sup, sid).steering_available is False
 
@@ -745,7 +753,7 @@ async def test_an_ask_user_round_trip_through_respond(
     assert row.steering_available is False
     assert sup.question_options(sid) == ["hi", "hello"]
     requested = [
-        e for e in sup._live[sid].log.buffered() if e.kind is EventKind.USER_INPUT_REQUESTED
+        e for e in sup.registry.live(sid).log.buffered() if e.kind is EventKind.USER_INPUT_REQUESTED
     ]
     assert [e.data["prompt"] for e in requested] == ["What greeting?"]
     with pytest.raises(CorralError, match="Answer the task's pending question first"):
@@ -757,7 +765,7 @@ async def test_an_ask_user_round_trip_through_respond(
     assert row.question_prompt is None
     worktree = Path(sup.get(sid).session.worktree or "")
     assert (worktree / "hello.txt").read_text() == "hi"  # the answer reached the engine
-    texts = [e.data.get("text") for e in sup._live[sid].log.buffered()]
+    texts = [e.data.get("text") for e in sup.registry.live(sid).log.buffered()]
     assert "Operator answered: hi" in texts
 
 
@@ -787,7 +795,7 @@ async def test_an_expired_question_clears_the_gate_before_the_expired_event(
 
     collector = asyncio.create_task(collect())
     # what a board would build at the instant each event is appended
-    entry = sup._live[sid]
+    entry = sup.registry.live(sid)
     at_event: list[tuple[CoderEvent, SessionSummary]] = []
     observe = entry.log.observer
     assert observe is not None
@@ -842,7 +850,9 @@ async def test_steering_is_queued_while_running_and_refused_otherwise(
     assert sup.get(sid).session.steering_messages == ["Keep the public API"]
     stored = sup.store.load_session(sid)
     assert stored is not None and stored.steering_messages == ["Keep the public API"]
-    guidance = [e for e in sup._live[sid].log.buffered() if e.kind is EventKind.OPERATOR_GUIDANCE]
+    guidance = [
+        e for e in sup.registry.live(sid).log.buffered() if e.kind is EventKind.OPERATOR_GUIDANCE
+    ]
     assert [(e.data["text"], e.data["status"]) for e in guidance] == [
         ("Keep the public API", "queued")
     ]
@@ -850,7 +860,7 @@ async def test_steering_is_queued_while_running_and_refused_otherwise(
     release.set()
     row = await sup.wait_for(sid, needs=True, timeout=10)
     assert row.state is S.NEEDS_APPROVAL
-    texts = [e.data.get("text") for e in sup._live[sid].log.buffered()]
+    texts = [e.data.get("text") for e in sup.registry.live(sid).log.buffered()]
     assert "Taking guidance: Keep the public API" in texts
     assert "Operator guidance:\n- Keep the public API" in sup.get(sid).session.execution_intent()
 
@@ -884,7 +894,7 @@ async def test_a_check_edit_is_applied_verbatim_without_the_drafter(
     sup = await make_supervisor(drafter=drafter)
     sid = await proposed(sup, repo)
     calls = len(drafter.calls)
-    seq_before = sup._live[sid].log.next_seq
+    seq_before = sup.registry.live(sid).log.next_seq
 
     command = "test \"$(cat hello.txt)\" =  'hi'"
     result = await sup.revise(sid, f"/check hello {command}")
@@ -903,7 +913,7 @@ async def test_a_check_edit_is_applied_verbatim_without_the_drafter(
     session = sup.get(sid).session
     assert session.contract == result.contract
     assert any("Verification request accepted" in m for m in session.steering_messages)
-    new = [e for e in sup._live[sid].log.buffered() if e.seq >= seq_before]
+    new = [e for e in sup.registry.live(sid).log.buffered() if e.seq >= seq_before]
     proposals = [e for e in new if e.kind is EventKind.CONTRACT_PROPOSED]
     assert [e.data["revised"] for e in proposals] == [True, True]
     stored = sup.store.load_session(sid)
@@ -938,7 +948,9 @@ async def test_an_equivalent_redraft_is_a_soft_rejection(
     assert after.contract == before.contract and after.baseline == before.baseline
     assert after.steering_messages == before.steering_messages
     rejected = [
-        e for e in sup._live[sid].log.buffered() if e.kind is EventKind.CONTRACT_REVISION_REJECTED
+        e
+        for e in sup.registry.live(sid).log.buffered()
+        if e.kind is EventKind.CONTRACT_REVISION_REJECTED
     ]
     assert [e.data["request"] for e in rejected] == ["make it more robust somehow"]
     assert row_of(sup, sid).needs_you is NeedsYou.CONTRACT
@@ -1021,7 +1033,7 @@ async def test_subscribe_replays_the_history_then_streams_live(
     assert [e.seq for e in seen] == list(range(history[-1].seq + 1, seen[-1].seq + 1))
     assert EventKind.DIFF_READY in [e.kind for e in seen]
     sup.unsubscribe(sub)
-    assert sup._live[sid].log.subscriber_count == 0
+    assert sup.registry.live(sid).log.subscriber_count == 0
 
     # a cursor from the middle resumes exactly there
     result, again = sup.subscribe(sid, 3)
