@@ -143,7 +143,6 @@ class Supervisor:
         """Stop in-process work and release the state dir. Agents in tmux panes
         keep running and are re-adopted by the next owner; in-process runs are
         recorded as failed (their worktrees are kept)."""
-        self.registry.closing = True
         if self._gates is not None:
             await self._gates.janitor.stop()
         await self.registry.stop_sessions()

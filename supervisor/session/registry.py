@@ -151,6 +151,96 @@ class SessionRegistry:
         session.updated_at = self.clock()
         self._require_store().save_session(session)
 
+    # -- registering, persisting, announcing ---------------------------------------------
+
+    def register(self, session: CoderSession) -> LiveSession:
+        """Make a session live: its event log continues at its stored cursor, and
+        every event folds into its attention before any subscriber sees it."""
+        holder: list[LiveSession] = []
+        log = EventLog(
+            session.id,
+            cap=self.config.max_replay_events,
+            journal=Journal(self.journal_path(session.id)),
+            start_seq=session.event_cursor,
+            observer=lambda event: self._observe(holder[0], event),
+            backlog=self.config.subscriber_backlog,
+            clock=self.clock,
+        )
+        live = LiveSession(session=session, log=log)
+        holder.append(live)
+        self._live[session.id] = live
+        self._stored[session.id] = session
+        return live
+
+    def persist(self, live: LiveSession) -> None:
+        live.session.event_cursor = live.log.next_seq
+        self._require_store().save_session(live.session)
+
+    def emit(self, live: LiveSession, kind: EventKind, data: dict[str, Any] | None = None) -> None:
+        live.log.append(kind, data)
+
+    def transition(self, live: LiveSession, dst: CoderState) -> None:
+        """Persist, then announce, then stop a finished session's agent pane."""
+        session = live.session
+        src = session.state
+        if not can_transition(src, dst):
+            raise IllegalTransition(src, dst)
+        before = session.updated_at
+        session.state = dst
+        session.updated_at = max(self.clock(), before)
+        try:
+            self.persist(live)
+        except Exception:
+            session.state = src
+            session.updated_at = before
+            raise
+        self.emit(live, EventKind.STATE_CHANGED, {"from": src.value, "to": dst.value})
+        if dst.is_terminal and self.panes is not None and self.panes.record(session.id):
+            self.spawn_background(self.panes.kill(session.id))
+
+    def notify(self, session_id: str) -> None:
+        """Push a fresh board row for a change that emits no event."""
+        self.board.notify(session_id)
+
+    def note_agent_status(self, session_id: str, reading: StatusReading) -> None:
+        """The pane manager's reading of what the agent is doing."""
+        live = self._live.get(session_id)
+        if live is None:
+            return
+        live.agent_status = reading
+        question = reading.question
+        self.emit(
+            live,
+            EventKind.AGENT_STATUS,
+            {
+                "status": reading.status.value,
+                "reason": reading.reason,
+                "source": reading.source,
+                "question": question.prompt if question else None,
+            },
+        )
+        self.board.notify(session_id)
+
+    def _observe(self, live: LiveSession, event: CoderEvent) -> None:
+        if live.attention.observe(event):
+            self.board.notify(live.id)
+
+    # -- tasks ----------------------------------------------------------------------------
+
+    def spawn(self, live: LiveSession, coro: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
+        """A supervisor-owned task for one session: a caller that goes away never
+        cancels it; cancel and close do."""
+        task = asyncio.get_running_loop().create_task(coro)
+        live.ops.add(task)
+        task.add_done_callback(live.ops.discard)
+        task.add_done_callback(_retrieve)
+        return task
+
+    def spawn_background(self, coro: Coroutine[Any, Any, object]) -> None:
+        """Housekeeping no caller waits for (stopping a pane, removing worktrees)."""
+        task = asyncio.get_running_loop().create_task(coro)
+        task.add_done_callback(_retrieve)
+
     # -- looking sessions up -------------------------------------------------------------
 
     def get_live(self, session_id: str) -> LiveSession | None:
@@ -278,96 +368,6 @@ class SessionRegistry:
 
     def journal_path(self, session_id: str) -> Path:
         return self.state_dir / "journals" / f"{session_id}.events.jsonl"
-
-    # -- registering, persisting, announcing ---------------------------------------------
-
-    def register(self, session: CoderSession) -> LiveSession:
-        """Make a session live: its event log continues at its stored cursor, and
-        every event folds into its attention before any subscriber sees it."""
-        holder: list[LiveSession] = []
-        log = EventLog(
-            session.id,
-            cap=self.config.max_replay_events,
-            journal=Journal(self.journal_path(session.id)),
-            start_seq=session.event_cursor,
-            observer=lambda event: self._observe(holder[0], event),
-            backlog=self.config.subscriber_backlog,
-            clock=self.clock,
-        )
-        live = LiveSession(session=session, log=log)
-        holder.append(live)
-        self._live[session.id] = live
-        self._stored[session.id] = session
-        return live
-
-    def persist(self, live: LiveSession) -> None:
-        live.session.event_cursor = live.log.next_seq
-        self._require_store().save_session(live.session)
-
-    def emit(self, live: LiveSession, kind: EventKind, data: dict[str, Any] | None = None) -> None:
-        live.log.append(kind, data)
-
-    def transition(self, live: LiveSession, dst: CoderState) -> None:
-        """Persist, then announce, then stop a finished session's agent pane."""
-        session = live.session
-        src = session.state
-        if not can_transition(src, dst):
-            raise IllegalTransition(src, dst)
-        before = session.updated_at
-        session.state = dst
-        session.updated_at = max(self.clock(), before)
-        try:
-            self.persist(live)
-        except Exception:
-            session.state = src
-            session.updated_at = before
-            raise
-        self.emit(live, EventKind.STATE_CHANGED, {"from": src.value, "to": dst.value})
-        if dst.is_terminal and self.panes is not None and self.panes.record(session.id):
-            self.spawn_background(self.panes.kill(session.id))
-
-    def notify(self, session_id: str) -> None:
-        """Push a fresh board row for a change that emits no event."""
-        self.board.notify(session_id)
-
-    def note_agent_status(self, session_id: str, reading: StatusReading) -> None:
-        """The pane manager's reading of what the agent is doing."""
-        live = self._live.get(session_id)
-        if live is None:
-            return
-        live.agent_status = reading
-        question = reading.question
-        self.emit(
-            live,
-            EventKind.AGENT_STATUS,
-            {
-                "status": reading.status.value,
-                "reason": reading.reason,
-                "source": reading.source,
-                "question": question.prompt if question else None,
-            },
-        )
-        self.board.notify(session_id)
-
-    def _observe(self, live: LiveSession, event: CoderEvent) -> None:
-        if live.attention.observe(event):
-            self.board.notify(live.id)
-
-    # -- tasks ----------------------------------------------------------------------------
-
-    def spawn(self, live: LiveSession, coro: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
-        """A supervisor-owned task for one session: a caller that goes away never
-        cancels it; cancel and close do."""
-        task = asyncio.get_running_loop().create_task(coro)
-        live.ops.add(task)
-        task.add_done_callback(live.ops.discard)
-        task.add_done_callback(_retrieve)
-        return task
-
-    def spawn_background(self, coro: Coroutine[Any, Any, object]) -> None:
-        """Housekeeping no caller waits for (stopping a pane, removing worktrees)."""
-        task = asyncio.get_running_loop().create_task(coro)
-        task.add_done_callback(_retrieve)
 
     # -- leaving memory and disk ------------------------------------------------------------
 

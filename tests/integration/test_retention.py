@@ -1,4 +1,6 @@
-"""When finished sessions leave memory and disk (seed §5.10, tests group I)."""
+"""When finished sessions leave memory and disk: memory after the retention
+window, disk beyond the newest sessions or past the age limit, never while a
+session is unfinished, live, unstored or still running a task."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
-"""The board feed: `watch`, coalesced summary pushes, shedding (seed §6.1.5).
+"""The board feed: `watch`, coalesced summary pushes, and shedding a board
+that stops reading.
 
 The first tests wire real `EventLog`s, attention folds and `BoardFeed` exactly
-as the supervisor does (the seed's `replay_test_entry`); the rest go through
-the `Supervisor` facade.
+as the session registry does; the rest go through the `Supervisor` facade.
 """
 
 from __future__ import annotations

@@ -1,4 +1,6 @@
-"""The per-session event log: replay buffer, subscribers and journal (seed §6.1)."""
+"""The per-session event log: replay buffer, subscribers and journal; seqs
+never rewind, subscribe replays and registers atomically, and a slow reader is
+dropped rather than stalling the producer."""
 
 from __future__ import annotations
 
