@@ -1,158 +1,288 @@
-"""`Supervisor`: the one public facade over sessions.
+"""`Supervisor`: the one public facade, everything a client may do.
 
-start → (draft) → contract_proposed ⇄ revise → confirm → running → runtime
-verification → needs_approval → approve | reject, with cancel at any point.
+A session flows top-down through the services it composes:
+
+    session registry → contract gate → run loop → verifier → approval gate
+
+(`session/registry.py`, then `gates/contract.py`, `gates/run_loop.py`,
+`gates/verifier.py`, `gates/approval.py`; `gates/__init__.py` says who hands
+what to whom). The facade builds them and delegates; it decides nothing.
 
 Long work (drafting, baselines, engines, git) runs on supervisor-owned asyncio
 tasks, so a caller that goes away (a closed screen) never cancels it. Errors
-are `CorralError` carrying the seed's sentences. The behaviour lives in
-`core` (registry, persistence, lifecycle), `contract_gate` (gate 1),
-`run_loop` (engine + runtime verification) and `approval` (gate 2, cancel).
+are `CorralError` carrying the sentence the operator reads.
+
+The console and the command line import only this module, `models`, `states`
+and `errors`; the other names exported here are the ones they need.
 """
 
 from __future__ import annotations
 
 import asyncio
+import builtins
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
-from .approval import Approval, commit_message
-from .board import Watcher
-from .contract_gate import DRAFTING_CANCELLED, NOT_EXPRESSIBLE, ContractGate
-from .core import EngineRegistry, SupervisorCore, new_session_id
+from .config import SupervisorConfig, load_config
+from .contracts.drafting import ContractDrafter
+from .engines.base import EngineRegistry
 from .errors import CorralError
-from .events import Subscription
-from .git.delivery import task_patch
-from .git.patches import FilePatch, parse_patch
+from .gates.approval import ApprovalGate, commit_message
+from .gates.contract import DRAFTING_CANCELLED, NOT_EXPRESSIBLE, ContractGate
+from .gates.recovery import Recovery
+from .gates.run_loop import RunLoop, UserInputExpired
+from .gates.verifier import Verifier
+from .git.patches import FilePatch, Selection
 from .models import (
+    ApproveResult,
+    CancelResult,
+    CheckResult,
+    CoderEvent,
+    OutcomeContract,
+    ReviseResult,
     SessionDetail,
     SessionSummary,
+    StartResult,
     SubscribeResult,
 )
 from .panes.base import Screen
-from .run_loop import RunLoop, UserInputExpired
-from .states import (
-    CoderState,
-)
-from .summaries import live_summary
+from .panes.manager import PaneManager
+from .paths import default_state_dir
+from .session.board import BoardFeed, WatchDropped, Watcher
+from .session.events import Subscription, SubscriptionClosed, SubscriptionDropped
+from .session.janitor import Janitor
+from .session.registry import SessionRegistry, new_session_id
+from .session.summaries import stored_summary
+from .states import CoderState, needs_you_label
+from .store import DB_NAME, Store
+from .workspaces import Workspaces
+
+log = logging.getLogger("corral.supervisor")
 
 
-class Supervisor(ContractGate, RunLoop, Approval, SupervisorCore):
-    def list(self) -> list[SessionSummary]:
-        rows = [self._summary_for(sid) for sid in self._snapshots]
-        return sorted((r for r in rows if r), key=lambda r: r.updated_at, reverse=True)
+@dataclass(frozen=True)
+class _Gates:
+    """The services that work on the state dir, built when it is opened."""
 
-    def get(self, session_id: str) -> SessionDetail:
-        entry = self._live.get(session_id)
-        if entry is None:
-            stored = self._snapshots.get(session_id)
-            if stored is None:
-                raise CorralError(f"no corral session '{session_id}'")
-            return SessionDetail(
-                session=stored,
-                live=False,
-                next_seq=None,
-                steering_available=False,
-                question_prompt=None,
-                needs_you=None,
-                needs_you_label=None,
-            )
-        row = live_summary(entry)
-        return SessionDetail(
-            session=entry.session,
-            live=True,
-            next_seq=entry.log.next_seq,
-            steering_available=row.steering_available,
-            question_prompt=row.question_prompt,
-            needs_you=row.needs_you,
-            needs_you_label=row.needs_you_label,
+    contract: ContractGate
+    run_loop: RunLoop
+    approval: ApprovalGate
+    recovery: Recovery
+    janitor: Janitor
+
+
+class Supervisor:
+    def __init__(
+        self,
+        state_dir: Path | None = None,
+        *,
+        drafter: ContractDrafter,
+        engines: EngineRegistry,
+        config: SupervisorConfig | None = None,
+        clock: Callable[[], float] = time.time,
+        panes: PaneManager | None = None,
+        id_factory: Callable[[], str] = new_session_id,
+    ) -> None:
+        self.state_dir = Path(state_dir) if state_dir else default_state_dir()
+        self.config = config or load_config()
+        self.drafter = drafter
+        self.engines = engines
+        self.clock = clock
+        self.panes = panes
+        self.id_factory = id_factory
+        self.registry = SessionRegistry(
+            self.state_dir, config=self.config, clock=clock, panes=panes
+        )
+        self.workspaces: Workspaces | None = None
+        self.broken_rows: builtins.list[str] = []  # stored rows that do not parse
+        self.stray_panes: builtins.list[str] = []  # our panes no session claims
+        self._gates: _Gates | None = None
+
+    # -- owning the state dir ------------------------------------------------------------
+
+    async def open(self) -> None:
+        """Take ownership of the state dir, build the gates on it, and bring
+        back what the last owner left (see `gates.recovery`)."""
+        sessions, self.broken_rows = self.registry.open()
+        workspaces = self.workspaces = Workspaces(self.state_dir, self.state_dir / DB_NAME)
+        try:
+            await asyncio.to_thread(workspaces.reconcile)
+        except CorralError as exc:  # a vanished repo must not keep the console shut
+            log.warning("worktree reconciliation: %s", exc)
+        gates = self._gates = self._compose(workspaces)
+        self.stray_panes = await gates.recovery.recover(sessions)
+        gates.janitor.start()
+
+    def _compose(self, workspaces: Workspaces) -> _Gates:
+        """Build the services bottom-up, so each receives the one it hands on to."""
+        registry, config = self.registry, self.config
+        verifier = Verifier(registry, workspaces, config)
+        approval = ApprovalGate(registry, verifier, workspaces)
+        run_loop = RunLoop(
+            registry, verifier, approval, engines=self.engines, workspaces=workspaces, config=config
+        )
+        janitor = Janitor(registry, workspaces, config)
+        contract = ContractGate(
+            registry,
+            verifier,
+            run_loop,
+            drafter=self.drafter,
+            engines=self.engines,
+            workspaces=workspaces,
+            config=config,
+            id_factory=self.id_factory,
+            before_start=janitor.sweep,
+        )
+        recovery = Recovery(registry, verifier, run_loop, self.panes)
+        return _Gates(contract, run_loop, approval, recovery, janitor)
+
+    async def close(self) -> None:
+        """Stop in-process work and release the state dir. Agents in tmux panes
+        keep running and are re-adopted by the next owner; in-process runs are
+        recorded as failed (their worktrees are kept)."""
+        if self._gates is not None:
+            await self._gates.janitor.stop()
+        await self.registry.stop_sessions()
+        if self.panes is not None:
+            await self.panes.stop()
+        if self.workspaces is not None:
+            self.workspaces.close()
+            self.workspaces = None
+        self.registry.release()
+
+    async def __aenter__(self) -> Supervisor:
+        await self.open()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    @property
+    def store(self) -> Store | None:
+        """The open database (None unless the state dir is owned)."""
+        return self.registry.store
+
+    @property
+    def board(self) -> BoardFeed:
+        return self.registry.board
+
+    def _open_gates(self) -> _Gates:
+        if self._gates is None:
+            raise CorralError("the supervisor is not open: call open() first")
+        return self._gates
+
+    # -- gate 1: the contract ------------------------------------------------------------
+
+    async def start(
+        self,
+        intent: str,
+        repo: Path | str,
+        *,
+        engine: str = "auto",
+        base: str | None = None,
+        max_iterations: int | None = None,
+        constraints: builtins.list[str] | None = None,
+        discussion_id: str | None = None,
+        wait: bool = True,
+        contract: OutcomeContract | None = None,
+    ) -> StartResult:
+        """Register a session and draft its contract (see `ContractGate.start`)."""
+        return await self._open_gates().contract.start(
+            intent,
+            repo,
+            engine=engine,
+            base=base,
+            max_iterations=max_iterations,
+            constraints=constraints,
+            discussion_id=discussion_id,
+            wait=wait,
+            contract=contract,
         )
 
-    def agent_screen(self, session_id: str) -> Screen | None:
-        """The agent pane's last captured screen (in memory; no tmux call)."""
-        return None if self.panes is None else self.panes.screen(session_id)
+    async def revise(self, session_id: str, request: str) -> ReviseResult:
+        return await self._open_gates().contract.revise(session_id, request)
 
-    def agent_screen_version(self, session_id: str) -> int:
-        record = None if self.panes is None else self.panes.record(session_id)
-        return -1 if record is None else record.version
+    async def confirm(
+        self, session_id: str, contract: OutcomeContract | None = None
+    ) -> dict[str, str]:
+        return await self._open_gates().contract.confirm(session_id, contract)
 
-    def attach_argv(self, session_id: str) -> list[str] | None:
-        """A command that attaches a real terminal to the agent's pane."""
-        record = None if self.panes is None else self.panes.record(session_id)
-        return None if record is None else self.panes.backend.attach_argv(record.handle)  # type: ignore[union-attr]
+    # -- the run -------------------------------------------------------------------------
 
-    async def agent_scrollback(self, session_id: str, lines: int = 2000) -> list[str]:
-        """The agent pane's history plus screen (ANSI kept), oldest first."""
-        if self.panes is None or self.panes.record(session_id) is None:
-            return []
-        return await self.panes.scrollback(session_id, lines)
+    async def respond(self, session_id: str, text: str, *, steer: bool = False) -> dict[str, bool]:
+        return await self._open_gates().run_loop.respond(session_id, text, steer=steer)
 
-    async def resize_agent(self, session_id: str, width: int, height: int) -> None:
-        """Resize the agent's pane (owner-checked), e.g. to fit the console's view."""
-        record = None if self.panes is None else self.panes.record(session_id)
-        if record is not None:
-            await asyncio.to_thread(self.panes.backend.resize, record.handle, width, height)  # type: ignore[union-attr]
+    def question_options(self, session_id: str) -> builtins.list[str]:
+        return self._open_gates().run_loop.question_options(session_id)
 
-    async def send_keys_to_agent(self, session_id: str, keys: list[str]) -> None:
-        """Keystrokes from the console's terminal view (owner-checked)."""
-        if self.panes is None or self.panes.record(session_id) is None:
-            raise CorralError(f"{session_id[-8:]} has no live agent pane")
-        await self.panes.send_keys(session_id, keys)
+    # -- gate 2: approval, and cancel ------------------------------------------------------
 
-    async def review_files(self, session_id: str) -> list[FilePatch]:
-        """The verified change as files and hunks, for partial approval
-        (read from the worktree, not from the size-capped event)."""
-        entry = self._live.get(session_id)
-        if entry is None:
-            raise CorralError(self._not_live_approve(session_id))
-        s = entry.session
-        if s.state is not CoderState.NEEDS_APPROVAL or not s.worktree or not s.start_commit:
-            raise CorralError(f"{session_id[-8:]} has no diff waiting for approval")
-        patch = await asyncio.to_thread(task_patch, Path(s.worktree), s.start_commit)
-        return parse_patch(patch)
+    async def review_files(self, session_id: str) -> builtins.list[FilePatch]:
+        return await self._open_gates().approval.review_files(session_id)
 
-    def engine_choices(self) -> list[tuple[str, str]]:
-        """Engines a new session can use here (for the new-session form)."""
-        available = getattr(self.engines, "available", None)
-        return available() if available else [("auto", "auto")]
+    async def reverify(self, session_id: str) -> builtins.list[CheckResult]:
+        return await self._open_gates().approval.reverify(session_id)
 
-    def question_options(self, session_id: str) -> list[str]:
-        entry = self._live.get(session_id)
-        return list(entry.gate.options) if entry and entry.gate.is_pending else []
+    async def approve(
+        self,
+        session_id: str,
+        *,
+        approve: bool = True,
+        accept_finding: bool = False,
+        delivery: str | None = None,
+        comment: str | None = None,
+        selection: Selection | None = None,
+        override_red: bool = False,
+        discard_rest: bool = False,
+    ) -> ApproveResult:
+        """Deliver, accept a finding, or reject (see `ApprovalGate.approve`)."""
+        return await self._open_gates().approval.approve(
+            session_id,
+            approve=approve,
+            accept_finding=accept_finding,
+            delivery=delivery,
+            comment=comment,
+            selection=selection,
+            override_red=override_red,
+            discard_rest=discard_rest,
+        )
 
-    def watch(self) -> tuple[list[SessionSummary], Watcher]:
-        """The whole board and a registration for changes, atomically."""
-        watcher = self.board.register()
-        return self.list(), watcher
+    async def cancel(self, session_id: str) -> CancelResult:
+        return await self._open_gates().approval.cancel(session_id)
 
-    def unwatch(self, watcher: Watcher) -> bool:
-        return self.board.unregister(watcher)
+    # -- reading sessions ------------------------------------------------------------------
+
+    def get(self, session_id: str) -> SessionDetail:
+        return self.registry.detail(session_id)
+
+    def is_live(self, session_id: str) -> bool:
+        return self.registry.is_live(session_id)
+
+    def needs_you_of(self, session_id: str) -> str | None:
+        row = self.registry.summary(session_id)
+        return None if row is None or row.needs_you is None else needs_you_label(row.needs_you)
+
+    def journal_path(self, session_id: str) -> Path:
+        return self.registry.journal_path(session_id)
 
     def subscribe(
         self, session_id: str, from_seq: int = 0
-    ) -> tuple[SubscribeResult, Subscription | None]:
-        entry = self._live.get(session_id)
-        if entry is None:
-            stored = self._snapshots.get(session_id)
-            if stored is None:
-                raise CorralError(f"no corral session '{session_id}'")
-            return SubscribeResult(
-                state=stored.state,
-                events_replayed=0,
-                events_skipped=0,
-                live=False,
-                replay_available=False,
-            ), None
-        sub, replayed, skipped = entry.log.subscribe(from_seq)
-        return SubscribeResult(
-            state=entry.session.state,
-            events_replayed=replayed,
-            events_skipped=skipped,
-            live=True,
-            replay_available=True,
-        ), sub
+    ) -> tuple[SubscribeResult, Subscription[CoderEvent] | None]:
+        return self.registry.subscribe(session_id, from_seq)
 
-    def unsubscribe(self, sub: Subscription) -> None:
+    def unsubscribe(self, sub: Subscription[CoderEvent]) -> None:
         sub.close()
+
+    def watch(self) -> tuple[builtins.list[SessionSummary], Watcher]:
+        """The whole board and a registration for changes, atomically."""
+        watcher = self.board.register()
+        return self.registry.summaries(), watcher
+
+    def unwatch(self, watcher: Watcher) -> bool:
+        return self.board.unregister(watcher)
 
     async def wait_for(
         self,
@@ -164,34 +294,67 @@ class Supervisor(ContractGate, RunLoop, Approval, SupervisorCore):
     ) -> SessionSummary:
         """Wait until a session reaches one of `states` (or, with `needs`, needs
         the operator, or is terminal). For scripts and tests."""
+        return await self.registry.wait_for(session_id, states, needs=needs, timeout=timeout)
 
-        def done(row: SessionSummary | None) -> bool:
-            if row is None:
-                return False
-            if states and row.state in states:
-                return True
-            return needs and (row.needs_you is not None or row.state.is_terminal)
+    # -- the agent's pane ------------------------------------------------------------------
 
-        watcher = self.board.register()
-        try:
-            row = self._summary_for(session_id)
-            async with asyncio.timeout(timeout):
-                while not done(row):
-                    for changed in await watcher.get():
-                        if changed.session_id == session_id:
-                            row = changed
-            assert row is not None
-            return row
-        finally:
-            self.board.unregister(watcher)
+    def agent_screen(self, session_id: str) -> Screen | None:
+        """The agent pane's last captured screen (in memory; no tmux call)."""
+        return None if self.panes is None else self.panes.screen(session_id)
+
+    def agent_screen_version(self, session_id: str) -> int:
+        record = None if self.panes is None else self.panes.record(session_id)
+        return -1 if record is None else record.version
+
+    def attach_argv(self, session_id: str) -> builtins.list[str] | None:
+        """A command that attaches a real terminal to the agent's pane."""
+        if self.panes is None or (record := self.panes.record(session_id)) is None:
+            return None
+        return self.panes.backend.attach_argv(record.handle)
+
+    async def agent_scrollback(self, session_id: str, lines: int = 2000) -> builtins.list[str]:
+        """The agent pane's history plus screen (ANSI kept), oldest first."""
+        if self.panes is None or self.panes.record(session_id) is None:
+            return []
+        return await self.panes.scrollback(session_id, lines)
+
+    async def resize_agent(self, session_id: str, width: int, height: int) -> None:
+        """Resize the agent's pane (owner-checked), e.g. to fit the console's view."""
+        if self.panes is None or (record := self.panes.record(session_id)) is None:
+            return
+        await asyncio.to_thread(self.panes.backend.resize, record.handle, width, height)
+
+    async def send_keys_to_agent(self, session_id: str, keys: builtins.list[str]) -> None:
+        """Keystrokes from the console's terminal view (owner-checked)."""
+        if self.panes is None or self.panes.record(session_id) is None:
+            raise CorralError(f"{session_id[-8:]} has no live agent pane")
+        await self.panes.send_keys(session_id, keys)
+
+    def engine_choices(self) -> builtins.list[tuple[str, str]]:
+        """Engines a new session can use here (for the new-session form)."""
+        available = getattr(self.engines, "available", None)
+        return available() if available else [("auto", "auto")]
+
+    # Last: `list` shadows the builtin for everything below it in the class.
+    def list(self) -> builtins.list[SessionSummary]:
+        """Every session, live or stored, most recently updated first."""
+        return self.registry.summaries()
 
 
 __all__ = [
     "DRAFTING_CANCELLED",
     "NOT_EXPRESSIBLE",
     "EngineRegistry",
+    "FilePatch",
+    "Screen",
+    "Subscription",
+    "SubscriptionClosed",
+    "SubscriptionDropped",
     "Supervisor",
     "UserInputExpired",
+    "WatchDropped",
+    "Watcher",
     "commit_message",
     "new_session_id",
+    "stored_summary",
 ]

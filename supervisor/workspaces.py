@@ -134,6 +134,16 @@ class Workspaces:
             and lease.retain_until <= now
         ]
 
+    def discard_expired_rejections(self, now: float) -> list[str]:
+        """Remove the worktrees of rejected sessions once their day is up (each
+        only when git's listing still matches its lease); returns the paths."""
+        removed: list[str] = []
+        for lease in self.expired_rejections(now):
+            ok, _why = self.remove(lease.path)
+            if ok:
+                removed.append(lease.path)
+        return removed
+
     def unknown_worktrees(self) -> list[str]:
         """Worktrees under our state dir that git lists but no lease knows."""
         known = {lease.path for lease in self.leases() if lease.state is not LeaseState.REMOVED}

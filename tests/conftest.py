@@ -20,7 +20,8 @@ import pytest
 from corral.supervisor.api import Supervisor
 from corral.supervisor.config import SupervisorConfig
 from corral.supervisor.contracts.drafting import ContractDrafter
-from corral.supervisor.models import CoderEvent, EventKind, OutcomeContract
+from corral.supervisor.models import CoderEvent, EventKind, OutcomeContract, SessionSummary
+from corral.supervisor.states import CoderState
 from tests.fakes.scripted import (
     ScriptedDrafter,
     ScriptedEngine,
@@ -142,7 +143,24 @@ async def make_supervisor(state_dir: Path) -> AsyncIterator[SupervisorFactory]:
 
 def events_of(sup: Supervisor, session_id: str) -> list[CoderEvent]:
     """The live replay buffer of a session."""
-    return sup._live[session_id].log.buffered()
+    return sup.registry.live(session_id).log.buffered()
+
+
+def row_of(sup: Supervisor, sid: str) -> SessionSummary:
+    return next(r for r in sup.list() if r.session_id == sid)
+
+
+async def proposed(sup: Supervisor, repo: Path, intent: str = "say hi") -> str:
+    """Start a session and return its id once its contract is proposed."""
+    result = await sup.start(intent, repo)
+    assert result.state is CoderState.CONTRACT_PROPOSED
+    return result.session_id
+
+
+async def run_to_gate(sup: Supervisor, sid: str) -> SessionSummary:
+    """Confirm, then wait until the session needs the operator (or ended)."""
+    assert await sup.confirm(sid) == {"state": "running"}
+    return await sup.wait_for(sid, needs=True, timeout=10)
 
 
 def kinds_of(sup: Supervisor, session_id: str) -> list[EventKind]:

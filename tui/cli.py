@@ -17,11 +17,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from corral.supervisor.api import stored_summary
 from corral.supervisor.config import load_config
 from corral.supervisor.errors import CorralError
 from corral.supervisor.paths import config_path, default_state_dir
 from corral.supervisor.store import Store, read_lock_holder
-from corral.supervisor.summaries import stored_summary
 
 AGENT_CLIS = ("claude", "codex", "gemini", "aider", "opencode")
 MIN_TMUX = (3, 2)

@@ -16,11 +16,10 @@ import re
 import sys
 from pathlib import Path
 
-from corral.supervisor.api import Supervisor
+from corral.supervisor.api import Subscription, Supervisor
 from corral.supervisor.contracts.drafting import ContractDrafter, FixedDrafter
 from corral.supervisor.contracts.files import load_contract
 from corral.supervisor.errors import CorralError
-from corral.supervisor.events import Subscription
 from corral.supervisor.factory import build_supervisor, default_drafter
 from corral.supervisor.models import CoderEvent
 from corral.supervisor.paths import default_state_dir

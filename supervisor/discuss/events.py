@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..events import Subscription, SubscriptionDropped
+from ..session.events import Subscription, SubscriptionDropped
 from .common import (
     DISCUSS_EVENT_BUFFER_MAX,
     DISCUSS_SUBSCRIBER_QUEUE,
@@ -40,7 +40,7 @@ class DiscussEvent:
 
 # One reader's bounded mailbox is the same mechanism as a session's event
 # subscription: no gap, no duplicate, dropped (and told so) when it falls behind.
-DiscussSubscription = Subscription
+DiscussSubscription = Subscription[DiscussEvent]
 DiscussSubscriptionDropped = SubscriptionDropped
 
 
@@ -62,17 +62,17 @@ class EventStream:
         self.next_seq += 1
         self.buffer.append(event)
         for sub in list(self._subs):
-            if not sub._offer(event):
+            if not sub.offer(event):
                 self.unsubscribe(sub)
         return event
 
     def subscribe(self, from_seq: int = 0) -> DiscussSubscription:
         """Replay buffered events with `seq >= from_seq` (inclusive), then
         everything new, exactly once and in order."""
-        sub = DiscussSubscription(self, DISCUSS_SUBSCRIBER_QUEUE)  # type: ignore[arg-type]
+        sub = DiscussSubscription(self, DISCUSS_SUBSCRIBER_QUEUE)
         for event in self.buffer:
             if event.seq >= from_seq:
-                sub._offer(event)
+                sub.offer(event)
         self._subs.append(sub)
         return sub
 

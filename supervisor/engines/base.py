@@ -53,5 +53,16 @@ class Engine(Protocol):
     async def run(self, ctx: RunContext) -> EngineOutcome: ...
 
 
+class EngineRegistry(Protocol):
+    """What a supervisor needs from its engines: resolve a request (`auto`, an
+    agent's name) to an engine label and the reason for it, and create the
+    engine for a label. A registry may also offer `native()` (the fallback)
+    and `available()` (the choices for a new session)."""
+
+    def resolve(self, requested: str) -> tuple[str, str]: ...
+
+    def create(self, label: str) -> Engine: ...
+
+
 EngineFactory = Callable[[str], Engine]
 """Maps the resolved engine label (`native`, `external:claude`, ...) to an engine."""

@@ -71,7 +71,7 @@ async def settle(sup: Supervisor, sid: str, states: set, timeout: float):  # typ
     except TimeoutError:
         screen = sup.agent_screen(sid)
         text = "\n".join(line for line in (screen.lines if screen else []) if line.strip())
-        events = [(e.kind.value, e.data) for e in sup._live[sid].log.buffered()][-15:]
+        events = [(e.kind.value, e.data) for e in sup.registry.live(sid).log.buffered()][-15:]
         raise AssertionError(f"timed out; agent screen:\n{text}\nevents: {events}") from None
 
 

@@ -62,7 +62,7 @@ async def test_a_dirty_checkout_is_the_starting_point_and_never_ships_on_a_branc
     session = sup.get(sid).session
     assert session.inputs_snapshot is not None  # the task saw the WIP (check sees_wip passed)
     assert "private snapshot" in " ".join(
-        str(e.data.get("text", "")) for e in sup._live[sid].log.buffered()
+        str(e.data.get("text", "")) for e in sup.registry.live(sid).log.buffered()
     )
     result = await sup.approve(sid)
     assert git(repo, "status", "--porcelain") == status  # checkout untouched
@@ -142,7 +142,9 @@ async def test_partial_approval_delivers_exactly_one_hunk_of_three(
     # the unapproved rest is kept in the worktree
     assert (Path(session.worktree or "") / "extra.txt").exists()
     assert lease_state(sup, session.worktree) is LeaseState.RETAINED
-    evaluated = [e for e in sup._live[sid].log.buffered() if e.kind is EventKind.CONTRACT_EVALUATED]
+    evaluated = [
+        e for e in sup.registry.live(sid).log.buffered() if e.kind is EventKind.CONTRACT_EVALUATED
+    ]
     assert evaluated[-1].data["scope"] == "approved subset"
 
 

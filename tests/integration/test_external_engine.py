@@ -74,7 +74,9 @@ async def test_a_question_is_answered_through_the_api_and_the_run_reaches_review
         kinds = kinds_of(sup, sid)
         assert EventKind.AGENT_STATUS in kinds and EventKind.CONTRACT_EVALUATED in kinds
         evaluated = [
-            e for e in sup._live[sid].log.buffered() if e.kind is EventKind.CONTRACT_EVALUATED
+            e
+            for e in sup.registry.live(sid).log.buffered()
+            if e.kind is EventKind.CONTRACT_EVALUATED
         ]
         assert evaluated[-1].data["by"] == "runtime" and evaluated[-1].data["passed"]
         session = sup.get(sid).session
@@ -102,7 +104,7 @@ async def test_red_checks_go_back_to_the_agent_then_fail_after_the_repair_budget
         assert row.failure_kind == "error"
         assert "contract not satisfied" in (row.error or "")
         screen = sup.agent_screen(sid)
-        texts = [str(e.data.get("text", "")) for e in sup._live[sid].log.buffered()]
+        texts = [str(e.data.get("text", "")) for e in sup.registry.live(sid).log.buffered()]
         assert any("handing them back to the engine" in t for t in texts)
         assert screen is None or isinstance(screen.lines, list)
     finally:
@@ -158,7 +160,7 @@ async def test_a_crashed_agent_is_restarted_once_then_fails_loudly(
                 await sup.wait_for(sid, needs=True, timeout=30)
         row = await sup.wait_for(sid, {S.FAILED}, timeout=30)
         assert "external agent 'demo' failed" in (row.error or "")
-        texts = [str(e.data.get("text", "")) for e in sup._live[sid].log.buffered()]
+        texts = [str(e.data.get("text", "")) for e in sup.registry.live(sid).log.buffered()]
         assert any("transient retry" in t for t in texts)
     finally:
         await sup.close()
@@ -183,7 +185,7 @@ async def test_panes_outlive_the_supervisor_and_are_readopted(
         await second.respond(sid, "1")
         row = await second.wait_for(sid, {S.NEEDS_APPROVAL, S.FAILED}, timeout=30)
         assert row.state is S.NEEDS_APPROVAL, row.error
-        texts = [str(e.data.get("text", "")) for e in second._live[sid].log.buffered()]
+        texts = [str(e.data.get("text", "")) for e in second.registry.live(sid).log.buffered()]
         assert any("re-adopted" in t for t in texts)
     finally:
         await second.close()

@@ -1,4 +1,6 @@
-"""When finished sessions leave memory and disk."""
+"""When finished sessions leave memory and disk: memory after the retention
+window, disk beyond the newest sessions or past the age limit, never while a
+session is unfinished, live, unstored or still running a task."""
 
 from __future__ import annotations
 
@@ -8,12 +10,12 @@ from pathlib import Path
 import pytest
 
 from corral.supervisor.models import CoderSession
-from corral.supervisor.retention import (
+from corral.supervisor.states import TERMINAL_STATES, CoderState
+from corral.supervisor.store.retention import (
     FINISHED_SESSION_RETENTION_SECS,
     collectable_by_age,
     disk_gc_victims,
 )
-from corral.supervisor.states import TERMINAL_STATES, CoderState
 from tests.conftest import Clock, SupervisorFactory
 from tests.fakes.scripted import ScriptedEngine, Wait
 
@@ -125,7 +127,7 @@ async def test_a_finished_session_with_a_running_task_is_never_pruned(
     sup = await make_supervisor(clock=clock, engine=ScriptedEngine([[Wait(hold)]]))
     sid = (await sup.start("first", repo)).session_id
     await sup.confirm(sid)
-    entry = sup._live[sid]
+    entry = sup.registry.live(sid)
     # a terminal snapshot whose task has not ended yet (e.g. mid-teardown)
     entry.session.state = S.FAILED
     sup.store.save_session(entry.session)  # type: ignore[union-attr]
@@ -181,7 +183,7 @@ async def test_the_disk_sweep_forgets_stale_sessions_but_not_live_ones(
     make_supervisor: SupervisorFactory, repo: Path
 ) -> None:
     clock = Clock(NOW)
-    sup = await make_supervisor(clock=clock)
+    sup = await make_supervisor(clock=clock, disk_gc_interval_secs=0)  # a disk sweep every start
     old = (await sup.start("first", repo)).session_id
     await sup.cancel(old)
     waiting = (await sup.start("second", repo)).session_id  # live, unfinished
@@ -190,12 +192,26 @@ async def test_the_disk_sweep_forgets_stale_sessions_but_not_live_ones(
     assert journal.exists()
 
     # a month later the next start prunes `old` from memory, then the disk sweep
-    # (at most once per interval) forgets it; the live session is untouched
+    # forgets it; the live session is untouched
     clock.advance(31 * DAY)
-    sup._last_disk_gc = None
     third = (await sup.start("third", repo)).session_id
     assert not sup.is_live(old)
     assert {r.session_id for r in sup.list()} == {waiting, third}
     assert sup.store is not None and sup.store.load_session(old) is None
     assert sup.store.load_session(waiting) is not None
     assert not journal.exists()
+
+
+async def test_the_disk_sweep_runs_at_most_once_per_interval(
+    make_supervisor: SupervisorFactory, repo: Path
+) -> None:
+    clock = Clock(NOW)
+    sup = await make_supervisor(clock=clock)  # the default interval: an hour of real time
+    old = (await sup.start("first", repo)).session_id  # this start swept the disk
+    await sup.cancel(old)
+
+    clock.advance(31 * DAY)
+    await sup.start("second", repo)
+    assert not sup.is_live(old), "leaving memory is not rate-limited"
+    assert sup.store is not None and sup.store.load_session(old) is not None
+    assert old in {r.session_id for r in sup.list()}

@@ -193,5 +193,5 @@ async def test_a_contract_file_in_the_form_and_a_reject_comment(
         await pilot.press(*"not like this", "enter")
         row = await sup.wait_for(sid, {CoderState.ABANDONED}, timeout=10)
         assert row.state is CoderState.ABANDONED
-        texts = [str(e.data.get("text", "")) for e in sup._live[sid].log.buffered()]
+        texts = [str(e.data.get("text", "")) for e in sup.registry.live(sid).log.buffered()]
         assert "Rejected: not like this" in texts

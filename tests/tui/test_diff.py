@@ -70,7 +70,7 @@ async def test_unticking_a_hunk_delivers_only_the_ticked_ones(tmp_path: Path) ->
         await pilot.pause(0.1)
         assert screen.ticked == {"long.txt": {1, 2}}
         await pilot.press("a")
-        sid = next(iter(sup._live))
+        sid = sup.list()[0].session_id
         row = await sup.wait_for(sid, {CoderState.MERGED}, timeout=20)
     branch = row.result_branch or ""
     delivered = git(repo, "show", f"{branch}:long.txt").splitlines()
@@ -178,6 +178,6 @@ async def test_reject_from_the_diff_asks_for_a_comment_and_escape_keeps_reviewin
         await pilot.press(*"too broad", "enter")
         row = await sup.wait_for(sid, {CoderState.ABANDONED}, timeout=10)
         assert not isinstance(app.screen, DiffScreen)
-        texts = [str(e.data.get("text", "")) for e in sup._live[sid].log.buffered()]
+        texts = [str(e.data.get("text", "")) for e in sup.registry.live(sid).log.buffered()]
     assert row.state is CoderState.ABANDONED
     assert "Rejected: too broad" in texts

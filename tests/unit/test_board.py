@@ -1,8 +1,8 @@
-"""The board feed: `watch`, coalesced summary pushes, shedding (seed §6.1.5).
+"""The board feed: `watch`, coalesced summary pushes, and shedding a board
+that stops reading.
 
 The first tests wire real `EventLog`s, attention folds and `BoardFeed` exactly
-as the supervisor does (the seed's `replay_test_entry`); the rest go through
-the `Supervisor` facade.
+as the session registry does; the rest go through the `Supervisor` facade.
 """
 
 from __future__ import annotations
@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from corral.supervisor.board import BoardFeed, WatchDropped
-from corral.supervisor.entry import SessionEntry
-from corral.supervisor.events import EventLog
 from corral.supervisor.models import CoderEvent, CoderSession, EventKind, SessionSummary
+from corral.supervisor.session.board import BoardFeed, WatchDropped
+from corral.supervisor.session.events import EventLog
+from corral.supervisor.session.live import LiveSession
+from corral.supervisor.session.summaries import live_summary, stored_summary
 from corral.supervisor.states import CoderState, NeedsYou
-from corral.supervisor.summaries import live_summary, stored_summary
 from tests.conftest import SupervisorFactory, eventually
 
 
@@ -26,22 +26,22 @@ class Board:
     """Hand-built live entries feeding one `BoardFeed`."""
 
     def __init__(self, shed_secs: float = 10.0) -> None:
-        self.entries: dict[str, SessionEntry] = {}
+        self.entries: dict[str, LiveSession] = {}
         self.feed = BoardFeed(self.build, shed_secs=shed_secs)
 
     def build(self, session_id: str) -> SessionSummary | None:
         entry = self.entries.get(session_id)
         return live_summary(entry) if entry else None
 
-    def add(self, session_id: str, state: CoderState = CoderState.RUNNING) -> SessionEntry:
+    def add(self, session_id: str, state: CoderState = CoderState.RUNNING) -> LiveSession:
         session = CoderSession(id=session_id, repo="/r", intent="do it", state=state)
-        holder: list[SessionEntry] = []
+        holder: list[LiveSession] = []
 
         def observe(event: CoderEvent) -> None:
             if holder[0].attention.observe(event):
                 self.feed.notify(session_id)
 
-        entry = SessionEntry(session=session, log=EventLog(session_id, observer=observe))
+        entry = LiveSession(session=session, log=EventLog(session_id, observer=observe))
         holder.append(entry)
         self.entries[session_id] = entry
         return entry
@@ -269,12 +269,12 @@ async def test_supervisor_pushes_skip_narration(
     started = await sup.start("say hi", repo)
     sid = started.session_id
     _, watcher = sup.watch()
-    entry = sup._live[sid]
-    sup._emit(entry, EventKind.PLAN_TEXT, {"text": "narration"})
-    sup._emit(entry, EventKind.TOOL_CALL, {"tool": "read_file"})
+    entry = sup.registry.live(sid)
+    sup.registry.emit(entry, EventKind.PLAN_TEXT, {"text": "narration"})
+    sup.registry.emit(entry, EventKind.TOOL_CALL, {"tool": "read_file"})
     await settle()
     assert watcher.get_nowait() == []
-    sup._emit(entry, EventKind.ITERATION_STARTED, {"n": 3, "max": 8})
+    sup.registry.emit(entry, EventKind.ITERATION_STARTED, {"n": 3, "max": 8})
     await settle()
     [row] = watcher.get_nowait()
     assert row.iterations == 3
@@ -311,7 +311,9 @@ async def test_summaries_have_every_key_and_keep_nulls(
         assert key in wire and wire[key] is None, key
 
     # a stored (not live) row has the same keys, with the live-only ones null
-    stored = json.loads(stored_summary(sup._live[started.session_id].session).model_dump_json())
+    stored = json.loads(
+        stored_summary(sup.registry.live(started.session_id).session).model_dump_json()
+    )
     assert set(stored) == set(wire)
     assert stored["live"] is False
     assert stored["needs_you"] is None and stored["needs_you_label"] is None

@@ -1,4 +1,6 @@
-"""The per-session event log: replay buffer, subscribers and journal (seed §6.1)."""
+"""The per-session event log: replay buffer, subscribers and journal; seqs
+never rewind, subscribe replays and registers atomically, and a slow reader is
+dropped rather than stalling the producer."""
 
 from __future__ import annotations
 
@@ -11,7 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from corral.supervisor.events import (
+from corral.supervisor.models import CoderEvent, EventKind
+from corral.supervisor.session.events import (
     EventLog,
     Journal,
     Subscription,
@@ -19,7 +22,6 @@ from corral.supervisor.events import (
     SubscriptionDropped,
     read_journal,
 )
-from corral.supervisor.models import CoderEvent, EventKind
 
 DEFAULT_CAP = 2000  # SupervisorConfig.max_replay_events
 
@@ -316,7 +318,7 @@ def test_every_live_subscriber_sees_each_event_exactly_once_in_order(
 
 
 def test_appended_events_are_ordinary_coder_events() -> None:
-    from corral.supervisor import events
+    from corral.supervisor.session import events
 
     assert events._fast_construct_ok()  # the fast constructor is in use here
     log = EventLog("s", clock=lambda: 5.0)

@@ -17,7 +17,7 @@ from textual.containers import Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
-from corral.supervisor.board import WatchDropped
+from corral.supervisor.api import WatchDropped
 from corral.supervisor.errors import CorralError
 from corral.supervisor.models import SessionSummary
 

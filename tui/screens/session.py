@@ -14,7 +14,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, RichLog, Static
 
-from corral.supervisor.events import SubscriptionClosed, SubscriptionDropped
+from corral.supervisor.api import SubscriptionClosed, SubscriptionDropped
 from corral.supervisor.models import CoderEvent, EventKind
 
 from ..event_text import clip, describe

@@ -8,7 +8,7 @@ import contextlib
 from typing import Any
 
 from ...errors import CorralError
-from ...gates import CLEARED, QuestionCleared
+from ...session.questions import CLEARED, QuestionCleared
 from .results import ToolError, ToolResult, clip
 from .state import ToolState, text_arg
 

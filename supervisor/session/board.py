@@ -4,8 +4,8 @@ Only attention-changing events mark a session dirty. One drain per event-loop
 pass builds each dirty session's summary once and hands it to every watcher.
 A watcher's mailbox holds at most one summary per session (the newest), so a
 slow board costs memory bounded by the number of sessions; a board that has not
-read anything for `shed_secs` while updates wait is dropped and told to resync
-(the analog of the seed's 10 s write deadline).
+read anything for `shed_secs` while updates wait is dropped and told to
+resync, so one stalled board never holds the others back.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import itertools
 import time
 from collections.abc import Callable
 
-from .models import SessionSummary
+from ..models import SessionSummary
 
 
 class WatchDropped(Exception):

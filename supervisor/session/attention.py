@@ -1,4 +1,4 @@
-"""Attention folded from a session's events (seed 000 L156-254).
+"""Attention folded from a session's events.
 
 `observe` says whether the board should get a fresh summary. Narration (plan
 text, tool calls, per-check progress) never does; anything that changes what
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .models import CoderEvent, EventKind
-from .states import ApprovalKind
+from ..models import CoderEvent, EventKind
+from ..states import ApprovalKind
 
 FANS_OUT: frozenset[EventKind] = frozenset(
     {

@@ -1,29 +1,30 @@
-"""The live registry row of one session: its snapshot plus everything only a
-running supervisor has (event log, attention, question gate, steering, tasks)."""
+"""One session while this process runs it: the stored snapshot plus what only
+a running supervisor has (event log, attention, pending question, steering,
+workspace, tasks)."""
 
 from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
 
+from ..git.workspace import GitWorkspace
+from ..models import CoderSession
+from ..status import StatusReading
 from .attention import AttentionState
 from .events import EventLog
-from .gates import QuestionGate, SteeringQueue
-from .git.workspace import GitWorkspace
-from .models import CoderSession
-from .status import StatusReading
+from .questions import PendingQuestion, SteeringQueue
 
 
 @dataclass(eq=False)
-class SessionEntry:
+class LiveSession:
     session: CoderSession
     log: EventLog
     attention: AttentionState = field(default_factory=AttentionState)
-    gate: QuestionGate = field(default_factory=QuestionGate)
+    question: PendingQuestion = field(default_factory=PendingQuestion)
     steering: SteeringQueue = field(default_factory=SteeringQueue)
     workspace: GitWorkspace | None = None
-    task: asyncio.Task[None] | None = None
-    ops: set[asyncio.Task[object]] = field(default_factory=set)
+    task: asyncio.Task[None] | None = None  # the run loop, while it runs
+    ops: set[asyncio.Task[object]] = field(default_factory=set)  # drafting, revisions, clean-up
     cancel_requested: bool = False
     agent_status: StatusReading | None = None
 

@@ -1,6 +1,6 @@
 """Per-session sequenced event log: replay buffer, subscribers, JSONL journal.
 
-Invariants (seed 000 §6.1):
+Invariants:
 - `seq` is monotonic per session; `next_seq` is set right after the push and
   never rewinds, even when the buffer drops its head.
 - `subscribe(from_seq)` replays and registers with no await in between, so a
@@ -20,11 +20,11 @@ import time
 from collections import deque
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar
 
 from pydantic_core import to_json
 
-from .models import CoderEvent, EventKind
+from ..models import CoderEvent, EventKind
 
 _new = object.__new__
 _setattr = object.__setattr__
@@ -86,6 +86,20 @@ if not _fast_construct_ok():  # a pydantic whose internals differ: take the slow
     _construct_event = _model_construct_event
 
 
+class Sequenced(Protocol):
+    """What a subscription hands out: anything with a `seq`."""
+
+    @property
+    def seq(self) -> int: ...
+
+
+E = TypeVar("E", bound=Sequenced)
+
+
+class _Source(Protocol):
+    def unsubscribe(self, sub: Any) -> None: ...
+
+
 class SubscriptionDropped(Exception):
     """The subscriber fell behind and was dropped: resubscribe from its cursor."""
 
@@ -94,13 +108,14 @@ class SubscriptionClosed(Exception):
     """The subscription was closed (unsubscribed, or the session left memory)."""
 
 
-class Subscription:
-    """A bounded mailbox of events for one reader. Iterate it with `async for`."""
+class Subscription(Generic[E]):
+    """A bounded mailbox of events for one reader. Iterate it with `async for`.
+    Session events and discussion events share it."""
 
     __slots__ = ("_items", "_limit", "_log", "_waiter", "closed", "dropped", "last_seq")
 
-    def __init__(self, log: EventLog | None, limit: int) -> None:
-        self._items: deque[CoderEvent] = deque()
+    def __init__(self, log: _Source | None, limit: int) -> None:
+        self._items: deque[E] = deque()
         self._limit = limit
         self._log = log
         self._waiter: asyncio.Future[None] | None = None
@@ -108,7 +123,8 @@ class Subscription:
         self.closed = False
         self.last_seq = -1  # the last seq handed to the reader
 
-    def _offer(self, event: CoderEvent) -> bool:
+    def offer(self, event: E) -> bool:
+        """Queue one event; False (and the reader told to resync) when full."""
         if len(self._items) >= self._limit:
             self.dropped = True
             self._wake()
@@ -125,7 +141,7 @@ class Subscription:
     def pending(self) -> int:
         return len(self._items)
 
-    def get_nowait(self) -> list[CoderEvent]:
+    def get_nowait(self) -> list[E]:
         """Everything queued now (possibly empty)."""
         items = list(self._items)
         self._items.clear()
@@ -133,7 +149,7 @@ class Subscription:
             self.last_seq = items[-1].seq
         return items
 
-    async def get(self) -> CoderEvent:
+    async def get(self) -> E:
         while not self._items:
             if self.dropped:
                 raise SubscriptionDropped(
@@ -151,10 +167,10 @@ class Subscription:
         self.last_seq = event.seq
         return event
 
-    def __aiter__(self) -> Subscription:
+    def __aiter__(self) -> Subscription[E]:
         return self
 
-    async def __anext__(self) -> CoderEvent:
+    async def __anext__(self) -> E:
         if self._items:  # fast path: no wait, no extra coroutine
             event = self._items.popleft()
             self.last_seq = event.seq
@@ -253,7 +269,7 @@ class EventLog:
         self.backlog = backlog
         self.clock = clock
         self._buffer: deque[CoderEvent] = deque()
-        self._subscribers: list[Subscription] = []
+        self._subscribers: list[Subscription[CoderEvent]] = []
 
     def append(self, kind: EventKind, data: dict[str, Any] | None = None) -> CoderEvent:
         event = _construct_event(self.session_id, self.next_seq, self.clock(), kind, data or {})
@@ -266,9 +282,9 @@ class EventLog:
             self.journal.write(event)
         if self.observer is not None:
             self.observer(event)
-        dropped: list[Subscription] | None = None
+        dropped: list[Subscription[CoderEvent]] | None = None
         for sub in self._subscribers:
-            # `sub._offer(event)`, inlined: this runs once per subscriber per event
+            # `sub.offer(event)`, inlined: this runs once per subscriber per event
             items = sub._items
             if len(items) < sub._limit:
                 items.append(event)
@@ -294,7 +310,7 @@ class EventLog:
     def buffered(self) -> list[CoderEvent]:
         return list(self._buffer)
 
-    def subscribe(self, from_seq: int = 0) -> tuple[Subscription, int, int]:
+    def subscribe(self, from_seq: int = 0) -> tuple[Subscription[CoderEvent], int, int]:
         """Replay `seq >= from_seq` and register, atomically.
 
         Returns the subscription, how many events were replayed, and how many
@@ -303,12 +319,12 @@ class EventLog:
         from_seq = max(0, from_seq)
         skipped = max(0, self.first_buffered_seq - from_seq)
         replay = [e for e in self._buffer if e.seq >= from_seq]
-        sub = Subscription(self, self.backlog + len(replay))
+        sub: Subscription[CoderEvent] = Subscription(self, self.backlog + len(replay))
         sub._items.extend(replay)  # within its limit by construction; nobody waits yet
         self._subscribers.append(sub)
         return sub, len(replay), skipped
 
-    def unsubscribe(self, sub: Subscription) -> None:
+    def unsubscribe(self, sub: Subscription[CoderEvent]) -> None:
         if sub in self._subscribers:
             self._subscribers.remove(sub)
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import os
 
-from .entry import SessionEntry
-from .models import CoderSession, SessionSummary
-from .states import CoderState, FailureKind, label, needs_you, needs_you_label
+from ..models import CoderSession, SessionSummary
+from ..states import CoderState, FailureKind, label, needs_you, needs_you_label
+from .live import LiveSession
 
 
 def _worktree_if_present(session: CoderSession) -> str | None:
@@ -53,10 +53,10 @@ def stored_summary(session: CoderSession) -> SessionSummary:
     )
 
 
-def live_summary(entry: SessionEntry) -> SessionSummary:
-    session = entry.session
-    attention = entry.attention
-    question = entry.gate.is_pending
+def live_summary(live: LiveSession) -> SessionSummary:
+    session = live.session
+    attention = live.attention
+    question = live.question.is_pending
     need = needs_you(
         session.state,
         live=True,
@@ -71,12 +71,12 @@ def live_summary(entry: SessionEntry) -> SessionSummary:
             "iterations": max(session.iterations, attention.iteration),
             "needs_you": need,
             "needs_you_label": needs_you_label(need),
-            "steering_available": entry.steering.is_open and not question,
-            "question_prompt": entry.gate.prompt if question else None,
+            "steering_available": live.steering.is_open and not question,
+            "question_prompt": live.question.prompt if question else None,
             "auth_message": attention.auth_message,
             "auth_wait_secs": attention.auth_wait_secs,
-            "next_seq": entry.log.next_seq,
-            "agent_status": entry.agent_status.status.value if entry.agent_status else None,
-            "agent_reason": entry.agent_status.reason if entry.agent_status else None,
+            "next_seq": live.log.next_seq,
+            "agent_status": live.agent_status.status.value if live.agent_status else None,
+            "agent_reason": live.agent_status.reason if live.agent_status else None,
         }
     )

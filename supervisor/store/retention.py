@@ -1,8 +1,11 @@
-"""When finished sessions leave memory and disk (seed 000 §5.10)."""
+"""When finished sessions leave memory and disk: a terminal session leaves
+memory once it has been finished for the retention window, and the store once
+it is beyond the newest `max_sessions` or older than `max_age_days`. An
+unfinished or live session is never collected."""
 
 from __future__ import annotations
 
-from .models import CoderSession
+from ..models import CoderSession
 
 FINISHED_SESSION_RETENTION_SECS = 1800.0
 

@@ -1,15 +1,15 @@
-"""The question gate (`ask_user`) and the steering queue of one session.
+"""The pending question (`ask_user`) and the steering queue of one session.
 
-The gate is armed before `user_input_requested` is emitted and cleared before
-`user_input_expired`, so a board never reads "running" for a session that is
-waiting, nor "question" after the window closed (seed 000 §3.3, §5.11).
+The question is armed before `user_input_requested` is emitted and cleared
+before `user_input_expired`, so a board never reads "running" for a session
+that is waiting, nor "question" after the window closed.
 """
 
 from __future__ import annotations
 
 import asyncio
 
-from .errors import CorralError
+from ..errors import CorralError
 
 MAX_GUIDANCE_BYTES = 16 * 1024
 MAX_GUIDANCE_MESSAGES = 64
@@ -29,7 +29,9 @@ class QuestionCleared(Exception):
     """The question was withdrawn (cancel) before an answer arrived."""
 
 
-class QuestionGate:
+class PendingQuestion:
+    """At most one question waiting for the operator, and the future its asker awaits."""
+
     def __init__(self) -> None:
         self.prompt: str | None = None
         self.options: list[str] = []

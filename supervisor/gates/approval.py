@@ -1,0 +1,455 @@
+"""Gate 2: the operator decides on a verified result. A diff is approved
+(delivered whole or in part, to a new branch or to the checkout's working
+files) or rejected; a no-change finding is accepted or rejected. Cancel, at
+any point of a session's life, also ends here.
+
+Delivery uses exactly the tree that was verified: a worktree that changed
+since verification delivers nothing until it is re-verified, and an approved
+part is re-verified on its own before it is delivered.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from pathlib import Path
+
+from ..errors import CorralError
+from ..git.delivery import (
+    apply_to_checkout,
+    changed_paths,
+    commit_patch,
+    create_branch,
+    task_patch,
+    touched_paths,
+)
+from ..git.patches import FilePatch, Selection, build_patch, parse_patch, validate_selection
+from ..git.repo import head_commit
+from ..git.run import git
+from ..models import (
+    ApproveResult,
+    CancelResult,
+    CheckResult,
+    CoderSession,
+    EventKind,
+    NoChangeFinding,
+)
+from ..session.live import LiveSession
+from ..session.registry import SessionRegistry
+from ..states import (
+    ApprovalKind,
+    CoderState,
+    already_happened,
+    label,
+    short_id,
+)
+from ..workspaces import Workspaces
+from .verifier import Verifier
+
+S = CoderState
+log = logging.getLogger("corral.supervisor")
+
+CHANGED_AFTER = (
+    "the worktree of {name} changed after verification, so nothing was delivered: what you "
+    "would approve is not what was verified. Re-verify it (v), or reject"
+)
+NOT_FROM_CHECKOUT = (
+    "this task does not start from your checkout's current revision (it names its own base, "
+    "or the checkout was dirty in a way corral could not capture), so its changes cannot be "
+    "applied there. Publish a branch instead"
+)
+
+
+class ApprovalGate:
+    def __init__(
+        self, registry: SessionRegistry, verifier: Verifier, workspaces: Workspaces
+    ) -> None:
+        self._registry = registry
+        self._verifier = verifier
+        self._workspaces = workspaces
+
+    # -- a verified result arrives from the run loop --------------------------------------
+
+    async def present_diff(self, live: LiveSession) -> None:
+        """Announce the verified change and wait for the operator. Raises
+        `CorralError` (and changes nothing) when the diff cannot be produced."""
+        await self._announce_diff(live)
+        self._registry.transition(live, S.NEEDS_APPROVAL)
+
+    def present_finding(self, live: LiveSession, finding: NoChangeFinding) -> None:
+        """Announce a no-change finding and wait for the operator."""
+        live.session.no_change_finding = finding
+        self._registry.emit(
+            live, EventKind.FINDING_PROPOSED, {"finding": finding.model_dump(mode="json")}
+        )
+        self._registry.transition(live, S.NEEDS_APPROVAL)
+
+    async def _announce_diff(self, live: LiveSession) -> None:
+        """Describe the worktree's change and record its review identity: the
+        exact tree the operator will approve."""
+        s = live.session
+        ws = live.workspace
+        assert ws is not None and s.start_commit is not None
+        diff = await asyncio.to_thread(ws.diff, s.start_commit)
+        s.review_tree = await self._verifier.snapshot(s)
+        s.diff = diff
+        self._registry.persist(live)
+        self._registry.emit(
+            live,
+            EventKind.DIFF_READY,
+            {
+                "stat": diff.stat,
+                "patch": diff.patch,
+                "patch_truncated": diff.patch_truncated,
+                "patch_full_bytes": diff.patch_full_bytes,
+                "changed_paths": len(diff.files),
+                "files": [f.model_dump(mode="json") for f in diff.files],
+            },
+        )
+
+    # -- the operator looks, re-verifies, decides ------------------------------------------
+
+    async def review_files(self, session_id: str) -> list[FilePatch]:
+        """The verified change as files and hunks, for partial approval
+        (read from the worktree, not from the size-capped event)."""
+        live = self._waiting(session_id)
+        s = live.session
+        if s.state is not S.NEEDS_APPROVAL or not s.worktree or not s.start_commit:
+            raise CorralError(f"{session_id[-8:]} has no diff waiting for approval")
+        patch = await asyncio.to_thread(task_patch, Path(s.worktree), s.start_commit)
+        return parse_patch(patch)
+
+    async def reverify(self, session_id: str) -> list[CheckResult]:
+        """Re-run the contract on the worktree as it is now; when green, the
+        current tree becomes the reviewed one (a new diff is announced)."""
+        live = self._waiting(session_id)
+        s = live.session
+        if s.state is not S.NEEDS_APPROVAL or s.no_change_finding is not None:
+            raise CorralError(already_happened(s.id, s.state, S.NEEDS_APPROVAL, "re-verify"))
+        results = await self._verifier.verify(live)
+        if not all(r.passed for r in results):
+            failing = ", ".join(r.name for r in results if not r.passed)
+            raise CorralError(
+                f"re-verification failed ({failing}); nothing was delivered. Fix the worktree "
+                "and re-verify, or reject"
+            )
+        await self._announce_diff(live)
+        return results
+
+    async def approve(
+        self,
+        session_id: str,
+        *,
+        approve: bool = True,
+        accept_finding: bool = False,
+        delivery: str | None = None,
+        comment: str | None = None,
+        selection: Selection | None = None,
+        override_red: bool = False,
+        discard_rest: bool = False,
+    ) -> ApproveResult:
+        """Deliver the verified diff (to a new branch `corral/<id>` or to the
+        checkout's working files), accept a finding, or reject.
+
+        `selection` approves part of the diff (path → hunk indices, None for a
+        whole file); the contract is re-run on that part first and it is
+        delivered only when green, unless `override_red` (recorded in the
+        commit). The unapproved rest stays in the worktree unless
+        `discard_rest`."""
+        if delivery not in (None, "branch", "checkout"):
+            raise CorralError(f'unknown delivery destination "{delivery}"; use checkout or branch')
+        live = self._waiting(session_id)
+        s = live.session
+        if s.state is not S.NEEDS_APPROVAL:
+            raise CorralError(already_happened(s.id, s.state, S.NEEDS_APPROVAL, "approve"))
+        finding = (
+            s.no_change_finding if live.attention.approval_kind is ApprovalKind.FINDING else None
+        )
+        if not approve:
+            return self._reject(live, finding, comment)
+        if finding is not None:
+            if not accept_finding:
+                raise CorralError(
+                    f"{label(s.id)} is waiting on a no-change finding, not a diff: pass "
+                    "`accept_finding: true` to accept it (nothing is published) or "
+                    "`approve: false` to abandon"
+                )
+            return await self._accept_finding(live, finding, comment)
+        if accept_finding:
+            raise CorralError(
+                f"{label(s.id)} has a diff waiting, not a no-change finding; `accept_finding` "
+                "only accepts a finding"
+            )
+        return await self._deliver(
+            live,
+            delivery=delivery or "branch",
+            selection=selection,
+            override_red=override_red,
+            discard_rest=discard_rest,
+        )
+
+    def _reject(
+        self, live: LiveSession, finding: NoChangeFinding | None, comment: str | None
+    ) -> ApproveResult:
+        """Abandon the session; its worktree is kept for a day."""
+        s = live.session
+        if finding is not None:
+            finding.resolved_at = self._registry.clock()
+            finding.resolver_comment = comment or "rejected at the approval gate"
+            self._registry.emit(
+                live, EventKind.FINDING_RESOLVED, {"accepted": False, "comment": comment}
+            )
+        elif comment:
+            self._registry.emit(live, EventKind.PLAN_TEXT, {"text": f"Rejected: {comment}"})
+        s.keep_workspace_on_cancel = True
+        self._registry.transition(live, S.ABANDONED)
+        self._workspaces.retain(s.worktree, rejected=True, note="rejected at the approval gate")
+        return ApproveResult(state=s.state)
+
+    async def _accept_finding(
+        self, live: LiveSession, finding: NoChangeFinding, comment: str | None
+    ) -> ApproveResult:
+        """The operator agrees nothing needed changing: reported, nothing published."""
+        s = live.session
+        finding.verification = "human_approved"
+        finding.resolved_at = self._registry.clock()
+        finding.resolver_comment = comment
+        self._registry.emit(
+            live, EventKind.FINDING_RESOLVED, {"accepted": True, "comment": comment}
+        )
+        self._registry.transition(live, S.REPORTED)
+        await asyncio.to_thread(self._workspaces.remove, s.worktree, force=True)
+        return ApproveResult(state=s.state)
+
+    # -- delivery ------------------------------------------------------------------------
+
+    async def _deliver(
+        self,
+        live: LiveSession,
+        *,
+        delivery: str,
+        selection: Selection | None,
+        override_red: bool,
+        discard_rest: bool,
+    ) -> ApproveResult:
+        s = live.session
+        assert s.worktree and s.start_commit and s.contract is not None
+        repo, worktree, start = Path(s.repo), Path(s.worktree), s.start_commit
+        if delivery == "checkout" and s.checkout_identity is None:
+            raise CorralError(NOT_FROM_CHECKOUT)
+        if not await self._verifier.unchanged(s):
+            raise CorralError(CHANGED_AFTER.format(name=label(s.id)))
+        full = await asyncio.to_thread(task_patch, worktree, start)
+        files = parse_patch(full)
+        patch, chosen = full, files
+        if selection is not None:
+            problems = validate_selection(files, selection)
+            if problems:
+                raise CorralError("cannot approve that selection: " + "; ".join(problems))
+            patch = build_patch(files, selection)
+            if not patch.strip():
+                raise CorralError(
+                    "nothing is selected: select at least one file or hunk, or reject"
+                )
+            chosen = parse_patch(patch)
+        partial = patch != full
+        verification = list(s.last_check_results)
+        override: str | None = None
+        if partial:
+            verification = await self._verifier.verify_selection(live, patch)
+            failing = [r.name for r in verification if not r.passed]
+            if failing and not override_red:
+                raise CorralError(
+                    f"the approved part fails the contract ({', '.join(failing)}); nothing was "
+                    "delivered. Approve more of the change, change the selection, or override "
+                    "(the override is recorded in the commit)"
+                )
+            if failing:
+                override = "delivered with failing checks: " + ", ".join(failing)
+        message = commit_message(
+            s, verification, partial=partial, files=len(chosen), of=len(files), override=override
+        )
+        result = await asyncio.to_thread(commit_patch, repo, start, patch, message)
+        await asyncio.to_thread(git, repo, "update-ref", f"refs/corral/results/{s.id}", result)
+        reply = ApproveResult(
+            state=s.state, delivery=delivery, partial=partial, verification=verification
+        )
+        if delivery == "checkout":
+            already = await asyncio.to_thread(apply_to_checkout, repo, start, result, chosen)
+            s.result_branch, s.result_commit, s.result_delivery = None, result, "checkout"
+            reply.repo, reply.commit, reply.already_applied = str(repo), result, already
+            self._registry.emit(
+                live,
+                EventKind.PLAN_TEXT,
+                {
+                    "text": (
+                        f"Changes applied to {repo}. HEAD and the staged index are unchanged."
+                        if not already
+                        else f"The change was already applied in {repo}."
+                    )
+                },
+            )
+        else:
+            branch = f"corral/{short_id(s.id)}"
+            commit = await asyncio.to_thread(_branch_commit, s, chosen, patch, message, result)
+            await asyncio.to_thread(create_branch, repo, branch, commit)
+            s.result_branch, s.result_commit, s.result_delivery = branch, commit, "branch"
+            reply.branch, reply.commit = branch, commit
+            self._registry.emit(
+                live, EventKind.MERGE_COMPLETED, {"branch": branch, "commit": commit}
+            )
+        s.result_scope = "partial" if partial else "full"
+        s.delivery_override = override
+        self._registry.transition(live, S.MERGED)
+        reply.state = s.state
+        if partial and not discard_rest:
+            self._workspaces.retain(s.worktree, note="holds the part of the change not approved")
+        else:
+            await asyncio.to_thread(self._workspaces.remove, s.worktree, force=True)
+        return reply
+
+    # -- cancel, from any state ------------------------------------------------------------
+
+    async def cancel(self, session_id: str) -> CancelResult:
+        """Stop everything the session runs (within 5 s) and abandon it; the
+        worktree is kept. A finished session answers that it already ended."""
+        registry = self._registry
+        live = registry.get_live(session_id)
+        if live is None:
+            stored = registry.stored(session_id)
+            if stored is None:
+                raise CorralError(f"no corral session '{session_id}'")
+            if stored.state.is_terminal:
+                msg = already_happened(session_id, stored.state, S.RUNNING, "cancel")
+            else:
+                msg = (
+                    f"{label(session_id)} is not running in this corral (state: "
+                    f"{stored.state.value}) — nothing to cancel"
+                )
+            return CancelResult(
+                state=stored.state, already_terminal=stored.state.is_terminal, message=msg
+            )
+        s = live.session
+        if not s.state.is_terminal:
+            s.keep_workspace_on_cancel = True
+            try:
+                registry.persist(live)
+            except Exception as exc:  # retention is best effort; the cancel still stops
+                log.warning("could not persist retention for %s: %s", s.id, exc)
+        live.cancel_requested = True
+        live.question.clear()
+        pending = [t for t in [*live.ops, live.task] if t is not None and not t.done()]
+        joined = live.task is not None
+        for t in pending:
+            t.cancel()
+        if pending:
+            await asyncio.wait(pending, timeout=5)
+        already_terminal = s.state.is_terminal
+        if (joined or s.state in (S.CREATED, S.CONTRACT_PROPOSED)) and (
+            not already_terminal or s.state in (S.FAILED, S.ABANDONED)
+        ):
+            s.execution_stopped = True
+        if not already_terminal:
+            if s.no_change_finding is not None and s.no_change_finding.resolved_at is None:
+                s.no_change_finding.resolved_at = registry.clock()
+            with contextlib.suppress(Exception):
+                registry.transition(live, S.ABANDONED)
+        else:
+            with contextlib.suppress(Exception):
+                registry.persist(live)
+        if s.state is S.ABANDONED:
+            self._workspaces.retain(s.worktree, note="cancelled")
+        worktree = s.worktree if s.worktree and Path(s.worktree).is_dir() else None
+        return CancelResult(
+            state=s.state,
+            already_terminal=already_terminal,
+            worktree=worktree,
+            recoverable=s.execution_stopped and worktree is not None,
+            message=already_happened(s.id, s.state, S.RUNNING, "cancel")
+            if already_terminal
+            else None,
+        )
+
+    def _waiting(self, session_id: str) -> LiveSession:
+        """The live session, or why a session that is not live cannot be approved."""
+        registry = self._registry
+        live = registry.get_live(session_id)
+        if live is not None:
+            return live
+        stored = registry.stored(session_id)
+        if stored is None:
+            raise CorralError(f"no corral session '{session_id}'")
+        if stored.state.is_terminal:
+            raise CorralError(
+                already_happened(session_id, stored.state, S.NEEDS_APPROVAL, "approve")
+            )
+        name = label(session_id)
+        if stored.worktree and Path(stored.worktree).is_dir():
+            raise CorralError(
+                f"{name} did not survive a restart as a live session (state: "
+                f"{stored.state.value}) — it cannot be approved here, but its worktree is "
+                f"intact at {stored.worktree}; review and merge it by hand"
+            )
+        raise CorralError(
+            f"{name} is not running in this corral (state: {stored.state.value}) — nothing "
+            "to approve"
+        )
+
+
+def _branch_commit(
+    s: CoderSession, chosen: list[FilePatch], patch: str, message: str, result: str
+) -> str:
+    """The branch commit, on the checkout's current HEAD (blocking). Refused when
+    the task touched files that held the operator's uncommitted edits."""
+    repo = Path(s.repo)
+    head = head_commit(repo)
+    assert head is not None and s.start_commit is not None
+    if s.inputs_snapshot and s.checkout_identity is not None:
+        dirty = changed_paths(repo, s.checkout_identity.head, s.inputs_snapshot)
+        clash = sorted(dirty & touched_paths(chosen))
+        if clash:
+            raise CorralError(
+                f"the task changed {', '.join(clash)}, which had your uncommitted changes "
+                "when it started, so a branch built on your HEAD would lose them; deliver "
+                "to the checkout instead, or commit those changes and start again"
+            )
+    if head == s.start_commit:
+        return result
+    return commit_patch(repo, head, patch, message)
+
+
+def commit_message(
+    session: CoderSession,
+    verification: list[CheckResult] | None = None,
+    *,
+    partial: bool = False,
+    files: int = 0,
+    of: int = 0,
+    override: str | None = None,
+) -> str:
+    """The delivered commit says what was asked, what proved it, and how."""
+    results = session.last_check_results if verification is None else verification
+    intent = session.intent.strip()
+    first = intent.splitlines()[0] if intent else "corral task"
+    subject = first if len(first) <= 72 else first[:71] + "…"
+    checks = {c.name: c for c in (session.contract.checks if session.contract else [])}
+    lines = [subject, "", intent, ""]
+    if session.contract and session.contract.description.strip():
+        lines += ["Contract: " + session.contract.description.strip().splitlines()[0], ""]
+    scope = "the approved part of the change" if partial else "the change"
+    lines.append(f"Verified by corral: the runtime re-ran every check on {scope}:")
+    for r in results:
+        cmd = f": {checks[r.name].command.strip()}" if r.name in checks else ""
+        lines.append(f"  {'PASS' if r.passed else 'FAIL'} {r.name}{cmd}")
+    lines += [
+        "",
+        f"Corral-Session: {session.id}",
+        f"Corral-Engine: {session.engine_ran or session.engine}",
+    ]
+    lines += [f"Corral-Check: {r.name} {'pass' if r.passed else 'fail'}" for r in results]
+    if partial:
+        lines.append(f"Corral-Scope: partial ({files} of {of} files approved)")
+    if override:
+        lines.append(f"Corral-Override: {override}")
+    return "\n".join(lines) + "\n"

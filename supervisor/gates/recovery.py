@@ -1,0 +1,128 @@
+"""After a restart, each stored session goes back to where it was, or is
+told plainly that it cannot:
+
+- a running session whose agent pane is still alive (its owner marker
+  matches) is re-adopted, and its run goes on;
+- a session waiting at a gate comes back to life when its worktree is intact
+  and, for a review, is still exactly the tree that was verified;
+- anything else that was mid-flight is recorded as failed, its worktree kept.
+
+Panes of ours that no session claims are listed as strays and left alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+
+from ..agents.profiles import profile_for
+from ..errors import CorralError
+from ..git.workspace import GitWorkspace
+from ..models import CoderSession, EventKind
+from ..panes.base import PaneInfo
+from ..panes.manager import PaneManager
+from ..session.registry import SessionRegistry
+from ..states import ApprovalKind, CoderState
+from .run_loop import RunLoop
+from .verifier import Verifier
+
+S = CoderState
+log = logging.getLogger("corral.supervisor")
+
+
+class Recovery:
+    def __init__(
+        self,
+        registry: SessionRegistry,
+        verifier: Verifier,
+        run_loop: RunLoop,
+        panes: PaneManager | None,
+    ) -> None:
+        self._registry = registry
+        self._verifier = verifier
+        self._run_loop = run_loop
+        self._panes = panes
+
+    async def recover(self, sessions: list[CoderSession]) -> list[str]:
+        """Bring `sessions` (as stored) back; returns the owner markers of
+        stray panes."""
+        live_panes = await self._start_panes()
+        for session in sessions:
+            if session.state is S.RUNNING and self._readopt(session, live_panes):
+                continue
+            if session.state in (S.CREATED, S.CONTRACT_CONFIRMED, S.RUNNING):
+                self._registry.mark_orphan_failed(session)
+            elif session.state in (S.CONTRACT_PROPOSED, S.NEEDS_APPROVAL):
+                await self._restore_gate(session)
+        known = {s.pane.get("owner") for s in sessions if s.pane}
+        strays = sorted(o for o in live_panes if o not in known)
+        for owner in strays:
+            log.warning("a corral pane with no matching session is running: %s (left alone)", owner)
+        return strays
+
+    async def _start_panes(self) -> dict[str, PaneInfo]:
+        """Start the pane manager; returns our live panes by owner marker."""
+        if self._panes is None:
+            return {}
+        self._panes.on_status = self._registry.note_agent_status
+        try:
+            infos = await asyncio.to_thread(self._panes.backend.sweep)
+        except Exception as exc:  # no tmux server yet, or none at all
+            log.info("pane sweep at start-up: %s", exc)
+            infos = {}
+        await self._panes.start()
+        return {owner: info for owner, info in infos.items() if info.alive}
+
+    def _readopt(self, session: CoderSession, live_panes: dict[str, PaneInfo]) -> bool:
+        pane = session.pane or {}
+        owner = pane.get("owner")
+        info = live_panes.get(owner) if owner else None
+        if info is None or self._panes is None or not session.worktree:
+            return False
+        try:
+            profile = profile_for(str(pane.get("agent", "")))
+        except Exception:
+            return False
+        live = self._registry.register(session)
+        live.workspace = GitWorkspace(Path(session.repo), Path(session.worktree))
+        self._panes.adopt(session.id, info.handle, profile)
+        self._registry.emit(
+            live,
+            EventKind.PLAN_TEXT,
+            {
+                "text": (
+                    f"corral restarted; the {profile.label} pane was still running and was re-adopted."
+                )
+            },
+        )
+        self._run_loop.start(live)
+        return True
+
+    async def _restore_gate(self, session: CoderSession) -> None:
+        """Only an intact worktree (for a review: unchanged since verified)
+        comes back; otherwise the session stays listed as stored, with no
+        action offered."""
+        if not session.worktree or not Path(session.worktree).is_dir():
+            return
+        if session.state is S.NEEDS_APPROVAL and session.no_change_finding is None:
+            if session.review_tree is None:
+                return
+            try:
+                if not await self._verifier.unchanged(session):
+                    return
+            except CorralError:
+                return
+        live = self._registry.register(session)
+        live.workspace = GitWorkspace(Path(session.repo), Path(session.worktree))
+        if session.state is S.NEEDS_APPROVAL:
+            live.attention.approval_kind = (
+                ApprovalKind.FINDING if session.no_change_finding else ApprovalKind.MERGE
+            )
+            text = (
+                "Review restored after a restart: the worktree is exactly as verified. The saved "
+                "verification results were not re-run; earlier activity is in the journal."
+            )
+        else:
+            text = "Restored after a restart: the contract is waiting for confirmation again."
+        self._registry.emit(live, EventKind.PLAN_TEXT, {"text": text})

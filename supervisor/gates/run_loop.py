@@ -1,0 +1,349 @@
+"""The run: the engine works on the confirmed contract, the verifier re-runs
+every check, failing checks go back to the engine for a bounded number of
+repair rounds, and the outcome is handed to the approval gate (a verified
+diff or a no-change finding) or recorded as a failure. Meanwhile the engine
+may ask the operator a question and the operator may steer it."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+from ..config import SupervisorConfig
+from ..engines.base import Engine, EngineOutcome, EngineRegistry, RunContext
+from ..errors import CorralError
+from ..models import CheckResult, EventKind, NoChangeFinding
+from ..session.live import LiveSession
+from ..session.questions import ANSWER_FIRST, QuestionCleared, check_guidance
+from ..session.registry import SessionRegistry
+from ..states import (
+    CoderState,
+    FailureKind,
+    LoopFailure,
+    failure_kind_for,
+    fallback_allowed,
+    label,
+)
+from ..workspaces import Workspaces
+from .approval import ApprovalGate
+from .verifier import Verifier
+
+S = CoderState
+log = logging.getLogger("corral.supervisor")
+
+
+class UserInputExpired(CorralError):
+    """No answer within the question window."""
+
+
+class RunLoop:
+    def __init__(
+        self,
+        registry: SessionRegistry,
+        verifier: Verifier,
+        approval: ApprovalGate,
+        *,
+        engines: EngineRegistry,
+        workspaces: Workspaces,
+        config: SupervisorConfig,
+    ) -> None:
+        self._registry = registry
+        self._verifier = verifier
+        self._approval = approval
+        self._engines = engines
+        self._workspaces = workspaces
+        self._config = config
+
+    def start(self, live: LiveSession) -> None:
+        """Run a session that is `running` (just confirmed, or re-adopted after a
+        restart) on its own supervisor task."""
+        live.task = asyncio.get_running_loop().create_task(self._run(live))
+
+    async def _run(self, live: LiveSession) -> None:
+        s = live.session
+        assert s.contract is not None and s.worktree is not None
+        wall = self._config.max_session_wall_secs
+        deadline = time.monotonic() + wall if wall else None
+        engine = self._engines.create(s.engine)
+        ran = s.engine
+        rounds = 1 + self._config.repair_invokes
+        failing: list[CheckResult] = []
+        iterations = 0
+        live.steering.open()
+        try:
+            for round_ in range(1, rounds + 1):
+                outcome = await self._run_engine(live, engine, round_, deadline, failing)
+                fallback = self._fallback_engine(live, outcome)
+                if fallback is not None:
+                    self._registry.emit(
+                        live,
+                        EventKind.ENGINE_FALLBACK,
+                        {"from": ran, "to": fallback.label, "reason": outcome.error},
+                    )
+                    engine, ran = fallback, fallback.label
+                    outcome = await self._run_engine(live, engine, round_, deadline, failing)
+                iterations += max(outcome.iterations, 1)
+                s.iterations = iterations
+                s.engine_ran = ran
+                s.authored_by = sorted(set(s.authored_by) | set(outcome.authored_by))
+                if outcome.cost_usd is not None:
+                    s.cost_usd = (s.cost_usd or 0) + outcome.cost_usd
+                if outcome.nomination is not None:
+                    await self._finish_nomination(live, outcome.nomination)
+                    return
+                if outcome.failure is not None:
+                    self._fail(live, outcome.failure, outcome.error or "the engine failed")
+                    return
+                results = await self._verifier.verify(live)
+                if all(r.passed for r in results):
+                    await self._finish_green(live)
+                    return
+                failing = [r for r in results if not r.passed]
+                out_of_time = deadline is not None and time.monotonic() >= deadline
+                if round_ < rounds and not out_of_time:
+                    names = ", ".join(r.name for r in failing)
+                    self._registry.emit(
+                        live,
+                        EventKind.PLAN_TEXT,
+                        {
+                            "text": (
+                                f"Runtime verification: {len(failing)} check(s) still fail ({names}); "
+                                f"handing them back to the engine (repair {round_} of "
+                                f"{rounds - 1})."
+                            )
+                        },
+                    )
+                    continue
+                names = ", ".join(r.name for r in failing)
+                self._fail(
+                    live,
+                    LoopFailure.BUDGET_EXHAUSTED if out_of_time else LoopFailure.VERIFICATION,
+                    f"contract not satisfied after {iterations} iteration(s): failing {names}",
+                )
+                return
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # an unexpected bug must not leave a zombie "running"
+            log.exception("run of %s crashed", s.id)
+            if not s.state.is_terminal:
+                self._fail(live, LoopFailure.INFRASTRUCTURE, f"corral error: {exc}")
+        finally:
+            live.steering.close()
+            live.question.clear()
+
+    async def _run_engine(
+        self,
+        live: LiveSession,
+        engine: Engine,
+        round_: int,
+        deadline: float | None,
+        failing: list[CheckResult],
+    ) -> EngineOutcome:
+        ctx = self._context(live, round_, deadline, failing)
+        left = None if deadline is None else max(0.0, deadline - time.monotonic())
+        try:
+            return await asyncio.wait_for(engine.run(ctx), left)
+        except TimeoutError:
+            wall = self._config.max_session_wall_secs
+            return EngineOutcome(
+                failure=LoopFailure.BUDGET_EXHAUSTED,
+                error=f"the session's wall-clock budget of {wall}s ran out",
+            )
+        except CorralError as exc:  # an unanswered question (UserInputExpired) included
+            return EngineOutcome(failure=LoopFailure.EXECUTION, error=str(exc))
+
+    def _context(
+        self, live: LiveSession, round_: int, deadline: float | None, failing: list[CheckResult]
+    ) -> RunContext:
+        registry = self._registry
+        s = live.session
+        assert s.contract is not None and s.worktree is not None
+
+        def iteration_started(n: int) -> None:
+            registry.emit(live, EventKind.ITERATION_STARTED, {"n": n, "max": s.max_iterations})
+
+        def withdraw_question() -> None:
+            live.question.clear()
+            registry.notify(s.id)
+
+        def note_pane(pane: dict[str, Any] | None) -> None:
+            """Stored before the agent starts and after it changes, so a restart
+            can find the pane by its owner marker."""
+            s.pane = pane
+            registry.persist(live)
+
+        return RunContext(
+            session_id=s.id,
+            intent=s.execution_intent(),
+            contract=s.contract,
+            worktree=Path(s.worktree),
+            max_iterations=s.max_iterations,
+            deadline=deadline,
+            round=round_,
+            failing_checks=failing,
+            emit=lambda kind, data: registry.emit(live, kind, data),
+            ask_user=lambda prompt, options: self._ask_user(live, prompt, options),
+            take_guidance=live.steering.take,
+            iteration_started=iteration_started,
+            withdraw_question=withdraw_question,
+            note_pane=note_pane,
+            detaching=lambda: registry.closing,
+        )
+
+    def _fallback_engine(self, live: LiveSession, outcome: EngineOutcome) -> Engine | None:
+        """Fall back to the built-in engine only when the agent was unavailable
+        and the operator did not name it (`auto`); never silently."""
+        s = live.session
+        requested = (s.requested_engine or "auto").strip()
+        explicit = requested not in ("auto", "native", "")
+        if not fallback_allowed(outcome.failure, explicit=explicit) or s.engine == "native":
+            return None
+        native = getattr(self._engines, "native", None)
+        return native() if native is not None else None
+
+    # -- questions and steering while the engine works ---------------------------------------
+
+    async def _ask_user(self, live: LiveSession, prompt: str, options: list[str]) -> str:
+        """Park the session on its question (armed before the event is emitted)."""
+        answer = live.question.arm(prompt, options)
+        self._registry.emit(
+            live, EventKind.USER_INPUT_REQUESTED, {"prompt": prompt, "options": options}
+        )
+        timeout = self._config.ask_user_timeout_secs
+        try:
+            return await asyncio.wait_for(asyncio.shield(answer), timeout)
+        except QuestionCleared:
+            if live.cancel_requested:
+                # Withdrawn by cancel: end cancelled, not with an error that the
+                # cancelled run never retrieves (asyncio would log it).
+                raise asyncio.CancelledError from None
+            raise
+        except TimeoutError:
+            if answer.done() and not answer.cancelled() and answer.exception() is None:
+                return answer.result()
+            live.question.clear()
+            with contextlib.suppress(QuestionCleared, asyncio.CancelledError):
+                answer.exception()
+            self._registry.emit(
+                live, EventKind.USER_INPUT_EXPIRED, {"prompt": prompt, "waited_secs": int(timeout)}
+            )
+            raise UserInputExpired(
+                f"no user response within {int(timeout)}s; proceeding without it"
+            ) from None
+
+    def question_options(self, session_id: str) -> list[str]:
+        live = self._registry.get_live(session_id)
+        return list(live.question.options) if live and live.question.is_pending else []
+
+    async def respond(self, session_id: str, text: str, *, steer: bool = False) -> dict[str, bool]:
+        """Answer the pending question, or (`steer`) queue guidance for the
+        engine's next round; guidance is stored before it is queued."""
+        live = self._registry.live(session_id)
+        if not steer:
+            live.question.fulfill(text)
+            self._registry.notify(session_id)  # answering emits no event
+            return {"ok": True}
+        if live.question.is_pending:
+            raise CorralError(ANSWER_FIRST)
+        s = live.session
+        message = check_guidance(text, len(s.steering_messages))
+        if not live.steering.is_open:
+            raise CorralError(f"{label(s.id)} is not accepting steering right now")
+        s.steering_messages.append(message)
+        try:
+            self._registry.persist(live)
+        except Exception as exc:
+            s.steering_messages.pop()
+            raise CorralError(f"Could not save the guidance: {exc}") from exc
+        live.steering.push(message)
+        self._registry.emit(
+            live, EventKind.OPERATOR_GUIDANCE, {"text": message, "status": "queued"}
+        )
+        return {"ok": True, "queued": True}
+
+    # -- the outcome ---------------------------------------------------------------------
+
+    async def _finish_green(self, live: LiveSession) -> None:
+        """Every check passed: a diff for approval, or, when nothing changed, a
+        finding that the premise was wrong."""
+        s = live.session
+        ws = live.workspace
+        assert ws is not None and s.start_commit is not None
+        if s.state.is_terminal:
+            return
+        if await asyncio.to_thread(ws.is_pristine, s.start_commit):
+            finding = NoChangeFinding(
+                kind="premise_wrong",
+                summary="every contract check passes and the session changed nothing",
+                evidence=(
+                    f"After {s.iterations} iteration(s) the worktree is unchanged and every "
+                    "check passes; the engine made no report_no_change nomination."
+                ),
+                baseline_checks=list(s.baseline),
+            )
+            self._approval.present_finding(live, finding)
+            return
+        try:
+            await self._approval.present_diff(live)
+        except CorralError as exc:
+            self._registry.emit(
+                live, EventKind.ERROR, {"message": f"diff generation failed: {exc}"}
+            )
+            s.keep_workspace_on_failure = True
+            self._fail(live, LoopFailure.INFRASTRUCTURE, f"diff generation failed: {exc}")
+
+    async def _finish_nomination(self, live: LiveSession, finding: NoChangeFinding) -> None:
+        """The engine reported that no change is needed: a finding only when it
+        left the tree untouched."""
+        s = live.session
+        ws = live.workspace
+        assert ws is not None and s.start_commit is not None
+        if await asyncio.to_thread(ws.is_pristine, s.start_commit):
+            finding.baseline_checks = list(s.baseline)
+            self._approval.present_finding(live, finding)
+        else:
+            self._fail(
+                live,
+                LoopFailure.EXECUTION,
+                (
+                    "the engine reported that no change is needed but had already made a "
+                    "successful edit; a finding must leave the tree untouched"
+                ),
+            )
+
+    def _fail(self, live: LiveSession, failure: LoopFailure, error: str) -> None:
+        s = live.session
+        if s.state.is_terminal:
+            return
+        registry = self._registry
+        if failure is LoopFailure.CANCELLED:
+            registry.transition(live, S.ABANDONED)
+            return
+        kind = failure_kind_for(
+            failure,
+            budget_flag=live.attention.budget_exhausted,
+            auth_flag=live.attention.auth_outstanding,
+        )
+        if kind is FailureKind.BUDGET_EXHAUSTED:
+            s.keep_workspace_on_failure = True
+            if not live.attention.budget_exhausted:
+                registry.emit(
+                    live, EventKind.BUDGET_EXHAUSTED, {"reason": error, "iterations": s.iterations}
+                )
+        s.error = error
+        s.failure_kind = kind
+        if s.keep_workspace_on_failure and s.worktree:
+            registry.emit(
+                live,
+                EventKind.ERROR,
+                {"message": f"session failed; worktree retained for postmortem at {s.worktree}"},
+            )
+        registry.transition(live, S.FAILED)
+        if s.keep_workspace_on_failure:
+            self._workspaces.retain(s.worktree, note=f"failed: {error}"[:300])
+        else:
+            registry.spawn(live, asyncio.to_thread(self._workspaces.remove, s.worktree, force=True))

@@ -1,0 +1,408 @@
+"""The session registry: every session this supervisor knows, live or stored.
+
+It is the only place that changes a session's state, and it always persists
+before it announces: a transition is written to the store, then its
+`state_changed` event is emitted, then its side effects follow (a terminal
+session's agent pane is stopped). A failed write leaves the state unchanged
+and nothing announced. The registry also builds the board rows, feeds `watch`
+registrations and owns the tasks it spawns for a session, so cancel and close
+can reach every one of them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+import uuid
+from collections.abc import Callable, Coroutine
+from pathlib import Path
+from typing import Any, TypeVar
+
+from ..config import SupervisorConfig
+from ..errors import CorralError
+from ..models import (
+    CoderEvent,
+    CoderSession,
+    EventKind,
+    SessionDetail,
+    SessionSummary,
+    SubscribeResult,
+)
+from ..panes.manager import PaneManager
+from ..paths import ensure_private_dir
+from ..states import (
+    CoderState,
+    FailureKind,
+    IllegalTransition,
+    can_transition,
+    not_live_message,
+)
+from ..status import StatusReading
+from ..store import OwnerLock, Store
+from ..store.retention import collectable_by_age
+from .board import BoardFeed
+from .events import EventLog, Journal, Subscription
+from .live import LiveSession
+from .summaries import live_summary, stored_summary
+
+S = CoderState
+T = TypeVar("T")
+
+
+def new_session_id() -> str:
+    """Sortable by creation time (hex seconds first), unique by the random tail."""
+    return f"{int(time.time()):x}{uuid.uuid4().hex[:16]}"
+
+
+def _retrieve(task: asyncio.Task[Any]) -> None:
+    """Mark a background task's exception as seen; callers that wait get it."""
+    if not task.cancelled():
+        task.exception()
+
+
+class SessionRegistry:
+    def __init__(
+        self,
+        state_dir: Path,
+        *,
+        config: SupervisorConfig,
+        clock: Callable[[], float],
+        panes: PaneManager | None,
+    ) -> None:
+        self.state_dir = state_dir
+        self.config = config
+        self.clock = clock
+        self.panes = panes
+        self.store: Store | None = None
+        self.board = BoardFeed(self.summary, shed_secs=config.watcher_shed_secs)
+        self.closing = False  # read by engines: agents in panes live on past a close
+        self._lock = OwnerLock(state_dir)
+        self._live: dict[str, LiveSession] = {}
+        self._stored: dict[str, CoderSession] = {}
+
+    # -- owning the state dir ------------------------------------------------------------
+
+    def open(self) -> tuple[list[CoderSession], list[str]]:
+        """Take ownership of the state dir and load the stored sessions. Returns
+        them (newest first) and the ids of rows that do not parse, which stay on
+        disk untouched."""
+        ensure_private_dir(self.state_dir)
+        self._lock.acquire()
+        try:
+            self.store = Store(self.state_dir)
+            sessions, broken = self.store.list_sessions()
+        except Exception:
+            self._lock.release()
+            raise
+        self.closing = False
+        for session in sessions:
+            self._stored[session.id] = session
+        return sessions, broken
+
+    async def stop_sessions(self) -> None:
+        """Stop in-process work. A running agent in a tmux pane keeps running and
+        is re-adopted by the next owner; other unfinished sessions not waiting at
+        a gate are recorded as failed (their worktrees are kept)."""
+        self.closing = True
+        for live in list(self._live.values()):
+            tasks = [t for t in [live.task, *live.ops] if t is not None and not t.done()]
+            for t in tasks:
+                t.cancel()
+            for t in tasks:
+                with contextlib.suppress(BaseException):
+                    await t
+            s = live.session
+            detached = (
+                s.state is S.RUNNING
+                and s.pane is not None
+                and s.pane.get("state") == "live"
+                and self.panes is not None
+                and self.panes.backend.name == "tmux"
+            )
+            if detached:
+                self.persist(live)
+            elif not s.state.is_terminal and s.state not in (
+                S.CONTRACT_PROPOSED,
+                S.NEEDS_APPROVAL,
+            ):
+                self.mark_orphan_failed(s)
+            live.log.close()
+        self._live.clear()
+
+    def release(self) -> None:
+        """Close the store and give up the state dir."""
+        if self.store is not None:
+            self.store.close()
+            self.store = None
+        self._lock.release()
+
+    def mark_orphan_failed(self, session: CoderSession) -> None:
+        """A session that cannot continue because its process went away: failed,
+        worktree kept, stored without an announcement (nobody is live to hear it)."""
+        kept = f"; its worktree is kept at {session.worktree}" if session.worktree else ""
+        session.error = (
+            f"corral stopped while this session was {session.state.value}, so it could not "
+            f"continue{kept}"
+        )
+        session.failure_kind = FailureKind.INFRASTRUCTURE
+        session.keep_workspace_on_failure = True
+        session.state = S.FAILED
+        session.updated_at = self.clock()
+        self._require_store().save_session(session)
+
+    # -- registering, persisting, announcing ---------------------------------------------
+
+    def register(self, session: CoderSession) -> LiveSession:
+        """Make a session live: its event log continues at its stored cursor, and
+        every event folds into its attention before any subscriber sees it."""
+        holder: list[LiveSession] = []
+        log = EventLog(
+            session.id,
+            cap=self.config.max_replay_events,
+            journal=Journal(self.journal_path(session.id)),
+            start_seq=session.event_cursor,
+            observer=lambda event: self._observe(holder[0], event),
+            backlog=self.config.subscriber_backlog,
+            clock=self.clock,
+        )
+        live = LiveSession(session=session, log=log)
+        holder.append(live)
+        self._live[session.id] = live
+        self._stored[session.id] = session
+        return live
+
+    def persist(self, live: LiveSession) -> None:
+        live.session.event_cursor = live.log.next_seq
+        self._require_store().save_session(live.session)
+
+    def emit(self, live: LiveSession, kind: EventKind, data: dict[str, Any] | None = None) -> None:
+        live.log.append(kind, data)
+
+    def transition(self, live: LiveSession, dst: CoderState) -> None:
+        """Persist, then announce, then stop a finished session's agent pane."""
+        session = live.session
+        src = session.state
+        if not can_transition(src, dst):
+            raise IllegalTransition(src, dst)
+        before = session.updated_at
+        session.state = dst
+        session.updated_at = max(self.clock(), before)
+        try:
+            self.persist(live)
+        except Exception:
+            session.state = src
+            session.updated_at = before
+            raise
+        self.emit(live, EventKind.STATE_CHANGED, {"from": src.value, "to": dst.value})
+        if dst.is_terminal and self.panes is not None and self.panes.record(session.id):
+            self.spawn_background(self.panes.kill(session.id))
+
+    def notify(self, session_id: str) -> None:
+        """Push a fresh board row for a change that emits no event."""
+        self.board.notify(session_id)
+
+    def note_agent_status(self, session_id: str, reading: StatusReading) -> None:
+        """The pane manager's reading of what the agent is doing."""
+        live = self._live.get(session_id)
+        if live is None:
+            return
+        live.agent_status = reading
+        question = reading.question
+        self.emit(
+            live,
+            EventKind.AGENT_STATUS,
+            {
+                "status": reading.status.value,
+                "reason": reading.reason,
+                "source": reading.source,
+                "question": question.prompt if question else None,
+            },
+        )
+        self.board.notify(session_id)
+
+    def _observe(self, live: LiveSession, event: CoderEvent) -> None:
+        if live.attention.observe(event):
+            self.board.notify(live.id)
+
+    # -- tasks ----------------------------------------------------------------------------
+
+    def spawn(self, live: LiveSession, coro: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
+        """A supervisor-owned task for one session: a caller that goes away never
+        cancels it; cancel and close do."""
+        task = asyncio.get_running_loop().create_task(coro)
+        live.ops.add(task)
+        task.add_done_callback(live.ops.discard)
+        task.add_done_callback(_retrieve)
+        return task
+
+    def spawn_background(self, coro: Coroutine[Any, Any, object]) -> None:
+        """Housekeeping no caller waits for (stopping a pane, removing worktrees)."""
+        task = asyncio.get_running_loop().create_task(coro)
+        task.add_done_callback(_retrieve)
+
+    # -- looking sessions up -------------------------------------------------------------
+
+    def get_live(self, session_id: str) -> LiveSession | None:
+        return self._live.get(session_id)
+
+    def live(self, session_id: str) -> LiveSession:
+        """The live session, or the sentence saying why there is none."""
+        live = self._live.get(session_id)
+        if live is not None:
+            return live
+        stored = self._stored.get(session_id)
+        if stored is None:
+            raise CorralError(f"no corral session '{session_id}'")
+        raise CorralError(not_live_message(session_id, stored.state))
+
+    def stored(self, session_id: str) -> CoderSession | None:
+        """The latest snapshot of any known session, live or not."""
+        return self._stored.get(session_id)
+
+    def is_live(self, session_id: str) -> bool:
+        return session_id in self._live
+
+    def live_ids(self) -> set[str]:
+        return set(self._live)
+
+    def stored_sessions(self) -> list[CoderSession]:
+        return list(self._stored.values())
+
+    def summary(self, session_id: str) -> SessionSummary | None:
+        """The board row of one session: live rows may offer actions, stored ones never."""
+        live = self._live.get(session_id)
+        if live is not None:
+            return live_summary(live)
+        stored = self._stored.get(session_id)
+        return stored_summary(stored) if stored else None
+
+    def summaries(self) -> list[SessionSummary]:
+        """Every board row, most recently updated first."""
+        rows = [self.summary(sid) for sid in self._stored]
+        return sorted((r for r in rows if r), key=lambda r: r.updated_at, reverse=True)
+
+    def detail(self, session_id: str) -> SessionDetail:
+        """One session in full; only a live one may offer an action."""
+        live = self._live.get(session_id)
+        if live is None:
+            stored = self._stored.get(session_id)
+            if stored is None:
+                raise CorralError(f"no corral session '{session_id}'")
+            return SessionDetail(
+                session=stored,
+                live=False,
+                next_seq=None,
+                steering_available=False,
+                question_prompt=None,
+                needs_you=None,
+                needs_you_label=None,
+            )
+        row = live_summary(live)
+        return SessionDetail(
+            session=live.session,
+            live=True,
+            next_seq=live.log.next_seq,
+            steering_available=row.steering_available,
+            question_prompt=row.question_prompt,
+            needs_you=row.needs_you,
+            needs_you_label=row.needs_you_label,
+        )
+
+    def subscribe(
+        self, session_id: str, from_seq: int = 0
+    ) -> tuple[SubscribeResult, Subscription[CoderEvent] | None]:
+        """Replay from `from_seq` and register for what follows, atomically; a
+        stored session has no event stream, only its state."""
+        live = self._live.get(session_id)
+        if live is None:
+            stored = self._stored.get(session_id)
+            if stored is None:
+                raise CorralError(f"no corral session '{session_id}'")
+            return SubscribeResult(
+                state=stored.state,
+                events_replayed=0,
+                events_skipped=0,
+                live=False,
+                replay_available=False,
+            ), None
+        sub, replayed, skipped = live.log.subscribe(from_seq)
+        return SubscribeResult(
+            state=live.session.state,
+            events_replayed=replayed,
+            events_skipped=skipped,
+            live=True,
+            replay_available=True,
+        ), sub
+
+    async def wait_for(
+        self,
+        session_id: str,
+        states: set[CoderState] | None = None,
+        *,
+        needs: bool = False,
+        timeout: float | None = 30,
+    ) -> SessionSummary:
+        """Wait until a session reaches one of `states` (or, with `needs`, needs
+        the operator, or is terminal), watching the board feed."""
+
+        def done(row: SessionSummary | None) -> bool:
+            if row is None:
+                return False
+            if states and row.state in states:
+                return True
+            return needs and (row.needs_you is not None or row.state.is_terminal)
+
+        watcher = self.board.register()
+        try:
+            row = self.summary(session_id)
+            async with asyncio.timeout(timeout):
+                while not done(row):
+                    for changed in await watcher.get():
+                        if changed.session_id == session_id:
+                            row = changed
+            assert row is not None
+            return row
+        finally:
+            self.board.unregister(watcher)
+
+    def journal_path(self, session_id: str) -> Path:
+        return self.state_dir / "journals" / f"{session_id}.events.jsonl"
+
+    # -- leaving memory and disk ------------------------------------------------------------
+
+    def forget_finished(self) -> list[str]:
+        """Drop finished sessions from memory after the retention window, only
+        when their snapshot is stored and no task of theirs is still running.
+        They stay listed, as stored rows."""
+        now = self.clock()
+        store = self._require_store()
+        gone: list[str] = []
+        for sid, live in list(self._live.items()):
+            s = live.session
+            if live.task_running or live.ops:
+                continue
+            if not collectable_by_age(
+                s.state.is_terminal, s.updated_at, now, self.config.finished_retention_secs
+            ):
+                continue
+            if store.load_session(sid) is None:
+                continue
+            live.log.close()
+            del self._live[sid]
+            gone.append(sid)
+        return gone
+
+    def forget_stored(self, session_ids: list[str]) -> None:
+        """Delete stored sessions and their journals for good."""
+        if not session_ids:
+            return
+        self._require_store().delete_sessions(session_ids)
+        for sid in session_ids:
+            self._stored.pop(sid, None)
+            self.journal_path(sid).unlink(missing_ok=True)
+
+    def _require_store(self) -> Store:
+        if self.store is None:
+            raise CorralError("the supervisor is not open: call open() first")
+        return self.store

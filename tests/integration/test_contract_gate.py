@@ -1,0 +1,414 @@
+"""Gate 1 through the `Supervisor` facade, on real git repos: start, drafting
+(and its failures), the baseline on the untouched tree and its one
+reassessment, revision with compare-and-swap, confirmation, and cancel while
+the contract waits."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import pytest
+
+from corral.supervisor.api import DRAFTING_CANCELLED, NOT_EXPRESSIBLE
+from corral.supervisor.contracts.drafting import DraftingError
+from corral.supervisor.errors import CorralError
+from corral.supervisor.models import EventKind
+from corral.supervisor.session.events import read_journal
+from corral.supervisor.states import CoderState, FailureKind, NeedsYou
+from tests.conftest import (
+    HELLO_CHECK,
+    SupervisorFactory,
+    eventually,
+    git,
+    hello_contract,
+    kinds_of,
+    proposed,
+    row_of,
+    run_to_gate,
+)
+from tests.fakes.scripted import (
+    ScriptedDrafter,
+    contract,
+)
+
+S = CoderState
+
+
+# --- start and drafting --------------------------------------------------------------------
+
+
+async def test_start_proposes_a_contract_with_a_red_and_green_baseline(
+    make_supervisor: SupervisorFactory, repo: Path
+) -> None:
+    drafter = ScriptedDrafter([contract(HELLO_CHECK, ("readme_free", "test ! -e README"))])
+    sup = await make_supervisor(drafter=drafter)
+    result = await sup.start("  say hi  ", repo)
+
+    assert result.state is S.CONTRACT_PROPOSED
+    assert [(r.name, r.passed) for r in result.baseline] == [
+        ("hello", False),
+        ("readme_free", True),
+    ]
+    assert result.baseline_gates_nothing is False
+    assert len(drafter.calls) == 1  # a red check: no reassessment
+    assert drafter.calls[0].intent == "say hi"
+    assert result.requested_engine == "auto" and result.engine == "scripted"
+    assert result.engine_ran is None
+    assert result.worktree and Path(result.worktree).is_dir()
+    head = git(repo, "rev-parse", "HEAD").strip()
+    assert git(result.worktree, "rev-parse", "HEAD").strip() == head
+    assert result.base is None  # the checkout's current state
+
+    row = row_of(sup, result.session_id)
+    assert row.state is S.CONTRACT_PROPOSED
+    assert row.needs_you is NeedsYou.CONTRACT
+    assert row.needs_you_label == "contract awaiting confirmation"
+    assert row.live is True and isinstance(row.next_seq, int)
+    assert row.question_prompt is None and row.auth_message is None
+    assert row.failure_kind is None
+    assert row.worktree == result.worktree
+
+    kinds = kinds_of(sup, result.session_id)
+    assert kinds.index(EventKind.ENGINE_SELECTED) < kinds.index(EventKind.CONTRACT_PROPOSED)
+    assert kinds.index(EventKind.CONTRACT_PROPOSED) < kinds.index(EventKind.CONTRACT_BASELINE)
+    stored = sup.store.load_session(result.session_id)
+    assert stored is not None and stored.state is S.CONTRACT_PROPOSED
+    assert stored.contract == result.contract
+    # the baseline ran in a disposable copy: the task's worktree is untouched
+    assert git(result.worktree, "status", "--porcelain").strip() == ""
+    assert not any((sup.state_dir / "scratch").glob("*"))
+
+
+async def test_start_with_a_base_provisions_the_worktree_at_that_commit(
+    make_supervisor: SupervisorFactory, repo: Path
+) -> None:
+    first = git(repo, "rev-parse", "HEAD").strip()
+    git(repo, "commit", "-q", "--allow-empty", "-m", "second")
+    sup = await make_supervisor()
+    result = await sup.start("say hi", repo, base="HEAD~1")
+    assert result.base == first
+    assert git(result.worktree, "rev-parse", "HEAD").strip() == first
+    assert git(repo, "rev-parse", "--abbrev-ref", "HEAD").strip() == "main"
+
+
+async def test_an_all_green_baseline_gets_exactly_one_reassessment(
+    make_supervisor: SupervisorFactory, repo: Path
+) -> None:
+    weak = contract(("ok", "true"))
+    drafter = ScriptedDrafter([weak], revisions=[contract(("ok", "true"))])
+    sup = await make_supervisor(drafter=drafter)
+    result = await sup.start("say hi", repo)
+
+    assert len(drafter.calls) == 2  # the draft plus one reassessment
+    assert result.baseline_gates_nothing is True
+    assert [r.passed for r in result.baseline] == [True]
+    assert result.state is S.CONTRACT_PROPOSED
+    texts = [e.data.get("text", "") for e in sup.registry.live(result.session_id).log.buffered()]
+    assert any("already pass before any edits" in t for t in texts)
+    assert any("proves nothing yet" in t for t in texts)
+    stored = sup.store.load_session(result.session_id)
+    assert stored is not None and stored.baseline_gates_nothing is True
+    assert git(repo, "status", "--porcelain").strip() == ""  # the user's tree is untouched
+
+
+async def test_an_improved_reassessment_replaces_the_weak_contract(
+    make_supervisor: SupervisorFactory, repo: Path
+) -> None:
+    drafter = ScriptedDrafter([contract(("ok", "true"))], revisions=[hello_contract()])
+    sup = await make_supervisor(drafter=drafter)
+    result = await sup.start("say hi", repo)
+    assert len(drafter.calls) == 2
+    assert result.baseline_gates_nothing is False
+    assert result.contract is not None
+    assert [c.command for c in result.contract.checks] == [HELLO_CHECK[1]]
+    assert [r.passed for r in result.baseline] == [False]
+    texts = [e.data.get("text", "") for e in sup.registry.live(result.session_id).log.buffered()]
+    assert any("now include a failing baseline" in t for t in texts)
+
+
+async def test_a_drafting_session_is_listable_at_created_and_cancellable(
+    make_supervisor: SupervisorFactory, repo: Path
+) -> None:
+    gate = asyncio.Event()  # the model never answers
+    drafter = ScriptedDrafter([hello_contract()], gate=gate)
+    sup = await make_supervisor(drafter=drafter)
+    starting = asyncio.create_task(sup.start("say hi", repo))
+
+    rows = await eventually(sup.list)
+    [row] = rows
+    sid = row.session_id
+    assert row.state is S.CREATED
+    assert row.live is True
+    assert row.needs_you is None
+    assert row.worktree and Path(row.worktree).is_dir()
+
+    t0 = time.monotonic()
+    cancelled = await sup.cancel(sid)
+    assert time.monotonic() - t0 < 5
+    assert cancelled.state is S.ABANDONED
+    assert cancelled.already_terminal is False
+    assert cancelled.recoverable is True
+    assert cancelled.worktree == row.worktree
+    with pytest.raises(CorralError, match=DRAFTING_CANCELLED):
+        await asyncio.wait_for(starting, 5)
+
+    detail = sup.get(sid)
+    assert detail.session.state is S.ABANDONED
+    assert detail.session.contract is None
+    assert Path(row.worktree).is_dir()  # the worktree is retained
+    stored = sup.store.load_session(sid)
+    assert stored is not None and stored.state is S.ABANDONED
+    assert stored.execution_stopped and stored.keep_workspace_on_cancel
+    assert EventKind.CONTRACT_PROPOSED not in kinds_of(sup, sid)
+    # a later gate action is refused
+    with pytest.raises(CorralError, match="cancelled while drafting"):
+        await sup.confirm(sid)
+    gate.set()
+    await asyncio.sleep(0.05)
+    assert sup.get(sid).session.state is S.ABANDONED
+
+
+async def test_start_without_waiting_returns_at_created(
+    make_supervisor: SupervisorFactory, repo: Path
+) -> None:
+    gate = asyncio.Event()
+    sup = await make_supervisor(drafter=ScriptedDrafter([hello_contract()], gate=gate))
+    result = await sup.start("say hi", repo, wait=False)
+    assert result.state is S.CREATED
+    gate.set()
+    row = await sup.wait_for(result.session_id, needs=True, timeout=10)
+    assert row.state is S.CONTRACT_PROPOSED
+
+
+async def test_drafting_auth_failure_fails_with_auth_required(
+    make_supervisor: SupervisorFactory, repo: Path
+) -> None:
+    drafter = ScriptedDrafter([DraftingError("the token expired", auth=True)])
+    sup = await make_supervisor(drafter=drafter)
+    with pytest.raises(DraftingError, match="token expired"):
+        await sup.start("say hi", repo)
+    [row] = sup.list()
+    assert row.state is S.FAILED
+    assert row.failure_kind is FailureKind.AUTH_REQUIRED
+    assert row.needs_you is None
+    assert row.error is not None and "sign-in" in row.error
+    auth_events = [
+        e
+        for e in sup.registry.live(row.session_id).log.buffered()
+        if e.kind is EventKind.AUTH_REQUIRED
+    ]
+    assert len(auth_events) == 1 and auth_events[0].data["wait_secs"] == 0
+    await asyncio.sleep(0)  # journal flush
+    rows = read_journal(sup.journal_path(row.session_id), "auth_required")
+    assert len(rows) == 1
+    stored = sup.store.load_session(row.session_id)
+    assert stored is not None and stored.failure_kind is FailureKind.AUTH_REQUIRED
+
+
+@pytest.mark.parametrize(
+    "failure", [DraftingError("503 service unavailable"), RuntimeError("503 service unavailable")]
+)
+async def test_other_drafting_failures_are_infrastructure(
+    make_supervisor: SupervisorFactory, repo: Path, failure: Exception
+) -> None:
+    sup = await make_supervisor(drafter=ScriptedDrafter([failure]))
+    with pytest.raises(CorralError, match="503"):
+        await sup.start("say hi", repo)
+    [row] = sup.list()
+    assert row.state is S.FAILED
+    assert row.failure_kind is FailureKind.INFRASTRUCTURE
+    assert row.error is not None and "contract derivation failed" in row.error
+    assert EventKind.AUTH_REQUIRED not in kinds_of(sup, row.session_id)
+
+
+async def test_an_invalid_drafted_contract_fails_drafting(
+    make_supervisor: SupervisorFactory, repo: Path
+) -> None:
+    drafter = ScriptedDrafter([contract(("bad name", "true"))])
+    sup = await make_supervisor(drafter=drafter)
+    with pytest.raises(DraftingError, match="letters, numbers, or underscores"):
+        await sup.start("say hi", repo)
+    assert sup.list()[0].failure_kind is FailureKind.INFRASTRUCTURE
+
+
+@pytest.mark.parametrize(
+    "base,message",
+    [
+        ("-b", "invalid base revision"),
+        ("--orphan=x", "invalid base revision"),
+        ("no-such", "does not name a commit"),
+    ],
+)
+async def test_a_bad_base_fails_before_provisioning(
+    make_supervisor: SupervisorFactory, repo: Path, base: str, message: str
+) -> None:
+    sup = await make_supervisor()
+    with pytest.raises(CorralError, match=message):
+        await sup.start("say hi", repo, base=base)
+    assert not (sup.state_dir / "worktrees").exists()
+    assert sup.list() == []
+
+
+async def test_a_directory_that_is_not_a_git_repository_is_refused(
+    make_supervisor: SupervisorFactory, tmp_path: Path
+) -> None:
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    sup = await make_supervisor()
+    with pytest.raises(CorralError, match="is not a git repository"):
+        await sup.start("say hi", plain)
+    with pytest.raises(CorralError, match="is not a directory"):
+        await sup.start("say hi", tmp_path / "missing")
+    with pytest.raises(CorralError, match="intent is empty"):
+        await sup.start("   ", plain)
+    assert sup.list() == []
+    assert not (sup.state_dir / "worktrees").exists()
+
+
+async def test_a_subdirectory_works_on_the_whole_repository(
+    make_supervisor: SupervisorFactory, repo: Path
+) -> None:
+    (repo / "sub").mkdir()
+    sup = await make_supervisor()
+    result = await sup.start("say hi", repo / "sub")
+    assert sup.get(result.session_id).session.repo == str(repo.resolve())
+
+
+# --- revision ------------------------------------------------------------------------------
+
+
+async def test_a_check_edit_is_applied_verbatim_without_the_drafter(
+    make_supervisor: SupervisorFactory, repo: Path
+) -> None:
+    drafter = ScriptedDrafter([hello_contract()])
+    sup = await make_supervisor(drafter=drafter)
+    sid = await proposed(sup, repo)
+    calls = len(drafter.calls)
+    seq_before = sup.registry.live(sid).log.next_seq
+
+    command = "test \"$(cat hello.txt)\" =  'hi'"
+    result = await sup.revise(sid, f"/check hello {command}")
+    assert result.revised is True and result.message is None
+    assert result.state is S.CONTRACT_PROPOSED
+    assert result.contract is not None
+    assert [(c.name, c.command) for c in result.contract.checks] == [("hello", command)]
+    assert [r.passed for r in result.baseline] == [False]
+    assert len(drafter.calls) == calls  # the model was never asked
+
+    # a new name is appended
+    result = await sup.revise(sid, "/check readme test ! -e README")
+    assert result.contract is not None
+    assert [c.name for c in result.contract.checks] == ["hello", "readme"]
+    assert [r.passed for r in result.baseline] == [False, True]
+    session = sup.get(sid).session
+    assert session.contract == result.contract
+    assert any("Verification request accepted" in m for m in session.steering_messages)
+    new = [e for e in sup.registry.live(sid).log.buffered() if e.seq >= seq_before]
+    proposals = [e for e in new if e.kind is EventKind.CONTRACT_PROPOSED]
+    assert [e.data["revised"] for e in proposals] == [True, True]
+    stored = sup.store.load_session(sid)
+    assert stored is not None and stored.contract == result.contract
+
+    with pytest.raises(CorralError, match="letters, numbers, or underscores"):
+        await sup.revise(sid, "/check bad-name x")
+    with pytest.raises(CorralError, match="/check name command"):
+        await sup.revise(sid, "/check")
+    assert sup.get(sid).session.contract == result.contract
+
+    # the revised contract is what runs
+    row = await run_to_gate(sup, sid)
+    assert row.state is S.NEEDS_APPROVAL
+
+
+async def test_an_equivalent_redraft_is_a_soft_rejection(
+    make_supervisor: SupervisorFactory, repo: Path
+) -> None:
+    drafter = ScriptedDrafter([hello_contract()], revisions=[hello_contract()])
+    sup = await make_supervisor(drafter=drafter)
+    sid = await proposed(sup, repo)
+    before = sup.get(sid).session.model_copy(deep=True)
+
+    result = await sup.revise(sid, "make it more robust somehow")
+    assert result.revised is False
+    assert result.message == NOT_EXPRESSIBLE
+    assert result.state is S.CONTRACT_PROPOSED
+    assert result.contract == before.contract
+    assert result.baseline == before.baseline
+    after = sup.get(sid).session
+    assert after.contract == before.contract and after.baseline == before.baseline
+    assert after.steering_messages == before.steering_messages
+    rejected = [
+        e
+        for e in sup.registry.live(sid).log.buffered()
+        if e.kind is EventKind.CONTRACT_REVISION_REJECTED
+    ]
+    assert [e.data["request"] for e in rejected] == ["make it more robust somehow"]
+    assert row_of(sup, sid).needs_you is NeedsYou.CONTRACT
+
+
+async def test_a_model_redraft_is_applied(make_supervisor: SupervisorFactory, repo: Path) -> None:
+    stricter = contract(HELLO_CHECK, ("exact", "printf 'hi\\n' | cmp - hello.txt"))
+    drafter = ScriptedDrafter([hello_contract()], revisions=[stricter])
+    sup = await make_supervisor(drafter=drafter)
+    sid = await proposed(sup, repo)
+    result = await sup.revise(sid, "compare the bytes exactly")
+    assert result.revised is True
+    assert result.contract is not None and [c.name for c in result.contract.checks] == [
+        "hello",
+        "exact",
+    ]
+    assert drafter.calls[-1].request == "compare the bytes exactly"  # type: ignore[attr-defined]
+    assert (await run_to_gate(sup, sid)).state is S.NEEDS_APPROVAL
+
+
+async def test_a_redraft_auth_failure_is_rejected_before_asking_for_sign_in(
+    make_supervisor: SupervisorFactory, repo: Path
+) -> None:
+    drafter = ScriptedDrafter(
+        [hello_contract()], revisions=[DraftingError("token expired", auth=True)]
+    )
+    sup = await make_supervisor(drafter=drafter)
+    sid = await proposed(sup, repo)
+    result = await sup.revise(sid, "stricter please")
+    assert result.revised is False and result.message and "sign-in" in result.message
+    kinds = kinds_of(sup, sid)
+    assert kinds[-2:] == [EventKind.CONTRACT_REVISION_REJECTED, EventKind.AUTH_REQUIRED]
+    row = row_of(sup, sid)
+    assert row.needs_you is NeedsYou.AUTH
+    assert row.state is S.CONTRACT_PROPOSED
+
+
+# --- confirm and cancel --------------------------------------------------------------------
+
+
+async def test_confirm_with_an_edited_contract_reruns_the_baseline(
+    make_supervisor: SupervisorFactory, repo: Path
+) -> None:
+    sup = await make_supervisor()
+    sid = await proposed(sup, repo)
+    edited = contract(("hello", "test -s hello.txt"))
+    assert await sup.confirm(sid, edited) == {"state": "running"}
+    row = await sup.wait_for(sid, needs=True, timeout=10)
+    assert row.state is S.NEEDS_APPROVAL
+    session = sup.get(sid).session
+    assert session.contract == edited
+    assert [r.passed for r in session.baseline] == [False]
+    with pytest.raises(CorralError, match="edited contract is invalid"):
+        await sup.confirm(sid, contract(("x", "  ")))
+
+
+async def test_cancel_at_the_contract_gate_abandons(
+    make_supervisor: SupervisorFactory, repo: Path
+) -> None:
+    sup = await make_supervisor()
+    sid = await proposed(sup, repo)
+    result = await sup.cancel(sid)
+    assert (result.state, result.already_terminal, result.recoverable) == (
+        S.ABANDONED,
+        False,
+        True,
+    )
+    with pytest.raises(CorralError, match="cancelled while drafting"):
+        await sup.confirm(sid)
