@@ -167,7 +167,8 @@ def from_hook(event: dict[str, object]) -> StatusReading | None:
             return StatusReading(AgentStatus.IDLE, message, source="hook")
         return None
     if name == "agent-turn-complete":
-        asked = " ".join(str(m) for m in event.get("input-messages") or [])  # type: ignore[union-attr]
+        messages = event.get("input-messages")
+        asked = " ".join(str(m) for m in messages) if isinstance(messages, list) else ""
         if "concise, single-line task title" in asked:
             return None  # Codex's side request that names the thread, not a turn
         return StatusReading(AgentStatus.IDLE, "turn ended", source="hook")

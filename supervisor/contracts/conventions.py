@@ -648,11 +648,11 @@ def draft_contract(
     where = _one_line(str(root), 200)
     if not usable:
         if missing:
-            gaps = "; ".join(
+            unusable = "; ".join(
                 f"`{r.command}` needs {', '.join(r.missing)}, which is not on PATH" for r in missing
             )
             raise DraftingError(
-                f"no usable test runner in {where} ({gaps}); add a check with /check name command"
+                f"no usable test runner in {where} ({unusable}); add a check with /check name command"
             )
         raise DraftingError(
             f"no test runner or build system was recognised in {where}; "

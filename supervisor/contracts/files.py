@@ -30,9 +30,9 @@ def parse_contract(text: str, *, source: str = "contract") -> OutcomeContract:
             f"{'.'.join(str(p) for p in e['loc']) or 'top level'}: {e['msg']}" for e in exc.errors()
         )
         raise CorralError(f"{source}: {problems}") from exc
-    problems = contract.validate_contract()
-    if problems:
-        raise CorralError(f"{source}: " + "; ".join(problems))
+    invalid = contract.validate_contract()
+    if invalid:
+        raise CorralError(f"{source}: " + "; ".join(invalid))
     return contract
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import builtins
 import contextlib
 import json
 import os
@@ -181,7 +182,7 @@ class Discussions:
             disc.save()
         disc.events.close_all()
 
-    def reap_idle(self) -> list[str]:
+    def reap_idle(self) -> builtins.list[str]:
         """Close discussions idle for longer than the TTL (they stay
         resumable); a turn in flight is not idle."""
         reaped = []

@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -181,7 +182,7 @@ class LeaseBook:
         return lease
 
 
-def _row(row: tuple) -> Lease:  # type: ignore[type-arg]
+def _row(row: tuple[Any, ...]) -> Lease:
     return Lease(
         path=row[0],
         session_id=row[1],

@@ -21,6 +21,7 @@ screens kept by a pyte terminal emulator. For machines without tmux.
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import logging
 import os
@@ -528,7 +529,9 @@ class PtyBackend:
             signal_session(pane.pid, signal.SIGTERM)
         for pane in panes:
             left = max(0.0, deadline - time.monotonic())
-            stop_session(pane.pid, left, reap=lambda p=pane: self._reap(p), kill_grace=KILL_GRACE)
+            stop_session(
+                pane.pid, left, reap=functools.partial(self._reap, pane), kill_grace=KILL_GRACE
+            )
             self._close(pane)
 
 

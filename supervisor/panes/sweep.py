@@ -156,7 +156,7 @@ def stop_session(
     leader: int,
     timeout: float,
     *,
-    reap: Callable[[], None] | None = None,
+    reap: Callable[[], object] | None = None,
     kill_grace: float = 0.5,
     poll: float = 0.02,
 ) -> bool:
