@@ -2,7 +2,7 @@
 results, findings, sessions (the persisted snapshot), board summaries and events.
 
 Snapshots are tolerant of older versions: every field added later has a default,
-so a minimal legacy row still loads (seed 000 test L13813).
+so a minimal row written by the first release still loads.
 """
 
 from __future__ import annotations

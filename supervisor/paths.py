@@ -3,7 +3,7 @@
 The state dir is the XDG state home (`$XDG_STATE_HOME/corral`, default
 `~/.local/state/corral`) unless `CORRAL_HOME` names another. `CORRAL_HOME` must
 be absolute: a relative path would resolve differently per process, and
-clean-up code depends on it (seed 000 §6.2).
+clean-up code (which removes worktrees under it) depends on it.
 """
 
 from __future__ import annotations

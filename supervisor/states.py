@@ -1,5 +1,5 @@
 """Session states, legal transitions, the single `needs_you` derivation, failure
-kinds and the gate sentences (seed 000 §3).
+kinds and the gate sentences.
 
 Everything a board shows about "what should I do next" comes from here, so two
 views can never disagree.
@@ -160,7 +160,7 @@ def fallback_allowed(failure: LoopFailure | None, *, explicit: bool) -> bool:
     return failure is LoopFailure.ENGINE_UNAVAILABLE and not explicit
 
 
-# --- gate sentences (seed 000 §3.6) ---------------------------------------
+# --- gate sentences: what a caller hears when it acts past a gate -----------
 
 
 def short_id(session_id: str) -> str:

@@ -8,7 +8,7 @@ that the asked-for behaviour exists, so every contract it drafts says so under
 
 The scanning helpers (`summarize_repo`, `project_context`, `ci_job_names`,
 `available_tooling`) are also the grounding a model drafter puts in its prompt
-(seed §5.1 "Derivation prompt inputs"). Everything here is blocking filesystem
+(the same inputs, so both lanes see one repo). Everything here is blocking filesystem
 work; `ConventionsDrafter` pushes it onto a thread.
 """
 
@@ -106,7 +106,7 @@ def _skipped(name: str) -> bool:
 
 def _subdirs(root: Path) -> list[str]:
     """Project subdirectories one level down, sorted, skipping build output,
-    vendored code, dot-dirs (seed §5.1) and symlinks (which may leave the repo)."""
+    vendored code, dot-dirs (none is the project's own code) and symlinks (which may leave the repo)."""
     return [e.name for e in _scandir(root) if not _skipped(e.name) and _is_dir(e, follow=False)]
 
 
@@ -137,7 +137,7 @@ def summarize_repo(root: Path) -> str:
     Entries are sorted, exclude `.git`, are limited to 40 and sanitised (a
     newline in a name becomes a space) and joined with ", " within 2000
     bytes, with a ", …" marker when cut. Build systems are looked for at the
-    root and one level down (seed §5.1).
+    root and one level down (monorepos keep projects in subfolders).
     """
     names = [_clean(e.name) for e in _scandir(root) if e.name != ".git"]
     cut = len(names) > MAX_ENTRIES

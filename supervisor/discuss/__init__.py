@@ -1,5 +1,4 @@
-"""Read-only, repo-grounded discussions that end in a reviewed coding intent
-(seed 001, `coder.discuss.*`).
+"""Read-only, repo-grounded discussions that end in a reviewed coding intent.
 
 An operator who is still working out *what* they want talks it through with
 the model, grounded in one repository. The conversation can end in a

@@ -9,7 +9,7 @@ from typing import Any
 
 from ..llm.base import Message, ToolCall, ToolSpec
 
-# --- limits and sentences (seed §2.1) ---------------------------------------
+# --- limits and sentences -----------------------------------------------------
 
 DISCUSSION_MUTATION_REFUSAL = (
     "This conversation stage is read-only; this is not a file-permission problem or a user "

@@ -1,4 +1,4 @@
-"""Managed worktrees with durable leases (seed 002's lifecycle).
+"""Managed worktrees with durable leases, so no worktree is lost or removed twice.
 
 `allocating → ready → in_use → retained | removed`, plus `cleanup_blocked`
 (git's view no longer matches the lease, or the tree is dirty) and

@@ -2,7 +2,7 @@
 
 A pane belongs to exactly one owner, `"<session id>:<incarnation>"`. Every side
 effect (send, kill, resize) re-checks that the pane still carries that owner,
-so a late action can never touch a replacement (seed 004). Methods block;
+so a late action can never touch a replacement. Methods block;
 the supervisor calls them through `asyncio.to_thread`.
 """
 

@@ -1,4 +1,4 @@
-"""Discussions (seed 001): read-only, repo-grounded chat → a reviewed intent.
+"""Discussions: read-only, repo-grounded chat → a reviewed intent.
 
 Real temp git repositories and the ScriptedProvider; every read-only check
 asserts on what the MODEL receives (its recorded requests), not only on the

@@ -1,4 +1,4 @@
-"""The state machine, `needs_you`, failure kinds and the gate sentences (seed §3)."""
+"""The state machine, `needs_you`, failure kinds and the gate sentences."""
 
 from __future__ import annotations
 
