@@ -8,6 +8,7 @@ import os
 import shutil
 from pathlib import Path
 
+from .agents.settings import load_agent_settings
 from .api import Supervisor
 from .config import SupervisorConfig, load_config
 from .contracts.drafting import ContractDrafter
@@ -56,6 +57,7 @@ def build_supervisor(
         default=default_engine,
         demo_pace=demo_pace,
         provider=provider,
+        agent_settings=load_agent_settings(),
     )
     return Supervisor(state_dir, drafter=drafter, engines=engines, config=config, panes=panes)
 

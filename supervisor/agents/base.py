@@ -1,9 +1,10 @@
 """What corral knows about one agent CLI.
 
 A profile says how to find the binary, how to start it interactively on a
-task (argv, or a paste after start), which credentials it may see, which
-first-run dialogs to answer and with which option (chosen by its text, never
-a blind Enter), and the screen markers for status heuristics.
+task (argv, or a paste after start), which of its own settings pass the
+environment scrub (`agent_env`), which first-run dialogs to answer and with
+which option (chosen by its text, never a blind Enter), and the screen
+markers for status heuristics.
 """
 
 from __future__ import annotations

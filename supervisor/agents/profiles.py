@@ -13,6 +13,7 @@ from pathlib import Path
 from corral.assets import path as asset_path
 
 from ..status import Markers, compile_all
+from . import agent_env
 from .base import AgentProfile, AgentUnavailable, Dialog, LaunchPlan, write_json
 
 DEMO_AGENT = asset_path("demo_agent", "demo_agent.py")
@@ -54,11 +55,13 @@ class ClaudeProfile(AgentProfile):
 class CodexProfile(AgentProfile):
     def plan(self, binary: str, *, prompt: str, session_dir: Path, hook_cmd: str) -> LaunchPlan:
         """`notify` set for this run only (`-c` override; config.toml untouched).
-        Codex passes the payload as the program's last argument."""
+        Codex passes the payload as the program's last argument. The key
+        variables its config names for its providers pass the scrub."""
         notify = [*shlex.split(hook_cmd), "--argv-payload", "agent-turn-complete"]
         value = "[" + ", ".join('"' + p.replace('"', '\\"') + '"' for p in notify) + "]"
         return LaunchPlan(
-            argv=[binary, "--no-daemon", "-c", f"notify={value}", prompt], env_allow=self.env_allow
+            argv=[binary, "--no-daemon", "-c", f"notify={value}", prompt],
+            env_allow=(*self.env_allow, *agent_env.codex_provider_env()),
         )
 
 
@@ -76,6 +79,7 @@ class DemoProfile(AgentProfile):
         return LaunchPlan(
             argv=[sys.executable, binary, "--pace", str(self.pace), prompt],
             env_extra={"CORRAL_HOOK_CMD": hook_cmd},
+            env_allow=self.env_allow,
         )
 
 
@@ -96,7 +100,10 @@ class CustomProfile(AgentProfile):
         if not argv:
             raise AgentUnavailable("the custom agent has no command line")
         return LaunchPlan(
-            argv=[binary, *argv[1:]], paste_prompt=prompt, env_extra={"CORRAL_HOOK_CMD": hook_cmd}
+            argv=[binary, *argv[1:]],
+            paste_prompt=prompt,
+            env_extra={"CORRAL_HOOK_CMD": hook_cmd},
+            env_allow=self.env_allow,
         )
 
 
@@ -120,7 +127,7 @@ CLAUDE = ClaudeProfile(
             r"^yes, i trust this folder|^yes, proceed",
         ),
     ),
-    env_allow=("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"),
+    env_allow=agent_env.CLAUDE,
     hooks=True,
 )
 
@@ -137,7 +144,7 @@ CODEX = CodexProfile(
         idle=compile_all(r"\? for shortcuts", r"← for agents"),
     ),
     dialogs=(_dialog("trust", r"trust this folder\?", r"^trust and continue"),),
-    env_allow=("OPENAI_API_KEY", "CODEX_API_KEY"),
+    env_allow=agent_env.CODEX,
     hooks=True,
 )
 
@@ -151,7 +158,7 @@ GEMINI = AgentProfile(
         idle=compile_all(r"^\s*>\s+type your message", r"^\s*>\s*$"),
     ),
     dialogs=(_dialog("trust", r"do you trust this folder", r"^trust folder"),),
-    env_allow=("GEMINI_API_KEY", "GOOGLE_API_KEY"),
+    env_allow=agent_env.GEMINI,
     prompt_in_argv=False,
 )
 
@@ -164,7 +171,7 @@ AIDER = AgentProfile(
         waiting=compile_all(r"\(y\)es/\(n\)o", r"\[yes\]:\s*$"),
         idle=compile_all(r"^\s*>\s*$", r"^\w*>\s*$"),
     ),
-    env_allow=("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "OPENROUTER_API_KEY"),
+    env_allow=agent_env.AIDER,
     prompt_in_argv=False,
 )
 
@@ -177,7 +184,7 @@ OPENCODE = AgentProfile(
         waiting=compile_all(r"allow once", r"permission required"),
         idle=compile_all(r"press enter to send", r"enter send"),
     ),
-    env_allow=("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY", "OPENROUTER_API_KEY"),
+    env_allow=agent_env.OPENCODE,
     prompt_in_argv=False,
 )
 
@@ -208,6 +215,7 @@ def profile_for(name: str, *, demo_pace: float = 1.0) -> AgentProfile:
             label=f"custom: {command}",
             binaries=(),
             command=command,
+            env_allow=agent_env.CUSTOM,
             prompt_in_argv=False,
         )
     profile = PROFILES.get(name)

@@ -10,11 +10,12 @@ that is not installed is refused at start with a sentence that says so.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from ..agents.base import AgentUnavailable
 from ..agents.profiles import PREFERENCE, profile_for
+from ..agents.settings import AgentSettings, with_settings
 from ..errors import CorralError
 from ..llm.base import ModelProvider
 from ..panes.manager import PaneManager
@@ -40,6 +41,7 @@ class AgentEngines:
         transient_retries: int = 1,
         python: str = sys.executable,
         provider: ModelProvider | None = None,
+        agent_settings: Mapping[str, AgentSettings] | None = None,
     ) -> None:
         self.panes = panes
         self.session_dir = session_dir
@@ -49,6 +51,7 @@ class AgentEngines:
         self.transient_retries = transient_retries
         self.python = python
         self.provider = provider
+        self.agent_settings = dict(agent_settings or {})
 
     def resolve(self, requested: str) -> tuple[str, str]:
         requested = (requested or "auto").strip()
@@ -116,7 +119,7 @@ class AgentEngines:
         if self.panes is None:
             raise CorralError("agent panes are not available")
         return ExternalEngine(
-            profile_for(name, demo_pace=self.demo_pace),
+            with_settings(profile_for(name, demo_pace=self.demo_pace), self.agent_settings),
             self.panes,
             session_dir=self.session_dir,
             transient_retries=self.transient_retries,

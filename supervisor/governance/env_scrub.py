@@ -1,28 +1,45 @@
-"""Environment scrubbing for everything corral starts (checks, agents).
+"""Environment scrubbing for everything corral starts (checks, the built-in
+engine's shell, agents).
 
-Credential-shaped variables are removed unless a caller names them: a check
-or an agent gets only the secrets it was explicitly given. Git credential
-helpers are disabled for the child. `CORRAL_INVOKED_BY` marks the child so
-nested corral invocations can refuse to recurse.
+A variable is removed when its name is credential-shaped or its value carries
+a credential (`secret_shapes` says what that looks like), unless the caller
+names it in `allow` (exact names or `fnmatch` patterns such as `AIDER_*`): a
+check or an agent gets only the secrets it was explicitly given. A proxy
+variable whose address holds credentials keeps the address without them.
+Git credential helpers are disabled for the child. `CORRAL_INVOKED_BY` marks
+the child so nested corral invocations can refuse to recurse.
 """
 
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterable, Mapping
+from fnmatch import fnmatchcase
 
-CREDENTIAL_SHAPED = re.compile(
-    r"(_API_KEY|_APIKEY|_TOKEN|_SECRET|_SECRET_KEY|_PASSWORD|_PASSWD|_CREDENTIALS?|_PAT)$"
-    r"|^(GITHUB_TOKEN|GH_TOKEN|GITLAB_TOKEN|NPM_TOKEN|PYPI_TOKEN|TWINE_PASSWORD|"
-    r"AWS_ACCESS_KEY_ID|AWS_SECRET_ACCESS_KEY|AWS_SESSION_TOKEN|GOOGLE_APPLICATION_CREDENTIALS|"
-    r"AZURE_CLIENT_SECRET|DOCKER_AUTH_CONFIG|SSH_AUTH_SOCK)$",
-    re.IGNORECASE,
-)
+from .secret_shapes import carries_credential, is_credential_name, is_proxy_name, without_userinfo
 
 
-def is_credential_name(name: str) -> bool:
-    return bool(CREDENTIAL_SHAPED.search(name))
+def is_allowed(name: str, allow: Iterable[str]) -> bool:
+    """Whether `name` is one of `allow` (exact, case-sensitive, or a pattern)."""
+    return any(name == pattern or fnmatchcase(name, pattern) for pattern in allow)
+
+
+def scrub(env: Mapping[str, str], allow: Iterable[str] = ()) -> dict[str, str]:
+    """`env` without credentials, except the variables `allow` names."""
+    allowed = tuple(allow)
+    out: dict[str, str] = {}
+    for name, value in env.items():
+        if is_allowed(name, allowed):
+            out[name] = value
+            continue
+        if is_credential_name(name):
+            continue
+        if is_proxy_name(name):
+            value = without_userinfo(value)
+        if carries_credential(value):
+            continue
+        out[name] = value
+    return out
 
 
 def scrubbed_env(
@@ -33,13 +50,11 @@ def scrubbed_env(
     invoked_by: str = "corral",
 ) -> dict[str, str]:
     """A copy of `base` (default: this process's environment) without
-    credential-shaped variables except those in `allow`."""
+    credentials except those `allow` names; `keep_credentials` (a contract
+    check that asked for them at gate 1) keeps everything."""
     env = dict(os.environ if base is None else base)
-    allowed = set(allow)
     if not keep_credentials:
-        for name in list(env):
-            if name not in allowed and is_credential_name(name):
-                del env[name]
+        env = scrub(env, allow)
     env["GIT_TERMINAL_PROMPT"] = "0"
     env["GIT_CONFIG_COUNT"] = "1"
     env["GIT_CONFIG_KEY_0"] = "credential.helper"

@@ -1,0 +1,187 @@
+"""The variables each agent CLI reads to configure itself, passed to its pane
+even when credential-shaped: the scrub removes every other secret, but an
+agent without its own key, endpoint or cloud sign-in cannot work.
+
+Lists follow each CLI's documented environment variables. Names that are not
+credential-shaped pass the scrub anyway; they are listed so the allow-list
+says what the agent reads, and so a value holding credentials (a gateway URL
+with a password) still reaches the agent. Patterns (`AIDER_*`) follow
+`fnmatch`. Anything else the operator's agent needs goes in
+`[agents.<name>] env_allow` of the config file (`settings`).
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+
+# Proxies and CA bundles: an agent behind a proxy reaches its model API only
+# through it, so agents get these as set, credentials included.
+NETWORK: tuple[str, ...] = (
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "ALL_PROXY",
+    "NO_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "all_proxy",
+    "no_proxy",
+    "NODE_EXTRA_CA_CERTS",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "REQUESTS_CA_BUNDLE",
+    "CURL_CA_BUNDLE",
+)
+
+# The AWS SDK's credential chain (Bedrock).
+AWS: tuple[str, ...] = (
+    "AWS_PROFILE",
+    "AWS_REGION",
+    "AWS_DEFAULT_REGION",
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AWS_BEARER_TOKEN_BEDROCK",
+    "AWS_CONFIG_FILE",
+    "AWS_SHARED_CREDENTIALS_FILE",
+)
+
+# Google Cloud's application default credentials (Vertex AI).
+GOOGLE_CLOUD: tuple[str, ...] = (
+    "GOOGLE_APPLICATION_CREDENTIALS",
+    "GOOGLE_CLOUD_PROJECT",
+    "GOOGLE_CLOUD_LOCATION",
+    "CLOUDSDK_CONFIG",
+)
+
+CLAUDE: tuple[str, ...] = (
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_AUTH_TOKEN",
+    "CLAUDE_CODE_OAUTH_TOKEN",
+    "ANTHROPIC_BASE_URL",
+    "ANTHROPIC_CUSTOM_HEADERS",
+    "ANTHROPIC_MODEL",
+    "ANTHROPIC_SMALL_FAST_MODEL",
+    "ANTHROPIC_DEFAULT_OPUS_MODEL",
+    "ANTHROPIC_DEFAULT_SONNET_MODEL",
+    "ANTHROPIC_DEFAULT_HAIKU_MODEL",
+    "CLAUDE_CONFIG_DIR",
+    "CLAUDE_CODE_CLIENT_CERT",
+    "CLAUDE_CODE_CLIENT_KEY",
+    "CLAUDE_CODE_CLIENT_KEY_PASSPHRASE",
+    "CLAUDE_CODE_USE_BEDROCK",
+    "CLAUDE_CODE_SKIP_BEDROCK_AUTH",
+    "ANTHROPIC_BEDROCK_BASE_URL",
+    "ANTHROPIC_SMALL_FAST_MODEL_AWS_REGION",
+    *AWS,
+    "CLAUDE_CODE_USE_VERTEX",
+    "CLAUDE_CODE_SKIP_VERTEX_AUTH",
+    "ANTHROPIC_VERTEX_BASE_URL",
+    "ANTHROPIC_VERTEX_PROJECT_ID",
+    "CLOUD_ML_REGION",
+    "VERTEX_REGION_CLAUDE_*",
+    *GOOGLE_CLOUD,
+    *NETWORK,
+)
+
+CODEX: tuple[str, ...] = (
+    "OPENAI_API_KEY",
+    "CODEX_API_KEY",
+    "OPENAI_BASE_URL",
+    "OPENAI_ORGANIZATION",
+    "OPENAI_PROJECT",
+    "CODEX_HOME",
+    "CODEX_OSS_BASE_URL",
+    "CODEX_OSS_PORT",
+    *NETWORK,
+)
+
+
+def codex_provider_env(env: dict[str, str] | None = None) -> tuple[str, ...]:
+    """The variables Codex's own config names for its model providers
+    (`[model_providers.<id>] env_key` and `env_http_headers` in
+    `$CODEX_HOME/config.toml`): the operator already told Codex where its key
+    is, so corral passes that variable too. A config Codex cannot read adds
+    nothing; Codex reports it itself."""
+    env = dict(os.environ) if env is None else env
+    home = Path(env.get("CODEX_HOME") or Path(env.get("HOME", "~")) / ".codex").expanduser()
+    try:
+        data = tomllib.loads((home / "config.toml").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return ()
+    providers = data.get("model_providers")
+    names: list[str] = []
+    for provider in providers.values() if isinstance(providers, dict) else ():
+        if not isinstance(provider, dict):
+            continue
+        key = provider.get("env_key")
+        if isinstance(key, str) and key:
+            names.append(key)
+        headers = provider.get("env_http_headers")
+        if isinstance(headers, dict):
+            names += [v for v in headers.values() if isinstance(v, str) and v]
+    return tuple(dict.fromkeys(names))
+
+
+GEMINI: tuple[str, ...] = (
+    "GEMINI_API_KEY",
+    "GOOGLE_API_KEY",
+    "GEMINI_MODEL",
+    "GEMINI_CLI_HOME",
+    "GOOGLE_GENAI_USE_VERTEXAI",
+    "GOOGLE_GENAI_USE_GCA",
+    *GOOGLE_CLOUD,
+    *NETWORK,
+)
+
+# Aider reads every option as AIDER_<OPTION> (AIDER_MODEL, AIDER_OPENAI_API_KEY,
+# …) and any provider's key through LiteLLM's <PROVIDER>_API_KEY names.
+AIDER: tuple[str, ...] = (
+    "AIDER_*",
+    "OPENAI_API_KEY",
+    "OPENAI_API_BASE",
+    "ANTHROPIC_API_KEY",
+    "GEMINI_API_KEY",
+    "OPENROUTER_API_KEY",
+    "DEEPSEEK_API_KEY",
+    "GROQ_API_KEY",
+    "MISTRAL_API_KEY",
+    "XAI_API_KEY",
+    "COHERE_API_KEY",
+    "OLLAMA_API_BASE",
+    "AZURE_API_KEY",
+    "AZURE_API_BASE",
+    "AZURE_API_VERSION",
+    "VERTEXAI_PROJECT",
+    "VERTEXAI_LOCATION",
+    *AWS,
+    *GOOGLE_CLOUD,
+    *NETWORK,
+)
+
+# OpenCode reads each provider's key under the name models.dev gives it.
+OPENCODE: tuple[str, ...] = (
+    "OPENCODE_CONFIG",
+    "OPENCODE_CONFIG_DIR",
+    "OPENCODE_CONFIG_CONTENT",
+    "ANTHROPIC_API_KEY",
+    "OPENAI_API_KEY",
+    "GEMINI_API_KEY",
+    "GOOGLE_GENERATIVE_AI_API_KEY",
+    "OPENROUTER_API_KEY",
+    "DEEPSEEK_API_KEY",
+    "GROQ_API_KEY",
+    "MISTRAL_API_KEY",
+    "XAI_API_KEY",
+    "AZURE_RESOURCE_NAME",
+    "AZURE_API_KEY",
+    "GOOGLE_VERTEX_PROJECT",
+    "GOOGLE_VERTEX_LOCATION",
+    *AWS,
+    *GOOGLE_CLOUD,
+    *NETWORK,
+)
+
+# A command line corral knows nothing about: only the network settings.
+CUSTOM: tuple[str, ...] = NETWORK

@@ -1,0 +1,99 @@
+"""The operator's per-agent settings: `[agents.<name>]` tables of
+`~/.config/corral/config.toml` (`CORRAL_CONFIG` names another file).
+
+    [agents.claude]
+    env_allow = ["MY_GATEWAY_TOKEN"]     # passed to claude's pane when set
+
+    [agents.custom]                      # every custom:<command line> agent
+    env_allow = ["MYTOOL_*"]
+
+`env_allow` adds variables (exact names or `fnmatch` patterns) to the ones the
+agent's profile already passes through the scrub: a secret the operator's own
+agent needs reaches that agent and nothing else. A missing file or table adds
+nothing; a malformed one is a clear error naming the file.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+
+from ..errors import ConfigError
+from ..paths import config_path
+from .base import AgentProfile
+from .profiles import PROFILES
+
+AGENT_NAMES: tuple[str, ...] = (*PROFILES, "custom")
+
+# A variable name, or a pattern of one; never `=` or blanks.
+_ENTRY = re.compile(r"^[^\s=]+$")
+
+
+class AgentSettings(BaseModel):
+    """One `[agents.<name>]` table."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    env_allow: tuple[str, ...] = ()
+
+    @field_validator("env_allow")
+    @classmethod
+    def _names(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for entry in value:
+            if not _ENTRY.match(entry):
+                raise ValueError(
+                    f"{entry!r} is not a variable name; write names such as MY_TOKEN "
+                    "or patterns such as MYTOOL_*"
+                )
+            if entry.strip("*?") == "":
+                raise ValueError(
+                    f"{entry!r} would pass every secret to the agent; name the variables it needs"
+                )
+        return value
+
+
+def load_agent_settings(path: Path | None = None) -> dict[str, AgentSettings]:
+    """Each configured agent's settings, by agent name (`claude`, …, `custom`)."""
+    path = path or config_path()
+    if not path.exists():
+        return {}
+    try:
+        data: dict[str, Any] = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: not valid TOML ({exc}); fix or remove the file") from exc
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot be read ({exc.strerror or exc})") from exc
+    section = data.get("agents", {})
+    if not isinstance(section, dict):
+        raise ConfigError(f"{path}: [agents] must hold one table per agent, e.g. [agents.claude]")
+    settings: dict[str, AgentSettings] = {}
+    for name, table in section.items():
+        if name not in AGENT_NAMES:
+            raise ConfigError(
+                f"{path}: [agents.{name}] names no agent corral knows; "
+                f"use one of {', '.join(AGENT_NAMES)}"
+            )
+        if not isinstance(table, dict):
+            raise ConfigError(f"{path}: [agents.{name}] must be a table")
+        try:
+            settings[name] = AgentSettings.model_validate(table)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()
+            )
+            raise ConfigError(f"{path}: [agents.{name}] {problems}") from exc
+    return settings
+
+
+def with_settings(profile: AgentProfile, settings: Mapping[str, AgentSettings]) -> AgentProfile:
+    """`profile` with the operator's additions for it (none: `profile` itself)."""
+    own = settings.get(profile.name)
+    if own is None or not own.env_allow:
+        return profile
+    return replace(profile, env_allow=(*profile.env_allow, *own.env_allow))
