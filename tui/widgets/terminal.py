@@ -13,9 +13,13 @@ import contextlib
 from rich.color import Color
 from rich.style import Style
 from rich.text import Span, Text
-from textual import events
+from textual import events, getters
 from textual.binding import Binding
 from textual.widgets import Static
+
+from corral.supervisor.api import Supervisor
+
+from ..app import CorralApp
 
 KEYMAP = {
     "enter": "Enter",
@@ -59,6 +63,8 @@ def _without_default_colours(text: Text) -> Text:
 
 
 class TerminalView(Static, can_focus=True):
+    app = getters.app(CorralApp)
+
     BINDINGS = [
         Binding(LEAVE_KEY, "leave", "Leave terminal"),
         Binding("ctrl+b", "toggle_history", "History", priority=True),
@@ -88,8 +94,8 @@ class TerminalView(Static, can_focus=True):
         self.refresh_screen()
 
     @property
-    def supervisor(self):  # type: ignore[no-untyped-def]
-        return self.app.supervisor  # type: ignore[attr-defined]
+    def supervisor(self) -> Supervisor:
+        return self.app.supervisor
 
     def refresh_screen(self) -> None:
         if self.history is not None:
