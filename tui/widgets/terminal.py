@@ -9,6 +9,7 @@ screen) attaches the real terminal instead.
 from __future__ import annotations
 
 import contextlib
+from typing import Any
 
 from rich.color import Color
 from rich.style import Style
@@ -82,8 +83,8 @@ class TerminalView(Static, can_focus=True):
     }
     """
 
-    def __init__(self, session_id: str, **kw: object) -> None:
-        super().__init__("", **kw)  # type: ignore[arg-type]
+    def __init__(self, session_id: str, **kw: Any) -> None:
+        super().__init__("", **kw)
         self.session_id = session_id
         self._version = -2
         self.history: list[str] | None = None  # scrollback shown instead of the live screen
