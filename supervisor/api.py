@@ -12,8 +12,10 @@ Long work (drafting, baselines, engines, git) runs on supervisor-owned asyncio
 tasks, so a caller that goes away (a closed screen) never cancels it. Errors
 are `CorralError` carrying the sentence the operator reads.
 
-The console and the command line import only this module, `models`, `states`
-and `errors`; the other names exported here are the ones they need.
+The console and the command line import only the public modules named in
+pyproject.toml (`[tool.corral] supervisor_public_modules`): this facade,
+`models`, `states`, `errors`, `housekeeping`, `interface` (types re-exported on
+purpose), `factory` and `paths`; an import contract in `make lint` enforces it.
 """
 
 from __future__ import annotations

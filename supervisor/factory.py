@@ -1,12 +1,18 @@
 """Assemble a Supervisor for the console, the demo and `corral run`: the
 drafter, the pane backend (tmux on a private socket, or pty), the pane
-manager and the agent engines."""
+manager and the agent engines; and the console's discussions.
+
+Part of the public surface: this is how a client gets the facade, so the
+console and the command line may import it (see `interface`).
+"""
 
 from __future__ import annotations
 
 import os
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .agents.settings import load_agent_settings
 from .api import Supervisor
@@ -17,6 +23,9 @@ from .errors import CorralError
 from .llm.config import load_llm_config, make_provider
 from .panes.base import PaneBackend
 from .panes.manager import PaneManager
+
+if TYPE_CHECKING:
+    from .discuss import Discussions
 
 
 def make_backend(kind: str, *, socket_dir: Path | None = None) -> PaneBackend:
@@ -68,3 +77,48 @@ def default_drafter(config: SupervisorConfig | None = None) -> ContractDrafter:
 
     config = config or load_config()
     return build_drafter(max_timeout_secs=config.max_check_timeout_secs)
+
+
+def make_discussions(state_dir: Path) -> tuple[Discussions, str | None]:
+    """Discussions share the supervisor's state dir and the configured model.
+    A broken model configuration leaves them without a model; the second
+    value says why (None when the configuration is fine)."""
+    from .discuss import Discussions
+
+    try:
+        provider = make_provider(load_llm_config())
+    except CorralError as exc:
+        return Discussions(state_dir, None), str(exc)
+    return Discussions(state_dir, provider), None
+
+
+@dataclass(frozen=True)
+class DemoSite:
+    """Where `corral demo` runs: a generated repository, with its own state
+    dir and tmux sockets beside it (the operator's own are never touched)."""
+
+    repo: Path
+    state_dir: Path
+    socket_dir: Path
+
+
+def make_demo_site(workdir: Path) -> DemoSite:
+    from .demo import make_demo_repo
+
+    return DemoSite(make_demo_repo(workdir), workdir / "state", workdir / "tmux")
+
+
+def build_demo_supervisor(
+    site: DemoSite, *, backend: str = "tmux", pace: float = 1.0
+) -> Supervisor:
+    """The demo drafter, and the scripted demo agent as the default engine."""
+    from .demo import DemoDrafter
+
+    return build_supervisor(
+        site.state_dir,
+        DemoDrafter(),
+        backend=backend,
+        socket_dir=site.socket_dir,
+        default_engine="external:demo",
+        demo_pace=pace,
+    )

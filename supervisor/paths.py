@@ -4,6 +4,9 @@ The state dir is the XDG state home (`$XDG_STATE_HOME/corral`, default
 `~/.local/state/corral`) unless `CORRAL_HOME` names another. `CORRAL_HOME` must
 be absolute: a relative path would resolve differently per process, and
 clean-up code (which removes worktrees under it) depends on it.
+
+Part of the public surface: the console and the command line may import it
+(where the state dir and the config file are; see `interface`).
 """
 
 from __future__ import annotations

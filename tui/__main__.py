@@ -1,5 +1,5 @@
-"""`python -m tui` runs the corral command line."""
+"""`python -m corral.tui` runs the corral command line."""
 
-from corral.tui.entry import main
+from corral.tui.cli.main import main
 
 raise SystemExit(main())

@@ -10,18 +10,21 @@ import asyncio
 import contextlib
 import json
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual.app import App, SystemCommand
 from textual.binding import Binding
+from textual.screen import Screen
 
 from corral.supervisor.api import Supervisor
 from corral.supervisor.errors import CorralError
 
 from .event_text import approval_outcome
-from .screens.board import BoardScreen
+
+if TYPE_CHECKING:
+    from corral.supervisor.interface import Discussions
 
 MIN_WIDTH, MIN_HEIGHT = 80, 24
 
@@ -52,7 +55,7 @@ class CorralApp(App[None]):
         self.ready = asyncio.Event()
         self._calls: set[asyncio.Task[Any]] = set()
         self.startup_error: str | None = None
-        self._discussions: Any = None
+        self._discussions: Discussions | None = None
 
     async def on_mount(self) -> None:
         if self.owns_supervisor:
@@ -70,6 +73,8 @@ class CorralApp(App[None]):
             )
         self._load_theme()
         self.set_interval(300, self._reap_discussions)
+        from .screens.board import BoardScreen  # screens import this module for its type
+
         await self.push_screen(BoardScreen(clock=self.clock))
         if self.on_ready is not None:
             task = asyncio.get_running_loop().create_task(self._run_ready())
@@ -123,7 +128,7 @@ class CorralApp(App[None]):
         call = self.supervisor.approve(session_id, **choice)
         self.run_supervisor_call(label, call, outcome=approval_outcome)
 
-    def reject(self, session_id: str, then: Callable[[], None] | None = None) -> None:
+    def reject(self, session_id: str, then: Callable[[], object] | None = None) -> None:
         """Ask for an optional comment, then reject; escape changes nothing.
         `then` runs once the rejection is sent (the diff screen closes)."""
         from .screens.prompt import TextPrompt
@@ -141,7 +146,7 @@ class CorralApp(App[None]):
         self.push_screen(prompt, done)
 
     @property
-    def discussions(self) -> Any:
+    def discussions(self) -> Discussions:
         """Made on first use: the discussion code and the model configuration
         are not needed for the board's first paint."""
         if self._discussions is None:
@@ -149,7 +154,7 @@ class CorralApp(App[None]):
         return self._discussions
 
     @discussions.setter
-    def discussions(self, value: Any) -> None:
+    def discussions(self, value: Discussions) -> None:
         self._discussions = value
 
     def report_unexpected(self, where: str, exc: BaseException) -> None:
@@ -163,23 +168,20 @@ class CorralApp(App[None]):
         self.bell()
         self.notify(unexpected_sentence(where, exc, path), severity="error", timeout=15)
 
-    def _make_discussions(self):  # type: ignore[no-untyped-def]
-        """Discussions share the supervisor's state dir and the configured model."""
-        from corral.supervisor.discuss import Discussions
-        from corral.supervisor.llm.config import load_llm_config, make_provider
+    def _make_discussions(self) -> Discussions:
+        """Discussions share the supervisor's state dir and the configured
+        model; a broken model configuration is a warning, not a failure."""
+        from corral.supervisor.factory import make_discussions
 
-        try:
-            provider = make_provider(load_llm_config())
-        except CorralError as exc:
-            self.notify(f"model configuration: {exc}", severity="warning")
-            provider = None
-        return Discussions(Path(self.supervisor.state_dir), provider)
+        discussions, problem = make_discussions(Path(self.supervisor.state_dir))
+        if problem is not None:
+            self.notify(f"model configuration: {problem}", severity="warning")
+        return discussions
 
     def _reap_discussions(self) -> None:
         """Discussions idle for an hour close (they stay resumable)."""
-        reap = getattr(self._discussions, "reap_idle", None)
-        if reap is not None:
-            reap()
+        if self._discussions is not None:
+            self._discussions.reap_idle()
 
     def desktop_notify(self, title: str, body: str) -> None:
         """`notify-send` where it exists and CORRAL_DESKTOP_NOTIFY=1 (off by default)."""
@@ -215,7 +217,7 @@ class CorralApp(App[None]):
             pass
         self._theme_loaded = True
 
-    def get_system_commands(self, screen):  # type: ignore[no-untyped-def]
+    def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         """The command palette (ctrl+p) offers every action of the screen in
         front, with the same words as its keys, plus Textual's own."""
         yield from super().get_system_commands(screen)
@@ -225,7 +227,7 @@ class CorralApp(App[None]):
             target = self if binding.action.startswith("app.") else screen
             action = binding.action.removeprefix("app.")
 
-            async def run(target=target, action=action) -> None:  # type: ignore[no-untyped-def]
+            async def run(target: App[None] | Screen[Any] = target, action: str = action) -> None:
                 await target.run_action(action)
 
             yield SystemCommand(

@@ -15,7 +15,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from logging.handlers import RotatingFileHandler
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from corral.supervisor.paths import ensure_private_dir
 
@@ -65,6 +65,6 @@ def guarded(where: str) -> Callable[[F], F]:
                 report(where, exc)
                 return None
 
-        return wrapper  # type: ignore[return-value]
+        return cast(F, wrapper)
 
     return decorate

@@ -102,7 +102,7 @@ def hook_command(python: str, hooks_file: Path) -> str:
     """The shell command agents run for a hook; the event name is appended."""
     return " ".join(
         shlex.quote(part)
-        for part in [python, "-m", "corral.tui.entry", "hook", "--file", str(hooks_file)]
+        for part in [python, "-m", "corral.tui.cli", "hook", "--file", str(hooks_file)]
     )
 
 

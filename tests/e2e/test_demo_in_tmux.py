@@ -44,7 +44,7 @@ class Demo:
 
     def start(self) -> None:
         corral = ROOT / ".venv" / "bin" / "corral"
-        argv = str(corral) if corral.exists() else f"{sys.executable} -m corral.tui.entry"
+        argv = str(corral) if corral.exists() else f"{sys.executable} -m corral.tui.cli"
         env = {
             "CORRAL_HOME": str(self.tmp / "home"),
             "CORRAL_CONFIG": str(self.tmp / "missing-config.toml"),

@@ -108,8 +108,27 @@ async def test_sessions_lists_while_a_console_owns_the_state_dir(tmp_path: Path)
         assert f"pid {os.getpid()}" in out.stderr
         out = corral("worktrees", home=home)
         assert out.returncode == 0 and "corral-" in out.stdout
+        out = corral("worktrees", "--json", home=home)
+        assert out.returncode == 0, out.stderr
+        [tree] = json.loads(out.stdout)
+        assert list(tree) == [
+            "path",
+            "session",
+            "session_state",
+            "lease",
+            "note",
+            "exists",
+            "clean",
+        ]
+        assert tree["session_state"] == "contract_proposed" and tree["exists"] is True
+        # pruning changes the state dir: refused while a console owns it
+        out = corral("worktrees", "prune", "--dry-run", home=home)
+        assert out.returncode == 2 and "close the console first" in out.stderr
     finally:
         await sup.close()
+    out = corral("worktrees", "prune", home=home)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == ["0 removed, 0 kept"]  # its session still needs it
 
 
 @pytest.mark.slow

@@ -8,18 +8,26 @@ import asyncio
 import itertools
 import os
 import subprocess
+import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 import pytest_textual_snapshot
+from textual.widgets import DataTable, Input, Markdown, Static
+from textual.widgets._footer import FooterKey
 
 from corral.supervisor.api import Supervisor
 from corral.supervisor.config import SupervisorConfig
 from corral.supervisor.engines.base import EngineOutcome, RunContext
 from corral.supervisor.models import ContractCheck, OutcomeContract
 from corral.supervisor.states import CoderState
+from corral.tui.screens.board import BoardScreen
+from corral.tui.screens.diff import DiffScreen
+from corral.tui.screens.discuss import DiscussScreen
+from corral.tui.screens.help import HelpScreen
+from corral.tui.screens.session import SessionScreen
 from tests.fakes.scripted import (
     ScriptedDrafter,
     ScriptedEngine,
@@ -28,6 +36,8 @@ from tests.fakes.scripted import (
     Wait,
     Write,
 )
+
+T = TypeVar("T")
 
 SNAPSHOT_DIR = Path(__file__).resolve().parents[2] / "snapshots"
 pytest_textual_snapshot.SVGImageExtension.dirname = classmethod(  # type: ignore[method-assign]
@@ -106,15 +116,103 @@ async def start_to_approval(sup: Supervisor, intent: str, repo: Path) -> str:
     return sid
 
 
-async def open_from_board(app: Any, pilot: Any, key: str, settle: float = 0.5) -> Any:
-    """Once the seed is done, press `key` on the board (toasts cleared) and
-    give the screen it opens `settle` seconds to load; returns that screen."""
+# -- waiting for the frame to be final ------------------------------------------
+#
+# A test never waits a fixed time and hopes: it waits for a condition that
+# implies what it asserts (or, for a snapshot, that the frame is final). Every
+# wait is bounded and fails naming what it waited for.
+
+WAIT_SECS = 30.0
+
+
+async def until(pilot: Any, what: str, check: Callable[[], T], timeout: float = WAIT_SECS) -> T:
+    """Let the app run until `check()` is truthy and return its value."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout:.0f} s waiting for {what}")
+        await pilot.pause()  # until the screen has handled its messages and the CPU is idle
+
+
+def board_of(app: Any) -> BoardScreen | None:
+    return next((s for s in app.screen_stack if isinstance(s, BoardScreen)), None)
+
+
+def board_in_sync(app: Any) -> bool:
+    """The board shows what the supervisor has now: a row for every session,
+    each drawn as the supervisor's newest summary would be (so every
+    needs-you toast has been raised), in board order."""
+    board = board_of(app)
+    if board is None or not str(board.query_one("#counts", Static).render()):
+        return False  # its watcher has not delivered the first snapshot yet
+    rows = app.supervisor.list()
+    if set(board.summaries) != {r.session_id for r in rows}:
+        return False
+    same = all(board._cells(board.summaries[r.session_id]) == board._cells(r) for r in rows)
+    return same and board.order == [r.session_id for r in board.shown_rows()]
+
+
+async def board_ready(app: Any, pilot: Any) -> BoardScreen:
+    """The seed (`on_ready`) is done and the board shows its outcome."""
     await app.ready.wait()
-    await pilot.pause(0.2)
+    await until(pilot, "the board to show the supervisor's sessions", lambda: board_in_sync(app))
+    await pilot.pause()  # its toasts are messages to the app: handled before anyone looks
+    board = board_of(app)
+    assert board is not None
+    return board
+
+
+def caught_up(screen: Any) -> bool:
+    """The screen shows everything there is to show now (see each case)."""
+    if isinstance(screen, SessionScreen):
+        # every event of the session was handled (logged, and the view refreshed)
+        live = screen.app.supervisor._live.get(screen.session_id)
+        return live is None or len(screen.events) == len(live.log.buffered())
+    if isinstance(screen, DiffScreen):
+        files = screen.query_one("#diff-files", DataTable)
+        return bool(screen.files) and files.row_count == len(screen.files)
+    if isinstance(screen, DiscussScreen):
+        return screen.discussion is not None
+    if isinstance(screen, HelpScreen):
+        markdown = screen.query_one(Markdown)
+        return bool(markdown.children) and not markdown.lock.is_locked
+    return True
+
+
+async def open_from_board(app: Any, pilot: Any, key: str) -> Any:
+    """Once the seed is done and on the board, press `key` there (toasts
+    cleared) and wait until the screen it opens has caught up; returns it."""
+    board = await board_ready(app, pilot)
     app.clear_notifications()
     await pilot.press(key)
-    await pilot.pause(settle)
-    return app.screen
+    return await until(
+        pilot,
+        f"the screen {key!r} opens to catch up",
+        lambda: app.screen if app.screen is not board and caught_up(app.screen) else None,
+    )
+
+
+def footer_actions(app: Any) -> set[str]:
+    """The actions whose keys the footer shows now."""
+    return {key.action for key in app.screen.query(FooterKey)}
+
+
+def steady_cursors(app: Any) -> None:
+    """A focused input's cursor blinks every half second: a snapshot would
+    depend on when it was taken. Stop the blinking (the cursor stays shown)."""
+    for screen in app.screen_stack:
+        for field in screen.query(Input):
+            field.cursor_blink = False
+
+
+async def final_frame(pilot: Any, what: str, check: Callable[[], object] = lambda: True) -> None:
+    """For a snapshot: wait until `check()` says the frame is final, with
+    the cursors steady (snap_compare then lets the last repaint land)."""
+    await until(pilot, what, check)
+    steady_cursors(pilot.app)
 
 
 def passing_file_contract(name: str) -> OutcomeContract:

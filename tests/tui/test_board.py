@@ -4,15 +4,23 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from textual.widgets import DataTable
-from textual.widgets._footer import FooterKey
+from textual.widgets import DataTable, Input
 
 from corral.supervisor.states import CoderState
 from corral.tui.app import CorralApp
-from corral.tui.screens.board import BoardScreen
 from corral.tui.screens.help import HelpScreen
+from corral.tui.screens.new_session import NewSessionScreen
+from corral.tui.screens.prompt import TextPrompt
 
-from .conftest import FIXED_NOW, seed_board
+from .conftest import (
+    FIXED_NOW,
+    board_in_sync,
+    board_ready,
+    final_frame,
+    footer_actions,
+    seed_board,
+    until,
+)
 
 
 def _app(sup, repo: Path, **kw) -> CorralApp:  # type: ignore[no-untyped-def]
@@ -24,23 +32,17 @@ def _cell_text(table: DataTable, row: int, col: int) -> str:  # type: ignore[typ
     return str(getattr(value, "plain", value))
 
 
-def _footer_actions(app: CorralApp) -> set[str]:
-    """The actions whose keys the footer shows now."""
-    return {key.action for key in app.screen.query(FooterKey)}
-
-
 def test_board_snapshot_with_sessions_in_several_states(snap_compare, board_world) -> None:
     """Needs-you rows (diff, contract) first, then the working one, then finished."""
     sup, repo, _release = board_world()
     app = _app(sup, repo, on_ready=lambda s: seed_board(s, repo))
 
     async def ready(pilot) -> None:  # type: ignore[no-untyped-def]
-        await app.ready.wait()
-        await pilot.pause(0.2)
+        await board_ready(app, pilot)
         # the needs-you transitions rang and toasted; the snapshot pins the board itself
         assert len(app._notifications) >= 2
         app.clear_notifications()
-        await pilot.pause(0.1)
+        await final_frame(pilot, "the toasts to go", lambda: not app.screen.query("Toast"))
 
     assert snap_compare(app, terminal_size=(140, 24), run_before=ready)
 
@@ -49,10 +51,7 @@ async def test_state_change_reaches_the_board_without_refresh(board_world) -> No
     sup, repo, release = board_world()
     app = _app(sup, repo, on_ready=lambda s: seed_board(s, repo))
     async with app.run_test(size=(140, 20)) as pilot:
-        await app.ready.wait()
-        await pilot.pause(0.1)
-        board = app.screen
-        assert isinstance(board, BoardScreen)
+        board = await board_ready(app, pilot)
         table = board.table
         bravo = next(
             i
@@ -60,17 +59,24 @@ async def test_state_change_reaches_the_board_without_refresh(board_world) -> No
             if board.summaries[sid].intent.startswith("Bravo")
         )
         assert _cell_text(table, bravo, 1) == "working"
-        # the operator picks the working row: its footer offers no approval
         table.move_cursor(row=bravo)
-        await pilot.pause(0.1)
-        assert "approve" not in _footer_actions(app)
-        assert "cancel_session" in _footer_actions(app)
+        # the operator picks the working row: its footer offers cancel, no approval
+        await until(
+            pilot,
+            "the footer to offer the working row's keys",
+            lambda: "cancel_session" in (keys := footer_actions(app)) and "approve" not in keys,
+        )
         release.set()  # the engine finishes; nothing on the UI side is poked
-        for _ in range(100):
-            await pilot.pause(0.05)
+
+        def bravo_text() -> str:
             rows = {board.summaries[s].intent.split()[0]: i for i, s in enumerate(board.order)}
-            if _cell_text(table, rows["Bravo"], 2) == "diff ready for approval":
-                break
+            return _cell_text(table, rows["Bravo"], 2)
+
+        await until(
+            pilot,
+            "Bravo's diff to reach the board",
+            lambda: bravo_text() == "diff ready for approval",
+        )
         rows = {board.summaries[s].intent.split()[0]: i for i, s in enumerate(board.order)}
         assert _cell_text(table, rows["Bravo"], 1) == "needs approval"
         assert _cell_text(table, rows["Bravo"], 2) == "diff ready for approval"
@@ -79,29 +85,29 @@ async def test_state_change_reaches_the_board_without_refresh(board_world) -> No
         assert groups == sorted(groups, reverse=True)
         # the cursor followed Bravo, and its footer now offers the approval keys
         assert board.selected() is not None and board.selected().intent.startswith("Bravo")
-        await pilot.pause(0.1)
-        assert {"approve", "review_diff", "reject"} <= _footer_actions(app)
+        await until(
+            pilot,
+            "the footer to offer the approval keys",
+            lambda: {"approve", "review_diff", "reject"} <= footer_actions(app),
+        )
 
 
 async def test_help_quit_and_tab_to_next_needs_you(board_world) -> None:
     sup, repo, _release = board_world()
     app = _app(sup, repo, on_ready=lambda s: seed_board(s, repo))
     async with app.run_test(size=(140, 20)) as pilot:
-        await app.ready.wait()
-        await pilot.pause(0.1)
-        board = app.screen
-        assert isinstance(board, BoardScreen)
+        board = await board_ready(app, pilot)
         await pilot.press("question_mark")
-        assert isinstance(app.screen, HelpScreen)
+        await until(pilot, "the help", lambda: isinstance(app.screen, HelpScreen))
         await pilot.press("escape")
-        assert app.screen is board
+        await until(pilot, "the board again", lambda: app.screen is board)
         needing = [i for i, s in enumerate(board.order) if board.summaries[s].needs_you]
         assert len(needing) == 2  # Alpha's diff and Echo's contract
         board.table.move_cursor(row=len(board.order) - 1)
         await pilot.press("tab")
-        assert board.table.cursor_row == needing[0]
+        await until(pilot, "the first needs-you row", lambda: board.table.cursor_row == needing[0])
         await pilot.press("tab")
-        assert board.table.cursor_row == needing[1]
+        await until(pilot, "the next needs-you row", lambda: board.table.cursor_row == needing[1])
         await pilot.press("q")
     assert sup.store is None  # the app closed its supervisor on quit
 
@@ -110,10 +116,7 @@ async def test_approve_from_the_board_delivers_a_branch(board_world) -> None:
     sup, repo, _release = board_world()
     app = _app(sup, repo, on_ready=lambda s: seed_board(s, repo))
     async with app.run_test(size=(140, 20)) as pilot:
-        await app.ready.wait()
-        await pilot.pause(0.1)
-        board = app.screen
-        assert isinstance(board, BoardScreen)
+        board = await board_ready(app, pilot)
         alpha = next(
             i for i, s in enumerate(board.order) if board.summaries[s].intent.startswith("Alpha")
         )
@@ -122,13 +125,15 @@ async def test_approve_from_the_board_delivers_a_branch(board_world) -> None:
         await pilot.press("a")
         row = await sup.wait_for(sid, {CoderState.MERGED}, timeout=10)
         assert row.result_branch == f"corral/{sid[-8:]}"
-        await pilot.pause(0.1)
+        await until(pilot, "the delivery to reach the board", lambda: board_in_sync(app))
         idx = board.order.index(sid)
         assert _cell_text(board.table, idx, 1) == "delivered"
         # the operator is told where the change went
-        notes = [n.message for n in app._notifications]
-        assert any(
-            n.startswith(f"Delivered the change to branch {row.result_branch}") for n in notes
+        delivered = f"Delivered the change to branch {row.result_branch}"
+        await until(
+            pilot,
+            "the delivery toast",
+            lambda: any(n.message.startswith(delivered) for n in app._notifications),
         )
 
 
@@ -136,7 +141,7 @@ async def test_the_command_palette_offers_the_board_actions(board_world) -> None
     sup, repo, _release = board_world()
     app = _app(sup, repo)
     async with app.run_test(size=(140, 30)) as pilot:
-        await pilot.pause(0.1)
+        await board_ready(app, pilot)
         titles = [c.title for c in app.get_system_commands(app.screen)]
         for words in (
             "New (n)",
@@ -169,27 +174,27 @@ async def test_a_contract_file_in_the_form_and_a_reject_comment(
     )
     app = _app(sup, repo)
     async with app.run_test(size=(140, 40)) as pilot:
-        await pilot.pause(0.2)
+        board = await board_ready(app, pilot)
         await pilot.press("n")
-        await pilot.pause(0.2)
+        await until(pilot, "the new-session form", lambda: isinstance(app.screen, NewSessionScreen))
         await pilot.press(*"Alpha adds a file")
-        app.screen.query_one("#contract").value = str(contract_file)
+        app.screen.query_one("#contract", Input).value = str(contract_file)
         await pilot.click("#start")
-        for _ in range(100):
-            await pilot.pause(0.1)
-            rows = sup.list()
-            if rows and rows[0].state is CoderState.CONTRACT_PROPOSED:
-                break
+        rows = await until(
+            pilot,
+            "the contract to be proposed",
+            lambda: [r for r in sup.list() if r.state is CoderState.CONTRACT_PROPOSED],
+        )
         sid = rows[0].session_id
         contract = sup.get(sid).session.contract
         assert contract is not None and [c.name for c in contract.checks] == ["mine"]
         await sup.confirm(sid)
         await sup.wait_for(sid, {CoderState.NEEDS_APPROVAL}, timeout=20)
-        await pilot.pause(0.2)
-        board = app.screen
+        await until(pilot, "the diff to reach the board", lambda: board_in_sync(app))
+        assert app.screen is board
         board.table.move_cursor(row=board.order.index(sid))
         await pilot.press("r")
-        await pilot.pause(0.2)
+        await until(pilot, "the reject prompt", lambda: isinstance(app.screen, TextPrompt))
         await pilot.press(*"not like this", "enter")
         row = await sup.wait_for(sid, {CoderState.ABANDONED}, timeout=10)
         assert row.state is CoderState.ABANDONED

@@ -12,11 +12,10 @@ from corral.supervisor.models import CoderSession
 from corral.supervisor.states import CoderState
 from corral.supervisor.store import Store
 from corral.tui.app import CorralApp
-from corral.tui.screens.board import BoardScreen
 from corral.tui.screens.session import SessionScreen
 from tests.fakes.scripted import ScriptedDrafter, ScriptedEngine, ScriptedEngines
 
-from .conftest import FIXED_NOW, make_repo
+from .conftest import FIXED_NOW, board_ready, make_repo, until
 
 N = 1000
 LONG = "Rewrite the parser so that " + "every clause is handled properly " * 8
@@ -54,9 +53,7 @@ def _stored_app(tmp_path: Path, n: int = N) -> CorralApp:
 async def test_every_one_of_a_thousand_rows_is_reachable(tmp_path: Path) -> None:
     app = _stored_app(tmp_path)
     async with app.run_test(size=(120, 30)) as pilot:
-        await pilot.pause(0.2)
-        board = app.screen
-        assert isinstance(board, BoardScreen)
+        board = await board_ready(app, pilot)
         table = board.table
         assert table.row_count == N
         assert "1000 sessions" in str(board.query_one("#counts").render())
@@ -77,9 +74,7 @@ async def test_every_one_of_a_thousand_rows_is_reachable(tmp_path: Path) -> None
 async def test_long_intents_are_cut_so_the_other_columns_stay(tmp_path: Path) -> None:
     app = _stored_app(tmp_path, n=12)
     async with app.run_test(size=(100, 24)) as pilot:
-        await pilot.pause(0.2)
-        board = app.screen
-        assert isinstance(board, BoardScreen)
+        board = await board_ready(app, pilot)
         line = board.table.render_line(1).text  # the first row (line 0 is the header)
         assert len(line.rstrip()) <= 100
         assert "…" in line  # the intent is cut with an ellipsis ...
@@ -89,26 +84,21 @@ async def test_long_intents_are_cut_so_the_other_columns_stay(tmp_path: Path) ->
 async def test_a_click_moves_the_cursor_and_a_second_click_opens(tmp_path: Path) -> None:
     app = _stored_app(tmp_path, n=20)
     async with app.run_test(size=(120, 30)) as pilot:
-        await pilot.pause(0.2)
-        board = app.screen
-        assert isinstance(board, BoardScreen)
+        board = await board_ready(app, pilot)
         table = board.table
         # the table starts one line under the counts; its first line is the header
         await pilot.click("#board", offset=(30, 4))
         assert table.cursor_row == 3
         sid = board.selected_id()
         await pilot.click("#board", offset=(30, 4))
-        await pilot.pause(0.1)
-        assert isinstance(app.screen, SessionScreen)
+        await until(pilot, "the session to open", lambda: isinstance(app.screen, SessionScreen))
         assert app.screen.session_id == sid
 
 
 async def test_the_cursor_stays_on_its_session_when_rows_reorder(tmp_path: Path) -> None:
     app = _stored_app(tmp_path, n=30)
     async with app.run_test(size=(120, 30)) as pilot:
-        await pilot.pause(0.2)
-        board = app.screen
-        assert isinstance(board, BoardScreen)
+        board = await board_ready(app, pilot)
         table = board.table
         table.move_cursor(row=5)
         sid = board.selected_id()
@@ -127,9 +117,7 @@ async def test_the_cursor_stays_on_its_session_when_rows_reorder(tmp_path: Path)
 async def test_f_cycles_through_state_filters_then_each_repo(tmp_path: Path) -> None:
     app = _stored_app(tmp_path, n=30)
     async with app.run_test(size=(120, 30)) as pilot:
-        await pilot.pause(0.2)
-        board = app.screen
-        assert isinstance(board, BoardScreen)
+        board = await board_ready(app, pilot)
         counts = board.query_one("#counts")
         await pilot.press("f", "f", "f")  # needs you → in progress → finished
         assert board.filter == "finished" and board.table.row_count == 30

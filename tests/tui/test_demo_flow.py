@@ -18,8 +18,11 @@ from corral.supervisor.factory import build_supervisor
 from corral.supervisor.states import CoderState
 from corral.tui.app import CorralApp
 from corral.tui.screens.diff import DiffScreen
+from corral.tui.screens.new_session import NewSessionScreen
 from corral.tui.screens.session import SessionScreen
 from tests.conftest import fast_config
+
+from .conftest import board_in_sync, board_ready, caught_up, footer_actions, until
 
 pytestmark = [
     pytest.mark.slow,
@@ -57,52 +60,70 @@ async def test_the_demo_agent_flow_with_two_of_three_hunks_approved(
     )
     app = CorralApp(sup, default_repo=repo)
     async with app.run_test(size=(160, 45)) as pilot:
-
-        async def until(what: str, check, timeout: float = 40.0):  # type: ignore[no-untyped-def]
-            for _ in range(int(timeout / 0.1)):
-                value = check()
-                if value:
-                    return value
-                await pilot.pause(0.1)
-            pytest.fail(f"timed out waiting for {what}")
-
-        await pilot.pause(0.2)
+        board = await board_ready(app, pilot)
         await pilot.press("n")
-        await pilot.pause(0.2)
+        await until(pilot, "the new-session form", lambda: isinstance(app.screen, NewSessionScreen))
         await pilot.press(*INTENT, "enter")
         row = await until(
+            pilot,
             "the contract to be proposed",
             lambda: next((r for r in sup.list() if r.state is CoderState.CONTRACT_PROPOSED), None),
+            timeout=40,
         )
         sid = row.session_id
+        await until(pilot, "the board to offer Confirm", lambda: "confirm" in footer_actions(app))
         await pilot.press("c")
 
         # the demo agent asks before its first edit: the board says so
-        await until("the agent's question", lambda: sup.get(sid).needs_you_label)
+        await until(pilot, "the agent's question", lambda: sup.get(sid).needs_you_label, timeout=40)
         assert sup.list()[0].needs_you == "question"
+        await until(pilot, "the question on the board", lambda: board_in_sync(app))
         await pilot.press("enter")
-        await pilot.pause(0.3)
-        assert isinstance(app.screen, SessionScreen)
-        bar = str(app.screen.query_one("#question").render())
-        assert "Do you want to make this edit to textkit/report.py?" in bar
+        screen = await until(
+            pilot,
+            "the session screen",
+            lambda: app.screen if isinstance(app.screen, SessionScreen) else None,
+        )
+        question = screen.query_one("#question")
+        edit = "Do you want to make this edit to textkit/report.py?"
+        await until(
+            pilot, "the question on the session screen", lambda: edit in str(question.render())
+        )
         await pilot.press("2")  # "Yes, and don't ask again this session"
         await pilot.press("escape")
+        await until(pilot, "the board again", lambda: app.screen is board)
 
         await sup.wait_for(sid, {CoderState.NEEDS_APPROVAL}, timeout=60)
-        await pilot.pause(0.3)
+        await until(
+            pilot, "the board to offer the diff", lambda: "review_diff" in footer_actions(app)
+        )
         await pilot.press("D")
         screen = await until(
+            pilot,
             "the diff to load",
-            lambda: app.screen if isinstance(app.screen, DiffScreen) and app.screen.files else None,
+            lambda: (
+                app.screen if isinstance(app.screen, DiffScreen) and caught_up(app.screen) else None
+            ),
+            timeout=40,
         )
         counts = {f.path: len(f.hunks) for f in screen.files}
         assert counts == {"README.md": 1, "textkit/report.py": 2}  # three hunks, two files
         files = screen.query_one("#diff-files", DataTable)
         files.focus()
         files.move_cursor(row=[f.path for f in screen.files].index("README.md"))
-        await pilot.pause(0.1)
+        await until(
+            pilot,
+            "the README selected",
+            lambda: (
+                files.has_focus
+                and screen.current is not None
+                and screen.current.path == "README.md"
+            ),
+        )
         await pilot.press("space")  # leave the README note out
-        assert screen.ticked == {"textkit/report.py": None}
+        await until(
+            pilot, "the README unticked", lambda: screen.ticked == {"textkit/report.py": None}
+        )
         await pilot.press("a")
         row = await sup.wait_for(sid, {CoderState.MERGED}, timeout=60)
 

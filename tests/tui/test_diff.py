@@ -12,6 +12,8 @@ from corral.supervisor.config import SupervisorConfig
 from corral.supervisor.states import CoderState
 from corral.tui.app import CorralApp
 from corral.tui.screens.diff import DiffScreen
+from corral.tui.screens.new_session import NewSessionScreen
+from corral.tui.screens.prompt import TextPrompt
 from tests.fakes.scripted import (
     ScriptedDrafter,
     ScriptedEngine,
@@ -22,10 +24,15 @@ from tests.fakes.scripted import (
 
 from .conftest import (
     FIXED_NOW,
+    board_ready,
+    caught_up,
+    final_frame,
+    footer_actions,
     make_repo,
     open_from_board,
     scripted_supervisor,
     start_to_approval,
+    until,
 )
 
 
@@ -59,16 +66,15 @@ async def test_unticking_a_hunk_delivers_only_the_ticked_ones(tmp_path: Path) ->
     )
     app = _at_gate_2(sup, repo, "three edits")
     async with app.run_test(size=(160, 40)) as pilot:
-        screen = await open_from_board(app, pilot, "D", settle=0.5)
+        screen = await open_from_board(app, pilot, "D")
         assert isinstance(screen, DiffScreen)
         hunks = screen.query_one("#diff-hunks", DataTable)
         assert hunks.row_count == 3
         hunks.focus()
         hunks.move_cursor(row=0)
-        await pilot.pause(0.1)
+        await until(pilot, "the hunk list to take focus", lambda: hunks.has_focus)
         await pilot.press("space")  # untick the first hunk
-        await pilot.pause(0.1)
-        assert screen.ticked == {"long.txt": {1, 2}}
+        await until(pilot, "the hunk unticked", lambda: screen.ticked == {"long.txt": {1, 2}})
         await pilot.press("a")
         sid = sup.list()[0].session_id
         row = await sup.wait_for(sid, {CoderState.MERGED}, timeout=20)
@@ -97,16 +103,19 @@ def test_diff_review_snapshot(snap_compare, tmp_path: Path) -> None:
     app = _at_gate_2(sup, repo, "Two edits and a note")
 
     async def ready(pilot) -> None:  # type: ignore[no-untyped-def]
-        screen = await open_from_board(app, pilot, "D", settle=0.6)
+        screen = await open_from_board(app, pilot, "D")
         assert isinstance(screen, DiffScreen)
         hunks = screen.query_one("#diff-hunks", DataTable)
         assert hunks.row_count == 2
         hunks.focus()
         hunks.move_cursor(row=0)
-        await pilot.pause(0.1)
+        await until(pilot, "the hunk list to take focus", lambda: hunks.has_focus)
         await pilot.press("space")  # untick the first hunk of long.txt
-        await pilot.pause(0.2)
-        assert screen.ticked == {"long.txt": {1}, "notes.md": None}
+        await final_frame(
+            pilot,
+            "the hunk unticked",
+            lambda: screen.ticked == {"long.txt": {1}, "notes.md": None},
+        )
 
     assert snap_compare(app, terminal_size=(150, 30), run_before=ready)
 
@@ -128,27 +137,36 @@ async def test_the_whole_flow_through_keys(tmp_path: Path) -> None:
     )
     app = CorralApp(sup, default_repo=repo, clock=lambda: FIXED_NOW)
     async with app.run_test(size=(160, 40)) as pilot:
-        await pilot.pause(0.2)
+        await board_ready(app, pilot)
         await pilot.press("n")
-        await pilot.pause(0.2)
+        await until(pilot, "the new-session form", lambda: isinstance(app.screen, NewSessionScreen))
         await pilot.press(*"Name three numbers", "enter")
-        for _ in range(100):
-            await pilot.pause(0.1)
-            rows = sup.list()
-            if rows and rows[0].state is CoderState.CONTRACT_PROPOSED:
-                break
+        rows = await until(
+            pilot,
+            "the contract to be proposed",
+            lambda: [r for r in sup.list() if r.state is CoderState.CONTRACT_PROPOSED],
+        )
         sid = rows[0].session_id
+        await until(pilot, "the board to offer Confirm", lambda: "confirm" in footer_actions(app))
         await pilot.press("c")
         await sup.wait_for(sid, {CoderState.NEEDS_APPROVAL}, timeout=20)
-        await pilot.pause(0.2)
+        await until(
+            pilot, "the board to offer the diff", lambda: "review_diff" in footer_actions(app)
+        )
         await pilot.press("D")
-        await pilot.pause(0.5)
-        screen = app.screen
-        assert isinstance(screen, DiffScreen)
+        screen = await until(
+            pilot,
+            "the diff to load",
+            lambda: (
+                app.screen if isinstance(app.screen, DiffScreen) and caught_up(app.screen) else None
+            ),
+        )
         hunks = screen.query_one("#diff-hunks", DataTable)
         hunks.focus()
         hunks.move_cursor(row=2)
+        await until(pilot, "the hunk list to take focus", lambda: hunks.has_focus)
         await pilot.press("space")
+        await until(pilot, "the hunk unticked", lambda: screen.ticked == {"long.txt": {0, 1}})
         await pilot.press("a")
         row = await sup.wait_for(sid, {CoderState.MERGED}, timeout=20)
     delivered = git(repo, "show", f"{row.result_branch}:long.txt").splitlines()
@@ -164,17 +182,16 @@ async def test_reject_from_the_diff_asks_for_a_comment_and_escape_keeps_reviewin
     )
     app = _at_gate_2(sup, repo, "Write a note")
     async with app.run_test(size=(150, 40)) as pilot:
-        await open_from_board(app, pilot, "D", settle=0.5)
-        assert isinstance(app.screen, DiffScreen)
-        sid = app.screen.session_id
+        diff = await open_from_board(app, pilot, "D")
+        assert isinstance(diff, DiffScreen)
+        sid = diff.session_id
         await pilot.press("r")
-        await pilot.pause(0.1)
+        await until(pilot, "the reject prompt", lambda: isinstance(app.screen, TextPrompt))
         await pilot.press("escape")  # changed my mind: still reviewing, nothing sent
-        await pilot.pause(0.1)
-        assert isinstance(app.screen, DiffScreen)
+        await until(pilot, "the diff again", lambda: app.screen is diff)
         assert sup.get(sid).session.state is CoderState.NEEDS_APPROVAL
         await pilot.press("r")
-        await pilot.pause(0.1)
+        await until(pilot, "the reject prompt", lambda: isinstance(app.screen, TextPrompt))
         await pilot.press(*"too broad", "enter")
         row = await sup.wait_for(sid, {CoderState.ABANDONED}, timeout=10)
         assert not isinstance(app.screen, DiffScreen)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from textual.widgets import RichLog
+
 from corral.supervisor.discuss import Discussions
 from corral.supervisor.llm.base import ToolCall, Turn
 from corral.supervisor.states import CoderState
@@ -13,7 +15,30 @@ from corral.tui.screens.discuss import DiscussScreen
 from corral.tui.screens.new_session import NewSessionScreen
 from tests.fakes.scripted_llm import ScriptedProvider
 
-from .conftest import FIXED_NOW
+from .conftest import FIXED_NOW, board_ready, final_frame, until
+
+
+def shows(screen: DiscussScreen, text: str) -> bool:
+    """The transcript has a line with `text` (it is written as events arrive)."""
+    log = screen.query_one("#discuss-log", RichLog)
+    return any(text in line.text for line in log.lines)
+
+
+async def open_discussion(app: CorralApp, pilot) -> DiscussScreen:  # type: ignore[no-untyped-def]
+    """`d` on the board, until the discussion is open and follows its events."""
+    board = app.screen
+    await pilot.press("d")
+    return await until(
+        pilot,
+        "the discussion to open",
+        lambda: (
+            app.screen
+            if app.screen is not board
+            and isinstance(app.screen, DiscussScreen)
+            and app.screen.discussion is not None
+            else None
+        ),
+    )
 
 
 async def test_a_prepared_task_starts_a_linked_session(board_world, tmp_path: Path) -> None:
@@ -44,37 +69,35 @@ async def test_a_prepared_task_starts_a_linked_session(board_world, tmp_path: Pa
     )
     app = CorralApp(sup, default_repo=repo, clock=lambda: FIXED_NOW)
     async with app.run_test(size=(140, 40)) as pilot:
-        await pilot.pause(0.2)
+        await board_ready(app, pilot)
         app.discussions = Discussions(tmp_path / "state", provider)
-        await pilot.press("d")
-        await pilot.pause(0.3)
-        screen = app.screen
-        assert isinstance(screen, DiscussScreen)
+        screen = await open_discussion(app, pilot)
+        discussion = screen.discussion
+        assert discussion is not None
         await pilot.press(*"please add the file", "enter")
-        for _ in range(50):
-            await pilot.pause(0.1)
-            if screen.discussion is not None and screen.discussion.prepared_task is not None:
-                break
-        task = screen.discussion.prepared_task
-        assert task is not None and task.constraints == ["keep the public API unchanged"]
+        task = await until(pilot, "the prepared task", lambda: discussion.prepared_task)
+        assert task.constraints == ["keep the public API unchanged"]
         assert not (repo / "x.txt").exists()  # the write was refused
-        card = str(screen.query_one("#discuss-task").render())
-        assert "Prepared task" in card
-        screen.query_one("#discuss-log").focus()
+        card = screen.query_one("#discuss-task")
+        await until(pilot, "the task card", lambda: "Prepared task" in str(card.render()))
+        log = screen.query_one("#discuss-log")
+        log.focus()
+        await until(pilot, "the transcript to take focus", lambda: log.has_focus)
         await pilot.press("s")
-        await pilot.pause(0.2)
-        assert isinstance(app.screen, NewSessionScreen)
+        await until(pilot, "the new-session form", lambda: isinstance(app.screen, NewSessionScreen))
         await pilot.click("#start")
-        await pilot.pause(0.2)
-        for _ in range(100):
-            await pilot.pause(0.1)
-            rows = [r for r in sup.list() if r.discussion_id == screen.discussion.id]
-            if rows and rows[0].state is CoderState.CONTRACT_PROPOSED:
-                break
-        assert rows, "no session was started from the discussion"
+        rows = await until(
+            pilot,
+            "a session started from the discussion",
+            lambda: [
+                r
+                for r in sup.list()
+                if r.discussion_id == discussion.id and r.state is CoderState.CONTRACT_PROPOSED
+            ],
+        )
         session = sup.get(rows[0].session_id).session
         assert session.discussion_constraints == ["keep the public API unchanged"]
-        assert screen.discussion.linked_sessions
+        assert discussion.linked_sessions
 
 
 def test_discussion_snapshot(snap_compare, board_world, tmp_path: Path) -> None:
@@ -107,16 +130,19 @@ def test_discussion_snapshot(snap_compare, board_world, tmp_path: Path) -> None:
     app = CorralApp(sup, default_repo=repo, clock=lambda: FIXED_NOW)
 
     async def ready(pilot) -> None:  # type: ignore[no-untyped-def]
-        await pilot.pause(0.2)
+        await board_ready(app, pilot)
         app.discussions = Discussions(tmp_path / "state", provider)
-        await pilot.press("d")
-        await pilot.pause(0.3)
+        screen = await open_discussion(app, pilot)
         await pilot.press(*"why is the importer slow?", "enter")
-        for _ in range(50):
-            await pilot.pause(0.1)
-            if app.screen.discussion and app.screen.discussion.prepared_task:
-                break
-        await pilot.pause(0.3)
+        # the turn's last words are in the transcript: every event before them is too
+        await final_frame(
+            pilot,
+            "the whole answer on screen",
+            lambda: (
+                shows(screen, "Prepared a task: Read the file once in the importer.")
+                and "Prepared task" in str(screen.query_one("#discuss-task").render())
+            ),
+        )
 
     assert snap_compare(app, terminal_size=(120, 30), run_before=ready)
 
@@ -126,20 +152,30 @@ async def test_d_resumes_the_repos_saved_discussion(board_world, tmp_path: Path)
     provider = ScriptedProvider([Turn(text="Hello.")])
     app = CorralApp(sup, default_repo=repo, clock=lambda: FIXED_NOW)
     async with app.run_test(size=(120, 30)) as pilot:
-        await pilot.pause(0.2)
+        board = await board_ready(app, pilot)
         app.discussions = Discussions(tmp_path / "state", provider)
-        await pilot.press("d")
-        await pilot.pause(0.3)
-        first = app.screen
+        first = await open_discussion(app, pilot)
+        assert first.discussion is not None
         await pilot.press(*"hi", "enter")
+        await until(pilot, "the answer", lambda: shows(first, "Hello."))
         await first.discussion.wait()
         first_id = first.discussion.id
         await app.discussions.close(first_id)
         await pilot.press("escape")
-        await pilot.pause(0.2)
-        await pilot.press("d")
-        await pilot.pause(0.5)
-        assert app.screen.discussion.id == first_id  # resumed, history replayed
+        await until(pilot, "the board again", lambda: app.screen is board)
+        again = await open_discussion(app, pilot)
+        assert again.discussion is not None
+        assert again.discussion.id == first_id  # resumed, history replayed
         await pilot.press("ctrl+n")
-        await pilot.pause(0.5)
-        assert app.screen.discussion.id != first_id  # a fresh one on request
+        fresh = await until(
+            pilot,
+            "a fresh discussion",
+            lambda: (
+                app.screen
+                if isinstance(app.screen, DiscussScreen)
+                and app.screen is not again
+                and app.screen.discussion is not None
+                else None
+            ),
+        )
+        assert fresh.discussion is not None and fresh.discussion.id != first_id

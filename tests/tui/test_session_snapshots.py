@@ -11,10 +11,12 @@ from tests.fakes.scripted import contract
 
 from .conftest import (
     FIXED_NOW,
+    final_frame,
     make_repo,
     open_from_board,
     scripted_supervisor,
     start_to_approval,
+    until,
 )
 
 
@@ -47,7 +49,8 @@ def test_contract_review_with_red_and_green_baseline(snap_compare, tmp_path: Pat
     app = _app(tmp_path, drafted, seed)
 
     async def before(pilot) -> None:  # type: ignore[no-untyped-def]
-        await open_from_board(app, pilot, "enter", settle=0.5)
+        await open_from_board(app, pilot, "enter")
+        await final_frame(pilot, "the session screen")
 
     assert snap_compare(app, terminal_size=(130, 34), run_before=before)
 
@@ -56,7 +59,8 @@ def test_the_finding_variant_and_the_gates_nothing_warning(snap_compare, tmp_pat
     app = _finding_app(tmp_path)
 
     async def before(pilot) -> None:  # type: ignore[no-untyped-def]
-        await open_from_board(app, pilot, "enter", settle=0.5)
+        await open_from_board(app, pilot, "enter")
+        await final_frame(pilot, "the session screen")
 
     assert snap_compare(app, terminal_size=(130, 40), run_before=before)
 
@@ -66,12 +70,11 @@ async def test_the_event_log_filter(tmp_path: Path) -> None:
 
     app = _finding_app(tmp_path)
     async with app.run_test(size=(130, 40)) as pilot:
-        screen = await open_from_board(app, pilot, "enter", settle=0.5)
+        screen = await open_from_board(app, pilot, "enter")
         log = screen.query_one("#log", RichLog)
         everything = len(log.lines)
         await pilot.press("l", "l")  # → agent → checks
-        await pilot.pause(0.2)
-        assert screen.log_filter == "checks"
+        await until(pilot, "the checks filter", lambda: screen.log_filter == "checks")
         text = "\n".join(str(line.text) for line in log.lines)
         assert "PASS already_true" in text and "state created" not in text
         assert len(log.lines) < everything
@@ -94,46 +97,51 @@ async def test_gate1_checks_are_added_edited_and_removed_inline(tmp_path: Path) 
     app = _app(tmp_path, drafted, seed)
     sup = app.supervisor
     async with app.run_test(size=(130, 40)) as pilot:
-        screen = await open_from_board(app, pilot, "enter", settle=0.3)
-        sid = screen.session_id  # type: ignore[attr-defined]
+        screen = await open_from_board(app, pilot, "enter")
+        sid = screen.session_id
 
         def names() -> list[str]:
             c = sup.get(sid).session.contract
             return [k.name for k in c.checks] if c else []
 
-        async def until(check) -> None:  # type: ignore[no-untyped-def]
-            for _ in range(100):
-                if check():
-                    return
-                await pilot.pause(0.05)
-            raise AssertionError("timed out")
+        def command_of_first() -> str:
+            c = sup.get(sid).session.contract
+            return c.checks[0].command if c else ""
 
         table = screen.query_one("#checks", DataTable)
         reply = screen.query_one("#reply", Input)
+        bar = screen.query_one("#question", Static)
         table.focus()
         table.move_cursor(row=0)
         await pilot.press("e")
-        assert reply.has_focus and reply.value == "/check feature test -f feature.txt"
+        await until(pilot, "the edit in the input", lambda: reply.has_focus)
+        assert reply.value == "/check feature test -f feature.txt"
         reply.value = "/check feature test -s feature.txt"
         await pilot.press("enter")
-        await until(lambda: sup.get(sid).session.contract.checks[0].command.startswith("test -s"))
+        await until(pilot, "the edited check", lambda: command_of_first().startswith("test -s"))
 
         table.focus()
+        await until(pilot, "the table to take focus", lambda: table.has_focus)
         await pilot.press("plus")
-        assert reply.value == "/check "
+        await until(pilot, "a new check in the input", lambda: reply.value == "/check ")
         await pilot.press(*"smoke true", "enter")
-        await until(lambda: names() == ["feature", "tests_still_pass", "smoke"])
+        await until(
+            pilot, "the added check", lambda: names() == ["feature", "tests_still_pass", "smoke"]
+        )
 
         table.focus()
         table.move_cursor(row=1)
+        await until(pilot, "the table to take focus", lambda: table.has_focus)
         await pilot.press("delete")
-        await until(lambda: names() == ["feature", "smoke"])
-        assert "Revised and re-baselined" in str(screen.query_one("#question", Static).render())
+        await until(pilot, "the removal", lambda: names() == ["feature", "smoke"])
+        await until(
+            pilot, "the revision note", lambda: "Revised and re-baselined" in str(bar.render())
+        )
 
         reply.focus()
+        await until(pilot, "the input to take focus", lambda: reply.has_focus)
         await pilot.press(*"/remove nosuch", "enter")
-        bar = screen.query_one("#question", Static)
-        await until(lambda: "Not revised" in str(bar.render()))
+        await until(pilot, "the refusal note", lambda: "Not revised" in str(bar.render()))
         assert "nosuch" in str(bar.render()) and "Use /remove name" in str(bar.render())
         assert names() == ["feature", "smoke"]  # nothing lost
 
@@ -161,7 +169,7 @@ async def test_gate1_shows_whole_commands_output_previews_and_literal_brackets(
 
     app = _app(tmp_path, drafted, seed)
     async with app.run_test(size=(130, 40)) as pilot:
-        screen = await open_from_board(app, pilot, "enter", settle=0.4)
+        screen = await open_from_board(app, pilot, "enter")
         header = str(screen.query_one("#session-header", Static).render())
         assert "Fix answer() [/z] for a[0]" in header
         title = str(screen.query_one("#contract-title", Static).render())
@@ -174,7 +182,12 @@ async def test_gate1_shows_whole_commands_output_previews_and_literal_brackets(
         assert " ".join(long_command.split()) in " ".join(detail.split())
         assert "baseline: failed (exit 1)" in detail and "expected [/y] 42, got 41" in detail
         table.focus()
+        await until(pilot, "the table to take focus", lambda: table.has_focus)
         await pilot.press("down")
-        await pilot.pause(0.1)
-        detail = str(screen.query_one("#check-detail", Static).render())
-        assert "still_ok runs: true" in detail and "passed (exit 0)" in detail
+        check_detail = screen.query_one("#check-detail", Static)
+        detail = await until(
+            pilot,
+            "the second check's detail",
+            lambda: (text := str(check_detail.render())) and "still_ok runs: true" in text and text,
+        )
+        assert "passed (exit 0)" in detail

@@ -28,7 +28,7 @@ from corral.tui.screens.session import SessionScreen
 from corral.tui.widgets.terminal import TerminalView
 from tests.fakes.scripted import ScriptedDrafter, contract
 
-from .conftest import FIXED_NOW, make_repo, open_from_board
+from .conftest import FIXED_NOW, caught_up, final_frame, make_repo, open_from_board
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 
@@ -147,24 +147,22 @@ def test_session_screen_with_a_live_agent_terminal(
     async def before(pilot) -> None:  # type: ignore[no-untyped-def]
         await app.ready.wait()
         assert agent_working(sup, sid), "the agent never showed its working screen"
-        screen = await open_from_board(app, pilot, "enter", settle=0.3)
+        screen = await open_from_board(app, pilot, "enter")
         assert isinstance(screen, SessionScreen)
         view = screen.query_one(TerminalView)
 
         def settled() -> bool:
-            shown = view.display and "esc to interrupt" in view.content.plain  # type: ignore[union-attr]
+            """The agent's newest captured screen is in the view, its working
+            status in the log, and every event of the session has been handled."""
+            newest = view._version == sup.agent_screen_version(sid)
+            shown = newest and view.display and "esc to interrupt" in view.content.plain  # type: ignore[union-attr]
             working = any(
                 e.kind is EventKind.AGENT_STATUS and e.data.get("status") == "running"
                 for e in screen.events
             )
-            return bool(shown and working)
+            return bool(shown and working and caught_up(screen))
 
-        for _ in range(150):
-            if settled():
-                break
-            await pilot.pause(0.1)
-        assert settled(), "the agent's screen never reached the terminal view"
+        await final_frame(pilot, "the agent's screen in the terminal view", settled)
         assert sup.get(sid).session.state is CoderState.RUNNING
-        await pilot.pause(0.3)  # the last event and the terminal repaint land
 
     assert snap_compare(app, terminal_size=(120, 44), run_before=before)

@@ -12,7 +12,7 @@ import pytest
 from corral.supervisor.states import CoderState
 from corral.tui.app import CorralApp
 
-from .conftest import FIXED_NOW
+from .conftest import FIXED_NOW, board_ready, until
 
 
 async def test_needs_you_rings_toasts_and_notifies_the_desktop(
@@ -34,33 +34,38 @@ async def test_needs_you_rings_toasts_and_notifies_the_desktop(
     ring = app.bell
     app.bell = lambda: (bells.append(None), ring())[1]  # type: ignore[method-assign]
     async with app.run_test(size=(140, 24)) as pilot:
-        await pilot.pause(0.1)
+        await board_ready(app, pilot)
         sid = (await sup.start("Echo awaits its contract", repo)).session_id
         await sup.wait_for(sid, {CoderState.CONTRACT_PROPOSED}, timeout=10)
-        for _ in range(50):
-            await pilot.pause(0.05)
-            if record.exists():
-                break
-        notes = [(n.title, n.message) for n in app._notifications]
+        expected = ["corral: contract awaiting confirmation|Echo awaits its contract"]
+
+        def toasted() -> bool:  # a notification is a message: handled after the desktop note
+            return any("contract awaiting confirmation" in n.title for n in app._notifications)
+
+        # notify-send runs in its own process: its line lands when it lands
+        await until(
+            pilot,
+            "the toast and notify-send's record",
+            lambda: toasted() and record.exists() and record.read_text().splitlines() == expected,
+        )
     assert bells, "no bell"
-    assert any("contract awaiting confirmation" in title for title, _ in notes), notes
-    assert record.read_text().splitlines() == [
-        "corral: contract awaiting confirmation|Echo awaits its contract"
-    ]
 
 
 async def test_the_theme_is_remembered(board_world) -> None:
     sup, repo, _release = board_world()
     app = CorralApp(sup, default_repo=repo, clock=lambda: FIXED_NOW)
+    saved = Path(sup.state_dir) / "ui.json"
     async with app.run_test(size=(120, 24)) as pilot:
-        await pilot.pause(0.1)
+        await board_ready(app, pilot)
         app.theme = "textual-light"
-        await pilot.pause(0.1)
+        await until(
+            pilot, "the theme to be saved", lambda: saved.exists() and "light" in saved.read_text()
+        )
     state_dir = Path(sup.state_dir)
 
     sup2, _repo, _release = board_world()
     assert Path(sup2.state_dir) == state_dir
     again = CorralApp(sup2, default_repo=repo, clock=lambda: FIXED_NOW)
     async with again.run_test(size=(120, 24)) as pilot:
-        await pilot.pause(0.1)
+        await board_ready(again, pilot)
         assert again.theme == "textual-light"

@@ -11,9 +11,10 @@ from corral.supervisor.models import CoderSession
 from corral.supervisor.states import CoderState
 from corral.supervisor.store import Store
 from corral.tui.app import CorralApp
+from corral.tui.screens.help import HelpScreen
 from tests.fakes.scripted import ScriptedDrafter, ScriptedEngine, ScriptedEngines
 
-from .conftest import FIXED_NOW, make_repo
+from .conftest import FIXED_NOW, board_ready, caught_up, final_frame, make_repo
 
 
 def _sup(tmp_path: Path) -> Supervisor:
@@ -27,22 +28,47 @@ def _sup(tmp_path: Path) -> Supervisor:
 
 def test_empty_board(snap_compare, tmp_path: Path) -> None:
     app = CorralApp(_sup(tmp_path), default_repo=make_repo(tmp_path / "r"), clock=lambda: FIXED_NOW)
-    assert snap_compare(app, terminal_size=(120, 20))
+
+    async def before(pilot) -> None:  # type: ignore[no-untyped-def]
+        board = await board_ready(app, pilot)
+        empty = board.query_one("#empty")
+        await final_frame(
+            pilot, "the empty board's hint", lambda: "No sessions yet" in str(empty.render())
+        )
+
+    assert snap_compare(app, terminal_size=(120, 20), run_before=before)
 
 
 def test_help(snap_compare, tmp_path: Path) -> None:
     app = CorralApp(_sup(tmp_path), default_repo=make_repo(tmp_path / "r"), clock=lambda: FIXED_NOW)
-    assert snap_compare(app, terminal_size=(120, 50), press=["question_mark"])
+
+    async def before(pilot) -> None:  # type: ignore[no-untyped-def]
+        await board_ready(app, pilot)
+        await pilot.press("question_mark")
+        await final_frame(
+            pilot,
+            "the help, fully rendered",
+            lambda: isinstance(app.screen, HelpScreen) and caught_up(app.screen),
+        )
+
+    assert snap_compare(app, terminal_size=(120, 50), run_before=before)
 
 
 def test_light_theme_and_an_error_toast(snap_compare, tmp_path: Path) -> None:
     app = CorralApp(_sup(tmp_path), default_repo=make_repo(tmp_path / "r"), clock=lambda: FIXED_NOW)
 
     async def before(pilot) -> None:  # type: ignore[no-untyped-def]
-        await pilot.pause(0.1)
+        await board_ready(app, pilot)
         app.theme = "textual-light"
         app.run_supervisor_call("Approve", app.supervisor.approve("nope"))
-        await pilot.pause(0.3)
+        await final_frame(
+            pilot,
+            "the error toast",
+            lambda: (
+                app.screen.query("Toast")
+                and any(n.title == "Approve refused" for n in app._notifications)
+            ),
+        )
 
     assert snap_compare(app, terminal_size=(120, 20), run_before=before)
 
@@ -76,4 +102,9 @@ def test_a_board_of_a_hundred_sessions(snap_compare, tmp_path: Path) -> None:
         default_repo=make_repo(tmp_path / "r"),
         clock=lambda: FIXED_NOW,
     )
-    assert snap_compare(app, terminal_size=(130, 30))
+
+    async def before(pilot) -> None:  # type: ignore[no-untyped-def]
+        board = await board_ready(app, pilot)
+        await final_frame(pilot, "a hundred rows", lambda: board.table.row_count == 100)
+
+    assert snap_compare(app, terminal_size=(130, 30), run_before=before)

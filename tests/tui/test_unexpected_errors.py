@@ -11,7 +11,15 @@ from corral.tui.guard import log_to_file
 from corral.tui.screens.board import BoardScreen
 from tests.fakes.scripted import Write, contract
 
-from .conftest import FIXED_NOW, make_repo, scripted_supervisor, start_to_approval
+from .conftest import (
+    FIXED_NOW,
+    board_ready,
+    footer_actions,
+    make_repo,
+    scripted_supervisor,
+    start_to_approval,
+    until,
+)
 
 
 async def test_a_bug_becomes_a_notification_and_a_logged_traceback(tmp_path: Path) -> None:
@@ -33,24 +41,27 @@ async def test_a_bug_becomes_a_notification_and_a_logged_traceback(tmp_path: Pat
     )
     try:
         async with app.run_test(size=(150, 40)) as pilot:
-            await app.ready.wait()
-            await pilot.pause(0.1)
+            board = await board_ready(app, pilot)
+            await until(pilot, "the diff's keys", lambda: "review_diff" in footer_actions(app))
             app.clear_notifications()
             sup.reverify = broken  # type: ignore[method-assign]
             sup.review_files = broken  # type: ignore[method-assign]
+
+            def noted(start: str) -> bool:
+                return any(n.message.startswith(start) for n in app._notifications)
+
             await pilot.press("v")  # a supervisor call
-            await pilot.pause(0.2)
-            await pilot.press("D")  # a screen worker (the diff loader)
-            await pilot.pause(0.3)
-            notes = [n.message for n in app._notifications]
+            reverify = "Re-verify failed unexpectedly: RuntimeError: simulated bug"
+            await until(pilot, "the re-verify bug's toast", lambda: noted(reverify))
             assert any(
-                n.startswith("Re-verify failed unexpectedly: RuntimeError: simulated bug")
-                and str(log_path) in n
-                for n in notes
-            ), notes
-            assert any(n.startswith("Loading the diff failed unexpectedly") for n in notes)
+                n.message.startswith(reverify) and str(log_path) in n.message
+                for n in app._notifications
+            )
+            await pilot.press("D")  # a screen worker (the diff loader)
+            loading = "Loading the diff failed unexpectedly"
+            await until(pilot, "the diff loader's toast", lambda: noted(loading))
             await pilot.press("escape")
-            await pilot.pause(0.1)
+            await until(pilot, "the board again", lambda: app.screen is board)
             assert isinstance(app.screen, BoardScreen)  # still up and usable
             assert app.is_running
     finally:

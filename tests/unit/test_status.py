@@ -160,7 +160,7 @@ def test_claude_gets_a_settings_file_with_every_hook(tmp_path: Path) -> None:
         "/bin/claude",
         prompt="do it",
         session_dir=tmp_path,
-        hook_cmd="py -m corral.tui.entry hook --file /x/hooks.jsonl",
+        hook_cmd="py -m corral.tui.cli hook --file /x/hooks.jsonl",
     )
     assert plan.argv[:2] == ["/bin/claude", "--settings"]
     assert plan.argv[-1] == "do it"
@@ -184,7 +184,7 @@ def test_codex_gets_notify_as_a_one_run_override(tmp_path: Path) -> None:
         "/bin/codex",
         prompt="do it",
         session_dir=tmp_path,
-        hook_cmd="py -m corral.tui.entry hook --file /x/h.jsonl",
+        hook_cmd="py -m corral.tui.cli hook --file /x/h.jsonl",
     )
     assert plan.argv[1] == "--no-daemon"  # no detached app-server left behind
     assert plan.argv[2] == "-c" and plan.argv[3].startswith("notify=[")

@@ -7,21 +7,21 @@ is updated in place (a full re-order only when the order changes).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from rich.markup import escape
-from textual import work
+from textual import events, getters, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
-from corral.supervisor.api import WatchDropped
-from corral.supervisor.errors import CorralError
+from corral.supervisor.interface import WatchDropped
 from corral.supervisor.models import SessionSummary
 
 from .. import rows as R
+from ..app import CorralApp
 from ..guard import guarded
 from ..widgets.board_table import BoardTable
 
@@ -38,6 +38,8 @@ COLUMNS = (
 
 
 class BoardScreen(Screen[None]):
+    app = getters.app(CorralApp)
+
     BINDINGS = [
         Binding("enter", "open", "Open"),
         Binding("n", "new", "New"),
@@ -88,7 +90,7 @@ class BoardScreen(Screen[None]):
     @work(exclusive=True, group="board-watch")
     @guarded("The board")
     async def follow_board(self) -> None:
-        supervisor = self.app.supervisor  # type: ignore[attr-defined]
+        supervisor = self.app.supervisor
         while True:
             rows, watcher = supervisor.watch()
             self.replace_all(rows)
@@ -127,11 +129,11 @@ class BoardScreen(Screen[None]):
         intent = row.intent.splitlines()[0] if row.intent else row.label
         self.app.bell()
         self.notify(f"{intent}", title=f"{row.label}: {row.needs_you_label}", timeout=6)
-        notifier = getattr(self.app, "desktop_notify", None)
-        if notifier is not None:
-            notifier(f"corral: {row.needs_you_label}", intent)
+        self.app.desktop_notify(f"corral: {row.needs_you_label}", intent)
 
-    def visible(self) -> list[SessionSummary]:
+    def shown_rows(self) -> list[SessionSummary]:
+        """The rows the filter and search let through, in board order (not
+        `visible`: that is Textual's own property, read for the focus chain)."""
         rows = R.filtered(list(self.summaries.values()), self.filter, self.search)
         return R.ordered(rows)
 
@@ -149,7 +151,7 @@ class BoardScreen(Screen[None]):
         rows move; until then it stays on the top row (the most urgent one)."""
         table = self.table
         selected = self.selected_id() if table.cursor_chosen else None
-        self.order = [r.session_id for r in self.visible()]
+        self.order = [r.session_id for r in self.shown_rows()]
         table.show(self.order, self._cells_of)
         index = table.index_of(selected) if selected else None
         if index is not None and index != table.cursor_row:
@@ -207,7 +209,7 @@ class BoardScreen(Screen[None]):
             self.table.focus()
             self._rebuild()
 
-    def on_key(self, event) -> None:  # type: ignore[no-untyped-def]
+    def on_key(self, event: events.Key) -> None:
         search = self.query_one("#search", Input)
         if event.key == "escape" and search.display:
             search.value = ""
@@ -285,7 +287,7 @@ class BoardScreen(Screen[None]):
         from .discuss import DiscussScreen
 
         row = self.selected()
-        repo = getattr(self.app, "default_repo", None) or (Path(row.repo) if row else None)
+        repo = self.app.default_repo or (Path(row.repo) if row else None)
         if repo is None:
             self.notify("Open corral in a repository to discuss it.", severity="warning")
             return
@@ -302,32 +304,32 @@ class BoardScreen(Screen[None]):
             self.notify("Select a session first.", severity="warning")
         return row
 
-    def _run(self, label: str, coro_factory: Callable[[str], object]) -> None:
+    def _run(self, label: str, coro_factory: Callable[[str], Awaitable[object]]) -> None:
         if (row := self._selected_or_warn()) is not None:
-            self.app.run_supervisor_call(label, coro_factory(row.session_id))  # type: ignore[attr-defined]
+            self.app.run_supervisor_call(label, coro_factory(row.session_id))
 
     def action_confirm(self) -> None:
-        sup = self.app.supervisor  # type: ignore[attr-defined]
+        sup = self.app.supervisor
         self._run("Confirm", lambda sid: sup.confirm(sid))
 
     def action_approve(self) -> None:
         row = self._selected_or_warn()
         if row is not None and row.needs_you == "finding":
-            self.app.approve("Accept finding", row.session_id, accept_finding=True)  # type: ignore[attr-defined]
+            self.app.approve("Accept finding", row.session_id, accept_finding=True)
         elif row is not None:
-            self.app.approve("Approve", row.session_id, delivery="branch")  # type: ignore[attr-defined]
+            self.app.approve("Approve", row.session_id, delivery="branch")
 
     def action_approve_checkout(self) -> None:
         if (row := self._selected_or_warn()) is not None:
-            self.app.approve("Apply to checkout", row.session_id, delivery="checkout")  # type: ignore[attr-defined]
+            self.app.approve("Apply to checkout", row.session_id, delivery="checkout")
 
     def action_reverify(self) -> None:
-        sup = self.app.supervisor  # type: ignore[attr-defined]
+        sup = self.app.supervisor
         self._run("Re-verify", lambda sid: sup.reverify(sid))
 
     def action_reject(self) -> None:
         if (row := self._selected_or_warn()) is not None:
-            self.app.reject(row.session_id)  # type: ignore[attr-defined]
+            self.app.reject(row.session_id)
 
     def action_cancel_session(self) -> None:
         row = self.selected()
@@ -337,13 +339,10 @@ class BoardScreen(Screen[None]):
 
         def done(yes: bool | None) -> None:
             if yes:
-                sup = self.app.supervisor  # type: ignore[attr-defined]
+                sup = self.app.supervisor
                 self._run("Cancel", lambda sid: sup.cancel(sid))
 
         intent = row.intent.splitlines()[0] if row.intent else row.label
         self.app.push_screen(
             ConfirmScreen(f"Cancel {row.label}?\n\n{intent}\n\nThe worktree is kept."), done
         )
-
-
-__all__ = ["BoardScreen", "CorralError"]

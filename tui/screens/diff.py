@@ -13,16 +13,18 @@ from __future__ import annotations
 from rich.markup import escape
 from rich.syntax import Syntax
 from rich.text import Text
-from textual import work
+from textual import getters, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
+from corral.supervisor.api import Supervisor
 from corral.supervisor.errors import CorralError
-from corral.supervisor.git.patches import FilePatch
+from corral.supervisor.interface import FilePatch
 
+from ..app import CorralApp
 from ..guard import guarded
 
 MAX_RENDER_LINES = 4000
@@ -43,6 +45,8 @@ def _count(n: int, noun: str) -> str:
 
 
 class DiffScreen(Screen[None]):
+    app = getters.app(CorralApp)
+
     BINDINGS = [
         Binding("escape", "back", "Back"),
         Binding("space", "toggle_tick", "Tick / untick", priority=True),
@@ -77,8 +81,8 @@ class DiffScreen(Screen[None]):
         yield Footer()
 
     @property
-    def supervisor(self):  # type: ignore[no-untyped-def]
-        return self.app.supervisor  # type: ignore[attr-defined]
+    def supervisor(self) -> Supervisor:
+        return self.app.supervisor
 
     def on_mount(self) -> None:
         self.load()
@@ -193,7 +197,10 @@ class DiffScreen(Screen[None]):
             idx = focused.cursor_row
             kept = self.ticked.get(path, "absent")
             all_hunks = set(range(len(self.current.hunks)))
-            current = set(all_hunks) if kept is None else (set() if kept == "absent" else set(kept))
+            if kept is None:
+                current = set(all_hunks)
+            else:
+                current = set(kept) if isinstance(kept, set) else set()
             current ^= {idx}
             if current == all_hunks:
                 self.ticked[path] = None
@@ -220,7 +227,7 @@ class DiffScreen(Screen[None]):
             self.notify("Nothing is ticked: tick at least one file, or reject.", severity="warning")
             return
         selection = selection_of(self.files, self.ticked)
-        self.app.approve(  # type: ignore[attr-defined]
+        self.app.approve(
             f"Approve → {delivery}",
             self.session_id,
             delivery=delivery,
@@ -230,7 +237,7 @@ class DiffScreen(Screen[None]):
         self.app.pop_screen()
 
     def action_reject(self) -> None:
-        self.app.reject(self.session_id, then=self.app.pop_screen)  # type: ignore[attr-defined]
+        self.app.reject(self.session_id, then=self.app.pop_screen)
 
     def action_back(self) -> None:
         self.app.pop_screen()

@@ -10,11 +10,12 @@ constraints and linked to it. Nothing here starts work by itself.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from rich.markdown import Markdown
 from rich.markup import escape
 from rich.text import Text
-from textual import work
+from textual import getters, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
@@ -22,11 +23,18 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, RichLog, Static
 
 from corral.supervisor.errors import CorralError
+from corral.supervisor.interface import DiscussEvent
 
+from ..app import CorralApp
 from ..guard import guarded
+
+if TYPE_CHECKING:
+    from corral.supervisor.interface import Discussion, Discussions
 
 
 class DiscussScreen(Screen[None]):
+    app = getters.app(CorralApp)
+
     BINDINGS = [
         Binding("escape", "back", "Board"),
         Binding("s", "start_task", "Start prepared task", show=False),
@@ -44,7 +52,7 @@ class DiscussScreen(Screen[None]):
         self.repo = repo
         self.discussion_id = discussion_id
         self.fresh = fresh
-        self.discussion = None  # type: ignore[var-annotated]
+        self.discussion: Discussion | None = None
         self._live = ""
 
     def compose(self) -> ComposeResult:
@@ -59,8 +67,8 @@ class DiscussScreen(Screen[None]):
         yield Footer()
 
     @property
-    def discussions(self):  # type: ignore[no-untyped-def]
-        return self.app.discussions  # type: ignore[attr-defined]
+    def discussions(self) -> Discussions:
+        return self.app.discussions
 
     def on_mount(self) -> None:
         self.open_discussion()
@@ -88,6 +96,8 @@ class DiscussScreen(Screen[None]):
     @work(exclusive=True, group="discuss-follow")
     @guarded("The discussion")
     async def follow(self) -> None:
+        if self.discussion is None:
+            return
         log = self.query_one("#discuss-log", RichLog)
         live = self.query_one("#discuss-live", Static)
         sub = self.discussion.subscribe(0)
@@ -100,6 +110,8 @@ class DiscussScreen(Screen[None]):
             live.update("")
 
         async for event in sub:
+            if not isinstance(event, DiscussEvent):  # the subscription type is shared with sessions
+                continue
             d = event.data
             kind = event.type
             if kind == "assistant_delta":
@@ -143,7 +155,7 @@ class DiscussScreen(Screen[None]):
     def action_new_discussion(self) -> None:
         self.app.switch_screen(DiscussScreen(self.repo, fresh=True))
 
-    def _show_task(self, data: dict) -> None:  # type: ignore[type-arg]
+    def _show_task(self, data: dict[str, Any]) -> None:
         constraints = "\n".join(f"  • {c}" for c in data.get("constraints") or [])
         self.query_one("#discuss-task", Static).update(
             f"[b]Prepared task[/b] — press [b]ctrl+o[/b] to start it (you can edit it first)\n"

@@ -92,6 +92,3 @@ class HelpScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         with VerticalScroll(classes="dialog help"):
             yield Markdown(HELP)
-
-    def action_dismiss(self) -> None:  # type: ignore[override]
-        self.dismiss(None)

@@ -2,18 +2,31 @@
 
 from __future__ import annotations
 
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING
 
+from textual import getters
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Select
 
+from corral.supervisor.errors import CorralError
+from corral.supervisor.interface import load_contract
+from corral.supervisor.models import OutcomeContract
+
+from ..app import CorralApp
+
+if TYPE_CHECKING:
+    from corral.supervisor.interface import Discussion
+
 
 class NewSessionScreen(ModalScreen[None]):
     """Prefilled from a discussion's prepared task when opened from there:
     the session is drafted with its constraints and linked to it."""
+
+    app = getters.app(CorralApp)
 
     BINDINGS = [Binding("escape", "close", "Cancel")]
 
@@ -21,7 +34,7 @@ class NewSessionScreen(ModalScreen[None]):
         self,
         intent: str = "",
         constraints: list[str] | None = None,
-        discussion: Any = None,
+        discussion: Discussion | None = None,
     ) -> None:
         super().__init__()
         self.intent = intent
@@ -41,9 +54,9 @@ class NewSessionScreen(ModalScreen[None]):
                     + "\n".join(f"  • {c}" for c in self.constraints)
                 )
             yield Label("Repository")
-            yield Input(value=str(getattr(app, "default_repo", "") or ""), id="repo")
+            yield Input(value=str(app.default_repo or ""), id="repo")
             yield Label("Engine (only what can run here is listed)")
-            choices = self.app.supervisor.engine_choices()  # type: ignore[attr-defined]
+            choices: list[tuple[str, str]] = self.app.supervisor.engine_choices()
             yield Select(
                 [(desc, value) for value, desc in choices],
                 value="auto",
@@ -73,16 +86,11 @@ class NewSessionScreen(ModalScreen[None]):
         if base is None and self.discussion is not None:
             # a follow-up starts from what the discussion's last session delivered
             base = self.discussion.followup_base()
-        sup = self.app.supervisor  # type: ignore[attr-defined]
+        sup = self.app.supervisor
         discussion = self.discussion
-        contract = None
+        contract: OutcomeContract | None = None
         contract_path = self.query_one("#contract", Input).value.strip()
         if contract_path:
-            from pathlib import Path
-
-            from corral.supervisor.contracts.files import load_contract
-            from corral.supervisor.errors import CorralError
-
             try:
                 contract = load_contract(Path(contract_path).expanduser())
             except CorralError as exc:
@@ -103,7 +111,7 @@ class NewSessionScreen(ModalScreen[None]):
             if discussion is not None:
                 discussion.link_session(result.session_id)
 
-        self.app.run_supervisor_call("Start", start())  # type: ignore[attr-defined]
+        self.app.run_supervisor_call("Start", start())
         self.dismiss(None)
 
     def action_close(self) -> None:

@@ -4,19 +4,31 @@ and the question / guidance input. Fed by `subscribe` from seq 0."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import ClassVar
 
 from rich.markup import escape
 from rich.text import Text
-from textual import work
+from textual import getters, work
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, RichLog, Static
 
-from corral.supervisor.api import SubscriptionClosed, SubscriptionDropped
-from corral.supervisor.models import CoderEvent, EventKind
+from corral.supervisor.api import Supervisor
+from corral.supervisor.errors import CorralError
+from corral.supervisor.interface import SubscriptionClosed, SubscriptionDropped
+from corral.supervisor.models import (
+    CheckResult,
+    CoderEvent,
+    CoderSession,
+    ContractCheck,
+    EventKind,
+    OutcomeContract,
+    SessionDetail,
+)
 
+from ..app import CorralApp
 from ..event_text import clip, describe
 from ..guard import guarded
 from ..widgets.terminal import TerminalView
@@ -90,7 +102,7 @@ def _tail(output: str, n: int) -> list[str]:
     return [clip(line, 160) for line in lines[-n:]]
 
 
-def _baseline_cell(result) -> str:  # type: ignore[no-untyped-def]
+def _baseline_cell(result: CheckResult | None) -> str:
     """Red/green and a preview of why (the output's last line)."""
     if result is None:
         return "—"
@@ -100,7 +112,9 @@ def _baseline_cell(result) -> str:  # type: ignore[no-untyped-def]
 
 
 class SessionScreen(Screen[None]):
-    BINDINGS = [
+    app = getters.app(CorralApp)
+
+    BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "back", "Board"),
         Binding("c", "confirm", "Confirm"),
         Binding("a", "approve", "Approve"),
@@ -116,7 +130,8 @@ class SessionScreen(Screen[None]):
         Binding("plus", "add_check", "Add check"),
         Binding("delete", "remove_check", "Remove check"),
         Binding("question_mark", "app.help", "Help"),
-    ] + [Binding(str(i), f"answer({i})", show=False) for i in range(1, 10)]
+        *(Binding(str(i), f"answer({i})", show=False) for i in range(1, 10)),
+    ]
 
     GATE1_ACTIONS = {"edit_check", "add_check", "remove_check"}
 
@@ -144,8 +159,8 @@ class SessionScreen(Screen[None]):
         yield Footer()
 
     @property
-    def supervisor(self):  # type: ignore[no-untyped-def]
-        return self.app.supervisor  # type: ignore[attr-defined]
+    def supervisor(self) -> Supervisor:
+        return self.app.supervisor
 
     def on_mount(self) -> None:
         self.refresh_view()
@@ -206,7 +221,7 @@ class SessionScreen(Screen[None]):
         self._render_question(detail)
         self.refresh_bindings()  # the gate-1 keys come and go with the state
 
-    def _render_contract(self, s) -> None:  # type: ignore[no-untyped-def]
+    def _render_contract(self, s: CoderSession) -> None:
         title = self.query_one("#contract-title", Static)
         table = self.query_one("#checks", DataTable)
         cursor = table.cursor_row
@@ -238,7 +253,7 @@ class SessionScreen(Screen[None]):
             table.move_cursor(row=min(max(cursor, 0), len(s.contract.checks) - 1))
         self._render_check_detail(s)
 
-    def _render_check_detail(self, s) -> None:  # type: ignore[no-untyped-def]
+    def _render_check_detail(self, s: CoderSession) -> None:
         """The highlighted check in full: its whole command (the table cuts
         it), and the tail of its baseline and last-run output."""
         detail = self.query_one("#check-detail", Static)
@@ -262,7 +277,7 @@ class SessionScreen(Screen[None]):
         if event.data_table.id == "checks":
             self._render_check_detail(self.supervisor.get(self.session_id).session)
 
-    def _render_diff(self, s) -> None:  # type: ignore[no-untyped-def]
+    def _render_diff(self, s: CoderSession) -> None:
         diff = self.query_one("#diff", Static)
         if s.no_change_finding is not None:
             f = s.no_change_finding
@@ -276,7 +291,7 @@ class SessionScreen(Screen[None]):
         else:
             diff.update("")
 
-    def _render_question(self, detail) -> None:  # type: ignore[no-untyped-def]
+    def _render_question(self, detail: SessionDetail) -> None:
         question = self.query_one("#question", Static)
         reply = self.query_one("#reply", Input)
         if detail.session.state.value == "contract_proposed" and detail.live:
@@ -290,7 +305,7 @@ class SessionScreen(Screen[None]):
             reply.placeholder = "Revise the contract (enter sends)"
             reply.display = True
         elif detail.question_prompt:
-            options = self.supervisor.question_options(self.session_id)
+            options: list[str] = self.supervisor.question_options(self.session_id)
             opts = "  ".join(f"[b]{i}[/b] {escape(o)}" for i, o in enumerate(options, 1))
             question.update(
                 f"[bold yellow]Question:[/bold yellow] {escape(detail.question_prompt)}"
@@ -316,7 +331,7 @@ class SessionScreen(Screen[None]):
             self.revise(text)
             return
         steer = detail.question_prompt is None
-        self.app.run_supervisor_call(  # type: ignore[attr-defined]
+        self.app.run_supervisor_call(
             "Guidance" if steer else "Answer",
             self.supervisor.respond(self.session_id, text, steer=steer),
         )
@@ -325,8 +340,6 @@ class SessionScreen(Screen[None]):
     @guarded("Revising the contract")
     async def revise(self, text: str) -> None:
         """Revisions run on the supervisor; a soft rejection is shown as sent."""
-        from corral.supervisor.errors import CorralError
-
         asked = escape(text.strip().splitlines()[0][:80])
         try:
             result = await self.supervisor.revise(self.session_id, text)
@@ -362,7 +375,7 @@ class SessionScreen(Screen[None]):
             return self.supervisor.agent_screen(self.session_id) is not None
         return True
 
-    def _selected_check(self, contract=None):  # type: ignore[no-untyped-def]
+    def _selected_check(self, contract: OutcomeContract | None = None) -> ContractCheck | None:
         """The check under the table's cursor (of `contract`, or the session's)."""
         if contract is None:
             contract = self.supervisor.get(self.session_id).session.contract
@@ -395,9 +408,9 @@ class SessionScreen(Screen[None]):
         self.revise(f"/remove {check.name}")
 
     def action_answer(self, n: int) -> None:
-        options = self.supervisor.question_options(self.session_id)
+        options: list[str] = self.supervisor.question_options(self.session_id)
         if 0 < n <= len(options):
-            self.app.run_supervisor_call(  # type: ignore[attr-defined]
+            self.app.run_supervisor_call(
                 "Answer", self.supervisor.respond(self.session_id, options[n - 1])
             )
 
@@ -446,28 +459,28 @@ class SessionScreen(Screen[None]):
         self.app.pop_screen()
 
     def action_confirm(self) -> None:
-        self.app.run_supervisor_call("Confirm", self.supervisor.confirm(self.session_id))  # type: ignore[attr-defined]
+        self.app.run_supervisor_call("Confirm", self.supervisor.confirm(self.session_id))
 
     def action_approve(self) -> None:
         if self.supervisor.get(self.session_id).needs_you == "finding":
-            self.app.approve("Accept finding", self.session_id, accept_finding=True)  # type: ignore[attr-defined]
+            self.app.approve("Accept finding", self.session_id, accept_finding=True)
         else:
-            self.app.approve("Approve", self.session_id, delivery="branch")  # type: ignore[attr-defined]
+            self.app.approve("Approve", self.session_id, delivery="branch")
 
     def action_approve_checkout(self) -> None:
-        self.app.approve("Apply to checkout", self.session_id, delivery="checkout")  # type: ignore[attr-defined]
+        self.app.approve("Apply to checkout", self.session_id, delivery="checkout")
 
     def action_reverify(self) -> None:
-        self.app.run_supervisor_call("Re-verify", self.supervisor.reverify(self.session_id))  # type: ignore[attr-defined]
+        self.app.run_supervisor_call("Re-verify", self.supervisor.reverify(self.session_id))
 
     def action_reject(self) -> None:
-        self.app.reject(self.session_id)  # type: ignore[attr-defined]
+        self.app.reject(self.session_id)
 
     def action_cancel_session(self) -> None:
         from .confirm import ConfirmScreen
 
         def done(yes: bool | None) -> None:
             if yes:
-                self.app.run_supervisor_call("Cancel", self.supervisor.cancel(self.session_id))  # type: ignore[attr-defined]
+                self.app.run_supervisor_call("Cancel", self.supervisor.cancel(self.session_id))
 
         self.app.push_screen(ConfirmScreen("Cancel this session? The worktree is kept."), done)

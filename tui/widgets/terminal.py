@@ -9,13 +9,18 @@ screen) attaches the real terminal instead.
 from __future__ import annotations
 
 import contextlib
+from typing import Any
 
 from rich.color import Color
 from rich.style import Style
 from rich.text import Span, Text
-from textual import events
+from textual import events, getters
 from textual.binding import Binding
 from textual.widgets import Static
+
+from corral.supervisor.api import Supervisor
+
+from ..app import CorralApp
 
 KEYMAP = {
     "enter": "Enter",
@@ -59,6 +64,8 @@ def _without_default_colours(text: Text) -> Text:
 
 
 class TerminalView(Static, can_focus=True):
+    app = getters.app(CorralApp)
+
     BINDINGS = [
         Binding(LEAVE_KEY, "leave", "Leave terminal"),
         Binding("ctrl+b", "toggle_history", "History", priority=True),
@@ -76,8 +83,8 @@ class TerminalView(Static, can_focus=True):
     }
     """
 
-    def __init__(self, session_id: str, **kw: object) -> None:
-        super().__init__("", **kw)  # type: ignore[arg-type]
+    def __init__(self, session_id: str, **kw: Any) -> None:
+        super().__init__("", **kw)
         self.session_id = session_id
         self._version = -2
         self.history: list[str] | None = None  # scrollback shown instead of the live screen
@@ -88,8 +95,8 @@ class TerminalView(Static, can_focus=True):
         self.refresh_screen()
 
     @property
-    def supervisor(self):  # type: ignore[no-untyped-def]
-        return self.app.supervisor  # type: ignore[attr-defined]
+    def supervisor(self) -> Supervisor:
+        return self.app.supervisor
 
     def refresh_screen(self) -> None:
         if self.history is not None:

@@ -10,22 +10,22 @@ A session left at a gate is restored the next time a console opens.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import re
 import sys
 from pathlib import Path
 
-from corral.supervisor.api import Subscription, Supervisor
-from corral.supervisor.contracts.drafting import ContractDrafter, FixedDrafter
-from corral.supervisor.contracts.files import load_contract
+from corral.supervisor.api import Supervisor
 from corral.supervisor.errors import CorralError
 from corral.supervisor.factory import build_supervisor, default_drafter
+from corral.supervisor.interface import ContractDrafter, FixedDrafter, Subscription, load_contract
 from corral.supervisor.models import CoderEvent
 from corral.supervisor.paths import default_state_dir
 from corral.supervisor.states import CoderState
 
-from .event_text import describe
+from ..event_text import describe
 
 EXIT = {
     CoderState.MERGED: 0,
@@ -128,7 +128,7 @@ DENY = re.compile(r"^no\b", re.I)
 async def _answer(sup: Supervisor, sid: str, prompt: str, policy: str, as_json: bool) -> str | None:
     """--on-question: `ask` reads a line from stdin; `approve` picks the
     agent's "yes, once" option (never "always"); `deny` picks its refusal."""
-    options = sup.question_options(sid)
+    options: list[str] = sup.question_options(sid)
     if policy in ("approve", "deny"):
         pattern = APPROVE if policy == "approve" else DENY
         choice = next((o for o in options if pattern.search(o)), None)
@@ -144,7 +144,7 @@ async def _answer(sup: Supervisor, sid: str, prompt: str, policy: str, as_json: 
     return line.strip() or None
 
 
-def main_run(args) -> int:  # type: ignore[no-untyped-def]
+def main_run(args: argparse.Namespace) -> int:
     if not args.intent.strip():
         raise CorralError("--intent is empty: say what the task should achieve")
     try:

@@ -1,0 +1,439 @@
+"""What the command line may learn or do about a state dir without owning it.
+
+Stored sessions, who holds the owner lock, corral's worktrees and the plan to
+prune them (and its execution, which does take the lock), the agent panes on
+corral's tmux server (strays included), and the facts `corral doctor` and
+`corral agents` report about this host. The rules live here; the command line
+only prints the typed results.
+
+Readers never need the owner lock: the database is opened read-only, so a
+running console is fine. Every function blocks (SQLite, git, tmux).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import sqlite3
+import subprocess
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from .errors import CorralError
+from .git.leases import Lease, LeaseBook, LeaseState, is_clean, remove_worktree
+from .git.run import GitError, git
+from .models import CoderSession, SessionSummary
+from .session.summaries import stored_summary
+from .states import CoderState, label
+from .store import DB_NAME, LockHolder, OwnerLock, Store, read_lock_holder
+from .workspaces import Workspaces
+
+__all__ = [
+    "AGENT_CLIS",
+    "MIN_TMUX",
+    "AgentCli",
+    "AgentPane",
+    "ConfigStatus",
+    "HostTool",
+    "LockHolder",
+    "ModelStatus",
+    "PruneOutcome",
+    "PruneReport",
+    "PruneStep",
+    "StoredSessions",
+    "WorktreeRow",
+    "agent_clis",
+    "agent_panes",
+    "agents_on_path",
+    "config_status",
+    "ensure_unowned",
+    "host_tool",
+    "lock_holder",
+    "model_status",
+    "prune_worktrees",
+    "stored_sessions",
+    "worktrees",
+]
+
+# -- the owner lock -------------------------------------------------------------
+
+
+def lock_holder(state_dir: Path) -> LockHolder | None:
+    """Who owns `state_dir` now, or None when nobody does. Never blocks."""
+    return read_lock_holder(state_dir)
+
+
+def ensure_unowned(state_dir: Path) -> None:
+    """Refuse, naming the holder, when another corral owns `state_dir`: one
+    owner per state dir (a second console would fight the first)."""
+    holder = read_lock_holder(state_dir)
+    if holder is not None:
+        raise CorralError(
+            f"another corral already owns {state_dir} ({holder.describe()}); switch to that "
+            "console, close it first, or set CORRAL_HOME to use a separate state dir"
+        )
+
+
+# -- stored sessions --------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StoredSessions:
+    """Board rows for every stored session (newest first), none advertising
+    an action, plus the ids whose rows could not be read (left untouched)."""
+
+    rows: list[SessionSummary]
+    unreadable: list[str]
+
+
+def stored_sessions(state_dir: Path) -> StoredSessions:
+    sessions, broken = _read_sessions(state_dir)
+    return StoredSessions([stored_summary(s) for s in sessions], broken)
+
+
+def _read_sessions(state_dir: Path) -> tuple[list[CoderSession], list[str]]:
+    store = Store(state_dir, readonly=True)
+    try:
+        return store.list_sessions()
+    finally:
+        store.close()
+
+
+def _session_states(state_dir: Path) -> dict[str, CoderState]:
+    sessions, _ = _read_sessions(state_dir)
+    return {s.id: s.state for s in sessions}
+
+
+# -- worktrees --------------------------------------------------------------------
+
+
+class WorktreeRow(BaseModel):
+    """One of corral's session worktrees as its lease and its session see it."""
+
+    path: str
+    session: str | None  # the session's label
+    session_state: CoderState | None  # None: no stored session
+    lease: LeaseState
+    note: str | None
+    exists: bool
+    clean: bool | None  # None: the directory is gone
+
+
+def _read_leases(state_dir: Path) -> list[Lease]:
+    db = state_dir / DB_NAME
+    if not db.exists():
+        return []
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        return LeaseBook(conn, readonly=True).all()
+    finally:
+        conn.close()
+
+
+def worktrees(state_dir: Path) -> list[WorktreeRow]:
+    """Session worktrees not yet removed (scratch copies are corral's own)."""
+    states = _session_states(state_dir)
+    rows: list[WorktreeRow] = []
+    for lease in _read_leases(state_dir):
+        if lease.state is LeaseState.REMOVED or lease.kind == "scratch":
+            continue
+        exists = Path(lease.path).is_dir()
+        rows.append(
+            WorktreeRow(
+                path=lease.path,
+                session=label(lease.session_id) if lease.session_id else None,
+                session_state=states.get(lease.session_id or ""),
+                lease=lease.state,
+                note=lease.note,
+                exists=exists,
+                clean=is_clean(Path(lease.path)) if exists else None,
+            )
+        )
+    return rows
+
+
+# -- pruning ----------------------------------------------------------------------
+
+ACTIVE_LEASES = {LeaseState.ALLOCATING, LeaseState.READY, LeaseState.IN_USE}
+
+
+class PruneOutcome(StrEnum):
+    """What pruning did (or, in a dry run, would do) with one worktree."""
+
+    KEPT_SESSION_LIVE = "kept_session_live"  # its session has not ended
+    WOULD_REMOVE = "would_remove"  # dry run
+    WOULD_KEEP_DIRTY = "would_keep_dirty"  # dry run: uncommitted changes, --force removes it
+    REMOVED = "removed"
+    KEPT_UNSAFE = "kept_unsafe"  # removal was refused: `detail` says why
+    KEPT_UNKNOWN = "kept_unknown"  # no lease records it; --force removes it
+    REMOVED_UNKNOWN = "removed_unknown"  # no lease, removed because of --force
+    KEPT_UNKNOWN_FAILED = "kept_unknown_failed"  # --force, but git refused: `detail`
+
+
+REMOVING = {PruneOutcome.REMOVED, PruneOutcome.REMOVED_UNKNOWN}
+
+
+@dataclass(frozen=True)
+class PruneStep:
+    path: str
+    outcome: PruneOutcome
+    detail: str = ""  # the live session's state, or why the removal failed
+
+    @property
+    def removed(self) -> bool:
+        return self.outcome in REMOVING
+
+
+@dataclass
+class PruneReport:
+    state_dir: Path
+    dry_run: bool
+    has_store: bool = True  # False: no database, so no worktrees
+    steps: list[PruneStep] = field(default_factory=list)
+
+    @property
+    def removed(self) -> int:
+        return sum(step.removed for step in self.steps)
+
+    @property
+    def kept(self) -> int:
+        return len(self.steps) - self.removed
+
+
+def prune_worktrees(
+    state_dir: Path,
+    *,
+    dry_run: bool,
+    force: bool,
+    on_step: Callable[[PruneStep], None] | None = None,
+) -> PruneReport:
+    """Remove the worktrees no live session needs. Pruning changes the state
+    dir, so it takes the owner lock (a dry run too: it reconciles the leases).
+    Nothing dirty, unknown or mismatched is removed without `force`; a
+    worktree whose HEAD moved or that git no longer lists as ours never is.
+    `on_step` hears each decision as it is made."""
+    lock = OwnerLock(state_dir)
+    try:
+        lock.acquire()
+    except CorralError as exc:
+        raise CorralError(
+            f"{exc}. Pruning changes the state dir; close the console first (it also removes "
+            "expired worktrees itself, hourly)"
+        ) from None
+    report = PruneReport(state_dir, dry_run)
+    try:
+        if not (state_dir / DB_NAME).exists():
+            report.has_store = False
+            return report
+        states = _session_states(state_dir)
+        workspaces = Workspaces(state_dir, state_dir / DB_NAME)
+        try:
+            for step in _decide(workspaces, states, dry_run=dry_run, force=force):
+                report.steps.append(step)
+                if on_step is not None:
+                    on_step(step)
+        finally:
+            workspaces.close()
+    finally:
+        lock.release()
+    return report
+
+
+def _decide(
+    workspaces: Workspaces, states: dict[str, CoderState], *, dry_run: bool, force: bool
+) -> Iterator[PruneStep]:
+    """The decisions one at a time (removals happen as they are decided)."""
+    workspaces.reconcile()
+    for lease in workspaces.leases():
+        if lease.state is LeaseState.REMOVED:
+            continue
+        state = states.get(lease.session_id or "")
+        if lease.state in ACTIVE_LEASES and state is not None and not state.is_terminal:
+            continue  # a session still uses it: not a candidate
+        if state is not None and not state.is_terminal:
+            yield PruneStep(lease.path, PruneOutcome.KEPT_SESSION_LIVE, state.value)
+            continue
+        if dry_run:
+            clean = is_clean(Path(lease.path)) if Path(lease.path).exists() else True
+            removable = clean or force or lease.discard_ok
+            outcome = PruneOutcome.WOULD_REMOVE if removable else PruneOutcome.WOULD_KEEP_DIRTY
+            yield PruneStep(lease.path, outcome)
+            continue
+        ok, why = remove_worktree(workspaces.book, lease, force=force)
+        yield PruneStep(
+            lease.path,
+            PruneOutcome.REMOVED if ok else PruneOutcome.KEPT_UNSAFE,
+            "" if ok else why,
+        )
+    for path in workspaces.unknown_worktrees():
+        if not force or dry_run:
+            yield PruneStep(path, PruneOutcome.KEPT_UNKNOWN)
+            continue
+        try:
+            git(Path(path), "worktree", "remove", "--force", "--", path)
+        except GitError as exc:
+            yield PruneStep(path, PruneOutcome.KEPT_UNKNOWN_FAILED, str(exc))
+        else:
+            yield PruneStep(path, PruneOutcome.REMOVED_UNKNOWN)
+
+
+# -- agent panes --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AgentPane:
+    """A pane on corral's tmux server carrying corral's owner marker."""
+
+    pane_id: str
+    alive: bool
+    exit_status: int | None
+    command: str
+    session_id: str | None  # None: a stray, no stored session owns it
+    session_state: CoderState | None
+
+    @property
+    def stray(self) -> bool:
+        return self.session_id is None
+
+
+def agent_panes(state_dir: Path) -> list[AgentPane]:
+    """Every marked pane (one tmux sweep), matched to its stored session by
+    owner marker. A stray is listed, never killed."""
+    from .factory import make_backend  # the pane backends: only when asked
+
+    socket_dir = os.environ.get("CORRAL_TMUX_SOCKET_DIR", "").strip()
+    backend = make_backend("tmux", socket_dir=Path(socket_dir) if socket_dir else None)
+    infos = backend.sweep()
+    sessions, _ = _read_sessions(state_dir)
+    owners = {(s.pane or {}).get("owner"): s for s in sessions if s.pane}
+    panes: list[AgentPane] = []
+    for owner, info in sorted(infos.items()):
+        session = owners.get(owner)
+        panes.append(
+            AgentPane(
+                pane_id=info.handle.pane_id,
+                alive=info.alive,
+                exit_status=info.exit_status,
+                command=info.current_command,
+                session_id=session.id if session else None,
+                session_state=session.state if session else None,
+            )
+        )
+    return panes
+
+
+# -- this host: what `corral agents` and `corral doctor` report -----------------------
+
+AGENT_CLIS = ("claude", "codex", "gemini", "aider", "opencode")
+MIN_TMUX = (3, 2)
+_VERSION_ARGS = {"git": ("--version",), "tmux": ("-V",)}
+_MINIMUM = {"tmux": MIN_TMUX}
+
+
+@dataclass(frozen=True)
+class AgentCli:
+    """An agent corral can run, as found on this host."""
+
+    name: str
+    label: str
+    binary: str | None  # None: not installed
+    version: str | None  # None: not installed, or it would not say
+
+
+def agent_clis() -> list[AgentCli]:
+    """The agents in corral's order of preference, then the demo agent."""
+    from .agents.profiles import PREFERENCE, profile_for
+
+    found: list[AgentCli] = []
+    for name in (*PREFERENCE, "demo"):
+        profile = profile_for(name)
+        binary = profile.find()
+        version = profile.version(binary) if binary is not None else None
+        found.append(AgentCli(name, profile.label, binary, version))
+    return found
+
+
+def agents_on_path() -> list[tuple[str, str | None]]:
+    """Each agent CLI's executable on PATH (None: not installed)."""
+    return [(name, shutil.which(name)) for name in AGENT_CLIS]
+
+
+@dataclass(frozen=True)
+class HostTool:
+    """git or tmux: its version line (None: not found) and whether it is
+    new enough for corral."""
+
+    name: str
+    version: str | None
+    minimum: tuple[int, int] | None = None
+
+    @property
+    def too_old(self) -> bool:
+        if self.version is None or self.minimum is None:
+            return False
+        return _parse_version(self.version) < self.minimum
+
+
+def host_tool(name: str) -> HostTool:
+    """`git` or `tmux`."""
+    version = _version_of([name, *_VERSION_ARGS[name]]) if shutil.which(name) else None
+    return HostTool(name, version, _MINIMUM.get(name))
+
+
+def _version_of(cmd: list[str]) -> str | None:
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=10, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    text = (out.stdout or out.stderr).strip().splitlines()
+    return text[0] if text else None
+
+
+def _parse_version(text: str) -> tuple[int, ...]:
+    m = re.search(r"(\d+)\.(\d+)", text)
+    return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
+
+
+@dataclass(frozen=True)
+class ModelStatus:
+    """The configured model: none is fine (agents, manual and convention
+    contracts still work); a broken configuration is a problem to fix."""
+
+    configured: bool
+    description: str  # what is configured, when something is
+    error: str | None = None
+
+
+def model_status() -> ModelStatus:
+    from .llm.config import describe, load_llm_config
+
+    try:
+        llm = load_llm_config()
+    except CorralError as exc:
+        return ModelStatus(False, "", str(exc))
+    configured = llm.provider not in ("none", "", None)
+    return ModelStatus(configured, describe(llm) if configured else "")
+
+
+@dataclass(frozen=True)
+class ConfigStatus:
+    path: Path
+    exists: bool  # False: absent, so the defaults apply
+    error: str | None = None
+
+
+def config_status() -> ConfigStatus:
+    from .config import load_config
+    from .paths import config_path
+
+    path = config_path()
+    try:
+        load_config(path)
+    except CorralError as exc:
+        return ConfigStatus(path, path.exists(), str(exc))
+    return ConfigStatus(path, path.exists())

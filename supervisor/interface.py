@@ -1,0 +1,72 @@
+"""The names the console and the command line may use besides the facade,
+re-exported on purpose.
+
+`corral.tui` imports from `corral.supervisor` only the public modules: `api`
+(the `Supervisor` facade), `models`, `states`, `errors`, `housekeeping`,
+`factory` (how a client builds the facade), `paths` (where the state dir
+is) and this one. Everything else is the engine's business; an import
+contract in `make lint` keeps it so (pyproject.toml, tests/unit/test_layers.py).
+
+What is here: the types that appear in the facade's signatures (a
+subscription and its endings, the board's watcher, a file's patch, an agent's
+screen), the contract drafters a client may pass when it builds a supervisor,
+reading a contract file, finding a repository's root, and the demo. The
+discussion types load on first use: importing this module costs nothing the
+board's first paint does not already pay.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .contracts.drafting import ContractDrafter, FixedDrafter
+from .contracts.files import load_contract
+from .git.patches import FilePatch, Hunk
+from .git.repo import repo_root
+from .panes.base import Screen as AgentScreen
+from .session.board import WatchDropped, Watcher
+from .session.events import Subscription, SubscriptionClosed, SubscriptionDropped
+
+if TYPE_CHECKING:
+    from .demo import seed_demo
+    from .discuss import DiscussEvent, Discussion, Discussions, PreparedTask
+
+__all__ = [
+    "AgentScreen",
+    "ContractDrafter",
+    "DiscussEvent",
+    "Discussion",
+    "Discussions",
+    "FilePatch",
+    "FixedDrafter",
+    "Hunk",
+    "PreparedTask",
+    "Subscription",
+    "SubscriptionClosed",
+    "SubscriptionDropped",
+    "WatchDropped",
+    "Watcher",
+    "load_contract",
+    "repo_root",
+    "seed_demo",
+]
+
+_ON_FIRST_USE = {
+    "DiscussEvent": "discuss",
+    "Discussion": "discuss",
+    "Discussions": "discuss",
+    "PreparedTask": "discuss",
+    "seed_demo": "demo",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """The discussion code and the demo load only when a caller asks."""
+    module = _ON_FIRST_USE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(f".{module}", __package__), name)
+    globals()[name] = value
+    return value

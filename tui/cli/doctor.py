@@ -1,0 +1,99 @@
+"""`corral doctor`: what corral needs on this host, and whether it is here.
+Exit 1 when something required is missing (each named on stderr)."""
+
+from __future__ import annotations
+
+import platform
+import sys
+
+from corral.supervisor.errors import CorralError
+from corral.supervisor.housekeeping import (
+    agents_on_path,
+    config_status,
+    host_tool,
+    lock_holder,
+    model_status,
+    stored_sessions,
+)
+from corral.supervisor.paths import default_state_dir
+
+from .common import corral_version
+
+MARKS = {True: "ok ", False: "!! ", None: "-- "}  # ok, a problem, optional and absent
+
+
+def line(ok: bool | None, what: str, detail: str) -> None:
+    print(f"{MARKS[ok]} {what:<14} {detail}")
+
+
+def doctor() -> int:
+    problems: list[str] = []
+
+    print(f"corral {corral_version()}")
+    py_ok = sys.version_info >= (3, 11)
+    line(py_ok, "python", f"{platform.python_version()} ({sys.executable})")
+    if not py_ok:
+        problems.append("Python 3.11 or newer is required")
+
+    git = host_tool("git")
+    line(git.version is not None, "git", git.version or "not found — install git")
+    if git.version is None:
+        problems.append("git is required: install it (e.g. apt-get install git)")
+
+    tmux = host_tool("tmux")
+    if tmux.version is None:
+        line(False, "tmux", "not found — install tmux 3.2 or newer (or use --backend pty)")
+        problems.append("tmux 3.2+ is required for agent panes: install it (apt-get install tmux)")
+    elif tmux.too_old:
+        line(False, "tmux", f"{tmux.version} — 3.2 or newer is required")
+        problems.append(f"tmux is too old ({tmux.version}); install 3.2 or newer")
+    else:
+        line(True, "tmux", tmux.version)
+
+    for name, path in agents_on_path():
+        line(True if path else None, f"agent {name}", path or "not installed")
+
+    model = model_status()
+    if model.error is not None:
+        line(False, "model", model.error)
+        problems.append(f"fix the model configuration: {model.error}")
+    else:
+        line(
+            True if model.configured else None,
+            "model",
+            model.description
+            if model.configured
+            else "none configured: agents, manual and convention contracts still work "
+            "(set CORRAL_LLM_PROVIDER to enable model drafting and the built-in engine)",
+        )
+
+    config = config_status()
+    if config.error is not None:
+        line(False, "config", config.error)
+        problems.append(f"fix the config file: {config.error}")
+    else:
+        line(True, "config", f"{config.path}{'' if config.exists else ' (absent: defaults)'}")
+
+    try:
+        state_dir = default_state_dir()
+    except CorralError as exc:
+        line(False, "state dir", str(exc))
+        problems.append(str(exc))
+    else:
+        holder = lock_holder(state_dir)
+        owner = "free" if holder is None else f"owned by {holder.describe()}"
+        line(True, "state dir", f"{state_dir} ({owner})")
+        try:
+            stored = stored_sessions(state_dir)
+            extra = f", {len(stored.unreadable)} unreadable" if stored.unreadable else ""
+            line(True, "sessions", f"{len(stored.rows)} stored{extra}")
+        except CorralError as exc:
+            line(False, "sessions", str(exc))
+            problems.append(str(exc))
+
+    if problems:
+        print()
+        for p in problems:
+            print(f"missing: {p}", file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,152 @@
+"""The `corral` entry point: the parser, and one dispatch to each subcommand's
+module. `corral hook` is dispatched before anything else is imported: agents
+run it on every hook and it must return in milliseconds.
+
+Every refusal is one line on stderr that says what to do, and exit code 2.
+"""
+
+from __future__ import annotations
+
+import sys
+
+TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: importing typing costs the hook milliseconds
+if TYPE_CHECKING:
+    import argparse
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if args[:1] == ["hook"]:
+        from .hook import run_hook
+
+        return run_hook(args[1:])
+    return dispatch(build_parser().parse_args(args))
+
+
+def dispatch(args: argparse.Namespace) -> int:
+    from corral.supervisor.errors import CorralError
+
+    from .common import fail
+
+    try:
+        return _run(args)
+    except CorralError as exc:
+        return fail(str(exc))
+    except KeyboardInterrupt:
+        return 130
+
+
+def _run(args: argparse.Namespace) -> int:
+    if args.command == "doctor":
+        from .doctor import doctor
+
+        return doctor()
+    if args.command == "sessions":
+        from .sessions import list_sessions
+
+        return list_sessions(as_json=args.json)
+    if args.command == "demo":
+        from .console import run_demo
+
+        return run_demo(pace=args.pace, backend=args.backend)
+    if args.command == "agents":
+        from .agents import list_agents
+
+        return list_agents()
+    if args.command == "panes":
+        from .panes import list_panes
+
+        return list_panes()
+    if args.command == "worktrees":
+        from .worktrees import list_worktrees, prune
+
+        if args.worktrees_command == "prune":
+            return prune(dry_run=args.dry_run, force=args.force)
+        return list_worktrees(as_json=args.json)
+    if args.command == "run":
+        from .run import main_run
+
+        return main_run(args)
+    from pathlib import Path
+
+    from .console import run_console
+
+    return run_console(Path(args.repo) if args.repo else Path.cwd(), backend=args.backend)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    import argparse
+    from typing import Any
+
+    class VersionAction(argparse.Action):
+        """`--version`, looked up only when asked (keeps start-up fast)."""
+
+        def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, **kw: Any):
+            super().__init__(option_strings, dest=dest, nargs=0, help="show the version and exit")
+
+        def __call__(
+            self,
+            parser: argparse.ArgumentParser,
+            namespace: argparse.Namespace,
+            values: Any,
+            option_string: str | None = None,
+        ) -> None:
+            from .common import corral_version
+
+            print(f"corral {corral_version()}")
+            parser.exit()
+
+    parser = argparse.ArgumentParser(
+        prog="corral",
+        description="A console for supervising many coding agents: contracts, runtime "
+        "verification and diff approval, one screen.",
+    )
+    parser.add_argument("--version", action=VersionAction)
+    parser.add_argument("--repo", help="the git repository to open (default: current directory)")
+    parser.add_argument(
+        "--backend",
+        choices=["tmux", "pty"],
+        default="tmux",
+        help="where agents run: tmux (default, private server -L corral) or pty",
+    )
+    sub = parser.add_subparsers(dest="command")
+    demo = sub.add_parser("demo", help="open the console on a generated demo repository")
+    demo.add_argument("--pace", type=float, default=1.0, help=argparse.SUPPRESS)
+    sub.add_parser("doctor", help="check requirements, agents, models and the state dir")
+    sub.add_parser("agents", help="list agent CLIs corral can run here")
+    sub.add_parser("panes", help="list agent panes on corral's tmux server (strays included)")
+    sessions = sub.add_parser("sessions", help="list stored sessions")
+    sessions.add_argument("--json", action="store_true", help="print JSON")
+    trees = sub.add_parser("worktrees", help="list corral's worktrees, or prune orphans")
+    trees.add_argument("--json", action="store_true", help="print JSON")
+    trees_sub = trees.add_subparsers(dest="worktrees_command")
+    prune = trees_sub.add_parser("prune", help="remove worktrees no session needs")
+    prune.add_argument("--dry-run", action="store_true", help="say what would be removed")
+    prune.add_argument(
+        "--force", action="store_true", help="also remove dirty and unknown worktrees"
+    )
+    run = sub.add_parser("run", help="run one session headless (events on stdout)")
+    run.add_argument("--repo", default=argparse.SUPPRESS, help="the git repository")
+    run.add_argument("--intent", required=True, help="what the task should achieve")
+    run.add_argument("--contract", help="a contract JSON file (default: conventions lane)")
+    run.add_argument("--engine", default="auto", help="auto, native or external:<agent>")
+    run.add_argument("--base", help="base revision (default: your checkout as it is)")
+    run.add_argument("--yes", action="store_true", help="confirm the contract without asking")
+    run.add_argument(
+        "--deliver",
+        choices=["branch", "checkout", "none"],
+        default="none",
+        help="deliver a verified diff (default: stop at the approval gate)",
+    )
+    run.add_argument("--json", action="store_true", help="events as JSON lines")
+    run.add_argument(
+        "--on-question",
+        choices=["ask", "approve", "deny"],
+        default="ask",
+        help="agent questions: ask (read stdin), approve (yes once), deny",
+    )
+    return parser
+
+
+if __name__ == "__main__":
+    sys.exit(main())
