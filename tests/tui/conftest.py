@@ -169,7 +169,7 @@ def caught_up(screen: Any) -> bool:
     """The screen shows everything there is to show now (see each case)."""
     if isinstance(screen, SessionScreen):
         # every event of the session was handled (logged, and the view refreshed)
-        live = screen.app.supervisor._live.get(screen.session_id)
+        live = screen.app.supervisor.registry.get_live(screen.session_id)
         return live is None or len(screen.events) == len(live.log.buffered())
     if isinstance(screen, DiffScreen):
         files = screen.query_one("#diff-files", DataTable)
