@@ -1,7 +1,8 @@
 """Git and verification figures (not a test): prints medians.
 
-- stage and diff 1,000 changed files in a worktree (what the approval gate
-  needs: `add -A`, stat, numstat, name-status, patch, review identity);
+- snapshot and diff 1,000 changed files in a worktree (what verification and
+  the approval gate need: the verified tree through a private index, then
+  stat, numstat, name-status and patch against it);
 - evaluate a 10-check contract (each check a real `bash -c` process).
 
 Run: .venv/bin/python bench/git.py
@@ -20,7 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from corral.supervisor.contracts.checks import run_contract
-from corral.supervisor.git.delivery import review_identity
+from corral.supervisor.git.trees import snapshot_tree
 from corral.supervisor.git.workspace import GitWorkspace
 from corral.supervisor.models import ContractCheck, OutcomeContract
 
@@ -57,8 +58,7 @@ def bench_diff(files: int = 1000) -> list[float]:
                 p.write_text(p.read_text().replace("line 7\n", f"changed {run}\n"))
             ws = GitWorkspace(repo, wt)
             started = time.perf_counter()
-            diff = ws.diff(base)
-            review_identity(wt)
+            diff = ws.diff(base, snapshot_tree(wt))
             times.append(time.perf_counter() - started)
             assert len(diff.files) == files, len(diff.files)
             sh(repo, f"git worktree remove --force {wt}")
@@ -84,7 +84,7 @@ def bench_contract(checks: int = 10) -> list[float]:
 
 def main() -> None:
     diff = bench_diff()
-    print(f"stage + diff + review identity, 1,000 changed files, {RUNS} runs")
+    print(f"snapshot tree + diff, 1,000 changed files, {RUNS} runs")
     print("  runs (ms): " + ", ".join(f"{t * 1000:.0f}" for t in diff))
     print(f"  median: {statistics.median(diff) * 1000:.0f} ms")
     contract = bench_contract()

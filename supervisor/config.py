@@ -36,6 +36,8 @@ class SupervisorConfig(BaseModel):
     disk_gc_interval_secs: float = Field(default=3600, ge=0)
     subscriber_backlog: int = Field(default=4096, ge=1)
     watcher_shed_secs: float = Field(default=10, gt=0)
+    # How often a worktree waiting for approval is compared with its verified tree.
+    verified_watch_secs: float = Field(default=3, gt=0)
     retention: Retention = Field(default_factory=Retention)
 
 

@@ -186,7 +186,13 @@ class CoderSession(BaseModel):
     resumed_from: str | None = None
     last_check_results: list[CheckResult] = Field(default_factory=list)
     diff: DiffSummary | None = None
+    # The verified tree: the git tree the runtime's checks ran on (unchanged
+    # from before to after them). The diff shown, partial approval, the review
+    # identity and delivery all read it, never the live worktree.
     review_tree: str | None = None
+    # Paths where the worktree differs from the verified tree, as last seen
+    # (empty: exactly as verified). Approve still delivers the verified tree.
+    changed_since_verification: list[str] = Field(default_factory=list)
     no_change_finding: NoChangeFinding | None = None
     error: str | None = None
     failure_kind: FailureKind | None = None
@@ -251,6 +257,7 @@ class SessionSummary(BaseModel):
     next_seq: int | None
     agent_status: str | None = None
     agent_reason: str | None = None
+    changed_since_verification: bool = False
 
 
 class EventKind(StrEnum):
@@ -278,6 +285,7 @@ class EventKind(StrEnum):
     ERROR = "error"
     STATE_CHANGED = "state_changed"
     AGENT_STATUS = "agent_status"
+    WORKTREE_CHANGED = "worktree_changed"
 
 
 class CoderEvent(BaseModel):
@@ -333,6 +341,7 @@ class ApproveResult(BaseModel):
     already_applied: bool | None = None
     partial: bool = False
     verification: list[CheckResult] = Field(default_factory=list)
+    note: str | None = None  # what the operator should know about this delivery
 
 
 class SubscribeResult(BaseModel):

@@ -68,6 +68,10 @@ def describe(event: CoderEvent) -> Text:
     elif k is K.FINDING_PROPOSED:
         line.append("no-change finding: ", style="bold yellow")
         line.append(clip(d.get("finding", {}).get("summary", "")))
+    elif k is K.WORKTREE_CHANGED:
+        files = ", ".join(str(f) for f in d.get("files", [])[:5]) or "back as verified"
+        when = "during" if d.get("phase") == "during_verification" else "since"
+        line.append(f"worktree changed {when} verification: ", style="yellow").append(clip(files))
     elif k is K.MERGE_COMPLETED:
         line.append(f"delivered to branch {d.get('branch')}", style="bold green")
     elif k in (K.ERROR, K.AUTH_REQUIRED):
@@ -85,12 +89,20 @@ def describe(event: CoderEvent) -> Text:
     elif k is K.ENGINE_SELECTED:
         line.append(f"engine {d.get('engine')}: {clip(d.get('reason', ''))}")
     else:
-        line.append(f"{k.value} {clip(d)}")
+        line.append(f"{k.value} {clip(str(d))}")
     return line
 
 
 def approval_outcome(result: ApproveResult) -> str:
-    """One sentence for the toast after approve / reject: where the change went."""
+    """The toast after approve / reject: where the change went, then what the
+    supervisor adds (e.g. that later changes were not delivered)."""
+    sentence = _where_it_went(result)
+    if result.note:
+        sentence += f" {result.note[0].upper()}{result.note[1:]}."
+    return sentence
+
+
+def _where_it_went(result: ApproveResult) -> str:
     part = "the approved part" if result.partial else "the change"
     if result.state is CoderState.ABANDONED:
         return "Rejected. The worktree is kept for reference."

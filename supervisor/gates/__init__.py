@@ -10,8 +10,10 @@ One session, top-down (each module reads in the order the session meets it):
    failing checks go back for repair rounds. Green calls
    `ApprovalGate.present_diff` (or `present_finding` when nothing changed).
 4. `verifier.Verifier` — the one place that runs checks (baseline, the
-   worktree, an approved part) and snapshots the worktree into the git tree
-   that delivery compares against.
+   worktree, an approved part). It snapshots the worktree into a git tree
+   before and after the checks; only a tree that held still becomes the
+   session's verified tree, which the diff, partial approval and delivery
+   read, and it watches for later changes ("changed since verification").
 5. `approval.ApprovalGate` — gate 2: approve whole or part, deliver, reject,
    re-verify; and cancel, from any state.
 

@@ -3,9 +3,21 @@
 files) or rejected; a no-change finding is accepted or rejected. Cancel, at
 any point of a session's life, also ends here.
 
-Delivery uses exactly the tree that was verified: a worktree that changed
-since verification delivers nothing until it is re-verified, and an approved
-part is re-verified on its own before it is delivered.
+Delivery uses exactly the tree that was verified (the session's
+`review_tree`), never the live worktree: the diff shown, the files and hunks
+offered for partial approval, the part re-verified on its own and both
+deliveries are all read from that tree object.
+
+Approve after the worktree changed since verification: the verified tree —
+what the operator reviewed — is delivered, and the reply says so, naming the
+paths that changed; those later changes are not delivered and the worktree is
+kept with them. Refusing would only make the operator re-verify to deliver
+what they already saw; to deliver the later content, re-verify (`v`) first.
+
+Delivery is idempotent: a branch that already holds this session's result
+(written before a crash could record it) completes the session as delivered
+without writing again; a checkout that already holds it says
+`already_applied`.
 """
 
 from __future__ import annotations
@@ -16,17 +28,19 @@ import logging
 from pathlib import Path
 
 from ..errors import CorralError
+from ..faults import fault_point
 from ..git.delivery import (
     apply_to_checkout,
     changed_paths,
     commit_patch,
     create_branch,
-    task_patch,
+    delivered_commit,
     touched_paths,
 )
 from ..git.patches import FilePatch, Selection, build_patch, parse_patch, validate_selection
 from ..git.repo import head_commit
 from ..git.run import git
+from ..git.trees import commit_tree, tree_patch
 from ..models import (
     ApproveResult,
     CancelResult,
@@ -45,14 +59,19 @@ from ..states import (
     short_id,
 )
 from ..workspaces import Workspaces
-from .verifier import Verifier
+from .verifier import Verification, Verifier, name_paths
 
 S = CoderState
 log = logging.getLogger("corral.supervisor")
 
-CHANGED_AFTER = (
-    "the worktree of {name} changed after verification, so nothing was delivered: what you "
-    "would approve is not what was verified. Re-verify it (v), or reject"
+DELIVERED_VERIFIED = (
+    "the worktree of {name} changed after verification ({paths}); what was delivered is the "
+    "verified tree you reviewed, without those changes. They were not delivered and are kept "
+    "in {worktree}"
+)
+NO_VERIFIED_TREE = (
+    "{name} has no verified tree to deliver (it was verified by an older corral or its tree "
+    "is gone); re-verify it (v), then approve"
 )
 NOT_FROM_CHECKOUT = (
     "this task does not start from your checkout's current revision (it names its own base, "
@@ -72,10 +91,12 @@ class ApprovalGate:
     # -- a verified result arrives from the run loop --------------------------------------
 
     async def present_diff(self, live: LiveSession) -> None:
-        """Announce the verified change and wait for the operator. Raises
-        `CorralError` (and changes nothing) when the diff cannot be produced."""
+        """Announce the verified change and wait for the operator, watching the
+        worktree for later changes. Raises `CorralError` (and changes nothing)
+        when the diff cannot be produced."""
         await self._announce_diff(live)
         self._registry.transition(live, S.NEEDS_APPROVAL)
+        self._verifier.watch(live)
 
     def present_finding(self, live: LiveSession, finding: NoChangeFinding) -> None:
         """Announce a no-change finding and wait for the operator."""
@@ -86,13 +107,12 @@ class ApprovalGate:
         self._registry.transition(live, S.NEEDS_APPROVAL)
 
     async def _announce_diff(self, live: LiveSession) -> None:
-        """Describe the worktree's change and record its review identity: the
-        exact tree the operator will approve."""
+        """Describe the verified tree's change: exactly what the operator will
+        approve (the review identity is that tree)."""
         s = live.session
         ws = live.workspace
-        assert ws is not None and s.start_commit is not None
-        diff = await asyncio.to_thread(ws.diff, s.start_commit)
-        s.review_tree = await self._verifier.snapshot(s)
+        assert ws is not None and s.start_commit is not None and s.review_tree is not None
+        diff = await asyncio.to_thread(ws.diff, s.start_commit, s.review_tree)
         s.diff = diff
         self._registry.persist(live)
         self._registry.emit(
@@ -111,31 +131,56 @@ class ApprovalGate:
     # -- the operator looks, re-verifies, decides ------------------------------------------
 
     async def review_files(self, session_id: str) -> list[FilePatch]:
-        """The verified change as files and hunks, for partial approval
-        (read from the worktree, not from the size-capped event)."""
+        """The verified change as files and hunks, for partial approval (read
+        from the verified tree, not from the size-capped event)."""
         live = self._waiting(session_id)
         s = live.session
-        if s.state is not S.NEEDS_APPROVAL or not s.worktree or not s.start_commit:
+        if s.state is not S.NEEDS_APPROVAL or not s.start_commit:
             raise CorralError(f"{session_id[-8:]} has no diff waiting for approval")
-        patch = await asyncio.to_thread(task_patch, Path(s.worktree), s.start_commit)
+        if s.review_tree is None:
+            raise CorralError(NO_VERIFIED_TREE.format(name=label(s.id)))
+        patch = await asyncio.to_thread(tree_patch, Path(s.repo), s.start_commit, s.review_tree)
         return parse_patch(patch)
 
     async def reverify(self, session_id: str) -> list[CheckResult]:
-        """Re-run the contract on the worktree as it is now; when green, the
-        current tree becomes the reviewed one (a new diff is announced)."""
+        """Re-run the contract on the worktree as it is now; when green and
+        stable, the current tree becomes the verified one (a new diff is
+        announced). Otherwise the earlier verified tree and its results stay
+        what approve delivers."""
         live = self._waiting(session_id)
         s = live.session
         if s.state is not S.NEEDS_APPROVAL or s.no_change_finding is not None:
             raise CorralError(already_happened(s.id, s.state, S.NEEDS_APPROVAL, "re-verify"))
-        results = await self._verifier.verify(live)
-        if not all(r.passed for r in results):
-            failing = ", ".join(r.name for r in results if not r.passed)
-            raise CorralError(
-                f"re-verification failed ({failing}); nothing was delivered. Fix the worktree "
-                "and re-verify, or reject"
-            )
+        verified = list(s.last_check_results)
+        verification = await self._verifier.verify(live)
+        if not verification.passed:
+            s.last_check_results = verified  # they belong to the verified tree
+            self._registry.persist(live)
+            raise CorralError(self._reverify_refused(live, verification))
+        await self._verifier.accept(live, verification)
         await self._announce_diff(live)
-        return results
+        self._registry.notify(s.id)
+        return verification.results
+
+    def _reverify_refused(self, live: LiveSession, verification: Verification) -> str:
+        s = live.session
+        kept = (
+            "approve still delivers the tree verified earlier"
+            if s.review_tree is not None
+            else "nothing can be delivered until it passes"
+        )
+        if not verification.stable:
+            return (
+                f"the worktree of {label(s.id)} kept changing while the checks ran "
+                f"({name_paths(verification.moved)}), so nothing was re-verified and {kept}. "
+                "Stop what is writing there (the agent, a process it left running, or typing "
+                "in its pane), then re-verify"
+            )
+        failing = ", ".join(r.name for r in verification.results if not r.passed)
+        return (
+            f"re-verification failed ({failing}); nothing was delivered and {kept}. Fix the "
+            "worktree and re-verify, or reject"
+        )
 
     async def approve(
         self,
@@ -233,14 +278,18 @@ class ApprovalGate:
         override_red: bool,
         discard_rest: bool,
     ) -> ApproveResult:
+        """Deliver (part of) the verified tree; what changed in the worktree
+        since verification stays there and is named in the reply."""
         s = live.session
         assert s.worktree and s.start_commit and s.contract is not None
-        repo, worktree, start = Path(s.repo), Path(s.worktree), s.start_commit
+        repo, start, tree = Path(s.repo), s.start_commit, s.review_tree
         if delivery == "checkout" and s.checkout_identity is None:
             raise CorralError(NOT_FROM_CHECKOUT)
-        if not await self._verifier.unchanged(s):
-            raise CorralError(CHANGED_AFTER.format(name=label(s.id)))
-        full = await asyncio.to_thread(task_patch, worktree, start)
+        if tree is None:
+            raise CorralError(NO_VERIFIED_TREE.format(name=label(s.id)))
+        later = await self._verifier.changes_since_verification(s)
+        self._verifier.note_changes(live, later)
+        full = await asyncio.to_thread(tree_patch, repo, start, tree)
         files = parse_patch(full)
         patch, chosen = full, files
         if selection is not None:
@@ -270,13 +319,18 @@ class ApprovalGate:
         message = commit_message(
             s, verification, partial=partial, files=len(chosen), of=len(files), override=override
         )
-        result = await asyncio.to_thread(commit_patch, repo, start, patch, message)
+        if partial:
+            result = await asyncio.to_thread(commit_patch, repo, start, patch, message)
+        else:
+            result = await asyncio.to_thread(commit_tree, repo, tree, start, message)
         await asyncio.to_thread(git, repo, "update-ref", f"refs/corral/results/{s.id}", result)
+        fault_point("delivery:result-ref")
         reply = ApproveResult(
             state=s.state, delivery=delivery, partial=partial, verification=verification
         )
         if delivery == "checkout":
             already = await asyncio.to_thread(apply_to_checkout, repo, start, result, chosen)
+            fault_point("delivery:checkout")
             s.result_branch, s.result_commit, s.result_delivery = None, result, "checkout"
             reply.repo, reply.commit, reply.already_applied = str(repo), result, already
             self._registry.emit(
@@ -292,8 +346,23 @@ class ApprovalGate:
             )
         else:
             branch = f"corral/{short_id(s.id)}"
-            commit = await asyncio.to_thread(_branch_commit, s, chosen, patch, message, result)
-            await asyncio.to_thread(create_branch, repo, branch, commit)
+            commit = await asyncio.to_thread(delivered_commit, repo, branch, s.id, patch)
+            if commit is None:
+                commit = await asyncio.to_thread(_branch_commit, s, chosen, patch, message, result)
+                await asyncio.to_thread(create_branch, repo, branch, commit)
+                fault_point("delivery:branch")
+            else:
+                reply.already_applied = True
+                self._registry.emit(
+                    live,
+                    EventKind.PLAN_TEXT,
+                    {
+                        "text": (
+                            f"Branch {branch} already holds this session's result (delivered "
+                            "before corral could record it); nothing was written again."
+                        )
+                    },
+                )
             s.result_branch, s.result_commit, s.result_delivery = branch, commit, "branch"
             reply.branch, reply.commit = branch, commit
             self._registry.emit(
@@ -303,7 +372,15 @@ class ApprovalGate:
         s.delivery_override = override
         self._registry.transition(live, S.MERGED)
         reply.state = s.state
-        if partial and not discard_rest:
+        if later:
+            reply.note = DELIVERED_VERIFIED.format(
+                name=label(s.id), paths=name_paths(later), worktree=s.worktree
+            )
+            self._registry.emit(live, EventKind.PLAN_TEXT, {"text": reply.note})
+            self._workspaces.retain(
+                s.worktree, note="holds changes made after verification, not delivered"
+            )
+        elif partial and not discard_rest:
             self._workspaces.retain(s.worktree, note="holds the part of the change not approved")
         else:
             await asyncio.to_thread(self._workspaces.remove, s.worktree, force=True)

@@ -4,7 +4,9 @@ told plainly that it cannot:
 - a running session whose agent pane is still alive (its owner marker
   matches) is re-adopted, and its run goes on;
 - a session waiting at a gate comes back to life when its worktree is intact
-  and, for a review, is still exactly the tree that was verified;
+  and, for a review, its verified tree (stored with the session) is still in
+  the repository: the review is of that tree, so a worktree changed while
+  corral was closed comes back as "changed since verification";
 - anything else that was mid-flight is recorded as failed, its worktree kept.
 
 Panes of ours that no session claims are listed as strays and left alone.
@@ -18,6 +20,7 @@ from pathlib import Path
 
 from ..agents.profiles import profile_for
 from ..errors import CorralError
+from ..git.trees import anchor_verified, tree_exists
 from ..git.workspace import GitWorkspace
 from ..models import CoderSession, EventKind
 from ..panes.base import PaneInfo
@@ -25,7 +28,7 @@ from ..panes.manager import PaneManager
 from ..session.registry import SessionRegistry
 from ..states import ApprovalKind, CoderState
 from .run_loop import RunLoop
-from .verifier import Verifier
+from .verifier import Verifier, name_paths
 
 S = CoderState
 log = logging.getLogger("corral.supervisor")
@@ -100,17 +103,25 @@ class Recovery:
         return True
 
     async def _restore_gate(self, session: CoderSession) -> None:
-        """Only an intact worktree (for a review: unchanged since verified)
-        comes back; otherwise the session stays listed as stored, with no
-        action offered."""
+        """Only an intact worktree (for a review: with its verified tree still
+        in the repository) comes back; otherwise the session stays listed as
+        stored, with no action offered."""
         if not session.worktree or not Path(session.worktree).is_dir():
             return
-        if session.state is S.NEEDS_APPROVAL and session.no_change_finding is None:
-            if session.review_tree is None:
+        review = session.state is S.NEEDS_APPROVAL and session.no_change_finding is None
+        changed: list[str] = []
+        if review:
+            tree, repo = session.review_tree, Path(session.repo)
+            if tree is None or session.start_commit is None:
                 return
             try:
-                if not await self._verifier.unchanged(session):
+                if not await asyncio.to_thread(tree_exists, repo, tree):
                     return
+                # anchored again: a tree verified by an older corral had no ref
+                await asyncio.to_thread(
+                    anchor_verified, repo, session.id, session.start_commit, tree
+                )
+                changed = await self._verifier.changes_since_verification(session)
             except CorralError:
                 return
         live = self._registry.register(session)
@@ -119,10 +130,22 @@ class Recovery:
             live.attention.approval_kind = (
                 ApprovalKind.FINDING if session.no_change_finding else ApprovalKind.MERGE
             )
-            text = (
-                "Review restored after a restart: the worktree is exactly as verified. The saved "
-                "verification results were not re-run; earlier activity is in the journal."
-            )
+            if changed:
+                text = (
+                    "Review restored after a restart: the worktree changed since verification "
+                    f"({name_paths(changed)}). Approve delivers the verified tree you reviewed; "
+                    "re-verify (v) to verify the current content instead. The saved verification "
+                    "results were not re-run; earlier activity is in the journal."
+                )
+            else:
+                text = (
+                    "Review restored after a restart: the worktree is exactly as verified. The "
+                    "saved verification results were not re-run; earlier activity is in the "
+                    "journal."
+                )
         else:
             text = "Restored after a restart: the contract is waiting for confirmation again."
         self._registry.emit(live, EventKind.PLAN_TEXT, {"text": text})
+        if review:
+            self._verifier.note_changes(live, changed)
+            self._verifier.watch(live)

@@ -16,6 +16,7 @@ from typing import Any
 from ..config import SupervisorConfig
 from ..engines.base import Engine, EngineOutcome, EngineRegistry, RunContext
 from ..errors import CorralError
+from ..git.trees import tree_of
 from ..models import CheckResult, EventKind, NoChangeFinding
 from ..session.live import LiveSession
 from ..session.questions import ANSWER_FIRST, QuestionCleared, check_guidance
@@ -30,7 +31,7 @@ from ..states import (
 )
 from ..workspaces import Workspaces
 from .approval import ApprovalGate
-from .verifier import Verifier
+from .verifier import STABILITY_ATTEMPTS, Verification, Verifier, name_paths
 
 S = CoderState
 log = logging.getLogger("corral.supervisor")
@@ -98,11 +99,15 @@ class RunLoop:
                 if outcome.failure is not None:
                     self._fail(live, outcome.failure, outcome.error or "the engine failed")
                     return
-                results = await self._verifier.verify(live)
-                if all(r.passed for r in results):
+                verification = await self._verifier.verify(live)
+                if not verification.stable:
+                    self._fail_unstable(live, verification)
+                    return
+                if verification.passed:
+                    await self._verifier.accept(live, verification)
                     await self._finish_green(live)
                     return
-                failing = [r for r in results if not r.passed]
+                failing = [r for r in verification.results if not r.passed]
                 out_of_time = deadline is not None and time.monotonic() >= deadline
                 if round_ < rounds and not out_of_time:
                     names = ", ".join(r.name for r in failing)
@@ -267,15 +272,32 @@ class RunLoop:
 
     # -- the outcome ---------------------------------------------------------------------
 
-    async def _finish_green(self, live: LiveSession) -> None:
-        """Every check passed: a diff for approval, or, when nothing changed, a
-        finding that the premise was wrong."""
+    def _fail_unstable(self, live: LiveSession, verification: Verification) -> None:
+        """The worktree never held still while the checks ran: no result is
+        accepted, and the worktree is kept for a look."""
         s = live.session
-        ws = live.workspace
-        assert ws is not None and s.start_commit is not None
+        s.keep_workspace_on_failure = True
+        self._fail(
+            live,
+            LoopFailure.VERIFICATION,
+            (
+                f"the worktree changed during verification, on each of {STABILITY_ATTEMPTS} "
+                f"attempts ({name_paths(verification.moved)}), so no result was accepted: "
+                "something is still writing there (the agent, a process it left running, or "
+                "typing in its pane). Stop it and start the task again; the worktree is kept"
+            ),
+        )
+
+    async def _finish_green(self, live: LiveSession) -> None:
+        """Every check passed on a tree that held still: a diff for approval,
+        or, when the verified tree is the start commit's, a finding that the
+        premise was wrong."""
+        s = live.session
+        assert s.start_commit is not None and s.worktree is not None
         if s.state.is_terminal:
             return
-        if await asyncio.to_thread(ws.is_pristine, s.start_commit):
+        start_tree = await asyncio.to_thread(tree_of, Path(s.worktree), s.start_commit)
+        if s.review_tree == start_tree:
             finding = NoChangeFinding(
                 kind="premise_wrong",
                 summary="every contract check passes and the session changed nothing",

@@ -5,27 +5,70 @@ verified.
 It runs the checks on the untouched start commit (the baseline, in a
 disposable worktree), on the session's worktree once the engine stops, and on
 the start commit plus only the approved part of a change (partial approval).
-It snapshots the worktree into a git tree, the review identity, so delivery
-can compare the tree it is about to deliver with the one that was verified.
+
+Verified means verified: the worktree is captured as an immutable git tree
+right before the checks run and again right after. Only an unchanged tree is
+a verified result; when it moved, the checks run again (at most
+`STABILITY_ATTEMPTS` times in all), then the result is refused with the paths
+that kept changing. The verified tree is stored with the session (and
+anchored by a ref) and is what the diff, partial approval, the review
+identity and delivery read — never the live worktree. Later changes in the
+worktree are watched for and shown as "changed since verification".
+
+The agent during verification: it is neither paused nor stopped. Pausing
+cannot reach what it detached (a background writer in its own session), nor
+the operator typing in its pane, and the repair rounds need the same pane
+alive. Instead the live tree is not trusted: the before/after snapshots catch
+a change while the checks run, and every later step reads the tree object.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
 from ..config import SupervisorConfig
 from ..contracts.checks import captures_from, run_contract
-from ..git.delivery import review_identity
+from ..errors import CorralError
 from ..git.run import git
+from ..git.trees import anchor_verified, changed_between, snapshot_tree
 from ..models import CheckResult, CoderSession, EventKind, OutcomeContract
 from ..session.live import LiveSession
 from ..session.registry import SessionRegistry
+from ..states import CoderState
 from ..workspaces import Workspaces
 
 T = TypeVar("T")
+
+STABILITY_ATTEMPTS = 3  # the first run plus up to two more while the tree moves
+MAX_NAMED_PATHS = 20  # paths kept on a session / in an event; the rest are counted
+
+
+@dataclass(frozen=True)
+class Verification:
+    """One runtime verification: the checks' results and the tree they ran on."""
+
+    results: list[CheckResult]
+    tree: str | None  # the snapshot the checks ran on; None when it never held still
+    moved: list[str]  # paths that changed while the last attempt ran
+
+    @property
+    def stable(self) -> bool:
+        return self.tree is not None
+
+    @property
+    def passed(self) -> bool:
+        return self.stable and all(r.passed for r in self.results)
+
+
+def name_paths(paths: list[str], limit: int = 5) -> str:
+    """`a.txt, b.txt and 3 more`, for sentences."""
+    shown = ", ".join(paths[:limit])
+    return shown + (f" and {len(paths) - limit} more" if len(paths) > limit else "")
 
 
 class Verifier:
@@ -35,6 +78,9 @@ class Verifier:
         self._registry = registry
         self._workspaces = workspaces
         self._timeout_ceiling = config.max_check_timeout_secs
+        self._watch_secs = config.verified_watch_secs
+        self._verifying: set[str] = set()  # sessions whose checks are running now
+        self._watching: dict[str, asyncio.Task[None]] = {}
 
     async def baseline(self, session: CoderSession, contract: OutcomeContract) -> list[CheckResult]:
         """Every check once on the untouched tree, in a disposable worktree so
@@ -45,43 +91,101 @@ class Verifier:
             lambda path: run_contract(contract, path, timeout_ceiling=self._timeout_ceiling),
         )
 
-    async def verify(self, live: LiveSession) -> list[CheckResult]:
-        """Every check on the worktree as it is now; the results are recorded
-        on the session and announced as the runtime's evaluation."""
+    async def verify(self, live: LiveSession) -> Verification:
+        """Every check on the worktree, between two snapshots of it; the
+        results are recorded on the session and announced as the runtime's
+        evaluation. A tree that moved under the checks is verified again, up
+        to `STABILITY_ATTEMPTS` runs; the caller decides what a result means
+        (`accept` makes a green, stable one the session's verified tree)."""
         registry = self._registry
         s = live.session
         assert s.contract is not None and s.worktree is not None
-        registry.emit(
-            live,
-            EventKind.PLAN_TEXT,
-            {"text": "Runtime verification: re-running every contract check."},
-        )
-        results = await run_contract(
-            s.contract,
-            Path(s.worktree),
-            captures=captures_from(s.contract, s.baseline),
-            timeout_ceiling=self._timeout_ceiling,
-            on_result=lambda r: registry.emit(
-                live, EventKind.CHECK_COMPLETED, {"result": r.model_dump(mode="json")}
-            ),
-        )
+        worktree = Path(s.worktree)
+        results: list[CheckResult] = []
+        tree: str | None = None
+        moved: list[str] = []
+        self._verifying.add(s.id)
+        try:
+            registry.emit(
+                live,
+                EventKind.PLAN_TEXT,
+                {"text": "Runtime verification: re-running every contract check."},
+            )
+            for attempt in range(1, STABILITY_ATTEMPTS + 1):
+                before = await self._snapshot(worktree)
+                results = await run_contract(
+                    s.contract,
+                    worktree,
+                    captures=captures_from(s.contract, s.baseline),
+                    timeout_ceiling=self._timeout_ceiling,
+                    on_result=lambda r: registry.emit(
+                        live, EventKind.CHECK_COMPLETED, {"result": r.model_dump(mode="json")}
+                    ),
+                )
+                after = await self._snapshot(worktree)
+                if before == after:
+                    tree, moved = before, []
+                    break
+                moved = await asyncio.to_thread(changed_between, worktree, before, after)
+                registry.emit(
+                    live,
+                    EventKind.WORKTREE_CHANGED,
+                    {
+                        "phase": "during_verification",
+                        "files": moved[:MAX_NAMED_PATHS],
+                        "attempt": attempt,
+                        "of": STABILITY_ATTEMPTS,
+                    },
+                )
+                if attempt < STABILITY_ATTEMPTS:
+                    registry.emit(
+                        live,
+                        EventKind.PLAN_TEXT,
+                        {
+                            "text": (
+                                f"The worktree changed while the checks ran ({name_paths(moved)}); "
+                                "that result does not count. Verifying again "
+                                f"(attempt {attempt + 1} of {STABILITY_ATTEMPTS})."
+                            )
+                        },
+                    )
+        finally:
+            self._verifying.discard(s.id)
+        verification = Verification(results, tree, moved)
         s.last_check_results = results
         registry.emit(
             live,
             EventKind.CONTRACT_EVALUATED,
             {
                 "by": "runtime",
-                "passed": all(r.passed for r in results),
+                "passed": verification.passed,
                 "results": [r.model_dump(mode="json") for r in results],
             },
         )
         registry.persist(live)
-        return results
+        return verification
+
+    async def accept(self, live: LiveSession, verification: Verification) -> None:
+        """Make a green, stable verification the session's verified tree: stored
+        with the session (it survives a restart) and anchored by a ref."""
+        s = live.session
+        assert verification.passed and verification.tree is not None
+        assert s.start_commit is not None
+        await asyncio.to_thread(
+            anchor_verified, Path(s.repo), s.id, s.start_commit, verification.tree
+        )
+        s.review_tree = verification.tree
+        s.last_check_results = list(verification.results)
+        s.changed_since_verification = []
+        self._registry.persist(live)
 
     async def snapshot(self, session: CoderSession) -> str:
         """The worktree's full content as a git tree id (ignored files excluded)."""
         assert session.worktree is not None
-        return await asyncio.to_thread(review_identity, Path(session.worktree))
+        return await self._snapshot(Path(session.worktree))
+
+    async def _snapshot(self, worktree: Path) -> str:
+        return await asyncio.to_thread(snapshot_tree, worktree)
 
     async def verify_selection(self, live: LiveSession, patch: str) -> list[CheckResult]:
         """Every check on the start commit plus only the approved part (`patch`)."""
@@ -117,9 +221,61 @@ class Verifier:
         )
         return results
 
-    async def unchanged(self, session: CoderSession) -> bool:
-        """Whether the worktree is still exactly the tree that was verified."""
-        return await self.snapshot(session) == session.review_tree
+    async def changes_since_verification(self, session: CoderSession) -> list[str]:
+        """Paths where the worktree now differs from the verified tree (empty:
+        exactly as verified)."""
+        assert session.review_tree is not None and session.worktree is not None
+        now = await self.snapshot(session)
+        if now == session.review_tree:
+            return []
+        return await asyncio.to_thread(
+            changed_between, Path(session.worktree), session.review_tree, now
+        )
+
+    def note_changes(self, live: LiveSession, changed: list[str]) -> None:
+        """Record what differs from the verified tree; a difference from what
+        was last recorded is stored and announced (`worktree_changed`)."""
+        s = live.session
+        changed = changed[:MAX_NAMED_PATHS]
+        if changed == s.changed_since_verification:
+            return
+        s.changed_since_verification = changed
+        self._registry.persist(live)
+        self._registry.emit(
+            live, EventKind.WORKTREE_CHANGED, {"phase": "since_verification", "files": changed}
+        )
+        self._registry.notify(s.id)
+
+    def watch(self, live: LiveSession) -> None:
+        """While a diff waits for approval, compare the worktree with its
+        verified tree every `verified_watch_secs`, so a later change shows as
+        "changed since verification" before anyone approves."""
+        sid = live.id
+        if sid in self._watching:
+            return
+        task = self._registry.spawn(live, self._watch(live))
+        self._watching[sid] = task
+        task.add_done_callback(lambda _t: self._watching.pop(sid, None))
+
+    async def _watch(self, live: LiveSession) -> None:
+        s = live.session
+
+        def waiting() -> bool:
+            return (
+                s.state is CoderState.NEEDS_APPROVAL
+                and s.no_change_finding is None
+                and s.review_tree is not None
+            )
+
+        while waiting():
+            await asyncio.sleep(self._watch_secs)
+            if not waiting() or s.id in self._verifying:
+                continue
+            tree = s.review_tree
+            with contextlib.suppress(CorralError):  # a vanished worktree: nothing to compare
+                changed = await self.changes_since_verification(s)
+                if waiting() and s.review_tree == tree and s.id not in self._verifying:
+                    self.note_changes(live, changed)
 
     async def _in_scratch(
         self,

@@ -1,11 +1,14 @@
-"""Review identity and delivery of a verified change.
+"""Delivery of a verified change.
 
-- The review identity is the tree id of everything in the worktree (staged
-  through `add -A`) at the moment of review; approval refuses if it changed.
+- What is delivered is the verified tree (see `trees`), never the live
+  worktree: the patch is taken between the start commit and that tree.
 - A branch is built on the checkout's *current* HEAD through a private index:
   the operator's uncommitted work never ships and their checkout is untouched.
 - Checkout delivery applies the change to working files only (HEAD and index
   untouched), refusing any file the operator changed since the task started.
+- Delivery is idempotent: a branch that already holds this session's result
+  (written before corral could record it) counts as delivered; a checkout
+  that already holds it reports `already_applied`.
 
 Blocking; call through `asyncio.to_thread`.
 """
@@ -30,35 +33,6 @@ _QP = ["-c", "core.quotePath=false"]
 
 class DeliveryRefused(CorralError):
     """Delivery would lose or overwrite something; nothing was changed."""
-
-
-def stage_all(worktree: Path) -> None:
-    git(worktree, "add", "-A", "--", ".", timeout=300)
-
-
-def review_identity(worktree: Path) -> str:
-    """Tree id of the worktree's full content (ignored files excluded)."""
-    stage_all(worktree)
-    return git(worktree, "write-tree").strip()
-
-
-def task_patch(worktree: Path, start_commit: str) -> str:
-    """The whole change since `start_commit`, binary-safe, for apply."""
-    stage_all(worktree)
-    return git(
-        worktree,
-        *_QP,
-        "diff",
-        "--cached",
-        "--binary",
-        "--full-index",
-        "-M",
-        "--no-ext-diff",
-        "--no-textconv",
-        start_commit,
-        "--",
-        timeout=300,
-    )
 
 
 def _failed_paths(stderr: str) -> list[str]:
@@ -89,8 +63,8 @@ def _apply(cwd: Path, patch: str, *args: str, env: dict[str, str] | None = None)
         raise DeliveryRefused(str(exc)) from exc
 
 
-def commit_patch(repo: Path, parent: str, patch: str, message: str) -> str:
-    """A commit with `parent` plus `patch`, built in a private index (no
+def patch_tree(repo: Path, parent: str, patch: str) -> str:
+    """The tree of `parent` plus `patch`, built in a private index (no
     checkout is touched). Raises DeliveryRefused naming conflicting files."""
     with PrivateIndex(repo, seed_from_repo=False) as index:
         git(repo, "read-tree", parent, env=index.env)
@@ -112,7 +86,12 @@ def commit_patch(repo: Path, parent: str, patch: str, message: str) -> str:
                 "the change does not apply cleanly on "
                 f"{parent[:12]}: conflicting file(s): {', '.join(files)}"
             ) from exc
-        tree = git(repo, "write-tree", env=index.env).strip()
+        return git(repo, "write-tree", env=index.env).strip()
+
+
+def commit_patch(repo: Path, parent: str, patch: str, message: str) -> str:
+    """A commit with `parent` plus `patch` (see `patch_tree`)."""
+    tree = patch_tree(repo, parent, patch)
     env = identity_env(repo)
     return git(repo, "commit-tree", tree, "-p", parent, input_text=message, env=env).strip()
 
@@ -127,6 +106,30 @@ def create_branch(repo: Path, branch: str, commit: str) -> None:
         raise DeliveryRefused(
             f"branch {branch} already exists in {repo}; delete or rename it, then approve again"
         ) from exc
+
+
+def delivered_commit(repo: Path, branch: str, session_id: str, patch: str) -> str | None:
+    """The commit of `branch` when it already holds this session's result: a
+    commit naming the session (`Corral-Session:`) whose tree is its parent plus
+    `patch`. A delivery cut short after writing the branch (a crash before the
+    state was saved) is then complete; anything else is not ours."""
+    commit = git(
+        repo, "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}^{{commit}}", check=False
+    ).strip()
+    if not commit:
+        return None
+    message = git(repo, "log", "-1", "--format=%B", commit)
+    if f"Corral-Session: {session_id}" not in message.splitlines():
+        return None
+    parent = git(repo, "rev-parse", "--verify", "--quiet", f"{commit}^", check=False).strip()
+    if not parent:
+        return None
+    try:
+        expected = patch_tree(repo, parent, patch)
+    except DeliveryRefused:
+        return None
+    actual = git(repo, "rev-parse", f"{commit}^{{tree}}").strip()
+    return commit if expected == actual else None
 
 
 def changed_paths(repo: Path, a: str, b: str) -> set[str]:

@@ -46,10 +46,10 @@ class GitWorkspace:
         except GitError:
             return False
 
-    def diff(self, start_commit: str, patch_cap: int = DEFAULT_PATCH_CAP) -> DiffSummary:
-        """Stage everything and describe the change against `start_commit`."""
-        git(self.path, "add", "-A", "--", ".")
-        common = ["--no-ext-diff", "--no-textconv", "--cached", start_commit, "--"]
+    def diff(self, start_commit: str, tree: str, patch_cap: int = DEFAULT_PATCH_CAP) -> DiffSummary:
+        """Describe the change from `start_commit` to `tree` (the verified
+        tree, never the live worktree)."""
+        common = ["--no-ext-diff", "--no-textconv", start_commit, tree, "--"]
         stat = git(self.path, "diff", "--stat", *common)
         numstat = git(self.path, "diff", "--numstat", "-z", "--find-renames", *common)
         names = git(self.path, "diff", "--name-status", "-z", "--find-renames", *common)

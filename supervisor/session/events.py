@@ -247,6 +247,35 @@ def read_journal(path: Path, kind: str | None = None) -> list[dict[str, Any]]:
     return rows
 
 
+def last_journal_seq(path: Path, block: int = 65536) -> int | None:
+    """The `seq` of the journal's last complete row, read from the end (a row
+    cut short by a crash is skipped); None for an empty or missing journal."""
+    try:
+        fh = open(path, "rb")  # noqa: SIM115
+    except OSError:
+        return None
+    with fh:
+        end = fh.seek(0, 2)
+        tail = b""
+        while end > 0:
+            start = max(0, end - block)
+            fh.seek(start)
+            tail = fh.read(end - start) + tail
+            end = start
+            lines = tail.split(b"\n")
+            # the first piece may be a partial line unless the file start was reached
+            complete = lines if end == 0 else lines[1:]
+            for line in reversed(complete):
+                try:
+                    row = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(row, dict) and isinstance(row.get("seq"), int):
+                    return int(row["seq"])
+            tail = lines[0] if end > 0 else b""
+    return None
+
+
 class EventLog:
     """The event stream of one live session."""
 

@@ -42,7 +42,7 @@ from ..status import StatusReading
 from ..store import OwnerLock, Store
 from ..store.retention import collectable_by_age
 from .board import BoardFeed
-from .events import EventLog, Journal, Subscription
+from .events import EventLog, Journal, Subscription, last_journal_seq
 from .live import LiveSession
 from .summaries import live_summary, stored_summary
 
@@ -154,13 +154,18 @@ class SessionRegistry:
     # -- registering, persisting, announcing ---------------------------------------------
 
     def register(self, session: CoderSession) -> LiveSession:
-        """Make a session live: its event log continues at its stored cursor, and
+        """Make a session live: its event log continues after both its stored
+        cursor and the last event of its journal (events announced after the
+        last save were written there), so no `seq` is ever handed out twice;
         every event folds into its attention before any subscriber sees it."""
         holder: list[LiveSession] = []
+        journal = self.journal_path(session.id)
+        last = last_journal_seq(journal)
+        session.event_cursor = max(session.event_cursor, -1 if last is None else last + 1)
         log = EventLog(
             session.id,
             cap=self.config.max_replay_events,
-            journal=Journal(self.journal_path(session.id)),
+            journal=Journal(journal),
             start_seq=session.event_cursor,
             observer=lambda event: self._observe(holder[0], event),
             backlog=self.config.subscriber_backlog,
@@ -172,8 +177,11 @@ class SessionRegistry:
         self._stored[session.id] = session
         return live
 
-    def persist(self, live: LiveSession) -> None:
-        live.session.event_cursor = live.log.next_seq
+    def persist(self, live: LiveSession, *, announcing: int = 0) -> None:
+        """Store the snapshot. The cursor saved is the `seq` the next event gets,
+        after the `announcing` events about to be emitted for this very change
+        (a transition saves its `state_changed` number with the new state)."""
+        live.session.event_cursor = live.log.next_seq + announcing
         self._require_store().save_session(live.session)
 
     def emit(self, live: LiveSession, kind: EventKind, data: dict[str, Any] | None = None) -> None:
@@ -189,7 +197,7 @@ class SessionRegistry:
         session.state = dst
         session.updated_at = max(self.clock(), before)
         try:
-            self.persist(live)
+            self.persist(live, announcing=1)
         except Exception:
             session.state = src
             session.updated_at = before

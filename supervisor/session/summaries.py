@@ -50,6 +50,7 @@ def stored_summary(session: CoderSession) -> SessionSummary:
         model=session.model,
         discussion_id=session.discussion_id,
         next_seq=None,
+        changed_since_verification=bool(session.changed_since_verification),
     )
 
 

@@ -170,19 +170,21 @@ async def test_a_red_subset_is_refused_unless_overridden_and_the_override_is_rec
     assert not Path(sup.get(sid).session.worktree or "").exists()  # rest discarded
 
 
-async def test_a_worktree_touched_after_review_is_refused_until_re_verified(
+async def test_re_verifying_a_touched_worktree_makes_its_content_the_verified_tree(
     make_supervisor: SupervisorFactory, repo: Path
 ) -> None:
     sup = await make_supervisor()
     sid, _ = await to_gate(sup, repo)
+    before = sup.get(sid).session.review_tree
     worktree = Path(sup.get(sid).session.worktree or "")
     (worktree / "sneaky.txt").write_text("late\n")
-    with pytest.raises(CorralError, match="changed after verification"):
-        await sup.approve(sid)
-    assert git(repo, "branch", "--list", "corral/*").strip() == ""
     results = await sup.reverify(sid)
     assert all(r.passed for r in results)
+    session = sup.get(sid).session
+    assert session.review_tree != before and session.changed_since_verification == []
+    assert session.diff is not None and "sneaky.txt" in session.diff.stat
     result = await sup.approve(sid)
+    assert result.note is None
     assert "sneaky.txt" in git(repo, "ls-tree", "--name-only", result.branch or "")
 
 
@@ -206,10 +208,12 @@ async def test_a_check_that_times_out_kills_its_children(
 async def test_a_check_that_commits_cannot_fake_changed_nothing(
     make_supervisor: SupervisorFactory, repo: Path
 ) -> None:
+    # The check writes into the worktree, so its first run is not accepted (the
+    # tree moved under it); it commits only once, so the second run holds still.
     committing = ContractCheck(
         name="commits",
-        command="echo x > c.txt && git add c.txt && git -c user.name=a -c user.email=a@a "
-        "commit -qm sneaky && test -f c.txt",
+        command="echo x > c.txt && git add c.txt && (git diff --cached --quiet || "
+        "git -c user.name=a -c user.email=a@a commit -qm sneaky) && test -f c.txt",
         timeout_secs=30,
     )
     sup = await make_supervisor(

@@ -14,8 +14,6 @@ from corral.supervisor.git.delivery import (
     apply_to_checkout,
     commit_patch,
     create_branch,
-    review_identity,
-    task_patch,
 )
 from corral.supervisor.git.leases import (
     LeaseBook,
@@ -27,6 +25,12 @@ from corral.supervisor.git.leases import (
 )
 from corral.supervisor.git.patches import build_patch, parse_patch, validate_selection
 from corral.supervisor.git.snapshot import snapshot_checkout
+from corral.supervisor.git.trees import snapshot_tree, tree_patch
+
+
+def task_patch(wt: Path, start: str) -> str:
+    """The worktree's change since `start`, through its snapshot tree."""
+    return tree_patch(wt, start, snapshot_tree(wt))
 
 
 def sh(cwd: Path, cmd: str) -> str:
@@ -158,14 +162,19 @@ def test_checkout_delivery_refuses_a_file_the_operator_changed(repo: Path, tmp_p
     assert (repo / "a.txt").read_text() == "operator edit\n"
 
 
-def test_review_identity_changes_with_any_edit(repo: Path, tmp_path: Path) -> None:
+def test_a_snapshot_tree_changes_with_any_edit_and_leaves_the_index_alone(
+    repo: Path, tmp_path: Path
+) -> None:
     head = sh(repo, "git rev-parse HEAD").strip()
     wt = worktree_at(repo, tmp_path / "wt", head)
     (wt / "a.txt").write_text("v1\n")
-    first = review_identity(wt)
-    assert review_identity(wt) == first
+    (wt / ".env").write_text("ignored\n")
+    first = snapshot_tree(wt)
+    assert snapshot_tree(wt) == first
+    assert sh(wt, "git diff --cached --name-only") == ""  # the worktree's index is untouched
+    assert ".env" not in sh(repo, f"git ls-tree --name-only {first}")
     (wt / "sneaky.txt").write_text("late edit\n")
-    assert review_identity(wt) != first
+    assert snapshot_tree(wt) != first
 
 
 def _book(tmp_path: Path) -> LeaseBook:

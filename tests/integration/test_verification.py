@@ -14,8 +14,11 @@ from corral.supervisor.models import EventKind
 from corral.supervisor.states import CoderState, FailureKind, NeedsYou, label
 from tests.conftest import (
     SupervisorFactory,
+    events_of,
+    eventually,
     git,
     proposed,
+    row_of,
     run_to_gate,
 )
 from tests.fakes.scripted import (
@@ -108,14 +111,26 @@ async def test_a_green_run_that_changed_nothing_is_a_runtime_finding(
 async def test_an_edited_worktree_after_review_is_not_delivered(
     make_supervisor: SupervisorFactory, repo: Path
 ) -> None:
-    sup = await make_supervisor()
+    """Approve delivers the verified tree, says which paths changed since, and
+    keeps the worktree (with those changes) instead of removing it."""
+    sup = await make_supervisor(verified_watch_secs=0.05)
     sid = await proposed(sup, repo)
     await run_to_gate(sup, sid)
     worktree = Path(sup.get(sid).session.worktree or "")
     (worktree / "hello.txt").write_text("hi there\n")
-    with pytest.raises(CorralError, match="changed after verification"):
-        await sup.approve(sid)
-    assert sup.get(sid).session.state is S.NEEDS_APPROVAL
-    assert git(repo, "branch", "--list", "corral/*").strip() == ""
-    (worktree / "hello.txt").write_text("hi\n")
-    assert (await sup.approve(sid)).state is S.MERGED
+    await eventually(lambda: sup.get(sid).session.changed_since_verification == ["hello.txt"])
+    assert row_of(sup, sid).changed_since_verification is True
+    changed = [e for e in events_of(sup, sid) if e.kind is EventKind.WORKTREE_CHANGED]
+    assert changed[-1].data == {"phase": "since_verification", "files": ["hello.txt"]}
+    files = await sup.review_files(sid)  # the verified change, not the live one
+    assert [ln for f in files for h in f.hunks for ln in h.lines] == ["+hi\n"]
+
+    result = await sup.approve(sid)
+    assert result.state is S.MERGED
+    assert git(repo, "show", f"{result.branch}:hello.txt") == "hi\n"
+    assert "Corral-Check: hello pass" in git(repo, "log", "-1", "--format=%B", result.branch or "")
+    assert result.note is not None
+    assert result.note.startswith(f"the worktree of {label(sid)} changed after verification")
+    assert "(hello.txt)" in result.note and "verified tree you reviewed" in result.note
+    assert (worktree / "hello.txt").read_text() == "hi there\n"  # kept, not delivered
+    assert sup.get(sid).session.changed_since_verification == ["hello.txt"]

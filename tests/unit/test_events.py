@@ -20,6 +20,7 @@ from corral.supervisor.session.events import (
     Subscription,
     SubscriptionClosed,
     SubscriptionDropped,
+    last_journal_seq,
     read_journal,
 )
 
@@ -242,6 +243,24 @@ def test_journal_outside_a_loop_flushes_immediately(tmp_path: Path) -> None:
     log.append(EventKind.PLAN_TEXT, {"text": "a"})
     assert [r["kind"] for r in read_journal(path)] == ["plan_text"]
     journal.close()
+
+
+def test_the_last_journal_seq_is_read_from_the_end(tmp_path: Path) -> None:
+    """A restart continues after it: rows longer than a read block, and a last
+    row cut short by a crash, are both handled."""
+    path = tmp_path / "j.jsonl"
+    assert last_journal_seq(path) is None
+    path.write_bytes(b"")
+    assert last_journal_seq(path) is None
+    big = "x" * 200_000
+    rows = [
+        {"seq": i, "kind": "plan_text", "data": {"text": big if i == 41 else ""}} for i in range(42)
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert last_journal_seq(path, block=1024) == 41
+    with open(path, "a") as fh:
+        fh.write('{"seq": 42, "kind": "plan_te')  # the crash cut this row short
+    assert last_journal_seq(path, block=1024) == 41
 
 
 def test_read_journal_skips_unparseable_lines(tmp_path: Path) -> None:

@@ -287,7 +287,15 @@ class SessionScreen(Screen[None]):
             )
         elif s.diff is not None:
             note = " (patch truncated)" if s.diff.patch_truncated else ""
-            diff.update(f"[b]Verified diff[/b]{note}\n{escape(s.diff.stat)}")
+            text = f"[b]Verified diff[/b]{note}\n{escape(s.diff.stat)}"
+            if s.changed_since_verification and s.state.value == "needs_approval":
+                text += (
+                    "\n[yellow]The worktree changed since verification ("
+                    + escape(", ".join(s.changed_since_verification[:5]))
+                    + "): [b]a[/b] delivers the verified diff above, [b]v[/b] re-verifies the "
+                    "worktree as it is now.[/yellow]"
+                )
+            diff.update(text)
         else:
             diff.update("")
 
