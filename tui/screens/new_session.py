@@ -69,10 +69,9 @@ class NewSessionScreen(ModalScreen[None]):
             return
         repo = self.query_one("#repo", Input).value.strip()
         engine = str(self.query_one("#engine", Select).value or "auto")
+        # blank: the supervisor picks the base (a discussion's follow-up
+        # continues from what its last run delivered)
         base = self.query_one("#base", Input).value.strip() or None
-        if base is None and self.discussion is not None:
-            # a follow-up starts from what the discussion's last session delivered
-            base = self.discussion.followup_base()
         sup = self.app.supervisor  # type: ignore[attr-defined]
         discussion = self.discussion
         contract = None
