@@ -30,6 +30,7 @@ from pathlib import Path
 
 from .config import SupervisorConfig, load_config
 from .contracts.drafting import ContractDrafter
+from .discuss.linked_runs import DISCUSSIONS_DIR, DiscussionRuns
 from .engines.base import EngineRegistry
 from .errors import CorralError
 from .gates.approval import ApprovalGate, commit_message
@@ -127,6 +128,8 @@ class Supervisor:
             registry, verifier, approval, engines=self.engines, workspaces=workspaces, config=config
         )
         janitor = Janitor(registry, workspaces, config)
+        discussion_runs = DiscussionRuns(self.state_dir / DISCUSSIONS_DIR)
+        registry.on_finished = discussion_runs.record_safely
         contract = ContractGate(
             registry,
             verifier,
@@ -137,6 +140,7 @@ class Supervisor:
             config=config,
             id_factory=self.id_factory,
             before_start=janitor.sweep,
+            discussion_runs=discussion_runs,
         )
         recovery = Recovery(registry, verifier, run_loop, self.panes)
         return _Gates(contract, run_loop, approval, recovery, janitor)

@@ -89,6 +89,12 @@ class Workspaces:
             path, LeaseState.RETAINED, note=note or None, retain_until=until, discard_ok=rejected
         )
 
+    def disposable(self, path: str) -> bool:
+        """A worktree kept only until its rejection's day is up."""
+        with self._lock:
+            lease = self.book.get(str(Path(path).resolve()))
+        return lease is not None and lease.state is LeaseState.RETAINED and lease.discard_ok
+
     def remove(self, path: str | None, *, force: bool = False) -> tuple[bool, str]:
         if path is None:
             return True, "no worktree"

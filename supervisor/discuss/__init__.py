@@ -23,6 +23,14 @@ Read-only, by two independent mechanisms:
    `confine`) refuses a path that leaves the root lexically (`..`, absolute,
    `~`) or through a symlink; the model receives that refusal as the result.
 
+The operator's policy files bind a discussion as they bind a run, read afresh
+for each message: denied paths and tools are refused, and a denied
+`prepare_coding_task` is neither advertised nor honoured.
+
+The runs a discussion starts are the supervisor's to record and to admit
+(`linked_runs`): one unfinished run at a time, and a follow-up continues from
+what the last one delivered.
+
 Symlink caveat: the containment check resolves symlinks when the call is
 checked, and the file is opened afterwards. A symlink inside the repo that is
 swapped to point outside between the check and the open (a race with another

@@ -28,6 +28,8 @@ DISCUSS_MESSAGE_MAX_BYTES = 65536
 REPLY_MAX_TOKENS = 4096
 DISTILL_MAX_TOKENS = 1024
 
+DISCUSSIONS_DIR = "discussions"  # under the state dir: one `<id>.json` per discussion
+
 READ_TOOLS = ("read_file", "list_dir", "find_files", "grep_files")
 GATED_TOOLS = frozenset({"write_file", "edit_file", "shell"})
 PREPARE_TOOL = "prepare_coding_task"

@@ -18,6 +18,9 @@ from ..engines.tools.workbench import Workbench
 from ..errors import CorralError
 from ..governance.chain import default_chain
 from ..governance.env_scrub import scrubbed_env
+from ..governance.operator_policy import OperatorPolicy
+from ..governance.policy_files import PolicyFileError, load_operator_policy
+from ..governance.tool_request import ToolRequest
 from ..llm.base import Message, ModelError, ModelProvider, ToolCall, ToolSpec
 from ..llm.config import NO_MODEL
 from .common import (
@@ -44,6 +47,7 @@ from .common import (
     too_large,
 )
 from .events import DiscussSubscription, EventStream
+from .linked_runs import DiscussionRuns
 
 # --- one discussion ----------------------------------------------------------------
 
@@ -62,6 +66,7 @@ class Discussion:
         context: str,
         created_at: float,
         clock: Callable[[], float] = time.time,
+        global_policy: Path | None = None,
     ) -> None:
         self.id = discussion_id
         self.repo = repo
@@ -79,18 +84,35 @@ class Discussion:
         ]
         self.transcript: list[tuple[str, str]] = []  # (Operator|Assistant, text)
         self.prepared_task: PreparedTask | None = None
-        self.linked_sessions: list[dict[str, Any]] = []
         self.turns = 0
         self.closed = False
         self._task: asyncio.Task[None] | None = None
         self._answering = False
         self._cached_constraints: list[str] | None = None
-        self.workbench = Workbench(
-            repo,
-            chain=default_chain(),
+        self.global_policy = global_policy  # None: ~/.config/corral/policy.toml
+        self.policy = OperatorPolicy()
+        self.workbench = self._workbench(self.policy)
+
+    def _workbench(self, policy: OperatorPolicy) -> Workbench:
+        """The read tools, behind the built-in rules and the operator's policy."""
+        root = self.repo
+        return Workbench(
+            root,
+            chain=default_chain(policy),
             env=scrubbed_env(),
-            disabled=[name for name in TOOL_SPECS if name not in READ_TOOLS],
+            hidden=lambda path: policy.path_denied(path, root) is not None,
+            disabled=[name for name in TOOL_SPECS if name not in READ_TOOLS]
+            + list(policy.denied_tools),
         )
+
+    def load_policy(self) -> OperatorPolicy:
+        """Read the operator's policy files (global, and the repo's
+        `.corral/policies/*.toml`) afresh, as a run does when it starts: a
+        discussion is held to the same deny rules as the work it prepares.
+        Raises `PolicyFileError` naming a file that does not parse."""
+        self.policy = load_operator_policy(self.repo, self.global_policy)
+        self.workbench = self._workbench(self.policy)
+        return self.policy
 
     # -- state ----------------------------------------------------------------
 
@@ -103,7 +125,10 @@ class Discussion:
         return self._answering
 
     def tools(self) -> list[ToolSpec]:
-        return [*self.workbench.specs(), PREPARE_SPEC]
+        """The advertised tools: the read tools and, unless the operator's
+        policy denies it, `prepare_coding_task`."""
+        prepare = [] if PREPARE_TOOL in self.policy.denied_tools else [PREPARE_SPEC]
+        return [*self.workbench.specs(), *prepare]
 
     def touch(self) -> None:
         self.last_active = self._clock()
@@ -136,6 +161,12 @@ class Discussion:
             raise CorralError(too_large(size))
         if self._answering:
             raise CorralError(still_answering(self.id))
+        try:
+            self.load_policy()
+        except PolicyFileError as exc:
+            raise CorralError(
+                f"{exc} — fix or remove that policy file, then send the message again"
+            ) from None
         # No await from here to create_task: the latch, the first event and
         # the dispatch are one step of the event loop.
         self._answering = True
@@ -261,6 +292,16 @@ class Discussion:
             )
             return DISCUSSION_MUTATION_REFUSAL, None
         if call.name == PREPARE_TOOL:
+            denied = self.policy.inspect(ToolRequest(call.name, args, self.repo))
+            if denied is not None:
+                self.events.emit("refusal", tool=call.name, reason=denied)
+                self.events.emit(
+                    "tool_result", name=call.name, ok=False, summary=f"denied: {denied}"
+                )
+                return (
+                    f"denied by corral policy (operator policy): {denied}. No task was "
+                    "prepared; describe the change in your answer instead."
+                ), None
             intent = args.get("intent")
             if not isinstance(intent, str) or not intent.strip():
                 msg = "error: prepare_coding_task needs a non-empty 'intent' string"
@@ -384,51 +425,24 @@ class Discussion:
 
     # -- linked sessions ------------------------------------------------------------------
 
-    def link_session(
-        self, session_id: str, result_commit: str | None = None, *, delivery: str | None = None
-    ) -> None:
-        """Record a session started from (or delivered for) this discussion;
-        linking it again updates its delivered commit. Starting a session
-        consumes the prepared task."""
-        now = self._clock()
-        for row in self.linked_sessions:
-            if row["session_id"] == session_id:
-                if result_commit is not None:
-                    row["result_commit"] = result_commit
-                if delivery is not None:
-                    row["result_delivery"] = delivery
-                row["updated_at"] = now
-                break
-        else:
-            self.linked_sessions.append(
-                {
-                    "session_id": session_id,
-                    "result_commit": result_commit,
-                    "result_delivery": delivery,
-                    "linked_at": now,
-                    "updated_at": now,
-                }
-            )
-            self.prepared_task = None
-            self._cached_constraints = None
-        self.updated_at = now
-        self.save()
+    @property
+    def linked_sessions(self) -> list[dict[str, Any]]:
+        """The coding runs started from this discussion, as the supervisor
+        recorded them (state, delivered commit and destination), oldest first.
+        The supervisor, not this object, writes them: it links a run when it
+        starts it and records its outcome when it finishes."""
+        try:
+            return DiscussionRuns(self.store_dir).runs(self.id)
+        except CorralError:
+            return []
 
-    def followup_base(self) -> str | None:
-        """The commit a follow-up session should start from: the newest
-        linked session's delivered commit; None when nothing was delivered, or
-        when the newest delivery went to the checkout (start from its files)."""
-        rows = sorted(
-            self.linked_sessions,
-            key=lambda r: (r.get("updated_at") or 0, r.get("linked_at") or 0),
-            reverse=True,
-        )
-        for row in rows:
-            if row.get("result_commit"):
-                if row.get("result_delivery") == "checkout":
-                    return None
-                return str(row["result_commit"])
-        return None
+    def link_session(self, session_id: str) -> None:
+        """A session was started from this discussion: that consumes the
+        prepared task (the supervisor already linked `session_id`)."""
+        self.prepared_task = None
+        self._cached_constraints = None
+        self.updated_at = self._clock()
+        self.save()
 
     # -- persistence ------------------------------------------------------------------------
 
@@ -443,7 +457,6 @@ class Discussion:
             "messages": [_message_to_json(m) for m in self.messages if m.role != "system"],
             "transcript": [[role, text] for role, text in self.transcript],
             "prepared_task": self.prepared_task.to_dict() if self.prepared_task else None,
-            "linked_sessions": self.linked_sessions,
         }
 
     def save(self) -> None:
@@ -464,7 +477,6 @@ class Discussion:
             self.prepared_task = PreparedTask(
                 task["intent"], _clean_constraints(task.get("constraints"))
             )
-        self.linked_sessions = [dict(r) for r in data.get("linked_sessions") or ()]
         self._replay()
 
     def _replay(self) -> None:

@@ -20,6 +20,7 @@ from ..llm.base import ModelProvider
 from .common import (
     _ID,
     DISCUSSION_IDLE_TTL_SECS,
+    DISCUSSIONS_DIR,
     MAX_OPEN_DISCUSSIONS,
     _message_from_json,
     no_open,
@@ -42,9 +43,11 @@ class Discussions:
         *,
         clock: Callable[[], float] = time.time,
         idle_ttl: float = DISCUSSION_IDLE_TTL_SECS,
+        global_policy: Path | None = None,
     ) -> None:
         self.state_dir = Path(state_dir)
-        self.store_dir = self.state_dir / "discussions"
+        self.global_policy = global_policy  # None: ~/.config/corral/policy.toml
+        self.store_dir = self.state_dir / DISCUSSIONS_DIR
         self.provider = provider
         self.clock = clock
         self.idle_ttl = idle_ttl
@@ -78,6 +81,7 @@ class Discussions:
             context=context,
             created_at=created_at,
             clock=self.clock,
+            global_policy=self.global_policy,
         )
         if saved is not None:
             disc._restore(saved)

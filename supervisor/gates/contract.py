@@ -7,6 +7,7 @@ session to the run loop."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable
 from pathlib import Path
 
@@ -20,9 +21,18 @@ from ..contracts.drafting import (
     apply_check_edit,
     apply_remove,
 )
+from ..discuss.linked_runs import (
+    REPO_DIFFERS,
+    DiscussionRuns,
+    decisive_run,
+    first_unfinished,
+    linked_rows,
+    unfinished_work,
+)
 from ..engines.base import EngineRegistry
 from ..errors import CorralError
 from ..git.repo import repo_root, resolve_base
+from ..git.workspace import GitWorkspace
 from ..models import (
     CheckResult,
     CoderSession,
@@ -84,6 +94,7 @@ class ContractGate:
         config: SupervisorConfig,
         id_factory: Callable[[], str],
         before_start: Callable[[], object],
+        discussion_runs: DiscussionRuns,
     ) -> None:
         self._registry = registry
         self._verifier = verifier
@@ -94,6 +105,10 @@ class ContractGate:
         self._config = config
         self._id_factory = id_factory
         self._before_start = before_start  # retention: make room before a new session
+        self._discussion_runs = discussion_runs
+        # One admission at a time per discussion, held until the new session is
+        # registered: two starts must not both see "no unfinished work".
+        self._admissions: dict[str, asyncio.Lock] = {}
 
     async def start(
         self,
@@ -113,6 +128,11 @@ class ContractGate:
         With `wait`, returns once the contract is proposed (or raises if
         drafting failed or was cancelled); otherwise returns at `created`.
         Drafting runs on a supervisor task either way.
+
+        With `discussion_id`, the discussion must exist, share the repository
+        and have no unfinished run; without a `base`, a follow-up starts where
+        the discussion's last delivery left off (see `discuss.linked_runs`).
+        All of that is decided before a worktree exists.
         """
         intent = intent.strip()
         if not intent:
@@ -123,30 +143,36 @@ class ContractGate:
         ensure_private_dir(self._registry.state_dir)
         self._before_start()
 
-        sid = self._id_factory()
-        now = self._registry.clock()
-        session = CoderSession(
-            id=sid,
-            repo=str(root),
-            intent=intent,
-            engine=resolved,
-            requested_engine=engine,
-            max_iterations=max_iterations or self._config.default_max_iterations,
-            created_at=now,
-            updated_at=now,
-            discussion_id=discussion_id,
-            discussion_constraints=list(constraints or []),
-            keep_workspace_on_failure=self._config.keep_workspace_on_failure,
-        )
-        made = await asyncio.to_thread(self._workspaces.provision, root, sid, base_sha)
-        session.worktree = str(made.workspace.path)
-        session.base = base_sha
-        session.start_commit = made.start_commit
-        session.checkout_identity = made.identity
-        session.inputs_snapshot = made.identity.snapshot if made.identity else None
-        live = self._registry.register(session)
-        live.workspace = made.workspace
-        self._registry.persist(live)
+        followup: str | None = None
+        async with self._admission(discussion_id):
+            if discussion_id is not None:
+                base_sha, followup = await self._admit(discussion_id, root, base_sha)
+            sid = self._id_factory()
+            now = self._registry.clock()
+            session = CoderSession(
+                id=sid,
+                repo=str(root),
+                intent=intent,
+                engine=resolved,
+                requested_engine=engine,
+                max_iterations=max_iterations or self._config.default_max_iterations,
+                created_at=now,
+                updated_at=now,
+                discussion_id=discussion_id,
+                discussion_constraints=list(constraints or []),
+                keep_workspace_on_failure=self._config.keep_workspace_on_failure,
+            )
+            made = await asyncio.to_thread(self._workspaces.provision, root, sid, base_sha)
+            session.worktree = str(made.workspace.path)
+            session.base = base_sha
+            session.start_commit = made.start_commit
+            session.checkout_identity = made.identity
+            session.inputs_snapshot = made.identity.snapshot if made.identity else None
+            live = self._registry.register(session)
+            live.workspace = made.workspace
+            self._registry.persist(live)
+            if discussion_id is not None:
+                self._discussion_runs.record_safely(session)
         self._registry.notify(sid)
         self._registry.emit(live, EventKind.ENGINE_SELECTED, {"engine": resolved, "reason": reason})
         if session.inputs_snapshot:
@@ -161,6 +187,8 @@ class ContractGate:
                     )
                 },
             )
+        if followup:
+            self._registry.emit(live, EventKind.PLAN_TEXT, {"text": followup})
         task = self._registry.spawn(live, self._draft(live, contract))
         if wait:
             try:
@@ -170,6 +198,75 @@ class ContractGate:
                     raise  # our caller was cancelled; drafting goes on
                 raise CorralError(DRAFTING_CANCELLED) from None
         return self._start_result(live)
+
+    def _admission(
+        self, discussion_id: str | None
+    ) -> contextlib.AbstractAsyncContextManager[object]:
+        """The discussion's admission lock (nothing to hold without one)."""
+        if discussion_id is None:
+            return contextlib.nullcontext()
+        return self._admissions.setdefault(discussion_id, asyncio.Lock())
+
+    async def _admit(
+        self, discussion_id: str, root: Path, base: str | None
+    ) -> tuple[str | None, str | None]:
+        """Admit a start from a discussion. Returns the base it starts from
+        (an explicit `base` wins) and a sentence saying where a follow-up
+        starts, for the new session's log; raises when it must not start."""
+        runs = self._discussion_runs
+        grounded = await asyncio.to_thread(runs.repo_of, discussion_id)
+        if grounded.resolve() != root.resolve():
+            raise CorralError(REPO_DIFFERS)
+        sessions = [s for s in self._registry.stored_sessions() if s.discussion_id == discussion_id]
+        recorded, worktrees = await asyncio.to_thread(
+            lambda: (runs.runs(discussion_id), self._unfinished_changes(sessions))
+        )
+        rows = linked_rows(recorded, sessions, worktrees)
+        busy = first_unfinished(rows)
+        if busy is not None:
+            raise CorralError(unfinished_work(str(busy["session_id"]), str(busy["state"])))
+        if base is not None:
+            return base, None
+        run = decisive_run(rows)
+        if run is None:
+            return None, None
+        who = label(str(run["session_id"]))
+        if run.get("result_delivery") == "checkout":
+            return None, (
+                f"{who} delivered its change to your checkout, so this follow-up starts from "
+                "your checkout's current files: that change plus any edits since."
+            )
+        commit = str(run["result_commit"])
+        try:
+            sha = await asyncio.to_thread(resolve_base, root, commit)
+        except CorralError:
+            raise CorralError(
+                f"the commit {who} delivered ({commit[:12]}) is no longer in {root}, so nothing "
+                "was started. Name a base revision to start this follow-up from"
+            ) from None
+        assert sha is not None
+        branch = run.get("result_branch")
+        where = f", delivered to {branch}" if branch else ""
+        return sha, (
+            f"This follow-up starts from the commit {who} delivered ({sha[:12]}{where}), not "
+            "from your checkout."
+        )
+
+    def _unfinished_changes(self, sessions: list[CoderSession]) -> dict[str, str]:
+        """Failed or abandoned runs whose kept worktree still holds changes: a
+        worktree that is unchanged, or that a rejection made disposable,
+        holds no work to lose."""
+        found: dict[str, str] = {}
+        for s in sessions:
+            if s.state not in (S.FAILED, S.ABANDONED) or not s.worktree:
+                continue
+            path = Path(s.worktree)
+            if not path.is_dir() or self._workspaces.disposable(s.worktree):
+                continue
+            ws = GitWorkspace(Path(s.repo), path)
+            if s.start_commit is None or not ws.is_pristine(s.start_commit):
+                found[s.id] = s.worktree
+        return found
 
     async def _draft(self, live: LiveSession, given: OutcomeContract | None = None) -> None:
         """Draft the contract, or take the operator's own (`given`, e.g. a
@@ -287,6 +384,7 @@ class ContractGate:
             s.failure_kind = FailureKind.INFRASTRUCTURE
         s.keep_workspace_on_failure = True
         self._registry.transition(live, S.FAILED)
+        self._workspaces.retain(s.worktree, note=f"drafting failed: {s.error}"[:300])
 
     async def revise(self, session_id: str, request: str) -> ReviseResult:
         live = self._registry.live(session_id)

@@ -80,6 +80,9 @@ class SessionRegistry:
         self._lock = OwnerLock(state_dir)
         self._live: dict[str, LiveSession] = {}
         self._stored: dict[str, CoderSession] = {}
+        # Told of every session that reaches a final state, after it is stored
+        # (a discussion records what its runs delivered). Must not raise.
+        self.on_finished: Callable[[CoderSession], None] = lambda _session: None
 
     # -- owning the state dir ------------------------------------------------------------
 
@@ -150,6 +153,7 @@ class SessionRegistry:
         session.state = S.FAILED
         session.updated_at = self.clock()
         self._require_store().save_session(session)
+        self.on_finished(session)
 
     # -- registering, persisting, announcing ---------------------------------------------
 
@@ -203,6 +207,8 @@ class SessionRegistry:
             session.updated_at = before
             raise
         self.emit(live, EventKind.STATE_CHANGED, {"from": src.value, "to": dst.value})
+        if dst.is_terminal:
+            self.on_finished(session)
         if dst.is_terminal and self.panes is not None and self.panes.record(session.id):
             self.spawn_background(self.panes.kill(session.id))
 

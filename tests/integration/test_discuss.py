@@ -523,30 +523,91 @@ async def test_a_corrupt_saved_discussion_is_reported_not_deleted(repo: Path, st
 # --- linked sessions ---------------------------------------------------------------------------
 
 
-async def test_link_session_and_followup_base(repo: Path, state_dir: Path):
-    now = [100.0]
-    mgr = Discussions(state_dir, ScriptedProvider(), clock=lambda: now[0])
+async def test_starting_a_session_consumes_the_prepared_task(repo: Path, state_dir: Path):
+    mgr = Discussions(state_dir, ScriptedProvider())
     disc = await mgr.start(repo)
     disc.edit_prepared("Do it", ["careful"])
-    assert disc.followup_base() is None
+    assert disc.linked_sessions == []  # the supervisor records runs, not the discussion
     disc.link_session("sess-1")
-    assert disc.prepared_task is None  # starting a session consumes the proposal
-    assert disc.followup_base() is None
-    now[0] += 1
-    disc.link_session("sess-1", result_commit="aaa111")
-    assert disc.followup_base() == "aaa111"
-    now[0] += 1
-    disc.link_session("sess-2")
-    assert disc.followup_base() == "aaa111"  # sess-2 delivered nothing yet
-    now[0] += 1
-    disc.link_session("sess-2", result_commit="bbb222")
-    assert disc.followup_base() == "bbb222"
-    now[0] += 1
-    disc.link_session("sess-3", result_commit="ccc333", delivery="checkout")
-    assert disc.followup_base() is None  # checkout delivery: start from the files
+    assert disc.prepared_task is None
     await mgr.close(disc.id)
     again = await Discussions(state_dir, ScriptedProvider()).resume(disc.id)
-    assert [r["session_id"] for r in again.linked_sessions] == ["sess-1", "sess-2", "sess-3"]
+    assert again.prepared_task is None
+    assert "task_prepared" not in kinds(again)
+
+
+# --- the operator's policy ------------------------------------------------------------
+
+
+def write_policy(repo: Path, text: str) -> None:
+    folder = repo / ".corral" / "policies"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "rules.toml").write_text(text)
+
+
+async def test_project_policy_can_refuse_task_preparation(
+    repo: Path, state_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))  # no global policy
+    write_policy(repo, 'deny_tool = ["prepare_coding_task"]\n')
+    provider = ScriptedProvider(
+        [
+            tool_turn(call("prepare_coding_task", "p", intent="Fix the parser", constraints=["x"])),
+            Turn("I cannot prepare a task here."),
+        ]
+    )
+    mgr = Discussions(state_dir, provider)
+    disc = await mgr.start(repo)
+    await ask(disc, "fix the parser")
+    assert disc.prepared_task is None
+    assert "task_prepared" not in kinds(disc)
+    assert "prepare_coding_task" not in {t.name for t in provider.calls[0].tools}
+    [result] = tool_messages(provider.calls[1].messages)
+    assert "denies the prepare_coding_task tool" in result.content
+    assert "rules.toml" in result.content
+    refusal = disc.events.events("refusal")[0].data
+    assert refusal["tool"] == "prepare_coding_task"
+
+
+async def test_policy_paths_and_tools_bind_the_read_tools(
+    repo: Path, state_dir: Path, tmp_path: Path
+):
+    (repo / "secrets").mkdir()
+    (repo / "secrets" / "key.txt").write_text("TOPSECRET\n")
+    (repo / "open.txt").write_text("hello\n")
+    write_policy(repo, '[deny]\npaths = ["secrets/"]\ntools = ["grep_files"]\n')
+    provider = ScriptedProvider(
+        [
+            tool_turn(
+                call("read_file", "r", path="secrets/key.txt"),
+                call("list_dir", "l", path="."),
+                call("grep_files", "g", pattern="TOPSECRET"),
+            ),
+            Turn("done"),
+        ]
+    )
+    mgr = Discussions(state_dir, provider, global_policy=tmp_path / "no-global-policy.toml")
+    disc = await mgr.start(repo)
+    await ask(disc)
+    received = {m.tool_call_id: m.content for m in tool_messages(provider.calls[1].messages)}
+    assert "TOPSECRET" not in json.dumps(received)
+    assert "denies access to secrets" in received["r"]
+    assert "open.txt" in received["l"] and "secrets" not in received["l"]
+    assert "no tool named 'grep_files'" in received["g"]
+    assert "grep_files" not in {t.name for t in provider.calls[0].tools}
+
+
+async def test_a_broken_policy_file_refuses_the_message(
+    repo: Path, state_dir: Path, tmp_path: Path
+):
+    write_policy(repo, "deny_tool = [\n")
+    provider = ScriptedProvider([Turn("never")])
+    mgr = Discussions(state_dir, provider, global_policy=tmp_path / "no-global-policy.toml")
+    disc = await mgr.start(repo)
+    with pytest.raises(CorralError, match=r"rules\.toml.*fix or remove that policy file"):
+        await disc.send("hello")
+    assert not disc.answering and disc.transcript == [] and kinds(disc) == []
+    assert provider.calls == []
 
 
 async def test_close_mid_turn_cancels_it_and_keeps_the_record(repo: Path, state_dir: Path):

@@ -63,7 +63,12 @@ class NewSessionScreen(ModalScreen[None]):
                 allow_blank=False,
                 id="engine",
             )
-            yield Label("Base revision (blank = your checkout as it is now)")
+            blank = (
+                "what this discussion's last run delivered, else your checkout"
+                if self.discussion is not None
+                else "your checkout as it is now"
+            )
+            yield Label(f"Base revision (blank = {blank})")
             yield Input(placeholder="", id="base")
             yield Label("Contract file (blank = drafted for you; see README for the JSON)")
             yield Input(placeholder="path/to/contract.json", id="contract")
@@ -82,10 +87,9 @@ class NewSessionScreen(ModalScreen[None]):
             return
         repo = self.query_one("#repo", Input).value.strip()
         engine = str(self.query_one("#engine", Select).value or "auto")
+        # blank: the supervisor picks the base (a discussion's follow-up
+        # continues from what its last run delivered)
         base = self.query_one("#base", Input).value.strip() or None
-        if base is None and self.discussion is not None:
-            # a follow-up starts from what the discussion's last session delivered
-            base = self.discussion.followup_base()
         sup = self.app.supervisor
         discussion = self.discussion
         contract: OutcomeContract | None = None
