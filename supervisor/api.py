@@ -30,6 +30,7 @@ from .config import SupervisorConfig, load_config
 from .contracts.drafting import ContractDrafter
 from .engines.base import EngineRegistry
 from .errors import CorralError
+from .events import CoderEvent
 from .gates.approval import ApprovalGate, commit_message
 from .gates.contract import DRAFTING_CANCELLED, NOT_EXPRESSIBLE, ContractGate
 from .gates.recovery import Recovery
@@ -40,7 +41,6 @@ from .models import (
     ApproveResult,
     CancelResult,
     CheckResult,
-    CoderEvent,
     OutcomeContract,
     ReviseResult,
     SessionDetail,

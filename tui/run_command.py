@@ -20,8 +20,8 @@ from corral.supervisor.api import Subscription, Supervisor
 from corral.supervisor.contracts.drafting import ContractDrafter, FixedDrafter
 from corral.supervisor.contracts.files import load_contract
 from corral.supervisor.errors import CorralError
+from corral.supervisor.events import CoderEvent
 from corral.supervisor.factory import build_supervisor, default_drafter
-from corral.supervisor.models import CoderEvent
 from corral.supervisor.paths import default_state_dir
 from corral.supervisor.states import CoderState
 

@@ -18,9 +18,10 @@ from typing import TypeVar
 
 from ..config import SupervisorConfig
 from ..contracts.checks import captures_from, run_contract
+from ..events import CheckCompletedData, ContractEvaluatedData, PlanTextData
 from ..git.delivery import review_identity
 from ..git.run import git
-from ..models import CheckResult, CoderSession, EventKind, OutcomeContract
+from ..models import CheckResult, CoderSession, OutcomeContract
 from ..session.live import LiveSession
 from ..session.registry import SessionRegistry
 from ..workspaces import Workspaces
@@ -53,27 +54,21 @@ class Verifier:
         assert s.contract is not None and s.worktree is not None
         registry.emit(
             live,
-            EventKind.PLAN_TEXT,
-            {"text": "Runtime verification: re-running every contract check."},
+            PlanTextData(text="Runtime verification: re-running every contract check."),
         )
         results = await run_contract(
             s.contract,
             Path(s.worktree),
             captures=captures_from(s.contract, s.baseline),
             timeout_ceiling=self._timeout_ceiling,
-            on_result=lambda r: registry.emit(
-                live, EventKind.CHECK_COMPLETED, {"result": r.model_dump(mode="json")}
-            ),
+            on_result=lambda r: registry.emit(live, CheckCompletedData(result=r)),
         )
         s.last_check_results = results
         registry.emit(
             live,
-            EventKind.CONTRACT_EVALUATED,
-            {
-                "by": "runtime",
-                "passed": all(r.passed for r in results),
-                "results": [r.model_dump(mode="json") for r in results],
-            },
+            ContractEvaluatedData(
+                by="runtime", passed=all(r.passed for r in results), results=list(results)
+            ),
         )
         registry.persist(live)
         return results
@@ -90,8 +85,7 @@ class Verifier:
         assert s.contract is not None and s.start_commit is not None
         registry.emit(
             live,
-            EventKind.PLAN_TEXT,
-            {"text": "Re-running the contract on the approved part only."},
+            PlanTextData(text="Re-running the contract on the approved part only."),
         )
         contract, captures = s.contract, captures_from(s.contract, s.baseline)
 
@@ -107,13 +101,12 @@ class Verifier:
         )
         registry.emit(
             live,
-            EventKind.CONTRACT_EVALUATED,
-            {
-                "by": "runtime",
-                "scope": "approved subset",
-                "passed": all(r.passed for r in results),
-                "results": [r.model_dump(mode="json") for r in results],
-            },
+            ContractEvaluatedData(
+                by="runtime",
+                scope="approved subset",
+                passed=all(r.passed for r in results),
+                results=list(results),
+            ),
         )
         return results
 

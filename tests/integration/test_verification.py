@@ -15,6 +15,7 @@ from corral.supervisor.states import CoderState, FailureKind, NeedsYou, label
 from tests.conftest import (
     SupervisorFactory,
     git,
+    plan_texts,
     proposed,
     run_to_gate,
 )
@@ -47,10 +48,10 @@ async def test_a_repair_round_gets_the_failing_checks(
     assert engine.contexts[0].failing_checks == []
     failing = engine.contexts[1].failing_checks
     assert [(r.name, r.passed) for r in failing] == [("hello", False)]
-    texts = [e.data.get("text", "") for e in sup.registry.live(sid).log.buffered()]
+    texts = plan_texts(sup, sid)
     assert any("handing them back to the engine (repair 1 of 2)" in t for t in texts)
     evaluated = [
-        e.data["passed"]
+        e.data.passed
         for e in sup.registry.live(sid).log.buffered()
         if e.kind is EventKind.CONTRACT_EVALUATED
     ]

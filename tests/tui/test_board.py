@@ -11,6 +11,7 @@ from corral.supervisor.states import CoderState
 from corral.tui.app import CorralApp
 from corral.tui.screens.board import BoardScreen
 from corral.tui.screens.help import HelpScreen
+from tests.conftest import plan_texts
 
 from .conftest import FIXED_NOW, seed_board
 
@@ -193,5 +194,5 @@ async def test_a_contract_file_in_the_form_and_a_reject_comment(
         await pilot.press(*"not like this", "enter")
         row = await sup.wait_for(sid, {CoderState.ABANDONED}, timeout=10)
         assert row.state is CoderState.ABANDONED
-        texts = [str(e.data.get("text", "")) for e in sup.registry.live(sid).log.buffered()]
+        texts = plan_texts(sup, sid)
         assert "Rejected: not like this" in texts

@@ -15,7 +15,8 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, RichLog, Static
 
 from corral.supervisor.api import SubscriptionClosed, SubscriptionDropped
-from corral.supervisor.models import CoderEvent, EventKind
+from corral.supervisor.events import CoderEvent, ToolDeniedData
+from corral.supervisor.models import EventKind
 
 from ..event_text import clip, describe
 from ..guard import guarded
@@ -76,11 +77,8 @@ def log_filter_matches(name: str, event: CoderEvent) -> bool:
     if name == "problems":
         return (
             event.kind in _PROBLEMS
-            or (event.kind is EventKind.TOOL_CALL and "denied" in event.data)
-            or (
-                event.kind is EventKind.CHECK_COMPLETED
-                and not event.data.get("result", {}).get("passed")
-            )
+            or isinstance(event.data, ToolDeniedData)
+            or (event.kind is EventKind.CHECK_COMPLETED and not event.data.result.passed)
         )
     return True
 
