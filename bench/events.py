@@ -6,7 +6,13 @@
 (b) Replay: the time for a new subscriber to receive 10,000 buffered events
     (`subscribe(0)` plus draining the mailbox), median of 5 runs.
 
+The producer appends one typed payload (a `tool_call` with its arguments) over
+and over, as it reused one dict before events were typed. `--build-payloads`
+builds (and validates) a fresh payload per event inside the timed loop, as
+real producers do, to show that cost too.
+
 Run: .venv/bin/python bench/events.py [--events N] [--runs N] [--subscribers N]
+     [--build-payloads]
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from corral.supervisor.models import EventKind
+from corral.supervisor.events import PlanTextData, ToolCallData
 from corral.supervisor.session.events import EventLog, Journal, Subscription
 
 BUDGET_EVENTS_PER_SEC = 100_000
@@ -38,7 +44,9 @@ async def _drain(sub: Subscription, total: int) -> int:
     return count
 
 
-async def fanout_run(events: int, subscribers: int, journal_dir: Path, run: int) -> float:
+async def fanout_run(
+    events: int, subscribers: int, journal_dir: Path, run: int, build: bool = False
+) -> float:
     """One run; returns events/s for append + fan-out + every reader draining."""
     path = journal_dir / f"run{run}.events.jsonl"
     journal = Journal(path)
@@ -46,11 +54,11 @@ async def fanout_run(events: int, subscribers: int, journal_dir: Path, run: int)
     subs = [log.subscribe(0)[0] for _ in range(subscribers)]
     readers = [asyncio.create_task(_drain(s, events)) for s in subs]
     await asyncio.sleep(0)
-    data = {"tool": "shell", "command": "pytest -q"}
-    kind = EventKind.TOOL_CALL
+    args = {"command": "pytest -q"}
+    data = ToolCallData.with_args("shell", args)
     start = time.perf_counter()
     for i in range(events):
-        log.append(kind, data)
+        log.append(ToolCallData(tool="shell", result="exit 0", ok=True) if build else data)
         if i % YIELD_EVERY == YIELD_EVERY - 1:
             await asyncio.sleep(0)
     counts = await asyncio.gather(*readers)
@@ -68,9 +76,9 @@ async def fanout_run(events: int, subscribers: int, journal_dir: Path, run: int)
 def replay_run(events: int) -> float:
     """Milliseconds to replay `events` buffered events to a new subscriber."""
     log = EventLog("bench", cap=events)
-    data = {"text": "narration"}
+    data = PlanTextData(text="narration")
     for _ in range(events):
-        log.append(EventKind.PLAN_TEXT, data)
+        log.append(data)
     start = time.perf_counter()
     sub, replayed, skipped = log.subscribe(0)
     got = sub.get_nowait()
@@ -85,6 +93,7 @@ async def main() -> int:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--subscribers", type=int, default=10)
     parser.add_argument("--replay", type=int, default=10_000)
+    parser.add_argument("--build-payloads", action="store_true")
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="corral-bench-") as tmp:
@@ -92,7 +101,9 @@ async def main() -> int:
         rates = []
         for run in range(args.runs):
             gc.collect()  # each run starts from the same heap, not the last run's garbage
-            rates.append(await fanout_run(args.events, args.subscribers, Path(tmp), run))
+            rates.append(
+                await fanout_run(args.events, args.subscribers, Path(tmp), run, args.build_payloads)
+            )
     replay_run(args.replay)  # warm-up
     replays = []
     for _ in range(args.runs):
@@ -104,7 +115,7 @@ async def main() -> int:
     ok = median_rate >= BUDGET_EVENTS_PER_SEC
     print(
         f"fan-out: {args.events:,} events x {args.subscribers} subscribers, journal on, "
-        f"{args.runs} runs"
+        f"{args.runs} runs" + (", a payload built per event" if args.build_payloads else "")
     )
     print("  runs (events/s): " + ", ".join(f"{r:,.0f}" for r in rates))
     print(

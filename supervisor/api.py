@@ -33,6 +33,7 @@ from .contracts.drafting import ContractDrafter
 from .discuss.linked_runs import DISCUSSIONS_DIR, DiscussionRuns
 from .engines.base import EngineRegistry
 from .errors import CorralError
+from .events import CoderEvent
 from .gates.approval import ApprovalGate, commit_message
 from .gates.contract import DRAFTING_CANCELLED, NOT_EXPRESSIBLE, ContractGate
 from .gates.recovery import Recovery
@@ -43,7 +44,6 @@ from .models import (
     ApproveResult,
     CancelResult,
     CheckResult,
-    CoderEvent,
     OutcomeContract,
     ReviseResult,
     SessionDetail,

@@ -1,5 +1,6 @@
 """Pydantic models shared by the supervisor and its views: contracts, check
-results, findings, sessions (the persisted snapshot), board summaries and events.
+results, findings, sessions (the persisted snapshot), board summaries and the
+event kinds (the events themselves, one typed model per kind, are in `events.py`).
 
 Snapshots are tolerant of older versions: every field added later has a default,
 so a minimal row written by the first release still loads.
@@ -261,6 +262,8 @@ class SessionSummary(BaseModel):
 
 
 class EventKind(StrEnum):
+    """The kinds of session event; each has its payload model in `events.py`."""
+
     ENGINE_SELECTED = "engine_selected"
     PLAN_TEXT = "plan_text"
     CONTRACT_PROPOSED = "contract_proposed"
@@ -286,16 +289,6 @@ class EventKind(StrEnum):
     STATE_CHANGED = "state_changed"
     AGENT_STATUS = "agent_status"
     WORKTREE_CHANGED = "worktree_changed"
-
-
-class CoderEvent(BaseModel):
-    """One entry of a session's event stream. `seq` is monotonic per session."""
-
-    session_id: str
-    seq: int
-    ts: float
-    kind: EventKind
-    data: dict[str, Any] = Field(default_factory=dict)
 
 
 # --- replies ----------------------------------------------------------------

@@ -20,7 +20,8 @@ import pytest
 from corral.supervisor.api import Supervisor
 from corral.supervisor.config import SupervisorConfig
 from corral.supervisor.contracts.drafting import ContractDrafter
-from corral.supervisor.models import CoderEvent, EventKind, OutcomeContract, SessionSummary
+from corral.supervisor.events import CoderEvent
+from corral.supervisor.models import EventKind, OutcomeContract, SessionSummary
 from corral.supervisor.states import CoderState
 from tests.fakes.scripted import (
     ScriptedDrafter,
@@ -144,6 +145,11 @@ async def make_supervisor(state_dir: Path) -> AsyncIterator[SupervisorFactory]:
 def events_of(sup: Supervisor, session_id: str) -> list[CoderEvent]:
     """The live replay buffer of a session."""
     return sup.registry.live(session_id).log.buffered()
+
+
+def plan_texts(sup: Supervisor, session_id: str) -> list[str]:
+    """The narration (`plan_text`) in a session's live replay buffer."""
+    return [e.data.text for e in events_of(sup, session_id) if e.kind is EventKind.PLAN_TEXT]
 
 
 def row_of(sup: Supervisor, sid: str) -> SessionSummary:

@@ -6,90 +6,130 @@ import time
 
 from rich.text import Text
 
-from corral.supervisor.models import ApproveResult, CoderEvent, EventKind
+from corral.supervisor.events import (
+    AgentStartedData,
+    AgentStatusData,
+    AuthRequiredData,
+    BudgetExhaustedData,
+    CheckCompletedData,
+    CoderEvent,
+    ContractBaselineData,
+    ContractEvaluatedData,
+    ContractProposedData,
+    ContractRevisionRejectedData,
+    DiffReadyData,
+    EngineSelectedData,
+    ErrorData,
+    FindingProposedData,
+    IterationStartedData,
+    MergeCompletedData,
+    OperatorGuidanceData,
+    PaneAnswerData,
+    PlanTextData,
+    StateChangedData,
+    ToolCallData,
+    ToolData,
+    ToolDeniedData,
+    ToolResultData,
+    UserInputExpiredData,
+    UserInputRequestedData,
+    WorktreeChangedData,
+)
+from corral.supervisor.models import ApproveResult
 from corral.supervisor.states import CoderState
 
-K = EventKind
 
-
-def clip(text: str, n: int = 240) -> str:
+def clip(text: object, n: int = 240) -> str:
     """One line of at most `n` characters (whitespace folded, "…" when cut)."""
     text = " ".join(str(text).split())
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
+def tool_call_fields(data: ToolData) -> list[tuple[str, object]]:
+    """What a tool call line lists after the tool's name, in the order the
+    producers always wrote them: the arguments, then the refusal; or the
+    result; or the question answered in the pane."""
+    match data:
+        case ToolCallData(args=args):
+            return list(args.items())
+        case ToolDeniedData(args=args, denied=denied):
+            return [*args.items(), ("denied", denied)]
+        case ToolResultData(result=result, ok=ok):
+            return [("result", result), ("ok", ok)]
+        case PaneAnswerData(question=question, answer=answer, action=action):
+            return [("question", question), ("answer", answer), ("action", action)]
+    return []
+
+
 def describe(event: CoderEvent) -> Text:
-    d = event.data
     stamp = time.strftime("%H:%M:%S", time.localtime(event.ts))
     line = Text(f"{stamp} ", style="bright_black")
-    k = event.kind
-    if k is K.PLAN_TEXT:
-        line.append(clip(d.get("text", "")))
-    elif k is K.TOOL_CALL:
-        args = {key: v for key, v in d.items() if key != "tool"}
-        detail = ", ".join(f"{key}={clip(v, 80)}" for key, v in args.items())
-        line.append(f"tool {d.get('tool')}", style="cyan").append(f" {detail}")
-    elif k is K.CHECK_COMPLETED:
-        r = d.get("result", {})
-        ok = r.get("passed")
-        line.append("PASS " if ok else "FAIL ", style="green" if ok else "bold red")
-        slow = int(r.get("duration_ms") or 0) >= 5000
-        line.append(str(r.get("name")) + (f" ({int(r['duration_ms']) // 1000} s)" if slow else ""))
-    elif k is K.CONTRACT_EVALUATED:
-        ok = d.get("passed")
-        line.append(
-            "runtime verification: all checks pass" if ok else "runtime verification: RED",
-            style="bold green" if ok else "bold red",
-        )
-    elif k is K.STATE_CHANGED:
-        line.append(f"state {d.get('from')} → {d.get('to')}", style="magenta")
-    elif k is K.ITERATION_STARTED:
-        line.append(f"iteration {d.get('n')}/{d.get('max')}", style="bright_black")
-    elif k is K.USER_INPUT_REQUESTED:
-        line.append("question: ", style="bold yellow").append(clip(d.get("prompt", "")))
-    elif k is K.USER_INPUT_EXPIRED:
-        line.append(f"question expired after {d.get('waited_secs')}s", style="yellow")
-    elif k is K.OPERATOR_GUIDANCE:
-        line.append("guidance queued: ", style="cyan").append(clip(d.get("text", "")))
-    elif k is K.CONTRACT_PROPOSED:
-        checks = d.get("contract", {}).get("checks", [])
-        verb = "revised" if d.get("revised") else "proposed"
-        line.append(f"contract {verb}: {len(checks)} check(s)", style="yellow")
-    elif k is K.CONTRACT_BASELINE:
-        results = d.get("results", [])
-        red = sum(1 for r in results if not r.get("passed"))
-        line.append(f"baseline: {red} red, {len(results) - red} green")
-        if d.get("gates_nothing"):
-            line.append(" — every check already passes", style="bold yellow")
-    elif k is K.CONTRACT_REVISION_REJECTED:
-        line.append("revision not applied: ", style="yellow").append(clip(d.get("reason", "")))
-    elif k is K.DIFF_READY:
-        line.append(f"diff ready: {d.get('changed_paths')} file(s)", style="bold yellow")
-    elif k is K.FINDING_PROPOSED:
-        line.append("no-change finding: ", style="bold yellow")
-        line.append(clip(d.get("finding", {}).get("summary", "")))
-    elif k is K.WORKTREE_CHANGED:
-        files = ", ".join(str(f) for f in d.get("files", [])[:5]) or "back as verified"
-        when = "during" if d.get("phase") == "during_verification" else "since"
-        line.append(f"worktree changed {when} verification: ", style="yellow").append(clip(files))
-    elif k is K.MERGE_COMPLETED:
-        line.append(f"delivered to branch {d.get('branch')}", style="bold green")
-    elif k in (K.ERROR, K.AUTH_REQUIRED):
-        line.append(clip(d.get("message", "")), style="bold red")
-    elif k is K.BUDGET_EXHAUSTED:
-        line.append(f"budget exhausted: {clip(d.get('reason', ''))}", style="bold red")
-    elif k is K.AGENT_STATUS:
-        status = str(d.get("status"))
-        style = {"waiting": "bold yellow", "running": "green", "error": "bold red"}.get(status, "")
-        line.append(f"agent {status}", style=style).append(
-            f" — {clip(d.get('reason', ''), 120)} ({d.get('source')})", style="bright_black"
-        )
-    elif k is K.EXTERNAL_EVENT and "agent" in d:
-        line.append(f"started {d.get('agent')} in pane {d.get('pane')}", style="cyan")
-    elif k is K.ENGINE_SELECTED:
-        line.append(f"engine {d.get('engine')}: {clip(d.get('reason', ''))}")
-    else:
-        line.append(f"{k.value} {clip(str(d))}")
+    match event.data:
+        case PlanTextData(text=text):
+            line.append(clip(text))
+        case ToolData() as call:
+            detail = ", ".join(f"{key}={clip(v, 80)}" for key, v in tool_call_fields(call))
+            line.append(f"tool {call.tool}", style="cyan").append(f" {detail}")
+        case CheckCompletedData(result=r):
+            ok = r.passed
+            line.append("PASS " if ok else "FAIL ", style="green" if ok else "bold red")
+            slow = r.duration_ms >= 5000
+            line.append(r.name + (f" ({r.duration_ms // 1000} s)" if slow else ""))
+        case ContractEvaluatedData(passed=ok):
+            line.append(
+                "runtime verification: all checks pass" if ok else "runtime verification: RED",
+                style="bold green" if ok else "bold red",
+            )
+        case StateChangedData(from_=src, to=dst):
+            line.append(f"state {src} → {dst}", style="magenta")
+        case IterationStartedData(n=n, max=most):
+            line.append(f"iteration {n}/{most}", style="bright_black")
+        case UserInputRequestedData(prompt=prompt):
+            line.append("question: ", style="bold yellow").append(clip(prompt))
+        case UserInputExpiredData(waited_secs=waited):
+            line.append(f"question expired after {waited}s", style="yellow")
+        case OperatorGuidanceData(text=text):
+            line.append("guidance queued: ", style="cyan").append(clip(text))
+        case ContractProposedData(contract=contract, revised=revised):
+            verb = "revised" if revised else "proposed"
+            line.append(f"contract {verb}: {len(contract.checks)} check(s)", style="yellow")
+        case ContractBaselineData(results=results, gates_nothing=gates_nothing):
+            red = sum(1 for r in results if not r.passed)
+            line.append(f"baseline: {red} red, {len(results) - red} green")
+            if gates_nothing:
+                line.append(" — every check already passes", style="bold yellow")
+        case ContractRevisionRejectedData(reason=reason):
+            line.append("revision not applied: ", style="yellow").append(clip(reason))
+        case DiffReadyData(changed_paths=changed):
+            line.append(f"diff ready: {changed} file(s)", style="bold yellow")
+        case FindingProposedData(finding=finding):
+            line.append("no-change finding: ", style="bold yellow")
+            line.append(clip(finding.summary))
+        case WorktreeChangedData(phase=phase, files=files):
+            when = "during" if phase == "during_verification" else "since"
+            shown = ", ".join(files[:5]) or "back as verified"
+            line.append(f"worktree changed {when} verification: ", style="yellow").append(
+                clip(shown)
+            )
+        case MergeCompletedData(branch=branch):
+            line.append(f"delivered to branch {branch}", style="bold green")
+        case ErrorData(message=message) | AuthRequiredData(message=message):
+            line.append(clip(message), style="bold red")
+        case BudgetExhaustedData(reason=reason):
+            line.append(f"budget exhausted: {clip(reason)}", style="bold red")
+        case AgentStatusData(status=status, reason=reason, source=source):
+            style = {"waiting": "bold yellow", "running": "green", "error": "bold red"}.get(
+                status, ""
+            )
+            line.append(f"agent {status}", style=style).append(
+                f" — {clip(reason, 120)} ({source})", style="bright_black"
+            )
+        case AgentStartedData(agent=agent, pane=pane):
+            line.append(f"started {agent} in pane {pane}", style="cyan")
+        case EngineSelectedData(engine=engine, reason=reason):
+            line.append(f"engine {engine}: {clip(reason)}")
+        case _:  # fallbacks, a resolved finding, model usage, other external events
+            line.append(f"{event.kind.value} {clip(event.data.model_dump())}")
     return line
 
 

@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..models import CheckResult, EventKind, NoChangeFinding, OutcomeContract
+from ..events import EventData
+from ..models import CheckResult, NoChangeFinding, OutcomeContract
 from ..states import LoopFailure
 
 
@@ -35,7 +36,7 @@ class RunContext:
     deadline: float | None  # time.monotonic() value shared by every rung
     round: int  # 1 for the first run, 2+ for repair rounds
     failing_checks: list[CheckResult]
-    emit: Callable[[EventKind, dict[str, Any]], None]
+    emit: Callable[[EventData], None]  # announce one event of the session
     ask_user: Callable[[str, list[str]], Awaitable[str]]
     take_guidance: Callable[[], list[str]]
     iteration_started: Callable[[int], None]

@@ -21,8 +21,9 @@ from pathlib import Path
 
 from ..agents.base import AgentProfile, AgentUnavailable, LaunchPlan, check_recursion, hook_command
 from ..errors import CorralError
+from ..events import AgentStartedData, PaneAnswerData, PlanTextData
 from ..governance.env_scrub import scrubbed_env
-from ..models import CheckResult, EventKind, OutcomeContract
+from ..models import CheckResult, OutcomeContract
 from ..panes.base import PaneError, PaneGone, PaneSpec
 from ..panes.manager import PaneManager
 from ..states import LoopFailure, label
@@ -132,13 +133,12 @@ class ExternalEngine:
             {**pane, "state": "live", "pane_id": record.handle.pane_id, "pid": record.handle.pid}
         )
         ctx.emit(
-            EventKind.EXTERNAL_EVENT,
-            {
-                "agent": self.profile.name,
-                "pane": record.handle.pane_id,
-                "incarnation": incarnation,
-                "started": " ".join(plan.argv[:1]),
-            },
+            AgentStartedData(
+                agent=self.profile.name,
+                pane=record.handle.pane_id,
+                incarnation=incarnation,
+                started=" ".join(plan.argv[:1]),
+            ),
         )
         if plan.paste_prompt:
             await self._wait_ready(ctx)
@@ -165,13 +165,12 @@ class ExternalEngine:
             record = self.panes.record(ctx.session_id)
             if record is not None and ctx.round == 1 and record.alive:
                 ctx.emit(
-                    EventKind.PLAN_TEXT,
-                    {
-                        "text": (
+                    PlanTextData(
+                        text=(
                             f"Re-adopted the running {self.profile.label} pane; waiting for its turn "
                             "to end."
                         )
-                    },
+                    ),
                 )
                 start_version, resumed = record.version, True
             elif ctx.round == 1 or record is None or not record.alive:
@@ -198,13 +197,12 @@ class ExternalEngine:
                     )
                 retries -= 1
                 ctx.emit(
-                    EventKind.PLAN_TEXT,
-                    {
-                        "text": (
+                    PlanTextData(
+                        text=(
                             f"{self.profile.label} stopped ({reason}); starting it again once "
                             "(transient retry)."
                         )
-                    },
+                    ),
                 )
                 await self.panes.kill(ctx.session_id)
                 prompt = task_prompt(ctx.intent, ctx.contract) + (
@@ -272,9 +270,7 @@ class ExternalEngine:
                     return
                 current = record.status
                 if current.status is not AgentStatus.WAITING or current.question != question:
-                    ctx.emit(
-                        EventKind.PLAN_TEXT, {"text": "The question was answered in the pane."}
-                    )
+                    ctx.emit(PlanTextData(text="The question was answered in the pane."))
                     return
                 waiter = asyncio.ensure_future(self.panes.wait_change(ctx.session_id, version, 1.0))
                 await asyncio.wait({asking, waiter}, return_when=asyncio.FIRST_COMPLETED)
@@ -285,12 +281,11 @@ class ExternalEngine:
             try:
                 answer = asking.result()
             except CorralError as exc:  # expired: the agent keeps waiting; say so
-                ctx.emit(EventKind.PLAN_TEXT, {"text": f"No answer: {exc}"})
+                ctx.emit(PlanTextData(text=f"No answer: {exc}"))
                 return
             done = await self.panes.choose(ctx.session_id, question, answer)
             ctx.emit(
-                EventKind.TOOL_CALL,
-                {"tool": "answer", "question": question.prompt, "answer": answer, "action": done},
+                PaneAnswerData(question=question.prompt, answer=answer, action=done),
             )
         finally:
             if not asking.done():

@@ -24,12 +24,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..events import (
+    ModelUsageData,
+    PlanTextData,
+    ToolCallData,
+    ToolDeniedData,
+    ToolResultData,
+)
 from ..governance.chain import default_chain
 from ..governance.env_scrub import invoked_by_chain, scrubbed_env
 from ..governance.operator_policy import OperatorPolicy
 from ..governance.policy_files import PolicyFileError, load_operator_policy
 from ..llm.base import Message, ModelError, ModelProvider, ToolCall, ToolSpec, Turn, Usage
-from ..models import CheckResult, EventKind, OutcomeContract
+from ..models import CheckResult, OutcomeContract
 from ..states import LoopFailure
 from .base import EngineOutcome, RunContext
 from .tools.results import ToolResult, short_args
@@ -180,8 +187,9 @@ class NativeEngine:
         specs = bench.specs()
         if policy.rules and ctx.round == 1:
             ctx.emit(
-                EventKind.PLAN_TEXT,
-                {"text": "Operator policy in force: " + ", ".join(str(p) for p in policy.sources)},
+                PlanTextData(
+                    text="Operator policy in force: " + ", ".join(str(p) for p in policy.sources)
+                ),
             )
         names = [s.name for s in specs]
         first = (
@@ -229,8 +237,9 @@ class NativeEngine:
             if pending:
                 messages.append(Message("user", guidance_message(pending)))
                 ctx.emit(
-                    EventKind.PLAN_TEXT,
-                    {"text": "Handing operator guidance to the model: " + " / ".join(pending)},
+                    PlanTextData(
+                        text="Handing operator guidance to the model: " + " / ".join(pending)
+                    ),
                 )
                 pending = []
             try:
@@ -241,19 +250,18 @@ class NativeEngine:
                 return self._model_failure(exc, ctx, outcome)
             totals.add(turn.usage)
             ctx.emit(
-                EventKind.EXTERNAL_EVENT,
-                {
-                    "engine": self.label,
-                    "model": turn.model or self.provider.model,
-                    "iteration": n,
-                    "tokens_in": totals.tokens_in,
-                    "tokens_out": totals.tokens_out,
-                    "cost_usd": totals.cost_usd,
-                },
+                ModelUsageData(
+                    engine=self.label,
+                    model=turn.model or self.provider.model,
+                    iteration=n,
+                    tokens_in=totals.tokens_in,
+                    tokens_out=totals.tokens_out,
+                    cost_usd=totals.cost_usd,
+                ),
             )
             text = turn.text.strip()
             if text:
-                ctx.emit(EventKind.PLAN_TEXT, {"text": text[:PLAN_TEXT_CHARS]})
+                ctx.emit(PlanTextData(text=text[:PLAN_TEXT_CHARS]))
             messages.append(Message("assistant", turn.text, tool_calls=tuple(turn.tool_calls)))
             if not turn.tool_calls:
                 pending += ctx.take_guidance()
@@ -263,11 +271,10 @@ class NativeEngine:
                     continue  # guidance arrived while the model finished: hand it over
                 if pending:
                     ctx.emit(
-                        EventKind.PLAN_TEXT,
-                        {
-                            "text": "Guidance arrived after the model finished, with no budget "
+                        PlanTextData(
+                            text="Guidance arrived after the model finished, with no budget "
                             "left to act on it: " + " / ".join(pending)
-                        },
+                        ),
                     )
                     return outcome()
                 if turn.stop_reason == "max_tokens":
@@ -331,13 +338,12 @@ class NativeEngine:
     async def _tool(self, ctx: RunContext, bench: Workbench, call: ToolCall) -> ToolResult:
         args = short_args(call.name, call.arguments if isinstance(call.arguments, dict) else {})
         result = await bench.call(
-            call, on_start=lambda: ctx.emit(EventKind.TOOL_CALL, {**args, "tool": call.name})
+            call, on_start=lambda: ctx.emit(ToolCallData.with_args(call.name, args))
         )
         if result.denied is not None:
-            ctx.emit(EventKind.TOOL_CALL, {**args, "tool": call.name, "denied": result.denied})
+            ctx.emit(ToolDeniedData.with_args(call.name, args, denied=result.denied))
         else:
             ctx.emit(
-                EventKind.TOOL_CALL,
-                {"tool": call.name, "result": result.summary, "ok": result.ok},
+                ToolResultData(tool=call.name, result=result.summary, ok=result.ok),
             )
         return result

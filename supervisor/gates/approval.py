@@ -28,6 +28,13 @@ import logging
 from pathlib import Path
 
 from ..errors import CorralError
+from ..events import (
+    DiffReadyData,
+    FindingProposedData,
+    FindingResolvedData,
+    MergeCompletedData,
+    PlanTextData,
+)
 from ..faults import fault_point
 from ..git.delivery import (
     apply_to_checkout,
@@ -46,7 +53,6 @@ from ..models import (
     CancelResult,
     CheckResult,
     CoderSession,
-    EventKind,
     NoChangeFinding,
 )
 from ..session.live import LiveSession
@@ -101,9 +107,7 @@ class ApprovalGate:
     def present_finding(self, live: LiveSession, finding: NoChangeFinding) -> None:
         """Announce a no-change finding and wait for the operator."""
         live.session.no_change_finding = finding
-        self._registry.emit(
-            live, EventKind.FINDING_PROPOSED, {"finding": finding.model_dump(mode="json")}
-        )
+        self._registry.emit(live, FindingProposedData(finding=finding.model_copy(deep=True)))
         self._registry.transition(live, S.NEEDS_APPROVAL)
 
     async def _announce_diff(self, live: LiveSession) -> None:
@@ -117,15 +121,14 @@ class ApprovalGate:
         self._registry.persist(live)
         self._registry.emit(
             live,
-            EventKind.DIFF_READY,
-            {
-                "stat": diff.stat,
-                "patch": diff.patch,
-                "patch_truncated": diff.patch_truncated,
-                "patch_full_bytes": diff.patch_full_bytes,
-                "changed_paths": len(diff.files),
-                "files": [f.model_dump(mode="json") for f in diff.files],
-            },
+            DiffReadyData(
+                stat=diff.stat,
+                patch=diff.patch,
+                patch_truncated=diff.patch_truncated,
+                patch_full_bytes=diff.patch_full_bytes,
+                changed_paths=len(diff.files),
+                files=list(diff.files),
+            ),
         )
 
     # -- the operator looks, re-verifies, decides ------------------------------------------
@@ -242,11 +245,9 @@ class ApprovalGate:
         if finding is not None:
             finding.resolved_at = self._registry.clock()
             finding.resolver_comment = comment or "rejected at the approval gate"
-            self._registry.emit(
-                live, EventKind.FINDING_RESOLVED, {"accepted": False, "comment": comment}
-            )
+            self._registry.emit(live, FindingResolvedData(accepted=False, comment=comment))
         elif comment:
-            self._registry.emit(live, EventKind.PLAN_TEXT, {"text": f"Rejected: {comment}"})
+            self._registry.emit(live, PlanTextData(text=f"Rejected: {comment}"))
         s.keep_workspace_on_cancel = True
         self._registry.transition(live, S.ABANDONED)
         self._workspaces.retain(s.worktree, rejected=True, note="rejected at the approval gate")
@@ -260,9 +261,7 @@ class ApprovalGate:
         finding.verification = "human_approved"
         finding.resolved_at = self._registry.clock()
         finding.resolver_comment = comment
-        self._registry.emit(
-            live, EventKind.FINDING_RESOLVED, {"accepted": True, "comment": comment}
-        )
+        self._registry.emit(live, FindingResolvedData(accepted=True, comment=comment))
         self._registry.transition(live, S.REPORTED)
         await asyncio.to_thread(self._workspaces.remove, s.worktree, force=True)
         return ApproveResult(state=s.state)
@@ -335,14 +334,13 @@ class ApprovalGate:
             reply.repo, reply.commit, reply.already_applied = str(repo), result, already
             self._registry.emit(
                 live,
-                EventKind.PLAN_TEXT,
-                {
-                    "text": (
+                PlanTextData(
+                    text=(
                         f"Changes applied to {repo}. HEAD and the staged index are unchanged."
                         if not already
                         else f"The change was already applied in {repo}."
                     )
-                },
+                ),
             )
         else:
             branch = f"corral/{short_id(s.id)}"
@@ -355,19 +353,16 @@ class ApprovalGate:
                 reply.already_applied = True
                 self._registry.emit(
                     live,
-                    EventKind.PLAN_TEXT,
-                    {
-                        "text": (
+                    PlanTextData(
+                        text=(
                             f"Branch {branch} already holds this session's result (delivered "
                             "before corral could record it); nothing was written again."
                         )
-                    },
+                    ),
                 )
             s.result_branch, s.result_commit, s.result_delivery = branch, commit, "branch"
             reply.branch, reply.commit = branch, commit
-            self._registry.emit(
-                live, EventKind.MERGE_COMPLETED, {"branch": branch, "commit": commit}
-            )
+            self._registry.emit(live, MergeCompletedData(branch=branch, commit=commit))
         s.result_scope = "partial" if partial else "full"
         s.delivery_override = override
         self._registry.transition(live, S.MERGED)
@@ -376,7 +371,7 @@ class ApprovalGate:
             reply.note = DELIVERED_VERIFIED.format(
                 name=label(s.id), paths=name_paths(later), worktree=s.worktree
             )
-            self._registry.emit(live, EventKind.PLAN_TEXT, {"text": reply.note})
+            self._registry.emit(live, PlanTextData(text=reply.note))
             self._workspaces.retain(
                 s.worktree, note="holds changes made after verification, not delivered"
             )

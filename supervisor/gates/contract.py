@@ -31,12 +31,19 @@ from ..discuss.linked_runs import (
 )
 from ..engines.base import EngineRegistry
 from ..errors import CorralError
+from ..events import (
+    AuthRequiredData,
+    ContractBaselineData,
+    ContractProposedData,
+    ContractRevisionRejectedData,
+    EngineSelectedData,
+    PlanTextData,
+)
 from ..git.repo import repo_root, resolve_base
 from ..git.workspace import GitWorkspace
 from ..models import (
     CheckResult,
     CoderSession,
-    EventKind,
     OutcomeContract,
     ReviseResult,
     StartResult,
@@ -174,21 +181,20 @@ class ContractGate:
             if discussion_id is not None:
                 self._discussion_runs.record_safely(session)
         self._registry.notify(sid)
-        self._registry.emit(live, EventKind.ENGINE_SELECTED, {"engine": resolved, "reason": reason})
+        self._registry.emit(live, EngineSelectedData(engine=resolved, reason=reason))
         if session.inputs_snapshot:
             self._registry.emit(
                 live,
-                EventKind.PLAN_TEXT,
-                {
-                    "text": (
+                PlanTextData(
+                    text=(
                         "Starting from a private snapshot of your current files, including uncommitted "
                         "edits. Your checkout and staged index are unchanged; review will show only the "
                         "task's changes."
                     )
-                },
+                ),
             )
         if followup:
-            self._registry.emit(live, EventKind.PLAN_TEXT, {"text": followup})
+            self._registry.emit(live, PlanTextData(text=followup))
         task = self._registry.spawn(live, self._draft(live, contract))
         if wait:
             try:
@@ -308,8 +314,7 @@ class ContractGate:
         once for a check that fails now; whatever comes back is said plainly."""
         self._registry.emit(
             live,
-            EventKind.PLAN_TEXT,
-            {"text": "The proposed checks already pass before any edits. Checking once…"},
+            PlanTextData(text="The proposed checks already pass before any edits. Checking once…"),
         )
         request = ReviseRequest(
             **vars(self._request(live)), prior=contract, request=REASSESS_FEEDBACK
@@ -319,27 +324,24 @@ class ContractGate:
         except TimeoutError:
             self._registry.emit(
                 live,
-                EventKind.PLAN_TEXT,
-                {"text": "Automatic check reassessment timed out; review the checks."},
+                PlanTextData(text="Automatic check reassessment timed out; review the checks."),
             )
             return contract, baseline, True
         except DraftingError as exc:
             self._registry.emit(
                 live,
-                EventKind.PLAN_TEXT,
-                {"text": f"Could not improve the proposed checks automatically: {exc}"},
+                PlanTextData(text=f"Could not improve the proposed checks automatically: {exc}"),
             )
             return contract, baseline, True
         if better.validate_contract() or contracts_equivalent(better, contract):
             self._registry.emit(
                 live,
-                EventKind.PLAN_TEXT,
-                {
-                    "text": (
+                PlanTextData(
+                    text=(
                         "Every check still passes before editing: this contract proves nothing yet. "
                         "Add a check that fails now and passes only when the work is done."
                     )
-                },
+                ),
             )
             return contract, baseline, True
         new_baseline = await self._verifier.baseline(live.session, better)
@@ -349,7 +351,7 @@ class ContractGate:
             if not gates_nothing
             else "Every check still passes before editing, even after one reassessment."
         )
-        self._registry.emit(live, EventKind.PLAN_TEXT, {"text": text})
+        self._registry.emit(live, PlanTextData(text=text))
         return better, new_baseline, gates_nothing
 
     def _announce_contract(self, live: LiveSession, *, revised: bool = False) -> None:
@@ -357,17 +359,14 @@ class ContractGate:
         assert s.contract is not None
         self._registry.emit(
             live,
-            EventKind.CONTRACT_PROPOSED,
-            {"contract": s.contract.model_dump(mode="json"), "revised": revised},
+            ContractProposedData(contract=s.contract.model_copy(deep=True), revised=revised),
         )
         if s.baseline:
             self._registry.emit(
                 live,
-                EventKind.CONTRACT_BASELINE,
-                {
-                    "results": [r.model_dump(mode="json") for r in s.baseline],
-                    "gates_nothing": s.baseline_gates_nothing,
-                },
+                ContractBaselineData(
+                    results=list(s.baseline), gates_nothing=s.baseline_gates_nothing
+                ),
             )
 
     def _fail_drafting(self, live: LiveSession, exc: DraftingError) -> None:
@@ -378,7 +377,7 @@ class ContractGate:
                 f"`corral doctor`) and start again: {exc}"
             )
             s.failure_kind = FailureKind.AUTH_REQUIRED
-            self._registry.emit(live, EventKind.AUTH_REQUIRED, {"message": s.error, "wait_secs": 0})
+            self._registry.emit(live, AuthRequiredData(message=s.error, wait_secs=0))
         else:
             s.error = f"contract derivation failed: {exc}"
             s.failure_kind = FailureKind.INFRASTRUCTURE
@@ -418,9 +417,7 @@ class ContractGate:
             if exc.auth:
                 reason = f"the redraft needs a sign-in — set the model's credentials, then revise again: {exc}"
                 result = self._reject_revision(live, text, reason)
-                self._registry.emit(
-                    live, EventKind.AUTH_REQUIRED, {"message": reason, "wait_secs": 0}
-                )
+                self._registry.emit(live, AuthRequiredData(message=reason, wait_secs=0))
                 return result
             return self._reject_revision(live, text, f"the redraft failed: {exc}")
         problems = redraft.validate_contract(max_timeout_secs=self._config.max_check_timeout_secs)
@@ -456,9 +453,7 @@ class ContractGate:
         return self._revision_result(live, True, None)
 
     def _reject_revision(self, live: LiveSession, text: str, reason: str) -> ReviseResult:
-        self._registry.emit(
-            live, EventKind.CONTRACT_REVISION_REJECTED, {"request": text, "reason": reason}
-        )
+        self._registry.emit(live, ContractRevisionRejectedData(request=text, reason=reason))
         return self._revision_result(live, False, reason)
 
     def _revision_result(

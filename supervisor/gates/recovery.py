@@ -20,9 +20,10 @@ from pathlib import Path
 
 from ..agents.profiles import profile_for
 from ..errors import CorralError
+from ..events import PlanTextData
 from ..git.trees import anchor_verified, tree_exists
 from ..git.workspace import GitWorkspace
-from ..models import CoderSession, EventKind
+from ..models import CoderSession
 from ..panes.base import PaneInfo
 from ..panes.manager import PaneManager
 from ..session.registry import SessionRegistry
@@ -92,12 +93,11 @@ class Recovery:
         self._panes.adopt(session.id, info.handle, profile)
         self._registry.emit(
             live,
-            EventKind.PLAN_TEXT,
-            {
-                "text": (
+            PlanTextData(
+                text=(
                     f"corral restarted; the {profile.label} pane was still running and was re-adopted."
                 )
-            },
+            ),
         )
         self._run_loop.start(live)
         return True
@@ -145,7 +145,7 @@ class Recovery:
                 )
         else:
             text = "Restored after a restart: the contract is waiting for confirmation again."
-        self._registry.emit(live, EventKind.PLAN_TEXT, {"text": text})
+        self._registry.emit(live, PlanTextData(text=text))
         if review:
             self._verifier.note_changes(live, changed)
             self._verifier.watch(live)

@@ -16,8 +16,18 @@ from typing import Any
 from ..config import SupervisorConfig
 from ..engines.base import Engine, EngineOutcome, EngineRegistry, RunContext
 from ..errors import CorralError
+from ..events import (
+    BudgetExhaustedData,
+    EngineFallbackData,
+    ErrorData,
+    IterationStartedData,
+    OperatorGuidanceData,
+    PlanTextData,
+    UserInputExpiredData,
+    UserInputRequestedData,
+)
 from ..git.trees import tree_of
-from ..models import CheckResult, EventKind, NoChangeFinding
+from ..models import CheckResult, NoChangeFinding
 from ..session.live import LiveSession
 from ..session.questions import ANSWER_FIRST, QuestionCleared, check_guidance
 from ..session.registry import SessionRegistry
@@ -82,8 +92,7 @@ class RunLoop:
                 if fallback is not None:
                     self._registry.emit(
                         live,
-                        EventKind.ENGINE_FALLBACK,
-                        {"from": ran, "to": fallback.label, "reason": outcome.error},
+                        EngineFallbackData(from_=ran, to=fallback.label, reason=outcome.error),
                     )
                     engine, ran = fallback, fallback.label
                     outcome = await self._run_engine(live, engine, round_, deadline, failing)
@@ -113,14 +122,13 @@ class RunLoop:
                     names = ", ".join(r.name for r in failing)
                     self._registry.emit(
                         live,
-                        EventKind.PLAN_TEXT,
-                        {
-                            "text": (
+                        PlanTextData(
+                            text=(
                                 f"Runtime verification: {len(failing)} check(s) still fail ({names}); "
                                 f"handing them back to the engine (repair {round_} of "
                                 f"{rounds - 1})."
                             )
-                        },
+                        ),
                     )
                     continue
                 names = ", ".join(r.name for r in failing)
@@ -169,7 +177,7 @@ class RunLoop:
         assert s.contract is not None and s.worktree is not None
 
         def iteration_started(n: int) -> None:
-            registry.emit(live, EventKind.ITERATION_STARTED, {"n": n, "max": s.max_iterations})
+            registry.emit(live, IterationStartedData(n=n, max=s.max_iterations))
 
         def withdraw_question() -> None:
             live.question.clear()
@@ -190,7 +198,7 @@ class RunLoop:
             deadline=deadline,
             round=round_,
             failing_checks=failing,
-            emit=lambda kind, data: registry.emit(live, kind, data),
+            emit=lambda data: registry.emit(live, data),
             ask_user=lambda prompt, options: self._ask_user(live, prompt, options),
             take_guidance=live.steering.take,
             iteration_started=iteration_started,
@@ -215,9 +223,7 @@ class RunLoop:
     async def _ask_user(self, live: LiveSession, prompt: str, options: list[str]) -> str:
         """Park the session on its question (armed before the event is emitted)."""
         answer = live.question.arm(prompt, options)
-        self._registry.emit(
-            live, EventKind.USER_INPUT_REQUESTED, {"prompt": prompt, "options": options}
-        )
+        self._registry.emit(live, UserInputRequestedData(prompt=prompt, options=options))
         timeout = self._config.ask_user_timeout_secs
         try:
             return await asyncio.wait_for(asyncio.shield(answer), timeout)
@@ -233,9 +239,7 @@ class RunLoop:
             live.question.clear()
             with contextlib.suppress(QuestionCleared, asyncio.CancelledError):
                 answer.exception()
-            self._registry.emit(
-                live, EventKind.USER_INPUT_EXPIRED, {"prompt": prompt, "waited_secs": int(timeout)}
-            )
+            self._registry.emit(live, UserInputExpiredData(prompt=prompt, waited_secs=int(timeout)))
             raise UserInputExpired(
                 f"no user response within {int(timeout)}s; proceeding without it"
             ) from None
@@ -265,9 +269,7 @@ class RunLoop:
             s.steering_messages.pop()
             raise CorralError(f"Could not save the guidance: {exc}") from exc
         live.steering.push(message)
-        self._registry.emit(
-            live, EventKind.OPERATOR_GUIDANCE, {"text": message, "status": "queued"}
-        )
+        self._registry.emit(live, OperatorGuidanceData(text=message, status="queued"))
         return {"ok": True, "queued": True}
 
     # -- the outcome ---------------------------------------------------------------------
@@ -312,9 +314,7 @@ class RunLoop:
         try:
             await self._approval.present_diff(live)
         except CorralError as exc:
-            self._registry.emit(
-                live, EventKind.ERROR, {"message": f"diff generation failed: {exc}"}
-            )
+            self._registry.emit(live, ErrorData(message=f"diff generation failed: {exc}"))
             s.keep_workspace_on_failure = True
             self._fail(live, LoopFailure.INFRASTRUCTURE, f"diff generation failed: {exc}")
 
@@ -353,16 +353,15 @@ class RunLoop:
         if kind is FailureKind.BUDGET_EXHAUSTED:
             s.keep_workspace_on_failure = True
             if not live.attention.budget_exhausted:
-                registry.emit(
-                    live, EventKind.BUDGET_EXHAUSTED, {"reason": error, "iterations": s.iterations}
-                )
+                registry.emit(live, BudgetExhaustedData(reason=error, iterations=s.iterations))
         s.error = error
         s.failure_kind = kind
         if s.keep_workspace_on_failure and s.worktree:
             registry.emit(
                 live,
-                EventKind.ERROR,
-                {"message": f"session failed; worktree retained for postmortem at {s.worktree}"},
+                ErrorData(
+                    message=f"session failed; worktree retained for postmortem at {s.worktree}"
+                ),
             )
         registry.transition(live, S.FAILED)
         if s.keep_workspace_on_failure:

@@ -34,9 +34,10 @@ from typing import TypeVar
 from ..config import SupervisorConfig
 from ..contracts.checks import captures_from, run_contract
 from ..errors import CorralError
+from ..events import CheckCompletedData, ContractEvaluatedData, PlanTextData, WorktreeChangedData
 from ..git.run import git
 from ..git.trees import anchor_verified, changed_between, snapshot_tree
-from ..models import CheckResult, CoderSession, EventKind, OutcomeContract
+from ..models import CheckResult, CoderSession, OutcomeContract
 from ..session.live import LiveSession
 from ..session.registry import SessionRegistry
 from ..states import CoderState
@@ -108,8 +109,7 @@ class Verifier:
         try:
             registry.emit(
                 live,
-                EventKind.PLAN_TEXT,
-                {"text": "Runtime verification: re-running every contract check."},
+                PlanTextData(text="Runtime verification: re-running every contract check."),
             )
             for attempt in range(1, STABILITY_ATTEMPTS + 1):
                 before = await self._snapshot(worktree)
@@ -118,9 +118,7 @@ class Verifier:
                     worktree,
                     captures=captures_from(s.contract, s.baseline),
                     timeout_ceiling=self._timeout_ceiling,
-                    on_result=lambda r: registry.emit(
-                        live, EventKind.CHECK_COMPLETED, {"result": r.model_dump(mode="json")}
-                    ),
+                    on_result=lambda r: registry.emit(live, CheckCompletedData(result=r)),
                 )
                 after = await self._snapshot(worktree)
                 if before == after:
@@ -129,25 +127,23 @@ class Verifier:
                 moved = await asyncio.to_thread(changed_between, worktree, before, after)
                 registry.emit(
                     live,
-                    EventKind.WORKTREE_CHANGED,
-                    {
-                        "phase": "during_verification",
-                        "files": moved[:MAX_NAMED_PATHS],
-                        "attempt": attempt,
-                        "of": STABILITY_ATTEMPTS,
-                    },
+                    WorktreeChangedData(
+                        phase="during_verification",
+                        files=moved[:MAX_NAMED_PATHS],
+                        attempt=attempt,
+                        of=STABILITY_ATTEMPTS,
+                    ),
                 )
                 if attempt < STABILITY_ATTEMPTS:
                     registry.emit(
                         live,
-                        EventKind.PLAN_TEXT,
-                        {
-                            "text": (
+                        PlanTextData(
+                            text=(
                                 f"The worktree changed while the checks ran ({name_paths(moved)}); "
                                 "that result does not count. Verifying again "
                                 f"(attempt {attempt + 1} of {STABILITY_ATTEMPTS})."
                             )
-                        },
+                        ),
                     )
         finally:
             self._verifying.discard(s.id)
@@ -155,12 +151,7 @@ class Verifier:
         s.last_check_results = results
         registry.emit(
             live,
-            EventKind.CONTRACT_EVALUATED,
-            {
-                "by": "runtime",
-                "passed": verification.passed,
-                "results": [r.model_dump(mode="json") for r in results],
-            },
+            ContractEvaluatedData(by="runtime", passed=verification.passed, results=list(results)),
         )
         registry.persist(live)
         return verification
@@ -194,8 +185,7 @@ class Verifier:
         assert s.contract is not None and s.start_commit is not None
         registry.emit(
             live,
-            EventKind.PLAN_TEXT,
-            {"text": "Re-running the contract on the approved part only."},
+            PlanTextData(text="Re-running the contract on the approved part only."),
         )
         contract, captures = s.contract, captures_from(s.contract, s.baseline)
 
@@ -211,13 +201,12 @@ class Verifier:
         )
         registry.emit(
             live,
-            EventKind.CONTRACT_EVALUATED,
-            {
-                "by": "runtime",
-                "scope": "approved subset",
-                "passed": all(r.passed for r in results),
-                "results": [r.model_dump(mode="json") for r in results],
-            },
+            ContractEvaluatedData(
+                by="runtime",
+                scope="approved subset",
+                passed=all(r.passed for r in results),
+                results=list(results),
+            ),
         )
         return results
 
@@ -241,9 +230,7 @@ class Verifier:
             return
         s.changed_since_verification = changed
         self._registry.persist(live)
-        self._registry.emit(
-            live, EventKind.WORKTREE_CHANGED, {"phase": "since_verification", "files": changed}
-        )
+        self._registry.emit(live, WorktreeChangedData(phase="since_verification", files=changed))
         self._registry.notify(s.id)
 
     def watch(self, live: LiveSession) -> None:

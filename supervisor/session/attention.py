@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..models import CoderEvent, EventKind
+from ..events import CoderEvent
+from ..models import EventKind
 from ..states import ApprovalKind
 
 FANS_OUT: frozenset[EventKind] = frozenset(
@@ -46,14 +47,14 @@ class AttentionState:
     def observe(self, event: CoderEvent) -> bool:
         kind = event.kind
         had_auth = self.auth_message is not None
-        if kind is EventKind.AUTH_REQUIRED:
-            self.auth_message = str(event.data.get("message", ""))
-            self.auth_wait_secs = int(event.data.get("wait_secs", 0))
+        if event.kind is EventKind.AUTH_REQUIRED:
+            self.auth_message = event.data.message
+            self.auth_wait_secs = event.data.wait_secs
             return True
         self.auth_message = None
         self.auth_wait_secs = None
-        if kind is EventKind.ITERATION_STARTED:
-            self.iteration = max(self.iteration, int(event.data.get("n", 0)))
+        if event.kind is EventKind.ITERATION_STARTED:
+            self.iteration = max(self.iteration, event.data.n)
         elif kind is EventKind.DIFF_READY:
             self.approval_kind = ApprovalKind.MERGE
         elif kind is EventKind.FINDING_PROPOSED:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import time
 from collections import deque
 from collections.abc import Callable
@@ -24,49 +25,49 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from pydantic_core import to_json
 
-from ..models import CoderEvent, EventKind
+from ..events import EVENT_CLASSES, CoderEvent, EventBase, EventData, PlanTextData, parse_event
+
+log = logging.getLogger("corral.supervisor")
 
 _new = object.__new__
 _setattr = object.__setattr__
-_EVENT_FIELDS = tuple(CoderEvent.model_fields)
+_EVENT_FIELDS = ("session_id", "seq", "ts", "kind", "data")
 
 
 def _construct_event(
-    session_id: str, seq: int, ts: float, kind: EventKind, data: dict[str, Any]
+    cls: type[EventBase], session_id: str, seq: int, ts: float, data: EventData
 ) -> CoderEvent:
-    """`CoderEvent.model_construct` without its per-field alias and default
-    lookups (every field is given; none has an alias): the append hot path.
-    `_fast_construct_ok` checks it against `model_construct` at import."""
-    event = _new(CoderEvent)
+    """`cls.model_construct` without its per-field alias and default lookups
+    (every field is given; none has an alias): the append hot path. The payload
+    is typed and the producer trusted, so nothing is validated here; parsing
+    (`parse_event`) validates. `_fast_construct_ok` checks it against
+    `model_construct` at import."""
+    event = _new(cls)
     _setattr(
         event,
         "__dict__",
-        {"session_id": session_id, "seq": seq, "ts": ts, "kind": kind, "data": data},
+        {"session_id": session_id, "seq": seq, "ts": ts, "kind": data.KIND, "data": data},
     )
     _setattr(event, "__pydantic_fields_set__", set(_EVENT_FIELDS))
     _setattr(event, "__pydantic_extra__", None)
     _setattr(event, "__pydantic_private__", None)
-    return event
+    return event  # type: ignore[return-value]  # cls is one of CoderEvent's members
 
 
 def _fast_construct_ok() -> bool:
-    fields = CoderEvent.model_fields
-    if CoderEvent.__pydantic_post_init__ or any(
-        f.alias or f.validation_alias for f in fields.values()
-    ):
-        return False
-    if set(_EVENT_FIELDS) != {"session_id", "seq", "ts", "kind", "data"}:
-        return False
-    probe: dict[str, Any] = {
-        "session_id": "s",
-        "seq": 1,
-        "ts": 2.0,
-        "kind": EventKind.ERROR,
-        "data": {"a": 1},
-    }
+    for cls in set(EVENT_CLASSES.values()):
+        fields = cls.model_fields
+        if cls.__pydantic_post_init__ or any(
+            f.alias or f.validation_alias for f in fields.values()
+        ):
+            return False
+        if tuple(fields) != _EVENT_FIELDS:
+            return False
+    data = PlanTextData(text="probe")
+    cls = EVENT_CLASSES[PlanTextData]
     try:
-        fast = _construct_event(**probe)
-        slow = CoderEvent.model_construct(**probe)
+        fast = _construct_event(cls, "s", 1, 2.0, data)
+        slow = cls.model_construct(session_id="s", seq=1, ts=2.0, kind=data.KIND, data=data)
         return (
             fast == slow
             and fast.__pydantic_fields_set__ == slow.__pydantic_fields_set__
@@ -77,9 +78,10 @@ def _fast_construct_ok() -> bool:
 
 
 def _model_construct_event(
-    session_id: str, seq: int, ts: float, kind: EventKind, data: dict[str, Any]
+    cls: type[EventBase], session_id: str, seq: int, ts: float, data: EventData
 ) -> CoderEvent:
-    return CoderEvent.model_construct(session_id=session_id, seq=seq, ts=ts, kind=kind, data=data)
+    event = cls.model_construct(session_id=session_id, seq=seq, ts=ts, kind=data.KIND, data=data)
+    return event  # type: ignore[return-value]  # cls is one of CoderEvent's members
 
 
 if not _fast_construct_ok():  # a pydantic whose internals differ: take the slow path
@@ -201,7 +203,9 @@ class Journal:
     def write(self, event: CoderEvent) -> None:
         # `_value_`, not `.value`: the enum property costs more than the row
         row = {"seq": event.seq, "ts": event.ts, "kind": event.kind._value_, "data": event.data}
-        # Serialized now (a caller may reuse its dict); non-JSON values become str.
+        # Serialized now, in the shape journals always had (the payload model
+        # writes the same keys the dict did); non-JSON values in a payload's
+        # open part become str.
         self._pending.append(to_json(row, fallback=str))
         if not self._flush_scheduled:
             try:
@@ -231,20 +235,37 @@ class Journal:
             self._file = None
 
 
-def read_journal(path: Path, kind: str | None = None) -> list[dict[str, Any]]:
-    """Rows of a journal (optionally of one kind); unparseable lines are skipped."""
-    rows: list[dict[str, Any]] = []
+def read_journal(
+    path: Path, kind: str | None = None, *, session_id: str | None = None
+) -> list[CoderEvent]:
+    """The events of a journal (optionally of one kind), typed and validated.
+
+    A journal row has no `session_id`; it is `session_id`, or else the file's
+    name (`<session>.events.jsonl`). A line that is not JSON or not a valid
+    event (a torn last write, a kind or shape this version does not know) is
+    skipped with a warning naming the file and line; the lines after it still
+    load, and the file is never rewritten."""
+    events: list[CoderEvent] = []
     if not path.exists():
-        return rows
+        return events
+    sid = session_id if session_id is not None else path.name.removesuffix(".events.jsonl")
     with open(path, encoding="utf-8", errors="replace") as fh:
-        for line in fh:
+        for number, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
             try:
                 row = json.loads(line)
-            except ValueError:
+                if kind is not None and isinstance(row, dict) and row.get("kind") != kind:
+                    continue
+                if not isinstance(row, dict):
+                    raise ValueError("not a JSON object")
+                event = parse_event({**row, "session_id": sid})
+            except ValueError as exc:  # JSONDecodeError and ValidationError are ValueErrors
+                reason = " ".join(str(exc).split())[:300]
+                log.warning("skipped line %d of the journal %s: %s", number, path, reason)
                 continue
-            if kind is None or row.get("kind") == kind:
-                rows.append(row)
-    return rows
+            events.append(event)
+    return events
 
 
 def last_journal_seq(path: Path, block: int = 65536) -> int | None:
@@ -300,8 +321,12 @@ class EventLog:
         self._buffer: deque[CoderEvent] = deque()
         self._subscribers: list[Subscription[CoderEvent]] = []
 
-    def append(self, kind: EventKind, data: dict[str, Any] | None = None) -> CoderEvent:
-        event = _construct_event(self.session_id, self.next_seq, self.clock(), kind, data or {})
+    def append(self, data: EventData) -> CoderEvent:
+        """Sequence one event and hand it to the journal, the observer and every
+        subscriber; never waits for any of them."""
+        event = _construct_event(
+            EVENT_CLASSES[data.__class__], self.session_id, self.next_seq, self.clock(), data
+        )
         buffer = self._buffer
         buffer.append(event)
         if self.cap and len(buffer) > self.cap:

@@ -21,10 +21,9 @@ from typing import Any, TypeVar
 
 from ..config import SupervisorConfig
 from ..errors import CorralError
+from ..events import AgentStatusData, CoderEvent, EventData, StateChangedData
 from ..models import (
-    CoderEvent,
     CoderSession,
-    EventKind,
     SessionDetail,
     SessionSummary,
     SubscribeResult,
@@ -188,8 +187,9 @@ class SessionRegistry:
         live.session.event_cursor = live.log.next_seq + announcing
         self._require_store().save_session(live.session)
 
-    def emit(self, live: LiveSession, kind: EventKind, data: dict[str, Any] | None = None) -> None:
-        live.log.append(kind, data)
+    def emit(self, live: LiveSession, data: EventData) -> None:
+        """Announce one event (its payload names its kind)."""
+        live.log.append(data)
 
     def transition(self, live: LiveSession, dst: CoderState) -> None:
         """Persist, then announce, then stop a finished session's agent pane."""
@@ -206,7 +206,7 @@ class SessionRegistry:
             session.state = src
             session.updated_at = before
             raise
-        self.emit(live, EventKind.STATE_CHANGED, {"from": src.value, "to": dst.value})
+        self.emit(live, StateChangedData(from_=src, to=dst))
         if dst.is_terminal:
             self.on_finished(session)
         if dst.is_terminal and self.panes is not None and self.panes.record(session.id):
@@ -225,13 +225,12 @@ class SessionRegistry:
         question = reading.question
         self.emit(
             live,
-            EventKind.AGENT_STATUS,
-            {
-                "status": reading.status.value,
-                "reason": reading.reason,
-                "source": reading.source,
-                "question": question.prompt if question else None,
-            },
+            AgentStatusData(
+                status=reading.status,
+                reason=reading.reason,
+                source=reading.source,
+                question=question.prompt if question else None,
+            ),
         )
         self.board.notify(session_id)
 

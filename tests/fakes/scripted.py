@@ -17,7 +17,8 @@ from corral.supervisor.contracts.checks import run_command
 from corral.supervisor.contracts.drafting import DraftingError, DraftRequest, ReviseRequest
 from corral.supervisor.engines.base import Engine, EngineOutcome, RunContext
 from corral.supervisor.errors import CorralError
-from corral.supervisor.models import ContractCheck, EventKind, NoChangeFinding, OutcomeContract
+from corral.supervisor.events import PlanTextData, ToolCallData
+from corral.supervisor.models import ContractCheck, NoChangeFinding, OutcomeContract
 from corral.supervisor.states import LoopFailure
 
 # --- drafter ---------------------------------------------------------------
@@ -144,21 +145,21 @@ class ScriptedEngine:
         iterations = 0
         for step in script:
             for note in ctx.take_guidance():
-                ctx.emit(EventKind.PLAN_TEXT, {"text": f"Taking guidance: {note}"})
+                ctx.emit(PlanTextData(text=f"Taking guidance: {note}"))
             match step:
                 case Say(text):
-                    ctx.emit(EventKind.PLAN_TEXT, {"text": text})
+                    ctx.emit(PlanTextData(text=text))
                 case Write(path, content):
                     target = _inside(ctx.worktree, path)
                     target.parent.mkdir(parents=True, exist_ok=True)
                     target.write_text(content, encoding="utf-8")
-                    ctx.emit(EventKind.TOOL_CALL, {"tool": "write_file", "path": path})
+                    ctx.emit(ToolCallData.with_args("write_file", {"path": path}))
                 case Run(command, timeout):
-                    ctx.emit(EventKind.TOOL_CALL, {"tool": "shell", "command": command})
+                    ctx.emit(ToolCallData.with_args("shell", {"command": command}))
                     await run_command(command, ctx.worktree, timeout)
                 case Ask(prompt, options, write_to):
                     answer = await ctx.ask_user(prompt, options)
-                    ctx.emit(EventKind.PLAN_TEXT, {"text": f"Operator answered: {answer}"})
+                    ctx.emit(PlanTextData(text=f"Operator answered: {answer}"))
                     if write_to:
                         _inside(ctx.worktree, write_to).write_text(answer, encoding="utf-8")
                 case Sleep(seconds):

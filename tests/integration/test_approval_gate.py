@@ -58,7 +58,7 @@ async def test_confirm_run_approve_delivers_a_branch(
         assert kind in kinds
     # DiffReady comes before the transition to needs_approval
     states = [e for e in sup.registry.live(sid).log.buffered() if e.kind is EventKind.STATE_CHANGED]
-    assert [e.data["to"] for e in states][-1] == "needs_approval"
+    assert [e.data.to for e in states if e.kind is EventKind.STATE_CHANGED][-1] == "needs_approval"
     assert kinds.index(EventKind.DIFF_READY) < max(
         i for i, k in enumerate(kinds) if k is EventKind.STATE_CHANGED
     )

@@ -24,6 +24,7 @@ from tests.conftest import (
     git,
     hello_contract,
     kinds_of,
+    plan_texts,
     proposed,
     row_of,
     run_to_gate,
@@ -105,7 +106,7 @@ async def test_an_all_green_baseline_gets_exactly_one_reassessment(
     assert result.baseline_gates_nothing is True
     assert [r.passed for r in result.baseline] == [True]
     assert result.state is S.CONTRACT_PROPOSED
-    texts = [e.data.get("text", "") for e in sup.registry.live(result.session_id).log.buffered()]
+    texts = plan_texts(sup, result.session_id)
     assert any("already pass before any edits" in t for t in texts)
     assert any("proves nothing yet" in t for t in texts)
     stored = sup.store.load_session(result.session_id)
@@ -124,7 +125,7 @@ async def test_an_improved_reassessment_replaces_the_weak_contract(
     assert result.contract is not None
     assert [c.command for c in result.contract.checks] == [HELLO_CHECK[1]]
     assert [r.passed for r in result.baseline] == [False]
-    texts = [e.data.get("text", "") for e in sup.registry.live(result.session_id).log.buffered()]
+    texts = plan_texts(sup, result.session_id)
     assert any("now include a failing baseline" in t for t in texts)
 
 
@@ -199,10 +200,10 @@ async def test_drafting_auth_failure_fails_with_auth_required(
         for e in sup.registry.live(row.session_id).log.buffered()
         if e.kind is EventKind.AUTH_REQUIRED
     ]
-    assert len(auth_events) == 1 and auth_events[0].data["wait_secs"] == 0
+    assert len(auth_events) == 1 and auth_events[0].data.wait_secs == 0
     await asyncio.sleep(0)  # journal flush
-    rows = read_journal(sup.journal_path(row.session_id), "auth_required")
-    assert len(rows) == 1
+    journaled = read_journal(sup.journal_path(row.session_id), EventKind.AUTH_REQUIRED)
+    assert journaled == auth_events
     stored = sup.store.load_session(row.session_id)
     assert stored is not None and stored.failure_kind is FailureKind.AUTH_REQUIRED
 
@@ -307,7 +308,10 @@ async def test_a_check_edit_is_applied_verbatim_without_the_drafter(
     assert any("Verification request accepted" in m for m in session.steering_messages)
     new = [e for e in sup.registry.live(sid).log.buffered() if e.seq >= seq_before]
     proposals = [e for e in new if e.kind is EventKind.CONTRACT_PROPOSED]
-    assert [e.data["revised"] for e in proposals] == [True, True]
+    assert [e.data.revised for e in proposals if e.kind is EventKind.CONTRACT_PROPOSED] == [
+        True,
+        True,
+    ]
     stored = sup.store.load_session(sid)
     assert stored is not None and stored.contract == result.contract
 
@@ -344,7 +348,9 @@ async def test_an_equivalent_redraft_is_a_soft_rejection(
         for e in sup.registry.live(sid).log.buffered()
         if e.kind is EventKind.CONTRACT_REVISION_REJECTED
     ]
-    assert [e.data["request"] for e in rejected] == ["make it more robust somehow"]
+    assert [e.data.request for e in rejected if e.kind is EventKind.CONTRACT_REVISION_REJECTED] == [
+        "make it more robust somehow"
+    ]
     assert row_of(sup, sid).needs_you is NeedsYou.CONTRACT
 
 

@@ -14,7 +14,7 @@ from corral.supervisor.errors import CorralError
 from corral.supervisor.git.leases import LeaseState
 from corral.supervisor.models import ContractCheck, EventKind, OutcomeContract
 from corral.supervisor.states import CoderState as S
-from tests.conftest import SupervisorFactory, git, kinds_of
+from tests.conftest import SupervisorFactory, git, kinds_of, plan_texts
 from tests.fakes.scripted import Run, ScriptedDrafter, ScriptedEngine, Write, contract
 
 
@@ -61,9 +61,7 @@ async def test_a_dirty_checkout_is_the_starting_point_and_never_ships_on_a_branc
     assert row.needs_you == "merge"
     session = sup.get(sid).session
     assert session.inputs_snapshot is not None  # the task saw the WIP (check sees_wip passed)
-    assert "private snapshot" in " ".join(
-        str(e.data.get("text", "")) for e in sup.registry.live(sid).log.buffered()
-    )
+    assert "private snapshot" in " ".join(plan_texts(sup, sid))
     result = await sup.approve(sid)
     assert git(repo, "status", "--porcelain") == status  # checkout untouched
     files = git(repo, "ls-tree", "-r", "--name-only", result.branch or "").split()
@@ -143,9 +141,11 @@ async def test_partial_approval_delivers_exactly_one_hunk_of_three(
     assert (Path(session.worktree or "") / "extra.txt").exists()
     assert lease_state(sup, session.worktree) is LeaseState.RETAINED
     evaluated = [
-        e for e in sup.registry.live(sid).log.buffered() if e.kind is EventKind.CONTRACT_EVALUATED
+        e.data
+        for e in sup.registry.live(sid).log.buffered()
+        if e.kind is EventKind.CONTRACT_EVALUATED
     ]
-    assert evaluated[-1].data["scope"] == "approved subset"
+    assert evaluated[-1].scope == "approved subset"
 
 
 async def test_a_red_subset_is_refused_unless_overridden_and_the_override_is_recorded(

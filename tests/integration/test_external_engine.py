@@ -20,7 +20,7 @@ from corral.supervisor.demo import demo_contract, make_demo_repo
 from corral.supervisor.factory import build_supervisor
 from corral.supervisor.models import ContractCheck, EventKind, OutcomeContract
 from corral.supervisor.states import CoderState as S
-from tests.conftest import fast_config, kinds_of
+from tests.conftest import fast_config, kinds_of, plan_texts
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 
@@ -74,11 +74,11 @@ async def test_a_question_is_answered_through_the_api_and_the_run_reaches_review
         kinds = kinds_of(sup, sid)
         assert EventKind.AGENT_STATUS in kinds and EventKind.CONTRACT_EVALUATED in kinds
         evaluated = [
-            e
+            e.data
             for e in sup.registry.live(sid).log.buffered()
             if e.kind is EventKind.CONTRACT_EVALUATED
         ]
-        assert evaluated[-1].data["by"] == "runtime" and evaluated[-1].data["passed"]
+        assert evaluated[-1].by == "runtime" and evaluated[-1].passed
         session = sup.get(sid).session
         assert session.engine_ran == "external:demo" and session.requested_engine == "auto"
         assert session.pane and session.pane["state"] == "live"
@@ -104,7 +104,7 @@ async def test_red_checks_go_back_to_the_agent_then_fail_after_the_repair_budget
         assert row.failure_kind == "error"
         assert "contract not satisfied" in (row.error or "")
         screen = sup.agent_screen(sid)
-        texts = [str(e.data.get("text", "")) for e in sup.registry.live(sid).log.buffered()]
+        texts = plan_texts(sup, sid)
         assert any("handing them back to the engine" in t for t in texts)
         assert screen is None or isinstance(screen.lines, list)
     finally:
@@ -160,7 +160,7 @@ async def test_a_crashed_agent_is_restarted_once_then_fails_loudly(
                 await sup.wait_for(sid, needs=True, timeout=30)
         row = await sup.wait_for(sid, {S.FAILED}, timeout=30)
         assert "external agent 'demo' failed" in (row.error or "")
-        texts = [str(e.data.get("text", "")) for e in sup.registry.live(sid).log.buffered()]
+        texts = plan_texts(sup, sid)
         assert any("transient retry" in t for t in texts)
     finally:
         await sup.close()
@@ -185,7 +185,7 @@ async def test_panes_outlive_the_supervisor_and_are_readopted(
         await second.respond(sid, "1")
         row = await second.wait_for(sid, {S.NEEDS_APPROVAL, S.FAILED}, timeout=30)
         assert row.state is S.NEEDS_APPROVAL, row.error
-        texts = [str(e.data.get("text", "")) for e in second.registry.live(sid).log.buffered()]
+        texts = plan_texts(second, sid)
         assert any("re-adopted" in t for t in texts)
     finally:
         await second.close()

@@ -15,15 +15,24 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
 from corral.supervisor.engines.base import EngineOutcome, RunContext
 from corral.supervisor.engines.native import NativeEngine
 from corral.supervisor.errors import CorralError
+from corral.supervisor.events import (
+    EventData,
+    IterationStartedData,
+    ModelUsageData,
+    PlanTextData,
+    ToolCallData,
+    ToolDeniedData,
+    ToolResultData,
+)
 from corral.supervisor.llm.base import Message, ModelError, ToolCall, Turn, Usage
-from corral.supervisor.models import CheckResult, EventKind
+from corral.supervisor.models import CheckResult
 from corral.supervisor.states import LoopFailure
 from tests.conftest import git, init_repo
 from tests.fakes.scripted import contract
@@ -117,15 +126,18 @@ def worktree(tmp_path: Path) -> Path:
     return wt
 
 
+D = TypeVar("D", bound=EventData)
+
+
 @dataclass
 class Recorder:
-    events: list[tuple[EventKind, dict[str, Any]]] = field(default_factory=list)
+    events: list[EventData] = field(default_factory=list)
     guidance: list[str] = field(default_factory=list)
     asked: list[tuple[str, list[str]]] = field(default_factory=list)
     withdrawn: int = 0
 
-    def of(self, kind: EventKind) -> list[dict[str, Any]]:
-        return [data for k, data in self.events if k is kind]
+    def of(self, payload: type[D]) -> list[D]:
+        return [data for data in self.events if isinstance(data, payload)]
 
 
 def make_ctx(
@@ -164,11 +176,11 @@ def make_ctx(
         deadline=deadline,
         round=round_,
         failing_checks=failing or [],
-        emit=lambda kind, data: rec.events.append((kind, data)),
+        emit=rec.events.append,
         ask_user=asking,
         take_guidance=take,
         iteration_started=lambda n: rec.events.append(
-            (EventKind.ITERATION_STARTED, {"n": n, "max": max_iterations})
+            IterationStartedData(n=n, max=max_iterations)
         ),
         withdraw_question=withdraw,
     )
@@ -227,18 +239,18 @@ async def test_a_task_reads_edits_and_ends_with_events_and_summed_usage(worktree
         "report_no_change",
     }
 
-    assert rec.of(EventKind.ITERATION_STARTED) == [{"n": i, "max": 8} for i in (1, 2, 3)]
-    tool_events = rec.of(EventKind.TOOL_CALL)
-    assert {"tool": "read_file", "path": "app.py"} in tool_events
-    assert any(e["tool"] == "edit_file" and e.get("old_text") == "<7 chars>" for e in tool_events)
+    assert rec.of(IterationStartedData) == [IterationStartedData(n=i, max=8) for i in (1, 2, 3)]
+    calls = rec.of(ToolCallData)
+    assert ToolCallData.with_args("read_file", {"path": "app.py"}) in calls
+    assert any(e.tool == "edit_file" and e.args.get("old_text") == "<7 chars>" for e in calls)
     assert any(
-        e["tool"] == "edit_file" and "edited app.py" in e.get("result", "") for e in tool_events
+        e.tool == "edit_file" and "edited app.py" in e.result for e in rec.of(ToolResultData)
     )
-    usage = rec.of(EventKind.EXTERNAL_EVENT)
-    assert [u["tokens_in"] for u in usage] == [100, 250, 450]
-    assert usage[-1]["tokens_out"] == 35
-    assert usage[-1]["cost_usd"] == pytest.approx(0.03)
-    assert {"text": "greet() now says hi."} in rec.of(EventKind.PLAN_TEXT)
+    usage = rec.of(ModelUsageData)
+    assert [u.tokens_in for u in usage] == [100, 250, 450]
+    assert usage[-1].tokens_out == 35
+    assert usage[-1].cost_usd == pytest.approx(0.03)
+    assert PlanTextData(text="greet() now says hi.") in rec.of(PlanTextData)
 
 
 async def test_write_file_refuses_an_existing_file_that_was_not_read(worktree: Path) -> None:
@@ -293,7 +305,7 @@ async def test_paths_that_escape_the_worktree_are_refused(worktree: Path, tmp_pa
         assert tool_result(provider, tool_call).startswith("denied by corral policy")
         assert "TOP SECRET" not in tool_result(provider, tool_call)
     assert not (tmp_path / "planted.txt").exists()
-    denied = [e for e in rec.of(EventKind.TOOL_CALL) if "denied" in e]
+    denied = rec.of(ToolDeniedData)
     assert len(denied) == 5
 
 
@@ -316,9 +328,9 @@ async def test_dangerous_shell_commands_are_denied_with_the_reason(
     result = tool_result(provider, shell)
     assert result.startswith("denied by corral policy")
     assert needle in result
-    (event,) = [e for e in rec.of(EventKind.TOOL_CALL) if e["tool"] == "shell"]
-    assert event["command"] == command
-    assert needle in event["denied"]
+    (event,) = [e for e in rec.of(ToolDeniedData) if e.tool == "shell"]
+    assert event.args["command"] == command
+    assert needle in event.denied
 
 
 async def test_shell_runs_in_the_worktree_with_a_scrubbed_marked_environment(
@@ -340,7 +352,7 @@ async def test_shell_runs_in_the_worktree_with_a_scrubbed_marked_environment(
     assert "token=none" in result and "sekrit" not in result
     assert (worktree / "out.txt").read_text() == "hi\n"
     assert outcome.failure is None
-    assert any(e.get("result", "").startswith("exit 0") for e in rec.of(EventKind.TOOL_CALL))
+    assert any(e.result.startswith("exit 0") for e in rec.of(ToolResultData))
 
 
 def _gone(pid: int) -> bool:
@@ -420,7 +432,7 @@ async def test_guidance_queued_during_a_turn_reaches_the_model_next_round(worktr
     assert "Guidance from the operator" in second.content
     third = provider.calls[2].messages[-1]
     assert third.role == "user" and "also update the README" in third.content
-    texts = [e["text"] for e in rec.of(EventKind.PLAN_TEXT)]
+    texts = [e.text for e in rec.of(PlanTextData)]
     assert any("use tabs, not spaces" in t for t in texts)
 
 
@@ -435,7 +447,7 @@ async def test_max_iterations_cuts_the_run_as_budget_exhausted(worktree: Path) -
     assert "all 2 iterations" in (outcome.error or "")
     assert outcome.iterations == 2
     assert len(provider.calls) == 2
-    assert [e["n"] for e in rec.of(EventKind.ITERATION_STARTED)] == [1, 2]
+    assert [e.n for e in rec.of(IterationStartedData)] == [1, 2]
 
 
 async def test_the_deadline_cuts_a_model_call_with_the_remaining_time(worktree: Path) -> None:
@@ -565,7 +577,7 @@ async def test_a_worktree_policy_file_narrows_an_allowed_command(worktree: Path)
     assert result.startswith("denied by corral policy (operator policy)")
     assert "team.toml" in result and "^echo hello" in result
     assert "goodbye" in tool_result(provider, allowed)
-    assert any("team.toml" in e.get("denied", "") for e in rec.of(EventKind.TOOL_CALL))
+    assert any("team.toml" in e.denied for e in rec.of(ToolDeniedData))
 
 
 async def test_a_global_policy_file_can_take_tools_away(worktree: Path, tmp_path: Path) -> None:
@@ -652,4 +664,4 @@ async def test_guidance_after_the_last_allowed_turn_does_not_fail_a_finished_run
     outcome = await engine(provider, worktree.parent).run(ctx)
 
     assert outcome.failure is None
-    assert any("too late" in e["text"] for e in rec.of(EventKind.PLAN_TEXT))
+    assert any("too late" in e.text for e in rec.of(PlanTextData))

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from corral.supervisor.errors import CorralError
-from corral.supervisor.models import CoderEvent, EventKind, SessionSummary
+from corral.supervisor.events import CoderEvent
+from corral.supervisor.models import EventKind, SessionSummary
 from corral.supervisor.session.questions import (
     GUIDANCE_SIZE,
     MAX_GUIDANCE_BYTES,
@@ -26,6 +27,7 @@ from tests.conftest import (
     eventually,
     git,
     kinds_of,
+    plan_texts,
     proposed,
     row_of,
     run_to_gate,
@@ -76,9 +78,11 @@ async def test_a_nomination_parks_as_a_finding_and_needs_accept_finding(
     assert finding.verification == "human_approved"
     assert finding.resolved_at is not None and finding.resolver_comment == "fine"
     resolved = [
-        e for e in sup.registry.live(sid).log.buffered() if e.kind is EventKind.FINDING_RESOLVED
+        e.data.accepted
+        for e in sup.registry.live(sid).log.buffered()
+        if e.kind is EventKind.FINDING_RESOLVED
     ]
-    assert [e.data["accepted"] for e in resolved] == [True]
+    assert resolved == [True]
     assert git(repo, "branch", "--list", "corral/*").strip() == ""
 
 
@@ -114,9 +118,11 @@ async def test_an_ask_user_round_trip_through_respond(
     assert row.steering_available is False
     assert sup.question_options(sid) == ["hi", "hello"]
     requested = [
-        e for e in sup.registry.live(sid).log.buffered() if e.kind is EventKind.USER_INPUT_REQUESTED
+        e.data.prompt
+        for e in sup.registry.live(sid).log.buffered()
+        if e.kind is EventKind.USER_INPUT_REQUESTED
     ]
-    assert [e.data["prompt"] for e in requested] == ["What greeting?"]
+    assert requested == ["What greeting?"]
     with pytest.raises(CorralError, match="Answer the task's pending question first"):
         await sup.respond(sid, "keep it short", steer=True)
 
@@ -126,8 +132,7 @@ async def test_an_ask_user_round_trip_through_respond(
     assert row.question_prompt is None
     worktree = Path(sup.get(sid).session.worktree or "")
     assert (worktree / "hello.txt").read_text() == "hi"  # the answer reached the engine
-    texts = [e.data.get("text") for e in sup.registry.live(sid).log.buffered()]
-    assert "Operator answered: hi" in texts
+    assert "Operator answered: hi" in plan_texts(sup, sid)
 
 
 async def test_respond_without_a_question_errors(
@@ -175,8 +180,10 @@ async def test_an_expired_question_clears_the_gate_before_the_expired_event(
 
     assert row.state is S.FAILED
     assert row.error is not None and "no user response within" in row.error
-    [(expired, summary)] = [(e, s) for e, s in at_event if e.kind is EventKind.USER_INPUT_EXPIRED]
-    assert expired.data["prompt"] == "Anyone there?"
+    [(expired, summary)] = [
+        (e.data, s) for e, s in at_event if e.kind is EventKind.USER_INPUT_EXPIRED
+    ]
+    assert expired.prompt == "Anyone there?"
     assert summary.state is S.RUNNING
     assert summary.needs_you is None and summary.question_prompt is None
     asked = [s for e, s in at_event if e.kind is EventKind.USER_INPUT_REQUESTED]
@@ -212,17 +219,16 @@ async def test_steering_is_queued_while_running_and_refused_otherwise(
     stored = sup.store.load_session(sid)
     assert stored is not None and stored.steering_messages == ["Keep the public API"]
     guidance = [
-        e for e in sup.registry.live(sid).log.buffered() if e.kind is EventKind.OPERATOR_GUIDANCE
+        e.data
+        for e in sup.registry.live(sid).log.buffered()
+        if e.kind is EventKind.OPERATOR_GUIDANCE
     ]
-    assert [(e.data["text"], e.data["status"]) for e in guidance] == [
-        ("Keep the public API", "queued")
-    ]
+    assert [(g.text, g.status) for g in guidance] == [("Keep the public API", "queued")]
 
     release.set()
     row = await sup.wait_for(sid, needs=True, timeout=10)
     assert row.state is S.NEEDS_APPROVAL
-    texts = [e.data.get("text") for e in sup.registry.live(sid).log.buffered()]
-    assert "Taking guidance: Keep the public API" in texts
+    assert "Taking guidance: Keep the public API" in plan_texts(sup, sid)
     assert "Operator guidance:\n- Keep the public API" in sup.get(sid).session.execution_intent()
 
     with pytest.raises(CorralError, match="not accepting steering"):

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from corral.supervisor.errors import CorralError
-from corral.supervisor.models import CoderEvent, EventKind
+from corral.supervisor.events import CoderEvent
+from corral.supervisor.models import EventKind
 from corral.supervisor.states import CoderState
 from tests.conftest import (
     SupervisorFactory,
@@ -66,7 +67,7 @@ async def test_subscribe_replays_the_history_then_streams_live(
     async with asyncio.timeout(10):
         async for event in sub:
             seen.append(event)
-            if event.kind is EventKind.STATE_CHANGED and event.data["to"] == "needs_approval":
+            if event.kind is EventKind.STATE_CHANGED and event.data.to is CoderState.NEEDS_APPROVAL:
                 break
     assert [e.seq for e in seen] == list(range(history[-1].seq + 1, seen[-1].seq + 1))
     assert EventKind.DIFF_READY in [e.kind for e in seen]

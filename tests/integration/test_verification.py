@@ -17,6 +17,7 @@ from tests.conftest import (
     events_of,
     eventually,
     git,
+    plan_texts,
     proposed,
     row_of,
     run_to_gate,
@@ -50,10 +51,10 @@ async def test_a_repair_round_gets_the_failing_checks(
     assert engine.contexts[0].failing_checks == []
     failing = engine.contexts[1].failing_checks
     assert [(r.name, r.passed) for r in failing] == [("hello", False)]
-    texts = [e.data.get("text", "") for e in sup.registry.live(sid).log.buffered()]
+    texts = plan_texts(sup, sid)
     assert any("handing them back to the engine (repair 1 of 2)" in t for t in texts)
     evaluated = [
-        e.data["passed"]
+        e.data.passed
         for e in sup.registry.live(sid).log.buffered()
         if e.kind is EventKind.CONTRACT_EVALUATED
     ]
@@ -121,7 +122,10 @@ async def test_an_edited_worktree_after_review_is_not_delivered(
     await eventually(lambda: sup.get(sid).session.changed_since_verification == ["hello.txt"])
     assert row_of(sup, sid).changed_since_verification is True
     changed = [e for e in events_of(sup, sid) if e.kind is EventKind.WORKTREE_CHANGED]
-    assert changed[-1].data == {"phase": "since_verification", "files": ["hello.txt"]}
+    assert changed[-1].data.model_dump(exclude_none=True) == {
+        "phase": "since_verification",
+        "files": ["hello.txt"],
+    }
     files = await sup.review_files(sid)  # the verified change, not the live one
     assert [ln for f in files for h in f.hunks for ln in h.lines] == ["+hi\n"]
 

@@ -95,12 +95,16 @@ async def test_a_file_rewritten_while_the_checks_run_is_never_accepted(
     assert row.state is S.FAILED
     error = sup.get(sid).session.error or ""
     assert "the worktree changed during verification, on each of 3 attempts (clock.txt)" in error
-    moved = [e.data for e in events_of(sup, sid) if e.kind is EventKind.WORKTREE_CHANGED]
+    moved = [
+        e.data.model_dump() for e in events_of(sup, sid) if e.kind is EventKind.WORKTREE_CHANGED
+    ]
     assert [(d["phase"], d["files"], d["attempt"]) for d in moved] == [
         ("during_verification", ["clock.txt"], n) for n in (1, 2, 3)
     ]
     evaluated = [e for e in events_of(sup, sid) if e.kind is EventKind.CONTRACT_EVALUATED]
-    assert evaluated[-1].data["passed"] is False  # every check passed, but on a moving tree
+    assert (
+        evaluated[-1].data.model_dump()["passed"] is False
+    )  # every check passed, but on a moving tree
     assert sup.get(sid).session.review_tree is None
     assert git(repo, "branch", "--list", "corral/*").strip() == ""
 
@@ -120,7 +124,9 @@ async def test_a_file_written_once_during_the_checks_is_verified_again(
     row = await run_to_gate(sup, sid)
 
     assert row.state is S.NEEDS_APPROVAL
-    moved = [e.data for e in events_of(sup, sid) if e.kind is EventKind.WORKTREE_CHANGED]
+    moved = [
+        e.data.model_dump() for e in events_of(sup, sid) if e.kind is EventKind.WORKTREE_CHANGED
+    ]
     assert moved == [{"phase": "during_verification", "files": ["late.txt"], "attempt": 1, "of": 3}]
     session = sup.get(sid).session
     assert session.review_tree is not None
@@ -192,7 +198,7 @@ async def test_after_a_restart_the_review_is_of_the_verified_tree(
     try:  # unchanged: exactly as verified
         assert row_of(second, sid).needs_you == "merge"
         assert second.get(sid).session.changed_since_verification == []
-        texts = [str(e.data.get("text")) for e in events_of(second, sid)]
+        texts = [str(getattr(e.data, "text", "")) for e in events_of(second, sid)]
         assert any("the worktree is exactly as verified" in t for t in texts)
     finally:
         await second.close()
@@ -207,7 +213,7 @@ async def test_after_a_restart_the_review_is_of_the_verified_tree(
         session = third.get(sid).session
         assert session.review_tree == verified
         assert session.changed_since_verification == ["hello.txt"]
-        texts = [str(e.data.get("text")) for e in events_of(third, sid)]
+        texts = [str(getattr(e.data, "text", "")) for e in events_of(third, sid)]
         assert any("the worktree changed since verification (hello.txt)" in t for t in texts)
         result = await third.approve(sid)
         assert git(repo, "show", f"{result.branch}:hello.txt") == "hi\n"

@@ -11,6 +11,7 @@ from corral.tui.app import CorralApp
 from corral.tui.screens.help import HelpScreen
 from corral.tui.screens.new_session import NewSessionScreen
 from corral.tui.screens.prompt import TextPrompt
+from tests.conftest import plan_texts
 
 from .conftest import (
     FIXED_NOW,
@@ -198,5 +199,5 @@ async def test_a_contract_file_in_the_form_and_a_reject_comment(
         await pilot.press(*"not like this", "enter")
         row = await sup.wait_for(sid, {CoderState.ABANDONED}, timeout=10)
         assert row.state is CoderState.ABANDONED
-        texts = [str(e.data.get("text", "")) for e in sup.registry.live(sid).log.buffered()]
+        texts = plan_texts(sup, sid)
         assert "Rejected: not like this" in texts

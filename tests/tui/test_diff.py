@@ -14,6 +14,7 @@ from corral.tui.app import CorralApp
 from corral.tui.screens.diff import DiffScreen
 from corral.tui.screens.new_session import NewSessionScreen
 from corral.tui.screens.prompt import TextPrompt
+from tests.conftest import plan_texts
 from tests.fakes.scripted import (
     ScriptedDrafter,
     ScriptedEngine,
@@ -195,6 +196,6 @@ async def test_reject_from_the_diff_asks_for_a_comment_and_escape_keeps_reviewin
         await pilot.press(*"too broad", "enter")
         row = await sup.wait_for(sid, {CoderState.ABANDONED}, timeout=10)
         assert not isinstance(app.screen, DiffScreen)
-        texts = [str(e.data.get("text", "")) for e in sup.registry.live(sid).log.buffered()]
+        texts = plan_texts(sup, sid)
     assert row.state is CoderState.ABANDONED
     assert "Rejected: too broad" in texts

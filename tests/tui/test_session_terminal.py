@@ -157,7 +157,7 @@ def test_session_screen_with_a_live_agent_terminal(
             newest = view._version == sup.agent_screen_version(sid)
             shown = newest and view.display and "esc to interrupt" in view.content.plain  # type: ignore[union-attr]
             working = any(
-                e.kind is EventKind.AGENT_STATUS and e.data.get("status") == "running"
+                e.kind is EventKind.AGENT_STATUS and e.data.status == "running"
                 for e in screen.events
             )
             return bool(shown and working and caught_up(screen))

@@ -13,7 +13,18 @@ from pathlib import Path
 
 import pytest
 
-from corral.supervisor.models import CoderEvent, CoderSession, EventKind, SessionSummary
+from corral.supervisor.events import (
+    AuthRequiredData,
+    CheckCompletedData,
+    CoderEvent,
+    DiffReadyData,
+    IterationStartedData,
+    OperatorGuidanceData,
+    PlanTextData,
+    ToolCallData,
+    UserInputRequestedData,
+)
+from corral.supervisor.models import CheckResult, CoderSession, SessionSummary
 from corral.supervisor.session.board import BoardFeed, WatchDropped
 from corral.supervisor.session.events import EventLog
 from corral.supervisor.session.live import LiveSession
@@ -58,14 +69,14 @@ async def test_narration_does_not_push_but_attention_changes_do() -> None:
     entry = board.add("s1")
     watcher = board.feed.register()
 
-    entry.log.append(EventKind.PLAN_TEXT, {"text": "thinking"})
-    entry.log.append(EventKind.TOOL_CALL, {"tool": "shell"})
-    entry.log.append(EventKind.CHECK_COMPLETED, {"result": {}})
-    entry.log.append(EventKind.OPERATOR_GUIDANCE, {"text": "x"})
+    entry.log.append(PlanTextData(text="thinking"))
+    entry.log.append(ToolCallData(tool="shell"))
+    entry.log.append(CheckCompletedData(result=CheckResult(name="c", passed=True)))
+    entry.log.append(OperatorGuidanceData(text="x", status="queued"))
     await settle()
     assert watcher.get_nowait() == []
 
-    entry.log.append(EventKind.ITERATION_STARTED, {"n": 2})
+    entry.log.append(IterationStartedData(n=2, max=8))
     await settle()
     pushed = watcher.get_nowait()
     assert [(s.session_id, s.iterations) for s in pushed] == [("s1", 2)]
@@ -76,20 +87,20 @@ async def test_clearing_a_sign_in_request_fans_out_even_for_narration() -> None:
     entry = board.add("s1")
     watcher = board.feed.register()
 
-    entry.log.append(EventKind.AUTH_REQUIRED, {"message": "sign in", "wait_secs": 30})
+    entry.log.append(AuthRequiredData(message="sign in", wait_secs=30))
     await settle()
     [row] = watcher.get_nowait()
     assert row.needs_you is NeedsYou.AUTH
     assert (row.auth_message, row.auth_wait_secs) == ("sign in", 30)
     assert row.needs_you_label == "sign-in needed"
 
-    entry.log.append(EventKind.PLAN_TEXT, {"text": "signed in, continuing"})
+    entry.log.append(PlanTextData(text="signed in, continuing"))
     await settle()
     [row] = watcher.get_nowait()
     assert row.needs_you is None
     assert row.auth_message is None and row.auth_wait_secs is None
 
-    entry.log.append(EventKind.PLAN_TEXT, {"text": "more narration"})
+    entry.log.append(PlanTextData(text="more narration"))
     await settle()
     assert watcher.get_nowait() == []
 
@@ -101,10 +112,10 @@ async def test_many_changes_to_one_session_coalesce_into_one_newest_summary() ->
     watcher = board.feed.register()
 
     for n in range(1, 6):
-        a.log.append(EventKind.ITERATION_STARTED, {"n": n})
-    b.log.append(EventKind.ITERATION_STARTED, {"n": 1})
+        a.log.append(IterationStartedData(n=n, max=8))
+    b.log.append(IterationStartedData(n=1, max=8))
     a.session.state = CoderState.NEEDS_APPROVAL
-    a.log.append(EventKind.DIFF_READY, {})
+    a.log.append(DiffReadyData())
     await settle()
     rows = {s.session_id: s for s in watcher.get_nowait()}
     assert set(rows) == {"a", "b"}  # one summary per session
@@ -113,11 +124,11 @@ async def test_many_changes_to_one_session_coalesce_into_one_newest_summary() ->
     assert rows["a"].needs_you is NeedsYou.MERGE
 
     # across drains, an unread mailbox keeps only the newest summary per session
-    a.log.append(EventKind.ITERATION_STARTED, {"n": 6})
+    a.log.append(IterationStartedData(n=6, max=8))
     await settle()
-    a.log.append(EventKind.ITERATION_STARTED, {"n": 7})
+    a.log.append(IterationStartedData(n=7, max=8))
     await settle()
-    b.log.append(EventKind.ITERATION_STARTED, {"n": 2})
+    b.log.append(IterationStartedData(n=2, max=8))
     await settle()
     rows_list = watcher.get_nowait()
     assert [s.session_id for s in rows_list] == ["a", "b"]
@@ -133,7 +144,7 @@ async def test_one_drain_builds_each_summary_once_for_every_watcher() -> None:
     board.feed._build = lambda sid: (builds.append(sid), original(sid))[1]  # count builds
     watchers = [board.feed.register() for _ in range(3)]
     for n in range(1, 4):
-        entry.log.append(EventKind.ITERATION_STARTED, {"n": n})
+        entry.log.append(IterationStartedData(n=n, max=8))
     await settle()
     assert builds == ["s1"]
     rows = [w.get_nowait() for w in watchers]
@@ -148,7 +159,7 @@ async def test_a_waiting_reader_is_woken_by_a_push() -> None:
     reader = asyncio.create_task(watcher.get())
     await settle()
     assert not reader.done()
-    entry.log.append(EventKind.USER_INPUT_REQUESTED, {"prompt": "?"})
+    entry.log.append(UserInputRequestedData(prompt="?"))
     rows = await asyncio.wait_for(reader, 1)
     assert [r.session_id for r in rows] == ["s1"]
 
@@ -167,12 +178,12 @@ async def test_a_wedged_watcher_is_shed_and_a_healthy_one_is_kept() -> None:
     reader = asyncio.create_task(read_forever())
     try:
         for n in range(1, 4):
-            entry.log.append(EventKind.ITERATION_STARTED, {"n": n})
+            entry.log.append(IterationStartedData(n=n, max=8))
             await settle()
             await asyncio.sleep(0.04)
         # both got pushes; the wedged one has not read for > shed_secs with updates waiting
         await asyncio.sleep(0.06)
-        entry.log.append(EventKind.ITERATION_STARTED, {"n": 4})
+        entry.log.append(IterationStartedData(n=4, max=8))
         await settle()
 
         assert wedged.dropped
@@ -186,7 +197,7 @@ async def test_a_wedged_watcher_is_shed_and_a_healthy_one_is_kept() -> None:
             for _ in range(3):
                 await asyncio.wait_for(wedged.get(), 1)
         # and it is never handed anything again
-        entry.log.append(EventKind.ITERATION_STARTED, {"n": 5})
+        entry.log.append(IterationStartedData(n=5, max=8))
         await settle()
         assert wedged.get_nowait() == []
     finally:
@@ -198,7 +209,7 @@ async def test_a_quiet_watcher_with_nothing_waiting_is_not_shed() -> None:
     entry = board.add("s1")
     idle = board.feed.register()  # never reads, but nothing is queued for it yet
     await asyncio.sleep(0.05)
-    entry.log.append(EventKind.ITERATION_STARTED, {"n": 1})
+    entry.log.append(IterationStartedData(n=1, max=8))
     await settle()
     assert board.feed.is_registered(idle)
     assert [r.iterations for r in idle.get_nowait()] == [1]
@@ -210,7 +221,7 @@ async def test_no_watchers_means_no_summaries_are_built() -> None:
     builds: list[str] = []
     original = board.feed._build
     board.feed._build = lambda sid: (builds.append(sid), original(sid))[1]
-    entry.log.append(EventKind.ITERATION_STARTED, {"n": 1})
+    entry.log.append(IterationStartedData(n=1, max=8))
     await settle()
     assert builds == []
 
@@ -270,11 +281,11 @@ async def test_supervisor_pushes_skip_narration(
     sid = started.session_id
     _, watcher = sup.watch()
     entry = sup.registry.live(sid)
-    sup.registry.emit(entry, EventKind.PLAN_TEXT, {"text": "narration"})
-    sup.registry.emit(entry, EventKind.TOOL_CALL, {"tool": "read_file"})
+    sup.registry.emit(entry, PlanTextData(text="narration"))
+    sup.registry.emit(entry, ToolCallData(tool="read_file"))
     await settle()
     assert watcher.get_nowait() == []
-    sup.registry.emit(entry, EventKind.ITERATION_STARTED, {"n": 3, "max": 8})
+    sup.registry.emit(entry, IterationStartedData(n=3, max=8))
     await settle()
     [row] = watcher.get_nowait()
     assert row.iterations == 3

@@ -6,14 +6,30 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pydantic import ValidationError
 
-from corral.supervisor.models import CoderEvent, EventKind
+from corral.supervisor.events import (
+    EVENT_ADAPTER,
+    ErrorData,
+    ExternalData,
+    IterationStartedData,
+    IterationStartedEvent,
+    PaneAnswerData,
+    PlanTextData,
+    StateChangedData,
+    ToolCallData,
+    ToolDeniedData,
+    ToolResultData,
+    parse_event,
+)
+from corral.supervisor.models import EventKind
 from corral.supervisor.session.events import (
     EventLog,
     Journal,
@@ -23,13 +39,18 @@ from corral.supervisor.session.events import (
     last_journal_seq,
     read_journal,
 )
+from corral.supervisor.states import CoderState
+
+DATA = Path(__file__).parent / "data"
 
 DEFAULT_CAP = 2000  # SupervisorConfig.max_replay_events
+NOTE = PlanTextData(text="narration")
+CALL = ToolCallData(tool="shell")
 
 
-def fill(log: EventLog, n: int, kind: EventKind = EventKind.PLAN_TEXT) -> None:
+def fill(log: EventLog, n: int) -> None:
     for i in range(n):
-        log.append(kind, {"i": i})
+        log.append(PlanTextData(text=str(i)))
 
 
 def seqs(events) -> list[int]:
@@ -42,12 +63,12 @@ def seqs(events) -> list[int]:
 def test_replay_buffer_honors_the_cap() -> None:
     log = EventLog("s", cap=3)
     for i in range(5):
-        event = log.append(EventKind.PLAN_TEXT, {"i": i})
+        event = log.append(PlanTextData(text=str(i)))
         assert event.seq == i
         assert log.next_seq == i + 1
     assert seqs(log.buffered()) == [2, 3, 4]
     assert log.first_buffered_seq == 2
-    assert [e.data["i"] for e in log.buffered()] == [2, 3, 4]
+    assert [e.data for e in log.buffered()] == [PlanTextData(text=str(i)) for i in (2, 3, 4)]
 
 
 def test_cap_zero_keeps_everything() -> None:
@@ -61,7 +82,7 @@ def test_cap_zero_keeps_everything() -> None:
 def test_empty_log_head_is_next_seq() -> None:
     log = EventLog("s", start_seq=42)
     assert log.first_buffered_seq == 42
-    assert log.append(EventKind.PLAN_TEXT).seq == 42
+    assert log.append(NOTE).seq == 42
     assert log.next_seq == 43
 
 
@@ -103,7 +124,7 @@ async def test_subscribe_replays_then_goes_live_with_no_gap_or_duplicate() -> No
     waiter = asyncio.create_task(sub.get())
     await asyncio.sleep(0)
     assert not waiter.done()
-    log.append(EventKind.TOOL_CALL)
+    log.append(CALL)
     assert (await asyncio.wait_for(waiter, 1)).seq == 8
 
 
@@ -121,7 +142,7 @@ async def test_async_iteration_ends_when_the_subscription_closes() -> None:
     assert await asyncio.wait_for(reader, 1) == [0, 1, 2]
     assert log.subscriber_count == 0
     # closed subscribers get nothing more
-    log.append(EventKind.PLAN_TEXT)
+    log.append(NOTE)
     assert sub.pending() == 0
     with pytest.raises(SubscriptionClosed):
         await asyncio.wait_for(sub.get(), 1)
@@ -158,8 +179,9 @@ async def test_a_slow_subscriber_is_dropped_and_the_others_continue() -> None:
     reader = asyncio.create_task(drain())
     longest_append = 0.0
     for i in range(total):
+        data = ToolCallData.with_args("shell", {"i": i})
         t0 = time.perf_counter()
-        log.append(EventKind.TOOL_CALL, {"i": i})  # synchronous: never waits for a reader
+        log.append(data)  # synchronous: never waits for a reader
         longest_append = max(longest_append, time.perf_counter() - t0)
         if i % 4 == 3:
             await asyncio.sleep(0)
@@ -191,7 +213,7 @@ def test_replay_does_not_count_against_the_live_backlog() -> None:
     assert replayed == 50 and not sub.dropped
     fill(log, 4)
     assert not sub.dropped
-    log.append(EventKind.PLAN_TEXT)
+    log.append(NOTE)
     assert sub.dropped
 
 
@@ -208,11 +230,11 @@ def test_the_observer_runs_before_fanout() -> None:
 async def test_journal_writes_one_jsonl_row_per_event(tmp_path: Path) -> None:
     path = tmp_path / "journals" / "s.events.jsonl"
     log = EventLog("s", cap=2, journal=Journal(path), clock=lambda: 123.5)
-    log.append(EventKind.PLAN_TEXT, {"text": "héllo"})
-    log.append(EventKind.TOOL_CALL, {"tool": "shell", "path": Path("/x")})
-    log.append(EventKind.STATE_CHANGED, {"from": "running", "to": "failed"})
+    log.append(PlanTextData(text="héllo"))
+    log.append(ToolCallData.with_args("shell", {"path": Path("/x")}))
+    log.append(StateChangedData(from_=CoderState.RUNNING, to=CoderState.FAILED))
     await asyncio.sleep(0)  # the flush runs once per loop pass
-    rows = read_journal(path)
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
     assert rows == [
         {"seq": 0, "ts": 123.5, "kind": "plan_text", "data": {"text": "héllo"}},
         {"seq": 1, "ts": 123.5, "kind": "tool_call", "data": {"tool": "shell", "path": "/x"}},
@@ -223,25 +245,29 @@ async def test_journal_writes_one_jsonl_row_per_event(tmp_path: Path) -> None:
             "data": {"from": "running", "to": "failed"},
         },
     ]
+    # read back typed, the session id taken from the file's name
+    events = read_journal(path)
+    assert [e.model_dump(mode="json") for e in events] == [{"session_id": "s", **r} for r in rows]
+    assert events[2].kind is EventKind.STATE_CHANGED and events[2].data.to is CoderState.FAILED
     # the journal keeps what the capped buffer trimmed
     assert seqs(log.buffered()) == [1, 2]
-    assert [r["seq"] for r in read_journal(path, "tool_call")] == [1]
+    assert [e.seq for e in read_journal(path, "tool_call")] == [1]
     assert "héllo" in path.read_text(encoding="utf-8")  # not ascii-escaped
 
     log.close()
     # appending again (a restarted log continues the cursor) appends to the file
     log2 = EventLog("s", journal=Journal(path), start_seq=3)
-    log2.append(EventKind.ERROR, {"message": "x"})
+    log2.append(ErrorData(message="x"))
     log2.close()
-    assert [r["seq"] for r in read_journal(path)] == [0, 1, 2, 3]
+    assert seqs(read_journal(path)) == [0, 1, 2, 3]
 
 
 def test_journal_outside_a_loop_flushes_immediately(tmp_path: Path) -> None:
     path = tmp_path / "j.jsonl"
     journal = Journal(path)
     log = EventLog("s", journal=journal)
-    log.append(EventKind.PLAN_TEXT, {"text": "a"})
-    assert [r["kind"] for r in read_journal(path)] == ["plan_text"]
+    log.append(PlanTextData(text="a"))
+    assert [e.kind for e in read_journal(path)] == ["plan_text"]
     journal.close()
 
 
@@ -263,11 +289,55 @@ def test_the_last_journal_seq_is_read_from_the_end(tmp_path: Path) -> None:
     assert last_journal_seq(path, block=1024) == 41
 
 
-def test_read_journal_skips_unparseable_lines(tmp_path: Path) -> None:
-    path = tmp_path / "j.jsonl"
-    path.write_text('{"seq": 0, "kind": "error"}\nnot json\n{"seq": 1, "kind": "plan_text"}\n')
-    assert [r["seq"] for r in read_journal(path)] == [0, 1]
+def test_read_journal_skips_bad_lines_with_a_warning_and_keeps_the_rest(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "abc.events.jsonl"
+    path.write_text(
+        '{"seq": 0, "ts": 1.0, "kind": "error", "data": {"message": "boom"}}\n'
+        "not json\n"
+        '{"seq": 1, "ts": 1.0, "kind": "from_a_newer_corral", "data": {}}\n'
+        '{"seq": 2, "ts": 1.0, "kind": "iteration_started", "data": {"n": "three"}}\n'
+        "\n"
+        '{"seq": 3, "ts": 1.0, "kind": "plan_text", "data": {"text": "after"}}\n'
+        '{"seq": 4, "ts": 1.0, "kind": "plan_te'  # a torn last write
+    )
+    with caplog.at_level(logging.WARNING, logger="corral.supervisor"):
+        events = read_journal(path)
+    assert seqs(events) == [0, 3]
+    assert {e.session_id for e in events} == {"abc"}
+    warned = [r.getMessage() for r in caplog.records]
+    assert [m.split(" of the journal")[0] for m in warned] == [
+        "skipped line 2",
+        "skipped line 3",
+        "skipped line 4",
+        "skipped line 7",
+    ]
+    assert all(str(path) in m for m in warned)
+    assert seqs(read_journal(path, "plan_text", session_id="other")) == [3]
     assert read_journal(tmp_path / "missing.jsonl") == []
+
+
+def test_old_journals_load_and_round_trip() -> None:
+    """Lines written by the corral before typed events, one per kind and payload
+    shape (recorded from the suite's flows, plus the variants no flow journals,
+    built with that version's producers): each loads as its typed event and
+    writes back the same JSON, and prints the `corral run --json` line that
+    version printed. (tests/tui/test_event_text.py checks the console lines.)"""
+    lines = (DATA / "journal_v1.jsonl").read_text(encoding="utf-8").splitlines()
+    printed_then = json.loads((DATA / "journal_v1.describe.json").read_text(encoding="utf-8"))
+    events = read_journal(DATA / "journal_v1.jsonl", session_id="s")
+    assert len(events) == len(lines) == len(printed_then)
+    assert {e.kind for e in events} == set(EventKind)  # every kind is covered
+    for line, event, then in zip(lines, events, printed_then, strict=True):
+        row = json.loads(line)
+        assert event.model_dump(mode="json") == {"session_id": "s", **row}
+        assert json.loads(event.data.model_dump_json()) == row["data"]
+        assert parse_event(json.loads(event.model_dump_json())) == event
+        printed = json.dumps(event.model_dump(mode="json"), ensure_ascii=False)  # --json
+        assert json.loads(printed) == json.loads(then["json"])
+        if event.kind is not EventKind.TOOL_CALL:  # a tool call now lists `tool` first
+            assert printed == then["json"]
 
 
 # --- the no-gap / no-duplicate property ------------------------------------------
@@ -301,7 +371,7 @@ def test_every_live_subscriber_sees_each_event_exactly_once_in_order(
     for op, arg in ops:
         if op == "append":
             for _ in range(arg):
-                log.append(EventKind.TOOL_CALL)
+                log.append(CALL)
         elif op == "subscribe":
             from_seq = log.next_seq * arg // 100
             head = log.first_buffered_seq
@@ -336,27 +406,69 @@ def test_every_live_subscriber_sees_each_event_exactly_once_in_order(
 # --- the append hot path --------------------------------------------------------
 
 
-def test_appended_events_are_ordinary_coder_events() -> None:
+def test_appended_events_are_ordinary_typed_events() -> None:
     from corral.supervisor.session import events
 
     assert events._fast_construct_ok()  # the fast constructor is in use here
     log = EventLog("s", clock=lambda: 5.0)
-    data = {"n": 1}
-    event = log.append(EventKind.ITERATION_STARTED, data)
-    expected = CoderEvent.model_construct(
+    data = IterationStartedData(n=1, max=8)
+    event = log.append(data)
+    expected = IterationStartedEvent(
         session_id="s", seq=0, ts=5.0, kind=EventKind.ITERATION_STARTED, data=data
     )
+    assert type(event) is IterationStartedEvent and event.kind is EventKind.ITERATION_STARTED
     assert event == expected
     assert event.model_dump() == expected.model_dump()
     assert event.model_dump_json() == expected.model_dump_json()
     assert event.model_fields_set == expected.model_fields_set
-    assert CoderEvent.model_validate_json(event.model_dump_json()) == event
+    assert EVENT_ADAPTER.validate_json(event.model_dump_json()) == event
+    assert parse_event(json.loads(event.model_dump_json())) == event
     copy = event.model_copy(update={"seq": 9})
     assert (copy.seq, event.seq) == (9, 0)
     # events do not share mutable pydantic state
-    other = log.append(EventKind.PLAN_TEXT)
+    other = log.append(NOTE)
     assert other.__pydantic_fields_set__ is not event.__pydantic_fields_set__
-    assert other.data == {} and other.data is not log.append(EventKind.PLAN_TEXT).data
+
+
+def test_events_and_payloads_are_frozen() -> None:
+    event = EventLog("s").append(PlanTextData(text="a"))
+    with pytest.raises(ValidationError):
+        event.data.text = "b"  # type: ignore[misc]
+    with pytest.raises(ValidationError):
+        event.seq = 3  # type: ignore[misc]
+
+
+def test_a_tool_calls_arguments_are_its_open_part() -> None:
+    call = ToolCallData.with_args("shell", {"command": "ls", "tool": "spoof"})
+    assert (call.tool, call.args) == ("shell", {"command": "ls"})
+    assert call.model_dump() == {"tool": "shell", "command": "ls"}
+    denied = ToolDeniedData.with_args("shell", {"command": "rm", "denied": "x"}, denied="no")
+    assert denied.model_dump() == {"tool": "shell", "denied": "no", "command": "rm"}
+
+
+@pytest.mark.parametrize(
+    ("data", "shape"),
+    [
+        ({"command": "rm", "tool": "shell", "denied": "no"}, ToolDeniedData),
+        ({"tool": "shell", "result": "exit 0", "ok": True}, ToolResultData),
+        ({"tool": "answer", "question": "q?", "answer": "Yes", "action": "a"}, PaneAnswerData),
+        ({"tool": "shell", "command": "ls"}, ToolCallData),
+        ({"tool": "shell", "result": "mine", "path": "x"}, ToolCallData),  # an argument
+        ({"tool": "write_file", "question": "q?", "answer": "a", "action": "b"}, ToolCallData),
+    ],
+)
+def test_a_tool_call_parses_to_its_shape(data: dict[str, object], shape: type) -> None:
+    event = parse_event({"session_id": "s", "seq": 0, "ts": 1.0, "kind": "tool_call", "data": data})
+    assert type(event.data) is shape
+    assert event.data.model_dump() == data
+
+
+def test_an_external_event_of_another_shape_stays_open() -> None:
+    event = parse_event(
+        {"session_id": "s", "seq": 0, "ts": 1.0, "kind": "external_event", "data": {"hook": 1}}
+    )
+    assert event.kind is EventKind.EXTERNAL_EVENT
+    assert isinstance(event.data, ExternalData) and event.data.fields == {"hook": 1}
 
 
 async def test_journal_rows_serialize_non_json_values(tmp_path: Path) -> None:
@@ -365,15 +477,19 @@ async def test_journal_rows_serialize_non_json_values(tmp_path: Path) -> None:
     path = tmp_path / "j.jsonl"
     log = EventLog("s", journal=Journal(path))
     log.append(
-        EventKind.EXTERNAL_EVENT,
-        {"path": Path("/a"), "when": datetime.date(2024, 1, 2), "obj": object, "n": [1, 2]},
+        ExternalData.model_validate(
+            {"path": Path("/a"), "when": datetime.date(2024, 1, 2), "obj": object, "n": [1, 2]}
+        )
     )
     await asyncio.sleep(0)
-    [row] = read_journal(path)
-    assert row["data"]["path"] == "/a"
-    assert row["data"]["when"] == "2024-01-02"
-    assert row["data"]["obj"] == str(object)
-    assert row["data"]["n"] == [1, 2]
+    [event] = read_journal(path)
+    assert isinstance(event.data, ExternalData)
+    assert event.data.fields == {
+        "path": "/a",
+        "when": "2024-01-02",
+        "obj": str(object),
+        "n": [1, 2],
+    }
     log.close()
 
 
@@ -382,9 +498,9 @@ async def test_journal_rows_keep_order_across_loop_passes(tmp_path: Path) -> Non
     log = EventLog("s", journal=Journal(path))
     for burst in range(5):
         for _ in range(burst + 1):
-            log.append(EventKind.TOOL_CALL, {"burst": burst})
+            log.append(ToolCallData.with_args("shell", {"burst": burst}))
         await asyncio.sleep(0)
-    assert [r["seq"] for r in read_journal(path)] == list(range(15))
+    assert seqs(read_journal(path)) == list(range(15))
     log.close()
 
 
@@ -393,9 +509,9 @@ async def test_an_unwritable_journal_never_breaks_append(tmp_path: Path) -> None
     blocker.write_text("x")
     log = EventLog("s", journal=Journal(blocker / "j.jsonl"))
     sub, _, _ = log.subscribe(0)
-    log.append(EventKind.PLAN_TEXT, {"text": "still delivered"})
+    log.append(PlanTextData(text="still delivered"))
     await asyncio.sleep(0)  # the flush fails quietly
-    log.append(EventKind.PLAN_TEXT)
+    log.append(NOTE)
     log.close()
     assert seqs(sub.get_nowait()) == [0, 1]
 
@@ -415,14 +531,14 @@ async def test_a_parked_reader_is_woken_for_every_burst() -> None:
     for _ in range(4):
         await asyncio.sleep(0)  # the reader parks
         for _ in range(3):
-            log.append(EventKind.TOOL_CALL)  # one wake-up per burst
+            log.append(CALL)  # one wake-up per burst
     await asyncio.wait_for(reader, 1)
     assert got == list(range(12))
 
     # appended and closed before the parked reader runs: it gets the event, then stops
     reader = asyncio.create_task(sub.get())
     await asyncio.sleep(0)
-    log.append(EventKind.TOOL_CALL)
+    log.append(CALL)
     sub.close()
     assert (await asyncio.wait_for(reader, 1)).seq == 12
     with pytest.raises(SubscriptionClosed):

@@ -57,7 +57,7 @@ async def test_auto_falls_back_to_the_built_in_engine_and_says_so(
         fallback = [
             e for e in sup.registry.live(sid).log.buffered() if e.kind is EventKind.ENGINE_FALLBACK
         ]
-        assert fallback and fallback[0].data["reason"] == "ghost is not installed"
+        assert fallback and fallback[0].data.reason == "ghost is not installed"
     finally:
         await sup.close()
 

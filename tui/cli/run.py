@@ -19,9 +19,9 @@ from pathlib import Path
 
 from corral.supervisor.api import Supervisor
 from corral.supervisor.errors import CorralError
+from corral.supervisor.events import CoderEvent
 from corral.supervisor.factory import build_supervisor, default_drafter
 from corral.supervisor.interface import ContractDrafter, FixedDrafter, Subscription, load_contract
-from corral.supervisor.models import CoderEvent
 from corral.supervisor.paths import default_state_dir
 from corral.supervisor.states import CoderState
 

@@ -17,10 +17,10 @@ from textual.widgets import DataTable, Footer, Input, RichLog, Static
 
 from corral.supervisor.api import Supervisor
 from corral.supervisor.errors import CorralError
+from corral.supervisor.events import CoderEvent, ToolDeniedData
 from corral.supervisor.interface import SubscriptionClosed, SubscriptionDropped
 from corral.supervisor.models import (
     CheckResult,
-    CoderEvent,
     CoderSession,
     ContractCheck,
     EventKind,
@@ -88,11 +88,8 @@ def log_filter_matches(name: str, event: CoderEvent) -> bool:
     if name == "problems":
         return (
             event.kind in _PROBLEMS
-            or (event.kind is EventKind.TOOL_CALL and "denied" in event.data)
-            or (
-                event.kind is EventKind.CHECK_COMPLETED
-                and not event.data.get("result", {}).get("passed")
-            )
+            or isinstance(event.data, ToolDeniedData)
+            or (event.kind is EventKind.CHECK_COMPLETED and not event.data.result.passed)
         )
     return True
 

@@ -1,0 +1,34 @@
+"""The console's event lines read as they did before events were typed: every
+line of a journal written by that version renders to the same text and styles,
+and falls under the same log filters."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from rich.text import Text
+
+from corral.supervisor.session.events import read_journal
+from corral.tui.event_text import describe
+from corral.tui.screens.session import LOG_FILTERS, log_filter_matches
+
+DATA = Path(__file__).parents[1] / "unit" / "data"
+STAMP = len("HH:MM:SS ")
+
+
+def _unstamped(line: Text) -> Text:
+    """The line without its local-time stamp (the recorded lines' clock differs)."""
+    text = Text(line.plain[STAMP:], style=line.style)
+    for span in line.spans:
+        text.stylize(span.style, span.start - STAMP, span.end - STAMP)
+    return text
+
+
+def test_every_kind_renders_the_line_it_rendered_before() -> None:
+    events = read_journal(DATA / "journal_v1.jsonl", session_id="s")
+    then = json.loads((DATA / "journal_v1.describe.json").read_text(encoding="utf-8"))
+    assert len(events) == len(then)
+    for event, before in zip(events, then, strict=True):
+        assert _unstamped(describe(event)).markup == before["line"], event
+        assert [n for n in LOG_FILTERS if log_filter_matches(n, event)] == before["filters"]
