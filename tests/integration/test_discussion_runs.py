@@ -27,7 +27,11 @@ async def discussion(state_dir: Path, repo: Path) -> Discussion:
 
 
 def plan_texts(sup: Supervisor, sid: str) -> list[str]:
-    return [str(e.data["text"]) for e in events_of(sup, sid) if e.kind is EventKind.PLAN_TEXT]
+    return [
+        str(getattr(e.data, "text", ""))
+        for e in events_of(sup, sid)
+        if e.kind is EventKind.PLAN_TEXT
+    ]
 
 
 def worktrees(state_dir: Path) -> list[Path]:

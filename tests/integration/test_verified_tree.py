@@ -241,7 +241,7 @@ async def test_event_numbers_stay_unique_across_restarts(state_dir: Path, repo: 
             next_seq = sup.get(sid).next_seq
         finally:
             await sup.close()
-    seqs = [row["seq"] for row in read_journal(sup.journal_path(sid))]
+    seqs = [event.seq for event in read_journal(sup.journal_path(sid))]
     assert_unique_increasing(seqs)
     assert next_seq == seqs[-1] + 1
 
@@ -332,4 +332,4 @@ async def test_a_delivery_cut_short_by_a_crash_completes_once_on_restart(
         journal = read_journal(sup.journal_path(sid))
     finally:
         await sup.close()
-    assert_unique_increasing([row["seq"] for row in journal])
+    assert_unique_increasing([event.seq for event in journal])

@@ -328,7 +328,8 @@ def test_old_journals_load_and_round_trip() -> None:
     printed_then = json.loads((DATA / "journal_v1.describe.json").read_text(encoding="utf-8"))
     events = read_journal(DATA / "journal_v1.jsonl", session_id="s")
     assert len(events) == len(lines) == len(printed_then)
-    assert {e.kind for e in events} == set(EventKind)  # every kind is covered
+    # every kind of that version is covered (worktree_changed came later)
+    assert {e.kind for e in events} == set(EventKind) - {EventKind.WORKTREE_CHANGED}
     for line, event, then in zip(lines, events, printed_then, strict=True):
         row = json.loads(line)
         assert event.model_dump(mode="json") == {"session_id": "s", **row}
@@ -338,6 +339,21 @@ def test_old_journals_load_and_round_trip() -> None:
         assert json.loads(printed) == json.loads(then["json"])
         if event.kind is not EventKind.TOOL_CALL:  # a tool call now lists `tool` first
             assert printed == then["json"]
+
+
+def test_worktree_changed_round_trips_in_both_phases() -> None:
+    """The kind added after the first journals: during verification it names the
+    attempt; after verification it names only the files."""
+    rows = [
+        {"phase": "during_verification", "files": ["clock.txt"], "attempt": 1, "of": 3},
+        {"phase": "since_verification", "files": ["hello.txt"]},
+    ]
+    for seq, data in enumerate(rows):
+        row = {"session_id": "s", "seq": seq, "ts": 1.0, "kind": "worktree_changed", "data": data}
+        event = parse_event(row)
+        assert event.kind is EventKind.WORKTREE_CHANGED
+        assert parse_event(json.loads(event.model_dump_json())) == event
+        assert event.data.model_dump(exclude_none=True) == data
 
 
 # --- the no-gap / no-duplicate property ------------------------------------------
