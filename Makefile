@@ -48,6 +48,7 @@ lint: $(STAMP) view
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	cd $(VIEW) && PYTHONPATH=. $(CURDIR)/$(BIN)/lint-imports --no-cache --config $(CURDIR)/pyproject.toml
+	$(MAKE) --no-print-directory typecheck
 
 typecheck: $(STAMP) view
 	cd $(VIEW) && $(CURDIR)/$(BIN)/mypy --config-file $(CURDIR)/pyproject.toml -p corral.supervisor -p corral.tui -p tests.fakes
