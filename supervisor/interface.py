@@ -9,7 +9,8 @@ contract in `make lint` keeps it so (pyproject.toml, tests/unit/test_layers.py).
 
 What is here: the types that appear in the facade's signatures (a
 subscription and its endings, the board's watcher, a file's patch, an agent's
-screen), the contract drafters a client may pass when it builds a supervisor,
+screen), a discussion's typed events (the ones the console narrows to), the
+contract drafters a client may pass when it builds a supervisor,
 reading a contract file, finding a repository's root, and the demo. The
 discussion types load on first use: importing this module costs nothing the
 board's first paint does not already pay.
@@ -29,12 +30,33 @@ from .session.events import Subscription, SubscriptionClosed, SubscriptionDroppe
 
 if TYPE_CHECKING:
     from .demo import seed_demo
-    from .discuss import DiscussEvent, Discussion, Discussions, PreparedTask
+    from .discuss import (
+        DiscussAssistantDeltaEvent,
+        DiscussAssistantMessageEvent,
+        DiscussErrorEvent,
+        DiscussEvent,
+        Discussion,
+        Discussions,
+        DiscussRefusalEvent,
+        DiscussSubscription,
+        DiscussTaskPreparedEvent,
+        DiscussToolCallEvent,
+        DiscussUserMessageEvent,
+        PreparedTask,
+    )
 
 __all__ = [
     "AgentScreen",
     "ContractDrafter",
+    "DiscussAssistantDeltaEvent",
+    "DiscussAssistantMessageEvent",
+    "DiscussErrorEvent",
     "DiscussEvent",
+    "DiscussRefusalEvent",
+    "DiscussSubscription",
+    "DiscussTaskPreparedEvent",
+    "DiscussToolCallEvent",
+    "DiscussUserMessageEvent",
     "Discussion",
     "Discussions",
     "FilePatch",
@@ -52,7 +74,15 @@ __all__ = [
 ]
 
 _ON_FIRST_USE = {
+    "DiscussAssistantDeltaEvent": "discuss",
+    "DiscussAssistantMessageEvent": "discuss",
+    "DiscussErrorEvent": "discuss",
     "DiscussEvent": "discuss",
+    "DiscussRefusalEvent": "discuss",
+    "DiscussSubscription": "discuss",
+    "DiscussTaskPreparedEvent": "discuss",
+    "DiscussToolCallEvent": "discuss",
+    "DiscussUserMessageEvent": "discuss",
     "Discussion": "discuss",
     "Discussions": "discuss",
     "PreparedTask": "discuss",

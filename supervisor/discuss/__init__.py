@@ -51,7 +51,8 @@ Deliberate departures from the seed, for a single-process console:
 - Idle expiry runs on `start`/`resume` and whenever `reap_idle()` is called
   (a console can call it from a timer).
 
-Events are `DiscussEvent {discussion_id, seq, ts, type, data}`; `seq` counts
+Events are `DiscussEvent {discussion_id, seq, ts, type, data}`, typed: one
+payload model per `DiscussEventType` (`events`); `seq` counts
 from 0 per opened discussion (a resume replays the saved history with fresh
 seqs). Every turn is `user_message`, then `assistant_delta` / `tool_call` /
 `refusal` / `tool_result`, then `assistant_message` [`task_prepared`] or
@@ -85,14 +86,45 @@ from .common import (
     too_many_open,
 )
 from .discussion import Discussion
-from .events import DiscussEvent, DiscussSubscription, DiscussSubscriptionDropped, EventStream
+from .events import (
+    DISCUSS_EVENT_ADAPTER,
+    DISCUSS_EVENT_CLASSES,
+    DiscussAssistantDeltaData,
+    DiscussAssistantDeltaEvent,
+    DiscussAssistantMessageData,
+    DiscussAssistantMessageEvent,
+    DiscussData,
+    DiscussErrorData,
+    DiscussErrorEvent,
+    DiscussEvent,
+    DiscussEventBase,
+    DiscussEventType,
+    DiscussRefusalData,
+    DiscussRefusalEvent,
+    DiscussSubscription,
+    DiscussSubscriptionDropped,
+    DiscussTaskPreparedData,
+    DiscussTaskPreparedEvent,
+    DiscussToolCallData,
+    DiscussToolCallEvent,
+    DiscussToolResultData,
+    DiscussToolResultEvent,
+    DiscussTurnCompleteData,
+    DiscussTurnCompleteEvent,
+    DiscussUserMessageData,
+    DiscussUserMessageEvent,
+    EventStream,
+    parse_discuss_event,
+)
 from .manager import Discussions
 
 __all__ = [
     "CLOSED",
     "DISCUSSION_IDLE_TTL_SECS",
     "DISCUSSION_MUTATION_REFUSAL",
+    "DISCUSS_EVENT_ADAPTER",
     "DISCUSS_EVENT_BUFFER_MAX",
+    "DISCUSS_EVENT_CLASSES",
     "DISCUSS_MAX_TURNS",
     "DISCUSS_MESSAGE_MAX_BYTES",
     "DISCUSS_SUBSCRIBER_QUEUE",
@@ -106,15 +138,37 @@ __all__ = [
     "PROMOTE_MAX_ATTEMPTS",
     "READ_TOOLS",
     "TRANSCRIPT_MAX_TURNS",
+    "DiscussAssistantDeltaData",
+    "DiscussAssistantDeltaEvent",
+    "DiscussAssistantMessageData",
+    "DiscussAssistantMessageEvent",
+    "DiscussData",
+    "DiscussErrorData",
+    "DiscussErrorEvent",
     "DiscussEvent",
+    "DiscussEventBase",
+    "DiscussEventType",
+    "DiscussRefusalData",
+    "DiscussRefusalEvent",
     "DiscussSubscription",
     "DiscussSubscriptionDropped",
+    "DiscussTaskPreparedData",
+    "DiscussTaskPreparedEvent",
+    "DiscussToolCallData",
+    "DiscussToolCallEvent",
+    "DiscussToolResultData",
+    "DiscussToolResultEvent",
+    "DiscussTurnCompleteData",
+    "DiscussTurnCompleteEvent",
+    "DiscussUserMessageData",
+    "DiscussUserMessageEvent",
     "Discussion",
     "Discussions",
     "EventStream",
     "PreparedTask",
     "no_open",
     "not_a_repo",
+    "parse_discuss_event",
     "still_answering",
     "system_prompt",
     "too_large",

@@ -9,7 +9,7 @@ import os
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from ..contracts.model_drafter import extract_json
 from ..engines.tools.results import short_args
@@ -46,10 +46,33 @@ from .common import (
     system_prompt,
     too_large,
 )
-from .events import DiscussSubscription, EventStream
+from .events import (
+    DiscussAssistantDeltaData,
+    DiscussAssistantMessageData,
+    DiscussErrorData,
+    DiscussRefusalData,
+    DiscussSubscription,
+    DiscussTaskPreparedData,
+    DiscussToolCallData,
+    DiscussToolResultData,
+    DiscussTurnCompleteData,
+    DiscussUserMessageData,
+    EventStream,
+)
 from .linked_runs import DiscussionRuns
 
 # --- one discussion ----------------------------------------------------------------
+
+
+def _task_prepared(
+    source: Literal["model", "operator", "promote", "saved"],
+    task: PreparedTask,
+    *,
+    replayed: bool = False,
+) -> DiscussTaskPreparedData:
+    return DiscussTaskPreparedData(
+        source=source, intent=task.intent, constraints=list(task.constraints), replayed=replayed
+    )
 
 
 class Discussion:
@@ -174,7 +197,7 @@ class Discussion:
         self._record("Operator", text)
         self.prepared_task = None
         self._cached_constraints = None
-        event = self.events.emit("user_message", text=text)
+        event = self.events.emit(DiscussUserMessageData(text=text))
         self._task = asyncio.get_running_loop().create_task(self._run_turn(text))
         return event.seq
 
@@ -213,7 +236,7 @@ class Discussion:
                 if not turn.tool_calls:
                     self._record("Assistant", turn.text)
                     self.turns += 1
-                    self.events.emit("assistant_message", text=turn.text)
+                    self.events.emit(DiscussAssistantMessageData(text=turn.text))
                     answered = True
                     break
                 for call in turn.tool_calls:
@@ -225,21 +248,22 @@ class Discussion:
                     )
             if not answered:
                 self.events.emit(
-                    "error",
-                    message=(
-                        f"the model used {DISCUSS_MAX_TURNS} rounds of tools without a final "
-                        "answer; ask a narrower question"
-                    ),
+                    DiscussErrorData(
+                        message=(
+                            f"the model used {DISCUSS_MAX_TURNS} rounds of tools without a "
+                            "final answer; ask a narrower question"
+                        )
+                    )
                 )
             if proposal is not None:
                 self.prepared_task = proposal
-                self.events.emit("task_prepared", source="model", **proposal.to_dict())
+                self.events.emit(_task_prepared("model", proposal))
         except asyncio.CancelledError:
             cancelled = True
         except ModelError as exc:
-            self.events.emit("error", message=str(exc), kind=exc.kind)
+            self.events.emit(DiscussErrorData(message=str(exc), kind=exc.kind))
         except Exception as exc:  # a turn never dies silently
-            self.events.emit("error", message=f"discussion turn failed: {exc}")
+            self.events.emit(DiscussErrorData(message=f"discussion turn failed: {exc}"))
         finally:
             self._repair_thread()
             self._answering = False
@@ -248,15 +272,12 @@ class Discussion:
             try:
                 self.save()
             except OSError as exc:
-                self.events.emit("error", message=f"could not save the discussion: {exc}")
-            if cancelled:
-                self.events.emit("turn_complete", cancelled=True)
-            else:
-                self.events.emit("turn_complete")
+                self.events.emit(DiscussErrorData(message=f"could not save the discussion: {exc}"))
+            self.events.emit(DiscussTurnCompleteData(cancelled=cancelled))
 
     def _on_delta(self, piece: str) -> None:
         if piece:
-            self.events.emit("assistant_delta", text=piece)
+            self.events.emit(DiscussAssistantDeltaData(text=piece))
 
     def _repair_thread(self) -> None:
         """Give every tool call a result (a cancelled turn can leave some
@@ -281,22 +302,21 @@ class Discussion:
         """The text the model receives, and a proposal if this was
         `prepare_coding_task`. Gated tools are refused before anything runs."""
         args = call.arguments if isinstance(call.arguments, dict) else {}
-        self.events.emit("tool_call", name=call.name, args=short_args(call.name, args))
+        self.events.emit(DiscussToolCallData(name=call.name, args=short_args(call.name, args)))
         if call.name in GATED_TOOLS:
-            self.events.emit("refusal", tool=call.name, reason=DISCUSSION_MUTATION_REFUSAL)
+            self.events.emit(DiscussRefusalData(tool=call.name, reason=DISCUSSION_MUTATION_REFUSAL))
             self.events.emit(
-                "tool_result",
-                name=call.name,
-                ok=False,
-                summary="refused: this discussion is read-only",
+                DiscussToolResultData(
+                    name=call.name, ok=False, summary="refused: this discussion is read-only"
+                )
             )
             return DISCUSSION_MUTATION_REFUSAL, None
         if call.name == PREPARE_TOOL:
             denied = self.policy.inspect(ToolRequest(call.name, args, self.repo))
             if denied is not None:
-                self.events.emit("refusal", tool=call.name, reason=denied)
+                self.events.emit(DiscussRefusalData(tool=call.name, reason=denied))
                 self.events.emit(
-                    "tool_result", name=call.name, ok=False, summary=f"denied: {denied}"
+                    DiscussToolResultData(name=call.name, ok=False, summary=f"denied: {denied}")
                 )
                 return (
                     f"denied by corral policy (operator policy): {denied}. No task was "
@@ -305,11 +325,11 @@ class Discussion:
             intent = args.get("intent")
             if not isinstance(intent, str) or not intent.strip():
                 msg = "error: prepare_coding_task needs a non-empty 'intent' string"
-                self.events.emit("tool_result", name=call.name, ok=False, summary=msg)
+                self.events.emit(DiscussToolResultData(name=call.name, ok=False, summary=msg))
                 return msg, None
             task = PreparedTask(intent.strip(), _clean_constraints(args.get("constraints")))
             self.events.emit(
-                "tool_result", name=call.name, ok=True, summary="task prepared for review"
+                DiscussToolResultData(name=call.name, ok=True, summary="task prepared for review")
             )
             return (
                 "Prepared the task for the operator to review and edit. Nothing has started "
@@ -318,8 +338,12 @@ class Discussion:
             )
         result = await self.workbench.call(call)
         if result.denied is not None or result.summary.startswith("error: path "):
-            self.events.emit("refusal", tool=call.name, reason=result.denied or result.summary)
-        self.events.emit("tool_result", name=call.name, ok=result.ok, summary=result.summary)
+            self.events.emit(
+                DiscussRefusalData(tool=call.name, reason=result.denied or result.summary)
+            )
+        self.events.emit(
+            DiscussToolResultData(name=call.name, ok=result.ok, summary=result.summary)
+        )
         return result.text, None
 
     # -- the prepared task ------------------------------------------------------------
@@ -332,7 +356,7 @@ class Discussion:
         self._cached_constraints = None
         self.updated_at = self._clock()
         self.save()
-        self.events.emit("task_prepared", source="operator", **self.prepared_task.to_dict())
+        self.events.emit(_task_prepared("operator", self.prepared_task))
         return self.prepared_task
 
     def distill_transcript(self) -> str:
@@ -396,7 +420,7 @@ class Discussion:
         self.updated_at = self._clock()
         self.touch()
         self.save()
-        self.events.emit("task_prepared", source="promote", **task.to_dict())
+        self.events.emit(_task_prepared("promote", task))
         return task
 
     async def constraints_for_start(self) -> list[str]:
@@ -485,16 +509,18 @@ class Discussion:
         emit = self.events.emit
         for m in self.messages:
             if m.role == "user" and m.content.strip():
-                emit("user_message", text=m.content, replayed=True)
+                emit(DiscussUserMessageData(text=m.content, replayed=True))
             elif m.role == "assistant":
                 for call in m.tool_calls:
                     args = short_args(call.name, call.arguments)
-                    emit("tool_call", name=call.name, args=args, replayed=True)
+                    emit(DiscussToolCallData(name=call.name, args=args, replayed=True))
                 if m.content.strip():
-                    kind = "assistant_delta" if m.tool_calls else "assistant_message"
-                    emit(kind, text=m.content, replayed=True)
+                    said = (
+                        DiscussAssistantDeltaData if m.tool_calls else DiscussAssistantMessageData
+                    )
+                    emit(said(text=m.content, replayed=True))
         if self.prepared_task is not None:
-            emit("task_prepared", source="saved", replayed=True, **self.prepared_task.to_dict())
+            emit(_task_prepared("saved", self.prepared_task, replayed=True))
 
     def _shutdown(self) -> None:
         self.closed = True

@@ -20,8 +20,12 @@ from corral.supervisor.discuss import (
     DISCUSSION_MUTATION_REFUSAL,
     GUIDANCE_LIMIT,
     MAX_OPEN_DISCUSSIONS,
+    DiscussAssistantDeltaData,
     Discussion,
     Discussions,
+    DiscussToolCallData,
+    DiscussToolResultData,
+    DiscussTurnCompleteData,
 )
 from corral.supervisor.errors import CorralError
 from corral.supervisor.llm.base import Message, ModelError, ToolCall, Turn
@@ -79,16 +83,16 @@ async def test_a_turn_streams_in_order_and_ends_with_turn_complete(repo: Path, s
     assert ks[-1] == "turn_complete" and ks.count("turn_complete") == 1
     assert ks.index("tool_call") < ks.index("tool_result") < ks.index("assistant_message")
     assert "assistant_delta" in ks
-    deltas = "".join(e.data["text"] for e in disc.events.events("assistant_delta"))
+    deltas = "".join(e.data.text for e in disc.events.events("assistant_delta"))
     assert deltas == "let me lookIt says alpha."
     seqs = [e.seq for e in disc.events.events()]
     assert seqs == list(range(len(seqs)))
-    assert disc.events.events("tool_call")[0].data == {
-        "name": "read_file",
-        "args": {"path": "notes.txt"},
-    }
+    assert disc.events.events("tool_call")[0].data == DiscussToolCallData(
+        name="read_file", args={"path": "notes.txt"}
+    )
     result = disc.events.events("tool_result")[0].data
-    assert result["name"] == "read_file" and result["ok"] is True
+    assert isinstance(result, DiscussToolResultData)
+    assert result.name == "read_file" and result.ok is True
     # the content reached the model
     tools = tool_messages(provider.calls[1].messages)
     assert len(tools) == 1 and "alpha" in tools[0].content
@@ -156,7 +160,7 @@ async def test_a_reply_is_capped_at_twelve_model_rounds(repo: Path, state_dir: P
     await ask(disc)
     assert len(provider.calls) == DISCUSS_MAX_TURNS
     errors = disc.events.events("error")
-    assert len(errors) == 1 and "12 rounds" in errors[0].data["message"]
+    assert len(errors) == 1 and "12 rounds" in errors[0].data.message
     assert kinds(disc)[-1] == "turn_complete"
 
 
@@ -171,12 +175,12 @@ async def test_cancel_mid_turn_still_completes_the_turn(repo: Path, state_dir: P
     await disc.wait()
     ks = kinds(disc)
     assert ks[-1] == "turn_complete" and ks.count("turn_complete") == 1
-    assert disc.events.events("turn_complete")[0].data == {"cancelled": True}
+    assert disc.events.events("turn_complete")[0].data == DiscussTurnCompleteData(cancelled=True)
     assert not disc.answering
     provider.gate = None
     provider.turns = [Turn("back")]  # the parked turn was never served
     await ask(disc, "next")
-    assert disc.events.events("assistant_message")[-1].data["text"] == "back"
+    assert disc.events.events("assistant_message")[-1].data.text == "back"
 
 
 async def test_cancel_between_tool_calls_keeps_the_thread_valid(repo: Path, state_dir: Path):
@@ -210,7 +214,7 @@ async def test_model_errors_become_an_error_event_then_turn_complete(repo: Path,
     _mgr, disc, _ = await open_one(state_dir, repo, auth, Turn("recovered"))
     await ask(disc)
     errors = disc.events.events("error")
-    assert errors[0].data["message"].endswith("set CORRAL_LLM_API_KEY")
+    assert errors[0].data.message.endswith("set CORRAL_LLM_API_KEY")
     assert kinds(disc)[-1] == "turn_complete"
     await ask(disc, "again")
     assert kinds(disc)[-1] == "turn_complete"
@@ -249,11 +253,11 @@ async def test_write_edit_and_shell_are_refused_before_running(repo: Path, state
     assert all("not a file-permission problem" in m.content for m in results)
     assert [m.tool_call_id for m in results] == ["w", "e", "s"]
     refusals = disc.events.events("refusal")
-    assert [e.data["tool"] for e in refusals] == ["write_file", "edit_file", "shell"]
-    assert all(e.data["reason"] == DISCUSSION_MUTATION_REFUSAL for e in refusals)
+    assert [e.data.tool for e in refusals] == ["write_file", "edit_file", "shell"]
+    assert all(e.data.reason == DISCUSSION_MUTATION_REFUSAL for e in refusals)
     tool_results = disc.events.events("tool_result")
-    assert all(e.data["ok"] is False for e in tool_results)
-    assert all("read-only" in e.data["summary"] for e in tool_results)
+    assert all(e.data.ok is False for e in tool_results)
+    assert all("read-only" in e.data.summary for e in tool_results)
     assert kinds(disc)[-1] == "turn_complete"
 
 
@@ -280,8 +284,8 @@ async def test_reads_outside_the_repo_are_refused_to_the_model(
     assert "SECRET" not in received[0].content
     assert "outside the worktree" in received[0].content
     assert "SECRET" not in json.dumps([e.to_dict() for e in disc.events.events()])
-    assert disc.events.events("refusal")[0].data["tool"] == request.name
-    assert disc.events.events("tool_result")[0].data["ok"] is False
+    assert disc.events.events("refusal")[0].data.tool == request.name
+    assert disc.events.events("tool_result")[0].data.ok is False
 
 
 async def test_reads_inside_the_repo_reach_the_model(repo: Path, state_dir: Path):
@@ -324,8 +328,8 @@ async def test_prepare_coding_task_records_a_proposal_and_starts_nothing(
     await ask(disc, "add a verbose flag")
     prepared = disc.events.events("task_prepared")
     assert len(prepared) == 1
-    assert prepared[0].data["intent"] == "Add a --verbose flag to the CLI"
-    assert prepared[0].data["constraints"] == ["keep the default quiet"]
+    assert prepared[0].data.intent == "Add a --verbose flag to the CLI"
+    assert prepared[0].data.constraints == ["keep the default quiet"]
     ks = kinds(disc)
     assert ks.index("assistant_message") < ks.index("task_prepared") < ks.index("turn_complete")
     assert disc.prepared_task is not None
@@ -490,7 +494,7 @@ async def test_resume_replays_without_rerunning_tools_and_rebinds_the_prompt(
         "assistant_message",
         "task_prepared",
     ]
-    assert all(e.data.get("replayed") for e in replay)
+    assert all(getattr(e.data, "replayed", False) for e in replay)
     assert "tool_result" not in [e.type for e in replay]  # no tool re-ran
     assert again.prepared_task is not None and again.prepared_task.intent == "Do X"
     await ask(again, "Question two")
@@ -566,7 +570,7 @@ async def test_project_policy_can_refuse_task_preparation(
     assert "denies the prepare_coding_task tool" in result.content
     assert "rules.toml" in result.content
     refusal = disc.events.events("refusal")[0].data
-    assert refusal["tool"] == "prepare_coding_task"
+    assert refusal.tool == "prepare_coding_task"
 
 
 async def test_policy_paths_and_tools_bind_the_read_tools(
@@ -655,7 +659,7 @@ async def test_the_event_buffer_is_bounded_and_slow_readers_are_dropped(
     _mgr, disc, _ = await open_one(state_dir, repo)
     sub = disc.subscribe()
     for i in range(DISCUSS_SUBSCRIBER_QUEUE + 1):
-        disc.events.emit("assistant_delta", text=str(i))
+        disc.events.emit(DiscussAssistantDeltaData(text=str(i)))
     assert len(disc.events.buffer) == DISCUSS_EVENT_BUFFER_MAX
     assert disc.events.buffer[0].seq == DISCUSS_SUBSCRIBER_QUEUE + 1 - DISCUSS_EVENT_BUFFER_MAX
     assert sub.dropped

@@ -10,7 +10,7 @@ constraints and linked to it. Nothing here starts work by itself.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from rich.markdown import Markdown
 from rich.markup import escape
@@ -23,7 +23,15 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, RichLog, Static
 
 from corral.supervisor.errors import CorralError
-from corral.supervisor.interface import DiscussEvent
+from corral.supervisor.interface import (
+    DiscussAssistantDeltaEvent,
+    DiscussAssistantMessageEvent,
+    DiscussErrorEvent,
+    DiscussRefusalEvent,
+    DiscussTaskPreparedEvent,
+    DiscussToolCallEvent,
+    DiscussUserMessageEvent,
+)
 
 from ..app import CorralApp
 from ..guard import guarded
@@ -110,33 +118,31 @@ class DiscussScreen(Screen[None]):
             live.update("")
 
         async for event in sub:
-            if not isinstance(event, DiscussEvent):  # the subscription type is shared with sessions
-                continue
-            d = event.data
-            kind = event.type
-            if kind == "assistant_delta":
-                streamed = True
-                self._live += str(d.get("text", ""))
-                live.update(Text(self._live))
-                continue
-            if kind == "assistant_message":
-                if not streamed and str(d.get("text", "")).strip():
-                    log.write(Markdown(str(d.get("text", ""))))
-                flush()
-                streamed = False
-                continue
+            match event:
+                case DiscussAssistantDeltaEvent(data=delta):
+                    streamed = True
+                    self._live += delta.text
+                    live.update(Text(self._live))
+                    continue
+                case DiscussAssistantMessageEvent(data=message):
+                    if not streamed and message.text.strip():
+                        log.write(Markdown(message.text))
+                    flush()
+                    streamed = False
+                    continue
             flush()  # anything else ends the streamed text so far
-            if kind == "user_message":
-                log.write(Text("You: ", style="bold cyan") + Text(str(d.get("text", ""))))
-            elif kind == "tool_call":
-                args = ", ".join(f"{k}={v}" for k, v in (d.get("args") or {}).items())
-                log.write(Text(f"  ⚙ {d.get('name')} {args}"[:200], style="dim"))
-            elif kind == "refusal":
-                log.write(Text(f"  ⛔ {d.get('tool')} refused: {d.get('reason')}", style="red"))
-            elif kind == "task_prepared":
-                self._show_task(d)
-            elif kind == "error":
-                log.write(Text(f"  {d.get('message')}", style="bold red"))
+            match event:
+                case DiscussUserMessageEvent(data=asked):
+                    log.write(Text("You: ", style="bold cyan") + Text(asked.text))
+                case DiscussToolCallEvent(data=call):
+                    args = ", ".join(f"{k}={v}" for k, v in call.args.items())
+                    log.write(Text(f"  ⚙ {call.name} {args}"[:200], style="dim"))
+                case DiscussRefusalEvent(data=refusal):
+                    log.write(Text(f"  ⛔ {refusal.tool} refused: {refusal.reason}", style="red"))
+                case DiscussTaskPreparedEvent(data=task):
+                    self._show_task(task.intent, task.constraints)
+                case DiscussErrorEvent(data=error):
+                    log.write(Text(f"  {error.message}", style="bold red"))
 
     def _latest_saved(self) -> str | None:
         """Resume the newest saved discussion of this repository, if any."""
@@ -155,11 +161,11 @@ class DiscussScreen(Screen[None]):
     def action_new_discussion(self) -> None:
         self.app.switch_screen(DiscussScreen(self.repo, fresh=True))
 
-    def _show_task(self, data: dict[str, Any]) -> None:
-        constraints = "\n".join(f"  • {c}" for c in data.get("constraints") or [])
+    def _show_task(self, intent: str, constraints: list[str]) -> None:
+        agreed = "\n".join(f"  • {c}" for c in constraints)
         self.query_one("#discuss-task", Static).update(
             f"[b]Prepared task[/b] — press [b]ctrl+o[/b] to start it (you can edit it first)\n"
-            f"{escape(str(data.get('intent')))}\n{escape(constraints)}"
+            f"{escape(intent)}\n{escape(agreed)}"
         )
 
     async def on_input_submitted(self, event: Input.Submitted) -> None:
@@ -186,7 +192,7 @@ class DiscussScreen(Screen[None]):
         except CorralError as exc:
             self.notify(str(exc), severity="error", timeout=8)
             return
-        self._show_task(task.to_dict())
+        self._show_task(task.intent, task.constraints)
 
     def action_start_task(self) -> None:
         task = getattr(self.discussion, "prepared_task", None)
