@@ -45,7 +45,7 @@ from ..git.delivery import (
     touched_paths,
 )
 from ..git.patches import FilePatch, Selection, build_patch, parse_patch, validate_selection
-from ..git.repo import head_commit
+from ..git.repo import head_commit, work_outside_tree
 from ..git.run import git
 from ..git.trees import commit_tree, tree_patch
 from ..models import (
@@ -74,6 +74,11 @@ DELIVERED_VERIFIED = (
     "the worktree of {name} changed after verification ({paths}); what was delivered is the "
     "verified tree you reviewed, without those changes. They were not delivered and are kept "
     "in {worktree}"
+)
+NOT_CARRIED = (
+    "the worktree of {name} holds files inside submodule directory {paths}, which corral "
+    "neither shows nor delivers; they are not in any delivery, so the worktree is kept in "
+    "{worktree} — move that work into the submodule's own repository by hand"
 )
 NO_VERIFIED_TREE = (
     "{name} has no verified tree to deliver (it was verified by an older corral or its tree "
@@ -263,8 +268,23 @@ class ApprovalGate:
         finding.resolver_comment = comment
         self._registry.emit(live, FindingResolvedData(accepted=True, comment=comment))
         self._registry.transition(live, S.REPORTED)
-        await asyncio.to_thread(self._workspaces.remove, s.worktree, force=True)
-        return ApproveResult(state=s.state)
+        reply = ApproveResult(state=s.state)
+        outside = (
+            await asyncio.to_thread(work_outside_tree, Path(s.worktree), s.start_commit)
+            if s.worktree and s.start_commit and Path(s.worktree).is_dir()
+            else []
+        )
+        if outside:
+            reply.note = NOT_CARRIED.format(
+                name=label(s.id), paths=name_paths(outside), worktree=s.worktree
+            )
+            self._registry.emit(live, PlanTextData(text=reply.note))
+            self._workspaces.retain(
+                s.worktree, note="holds files inside a submodule directory, not delivered"
+            )
+        else:
+            await asyncio.to_thread(self._workspaces.remove, s.worktree, force=True)
+        return reply
 
     # -- delivery ------------------------------------------------------------------------
 
@@ -367,13 +387,29 @@ class ApprovalGate:
         s.delivery_override = override
         self._registry.transition(live, S.MERGED)
         reply.state = s.state
+        outside = await asyncio.to_thread(work_outside_tree, Path(s.worktree), tree)
+        notes: list[str] = []
         if later:
-            reply.note = DELIVERED_VERIFIED.format(
-                name=label(s.id), paths=name_paths(later), worktree=s.worktree
+            notes.append(
+                DELIVERED_VERIFIED.format(
+                    name=label(s.id), paths=name_paths(later), worktree=s.worktree
+                )
             )
-            self._registry.emit(live, PlanTextData(text=reply.note))
+        if outside:
+            notes.append(
+                NOT_CARRIED.format(name=label(s.id), paths=name_paths(outside), worktree=s.worktree)
+            )
+        if notes:
+            reply.note = ". ".join(notes)
+            for text in notes:
+                self._registry.emit(live, PlanTextData(text=text))
             self._workspaces.retain(
-                s.worktree, note="holds changes made after verification, not delivered"
+                s.worktree,
+                note=(
+                    "holds changes made after verification, not delivered"
+                    if later
+                    else "holds files inside a submodule directory, not delivered"
+                ),
             )
         elif partial and not discard_rest:
             self._workspaces.retain(s.worktree, note="holds the part of the change not approved")

@@ -39,7 +39,7 @@ from ..events import (
     EngineSelectedData,
     PlanTextData,
 )
-from ..git.repo import repo_root, resolve_base
+from ..git.repo import refuse_initialised_submodules, repo_root, resolve_base
 from ..git.workspace import GitWorkspace
 from ..models import (
     CheckResult,
@@ -146,6 +146,7 @@ class ContractGate:
             raise CorralError("say what the task should achieve (the intent is empty)")
         root = await asyncio.to_thread(repo_root, repo)
         base_sha = await asyncio.to_thread(resolve_base, root, base)
+        await asyncio.to_thread(refuse_initialised_submodules, root)
         resolved, reason = self._engines.resolve(engine)
         ensure_private_dir(self._registry.state_dir)
         self._before_start()

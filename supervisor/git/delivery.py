@@ -15,6 +15,7 @@ Blocking; call through `asyncio.to_thread`.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -146,16 +147,42 @@ def touched_paths(files: list[FilePatch]) -> set[str]:
     return paths
 
 
-def _blob(repo: Path, commit: str, path: str) -> str | None:
-    out = git(repo, "rev-parse", "--verify", "--quiet", f"{commit}:{path}", check=False)
-    return out.strip() or None
+Entry = tuple[str, str] | None
+"""(mode, blob id) of a path, None when absent: what a checkout must match."""
 
 
-def _working_blob(repo: Path, path: str) -> str | None:
+def _entry(repo: Path, commit: str, path: str) -> Entry:
+    out = git(repo, *_QP, "ls-tree", "-z", commit, "--", path).split("\0")[0]
+    if not out:
+        return None
+    meta, _, _name = out.partition("\t")
+    mode, kind, sha = meta.split(" ")
+    return (mode, sha) if kind == "blob" else (mode, kind)
+
+
+def _working_entry(repo: Path, path: str, filemode: bool) -> Entry:
+    """The working file as git would store it: a symlink by its target, a
+    file by its content and executable bit (compared only where the checkout
+    tracks modes, `core.fileMode`)."""
     target = repo / path
-    if target.is_symlink() or target.is_file():
-        return git(repo, "hash-object", "--no-filters", "--", path).strip()
+    if target.is_symlink():
+        link = os.readlink(target)
+        return "120000", git(repo, "hash-object", "--stdin", input_text=link).strip()
+    if target.is_file():
+        sha = git(repo, "hash-object", "--no-filters", "--", path).strip()
+        executable = filemode and bool(target.stat().st_mode & 0o100)
+        return ("100755" if executable else "100644"), sha
+    if target.is_dir() and any(target.iterdir()):
+        return "040000", "tree"  # a directory now stands where a file would go
     return None
+
+
+def _same(now: Entry, want: Entry, filemode: bool) -> bool:
+    if now is None or want is None:
+        return now == want
+    if not filemode and now[0] != "120000" and want[0] in ("100644", "100755"):
+        return now[1] == want[1]
+    return now == want
 
 
 @dataclass
@@ -167,13 +194,15 @@ class CheckoutPlan:
 
 def plan_checkout(repo: Path, base: str, result: str, paths: set[str]) -> CheckoutPlan:
     """For each touched path: already as delivered, still as the task saw it
-    (apply), or changed by the operator since (conflict)."""
+    (apply), or changed by the operator since (conflict). A path is compared
+    as git stores it: content, executable bit, symlink target, absence."""
+    filemode = git(repo, "config", "--bool", "core.fileMode", check=False).strip() != "false"
     plan = CheckoutPlan([], [], [])
     for path in sorted(paths):
-        now = _working_blob(repo, path)
-        if now == _blob(repo, result, path):
+        now = _working_entry(repo, path, filemode)
+        if _same(now, _entry(repo, result, path), filemode):
             plan.already.append(path)
-        elif now == _blob(repo, base, path):
+        elif _same(now, _entry(repo, base, path), filemode):
             plan.to_apply.append(path)
         else:
             plan.conflicts.append(path)

@@ -49,3 +49,49 @@ def resolve_base(root: Path, base: str | None) -> str | None:
     if not sha:
         raise CorralError(f"base revision {value!r} does not name a commit in {root}")
     return sha
+
+
+def gitlinks(cwd: Path, rev: str | None = None) -> list[str]:
+    """Paths of submodules (gitlinks) in `rev`, or in the index when None."""
+    if rev is None:
+        out = git(cwd, "-c", "core.quotePath=false", "ls-files", "-s", "-z")
+    else:
+        out = git(cwd, "-c", "core.quotePath=false", "ls-tree", "-r", "-z", rev)
+    paths: list[str] = []
+    for row in out.split("\0"):
+        meta, _, path = row.partition("\t")
+        if path and meta.startswith("160000 "):
+            paths.append(path)
+    return paths
+
+
+def initialised_submodules(root: Path) -> list[str]:
+    """Submodules checked out in `root` (their directory holds a `.git`)."""
+    return [p for p in gitlinks(root) if (root / p / ".git").exists()]
+
+
+def refuse_initialised_submodules(root: Path) -> None:
+    """Corral cannot show or deliver work inside a submodule (a worktree gets
+    it as an empty directory), so a checkout that uses its submodules is
+    refused before any worktree exists."""
+    found = initialised_submodules(root)
+    if found:
+        shown = ", ".join(found[:5]) + (", …" if len(found) > 5 else "")
+        raise CorralError(
+            f"{root} has initialised submodules ({shown}), and corral cannot show or deliver "
+            "changes inside a submodule, so no task was started: run corral in the "
+            "submodule's own repository for work there, or `git submodule deinit --all` "
+            "here if the task does not need them"
+        )
+
+
+def work_outside_tree(worktree: Path, tree: str) -> list[str]:
+    """Submodule directories of `tree` that hold files in `worktree`: a worktree
+    gets them empty, so anything there was written by the task and is in
+    neither the diff nor any delivery."""
+    found: list[str] = []
+    for path in gitlinks(worktree, tree):
+        d = worktree / path
+        if d.is_dir() and not d.is_symlink() and any(d.iterdir()):
+            found.append(path)
+    return found

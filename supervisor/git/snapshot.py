@@ -49,7 +49,8 @@ def identity_env(cwd: Path) -> dict[str, str]:
 
 class PrivateIndex:
     """A throwaway index file (GIT_INDEX_FILE) seeded from the repo's own index
-    so unchanged files keep their stat data and need no re-hashing."""
+    (mtime included) so unchanged files keep their stat data and need no
+    re-hashing."""
 
     def __init__(self, repo: Path, seed_from_repo: bool = True) -> None:
         self.repo = repo
@@ -58,7 +59,11 @@ class PrivateIndex:
         self.path = Path(name)
         real = Path(git(repo, "rev-parse", "--path-format=absolute", "--git-path", "index").strip())
         if seed_from_repo and real.exists():
-            shutil.copyfile(real, self.path)
+            # copy2 keeps the index's mtime: git then still treats entries
+            # written in the same second as the index as "racily clean" and
+            # re-reads them. A fresh mtime would make it trust the stat data
+            # and miss a same-size rewrite made in that second.
+            shutil.copy2(real, self.path)
         else:
             self.path.unlink()
 
