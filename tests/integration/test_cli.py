@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -344,3 +345,80 @@ def test_run_whose_delivery_is_refused_says_so_and_exits_7(tmp_path: Path) -> No
     assert result["state"] == "needs_approval" and result["exit_code"] == 7
     rows = json.loads(corral("sessions", "--json", home=home).stdout)
     assert rows[0]["state"] == "needs_approval"
+
+
+def _mount_tmpfs(where: Path, size: str) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs needs root")
+    where.mkdir(parents=True, exist_ok=True)
+    out = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)],
+        capture_output=True,
+        text=True,
+    )
+    if out.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {out.stderr.strip()}")
+
+
+def test_a_full_disk_is_one_line_a_prompt_exit_and_a_consistent_store(tmp_path: Path) -> None:
+    import time
+
+    home = tmp_path / "home"
+    repo = init_repo(tmp_path / "repo")
+    contract = tmp_path / "c.json"
+    contract.write_text(
+        json.dumps(
+            {
+                "description": "notes",
+                "checks": [
+                    {"name": "noted", "command": "grep -q notes DEMO_NOTES.md", "timeout_secs": 10}
+                ],
+            }
+        )
+    )
+    _mount_tmpfs(home, "8m")
+    try:
+        env = dict(os.environ, CORRAL_HOME=str(home), CORRAL_CONFIG=str(tmp_path / "none.toml"))
+        env["CORRAL_TMUX_SOCKET_DIR"] = str(tmp_path / "tmux")
+        env["PYTHONPATH"] = str(REPO_ROOT)
+        argv = [sys.executable, "-m", "corral.tui.cli", "run", "--repo", str(repo)]
+        argv += ["--intent", "write notes", "--contract", str(contract), "--yes"]
+        argv += ["--deliver", "branch", "--engine", "external:demo", "--on-question", "approve"]
+        proc = subprocess.Popen(
+            argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        assert proc.stdout is not None
+        for line in proc.stdout:  # the run has started: now the disk fills up
+            if "→ running" in line:
+                break
+        filler = home / "filler"
+        with open(filler, "wb", buffering=0) as f, contextlib.suppress(OSError):
+            while True:
+                f.write(bytes(65536))
+        started = time.monotonic()
+        stdout, stderr = proc.communicate(timeout=60)
+        assert time.monotonic() - started < 60
+        assert proc.returncode == 8, (stdout, stderr)
+        assert "Traceback" not in stderr
+        [line] = stderr.strip().splitlines()
+        assert f"the disk holding the state dir {home} is full (" in line and "KB free" in line
+        filler.unlink()
+        out = corral("sessions", "--json", home=home)
+        [row] = json.loads(out.stdout)
+        assert row["state"] == "failed" and "is full" in row["error"]
+        # a store too small to open at all is the same one line
+        (home / "filler").write_bytes(b"")
+        for name in os.listdir(home):
+            if name not in ("filler",):
+                subprocess.run(["rm", "-rf", str(home / name)], check=True)
+        with open(filler, "wb", buffering=0) as f, contextlib.suppress(OSError):
+            while True:
+                f.write(bytes(4096))
+        out = corral(
+            "run", "--repo", str(repo), "--intent", "x", "--engine", "external:demo", home=home
+        )
+        assert out.returncode == 8 and "Traceback" not in out.stderr, out.stderr
+        [line] = out.stderr.strip().splitlines()
+        assert f"the disk holding the state dir {home} is full" in line
+    finally:
+        subprocess.run(["umount", "-l", str(home)], capture_output=True)

@@ -42,14 +42,23 @@ def _main(args: list[str]) -> int:
 
 
 def dispatch(args: argparse.Namespace) -> int:
-    from corral.supervisor.errors import CorralError
+    from corral.supervisor.errors import CorralError, disk_full, is_disk_full
 
     from .common import fail
 
     try:
         return _run(args)
-    except CorralError as exc:
-        return fail(str(exc))
+    except Exception as exc:
+        if is_disk_full(exc):  # wherever it was found: one line, the state dir and its space
+            from corral.supervisor.paths import default_state_dir
+
+            from .common import DISK_FULL
+
+            print(f"corral: {disk_full(default_state_dir())}", file=sys.stderr)
+            return DISK_FULL
+        if isinstance(exc, CorralError):
+            return fail(str(exc))
+        raise
     except KeyboardInterrupt:
         return 130
 

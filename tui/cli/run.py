@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from corral.supervisor.api import Supervisor
-from corral.supervisor.errors import CorralError
+from corral.supervisor.errors import CorralError, is_disk_full
 from corral.supervisor.events import CoderEvent
 from corral.supervisor.factory import build_supervisor, default_drafter
 from corral.supervisor.interface import ContractDrafter, FixedDrafter, Subscription, load_contract
@@ -23,7 +23,7 @@ from corral.supervisor.paths import default_state_dir
 from corral.supervisor.states import CoderState
 
 from ..event_text import describe
-from .common import DELIVERY_REFUSED
+from .common import DELIVERY_REFUSED, DISK_FULL
 
 EXIT = {
     CoderState.MERGED: 0,
@@ -106,6 +106,10 @@ async def run_session(
             code = EXIT.get(sup.get(sid).session.state, 1)
         await asyncio.sleep(0.05)  # let the last events print
         session = sup.get(sid).session
+        full = sup.disk_full()
+        if full is not None:
+            print(f"corral: {full}", file=sys.stderr, flush=True)
+            code = DISK_FULL
         summary = {
             "session_id": sid,
             "state": session.state.value,
@@ -129,7 +133,11 @@ async def run_session(
             pump.cancel()
             if pump.done() and not pump.cancelled():
                 pump.exception()  # retrieved: a reader gone away is reported by the entry point
-        await sup.close()
+        try:
+            await sup.close()
+        except CorralError:
+            if sup.disk_full() is None:
+                raise  # a full disk was said once already; closing cannot record more
 
 
 APPROVE = re.compile(r"^yes\b(?!.*(always|don't ask|all edits|during this session))", re.I)
@@ -174,5 +182,7 @@ def main_run(args: argparse.Namespace) -> int:
             )
         )
     except CorralError as exc:
+        if is_disk_full(exc):
+            raise  # the entry point says it, once
         print(f"corral: {exc}", file=sys.stderr)
         return 2
