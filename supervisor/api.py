@@ -261,6 +261,12 @@ class Supervisor:
 
     # -- reading sessions ------------------------------------------------------------------
 
+    def disk_full(self) -> str | None:
+        """The sentence naming the state dir and its free space once a write
+        found its disk full (the sessions it stopped are recorded as failed)."""
+        store = self.registry.store
+        return None if store is None or store.full is None else str(store.full)
+
     def get(self, session_id: str) -> SessionDetail:
         return self.registry.detail(session_id)
 

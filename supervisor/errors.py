@@ -6,6 +6,11 @@ so views show `str(exc)` verbatim.
 
 from __future__ import annotations
 
+import errno
+import shutil
+import sqlite3
+from pathlib import Path
+
 
 class CorralError(Exception):
     """A refusal or failure with an operator-facing sentence."""
@@ -17,3 +22,46 @@ class StateDirError(CorralError):
 
 class ConfigError(CorralError):
     """A configuration file or value that does not parse."""
+
+
+class DiskFullError(StateDirError):
+    """The disk holding the state dir is full (or the quota is used up)."""
+
+
+DISK_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
+_DISK_FULL_TEXT = ("no space left on device", "disk quota exceeded", "database or disk is full")
+
+
+def is_disk_full(exc: BaseException | None) -> bool:
+    """Whether `exc`, or an exception it was raised from, is a full disk: an
+    `OSError` with ENOSPC or EDQUOT, SQLite's SQLITE_FULL, or a tool (git)
+    that said so."""
+    seen = 0
+    while exc is not None and seen < 20:
+        if isinstance(exc, DiskFullError):
+            return True
+        if isinstance(exc, OSError) and exc.errno in DISK_FULL_ERRNOS:
+            return True
+        if isinstance(exc, sqlite3.Error) and (
+            getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL
+        ):
+            return True
+        text = f"{exc} {getattr(exc, 'stderr', '') or ''}".lower()
+        if any(t in text for t in _DISK_FULL_TEXT):
+            return True
+        exc = exc.__cause__ or exc.__context__
+        seen += 1
+    return False
+
+
+def disk_full(state_dir: Path) -> DiskFullError:
+    """The one sentence for a full disk: the state dir and its free space."""
+    try:
+        free = f"{shutil.disk_usage(state_dir).free // 1024} KB free"
+    except OSError:
+        free = "free space unknown"
+    return DiskFullError(
+        f"the disk holding the state dir {state_dir} is full ({free}): free some space there "
+        "(or set CORRAL_HOME to another directory) and run corral again; what was stored so "
+        "far is kept"
+    )

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..config import SupervisorConfig
 from ..engines.base import Engine, EngineOutcome, EngineRegistry, RunContext
-from ..errors import CorralError
+from ..errors import CorralError, DiskFullError, disk_full, is_disk_full
 from ..events import (
     BudgetExhaustedData,
     EngineFallbackData,
@@ -141,9 +141,13 @@ class RunLoop:
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # an unexpected bug must not leave a zombie "running"
-            log.exception("run of %s crashed", s.id)
+            if is_disk_full(exc):  # not a bug: said once, in the operator's words
+                error = str(disk_full(self._registry.state_dir))
+            else:
+                log.exception("run of %s crashed", s.id)
+                error = f"corral error: {exc}"
             if not s.state.is_terminal:
-                self._fail(live, LoopFailure.INFRASTRUCTURE, f"corral error: {exc}")
+                self._fail(live, LoopFailure.INFRASTRUCTURE, error)
         finally:
             live.steering.close()
             live.question.clear()
@@ -166,6 +170,8 @@ class RunLoop:
                 failure=LoopFailure.BUDGET_EXHAUSTED,
                 error=f"the session's wall-clock budget of {wall}s ran out",
             )
+        except DiskFullError:
+            raise  # not the engine's failure: the run ends with the state dir's sentence
         except CorralError as exc:  # an unanswered question (UserInputExpired) included
             return EngineOutcome(failure=LoopFailure.EXECUTION, error=str(exc))
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from ..errors import CorralError
@@ -35,20 +36,34 @@ def head_commit(root: Path) -> str | None:
     return out or None
 
 
+BASE_MUST_BE = "a base must be one branch, tag or commit"
+
+
 def resolve_base(root: Path, base: str | None) -> str | None:
-    """Blank means the checkout's current state (None). A value starting with
-    `-` is refused before git sees it; otherwise it must name a commit (tags
-    are peeled)."""
-    value = (base or "").strip()
-    if not value:
+    """None means the checkout's current state. Anything given must name a
+    single commit (tags are peeled): an empty value, a value starting with
+    `-`, a range, a tree or an unknown name is refused, naming the value,
+    before anything is created."""
+    if base is None:
         return None
+    value = base.strip()
+    if not value:
+        raise CorralError(
+            f"the base revision {base!r} is empty: {BASE_MUST_BE} "
+            "(leave the base out to start from your checkout as it is)"
+        )
     if value.startswith("-"):
-        raise CorralError(f"invalid base revision {value!r}: a revision cannot start with '-'")
+        raise CorralError(
+            f"invalid base revision {value!r}: {BASE_MUST_BE}, and cannot start with '-'"
+        )
     out = git(root, "rev-parse", "--verify", "--quiet", f"{value}^{{commit}}", check=False)
-    sha = out.strip()
-    if not sha:
-        raise CorralError(f"base revision {value!r} does not name a commit in {root}")
-    return sha
+    lines = out.split()
+    if len(lines) != 1 or not re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", lines[0]):
+        raise CorralError(
+            f"base revision {value!r} does not name a single commit in {root}: "
+            f"{BASE_MUST_BE} (not a range, a tree or an unknown name)"
+        )
+    return lines[0]
 
 
 def gitlinks(cwd: Path, rev: str | None = None) -> list[str]:

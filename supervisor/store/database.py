@@ -14,12 +14,17 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from ..errors import StateDirError
+from ..errors import DiskFullError, StateDirError, disk_full, is_disk_full
 from ..models import CoderSession
 from ..paths import ensure_private_dir
 
 SCHEMA_VERSION = 1
 DB_NAME = "corral.sqlite3"
+# Space set aside in the state dir and given back when the disk is full, so
+# that how each session ended can still be recorded (a store that says
+# `running` for a run that is over is worse than a refusal).
+RESERVE_NAME = "disk-reserve"
+RESERVE_BYTES = 256 * 1024
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -40,8 +45,10 @@ class Store:
     transition is on disk before anything announces it."""
 
     def __init__(self, state_dir: Path, *, readonly: bool = False) -> None:
+        self.state_dir = state_dir
         self.path = state_dir / DB_NAME
         self.readonly = readonly
+        self.full: DiskFullError | None = None  # set once a write found the disk full
         if readonly:
             if not self.path.exists():
                 self._conn: sqlite3.Connection | None = None
@@ -60,6 +67,25 @@ class Store:
                 self._conn.execute("PRAGMA synchronous = NORMAL")
             except sqlite3.DatabaseError as exc:
                 raise self._corrupt(exc) from exc
+            self._keep_reserve()
+
+    def _keep_reserve(self) -> None:
+        reserve = self.state_dir / RESERVE_NAME
+        if reserve.exists():
+            return
+        try:
+            with open(reserve, "wb") as f:
+                f.write(bytes(RESERVE_BYTES))
+        except OSError:
+            reserve.unlink(missing_ok=True)  # already short of space: nothing to set aside
+
+    def _disk_full(self) -> DiskFullError:
+        """Give the reserve back (room to record how things ended) and name
+        the state dir and its free space."""
+        self.full = disk_full(self.state_dir)  # the free space before the reserve goes back
+        if not self.readonly:
+            (self.state_dir / RESERVE_NAME).unlink(missing_ok=True)
+        return self.full
 
     def _connect(self, target: str, *, uri: bool = False) -> sqlite3.Connection:
         try:
@@ -70,6 +96,8 @@ class Store:
             raise self._corrupt(exc) from exc
 
     def _corrupt(self, exc: Exception) -> StateDirError:
+        if is_disk_full(exc):
+            return self._disk_full()
         return StateDirError(
             f"{self.path} is not a readable corral database ({exc}). It was left untouched: "
             f"move it aside (mv {self.path} {self.path}.bad) to start fresh, or restore a backup"
@@ -118,6 +146,15 @@ class Store:
 
     def save_session(self, session: CoderSession) -> None:
         assert self._conn is not None and not self.readonly
+        try:
+            self._save(session)
+        except sqlite3.Error as exc:
+            if is_disk_full(exc):
+                raise self._disk_full() from exc
+            raise
+
+    def _save(self, session: CoderSession) -> None:
+        assert self._conn is not None
         self._conn.execute(
             "INSERT INTO sessions(id, repo, state, created_at, updated_at, data) "
             "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET repo=excluded.repo, "

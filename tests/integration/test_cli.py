@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -228,3 +229,196 @@ def test_panes_lists_strays_without_killing_them(tmp_path: Path) -> None:
         assert handle.owner in backend.sweep()  # listed, not killed
     finally:
         backend.kill_server()
+
+
+def _store_sessions(home: Path, n: int, intent: str = "Task number {i}") -> None:
+    from corral.supervisor.models import CoderSession
+    from corral.supervisor.states import CoderState
+    from corral.supervisor.store import Store
+
+    store = Store(home)
+    for i in range(n):
+        store.save_session(
+            CoderSession(
+                id=f"{i:024x}",
+                repo="/src/repo",
+                intent=intent.format(i=i),
+                state=CoderState.MERGED,
+                created_at=1_700_000_000 + i,
+                updated_at=1_700_000_000 + i,
+                engine="external:claude",
+            )
+        )
+    store.close()
+
+
+@pytest.mark.parametrize("command", ["sessions", "sessions --json"])
+def test_a_reader_that_goes_away_ends_the_command_quietly(tmp_path: Path, command: str) -> None:
+    home = tmp_path / "home"
+    _store_sessions(home, 2000)
+    env = dict(os.environ, CORRAL_HOME=str(home), CORRAL_CONFIG=str(home / "none.toml"))
+    env["PYTHONPATH"] = str(REPO_ROOT)
+    # `head -1` reads one line and closes the pipe; bash reports corral's own exit code
+    out = subprocess.run(
+        ["bash", "-c", f"set -o pipefail; {sys.executable} -m corral.tui.cli {command} | head -1"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert len(out.stdout.splitlines()) == 1
+    assert "Traceback" not in out.stderr and "BrokenPipe" not in out.stderr, out.stderr
+    assert out.stderr == ""
+    assert out.returncode in (0, 141)
+
+
+def test_the_listing_cuts_each_intent_to_one_line(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    huge = "Rewrite the parser " + "so that every clause is handled " * 4000  # ~120 KB
+    _store_sessions(home, 1, intent=huge)
+    _store_sessions(home / "two", 1, intent="first line\nsecond line")
+    out = corral("sessions", home=home)
+    assert out.returncode == 0, out.stderr
+    [line] = out.stdout.splitlines()
+    assert len(line) <= 160 and line.endswith("…")
+    assert "Rewrite the parser so that" in line
+    [line] = corral("sessions", home=home / "two").stdout.splitlines()
+    assert line.endswith("first line…")
+    out = corral("sessions", "--json", home=home)
+    assert json.loads(out.stdout)[0]["intent"] == huge
+
+
+def test_run_help_and_the_readme_list_every_exit_code(tmp_path: Path) -> None:
+    import re
+
+    out = corral("run", "--help", home=tmp_path)
+    assert out.returncode == 0
+    listed = dict(re.findall(r"^  (\d+)  (.+)$", out.stdout, re.M))
+    assert set(listed) == {"0", "1", "2", "3", "4", "5", "6", "7", "8", "130", "141"}
+    readme = (REPO_ROOT / "README.md").read_text()
+    section = readme[readme.index("`corral run` runs one session") :]
+    section = section[: section.index("\n\n")]
+    for code in listed:
+        assert re.search(rf"\b{code}\b", section), code
+    source = (REPO_ROOT / "tui" / "cli" / "run.py").read_text()
+    for code in re.findall(r"CoderState\.\w+: (\d+)", source):
+        assert code in listed
+
+
+def test_run_whose_delivery_is_refused_says_so_and_exits_7(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    repo = init_repo(tmp_path / "repo")
+    git(repo, "branch", "corral")  # refs/heads/corral/<id> cannot be created next to it
+    contract = tmp_path / "c.json"
+    contract.write_text(
+        json.dumps(
+            {
+                "description": "notes record the task",
+                "checks": [
+                    {"name": "noted", "command": "grep -q notes DEMO_NOTES.md", "timeout_secs": 10}
+                ],
+            }
+        )
+    )
+    out = corral(
+        "run",
+        "--repo",
+        str(repo),
+        "--intent",
+        "write notes",
+        "--contract",
+        str(contract),
+        "--yes",
+        "--deliver",
+        "branch",
+        "--json",
+        "--engine",
+        "external:demo",
+        "--on-question",
+        "approve",
+        home=home,
+    )
+    assert out.returncode == 7, (out.stdout, out.stderr)
+    assert "delivery refused, the session waits at approval" in out.stderr
+    assert "Traceback" not in out.stderr
+    result = json.loads(out.stdout.splitlines()[-1])
+    assert result["state"] == "needs_approval" and result["exit_code"] == 7
+    rows = json.loads(corral("sessions", "--json", home=home).stdout)
+    assert rows[0]["state"] == "needs_approval"
+
+
+def _mount_tmpfs(where: Path, size: str) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs needs root")
+    where.mkdir(parents=True, exist_ok=True)
+    out = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)],
+        capture_output=True,
+        text=True,
+    )
+    if out.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {out.stderr.strip()}")
+
+
+def test_a_full_disk_is_one_line_a_prompt_exit_and_a_consistent_store(tmp_path: Path) -> None:
+    import time
+
+    home = tmp_path / "home"
+    repo = init_repo(tmp_path / "repo")
+    contract = tmp_path / "c.json"
+    contract.write_text(
+        json.dumps(
+            {
+                "description": "notes",
+                "checks": [
+                    {"name": "noted", "command": "grep -q notes DEMO_NOTES.md", "timeout_secs": 10}
+                ],
+            }
+        )
+    )
+    _mount_tmpfs(home, "8m")
+    try:
+        env = dict(os.environ, CORRAL_HOME=str(home), CORRAL_CONFIG=str(tmp_path / "none.toml"))
+        env["CORRAL_TMUX_SOCKET_DIR"] = str(tmp_path / "tmux")
+        env["PYTHONPATH"] = str(REPO_ROOT)
+        argv = [sys.executable, "-m", "corral.tui.cli", "run", "--repo", str(repo)]
+        argv += ["--intent", "write notes", "--contract", str(contract), "--yes"]
+        argv += ["--deliver", "branch", "--engine", "external:demo", "--on-question", "approve"]
+        proc = subprocess.Popen(
+            argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        assert proc.stdout is not None
+        for line in proc.stdout:  # the run has started: now the disk fills up
+            if "→ running" in line:
+                break
+        filler = home / "filler"
+        with open(filler, "wb", buffering=0) as f, contextlib.suppress(OSError):
+            while True:
+                f.write(bytes(65536))
+        started = time.monotonic()
+        stdout, stderr = proc.communicate(timeout=60)
+        assert time.monotonic() - started < 60
+        assert proc.returncode == 8, (stdout, stderr)
+        assert "Traceback" not in stderr
+        [line] = stderr.strip().splitlines()
+        assert f"the disk holding the state dir {home} is full (" in line and "KB free" in line
+        filler.unlink()
+        out = corral("sessions", "--json", home=home)
+        [row] = json.loads(out.stdout)
+        assert row["state"] == "failed" and "is full" in row["error"]
+        # a store too small to open at all is the same one line
+        (home / "filler").write_bytes(b"")
+        for name in os.listdir(home):
+            if name not in ("filler",):
+                subprocess.run(["rm", "-rf", str(home / name)], check=True)
+        with open(filler, "wb", buffering=0) as f, contextlib.suppress(OSError):
+            while True:
+                f.write(bytes(4096))
+        out = corral(
+            "run", "--repo", str(repo), "--intent", "x", "--engine", "external:demo", home=home
+        )
+        assert out.returncode == 8 and "Traceback" not in out.stderr, out.stderr
+        [line] = out.stderr.strip().splitlines()
+        assert f"the disk holding the state dir {home} is full" in line
+    finally:
+        subprocess.run(["umount", "-l", str(home)], capture_output=True)

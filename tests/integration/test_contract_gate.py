@@ -6,6 +6,7 @@ the contract waits."""
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from pathlib import Path
 
@@ -239,15 +240,23 @@ async def test_an_invalid_drafted_contract_fails_drafting(
     [
         ("-b", "invalid base revision"),
         ("--orphan=x", "invalid base revision"),
-        ("no-such", "does not name a commit"),
+        ("no-such", "'no-such' does not name a single commit"),
+        ("HEAD..HEAD", "'HEAD..HEAD' does not name a single commit"),
+        ("HEAD...HEAD", "'HEAD...HEAD' does not name a single commit"),
+        ("HEAD^{tree}", "does not name a single commit"),
+        ("HEAD^@", "does not name a single commit"),
+        ("", "the base revision '' is empty"),
+        ("  ", "is empty"),
     ],
 )
 async def test_a_bad_base_fails_before_provisioning(
     make_supervisor: SupervisorFactory, repo: Path, base: str, message: str
 ) -> None:
     sup = await make_supervisor()
-    with pytest.raises(CorralError, match=message):
+    with pytest.raises(CorralError, match=re.escape(message)) as refused:
         await sup.start("say hi", repo, base=base)
+    assert "a base must be one branch, tag or commit" in str(refused.value)
+    assert "\n" not in str(refused.value) and "git " not in str(refused.value)
     assert not (sup.state_dir / "worktrees").exists()
     assert sup.list() == []
 

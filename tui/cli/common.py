@@ -1,8 +1,26 @@
-"""What every subcommand shares: the refusal line and the version."""
+"""What every subcommand shares: the refusal line, the version, and the exit
+codes of `corral run` (here so that `--help` does not import the supervisor)."""
 
 from __future__ import annotations
 
 import sys
+
+RUN_EXIT_CODES = """\
+exit codes:
+  0  delivered, or reported (nothing to deliver)
+  1  failed
+  2  refused before anything started (bad input, another console owns the state dir)
+  3  stopped at the contract gate (no --yes)
+  4  waiting for an answer to an agent's question
+  5  waiting for approval (--deliver none)
+  6  abandoned
+  7  delivery refused: the session waits at approval (the reason is on stderr)
+  8  the disk holding the state dir is full (stderr names it and its free space)
+  130  interrupted (ctrl+c)
+  141  the reader of stdout went away (e.g. `| head`)"""
+
+DELIVERY_REFUSED = 7  # see RUN_EXIT_CODES
+DISK_FULL = 8
 
 
 def fail(message: str) -> int:

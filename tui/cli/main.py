@@ -14,8 +14,26 @@ if TYPE_CHECKING:
     import argparse
 
 
+READER_GONE = 141  # 128 + SIGPIPE: what a shell reports for a command whose reader went away
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
+    """The entry point. When whoever reads stdout goes away (`corral sessions |
+    head`), every command ends quietly: stdout is pointed at /dev/null (so the
+    interpreter's last flush cannot fail again) and the exit code is 141."""
+    try:
+        code = _main(sys.argv[1:] if argv is None else argv)
+        sys.stdout.flush()
+        return code
+    except BrokenPipeError:
+        import os
+
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return READER_GONE
+
+
+def _main(args: list[str]) -> int:
     if args[:1] == ["hook"]:
         from .hook import run_hook
 
@@ -24,14 +42,23 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def dispatch(args: argparse.Namespace) -> int:
-    from corral.supervisor.errors import CorralError
+    from corral.supervisor.errors import CorralError, disk_full, is_disk_full
 
     from .common import fail
 
     try:
         return _run(args)
-    except CorralError as exc:
-        return fail(str(exc))
+    except Exception as exc:
+        if is_disk_full(exc):  # wherever it was found: one line, the state dir and its space
+            from corral.supervisor.paths import default_state_dir
+
+            from .common import DISK_FULL
+
+            print(f"corral: {disk_full(default_state_dir())}", file=sys.stderr)
+            return DISK_FULL
+        if isinstance(exc, CorralError):
+            return fail(str(exc))
+        raise
     except KeyboardInterrupt:
         return 130
 
@@ -125,7 +152,16 @@ def build_parser() -> argparse.ArgumentParser:
     prune.add_argument(
         "--force", action="store_true", help="also remove dirty and unknown worktrees"
     )
-    run = sub.add_parser("run", help="run one session headless (events on stdout)")
+    from .common import RUN_EXIT_CODES
+
+    run = sub.add_parser(
+        "run",
+        help="run one session headless (events on stdout)",
+        description="Run one session headless: its events on stdout, and an exit code "
+        "that says where it ended.",
+        epilog=RUN_EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     run.add_argument("--repo", default=argparse.SUPPRESS, help="the git repository")
     run.add_argument("--intent", required=True, help="what the task should achieve")
     run.add_argument("--contract", help="a contract JSON file (default: conventions lane)")

@@ -1,9 +1,6 @@
 """`corral run`: one session, headless. Events stream to stdout (JSON lines
-with `--json`), and the exit code says where the session ended:
-
-0 delivered or reported · 1 failed · 2 refused (bad input) · 3 stopped at the
-contract gate (no --yes) · 4 waiting for an answer · 5 waiting for approval
-(no --deliver) · 6 abandoned.
+with `--json`), and the exit code says where the session ended (`common.RUN_EXIT_CODES`,
+also in `corral run --help` and the README).
 
 A session left at a gate is restored the next time a console opens.
 """
@@ -18,7 +15,7 @@ import sys
 from pathlib import Path
 
 from corral.supervisor.api import Supervisor
-from corral.supervisor.errors import CorralError
+from corral.supervisor.errors import CorralError, is_disk_full
 from corral.supervisor.events import CoderEvent
 from corral.supervisor.factory import build_supervisor, default_drafter
 from corral.supervisor.interface import ContractDrafter, FixedDrafter, Subscription, load_contract
@@ -26,6 +23,7 @@ from corral.supervisor.paths import default_state_dir
 from corral.supervisor.states import CoderState
 
 from ..event_text import describe
+from .common import DELIVERY_REFUSED, DISK_FULL
 
 EXIT = {
     CoderState.MERGED: 0,
@@ -88,15 +86,30 @@ async def run_session(
         if row.needs_you == "question":
             code = 4
         elif row.state is CoderState.NEEDS_APPROVAL and deliver != "none":
-            if row.needs_you == "finding":
-                await sup.approve(sid, accept_finding=True)
+            try:
+                if row.needs_you == "finding":
+                    await sup.approve(sid, accept_finding=True)
+                else:
+                    await sup.approve(sid, delivery=deliver)
+            except CorralError as exc:
+                if sup.get(sid).session.state is not CoderState.NEEDS_APPROVAL:
+                    raise
+                print(
+                    f"corral run: delivery refused, the session waits at approval: {exc}",
+                    file=sys.stderr,
+                    flush=True,
+                )
+                code = DELIVERY_REFUSED
             else:
-                await sup.approve(sid, delivery=deliver)
-            code = EXIT[sup.get(sid).session.state]
+                code = EXIT.get(sup.get(sid).session.state, 1)
         else:
             code = EXIT.get(sup.get(sid).session.state, 1)
         await asyncio.sleep(0.05)  # let the last events print
         session = sup.get(sid).session
+        full = sup.disk_full()
+        if full is not None:
+            print(f"corral: {full}", file=sys.stderr, flush=True)
+            code = DISK_FULL
         summary = {
             "session_id": sid,
             "state": session.state.value,
@@ -118,7 +131,13 @@ async def run_session(
     finally:
         if pump is not None:
             pump.cancel()
-        await sup.close()
+            if pump.done() and not pump.cancelled():
+                pump.exception()  # retrieved: a reader gone away is reported by the entry point
+        try:
+            await sup.close()
+        except CorralError:
+            if sup.disk_full() is None:
+                raise  # a full disk was said once already; closing cannot record more
 
 
 APPROVE = re.compile(r"^yes\b(?!.*(always|don't ask|all edits|during this session))", re.I)
@@ -163,5 +182,7 @@ def main_run(args: argparse.Namespace) -> int:
             )
         )
     except CorralError as exc:
+        if is_disk_full(exc):
+            raise  # the entry point says it, once
         print(f"corral: {exc}", file=sys.stderr)
         return 2

@@ -1,15 +1,37 @@
-"""`corral sessions [--json]`: stored sessions. Readers never need the owner
+"""`corral sessions [--json]`: stored sessions, one line each (the intent cut to
+the terminal's width; `--json` has all of it). Readers never need the owner
 lock (the database is opened read-only), so a running console is fine."""
 
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 import time
 from pathlib import Path
 
 from corral.supervisor.housekeeping import stored_sessions
 from corral.supervisor.paths import default_state_dir
+
+PIPE_WIDTH = 160  # the line width when stdout is not a terminal
+
+
+def _line_width() -> int:
+    if sys.stdout.isatty():
+        return shutil.get_terminal_size().columns
+    return PIPE_WIDTH
+
+
+def one_line(text: str, width: int) -> str:
+    """`text` as one line of at most `width` characters (at least 20): the
+    first line, whitespace runs collapsed, cut with "…" when anything is left
+    out (a later line counts)."""
+    width = max(20, width)
+    lines = text.strip().splitlines()
+    first = " ".join(lines[0].split()) if lines else ""
+    if len(first) <= width and len(lines) <= 1:
+        return first
+    return first[: width - 1].rstrip() + "…"
 
 
 def list_sessions(*, as_json: bool) -> int:
@@ -21,10 +43,11 @@ def list_sessions(*, as_json: bool) -> int:
         if not stored.rows:
             print(f"no stored sessions in {state_dir}")
         now = time.time()
+        width = _line_width()
         for r in stored.rows:
-            first = r.intent.splitlines()[0] if r.intent else ""
             age = int(max(0, now - r.updated_at))
-            print(f"{r.label}  {r.state.value:<17} {age:>7}s ago  {Path(r.repo).name:<16} {first}")
+            line = f"{r.label}  {r.state.value:<17} {age:>7}s ago  {Path(r.repo).name:<16} "
+            print(line + one_line(r.intent, width - len(line)))
     for sid in stored.unreadable:
         print(f"corral: stored session {sid} could not be read (left untouched)", file=sys.stderr)
     return 0
