@@ -113,6 +113,9 @@ class Supervisor:
         workspaces = self.workspaces = Workspaces(self.state_dir, self.state_dir / DB_NAME)
         try:
             await asyncio.to_thread(workspaces.reconcile)
+            # a worktree made just before a crash, its session never saved
+            claimed = {s.id for s in sessions} | set(self.broken_rows)
+            await asyncio.to_thread(workspaces.discard_unclaimed, claimed)
         except CorralError as exc:  # a vanished repo must not keep the console shut
             log.warning("worktree reconciliation: %s", exc)
         gates = self._gates = self._compose(workspaces)

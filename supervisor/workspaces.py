@@ -24,6 +24,7 @@ from .git.leases import (
     add_worktree,
     is_clean,
     list_worktrees,
+    matches,
     reconcile,
     remove_worktree,
 )
@@ -125,6 +126,28 @@ class Workspaces:
     def reconcile(self) -> list[Lease]:
         with self._lock:
             return reconcile(self.book)
+
+    def discard_unclaimed(self, claimed: set[str]) -> list[str]:
+        """Remove session worktrees that no stored session claims (a crash came
+        between creating one and saving its session) when they hold nothing:
+        clean and exactly as leased. Anything else is left for a look.
+        Returns the removed paths."""
+        removed: list[str] = []
+        for lease in self.leases():
+            if (
+                lease.kind != "session"
+                or lease.state is not LeaseState.READY
+                or lease.session_id is None
+                or lease.session_id in claimed
+                or not Path(lease.path).is_dir()
+                or not is_clean(Path(lease.path))
+                or matches(lease, list_worktrees(Path(lease.repo))) is not None
+            ):
+                continue
+            ok, _why = self.remove(lease.path)
+            if ok:
+                removed.append(lease.path)
+        return removed
 
     def leases(self) -> list[Lease]:
         with self._lock:

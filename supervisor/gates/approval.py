@@ -340,6 +340,7 @@ class ApprovalGate:
         )
         if partial:
             result = await asyncio.to_thread(commit_patch, repo, start, patch, message)
+            fault_point("delivery:partial-commit")
         else:
             result = await asyncio.to_thread(commit_tree, repo, tree, start, message)
         await asyncio.to_thread(git, repo, "update-ref", f"refs/corral/results/{s.id}", result)

@@ -39,6 +39,7 @@ from ..events import (
     EngineSelectedData,
     PlanTextData,
 )
+from ..faults import fault_point
 from ..git.repo import refuse_initialised_submodules, repo_root, resolve_base
 from ..git.workspace import GitWorkspace
 from ..models import (
@@ -171,6 +172,7 @@ class ContractGate:
                 keep_workspace_on_failure=self._config.keep_workspace_on_failure,
             )
             made = await asyncio.to_thread(self._workspaces.provision, root, sid, base_sha)
+            fault_point("start:worktree")
             session.worktree = str(made.workspace.path)
             session.base = base_sha
             session.start_commit = made.start_commit
@@ -179,6 +181,7 @@ class ContractGate:
             live = self._registry.register(session)
             live.workspace = made.workspace
             self._registry.persist(live)
+            fault_point("start:session")
             if discussion_id is not None:
                 self._discussion_runs.record_safely(session)
         self._registry.notify(sid)
@@ -281,6 +284,7 @@ class ContractGate:
         s = live.session
         try:
             contract = given or await self._drafter.draft(self._request(live))
+            fault_point("contract:drafted")
             problems = contract.validate_contract(
                 max_timeout_secs=self._config.max_check_timeout_secs
             )
@@ -306,6 +310,7 @@ class ContractGate:
             raise CorralError(DRAFTING_CANCELLED)
         s.contract, s.baseline, s.baseline_gates_nothing = contract, baseline, gates_nothing
         self._registry.transition(live, S.CONTRACT_PROPOSED)
+        fault_point("contract:saved")
         self._announce_contract(live)
 
     async def _reassess(

@@ -20,12 +20,15 @@ from ..events import (
     BudgetExhaustedData,
     EngineFallbackData,
     ErrorData,
+    EventData,
     IterationStartedData,
     OperatorGuidanceData,
     PlanTextData,
+    ToolCallData,
     UserInputExpiredData,
     UserInputRequestedData,
 )
+from ..faults import fault_point
 from ..git.trees import tree_of
 from ..models import CheckResult, NoChangeFinding
 from ..session.live import LiveSession
@@ -162,6 +165,7 @@ class RunLoop:
     ) -> EngineOutcome:
         ctx = self._context(live, round_, deadline, failing)
         left = None if deadline is None else max(0.0, deadline - time.monotonic())
+        fault_point("run:engine-started")
         try:
             return await asyncio.wait_for(engine.run(ctx), left)
         except TimeoutError:
@@ -181,6 +185,11 @@ class RunLoop:
         registry = self._registry
         s = live.session
         assert s.contract is not None and s.worktree is not None
+
+        def emit(data: EventData) -> None:
+            registry.emit(live, data)
+            if isinstance(data, ToolCallData):  # an edit (or a command) is journaled
+                fault_point("run:edited")
 
         def iteration_started(n: int) -> None:
             registry.emit(live, IterationStartedData(n=n, max=s.max_iterations))
@@ -204,7 +213,7 @@ class RunLoop:
             deadline=deadline,
             round=round_,
             failing_checks=failing,
-            emit=lambda data: registry.emit(live, data),
+            emit=emit,
             ask_user=lambda prompt, options: self._ask_user(live, prompt, options),
             take_guidance=live.steering.take,
             iteration_started=iteration_started,

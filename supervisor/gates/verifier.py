@@ -35,6 +35,7 @@ from ..config import SupervisorConfig
 from ..contracts.checks import captures_from, run_contract
 from ..errors import CorralError
 from ..events import CheckCompletedData, ContractEvaluatedData, PlanTextData, WorktreeChangedData
+from ..faults import fault_point
 from ..git.run import git
 from ..git.trees import anchor_verified, changed_between, snapshot_tree
 from ..models import CheckResult, CoderSession, OutcomeContract
@@ -87,10 +88,14 @@ class Verifier:
         """Every check once on the untouched tree, in a disposable worktree so
         the task's own worktree is never changed by a check."""
         assert session.start_commit is not None
-        return await self._in_scratch(
-            session,
-            lambda path: run_contract(contract, path, timeout_ceiling=self._timeout_ceiling),
-        )
+
+        async def run(path: Path) -> list[CheckResult]:
+            fault_point("baseline:before")
+            results = await run_contract(contract, path, timeout_ceiling=self._timeout_ceiling)
+            fault_point("baseline:after")
+            return results
+
+        return await self._in_scratch(session, run)
 
     async def verify(self, live: LiveSession) -> Verification:
         """Every check on the worktree, between two snapshots of it; the
@@ -112,6 +117,7 @@ class Verifier:
                 PlanTextData(text="Runtime verification: re-running every contract check."),
             )
             for attempt in range(1, STABILITY_ATTEMPTS + 1):
+                fault_point("verify:before-checks")
                 before = await self._snapshot(worktree)
                 results = await run_contract(
                     s.contract,
@@ -120,6 +126,7 @@ class Verifier:
                     timeout_ceiling=self._timeout_ceiling,
                     on_result=lambda r: registry.emit(live, CheckCompletedData(result=r)),
                 )
+                fault_point("verify:between-snapshots")
                 after = await self._snapshot(worktree)
                 if before == after:
                     tree, moved = before, []
@@ -169,6 +176,7 @@ class Verifier:
         s.last_check_results = list(verification.results)
         s.changed_since_verification = []
         self._registry.persist(live)
+        fault_point("verify:recorded")
 
     async def snapshot(self, session: CoderSession) -> str:
         """The worktree's full content as a git tree id (ignored files excluded)."""

@@ -143,10 +143,11 @@ class SessionRegistry:
         """A session that cannot continue because its process went away: failed,
         worktree kept, stored without an announcement (nobody is live to hear it)."""
         kept = f"; its worktree is kept at {session.worktree}" if session.worktree else ""
-        session.error = (
-            f"corral stopped while this session was {session.state.value}, so it could not "
-            f"continue{kept}"
-        )
+        doing = {
+            S.CREATED: "drafting this session's contract",
+            S.CONTRACT_CONFIRMED: "starting this session's agent",
+        }.get(session.state, f"this session was {session.state.value}")
+        session.error = f"corral stopped while {doing}, so it could not continue{kept}"
         session.failure_kind = FailureKind.INFRASTRUCTURE
         session.keep_workspace_on_failure = True
         session.state = S.FAILED
