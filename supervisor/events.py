@@ -53,6 +53,9 @@ from .status import AgentStatus
 __all__ = [
     "EVENT_ADAPTER",
     "EVENT_CLASSES",
+    "GUIDANCE_DELIVERED",
+    "GUIDANCE_NOT_DELIVERED",
+    "GUIDANCE_QUEUED",
     "AgentStartedData",
     "AgentStatusData",
     "AgentStatusEvent",
@@ -210,10 +213,21 @@ class UserInputExpiredData(EventData):
     waited_secs: int
 
 
+GUIDANCE_QUEUED = "queued"
+GUIDANCE_DELIVERED = "delivered"
+GUIDANCE_NOT_DELIVERED = "not_delivered"
+
+
 class OperatorGuidanceData(EventData):
+    """One operator guidance message and where it is: `queued` when accepted,
+    then `delivered` (handed to the model, or pasted into the agent's pane at
+    its idle prompt and seen there) or `not_delivered` with the `reason`.
+    Older journals carry only `queued`."""
+
     KIND = K.OPERATOR_GUIDANCE
     text: str
-    status: str
+    status: str = GUIDANCE_QUEUED
+    reason: str | None = Field(default=None, exclude_if=_is_none)
 
 
 class ToolData(EventData):

@@ -218,11 +218,15 @@ class CoderSession(BaseModel):
                 "Constraints agreed in the discussion this task came from:\n"
                 + "\n".join(f"- {c}" for c in self.discussion_constraints)
             )
-        if self.steering_messages:
-            parts.append(
-                "Operator guidance:\n" + "\n".join(f"- {m}" for m in self.steering_messages)
-            )
+        # sessions saved by older versions kept gate-1 contract revisions here;
+        # they are the contract, not guidance
+        guidance = [m for m in self.steering_messages if not m.startswith(_LEGACY_REVISION)]
+        if guidance:
+            parts.append("Operator guidance:\n" + "\n".join(f"- {m}" for m in guidance))
         return "\n\n".join(parts)
+
+
+_LEGACY_REVISION = "Verification request accepted before coding: "
 
 
 class SessionSummary(BaseModel):

@@ -88,6 +88,11 @@ def describe(event: CoderEvent) -> Text:
             line.append("question: ", style="bold yellow").append(clip(prompt))
         case UserInputExpiredData(waited_secs=waited):
             line.append(f"question expired after {waited}s", style="yellow")
+        case OperatorGuidanceData(text=text, status="delivered"):
+            line.append("guidance delivered: ", style="cyan").append(clip(text))
+        case OperatorGuidanceData(text=text, status="not_delivered", reason=reason):
+            line.append("guidance NOT delivered", style="bold yellow")
+            line.append(f" ({reason}): " if reason else ": ", style="yellow").append(clip(text))
         case OperatorGuidanceData(text=text):
             line.append("guidance queued: ", style="cyan").append(clip(text))
         case ContractProposedData(contract=contract, revised=revised):

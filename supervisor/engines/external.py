@@ -8,6 +8,13 @@ agent ends its turn (hook first, debounced screen otherwise). A question on
 screen parks the session on the question gate and the operator's answer
 selects the option by its text. A crash uses the transient-retry budget,
 then fails loudly: `external agent '<name>' failed: …`.
+
+Operator guidance queued while the agent works is pasted at its next idle
+prompt (never mid-turn, never over a question): when a turn ends with
+guidance waiting, it is pasted and the round waits for that turn instead;
+at the start of a repair round it rides with the repair prompt. Each message
+is reported `delivered` only once the paste showed in the pane and Enter was
+pressed, else `not_delivered` with the reason.
 """
 
 from __future__ import annotations
@@ -21,7 +28,14 @@ from pathlib import Path
 
 from ..agents.base import AgentProfile, AgentUnavailable, LaunchPlan, check_recursion, hook_command
 from ..errors import CorralError
-from ..events import AgentStartedData, PaneAnswerData, PlanTextData
+from ..events import (
+    GUIDANCE_DELIVERED,
+    GUIDANCE_NOT_DELIVERED,
+    AgentStartedData,
+    OperatorGuidanceData,
+    PaneAnswerData,
+    PlanTextData,
+)
 from ..governance.env_scrub import scrubbed_env
 from ..models import CheckResult, OutcomeContract
 from ..panes.base import PaneError, PaneGone, PaneSpec
@@ -55,6 +69,14 @@ def repair_prompt(failing: list[CheckResult], round_: int, rounds_left: int) -> 
         parts.append(f"\n## {r.name} ({status})\n{tail}")
     parts.append("\nFix the cause (not the checks), then stop.")
     return "\n".join(parts)
+
+
+def guidance_prompt(notes: list[str]) -> str:
+    lines = "\n".join(f"- {n.strip()}" for n in notes)
+    return (
+        "Guidance from the operator supervising this run (it takes precedence over your "
+        f"plan; corral's checks still decide when you are done):\n{lines}"
+    )
 
 
 class ExternalEngine:
@@ -178,9 +200,12 @@ class ExternalEngine:
                 start_version, resumed = 0, False
             else:
                 rounds_left = max(0, ctx.max_iterations - ctx.round)
-                await self.panes.send_text(
-                    ctx.session_id, repair_prompt(ctx.failing_checks, ctx.round, rounds_left)
-                )
+                text = repair_prompt(ctx.failing_checks, ctx.round, rounds_left)
+                # the agent is at its idle prompt: waiting guidance rides along
+                notes = ctx.take_guidance()
+                if notes:
+                    text += "\n\n" + guidance_prompt(notes)
+                await self._paste(ctx, text, notes)
                 start_version, resumed = record.version, False
             while True:
                 outcome = await self._await_turn(ctx, resumed=resumed)
@@ -254,8 +279,52 @@ class ExternalEngine:
                 or seen_running
                 or time.monotonic() - started > TURN_START_GRACE
             ):
+                turns_before = record.tracker.turn_ends
+                if await self._deliver_guidance(ctx):
+                    # the agent took the guidance: this round ends with that turn
+                    turns_at_start, seen_running = turns_before, False
+                    started = time.monotonic()
+                    continue
                 return EngineOutcome(iterations=1, authored_by=[self.profile.name])
             version = await self.panes.wait_change(ctx.session_id, version, 1.0)
+
+    async def _deliver_guidance(self, ctx: RunContext) -> bool:
+        """Paste the waiting guidance at the agent's idle prompt; True when it
+        landed (the agent starts a turn on it)."""
+        record = self.panes.record(ctx.session_id)
+        if record is None or not record.alive or record.status.status is not AgentStatus.IDLE:
+            return False
+        notes = ctx.take_guidance()
+        if not notes:
+            return False
+        try:
+            await self._paste(ctx, guidance_prompt(notes), notes)
+        except PaneGone:
+            raise
+        except PaneError:
+            return False  # reported as not delivered; the turn's outcome stands
+        return True
+
+    async def _paste(self, ctx: RunContext, text: str, notes: list[str]) -> None:
+        """Paste `text` (confirmed on screen before Enter) and report each
+        guidance message it carries as delivered, or not delivered and why."""
+        try:
+            await self.panes.send_text(ctx.session_id, text)
+        except asyncio.CancelledError:
+            self._not_delivered(
+                ctx, notes, "the run stopped while it was being pasted; it may show unsent"
+            )
+            raise
+        except Exception as exc:
+            self._not_delivered(ctx, notes, f"the paste into the agent's pane failed: {exc}")
+            raise
+        for note in notes:
+            ctx.emit(OperatorGuidanceData(text=note, status=GUIDANCE_DELIVERED))
+
+    @staticmethod
+    def _not_delivered(ctx: RunContext, notes: list[str], reason: str) -> None:
+        for note in notes:
+            ctx.emit(OperatorGuidanceData(text=note, status=GUIDANCE_NOT_DELIVERED, reason=reason))
 
     async def _ask(self, ctx: RunContext, question: Question) -> None:
         """Park the session on the question gate until the operator answers or

@@ -25,7 +25,10 @@ from pathlib import Path
 from typing import Any
 
 from ..events import (
+    GUIDANCE_DELIVERED,
+    GUIDANCE_NOT_DELIVERED,
     ModelUsageData,
+    OperatorGuidanceData,
     PlanTextData,
     ToolCallData,
     ToolDeniedData,
@@ -241,6 +244,8 @@ class NativeEngine:
                         text="Handing operator guidance to the model: " + " / ".join(pending)
                     ),
                 )
+                for note in pending:
+                    ctx.emit(OperatorGuidanceData(text=note, status=GUIDANCE_DELIVERED))
                 pending = []
             try:
                 turn = await self._complete(messages, specs, left)
@@ -276,6 +281,14 @@ class NativeEngine:
                             "left to act on it: " + " / ".join(pending)
                         ),
                     )
+                    for note in pending:
+                        ctx.emit(
+                            OperatorGuidanceData(
+                                text=note,
+                                status=GUIDANCE_NOT_DELIVERED,
+                                reason="the model had finished with no budget left to act on it",
+                            )
+                        )
                     return outcome()
                 if turn.stop_reason == "max_tokens":
                     messages.append(

@@ -52,7 +52,6 @@ from ..models import (
 )
 from ..paths import ensure_private_dir
 from ..session.live import LiveSession
-from ..session.questions import GUIDANCE_LIMIT, MAX_GUIDANCE_MESSAGES
 from ..session.registry import SessionRegistry
 from ..states import (
     CoderState,
@@ -440,21 +439,18 @@ class ContractGate:
             raise CorralError(reason)
         if s.contract is not prior:
             return self._reject_revision(live, text, LOST_REVISION_RACE)
-        if len(s.steering_messages) >= MAX_GUIDANCE_MESSAGES:
-            raise CorralError(GUIDANCE_LIMIT)
-        old = (s.contract, s.baseline, s.baseline_gates_nothing, list(s.steering_messages))
+        # a revision is the contract itself (the agent gets the confirmed
+        # contract in its prompt), never operator guidance
+        old = (s.contract, s.baseline, s.baseline_gates_nothing)
         self._registry.transition(live, S.CONTRACT_PROPOSED)
         s.contract = redraft
         s.baseline = baseline
         s.baseline_gates_nothing = bool(baseline) and all(r.passed for r in baseline)
-        s.steering_messages.append(f"Verification request accepted before coding: {text}")
         try:
             self._registry.persist(live)
         except Exception as exc:
-            s.contract, s.baseline, s.baseline_gates_nothing, s.steering_messages = old
-            raise CorralError(
-                f"Could not save the revised checks and user guidance: {exc}"
-            ) from exc
+            s.contract, s.baseline, s.baseline_gates_nothing = old
+            raise CorralError(f"Could not save the revised checks: {exc}") from exc
         self._announce_contract(live, revised=True)
         return self._revision_result(live, True, None)
 

@@ -17,6 +17,8 @@ from ..config import SupervisorConfig
 from ..engines.base import Engine, EngineOutcome, EngineRegistry, RunContext
 from ..errors import CorralError, DiskFullError, disk_full, is_disk_full
 from ..events import (
+    GUIDANCE_NOT_DELIVERED,
+    GUIDANCE_QUEUED,
     BudgetExhaustedData,
     EngineFallbackData,
     ErrorData,
@@ -154,6 +156,23 @@ class RunLoop:
         finally:
             live.steering.close()
             live.question.clear()
+            self._report_undelivered(live)
+
+    def _report_undelivered(self, live: LiveSession) -> None:
+        """Guidance still queued when the run ends never reached the agent: say so."""
+        notes = live.steering.take()
+        if not notes:
+            return
+        if self._registry.closing:
+            reason = "corral closed before the agent was ready for it"
+        elif live.cancel_requested:
+            reason = "the task was cancelled before the agent was ready for it"
+        else:
+            reason = "the run ended before the agent was ready for it"
+        for note in notes:
+            self._registry.emit(
+                live, OperatorGuidanceData(text=note, status=GUIDANCE_NOT_DELIVERED, reason=reason)
+            )
 
     async def _run_engine(
         self,
@@ -284,7 +303,7 @@ class RunLoop:
             s.steering_messages.pop()
             raise CorralError(f"Could not save the guidance: {exc}") from exc
         live.steering.push(message)
-        self._registry.emit(live, OperatorGuidanceData(text=message, status="queued"))
+        self._registry.emit(live, OperatorGuidanceData(text=message, status=GUIDANCE_QUEUED))
         return {"ok": True, "queued": True}
 
     # -- the outcome ---------------------------------------------------------------------

@@ -20,7 +20,8 @@ from corral.supervisor.demo import demo_contract, make_demo_repo
 from corral.supervisor.factory import build_supervisor
 from corral.supervisor.models import ContractCheck, EventKind, OutcomeContract
 from corral.supervisor.states import CoderState as S
-from tests.conftest import fast_config, kinds_of, plan_texts
+from corral.supervisor.status import AgentStatus
+from tests.conftest import events_of, eventually, fast_config, kinds_of, plan_texts, row_of
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 
@@ -32,13 +33,15 @@ def demo_repo(tmp_path: Path) -> Path:
     return make_demo_repo(tmp_path)
 
 
-async def open_supervisor(tmp_path: Path, contract: OutcomeContract, **cfg) -> Supervisor:  # type: ignore[no-untyped-def]
+async def open_supervisor(
+    tmp_path: Path, contract: OutcomeContract, pace: float = 0.05, **cfg
+) -> Supervisor:  # type: ignore[no-untyped-def]
     sup = build_supervisor(
         tmp_path / "state",
         FixedDrafter(contract),
         socket_dir=tmp_path / "tmux",
         default_engine="external:demo",
-        demo_pace=0.05,
+        demo_pace=pace,
         config=fast_config(**cfg),
     )
     await sup.open()
@@ -189,3 +192,93 @@ async def test_panes_outlive_the_supervisor_and_are_readopted(
         assert any("re-adopted" in t for t in texts)
     finally:
         await second.close()
+
+
+# --- operator guidance -----------------------------------------------------------------
+
+GUIDANCE = "Keep the public API"
+
+
+def guidance_of(sup: Supervisor, sid: str) -> list[tuple[str, str, str | None]]:
+    return [
+        (e.data.text, e.data.status, getattr(e.data, "reason", None))
+        for e in events_of(sup, sid)
+        if e.kind is EventKind.OPERATOR_GUIDANCE
+    ]
+
+
+async def test_guidance_is_pasted_at_the_agents_next_idle_prompt_and_reported_delivered(
+    tmp_path: Path, demo_repo: Path, cleanup_tmux: None
+) -> None:
+    """Sent mid-turn, the guidance waits for the turn to end, is pasted at the
+    idle prompt, and the agent acts on it (the check proves it got there)."""
+    heard = OutcomeContract(
+        checks=[
+            ContractCheck(
+                # the pattern does not match its own text, which the task prompt
+                # (recorded in the notes too) carries
+                name="heard",
+                command="grep -q 'Keep the public[ ]API' DEMO_NOTES.md",
+                timeout_secs=5,
+            )
+        ]
+    )
+    sup = await open_supervisor(tmp_path, heard, pace=1.0, repair_invokes=0)
+    os.environ["DEMO_AGENT_YES"] = "1"
+    try:
+        sid = (await sup.start("write notes", demo_repo)).session_id
+        await sup.confirm(sid)
+        await eventually(
+            lambda: (
+                row_of(sup, sid).agent_status == "running" and row_of(sup, sid).steering_available
+            ),
+            timeout=30,
+        )
+        assert await sup.respond(sid, GUIDANCE, steer=True) == {"ok": True, "queued": True}
+        row = await sup.wait_for(sid, {S.NEEDS_APPROVAL, S.FAILED}, timeout=60)
+        assert row.state is S.NEEDS_APPROVAL, row.error
+        assert guidance_of(sup, sid) == [(GUIDANCE, "queued", None), (GUIDANCE, "delivered", None)]
+        events = events_of(sup, sid)
+        queued, delivered = (e.seq for e in events if e.kind is EventKind.OPERATOR_GUIDANCE)
+        between = [
+            e.data.status
+            for e in events
+            if e.kind is EventKind.AGENT_STATUS and queued < e.seq < delivered
+        ]
+        assert between and between[-1] is AgentStatus.IDLE  # not pasted mid-turn
+        notes = (Path(sup.get(sid).session.worktree or "") / "DEMO_NOTES.md").read_text()
+        assert GUIDANCE in notes
+    finally:
+        os.environ.pop("DEMO_AGENT_YES", None)
+        await sup.close()
+
+
+async def test_guidance_is_not_pasted_over_a_question_and_is_reported_undelivered_on_cancel(
+    tmp_path: Path, demo_repo: Path, cleanup_tmux: None
+) -> None:
+    sup = await open_supervisor(tmp_path, demo_contract(SLUG), pace=1.0)
+    try:
+        sid = (await sup.start(SLUG, demo_repo)).session_id
+        await sup.confirm(sid)
+        await eventually(
+            lambda: (
+                row_of(sup, sid).agent_status == "running" and row_of(sup, sid).steering_available
+            ),
+            timeout=30,
+        )
+        await sup.respond(sid, GUIDANCE, steer=True)
+        row = await sup.wait_for(sid, needs=True, timeout=30)
+        assert row.needs_you == "question"  # the agent asks instead of going idle
+        await asyncio.sleep(1.0)
+        assert guidance_of(sup, sid) == [(GUIDANCE, "queued", None)]
+        screen = sup.agent_screen(sid)
+        assert screen is not None and GUIDANCE not in "\n".join(screen.lines)
+        result = await sup.cancel(sid)
+        assert result.state is S.ABANDONED
+        await eventually(lambda: len(guidance_of(sup, sid)) > 1, timeout=10)
+        assert guidance_of(sup, sid) == [
+            (GUIDANCE, "queued", None),
+            (GUIDANCE, "not_delivered", "the task was cancelled before the agent was ready for it"),
+        ]
+    finally:
+        await sup.close()

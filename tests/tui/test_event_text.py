@@ -32,3 +32,19 @@ def test_every_kind_renders_the_line_it_rendered_before() -> None:
     for event, before in zip(events, then, strict=True):
         assert _unstamped(describe(event)).markup == before["line"], event
         assert [n for n in LOG_FILTERS if log_filter_matches(n, event)] == before["filters"]
+
+
+def test_a_guidance_line_shows_where_the_guidance_is() -> None:
+    from corral.supervisor.events import parse_event
+
+    def line(data: dict[str, object]) -> str:
+        row = {"session_id": "s", "seq": 1, "ts": 1.0, "kind": "operator_guidance", "data": data}
+        return describe(parse_event(row)).plain[STAMP:]
+
+    assert line({"text": "Keep the API"}) == "guidance queued: Keep the API"  # no status
+    assert line({"text": "Keep the API", "status": "delivered"}) == (
+        "guidance delivered: Keep the API"
+    )
+    assert line({"text": "Keep the API", "status": "not_delivered", "reason": "it ended"}) == (
+        "guidance NOT delivered (it ended): Keep the API"
+    )

@@ -559,3 +559,16 @@ async def test_a_parked_reader_is_woken_for_every_burst() -> None:
     assert (await asyncio.wait_for(reader, 1)).seq == 12
     with pytest.raises(SubscriptionClosed):
         await sub.get()
+
+
+def test_guidance_status_and_reason_round_trip_and_old_rows_still_load() -> None:
+    """`reason` is written only when set; a row without `status` reads as queued."""
+    base = {"session_id": "s", "seq": 1, "ts": 1.0, "kind": "operator_guidance"}
+    old = parse_event({**base, "data": {"text": "x"}})
+    assert old.kind is EventKind.OPERATOR_GUIDANCE
+    assert (old.data.status, old.data.reason) == ("queued", None)
+    assert json.loads(old.data.model_dump_json()) == {"text": "x", "status": "queued"}
+    data = {"text": "x", "status": "not_delivered", "reason": "the run ended"}
+    event = parse_event({**base, "data": data})
+    assert json.loads(event.data.model_dump_json()) == data
+    assert parse_event(json.loads(event.model_dump_json())) == event
