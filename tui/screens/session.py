@@ -320,7 +320,7 @@ class SessionScreen(Screen[None]):
             reply.display = True
         elif detail.steering_available:
             question.update("")
-            reply.placeholder = "Guidance for the agent (queued for its next round)"
+            reply.placeholder = "Guidance for the agent (pasted at its next idle prompt; the log says when it lands)"
             reply.display = True
         else:
             question.update("")
