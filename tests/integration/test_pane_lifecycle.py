@@ -111,7 +111,9 @@ async def test_a_custom_agent_is_readopted_after_a_restart(
     # as a `custom:` session stores itself: the profile is "custom", the
     # command line lives in the engine
     command = "python3 -c 'import time; time.sleep(300)'"
-    edit_stored(tmp_path, sid, engine=f"external:custom:{command}", pane={**pane, "agent": "custom"})
+    edit_stored(
+        tmp_path, sid, engine=f"external:custom:{command}", pane={**pane, "agent": "custom"}
+    )
 
     second = await open_supervisor(tmp_path, demo_contract(SLUG))
     try:
@@ -150,3 +152,15 @@ async def test_stop_agent_finds_a_pane_nobody_tracks_by_its_owner_marker(
         assert stopped and owners(tmp_path) == {}
     finally:
         await sup.close()
+
+
+def test_the_console_says_which_agents_it_left_running(capsys: pytest.CaptureFixture[str]) -> None:
+    from types import SimpleNamespace
+
+    from corral.tui.cli.console import say_left_running
+
+    say_left_running(SimpleNamespace(left_running=[]))  # type: ignore[arg-type]
+    assert capsys.readouterr().err == ""
+    say_left_running(SimpleNamespace(left_running=["6b0f37ab78019e15e5204130"]))  # type: ignore[arg-type]
+    err = capsys.readouterr().err
+    assert "left 1 agent(s) running (corral-e5204130)" in err and "corral panes stop" in err
