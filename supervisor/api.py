@@ -150,8 +150,11 @@ class Supervisor:
 
     async def close(self) -> None:
         """Stop in-process work and release the state dir. Agents in tmux panes
-        keep running and are re-adopted by the next owner; in-process runs are
-        recorded as failed (their worktrees are kept)."""
+        whose session can continue (running, or waiting at a gate) keep running
+        on purpose and are re-adopted by the next owner: `left_running` names
+        their sessions, for the caller to say so. In-process runs are recorded
+        as failed (their worktrees are kept); finished sessions' agents are
+        stopped before this returns."""
         if self._gates is not None:
             await self._gates.janitor.stop()
         await self.registry.stop_sessions()
@@ -168,6 +171,11 @@ class Supervisor:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
+
+    @property
+    def left_running(self) -> builtins.list[str]:
+        """Sessions whose agent the last close() left running (tmux panes)."""
+        return list(self.registry.left_running)
 
     @property
     def store(self) -> Store | None:

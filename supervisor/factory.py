@@ -122,3 +122,31 @@ def build_demo_supervisor(
         default_engine="external:demo",
         demo_pace=pace,
     )
+
+
+def stop_demo_site(site: DemoSite) -> int:
+    """Stop every agent a demo started and its private tmux server (the demo
+    cleans up after itself on any exit). Returns how many agent panes were
+    stopped. Never touches any other tmux server: only the sockets in the
+    demo's own socket dir."""
+    import contextlib
+
+    from .panes.base import PaneError
+
+    if shutil.which("tmux") is None or not site.socket_dir.is_dir():
+        return 0
+    from .panes.tmux import TmuxBackend
+
+    stopped = 0
+    for sock in sorted(site.socket_dir.iterdir()):
+        try:
+            backend = TmuxBackend(socket_name=sock.name, socket_dir=site.socket_dir)
+            infos = backend.sweep()
+        except PaneError:
+            continue
+        for info in infos.values():
+            with contextlib.suppress(PaneError):
+                backend.kill(info.handle, 3.0)
+                stopped += info.alive
+        backend.kill_server()
+    return stopped

@@ -28,6 +28,7 @@ from .errors import CorralError
 from .git.leases import Lease, LeaseBook, LeaseState, is_clean, remove_worktree
 from .git.run import GitError, git
 from .models import CoderSession, SessionSummary
+from .panes.base import PaneBackend, PaneError, PaneHandle, PaneInfo
 from .session.summaries import stored_summary
 from .states import CoderState, label
 from .store import DB_NAME, LockHolder, OwnerLock, Store, read_lock_holder
@@ -42,6 +43,7 @@ __all__ = [
     "HostTool",
     "LockHolder",
     "ModelStatus",
+    "PaneStop",
     "PruneOutcome",
     "PruneReport",
     "PruneStep",
@@ -56,6 +58,7 @@ __all__ = [
     "lock_holder",
     "model_status",
     "prune_worktrees",
+    "stop_panes",
     "stored_sessions",
     "worktrees",
 ]
@@ -295,6 +298,7 @@ class AgentPane:
     command: str
     session_id: str | None  # None: a stray, no stored session owns it
     session_state: CoderState | None
+    owner: str = ""  # the owner marker, "<session id>:<incarnation>"
 
     @property
     def stray(self) -> bool:
@@ -304,27 +308,84 @@ class AgentPane:
 def agent_panes(state_dir: Path) -> list[AgentPane]:
     """Every marked pane (one tmux sweep), matched to its stored session by
     owner marker. A stray is listed, never killed."""
-    from .factory import make_backend  # the pane backends: only when asked
+    return [pane for _owner, pane in _match(_tmux_backend().sweep(), state_dir)]
 
-    socket_dir = os.environ.get("CORRAL_TMUX_SOCKET_DIR", "").strip()
-    backend = make_backend("tmux", socket_dir=Path(socket_dir) if socket_dir else None)
-    infos = backend.sweep()
-    sessions, _ = _read_sessions(state_dir)
+
+def _match(infos: dict[str, PaneInfo], state_dir: Path) -> list[tuple[str, AgentPane]]:
+    sessions, _ = _read_sessions(state_dir) if (state_dir / DB_NAME).exists() else ([], [])
     owners = {(s.pane or {}).get("owner"): s for s in sessions if s.pane}
-    panes: list[AgentPane] = []
+    panes: list[tuple[str, AgentPane]] = []
     for owner, info in sorted(infos.items()):
         session = owners.get(owner)
         panes.append(
-            AgentPane(
-                pane_id=info.handle.pane_id,
-                alive=info.alive,
-                exit_status=info.exit_status,
-                command=info.current_command,
-                session_id=session.id if session else None,
-                session_state=session.state if session else None,
+            (
+                owner,
+                AgentPane(
+                    pane_id=info.handle.pane_id,
+                    alive=info.alive,
+                    exit_status=info.exit_status,
+                    command=info.current_command,
+                    owner=owner,
+                    session_id=session.id if session else None,
+                    session_state=session.state if session else None,
+                ),
             )
         )
     return panes
+
+
+@dataclass(frozen=True)
+class PaneStop:
+    """One pane `stop_panes` was asked to stop, and whether it is gone now."""
+
+    pane: AgentPane
+    owner: str
+    gone: bool
+    error: str | None = None
+
+
+def _tmux_backend() -> PaneBackend:
+    from .factory import make_backend  # the pane backends: only when asked
+
+    socket_dir = os.environ.get("CORRAL_TMUX_SOCKET_DIR", "").strip()
+    return make_backend("tmux", socket_dir=Path(socket_dir) if socket_dir else None)
+
+
+def stop_panes(
+    state_dir: Path, which: list[str], *, strays: bool = False, every: bool = False
+) -> list[PaneStop]:
+    """Stop the marked panes chosen by owner marker, session id (or its
+    label), pane id, `strays` or `every`: the process group, then the window.
+    Each result says whether a later sweep saw the pane gone. A pane of a
+    session a running console owns is stopped too: that session then sees its
+    agent exit."""
+    backend = _tmux_backend()
+    infos = backend.sweep()
+    chosen: list[tuple[str, AgentPane, PaneHandle]] = []
+    for owner, pane in _match(infos, state_dir):
+        session = pane.session_id or ""
+        wanted = (
+            every
+            or (strays and pane.stray)
+            or any(
+                w in (owner, pane.pane_id, session, label(session) if session else owner)
+                or (len(w) >= 6 and bool(session) and session.endswith(w))
+                for w in which
+            )
+        )
+        if wanted:
+            chosen.append((owner, pane, infos[owner].handle))
+    errors: dict[str, str] = {}
+    for owner, _pane, handle in chosen:
+        try:
+            backend.kill(handle, 5.0)
+        except PaneError as exc:
+            errors[owner] = str(exc)
+    after = backend.sweep() if chosen else {}
+    return [
+        PaneStop(pane, owner, gone=owner not in after, error=errors.get(owner))
+        for owner, pane, _handle in chosen
+    ]
 
 
 # -- this host: what `corral agents` and `corral doctor` report -----------------------

@@ -9,7 +9,12 @@ told plainly that it cannot:
   corral was closed comes back as "changed since verification";
 - anything else that was mid-flight is recorded as failed, its worktree kept.
 
-Panes of ours that no session claims are listed as strays and left alone.
+Every live pane carrying our owner marker is re-adopted, whatever its agent
+profile (a `custom:` agent too), when its session can continue: running, or
+waiting at a gate (a review sent back continues in the same pane). The pane
+of a session that is finished, or that cannot continue, is stopped. Panes
+of ours that no session claims are listed as strays and left alone
+(`corral panes stop` stops them).
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import asyncio
 import logging
 from pathlib import Path
 
+from ..agents.base import AgentProfile
 from ..agents.profiles import profile_for
 from ..errors import CorralError
 from ..events import PlanTextData
@@ -51,7 +57,8 @@ class Recovery:
     async def recover(self, sessions: list[CoderSession]) -> list[str]:
         """Bring `sessions` (as stored) back; returns the owner markers of
         stray panes."""
-        live_panes = await self._start_panes()
+        panes = await self._start_panes()
+        live_panes = {owner: info for owner, info in panes.items() if info.alive}
         for session in sessions:
             if session.state is S.RUNNING and self._readopt(session, live_panes):
                 continue
@@ -59,6 +66,17 @@ class Recovery:
                 self._registry.mark_orphan_failed(session)
             elif session.state in (S.CONTRACT_PROPOSED, S.NEEDS_APPROVAL):
                 await self._restore_gate(session)
+                if self._registry.get_live(session.id) is not None:
+                    self._adopt_at_gate(session, live_panes)
+        # a finished session's agent (exited or not) is stopped, whoever started it
+        finished = [
+            s for s in sessions if s.state.is_terminal and s.pane and s.pane.get("owner") in panes
+        ]
+        if finished and self._panes is not None:
+            await asyncio.gather(
+                *(self._panes.stop_agent(s.id, s.pane) for s in finished),
+                return_exceptions=True,
+            )
         known = {s.pane.get("owner") for s in sessions if s.pane}
         strays = sorted(o for o in live_panes if o not in known)
         for owner in strays:
@@ -76,7 +94,16 @@ class Recovery:
             log.info("pane sweep at start-up: %s", exc)
             infos = {}
         await self._panes.start()
-        return {owner: info for owner, info in infos.items() if info.alive}
+        return infos
+
+    def _adopt_at_gate(self, session: CoderSession, live_panes: dict[str, PaneInfo]) -> None:
+        """A gate session's agent still running: tracked again, so the review
+        shows its screen, a send-back continues in it and delivery stops it."""
+        owner = (session.pane or {}).get("owner")
+        info = live_panes.get(owner) if owner else None
+        if info is None or self._panes is None:
+            return
+        self._panes.adopt(session.id, info.handle, _profile_of(session))
 
     def _readopt(self, session: CoderSession, live_panes: dict[str, PaneInfo]) -> bool:
         pane = session.pane or {}
@@ -84,10 +111,7 @@ class Recovery:
         info = live_panes.get(owner) if owner else None
         if info is None or self._panes is None or not session.worktree:
             return False
-        try:
-            profile = profile_for(str(pane.get("agent", "")))
-        except Exception:
-            return False
+        profile = _profile_of(session)
         live = self._registry.register(session)
         live.workspace = GitWorkspace(Path(session.repo), Path(session.worktree))
         self._panes.adopt(session.id, info.handle, profile)
@@ -149,3 +173,21 @@ class Recovery:
         if review:
             self._verifier.note_changes(live, changed)
             self._verifier.watch(live)
+
+
+def _profile_of(session: CoderSession) -> AgentProfile:
+    """The profile of the agent in a session's pane, for its status markers
+    and dialogs. Never refuses: the session's engine (`external:custom:…`
+    included) first, then the agent its pane names, else a plain profile
+    that reads the screen only."""
+    pane_agent = str((session.pane or {}).get("agent", "") or "")
+    names = []
+    if session.engine.startswith("external:"):
+        names.append(session.engine.removeprefix("external:"))
+    names.append(pane_agent)
+    for name in names:
+        try:
+            return profile_for(name)
+        except Exception:
+            continue
+    return AgentProfile(name=pane_agent or "agent", label=pane_agent or "the agent", binaries=())

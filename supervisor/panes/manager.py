@@ -27,7 +27,7 @@ from pathlib import Path
 
 from ..agents.base import AgentProfile
 from ..status import AgentStatus, Question, StatusReading, StatusTracker, clean_lines, find_question
-from .base import PaneBackend, PaneGone, PaneHandle, PaneInfo, PaneSpec, Screen
+from .base import PaneBackend, PaneError, PaneGone, PaneHandle, PaneInfo, PaneSpec, Screen
 
 log = logging.getLogger("corral.panes")
 
@@ -140,6 +140,36 @@ class PaneManager:
             await asyncio.to_thread(self.backend.kill, record.handle, timeout)
         record.alive = False
         record.bump()
+
+    async def stop_agent(
+        self, session_id: str, pane: dict[str, object] | None = None, timeout: float = 4.0
+    ) -> bool:
+        """Stop a session's agent whoever started it: the pane this manager
+        tracks, else the one its stored `pane` names (found by owner marker;
+        a pane another corral started, or one left by a previous owner).
+        Process group first, then the window. True when a pane was stopped."""
+        if session_id in self.records:
+            await self.kill(session_id, timeout)
+            return True
+        owner = (pane or {}).get("owner")
+        if not isinstance(owner, str) or not owner:
+            return False
+        try:
+            infos = await asyncio.to_thread(self.backend.sweep)
+        except PaneError as exc:
+            log.warning("cannot look for the pane of %s: %s", session_id, exc)
+            return False
+        info = infos.get(owner)
+        if info is None:
+            return False
+        try:
+            await asyncio.to_thread(self.backend.kill, info.handle, timeout)
+        except PaneGone:
+            return False
+        except PaneError as exc:
+            log.warning("cannot stop the pane of %s: %s", session_id, exc)
+            return False
+        return True
 
     async def send_text(self, session_id: str, text: str) -> None:
         record = self._require(session_id)

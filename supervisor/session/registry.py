@@ -82,6 +82,9 @@ class SessionRegistry:
         # Told of every session that reaches a final state, after it is stored
         # (a discussion records what its runs delivered). Must not raise.
         self.on_finished: Callable[[CoderSession], None] = lambda _session: None
+        self._stopping: set[asyncio.Task[bool]] = set()  # agents being stopped
+        # sessions whose agent close() left running on purpose (re-adopted next time)
+        self.left_running: list[str] = []
 
     # -- owning the state dir ------------------------------------------------------------
 
@@ -103,10 +106,14 @@ class SessionRegistry:
         return sessions, broken
 
     async def stop_sessions(self) -> None:
-        """Stop in-process work. A running agent in a tmux pane keeps running and
-        is re-adopted by the next owner; other unfinished sessions not waiting at
-        a gate are recorded as failed (their worktrees are kept)."""
+        """Stop in-process work. An agent in a tmux pane whose session can
+        continue (running, or waiting at a gate) keeps running on purpose and
+        is re-adopted by the next owner (`left_running` names them); other
+        unfinished sessions not waiting at a gate are recorded as failed
+        (their worktrees are kept) and the agent of every finished session
+        is stopped before this returns."""
         self.closing = True
+        self.left_running = []
         for live in list(self._live.values()):
             tasks = [t for t in [live.task, *live.ops] if t is not None and not t.done()]
             for t in tasks:
@@ -122,15 +129,28 @@ class SessionRegistry:
                 and self.panes is not None
                 and self.panes.backend.name == "tmux"
             )
+            at_gate = s.state in (S.CONTRACT_PROPOSED, S.NEEDS_APPROVAL)
             if detached:
                 self.persist(live)
-            elif not s.state.is_terminal and s.state not in (
-                S.CONTRACT_PROPOSED,
-                S.NEEDS_APPROVAL,
-            ):
+            elif not s.state.is_terminal and not at_gate:
                 self.mark_orphan_failed(s)
+            if s.state.is_terminal:
+                self.stop_agent(s)
+            elif self._agent_left(s) and (detached or at_gate):
+                self.left_running.append(s.id)
             live.log.close()
         self._live.clear()
+        if self._stopping:
+            await asyncio.wait(set(self._stopping), timeout=15)
+
+    def _agent_left(self, session: CoderSession) -> bool:
+        """Whether this session's agent outlives the close (tmux only)."""
+        return (
+            self.panes is not None
+            and self.panes.backend.name == "tmux"
+            and self.panes.record(session.id) is not None
+            and self.panes.records[session.id].alive
+        )
 
     def release(self) -> None:
         """Close the store and give up the state dir."""
@@ -210,8 +230,21 @@ class SessionRegistry:
         self.emit(live, StateChangedData(from_=src, to=dst))
         if dst.is_terminal:
             self.on_finished(session)
-        if dst.is_terminal and self.panes is not None and self.panes.record(session.id):
-            self.spawn_background(self.panes.kill(session.id))
+        if dst.is_terminal:
+            self.stop_agent(session)
+
+    def stop_agent(self, session: CoderSession) -> None:
+        """A finished session's agent is stopped, whoever started it (this
+        process, or an earlier owner whose pane was re-adopted or left at a
+        gate). Closing waits for it."""
+        if self.panes is None or (session.pane is None and not self.panes.record(session.id)):
+            return
+        task = asyncio.get_running_loop().create_task(
+            self.panes.stop_agent(session.id, session.pane)
+        )
+        self._stopping.add(task)
+        task.add_done_callback(self._stopping.discard)
+        task.add_done_callback(_retrieve)
 
     def notify(self, session_id: str) -> None:
         """Push a fresh board row for a change that emits no event."""

@@ -197,3 +197,9 @@ def test_demo_driven_through_tmux(demo: Demo) -> None:
     screen = demo.wait_text(EXITED, timeout=20)
     assert f"{EXITED}0" in screen, screen
     assert "corral demo: the demo repository is at" in screen
+    # the demo cleans up its own: its agents and its private tmux server
+    sockets = list(demo.tmp.glob("corral-demo-*/tmux/*"))
+    assert sockets, "the demo ran no tmux server"
+    for sock in sockets:
+        alive = subprocess.run(["tmux", "-S", str(sock), "list-sessions"], capture_output=True)
+        assert alive.returncode != 0, f"the demo's tmux server {sock} is still running"

@@ -192,6 +192,22 @@ def test_run_exit_codes_and_json_events(tmp_path: Path) -> None:
     assert evaluated["data"]["by"] == "runtime" and evaluated["data"]["passed"] is True
     branch = rows[-1]["result_branch"]
     assert "write notes" in git(repo, "show", f"{branch}:DEMO_NOTES.md")
+    # delivered: its agent was stopped before `corral run` exited
+    out = corral("panes", home=home)
+    assert "no corral panes are running" in out.stdout, out.stdout
+    # stopped at the approval gate: the agent is left running, and stderr says so
+    out = corral(
+        "run", "--repo", str(repo), "--intent", "write notes again", "--contract", str(contract),
+        "--yes", "--engine", "external:demo", "--on-question", "approve", "--json", home=home,
+    )  # fmt: skip
+    assert out.returncode == 5, out.stderr
+    sid = json.loads(out.stdout.splitlines()[-1])["session_id"]
+    assert "is still running" in out.stderr and sid in out.stderr
+    panes = corral("panes", home=home)
+    assert sid[-8:] in panes.stdout and "alive" in panes.stdout
+    out = corral("panes", "stop", sid, home=home)
+    assert out.returncode == 0 and "stopped %" in out.stdout, out.stderr
+    assert "no corral panes are running" in corral("panes", home=home).stdout
     # a malformed contract file is one clear line
     contract.write_text('{"checks": [{"name": "bad name", "command": ""}]}')
     out = corral(
@@ -422,3 +438,36 @@ def test_a_full_disk_is_one_line_a_prompt_exit_and_a_consistent_store(tmp_path: 
         assert f"the disk holding the state dir {home} is full" in line
     finally:
         subprocess.run(["umount", "-l", str(home)], capture_output=True)
+
+
+def test_panes_stop_stops_strays_and_says_so_once_they_are_gone(tmp_path: Path) -> None:
+    from corral.supervisor.panes.base import PaneSpec
+    from corral.supervisor.panes.tmux import TmuxBackend
+
+    home = tmp_path / "home"
+    backend = TmuxBackend(socket_dir=home / "tmux")
+    spec = PaneSpec(
+        session_id="0123456789abcdef01234567",
+        incarnation=1,
+        name="stray",
+        cwd=tmp_path,
+        argv=["sleep", "30"],
+        env={"PATH": os.environ["PATH"]},
+    )
+    try:
+        out = corral("panes", "stop", home=home)
+        assert out.returncode == 2 and "--strays" in out.stderr
+        handle = backend.spawn(spec)
+        out = corral("panes", "stop", "nosuchsession", home=home)
+        assert out.returncode == 1 and "nothing stopped" in out.stdout
+        assert handle.owner in backend.sweep()
+        out = corral("panes", "stop", "--strays", home=home)
+        assert out.returncode == 0, out.stderr
+        assert f"stopped {handle.pane_id}" in out.stdout and "STRAY" in out.stdout
+        assert handle.owner not in backend.sweep()
+        second = backend.spawn(PaneSpec(**{**spec.__dict__, "incarnation": 2}))
+        out = corral("panes", "stop", second.owner, home=home)
+        assert out.returncode == 0 and f"stopped {second.pane_id}" in out.stdout
+        assert backend.sweep() == {}
+    finally:
+        backend.kill_server()

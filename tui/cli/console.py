@@ -1,8 +1,14 @@
 """`corral` (the console on a repository) and `corral demo` (the console on
-a generated demo repository, with its own state dir)."""
+a generated demo repository, with its own state dir).
+
+Quitting the console leaves an agent running only when its session can
+continue (it is re-adopted the next time), and says so on exit. The demo
+always cleans up its own: its agents and its private tmux server, on any exit."""
 
 from __future__ import annotations
 
+import signal
+import sys
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -10,6 +16,7 @@ from typing import TYPE_CHECKING
 from .common import fail
 
 if TYPE_CHECKING:
+    from corral.supervisor.api import Supervisor
     from corral.tui.app import CorralApp
 
 
@@ -18,6 +25,21 @@ def _launch(app: CorralApp) -> int:
     if app.startup_error:
         return fail(app.startup_error)
     return 0
+
+
+def say_left_running(supervisor: Supervisor) -> None:
+    """One line on stderr naming the agents the console left running."""
+    from corral.supervisor.states import label
+
+    left = supervisor.left_running
+    if not left:
+        return
+    names = ", ".join(label(sid) for sid in left)
+    print(
+        f"corral: left {len(left)} agent(s) running ({names}): they come back the next time "
+        "corral opens here; `corral panes stop --all` stops them",
+        file=sys.stderr,
+    )
 
 
 def run_console(repo: Path, backend: str = "tmux") -> int:
@@ -33,22 +55,37 @@ def run_console(repo: Path, backend: str = "tmux") -> int:
     ensure_unowned(state_dir)
     log_to_file(state_dir)
     supervisor = build_supervisor(state_dir, default_drafter(), backend=backend)
-    return _launch(CorralApp(supervisor, default_repo=root))
+    code = _launch(CorralApp(supervisor, default_repo=root))
+    say_left_running(supervisor)
+    return code
+
+
+def _exit_on(signum: int, _frame: object) -> None:
+    raise SystemExit(128 + signum)
 
 
 def run_demo(pace: float = 1.0, backend: str = "tmux") -> int:
-    from corral.supervisor.factory import build_demo_supervisor, make_demo_site
+    from corral.supervisor.factory import build_demo_supervisor, make_demo_site, stop_demo_site
     from corral.supervisor.interface import seed_demo
     from corral.tui.app import CorralApp
     from corral.tui.guard import log_to_file
 
     site = make_demo_site(Path(tempfile.mkdtemp(prefix="corral-demo-")))
     log_to_file(site.state_dir)
-    supervisor = build_demo_supervisor(site, backend=backend, pace=pace)
-    code = _launch(
-        CorralApp(
-            supervisor, default_repo=site.repo, on_ready=lambda sup: seed_demo(sup, site.repo)
+    # a closed terminal or a kill ends the demo through `finally`, which cleans up
+    for sig in (signal.SIGHUP, signal.SIGTERM):
+        if signal.getsignal(sig) is signal.SIG_DFL:
+            signal.signal(sig, _exit_on)
+    try:
+        supervisor = build_demo_supervisor(site, backend=backend, pace=pace)
+        code = _launch(
+            CorralApp(
+                supervisor, default_repo=site.repo, on_ready=lambda sup: seed_demo(sup, site.repo)
+            )
         )
-    )
+    finally:
+        stopped = stop_demo_site(site)
     print(f"corral demo: the demo repository is at {site.repo} (state in {site.state_dir})")
+    if stopped:
+        print(f"corral demo: stopped its {stopped} agent(s) and its tmux server")
     return code

@@ -81,8 +81,10 @@ def _run(args: argparse.Namespace) -> int:
 
         return list_agents()
     if args.command == "panes":
-        from .panes import list_panes
+        from .panes import list_panes, stop
 
+        if args.panes_command == "stop":
+            return stop(args.which, strays=args.strays, every=args.all)
         return list_panes()
     if args.command == "worktrees":
         from .worktrees import list_worktrees, prune
@@ -141,7 +143,14 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--pace", type=float, default=1.0, help=argparse.SUPPRESS)
     sub.add_parser("doctor", help="check requirements, agents, models and the state dir")
     sub.add_parser("agents", help="list agent CLIs corral can run here")
-    sub.add_parser("panes", help="list agent panes on corral's tmux server (strays included)")
+    panes = sub.add_parser(
+        "panes", help="list agent panes on corral's tmux server (strays included), or stop them"
+    )
+    panes_sub = panes.add_subparsers(dest="panes_command")
+    stop = panes_sub.add_parser("stop", help="stop agent panes (the agent, then its window)")
+    stop.add_argument("which", nargs="*", help="owner marker, session id (or label) or pane id")
+    stop.add_argument("--strays", action="store_true", help="every pane no session claims")
+    stop.add_argument("--all", action="store_true", help="every corral pane")
     sessions = sub.add_parser("sessions", help="list stored sessions")
     sessions.add_argument("--json", action="store_true", help="print JSON")
     trees = sub.add_parser("worktrees", help="list corral's worktrees, or prune orphans")

@@ -2,7 +2,10 @@
 with `--json`), and the exit code says where the session ended (`common.RUN_EXIT_CODES`,
 also in `corral run --help` and the README).
 
-A session left at a gate is restored the next time a console opens.
+A session left at a gate is restored the next time a console opens. Its
+agent is left running only when the session can continue (waiting for an
+answer or an approval: the next owner re-adopts it), and stderr says so; a
+finished session's agent is stopped before `corral run` exits.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from corral.supervisor.events import CoderEvent
 from corral.supervisor.factory import build_supervisor, default_drafter
 from corral.supervisor.interface import ContractDrafter, FixedDrafter, Subscription, load_contract
 from corral.supervisor.paths import default_state_dir
-from corral.supervisor.states import CoderState
+from corral.supervisor.states import CoderState, label
 
 from ..event_text import describe
 from .common import DELIVERY_REFUSED, DISK_FULL
@@ -138,6 +141,12 @@ async def run_session(
         except CorralError:
             if sup.disk_full() is None:
                 raise  # a full disk was said once already; closing cannot record more
+        for left in sup.left_running:
+            print(
+                f"corral run: the agent of {label(left)} is still running; the next corral "
+                f"here re-adopts it (`corral panes stop {left}` stops it)",
+                file=sys.stderr,
+            )
 
 
 APPROVE = re.compile(r"^yes\b(?!.*(always|don't ask|all edits|during this session))", re.I)

@@ -1,0 +1,166 @@
+"""An agent pane's lifecycle follows its session, in real tmux panes on a
+private socket with the demo agent: a session that can continue keeps its
+agent across a close (said, and re-adopted, whatever the agent profile), a
+finished one has its agent stopped whoever started it."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from corral.supervisor.demo import demo_contract, make_demo_repo
+from corral.supervisor.panes.base import PaneSpec
+from corral.supervisor.panes.tmux import TmuxBackend
+from corral.supervisor.states import CoderState as S
+from corral.supervisor.store import Store
+from tests.conftest import plan_texts
+from tests.integration.test_external_engine import SLUG, kill_tmux, open_supervisor
+
+pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+
+
+@pytest.fixture
+def demo_repo(tmp_path: Path) -> Path:
+    return make_demo_repo(tmp_path)
+
+
+@pytest.fixture
+def cleanup_tmux(tmp_path: Path):  # type: ignore[no-untyped-def]
+    yield
+    kill_tmux(tmp_path)
+
+
+def owners(tmp_path: Path) -> dict[str, bool]:
+    backend = TmuxBackend(socket_dir=tmp_path / "tmux")
+    return {owner: info.alive for owner, info in backend.sweep().items()}
+
+
+def edit_stored(tmp_path: Path, sid: str, **changes: object) -> None:
+    store = Store(tmp_path / "state")
+    try:
+        sessions, _ = store.list_sessions()
+        session = next(s for s in sessions if s.id == sid)
+        for key, value in changes.items():
+            setattr(session, key, value)
+        store.save_session(session)
+    finally:
+        store.close()
+
+
+async def to_review(tmp_path: Path, demo_repo: Path):  # type: ignore[no-untyped-def]
+    sup = await open_supervisor(tmp_path, demo_contract(SLUG))
+    sid = (await sup.start(SLUG, demo_repo)).session_id
+    await sup.confirm(sid)
+    row = await sup.wait_for(sid, needs=True, timeout=30)
+    assert row.needs_you == "question"
+    await sup.respond(sid, "1")
+    row = await sup.wait_for(sid, {S.NEEDS_APPROVAL, S.FAILED}, timeout=30)
+    assert row.state is S.NEEDS_APPROVAL, row.error
+    return sup, sid
+
+
+async def test_an_agent_at_a_gate_is_left_running_said_readopted_and_stopped_on_delivery(
+    tmp_path: Path, demo_repo: Path, cleanup_tmux: None
+) -> None:
+    first, sid = await to_review(tmp_path, demo_repo)
+    owner = first.get(sid).session.pane["owner"]  # type: ignore[index]
+    await first.close()
+    assert owners(tmp_path) == {owner: True}
+
+    second = await open_supervisor(tmp_path, demo_contract(SLUG))
+    try:
+        assert second.panes is not None and second.panes.record(sid) is not None  # re-adopted
+        result = await second.approve(sid, delivery="branch")
+        assert result.state is S.MERGED, result
+    finally:
+        await second.close()
+    assert owners(tmp_path) == {}  # stopped before close returned: process and window
+    assert first.left_running == [sid]  # said, so the caller can tell the operator
+    assert second.left_running == []
+
+
+async def test_a_finished_sessions_agent_is_stopped_by_the_next_owner(
+    tmp_path: Path, demo_repo: Path, cleanup_tmux: None
+) -> None:
+    first, sid = await to_review(tmp_path, demo_repo)
+    pid = first.panes.record(sid).handle.pid  # type: ignore[union-attr]
+    await first.close()
+    edit_stored(tmp_path, sid, state=S.ABANDONED)  # e.g. the old owner died mid-stop
+    second = await open_supervisor(tmp_path, demo_contract(SLUG))
+    try:
+        assert owners(tmp_path) == {}
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+        assert second.stray_panes == []
+    finally:
+        await second.close()
+
+
+async def test_a_custom_agent_is_readopted_after_a_restart(
+    tmp_path: Path, demo_repo: Path, cleanup_tmux: None
+) -> None:
+    first = await open_supervisor(tmp_path, demo_contract(SLUG))
+    sid = (await first.start(SLUG, demo_repo)).session_id
+    await first.confirm(sid)
+    await first.wait_for(sid, needs=True, timeout=30)
+    pane = dict(first.get(sid).session.pane or {})
+    await first.close()
+    # as a `custom:` session stores itself: the profile is "custom", the
+    # command line lives in the engine
+    command = "python3 -c 'import time; time.sleep(300)'"
+    edit_stored(
+        tmp_path, sid, engine=f"external:custom:{command}", pane={**pane, "agent": "custom"}
+    )
+
+    second = await open_supervisor(tmp_path, demo_contract(SLUG))
+    try:
+        row = second.get(sid).session
+        assert row.state is S.RUNNING, row.error
+        assert second.is_live(sid) and second.panes.record(sid) is not None  # type: ignore[union-attr]
+        assert any("re-adopted" in t for t in plan_texts(second, sid))
+        await second.cancel(sid)
+        await second.wait_for(sid, {S.ABANDONED, S.FAILED}, timeout=30)
+    finally:
+        await second.close()
+    assert owners(tmp_path) == {}
+    assert first.left_running == [sid]
+
+
+async def test_stop_agent_finds_a_pane_nobody_tracks_by_its_owner_marker(
+    tmp_path: Path, cleanup_tmux: None
+) -> None:
+    """A stray (no session) is left alone at open; `stop_agent` finds a pane
+    by its stored owner marker when nothing tracks it."""
+    backend = TmuxBackend(socket_dir=tmp_path / "tmux")
+    spec = PaneSpec(
+        session_id="0123456789abcdef01234567",
+        incarnation=7,
+        name="leftover",
+        cwd=tmp_path,
+        argv=["sleep", "60"],
+        env={"PATH": os.environ["PATH"]},
+    )
+    backend.spawn(spec)
+    sup = await open_supervisor(tmp_path, demo_contract(SLUG))
+    try:
+        assert sup.stray_panes == [spec.owner]
+        assert sup.panes is not None
+        stopped = await sup.panes.stop_agent(spec.session_id, {"owner": spec.owner})
+        assert stopped and owners(tmp_path) == {}
+    finally:
+        await sup.close()
+
+
+def test_the_console_says_which_agents_it_left_running(capsys: pytest.CaptureFixture[str]) -> None:
+    from types import SimpleNamespace
+
+    from corral.tui.cli.console import say_left_running
+
+    say_left_running(SimpleNamespace(left_running=[]))  # type: ignore[arg-type]
+    assert capsys.readouterr().err == ""
+    say_left_running(SimpleNamespace(left_running=["6b0f37ab78019e15e5204130"]))  # type: ignore[arg-type]
+    err = capsys.readouterr().err
+    assert "left 1 agent(s) running (corral-e5204130)" in err and "corral panes stop" in err
