@@ -59,6 +59,9 @@ seqs). Every turn is `user_message`, then `assistant_delta` / `tool_call` /
 `error`, and exactly one `turn_complete` last.
 """
 
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
 from .common import (
     CLOSED,
     DISCUSS_EVENT_BUFFER_MAX,
@@ -85,38 +88,87 @@ from .common import (
     too_large,
     too_many_open,
 )
-from .discussion import Discussion
-from .events import (
-    DISCUSS_EVENT_ADAPTER,
-    DISCUSS_EVENT_CLASSES,
-    DiscussAssistantDeltaData,
-    DiscussAssistantDeltaEvent,
-    DiscussAssistantMessageData,
-    DiscussAssistantMessageEvent,
-    DiscussData,
-    DiscussErrorData,
-    DiscussErrorEvent,
-    DiscussEvent,
-    DiscussEventBase,
-    DiscussEventType,
-    DiscussRefusalData,
-    DiscussRefusalEvent,
-    DiscussSubscription,
-    DiscussSubscriptionDropped,
-    DiscussTaskPreparedData,
-    DiscussTaskPreparedEvent,
-    DiscussToolCallData,
-    DiscussToolCallEvent,
-    DiscussToolResultData,
-    DiscussToolResultEvent,
-    DiscussTurnCompleteData,
-    DiscussTurnCompleteEvent,
-    DiscussUserMessageData,
-    DiscussUserMessageEvent,
-    EventStream,
-    parse_discuss_event,
-)
-from .manager import Discussions
+
+# The chat itself (the model loop, its event stream, the manager) loads on
+# first use: the supervisor imports this package for the runs a discussion
+# started (`linked_runs`), and the console's first paint must not pay for it.
+if TYPE_CHECKING:
+    from .discussion import Discussion
+    from .events import (
+        DISCUSS_EVENT_ADAPTER,
+        DISCUSS_EVENT_CLASSES,
+        DiscussAssistantDeltaData,
+        DiscussAssistantDeltaEvent,
+        DiscussAssistantMessageData,
+        DiscussAssistantMessageEvent,
+        DiscussData,
+        DiscussErrorData,
+        DiscussErrorEvent,
+        DiscussEvent,
+        DiscussEventBase,
+        DiscussEventType,
+        DiscussRefusalData,
+        DiscussRefusalEvent,
+        DiscussSubscription,
+        DiscussSubscriptionDropped,
+        DiscussTaskPreparedData,
+        DiscussTaskPreparedEvent,
+        DiscussToolCallData,
+        DiscussToolCallEvent,
+        DiscussToolResultData,
+        DiscussToolResultEvent,
+        DiscussTurnCompleteData,
+        DiscussTurnCompleteEvent,
+        DiscussUserMessageData,
+        DiscussUserMessageEvent,
+        EventStream,
+        parse_discuss_event,
+    )
+    from .manager import Discussions
+
+_LAZY = {
+    "Discussion": ".discussion",
+    "Discussions": ".manager",
+    "DISCUSS_EVENT_ADAPTER": ".events",
+    "DISCUSS_EVENT_CLASSES": ".events",
+    "DiscussAssistantDeltaData": ".events",
+    "DiscussAssistantDeltaEvent": ".events",
+    "DiscussAssistantMessageData": ".events",
+    "DiscussAssistantMessageEvent": ".events",
+    "DiscussData": ".events",
+    "DiscussErrorData": ".events",
+    "DiscussErrorEvent": ".events",
+    "DiscussEvent": ".events",
+    "DiscussEventBase": ".events",
+    "DiscussEventType": ".events",
+    "DiscussRefusalData": ".events",
+    "DiscussRefusalEvent": ".events",
+    "DiscussSubscription": ".events",
+    "DiscussSubscriptionDropped": ".events",
+    "DiscussTaskPreparedData": ".events",
+    "DiscussTaskPreparedEvent": ".events",
+    "DiscussToolCallData": ".events",
+    "DiscussToolCallEvent": ".events",
+    "DiscussToolResultData": ".events",
+    "DiscussToolResultEvent": ".events",
+    "DiscussTurnCompleteData": ".events",
+    "DiscussTurnCompleteEvent": ".events",
+    "DiscussUserMessageData": ".events",
+    "DiscussUserMessageEvent": ".events",
+    "EventStream": ".events",
+    "parse_discuss_event": ".events",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Load the chat's names on first use (PEP 562)."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "CLOSED",
