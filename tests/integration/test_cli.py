@@ -354,6 +354,9 @@ def test_run_whose_delivery_is_refused_says_so_and_exits_7(tmp_path: Path) -> No
         "approve",
         home=home,
     )
+    # the session waits at approval, so its agent is left running on purpose
+    stop = corral("panes", "stop", "--all", home=home)
+    assert stop.returncode == 0, stop.stderr
     assert out.returncode == 7, (out.stdout, out.stderr)
     assert "delivery refused, the session waits at approval" in out.stderr
     assert "Traceback" not in out.stderr
@@ -437,6 +440,8 @@ def test_a_full_disk_is_one_line_a_prompt_exit_and_a_consistent_store(tmp_path: 
         [line] = out.stderr.strip().splitlines()
         assert f"the disk holding the state dir {home} is full" in line
     finally:
+        socket = tmp_path / "tmux" / "corral"
+        subprocess.run(["tmux", "-S", str(socket), "kill-server"], capture_output=True)
         subprocess.run(["umount", "-l", str(home)], capture_output=True)
 
 
