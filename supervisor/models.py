@@ -47,6 +47,9 @@ class ContractCheck(BaseModel):
     output_contains: str | None = None
     baseline: bool = False
     differential: Differential | None = None
+    # The check may reach the network (its sandbox keeps the host's network);
+    # shown at gate 1. Off by default: checks run with no network.
+    network: bool = False
 
 
 class OutcomeContract(BaseModel):
@@ -106,6 +109,7 @@ def contracts_equivalent(a: OutcomeContract, b: OutcomeContract) -> bool:
             c.timeout_secs,
             c.baseline,
             diff,
+            c.network,
         )
 
     ka = [key(c) for c in a.checks]
