@@ -54,6 +54,7 @@ from .models import (
 from .panes.base import Screen
 from .panes.manager import PaneManager
 from .paths import default_state_dir
+from .sandbox import SandboxPolicy, set_active_policy
 from .session.board import BoardFeed, WatchDropped, Watcher
 from .session.events import Subscription, SubscriptionClosed, SubscriptionDropped
 from .session.janitor import Janitor
@@ -96,6 +97,16 @@ class Supervisor:
         self.clock = clock
         self.panes = panes
         self.id_factory = id_factory
+        sandbox = self.config.sandbox
+        set_active_policy(
+            SandboxPolicy(
+                enabled=sandbox.enabled,
+                writable=tuple(Path(p).expanduser() for p in sandbox.writable),
+                hidden=tuple(Path(p).expanduser() for p in sandbox.hidden),
+                state_dir=self.state_dir,
+                shell_network=sandbox.shell_network,
+            )
+        )
         self.registry = SessionRegistry(
             self.state_dir, config=self.config, clock=clock, panes=panes
         )

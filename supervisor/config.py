@@ -1,5 +1,6 @@
 """Supervisor settings, read once from `~/.config/corral/config.toml`
-(`[supervisor]` table; `CORRAL_CONFIG` names another file). A missing file
+(`[supervisor]` table, plus `[sandbox]` for confinement; `CORRAL_CONFIG`
+names another file). A missing file
 gives the defaults; a file that does not parse is a clear error naming it.
 """
 
@@ -22,6 +23,17 @@ class Retention(BaseModel):
     max_age_days: float = Field(default=30, gt=0)
 
 
+class SandboxSettings(BaseModel):
+    """`[sandbox]`: checks and the built-in shell run under bubblewrap."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = True  # false: run unconfined (the inspector chain still applies)
+    writable: list[str] = Field(default_factory=list)  # caches a run may write (~ expands)
+    hidden: list[str] = Field(default_factory=list)  # more paths a run never sees
+    shell_network: bool = False  # the built-in engine's shell may reach the network
+
+
 class SupervisorConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -41,6 +53,7 @@ class SupervisorConfig(BaseModel):
     # How often a worktree waiting for approval is compared with its verified tree.
     verified_watch_secs: float = Field(default=3, gt=0)
     retention: Retention = Field(default_factory=Retention)
+    sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
 
 
 def load_config(path: Path | None = None) -> SupervisorConfig:
@@ -54,6 +67,11 @@ def load_config(path: Path | None = None) -> SupervisorConfig:
     section = data.get("supervisor", {})
     if not isinstance(section, dict):
         raise ConfigError(f"{path}: [supervisor] must be a table")
+    sandbox = data.get("sandbox", {})
+    if not isinstance(sandbox, dict):
+        raise ConfigError(f"{path}: [sandbox] must be a table")
+    if sandbox:
+        section = {**section, "sandbox": sandbox}
     try:
         return SupervisorConfig.model_validate(section)
     except ValidationError as exc:

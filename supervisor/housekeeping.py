@@ -498,3 +498,29 @@ def config_status() -> ConfigStatus:
     except CorralError as exc:
         return ConfigStatus(path, path.exists(), str(exc))
     return ConfigStatus(path, path.exists())
+
+
+@dataclass(frozen=True)
+class ConfinementStatus:
+    confined: bool  # checks and the built-in shell run in the sandbox
+    detail: str  # one line for the operator
+
+
+def confinement_status() -> ConfinementStatus:
+    """Whether checks and the built-in shell will run in the sandbox, and if
+    not, why (no bwrap, user namespaces refused, not Linux, or opted out)."""
+    from .config import load_config
+    from .sandbox import sandbox_status
+
+    try:
+        enabled = load_config().sandbox.enabled
+    except CorralError:
+        enabled = True
+    status = sandbox_status()
+    if not enabled:
+        return ConfinementStatus(
+            False,
+            "off ([sandbox] enabled = false): checks run unconfined, "
+            "guarded only by the inspector chain",
+        )
+    return ConfinementStatus(status.available, status.describe())

@@ -13,7 +13,13 @@ import time
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+)
 
 from .git.snapshot import CheckoutIdentity
 from .states import CoderState, FailureKind, NeedsYou
@@ -47,6 +53,17 @@ class ContractCheck(BaseModel):
     output_contains: str | None = None
     baseline: bool = False
     differential: Differential | None = None
+    # The check may reach the network (its sandbox keeps the host's network);
+    # shown at gate 1. Off by default: checks run with no network.
+    network: bool = False
+
+    @model_serializer(mode="wrap")
+    def _omit_default_network(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """Written only when true, so what older corrals wrote reads back the same."""
+        data: dict[str, Any] = handler(self)
+        if not self.network:
+            data.pop("network", None)
+        return data
 
 
 class OutcomeContract(BaseModel):
@@ -106,6 +123,7 @@ def contracts_equivalent(a: OutcomeContract, b: OutcomeContract) -> bool:
             c.timeout_secs,
             c.baseline,
             diff,
+            c.network,
         )
 
     ka = [key(c) for c in a.checks]

@@ -22,6 +22,7 @@ from corral.supervisor.config import SupervisorConfig
 from corral.supervisor.contracts.drafting import ContractDrafter
 from corral.supervisor.events import CoderEvent
 from corral.supervisor.models import EventKind, OutcomeContract, SessionSummary
+from corral.supervisor.sandbox import SandboxPolicy, set_active_policy
 from corral.supervisor.states import CoderState
 from tests.fakes.scripted import (
     ScriptedDrafter,
@@ -65,6 +66,15 @@ def init_repo(path: Path) -> Path:
     git(path, "config", "core.autocrlf", "false")
     git(path, "commit", "-q", "--allow-empty", "-m", "init")
     return path
+
+
+@pytest.fixture(autouse=True)
+def default_sandbox_policy() -> Any:
+    """Each test starts with the default sandbox policy (a Supervisor sets the
+    process's policy from its config and state dir)."""
+    set_active_policy(SandboxPolicy())
+    yield
+    set_active_policy(SandboxPolicy())
 
 
 @pytest.fixture

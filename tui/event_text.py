@@ -98,6 +98,9 @@ def describe(event: CoderEvent) -> Text:
         case ContractProposedData(contract=contract, revised=revised):
             verb = "revised" if revised else "proposed"
             line.append(f"contract {verb}: {len(contract.checks)} check(s)", style="yellow")
+            networked = [c.name for c in contract.checks if c.network]
+            if networked:
+                line.append(f" — network allowed for {', '.join(networked)}", style="bold yellow")
         case ContractBaselineData(results=results, gates_nothing=gates_nothing):
             red = sum(1 for r in results if not r.passed)
             line.append(f"baseline: {red} red, {len(results) - red} green")

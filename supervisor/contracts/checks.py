@@ -1,6 +1,7 @@
 """Running contract checks: the runtime's own verdict, never a model's.
 
-Each check runs `bash -c <command>` in its own process group with a timeout;
+Each check runs `bash -c <command>` in its own process group with a timeout,
+confined by the sandbox (`..sandbox`) when one can run here;
 on timeout or cancel the whole group is killed and reaped. Output is capped
 to a tail. A differential check compares its output with the value a capture
 check recorded on the untouched tree.
@@ -18,6 +19,8 @@ from pathlib import Path
 
 from ..governance.env_scrub import scrubbed_env
 from ..models import CheckResult, ContractCheck, DeltaWithin, OutcomeContract
+from ..sandbox import SandboxPolicy, active_policy, confined_argv, sandbox_status
+from ..sandbox.argv import confined_env
 
 OUTPUT_TAIL_CHARS = 4000
 MAX_READ_BYTES = 4 * 1024 * 1024
@@ -28,15 +31,41 @@ def _kill_group(proc: asyncio.subprocess.Process) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
 
 
+def sandboxed_argv(
+    command: str,
+    cwd: Path,
+    env: dict[str, str],
+    *,
+    network: bool = False,
+    policy: SandboxPolicy | None = None,
+) -> tuple[list[str], dict[str, str]]:
+    """`bash -c command`, inside the sandbox when the policy is on and one
+    can run here (else as is: `sandbox_status` and the CLI say so)."""
+    policy = active_policy() if policy is None else policy
+    argv = ["bash", "-c", command]
+    status = sandbox_status()
+    if not policy.enabled or not status.available or status.bwrap is None:
+        return argv, env
+    return (
+        confined_argv(argv, cwd, policy, env, network=network, bwrap=status.bwrap),
+        confined_env(env),
+    )
+
+
 async def run_command(
-    command: str, cwd: Path, timeout: float, env: dict[str, str] | None = None
+    command: str,
+    cwd: Path,
+    timeout: float,
+    env: dict[str, str] | None = None,
+    *,
+    network: bool = False,
+    policy: SandboxPolicy | None = None,
 ) -> tuple[int | None, str, bool]:
     """Run a shell command; returns (exit code or None, combined output, timed_out)."""
     run_env = scrubbed_env(invoked_by="corral-check") if env is None else dict(env)
+    argv, run_env = sandboxed_argv(command, cwd, run_env, network=network, policy=policy)
     proc = await asyncio.create_subprocess_exec(
-        "bash",
-        "-c",
-        command,
+        *argv,
         cwd=str(cwd),
         env=run_env,
         stdin=asyncio.subprocess.DEVNULL,
@@ -133,7 +162,9 @@ async def run_check(
     started = time.monotonic()
     if env is None:
         env = scrubbed_env(keep_credentials=allow_credentials, invoked_by="corral-check")
-    code, output, timed_out = await run_command(check.command, cwd, timeout, env)
+    code, output, timed_out = await run_command(
+        check.command, cwd, timeout, env, network=check.network
+    )
     passed = not timed_out
     notes: list[str] = []
     if timed_out:

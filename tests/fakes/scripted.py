@@ -19,6 +19,7 @@ from corral.supervisor.engines.base import Engine, EngineOutcome, RunContext
 from corral.supervisor.errors import CorralError
 from corral.supervisor.events import PlanTextData, ToolCallData
 from corral.supervisor.models import ContractCheck, NoChangeFinding, OutcomeContract
+from corral.supervisor.sandbox import SandboxPolicy
 from corral.supervisor.states import LoopFailure
 
 # --- drafter ---------------------------------------------------------------
@@ -156,7 +157,10 @@ class ScriptedEngine:
                     ctx.emit(ToolCallData.with_args("write_file", {"path": path}))
                 case Run(command, timeout):
                     ctx.emit(ToolCallData.with_args("shell", {"command": command}))
-                    await run_command(command, ctx.worktree, timeout)
+                    # an agent (not the built-in shell): unconfined, as external agents run
+                    await run_command(
+                        command, ctx.worktree, timeout, policy=SandboxPolicy(enabled=False)
+                    )
                 case Ask(prompt, options, write_to):
                     answer = await ctx.ask_user(prompt, options)
                     ctx.emit(PlanTextData(text=f"Operator answered: {answer}"))

@@ -66,8 +66,21 @@ def test_a_relative_corral_home_is_refused(tmp_path: Path) -> None:
 def test_doctor_reports_each_requirement(tmp_path: Path) -> None:
     out = corral("doctor", home=tmp_path)
     assert out.returncode == 0, out.stderr
-    for word in ("python", "git", "tmux", "agent claude", "model", "state dir", "sessions"):
+    for word in ("python", "git", "tmux", "sandbox", "agent claude", "model", "state dir"):
         assert word in out.stdout
+    assert "sessions" in out.stdout
+
+
+def test_run_says_on_stderr_when_checks_will_run_unconfined(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "none.toml").write_text("[sandbox]\nenabled = false\n")
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    out = corral("run", "--intent", "x", home=home, cwd=plain)
+    first = out.stderr.strip().splitlines()[0]
+    assert first.startswith("corral: sandbox off ([sandbox] enabled = false)")
+    assert "unconfined" in first
 
 
 def test_doctor_fails_with_a_clear_line_for_a_broken_config(tmp_path: Path) -> None:

@@ -35,6 +35,7 @@ from corral.supervisor.llm.base import Message, ModelError, ToolCall, Turn, Usag
 from corral.supervisor.models import CheckResult
 from corral.supervisor.states import LoopFailure
 from tests.conftest import git, init_repo
+from tests.fakes.procs import running_with_arg
 from tests.fakes.scripted import contract
 
 # --- a scripted model --------------------------------------------------------
@@ -355,34 +356,26 @@ async def test_shell_runs_in_the_worktree_with_a_scrubbed_marked_environment(
     assert any(e.result.startswith("exit 0") for e in rec.of(ToolResultData))
 
 
-def _gone(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", encoding="utf-8") as fh:
-            return fh.read().split(")")[-1].split()[0] in ("Z", "X")
-    except FileNotFoundError:
-        return True
-    except OSError:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return True
-        return False
+def _running_with_arg(arg: str) -> bool:
+    return bool(running_with_arg(arg))
 
 
 async def test_a_shell_timeout_kills_the_whole_process_group(worktree: Path) -> None:
-    shell = call("shell", command="sleep 300 & echo $! > child.pid; sleep 300", timeout_secs=1)
+    # the child is found by its unique argument (inside the sandbox `$!` is a
+    # pid of the sandbox's own namespace)
+    marker = f"{300 + os.getpid() % 1000}.{time.time_ns() % 10**6}"
+    shell = call("shell", command=f"sleep {marker} & sleep 300", timeout_secs=1)
     provider = FakeProvider(turn(shell), done())
     started = time.monotonic()
     await run(provider, worktree)
 
     assert time.monotonic() - started < 20
     assert "timed out after 1s" in tool_result(provider, shell)
-    pid = int((worktree / "child.pid").read_text().strip())
     for _ in range(50):
-        if _gone(pid):
+        if not _running_with_arg(marker):
             break
         await asyncio.sleep(0.05)
-    assert _gone(pid), "the background child outlived the shell tool's timeout"
+    assert not _running_with_arg(marker), "the background child outlived the shell tool's timeout"
 
 
 async def test_ask_user_parks_on_the_gate_and_returns_the_answer(worktree: Path) -> None:

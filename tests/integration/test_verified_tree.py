@@ -107,13 +107,15 @@ async def test_a_file_rewritten_while_the_checks_run_is_never_accepted(
 async def test_a_file_written_once_during_the_checks_is_verified_again(
     make_supervisor: SupervisorFactory, repo: Path, tmp_path: Path, stop_writers: Path
 ) -> None:
-    go = tmp_path / "go"  # made by the check (also at the baseline, before the writer runs)
+    # made by the check (also at the baseline, before the writer runs), in the
+    # worktree's own git dir: outside the tree, and writable from the sandbox
+    go = '"$(git rev-parse --git-dir)/go"'
     writer = detached(
-        f"rm -f {shlex.quote(str(go))}; i=0; while [ ! -e {shlex.quote(str(go))} ] && [ ! -e {shlex.quote(str(stop_writers))} ]"
+        f"rm -f {go}; i=0; while [ ! -e {go} ] && [ ! -e {shlex.quote(str(stop_writers))} ]"
         " && [ $i -lt 600 ]; do i=$((i+1)); sleep 0.02; done; echo late > late.txt"
     )
     engine = ScriptedEngine([[Write("hello.txt", "hi\n"), Run(writer)]])
-    check = contract(("hello", f"touch {shlex.quote(str(go))}; sleep 0.5; grep -q hi hello.txt"))
+    check = contract(("hello", f"touch {go}; sleep 0.5; grep -q hi hello.txt"))
     sup = await make_supervisor(drafter=ScriptedDrafter([check]), engine=engine)
     sid = (await sup.start("say hi", repo)).session_id
     row = await run_to_gate(sup, sid)

@@ -10,6 +10,7 @@ from corral.supervisor.errors import CorralError
 from corral.supervisor.housekeeping import (
     agents_on_path,
     config_status,
+    confinement_status,
     host_tool,
     lock_holder,
     model_status,
@@ -49,6 +50,9 @@ def doctor() -> int:
         problems.append(f"tmux is too old ({tmux.version}); install 3.2 or newer")
     else:
         line(True, "tmux", tmux.version)
+
+    sandbox = confinement_status()
+    line(True if sandbox.confined else None, "sandbox", sandbox.detail)
 
     for name, path in agents_on_path():
         line(True if path else None, f"agent {name}", path or "not installed")

@@ -21,6 +21,7 @@ from corral.supervisor.api import Supervisor
 from corral.supervisor.errors import CorralError, is_disk_full
 from corral.supervisor.events import CoderEvent
 from corral.supervisor.factory import build_supervisor, default_drafter
+from corral.supervisor.housekeeping import confinement_status
 from corral.supervisor.interface import ContractDrafter, FixedDrafter, Subscription, load_contract
 from corral.supervisor.paths import default_state_dir
 from corral.supervisor.states import CoderState, label
@@ -175,6 +176,9 @@ async def _answer(sup: Supervisor, sid: str, prompt: str, policy: str, as_json: 
 def main_run(args: argparse.Namespace) -> int:
     if not args.intent.strip():
         raise CorralError("--intent is empty: say what the task should achieve")
+    sandbox = confinement_status()
+    if not sandbox.confined:
+        print(f"corral: sandbox {sandbox.detail}", file=sys.stderr, flush=True)
     try:
         return asyncio.run(
             run_session(

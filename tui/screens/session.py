@@ -228,6 +228,12 @@ class SessionScreen(Screen[None]):
             self.query_one("#check-detail", Static).update("")
             return
         text = f"[b]Contract[/b]: {escape(s.contract.description)}"
+        networked = [c.name for c in s.contract.checks if c.network]
+        if networked:
+            text += (
+                "\n[bold yellow]Network allowed (outside the sandbox's no-network "
+                f"default) for: {escape(', '.join(networked))}[/bold yellow]"
+            )
         if s.baseline_gates_nothing:
             text += (
                 "\n[bold yellow]Every check already passes before any edit: this "

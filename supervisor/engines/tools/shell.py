@@ -1,5 +1,7 @@
 """The `shell` tool: `bash -c` in the worktree with the scrubbed environment,
-in its own process group that is killed on timeout or cancel. Whether the
+inside the sandbox (as the contract checks; no network unless the operator's
+`[sandbox] shell_network` says so), in its own process group that is killed
+on timeout or cancel. Whether the
 command changed the worktree is read from git before and after."""
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import subprocess
 from typing import Any
 
 from ...contracts.checks import run_command
+from ...sandbox import active_policy
 from .results import ToolError, ToolResult, clip
 from .state import ToolState, text_arg
 
@@ -69,7 +72,9 @@ async def shell(state: ToolState, args: dict[str, Any]) -> ToolResult:
     if left is not None:
         timeout = max(0.1, min(timeout, left))
     before = await asyncio.to_thread(worktree_fingerprint, state)
-    code, output, timed_out = await run_command(command, state.root, timeout, state.env)
+    code, output, timed_out = await run_command(
+        command, state.root, timeout, state.env, network=active_policy().shell_network
+    )
     after = await asyncio.to_thread(worktree_fingerprint, state)
     changed = before is not None and after is not None and before != after
     if changed:

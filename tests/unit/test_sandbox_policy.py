@@ -1,0 +1,107 @@
+"""The sandbox's policy as a command line, its config table, and the honest
+answer when no sandbox can run (no bwrap, not Linux, opted out)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from corral.supervisor import housekeeping
+from corral.supervisor.config import load_config
+from corral.supervisor.contracts.checks import sandboxed_argv
+from corral.supervisor.sandbox import SandboxPolicy, confined_argv, status
+from corral.supervisor.sandbox.layout import git_layout
+from tests.conftest import git, init_repo
+
+
+def pairs(argv: list[str], flag: str) -> list[str]:
+    return [argv[i + 1] for i, a in enumerate(argv) if a == flag]
+
+
+def test_a_worktree_may_write_itself_its_objects_and_its_admin_dir_only(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "repo")
+    git(repo, "worktree", "add", "-q", "--detach", str(tmp_path / "wt"))
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".netrc").write_text("machine x password y\n")
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    policy = SandboxPolicy(writable=(cache,), state_dir=tmp_path / "state")
+    (tmp_path / "state").mkdir()
+    argv = confined_argv(["true"], tmp_path / "wt", policy, {"HOME": str(home)})
+
+    common = (repo / ".git").resolve()
+    assert pairs(argv, "--bind") == [
+        str((tmp_path / "wt").resolve()),
+        str(common / "objects"),
+        str(common / "worktrees" / "wt"),
+        str(cache.resolve()),
+    ]
+    assert pairs(argv, "--ro-bind")[:1] == ["/"]
+    assert str(common) in pairs(argv, "--ro-bind")
+    assert "--unshare-net" in argv and "--unshare-pid" in argv and "--die-with-parent" in argv
+    tmpfs = pairs(argv, "--tmpfs")
+    assert "/tmp" in tmpfs and str((home / ".ssh").resolve()) in tmpfs
+    assert str((tmp_path / "state").resolve()) in tmpfs
+    netrc = str((home / ".netrc").resolve())
+    assert argv[argv.index(netrc) - 2 : argv.index(netrc)] == ["--ro-bind", "/dev/null"]
+    assert argv[-2:] == ["--", "true"]
+    assert "--unshare-net" not in confined_argv(["true"], tmp_path / "wt", policy, {}, network=True)
+
+
+def test_the_layout_of_a_main_checkout_and_of_a_plain_dir(tmp_path: Path) -> None:
+    repo = init_repo(tmp_path / "repo")
+    assert git_layout(repo).admin is None and git_layout(repo).top == repo.resolve()
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    assert git_layout(plain).common is None
+
+
+def test_no_bwrap_or_not_linux_is_said(monkeypatch: pytest.MonkeyPatch) -> None:
+    probe = status.sandbox_status.__wrapped__
+    monkeypatch.setattr(status.shutil, "which", lambda _name: None)
+    assert "bwrap not found" in probe().detail
+    monkeypatch.setattr(status.sys, "platform", "darwin")
+    assert probe().detail.startswith("not Linux")
+
+
+def test_refused_namespaces_are_said(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(status.shutil, "which", lambda _name: "/usr/bin/bwrap")
+
+    def refused(*_a: object, **_k: object) -> subprocess.CompletedProcess[bytes]:
+        return subprocess.CompletedProcess(
+            [], 1, b"", b"bwrap: No permissions to creating new namespace\n"
+        )
+
+    monkeypatch.setattr(status.subprocess, "run", refused)
+    result = status.sandbox_status.__wrapped__()
+    assert not result.available and "user namespaces refused" in result.detail
+
+
+def test_an_unavailable_sandbox_runs_the_command_as_is(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import corral.supervisor.contracts.checks as checks
+
+    monkeypatch.setattr(checks, "sandbox_status", lambda: status.SandboxStatus(False, "nope"))
+    assert sandboxed_argv("true", tmp_path, {})[0] == ["bash", "-c", "true"]
+    off = SandboxPolicy(enabled=False)
+    monkeypatch.undo()
+    assert sandboxed_argv("true", tmp_path, {}, policy=off)[0] == ["bash", "-c", "true"]
+
+
+def test_the_sandbox_table_loads_and_the_opt_out_is_reported(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text('[sandbox]\nenabled = false\nwritable = ["~/.cache/pip"]\n')
+    config = load_config(path)
+    assert config.sandbox.enabled is False and config.sandbox.writable == ["~/.cache/pip"]
+    monkeypatch.setenv("CORRAL_CONFIG", str(path))
+    report = housekeeping.confinement_status()
+    assert not report.confined and "enabled = false" in report.detail
+    path.write_text("[sandbox]\nnetwork = 1\n")
+    with pytest.raises(Exception, match="sandbox"):
+        load_config(path)
