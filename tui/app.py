@@ -122,28 +122,95 @@ class CorralApp(App[None]):
         self._calls.add(task)
         task.add_done_callback(self._calls.discard)
 
-    def approve(self, label: str, session_id: str, **choice: Any) -> None:
-        """Gate 2 from any screen (approve, accept a finding, reject); a toast
-        then says where the change went."""
-        call = self.supervisor.approve(session_id, **choice)
-        self.run_supervisor_call(label, call, outcome=approval_outcome)
+    # -- what cannot be undone asks once, the same way on every screen ---------
 
-    def reject(self, session_id: str, then: Callable[[], object] | None = None) -> None:
-        """Ask for an optional comment, then reject; escape changes nothing.
-        `then` runs once the rejection is sent (the diff screen closes)."""
-        from .screens.prompt import TextPrompt
+    def ask(
+        self,
+        question: str,
+        then: Callable[[str], object],
+        *,
+        go: str = "Yes",
+        comment: str | None = None,
+    ) -> None:
+        """One confirm modal (enter / y goes, escape / n keeps); `then(comment)`
+        runs only when the operator goes ahead."""
+        from .screens.confirm import ConfirmScreen
 
-        def done(comment: str | None) -> None:
-            if comment is None:
-                return
-            self.approve("Reject", session_id, approve=False, comment=comment or None)
+        def done(answer: str | None) -> None:
+            if answer is not None:
+                then(answer)
+
+        self.push_screen(ConfirmScreen(question, go=go, comment=comment), done)
+
+    def _what(self, session_id: str) -> str:
+        try:
+            intent = self.supervisor.get(session_id).session.intent
+        except CorralError:
+            return session_id
+        return (intent.splitlines()[0] if intent else session_id)[:100]
+
+    def confirm_contract(self, session_id: str) -> None:
+        self.ask(
+            f"Confirm the contract?\n\n{self._what(session_id)}\n\n"
+            "The agent starts work; the checks define done.",
+            lambda _: self.run_supervisor_call("Confirm", self.supervisor.confirm(session_id)),
+            go="Confirm",
+        )
+
+    def approve(
+        self,
+        label: str,
+        session_id: str,
+        then: Callable[[], object] | None = None,
+        **choice: Any,
+    ) -> None:
+        """Gate 2 from any screen (approve, accept a finding): asks once, then
+        a toast says where the change went. `then` runs once it is sent."""
+        where = {
+            "checkout": "Apply the verified diff to your checkout's working files?",
+            "finding": "Accept the finding? Nothing is published.",
+        }
+        key = "finding" if choice.get("accept_finding") else choice.get("delivery", "branch")
+        question = where.get(key, "Deliver the verified diff to branch corral/<id>?")
+        if choice.get("selection") is not None:
+            question += " (only the ticked part; it is re-verified first)"
+
+        def go(_: str) -> None:
+            call = self.supervisor.approve(session_id, **choice)
+            self.run_supervisor_call(label, call, outcome=approval_outcome)
             if then is not None:
                 then()
 
-        prompt = TextPrompt(
-            "Reject: why? (optional; enter rejects, escape keeps it)", "a comment for the log"
+        self.ask(f"{question}\n\n{self._what(session_id)}", go, go=label)
+
+    def reject(self, session_id: str, then: Callable[[], object] | None = None) -> None:
+        """Asks once, with an optional comment; escape changes nothing.
+        `then` runs once the rejection is sent (the diff screen closes)."""
+
+        def go(comment: str) -> None:
+            call = self.supervisor.approve(session_id, approve=False, comment=comment or None)
+            self.run_supervisor_call("Reject", call, outcome=approval_outcome)
+            if then is not None:
+                then()
+
+        self.ask(
+            f"Reject?\n\n{self._what(session_id)}",
+            go,
+            go="Reject",
+            comment="why? (optional) — enter rejects, escape keeps it",
         )
-        self.push_screen(prompt, done)
+
+    def cancel_session(self, session_id: str) -> None:
+        self.ask(
+            f"Cancel this session?\n\n{self._what(session_id)}\n\nThe worktree is kept.",
+            lambda _: self.run_supervisor_call("Cancel", self.supervisor.cancel(session_id)),
+            go="Cancel session",
+        )
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """While a widget takes every key (the agent terminal, the session's
+        input), `?` goes to it: the footer does not offer help then."""
+        return not (action == "help" and getattr(self.focused, "TAKES_KEYS", False))
 
     @property
     def discussions(self) -> Discussions:

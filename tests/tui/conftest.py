@@ -24,6 +24,7 @@ from corral.supervisor.engines.base import EngineOutcome, RunContext
 from corral.supervisor.models import ContractCheck, OutcomeContract
 from corral.supervisor.states import CoderState
 from corral.tui.screens.board import BoardScreen
+from corral.tui.screens.confirm import ConfirmScreen
 from corral.tui.screens.diff import DiffScreen
 from corral.tui.screens.discuss import DiscussScreen
 from corral.tui.screens.help import HelpScreen
@@ -193,6 +194,20 @@ async def open_from_board(app: Any, pilot: Any, key: str) -> Any:
         f"the screen {key!r} opens to catch up",
         lambda: app.screen if app.screen is not board and caught_up(app.screen) else None,
     )
+
+
+async def asked(pilot: Any, then: str | None = "y") -> ConfirmScreen:
+    """Something that cannot be undone asks once: wait for the confirm
+    modal and press `then` (None: leave it open); returns the modal."""
+    modal = await until(
+        pilot,
+        "the confirm question",
+        lambda: pilot.app.screen if isinstance(pilot.app.screen, ConfirmScreen) else None,
+    )
+    if then is not None:
+        await pilot.press(then)
+        await until(pilot, "the confirm question to close", lambda: pilot.app.screen is not modal)
+    return modal
 
 
 def footer_actions(app: Any) -> set[str]:

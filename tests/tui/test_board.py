@@ -10,11 +10,11 @@ from corral.supervisor.states import CoderState
 from corral.tui.app import CorralApp
 from corral.tui.screens.help import HelpScreen
 from corral.tui.screens.new_session import NewSessionScreen
-from corral.tui.screens.prompt import TextPrompt
 from tests.conftest import plan_texts
 
 from .conftest import (
     FIXED_NOW,
+    asked,
     board_in_sync,
     board_ready,
     final_frame,
@@ -124,6 +124,7 @@ async def test_approve_from_the_board_delivers_a_branch(board_world) -> None:
         sid = board.order[alpha]
         board.table.move_cursor(row=alpha)
         await pilot.press("a")
+        await asked(pilot)
         row = await sup.wait_for(sid, {CoderState.MERGED}, timeout=10)
         assert row.result_branch == f"corral/{sid[-8:]}"
         await until(pilot, "the delivery to reach the board", lambda: board_in_sync(app))
@@ -195,7 +196,7 @@ async def test_a_contract_file_in_the_form_and_a_reject_comment(
         assert app.screen is board
         board.table.move_cursor(row=board.order.index(sid))
         await pilot.press("r")
-        await until(pilot, "the reject prompt", lambda: isinstance(app.screen, TextPrompt))
+        await asked(pilot, None)
         await pilot.press(*"not like this", "enter")
         row = await sup.wait_for(sid, {CoderState.ABANDONED}, timeout=10)
         assert row.state is CoderState.ABANDONED

@@ -22,7 +22,7 @@ from corral.tui.screens.new_session import NewSessionScreen
 from corral.tui.screens.session import SessionScreen
 from tests.conftest import fast_config
 
-from .conftest import board_in_sync, board_ready, caught_up, footer_actions, until
+from .conftest import asked, board_in_sync, board_ready, caught_up, footer_actions, until
 
 pytestmark = [
     pytest.mark.slow,
@@ -73,6 +73,7 @@ async def test_the_demo_agent_flow_with_two_of_three_hunks_approved(
         sid = row.session_id
         await until(pilot, "the board to offer Confirm", lambda: "confirm" in footer_actions(app))
         await pilot.press("c")
+        await asked(pilot)
 
         # the demo agent asks before its first edit: the board says so
         await until(pilot, "the agent's question", lambda: sup.get(sid).needs_you_label, timeout=40)
@@ -89,8 +90,9 @@ async def test_the_demo_agent_flow_with_two_of_three_hunks_approved(
         await until(
             pilot, "the question on the session screen", lambda: edit in str(question.render())
         )
-        await pilot.press("2")  # "Yes, and don't ask again this session"
-        await pilot.press("escape")
+        # the answer input has focus: an option's number and enter pick it
+        await pilot.press("2", "enter")  # "Yes, and don't ask again this session"
+        await pilot.press("escape", "escape")  # leave the input, then the screen
         await until(pilot, "the board again", lambda: app.screen is board)
 
         await sup.wait_for(sid, {CoderState.NEEDS_APPROVAL}, timeout=60)
@@ -125,6 +127,7 @@ async def test_the_demo_agent_flow_with_two_of_three_hunks_approved(
             pilot, "the README unticked", lambda: screen.ticked == {"textkit/report.py": None}
         )
         await pilot.press("a")
+        await asked(pilot)
         row = await sup.wait_for(sid, {CoderState.MERGED}, timeout=60)
 
     branch = row.result_branch or ""

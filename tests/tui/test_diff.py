@@ -13,7 +13,6 @@ from corral.supervisor.states import CoderState
 from corral.tui.app import CorralApp
 from corral.tui.screens.diff import DiffScreen
 from corral.tui.screens.new_session import NewSessionScreen
-from corral.tui.screens.prompt import TextPrompt
 from tests.conftest import plan_texts
 from tests.fakes.scripted import (
     ScriptedDrafter,
@@ -25,6 +24,7 @@ from tests.fakes.scripted import (
 
 from .conftest import (
     FIXED_NOW,
+    asked,
     board_ready,
     caught_up,
     final_frame,
@@ -77,6 +77,7 @@ async def test_unticking_a_hunk_delivers_only_the_ticked_ones(tmp_path: Path) ->
         await pilot.press("space")  # untick the first hunk
         await until(pilot, "the hunk unticked", lambda: screen.ticked == {"long.txt": {1, 2}})
         await pilot.press("a")
+        await asked(pilot)
         sid = sup.list()[0].session_id
         row = await sup.wait_for(sid, {CoderState.MERGED}, timeout=20)
     branch = row.result_branch or ""
@@ -150,6 +151,7 @@ async def test_the_whole_flow_through_keys(tmp_path: Path) -> None:
         sid = rows[0].session_id
         await until(pilot, "the board to offer Confirm", lambda: "confirm" in footer_actions(app))
         await pilot.press("c")
+        await asked(pilot)
         await sup.wait_for(sid, {CoderState.NEEDS_APPROVAL}, timeout=20)
         await until(
             pilot, "the board to offer the diff", lambda: "review_diff" in footer_actions(app)
@@ -169,6 +171,7 @@ async def test_the_whole_flow_through_keys(tmp_path: Path) -> None:
         await pilot.press("space")
         await until(pilot, "the hunk unticked", lambda: screen.ticked == {"long.txt": {0, 1}})
         await pilot.press("a")
+        await asked(pilot)
         row = await sup.wait_for(sid, {CoderState.MERGED}, timeout=20)
     delivered = git(repo, "show", f"{row.result_branch}:long.txt").splitlines()
     assert (delivered[1], delivered[14], delivered[28]) == ("two", "fifteen", "29")
@@ -187,12 +190,11 @@ async def test_reject_from_the_diff_asks_for_a_comment_and_escape_keeps_reviewin
         assert isinstance(diff, DiffScreen)
         sid = diff.session_id
         await pilot.press("r")
-        await until(pilot, "the reject prompt", lambda: isinstance(app.screen, TextPrompt))
-        await pilot.press("escape")  # changed my mind: still reviewing, nothing sent
+        await asked(pilot, "escape")  # changed my mind: still reviewing, nothing sent
         await until(pilot, "the diff again", lambda: app.screen is diff)
         assert sup.get(sid).session.state is CoderState.NEEDS_APPROVAL
         await pilot.press("r")
-        await until(pilot, "the reject prompt", lambda: isinstance(app.screen, TextPrompt))
+        await asked(pilot, None)
         await pilot.press(*"too broad", "enter")
         row = await sup.wait_for(sid, {CoderState.ABANDONED}, timeout=10)
         assert not isinstance(app.screen, DiffScreen)

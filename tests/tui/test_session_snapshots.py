@@ -11,6 +11,7 @@ from tests.fakes.scripted import contract
 
 from .conftest import (
     FIXED_NOW,
+    asked,
     final_frame,
     make_repo,
     open_from_board,
@@ -133,6 +134,7 @@ async def test_gate1_checks_are_added_edited_and_removed_inline(tmp_path: Path) 
         table.move_cursor(row=1)
         await until(pilot, "the table to take focus", lambda: table.has_focus)
         await pilot.press("delete")
+        await asked(pilot)
         await until(pilot, "the removal", lambda: names() == ["feature", "smoke"])
         await until(
             pilot, "the revision note", lambda: "Revised and re-baselined" in str(bar.render())

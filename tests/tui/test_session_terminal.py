@@ -166,3 +166,51 @@ def test_session_screen_with_a_live_agent_terminal(
         assert sup.get(sid).session.state is CoderState.RUNNING
 
     assert snap_compare(app, terminal_size=(120, 44), run_before=before)
+
+
+async def test_with_the_terminal_focused_the_footer_offers_only_its_keys(
+    tmp_path: Path, tmux_dir: Path, agent_on_path: str
+) -> None:
+    """Keys typed into the agent terminal go to the agent: the footer offers
+    only the terminal's own keys (leave, history), not the screen's."""
+    from .conftest import footer_actions, until
+
+    repo = make_repo(tmp_path / "repo")
+    state = tmp_path / "state"
+    panes = PaneManager(TmuxBackend(socket_dir=tmux_dir), state / "agents")
+    engines = AgentEngines(
+        panes, session_dir=lambda sid: state / "agents" / sid, default=f"custom:{agent_on_path}"
+    )
+    sup = Supervisor(
+        state,
+        drafter=ScriptedDrafter([contract(("folds", "grep -q folded slug.txt"))]),
+        engines=engines,
+        config=SupervisorConfig(repair_invokes=0),
+        panes=panes,
+    )
+
+    async def seed(s: Supervisor) -> None:
+        sid = (await s.start("Make slugify() fold accents", repo)).session_id
+        await s.confirm(sid)
+        await s.wait_for(sid, {CoderState.RUNNING}, timeout=20)
+
+    app = CorralApp(sup, default_repo=repo, on_ready=seed)
+    async with app.run_test(size=(120, 44)) as pilot:
+        screen = await open_from_board(app, pilot, "enter")
+        assert isinstance(screen, SessionScreen)
+        view = screen.query_one(TerminalView)
+        await until(pilot, "the agent's pane", lambda: view.display)
+        assert not getattr(screen.focused, "TAKES_KEYS", False)  # guidance is not a gate
+        await until(pilot, "the terminal key", lambda: "focus_terminal" in footer_actions(app))
+        assert {"back", "cancel_session"} <= footer_actions(app)
+        await pilot.press("t")
+        await until(pilot, "the terminal to have focus", lambda: view.has_focus)
+        await until(
+            pilot,
+            "only the terminal's keys in the footer",
+            lambda: footer_actions(app) <= {"leave", "toggle_history", "command_palette"},
+        )
+        assert "leave" in footer_actions(app)
+        await pilot.press("ctrl+g")
+        await until(pilot, "the terminal to lose focus", lambda: not view.has_focus)
+        await until(pilot, "the screen's keys again", lambda: "back" in footer_actions(app))

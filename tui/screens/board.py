@@ -66,6 +66,7 @@ class BoardScreen(Screen[None]):
         self.filter = "all"
         self.search = ""
         self._footer_keys: object = object()  # what the footer last showed keys for
+        self._pending_select: str | None = None  # a session just started: the cursor goes there
 
     def compose(self) -> ComposeResult:
         with Vertical():
@@ -156,6 +157,7 @@ class BoardScreen(Screen[None]):
         index = table.index_of(selected) if selected else None
         if index is not None and index != table.cursor_row:
             table.move_cursor(row=index, chosen=False)
+        self._select_pending()
         self._update_counts()
         self._sync_bindings()  # the selected row's state may have changed
 
@@ -309,8 +311,8 @@ class BoardScreen(Screen[None]):
             self.app.run_supervisor_call(label, coro_factory(row.session_id))
 
     def action_confirm(self) -> None:
-        sup = self.app.supervisor
-        self._run("Confirm", lambda sid: sup.confirm(sid))
+        if (row := self._selected_or_warn()) is not None:
+            self.app.confirm_contract(row.session_id)
 
     def action_approve(self) -> None:
         row = self._selected_or_warn()
@@ -332,17 +334,19 @@ class BoardScreen(Screen[None]):
             self.app.reject(row.session_id)
 
     def action_cancel_session(self) -> None:
-        row = self.selected()
-        if row is None:
-            return
-        from .confirm import ConfirmScreen
+        if (row := self.selected()) is not None:
+            self.app.cancel_session(row.session_id)
 
-        def done(yes: bool | None) -> None:
-            if yes:
-                sup = self.app.supervisor
-                self._run("Cancel", lambda sid: sup.cancel(sid))
+    # -- after Start in the new-session form, the cursor goes to the new session
 
-        intent = row.intent.splitlines()[0] if row.intent else row.label
-        self.app.push_screen(
-            ConfirmScreen(f"Cancel {row.label}?\n\n{intent}\n\nThe worktree is kept."), done
-        )
+    def select_when_shown(self, session_id: str) -> None:
+        """Put the cursor on `session_id` now, or as soon as its row arrives."""
+        self._pending_select = session_id
+        self._select_pending()
+
+    def _select_pending(self) -> None:
+        sid = self._pending_select
+        index = self.table.index_of(sid) if sid else None
+        if index is not None:
+            self._pending_select = None
+            self.table.move_cursor(row=index)

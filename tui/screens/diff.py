@@ -232,9 +232,9 @@ class DiffScreen(Screen[None]):
             self.session_id,
             delivery=delivery,
             selection=selection,
+            then=self.app.pop_screen,
             discard_rest=self.discard_rest,
         )
-        self.app.pop_screen()
 
     def action_reject(self) -> None:
         self.app.reject(self.session_id, then=self.app.pop_screen)

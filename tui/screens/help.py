@@ -48,12 +48,14 @@ a branch until you approve it.
 | `t` / `A` | type into the agent's live terminal (`ctrl+g` leaves) / attach your terminal to its tmux window |
 | `c` / `a` / `o` / `v` / `r` / `x` | confirm, approve to a branch, apply to the checkout, re-verify, reject, cancel |
 | `1`–`9` | answer a question with that option |
-| `enter` in the input | send an answer, a contract revision (gate 1), or guidance while the agent works |
+| `enter` in the input | send an answer (or an option's number), a contract revision (gate 1), or guidance |
+| `escape` in the input | leave it: while the input has focus every key is typed, none acts |
 | `e` / `+` / `delete` | gate 1, on the checks table: edit the selected check, add one, remove it |
 | `D` | review the verified diff (below) |
 | `ctrl+b` | in the agent terminal: show its scrollback (again to go back live) |
 
-The footer shows only the keys that apply to the session's state.
+At gate 1 and on a question the input has focus when the screen opens. The footer shows
+only the keys that act now (none of the screen's while the input or the terminal has focus).
 
 ## Diff review
 
@@ -80,7 +82,9 @@ The footer shows only the keys that apply to the session's state.
 ## Everywhere
 
 `ctrl+p` opens the command palette (every action of the screen in front, and the
-theme switcher: dark and light are remembered). In a yes/no question, `y` / `n`.
+theme switcher: dark and light are remembered). What cannot be undone (confirm a contract,
+approve or apply, reject, cancel, remove a check) asks once: `enter` / `y` goes ahead,
+`escape` / `n` keeps things as they are.
 
 Press `escape` or `q` to close this help.
 """

@@ -90,7 +90,8 @@ class NewSessionScreen(ModalScreen[None]):
         # blank: the supervisor picks the base (a discussion's follow-up
         # continues from what its last run delivered)
         base = self.query_one("#base", Input).value.strip() or None
-        sup = self.app.supervisor
+        app = self.app
+        sup = app.supervisor
         discussion = self.discussion
         contract: OutcomeContract | None = None
         contract_path = self.query_one("#contract", Input).value.strip()
@@ -114,6 +115,11 @@ class NewSessionScreen(ModalScreen[None]):
             )
             if discussion is not None:
                 discussion.link_session(result.session_id)
+            from .board import BoardScreen  # the board imports this screen
+
+            for screen in app.screen_stack:
+                if isinstance(screen, BoardScreen):
+                    screen.select_when_shown(result.session_id)
 
         self.app.run_supervisor_call("Start", start())
         self.dismiss(None)

@@ -108,6 +108,19 @@ def _baseline_cell(result: CheckResult | None) -> str:
     return f"{word}: {clip(last[0], 40)}" if last else word
 
 
+class ReplyInput(Input):
+    """The session's text input. While it has focus every printable key is
+    typed (no screen key acts, and the footer offers none); escape leaves it."""
+
+    TAKES_KEYS = True
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "leave", "Leave input")]
+
+    def action_leave(self) -> None:
+        screen = self.screen
+        if isinstance(screen, SessionScreen):
+            screen.leave_input()
+
+
 class SessionScreen(Screen[None]):
     app = getters.app(CorralApp)
 
@@ -138,6 +151,7 @@ class SessionScreen(Screen[None]):
         self.events: list[CoderEvent] = []
         self.log_filter = "all"
         self.revision_note = ""  # the last revision's outcome, shown under gate 1
+        self._text_gate: object = None  # the gate (or question) the input was last focused for
 
     def compose(self) -> ComposeResult:
         with Vertical():
@@ -152,7 +166,7 @@ class SessionScreen(Screen[None]):
                 yield TerminalView(self.session_id, id="terminal")
                 yield RichLog(id="log", wrap=True, markup=False, max_lines=5000)
             yield Static("", id="question")
-            yield Input(placeholder="", id="reply", select_on_focus=False)
+            yield ReplyInput(placeholder="", id="reply", select_on_focus=False)
         yield Footer()
 
     @property
@@ -305,32 +319,59 @@ class SessionScreen(Screen[None]):
     def _render_question(self, detail: SessionDetail) -> None:
         question = self.query_one("#question", Static)
         reply = self.query_one("#reply", Input)
+        gate: object = None
         if detail.session.state.value == "contract_proposed" and detail.live:
+            gate = "contract"
             question.update(
-                "[b]Gate 1:[/b] press [b]c[/b] to confirm this contract, or revise it below: "
+                "[b]Gate 1:[/b] revise the contract in the input below (enter sends): "
                 "free text, [b]/check name command[/b] (sets a check verbatim) or "
-                "[b]/remove name[/b]. On the checks table: [b]e[/b] edits the selected "
-                "check, [b]+[/b] adds one, [b]delete[/b] removes it."
+                "[b]/remove name[/b]. [b]escape[/b] leaves the input for the keys: "
+                "[b]c[/b] confirms the contract; on the checks table [b]e[/b] edits the "
+                "selected check, [b]+[/b] adds one, [b]delete[/b] removes it."
                 + (f"\n{self.revision_note}" if self.revision_note else "")
             )
-            reply.placeholder = "Revise the contract (enter sends)"
+            reply.placeholder = (
+                "Revise the contract (enter sends) · escape for the keys (c confirms)"
+            )
             reply.display = True
         elif detail.question_prompt:
+            gate = ("question", detail.question_prompt)
             options: list[str] = self.supervisor.question_options(self.session_id)
             opts = "  ".join(f"[b]{i}[/b] {escape(o)}" for i, o in enumerate(options, 1))
             question.update(
                 f"[bold yellow]Question:[/bold yellow] {escape(detail.question_prompt)}"
                 + (f"\n{opts}" if opts else "")
             )
-            reply.placeholder = "Type an answer and press enter"
+            reply.placeholder = (
+                "Type an answer"
+                + (" or an option's number" if options else "")
+                + " (enter sends) · escape for the keys"
+            )
             reply.display = True
         elif detail.steering_available:
             question.update("")
-            reply.placeholder = "Guidance for the agent (pasted at its next idle prompt; the log says when it lands)"
+            reply.placeholder = (
+                "Guidance for the agent (pasted at its next idle prompt) · escape for the keys"
+            )
             reply.display = True
         else:
             question.update("")
             reply.display = False
+        if gate != self._text_gate:
+            self._text_gate = gate
+            # a gate that wants text gets the input (typing never fires a key),
+            # unless the operator is typing into the agent's terminal
+            if gate is not None and not isinstance(self.focused, TerminalView):
+                reply.focus()
+
+    def leave_input(self) -> None:
+        """escape in the input: to the checks table at gate 1, else to no
+        widget, so the screen's keys act (and the footer shows them)."""
+        table = self.query_one("#checks", DataTable)
+        if self._text_gate == "contract" and table.row_count:
+            table.focus()
+        else:
+            self.set_focus(None)
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         text = event.value
@@ -342,6 +383,9 @@ class SessionScreen(Screen[None]):
             self.revise(text)
             return
         steer = detail.question_prompt is None
+        options: list[str] = [] if steer else self.supervisor.question_options(self.session_id)
+        if text.strip().isdigit() and 0 < int(text) <= len(options):
+            text = options[int(text) - 1]  # an option's number picks that option
         self.app.run_supervisor_call(
             "Guidance" if steer else "Answer",
             self.supervisor.respond(self.session_id, text, steer=steer),
@@ -368,11 +412,14 @@ class SessionScreen(Screen[None]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """The footer shows the keys that apply to this session now; the
-        others are hidden (and do nothing) until the state allows them."""
+        others are hidden (and do nothing) until the state allows them.
+        While the input or the agent terminal has focus no screen key acts."""
         try:
             detail = self.supervisor.get(self.session_id)
         except Exception:  # the session went away: leave the keys as they are
             return True
+        if getattr(self.focused, "TAKES_KEYS", False):
+            return False  # every key goes to the input or the agent terminal
         gate1 = detail.session.state.value == "contract_proposed" and detail.live
         if action in self.GATE1_ACTIONS or action == "confirm":
             return gate1
@@ -416,7 +463,11 @@ class SessionScreen(Screen[None]):
         if check is None:
             self.notify("Select a check in the table first.", severity="warning")
             return
-        self.revise(f"/remove {check.name}")
+        self.app.ask(
+            f"Remove the check {check.name}?\n\n{check.command.strip()}",
+            lambda _: self.revise(f"/remove {check.name}"),
+            go="Remove",
+        )
 
     def action_answer(self, n: int) -> None:
         options: list[str] = self.supervisor.question_options(self.session_id)
@@ -470,7 +521,7 @@ class SessionScreen(Screen[None]):
         self.app.pop_screen()
 
     def action_confirm(self) -> None:
-        self.app.run_supervisor_call("Confirm", self.supervisor.confirm(self.session_id))
+        self.app.confirm_contract(self.session_id)
 
     def action_approve(self) -> None:
         if self.supervisor.get(self.session_id).needs_you == "finding":
@@ -488,10 +539,4 @@ class SessionScreen(Screen[None]):
         self.app.reject(self.session_id)
 
     def action_cancel_session(self) -> None:
-        from .confirm import ConfirmScreen
-
-        def done(yes: bool | None) -> None:
-            if yes:
-                self.app.run_supervisor_call("Cancel", self.supervisor.cancel(self.session_id))
-
-        self.app.push_screen(ConfirmScreen("Cancel this session? The worktree is kept."), done)
+        self.app.cancel_session(self.session_id)

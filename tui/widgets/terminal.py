@@ -66,6 +66,8 @@ def _without_default_colours(text: Text) -> Text:
 class TerminalView(Static, can_focus=True):
     app = getters.app(CorralApp)
 
+    TAKES_KEYS = True  # while focused, the screen's keys go to the agent
+
     BINDINGS = [
         Binding(LEAVE_KEY, "leave", "Leave terminal"),
         Binding("ctrl+b", "toggle_history", "History", priority=True),
