@@ -176,6 +176,8 @@ def test_demo_driven_through_tmux(demo: Demo) -> None:
 
     demo.tab_to("diff ready for approval")
     demo.keys("a")
+    demo.wait_text("(y / enter)")  # delivery asks once
+    demo.keys("y")
     demo.wait(
         "the approved session to be delivered",
         lambda s: "delivered" in demo.row(s, SLUG),
@@ -184,6 +186,8 @@ def test_demo_driven_through_tmux(demo: Demo) -> None:
 
     demo.tab_to("contract awaiting confirmation")
     demo.keys("c")
+    demo.wait_text("(y / enter)")  # confirming the contract asks once
+    demo.keys("y")
     demo.wait(
         "the confirmed session to leave the contract gate",
         lambda s: (
