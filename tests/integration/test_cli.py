@@ -15,6 +15,17 @@ from corral.supervisor.api import Supervisor
 from tests.conftest import fast_config, git, hello_contract, init_repo
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+# confirm, let the demo agent work (approving its question), deliver to a branch
+DELIVER_WITH_THE_DEMO_AGENT = (
+    "--yes",
+    "--deliver",
+    "branch",
+    "--json",
+    "--engine",
+    "external:demo",
+    "--on-question",
+    "approve",
+)
 
 
 def corral(*args: str, home: Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -187,14 +198,7 @@ def test_run_exit_codes_and_json_events(tmp_path: Path) -> None:
         "write notes",
         "--contract",
         str(contract),
-        "--yes",
-        "--deliver",
-        "branch",
-        "--json",
-        "--engine",
-        "external:demo",
-        "--on-question",
-        "approve",
+        *DELIVER_WITH_THE_DEMO_AGENT,
         home=home,
     )
     assert out.returncode == 0, out.stderr
@@ -357,14 +361,7 @@ def test_run_whose_delivery_is_refused_says_so_and_exits_7(tmp_path: Path) -> No
         "write notes",
         "--contract",
         str(contract),
-        "--yes",
-        "--deliver",
-        "branch",
-        "--json",
-        "--engine",
-        "external:demo",
-        "--on-question",
-        "approve",
+        *DELIVER_WITH_THE_DEMO_AGENT,
         home=home,
     )
     # the session waits at approval, so its agent is left running on purpose
