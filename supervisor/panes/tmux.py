@@ -94,7 +94,11 @@ class TmuxFailed(PaneError):
 
     @property
     def no_session(self) -> bool:
-        return "can't find session" in self.message or "no such session" in self.message
+        """No session to look in: also when the server is up with none left
+        (between its last window closing and its exit, tmux says "no current
+        target" to `list-panes -a`)."""
+        m = self.message
+        return "can't find session" in m or "no such session" in m or "no current target" in m
 
 
 # -- quoting -------------------------------------------------------------------------
