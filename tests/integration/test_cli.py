@@ -15,6 +15,15 @@ from corral.supervisor.api import Supervisor
 from tests.conftest import fast_config, git, hello_contract, init_repo
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def notes_contract(path: Path) -> Path:
+    """A contract the demo agent satisfies: its notes file exists."""
+    check = {"name": "noted", "command": "grep -q notes DEMO_NOTES.md", "timeout_secs": 10}
+    path.write_text(json.dumps({"description": "notes record the task", "checks": [check]}))
+    return path
+
+
 # confirm, let the demo agent work (approving its question), deliver to a branch
 DELIVER_WITH_THE_DEMO_AGENT = (
     "--yes",
@@ -342,17 +351,7 @@ def test_run_whose_delivery_is_refused_says_so_and_exits_7(tmp_path: Path) -> No
     home = tmp_path / "home"
     repo = init_repo(tmp_path / "repo")
     git(repo, "branch", "corral")  # refs/heads/corral/<id> cannot be created next to it
-    contract = tmp_path / "c.json"
-    contract.write_text(
-        json.dumps(
-            {
-                "description": "notes record the task",
-                "checks": [
-                    {"name": "noted", "command": "grep -q notes DEMO_NOTES.md", "timeout_secs": 10}
-                ],
-            }
-        )
-    )
+    contract = notes_contract(tmp_path / "c.json")
     out = corral(
         "run",
         "--repo",
@@ -394,17 +393,7 @@ def test_a_full_disk_is_one_line_a_prompt_exit_and_a_consistent_store(tmp_path: 
 
     home = tmp_path / "home"
     repo = init_repo(tmp_path / "repo")
-    contract = tmp_path / "c.json"
-    contract.write_text(
-        json.dumps(
-            {
-                "description": "notes",
-                "checks": [
-                    {"name": "noted", "command": "grep -q notes DEMO_NOTES.md", "timeout_secs": 10}
-                ],
-            }
-        )
-    )
+    contract = notes_contract(tmp_path / "c.json")
     _mount_tmpfs(home, "8m")
     try:
         env = dict(os.environ, CORRAL_HOME=str(home), CORRAL_CONFIG=str(tmp_path / "none.toml"))
