@@ -369,6 +369,22 @@ class Supervisor:
         available = getattr(self.engines, "available", None)
         return available() if available else [("auto", "auto")]
 
+    def command_engines(self) -> builtins.list[tuple[str, str, str]]:
+        """Engines named by a command line the operator types: (prefix, label,
+        example), e.g. `custom:` and `oneshot:`; `prefix + line` is the engine."""
+        from .engines.registry import COMMAND_ENGINES
+
+        return builtins.list(COMMAND_ENGINES)
+
+    def engine_refusal(self, engine: str) -> str | None:
+        """Why `engine` cannot run here, in the sentence `start` would refuse
+        with; None when it can. Lets a form refuse before anything is made."""
+        try:
+            self.engines.resolve(engine)
+        except CorralError as exc:
+            return str(exc)
+        return None
+
     # Last: `list` shadows the builtin for everything below it in the class.
     def list(self) -> builtins.list[SessionSummary]:
         """Every session, live or stored, most recently updated first."""

@@ -56,6 +56,9 @@ class AgentProfile:
     version_args: tuple[str, ...] = ("--version",)
     prompt_in_argv: bool = True
     hooks: bool = False  # structured end-of-turn signal available
+    # exit status 0 ends the turn (the runtime verifies) instead of counting
+    # as a crash: a `custom:` command may do its work and exit
+    exit_ends_turn: bool = False
 
     def find(self, path: str | None = None) -> str | None:
         for name in self.binaries:

@@ -217,6 +217,7 @@ def profile_for(name: str, *, demo_pace: float = 1.0) -> AgentProfile:
             command=command,
             env_allow=agent_env.CUSTOM,
             prompt_in_argv=False,
+            exit_ends_turn=True,
         )
     profile = PROFILES.get(name)
     if profile is None:

@@ -7,7 +7,10 @@ failing checks and their output into the same pane. A round ends when the
 agent ends its turn (hook first, debounced screen otherwise). A question on
 screen parks the session on the question gate and the operator's answer
 selects the option by its text. A crash uses the transient-retry budget,
-then fails loudly: `external agent '<name>' failed: …`.
+then fails loudly: `external agent '<name>' failed: …`. A profile whose
+exit ends its turn (`custom:` commands) that exits 0 is not a crash: the
+round ends and the runtime verifies; a repair round then starts it again
+with the task and the failing checks (so does any round whose agent is gone).
 
 Operator guidance queued while the agent works is pasted at its next idle
 prompt (never mid-turn, never over a question): when a turn ends with
@@ -123,7 +126,7 @@ class ExternalEngine:
         env.setdefault("TERM", "xterm-256color")
         return plan, env
 
-    async def _spawn(self, ctx: RunContext, prompt: str) -> None:
+    async def spawn(self, ctx: RunContext, prompt: str) -> None:
         plan, env = self._plan(ctx, prompt)
         # unique and increasing across restarts: a late action on an old pane
         # can never match the new owner marker
@@ -164,7 +167,16 @@ class ExternalEngine:
         )
         if plan.paste_prompt:
             await self._wait_ready(ctx)
-            await self.panes.send_text(ctx.session_id, plan.paste_prompt)
+            record = self.panes.record(ctx.session_id)
+            if record is None or not record.alive:
+                return  # it exited before asking for the task; the turn loop reads how
+            try:
+                await self.panes.send_text(ctx.session_id, plan.paste_prompt)
+            except PaneGone:
+                if not self.profile.exit_ends_turn:
+                    raise
+                # it exited while the task was being pasted: the turn loop
+                # sees the exit once the sweep has its status
 
     async def _wait_ready(self, ctx: RunContext, timeout: float = 60) -> None:
         """Until the agent shows its idle prompt (for agents given the task by paste)."""
@@ -196,7 +208,13 @@ class ExternalEngine:
                 )
                 start_version, resumed = record.version, True
             elif ctx.round == 1 or record is None or not record.alive:
-                await self._spawn(ctx, task_prompt(ctx.intent, ctx.contract))
+                text = task_prompt(ctx.intent, ctx.contract)
+                if ctx.round > 1 and ctx.failing_checks:  # a new process: the task, then the repair
+                    rounds_left = max(0, ctx.max_iterations - ctx.round)
+                    text += "\n\n" + repair_prompt(ctx.failing_checks, ctx.round, rounds_left)
+                if record is not None:  # its finished pane (tmux keeps it after the exit)
+                    await self.panes.kill(ctx.session_id)
+                await self.spawn(ctx, text)
                 start_version, resumed = 0, False
             else:
                 rounds_left = max(0, ctx.max_iterations - ctx.round)
@@ -211,8 +229,18 @@ class ExternalEngine:
                 outcome = await self._await_turn(ctx, resumed=resumed)
                 if outcome is not None:
                     return outcome
-                # the agent crashed
                 record = self.panes.record(ctx.session_id)
+                if (
+                    self.profile.exit_ends_turn
+                    and record is not None
+                    and not record.alive
+                    and record.exit_status == 0
+                ):
+                    ctx.emit(
+                        PlanTextData(text=f"{self.profile.label} exited with status 0: turn over.")
+                    )
+                    return EngineOutcome(iterations=1, authored_by=[self.profile.name])
+                # the agent crashed
                 reason = record.status.reason if record else "the pane disappeared"
                 if retries <= 0:
                     return EngineOutcome(
@@ -233,7 +261,7 @@ class ExternalEngine:
                 prompt = task_prompt(ctx.intent, ctx.contract) + (
                     "\n\nA previous attempt stopped unexpectedly; the worktree keeps its edits."
                 )
-                await self._spawn(ctx, prompt)
+                await self.spawn(ctx, prompt)
                 resumed = False
                 del start_version
                 start_version = 0

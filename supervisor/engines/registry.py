@@ -1,6 +1,7 @@
 """Which engine runs a session: `auto`, `external:<agent>` (or just the
-agent's name), `custom:<command line>`, `demo`, or `native` (the built-in
-model loop, a later issue).
+agent's name), `custom:<command line>`, `oneshot:<command line>` or a
+one-shot preset (`claude-p`, …; see `agents.oneshot`), `demo`, or `native`
+(the built-in model loop).
 
 `auto` prefers an installed agent CLI in the operator's preference order; the
 demo console sets the demo agent as its default. An explicitly named agent
@@ -11,9 +12,11 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 
-from ..agents.base import AgentUnavailable
+from ..agents.base import AgentProfile, AgentUnavailable
+from ..agents.oneshot import PRESETS, is_oneshot, oneshot_profile
 from ..agents.profiles import PREFERENCE, profile_for
 from ..agents.settings import AgentSettings, with_settings
 from ..errors import CorralError
@@ -21,11 +24,19 @@ from ..llm.base import ModelProvider
 from ..panes.manager import PaneManager
 from .base import Engine
 from .external import ExternalEngine
+from .oneshot import OneShotEngine
 
 NO_AGENT = (
     "no agent CLI is installed ({names}): install one (e.g. npm i -g "
     "@anthropic-ai/claude-code), pick external:demo for the demo agent, or configure a model "
     "for the built-in engine (see `corral doctor`)"
+)
+
+
+# Engines given as a command line: (prefix, what to call it, an example line)
+COMMAND_ENGINES: tuple[tuple[str, str, str], ...] = (
+    ("custom:", "custom command…", "an interactive agent, e.g. my-agent --model x"),
+    ("oneshot:", "one-shot command…", "e.g. my-tool --task {prompt}  ({prompt_file}; else stdin)"),
 )
 
 
@@ -72,7 +83,11 @@ class AgentEngines:
                     "`corral doctor`; or choose an agent with external:<agent>"
                 )
             return "native", f"native → built-in engine ({self.provider.model})"
+        if is_oneshot(requested):
+            return self._resolve_oneshot(requested)
         name = requested.removeprefix("external:")
+        if name.startswith("custom:") and not name.removeprefix("custom:").strip():
+            raise CorralError("the custom command is empty: type the command line of your agent")
         try:
             profile = profile_for(name, demo_pace=self.demo_pace)
         except AgentUnavailable as exc:
@@ -89,6 +104,24 @@ class AgentEngines:
             )
         return f"external:{name}", f"{requested} → {profile.label}"
 
+    def _resolve_oneshot(self, requested: str) -> tuple[str, str]:
+        spec = requested.removeprefix("external:")
+        try:
+            profile = oneshot_profile(spec)
+            program = profile.words()[0]
+        except AgentUnavailable as exc:
+            raise CorralError(str(exc)) from None
+        if profile.find() is None:
+            raise CorralError(
+                f"{program!r} is not installed here (not found on PATH, or not an executable "
+                f"file), so the one-shot agent {profile.command!r} cannot run"
+            )
+        if self.panes is None:
+            raise CorralError(
+                "agent panes are not available: install tmux 3.2+ or use --backend pty"
+            )
+        return spec, f"{requested} → {profile.label}"
+
     def available(self) -> list[tuple[str, str]]:
         """(engine, description) the new-session form offers: auto, then each
         installed agent. Only what can run here is listed."""
@@ -99,6 +132,10 @@ class AgentEngines:
             profile = profile_for(name, demo_pace=self.demo_pace)
             if profile.find():
                 choices.append((f"external:{name}", profile.label))
+        for name in PRESETS:
+            preset = oneshot_profile(name)
+            if preset.find():
+                choices.append((name, preset.label))
         return choices
 
     def native(self) -> Engine | None:
@@ -118,8 +155,20 @@ class AgentEngines:
         name = label.removeprefix("external:")
         if self.panes is None:
             raise CorralError("agent panes are not available")
+        if is_oneshot(name):
+            oneshot = oneshot_profile(name)
+            own = self.agent_settings.get(oneshot.settings_key)
+            if own is not None and own.env_allow:
+                oneshot = replace(oneshot, env_allow=(*oneshot.env_allow, *own.env_allow))
+            return OneShotEngine(self._external(oneshot), label)
+        return self._external(
+            with_settings(profile_for(name, demo_pace=self.demo_pace), self.agent_settings)
+        )
+
+    def _external(self, profile: AgentProfile) -> ExternalEngine:
+        assert self.panes is not None
         return ExternalEngine(
-            with_settings(profile_for(name, demo_pace=self.demo_pace), self.agent_settings),
+            profile,
             self.panes,
             session_dir=self.session_dir,
             transient_retries=self.transient_retries,
