@@ -419,6 +419,18 @@ def agent_clis() -> list[AgentCli]:
     return found
 
 
+def oneshot_presets() -> list[AgentCli]:
+    """The one-shot presets (`claude-p`, …): label and command line (as the
+    version), with the binary they need (None: not installed)."""
+    from .agents.oneshot import PRESETS, oneshot_profile
+
+    found: list[AgentCli] = []
+    for name in PRESETS:
+        profile = oneshot_profile(name)
+        found.append(AgentCli(name, profile.label, profile.find(), profile.command))
+    return found
+
+
 def agents_on_path() -> list[tuple[str, str | None]]:
     """Each agent CLI's executable on PATH (None: not installed)."""
     return [(name, shutil.which(name)) for name in AGENT_CLIS]

@@ -23,7 +23,7 @@ from corral.supervisor.engines.external import task_prompt
 from corral.supervisor.factory import build_supervisor
 from corral.supervisor.models import ContractCheck, EventKind, OutcomeContract
 from corral.supervisor.states import CoderState as S
-from tests.conftest import events_of, fast_config, init_repo, plan_texts
+from tests.conftest import events_of, fast_config, git, init_repo, plan_texts
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 
@@ -249,3 +249,42 @@ async def test_an_unrunnable_one_shot_is_refused_at_start_with_the_reason(
     assert "custom command is empty" in (sup.engine_refusal("custom:") or "")
     assert sup.engine_refusal(f"oneshot:{shlex.quote(sys.executable)} -c pass") is None
     assert [p for p, _label, _example in sup.command_engines()] == ["custom:", "oneshot:"]
+
+
+def test_corral_run_with_a_one_shot_agent_end_to_end(tmp_path: Path) -> None:
+    from tests.integration.test_cli import corral
+
+    repo = init_repo(tmp_path / "repo")
+    contract = tmp_path / "contract.json"
+    contract.write_text(json.dumps(NOTES.model_dump(mode="json")))
+    tool = script(
+        tmp_path,
+        "cli.py",
+        "task = open(sys.argv[1]).read()\n"
+        "open('notes.txt', 'w').write('done\\n' if 'notes_done' in task else 'no\\n')\n",
+    )
+    home = tmp_path / "home"
+    common = ("run", "--repo", str(repo), "--contract", str(contract), "--yes", "--json")
+    out = corral(
+        *common,
+        "--intent",
+        "Write done to notes.txt",
+        "--agent",
+        f"oneshot:{tool} {{prompt_file}}",
+        "--deliver",
+        "branch",
+        home=home,
+    )
+    assert out.returncode == 0, out.stderr + out.stdout
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    assert result["state"] == "merged" and result["result_branch"]
+    assert git(repo, "show", f"{result['result_branch']}:notes.txt") == "done\n"
+
+    failing = script(tmp_path, "fails.py", "print('no model configured'); sys.exit(4)\n")
+    out = corral(*common, "--intent", "Try again", "--agent", f"oneshot:{failing}", home=home)
+    assert out.returncode == 1
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    assert "exited with status 4" in result["error"] and "no model configured" in result["error"]
+
+    out = corral(*common, "--intent", "x", "--agent", "oneshot:no-such-tool-xyz", home=home)
+    assert out.returncode == 2 and "'no-such-tool-xyz' is not installed here" in out.stderr

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from corral.supervisor.housekeeping import agent_clis
+from corral.supervisor.housekeeping import agent_clis, oneshot_presets
 
 
 def list_agents() -> int:
@@ -13,4 +13,10 @@ def list_agents() -> int:
         version = agent.version or "version unknown"
         print(f"ok {agent.name:<9} {agent.label:<22} {agent.binary} ({version})")
     print("   custom    any command: engine custom:<command line>")
+    print("   oneshot   a command that does the task and exits: engine oneshot:<command line>")
+    print("             (the prompt as {prompt}, as a file {prompt_file}, else on stdin)")
+    for preset in oneshot_presets():
+        where = "" if preset.binary else "  (not installed)"
+        mark = "ok" if preset.binary else "--"
+        print(f"{mark} {preset.name:<10} {preset.version}{where}")
     return 0

@@ -5,6 +5,21 @@ from __future__ import annotations
 
 import sys
 
+RUN_ENGINES = """\
+engines (--engine, or --agent):
+  auto                      the first installed agent CLI, else the built-in engine
+  native                    the built-in model loop
+  <agent>, external:<agent> claude, codex, gemini, opencode, aider, demo
+  custom:<command line>     any interactive agent; the task is pasted at its prompt
+                            (a command that does its work and exits 0 ends its turn)
+  oneshot:<command line>    a command that does the task and exits: the prompt goes
+                            where a word says {prompt} (one argument, never through a
+                            shell) or {prompt_file} (a private file); with neither, on
+                            stdin. Exit 0 -> verified; other -> failed, with the
+                            status and its last output. Repairs re-run it.
+  claude-p, codex-exec,     one-shot presets: claude -p, codex exec, gemini -p,
+  gemini-p, aider-msg       aider --message (see `corral agents`)"""
+
 RUN_EXIT_CODES = """\
 exit codes:
   0  delivered, or reported (nothing to deliver)

@@ -161,20 +161,27 @@ def build_parser() -> argparse.ArgumentParser:
     prune.add_argument(
         "--force", action="store_true", help="also remove dirty and unknown worktrees"
     )
-    from .common import RUN_EXIT_CODES
+    from .common import RUN_ENGINES, RUN_EXIT_CODES
 
     run = sub.add_parser(
         "run",
         help="run one session headless (events on stdout)",
         description="Run one session headless: its events on stdout, and an exit code "
         "that says where it ended.",
-        epilog=RUN_EXIT_CODES,
+        epilog=RUN_ENGINES + "\n\n" + RUN_EXIT_CODES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     run.add_argument("--repo", default=argparse.SUPPRESS, help="the git repository")
     run.add_argument("--intent", required=True, help="what the task should achieve")
     run.add_argument("--contract", help="a contract JSON file (default: conventions lane)")
-    run.add_argument("--engine", default="auto", help="auto, native or external:<agent>")
+    run.add_argument(
+        "--engine",
+        "--agent",
+        dest="engine",
+        default="auto",
+        help="auto, native, <agent>, custom:<command line>, oneshot:<command line> or a "
+        "one-shot preset (see engines below)",
+    )
     run.add_argument("--base", help="base revision (default: your checkout as it is)")
     run.add_argument("--yes", action="store_true", help="confirm the contract without asking")
     run.add_argument(

@@ -1,16 +1,23 @@
-"""`n`: the new-session form (intent, repo, engine, base)."""
+"""`n`: the new-session form (intent, repo, engine, base).
+
+The engine list is what can run here, plus the engines named by a command
+line (`custom:`, `oneshot:`), which reveal a command input. A refusal (an
+unrunnable engine, a repo that is not one, …) is shown in the form, which
+stays open with everything typed: whether an engine can run is the
+supervisor's answer, never the form's."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from rich.text import Text
 from textual import getters
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Button, Input, Label, Select
+from textual.widgets import Button, Input, Label, Select, Static
 
 from corral.supervisor.errors import CorralError
 from corral.supervisor.interface import load_contract
@@ -40,6 +47,7 @@ class NewSessionScreen(ModalScreen[None]):
         self.intent = intent
         self.constraints = list(constraints or [])
         self.discussion = discussion
+        self.commands: dict[str, str] = {}  # command engine prefix -> example line
 
     def compose(self) -> ComposeResult:
         app = self.app
@@ -57,12 +65,19 @@ class NewSessionScreen(ModalScreen[None]):
             yield Input(value=str(app.default_repo or ""), id="repo")
             yield Label("Engine (only what can run here is listed)")
             choices: list[tuple[str, str]] = self.app.supervisor.engine_choices()
+            self.commands = {
+                prefix: example for prefix, _, example in app.supervisor.command_engines()
+            }
+            commands = [(label, prefix) for prefix, label, _ in app.supervisor.command_engines()]
             yield Select(
-                [(desc, value) for value, desc in choices],
+                [*((desc, value) for value, desc in choices), *commands],
                 value="auto",
                 allow_blank=False,
                 id="engine",
             )
+            command = Input(id="command")
+            command.display = False
+            yield command
             blank = (
                 "what this discussion's last run delivered, else your checkout"
                 if self.discussion is not None
@@ -72,7 +87,38 @@ class NewSessionScreen(ModalScreen[None]):
             yield Input(placeholder="", id="base")
             yield Label("Contract file (blank = drafted for you; see README for the JSON)")
             yield Input(placeholder="path/to/contract.json", id="contract")
+            refusal = Static("", id="refusal")
+            refusal.display = False
+            yield refusal
             yield Button("Start (enter)", id="start", variant="primary")
+
+    def on_select_changed(self, event: Select.Changed) -> None:
+        """A command engine shows the command line input (with its example)."""
+        if event.select.id != "engine":
+            return
+        command = self.query_one("#command", Input)
+        example = self.commands.get(str(event.value))
+        command.display = example is not None
+        if example is not None:
+            command.placeholder = example
+            command.focus()
+
+    def _engine(self) -> str:
+        engine = str(self.query_one("#engine", Select).value or "auto")
+        if engine in self.commands:
+            return engine + self.query_one("#command", Input).value.strip()
+        return engine
+
+    def refuse(self, reason: str) -> None:
+        """Show why the session cannot start; the form keeps what was typed."""
+        refusal = self.query_one("#refusal", Static)
+        refusal.update(Text.assemble(("Cannot start: ", "bold"), reason))
+        refusal.display = True
+        self.query_one("#start", Button).disabled = False
+        command = self.query_one("#command", Input)
+        if command.display:  # most refusals are about the command line: fix it there
+            command.focus()
+        self.app.bell()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         self._start()
@@ -86,7 +132,13 @@ class NewSessionScreen(ModalScreen[None]):
             self.notify("Describe the task first.", severity="warning")
             return
         repo = self.query_one("#repo", Input).value.strip()
-        engine = str(self.query_one("#engine", Select).value or "auto")
+        engine = self._engine()
+        if self.query_one("#start", Button).disabled:
+            return  # a start is on its way
+        refused = self.app.supervisor.engine_refusal(engine)
+        if refused is not None:
+            self.refuse(refused)
+            return
         # blank: the supervisor picks the base (a discussion's follow-up
         # continues from what its last run delivered)
         base = self.query_one("#base", Input).value.strip() or None
@@ -103,16 +155,24 @@ class NewSessionScreen(ModalScreen[None]):
                 return
 
         async def start() -> None:
-            result = await sup.start(
-                intent,
-                repo,
-                engine=engine,
-                base=base,
-                wait=False,
-                constraints=self.constraints or None,
-                discussion_id=discussion.id if discussion is not None else None,
-                contract=contract,
-            )
+            try:
+                result = await sup.start(
+                    intent,
+                    repo,
+                    engine=engine,
+                    base=base,
+                    wait=False,
+                    constraints=self.constraints or None,
+                    discussion_id=discussion.id if discussion is not None else None,
+                    contract=contract,
+                )
+            except CorralError as exc:
+                if self not in app.screen_stack:
+                    raise  # the form was closed meanwhile: the app's toast says it
+                self.refuse(str(exc))
+                return
+            if app.screen is self:
+                self.dismiss(None)
             if discussion is not None:
                 discussion.link_session(result.session_id)
             from .board import BoardScreen  # the board imports this screen
@@ -121,8 +181,8 @@ class NewSessionScreen(ModalScreen[None]):
                 if isinstance(screen, BoardScreen):
                     screen.select_when_shown(result.session_id)
 
+        self.query_one("#start", Button).disabled = True
         self.app.run_supervisor_call("Start", start())
-        self.dismiss(None)
 
     def action_close(self) -> None:
         self.dismiss(None)
