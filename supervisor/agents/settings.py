@@ -4,7 +4,7 @@
     [agents.claude]
     env_allow = ["MY_GATEWAY_TOKEN"]     # passed to claude's pane when set
 
-    [agents.custom]                      # every custom:<command line> agent
+    [agents.custom]                      # every custom: and oneshot: command line
     env_allow = ["MYTOOL_*"]
 
 `env_allow` adds variables (exact names or `fnmatch` patterns) to the ones the

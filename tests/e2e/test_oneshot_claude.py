@@ -1,0 +1,62 @@
+"""The real Claude Code run one-shot (`claude-p`: `claude -p … {prompt}`) by
+corral in a tmux pane against the fake model server: the model's Write
+lands in the worktree, the process exits 0, the runtime verifies, and the
+session waits at approval."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from corral.supervisor.contracts.drafting import FixedDrafter
+from corral.supervisor.factory import build_supervisor
+from corral.supervisor.states import CoderState as S
+from tests.conftest import fast_config, hello_contract, init_repo
+from tests.e2e.test_real_agents import agent_env, kill_tmux, settle
+from tests.fakes.agent_env import claude_bin, claude_launch
+from tests.fakes.model_server import FakeModelServer, Reply, ToolCall
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not claude_bin().exists(), reason=f"{claude_bin()} is not installed"),
+]
+
+__all__ = ["agent_env"]  # the fixture, shared with the interactive e2e tests
+
+
+async def test_claude_p_one_shot_writes_the_file_and_is_verified(tmp_path: Path, agent_env) -> None:  # type: ignore[no-untyped-def]
+    repo = init_repo(tmp_path / "repo")
+    with FakeModelServer([]) as srv:
+        launch = claude_launch(tmp_path / "claude", srv.url, repo, None, hooks=False)
+        agent_env(launch.env)
+        sup = build_supervisor(
+            tmp_path / "state",
+            FixedDrafter(hello_contract()),
+            socket_dir=tmp_path / "tmux",
+            config=fast_config(repair_invokes=0, max_session_wall_secs=120),
+        )
+        await sup.open()
+        try:
+            assert ("claude-p", "Claude Code, one-shot (claude -p)") in sup.engine_choices()
+            started = await sup.start("Write hello.txt saying hi", repo, engine="claude-p")
+            target = Path(started.worktree or "") / "hello.txt"
+            srv.push(
+                Reply(
+                    "I'll write it.",
+                    [ToolCall("Write", {"file_path": str(target), "content": "hi\n"})],
+                ),
+                Reply("Wrote hello.txt."),
+            )
+            await sup.confirm(started.session_id)
+            row = await settle(sup, started.session_id, {S.NEEDS_APPROVAL, S.FAILED}, 60)
+            assert row.state is S.NEEDS_APPROVAL, row.error
+            assert target.read_text() == "hi\n"
+            session = sup.get(started.session_id).session
+            assert session.engine == "claude-p"
+            assert session.last_check_results and all(r.passed for r in session.last_check_results)
+            # the prompt reached the model as the user's message
+            assert any("Write hello.txt saying hi" in str(r) for r in srv.requests)
+        finally:
+            await sup.close()
+            kill_tmux(tmp_path)
