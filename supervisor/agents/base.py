@@ -43,6 +43,7 @@ class LaunchPlan:
     env_allow: tuple[str, ...] = ()
     paste_prompt: str | None = None  # delivered once the agent shows its prompt
     hooks_file: Path | None = None
+    shown: str | None = None  # what the event log names as started (default: argv[0])
 
 
 @dataclass(frozen=True)

@@ -101,6 +101,7 @@ class OneShotProfile(AgentProfile):
             ],
             env_extra={"CORRAL_HOOK_CMD": hook_cmd},
             env_allow=self.env_allow,
+            shown=binary,
         )
 
 

@@ -162,13 +162,13 @@ class ExternalEngine:
                 agent=self.profile.name,
                 pane=record.handle.pane_id,
                 incarnation=incarnation,
-                started=" ".join(plan.argv[:1]),
+                started=plan.shown or " ".join(plan.argv[:1]),
             ),
         )
         if plan.paste_prompt:
             await self._wait_ready(ctx)
-            record = self.panes.record(ctx.session_id)
-            if record is None or not record.alive:
+            now = self.panes.record(ctx.session_id)
+            if now is None or not now.alive:
                 return  # it exited before asking for the task; the turn loop reads how
             try:
                 await self.panes.send_text(ctx.session_id, plan.paste_prompt)
