@@ -2,7 +2,9 @@
 told plainly that it cannot:
 
 - a running session whose agent pane is still alive (its owner marker
-  matches) is re-adopted, and its run goes on;
+  matches) is re-adopted, and its run goes on; so is a one-shot agent's
+  pane that exited while corral was closed (tmux keeps it): its exit is
+  its turn's end, so the run goes on to verify it (or fails with its status);
 - a session waiting at a gate comes back to life when its worktree is intact
   and, for a review, its verified tree (stored with the session) is still in
   the repository: the review is of that tree, so a worktree changed while
@@ -24,6 +26,7 @@ import logging
 from pathlib import Path
 
 from ..agents.base import AgentProfile
+from ..agents.oneshot import is_oneshot, oneshot_profile
 from ..agents.profiles import profile_for
 from ..errors import CorralError
 from ..events import PlanTextData
@@ -60,7 +63,8 @@ class Recovery:
         panes = await self._start_panes()
         live_panes = {owner: info for owner, info in panes.items() if info.alive}
         for session in sessions:
-            if session.state is S.RUNNING and self._readopt(session, live_panes):
+            adoptable = panes if is_oneshot(session.engine) else live_panes
+            if session.state is S.RUNNING and self._readopt(session, adoptable):
                 continue
             if session.state in (S.CREATED, S.CONTRACT_CONFIRMED, S.RUNNING):
                 self._registry.mark_orphan_failed(session)
@@ -115,12 +119,11 @@ class Recovery:
         live = self._registry.register(session)
         live.workspace = GitWorkspace(Path(session.repo), Path(session.worktree))
         self._panes.adopt(session.id, info.handle, profile)
+        was = "was still running" if info.alive else "had exited while corral was closed"
         self._registry.emit(
             live,
             PlanTextData(
-                text=(
-                    f"corral restarted; the {profile.label} pane was still running and was re-adopted."
-                )
+                text=f"corral restarted; the {profile.label} pane {was} and was re-adopted."
             ),
         )
         self._run_loop.start(live)
@@ -181,6 +184,8 @@ def _profile_of(session: CoderSession) -> AgentProfile:
     included) first, then the agent its pane names, else a plain profile
     that reads the screen only."""
     pane_agent = str((session.pane or {}).get("agent", "") or "")
+    if is_oneshot(session.engine):
+        return oneshot_profile(session.engine)
     names = []
     if session.engine.startswith("external:"):
         names.append(session.engine.removeprefix("external:"))

@@ -296,3 +296,35 @@ def test_corral_run_with_a_one_shot_agent_end_to_end(tmp_path: Path) -> None:
 
     out = corral(*common, "--intent", "x", "--agent", "oneshot:no-such-tool-xyz", home=home)
     assert out.returncode == 2 and "'no-such-tool-xyz' is not installed here" in out.stderr
+
+
+async def test_a_one_shot_that_finished_while_corral_was_closed_is_verified_on_restart(
+    tmp_path: Path, world
+) -> None:  # type: ignore[no-untyped-def]
+    repo, open_sup = world
+    go = tmp_path / "out" / "go"
+    tool = script(
+        tmp_path,
+        "late.py",
+        "import time\n"
+        f"while not os.path.exists({str(go)!r}):\n    time.sleep(0.05)\n"
+        "open('notes.txt', 'w').write('done\\n')\n"
+        "open(os.path.join(OUT, 'finished'), 'w').write('yes')\n",
+    )
+    first = await open_sup()
+    sid = await run(first, repo, f"oneshot:{tool} {{prompt}}")
+    deadline = time.monotonic() + 20
+    while first.get(sid).session.pane is None or first.panes.record(sid) is None:  # type: ignore[union-attr]
+        assert time.monotonic() < deadline, "the one-shot never started"
+        await asyncio.sleep(0.1)
+    await first.close()  # the command keeps running in its pane
+    go.write_text("")
+    while not (tmp_path / "out" / "finished").exists():
+        assert time.monotonic() < deadline + 20, "the one-shot never finished"
+        await asyncio.sleep(0.1)
+    await asyncio.sleep(0.3)  # its process has exited; tmux keeps the pane and the status
+
+    second = await open_sup()
+    row = await second.wait_for(sid, {S.NEEDS_APPROVAL, S.FAILED}, timeout=40)
+    assert row.state is S.NEEDS_APPROVAL, row.error
+    assert any("had exited while corral was closed" in t for t in plan_texts(second, sid))
