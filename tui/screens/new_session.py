@@ -171,6 +171,10 @@ class NewSessionScreen(ModalScreen[None]):
                     raise  # the form was closed meanwhile: the app's toast says it
                 self.refuse(str(exc))
                 return
+            except BaseException:
+                if self in app.screen_stack:  # a bug: the app reports it; the form stays usable
+                    self.query_one("#start", Button).disabled = False
+                raise
             if app.screen is self:
                 self.dismiss(None)
             if discussion is not None:
