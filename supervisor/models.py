@@ -280,6 +280,7 @@ class SessionSummary(BaseModel):
     next_seq: int | None
     agent_status: str | None = None
     agent_reason: str | None = None
+    agent_source: str | None = None  # "hook" | "pane" (its screen) | "process"
     changed_since_verification: bool = False
 
 
@@ -377,3 +378,7 @@ class SessionDetail(BaseModel):
     question_prompt: str | None
     needs_you: NeedsYou | None
     needs_you_label: str | None
+    auth_message: str | None = None
+    agent_status: str | None = None
+    agent_reason: str | None = None
+    agent_source: str | None = None

@@ -6,6 +6,11 @@ Structured signals win: agent hooks (Claude Code settings hooks, Codex
 per profile: only the last ~30 lines, ANSI stripped, busy markers before
 waiting markers, an idle debounce, and a minimum hold before a change counts.
 Ambiguity reports `unknown`: never a false "waiting", never a keypress.
+
+An agent that says it is not signed in (its own words near the bottom of
+its screen, or a hook that reports an authentication failure) reads `auth`:
+it cannot work until the operator acts, so its idle prompt is not the end of
+a turn and no repair prompt is sent to it.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ class AgentStatus(StrEnum):
     IDLE = "idle"
     EXITED = "exited"
     ERROR = "error"
+    AUTH = "auth"  # the agent says it is not signed in
     UNKNOWN = "unknown"
 
 
@@ -50,6 +56,7 @@ class Markers:
     busy: tuple[re.Pattern[str], ...] = ()
     waiting: tuple[re.Pattern[str], ...] = ()
     idle: tuple[re.Pattern[str], ...] = ()
+    auth: tuple[re.Pattern[str], ...] = ()  # the agent's own "not signed in" sentences
 
 
 def compile_all(*patterns: str) -> tuple[re.Pattern[str], ...]:
@@ -71,17 +78,27 @@ GENERIC = Markers(
         r"press enter to (select|confirm)",
     ),
     idle=compile_all(r"^\s*[>❯›]\s*$"),
+    auth=compile_all(r"\bnot logged in\b", r"please run /login", r"\binvalid api key\b"),
 )
+
+# Only the bottom of the screen (its last non-blank lines) speaks for the agent's present: a sign-in
+# error further up may already be fixed (and an agent's own work may print
+# "401 Unauthorized" in a diff).
+AUTH_WINDOW = 8
 
 
 def clean_lines(lines: list[str], n: int = 30) -> list[str]:
     """The last `n` meaningful lines: ANSI stripped, NBSP normalised,
-    box-drawing rules and trailing blanks dropped."""
+    box-drawing rules and trailing blanks dropped, a run of blank lines kept
+    as one (an agent that pins its input box to the bottom leaves the screen's
+    middle empty; what it said last is just above that gap)."""
     out: list[str] = []
     for raw in lines:
         line = ANSI.sub("", raw).replace("\xa0", " ").rstrip()
         line = line.strip("│┃║ ").rstrip() if line[:1] in "│┃║" else line
         if BOX.match(line) and line.strip():
+            continue
+        if not line.strip() and out and not out[-1].strip():
             continue
         out.append(line)
     while out and not out[-1].strip():
@@ -119,16 +136,80 @@ def find_question(lines: list[str]) -> Question | None:
     return Question(prompt=prompt, options=tuple(text for _, text in options))
 
 
+MENU_CURSOR = ("❯", "›")
+MENU_FOOTER = re.compile(
+    r"\b(enter|⏎) to (confirm|select)\b|↑/↓ to (select|navigate)", re.IGNORECASE
+)
+
+
+def _menu_item(line: str) -> tuple[int, bool, str]:
+    """(column where the item's text starts, cursor on it, its text)."""
+    body = line.lstrip()
+    indent = len(line) - len(body)
+    marked = body[:1] in MENU_CURSOR
+    if marked:
+        rest = body[1:]
+        body = rest.lstrip()
+        indent += 1 + len(rest) - len(body)
+    return indent, marked, body.rstrip()
+
+
+def find_menu(lines: list[str]) -> Question | None:
+    """An unnumbered menu: a question line, then option lines aligned with
+    the one that carries the cursor (❯/›), then an "Enter to confirm" footer.
+    Claude Code draws its API-key dialog this way; reading it as a free-text
+    question once sent typed words (and Enter on the default option) into a
+    menu."""
+    footer = next((i for i in range(len(lines) - 1, -1, -1) if MENU_FOOTER.search(lines[i])), None)
+    if footer is None:
+        return None
+    window = range(max(0, footer - 12), footer)
+    cursor = next((i for i in reversed(window) if _menu_item(lines[i])[1]), None)
+    if cursor is None:
+        return None
+    column = _menu_item(lines[cursor])[0]
+    first = last = cursor
+    while first - 1 >= window.start and lines[first - 1].strip():
+        if _menu_item(lines[first - 1])[0] != column:
+            break
+        first -= 1
+    while last + 1 < footer and lines[last + 1].strip():
+        if _menu_item(lines[last + 1])[0] != column:
+            break
+        last += 1
+    options = [
+        re.sub(r"^\d{1,2}[.)]\s+", "", _menu_item(lines[i])[2]) for i in range(first, last + 1)
+    ]
+    above = [lines[i].strip() for i in range(max(0, first - 3), first) if lines[i].strip()]
+    prompt = above[-1] if above else ""
+    if len(options) < 2 or not prompt.endswith(("?", ":")):
+        return None
+    return Question(prompt=prompt, options=tuple(options))
+
+
+def signed_out(tail: list[str], markers: Markers) -> str | None:
+    """The agent's own sentence saying it is not signed in, if one is among
+    the bottom lines of its screen."""
+    meaningful = [line for line in tail if line.strip()]
+    for line in reversed(meaningful[-AUTH_WINDOW:]):
+        if any(p.search(line) for p in markers.auth + GENERIC.auth):
+            return line.strip().lstrip("⎿●✻*· ").strip()[:160]
+    return None
+
+
 def classify(lines: list[str], markers: Markers = GENERIC) -> StatusReading:
     """One screen, no memory: busy before waiting before idle; else unknown."""
     tail = clean_lines(lines)
     if not tail:
         return StatusReading(AgentStatus.UNKNOWN, "blank screen")
+    sentence = signed_out(tail, markers)
+    if sentence is not None:
+        return StatusReading(AgentStatus.AUTH, sentence)
     for pattern in markers.busy + GENERIC.busy:
         for line in tail:
             if pattern.search(line):
                 return StatusReading(AgentStatus.RUNNING, f"busy marker: {line.strip()[:80]}")
-    question = find_question(tail)
+    question = find_question(tail) or find_menu(tail)
     waiting = any(p.search(line) for p in markers.waiting + GENERIC.waiting for line in tail)
     if question is not None and waiting:
         return StatusReading(AgentStatus.WAITING, "a question is on screen", question)
@@ -147,6 +228,7 @@ def classify(lines: list[str], markers: Markers = GENERIC) -> StatusReading:
 # --- hooks ---------------------------------------------------------------------
 
 PERMISSION_WORDS = re.compile(r"permission|approve|allow", re.IGNORECASE)
+AUTH_FAILURES = frozenset({"authentication_failed", "oauth_token_expired", "invalid_api_key"})
 
 
 def from_hook(event: dict[str, object]) -> StatusReading | None:
@@ -172,6 +254,11 @@ def from_hook(event: dict[str, object]) -> StatusReading | None:
         if "concise, single-line task title" in asked:
             return None  # Codex's side request that names the thread, not a turn
         return StatusReading(AgentStatus.IDLE, "turn ended", source="hook")
+    if name == "StopFailure" and str(event.get("error") or "") in AUTH_FAILURES:
+        said = str(event.get("last_assistant_message") or "").strip()
+        return StatusReading(
+            AgentStatus.AUTH, said or "the agent's credentials were rejected", source="hook"
+        )
     if name in ("Stop", "StopFailure"):
         return StatusReading(AgentStatus.IDLE, "turn ended", source="hook")
     if name == "SessionStart":
@@ -196,10 +283,15 @@ class StatusTracker:
       an unchanged screen (a spinner between frames is not idle);
     - a screen never overrides a hook's `waiting` with `idle` unless the
       question is gone from the screen for the debounce time;
-    - `exited` and `error` come from the process and stick.
+    - `exited` and `error` come from the process and stick;
+    - a hook's `waiting` (a permission request for a tool) is paired only
+      with a question that is not one of the profile's own dialogs: a trust
+      dialog still on screen when the hook fires is not the tool's question,
+      so the reading waits without options until the real prompt shows.
     """
 
     markers: Markers = GENERIC
+    dialogs: tuple[re.Pattern[str], ...] = ()  # the profile's first-run dialogs (detect)
     hold: float = 0.5
     idle_debounce: float = 1.5
     current: StatusReading = field(
@@ -233,9 +325,10 @@ class StatusTracker:
             return False
         now = time.monotonic() if now is None else now
         if reading.status is AgentStatus.WAITING and reading.question is None:
-            # keep the question text the screen already showed, if any
+            # keep the question text the screen already showed, if it is the
+            # tool's own prompt (not a dialog still on screen)
             screen = classify(list(self._last_screen), self.markers)
-            if screen.question is not None:
+            if screen.question is not None and not self._dialog_on_screen():
                 reading = StatusReading(reading.status, reading.reason, screen.question, "hook")
         return self._set(reading, now)
 
@@ -264,6 +357,8 @@ class StatusTracker:
             self._candidate = None
             return False
         if self.current.status is AgentStatus.WAITING and reading.status is AgentStatus.WAITING:
+            if self.current.source == "hook" and self._dialog_on_screen():
+                return False  # a dialog is not the tool's question: wait for it
             return self._set(reading, now)  # same wait, better question text: take it
         if self._candidate is None or self._candidate.status is not reading.status:
             self._candidate, self._candidate_since = reading, now
@@ -271,6 +366,10 @@ class StatusTracker:
         if now - self._candidate_since < self.hold:
             return False
         return self._set(reading, now)
+
+    def _dialog_on_screen(self) -> bool:
+        text = "\n".join(self._last_screen)
+        return any(d.search(text) for d in self.dialogs)
 
     def on_exit(self, status: int | None, now: float | None = None) -> bool:
         now = time.monotonic() if now is None else now

@@ -126,11 +126,16 @@ def describe(event: CoderEvent) -> Text:
         case BudgetExhaustedData(reason=reason):
             line.append(f"budget exhausted: {clip(reason)}", style="bold red")
         case AgentStatusData(status=status, reason=reason, source=source):
-            style = {"waiting": "bold yellow", "running": "green", "error": "bold red"}.get(
-                status, ""
-            )
-            line.append(f"agent {status}", style=style).append(
-                f" — {clip(reason, 120)} ({source})", style="bright_black"
+            style = {
+                "waiting": "bold yellow",
+                "running": "green",
+                "error": "bold red",
+                "auth": "bold red",
+            }.get(status, "")
+            shown = "signed out" if status == "auth" else status
+            line.append(f"agent {shown}", style=style).append(
+                f" — {clip(reason, 120)} ({'screen' if source == 'pane' else source})",
+                style="bright_black",
             )
         case AgentStartedData(agent=agent, pane=pane):
             line.append(f"started {agent} in pane {pane}", style="cyan")

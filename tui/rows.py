@@ -68,8 +68,29 @@ def glyph(row: SessionSummary) -> Text:
     return Text(mark, style=style)
 
 
+SOURCE_WORDS = {"hook": "hook", "pane": "screen", "process": "process"}
+
+
+def agent_words(status: str | None, reason: str | None, source: str | None) -> str | None:
+    """What the agent is doing and how corral knows it: `agent waiting (hook):
+    asks permission for Write`. A waiting or signed-out agent always comes
+    with its reason."""
+    if not status:
+        return None
+    words = f"agent {'signed out' if status == 'auth' else status}"
+    if source:
+        words += f" ({SOURCE_WORDS.get(source, source)})"
+    if status in ("waiting", "auth", "error") and reason:
+        words += f": {reason}"
+    return words
+
+
 def state_text(row: SessionSummary) -> Text:
     words = STATE_WORDS[row.state]
+    if row.live and row.state is S.RUNNING and row.agent_status:
+        status = "signed out" if row.agent_status == "auth" else row.agent_status
+        source = SOURCE_WORDS.get(row.agent_source or "", row.agent_source or "")
+        words = f"agent {status}" + (f" ({source})" if source else "")
     if row.state is S.FAILED and row.failure_kind and row.failure_kind != "error":
         words = f"failed ({row.failure_kind.replace('_', ' ')})"
     if not row.live and not row.state.is_terminal:
@@ -78,8 +99,17 @@ def state_text(row: SessionSummary) -> Text:
 
 
 def needs_text(row: SessionSummary) -> Text:
+    """The needs-you label, with what is asked: the question's text, the
+    agent's own sign-in sentence; an agent waiting with no question yet shows
+    its reason."""
+    if row.needs_you == "question" and row.question_prompt:
+        return Text(f"question: {row.question_prompt}", style="bold yellow")
+    if row.needs_you == "auth" and row.auth_message:
+        return Text(f"sign-in: {row.auth_message}", style="bold yellow")
     if row.needs_you_label:
         return Text(row.needs_you_label, style="bold yellow")
+    if row.live and row.agent_status == "waiting" and row.agent_reason:
+        return Text(f"waiting: {row.agent_reason}", style="yellow")
     return Text("")
 
 

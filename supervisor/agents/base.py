@@ -29,11 +29,15 @@ class AgentUnavailable(Exception):
 
 @dataclass(frozen=True)
 class Dialog:
-    """A first-run screen answered automatically by picking an option by text."""
+    """A screen the agent shows before it works. With `choose`, corral
+    answers it by picking the option whose text matches (a trust dialog);
+    without, it is the operator's decision (whether to use an API key) and
+    becomes a question like any other — known to the profile so that a hook's
+    permission request is never paired with it."""
 
     name: str
     detect: re.Pattern[str]
-    choose: re.Pattern[str]
+    choose: re.Pattern[str] | None
 
 
 @dataclass

@@ -29,8 +29,9 @@ CLAUDE_HOOK_EVENTS = (
 )
 
 
-def _dialog(name: str, detect: str, choose: str) -> Dialog:
-    return Dialog(name, re.compile(detect, re.IGNORECASE), re.compile(choose, re.IGNORECASE))
+def _dialog(name: str, detect: str, choose: str | None) -> Dialog:
+    chosen = re.compile(choose, re.IGNORECASE) if choose is not None else None
+    return Dialog(name, re.compile(detect, re.IGNORECASE), chosen)
 
 
 @dataclass(frozen=True)
@@ -118,6 +119,14 @@ CLAUDE = ClaudeProfile(
             r"^\s*do you want to", r"^\s*❯\s*1\.\s+yes", r"auto mode can't check actions"
         ),
         idle=compile_all(r"\? for shortcuts", r"\(shift\+tab to cycle\)", r"← for agents"),
+        auth=compile_all(
+            r"not logged in",
+            r"please run /login",
+            r"invalid api key",
+            r"\bapi error: 401\b",
+            r"\b401\b.*\bunauthori[sz]ed\b",
+            r"oauth token has expired",
+        ),
     ),
     dialogs=(
         # the cursor starts on "No, exit": a blind Enter would quit
@@ -126,6 +135,10 @@ CLAUDE = ClaudeProfile(
             r"(do you trust the files in this folder|is this a project you created or one you trust)",
             r"^yes, i trust this folder|^yes, proceed",
         ),
+        # "Detected a custom API key … Do you want to use this API key?" with
+        # the cursor on "No (recommended)": whether to bill that key is the
+        # operator's call, so it is asked, never answered by corral
+        _dialog("api-key", r"detected a custom api key", None),
     ),
     env_allow=agent_env.CLAUDE,
     hooks=True,
@@ -142,6 +155,7 @@ CODEX = CodexProfile(
         ),
         # the composer `› Ask Codex to do anything` shows busy or not
         idle=compile_all(r"\? for shortcuts", r"← for agents"),
+        auth=compile_all(r"unexpected status 401", r"incorrect api key provided"),
     ),
     dialogs=(_dialog("trust", r"trust this folder\?", r"^trust and continue"),),
     env_allow=agent_env.CODEX,

@@ -35,6 +35,7 @@ from ..events import (
     GUIDANCE_DELIVERED,
     GUIDANCE_NOT_DELIVERED,
     AgentStartedData,
+    AuthRequiredData,
     OperatorGuidanceData,
     PaneAnswerData,
     PlanTextData,
@@ -288,18 +289,34 @@ class ExternalEngine:
         started = time.monotonic()
         version = record.version
         asked: tuple[str, tuple[str, ...]] | None = None
+        signed_out = False
         while True:
             record = self.panes.record(ctx.session_id)
             if record is None or not record.alive:
                 return None
             reading = record.status
+            if reading.status is AgentStatus.AUTH:
+                # not a turn's end and not the agent's fault: no verification,
+                # no repair prompt; the operator signs it in (or cancels)
+                if not signed_out:
+                    signed_out = True
+                    ctx.emit(AuthRequiredData(message=f"{self.profile.label}: {reading.reason}"))
+                version = await self.panes.wait_change(ctx.session_id, version, 1.0)
+                continue
+            if signed_out:
+                if reading.status is not AgentStatus.RUNNING:
+                    version = await self.panes.wait_change(ctx.session_id, version, 1.0)
+                    continue
+                signed_out = False
+                ctx.emit(PlanTextData(text=f"{self.profile.label} is signed in and working again."))
             if reading.status is AgentStatus.RUNNING:
                 seen_running = True
             if reading.status is AgentStatus.WAITING and reading.question is not None:
                 key = (reading.question.prompt, reading.question.options)
                 if key != asked:
                     asked = key
-                    await self._ask(ctx, reading.question)
+                    if not await self._ask(ctx, reading.question):
+                        asked = None  # it did not land: ask again while it is on screen
                     version = record.version
                     continue
             if reading.status is AgentStatus.IDLE and (
@@ -354,9 +371,10 @@ class ExternalEngine:
         for note in notes:
             ctx.emit(OperatorGuidanceData(text=note, status=GUIDANCE_NOT_DELIVERED, reason=reason))
 
-    async def _ask(self, ctx: RunContext, question: Question) -> None:
+    async def _ask(self, ctx: RunContext, question: Question) -> bool:
         """Park the session on the question gate until the operator answers or
-        the question leaves the screen (answered in the pane itself)."""
+        the question leaves the screen (answered in the pane itself). False
+        when an answer was given but not seen to land (the caller asks again)."""
         asking = asyncio.ensure_future(ctx.ask_user(question.prompt, list(question.options)))
         record = self.panes.record(ctx.session_id)
         version = record.version if record else 0
@@ -364,11 +382,13 @@ class ExternalEngine:
             while not asking.done():
                 record = self.panes.record(ctx.session_id)
                 if record is None or not record.alive:
-                    return
+                    return True
                 current = record.status
+                if current.status in (AgentStatus.EXITED, AgentStatus.ERROR):
+                    return True
                 if current.status is not AgentStatus.WAITING or current.question != question:
                     ctx.emit(PlanTextData(text="The question was answered in the pane."))
-                    return
+                    return True
                 waiter = asyncio.ensure_future(self.panes.wait_change(ctx.session_id, version, 1.0))
                 await asyncio.wait({asking, waiter}, return_when=asyncio.FIRST_COMPLETED)
                 if waiter.done():
@@ -379,11 +399,17 @@ class ExternalEngine:
                 answer = asking.result()
             except CorralError as exc:  # expired: the agent keeps waiting; say so
                 ctx.emit(PlanTextData(text=f"No answer: {exc}"))
-                return
-            done = await self.panes.choose(ctx.session_id, question, answer)
+                return True
+            landing = await self.panes.choose(ctx.session_id, question, answer)
+            if not landing.landed:
+                ctx.emit(
+                    PlanTextData(text=f"The answer {answer!r} did not land: {landing.detail}.")
+                )
+                return False
             ctx.emit(
-                PaneAnswerData(question=question.prompt, answer=answer, action=done),
+                PaneAnswerData(question=question.prompt, answer=answer, action=landing.detail),
             )
+            return True
         finally:
             if not asking.done():
                 asking.cancel()

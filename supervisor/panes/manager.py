@@ -27,6 +27,7 @@ from pathlib import Path
 
 from ..agents.base import AgentProfile
 from ..status import AgentStatus, Question, StatusReading, StatusTracker, clean_lines, find_question
+from .answering import Landing, MenuAnswer
 from .base import PaneBackend, PaneError, PaneGone, PaneHandle, PaneInfo, PaneSpec, Screen
 
 log = logging.getLogger("corral.panes")
@@ -58,6 +59,10 @@ class PaneRecord:
         self.version += 1
         self.changed.set()
         self.changed = asyncio.Event()
+
+
+def tracker_for(profile: AgentProfile) -> StatusTracker:
+    return StatusTracker(markers=profile.markers, dialogs=tuple(d.detect for d in profile.dialogs))
 
 
 class PaneManager:
@@ -108,7 +113,7 @@ class PaneManager:
             handle,
             profile,
             hooks,
-            StatusTracker(markers=profile.markers),
+            tracker_for(profile),
             hooks_offset=offset,
         )
         self.records[spec.session_id] = record
@@ -123,7 +128,7 @@ class PaneManager:
             handle,
             profile,
             hooks,
-            StatusTracker(markers=profile.markers),
+            tracker_for(profile),
             hooks_offset=offset,
         )
         self.records[session_id] = record
@@ -179,34 +184,27 @@ class PaneManager:
         record = self._require(session_id)
         await asyncio.to_thread(self.backend.send_keys, record.handle, keys)
 
-    async def choose(self, session_id: str, question: Question, answer: str) -> str:
-        """Answer an on-screen question: pick the option matching `answer`
-        (its number or text); free text goes to a "No, and tell …" option
-        followed by the text. Returns what was done, for the event log."""
+    async def choose(self, session_id: str, question: Question, answer: str) -> Landing:
+        """Answer an on-screen question and say whether the answer landed:
+        an option (by number or text) is selected and checked on screen (see
+        `answering`); free text goes to a "No, and tell …" option followed by
+        the text, or straight to a question that has no options. Words that
+        match no option of a menu are not typed into it."""
         options = list(question.options)
-        wanted = answer.strip().lower()
-        index = None
-        if wanted.isdigit() and 1 <= int(wanted) <= len(options):
-            index = int(wanted)
-        else:
-            for i, option in enumerate(options, 1):
-                text = option.lower()
-                if text == wanted or text.startswith(wanted):
-                    index = i
-                    break
+        index = match_option(options, answer)
+        record = self._require(session_id)
         if index is not None:
-            record = self._require(session_id)
-            lines = clean_lines(record.screen.lines) if record.screen else []
-            exact = re.compile("^" + re.escape(options[index - 1]) + "$")
-            keys = menu_keys(lines, exact) or [str(index)]
-            await self.send_keys(session_id, keys)
-            return f"selected option {index}: {options[index - 1]}"
+            answering = MenuAnswer(self.backend, record.handle, record.profile.markers)
+            return await answering.select(question, index)
         tell = next((i for i, o in enumerate(options, 1) if o.lower().startswith("no, and")), None)
+        if options and tell is None:
+            listed = ", ".join(f"{i}. {o}" for i, o in enumerate(options, 1))
+            return Landing(False, f"{answer!r} is not one of the options ({listed})")
         if tell is not None:
             await self.send_keys(session_id, [str(tell)])
             await asyncio.sleep(0.3)
         await self.send_text(session_id, answer)
-        return "answered in words" + (f" (after option {tell})" if tell else "")
+        return Landing(True, "answered in words" + (f" (after option {tell})" if tell else ""))
 
     def _require(self, session_id: str) -> PaneRecord:
         record = self.records.get(session_id)
@@ -292,7 +290,7 @@ class PaneManager:
         text = "\n".join(tail)
         now = time.monotonic()
         for dialog in record.profile.dialogs:
-            if not dialog.detect.search(text):
+            if dialog.choose is None or not dialog.detect.search(text):
                 continue
             # an answer sent before the program reads keys is lost: if the same
             # dialog is still up a little later, answer it again (a few times)
@@ -350,6 +348,23 @@ class PaneManager:
         self.apply_hooks()
         async for _changes in awatch(self.hooks_root, debounce=50, step=20, force_polling=False):
             self.apply_hooks()
+
+
+def match_option(options: list[str], answer: str) -> int | None:
+    """The 1-based option an answer names: its number, its exact text, or
+    the start of its text (case-insensitive)."""
+    wanted = answer.strip().lower()
+    if wanted.isdigit() and 1 <= int(wanted) <= len(options):
+        return int(wanted)
+    if not wanted:
+        return None
+    for i, option in enumerate(options, 1):
+        if option.lower() == wanted:
+            return i
+    for i, option in enumerate(options, 1):
+        if option.lower().startswith(wanted):
+            return i
+    return None
 
 
 def is_waiting(reading: StatusReading) -> bool:

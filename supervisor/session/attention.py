@@ -2,8 +2,10 @@
 
 `observe` says whether the board should get a fresh summary. Narration (plan
 text, tool calls, per-check progress) never does; anything that changes what
-the operator should do does. Any event except `auth_required` clears an
-outstanding sign-in request, and that clearing fans out too.
+the operator should do does. Any event except `auth_required` and the
+agent's own status readings clears an outstanding sign-in request, and that
+clearing fans out too (a signed-out agent's screen keeps changing; only a
+sign of progress, which the engine reports, ends the request).
 """
 
 from __future__ import annotations
@@ -47,6 +49,8 @@ class AttentionState:
     def observe(self, event: CoderEvent) -> bool:
         kind = event.kind
         had_auth = self.auth_message is not None
+        if kind is EventKind.AGENT_STATUS:
+            return False
         if event.kind is EventKind.AUTH_REQUIRED:
             self.auth_message = event.data.message
             self.auth_wait_secs = event.data.wait_secs

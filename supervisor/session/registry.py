@@ -354,6 +354,10 @@ class SessionRegistry:
             question_prompt=row.question_prompt,
             needs_you=row.needs_you,
             needs_you_label=row.needs_you_label,
+            auth_message=row.auth_message,
+            agent_status=row.agent_status,
+            agent_reason=row.agent_reason,
+            agent_source=row.agent_source,
         )
 
     def subscribe(

@@ -8,6 +8,7 @@ API answer lets it proceed; cancel mid-turn stops the agent within 5 s."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import time
 from collections.abc import Iterator
@@ -17,6 +18,7 @@ import pytest
 
 from corral.supervisor.api import Supervisor
 from corral.supervisor.contracts.drafting import FixedDrafter
+from corral.supervisor.events import PaneAnswerData
 from corral.supervisor.factory import build_supervisor
 from corral.supervisor.states import CoderState as S
 from tests.conftest import fast_config, hello_contract, init_repo
@@ -206,6 +208,89 @@ async def test_codex_runs_its_shell_tool_and_reaches_review(tmp_path: Path, agen
             assert (worktree / "hello.txt").read_text() == "hi\n"
             hooks = tmp_path / "state" / "agents" / started.session_id / "hooks.jsonl"
             assert "agent-turn-complete" in hooks.read_text()  # notify, our one-run override
+        finally:
+            await sup.close()
+            kill_tmux(tmp_path)
+
+
+async def test_the_api_key_dialog_is_asked_and_yes_is_seen_to_land(
+    tmp_path: Path, agent_env
+) -> None:  # type: ignore[no-untyped-def]
+    """A fresh HOME (nothing pre-approved): Claude Code asks whether to use
+    ANTHROPIC_API_KEY with the cursor on "No (recommended)". corral asks the
+    operator, and reports "selected … Yes" only once the dialog is gone; Claude
+    Code stores the key as approved and does the work."""
+    repo = init_repo(tmp_path / "repo")
+    with FakeModelServer([]) as srv:
+        launch = claude_launch(
+            tmp_path / "claude", srv.url, repo, None, hooks=False, approve_key=False
+        )
+        agent_env(launch.env)
+        sup = await open_sup(tmp_path, "claude")
+        try:
+            started = await sup.start("Write hello.txt saying hi", repo)
+            sid = started.session_id
+            target = Path(started.worktree or "") / "hello.txt"
+            srv.push(
+                Reply(
+                    "Writing.", [ToolCall("Write", {"file_path": str(target), "content": "hi\n"})]
+                ),
+                Reply("Done."),
+            )
+            await sup.confirm(sid)
+            row = await sup.wait_for(sid, needs=True, timeout=40)
+            assert row.needs_you == "question", (row.state, row.error)
+            assert row.question_prompt == "Do you want to use this API key?"
+            assert sup.question_options(sid) == ["Yes", "No (recommended)"]
+            await sup.respond(sid, "Yes")
+            row = await settle(sup, sid, {S.NEEDS_APPROVAL, S.FAILED}, 60)
+            assert row.state is S.NEEDS_APPROVAL, row.error
+            assert target.read_text() == "hi\n"
+            stored = json.loads((Path(launch.env["HOME"]) / ".claude.json").read_text())
+            assert stored["customApiKeyResponses"]["approved"] == [
+                launch.env["ANTHROPIC_API_KEY"][-20:]
+            ]
+            log = [e.data for e in sup.registry.live(sid).log.buffered()]
+            answers = [d.action for d in log if isinstance(d, PaneAnswerData)]
+            assert answers == ["selected option 1: Yes"]
+        finally:
+            await sup.close()
+            kill_tmux(tmp_path)
+
+
+async def test_declining_the_key_leaves_claude_signed_out_and_the_session_needs_sign_in(
+    tmp_path: Path, agent_env
+) -> None:  # type: ignore[no-untyped-def]
+    """ "No" is Claude Code's own default; it then says "Not logged in · Please
+    run /login". That is `needs_you: auth` with the agent's sentence — not an
+    idle turn verified red and repaired."""
+    repo = init_repo(tmp_path / "repo")
+    with FakeModelServer([]) as srv:
+        launch = claude_launch(
+            tmp_path / "claude", srv.url, repo, None, hooks=False, approve_key=False
+        )
+        agent_env(launch.env)
+        sup = await open_sup(tmp_path, "claude")
+        try:
+            started = await sup.start("Write hello.txt saying hi", repo)
+            sid = started.session_id
+            await sup.confirm(sid)
+            row = await sup.wait_for(sid, needs=True, timeout=40)
+            assert row.needs_you == "question", (row.state, row.error)
+            await sup.respond(sid, "No")
+            deadline = time.monotonic() + 40
+            while time.monotonic() < deadline:
+                row = next(r for r in sup.list() if r.session_id == sid)
+                if row.needs_you == "auth":
+                    break
+                await asyncio.sleep(0.2)
+            events = [(e.kind.value, e.data) for e in sup.registry.live(sid).log.buffered()]
+            assert row.needs_you == "auth", (row.state, row.error, events)
+            assert "Not logged in" in (row.auth_message or "")
+            assert row.state is S.RUNNING
+            kinds = [e.kind.value for e in sup.registry.live(sid).log.buffered()]
+            assert "contract_evaluated" not in kinds  # no runtime verification, no repair
+            assert not srv.turn_requests  # nothing reached the model
         finally:
             await sup.close()
             kill_tmux(tmp_path)

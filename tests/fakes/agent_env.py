@@ -214,6 +214,7 @@ def claude_launch(
     hooks: bool = True,
     max_retries: int | None = 0,
     api_key: str = FAKE_ANTHROPIC_KEY,
+    approve_key: bool = True,
     extra_args: Iterable[str] = (),
 ) -> AgentLaunch:
     """Interactive `claude [--settings S] [--permission-mode M] PROMPT` in workdir.
@@ -221,7 +222,10 @@ def claude_launch(
     * `trusted=False` leaves the workspace trust dialog to be answered;
       `True` pre-accepts it in .claude.json (`projects[dir].hasTrustDialogAccepted`).
     * The fake API key is pre-approved (`customApiKeyResponses.approved`), so
-      the "Detected a custom API key" dialog never shows.
+      the "Detected a custom API key" dialog never shows; `approve_key=False`
+      leaves .claude.json as fresh as offline allows (`hasCompletedOnboarding`
+      only: without it Claude Code's onboarding tries api.anthropic.com) and
+      the dialog shows.
     * The default permission mode of 2.1.332 is `auto` (no prompts against the
       fake server); pass `permission_mode="manual"` to get permission prompts.
     * `skip_permissions` adds `--dangerously-skip-permissions`, pre-accepts its
@@ -234,10 +238,9 @@ def claude_launch(
     config_dir = home / ".claude"
     config_dir.mkdir(parents=True, exist_ok=True)
     workdir = Path(workdir)
-    state: dict[str, Any] = {
-        "hasCompletedOnboarding": True,
-        "customApiKeyResponses": {"approved": [api_key[-20:]], "rejected": []},
-    }
+    state: dict[str, Any] = {"hasCompletedOnboarding": True}
+    if approve_key:
+        state["customApiKeyResponses"] = {"approved": [api_key[-20:]], "rejected": []}
     if trusted:
         state["projects"] = {str(workdir): {"hasTrustDialogAccepted": True}}
     (home / ".claude.json").write_text(json.dumps(state, indent=2), encoding="utf-8")

@@ -28,6 +28,7 @@ from corral.supervisor.models import (
     SessionDetail,
 )
 
+from .. import rows as R
 from ..app import CorralApp
 from ..event_text import clip, describe
 from ..guard import guarded
@@ -43,6 +44,8 @@ REFRESH_KINDS = {
     EventKind.USER_INPUT_EXPIRED,
     EventKind.ITERATION_STARTED,
     EventKind.CONTRACT_EVALUATED,
+    EventKind.AGENT_STATUS,
+    EventKind.AUTH_REQUIRED,
 }
 
 
@@ -222,6 +225,14 @@ class SessionScreen(Screen[None]):
             f"  ·  base {(s.base or s.start_commit or '—')[:12]}"
             f"{'  ·  branch ' + s.result_branch if s.result_branch else ''}",
         ]
+        agent = R.agent_words(detail.agent_status, detail.agent_reason, detail.agent_source)
+        if agent and not s.state.is_terminal:
+            lines.append(escape(agent))
+        if detail.needs_you == "auth" and detail.auth_message:
+            lines.append(
+                f"[bold yellow]Sign-in needed:[/bold yellow] {escape(detail.auth_message)} — "
+                "attach to the agent (A) and sign in, then resend; or cancel"
+            )
         if s.error:
             lines.append(f"[red]{escape(s.error)}[/red]")
         if not detail.live and not s.state.is_terminal:

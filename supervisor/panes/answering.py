@@ -1,0 +1,148 @@
+"""Answering a menu on an agent's screen, and seeing the answer land.
+
+Keys sent to a program that is not yet reading them are lost, and a lost
+arrow key turns "Yes" into the default "No". So an answer is delivered in
+steps, each checked on a fresh capture of the pane:
+
+1. the menu must be on screen and the screen stable (two captures apart
+   agree), or nothing is sent;
+2. arrow keys move the cursor; the capture must show the cursor on the
+   chosen option before Enter is pressed (moved again while it is not, up to
+   a timeout) — a numbered menu with no cursor takes the option's digit;
+3. after Enter the menu must leave the screen, and what follows must not
+   contradict the choice (an agent that now says it is not signed in did not
+   take "use this key").
+
+Only then is the answer reported as selected; otherwise the caller is told
+it did not land, and why, and asks again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+
+from ..status import Markers, Question, clean_lines, find_menu, find_question, signed_out
+from .base import PaneBackend, PaneHandle, Screen
+
+STABLE_GAP = 0.25  # seconds between the two captures that must agree
+LAND_TIMEOUT = 6.0
+
+
+@dataclass(frozen=True)
+class Landing:
+    """What became of an answer: `landed`, and a sentence for the log."""
+
+    landed: bool
+    detail: str
+
+
+def menu_on(lines: list[str], question: Question) -> bool:
+    """The same question, with the same options, is on screen."""
+    found = find_question(lines) or find_menu(lines)
+    return (
+        found is not None and found.prompt == question.prompt and found.options == question.options
+    )
+
+
+def cursor_row(lines: list[str], option: str) -> tuple[int | None, int | None]:
+    """(row of the cursor, row of `option`) in the menu at the bottom."""
+    cursor = target = None
+    for i, line in enumerate(lines):
+        body = line.strip()
+        marked = body[:1] in ("❯", "›")
+        text = body[1:].strip() if marked else body
+        for prefix in (f"{n}. " for n in range(1, 13)):
+            if text.startswith(prefix):
+                text = text[len(prefix) :]
+                break
+        if text == option:
+            target = i
+            if marked:
+                cursor = i
+        elif marked:
+            cursor = i
+    return cursor, target
+
+
+class MenuAnswer:
+    """One answer to one on-screen menu, delivered and checked step by step."""
+
+    def __init__(
+        self,
+        backend: PaneBackend,
+        handle: PaneHandle,
+        markers: Markers,
+        *,
+        timeout: float = LAND_TIMEOUT,
+    ) -> None:
+        self.backend = backend
+        self.handle = handle
+        self.markers = markers
+        self.timeout = timeout
+
+    async def _lines(self) -> list[str]:
+        screens: dict[str, Screen] = await asyncio.to_thread(self.backend.capture, [self.handle])
+        screen = screens.get(self.handle.owner)
+        return clean_lines(screen.lines) if screen else []
+
+    async def _send(self, keys: list[str]) -> None:
+        await asyncio.to_thread(self.backend.send_keys, self.handle, keys)
+
+    async def _stable(self, question: Question) -> list[str] | None:
+        """The screen once two captures agree with the menu on it, or None
+        when the menu is not (or no longer) there."""
+        deadline = time.monotonic() + self.timeout
+        before = await self._lines()
+        while time.monotonic() < deadline:
+            await asyncio.sleep(STABLE_GAP)
+            now = await self._lines()
+            if not menu_on(now, question):
+                return None
+            if now == before:
+                return now
+            before = now
+        return None
+
+    async def select(self, question: Question, index: int) -> Landing:
+        """Select option `index` (1-based) of `question` and confirm it landed."""
+        option = question.options[index - 1]
+        chosen = f"option {index}: {option}"
+        lines = await self._stable(question)
+        if lines is None:
+            return Landing(False, f"not sent ({chosen}): the question is no longer on the screen")
+        cursor, target = cursor_row(lines, option)
+        if target is None:
+            return Landing(False, f"not sent ({chosen}): the option is not on the screen")
+        if cursor is None:
+            await self._send([str(index)])  # a numbered menu without a cursor
+        else:
+            deadline = time.monotonic() + self.timeout
+            while cursor != target and time.monotonic() < deadline:
+                step = "Down" if target > cursor else "Up"
+                await self._send([step] * abs(target - cursor))
+                await asyncio.sleep(STABLE_GAP)
+                lines = await self._lines()
+                if not menu_on(lines, question):
+                    return Landing(False, f"not selected ({chosen}): the menu closed while moving")
+                cursor, target = cursor_row(lines, option)
+                if target is None or cursor is None:
+                    return Landing(False, f"not selected ({chosen}): the menu changed while moving")
+            if cursor != target:
+                return Landing(False, f"not selected ({chosen}): the cursor did not reach it")
+            await self._send(["Enter"])
+        return await self._landed(question, chosen)
+
+    async def _landed(self, question: Question, chosen: str) -> Landing:
+        deadline = time.monotonic() + self.timeout
+        while time.monotonic() < deadline:
+            await asyncio.sleep(STABLE_GAP)
+            lines = await self._lines()
+            if menu_on(lines, question):
+                continue
+            said = signed_out(lines, self.markers)
+            if said is not None and not chosen.lower().split(": ", 1)[1].startswith("no"):
+                return Landing(False, f"{chosen} was sent, but the agent then said: {said}")
+            return Landing(True, f"selected {chosen}")
+        return Landing(False, f"{chosen} was sent, but the question is still on the screen")
