@@ -33,7 +33,10 @@ def test_a_worktree_may_write_itself_its_objects_and_its_admin_dir_only(tmp_path
     argv = confined_argv(["true"], tmp_path / "wt", policy, {"HOME": str(home)})
 
     common = (repo / ".git").resolve()
-    assert pairs(argv, "--bind") == [
+    binds = pairs(argv, "--bind")
+    view = binds.pop(0)  # the worktree's private view of the shared git dir (gitview)
+    assert view.startswith(str(tmp_path / "state")) and argv[argv.index(view) + 1] == str(common)
+    assert binds == [
         str((tmp_path / "wt").resolve()),
         str(common / "objects"),
         str(common / "worktrees" / "wt"),
