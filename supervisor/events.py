@@ -376,6 +376,8 @@ class AgentStartedData(EventData):
     pane: str
     incarnation: int
     started: str
+    confined: bool = False  # the pane's command runs in the sandbox
+    sandbox: str = ""  # how it runs: confined and what it writes, or unconfined and why
 
 
 class ModelUsageData(EventData):
