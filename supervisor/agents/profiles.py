@@ -146,7 +146,7 @@ CLAUDE = ClaudeProfile(
     env_allow=agent_env.CLAUDE,
     hooks=True,
     own_dirs=(".claude",),
-    own_files=(".claude.json", ".claude.json.backup"),
+    own_files=(".claude.json",),
 )
 
 CODEX = CodexProfile(

@@ -3,7 +3,8 @@
 The agent gets the same policy as checks plus what it cannot work without:
 the network (it talks to its model), its terminal (it is interactive), its own
 config and credential paths (listed by its profile, created when a directory
-is missing so the agent can write there), the hooks file corral reads for its
+is missing so the agent can write there; HOME's top level is private scratch
+so a config file rewritten by temp file and rename still lands, see `Grant`), the hooks file corral reads for its
 session (the rest of corral's state dir stays hidden), the session's own
 files read-only (Claude Code's generated settings) and the Python that
 `corral hook` runs from. Where the operator asked for confinement but no
@@ -86,6 +87,7 @@ def launch_agent(
         writable=(*own_dirs, *own_files, hooks_file),
         readable=(hooks_file.parent, *hook_runtime(python)),
         terminal=True,
+        scratch_home=True,
     )
     wrapped = confined_argv(argv, cwd, policy, env, network=True, bwrap=status.bwrap, grant=grant)
     home = env.get("HOME", "")

@@ -1,8 +1,8 @@
 """A command and a policy -> the `bwrap` command line that confines it.
 
 Mount order matters (a later mount covers an earlier one): the whole
-filesystem read-only, a private /tmp, credentials and corral's state dir
-covered, then the repository's git dir read-only (it may sit in the private
+filesystem read-only, a private /tmp, (for an agent) HOME's top level as
+private scratch, credentials and corral's state dir covered, then the repository's git dir read-only (it may sit in the private
 /tmp or the state dir) with the worktree's private view of it over it
 (`gitview`), then what the run is granted to read where the hiding covered it
 (corral's own hook program, an agent's session dir), then what the run may
@@ -49,6 +49,27 @@ def _readable(grant: Grant, covered: list[str]) -> list[str]:
     return out
 
 
+def _home_view(env: Mapping[str, str]) -> list[str]:
+    """HOME as scratch over its real entries (links kept as links); the
+    credentials among them are covered right after, like everywhere."""
+    raw = env.get("HOME", "")
+    home = _real(Path(raw)) if raw and os.path.isabs(raw) else ""
+    if not home or home == "/" or not os.path.isdir(home):
+        return []
+    args = ["--tmpfs", home]
+    try:
+        names = sorted(os.listdir(home))
+    except OSError:
+        return []
+    for name in names:
+        path = os.path.join(home, name)
+        if os.path.islink(path):
+            args += ["--symlink", os.readlink(path), path]
+        else:
+            args += ["--ro-bind-try", path, path]
+    return args
+
+
 def confined_argv(
     command: Sequence[str],
     cwd: Path,
@@ -73,6 +94,8 @@ def confined_argv(
     if not network:
         argv.append("--unshare-net")
     argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    if grant.scratch_home:
+        argv += _home_view(env)
     hide = list(policy.hidden)
     if policy.state_dir is not None:
         hide.append(policy.state_dir)

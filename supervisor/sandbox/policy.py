@@ -32,6 +32,11 @@ class Grant:
     writable: tuple[Path, ...] = ()  # files or dirs bound read-write (those that exist)
     readable: tuple[Path, ...] = ()  # shown read-only where the sandbox would hide them
     terminal: bool = False  # keeps its controlling terminal (an agent in its pane)
+    # HOME's top level is private scratch: what is there shows read-only, new
+    # files vanish with the sandbox. Agents write their own config files by
+    # a temp file beside them and a rename; over a bound file the rename fails
+    # with EBUSY and they fall back to writing it in place, through the bind.
+    scratch_home: bool = False
 
 
 _active = SandboxPolicy()

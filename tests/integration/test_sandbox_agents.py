@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import http.server
+import json
+import os
 import shutil
 import subprocess
 import tempfile
@@ -32,7 +34,9 @@ from corral.supervisor.factory import build_supervisor
 from corral.supervisor.models import ContractCheck, OutcomeContract
 from corral.supervisor.sandbox import sandbox_status
 from corral.supervisor.states import CoderState as S
-from tests.conftest import fast_config, git
+from tests.conftest import fast_config, git, hello_contract, init_repo
+from tests.fakes.agent_env import claude_bin, claude_launch
+from tests.fakes.model_server import FakeModelServer, Reply, ToolCall
 from tests.fakes.procs import running_with_arg
 
 STATUS = sandbox_status()
@@ -326,3 +330,48 @@ def test_each_profile_keeps_its_own_config_writable(tmp_path: Path) -> None:
     dirs, _ = profile_for("opencode").own_paths(env)
     assert home / ".local" / "share" / "opencode" in dirs
     assert profile_for("custom:foo").own_paths(env) == ([], [])
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not claude_bin().exists(), reason=f"Claude Code not installed ({claude_bin()})")
+async def test_real_claude_code_confined_writes_its_file_and_its_own_config(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = init_repo(world.base / "plain-repo")
+    with FakeModelServer([]) as srv:
+        launch = claude_launch(world.base / "claude", srv.url, repo, None, hooks=False)
+        for key, value in launch.env.items():
+            if key not in ("PATH", "TERM", "USER", "SHELL"):
+                monkeypatch.setenv(key, value)
+        monkeypatch.setenv("PATH", f"{claude_bin().parent}:{os.environ['PATH']}")
+        own_config = Path(launch.env["HOME"]) / ".claude.json"
+        before = json.loads(own_config.read_text())
+        scratch = launch.env["CLAUDE_CODE_TMPDIR"]  # declared writable, as an operator would
+        sup = await open_sup(
+            world, "external:claude", hello_contract(), agents=True, writable=[scratch]
+        )
+        try:
+            started = await sup.start("Write hello.txt saying hi", repo)
+            target = Path(started.worktree or "") / "hello.txt"
+            srv.push(
+                Reply(
+                    "I'll write it.",
+                    [ToolCall("Write", {"file_path": str(target), "content": "hi\n"})],
+                ),
+                Reply("Wrote hello.txt."),
+            )
+            await sup.confirm(started.session_id)
+            row = await sup.wait_for(started.session_id, {S.NEEDS_APPROVAL, S.FAILED}, timeout=60)
+            screen = sup.agent_screen(started.session_id)
+            shown = "\n".join(line for line in (screen.lines if screen else []) if line.strip())
+            assert row.state is S.NEEDS_APPROVAL, (row.error, shown)
+            assert target.read_text() == "hi\n"
+            assert started_event(sup, started.session_id).confined
+            hooks = world.state / "agents" / started.session_id / "hooks.jsonl"
+            assert '"Stop"' in hooks.read_text()
+            # its own config updates landed in the (temp) HOME, through the bind
+            after = json.loads(own_config.read_text())
+            assert after.get("numStartups") == 1 and "numStartups" not in before
+            assert after["customApiKeyResponses"] == before["customApiKeyResponses"]
+        finally:
+            await sup.close()
