@@ -14,7 +14,10 @@ files — lands in the private directory and persists across sandboxed runs in
 that worktree (a long-lived agent, and the built-in engine's shell commands
 one after another). Reads see the user's branches as they are now, because
 they are the real directories, not copies; the user's own `refs/stash` is not
-shown (the sandbox has a stash of its own). The object store and the
+shown as the sandbox's (it has a stash of its own) but as
+`refs/corral-user/stash` with its reflog, read-only copies taken when the run
+starts: the sandbox may write the object store, and a `git gc` in it must
+still count the user's stashes as reachable. The object store and the
 worktree's admin dir are bound read-write on top (`argv`), so commits on the
 detached HEAD still land where corral reads them.
 
@@ -35,6 +38,7 @@ from pathlib import Path
 from .layout import GitLayout
 
 VIEWS = "sandbox-git"
+USER_STASH = "corral-user"  # refs/corral-user/stash: the user's stash, read-only
 OWN = frozenset({"refs", "logs", "objects", "worktrees"})  # mounted one by one (or by `argv`)
 
 
@@ -64,6 +68,26 @@ def prune_views(state_dir: Path) -> list[Path]:
     return removed
 
 
+def _copy_user_stash(common: Path, home: Path) -> None:
+    """The user's stash tip and reflog, copied into corral-owned dirs that are
+    shown read-only inside (an empty dir when the user has no stash)."""
+    for real, kept in (
+        (common / "refs" / "stash", home / "user-stash" / "refs" / "stash"),
+        (common / "logs" / "refs" / "stash", home / "user-stash" / "logs" / "stash"),
+    ):
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            data = real.read_bytes() if real.is_file() and not real.is_symlink() else None
+        except OSError:
+            data = None
+        if data is None:
+            kept.unlink(missing_ok=True)
+            continue
+        fresh = kept.with_name(f".{kept.name}.{os.getpid()}")
+        fresh.write_bytes(data)
+        os.replace(fresh, kept)
+
+
 def private_view(layout: GitLayout, state_dir: Path | None) -> Path | None:
     """The directory bound over the common dir for runs in this worktree,
     created on first use; None for a main checkout or without a state dir
@@ -77,6 +101,7 @@ def private_view(layout: GitLayout, state_dir: Path | None) -> Path | None:
         (view / "refs").mkdir(parents=True, exist_ok=True)
         (view / "logs" / "refs").mkdir(parents=True, exist_ok=True)
         (home / "admin").write_text(str(layout.admin), encoding="utf-8")
+    _copy_user_stash(layout.common, home)
     return view
 
 
@@ -111,4 +136,7 @@ def view_mounts(layout: GitLayout, view: Path) -> list[str]:
     for name in _entries(common / "logs" / "refs"):
         if (common / "logs" / "refs" / name).is_dir():
             show(f"logs/refs/{name}")
+    kept = view.parent / "user-stash"
+    args += ["--ro-bind", str(kept / "refs"), str(common / "refs" / USER_STASH)]
+    args += ["--ro-bind", str(kept / "logs"), str(common / "logs" / "refs" / USER_STASH)]
     return args

@@ -276,3 +276,16 @@ async def test_git_stash_works_inside_and_never_touches_the_users_refs(
     assert user_git_files(world.repo) == before
     assert refs(world.repo) == before_refs
     assert "the user's own stash" in git(world.repo, "stash", "list")
+
+
+async def test_a_gc_inside_the_sandbox_keeps_the_users_stash(world: World) -> None:
+    git(world.repo, "stash", "push", "-q", "-m", "older stash")
+    (world.repo / "app.txt").write_text("v1\nnewer wip\n")
+    git(world.repo, "stash", "push", "-q", "-m", "newer stash")
+    set_active_policy(SandboxPolicy(state_dir=world.base / "state"))
+    await run_as_check(world, "git gc -q --prune=now; git prune --expire=now")
+    listed = git(world.repo, "stash", "list")
+    assert "older stash" in listed and "newer stash" in listed
+    for entry in ("stash@{0}", "stash@{1}"):
+        git(world.repo, "cat-file", "-e", f"{entry}^{{tree}}")  # its objects are all there
+    git(world.repo, "fsck", "--no-dangling")
