@@ -134,7 +134,7 @@ def describe(event: CoderEvent) -> Text:
             )
         case AgentStartedData(agent=agent, pane=pane, sandbox=sandbox):
             line.append(f"started {agent} in pane {pane}", style="cyan")
-            if sandbox:
+            if sandbox:  # None in journals written before agents could be confined
                 line.append(f" — {clip(sandbox, 160)}", style="bright_black")
         case EngineSelectedData(engine=engine, reason=reason):
             line.append(f"engine {engine}: {clip(reason)}")

@@ -200,7 +200,7 @@ async def test_the_demo_agent_confined_reaches_approval(world: World) -> None:
         row = await sup.wait_for(sid, {S.NEEDS_APPROVAL, S.FAILED}, timeout=40)
         assert row.state is S.NEEDS_APPROVAL, row.error
         started = started_event(sup, sid)
-        assert started.confined and started.sandbox.startswith("confined (bubblewrap)")
+        assert started.confined and (started.sandbox or "").startswith("confined (bubblewrap)")
         hooks = world.state / "agents" / sid / "hooks.jsonl"
         assert '"Stop"' in hooks.read_text()  # its hooks arrived from inside
         assert user_refs(world.repo) == before
@@ -308,7 +308,7 @@ async def test_the_setting_decides_whether_an_agent_sees_the_home_keys(
         assert (KEY in seen) is not confined, seen
         event = started_event(sup, started.session_id)
         assert event.confined is confined
-        assert event.sandbox.startswith("confined" if confined else "unconfined"), event.sandbox
+        assert (event.sandbox or "").startswith("confined" if confined else "unconfined")
     finally:
         await sup.close()
 
