@@ -232,6 +232,8 @@ rm -rf {home}/.gitconfig
 python3 -c "import urllib.request; print(urllib.request.urlopen('{url}').read().decode())"
 setsid sh -c 'while :; do sleep {marker}; done' &
 echo ESCAPES-TRIED
+echo agent-wip >> README.md && git stash push -q -m agent-wip && git stash list
+grep -c agent-wip README.md; git stash pop -q && grep -c agent-wip README.md && echo STASH-OK
 }} > $R 2>&1
 """
 
@@ -262,6 +264,7 @@ async def test_a_hostile_agent_confined_changes_nothing_outside_its_worktree(
         report = (worktree / "escape-report.txt").read_text()
         assert row.state is S.NEEDS_APPROVAL, (row.error, report)
         assert "ESCAPES-TRIED" in report
+        assert "stash@{0}: On (no branch): agent-wip" in report and "STASH-OK" in report
         assert snapshot(world, worktree) == before, report
         assert user_refs(world.repo) == before_refs, report
         assert KEY not in report

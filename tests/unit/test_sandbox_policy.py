@@ -155,3 +155,32 @@ def test_an_agent_keeps_its_terminal_and_the_network_and_a_check_does_not(
     ssh = str((home / ".ssh").resolve())
     last = len(wide) - 1 - wide[::-1].index(ssh)
     assert wide[last - 1] == "--tmpfs" and last > wide.index(real_home)
+
+
+def test_an_agent_runs_unconfined_and_says_why_when_no_sandbox_can_run(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from corral.supervisor.sandbox import agent
+
+    def launch(policy: SandboxPolicy, choice: bool | None) -> agent.AgentLaunch:
+        return agent.launch_agent(
+            ["claude"],
+            tmp_path,
+            {"HOME": str(tmp_path)},
+            policy=policy,
+            choice=choice,
+            own_dirs=[tmp_path / ".claude"],
+            own_files=[],
+            hooks_file=tmp_path / "state" / "hooks.jsonl",
+            python="python3",
+        )
+
+    off = launch(SandboxPolicy(), None)
+    assert off.argv == ["claude"] and off.account == "unconfined ([sandbox] agents is off)"
+    assert launch(SandboxPolicy(agents=True), False).account.endswith("for this agent)")
+    assert "enabled = false" in launch(SandboxPolicy(enabled=False, agents=True), True).account
+    monkeypatch.setattr(agent, "sandbox_status", lambda: status.SandboxStatus(False, "no bwrap"))
+    missing = launch(SandboxPolicy(agents=True), None)
+    assert missing.argv == ["claude"] and not missing.confined
+    assert missing.account == "unconfined: no sandbox can run here (no bwrap)"
+    assert not (tmp_path / ".claude").exists()  # nothing made for a run that is not confined
