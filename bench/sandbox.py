@@ -62,7 +62,9 @@ async def main(runs: int) -> int:
         )
         git(repo, "worktree", "add", "-q", "--detach", str(wt))
         check = ContractCheck(name="noop", command="true")
-        on, off = SandboxPolicy(), SandboxPolicy(enabled=False)
+        state = Path(tmp) / "state"  # the git view lives there, as in a session
+        state.mkdir()
+        on, off = SandboxPolicy(state_dir=state), SandboxPolicy(enabled=False)
         for policy in (on, off, on, off):  # warm up
             await timed(check, wt, policy)
         confined: list[float] = []

@@ -105,6 +105,7 @@ class Supervisor:
                 hidden=tuple(Path(p).expanduser() for p in sandbox.hidden),
                 state_dir=self.state_dir,
                 shell_network=sandbox.shell_network,
+                agents=sandbox.agents,
             )
         )
         self.registry = SessionRegistry(

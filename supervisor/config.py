@@ -24,7 +24,8 @@ class Retention(BaseModel):
 
 
 class SandboxSettings(BaseModel):
-    """`[sandbox]`: checks and the built-in shell run under bubblewrap."""
+    """`[sandbox]`: checks and the built-in shell run under bubblewrap; agents
+    too when `agents` is on (`[agents.<name>] sandbox` overrides it per agent)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -32,6 +33,7 @@ class SandboxSettings(BaseModel):
     writable: list[str] = Field(default_factory=list)  # caches a run may write (~ expands)
     hidden: list[str] = Field(default_factory=list)  # more paths a run never sees
     shell_network: bool = False  # the built-in engine's shell may reach the network
+    agents: bool = False  # external agents' panes run confined too (with network)
 
 
 class SupervisorConfig(BaseModel):

@@ -376,6 +376,10 @@ class AgentStartedData(EventData):
     pane: str
     incarnation: int
     started: str
+    # whether the pane's command runs in the sandbox, and one line on how (what
+    # it writes, or why it is unconfined); absent from journals written before
+    confined: bool | None = Field(default=None, exclude_if=_is_none)
+    sandbox: str | None = Field(default=None, exclude_if=_is_none)
 
 
 class ModelUsageData(EventData):
@@ -439,7 +443,8 @@ class WorktreeChangedData(EventData):
     of: int | None = None  # ... out of how many
 
 
-_STARTED_KEYS = frozenset(AgentStartedData.model_fields)
+# required fields only: a journal written before `confined` existed still reads
+_STARTED_KEYS = frozenset(k for k, f in AgentStartedData.model_fields.items() if f.is_required())
 _USAGE_KEYS = frozenset(ModelUsageData.model_fields)
 
 

@@ -516,11 +516,44 @@ def config_status() -> ConfigStatus:
 class ConfinementStatus:
     confined: bool  # checks and the built-in shell run in the sandbox
     detail: str  # one line for the operator
+    agents: str = ""  # how external agents' panes run, one line
+    agents_unconfined: bool = False  # agents were asked to be confined and cannot be
+
+
+def _agents_line(enabled: bool, available: bool, why: str) -> tuple[str, bool]:
+    """How agents run: the `[sandbox] agents` setting and the per-agent
+    overrides, against whether a sandbox can run here."""
+    from .agents.settings import load_agent_settings
+    from .config import load_config
+
+    try:
+        default = load_config().sandbox.agents
+        overrides = {
+            n: s.sandbox for n, s in load_agent_settings().items() if s.sandbox is not None
+        }
+    except CorralError:
+        default, overrides = False, {}
+    on = sorted(n for n, v in overrides.items() if v)
+    off = sorted(n for n, v in overrides.items() if not v)
+    if not enabled:
+        return "unconfined ([sandbox] enabled = false)", False
+    if not default and not on:
+        return (
+            "unconfined (opt in with [sandbox] agents = true, or [agents.<name>] sandbox = true)",
+            False,
+        )
+    if not available:
+        return f"unconfined: asked for, but no sandbox can run here ({why})", True
+    who = "every agent" if default else ", ".join(on)
+    if default and off:
+        who += f" except {', '.join(off)}"
+    return f"confined with network: {who}", False
 
 
 def confinement_status() -> ConfinementStatus:
     """Whether checks and the built-in shell will run in the sandbox, and if
-    not, why (no bwrap, user namespaces refused, not Linux, or opted out)."""
+    not, why (no bwrap, user namespaces refused, not Linux, or opted out);
+    and how external agents will run."""
     from .config import load_config
     from .sandbox import sandbox_status
 
@@ -529,10 +562,12 @@ def confinement_status() -> ConfinementStatus:
     except CorralError:
         enabled = True
     status = sandbox_status()
+    agents, agents_unconfined = _agents_line(enabled, status.available, status.detail)
     if not enabled:
         return ConfinementStatus(
             False,
             "off ([sandbox] enabled = false): checks run unconfined, "
             "guarded only by the inspector chain",
+            agents,
         )
-    return ConfinementStatus(status.available, status.describe())
+    return ConfinementStatus(status.available, status.describe(), agents, agents_unconfined)

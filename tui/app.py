@@ -20,6 +20,7 @@ from textual.screen import Screen
 
 from corral.supervisor.api import Supervisor
 from corral.supervisor.errors import CorralError
+from corral.supervisor.housekeeping import confinement_status
 
 from .event_text import approval_outcome
 
@@ -71,6 +72,9 @@ class CorralApp(App[None]):
                 "were left untouched in the database.",
                 severity="warning",
             )
+        sandbox = await asyncio.to_thread(confinement_status)
+        if sandbox.agents_unconfined:  # said once, here and in `corral doctor`
+            self.notify(f"Agents run {sandbox.agents}", severity="warning")
         self._load_theme()
         self.set_interval(300, self._reap_discussions)
         from .screens.board import BoardScreen  # screens import this module for its type

@@ -137,8 +137,10 @@ def describe(event: CoderEvent) -> Text:
                 f" — {clip(reason, 120)} ({'screen' if source == 'pane' else source})",
                 style="bright_black",
             )
-        case AgentStartedData(agent=agent, pane=pane):
+        case AgentStartedData(agent=agent, pane=pane, sandbox=sandbox):
             line.append(f"started {agent} in pane {pane}", style="cyan")
+            if sandbox:  # None in journals written before agents could be confined
+                line.append(f" — {clip(sandbox, 160)}", style="bright_black")
         case EngineSelectedData(engine=engine, reason=reason):
             line.append(f"engine {engine}: {clip(reason)}")
         case _:  # fallbacks, a resolved finding, model usage, other external events

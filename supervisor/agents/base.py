@@ -3,12 +3,14 @@
 A profile says how to find the binary, how to start it interactively on a
 task (argv, or a paste after start), which of its own settings pass the
 environment scrub (`agent_env`), which first-run dialogs to answer and with
-which option (chosen by its text, never a blind Enter), and the screen
-markers for status heuristics.
+which option (chosen by its text, never a blind Enter), the screen markers
+for status heuristics, and the agent's own config and credential paths, which
+stay writable when it runs in the sandbox.
 """
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import re
@@ -64,6 +66,12 @@ class AgentProfile:
     # exit status 0 ends the turn (the runtime verifies) instead of counting
     # as a crash: a `custom:` command may do its work and exit
     exit_ends_turn: bool = False
+    # Its own config and credentials, relative to HOME: directories (created
+    # when missing, so a confined agent can write there) and files or globs.
+    own_dirs: tuple[str, ...] = ()
+    own_files: tuple[str, ...] = ()
+    writable: tuple[str, ...] = ()  # the operator's additions (`[agents.<name>] writable`)
+    sandbox: bool | None = None  # the operator's `[agents.<name>] sandbox` (None: the global)
 
     def find(self, path: str | None = None) -> str | None:
         for name in self.binaries:
@@ -85,6 +93,24 @@ class AgentProfile:
             return None
         text = (out.stdout or out.stderr).strip().splitlines()
         return text[0][:80] if text else None
+
+    def own_paths(self, env: dict[str, str]) -> tuple[list[Path], list[Path]]:
+        """(directories, files) the agent keeps its config and credentials in,
+        under the HOME its pane gets; the operator's `writable` entries count
+        as files (bound only when they exist)."""
+        home = Path(env.get("HOME") or os.path.expanduser("~"))
+        dirs = [home / rel for rel in self.own_dirs]
+        files: list[Path] = []
+        for rel in self.own_files:
+            pattern = str(home / rel)
+            files += (
+                [Path(p) for p in sorted(glob.glob(pattern))]
+                if glob.has_magic(rel)
+                else [Path(pattern)]
+            )
+        for raw in self.writable:
+            files.append(Path(os.path.expanduser(raw.replace("$HOME", str(home)))))
+        return dirs, files
 
     def plan(self, binary: str, *, prompt: str, session_dir: Path, hook_cmd: str) -> LaunchPlan:
         """How to start this agent on `prompt` (overridden per agent)."""

@@ -51,6 +51,14 @@ class ClaudeProfile(AgentProfile):
             env_allow=self.env_allow,
         )
 
+    def own_paths(self, env: dict[str, str]) -> tuple[list[Path], list[Path]]:
+        """`~/.claude` and `~/.claude.json`, plus `$CLAUDE_CONFIG_DIR` when set."""
+        dirs, files = super().own_paths(env)
+        config_dir = env.get("CLAUDE_CONFIG_DIR", "").strip()
+        if config_dir:
+            dirs.append(Path(os.path.expanduser(config_dir)))
+        return dirs, files
+
 
 @dataclass(frozen=True)
 class CodexProfile(AgentProfile):
@@ -64,6 +72,14 @@ class CodexProfile(AgentProfile):
             argv=[binary, "--no-daemon", "-c", f"notify={value}", prompt],
             env_allow=(*self.env_allow, *agent_env.codex_provider_env()),
         )
+
+    def own_paths(self, env: dict[str, str]) -> tuple[list[Path], list[Path]]:
+        """`$CODEX_HOME`, or `~/.codex` when it is not set."""
+        dirs, files = super().own_paths(env)
+        codex_home = env.get("CODEX_HOME", "").strip()
+        if codex_home:
+            dirs = [Path(os.path.expanduser(codex_home))]
+        return dirs, files
 
 
 @dataclass(frozen=True)
@@ -142,6 +158,8 @@ CLAUDE = ClaudeProfile(
     ),
     env_allow=agent_env.CLAUDE,
     hooks=True,
+    own_dirs=(".claude",),
+    own_files=(".claude.json",),
 )
 
 CODEX = CodexProfile(
@@ -160,6 +178,7 @@ CODEX = CodexProfile(
     dialogs=(_dialog("trust", r"trust this folder\?", r"^trust and continue"),),
     env_allow=agent_env.CODEX,
     hooks=True,
+    own_dirs=(".codex",),
 )
 
 GEMINI = AgentProfile(
@@ -174,6 +193,7 @@ GEMINI = AgentProfile(
     dialogs=(_dialog("trust", r"do you trust this folder", r"^trust folder"),),
     env_allow=agent_env.GEMINI,
     prompt_in_argv=False,
+    own_dirs=(".gemini",),
 )
 
 AIDER = AgentProfile(
@@ -187,6 +207,8 @@ AIDER = AgentProfile(
     ),
     env_allow=agent_env.AIDER,
     prompt_in_argv=False,
+    own_dirs=(".aider",),  # its caches and analytics
+    own_files=(".aider*",),  # .aider.conf.yml, .aider.model.settings.yml, …
 )
 
 OPENCODE = AgentProfile(
@@ -200,6 +222,7 @@ OPENCODE = AgentProfile(
     ),
     env_allow=agent_env.OPENCODE,
     prompt_in_argv=False,
+    own_dirs=(".config/opencode", ".local/share/opencode", ".local/state/opencode"),
 )
 
 DEMO = DemoProfile(

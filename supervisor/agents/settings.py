@@ -6,10 +6,14 @@
 
     [agents.custom]                      # every custom: and oneshot: command line
     env_allow = ["MYTOOL_*"]
+    sandbox = true                       # confined whatever `[sandbox] agents` says
+    writable = ["~/.mytool"]             # its own config, writable when confined
 
 `env_allow` adds variables (exact names or `fnmatch` patterns) to the ones the
 agent's profile already passes through the scrub: a secret the operator's own
-agent needs reaches that agent and nothing else. A missing file or table adds
+agent needs reaches that agent and nothing else. `sandbox` overrides the
+global `[sandbox] agents` for this agent; `writable` adds paths to the ones
+its profile keeps writable in the sandbox (its config and credentials). A missing file or table adds
 nothing; a malformed one is a clear error naming the file.
 """
 
@@ -41,6 +45,8 @@ class AgentSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     env_allow: tuple[str, ...] = ()
+    sandbox: bool | None = None
+    writable: tuple[str, ...] = ()
 
     @field_validator("env_allow")
     @classmethod
@@ -94,6 +100,11 @@ def load_agent_settings(path: Path | None = None) -> dict[str, AgentSettings]:
 def with_settings(profile: AgentProfile, settings: Mapping[str, AgentSettings]) -> AgentProfile:
     """`profile` with the operator's additions for it (none: `profile` itself)."""
     own = settings.get(profile.name)
-    if own is None or not own.env_allow:
+    if own is None:
         return profile
-    return replace(profile, env_allow=(*profile.env_allow, *own.env_allow))
+    return replace(
+        profile,
+        env_allow=(*profile.env_allow, *own.env_allow),
+        writable=(*profile.writable, *own.writable),
+        sandbox=profile.sandbox if own.sandbox is None else own.sandbox,
+    )

@@ -44,6 +44,8 @@ from ..governance.env_scrub import scrubbed_env
 from ..models import CheckResult, OutcomeContract
 from ..panes.base import PaneError, PaneGone, PaneSpec
 from ..panes.manager import PaneManager
+from ..sandbox import active_policy
+from ..sandbox.agent import AgentLaunch, launch_agent
 from ..states import LoopFailure, label
 from ..status import AgentStatus, Question
 from .base import EngineOutcome, RunContext
@@ -127,8 +129,25 @@ class ExternalEngine:
         env.setdefault("TERM", "xterm-256color")
         return plan, env
 
+    def _launch(self, ctx: RunContext, plan: LaunchPlan, env: dict[str, str]) -> AgentLaunch:
+        """The pane's command: in the sandbox when the operator confines this
+        agent (`[sandbox] agents`, `[agents.<name>] sandbox`)."""
+        dirs, files = self.profile.own_paths(env)
+        return launch_agent(
+            plan.argv,
+            ctx.worktree,
+            env,
+            policy=active_policy(),
+            choice=self.profile.sandbox,
+            own_dirs=dirs,
+            own_files=files,
+            hooks_file=self.panes.hooks_file(ctx.session_id),
+            python=self.python,
+        )
+
     async def spawn(self, ctx: RunContext, prompt: str) -> None:
         plan, env = self._plan(ctx, prompt)
+        launch = await asyncio.to_thread(self._launch, ctx, plan, env)
         # unique and increasing across restarts: a late action on an old pane
         # can never match the new owner marker
         incarnation = max(self.incarnations.get(ctx.session_id, 0) + 1, time.time_ns() // 1000)
@@ -138,8 +157,8 @@ class ExternalEngine:
             incarnation=incarnation,
             name=label(ctx.session_id),
             cwd=ctx.worktree,
-            argv=plan.argv,
-            env=env,
+            argv=launch.argv,
+            env=launch.env,
             width=self.size[0],
             height=self.size[1],
         )
@@ -164,6 +183,8 @@ class ExternalEngine:
                 pane=record.handle.pane_id,
                 incarnation=incarnation,
                 started=plan.shown or " ".join(plan.argv[:1]),
+                confined=launch.confined,
+                sandbox=launch.account,
             ),
         )
         if plan.paste_prompt:

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from corral.supervisor.api import Supervisor
+from corral.supervisor.sandbox import sandbox_status
 from tests.conftest import fast_config, git, hello_contract, init_repo
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -89,6 +90,19 @@ def test_doctor_reports_each_requirement(tmp_path: Path) -> None:
     for word in ("python", "git", "tmux", "sandbox", "agent claude", "model", "state dir"):
         assert word in out.stdout
     assert "sessions" in out.stdout
+    assert "agents         unconfined (opt in with [sandbox] agents = true" in out.stdout
+
+
+def test_doctor_reports_the_agents_sandbox_setting(tmp_path: Path) -> None:
+    (tmp_path / "none.toml").write_text(
+        "[sandbox]\nagents = true\n[agents.aider]\nsandbox = false\n"
+    )
+    out = corral("doctor", home=tmp_path)
+    agents = next(line for line in out.stdout.splitlines() if " agents " in line)
+    if sandbox_status().available:
+        assert agents.endswith("confined with network: every agent except aider")
+    else:
+        assert "asked for, but no sandbox can run here" in agents
 
 
 def test_run_says_on_stderr_when_checks_will_run_unconfined(tmp_path: Path) -> None:

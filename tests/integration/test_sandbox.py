@@ -229,3 +229,63 @@ async def test_a_legitimate_session_reaches_approval_and_delivers(
     result = await sup.approve(sid)
     files = git(repo, "ls-tree", "-r", "--name-only", result.branch or "").split()
     assert "feature.txt" in files
+
+
+def user_git_files(repo: Path) -> dict[str, bytes]:
+    """The user's refs, packed refs, HEAD and reflogs, byte for byte."""
+    dot = repo / ".git"
+    out: dict[str, bytes] = {}
+    for top in ("refs", "logs"):
+        for path in sorted((dot / top).rglob("*")):
+            if path.is_file():
+                out[str(path.relative_to(dot))] = path.read_bytes()
+    for name in ("HEAD", "packed-refs", "ORIG_HEAD"):
+        if (dot / name).is_file():
+            out[name] = (dot / name).read_bytes()
+    return out
+
+
+@pytest.mark.parametrize("via", sorted(RUNNERS))
+async def test_git_stash_works_inside_and_never_touches_the_users_refs(
+    world: World, via: str
+) -> None:
+    git(world.repo, "branch", "feature-x")
+    git(world.repo, "pack-refs", "--all")
+    git(world.repo, "branch", "loose-y")
+    git(world.repo, "stash", "push", "-q", "-m", "the user's own stash")
+    set_active_policy(SandboxPolicy(state_dir=world.base / "state"))
+    before, before_refs = user_git_files(world.repo), refs(world.repo)
+
+    _, pushed = await RUNNERS[via](
+        world, "set -e; echo wip >> app.txt; git stash push -m agent-wip; git stash list"
+    )
+    assert "agent-wip" in pushed, pushed
+    assert "the user's own stash" not in pushed  # the sandbox has a stash of its own
+    assert (world.wt / "app.txt").read_text() == "v1\n"  # stashed away
+    _, popped = await RUNNERS[via](
+        world,
+        "set -e; git stash list; git stash pop; git stash list | wc -l; "
+        "git branch --list; echo new > feature.txt; git add feature.txt; "
+        "git commit -qm feature; echo COMMITTED",
+    )
+    assert "agent-wip" in popped and "COMMITTED" in popped, popped
+    assert (world.wt / "app.txt").read_text() == "v1\nwip\n"  # popped back
+    for branch in ("main", "feature-x", "loose-y"):
+        assert branch in popped  # the user's branches, packed and loose, are listed
+    assert git(world.wt, "log", "-1", "--format=%s").strip() == "feature"
+    assert user_git_files(world.repo) == before
+    assert refs(world.repo) == before_refs
+    assert "the user's own stash" in git(world.repo, "stash", "list")
+
+
+async def test_a_gc_inside_the_sandbox_keeps_the_users_stash(world: World) -> None:
+    git(world.repo, "stash", "push", "-q", "-m", "older stash")
+    (world.repo / "app.txt").write_text("v1\nnewer wip\n")
+    git(world.repo, "stash", "push", "-q", "-m", "newer stash")
+    set_active_policy(SandboxPolicy(state_dir=world.base / "state"))
+    await run_as_check(world, "git gc -q --prune=now; git prune --expire=now")
+    listed = git(world.repo, "stash", "list")
+    assert "older stash" in listed and "newer stash" in listed
+    for entry in ("stash@{0}", "stash@{1}"):
+        git(world.repo, "cat-file", "-e", f"{entry}^{{tree}}")  # its objects are all there
+    git(world.repo, "fsck", "--no-dangling")

@@ -48,3 +48,14 @@ def test_a_guidance_line_shows_where_the_guidance_is() -> None:
     assert line({"text": "Keep the API", "status": "not_delivered", "reason": "it ended"}) == (
         "guidance NOT delivered (it ended): Keep the API"
     )
+
+
+def test_an_agent_started_line_says_whether_it_is_confined() -> None:
+    from corral.supervisor.events import parse_event
+
+    data = {"agent": "claude", "pane": "%3", "incarnation": 1, "started": "claude"}
+    row = {"session_id": "s", "seq": 1, "ts": 1.0, "kind": "external_event", "data": data}
+    assert describe(parse_event(row)).plain[STAMP:] == "started claude in pane %3"
+    confined = {**data, "confined": True, "sandbox": "confined (bubblewrap): writes its worktree"}
+    line = describe(parse_event({**row, "data": confined})).plain[STAMP:]
+    assert line == "started claude in pane %3 — confined (bubblewrap): writes its worktree"

@@ -33,7 +33,10 @@ def test_a_worktree_may_write_itself_its_objects_and_its_admin_dir_only(tmp_path
     argv = confined_argv(["true"], tmp_path / "wt", policy, {"HOME": str(home)})
 
     common = (repo / ".git").resolve()
-    assert pairs(argv, "--bind") == [
+    binds = pairs(argv, "--bind")
+    view = binds.pop(0)  # the worktree's private view of the shared git dir (gitview)
+    assert view.startswith(str(tmp_path / "state")) and argv[argv.index(view) + 1] == str(common)
+    assert binds == [
         str((tmp_path / "wt").resolve()),
         str(common / "objects"),
         str(common / "worktrees" / "wt"),
@@ -105,3 +108,79 @@ def test_the_sandbox_table_loads_and_the_opt_out_is_reported(
     path.write_text("[sandbox]\nnetwork = 1\n")
     with pytest.raises(Exception, match="sandbox"):
         load_config(path)
+
+
+def test_the_agents_setting_is_reported(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    monkeypatch.setenv("CORRAL_CONFIG", str(path))
+    path.write_text("")
+    assert housekeeping.confinement_status().agents.startswith("unconfined (opt in")
+    path.write_text("[sandbox]\nagents = true\n[agents.codex]\nsandbox = false\n")
+    assert load_config(path).sandbox.agents is True
+    available = status.sandbox_status().available
+    report = housekeeping.confinement_status()
+    if available:
+        assert report.agents == "confined with network: every agent except codex"
+    else:
+        assert report.agents_unconfined and "no sandbox can run here" in report.agents
+    path.write_text("[agents.custom]\nsandbox = true\n")
+    assert housekeeping.confinement_status().agents.endswith(("custom", ")"))
+    monkeypatch.setattr(status, "sandbox_status", lambda: status.SandboxStatus(False, "no bwrap"))
+    monkeypatch.setattr("corral.supervisor.sandbox.sandbox_status", status.sandbox_status)
+    report = housekeeping.confinement_status()
+    assert report.agents_unconfined and "no bwrap" in report.agents
+
+
+def test_an_agent_keeps_its_terminal_and_the_network_and_a_check_does_not(
+    tmp_path: Path,
+) -> None:
+    from corral.supervisor.sandbox.policy import Grant
+
+    repo = init_repo(tmp_path / "repo")
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".claude").mkdir()
+    env = {"HOME": str(home)}
+    check = confined_argv(["true"], repo, SandboxPolicy(), env)
+    grant = Grant(writable=(home / ".claude",), terminal=True, scratch_home=True)
+    agent = confined_argv(["true"], repo, SandboxPolicy(), env, network=True, grant=grant)
+    assert "--new-session" in check and "--new-session" not in agent
+    assert "--unshare-net" in check and "--unshare-net" not in agent
+    assert "--die-with-parent" in agent and "--unshare-pid" in agent
+    real_home = str(home.resolve())
+    assert real_home not in pairs(check, "--tmpfs") and real_home in pairs(agent, "--tmpfs")
+    assert str((home / ".claude").resolve()) in pairs(agent, "--bind")
+    # a writable place holding a credential dir still hides it
+    wide = confined_argv(["true"], repo, SandboxPolicy(writable=(home,)), env)
+    ssh = str((home / ".ssh").resolve())
+    last = len(wide) - 1 - wide[::-1].index(ssh)
+    assert wide[last - 1] == "--tmpfs" and last > wide.index(real_home)
+
+
+def test_an_agent_runs_unconfined_and_says_why_when_no_sandbox_can_run(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from corral.supervisor.sandbox import agent
+
+    def launch(policy: SandboxPolicy, choice: bool | None) -> agent.AgentLaunch:
+        return agent.launch_agent(
+            ["claude"],
+            tmp_path,
+            {"HOME": str(tmp_path)},
+            policy=policy,
+            choice=choice,
+            own_dirs=[tmp_path / ".claude"],
+            own_files=[],
+            hooks_file=tmp_path / "state" / "hooks.jsonl",
+            python="python3",
+        )
+
+    off = launch(SandboxPolicy(), None)
+    assert off.argv == ["claude"] and off.account == "unconfined ([sandbox] agents is off)"
+    assert launch(SandboxPolicy(agents=True), False).account.endswith("for this agent)")
+    assert "enabled = false" in launch(SandboxPolicy(enabled=False, agents=True), True).account
+    monkeypatch.setattr(agent, "sandbox_status", lambda: status.SandboxStatus(False, "no bwrap"))
+    missing = launch(SandboxPolicy(agents=True), None)
+    assert missing.argv == ["claude"] and not missing.confined
+    assert missing.account == "unconfined: no sandbox can run here (no bwrap)"
+    assert not (tmp_path / ".claude").exists()  # nothing made for a run that is not confined

@@ -53,6 +53,8 @@ def doctor() -> int:
 
     sandbox = confinement_status()
     line(True if sandbox.confined else None, "sandbox", sandbox.detail)
+    agents_ok = False if sandbox.agents_unconfined else None
+    line(True if sandbox.agents.startswith("confined") else agents_ok, "agents", sandbox.agents)
 
     for name, path in agents_on_path():
         line(True if path else None, f"agent {name}", path or "not installed")

@@ -179,6 +179,8 @@ def main_run(args: argparse.Namespace) -> int:
     sandbox = confinement_status()
     if not sandbox.confined:
         print(f"corral: sandbox {sandbox.detail}", file=sys.stderr, flush=True)
+    if sandbox.agents_unconfined:
+        print(f"corral: agents {sandbox.agents}", file=sys.stderr, flush=True)
     try:
         return asyncio.run(
             run_session(

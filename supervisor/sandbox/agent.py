@@ -1,0 +1,101 @@
+"""An external agent's pane command, confined when the operator opted in.
+
+The agent gets the same policy as checks plus what it cannot work without:
+the network (it talks to its model), its terminal (it is interactive), its own
+config and credential paths (listed by its profile, created when a directory
+is missing so the agent can write there; HOME's top level is private scratch
+so a config file rewritten by temp file and rename still lands, see `Grant`), the hooks file corral reads for its
+session (the rest of corral's state dir stays hidden), the session's own
+files read-only (Claude Code's generated settings) and the Python that
+`corral hook` runs from. Where the operator asked for confinement but no
+sandbox can run, the agent runs unconfined and the account says why."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from .argv import confined_argv, confined_env
+from .policy import Grant, SandboxPolicy
+from .status import sandbox_status
+
+CORRAL_ROOT = Path(__file__).resolve().parents[2]  # the folder holding corral's packages
+
+
+@dataclass(frozen=True)
+class AgentLaunch:
+    argv: list[str]
+    env: dict[str, str]
+    confined: bool
+    account: str  # one line for the session's event log
+
+
+def hook_runtime(python: str) -> tuple[Path, ...]:
+    """What `corral hook` reads: the interpreter, its prefix, corral itself."""
+    paths = [Path(sys.prefix), Path(sys.base_prefix), CORRAL_ROOT]
+    exe = Path(os.path.realpath(python))
+    paths += [Path(python).parent.parent, exe.parent.parent]
+    return tuple(dict.fromkeys(paths))
+
+
+def _short(path: Path, home: str) -> str:
+    text = str(path)
+    if home and (text == home or text.startswith(home.rstrip("/") + "/")):
+        return "~" + text[len(home.rstrip("/")) :]
+    return text
+
+
+def launch_agent(
+    argv: Sequence[str],
+    cwd: Path,
+    env: Mapping[str, str],
+    *,
+    policy: SandboxPolicy,
+    choice: bool | None,
+    own_dirs: Sequence[Path],
+    own_files: Sequence[Path],
+    hooks_file: Path,
+    python: str,
+) -> AgentLaunch:
+    """`argv` as the pane runs it: inside bwrap when this agent is to be
+    confined and a sandbox can run here, else as is."""
+    plain = AgentLaunch(list(argv), dict(env), False, "")
+    if not policy.confines_agent(choice):
+        if not policy.enabled:
+            why = "[sandbox] enabled = false"
+        elif choice is False:
+            why = "sandbox = false for this agent"
+        else:
+            why = "[sandbox] agents is off"
+        return AgentLaunch(plain.argv, plain.env, False, f"unconfined ({why})")
+    status = sandbox_status()
+    if not status.available or status.bwrap is None:
+        return AgentLaunch(
+            plain.argv, plain.env, False, f"unconfined: no sandbox can run here ({status.detail})"
+        )
+    for directory in own_dirs:
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+        except OSError:
+            continue  # not writable for us either: the agent runs without it
+    hooks_file.parent.mkdir(parents=True, exist_ok=True)
+    os.close(os.open(hooks_file, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600))
+    grant = Grant(
+        writable=(*own_dirs, *own_files, hooks_file),
+        readable=(hooks_file.parent, *hook_runtime(python)),
+        terminal=True,
+        scratch_home=True,
+    )
+    wrapped = confined_argv(argv, cwd, policy, env, network=True, bwrap=status.bwrap, grant=grant)
+    home = env.get("HOME", "")
+    own = [_short(p, home) for p in (*own_dirs, *own_files) if p.exists()]
+    writes = ", ".join(["its worktree", *own])
+    return AgentLaunch(
+        wrapped,
+        confined_env(env),
+        True,
+        f"confined (bubblewrap): writes {writes}; network on",
+    )
