@@ -148,18 +148,44 @@ CODEX = CodexProfile(
     hooks=True,
 )
 
-GEMINI = AgentProfile(
+
+@dataclass(frozen=True)
+class GeminiProfile(AgentProfile):
+    def plan(self, binary: str, *, prompt: str, session_dir: Path, hook_cmd: str) -> LaunchPlan:
+        """`-i PROMPT` submits the task once the UI is up. `--skip-trust`
+        trusts corral's worktree for this run only: answering the trust
+        dialog instead makes Gemini CLI relaunch itself and submit the `-i`
+        prompt a second time (it already ran once, untrusted). No hooks: they
+        can be added per run only through root-owned system files or the
+        worktree's `.gemini/settings.json` (docs/agent-clis.md), so the
+        screen markers carry the status."""
+        return LaunchPlan(
+            argv=[binary, "--skip-trust", "--prompt-interactive", prompt],
+            env_allow=self.env_allow,
+        )
+
+
+# Markers from Gemini CLI 0.61's real screens (docs/agent-clis.md#gemini-cli-0610).
+GEMINI = GeminiProfile(
     name="gemini",
     label="Gemini CLI",
     binaries=("gemini",),
     markers=Markers(
-        busy=compile_all(r"esc to cancel", r"^\s*[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏]"),
-        waiting=compile_all(r"yes, allow once", r"allow execution", r"apply this change\?"),
-        idle=compile_all(r"^\s*>\s+type your message", r"^\s*>\s*$"),
+        # `⠧ Thinking... (esc to cancel, 2s)`; "? for shortcuts" shows busy or not.
+        # Not a bare "esc to cancel": the API-key dialog says "Esc to cancel" too.
+        busy=compile_all(r"\(esc to cancel, \d+[smh]", r"^\s*[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏]\s+\S"),
+        waiting=compile_all(
+            r"^\s*apply this change\?",
+            r"^\s*allow execution of\b",
+            r"^\s*(?:●\s*)?1\.\s+allow once",
+            r"how would you like to authenticate",
+        ),
+        # the last line: the footer (`<cwd>   no sandbox   <model>`), or the
+        # input line when the operator hid the footer
+        idle=compile_all(r"\s{2,}no sandbox(\s{2,}|$)", r"^\s*>\s+type your message"),
     ),
-    dialogs=(_dialog("trust", r"do you trust this folder", r"^trust folder"),),
+    dialogs=(_dialog("trust", r"do you trust the files in this folder", r"^trust folder\b"),),
     env_allow=agent_env.GEMINI,
-    prompt_in_argv=False,
 )
 
 AIDER = AgentProfile(
