@@ -39,6 +39,7 @@ from tests.fakes.model_server import (
     Reply,
     ToolCall,
     anthropic_sse,
+    chat_sse,
     gemini_sse,
     openai_sse,
     parse_sse,
@@ -311,6 +312,51 @@ def test_tool_results_are_collected_from_both_apis() -> None:
         )
         results = srv.tool_results()
         assert [r.get("content") or r.get("output") for r in results] == ["File created", "exit 0"]
+
+
+# --------------------------------------------------------------------------- Chat Completions
+
+
+def chat_text(raw: bytes) -> str:
+    return "".join(d["choices"][0]["delta"].get("content") or "" for _, d in parse_sse(raw))
+
+
+def test_chat_stream_ends_with_finish_reason_usage_and_done() -> None:
+    reply = Reply("Running.", [ToolCall("bash", {"cmd": "ls"}, "call_7")])
+    raw = b"".join(chat_sse(reply, "m"))
+    assert raw.endswith(b"data: [DONE]\n\n") and b"event:" not in raw
+    events = parse_sse(raw)  # [DONE] is skipped
+    assert events[0][1]["choices"][0]["delta"]["role"] == "assistant"
+    assert chat_text(raw) == "Running."
+    calls = [c for _, d in events for c in d["choices"][0]["delta"].get("tool_calls") or []]
+    assert calls == [
+        {
+            "index": 0,
+            "id": "call_7",
+            "type": "function",
+            "function": {"name": "bash", "arguments": '{"cmd": "ls"}'},
+        }
+    ]
+    last = events[-1][1]
+    assert last["choices"][0]["finish_reason"] == "tool_calls" and last["usage"]["total_tokens"]
+
+
+def test_chat_requests_without_tools_take_script_turns() -> None:
+    """Aider sends no tools: every plain chat request is its main loop."""
+    body = {"model": "fake-model", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
+    with FakeModelServer([Reply("one"), HttpError(401, "bad key"), Reply("two")]) as srv:
+        url = srv.openai_base_url + "/chat/completions"
+        assert chat_text(post(url, body)[2]) == "one"
+        code, _, raw = post(url, body)
+        assert code == 401 and json.loads(raw)["error"]["code"] == "invalid_api_key"
+        status, _, raw = post(url, {**body, "stream": False})
+        msg = json.loads(raw)["choices"][0]
+        assert status == 200 and msg["message"]["content"] == "two"
+        assert msg["finish_reason"] == "stop"
+        followup = [*body["messages"], {"role": "tool", "tool_call_id": "call_1", "content": "ok"}]
+        post(url, {**body, "messages": followup})
+        assert [r.api for r in srv.requests] == ["chat"] * 4
+        assert srv.tool_results() == [{"role": "tool", "tool_call_id": "call_1", "content": "ok"}]
 
 
 # --------------------------------------------------------------------------- Gemini API

@@ -7,6 +7,10 @@ protocols the CLIs use:
   Claude Code, via `ANTHROPIC_BASE_URL=<server.url>`.
 * OpenAI Responses API (`POST /v1/responses`, streamed SSE) — Codex, via a
   `[model_providers.NAME]` entry with `base_url = <server.url>/v1`.
+* OpenAI Chat Completions (`POST /v1/chat/completions`, streamed or not) —
+  Aider (through LiteLLM), via `OPENAI_API_BASE=<server.url>/v1` and a model
+  named `openai/<name>`. Aider sends no tools: every chat request that does
+  not ask for structured output is a main-loop request.
 * Gemini API (`POST /v1beta/models/<model>:streamGenerateContent?alt=sse`,
   `:generateContent`, `:countTokens`) — Gemini CLI, via
   `GOOGLE_GEMINI_BASE_URL=<server.url>`. Tool calls become `functionCall`
@@ -50,6 +54,8 @@ __all__ = [
     "ToolCall",
     "Turn",
     "anthropic_sse",
+    "chat_completion",
+    "chat_sse",
     "gemini_response",
     "gemini_sse",
     "openai_sse",
@@ -144,10 +150,12 @@ class RecordedRequest:
 
     @property
     def api(self) -> str:
-        """ "anthropic", "openai", "gemini" or "other"."""
+        """ "anthropic", "openai", "chat", "gemini" or "other"."""
         path = self.path.split("?")[0]
         if path.startswith("/v1/messages"):
             return "anthropic"
+        if path.rstrip("/").endswith("/chat/completions"):
+            return "chat"
         if path.startswith("/v1/responses"):
             return "openai"
         if "/models/" in path and path.rsplit(":", 1)[-1] in GEMINI_METHODS:
@@ -186,7 +194,8 @@ class RecordedRequest:
 def consumes_turn(req: RecordedRequest) -> bool:
     """Whether a request is the agent's main loop (takes the next script turn).
 
-    Both CLIs send their full tool list with every main-loop request. Their
+    Claude Code, Codex and Gemini CLI send their full tool list with every
+    main-loop request; Aider's chat requests carry none and all count. Their
     side requests carry no tools or ask for structured output (Codex's
     thread-title request wants `{"title": ...}`), and never consume turns.
     A Codex main-loop request is also recognised by its turn metadata header
@@ -197,7 +206,7 @@ def consumes_turn(req: RecordedRequest) -> bool:
         return False
     if structured_output_schema(req.body) is not None:
         return False
-    if req.tool_names:
+    if req.tool_names or req.api == "chat":
         return True
     try:
         meta = json.loads(req.headers.get("x-codex-turn-metadata") or "{}")
@@ -218,7 +227,7 @@ def parse_sse(raw: bytes | str) -> list[tuple[str, dict[str, Any]]]:
     text = raw.decode() if isinstance(raw, bytes) else raw
     out = []
     for block in text.split("\n\n"):
-        if not block.strip():
+        if not block.strip() or block.strip() == "data: [DONE]":  # Chat Completions' end
             continue
         event, data = "", []
         for line in block.split("\n"):
@@ -544,6 +553,71 @@ def openai_response(reply: Reply, model: str) -> dict[str, Any]:
     return last["response"]
 
 
+def _chat_tool_calls(reply: Reply) -> list[dict[str, Any]]:
+    return [
+        {
+            "index": i,
+            "id": call.call_id or _new_id("call"),
+            "type": "function",
+            "function": {"name": call.name, "arguments": json.dumps(call.arguments)},
+        }
+        for i, call in enumerate(reply.tool_calls)
+    ]
+
+
+def _chat_usage() -> dict[str, int]:
+    return {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+
+
+def chat_completion(reply: Reply, model: str) -> dict[str, Any]:
+    """The non-streaming Chat Completions response for `reply`."""
+    message: dict[str, Any] = {"role": "assistant", "content": reply.text or None}
+    if reply.tool_calls:
+        message["tool_calls"] = [
+            {k: v for k, v in c.items() if k != "index"} for c in _chat_tool_calls(reply)
+        ]
+    return {
+        "id": _new_id("chatcmpl"),
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": message,
+                "finish_reason": "tool_calls" if reply.tool_calls else "stop",
+            }
+        ],
+        "usage": _chat_usage(),
+    }
+
+
+def chat_sse(reply: Reply, model: str) -> list[bytes]:
+    """The Chat Completions stream: `data:` chunks (role, text pieces, tool
+    calls, finish_reason with usage), then `data: [DONE]`."""
+    base = {
+        "id": _new_id("chatcmpl"),
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": model,
+    }
+
+    def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> bytes:
+        choice = {"index": 0, "delta": delta, "finish_reason": finish}
+        data = {**base, "choices": [choice], **extra}
+        return f"data: {json.dumps(data, separators=(',', ':'))}\n\n".encode()
+
+    events = [chunk({"role": "assistant", "content": ""})]
+    if reply.text:
+        events += [chunk({"content": piece}) for piece in _chunks(reply.text)]
+    if reply.tool_calls:
+        events.append(chunk({"tool_calls": _chat_tool_calls(reply)}))
+    finish = "tool_calls" if reply.tool_calls else "stop"
+    events.append(chunk({}, finish, usage=_chat_usage()))
+    events.append(b"data: [DONE]\n\n")
+    return events
+
+
 def gemini_response(reply: Reply, model: str) -> dict[str, Any]:
     """The non-streaming `generateContent` response for `reply`: text and
     `functionCall` parts in one candidate (finishReason STOP either way; the
@@ -635,6 +709,9 @@ def structured_output_schema(body: Any) -> Any:
     """The JSON schema a request asks the answer to follow, if any."""
     if not isinstance(body, dict):
         return None
+    fmt = body.get("response_format")
+    if isinstance(fmt, dict) and fmt.get("type") == "json_schema":  # Chat Completions
+        return (fmt.get("json_schema") or {}).get("schema") or {}
     gen = body.get("generationConfig")
     if isinstance(gen, dict):  # Gemini: JSON mode with a schema
         for key in ("responseJsonSchema", "responseSchema"):
@@ -779,8 +856,8 @@ class FakeModelServer:
 
     def tool_results(self) -> list[Any]:
         """Every tool result the CLIs sent back, oldest first (Anthropic
-        `tool_result` blocks, OpenAI `function_call_output` items, Gemini
-        `functionResponse` parts)."""
+        `tool_result` blocks, OpenAI `function_call_output` items and `tool`
+        messages, Gemini `functionResponse` parts)."""
         seen: dict[str | None, Any] = {}  # by call id
         for req in self.turn_requests:
             body = req.body if isinstance(req.body, dict) else {}
@@ -790,6 +867,8 @@ class FakeModelServer:
                     for block in content:
                         if isinstance(block, dict) and block.get("type") == "tool_result":
                             seen[block.get("tool_use_id")] = block
+                if isinstance(msg, dict) and msg.get("role") == "tool":  # Chat Completions
+                    seen[msg.get("tool_call_id")] = msg
             for content in body.get("contents") or []:  # Gemini functionResponse parts
                 for part in (content.get("parts") if isinstance(content, dict) else None) or []:
                     if isinstance(part, dict) and isinstance(part.get("functionResponse"), dict):
@@ -930,6 +1009,11 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send_sse(gemini_sse(turn, model))
             else:
                 self._send_json(200, gemini_response(turn, model))
+        elif req.api == "chat":
+            if stream:
+                self._send_sse(chat_sse(turn, model))
+            else:
+                self._send_json(200, chat_completion(turn, model))
         elif req.api == "anthropic":
             if stream:
                 self._send_sse(anthropic_sse(turn, model))
