@@ -148,10 +148,13 @@ GEMINI: tuple[str, ...] = (
 
 # Aider reads every option as AIDER_<OPTION> (AIDER_MODEL, AIDER_OPENAI_API_KEY,
 # …) and any provider's key through LiteLLM's <PROVIDER>_API_KEY names.
+# LITELLM_LOCAL_MODEL_COST_MAP=True stops LiteLLM fetching its price list from
+# GitHub at start (offline that costs a timeout and a printed error).
 AIDER: tuple[str, ...] = (
     "AIDER_*",
     "OPENAI_API_KEY",
     "OPENAI_API_BASE",
+    "LITELLM_LOCAL_MODEL_COST_MAP",
     "ANTHROPIC_API_KEY",
     "GEMINI_API_KEY",
     "OPENROUTER_API_KEY",

@@ -188,14 +188,50 @@ GEMINI = GeminiProfile(
     env_allow=agent_env.GEMINI,
 )
 
-AIDER = AgentProfile(
+@dataclass(frozen=True)
+class AiderProfile(AgentProfile):
+    def plan(self, binary: str, *, prompt: str, session_dir: Path, hook_cmd: str) -> LaunchPlan:
+        """Aider takes no interactive first prompt on its command line: the
+        task is pasted at its `>` prompt. Flags keep corral's review honest:
+        no commits (auto or of dirty files; the operator delivers the diff),
+        no `.gitignore` edit, its history files in the session directory,
+        and no repo-map tag cache (`.aider.tags.cache.v4/`) in the worktree
+        unless the operator sets AIDER_MAP_TOKENS. No update check or release
+        notes prompt. `--notifications-command` is not an end-of-turn hook
+        (it also fires for y/n questions), so the screen carries the status."""
+        argv = [
+            binary,
+            "--no-auto-commits",
+            "--no-dirty-commits",
+            "--no-gitignore",
+            "--no-check-update",
+            "--no-show-release-notes",
+            "--chat-history-file",
+            str(session_dir / "aider.chat.history.md"),
+            "--input-history-file",
+            str(session_dir / "aider.input.history"),
+        ]
+        if not os.environ.get("AIDER_MAP_TOKENS"):
+            argv += ["--map-tokens", "0"]
+        session_dir.mkdir(parents=True, exist_ok=True)
+        return LaunchPlan(argv=argv, env_allow=self.env_allow, paste_prompt=prompt)
+
+
+# Markers from Aider 0.86's real screens (docs/agent-clis.md#aider-0862).
+AIDER = AiderProfile(
     name="aider",
     label="Aider",
     binaries=("aider",),
     markers=Markers(
-        busy=compile_all(r"^\s*[░█▒]+\s*(waiting|thinking)", r"tokens: .* sent"),
-        waiting=compile_all(r"\(y\)es/\(n\)o", r"\[yes\]:\s*$"),
-        idle=compile_all(r"^\s*>\s*$", r"^\w*>\s*$"),
+        # `░█         Waiting for openai/fake-model` (the pair bounces; `=#` on
+        # terminals without unicode); not the `Tokens: … sent, … received.`
+        # report, which stays on screen when idle
+        busy=compile_all(r"^\s*[░█=#]{2}\s*waiting for\s+\S"),
+        # `Create new file? (Y)es/(N)o [Yes]:`, `… (Y)es/(N)o/(D)on't ask again [Yes]:`,
+        # unanswered only: an answered one stays on screen as `… [Yes]: y`
+        waiting=compile_all(r"\(y\)es/\(n\)o\b.*\[(yes|no)\]:\s*$"),
+        # the input prompt: `>` (or `ask>`, `architect>`, `multi>` in other modes)
+        idle=compile_all(r"^\s*(\w+\s*)?>\s*$"),
     ),
     env_allow=agent_env.AIDER,
     prompt_in_argv=False,

@@ -77,6 +77,16 @@ def gemini_bin() -> Path:
     return BIN_DIR / "gemini"
 
 
+AIDER_VENV = E2E_DIR / "aider-venv"
+# "openai/<name>": LiteLLM's OpenAI-compatible provider, Chat Completions at
+# OPENAI_API_BASE. Unknown to LiteLLM, so Aider uses the "whole" edit format.
+AIDER_MODEL = "openai/fake-model"
+
+
+def aider_bin() -> Path:
+    return AIDER_VENV / "bin" / "aider"
+
+
 def missing_cli(binary: Path, install: str) -> str | None:
     """Why one CLI cannot run here (None when it is installed)."""
     if binary.exists():
@@ -490,6 +500,94 @@ def gemini_launch(
         home=home,
         events_file=root / "events.jsonl",
         config_dir=config_dir,
+    )
+
+
+# --------------------------------------------------------------------------- Aider
+
+
+def aider_whole_file(path: str, content: str, text: str = "Here it is.") -> str:
+    """A model reply in Aider's "whole" edit format: the file's path on its
+    own line, then its complete new content in a fence. Aider applies it."""
+    if not content.endswith("\n"):
+        content += "\n"
+    return f"{text}\n\n{path}\n```\n{content}```\n"
+
+
+def aider_launch(
+    root: Path,
+    openai_base_url: str,
+    workdir: Path,
+    *,
+    yes_always: bool = False,
+    extra_args: Iterable[str] = (),
+) -> AgentLaunch:
+    """Interactive `aider` in workdir on the fake server's Chat Completions
+    (`openai_base_url` = `server.openai_base_url`). Settings go through
+    Aider's own AIDER_* variables (what an operator would set), so the same
+    env drives corral's profile: the model, no analytics, no model-warnings
+    prompt (the fake model has no known context size), no update check;
+    `yes_always` answers every confirmation itself. The argv adds the flags
+    corral's profile passes (no commits, no .gitignore edit, history files
+    and no tag cache outside the worktree). The task is typed at its prompt."""
+    root = Path(root)
+    home = root / "home"
+    state = root / "aider-state"
+    home.mkdir(parents=True, exist_ok=True)
+    state.mkdir(parents=True, exist_ok=True)
+    argv = [
+        str(aider_bin()),
+        "--no-auto-commits",
+        "--no-dirty-commits",
+        "--no-gitignore",
+        "--chat-history-file",
+        str(state / "chat.history.md"),
+        "--input-history-file",
+        str(state / "input.history"),
+        "--map-tokens",
+        "0",
+        *extra_args,
+    ]
+    # Known metadata for the fake model: otherwise Aider downloads LiteLLM's
+    # price list from GitHub at every start (offline: an error printed after
+    # a DNS failure or a 5 s timeout) and warns about an unknown context size.
+    metadata = root / "model-metadata.json"
+    metadata.write_text(
+        json.dumps(
+            {
+                AIDER_MODEL: {
+                    "max_input_tokens": 128000,
+                    "max_output_tokens": 8192,
+                    "input_cost_per_token": 0,
+                    "output_cost_per_token": 0,
+                    "litellm_provider": "openai",
+                    "mode": "chat",
+                }
+            },
+            indent=2,
+        ),
+        encoding="utf-8",
+    )
+    env = base_env(home)
+    env.update(
+        OPENAI_API_KEY=FAKE_OPENAI_KEY,
+        OPENAI_API_BASE=openai_base_url,
+        AIDER_MODEL=AIDER_MODEL,
+        AIDER_MODEL_METADATA_FILE=str(metadata),
+        AIDER_ANALYTICS="false",
+        AIDER_CHECK_UPDATE="false",
+        AIDER_SHOW_RELEASE_NOTES="false",
+        LITELLM_LOCAL_MODEL_COST_MAP="True",
+    )
+    if yes_always:
+        env["AIDER_YES_ALWAYS"] = "true"
+    return AgentLaunch(
+        argv=argv,
+        env=env,
+        cwd=Path(workdir),
+        home=home,
+        events_file=root / "events.jsonl",
+        config_dir=state,
     )
 
 

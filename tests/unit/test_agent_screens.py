@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from corral.supervisor.agents.profiles import GEMINI
+from corral.supervisor.agents.profiles import AIDER, GEMINI
 from corral.supervisor.panes.manager import menu_keys
 from corral.supervisor.status import AgentStatus, classify, clean_lines
 
@@ -88,3 +88,49 @@ def test_gemini_is_started_with_the_task_and_session_trust(tmp_path: Path) -> No
     assert plan.argv == ["gemini", "--skip-trust", "--prompt-interactive", "do it"]
     assert plan.paste_prompt is None
     assert "GOOGLE_GEMINI_BASE_URL" in plan.env_allow and "GEMINI_API_KEY" in plan.env_allow
+
+
+# --------------------------------------------------------------------------- Aider
+
+
+def test_aider_waiting_for_the_model_is_running() -> None:
+    reading = classify(screen("aider-busy.txt"), AIDER.markers)
+    assert reading.status is AgentStatus.RUNNING
+    for frame in (
+        "░█        Waiting for openai/gpt",
+        "        █░ Waiting for x",
+        "  =#   Waiting for x",
+    ):
+        assert classify([frame], AIDER.markers).status is AgentStatus.RUNNING
+
+
+@pytest.mark.parametrize(
+    "name", ["aider-start.txt", "aider-idle_after.txt", "aider-interrupted.txt"]
+)
+def test_aider_at_its_prompt_is_idle(name: str) -> None:
+    # the `Tokens: … sent` report and an answered `[Yes]: y` stay on screen
+    assert classify(screen(name), AIDER.markers).status is AgentStatus.IDLE
+
+
+def test_aider_prompt_in_other_modes_is_idle() -> None:
+    for prompt in ("ask>", "architect>", "multi>"):
+        assert classify(["Aider v0.86.2", prompt], AIDER.markers).status is AgentStatus.IDLE
+
+
+def test_aider_create_file_confirmation_is_a_question_answered_in_words() -> None:
+    """`(Y)es/(N)o` takes a typed answer: no numbered options to pick."""
+    reading = classify(screen("aider-create.txt"), AIDER.markers)
+    assert reading.status is AgentStatus.WAITING
+    assert reading.question is not None
+    assert reading.question.prompt == "Create new file? (Y)es/(N)o [Yes]:"
+    assert reading.question.options == ()
+
+
+def test_aider_is_given_the_task_by_paste_and_keeps_the_worktree_clean(tmp_path: Path) -> None:
+    plan = AIDER.plan("aider", prompt="do it", session_dir=tmp_path / "s", hook_cmd="hook")
+    assert plan.paste_prompt == "do it" and "do it" not in plan.argv
+    for flag in ("--no-auto-commits", "--no-dirty-commits", "--no-gitignore"):
+        assert flag in plan.argv
+    history = plan.argv[plan.argv.index("--chat-history-file") + 1]
+    assert Path(history).parent == tmp_path / "s"
+    assert "OPENAI_API_BASE" in plan.env_allow
