@@ -188,6 +188,7 @@ GEMINI = GeminiProfile(
     env_allow=agent_env.GEMINI,
 )
 
+
 @dataclass(frozen=True)
 class AiderProfile(AgentProfile):
     def plan(self, binary: str, *, prompt: str, session_dir: Path, hook_cmd: str) -> LaunchPlan:
