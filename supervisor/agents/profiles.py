@@ -180,9 +180,14 @@ GEMINI = GeminiProfile(
             r"^\s*(?:●\s*)?1\.\s+allow once",
             r"how would you like to authenticate",
         ),
-        # the last line: the footer (`<cwd>   no sandbox   <model>`), or the
-        # input line when the operator hid the footer
-        idle=compile_all(r"\s{2,}no sandbox(\s{2,}|$)", r"^\s*>\s+type your message"),
+        # the last line: the footer (`<cwd>   no sandbox   <model>`; its sandbox
+        # column reads `no sandbox`, `untrusted`, `current process` or `all
+        # tools`, columns apart by spaces or ` · `), or the input line when the
+        # operator hid the footer
+        idle=compile_all(
+            r"(\s{2,}|\s·\s)(no sandbox|untrusted|current process|all tools)(\s{2,}|\s·\s|$)",
+            r"^\s*>\s+type your message",
+        ),
     ),
     dialogs=(_dialog("trust", r"do you trust the files in this folder", r"^trust folder\b"),),
     env_allow=agent_env.GEMINI,

@@ -36,6 +36,19 @@ def test_gemini_after_its_turn_is_idle() -> None:
     assert classify(screen("gemini-idle_after.txt"), GEMINI.markers).status is AgentStatus.IDLE
 
 
+@pytest.mark.parametrize(
+    "footer",
+    [
+        " ~/src/app                     all tools                      gemini-2.5-pro",
+        " ~/src/app · untrusted · Auto",
+        " >   Type your message or @path/to/file",
+    ],
+)
+def test_gemini_idle_footer_in_other_sandbox_modes_and_layouts(footer: str) -> None:
+    lines = [*screen("gemini-idle_after.txt")[:-1], footer]
+    assert classify(lines, GEMINI.markers).status is AgentStatus.IDLE
+
+
 def test_gemini_write_prompt_is_a_question_with_its_options() -> None:
     reading = classify(screen("gemini-write_prompt.txt"), GEMINI.markers)
     assert reading.status is AgentStatus.WAITING
