@@ -24,12 +24,26 @@ $(E2E_STAMP): e2e/package.json e2e/package-lock.json
 		npm ci --prefix e2e --no-audit --no-fund --loglevel=error && touch $(E2E_STAMP); \
 	else echo "npm not found: skipping agent CLIs (their end-to-end tests will skip)"; fi
 
+# Aider (PyPI) for the end-to-end tests, in its own venv: its pinned
+# dependency tree would clash with corral's. pip caches downloads in
+# ~/.cache/pip. When it cannot install (no PyPI, a Python it does not
+# support), the venv is removed and those tests say so and skip.
+AIDER_VENV := e2e/aider-venv
+AIDER_STAMP := $(AIDER_VENV)/.installed
+
+$(AIDER_STAMP): e2e/aider-requirements.txt
+	@rm -rf $(AIDER_VENV); \
+	if $(PYTHON) -m venv $(AIDER_VENV) && \
+		$(AIDER_VENV)/bin/python -m pip install -q --disable-pip-version-check -r e2e/aider-requirements.txt; then \
+		touch $(AIDER_STAMP); \
+	else rm -rf $(AIDER_VENV); echo "could not install Aider: skipping it (its end-to-end tests will skip)"; fi
+
 install: $(STAMP)
 
 demo: $(STAMP)
 	$(BIN)/corral demo
 
-test: $(STAMP) $(E2E_STAMP)
+test: $(STAMP) $(E2E_STAMP) $(AIDER_STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
 
 # The type checker and the import contracts read the package as it installs

@@ -22,7 +22,8 @@ from enum import StrEnum
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*(?:\x07|\x1b\\)|\x1b[()][A-Za-z0-9]")
 BOX = re.compile(r"^[\s│┃|─━╭╮╰╯┌┐└┘├┤┬┴┼═║╔╗╚╝\-_=+]*$")
-OPTION = re.compile(r"^\s*(?:[❯›>»]\s*)?(\d{1,2})[.)]\s+(.+?)\s*$")
+# the cursor before the selected option: ❯ (Claude Code), › (Codex), ● (Gemini CLI)
+OPTION = re.compile(r"^\s*(?:[❯›>»●]\s*)?(\d{1,2})[.)]\s+(.+?)\s*$")
 
 
 class AgentStatus(StrEnum):
@@ -95,7 +96,8 @@ def clean_lines(lines: list[str], n: int = 30) -> list[str]:
     out: list[str] = []
     for raw in lines:
         line = ANSI.sub("", raw).replace("\xa0", " ").rstrip()
-        line = line.strip("│┃║ ").rstrip() if line[:1] in "│┃║" else line
+        # a dialog box's side borders, also when the box is indented (Gemini CLI)
+        line = line.strip("│┃║ ").rstrip() if line.lstrip()[:1] in "│┃║" else line
         if BOX.match(line) and line.strip():
             continue
         if not line.strip() and out and not out[-1].strip():

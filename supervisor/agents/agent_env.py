@@ -124,23 +124,37 @@ def codex_provider_env(env: dict[str, str] | None = None) -> tuple[str, ...]:
     return tuple(dict.fromkeys(names))
 
 
+# Gemini CLI 0.61: key, endpoint overrides (GOOGLE_GEMINI_BASE_URL is how a
+# gateway or proxy is named), its settings/trust file locations, telemetry.
 GEMINI: tuple[str, ...] = (
     "GEMINI_API_KEY",
     "GOOGLE_API_KEY",
     "GEMINI_MODEL",
     "GEMINI_CLI_HOME",
+    "GOOGLE_GEMINI_BASE_URL",
+    "GOOGLE_VERTEX_BASE_URL",
+    "GOOGLE_GENAI_API_VERSION",
     "GOOGLE_GENAI_USE_VERTEXAI",
     "GOOGLE_GENAI_USE_GCA",
+    "GEMINI_CLI_SYSTEM_SETTINGS_PATH",
+    "GEMINI_CLI_SYSTEM_DEFAULTS_PATH",
+    "GEMINI_CLI_TRUSTED_FOLDERS_PATH",
+    "GEMINI_SANDBOX",
+    "GEMINI_SYSTEM_MD",
+    "GEMINI_TELEMETRY_*",
     *GOOGLE_CLOUD,
     *NETWORK,
 )
 
 # Aider reads every option as AIDER_<OPTION> (AIDER_MODEL, AIDER_OPENAI_API_KEY,
 # …) and any provider's key through LiteLLM's <PROVIDER>_API_KEY names.
+# LITELLM_LOCAL_MODEL_COST_MAP=True stops LiteLLM fetching its price list from
+# GitHub at start (offline that costs a timeout and a printed error).
 AIDER: tuple[str, ...] = (
     "AIDER_*",
     "OPENAI_API_KEY",
     "OPENAI_API_BASE",
+    "LITELLM_LOCAL_MODEL_COST_MAP",
     "ANTHROPIC_API_KEY",
     "GEMINI_API_KEY",
     "OPENROUTER_API_KEY",

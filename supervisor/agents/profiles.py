@@ -181,29 +181,97 @@ CODEX = CodexProfile(
     own_dirs=(".codex",),
 )
 
-GEMINI = AgentProfile(
+
+@dataclass(frozen=True)
+class GeminiProfile(AgentProfile):
+    def plan(self, binary: str, *, prompt: str, session_dir: Path, hook_cmd: str) -> LaunchPlan:
+        """`-i PROMPT` submits the task once the UI is up. `--skip-trust`
+        trusts corral's worktree for this run only: answering the trust
+        dialog instead makes Gemini CLI relaunch itself and submit the `-i`
+        prompt a second time (it already ran once, untrusted). No hooks: they
+        can be added per run only through root-owned system files or the
+        worktree's `.gemini/settings.json` (docs/agent-clis.md), so the
+        screen markers carry the status."""
+        return LaunchPlan(
+            argv=[binary, "--skip-trust", "--prompt-interactive", prompt],
+            env_allow=self.env_allow,
+        )
+
+
+# Markers from Gemini CLI 0.61's real screens (docs/agent-clis.md#gemini-cli-0610).
+GEMINI = GeminiProfile(
     name="gemini",
     label="Gemini CLI",
     binaries=("gemini",),
     markers=Markers(
-        busy=compile_all(r"esc to cancel", r"^\s*[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏]"),
-        waiting=compile_all(r"yes, allow once", r"allow execution", r"apply this change\?"),
-        idle=compile_all(r"^\s*>\s+type your message", r"^\s*>\s*$"),
+        # `⠧ Thinking... (esc to cancel, 2s)`; "? for shortcuts" shows busy or not.
+        # Not a bare "esc to cancel": the API-key dialog says "Esc to cancel" too.
+        busy=compile_all(r"\(esc to cancel, \d+[smh]", r"^\s*[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏]\s+\S"),
+        waiting=compile_all(
+            r"^\s*apply this change\?",
+            r"^\s*allow execution of\b",
+            r"^\s*(?:●\s*)?1\.\s+allow once",
+            r"how would you like to authenticate",
+        ),
+        # the last line: the footer (`<cwd>   no sandbox   <model>`; its sandbox
+        # column reads `no sandbox`, `untrusted`, `current process` or `all
+        # tools`, columns apart by spaces or ` · `), or the input line when the
+        # operator hid the footer
+        idle=compile_all(
+            r"(\s{2,}|\s·\s)(no sandbox|untrusted|current process|all tools)(\s{2,}|\s·\s|$)",
+            r"^\s*>\s+type your message",
+        ),
     ),
-    dialogs=(_dialog("trust", r"do you trust this folder", r"^trust folder"),),
+    dialogs=(_dialog("trust", r"do you trust the files in this folder", r"^trust folder\b"),),
     env_allow=agent_env.GEMINI,
-    prompt_in_argv=False,
     own_dirs=(".gemini",),
 )
 
-AIDER = AgentProfile(
+
+@dataclass(frozen=True)
+class AiderProfile(AgentProfile):
+    def plan(self, binary: str, *, prompt: str, session_dir: Path, hook_cmd: str) -> LaunchPlan:
+        """Aider takes no interactive first prompt on its command line: the
+        task is pasted at its `>` prompt. Flags keep corral's review honest:
+        no commits (auto or of dirty files; the operator delivers the diff),
+        no `.gitignore` edit, its history files in the session directory,
+        and no repo-map tag cache (`.aider.tags.cache.v4/`) in the worktree
+        unless the operator sets AIDER_MAP_TOKENS. No update check or release
+        notes prompt. `--notifications-command` is not an end-of-turn hook
+        (it also fires for y/n questions), so the screen carries the status."""
+        argv = [
+            binary,
+            "--no-auto-commits",
+            "--no-dirty-commits",
+            "--no-gitignore",
+            "--no-check-update",
+            "--no-show-release-notes",
+            "--chat-history-file",
+            str(session_dir / "aider.chat.history.md"),
+            "--input-history-file",
+            str(session_dir / "aider.input.history"),
+        ]
+        if not os.environ.get("AIDER_MAP_TOKENS"):
+            argv += ["--map-tokens", "0"]
+        session_dir.mkdir(parents=True, exist_ok=True)
+        return LaunchPlan(argv=argv, env_allow=self.env_allow, paste_prompt=prompt)
+
+
+# Markers from Aider 0.86's real screens (docs/agent-clis.md#aider-0862).
+AIDER = AiderProfile(
     name="aider",
     label="Aider",
     binaries=("aider",),
     markers=Markers(
-        busy=compile_all(r"^\s*[░█▒]+\s*(waiting|thinking)", r"tokens: .* sent"),
-        waiting=compile_all(r"\(y\)es/\(n\)o", r"\[yes\]:\s*$"),
-        idle=compile_all(r"^\s*>\s*$", r"^\w*>\s*$"),
+        # `░█         Waiting for openai/fake-model` (the pair bounces; `=#` on
+        # terminals without unicode); not the `Tokens: … sent, … received.`
+        # report, which stays on screen when idle
+        busy=compile_all(r"^\s*[░█=#]{2}\s*waiting for\s+\S"),
+        # `Create new file? (Y)es/(N)o [Yes]:`, `… (Y)es/(N)o/(D)on't ask again [Yes]:`,
+        # unanswered only: an answered one stays on screen as `… [Yes]: y`
+        waiting=compile_all(r"\(y\)es/\(n\)o\b.*\[(yes|no)\]:\s*$"),
+        # the input prompt: `>` (or `ask>`, `architect>`, `multi>` in other modes)
+        idle=compile_all(r"^\s*(\w+\s*)?>\s*$"),
     ),
     env_allow=agent_env.AIDER,
     prompt_in_argv=False,

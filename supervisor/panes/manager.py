@@ -371,7 +371,7 @@ def is_waiting(reading: StatusReading) -> bool:
     return reading.status is AgentStatus.WAITING
 
 
-CURSOR = ("❯", "›", ">")
+CURSOR = ("❯", "›", ">", "●")  # ● is Gemini CLI's
 
 
 def menu_keys(lines: list[str], choose: re.Pattern[str]) -> list[str] | None:

@@ -39,6 +39,8 @@ from tests.fakes.model_server import (
     Reply,
     ToolCall,
     anthropic_sse,
+    chat_sse,
+    gemini_sse,
     openai_sse,
     parse_sse,
     sample_for_schema,
@@ -310,6 +312,134 @@ def test_tool_results_are_collected_from_both_apis() -> None:
         )
         results = srv.tool_results()
         assert [r.get("content") or r.get("output") for r in results] == ["File created", "exit 0"]
+
+
+# --------------------------------------------------------------------------- Chat Completions
+
+
+def chat_text(raw: bytes) -> str:
+    return "".join(d["choices"][0]["delta"].get("content") or "" for _, d in parse_sse(raw))
+
+
+def test_chat_stream_ends_with_finish_reason_usage_and_done() -> None:
+    reply = Reply("Running.", [ToolCall("bash", {"cmd": "ls"}, "call_7")])
+    raw = b"".join(chat_sse(reply, "m"))
+    assert raw.endswith(b"data: [DONE]\n\n") and b"event:" not in raw
+    events = parse_sse(raw)  # [DONE] is skipped
+    assert events[0][1]["choices"][0]["delta"]["role"] == "assistant"
+    assert chat_text(raw) == "Running."
+    calls = [c for _, d in events for c in d["choices"][0]["delta"].get("tool_calls") or []]
+    assert calls == [
+        {
+            "index": 0,
+            "id": "call_7",
+            "type": "function",
+            "function": {"name": "bash", "arguments": '{"cmd": "ls"}'},
+        }
+    ]
+    last = events[-1][1]
+    assert last["choices"][0]["finish_reason"] == "tool_calls" and last["usage"]["total_tokens"]
+
+
+def test_chat_requests_without_tools_take_script_turns() -> None:
+    """Aider sends no tools: every plain chat request is its main loop."""
+    body = {"model": "fake-model", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
+    with FakeModelServer([Reply("one"), HttpError(401, "bad key"), Reply("two")]) as srv:
+        url = srv.openai_base_url + "/chat/completions"
+        assert chat_text(post(url, body)[2]) == "one"
+        code, _, raw = post(url, body)
+        assert code == 401 and json.loads(raw)["error"]["code"] == "invalid_api_key"
+        status, _, raw = post(url, {**body, "stream": False})
+        msg = json.loads(raw)["choices"][0]
+        assert status == 200 and msg["message"]["content"] == "two"
+        assert msg["finish_reason"] == "stop"
+        followup = [*body["messages"], {"role": "tool", "tool_call_id": "call_1", "content": "ok"}]
+        post(url, {**body, "messages": followup})
+        assert [r.api for r in srv.requests] == ["chat"] * 4
+        assert srv.tool_results() == [{"role": "tool", "tool_call_id": "call_1", "content": "ok"}]
+
+
+# --------------------------------------------------------------------------- Gemini API
+
+TOOLS_G = [{"functionDeclarations": [{"name": "write_file", "parametersJsonSchema": {}}]}]
+
+
+def gemini_body(**extra: Any) -> dict[str, Any]:
+    return {"contents": [{"role": "user", "parts": [{"text": "hi"}]}], "tools": TOOLS_G, **extra}
+
+
+def gemini_parts(raw: bytes) -> list[dict[str, Any]]:
+    return [p for _, d in parse_sse(raw) for p in d["candidates"][0]["content"]["parts"]]
+
+
+def test_gemini_stream_is_data_lines_with_text_then_function_call() -> None:
+    reply = Reply("Writing it.", [ToolCall("write_file", {"file_path": "/x/a", "content": "hi"})])
+    raw = b"".join(gemini_sse(reply, "gemini-test"))
+    assert b"event:" not in raw  # the Gemini API streams bare `data:` lines
+    events = parse_sse(raw)
+    parts = gemini_parts(raw)
+    assert "".join(p.get("text", "") for p in parts) == "Writing it."
+    assert parts[-1] == {
+        "functionCall": {"name": "write_file", "args": {"file_path": "/x/a", "content": "hi"}}
+    }
+    last = events[-1][1]
+    assert last["candidates"][0]["finishReason"] == "STOP" and "usageMetadata" in last
+    assert all("finishReason" not in d["candidates"][0] for _, d in events[:-1])
+
+
+def test_gemini_requests_share_the_script_with_the_other_apis() -> None:
+    path = "/v1beta/models/gemini-test:"
+    with FakeModelServer([Reply("anthropic"), Reply("gemini"), HttpError(401, "bad key")]) as srv:
+        _, _, raw = post(srv.url + "/v1/messages", messages_body())
+        assert anthropic_text(parse_sse(raw)) == "anthropic"
+        # Gemini CLI's model router: JSON mode with a schema, a side request
+        router = {
+            "responseMimeType": "application/json",
+            "responseJsonSchema": {
+                "type": "object",
+                "properties": {"complexity_score": {"type": "integer", "minimum": 1}},
+            },
+        }
+        status, _, raw = post(
+            srv.url + path + "generateContent", gemini_body(tools=None, generationConfig=router)
+        )
+        text = json.loads(raw)["candidates"][0]["content"]["parts"][0]["text"]
+        assert status == 200 and json.loads(text) == {"complexity_score": 1}
+        status, _, raw = post(srv.url + path + "countTokens", gemini_body())
+        assert status == 200 and json.loads(raw) == {"totalTokens": 100}
+        status, headers, raw = post(srv.url + path + "streamGenerateContent?alt=sse", gemini_body())
+        assert status == 200 and headers["Content-Type"].startswith("text/event-stream")
+        assert gemini_parts(raw) == [{"text": "gemini"}]
+        status, _, raw = post(srv.url + path + "streamGenerateContent?alt=sse", gemini_body())
+        assert status == 401
+        assert json.loads(raw) == {
+            "error": {"code": 401, "message": "bad key", "status": "UNAUTHENTICATED"}
+        }
+        assert [r.api for r in srv.requests] == [
+            "anthropic",
+            "gemini",
+            "gemini",
+            "gemini",
+            "gemini",
+        ]
+        assert [r.consumed for r in srv.requests] == [True, False, False, True, True]
+        assert srv.requests[-1].tool_names == ["write_file"]
+
+
+def test_gemini_function_responses_are_tool_results() -> None:
+    with FakeModelServer() as srv:
+        response = {"name": "write_file", "response": {"output": "Successfully created"}}
+        history = [
+            {"role": "user", "parts": [{"text": "go"}]},
+            {"role": "model", "parts": [{"functionCall": {"name": "write_file", "args": {}}}]},
+            {"role": "user", "parts": [{"functionResponse": response}]},
+        ]
+        for _ in range(2):  # every request repeats the history: one result
+            post(
+                srv.url + "/v1beta/models/m:streamGenerateContent?alt=sse",
+                gemini_body(contents=history),
+            )
+        assert srv.tool_results() == [response]
 
 
 def test_push_and_wait_for() -> None:

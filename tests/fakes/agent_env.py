@@ -1,5 +1,5 @@
-"""Hermetic launch recipes for the real agent CLIs (Claude Code, Codex) against
-the fake model server, as established in docs/agent-clis.md.
+"""Hermetic launch recipes for the real agent CLIs (Claude Code, Codex, Gemini
+CLI, Aider) against the fake model server, as established in docs/agent-clis.md.
 
 Each `*_launch` builds, under a private directory, everything one interactive
 run needs — a temp HOME (and CODEX_HOME), the CLI's config files, a recorder
@@ -10,8 +10,8 @@ for its hook / notify events — and returns an `AgentLaunch`:
     tmux new-session ... launch.shell_command()   # `env -i K=V ... argv`
     launch.events()                         # hook payloads recorded so far
 
-Nothing here reads or writes the real user's ~/.claude, ~/.claude.json or
-~/.codex: every path is inside the given directory.
+Nothing here reads or writes the real user's ~/.claude, ~/.claude.json,
+~/.codex, ~/.gemini or ~/.aider*: every path is inside the given directory.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ BIN_DIR = E2E_DIR / "node_modules" / ".bin"
 # The key is fake; Claude Code remembers approved keys by their last 20 chars.
 FAKE_ANTHROPIC_KEY = "sk-ant-api03-corral-offline-fake-key-0000000000"
 FAKE_OPENAI_KEY = "sk-corral-offline-fake-openai-key"
+FAKE_GEMINI_KEY = "corral-offline-fake-gemini-key"
 CODEX_KEY_ENV = "CORRAL_FAKE_OPENAI_KEY"
 CODEX_PROVIDER = "corralfake"
 # Not in Codex's model catalogue: no "Meet GPT-…" upgrade dialog, but a
@@ -70,6 +71,27 @@ def claude_bin() -> Path:
 
 def codex_bin() -> Path:
     return BIN_DIR / "codex"
+
+
+def gemini_bin() -> Path:
+    return BIN_DIR / "gemini"
+
+
+AIDER_VENV = E2E_DIR / "aider-venv"
+# "openai/<name>": LiteLLM's OpenAI-compatible provider, Chat Completions at
+# OPENAI_API_BASE. Unknown to LiteLLM, so Aider uses the "whole" edit format.
+AIDER_MODEL = "openai/fake-model"
+
+
+def aider_bin() -> Path:
+    return AIDER_VENV / "bin" / "aider"
+
+
+def missing_cli(binary: Path, install: str) -> str | None:
+    """Why one CLI cannot run here (None when it is installed)."""
+    if binary.exists():
+        return None
+    return f"{binary.name} not installed ({binary} missing); run `{install}`"
 
 
 def missing_clis() -> str | None:
@@ -421,6 +443,154 @@ def codex_launch(
         events_file=events_file,
         config_dir=codex_home,
         hooks_file=hooks_file,
+    )
+
+
+# --------------------------------------------------------------------------- Gemini CLI
+
+
+def gemini_settings(approval_mode: str | None = None) -> dict[str, Any]:
+    """~/.gemini/settings.json for the fake server: API-key auth chosen (no
+    "How would you like to authenticate" dialog), no update checks, usage
+    statistics or telemetry. `approval_mode` (`auto_edit`: edits run without
+    asking) is the operator's own setting, `general.defaultApprovalMode`."""
+    general: dict[str, Any] = {"enableAutoUpdate": False, "enableAutoUpdateNotification": False}
+    if approval_mode:
+        general["defaultApprovalMode"] = approval_mode
+    return {
+        "security": {"auth": {"selectedType": "gemini-api-key"}},
+        "general": general,
+        "privacy": {"usageStatisticsEnabled": False},
+        "telemetry": {"enabled": False},
+    }
+
+
+def gemini_launch(
+    root: Path,
+    base_url: str,
+    workdir: Path,
+    prompt: str | None,
+    *,
+    approval_mode: str | None = None,
+    skip_trust: bool = True,
+    extra_args: Iterable[str] = (),
+) -> AgentLaunch:
+    """Interactive `gemini [--skip-trust] [-i PROMPT]` in workdir, talking the
+    Gemini API to `base_url` (the fake server's `url`) with a fake key.
+
+    `skip_trust=False` leaves the "Do you trust the files in this folder?"
+    dialog up (answering it relaunches the CLI). Hooks are not used here: a
+    per-run hook file needs root-owned system settings (docs/agent-clis.md)."""
+    root = Path(root)
+    home = root / "home"
+    config_dir = home / ".gemini"
+    config_dir.mkdir(parents=True, exist_ok=True)
+    (config_dir / "settings.json").write_text(
+        json.dumps(gemini_settings(approval_mode), indent=2), encoding="utf-8"
+    )
+    argv = [str(gemini_bin())]
+    if skip_trust:
+        argv.append("--skip-trust")
+    argv += list(extra_args)
+    if prompt is not None:
+        argv += ["--prompt-interactive", prompt]
+    env = base_env(home)
+    env.update(GEMINI_API_KEY=FAKE_GEMINI_KEY, GOOGLE_GEMINI_BASE_URL=base_url)
+    return AgentLaunch(
+        argv=argv,
+        env=env,
+        cwd=Path(workdir),
+        home=home,
+        events_file=root / "events.jsonl",
+        config_dir=config_dir,
+    )
+
+
+# --------------------------------------------------------------------------- Aider
+
+
+def aider_whole_file(path: str, content: str, text: str = "Here it is.") -> str:
+    """A model reply in Aider's "whole" edit format: the file's path on its
+    own line, then its complete new content in a fence. Aider applies it."""
+    if not content.endswith("\n"):
+        content += "\n"
+    return f"{text}\n\n{path}\n```\n{content}```\n"
+
+
+def aider_launch(
+    root: Path,
+    openai_base_url: str,
+    workdir: Path,
+    *,
+    yes_always: bool = False,
+    extra_args: Iterable[str] = (),
+) -> AgentLaunch:
+    """Interactive `aider` in workdir on the fake server's Chat Completions
+    (`openai_base_url` = `server.openai_base_url`). Settings go through
+    Aider's own AIDER_* variables (what an operator would set), so the same
+    env drives corral's profile: the model, no analytics, no model-warnings
+    prompt (the fake model has no known context size), no update check;
+    `yes_always` answers every confirmation itself. The argv adds the flags
+    corral's profile passes (no commits, no .gitignore edit, history files
+    and no tag cache outside the worktree). The task is typed at its prompt."""
+    root = Path(root)
+    home = root / "home"
+    state = root / "aider-state"
+    home.mkdir(parents=True, exist_ok=True)
+    state.mkdir(parents=True, exist_ok=True)
+    argv = [
+        str(aider_bin()),
+        "--no-auto-commits",
+        "--no-dirty-commits",
+        "--no-gitignore",
+        "--chat-history-file",
+        str(state / "chat.history.md"),
+        "--input-history-file",
+        str(state / "input.history"),
+        "--map-tokens",
+        "0",
+        *extra_args,
+    ]
+    # Known metadata for the fake model: otherwise Aider downloads LiteLLM's
+    # price list from GitHub at every start (offline: an error printed after
+    # a DNS failure or a 5 s timeout) and warns about an unknown context size.
+    metadata = root / "model-metadata.json"
+    metadata.write_text(
+        json.dumps(
+            {
+                AIDER_MODEL: {
+                    "max_input_tokens": 128000,
+                    "max_output_tokens": 8192,
+                    "input_cost_per_token": 0,
+                    "output_cost_per_token": 0,
+                    "litellm_provider": "openai",
+                    "mode": "chat",
+                }
+            },
+            indent=2,
+        ),
+        encoding="utf-8",
+    )
+    env = base_env(home)
+    env.update(
+        OPENAI_API_KEY=FAKE_OPENAI_KEY,
+        OPENAI_API_BASE=openai_base_url,
+        AIDER_MODEL=AIDER_MODEL,
+        AIDER_MODEL_METADATA_FILE=str(metadata),
+        AIDER_ANALYTICS="false",
+        AIDER_CHECK_UPDATE="false",
+        AIDER_SHOW_RELEASE_NOTES="false",
+        LITELLM_LOCAL_MODEL_COST_MAP="True",
+    )
+    if yes_always:
+        env["AIDER_YES_ALWAYS"] = "true"
+    return AgentLaunch(
+        argv=argv,
+        env=env,
+        cwd=Path(workdir),
+        home=home,
+        events_file=root / "events.jsonl",
+        config_dir=state,
     )
 
 

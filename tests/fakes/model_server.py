@@ -7,6 +7,14 @@ protocols the CLIs use:
   Claude Code, via `ANTHROPIC_BASE_URL=<server.url>`.
 * OpenAI Responses API (`POST /v1/responses`, streamed SSE) — Codex, via a
   `[model_providers.NAME]` entry with `base_url = <server.url>/v1`.
+* OpenAI Chat Completions (`POST /v1/chat/completions`, streamed or not) —
+  Aider (through LiteLLM), via `OPENAI_API_BASE=<server.url>/v1` and a model
+  named `openai/<name>`. Aider sends no tools: every chat request that does
+  not ask for structured output is a main-loop request.
+* Gemini API (`POST /v1beta/models/<model>:streamGenerateContent?alt=sse`,
+  `:generateContent`, `:countTokens`) — Gemini CLI, via
+  `GOOGLE_GEMINI_BASE_URL=<server.url>`. Tool calls become `functionCall`
+  parts, so one script drives every CLI.
 
 The test hands the server a *script*: a list of turns. Every "main" model
 request (one that carries the agent's tool list; see `consumes_turn`) takes the
@@ -46,6 +54,10 @@ __all__ = [
     "ToolCall",
     "Turn",
     "anthropic_sse",
+    "chat_completion",
+    "chat_sse",
+    "gemini_response",
+    "gemini_sse",
     "openai_sse",
     "parse_sse",
 ]
@@ -93,6 +105,9 @@ class HttpError:
 
 Turn = Reply | HttpError
 
+# The Gemini API's model methods (`/v1beta/models/<model>:<method>`).
+GEMINI_METHODS = ("streamGenerateContent", "generateContent", "countTokens")
+
 ANTHROPIC_ERROR_TYPES = {
     400: "invalid_request_error",
     401: "authentication_error",
@@ -102,6 +117,15 @@ ANTHROPIC_ERROR_TYPES = {
     429: "rate_limit_error",
     500: "api_error",
     529: "overloaded_error",
+}
+GEMINI_ERROR_STATUSES = {
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    429: "RESOURCE_EXHAUSTED",
+    500: "INTERNAL",
+    503: "UNAVAILABLE",
 }
 OPENAI_ERROR_CODES = {
     400: ("invalid_request_error", None),
@@ -126,30 +150,43 @@ class RecordedRequest:
 
     @property
     def api(self) -> str:
-        """ "anthropic", "openai" or "other"."""
-        if self.path.split("?")[0].startswith("/v1/messages"):
+        """ "anthropic", "openai", "chat", "gemini" or "other"."""
+        path = self.path.split("?")[0]
+        if path.startswith("/v1/messages"):
             return "anthropic"
-        if self.path.split("?")[0].startswith("/v1/responses"):
+        if path.rstrip("/").endswith("/chat/completions"):
+            return "chat"
+        if path.startswith("/v1/responses"):
             return "openai"
+        if "/models/" in path and path.rsplit(":", 1)[-1] in GEMINI_METHODS:
+            return "gemini"
         return "other"
+
+    def _tools(self) -> list[dict[str, Any]]:
+        """The declared tools, flat: Gemini nests them in `functionDeclarations`."""
+        tools = self.body.get("tools") if isinstance(self.body, dict) else None
+        flat: list[dict[str, Any]] = []
+        for tool in tools or []:
+            if not isinstance(tool, dict):
+                continue
+            decls = tool.get("functionDeclarations")
+            if isinstance(decls, list):
+                flat += [d for d in decls if isinstance(d, dict)]
+            else:
+                flat.append(tool)
+        return flat
 
     @property
     def tool_names(self) -> list[str]:
-        tools = self.body.get("tools") if isinstance(self.body, dict) else None
-        names = []
-        for tool in tools or []:
-            if isinstance(tool, dict):
-                names.append(tool.get("name") or (tool.get("function") or {}).get("name") or "")
-        return names
+        return [
+            tool.get("name") or (tool.get("function") or {}).get("name") or ""
+            for tool in self._tools()
+        ]
 
     def tool(self, name: str) -> dict[str, Any] | None:
         """The declaration of tool `name` in this request's `tools`."""
-        tools = self.body.get("tools") if isinstance(self.body, dict) else None
-        for tool in tools or []:
-            if isinstance(tool, dict) and name in (
-                tool.get("name"),
-                (tool.get("function") or {}).get("name"),
-            ):
+        for tool in self._tools():
+            if name in (tool.get("name"), (tool.get("function") or {}).get("name")):
                 return tool
         return None
 
@@ -157,18 +194,19 @@ class RecordedRequest:
 def consumes_turn(req: RecordedRequest) -> bool:
     """Whether a request is the agent's main loop (takes the next script turn).
 
-    Both CLIs send their full tool list with every main-loop request. Their
+    Claude Code, Codex and Gemini CLI send their full tool list with every
+    main-loop request; Aider's chat requests carry none and all count. Their
     side requests carry no tools or ask for structured output (Codex's
     thread-title request wants `{"title": ...}`), and never consume turns.
     A Codex main-loop request is also recognised by its turn metadata header
     (`"thread_source": "user"`), for models whose requests declare no tools."""
     if req.method != "POST" or req.api == "other" or not isinstance(req.body, dict):
         return False
-    if req.path.split("?")[0].rstrip("/").endswith("count_tokens"):
+    if req.path.split("?")[0].rstrip("/").endswith(("count_tokens", ":countTokens")):
         return False
     if structured_output_schema(req.body) is not None:
         return False
-    if req.body.get("tools"):
+    if req.tool_names or req.api == "chat":
         return True
     try:
         meta = json.loads(req.headers.get("x-codex-turn-metadata") or "{}")
@@ -189,7 +227,7 @@ def parse_sse(raw: bytes | str) -> list[tuple[str, dict[str, Any]]]:
     text = raw.decode() if isinstance(raw, bytes) else raw
     out = []
     for block in text.split("\n\n"):
-        if not block.strip():
+        if not block.strip() or block.strip() == "data: [DONE]":  # Chat Completions' end
             continue
         event, data = "", []
         for line in block.split("\n"):
@@ -515,6 +553,128 @@ def openai_response(reply: Reply, model: str) -> dict[str, Any]:
     return last["response"]
 
 
+def _chat_tool_calls(reply: Reply) -> list[dict[str, Any]]:
+    return [
+        {
+            "index": i,
+            "id": call.call_id or _new_id("call"),
+            "type": "function",
+            "function": {"name": call.name, "arguments": json.dumps(call.arguments)},
+        }
+        for i, call in enumerate(reply.tool_calls)
+    ]
+
+
+def _chat_usage() -> dict[str, int]:
+    return {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+
+
+def chat_completion(reply: Reply, model: str) -> dict[str, Any]:
+    """The non-streaming Chat Completions response for `reply`."""
+    message: dict[str, Any] = {"role": "assistant", "content": reply.text or None}
+    if reply.tool_calls:
+        message["tool_calls"] = [
+            {k: v for k, v in c.items() if k != "index"} for c in _chat_tool_calls(reply)
+        ]
+    return {
+        "id": _new_id("chatcmpl"),
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": message,
+                "finish_reason": "tool_calls" if reply.tool_calls else "stop",
+            }
+        ],
+        "usage": _chat_usage(),
+    }
+
+
+def chat_sse(reply: Reply, model: str) -> list[bytes]:
+    """The Chat Completions stream: `data:` chunks (role, text pieces, tool
+    calls, finish_reason with usage), then `data: [DONE]`."""
+    base = {
+        "id": _new_id("chatcmpl"),
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": model,
+    }
+
+    def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> bytes:
+        choice = {"index": 0, "delta": delta, "finish_reason": finish}
+        data = {**base, "choices": [choice], **extra}
+        return f"data: {json.dumps(data, separators=(',', ':'))}\n\n".encode()
+
+    events = [chunk({"role": "assistant", "content": ""})]
+    if reply.text:
+        events += [chunk({"content": piece}) for piece in _chunks(reply.text)]
+    if reply.tool_calls:
+        events.append(chunk({"tool_calls": _chat_tool_calls(reply)}))
+    finish = "tool_calls" if reply.tool_calls else "stop"
+    events.append(chunk({}, finish, usage=_chat_usage()))
+    events.append(b"data: [DONE]\n\n")
+    return events
+
+
+def gemini_response(reply: Reply, model: str) -> dict[str, Any]:
+    """The non-streaming `generateContent` response for `reply`: text and
+    `functionCall` parts in one candidate (finishReason STOP either way; the
+    CLI runs the calls it finds)."""
+    parts: list[dict[str, Any]] = []
+    if reply.text:
+        parts.append({"text": reply.text})
+    for call in reply.tool_calls:
+        fc: dict[str, Any] = {"name": call.name, "args": call.arguments}
+        if call.call_id:
+            fc["id"] = call.call_id
+        parts.append({"functionCall": fc})
+    return {
+        "candidates": [
+            {"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}
+        ],
+        "usageMetadata": _gemini_usage(),
+        "modelVersion": model,
+        "responseId": _new_id("resp"),
+    }
+
+
+def _gemini_usage() -> dict[str, int]:
+    return {"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15}
+
+
+def gemini_sse(reply: Reply, model: str) -> list[bytes]:
+    """The `streamGenerateContent?alt=sse` stream for `reply`: `data:` lines
+    only (no `event:`), each a partial GenerateContentResponse; text in
+    chunks, then each function call whole, the last chunk with finishReason
+    and usage."""
+    resp_id = _new_id("resp")
+    chunks: list[list[dict[str, Any]]] = []
+    if reply.text:
+        chunks += [[{"text": piece}] for piece in _chunks(reply.text)]
+    for call in reply.tool_calls:
+        fc: dict[str, Any] = {"name": call.name, "args": call.arguments}
+        if call.call_id:
+            fc["id"] = call.call_id
+        chunks.append([{"functionCall": fc}])
+    if not chunks:
+        chunks.append([{"text": ""}])
+    events = []
+    for i, parts in enumerate(chunks):
+        candidate: dict[str, Any] = {"content": {"role": "model", "parts": parts}, "index": 0}
+        data: dict[str, Any] = {
+            "candidates": [candidate],
+            "modelVersion": model,
+            "responseId": resp_id,
+        }
+        if i == len(chunks) - 1:
+            candidate["finishReason"] = "STOP"
+            data["usageMetadata"] = _gemini_usage()
+        events.append(f"data: {json.dumps(data, separators=(',', ':'))}\n\n".encode())
+    return events
+
+
 def sample_for_schema(schema: Any, text: str = "ok") -> Any:
     """A minimal value satisfying a (simple) JSON schema: used to answer the
     CLIs' structured side requests (Codex asks for `{"title": ...}`)."""
@@ -549,6 +709,16 @@ def structured_output_schema(body: Any) -> Any:
     """The JSON schema a request asks the answer to follow, if any."""
     if not isinstance(body, dict):
         return None
+    fmt = body.get("response_format")
+    if isinstance(fmt, dict) and fmt.get("type") == "json_schema":  # Chat Completions
+        return (fmt.get("json_schema") or {}).get("schema") or {}
+    gen = body.get("generationConfig")
+    if isinstance(gen, dict):  # Gemini: JSON mode with a schema
+        for key in ("responseJsonSchema", "responseSchema"):
+            if isinstance(gen.get(key), dict):
+                return gen[key]
+        if gen.get("responseMimeType") == "application/json":
+            return {}
     for holder in (body.get("text"), body.get("output_config"), body.get("output_format")):
         if isinstance(holder, dict):
             fmt = holder.get("format", holder)
@@ -561,10 +731,11 @@ def structured_output_schema(body: Any) -> Any:
 
 
 class FakeModelServer:
-    """Threaded fake Anthropic + OpenAI endpoint on 127.0.0.1 (free port).
+    """Threaded fake Anthropic + OpenAI + Gemini endpoint on 127.0.0.1 (free port).
 
     Use as a context manager (or `start()`/`stop()`). `url` is the base for
-    `ANTHROPIC_BASE_URL`; `openai_base_url` (`url + "/v1"`) for Codex."""
+    `ANTHROPIC_BASE_URL` and `GOOGLE_GEMINI_BASE_URL`; `openai_base_url`
+    (`url + "/v1"`) for Codex."""
 
     def __init__(
         self,
@@ -685,7 +856,8 @@ class FakeModelServer:
 
     def tool_results(self) -> list[Any]:
         """Every tool result the CLIs sent back, oldest first (Anthropic
-        `tool_result` blocks and OpenAI `function_call_output` items)."""
+        `tool_result` blocks, OpenAI `function_call_output` items and `tool`
+        messages, Gemini `functionResponse` parts)."""
         seen: dict[str | None, Any] = {}  # by call id
         for req in self.turn_requests:
             body = req.body if isinstance(req.body, dict) else {}
@@ -695,6 +867,14 @@ class FakeModelServer:
                     for block in content:
                         if isinstance(block, dict) and block.get("type") == "tool_result":
                             seen[block.get("tool_use_id")] = block
+                if isinstance(msg, dict) and msg.get("role") == "tool":  # Chat Completions
+                    seen[msg.get("tool_call_id")] = msg
+            for content in body.get("contents") or []:  # Gemini functionResponse parts
+                for part in (content.get("parts") if isinstance(content, dict) else None) or []:
+                    if isinstance(part, dict) and isinstance(part.get("functionResponse"), dict):
+                        fr = part["functionResponse"]
+                        # each request repeats the history: dedupe by id, else by content
+                        seen[fr.get("id") or json.dumps(fr, sort_keys=True)] = fr
             for item in body.get("input") or []:
                 if isinstance(item, dict) and item.get("type") in (
                     "function_call_output",
@@ -808,6 +988,9 @@ class _Handler(BaseHTTPRequestHandler):
         if path.endswith("/count_tokens"):
             self._send_json(200, {"input_tokens": 100})
             return
+        if path.endswith(":countTokens"):
+            self._send_json(200, {"totalTokens": 100})
+            return
         if req.api == "other":
             self._send_json(404, {"error": {"message": f"fake: no {path}", "type": "not_found"}})
             return
@@ -819,7 +1002,19 @@ class _Handler(BaseHTTPRequestHandler):
         model = (body or {}).get("model") if isinstance(body, dict) else None
         model = model or self.fake.model
         stream = isinstance(body, dict) and bool(body.get("stream"))
-        if req.api == "anthropic":
+        if req.api == "gemini":
+            # the model is in the path; the SDK streams when the method says so
+            model = path.rsplit("/", 1)[-1].split(":")[0] or self.fake.model
+            if path.endswith(":streamGenerateContent"):
+                self._send_sse(gemini_sse(turn, model))
+            else:
+                self._send_json(200, gemini_response(turn, model))
+        elif req.api == "chat":
+            if stream:
+                self._send_sse(chat_sse(turn, model))
+            else:
+                self._send_json(200, chat_completion(turn, model))
+        elif req.api == "anthropic":
             if stream:
                 self._send_sse(anthropic_sse(turn, model))
             else:
@@ -846,6 +1041,9 @@ class _Handler(BaseHTTPRequestHandler):
                 },
             }
             headers["request-id"] = _new_id("req")
+        elif api == "gemini":
+            status = GEMINI_ERROR_STATUSES.get(err.status, "UNKNOWN")
+            body = {"error": {"code": err.status, "message": message, "status": status}}
         else:
             etype, code = OPENAI_ERROR_CODES.get(err.status, ("server_error", None))
             body = {"error": {"message": message, "type": etype, "param": None, "code": code}}
