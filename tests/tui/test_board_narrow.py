@@ -16,7 +16,6 @@ from corral.tui.app import CorralApp
 
 from .conftest import FIXED_NOW, board_ready, final_frame, seed_board, until
 
-
 LONG = "Foxtrot makes the word-count report print JSON when --json is given"
 
 
