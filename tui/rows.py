@@ -108,6 +108,8 @@ def needs_text(row: SessionSummary) -> Text:
         return Text(f"sign-in: {row.auth_message}", style="bold yellow")
     if row.needs_you_label:
         return Text(row.needs_you_label, style="bold yellow")
+    if row.state is S.FAILED and row.error:
+        return Text(row.error.strip().splitlines()[0], style="red")
     if row.live and row.agent_status == "waiting" and row.agent_reason:
         return Text(f"waiting: {row.agent_reason}", style="yellow")
     return Text("")
@@ -124,19 +126,34 @@ def repo_name(row: SessionSummary) -> str:
 
 
 def counts_line(rows: list[SessionSummary]) -> str:
+    """`5 sessions: 3 need you · 0 in progress · 2 finished (1 failed)` —
+    the three parts add up to the total; failed ones are among the finished."""
     needs = sum(1 for r in rows if r.needs_you is not None)
     working = sum(1 for r in rows if r.needs_you is None and not r.state.is_terminal)
     done = sum(1 for r in rows if r.state.is_terminal)
     failed = sum(1 for r in rows if r.state is S.FAILED)
-    parts = [
-        f"{len(rows)} sessions",
-        f"{needs} need you",
-        f"{working} in progress",
-        f"{done} finished",
-    ]
-    if failed:
-        parts.append(f"{failed} failed")
-    return "  ·  ".join(parts)
+    noun = "session" if len(rows) == 1 else "sessions"
+    finished = f"{done} finished" + (f" ({failed} failed)" if failed else "")
+    return f"{len(rows)} {noun}:  " + "  ·  ".join(
+        [f"{needs} need you", f"{working} in progress", finished]
+    )
+
+
+def announcement(rows: list[SessionSummary]) -> tuple[str, str] | None:
+    """(title, body) of one toast for sessions that started needing the
+    operator at about the same time; None for none."""
+    if not rows:
+        return None
+
+    def intent(r: SessionSummary) -> str:
+        return r.intent.splitlines()[0] if r.intent else r.label
+
+    if len(rows) == 1:
+        return f"{rows[0].label}: {rows[0].needs_you_label}", intent(rows[0])
+    lines = [f"{r.label}: {r.needs_you_label}" for r in rows[:3]]
+    if len(rows) > 3:
+        lines.append(f"and {len(rows) - 3} more")
+    return f"{len(rows)} sessions need you", "\n".join(lines)
 
 
 FILTER_WORDS = {

@@ -153,7 +153,8 @@ def board_in_sync(app: Any) -> bool:
     if set(board.summaries) != {r.session_id for r in rows}:
         return False
     same = all(board._cells(board.summaries[r.session_id]) == board._cells(r) for r in rows)
-    return same and board.order == [r.session_id for r in board.shown_rows()]
+    announced = board._announce_timer is None  # gathered needs-you toasts are out
+    return same and announced and board.order == [r.session_id for r in board.shown_rows()]
 
 
 async def board_ready(app: Any, pilot: Any) -> BoardScreen:

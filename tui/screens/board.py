@@ -15,6 +15,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import Screen
+from textual.timer import Timer
 from textual.widgets import Footer, Input, Static
 
 from corral.supervisor.interface import WatchDropped
@@ -36,11 +37,17 @@ COLUMNS = (
     ("updated", "Updated"),
 )
 
+ANNOUNCE_GATHER = 0.3  # seconds: needs-you changes this close together make one toast
+INTENT_WANTED = 30  # cells of intent kept on a narrow terminal before columns give way
+
 
 class BoardScreen(Screen[None]):
     app = getters.app(CorralApp)
 
+    # help and quit first: a narrow footer cuts from the right, never them
     BINDINGS = [
+        Binding("question_mark", "app.help", "Help"),
+        Binding("q", "app.quit", "Quit"),
         Binding("enter", "open", "Open"),
         Binding("n", "new", "New"),
         Binding("d", "discuss", "Discuss"),
@@ -54,8 +61,6 @@ class BoardScreen(Screen[None]):
         Binding("tab", "next_needs_you", "Next needs-you", priority=True),
         Binding("f", "cycle_filter", "Filter"),
         Binding("slash", "search", "Search"),
-        Binding("question_mark", "app.help", "Help"),
-        Binding("q", "app.quit", "Quit"),
     ]
 
     def __init__(self, clock: Callable[[], float] = time.time) -> None:
@@ -67,11 +72,20 @@ class BoardScreen(Screen[None]):
         self.search = ""
         self._footer_keys: object = object()  # what the footer last showed keys for
         self._pending_select: str | None = None  # a session just started: the cursor goes there
+        self._announcing: dict[str, SessionSummary] = {}
+        self._announce_timer: Timer | None = None
 
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Static("", id="counts")
-            yield BoardTable(COLUMNS, flex="intent", id="board")
+            yield BoardTable(
+                COLUMNS,
+                flex="intent",
+                flex_wanted=INTENT_WANTED,
+                caps={"state": 16, "needs": 20},
+                droppable=("engine", "iter", "repo", "updated"),
+                id="board",
+            )
             yield Static("", id="empty")
             search = Input(
                 placeholder="search intent, repo or id — enter applies, escape clears", id="search"
@@ -126,11 +140,26 @@ class BoardScreen(Screen[None]):
         self._rebuild()
 
     def _announce(self, row: SessionSummary) -> None:
-        """A session started needing the operator: bell, toast, desktop note."""
-        intent = row.intent.splitlines()[0] if row.intent else row.label
+        """A session started needing the operator. Announcements arriving
+        together become one toast (and one bell), and none is made for the
+        session the operator is already looking at."""
+        self._announcing[row.session_id] = row
+        if self._announce_timer is None:
+            self._announce_timer = self.set_timer(ANNOUNCE_GATHER, self._flush_announcements)
+
+    def _flush_announcements(self) -> None:
+        self._announce_timer = None
+        on_screen = getattr(self.app.screen, "session_id", None)
+        rows = [r for sid, r in self._announcing.items() if sid != on_screen]
+        self._announcing = {}
+        text = R.announcement(rows)
+        if text is None:
+            return
+        title, body = text
         self.app.bell()
-        self.notify(f"{intent}", title=f"{row.label}: {row.needs_you_label}", timeout=6)
-        self.app.desktop_notify(f"corral: {row.needs_you_label}", intent)
+        self.notify(body, title=title, timeout=6, markup=False)
+        headline = rows[0].needs_you_label if len(rows) == 1 else title
+        self.app.desktop_notify(f"corral: {headline}", body)
 
     def shown_rows(self) -> list[SessionSummary]:
         """The rows the filter and search let through, in board order (not

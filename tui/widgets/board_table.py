@@ -11,6 +11,10 @@ strips, cached per row until the row, the layout or the styles change:
 - column widths come from the cells' plain text (cheap), the intent column
   takes what is left of the width and truncates with an ellipsis, so the
   columns to its right stay on screen;
+- on a narrow terminal the flexible column keeps at least `flex_wanted`
+  cells: capped columns shrink to their cap first (with an ellipsis), then
+  droppable columns leave, least useful first (at 80 columns the board keeps
+  state, needs-you, the intent and its age);
 - `show(order, cells_of)` replaces the row order and rewrites only rows whose
   cells changed; the cursor is an index, and the board keeps it on its session;
 - keys: up/down, page up/down, home/end, enter selects; a click moves the
@@ -124,12 +128,23 @@ class BoardTable(ScrollView, can_focus=True):
             return self.table
 
     def __init__(
-        self, columns: Sequence[tuple[str, str]], *, flex: str | None = None, **kwargs: Any
+        self,
+        columns: Sequence[tuple[str, str]],
+        *,
+        flex: str | None = None,
+        flex_wanted: int = 0,
+        caps: dict[str, int] | None = None,
+        droppable: Sequence[str] = (),
+        **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.column_keys = [key for key, _ in columns]
         self.labels = [label for _, label in columns]
         self.flex_index = self.column_keys.index(flex) if flex else None
+        self.flex_wanted = flex_wanted
+        self.caps = {self.column_keys.index(k): n for k, n in (caps or {}).items()}
+        self.droppable = [self.column_keys.index(k) for k in droppable]
+        self.hidden: set[int] = set()
         self._cells: dict[str, Cells] = {}
         self._row_widths: dict[str, tuple[int, ...]] = {}
         self._order: list[str] = []
@@ -255,12 +270,27 @@ class BoardTable(ScrollView, can_focus=True):
         """Column widths for a line `width` cells wide (the flexible column
         gives way first)."""
         widths = list(self._content_widths)
+        hidden: set[int] = set()
         if self.flex_index is not None and width:
-            others = sum(w + 2 * PADDING for i, w in enumerate(widths) if i != self.flex_index)
-            room = max(width - others - 2 * PADDING, MIN_FLEX)
-            widths[self.flex_index] = min(widths[self.flex_index], room)
-        if widths != self._widths or width != self._layout_width:
-            self._widths, self._layout_width = widths, width
+            flex = self.flex_index
+            wanted = min(max(self.flex_wanted, MIN_FLEX), widths[flex])
+
+            def room() -> int:
+                others = sum(
+                    w + 2 * PADDING for i, w in enumerate(widths) if i != flex and i not in hidden
+                )
+                return width - others - 2 * PADDING
+
+            if room() < wanted:
+                for i, cap in self.caps.items():
+                    widths[i] = min(widths[i], cap)
+            for i in self.droppable:
+                if room() >= wanted:
+                    break
+                hidden.add(i)
+            widths[flex] = min(widths[flex], max(room(), MIN_FLEX))
+        if widths != self._widths or width != self._layout_width or hidden != self.hidden:
+            self._widths, self._layout_width, self.hidden = widths, width, hidden
             self._strips.clear()
 
     def notify_style_update(self) -> None:
@@ -277,6 +307,8 @@ class BoardTable(ScrollView, can_focus=True):
         console = self.app.console
         segments: list[Segment] = []
         for column, (width, cell) in enumerate(zip(self._widths, cells, strict=False)):
+            if column in self.hidden:
+                continue
             text = _as_text(cell).copy()
             text.truncate(width, overflow="ellipsis", pad=True)
             text.end = ""
