@@ -56,6 +56,9 @@ class AgentProfile:
     version_args: tuple[str, ...] = ("--version",)
     prompt_in_argv: bool = True
     hooks: bool = False  # structured end-of-turn signal available
+    # Without hooks: seconds a screen must stay unchanged at a prompt-like
+    # last line before the agent reads idle (the quiet rule, status.py).
+    quiet_secs: float = 3.0
 
     def find(self, path: str | None = None) -> str | None:
         for name in self.binaries:

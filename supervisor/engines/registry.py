@@ -42,6 +42,7 @@ class AgentEngines:
         python: str = sys.executable,
         provider: ModelProvider | None = None,
         agent_settings: Mapping[str, AgentSettings] | None = None,
+        idle_quiet_secs: float | None = None,
     ) -> None:
         self.panes = panes
         self.session_dir = session_dir
@@ -52,6 +53,7 @@ class AgentEngines:
         self.python = python
         self.provider = provider
         self.agent_settings = dict(agent_settings or {})
+        self.idle_quiet_secs = idle_quiet_secs
 
     def resolve(self, requested: str) -> tuple[str, str]:
         requested = (requested or "auto").strip()
@@ -119,7 +121,11 @@ class AgentEngines:
         if self.panes is None:
             raise CorralError("agent panes are not available")
         return ExternalEngine(
-            with_settings(profile_for(name, demo_pace=self.demo_pace), self.agent_settings),
+            with_settings(
+                profile_for(name, demo_pace=self.demo_pace),
+                self.agent_settings,
+                quiet_secs=self.idle_quiet_secs,
+            ),
             self.panes,
             session_dir=self.session_dir,
             transient_retries=self.transient_retries,

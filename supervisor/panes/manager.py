@@ -5,6 +5,13 @@ status tracker per pane.
   activity for every pane; only panes whose activity changed are captured,
   all in one call. Idle debounce is re-evaluated on the cached screen, so no
   capture is needed for it.
+- The sweep, the captures and reading the screens (cleaning, classifying,
+  looking for a known dialog) run in one worker thread, never on the event
+  loop the console paints from: with 100 agents streaming, reading screens
+  on the loop made the sweep fall behind until busy agents looked idle. The
+  worker hands back `ScreenFacts` stamped with their capture time; the loop
+  only folds them into each tracker. A screen whose cleaned tail did not
+  change is not classified again.
 - Hook files (`<state>/agents/<session>/hooks.jsonl`, appended by
   `corral hook`) are watched with watchfiles: no polling for them.
 - First-run dialogs a profile knows (trust, API key) are answered by picking
@@ -22,11 +29,22 @@ import logging
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ..agents.base import AgentProfile
-from ..status import AgentStatus, Question, StatusReading, StatusTracker, clean_lines, find_question
+from ..agents.base import AgentProfile, Dialog
+from ..status import (
+    AgentStatus,
+    Markers,
+    Question,
+    ScreenFacts,
+    StatusReading,
+    StatusTracker,
+    clean_lines,
+    find_question,
+    read_screen,
+)
 from .base import PaneBackend, PaneError, PaneGone, PaneHandle, PaneInfo, PaneSpec, Screen
 
 log = logging.getLogger("corral.panes")
@@ -49,6 +67,7 @@ class PaneRecord:
     changed: asyncio.Event = field(default_factory=asyncio.Event)
     hooks_offset: int = 0
     answered_dialogs: dict[str, tuple[float, int]] = field(default_factory=dict)
+    facts: ScreenFacts | None = None  # the last reading of `screen`
 
     @property
     def status(self) -> StatusReading:
@@ -58,6 +77,69 @@ class PaneRecord:
         self.version += 1
         self.changed.set()
         self.changed = asyncio.Event()
+
+
+def tracker_for(profile: AgentProfile) -> StatusTracker:
+    """A profile's status tracker: the quiet rule only for agents without hooks."""
+    return StatusTracker(
+        markers=profile.markers, quiet_secs=None if profile.hooks else profile.quiet_secs
+    )
+
+
+@dataclass(frozen=True)
+class Watch:
+    """What the sweep's worker needs to know about one pane: a snapshot taken
+    on the loop, so the worker never reads a record the loop is changing."""
+
+    session_id: str
+    handle: PaneHandle
+    alive: bool
+    activity: float
+    screen: Screen | None
+    facts: ScreenFacts | None
+    markers: Markers
+    dialogs: tuple[Dialog, ...]
+
+
+@dataclass
+class Seen:
+    """One pane as one sweep found it, folded into its record on the loop."""
+
+    watch: Watch
+    now: float  # when the sweep ran (the time a re-check of a cached screen counts for)
+    gone: bool = False
+    died: bool = False
+    exit_status: int | None = None
+    activity: float | None = None  # set when it changed
+    screen: Screen | None = None  # a fresh capture
+    facts: ScreenFacts | None = None
+    dialog: bool = False  # a dialog the profile answers is on screen
+
+
+def cursor_after(screen: Screen) -> bool | None:
+    """Whether the cursor sits right after the last non-blank line's text
+    (where a prompt leaves it); None when the screen has no lines."""
+    row = len(screen.lines) - 1
+    while row >= 0 and not screen.lines[row].strip():
+        row -= 1
+    if row < 0:
+        return None
+    return screen.cursor_y == row and screen.cursor_x >= len(screen.lines[row].rstrip())
+
+
+def same_text(before: Screen | None, now: Screen) -> bool:
+    return (
+        before is not None
+        and (before.cursor_x, before.cursor_y) == (now.cursor_x, now.cursor_y)
+        and before.lines == now.lines
+    )
+
+
+def dialog_on(tail: tuple[str, ...], dialogs: tuple[Dialog, ...]) -> bool:
+    if not dialogs:
+        return False
+    text = "\n".join(tail)
+    return any(d.detect.search(text) for d in dialogs)
 
 
 class PaneManager:
@@ -75,6 +157,7 @@ class PaneManager:
         self.on_status = on_status
         self.records: dict[str, PaneRecord] = {}
         self._tasks: list[asyncio.Task[None]] = []
+        self._worker: ThreadPoolExecutor | None = None
         self.sweep_count = 0
 
     # -- lifecycle ------------------------------------------------------------
@@ -91,6 +174,9 @@ class PaneManager:
             with contextlib.suppress(BaseException):
                 await task
         self._tasks = []
+        if self._worker is not None:
+            self._worker.shutdown(wait=False, cancel_futures=True)
+            self._worker = None
         await asyncio.to_thread(self.backend.close)
 
     # -- panes ----------------------------------------------------------------
@@ -108,7 +194,7 @@ class PaneManager:
             handle,
             profile,
             hooks,
-            StatusTracker(markers=profile.markers),
+            tracker_for(profile),
             hooks_offset=offset,
         )
         self.records[spec.session_id] = record
@@ -123,7 +209,7 @@ class PaneManager:
             handle,
             profile,
             hooks,
-            StatusTracker(markers=profile.markers),
+            tracker_for(profile),
             hooks_offset=offset,
         )
         self.records[session_id] = record
@@ -174,6 +260,14 @@ class PaneManager:
     async def send_text(self, session_id: str, text: str) -> None:
         record = self._require(session_id)
         await asyncio.to_thread(self.backend.send_text, record.handle, text)
+
+    def prompted(self, session_id: str, at: float) -> None:
+        """A prompt corral pasted landed at `at` (Enter pressed): the agent
+        works on it from then, and only screens captured later can say its
+        turn ended."""
+        record = self.records.get(session_id)
+        if record is not None and record.alive:
+            self._status(record, record.tracker.on_prompt(at))
 
     async def send_keys(self, session_id: str, keys: list[str]) -> None:
         record = self._require(session_id)
@@ -235,44 +329,108 @@ class PaneManager:
     # -- the sweep --------------------------------------------------------------
 
     async def sweep_once(self) -> None:
+        """One sweep: everything blocking or costly runs in the worker
+        (`observe`); folding its findings into the trackers runs here."""
         if not self.records:
             return
-        infos = await asyncio.to_thread(self.backend.sweep)
+        watches = [
+            Watch(
+                r.session_id,
+                r.handle,
+                r.alive,
+                r.activity,
+                r.screen,
+                r.facts,
+                r.profile.markers,
+                r.profile.dialogs,
+            )
+            for r in self.records.values()
+        ]
+        if self._worker is None:
+            self._worker = ThreadPoolExecutor(1, thread_name_prefix="corral-sweep")
+        loop = asyncio.get_running_loop()
+        seen = await loop.run_in_executor(self._worker, self.observe, watches)
         self.sweep_count += 1
+        for item in seen:
+            record = self.records.get(item.watch.session_id)
+            if record is None or record.handle != item.watch.handle:
+                continue  # killed or replaced while the worker looked
+            await self._fold(record, item)
+
+    def observe(self, watches: list[Watch]) -> list[Seen]:
+        """The worker's half of a sweep: one `list-panes -a`, one capture of
+        the panes whose activity changed, and a reading of each screen.
+        Blocking; never touches a record."""
         now = time.monotonic()
-        to_capture: list[PaneRecord] = []
-        for record in list(self.records.values()):
-            info: PaneInfo | None = infos.get(record.handle.owner)
-            if info is None or info.handle.pane_id != record.handle.pane_id:
-                if record.alive:
-                    record.alive = False
-                    self._status(record, record.tracker.on_exit(None, now))
-                continue
-            if not info.alive:
-                if record.alive:
-                    record.alive, record.exit_status = False, info.exit_status
-                    to_capture.append(record)  # keep its last screen
-                    self._status(record, record.tracker.on_exit(info.exit_status, now))
-                continue
-            if info.activity != record.activity or record.screen is None:
-                record.activity = info.activity
-                to_capture.append(record)
-            elif record.screen is not None:
-                # unchanged screen: let the debounce/hold timers run on the cache
-                if record.profile.dialogs:
-                    await self._answer_dialogs(record, record.screen)
-                self._status(record, record.tracker.on_screen(record.screen.lines, now))
+        infos = self.backend.sweep()
+        seen: list[Seen] = []
+        to_capture: list[Seen] = []
+        for watch in watches:
+            item = Seen(watch, now)
+            seen.append(item)
+            info: PaneInfo | None = infos.get(watch.handle.owner)
+            if info is None or info.handle.pane_id != watch.handle.pane_id:
+                item.gone = True
+            elif not info.alive:
+                item.died, item.exit_status = True, info.exit_status
+                if watch.alive:
+                    to_capture.append(item)  # keep its last screen
+            elif info.activity != watch.activity or watch.screen is None:
+                item.activity = info.activity
+                to_capture.append(item)
+            elif watch.facts is not None:
+                # no output since the last capture: the cached reading holds now
+                item.facts = watch.facts
+                item.dialog = dialog_on(watch.facts.tail, watch.dialogs)
         if to_capture:
-            screens = await asyncio.to_thread(self.backend.capture, [r.handle for r in to_capture])
-            for record in to_capture:
-                screen = screens.get(record.handle.owner)
+            at = time.monotonic()
+            screens = self.backend.capture([i.watch.handle for i in to_capture])
+            for item in to_capture:
+                screen = screens.get(item.watch.handle.owner)
                 if screen is None:
                     continue
-                record.screen = screen
-                record.bump()
-                if record.alive:
-                    await self._answer_dialogs(record, screen)
-                    self._status(record, record.tracker.on_screen(screen.lines, now))
+                item.screen = screen
+                previous, before = item.watch.facts, item.watch.screen
+                if previous is not None and same_text(before, screen):
+                    item.facts = replace(previous, at=at)  # recaptured, unchanged: no reading
+                else:
+                    item.facts = read_screen(
+                        screen.lines,
+                        item.watch.markers,
+                        at,
+                        cursor_after=cursor_after(screen),
+                        previous=previous,
+                    )
+                item.dialog = dialog_on(item.facts.tail, item.watch.dialogs)
+        return seen
+
+    async def _fold(self, record: PaneRecord, item: Seen) -> None:
+        """Apply one pane's sweep findings (on the loop: cheap state only)."""
+        if item.gone:
+            if record.alive:
+                record.alive = False
+                self._status(record, record.tracker.on_exit(None, item.now))
+            return
+        if item.died:
+            if record.alive:
+                record.alive, record.exit_status = False, item.exit_status
+                if item.screen is not None:
+                    record.screen, record.facts = item.screen, item.facts
+                    record.bump()
+                self._status(record, record.tracker.on_exit(item.exit_status, item.now))
+            return
+        if item.activity is not None:
+            record.activity = item.activity
+        if item.screen is not None:
+            record.screen, record.facts = item.screen, item.facts
+            record.bump()
+        if item.facts is None or record.screen is None or not record.alive:
+            return
+        if item.dialog:
+            await self._answer_dialogs(record, record.screen)
+        # a fresh capture counts at its capture time, a cached one at the sweep's
+        now = item.facts.at if item.screen is not None else item.now
+        self._status(record, record.tracker.on_facts(item.facts, now))
 
     async def _sweep_loop(self) -> None:
         while True:
