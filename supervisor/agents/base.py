@@ -21,6 +21,8 @@ from pathlib import Path
 from ..status import GENERIC, Markers
 
 INVOKED_BY = "CORRAL_INVOKED_BY"
+# Every agent pane gets the command that reports a hook event (`<cmd> Stop`).
+HOOK_CMD = "CORRAL_HOOK_CMD"
 
 
 class AgentUnavailable(Exception):
@@ -83,9 +85,12 @@ class AgentProfile:
 
     def plan(self, binary: str, *, prompt: str, session_dir: Path, hook_cmd: str) -> LaunchPlan:
         """How to start this agent on `prompt` (overridden per agent)."""
+        hook = {HOOK_CMD: hook_cmd}  # so a wrapper script can signal the agent's turns
         if self.prompt_in_argv:
-            return LaunchPlan(argv=[binary, prompt], env_allow=self.env_allow)
-        return LaunchPlan(argv=[binary], env_allow=self.env_allow, paste_prompt=prompt)
+            return LaunchPlan(argv=[binary, prompt], env_extra=hook, env_allow=self.env_allow)
+        return LaunchPlan(
+            argv=[binary], env_extra=hook, env_allow=self.env_allow, paste_prompt=prompt
+        )
 
 
 def check_recursion(agent: str, env: dict[str, str] | None = None) -> str:

@@ -14,7 +14,7 @@ from corral.assets import path as asset_path
 
 from ..status import Markers, compile_all
 from . import agent_env
-from .base import AgentProfile, AgentUnavailable, Dialog, LaunchPlan, write_json
+from .base import HOOK_CMD, AgentProfile, AgentUnavailable, Dialog, LaunchPlan, write_json
 
 DEMO_AGENT = asset_path("demo_agent", "demo_agent.py")
 
@@ -47,6 +47,7 @@ class ClaudeProfile(AgentProfile):
         extra = ["--permission-mode", mode] if mode else []
         return LaunchPlan(
             argv=[binary, "--settings", str(settings), *extra, prompt],
+            env_extra={HOOK_CMD: hook_cmd},
             env_allow=self.env_allow,
         )
 
@@ -61,6 +62,7 @@ class CodexProfile(AgentProfile):
         value = "[" + ", ".join('"' + p.replace('"', '\\"') + '"' for p in notify) + "]"
         return LaunchPlan(
             argv=[binary, "--no-daemon", "-c", f"notify={value}", prompt],
+            env_extra={HOOK_CMD: hook_cmd},
             env_allow=(*self.env_allow, *agent_env.codex_provider_env()),
         )
 
@@ -78,7 +80,7 @@ class DemoProfile(AgentProfile):
     def plan(self, binary: str, *, prompt: str, session_dir: Path, hook_cmd: str) -> LaunchPlan:
         return LaunchPlan(
             argv=[sys.executable, binary, "--pace", str(self.pace), prompt],
-            env_extra={"CORRAL_HOOK_CMD": hook_cmd},
+            env_extra={HOOK_CMD: hook_cmd},
             env_allow=self.env_allow,
         )
 
@@ -102,7 +104,7 @@ class CustomProfile(AgentProfile):
         return LaunchPlan(
             argv=[binary, *argv[1:]],
             paste_prompt=prompt,
-            env_extra={"CORRAL_HOOK_CMD": hook_cmd},
+            env_extra={HOOK_CMD: hook_cmd},
             env_allow=self.env_allow,
         )
 

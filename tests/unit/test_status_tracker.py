@@ -4,6 +4,8 @@ captures, questions that must hold, and the quiet rule. Time is injected."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from corral.supervisor.agents.profiles import CLAUDE, DEMO, profile_for
 from corral.supervisor.status import (
     AgentStatus,
@@ -19,7 +21,7 @@ QUESTION = ["Do you want to make this edit to a.py?", "❯ 1. Yes", "  2. No"]
 
 
 def tracker(**kw: float) -> StatusTracker:
-    return StatusTracker(markers=DEMO.markers, **kw)  # type: ignore[arg-type]
+    return StatusTracker(markers=DEMO.markers, **kw)
 
 
 def test_busy_frames_between_marker_less_frames_still_read_running() -> None:
@@ -144,3 +146,11 @@ def test_agents_without_hooks_use_the_configured_quiet_time() -> None:
     tuned = with_settings(custom, {"custom": AgentSettings(idle_quiet_secs=1.5)}, quiet_secs=4)
     assert tracker_for(tuned).quiet_secs == 1.5
     assert with_settings(custom, {}, quiet_secs=4).quiet_secs == 4
+
+
+def test_every_agent_pane_is_told_how_to_report_its_own_turns(tmp_path: Path) -> None:
+    for name in ("claude", "codex", "gemini", "aider", "opencode", "demo", "custom:my-agent"):
+        plan = profile_for(name).plan(
+            "/bin/agent", prompt="do it", session_dir=tmp_path, hook_cmd="HOOK --file f"
+        )
+        assert plan.env_extra.get("CORRAL_HOOK_CMD") == "HOOK --file f", name
