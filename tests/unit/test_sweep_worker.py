@@ -58,7 +58,7 @@ class FakeBackend:
 
 async def manager_with_pane(tmp_path: Path) -> tuple[PaneManager, FakeBackend]:
     backend = FakeBackend()
-    panes = PaneManager(backend, tmp_path / "hooks", interval=0.05)  # type: ignore[arg-type]
+    panes = PaneManager(backend, tmp_path / "hooks", interval=0.05)
     spec = PaneSpec("s1", 1, "corral-s1", tmp_path, ["agent"], {})
     await panes.spawn(spec, DEMO)
     return panes, backend
@@ -69,7 +69,7 @@ async def test_screens_are_captured_and_read_off_the_loop(tmp_path: Path) -> Non
     try:
         backend.screen = BUSY
         await panes.sweep_once()
-        assert panes.record("s1").status.status is AgentStatus.RUNNING  # type: ignore[union-attr]
+        assert panes.record("s1").status.status is AgentStatus.RUNNING
         assert backend.threads and threading.current_thread().name not in backend.threads
     finally:
         await panes.stop()
@@ -118,7 +118,7 @@ async def test_a_custom_agents_quiet_prompt_is_idle_only_after_the_quiet_time(
     tmp_path: Path,
 ) -> None:
     backend = FakeBackend()
-    panes = PaneManager(backend, tmp_path / "hooks")  # type: ignore[arg-type]
+    panes = PaneManager(backend, tmp_path / "hooks")
     custom = replace(profile_for("custom:tool"), quiet_secs=1.5)
     await panes.spawn(PaneSpec("s1", 1, "corral-s1", tmp_path, ["tool"], {}), custom)
     backend.screen = Screen(lines=["tool v1", "tool$ "], cursor_x=6, cursor_y=1)
