@@ -248,7 +248,9 @@ class StatusTracker:
 
     - a hook edge applies at once (it is exact);
     - a busy marker applies at once: agents show it only while they work,
-      and a missed busy frame is how a working agent got judged idle;
+      and a missed busy frame is how a working agent got judged idle; after
+      a hook's edge it must hold (the screen may lag the hook by a frame),
+      and no screen captured before a hook's edge overrides it;
     - a question must hold for `hold` seconds before it counts;
     - `idle` needs the screen unchanged for `idle_debounce` seconds between
       captures (a spinner between frames is not idle); with `quiet_secs` set
@@ -277,6 +279,7 @@ class StatusTracker:
     _screen_since: float = 0.0
     _seen_at: float = float("-inf")
     turn_at: float = float("-inf")
+    _hook_at: float = float("-inf")
     turn_ends: int = 0
     _ends_at_prompt: int = 0
 
@@ -304,6 +307,7 @@ class StatusTracker:
         if reading is None:
             return False
         now = time.monotonic() if now is None else now
+        self._hook_at = now
         if reading.status is AgentStatus.WAITING and reading.question is None:
             # keep the question text the screen already showed, if any
             screen = classify(list(self._last_screen), self.markers)
@@ -366,9 +370,16 @@ class StatusTracker:
         if reading.status is AgentStatus.UNKNOWN:
             return False  # keeps a pending question: one odd frame does not reset it
         if reading.status is AgentStatus.RUNNING:
-            if (reading.status, self.current.status) == (AgentStatus.RUNNING, AgentStatus.RUNNING):
+            if self.current.status is AgentStatus.RUNNING:
+                self._candidate = None
                 return False  # already running: keep the hook's or the prompt's reason
-            return self._set(reading, now)
+            if self.current.source != "hook":
+                return self._set(reading, now)
+            # a hook just said otherwise: the screen may lag it by a frame
+        if facts.at < self._hook_at:
+            return False  # captured before the hook's edge
+        if reading.status is AgentStatus.RUNNING:
+            return self._held(reading, now)
         if reading.status is AgentStatus.IDLE:
             if stable < self.idle_debounce:
                 return False
@@ -381,6 +392,10 @@ class StatusTracker:
             return False
         if self.current.status is AgentStatus.WAITING:
             return self._set(reading, now)  # same wait, better question text: take it
+        return self._held(reading, now)
+
+    def _held(self, reading: StatusReading, now: float) -> bool:
+        """Take `reading` once it has been seen for `hold` seconds."""
         if self._candidate is None or self._candidate.status is not reading.status:
             self._candidate, self._candidate_since = reading, now
             return False

@@ -154,3 +154,15 @@ def test_every_agent_pane_is_told_how_to_report_its_own_turns(tmp_path: Path) ->
             "/bin/agent", prompt="do it", session_dir=tmp_path, hook_cmd="HOOK --file f"
         )
         assert plan.env_extra.get("CORRAL_HOOK_CMD") == "HOOK --file f", name
+
+
+def test_a_busy_frame_left_on_screen_after_a_stop_hook_does_not_restart_the_turn() -> None:
+    t = StatusTracker(markers=CLAUDE.markers)
+    t.on_screen(BUSY, now=0.0)
+    assert t.on_hook({"hook_event_name": "Stop"}, now=1.0)
+    assert t.on_facts(read_screen(BUSY, CLAUDE.markers, at=0.9)) is False  # from before the hook
+    assert t.on_facts(read_screen(BUSY, CLAUDE.markers, at=1.1)) is False  # a lagging frame
+    assert t.current.status is AgentStatus.IDLE and t.turn_ends == 1
+    # a busy screen that stays is believed
+    assert t.on_facts(read_screen([*BUSY, "more"], CLAUDE.markers, at=1.7)) is True
+    assert t.current.status is AgentStatus.RUNNING
