@@ -165,10 +165,18 @@ def read_truth(path: Path) -> list[tuple[float, str]]:
 def phase_at(truth: list[tuple[float, str]], t: float) -> str:
     current = "start"
     for at, phase in truth:
-        if at - TOLERANCE > t:
+        if at > t:
             break
         current = phase
     return current
+
+
+def phases_near(truth: list[tuple[float, str]], t: float) -> set[str]:
+    """The true phases at any moment within TOLERANCE of `t` (a screen shows a
+    change a moment before its truth line is written)."""
+    near = {phase_at(truth, t - TOLERANCE)}
+    near.update(p for at, p in truth if t - TOLERANCE < at <= t + TOLERANCE)
+    return near
 
 
 def pct(values: list[float], p: float) -> float:
@@ -239,10 +247,16 @@ async def run(agents: int, seconds: float, work: Path) -> int:
         for c in seen:
             if c.announced > end:
                 break
-            truly = phase_at(truth, c.evidence)
-            if c.status is AgentStatus.IDLE and truly in ("busy", "waiting"):
+            truly = phases_near(truth, c.evidence)
+            if c.status is AgentStatus.IDLE and "idle" not in truly:
                 false_idle += 1
-            elif c.status is AgentStatus.RUNNING and truly == "idle":
+                around = [(round(at - c.evidence, 3), p) for at, p in truth]
+                around = [x for x in around if -8 < x[0] < 3]
+                print(
+                    f"  ! false idle on {sid}: evidence {c.evidence - start:.3f} s, announced "
+                    f"{c.announced - c.evidence:+.3f} s later; truth around it: {around}"
+                )
+            elif c.status is AgentStatus.RUNNING and "busy" not in truly:
                 false_running += 1
             elif c.status is AgentStatus.IDLE and phase_at(truth, c.announced) != "idle":
                 stale_idle += 1  # decided on an idle screen, announced after it ended
