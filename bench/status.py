@@ -55,7 +55,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from corral.supervisor.agents.base import AgentProfile
 from corral.supervisor.agents.profiles import DEMO
 from corral.supervisor.panes.base import PaneSpec
-from corral.supervisor.panes.manager import PaneManager, PaneRecord, Seen
+from corral.supervisor.panes.manager import PaneManager, PaneRecord
+from corral.supervisor.panes.observe import Seen
 from corral.supervisor.panes.tmux import TmuxBackend
 from corral.supervisor.status import AgentStatus, StatusReading
 

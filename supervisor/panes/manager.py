@@ -30,22 +30,21 @@ import re
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..agents.base import AgentProfile, Dialog
+from ..agents.base import AgentProfile
 from ..status import (
     AgentStatus,
-    Markers,
     Question,
     ScreenFacts,
     StatusReading,
     StatusTracker,
     clean_lines,
     find_question,
-    read_screen,
 )
-from .base import PaneBackend, PaneError, PaneGone, PaneHandle, PaneInfo, PaneSpec, Screen
+from .base import PaneBackend, PaneError, PaneGone, PaneHandle, PaneSpec, Screen
+from .observe import Seen, Watch, observe
 
 log = logging.getLogger("corral.panes")
 
@@ -84,62 +83,6 @@ def tracker_for(profile: AgentProfile) -> StatusTracker:
     return StatusTracker(
         markers=profile.markers, quiet_secs=None if profile.hooks else profile.quiet_secs
     )
-
-
-@dataclass(frozen=True)
-class Watch:
-    """What the sweep's worker needs to know about one pane: a snapshot taken
-    on the loop, so the worker never reads a record the loop is changing."""
-
-    session_id: str
-    handle: PaneHandle
-    alive: bool
-    activity: float
-    screen: Screen | None
-    facts: ScreenFacts | None
-    markers: Markers
-    dialogs: tuple[Dialog, ...]
-
-
-@dataclass
-class Seen:
-    """One pane as one sweep found it, folded into its record on the loop."""
-
-    watch: Watch
-    now: float  # when the sweep ran (the time a re-check of a cached screen counts for)
-    gone: bool = False
-    died: bool = False
-    exit_status: int | None = None
-    activity: float | None = None  # set when it changed
-    screen: Screen | None = None  # a fresh capture
-    facts: ScreenFacts | None = None
-    dialog: bool = False  # a dialog the profile answers is on screen
-
-
-def cursor_after(screen: Screen) -> bool | None:
-    """Whether the cursor sits right after the last non-blank line's text
-    (where a prompt leaves it); None when the screen has no lines."""
-    row = len(screen.lines) - 1
-    while row >= 0 and not screen.lines[row].strip():
-        row -= 1
-    if row < 0:
-        return None
-    return screen.cursor_y == row and screen.cursor_x >= len(screen.lines[row].rstrip())
-
-
-def same_text(before: Screen | None, now: Screen) -> bool:
-    return (
-        before is not None
-        and (before.cursor_x, before.cursor_y) == (now.cursor_x, now.cursor_y)
-        and before.lines == now.lines
-    )
-
-
-def dialog_on(tail: tuple[str, ...], dialogs: tuple[Dialog, ...]) -> bool:
-    if not dialogs:
-        return False
-    text = "\n".join(tail)
-    return any(d.detect.search(text) for d in dialogs)
 
 
 class PaneManager:
@@ -330,7 +273,7 @@ class PaneManager:
 
     async def sweep_once(self) -> None:
         """One sweep: everything blocking or costly runs in the worker
-        (`observe`); folding its findings into the trackers runs here."""
+        (`observe.observe`); folding its findings into the trackers runs here."""
         if not self.records:
             return
         watches = [
@@ -349,60 +292,13 @@ class PaneManager:
         if self._worker is None:
             self._worker = ThreadPoolExecutor(1, thread_name_prefix="corral-sweep")
         loop = asyncio.get_running_loop()
-        seen = await loop.run_in_executor(self._worker, self.observe, watches)
+        seen = await loop.run_in_executor(self._worker, observe, self.backend, watches)
         self.sweep_count += 1
         for item in seen:
             record = self.records.get(item.watch.session_id)
             if record is None or record.handle != item.watch.handle:
                 continue  # killed or replaced while the worker looked
             await self._fold(record, item)
-
-    def observe(self, watches: list[Watch]) -> list[Seen]:
-        """The worker's half of a sweep: one `list-panes -a`, one capture of
-        the panes whose activity changed, and a reading of each screen.
-        Blocking; never touches a record."""
-        now = time.monotonic()
-        infos = self.backend.sweep()
-        seen: list[Seen] = []
-        to_capture: list[Seen] = []
-        for watch in watches:
-            item = Seen(watch, now)
-            seen.append(item)
-            info: PaneInfo | None = infos.get(watch.handle.owner)
-            if info is None or info.handle.pane_id != watch.handle.pane_id:
-                item.gone = True
-            elif not info.alive:
-                item.died, item.exit_status = True, info.exit_status
-                if watch.alive:
-                    to_capture.append(item)  # keep its last screen
-            elif info.activity != watch.activity or watch.screen is None:
-                item.activity = info.activity
-                to_capture.append(item)
-            elif watch.facts is not None:
-                # no output since the last capture: the cached reading holds now
-                item.facts = watch.facts
-                item.dialog = dialog_on(watch.facts.tail, watch.dialogs)
-        if to_capture:
-            at = time.monotonic()
-            screens = self.backend.capture([i.watch.handle for i in to_capture])
-            for item in to_capture:
-                screen = screens.get(item.watch.handle.owner)
-                if screen is None:
-                    continue
-                item.screen = screen
-                previous, before = item.watch.facts, item.watch.screen
-                if previous is not None and same_text(before, screen):
-                    item.facts = replace(previous, at=at)  # recaptured, unchanged: no reading
-                else:
-                    item.facts = read_screen(
-                        screen.lines,
-                        item.watch.markers,
-                        at,
-                        cursor_after=cursor_after(screen),
-                        previous=previous,
-                    )
-                item.dialog = dialog_on(item.facts.tail, item.watch.dialogs)
-        return seen
 
     async def _fold(self, record: PaneRecord, item: Seen) -> None:
         """Apply one pane's sweep findings (on the loop: cheap state only)."""
