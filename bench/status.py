@@ -350,11 +350,99 @@ async def run(agents: int, seconds: float, work: Path) -> int:
     return 0 if ok else 1
 
 
+# -- keystroke → repaint with a console watching agents in real panes -------------
+
+# After the task is pasted at its `> ` prompt, streams output under a busy
+# marker for good (every pane changes between any two sweeps: the most work).
+CONSOLE_STANDIN = r"""
+import os, random, select, sys, time
+rng = random.Random(os.getpid())
+sys.stdout.write("stand-in agent\n> ")
+sys.stdout.flush()
+data = os.read(0, 65536)
+while select.select([0], [], [], 0.5)[0] and os.read(0, 65536):
+    pass
+n = 0
+while True:
+    n += 1
+    sys.stdout.write(f"\r\x1b[2Kstep {n}: editing module_{rng.randrange(99)}.py\n")
+    sys.stdout.write(f"✻ Working… ({n // 5}s · esc to interrupt)")
+    sys.stdout.flush()
+    time.sleep(rng.uniform(0.1, 0.25))
+"""
+
+
+def console_child(ready: Path, repo: Path, n: int) -> None:
+    """The real console with `n` sessions whose agents (custom: stand-ins) run
+    in real tmux panes watched by the real PaneManager (runs in the pty)."""
+    from corral.supervisor.api import Supervisor
+    from corral.supervisor.config import SupervisorConfig
+    from corral.supervisor.contracts.drafting import FixedDrafter
+    from corral.supervisor.factory import build_supervisor
+    from corral.supervisor.models import ContractCheck, OutcomeContract
+    from corral.supervisor.states import CoderState
+    from corral.tui.app import CorralApp
+
+    script = ready.parent / "console_standin.py"
+    script.write_text(CONSOLE_STANDIN)
+    never = OutcomeContract(
+        checks=[ContractCheck(name="done", command="test -f done.txt", timeout_secs=10)]
+    )
+    sup = build_supervisor(
+        ready.parent / "state",
+        FixedDrafter(never),
+        socket_dir=ready.parent / "tmux",
+        default_engine=f"custom:{sys.executable} -I -S {script}",
+        config=SupervisorConfig(max_session_wall_secs=0),
+    )
+
+    async def seed(s: Supervisor) -> None:
+        ids = []
+        for i in range(n):
+            ids.append((await s.start(f"Stand-in session {i}", repo, engine="auto")).session_id)
+        for sid in ids:
+            await s.wait_for(sid, needs=True, timeout=300)
+            await s.confirm(sid)
+        for sid in ids:
+            await s.wait_for(sid, {CoderState.RUNNING}, timeout=300)
+        while sum(r.agent_status == "running" for r in s.list()) < n:
+            await asyncio.sleep(0.5)
+        ready.write_text(str(len(ids)))
+
+    try:
+        CorralApp(sup, default_repo=repo, on_ready=seed).run()
+    finally:
+        for sock in (ready.parent / "tmux").glob("*"):
+            subprocess.run(["tmux", "-S", str(sock), "kill-server"], capture_output=True)
+
+
+def console_keys(keys: int, n: int) -> tuple[list[float], list[float]]:
+    """bench/tui.py's keystroke measurement, with `console_child` in its pty."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_tui", Path(__file__).with_name("tui.py"))
+    assert spec is not None and spec.loader is not None
+    tui = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tui)
+    child = [sys.executable, str(Path(__file__).resolve()), "--console-child"]
+    key_ms, idle_ms = tui.keystrokes(keys, n, child=child, ready_timeout=600)
+    return list(key_ms), list(idle_ms)
+
+
 def main() -> int:
+    if len(sys.argv) > 1 and sys.argv[1] == "--console-child":
+        console_child(Path(sys.argv[2]), Path(sys.argv[3]), int(sys.argv[4]))
+        return 0
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="30 s of phases, not 90 s")
     parser.add_argument("--agents", type=int, default=100, help="stand-in agents (100)")
     parser.add_argument("--seconds", type=float, help="seconds of phases (90; 30 with --quick)")
+    parser.add_argument(
+        "--console",
+        action="store_true",
+        help="also time keystroke → repaint in a real console watching N agents in panes",
+    )
+    parser.add_argument("--keys", type=int, default=60, help="keystrokes with --console (60)")
     args = parser.parse_args()
     if shutil.which("tmux") is None:
         print("tmux is not installed", file=sys.stderr)
@@ -368,9 +456,28 @@ def main() -> int:
     )
     work = Path(tempfile.mkdtemp(prefix="corral-bench-status-"))
     try:
-        return asyncio.run(run(args.agents, seconds, work))
+        code = asyncio.run(run(args.agents, seconds, work))
     finally:
         shutil.rmtree(work, ignore_errors=True)
+    if args.console:
+        print(
+            f"keystroke → repaint: the console (a pty, 200x50) with {args.agents} sessions whose "
+            "custom: stand-ins stream under a busy marker in real tmux panes"
+        )
+        key_ms, idle_ms = console_keys(args.keys, args.agents)
+        p95 = pct(key_ms, 95)
+        good = p95 <= BUDGET_LAG_P95_MS
+        print(
+            f"  keystroke: p50 {statistics.median(key_ms):.1f} ms  p95 {p95:.1f} ms  max "
+            f"{max(key_ms):.1f} ms over {len(key_ms)} keys   budget p95 ≤ "
+            f"{BUDGET_LAG_P95_MS:g} ms   {'PASS' if good else 'FAIL'}"
+        )
+        print(
+            f"  background (no key; same wait for the next chunk): p50 "
+            f"{statistics.median(idle_ms):.1f} ms  p95 {pct(idle_ms, 95):.1f} ms"
+        )
+        code = code or (0 if good else 1)
+    return code
 
 
 if __name__ == "__main__":
