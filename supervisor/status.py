@@ -81,17 +81,27 @@ GENERIC = Markers(
 
 def clean_lines(lines: list[str], n: int = 30) -> list[str]:
     """The last `n` meaningful lines: ANSI stripped, NBSP normalised,
-    box-drawing rules and trailing blanks dropped."""
+    box-drawing rules and trailing blanks dropped. Works from the bottom up
+    and stops at `n`: a sweep reads up to a hundred screens."""
     out: list[str] = []
-    for raw in lines:
-        line = ANSI.sub("", raw).replace("\xa0", " ").rstrip()
-        line = line.strip("│┃║ ").rstrip() if line[:1] in "│┃║" else line
-        if BOX.match(line) and line.strip():
+    for raw in reversed(lines):
+        line = ANSI.sub("", raw) if "\x1b" in raw else raw
+        if "\xa0" in line:
+            line = line.replace("\xa0", " ")
+        line = line.rstrip()
+        if line[:1] in "│┃║":
+            line = line.strip("│┃║ ").rstrip()
+        if not line.strip():
+            if out:
+                out.append(line)
+            continue
+        if BOX.match(line):
             continue
         out.append(line)
-    while out and not out[-1].strip():
-        out.pop()
-    return out[-n:]
+        if len(out) >= n:
+            break
+    out.reverse()
+    return out
 
 
 def find_question(lines: list[str]) -> Question | None:

@@ -103,6 +103,7 @@ def observe(backend: PaneBackend, watches: list[Watch]) -> list[Seen]:
         at = time.monotonic()
         screens = backend.capture([i.watch.handle for i in to_capture])
         for item in to_capture:
+            time.sleep(0)  # let the loop's thread take the GIL between screens
             screen = screens.get(item.watch.handle.owner)
             if screen is None:
                 continue
