@@ -204,3 +204,10 @@ def test_profiles_and_custom_commands() -> None:
     with pytest.raises(AgentUnavailable, match="unknown agent"):
         profile_for("nope")
     assert "hook --file" in hook_command("/usr/bin/python3", Path("/tmp/h.jsonl"))
+
+
+def test_clean_lines_keeps_the_last_meaningful_lines_in_order() -> None:
+    lines = ["a", "╭───╮", "│ > │", "", "b", "───", "", "  "]
+    assert clean_lines(lines) == ["a", ">", "", "b"]
+    assert clean_lines([f"l{i}" for i in range(50)] + [""], n=3) == ["l47", "l48", "l49"]
+    assert clean_lines(["", "  "]) == []
