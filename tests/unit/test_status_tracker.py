@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from corral.supervisor.agents.profiles import CLAUDE, DEMO, profile_for
 from corral.supervisor.status import (
     AgentStatus,
@@ -166,3 +168,18 @@ def test_a_busy_frame_left_on_screen_after_a_stop_hook_does_not_restart_the_turn
     # a busy screen that stays is believed
     assert t.on_facts(read_screen([*BUSY, "more"], CLAUDE.markers, at=1.7)) is True
     assert t.current.status is AgentStatus.RUNNING
+
+
+def test_the_quiet_time_is_read_from_config_toml(tmp_path: Path) -> None:
+    from corral.supervisor.agents.settings import load_agent_settings
+    from corral.supervisor.config import load_config
+    from corral.supervisor.errors import ConfigError
+
+    path = tmp_path / "config.toml"
+    path.write_text("[supervisor]\nidle_quiet_secs = 4\n\n[agents.custom]\nidle_quiet_secs = 1.5\n")
+    assert load_config(path).idle_quiet_secs == 4
+    assert load_agent_settings(path)["custom"].idle_quiet_secs == 1.5
+    assert load_config(tmp_path / "none.toml").idle_quiet_secs == 3.0  # the default: ≤ 5 s
+    path.write_text("[agents.aider]\nidle_quiet_secs = 0\n")
+    with pytest.raises(ConfigError, match="idle_quiet_secs"):
+        load_agent_settings(path)
