@@ -84,6 +84,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/events.py
 	$(BIN)/python bench/git.py
 	$(BIN)/python bench/panes.py --quick
+	$(BIN)/python bench/status.py --quick --console
 	$(BIN)/python bench/tui.py --quick
 
 clean:

@@ -237,7 +237,11 @@ def child_live(ready_file: Path, repo: Path, n: int) -> None:
     CorralApp(sup, default_repo=repo, on_ready=seed).run()
 
 
-def keystrokes(keys: int, n: int) -> tuple[list[float], list[float]]:
+def keystrokes(
+    keys: int, n: int, child: list[str] | None = None, ready_timeout: float = 150
+) -> tuple[list[float], list[float]]:
+    """Key and background gaps with `n` live sessions; `child` is the console
+    program to run (given ready file, repo and n), this file's by default."""
     from ptyprocess import PtyProcess
 
     with tempfile.TemporaryDirectory(prefix="corral-bench-live-") as tmp:
@@ -245,7 +249,7 @@ def keystrokes(keys: int, n: int) -> tuple[list[float], list[float]]:
         repo = make_repo(base / "repo")
         ready = base / "ready"
         env = child_env(base / "state", write_config(base / "config.toml"))
-        argv = [sys.executable, str(Path(__file__).resolve()), "--child-live"]
+        argv = child or [sys.executable, str(Path(__file__).resolve()), "--child-live"]
         proc = PtyProcess.spawn(
             [*argv, str(ready), str(repo), str(n)],
             dimensions=(LINES, COLS),
@@ -257,7 +261,7 @@ def keystrokes(keys: int, n: int) -> tuple[list[float], list[float]]:
             tail = b""
             while not ready.exists():
                 tail = (tail + read_chunk(proc, 0.2))[-4000:]
-                if not proc.isalive() or time.monotonic() - t0 > 150:
+                if not proc.isalive() or time.monotonic() - t0 > ready_timeout:
                     raise SystemExit(
                         f"live board: sessions not running after {time.monotonic() - t0:.0f} s;"
                         f" output tail:\n{tail.decode(errors='replace')}"

@@ -54,6 +54,9 @@ class SupervisorConfig(BaseModel):
     watcher_shed_secs: float = Field(default=10, gt=0)
     # How often a worktree waiting for approval is compared with its verified tree.
     verified_watch_secs: float = Field(default=3, gt=0)
+    # Agents without hooks read idle after their screen stayed unchanged this
+    # long at a prompt-like last line ([agents.<name>] idle_quiet_secs overrides).
+    idle_quiet_secs: float = Field(default=3.0, gt=0, le=600)
     retention: Retention = Field(default_factory=Retention)
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
 

@@ -67,6 +67,7 @@ def build_supervisor(
         demo_pace=demo_pace,
         provider=provider,
         agent_settings=load_agent_settings(),
+        idle_quiet_secs=config.idle_quiet_secs,
     )
     return Supervisor(state_dir, drafter=drafter, engines=engines, config=config, panes=panes)
 

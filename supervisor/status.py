@@ -4,13 +4,18 @@ reason and, when waiting, the question and its options.
 Structured signals win: agent hooks (Claude Code settings hooks, Codex
 `notify`, the demo agent) give exact edges. Pane heuristics fill the gaps,
 per profile: only the last ~30 lines, ANSI stripped, busy markers before
-waiting markers, an idle debounce, and a minimum hold before a change counts.
+waiting markers, an idle debounce, and a minimum hold before a question counts.
 Ambiguity reports `unknown`: never a false "waiting", never a keypress.
 
 An agent that says it is not signed in (its own words near the bottom of
 its screen, or a hook that reports an authentication failure) reads `auth`:
 it cannot work until the operator acts, so its idle prompt is not the end of
 a turn and no repair prompt is sent to it.
+
+Agents without hooks get one more, slower rule (the quiet rule): a screen
+unchanged for `quiet_secs` whose last line is a prompt the cursor waits on
+reads idle. Screens are read off the event loop (`read_screen`) into
+`ScreenFacts` that carry their capture time; the tracker only folds them.
 """
 
 from __future__ import annotations
@@ -92,20 +97,28 @@ def clean_lines(lines: list[str], n: int = 30) -> list[str]:
     """The last `n` meaningful lines: ANSI stripped, NBSP normalised,
     box-drawing rules and trailing blanks dropped, a run of blank lines kept
     as one (an agent that pins its input box to the bottom leaves the screen's
-    middle empty; what it said last is just above that gap)."""
+    middle empty; what it said last is just above that gap). Works from the
+    bottom up and stops at `n`: a sweep reads up to a hundred screens."""
     out: list[str] = []
-    for raw in lines:
-        line = ANSI.sub("", raw).replace("\xa0", " ").rstrip()
+    for raw in reversed(lines):
+        line = ANSI.sub("", raw) if "\x1b" in raw else raw
+        if "\xa0" in line:
+            line = line.replace("\xa0", " ")
+        line = line.rstrip()
         # a dialog box's side borders, also when the box is indented (Gemini CLI)
-        line = line.strip("│┃║ ").rstrip() if line.lstrip()[:1] in "│┃║" else line
-        if BOX.match(line) and line.strip():
+        if line.lstrip()[:1] in ("│", "┃", "║"):
+            line = line.strip("│┃║ ").rstrip()
+        if not line.strip():
+            if out and out[-1]:
+                out.append("")
             continue
-        if not line.strip() and out and not out[-1].strip():
+        if BOX.match(line):
             continue
         out.append(line)
-    while out and not out[-1].strip():
-        out.pop()
-    return out[-n:]
+        if len(out) >= n:
+            break
+    out.reverse()
+    return out
 
 
 def find_question(lines: list[str]) -> Question | None:
@@ -199,6 +212,23 @@ def signed_out(tail: list[str], markers: Markers) -> str | None:
     return None
 
 
+# A prompt's last character: shells ($ # %), REPLs and agent inputs (> ❯ › »),
+# and "Enter the task:" style questions (: ?).
+PROMPT_END = re.compile(r"[>$#%❯›»:?]$")
+PROMPT_MAX = 60  # a longer last line is output, not a prompt
+
+
+def looks_like_prompt(line: str, cursor_after: bool | None = None) -> bool:
+    """The quiet rule's prompt test: a short last line ending in a prompt
+    character. `cursor_after`, when the screen's cursor is known, must be
+    true: a prompt leaves the cursor right after it, while a log line ending
+    in ':' or '>' is followed by a newline and the cursor sits below it."""
+    text = line.strip()
+    if not text or len(text) > PROMPT_MAX or not PROMPT_END.search(text):
+        return False
+    return cursor_after is not False
+
+
 def classify(lines: list[str], markers: Markers = GENERIC) -> StatusReading:
     """One screen, no memory: busy before waiting before idle; else unknown."""
     tail = clean_lines(lines)
@@ -272,6 +302,40 @@ def from_hook(event: dict[str, object]) -> StatusReading | None:
     return None
 
 
+# --- reading a screen (off the event loop) ------------------------------------------
+
+
+@dataclass(frozen=True)
+class ScreenFacts:
+    """One observation of a screen: what it shows and when it was captured.
+
+    Computed in the sweep's worker thread; the tracker folds it on the loop.
+    `at` is the monotonic time just before the capture, so a screen captured
+    before a prompt landed can be told apart from one captured after."""
+
+    tail: tuple[str, ...]
+    reading: StatusReading
+    prompt_like: bool
+    at: float
+
+
+def read_screen(
+    lines: list[str],
+    markers: Markers,
+    at: float,
+    *,
+    cursor_after: bool | None = None,
+    previous: ScreenFacts | None = None,
+) -> ScreenFacts:
+    """Classify a screen, incrementally: when its cleaned tail equals the
+    previous observation's, the previous reading is reused (no regex runs)."""
+    tail = tuple(clean_lines(lines))
+    prompt_like = bool(tail) and looks_like_prompt(tail[-1], cursor_after)
+    if previous is not None and previous.tail == tail:
+        return ScreenFacts(previous.tail, previous.reading, prompt_like, at)
+    return ScreenFacts(tail, classify(list(tail), markers), prompt_like, at)
+
+
 # --- the tracker ------------------------------------------------------------------
 
 
@@ -280,9 +344,19 @@ class StatusTracker:
     """Folds hooks, screens and process facts into one debounced status.
 
     - a hook edge applies at once (it is exact);
-    - a screen reading must hold for `hold` seconds before it replaces the
-      current status, and `idle` additionally needs `idle_debounce` seconds of
-      an unchanged screen (a spinner between frames is not idle);
+    - a busy marker applies at once: agents show it only while they work,
+      and a missed busy frame is how a working agent got judged idle; after
+      a hook's edge it must hold (the screen may lag the hook by a frame),
+      and no screen captured before a hook's edge overrides it;
+    - a question must hold for `hold` seconds before it counts;
+    - `idle` needs the screen unchanged for `idle_debounce` seconds between
+      captures (a spinner between frames is not idle); with `quiet_secs` set
+      (agents without hooks), a screen unchanged that long whose last line is
+      a prompt the cursor waits on is idle too;
+    - `on_prompt` (corral pasted a prompt and pressed Enter) starts a turn:
+      the agent is running, and no screen captured before that moment, nor
+      one unchanged since before it, can end the turn;
+    - readings are folded in capture order; an older capture is ignored;
     - a screen never overrides a hook's `waiting` with `idle` unless the
       question is gone from the screen for the debounce time;
     - `exited` and `error` come from the process and stick;
@@ -295,7 +369,8 @@ class StatusTracker:
     markers: Markers = GENERIC
     dialogs: tuple[re.Pattern[str], ...] = ()  # the profile's first-run dialogs (detect)
     hold: float = 0.5
-    idle_debounce: float = 1.5
+    idle_debounce: float = 0.5
+    quiet_secs: float | None = None
     current: StatusReading = field(
         default_factory=lambda: StatusReading(AgentStatus.UNKNOWN, "starting")
     )
@@ -304,7 +379,11 @@ class StatusTracker:
     _candidate_since: float = 0.0
     _last_screen: tuple[str, ...] = ()
     _screen_since: float = 0.0
+    _seen_at: float = float("-inf")
+    turn_at: float = float("-inf")
+    _hook_at: float = float("-inf")
     turn_ends: int = 0
+    _ends_at_prompt: int = 0
 
     def _set(self, reading: StatusReading, now: float) -> bool:
         if reading.status is AgentStatus.IDLE and self.current.status is not AgentStatus.IDLE:
@@ -319,13 +398,18 @@ class StatusTracker:
         self._candidate = None
         return changed
 
+    @property
+    def _final(self) -> bool:
+        return self.current.status in (AgentStatus.EXITED, AgentStatus.ERROR)
+
     def on_hook(self, event: dict[str, object], now: float | None = None) -> bool:
-        if self.current.status in (AgentStatus.EXITED, AgentStatus.ERROR):
+        if self._final:
             return False
         reading = from_hook(event)
         if reading is None:
             return False
         now = time.monotonic() if now is None else now
+        self._hook_at = now
         if reading.status is AgentStatus.WAITING and reading.question is None:
             # keep the question text the screen already showed, if it is the
             # tool's own prompt (not a dialog still on screen)
@@ -334,34 +418,89 @@ class StatusTracker:
                 reading = StatusReading(reading.status, reading.reason, screen.question, "hook")
         return self._set(reading, now)
 
-    def on_screen(self, lines: list[str], now: float | None = None) -> bool:
-        if self.current.status in (AgentStatus.EXITED, AgentStatus.ERROR):
+    def on_prompt(self, now: float | None = None) -> bool:
+        """corral's prompt landed in the pane and Enter was pressed: a turn
+        starts now. Idle must be earned again from screens captured later."""
+        if self._final:
             return False
         now = time.monotonic() if now is None else now
-        key = tuple(clean_lines(lines))
-        if key != self._last_screen:
-            self._last_screen = key
-            self._screen_since = now
-        reading = classify(list(key), self.markers)
-        if reading.status is AgentStatus.UNKNOWN:
-            self._candidate = None
+        self.turn_at = now
+        self._ends_at_prompt = self.turn_ends
+        self._last_screen, self._screen_since = (), now
+        reading = StatusReading(
+            AgentStatus.RUNNING, "working on the prompt corral sent", None, "prompt"
+        )
+        return self._set(reading, now)
+
+    def prompted_turn_ended(self, since: float) -> bool:
+        """A turn corral's prompt started at or after `since` has ended."""
+        return (
+            self.turn_at >= since
+            and self.current.status is AgentStatus.IDLE
+            and self.turn_ends > self._ends_at_prompt
+        )
+
+    def on_screen(self, lines: list[str], now: float | None = None) -> bool:
+        """A screen captured at `now` (classified here; tests and simple callers)."""
+        now = time.monotonic() if now is None else now
+        facts = read_screen(lines, self.markers, now)
+        return self.on_facts(facts)
+
+    def on_facts(self, facts: ScreenFacts, now: float | None = None) -> bool:
+        """Fold one observation. `now` defaults to its capture time; a later
+        `now` re-checks the same screen (the sweep saw no output since)."""
+        if self._final:
             return False
-        if reading.status is AgentStatus.IDLE and now - self._screen_since < self.idle_debounce:
-            return False
+        now = facts.at if now is None else now
+        if facts.at < self.turn_at or now < self._seen_at:
+            return False  # captured before the prompt landed, or out of order
+        self._seen_at = now
+        if facts.tail != self._last_screen:
+            self._last_screen = facts.tail
+            self._screen_since = facts.at
+        stable = now - self._screen_since
+        reading = facts.reading
         if (
-            self.current.source == "hook"
-            and self.current.status is AgentStatus.WAITING
-            and reading.status is AgentStatus.IDLE
-            and now - self._screen_since < self.idle_debounce
+            reading.status is AgentStatus.UNKNOWN
+            and self.quiet_secs is not None
+            and facts.prompt_like
         ):
-            return False
+            if stable < self.quiet_secs:
+                return False
+            reading = StatusReading(
+                AgentStatus.IDLE, f"quiet for {self.quiet_secs:g} s at a prompt-like line"
+            )
+        if reading.status is AgentStatus.UNKNOWN:
+            return False  # keeps a pending question: one odd frame does not reset it
+        if reading.status is AgentStatus.RUNNING:
+            if self.current.status is AgentStatus.RUNNING:
+                self._candidate = None
+                return False  # already running: keep the hook's or the prompt's reason
+            if self.current.source != "hook":
+                return self._set(reading, now)
+            # a hook just said otherwise: the screen may lag it by a frame
+        if facts.at < self._hook_at:
+            return False  # captured before the hook's edge
+        if reading.status is AgentStatus.RUNNING:
+            return self._held(reading, now)
+        if reading.status is AgentStatus.IDLE:
+            if stable < self.idle_debounce:
+                return False
+            if self.current.status is AgentStatus.IDLE:
+                return False
+            return self._set(reading, now)  # the debounce is its hold
+        # waiting
         if (reading.status, reading.question) == (self.current.status, self.current.question):
             self._candidate = None
             return False
-        if self.current.status is AgentStatus.WAITING and reading.status is AgentStatus.WAITING:
+        if self.current.status is AgentStatus.WAITING:
             if self.current.source == "hook" and self._dialog_on_screen():
                 return False  # a dialog is not the tool's question: wait for it
             return self._set(reading, now)  # same wait, better question text: take it
+        return self._held(reading, now)
+
+    def _held(self, reading: StatusReading, now: float) -> bool:
+        """Take `reading` once it has been seen for `hold` seconds."""
         if self._candidate is None or self._candidate.status is not reading.status:
             self._candidate, self._candidate_since = reading, now
             return False

@@ -38,6 +38,8 @@ from corral.supervisor.events import (
 from corral.supervisor.models import ApproveResult
 from corral.supervisor.states import CoderState
 
+from .rows import SOURCE_WORDS
+
 
 def clip(text: object, n: int = 240) -> str:
     """One line of at most `n` characters (whitespace folded, "…" when cut)."""
@@ -134,7 +136,7 @@ def describe(event: CoderEvent) -> Text:
             }.get(status, "")
             shown = "signed out" if status == "auth" else status
             line.append(f"agent {shown}", style=style).append(
-                f" — {clip(reason, 120)} ({'screen' if source == 'pane' else source})",
+                f" — {clip(reason, 120)} ({SOURCE_WORDS.get(source, source)})",
                 style="bright_black",
             )
         case AgentStartedData(agent=agent, pane=pane, sandbox=sandbox):

@@ -68,7 +68,7 @@ def glyph(row: SessionSummary) -> Text:
     return Text(mark, style=style)
 
 
-SOURCE_WORDS = {"hook": "hook", "pane": "screen", "process": "process"}
+SOURCE_WORDS = {"hook": "hook", "pane": "screen", "process": "process", "prompt": "prompt sent"}
 
 
 def agent_words(status: str | None, reason: str | None, source: str | None) -> str | None:

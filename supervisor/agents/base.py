@@ -23,6 +23,8 @@ from pathlib import Path
 from ..status import GENERIC, Markers
 
 INVOKED_BY = "CORRAL_INVOKED_BY"
+# Every agent pane gets the command that reports a hook event (`<cmd> Stop`).
+HOOK_CMD = "CORRAL_HOOK_CMD"
 
 
 class AgentUnavailable(Exception):
@@ -72,6 +74,9 @@ class AgentProfile:
     own_files: tuple[str, ...] = ()
     writable: tuple[str, ...] = ()  # the operator's additions (`[agents.<name>] writable`)
     sandbox: bool | None = None  # the operator's `[agents.<name>] sandbox` (None: the global)
+    # Without hooks: seconds a screen must stay unchanged at a prompt-like
+    # last line before the agent reads idle (the quiet rule, status.py).
+    quiet_secs: float = 3.0
 
     def find(self, path: str | None = None) -> str | None:
         for name in self.binaries:
@@ -114,9 +119,12 @@ class AgentProfile:
 
     def plan(self, binary: str, *, prompt: str, session_dir: Path, hook_cmd: str) -> LaunchPlan:
         """How to start this agent on `prompt` (overridden per agent)."""
+        hook = {HOOK_CMD: hook_cmd}  # so a wrapper script can signal the agent's turns
         if self.prompt_in_argv:
-            return LaunchPlan(argv=[binary, prompt], env_allow=self.env_allow)
-        return LaunchPlan(argv=[binary], env_allow=self.env_allow, paste_prompt=prompt)
+            return LaunchPlan(argv=[binary, prompt], env_extra=hook, env_allow=self.env_allow)
+        return LaunchPlan(
+            argv=[binary], env_extra=hook, env_allow=self.env_allow, paste_prompt=prompt
+        )
 
 
 def check_recursion(agent: str, env: dict[str, str] | None = None) -> str:

@@ -14,7 +14,7 @@ from corral.assets import path as asset_path
 
 from ..status import Markers, compile_all
 from . import agent_env
-from .base import AgentProfile, AgentUnavailable, Dialog, LaunchPlan, write_json
+from .base import HOOK_CMD, AgentProfile, AgentUnavailable, Dialog, LaunchPlan, write_json
 
 DEMO_AGENT = asset_path("demo_agent", "demo_agent.py")
 
@@ -48,6 +48,7 @@ class ClaudeProfile(AgentProfile):
         extra = ["--permission-mode", mode] if mode else []
         return LaunchPlan(
             argv=[binary, "--settings", str(settings), *extra, prompt],
+            env_extra={HOOK_CMD: hook_cmd},
             env_allow=self.env_allow,
         )
 
@@ -70,6 +71,7 @@ class CodexProfile(AgentProfile):
         value = "[" + ", ".join('"' + p.replace('"', '\\"') + '"' for p in notify) + "]"
         return LaunchPlan(
             argv=[binary, "--no-daemon", "-c", f"notify={value}", prompt],
+            env_extra={HOOK_CMD: hook_cmd},
             env_allow=(*self.env_allow, *agent_env.codex_provider_env()),
         )
 
@@ -95,7 +97,7 @@ class DemoProfile(AgentProfile):
     def plan(self, binary: str, *, prompt: str, session_dir: Path, hook_cmd: str) -> LaunchPlan:
         return LaunchPlan(
             argv=[sys.executable, binary, "--pace", str(self.pace), prompt],
-            env_extra={"CORRAL_HOOK_CMD": hook_cmd},
+            env_extra={HOOK_CMD: hook_cmd},
             env_allow=self.env_allow,
         )
 
@@ -119,7 +121,7 @@ class CustomProfile(AgentProfile):
         return LaunchPlan(
             argv=[binary, *argv[1:]],
             paste_prompt=prompt,
-            env_extra={"CORRAL_HOOK_CMD": hook_cmd},
+            env_extra={HOOK_CMD: hook_cmd},
             env_allow=self.env_allow,
         )
 
@@ -194,6 +196,7 @@ class GeminiProfile(AgentProfile):
         screen markers carry the status."""
         return LaunchPlan(
             argv=[binary, "--skip-trust", "--prompt-interactive", prompt],
+            env_extra={HOOK_CMD: hook_cmd},
             env_allow=self.env_allow,
         )
 
@@ -254,7 +257,9 @@ class AiderProfile(AgentProfile):
         if not os.environ.get("AIDER_MAP_TOKENS"):
             argv += ["--map-tokens", "0"]
         session_dir.mkdir(parents=True, exist_ok=True)
-        return LaunchPlan(argv=argv, env_allow=self.env_allow, paste_prompt=prompt)
+        return LaunchPlan(
+            argv=argv, env_extra={HOOK_CMD: hook_cmd}, env_allow=self.env_allow, paste_prompt=prompt
+        )
 
 
 # Markers from Aider 0.86's real screens (docs/agent-clis.md#aider-0862).

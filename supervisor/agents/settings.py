@@ -8,6 +8,11 @@
     env_allow = ["MYTOOL_*"]
     sandbox = true                       # confined whatever `[sandbox] agents` says
     writable = ["~/.mytool"]             # its own config, writable when confined
+    idle_quiet_secs = 2                  # the quiet rule's N for this agent
+
+`idle_quiet_secs` (agents without hooks: custom, gemini, aider, opencode) is
+how long a screen must stay unchanged at a prompt-like last line before the
+agent reads idle; `[supervisor] idle_quiet_secs` sets it for every agent.
 
 `env_allow` adds variables (exact names or `fnmatch` patterns) to the ones the
 agent's profile already passes through the scrub: a secret the operator's own
@@ -26,7 +31,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ..errors import ConfigError
 from ..paths import config_path
@@ -47,6 +52,7 @@ class AgentSettings(BaseModel):
     env_allow: tuple[str, ...] = ()
     sandbox: bool | None = None
     writable: tuple[str, ...] = ()
+    idle_quiet_secs: float | None = Field(default=None, gt=0, le=600)
 
     @field_validator("env_allow")
     @classmethod
@@ -97,9 +103,18 @@ def load_agent_settings(path: Path | None = None) -> dict[str, AgentSettings]:
     return settings
 
 
-def with_settings(profile: AgentProfile, settings: Mapping[str, AgentSettings]) -> AgentProfile:
-    """`profile` with the operator's additions for it (none: `profile` itself)."""
+def with_settings(
+    profile: AgentProfile,
+    settings: Mapping[str, AgentSettings],
+    *,
+    quiet_secs: float | None = None,
+) -> AgentProfile:
+    """`profile` with the operator's additions for it (none: `profile` itself).
+    `quiet_secs` is the global quiet rule setting; the agent's own wins."""
     own = settings.get(profile.name)
+    quiet = own.idle_quiet_secs if own is not None and own.idle_quiet_secs else quiet_secs
+    if quiet is not None and quiet != profile.quiet_secs:
+        profile = replace(profile, quiet_secs=quiet)
     if own is None:
         return profile
     return replace(

@@ -50,7 +50,11 @@ from ..states import LoopFailure, label
 from ..status import AgentStatus, Question
 from .base import EngineOutcome, RunContext
 
-TURN_START_GRACE = 20.0  # seconds to see the agent start working after a prompt
+# An agent started with its task on the command line may show its idle prompt
+# before it takes the task up: its first idle only counts after it was seen
+# working, or after this long. A turn corral starts by a paste needs no grace:
+# the tracker knows when the paste landed (`StatusTracker.on_prompt`).
+TURN_START_GRACE = 20.0
 
 
 def task_prompt(intent: str, contract: OutcomeContract) -> str:
@@ -199,6 +203,8 @@ class ExternalEngine:
                     raise
                 # it exited while the task was being pasted: the turn loop
                 # sees the exit once the sweep has its status
+                return
+            self.panes.prompted(ctx.session_id, time.monotonic())
 
     async def _wait_ready(self, ctx: RunContext, timeout: float = 60) -> None:
         """Until the agent shows its idle prompt (for agents given the task by paste)."""
@@ -229,6 +235,7 @@ class ExternalEngine:
                     ),
                 )
                 start_version, resumed = record.version, True
+                since: float | None = None
             elif ctx.round == 1 or record is None or not record.alive:
                 text = task_prompt(ctx.intent, ctx.contract)
                 if ctx.round > 1 and ctx.failing_checks:  # a new process: the task, then the repair
@@ -236,6 +243,7 @@ class ExternalEngine:
                     text += "\n\n" + repair_prompt(ctx.failing_checks, ctx.round, rounds_left)
                 if record is not None:  # its finished pane (tmux keeps it after the exit)
                     await self.panes.kill(ctx.session_id)
+                since = time.monotonic()
                 await self.spawn(ctx, text)
                 start_version, resumed = 0, False
             else:
@@ -245,10 +253,11 @@ class ExternalEngine:
                 notes = ctx.take_guidance()
                 if notes:
                     text += "\n\n" + guidance_prompt(notes)
+                since = time.monotonic()
                 await self._paste(ctx, text, notes)
                 start_version, resumed = record.version, False
             while True:
-                outcome = await self._await_turn(ctx, resumed=resumed)
+                outcome = await self._await_turn(ctx, resumed=resumed, since=since)
                 if outcome is not None:
                     return outcome
                 record = self.panes.record(ctx.session_id)
@@ -283,6 +292,7 @@ class ExternalEngine:
                 prompt = task_prompt(ctx.intent, ctx.contract) + (
                     "\n\nA previous attempt stopped unexpectedly; the worktree keeps its edits."
                 )
+                since = time.monotonic()
                 await self.spawn(ctx, prompt)
                 resumed = False
                 del start_version
@@ -300,8 +310,12 @@ class ExternalEngine:
                     await asyncio.shield(self.panes.kill(ctx.session_id, timeout=3.0))
             raise
 
-    async def _await_turn(self, ctx: RunContext, *, resumed: bool) -> EngineOutcome | None:
-        """Until the agent ends a turn (outcome) or dies (None)."""
+    async def _await_turn(
+        self, ctx: RunContext, *, resumed: bool, since: float | None = None
+    ) -> EngineOutcome | None:
+        """Until the agent ends a turn (outcome) or dies (None). `since`: when
+        this round began; a turn corral's paste started then has ended when
+        the tracker says so, however fast it was."""
         record = self.panes.record(ctx.session_id)
         if record is None:
             return None
@@ -343,13 +357,15 @@ class ExternalEngine:
             if reading.status is AgentStatus.IDLE and (
                 record.tracker.turn_ends > turns_at_start
                 or seen_running
+                or (since is not None and record.tracker.prompted_turn_ended(since))
                 or time.monotonic() - started > TURN_START_GRACE
             ):
                 turns_before = record.tracker.turn_ends
+                began = time.monotonic()
                 if await self._deliver_guidance(ctx):
                     # the agent took the guidance: this round ends with that turn
                     turns_at_start, seen_running = turns_before, False
-                    started = time.monotonic()
+                    started = since = began
                     continue
                 return EngineOutcome(iterations=1, authored_by=[self.profile.name])
             version = await self.panes.wait_change(ctx.session_id, version, 1.0)
@@ -384,8 +400,10 @@ class ExternalEngine:
         except Exception as exc:
             self._not_delivered(ctx, notes, f"the paste into the agent's pane failed: {exc}")
             raise
+        landed = time.monotonic()
         for note in notes:
             ctx.emit(OperatorGuidanceData(text=note, status=GUIDANCE_DELIVERED))
+        self.panes.prompted(ctx.session_id, landed)
 
     @staticmethod
     def _not_delivered(ctx: RunContext, notes: list[str], reason: str) -> None:

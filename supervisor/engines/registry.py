@@ -53,6 +53,7 @@ class AgentEngines:
         python: str = sys.executable,
         provider: ModelProvider | None = None,
         agent_settings: Mapping[str, AgentSettings] | None = None,
+        idle_quiet_secs: float | None = None,
     ) -> None:
         self.panes = panes
         self.session_dir = session_dir
@@ -63,6 +64,7 @@ class AgentEngines:
         self.python = python
         self.provider = provider
         self.agent_settings = dict(agent_settings or {})
+        self.idle_quiet_secs = idle_quiet_secs
 
     def resolve(self, requested: str) -> tuple[str, str]:
         requested = (requested or "auto").strip()
@@ -162,7 +164,11 @@ class AgentEngines:
                 oneshot = replace(oneshot, env_allow=(*oneshot.env_allow, *own.env_allow))
             return OneShotEngine(self._external(oneshot), label)
         return self._external(
-            with_settings(profile_for(name, demo_pace=self.demo_pace), self.agent_settings)
+            with_settings(
+                profile_for(name, demo_pace=self.demo_pace),
+                self.agent_settings,
+                quiet_secs=self.idle_quiet_secs,
+            )
         )
 
     def _external(self, profile: AgentProfile) -> ExternalEngine:

@@ -5,6 +5,13 @@ status tracker per pane.
   activity for every pane; only panes whose activity changed are captured,
   all in one call. Idle debounce is re-evaluated on the cached screen, so no
   capture is needed for it.
+- The sweep, the captures and reading the screens (cleaning, classifying,
+  looking for a known dialog) run in one worker thread, never on the event
+  loop the console paints from: with 100 agents streaming, reading screens
+  on the loop made the sweep fall behind until busy agents looked idle. The
+  worker hands back `ScreenFacts` stamped with their capture time; the loop
+  only folds them into each tracker. A screen whose cleaned tail did not
+  change is not classified again.
 - Hook files (`<state>/agents/<session>/hooks.jsonl`, appended by
   `corral hook`) are watched with watchfiles: no polling for them.
 - First-run dialogs a profile knows (trust, API key) are answered by picking
@@ -22,13 +29,23 @@ import logging
 import re
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..agents.base import AgentProfile
-from ..status import AgentStatus, Question, StatusReading, StatusTracker, clean_lines, find_question
+from ..status import (
+    AgentStatus,
+    Question,
+    ScreenFacts,
+    StatusReading,
+    StatusTracker,
+    clean_lines,
+    find_question,
+)
 from .answering import Landing, MenuAnswer
-from .base import PaneBackend, PaneError, PaneGone, PaneHandle, PaneInfo, PaneSpec, Screen
+from .base import PaneBackend, PaneError, PaneGone, PaneHandle, PaneSpec, Screen
+from .observe import Seen, Watch, observe
 
 log = logging.getLogger("corral.panes")
 
@@ -50,6 +67,7 @@ class PaneRecord:
     changed: asyncio.Event = field(default_factory=asyncio.Event)
     hooks_offset: int = 0
     answered_dialogs: dict[str, tuple[float, int]] = field(default_factory=dict)
+    facts: ScreenFacts | None = None  # the last reading of `screen`
 
     @property
     def status(self) -> StatusReading:
@@ -62,7 +80,13 @@ class PaneRecord:
 
 
 def tracker_for(profile: AgentProfile) -> StatusTracker:
-    return StatusTracker(markers=profile.markers, dialogs=tuple(d.detect for d in profile.dialogs))
+    """A profile's status tracker: the quiet rule only for agents without
+    hooks; its dialogs known, so a hook's question is never paired with one."""
+    return StatusTracker(
+        markers=profile.markers,
+        quiet_secs=None if profile.hooks else profile.quiet_secs,
+        dialogs=tuple(d.detect for d in profile.dialogs),
+    )
 
 
 class PaneManager:
@@ -80,6 +104,7 @@ class PaneManager:
         self.on_status = on_status
         self.records: dict[str, PaneRecord] = {}
         self._tasks: list[asyncio.Task[None]] = []
+        self._worker: ThreadPoolExecutor | None = None
         self.sweep_count = 0
 
     # -- lifecycle ------------------------------------------------------------
@@ -96,6 +121,9 @@ class PaneManager:
             with contextlib.suppress(BaseException):
                 await task
         self._tasks = []
+        if self._worker is not None:
+            self._worker.shutdown(wait=False, cancel_futures=True)
+            self._worker = None
         await asyncio.to_thread(self.backend.close)
 
     # -- panes ----------------------------------------------------------------
@@ -180,6 +208,14 @@ class PaneManager:
         record = self._require(session_id)
         await asyncio.to_thread(self.backend.send_text, record.handle, text)
 
+    def prompted(self, session_id: str, at: float) -> None:
+        """A prompt corral pasted landed at `at` (Enter pressed): the agent
+        works on it from then, and only screens captured later can say its
+        turn ended."""
+        record = self.records.get(session_id)
+        if record is not None and record.alive:
+            self._status(record, record.tracker.on_prompt(at))
+
     async def send_keys(self, session_id: str, keys: list[str]) -> None:
         record = self._require(session_id)
         await asyncio.to_thread(self.backend.send_keys, record.handle, keys)
@@ -233,44 +269,61 @@ class PaneManager:
     # -- the sweep --------------------------------------------------------------
 
     async def sweep_once(self) -> None:
+        """One sweep: everything blocking or costly runs in the worker
+        (`observe.observe`); folding its findings into the trackers runs here."""
         if not self.records:
             return
-        infos = await asyncio.to_thread(self.backend.sweep)
+        watches = [
+            Watch(
+                r.session_id,
+                r.handle,
+                r.alive,
+                r.activity,
+                r.screen,
+                r.facts,
+                r.profile.markers,
+                r.profile.dialogs,
+            )
+            for r in self.records.values()
+        ]
+        if self._worker is None:
+            self._worker = ThreadPoolExecutor(1, thread_name_prefix="corral-sweep")
+        loop = asyncio.get_running_loop()
+        seen = await loop.run_in_executor(self._worker, observe, self.backend, watches)
         self.sweep_count += 1
-        now = time.monotonic()
-        to_capture: list[PaneRecord] = []
-        for record in list(self.records.values()):
-            info: PaneInfo | None = infos.get(record.handle.owner)
-            if info is None or info.handle.pane_id != record.handle.pane_id:
-                if record.alive:
-                    record.alive = False
-                    self._status(record, record.tracker.on_exit(None, now))
-                continue
-            if not info.alive:
-                if record.alive:
-                    record.alive, record.exit_status = False, info.exit_status
-                    to_capture.append(record)  # keep its last screen
-                    self._status(record, record.tracker.on_exit(info.exit_status, now))
-                continue
-            if info.activity != record.activity or record.screen is None:
-                record.activity = info.activity
-                to_capture.append(record)
-            elif record.screen is not None:
-                # unchanged screen: let the debounce/hold timers run on the cache
-                if record.profile.dialogs:
-                    await self._answer_dialogs(record, record.screen)
-                self._status(record, record.tracker.on_screen(record.screen.lines, now))
-        if to_capture:
-            screens = await asyncio.to_thread(self.backend.capture, [r.handle for r in to_capture])
-            for record in to_capture:
-                screen = screens.get(record.handle.owner)
-                if screen is None:
-                    continue
-                record.screen = screen
-                record.bump()
-                if record.alive:
-                    await self._answer_dialogs(record, screen)
-                    self._status(record, record.tracker.on_screen(screen.lines, now))
+        for item in seen:
+            record = self.records.get(item.watch.session_id)
+            if record is None or record.handle != item.watch.handle:
+                continue  # killed or replaced while the worker looked
+            await self._fold(record, item)
+
+    async def _fold(self, record: PaneRecord, item: Seen) -> None:
+        """Apply one pane's sweep findings (on the loop: cheap state only)."""
+        if item.gone:
+            if record.alive:
+                record.alive = False
+                self._status(record, record.tracker.on_exit(None, item.now))
+            return
+        if item.died:
+            if record.alive:
+                record.alive, record.exit_status = False, item.exit_status
+                if item.screen is not None:
+                    record.screen, record.facts = item.screen, item.facts
+                    record.bump()
+                self._status(record, record.tracker.on_exit(item.exit_status, item.now))
+            return
+        if item.activity is not None:
+            record.activity = item.activity
+        if item.screen is not None:
+            record.screen, record.facts = item.screen, item.facts
+            record.bump()
+        if item.facts is None or record.screen is None or not record.alive:
+            return
+        if item.dialog:
+            await self._answer_dialogs(record, record.screen)
+        # a fresh capture counts at its capture time, a cached one at the sweep's
+        now = item.facts.at if item.screen is not None else item.now
+        self._status(record, record.tracker.on_facts(item.facts, now))
 
     async def _sweep_loop(self) -> None:
         while True:

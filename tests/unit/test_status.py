@@ -127,15 +127,13 @@ def test_hooks_map_to_exact_edges() -> None:
     assert from_hook({"hook_event_name": "PreCompact"}) is None
 
 
-def test_the_tracker_debounces_idle_and_holds_changes() -> None:
+def test_the_tracker_takes_busy_at_once_and_debounces_idle() -> None:
     t = StatusTracker(markers=CLAUDE.markers, hold=0.5, idle_debounce=1.5)
-    assert t.on_screen(CLAUDE_BUSY, now=0.0) is False  # a candidate, not yet held
-    assert t.on_screen(CLAUDE_BUSY, now=0.6) is True
+    assert t.on_screen(CLAUDE_BUSY, now=0.0) is True  # a busy marker is never shown idle
     assert t.current.status is AgentStatus.RUNNING
     assert t.on_screen(CLAUDE_IDLE, now=1.0) is False  # idle needs an unchanged screen
     assert t.on_screen(CLAUDE_IDLE, now=2.0) is False  # …for 1.5 s
-    assert t.on_screen(CLAUDE_IDLE, now=2.6) is False  # then a hold
-    assert t.on_screen(CLAUDE_IDLE, now=3.2) is True
+    assert t.on_screen(CLAUDE_IDLE, now=2.6) is True  # the debounce is its hold
     assert t.current.status is AgentStatus.IDLE
     assert t.turn_ends == 1
 
@@ -206,3 +204,10 @@ def test_profiles_and_custom_commands() -> None:
     with pytest.raises(AgentUnavailable, match="unknown agent"):
         profile_for("nope")
     assert "hook --file" in hook_command("/usr/bin/python3", Path("/tmp/h.jsonl"))
+
+
+def test_clean_lines_keeps_the_last_meaningful_lines_in_order() -> None:
+    lines = ["a", "╭───╮", "│ > │", "", "b", "───", "", "  "]
+    assert clean_lines(lines) == ["a", ">", "", "b"]
+    assert clean_lines([f"l{i}" for i in range(50)] + [""], n=3) == ["l47", "l48", "l49"]
+    assert clean_lines(["", "  "]) == []

@@ -1,0 +1,487 @@
+"""Benchmark of status truth at scale (supervisor/status.py, panes/manager.py).
+
+100 stand-in agents, each a small Python program in its own pane of a private
+tmux server (socket in a temporary directory, killed at the end), alternate
+phases at random (1-6 s each, own seed per agent):
+
+- busy: output streams (a line every 100-250 ms) above a status line
+  "✻ Working… (Ns · esc to interrupt)" redrawn in place, as real agents do;
+- idle: the status line is cleared and a bare `> ` prompt waits;
+- waiting (after some busy phases): "Do you want to make this edit to …?"
+  with numbered options; the dialog is erased when the phase ends.
+
+Each stand-in appends its true phase changes (monotonic time, taken once the
+screen was written) to its own file. The real PaneManager (worker-thread
+sweep every 0.5 s, the stand-ins' screen markers, no hooks) watches them on
+an asyncio loop; every status change it announces is recorded with the time
+it was announced and the capture time of its evidence. Compared:
+
+- false idle: an idle edge whose evidence was captured while the agent was
+  truly busy or waiting; each would make the external engine verify and paste
+  a repair prompt into a working agent ("prompts pasted to a busy agent");
+- busy phases never seen running (the measured failure: 22 of 100);
+- false running: a running edge whose evidence was captured while idle;
+- missed waiting: a waiting phase that ended before it was announced with its
+  question (phases shorter than the 1.5 s detection budget are listed apart);
+- detection latency: announcement time - true change, per kind, p50/p95;
+- the loop's responsiveness: how late a 5 ms timer on the PaneManager's own
+  event loop fires (p95);
+- the loop's own share of each sweep (folding the worker's readings);
+- with --console, keystroke → repaint: the real console in a pty (bench/tui.py's
+  timing) with N sessions whose `custom:` stand-ins, given their task by paste,
+  stream under a busy marker in real tmux panes watched by the real
+  PaneManager (every pane changes between any two sweeps: the most work).
+
+Budgets (ARCHITECTURE.md, issue #14): 0 false idle, 0 prompts pasted to a busy
+agent, detection p95 ≤ 1.5 s, keystroke → repaint p95 ≤ 20 ms.
+
+Run: .venv/bin/python bench/status.py [--quick] [--console] [--agents N] [--seconds S]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from corral.supervisor.agents.base import AgentProfile
+from corral.supervisor.agents.profiles import DEMO
+from corral.supervisor.panes.base import PaneSpec
+from corral.supervisor.panes.manager import PaneManager, PaneRecord
+from corral.supervisor.panes.observe import Seen
+from corral.supervisor.panes.tmux import TmuxBackend
+from corral.supervisor.status import AgentStatus, StatusReading
+
+BUDGET_FALSE_IDLE = 0
+BUDGET_P95_S = 1.5
+BUDGET_LAG_P95_MS = 20.0
+TOLERANCE = 0.05  # a capture may see a screen a moment before its truth line is written
+
+# The stand-in agent: argv = truth file, seed, start time (monotonic), seconds.
+STANDIN = r"""
+import os, random, sys, time
+truth, seed, start, seconds = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
+rng = random.Random(seed)
+out = sys.stdout
+log = open(truth, "a", buffering=1)
+CLEAR = "\r\x1b[2K"
+def mark(phase):
+    out.flush()
+    log.write(f"{time.monotonic():.4f} {phase}\n")
+def idle(until):
+    out.write(CLEAR + "done.\n> ")
+    mark("idle")
+    time.sleep(max(0.0, until - time.monotonic()))
+    out.write(CLEAR)
+def busy(until):
+    began, n = time.monotonic(), 0
+    first = True
+    while time.monotonic() < until:
+        n += 1
+        spent = int(time.monotonic() - began)
+        out.write(f"{CLEAR}step {n}: editing module_{rng.randrange(99)}.py, line {rng.randrange(999)}\n")
+        out.write(f"✻ Working… ({spent}s · esc to interrupt)")
+        if first:
+            mark("busy")
+            first = False
+        else:
+            out.flush()
+        time.sleep(min(rng.uniform(0.1, 0.25), max(0.0, until - time.monotonic())))
+    out.write(CLEAR)
+def waiting(until):
+    out.write(CLEAR + f"Do you want to make this edit to module_{rng.randrange(99)}.py?\n")
+    out.write("❯ 1. Yes\n  2. No, and tell the agent what to do differently")
+    mark("waiting")
+    time.sleep(max(0.0, until - time.monotonic()))
+    out.write(CLEAR + "\x1b[1A\x1b[2K\x1b[1A\x1b[2K\r")
+time.sleep(max(0.0, start - time.monotonic()))
+end = start + seconds
+phase = "idle"
+while time.monotonic() < end:
+    until = time.monotonic() + rng.uniform(1.0, 6.0)
+    {"idle": idle, "busy": busy, "waiting": waiting}[phase](until)
+    if phase == "busy":
+        phase = "waiting" if rng.random() < 0.25 else "idle"
+    else:
+        phase = "busy"
+mark("end")
+out.write(CLEAR + "> ")
+out.flush()
+time.sleep(3600)
+"""
+
+STANDIN_PROFILE = AgentProfile(
+    name="standin",
+    label="stand-in agent",
+    binaries=(),
+    markers=DEMO.markers,  # "esc to interrupt", "Do you want to make this edit", a bare ">"
+    hooks=False,  # screens only: the quiet rule is on too
+)
+KIND = {"busy": AgentStatus.RUNNING, "idle": AgentStatus.IDLE, "waiting": AgentStatus.WAITING}
+
+
+@dataclass
+class Change:
+    announced: float  # when the loop announced it
+    evidence: float  # capture (or sweep) time of the reading that decided it
+    status: AgentStatus
+    has_question: bool
+
+
+class Timed(PaneManager):
+    """The real PaneManager, with the time its loop spends folding measured."""
+
+    def __init__(self, *args: Any, **kw: Any) -> None:
+        super().__init__(*args, **kw)
+        self.fold_secs: list[float] = []
+        self._fold_acc = 0.0
+
+    async def sweep_once(self) -> None:
+        self._fold_acc = 0.0
+        await super().sweep_once()
+        self.fold_secs.append(self._fold_acc)
+
+    async def _fold(self, record: PaneRecord, item: Seen) -> None:
+        t = time.perf_counter()
+        await super()._fold(record, item)
+        self._fold_acc += time.perf_counter() - t
+
+
+def read_truth(path: Path) -> list[tuple[float, str]]:
+    rows = []
+    for line in path.read_text().splitlines():
+        t, phase = line.split()
+        rows.append((float(t), phase))
+    return rows
+
+
+def phase_at(truth: list[tuple[float, str]], t: float) -> str:
+    current = "start"
+    for at, phase in truth:
+        if at > t:
+            break
+        current = phase
+    return current
+
+
+def phases_near(truth: list[tuple[float, str]], t: float) -> set[str]:
+    """The true phases at any moment within TOLERANCE of `t` (a screen shows a
+    change a moment before its truth line is written)."""
+    near = {phase_at(truth, t - TOLERANCE)}
+    near.update(p for at, p in truth if t - TOLERANCE < at <= t + TOLERANCE)
+    return near
+
+
+def pct(values: list[float], p: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
+
+
+async def loop_lag(samples: list[float], stop: asyncio.Event) -> None:
+    while not stop.is_set():
+        t = time.perf_counter()
+        await asyncio.sleep(0.005)
+        samples.append((time.perf_counter() - t - 0.005) * 1000)
+
+
+async def run(agents: int, seconds: float, work: Path) -> int:
+    backend = TmuxBackend(socket_dir=work / "tmux")
+    changes: dict[str, list[Change]] = {}
+    manager: Timed
+
+    def on_status(sid: str, reading: StatusReading) -> None:
+        record = manager.records.get(sid)
+        evidence = record.tracker.changed_at if record else time.monotonic()
+        changes.setdefault(sid, []).append(
+            Change(time.monotonic(), evidence, reading.status, reading.question is not None)
+        )
+
+    manager = Timed(backend, work / "hooks", interval=0.5, on_status=on_status)
+    script = work / "standin.py"
+    script.write_text(STANDIN)
+    env = {"PATH": os.environ.get("PATH", os.defpath), "HOME": str(work), "LANG": "C.UTF-8"}
+    env["TERM"] = "xterm-256color"
+    settle = 4.0 + agents * 0.06
+    start = time.monotonic() + settle
+    truth_files: dict[str, Path] = {}
+    try:
+        await manager.start()
+        for i in range(agents):
+            sid = f"standin{i:03d}"
+            truth_files[sid] = work / f"{sid}.truth"
+            argv = [sys.executable, "-I", "-S", str(script), str(truth_files[sid])]
+            argv += [str(1000 + i), f"{start:.4f}", str(seconds)]
+            spec = PaneSpec(sid, 1, f"corral-{sid}", work, argv, env, 200, 50)
+            await manager.spawn(spec, STANDIN_PROFILE)
+        print(f"  {agents} stand-ins spawned; phases run {seconds:g} s from start")
+        lag: list[float] = []
+        stop = asyncio.Event()
+        lagger = asyncio.ensure_future(loop_lag(lag, stop))
+        sweeps0 = manager.sweep_count
+        await asyncio.sleep(max(0.0, start - time.monotonic()) + seconds + 2.0)
+        stop.set()
+        await lagger
+        sweeps = manager.sweep_count - sweeps0
+    finally:
+        await manager.stop()
+        backend.kill_server()
+
+    end = start + seconds
+    latency: dict[str, list[float]] = {"busy": [], "idle": [], "waiting": []}
+    missed: dict[str, int] = {"busy": 0, "idle": 0, "waiting": 0}
+    short: dict[str, int] = {"busy": 0, "idle": 0, "waiting": 0}  # missed, but < the budget
+    phases: dict[str, int] = {"busy": 0, "idle": 0, "waiting": 0}
+    false_idle = false_running = stale_idle = 0
+    for sid, path in truth_files.items():
+        truth = [(t, p) for t, p in read_truth(path) if p != "end" and t < end]
+        seen = [c for c in changes.get(sid, []) if c.announced >= start - 1.0]
+        for c in seen:
+            if c.announced > end:
+                break
+            truly = phases_near(truth, c.evidence)
+            if c.status is AgentStatus.IDLE and "idle" not in truly:
+                false_idle += 1
+                around = [(round(at - c.evidence, 3), p) for at, p in truth]
+                around = [x for x in around if -8 < x[0] < 3]
+                print(
+                    f"  ! false idle on {sid}: evidence {c.evidence - start:.3f} s, announced "
+                    f"{c.announced - c.evidence:+.3f} s later; truth around it: {around}"
+                )
+            elif c.status is AgentStatus.RUNNING and "busy" not in truly:
+                false_running += 1
+            elif c.status is AgentStatus.IDLE and phase_at(truth, c.announced) != "idle":
+                stale_idle += 1  # decided on an idle screen, announced after it ended
+        for k, (t, phase) in enumerate(truth):
+            if t < start - TOLERANCE:
+                continue
+            ends = truth[k + 1][0] if k + 1 < len(truth) else end
+            if ends > end:
+                continue  # cut off by the end of the run
+            phases[phase] += 1
+            want = KIND[phase]
+            hit = next(
+                (
+                    c
+                    for c in seen
+                    if t - TOLERANCE <= c.announced
+                    and c.status is want
+                    and (want is not AgentStatus.WAITING or c.has_question)
+                ),
+                None,
+            )
+            # already showing it (the previous phase looked the same): no edge needed
+            before = [c for c in seen if c.announced < t - TOLERANCE]
+            if hit is None or hit.announced > ends + 0.5:
+                if before and before[-1].status is want:
+                    latency[phase].append(0.0)
+                elif ends - t < BUDGET_P95_S:
+                    short[phase] += 1  # over before the budget allows it to be seen
+                else:
+                    missed[phase] += 1
+                continue
+            latency[phase].append(max(0.0, hit.announced - t))
+
+    every = [v for vs in latency.values() for v in vs]
+    p95 = pct(every, 95)
+    lag_p95 = pct(lag, 95)
+    fold_ms = [s * 1000 for s in manager.fold_secs]
+    ok = false_idle <= BUDGET_FALSE_IDLE and p95 <= BUDGET_P95_S and missed["busy"] == 0
+    ok &= missed["waiting"] == 0 and lag_p95 <= BUDGET_LAG_P95_MS
+
+    def verdict(good: bool) -> str:
+        return "PASS" if good else "FAIL"
+
+    print(f"  {sweeps} sweeps; true phases judged: {phases}")
+    print(
+        f"  false idle (idle edges decided while truly busy/waiting): {false_idle}   "
+        f"budget {BUDGET_FALSE_IDLE}   {verdict(false_idle == 0)}"
+    )
+    print(
+        f"  prompts pasted to a busy agent (an engine pastes on each of those): {false_idle}   "
+        f"budget 0   {verdict(false_idle == 0)}"
+    )
+    print(
+        f"  busy phases never seen running: {missed['busy']} of {phases['busy']}   budget 0   "
+        f"{verdict(missed['busy'] == 0)}"
+    )
+    print(f"  false running (running edges decided while truly idle): {false_running}")
+    print(
+        f"  missed waiting (no question announced before it ended): {missed['waiting']} of "
+        f"{phases['waiting']}   budget 0   {verdict(missed['waiting'] == 0)}"
+    )
+    print(f"  idle phases never seen idle: {missed['idle']} of {phases['idle']}")
+    print(
+        f"  phases shorter than {BUDGET_P95_S:g} s that ended unseen (not counted above): "
+        + ", ".join(f"{k} {v}" for k, v in short.items())
+    )
+    print(
+        f"  idle announced just after a short idle phase ended (decided on an idle screen; "
+        f"agents only resume on corral's paste): {stale_idle}"
+    )
+    for phase in ("busy", "idle", "waiting"):
+        vs = latency[phase]
+        print(
+            f"  detection latency {KIND[phase].value:>8}: p50 {statistics.median(vs) if vs else 0:.2f} s"
+            f"  p95 {pct(vs, 95):.2f} s  ({len(vs)} phases)"
+        )
+    print(
+        f"  detection latency, all: p50 {statistics.median(every):.2f} s  p95 {p95:.2f} s   "
+        f"budget p95 ≤ {BUDGET_P95_S:g} s   {verdict(p95 <= BUDGET_P95_S)}"
+    )
+    print(
+        f"  loop responsiveness (5 ms timer lateness, stand-in for keystroke → repaint): "
+        f"p50 {statistics.median(lag):.1f} ms  p95 {lag_p95:.1f} ms  max {max(lag):.1f} ms   "
+        f"budget p95 ≤ {BUDGET_LAG_P95_MS:g} ms   {verdict(lag_p95 <= BUDGET_LAG_P95_MS)}"
+    )
+    print(
+        f"  the loop's share of a sweep (folding readings for {agents} panes): "
+        f"p50 {statistics.median(fold_ms):.2f} ms  p95 {pct(fold_ms, 95):.2f} ms"
+    )
+    return 0 if ok else 1
+
+
+# -- keystroke → repaint with a console watching agents in real panes -------------
+
+# After the task is pasted at its `> ` prompt, streams output under a busy
+# marker for good (every pane changes between any two sweeps: the most work).
+CONSOLE_STANDIN = r"""
+import os, random, select, sys, time
+rng = random.Random(os.getpid())
+sys.stdout.write("stand-in agent\n> ")
+sys.stdout.flush()
+data = os.read(0, 65536)
+while select.select([0], [], [], 0.5)[0] and os.read(0, 65536):
+    pass
+n = 0
+while True:
+    n += 1
+    sys.stdout.write(f"\r\x1b[2Kstep {n}: editing module_{rng.randrange(99)}.py\n")
+    sys.stdout.write(f"✻ Working… ({n // 5}s · esc to interrupt)")
+    sys.stdout.flush()
+    time.sleep(rng.uniform(0.1, 0.25))
+"""
+
+
+def console_child(ready: Path, repo: Path, n: int) -> None:
+    """The real console with `n` sessions whose agents (custom: stand-ins) run
+    in real tmux panes watched by the real PaneManager (runs in the pty)."""
+    from corral.supervisor.api import Supervisor
+    from corral.supervisor.config import SupervisorConfig
+    from corral.supervisor.contracts.drafting import FixedDrafter
+    from corral.supervisor.factory import build_supervisor
+    from corral.supervisor.models import ContractCheck, OutcomeContract
+    from corral.supervisor.states import CoderState
+    from corral.tui.app import CorralApp
+
+    script = ready.parent / "console_standin.py"
+    script.write_text(CONSOLE_STANDIN)
+    never = OutcomeContract(
+        checks=[ContractCheck(name="done", command="test -f done.txt", timeout_secs=10)]
+    )
+    sup = build_supervisor(
+        ready.parent / "state",
+        FixedDrafter(never),
+        socket_dir=ready.parent / "tmux",
+        default_engine=f"custom:{sys.executable} -I -S {script}",
+        config=SupervisorConfig(max_session_wall_secs=0),
+    )
+
+    async def seed(s: Supervisor) -> None:
+        ids = []
+        for i in range(n):
+            ids.append((await s.start(f"Stand-in session {i}", repo, engine="auto")).session_id)
+        for sid in ids:
+            await s.wait_for(sid, needs=True, timeout=300)
+            await s.confirm(sid)
+        for sid in ids:
+            await s.wait_for(sid, {CoderState.RUNNING}, timeout=300)
+        while sum(r.agent_status == "running" for r in s.list()) < n:
+            await asyncio.sleep(0.5)
+        ready.write_text(str(len(ids)))
+
+    try:
+        CorralApp(sup, default_repo=repo, on_ready=seed).run()
+    finally:
+        for sock in (ready.parent / "tmux").glob("*"):
+            subprocess.run(["tmux", "-S", str(sock), "kill-server"], capture_output=True)
+
+
+def console_keys(keys: int, n: int) -> tuple[list[float], list[float]]:
+    """bench/tui.py's keystroke measurement, with `console_child` in its pty."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_tui", Path(__file__).with_name("tui.py"))
+    assert spec is not None and spec.loader is not None
+    tui = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tui)
+    child = [sys.executable, str(Path(__file__).resolve()), "--console-child"]
+    key_ms, idle_ms = tui.keystrokes(keys, n, child=child, ready_timeout=600)
+    return list(key_ms), list(idle_ms)
+
+
+def main() -> int:
+    if len(sys.argv) > 1 and sys.argv[1] == "--console-child":
+        console_child(Path(sys.argv[2]), Path(sys.argv[3]), int(sys.argv[4]))
+        return 0
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="30 s of phases, not 90 s")
+    parser.add_argument("--agents", type=int, default=100, help="stand-in agents (100)")
+    parser.add_argument("--seconds", type=float, help="seconds of phases (90; 30 with --quick)")
+    parser.add_argument(
+        "--console",
+        action="store_true",
+        help="also time keystroke → repaint in a real console watching N agents in panes",
+    )
+    parser.add_argument("--keys", type=int, help="keystrokes with --console (60; 40 with --quick)")
+    args = parser.parse_args()
+    if shutil.which("tmux") is None:
+        print("tmux is not installed", file=sys.stderr)
+        return 2
+    seconds = args.seconds or (30.0 if args.quick else 90.0)
+    version = subprocess.run(["tmux", "-V"], capture_output=True, text=True).stdout.strip()
+    load = os.getloadavg()[0]
+    print(
+        f"status truth: {args.agents} stand-in agents in real tmux panes ({version}), "
+        f"{os.cpu_count()} CPUs, load {load:.1f} at start; medians and p95 over the run"
+    )
+    work = Path(tempfile.mkdtemp(prefix="corral-bench-status-"))
+    try:
+        code = asyncio.run(run(args.agents, seconds, work))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    if args.console:
+        print(
+            f"keystroke → repaint: the console (a pty, 200x50) with {args.agents} sessions whose "
+            "custom: stand-ins stream under a busy marker in real tmux panes"
+        )
+        key_ms, idle_ms = console_keys(args.keys or (40 if args.quick else 60), args.agents)
+        p95 = pct(key_ms, 95)
+        good = p95 <= BUDGET_LAG_P95_MS
+        print(
+            f"  keystroke: p50 {statistics.median(key_ms):.1f} ms  p95 {p95:.1f} ms  max "
+            f"{max(key_ms):.1f} ms over {len(key_ms)} keys   budget p95 ≤ "
+            f"{BUDGET_LAG_P95_MS:g} ms   {'PASS' if good else 'FAIL'}"
+        )
+        print(
+            f"  background (no key; same wait for the next chunk): p50 "
+            f"{statistics.median(idle_ms):.1f} ms  p95 {pct(idle_ms, 95):.1f} ms"
+        )
+        code = code or (0 if good else 1)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
