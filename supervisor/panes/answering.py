@@ -20,6 +20,7 @@ it did not land, and why, and asks again.
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from dataclasses import dataclass
 
@@ -46,22 +47,25 @@ def menu_on(lines: list[str], question: Question) -> bool:
     )
 
 
-def cursor_row(lines: list[str], option: str) -> tuple[int | None, int | None]:
-    """(row of the cursor, row of `option`) in the menu at the bottom."""
-    cursor = target = None
+MARKS = ("❯", "›", "●", ">")  # menu cursors: Claude Code, Codex, Gemini CLI, others
+
+
+def cursor_row(lines: list[str], question: Question, option: str) -> tuple[int | None, int | None]:
+    """(row of the cursor, row of `option`) in the menu under the question's
+    line (lines above it, such as a transcript's `● …`, are not the menu)."""
+    start = 0
     for i, line in enumerate(lines):
-        body = line.strip()
-        marked = body[:1] in ("❯", "›")
+        if question.prompt and question.prompt in line:
+            start = i + 1
+    cursor = target = None
+    for i in range(start, len(lines)):
+        body = lines[i].strip()
+        marked = body[:1] in MARKS
         text = body[1:].strip() if marked else body
-        for prefix in (f"{n}. " for n in range(1, 13)):
-            if text.startswith(prefix):
-                text = text[len(prefix) :]
-                break
+        text = re.sub(r"^\d{1,2}[.)]\s+", "", text)
         if text == option:
             target = i
-            if marked:
-                cursor = i
-        elif marked:
+        if marked:
             cursor = i
     return cursor, target
 
@@ -112,7 +116,7 @@ class MenuAnswer:
         lines = await self._stable(question)
         if lines is None:
             return Landing(False, f"not sent ({chosen}): the question is no longer on the screen")
-        cursor, target = cursor_row(lines, option)
+        cursor, target = cursor_row(lines, question, option)
         if target is None:
             return Landing(False, f"not sent ({chosen}): the option is not on the screen")
         if cursor is None:
@@ -126,7 +130,7 @@ class MenuAnswer:
                 lines = await self._lines()
                 if not menu_on(lines, question):
                     return Landing(False, f"not selected ({chosen}): the menu closed while moving")
-                cursor, target = cursor_row(lines, option)
+                cursor, target = cursor_row(lines, question, option)
                 if target is None or cursor is None:
                     return Landing(False, f"not selected ({chosen}): the menu changed while moving")
             if cursor != target:
