@@ -17,6 +17,7 @@ from enum import StrEnum
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*(?:\x07|\x1b\\)|\x1b[()][A-Za-z0-9]")
 BOX = re.compile(r"^[\s│┃|─━╭╮╰╯┌┐└┘├┤┬┴┼═║╔╗╚╝\-_=+]*$")
+LEAD = re.compile(r"^[\s│┃║△⚠•·*]+")  # frame and glyphs before a menu's text
 OPTION = re.compile(r"^\s*(?:[❯›>»]\s*)?(\d{1,2})[.)]\s+(.+?)\s*$")
 
 
@@ -44,12 +45,49 @@ class StatusReading:
 
 
 @dataclass(frozen=True)
+class InlineMenu:
+    """A question whose options sit side by side on one row, the selection
+    shown only by colour (OpenCode: `Allow once   Allow always   Reject`
+    under `△ Permission required`). Such a menu takes no digits: it is
+    answered by moving right from the first option, where it opens."""
+
+    title: re.Pattern[str]  # the line that opens the question
+    row: re.Pattern[str]  # group "options": the options, two or more spaces apart
+
+    def find(self, lines: list[str], reach: int = 16) -> Question | None:
+        """The question: its title and first detail line, and the options."""
+        for i in range(len(lines) - 1, -1, -1):
+            match = self.row.search(lines[i])
+            if match:
+                break
+        else:
+            return None
+        options = tuple(re.split(r"\s{2,}", match.group("options").strip()))
+        for j in range(i - 1, max(-1, i - reach), -1):
+            if self.title.search(lines[j]):
+                body = [LEAD.sub("", ln) for ln in lines[j + 1 : i]]
+                body = [ln.rstrip() for ln in body if ln.strip()]
+                # a heading (`# Shell command`) says less than the line under it
+                detail = " ".join(body[:2] if body and body[0].startswith("#") else body[:1])
+                head = LEAD.sub("", lines[j]).strip()
+                detail = detail.lstrip("#→← ").strip()
+                return Question(f"{head}: {detail}" if detail else head, options)
+        return None
+
+    @staticmethod
+    def keys(index: int) -> list[str]:
+        """The keys that pick option `index` (1-based) of a freshly opened menu."""
+        return ["Right"] * (index - 1) + ["Enter"]
+
+
+@dataclass(frozen=True)
 class Markers:
     """Per-profile screen patterns (compiled, case-insensitive)."""
 
     busy: tuple[re.Pattern[str], ...] = ()
     waiting: tuple[re.Pattern[str], ...] = ()
     idle: tuple[re.Pattern[str], ...] = ()
+    menu: InlineMenu | None = None  # questions drawn as one row of options
 
 
 def compile_all(*patterns: str) -> tuple[re.Pattern[str], ...]:
@@ -129,6 +167,8 @@ def classify(lines: list[str], markers: Markers = GENERIC) -> StatusReading:
             if pattern.search(line):
                 return StatusReading(AgentStatus.RUNNING, f"busy marker: {line.strip()[:80]}")
     question = find_question(tail)
+    if question is None and markers.menu is not None:
+        question = markers.menu.find(tail)
     waiting = any(p.search(line) for p in markers.waiting + GENERIC.waiting for line in tail)
     if question is not None and waiting:
         return StatusReading(AgentStatus.WAITING, "a question is on screen", question)

@@ -198,7 +198,11 @@ class PaneManager:
             record = self._require(session_id)
             lines = clean_lines(record.screen.lines) if record.screen else []
             exact = re.compile("^" + re.escape(options[index - 1]) + "$")
-            keys = menu_keys(lines, exact) or [str(index)]
+            menu = record.profile.markers.menu
+            if menu is not None and menu.find(lines) is not None:
+                keys = menu.keys(index)  # one row of options, no digits, no cursor glyph
+            else:
+                keys = menu_keys(lines, exact) or [str(index)]
             await self.send_keys(session_id, keys)
             return f"selected option {index}: {options[index - 1]}"
         tell = next((i for i, o in enumerate(options, 1) if o.lower().startswith("no, and")), None)
