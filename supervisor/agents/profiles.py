@@ -75,13 +75,16 @@ class OpenCodeProfile(AgentProfile):
         """The task goes in `--prompt` (submitted as soon as the TUI is up).
         corral's plugin is added for this run only, through
         OPENCODE_CONFIG_CONTENT (merged over the operator's config files, which
-        stay untouched); it runs CORRAL_HOOK_CMD on each turn edge."""
+        stay untouched); it runs CORRAL_HOOK_CMD on each turn edge. The key
+        variables its config names (`{env:NAME}`) pass the scrub."""
         env = {"CORRAL_HOOK_CMD": hook_cmd}
         content = opencode_config_content(os.environ.get("OPENCODE_CONFIG_CONTENT"))
         if content is not None:
             env["OPENCODE_CONFIG_CONTENT"] = content
         return LaunchPlan(
-            argv=[binary, "--prompt", prompt], env_extra=env, env_allow=self.env_allow
+            argv=[binary, "--prompt", prompt],
+            env_extra=env,
+            env_allow=(*self.env_allow, *agent_env.opencode_config_env()),
         )
 
 

@@ -205,3 +205,24 @@ def test_the_plugin_reports_turn_edges_of_the_main_session_only(tmp_path: Path) 
     assert all(r["payload"]["session_id"] == "main" for r in rows)
     asked = next(r["payload"] for r in rows if r["event"] == "PermissionRequest")
     assert asked["tool_name"] == "edit" and asked["hook_event_name"] == "PermissionRequest"
+
+
+def test_the_key_variables_its_config_names_pass_the_scrub(tmp_path: Path) -> None:
+    from corral.supervisor.agents.agent_env import opencode_config_env
+
+    user = tmp_path / "xdg" / "opencode"
+    user.mkdir(parents=True)
+    (user / "opencode.jsonc").write_text(
+        '{\n  // gateway\n  "provider": {"gw": {"options": {"apiKey": "{env:MY_GATEWAY_KEY}"}}}\n}\n',
+        encoding="utf-8",
+    )
+    extra = tmp_path / "run.json"
+    extra.write_text('{"provider": {"x": {"options": {"apiKey": "{env:RUN_KEY}"}}}}')
+    env = {
+        "HOME": str(tmp_path / "home"),
+        "XDG_CONFIG_HOME": str(tmp_path / "xdg"),
+        "OPENCODE_CONFIG": str(extra),
+        "OPENCODE_CONFIG_CONTENT": '{"provider": {"y": {"options": {"apiKey": "{env:INLINE_KEY}"}}}}',
+    }
+    assert opencode_config_env(env) == ("INLINE_KEY", "MY_GATEWAY_KEY", "RUN_KEY")
+    assert opencode_config_env({"HOME": str(tmp_path / "nobody")}) == ()
