@@ -447,14 +447,24 @@ OPENCODE_PROVIDER = "corralfake"
 OPENCODE_MODEL = "fake-model"
 
 
+# e2e/package.json pins OpenCode's native linux-x64 package itself (optional:
+# other platforms skip it): the `opencode-ai` wrapper lists a dozen platform
+# packages, not all of them on every registry mirror, and `npm ci` refuses a
+# lockfile missing any of them. The binary is the same one the wrapper links.
+OPENCODE_PACKAGE = "opencode-linux-x64"
+
+
 def opencode_bin() -> Path:
-    return BIN_DIR / "opencode"
+    return E2E_DIR / "node_modules" / OPENCODE_PACKAGE / "bin" / "opencode"
 
 
 def missing_opencode() -> str | None:
     """Why the real OpenCode cannot run here (None when it is installed)."""
     if not opencode_bin().exists():
-        return f"opencode missing from {BIN_DIR}; run `npm ci --prefix e2e`"
+        return (
+            f"{opencode_bin()} is missing: run `npm ci --prefix e2e` "
+            f"({OPENCODE_PACKAGE} installs on Linux x86-64 only)"
+        )
     return None
 
 
