@@ -8,14 +8,15 @@
 //   session.status busy        -> UserPromptSubmit (a turn is running)
 //   permission.asked           -> PermissionRequest (tool_name = permission)
 //   permission.replied (once|always) -> PostToolUse (running again)
-//   session.error              -> StopFailure
-//   session.idle               -> Stop (the turn ended)
+//   session.error              -> StopFailure (an interrupt too: MessageAbortedError)
+//   session.idle               -> Stop (the turn ended; once per turn)
 // Sub-agent sessions (those with a parent) are skipped: their idle is not
 // the end of the operator's turn. A failing hook never disturbs OpenCode.
 import { spawn } from "node:child_process";
 
 const subSessions = new Set();
 const lastStatus = new Map();
+const ended = new Set(); // sessions whose turn end was reported (an interrupt idles twice)
 
 function edge(event) {
   const props = event.properties || {};
@@ -28,6 +29,7 @@ function edge(event) {
       const kind = props.status && props.status.type;
       const before = lastStatus.get(props.sessionID);
       lastStatus.set(props.sessionID, kind);
+      if (kind === "busy") ended.delete(props.sessionID);
       return kind === "busy" && before !== "busy" ? "UserPromptSubmit" : null;
     }
     case "permission.asked":
@@ -38,6 +40,8 @@ function edge(event) {
       return "StopFailure";
     case "session.idle":
       lastStatus.set(props.sessionID, "idle");
+      if (ended.has(props.sessionID)) return null;
+      ended.add(props.sessionID);
       return "Stop";
     default:
       return null;

@@ -9,7 +9,10 @@ stops the agent's process within 5 s."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import re
+import subprocess
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -22,7 +25,8 @@ from corral.supervisor.contracts.drafting import FixedDrafter
 from corral.supervisor.factory import build_supervisor
 from corral.supervisor.states import CoderState as S
 from tests.conftest import fast_config, hello_contract, init_repo
-from tests.fakes.agent_env import missing_opencode, opencode_bin, opencode_launch
+from tests.e2e.test_fake_model_server import Tmux, wait_until
+from tests.fakes.agent_env import AgentLaunch, missing_opencode, opencode_bin, opencode_launch
 from tests.fakes.model_server import FakeModelServer, Reply, ToolCall
 
 MISSING = missing_opencode()
@@ -99,8 +103,6 @@ async def open_sup(tmp_path: Path) -> Supervisor:
 
 
 def kill_tmux(tmp_path: Path) -> None:
-    import subprocess
-
     for sock in (tmp_path / "tmux").glob("*"):
         subprocess.run(["tmux", "-S", str(sock), "kill-server"], capture_output=True)
 
@@ -108,8 +110,6 @@ def kill_tmux(tmp_path: Path) -> None:
 def hook_names(tmp_path: Path, sid: str) -> list[str]:
     hooks = tmp_path / "state" / "agents" / sid / "hooks.jsonl"
     text = hooks.read_text() if hooks.exists() else ""
-    import json
-
     return [json.loads(line).get("event", "") for line in text.splitlines() if line.strip()]
 
 
@@ -213,3 +213,87 @@ async def test_cancel_mid_turn_stops_opencode_within_five_seconds(
         finally:
             await sup.close()
             kill_tmux(tmp_path)
+
+
+# ---- OpenCode alone in a private tmux server: the facts the profile rests on
+
+
+@pytest.fixture
+def tmux() -> Iterator[Tmux]:
+    server = Tmux()
+    try:
+        yield server
+    finally:
+        server.kill()
+
+
+def hooks(launch: AgentLaunch, name: str) -> list[dict[str, Any]]:
+    return [e for e in launch.hook_events() if e.get("hook_event_name") == name]
+
+
+def test_esc_rejects_a_permission_and_the_plugin_reports_every_edge(
+    tmp_path: Path, tmux: Tmux
+) -> None:
+    """The prompt as docs/agent-clis.md quotes it; Esc = Reject ends the turn
+    at once (no second model request, no file); an interrupt (Esc, Esc) ends
+    a turn too; corral's plugin reports busy, the permission wait and each
+    end of turn, with the permission's details."""
+    repo = init_repo(tmp_path / "repo")
+    target = repo / "hello.txt"
+    with FakeModelServer([Reply("Writing.", [write_call(target)])]) as srv:
+        launch = opencode_launch(tmp_path / "oc", srv.url, repo, "Write hello.txt", permission=ASK)
+        name = tmux.start("oc", launch)
+        screen = tmux.wait_screen(name, r"△ Permission required", 90)
+        assert "→ Edit hello.txt" in screen
+        assert re.search(r"Allow once\s{2,}Allow always\s{2,}Reject", screen)
+        assert "esc interrupt" not in screen  # waiting is not busy
+        wait_until(lambda: bool(hooks(launch, "PermissionRequest")), "PermissionRequest", 15)
+        asked = hooks(launch, "PermissionRequest")[0]
+        assert asked["tool_name"] == "edit"
+        assert asked["metadata"]["filepath"] == str(target)
+        tmux.keys(name, "Escape")
+        wait_until(lambda: bool(hooks(launch, "Stop")), "the Stop hook after Reject", 30)
+        tmux.wait_screen(name, r"ctrl\+p commands", 15)
+        time.sleep(1)
+        assert not target.exists()
+        assert len(srv.turn_requests) == 1, srv.paths()
+        assert hooks(launch, "UserPromptSubmit") and not hooks(launch, "PostToolUse")
+
+        srv.push(Reply("…", delay=40))
+        tmux.type(name, "Think for a long time")
+        wait_until(lambda: len(srv.turn_requests) == 2, "the second model request", 30)
+        tmux.wait_screen(name, r"esc interrupt", 15)
+        tmux.keys(name, "Escape")
+        tmux.wait_screen(name, r"esc again to interrupt", 10)
+        tmux.keys(name, "Escape")
+        tmux.wait_screen(name, r"· interrupted", 15)
+        wait_until(lambda: len(hooks(launch, "Stop")) == 2, "the Stop hook after an interrupt", 15)
+        aborted = hooks(launch, "StopFailure")
+        assert [e["error"]["name"] for e in aborted] == ["MessageAbortedError"]
+        time.sleep(1)
+        assert len(hooks(launch, "Stop")) == 2  # one per turn, though it idles twice
+        assert all(e["session_id"] == asked["session_id"] for e in launch.hook_events())
+
+
+def test_the_hermetic_home_keeps_every_opencode_file(tmp_path: Path, tmux: Tmux) -> None:
+    """Sessions database, logs and config dir land in the temp HOME/XDG dirs,
+    the worktree gets only the agent's own file, and the plugin-dependency
+    install fails offline instead of reaching a registry."""
+    repo = init_repo(tmp_path / "repo")
+    with FakeModelServer([Reply("Hi.")]) as srv:
+        launch = opencode_launch(tmp_path / "oc", srv.url, repo, "Say hi", permission=ALLOW)
+        name = tmux.start("oc", launch)
+        wait_until(lambda: bool(hooks(launch, "Stop")), "the end of the turn", 90)
+        tmux.wait_screen(name, r"Hi\.", 10)
+        data = launch.home / ".local" / "share" / "opencode"
+        assert (data / "opencode.db").exists()
+        assert list((data / "log").glob("*.log"))
+        log = "\n".join(p.read_text() for p in (data / "log").glob("*.log"))
+        assert "background dependency install failed" in log
+        assert not (launch.config_dir / "node_modules").exists()
+        status = subprocess.run(
+            ["git", "status", "--porcelain"], cwd=repo, capture_output=True, text=True
+        )
+        assert status.stdout == ""
+        # the side request that names the session carries no tools
+        assert [r.consumed for r in srv.requests if r.method == "POST"].count(False) == 1

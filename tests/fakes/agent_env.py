@@ -530,7 +530,7 @@ def opencode_launch(
     hooks_file = None
     if hooks:
         hooks_file = root / "hooks.jsonl"
-        recorder = _write_recorder(root)
+        recorder = _write_stdin_recorder(root)
         env["CORRAL_HOOK_CMD"] = f"{shlex.quote(str(recorder))} {shlex.quote(str(hooks_file))}"
         env["OPENCODE_CONFIG_CONTENT"] = opencode_config_content(None) or "{}"
     return AgentLaunch(
@@ -543,6 +543,22 @@ def opencode_launch(
         hooks_file=hooks_file,
         extra={"config_file": config_file},
     )
+
+
+def _write_stdin_recorder(root: Path) -> Path:
+    """Like `_write_recorder`, for corral's OpenCode plugin, which runs
+    `$CORRAL_HOOK_CMD <EventName>`: the payload (stdin) already names the
+    event, so the argument after FILE is ignored."""
+    script = root / "record-stdin.sh"
+    script.write_text(
+        "#!/bin/sh\n"
+        '# record-stdin.sh FILE [EVENT]: append stdin + "\\n" to FILE\n'
+        "payload=$(cat)\n"
+        'printf \'%s\\n\' "$payload" >> "$1"\n',
+        encoding="utf-8",
+    )
+    script.chmod(0o755)
+    return script
 
 
 def opencode_env(home: Path, config_file: Path) -> dict[str, str]:

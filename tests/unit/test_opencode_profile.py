@@ -183,6 +183,8 @@ def test_the_plugin_reports_turn_edges_of_the_main_session_only(tmp_path: Path) 
         ev("session.idle", sessionID="sub"),
         ev("message.part.updated", sessionID="main"),
         ev("session.idle", sessionID="main"),
+        ev("session.status", sessionID="main", status={"type": "idle"}),
+        ev("session.idle", sessionID="main"),  # an interrupt idles twice: one Stop
     ]
     subprocess.run(
         [str(shutil.which("node")), str(tmp_path / "drive.mjs"), json.dumps(events)],
