@@ -192,7 +192,7 @@ async def test_cancel_mid_turn_stops_opencode_within_five_seconds(
             srv.push(Reply("…", delay=60))
             await sup.confirm(sid)
             # running, and the model request is in flight (the turn really started)
-            await asyncio.to_thread(srv.wait_for, lambda s: len(s.turn_requests) >= 1, 90)
+            await asyncio.to_thread(srv.wait_for, lambda s: len(s.turn_requests) >= 1, 120)
             for _ in range(300):
                 row = sup.list()[0]
                 if row.agent_status == "running":
@@ -204,8 +204,9 @@ async def test_cancel_mid_turn_stops_opencode_within_five_seconds(
             pid = record.handle.pid
             begin = time.monotonic()
             result = await sup.cancel(sid)
-            assert time.monotonic() - begin < 5
-            assert result.state is S.ABANDONED
+            took = time.monotonic() - begin
+            assert took < 5, f"cancel took {took:.1f}s"
+            assert result.state is S.ABANDONED, result
             await asyncio.sleep(0.5)
             status = Path(f"/proc/{pid}/status")
             state = status.read_text().split("State:")[1].split()[0] if status.exists() else "gone"
