@@ -49,7 +49,8 @@ class InlineMenu:
     """A question whose options sit side by side on one row, the selection
     shown only by colour (OpenCode: `Allow once   Allow always   Reject`
     under `△ Permission required`). Such a menu takes no digits: it is
-    answered by moving right from the first option, where it opens."""
+    answered with arrows from the selected option (read from the colours,
+    else the first, where it opens), then Enter."""
 
     title: re.Pattern[str]  # the line that opens the question
     row: re.Pattern[str]  # group "options": the options, two or more spaces apart
@@ -74,10 +75,89 @@ class InlineMenu:
                 return Question(f"{head}: {detail}" if detail else head, options)
         return None
 
+    def selected(self, ansi_lines: list[str]) -> int | None:
+        """The selected option (1-based), read from the colours of the
+        options row (`capture-pane -e`): the one option whose background
+        differs from the row's, else the one option drawn in a style the
+        others do not share. None when the row is absent or that is unclear."""
+        for raw in reversed(ansi_lines):
+            cells = styled_cells(raw)
+            plain = "".join(ch for ch, _ in cells)
+            match = self.row.search(plain)
+            if match:
+                break
+        else:
+            return None
+        starts, pos = [], match.start("options")
+        for option in re.split(r"\s{2,}", match.group("options").strip()):
+            pos = plain.find(option, pos)
+            starts.append(pos)
+            pos += len(option)
+        styles = [cells[i][1] for i in starts]
+        end = match.end("options")
+        gaps = [cells[i][1][1] for i in range(match.start("options"), end) if plain[i] == " "]
+        if gaps:
+            base = max(set(gaps), key=gaps.count)
+            marked = [n for n, style in enumerate(styles, 1) if style[1] != base]
+            if len(marked) == 1:
+                return marked[0]
+        unique = [n for n, style in enumerate(styles, 1) if styles.count(style) == 1]
+        return unique[0] if len(unique) == 1 and len(styles) > 2 else None
+
     @staticmethod
-    def keys(index: int) -> list[str]:
-        """The keys that pick option `index` (1-based) of a freshly opened menu."""
-        return ["Right"] * (index - 1) + ["Enter"]
+    def keys(index: int, selected: int = 1) -> list[str]:
+        """The keys that move from option `selected` (where a fresh menu
+        opens: the first) to option `index` (1-based) and confirm it."""
+        step = "Right" if index >= selected else "Left"
+        return [step] * abs(index - selected) + ["Enter"]
+
+
+SGR = re.compile(r"\x1b\[([0-9;:]*)m")
+Style = tuple[str | None, str | None, frozenset[str]]  # foreground, background, attributes
+
+
+def styled_cells(raw: str) -> list[tuple[str, Style]]:
+    """Each visible character of one ANSI line with the SGR style it is
+    drawn in (other escape sequences dropped)."""
+    fg: str | None = None
+    bg: str | None = None
+    attrs: set[str] = set()
+    cells: list[tuple[str, Style]] = []
+    i = 0
+    while i < len(raw):
+        match = ANSI.match(raw, i)
+        if match is None:
+            cells.append((raw[i], (fg, bg, frozenset(attrs))))
+            i += 1
+            continue
+        i = match.end()
+        sgr = SGR.fullmatch(match.group(0))
+        if sgr is None:
+            continue
+        params = re.split("[;:]", sgr.group(1))
+        j = 0
+        while j < len(params):
+            code = params[j] or "0"
+            if code in ("38", "48") and j + 1 < len(params):
+                width = 3 if params[j + 1] == "5" else 5
+                color = ";".join(params[j + 1 : j + width])
+                fg, bg = (color, bg) if code == "38" else (fg, color)
+                j += width
+                continue
+            if code == "0":
+                fg, bg, attrs = None, None, set()
+            elif code == "39":
+                fg = None
+            elif code == "49":
+                bg = None
+            elif code.isdigit() and (30 <= int(code) <= 37 or 90 <= int(code) <= 97):
+                fg = code
+            elif code.isdigit() and (40 <= int(code) <= 47 or 100 <= int(code) <= 107):
+                bg = code
+            else:
+                attrs.add(code)
+            j += 1
+    return cells
 
 
 @dataclass(frozen=True)

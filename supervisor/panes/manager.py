@@ -200,7 +200,9 @@ class PaneManager:
             exact = re.compile("^" + re.escape(options[index - 1]) + "$")
             menu = record.profile.markers.menu
             if menu is not None and menu.find(lines) is not None:
-                keys = menu.keys(index)  # one row of options, no digits, no cursor glyph
+                # one row of options, no digits: the selection is only a colour
+                at = menu.selected(record.screen.ansi) if record.screen else None
+                keys = menu.keys(index, at or 1)
             else:
                 keys = menu_keys(lines, exact) or [str(index)]
             await self.send_keys(session_id, keys)

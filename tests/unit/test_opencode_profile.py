@@ -20,7 +20,8 @@ from corral.assets import path as asset_path
 from corral.supervisor.agents.profiles import OPENCODE, opencode_config_content, profile_for
 from corral.supervisor.panes.base import PaneHandle, Screen
 from corral.supervisor.panes.manager import PaneManager, PaneRecord
-from corral.supervisor.status import AgentStatus, StatusTracker, classify
+from corral.supervisor.panes.tmux import standalone_ansi
+from corral.supervisor.status import ANSI, AgentStatus, StatusTracker, classify
 
 SCREENS = Path(__file__).parent / "data" / "opencode"
 ALLOW = ("Allow once", "Allow always", "Reject")
@@ -113,6 +114,61 @@ def test_an_answer_moves_right_from_the_first_option(
         screen=Screen(lines=lines),
     )
     question = classify(lines, OPENCODE.markers).question
+    assert question is not None
+    asyncio.run(manager.choose("s1", question, answer))
+    assert backend.sent == [keys]
+
+
+def ansi_screen(name: str) -> Screen:
+    """A `capture-pane -e` fixture as the tmux backend hands it over."""
+    raw = (SCREENS / "ansi" / f"{name}.ans").read_text(encoding="utf-8").splitlines()
+    ansi = standalone_ansi(raw)
+    return Screen(lines=[ANSI.sub("", line) for line in ansi], ansi=ansi)
+
+
+@pytest.mark.parametrize(
+    ("name", "selected"),
+    [
+        ("permission_selected_1", 1),
+        ("permission_selected_2", 2),
+        ("permission_selected_3", 3),
+        ("always_selected_1", 1),
+        ("always_selected_2", 2),
+    ],
+)
+def test_the_selected_option_is_read_from_its_colour(name: str, selected: int) -> None:
+    menu = OPENCODE.markers.menu
+    assert menu is not None
+    assert menu.selected(ansi_screen(name).ansi) == selected
+    assert menu.selected(screen("idle_after_turn")) is None
+
+
+@pytest.mark.parametrize(
+    ("name", "answer", "keys"),
+    [
+        ("permission_selected_3", "Allow once", ["Left", "Left", "Enter"]),
+        ("permission_selected_2", "Reject", ["Right", "Enter"]),
+        ("permission_selected_2", "Allow always", ["Enter"]),
+        ("always_selected_2", "Confirm", ["Left", "Enter"]),
+    ],
+)
+def test_an_answer_starts_from_the_option_selected_on_screen(
+    tmp_path: Path, name: str, answer: str, keys: list[str]
+) -> None:
+    """Someone moved the selection in the pane by hand: the keys count
+    from where it is now, not from where the menu opened."""
+    backend = _Keys()
+    manager = PaneManager(backend, tmp_path)  # type: ignore[arg-type]
+    shown = ansi_screen(name)
+    manager.records["s1"] = PaneRecord(
+        "s1",
+        PaneHandle("stub", "%1", "owner"),
+        OPENCODE,
+        tmp_path / "hooks.jsonl",
+        StatusTracker(markers=OPENCODE.markers),
+        screen=shown,
+    )
+    question = classify(shown.lines, OPENCODE.markers).question
     assert question is not None
     asyncio.run(manager.choose("s1", question, answer))
     assert backend.sent == [keys]
