@@ -96,7 +96,7 @@ async def open_sup(tmp_path: Path) -> Supervisor:
         FixedDrafter(hello_contract()),
         socket_dir=tmp_path / "tmux",
         default_engine="external:opencode",
-        config=fast_config(repair_invokes=0, max_session_wall_secs=150),
+        config=fast_config(repair_invokes=0, max_session_wall_secs=240),
     )
     await sup.open()
     return sup
@@ -132,7 +132,7 @@ async def test_opencode_writes_the_file_and_reaches_review(
             target = Path(started.worktree or "") / "hello.txt"
             srv.push(Reply("I'll write it.", [write_call(target)]), Reply("Wrote hello.txt."))
             await sup.confirm(sid)
-            row = await settle(sup, sid, {S.NEEDS_APPROVAL, S.FAILED}, 90)
+            row = await settle(sup, sid, {S.NEEDS_APPROVAL, S.FAILED}, 150)
             assert row.state is S.NEEDS_APPROVAL, (row.error, describe(sup, sid))
             assert target.read_text() == "hi\n"
             s = sup.get(sid).session
@@ -163,7 +163,7 @@ async def test_an_opencode_permission_prompt_is_answered_through_the_api(
             target = Path(started.worktree or "") / "hello.txt"
             srv.push(Reply("Writing.", [write_call(target)]), Reply("Done."))
             await sup.confirm(sid)
-            row = await sup.wait_for(sid, needs=True, timeout=90)
+            row = await sup.wait_for(sid, needs=True, timeout=150)
             assert row.needs_you == "question", (row.state, row.error, describe(sup, sid))
             assert "hello.txt" in (row.question_prompt or "")
             assert sup.question_options(sid) == ["Allow once", "Allow always", "Reject"]
@@ -244,7 +244,7 @@ def test_esc_rejects_a_permission_and_the_plugin_reports_every_edge(
     with FakeModelServer([Reply("Writing.", [write_call(target)])]) as srv:
         launch = opencode_launch(tmp_path / "oc", srv.url, repo, "Write hello.txt", permission=ASK)
         name = tmux.start("oc", launch)
-        screen = tmux.wait_screen(name, r"△ Permission required", 90)
+        screen = tmux.wait_screen(name, r"△ Permission required", 150)
         assert "→ Edit hello.txt" in screen
         assert re.search(r"Allow once\s{2,}Allow always\s{2,}Reject", screen)
         assert "esc interrupt" not in screen  # waiting is not busy
@@ -284,7 +284,7 @@ def test_the_hermetic_home_keeps_every_opencode_file(tmp_path: Path, tmux: Tmux)
     with FakeModelServer([Reply("Hi.")]) as srv:
         launch = opencode_launch(tmp_path / "oc", srv.url, repo, "Say hi", permission=ALLOW)
         name = tmux.start("oc", launch)
-        wait_until(lambda: bool(hooks(launch, "Stop")), "the end of the turn", 90)
+        wait_until(lambda: bool(hooks(launch, "Stop")), "the end of the turn", 150)
         tmux.wait_screen(name, r"Hi\.", 10)
         data = launch.home / ".local" / "share" / "opencode"
         assert (data / "opencode.db").exists()
