@@ -27,6 +27,7 @@ from enum import StrEnum
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*(?:\x07|\x1b\\)|\x1b[()][A-Za-z0-9]")
 BOX = re.compile(r"^[\s│┃|─━╭╮╰╯┌┐└┘├┤┬┴┼═║╔╗╚╝\-_=+]*$")
+LEAD = re.compile(r"^[\s│┃║△⚠•·*]+")  # frame and glyphs before a menu's text
 # the cursor before the selected option: ❯ (Claude Code), › (Codex), ● (Gemini CLI)
 OPTION = re.compile(r"^\s*(?:[❯›>»●]\s*)?(\d{1,2})[.)]\s+(.+?)\s*$")
 
@@ -56,6 +57,122 @@ class StatusReading:
 
 
 @dataclass(frozen=True)
+class InlineMenu:
+    """A question whose options sit side by side on one row, the selection
+    shown only by colour (OpenCode: `Allow once   Allow always   Reject`
+    under `△ Permission required`). Such a menu takes no digits: it is
+    answered with arrows from the selected option (read from the colours,
+    else the first, where it opens), then Enter."""
+
+    title: re.Pattern[str]  # the line that opens the question
+    row: re.Pattern[str]  # group "options": the options, two or more spaces apart
+
+    def find(self, lines: list[str], reach: int = 16) -> Question | None:
+        """The question: its title and first detail line, and the options."""
+        for i in range(len(lines) - 1, -1, -1):
+            match = self.row.search(lines[i])
+            if match:
+                break
+        else:
+            return None
+        options = tuple(re.split(r"\s{2,}", match.group("options").strip()))
+        for j in range(i - 1, max(-1, i - reach), -1):
+            if self.title.search(lines[j]):
+                body = [LEAD.sub("", ln) for ln in lines[j + 1 : i]]
+                body = [ln.rstrip() for ln in body if ln.strip()]
+                # a heading (`# Shell command`) says less than the line under it
+                detail = " ".join(body[:2] if body and body[0].startswith("#") else body[:1])
+                head = LEAD.sub("", lines[j]).strip()
+                detail = detail.lstrip("#→← ").strip()
+                return Question(f"{head}: {detail}" if detail else head, options)
+        return None
+
+    def selected(self, ansi_lines: list[str]) -> int | None:
+        """The selected option (1-based), read from the colours of the
+        options row (`capture-pane -e`): the one option whose background
+        differs from the row's, else the one option drawn in a style the
+        others do not share. None when the row is absent or that is unclear."""
+        for raw in reversed(ansi_lines):
+            cells = styled_cells(raw)
+            plain = "".join(ch for ch, _ in cells)
+            match = self.row.search(plain)
+            if match:
+                break
+        else:
+            return None
+        starts, pos = [], match.start("options")
+        for option in re.split(r"\s{2,}", match.group("options").strip()):
+            pos = plain.find(option, pos)
+            starts.append(pos)
+            pos += len(option)
+        styles = [cells[i][1] for i in starts]
+        end = match.end("options")
+        gaps = [cells[i][1][1] for i in range(match.start("options"), end) if plain[i] == " "]
+        if gaps:
+            base = max(set(gaps), key=gaps.count)
+            marked = [n for n, style in enumerate(styles, 1) if style[1] != base]
+            if len(marked) == 1:
+                return marked[0]
+        unique = [n for n, style in enumerate(styles, 1) if styles.count(style) == 1]
+        return unique[0] if len(unique) == 1 and len(styles) > 2 else None
+
+    @staticmethod
+    def keys(index: int, selected: int = 1) -> list[str]:
+        """The keys that move from option `selected` (where a fresh menu
+        opens: the first) to option `index` (1-based) and confirm it."""
+        step = "Right" if index >= selected else "Left"
+        return [step] * abs(index - selected) + ["Enter"]
+
+
+SGR = re.compile(r"\x1b\[([0-9;:]*)m")
+Style = tuple[str | None, str | None, frozenset[str]]  # foreground, background, attributes
+
+
+def styled_cells(raw: str) -> list[tuple[str, Style]]:
+    """Each visible character of one ANSI line with the SGR style it is
+    drawn in (other escape sequences dropped)."""
+    fg: str | None = None
+    bg: str | None = None
+    attrs: set[str] = set()
+    cells: list[tuple[str, Style]] = []
+    i = 0
+    while i < len(raw):
+        match = ANSI.match(raw, i)
+        if match is None:
+            cells.append((raw[i], (fg, bg, frozenset(attrs))))
+            i += 1
+            continue
+        i = match.end()
+        sgr = SGR.fullmatch(match.group(0))
+        if sgr is None:
+            continue
+        params = re.split("[;:]", sgr.group(1))
+        j = 0
+        while j < len(params):
+            code = params[j] or "0"
+            if code in ("38", "48") and j + 1 < len(params):
+                width = 3 if params[j + 1] == "5" else 5
+                color = ";".join(params[j + 1 : j + width])
+                fg, bg = (color, bg) if code == "38" else (fg, color)
+                j += width
+                continue
+            if code == "0":
+                fg, bg, attrs = None, None, set()
+            elif code == "39":
+                fg = None
+            elif code == "49":
+                bg = None
+            elif code.isdigit() and (30 <= int(code) <= 37 or 90 <= int(code) <= 97):
+                fg = code
+            elif code.isdigit() and (40 <= int(code) <= 47 or 100 <= int(code) <= 107):
+                bg = code
+            else:
+                attrs.add(code)
+            j += 1
+    return cells
+
+
+@dataclass(frozen=True)
 class Markers:
     """Per-profile screen patterns (compiled, case-insensitive)."""
 
@@ -63,6 +180,7 @@ class Markers:
     waiting: tuple[re.Pattern[str], ...] = ()
     idle: tuple[re.Pattern[str], ...] = ()
     auth: tuple[re.Pattern[str], ...] = ()  # the agent's own "not signed in" sentences
+    menu: InlineMenu | None = None  # questions drawn as one row of options
 
 
 def compile_all(*patterns: str) -> tuple[re.Pattern[str], ...]:
@@ -242,6 +360,8 @@ def classify(lines: list[str], markers: Markers = GENERIC) -> StatusReading:
             if pattern.search(line):
                 return StatusReading(AgentStatus.RUNNING, f"busy marker: {line.strip()[:80]}")
     question = find_question(tail) or find_menu(tail)
+    if question is None and markers.menu is not None:
+        question = markers.menu.find(tail)
     waiting = any(p.search(line) for p in markers.waiting + GENERIC.waiting for line in tail)
     if question is not None and waiting:
         return StatusReading(AgentStatus.WAITING, "a question is on screen", question)

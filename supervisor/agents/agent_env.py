@@ -13,6 +13,7 @@ with a password) still reaches the agent. Patterns (`AIDER_*`) follow
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from pathlib import Path
 
@@ -174,11 +175,16 @@ AIDER: tuple[str, ...] = (
     *NETWORK,
 )
 
-# OpenCode reads each provider's key under the name models.dev gives it.
+# OpenCode reads each provider's key under the name models.dev gives it (or
+# the name its config says, `{env:NAME}`), its own settings as OPENCODE_*
+# (OPENCODE_CONFIG_CONTENT gets corral's plugin added, see profiles.py).
 OPENCODE: tuple[str, ...] = (
     "OPENCODE_CONFIG",
     "OPENCODE_CONFIG_DIR",
     "OPENCODE_CONFIG_CONTENT",
+    "OPENCODE_API_KEY",
+    "OPENCODE_AUTH_CONTENT",
+    "OPENCODE_DISABLE_*",
     "ANTHROPIC_API_KEY",
     "OPENAI_API_KEY",
     "GEMINI_API_KEY",
@@ -196,6 +202,33 @@ OPENCODE: tuple[str, ...] = (
     *GOOGLE_CLOUD,
     *NETWORK,
 )
+
+OPENCODE_ENV_REF = re.compile(r"\{env:([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def opencode_config_env(env: dict[str, str] | None = None) -> tuple[str, ...]:
+    """The variables OpenCode's own config names (`"apiKey": "{env:NAME}"` in
+    the user config, OPENCODE_CONFIG, OPENCODE_CONFIG_DIR or
+    OPENCODE_CONFIG_CONTENT): the operator already told OpenCode where its key
+    is, so corral passes that variable too. A file it cannot read adds nothing;
+    a project's own opencode.json is not read (name those in `env_allow`)."""
+    env = dict(os.environ) if env is None else env
+    home = Path(env.get("HOME", "~")).expanduser()
+    config_home = Path(env.get("XDG_CONFIG_HOME") or home / ".config").expanduser()
+    names = ("config.json", "opencode.json", "opencode.jsonc")
+    paths = [config_home / "opencode" / name for name in names]
+    if env.get("OPENCODE_CONFIG_DIR"):
+        paths += [Path(env["OPENCODE_CONFIG_DIR"]).expanduser() / name for name in names]
+    if env.get("OPENCODE_CONFIG"):
+        paths.append(Path(env["OPENCODE_CONFIG"]).expanduser())
+    texts = [env.get("OPENCODE_CONFIG_CONTENT", "")]
+    for path in paths:
+        try:
+            texts.append(path.read_text(encoding="utf-8", errors="replace"))
+        except OSError:
+            continue
+    return tuple(dict.fromkeys(OPENCODE_ENV_REF.findall("\n".join(texts))))
+
 
 # A command line corral knows nothing about: only the network settings.
 CUSTOM: tuple[str, ...] = NETWORK

@@ -3,6 +3,7 @@ custom (any command line) and demo (corral's scripted demo agent)."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -12,7 +13,7 @@ from pathlib import Path
 
 from corral.assets import path as asset_path
 
-from ..status import Markers, compile_all
+from ..status import InlineMenu, Markers, compile_all
 from . import agent_env
 from .base import HOOK_CMD, AgentProfile, AgentUnavailable, Dialog, LaunchPlan, write_json
 
@@ -82,6 +83,45 @@ class CodexProfile(AgentProfile):
         if codex_home:
             dirs = [Path(os.path.expanduser(codex_home))]
         return dirs, files
+
+
+OPENCODE_PLUGIN = asset_path("opencode", "corral_hooks.js")
+
+
+@dataclass(frozen=True)
+class OpenCodeProfile(AgentProfile):
+    def plan(self, binary: str, *, prompt: str, session_dir: Path, hook_cmd: str) -> LaunchPlan:
+        """The task goes in `--prompt` (submitted as soon as the TUI is up).
+        corral's plugin is added for this run only, through
+        OPENCODE_CONFIG_CONTENT (merged over the operator's config files, which
+        stay untouched); it runs CORRAL_HOOK_CMD on each turn edge. The key
+        variables its config names (`{env:NAME}`) pass the scrub."""
+        env = {"CORRAL_HOOK_CMD": hook_cmd}
+        content = opencode_config_content(os.environ.get("OPENCODE_CONFIG_CONTENT"))
+        if content is not None:
+            env["OPENCODE_CONFIG_CONTENT"] = content
+        return LaunchPlan(
+            argv=[binary, "--prompt", prompt],
+            env_extra=env,
+            env_allow=(*self.env_allow, *agent_env.opencode_config_env()),
+        )
+
+
+def opencode_config_content(current: str | None, plugin: Path = OPENCODE_PLUGIN) -> str | None:
+    """OPENCODE_CONFIG_CONTENT with corral's plugin added to the operator's
+    own inline config, if any. None (leave it alone, hooks off; the screen
+    still tells the status) when theirs is not a JSON object we can extend."""
+    data: object = {}
+    if current and current.strip():
+        try:
+            data = json.loads(current)
+        except ValueError:
+            return None
+    if not isinstance(data, dict) or not isinstance(data.get("plugin", []), list):
+        return None
+    url = plugin.resolve().as_uri()
+    plugins = [p for p in data.get("plugin", []) if p != url]
+    return json.dumps({**data, "plugin": [*plugins, url]})
 
 
 @dataclass(frozen=True)
@@ -284,17 +324,34 @@ AIDER = AiderProfile(
     own_files=(".aider*",),  # .aider.conf.yml, .aider.model.settings.yml, …
 )
 
-OPENCODE = AgentProfile(
+# From OpenCode 1.18.33's screens (docs/agent-clis.md): no first-run or trust
+# dialog; the footer says `esc interrupt` while a turn runs (`esc again to
+# interrupt` after one Esc) and ends in `ctrl+p commands` otherwise; the
+# permission prompt is one row of options under `△ Permission required`.
+OPENCODE = OpenCodeProfile(
     name="opencode",
     label="OpenCode",
     binaries=("opencode",),
     markers=Markers(
-        busy=compile_all(r"esc\s+interrupt", r"working\.\.\."),
-        waiting=compile_all(r"allow once", r"permission required"),
-        idle=compile_all(r"press enter to send", r"enter send"),
+        busy=compile_all(r"\besc (again to )?interrupt\b"),
+        waiting=compile_all(
+            r"^\W*△\s*(permission required|always allow)\b",
+            r"⇆ select\s+enter confirm",
+        ),
+        # session footer `<cwd>  …  ctrl+p commands` (then `• OpenCode 1.18.33`
+        # when the sidebar shows, 200 columns); the home screen's
+        # `<cwd>:<branch>  <version>`
+        idle=compile_all(r"\bctrl\+p commands\b", r"^\s*/\S*\s{2,}\d+\.\d+\.\d+\s*$"),
+        menu=InlineMenu(
+            title=re.compile(r"^\W*△\s*(permission required|always allow)\b", re.IGNORECASE),
+            row=re.compile(
+                r"^\W*(?P<options>allow once\s{2,}allow always\s{2,}reject|confirm\s{2,}cancel)\b",
+                re.IGNORECASE,
+            ),
+        ),
     ),
     env_allow=agent_env.OPENCODE,
-    prompt_in_argv=False,
+    hooks=True,
     own_dirs=(".config/opencode", ".local/share/opencode", ".local/state/opencode"),
 )
 

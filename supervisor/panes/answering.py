@@ -39,9 +39,11 @@ class Landing:
     detail: str
 
 
-def menu_on(lines: list[str], question: Question) -> bool:
+def menu_on(lines: list[str], question: Question, markers: Markers | None = None) -> bool:
     """The same question, with the same options, is on screen."""
     found = find_question(lines) or find_menu(lines)
+    if found is None and markers is not None and markers.menu is not None:
+        found = markers.menu.find(lines)
     return (
         found is not None and found.prompt == question.prompt and found.options == question.options
     )
@@ -102,7 +104,7 @@ class MenuAnswer:
         while time.monotonic() < deadline:
             await asyncio.sleep(STABLE_GAP)
             now = await self._lines()
-            if not menu_on(now, question):
+            if not menu_on(now, question, self.markers):
                 return None
             if now == before:
                 return now
@@ -128,7 +130,7 @@ class MenuAnswer:
                 await self._send([step] * abs(target - cursor))
                 await asyncio.sleep(STABLE_GAP)
                 lines = await self._lines()
-                if not menu_on(lines, question):
+                if not menu_on(lines, question, self.markers):
                     return Landing(False, f"not selected ({chosen}): the menu closed while moving")
                 cursor, target = cursor_row(lines, question, option)
                 if target is None or cursor is None:
@@ -138,12 +140,17 @@ class MenuAnswer:
             await self._send(["Enter"])
         return await self._landed(question, chosen)
 
+    async def confirm(self, question: Question, chosen: str) -> Landing:
+        """For keys already sent by the caller (a menu drawn as one row whose
+        selection is only a colour): whether the answer landed."""
+        return await self._landed(question, chosen)
+
     async def _landed(self, question: Question, chosen: str) -> Landing:
         deadline = time.monotonic() + self.timeout
         while time.monotonic() < deadline:
             await asyncio.sleep(STABLE_GAP)
             lines = await self._lines()
-            if menu_on(lines, question):
+            if menu_on(lines, question, self.markers):
                 continue
             said = signed_out(lines, self.markers)
             if said is not None and not chosen.lower().split(": ", 1)[1].startswith("no"):

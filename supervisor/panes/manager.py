@@ -231,6 +231,13 @@ class PaneManager:
         record = self._require(session_id)
         if index is not None:
             answering = MenuAnswer(self.backend, record.handle, record.profile.markers)
+            lines = clean_lines(record.screen.lines) if record.screen else []
+            menu = record.profile.markers.menu
+            if menu is not None and menu.find(lines) is not None:
+                # one row of options, no digits: the selection is only a colour
+                at = menu.selected(record.screen.ansi) if record.screen else None
+                await self.send_keys(session_id, menu.keys(index, at or 1))
+                return await answering.confirm(question, f"option {index}: {options[index - 1]}")
             return await answering.select(question, index)
         tell = next((i for i, o in enumerate(options, 1) if o.lower().startswith("no, and")), None)
         if options and tell is None:

@@ -1,5 +1,6 @@
 """Hermetic launch recipes for the real agent CLIs (Claude Code, Codex, Gemini
-CLI, Aider) against the fake model server, as established in docs/agent-clis.md.
+CLI, Aider, OpenCode) against the fake model server, as established in
+docs/agent-clis.md.
 
 Each `*_launch` builds, under a private directory, everything one interactive
 run needs — a temp HOME (and CODEX_HOME), the CLI's config files, a recorder
@@ -11,7 +12,8 @@ for its hook / notify events — and returns an `AgentLaunch`:
     launch.events()                         # hook payloads recorded so far
 
 Nothing here reads or writes the real user's ~/.claude, ~/.claude.json,
-~/.codex, ~/.gemini or ~/.aider*: every path is inside the given directory.
+~/.codex, ~/.gemini, ~/.aider*, ~/.config/opencode or ~/.local/share/opencode:
+every path is inside the given directory.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from corral.supervisor.agents.profiles import opencode_config_content
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 E2E_DIR = REPO_ROOT / "e2e"
@@ -609,3 +613,143 @@ def claude_print_argv(launch: AgentLaunch, prompt: str, *extra: str) -> list[str
     if launch.extra.get("settings_file"):
         argv += ["--settings", str(launch.extra["settings_file"])]
     return [*argv, *extra, prompt]
+
+
+# --------------------------------------------------------------------------- OpenCode
+
+OPENCODE_PROVIDER = "corralfake"
+OPENCODE_MODEL = "fake-model"
+
+
+# e2e/package.json pins OpenCode's native linux-x64 package itself (optional:
+# other platforms skip it): the `opencode-ai` wrapper lists a dozen platform
+# packages, not all of them on every registry mirror, and `npm ci` refuses a
+# lockfile missing any of them. The binary is the same one the wrapper links.
+OPENCODE_PACKAGE = "opencode-linux-x64"
+
+
+def opencode_bin() -> Path:
+    return E2E_DIR / "node_modules" / OPENCODE_PACKAGE / "bin" / "opencode"
+
+
+def missing_opencode() -> str | None:
+    """Why the real OpenCode cannot run here (None when it is installed)."""
+    if not opencode_bin().exists():
+        return (
+            f"{opencode_bin()} is missing: run `npm ci --prefix e2e` "
+            f"({OPENCODE_PACKAGE} installs on Linux x86-64 only)"
+        )
+    return None
+
+
+def opencode_config(
+    base_url: str, *, permission: dict[str, Any] | None = None, model: str = OPENCODE_MODEL
+) -> dict[str, Any]:
+    """opencode.json with one provider on the fake server's Anthropic Messages
+    API: the `@ai-sdk/anthropic` SDK is bundled in the binary, so nothing is
+    installed at run time. Every download and upload OpenCode could start
+    (autoupdate, share, LSP servers, formatters) is off."""
+    config: dict[str, Any] = {
+        "autoupdate": False,
+        "share": "disabled",
+        "lsp": False,
+        "formatter": False,
+        "model": f"{OPENCODE_PROVIDER}/{model}",
+        "small_model": f"{OPENCODE_PROVIDER}/{model}",
+        "provider": {
+            OPENCODE_PROVIDER: {
+                "npm": "@ai-sdk/anthropic",
+                "name": "Corral fake",
+                "options": {"baseURL": f"{base_url}/v1", "apiKey": "{env:ANTHROPIC_API_KEY}"},
+                "models": {model: {"name": "Fake Model"}},
+            }
+        },
+    }
+    if permission is not None:
+        config["permission"] = permission
+    return config
+
+
+def opencode_launch(
+    root: Path,
+    base_url: str,
+    workdir: Path,
+    prompt: str | None,
+    *,
+    permission: dict[str, Any] | None = None,
+    hooks: bool = True,
+    extra_args: Iterable[str] = (),
+) -> AgentLaunch:
+    """Interactive `opencode [--prompt PROMPT]` in workdir.
+
+    `base_url` is the fake server's root (`server.url`; the provider's
+    `baseURL` adds /v1). The config goes in through OPENCODE_CONFIG; HOME and
+    the XDG dirs are private, so OpenCode's data (sessions database,
+    snapshots, logs) stays in `root`. `permission` is OpenCode's permission
+    block (`{"edit": "ask", "bash": "ask"}` for prompts; its default allows
+    both). `hooks` records corral's plugin events in `hooks_file` (the plugin
+    runs CORRAL_HOOK_CMD, here the recorder)."""
+    root = Path(root)
+    home = root / "home"
+    home.mkdir(parents=True, exist_ok=True)
+    config_file = root / "opencode.json"
+    config_file.write_text(
+        json.dumps(opencode_config(base_url, permission=permission), indent=2), encoding="utf-8"
+    )
+    argv = [str(opencode_bin()), *extra_args]
+    if prompt is not None:
+        argv += ["--prompt", prompt]
+    env = base_env(home)
+    env.update(opencode_env(home, config_file))
+    hooks_file = None
+    if hooks:
+        hooks_file = root / "hooks.jsonl"
+        recorder = _write_stdin_recorder(root)
+        env["CORRAL_HOOK_CMD"] = f"{shlex.quote(str(recorder))} {shlex.quote(str(hooks_file))}"
+        env["OPENCODE_CONFIG_CONTENT"] = opencode_config_content(None) or "{}"
+    return AgentLaunch(
+        argv=argv,
+        env=env,
+        cwd=Path(workdir),
+        home=home,
+        events_file=hooks_file or root / "hooks.jsonl",
+        config_dir=home / ".config" / "opencode",
+        hooks_file=hooks_file,
+        extra={"config_file": config_file},
+    )
+
+
+def _write_stdin_recorder(root: Path) -> Path:
+    """Like `_write_recorder`, for corral's OpenCode plugin, which runs
+    `$CORRAL_HOOK_CMD <EventName>`: the payload (stdin) already names the
+    event, so the argument after FILE is ignored."""
+    script = root / "record-stdin.sh"
+    script.write_text(
+        "#!/bin/sh\n"
+        '# record-stdin.sh FILE [EVENT]: append stdin + "\\n" to FILE\n'
+        "payload=$(cat)\n"
+        'printf \'%s\\n\' "$payload" >> "$1"\n',
+        encoding="utf-8",
+    )
+    script.chmod(0o755)
+    return script
+
+
+def opencode_env(home: Path, config_file: Path) -> dict[str, str]:
+    """The variables that point OpenCode at its config and keep it offline."""
+    return {
+        "XDG_CONFIG_HOME": str(home / ".config"),
+        "XDG_DATA_HOME": str(home / ".local" / "share"),
+        "XDG_CACHE_HOME": str(home / ".cache"),
+        "XDG_STATE_HOME": str(home / ".local" / "state"),
+        "OPENCODE_CONFIG": str(config_file),
+        "ANTHROPIC_API_KEY": FAKE_ANTHROPIC_KEY,
+        "OPENCODE_DISABLE_AUTOUPDATE": "1",
+        "OPENCODE_DISABLE_MODELS_FETCH": "1",
+        "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
+        "OPENCODE_DISABLE_SHARE": "1",
+        # With a plugin configured (corral's), OpenCode waits at start for an
+        # npm install of `@opencode-ai/plugin` into each config dir; offline,
+        # npm's retries make that ~70 s. Offline mode fails it at once.
+        "npm_config_offline": "true",
+    }
