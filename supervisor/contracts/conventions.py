@@ -854,10 +854,13 @@ def draft_contract(
     gaps += [f"- agreed constraint: {_one_line(c)}" for c in constraints or [] if c.strip()]
     covered = {c.name for c in checks}
     by_ci = {job for _, job in offered}
+    runs_pytest = any("pytest" in c.command for c in checks)
     gaps += [
         f"- CI job {job.name!r}: no check runs it"
         for job in jobs
-        if _normalise_job(job.name) not in covered and job.name not in by_ci
+        if _normalise_job(job.name) not in covered
+        and job.name not in by_ci
+        and not (runs_pytest and any(tool == "pytest" for tool, _ in job.runnable()))
     ]
     gaps += [
         f"- {r.name}: `{r.command}` ({r.why}) — {', '.join(r.missing)} not on PATH" for r in missing

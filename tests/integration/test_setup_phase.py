@@ -17,8 +17,8 @@ from corral.supervisor.models import CheckVerdict, ContractCheck, EventKind, Out
 from corral.supervisor.states import CoderState, FailureKind, NeedsYou
 from tests.conftest import (
     SupervisorFactory,
-    eventually,
     events_of,
+    eventually,
     plan_texts,
     proposed,
     row_of,
@@ -31,7 +31,7 @@ S = CoderState
 # fails (for the right reason) until hello.txt says hi.
 GREET_SETUP = [
     'mkdir -p "$CORRAL_ENV/bin"',
-    'printf \'#!/bin/sh\\ngrep -q hi hello.txt 2>/dev/null || exit 1\\n\' > "$CORRAL_ENV/bin/greet"',
+    "printf '#!/bin/sh\\ngrep -q hi hello.txt 2>/dev/null || exit 1\\n' > \"$CORRAL_ENV/bin/greet\"",
     'chmod +x "$CORRAL_ENV/bin/greet"',
     'echo built >> "$CORRAL_ENV/builds"',
 ]

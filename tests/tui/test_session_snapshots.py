@@ -179,10 +179,13 @@ async def test_gate1_shows_whole_commands_output_previews_and_literal_brackets(
         table = screen.query_one("#checks", DataTable)
         command_cell = str(table.get_row_at(0)[1])
         assert command_cell.endswith("…") and len(command_cell) <= 60
-        assert str(table.get_row_at(0)[3]) == "red: expected [/y] 42, got 41"
+        assert str(table.get_row_at(0)[3]) == "red (proves the work): expected [/y] 42, got 41"
         detail = str(screen.query_one("#check-detail", Static).render())
         assert " ".join(long_command.split()) in " ".join(detail.split())
-        assert "baseline: failed (exit 1)" in detail and "expected [/y] 42, got 41" in detail
+        assert (
+            "baseline: red (proves the work) (exit 1)" in detail
+            and "expected [/y] 42, got 41" in detail
+        )
         table.focus()
         await until(pilot, "the table to take focus", lambda: table.has_focus)
         await pilot.press("down")
@@ -192,4 +195,45 @@ async def test_gate1_shows_whole_commands_output_previews_and_literal_brackets(
             "the second check's detail",
             lambda: (text := str(check_detail.render())) and "still_ok runs: true" in text and text,
         )
-        assert "passed (exit 0)" in detail
+        assert "green (passes already) (exit 0)" in detail
+
+
+def test_gate_one_shows_the_setup_and_checks_that_cannot_run(snap_compare, tmp_path: Path) -> None:
+    """A red that proves the work, a green, and a check whose tool is missing:
+    the last is *cannot run* in its own colour with the reason and the fix,
+    never a red; the setup is shown with its network access."""
+    drafted = contract(
+        ("feature", "test -f feature.txt"),
+        ("tests_still_pass", "true"),
+        ("lint", "no-such-linter --check ."),
+        description="feature.txt exists; nothing else breaks",
+    )
+    drafted.setup = ['mkdir -p "$CORRAL_ENV/bin"']
+
+    async def seed(sup: Supervisor, repo: Path) -> None:
+        await sup.start("Add the feature file", repo)
+
+    app = _app(tmp_path, drafted, seed)
+
+    async def before(pilot) -> None:  # type: ignore[no-untyped-def]
+        await open_from_board(app, pilot, "enter")
+        await pilot.press("escape", "down", "down")  # the check that cannot run, in detail
+        await final_frame(pilot, "the session screen")
+
+    assert snap_compare(app, terminal_size=(130, 40), run_before=before)
+
+
+def test_gate_one_when_the_setup_fails(snap_compare, tmp_path: Path) -> None:
+    drafted = contract(("feature", "test -f feature.txt"), description="feature.txt exists")
+    drafted.setup = ["echo 'ERROR: No matching distribution found for nosuchpkg' >&2; exit 1"]
+
+    async def seed(sup: Supervisor, repo: Path) -> None:
+        await sup.start("Add the feature file", repo)
+
+    app = _app(tmp_path, drafted, seed)
+
+    async def before(pilot) -> None:  # type: ignore[no-untyped-def]
+        await open_from_board(app, pilot, "enter")
+        await final_frame(pilot, "the session screen")
+
+    assert snap_compare(app, terminal_size=(130, 40), run_before=before)
