@@ -585,8 +585,11 @@ def _pytest_config(base: Path) -> str | None:
 
 
 def _test_files(base: Path) -> list[Path]:
-    tests = base / "tests"
-    return [tests / e.name for e in _scandir(tests) if re.fullmatch(r"test_.*\.py", e.name)][:50]
+    """test_*.py under tests/, or at the root (a flat layout's single test module)."""
+    found: list[Path] = []
+    for where in (base / "tests", base):
+        found += [where / e.name for e in _scandir(where) if re.fullmatch(r"test_.*\.py", e.name)]
+    return found[:50]
 
 
 def _python_runners(base: Path, available: set[str]) -> list[Runner]:
@@ -602,14 +605,13 @@ def _python_runners(base: Path, available: set[str]) -> list[Runner]:
             for f in files
         )
         if uses_unittest:
-            command = (
-                "python3 -m unittest -q"
-                if (base / "tests" / "__init__.py").is_file()
-                else "python3 -m unittest discover -s tests -q"
-            )
+            if (base / "tests" / "__init__.py").is_file() or not (base / "tests").is_dir():
+                command = "python3 -m unittest -q"
+            else:
+                command = "python3 -m unittest discover -s tests -q"
             why = "tests/ holds unittest test_*.py files and nothing configures pytest"
             return [Runner("unittest", command, why, 900, ("python3",), kind="python")]
-    why = "tests/ holds test_*.py files"
+    why = "tests/ holds test_*.py files" if files[0].parent.name == "tests" else "test_*.py files"
     return [Runner("tests", _PYTEST, why, 900, ("python3", "pytest"), kind="python")]
 
 

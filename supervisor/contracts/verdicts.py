@@ -103,7 +103,13 @@ def _cannot_run_reason(result: CheckResult, command: str, root: Path) -> tuple[C
             return CheckVerdict.CANNOT_RUN, "pytest could not collect the tests"
         if code == 4:
             return CheckVerdict.CANNOT_RUN, "pytest rejected its command line (usage error)"
-    return CheckVerdict.FAILS, f"exit {code}" if code is not None else "failed"
+    last = next((line.strip() for line in reversed(output.splitlines()) if line.strip()), "")
+    why = f"exit {code}" if code is not None else "failed"
+    if last and not last.startswith("[corral]"):
+        why += f": {last[:120]}"
+    elif last:
+        why = last.removeprefix("[corral]").strip()[:120]
+    return CheckVerdict.FAILS, why
 
 
 def setup_failed(name: str, why: str) -> CheckResult:

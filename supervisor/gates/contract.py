@@ -46,6 +46,7 @@ from ..git.repo import refuse_initialised_submodules, repo_root, resolve_base
 from ..git.workspace import GitWorkspace
 from ..models import (
     CheckResult,
+    CheckVerdict,
     CoderSession,
     OutcomeContract,
     ReviseResult,
@@ -385,6 +386,15 @@ class ContractGate:
                     results=list(s.baseline), gates_nothing=s.baseline_gates_nothing
                 ),
             )
+            proving = [r for r in s.baseline if r.verdict is CheckVerdict.FAILS]
+            if proving:
+                seen = "; ".join(f"{r.name}: {r.reason}" for r in proving)
+                self._registry.emit(
+                    live,
+                    PlanTextData(
+                        text=f"Red on the untouched tree, as the work must change it ({seen})."
+                    ),
+                )
             blocked = [r for r in s.baseline if r.cannot_run]
             if blocked:
                 first = blocked[0]
