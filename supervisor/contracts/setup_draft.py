@@ -25,10 +25,12 @@ from pathlib import Path
 from typing import Any
 
 TEST_EXTRAS: tuple[str, ...] = ("test", "tests", "testing", "dev")
+#: Test requirement files, in preference order; the first one found is used
+#: (a dev file often pins everything, the project itself included).
 REQUIREMENT_FILES: tuple[str, ...] = (
     *("requirements-test.txt", "requirements-tests.txt", "requirements_test.txt"),
-    *("test-requirements.txt", "requirements-dev.txt", "requirements/test.txt"),
-    *("requirements/tests.txt", "requirements/dev.txt", "tests/requirements.txt"),
+    *("test-requirements.txt", "requirements/test.txt", "requirements/tests.txt"),
+    *("tests/requirements.txt", "requirements-dev.txt", "requirements/dev.txt"),
 )
 MAKE_TARGETS: tuple[str, ...] = ("install", "setup", "deps")
 
@@ -186,8 +188,9 @@ def _python(root: Path, path: str | None, needs_pytest: bool) -> SetupProposal:
         if (root / rel).is_file():
             install.append(f"-r {shlex.quote(rel)}")
             why.append(rel)
+            break
     if not extras:
-        deps = tox_deps(root)
+        deps = [d for d in tox_deps(root) if d not in install]
         if deps:
             install += deps
             why.append("tox.ini [testenv] deps")
