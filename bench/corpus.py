@@ -37,7 +37,10 @@ def main() -> None:
         else:
             cold = f"{o.cold_secs:.1f}s"
             reused = "reused" if o.cached is not None and o.cached.cached else "own env"
-            cached = f"{o.cached_secs:.1f}s ({reused})"
+            took = (
+                f"{o.cached_secs:.1f}s" if o.cached_secs >= 1 else f"{o.cached_secs * 1000:.1f}ms"
+            )
+            cached = f"{took} ({reused})"
         rows.append((o.project.id, o.project.shape[:44], cold, cached, o.verdict()[:70]))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for row in rows:

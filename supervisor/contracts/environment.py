@@ -262,13 +262,38 @@ class Environments:
                         }
                     )
                     return SetupRun(failed, None, [env_dir])
-            marker = {"key": key, "setup": contract.setup, "shared": shared, "at": time.time()}
+            marker = {
+                "key": key,
+                "setup": contract.setup,
+                "shared": shared,
+                "worktree": None if shared else str(worktree),
+                "at": time.time(),
+            }
             (env_dir / READY_MARKER).write_text(json.dumps(marker), encoding="utf-8")
             base.output_tail = "\n".join(log)[-OUTPUT_TAIL_CHARS:]
             base.duration_ms = int((time.monotonic() - started) * 1000)
             return SetupRun(base, environment, [] if shared else [env_dir])
         finally:
             os.close(fd)
+
+    def prune(self) -> list[Path]:
+        """Remove worktree-own environments whose worktree is gone (a shared
+        one is kept: the next session on the repository reuses it)."""
+        removed: list[Path] = []
+        try:
+            entries = list(self.root.iterdir())
+        except OSError:
+            return removed
+        for env_dir in entries:
+            try:
+                marker = json.loads((env_dir / READY_MARKER).read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue
+            owner = marker.get("worktree") if isinstance(marker, dict) else None
+            if isinstance(owner, str) and not Path(owner).is_dir():
+                shutil.rmtree(env_dir, ignore_errors=True)
+                removed.append(env_dir)
+        return removed
 
 
 def setup_reason(outcome: SetupOutcome) -> str:

@@ -135,6 +135,8 @@ class Verifier:
         first (`on_setup` hears how it went)."""
         assert session.start_commit is not None
         discard: list[Path] = []
+        if contract.setup:  # environments of worktrees removed since go first
+            await asyncio.to_thread(self.environments.prune)
 
         async def run(path: Path) -> list[CheckResult]:
             fault_point("baseline:before")

@@ -258,3 +258,71 @@ def test_stored_results_from_before_verdicts_read_as_passes_or_fails() -> None:
     assert json.loads(CheckResult.model_validate(old).model_dump_json()).keys() >= old.keys()
     assert "verdict" not in json.loads(CheckResult.model_validate(old).model_dump_json())
     assert EventKind.SETUP_COMPLETED.value == "setup_completed"
+
+
+async def test_setup_reaches_the_network_and_writes_its_env_while_checks_cannot(
+    make_supervisor: SupervisorFactory, repo: Path
+) -> None:
+    """A package index stands in as a local TCP server: the setup can fetch
+    from it and write the environment; a check can do neither."""
+    import socket
+    import threading
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    port = server.getsockname()[1]
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            conn.sendall(b"index says hi\n")
+            conn.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    fetch = (
+        "python3 -c \"import socket; s = socket.create_connection(('127.0.0.1', "
+        f'{port}), timeout=5); print(s.recv(100).decode())"'
+    )
+    setup = [f'{fetch} > "$CORRAL_ENV/index.txt"']
+    checks = [
+        ContractCheck(name="fetch", command=fetch),
+        ContractCheck(name="env_read", command='grep -q "index says hi" "$CORRAL_ENV/index.txt"'),
+        ContractCheck(name="env_write", command='touch "$CORRAL_ENV/x"'),
+    ]
+    drafted = OutcomeContract(description="net", setup=setup, checks=checks)
+    try:
+        sup = await make_supervisor(drafter=ScriptedDrafter([drafted]))
+        sid = await proposed(sup, repo)
+    finally:
+        server.close()
+    s = sup.get(sid).session
+    assert s.setup_outcome is not None and s.setup_outcome.ok, s.setup_outcome
+    passed = {r.name: r.passed for r in s.baseline}
+    assert passed == {"fetch": False, "env_read": True, "env_write": False}
+
+
+async def test_environments_of_removed_worktrees_are_pruned(tmp_path: Path) -> None:
+    from corral.supervisor.contracts.environment import Environments
+
+    envs = Environments(tmp_path / "state")
+    kept_tree, gone_tree = tmp_path / "kept", tmp_path / "gone"
+    for tree in (kept_tree, gone_tree):
+        tree.mkdir()
+    own = OutcomeContract(
+        setup=["touch node_modules"], checks=[ContractCheck(name="c", command="true")]
+    )
+    shared = OutcomeContract(setup=['touch "$CORRAL_ENV/ok"'], checks=own.checks)
+    runs = [
+        await envs.prepare(own, kept_tree),
+        await envs.prepare(own, gone_tree),
+        await envs.prepare(shared, gone_tree),
+    ]
+    dirs = [Path(r.outcome.env_dir) for r in runs if r is not None]
+    assert len(set(dirs)) == 3 and all(d.is_dir() for d in dirs)
+    gone_tree.rename(tmp_path / "elsewhere")
+    assert envs.prune() == [dirs[1]]
+    assert dirs[0].is_dir() and dirs[2].is_dir()
