@@ -882,10 +882,12 @@ def draft_contract(
 
 
 def _declares(root: Path, tool: str, proposal: SetupProposal) -> bool:
-    """Whether the setup will install `tool` (named in the project's manifests
-    or in the setup's own commands)."""
-    if any(tool in command for command in proposal.commands[1:]):
-        return True
+    """Whether the setup will install `tool`: among the requirements the pip
+    path installs, or (when a project tool installs what it decides) named in
+    the project's manifests."""
+    known = proposal.installs_tool(tool)
+    if known is not None:
+        return known
     for name in ("pyproject.toml", "setup.cfg", "setup.py", "tox.ini", "package.json"):
         text = _read_text(root / name, MAX_CI_FILE_BYTES) or ""
         if re.search(rf"[\"'\s\[,]{re.escape(tool)}\b", text):

@@ -46,6 +46,18 @@ class SetupProposal:
     notes: list[str] = field(default_factory=list)
     python: bool = False  # a venv at $CORRAL_ENV provides python3 and the test tools
     tox_deps: list[str] = field(default_factory=list)
+    # Requirement strings the pip path installs (None: a project tool decides what)
+    installs: list[str] | None = None
+
+    def installs_tool(self, tool: str) -> bool | None:
+        """Whether the environment will have `tool` (None: cannot tell)."""
+        if self.installs is None:
+            return None
+        wanted = tool.lower()
+        return any(
+            re.split(r"[\s\[<>=!~;@]", r.strip().strip("'\""), maxsplit=1)[0].lower() == wanted
+            for r in self.installs
+        )
 
 
 def _read(path: Path) -> str | None:
@@ -100,6 +112,27 @@ def _group_requirements(pyproject: dict[str, Any], name: str, depth: int = 0) ->
         elif isinstance(item, dict) and isinstance(item.get("include-group"), str):
             out += _group_requirements(pyproject, item["include-group"], depth + 1)
     return out
+
+
+def _extra_requirements(pyproject: dict[str, Any], extras: list[str], root: Path) -> list[str]:
+    """The requirement strings of the chosen extras (pyproject and setup.cfg)."""
+    out: list[str] = []
+    project = pyproject.get("project")
+    table = project.get("optional-dependencies") if isinstance(project, dict) else None
+    if isinstance(table, dict):
+        for extra in extras:
+            out += [r for r in table.get(extra) or [] if isinstance(r, str)]
+    cfg_text = _read(root / "setup.cfg")
+    if cfg_text is not None:
+        parser = configparser.ConfigParser(interpolation=None)
+        try:
+            parser.read_string(cfg_text)
+            if parser.has_section("options.extras_require"):
+                for extra in extras:
+                    out += parser.get("options.extras_require", extra, fallback="").splitlines()
+        except configparser.Error:
+            pass
+    return [r for r in out if r.strip()]
 
 
 def tox_deps(root: Path) -> list[str]:
@@ -176,11 +209,13 @@ def _python(root: Path, path: str | None, needs_pytest: bool) -> SetupProposal:
             f"{declared_by} says {manager}, which is not installed here: using pip instead"
         )
 
+    proposal.installs = _extra_requirements(pyproject, extras, root)
     target = "." + (f"[{','.join(extras)}]" if extras else "")
     install = [shlex.quote(target) if extras else "."]
     why = [f"extras {', '.join(extras)}"] if extras else []
     for group in TEST_EXTRAS:
         reqs = _group_requirements(pyproject, group)
+        proposal.installs += reqs
         if reqs:
             install += [shlex.quote(r) for r in reqs]
             why.append(f"dependency group {group}")
@@ -188,6 +223,7 @@ def _python(root: Path, path: str | None, needs_pytest: bool) -> SetupProposal:
         if (root / rel).is_file():
             install.append(f"-r {shlex.quote(rel)}")
             why.append(rel)
+            proposal.installs += (_read(root / rel) or "").splitlines()
             break
     if not extras:
         deps = [d for d in tox_deps(root) if d not in install]
@@ -195,6 +231,7 @@ def _python(root: Path, path: str | None, needs_pytest: bool) -> SetupProposal:
             install += deps
             why.append("tox.ini [testenv] deps")
             proposal.tox_deps = deps
+            proposal.installs += deps
     if needs_pytest and not any("pytest" in part for part in install[1:]) and not extras:
         install.append("pytest")
         why.append("pytest to run the tests")
@@ -272,4 +309,6 @@ def propose_setup(
         proposal.notes += part.notes
         proposal.python = proposal.python or part.python
         proposal.tox_deps += part.tox_deps
+        if part.installs is not None:
+            proposal.installs = [*(proposal.installs or []), *part.installs]
     return proposal

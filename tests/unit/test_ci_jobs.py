@@ -151,3 +151,14 @@ def test_a_ci_tool_the_setup_does_not_install_is_not_offered(tmp_path: Path) -> 
     assert [c.name for c in contract.checks] == ["tests"]
     gaps = contract.description.split("Not verified by this contract:")[1]
     assert "'lint'" in gaps and "'typecheck'" in gaps
+
+
+def test_a_ci_tool_only_in_an_extra_the_setup_skips_is_not_offered(tmp_path: Path) -> None:
+    root = make_repo(tmp_path)
+    (root / "pyproject.toml").write_text(
+        PYPROJECT.replace(
+            'dev = ["pytest", "ruff", "mypy"]', 'dev = ["pytest", "mypy>=1"]\nlint = ["ruff"]'
+        )
+    )
+    contract = draft_contract(root, "x", path=str(tmp_path / "no-tools"))
+    assert [c.name for c in contract.checks] == ["tests", "ci_mypy"]
