@@ -41,7 +41,13 @@ from pydantic import ValidationError
 from ..governance.env_scrub import scrubbed_env
 from ..llm.base import Message, ModelError, ModelProvider
 from ..llm.config import LLMConfig, load_llm_config, make_provider
-from ..models import MAX_CHECK_TIMEOUT_SECS, ContractCheck, OutcomeContract, contracts_equivalent
+from ..models import (
+    DEFAULT_SETUP_TIMEOUT_SECS,
+    MAX_CHECK_TIMEOUT_SECS,
+    ContractCheck,
+    OutcomeContract,
+    contracts_equivalent,
+)
 from .conventions import (
     NOT_VERIFIED_HEADING,
     TOOLS,
@@ -375,7 +381,9 @@ def parse_contract(
     """A valid contract from a reply, or every problem with it. Unknown keys
     are ignored; a check named like one in `prior` keeps the prior's values
     for the fields the reply leaves out. `allow_credentials` never comes from
-    a model: it is the prior's (or false)."""
+    a model: it is the prior's (or false). Nor does the setup, which runs with
+    the network: it is the prior's (a revision keeps it), else the
+    conventions lane's, and only the operator changes it (`/setup`)."""
     data, problem = extract_json(text)
     if problem:
         return None, [problem]
@@ -409,6 +417,8 @@ def parse_contract(
         description=description.strip() if isinstance(description, str) else "",
         checks=checks,
         allow_credentials=prior.allow_credentials if prior else False,
+        setup=list(prior.setup) if prior else [],
+        setup_timeout_secs=prior.setup_timeout_secs if prior else DEFAULT_SETUP_TIMEOUT_SECS,
     )
     if checks or not raw_checks:  # (no "needs a check" when every check was malformed)
         problems += contract.validate_contract(max_timeout_secs=max_timeout_secs)
