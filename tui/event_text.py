@@ -73,14 +73,22 @@ def describe(event: CoderEvent) -> Text:
             line.append(f"tool {call.tool}", style="cyan").append(f" {detail}")
         case CheckCompletedData(result=r):
             ok = r.passed
-            line.append("PASS " if ok else "FAIL ", style="green" if ok else "bold red")
+            if r.cannot_run:
+                line.append("CANNOT RUN ", style="bold magenta")
+            else:
+                line.append("PASS " if ok else "FAIL ", style="green" if ok else "bold red")
             slow = r.duration_ms >= 5000
             line.append(r.name + (f" ({r.duration_ms // 1000} s)" if slow else ""))
-        case ContractEvaluatedData(passed=ok):
+            if r.cannot_run:
+                line.append(f": {clip(r.reason)}")
+        case ContractEvaluatedData(passed=ok, results=results):
             line.append(
                 "runtime verification: all checks pass" if ok else "runtime verification: RED",
                 style="bold green" if ok else "bold red",
             )
+            blocked = sum(1 for r in results if r.cannot_run)
+            if blocked:
+                line.append(f" ({blocked} cannot run here)", style="bold magenta")
         case StateChangedData(from_=src, to=dst):
             line.append(f"state {src} → {dst}", style="magenta")
         case IterationStartedData(n=n, max=most):

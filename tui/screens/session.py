@@ -130,6 +130,16 @@ def _baseline_cell(result: CheckResult | None) -> Text:
     return cell.append(f": {clip(last[0], 40)}") if last else cell
 
 
+def _last_run_cell(result: CheckResult | None) -> Text:
+    """The runtime's last verdict on a check, in the verdict's colour."""
+    if result is None:
+        return Text("—")
+    word = {CheckVerdict.PASSES: "PASS", CheckVerdict.FAILS: "FAIL"}.get(
+        _verdict(result), "CANNOT RUN"
+    )
+    return Text(word, style=VERDICT_STYLE[_verdict(result)][1])
+
+
 def _setup_lines(s: CoderSession) -> list[str]:
     """The contract's setup as gate 1 shows it: what runs, with what access,
     and how its last run went."""
@@ -332,7 +342,7 @@ class SessionScreen(Screen[None]):
                 Text(clip(check.command, 60)),
                 f"{check.timeout_secs}s",
                 _baseline_cell(b),
-                "—" if lr is None else ("PASS" if lr.passed else "FAIL"),
+                _last_run_cell(lr),
             )
         if s.contract.checks:
             table.move_cursor(row=min(max(cursor, 0), len(s.contract.checks) - 1))
