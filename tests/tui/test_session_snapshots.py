@@ -237,3 +237,40 @@ def test_gate_one_when_the_setup_fails(snap_compare, tmp_path: Path) -> None:
         await final_frame(pilot, "the session screen")
 
     assert snap_compare(app, terminal_size=(130, 40), run_before=before)
+
+
+async def test_s_edits_the_setup_and_a_fixed_setup_turns_cannot_run_into_a_red(
+    tmp_path: Path,
+) -> None:
+    from textual.widgets import DataTable, Input
+
+    from corral.supervisor.models import CheckVerdict
+
+    drafted = contract(("feature", "greet"), description="greet says hi")
+    drafted.setup = ["exit 3"]
+
+    async def seed(sup: Supervisor, repo: Path) -> None:
+        await sup.start("Make greet say hi", repo)
+
+    app = _app(tmp_path, drafted, seed)
+    sup = app.supervisor
+    async with app.run_test(size=(130, 40)) as pilot:
+        screen = await open_from_board(app, pilot, "enter")
+        sid = screen.session_id
+
+        def verdict() -> CheckVerdict | None:
+            baseline = sup.get(sid).session.baseline
+            return baseline[0].verdict if baseline else None
+
+        assert verdict() is CheckVerdict.CANNOT_RUN
+        table = screen.query_one("#checks", DataTable)
+        reply = screen.query_one("#reply", Input)
+        table.focus()
+        await until(pilot, "the table to take focus", lambda: table.has_focus)
+        await pilot.press("s")
+        await until(pilot, "the setup in the input", lambda: reply.value == "/setup exit 3")
+        tool = 'mkdir -p "$CORRAL_ENV/bin" && printf "#!/bin/sh\\nexit 1\\n" > "$CORRAL_ENV/bin/greet" && chmod +x "$CORRAL_ENV/bin/greet"'
+        reply.value = f"/setup {tool}"
+        await pilot.press("enter")
+        await until(pilot, "the re-baseline", lambda: verdict() is CheckVerdict.FAILS, timeout=30)
+        assert str(table.get_row_at(0)[3]).startswith("red (proves the work)")
