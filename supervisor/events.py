@@ -46,7 +46,14 @@ from typing import Annotated, Any, ClassVar, Literal, Union, get_args
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, TypeAdapter
 
-from .models import CheckResult, DiffFile, EventKind, NoChangeFinding, OutcomeContract
+from .models import (
+    CheckResult,
+    DiffFile,
+    EventKind,
+    NoChangeFinding,
+    OutcomeContract,
+    SetupOutcome,
+)
 from .states import CoderState
 from .status import AgentStatus
 
@@ -103,6 +110,8 @@ __all__ = [
     "PaneAnswerData",
     "PlanTextData",
     "PlanTextEvent",
+    "SetupCompletedData",
+    "SetupCompletedEvent",
     "StateChangedData",
     "StateChangedEvent",
     "ToolCallData",
@@ -172,6 +181,13 @@ class ContractBaselineData(EventData):
     KIND = K.CONTRACT_BASELINE
     results: list[CheckResult]
     gates_nothing: bool
+
+
+class SetupCompletedData(EventData):
+    """The contract's setup ran (or its cached environment was reused)."""
+
+    KIND = K.SETUP_COMPLETED
+    outcome: SetupOutcome
 
 
 class ContractRevisionRejectedData(EventData):
@@ -608,6 +624,11 @@ class WorktreeChangedEvent(EventBase):
     data: WorktreeChangedData
 
 
+class SetupCompletedEvent(EventBase):
+    kind: Literal[K.SETUP_COMPLETED] = K.SETUP_COMPLETED
+    data: SetupCompletedData
+
+
 _Events = Union[  # noqa: UP007 (the members are listed one per line, in EventKind order)
     EngineSelectedEvent,
     PlanTextEvent,
@@ -634,6 +655,7 @@ _Events = Union[  # noqa: UP007 (the members are listed one per line, in EventKi
     StateChangedEvent,
     AgentStatusEvent,
     WorktreeChangedEvent,
+    SetupCompletedEvent,
 ]
 
 CoderEvent = Annotated[_Events, Field(discriminator="kind")]

@@ -19,6 +19,7 @@ from pydantic import (
     Field,
     SerializerFunctionWrapHandler,
     model_serializer,
+    model_validator,
 )
 
 from .git.snapshot import CheckoutIdentity
@@ -27,6 +28,20 @@ from .states import CoderState, FailureKind, NeedsYou
 CHECK_NAME_RE = re.compile(r"^[A-Za-z0-9_]+$")
 DEFAULT_CHECK_TIMEOUT_SECS = 120
 MAX_CHECK_TIMEOUT_SECS = 3600
+DEFAULT_SETUP_TIMEOUT_SECS = 900
+
+
+class CheckVerdict(StrEnum):
+    """What a check's result means for the work.
+
+    `fails` is the red that proves the work (the check ran and its assertion
+    failed); `cannot_run` is the environment's fault (a missing command or
+    module, a collection error, a failed setup) and proves nothing.
+    """
+
+    PASSES = "passes"
+    FAILS = "fails"
+    CANNOT_RUN = "cannot_run"
 
 
 class DeltaWithin(BaseModel):
@@ -67,13 +82,28 @@ class ContractCheck(BaseModel):
 
 
 class OutcomeContract(BaseModel):
-    """What "done" means: a description plus shell checks the runtime re-runs."""
+    """What "done" means: a description, the setup that prepares the
+    worktree's environment, and shell checks the runtime re-runs."""
 
     model_config = ConfigDict(extra="forbid")
 
     description: str = ""
+    # Commands run (with the network, the environment dir writable) before the
+    # baseline and before every runtime verification; see contracts.setup.
+    setup: list[str] = Field(default_factory=list)
+    setup_timeout_secs: int = DEFAULT_SETUP_TIMEOUT_SECS
     checks: list[ContractCheck] = Field(default_factory=list)
     allow_credentials: bool = False
+
+    @model_serializer(mode="wrap")
+    def _omit_default_setup(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """Setup fields are written only when used, so contracts without one read as before."""
+        data: dict[str, Any] = handler(self)
+        if not self.setup:
+            data.pop("setup", None)
+            if self.setup_timeout_secs == DEFAULT_SETUP_TIMEOUT_SECS:
+                data.pop("setup_timeout_secs", None)
+        return data
 
     def validate_contract(self, *, max_timeout_secs: int = MAX_CHECK_TIMEOUT_SECS) -> list[str]:
         """Every problem at once, so the operator fixes them in one pass."""
@@ -105,12 +135,26 @@ class OutcomeContract(BaseModel):
                     f"{where}: the differential names '{check.differential.baseline}', "
                     "which is not a baseline capture check"
                 )
+        for i, command in enumerate(self.setup, start=1):
+            if not command.strip():
+                problems.append(f"setup command {i} is empty")
+        if self.setup_timeout_secs <= 0:
+            problems.append("the setup timeout must be at least 1 second")
+        elif self.setup_timeout_secs > max_timeout_secs:
+            problems.append(
+                f"the setup timeout {self.setup_timeout_secs}s is over the "
+                f"{max_timeout_secs}s ceiling"
+            )
         return problems
 
 
 def contracts_equivalent(a: OutcomeContract, b: OutcomeContract) -> bool:
     """Same checks (description ignored). Order matters once captures exist."""
     if a.allow_credentials != b.allow_credentials:
+        return False
+    if [c.strip() for c in a.setup] != [c.strip() for c in b.setup]:
+        return False
+    if a.setup_timeout_secs != b.setup_timeout_secs:
         return False
 
     def key(c: ContractCheck) -> tuple[Any, ...]:
@@ -141,6 +185,50 @@ class CheckResult(BaseModel):
     timed_out: bool = False
     deadline_clamped: bool = False
     credentials_allowed: bool = False
+    # Records written before verdicts existed read as passes/fails by `passed`.
+    verdict: CheckVerdict | None = None
+    # Why a check cannot run, and what the operator can do about it.
+    reason: str = ""
+    fix: str = ""
+
+    @model_validator(mode="after")
+    def _default_verdict(self) -> CheckResult:
+        if self.verdict is None:
+            self.verdict = CheckVerdict.PASSES if self.passed else CheckVerdict.FAILS
+        return self
+
+    @model_serializer(mode="wrap")
+    def _omit_derived(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """A verdict that `passed` already implies, and empty reasons, are left
+        out, so records and journals read and write as before verdicts."""
+        data: dict[str, Any] = handler(self)
+        implied = CheckVerdict.PASSES if self.passed else CheckVerdict.FAILS
+        if self.verdict is implied and not self.reason:
+            data.pop("verdict", None)
+        for key in ("reason", "fix"):
+            if not data.get(key):
+                data.pop(key, None)
+        return data
+
+    @property
+    def cannot_run(self) -> bool:
+        return self.verdict is CheckVerdict.CANNOT_RUN
+
+
+class SetupOutcome(BaseModel):
+    """One run of a contract's setup: where its environment lives, whether it
+    was reused from the cache, and (when it failed) the output tail."""
+
+    ok: bool
+    env_dir: str = ""
+    cached: bool = False
+    shared: bool = True  # false: the environment is this worktree's own (see contracts.setup)
+    exit_code: int | None = None
+    timed_out: bool = False
+    duration_ms: int = 0
+    output_tail: str = ""
+    failed_command: str = ""
+    phase: Literal["baseline", "verification"] = "baseline"
 
 
 class NoChangeFinding(BaseModel):
@@ -199,6 +287,7 @@ class CoderSession(BaseModel):
     contract: OutcomeContract | None = None
     baseline: list[CheckResult] = Field(default_factory=list)
     baseline_gates_nothing: bool = False
+    setup_outcome: SetupOutcome | None = None  # the last setup run (gate 1 shows it)
     discussion_id: str | None = None
     discussion_constraints: list[str] = Field(default_factory=list)
     steering_messages: list[str] = Field(default_factory=list)
@@ -312,6 +401,7 @@ class EventKind(StrEnum):
     STATE_CHANGED = "state_changed"
     AGENT_STATUS = "agent_status"
     WORKTREE_CHANGED = "worktree_changed"
+    SETUP_COMPLETED = "setup_completed"
 
 
 # --- replies ----------------------------------------------------------------

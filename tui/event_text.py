@@ -26,6 +26,7 @@ from corral.supervisor.events import (
     OperatorGuidanceData,
     PaneAnswerData,
     PlanTextData,
+    SetupCompletedData,
     StateChangedData,
     ToolCallData,
     ToolData,
@@ -74,14 +75,22 @@ def describe(event: CoderEvent) -> Text:
             line.append(f"tool {call.tool}", style="cyan").append(f" {detail}")
         case CheckCompletedData(result=r):
             ok = r.passed
-            line.append("PASS " if ok else "FAIL ", style="green" if ok else "bold red")
+            if r.cannot_run:
+                line.append("CANNOT RUN ", style="bold magenta")
+            else:
+                line.append("PASS " if ok else "FAIL ", style="green" if ok else "bold red")
             slow = r.duration_ms >= 5000
             line.append(r.name + (f" ({r.duration_ms // 1000} s)" if slow else ""))
-        case ContractEvaluatedData(passed=ok):
+            if r.cannot_run:
+                line.append(f": {clip(r.reason)}")
+        case ContractEvaluatedData(passed=ok, results=results):
             line.append(
                 "runtime verification: all checks pass" if ok else "runtime verification: RED",
                 style="bold green" if ok else "bold red",
             )
+            blocked = sum(1 for r in results if r.cannot_run)
+            if blocked:
+                line.append(f" ({blocked} cannot run here)", style="bold magenta")
         case StateChangedData(from_=src, to=dst):
             line.append(f"state {src} → {dst}", style="magenta")
         case IterationStartedData(n=n, max=most):
@@ -104,10 +113,24 @@ def describe(event: CoderEvent) -> Text:
             if networked:
                 line.append(f" — network allowed for {', '.join(networked)}", style="bold yellow")
         case ContractBaselineData(results=results, gates_nothing=gates_nothing):
-            red = sum(1 for r in results if not r.passed)
-            line.append(f"baseline: {red} red, {len(results) - red} green")
+            blocked = sum(1 for r in results if r.cannot_run)
+            red = sum(1 for r in results if not r.passed) - blocked
+            line.append(f"baseline: {red} red, {len(results) - red - blocked} green")
+            if blocked:
+                line.append(f", {blocked} cannot run", style="bold magenta")
             if gates_nothing:
                 line.append(" — every check already passes", style="bold yellow")
+        case SetupCompletedData(outcome=outcome):
+            if outcome.ok:
+                how = "reused cached environment" if outcome.cached else "environment built"
+                line.append(f"setup ({outcome.phase}): {how}")
+            else:
+                why = "timed out" if outcome.timed_out else f"exited {outcome.exit_code}"
+                line.append(f"setup ({outcome.phase}) failed: ", style="bold magenta")
+                line.append(clip(f"{outcome.failed_command} {why}"))
+                tail = [t for t in outcome.output_tail.strip().splitlines() if t.strip()][-3:]
+                for text in tail:
+                    line.append(f"\n  │ {clip(text)}")
         case ContractRevisionRejectedData(reason=reason):
             line.append("revision not applied: ", style="yellow").append(clip(reason))
         case DiffReadyData(changed_paths=changed):

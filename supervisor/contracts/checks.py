@@ -16,11 +16,16 @@ import signal
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..governance.env_scrub import scrubbed_env
 from ..models import CheckResult, ContractCheck, DeltaWithin, OutcomeContract
-from ..sandbox import SandboxPolicy, active_policy, confined_argv, sandbox_status
+from ..sandbox import Grant, SandboxPolicy, active_policy, confined_argv, sandbox_status
 from ..sandbox.argv import confined_env
+from .verdicts import classify
+
+if TYPE_CHECKING:
+    from .environment import CheckEnvironment
 
 OUTPUT_TAIL_CHARS = 4000
 MAX_READ_BYTES = 4 * 1024 * 1024
@@ -38,6 +43,7 @@ def sandboxed_argv(
     *,
     network: bool = False,
     policy: SandboxPolicy | None = None,
+    grant: Grant | None = None,
 ) -> tuple[list[str], dict[str, str]]:
     """`bash -c command`, inside the sandbox when the policy is on and one
     can run here (else as is: `sandbox_status` and the CLI say so)."""
@@ -47,7 +53,7 @@ def sandboxed_argv(
     if not policy.enabled or not status.available or status.bwrap is None:
         return argv, env
     return (
-        confined_argv(argv, cwd, policy, env, network=network, bwrap=status.bwrap),
+        confined_argv(argv, cwd, policy, env, network=network, bwrap=status.bwrap, grant=grant),
         confined_env(env),
     )
 
@@ -60,10 +66,13 @@ async def run_command(
     *,
     network: bool = False,
     policy: SandboxPolicy | None = None,
+    grant: Grant | None = None,
 ) -> tuple[int | None, str, bool]:
     """Run a shell command; returns (exit code or None, combined output, timed_out)."""
     run_env = scrubbed_env(invoked_by="corral-check") if env is None else dict(env)
-    argv, run_env = sandboxed_argv(command, cwd, run_env, network=network, policy=policy)
+    argv, run_env = sandboxed_argv(
+        command, cwd, run_env, network=network, policy=policy, grant=grant
+    )
     proc = await asyncio.create_subprocess_exec(
         *argv,
         cwd=str(cwd),
@@ -150,7 +159,9 @@ async def run_check(
     deadline: float | None = None,
     env: dict[str, str] | None = None,
     allow_credentials: bool = False,
+    environment: CheckEnvironment | None = None,
 ) -> CheckResult:
+    """Run one check and classify a failure (*fails* or *cannot run*)."""
     timeout = float(check.timeout_secs)
     if timeout_ceiling is not None:
         timeout = min(timeout, timeout_ceiling)
@@ -162,8 +173,12 @@ async def run_check(
     started = time.monotonic()
     if env is None:
         env = scrubbed_env(keep_credentials=allow_credentials, invoked_by="corral-check")
+    grant = None
+    if environment is not None:
+        env = environment.apply(env)
+        grant = environment.grant
     code, output, timed_out = await run_command(
-        check.command, cwd, timeout, env, network=check.network
+        check.command, cwd, timeout, env, network=check.network, grant=grant
     )
     passed = not timed_out
     notes: list[str] = []
@@ -182,7 +197,7 @@ async def run_check(
     tail = output[-OUTPUT_TAIL_CHARS:]
     if notes:
         tail = tail + ("\n" if tail and not tail.endswith("\n") else "") + "\n".join(notes)
-    return CheckResult(
+    result = CheckResult(
         name=check.name,
         passed=passed,
         exit_code=code,
@@ -192,6 +207,7 @@ async def run_check(
         deadline_clamped=clamped,
         credentials_allowed=allow_credentials,
     )
+    return classify(result, check.command, cwd)
 
 
 async def run_contract(
@@ -202,8 +218,10 @@ async def run_contract(
     timeout_ceiling: float | None = None,
     deadline: float | None = None,
     on_result: Callable[[CheckResult], None] | None = None,
+    environment: CheckEnvironment | None = None,
 ) -> list[CheckResult]:
-    """Run every check in order (all of them, even after a failure)."""
+    """Run every check in order (all of them, even after a failure), inside
+    the setup's environment when there is one."""
     results: list[CheckResult] = []
     for check in contract.checks:
         result = await run_check(
@@ -213,6 +231,7 @@ async def run_contract(
             timeout_ceiling=timeout_ceiling,
             deadline=deadline,
             allow_credentials=contract.allow_credentials,
+            environment=environment,
         )
         results.append(result)
         if on_result is not None:

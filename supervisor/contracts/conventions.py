@@ -25,8 +25,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from ..models import MAX_CHECK_TIMEOUT_SECS, ContractCheck, OutcomeContract
+from ..models import (
+    DEFAULT_SETUP_TIMEOUT_SECS,
+    MAX_CHECK_TIMEOUT_SECS,
+    ContractCheck,
+    OutcomeContract,
+)
 from .drafting import DraftingError, DraftRequest, ReviseRequest
+from .setup_draft import SetupProposal, propose_setup
 
 # ---------------------------------------------------------------------------
 # Shared scanning rules
@@ -376,6 +382,147 @@ def ci_job_names(root: Path) -> list[str]:
 
 
 # ---------------------------------------------------------------------------
+# CI jobs that matter, and the steps that can run here
+
+#: Jobs that publish, label, deploy or tidy: no contract could or should run them.
+_CI_IGNORED = re.compile(
+    r"releas|publish|deploy|label|stale|dependabot|renovate|pages|triage|greet|welcome|"
+    r"backport|changelog|\block\b|merge|upload|pypi|npmjs|sponsor|milestone|assign|notify|"
+    r"announce|\btag|codeql|scorecard|close|comment|sync|update",
+    re.I,
+)
+#: What a job that verifies the code is called or runs.
+_CI_MATTERS = re.compile(
+    r"test|lint|check|type|mypy|pyright|build|\bci\b|tox|nox|ruff|flake8|eslint|compile|"
+    r"coverage|format|style|clippy|vet|unit|integration|e2e|pre-commit",
+    re.I,
+)
+#: `run:` commands that work offline in the setup's environment, by first words.
+_RUNNABLE = re.compile(
+    r"^(?:python3? -m )?(pytest|ruff|mypy|pyright|flake8|black|isort|pylint)\b"
+    r"|^(npm|pnpm|yarn) (?:run )?(test|lint|build|typecheck|check)\b"
+    r"|^(cargo) (test|clippy|fmt --check|build)\b"
+    r"|^(go) (test|vet|build)\b"
+)
+
+
+@dataclass(frozen=True)
+class CiJob:
+    """A CI job: its name, whether it verifies the code, and its plain `run:` steps."""
+
+    name: str
+    matters: bool
+    runs: tuple[str, ...] = ()
+
+    def runnable(self) -> list[tuple[str, str]]:
+        """(tool, command) of the steps a check could run here: one line, no
+        CI expressions, starting with a test, lint, type-check or build tool."""
+        out: list[tuple[str, str]] = []
+        for command in self.runs:
+            if "${{" in command or "\n" in command.strip():
+                continue
+            m = _RUNNABLE.match(command.strip())
+            if m:
+                tool = next(g for g in m.groups() if g)
+                out.append((tool, command.strip()))
+        return out
+
+
+def _steps_runs(lines: list[tuple[int, str]]) -> list[str]:
+    """The `run:` commands among a job's lines (block scalars joined by newlines)."""
+    runs: list[str] = []
+    i = 0
+    while i < len(lines):
+        indent, line = lines[i]
+        text = line[2:].lstrip() if line.startswith("- ") else line
+        key = _yaml_key(text)
+        i += 1
+        if key is None or key[0] != "run":
+            continue
+        value = key[1].strip()
+        if value[:1] in {"|", ">"}:
+            block: list[str] = []
+            while i < len(lines) and lines[i][0] > indent:
+                block.append(lines[i][1])
+                i += 1
+            runs.append("\n".join(block))
+        elif value:
+            runs.append(_yaml_scalar(value))
+    return runs
+
+
+def _github_job_details(text: str, workflow: str) -> list[CiJob]:
+    jobs: list[CiJob] = []
+    lines = list(_content_lines(text))
+    in_jobs = False
+    job_indent: int | None = None
+    current: tuple[str, list[tuple[int, str]]] | None = None
+    found: list[tuple[str, list[tuple[int, str]]]] = []
+    for indent, line in lines:
+        if indent == 0:
+            in_jobs = re.fullmatch(r"jobs\s*:(\s+#.*)?", line) is not None
+            job_indent = None
+            current = None
+            continue
+        if not in_jobs:
+            continue
+        if job_indent is None:
+            job_indent = indent
+        if indent == job_indent:
+            job_key = _yaml_key(line)
+            current = (job_key[0], []) if job_key is not None else None
+            if current is not None:
+                found.append(current)
+            continue
+        if current is not None and indent > job_indent:
+            current[1].append((indent, line))
+    for key, body in found:
+        name: str = key
+        child = min((i for i, _ in body), default=0)
+        for indent, line in body:
+            kv = _yaml_key(line)
+            if indent == child and kv is not None and kv[0] == "name":
+                scalar = _yaml_scalar(kv[1])
+                if scalar and not scalar.startswith(("|", ">")):
+                    name = scalar
+        runs = tuple(_steps_runs(body))
+        label = f"{workflow} {key} {name}"
+        matters = not _CI_IGNORED.search(label) and (
+            bool(_CI_MATTERS.search(label)) or any(_RUNNABLE.match(r.strip()) for r in runs)
+        )
+        jobs.append(CiJob(name=_clean(name).strip()[:120], matters=matters, runs=runs))
+    return jobs
+
+
+def ci_jobs(root: Path) -> list[CiJob]:
+    """GitHub workflow jobs with their purpose and `run:` steps, then GitLab
+    jobs by name (at most 64). A release/publish/label/deploy/stale-bot job
+    does not matter; one that tests, lints, type-checks or builds does."""
+    out: list[CiJob] = []
+    workflows = root / ".github" / "workflows"
+    for e in _scandir(workflows):
+        if not e.name.endswith((".yml", ".yaml")):
+            continue
+        text = _read_text(workflows / e.name, MAX_CI_FILE_BYTES)
+        if text is None:
+            continue
+        try:
+            out += _github_job_details(text, e.name)
+        except (ValueError, IndexError, StopIteration):  # defensive: never fail a draft
+            continue
+    text = _read_text(root / ".gitlab-ci.yml", MAX_CI_FILE_BYTES)
+    if text is not None:
+        for name in _gitlab_jobs(text):
+            ignored = _CI_IGNORED.search(name)
+            out.append(CiJob(name=_clean(name)[:120], matters=not ignored))
+    unique: dict[str, CiJob] = {}
+    for job in out:
+        if job.name and job.name not in unique:
+            unique[job.name] = job
+    return list(unique.values())[:MAX_CI_JOBS]
+
+
+# ---------------------------------------------------------------------------
 # Runners
 
 
@@ -438,8 +585,11 @@ def _pytest_config(base: Path) -> str | None:
 
 
 def _test_files(base: Path) -> list[Path]:
-    tests = base / "tests"
-    return [tests / e.name for e in _scandir(tests) if re.fullmatch(r"test_.*\.py", e.name)][:50]
+    """test_*.py under tests/, or at the root (a flat layout's single test module)."""
+    found: list[Path] = []
+    for where in (base / "tests", base):
+        found += [where / e.name for e in _scandir(where) if re.fullmatch(r"test_.*\.py", e.name)]
+    return found[:50]
 
 
 def _python_runners(base: Path, available: set[str]) -> list[Runner]:
@@ -455,14 +605,13 @@ def _python_runners(base: Path, available: set[str]) -> list[Runner]:
             for f in files
         )
         if uses_unittest:
-            command = (
-                "python3 -m unittest -q"
-                if (base / "tests" / "__init__.py").is_file()
-                else "python3 -m unittest discover -s tests -q"
-            )
+            if (base / "tests" / "__init__.py").is_file() or not (base / "tests").is_dir():
+                command = "python3 -m unittest -q"
+            else:
+                command = "python3 -m unittest discover -s tests -q"
             why = "tests/ holds unittest test_*.py files and nothing configures pytest"
             return [Runner("unittest", command, why, 900, ("python3",), kind="python")]
-    why = "tests/ holds test_*.py files"
+    why = "tests/ holds test_*.py files" if files[0].parent.name == "tests" else "test_*.py files"
     return [Runner("tests", _PYTEST, why, 900, ("python3", "pytest"), kind="python")]
 
 
@@ -528,16 +677,19 @@ def _is_subproject(base: Path) -> bool:
     return any((base / m).is_file() for m in manifests)
 
 
-def detect_runners(root: Path, *, path: str | None = None) -> list[Runner]:
+def detect_runners(
+    root: Path, *, path: str | None = None, provided: frozenset[str] = frozenset()
+) -> list[Runner]:
     """The test runners the repository offers: at the root, then one level
     down for monorepos (sorted subdirs with a manifest of their own, skipping
     build output, vendored code and dot-dirs; commands prefixed with
     `cd <dir> && `). A subdir runner of a kind the root already runs is left
     out (a workspace root covers its members). Runners whose tools are not
     on PATH are returned with `missing` set; callers must not propose them.
-    Names are unique check names; at most 8 runners.
+    Names are unique check names; at most 8 runners. `provided` names tools
+    the setup's environment will supply (a venv supplies python3 and pytest).
     """
-    available = set(available_tooling(path)[0])
+    available = set(available_tooling(path)[0]) | provided
     runners = _runners_in(root, root, available)
     root_kinds = {r.kind for r in runners}
     for directory in _subdirs(root):
@@ -642,7 +794,13 @@ def draft_contract(
     max_timeout_secs: int = MAX_CHECK_TIMEOUT_SECS,
 ) -> OutcomeContract:
     """The blocking body of `ConventionsDrafter.draft`."""
-    runners = detect_runners(root, path=path)
+    proposal = propose_setup(root, path=path)
+    provided = frozenset({"python3", "pytest"}) if proposal.python else frozenset()
+    runners = detect_runners(root, path=path, provided=provided)
+    # tox and nox build their own environments from the network, which checks
+    # do not have: with a setup, its environment runs the tests instead.
+    own_envs = [r for r in runners if proposal.python and r.kind in ("tox", "nox")]
+    runners = [r for r in runners if r not in own_envs]
     usable = [r for r in runners if r.available]
     missing = [r for r in runners if not r.available]
     where = _one_line(str(root), 200)
@@ -667,12 +825,24 @@ def draft_contract(
         )
         for r in usable
     ]
+    jobs = [j for j in ci_jobs(root) if j.matters]
+    offered = _ci_checks(jobs, checks, proposal, root, path, max_timeout_secs)
+    checks += [check for check, _ in offered]
     lines = [
         "Drafted from the repository's conventions, without a model. "
         "This contract verifies that the project's existing test suites still pass:",
         *(f"- {r.name}: `{r.command}` ({r.why})" for r in usable),
+        *(f"- {c.name}: `{c.command}` (CI job {job!r} runs it)" for c, job in offered),
         "Passing these shows nothing regressed; it does not show the requested change was made.",
     ]
+    if proposal.commands:
+        lines.append(
+            "Setup (runs before the baseline and before every verification, with the network, "
+            "writing only corral's environment dir; checks then run inside it without the "
+            "network): " + "; ".join(proposal.notes)
+        )
+    else:
+        lines += [f"Setup: {note}" for note in proposal.notes]
     files = named_files(root, intent)
     if files:
         lines.append(
@@ -685,16 +855,83 @@ def draft_contract(
     ]
     gaps += [f"- agreed constraint: {_one_line(c)}" for c in constraints or [] if c.strip()]
     covered = {c.name for c in checks}
+    by_ci = {job for _, job in offered}
+    runs_pytest = any("pytest" in c.command for c in checks)
     gaps += [
-        f"- CI job {name!r}: no check runs it"
-        for name in ci_job_names(root)
-        if _normalise_job(name) not in covered
+        f"- CI job {job.name!r}: no check runs it"
+        for job in jobs
+        if _normalise_job(job.name) not in covered
+        and job.name not in by_ci
+        and not (runs_pytest and any(tool == "pytest" for tool, _ in job.runnable()))
     ]
     gaps += [
         f"- {r.name}: `{r.command}` ({r.why}) — {', '.join(r.missing)} not on PATH" for r in missing
     ]
+    gaps += [
+        f"- {r.name}: `{r.command}` ({r.why}) — it builds its own environments from the "
+        "network; the setup's environment runs the tests instead"
+        for r in own_envs
+    ]
     description = "\n".join([*lines, "", NOT_VERIFIED_HEADING, *gaps])
-    return OutcomeContract(description=description, checks=checks)
+    return OutcomeContract(
+        description=description,
+        setup=proposal.commands,
+        setup_timeout_secs=min(DEFAULT_SETUP_TIMEOUT_SECS, max_timeout_secs),
+        checks=checks,
+    )
+
+
+def _declares(root: Path, tool: str, proposal: SetupProposal) -> bool:
+    """Whether the setup will install `tool`: among the requirements the pip
+    path installs, or (when a project tool installs what it decides) named in
+    the project's manifests."""
+    known = proposal.installs_tool(tool)
+    if known is not None:
+        return known
+    for name in ("pyproject.toml", "setup.cfg", "setup.py", "tox.ini", "package.json"):
+        text = _read_text(root / name, MAX_CI_FILE_BYTES) or ""
+        if re.search(rf"[\"'\s\[,]{re.escape(tool)}\b", text):
+            return True
+    return False
+
+
+def _ci_checks(
+    jobs: list[CiJob],
+    checks: list[ContractCheck],
+    proposal: SetupProposal,
+    root: Path,
+    path: str | None,
+    max_timeout_secs: int,
+) -> list[tuple[ContractCheck, str]]:
+    """CI steps offered as checks: a plain `run:` of a test, lint or
+    type-check tool the setup installs (or that is on PATH), not already
+    covered by a proposed check."""
+    have_pytest = any("pytest" in c.command for c in checks)
+    taken = {c.name for c in checks}
+    out: list[tuple[ContractCheck, str]] = []
+    for job in jobs:
+        for tool, command in job.runnable():
+            if tool == "pytest" and have_pytest:
+                continue
+            if any(c.command == command for c, _ in out):
+                continue
+            python_tool = tool not in ("npm", "pnpm", "yarn", "cargo", "go")
+            installed = shutil.which(tool, path=path) is not None
+            if python_tool and proposal.python:
+                installed = _declares(root, tool, proposal)
+            if not installed:
+                continue
+            name = f"ci_{_check_name(tool)}"
+            n = 1
+            while name in taken:
+                n += 1
+                name = f"ci_{_check_name(tool)}_{n}"
+            taken.add(name)
+            timeout = max(1, min(600, max_timeout_secs))
+            out.append((ContractCheck(name=name, command=command, timeout_secs=timeout), job.name))
+            if len(out) >= 4:
+                return out
+    return out
 
 
 class ConventionsDrafter:

@@ -59,6 +59,16 @@ def apply_remove(prior: OutcomeContract, request: str) -> OutcomeContract:
     return prior.model_copy(update={"checks": [c for c in prior.checks if c.name != name]})
 
 
+def apply_setup_edit(prior: OutcomeContract, request: str) -> OutcomeContract:
+    """`/setup command`: set the setup verbatim (one command per line; the
+    model is never called). `/setup` alone removes the setup."""
+    body = request[len("/setup") :]
+    if body[:1] and not body[:1].isspace():
+        raise CorralError("Use /setup command (or /setup alone to remove the setup).")
+    commands = [line.strip() for line in body.strip().splitlines() if line.strip()]
+    return prior.model_copy(update={"setup": commands})
+
+
 def apply_check_edit(prior: OutcomeContract, request: str) -> OutcomeContract:
     """`/check name command`: set a check's command verbatim (model never called).
 

@@ -41,19 +41,26 @@ from pydantic import ValidationError
 from ..governance.env_scrub import scrubbed_env
 from ..llm.base import Message, ModelError, ModelProvider
 from ..llm.config import LLMConfig, load_llm_config, make_provider
-from ..models import MAX_CHECK_TIMEOUT_SECS, ContractCheck, OutcomeContract, contracts_equivalent
+from ..models import (
+    DEFAULT_SETUP_TIMEOUT_SECS,
+    MAX_CHECK_TIMEOUT_SECS,
+    ContractCheck,
+    OutcomeContract,
+    contracts_equivalent,
+)
 from .conventions import (
     NOT_VERIFIED_HEADING,
     TOOLS,
     ConventionsDrafter,
     Runner,
-    ci_job_names,
+    ci_jobs,
     detect_runners,
     named_files,
     project_context,
     summarize_repo,
 )
 from .drafting import ContractDrafter, DraftingError, DraftRequest, ReviseRequest
+from .setup_draft import SetupProposal, propose_setup
 
 ATTEMPTS = 3
 MAX_TOKENS = 8192
@@ -117,7 +124,12 @@ running. They must not use the network.
 - Use only the tools listed as available. Never use a tool listed as NOT available.
 - Give each check a realistic timeout in seconds, at most {ceiling}.
 - At least one check must fail on the repository as it is now and pass once the \
-requested change is made. Do not add artificial failures.
+requested change is made, and it must fail for the right reason: because the asked-for \
+behaviour is missing (an assertion fails, a name the project should provide is absent), \
+never because a command or a third-party module is not installed — that proves nothing. \
+Do not add artificial failures.
+- Checks run inside the environment the setup below prepares (its python3 has the \
+project and its test dependencies installed); do not install anything in a check.
 - When the task asks for exact text or exact file contents, compare the bytes \
 exactly (for example with python3 or cmp), including newlines, instead of \
 searching for a substring.
@@ -154,6 +166,7 @@ class Grounding:
     runners: list[Runner] = field(default_factory=list)
     missing_runners: list[Runner] = field(default_factory=list)
     ci_jobs: list[str] = field(default_factory=list)
+    setup: SetupProposal = field(default_factory=SetupProposal)
     failing: list[str] | None = None  # None: not looked for
     failing_note: str = ""
 
@@ -254,9 +267,13 @@ def gather(
     pytest_timeout: float = PYTEST_TIMEOUT_SECS,
 ) -> Grounding:
     """Everything the prompt is grounded in (blocking; run on a thread)."""
-    runners = detect_runners(root, path=path)
-    available = [t for t in PROMPT_TOOLS if shutil.which(t, path=path)]
+    setup = propose_setup(root, path=path)
+    provided = frozenset({"python3", "pytest"}) if setup.python else frozenset()
+    runners = detect_runners(root, path=path, provided=provided)
+    runners = [r for r in runners if not (setup.python and r.kind in ("tox", "nox"))]
+    available = [t for t in PROMPT_TOOLS if shutil.which(t, path=path) or t in provided]
     g = Grounding(
+        setup=setup,
         summary=summarize_repo(root),
         context=project_context(root),
         files=file_context(root, text),
@@ -264,7 +281,7 @@ def gather(
         missing=[t for t in PROMPT_TOOLS if t not in available],
         runners=[r for r in runners if r.available],
         missing_runners=[r for r in runners if not r.available],
-        ci_jobs=ci_job_names(root),
+        ci_jobs=[j.name for j in ci_jobs(root) if j.matters],
     )
     pytest_runner = any(r.kind == "python" and "pytest" in r.tools for r in g.runners)
     if failing_tests and pytest_runner:
@@ -282,6 +299,14 @@ def render_grounding(g: Grounding, constraints: Sequence[str]) -> list[str]:
         sections.append(f"# Repository instructions\n{g.context}")
     if g.files:
         sections.append("# Files named in the request\n" + "\n\n".join(r for _, r in g.files))
+    if g.setup.commands:
+        sections.append(
+            "# Setup (corral runs it before the checks, with the network; the checks then "
+            "run inside its environment, without the network)\n"
+            + _bullets([f"`{c}`" for c in g.setup.commands])
+            + "\n"
+            + _bullets(g.setup.notes)
+        )
     tooling = ["# Tooling", "Available on PATH: " + (", ".join(g.available) or "none of these")]
     if g.missing:
         tooling.append("NOT available, do not use: " + ", ".join(g.missing))
@@ -356,7 +381,9 @@ def parse_contract(
     """A valid contract from a reply, or every problem with it. Unknown keys
     are ignored; a check named like one in `prior` keeps the prior's values
     for the fields the reply leaves out. `allow_credentials` never comes from
-    a model: it is the prior's (or false)."""
+    a model: it is the prior's (or false). Nor does the setup, which runs with
+    the network: it is the prior's (a revision keeps it), else the
+    conventions lane's, and only the operator changes it (`/setup`)."""
     data, problem = extract_json(text)
     if problem:
         return None, [problem]
@@ -390,6 +417,8 @@ def parse_contract(
         description=description.strip() if isinstance(description, str) else "",
         checks=checks,
         allow_credentials=prior.allow_credentials if prior else False,
+        setup=list(prior.setup) if prior else [],
+        setup_timeout_secs=prior.setup_timeout_secs if prior else DEFAULT_SETUP_TIMEOUT_SECS,
     )
     if checks or not raw_checks:  # (no "needs a check" when every check was malformed)
         problems += contract.validate_contract(max_timeout_secs=max_timeout_secs)
@@ -663,6 +692,8 @@ class ModelDrafter:
                 + "; ".join(problems)
             )
         contract = merge_conventions(contract, g.runners, self.max_timeout_secs)
+        if not contract.setup and g.setup.commands:
+            contract = contract.model_copy(update={"setup": list(g.setup.commands)})
         return await self._note_uncovered(contract, request.constraints)
 
     async def revise(self, request: ReviseRequest) -> OutcomeContract:

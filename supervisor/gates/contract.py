@@ -20,6 +20,7 @@ from ..contracts.drafting import (
     ReviseRequest,
     apply_check_edit,
     apply_remove,
+    apply_setup_edit,
 )
 from ..discuss.linked_runs import (
     REPO_DIFFERS,
@@ -38,15 +39,18 @@ from ..events import (
     ContractRevisionRejectedData,
     EngineSelectedData,
     PlanTextData,
+    SetupCompletedData,
 )
 from ..faults import fault_point
 from ..git.repo import refuse_initialised_submodules, repo_root, resolve_base
 from ..git.workspace import GitWorkspace
 from ..models import (
     CheckResult,
+    CheckVerdict,
     CoderSession,
     OutcomeContract,
     ReviseResult,
+    SetupOutcome,
     StartResult,
     contracts_equivalent,
 )
@@ -289,7 +293,7 @@ class ContractGate:
             )
             if problems:
                 raise DraftingError("the drafted contract is invalid: " + "; ".join(problems))
-            baseline = await self._verifier.baseline(live.session, contract)
+            baseline = await self._verifier.baseline(live.session, contract, self._on_setup(live))
             gates_nothing = bool(baseline) and all(r.passed for r in baseline)
             if gates_nothing:
                 contract, baseline, gates_nothing = await self._reassess(live, contract, baseline)
@@ -349,7 +353,7 @@ class ContractGate:
                 ),
             )
             return contract, baseline, True
-        new_baseline = await self._verifier.baseline(live.session, better)
+        new_baseline = await self._verifier.baseline(live.session, better, self._on_setup(live))
         gates_nothing = all(r.passed for r in new_baseline)
         text = (
             "The revised checks now include a failing baseline."
@@ -358,6 +362,15 @@ class ContractGate:
         )
         self._registry.emit(live, PlanTextData(text=text))
         return better, new_baseline, gates_nothing
+
+    def _on_setup(self, live: LiveSession) -> Callable[[SetupOutcome], None]:
+        """Record and announce a baseline's setup run (its output is in the log)."""
+
+        def heard(outcome: SetupOutcome) -> None:
+            live.session.setup_outcome = outcome
+            self._registry.emit(live, SetupCompletedData(outcome=outcome))
+
+        return heard
 
     def _announce_contract(self, live: LiveSession, *, revised: bool = False) -> None:
         s = live.session
@@ -373,6 +386,29 @@ class ContractGate:
                     results=list(s.baseline), gates_nothing=s.baseline_gates_nothing
                 ),
             )
+            proving = [r for r in s.baseline if r.verdict is CheckVerdict.FAILS]
+            if proving:
+                seen = "; ".join(f"{r.name}: {r.reason}" for r in proving)
+                self._registry.emit(
+                    live,
+                    PlanTextData(
+                        text=f"Red on the untouched tree, as the work must change it ({seen})."
+                    ),
+                )
+            blocked = [r for r in s.baseline if r.cannot_run]
+            if blocked:
+                first = blocked[0]
+                names = ", ".join(r.name for r in blocked)
+                self._registry.emit(
+                    live,
+                    PlanTextData(
+                        text=(
+                            f"{len(blocked)} check(s) cannot run here ({names}: {first.reason}). "
+                            "That is the environment, not the work, so they prove nothing yet: "
+                            f"{first.fix}."
+                        )
+                    ),
+                )
 
     def _fail_drafting(self, live: LiveSession, exc: DraftingError) -> None:
         s = live.session
@@ -415,6 +451,8 @@ class ContractGate:
                 redraft = apply_check_edit(prior, text)
             elif text.startswith("/remove"):
                 redraft = apply_remove(prior, text)
+            elif text.startswith("/setup"):
+                redraft = apply_setup_edit(prior, text)
             else:
                 req = ReviseRequest(**vars(self._request(live)), prior=prior, request=text)
                 redraft = await self._drafter.revise(req)
@@ -432,7 +470,7 @@ class ContractGate:
             )
         if contracts_equivalent(redraft, prior) and redraft.description == prior.description:
             return self._reject_revision(live, text, NOT_EXPRESSIBLE)
-        baseline = await self._verifier.baseline(live.session, redraft)
+        baseline = await self._verifier.baseline(live.session, redraft, self._on_setup(live))
         if s.state is not S.CONTRACT_PROPOSED or live.cancel_requested:
             reason = already_happened(s.id, s.state, S.CONTRACT_PROPOSED, "revise")
             self._reject_revision(live, text, reason)
@@ -493,7 +531,9 @@ class ContractGate:
             and contract.description == s.contract.description
         ):
             prior = s.contract
-            task = self._registry.spawn(live, self._verifier.baseline(s, contract))
+            task = self._registry.spawn(
+                live, self._verifier.baseline(s, contract, self._on_setup(live))
+            )
             try:
                 baseline = await asyncio.shield(task)
             except asyncio.CancelledError:

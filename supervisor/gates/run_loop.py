@@ -52,6 +52,10 @@ S = CoderState
 log = logging.getLogger("corral.supervisor")
 
 
+VERIFY_AGAIN = "verify again"
+STOP = "stop"
+
+
 class UserInputExpired(CorralError):
     """No answer within the question window."""
 
@@ -114,6 +118,10 @@ class RunLoop:
                     self._fail(live, outcome.failure, outcome.error or "the engine failed")
                     return
                 verification = await self._verifier.verify(live)
+                while verification.stable and any(r.cannot_run for r in verification.results):
+                    if not await self._wait_for_environment(live, verification.results):
+                        return
+                    verification = await self._verifier.verify(live)
                 if not verification.stable:
                     self._fail_unstable(live, verification)
                     return
@@ -307,6 +315,34 @@ class RunLoop:
         return {"ok": True, "queued": True}
 
     # -- the outcome ---------------------------------------------------------------------
+
+    async def _wait_for_environment(self, live: LiveSession, results: list[CheckResult]) -> bool:
+        """A check that cannot run is not the agent's fault, so it is never sent
+        back as a repair: the session asks the operator (needs you: question)
+        to fix the environment and verify again, or stop. True: verify again."""
+        blocked = [r for r in results if r.cannot_run]
+        names = ", ".join(r.name for r in blocked)
+        first = blocked[0]
+        prompt = (
+            f"Runtime verification: {len(blocked)} check(s) cannot run here ({names}: "
+            f"{first.reason}). That is the environment, not the agent's work, so nothing was "
+            f"sent back for repair. Fix it ({first.fix}, or install what is missing), then "
+            f"answer '{VERIFY_AGAIN}'; '{STOP}' ends the session and keeps the worktree."
+        )
+        try:
+            answer = await self._ask_user(live, prompt, [VERIFY_AGAIN, STOP])
+        except UserInputExpired:
+            answer = STOP
+        if answer.strip().lower() == VERIFY_AGAIN:
+            return True
+        live.session.keep_workspace_on_failure = True
+        self._fail(
+            live,
+            LoopFailure.CONFIGURATION,
+            f"check(s) {names} cannot run here ({first.reason}); the environment needs "
+            f"fixing, not the work: {first.fix}. The worktree is kept",
+        )
+        return False
 
     def _fail_unstable(self, live: LiveSession, verification: Verification) -> None:
         """The worktree never held still while the checks ran: no result is

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import shutil
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,12 +34,20 @@ from typing import TypeVar
 
 from ..config import SupervisorConfig
 from ..contracts.checks import captures_from, run_contract
+from ..contracts.environment import Environments, SetupRun, setup_reason
+from ..contracts.verdicts import setup_failed
 from ..errors import CorralError
-from ..events import CheckCompletedData, ContractEvaluatedData, PlanTextData, WorktreeChangedData
+from ..events import (
+    CheckCompletedData,
+    ContractEvaluatedData,
+    PlanTextData,
+    SetupCompletedData,
+    WorktreeChangedData,
+)
 from ..faults import fault_point
 from ..git.run import git
 from ..git.trees import anchor_verified, changed_between, snapshot_tree
-from ..models import CheckResult, CoderSession, OutcomeContract
+from ..models import CheckResult, CoderSession, OutcomeContract, SetupOutcome
 from ..session.live import LiveSession
 from ..session.registry import SessionRegistry
 from ..states import CoderState
@@ -67,6 +76,12 @@ class Verification:
         return self.stable and all(r.passed for r in self.results)
 
 
+def _remove_all(paths: list[Path]) -> None:
+    """Environments that belonged to a disposable worktree go with it."""
+    for path in paths:
+        shutil.rmtree(path, ignore_errors=True)
+
+
 def name_paths(paths: list[str], limit: int = 5) -> str:
     """`a.txt, b.txt and 3 more`, for sentences."""
     shown = ", ".join(paths[:limit])
@@ -83,19 +98,63 @@ class Verifier:
         self._watch_secs = config.verified_watch_secs
         self._verifying: set[str] = set()  # sessions whose checks are running now
         self._watching: dict[str, asyncio.Task[None]] = {}
+        self.environments = Environments(registry.state_dir)
 
-    async def baseline(self, session: CoderSession, contract: OutcomeContract) -> list[CheckResult]:
+    async def _checks_after_setup(
+        self,
+        contract: OutcomeContract,
+        path: Path,
+        run: SetupRun | None,
+        *,
+        captures: dict[str, str] | None = None,
+        on_result: Callable[[CheckResult], None] | None = None,
+    ) -> list[CheckResult]:
+        """The checks inside the setup's environment; when the setup failed,
+        none of them runs and each says it cannot run, and why."""
+        if run is not None and not run.outcome.ok:
+            why = setup_reason(run.outcome)
+            return [setup_failed(c.name, why) for c in contract.checks]
+        environment = run.environment if run is not None else None
+        return await run_contract(
+            contract,
+            path,
+            timeout_ceiling=self._timeout_ceiling,
+            environment=environment,
+            captures=captures,
+            on_result=on_result,
+        )
+
+    async def baseline(
+        self,
+        session: CoderSession,
+        contract: OutcomeContract,
+        on_setup: Callable[[SetupOutcome], None] | None = None,
+    ) -> list[CheckResult]:
         """Every check once on the untouched tree, in a disposable worktree so
-        the task's own worktree is never changed by a check."""
+        the task's own worktree is never changed by a check; the setup runs
+        first (`on_setup` hears how it went)."""
         assert session.start_commit is not None
+        discard: list[Path] = []
+        if contract.setup:  # environments of worktrees removed since go first
+            await asyncio.to_thread(self.environments.prune)
 
         async def run(path: Path) -> list[CheckResult]:
             fault_point("baseline:before")
-            results = await run_contract(contract, path, timeout_ceiling=self._timeout_ceiling)
+            setup = await self.environments.prepare(
+                contract, path, phase="baseline", timeout_ceiling=self._timeout_ceiling
+            )
+            if setup is not None:
+                discard.extend(setup.discard)
+                if on_setup is not None:
+                    on_setup(setup.outcome)
+            results = await self._checks_after_setup(contract, path, setup)
             fault_point("baseline:after")
             return results
 
-        return await self._in_scratch(session, run)
+        try:
+            return await self._in_scratch(session, run)
+        finally:
+            await asyncio.to_thread(_remove_all, discard)
 
     async def verify(self, live: LiveSession) -> Verification:
         """Every check on the worktree, between two snapshots of it; the
@@ -116,14 +175,20 @@ class Verifier:
                 live,
                 PlanTextData(text="Runtime verification: re-running every contract check."),
             )
+            setup = await self.environments.prepare(
+                s.contract, worktree, phase="verification", timeout_ceiling=self._timeout_ceiling
+            )
+            if setup is not None:
+                s.setup_outcome = setup.outcome
+                registry.emit(live, SetupCompletedData(outcome=setup.outcome))
             for attempt in range(1, STABILITY_ATTEMPTS + 1):
                 fault_point("verify:before-checks")
                 before = await self._snapshot(worktree)
-                results = await run_contract(
+                results = await self._checks_after_setup(
                     s.contract,
                     worktree,
+                    setup,
                     captures=captures_from(s.contract, s.baseline),
-                    timeout_ceiling=self._timeout_ceiling,
                     on_result=lambda r: registry.emit(live, CheckCompletedData(result=r)),
                 )
                 fault_point("verify:between-snapshots")
@@ -200,13 +265,20 @@ class Verifier:
         def apply_selection(path: Path) -> None:
             git(path, "apply", "--binary", "--whitespace=nowarn", "-", input_text=patch)
 
-        results = await self._in_scratch(
-            s,
-            lambda path: run_contract(
-                contract, path, captures=captures, timeout_ceiling=self._timeout_ceiling
-            ),
-            prepare=apply_selection,
-        )
+        discard: list[Path] = []
+
+        async def run(path: Path) -> list[CheckResult]:
+            setup = await self.environments.prepare(
+                contract, path, phase="verification", timeout_ceiling=self._timeout_ceiling
+            )
+            if setup is not None:
+                discard.extend(setup.discard)
+            return await self._checks_after_setup(contract, path, setup, captures=captures)
+
+        try:
+            results = await self._in_scratch(s, run, prepare=apply_selection)
+        finally:
+            await asyncio.to_thread(_remove_all, discard)
         registry.emit(
             live,
             ContractEvaluatedData(

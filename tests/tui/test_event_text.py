@@ -59,3 +59,36 @@ def test_an_agent_started_line_says_whether_it_is_confined() -> None:
     confined = {**data, "confined": True, "sandbox": "confined (bubblewrap): writes its worktree"}
     line = describe(parse_event({**row, "data": confined})).plain[STAMP:]
     assert line == "started claude in pane %3 — confined (bubblewrap): writes its worktree"
+
+
+def _line(data: object) -> str:
+    from corral.supervisor.events import parse_event
+
+    kind = data.KIND.value  # type: ignore[attr-defined]
+    dumped = data.model_dump(mode="json", by_alias=True)  # type: ignore[attr-defined]
+    row = {"session_id": "s", "seq": 1, "ts": 1.0, "kind": kind, "data": dumped}
+    return describe(parse_event(row)).plain[STAMP:]
+
+
+def test_checks_that_cannot_run_and_setup_runs_read_as_such() -> None:
+    from corral.supervisor.events import CheckCompletedData, SetupCompletedData
+    from corral.supervisor.models import CheckResult, CheckVerdict, SetupOutcome
+
+    blocked = CheckResult(
+        name="lint",
+        passed=False,
+        exit_code=127,
+        verdict=CheckVerdict.CANNOT_RUN,
+        reason="command not found: ruff",
+    )
+    line = _line(CheckCompletedData(result=blocked))
+    assert "CANNOT RUN lint: command not found: ruff" in line
+    failed = SetupOutcome(
+        ok=False, exit_code=3, failed_command="pip install -e .", output_tail="x\nERROR: boom"
+    )
+    text = _line(SetupCompletedData(outcome=failed))
+    assert "setup (baseline) failed: pip install -e . exited 3" in text and "ERROR: boom" in text
+    cached = SetupOutcome(ok=True, cached=True, phase="verification")
+    assert "setup (verification): reused cached environment" in _line(
+        SetupCompletedData(outcome=cached)
+    )

@@ -179,10 +179,13 @@ async def test_gate1_shows_whole_commands_output_previews_and_literal_brackets(
         table = screen.query_one("#checks", DataTable)
         command_cell = str(table.get_row_at(0)[1])
         assert command_cell.endswith("…") and len(command_cell) <= 60
-        assert str(table.get_row_at(0)[3]) == "red: expected [/y] 42, got 41"
+        assert str(table.get_row_at(0)[3]) == "red (proves the work): expected [/y] 42, got 41"
         detail = str(screen.query_one("#check-detail", Static).render())
         assert " ".join(long_command.split()) in " ".join(detail.split())
-        assert "baseline: failed (exit 1)" in detail and "expected [/y] 42, got 41" in detail
+        assert (
+            "baseline: red (proves the work) (exit 1)" in detail
+            and "expected [/y] 42, got 41" in detail
+        )
         table.focus()
         await until(pilot, "the table to take focus", lambda: table.has_focus)
         await pilot.press("down")
@@ -192,4 +195,82 @@ async def test_gate1_shows_whole_commands_output_previews_and_literal_brackets(
             "the second check's detail",
             lambda: (text := str(check_detail.render())) and "still_ok runs: true" in text and text,
         )
-        assert "passed (exit 0)" in detail
+        assert "green (passes already) (exit 0)" in detail
+
+
+def test_gate_one_shows_the_setup_and_checks_that_cannot_run(snap_compare, tmp_path: Path) -> None:
+    """A red that proves the work, a green, and a check whose tool is missing:
+    the last is *cannot run* in its own colour with the reason and the fix,
+    never a red; the setup is shown with its network access."""
+    drafted = contract(
+        ("feature", "test -f feature.txt"),
+        ("tests_still_pass", "true"),
+        ("lint", "no-such-linter --check ."),
+        description="feature.txt exists; nothing else breaks",
+    )
+    drafted.setup = ['mkdir -p "$CORRAL_ENV/bin"']
+
+    async def seed(sup: Supervisor, repo: Path) -> None:
+        await sup.start("Add the feature file", repo)
+
+    app = _app(tmp_path, drafted, seed)
+
+    async def before(pilot) -> None:  # type: ignore[no-untyped-def]
+        await open_from_board(app, pilot, "enter")
+        await pilot.press("escape", "down", "down")  # the check that cannot run, in detail
+        await final_frame(pilot, "the session screen")
+
+    assert snap_compare(app, terminal_size=(130, 40), run_before=before)
+
+
+def test_gate_one_when_the_setup_fails(snap_compare, tmp_path: Path) -> None:
+    drafted = contract(("feature", "test -f feature.txt"), description="feature.txt exists")
+    drafted.setup = ["echo 'ERROR: No matching distribution found for nosuchpkg' >&2; exit 1"]
+
+    async def seed(sup: Supervisor, repo: Path) -> None:
+        await sup.start("Add the feature file", repo)
+
+    app = _app(tmp_path, drafted, seed)
+
+    async def before(pilot) -> None:  # type: ignore[no-untyped-def]
+        await open_from_board(app, pilot, "enter")
+        await final_frame(pilot, "the session screen")
+
+    assert snap_compare(app, terminal_size=(130, 40), run_before=before)
+
+
+async def test_s_edits_the_setup_and_a_fixed_setup_turns_cannot_run_into_a_red(
+    tmp_path: Path,
+) -> None:
+    from textual.widgets import DataTable, Input
+
+    from corral.supervisor.models import CheckVerdict
+
+    drafted = contract(("feature", "greet"), description="greet says hi")
+    drafted.setup = ["exit 3"]
+
+    async def seed(sup: Supervisor, repo: Path) -> None:
+        await sup.start("Make greet say hi", repo)
+
+    app = _app(tmp_path, drafted, seed)
+    sup = app.supervisor
+    async with app.run_test(size=(130, 40)) as pilot:
+        screen = await open_from_board(app, pilot, "enter")
+        sid = screen.session_id
+
+        def verdict() -> CheckVerdict | None:
+            baseline = sup.get(sid).session.baseline
+            return baseline[0].verdict if baseline else None
+
+        assert verdict() is CheckVerdict.CANNOT_RUN
+        table = screen.query_one("#checks", DataTable)
+        reply = screen.query_one("#reply", Input)
+        table.focus()
+        await until(pilot, "the table to take focus", lambda: table.has_focus)
+        await pilot.press("s")
+        await until(pilot, "the setup in the input", lambda: reply.value == "/setup exit 3")
+        tool = 'mkdir -p "$CORRAL_ENV/bin" && printf "#!/bin/sh\\nexit 1\\n" > "$CORRAL_ENV/bin/greet" && chmod +x "$CORRAL_ENV/bin/greet"'
+        reply.value = f"/setup {tool}"
+        await pilot.press("enter")
+        await until(pilot, "the re-baseline", lambda: verdict() is CheckVerdict.FAILS, timeout=30)
+        assert str(table.get_row_at(0)[3]).startswith("red (proves the work)")

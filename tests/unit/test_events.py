@@ -329,7 +329,10 @@ def test_old_journals_load_and_round_trip() -> None:
     events = read_journal(DATA / "journal_v1.jsonl", session_id="s")
     assert len(events) == len(lines) == len(printed_then)
     # every kind of that version is covered (worktree_changed came later)
-    assert {e.kind for e in events} == set(EventKind) - {EventKind.WORKTREE_CHANGED}
+    assert {e.kind for e in events} == set(EventKind) - {
+        EventKind.WORKTREE_CHANGED,
+        EventKind.SETUP_COMPLETED,
+    }
     for line, event, then in zip(lines, events, printed_then, strict=True):
         row = json.loads(line)
         assert event.model_dump(mode="json") == {"session_id": "s", **row}

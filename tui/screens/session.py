@@ -21,6 +21,7 @@ from corral.supervisor.events import CoderEvent, ToolDeniedData
 from corral.supervisor.interface import SubscriptionClosed, SubscriptionDropped
 from corral.supervisor.models import (
     CheckResult,
+    CheckVerdict,
     CoderSession,
     ContractCheck,
     EventKind,
@@ -38,6 +39,7 @@ REFRESH_KINDS = {
     EventKind.STATE_CHANGED,
     EventKind.CONTRACT_PROPOSED,
     EventKind.CONTRACT_BASELINE,
+    EventKind.SETUP_COMPLETED,
     EventKind.DIFF_READY,
     EventKind.FINDING_PROPOSED,
     EventKind.USER_INPUT_REQUESTED,
@@ -102,13 +104,68 @@ def _tail(output: str, n: int) -> list[str]:
     return [clip(line, 160) for line in lines[-n:]]
 
 
-def _baseline_cell(result: CheckResult | None) -> str:
-    """Red/green and a preview of why (the output's last line)."""
+#: How each verdict reads and looks; the verdict itself is the supervisor's.
+VERDICT_STYLE: dict[CheckVerdict, tuple[str, str]] = {
+    CheckVerdict.PASSES: ("green (passes already)", "green"),
+    CheckVerdict.FAILS: ("red (proves the work)", "red"),
+    CheckVerdict.CANNOT_RUN: ("cannot run", "bold magenta"),
+}
+
+
+def _verdict(result: CheckResult) -> CheckVerdict:
+    return result.verdict or (CheckVerdict.PASSES if result.passed else CheckVerdict.FAILS)
+
+
+def _baseline_cell(result: CheckResult | None) -> Text:
+    """The verdict in its colour and a preview of why: the reason for a
+    check that cannot run, else the output's last line."""
     if result is None:
-        return "—"
-    word = "green (passes already)" if result.passed else "red"
+        return Text("—")
+    verdict = _verdict(result)
+    word, style = VERDICT_STYLE[verdict]
+    cell = Text(word, style=style)
+    if verdict is CheckVerdict.CANNOT_RUN:
+        return cell.append(f": {clip(result.reason, 48)}")
     last = _tail(result.output_tail, 1)
-    return f"{word}: {clip(last[0], 40)}" if last else word
+    return cell.append(f": {clip(last[0], 40)}") if last else cell
+
+
+def _last_run_cell(result: CheckResult | None) -> Text:
+    """The runtime's last verdict on a check, in the verdict's colour."""
+    if result is None:
+        return Text("—")
+    word = {CheckVerdict.PASSES: "PASS", CheckVerdict.FAILS: "FAIL"}.get(
+        _verdict(result), "CANNOT RUN"
+    )
+    return Text(word, style=VERDICT_STYLE[_verdict(result)][1])
+
+
+def _setup_lines(s: CoderSession) -> list[str]:
+    """The contract's setup as gate 1 shows it: what runs, with what access,
+    and how its last run went."""
+    if s.contract is None or not s.contract.setup:
+        return []
+    commands = " && ".join(s.contract.setup)
+    lines = [
+        f"[b]Setup[/b] (runs first, [bold yellow]with the network[/bold yellow]; writes only "
+        f"its environment dir, which checks then use without the network): {escape(commands)}"
+    ]
+    outcome = s.setup_outcome
+    if outcome is None:
+        return lines
+    if outcome.ok:
+        how = "reused a cached environment" if outcome.cached else "built the environment"
+        scope = "shared by this repository's worktrees" if outcome.shared else "this worktree's own"
+        lines.append(f"[green]Setup ready[/green]: {how} ({scope})")
+    else:
+        why = "timed out" if outcome.timed_out else f"exited {outcome.exit_code}"
+        tail = _tail(outcome.output_tail, 3)
+        lines.append(
+            f"[bold magenta]Setup failed[/bold magenta]: `{escape(outcome.failed_command)}` "
+            f"{why}, so no check could run. Fix it with [b]/setup command[/b] ([b]s[/b])."
+            + "".join(f"\n  │ {escape(line)}" for line in tail)
+        )
+    return lines
 
 
 class ReplyInput(Input):
@@ -142,11 +199,12 @@ class SessionScreen(Screen[None]):
         Binding("e", "edit_check", "Edit check"),
         Binding("plus", "add_check", "Add check"),
         Binding("delete", "remove_check", "Remove check"),
+        Binding("s", "edit_setup", "Edit setup"),
         Binding("question_mark", "app.help", "Help"),
         *(Binding(str(i), f"answer({i})", show=False) for i in range(1, 10)),
     ]
 
-    GATE1_ACTIONS = {"edit_check", "add_check", "remove_check"}
+    GATE1_ACTIONS = {"edit_check", "add_check", "remove_check", "edit_setup"}
 
     def __init__(self, session_id: str) -> None:
         super().__init__()
@@ -259,10 +317,19 @@ class SessionScreen(Screen[None]):
                 "\n[bold yellow]Network allowed (outside the sandbox's no-network "
                 f"default) for: {escape(', '.join(networked))}[/bold yellow]"
             )
+        for line in _setup_lines(s):
+            text += "\n" + line
         if s.baseline_gates_nothing:
             text += (
                 "\n[bold yellow]Every check already passes before any edit: this "
                 "contract proves nothing yet.[/bold yellow]"
+            )
+        blocked = [r for r in s.baseline if r.cannot_run]
+        if blocked:
+            text += (
+                f"\n[bold magenta]{len(blocked)} check(s) cannot run here[/bold magenta] "
+                "(the environment, not the work): they prove nothing until the setup "
+                "provides what they need — " + escape(blocked[0].fix)
             )
         title.update(text)
         base = {r.name: r for r in s.baseline}
@@ -274,8 +341,8 @@ class SessionScreen(Screen[None]):
                 Text(check.name),
                 Text(clip(check.command, 60)),
                 f"{check.timeout_secs}s",
-                Text(_baseline_cell(b)),
-                "—" if lr is None else ("PASS" if lr.passed else "FAIL"),
+                _baseline_cell(b),
+                _last_run_cell(lr),
             )
         if s.contract.checks:
             table.move_cursor(row=min(max(cursor, 0), len(s.contract.checks) - 1))
@@ -295,8 +362,11 @@ class SessionScreen(Screen[None]):
         for label, result in (("baseline", base), ("last run", last)):
             if result is None:
                 continue
-            verdict = "[green]passed[/green]" if result.passed else "[red]failed[/red]"
+            word, style = VERDICT_STYLE[_verdict(result)]
+            verdict = f"[{style}]{word}[/{style}]"
             how = "timed out" if result.timed_out else f"exit {result.exit_code}"
+            if result.cannot_run:
+                how = f"{escape(result.reason)}; fix: {escape(result.fix)}"
             tail = "\n".join(f"  │ {escape(line)}" for line in _tail(result.output_tail, 4))
             parts.append(f"{label}: {verdict} ({how})" + (f"\n{tail}" if tail else ""))
         detail.update("\n".join(parts))
@@ -336,10 +406,11 @@ class SessionScreen(Screen[None]):
             question.update(
                 "[b]Gate 1:[/b] revise the contract in the input below (enter sends): "
                 "free text, [b]/check name command[/b] (sets a check verbatim) or "
-                "[b]/remove name[/b]. [b]escape[/b] leaves the input for the keys: "
+                "[b]/remove name[/b] or [b]/setup command[/b] (sets the setup verbatim). "
+                "[b]escape[/b] leaves the input for the keys: "
                 "[b]c[/b] confirms the contract; on the checks table [b]e[/b] edits the "
-                "selected check, [b]+[/b] adds one, [b]delete[/b] removes it."
-                + (f"\n{self.revision_note}" if self.revision_note else "")
+                "selected check, [b]+[/b] adds one, [b]delete[/b] removes it, [b]s[/b] edits "
+                "the setup." + (f"\n{self.revision_note}" if self.revision_note else "")
             )
             reply.placeholder = (
                 "Revise the contract (enter sends) · escape for the keys (c confirms)"
@@ -465,6 +536,11 @@ class SessionScreen(Screen[None]):
             self.notify("Select a check in the table first.", severity="warning")
             return
         self._prefill(f"/check {check.name} {check.command.strip()}")
+
+    def action_edit_setup(self) -> None:
+        contract = self.supervisor.get(self.session_id).session.contract
+        setup = contract.setup if contract is not None else []
+        self._prefill("/setup " + " && ".join(setup))
 
     def action_add_check(self) -> None:
         self._prefill("/check ")

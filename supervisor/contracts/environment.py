@@ -1,0 +1,303 @@
+"""The setup phase: a per-worktree environment the checks run in.
+
+Where it lives: `<state dir>/envs/<key>/` — corral's private area, never the
+worktree's tracked tree (a venv there would show up in every diff and be
+hashed into every verified tree). Setup commands see it as `$CORRAL_ENV`;
+checks run with its `bin` first on PATH, and with `VIRTUAL_ENV` set when it
+is a Python venv.
+
+Reuse: the key hashes the files that define the environment (lock files,
+`pyproject.toml`, `setup.cfg`, `setup.py`, `package.json`, …), the setup
+commands and the interpreter, so the tenth session on a repository finds a
+ready environment (a marker file written only after every command passed)
+and runs nothing. An environment is *shared* between worktrees when every
+setup command writes only into `$CORRAL_ENV` (it names it) or into a global
+package cache (`cargo fetch`, `go mod download`). Anything else — `npm ci`
+filling the worktree's `node_modules`, a C extension built in place — makes
+the environment the worktree's own (its path is part of the key): it is
+reused by later verifications of that worktree, not by other worktrees.
+
+Editable installs: `pip install -e .` points the venv at the worktree it ran
+in (often the baseline's disposable copy). A shared Python environment is
+therefore used with the worktree's own import roots first on `PYTHONPATH`
+(`src/` for a src layout, else the worktree): path entries win over the
+editable finder and `.pth` paths, so every worktree imports its own code
+while the dependencies, scripts and metadata come from the shared venv.
+
+Isolation: setup runs in the sandbox *with* the network (package indexes) and
+with the environment dir and the package managers' download caches writable;
+checks run without the network and see the environment read-only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import re
+import shutil
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from ..governance.env_scrub import scrubbed_env
+from ..models import OutcomeContract, SetupOutcome
+from ..sandbox import Grant
+
+ENV_VAR = "CORRAL_ENV"
+READY_MARKER = ".corral-env.json"
+OUTPUT_TAIL_CHARS = 4000
+
+#: Files whose content decides what the environment holds.
+DEFINING_FILES: tuple[str, ...] = (
+    *("pyproject.toml", "setup.cfg", "setup.py", "uv.lock", "poetry.lock", "pdm.lock"),
+    *("Pipfile", "Pipfile.lock", "tox.ini", "noxfile.py"),
+    *("package.json", "package-lock.json", "npm-shrinkwrap.json", "pnpm-lock.yaml", "yarn.lock"),
+    *("Cargo.toml", "Cargo.lock", "go.mod", "go.sum", "Makefile"),
+)
+_REQUIREMENTS = re.compile(r"^requirements.*\.(txt|in)$")
+_GLOBAL_FETCH = re.compile(r"^\s*(cargo fetch|go mod download)(\s|$)")
+
+#: Download caches setup may fill (they exist only once a tool created them).
+CACHE_DIRS: tuple[str, ...] = (
+    *(".cache/pip", ".cache/uv", ".cache/pypoetry", ".cache/pdm", ".cache/hatch"),
+    *(".npm", ".cache/yarn", ".local/share/pnpm", ".cargo/registry", ".cargo/git", "go/pkg/mod"),
+)
+
+
+def defining_files(root: Path) -> list[Path]:
+    """The environment-defining files present at the repository root, sorted."""
+    found = [root / name for name in DEFINING_FILES if (root / name).is_file()]
+    with contextlib.suppress(OSError):
+        found += [p for p in root.iterdir() if _REQUIREMENTS.match(p.name) and p.is_file()]
+    return sorted(set(found))
+
+
+def has_c_extension(root: Path) -> bool:
+    """A Python project that compiles code in place (its environment cannot be shared)."""
+    setup_py = root / "setup.py"
+    with contextlib.suppress(OSError):
+        text = setup_py.read_text(encoding="utf-8", errors="replace") if setup_py.is_file() else ""
+        if "ext_modules" in text or "Extension(" in text:
+            return True
+    pyproject = root / "pyproject.toml"
+    with contextlib.suppress(OSError):
+        if pyproject.is_file() and "ext-modules" in pyproject.read_text("utf-8", "replace"):
+            return True
+    return False
+
+
+def is_shared(commands: list[str], root: Path) -> bool:
+    """Whether the setup's effects live only in `$CORRAL_ENV` or global caches."""
+    if not commands or has_c_extension(root):
+        return False
+    return all(
+        f"${ENV_VAR}" in c or f"${{{ENV_VAR}}}" in c or _GLOBAL_FETCH.match(c) for c in commands
+    )
+
+
+def env_key(root: Path, commands: list[str], *, shared: bool) -> str:
+    """The cache key: defining files, setup commands, interpreter, and (for a
+    worktree's own environment) the worktree's path."""
+    digest = hashlib.sha256()
+    digest.update(b"corral-env-1\0")
+    python = shutil.which("python3") or sys.executable
+    digest.update(os.path.realpath(python).encode() + b"\0")
+    for path in defining_files(root):
+        digest.update(path.name.encode() + b"\0")
+        with contextlib.suppress(OSError):
+            digest.update(hashlib.sha256(path.read_bytes()).digest())
+    for command in commands:
+        digest.update(command.strip().encode() + b"\0")
+    if not shared:
+        digest.update(b"worktree\0" + os.path.realpath(root).encode())
+    return digest.hexdigest()[:20]
+
+
+def import_roots(worktree: Path) -> list[str]:
+    """Where the worktree's own Python code is imported from (src layout first)."""
+    src = worktree / "src"
+    roots = [str(src)] if src.is_dir() else []
+    return [*roots, str(worktree)]
+
+
+@dataclass(frozen=True)
+class CheckEnvironment:
+    """What a check gets from a ready environment: variables and read access."""
+
+    env_dir: Path
+    worktree: Path
+    shared: bool
+
+    @property
+    def grant(self) -> Grant:
+        return Grant(readable=(self.env_dir,))
+
+    def apply(self, env: Mapping[str, str]) -> dict[str, str]:
+        out = dict(env)
+        out[ENV_VAR] = str(self.env_dir)
+        bin_dir = self.env_dir / "bin"
+        if bin_dir.is_dir():
+            out["PATH"] = f"{bin_dir}{os.pathsep}{out.get('PATH', os.defpath)}"
+        if (self.env_dir / "pyvenv.cfg").is_file():
+            out["VIRTUAL_ENV"] = str(self.env_dir)
+            out.pop("PYTHONHOME", None)
+            if self.shared:
+                roots = import_roots(self.worktree)
+                if out.get("PYTHONPATH"):
+                    roots.append(out["PYTHONPATH"])
+                out["PYTHONPATH"] = os.pathsep.join(roots)
+        return out
+
+
+def setup_env(env_dir: Path) -> dict[str, str]:
+    """The environment setup commands run with (credentials scrubbed like checks)."""
+    env = scrubbed_env(invoked_by="corral-setup")
+    env[ENV_VAR] = str(env_dir)
+    # uv and hatch put their environment where they are told (not in the worktree)
+    env["UV_PROJECT_ENVIRONMENT"] = str(env_dir)
+    env["HATCH_ENV_TYPE_VIRTUAL_PATH"] = str(env_dir)
+    env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
+    env.pop("VIRTUAL_ENV", None)
+    return env
+
+
+def _cache_dirs() -> tuple[Path, ...]:
+    home = Path.home()
+    return tuple(home / rel for rel in CACHE_DIRS if (home / rel).is_dir())
+
+
+@dataclass
+class SetupRun:
+    """A finished setup: the outcome to show, and the environment checks use."""
+
+    outcome: SetupOutcome
+    environment: CheckEnvironment | None = None
+    discard: list[Path] = field(default_factory=list)  # envs to remove with a scratch worktree
+
+
+class Environments:
+    """Builds, finds and locks environments under `<state dir>/envs`."""
+
+    def __init__(self, state_dir: Path) -> None:
+        self.root = state_dir / "envs"
+
+    def _dir(self, key: str) -> Path:
+        return self.root / key
+
+    async def _lock(self, key: str) -> int:
+        """An exclusive lock on one key (across processes); polled so a
+        cancelled wait never leaves a lock held."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.root / f"{key}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return fd
+            except BlockingIOError:
+                try:
+                    await asyncio.sleep(0.2)
+                except asyncio.CancelledError:
+                    os.close(fd)
+                    raise
+
+    async def prepare(
+        self,
+        contract: OutcomeContract,
+        worktree: Path,
+        *,
+        phase: Literal["baseline", "verification"] = "baseline",
+        timeout_ceiling: float | None = None,
+    ) -> SetupRun | None:
+        """Make the contract's environment ready for `worktree` (None: no setup)."""
+        from .checks import run_command  # the check runner imports this module
+
+        if not contract.setup:
+            return None
+        started = time.monotonic()
+        shared = is_shared(contract.setup, worktree)
+        key = env_key(worktree, contract.setup, shared=shared)
+        env_dir = self._dir(key)
+        environment = CheckEnvironment(env_dir=env_dir, worktree=worktree, shared=shared)
+        fd = await self._lock(key)
+        try:
+            base = SetupOutcome(ok=True, env_dir=str(env_dir), shared=shared, phase=phase)
+            if (env_dir / READY_MARKER).is_file():
+                base.cached = True
+                base.duration_ms = int((time.monotonic() - started) * 1000)
+                return SetupRun(base, environment)
+            await asyncio.to_thread(shutil.rmtree, env_dir, True)  # a partial one is never reused
+            env_dir.mkdir(parents=True)
+            env = setup_env(env_dir)
+            grant = Grant(writable=(env_dir, *_cache_dirs()))
+            budget = float(contract.setup_timeout_secs)
+            if timeout_ceiling is not None:
+                budget = min(budget, timeout_ceiling)
+            deadline = time.monotonic() + budget
+            log: list[str] = []
+            for command in contract.setup:
+                left = max(0.1, deadline - time.monotonic())
+                code, output, timed_out = await run_command(
+                    command, worktree, left, env, network=True, grant=grant
+                )
+                log.append(f"$ {command}\n{output}")
+                if timed_out or code != 0:
+                    tail = "\n".join(log)[-OUTPUT_TAIL_CHARS:]
+                    if timed_out:
+                        tail += f"\n[corral] setup timed out after {budget:.0f}s"
+                    failed = base.model_copy(
+                        update={
+                            "ok": False,
+                            "exit_code": code,
+                            "timed_out": timed_out,
+                            "output_tail": tail,
+                            "failed_command": command,
+                            "duration_ms": int((time.monotonic() - started) * 1000),
+                        }
+                    )
+                    return SetupRun(failed, None, [env_dir])
+            marker = {
+                "key": key,
+                "setup": contract.setup,
+                "shared": shared,
+                "worktree": None if shared else str(worktree),
+                "at": time.time(),
+            }
+            (env_dir / READY_MARKER).write_text(json.dumps(marker), encoding="utf-8")
+            base.output_tail = "\n".join(log)[-OUTPUT_TAIL_CHARS:]
+            base.duration_ms = int((time.monotonic() - started) * 1000)
+            return SetupRun(base, environment, [] if shared else [env_dir])
+        finally:
+            os.close(fd)
+
+    def prune(self) -> list[Path]:
+        """Remove worktree-own environments whose worktree is gone (a shared
+        one is kept: the next session on the repository reuses it)."""
+        removed: list[Path] = []
+        try:
+            entries = list(self.root.iterdir())
+        except OSError:
+            return removed
+        for env_dir in entries:
+            try:
+                marker = json.loads((env_dir / READY_MARKER).read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue
+            owner = marker.get("worktree") if isinstance(marker, dict) else None
+            if isinstance(owner, str) and not Path(owner).is_dir():
+                shutil.rmtree(env_dir, ignore_errors=True)
+                removed.append(env_dir)
+        return removed
+
+
+def setup_reason(outcome: SetupOutcome) -> str:
+    """One line: why the setup failed."""
+    if outcome.timed_out:
+        return f"`{outcome.failed_command}` timed out"
+    return f"`{outcome.failed_command}` exited {outcome.exit_code}"

@@ -1,0 +1,314 @@
+"""Proposing a contract's setup from what the repository declares.
+
+Python: a venv at `$CORRAL_ENV` (corral's private area, see `environment`)
+with the project installed editable plus the test extras it declares
+(`test`, `tests`, `testing`, `dev`), its test dependency groups, test
+requirement files and tox's `deps` — or `uv sync` / `poetry install` /
+`pdm install` / `hatch env create` when a lock file (or hatch's own
+environments) says the project uses that tool and the tool is installed
+(else the pip path, with a note saying so). Node: `npm ci` / `pnpm install
+--frozen-lockfile` / `yarn install --immutable`. Rust: `cargo fetch`. Go:
+`go mod download`. A Makefile `install`/`setup`/`deps` target when nothing
+else applies.
+"""
+
+from __future__ import annotations
+
+import configparser
+import json
+import re
+import shlex
+import shutil
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+TEST_EXTRAS: tuple[str, ...] = ("test", "tests", "testing", "dev")
+#: Test requirement files, in preference order; the first one found is used
+#: (a dev file often pins everything, the project itself included).
+REQUIREMENT_FILES: tuple[str, ...] = (
+    *("requirements-test.txt", "requirements-tests.txt", "requirements_test.txt"),
+    *("test-requirements.txt", "requirements/test.txt", "requirements/tests.txt"),
+    *("tests/requirements.txt", "requirements-dev.txt", "requirements/dev.txt"),
+)
+MAKE_TARGETS: tuple[str, ...] = ("install", "setup", "deps")
+
+VENV = 'python3 -m venv "$CORRAL_ENV"'
+PIP = '"$CORRAL_ENV/bin/python" -m pip install -q'
+
+
+@dataclass
+class SetupProposal:
+    """Setup commands, what they were chosen from, and which toolchain they prepare."""
+
+    commands: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    python: bool = False  # a venv at $CORRAL_ENV provides python3 and the test tools
+    tox_deps: list[str] = field(default_factory=list)
+    # Requirement strings the pip path installs (None: a project tool decides what)
+    installs: list[str] | None = None
+
+    def installs_tool(self, tool: str) -> bool | None:
+        """Whether the environment will have `tool` (None: cannot tell)."""
+        if self.installs is None:
+            return None
+        wanted = tool.lower()
+        return any(
+            re.split(r"[\s\[<>=!~;@]", r.strip().strip("'\""), maxsplit=1)[0].lower() == wanted
+            for r in self.installs
+        )
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace") if path.is_file() else None
+    except OSError:
+        return None
+
+
+def _toml(root: Path) -> dict[str, Any]:
+    text = _read(root / "pyproject.toml")
+    if text is None:
+        return {}
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        return {}
+
+
+def declared_extras(root: Path, pyproject: dict[str, Any]) -> list[str]:
+    """Every optional-dependency (extra) name the project declares."""
+    names: list[str] = []
+    project = pyproject.get("project")
+    if isinstance(project, dict) and isinstance(project.get("optional-dependencies"), dict):
+        names += list(project["optional-dependencies"])
+    cfg_text = _read(root / "setup.cfg")
+    if cfg_text is not None:
+        parser = configparser.ConfigParser(interpolation=None)
+        try:
+            parser.read_string(cfg_text)
+            if parser.has_section("options.extras_require"):
+                names += list(parser["options.extras_require"])
+        except configparser.Error:
+            pass
+    setup_py = _read(root / "setup.py")
+    if setup_py is not None:
+        m = re.search(r"extras_require\s*=\s*(\{.*?\n\s*\})", setup_py, re.S)
+        if m:
+            names += re.findall(r"['\"]([\w.-]+)['\"]\s*:", m.group(1))
+    return list(dict.fromkeys(names))
+
+
+def _group_requirements(pyproject: dict[str, Any], name: str, depth: int = 0) -> list[str]:
+    """A PEP 735 dependency group's requirement strings (includes followed)."""
+    groups = pyproject.get("dependency-groups")
+    if not isinstance(groups, dict) or depth > 5:
+        return []
+    out: list[str] = []
+    for item in groups.get(name) or []:
+        if isinstance(item, str):
+            out.append(item)
+        elif isinstance(item, dict) and isinstance(item.get("include-group"), str):
+            out += _group_requirements(pyproject, item["include-group"], depth + 1)
+    return out
+
+
+def _extra_requirements(pyproject: dict[str, Any], extras: list[str], root: Path) -> list[str]:
+    """The requirement strings of the chosen extras (pyproject and setup.cfg)."""
+    out: list[str] = []
+    project = pyproject.get("project")
+    table = project.get("optional-dependencies") if isinstance(project, dict) else None
+    if isinstance(table, dict):
+        for extra in extras:
+            out += [r for r in table.get(extra) or [] if isinstance(r, str)]
+    cfg_text = _read(root / "setup.cfg")
+    if cfg_text is not None:
+        parser = configparser.ConfigParser(interpolation=None)
+        try:
+            parser.read_string(cfg_text)
+            if parser.has_section("options.extras_require"):
+                for extra in extras:
+                    out += parser.get("options.extras_require", extra, fallback="").splitlines()
+        except configparser.Error:
+            pass
+    return [r for r in out if r.strip()]
+
+
+def tox_deps(root: Path) -> list[str]:
+    """`[testenv] deps` of tox.ini: what tox would install to run the tests."""
+    text = _read(root / "tox.ini")
+    if text is None:
+        return []
+    parser = configparser.ConfigParser(interpolation=None, strict=False)
+    try:
+        parser.read_string(text)
+    except configparser.Error:
+        return []
+    if not parser.has_option("testenv", "deps"):
+        return []
+    deps: list[str] = []
+    for line in parser.get("testenv", "deps").splitlines():
+        line = line.split("#", 1)[0].strip()
+        if ":" in line.split(" ", 1)[0] and not line.startswith("-"):  # a factor-conditional line
+            continue
+        if not line or "{" in line or line.startswith("-c"):
+            continue
+        if line.startswith("-r"):
+            target = line[2:].strip()
+            if (root / target).is_file():
+                deps.append(f"-r {shlex.quote(target)}")
+            continue
+        if line.startswith("-e") or line == ".":
+            continue
+        deps.append(shlex.quote(line))
+    return deps
+
+
+def _has(tool: str, path: str | None) -> bool:
+    return shutil.which(tool, path=path) is not None
+
+
+def _is_python(root: Path) -> bool:
+    return any((root / m).is_file() for m in ("pyproject.toml", "setup.py", "setup.cfg"))
+
+
+def _python(root: Path, path: str | None, needs_pytest: bool) -> SetupProposal:
+    pyproject = _toml(root)
+    tool = pyproject.get("tool") if isinstance(pyproject.get("tool"), dict) else {}
+    assert isinstance(tool, dict)
+    proposal = SetupProposal(python=True)
+    extras = [e for e in declared_extras(root, pyproject) if e in TEST_EXTRAS]
+    managed: tuple[str, str, str] | None = None
+    if (root / "uv.lock").is_file():
+        extra_flags = "".join(f" --extra {e}" for e in extras)
+        managed = (
+            "uv",
+            "uv.lock",
+            f'UV_PROJECT_ENVIRONMENT="$CORRAL_ENV" uv sync --frozen{extra_flags}',
+        )
+    elif (root / "poetry.lock").is_file():
+        command = f'{VENV} && VIRTUAL_ENV="$CORRAL_ENV" poetry install --no-interaction'
+        managed = ("poetry", "poetry.lock", command)
+    elif (root / "pdm.lock").is_file():
+        command = f'{VENV} && VIRTUAL_ENV="$CORRAL_ENV" PDM_IGNORE_SAVED_PYTHON=1 pdm install'
+        managed = ("pdm", "pdm.lock", command)
+    elif "hatch" in tool and isinstance(tool["hatch"], dict) and "envs" in tool["hatch"]:
+        managed = (
+            "hatch",
+            "[tool.hatch.envs]",
+            'HATCH_ENV_TYPE_VIRTUAL_PATH="$CORRAL_ENV" hatch env create',
+        )
+    if managed is not None:
+        manager, declared_by, command = managed
+        if _has(manager, path):
+            proposal.commands = [command]
+            proposal.notes.append(f"{declared_by}: the project's environment is made by {manager}")
+            return proposal
+        proposal.notes.append(
+            f"{declared_by} says {manager}, which is not installed here: using pip instead"
+        )
+
+    proposal.installs = _extra_requirements(pyproject, extras, root)
+    target = "." + (f"[{','.join(extras)}]" if extras else "")
+    install = [shlex.quote(target) if extras else "."]
+    why = [f"extras {', '.join(extras)}"] if extras else []
+    for group in TEST_EXTRAS:
+        reqs = _group_requirements(pyproject, group)
+        proposal.installs += reqs
+        if reqs:
+            install += [shlex.quote(r) for r in reqs]
+            why.append(f"dependency group {group}")
+    for rel in REQUIREMENT_FILES:
+        if (root / rel).is_file():
+            install.append(f"-r {shlex.quote(rel)}")
+            why.append(rel)
+            proposal.installs += (_read(root / rel) or "").splitlines()
+            break
+    if not extras:
+        deps = [d for d in tox_deps(root) if d not in install]
+        if deps:
+            install += deps
+            why.append("tox.ini [testenv] deps")
+            proposal.tox_deps = deps
+            proposal.installs += deps
+    if needs_pytest and not any("pytest" in part for part in install[1:]) and not extras:
+        install.append("pytest")
+        why.append("pytest to run the tests")
+    proposal.commands = [VENV, f"{PIP} -e {' '.join(install)}"]
+    proposal.notes.append(
+        "a venv in corral's environment dir with the project installed editable"
+        + (f" plus {', '.join(why)}" if why else "")
+    )
+    return proposal
+
+
+def _node(root: Path, path: str | None) -> SetupProposal | None:
+    text = _read(root / "package.json")
+    if text is None:
+        return None
+    try:
+        manifest = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(manifest, dict):
+        return None
+    if not (manifest.get("dependencies") or manifest.get("devDependencies")):
+        return None
+    if (root / "pnpm-lock.yaml").is_file():
+        choice = ("pnpm", "pnpm install --frozen-lockfile", "pnpm-lock.yaml")
+    elif (root / "yarn.lock").is_file():
+        berry = (root / ".yarnrc.yml").is_file()
+        flag = "--immutable" if berry else "--frozen-lockfile"
+        choice = ("yarn", f"yarn install {flag}", "yarn.lock")
+    elif (root / "package-lock.json").is_file() or (root / "npm-shrinkwrap.json").is_file():
+        choice = ("npm", "npm ci --no-audit --no-fund", "package-lock.json")
+    else:
+        choice = ("npm", "npm install --no-package-lock --no-audit --no-fund", "package.json")
+    tool, command, why = choice
+    note = f"{why}: node_modules in the worktree by {tool}"
+    if not _has(tool, path):
+        note += f" ({tool} is not installed here, so the setup will say it cannot run)"
+    return SetupProposal(commands=[command], notes=[note])
+
+
+def propose_setup(
+    root: Path, *, path: str | None = None, needs_pytest: bool = True
+) -> SetupProposal:
+    """The setup the repository's declarations call for (empty when none)."""
+    proposal = SetupProposal()
+    parts: list[SetupProposal] = []
+    if _is_python(root):
+        parts.append(_python(root, path, needs_pytest))
+    node = _node(root, path)
+    if node is not None:
+        parts.append(node)
+    if (root / "Cargo.toml").is_file():
+        parts.append(
+            SetupProposal(commands=["cargo fetch"], notes=["Cargo.toml: crates by cargo fetch"])
+        )
+    if (root / "go.mod").is_file():
+        parts.append(
+            SetupProposal(
+                commands=["go mod download"], notes=["go.mod: modules by go mod download"]
+            )
+        )
+    if not parts:
+        makefile = _read(root / "Makefile")
+        if makefile is not None:
+            for target in MAKE_TARGETS:
+                if re.search(rf"^{target}\s*:(?!=)", makefile, re.M):
+                    parts.append(
+                        SetupProposal(
+                            commands=[f"make {target}"], notes=[f"Makefile has {target}:"]
+                        )
+                    )
+                    break
+    for part in parts:
+        proposal.commands += part.commands
+        proposal.notes += part.notes
+        proposal.python = proposal.python or part.python
+        proposal.tox_deps += part.tox_deps
+        if part.installs is not None:
+            proposal.installs = [*(proposal.installs or []), *part.installs]
+    return proposal

@@ -1,0 +1,124 @@
+"""What a red check means: the work is missing (*fails*), or the check could
+not run here (*cannot run*).
+
+Only a check that ran and whose assertion failed proves the work. A command
+that is not found, a test runner that could not import or collect the
+project, or a module that is not installed says something about the
+environment, not the code: gate 1 shows it in its own colour with the fix
+(edit the setup), and runtime verification never hands it to the agent as a
+repair.
+
+A missing name under the repository's own package (`mypkg.newmod`, or
+`cannot import name 'new' from 'mypkg'`) is the behaviour being absent — the
+intent asks for it — so it stays *fails*. A missing top-level package (the
+project itself not installed, or a third-party dependency) is *cannot run*.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from ..models import CheckResult, CheckVerdict
+
+FIX_SETUP = "edit the setup (/setup command) so the check's tools and dependencies are installed"
+
+_NO_MODULE = re.compile(r"No module named '?([A-Za-z_][\w.]*)'?")
+_CANNOT_IMPORT = re.compile(r"cannot import name '?(\w+)'? from '?([A-Za-z_][\w.]*)'?")
+_NOT_FOUND = re.compile(r"(?:^|\n)(?:bash: (?:line \d+: )?)?([^\s:]+): (?:command )?not found")
+_NODE_MISSING = re.compile(r"Cannot find module '([^'./][^']*)'")
+_PYTEST_CANNOT_RUN_EXITS = frozenset({2, 3, 4, 5})  # interrupted, internal, usage, no tests
+_COLLECTION = ("error collecting", "errors during collection", "no tests ran")
+
+
+def _local_roots(root: Path) -> set[str]:
+    """Top-level import names the repository itself provides (flat and src layouts)."""
+    names: set[str] = set()
+    for base in (root, root / "src", root / "lib"):
+        try:
+            entries = list(base.iterdir())
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.name.startswith("."):
+                continue
+            if entry.is_dir() or entry.suffix in (".py", ".pyi"):
+                names.add(entry.name.removesuffix(".pyi").removesuffix(".py"))
+    return names
+
+
+def _missing(output: str, local: set[str]) -> tuple[list[str], list[str]]:
+    """(names that say the environment lacks something, names the work has not provided yet)."""
+    environment: list[str] = []
+    work: list[str] = []
+    for m in _NO_MODULE.finditer(output):
+        name = m.group(1)
+        top = name.split(".")[0]
+        (work if "." in name and top in local else environment).append(name)
+    for m in _CANNOT_IMPORT.finditer(output):
+        name, module = m.group(1), m.group(2)
+        target = work if module.split(".")[0] in local else environment
+        target.append(f"{module}.{name}")
+    return environment, work
+
+
+def _is_pytest(command: str) -> bool:
+    return "pytest" in command or "py.test" in command
+
+
+def classify(result: CheckResult, command: str, root: Path) -> CheckResult:
+    """`result` with its verdict, reason and fix set (a passing result is `passes`)."""
+    if result.passed:
+        return result.model_copy(update={"verdict": CheckVerdict.PASSES, "reason": "", "fix": ""})
+    verdict, reason = _cannot_run_reason(result, command, root)
+    if verdict is CheckVerdict.FAILS:
+        return result.model_copy(update={"verdict": verdict, "reason": reason, "fix": ""})
+    return result.model_copy(update={"verdict": verdict, "reason": reason, "fix": FIX_SETUP})
+
+
+def _cannot_run_reason(result: CheckResult, command: str, root: Path) -> tuple[CheckVerdict, str]:
+    output = result.output_tail
+    code = result.exit_code
+    if result.timed_out:
+        return CheckVerdict.FAILS, "timed out"
+    if code == 127:
+        m = _NOT_FOUND.search(output)
+        what = m.group(1) if m else command.split()[0] if command.split() else command
+        return CheckVerdict.CANNOT_RUN, f"command not found: {what}"
+    if code == 126:
+        return CheckVerdict.CANNOT_RUN, "the command is not executable here"
+    environment, work = _missing(output, _local_roots(root))
+    if environment:
+        return CheckVerdict.CANNOT_RUN, f"missing module: {environment[0]} (not installed)"
+    if work:  # only names under the repository's own package: the work is missing
+        return CheckVerdict.FAILS, f"the repository does not provide {work[0]} yet"
+    node = _NODE_MISSING.search(output)
+    if node:
+        return CheckVerdict.CANNOT_RUN, f"missing module: {node.group(1)} (not installed)"
+    if _is_pytest(command) and code in _PYTEST_CANNOT_RUN_EXITS:
+        lowered = output.lower()
+        if code == 5 or "no tests ran" in lowered:
+            return CheckVerdict.CANNOT_RUN, "pytest collected no tests"
+        if "importerror" in lowered or any(c in lowered for c in _COLLECTION):
+            return CheckVerdict.CANNOT_RUN, "pytest could not collect the tests"
+        if code == 4:
+            return CheckVerdict.CANNOT_RUN, "pytest rejected its command line (usage error)"
+    last = next((line.strip() for line in reversed(output.splitlines()) if line.strip()), "")
+    why = f"exit {code}" if code is not None else "failed"
+    if last and not last.startswith("[corral]"):
+        why += f": {last[:120]}"
+    elif last:
+        why = last.removeprefix("[corral]").strip()[:120]
+    return CheckVerdict.FAILS, why
+
+
+def setup_failed(name: str, why: str) -> CheckResult:
+    """The result a check gets when the setup before it failed: it never ran."""
+    return CheckResult(
+        name=name,
+        passed=False,
+        verdict=CheckVerdict.CANNOT_RUN,
+        reason=f"setup failed: {why}",
+        fix="edit the setup (/setup command) and revise; the check did not run",
+        output_tail="[corral] not run: the setup failed",
+    )

@@ -1,0 +1,207 @@
+"""Fetching a corpus project from its registry and running corral's gate-1
+path on it: draft a contract with the conventions lane, run its setup in one
+worktree (cold), run it again in a second worktree (reused), remove the first
+(as a baseline's disposable worktree is), and baseline the checks in the
+second. Used by tests/corpus/test_corpus.py and bench/corpus.py."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import subprocess
+import tarfile
+import time
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from corral.supervisor.contracts.checks import run_contract
+from corral.supervisor.contracts.conventions import draft_contract
+from corral.supervisor.contracts.drafting import DraftingError
+from corral.supervisor.contracts.environment import Environments
+from corral.supervisor.models import CheckResult, OutcomeContract, SetupOutcome
+
+PROJECTS = Path(__file__).with_name("projects.toml")
+
+
+def cache_dir() -> Path:
+    """Downloads live outside the clone, shared by every run on this machine."""
+    raw = os.environ.get("CORRAL_CORPUS_CACHE")
+    return Path(raw) if raw else Path.home() / ".cache" / "corral-corpus"
+
+
+@dataclass(frozen=True)
+class Project:
+    name: str
+    registry: str
+    version: str
+    shape: str
+    expect: str
+    reason: str = ""
+
+    @property
+    def id(self) -> str:
+        return f"{self.name}-{self.version}"
+
+
+def projects() -> list[Project]:
+    data: dict[str, Any] = tomllib.loads(PROJECTS.read_text(encoding="utf-8"))
+    return [Project(**row) for row in data["project"]]
+
+
+def _run(argv: list[str], cwd: Path) -> None:
+    subprocess.run(argv, cwd=cwd, check=True, capture_output=True, text=True, timeout=600)
+
+
+def fetch(project: Project) -> Path:
+    """The project's sdist (PyPI) or tarball (npm), downloaded once."""
+    where = cache_dir() / project.registry
+    where.mkdir(parents=True, exist_ok=True)
+    if project.registry == "pypi":
+        names = {project.name.lower(), project.name.lower().replace("-", "_")}
+        for path in where.glob("*.tar.gz"):
+            stem = path.name.removesuffix(".tar.gz")
+            base, _, version = stem.rpartition("-")
+            if version == project.version and base.lower() in names:
+                return path
+        _run(
+            [
+                *("pip", "download", "-q", "--no-deps", "--no-binary", ":all:"),
+                *(f"{project.name}=={project.version}", "-d", str(where)),
+            ],
+            where,
+        )
+        return fetch(project)
+    tarball = where / f"{project.name}-{project.version}.tgz"
+    if not tarball.is_file():
+        _run(["npm", "pack", "-q", f"{project.name}@{project.version}"], where)
+    return tarball
+
+
+def git(cwd: Path, *args: str) -> str:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update(
+        GIT_CONFIG_NOSYSTEM="1",
+        GIT_AUTHOR_NAME="corpus",
+        GIT_AUTHOR_EMAIL="corpus@example.com",
+        GIT_COMMITTER_NAME="corpus",
+        GIT_COMMITTER_EMAIL="corpus@example.com",
+    )
+    proc = subprocess.run(
+        ["git", *args], cwd=cwd, env=env, capture_output=True, text=True, check=True
+    )
+    return proc.stdout
+
+
+def as_repo(project: Project, into: Path) -> Path:
+    """The unpacked project as a one-commit git repository."""
+    archive = fetch(project)
+    unpack = into / f"{project.id}-unpacked"
+    shutil.rmtree(unpack, ignore_errors=True)
+    unpack.mkdir(parents=True)
+    with tarfile.open(archive) as tar:
+        tar.extractall(unpack, filter="data")
+    [top] = list(unpack.iterdir())
+    repo = into / project.id
+    shutil.rmtree(repo, ignore_errors=True)
+    top.rename(repo)
+    shutil.rmtree(unpack)
+    for junk in ("__pycache__", ".pytest_cache"):  # stray caches some sdists ship
+        for path in list(repo.rglob(junk)):
+            shutil.rmtree(path, ignore_errors=True)
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A", "-f")
+    git(repo, "commit", "-q", "-m", f"{project.id} from {project.registry}")
+    return repo
+
+
+@dataclass
+class Outcome:
+    """What gate 1 would show for one project."""
+
+    project: Project
+    contract: OutcomeContract
+    cold: SetupOutcome | None
+    cached: SetupOutcome | None
+    cold_secs: float
+    cached_secs: float
+    baseline: list[CheckResult] = field(default_factory=list)
+
+    @property
+    def verdicts(self) -> set[str]:
+        return {str(r.verdict) for r in self.baseline}
+
+    def verdict(self) -> str:
+        """`passes` when every check passes, else the worst verdict and why."""
+        if not self.baseline:
+            return f"no checks: {self.contract.description}"
+        blocked = [r for r in self.baseline if r.cannot_run]
+        if blocked:
+            return f"cannot_run ({blocked[0].name}: {blocked[0].reason})"
+        failing = [r for r in self.baseline if not r.passed]
+        if failing:
+            return f"fails ({failing[0].name}: {failing[0].reason})"
+        return "passes"
+
+
+async def run_project(project: Project, work: Path, envs: Environments) -> Outcome:
+    """Draft, set up twice (two worktrees), baseline in the second."""
+    repo = as_repo(project, work)
+    try:
+        contract = draft_contract(repo, f"keep {project.name} working")
+    except DraftingError as exc:
+        return Outcome(project, OutcomeContract(description=str(exc)), None, None, 0.0, 0.0)
+    first = work / f"{project.id}-wt1"
+    second = work / f"{project.id}-wt2"
+    git(repo, "worktree", "add", "-q", "--detach", str(first))
+    git(repo, "worktree", "add", "-q", "--detach", str(second))
+    started = time.monotonic()
+    cold = await envs.prepare(contract, first)
+    cold_secs = time.monotonic() - started
+    # the first worktree goes away, as a baseline's disposable one does
+    if cold is not None and not cold.outcome.shared:
+        for path in cold.discard:
+            shutil.rmtree(path, ignore_errors=True)
+    git(repo, "worktree", "remove", "--force", str(first))
+    started = time.monotonic()
+    again = await envs.prepare(contract, second)
+    cached_secs = time.monotonic() - started
+    if again is not None and not again.outcome.ok:
+        from corral.supervisor.contracts.environment import setup_reason
+        from corral.supervisor.contracts.verdicts import setup_failed
+
+        baseline = [setup_failed(c.name, setup_reason(again.outcome)) for c in contract.checks]
+    else:
+        environment = again.environment if again is not None else None
+        baseline = await run_contract(contract, second, environment=environment)
+    return Outcome(
+        project=project,
+        contract=contract,
+        cold=cold.outcome if cold is not None else None,
+        cached=again.outcome if again is not None else None,
+        cold_secs=cold_secs,
+        cached_secs=cached_secs,
+        baseline=baseline,
+    )
+
+
+def run_all(
+    work: Path, state: Path, only: list[str] | None = None, *, parallel: int = 1
+) -> list[Outcome]:
+    """Every chosen project, `parallel` at a time (timings are honest only at 1)."""
+    envs = Environments(state)
+    chosen = [p for p in projects() if not only or p.name in only]
+    for project in chosen:  # downloads first, one at a time
+        fetch(project)
+    gate = asyncio.Semaphore(parallel)
+
+    async def one(project: Project) -> Outcome:
+        async with gate:
+            return await run_project(project, work, envs)
+
+    async def main() -> list[Outcome]:
+        return list(await asyncio.gather(*(one(p) for p in chosen)))
+
+    return asyncio.run(main())

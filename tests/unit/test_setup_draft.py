@@ -1,0 +1,179 @@
+"""The conventions lane proposes a setup from what a repository declares
+(real files; tool availability by a PATH of stub executables), and the
+environment cache key follows the files that define it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from corral.supervisor.contracts.conventions import draft_contract
+from corral.supervisor.contracts.environment import env_key, is_shared
+from corral.supervisor.contracts.setup_draft import propose_setup
+
+
+def write(root: Path, rel: str, text: str = "") -> Path:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def stub_bin(tmp_path: Path, *tools: str) -> str:
+    bin_dir = tmp_path / "stub-bin"
+    bin_dir.mkdir(exist_ok=True)
+    for tool in tools:
+        exe = bin_dir / tool
+        exe.write_text("#!/bin/sh\nexit 0\n")
+        exe.chmod(0o755)
+    return str(bin_dir)
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = tmp_path / "repo"
+    root.mkdir()
+    return root
+
+
+SRC_LAYOUT = """
+[project]
+name = "lib"
+version = "1"
+[project.optional-dependencies]
+docs = ["sphinx"]
+tests = ["pytest", "hypothesis"]
+dev = ["ruff"]
+[tool.pytest.ini_options]
+testpaths = ["tests"]
+"""
+
+
+def test_a_src_layout_library_gets_a_venv_with_its_test_extras(repo: Path, tmp_path: Path) -> None:
+    write(repo, "pyproject.toml", SRC_LAYOUT)
+    write(repo, "src/lib/__init__.py")
+    write(repo, "tests/test_lib.py")
+    contract = draft_contract(repo, "x", path=stub_bin(tmp_path, "python3"))
+    assert contract.setup == [
+        'python3 -m venv "$CORRAL_ENV"',
+        "\"$CORRAL_ENV/bin/python\" -m pip install -q -e '.[tests,dev]'",
+    ]
+    # pytest is not on PATH, but the environment provides it: the runner is proposed
+    assert [c.command for c in contract.checks] == ["python3 -m pytest -q -p no:cacheprovider"]
+    assert "Setup (runs before the baseline" in contract.description
+    assert "with the network" in contract.description
+    assert is_shared(contract.setup, repo)
+
+
+def test_tox_deps_fill_in_when_no_extras_are_declared(repo: Path, tmp_path: Path) -> None:
+    write(repo, "setup.py", "from setuptools import setup\nsetup(name='x')\n")
+    write(
+        repo,
+        "tox.ini",
+        "[tox]\nenvlist = py3\n[testenv]\ndeps =\n    pytest\n    mock>=2\n    py38: oldthing\ncommands = pytest\n",
+    )
+    write(repo, "tests/test_x.py")
+    proposal = propose_setup(repo, path=stub_bin(tmp_path, "python3"))
+    assert (
+        proposal.commands[1] == "\"$CORRAL_ENV/bin/python\" -m pip install -q -e . pytest 'mock>=2'"
+    )
+    contract = draft_contract(repo, "x", path=stub_bin(tmp_path, "python3", "tox"))
+    # tox would build its own environments from the network: not a check, said so
+    assert [c.name for c in contract.checks] == ["tests"]
+    assert "tox: `tox -q` (tox.ini) — it builds its own environments" in contract.description
+
+
+def test_pytest_is_added_when_nothing_declares_a_test_dependency(
+    repo: Path, tmp_path: Path
+) -> None:
+    write(repo, "setup.py", "from setuptools import setup\nsetup(name='x')\n")
+    write(repo, "tests/test_x.py")
+    proposal = propose_setup(repo, path=stub_bin(tmp_path, "python3"))
+    assert proposal.commands[1].endswith("-e . pytest")
+
+
+def test_a_lock_file_picks_the_tool_only_when_it_is_installed(repo: Path, tmp_path: Path) -> None:
+    write(repo, "pyproject.toml", SRC_LAYOUT)
+    write(repo, "uv.lock")
+    with_uv = propose_setup(repo, path=stub_bin(tmp_path, "python3", "uv"))
+    assert with_uv.commands == [
+        'UV_PROJECT_ENVIRONMENT="$CORRAL_ENV" uv sync --frozen --extra tests --extra dev'
+    ]
+    without = propose_setup(repo, path=str(tmp_path / "empty"))
+    assert without.commands[0] == 'python3 -m venv "$CORRAL_ENV"'
+    assert any("uv, which is not installed here: using pip instead" in n for n in without.notes)
+
+
+def test_poetry_and_pdm_lock_files(repo: Path, tmp_path: Path) -> None:
+    write(repo, "pyproject.toml", "[tool.poetry]\nname='x'\n")
+    write(repo, "poetry.lock")
+    poetry = propose_setup(repo, path=stub_bin(tmp_path, "poetry"))
+    assert poetry.commands == [
+        'python3 -m venv "$CORRAL_ENV" && VIRTUAL_ENV="$CORRAL_ENV" poetry install --no-interaction'
+    ]
+    (repo / "poetry.lock").unlink()
+    write(repo, "pdm.lock")
+    pdm = propose_setup(repo, path=stub_bin(tmp_path, "pdm"))
+    assert "pdm install" in pdm.commands[0] and "$CORRAL_ENV" in pdm.commands[0]
+
+
+@pytest.mark.parametrize(
+    ("lock", "extra", "command"),
+    [
+        ("package-lock.json", "", "npm ci --no-audit --no-fund"),
+        ("pnpm-lock.yaml", "", "pnpm install --frozen-lockfile"),
+        ("yarn.lock", ".yarnrc.yml", "yarn install --immutable"),
+        ("yarn.lock", "", "yarn install --frozen-lockfile"),
+    ],
+)
+def test_node_lock_files_decide_the_install(
+    repo: Path, tmp_path: Path, lock: str, extra: str, command: str
+) -> None:
+    write(repo, "package.json", '{"devDependencies": {"tap": "1"}, "scripts": {"test": "tap"}}')
+    write(repo, lock)
+    if extra:
+        write(repo, extra)
+    proposal = propose_setup(repo, path=stub_bin(tmp_path, "node", "npm", "pnpm", "yarn"))
+    assert proposal.commands == [command]
+    # node_modules lands in the worktree: that environment is the worktree's own
+    assert not is_shared(proposal.commands, repo)
+
+
+def test_rust_go_and_make(repo: Path, tmp_path: Path) -> None:
+    write(repo, "Cargo.toml")
+    write(repo, "go.mod")
+    proposal = propose_setup(repo)
+    assert proposal.commands == ["cargo fetch", "go mod download"]
+    assert is_shared(proposal.commands, repo)  # both fill global caches only
+    other = tmp_path / "m"
+    write(other, "Makefile", "deps:\n\ttrue\ninstall:\n\ttrue\n")
+    assert propose_setup(other).commands == ["make install"]
+
+
+def test_a_c_extension_gets_an_environment_of_its_own(repo: Path) -> None:
+    write(
+        repo,
+        "setup.py",
+        "from setuptools import Extension, setup\nsetup(ext_modules=[Extension('x', ['x.c'])])\n",
+    )
+    commands = propose_setup(repo).commands
+    assert not is_shared(commands, repo)
+    other = repo.parent / "other"
+    write(other, "setup.py", (repo / "setup.py").read_text())
+    # built in place: never reused by another worktree
+    assert env_key(repo, commands, shared=False) != env_key(other, commands, shared=False)
+
+
+def test_the_key_follows_defining_files_and_commands_not_the_worktree(tmp_path: Path) -> None:
+    one, two = tmp_path / "one", tmp_path / "two"
+    for root in (one, two):
+        write(root, "pyproject.toml", SRC_LAYOUT)
+        write(root, "src/lib/__init__.py", "")
+    commands = ['python3 -m venv "$CORRAL_ENV"']
+    assert env_key(one, commands, shared=True) == env_key(two, commands, shared=True)
+    write(one, "src/lib/__init__.py", "x = 1")  # code is not a defining file
+    assert env_key(one, commands, shared=True) == env_key(two, commands, shared=True)
+    write(two, "requirements-dev.txt", "pytest\n")
+    assert env_key(one, commands, shared=True) != env_key(two, commands, shared=True)
+    assert env_key(one, commands, shared=True) != env_key(one, [*commands, "x"], shared=True)

@@ -1,0 +1,102 @@
+"""Honest baselines: a red check is *fails* only when it ran and its assertion
+failed; a command not found, a module that is not installed, or a test run
+that could not collect the tests is *cannot run*. Every case runs a real
+command (sandboxed like any check) in a real directory."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from corral.supervisor.contracts.checks import run_check
+from corral.supervisor.models import CheckResult, CheckVerdict, ContractCheck
+
+PY = sys.executable  # has pytest, whatever the host's python3 has
+
+
+def write(root: Path, rel: str, text: str) -> None:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+async def verdict(root: Path, command: str) -> CheckResult:
+    return await run_check(ContractCheck(name="c", command=command, timeout_secs=60), root)
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A src-layout package `mypkg` with a function `add`."""
+    root = tmp_path / "proj"
+    write(root, "src/mypkg/__init__.py", "def add(a, b):\n    return a + b\n")
+    return root
+
+
+async def test_an_assertion_that_fails_is_the_red_that_proves_the_work(project: Path) -> None:
+    result = await verdict(project, "python3 -c 'assert 1 + 1 == 3'")
+    assert result.verdict is CheckVerdict.FAILS
+    assert result.fix == ""
+
+
+async def test_a_command_not_found_cannot_run(project: Path) -> None:
+    result = await verdict(project, "definitely-not-a-tool --version")
+    assert result.exit_code == 127
+    assert result.verdict is CheckVerdict.CANNOT_RUN
+    assert result.reason == "command not found: definitely-not-a-tool"
+    assert "/setup" in result.fix
+
+
+async def test_a_third_party_module_that_is_not_installed_cannot_run(project: Path) -> None:
+    result = await verdict(project, "python3 -c 'import no_such_dependency_xyz'")
+    assert result.verdict is CheckVerdict.CANNOT_RUN
+    assert result.reason == "missing module: no_such_dependency_xyz (not installed)"
+
+
+async def test_the_project_itself_not_being_importable_cannot_run(project: Path) -> None:
+    # src layout, nothing installed: the check would be red before and after any work
+    result = await verdict(project, "python3 -c 'import mypkg'")
+    assert result.verdict is CheckVerdict.CANNOT_RUN
+    assert "mypkg" in result.reason
+
+
+async def test_a_missing_name_inside_the_project_is_the_work_not_the_environment(
+    project: Path,
+) -> None:
+    cmd = "PYTHONPATH=src python3 -c 'from mypkg import subtract'"
+    result = await verdict(project, cmd)
+    assert result.verdict is CheckVerdict.FAILS
+    assert result.reason == "the repository does not provide mypkg.subtract yet"
+    sub = await verdict(project, "PYTHONPATH=src python3 -c 'import mypkg.newmod'")
+    assert sub.verdict is CheckVerdict.FAILS
+
+
+async def test_pytest_collection_errors_cannot_run(project: Path) -> None:
+    write(project, "tests/test_x.py", "import no_such_dependency_xyz\n\ndef test_x():\n    pass\n")
+    result = await verdict(project, f"{PY} -m pytest -q -p no:cacheprovider tests")
+    assert result.exit_code == 2
+    assert result.verdict is CheckVerdict.CANNOT_RUN
+
+
+async def test_pytest_with_no_tests_cannot_run(project: Path) -> None:
+    (project / "tests").mkdir()
+    result = await verdict(project, f"{PY} -m pytest -q -p no:cacheprovider tests")
+    assert result.exit_code == 5
+    assert result.verdict is CheckVerdict.CANNOT_RUN
+    assert result.reason == "pytest collected no tests"
+
+
+async def test_a_failing_test_fails(project: Path) -> None:
+    write(
+        project,
+        "tests/test_x.py",
+        "from mypkg import add\n\ndef test_add():\n    assert add(1, 1) == 3\n",
+    )
+    result = await verdict(project, f"PYTHONPATH=src {PY} -m pytest -q -p no:cacheprovider")
+    assert result.exit_code == 1
+    assert result.verdict is CheckVerdict.FAILS
+
+
+async def test_a_passing_check_passes(project: Path) -> None:
+    assert (await verdict(project, "true")).verdict is CheckVerdict.PASSES
