@@ -204,7 +204,7 @@ async def test_bad_tool_input_is_a_clear_error(owner, repo: Path, tmp_path: Path
         with pytest.raises(ToolFailed, match="a contract needs at least one check"):
             await call(client, "assistant_start", intent="x", repo=str(repo), contract={})
         missing = tmp_path / "missing.json"
-        with pytest.raises(ToolFailed, match="missing.json"):
+        with pytest.raises(ToolFailed, match=r"missing\.json"):
             await call(client, "assistant_start", intent="x", repo=str(repo), contract=str(missing))
         result = await client.call_tool("assistant_poll", {"since_seq": 0})
         assert result.is_error  # run_id is required
