@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .control.attached import AttachedSupervisor
 from .control.client import AsyncControlClient, ControlClient, NoOwner, owner_running
 from .control.handles import AssistantTools, CallerPolicy, RunBounds
 from .control.owner import OwnerServices
@@ -25,6 +26,7 @@ __all__ = [
     "PROTOCOL",
     "AssistantTools",
     "AsyncControlClient",
+    "AttachedSupervisor",
     "CallerPolicy",
     "ControlClient",
     "ControlError",

@@ -26,6 +26,7 @@ from .event_text import approval_outcome
 
 if TYPE_CHECKING:
     from corral.supervisor.interface import Discussions
+    from corral.supervisor.remote import OwnerServices
 
 MIN_WIDTH, MIN_HEIGHT = 80, 24
 
@@ -46,6 +47,8 @@ class CorralApp(App[None]):
         on_ready: Callable[[Supervisor], Awaitable[Any]] | None = None,
         clock: Callable[[], float] = time.time,
         owns_supervisor: bool = True,
+        services: OwnerServices | None = None,
+        attached: bool = False,
     ) -> None:
         super().__init__()
         self.supervisor = supervisor
@@ -53,6 +56,8 @@ class CorralApp(App[None]):
         self.on_ready = on_ready
         self.clock = clock
         self.owns_supervisor = owns_supervisor
+        self.services = services  # what this owner serves other clients (socket, MCP)
+        self.attached = attached  # a client of another process's owner
         self.ready = asyncio.Event()
         self._calls: set[asyncio.Task[Any]] = set()
         self.startup_error: str | None = None
@@ -66,6 +71,16 @@ class CorralApp(App[None]):
                 self.startup_error = str(exc)
                 self.exit(return_code=2)
                 return
+        if self.services is not None:
+            await self.services.start()
+            for problem in self.services.problems:
+                self.notify(problem, severity="warning", timeout=10)
+        if self.attached:
+            self.notify(
+                "Attached to the corral that owns this state dir: agent panes stay in that "
+                "console.",
+                timeout=8,
+            )
         if self.supervisor.broken_rows:
             self.notify(
                 f"{len(self.supervisor.broken_rows)} stored session(s) could not be read and "
@@ -99,7 +114,9 @@ class CorralApp(App[None]):
     async def on_unmount(self) -> None:
         for task in list(self._calls):
             task.cancel()
-        if self.owns_supervisor and self.supervisor.store is not None:
+        if self.services is not None:
+            await self.services.close()
+        if self.owns_supervisor and (self.supervisor.store is not None or self.attached):
             await self.supervisor.close()
 
     def run_supervisor_call(

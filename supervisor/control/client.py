@@ -448,6 +448,48 @@ class AsyncControlClient:
         sub._log = _RemoteSource(self, stream)
         return answer, sub
 
+    def subscribe_nowait(
+        self, session_id: str, from_seq: int, sub: Subscription[CoderEvent]
+    ) -> int:
+        """Ask for a session's stream without waiting for the answer (for a
+        caller that must stay synchronous): its events go into `sub`, and an
+        error answer closes it. Returns the stream's id."""
+        req_id = next(self._ids)
+
+        def on(method: str, params: dict[str, Any]) -> None:
+            if method == "event":
+                sub.offer(parse_event(params["event"]))
+            elif method == "stream_end":
+                if params.get("reason") == "dropped":
+                    sub.dropped = True
+                else:
+                    sub.closed = True
+                sub._wake()
+
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+
+        def answered(done: asyncio.Future[Any]) -> None:
+            self._pending.pop(req_id, None)
+            if done.cancelled() or done.exception() is not None or not done.result().get("live"):
+                self._streams.pop(req_id, None)
+                sub.closed = True
+                sub._wake()
+
+        future.add_done_callback(answered)
+        self._streams[req_id] = on
+        self._pending[req_id] = future
+        self._writer.write(
+            p.encode(
+                {
+                    "jsonrpc": "2.0",
+                    "id": req_id,
+                    "method": "subscribe",
+                    "params": {"session_id": session_id, "from_seq": from_seq},
+                }
+            )
+        )
+        return req_id
+
     async def watch(self) -> tuple[list[SessionSummary], Watcher]:
         """The whole board and its changes, like `Supervisor.watch`."""
         watcher = Watcher(cast(BoardFeed, None))

@@ -1,0 +1,280 @@
+"""A console attached to another process's owner: `AttachedSupervisor` answers
+what the console asks of the in-process `Supervisor`, over the control socket.
+
+The board is a local mirror: one `watch` stream keeps every row, and a local
+`BoardFeed` fans changes out to the console's watchers, so `watch()` stays
+synchronous as the console expects. Other synchronous reads (`get`,
+`question_options`, …) are one blocking round trip on a second connection
+(well under a millisecond on a unix socket). Actions are the owner's calls.
+
+What an attached console cannot do (yet): show or type into an agent's pane
+(`agent_screen` is None: the pane lives with the owner; `attach_argv` is
+None), and its discussions are its own, not the owner's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+from pathlib import Path
+from typing import Any
+
+from ..config import SupervisorConfig, load_config
+from ..errors import CorralError
+from ..events import CoderEvent
+from ..git.patches import FilePatch, Hunk
+from ..models import (
+    ApproveResult,
+    CancelResult,
+    CheckResult,
+    OutcomeContract,
+    ReviseResult,
+    SessionDetail,
+    SessionSummary,
+    StartResult,
+    SubscribeResult,
+)
+from ..panes.base import Screen
+from ..session.board import BoardFeed, WatchDropped, Watcher
+from ..session.events import Subscription
+from ..states import CoderState
+from .client import AsyncControlClient, ControlClient
+
+
+class _StreamSource:
+    def __init__(self, owner: AttachedSupervisor, stream: int) -> None:
+        self.owner = owner
+        self.stream = stream
+
+    def unsubscribe(self, sub: Any) -> None:
+        if self.owner._async is not None:
+            self.owner._async._drop_stream(self.stream)
+
+
+class AttachedSupervisor:
+    """Stands in for `Supervisor` in a console whose state dir another
+    process owns. `open()` and `close()` run on the console's event loop."""
+
+    remote = True
+
+    def __init__(self, state_dir: Path, config: SupervisorConfig | None = None) -> None:
+        self.state_dir = Path(state_dir)
+        self.config = config or load_config()
+        self.broken_rows: builtins.list[str] = []
+        self.stray_panes: builtins.list[str] = []
+        self.panes = None
+        self._async: AsyncControlClient | None = None
+        self._sync: ControlClient | None = None
+        self._rows: dict[str, SessionSummary] = {}
+        self.board = BoardFeed(self._rows.get, shed_secs=self.config.watcher_shed_secs)
+        self._mirror: asyncio.Task[None] | None = None
+        self.owner_gone: str | None = None  # the sentence once the owner went away
+
+    # -- owning nothing: attach and detach ---------------------------------------------
+
+    async def open(self) -> None:
+        self._sync = await asyncio.to_thread(ControlClient, self.state_dir)
+        self._async = await AsyncControlClient.connect(self.state_dir)
+        rows, watcher = await self._async.watch()
+        self._rows.update({r.session_id: r for r in rows})
+        self._mirror = asyncio.get_running_loop().create_task(self._follow(watcher))
+
+    async def _follow(self, watcher: Watcher) -> None:
+        assert self._async is not None
+        while True:
+            try:
+                for row in await watcher.get():
+                    self._rows[row.session_id] = row
+                    self.board.notify(row.session_id)
+            except WatchDropped:
+                if not self._async.connected:
+                    self.owner_gone = "the owner of this state dir went away"
+                    return
+                self._async.unwatch(watcher)
+                rows, watcher = await self._async.watch()
+                for row in rows:
+                    self._rows[row.session_id] = row
+                    self.board.notify(row.session_id)
+
+    async def close(self) -> None:
+        if self._mirror is not None:
+            self._mirror.cancel()
+        if self._async is not None:
+            await self._async.close()
+        if self._sync is not None:
+            self._sync.close()
+
+    detach = close
+
+    @property
+    def store(self) -> None:
+        return None  # the store is the owner's
+
+    @property
+    def left_running(self) -> builtins.list[str]:
+        return []  # the owner keeps its agents
+
+    def _call(self, method: str, **params: Any) -> Any:
+        if self._sync is None:
+            raise CorralError("not attached to the owner: call open() first")
+        return self._sync.call(method, **params)
+
+    def _client(self) -> AsyncControlClient:
+        if self._async is None:
+            raise CorralError("not attached to the owner: call open() first")
+        return self._async
+
+    # -- reading -----------------------------------------------------------------------
+
+    def list(self) -> builtins.list[SessionSummary]:
+        return sorted(self._rows.values(), key=lambda r: r.updated_at, reverse=True)
+
+    def watch(self) -> tuple[builtins.list[SessionSummary], Watcher]:
+        return self.list(), self.board.register()
+
+    def unwatch(self, watcher: Watcher) -> bool:
+        return self.board.unregister(watcher)
+
+    def get(self, session_id: str) -> SessionDetail:
+        return SessionDetail.model_validate(self._call("get", session_id=session_id))
+
+    def is_live(self, session_id: str) -> bool:
+        return bool(self._call("session_info", session_id=session_id)["live"])
+
+    def needs_you_of(self, session_id: str) -> str | None:
+        value = self._call("session_info", session_id=session_id)["needs_you"]
+        return None if value is None else str(value)
+
+    def journal_path(self, session_id: str) -> Path:
+        return Path(self._call("session_info", session_id=session_id)["journal_path"])
+
+    def disk_full(self) -> str | None:
+        value = self._call("engines")["disk_full"]
+        return None if value is None else str(value)
+
+    def question_options(self, session_id: str) -> builtins.list[str]:
+        return builtins.list(self._call("question_options", session_id=session_id))
+
+    def engine_choices(self) -> builtins.list[tuple[str, str]]:
+        return [tuple(c) for c in self._call("engines")["choices"]]  # type: ignore[misc]
+
+    def command_engines(self) -> builtins.list[tuple[str, str, str]]:
+        return [tuple(c) for c in self._call("engines")["command_engines"]]  # type: ignore[misc]
+
+    def engine_refusal(self, engine: str) -> str | None:
+        value = self._call("engine_refusal", engine=engine)
+        return None if value is None else str(value)
+
+    def subscribe(
+        self, session_id: str, from_seq: int = 0
+    ) -> tuple[SubscribeResult, Subscription[CoderEvent] | None]:
+        """Synchronous like the facade's: the stream is requested at once and
+        its events arrive as the owner sends them (replay first)."""
+        detail = self.get(session_id)
+        state = detail.session.state
+        if not detail.live:
+            return SubscribeResult(
+                state=state,
+                events_replayed=0,
+                events_skipped=0,
+                live=False,
+                replay_available=False,
+            ), None
+        client = self._client()
+        sub: Subscription[CoderEvent] = Subscription(None, self.config.subscriber_backlog)
+        stream = client.subscribe_nowait(session_id, from_seq, sub)
+        sub._log = _StreamSource(self, stream)
+        return SubscribeResult(
+            state=state, events_replayed=0, events_skipped=0, live=True, replay_available=True
+        ), sub
+
+    def unsubscribe(self, sub: Subscription[CoderEvent]) -> None:
+        sub.close()
+
+    async def wait_for(
+        self,
+        session_id: str,
+        states: set[CoderState] | None = None,
+        *,
+        needs: bool = False,
+        timeout: float | None = 30,
+    ) -> SessionSummary:
+        return await self._client().wait_for(session_id, states, needs=needs, timeout=timeout)
+
+    # -- acting ------------------------------------------------------------------------
+
+    async def start(
+        self,
+        intent: str,
+        repo: Path | str,
+        *,
+        engine: str = "auto",
+        base: str | None = None,
+        max_iterations: int | None = None,
+        constraints: builtins.list[str] | None = None,
+        discussion_id: str | None = None,
+        wait: bool = True,
+        contract: OutcomeContract | None = None,
+    ) -> StartResult:
+        return await self._client().start(
+            intent,
+            Path(repo).resolve(),
+            engine=engine,
+            base=base,
+            wait=wait,
+            contract=contract,
+            max_iterations=max_iterations,
+            constraints=constraints,
+            discussion_id=discussion_id,
+        )
+
+    async def confirm(
+        self, session_id: str, contract: OutcomeContract | None = None
+    ) -> dict[str, str]:
+        return await self._client().confirm(session_id, contract)
+
+    async def revise(self, session_id: str, request: str) -> ReviseResult:
+        return await self._client().revise(session_id, request)
+
+    async def respond(self, session_id: str, text: str, *, steer: bool = False) -> dict[str, bool]:
+        return await self._client().respond(session_id, text, steer=steer)
+
+    async def approve(self, session_id: str, **kw: Any) -> ApproveResult:
+        return await self._client().approve(session_id, **kw)
+
+    async def cancel(self, session_id: str) -> CancelResult:
+        return await self._client().cancel(session_id)
+
+    async def reverify(self, session_id: str) -> builtins.list[CheckResult]:
+        return await self._client().reverify(session_id)
+
+    async def review_files(self, session_id: str) -> builtins.list[FilePatch]:
+        files = await self._client().call("review_files", session_id=session_id)
+        out = []
+        for f in files:
+            hunks = [Hunk(**h) for h in f.pop("hunks", [])]
+            out.append(FilePatch(**f, hunks=hunks))
+        return out
+
+    # -- the agent's pane: the owner's (not served over the socket) ------------------
+
+    def agent_screen(self, session_id: str) -> Screen | None:
+        return None
+
+    def agent_screen_version(self, session_id: str) -> int:
+        return -1
+
+    def attach_argv(self, session_id: str) -> builtins.list[str] | None:
+        return None
+
+    async def agent_scrollback(self, session_id: str, lines: int = 2000) -> builtins.list[str]:
+        return []
+
+    async def resize_agent(self, session_id: str, width: int, height: int) -> None:
+        return None
+
+    async def send_keys_to_agent(self, session_id: str, keys: builtins.list[str]) -> None:
+        raise CorralError(
+            "this console is attached to another owner: type into the agent from that "
+            "console (its pane is not served over the socket)"
+        )

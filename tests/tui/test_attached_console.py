@@ -1,0 +1,111 @@
+"""A second console on a state dir another process owns attaches to that owner
+instead of being refused: its board follows the owner's sessions live, its
+session view streams their events, and its actions are the owner's calls.
+
+The owner runs on its own thread and event loop (as another process would),
+so the console's synchronous reads are real round trips on the socket."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import tempfile
+import threading
+from collections.abc import Coroutine, Iterator
+from pathlib import Path
+from typing import Any, TypeVar, cast
+
+import pytest
+
+from corral.supervisor.api import Supervisor
+from corral.supervisor.remote import AttachedSupervisor, OwnerServices
+from corral.supervisor.states import CoderState
+from corral.tui.app import CorralApp
+from corral.tui.screens.session import SessionScreen
+from tests.conftest import fast_config, hello_contract, init_repo
+from tests.fakes.scripted import ScriptedDrafter, ScriptedEngine, ScriptedEngines, Write
+
+from .conftest import board_of, until
+
+T = TypeVar("T")
+
+
+class OwnerThread:
+    """An opened supervisor serving its control socket, on its own loop."""
+
+    def __init__(self, state_dir: Path) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+        self.sup = Supervisor(
+            state_dir,
+            drafter=ScriptedDrafter([hello_contract()]),
+            engines=ScriptedEngines(ScriptedEngine([[Write("hello.txt", "hi\n")]])),
+            config=fast_config(),
+        )
+        self.services = OwnerServices(self.sup, mcp_http=False)
+        self.run(self.sup.open())
+        self.run(self.services.start())
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(30)
+
+    async def call(self, coro: Coroutine[Any, Any, T]) -> T:
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, self.loop))
+
+    def stop(self) -> None:
+        self.run(self.services.close())
+        self.run(self.sup.close())
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(5)
+
+
+@pytest.fixture
+def owner() -> Iterator[tuple[OwnerThread, Path]]:
+    root = Path(tempfile.mkdtemp(prefix="ca", dir="/tmp"))
+    repo = init_repo(root / "repo")
+    owner = OwnerThread(root / "state")
+    yield owner, repo
+    owner.stop()
+    shutil.rmtree(root, ignore_errors=True)
+
+
+async def test_a_second_console_attaches_and_follows_the_owner(owner) -> None:
+    thread, repo = owner
+    first = await thread.call(thread.sup.start("say hi", repo))
+    attached = AttachedSupervisor(thread.sup.state_dir, config=fast_config())
+    app = CorralApp(cast(Supervisor, attached), default_repo=repo, attached=True)
+    async with app.run_test(size=(140, 40)) as pilot:
+        await app.ready.wait()
+        board = await until(pilot, "the board", lambda: board_of(app))
+        await until(
+            pilot, "the owner's session on the board", lambda: first.session_id in board.summaries
+        )
+        # a session the owner starts later shows up live
+        second = await thread.call(thread.sup.start("say hello", repo))
+        await until(
+            pilot, "the new session on the board", lambda: second.session_id in board.summaries
+        )
+        # an action from this console is the owner's call
+        await attached.confirm(first.session_id)
+        row = await thread.call(thread.sup.wait_for(first.session_id, needs=True, timeout=10))
+        assert row.state is CoderState.NEEDS_APPROVAL
+        await until(
+            pilot,
+            "the board to show it waits for approval",
+            lambda: board.summaries[first.session_id].state is CoderState.NEEDS_APPROVAL,
+        )
+        # the session view streams its events from the owner
+        app.push_screen(SessionScreen(first.session_id))
+        screen = await until(
+            pilot,
+            "the session view",
+            lambda: app.screen if isinstance(app.screen, SessionScreen) else None,
+        )
+        owner_seqs = [e.seq for e in thread.sup.registry.live(first.session_id).log.buffered()]
+        await until(
+            pilot,
+            "every event in the session view",
+            lambda: [e.seq for e in screen.events] == owner_seqs,
+        )
+    assert thread.sup.get(first.session_id).session.state is CoderState.NEEDS_APPROVAL
