@@ -156,10 +156,10 @@ class AttachedSupervisor:
         return builtins.list(self._call("question_options", session_id=session_id))
 
     def engine_choices(self) -> builtins.list[tuple[str, str]]:
-        return [tuple(c) for c in self._call("engines")["choices"]]  # type: ignore[misc]
+        return [(str(a), str(b)) for a, b in self._call("engines")["choices"]]
 
     def command_engines(self) -> builtins.list[tuple[str, str, str]]:
-        return [tuple(c) for c in self._call("engines")["command_engines"]]  # type: ignore[misc]
+        return [(str(a), str(b), str(c)) for a, b, c in self._call("engines")["command_engines"]]
 
     def engine_refusal(self, engine: str) -> str | None:
         value = self._call("engine_refusal", engine=engine)

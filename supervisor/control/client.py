@@ -9,6 +9,7 @@ in-process caller does.
 from __future__ import annotations
 
 import asyncio
+import builtins
 import contextlib
 import itertools
 import json
@@ -250,7 +251,7 @@ class AsyncControlClient:
                 if "error" in message:  # an error no request owns: the owner hung up on us
                     continue
                 params = message.get("params") or {}
-                handler = self._streams.get(params.get("stream"))
+                handler = self._streams.get(int(params.get("stream") or 0))
                 if handler is not None:
                     try:
                         handler(message.get("method", ""), params)
@@ -306,7 +307,7 @@ class AsyncControlClient:
 
     # -- the facade's calls, typed ----------------------------------------------------
 
-    async def list(self) -> list[SessionSummary]:
+    async def list(self) -> builtins.list[SessionSummary]:
         return [SessionSummary.model_validate(r) for r in await self.call("list")]
 
     async def get(self, session_id: str) -> SessionDetail:
@@ -322,7 +323,7 @@ class AsyncControlClient:
         wait: bool = True,
         contract: OutcomeContract | None = None,
         max_iterations: int | None = None,
-        constraints: list[str] | None = None,
+        constraints: builtins.list[str] | None = None,
         discussion_id: str | None = None,
     ) -> StartResult:
         result = await self.call(
@@ -358,8 +359,8 @@ class AsyncControlClient:
             await self.call("respond", session_id=session_id, text=text, steer=steer),
         )
 
-    async def question_options(self, session_id: str) -> list[str]:
-        return cast(list[str], await self.call("question_options", session_id=session_id))
+    async def question_options(self, session_id: str) -> builtins.list[str]:
+        return cast(builtins.list[str], await self.call("question_options", session_id=session_id))
 
     async def approve(
         self,
@@ -397,7 +398,7 @@ class AsyncControlClient:
     async def cancel(self, session_id: str) -> CancelResult:
         return CancelResult.model_validate(await self.call("cancel", session_id=session_id))
 
-    async def reverify(self, session_id: str) -> list[CheckResult]:
+    async def reverify(self, session_id: str) -> builtins.list[CheckResult]:
         return [
             CheckResult.model_validate(r)
             for r in await self.call("reverify", session_id=session_id)
@@ -490,7 +491,7 @@ class AsyncControlClient:
         )
         return req_id
 
-    async def watch(self) -> tuple[list[SessionSummary], Watcher]:
+    async def watch(self) -> tuple[builtins.list[SessionSummary], Watcher]:
         """The whole board and its changes, like `Supervisor.watch`."""
         watcher = Watcher(cast(BoardFeed, None))
 

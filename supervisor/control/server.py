@@ -18,7 +18,7 @@ import logging
 import os
 import socket
 import struct
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -55,7 +55,7 @@ class _Streamed:
     """A result followed by a stream, started once the result is sent."""
 
     result: Any
-    start: Callable[[], Awaitable[None]]
+    start: Callable[[], Coroutine[Any, Any, None]]
 
 
 class ControlServer:
