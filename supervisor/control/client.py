@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from ..errors import CorralError
-from ..events import CoderEvent, parse_event
+from ..events import EVENT_ADAPTER, CoderEvent, parse_event
 from ..models import (
     ApproveResult,
     CancelResult,
@@ -230,33 +230,22 @@ class AsyncControlClient:
             self._pending.pop(req_id, None)
 
     async def _read_loop(self) -> None:
+        """Read in chunks and split lines here: a stream of small events costs
+        one read per chunk, not one per line."""
         try:
+            pending = b""
             while True:
-                line = await self._reader.readline()
-                if not line:
+                chunk = await self._reader.read(1 << 18)
+                if not chunk:
                     break
-                message = json.loads(line)
-                req_id = message.get("id")
-                if req_id is not None:
-                    future = self._pending.get(req_id)
-                    if future is not None and not future.done():
-                        if "error" in message:
-                            try:
-                                p.raise_error(message["error"])
-                            except CorralError as exc:
-                                future.set_exception(exc)
-                        else:
-                            future.set_result(message.get("result"))
-                    continue
-                if "error" in message:  # an error no request owns: the owner hung up on us
-                    continue
-                params = message.get("params") or {}
-                handler = self._streams.get(int(params.get("stream") or 0))
-                if handler is not None:
-                    try:
-                        handler(message.get("method", ""), params)
-                    except ValueError as exc:  # one bad notification is not the connection's end
-                        log.warning("control: unreadable %s: %s", message.get("method"), exc)
+                lines = (pending + chunk).split(b"\n")
+                pending = lines.pop()
+                if len(pending) > p.MAX_MESSAGE_BYTES:
+                    log.warning("control: an answer over %s bytes; hanging up", p.MAX_MESSAGE_BYTES)
+                    break
+                for line in lines:
+                    if line:
+                        self._dispatch(line)
         except (ConnectionError, ValueError, asyncio.IncompleteReadError):
             pass
         finally:
@@ -265,11 +254,56 @@ class AsyncControlClient:
             for future in self._pending.values():
                 if not future.done():
                     future.set_exception(gone)
-            for handler in list(self._streams.values()):
+            for handler in builtins.list(self._streams.values()):
                 handler("stream_end", {"reason": "closed", "message": str(gone)})
             self._streams.clear()
             if self.on_disconnect is not None:
-                self.on_disconnect()
+                self._safe(self.on_disconnect)
+
+    @staticmethod
+    def _safe(fn: Callable[[], None]) -> None:
+        try:
+            fn()
+        except Exception:
+            log.exception("control: on_disconnect failed")
+
+    def _dispatch(self, line: bytes) -> None:
+        if line.startswith(p.EVENT_HEAD):  # the hot path: one validation, no json.loads
+            rest = line[len(p.EVENT_HEAD) :]
+            cut = rest.find(p.EVENT_MID)
+            if cut > 0 and rest.endswith(b"}}") and rest[:cut].isdigit():
+                handler = self._streams.get(int(rest[:cut]))
+                if handler is not None:
+                    try:
+                        event = EVENT_ADAPTER.validate_json(rest[cut + len(p.EVENT_MID) : -2])
+                    except ValueError as exc:
+                        log.warning("control: unreadable event: %s", exc)
+                        return
+                    handler("event", {"parsed": event})
+                return
+        message = json.loads(line)
+        req_id = message.get("id")
+        if req_id is not None:
+            future = self._pending.get(req_id)
+            if future is not None and not future.done():
+                if "error" in message:
+                    try:
+                        p.raise_error(message["error"])
+                    except CorralError as exc:
+                        future.set_exception(exc)
+                else:
+                    future.set_result(message.get("result"))
+            return
+        if "error" in message:  # an error no request owns: the owner hung up on us
+            return
+        params = message.get("params") or {}
+        stream = params.get("stream")
+        handler = self._streams.get(stream) if isinstance(stream, int) else None
+        if handler is not None:
+            try:
+                handler(message.get("method", ""), params)
+            except ValueError as exc:  # one bad notification is not the connection's end
+                log.warning("control: unreadable %s: %s", message.get("method"), exc)
 
     def _drop_stream(self, stream: int) -> None:
         if self._streams.pop(stream, None) is not None and self.connected:
@@ -431,7 +465,7 @@ class AsyncControlClient:
 
         def on(method: str, params: dict[str, Any]) -> None:
             if method == "event":
-                sub.offer(parse_event(params["event"]))
+                sub.offer(params["parsed"] if "parsed" in params else parse_event(params["event"]))
             elif method == "stream_end":
                 if params.get("reason") == "dropped":
                     sub.dropped = True
@@ -459,7 +493,7 @@ class AsyncControlClient:
 
         def on(method: str, params: dict[str, Any]) -> None:
             if method == "event":
-                sub.offer(parse_event(params["event"]))
+                sub.offer(params["parsed"] if "parsed" in params else parse_event(params["event"]))
             elif method == "stream_end":
                 if params.get("reason") == "dropped":
                     sub.dropped = True

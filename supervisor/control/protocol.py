@@ -41,6 +41,11 @@ INTERNAL_ERROR = -32603
 CORRAL_ERROR = -32000
 TOO_LARGE = -32001
 
+# how the owner writes an `event` notification, so a client can take the event
+# out without parsing the envelope: EVENT_HEAD <stream id> EVENT_MID <event> }}
+EVENT_HEAD = b'{"jsonrpc":"2.0","method":"event","params":{"stream":'
+EVENT_MID = b',"event":'
+
 ERROR_KINDS: dict[str, type[errors.CorralError]] = {
     "CorralError": errors.CorralError,
     "StateDirError": errors.StateDirError,

@@ -278,7 +278,7 @@ class _Connection:
     # -- streams ------------------------------------------------------------------------
 
     async def pump_events(self, stream: Any, sub: Subscription[CoderEvent]) -> None:
-        head = b'{"jsonrpc":"2.0","method":"event","params":{"stream":' + to_json(stream)
+        head = p.EVENT_HEAD + to_json(stream) + p.EVENT_MID
         try:
             while not self.gone:
                 try:
@@ -291,10 +291,7 @@ class _Connection:
                     return
                 batch = [first, *sub.get_nowait()]
                 await self.send_raw(
-                    b"".join(
-                        head + b',"event":' + to_json(p.event_row(e), fallback=str) + b"}}\n"
-                        for e in batch
-                    )
+                    b"".join(head + to_json(p.event_row(e), fallback=str) + b"}}\n" for e in batch)
                 )
         finally:
             sub.close()
