@@ -150,8 +150,10 @@ class HandleTable:
         bounds: RunBounds | None = None,
         clock: Callable[[], float] = time.time,
         base_chain: str | None = None,
+        run_ids: Callable[[], str] | None = None,
     ) -> None:
         self.sup = supervisor
+        self.run_ids = run_ids or (lambda: RUN_PREFIX + uuid.uuid4().hex)
         self.policy = policy or CallerPolicy()
         self.bounds = bounds or RunBounds()
         self.clock = clock
@@ -214,7 +216,7 @@ class HandleTable:
                 "one with assistant_cancel, then start again: starts are refused, never queued."
             )
         now = self.clock()
-        run = _Run(RUN_PREFIX + uuid.uuid4().hex, ancestry, now, now)
+        run = _Run(self.run_ids(), ancestry, now, now)
         self.runs[run.run_id] = run  # the slot is taken before anything awaits
         try:
             started = await self.sup.start(

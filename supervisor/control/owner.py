@@ -35,6 +35,7 @@ class OwnerServices:
         clock: Callable[[], float] = time.time,
         bounds: RunBounds | None = None,
         policy: CallerPolicy | None = None,
+        run_ids: Callable[[], str] | None = None,
     ) -> None:
         settings = supervisor.config.mcp
         self.supervisor = supervisor
@@ -47,6 +48,7 @@ class OwnerServices:
             ),
             bounds=bounds,
             clock=clock,
+            run_ids=run_ids,
         )
         self.control = ControlServer(supervisor, discussions=discussions, tools=self.handles)
         self.serve_http = settings.http if mcp_http is None else mcp_http
