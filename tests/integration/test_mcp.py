@@ -314,3 +314,38 @@ async def test_stdio_becomes_the_owner_when_none_runs(short_state: Path, repo: P
 
         assert started["session_id"] in await asyncio.to_thread(listed)
     await eventually(lambda: not owner_running(short_state), timeout=10)
+
+
+async def test_a_trimmed_event_buffer_states_the_gap(
+    make_supervisor: SupervisorFactory, short_state: Path, repo: Path
+) -> None:
+    from corral.supervisor.control.handles import HandleTable, RunBounds, StartArgs
+
+    sup = await make_supervisor(state=short_state)
+    table = HandleTable(sup, bounds=RunBounds(event_buffer_max=2), base_chain="")
+    started = await table.start(StartArgs(intent="x", repo=str(repo), contract=CONTRACT))
+    await sup.wait_for(started["session_id"], needs=True, timeout=10)
+    await eventually(lambda: table.runs[started["run_id"]].next_seq >= 4)
+    polled = await table.poll(started["run_id"], 0)
+    assert len(polled["events"]) == 2
+    assert polled["events_skipped"] == polled["events"][0]["seq"] > 0
+    assert polled["next_seq"] == polled["events"][-1]["seq"] + 1
+    later = await table.poll(started["run_id"], polled["next_seq"])
+    assert later["events"] == [] and later["events_skipped"] == 0
+    await table.close()
+
+
+async def test_http_malformed_json_is_a_clear_error(owner) -> None:
+    sup, services = owner
+    url, token = mcp_endpoint(sup.state_dir) or ("", "")
+    headers = {
+        "Authorization": f"Bearer {token}",
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+    }
+    async with httpx2.AsyncClient() as http:
+        answer = await http.post(url, content=b"{not json", headers=headers)
+        assert answer.status_code == 400
+        assert "error" in answer.json()
+    async with http_client(url, token) as client:  # the owner is unaffected
+        assert await call(client, "sessions_list") == []
