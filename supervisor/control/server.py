@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("corral.supervisor.control")
 
+REPLY_GRACE_SECS = 30.0  # how long answers still go out to a client that half-closed
 Handler = Callable[["_Connection", Any, Any], Awaitable[Any]]
 
 
@@ -203,6 +204,9 @@ class _Connection:
         finally:
             for task in self.streams.values():
                 task.cancel()
+            if self.requests and not self.gone:  # a client that sent and then closed its
+                # side still gets its answers (e.g. `printf … | socat - UNIX-CONNECT:…`)
+                await asyncio.wait(set(self.requests), timeout=REPLY_GRACE_SECS)
             await self.finish()
 
     async def _request(self, line: bytes) -> None:

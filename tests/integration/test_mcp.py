@@ -336,7 +336,7 @@ async def test_a_trimmed_event_buffer_states_the_gap(
 
 
 async def test_http_malformed_json_is_a_clear_error(owner) -> None:
-    sup, services = owner
+    sup, _ = owner
     url, token = mcp_endpoint(sup.state_dir) or ("", "")
     headers = {
         "Authorization": f"Bearer {token}",
