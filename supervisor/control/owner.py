@@ -30,7 +30,7 @@ class OwnerServices:
         self,
         supervisor: Supervisor,
         *,
-        discussions: Discussions | None = None,
+        discussions: Discussions | Callable[[], Discussions] | None = None,
         mcp_http: bool | None = None,
         clock: Callable[[], float] = time.time,
         bounds: RunBounds | None = None,

@@ -66,7 +66,7 @@ class ControlServer:
         self,
         supervisor: Supervisor,
         *,
-        discussions: Discussions | None = None,
+        discussions: Discussions | Callable[[], Discussions] | None = None,
         tools: AssistantTools | None = None,
         allowed_uid: int | None = None,
     ) -> None:
@@ -476,9 +476,11 @@ async def _engine_refusal(conn: _Connection, _id: Any, a: p.EngineParams) -> Any
 
 
 def _discussions(conn: _Connection) -> Discussions:
-    if conn.server.discussions is None:
-        raise CorralError("this owner serves no discussions (it runs headless without them)")
-    return conn.server.discussions
+    """The owner's discussions (a console makes its own on first use)."""
+    found = conn.server.discussions
+    if found is None:
+        raise CorralError("this owner serves no discussions")
+    return found() if callable(found) else found
 
 
 async def _discussions_list(conn: _Connection, _id: Any, _p: p.NoParams) -> Any:

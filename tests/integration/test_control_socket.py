@@ -238,3 +238,38 @@ async def test_socket_is_private_and_checks_the_peer_uid(
     assert not path.exists()
     with pytest.raises(NoOwner, match="no corral owns"):
         ControlClient(sup.state_dir)
+
+
+async def test_discussions_are_served_when_the_owner_has_them(
+    make_supervisor: SupervisorFactory, short_state: Path, repo: Path
+) -> None:
+    from corral.supervisor.discuss import Discussions
+
+    sup = await make_supervisor(state=short_state)
+    discussions = Discussions(short_state, None)
+    server = ControlServer(sup, discussions=lambda: discussions)
+    await server.start()
+    client = await AsyncControlClient.connect(sup.state_dir)
+    try:
+        assert await client.call("discussions_list") == []
+        started = await client.call("discussion_start", repo=str(repo))
+        did = started["discussion_id"]
+        got = await client.call("discussion_get", discussion_id=did)
+        assert got["discussion_id"] == did and got["repo"] == str(repo.resolve())
+        assert [d["discussion_id"] for d in await client.call("discussions_list")] == [did]
+        assert await client.call("discussion_close", discussion_id=did) == {"closed": True}
+        with pytest.raises(CorralError, match="disc-nope"):
+            await client.call("discussion_get", discussion_id="disc-nope")
+    finally:
+        await client.close()
+        await discussions.close_all()
+        await server.close()
+    bare = ControlServer(sup)
+    await bare.start()
+    none = await AsyncControlClient.connect(sup.state_dir)
+    try:
+        with pytest.raises(CorralError, match="serves no discussions"):
+            await none.call("discussions_list")
+    finally:
+        await none.close()
+        await bare.close()

@@ -60,7 +60,10 @@ def run_console(repo: Path, backend: str = "tmux") -> int:
     ensure_unowned(state_dir)
     log_to_file(state_dir)
     supervisor = build_supervisor(state_dir, default_drafter(), backend=backend)
-    code = _launch(CorralApp(supervisor, default_repo=root, services=OwnerServices(supervisor)))
+    app = CorralApp(supervisor, default_repo=root)
+    # the console's own discussions, made on first use, are the ones clients reach
+    app.services = OwnerServices(supervisor, discussions=lambda: app.discussions)
+    code = _launch(app)
     say_left_running(supervisor)
     return code
 
