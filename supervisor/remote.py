@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .control.attached import AttachedSupervisor
-from .control.client import AsyncControlClient, ControlClient, NoOwner, owner_running
+from .control.client import AsyncControlClient, ControlClient, NoOwner, OwnerGone, owner_running
 from .control.handles import AssistantTools, CallerPolicy, RunBounds
 from .control.owner import OwnerServices
 from .control.protocol import (
@@ -31,6 +31,7 @@ __all__ = [
     "ControlClient",
     "ControlError",
     "NoOwner",
+    "OwnerGone",
     "OwnerServices",
     "RunBounds",
     "bridge_tools",

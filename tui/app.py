@@ -58,6 +58,7 @@ class CorralApp(App[None]):
         self.owns_supervisor = owns_supervisor
         self.services = services  # what this owner serves other clients (socket, MCP)
         self.attached = attached  # a client of another process's owner
+        self._said_owner_gone = False
         self.ready = asyncio.Event()
         self._calls: set[asyncio.Task[Any]] = set()
         self.startup_error: str | None = None
@@ -71,10 +72,6 @@ class CorralApp(App[None]):
                 self.startup_error = str(exc)
                 self.exit(return_code=2)
                 return
-        if self.services is not None:
-            await self.services.start()
-            for problem in self.services.problems:
-                self.notify(problem, severity="warning", timeout=10)
         if self.attached:
             self.notify(
                 "Attached to the corral that owns this state dir: agent panes stay in that "
@@ -95,12 +92,37 @@ class CorralApp(App[None]):
         from .screens.board import BoardScreen  # screens import this module for its type
 
         await self.push_screen(BoardScreen(clock=self.clock))
+        if self.services is not None:  # after the first paint: MCP takes a second to load
+            serving = asyncio.get_running_loop().create_task(self._serve())
+            self._calls.add(serving)
+            serving.add_done_callback(self._calls.discard)
+        if self.attached:
+            self.set_interval(2, self._check_owner)
         if self.on_ready is not None:
             task = asyncio.get_running_loop().create_task(self._run_ready())
             self._calls.add(task)
             task.add_done_callback(self._calls.discard)
         else:
             self.ready.set()
+
+    async def _serve(self) -> None:
+        """Serve this console's state dir to other clients (socket, MCP)."""
+        assert self.services is not None
+        await self.services.start()
+        for problem in self.services.problems:
+            self.notify(problem, severity="warning", timeout=10)
+
+    def _check_owner(self) -> None:
+        """An attached console says once when the owner it follows went away."""
+        gone = getattr(self.supervisor, "owner_gone", None)
+        if gone and not self._said_owner_gone:
+            self._said_owner_gone = True
+            self.notify(
+                f"{gone}: this console no longer follows it; quit and run corral again to "
+                "own the state dir",
+                severity="error",
+                timeout=30,
+            )
 
     async def _run_ready(self) -> None:
         try:

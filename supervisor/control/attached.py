@@ -38,7 +38,7 @@ from ..panes.base import Screen
 from ..session.board import BoardFeed, WatchDropped, Watcher
 from ..session.events import Subscription
 from ..states import CoderState
-from .client import AsyncControlClient, ControlClient
+from .client import AsyncControlClient, ControlClient, OwnerGone
 
 
 class _StreamSource:
@@ -66,6 +66,7 @@ class AttachedSupervisor:
         self._async: AsyncControlClient | None = None
         self._sync: ControlClient | None = None
         self._rows: dict[str, SessionSummary] = {}
+        self._details: dict[str, SessionDetail] = {}
         self.board = BoardFeed(self._rows.get, shed_secs=self.config.watcher_shed_secs)
         self._mirror: asyncio.Task[None] | None = None
         self.owner_gone: str | None = None  # the sentence once the owner went away
@@ -81,20 +82,23 @@ class AttachedSupervisor:
 
     async def _follow(self, watcher: Watcher) -> None:
         assert self._async is not None
-        while True:
-            try:
-                for row in await watcher.get():
-                    self._rows[row.session_id] = row
-                    self.board.notify(row.session_id)
-            except WatchDropped:
-                if not self._async.connected:
-                    self.owner_gone = "the owner of this state dir went away"
-                    return
-                self._async.unwatch(watcher)
-                rows, watcher = await self._async.watch()
-                for row in rows:
-                    self._rows[row.session_id] = row
-                    self.board.notify(row.session_id)
+        try:
+            while True:
+                try:
+                    for row in await watcher.get():
+                        self._rows[row.session_id] = row
+                        self.board.notify(row.session_id)
+                except WatchDropped:
+                    if not self._async.connected:
+                        break
+                    self._async.unwatch(watcher)
+                    rows, watcher = await self._async.watch()
+                    for row in rows:
+                        self._rows[row.session_id] = row
+                        self.board.notify(row.session_id)
+        except CorralError:
+            pass  # the connection closed while resyncing
+        self.owner_gone = "the owner of this state dir went away"
 
     async def close(self) -> None:
         if self._mirror is not None:
@@ -136,7 +140,17 @@ class AttachedSupervisor:
         return self.board.unregister(watcher)
 
     def get(self, session_id: str) -> SessionDetail:
-        return SessionDetail.model_validate(self._call("get", session_id=session_id))
+        """The owner's answer; once the owner is gone, the last one seen (the
+        console's views keep drawing what they had, and say the owner left)."""
+        try:
+            detail = SessionDetail.model_validate(self._call("get", session_id=session_id))
+        except OwnerGone:
+            last = self._details.get(session_id)
+            if last is None:
+                raise
+            return last
+        self._details[session_id] = detail
+        return detail
 
     def is_live(self, session_id: str) -> bool:
         return bool(self._call("session_info", session_id=session_id)["live"])
@@ -153,7 +167,10 @@ class AttachedSupervisor:
         return None if value is None else str(value)
 
     def question_options(self, session_id: str) -> builtins.list[str]:
-        return builtins.list(self._call("question_options", session_id=session_id))
+        try:
+            return builtins.list(self._call("question_options", session_id=session_id))
+        except OwnerGone:
+            return []
 
     def engine_choices(self) -> builtins.list[tuple[str, str]]:
         return [(str(a), str(b)) for a, b in self._call("engines")["choices"]]

@@ -44,6 +44,10 @@ class NoOwner(CorralError):
     """Nobody serves the state dir: no owner runs (or it is too old to serve)."""
 
 
+class OwnerGone(CorralError):
+    """The owner closed the connection (it stopped, or hung up on this client)."""
+
+
 def _no_owner(state_dir: Path, why: str) -> NoOwner:
     return NoOwner(f"no corral owns {state_dir} ({why}): start `corral serve` or a console there")
 
@@ -106,10 +110,16 @@ class ControlClient:
     def read(self) -> dict[str, Any]:
         line = self._file.readline(p.MAX_MESSAGE_BYTES + 1)
         if not line:
-            raise CorralError("the owner closed the connection")
+            raise OwnerGone("the owner closed the connection")
         return cast(dict[str, Any], json.loads(line))
 
     def call(self, method: str, **params: Any) -> Any:
+        try:
+            return self._call(method, params)
+        except (ConnectionError, TimeoutError) as exc:
+            raise OwnerGone(f"the owner of {self.state_dir} went away ({exc})") from exc
+
+    def _call(self, method: str, params: dict[str, Any]) -> Any:
         req_id = next(self._ids)
         self.send({"jsonrpc": "2.0", "id": req_id, "method": method, "params": params})
         while True:
@@ -216,7 +226,7 @@ class AsyncControlClient:
 
     async def call(self, method: str, **params: Any) -> Any:
         if not self.connected:
-            raise CorralError("the connection to the owner is closed")
+            raise OwnerGone("the connection to the owner is closed")
         req_id = next(self._ids)
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._pending[req_id] = future
@@ -250,7 +260,7 @@ class AsyncControlClient:
             pass
         finally:
             self._closed = True
-            gone = CorralError("the owner went away (its connection closed)")
+            gone = OwnerGone("the owner went away (its connection closed)")
             for future in self._pending.values():
                 if not future.done():
                     future.set_exception(gone)

@@ -5,6 +5,7 @@ start the same services, so every client finds the same owner."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Callable
@@ -21,6 +22,14 @@ if TYPE_CHECKING:
     from .mcp import McpHttp
 
 log = logging.getLogger("corral.supervisor.control")
+
+
+def _import_mcp() -> None:
+    import mcp.server.mcpserver
+    import mcp_types  # noqa: F401
+    import uvicorn  # noqa: F401
+
+    from . import mcp  # noqa: F401
 
 
 class OwnerServices:
@@ -68,6 +77,8 @@ class OwnerServices:
         self.handles.start_reaper()
         if self.serve_http:
             try:
+                # the SDK and uvicorn take a second to import: not on the caller's loop
+                await asyncio.to_thread(_import_mcp)
                 from .mcp import McpHttp
 
                 self.http = McpHttp(self.handles, self.supervisor.state_dir)

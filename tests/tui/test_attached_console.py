@@ -108,4 +108,7 @@ async def test_a_second_console_attaches_and_follows_the_owner(owner) -> None:
             "every event in the session view",
             lambda: [e.seq for e in screen.events] == owner_seqs,
         )
+        # the owner stops serving: the attached console says so, once
+        await thread.call(thread.services.close())
+        await until(pilot, "the owner-gone notice", lambda: app._said_owner_gone, timeout=10)
     assert thread.sup.get(first.session_id).session.state is CoderState.NEEDS_APPROVAL
