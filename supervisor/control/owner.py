@@ -25,11 +25,10 @@ log = logging.getLogger("corral.supervisor.control")
 
 
 def _import_mcp() -> None:
-    import mcp.server.mcpserver
-    import mcp_types  # noqa: F401
-    import uvicorn  # noqa: F401
+    from importlib import import_module
 
-    from . import mcp  # noqa: F401
+    for name in ("mcp.server.mcpserver", "mcp_types", "uvicorn", f"{__package__}.mcp"):
+        import_module(name)
 
 
 class OwnerServices:
