@@ -71,6 +71,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/git.py
 	$(BIN)/python bench/panes.py --quick
 	$(BIN)/python bench/tui.py --quick
+	$(BIN)/python bench/control.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info
