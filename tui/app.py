@@ -74,8 +74,8 @@ class CorralApp(App[None]):
                 return
         if self.attached:
             self.notify(
-                "Attached to the corral that owns this state dir: agent panes stay in that "
-                "console.",
+                "Attached to the corral that owns this state dir: every action here is that "
+                "owner's.",
                 timeout=8,
             )
         if self.supervisor.broken_rows:

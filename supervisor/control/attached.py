@@ -7,9 +7,10 @@ synchronous as the console expects. Other synchronous reads (`get`,
 `question_options`, …) are one blocking round trip on a second connection
 (well under a millisecond on a unix socket). Actions are the owner's calls.
 
-What an attached console cannot do (yet): show or type into an agent's pane
-(`agent_screen` is None: the pane lives with the owner; `attach_argv` is
-None), and its discussions are its own, not the owner's.
+The agent's pane stays with the owner; its screen is fetched when its version
+moves, keys and resizes are the owner's calls, and `attach_argv` is the owner's
+tmux command (any terminal of the same user can attach). Its discussions are
+its own, not the owner's.
 """
 
 from __future__ import annotations
@@ -67,6 +68,7 @@ class AttachedSupervisor:
         self._sync: ControlClient | None = None
         self._rows: dict[str, SessionSummary] = {}
         self._details: dict[str, SessionDetail] = {}
+        self._screens: dict[str, tuple[int, Screen | None]] = {}
         self.board = BoardFeed(self._rows.get, shed_secs=self.config.watcher_shed_secs)
         self._mirror: asyncio.Task[None] | None = None
         self.owner_gone: str | None = None  # the sentence once the owner went away
@@ -273,25 +275,43 @@ class AttachedSupervisor:
             out.append(FilePatch(**f, hunks=hunks))
         return out
 
-    # -- the agent's pane: the owner's (not served over the socket) ------------------
-
-    def agent_screen(self, session_id: str) -> Screen | None:
-        return None
+    # -- the agent's pane: the owner's, mirrored on demand ---------------------------
 
     def agent_screen_version(self, session_id: str) -> int:
-        return -1
+        """One round trip: the version, and the screen itself when it moved
+        (the terminal view polls this a few times a second)."""
+        known = self._screens.get(session_id)
+        try:
+            answer = self._call(
+                "agent_screen", session_id=session_id, known_version=known[0] if known else -2
+            )
+        except CorralError:
+            return known[0] if known else -1
+        if not answer.get("unchanged"):
+            raw = answer.get("screen")
+            self._screens[session_id] = (
+                int(answer["version"]),
+                None if raw is None else Screen(**raw),
+            )
+        return int(answer["version"])
+
+    def agent_screen(self, session_id: str) -> Screen | None:
+        if session_id not in self._screens:
+            self.agent_screen_version(session_id)
+        known = self._screens.get(session_id)
+        return None if known is None else known[1]
 
     def attach_argv(self, session_id: str) -> builtins.list[str] | None:
-        return None
+        """The owner's tmux attach command: this terminal can attach too."""
+        argv = self._call("attach_argv", session_id=session_id)
+        return None if argv is None else [str(a) for a in argv]
 
     async def agent_scrollback(self, session_id: str, lines: int = 2000) -> builtins.list[str]:
-        return []
+        result = await self._client().call("agent_scrollback", session_id=session_id, lines=lines)
+        return [str(line) for line in result]
 
     async def resize_agent(self, session_id: str, width: int, height: int) -> None:
-        return None
+        await self._client().call("agent_resize", session_id=session_id, width=width, height=height)
 
     async def send_keys_to_agent(self, session_id: str, keys: builtins.list[str]) -> None:
-        raise CorralError(
-            "this console is attached to another owner: type into the agent from that "
-            "console (its pane is not served over the socket)"
-        )
+        await self._client().call("agent_keys", session_id=session_id, keys=keys)

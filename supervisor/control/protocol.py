@@ -185,6 +185,27 @@ class EngineParams(_Params):
     engine: str
 
 
+class ScreenParams(_Params):
+    session_id: str
+    known_version: int = -2  # the version the client holds: its screen is not resent
+
+
+class KeysParams(_Params):
+    session_id: str
+    keys: list[str]
+
+
+class ResizeParams(_Params):
+    session_id: str
+    width: int = Field(ge=1, le=1000)
+    height: int = Field(ge=1, le=1000)
+
+
+class ScrollbackParams(_Params):
+    session_id: str
+    lines: int = Field(default=2000, ge=1, le=100_000)
+
+
 class DiscussionParams(_Params):
     discussion_id: str
 

@@ -475,6 +475,36 @@ async def _engine_refusal(conn: _Connection, _id: Any, a: p.EngineParams) -> Any
     return conn.sup.engine_refusal(a.engine)
 
 
+async def _agent_screen(conn: _Connection, _id: Any, a: p.ScreenParams) -> Any:
+    """The agent pane's screen, sent only when its version moved."""
+    version = conn.sup.agent_screen_version(a.session_id)
+    if version == a.known_version:
+        return {"version": version, "unchanged": True}
+    screen = conn.sup.agent_screen(a.session_id)
+    return {
+        "version": version,
+        "screen": None if screen is None else dataclasses.asdict(screen),
+    }
+
+
+async def _agent_keys(conn: _Connection, _id: Any, a: p.KeysParams) -> Any:
+    await conn.sup.send_keys_to_agent(a.session_id, a.keys)
+    return {"sent": len(a.keys)}
+
+
+async def _agent_resize(conn: _Connection, _id: Any, a: p.ResizeParams) -> Any:
+    await conn.sup.resize_agent(a.session_id, a.width, a.height)
+    return {"resized": True}
+
+
+async def _agent_scrollback(conn: _Connection, _id: Any, a: p.ScrollbackParams) -> Any:
+    return await conn.sup.agent_scrollback(a.session_id, a.lines)
+
+
+async def _attach_argv(conn: _Connection, _id: Any, a: p.SessionParams) -> Any:
+    return conn.sup.attach_argv(a.session_id)
+
+
 def _discussions(conn: _Connection) -> Discussions:
     """The owner's discussions (a console makes its own on first use)."""
     found = conn.server.discussions
@@ -553,6 +583,11 @@ def _methods() -> dict[str, tuple[type[BaseModel], Handler]]:
         "session_info": (p.SessionParams, _session_misc),
         "engines": (p.NoParams, _engines),
         "engine_refusal": (p.EngineParams, _engine_refusal),
+        "agent_screen": (p.ScreenParams, _agent_screen),
+        "agent_keys": (p.KeysParams, _agent_keys),
+        "agent_resize": (p.ResizeParams, _agent_resize),
+        "agent_scrollback": (p.ScrollbackParams, _agent_scrollback),
+        "attach_argv": (p.SessionParams, _attach_argv),
         "discussions_list": (p.NoParams, _discussions_list),
         "discussion_get": (p.DiscussionParams, _discussion_get),
         "discussion_start": (p.DiscussionStartParams, _discussion_start),

@@ -33,16 +33,11 @@ T = TypeVar("T")
 class OwnerThread:
     """An opened supervisor serving its control socket, on its own loop."""
 
-    def __init__(self, state_dir: Path) -> None:
+    def __init__(self, sup: Supervisor) -> None:
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.thread.start()
-        self.sup = Supervisor(
-            state_dir,
-            drafter=ScriptedDrafter([hello_contract()]),
-            engines=ScriptedEngines(ScriptedEngine([[Write("hello.txt", "hi\n")]])),
-            config=fast_config(),
-        )
+        self.sup = sup
         self.services = OwnerServices(self.sup, mcp_http=False)
         self.run(self.sup.open())
         self.run(self.services.start())
@@ -64,7 +59,14 @@ class OwnerThread:
 def owner() -> Iterator[tuple[OwnerThread, Path]]:
     root = Path(tempfile.mkdtemp(prefix="ca", dir="/tmp"))
     repo = init_repo(root / "repo")
-    owner = OwnerThread(root / "state")
+    owner = OwnerThread(
+        Supervisor(
+            root / "state",
+            drafter=ScriptedDrafter([hello_contract()]),
+            engines=ScriptedEngines(ScriptedEngine([[Write("hello.txt", "hi\n")]])),
+            config=fast_config(),
+        )
+    )
     yield owner, repo
     owner.stop()
     shutil.rmtree(root, ignore_errors=True)
@@ -112,3 +114,51 @@ async def test_a_second_console_attaches_and_follows_the_owner(owner) -> None:
         await thread.call(thread.services.close())
         await until(pilot, "the owner-gone notice", lambda: app._said_owner_gone, timeout=10)
     assert thread.sup.get(first.session_id).session.state is CoderState.NEEDS_APPROVAL
+
+
+async def test_an_attached_console_sees_and_types_into_the_owners_agent_pane() -> None:
+    from corral.supervisor.factory import build_supervisor
+    from corral.supervisor.interface import FixedDrafter
+    from tests.fakes.scripted import contract
+
+    root = Path(tempfile.mkdtemp(prefix="cp", dir="/tmp"))
+    repo = init_repo(root / "repo")
+    thread = OwnerThread(
+        build_supervisor(
+            root / "state",
+            FixedDrafter(contract(("noted", "test -f DEMO_NOTES.md"))),
+            backend="pty",
+            default_engine="external:demo",
+            demo_pace=0.05,
+            config=fast_config(ask_user_timeout_secs=60),
+        )
+    )
+    attached = AttachedSupervisor(thread.sup.state_dir, config=fast_config())
+    try:
+        started = await thread.call(thread.sup.start("write notes", repo))
+        sid = started.session_id
+        await attached.open()
+        assert attached.agent_screen(sid) is None and attached.attach_argv(sid) is None
+        await attached.confirm(sid)
+        row = await attached.wait_for(sid, needs=True, timeout=40)
+        assert row.needs_you == "question", row
+        # the owner's pane, as the owner sees it, on this side of the socket
+        mine = attached.agent_screen(sid)
+        for _ in range(100):
+            attached.agent_screen_version(sid)
+            mine = attached.agent_screen(sid)
+            theirs = thread.sup.agent_screen(sid)
+            if mine is not None and theirs is not None and mine.lines == theirs.lines:
+                break
+            await asyncio.sleep(0.05)
+        assert mine is not None and any("DEMO_NOTES.md" in line for line in mine.lines)
+        # keys typed here reach the agent through the owner: "1" picks "Yes"
+        await attached.send_keys_to_agent(sid, ["1"])
+        row = await thread.call(
+            thread.sup.wait_for(sid, {CoderState.NEEDS_APPROVAL, CoderState.FAILED}, timeout=40)
+        )
+        assert row.state is CoderState.NEEDS_APPROVAL, row.error
+    finally:
+        await attached.close()
+        thread.stop()
+        shutil.rmtree(root, ignore_errors=True)
