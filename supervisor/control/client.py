@@ -38,6 +38,7 @@ from ..states import CoderState
 from . import protocol as p
 
 log = logging.getLogger("corral.supervisor.control")
+_validate_event = EVENT_ADAPTER.validator.validate_json  # one event, validated once
 
 
 class NoOwner(CorralError):
@@ -182,6 +183,7 @@ class AsyncControlClient:
         self._ids = itertools.count(1)
         self._pending: dict[int, asyncio.Future[Any]] = {}
         self._streams: dict[int, Callable[[str, dict[str, Any]], None]] = {}
+        self._sinks: dict[int, Callable[[CoderEvent], object]] = {}  # event streams' mailboxes
         self._backlog = backlog
         self._closed = False
         self.hello: dict[str, Any] = {}
@@ -267,6 +269,7 @@ class AsyncControlClient:
             for handler in builtins.list(self._streams.values()):
                 handler("stream_end", {"reason": "closed", "message": str(gone)})
             self._streams.clear()
+            self._sinks.clear()
             if self.on_disconnect is not None:
                 self._safe(self.on_disconnect)
 
@@ -282,14 +285,12 @@ class AsyncControlClient:
             rest = line[len(p.EVENT_HEAD) :]
             cut = rest.find(p.EVENT_MID)
             if cut > 0 and rest.endswith(b"}}") and rest[:cut].isdigit():
-                handler = self._streams.get(int(rest[:cut]))
-                if handler is not None:
+                sink = self._sinks.get(int(rest[:cut]))
+                if sink is not None:
                     try:
-                        event = EVENT_ADAPTER.validate_json(rest[cut + len(p.EVENT_MID) : -2])
+                        sink(_validate_event(rest[cut + len(p.EVENT_MID) : -2]))
                     except ValueError as exc:
                         log.warning("control: unreadable event: %s", exc)
-                        return
-                    handler("event", {"parsed": event})
                 return
         message = json.loads(line)
         req_id = message.get("id")
@@ -316,6 +317,7 @@ class AsyncControlClient:
                 log.warning("control: unreadable %s: %s", message.get("method"), exc)
 
     def _drop_stream(self, stream: int) -> None:
+        self._sinks.pop(stream, None)
         if self._streams.pop(stream, None) is not None and self.connected:
             self._writer.write(
                 p.encode(
@@ -329,12 +331,19 @@ class AsyncControlClient:
             )
 
     async def _open_stream(
-        self, method: str, handler: Callable[[str, dict[str, Any]], None], **params: Any
+        self,
+        method: str,
+        handler: Callable[[str, dict[str, Any]], None],
+        sink: Callable[[CoderEvent], object] | None = None,
+        **params: Any,
     ) -> tuple[int, Any]:
-        """Call a streaming method, its handler registered before the answer
-        can arrive (notifications follow the answer on the same connection)."""
+        """Call a streaming method, its handler (and an event stream's sink)
+        registered before the answer can arrive: notifications follow the
+        answer on the same connection."""
         req_id = next(self._ids)
         self._streams[req_id] = handler
+        if sink is not None:
+            self._sinks[req_id] = sink
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._pending[req_id] = future
         self._writer.write(
@@ -345,6 +354,7 @@ class AsyncControlClient:
             return req_id, await future
         except BaseException:
             self._streams.pop(req_id, None)
+            self._sinks.pop(req_id, None)
             raise
         finally:
             self._pending.pop(req_id, None)
@@ -484,11 +494,12 @@ class AsyncControlClient:
                 sub._wake()
 
         stream, result = await self._open_stream(
-            "subscribe", on, session_id=session_id, from_seq=from_seq
+            "subscribe", on, sub.offer, session_id=session_id, from_seq=from_seq
         )
         answer = SubscribeResult.model_validate(result)
         if not answer.live:
             self._streams.pop(stream, None)
+            self._sinks.pop(stream, None)
             return answer, None
         sub._log = _RemoteSource(self, stream)
         return answer, sub
@@ -517,11 +528,13 @@ class AsyncControlClient:
             self._pending.pop(req_id, None)
             if done.cancelled() or done.exception() is not None or not done.result().get("live"):
                 self._streams.pop(req_id, None)
+                self._sinks.pop(req_id, None)
                 sub.closed = True
                 sub._wake()
 
         future.add_done_callback(answered)
         self._streams[req_id] = on
+        self._sinks[req_id] = sub.offer
         self._pending[req_id] = future
         self._writer.write(
             p.encode(
