@@ -106,6 +106,20 @@ def test_the_command_line_is_a_client_of_corral_serve(site: Path) -> None:
         assert "needs_approval  (live)" in out.stdout and "diff ready" in out.stdout
         out = corral(site, "answer", "nosuch", "yes")
         assert out.returncode == 2 and "no corral session 'nosuch'" in out.stderr
+        # a second run as a client stops at gate 1; cancel it through the owner
+        out = corral(
+            site, "run", "--repo", str(repo), "--intent", "other notes", "--contract",
+            str(contract), "--engine", "external:demo", "--json",
+        )  # fmt: skip
+        assert out.returncode == 3, out.stderr
+        other = json.loads(out.stdout.splitlines()[-1])["session_id"]
+        out = corral(site, "cancel", other, "--json")
+        assert out.returncode == 0 and json.loads(out.stdout)["state"] == "abandoned"
+        # watch replays a finished session's events and ends at its terminal state
+        out = corral(site, "watch", other, "--json")
+        assert out.returncode == 0, out.stderr
+        last = json.loads(out.stdout.splitlines()[-1])
+        assert last["kind"] == "state_changed" and last["data"]["to"] == "abandoned"
     finally:
         err = stop(owner)
     # SIGTERM: the waiting agent keeps running for the next owner
