@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import signal
 import sys
 from logging.handlers import RotatingFileHandler
@@ -63,7 +64,7 @@ async def _serve(state_dir: Path, backend: str, log_path: Path) -> int:
             f"MCP {services.mcp_url or 'not served'}; log {log_path}",
             flush=True,
         )
-        log.info("serving %s (pid %s)", state_dir, __import__("os").getpid())
+        log.info("serving %s (pid %s)", state_dir, os.getpid())
         await stop.wait()
         log.info("stopping")
     finally:
