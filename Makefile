@@ -86,6 +86,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/panes.py --quick
 	$(BIN)/python bench/status.py --quick --console
 	$(BIN)/python bench/tui.py --quick
+	$(BIN)/python bench/control.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

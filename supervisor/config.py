@@ -36,6 +36,19 @@ class SandboxSettings(BaseModel):
     agents: bool = False  # external agents' panes run confined too (with network)
 
 
+class McpSettings(BaseModel):
+    """What callers of the MCP tools may do (table `[mcp]`). Approval of a
+    diff is never theirs: it is always the operator's, in the console."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    # confirm gate 1 for the caller when it gives the contract itself
+    callers_may_confirm: bool = False
+    # an agent running inside corral (CORRAL_INVOKED_BY names corral) may start runs
+    agents_may_start: bool = False
+    http: bool = True  # serve MCP over HTTP on 127.0.0.1 beside the control socket
+
+
 class SupervisorConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -59,6 +72,7 @@ class SupervisorConfig(BaseModel):
     idle_quiet_secs: float = Field(default=3.0, gt=0, le=600)
     retention: Retention = Field(default_factory=Retention)
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
+    mcp: McpSettings = Field(default_factory=McpSettings)
 
 
 def load_config(path: Path | None = None) -> SupervisorConfig:
@@ -77,6 +91,11 @@ def load_config(path: Path | None = None) -> SupervisorConfig:
         raise ConfigError(f"{path}: [sandbox] must be a table")
     if sandbox:
         section = {**section, "sandbox": sandbox}
+    mcp = data.get("mcp", {})
+    if not isinstance(mcp, dict):
+        raise ConfigError(f"{path}: [mcp] must be a table")
+    if mcp:
+        section = {**section, "mcp": mcp}
     try:
         return SupervisorConfig.model_validate(section)
     except ValidationError as exc:

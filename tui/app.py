@@ -26,6 +26,7 @@ from .event_text import approval_outcome
 
 if TYPE_CHECKING:
     from corral.supervisor.interface import Discussions
+    from corral.supervisor.remote import OwnerServices
 
 MIN_WIDTH, MIN_HEIGHT = 80, 24
 
@@ -46,6 +47,8 @@ class CorralApp(App[None]):
         on_ready: Callable[[Supervisor], Awaitable[Any]] | None = None,
         clock: Callable[[], float] = time.time,
         owns_supervisor: bool = True,
+        services: OwnerServices | None = None,
+        attached: bool = False,
     ) -> None:
         super().__init__()
         self.supervisor = supervisor
@@ -53,6 +56,9 @@ class CorralApp(App[None]):
         self.on_ready = on_ready
         self.clock = clock
         self.owns_supervisor = owns_supervisor
+        self.services = services  # what this owner serves other clients (socket, MCP)
+        self.attached = attached  # a client of another process's owner
+        self._said_owner_gone = False
         self.ready = asyncio.Event()
         self._calls: set[asyncio.Task[Any]] = set()
         self.startup_error: str | None = None
@@ -66,6 +72,12 @@ class CorralApp(App[None]):
                 self.startup_error = str(exc)
                 self.exit(return_code=2)
                 return
+        if self.attached:
+            self.notify(
+                "Attached to the corral that owns this state dir: every action here is that "
+                "owner's.",
+                timeout=8,
+            )
         if self.supervisor.broken_rows:
             self.notify(
                 f"{len(self.supervisor.broken_rows)} stored session(s) could not be read and "
@@ -80,12 +92,37 @@ class CorralApp(App[None]):
         from .screens.board import BoardScreen  # screens import this module for its type
 
         await self.push_screen(BoardScreen(clock=self.clock))
+        if self.services is not None:  # after the first paint: MCP takes a second to load
+            serving = asyncio.get_running_loop().create_task(self._serve())
+            self._calls.add(serving)
+            serving.add_done_callback(self._calls.discard)
+        if self.attached:
+            self.set_interval(2, self._check_owner)
         if self.on_ready is not None:
             task = asyncio.get_running_loop().create_task(self._run_ready())
             self._calls.add(task)
             task.add_done_callback(self._calls.discard)
         else:
             self.ready.set()
+
+    async def _serve(self) -> None:
+        """Serve this console's state dir to other clients (socket, MCP)."""
+        assert self.services is not None
+        await self.services.start()
+        for problem in self.services.problems:
+            self.notify(problem, severity="warning", timeout=10)
+
+    def _check_owner(self) -> None:
+        """An attached console says once when the owner it follows went away."""
+        gone = getattr(self.supervisor, "owner_gone", None)
+        if gone and not self._said_owner_gone:
+            self._said_owner_gone = True
+            self.notify(
+                f"{gone}: this console no longer follows it; quit and run corral again to "
+                "own the state dir",
+                severity="error",
+                timeout=30,
+            )
 
     async def _run_ready(self) -> None:
         try:
@@ -99,7 +136,9 @@ class CorralApp(App[None]):
     async def on_unmount(self) -> None:
         for task in list(self._calls):
             task.cancel()
-        if self.owns_supervisor and self.supervisor.store is not None:
+        if self.services is not None:
+            await self.services.close()
+        if self.owns_supervisor and (self.supervisor.store is not None or self.attached):
             await self.supervisor.close()
 
     def run_supervisor_call(

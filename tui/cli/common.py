@@ -24,7 +24,8 @@ RUN_EXIT_CODES = """\
 exit codes:
   0  delivered, or reported (nothing to deliver)
   1  failed
-  2  refused before anything started (bad input, another console owns the state dir)
+  2  refused before anything started (bad input, or the state dir's owner does
+     not serve clients)
   3  stopped at the contract gate (no --yes)
   4  waiting for an answer to an agent's question
   5  waiting for approval (--deliver none)

@@ -43,21 +43,44 @@ def say_left_running(supervisor: Supervisor) -> None:
 
 
 def run_console(repo: Path, backend: str = "tmux") -> int:
+    """Own the state dir and serve it (control socket, MCP); or, when another
+    corral owns it and serves, attach to that owner as a live client."""
     from corral.supervisor.factory import build_supervisor, default_drafter
     from corral.supervisor.housekeeping import ensure_unowned
     from corral.supervisor.interface import repo_root
     from corral.supervisor.paths import default_state_dir
+    from corral.supervisor.remote import OwnerServices, owner_running
     from corral.tui.app import CorralApp
     from corral.tui.guard import log_to_file
 
     root = repo_root(repo)
     state_dir = default_state_dir()
+    if owner_running(state_dir):
+        return _attach(state_dir, root)
     ensure_unowned(state_dir)
     log_to_file(state_dir)
     supervisor = build_supervisor(state_dir, default_drafter(), backend=backend)
-    code = _launch(CorralApp(supervisor, default_repo=root))
+    app = CorralApp(supervisor, default_repo=root)
+    # the console's own discussions, made on first use, are the ones clients reach
+    app.services = OwnerServices(supervisor, discussions=lambda: app.discussions)
+    code = _launch(app)
     say_left_running(supervisor)
     return code
+
+
+def _attach(state_dir: Path, root: Path) -> int:
+    """A second console: the board and session views live from the owner."""
+    from typing import cast
+
+    from corral.supervisor.api import Supervisor
+    from corral.supervisor.remote import AttachedSupervisor
+    from corral.tui.app import CorralApp
+    from corral.tui.guard import log_to_file
+
+    log_to_file(state_dir)
+    # it answers every call the console makes of the facade (see its docstring)
+    attached = cast(Supervisor, AttachedSupervisor(state_dir))
+    return _launch(CorralApp(attached, default_repo=root, attached=True))
 
 
 def _exit_on(signum: int, _frame: object) -> None:

@@ -96,6 +96,18 @@ def _run(args: argparse.Namespace) -> int:
         from .run import main_run
 
         return main_run(args)
+    if args.command in ("get", "watch", "answer", "approve", "reject", "cancel"):
+        from .client import dispatch as client_dispatch
+
+        return client_dispatch(args)
+    if args.command == "serve":
+        from .serve import serve
+
+        return serve(backend=args.backend)
+    if args.command == "mcp":
+        from .mcp import main_mcp
+
+        return main_mcp(backend=args.backend)
     from pathlib import Path
 
     from .console import run_console
@@ -151,7 +163,7 @@ def build_parser() -> argparse.ArgumentParser:
     stop.add_argument("which", nargs="*", help="owner marker, session id (or label) or pane id")
     stop.add_argument("--strays", action="store_true", help="every pane no session claims")
     stop.add_argument("--all", action="store_true", help="every corral pane")
-    sessions = sub.add_parser("sessions", help="list stored sessions")
+    sessions = sub.add_parser("sessions", help="list sessions (live from the owner, else stored)")
     sessions.add_argument("--json", action="store_true", help="print JSON")
     trees = sub.add_parser("worktrees", help="list corral's worktrees, or prune orphans")
     trees.add_argument("--json", action="store_true", help="print JSON")
@@ -191,6 +203,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="deliver a verified diff (default: stop at the approval gate)",
     )
     run.add_argument("--json", action="store_true", help="events as JSON lines")
+    sub.add_parser(
+        "serve",
+        help="own the state dir headless: control socket + MCP, until SIGTERM",
+    )
+    sub.add_parser("mcp", help="an MCP server on stdio (bridges to the owner, or becomes it)")
+    from .client import add_parsers
+
+    add_parsers(sub)
     run.add_argument(
         "--on-question",
         choices=["ask", "approve", "deny"],

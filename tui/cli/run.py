@@ -2,6 +2,11 @@
 with `--json`), and the exit code says where the session ended (`common.RUN_EXIT_CODES`,
 also in `corral run --help` and the README).
 
+With an owner running (a console, `corral serve`), `corral run` is its
+client over the control socket: the session shows on that owner's board and
+stays with it. With none, it owns the state dir for its run (and serves the
+control socket meanwhile, so `corral get|watch|…` reach it).
+
 A session left at a gate is restored the next time a console opens. Its
 agent is left running only when the session can continue (waiting for an
 answer or an approval: the next owner re-adopts it), and stderr says so; a
@@ -16,6 +21,7 @@ import json
 import re
 import sys
 from pathlib import Path
+from typing import Protocol
 
 from corral.supervisor.api import Supervisor
 from corral.supervisor.errors import CorralError, is_disk_full
@@ -23,7 +29,9 @@ from corral.supervisor.events import CoderEvent
 from corral.supervisor.factory import build_supervisor, default_drafter
 from corral.supervisor.housekeeping import confinement_status
 from corral.supervisor.interface import ContractDrafter, FixedDrafter, Subscription, load_contract
+from corral.supervisor.models import CoderSession, OutcomeContract, SessionSummary
 from corral.supervisor.paths import default_state_dir
+from corral.supervisor.remote import AsyncControlClient, NoOwner, OwnerServices, owner_running
 from corral.supervisor.states import CoderState, label
 
 from ..event_text import describe
@@ -51,6 +59,101 @@ async def _pump(sub: Subscription, as_json: bool) -> None:
         _print_event(event, as_json)
 
 
+class _Owner(Protocol):
+    """What `corral run` asks of the owner: the in-process facade (`_Local`)
+    or the owner over its control socket (`_Remote`)."""
+
+    async def start(self, intent: str, repo: Path, engine: str, base: str | None) -> str: ...
+    async def subscribe(self, sid: str) -> Subscription[CoderEvent]: ...
+    async def wait_for(self, sid: str, *, timeout: float | None) -> SessionSummary: ...
+    async def confirm(self, sid: str) -> None: ...
+    async def respond(self, sid: str, text: str) -> None: ...
+    async def options(self, sid: str) -> list[str]: ...
+    async def approve(self, sid: str, deliver: str, finding: bool) -> None: ...
+    async def session(self, sid: str) -> CoderSession: ...
+    def disk_full(self) -> str | None: ...
+
+
+class _Local:
+    def __init__(self, sup: Supervisor) -> None:
+        self.sup = sup
+
+    async def start(self, intent: str, repo: Path, engine: str, base: str | None) -> str:
+        started = await self.sup.start(intent, repo, engine=engine, base=base, wait=False)
+        return started.session_id
+
+    async def subscribe(self, sid: str) -> Subscription[CoderEvent]:
+        _, sub = self.sup.subscribe(sid, 0)
+        assert sub is not None
+        return sub
+
+    async def wait_for(self, sid: str, *, timeout: float | None) -> SessionSummary:
+        return await self.sup.wait_for(sid, needs=True, timeout=timeout)
+
+    async def confirm(self, sid: str) -> None:
+        await self.sup.confirm(sid)
+
+    async def respond(self, sid: str, text: str) -> None:
+        await self.sup.respond(sid, text)
+
+    async def options(self, sid: str) -> list[str]:
+        return self.sup.question_options(sid)
+
+    async def approve(self, sid: str, deliver: str, finding: bool) -> None:
+        if finding:
+            await self.sup.approve(sid, accept_finding=True)
+        else:
+            await self.sup.approve(sid, delivery=deliver)
+
+    async def session(self, sid: str) -> CoderSession:
+        return self.sup.get(sid).session
+
+    def disk_full(self) -> str | None:
+        return self.sup.disk_full()
+
+
+class _Remote:
+    def __init__(self, client: AsyncControlClient, contract: OutcomeContract | None) -> None:
+        self.client = client
+        self.contract = contract
+
+    async def start(self, intent: str, repo: Path, engine: str, base: str | None) -> str:
+        started = await self.client.start(
+            intent, repo.resolve(), engine=engine, base=base, wait=False, contract=self.contract
+        )
+        return started.session_id
+
+    async def subscribe(self, sid: str) -> Subscription[CoderEvent]:
+        _, sub = await self.client.subscribe(sid, 0)
+        if sub is None:
+            raise CorralError(f"{label(sid)} is not live on the owner")
+        return sub
+
+    async def wait_for(self, sid: str, *, timeout: float | None) -> SessionSummary:
+        return await self.client.wait_for(sid, needs=True, timeout=timeout)
+
+    async def confirm(self, sid: str) -> None:
+        await self.client.confirm(sid)
+
+    async def respond(self, sid: str, text: str) -> None:
+        await self.client.respond(sid, text)
+
+    async def options(self, sid: str) -> list[str]:
+        return await self.client.question_options(sid)
+
+    async def approve(self, sid: str, deliver: str, finding: bool) -> None:
+        if finding:
+            await self.client.approve(sid, accept_finding=True)
+        else:
+            await self.client.approve(sid, delivery=deliver)
+
+    async def session(self, sid: str) -> CoderSession:
+        return (await self.client.get(sid)).session
+
+    def disk_full(self) -> str | None:
+        return None  # the owner says it in its own log and console
+
+
 async def run_session(
     *,
     repo: Path,
@@ -64,39 +167,92 @@ async def run_session(
     backend: str = "tmux",
     on_question: str = "ask",
 ) -> int:
+    """As a client of the owner when one runs; else as the owner for the run."""
+    state_dir = default_state_dir()
+    if owner_running(state_dir):
+        try:
+            client = await AsyncControlClient.connect(state_dir)
+        except NoOwner:
+            client = None  # it went away in between: own the state dir instead
+        if client is not None:
+            contract = load_contract(contract_file) if contract_file else None
+            if not as_json:
+                print(f"corral run: a client of the corral that owns {state_dir}", file=sys.stderr)
+            try:
+                return await _drive(
+                    _Remote(client, contract),
+                    repo,
+                    intent,
+                    engine,
+                    base,
+                    yes,
+                    deliver,
+                    as_json,
+                    on_question,
+                )
+            finally:
+                await client.close()
     drafter: ContractDrafter = (
         FixedDrafter(load_contract(contract_file)) if contract_file else default_drafter()
     )
-    sup = build_supervisor(default_state_dir(), drafter, backend=backend)
+    sup = build_supervisor(state_dir, drafter, backend=backend)
     await sup.open()
+    services = OwnerServices(sup, mcp_http=False)  # other clients reach this run's owner
+    await services.start()
+    try:
+        return await _drive(
+            _Local(sup), repo, intent, engine, base, yes, deliver, as_json, on_question
+        )
+    finally:
+        await services.close()
+        try:
+            await sup.close()
+        except CorralError:
+            if sup.disk_full() is None:
+                raise  # a full disk was said once already; closing cannot record more
+        for left in sup.left_running:
+            print(
+                f"corral run: the agent of {label(left)} is still running; the next corral "
+                f"here re-adopts it (`corral panes stop {left}` stops it)",
+                file=sys.stderr,
+            )
+
+
+async def _drive(
+    owner: _Owner,
+    repo: Path,
+    intent: str,
+    engine: str,
+    base: str | None,
+    yes: bool,
+    deliver: str,
+    as_json: bool,
+    on_question: str,
+) -> int:
     pump: asyncio.Task[None] | None = None
     try:
-        started = await sup.start(intent, repo, engine=engine, base=base, wait=False)
-        sid = started.session_id
-        _, sub = sup.subscribe(sid, 0)
-        assert sub is not None
+        sid = await owner.start(intent, repo, engine, base)
+        sub = await owner.subscribe(sid)
         pump = asyncio.get_running_loop().create_task(_pump(sub, as_json))
-        row = await sup.wait_for(sid, needs=True, timeout=3600)
+        row = await owner.wait_for(sid, timeout=3600)
         if row.state is CoderState.CONTRACT_PROPOSED and yes:
-            await sup.confirm(sid)
-            row = await sup.wait_for(sid, needs=True, timeout=None)
+            await owner.confirm(sid)
+            row = await owner.wait_for(sid, timeout=None)
             while row.needs_you == "question":
-                answer = await _answer(sup, sid, row.question_prompt or "", on_question, as_json)
+                options = await owner.options(sid)
+                answer = await _answer(options, row.question_prompt or "", on_question, as_json)
                 if answer is None:
                     break
-                await sup.respond(sid, answer)
+                await owner.respond(sid, answer)
                 await asyncio.sleep(0.2)
-                row = await sup.wait_for(sid, needs=True, timeout=None)
+                row = await owner.wait_for(sid, timeout=None)
         if row.needs_you == "question":
             code = 4
         elif row.state is CoderState.NEEDS_APPROVAL and deliver != "none":
             try:
-                if row.needs_you == "finding":
-                    await sup.approve(sid, accept_finding=True)
-                else:
-                    await sup.approve(sid, delivery=deliver)
+                await owner.approve(sid, deliver, row.needs_you == "finding")
             except CorralError as exc:
-                if sup.get(sid).session.state is not CoderState.NEEDS_APPROVAL:
+                if (await owner.session(sid)).state is not CoderState.NEEDS_APPROVAL:
                     raise
                 print(
                     f"corral run: delivery refused, the session waits at approval: {exc}",
@@ -105,12 +261,12 @@ async def run_session(
                 )
                 code = DELIVERY_REFUSED
             else:
-                code = EXIT.get(sup.get(sid).session.state, 1)
+                code = EXIT.get((await owner.session(sid)).state, 1)
         else:
-            code = EXIT.get(sup.get(sid).session.state, 1)
+            code = EXIT.get((await owner.session(sid)).state, 1)
         await asyncio.sleep(0.05)  # let the last events print
-        session = sup.get(sid).session
-        full = sup.disk_full()
+        session = await owner.session(sid)
+        full = owner.disk_full()
         if full is not None:
             print(f"corral: {full}", file=sys.stderr, flush=True)
             code = DISK_FULL
@@ -137,27 +293,15 @@ async def run_session(
             pump.cancel()
             if pump.done() and not pump.cancelled():
                 pump.exception()  # retrieved: a reader gone away is reported by the entry point
-        try:
-            await sup.close()
-        except CorralError:
-            if sup.disk_full() is None:
-                raise  # a full disk was said once already; closing cannot record more
-        for left in sup.left_running:
-            print(
-                f"corral run: the agent of {label(left)} is still running; the next corral "
-                f"here re-adopts it (`corral panes stop {left}` stops it)",
-                file=sys.stderr,
-            )
 
 
 APPROVE = re.compile(r"^yes\b(?!.*(always|don't ask|all edits|during this session))", re.I)
 DENY = re.compile(r"^no\b", re.I)
 
 
-async def _answer(sup: Supervisor, sid: str, prompt: str, policy: str, as_json: bool) -> str | None:
+async def _answer(options: list[str], prompt: str, policy: str, as_json: bool) -> str | None:
     """--on-question: `ask` reads a line from stdin; `approve` picks the
     agent's "yes, once" option (never "always"); `deny` picks its refusal."""
-    options: list[str] = sup.question_options(sid)
     if policy in ("approve", "deny"):
         pattern = APPROVE if policy == "approve" else DENY
         choice = next((o for o in options if pattern.search(o)), None)

@@ -1,6 +1,7 @@
-"""`corral sessions [--json]`: stored sessions, one line each (the intent cut to
-the terminal's width; `--json` has all of it). Readers never need the owner
-lock (the database is opened read-only), so a running console is fine."""
+"""`corral sessions [--json]`: sessions, one line each (the intent cut to the
+terminal's width; `--json` has all of it). With an owner running they come
+from it (live rows); with none, from the store opened read-only (no lock
+needed)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ import time
 from pathlib import Path
 
 from corral.supervisor.housekeeping import stored_sessions
+from corral.supervisor.models import SessionSummary
 from corral.supervisor.paths import default_state_dir
+from corral.supervisor.remote import ControlClient, NoOwner, owner_running
 
 PIPE_WIDTH = 160  # the line width when stdout is not a terminal
 
@@ -36,18 +39,32 @@ def one_line(text: str, width: int) -> str:
 
 def list_sessions(*, as_json: bool) -> int:
     state_dir = default_state_dir()
+    if owner_running(state_dir):
+        try:
+            with ControlClient(state_dir) as client:
+                rows = client.list()
+        except NoOwner:
+            pass  # gone in between: the store says the rest
+        else:
+            return _print(state_dir, rows, [], as_json)
     stored = stored_sessions(state_dir)
+    return _print(state_dir, stored.rows, stored.unreadable, as_json)
+
+
+def _print(
+    state_dir: Path, rows: list[SessionSummary], unreadable: list[str], as_json: bool
+) -> int:
     if as_json:
-        print(json.dumps([r.model_dump(mode="json") for r in stored.rows], indent=2))
+        print(json.dumps([r.model_dump(mode="json") for r in rows], indent=2))
     else:
-        if not stored.rows:
+        if not rows:
             print(f"no stored sessions in {state_dir}")
         now = time.time()
         width = _line_width()
-        for r in stored.rows:
+        for r in rows:
             age = int(max(0, now - r.updated_at))
             line = f"{r.label}  {r.state.value:<17} {age:>7}s ago  {Path(r.repo).name:<16} "
             print(line + one_line(r.intent, width - len(line)))
-    for sid in stored.unreadable:
+    for sid in unreadable:
         print(f"corral: stored session {sid} could not be read (left untouched)", file=sys.stderr)
     return 0

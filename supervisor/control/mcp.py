@@ -1,0 +1,339 @@
+"""The MCP endpoint: five tools over the owner's run handles (`handles.py`),
+served over streamable HTTP on 127.0.0.1 (bearer token) by the owner, and
+over stdio by `corral mcp` (a bridge to the owner, or the owner itself).
+
+The tools are registered with the official SDK (`mcp`, imported only here,
+so a console that never serves MCP never loads it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import json
+import logging
+import os
+import secrets
+import socket
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import CorralError
+from ..paths import ensure_private_dir
+from .handles import (
+    EVENT_BUFFER_MAX,
+    IDLE_TTL_SECS,
+    MAX_OPEN_RUNS,
+    AssistantTools,
+    CancelArgs,
+    PollArgs,
+    StartArgs,
+    chain_links,
+)
+
+if TYPE_CHECKING:
+    from mcp.server.mcpserver import MCPServer
+
+    from .client import AsyncControlClient
+
+log = logging.getLogger("corral.supervisor.control")
+
+MCP_INFO = "mcp.json"  # {"url", "port", "pid"}: where the owner serves MCP
+MCP_TOKEN = "mcp.token"  # the bearer token, 0600
+MCP_PATH = "/mcp"
+
+GATES = (
+    "Gates stay human: the run waits at gate 1 until the operator confirms its contract in "
+    "the corral console (unless you give a contract and the operator's config allows MCP "
+    "callers to confirm), and approving the verified diff is always the operator's, in the "
+    "console: no tool here can approve or deliver."
+)
+
+START_DESCRIPTION = (
+    "Start a corral coding session and return a run handle at once (never blocks: a run "
+    "takes minutes). Poll it with assistant_poll, stop it with assistant_cancel. The session "
+    "runs an agent in its own git worktree of `repo`; `contract` (an object with checks, or "
+    "the path of a contract JSON file) says what 'done' means, else one is drafted. "
+    f"{GATES} At most {MAX_OPEN_RUNS} runs started this way are open at once: the next is "
+    "refused, never queued. A handle not polled for "
+    f"{int(IDLE_TTL_SECS)} s is cancelled and dropped; it lives in the owner's memory and "
+    "does not survive its restart. If you are an agent CLI, set invoked_by to your name "
+    "(claude-code, codex, gemini)."
+)
+POLL_DESCRIPTION = (
+    "Events of a run since `since_seq` (pass next_seq from the previous poll; 0 for the "
+    "whole buffer) and where it stands. `status` (running | ok | error | cancelled) is the "
+    "handle's; `state` is the session's. `needs_you` says what the run waits for: the "
+    "contract to confirm, a question and its options, or the diff to approve, each the "
+    f"operator's to act on in the console. At most {EVENT_BUFFER_MAX} events are kept; "
+    "`events_skipped` counts those trimmed before you read them. `result` (branch, commit) "
+    "comes once the run ends. An unknown run_id means the owner restarted or the run was "
+    "reaped."
+)
+CANCEL_DESCRIPTION = (
+    "Stop a run: its session is cancelled (its worktree kept when it has work in it). "
+    "Returns cancelled | already_terminal | unknown; cancelling a finished or unknown run "
+    "is a successful no-op."
+)
+
+
+def build_mcp_server(tools: AssistantTools) -> MCPServer:
+    """The five tools over `tools` (the handle table, or a bridge to it)."""
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
+    from mcp_types import ToolAnnotations
+
+    server: MCPServer = MCPServer(
+        "corral",
+        instructions="Start, poll and cancel corral coding sessions. " + GATES,
+        log_level="WARNING",
+    )
+
+    def out(value: Any) -> str:
+        return json.dumps(value, ensure_ascii=False)
+
+    @server.tool(
+        name="assistant_start",
+        description=START_DESCRIPTION,
+        annotations=ToolAnnotations(
+            read_only_hint=False,
+            destructive_hint=True,
+            idempotent_hint=False,
+            open_world_hint=True,
+        ),
+        structured_output=False,
+    )
+    async def assistant_start(
+        intent: str,
+        repo: str,
+        contract: dict[str, Any] | str | None = None,
+        engine: str = "auto",
+        base: str | None = None,
+        invoked_by: str | None = None,
+    ) -> str:
+        args = StartArgs(
+            intent=intent,
+            repo=repo,
+            contract=contract,
+            engine=engine,
+            base=base,
+            invoked_by=invoked_by,
+        )
+        try:
+            return out(await tools.start(args))
+        except CorralError as exc:
+            raise ToolError(str(exc)) from None
+
+    @server.tool(
+        name="assistant_poll",
+        description=POLL_DESCRIPTION,
+        annotations=ToolAnnotations(
+            read_only_hint=True,
+            destructive_hint=False,
+            idempotent_hint=True,
+            open_world_hint=False,
+        ),
+        structured_output=False,
+    )
+    async def assistant_poll(run_id: str, since_seq: int = 0) -> str:
+        args = PollArgs(run_id=run_id, since_seq=since_seq)
+        try:
+            return out(await tools.poll(args.run_id, args.since_seq))
+        except CorralError as exc:
+            raise ToolError(str(exc)) from None
+
+    @server.tool(
+        name="assistant_cancel",
+        description=CANCEL_DESCRIPTION,
+        annotations=ToolAnnotations(
+            read_only_hint=False,
+            destructive_hint=False,
+            idempotent_hint=True,
+            open_world_hint=False,
+        ),
+        structured_output=False,
+    )
+    async def assistant_cancel(run_id: str) -> str:
+        try:
+            return out(await tools.cancel(CancelArgs(run_id=run_id).run_id))
+        except CorralError as exc:
+            raise ToolError(str(exc)) from None
+
+    read_only = ToolAnnotations(
+        read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+    )
+
+    @server.tool(
+        name="sessions_list",
+        description="Every corral session on the owner's board (read-only), most recent first.",
+        annotations=read_only,
+        structured_output=False,
+    )
+    async def sessions_list() -> str:
+        try:
+            return out(await tools.sessions_list())
+        except CorralError as exc:
+            raise ToolError(str(exc)) from None
+
+    @server.tool(
+        name="session_get",
+        description="One corral session in full (read-only): its state, contract, checks, "
+        "diff summary and what it needs from the operator.",
+        annotations=read_only,
+        structured_output=False,
+    )
+    async def session_get(session_id: str) -> str:
+        try:
+            return out(await tools.session_get(session_id))
+        except CorralError as exc:
+            raise ToolError(str(exc)) from None
+
+    return server
+
+
+class BridgeTools:
+    """The tools of a `corral mcp` that is not the owner: each call goes to
+    the owner over the control socket. The bridge's own `CORRAL_INVOKED_BY`
+    (the agent that launched it) is put ahead of the caller's `invoked_by`."""
+
+    def __init__(self, client: AsyncControlClient, chain: str | None = None) -> None:
+        self.client = client
+        self.chain = chain_links(os.environ.get("CORRAL_INVOKED_BY") if chain is None else chain)
+
+    async def start(self, args: StartArgs) -> dict[str, Any]:
+        invoked = ">".join([*self.chain, *chain_links(args.invoked_by)]) or None
+        params = args.model_dump()
+        params["invoked_by"] = invoked
+        result: dict[str, Any] = await self.client.call("assistant_start", **params)
+        return result
+
+    async def poll(self, run_id: str, since_seq: int) -> dict[str, Any]:
+        result: dict[str, Any] = await self.client.call(
+            "assistant_poll", run_id=run_id, since_seq=since_seq
+        )
+        return result
+
+    async def cancel(self, run_id: str) -> dict[str, Any]:
+        result: dict[str, Any] = await self.client.call("assistant_cancel", run_id=run_id)
+        return result
+
+    async def sessions_list(self) -> list[dict[str, Any]]:
+        result: list[dict[str, Any]] = await self.client.call("list")
+        return result
+
+    async def session_get(self, session_id: str) -> dict[str, Any]:
+        result: dict[str, Any] = await self.client.call("get", session_id=session_id)
+        return result
+
+
+class _BearerAuth:
+    """ASGI middleware: every HTTP request needs `Authorization: Bearer <token>`."""
+
+    def __init__(self, app: Any, token: str) -> None:
+        self.app = app
+        self.expected = f"Bearer {token}".encode()
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            given = dict(scope.get("headers") or []).get(b"authorization", b"")
+            if not hmac.compare_digest(given, self.expected):
+                body = json.dumps(
+                    {
+                        "error": "unauthorized: send the bearer token from the owner's "
+                        f"{MCP_TOKEN} file in the state dir (Authorization: Bearer <token>)"
+                    }
+                ).encode()
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 401,
+                        "headers": [
+                            (b"content-type", b"application/json"),
+                            (b"www-authenticate", b"Bearer"),
+                        ],
+                    }
+                )
+                await send({"type": "http.response.body", "body": body})
+                return
+        await self.app(scope, receive, send)
+
+
+def read_mcp_endpoint(state_dir: Path) -> tuple[str, str] | None:
+    """The owner's MCP URL and bearer token, or None when it serves none."""
+    try:
+        info = json.loads((Path(state_dir) / MCP_INFO).read_text(encoding="utf-8"))
+        token = (Path(state_dir) / MCP_TOKEN).read_text(encoding="utf-8").strip()
+    except (OSError, ValueError):
+        return None
+    return str(info["url"]), token
+
+
+class McpHttp:
+    """MCP over streamable HTTP on 127.0.0.1: a free port written to
+    `<state dir>/mcp.json`, a fresh bearer token in `<state dir>/mcp.token`
+    (0600). Stateless requests: the run id is the caller's state."""
+
+    def __init__(self, tools: AssistantTools, state_dir: Path) -> None:
+        self.tools = tools
+        self.state_dir = Path(state_dir)
+        self.url: str | None = None
+        self.token = secrets.token_urlsafe(32)
+        self._server: Any = None
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> str:
+        import uvicorn
+
+        app = build_mcp_server(self.tools).streamable_http_app(
+            streamable_http_path=MCP_PATH, stateless_http=True, json_response=True
+        )
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+        config = uvicorn.Config(
+            _BearerAuth(app, self.token),
+            log_level="warning",
+            lifespan="on",
+            access_log=False,
+        )
+        self._server = uvicorn.Server(config)
+        self._server.install_signal_handlers = lambda: None  # the owner handles signals
+        self._task = asyncio.get_running_loop().create_task(self._server.serve(sockets=[sock]))
+        for _ in range(500):
+            if self._server.started or self._task.done():
+                break
+            await asyncio.sleep(0.01)
+        if not self._server.started:
+            raise CorralError("the MCP endpoint did not start (see the owner's log)")
+        self.url = f"http://127.0.0.1:{port}{MCP_PATH}"
+        ensure_private_dir(self.state_dir)
+        _write_private(self.state_dir / MCP_TOKEN, self.token + "\n")
+        _write_private(
+            self.state_dir / MCP_INFO,
+            json.dumps({"url": self.url, "port": port, "pid": os.getpid()}) + "\n",
+        )
+        return self.url
+
+    async def close(self) -> None:
+        for name in (MCP_INFO, MCP_TOKEN):
+            with contextlib.suppress(FileNotFoundError):
+                (self.state_dir / name).unlink()
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._task is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._task, 5)
+
+
+def _write_private(path: Path, text: str) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.chmod(path, 0o600)
+
+
+async def run_stdio(tools: AssistantTools) -> None:
+    """Serve the tools on stdin/stdout until the client closes them."""
+    await build_mcp_server(tools).run_stdio_async()

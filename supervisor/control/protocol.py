@@ -1,0 +1,219 @@
+"""The control protocol, version `corral-control/1`: JSON-RPC 2.0 over the
+unix socket `<state dir>/control.sock`, one JSON object per line (UTF-8,
+newline-terminated), no message longer than `MAX_MESSAGE_BYTES`.
+
+A request is `{"jsonrpc": "2.0", "id": 1, "method": "get", "params": {...}}`;
+its answer carries the same id and either `result` or `error`
+(`{"code", "message", "data": {"kind"}}`: `message` is the supervisor's
+sentence, `kind` its exception class, e.g. `StateDirError`). Requests on one
+connection may be answered out of order; match them by id.
+
+`subscribe` and `watch` stream after their answer, as notifications (no id)
+naming the request that opened them in `params.stream`: `event` (one session
+event, as in the journal), `board` (changed board rows), and `stream_end`
+(`reason`: `closed` or `dropped`; a dropped stream says `resume_from`, the
+seq to subscribe from again). `unsubscribe {stream}` ends one.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .. import errors
+from ..events import CoderEvent
+from ..models import OutcomeContract
+
+PROTOCOL = "corral-control/1"
+SOCKET_NAME = "control.sock"
+MAX_MESSAGE_BYTES = 1 << 20  # one request or answer line, 1 MiB
+MAX_SOCKET_PATH = 104  # sun_path is 108 bytes on Linux, 104 on the BSDs
+
+# JSON-RPC error codes: the standard ones, then one for a supervisor refusal.
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+CORRAL_ERROR = -32000
+TOO_LARGE = -32001
+
+# how the owner writes an `event` notification, so a client can take the event
+# out without parsing the envelope: EVENT_HEAD <stream id> EVENT_MID <event> }}
+EVENT_HEAD = b'{"jsonrpc":"2.0","method":"event","params":{"stream":'
+EVENT_MID = b',"event":'
+
+ERROR_KINDS: dict[str, type[errors.CorralError]] = {
+    "CorralError": errors.CorralError,
+    "StateDirError": errors.StateDirError,
+    "ConfigError": errors.ConfigError,
+    "DiskFullError": errors.DiskFullError,
+}
+
+
+def socket_path(state_dir: Path) -> Path:
+    return Path(state_dir) / SOCKET_NAME
+
+
+def event_row(event: CoderEvent) -> dict[str, Any]:
+    """An event as `corral run --json` prints it: the journal's row (`seq`,
+    `ts`, `kind`, `data`) plus `session_id`."""
+    return {
+        "session_id": event.session_id,
+        "seq": event.seq,
+        "ts": event.ts,
+        "kind": event.kind._value_,
+        "data": event.data,
+    }
+
+
+def encode(message: dict[str, Any]) -> bytes:
+    return (json.dumps(message, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+
+
+def error_kind(exc: BaseException) -> str:
+    """The exception's class name, e.g. `StateDirError` or `UserInputExpired`."""
+    return type(exc).__name__
+
+
+class ControlError(errors.CorralError):
+    """An error answer from the owner: its sentence, kind and code."""
+
+    def __init__(self, message: str, *, code: int, kind: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.kind = kind
+
+
+def raise_error(error: dict[str, Any]) -> None:
+    """Raise the error an answer carries: the supervisor's own class for the
+    kinds a client knows, else a `ControlError` (a `CorralError` too) that
+    keeps the kind and the code."""
+    message = str(error.get("message", "error"))
+    code = int(error.get("code", INTERNAL_ERROR))
+    data = error.get("data")
+    kind = str(data.get("kind", "")) if isinstance(data, dict) else ""
+    if code == CORRAL_ERROR and kind in ERROR_KINDS:
+        raise ERROR_KINDS[kind](message)
+    raise ControlError(message, code=code, kind=kind or "protocol")
+
+
+# --- params of each method (unknown fields are refused) ----------------------
+
+
+class _Params(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class NoParams(_Params):
+    pass
+
+
+class SessionParams(_Params):
+    session_id: str
+
+
+class StartParams(_Params):
+    intent: str
+    repo: str
+    engine: str = "auto"
+    base: str | None = None
+    max_iterations: int | None = None
+    constraints: list[str] | None = None
+    discussion_id: str | None = None
+    wait: bool = True
+    contract: OutcomeContract | None = None
+
+
+class ConfirmParams(_Params):
+    session_id: str
+    contract: OutcomeContract | None = None
+
+
+class ReviseParams(_Params):
+    session_id: str
+    request: str
+
+
+class RespondParams(_Params):
+    session_id: str
+    text: str
+    steer: bool = False
+
+
+class SteerParams(_Params):
+    session_id: str
+    text: str
+
+
+class ApproveParams(_Params):
+    session_id: str
+    accept_finding: bool = False
+    delivery: str | None = None
+    comment: str | None = None
+    # path -> hunk indexes to deliver (null: the whole file); absent: everything
+    selection: dict[str, list[int] | None] | None = None
+    override_red: bool = False
+    discard_rest: bool = False
+
+
+class RejectParams(_Params):
+    session_id: str
+    comment: str | None = None
+
+
+class SubscribeParams(_Params):
+    session_id: str
+    from_seq: int = Field(default=0, ge=0)
+
+
+class StreamParams(_Params):
+    stream: int | str
+
+
+class WaitParams(_Params):
+    session_id: str
+    states: list[str] | None = None
+    needs: bool = False
+    timeout: float | None = Field(default=30, ge=0)
+
+
+class EngineParams(_Params):
+    engine: str
+
+
+class ScreenParams(_Params):
+    session_id: str
+    known_version: int = -2  # the version the client holds: its screen is not resent
+
+
+class KeysParams(_Params):
+    session_id: str
+    keys: list[str]
+
+
+class ResizeParams(_Params):
+    session_id: str
+    width: int = Field(ge=1, le=1000)
+    height: int = Field(ge=1, le=1000)
+
+
+class ScrollbackParams(_Params):
+    session_id: str
+    lines: int = Field(default=2000, ge=1, le=100_000)
+
+
+class DiscussionParams(_Params):
+    discussion_id: str
+
+
+class DiscussionStartParams(_Params):
+    repo: str
+
+
+class DiscussionSendParams(_Params):
+    discussion_id: str
+    text: str

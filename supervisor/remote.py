@@ -1,0 +1,64 @@
+"""How a process that does not own a state dir reaches the one that does,
+and how an owner serves: the public face of `control/` for the console and
+the command line (which may import only the supervisor's public modules).
+
+The protocol is in `control/protocol.py` (and the README): JSON-RPC 2.0 over
+`<state dir>/control.sock`, one JSON object per line.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .control.attached import AttachedSupervisor
+from .control.client import AsyncControlClient, ControlClient, NoOwner, OwnerGone, owner_running
+from .control.handles import AssistantTools, CallerPolicy, RunBounds
+from .control.owner import OwnerServices
+from .control.protocol import (
+    MAX_MESSAGE_BYTES,
+    PROTOCOL,
+    ControlError,
+    socket_path,
+)
+
+__all__ = [
+    "MAX_MESSAGE_BYTES",
+    "PROTOCOL",
+    "AssistantTools",
+    "AsyncControlClient",
+    "AttachedSupervisor",
+    "CallerPolicy",
+    "ControlClient",
+    "ControlError",
+    "NoOwner",
+    "OwnerGone",
+    "OwnerServices",
+    "RunBounds",
+    "bridge_tools",
+    "mcp_endpoint",
+    "owner_running",
+    "serve_mcp_stdio",
+    "socket_path",
+]
+
+
+def mcp_endpoint(state_dir: Path) -> tuple[str, str] | None:
+    """The owner's MCP URL and bearer token, or None when it serves none."""
+    from .control.mcp import read_mcp_endpoint
+
+    return read_mcp_endpoint(state_dir)
+
+
+async def serve_mcp_stdio(tools: AssistantTools) -> None:
+    """The MCP tools on stdin/stdout over `tools`: the owner's handle table
+    (`OwnerServices.handles`) or `bridge_tools(client)`."""
+    from .control.mcp import run_stdio
+
+    await run_stdio(tools)
+
+
+def bridge_tools(client: AsyncControlClient) -> AssistantTools:
+    """Tools that forward each call to the owner over the control socket."""
+    from .control.mcp import BridgeTools
+
+    return BridgeTools(client)

@@ -1,0 +1,175 @@
+"""`corral get|watch|answer|approve|reject|cancel <id>`: one session, through
+the owner of the state dir (a console, `corral serve`, a `corral run`).
+
+Acting needs an owner: with none these say so and exit 2. `get` (like
+`corral sessions`) falls back to reading the store read-only, and says the
+state is as stored, not live. A session is named by its id, its label
+(`corral-1a2b3c4d`) or the end of its id.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+from typing import Any
+
+from corral.supervisor.errors import CorralError
+from corral.supervisor.events import StateChangedData
+from corral.supervisor.housekeeping import stored_sessions
+from corral.supervisor.paths import default_state_dir
+from corral.supervisor.remote import AsyncControlClient, ControlClient, NoOwner, owner_running
+from corral.supervisor.states import label
+
+from ..event_text import describe
+
+
+def resolve(ids: list[str], name: str) -> str:
+    """The one session id `name` means: an id, a label, or an id's tail."""
+    name = name.removeprefix("corral-")
+    if name in ids:
+        return name
+    matches = [sid for sid in ids if sid.endswith(name) or sid.startswith(name)]
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        raise CorralError(f"no corral session '{name}' (`corral sessions` lists them)")
+    raise CorralError(f"'{name}' names {len(matches)} sessions: give more of the id")
+
+
+def _client() -> ControlClient:
+    try:
+        return ControlClient(default_state_dir())
+    except NoOwner as exc:
+        raise CorralError(f"{exc}; acting on a session needs its owner") from None
+
+
+def get(name: str, *, as_json: bool) -> int:
+    state_dir = default_state_dir()
+    if owner_running(state_dir):
+        with _client() as client:
+            sid = resolve([r.session_id for r in client.list()], name)
+            detail: dict[str, Any] = client.call("get", session_id=sid)
+        if as_json:
+            print(json.dumps(detail, indent=2))
+            return 0
+        session = detail["session"]
+        print(f"{label(sid)}  {session['state']}  ({'live' if detail['live'] else 'stored'})")
+        print(f"  intent: {session['intent']}")
+        print(f"  repo:   {session['repo']}")
+        if detail.get("needs_you_label"):
+            print(f"  needs you: {detail['needs_you_label']}")
+        if detail.get("question_prompt"):
+            print(f"  question: {detail['question_prompt']}")
+        if session.get("result_branch"):
+            print(f"  result: {session['result_branch']} {session.get('result_commit') or ''}")
+        if session.get("error"):
+            print(f"  error:  {session['error']}")
+        return 0
+    stored = stored_sessions(state_dir)
+    sid = resolve([r.session_id for r in stored.rows], name)
+    row = next(r for r in stored.rows if r.session_id == sid)
+    if as_json:
+        print(json.dumps({"owner": None, "stored": row.model_dump(mode="json")}, indent=2))
+        return 0
+    print(f"{row.label}  {row.state.value}  (stored: no corral owns {state_dir}, so not live)")
+    print(f"  intent: {row.intent}")
+    print(f"  repo:   {row.repo}")
+    return 0
+
+
+def watch(name: str, *, as_json: bool, from_seq: int) -> int:
+    """Events of one session until it ends (or ctrl+c); exit 0."""
+    return asyncio.run(_watch(name, as_json=as_json, from_seq=from_seq))
+
+
+async def _watch(name: str, *, as_json: bool, from_seq: int) -> int:
+    try:
+        client = await AsyncControlClient.connect(default_state_dir())
+    except NoOwner as exc:
+        raise CorralError(f"{exc}; watching a session needs its owner") from None
+    try:
+        sid = resolve([r.session_id for r in await client.list()], name)
+        result, sub = await client.subscribe(sid, from_seq)
+        if result.events_skipped:
+            print(f"corral watch: {result.events_skipped} earlier event(s) are no longer held")
+        if sub is None:
+            print(f"corral watch: {label(sid)} is {result.state.value} and not live")
+            return 0
+        async for event in sub:
+            if as_json:
+                print(json.dumps(event.model_dump(mode="json"), ensure_ascii=False), flush=True)
+            else:
+                print(describe(event).plain, flush=True)
+            if isinstance(event.data, StateChangedData) and event.data.to.is_terminal:
+                break
+        return 0
+    finally:
+        await client.close()
+
+
+def act(args: argparse.Namespace) -> int:
+    """`answer`, `approve`, `reject`, `cancel`: one call to the owner."""
+    with _client() as client:
+        sid = resolve([r.session_id for r in client.list()], args.session)
+        if args.command == "answer":
+            result = client.call("respond", session_id=sid, text=args.text, steer=args.steer)
+        elif args.command == "approve":
+            selection = None
+            if args.files:
+                selection = {path: None for path in args.files}
+            result = client.call(
+                "approve",
+                session_id=sid,
+                delivery=args.delivery,
+                comment=args.comment,
+                selection=selection,
+                accept_finding=args.accept_finding,
+            )
+        elif args.command == "reject":
+            result = client.call("reject", session_id=sid, comment=args.comment)
+        else:
+            result = client.call("cancel", session_id=sid)
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        state = result.get("state") if isinstance(result, dict) else None
+        print(f"corral {args.command}: {label(sid)}" + (f" → {state}" if state else ""))
+        if isinstance(result, dict) and result.get("branch"):
+            print(f"  branch {result['branch']} {result.get('commit') or ''}")
+    return 0
+
+
+def add_parsers(sub: Any) -> None:
+    get_p = sub.add_parser("get", help="one session, from its owner (or as stored)")
+    get_p.add_argument("session", help="session id, label or the end of its id")
+    get_p.add_argument("--json", action="store_true", help="print JSON")
+    watch_p = sub.add_parser("watch", help="follow one session's events (needs an owner)")
+    watch_p.add_argument("session")
+    watch_p.add_argument("--json", action="store_true", help="events as JSON lines")
+    watch_p.add_argument("--from-seq", type=int, default=0, help="replay from this seq")
+    answer = sub.add_parser("answer", help="answer a session's question (or --steer it)")
+    answer.add_argument("session")
+    answer.add_argument("text", help="the answer (an option's text, or free text)")
+    answer.add_argument("--steer", action="store_true", help="guidance, not an answer")
+    approve = sub.add_parser("approve", help="approve a session's verified diff")
+    approve.add_argument("session")
+    approve.add_argument("--delivery", choices=["branch", "checkout"], default=None)
+    approve.add_argument("--comment")
+    approve.add_argument("--files", nargs="+", help="approve only these files (partial)")
+    approve.add_argument("--accept-finding", action="store_true", help="accept a no-change finding")
+    reject = sub.add_parser("reject", help="reject a session's diff")
+    reject.add_argument("session")
+    reject.add_argument("--comment")
+    cancel = sub.add_parser("cancel", help="cancel a session")
+    cancel.add_argument("session")
+    for p in (answer, approve, reject, cancel):
+        p.add_argument("--json", action="store_true", help="print the owner's answer as JSON")
+
+
+def dispatch(args: argparse.Namespace) -> int:
+    if args.command == "get":
+        return get(args.session, as_json=args.json)
+    if args.command == "watch":
+        return watch(args.session, as_json=args.json, from_seq=args.from_seq)
+    return act(args)
