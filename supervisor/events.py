@@ -181,12 +181,18 @@ class ContractRevisionRejectedData(EventData):
 
 
 class ModelFallbackData(EventData):
-    """A model call was served by a fallback model."""
+    """A model request moved to the next model in order. Every hop is
+    journaled; only `notice` ones (a rejected credential: the operator must
+    act) are shown on the board and in the session view."""
 
     KIND = K.MODEL_FALLBACK
     from_: str = _from_field()
     to: str
-    reason: str
+    reason: (
+        str  # timed_out, server_error, unreachable, rate_limited, auth_rejected, unparseable_json
+    )
+    detail: str = ""
+    notice: bool = True
 
 
 class AuthRequiredData(EventData):

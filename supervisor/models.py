@@ -173,6 +173,14 @@ class DiffSummary(BaseModel):
     files: list[DiffFile] = Field(default_factory=list)
 
 
+class ModelUse(BaseModel):
+    """One model's share of a session's work."""
+
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost_usd: float | None = None
+
+
 class CoderSession(BaseModel):
     """The persisted snapshot of one session."""
 
@@ -227,6 +235,13 @@ class CoderSession(BaseModel):
     cost_usd: float | None = None
     authored_by: list[str] = Field(default_factory=list)
     pane: dict[str, Any] | None = None  # {"owner", "pane_id", "backend", "agent", "state"}
+    # `model` is the pin when `model_pinned`, else the first model that served
+    # the session; `model_id` is what an external agent is given for the pin.
+    model_pinned: bool = False
+    model_id: str | None = None
+    # What each model used for this session (drafting, revisions, the built-in
+    # engine), in first-served order; cost from the configured prices.
+    model_use: dict[str, ModelUse] = Field(default_factory=dict)
 
     def execution_intent(self) -> str:
         """The intent plus agreed constraints and accepted guidance."""
@@ -278,6 +293,9 @@ class SessionSummary(BaseModel):
     model: str | None
     discussion_id: str | None
     next_seq: int | None
+    model_pinned: bool = False
+    # A model whose key was rejected and the one that answered instead.
+    model_notice: str | None = None
     agent_status: str | None = None
     agent_reason: str | None = None
     agent_source: str | None = None  # "hook" | "pane" (its screen) | "process"

@@ -159,6 +159,7 @@ CLAUDE = ClaudeProfile(
     env_allow=agent_env.CLAUDE,
     hooks=True,
     own_dirs=(".claude",),
+    model_flag="--model",
     own_files=(".claude.json",),
 )
 
@@ -179,6 +180,7 @@ CODEX = CodexProfile(
     env_allow=agent_env.CODEX,
     hooks=True,
     own_dirs=(".codex",),
+    model_flag="-m",
 )
 
 
@@ -224,6 +226,7 @@ GEMINI = GeminiProfile(
     ),
     dialogs=(_dialog("trust", r"do you trust the files in this folder", r"^trust folder\b"),),
     env_allow=agent_env.GEMINI,
+    model_flag="-m",
     own_dirs=(".gemini",),
 )
 
@@ -274,6 +277,7 @@ AIDER = AiderProfile(
         idle=compile_all(r"^\s*(\w+\s*)?>\s*$"),
     ),
     env_allow=agent_env.AIDER,
+    model_flag="--model",
     prompt_in_argv=False,
     own_dirs=(".aider",),  # its caches and analytics
     own_files=(".aider*",),  # .aider.conf.yml, .aider.model.settings.yml, …
@@ -289,6 +293,7 @@ OPENCODE = AgentProfile(
         idle=compile_all(r"press enter to send", r"enter send"),
     ),
     env_allow=agent_env.OPENCODE,
+    model_flag="--model",
     prompt_in_argv=False,
     own_dirs=(".config/opencode", ".local/share/opencode", ".local/state/opencode"),
 )

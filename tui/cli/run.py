@@ -63,6 +63,7 @@ async def run_session(
     as_json: bool,
     backend: str = "tmux",
     on_question: str = "ask",
+    model: str | None = None,
 ) -> int:
     drafter: ContractDrafter = (
         FixedDrafter(load_contract(contract_file)) if contract_file else default_drafter()
@@ -71,7 +72,7 @@ async def run_session(
     await sup.open()
     pump: asyncio.Task[None] | None = None
     try:
-        started = await sup.start(intent, repo, engine=engine, base=base, wait=False)
+        started = await sup.start(intent, repo, engine=engine, base=base, wait=False, model=model)
         sid = started.session_id
         _, sub = sup.subscribe(sid, 0)
         assert sub is not None
@@ -194,6 +195,7 @@ def main_run(args: argparse.Namespace) -> int:
                 as_json=args.json,
                 backend=args.backend,
                 on_question=args.on_question,
+                model=args.model,
             )
         )
     except CorralError as exc:
