@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from ..agents.base import AgentUnavailable
 from ..agents.oneshot import is_oneshot, oneshot_profile
 from ..agents.profiles import profile_for
-from ..errors import ConfigError, CorralError
+from ..errors import CorralError
 from ..llm.catalog import AUTO, ModelEntry
 from ..llm.chain import ModelChain
 
@@ -59,24 +59,3 @@ def resolve_pin(name: str | None, engine: str, chain: ModelChain | None) -> Pin 
             "line (e.g. custom:my-agent --model x), or choose model auto"
         )
     return Pin(name, (entry.model if entry is not None else "") or name, entry)
-
-
-def tool_capable(chain: ModelChain | None, name: str | None) -> ModelEntry | None:
-    """A discussion's pin: a configured model that can call tools."""
-    name = (name or "").strip()
-    if not name or name == AUTO:
-        return None
-    entry = chain.get(name) if chain is not None else None
-    known = ", ".join(chain.names) if chain is not None else "none configured"
-    if entry is None:
-        raise ConfigError(
-            f"unknown model {name!r}: choose one of {known} (`corral doctor` lists them), or "
-            "auto to clear the choice"
-        )
-    if not entry.tools:
-        tooled = ", ".join(e.name for e in chain.entries if e.tools) if chain else ""
-        raise ConfigError(
-            f"model {name!r} cannot call repository tools, which a discussion needs: choose a "
-            f"tool-capable model ({tooled or 'none configured'}), or auto to clear the choice"
-        )
-    return entry

@@ -157,6 +157,8 @@ class ContractGate:
         base_sha = await asyncio.to_thread(resolve_base, root, base)
         await asyncio.to_thread(refuse_initialised_submodules, root)
         resolved, reason = self._engines.resolve(engine)
+        if model is None and discussion_id is not None:  # the discussion's pin carries over
+            model = await asyncio.to_thread(self._discussion_runs.model_of, discussion_id)
         pin = self._pin(model, resolved)
         ensure_private_dir(self._registry.state_dir)
         self._before_start()
