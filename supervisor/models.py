@@ -243,6 +243,26 @@ class CoderSession(BaseModel):
     # engine), in first-served order; cost from the configured prices.
     model_use: dict[str, ModelUse] = Field(default_factory=dict)
 
+    def model_use_lines(self) -> list[str]:
+        """`name: N in / M out tokens, $X` per model, in first-served order."""
+        lines = []
+        for name, use in self.model_use.items():
+            cost = f", ${use.cost_usd:.4f}" if use.cost_usd is not None else ", unpriced"
+            lines.append(f"{name}: {use.tokens_in} in / {use.tokens_out} out tokens{cost}")
+        return lines
+
+    def authorship(self) -> str:
+        """Who wrote the work, for the diff screen (empty when unknown)."""
+        parts = []
+        if self.authored_by:
+            parts.append("written by " + ", ".join(self.authored_by))
+        if self.model:
+            parts.append(f"model {self.model}" + (" (pinned)" if self.model_pinned else ""))
+        use = self.model_use_lines()
+        if use:
+            parts.append("; ".join(use))
+        return " — ".join(parts)
+
     def execution_intent(self) -> str:
         """The intent plus agreed constraints and accepted guidance."""
         parts = [self.intent.strip()]

@@ -63,12 +63,3 @@ def record_use(session: CoderSession, ledger: Ledger, *, add_cost: bool) -> None
         if session.model is None:
             session.model = name
     ledger.spend.clear()
-
-
-def cost_lines(session: CoderSession) -> list[str]:
-    """`name: N in / M out tokens, $X` per model, in first-served order."""
-    lines = []
-    for name, use in session.model_use.items():
-        cost = f", ${use.cost_usd:.4f}" if use.cost_usd is not None else ", unpriced"
-        lines.append(f"{name}: {use.tokens_in} in / {use.tokens_out} out tokens{cost}")
-    return lines

@@ -26,7 +26,7 @@ from corral.supervisor.session import model_use
 from corral.supervisor.session.events import read_journal
 from corral.supervisor.states import CoderState as S
 from corral.supervisor.states import NeedsYou
-from tests.conftest import SupervisorFactory, init_repo
+from tests.conftest import SupervisorFactory, git, init_repo, run_to_gate
 from tests.fakes.model_server import FakeModelServer, HttpError, Reply
 
 VENV_BIN = str(Path(sys.executable).parent)
@@ -214,3 +214,22 @@ async def test_sessions_json_shows_the_model(
     [row] = stored_sessions(state_dir).rows
     data = json.loads(row.model_dump_json())
     assert data["model"] == "good" and data["model_pinned"] is True
+
+
+async def test_the_delivered_commit_says_which_models_wrote_it_and_their_cost(
+    make_supervisor: SupervisorFactory, servers: dict[str, FakeModelServer], tmp_path: Path
+) -> None:
+    good = servers["good"]
+    good.push(Reply(GOOD))
+    repo = init_repo(tmp_path / "repo")
+    sup = await make_supervisor(drafter=drafter([entry("good", good)]))
+    started = await sup.start("Write hi to hello.txt", repo, model="good")
+    assert (await run_to_gate(sup, started.session_id)).state is S.NEEDS_APPROVAL
+    session = sup.get(started.session_id).session
+    assert "model good (pinned)" in session.authorship()
+    result = await sup.approve(started.session_id, delivery="branch")
+    message = git(repo, "log", "-1", "--format=%B", result.branch or "")
+    assert "Corral-Model: good (pinned)" in message.splitlines()
+    assert "Corral-Model-Use: good: 10 in / 5 out tokens, $0.0001" in message.splitlines()
+    authors = next(line for line in message.splitlines() if line.startswith("Corral-Authored-By"))
+    assert "good" in authors
