@@ -4,8 +4,10 @@ Unpinned, a request goes to the first model in the default order that is not
 excluded; a timeout, a server failure (5xx, a broken connection, an
 unreachable server, rate limiting after the provider's own retries) or a
 rejected credential (401/403) sends it to the next one. Every hop is handed to
-`on_hop` with its reason, so the session journals it. Exclusions are soft:
-when every model is excluded, the order is used as it is.
+`on_hop` with its reason, so the session journals it, and the model hopped
+away from is left out of the view's later requests (a session does not wait
+out the same timeout on every turn). Exclusions are soft: when every model is
+excluded, the order is used as it is.
 
 Pinned (strict), the request only ever goes to the pinned model: nothing is
 rotated. A rejected credential of a pinned remote model goes to `auth_wait`
@@ -197,6 +199,7 @@ class ModelChain:
                 if reason is None or i + 1 >= len(order):
                     raise
                 i += 1
+                self.exclude.add(entry.name)  # this view's later requests skip it (softly)
                 if self.on_hop is not None:
                     self.on_hop(Hop(entry.name, order[i].name, reason, str(exc)))
                 continue

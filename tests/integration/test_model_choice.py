@@ -233,3 +233,91 @@ async def test_the_delivered_commit_says_which_models_wrote_it_and_their_cost(
     assert "Corral-Model-Use: good: 10 in / 5 out tokens, $0.0001" in message.splitlines()
     authors = next(line for line in message.splitlines() if line.startswith("Corral-Authored-By"))
     assert "good" in authors
+
+
+# --- the built-in engine ------------------------------------------------------------------
+
+
+def native_supervisor_parts(tmp_path: Path, chain: ModelChain) -> dict[str, object]:
+    from corral.supervisor.contracts.drafting import FixedDrafter
+    from corral.supervisor.engines.registry import AgentEngines
+    from tests.conftest import hello_contract
+
+    engines = AgentEngines(
+        None, session_dir=lambda sid: tmp_path / "agents" / sid, provider=chain, preference=()
+    )
+    return {"drafter": FixedDrafter(hello_contract()), "engines": engines}
+
+
+def write_hello() -> list[object]:
+    from corral.supervisor.llm.base import ToolCall as Call
+    from corral.supervisor.llm.base import Turn, Usage
+
+    usage = Usage(input_tokens=1000, output_tokens=100)
+    return [
+        Turn(
+            text="",
+            tool_calls=(Call("c1", "write_file", {"path": "hello.txt", "content": "hi\n"}),),
+            stop_reason="tool_use",
+            usage=usage,
+        ),
+        Turn(text="Wrote it.", usage=usage),
+    ]
+
+
+async def test_the_built_in_engine_falls_back_and_records_who_wrote_it(tmp_path: Path) -> None:
+    from corral.supervisor.api import Supervisor
+    from corral.supervisor.llm.base import ModelError
+    from tests.conftest import fast_config
+    from tests.fakes.scripted_llm import ScriptedProvider
+
+    served = {
+        "down": ScriptedProvider([ModelError("the server failed (HTTP 503)", kind="server")]),
+        "up": ScriptedProvider(write_hello()),
+    }
+    entries = [
+        ModelEntry(name="down", provider="openai", model="down-id", price_in=1.0, price_out=2.0),
+        ModelEntry(name="up", provider="openai", model="up-id", price_in=PRICE_IN, price_out=2.0),
+    ]
+    chain = ModelChain(entries, factory=lambda e: served[e.name])
+    sup = Supervisor(
+        tmp_path / "state", config=fast_config(), **native_supervisor_parts(tmp_path, chain)
+    )
+    await sup.open()
+    try:
+        started = await sup.start("Write hi to hello.txt", init_repo(tmp_path / "repo"))
+        assert started.engine == "native"
+        await sup.confirm(started.session_id)
+        row = await sup.wait_for(started.session_id, {S.NEEDS_APPROVAL, S.FAILED}, timeout=60)
+        assert row.state is S.NEEDS_APPROVAL, row.error
+        session = sup.get(started.session_id).session
+        assert session.authored_by == ["native", "up"] and session.model == "up"
+        use = session.model_use["up"]
+        assert (use.tokens_in, use.tokens_out) == (2000, 200)
+        assert use.cost_usd == pytest.approx((2000 * PRICE_IN + 200 * 2.0) / 1_000_000)
+        assert session.cost_usd == pytest.approx(use.cost_usd)
+        assert hops(sup, started.session_id) == [("down", "up", "server_error", False)]
+    finally:
+        await sup.close()
+
+
+async def test_the_built_in_engine_refuses_a_pin_that_cannot_call_tools(tmp_path: Path) -> None:
+    from corral.supervisor.api import Supervisor
+    from corral.supervisor.errors import CorralError
+    from tests.conftest import fast_config
+
+    entries = [
+        ModelEntry(name="chat", provider="openai", model="chat-id", tools=False),
+        ModelEntry(name="coder", provider="openai", model="coder-id"),
+    ]
+    chain = ModelChain(entries, factory=provider)
+    sup = Supervisor(
+        tmp_path / "state", config=fast_config(), **native_supervisor_parts(tmp_path, chain)
+    )
+    await sup.open()
+    try:
+        with pytest.raises(CorralError, match=r"'chat' cannot call tools.*\(coder\), or auto"):
+            await sup.start("x", init_repo(tmp_path / "repo"), engine="native", model="chat")
+        assert sup.list() == []  # refused before anything existed
+    finally:
+        await sup.close()
