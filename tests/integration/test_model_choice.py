@@ -321,3 +321,37 @@ async def test_the_built_in_engine_refuses_a_pin_that_cannot_call_tools(tmp_path
         assert sup.list() == []  # refused before anything existed
     finally:
         await sup.close()
+
+
+def test_doctor_lists_each_model_and_checks_it_without_printing_a_key(
+    tmp_path: Path, servers: dict[str, FakeModelServer]
+) -> None:
+    import os
+    import subprocess
+
+    good = servers["good"]
+    config = tmp_path / "config.toml"
+    config.write_text(
+        "[llm]\norder = ['up', 'gone']\n"
+        "[[llm.models]]\nname = 'gone'\nprovider = 'openai'\nbase_url = 'http://127.0.0.1:9/v1'\n"
+        "model = 'g'\ntools = false\n"
+        f"[[llm.models]]\nname = 'up'\nprovider = 'anthropic'\nbase_url = '{good.url}'\n"
+        "model = 'u'\napi_key_env = 'UP_KEY'\nprice_in = 3\nprice_out = 15\n"
+    )
+    env = dict(os.environ, CORRAL_HOME=str(tmp_path / "home"), CORRAL_CONFIG=str(config))
+    env["UP_KEY"] = "sk-up-SECRET-0000"
+    out = subprocess.run(
+        [sys.executable, "-m", "corral.tui.cli", "doctor"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    lines = out.stdout.splitlines()
+    assert any(line.startswith("ok  model") and "2 in order: up, gone" in line for line in lines)
+    up = next(line for line in lines if "  up " in line)
+    assert up.startswith("ok ") and "key from UP_KEY: set" in up
+    assert f"TCP connect to {good.url}: ok" in up and "$3/$15 per M tokens" in up
+    gone = next(line for line in lines if "  gone " in line)
+    assert gone.startswith("!! ") and "no tools" in gone and "failed" in gone
+    assert "sk-up-SECRET" not in out.stdout + out.stderr
