@@ -44,7 +44,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Annotated, Any, ClassVar, Literal, Union, get_args
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, TypeAdapter
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    SerializerFunctionWrapHandler,
+    Tag,
+    TypeAdapter,
+    model_serializer,
+)
 
 from .models import CheckResult, DiffFile, EventKind, NoChangeFinding, OutcomeContract
 from .states import CoderState
@@ -188,11 +197,20 @@ class ModelFallbackData(EventData):
     KIND = K.MODEL_FALLBACK
     from_: str = _from_field()
     to: str
-    reason: (
-        str  # timed_out, server_error, unreachable, rate_limited, auth_rejected, unparseable_json
-    )
+    # timed_out, server_error, unreachable, rate_limited, auth_rejected, unparseable_json
+    reason: str
     detail: str = ""
     notice: bool = True
+
+    @model_serializer(mode="wrap")
+    def _omit_defaults(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """Written only when they say something, so older journals read back the same."""
+        data: dict[str, Any] = handler(self)
+        if not self.detail:
+            data.pop("detail", None)
+        if self.notice:
+            data.pop("notice", None)
+        return data
 
 
 class AuthRequiredData(EventData):
