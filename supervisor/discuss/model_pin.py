@@ -52,8 +52,10 @@ def check_change(runs: list[dict[str, Any]]) -> None:
 
 
 def pinned(provider: ModelProvider | None, name: str | None) -> ModelProvider | None:
-    """The provider a discussion uses: its pin only, strictly, when set."""
-    if name is None or not isinstance(provider, ModelChain):
+    """The provider one turn of a discussion uses: its pin only, strictly,
+    when set; else the default order with the turn's own exclusions (one
+    discussion's failed model is not skipped by the others)."""
+    if not isinstance(provider, ModelChain):
         return provider
-    entry = provider.get(name)
-    return provider.view(pin=entry) if entry is not None else provider
+    entry = provider.get(name) if name is not None else None
+    return provider.view(pin=entry)

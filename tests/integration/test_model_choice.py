@@ -355,3 +355,18 @@ def test_doctor_lists_each_model_and_checks_it_without_printing_a_key(
     gone = next(line for line in lines if "  gone " in line)
     assert gone.startswith("!! ") and "no tools" in gone and "failed" in gone
     assert "sk-up-SECRET" not in out.stdout + out.stderr
+
+
+def test_run_refuses_a_pin_a_custom_command_cannot_take(tmp_path: Path) -> None:
+    import os
+    import subprocess
+
+    repo = init_repo(tmp_path / "repo")
+    env = dict(os.environ, CORRAL_HOME=str(tmp_path / "home"))
+    env["CORRAL_CONFIG"] = str(tmp_path / "none.toml")
+    env["CORRAL_TMUX_SOCKET_DIR"] = str(tmp_path / "tmux")
+    argv = [sys.executable, "-m", "corral.tui.cli", "run", "--intent", "say hi"]
+    argv += ["--engine", "custom:cat", "--model", "opus", "--repo", str(repo)]
+    out = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2
+    assert "takes no model from corral" in out.stderr and "command line" in out.stderr
