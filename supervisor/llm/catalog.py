@@ -109,6 +109,11 @@ def catalog_from_config(cfg: LLMConfig) -> ModelCatalog:
 def _entries_from_legacy(cfg: LLMConfig) -> tuple[ModelEntry, ...]:
     if not cfg.configured:
         return ()
+    if not cfg.model and not cfg.provider.startswith("cli:"):
+        raise ConfigError(
+            f"the {cfg.provider} model provider needs a model name: set CORRAL_LLM_MODEL "
+            "or model in [llm] of ~/.config/corral/config.toml"
+        )
     name = cfg.model or cfg.provider
     return (
         ModelEntry(

@@ -370,3 +370,43 @@ def test_run_refuses_a_pin_a_custom_command_cannot_take(tmp_path: Path) -> None:
     out = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
     assert out.returncode == 2
     assert "takes no model from corral" in out.stderr and "command line" in out.stderr
+
+
+async def test_the_built_in_engine_waits_for_a_pinned_models_key(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from corral.supervisor.api import Supervisor
+    from corral.supervisor.llm.base import ModelError
+    from tests.conftest import fast_config
+    from tests.fakes.scripted_llm import ScriptedProvider
+
+    monkeypatch.setattr(model_use, "AUTH_RETRY_SECS", 0.5)
+    rejected = ModelError("the model server rejected the API key: set KEY_PIN", kind="auth")
+    served = {
+        "pin": ScriptedProvider([rejected, *write_hello()]),
+        "other": ScriptedProvider(write_hello()),
+    }
+    entries = [
+        ModelEntry(name="other", provider="openai", model="other-id"),
+        ModelEntry(name="pin", provider="openai", model="pin-id"),
+    ]
+    chain = ModelChain(entries, factory=lambda e: served[e.name])
+    sup = Supervisor(
+        tmp_path / "state", config=fast_config(), **native_supervisor_parts(tmp_path, chain)
+    )
+    await sup.open()
+    try:
+        started = await sup.start("Write hi", init_repo(tmp_path / "repo"), model="pin")
+        await sup.confirm(started.session_id)
+        seen: set[NeedsYou | None] = set()
+        for _ in range(300):
+            [row] = sup.list()
+            seen.add(row.needs_you)
+            if row.state in (S.NEEDS_APPROVAL, S.FAILED):
+                break
+            await asyncio.sleep(0.02)
+        assert NeedsYou.AUTH in seen and row.state is S.NEEDS_APPROVAL, row.error
+        assert served["other"].calls == []  # never swapped for another model
+        assert sup.get(started.session_id).session.authored_by == ["native", "pin"]
+    finally:
+        await sup.close()

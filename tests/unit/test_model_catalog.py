@@ -153,3 +153,8 @@ def test_sessions_and_journals_written_before_model_choice_still_load() -> None:
     assert (
         isinstance(event.data, ModelFallbackData) and event.data.notice and event.data.detail == ""
     )
+
+
+def test_a_single_model_without_a_name_says_what_to_set(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="needs a model name: set CORRAL_LLM_MODEL"):
+        load_catalog({"CORRAL_LLM_PROVIDER": "openai"}, tmp_path / "absent.toml")
