@@ -158,3 +158,17 @@ def test_sessions_and_journals_written_before_model_choice_still_load() -> None:
 def test_a_single_model_without_a_name_says_what_to_set(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="needs a model name: set CORRAL_LLM_MODEL"):
         load_catalog({"CORRAL_LLM_PROVIDER": "openai"}, tmp_path / "absent.toml")
+
+
+def test_a_pinned_drafting_request_is_strict_and_names_only_the_pin(tmp_path: Path) -> None:
+    from corral.supervisor.contracts.drafting import DraftRequest
+    from corral.supervisor.contracts.model_drafter import ModelDrafter
+
+    drafter = ModelDrafter(chain(tmp_path))
+    pinned = drafter._for(DraftRequest("s", "x", tmp_path, None, model="local"))
+    assert isinstance(pinned, ModelChain) and pinned.strict and pinned.names == ["local"]
+    free = drafter._for(DraftRequest("s", "x", tmp_path, None))
+    assert isinstance(free, ModelChain) and not free.strict and free.names == ["big", "local"]
+    # a name only an agent knows leaves drafting on the default order
+    agents = drafter._for(DraftRequest("s", "x", tmp_path, None, model="opus"))
+    assert isinstance(agents, ModelChain) and not agents.strict
