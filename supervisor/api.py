@@ -217,8 +217,10 @@ class Supervisor:
         discussion_id: str | None = None,
         wait: bool = True,
         contract: OutcomeContract | None = None,
+        model: str | None = None,
     ) -> StartResult:
-        """Register a session and draft its contract (see `ContractGate.start`)."""
+        """Register a session and draft its contract (see `ContractGate.start`);
+        `model` pins a configured model (or a name the agent knows)."""
         return await self._open_gates().contract.start(
             intent,
             repo,
@@ -229,6 +231,7 @@ class Supervisor:
             discussion_id=discussion_id,
             wait=wait,
             contract=contract,
+            model=model,
         )
 
     async def revise(self, session_id: str, request: str) -> ReviseResult:
@@ -364,6 +367,11 @@ class Supervisor:
         if self.panes is None or self.panes.record(session_id) is None:
             raise CorralError(f"{session_id[-8:]} has no live agent pane")
         await self.panes.send_keys(session_id, keys)
+
+    def model_choices(self) -> builtins.list[tuple[str, bool]]:
+        """(name, can call tools) of each configured model, in default order."""
+        models = getattr(self.engines, "models", None)
+        return list(models()) if models is not None else []
 
     def engine_choices(self) -> builtins.list[tuple[str, str]]:
         """Engines a new session can use here (for the new-session form)."""

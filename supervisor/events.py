@@ -44,7 +44,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Annotated, Any, ClassVar, Literal, Union, get_args
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, TypeAdapter
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    SerializerFunctionWrapHandler,
+    Tag,
+    TypeAdapter,
+    model_serializer,
+)
 
 from .models import (
     CheckResult,
@@ -197,12 +206,27 @@ class ContractRevisionRejectedData(EventData):
 
 
 class ModelFallbackData(EventData):
-    """A model call was served by a fallback model."""
+    """A model request moved to the next model in order. Every hop is
+    journaled; only `notice` ones (a rejected credential: the operator must
+    act) are shown on the board and in the session view."""
 
     KIND = K.MODEL_FALLBACK
     from_: str = _from_field()
     to: str
+    # timed_out, server_error, unreachable, rate_limited, auth_rejected, unparseable_json
     reason: str
+    detail: str = ""
+    notice: bool = True
+
+    @model_serializer(mode="wrap")
+    def _omit_defaults(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """Written only when they say something, so older journals read back the same."""
+        data: dict[str, Any] = handler(self)
+        if not self.detail:
+            data.pop("detail", None)
+        if self.notice:
+            data.pop("notice", None)
+        return data
 
 
 class AuthRequiredData(EventData):

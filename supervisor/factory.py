@@ -20,7 +20,8 @@ from .config import SupervisorConfig, load_config
 from .contracts.drafting import ContractDrafter
 from .engines.registry import AgentEngines
 from .errors import CorralError
-from .llm.config import load_llm_config, make_provider
+from .llm.catalog import load_catalog
+from .llm.chain import make_chain
 from .panes.base import PaneBackend
 from .panes.manager import PaneManager
 
@@ -55,7 +56,7 @@ def build_supervisor(
     config: SupervisorConfig | None = None,
 ) -> Supervisor:
     config = config or load_config()
-    provider = make_provider(load_llm_config())
+    provider = make_chain(load_catalog())
     env_dir = os.environ.get("CORRAL_TMUX_SOCKET_DIR", "").strip()
     if socket_dir is None and env_dir:
         socket_dir = Path(env_dir)
@@ -87,7 +88,7 @@ def make_discussions(state_dir: Path) -> tuple[Discussions, str | None]:
     from .discuss import Discussions
 
     try:
-        provider = make_provider(load_llm_config())
+        provider = make_chain(load_catalog())
     except CorralError as exc:
         return Discussions(state_dir, None), str(exc)
     return Discussions(state_dir, provider), None

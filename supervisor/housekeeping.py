@@ -483,14 +483,37 @@ class ModelStatus:
 
 
 def model_status() -> ModelStatus:
-    from .llm.config import describe, load_llm_config
+    from .llm.catalog import load_catalog
 
     try:
-        llm = load_llm_config()
+        catalog = load_catalog()
     except CorralError as exc:
         return ModelStatus(False, "", str(exc))
-    configured = llm.provider not in ("none", "", None)
-    return ModelStatus(configured, describe(llm) if configured else "")
+    if not catalog.entries:
+        return ModelStatus(False, "")
+    return ModelStatus(True, f"{len(catalog.entries)} in order: {', '.join(catalog.names)}")
+
+
+@dataclass(frozen=True)
+class ModelCheck:
+    """One configured model as `corral doctor` checks it (never its key)."""
+
+    name: str
+    ok: bool
+    detail: str
+
+
+def model_checks(timeout: float = 2.0) -> list[ModelCheck]:
+    """Each configured model: its key's variable set or not, and a TCP
+    connect to its server (no request is sent, so nothing is billed)."""
+    from .llm.catalog import check_entry, describe_entry, load_catalog
+
+    try:
+        catalog = load_catalog()
+    except CorralError:
+        return []
+    checks = [check_entry(e, timeout=timeout) for e in catalog.entries]
+    return [ModelCheck(c.entry.name, c.ok, describe_entry(c)) for c in checks]
 
 
 @dataclass(frozen=True)

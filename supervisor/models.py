@@ -261,6 +261,14 @@ class DiffSummary(BaseModel):
     files: list[DiffFile] = Field(default_factory=list)
 
 
+class ModelUse(BaseModel):
+    """One model's share of a session's work."""
+
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost_usd: float | None = None
+
+
 class CoderSession(BaseModel):
     """The persisted snapshot of one session."""
 
@@ -316,6 +324,33 @@ class CoderSession(BaseModel):
     cost_usd: float | None = None
     authored_by: list[str] = Field(default_factory=list)
     pane: dict[str, Any] | None = None  # {"owner", "pane_id", "backend", "agent", "state"}
+    # `model` is the pin when `model_pinned`, else the first model that served
+    # the session; `model_id` is what an external agent is given for the pin.
+    model_pinned: bool = False
+    model_id: str | None = None
+    # What each model used for this session (drafting, revisions, the built-in
+    # engine), in first-served order; cost from the configured prices.
+    model_use: dict[str, ModelUse] = Field(default_factory=dict)
+
+    def model_use_lines(self) -> list[str]:
+        """`name: N in / M out tokens, $X` per model, in first-served order."""
+        lines = []
+        for name, use in self.model_use.items():
+            cost = f", ${use.cost_usd:.4f}" if use.cost_usd is not None else ", unpriced"
+            lines.append(f"{name}: {use.tokens_in} in / {use.tokens_out} out tokens{cost}")
+        return lines
+
+    def authorship(self) -> str:
+        """Who wrote the work, for the diff screen (empty when unknown)."""
+        parts = []
+        if self.authored_by:
+            parts.append("written by " + ", ".join(self.authored_by))
+        if self.model:
+            parts.append(f"model {self.model}" + (" (pinned)" if self.model_pinned else ""))
+        use = self.model_use_lines()
+        if use:
+            parts.append("; ".join(use))
+        return " — ".join(parts)
 
     def execution_intent(self) -> str:
         """The intent plus agreed constraints and accepted guidance."""
@@ -367,6 +402,9 @@ class SessionSummary(BaseModel):
     model: str | None
     discussion_id: str | None
     next_seq: int | None
+    model_pinned: bool = False
+    # A model whose key was rejected and the one that answered instead.
+    model_notice: str | None = None
     agent_status: str | None = None
     agent_reason: str | None = None
     agent_source: str | None = None  # "hook" | "pane" (its screen) | "process"

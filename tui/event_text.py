@@ -23,6 +23,7 @@ from corral.supervisor.events import (
     FindingProposedData,
     IterationStartedData,
     MergeCompletedData,
+    ModelFallbackData,
     OperatorGuidanceData,
     PaneAnswerData,
     PlanTextData,
@@ -146,6 +147,9 @@ def describe(event: CoderEvent) -> Text:
             )
         case MergeCompletedData(branch=branch):
             line.append(f"delivered to branch {branch}", style="bold green")
+        case ModelFallbackData(from_=src, to=dst, reason=reason, detail=detail):
+            line.append(f"model {src} rejected its key; {dst} answers instead", style="bold yellow")
+            line.append(f" — {clip(detail or reason, 160)}", style="yellow")
         case ErrorData(message=message) | AuthRequiredData(message=message):
             line.append(clip(message), style="bold red")
         case BudgetExhaustedData(reason=reason):

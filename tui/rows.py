@@ -112,6 +112,8 @@ def needs_text(row: SessionSummary) -> Text:
         return Text(row.error.strip().splitlines()[0], style="red")
     if row.live and row.agent_status == "waiting" and row.agent_reason:
         return Text(f"waiting: {row.agent_reason}", style="yellow")
+    if row.model_notice and not row.state.is_terminal:
+        return Text(row.model_notice, style="yellow")
     return Text("")
 
 

@@ -17,7 +17,7 @@ import re
 import shlex
 import shutil
 import subprocess
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..status import GENERIC, Markers
@@ -68,6 +68,9 @@ class AgentProfile:
     # exit status 0 ends the turn (the runtime verifies) instead of counting
     # as a crash: a `custom:` command may do its work and exit
     exit_ends_turn: bool = False
+    # The flag this agent's CLI takes a model with (`--model`, `-m`); None:
+    # corral cannot choose its model (a `custom:` command, the demo agent).
+    model_flag: str | None = None
     # Its own config and credentials, relative to HOME: directories (created
     # when missing, so a confined agent can write there) and files or globs.
     own_dirs: tuple[str, ...] = ()
@@ -116,6 +119,18 @@ class AgentProfile:
         for raw in self.writable:
             files.append(Path(os.path.expanduser(raw.replace("$HOME", str(home)))))
         return dirs, files
+
+    def with_model(self, plan: LaunchPlan, model: str | None) -> LaunchPlan:
+        """`plan` with the pinned model passed by this agent's own flag."""
+        if not model:
+            return plan
+        if self.model_flag is None:
+            raise AgentUnavailable(
+                f"{self.label} takes no model from corral: name the model in its own command "
+                "line or settings, or start the session with model auto"
+            )
+        argv = [plan.argv[0], self.model_flag, model, *plan.argv[1:]]
+        return replace(plan, argv=argv)
 
     def plan(self, binary: str, *, prompt: str, session_dir: Path, hook_cmd: str) -> LaunchPlan:
         """How to start this agent on `prompt` (overridden per agent)."""

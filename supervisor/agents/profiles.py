@@ -201,6 +201,7 @@ CLAUDE = ClaudeProfile(
     env_allow=agent_env.CLAUDE,
     hooks=True,
     own_dirs=(".claude",),
+    model_flag="--model",
     own_files=(".claude.json",),
 )
 
@@ -221,6 +222,7 @@ CODEX = CodexProfile(
     env_allow=agent_env.CODEX,
     hooks=True,
     own_dirs=(".codex",),
+    model_flag="-m",
 )
 
 
@@ -267,6 +269,7 @@ GEMINI = GeminiProfile(
     ),
     dialogs=(_dialog("trust", r"do you trust the files in this folder", r"^trust folder\b"),),
     env_allow=agent_env.GEMINI,
+    model_flag="-m",
     own_dirs=(".gemini",),
 )
 
@@ -319,6 +322,7 @@ AIDER = AiderProfile(
         idle=compile_all(r"^\s*(\w+\s*)?>\s*$"),
     ),
     env_allow=agent_env.AIDER,
+    model_flag="--model",
     prompt_in_argv=False,
     own_dirs=(".aider",),  # its caches and analytics
     own_files=(".aider*",),  # .aider.conf.yml, .aider.model.settings.yml, …
@@ -352,6 +356,7 @@ OPENCODE = OpenCodeProfile(
     ),
     env_allow=agent_env.OPENCODE,
     hooks=True,
+    model_flag="--model",
     own_dirs=(".config/opencode", ".local/share/opencode", ".local/state/opencode"),
 )
 

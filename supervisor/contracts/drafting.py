@@ -5,9 +5,10 @@ and model drafters all plug in here."""
 from __future__ import annotations
 
 import re
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from ..errors import CorralError
 from ..models import CHECK_NAME_RE, ContractCheck, OutcomeContract
@@ -22,6 +23,15 @@ class DraftRequest:
     repo: Path
     worktree: Path | None
     constraints: list[str] = field(default_factory=list)
+    # The session's pinned model (a configured model's name), kept strictly
+    # through drafting, revision and every repair; None: the default order.
+    model: str | None = None
+    # Hooks of the session a model drafter reports to (`llm.chain`): each
+    # hop between models, a pinned model's rejected key (waits for a fix),
+    # and the ledger of which models served and what they used.
+    on_hop: Callable[[Any], None] | None = None
+    auth_wait: Callable[[str, str], Awaitable[None]] | None = None
+    ledger: Any = None
 
 
 @dataclass

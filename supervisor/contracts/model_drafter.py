@@ -40,7 +40,9 @@ from pydantic import ValidationError
 
 from ..governance.env_scrub import scrubbed_env
 from ..llm.base import Message, ModelError, ModelProvider
-from ..llm.config import LLMConfig, load_llm_config, make_provider
+from ..llm.catalog import ModelCatalog, catalog_from_config, load_catalog
+from ..llm.chain import ModelChain
+from ..llm.config import LLMConfig
 from ..models import (
     DEFAULT_SETUP_TIMEOUT_SECS,
     MAX_CHECK_TIMEOUT_SECS,
@@ -574,18 +576,40 @@ class ModelDrafter:
         self.on_delta = on_delta
         if provider is None:
             self.name = self.fallback.name
+        elif isinstance(provider, ModelChain):
+            self.name = "model " + ", then ".join(
+                " ".join(p for p in (e.provider, e.model) if p) for e in provider.entries
+            )
         else:
             self.name = " ".join(p for p in ("model", provider.name, provider.model) if p)
         # How the latest call judged constraint coverage: "model", "keywords" or None.
         self.last_coverage_judge: str | None = None
 
     # -- model calls ---------------------------------------------------------
-    async def _ask(
-        self, messages: Sequence[Message], max_tokens: int | None = None, *, stream: bool = True
-    ) -> str:
+    def _for(self, request: DraftRequest) -> ModelProvider:
+        """The provider for one request: a chain gets the session's own view
+        (its pin, strictly; its hooks and ledger), anything else is used as is."""
         assert self.provider is not None
+        chain = self.provider
+        if not isinstance(chain, ModelChain):
+            return chain
+        return chain.view(
+            pin=chain.get(request.model) if request.model else None,
+            on_hop=request.on_hop,
+            auth_wait=request.auth_wait,
+            ledger=request.ledger,
+        )
+
+    async def _ask(
+        self,
+        provider: ModelProvider,
+        messages: Sequence[Message],
+        max_tokens: int | None = None,
+        *,
+        stream: bool = True,
+    ) -> str:
         try:
-            turn = await self.provider.complete(
+            turn = await provider.complete(
                 messages,
                 max_tokens=max_tokens or self.max_tokens,
                 temperature=0.0,
@@ -597,17 +621,21 @@ class ModelDrafter:
         return turn.text
 
     async def _converse(
-        self, messages: list[Message], prior: OutcomeContract | None
+        self, provider: ModelProvider, messages: list[Message], prior: OutcomeContract | None
     ) -> tuple[OutcomeContract | None, list[str]]:
-        """Up to `attempts` replies, each problem fed back for the next."""
+        """Up to `attempts` replies, each problem fed back for the next. A
+        model whose reply was not JSON at all is left out of the next attempt
+        (unpinned only: a pin is never rotated away)."""
         problems: list[str] = []
         for _ in range(self.attempts):
-            text = await self._ask(messages)
+            text = await self._ask(provider, messages)
             contract, problems = parse_contract(
                 text, prior=prior, max_timeout_secs=self.max_timeout_secs
             )
             if contract is not None:
                 return contract, []
+            if isinstance(provider, ModelChain) and extract_json(text)[1] is not None:
+                provider.reroute_after_unparseable()
             messages = [
                 *messages,
                 Message("assistant", text[:MAX_ECHO_CHARS]),
@@ -630,9 +658,14 @@ class ModelDrafter:
 
     # -- coverage ------------------------------------------------------------
     async def judge_coverage(
-        self, contract: OutcomeContract, constraints: Sequence[str]
+        self,
+        contract: OutcomeContract,
+        constraints: Sequence[str],
+        provider: ModelProvider | None = None,
     ) -> tuple[list[str], bool]:
         """(constraints no check covers, whether the model judged it)."""
+        provider = provider or self.provider
+        assert provider is not None
         items = [c.strip() for c in constraints if c.strip()]
         if not items:
             return [], True
@@ -649,7 +682,8 @@ class ModelDrafter:
             Message("user", f"# Checks\n{checks}\n\n# Constraints\n{numbered}"),
         ]
         try:
-            data, problem = extract_json(await self._ask(messages, max_tokens=1024, stream=False))
+            reply = await self._ask(provider, messages, max_tokens=1024, stream=False)
+            data, problem = extract_json(reply)
             numbers = data.get("uncovered") if isinstance(data, dict) and not problem else None
             if not isinstance(numbers, list):
                 raise ValueError("no uncovered list")
@@ -661,13 +695,13 @@ class ModelDrafter:
             return [c for c in items if not keyword_covered(c, contract)], False
 
     async def _note_uncovered(
-        self, contract: OutcomeContract, constraints: Sequence[str]
+        self, contract: OutcomeContract, constraints: Sequence[str], provider: ModelProvider
     ) -> OutcomeContract:
         items = [c for c in constraints if c.strip()]
         if not items:
             self.last_coverage_judge = None
             return contract
-        uncovered, by_model = await self.judge_coverage(contract, items)
+        uncovered, by_model = await self.judge_coverage(contract, items, provider)
         self.last_coverage_judge = "model" if by_model else "keywords"
         description = with_not_verified(contract.description, uncovered, by_model, len(items))
         return contract.model_copy(update={"description": description})
@@ -685,7 +719,9 @@ class ModelDrafter:
                 "Draft the outcome contract for this task. Reply with the JSON object only.",
             ]
         )
-        contract, problems = await self._converse([self._system(), Message("user", prompt)], None)
+        provider = self._for(request)
+        messages = [self._system(), Message("user", prompt)]
+        contract, problems = await self._converse(provider, messages, None)
         if contract is None:
             raise DraftingError(
                 f"the model did not draft a valid contract in {self.attempts} attempts: "
@@ -694,7 +730,7 @@ class ModelDrafter:
         contract = merge_conventions(contract, g.runners, self.max_timeout_secs)
         if not contract.setup and g.setup.commands:
             contract = contract.model_copy(update={"setup": list(g.setup.commands)})
-        return await self._note_uncovered(contract, request.constraints)
+        return await self._note_uncovered(contract, request.constraints, provider)
 
     async def revise(self, request: ReviseRequest) -> OutcomeContract:
         if self.provider is None:
@@ -713,24 +749,29 @@ class ModelDrafter:
                 REVISE_RULES,
             ]
         )
-        contract, problems = await self._converse([self._system(), Message("user", prompt)], prior)
+        provider = self._for(request)
+        messages = [self._system(), Message("user", prompt)]
+        contract, problems = await self._converse(provider, messages, prior)
         if contract is None:
             raise DraftingError("the redrafted contract is invalid: " + "; ".join(problems))
         if contracts_equivalent(contract, prior):
             return prior.model_copy(deep=True)
-        return await self._note_uncovered(contract, request.constraints)
+        return await self._note_uncovered(contract, request.constraints, provider)
 
 
 def build_drafter(
-    llm: LLMConfig | None = None, *, max_timeout_secs: int = MAX_CHECK_TIMEOUT_SECS
+    catalog: ModelCatalog | LLMConfig | None = None,
+    *,
+    max_timeout_secs: int = MAX_CHECK_TIMEOUT_SECS,
 ) -> ContractDrafter:
-    """The drafter the configuration asks for: a `ModelDrafter` when a model
-    is configured, else the conventions lane. A broken `[llm]` table or a
-    missing model name is a `ConfigError` (from `load_llm_config` /
-    `make_provider`)."""
-    llm = llm if llm is not None else load_llm_config()
+    """The drafter the configuration asks for: a `ModelDrafter` over the
+    configured models (their fallback chain) when there are any, else the
+    conventions lane. A broken model configuration is a `ConfigError`."""
+    if isinstance(catalog, LLMConfig):
+        catalog = catalog_from_config(catalog)
+    catalog = catalog if catalog is not None else load_catalog()
     fallback = ConventionsDrafter(max_timeout_secs=max_timeout_secs)
-    provider = make_provider(llm)
-    if provider is None:
+    if not catalog.entries:
         return fallback
-    return ModelDrafter(provider, fallback=fallback, max_timeout_secs=max_timeout_secs)
+    chain = ModelChain.from_catalog(catalog)
+    return ModelDrafter(chain, fallback=fallback, max_timeout_secs=max_timeout_secs)

@@ -234,10 +234,12 @@ class AttachedSupervisor:
         discussion_id: str | None = None,
         wait: bool = True,
         contract: OutcomeContract | None = None,
+        model: str | None = None,
     ) -> StartResult:
         return await self._client().start(
             intent,
             Path(repo).resolve(),
+            model=model,
             engine=engine,
             base=base,
             wait=wait,

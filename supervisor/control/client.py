@@ -379,9 +379,11 @@ class AsyncControlClient:
         max_iterations: int | None = None,
         constraints: builtins.list[str] | None = None,
         discussion_id: str | None = None,
+        model: str | None = None,
     ) -> StartResult:
         result = await self.call(
             "start",
+            model=model,
             intent=intent,
             repo=str(repo),
             engine=engine,

@@ -126,6 +126,7 @@ class StartParams(_Params):
     discussion_id: str | None = None
     wait: bool = True
     contract: OutcomeContract | None = None
+    model: str | None = None
 
 
 class ConfirmParams(_Params):

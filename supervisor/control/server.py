@@ -364,6 +364,7 @@ async def _start(conn: _Connection, _id: Any, a: p.StartParams) -> Any:
         discussion_id=a.discussion_id,
         wait=a.wait,
         contract=a.contract,
+        model=a.model,
     )
     return _dump(result)
 

@@ -60,6 +60,7 @@ from .events import (
     EventStream,
 )
 from .linked_runs import DiscussionRuns
+from .model_pin import check_change, check_model, normalize, pinned
 
 # --- one discussion ----------------------------------------------------------------
 
@@ -107,6 +108,7 @@ class Discussion:
         ]
         self.transcript: list[tuple[str, str]] = []  # (Operator|Assistant, text)
         self.prepared_task: PreparedTask | None = None
+        self.model: str | None = None  # the pinned model (None: the default order)
         self.turns = 0
         self.closed = False
         self._task: asyncio.Task[None] | None = None
@@ -170,6 +172,26 @@ class Discussion:
 
     # -- a turn -------------------------------------------------------------------
 
+    def choose_model(self, name: str | None) -> None:
+        """Pin a model (`auto` or blank clears the pin); saved at once. Refused
+        while answering and while a run started from here is unfinished."""
+        new = normalize(name)
+        if new == self.model:
+            return
+        if self._answering:
+            raise CorralError(still_answering(self.id))
+        check_change(self.linked_sessions)
+        if new is not None:
+            check_model(self.provider, new)
+        self.model = new
+        self.updated_at = self._clock()
+        self.save()
+
+    @property
+    def model_provider(self) -> ModelProvider | None:
+        """What this discussion's requests go to (its pin, strictly)."""
+        return pinned(self.provider, self.model)
+
     async def send(self, text: str) -> int:
         """Dispatch one operator message and return the seq of its
         `user_message`; the reply runs in the background (`wait()` for it)."""
@@ -217,7 +239,7 @@ class Discussion:
         return True
 
     async def _run_turn(self, text: str) -> None:
-        provider = self.provider
+        provider = self.model_provider
         assert provider is not None
         cancelled = False
         proposal: PreparedTask | None = None
@@ -378,9 +400,11 @@ class Discussion:
             "constraints actually agreed in the discussion; otherwise return an empty array."
         )
         last_err = "no attempt was made"
+        provider = self.model_provider
+        assert provider is not None
         for _ in range(PROMOTE_MAX_ATTEMPTS):
             try:
-                turn = await self.provider.complete(
+                turn = await provider.complete(
                     [Message("user", prompt)],
                     (),
                     max_tokens=DISTILL_MAX_TOKENS,
@@ -471,7 +495,9 @@ class Discussion:
     # -- persistence ------------------------------------------------------------------------
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        """The saved record; `model` only when pinned, so an unpinned
+        discussion is saved exactly as before pins existed."""
+        data = {
             "version": 1,
             "discussion_id": self.id,
             "repo": str(self.repo),
@@ -482,6 +508,9 @@ class Discussion:
             "transcript": [[role, text] for role, text in self.transcript],
             "prepared_task": self.prepared_task.to_dict() if self.prepared_task else None,
         }
+        if self.model is not None:
+            data["model"] = self.model
+        return data
 
     def save(self) -> None:
         self.store_dir.mkdir(parents=True, exist_ok=True)
@@ -495,6 +524,8 @@ class Discussion:
         ]
         self.transcript = [(str(r), str(t)) for r, t in data.get("transcript") or ()]
         self.turns = int(data.get("turns") or 0)
+        model = data.get("model")
+        self.model = model if isinstance(model, str) and model else None
         self.updated_at = float(data.get("updated_at") or self.created_at)
         task = data.get("prepared_task")
         if isinstance(task, dict) and isinstance(task.get("intent"), str):
@@ -537,4 +568,5 @@ class Discussion:
             "open": not self.closed,
             "answering": self._answering,
             "prepared": self.prepared_task is not None,
+            "model": self.model,
         }

@@ -199,6 +199,18 @@ class DiscussionRuns:
                 f"{path} was left in place"
             ) from exc
 
+    def model_of(self, discussion_id: str) -> str | None:
+        """The model the discussion pinned (None: none, or unreadable — then
+        the start itself says what is wrong with the discussion)."""
+        path = self.store_dir / f"{discussion_id}.json"
+        if not _ID.match(discussion_id):
+            return None
+        try:
+            model = json.loads(path.read_text(encoding="utf-8")).get("model")
+        except (OSError, ValueError, AttributeError):
+            return None
+        return model if isinstance(model, str) and model else None
+
     def runs(self, discussion_id: str) -> list[dict[str, Any]]:
         """The recorded runs, oldest first (an unreadable ledger reads as an
         error, never as "no runs": that would start from HEAD)."""

@@ -87,12 +87,14 @@ class Discussions:
             disc._restore(saved)
         return disc
 
-    async def start(self, repo: Path | str) -> Discussion:
+    async def start(self, repo: Path | str, *, model: str | None = None) -> Discussion:
+        """A new discussion; `model` pins a configured tool-capable model."""
         self.reap_idle()
         self._reserve()  # synchronous: concurrent starts cannot pass the cap
         try:
             root = await asyncio.to_thread(_canonical_root, repo)
             disc = await self._open_one(root, f"disc-{uuid.uuid4().hex}", self.clock(), None)
+            disc.choose_model(model)
             disc.save()
         finally:
             self._reserved -= 1
@@ -118,12 +120,15 @@ class Discussions:
             ) from exc
         return data
 
-    async def resume(self, discussion_id: str) -> Discussion:
+    async def resume(self, discussion_id: str, *, model: str | None = None) -> Discussion:
         """Reopen a saved discussion: the history is replayed as events (no
-        tool runs again) and AGENTS.md / CLAUDE.md are read afresh."""
+        tool runs again) and AGENTS.md / CLAUDE.md are read afresh. Its saved
+        pin is kept unless `model` names another (`auto` clears it)."""
         live = self._open.get(discussion_id)
         if live is not None:
             live.touch()
+            if model is not None:
+                live.choose_model(model)
             return live
         self.reap_idle()
         data = self._load(discussion_id)
@@ -137,6 +142,8 @@ class Discussions:
             )
             if discussion_id in self._open:  # resumed concurrently
                 return self._open[discussion_id]
+            if model is not None:
+                disc.choose_model(model)
         finally:
             self._reserved -= 1
         self._open[discussion_id] = disc
@@ -167,6 +174,7 @@ class Discussions:
                             "turns": data.get("turns", 0),
                             "open": False,
                             "prepared": bool(data.get("prepared_task")),
+                            "model": data.get("model"),
                         }
                     )
                 except (OSError, ValueError, KeyError, TypeError) as exc:

@@ -43,6 +43,14 @@ class RunContext:
     withdraw_question: Callable[[], None] = lambda: None
     note_pane: Callable[[dict[str, Any] | None], None] = lambda _pane: None
     detaching: Callable[[], bool] = lambda: False  # True while corral closes (agents live on)
+    # The session's pinned model: its configured name (the built-in engine's
+    # strict choice) and the id an agent CLI is given with its model flag.
+    model: str | None = None
+    model_id: str | None = None
+    # The model chain's hooks for this session (see `llm.chain`).
+    on_model_hop: Callable[[Any], None] | None = None
+    auth_wait: Callable[[str, str], Awaitable[None]] | None = None
+    ledger: Any = None
 
     def seconds_left(self) -> float | None:
         return None if self.deadline is None else self.deadline - time.monotonic()

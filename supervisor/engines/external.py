@@ -128,6 +128,7 @@ class ExternalEngine:
             session_dir=self.session_dir(ctx.session_id),
             hook_cmd=hook_command(self.python, hooks),
         )
+        plan = self.profile.with_model(plan, ctx.model_id)
         env = scrubbed_env(allow=plan.env_allow, invoked_by=chain)
         env.update(plan.env_extra)
         env.setdefault("TERM", "xterm-256color")

@@ -39,6 +39,7 @@ from ..governance.env_scrub import invoked_by_chain, scrubbed_env
 from ..governance.operator_policy import OperatorPolicy
 from ..governance.policy_files import PolicyFileError, load_operator_policy
 from ..llm.base import Message, ModelError, ModelProvider, ToolCall, ToolSpec, Turn, Usage
+from ..llm.chain import ModelChain
 from ..models import CheckResult, OutcomeContract
 from ..states import LoopFailure
 from .base import EngineOutcome, RunContext
@@ -171,7 +172,21 @@ class NativeEngine:
 
     # -- the run ------------------------------------------------------------------
 
+    def _provider_for(self, ctx: RunContext) -> ModelProvider:
+        """The session's view of the model chain: its pin kept strictly, its
+        hops journaled, its ledger filled; any other provider is used as is."""
+        chain = self.provider
+        if not isinstance(chain, ModelChain):
+            return chain
+        return chain.view(
+            pin=chain.get(ctx.model) if ctx.model else None,
+            on_hop=ctx.on_model_hop,
+            auth_wait=ctx.auth_wait,
+            ledger=ctx.ledger,
+        )
+
     async def run(self, ctx: RunContext) -> EngineOutcome:
+        provider = self._provider_for(ctx)
         try:
             policy = self._policy(ctx)
         except PolicyFileError as exc:
@@ -209,8 +224,12 @@ class NativeEngine:
         pending: list[str] = []
 
         def outcome(**kw: Any) -> EngineOutcome:
+            served = provider.ledger.served if isinstance(provider, ModelChain) else []
             return EngineOutcome(
-                iterations=n, authored_by=[self.label], cost_usd=totals.cost_usd, **kw
+                iterations=n,
+                authored_by=[self.label, *served],
+                cost_usd=totals.cost_usd,
+                **kw,
             )
 
         def out_of_time() -> EngineOutcome:
@@ -248,7 +267,7 @@ class NativeEngine:
                     ctx.emit(OperatorGuidanceData(text=note, status=GUIDANCE_DELIVERED))
                 pending = []
             try:
-                turn = await self._complete(messages, specs, left)
+                turn = await self._complete(provider, messages, specs, left)
             except TimeoutError:
                 return out_of_time()
             except ModelError as exc:
@@ -257,7 +276,7 @@ class NativeEngine:
             ctx.emit(
                 ModelUsageData(
                     engine=self.label,
-                    model=turn.model or self.provider.model,
+                    model=turn.model or provider.model,
                     iteration=n,
                     tokens_in=totals.tokens_in,
                     tokens_out=totals.tokens_out,
@@ -307,10 +326,14 @@ class NativeEngine:
                     return outcome(nomination=result.nomination)
 
     async def _complete(
-        self, messages: list[Message], specs: list[ToolSpec], left: float | None
+        self,
+        provider: ModelProvider,
+        messages: list[Message],
+        specs: list[ToolSpec],
+        left: float | None,
     ) -> Turn:
         timeout = self.call_timeout if left is None else max(left, 0.001)
-        call = self.provider.complete(
+        call = provider.complete(
             list(messages),
             specs,
             max_tokens=self.max_tokens,

@@ -21,10 +21,12 @@ from ..agents.profiles import PREFERENCE, profile_for
 from ..agents.settings import AgentSettings, with_settings
 from ..errors import CorralError
 from ..llm.base import ModelProvider
+from ..llm.chain import ModelChain
 from ..panes.manager import PaneManager
 from .base import Engine
 from .external import ExternalEngine
 from .oneshot import OneShotEngine
+from .pins import Pin, resolve_pin
 
 NO_AGENT = (
     "no agent CLI is installed ({names}): install one (e.g. npm i -g "
@@ -123,6 +125,17 @@ class AgentEngines:
                 "agent panes are not available: install tmux 3.2+ or use --backend pty"
             )
         return spec, f"{requested} → {profile.label}"
+
+    def pin(self, model: str | None, engine: str) -> Pin | None:
+        """The session's pinned model checked against its resolved engine."""
+        chain = self.provider if isinstance(self.provider, ModelChain) else None
+        return resolve_pin(model, engine, chain)
+
+    def models(self) -> list[tuple[str, bool]]:
+        """(name, can call tools) of each configured model, in default order."""
+        if not isinstance(self.provider, ModelChain):
+            return []
+        return [(e.name, e.tools) for e in self.provider.entries]
 
     def available(self) -> list[tuple[str, str]]:
         """(engine, description) the new-session form offers: auto, then each

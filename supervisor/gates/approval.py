@@ -556,6 +556,12 @@ def commit_message(
         f"Corral-Session: {session.id}",
         f"Corral-Engine: {session.engine_ran or session.engine}",
     ]
+    if session.model:
+        pinned = " (pinned)" if session.model_pinned else ""
+        lines.append(f"Corral-Model: {session.model}{pinned}")
+    if session.authored_by:
+        lines.append(f"Corral-Authored-By: {', '.join(session.authored_by)}")
+    lines += [f"Corral-Model-Use: {line}" for line in session.model_use_lines()]
     lines += [f"Corral-Check: {r.name} {'pass' if r.passed else 'fail'}" for r in results]
     if partial:
         lines.append(f"Corral-Scope: partial ({files} of {of} files approved)")

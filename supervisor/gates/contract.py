@@ -31,6 +31,7 @@ from ..discuss.linked_runs import (
     unfinished_work,
 )
 from ..engines.base import EngineRegistry
+from ..engines.pins import Pin
 from ..errors import CorralError
 from ..events import (
     AuthRequiredData,
@@ -38,12 +39,14 @@ from ..events import (
     ContractProposedData,
     ContractRevisionRejectedData,
     EngineSelectedData,
+    EventData,
     PlanTextData,
     SetupCompletedData,
 )
 from ..faults import fault_point
 from ..git.repo import refuse_initialised_submodules, repo_root, resolve_base
 from ..git.workspace import GitWorkspace
+from ..llm.catalog import AUTO
 from ..models import (
     CheckResult,
     CheckVerdict,
@@ -56,6 +59,7 @@ from ..models import (
 )
 from ..paths import ensure_private_dir
 from ..session.live import LiveSession
+from ..session.model_use import auth_waiter, hop_event, record_use
 from ..session.registry import SessionRegistry
 from ..states import (
     CoderState,
@@ -133,8 +137,13 @@ class ContractGate:
         discussion_id: str | None = None,
         wait: bool = True,
         contract: OutcomeContract | None = None,
+        model: str | None = None,
     ) -> StartResult:
         """Register a session and draft its contract.
+
+        `model` pins a model (see `engines.pins`): kept strictly through
+        drafting, revision and the run; refused before anything exists when
+        the engine cannot use it.
 
         With `wait`, returns once the contract is proposed (or raises if
         drafting failed or was cancelled); otherwise returns at `created`.
@@ -152,6 +161,9 @@ class ContractGate:
         base_sha = await asyncio.to_thread(resolve_base, root, base)
         await asyncio.to_thread(refuse_initialised_submodules, root)
         resolved, reason = self._engines.resolve(engine)
+        if model is None and discussion_id is not None:  # the discussion's pin carries over
+            model = await asyncio.to_thread(self._discussion_runs.model_of, discussion_id)
+        pin = self._pin(model, resolved)
         ensure_private_dir(self._registry.state_dir)
         self._before_start()
 
@@ -174,6 +186,9 @@ class ContractGate:
                 discussion_constraints=list(constraints or []),
                 keep_workspace_on_failure=self._config.keep_workspace_on_failure,
             )
+            if pin is not None:
+                session.model, session.model_pinned = pin.name, True
+                session.model_id = pin.model_id
             made = await asyncio.to_thread(self._workspaces.provision, root, sid, base_sha)
             fault_point("start:worktree")
             session.worktree = str(made.workspace.path)
@@ -211,6 +226,18 @@ class ContractGate:
                     raise  # our caller was cancelled; drafting goes on
                 raise CorralError(DRAFTING_CANCELLED) from None
         return self._start_result(live)
+
+    def _pin(self, model: str | None, engine: str) -> Pin | None:
+        """The pin checked against the engine (registries that cannot check
+        one take the name as it is)."""
+        name = (model or "").strip()
+        if not name or name == AUTO:
+            return None
+        pin_of = getattr(self._engines, "pin", None)
+        if pin_of is None:
+            return Pin(name, name, None)
+        pin: Pin | None = pin_of(name, engine)
+        return pin
 
     def _admission(
         self, discussion_id: str | None
@@ -311,6 +338,7 @@ class ContractGate:
             raise CorralError(f"contract derivation failed: {exc}") from exc
         if live.cancel_requested or s.state.is_terminal:
             raise CorralError(DRAFTING_CANCELLED)
+        record_use(s, live.model_ledger, add_cost=True)
         s.contract, s.baseline, s.baseline_gates_nothing = contract, baseline, gates_nothing
         self._registry.transition(live, S.CONTRACT_PROPOSED)
         fault_point("contract:saved")
@@ -412,6 +440,7 @@ class ContractGate:
 
     def _fail_drafting(self, live: LiveSession, exc: DraftingError) -> None:
         s = live.session
+        record_use(s, live.model_ledger, add_cost=True)
         if exc.auth:
             s.error = (
                 "contract drafting needs a sign-in — set the model's credentials (see "
@@ -463,6 +492,8 @@ class ContractGate:
                 self._registry.emit(live, AuthRequiredData(message=reason, wait_secs=0))
                 return result
             return self._reject_revision(live, text, f"the redraft failed: {exc}")
+        finally:
+            record_use(s, live.model_ledger, add_cost=True)
         problems = redraft.validate_contract(max_timeout_secs=self._config.max_check_timeout_secs)
         if problems:
             return self._reject_revision(
@@ -559,12 +590,20 @@ class ContractGate:
 
     def _request(self, live: LiveSession) -> DraftRequest:
         s = live.session
+
+        def emit(data: EventData) -> None:
+            self._registry.emit(live, data)
+
         return DraftRequest(
             session_id=s.id,
             intent=s.intent,
             repo=Path(s.repo),
             worktree=Path(s.worktree) if s.worktree else None,
             constraints=[*s.discussion_constraints, *s.steering_messages],
+            model=s.model if s.model_pinned else None,
+            on_hop=lambda hop: emit(hop_event(hop)),
+            auth_wait=auth_waiter(emit),
+            ledger=live.model_ledger,
         )
 
     def _start_result(self, live: LiveSession) -> StartResult:

@@ -34,6 +34,7 @@ from ..faults import fault_point
 from ..git.trees import tree_of
 from ..models import CheckResult, NoChangeFinding
 from ..session.live import LiveSession
+from ..session.model_use import auth_waiter, hop_event, record_use
 from ..session.questions import ANSWER_FIRST, QuestionCleared, check_guidance
 from ..session.registry import SessionRegistry
 from ..states import (
@@ -108,7 +109,11 @@ class RunLoop:
                 iterations += max(outcome.iterations, 1)
                 s.iterations = iterations
                 s.engine_ran = ran
-                s.authored_by = sorted(set(s.authored_by) | set(outcome.authored_by))
+                authors = [*outcome.authored_by]
+                if s.model_pinned and s.model and ran != "native":
+                    authors.append(s.model)  # the agent was told to use it
+                s.authored_by = sorted(set(s.authored_by) | set(authors))
+                record_use(s, live.model_ledger, add_cost=False)
                 if outcome.cost_usd is not None:
                     s.cost_usd = (s.cost_usd or 0) + outcome.cost_usd
                 if outcome.nomination is not None:
@@ -247,6 +252,11 @@ class RunLoop:
             withdraw_question=withdraw_question,
             note_pane=note_pane,
             detaching=lambda: registry.closing,
+            model=s.model if s.model_pinned else None,
+            model_id=s.model_id if s.model_pinned else None,
+            on_model_hop=lambda hop: emit(hop_event(hop)),
+            auth_wait=auth_waiter(emit),
+            ledger=live.model_ledger,
         )
 
     def _fallback_engine(self, live: LiveSession, outcome: EngineOutcome) -> Engine | None:

@@ -60,6 +60,9 @@ class LLMFile(BaseModel):
     base_url: str = ""
     model: str = ""
     api_key_env: str = ""
+    # Several models (`llm.catalog` reads these; this table then describes none).
+    models: list[Any] = Field(default_factory=list)
+    order: list[str] = Field(default_factory=list)
 
 
 class LLMConfig(BaseModel):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..events import CoderEvent
+from ..events import CoderEvent, ModelFallbackData
 from ..models import EventKind
 from ..states import ApprovalKind
 
@@ -41,6 +41,7 @@ class AttentionState:
     budget_exhausted: bool = False
     approval_kind: ApprovalKind | None = None
     iteration: int = 0
+    model_notice: str | None = None  # a rejected key and who answered instead
 
     @property
     def auth_outstanding(self) -> bool:
@@ -51,6 +52,13 @@ class AttentionState:
         had_auth = self.auth_message is not None
         if kind is EventKind.AGENT_STATUS:
             return False
+        if isinstance(event.data, ModelFallbackData):  # not progress: a sign-in request stays
+            if not event.data.notice:
+                return False
+            self.model_notice = (
+                f"model {event.data.from_} rejected its key; {event.data.to} answers instead"
+            )
+            return True
         if event.kind is EventKind.AUTH_REQUIRED:
             self.auth_message = event.data.message
             self.auth_wait_secs = event.data.wait_secs

@@ -8,6 +8,7 @@ import asyncio
 from dataclasses import dataclass, field
 
 from ..git.workspace import GitWorkspace
+from ..llm.chain import Ledger
 from ..models import CoderSession
 from ..status import StatusReading
 from .attention import AttentionState
@@ -27,6 +28,8 @@ class LiveSession:
     ops: set[asyncio.Task[object]] = field(default_factory=set)  # drafting, revisions, clean-up
     cancel_requested: bool = False
     agent_status: StatusReading | None = None
+    # What the models served for this session since it was last recorded.
+    model_ledger: Ledger = field(default_factory=Ledger)
 
     @property
     def id(self) -> str:

@@ -177,7 +177,7 @@ def test_configured_variables_reach_that_agents_pane_and_no_other(
     def pane_env(label: str) -> dict[str, str]:
         engine = engines.create(label)
         assert isinstance(engine, ExternalEngine)
-        _, env = engine._plan(SimpleNamespace(session_id="s1"), "task")  # type: ignore[arg-type]
+        _, env = engine._plan(SimpleNamespace(session_id="s1", model_id=None), "task")  # type: ignore[arg-type]
         return env
 
     env = pane_env("external:custom:sh -i")

@@ -13,6 +13,7 @@ from corral.supervisor.housekeeping import (
     confinement_status,
     host_tool,
     lock_holder,
+    model_checks,
     model_status,
     stored_sessions,
 )
@@ -72,6 +73,8 @@ def doctor() -> int:
             else "none configured: agents, manual and convention contracts still work "
             "(set CORRAL_LLM_PROVIDER to enable model drafting and the built-in engine)",
         )
+        for check in model_checks():
+            line(check.ok, f"  {check.name}", check.detail)
 
     config = config_status()
     if config.error is not None:

@@ -194,6 +194,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="auto, native, <agent>, custom:<command line>, oneshot:<command line> or a "
         "one-shot preset (see engines below)",
     )
+    run.add_argument(
+        "--model",
+        help="pin a model: a configured [[llm.models]] name (kept through drafting, revision "
+        "and repairs, never swapped for another), or a model name the agent knows; auto: none",
+    )
     run.add_argument("--base", help="base revision (default: your checkout as it is)")
     run.add_argument("--yes", action="store_true", help="confirm the contract without asking")
     run.add_argument(

@@ -63,7 +63,9 @@ class _Owner(Protocol):
     """What `corral run` asks of the owner: the in-process facade (`_Local`)
     or the owner over its control socket (`_Remote`)."""
 
-    async def start(self, intent: str, repo: Path, engine: str, base: str | None) -> str: ...
+    async def start(
+        self, intent: str, repo: Path, engine: str, base: str | None, model: str | None
+    ) -> str: ...
     async def subscribe(self, sid: str) -> Subscription[CoderEvent]: ...
     async def wait_for(self, sid: str, *, timeout: float | None) -> SessionSummary: ...
     async def confirm(self, sid: str) -> None: ...
@@ -78,8 +80,12 @@ class _Local:
     def __init__(self, sup: Supervisor) -> None:
         self.sup = sup
 
-    async def start(self, intent: str, repo: Path, engine: str, base: str | None) -> str:
-        started = await self.sup.start(intent, repo, engine=engine, base=base, wait=False)
+    async def start(
+        self, intent: str, repo: Path, engine: str, base: str | None, model: str | None
+    ) -> str:
+        started = await self.sup.start(
+            intent, repo, engine=engine, base=base, wait=False, model=model
+        )
         return started.session_id
 
     async def subscribe(self, sid: str) -> Subscription[CoderEvent]:
@@ -117,9 +123,17 @@ class _Remote:
         self.client = client
         self.contract = contract
 
-    async def start(self, intent: str, repo: Path, engine: str, base: str | None) -> str:
+    async def start(
+        self, intent: str, repo: Path, engine: str, base: str | None, model: str | None
+    ) -> str:
         started = await self.client.start(
-            intent, repo.resolve(), engine=engine, base=base, wait=False, contract=self.contract
+            intent,
+            repo.resolve(),
+            engine=engine,
+            base=base,
+            wait=False,
+            contract=self.contract,
+            model=model,
         )
         return started.session_id
 
@@ -166,6 +180,7 @@ async def run_session(
     as_json: bool,
     backend: str = "tmux",
     on_question: str = "ask",
+    model: str | None = None,
 ) -> int:
     """As a client of the owner when one runs; else as the owner for the run."""
     state_dir = default_state_dir()
@@ -189,6 +204,7 @@ async def run_session(
                     deliver,
                     as_json,
                     on_question,
+                    model,
                 )
             finally:
                 await client.close()
@@ -201,7 +217,7 @@ async def run_session(
     await services.start()
     try:
         return await _drive(
-            _Local(sup), repo, intent, engine, base, yes, deliver, as_json, on_question
+            _Local(sup), repo, intent, engine, base, yes, deliver, as_json, on_question, model
         )
     finally:
         await services.close()
@@ -228,10 +244,11 @@ async def _drive(
     deliver: str,
     as_json: bool,
     on_question: str,
+    model: str | None = None,
 ) -> int:
     pump: asyncio.Task[None] | None = None
     try:
-        sid = await owner.start(intent, repo, engine, base)
+        sid = await owner.start(intent, repo, engine, base, model)
         sub = await owner.subscribe(sid)
         pump = asyncio.get_running_loop().create_task(_pump(sub, as_json))
         row = await owner.wait_for(sid, timeout=3600)
@@ -338,6 +355,7 @@ def main_run(args: argparse.Namespace) -> int:
                 as_json=args.json,
                 backend=args.backend,
                 on_question=args.on_question,
+                model=args.model,
             )
         )
     except CorralError as exc:

@@ -120,9 +120,11 @@ class DiffScreen(Screen[None]):
         else:
             scope = "everything"
         rest = "discarded" if self.discard_rest else "kept in the worktree"
+        authorship = detail.session.authorship()
         self.query_one("#diff-header", Static).update(
             f"[b]{escape(detail.session.intent.splitlines()[0])}[/b]\n"
-            f"Approving {scope}"
+            + (f"{escape(authorship)}\n" if authorship else "")
+            + f"Approving {scope}"
             + (
                 f" — the rest is {rest}; the contract is re-run on the approved part first"
                 if partial

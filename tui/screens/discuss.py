@@ -4,7 +4,9 @@ The transcript streams (assistant text as markdown once the reply is
 complete), tool calls show as chips, refusals in red. When the assistant (or
 `p`, promote) prepares a task, a card offers `s` Start: the new-session form
 opens prefilled, and the session is drafted with the discussion's agreed
-constraints and linked to it. Nothing here starts work by itself.
+constraints and linked to it. Nothing here starts work by itself. The model
+field pins the discussion's model (`auto` clears it); whether a model may be
+pinned now is the supervisor's answer, shown as it gives it.
 """
 
 from __future__ import annotations
@@ -66,6 +68,10 @@ class DiscussScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Static("", id="discuss-header")
+            yield Input(
+                placeholder="Model: auto (the default order); type a model's name, enter pins it",
+                id="discuss-model",
+            )
             yield RichLog(id="discuss-log", wrap=True, markup=False)
             yield Static("", id="discuss-live")
             yield Static("", id="discuss-task")
@@ -98,6 +104,7 @@ class DiscussScreen(Screen[None]):
             f"[b]Discussion[/b] on {escape(self.repo.name)} — read-only: the assistant reads the repo "
             "and cannot change it."
         )
+        self.query_one("#discuss-model", Input).value = self.discussion.model or ""
         self.query_one("#discuss-input", Input).focus()
         self.follow()
 
@@ -168,7 +175,24 @@ class DiscussScreen(Screen[None]):
             f"{escape(intent)}\n{escape(agreed)}"
         )
 
+    def _choose_model(self, field: Input) -> None:
+        assert self.discussion is not None
+        try:
+            self.discussion.choose_model(field.value)
+        except CorralError as exc:
+            field.value = self.discussion.model or ""
+            self.notify(str(exc), title="Model", severity="error", timeout=10)
+            return
+        field.value = self.discussion.model or ""
+        chosen = self.discussion.model
+        self.notify(f"Pinned model {chosen}" if chosen else "No pinned model: the default order")
+        self.query_one("#discuss-input", Input).focus()
+
     async def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.input.id == "discuss-model":
+            if self.discussion is not None:
+                self._choose_model(event.input)
+            return
         text = event.value
         if not text.strip() or self.discussion is None:
             return

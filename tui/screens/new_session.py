@@ -1,4 +1,4 @@
-"""`n`: the new-session form (intent, repo, engine, base).
+"""`n`: the new-session form (intent, repo, engine, model, base).
 
 The engine list is what can run here, plus the engines named by a command
 line (`custom:`, `oneshot:`), which reveal a command input. A refusal (an
@@ -78,6 +78,15 @@ class NewSessionScreen(ModalScreen[None]):
             command = Input(id="command")
             command.display = False
             yield command
+            models = [name for name, _ in app.supervisor.model_choices()]
+            order = f"the default order: {', '.join(models)}" if models else "the agent's own"
+            yield Label(f"Model (blank = {order}; a pin is never swapped for another)")
+            pinned = self.discussion.model if self.discussion is not None else None
+            yield Input(
+                value=pinned or "",
+                placeholder="auto, a configured model, or a name the agent knows",
+                id="model",
+            )
             blank = (
                 "what this discussion's last run delivered, else your checkout"
                 if self.discussion is not None
@@ -142,6 +151,7 @@ class NewSessionScreen(ModalScreen[None]):
         # blank: the supervisor picks the base (a discussion's follow-up
         # continues from what its last run delivered)
         base = self.query_one("#base", Input).value.strip() or None
+        model = self.query_one("#model", Input).value.strip() or None
         app = self.app
         sup = app.supervisor
         discussion = self.discussion
@@ -165,6 +175,7 @@ class NewSessionScreen(ModalScreen[None]):
                     constraints=self.constraints or None,
                     discussion_id=discussion.id if discussion is not None else None,
                     contract=contract,
+                    model=model,
                 )
             except CorralError as exc:
                 if self not in app.screen_stack:

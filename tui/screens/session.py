@@ -17,7 +17,7 @@ from textual.widgets import DataTable, Footer, Input, RichLog, Static
 
 from corral.supervisor.api import Supervisor
 from corral.supervisor.errors import CorralError
-from corral.supervisor.events import CoderEvent, ToolDeniedData
+from corral.supervisor.events import CoderEvent, ModelFallbackData, ToolDeniedData
 from corral.supervisor.interface import SubscriptionClosed, SubscriptionDropped
 from corral.supervisor.models import (
     CheckResult,
@@ -86,6 +86,8 @@ _PROBLEMS = {
 
 
 def log_filter_matches(name: str, event: CoderEvent) -> bool:
+    if isinstance(event.data, ModelFallbackData) and not event.data.notice:
+        return False  # journaled only: a timeout or a retry on another model needs no one
     if name == "agent":
         return event.kind in _AGENT
     if name == "checks":
