@@ -10,7 +10,8 @@ import pytest
 
 from corral.supervisor.states import CoderState as S
 from tests.conftest import init_repo
-from tests.e2e.test_real_agents import MISSING, agent_env, kill_tmux, open_sup, settle
+from tests.e2e.support import kill_tmux, open_sup, settle
+from tests.e2e.test_real_agents import MISSING, agent_env
 from tests.fakes.agent_env import claude_launch, codex_launch
 from tests.fakes.model_server import FakeModelServer, Reply, ToolCall
 

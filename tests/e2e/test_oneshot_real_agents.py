@@ -14,7 +14,8 @@ from corral.supervisor.contracts.drafting import FixedDrafter
 from corral.supervisor.factory import build_supervisor
 from corral.supervisor.states import CoderState as S
 from tests.conftest import fast_config, hello_contract, init_repo
-from tests.e2e.test_real_agents import agent_env, kill_tmux, settle
+from tests.e2e.support import kill_tmux, settle
+from tests.e2e.test_real_agents import agent_env
 from tests.fakes.agent_env import claude_bin, claude_launch, codex_bin, codex_launch
 from tests.fakes.model_server import FakeModelServer, Reply, ToolCall
 

@@ -16,12 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from corral.supervisor.api import Supervisor
-from corral.supervisor.contracts.drafting import FixedDrafter
 from corral.supervisor.events import PaneAnswerData
-from corral.supervisor.factory import build_supervisor
 from corral.supervisor.states import CoderState as S
-from tests.conftest import fast_config, hello_contract, init_repo
+from tests.conftest import init_repo
+from tests.e2e.support import kill_tmux, open_sup, settle
 from tests.fakes.agent_env import claude_bin, claude_launch, codex_launch, missing_clis
 from tests.fakes.model_server import FakeModelServer, Reply, ToolCall
 
@@ -64,36 +62,6 @@ def agent_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[callable]:  # type: i
             monkeypatch.setenv("CORRAL_CLAUDE_PERMISSION_MODE", permission_mode)
 
     yield apply
-
-
-async def settle(sup: Supervisor, sid: str, states: set, timeout: float):  # type: ignore[no-untyped-def]
-    """wait_for, but on a timeout show what the agent's screen says."""
-    try:
-        return await sup.wait_for(sid, states, timeout=timeout)
-    except TimeoutError:
-        screen = sup.agent_screen(sid)
-        text = "\n".join(line for line in (screen.lines if screen else []) if line.strip())
-        events = [(e.kind.value, e.data) for e in sup.registry.live(sid).log.buffered()][-15:]
-        raise AssertionError(f"timed out; agent screen:\n{text}\nevents: {events}") from None
-
-
-async def open_sup(tmp_path: Path, agent: str) -> Supervisor:
-    sup = build_supervisor(
-        tmp_path / "state",
-        FixedDrafter(hello_contract()),
-        socket_dir=tmp_path / "tmux",
-        default_engine=f"external:{agent}",
-        config=fast_config(repair_invokes=0, max_session_wall_secs=120),
-    )
-    await sup.open()
-    return sup
-
-
-def kill_tmux(tmp_path: Path) -> None:
-    import subprocess
-
-    for sock in (tmp_path / "tmux").glob("*"):
-        subprocess.run(["tmux", "-S", str(sock), "kill-server"], capture_output=True)
 
 
 async def test_claude_code_writes_the_file_and_reaches_review(tmp_path: Path, agent_env) -> None:  # type: ignore[no-untyped-def]

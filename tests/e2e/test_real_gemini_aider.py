@@ -16,10 +16,9 @@ from pathlib import Path
 import pytest
 
 from corral.supervisor.api import Supervisor
-from corral.supervisor.contracts.drafting import FixedDrafter
-from corral.supervisor.factory import build_supervisor
 from corral.supervisor.states import CoderState as S
-from tests.conftest import fast_config, hello_contract, init_repo
+from tests.conftest import init_repo
+from tests.e2e.support import kill_tmux, open_sup, screen_text, settle
 from tests.fakes.agent_env import (
     AgentLaunch,
     aider_bin,
@@ -61,38 +60,6 @@ def agent_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Apply
         monkeypatch.setenv("PATH", f"{bin_dir}:{launch.env['PATH']}")
 
     yield apply
-
-
-async def settle(sup: Supervisor, sid: str, states: set[S], timeout: float):  # type: ignore[no-untyped-def]
-    """wait_for, but on a timeout show what the agent's screen says."""
-    try:
-        return await sup.wait_for(sid, states, timeout=timeout)
-    except TimeoutError:
-        raise AssertionError(f"timed out; agent screen:\n{screen_text(sup, sid)}") from None
-
-
-def screen_text(sup: Supervisor, sid: str) -> str:
-    screen = sup.agent_screen(sid)
-    return "\n".join(line for line in (screen.lines if screen else []) if line.strip())
-
-
-async def open_sup(tmp_path: Path, agent: str) -> Supervisor:
-    sup = build_supervisor(
-        tmp_path / "state",
-        FixedDrafter(hello_contract()),
-        socket_dir=tmp_path / "tmux",
-        default_engine=f"external:{agent}",
-        config=fast_config(repair_invokes=0, max_session_wall_secs=120),
-    )
-    await sup.open()
-    return sup
-
-
-def kill_tmux(tmp_path: Path) -> None:
-    import subprocess
-
-    for sock in (tmp_path / "tmux").glob("*"):
-        subprocess.run(["tmux", "-S", str(sock), "kill-server"], capture_output=True)
 
 
 def process_tree(pid: int) -> set[int]:

@@ -20,11 +20,9 @@ from typing import Any
 
 import pytest
 
-from corral.supervisor.api import Supervisor
-from corral.supervisor.contracts.drafting import FixedDrafter
-from corral.supervisor.factory import build_supervisor
 from corral.supervisor.states import CoderState as S
-from tests.conftest import fast_config, hello_contract, init_repo
+from tests.conftest import init_repo
+from tests.e2e.support import describe, kill_tmux, open_sup, settle
 from tests.e2e.test_fake_model_server import Tmux, wait_until
 from tests.fakes.agent_env import AgentLaunch, missing_opencode, opencode_bin, opencode_launch
 from tests.fakes.model_server import FakeModelServer, Reply, ToolCall
@@ -75,38 +73,6 @@ def agent_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[Apply]:
     yield apply
 
 
-async def settle(sup: Supervisor, sid: str, states: set[S], timeout: float) -> Any:
-    """wait_for, but on a timeout show what the agent's screen says."""
-    try:
-        return await sup.wait_for(sid, states, timeout=timeout)
-    except TimeoutError:
-        raise AssertionError(f"timed out; {describe(sup, sid)}") from None
-
-
-def describe(sup: Supervisor, sid: str) -> str:
-    screen = sup.agent_screen(sid)
-    text = "\n".join(line for line in (screen.lines if screen else []) if line.strip())
-    events = [(e.kind.value, e.data) for e in sup.registry.live(sid).log.buffered()][-15:]
-    return f"agent screen:\n{text}\nevents: {events}"
-
-
-async def open_sup(tmp_path: Path) -> Supervisor:
-    sup = build_supervisor(
-        tmp_path / "state",
-        FixedDrafter(hello_contract()),
-        socket_dir=tmp_path / "tmux",
-        default_engine="external:opencode",
-        config=fast_config(repair_invokes=0, max_session_wall_secs=240),
-    )
-    await sup.open()
-    return sup
-
-
-def kill_tmux(tmp_path: Path) -> None:
-    for sock in (tmp_path / "tmux").glob("*"):
-        subprocess.run(["tmux", "-S", str(sock), "kill-server"], capture_output=True)
-
-
 def hook_names(tmp_path: Path, sid: str) -> list[str]:
     hooks = tmp_path / "state" / "agents" / sid / "hooks.jsonl"
     text = hooks.read_text() if hooks.exists() else ""
@@ -125,7 +91,7 @@ async def test_opencode_writes_the_file_and_reaches_review(
     with FakeModelServer([]) as srv:
         launch = opencode_launch(tmp_path / "opencode", srv.url, repo, None, permission=ALLOW)
         agent_env(launch.env)
-        sup = await open_sup(tmp_path)
+        sup = await open_sup(tmp_path, "opencode", wall_secs=240)
         try:
             started = await sup.start("Write hello.txt saying hi", repo)
             sid = started.session_id
@@ -156,7 +122,7 @@ async def test_an_opencode_permission_prompt_is_answered_through_the_api(
     with FakeModelServer([]) as srv:
         launch = opencode_launch(tmp_path / "opencode", srv.url, repo, None, permission=ASK)
         agent_env(launch.env)
-        sup = await open_sup(tmp_path)
+        sup = await open_sup(tmp_path, "opencode", wall_secs=240)
         try:
             started = await sup.start("Write hello.txt saying hi", repo)
             sid = started.session_id
@@ -185,7 +151,7 @@ async def test_cancel_mid_turn_stops_opencode_within_five_seconds(
     with FakeModelServer([]) as srv:
         launch = opencode_launch(tmp_path / "opencode", srv.url, repo, None, permission=ALLOW)
         agent_env(launch.env)
-        sup = await open_sup(tmp_path)
+        sup = await open_sup(tmp_path, "opencode", wall_secs=240)
         try:
             started = await sup.start("Think for a long time", repo)
             sid = started.session_id

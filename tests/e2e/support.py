@@ -1,0 +1,55 @@
+"""What the real-agent end-to-end tests share: a supervisor drafting the
+hello contract for one agent, waiting with the agent's screen and last events
+on a timeout, and stopping the test's private tmux servers."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from corral.supervisor.api import Supervisor
+from corral.supervisor.contracts.drafting import FixedDrafter
+from corral.supervisor.factory import build_supervisor
+from corral.supervisor.models import SessionSummary
+from corral.supervisor.states import CoderState
+from tests.conftest import fast_config, hello_contract
+
+
+def screen_text(sup: Supervisor, sid: str) -> str:
+    screen = sup.agent_screen(sid)
+    return "\n".join(line for line in (screen.lines if screen else []) if line.strip())
+
+
+def describe(sup: Supervisor, sid: str) -> str:
+    """The agent's screen and the session's last events, for a failure message."""
+    live = sup.registry.get_live(sid)
+    events = [(e.kind.value, e.data) for e in live.log.buffered()][-15:] if live else []
+    return f"agent screen:\n{screen_text(sup, sid)}\nevents: {events}"
+
+
+async def settle(
+    sup: Supervisor, sid: str, states: set[CoderState], timeout: float
+) -> SessionSummary:
+    """wait_for, but on a timeout say what the agent's screen shows."""
+    try:
+        return await sup.wait_for(sid, states, timeout=timeout)
+    except TimeoutError:
+        raise AssertionError(f"timed out; {describe(sup, sid)}") from None
+
+
+async def open_sup(tmp_path: Path, agent: str, *, wall_secs: int = 120) -> Supervisor:
+    """A supervisor whose sessions run `agent` on the hello contract, no repairs."""
+    sup = build_supervisor(
+        tmp_path / "state",
+        FixedDrafter(hello_contract()),
+        socket_dir=tmp_path / "tmux",
+        default_engine=f"external:{agent}",
+        config=fast_config(repair_invokes=0, max_session_wall_secs=wall_secs),
+    )
+    await sup.open()
+    return sup
+
+
+def kill_tmux(tmp_path: Path) -> None:
+    for sock in (tmp_path / "tmux").glob("*"):
+        subprocess.run(["tmux", "-S", str(sock), "kill-server"], capture_output=True)
