@@ -129,6 +129,8 @@ class ContractGate:
         discussion_id: str | None = None,
         wait: bool = True,
         contract: OutcomeContract | None = None,
+        retry_of: str | None = None,
+        retry_guidance: list[str] | None = None,
     ) -> StartResult:
         """Register a session and draft its contract.
 
@@ -169,6 +171,8 @@ class ContractGate:
                 discussion_id=discussion_id,
                 discussion_constraints=list(constraints or []),
                 keep_workspace_on_failure=self._config.keep_workspace_on_failure,
+                retry_of=retry_of,
+                retry_guidance=list(retry_guidance or []),
             )
             made = await asyncio.to_thread(self._workspaces.provision, root, sid, base_sha)
             fault_point("start:worktree")

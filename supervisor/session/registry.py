@@ -246,6 +246,30 @@ class SessionRegistry:
         task.add_done_callback(self._stopping.discard)
         task.add_done_callback(_retrieve)
 
+    def amend(self, session_id: str, change: Callable[[CoderSession], None]) -> SessionSummary:
+        """Change what the operator owns of a session (its name, archived or
+        not), live or stored: stored first, then the board is told. Its place
+        on the board (`updated_at`) is left as it was."""
+        live = self._live.get(session_id)
+        session = live.session if live is not None else self._stored.get(session_id)
+        if session is None:
+            raise CorralError(f"no corral session '{session_id}'")
+        before = session.model_copy()
+        change(session)
+        try:
+            if live is not None:
+                self.persist(live)
+            else:
+                self._require_store().save_session(session)
+        except Exception:  # not stored: not changed
+            for field in type(session).model_fields:
+                setattr(session, field, getattr(before, field))
+            raise
+        self.board.notify(session_id)
+        row = self.summary(session_id)
+        assert row is not None
+        return row
+
     def notify(self, session_id: str) -> None:
         """Push a fresh board row for a change that emits no event."""
         self.board.notify(session_id)

@@ -51,6 +51,8 @@ def stored_summary(session: CoderSession) -> SessionSummary:
         discussion_id=session.discussion_id,
         next_seq=None,
         changed_since_verification=bool(session.changed_since_verification),
+        name=session.name,
+        archived=session.archived_at is not None,
     )
 
 
