@@ -135,16 +135,17 @@ class CorralApp(App[None]):
         *,
         go: str = "Yes",
         comment: str | None = None,
+        value: str = "",
     ) -> None:
         """One confirm modal (enter / y goes, escape / n keeps); `then(comment)`
-        runs only when the operator goes ahead."""
+        runs only when the operator goes ahead (`value` pre-fills the comment)."""
         from .screens.confirm import ConfirmScreen
 
         def done(answer: str | None) -> None:
             if answer is not None:
                 then(answer)
 
-        self.push_screen(ConfirmScreen(question, go=go, comment=comment), done)
+        self.push_screen(ConfirmScreen(question, go=go, comment=comment, value=value), done)
 
     def _what(self, session_id: str) -> str:
         try:

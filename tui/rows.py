@@ -125,18 +125,29 @@ def repo_name(row: SessionSummary) -> str:
     return os.path.basename(row.repo.rstrip("/")) or row.repo
 
 
+def intent_text(row: SessionSummary) -> Text:
+    """The intent's first line, after the operator's name for the session."""
+    first = row.intent.splitlines()[0] if row.intent else ""
+    if not row.name:
+        return Text(first)
+    return Text.assemble((row.name, "bold"), "  ", (first, "dim"))
+
+
 def counts_line(rows: list[SessionSummary]) -> str:
     """`5 sessions: 3 need you · 0 in progress · 2 finished (1 failed)` —
-    the three parts add up to the total; failed ones are among the finished."""
+    the three parts add up to the total; failed ones are among the finished.
+    Archived sessions are off the board: counted apart, after the rest."""
+    archived = sum(1 for r in rows if r.archived)
+    rows = [r for r in rows if not r.archived]
     needs = sum(1 for r in rows if r.needs_you is not None)
     working = sum(1 for r in rows if r.needs_you is None and not r.state.is_terminal)
     done = sum(1 for r in rows if r.state.is_terminal)
     failed = sum(1 for r in rows if r.state is S.FAILED)
     noun = "session" if len(rows) == 1 else "sessions"
     finished = f"{done} finished" + (f" ({failed} failed)" if failed else "")
-    return f"{len(rows)} {noun}:  " + "  ·  ".join(
-        [f"{needs} need you", f"{working} in progress", finished]
-    )
+    parts = [f"{needs} need you", f"{working} in progress", finished]
+    line = f"{len(rows)} {noun}:  " + "  ·  ".join(parts)
+    return line + (f"  ({archived} archived)" if archived else "")
 
 
 def announcement(rows: list[SessionSummary]) -> tuple[str, str] | None:
@@ -162,6 +173,7 @@ FILTER_WORDS = {
     "running": "in progress",
     "finished": "finished",
 }
+ARCHIVED = "archived"  # the only filter that shows archived sessions (only those)
 
 
 REPO_FILTER = "repo:"  # + the repo's path: one filter per repo on the board
@@ -170,19 +182,24 @@ REPO_FILTER = "repo:"  # + the repo's path: one filter per repo on the board
 def filter_cycle(rows: list[SessionSummary]) -> list[str]:
     """The board's filters in `f` order: the four fixed ones, then one per
     repo (only when sessions span more than one repo)."""
-    repos = sorted({r.repo for r in rows})
-    return [*FILTER_WORDS, *(REPO_FILTER + repo for repo in repos if len(repos) > 1)]
+    repos = sorted({r.repo for r in rows if not r.archived})
+    archived = [ARCHIVED] if any(r.archived for r in rows) else []
+    return [*FILTER_WORDS, *archived, *(REPO_FILTER + repo for repo in repos if len(repos) > 1)]
 
 
 def filter_words(name: str) -> str:
     if name.startswith(REPO_FILTER):
         path = name[len(REPO_FILTER) :]
         return f"repo {os.path.basename(path.rstrip('/')) or path}"
+    if name == ARCHIVED:
+        return "archived (h brings one back)"
     return FILTER_WORDS.get(name, name)
 
 
 def filtered(rows: list[SessionSummary], name: str, search: str = "") -> list[SessionSummary]:
-    """Rows for a board filter and a free-text search (intent, repo, label)."""
+    """Rows for a board filter and a free-text search (name, intent, repo,
+    label, id). Archived rows show under the archived filter only."""
+    rows = [r for r in rows if r.archived == (name == ARCHIVED)]
     if name.startswith(REPO_FILTER):
         rows = [r for r in rows if r.repo == name[len(REPO_FILTER) :]]
     elif name == "needs":
@@ -196,6 +213,10 @@ def filtered(rows: list[SessionSummary], name: str, search: str = "") -> list[Se
         rows = [
             r
             for r in rows
-            if all(w in f"{r.intent} {r.repo} {r.label} {r.engine}".lower() for w in words)
+            if all(
+                w
+                in f"{r.name or ''} {r.intent} {r.repo} {r.label} {r.session_id} {r.engine}".lower()
+                for w in words
+            )
         ]
     return rows
