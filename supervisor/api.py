@@ -128,7 +128,7 @@ class Supervisor:
         try:
             await asyncio.to_thread(workspaces.reconcile)
             # a worktree made just before a crash, its session never saved
-            claimed = {s.id for s in sessions} | set(self.broken_rows)
+            claimed = self.registry.known_ids() | set(self.broken_rows)
             await asyncio.to_thread(workspaces.discard_unclaimed, claimed)
         except CorralError as exc:  # a vanished repo must not keep the console shut
             log.warning("worktree reconciliation: %s", exc)

@@ -37,6 +37,35 @@ STATE_WORDS: dict[CoderState, str] = {
 }
 
 
+class Styled(str):
+    """A cell's words and their style, made into Rich text only when drawn: a
+    board of 10,000 rows builds, measures and compares its cells as strings
+    (Rich's Text costs several times more to make). Equal only with the same style."""
+
+    style: str
+
+    def __new__(cls, text: str, style: str = "") -> Styled:
+        made = super().__new__(cls, text)
+        made.style = style
+        return made
+
+    @property
+    def plain(self) -> str:
+        return str(self)
+
+    def __eq__(self, other: object) -> bool:
+        return str.__eq__(self, other) is True and getattr(other, "style", "") == self.style
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    def __hash__(self) -> int:
+        return str.__hash__(self)
+
+    def __rich__(self) -> Text:
+        return Text(str(self), style=self.style)
+
+
 def group_of(row: SessionSummary) -> int:
     """Needs-you rows first, then work in progress, then finished."""
     if row.needs_you is not None:
@@ -61,11 +90,11 @@ def age(seconds: float) -> str:
     return f"{s // 86400}d"
 
 
-def glyph(row: SessionSummary) -> Text:
+def glyph(row: SessionSummary) -> Styled:
     if row.needs_you is not None:
-        return Text("!", style="bold black on yellow")
+        return Styled("!", "bold black on yellow")
     mark, style = STATE_STYLE[row.state]
-    return Text(mark, style=style)
+    return Styled(mark, style)
 
 
 SOURCE_WORDS = {"hook": "hook", "pane": "screen", "process": "process"}
@@ -85,7 +114,7 @@ def agent_words(status: str | None, reason: str | None, source: str | None) -> s
     return words
 
 
-def state_text(row: SessionSummary) -> Text:
+def state_text(row: SessionSummary) -> Styled:
     words = STATE_WORDS[row.state]
     if row.live and row.state is S.RUNNING and row.agent_status:
         status = "signed out" if row.agent_status == "auth" else row.agent_status
@@ -95,24 +124,24 @@ def state_text(row: SessionSummary) -> Text:
         words = f"failed ({row.failure_kind.replace('_', ' ')})"
     if not row.live and not row.state.is_terminal:
         words += " (stopped)"
-    return Text(words, style=STATE_STYLE[row.state][1])
+    return Styled(words, STATE_STYLE[row.state][1])
 
 
-def needs_text(row: SessionSummary) -> Text:
+def needs_text(row: SessionSummary) -> Styled:
     """The needs-you label, with what is asked: the question's text, the
     agent's own sign-in sentence; an agent waiting with no question yet shows
     its reason."""
     if row.needs_you == "question" and row.question_prompt:
-        return Text(f"question: {row.question_prompt}", style="bold yellow")
+        return Styled(f"question: {row.question_prompt}", "bold yellow")
     if row.needs_you == "auth" and row.auth_message:
-        return Text(f"sign-in: {row.auth_message}", style="bold yellow")
+        return Styled(f"sign-in: {row.auth_message}", "bold yellow")
     if row.needs_you_label:
-        return Text(row.needs_you_label, style="bold yellow")
+        return Styled(row.needs_you_label, "bold yellow")
     if row.state is S.FAILED and row.error:
-        return Text(row.error.strip().splitlines()[0], style="red")
+        return Styled(row.error.strip().splitlines()[0], "red")
     if row.live and row.agent_status == "waiting" and row.agent_reason:
-        return Text(f"waiting: {row.agent_reason}", style="yellow")
-    return Text("")
+        return Styled(f"waiting: {row.agent_reason}", "yellow")
+    return Styled("")
 
 
 def engine_text(row: SessionSummary) -> str:
@@ -125,11 +154,11 @@ def repo_name(row: SessionSummary) -> str:
     return os.path.basename(row.repo.rstrip("/")) or row.repo
 
 
-def intent_text(row: SessionSummary) -> Text:
+def intent_text(row: SessionSummary) -> Text | str:
     """The intent's first line, after the operator's name for the session."""
     first = row.intent.splitlines()[0] if row.intent else ""
     if not row.name:
-        return Text(first)
+        return first
     return Text.assemble((row.name, "bold"), "  ", (first, "dim"))
 
 

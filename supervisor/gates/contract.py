@@ -230,7 +230,12 @@ class ContractGate:
         grounded = await asyncio.to_thread(runs.repo_of, discussion_id)
         if grounded.resolve() != root.resolve():
             raise CorralError(REPO_DIFFERS)
-        sessions = [s for s in self._registry.stored_sessions() if s.discussion_id == discussion_id]
+        registry = self._registry
+        sessions = [
+            s
+            for row in registry.summaries()
+            if row.discussion_id == discussion_id and (s := registry.stored(row.session_id))
+        ]
         recorded, worktrees = await asyncio.to_thread(
             lambda: (runs.runs(discussion_id), self._unfinished_changes(sessions))
         )

@@ -56,6 +56,11 @@ def stored_summary(session: CoderSession) -> SessionSummary:
     )
 
 
+def summary_json(session: CoderSession) -> str:
+    """The board row the store keeps beside each session (see store/listing.py)."""
+    return stored_summary(session).model_dump_json()
+
+
 def live_summary(live: LiveSession) -> SessionSummary:
     session = live.session
     attention = live.attention

@@ -4,13 +4,12 @@ lock (the database is opened read-only), so a running console is fine."""
 
 from __future__ import annotations
 
-import json
 import shutil
 import sys
 import time
 from pathlib import Path
 
-from corral.supervisor.housekeeping import stored_sessions
+from corral.supervisor.housekeeping import stored_sessions, stored_sessions_json
 from corral.supervisor.paths import default_state_dir
 
 PIPE_WIDTH = 160  # the line width when stdout is not a terminal
@@ -38,7 +37,7 @@ def list_sessions(*, as_json: bool) -> int:
     state_dir = default_state_dir()
     stored = stored_sessions(state_dir)
     if as_json:
-        print(json.dumps([r.model_dump(mode="json") for r in stored.rows], indent=2))
+        print(stored_sessions_json(stored.rows))
     else:
         if not stored.rows:
             print(f"no stored sessions in {state_dir}")
