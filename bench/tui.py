@@ -129,6 +129,7 @@ def quit_app(proc, timeout: float = 15) -> None:  # type: ignore[no-untyped-def]
 
 def seed_store(home: Path, repo: Path, n: int) -> None:
     from corral.supervisor.models import CoderSession
+    from corral.supervisor.session.summaries import summary_json
     from corral.supervisor.states import CoderState
     from corral.supervisor.store import Store
 
@@ -140,7 +141,7 @@ def seed_store(home: Path, repo: Path, n: int) -> None:
         CoderState.NEEDS_APPROVAL,
         CoderState.CONTRACT_PROPOSED,
     ]
-    store = Store(home)
+    store = Store(home, summarize=summary_json)  # as a console writes them
     assert store._conn is not None
     now = time.time()
     store._conn.execute("BEGIN")
