@@ -45,7 +45,9 @@ def read_listing(
     """Every stored row as a board row. `summarize` builds one from a parsed
     session (for rows without a usable summary); by default the store's own."""
     if summarize is None:
-        from ..session.summaries import stored_summary as summarize
+        from ..session.summaries import stored_summary
+
+        summarize = stored_summary
     kept: list[tuple[str, float, str]] = []
     if with_summaries:
         kept = conn.execute(
