@@ -298,6 +298,8 @@ class CorralApp(App[None]):
                 continue
             target = self if binding.action.startswith("app.") else screen
             action = binding.action.removeprefix("app.")
+            if target is screen and not screen.check_action(action, ()):
+                continue  # what the selected row or the state cannot take is not offered
 
             async def run(target: App[None] | Screen[Any] = target, action: str = action) -> None:
                 await target.run_action(action)

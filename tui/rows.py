@@ -7,7 +7,7 @@ import os
 
 from rich.text import Text
 
-from corral.supervisor.models import SessionSummary
+from corral.supervisor.models import CheckResult, SessionSummary
 from corral.supervisor.states import CoderState
 
 S = CoderState
@@ -249,3 +249,11 @@ def filtered(rows: list[SessionSummary], name: str, search: str = "") -> list[Se
             )
         ]
     return rows
+
+
+def checks_outcome(results: list[CheckResult]) -> str:
+    """`2 of 3 checks pass; failing: lint` — what a re-verification found."""
+    passed = sum(1 for r in results if r.passed)
+    failing = [r.name for r in results if not r.passed]
+    line = f"{passed} of {len(results)} checks pass"
+    return line + (f"; failing: {', '.join(failing)}" if failing else ".")

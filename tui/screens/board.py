@@ -418,8 +418,23 @@ class BoardScreen(Screen[None]):
             self.app.approve("Apply to checkout", row.session_id, delivery="checkout")
 
     def action_reverify(self) -> None:
-        sup = self.app.supervisor
-        self._run("Re-verify", lambda sid: sup.reverify(sid))
+        """Says at once that it started, and then how the checks came out."""
+        row = self._selected_or_warn()
+        if row is None:
+            return
+        if row.needs_you != "merge":
+            self.notify(
+                "Re-verify needs a session with a diff waiting for approval.", severity="warning"
+            )
+            return
+        self.notify(
+            f"Re-verifying {row.label}: the contract re-runs on its worktree as it is now.",
+            title="Re-verify",
+            timeout=4,
+        )
+        self.app.run_supervisor_call(
+            "Re-verify", self.app.supervisor.reverify(row.session_id), outcome=R.checks_outcome
+        )
 
     def action_reject(self) -> None:
         if (row := self._selected_or_warn()) is not None:

@@ -457,7 +457,9 @@ class SessionScreen(Screen[None]):
             return can_retry(detail.session.state)
         if action == "archive":
             return detail.session.state.is_terminal
-        if action in ("attach", "focus_terminal"):
+        if action == "attach":  # the pty backend has no terminal to attach
+            return bool(self.supervisor.attach_argv(self.session_id))
+        if action == "focus_terminal":
             return self.supervisor.agent_screen(self.session_id) is not None
         return True
 
