@@ -42,6 +42,7 @@ COLUMNS = (
 
 ANNOUNCE_GATHER = 0.3  # seconds: needs-you changes this close together make one toast
 INTENT_WANTED = 30  # cells of intent kept on a narrow terminal before columns give way
+FIRST_PAINT_ROWS = 200  # rows laid out for the first frame of a big board (more than fit)
 PREVIEW_MIN = (120, 30)  # the preview shows from the start on a terminal at least this big
 PREVIEW_BESIDE_WIDTH = 160  # ... beside the board from this width, below it under it
 
@@ -84,6 +85,7 @@ class BoardScreen(Screen[None]):
         self._announcing: dict[str, SessionSummary] = {}
         self._announce_timer: Timer | None = None
         self.preview_wanted = False
+        self._first_paint = False  # only the rows that fit are in the table (see replace_all)
 
     def compose(self) -> ComposeResult:
         with Vertical():
@@ -156,7 +158,18 @@ class BoardScreen(Screen[None]):
         )
 
     def replace_all(self, rows: list[SessionSummary]) -> None:
+        """A whole snapshot. The first one of a big store paints the rows that
+        fit on screen (and the counts of all) first, and the rest right after
+        that frame: the operator sees the board before 10,000 rows are laid out."""
+        first = not self.summaries and len(rows) > FIRST_PAINT_ROWS
         self.summaries = {r.session_id: r for r in rows}
+        self._first_paint = first
+        self._rebuild()
+        if first:
+            self.call_after_refresh(self._finish_first_paint)
+
+    def _finish_first_paint(self) -> None:
+        self._first_paint = False
         self._rebuild()
 
     def _announce(self, row: SessionSummary) -> None:
@@ -202,7 +215,9 @@ class BoardScreen(Screen[None]):
         table = self.table
         selected = self.selected_id() if table.cursor_chosen else None
         self.order = [r.session_id for r in self.shown_rows()]
-        table.show(self.order, self._cells_of)
+        table.show(
+            self.order[:FIRST_PAINT_ROWS] if self._first_paint else self.order, self._cells_of
+        )
         index = table.index_of(selected) if selected else None
         if index is not None and index != table.cursor_row:
             table.move_cursor(row=index, chosen=False)
