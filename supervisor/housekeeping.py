@@ -105,9 +105,9 @@ def stored_sessions(state_dir: Path) -> StoredSessions:
     return StoredSessions(listing.rows, listing.unreadable)
 
 
-def stored_sessions_json(rows: list[SessionSummary]) -> str:
-    """`corral sessions --json`: the rows, indented, serialised in one call."""
-    return rows_json(rows).decode()
+def stored_sessions_json(rows: list[SessionSummary]) -> bytes:
+    """`corral sessions --json`: the rows, indented, serialised in one call (UTF-8)."""
+    return rows_json(rows)
 
 
 def _read_sessions(state_dir: Path) -> tuple[list[CoderSession], list[str]]:

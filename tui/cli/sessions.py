@@ -37,7 +37,8 @@ def list_sessions(*, as_json: bool) -> int:
     state_dir = default_state_dir()
     stored = stored_sessions(state_dir)
     if as_json:
-        print(stored_sessions_json(stored.rows))
+        sys.stdout.flush()  # UTF-8 JSON as bytes, whatever the locale's encoding
+        sys.stdout.buffer.write(stored_sessions_json(stored.rows) + b"\n")
     else:
         if not stored.rows:
             print(f"no stored sessions in {state_dir}")
