@@ -20,7 +20,6 @@ from textual.screen import Screen
 
 from corral.supervisor.api import Supervisor
 from corral.supervisor.errors import CorralError
-from corral.supervisor.housekeeping import confinement_status
 
 from .event_text import approval_outcome
 
@@ -72,14 +71,17 @@ class CorralApp(App[None]):
                 "were left untouched in the database.",
                 severity="warning",
             )
-        sandbox = await asyncio.to_thread(confinement_status)
-        if sandbox.agents_unconfined:  # said once, here and in `corral doctor`
-            self.notify(f"Agents run {sandbox.agents}", severity="warning")
         self._load_theme()
         self.set_interval(300, self._reap_discussions)
         from .screens.board import BoardScreen  # screens import this module for its type
 
         await self.push_screen(BoardScreen(clock=self.clock))
+        # after the board: probing the sandbox (bubblewrap) takes ~0.1 s
+        from corral.supervisor.housekeeping import confinement_status
+
+        sandbox = await asyncio.to_thread(confinement_status)
+        if sandbox.agents_unconfined:  # said once, here and in `corral doctor`
+            self.notify(f"Agents run {sandbox.agents}", severity="warning")
         if self.on_ready is not None:
             task = asyncio.get_running_loop().create_task(self._run_ready())
             self._calls.add(task)
