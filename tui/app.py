@@ -45,8 +45,12 @@ class CorralApp(App[None]):
         on_ready: Callable[[Supervisor], Awaitable[Any]] | None = None,
         clock: Callable[[], float] = time.time,
         owns_supervisor: bool = True,
+        ui_state_dir: Path | None = None,
     ) -> None:
         super().__init__()
+        # where the theme is kept (ui.json): the supervisor's state dir unless
+        # given (the demo's state dir is temporary; it keeps it in yours)
+        self.ui_state_dir = ui_state_dir
         self.supervisor = supervisor
         self.default_repo = default_repo
         self.on_ready = on_ready
@@ -278,7 +282,7 @@ class CorralApp(App[None]):
             path.write_text(json.dumps({"theme": theme}), encoding="utf-8")
 
     def _ui_state_path(self) -> Path | None:
-        state_dir = getattr(self.supervisor, "state_dir", None)
+        state_dir = self.ui_state_dir or getattr(self.supervisor, "state_dir", None)
         return None if state_dir is None else Path(state_dir) / "ui.json"
 
     def _load_theme(self) -> None:
