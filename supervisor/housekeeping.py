@@ -362,6 +362,16 @@ def _tmux_backend() -> PaneBackend:
     return make_backend("tmux", socket_dir=Path(socket_dir) if socket_dir else None)
 
 
+def attach_command() -> list[str]:
+    """The exact command that attaches a terminal to corral's tmux server (its
+    socket, `CORRAL_TMUX_SOCKET_DIR` respected), to watch every agent at once."""
+    from .panes.tmux import TmuxBackend
+
+    backend = _tmux_backend()
+    assert isinstance(backend, TmuxBackend)
+    return backend.attach_server_argv()
+
+
 def stop_panes(
     state_dir: Path, which: list[str], *, strays: bool = False, every: bool = False
 ) -> list[PaneStop]:
