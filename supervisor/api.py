@@ -44,6 +44,7 @@ from .models import (
     ApproveResult,
     CancelResult,
     CheckResult,
+    CoderSession,
     OutcomeContract,
     ReviseResult,
     SessionDetail,
@@ -55,6 +56,7 @@ from .panes.base import Screen
 from .panes.manager import PaneManager
 from .paths import default_state_dir
 from .sandbox import SandboxPolicy, set_active_policy
+from .session import lifecycle
 from .session.board import BoardFeed, WatchDropped, Watcher
 from .session.events import Subscription, SubscriptionClosed, SubscriptionDropped
 from .session.janitor import Janitor
@@ -126,7 +128,7 @@ class Supervisor:
         try:
             await asyncio.to_thread(workspaces.reconcile)
             # a worktree made just before a crash, its session never saved
-            claimed = {s.id for s in sessions} | set(self.broken_rows)
+            claimed = self.registry.known_ids() | set(self.broken_rows)
             await asyncio.to_thread(workspaces.discard_unclaimed, claimed)
         except CorralError as exc:  # a vanished repo must not keep the console shut
             log.warning("worktree reconciliation: %s", exc)
@@ -284,6 +286,60 @@ class Supervisor:
 
     async def cancel(self, session_id: str) -> CancelResult:
         return await self._open_gates().approval.cancel(session_id)
+
+    # -- the operator's own lifecycle: name, archive, retry ---------------------------------
+
+    def rename(self, session_id: str, name: str | None) -> SessionSummary:
+        """Give a session a short name shown beside its intent (None or empty clears it)."""
+        cleaned = lifecycle.clean_name(name)
+
+        def change(s: CoderSession) -> None:
+            s.name = cleaned
+
+        return self.registry.amend(session_id, change)
+
+    def archive(self, session_id: str, archived: bool = True) -> SessionSummary:
+        """Hide a finished session from the board (kept in the store, shown by
+        the board's archived filter; `archived=False` brings it back). Its
+        worktree is left to its lease: retention and `corral worktrees prune`
+        treat it as they treat any finished session's."""
+        stored = self.registry.stored(session_id)
+        if stored is None:
+            raise CorralError(f"no corral session '{session_id}'")
+        lifecycle.refuse_archive(stored)
+        when = self.clock() if archived else None
+
+        def change(s: CoderSession) -> None:
+            s.archived_at = when
+
+        return self.registry.amend(session_id, change)
+
+    async def retry(self, session_id: str, *, wait: bool = False) -> StartResult:
+        """Start the task of a failed, rejected or cancelled session again: a new
+        session with the same intent, repo, engine, base and contract (validated
+        and baselined again, then proposed at gate 1), in a fresh worktree. Its
+        agent's first prompt says what went wrong last time (the reject comment,
+        the error, the failing checks with their output). The old session and
+        its worktree stay as they were."""
+        old = self.registry.stored(session_id)
+        if old is None:
+            raise CorralError(f"no corral session '{session_id}'")
+        lifecycle.refuse_retry(old)
+        result = await self._open_gates().contract.start(
+            old.intent,
+            old.repo,
+            engine=old.requested_engine or old.engine,
+            base=old.base,
+            max_iterations=old.max_iterations,
+            constraints=list(old.discussion_constraints),
+            wait=wait,
+            contract=old.contract,
+            retry_of=old.id,
+            retry_guidance=lifecycle.retry_guidance(old),
+        )
+        if old.name:
+            self.rename(result.session_id, old.name)
+        return result
 
     # -- reading sessions ------------------------------------------------------------------
 

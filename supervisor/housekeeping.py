@@ -29,9 +29,9 @@ from .git.leases import Lease, LeaseBook, LeaseState, is_clean, remove_worktree
 from .git.run import GitError, git
 from .models import CoderSession, SessionSummary
 from .panes.base import PaneBackend, PaneError, PaneHandle, PaneInfo
-from .session.summaries import stored_summary
 from .states import CoderState, label
 from .store import DB_NAME, LockHolder, OwnerLock, Store, read_lock_holder
+from .store.listing import rows_json
 from .workspaces import Workspaces
 
 __all__ = [
@@ -95,8 +95,19 @@ class StoredSessions:
 
 
 def stored_sessions(state_dir: Path) -> StoredSessions:
-    sessions, broken = _read_sessions(state_dir)
-    return StoredSessions([stored_summary(s) for s in sessions], broken)
+    """Read from the summaries the store keeps (no session is parsed in full
+    unless its row predates them)."""
+    store = Store(state_dir, readonly=True)
+    try:
+        listing = store.summaries()
+    finally:
+        store.close()
+    return StoredSessions(listing.rows, listing.unreadable)
+
+
+def stored_sessions_json(rows: list[SessionSummary]) -> bytes:
+    """`corral sessions --json`: the rows, indented, serialised in one call (UTF-8)."""
+    return rows_json(rows)
 
 
 def _read_sessions(state_dir: Path) -> tuple[list[CoderSession], list[str]]:
@@ -349,6 +360,16 @@ def _tmux_backend() -> PaneBackend:
 
     socket_dir = os.environ.get("CORRAL_TMUX_SOCKET_DIR", "").strip()
     return make_backend("tmux", socket_dir=Path(socket_dir) if socket_dir else None)
+
+
+def attach_command() -> list[str]:
+    """The exact command that attaches a terminal to corral's tmux server (its
+    socket, `CORRAL_TMUX_SOCKET_DIR` respected), to watch every agent at once."""
+    from .panes.tmux import TmuxBackend
+
+    backend = _tmux_backend()
+    assert isinstance(backend, TmuxBackend)
+    return backend.attach_server_argv()
 
 
 def stop_panes(

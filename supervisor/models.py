@@ -324,6 +324,15 @@ class CoderSession(BaseModel):
     cost_usd: float | None = None
     authored_by: list[str] = Field(default_factory=list)
     pane: dict[str, Any] | None = None  # {"owner", "pane_id", "backend", "agent", "state"}
+    # the operator's own short name for the session (shown beside the intent)
+    name: str | None = None
+    # set when a finished session is archived: hidden from the board, kept in the store
+    archived_at: float | None = None
+    # the comment given when the diff or finding was rejected (for a retry)
+    reject_comment: str | None = None
+    # a retry: the attempt it repeats and what went wrong there, told to the agent
+    retry_of: str | None = None
+    retry_guidance: list[str] = Field(default_factory=list)
     # `model` is the pin when `model_pinned`, else the first model that served
     # the session; `model_id` is what an external agent is given for the pin.
     model_pinned: bool = False
@@ -365,6 +374,11 @@ class CoderSession(BaseModel):
         guidance = [m for m in self.steering_messages if not m.startswith(_LEGACY_REVISION)]
         if guidance:
             parts.append("Operator guidance:\n" + "\n".join(f"- {m}" for m in guidance))
+        if self.retry_guidance:
+            parts.append(
+                "This task was tried before and did not succeed. What went wrong then:\n"
+                + "\n".join(self.retry_guidance)
+            )
         return "\n\n".join(parts)
 
 
@@ -409,6 +423,8 @@ class SessionSummary(BaseModel):
     agent_reason: str | None = None
     agent_source: str | None = None  # "hook" | "pane" (its screen) | "process"
     changed_since_verification: bool = False
+    name: str | None = None  # the operator's short name for it
+    archived: bool = False  # hidden from the board unless its archived filter is on
 
 
 class EventKind(StrEnum):

@@ -20,7 +20,6 @@ from textual.screen import Screen
 
 from corral.supervisor.api import Supervisor
 from corral.supervisor.errors import CorralError
-from corral.supervisor.housekeeping import confinement_status
 
 from .event_text import approval_outcome
 
@@ -49,8 +48,12 @@ class CorralApp(App[None]):
         owns_supervisor: bool = True,
         services: OwnerServices | None = None,
         attached: bool = False,
+        ui_state_dir: Path | None = None,
     ) -> None:
         super().__init__()
+        # where the theme is kept (ui.json): the supervisor's state dir unless
+        # given (the demo's state dir is temporary; it keeps it in yours)
+        self.ui_state_dir = ui_state_dir
         self.supervisor = supervisor
         self.default_repo = default_repo
         self.on_ready = on_ready
@@ -84,9 +87,6 @@ class CorralApp(App[None]):
                 "were left untouched in the database.",
                 severity="warning",
             )
-        sandbox = await asyncio.to_thread(confinement_status)
-        if sandbox.agents_unconfined:  # said once, here and in `corral doctor`
-            self.notify(f"Agents run {sandbox.agents}", severity="warning")
         self._load_theme()
         self.set_interval(300, self._reap_discussions)
         from .screens.board import BoardScreen  # screens import this module for its type
@@ -98,6 +98,12 @@ class CorralApp(App[None]):
             serving.add_done_callback(self._calls.discard)
         if self.attached:
             self.set_interval(2, self._check_owner)
+        # after the board: probing the sandbox (bubblewrap) takes ~0.1 s
+        from corral.supervisor.housekeeping import confinement_status
+
+        sandbox = await asyncio.to_thread(confinement_status)
+        if sandbox.agents_unconfined:  # said once, here and in `corral doctor`
+            self.notify(f"Agents run {sandbox.agents}", severity="warning")
         if self.on_ready is not None:
             task = asyncio.get_running_loop().create_task(self._run_ready())
             self._calls.add(task)
@@ -174,16 +180,17 @@ class CorralApp(App[None]):
         *,
         go: str = "Yes",
         comment: str | None = None,
+        value: str = "",
     ) -> None:
         """One confirm modal (enter / y goes, escape / n keeps); `then(comment)`
-        runs only when the operator goes ahead."""
+        runs only when the operator goes ahead (`value` pre-fills the comment)."""
         from .screens.confirm import ConfirmScreen
 
         def done(answer: str | None) -> None:
             if answer is not None:
                 then(answer)
 
-        self.push_screen(ConfirmScreen(question, go=go, comment=comment), done)
+        self.push_screen(ConfirmScreen(question, go=go, comment=comment, value=value), done)
 
     def _what(self, session_id: str) -> str:
         try:
@@ -314,7 +321,7 @@ class CorralApp(App[None]):
             path.write_text(json.dumps({"theme": theme}), encoding="utf-8")
 
     def _ui_state_path(self) -> Path | None:
-        state_dir = getattr(self.supervisor, "state_dir", None)
+        state_dir = self.ui_state_dir or getattr(self.supervisor, "state_dir", None)
         return None if state_dir is None else Path(state_dir) / "ui.json"
 
     def _load_theme(self) -> None:
@@ -336,6 +343,8 @@ class CorralApp(App[None]):
                 continue
             target = self if binding.action.startswith("app.") else screen
             action = binding.action.removeprefix("app.")
+            if target is screen and not screen.check_action(action, ()):
+                continue  # what the selected row or the state cannot take is not offered
 
             async def run(target: App[None] | Screen[Any] = target, action: str = action) -> None:
                 await target.run_action(action)

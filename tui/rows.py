@@ -7,7 +7,7 @@ import os
 
 from rich.text import Text
 
-from corral.supervisor.models import SessionSummary
+from corral.supervisor.models import CheckResult, SessionSummary
 from corral.supervisor.states import CoderState
 
 S = CoderState
@@ -37,6 +37,35 @@ STATE_WORDS: dict[CoderState, str] = {
 }
 
 
+class Styled(str):
+    """A cell's words and their style, made into Rich text only when drawn: a
+    board of 10,000 rows builds, measures and compares its cells as strings
+    (Rich's Text costs several times more to make). Equal only with the same style."""
+
+    style: str
+
+    def __new__(cls, text: str, style: str = "") -> Styled:
+        made = super().__new__(cls, text)
+        made.style = style
+        return made
+
+    @property
+    def plain(self) -> str:
+        return str(self)
+
+    def __eq__(self, other: object) -> bool:
+        return str.__eq__(self, other) is True and getattr(other, "style", "") == self.style
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    def __hash__(self) -> int:
+        return str.__hash__(self)
+
+    def __rich__(self) -> Text:
+        return Text(str(self), style=self.style)
+
+
 def group_of(row: SessionSummary) -> int:
     """Needs-you rows first, then work in progress, then finished."""
     if row.needs_you is not None:
@@ -61,11 +90,11 @@ def age(seconds: float) -> str:
     return f"{s // 86400}d"
 
 
-def glyph(row: SessionSummary) -> Text:
+def glyph(row: SessionSummary) -> Styled:
     if row.needs_you is not None:
-        return Text("!", style="bold black on yellow")
+        return Styled("!", "bold black on yellow")
     mark, style = STATE_STYLE[row.state]
-    return Text(mark, style=style)
+    return Styled(mark, style)
 
 
 SOURCE_WORDS = {"hook": "hook", "pane": "screen", "process": "process", "prompt": "prompt sent"}
@@ -85,7 +114,7 @@ def agent_words(status: str | None, reason: str | None, source: str | None) -> s
     return words
 
 
-def state_text(row: SessionSummary) -> Text:
+def state_text(row: SessionSummary) -> Styled:
     words = STATE_WORDS[row.state]
     if row.live and row.state is S.RUNNING and row.agent_status:
         status = "signed out" if row.agent_status == "auth" else row.agent_status
@@ -95,26 +124,26 @@ def state_text(row: SessionSummary) -> Text:
         words = f"failed ({row.failure_kind.replace('_', ' ')})"
     if not row.live and not row.state.is_terminal:
         words += " (stopped)"
-    return Text(words, style=STATE_STYLE[row.state][1])
+    return Styled(words, STATE_STYLE[row.state][1])
 
 
-def needs_text(row: SessionSummary) -> Text:
+def needs_text(row: SessionSummary) -> Styled:
     """The needs-you label, with what is asked: the question's text, the
     agent's own sign-in sentence; an agent waiting with no question yet shows
     its reason."""
     if row.needs_you == "question" and row.question_prompt:
-        return Text(f"question: {row.question_prompt}", style="bold yellow")
+        return Styled(f"question: {row.question_prompt}", "bold yellow")
     if row.needs_you == "auth" and row.auth_message:
-        return Text(f"sign-in: {row.auth_message}", style="bold yellow")
+        return Styled(f"sign-in: {row.auth_message}", "bold yellow")
     if row.needs_you_label:
-        return Text(row.needs_you_label, style="bold yellow")
+        return Styled(row.needs_you_label, "bold yellow")
     if row.state is S.FAILED and row.error:
-        return Text(row.error.strip().splitlines()[0], style="red")
+        return Styled(row.error.strip().splitlines()[0], "red")
     if row.live and row.agent_status == "waiting" and row.agent_reason:
-        return Text(f"waiting: {row.agent_reason}", style="yellow")
+        return Styled(f"waiting: {row.agent_reason}", "yellow")
     if row.model_notice and not row.state.is_terminal:
-        return Text(row.model_notice, style="yellow")
-    return Text("")
+        return Styled(row.model_notice, "yellow")
+    return Styled("")
 
 
 def engine_text(row: SessionSummary) -> str:
@@ -127,18 +156,29 @@ def repo_name(row: SessionSummary) -> str:
     return os.path.basename(row.repo.rstrip("/")) or row.repo
 
 
+def intent_text(row: SessionSummary) -> Text | str:
+    """The intent's first line, after the operator's name for the session."""
+    first = row.intent.splitlines()[0] if row.intent else ""
+    if not row.name:
+        return first
+    return Text.assemble((row.name, "bold"), "  ", (first, "dim"))
+
+
 def counts_line(rows: list[SessionSummary]) -> str:
     """`5 sessions: 3 need you · 0 in progress · 2 finished (1 failed)` —
-    the three parts add up to the total; failed ones are among the finished."""
+    the three parts add up to the total; failed ones are among the finished.
+    Archived sessions are off the board: counted apart, after the rest."""
+    archived = sum(1 for r in rows if r.archived)
+    rows = [r for r in rows if not r.archived]
     needs = sum(1 for r in rows if r.needs_you is not None)
     working = sum(1 for r in rows if r.needs_you is None and not r.state.is_terminal)
     done = sum(1 for r in rows if r.state.is_terminal)
     failed = sum(1 for r in rows if r.state is S.FAILED)
     noun = "session" if len(rows) == 1 else "sessions"
     finished = f"{done} finished" + (f" ({failed} failed)" if failed else "")
-    return f"{len(rows)} {noun}:  " + "  ·  ".join(
-        [f"{needs} need you", f"{working} in progress", finished]
-    )
+    parts = [f"{needs} need you", f"{working} in progress", finished]
+    line = f"{len(rows)} {noun}:  " + "  ·  ".join(parts)
+    return line + (f"  ({archived} archived)" if archived else "")
 
 
 def announcement(rows: list[SessionSummary]) -> tuple[str, str] | None:
@@ -164,6 +204,7 @@ FILTER_WORDS = {
     "running": "in progress",
     "finished": "finished",
 }
+ARCHIVED = "archived"  # the only filter that shows archived sessions (only those)
 
 
 REPO_FILTER = "repo:"  # + the repo's path: one filter per repo on the board
@@ -172,19 +213,24 @@ REPO_FILTER = "repo:"  # + the repo's path: one filter per repo on the board
 def filter_cycle(rows: list[SessionSummary]) -> list[str]:
     """The board's filters in `f` order: the four fixed ones, then one per
     repo (only when sessions span more than one repo)."""
-    repos = sorted({r.repo for r in rows})
-    return [*FILTER_WORDS, *(REPO_FILTER + repo for repo in repos if len(repos) > 1)]
+    repos = sorted({r.repo for r in rows if not r.archived})
+    archived = [ARCHIVED] if any(r.archived for r in rows) else []
+    return [*FILTER_WORDS, *archived, *(REPO_FILTER + repo for repo in repos if len(repos) > 1)]
 
 
 def filter_words(name: str) -> str:
     if name.startswith(REPO_FILTER):
         path = name[len(REPO_FILTER) :]
         return f"repo {os.path.basename(path.rstrip('/')) or path}"
+    if name == ARCHIVED:
+        return "archived (h brings one back)"
     return FILTER_WORDS.get(name, name)
 
 
 def filtered(rows: list[SessionSummary], name: str, search: str = "") -> list[SessionSummary]:
-    """Rows for a board filter and a free-text search (intent, repo, label)."""
+    """Rows for a board filter and a free-text search (name, intent, repo,
+    label, id). Archived rows show under the archived filter only."""
+    rows = [r for r in rows if r.archived == (name == ARCHIVED)]
     if name.startswith(REPO_FILTER):
         rows = [r for r in rows if r.repo == name[len(REPO_FILTER) :]]
     elif name == "needs":
@@ -198,6 +244,18 @@ def filtered(rows: list[SessionSummary], name: str, search: str = "") -> list[Se
         rows = [
             r
             for r in rows
-            if all(w in f"{r.intent} {r.repo} {r.label} {r.engine}".lower() for w in words)
+            if all(
+                w
+                in f"{r.name or ''} {r.intent} {r.repo} {r.label} {r.session_id} {r.engine}".lower()
+                for w in words
+            )
         ]
     return rows
+
+
+def checks_outcome(results: list[CheckResult]) -> str:
+    """`2 of 3 checks pass; failing: lint` — what a re-verification found."""
+    passed = sum(1 for r in results if r.passed)
+    failing = [r.name for r in results if not r.passed]
+    line = f"{passed} of {len(results)} checks pass"
+    return line + (f"; failing: {', '.join(failing)}" if failing else ".")

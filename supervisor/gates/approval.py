@@ -254,6 +254,7 @@ class ApprovalGate:
         elif comment:
             self._registry.emit(live, PlanTextData(text=f"Rejected: {comment}"))
         s.keep_workspace_on_cancel = True
+        s.reject_comment = comment
         self._registry.transition(live, S.ABANDONED)
         self._workspaces.retain(s.worktree, rejected=True, note="rejected at the approval gate")
         return ApproveResult(state=s.state)

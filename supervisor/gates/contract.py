@@ -138,6 +138,8 @@ class ContractGate:
         wait: bool = True,
         contract: OutcomeContract | None = None,
         model: str | None = None,
+        retry_of: str | None = None,
+        retry_guidance: list[str] | None = None,
     ) -> StartResult:
         """Register a session and draft its contract.
 
@@ -185,6 +187,8 @@ class ContractGate:
                 discussion_id=discussion_id,
                 discussion_constraints=list(constraints or []),
                 keep_workspace_on_failure=self._config.keep_workspace_on_failure,
+                retry_of=retry_of,
+                retry_guidance=list(retry_guidance or []),
             )
             if pin is not None:
                 session.model, session.model_pinned = pin.name, True
@@ -257,7 +261,12 @@ class ContractGate:
         grounded = await asyncio.to_thread(runs.repo_of, discussion_id)
         if grounded.resolve() != root.resolve():
             raise CorralError(REPO_DIFFERS)
-        sessions = [s for s in self._registry.stored_sessions() if s.discussion_id == discussion_id]
+        registry = self._registry
+        sessions = [
+            s
+            for row in registry.summaries()
+            if row.discussion_id == discussion_id and (s := registry.stored(row.session_id))
+        ]
         recorded, worktrees = await asyncio.to_thread(
             lambda: (runs.runs(discussion_id), self._unfinished_changes(sessions))
         )

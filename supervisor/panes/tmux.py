@@ -670,6 +670,10 @@ class TmuxBackend:
         with self._locks_guard:
             self._locks.pop(handle.pane_id, None)
 
+    def attach_server_argv(self) -> list[str]:
+        """The command that attaches a terminal to corral's whole tmux server."""
+        return [self.tmux_bin, *self._where, "attach"]
+
     def attach_argv(self, handle: PaneHandle) -> list[str] | None:
         self._check_handle(handle)
         return [self.tmux_bin, *self._where, "attach-session", "-t", handle.pane_id]

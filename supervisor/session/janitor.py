@@ -60,7 +60,7 @@ class Janitor:
                 asyncio.to_thread(self._workspaces.discard_expired_rejections, registry.clock())
             )
         victims = disk_gc_victims(
-            registry.stored_sessions(),
+            registry.stored_refs(),
             registry.live_ids(),
             now=registry.clock(),
             max_sessions=self._config.retention.max_sessions,

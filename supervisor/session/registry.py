@@ -39,11 +39,12 @@ from ..states import (
 )
 from ..status import StatusReading
 from ..store import OwnerLock, Store
-from ..store.retention import collectable_by_age
+from ..store.listing import UNFINISHED
+from ..store.retention import StoredRef, collectable_by_age
 from .board import BoardFeed
 from .events import EventLog, Journal, Subscription, last_journal_seq
 from .live import LiveSession
-from .summaries import live_summary, stored_summary
+from .summaries import live_summary, stored_summary, summary_json
 
 S = CoderState
 T = TypeVar("T")
@@ -78,7 +79,8 @@ class SessionRegistry:
         self.closing = False  # read by engines: agents in panes live on past a close
         self._lock = OwnerLock(state_dir)
         self._live: dict[str, LiveSession] = {}
-        self._stored: dict[str, CoderSession] = {}
+        self._stored: dict[str, CoderSession] = {}  # parsed: live, unfinished or asked for
+        self._rows: dict[str, SessionSummary] = {}  # finished, listed but not parsed yet
         # Told of every session that reaches a final state, after it is stored
         # (a discussion records what its runs delivered). Must not raise.
         self.on_finished: Callable[[CoderSession], None] = lambda _session: None
@@ -89,21 +91,35 @@ class SessionRegistry:
     # -- owning the state dir ------------------------------------------------------------
 
     def open(self) -> tuple[list[CoderSession], list[str]]:
-        """Take ownership of the state dir and load the stored sessions. Returns
-        them (newest first) and the ids of rows that do not parse, which stay on
-        disk untouched."""
+        """Take ownership of the state dir and load the stored sessions: the
+        board rows of all of them (without parsing finished ones: they are
+        parsed when something asks for one), and in full those that are not
+        finished. Returns what recovery needs (the unfinished sessions in
+        full, and the finished ones that had an agent pane, enough to stop a
+        leftover agent), newest first, and the ids of rows that do not parse,
+        which stay on disk untouched."""
         ensure_private_dir(self.state_dir)
         self._lock.acquire()
         try:
-            self.store = Store(self.state_dir)
-            sessions, broken = self.store.list_sessions()
+            store = self.store = Store(self.state_dir, summarize=summary_json)
+            listing = store.summaries()
+            unfinished, broken = store.load_sessions(UNFINISHED)
+            with_panes = store.finished_panes()
+            if listing.stale:
+                store.keep_summaries(listing.stale)
         except Exception:
             self._lock.release()
             raise
         self.closing = False
-        for session in sessions:
+        self._rows = {row.session_id: row for row in listing.rows}
+        for session in unfinished:
             self._stored[session.id] = session
-        return sessions, broken
+            self._rows.pop(session.id, None)
+        return [*unfinished, *with_panes], sorted({*broken, *listing.unreadable})
+
+    def known_ids(self) -> set[str]:
+        """Every session stored or live (parsed or not)."""
+        return set(self._stored) | set(self._rows)
 
     async def stop_sessions(self) -> None:
         """Stop in-process work. An agent in a tmux pane whose session can
@@ -199,6 +215,7 @@ class SessionRegistry:
         holder.append(live)
         self._live[session.id] = live
         self._stored[session.id] = session
+        self._rows.pop(session.id, None)
         return live
 
     def persist(self, live: LiveSession, *, announcing: int = 0) -> None:
@@ -245,6 +262,30 @@ class SessionRegistry:
         self._stopping.add(task)
         task.add_done_callback(self._stopping.discard)
         task.add_done_callback(_retrieve)
+
+    def amend(self, session_id: str, change: Callable[[CoderSession], None]) -> SessionSummary:
+        """Change what the operator owns of a session (its name, archived or
+        not), live or stored: stored first, then the board is told. Its place
+        on the board (`updated_at`) is left as it was."""
+        live = self._live.get(session_id)
+        session = live.session if live is not None else self.stored(session_id)
+        if session is None:
+            raise CorralError(f"no corral session '{session_id}'")
+        before = session.model_copy()
+        change(session)
+        try:
+            if live is not None:
+                self.persist(live)
+            else:
+                self._require_store().save_session(session)
+        except Exception:  # not stored: not changed
+            for field in type(session).model_fields:
+                setattr(session, field, getattr(before, field))
+            raise
+        self.board.notify(session_id)
+        row = self.summary(session_id)
+        assert row is not None
+        return row
 
     def notify(self, session_id: str) -> None:
         """Push a fresh board row for a change that emits no event."""
@@ -298,14 +339,21 @@ class SessionRegistry:
         live = self._live.get(session_id)
         if live is not None:
             return live
-        stored = self._stored.get(session_id)
-        if stored is None:
+        row = self.summary(session_id)
+        if row is None:
             raise CorralError(f"no corral session '{session_id}'")
-        raise CorralError(not_live_message(session_id, stored.state))
+        raise CorralError(not_live_message(session_id, row.state))
 
     def stored(self, session_id: str) -> CoderSession | None:
-        """The latest snapshot of any known session, live or not."""
-        return self._stored.get(session_id)
+        """The latest snapshot of any known session, live or not (a finished
+        one listed at start-up is parsed now, once)."""
+        session = self._stored.get(session_id)
+        if session is None and session_id in self._rows and self.store is not None:
+            session = self.store.load_session(session_id)
+            if session is not None:
+                self._stored[session_id] = session
+                del self._rows[session_id]
+        return session
 
     def is_live(self, session_id: str) -> bool:
         return session_id in self._live
@@ -314,7 +362,17 @@ class SessionRegistry:
         return set(self._live)
 
     def stored_sessions(self) -> list[CoderSession]:
+        """Every stored session in full (parses those not parsed yet)."""
+        for sid in list(self._rows):
+            self.stored(sid)
         return list(self._stored.values())
+
+    def stored_refs(self) -> list[StoredRef]:
+        """Every stored session's id, state and last update (retention's view),
+        without parsing any."""
+        refs = [StoredRef(s.id, s.state, s.updated_at) for s in self._stored.values()]
+        refs += [StoredRef(r.session_id, r.state, r.updated_at) for r in self._rows.values()]
+        return refs
 
     def summary(self, session_id: str) -> SessionSummary | None:
         """The board row of one session: live rows may offer actions, stored ones never."""
@@ -322,18 +380,21 @@ class SessionRegistry:
         if live is not None:
             return live_summary(live)
         stored = self._stored.get(session_id)
-        return stored_summary(stored) if stored else None
+        if stored is not None:
+            return stored_summary(stored)
+        return self._rows.get(session_id)
 
     def summaries(self) -> list[SessionSummary]:
         """Every board row, most recently updated first."""
         rows = [self.summary(sid) for sid in self._stored]
+        rows += self._rows.values()
         return sorted((r for r in rows if r), key=lambda r: r.updated_at, reverse=True)
 
     def detail(self, session_id: str) -> SessionDetail:
         """One session in full; only a live one may offer an action."""
         live = self._live.get(session_id)
         if live is None:
-            stored = self._stored.get(session_id)
+            stored = self.stored(session_id)
             if stored is None:
                 raise CorralError(f"no corral session '{session_id}'")
             return SessionDetail(
@@ -367,11 +428,11 @@ class SessionRegistry:
         stored session has no event stream, only its state."""
         live = self._live.get(session_id)
         if live is None:
-            stored = self._stored.get(session_id)
-            if stored is None:
+            row = self.summary(session_id)
+            if row is None:
                 raise CorralError(f"no corral session '{session_id}'")
             return SubscribeResult(
-                state=stored.state,
+                state=row.state,
                 events_replayed=0,
                 events_skipped=0,
                 live=False,
@@ -451,6 +512,7 @@ class SessionRegistry:
         self._require_store().delete_sessions(session_ids)
         for sid in session_ids:
             self._stored.pop(sid, None)
+            self._rows.pop(sid, None)
             self.journal_path(sid).unlink(missing_ok=True)
 
     def _require_store(self) -> Store:

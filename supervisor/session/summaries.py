@@ -52,7 +52,14 @@ def stored_summary(session: CoderSession) -> SessionSummary:
         discussion_id=session.discussion_id,
         next_seq=None,
         changed_since_verification=bool(session.changed_since_verification),
+        name=session.name,
+        archived=session.archived_at is not None,
     )
+
+
+def summary_json(session: CoderSession) -> str:
+    """The board row the store keeps beside each session (see store/listing.py)."""
+    return stored_summary(session).model_dump_json()
 
 
 def live_summary(live: LiveSession) -> SessionSummary:

@@ -7,9 +7,10 @@ reset: the error names the file and the original stays where it is.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -17,8 +18,9 @@ from pydantic import ValidationError
 from ..errors import DiskFullError, StateDirError, disk_full, is_disk_full
 from ..models import CoderSession
 from ..paths import ensure_private_dir
+from .listing import UNFINISHED, Listing, read_listing
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: each row keeps its board summary (`summary`), see listing.py
 DB_NAME = "corral.sqlite3"
 # Space set aside in the state dir and given back when the disk is full, so
 # that how each session ended can still be recorded (a store that says
@@ -34,18 +36,32 @@ CREATE TABLE IF NOT EXISTS sessions (
     state TEXT NOT NULL,
     created_at REAL NOT NULL,
     updated_at REAL NOT NULL,
-    data TEXT NOT NULL
+    data TEXT NOT NULL,
+    summary TEXT
 );
 CREATE INDEX IF NOT EXISTS sessions_updated ON sessions(updated_at);
 """
+# From each older schema to the next; a version without an entry needs nothing.
+_MIGRATIONS = {
+    1: "ALTER TABLE sessions ADD COLUMN summary TEXT",
+}
 
 
 class Store:
     """Session snapshots in SQLite. Writes are small and synchronous: a
     transition is on disk before anything announces it."""
 
-    def __init__(self, state_dir: Path, *, readonly: bool = False) -> None:
+    def __init__(
+        self,
+        state_dir: Path,
+        *,
+        readonly: bool = False,
+        summarize: Callable[[CoderSession], str] | None = None,
+    ) -> None:
         self.state_dir = state_dir
+        # the board row of a session as JSON, kept beside it so that listing
+        # never parses a whole session (see listing.py); None: not kept
+        self.summarize = summarize
         self.path = state_dir / DB_NAME
         self.readonly = readonly
         self.full: DiskFullError | None = None  # set once a write found the disk full
@@ -129,6 +145,10 @@ class Store:
                     "untouched. Move it aside or set CORRAL_HOME to another state dir"
                 )
             if not self.readonly and version < SCHEMA_VERSION:
+                if "sessions" in tables:
+                    for step in range(max(version, 1), SCHEMA_VERSION):
+                        if step in _MIGRATIONS:
+                            self._conn.execute(_MIGRATIONS[step])
                 self._conn.executescript(_SCHEMA)
                 self._conn.execute(
                     "INSERT OR REPLACE INTO meta(key, value) VALUES ('schema_version', ?)",
@@ -156,9 +176,10 @@ class Store:
     def _save(self, session: CoderSession) -> None:
         assert self._conn is not None
         self._conn.execute(
-            "INSERT INTO sessions(id, repo, state, created_at, updated_at, data) "
-            "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET repo=excluded.repo, "
-            "state=excluded.state, updated_at=excluded.updated_at, data=excluded.data",
+            "INSERT INTO sessions(id, repo, state, created_at, updated_at, data, summary) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET repo=excluded.repo, "
+            "state=excluded.state, updated_at=excluded.updated_at, data=excluded.data, "
+            "summary=excluded.summary",
             (
                 session.id,
                 session.repo,
@@ -166,6 +187,7 @@ class Store:
                 session.created_at,
                 session.updated_at,
                 session.model_dump_json(),
+                self.summarize(session) if self.summarize else None,
             ),
         )
 
@@ -196,13 +218,76 @@ class Store:
                 sessions.append(parsed)
         return sessions, broken
 
+    def summaries(self) -> Listing:
+        """Every stored session's board row, newest first, without parsing the
+        sessions (see listing.py); rows kept by an older corral are parsed."""
+        if self._conn is None:
+            return Listing([], [], [])
+        try:
+            return read_listing(self._conn, self._has_summaries())
+        except sqlite3.DatabaseError as exc:
+            raise self._corrupt(exc) from exc
+
+    def _has_summaries(self) -> bool:
+        assert self._conn is not None
+        columns = {r[1] for r in self._conn.execute("PRAGMA table_info(sessions)")}
+        return "summary" in columns
+
+    def load_sessions(self, where: str) -> tuple[list[CoderSession], list[str]]:
+        """The sessions whose rows match an SQL condition, newest first, plus
+        the ids of those that do not parse."""
+        if self._conn is None:
+            return [], []
+        try:
+            rows = self._conn.execute(
+                f"SELECT id, data FROM sessions WHERE {where} ORDER BY updated_at DESC"
+            ).fetchall()
+        except sqlite3.DatabaseError as exc:
+            raise self._corrupt(exc) from exc
+        sessions: list[CoderSession] = []
+        broken: list[str] = []
+        for sid, data in rows:
+            parsed = _parse(data)
+            if parsed is None:
+                broken.append(sid)
+            else:
+                sessions.append(parsed)
+        return sessions, broken
+
+    def finished_panes(self) -> list[CoderSession]:
+        """Finished sessions that had an agent pane, as much as stopping a
+        leftover agent needs (id, repo, state, pane); the rest is left out."""
+        if self._conn is None:
+            return []
+        rows = self._conn.execute(
+            "SELECT id, repo, state, json_extract(data, '$.pane') FROM sessions "
+            f"WHERE NOT ({UNFINISHED}) AND json_valid(data) "
+            "AND json_type(data, '$.pane') = 'object'"
+        ).fetchall()
+        heads: list[CoderSession] = []
+        for sid, repo, state, pane in rows:
+            with contextlib.suppress(ValueError, ValidationError):
+                heads.append(
+                    CoderSession(id=sid, repo=repo, intent="", state=state, pane=json.loads(pane))
+                )
+        return heads
+
+    def keep_summaries(self, sessions: Iterable[CoderSession]) -> None:
+        """Write the board rows of sessions stored without one (a database
+        migrated from schema 1), once, so the next start reads them directly."""
+        assert self._conn is not None and not self.readonly and self.summarize is not None
+        self._conn.executemany(
+            "UPDATE sessions SET summary=? WHERE id=?",
+            [(self.summarize(s), s.id) for s in sessions],
+        )
+
     def delete_sessions(self, ids: Iterable[str]) -> None:
         assert self._conn is not None and not self.readonly
         self._conn.executemany("DELETE FROM sessions WHERE id=?", [(i,) for i in ids])
 
 
 def _parse(data: str) -> CoderSession | None:
-    try:
-        return CoderSession.model_validate(json.loads(data))
+    try:  # straight from the JSON text: about twice as fast as json.loads first
+        return CoderSession.model_validate_json(data)
     except (ValueError, ValidationError):
         return None

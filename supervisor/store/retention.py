@@ -5,9 +5,31 @@ unfinished or live session is never collected."""
 
 from __future__ import annotations
 
-from ..models import CoderSession
+from collections.abc import Sequence
+from typing import NamedTuple, Protocol
+
+from ..states import CoderState
 
 FINISHED_SESSION_RETENTION_SECS = 1800.0
+
+
+class Dated(Protocol):
+    """A stored session as retention reads it: a parsed one, or a `StoredRef`."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def state(self) -> CoderState: ...
+    @property
+    def updated_at(self) -> float: ...
+
+
+class StoredRef(NamedTuple):
+    """What retention reads of a stored session (no need to parse it)."""
+
+    id: str
+    state: CoderState
+    updated_at: float
 
 
 def collectable_by_age(
@@ -22,7 +44,7 @@ def collectable_by_age(
 
 
 def disk_gc_victims(
-    stored: list[CoderSession],
+    stored: Sequence[Dated],
     live_ids: set[str],
     *,
     now: float,

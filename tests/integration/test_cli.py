@@ -283,6 +283,9 @@ def test_panes_lists_strays_without_killing_them(tmp_path: Path) -> None:
         assert out.returncode == 0, out.stderr
         assert "STRAY (no session)" in out.stdout and handle.pane_id in out.stdout
         assert handle.owner in backend.sweep()  # listed, not killed
+        # the exact command that attaches to this server (its socket, not -L corral)
+        assert f"tmux -S {home / 'tmux' / 'corral'} attach" in out.stdout
+        assert "watch them all: " in out.stdout and "-L corral" not in out.stdout
     finally:
         backend.kill_server()
 

@@ -140,14 +140,17 @@ async def test_approve_from_the_board_delivers_a_branch(board_world) -> None:
 
 
 async def test_the_command_palette_offers_the_board_actions(board_world) -> None:
+    """The palette offers the board's actions, those of the selected row only."""
     sup, repo, _release = board_world()
-    app = _app(sup, repo)
+    app = _app(sup, repo, on_ready=lambda s: seed_board(s, repo))
     async with app.run_test(size=(140, 30)) as pilot:
-        await board_ready(app, pilot)
+        board = await board_ready(app, pilot)
+        alpha = next(s for s in board.order if board.summaries[s].intent.startswith("Alpha"))
+        board.table.move_cursor(row=board.order.index(alpha))  # a diff waiting for approval
+        await until(pilot, "the cursor on Alpha", lambda: board.selected_id() == alpha)
         titles = [c.title for c in app.get_system_commands(app.screen)]
         for words in (
             "New (n)",
-            "Confirm (c)",
             "Approve (a)",
             "Review diff (D)",
             "Filter (f)",
@@ -155,6 +158,7 @@ async def test_the_command_palette_offers_the_board_actions(board_world) -> None
             "Help (question_mark)",
         ):
             assert words in titles, titles
+        assert "Confirm (c)" not in titles  # its contract is confirmed already
 
 
 async def test_a_contract_file_in_the_form_and_a_reject_comment(

@@ -5,6 +5,9 @@ other columns off screen."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from corral.supervisor.api import Supervisor
 from corral.supervisor.config import SupervisorConfig
@@ -130,3 +133,62 @@ async def test_f_cycles_through_state_filters_then_each_repo(tmp_path: Path) -> 
         assert board.filter == "repo:/src/repo2"
         await pilot.press("f")
         assert board.filter == "all" and board.table.row_count == 30
+
+
+async def test_a_big_store_paints_what_fits_first_then_every_row(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """1,000 stored sessions: the first frame lays out the rows that fit (the
+    counts say all 1,000), and the table holds every row right after it."""
+    from corral.supervisor.api import Supervisor
+    from corral.supervisor.config import SupervisorConfig
+    from corral.supervisor.models import CoderSession
+    from corral.supervisor.states import CoderState
+    from corral.supervisor.store import Store
+    from corral.tui.app import CorralApp
+    from corral.tui.screens.board import FIRST_PAINT_ROWS
+    from tests.fakes.scripted import ScriptedDrafter, ScriptedEngine, ScriptedEngines
+
+    from .conftest import FIXED_NOW, board_of, make_repo, until
+
+    state = tmp_path / "state"
+    store = Store(state)
+    for i in range(1000):
+        store.save_session(
+            CoderSession(
+                id=f"{i:024x}",
+                repo="/src/repo",
+                intent=f"Task number {i}",
+                state=CoderState.MERGED,
+                updated_at=FIXED_NOW - i,
+            )
+        )
+    store.close()
+    config = SupervisorConfig()
+    config.retention.max_sessions = 5000
+    app = CorralApp(
+        Supervisor(
+            state,
+            drafter=ScriptedDrafter([]),
+            engines=ScriptedEngines(ScriptedEngine()),
+            config=config,
+        ),
+        default_repo=make_repo(tmp_path / "r"),
+        clock=lambda: FIXED_NOW,
+    )
+    from corral.tui.widgets.board_table import BoardTable
+
+    seen: list[int] = []  # how many rows each layout of the table held
+    show = BoardTable.show
+
+    def recording(table: BoardTable, order: list[str], cells_of: Any) -> None:
+        seen.append(len(order))
+        show(table, order, cells_of)
+
+    monkeypatch.setattr(BoardTable, "show", recording)
+    async with app.run_test(size=(120, 30)) as pilot:
+        board = await until(pilot, "the board", lambda: board_of(app))
+        await until(pilot, "every row", lambda: board.table.row_count == 1000)
+        assert [n for n in seen if n][:2] == [FIRST_PAINT_ROWS, 1000]
+        assert "1000 sessions" in str(board.query_one("#counts").render())
+        assert board.table.key_at(0) == f"{0:024x}"  # the newest first, as ever

@@ -69,3 +69,21 @@ async def test_the_theme_is_remembered(board_world) -> None:
     async with again.run_test(size=(120, 24)) as pilot:
         await board_ready(again, pilot)
         assert again.theme == "textual-light"
+
+
+async def test_a_theme_kept_elsewhere_outlives_a_temporary_state_dir(
+    board_world, tmp_path: Path
+) -> None:
+    """The demo's state dir is temporary: its theme is kept in the operator's."""
+    own = tmp_path / "own-state"
+    own.mkdir()
+    sup, repo, _release = board_world()
+    app = CorralApp(sup, default_repo=repo, clock=lambda: FIXED_NOW, ui_state_dir=own)
+    async with app.run_test(size=(120, 24)) as pilot:
+        await board_ready(app, pilot)
+        app.theme = "textual-light"
+        saved = own / "ui.json"
+        await until(
+            pilot, "the theme saved", lambda: saved.exists() and "light" in saved.read_text()
+        )
+    assert not (Path(sup.state_dir) / "ui.json").exists()

@@ -87,6 +87,18 @@ def _exit_on(signum: int, _frame: object) -> None:
     raise SystemExit(128 + signum)
 
 
+def _own_state_dir() -> Path | None:
+    """The operator's own state dir, when it exists (the demo keeps its theme
+    there; it never creates one)."""
+    from corral.supervisor.paths import default_state_dir
+
+    try:
+        path = default_state_dir()
+    except Exception:  # a bad CORRAL_HOME: the demo keeps its theme in its temp dir
+        return None
+    return path if path.is_dir() else None
+
+
 def run_demo(pace: float = 1.0, backend: str = "tmux") -> int:
     from corral.supervisor.factory import build_demo_supervisor, make_demo_site, stop_demo_site
     from corral.supervisor.interface import seed_demo
@@ -103,7 +115,10 @@ def run_demo(pace: float = 1.0, backend: str = "tmux") -> int:
         supervisor = build_demo_supervisor(site, backend=backend, pace=pace)
         code = _launch(
             CorralApp(
-                supervisor, default_repo=site.repo, on_ready=lambda sup: seed_demo(sup, site.repo)
+                supervisor,
+                default_repo=site.repo,
+                on_ready=lambda sup: seed_demo(sup, site.repo),
+                ui_state_dir=_own_state_dir(),  # the theme outlives the demo's temp dir
             )
         )
     finally:

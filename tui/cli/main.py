@@ -110,6 +110,11 @@ def _run(args: argparse.Namespace) -> int:
         return main_mcp(backend=args.backend)
     from pathlib import Path
 
+    if args.command == "web":
+        from .web import serve as serve_web
+
+        return serve_web(Path(args.repo or Path.cwd()), args.port, args.backend)
+
     from .console import run_console
 
     return run_console(Path(args.repo) if args.repo else Path.cwd(), backend=args.backend)
@@ -173,6 +178,9 @@ def build_parser() -> argparse.ArgumentParser:
     prune.add_argument(
         "--force", action="store_true", help="also remove dirty and unknown worktrees"
     )
+    web = sub.add_parser("web", help="serve the console in a browser on 127.0.0.1, behind a token")
+    web.add_argument("--repo", default=argparse.SUPPRESS, help="the git repository")
+    web.add_argument("--port", type=int, default=8421, help="the port (default 8421)")
     from .common import RUN_ENGINES, RUN_EXIT_CODES
 
     run = sub.add_parser(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 
-from corral.supervisor.housekeeping import AgentPane, agent_panes, stop_panes
+from corral.supervisor.housekeeping import AgentPane, agent_panes, attach_command, stop_panes
 from corral.supervisor.paths import default_state_dir
 
 from .common import fail
@@ -29,6 +29,10 @@ def list_panes() -> int:
         print(f"{pane.pane_id:<6} {life:<14} {pane.command:<12} {_who(pane)}  {pane.owner}")
     if any(p.stray for p in panes):
         print("stop strays with: corral panes stop --strays")
+    if panes:
+        import shlex
+
+        print(f"watch them all: {shlex.join(attach_command())}  (detach: the tmux prefix, then d)")
     return 0
 
 

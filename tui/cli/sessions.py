@@ -5,13 +5,12 @@ needed)."""
 
 from __future__ import annotations
 
-import json
 import shutil
 import sys
 import time
 from pathlib import Path
 
-from corral.supervisor.housekeeping import stored_sessions
+from corral.supervisor.housekeeping import stored_sessions, stored_sessions_json
 from corral.supervisor.models import SessionSummary
 from corral.supervisor.paths import default_state_dir
 from corral.supervisor.remote import ControlClient, NoOwner, owner_running
@@ -55,7 +54,8 @@ def _print(
     state_dir: Path, rows: list[SessionSummary], unreadable: list[str], as_json: bool
 ) -> int:
     if as_json:
-        print(json.dumps([r.model_dump(mode="json") for r in rows], indent=2))
+        sys.stdout.flush()  # UTF-8 JSON as bytes, whatever the locale's encoding
+        sys.stdout.buffer.write(stored_sessions_json(rows) + b"\n")
     else:
         if not rows:
             print(f"no stored sessions in {state_dir}")

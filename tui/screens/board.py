@@ -13,7 +13,7 @@ from rich.markup import escape
 from textual import events, getters, work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical
+from textual.containers import Container, Vertical
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Footer, Input, Static
@@ -21,10 +21,13 @@ from textual.widgets import Footer, Input, Static
 from corral.supervisor.interface import WatchDropped
 from corral.supervisor.models import SessionSummary
 
+from .. import lifecycle
 from .. import rows as R
 from ..app import CorralApp
 from ..guard import guarded
+from ..lifecycle import can_retry
 from ..widgets.board_table import BoardTable
+from ..widgets.preview import AgentPreview
 
 COLUMNS = (
     ("glyph", " "),
@@ -39,6 +42,9 @@ COLUMNS = (
 
 ANNOUNCE_GATHER = 0.3  # seconds: needs-you changes this close together make one toast
 INTENT_WANTED = 30  # cells of intent kept on a narrow terminal before columns give way
+FIRST_PAINT_ROWS = 200  # rows laid out for the first frame of a big board (more than fit)
+PREVIEW_MIN = (120, 30)  # the preview shows from the start on a terminal at least this big
+PREVIEW_BESIDE_WIDTH = 160  # ... beside the board from this width, below it under it
 
 
 class BoardScreen(Screen[None]):
@@ -58,6 +64,10 @@ class BoardScreen(Screen[None]):
         Binding("v", "reverify", "Re-verify", show=False),
         Binding("r", "reject", "Reject"),
         Binding("x", "cancel_session", "Cancel"),
+        Binding("R", "retry", "Retry"),
+        Binding("h", "archive", "Archive"),
+        Binding("N", "rename", "Name", show=False),
+        Binding("p", "toggle_preview", "Preview", show=False),
         Binding("tab", "next_needs_you", "Next needs-you", priority=True),
         Binding("f", "cycle_filter", "Filter"),
         Binding("slash", "search", "Search"),
@@ -74,18 +84,24 @@ class BoardScreen(Screen[None]):
         self._pending_select: str | None = None  # a session just started: the cursor goes there
         self._announcing: dict[str, SessionSummary] = {}
         self._announce_timer: Timer | None = None
+        self.preview_wanted = False
+        self._first_paint = False  # only the rows that fit are in the table (see replace_all)
 
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Static("", id="counts")
-            yield BoardTable(
-                COLUMNS,
-                flex="intent",
-                flex_wanted=INTENT_WANTED,
-                caps={"state": 16, "needs": 20},
-                droppable=("engine", "iter", "repo", "updated"),
-                id="board",
-            )
+            with Container(id="board-area"):
+                yield BoardTable(
+                    COLUMNS,
+                    flex="intent",
+                    flex_wanted=INTENT_WANTED,
+                    caps={"state": 16, "needs": 20},
+                    droppable=("engine", "iter", "repo", "updated"),
+                    id="board",
+                )
+                preview = AgentPreview(id="preview")
+                preview.display = False
+                yield preview
             yield Static("", id="empty")
             search = Input(
                 placeholder="search intent, repo or id — enter applies, escape clears", id="search"
@@ -98,7 +114,13 @@ class BoardScreen(Screen[None]):
     def table(self) -> BoardTable:
         return self.query_one("#board", BoardTable)
 
+    @property
+    def preview(self) -> AgentPreview:
+        return self.query_one("#preview", AgentPreview)
+
     def on_mount(self) -> None:
+        size = self.app.size
+        self.show_preview(size.width >= PREVIEW_MIN[0] and size.height >= PREVIEW_MIN[1])
         self.follow_board()
         self.set_interval(5, self._refresh_ages)
 
@@ -128,7 +150,7 @@ class BoardScreen(Screen[None]):
             R.glyph(row),
             R.state_text(row),
             R.needs_text(row),
-            row.intent.splitlines()[0] if row.intent else "",
+            R.intent_text(row),
             R.repo_name(row),
             R.engine_text(row),
             iters,
@@ -136,7 +158,18 @@ class BoardScreen(Screen[None]):
         )
 
     def replace_all(self, rows: list[SessionSummary]) -> None:
+        """A whole snapshot. The first one of a big store paints the rows that
+        fit on screen (and the counts of all) first, and the rest right after
+        that frame: the operator sees the board before 10,000 rows are laid out."""
+        first = not self.summaries and len(rows) > FIRST_PAINT_ROWS
         self.summaries = {r.session_id: r for r in rows}
+        self._first_paint = first
+        self._rebuild()
+        if first:
+            self.call_after_refresh(self._finish_first_paint)
+
+    def _finish_first_paint(self) -> None:
+        self._first_paint = False
         self._rebuild()
 
     def _announce(self, row: SessionSummary) -> None:
@@ -182,13 +215,16 @@ class BoardScreen(Screen[None]):
         table = self.table
         selected = self.selected_id() if table.cursor_chosen else None
         self.order = [r.session_id for r in self.shown_rows()]
-        table.show(self.order, self._cells_of)
+        table.show(
+            self.order[:FIRST_PAINT_ROWS] if self._first_paint else self.order, self._cells_of
+        )
         index = table.index_of(selected) if selected else None
         if index is not None and index != table.cursor_row:
             table.move_cursor(row=index, chosen=False)
         self._select_pending()
         self._update_counts()
         self._sync_bindings()  # the selected row's state may have changed
+        self.preview.follow(self.selected_id())
 
     def _update_counts(self) -> None:
         rows = list(self.summaries.values())
@@ -202,8 +238,12 @@ class BoardScreen(Screen[None]):
         table = self.table
         if table.display != bool(rows):  # the hint sits under the counts, not the empty table
             table.display = bool(rows)
+            self.query_one("#board-area").display = bool(rows)
             if rows and self.focused is None:
                 table.focus()
+        want = self.preview_wanted and bool(rows)
+        if self.preview.display != want:
+            self.preview.show(want)
         empty.update(
             "No sessions yet. Press n to start one: describe the task, review the contract "
             "that defines done, and corral runs the agent in its own worktree."
@@ -265,22 +305,54 @@ class BoardScreen(Screen[None]):
 
     def on_board_table_row_highlighted(self, event: BoardTable.RowHighlighted) -> None:
         self._sync_bindings()
+        self.preview.follow(self.selected_id())
+
+    # -- the live preview of the selected agent -----------------------------------
+
+    def show_preview(self, visible: bool) -> None:
+        """Beside the board on a wide terminal, below it otherwise."""
+        self.preview_wanted = visible
+        self._place_preview()
+        self.preview.follow(self.selected_id())
+        self.preview.show(visible and bool(self.summaries))
+
+    def _place_preview(self) -> None:
+        self.query_one("#board-area").set_class(
+            self.app.size.width >= PREVIEW_BESIDE_WIDTH, "-beside"
+        )
+
+    def on_resize(self) -> None:
+        self._place_preview()
+
+    def action_toggle_preview(self) -> None:
+        self.show_preview(not self.preview_wanted)
 
     def _sync_bindings(self) -> None:
         """Redraw the footer only when the selected row's keys change: the
         footer rebuilds its widgets, too slow to do on every move or update."""
         row = self.selected()
-        keys = None if row is None else (row.needs_you, row.state.is_terminal)
+        keys = None if row is None else (row.needs_you, row.state, row.archived)
         if keys != self._footer_keys:
             self._footer_keys = keys
             self.refresh_bindings()
 
-    ROW_ACTIONS = {"confirm", "approve", "approve_checkout", "review_diff", "reverify", "reject"}
+    ROW_ACTIONS = {
+        "confirm",
+        "approve",
+        "approve_checkout",
+        "review_diff",
+        "reverify",
+        "reject",
+        "cancel_session",
+        "retry",
+        "archive",
+        "rename",
+    }
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """The footer offers a session's keys only when the selected row can
         take them (a contract to confirm, a diff or finding to approve ...)."""
-        if action not in self.ROW_ACTIONS and action != "cancel_session":
+        if action not in self.ROW_ACTIONS:
             return True
         row = self.selected()
         if row is None:
@@ -291,6 +363,12 @@ class BoardScreen(Screen[None]):
             return row.needs_you in ("merge", "finding")
         if action in ("approve_checkout", "review_diff", "reverify"):
             return row.needs_you == "merge"
+        if action == "retry":
+            return can_retry(row.state)
+        if action == "archive":
+            return row.state.is_terminal
+        if action == "rename":
+            return True
         return not row.state.is_terminal
 
     def on_board_table_row_selected(self, event: BoardTable.RowSelected) -> None:
@@ -355,8 +433,23 @@ class BoardScreen(Screen[None]):
             self.app.approve("Apply to checkout", row.session_id, delivery="checkout")
 
     def action_reverify(self) -> None:
-        sup = self.app.supervisor
-        self._run("Re-verify", lambda sid: sup.reverify(sid))
+        """Says at once that it started, and then how the checks came out."""
+        row = self._selected_or_warn()
+        if row is None:
+            return
+        if row.needs_you != "merge":
+            self.notify(
+                "Re-verify needs a session with a diff waiting for approval.", severity="warning"
+            )
+            return
+        self.notify(
+            f"Re-verifying {row.label}: the contract re-runs on its worktree as it is now.",
+            title="Re-verify",
+            timeout=4,
+        )
+        self.app.run_supervisor_call(
+            "Re-verify", self.app.supervisor.reverify(row.session_id), outcome=R.checks_outcome
+        )
 
     def action_reject(self) -> None:
         if (row := self._selected_or_warn()) is not None:
@@ -365,6 +458,20 @@ class BoardScreen(Screen[None]):
     def action_cancel_session(self) -> None:
         if (row := self.selected()) is not None:
             self.app.cancel_session(row.session_id)
+
+    def action_retry(self) -> None:
+        if (row := self._selected_or_warn()) is not None:
+            lifecycle.retry(
+                self.app, row.session_id, then=lambda r: self.select_when_shown(r.session_id)
+            )
+
+    def action_archive(self) -> None:
+        if (row := self._selected_or_warn()) is not None:
+            lifecycle.toggle_archive(self.app, row.session_id)
+
+    def action_rename(self) -> None:
+        if (row := self._selected_or_warn()) is not None:
+            lifecycle.rename(self.app, row.session_id)
 
     # -- after Start in the new-session form, the cursor goes to the new session
 

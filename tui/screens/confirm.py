@@ -21,17 +21,20 @@ class ConfirmScreen(ModalScreen[str | None]):
         Binding("escape,n", "keep", "Keep", show=False),
     ]
 
-    def __init__(self, question: str, *, go: str = "Yes", comment: str | None = None) -> None:
+    def __init__(
+        self, question: str, *, go: str = "Yes", comment: str | None = None, value: str = ""
+    ) -> None:
         super().__init__()
         self.question = question
         self.go_label = go
         self.comment = comment
+        self.value = value  # what the comment field starts with (a name being edited)
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
             yield Static(self.question, classes="dialog-text", markup=False)
             if self.comment is not None:
-                yield Input(placeholder=self.comment, id="confirm-comment")
+                yield Input(self.value, placeholder=self.comment, id="confirm-comment")
             keys = ("enter", "escape") if self.comment is not None else ("y / enter", "n / escape")
             with Horizontal(classes="dialog-buttons"):
                 yield Button(f"{self.go_label} ({keys[0]})", id="yes", variant="error")

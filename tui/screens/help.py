@@ -25,8 +25,8 @@ a branch until you approve it.
 |---|---|
 | `enter` | open the selected session |
 | `tab` | jump to the next session that needs you |
-| `f` | filter: all → needs you → in progress → finished → each repo (when there are several) |
-| `/` | search by intent, repo or id (`escape` clears) |
+| `f` | filter: all → needs you → in progress → finished → archived (when any) → each repo (when there are several) |
+| `/` | search by name, intent, repo or id (`escape` clears) |
 | `n` | start a new session |
 | `d` | discuss the repo with a read-only assistant (needs a model); `ctrl+o` starts a prepared task |
 | `c` | confirm the selected session's contract |
@@ -36,6 +36,10 @@ a branch until you approve it.
 | `D` | review the diff: tick files and hunks (`space`), then `a` / `o` delivers the ticked part |
 | `r` | reject the diff or finding |
 | `x` | cancel the session (asks first; the worktree is kept) |
+| `R` | retry a failed, rejected or cancelled session: a new session, same intent and contract, fresh worktree; its agent is told what went wrong (asks first) |
+| `h` | archive a finished session (off the board, kept in the store); under the `archived` filter, `h` brings it back |
+| `N` | name the session: a short name shown beside its intent (empty clears it) |
+| `p` | show or hide the live preview of the selected session's agent terminal |
 | `?` | this help |
 | `q` | quit (sessions stay stored) |
 
@@ -47,6 +51,7 @@ a branch until you approve it.
 | `l` | filter the event log: everything → agent → checks → problems |
 | `t` / `A` | type into the agent's live terminal (`ctrl+g` leaves) / attach your terminal to its tmux window |
 | `c` / `a` / `o` / `v` / `r` / `x` | confirm, approve to a branch, apply to the checkout, re-verify, reject, cancel |
+| `R` / `h` / `N` | retry (the retry opens here), archive or bring back, name the session |
 | `1`–`9` | answer a question with that option |
 | `enter` in the input | send an answer (or an option's number), a contract revision (gate 1), or guidance |
 | `escape` in the input | leave it: while the input has focus every key is typed, none acts |

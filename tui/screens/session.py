@@ -27,12 +27,16 @@ from corral.supervisor.models import (
     EventKind,
     OutcomeContract,
     SessionDetail,
+    StartResult,
 )
+from corral.supervisor.states import label as session_label
 
+from .. import lifecycle
 from .. import rows as R
 from ..app import CorralApp
 from ..event_text import clip, describe
 from ..guard import guarded
+from ..lifecycle import can_retry
 from ..widgets.terminal import TerminalView
 
 REFRESH_KINDS = {
@@ -195,6 +199,9 @@ class SessionScreen(Screen[None]):
         Binding("r", "reject", "Reject"),
         Binding("x", "cancel_session", "Cancel"),
         Binding("A", "attach", "Attach"),
+        Binding("R", "retry", "Retry"),
+        Binding("h", "archive", "Archive", show=False),
+        Binding("N", "rename", "Name", show=False),
         Binding("l", "cycle_log_filter", "Log filter"),
         Binding("D", "review_diff", "Review diff"),
         Binding("t", "focus_terminal", "Terminal"),
@@ -276,8 +283,14 @@ class SessionScreen(Screen[None]):
         s = detail.session
         needs = f"  ·  NEEDS YOU: {detail.needs_you_label}" if detail.needs_you_label else ""
         iters = f"  ·  iteration {s.iterations}/{s.max_iterations}" if s.iterations else ""
+        intent = escape(s.intent.splitlines()[0]) if s.intent else ""
+        name = f"[b]{escape(s.name)}[/b]  " if s.name else ""
+        extra = f"  ·  retry of {session_label(s.retry_of)}" if s.retry_of else ""
+        if s.archived_at is not None:
+            extra += "  ·  archived"
         lines = [
-            f"[b]{escape(s.intent.splitlines()[0]) if s.intent else ''}[/b]",
+            f"{name}[b]{intent}[/b]" if not name else f"{name}{intent}",
+            f"session {s.id}  ({session_label(s.id)}){extra}",
             f"state {s.state.value}{needs}  ·  engine {s.engine}"
             f"{' (ran ' + s.engine_ran + ')' if s.engine_ran else ''}{iters}",
             f"worktree …/{Path(s.worktree).name if s.worktree else '—'}"
@@ -513,7 +526,13 @@ class SessionScreen(Screen[None]):
             return detail.needs_you == "merge"
         if action == "cancel_session":
             return not detail.session.state.is_terminal
-        if action in ("attach", "focus_terminal"):
+        if action == "retry":
+            return can_retry(detail.session.state)
+        if action == "archive":
+            return detail.session.state.is_terminal
+        if action == "attach":  # the pty backend has no terminal to attach
+            return bool(self.supervisor.attach_argv(self.session_id))
+        if action == "focus_terminal":
             return self.supervisor.agent_screen(self.session_id) is not None
         return True
 
@@ -629,3 +648,19 @@ class SessionScreen(Screen[None]):
 
     def action_cancel_session(self) -> None:
         self.app.cancel_session(self.session_id)
+
+    def action_retry(self) -> None:
+        """The retry opens in place of this session once it exists."""
+
+        def show(result: StartResult) -> None:
+            if self.is_current:
+                self.app.switch_screen(SessionScreen(result.session_id))
+
+        lifecycle.retry(self.app, self.session_id, then=show)
+
+    def action_archive(self) -> None:
+        lifecycle.toggle_archive(self.app, self.session_id)
+        self.refresh_view()
+
+    def action_rename(self) -> None:
+        lifecycle.rename(self.app, self.session_id, then=self.refresh_view)

@@ -44,12 +44,20 @@ MIN_FLEX = 12  # the flexible column never shrinks below this
 STRIP_CACHE_LIMIT = 4000
 
 
+def _width_of(cell: Any) -> int:
+    if isinstance(cell, Text):
+        return cell.cell_len
+    text = str(cell)
+    return len(text) if text.isascii() else cell_len(text)  # ASCII: one cell a character
+
+
 def _widths_of(cells: Cells) -> tuple[int, ...]:
-    return tuple(c.cell_len if isinstance(c, Text) else cell_len(str(c)) for c in cells)
+    return tuple([_width_of(c) for c in cells])
 
 
 def _as_text(cell: Any) -> Text:
-    return cell if isinstance(cell, Text) else Text(str(cell))
+    """A cell drawn: Rich text as it is; words with a `style` (rows.Styled) in it."""
+    return cell if isinstance(cell, Text) else Text(str(cell), style=getattr(cell, "style", ""))
 
 
 class BoardTable(ScrollView, can_focus=True):

@@ -19,6 +19,7 @@ from textual.binding import Binding
 from textual.widgets import Static
 
 from corral.supervisor.api import Supervisor
+from corral.supervisor.interface import AgentScreen
 
 from ..app import CorralApp
 
@@ -61,6 +62,22 @@ def _without_default_colours(text: Text) -> Text:
 
     text.spans[:] = [fixed(span) for span in text.spans]
     return text
+
+
+def screen_text(screen: AgentScreen, *, cursor: bool = False, last: int = 40) -> Text:
+    """The pane's screen as Rich text, its colours kept: trailing blank lines
+    below the cursor dropped, then the `last` lines; with `cursor`, the
+    agent's cursor drawn reversed (while the operator types into it)."""
+    texts = [_without_default_colours(Text.from_ansi(r)) for r in (screen.ansi or screen.lines)]
+    if cursor and 0 <= screen.cursor_y < len(texts):
+        line = texts[screen.cursor_y]
+        x = screen.cursor_x
+        if x >= len(line.plain):
+            line.append(" " * (x - len(line.plain) + 1))
+        line.stylize("reverse", x, x + 1)
+    while texts and not texts[-1].plain.strip() and len(texts) - 1 > screen.cursor_y:
+        texts.pop()
+    return Text("\n").join(texts[-last:] if last > 0 else [])
 
 
 class TerminalView(Static, can_focus=True):
@@ -112,17 +129,7 @@ class TerminalView(Static, can_focus=True):
             self._show(False)
             return
         self._show(True)
-        rows = list(screen.ansi or screen.lines)
-        texts = [_without_default_colours(Text.from_ansi(r)) for r in rows]
-        if 0 <= screen.cursor_y < len(texts) and self.has_focus:
-            line = texts[screen.cursor_y]
-            x = screen.cursor_x
-            if x >= len(line.plain):
-                line.append(" " * (x - len(line.plain) + 1))
-            line.stylize("reverse", x, x + 1)  # the agent's cursor, while typing into it
-        while texts and not texts[-1].plain.strip() and len(texts) - 1 > screen.cursor_y:
-            texts.pop()
-        self.update(Text("\n").join(texts[-40:]))
+        self.update(screen_text(screen, cursor=self.has_focus, last=40))
 
     def _show(self, visible: bool) -> None:
         """Show or hide the view; the screen's footer offers the terminal keys

@@ -1,0 +1,153 @@
+"""The board's live preview of the selected agent's terminal: it follows the
+cursor, shows a new screen as soon as the supervisor has one, sits beside the
+board on a wide terminal and below it at 80×24 (hidden there until `p`), and
+reads nothing while hidden."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from pathlib import Path
+
+from corral.supervisor.interface import AgentScreen
+from corral.tui.app import CorralApp
+from corral.tui.screens.board import BoardScreen
+from corral.tui.widgets.preview import AgentPreview
+
+from .conftest import FIXED_NOW, board_ready, final_frame, seed_board, until
+
+
+class FakeScreens:
+    """The supervisor's in-memory agent screens, set by the test; counts reads."""
+
+    def __init__(self) -> None:
+        self.screens: dict[str, AgentScreen] = {}
+        self.versions: dict[str, int] = {}
+        self.reads = 0
+
+    def put(self, sid: str, *lines: str) -> None:
+        self.screens[sid] = AgentScreen(lines=list(lines), ansi=list(lines), cursor_y=len(lines))
+        self.versions[sid] = self.versions.get(sid, 0) + 1
+
+    def screen(self, sid: str) -> AgentScreen | None:
+        return self.screens.get(sid)
+
+    def version(self, sid: str) -> int:
+        self.reads += 1
+        return self.versions.get(sid, -1)
+
+
+def _app(sup, repo: Path, fake: FakeScreens) -> CorralApp:  # type: ignore[no-untyped-def]
+    sup.agent_screen = fake.screen
+    sup.agent_screen_version = fake.version
+    return CorralApp(
+        sup, default_repo=repo, clock=lambda: FIXED_NOW, on_ready=lambda s: seed_board(s, repo)
+    )
+
+
+def _row(board: BoardScreen, word: str) -> tuple[int, str]:
+    sid = next(s for s in board.order if board.summaries[s].intent.startswith(word))
+    return board.order.index(sid), sid
+
+
+def _shown(preview: AgentPreview) -> str:
+    return preview.content.plain  # type: ignore[union-attr]
+
+
+async def test_the_preview_follows_the_cursor_and_updates_live(board_world) -> None:
+    sup, repo, _release = board_world()
+    fake = FakeScreens()
+    app = _app(sup, repo, fake)
+    async with app.run_test(size=(160, 40)) as pilot:
+        board = await board_ready(app, pilot)
+        preview = board.preview
+        assert preview.display  # a big terminal shows it from the start, beside the board
+        assert board.query_one("#board-area").has_class("-beside")
+        row, bravo = _row(board, "Bravo")
+        fake.put(bravo, "bravo agent 1.0", "$ pytest -q", "3 passed")
+        board.table.move_cursor(row=row)
+        await until(pilot, "Bravo's screen in the preview", lambda: "3 passed" in _shown(preview))
+        assert preview.session_id == bravo
+        fake.put(bravo, "bravo agent 1.0", "$ pytest -q", "4 passed")  # the agent moved on
+        await until(pilot, "the new screen", lambda: "4 passed" in _shown(preview))
+        row, _alpha = _row(board, "Alpha")
+        board.table.move_cursor(row=row)
+        await until(
+            pilot,
+            "Alpha (no pane) in the preview",
+            lambda: "No live agent terminal" in _shown(preview),
+        )
+
+
+async def test_hidden_at_80x24_it_reads_nothing_and_p_shows_it_below(board_world) -> None:
+    sup, repo, _release = board_world()
+    fake = FakeScreens()
+    app = _app(sup, repo, fake)
+    async with app.run_test(size=(80, 24)) as pilot:
+        board = await board_ready(app, pilot)
+        preview = board.preview
+        assert not preview.display
+        await asyncio.sleep(0.6)  # two of its polling periods
+        await pilot.pause()
+        assert fake.reads == 0
+        await pilot.press("p")
+        await until(pilot, "the preview to show", lambda: preview.display and fake.reads > 0)
+        assert not board.query_one("#board-area").has_class("-beside")  # below the board
+        assert preview.region.y > board.table.region.y
+        await pilot.press("p")
+        await until(pilot, "the preview to hide", lambda: not preview.display)
+        reads = fake.reads
+        await asyncio.sleep(0.6)
+        await pilot.pause()
+        assert fake.reads == reads
+
+
+def _snapshot_app(board_world) -> tuple[CorralApp, FakeScreens]:  # type: ignore[no-untyped-def]
+    sup, repo, _release = board_world()
+    ids = itertools.count(1)
+    sup.id_factory = lambda: f"{next(ids):024d}"  # the preview's title names the session
+    fake = FakeScreens()
+    app = _app(sup, repo, fake)
+    return app, fake
+
+
+async def _preview_on(app: CorralApp, pilot, fake: FakeScreens, key: str | None) -> None:  # type: ignore[no-untyped-def]
+    board = await board_ready(app, pilot)
+    row, bravo = _row(board, "Bravo")
+    fake.put(
+        bravo,
+        "\x1b[1mbravo-agent 1.0\x1b[0m",
+        "",
+        "Reading shop/report.py",
+        "$ python -m pytest -q",
+        "\x1b[32m✓ 12 passed\x1b[0m in 0.04s",
+        "\x1b[2m✻ Working… (esc to interrupt)\x1b[0m",
+    )
+    board.table.move_cursor(row=row)
+    if key:
+        await pilot.press(key)
+    await until(pilot, "the toasts", lambda: True)
+    app.clear_notifications()
+    await final_frame(
+        pilot,
+        "Bravo's screen in the preview",
+        lambda: "12 passed" in _shown(board.preview) and not app.screen.query("Toast"),
+    )
+
+
+def test_preview_beside_the_board_snapshot(snap_compare, board_world) -> None:
+    app, fake = _snapshot_app(board_world)
+
+    async def before(pilot) -> None:  # type: ignore[no-untyped-def]
+        await _preview_on(app, pilot, fake, None)
+
+    assert snap_compare(app, terminal_size=(160, 30), run_before=before)
+
+
+def test_preview_below_the_board_at_80x24_snapshot(snap_compare, board_world) -> None:
+    app, fake = _snapshot_app(board_world)
+
+    async def before(pilot) -> None:  # type: ignore[no-untyped-def]
+        await _preview_on(app, pilot, fake, "p")
+
+    assert snap_compare(app, terminal_size=(80, 24), run_before=before)

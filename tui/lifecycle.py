@@ -1,0 +1,92 @@
+"""Name, archive and retry a session from any screen: the questions asked and
+the toasts shown. The rules (who may) are the supervisor's; this module only
+asks and reports, so the board and the session screen say the same words."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from corral.supervisor.errors import CorralError
+from corral.supervisor.models import StartResult
+from corral.supervisor.states import CoderState, label
+
+if TYPE_CHECKING:
+    from .app import CorralApp
+
+RETRYABLE = (CoderState.FAILED, CoderState.ABANDONED)
+
+
+def can_retry(state: CoderState) -> bool:
+    return state in RETRYABLE
+
+
+def rename(app: CorralApp, session_id: str, then: Callable[[], object] | None = None) -> None:
+    """Asks for the name (the current one pre-filled); empty clears it.
+    `then` runs once it is stored."""
+    current = app.supervisor.get(session_id).session.name or ""
+
+    def go(name: str) -> None:
+        try:
+            row = app.supervisor.rename(session_id, name)
+        except CorralError as exc:
+            app.notify(str(exc), title="Rename refused", severity="error", timeout=8)
+            return
+        app.notify(f"{label(session_id)} is now “{row.name}”" if row.name else "Name cleared.")
+        if then is not None:
+            then()
+
+    app.ask(
+        f"Name {label(session_id)}?\n\n{app._what(session_id)}\n\n"
+        "A short name shown on the board beside the intent (empty clears it).",
+        go,
+        go="Rename",
+        comment="a short name — enter saves, escape keeps the old one",
+        value=current,
+    )
+
+
+def toggle_archive(app: CorralApp, session_id: str) -> None:
+    """Archive a finished session, or bring an archived one back. Nothing is
+    deleted either way, so it does not ask."""
+    archived = app.supervisor.get(session_id).session.archived_at is not None
+    try:
+        app.supervisor.archive(session_id, archived=not archived)
+    except CorralError as exc:
+        app.notify(str(exc), title="Archive refused", severity="error", timeout=8)
+        return
+    if archived:
+        app.notify(f"{label(session_id)} is back on the board.", title="Unarchived")
+    else:
+        app.notify(
+            f"{label(session_id)} left the board (kept in the store). f → archived shows it; "
+            "h there brings it back.",
+            title="Archived",
+        )
+
+
+def retry(
+    app: CorralApp, session_id: str, then: Callable[[StartResult], object] | None = None
+) -> None:
+    """Asks once, then starts the retry; `then(result)` runs once it exists."""
+    session = app.supervisor.get(session_id).session
+    why = "rejected" if session.reject_comment else session.state.value
+    question = (
+        f"Retry this {why} session?\n\n{app._what(session_id)}\n\n"
+        "A new session with the same intent, repo, engine and contract starts in a fresh "
+        "worktree (its contract is proposed for you to confirm). Its agent is told what went "
+        "wrong: the reject comment, the error, the failing checks' output."
+    )
+
+    def started(result: StartResult) -> str:
+        if then is not None:
+            then(result)
+        return f"Retrying as {label(result.session_id)}: review its contract, then c."
+
+    app.ask(
+        question,
+        lambda _: app.run_supervisor_call(
+            "Retry", app.supervisor.retry(session_id), outcome=started
+        ),
+        go="Retry",
+    )

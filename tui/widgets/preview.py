@@ -1,0 +1,92 @@
+"""The board's live preview: the last screen of the selected session's agent
+pane, beside or below the board (`p` shows or hides it).
+
+It reads the screen the supervisor already keeps in memory from its batched
+captures (never tmux), at the session terminal's pace, and only when the
+version changed. Hidden, its timer is paused: it costs nothing. It never
+resizes the agent's pane and takes no keys (`enter` opens the session for that).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+from textual import getters
+from textual.timer import Timer
+from textual.widgets import Static
+
+from corral.supervisor.states import label
+
+from ..app import CorralApp
+from .terminal import screen_text
+
+POLL_SECS = 0.25  # the session terminal's pace: no more polling than it does
+
+
+class AgentPreview(Static):
+    app = getters.app(CorralApp)
+
+    DEFAULT_CSS = """
+    AgentPreview {
+        border: round $primary-background-lighten-2;
+        padding: 0 1;
+        overflow: hidden;
+    }
+    """
+
+    def __init__(self, **kw: Any) -> None:
+        super().__init__("", **kw)
+        self.session_id: str | None = None
+        self._version = -2
+        self._timer: Timer | None = None
+
+    def on_mount(self) -> None:
+        self._timer = self.set_interval(POLL_SECS, self.refresh_screen, pause=not self.display)
+        self.border_subtitle = "p hides · enter opens"
+
+    def show(self, visible: bool) -> None:
+        """Show or hide; hidden, nothing is read until it is shown again."""
+        self.display = visible
+        if self._timer is not None:
+            if visible:
+                self._version = -2
+                self._timer.resume()
+                self.refresh_screen()
+            else:
+                self._timer.pause()
+
+    def follow(self, session_id: str | None) -> None:
+        """The board's cursor moved: show this session's agent."""
+        if session_id == self.session_id:
+            return
+        self.session_id = session_id
+        self._version = -2
+        self.border_title = f"{label(session_id)} — agent terminal" if session_id else "preview"
+        if self.display:
+            self.refresh_screen()
+
+    def refresh_screen(self) -> None:
+        sid = self.session_id
+        if sid is None:
+            self.update(Text("No session selected.", style="dim"))
+            return
+        supervisor = self.app.supervisor
+        version = supervisor.agent_screen_version(sid)
+        if version == self._version:
+            return
+        self._version = version
+        screen = supervisor.agent_screen(sid)
+        if screen is None:
+            self.update(Text("No live agent terminal for this session.", style="dim"))
+            return
+        rows = max(1, self.content_size.height)
+        text = screen_text(screen, last=rows)
+        text.no_wrap = True
+        text.overflow = "crop"
+        self.update(text)
+
+    def on_resize(self) -> None:
+        self._version = -2  # more or fewer lines fit now
+        if self.display:
+            self.refresh_screen()
