@@ -1,0 +1,182 @@
+"""The tmux pane backend on another host, over a real sshd: one ssh round
+trip per sweep, screens that arrive with it, keys, kill, re-adoption, and a
+host that stops answering."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from corral.supervisor.hosts.connection import HostConnection
+from corral.supervisor.hosts.settings import HostSettings
+from corral.supervisor.panes.base import PaneBackend, PaneHandle, PaneSpec
+from corral.supervisor.panes.remote_tmux import HostDown, RemoteTmuxBackend
+from tests.fakes.sshd import SshServer, sshd_missing, start_sshd
+
+pytestmark = [
+    pytest.mark.skipif(sshd_missing() is not None, reason=str(sshd_missing())),
+    pytest.mark.slow,
+]
+
+ECHO = 'echo ready; while read -r line; do echo "got:$line"; done'
+
+
+@pytest.fixture(scope="module")
+def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SshServer]:
+    server = start_sshd(tmp_path_factory.mktemp("sshd"))
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def conn(sshd: SshServer, state_dir: Path) -> Iterator[HostConnection]:
+    host = HostSettings(name="box", destination=sshd.alias, ssh_options=sshd.ssh_options())
+    c = HostConnection(host, state_dir)
+    yield c
+    c.close()
+
+
+@pytest.fixture
+def backend(conn: HostConnection, tmp_path: Path) -> Iterator[RemoteTmuxBackend]:
+    remote_state = tmp_path / "remote-state"
+    b = RemoteTmuxBackend(conn, str(remote_state), socket_name=f"t{os.getpid()}")
+    yield b
+    b.kill_server()
+
+
+def spec(tmp_path: Path, sid: str, script: str = ECHO) -> PaneSpec:
+    return PaneSpec(
+        session_id=sid,
+        incarnation=1,
+        name=f"corral-{sid}",
+        cwd=tmp_path,
+        argv=["sh", "-c", script],
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
+        width=80,
+        height=20,
+    )
+
+
+def wait_for(backend: PaneBackend, handle: PaneHandle, text: str, timeout: float = 8.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        screen = backend.capture([handle]).get(handle.owner)
+        if screen is not None and any(text in line for line in screen.lines):
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"{text!r} never showed in pane {handle.pane_id}")
+
+
+def test_it_is_a_pane_backend(backend: RemoteTmuxBackend) -> None:
+    typed: PaneBackend = backend
+    assert typed.name == "ssh:box"
+
+
+def test_spawn_runs_on_the_host_and_the_sweep_is_one_round_trip(
+    backend: RemoteTmuxBackend, conn: HostConnection, tmp_path: Path
+) -> None:
+    handles = [backend.spawn(spec(tmp_path, f"s{i}")) for i in range(3)]
+    for h in handles:
+        wait_for(backend, h, "ready")
+    before = conn.round_trips
+    infos = backend.sweep()
+    assert conn.round_trips - before == 1
+    assert set(infos) == {h.owner for h in handles}
+    assert all(i.alive and i.current_command == "sh" for i in infos.values())
+    # the sweep brought the screens of the panes that changed: capturing them is free
+    screens = backend.capture(handles)
+    assert conn.round_trips - before == 1
+    assert all("ready" in s.lines for s in screens.values())
+
+
+def test_quiet_panes_are_not_captured_again(
+    backend: RemoteTmuxBackend, conn: HostConnection, tmp_path: Path
+) -> None:
+    h = backend.spawn(spec(tmp_path, "quiet"))
+    wait_for(backend, h, "ready")
+    backend.sweep()
+    time.sleep(2.6)  # older than tmux's whole-second activity window
+    backend.sweep()  # captures once more: its activity is no longer "recent"
+    backend.sweep()
+    assert backend.last_captured == []  # nothing new on screen, nothing captured
+    backend.send_keys(h, ["h", "i", "Enter"])
+    time.sleep(0.3)
+    backend.sweep()
+    assert backend.last_captured == [h.owner]
+    before = conn.round_trips
+    assert "got:hi" in backend.capture([h])[h.owner].lines
+    assert conn.round_trips == before  # came with the sweep
+
+
+def test_send_text_keys_and_kill(backend: RemoteTmuxBackend, tmp_path: Path) -> None:
+    h = backend.spawn(spec(tmp_path, "talk"))
+    wait_for(backend, h, "ready")
+    backend.send_text(h, "hello host")
+    wait_for(backend, h, "got:hello host")
+    backend.kill(h, timeout=3)
+    assert h.owner not in backend.sweep()
+    backend.kill(h)  # a pane that is gone is not an error
+
+
+def test_a_pane_that_exits_reports_its_status(backend: RemoteTmuxBackend, tmp_path: Path) -> None:
+    h = backend.spawn(spec(tmp_path, "exits", "echo bye; exit 3"))
+    deadline = time.monotonic() + 8
+    while time.monotonic() < deadline:
+        info = backend.sweep().get(h.owner)
+        if info is not None and not info.alive:
+            break
+        time.sleep(0.2)
+    assert info is not None and not info.alive and info.exit_status == 3
+
+
+def test_a_new_backend_readopts_the_panes_by_owner(
+    backend: RemoteTmuxBackend, conn: HostConnection, tmp_path: Path
+) -> None:
+    h = backend.spawn(spec(tmp_path, "adopt"))
+    wait_for(backend, h, "ready")
+    again = RemoteTmuxBackend(conn, backend._remote_state_dir, socket_name=backend.socket_name)
+    infos = again.sweep()
+    assert infos[h.owner].handle.pane_id == h.pane_id
+    again.send_keys(infos[h.owner].handle, ["o", "k", "Enter"])
+    wait_for(again, h, "got:ok")
+
+
+def test_a_missing_directory_or_program_on_the_host_is_a_sentence(
+    backend: RemoteTmuxBackend, tmp_path: Path
+) -> None:
+    bad = spec(tmp_path / "nowhere", "nodir")
+    with pytest.raises(Exception, match=r"working directory .*nowhere does not exist there"):
+        backend.spawn(bad)
+    missing = PaneSpec("noprog", 1, "x", tmp_path, ["no-such-agent-cli"], {"PATH": "/usr/bin"})
+    with pytest.raises(Exception, match="'no-such-agent-cli' was not found"):
+        backend.spawn(missing)
+    assert backend.sweep() == {}  # nothing was left behind
+
+
+def test_the_sweep_survives_a_killed_master(
+    backend: RemoteTmuxBackend, conn: HostConnection, tmp_path: Path
+) -> None:
+    h = backend.spawn(spec(tmp_path, "survive"))
+    wait_for(backend, h, "ready")
+    pid = conn.master_pid()
+    assert pid is not None
+    os.kill(pid, signal.SIGKILL)
+    time.sleep(0.2)
+    assert h.owner in backend.sweep()  # reconnected, same pane still there
+    assert conn.reconnects == 1
+
+
+def test_an_unreachable_host_raises_host_down_not_gone(
+    sshd: SshServer, state_dir: Path, tmp_path: Path
+) -> None:
+    host = HostSettings(
+        name="far", destination=sshd.alias, ssh_options=[*sshd.ssh_options(), "-o", "Port=1"]
+    )
+    far = RemoteTmuxBackend(HostConnection(host, state_dir), str(tmp_path / "r"))
+    with pytest.raises(HostDown, match="host far"):
+        far.sweep()
