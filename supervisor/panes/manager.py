@@ -44,7 +44,7 @@ from ..status import (
     find_question,
 )
 from .answering import Landing, MenuAnswer
-from .base import PaneBackend, PaneError, PaneGone, PaneHandle, PaneSpec, Screen
+from .base import HostDown, PaneBackend, PaneError, PaneGone, PaneHandle, PaneSpec, Screen
 from .observe import Seen, Watch, observe
 
 log = logging.getLogger("corral.panes")
@@ -68,6 +68,7 @@ class PaneRecord:
     hooks_offset: int = 0
     answered_dialogs: dict[str, tuple[float, int]] = field(default_factory=dict)
     facts: ScreenFacts | None = None  # the last reading of `screen`
+    unreachable: str = ""  # why its host does not answer now ("" when it does)
 
     @property
     def status(self) -> StatusReading:
@@ -296,13 +297,32 @@ class PaneManager:
         if self._worker is None:
             self._worker = ThreadPoolExecutor(1, thread_name_prefix="corral-sweep")
         loop = asyncio.get_running_loop()
-        seen = await loop.run_in_executor(self._worker, observe, self.backend, watches)
+        try:
+            seen = await loop.run_in_executor(self._worker, observe, self.backend, watches)
+        except HostDown as exc:
+            # the panes may well run on: not an exit, and no reading at all (a
+            # frozen screen must not turn into "idle" or "needs you")
+            self._host_state(str(exc))
+            return
+        self._host_state("")
         self.sweep_count += 1
         for item in seen:
             record = self.records.get(item.watch.session_id)
             if record is None or record.handle != item.watch.handle:
                 continue  # killed or replaced while the worker looked
             await self._fold(record, item)
+
+    def _host_state(self, reason: str) -> None:
+        """Mark every pane as on an unreachable host (reason) or reachable ("")."""
+        for record in self.records.values():
+            if record.unreachable != reason:
+                record.unreachable = reason
+                record.bump()
+
+    def unreachable(self, session_id: str) -> str:
+        """Why the session's host does not answer now; "" when it does."""
+        record = self.records.get(session_id)
+        return record.unreachable if record is not None else ""
 
     async def _fold(self, record: PaneRecord, item: Seen) -> None:
         """Apply one pane's sweep findings (on the loop: cheap state only)."""

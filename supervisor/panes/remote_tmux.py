@@ -26,7 +26,7 @@ from pathlib import Path
 
 from ..hosts.connection import HostConnection, HostUnreachable
 from ..hosts.probe import remote_path
-from .base import PaneError, PaneHandle, PaneInfo, PaneSpec, Screen
+from .base import HostDown, PaneError, PaneHandle, PaneInfo, PaneSpec, Screen
 from .tmux import (
     _HEADER_FIELDS,
     _HEADER_FORMAT,
@@ -45,9 +45,7 @@ from .tmux import (
 
 CACHE_TTL = 1.0  # a screen captured by the sweep serves capture() this long
 
-
-class HostDown(PaneError):
-    """The pane's host cannot be reached now; the pane may well be running."""
+__all__ = ["HostDown", "RemoteTmuxBackend"]
 
 
 class RemoteTmuxBackend(TmuxBackend):

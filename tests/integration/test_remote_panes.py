@@ -180,3 +180,52 @@ def test_an_unreachable_host_raises_host_down_not_gone(
     far = RemoteTmuxBackend(HostConnection(host, state_dir), str(tmp_path / "r"))
     with pytest.raises(HostDown, match="host far"):
         far.sweep()
+
+
+async def test_a_custom_agent_on_the_host_reaches_the_board_and_survives_an_outage(
+    sshd: SshServer, state_dir: Path, tmp_path: Path
+) -> None:
+    """The pane manager (what the board reads) drives a `custom:` agent on the
+    host; when the host stops answering, its session reads "host unreachable"
+    — not exited — and comes back with the same pane."""
+    from corral.supervisor.agents.profiles import profile_for
+    from corral.supervisor.panes.manager import PaneManager
+
+    good = HostSettings(name="box", destination=sshd.alias, ssh_options=sshd.ssh_options())
+    conn = HostConnection(good, state_dir, backoff=(0.1,))
+    backend = RemoteTmuxBackend(conn, str(tmp_path / "remote"), socket_name="mgr")
+    manager = PaneManager(backend, state_dir / "agents")
+    profile = profile_for(f"custom:sh -c '{ECHO}'")
+    try:
+        record = await manager.spawn(spec(tmp_path, "agent1"), profile)
+        deadline = time.monotonic() + 8
+        while time.monotonic() < deadline:
+            await manager.sweep_once()
+            if record.screen is not None and "ready" in record.screen.lines:
+                break
+        assert record.screen is not None and "ready" in record.screen.lines
+        # the network goes: the master dies and the host stops answering
+        conn.host = good.model_copy(update={"ssh_options": [*good.ssh_options, "-o", "Port=1"]})
+        master = conn.master_pid()
+        assert master is not None
+        os.kill(master, signal.SIGKILL)
+        time.sleep(0.2)
+        await manager.sweep_once()
+        assert "host box" in manager.unreachable("agent1")
+        assert record.alive and record.exit_status is None  # not failed
+        assert record.status.status.value not in ("exited", "crashed")
+        # the network comes back: the same pane, found again by its owner marker
+        conn.host = good
+        time.sleep(0.15)  # past the backoff
+        await manager.send_keys("agent1", ["b", "a", "c", "k", "Enter"])
+        deadline = time.monotonic() + 8
+        while time.monotonic() < deadline:
+            await manager.sweep_once()
+            if record.screen is not None and "got:back" in record.screen.lines:
+                break
+        assert manager.unreachable("agent1") == ""
+        assert record.screen is not None and "got:back" in record.screen.lines
+    finally:
+        await manager.stop()
+        backend.kill_server()
+        conn.close()
