@@ -68,7 +68,13 @@ def glyph(row: SessionSummary) -> Text:
     return Text(mark, style=style)
 
 
-SOURCE_WORDS = {"hook": "hook", "pane": "screen", "process": "process", "prompt": "prompt sent"}
+SOURCE_WORDS = {
+    "hook": "hook",
+    "pane": "screen",
+    "process": "process",
+    "prompt": "prompt sent",
+    "host": "ssh",
+}
 
 
 def agent_words(status: str | None, reason: str | None, source: str | None) -> str | None:
@@ -80,6 +86,8 @@ def agent_words(status: str | None, reason: str | None, source: str | None) -> s
     words = f"agent {'signed out' if status == 'auth' else status}"
     if source:
         words += f" ({SOURCE_WORDS.get(source, source)})"
+    if status == "unreachable":
+        return f"host unreachable: {reason}" if reason else "host unreachable"
     if status in ("waiting", "auth", "error") and reason:
         words += f": {reason}"
     return words
@@ -91,6 +99,8 @@ def state_text(row: SessionSummary) -> Text:
         status = "signed out" if row.agent_status == "auth" else row.agent_status
         source = SOURCE_WORDS.get(row.agent_source or "", row.agent_source or "")
         words = f"agent {status}" + (f" ({source})" if source else "")
+        if row.agent_status == "unreachable":
+            words = "host unreachable"
     if row.state is S.FAILED and row.failure_kind and row.failure_kind != "error":
         words = f"failed ({row.failure_kind.replace('_', ' ')})"
     if not row.live and not row.state.is_terminal:
@@ -110,6 +120,8 @@ def needs_text(row: SessionSummary) -> Text:
         return Text(row.needs_you_label, style="bold yellow")
     if row.state is S.FAILED and row.error:
         return Text(row.error.strip().splitlines()[0], style="red")
+    if row.live and row.agent_status == "unreachable" and row.agent_reason:
+        return Text(row.agent_reason, style="yellow")
     if row.live and row.agent_status == "waiting" and row.agent_reason:
         return Text(f"waiting: {row.agent_reason}", style="yellow")
     if row.model_notice and not row.state.is_terminal:

@@ -313,11 +313,21 @@ class PaneManager:
             await self._fold(record, item)
 
     def _host_state(self, reason: str) -> None:
-        """Mark every pane as on an unreachable host (reason) or reachable ("")."""
+        """Mark every pane as on an unreachable host (reason) or reachable ("").
+        The board hears "unreachable" while it lasts, then the tracker's own
+        reading again; the tracker itself is not touched (nothing was read)."""
         for record in self.records.values():
-            if record.unreachable != reason:
-                record.unreachable = reason
-                record.bump()
+            if record.unreachable == reason:
+                continue
+            record.unreachable = reason
+            record.bump()
+            if self.on_status is None:
+                continue
+            if reason:
+                reading = StatusReading(AgentStatus.UNREACHABLE, reason, source="host")
+            else:
+                reading = record.tracker.current
+            self.on_status(record.session_id, reading)
 
     def unreachable(self, session_id: str) -> str:
         """Why the session's host does not answer now; "" when it does."""

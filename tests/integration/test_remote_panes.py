@@ -194,7 +194,12 @@ async def test_a_custom_agent_on_the_host_reaches_the_board_and_survives_an_outa
     good = HostSettings(name="box", destination=sshd.alias, ssh_options=sshd.ssh_options())
     conn = HostConnection(good, state_dir, backoff=(0.1,))
     backend = RemoteTmuxBackend(conn, str(tmp_path / "remote"), socket_name="mgr")
-    manager = PaneManager(backend, state_dir / "agents")
+    readings: list[tuple[str, str, str]] = []
+    manager = PaneManager(
+        backend,
+        state_dir / "agents",
+        on_status=lambda sid, r: readings.append((sid, r.status.value, r.reason)),
+    )
     profile = profile_for(f"custom:sh -c '{ECHO}'")
     try:
         record = await manager.spawn(spec(tmp_path, "agent1"), profile)
@@ -214,6 +219,9 @@ async def test_a_custom_agent_on_the_host_reaches_the_board_and_survives_an_outa
         assert "host box" in manager.unreachable("agent1")
         assert record.alive and record.exit_status is None  # not failed
         assert record.status.status.value not in ("exited", "crashed")
+        sid, status, reason = readings[-1]
+        assert (sid, status) == ("agent1", "unreachable")  # what the board shows
+        assert "host box" in reason and "refused the connection" in reason
         # the network comes back: the same pane, found again by its owner marker
         conn.host = good
         time.sleep(0.15)  # past the backoff
@@ -224,6 +232,7 @@ async def test_a_custom_agent_on_the_host_reaches_the_board_and_survives_an_outa
             if record.screen is not None and "got:back" in record.screen.lines:
                 break
         assert manager.unreachable("agent1") == ""
+        assert readings[-1][1] != "unreachable"
         assert record.screen is not None and "got:back" in record.screen.lines
     finally:
         await manager.stop()
