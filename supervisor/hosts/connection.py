@@ -145,6 +145,10 @@ class HostConnection:
             "-o", "ServerAliveCountMax=3",
         ]  # fmt: skip
 
+    def ssh_base(self) -> list[str]:
+        """`ssh` with this host's options, riding the master (for GIT_SSH_COMMAND)."""
+        return self._base("no")
+
     def ssh_argv(self, argv: list[str]) -> list[str]:
         """The local argv that runs `argv` on the host (quoted for its shell)."""
         return [*self._base("no"), "-T", "--", self.host.destination, shlex.join(argv)]

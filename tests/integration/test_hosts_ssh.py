@@ -137,3 +137,29 @@ def test_an_unreachable_host_fails_with_a_sentence_then_fails_fast(
         c.run(["true"])
     assert time.monotonic() - started < 0.5  # no second wait on a dead host
     assert not c.reachable
+
+
+def test_a_commit_made_on_the_host_is_fetched_home(
+    sshd: SshServer, conn: HostConnection, tmp_path: Path
+) -> None:
+    from corral.supervisor.git.run import GitError
+    from corral.supervisor.hosts.fetch import fetch_commit
+    from tests.conftest import git, init_repo
+
+    remote_repo = init_repo(sshd.remote_root / f"repo-{tmp_path.name}")
+    (remote_repo / "made_there.txt").write_text("on the host\n")
+    git(remote_repo, "add", "made_there.txt")
+    git(remote_repo, "commit", "-qm", "work done on the host")
+    git(remote_repo, "checkout", "-q", "--detach")
+    git(remote_repo, "commit", "-q", "--allow-empty", "-m", "unreferenced result")
+    commit = git(remote_repo, "rev-parse", "HEAD").strip()
+    local = init_repo(tmp_path / "home")
+    conn.connect()
+    logins = sshd.log.read_text().count("Accepted publickey")
+    ref = fetch_commit(conn, str(remote_repo), commit, local)
+    assert git(local, "rev-parse", ref).strip() == commit
+    assert git(local, "show", f"{commit}:made_there.txt") == "on the host\n"
+    # git rode the host's master: no new login on the host
+    assert sshd.log.read_text().count("Accepted publickey") == logins
+    with pytest.raises(GitError, match=r"cannot fetch 0{12} from .* on host box"):
+        fetch_commit(conn, str(remote_repo), "0" * 40, local)
