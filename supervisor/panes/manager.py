@@ -146,7 +146,15 @@ class PaneManager:
             hooks_offset=offset,
         )
         self.records[spec.session_id] = record
+        self._mirror_hooks(spec.session_id, hooks)
         return record
+
+    def _mirror_hooks(self, session_id: str, hooks: Path) -> None:
+        """A backend on another host brings the agent's hooks file here with
+        each sweep (`mirror_hooks`); the local copy is watched as any other."""
+        mirror = getattr(self.backend, "mirror_hooks", None)
+        if mirror is not None:
+            mirror(session_id, hooks)
 
     def adopt(self, session_id: str, handle: PaneHandle, profile: AgentProfile) -> PaneRecord:
         """Track a pane found alive after a restart (owner marker matched)."""
@@ -161,6 +169,7 @@ class PaneManager:
             hooks_offset=offset,
         )
         self.records[session_id] = record
+        self._mirror_hooks(session_id, hooks)
         return record
 
     def record(self, session_id: str) -> PaneRecord | None:
@@ -170,6 +179,9 @@ class PaneManager:
         record = self.records.pop(session_id, None)
         if record is None:
             return
+        unmirror = getattr(self.backend, "unmirror", None)
+        if unmirror is not None:
+            unmirror(session_id)
         with contextlib.suppress(PaneGone):
             await asyncio.to_thread(self.backend.kill, record.handle, timeout)
         record.alive = False

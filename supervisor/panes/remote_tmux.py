@@ -10,6 +10,9 @@ connection. What differs:
   the last sweep (or is recent: tmux keeps whole seconds), the host's clock
   included so activity reads on ours. `capture()` then serves those screens
   without asking again; only panes the sweep did not capture cost a call.
+- files the supervisor watches (an agent's hooks file) are mirrored in the
+  same round trip: the sweep brings the new complete lines of each remote
+  file and appends them to the local copy, which is watched as before.
 - processes are signalled on the host (a remote `kill` of the pane's
   process group), the working directory and the program are checked there.
 - a host that cannot be reached raises `HostDown` (a PaneError): the pane is
@@ -43,6 +46,7 @@ from .tmux import (
     strip_ansi,
 )
 
+MIRROR_CHUNK = 256 * 1024  # bytes of one mirrored file brought per sweep, at most
 CACHE_TTL = 1.0  # a screen captured by the sweep serves capture() this long
 
 __all__ = ["HostDown", "RemoteTmuxBackend"]
@@ -85,6 +89,7 @@ class RemoteTmuxBackend(TmuxBackend):
         self._seen: dict[str, str] = {}  # pane id -> tmux activity at its last capture
         self._cache: dict[str, tuple[float, Screen]] = {}  # owner -> (when, screen)
         self.sweeps = 0
+        self._mirrors: dict[str, tuple[str, Path, int]] = {}  # key -> (remote, local, offset)
         self.last_captured: list[str] = []  # owners whose screens the last sweep brought
 
     # -- reaching the host --------------------------------------------------------------
@@ -165,6 +170,58 @@ class RemoteTmuxBackend(TmuxBackend):
         self._prepare()
         return self.conn.attach_argv([*self._base, "attach-session", "-t", handle.pane_id])
 
+    # -- mirrored files -------------------------------------------------------------
+
+    def remote_hooks_file(self, session_id: str) -> str:
+        """Where an agent on the host appends its hook events."""
+        return f"{self._remote_state_dir.rstrip('/')}/agents/{session_id}/hooks.jsonl"
+
+    def mirror_hooks(self, session_id: str, local_file: Path) -> None:
+        """Bring the session's remote hooks file into `local_file` with every
+        sweep. The local file only ever receives the remote one's bytes, so
+        its size is how far the remote file was read (a restart resumes there)."""
+        if not _NAME.fullmatch(session_id):
+            raise PaneError(f"session id {session_id!r} cannot name a mirrored file")
+        offset = local_file.stat().st_size if local_file.exists() else 0
+        self._mirrors[session_id] = (self.remote_hooks_file(session_id), local_file, offset)
+
+    def unmirror(self, session_id: str) -> None:
+        self._mirrors.pop(session_id, None)
+
+    def _mirror_script(self, nonce: str) -> str:
+        parts = []
+        for key, (remote, _local, offset) in self._mirrors.items():
+            parts.append(
+                f"printf '%s\\n' '{nonce}-file {key}'; f={remote_path(remote)}; "
+                f'[ -f "$f" ] && tail -c +{offset + 1} "$f" | head -c {MIRROR_CHUNK} '
+                "| base64 | tr -d '\\n'; printf '\\n'"
+            )
+        return "\n".join(parts)
+
+    def _store_mirrors(self, text: str, nonce: str) -> None:
+        import base64
+        import binascii
+
+        lines = text.split("\n")
+        for i, line in enumerate(lines):
+            if not line.startswith(f"{nonce}-file "):
+                continue
+            key = line.removeprefix(f"{nonce}-file ")
+            if key not in self._mirrors or i + 1 >= len(lines):
+                continue
+            try:
+                data = base64.b64decode(lines[i + 1], validate=True)
+            except (binascii.Error, ValueError):
+                continue
+            complete = data[: data.rfind(b"\n") + 1]  # whole lines only
+            if not complete:
+                continue
+            remote, local, offset = self._mirrors[key]
+            local.parent.mkdir(parents=True, exist_ok=True)
+            with local.open("ab") as out:
+                out.write(complete)
+            self._mirrors[key] = (remote, local, offset + len(complete))
+
     # -- the batched sweep --------------------------------------------------------------
 
     def _sweep_script(self, nonce: str) -> str:
@@ -176,7 +233,9 @@ class RemoteTmuxBackend(TmuxBackend):
 now=$(date +%s)
 printf '%s\\n' "$now"
 L=$(T list-panes -a -F {shlex.quote(SWEEP_FORMAT)} 2>&1) || {{ printf '%s\\n' "{nonce}-fail" "$L"; exit 0; }}
-printf '%s\\n' "$L" "{nonce}-captures"
+printf '%s\\n' "$L" "{nonce}-files"
+{self._mirror_script(nonce)}
+printf '%s\\n' "{nonce}-captures"
 H={head}
 T list-panes -a -F {brief} 2>/dev/null | while read -r id act owner; do
   [ -n "$owner" ] || continue
@@ -205,7 +264,9 @@ exit 0
                 self._seen.clear()
                 return {}
             raise PaneError(f"tmux failed on host {self.host}: {failure.message}")
-        listing, _, captures = rest.partition(f"{nonce}-captures\n")
+        listing, _, tail = rest.partition(f"{nonce}-files\n")
+        files, _, captures = tail.partition(f"{nonce}-captures\n")
+        self._store_mirrors(files, nonce)
         infos = self._parse_sweep(listing, now, skew)
         acts: dict[str, str] = {}
         for row in listing.split("\n"):

@@ -238,3 +238,30 @@ async def test_a_custom_agent_on_the_host_reaches_the_board_and_survives_an_outa
         await manager.stop()
         backend.kill_server()
         conn.close()
+
+
+def test_the_hooks_file_on_the_host_comes_home_with_the_sweep(
+    backend: RemoteTmuxBackend, conn: HostConnection, tmp_path: Path
+) -> None:
+    local = tmp_path / "home" / "hooks.jsonl"
+    backend.mirror_hooks("hooked", local)
+    remote = Path(backend.remote_hooks_file("hooked"))
+    script = (
+        f'mkdir -p {remote.parent} && echo ready && read -r x && printf \'{{"event":"Stop"}}\\n\' >> {remote}'
+        f' && printf \'{{"event":"Notif\' >> {remote} && read -r y'
+        f" && printf 'ication\"}}\\n' >> {remote} && sleep 30"
+    )
+    h = backend.spawn(spec(tmp_path, "hooked", script))
+    wait_for(backend, h, "ready")
+    backend.send_keys(h, ["Enter"])
+    time.sleep(0.4)
+    before = conn.round_trips
+    backend.sweep()
+    assert conn.round_trips - before == 1  # the file rode the sweep's round trip
+    assert local.read_text() == '{"event":"Stop"}\n'  # a half-written line waits
+    backend.send_keys(h, ["Enter"])
+    time.sleep(0.4)
+    backend.sweep()
+    assert local.read_text() == '{"event":"Stop"}\n{"event":"Notification"}\n'
+    backend.sweep()  # nothing new: nothing appended twice
+    assert local.read_text().count("Stop") == 1
