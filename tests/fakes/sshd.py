@@ -89,6 +89,9 @@ PubkeyAuthentication yes
 AllowTcpForwarding no
 X11Forwarding no
 PrintMotd no
+PrintLastLog no
+UseDNS no
+PermitUserRC no
 MaxSessions 50
 MaxStartups 50:30:100
 """
