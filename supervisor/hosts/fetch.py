@@ -40,6 +40,9 @@ def fetch_commit(
             "fetch",
             "--no-tags",
             "--no-write-fetch-head",
+            # a result commit is often on no ref (a worktree's detached HEAD):
+            # let the host's upload-pack serve it by id, for this fetch only
+            "--upload-pack=git -c uploadpack.allowAnySHA1InWant=true upload-pack",
             remote_url(conn, remote_repo),
             f"{commit}:{ref}",
             timeout=timeout,

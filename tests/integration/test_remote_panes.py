@@ -265,3 +265,38 @@ def test_the_hooks_file_on_the_host_comes_home_with_the_sweep(
     assert local.read_text() == '{"event":"Stop"}\n{"event":"Notification"}\n'
     backend.sweep()  # nothing new: nothing appended twice
     assert local.read_text().count("Stop") == 1
+
+
+def test_an_agent_works_in_a_worktree_made_on_the_host_and_its_commit_comes_home(
+    backend: RemoteTmuxBackend, conn: HostConnection, sshd: SshServer, tmp_path: Path
+) -> None:
+    """The session path on a host in miniature: worktree made there, the agent
+    runs and commits there, the result is fetched home and its content is here."""
+    from corral.supervisor.git.run import GitError
+    from corral.supervisor.hosts.fetch import fetch_commit
+    from corral.supervisor.hosts.worktrees import add_worktree, head_commit, remove_worktree
+    from tests.conftest import git, init_repo
+
+    repo = init_repo(sshd.remote_root / f"project-{tmp_path.name}")
+    tree = str(sshd.remote_root / f"trees-{tmp_path.name}" / "s1")
+    base = add_worktree(conn, str(repo), tree)
+    assert base == git(repo, "rev-parse", "HEAD").strip()
+    agent = (
+        "echo working; printf 'made on the host\\n' > result.txt && git add result.txt && "
+        "git -c user.name=agent -c user.email=a@example.invalid commit -qm result && echo done"
+    )
+    h = backend.spawn(
+        PaneSpec("wt1", 1, "corral-wt1", Path(tree), ["sh", "-c", agent + "; sleep 30"],
+                 {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}, 80, 20)
+    )  # fmt: skip
+    wait_for(backend, h, "done")
+    result = head_commit(conn, tree)
+    assert result != base
+    home = init_repo(tmp_path / "home")
+    fetch_commit(conn, str(repo), result, home)
+    assert git(home, "show", f"{result}:result.txt") == "made on the host\n"
+    backend.kill(h)
+    remove_worktree(conn, str(repo), tree)
+    assert not Path(tree).exists()
+    with pytest.raises(GitError, match=r"cannot make a worktree of /nowhere on host box"):
+        add_worktree(conn, "/nowhere", tree)
