@@ -1,5 +1,6 @@
 """Supervisor settings, read once from `~/.config/corral/config.toml`
-(`[supervisor]` table, plus `[sandbox]` for confinement; `CORRAL_CONFIG`
+(`[supervisor]` table, plus `[sandbox]` for confinement and `[[hosts]]` for
+other machines; `CORRAL_CONFIG`
 names another file). A missing file
 gives the defaults; a file that does not parse is a clear error naming it.
 """
@@ -10,9 +11,10 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .errors import ConfigError
+from .hosts.settings import HostSettings, unique_hosts
 from .paths import config_path
 
 
@@ -73,6 +75,12 @@ class SupervisorConfig(BaseModel):
     retention: Retention = Field(default_factory=Retention)
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
     mcp: McpSettings = Field(default_factory=McpSettings)
+    hosts: list[HostSettings] = Field(default_factory=list)  # [[hosts]]: other machines
+
+    @field_validator("hosts")
+    @classmethod
+    def _hosts(cls, value: list[HostSettings]) -> list[HostSettings]:
+        return unique_hosts(value)
 
 
 def load_config(path: Path | None = None) -> SupervisorConfig:
@@ -96,6 +104,11 @@ def load_config(path: Path | None = None) -> SupervisorConfig:
         raise ConfigError(f"{path}: [mcp] must be a table")
     if mcp:
         section = {**section, "mcp": mcp}
+    hosts = data.get("hosts", [])
+    if not isinstance(hosts, list):
+        raise ConfigError(f"{path}: hosts must be [[hosts]] tables")
+    if hosts:
+        section = {**section, "hosts": hosts}
     try:
         return SupervisorConfig.model_validate(section)
     except ValidationError as exc:

@@ -27,6 +27,7 @@ from pydantic import BaseModel
 from .errors import CorralError
 from .git.leases import Lease, LeaseBook, LeaseState, is_clean, remove_worktree
 from .git.run import GitError, git
+from .hosts.probe import HostReport
 from .models import CoderSession, SessionSummary
 from .panes.base import PaneBackend, PaneError, PaneHandle, PaneInfo
 from .states import CoderState, label
@@ -40,6 +41,7 @@ __all__ = [
     "AgentCli",
     "AgentPane",
     "ConfigStatus",
+    "HostReport",
     "HostTool",
     "LockHolder",
     "ModelStatus",
@@ -54,6 +56,7 @@ __all__ = [
     "agents_on_path",
     "config_status",
     "ensure_unowned",
+    "host_reports",
     "host_tool",
     "lock_holder",
     "model_status",
@@ -615,3 +618,18 @@ def confinement_status() -> ConfinementStatus:
             agents,
         )
     return ConfinementStatus(status.available, status.describe(), agents, agents_unconfined)
+
+
+def host_reports(state_dir: Path) -> list[HostReport]:
+    """`[[hosts]]` from the config, each checked over SSH (in parallel: a
+    host that does not answer must not hold up the others)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from .config import load_config
+    from .hosts.probe import probe
+
+    hosts = load_config().hosts
+    if not hosts:
+        return []
+    with ThreadPoolExecutor(max_workers=min(8, len(hosts))) as pool:
+        return list(pool.map(lambda h: probe(h, state_dir), hosts))

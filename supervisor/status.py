@@ -40,6 +40,7 @@ class AgentStatus(StrEnum):
     ERROR = "error"
     AUTH = "auth"  # the agent says it is not signed in
     UNKNOWN = "unknown"
+    UNREACHABLE = "unreachable"  # its host does not answer: not an exit, nothing asked
 
 
 @dataclass(frozen=True)

@@ -97,7 +97,13 @@ def glyph(row: SessionSummary) -> Styled:
     return Styled(mark, style)
 
 
-SOURCE_WORDS = {"hook": "hook", "pane": "screen", "process": "process", "prompt": "prompt sent"}
+SOURCE_WORDS = {
+    "hook": "hook",
+    "pane": "screen",
+    "process": "process",
+    "prompt": "prompt sent",
+    "host": "ssh",
+}
 
 
 def agent_words(status: str | None, reason: str | None, source: str | None) -> str | None:
@@ -109,6 +115,8 @@ def agent_words(status: str | None, reason: str | None, source: str | None) -> s
     words = f"agent {'signed out' if status == 'auth' else status}"
     if source:
         words += f" ({SOURCE_WORDS.get(source, source)})"
+    if status == "unreachable":
+        return f"host unreachable: {reason}" if reason else "host unreachable"
     if status in ("waiting", "auth", "error") and reason:
         words += f": {reason}"
     return words
@@ -120,6 +128,8 @@ def state_text(row: SessionSummary) -> Styled:
         status = "signed out" if row.agent_status == "auth" else row.agent_status
         source = SOURCE_WORDS.get(row.agent_source or "", row.agent_source or "")
         words = f"agent {status}" + (f" ({source})" if source else "")
+        if row.agent_status == "unreachable":
+            words = "host unreachable"
     if row.state is S.FAILED and row.failure_kind and row.failure_kind != "error":
         words = f"failed ({row.failure_kind.replace('_', ' ')})"
     if not row.live and not row.state.is_terminal:
@@ -139,6 +149,8 @@ def needs_text(row: SessionSummary) -> Styled:
         return Styled(row.needs_you_label, "bold yellow")
     if row.state is S.FAILED and row.error:
         return Styled(row.error.strip().splitlines()[0], "red")
+    if row.live and row.agent_status == "unreachable" and row.agent_reason:
+        return Styled(row.agent_reason, "yellow")
     if row.live and row.agent_status == "waiting" and row.agent_reason:
         return Styled(f"waiting: {row.agent_reason}", "yellow")
     if row.model_notice and not row.state.is_terminal:

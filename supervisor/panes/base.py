@@ -21,6 +21,11 @@ class PaneGone(PaneError):
     """The pane no longer exists, or now belongs to another owner."""
 
 
+class HostDown(PaneError):
+    """The pane's host cannot be reached now; the pane may well be running,
+    so this is never read as an exit."""
+
+
 def owner_of(session_id: str, incarnation: int) -> str:
     return f"{session_id}:{incarnation}"
 

@@ -44,7 +44,7 @@ from ..status import (
     find_question,
 )
 from .answering import Landing, MenuAnswer
-from .base import PaneBackend, PaneError, PaneGone, PaneHandle, PaneSpec, Screen
+from .base import HostDown, PaneBackend, PaneError, PaneGone, PaneHandle, PaneSpec, Screen
 from .observe import Seen, Watch, observe
 
 log = logging.getLogger("corral.panes")
@@ -68,6 +68,7 @@ class PaneRecord:
     hooks_offset: int = 0
     answered_dialogs: dict[str, tuple[float, int]] = field(default_factory=dict)
     facts: ScreenFacts | None = None  # the last reading of `screen`
+    unreachable: str = ""  # why its host does not answer now ("" when it does)
 
     @property
     def status(self) -> StatusReading:
@@ -145,7 +146,15 @@ class PaneManager:
             hooks_offset=offset,
         )
         self.records[spec.session_id] = record
+        self._mirror_hooks(spec.session_id, hooks)
         return record
+
+    def _mirror_hooks(self, session_id: str, hooks: Path) -> None:
+        """A backend on another host brings the agent's hooks file here with
+        each sweep (`mirror_hooks`); the local copy is watched as any other."""
+        mirror = getattr(self.backend, "mirror_hooks", None)
+        if mirror is not None:
+            mirror(session_id, hooks)
 
     def adopt(self, session_id: str, handle: PaneHandle, profile: AgentProfile) -> PaneRecord:
         """Track a pane found alive after a restart (owner marker matched)."""
@@ -160,6 +169,7 @@ class PaneManager:
             hooks_offset=offset,
         )
         self.records[session_id] = record
+        self._mirror_hooks(session_id, hooks)
         return record
 
     def record(self, session_id: str) -> PaneRecord | None:
@@ -169,6 +179,9 @@ class PaneManager:
         record = self.records.pop(session_id, None)
         if record is None:
             return
+        unmirror = getattr(self.backend, "unmirror", None)
+        if unmirror is not None:
+            unmirror(session_id)
         with contextlib.suppress(PaneGone):
             await asyncio.to_thread(self.backend.kill, record.handle, timeout)
         record.alive = False
@@ -296,13 +309,42 @@ class PaneManager:
         if self._worker is None:
             self._worker = ThreadPoolExecutor(1, thread_name_prefix="corral-sweep")
         loop = asyncio.get_running_loop()
-        seen = await loop.run_in_executor(self._worker, observe, self.backend, watches)
+        try:
+            seen = await loop.run_in_executor(self._worker, observe, self.backend, watches)
+        except HostDown as exc:
+            # the panes may well run on: not an exit, and no reading at all (a
+            # frozen screen must not turn into "idle" or "needs you")
+            self._host_state(str(exc))
+            return
+        self._host_state("")
         self.sweep_count += 1
         for item in seen:
             record = self.records.get(item.watch.session_id)
             if record is None or record.handle != item.watch.handle:
                 continue  # killed or replaced while the worker looked
             await self._fold(record, item)
+
+    def _host_state(self, reason: str) -> None:
+        """Mark every pane as on an unreachable host (reason) or reachable ("").
+        The board hears "unreachable" while it lasts, then the tracker's own
+        reading again; the tracker itself is not touched (nothing was read)."""
+        for record in self.records.values():
+            if record.unreachable == reason:
+                continue
+            record.unreachable = reason
+            record.bump()
+            if self.on_status is None:
+                continue
+            if reason:
+                reading = StatusReading(AgentStatus.UNREACHABLE, reason, source="host")
+            else:
+                reading = record.tracker.current
+            self.on_status(record.session_id, reading)
+
+    def unreachable(self, session_id: str) -> str:
+        """Why the session's host does not answer now; "" when it does."""
+        record = self.records.get(session_id)
+        return record.unreachable if record is not None else ""
 
     async def _fold(self, record: PaneRecord, item: Seen) -> None:
         """Apply one pane's sweep findings (on the loop: cheap state only)."""

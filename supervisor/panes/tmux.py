@@ -375,8 +375,20 @@ class TmuxBackend:
             ["set-option", "-s", "escape-time", "10"],
         ]
 
+    def _preflight(self, spec: PaneSpec) -> tuple[Path, Path]:
+        """The working directory and the program, checked where the pane will run."""
+        return preflight(spec)
+
+    def _stop_processes(self, pid: int, timeout: float) -> None:
+        """SIGTERM the pane's terminal session, SIGKILL what is left at the deadline."""
+        if pid > 1 and pid != os.getpid():
+            stop_session(pid, timeout, kill_grace=KILL_GRACE)
+
+    def _unreaped(self, pid: int | None) -> tuple[bool, int | None]:
+        return _unreaped(pid)
+
     def spawn(self, spec: PaneSpec) -> PaneHandle:
-        cwd, program = preflight(spec)
+        cwd, program = self._preflight(spec)
         env = dict(spec.env)
         env.setdefault("TERM", self._term)
         argv = list(spec.argv)
@@ -450,6 +462,11 @@ class TmuxBackend:
             if exc.no_server or exc.no_session:
                 return {}
             raise
+        return self._parse_sweep(out, now)
+
+    def _parse_sweep(self, out: str, now: float, skew: float = 0.0) -> dict[str, PaneInfo]:
+        """Rows of `list-panes -a -F SWEEP_FORMAT` as PaneInfo by owner; `skew`
+        is added to tmux's clock (a remote host's clock against ours)."""
         infos: dict[str, PaneInfo] = {}
         for row in out.split("\n"):
             fields = row.split(SEP, len(_SWEEP_FIELDS) - 1)
@@ -469,8 +486,8 @@ class TmuxBackend:
                 # the program yet, has lost its SIGCHLD (seen under load: two
                 # panes exiting together leave one a zombie tmux never reaps),
                 # or the program runs on without its terminal
-                alive, exit_status = _unreaped(int(pid) if pid.isdigit() else None)
-            act = float(activity) if activity.isdigit() else 0.0
+                alive, exit_status = self._unreaped(int(pid) if pid.isdigit() else None)
+            act = float(activity) + skew if activity.isdigit() else 0.0
             if alive and now < act + RECENT:
                 act = now
             infos[owner] = PaneInfo(
@@ -663,8 +680,7 @@ class TmuxBackend:
                 f"pane {handle.pane_id} now belongs to {owner or 'nobody'}; not killing it"
             )
         pid = int(pid_text) if pid_text.isdigit() else handle.pid or 0
-        if pid > 1 and pid != os.getpid():
-            stop_session(pid, deadline - time.monotonic(), kill_grace=KILL_GRACE)
+        self._stop_processes(pid, deadline - time.monotonic())
         with contextlib.suppress(PaneGone):
             self._guarded(handle, f"kill-window -t {handle.pane_id}")
         with self._locks_guard:

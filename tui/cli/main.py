@@ -76,6 +76,10 @@ def _run(args: argparse.Namespace) -> int:
         from .console import run_demo
 
         return run_demo(pace=args.pace, backend=args.backend)
+    if args.command == "hosts":
+        from .hosts import list_hosts
+
+        return list_hosts()
     if args.command == "agents":
         from .agents import list_agents
 
@@ -160,6 +164,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--pace", type=float, default=1.0, help=argparse.SUPPRESS)
     sub.add_parser("doctor", help="check requirements, agents, models and the state dir")
     sub.add_parser("agents", help="list agent CLIs corral can run here")
+    sub.add_parser("hosts", help="check the configured [[hosts]] over SSH: tmux, git, agents")
     panes = sub.add_parser(
         "panes", help="list agent panes on corral's tmux server (strays included), or stop them"
     )
