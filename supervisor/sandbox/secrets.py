@@ -43,6 +43,8 @@ def hidden_paths(env: Mapping[str, str], extra: Iterable[Path] = ()) -> list[Pat
     out: list[Path] = []
     candidates = [home / rel for home in homes(env) for rel in CREDENTIAL_PATHS]
     for path in [*candidates, *extra]:
+        if not os.path.lexists(path):
+            continue  # most are absent: skip resolving them (this runs before every check)
         real = Path(os.path.realpath(path))
         if real not in out and os.path.lexists(real):
             out.append(real)
