@@ -600,7 +600,7 @@ class StatusTracker:
             if self.current.source != "hook":
                 return self._set(reading, now)
             # a hook just said otherwise: the screen may lag it by a frame
-        if facts.at < self._hook_at:
+        if facts.at < self._hook_at and not self._pairs_with_hook(reading, now):
             return False  # captured before the hook's edge
         if reading.status is AgentStatus.RUNNING:
             return self._held(reading, now)
@@ -628,6 +628,21 @@ class StatusTracker:
         if now - self._candidate_since < self.hold:
             return False
         return self._set(reading, now)
+
+    def _pairs_with_hook(self, reading: StatusReading, now: float) -> bool:
+        """A hook said "waiting" without the question; the screen captured
+        just before it already shows the question, and the sweep has seen no
+        output since (`now` is after the hook): that is the hook's question.
+        Ignoring it would leave the wait without options for good, since an
+        unchanged screen is never captured again."""
+        return (
+            now >= self._hook_at
+            and reading.status is AgentStatus.WAITING
+            and reading.question is not None
+            and self.current.status is AgentStatus.WAITING
+            and self.current.source == "hook"
+            and self.current.question is None
+        )
 
     def _dialog_on_screen(self) -> bool:
         text = "\n".join(self._last_screen)

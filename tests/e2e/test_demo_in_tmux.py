@@ -151,6 +151,10 @@ def demo(tmp_path: Path) -> Iterator[Demo]:
 
 
 def test_demo_driven_through_tmux(demo: Demo) -> None:
+    # the live preview opens beside the board on a wide terminal: hide it, so
+    # the needs-you column has room for its words
+    demo.wait("the board", lambda s: "3 sessions" in s and "agent terminal" in s, timeout=40)
+    demo.keys("p")
     board = demo.wait(
         "the demo board (3 sessions, a diff and a contract waiting)",
         lambda s: (
@@ -172,7 +176,7 @@ def test_demo_driven_through_tmux(demo: Demo) -> None:
     time.sleep(0.4)
     row = demo.wait("tab to land on a needs-you row", lambda s: demo.cursor_row() is not None)
     row = demo.cursor_row() or row
-    assert any(w in row for w in ("diff ready", "contract awaiting", "question waiting")), row
+    assert any(w in row for w in ("diff ready", "contract awaiting", "question")), row
 
     demo.tab_to("diff ready for approval")
     demo.keys("a")
@@ -192,7 +196,7 @@ def test_demo_driven_through_tmux(demo: Demo) -> None:
         "the confirmed session to leave the contract gate",
         lambda s: (
             "contract awaiting" not in demo.row(s, PAGES)
-            and any(w in demo.row(s, PAGES) for w in ("working", "question waiting", "starting"))
+            and any(w in demo.row(s, PAGES) for w in ("working", "agent", "question", "starting"))
         ),
         timeout=30,
     )

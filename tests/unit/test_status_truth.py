@@ -159,3 +159,26 @@ def test_a_permission_hook_takes_the_tools_prompt_already_on_screen() -> None:
     tracker.on_hook({"hook_event_name": "PermissionRequest", "tool_name": "Write"}, now=0.1)
     assert tracker.current.question is not None
     assert tracker.current.question.prompt == "Do you want to create hello.txt?"
+
+
+def test_a_question_captured_just_before_its_hook_is_still_paired_with_it() -> None:
+    """The sweep captured the question, the hook arrived before that capture
+    was folded, and the screen then stayed as it was: the cached capture is
+    re-checked (later `now`) and must give the hook's wait its options."""
+    from corral.supervisor.agents.profiles import DEMO
+    from corral.supervisor.status import read_screen
+
+    tracker = tracker_for(DEMO)
+    screen = [
+        "● Write(notes.md)",
+        " Do you want to make this edit to notes.md?",
+        " ❯ 1. Yes",
+        "   2. No",
+    ]
+    facts = read_screen(screen, DEMO.markers, at=1.0)
+    tracker.on_hook({"hook_event_name": "PermissionRequest", "tool_name": "Write"}, now=1.1)
+    tracker.on_facts(facts)  # folded after the hook: older than it
+    assert tracker.current.question is None
+    tracker.on_facts(facts, now=1.6)  # the next sweep: no output since the capture
+    assert tracker.current.question is not None
+    assert tracker.current.question.options == ("Yes", "No")
