@@ -24,7 +24,7 @@ def interpreter_visible() -> Iterator[None]:
     so PY) lives under /tmp, as in a CI clone there, run these checks
     unconfined — they are about verdicts, not confinement."""
     before = active_policy()
-    if Path(PY).resolve().is_relative_to("/tmp"):
+    if Path(PY).absolute().is_relative_to("/tmp"):  # the venv path, not its target
         set_active_policy(SandboxPolicy(enabled=False))
     try:
         yield
