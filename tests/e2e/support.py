@@ -4,6 +4,9 @@ on a timeout, and stopping the test's private tmux servers."""
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import subprocess
 from pathlib import Path
 
@@ -50,6 +53,39 @@ async def open_sup(tmp_path: Path, agent: str, *, wall_secs: int = 120) -> Super
     return sup
 
 
+def process_tree(pid: int) -> set[int]:
+    """`pid` and every live descendant (from /proc): Gemini CLI relaunches
+    itself as a child node process, Aider's shell may fork."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(entry.name))
+    tree, todo = set(), [pid]
+    while todo:
+        current = todo.pop()
+        tree.add(current)
+        todo += children.get(current, [])
+    return tree
+
+
 def kill_tmux(tmp_path: Path) -> None:
+    """Stop every agent the test's private tmux servers hold, then the
+    servers: closing the supervisor leaves agents running on purpose (the
+    next owner re-adopts them), and an agent's child that survives its pane's
+    hangup (Gemini CLI's relaunched node) would outlive the test."""
     for sock in (tmp_path / "tmux").glob("*"):
+        listed = subprocess.run(
+            ["tmux", "-S", str(sock), "list-panes", "-a", "-F", "#{pane_pid}"],
+            capture_output=True,
+            text=True,
+        )
+        for raw in listed.stdout.split():
+            for pid in process_tree(int(raw)) if raw.isdigit() else ():
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
         subprocess.run(["tmux", "-S", str(sock), "kill-server"], capture_output=True)

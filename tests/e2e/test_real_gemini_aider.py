@@ -18,7 +18,7 @@ import pytest
 from corral.supervisor.api import Supervisor
 from corral.supervisor.states import CoderState as S
 from tests.conftest import init_repo
-from tests.e2e.support import kill_tmux, open_sup, screen_text, settle
+from tests.e2e.support import kill_tmux, open_sup, process_tree, screen_text, settle
 from tests.fakes.agent_env import (
     AgentLaunch,
     aider_bin,
@@ -60,26 +60,6 @@ def agent_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Apply
         monkeypatch.setenv("PATH", f"{bin_dir}:{launch.env['PATH']}")
 
     yield apply
-
-
-def process_tree(pid: int) -> set[int]:
-    """`pid` and every live descendant (from /proc): Gemini CLI relaunches
-    itself as a child node process, Aider's shell may fork."""
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        children.setdefault(int(fields[1]), []).append(int(entry.name))
-    tree, todo = set(), [pid]
-    while todo:
-        current = todo.pop()
-        tree.add(current)
-        todo += children.get(current, [])
-    return tree
 
 
 def alive(pid: int) -> bool:
