@@ -269,6 +269,29 @@ class ModelUse(BaseModel):
     cost_usd: float | None = None
 
 
+class IdentityState(StrEnum):
+    """Where an agent's own conversation stands: `pending` until its first
+    hook names it, `live` while its pane runs, `dormant` when the pane is gone
+    but the conversation can be resumed, `unavailable` when it cannot."""
+
+    PENDING = "pending"
+    LIVE = "live"
+    DORMANT = "dormant"
+    UNAVAILABLE = "unavailable"
+
+
+class AgentIdentity(BaseModel):
+    """The agent's own session (Claude Code's `session_id`, Codex's thread
+    id): what `claude --resume <id>` / `codex resume <id>` continue."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    agent: str
+    session_id: str | None = None
+    transcript_path: str | None = None
+    state: IdentityState = IdentityState.PENDING
+
+
 class CoderSession(BaseModel):
     """The persisted snapshot of one session."""
 
@@ -331,6 +354,7 @@ class CoderSession(BaseModel):
     # What each model used for this session (drafting, revisions, the built-in
     # engine), in first-served order; cost from the configured prices.
     model_use: dict[str, ModelUse] = Field(default_factory=dict)
+    agent_identity: AgentIdentity | None = None
 
     def model_use_lines(self) -> list[str]:
         """`name: N in / M out tokens, $X` per model, in first-served order."""
@@ -409,6 +433,7 @@ class SessionSummary(BaseModel):
     agent_reason: str | None = None
     agent_source: str | None = None  # "hook" | "pane" (its screen) | "process"
     changed_since_verification: bool = False
+    dormant: bool = False  # its agent can be revived (`Supervisor.revive`)
 
 
 class EventKind(StrEnum):

@@ -93,7 +93,9 @@ def state_text(row: SessionSummary) -> Text:
         words = f"agent {status}" + (f" ({source})" if source else "")
     if row.state is S.FAILED and row.failure_kind and row.failure_kind != "error":
         words = f"failed ({row.failure_kind.replace('_', ' ')})"
-    if not row.live and not row.state.is_terminal:
+    if row.dormant:
+        words = "dormant (R revives)"
+    elif not row.live and not row.state.is_terminal:
         words += " (stopped)"
     return Text(words, style=STATE_STYLE[row.state][1])
 

@@ -266,6 +266,9 @@ class AttachedSupervisor:
     async def cancel(self, session_id: str) -> CancelResult:
         return await self._client().cancel(session_id)
 
+    async def revive(self, session_id: str) -> None:
+        await self._client().revive(session_id)
+
     async def reverify(self, session_id: str) -> builtins.list[CheckResult]:
         return await self._client().reverify(session_id)
 

@@ -454,6 +454,9 @@ class AsyncControlClient:
     async def cancel(self, session_id: str) -> CancelResult:
         return CancelResult.model_validate(await self.call("cancel", session_id=session_id))
 
+    async def revive(self, session_id: str) -> None:
+        await self.call("revive", session_id=session_id)
+
     async def reverify(self, session_id: str) -> builtins.list[CheckResult]:
         return [
             CheckResult.model_validate(r)

@@ -419,6 +419,11 @@ async def _reverify(conn: _Connection, _id: Any, a: p.SessionParams) -> Any:
     return [_dump(r) for r in await conn.sup.reverify(a.session_id)]
 
 
+async def _revive(conn: _Connection, _id: Any, a: p.SessionParams) -> Any:
+    await conn.sup.revive(a.session_id)
+    return None
+
+
 async def _review_files(conn: _Connection, _id: Any, a: p.SessionParams) -> Any:
     return [dataclasses.asdict(f) for f in await conn.sup.review_files(a.session_id)]
 
@@ -576,6 +581,7 @@ def _methods() -> dict[str, tuple[type[BaseModel], Handler]]:
         "reject": (p.RejectParams, _reject),
         "cancel": (p.SessionParams, _cancel),
         "reverify": (p.SessionParams, _reverify),
+        "revive": (p.SessionParams, _revive),
         "review_files": (p.SessionParams, _review_files),
         "subscribe": (p.SubscribeParams, _subscribe),
         "watch": (p.NoParams, _watch),

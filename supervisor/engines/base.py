@@ -43,6 +43,8 @@ class RunContext:
     withdraw_question: Callable[[], None] = lambda: None
     note_pane: Callable[[dict[str, Any] | None], None] = lambda _pane: None
     detaching: Callable[[], bool] = lambda: False  # True while corral closes (agents live on)
+    # The agent's own session to resume when a new pane starts (None: start afresh).
+    resume_id: Callable[[], str | None] = lambda: None
     # The session's pinned model: its configured name (the built-in engine's
     # strict choice) and the id an agent CLI is given with its model flag.
     model: str | None = None

@@ -7,7 +7,9 @@ failing checks and their output into the same pane. A round ends when the
 agent ends its turn (hook first, debounced screen otherwise). A question on
 screen parks the session on the question gate and the operator's answer
 selects the option by its text. A crash uses the transient-retry budget,
-then fails loudly: `external agent '<name>' failed: …`. A profile whose
+then fails loudly: `external agent '<name>' failed: …`. A new pane for an
+agent whose own session is known (a revive, a crash retry) resumes that
+conversation (`claude --resume <id>`, `codex resume <id>`). A profile whose
 exit ends its turn (`custom:` commands) that exits 0 is not a crash: the
 round ends and the runtime verifies; a repair round then starts it again
 with the task and the failing checks (so does any round whose agent is gone).
@@ -29,7 +31,14 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from ..agents.base import AgentProfile, AgentUnavailable, LaunchPlan, check_recursion, hook_command
+from ..agents.base import (
+    SESSION_ENV,
+    AgentProfile,
+    AgentUnavailable,
+    LaunchPlan,
+    check_recursion,
+    hook_command,
+)
 from ..errors import CorralError
 from ..events import (
     GUIDANCE_DELIVERED,
@@ -81,6 +90,12 @@ def repair_prompt(failing: list[CheckResult], round_: int, rounds_left: int) -> 
     return "\n".join(parts)
 
 
+RESUMED = (
+    "corral started you again on the same conversation, in the same worktree (your edits "
+    "are kept). Continue the task where you stopped; corral re-runs the checks when you stop."
+)
+
+
 def guidance_prompt(notes: list[str]) -> str:
     lines = "\n".join(f"- {n.strip()}" for n in notes)
     return (
@@ -113,7 +128,13 @@ class ExternalEngine:
 
     # -- spawning ---------------------------------------------------------------
 
-    def _plan(self, ctx: RunContext, prompt: str) -> tuple[LaunchPlan, dict[str, str]]:
+    def _plan(
+        self,
+        ctx: RunContext,
+        prompt: str,
+        resume: str | None = None,
+        incarnation: int | None = None,
+    ) -> tuple[LaunchPlan, dict[str, str]]:
         binary = self.profile.find()
         if binary is None:
             raise AgentUnavailable(
@@ -126,12 +147,15 @@ class ExternalEngine:
             binary,
             prompt=prompt,
             session_dir=self.session_dir(ctx.session_id),
-            hook_cmd=hook_command(self.python, hooks),
+            hook_cmd=hook_command(self.python, hooks, incarnation),
         )
+        if resume is not None:
+            plan = self.profile.with_resume(plan, resume) or plan
         plan = self.profile.with_model(plan, ctx.model_id)
         env = scrubbed_env(allow=plan.env_allow, invoked_by=chain)
         env.update(plan.env_extra)
         env.setdefault("TERM", "xterm-256color")
+        env[SESSION_ENV] = ctx.session_id  # `corral msg` from inside the pane knows its sender
         return plan, env
 
     def _launch(self, ctx: RunContext, plan: LaunchPlan, env: dict[str, str]) -> AgentLaunch:
@@ -150,13 +174,15 @@ class ExternalEngine:
             python=self.python,
         )
 
-    async def spawn(self, ctx: RunContext, prompt: str) -> None:
-        plan, env = self._plan(ctx, prompt)
-        launch = await asyncio.to_thread(self._launch, ctx, plan, env)
-        # unique and increasing across restarts: a late action on an old pane
-        # can never match the new owner marker
+    async def spawn(self, ctx: RunContext, prompt: str, resume: str | None = None) -> None:
+        """Start the agent on `prompt`; with `resume`, continuing that
+        conversation of its own (`claude --resume <id>`)."""
+        # unique and increasing across restarts: a late action (or hook line)
+        # meant for an old pane can never match the new owner marker
         incarnation = max(self.incarnations.get(ctx.session_id, 0) + 1, time.time_ns() // 1000)
         self.incarnations[ctx.session_id] = incarnation
+        plan, env = self._plan(ctx, prompt, resume, incarnation)
+        launch = await asyncio.to_thread(self._launch, ctx, plan, env)
         spec = PaneSpec(
             session_id=ctx.session_id,
             incarnation=incarnation,
@@ -238,14 +264,19 @@ class ExternalEngine:
                 start_version, resumed = record.version, True
                 since: float | None = None
             elif ctx.round == 1 or record is None or not record.alive:
-                text = task_prompt(ctx.intent, ctx.contract)
+                resume = ctx.resume_id() if self.profile.resumable else None
+                text = RESUMED if resume else task_prompt(ctx.intent, ctx.contract)
                 if ctx.round > 1 and ctx.failing_checks:  # a new process: the task, then the repair
                     rounds_left = max(0, ctx.max_iterations - ctx.round)
                     text += "\n\n" + repair_prompt(ctx.failing_checks, ctx.round, rounds_left)
                 if record is not None:  # its finished pane (tmux keeps it after the exit)
                     await self.panes.kill(ctx.session_id)
                 since = time.monotonic()
-                await self.spawn(ctx, text)
+                if resume:
+                    ctx.emit(
+                        PlanTextData(text=f"Resuming {self.profile.label}'s conversation {resume}.")
+                    )
+                await self.spawn(ctx, text, resume)
                 start_version, resumed = 0, False
             else:
                 rounds_left = max(0, ctx.max_iterations - ctx.round)
@@ -290,11 +321,15 @@ class ExternalEngine:
                     ),
                 )
                 await self.panes.kill(ctx.session_id)
-                prompt = task_prompt(ctx.intent, ctx.contract) + (
-                    "\n\nA previous attempt stopped unexpectedly; the worktree keeps its edits."
+                resume = ctx.resume_id() if self.profile.resumable else None
+                prompt = (
+                    RESUMED
+                    if resume
+                    else task_prompt(ctx.intent, ctx.contract)
+                    + "\n\nA previous attempt stopped unexpectedly; the worktree keeps its edits."
                 )
                 since = time.monotonic()
-                await self.spawn(ctx, prompt)
+                await self.spawn(ctx, prompt, resume)
                 resumed = False
                 del start_version
                 start_version = 0

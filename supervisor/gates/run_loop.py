@@ -33,6 +33,7 @@ from ..events import (
 from ..faults import fault_point
 from ..git.trees import tree_of
 from ..models import CheckResult, NoChangeFinding
+from ..session.identity import resume_id
 from ..session.live import LiveSession
 from ..session.model_use import auth_waiter, hop_event, record_use
 from ..session.questions import ANSWER_FIRST, QuestionCleared, check_guidance
@@ -252,6 +253,7 @@ class RunLoop:
             withdraw_question=withdraw_question,
             note_pane=note_pane,
             detaching=lambda: registry.closing,
+            resume_id=lambda: resume_id(s),
             model=s.model if s.model_pinned else None,
             model_id=s.model_id if s.model_pinned else None,
             on_model_hop=lambda hop: emit(hop_event(hop)),

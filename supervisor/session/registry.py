@@ -42,6 +42,7 @@ from ..store import OwnerLock, Store
 from ..store.retention import collectable_by_age
 from .board import BoardFeed
 from .events import EventLog, Journal, Subscription, last_journal_seq
+from .identity import can_go_dormant, mark_dormant, note_hook
 from .live import LiveSession
 from .summaries import live_summary, stored_summary
 
@@ -133,7 +134,10 @@ class SessionRegistry:
             if detached:
                 self.persist(live)
             elif not s.state.is_terminal and not at_gate:
-                self.mark_orphan_failed(s)
+                if can_go_dormant(s) and not self._agent_left(s):
+                    self.mark_dormant(s)
+                else:
+                    self.mark_orphan_failed(s)
             if s.state.is_terminal:
                 self.stop_agent(s)
             elif self._agent_left(s) and (detached or at_gate):
@@ -174,6 +178,14 @@ class SessionRegistry:
         session.updated_at = self.clock()
         self._require_store().save_session(session)
         self.on_finished(session)
+
+    def mark_dormant(self, session: CoderSession) -> None:
+        """A running session whose agent is gone but can be resumed: kept as
+        it is (worktree, state), stored as dormant, never a needs-you."""
+        mark_dormant(session)
+        session.updated_at = self.clock()
+        self._require_store().save_session(session)
+        self._stored[session.id] = session
 
     # -- registering, persisting, announcing ---------------------------------------------
 
@@ -249,6 +261,16 @@ class SessionRegistry:
     def notify(self, session_id: str) -> None:
         """Push a fresh board row for a change that emits no event."""
         self.board.notify(session_id)
+
+    def note_agent_hook(self, session_id: str, event: dict[str, object]) -> None:
+        """Keep the agent's own session identity from its hooks, stored at once
+        (a restart needs it to resume the conversation)."""
+        live = self._live.get(session_id)
+        if live is None:
+            return
+        agent = str((live.session.pane or {}).get("agent") or live.session.engine)
+        if note_hook(live.session, agent.removeprefix("external:"), event):
+            self.persist(live)
 
     def note_agent_status(self, session_id: str, reading: StatusReading) -> None:
         """The pane manager's reading of what the agent is doing."""

@@ -6,6 +6,7 @@ import os
 
 from ..models import CoderSession, SessionSummary
 from ..states import CoderState, FailureKind, label, needs_you, needs_you_label
+from .identity import is_dormant
 from .live import LiveSession
 
 
@@ -52,6 +53,7 @@ def stored_summary(session: CoderSession) -> SessionSummary:
         discussion_id=session.discussion_id,
         next_seq=None,
         changed_since_verification=bool(session.changed_since_verification),
+        dormant=is_dormant(session),
     )
 
 

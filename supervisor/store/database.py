@@ -18,7 +18,7 @@ from ..errors import DiskFullError, StateDirError, disk_full, is_disk_full
 from ..models import CoderSession
 from ..paths import ensure_private_dir
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 DB_NAME = "corral.sqlite3"
 # Space set aside in the state dir and given back when the disk is full, so
 # that how each session ended can still be recorded (a store that says
@@ -34,10 +34,19 @@ CREATE TABLE IF NOT EXISTS sessions (
     state TEXT NOT NULL,
     created_at REAL NOT NULL,
     updated_at REAL NOT NULL,
-    data TEXT NOT NULL
+    data TEXT NOT NULL,
+    agent_session TEXT
 );
 CREATE INDEX IF NOT EXISTS sessions_updated ON sessions(updated_at);
 """
+# Schema 2: the agent's own session id (Claude Code's `session_id`, Codex's
+# thread id) in a column of its own, so a hook or a pane naming it finds its
+# corral session; older rows are backfilled from their snapshot.
+_MIGRATE_2 = """
+ALTER TABLE sessions ADD COLUMN agent_session TEXT;
+UPDATE sessions SET agent_session = json_extract(data, '$.agent_identity.session_id');
+"""
+_INDEX_2 = "CREATE INDEX IF NOT EXISTS sessions_agent ON sessions(agent_session);"
 
 
 class Store:
@@ -130,6 +139,10 @@ class Store:
                 )
             if not self.readonly and version < SCHEMA_VERSION:
                 self._conn.executescript(_SCHEMA)
+                columns = {r[1] for r in self._conn.execute("PRAGMA table_info(sessions)")}
+                if "agent_session" not in columns:
+                    self._conn.executescript(_MIGRATE_2)
+                self._conn.execute(_INDEX_2)
                 self._conn.execute(
                     "INSERT OR REPLACE INTO meta(key, value) VALUES ('schema_version', ?)",
                     (str(SCHEMA_VERSION),),
@@ -156,9 +169,10 @@ class Store:
     def _save(self, session: CoderSession) -> None:
         assert self._conn is not None
         self._conn.execute(
-            "INSERT INTO sessions(id, repo, state, created_at, updated_at, data) "
-            "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET repo=excluded.repo, "
-            "state=excluded.state, updated_at=excluded.updated_at, data=excluded.data",
+            "INSERT INTO sessions(id, repo, state, created_at, updated_at, data, agent_session) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET repo=excluded.repo, "
+            "state=excluded.state, updated_at=excluded.updated_at, data=excluded.data, "
+            "agent_session=excluded.agent_session",
             (
                 session.id,
                 session.repo,
@@ -166,6 +180,7 @@ class Store:
                 session.created_at,
                 session.updated_at,
                 session.model_dump_json(),
+                session.agent_identity.session_id if session.agent_identity else None,
             ),
         )
 
@@ -173,6 +188,16 @@ class Store:
         if self._conn is None:
             return None
         row = self._conn.execute("SELECT data FROM sessions WHERE id=?", (session_id,)).fetchone()
+        return _parse(row[0]) if row else None
+
+    def find_by_agent_session(self, agent_session: str) -> CoderSession | None:
+        """The corral session whose agent named itself `agent_session`."""
+        if self._conn is None:
+            return None
+        row = self._conn.execute(
+            "SELECT data FROM sessions WHERE agent_session=? ORDER BY updated_at DESC",
+            (agent_session,),
+        ).fetchone()
         return _parse(row[0]) if row else None
 
     def list_sessions(self) -> tuple[list[CoderSession], list[str]]:

@@ -56,6 +56,7 @@ class BoardScreen(Screen[None]):
         Binding("o", "approve_checkout", "To checkout", show=False),
         Binding("D", "review_diff", "Review diff"),
         Binding("v", "reverify", "Re-verify", show=False),
+        Binding("R", "revive", "Revive", show=False),
         Binding("r", "reject", "Reject"),
         Binding("x", "cancel_session", "Cancel"),
         Binding("tab", "next_needs_you", "Next needs-you", priority=True),
@@ -357,6 +358,10 @@ class BoardScreen(Screen[None]):
     def action_reverify(self) -> None:
         sup = self.app.supervisor
         self._run("Re-verify", lambda sid: sup.reverify(sid))
+
+    def action_revive(self) -> None:
+        sup = self.app.supervisor
+        self._run("Revive", lambda sid: sup.revive(sid))
 
     def action_reject(self) -> None:
         if (row := self._selected_or_warn()) is not None:

@@ -36,6 +36,7 @@ a branch until you approve it.
 | `D` | review the diff: tick files and hunks (`space`), then `a` / `o` delivers the ticked part |
 | `r` | reject the diff or finding |
 | `x` | cancel the session (asks first; the worktree is kept) |
+| `R` | revive a dormant session: its agent resumes its own conversation in the same worktree |
 | `?` | this help |
 | `q` | quit (sessions stay stored) |
 
