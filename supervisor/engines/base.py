@@ -24,6 +24,9 @@ class EngineOutcome:
     nomination: NoChangeFinding | None = None
     authored_by: list[str] = field(default_factory=list)
     cost_usd: float | None = None
+    # The agent stopped and its own conversation can be resumed: the session
+    # waits, dormant, for a revive instead of failing (`error` says why).
+    dormant: bool = False
 
 
 @dataclass

@@ -305,6 +305,12 @@ class ExternalEngine:
                     return EngineOutcome(iterations=1, authored_by=[self.profile.name])
                 # the agent crashed
                 reason = record.status.reason if record else "the pane disappeared"
+                if retries <= 0 and self.profile.resumable and ctx.resume_id():
+                    return EngineOutcome(
+                        dormant=True,
+                        error=f"{self.profile.label} stopped ({reason})",
+                        iterations=1,
+                    )
                 if retries <= 0:
                     return EngineOutcome(
                         failure=LoopFailure.EXECUTION,

@@ -145,7 +145,7 @@ class Recovery:
         session = self._registry.stored(session_id)
         if session is None:
             raise CorralError(f"no corral session '{session_id}'")
-        if self._registry.is_live(session_id) or not is_dormant(session):
+        if not is_dormant(session):
             raise CorralError(
                 f"{label(session_id)} cannot be revived (state: {session.state.value}; only a "
                 "running session whose agent named its own conversation can be)"
@@ -154,8 +154,12 @@ class Recovery:
             raise CorralError(
                 f"{label(session_id)} cannot be revived: its worktree {session.worktree} is gone"
             )
-        live = self._registry.register(session)
-        live.workspace = GitWorkspace(Path(session.repo), Path(session.worktree))
+        live = self._registry.get_live(session_id)  # dormant after a crash: still listed live
+        if live is None:
+            live = self._registry.register(session)
+            live.workspace = GitWorkspace(Path(session.repo), Path(session.worktree))
+        elif live.task is not None and not live.task.done():
+            raise CorralError(f"{label(session_id)} is already being revived")
         identity = session.agent_identity
         assert identity is not None
         identity.state = IdentityState.LIVE

@@ -120,6 +120,9 @@ class RunLoop:
                 if outcome.nomination is not None:
                     await self._finish_nomination(live, outcome.nomination)
                     return
+                if outcome.dormant:
+                    self._go_dormant(live, outcome.error or "the agent stopped")
+                    return
                 if outcome.failure is not None:
                     self._fail(live, outcome.failure, outcome.error or "the engine failed")
                     return
@@ -171,6 +174,20 @@ class RunLoop:
             live.steering.close()
             live.question.clear()
             self._report_undelivered(live)
+
+    def _go_dormant(self, live: LiveSession, reason: str) -> None:
+        """The agent is gone but its conversation is not: the session keeps
+        its state and worktree, asks nothing of the operator, and waits for a
+        revive."""
+        self._registry.emit(
+            live,
+            PlanTextData(
+                text=f"{reason}; the session is dormant (its worktree is kept): revive it (R) "
+                "to resume the agent's own conversation."
+            ),
+        )
+        self._registry.mark_dormant(live.session)
+        self._registry.notify(live.session.id)
 
     def _report_undelivered(self, live: LiveSession) -> None:
         """Guidance still queued when the run ends never reached the agent: say so."""

@@ -184,7 +184,11 @@ class SessionRegistry:
         it is (worktree, state), stored as dormant, never a needs-you."""
         mark_dormant(session)
         session.updated_at = self.clock()
-        self._require_store().save_session(session)
+        live = self._live.get(session.id)
+        if live is not None:
+            self.persist(live)
+        else:
+            self._require_store().save_session(session)
         self._stored[session.id] = session
 
     # -- registering, persisting, announcing ---------------------------------------------

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -79,3 +81,53 @@ async def test_a_dormant_claude_session_is_revived_on_its_own_conversation(
             await sup.close()
             kill_tmux(tmp_path)
         await asyncio.sleep(0)
+
+
+def kill_agent(sup, sid: str) -> None:  # type: ignore[no-untyped-def]
+    """The agent crashes: its whole process group is killed."""
+    record = sup.registry.panes.record(sid)
+    assert record is not None and record.handle.pid
+    os.killpg(os.getpgid(record.handle.pid), signal.SIGKILL)
+
+
+async def test_a_crashed_claude_is_retried_on_its_own_conversation_then_dormant(
+    tmp_path: Path,
+    agent_env,  # type: ignore[no-untyped-def]
+) -> None:
+    repo = init_repo(tmp_path / "repo")
+    with FakeModelServer([]) as srv:
+        launch = claude_launch(tmp_path / "claude", srv.url, repo, None, hooks=False)
+        agent_env(launch.env)
+        sup = await open_sup(tmp_path, "claude")
+        try:
+            started = await sup.start(TASK, repo)
+            sid = started.session_id
+            srv.push(Reply("Thinking.", delay=6), Reply("Still thinking.", delay=6))
+            await sup.confirm(sid)
+            await eventually(lambda: sup.get(sid).session.agent_identity, timeout=60, interval=0.2)
+            await eventually(lambda: len(srv.turn_requests) == 1, timeout=60, interval=0.2)
+            kill_agent(sup, sid)
+            # the transient retry resumes the same conversation
+            await eventually(lambda: len(srv.turn_requests) == 2, timeout=60, interval=0.2)
+            retried = json.dumps(srv.turn_requests[1].body["messages"])
+            assert TASK in retried and "same conversation" in retried
+            kill_agent(sup, sid)
+            # out of retries: dormant, not failed, nothing asked of the operator
+            await eventually(lambda: sup.registry.summary(sid).dormant, timeout=30, interval=0.2)
+            row = sup.registry.summary(sid)
+            assert row.state is S.RUNNING and row.needs_you is None and row.error is None
+            target = Path(started.worktree or "") / "hello.txt"
+            srv.push(
+                Reply(
+                    "I'll write it.",
+                    [ToolCall("Write", {"file_path": str(target), "content": "hi\n"})],
+                ),
+                Reply("Wrote hello.txt."),
+            )
+            await sup.revive(sid)
+            row = await settle(sup, sid, {S.NEEDS_APPROVAL, S.FAILED}, 90)
+            assert row.state is S.NEEDS_APPROVAL, row.error
+            assert target.read_text() == "hi\n"
+        finally:
+            await sup.close()
+            kill_tmux(tmp_path)
