@@ -33,7 +33,7 @@ from .contracts.drafting import ContractDrafter
 from .discuss.linked_runs import DISCUSSIONS_DIR, DiscussionRuns
 from .engines.base import EngineRegistry
 from .errors import CorralError
-from .events import CoderEvent
+from .events import CoderEvent, MessageData
 from .gates.approval import ApprovalGate, commit_message
 from .gates.contract import DRAFTING_CANCELLED, NOT_EXPRESSIBLE, ContractGate
 from .gates.recovery import Recovery
@@ -281,6 +281,14 @@ class Supervisor:
             override_red=override_red,
             discard_rest=discard_rest,
         )
+
+    async def send(self, sender: str, target: str, text: str) -> MessageData:
+        """Send `text` to session `target`'s agent, from `sender` (a session id,
+        or "operator"): queued, pasted at its next idle prompt, logged in both
+        sessions. Refused (CorralError) for an unknown or finished target, one
+        with no working agent, and by the rate and hop guards."""
+        self._open_gates()
+        return self.registry.send_message(sender, target, text)
 
     async def revive(self, session_id: str) -> None:
         """Start a dormant session's agent again with its resume command

@@ -465,6 +465,7 @@ class EventKind(StrEnum):
     AGENT_STATUS = "agent_status"
     WORKTREE_CHANGED = "worktree_changed"
     SETUP_COMPLETED = "setup_completed"
+    MESSAGE = "message"
 
 
 # --- replies ----------------------------------------------------------------

@@ -454,6 +454,10 @@ class AsyncControlClient:
     async def cancel(self, session_id: str) -> CancelResult:
         return CancelResult.model_validate(await self.call("cancel", session_id=session_id))
 
+    async def send(self, sender: str, target: str, text: str) -> dict[str, Any]:
+        result: dict[str, Any] = await self.call("send", sender=sender, target=target, text=text)
+        return result
+
     async def revive(self, session_id: str) -> None:
         await self.call("revive", session_id=session_id)
 

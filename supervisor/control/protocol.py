@@ -150,6 +150,12 @@ class SteerParams(_Params):
     text: str
 
 
+class SendParams(_Params):
+    sender: str  # a session id, or "operator"
+    target: str
+    text: str
+
+
 class ApproveParams(_Params):
     session_id: str
     accept_finding: bool = False

@@ -419,6 +419,10 @@ async def _reverify(conn: _Connection, _id: Any, a: p.SessionParams) -> Any:
     return [_dump(r) for r in await conn.sup.reverify(a.session_id)]
 
 
+async def _send(conn: _Connection, _id: Any, a: p.SendParams) -> Any:
+    return _dump(await conn.sup.send(a.sender, a.target, a.text))
+
+
 async def _revive(conn: _Connection, _id: Any, a: p.SessionParams) -> Any:
     await conn.sup.revive(a.session_id)
     return None
@@ -582,6 +586,7 @@ def _methods() -> dict[str, tuple[type[BaseModel], Handler]]:
         "cancel": (p.SessionParams, _cancel),
         "reverify": (p.SessionParams, _reverify),
         "revive": (p.SessionParams, _revive),
+        "send": (p.SendParams, _send),
         "review_files": (p.SessionParams, _review_files),
         "subscribe": (p.SubscribeParams, _subscribe),
         "watch": (p.NoParams, _watch),

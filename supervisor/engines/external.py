@@ -43,6 +43,9 @@ from ..errors import CorralError
 from ..events import (
     GUIDANCE_DELIVERED,
     GUIDANCE_NOT_DELIVERED,
+    MESSAGE_ACCEPTED,
+    MESSAGE_AMBIGUOUS,
+    MESSAGE_REJECTED,
     AgentStartedData,
     AuthRequiredData,
     OperatorGuidanceData,
@@ -55,6 +58,7 @@ from ..panes.base import PaneError, PaneGone, PaneSpec
 from ..panes.manager import PaneManager
 from ..sandbox import active_policy
 from ..sandbox.agent import AgentLaunch, launch_agent
+from ..session.messages import Message, message_prompt
 from ..states import LoopFailure, label
 from ..status import AgentStatus, Question
 from .base import EngineOutcome, RunContext
@@ -155,7 +159,9 @@ class ExternalEngine:
         env = scrubbed_env(allow=plan.env_allow, invoked_by=chain)
         env.update(plan.env_extra)
         env.setdefault("TERM", "xterm-256color")
-        env[SESSION_ENV] = ctx.session_id  # `corral msg` from inside the pane knows its sender
+        # `corral msg` from inside the pane knows its sender and reaches this owner
+        env[SESSION_ENV] = ctx.session_id
+        env["CORRAL_HOME"] = str(self.panes.hooks_root.parent)
         return plan, env
 
     def _launch(self, ctx: RunContext, plan: LaunchPlan, env: dict[str, str]) -> AgentLaunch:
@@ -281,12 +287,15 @@ class ExternalEngine:
             else:
                 rounds_left = max(0, ctx.max_iterations - ctx.round)
                 text = repair_prompt(ctx.failing_checks, ctx.round, rounds_left)
-                # the agent is at its idle prompt: waiting guidance rides along
+                # the agent is at its idle prompt: waiting guidance and messages ride along
                 notes = ctx.take_guidance()
                 if notes:
                     text += "\n\n" + guidance_prompt(notes)
+                messages = ctx.take_messages()
+                if messages:
+                    text += "\n\n" + message_prompt(messages)
                 since = time.monotonic()
-                await self._paste(ctx, text, notes)
+                await self._paste(ctx, text, notes, messages)
                 start_version, resumed = record.version, False
             while True:
                 outcome = await self._await_turn(ctx, resumed=resumed, since=since)
@@ -413,38 +422,67 @@ class ExternalEngine:
             version = await self.panes.wait_change(ctx.session_id, version, 1.0)
 
     async def _deliver_guidance(self, ctx: RunContext) -> bool:
-        """Paste the waiting guidance at the agent's idle prompt; True when it
-        landed (the agent starts a turn on it)."""
+        """Paste the waiting guidance and messages at the agent's idle prompt
+        (only into the pane seen idle); True when it landed (the agent starts
+        a turn on it)."""
         record = self.panes.record(ctx.session_id)
         if record is None or not record.alive or record.status.status is not AgentStatus.IDLE:
             return False
         notes = ctx.take_guidance()
-        if not notes:
+        messages = ctx.take_messages()
+        if not notes and not messages:
             return False
+        parts = ([guidance_prompt(notes)] if notes else []) + (
+            [message_prompt(messages)] if messages else []
+        )
         try:
-            await self._paste(ctx, guidance_prompt(notes), notes)
+            await self._paste(
+                ctx, "\n\n".join(parts), notes, messages, incarnation=record.incarnation
+            )
         except PaneGone:
             raise
         except PaneError:
             return False  # reported as not delivered; the turn's outcome stands
         return True
 
-    async def _paste(self, ctx: RunContext, text: str, notes: list[str]) -> None:
+    async def _paste(
+        self,
+        ctx: RunContext,
+        text: str,
+        notes: list[str],
+        messages: list[Message] | None = None,
+        *,
+        incarnation: int | None = None,
+    ) -> None:
         """Paste `text` (confirmed on screen before Enter) and report each
-        guidance message it carries as delivered, or not delivered and why."""
+        guidance note it carries as delivered or not and why, and each message
+        as accepted, rejected (its pane was gone) or ambiguous (not confirmed)."""
+        messages = messages or []
         try:
-            await self.panes.send_text(ctx.session_id, text)
+            await self.panes.send_text(ctx.session_id, text, incarnation=incarnation)
         except asyncio.CancelledError:
-            self._not_delivered(
-                ctx, notes, "the run stopped while it was being pasted; it may show unsent"
-            )
+            reason = "the run stopped while it was being pasted; it may show unsent"
+            self._not_delivered(ctx, notes, reason)
+            if messages:
+                ctx.messages_ended(messages, MESSAGE_AMBIGUOUS, reason)
             raise
         except Exception as exc:
             self._not_delivered(ctx, notes, f"the paste into the agent's pane failed: {exc}")
+            if messages:
+                gone = isinstance(exc, PaneGone)
+                ctx.messages_ended(
+                    messages,
+                    MESSAGE_REJECTED if gone else MESSAGE_AMBIGUOUS,
+                    f"the agent's pane was gone: {exc}"
+                    if gone
+                    else f"the paste was not confirmed (it may show unsent): {exc}",
+                )
             raise
         landed = time.monotonic()
         for note in notes:
             ctx.emit(OperatorGuidanceData(text=note, status=GUIDANCE_DELIVERED))
+        if messages:
+            ctx.messages_ended(messages, MESSAGE_ACCEPTED, None)
         self.panes.prompted(ctx.session_id, landed)
 
     @staticmethod

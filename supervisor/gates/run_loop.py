@@ -19,6 +19,7 @@ from ..errors import CorralError, DiskFullError, disk_full, is_disk_full
 from ..events import (
     GUIDANCE_NOT_DELIVERED,
     GUIDANCE_QUEUED,
+    MESSAGE_REJECTED,
     BudgetExhaustedData,
     EngineFallbackData,
     ErrorData,
@@ -190,9 +191,11 @@ class RunLoop:
         self._registry.notify(live.session.id)
 
     def _report_undelivered(self, live: LiveSession) -> None:
-        """Guidance still queued when the run ends never reached the agent: say so."""
+        """Guidance and messages still queued when the run ends never reached
+        the agent: say so."""
         notes = live.steering.take()
-        if not notes:
+        messages = self._registry.mailboxes.take(live.session.id)
+        if not notes and not messages:
             return
         if self._registry.closing:
             reason = "corral closed before the agent was ready for it"
@@ -204,6 +207,8 @@ class RunLoop:
             self._registry.emit(
                 live, OperatorGuidanceData(text=note, status=GUIDANCE_NOT_DELIVERED, reason=reason)
             )
+        for message in messages:
+            self._registry.note_message(message, MESSAGE_REJECTED, reason)
 
     async def _run_engine(
         self,
@@ -271,6 +276,8 @@ class RunLoop:
             note_pane=note_pane,
             detaching=lambda: registry.closing,
             resume_id=lambda: resume_id(s),
+            take_messages=lambda: registry.mailboxes.take(s.id),
+            messages_ended=registry.note_messages,
             model=s.model if s.model_pinned else None,
             model_id=s.model_id if s.model_pinned else None,
             on_model_hop=lambda hop: emit(hop_event(hop)),

@@ -21,7 +21,16 @@ from typing import Any, TypeVar
 
 from ..config import SupervisorConfig
 from ..errors import CorralError
-from ..events import AgentStatusData, CoderEvent, EventData, StateChangedData
+from ..events import (
+    MESSAGE_ACCEPTED,
+    MESSAGE_QUEUED,
+    OPERATOR,
+    AgentStatusData,
+    CoderEvent,
+    EventData,
+    MessageData,
+    StateChangedData,
+)
 from ..models import (
     CoderSession,
     SessionDetail,
@@ -35,6 +44,7 @@ from ..states import (
     FailureKind,
     IllegalTransition,
     can_transition,
+    label,
     not_live_message,
 )
 from ..status import StatusReading
@@ -44,6 +54,7 @@ from .board import BoardFeed
 from .events import EventLog, Journal, Subscription, last_journal_seq
 from .identity import can_go_dormant, mark_dormant, note_hook
 from .live import LiveSession
+from .messages import Mailboxes, Message, refusal
 from .summaries import live_summary, stored_summary
 
 S = CoderState
@@ -86,6 +97,7 @@ class SessionRegistry:
         self._stopping: set[asyncio.Task[bool]] = set()  # agents being stopped
         # sessions whose agent close() left running on purpose (re-adopted next time)
         self.left_running: list[str] = []
+        self.mailboxes = Mailboxes()  # messages between sessions, queued per target
 
     # -- owning the state dir ------------------------------------------------------------
 
@@ -265,6 +277,38 @@ class SessionRegistry:
     def notify(self, session_id: str) -> None:
         """Push a fresh board row for a change that emits no event."""
         self.board.notify(session_id)
+
+    def note_message(self, message: Message, status: str, reason: str | None = None) -> None:
+        """Log one step of a message in the target's journal and the sender's."""
+        if status == MESSAGE_ACCEPTED:
+            self.mailboxes.read(message)
+        for sid in {message.target, message.sender}:
+            live = self._live.get(sid)
+            if live is not None:
+                self.emit(live, message.data(status, reason))
+
+    def send_message(self, sender: str, target: str, text: str) -> MessageData:
+        """Queue a message for `target`'s agent (from the operator or from a
+        session); refuses, with the reason, one nothing would deliver."""
+        why = refusal(self._stored.get(target), target, live=target in self._live)
+        if why is not None:
+            raise CorralError(why)
+        if sender != OPERATOR:
+            origin = self._stored.get(sender)
+            if origin is None:
+                raise CorralError(f"no corral session '{sender}' to send a message from")
+            if origin.state.is_terminal:
+                raise CorralError(
+                    f"{label(sender)} already finished (state: {origin.state.value}): it sends "
+                    "no more messages"
+                )
+        message = self.mailboxes.admit(sender, target, text)
+        self.note_message(message, MESSAGE_QUEUED)
+        return message.data()
+
+    def note_messages(self, messages: list[Message], status: str, reason: str | None) -> None:
+        for message in messages:
+            self.note_message(message, status, reason)
 
     def note_agent_hook(self, session_id: str, event: dict[str, object]) -> None:
         """Keep the agent's own session identity from its hooks, stored at once
