@@ -319,6 +319,11 @@ class Supervisor:
     def journal_path(self, session_id: str) -> Path:
         return self.registry.journal_path(session_id)
 
+    async def history(self, session_id: str) -> builtins.list[CoderEvent]:
+        """The session's stored journal (its last events, oldest first): the
+        whole story of a session this process is not running."""
+        return await asyncio.to_thread(self.registry.history, session_id)
+
     def subscribe(
         self, session_id: str, from_seq: int = 0
     ) -> tuple[SubscribeResult, Subscription[CoderEvent] | None]:

@@ -269,6 +269,9 @@ class AttachedSupervisor:
     async def send(self, sender: str, target: str, text: str) -> dict[str, Any]:
         return await self._client().send(sender, target, text)
 
+    async def history(self, session_id: str) -> builtins.list[CoderEvent]:
+        return await self._client().history(session_id)
+
     async def revive(self, session_id: str) -> None:
         await self._client().revive(session_id)
 

@@ -458,6 +458,9 @@ class AsyncControlClient:
         result: dict[str, Any] = await self.call("send", sender=sender, target=target, text=text)
         return result
 
+    async def history(self, session_id: str) -> builtins.list[CoderEvent]:
+        return [parse_event(e) for e in await self.call("history", session_id=session_id)]
+
     async def revive(self, session_id: str) -> None:
         await self.call("revive", session_id=session_id)
 

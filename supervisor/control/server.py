@@ -423,6 +423,10 @@ async def _send(conn: _Connection, _id: Any, a: p.SendParams) -> Any:
     return _dump(await conn.sup.send(a.sender, a.target, a.text))
 
 
+async def _history(conn: _Connection, _id: Any, a: p.SessionParams) -> Any:
+    return [e.model_dump(mode="json") for e in await conn.sup.history(a.session_id)]
+
+
 async def _revive(conn: _Connection, _id: Any, a: p.SessionParams) -> Any:
     await conn.sup.revive(a.session_id)
     return None
@@ -586,6 +590,7 @@ def _methods() -> dict[str, tuple[type[BaseModel], Handler]]:
         "cancel": (p.SessionParams, _cancel),
         "reverify": (p.SessionParams, _reverify),
         "revive": (p.SessionParams, _revive),
+        "history": (p.SessionParams, _history),
         "send": (p.SendParams, _send),
         "review_files": (p.SessionParams, _review_files),
         "subscribe": (p.SubscribeParams, _subscribe),

@@ -51,7 +51,7 @@ from ..status import StatusReading
 from ..store import OwnerLock, Store
 from ..store.retention import collectable_by_age
 from .board import BoardFeed
-from .events import EventLog, Journal, Subscription, last_journal_seq
+from .events import EventLog, Journal, Subscription, last_journal_seq, read_journal
 from .identity import can_go_dormant, mark_dormant, note_hook
 from .live import LiveSession
 from .messages import Mailboxes, Message, refusal
@@ -70,6 +70,9 @@ def _retrieve(task: asyncio.Task[Any]) -> None:
     """Mark a background task's exception as seen; callers that wait get it."""
     if not task.cancelled():
         task.exception()
+
+
+HISTORY_LIMIT = 5000  # journal events a session screen shows at most
 
 
 class SessionRegistry:
@@ -489,6 +492,13 @@ class SessionRegistry:
 
     def journal_path(self, session_id: str) -> Path:
         return self.state_dir / "journals" / f"{session_id}.events.jsonl"
+
+    def history(self, session_id: str, limit: int = HISTORY_LIMIT) -> list[CoderEvent]:
+        """A session's journal as written, its last `limit` events: what a
+        session that is not live (stored, finished, dormant) did."""
+        if session_id not in self._stored:
+            raise CorralError(f"no corral session '{session_id}'")
+        return read_journal(self.journal_path(session_id), session_id=session_id)[-limit:]
 
     # -- leaving memory and disk ------------------------------------------------------------
 
