@@ -46,21 +46,24 @@ from .models import (
     CheckResult,
     OutcomeContract,
     ReviseResult,
+    ScheduledTask,
     SessionDetail,
     SessionSummary,
     StartResult,
     SubscribeResult,
+    TaskRun,
 )
 from .panes.base import Screen
 from .panes.manager import PaneManager
 from .paths import default_state_dir
 from .sandbox import SandboxPolicy, set_active_policy
+from .scheduler import Scheduler, new_task
 from .session.board import BoardFeed, WatchDropped, Watcher
 from .session.events import Subscription, SubscriptionClosed, SubscriptionDropped
 from .session.janitor import Janitor
 from .session.registry import SessionRegistry, new_session_id
 from .session.summaries import stored_summary
-from .states import CoderState, needs_you_label
+from .states import CoderState, label, needs_you_label
 from .store import DB_NAME, Store
 from .workspaces import Workspaces
 
@@ -115,6 +118,7 @@ class Supervisor:
         self.broken_rows: builtins.list[str] = []  # stored rows that do not parse
         self.stray_panes: builtins.list[str] = []  # our panes no session claims
         self._gates: _Gates | None = None
+        self.scheduler: Scheduler | None = None  # running while the state dir is owned
 
     # -- owning the state dir ------------------------------------------------------------
 
@@ -133,6 +137,8 @@ class Supervisor:
         gates = self._gates = self._compose(workspaces)
         self.stray_panes = await gates.recovery.recover(sessions)
         gates.janitor.start()
+        self.scheduler = Scheduler(lambda: self.registry.store, self._run_task)
+        self.scheduler.start()
 
     def _compose(self, workspaces: Workspaces) -> _Gates:
         """Build the services bottom-up, so each receives the one it hands on to."""
@@ -167,6 +173,9 @@ class Supervisor:
         their sessions, for the caller to say so. In-process runs are recorded
         as failed (their worktrees are kept); finished sessions' agents are
         stopped before this returns."""
+        if self.scheduler is not None:
+            await self.scheduler.stop()
+            self.scheduler = None
         if self._gates is not None:
             await self._gates.janitor.stop()
         await self.registry.stop_sessions()
@@ -289,6 +298,53 @@ class Supervisor:
         with no working agent, and by the rate and hop guards."""
         self._open_gates()
         return self.registry.send_message(sender, target, text)
+
+    # -- scheduled tasks ---------------------------------------------------------------
+
+    async def add_task(
+        self,
+        name: str,
+        *,
+        action: str,
+        params: dict[str, str],
+        at: float | None = None,
+        every: float | None = None,
+        cron: str | None = None,
+    ) -> ScheduledTask:
+        """Schedule `action` (start / send / revive) once `at`, `every` N
+        seconds, or on a `cron` expression; stored, so it survives a restart."""
+        task = new_task(name, action=action, params=params, at=at, every=every, cron=cron)
+        self._require_store().save_task(task)
+        return task
+
+    async def tasks(self) -> builtins.list[ScheduledTask]:
+        return self._require_store().list_tasks()
+
+    async def remove_task(self, task_id: str) -> None:
+        if not self._require_store().delete_task(task_id):
+            raise CorralError(f"no scheduled task '{task_id}'")
+
+    async def task_runs(self, task_id: str) -> builtins.list[TaskRun]:
+        """A task's last runs (at most 200), newest first."""
+        return self._require_store().task_runs(task_id)
+
+    def _require_store(self) -> Store:
+        store = self.registry.store
+        if store is None:
+            raise CorralError("the supervisor is not open: call open() first")
+        return store
+
+    async def _run_task(self, task: ScheduledTask) -> str:
+        """One scheduled action, through the same calls an operator makes."""
+        p = task.params
+        if task.action == "start":
+            result = await self.start(p["intent"], Path(p["repo"]), engine=p.get("engine", "auto"))
+            return f"started {label(result.session_id)}"
+        if task.action == "send":
+            message = await self.send("operator", p["target"], p["text"])
+            return f"message {message.message_id} queued for {label(p['target'])}"
+        await self.revive(p["session"])
+        return f"revived {label(p['session'])}"
 
     async def revive(self, session_id: str) -> None:
         """Start a dormant session's agent again with its resume command

@@ -292,6 +292,36 @@ class AgentIdentity(BaseModel):
     state: IdentityState = IdentityState.PENDING
 
 
+class ScheduledTask(BaseModel):
+    """Something corral does on its own at set times: `once` at `at` (epoch
+    seconds), every `every` seconds (`interval`), or on a `cron` expression;
+    the action starts a session, sends a message, or revives a session."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    id: str
+    name: str
+    schedule: Literal["once", "interval", "cron"]
+    at: float | None = None
+    every: float | None = None
+    cron: str | None = None
+    action: Literal["start", "send", "revive"]
+    # start: intent, repo (engine); send: target, text; revive: session
+    params: dict[str, str] = Field(default_factory=dict)
+    enabled: bool = True
+    next_run: float | None = None
+    created_at: float = Field(default_factory=time.time)
+
+
+class TaskRun(BaseModel):
+    """One run of a scheduled task: what it did, or why it could not."""
+
+    task_id: str
+    at: float
+    ok: bool
+    detail: str
+
+
 class CoderSession(BaseModel):
     """The persisted snapshot of one session."""
 

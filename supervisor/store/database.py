@@ -15,7 +15,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from ..errors import DiskFullError, StateDirError, disk_full, is_disk_full
-from ..models import CoderSession
+from ..models import CoderSession, ScheduledTask, TaskRun
 from ..paths import ensure_private_dir
 
 SCHEMA_VERSION = 2
@@ -38,7 +38,15 @@ CREATE TABLE IF NOT EXISTS sessions (
     agent_session TEXT
 );
 CREATE INDEX IF NOT EXISTS sessions_updated ON sessions(updated_at);
+CREATE TABLE IF NOT EXISTS tasks (id TEXT PRIMARY KEY, data TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS task_runs (
+    task_id TEXT NOT NULL,
+    at REAL NOT NULL,
+    data TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS task_runs_task ON task_runs(task_id, at);
 """
+TASK_RUNS_KEPT = 200  # the last runs of each scheduled task
 # Schema 2: the agent's own session id (Claude Code's `session_id`, Codex's
 # thread id) in a column of its own, so a hook or a pane naming it finds its
 # corral session; older rows are backfilled from their snapshot.
@@ -220,6 +228,64 @@ class Store:
             else:
                 sessions.append(parsed)
         return sessions, broken
+
+    # -- scheduled tasks -----------------------------------------------------------
+
+    def save_task(self, task: ScheduledTask) -> None:
+        assert self._conn is not None and not self.readonly
+        self._conn.execute(
+            "INSERT INTO tasks(id, data) VALUES (?, ?) ON CONFLICT(id) DO UPDATE SET "
+            "data=excluded.data",
+            (task.id, task.model_dump_json()),
+        )
+
+    def list_tasks(self) -> list[ScheduledTask]:
+        if self._conn is None or not self._has("tasks"):
+            return []
+        rows = self._conn.execute("SELECT data FROM tasks ORDER BY id").fetchall()
+        tasks = []
+        for (data,) in rows:
+            try:
+                tasks.append(ScheduledTask.model_validate_json(data))
+            except ValidationError:
+                continue  # kept on disk untouched
+        return tasks
+
+    def delete_task(self, task_id: str) -> bool:
+        assert self._conn is not None and not self.readonly
+        gone = self._conn.execute("DELETE FROM tasks WHERE id=?", (task_id,)).rowcount
+        self._conn.execute("DELETE FROM task_runs WHERE task_id=?", (task_id,))
+        return bool(gone)
+
+    def add_task_run(self, run: TaskRun) -> None:
+        """Record one run; only the last `TASK_RUNS_KEPT` of a task are kept."""
+        assert self._conn is not None and not self.readonly
+        self._conn.execute(
+            "INSERT INTO task_runs(task_id, at, data) VALUES (?, ?, ?)",
+            (run.task_id, run.at, run.model_dump_json()),
+        )
+        self._conn.execute(
+            "DELETE FROM task_runs WHERE task_id=? AND rowid NOT IN (SELECT rowid FROM "
+            "task_runs WHERE task_id=? ORDER BY at DESC, rowid DESC LIMIT ?)",
+            (run.task_id, run.task_id, TASK_RUNS_KEPT),
+        )
+
+    def task_runs(self, task_id: str) -> list[TaskRun]:
+        """A task's kept runs, newest first."""
+        if self._conn is None or not self._has("task_runs"):
+            return []
+        rows = self._conn.execute(
+            "SELECT data FROM task_runs WHERE task_id=? ORDER BY at DESC, rowid DESC",
+            (task_id,),
+        ).fetchall()
+        return [TaskRun.model_validate_json(d) for (d,) in rows]
+
+    def _has(self, table: str) -> bool:
+        assert self._conn is not None
+        row = self._conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", (table,)
+        ).fetchone()
+        return row is not None
 
     def delete_sessions(self, ids: Iterable[str]) -> None:
         assert self._conn is not None and not self.readonly

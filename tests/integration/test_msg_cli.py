@@ -1,6 +1,7 @@
 """`corral msg` as an agent runs it from inside its pane: its own session
 comes from `CORRAL_SESSION_ID`, the message reaches the owner through the
-control socket, and a refusal is printed with the owner's sentence."""
+control socket, and a refusal is printed with the owner's sentence. And
+`corral tasks`, the owner's scheduled tasks, the same way."""
 
 from __future__ import annotations
 
@@ -43,6 +44,10 @@ async def owner(make_supervisor: SupervisorFactory, short_state: Path) -> AsyncI
 
 
 async def corral_msg(state: Path, sender: str | None, *args: str) -> tuple[int, str, str]:
+    return await corral(state, sender, "msg", *args)
+
+
+async def corral(state: Path, sender: str | None, *args: str) -> tuple[int, str, str]:
     env = dict(os.environ, CORRAL_HOME=str(state), PYTHONPATH=str(REPO_ROOT))
     env.pop("CORRAL_SESSION_ID", None)
     if sender:
@@ -51,7 +56,6 @@ async def corral_msg(state: Path, sender: str | None, *args: str) -> tuple[int, 
         sys.executable,
         "-m",
         "corral.tui.cli",
-        "msg",
         *args,
         env=env,
         stdout=asyncio.subprocess.PIPE,
@@ -91,3 +95,25 @@ async def test_an_agent_sends_from_its_pane_and_both_sessions_log_it(
     code, out, err = await corral_msg(short_state, None, sender, "you have no agent yet")
     assert code != 0
     assert "has no agent working (state: contract_proposed)" in err
+
+
+async def test_corral_tasks_adds_lists_and_removes_through_the_owner(
+    owner: Supervisor, short_state: Path
+) -> None:
+    code, out, err = await corral(
+        short_state, None, "tasks", "add", "standup", "--cron", "0 9 * * 1-5", "--revive", "abc"
+    )
+    assert code == 0, err
+    assert "added" in out and "next run" in out
+    [task] = await owner.tasks()
+    assert task.name == "standup" and task.params == {"session": "abc"}
+    code, out, err = await corral(short_state, None, "tasks")
+    assert code == 0, err
+    assert task.id in out and "cron 0 9 * * 1-5" in out and "next " in out
+    code, out, err = await corral(
+        short_state, None, "tasks", "add", "bad", "--cron", "soon", "--revive", "abc"
+    )
+    assert code != 0 and "not a cron expression" in err
+    code, out, err = await corral(short_state, None, "tasks", "rm", task.id)
+    assert code == 0, err
+    assert await owner.tasks() == []

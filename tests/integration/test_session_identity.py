@@ -62,6 +62,7 @@ def test_a_schema_1_database_is_migrated_and_its_sessions_still_load(tmp_path: P
             agent_identity=AgentIdentity(agent="claude", session_id="abc-123"),
         )
         store.save_session(new)
+        assert store.list_tasks() == []  # the scheduler's tables came with the migration
         found = store.find_by_agent_session("abc-123")
         assert found is not None and found.id == "new"
         assert store.find_by_agent_session("nope") is None

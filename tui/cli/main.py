@@ -100,6 +100,10 @@ def _run(args: argparse.Namespace) -> int:
         from .client import dispatch as client_dispatch
 
         return client_dispatch(args)
+    if args.command == "tasks":
+        from .tasks import run_tasks
+
+        return run_tasks(args)
     if args.command == "msg":
         from .msg import send
 
@@ -223,6 +227,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .msg import add_parser as add_msg_parser
 
     add_msg_parser(sub)
+    from .tasks import add_parser as add_tasks_parser
+
+    add_tasks_parser(sub)
     run.add_argument(
         "--on-question",
         choices=["ask", "approve", "deny"],
