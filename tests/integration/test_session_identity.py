@@ -161,3 +161,22 @@ def test_codex_notify_names_its_thread() -> None:
         agent="codex", session_id="th-9", state=IdentityState.LIVE
     )
     assert not note_hook(session, "codex", payload)  # unchanged: nothing to store
+
+
+async def test_a_dormant_session_can_be_cancelled_instead_of_revived(
+    tmp_path: Path, repo: Path
+) -> None:
+    state = tmp_path / "state"
+    sid = await running_with_identity(state, repo, {"session_id": "abc-123"})
+    sup = supervisor(state, ScriptedEngine())
+    await sup.open()
+    try:
+        assert row_of(sup, sid).dormant
+        result = await sup.cancel(sid)
+        assert result.state is S.ABANDONED and result.worktree is not None
+        row = row_of(sup, sid)
+        assert row.state is S.ABANDONED and not row.dormant
+        with pytest.raises(CorralError, match="cannot be revived"):
+            await sup.revive(sid)
+    finally:
+        await sup.close()
