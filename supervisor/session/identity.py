@@ -51,9 +51,13 @@ def note_hook(session: CoderSession, agent: str, event: Mapping[str, object]) ->
 
 
 def resume_id(session: CoderSession) -> str | None:
-    """The agent session a new pane should resume, when one is known."""
+    """The agent session a new pane should resume, when one is known and its
+    transcript (when the agent named one) was written: an agent killed before
+    it saved anything has no conversation to go back to, and starts afresh."""
     identity = session.agent_identity
     if identity is None or identity.state is IdentityState.UNAVAILABLE:
+        return None
+    if identity.transcript_path and not Path(identity.transcript_path).exists():
         return None
     return identity.session_id
 

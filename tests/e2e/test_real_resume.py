@@ -48,6 +48,8 @@ async def test_a_dormant_claude_session_is_revived_on_its_own_conversation(
                 lambda: sup.get(sid).session.agent_identity, timeout=60, interval=0.2
             )
             await eventually(lambda: srv.turn_requests, timeout=60, interval=0.2)
+            # Claude Code saves the turn's start a moment after sending it
+            await eventually(Path(identity.transcript_path or "").exists, timeout=30, interval=0.2)
         finally:
             await sup.close()
         kill_tmux(tmp_path)  # the agent's pane dies while corral is closed
@@ -104,13 +106,22 @@ async def test_a_crashed_claude_is_retried_on_its_own_conversation_then_dormant(
             sid = started.session_id
             srv.push(Reply("Thinking.", delay=6), Reply("Still thinking.", delay=6))
             await sup.confirm(sid)
-            await eventually(lambda: sup.get(sid).session.agent_identity, timeout=60, interval=0.2)
+            identity = await eventually(
+                lambda: sup.get(sid).session.agent_identity, timeout=60, interval=0.2
+            )
             await eventually(lambda: len(srv.turn_requests) == 1, timeout=60, interval=0.2)
+            # a crash mid-turn, once Claude Code saved the turn's start
+            transcript = Path(identity.transcript_path or "")
+            await eventually(transcript.exists, timeout=30, interval=0.2)
             kill_agent(sup, sid)
             # the transient retry resumes the same conversation
             await eventually(lambda: len(srv.turn_requests) == 2, timeout=60, interval=0.2)
             retried = json.dumps(srv.turn_requests[1].body["messages"])
             assert TASK in retried and "same conversation" in retried
+            resumed = await eventually(
+                lambda: sup.get(sid).session.agent_identity, timeout=30, interval=0.2
+            )
+            await eventually(Path(resumed.transcript_path or "").exists, timeout=30, interval=0.2)
             kill_agent(sup, sid)
             # out of retries: dormant, not failed, nothing asked of the operator
             await eventually(lambda: sup.registry.summary(sid).dormant, timeout=30, interval=0.2)

@@ -180,3 +180,22 @@ async def test_a_dormant_session_can_be_cancelled_instead_of_revived(
             await sup.revive(sid)
     finally:
         await sup.close()
+
+
+def test_an_agent_killed_before_it_saved_its_transcript_starts_afresh(tmp_path: Path) -> None:
+    """Claude Code names its transcript before writing it: resuming an id
+    whose transcript never reached the disk fails ("No conversation found")."""
+    from corral.supervisor.session.identity import resume_id
+
+    transcript = tmp_path / "t.jsonl"
+    session = CoderSession(
+        id="s",
+        repo="/r",
+        intent="x",
+        agent_identity=AgentIdentity(
+            agent="claude", session_id="abc", transcript_path=str(transcript)
+        ),
+    )
+    assert resume_id(session) is None
+    transcript.write_text("{}\n")
+    assert resume_id(session) == "abc"
