@@ -102,15 +102,21 @@ async def test_a_session_whose_agent_named_itself_is_dormant_after_a_restart_and
     tmp_path: Path, repo: Path
 ) -> None:
     state = tmp_path / "state"
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text("{}\n")  # the agent saved its conversation
     sid = await running_with_identity(
         state,
         repo,
-        {"hook_event_name": "SessionStart", "session_id": "abc-123", "transcript_path": "/t.jsonl"},
+        {
+            "hook_event_name": "SessionStart",
+            "session_id": "abc-123",
+            "transcript_path": str(transcript),
+        },
     )
     stored = Store(state, readonly=True).load_session(sid)
     assert stored is not None and stored.agent_identity is not None
     assert stored.agent_identity.session_id == "abc-123"
-    assert stored.agent_identity.transcript_path == "/t.jsonl"
+    assert stored.agent_identity.transcript_path == str(transcript)
 
     engine = ScriptedEngine([[Write("hello.txt", "hi\n")]])
     sup = supervisor(state, engine)
