@@ -33,7 +33,7 @@ from .contracts.drafting import ContractDrafter
 from .discuss.linked_runs import DISCUSSIONS_DIR, DiscussionRuns
 from .engines.base import EngineRegistry
 from .errors import CorralError
-from .events import CoderEvent
+from .events import CoderEvent, MessageData
 from .gates.approval import ApprovalGate, commit_message
 from .gates.contract import DRAFTING_CANCELLED, NOT_EXPRESSIBLE, ContractGate
 from .gates.recovery import Recovery
@@ -47,22 +47,25 @@ from .models import (
     CoderSession,
     OutcomeContract,
     ReviseResult,
+    ScheduledTask,
     SessionDetail,
     SessionSummary,
     StartResult,
     SubscribeResult,
+    TaskRun,
 )
 from .panes.base import Screen
 from .panes.manager import PaneManager
 from .paths import default_state_dir
 from .sandbox import SandboxPolicy, set_active_policy
+from .scheduler import Scheduler, new_task
 from .session import lifecycle
 from .session.board import BoardFeed, WatchDropped, Watcher
 from .session.events import Subscription, SubscriptionClosed, SubscriptionDropped
 from .session.janitor import Janitor
 from .session.registry import SessionRegistry, new_session_id
 from .session.summaries import stored_summary
-from .states import CoderState, needs_you_label
+from .states import CoderState, label, needs_you_label
 from .store import DB_NAME, Store
 from .workspaces import Workspaces
 
@@ -117,6 +120,7 @@ class Supervisor:
         self.broken_rows: builtins.list[str] = []  # stored rows that do not parse
         self.stray_panes: builtins.list[str] = []  # our panes no session claims
         self._gates: _Gates | None = None
+        self.scheduler: Scheduler | None = None  # running while the state dir is owned
 
     # -- owning the state dir ------------------------------------------------------------
 
@@ -135,6 +139,8 @@ class Supervisor:
         gates = self._gates = self._compose(workspaces)
         self.stray_panes = await gates.recovery.recover(sessions)
         gates.janitor.start()
+        self.scheduler = Scheduler(lambda: self.registry.store, self._run_task)
+        self.scheduler.start()
 
     def _compose(self, workspaces: Workspaces) -> _Gates:
         """Build the services bottom-up, so each receives the one it hands on to."""
@@ -169,6 +175,9 @@ class Supervisor:
         their sessions, for the caller to say so. In-process runs are recorded
         as failed (their worktrees are kept); finished sessions' agents are
         stopped before this returns."""
+        if self.scheduler is not None:
+            await self.scheduler.stop()
+            self.scheduler = None
         if self._gates is not None:
             await self._gates.janitor.stop()
         await self.registry.stop_sessions()
@@ -284,6 +293,66 @@ class Supervisor:
             discard_rest=discard_rest,
         )
 
+    async def send(self, sender: str, target: str, text: str) -> MessageData:
+        """Send `text` to session `target`'s agent, from `sender` (a session id,
+        or "operator"): queued, pasted at its next idle prompt, logged in both
+        sessions. Refused (CorralError) for an unknown or finished target, one
+        with no working agent, and by the rate and hop guards."""
+        self._open_gates()
+        return self.registry.send_message(sender, target, text)
+
+    # -- scheduled tasks ---------------------------------------------------------------
+
+    async def add_task(
+        self,
+        name: str,
+        *,
+        action: str,
+        params: dict[str, str],
+        at: float | None = None,
+        every: float | None = None,
+        cron: str | None = None,
+    ) -> ScheduledTask:
+        """Schedule `action` (start / send / revive) once `at`, `every` N
+        seconds, or on a `cron` expression; stored, so it survives a restart."""
+        task = new_task(name, action=action, params=params, at=at, every=every, cron=cron)
+        self._require_store().save_task(task)
+        return task
+
+    async def tasks(self) -> builtins.list[ScheduledTask]:
+        return self._require_store().list_tasks()
+
+    async def remove_task(self, task_id: str) -> None:
+        if not self._require_store().delete_task(task_id):
+            raise CorralError(f"no scheduled task '{task_id}'")
+
+    async def task_runs(self, task_id: str) -> builtins.list[TaskRun]:
+        """A task's last runs (at most 200), newest first."""
+        return self._require_store().task_runs(task_id)
+
+    def _require_store(self) -> Store:
+        store = self.registry.store
+        if store is None:
+            raise CorralError("the supervisor is not open: call open() first")
+        return store
+
+    async def _run_task(self, task: ScheduledTask) -> str:
+        """One scheduled action, through the same calls an operator makes."""
+        p = task.params
+        if task.action == "start":
+            result = await self.start(p["intent"], Path(p["repo"]), engine=p.get("engine", "auto"))
+            return f"started {label(result.session_id)}"
+        if task.action == "send":
+            message = await self.send("operator", p["target"], p["text"])
+            return f"message {message.message_id} queued for {label(p['target'])}"
+        await self.revive(p["session"])
+        return f"revived {label(p['session'])}"
+
+    async def revive(self, session_id: str) -> None:
+        """Start a dormant session's agent again with its resume command
+        (`claude --resume <id>`), in the same worktree; refuses anything else."""
+        self._open_gates().recovery.revive(session_id)
+
     async def cancel(self, session_id: str) -> CancelResult:
         return await self._open_gates().approval.cancel(session_id)
 
@@ -361,6 +430,11 @@ class Supervisor:
 
     def journal_path(self, session_id: str) -> Path:
         return self.registry.journal_path(session_id)
+
+    async def history(self, session_id: str) -> builtins.list[CoderEvent]:
+        """The session's stored journal (its last events, oldest first): the
+        whole story of a session this process is not running."""
+        return await asyncio.to_thread(self.registry.history, session_id)
 
     def subscribe(
         self, session_id: str, from_seq: int = 0

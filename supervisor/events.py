@@ -72,6 +72,10 @@ __all__ = [
     "GUIDANCE_DELIVERED",
     "GUIDANCE_NOT_DELIVERED",
     "GUIDANCE_QUEUED",
+    "MESSAGE_ACCEPTED",
+    "MESSAGE_AMBIGUOUS",
+    "MESSAGE_QUEUED",
+    "MESSAGE_REJECTED",
     "AgentStartedData",
     "AgentStatusData",
     "AgentStatusEvent",
@@ -111,6 +115,8 @@ __all__ = [
     "IterationStartedEvent",
     "MergeCompletedData",
     "MergeCompletedEvent",
+    "MessageData",
+    "MessageEvent",
     "ModelFallbackData",
     "ModelFallbackEvent",
     "ModelUsageData",
@@ -197,6 +203,27 @@ class SetupCompletedData(EventData):
 
     KIND = K.SETUP_COMPLETED
     outcome: SetupOutcome
+
+
+MESSAGE_QUEUED = "queued"
+MESSAGE_ACCEPTED = "accepted"  # pasted at the agent's idle prompt and seen there
+MESSAGE_REJECTED = "rejected"  # its pane was gone: never shown to the agent
+MESSAGE_AMBIGUOUS = "ambiguous"  # the paste was not confirmed: it may show unsent
+OPERATOR = "operator"  # the sender of a message typed by the operator
+
+
+class MessageData(EventData):
+    """One message between sessions (or from the operator), logged in the
+    target's journal and in the sender's: `queued`, then how it ended."""
+
+    KIND = K.MESSAGE
+    message_id: str
+    sender: str  # a session id, or "operator"
+    target: str
+    text: str
+    status: str = MESSAGE_QUEUED
+    reason: str | None = Field(default=None, exclude_if=_is_none)
+    hops: int = 0
 
 
 class ContractRevisionRejectedData(EventData):
@@ -653,6 +680,11 @@ class SetupCompletedEvent(EventBase):
     data: SetupCompletedData
 
 
+class MessageEvent(EventBase):
+    kind: Literal[K.MESSAGE] = K.MESSAGE
+    data: MessageData
+
+
 _Events = Union[  # noqa: UP007 (the members are listed one per line, in EventKind order)
     EngineSelectedEvent,
     PlanTextEvent,
@@ -680,6 +712,7 @@ _Events = Union[  # noqa: UP007 (the members are listed one per line, in EventKi
     AgentStatusEvent,
     WorktreeChangedEvent,
     SetupCompletedEvent,
+    MessageEvent,
 ]
 
 CoderEvent = Annotated[_Events, Field(discriminator="kind")]

@@ -269,6 +269,59 @@ class ModelUse(BaseModel):
     cost_usd: float | None = None
 
 
+class IdentityState(StrEnum):
+    """Where an agent's own conversation stands: `pending` until its first
+    hook names it, `live` while its pane runs, `dormant` when the pane is gone
+    but the conversation can be resumed, `unavailable` when it cannot."""
+
+    PENDING = "pending"
+    LIVE = "live"
+    DORMANT = "dormant"
+    UNAVAILABLE = "unavailable"
+
+
+class AgentIdentity(BaseModel):
+    """The agent's own session (Claude Code's `session_id`, Codex's thread
+    id): what `claude --resume <id>` / `codex resume <id>` continue."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    agent: str
+    session_id: str | None = None
+    transcript_path: str | None = None
+    state: IdentityState = IdentityState.PENDING
+
+
+class ScheduledTask(BaseModel):
+    """Something corral does on its own at set times: `once` at `at` (epoch
+    seconds), every `every` seconds (`interval`), or on a `cron` expression;
+    the action starts a session, sends a message, or revives a session."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    id: str
+    name: str
+    schedule: Literal["once", "interval", "cron"]
+    at: float | None = None
+    every: float | None = None
+    cron: str | None = None
+    action: Literal["start", "send", "revive"]
+    # start: intent, repo (engine); send: target, text; revive: session
+    params: dict[str, str] = Field(default_factory=dict)
+    enabled: bool = True
+    next_run: float | None = None
+    created_at: float = Field(default_factory=time.time)
+
+
+class TaskRun(BaseModel):
+    """One run of a scheduled task: what it did, or why it could not."""
+
+    task_id: str
+    at: float
+    ok: bool
+    detail: str
+
+
 class CoderSession(BaseModel):
     """The persisted snapshot of one session."""
 
@@ -340,6 +393,7 @@ class CoderSession(BaseModel):
     # What each model used for this session (drafting, revisions, the built-in
     # engine), in first-served order; cost from the configured prices.
     model_use: dict[str, ModelUse] = Field(default_factory=dict)
+    agent_identity: AgentIdentity | None = None
 
     def model_use_lines(self) -> list[str]:
         """`name: N in / M out tokens, $X` per model, in first-served order."""
@@ -425,6 +479,7 @@ class SessionSummary(BaseModel):
     changed_since_verification: bool = False
     name: str | None = None  # the operator's short name for it
     archived: bool = False  # hidden from the board unless its archived filter is on
+    dormant: bool = False  # its agent can be revived (`Supervisor.revive`)
 
 
 class EventKind(StrEnum):
@@ -456,6 +511,7 @@ class EventKind(StrEnum):
     AGENT_STATUS = "agent_status"
     WORKTREE_CHANGED = "worktree_changed"
     SETUP_COMPLETED = "setup_completed"
+    MESSAGE = "message"
 
 
 # --- replies ----------------------------------------------------------------

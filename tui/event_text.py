@@ -23,6 +23,7 @@ from corral.supervisor.events import (
     FindingProposedData,
     IterationStartedData,
     MergeCompletedData,
+    MessageData,
     ModelFallbackData,
     OperatorGuidanceData,
     PaneAnswerData,
@@ -38,7 +39,7 @@ from corral.supervisor.events import (
     WorktreeChangedData,
 )
 from corral.supervisor.models import ApproveResult
-from corral.supervisor.states import CoderState
+from corral.supervisor.states import CoderState, label
 
 from .rows import SOURCE_WORDS
 
@@ -107,6 +108,8 @@ def describe(event: CoderEvent) -> Text:
             line.append(f" ({reason}): " if reason else ": ", style="yellow").append(clip(text))
         case OperatorGuidanceData(text=text):
             line.append("guidance queued: ", style="cyan").append(clip(text))
+        case MessageData() as message:
+            _message(line, message)
         case ContractProposedData(contract=contract, revised=revised):
             verb = "revised" if revised else "proposed"
             line.append(f"contract {verb}: {len(contract.checks)} check(s)", style="yellow")
@@ -199,3 +202,24 @@ def _where_it_went(result: ApproveResult) -> str:
     if result.state is CoderState.REPORTED:
         return "Finding accepted: nothing is published."
     return f"Done: {result.state.value}."
+
+
+MESSAGE_STYLE = {
+    "queued": "cyan",
+    "accepted": "green",
+    "rejected": "bold red",
+    "ambiguous": "bold yellow",
+}
+
+
+def _message(line: Text, data: MessageData) -> None:
+    """`message corral-a → corral-b accepted: text` (the operator is named so)."""
+
+    def who(sid: str) -> str:
+        return sid if sid == "operator" else label(sid)
+
+    style = MESSAGE_STYLE.get(data.status, "cyan")
+    line.append(f"message {who(data.sender)} → {who(data.target)} {data.status}", style=style)
+    if data.reason:
+        line.append(f" ({data.reason})", style=style)
+    line.append(": ").append(clip(data.text))

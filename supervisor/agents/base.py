@@ -25,6 +25,7 @@ from ..status import GENERIC, Markers
 INVOKED_BY = "CORRAL_INVOKED_BY"
 # Every agent pane gets the command that reports a hook event (`<cmd> Stop`).
 HOOK_CMD = "CORRAL_HOOK_CMD"
+SESSION_ENV = "CORRAL_SESSION_ID"  # the corral session an agent pane belongs to
 
 
 class AgentUnavailable(Exception):
@@ -132,6 +133,24 @@ class AgentProfile:
         argv = [plan.argv[0], self.model_flag, model, *plan.argv[1:]]
         return replace(plan, argv=argv)
 
+    def resume_args(self, agent_session: str) -> list[str] | None:
+        """The arguments that make this agent's CLI continue its own session
+        `agent_session` (None: it cannot be resumed by id)."""
+        return None
+
+    @property
+    def resumable(self) -> bool:
+        """Whether this agent's CLI can continue a session of its own by id."""
+        return type(self).resume_args is not AgentProfile.resume_args
+
+    def with_resume(self, plan: LaunchPlan, agent_session: str) -> LaunchPlan | None:
+        """`plan` continuing the agent's earlier conversation (the prompt stays
+        last), or None when this agent cannot resume."""
+        args = self.resume_args(agent_session)
+        if args is None or plan.paste_prompt is not None or len(plan.argv) < 2:
+            return None
+        return replace(plan, argv=[*plan.argv[:-1], *args, plan.argv[-1]])
+
     def plan(self, binary: str, *, prompt: str, session_dir: Path, hook_cmd: str) -> LaunchPlan:
         """How to start this agent on `prompt` (overridden per agent)."""
         hook = {HOOK_CMD: hook_cmd}  # so a wrapper script can signal the agent's turns
@@ -155,12 +174,14 @@ def check_recursion(agent: str, env: dict[str, str] | None = None) -> str:
     return ">".join([*links, "corral", f"agent:{agent}"])
 
 
-def hook_command(python: str, hooks_file: Path) -> str:
-    """The shell command agents run for a hook; the event name is appended."""
-    return " ".join(
-        shlex.quote(part)
-        for part in [python, "-m", "corral.tui.cli", "hook", "--file", str(hooks_file)]
-    )
+def hook_command(python: str, hooks_file: Path, incarnation: int | None = None) -> str:
+    """The shell command agents run for a hook; the event name is appended.
+    With `incarnation`, every line it writes names the pane it came from, so
+    a late line from an agent corral already replaced is dropped."""
+    parts = [python, "-m", "corral.tui.cli", "hook", "--file", str(hooks_file)]
+    if incarnation is not None:
+        parts += ["--incarnation", str(incarnation)]
+    return " ".join(shlex.quote(part) for part in parts)
 
 
 def write_json(path: Path, data: object) -> Path:

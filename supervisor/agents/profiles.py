@@ -53,6 +53,10 @@ class ClaudeProfile(AgentProfile):
             env_allow=self.env_allow,
         )
 
+    def resume_args(self, agent_session: str) -> list[str] | None:
+        """`claude --resume <session id> [prompt]`."""
+        return ["--resume", agent_session]
+
     def own_paths(self, env: dict[str, str]) -> tuple[list[Path], list[Path]]:
         """`~/.claude` and `~/.claude.json`, plus `$CLAUDE_CONFIG_DIR` when set."""
         dirs, files = super().own_paths(env)
@@ -75,6 +79,10 @@ class CodexProfile(AgentProfile):
             env_extra={HOOK_CMD: hook_cmd},
             env_allow=(*self.env_allow, *agent_env.codex_provider_env()),
         )
+
+    def resume_args(self, agent_session: str) -> list[str] | None:
+        """`codex resume <thread id> [prompt]` (its options stay before the subcommand)."""
+        return ["resume", agent_session]
 
     def own_paths(self, env: dict[str, str]) -> tuple[list[Path], list[Path]]:
         """`$CODEX_HOME`, or `~/.codex` when it is not set."""

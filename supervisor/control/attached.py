@@ -266,6 +266,15 @@ class AttachedSupervisor:
     async def cancel(self, session_id: str) -> CancelResult:
         return await self._client().cancel(session_id)
 
+    async def send(self, sender: str, target: str, text: str) -> dict[str, Any]:
+        return await self._client().send(sender, target, text)
+
+    async def history(self, session_id: str) -> builtins.list[CoderEvent]:
+        return await self._client().history(session_id)
+
+    async def revive(self, session_id: str) -> None:
+        await self._client().revive(session_id)
+
     async def reverify(self, session_id: str) -> builtins.list[CheckResult]:
         return await self._client().reverify(session_id)
 

@@ -454,6 +454,16 @@ class AsyncControlClient:
     async def cancel(self, session_id: str) -> CancelResult:
         return CancelResult.model_validate(await self.call("cancel", session_id=session_id))
 
+    async def send(self, sender: str, target: str, text: str) -> dict[str, Any]:
+        result: dict[str, Any] = await self.call("send", sender=sender, target=target, text=text)
+        return result
+
+    async def history(self, session_id: str) -> builtins.list[CoderEvent]:
+        return [parse_event(e) for e in await self.call("history", session_id=session_id)]
+
+    async def revive(self, session_id: str) -> None:
+        await self.call("revive", session_id=session_id)
+
     async def reverify(self, session_id: str) -> builtins.list[CheckResult]:
         return [
             CheckResult.model_validate(r)

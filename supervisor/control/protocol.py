@@ -150,6 +150,25 @@ class SteerParams(_Params):
     text: str
 
 
+class TaskAddParams(_Params):
+    name: str = ""
+    action: str
+    params: dict[str, str]
+    at: float | None = None
+    every: float | None = None
+    cron: str | None = None
+
+
+class TaskParams(_Params):
+    task_id: str
+
+
+class SendParams(_Params):
+    sender: str  # a session id, or "operator"
+    target: str
+    text: str
+
+
 class ApproveParams(_Params):
     session_id: str
     accept_finding: bool = False

@@ -419,6 +419,40 @@ async def _reverify(conn: _Connection, _id: Any, a: p.SessionParams) -> Any:
     return [_dump(r) for r in await conn.sup.reverify(a.session_id)]
 
 
+async def _tasks(conn: _Connection, _id: Any, _p: p.NoParams) -> Any:
+    return [_dump(t) for t in await conn.sup.tasks()]
+
+
+async def _task_add(conn: _Connection, _id: Any, a: p.TaskAddParams) -> Any:
+    return _dump(
+        await conn.sup.add_task(
+            a.name, action=a.action, params=a.params, at=a.at, every=a.every, cron=a.cron
+        )
+    )
+
+
+async def _task_remove(conn: _Connection, _id: Any, a: p.TaskParams) -> Any:
+    await conn.sup.remove_task(a.task_id)
+    return None
+
+
+async def _task_runs(conn: _Connection, _id: Any, a: p.TaskParams) -> Any:
+    return [_dump(r) for r in await conn.sup.task_runs(a.task_id)]
+
+
+async def _send(conn: _Connection, _id: Any, a: p.SendParams) -> Any:
+    return _dump(await conn.sup.send(a.sender, a.target, a.text))
+
+
+async def _history(conn: _Connection, _id: Any, a: p.SessionParams) -> Any:
+    return [e.model_dump(mode="json") for e in await conn.sup.history(a.session_id)]
+
+
+async def _revive(conn: _Connection, _id: Any, a: p.SessionParams) -> Any:
+    await conn.sup.revive(a.session_id)
+    return None
+
+
 async def _review_files(conn: _Connection, _id: Any, a: p.SessionParams) -> Any:
     return [dataclasses.asdict(f) for f in await conn.sup.review_files(a.session_id)]
 
@@ -576,6 +610,13 @@ def _methods() -> dict[str, tuple[type[BaseModel], Handler]]:
         "reject": (p.RejectParams, _reject),
         "cancel": (p.SessionParams, _cancel),
         "reverify": (p.SessionParams, _reverify),
+        "revive": (p.SessionParams, _revive),
+        "history": (p.SessionParams, _history),
+        "send": (p.SendParams, _send),
+        "tasks": (p.NoParams, _tasks),
+        "task_add": (p.TaskAddParams, _task_add),
+        "task_remove": (p.TaskParams, _task_remove),
+        "task_runs": (p.TaskParams, _task_runs),
         "review_files": (p.SessionParams, _review_files),
         "subscribe": (p.SubscribeParams, _subscribe),
         "watch": (p.NoParams, _watch),

@@ -13,6 +13,7 @@ from typing import Any, Protocol
 
 from ..events import EventData
 from ..models import CheckResult, NoChangeFinding, OutcomeContract
+from ..session.messages import Message
 from ..states import LoopFailure
 
 
@@ -24,6 +25,9 @@ class EngineOutcome:
     nomination: NoChangeFinding | None = None
     authored_by: list[str] = field(default_factory=list)
     cost_usd: float | None = None
+    # The agent stopped and its own conversation can be resumed: the session
+    # waits, dormant, for a revive instead of failing (`error` says why).
+    dormant: bool = False
 
 
 @dataclass
@@ -43,6 +47,12 @@ class RunContext:
     withdraw_question: Callable[[], None] = lambda: None
     note_pane: Callable[[dict[str, Any] | None], None] = lambda _pane: None
     detaching: Callable[[], bool] = lambda: False  # True while corral closes (agents live on)
+    # The agent's own session to resume when a new pane starts (None: start afresh).
+    resume_id: Callable[[], str | None] = lambda: None
+    # Messages from other sessions waiting for the agent's idle prompt, and
+    # where each ended (accepted / rejected / ambiguous, with the reason).
+    take_messages: Callable[[], list[Message]] = lambda: []
+    messages_ended: Callable[[list[Message], str, str | None], None] = lambda _m, _s, _r: None
     # The session's pinned model: its configured name (the built-in engine's
     # strict choice) and the id an agent CLI is given with its model flag.
     model: str | None = None

@@ -7,7 +7,9 @@ failing checks and their output into the same pane. A round ends when the
 agent ends its turn (hook first, debounced screen otherwise). A question on
 screen parks the session on the question gate and the operator's answer
 selects the option by its text. A crash uses the transient-retry budget,
-then fails loudly: `external agent '<name>' failed: …`. A profile whose
+then fails loudly: `external agent '<name>' failed: …`. A new pane for an
+agent whose own session is known (a revive, a crash retry) resumes that
+conversation (`claude --resume <id>`, `codex resume <id>`). A profile whose
 exit ends its turn (`custom:` commands) that exits 0 is not a crash: the
 round ends and the runtime verifies; a repair round then starts it again
 with the task and the failing checks (so does any round whose agent is gone).
@@ -29,11 +31,21 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from ..agents.base import AgentProfile, AgentUnavailable, LaunchPlan, check_recursion, hook_command
+from ..agents.base import (
+    SESSION_ENV,
+    AgentProfile,
+    AgentUnavailable,
+    LaunchPlan,
+    check_recursion,
+    hook_command,
+)
 from ..errors import CorralError
 from ..events import (
     GUIDANCE_DELIVERED,
     GUIDANCE_NOT_DELIVERED,
+    MESSAGE_ACCEPTED,
+    MESSAGE_AMBIGUOUS,
+    MESSAGE_REJECTED,
     AgentStartedData,
     AuthRequiredData,
     OperatorGuidanceData,
@@ -46,6 +58,7 @@ from ..panes.base import PaneError, PaneGone, PaneSpec
 from ..panes.manager import PaneManager
 from ..sandbox import active_policy
 from ..sandbox.agent import AgentLaunch, launch_agent
+from ..session.messages import Message, message_prompt
 from ..states import LoopFailure, label
 from ..status import AgentStatus, Question
 from .base import EngineOutcome, RunContext
@@ -81,6 +94,12 @@ def repair_prompt(failing: list[CheckResult], round_: int, rounds_left: int) -> 
     return "\n".join(parts)
 
 
+RESUMED = (
+    "corral started you again on the same conversation, in the same worktree (your edits "
+    "are kept). Continue the task where you stopped; corral re-runs the checks when you stop."
+)
+
+
 def guidance_prompt(notes: list[str]) -> str:
     lines = "\n".join(f"- {n.strip()}" for n in notes)
     return (
@@ -113,7 +132,13 @@ class ExternalEngine:
 
     # -- spawning ---------------------------------------------------------------
 
-    def _plan(self, ctx: RunContext, prompt: str) -> tuple[LaunchPlan, dict[str, str]]:
+    def _plan(
+        self,
+        ctx: RunContext,
+        prompt: str,
+        resume: str | None = None,
+        incarnation: int | None = None,
+    ) -> tuple[LaunchPlan, dict[str, str]]:
         binary = self.profile.find()
         if binary is None:
             raise AgentUnavailable(
@@ -126,12 +151,17 @@ class ExternalEngine:
             binary,
             prompt=prompt,
             session_dir=self.session_dir(ctx.session_id),
-            hook_cmd=hook_command(self.python, hooks),
+            hook_cmd=hook_command(self.python, hooks, incarnation),
         )
+        if resume is not None:
+            plan = self.profile.with_resume(plan, resume) or plan
         plan = self.profile.with_model(plan, ctx.model_id)
         env = scrubbed_env(allow=plan.env_allow, invoked_by=chain)
         env.update(plan.env_extra)
         env.setdefault("TERM", "xterm-256color")
+        # `corral msg` from inside the pane knows its sender and reaches this owner
+        env[SESSION_ENV] = ctx.session_id
+        env["CORRAL_HOME"] = str(self.panes.hooks_root.parent)
         return plan, env
 
     def _launch(self, ctx: RunContext, plan: LaunchPlan, env: dict[str, str]) -> AgentLaunch:
@@ -150,13 +180,15 @@ class ExternalEngine:
             python=self.python,
         )
 
-    async def spawn(self, ctx: RunContext, prompt: str) -> None:
-        plan, env = self._plan(ctx, prompt)
-        launch = await asyncio.to_thread(self._launch, ctx, plan, env)
-        # unique and increasing across restarts: a late action on an old pane
-        # can never match the new owner marker
+    async def spawn(self, ctx: RunContext, prompt: str, resume: str | None = None) -> None:
+        """Start the agent on `prompt`; with `resume`, continuing that
+        conversation of its own (`claude --resume <id>`)."""
+        # unique and increasing across restarts: a late action (or hook line)
+        # meant for an old pane can never match the new owner marker
         incarnation = max(self.incarnations.get(ctx.session_id, 0) + 1, time.time_ns() // 1000)
         self.incarnations[ctx.session_id] = incarnation
+        plan, env = self._plan(ctx, prompt, resume, incarnation)
+        launch = await asyncio.to_thread(self._launch, ctx, plan, env)
         spec = PaneSpec(
             session_id=ctx.session_id,
             incarnation=incarnation,
@@ -238,24 +270,32 @@ class ExternalEngine:
                 start_version, resumed = record.version, True
                 since: float | None = None
             elif ctx.round == 1 or record is None or not record.alive:
-                text = task_prompt(ctx.intent, ctx.contract)
+                resume = ctx.resume_id() if self.profile.resumable else None
+                text = RESUMED if resume else task_prompt(ctx.intent, ctx.contract)
                 if ctx.round > 1 and ctx.failing_checks:  # a new process: the task, then the repair
                     rounds_left = max(0, ctx.max_iterations - ctx.round)
                     text += "\n\n" + repair_prompt(ctx.failing_checks, ctx.round, rounds_left)
                 if record is not None:  # its finished pane (tmux keeps it after the exit)
                     await self.panes.kill(ctx.session_id)
                 since = time.monotonic()
-                await self.spawn(ctx, text)
+                if resume:
+                    ctx.emit(
+                        PlanTextData(text=f"Resuming {self.profile.label}'s conversation {resume}.")
+                    )
+                await self.spawn(ctx, text, resume)
                 start_version, resumed = 0, False
             else:
                 rounds_left = max(0, ctx.max_iterations - ctx.round)
                 text = repair_prompt(ctx.failing_checks, ctx.round, rounds_left)
-                # the agent is at its idle prompt: waiting guidance rides along
+                # the agent is at its idle prompt: waiting guidance and messages ride along
                 notes = ctx.take_guidance()
                 if notes:
                     text += "\n\n" + guidance_prompt(notes)
+                messages = ctx.take_messages()
+                if messages:
+                    text += "\n\n" + message_prompt(messages)
                 since = time.monotonic()
-                await self._paste(ctx, text, notes)
+                await self._paste(ctx, text, notes, messages)
                 start_version, resumed = record.version, False
             while True:
                 outcome = await self._await_turn(ctx, resumed=resumed, since=since)
@@ -274,6 +314,12 @@ class ExternalEngine:
                     return EngineOutcome(iterations=1, authored_by=[self.profile.name])
                 # the agent crashed
                 reason = record.status.reason if record else "the pane disappeared"
+                if retries <= 0 and self.profile.resumable and ctx.resume_id():
+                    return EngineOutcome(
+                        dormant=True,
+                        error=f"{self.profile.label} stopped ({reason})",
+                        iterations=1,
+                    )
                 if retries <= 0:
                     return EngineOutcome(
                         failure=LoopFailure.EXECUTION,
@@ -290,11 +336,15 @@ class ExternalEngine:
                     ),
                 )
                 await self.panes.kill(ctx.session_id)
-                prompt = task_prompt(ctx.intent, ctx.contract) + (
-                    "\n\nA previous attempt stopped unexpectedly; the worktree keeps its edits."
+                resume = ctx.resume_id() if self.profile.resumable else None
+                prompt = (
+                    RESUMED
+                    if resume
+                    else task_prompt(ctx.intent, ctx.contract)
+                    + "\n\nA previous attempt stopped unexpectedly; the worktree keeps its edits."
                 )
                 since = time.monotonic()
-                await self.spawn(ctx, prompt)
+                await self.spawn(ctx, prompt, resume)
                 resumed = False
                 del start_version
                 start_version = 0
@@ -372,38 +422,67 @@ class ExternalEngine:
             version = await self.panes.wait_change(ctx.session_id, version, 1.0)
 
     async def _deliver_guidance(self, ctx: RunContext) -> bool:
-        """Paste the waiting guidance at the agent's idle prompt; True when it
-        landed (the agent starts a turn on it)."""
+        """Paste the waiting guidance and messages at the agent's idle prompt
+        (only into the pane seen idle); True when it landed (the agent starts
+        a turn on it)."""
         record = self.panes.record(ctx.session_id)
         if record is None or not record.alive or record.status.status is not AgentStatus.IDLE:
             return False
         notes = ctx.take_guidance()
-        if not notes:
+        messages = ctx.take_messages()
+        if not notes and not messages:
             return False
+        parts = ([guidance_prompt(notes)] if notes else []) + (
+            [message_prompt(messages)] if messages else []
+        )
         try:
-            await self._paste(ctx, guidance_prompt(notes), notes)
+            await self._paste(
+                ctx, "\n\n".join(parts), notes, messages, incarnation=record.incarnation
+            )
         except PaneGone:
             raise
         except PaneError:
             return False  # reported as not delivered; the turn's outcome stands
         return True
 
-    async def _paste(self, ctx: RunContext, text: str, notes: list[str]) -> None:
+    async def _paste(
+        self,
+        ctx: RunContext,
+        text: str,
+        notes: list[str],
+        messages: list[Message] | None = None,
+        *,
+        incarnation: int | None = None,
+    ) -> None:
         """Paste `text` (confirmed on screen before Enter) and report each
-        guidance message it carries as delivered, or not delivered and why."""
+        guidance note it carries as delivered or not and why, and each message
+        as accepted, rejected (its pane was gone) or ambiguous (not confirmed)."""
+        messages = messages or []
         try:
-            await self.panes.send_text(ctx.session_id, text)
+            await self.panes.send_text(ctx.session_id, text, incarnation=incarnation)
         except asyncio.CancelledError:
-            self._not_delivered(
-                ctx, notes, "the run stopped while it was being pasted; it may show unsent"
-            )
+            reason = "the run stopped while it was being pasted; it may show unsent"
+            self._not_delivered(ctx, notes, reason)
+            if messages:
+                ctx.messages_ended(messages, MESSAGE_AMBIGUOUS, reason)
             raise
         except Exception as exc:
             self._not_delivered(ctx, notes, f"the paste into the agent's pane failed: {exc}")
+            if messages:
+                gone = isinstance(exc, PaneGone)
+                ctx.messages_ended(
+                    messages,
+                    MESSAGE_REJECTED if gone else MESSAGE_AMBIGUOUS,
+                    f"the agent's pane was gone: {exc}"
+                    if gone
+                    else f"the paste was not confirmed (it may show unsent): {exc}",
+                )
             raise
         landed = time.monotonic()
         for note in notes:
             ctx.emit(OperatorGuidanceData(text=note, status=GUIDANCE_DELIVERED))
+        if messages:
+            ctx.messages_ended(messages, MESSAGE_ACCEPTED, None)
         self.panes.prompted(ctx.session_id, landed)
 
     @staticmethod

@@ -55,6 +55,7 @@ from ..models import (
     CoderSession,
     NoChangeFinding,
 )
+from ..session.identity import is_dormant
 from ..session.live import LiveSession
 from ..session.registry import SessionRegistry
 from ..states import (
@@ -423,9 +424,13 @@ class ApprovalGate:
 
     async def cancel(self, session_id: str) -> CancelResult:
         """Stop everything the session runs (within 5 s) and abandon it; the
-        worktree is kept. A finished session answers that it already ended."""
+        worktree is kept. A dormant session is abandoned too (never revived).
+        A finished session answers that it already ended."""
         registry = self._registry
         live = registry.get_live(session_id)
+        dormant = registry.stored(session_id)
+        if live is None and dormant is not None and is_dormant(dormant):
+            live = registry.register(dormant)  # a dormant session is abandoned like a live one
         if live is None:
             stored = registry.stored(session_id)
             if stored is None:

@@ -9,6 +9,10 @@ told plainly that it cannot:
   and, for a review, its verified tree (stored with the session) is still in
   the repository: the review is of that tree, so a worktree changed while
   corral was closed comes back as "changed since verification";
+- a running session whose agent pane died while corral was closed, and
+  whose agent named its own session (Claude Code, Codex), is dormant: kept
+  as it was, no needs-you, revivable (`Supervisor.revive`) with the agent's
+  resume command in the same worktree;
 - anything else that was mid-flight is recorded as failed, its worktree kept.
 
 Every live pane carrying our owner marker is re-adopted, whatever its agent
@@ -32,11 +36,12 @@ from ..errors import CorralError
 from ..events import PlanTextData
 from ..git.trees import anchor_verified, tree_exists
 from ..git.workspace import GitWorkspace
-from ..models import CoderSession
+from ..models import CoderSession, IdentityState
 from ..panes.base import PaneInfo
 from ..panes.manager import PaneManager
+from ..session.identity import can_go_dormant, is_dormant
 from ..session.registry import SessionRegistry
-from ..states import ApprovalKind, CoderState
+from ..states import ApprovalKind, CoderState, label
 from .run_loop import RunLoop
 from .verifier import Verifier, name_paths
 
@@ -66,6 +71,9 @@ class Recovery:
             adoptable = panes if is_oneshot(session.engine) else live_panes
             if session.state is S.RUNNING and self._readopt(session, adoptable):
                 continue
+            if can_go_dormant(session):
+                self._registry.mark_dormant(session)
+                continue
             if session.state in (S.CREATED, S.CONTRACT_CONFIRMED, S.RUNNING):
                 self._registry.mark_orphan_failed(session)
             elif session.state in (S.CONTRACT_PROPOSED, S.NEEDS_APPROVAL):
@@ -92,6 +100,7 @@ class Recovery:
         if self._panes is None:
             return {}
         self._panes.on_status = self._registry.note_agent_status
+        self._panes.on_hook = self._registry.note_agent_hook
         try:
             infos = await asyncio.to_thread(self._panes.backend.sweep)
         except Exception as exc:  # no tmux server yet, or none at all
@@ -128,6 +137,40 @@ class Recovery:
         )
         self._run_loop.start(live)
         return True
+
+    def revive(self, session_id: str) -> None:
+        """Start a dormant session's agent again on its own conversation, in
+        the same worktree; its run goes on from there (hooks re-armed by the
+        new pane)."""
+        session = self._registry.stored(session_id)
+        if session is None:
+            raise CorralError(f"no corral session '{session_id}'")
+        if not is_dormant(session):
+            raise CorralError(
+                f"{label(session_id)} cannot be revived (state: {session.state.value}; only a "
+                "running session whose agent named its own conversation can be)"
+            )
+        if not session.worktree or not Path(session.worktree).is_dir():
+            raise CorralError(
+                f"{label(session_id)} cannot be revived: its worktree {session.worktree} is gone"
+            )
+        live = self._registry.get_live(session_id)  # dormant after a crash: still listed live
+        if live is None:
+            live = self._registry.register(session)
+            live.workspace = GitWorkspace(Path(session.repo), Path(session.worktree))
+        elif live.task is not None and not live.task.done():
+            raise CorralError(f"{label(session_id)} is already being revived")
+        identity = session.agent_identity
+        assert identity is not None
+        identity.state = IdentityState.LIVE
+        self._registry.persist(live)
+        self._registry.emit(
+            live,
+            PlanTextData(
+                text=f"Revived: {identity.agent} resumes its conversation {identity.session_id}."
+            ),
+        )
+        self._run_loop.start(live)
 
     async def _restore_gate(self, session: CoderSession) -> None:
         """Only an intact worktree (for a review: with its verified tree still

@@ -19,6 +19,7 @@ from ..errors import CorralError, DiskFullError, disk_full, is_disk_full
 from ..events import (
     GUIDANCE_NOT_DELIVERED,
     GUIDANCE_QUEUED,
+    MESSAGE_REJECTED,
     BudgetExhaustedData,
     EngineFallbackData,
     ErrorData,
@@ -33,6 +34,7 @@ from ..events import (
 from ..faults import fault_point
 from ..git.trees import tree_of
 from ..models import CheckResult, NoChangeFinding
+from ..session.identity import resume_id
 from ..session.live import LiveSession
 from ..session.model_use import auth_waiter, hop_event, record_use
 from ..session.questions import ANSWER_FIRST, QuestionCleared, check_guidance
@@ -119,6 +121,9 @@ class RunLoop:
                 if outcome.nomination is not None:
                     await self._finish_nomination(live, outcome.nomination)
                     return
+                if outcome.dormant:
+                    self._go_dormant(live, outcome.error or "the agent stopped")
+                    return
                 if outcome.failure is not None:
                     self._fail(live, outcome.failure, outcome.error or "the engine failed")
                     return
@@ -171,10 +176,26 @@ class RunLoop:
             live.question.clear()
             self._report_undelivered(live)
 
+    def _go_dormant(self, live: LiveSession, reason: str) -> None:
+        """The agent is gone but its conversation is not: the session keeps
+        its state and worktree, asks nothing of the operator, and waits for a
+        revive."""
+        self._registry.emit(
+            live,
+            PlanTextData(
+                text=f"{reason}; the session is dormant (its worktree is kept): revive it (R) "
+                "to resume the agent's own conversation."
+            ),
+        )
+        self._registry.mark_dormant(live.session)
+        self._registry.notify(live.session.id)
+
     def _report_undelivered(self, live: LiveSession) -> None:
-        """Guidance still queued when the run ends never reached the agent: say so."""
+        """Guidance and messages still queued when the run ends never reached
+        the agent: say so."""
         notes = live.steering.take()
-        if not notes:
+        messages = self._registry.mailboxes.take(live.session.id)
+        if not notes and not messages:
             return
         if self._registry.closing:
             reason = "corral closed before the agent was ready for it"
@@ -186,6 +207,8 @@ class RunLoop:
             self._registry.emit(
                 live, OperatorGuidanceData(text=note, status=GUIDANCE_NOT_DELIVERED, reason=reason)
             )
+        for message in messages:
+            self._registry.note_message(message, MESSAGE_REJECTED, reason)
 
     async def _run_engine(
         self,
@@ -252,6 +275,9 @@ class RunLoop:
             withdraw_question=withdraw_question,
             note_pane=note_pane,
             detaching=lambda: registry.closing,
+            resume_id=lambda: resume_id(s),
+            take_messages=lambda: registry.mailboxes.take(s.id),
+            messages_ended=registry.note_messages,
             model=s.model if s.model_pinned else None,
             model_id=s.model_id if s.model_pinned else None,
             on_model_hop=lambda hop: emit(hop_event(hop)),

@@ -30,6 +30,12 @@ def owner_of(session_id: str, incarnation: int) -> str:
     return f"{session_id}:{incarnation}"
 
 
+def incarnation_of(owner: str) -> int | None:
+    """The incarnation an owner marker names (None: not one of ours)."""
+    _, _, tail = owner.rpartition(":")
+    return int(tail) if tail.isdigit() else None
+
+
 @dataclass(frozen=True)
 class PaneSpec:
     session_id: str

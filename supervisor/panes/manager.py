@@ -44,7 +44,16 @@ from ..status import (
     find_question,
 )
 from .answering import Landing, MenuAnswer
-from .base import HostDown, PaneBackend, PaneError, PaneGone, PaneHandle, PaneSpec, Screen
+from .base import (
+    HostDown,
+    PaneBackend,
+    PaneError,
+    PaneGone,
+    PaneHandle,
+    PaneSpec,
+    Screen,
+    incarnation_of,
+)
 from .observe import Seen, Watch, observe
 
 log = logging.getLogger("corral.panes")
@@ -69,6 +78,11 @@ class PaneRecord:
     answered_dialogs: dict[str, tuple[float, int]] = field(default_factory=dict)
     facts: ScreenFacts | None = None  # the last reading of `screen`
     unreachable: str = ""  # why its host does not answer now ("" when it does)
+    stale_hooks: int = 0  # hook lines from an earlier incarnation, dropped
+
+    @property
+    def incarnation(self) -> int | None:
+        return incarnation_of(self.handle.owner)
 
     @property
     def status(self) -> StatusReading:
@@ -98,11 +112,13 @@ class PaneManager:
         *,
         interval: float = 0.5,
         on_status: Callable[[str, StatusReading], None] | None = None,
+        on_hook: Callable[[str, dict[str, object]], None] | None = None,
     ) -> None:
         self.backend = backend
         self.hooks_root = hooks_root
         self.interval = interval
         self.on_status = on_status
+        self.on_hook = on_hook  # every hook payload (the agent's identity rides on them)
         self.records: dict[str, PaneRecord] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self._worker: ThreadPoolExecutor | None = None
@@ -217,8 +233,17 @@ class PaneManager:
             return False
         return True
 
-    async def send_text(self, session_id: str, text: str) -> None:
+    async def send_text(
+        self, session_id: str, text: str, *, incarnation: int | None = None
+    ) -> None:
+        """Paste `text` (confirmed on screen, then Enter). With `incarnation`,
+        only into that pane: a delivery meant for a replaced agent is refused."""
         record = self._require(session_id)
+        if incarnation is not None and record.incarnation != incarnation:
+            raise PaneGone(
+                f"the pane of {session_id} was replaced (incarnation {record.incarnation}, "
+                f"not {incarnation})"
+            )
         await asyncio.to_thread(self.backend.send_text, record.handle, text)
 
     def prompted(self, session_id: str, at: float) -> None:
@@ -433,6 +458,11 @@ class PaneManager:
             except ValueError:
                 continue
             if isinstance(row, dict):
+                sender = row.get("incarnation")
+                if isinstance(sender, int) and sender != record.incarnation:
+                    record.stale_hooks += 1  # meant for a pane that was replaced
+                    log.info("dropped a hook line of %s from incarnation %s", path, sender)
+                    continue
                 payload = row.get("payload")
                 event = dict(payload) if isinstance(payload, dict) else {}
                 event.setdefault("hook_event_name", row.get("event", ""))
@@ -442,6 +472,8 @@ class PaneManager:
     def apply_hooks(self) -> None:
         for record in list(self.records.values()):
             for event in self.read_hooks(record):
+                if self.on_hook is not None:
+                    self.on_hook(record.session_id, event)
                 self._status(record, record.tracker.on_hook(event))
 
     async def _watch_hooks(self) -> None:

@@ -21,7 +21,16 @@ from typing import Any, TypeVar
 
 from ..config import SupervisorConfig
 from ..errors import CorralError
-from ..events import AgentStatusData, CoderEvent, EventData, StateChangedData
+from ..events import (
+    MESSAGE_ACCEPTED,
+    MESSAGE_QUEUED,
+    OPERATOR,
+    AgentStatusData,
+    CoderEvent,
+    EventData,
+    MessageData,
+    StateChangedData,
+)
 from ..models import (
     CoderSession,
     SessionDetail,
@@ -35,6 +44,7 @@ from ..states import (
     FailureKind,
     IllegalTransition,
     can_transition,
+    label,
     not_live_message,
 )
 from ..status import StatusReading
@@ -42,8 +52,10 @@ from ..store import OwnerLock, Store
 from ..store.listing import UNFINISHED
 from ..store.retention import StoredRef, collectable_by_age
 from .board import BoardFeed
-from .events import EventLog, Journal, Subscription, last_journal_seq
+from .events import EventLog, Journal, Subscription, last_journal_seq, read_journal
+from .identity import can_go_dormant, mark_dormant, note_hook
 from .live import LiveSession
+from .messages import Mailboxes, Message, refusal
 from .summaries import live_summary, stored_summary, summary_json
 
 S = CoderState
@@ -59,6 +71,9 @@ def _retrieve(task: asyncio.Task[Any]) -> None:
     """Mark a background task's exception as seen; callers that wait get it."""
     if not task.cancelled():
         task.exception()
+
+
+HISTORY_LIMIT = 5000  # journal events a session screen shows at most
 
 
 class SessionRegistry:
@@ -87,6 +102,7 @@ class SessionRegistry:
         self._stopping: set[asyncio.Task[bool]] = set()  # agents being stopped
         # sessions whose agent close() left running on purpose (re-adopted next time)
         self.left_running: list[str] = []
+        self.mailboxes = Mailboxes()  # messages between sessions, queued per target
 
     # -- owning the state dir ------------------------------------------------------------
 
@@ -149,7 +165,10 @@ class SessionRegistry:
             if detached:
                 self.persist(live)
             elif not s.state.is_terminal and not at_gate:
-                self.mark_orphan_failed(s)
+                if can_go_dormant(s) and not self._agent_left(s):
+                    self.mark_dormant(s)
+                else:
+                    self.mark_orphan_failed(s)
             if s.state.is_terminal:
                 self.stop_agent(s)
             elif self._agent_left(s) and (detached or at_gate):
@@ -190,6 +209,18 @@ class SessionRegistry:
         session.updated_at = self.clock()
         self._require_store().save_session(session)
         self.on_finished(session)
+
+    def mark_dormant(self, session: CoderSession) -> None:
+        """A running session whose agent is gone but can be resumed: kept as
+        it is (worktree, state), stored as dormant, never a needs-you."""
+        mark_dormant(session)
+        session.updated_at = self.clock()
+        live = self._live.get(session.id)
+        if live is not None:
+            self.persist(live)
+        else:
+            self._require_store().save_session(session)
+        self._stored[session.id] = session
 
     # -- registering, persisting, announcing ---------------------------------------------
 
@@ -290,6 +321,48 @@ class SessionRegistry:
     def notify(self, session_id: str) -> None:
         """Push a fresh board row for a change that emits no event."""
         self.board.notify(session_id)
+
+    def note_message(self, message: Message, status: str, reason: str | None = None) -> None:
+        """Log one step of a message in the target's journal and the sender's."""
+        if status == MESSAGE_ACCEPTED:
+            self.mailboxes.read(message)
+        for sid in {message.target, message.sender}:
+            live = self._live.get(sid)
+            if live is not None:
+                self.emit(live, message.data(status, reason))
+
+    def send_message(self, sender: str, target: str, text: str) -> MessageData:
+        """Queue a message for `target`'s agent (from the operator or from a
+        session); refuses, with the reason, one nothing would deliver."""
+        why = refusal(self._stored.get(target), target, live=target in self._live)
+        if why is not None:
+            raise CorralError(why)
+        if sender != OPERATOR:
+            origin = self._stored.get(sender)
+            if origin is None:
+                raise CorralError(f"no corral session '{sender}' to send a message from")
+            if origin.state.is_terminal:
+                raise CorralError(
+                    f"{label(sender)} already finished (state: {origin.state.value}): it sends "
+                    "no more messages"
+                )
+        message = self.mailboxes.admit(sender, target, text)
+        self.note_message(message, MESSAGE_QUEUED)
+        return message.data()
+
+    def note_messages(self, messages: list[Message], status: str, reason: str | None) -> None:
+        for message in messages:
+            self.note_message(message, status, reason)
+
+    def note_agent_hook(self, session_id: str, event: dict[str, object]) -> None:
+        """Keep the agent's own session identity from its hooks, stored at once
+        (a restart needs it to resume the conversation)."""
+        live = self._live.get(session_id)
+        if live is None:
+            return
+        agent = str((live.session.pane or {}).get("agent") or live.session.engine)
+        if note_hook(live.session, agent.removeprefix("external:"), event):
+            self.persist(live)
 
     def note_agent_status(self, session_id: str, reading: StatusReading) -> None:
         """The pane manager's reading of what the agent is doing."""
@@ -480,6 +553,13 @@ class SessionRegistry:
 
     def journal_path(self, session_id: str) -> Path:
         return self.state_dir / "journals" / f"{session_id}.events.jsonl"
+
+    def history(self, session_id: str, limit: int = HISTORY_LIMIT) -> list[CoderEvent]:
+        """A session's journal as written, its last `limit` events: what a
+        session that is not live (stored, finished, dormant) did."""
+        if session_id not in self._stored:
+            raise CorralError(f"no corral session '{session_id}'")
+        return read_journal(self.journal_path(session_id), session_id=session_id)[-limit:]
 
     # -- leaving memory and disk ------------------------------------------------------------
 

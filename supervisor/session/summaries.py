@@ -6,6 +6,7 @@ import os
 
 from ..models import CoderSession, SessionSummary
 from ..states import CoderState, FailureKind, label, needs_you, needs_you_label
+from .identity import is_dormant
 from .live import LiveSession
 
 
@@ -54,6 +55,7 @@ def stored_summary(session: CoderSession) -> SessionSummary:
         changed_since_verification=bool(session.changed_since_verification),
         name=session.name,
         archived=session.archived_at is not None,
+        dormant=is_dormant(session),
     )
 
 

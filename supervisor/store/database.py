@@ -16,11 +16,13 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from ..errors import DiskFullError, StateDirError, disk_full, is_disk_full
-from ..models import CoderSession
+from ..models import CoderSession, ScheduledTask, TaskRun
 from ..paths import ensure_private_dir
 from .listing import UNFINISHED, Listing, read_listing
 
-SCHEMA_VERSION = 2  # 2: each row keeps its board summary (`summary`), see listing.py
+# 2: each row keeps its board summary (`summary`, see listing.py);
+# 3: the agent's own session id (`agent_session`) and the scheduler's tables.
+SCHEMA_VERSION = 3
 DB_NAME = "corral.sqlite3"
 # Space set aside in the state dir and given back when the disk is full, so
 # that how each session ended can still be recorded (a store that says
@@ -37,14 +39,34 @@ CREATE TABLE IF NOT EXISTS sessions (
     created_at REAL NOT NULL,
     updated_at REAL NOT NULL,
     data TEXT NOT NULL,
-    summary TEXT
+    summary TEXT,
+    agent_session TEXT
 );
 CREATE INDEX IF NOT EXISTS sessions_updated ON sessions(updated_at);
+CREATE TABLE IF NOT EXISTS tasks (id TEXT PRIMARY KEY, data TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS task_runs (
+    task_id TEXT NOT NULL,
+    at REAL NOT NULL,
+    data TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS task_runs_task ON task_runs(task_id, at);
 """
-# From each older schema to the next; a version without an entry needs nothing.
-_MIGRATIONS = {
-    1: "ALTER TABLE sessions ADD COLUMN summary TEXT",
+TASK_RUNS_KEPT = 200  # the last runs of each scheduled task
+# Columns added since schema 1, each with what fills it in for rows already
+# stored. Added by presence rather than by version number, so a database
+# that has either one already (any earlier build) migrates the same way.
+_ADDED_COLUMNS = {
+    # the board row; filled in once by `keep_summaries` at the next start
+    "summary": "ALTER TABLE sessions ADD COLUMN summary TEXT;",
+    # the agent's own session id (Claude Code's `session_id`, Codex's thread
+    # id), so a hook or a pane naming it finds its corral session
+    "agent_session": """
+ALTER TABLE sessions ADD COLUMN agent_session TEXT;
+UPDATE sessions SET agent_session = json_extract(data, '$.agent_identity.session_id')
+    WHERE json_valid(data);
+""",
 }
+_INDEXES = "CREATE INDEX IF NOT EXISTS sessions_agent ON sessions(agent_session);"
 
 
 class Store:
@@ -146,10 +168,12 @@ class Store:
                 )
             if not self.readonly and version < SCHEMA_VERSION:
                 if "sessions" in tables:
-                    for step in range(max(version, 1), SCHEMA_VERSION):
-                        if step in _MIGRATIONS:
-                            self._conn.execute(_MIGRATIONS[step])
+                    columns = {r[1] for r in self._conn.execute("PRAGMA table_info(sessions)")}
+                    for column, migration in _ADDED_COLUMNS.items():
+                        if column not in columns:
+                            self._conn.executescript(migration)
                 self._conn.executescript(_SCHEMA)
+                self._conn.execute(_INDEXES)
                 self._conn.execute(
                     "INSERT OR REPLACE INTO meta(key, value) VALUES ('schema_version', ?)",
                     (str(SCHEMA_VERSION),),
@@ -176,10 +200,10 @@ class Store:
     def _save(self, session: CoderSession) -> None:
         assert self._conn is not None
         self._conn.execute(
-            "INSERT INTO sessions(id, repo, state, created_at, updated_at, data, summary) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET repo=excluded.repo, "
-            "state=excluded.state, updated_at=excluded.updated_at, data=excluded.data, "
-            "summary=excluded.summary",
+            "INSERT INTO sessions(id, repo, state, created_at, updated_at, data, summary, "
+            "agent_session) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET "
+            "repo=excluded.repo, state=excluded.state, updated_at=excluded.updated_at, "
+            "data=excluded.data, summary=excluded.summary, agent_session=excluded.agent_session",
             (
                 session.id,
                 session.repo,
@@ -188,6 +212,7 @@ class Store:
                 session.updated_at,
                 session.model_dump_json(),
                 self.summarize(session) if self.summarize else None,
+                session.agent_identity.session_id if session.agent_identity else None,
             ),
         )
 
@@ -195,6 +220,16 @@ class Store:
         if self._conn is None:
             return None
         row = self._conn.execute("SELECT data FROM sessions WHERE id=?", (session_id,)).fetchone()
+        return _parse(row[0]) if row else None
+
+    def find_by_agent_session(self, agent_session: str) -> CoderSession | None:
+        """The corral session whose agent named itself `agent_session`."""
+        if self._conn is None:
+            return None
+        row = self._conn.execute(
+            "SELECT data FROM sessions WHERE agent_session=? ORDER BY updated_at DESC",
+            (agent_session,),
+        ).fetchone()
         return _parse(row[0]) if row else None
 
     def list_sessions(self) -> tuple[list[CoderSession], list[str]]:
@@ -280,6 +315,64 @@ class Store:
             "UPDATE sessions SET summary=? WHERE id=?",
             [(self.summarize(s), s.id) for s in sessions],
         )
+
+    # -- scheduled tasks -----------------------------------------------------------
+
+    def save_task(self, task: ScheduledTask) -> None:
+        assert self._conn is not None and not self.readonly
+        self._conn.execute(
+            "INSERT INTO tasks(id, data) VALUES (?, ?) ON CONFLICT(id) DO UPDATE SET "
+            "data=excluded.data",
+            (task.id, task.model_dump_json()),
+        )
+
+    def list_tasks(self) -> list[ScheduledTask]:
+        if self._conn is None or not self._has("tasks"):
+            return []
+        rows = self._conn.execute("SELECT data FROM tasks ORDER BY id").fetchall()
+        tasks = []
+        for (data,) in rows:
+            try:
+                tasks.append(ScheduledTask.model_validate_json(data))
+            except ValidationError:
+                continue  # kept on disk untouched
+        return tasks
+
+    def delete_task(self, task_id: str) -> bool:
+        assert self._conn is not None and not self.readonly
+        gone = self._conn.execute("DELETE FROM tasks WHERE id=?", (task_id,)).rowcount
+        self._conn.execute("DELETE FROM task_runs WHERE task_id=?", (task_id,))
+        return bool(gone)
+
+    def add_task_run(self, run: TaskRun) -> None:
+        """Record one run; only the last `TASK_RUNS_KEPT` of a task are kept."""
+        assert self._conn is not None and not self.readonly
+        self._conn.execute(
+            "INSERT INTO task_runs(task_id, at, data) VALUES (?, ?, ?)",
+            (run.task_id, run.at, run.model_dump_json()),
+        )
+        self._conn.execute(
+            "DELETE FROM task_runs WHERE task_id=? AND rowid NOT IN (SELECT rowid FROM "
+            "task_runs WHERE task_id=? ORDER BY at DESC, rowid DESC LIMIT ?)",
+            (run.task_id, run.task_id, TASK_RUNS_KEPT),
+        )
+
+    def task_runs(self, task_id: str) -> list[TaskRun]:
+        """A task's kept runs, newest first."""
+        if self._conn is None or not self._has("task_runs"):
+            return []
+        rows = self._conn.execute(
+            "SELECT data FROM task_runs WHERE task_id=? ORDER BY at DESC, rowid DESC",
+            (task_id,),
+        ).fetchall()
+        return [TaskRun.model_validate_json(d) for (d,) in rows]
+
+    def _has(self, table: str) -> bool:
+        assert self._conn is not None
+        row = self._conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", (table,)
+        ).fetchone()
+        return row is not None
 
     def delete_sessions(self, ids: Iterable[str]) -> None:
         assert self._conn is not None and not self.readonly

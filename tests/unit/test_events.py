@@ -328,10 +328,11 @@ def test_old_journals_load_and_round_trip() -> None:
     printed_then = json.loads((DATA / "journal_v1.describe.json").read_text(encoding="utf-8"))
     events = read_journal(DATA / "journal_v1.jsonl", session_id="s")
     assert len(events) == len(lines) == len(printed_then)
-    # every kind of that version is covered (worktree_changed came later)
+    # every kind of that version is covered (worktree_changed and later came later)
     assert {e.kind for e in events} == set(EventKind) - {
         EventKind.WORKTREE_CHANGED,
         EventKind.SETUP_COMPLETED,
+        EventKind.MESSAGE,
     }
     for line, event, then in zip(lines, events, printed_then, strict=True):
         row = json.loads(line)
@@ -575,3 +576,19 @@ def test_guidance_status_and_reason_round_trip_and_old_rows_still_load() -> None
     event = parse_event({**base, "data": data})
     assert json.loads(event.data.model_dump_json()) == data
     assert parse_event(json.loads(event.model_dump_json())) == event
+
+
+def test_a_message_event_round_trips_and_reads_as_a_line() -> None:
+    """The kind added with messages between sessions: how each ended, and why."""
+    row = {
+        "message_id": "ab12",
+        "sender": "operator",
+        "target": "s1",
+        "text": "hold on",
+        "status": "ambiguous",
+        "reason": "the paste was not confirmed",
+        "hops": 0,
+    }
+    event = parse_event({"seq": 1, "ts": 0.0, "session_id": "s1", "kind": "message", "data": row})
+    assert event.kind is EventKind.MESSAGE
+    assert json.loads(event.data.model_dump_json()) == row

@@ -18,11 +18,17 @@ import time
 def run_hook(argv: list[str]) -> int:
     path = None
     argv_payload = False
+    incarnation: int | None = None
     rest: list[str] = []
     it = iter(argv)
     for arg in it:
         if arg == "--file":
             path = next(it, None)
+        elif arg == "--incarnation":
+            try:
+                incarnation = int(next(it, ""))
+            except ValueError:
+                incarnation = None
         elif arg == "--argv-payload":
             argv_payload = True
         else:
@@ -41,7 +47,10 @@ def run_hook(argv: list[str]) -> int:
         payload = {"raw": raw[:10_000]}
     if isinstance(payload, dict) and not event:
         event = str(payload.get("hook_event_name") or payload.get("type") or "")
-    line = json.dumps({"event": event, "ts": time.time(), "payload": payload}) + "\n"
+    row: dict[str, object] = {"event": event, "ts": time.time(), "payload": payload}
+    if incarnation is not None:
+        row["incarnation"] = incarnation  # the pane it came from (late lines are dropped)
+    line = json.dumps(row) + "\n"
     try:
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:

@@ -104,6 +104,14 @@ def _run(args: argparse.Namespace) -> int:
         from .client import dispatch as client_dispatch
 
         return client_dispatch(args)
+    if args.command == "tasks":
+        from .tasks import run_tasks
+
+        return run_tasks(args)
+    if args.command == "msg":
+        from .msg import send
+
+        return send(args)
     if args.command == "serve":
         from .serve import serve
 
@@ -229,6 +237,12 @@ def build_parser() -> argparse.ArgumentParser:
     from .client import add_parsers
 
     add_parsers(sub)
+    from .msg import add_parser as add_msg_parser
+
+    add_msg_parser(sub)
+    from .tasks import add_parser as add_tasks_parser
+
+    add_tasks_parser(sub)
     run.add_argument(
         "--on-question",
         choices=["ask", "approve", "deny"],

@@ -363,8 +363,8 @@ class BoardScreen(Screen[None]):
             return row.needs_you in ("merge", "finding")
         if action in ("approve_checkout", "review_diff", "reverify"):
             return row.needs_you == "merge"
-        if action == "retry":
-            return can_retry(row.state)
+        if action == "retry":  # R also revives a dormant session
+            return can_retry(row.state) or row.dormant
         if action == "archive":
             return row.state.is_terminal
         if action == "rename":
@@ -451,6 +451,10 @@ class BoardScreen(Screen[None]):
             "Re-verify", self.app.supervisor.reverify(row.session_id), outcome=R.checks_outcome
         )
 
+    def action_revive(self) -> None:
+        sup = self.app.supervisor
+        self._run("Revive", lambda sid: sup.revive(sid))
+
     def action_reject(self) -> None:
         if (row := self._selected_or_warn()) is not None:
             self.app.reject(row.session_id)
@@ -460,7 +464,13 @@ class BoardScreen(Screen[None]):
             self.app.cancel_session(row.session_id)
 
     def action_retry(self) -> None:
-        if (row := self._selected_or_warn()) is not None:
+        """R brings a session back: a dormant one's agent resumes its own
+        conversation; a failed or cancelled one starts again afresh."""
+        if (row := self._selected_or_warn()) is None:
+            return
+        if row.dormant:
+            self.action_revive()
+        else:
             lifecycle.retry(
                 self.app, row.session_id, then=lambda r: self.select_when_shown(r.session_id)
             )

@@ -36,7 +36,7 @@ a branch until you approve it.
 | `D` | review the diff: tick files and hunks (`space`), then `a` / `o` delivers the ticked part |
 | `r` | reject the diff or finding |
 | `x` | cancel the session (asks first; the worktree is kept) |
-| `R` | retry a failed, rejected or cancelled session: a new session, same intent and contract, fresh worktree; its agent is told what went wrong (asks first) |
+| `R` | retry a failed, rejected or cancelled session: a new session, same intent and contract, fresh worktree; its agent is told what went wrong (asks first). On a dormant session, `R` revives it: its agent resumes its own conversation in the same worktree |
 | `h` | archive a finished session (off the board, kept in the store); under the `archived` filter, `h` brings it back |
 | `N` | name the session: a short name shown beside its intent (empty clears it) |
 | `p` | show or hide the live preview of the selected session's agent terminal |

@@ -255,10 +255,7 @@ class SessionScreen(Screen[None]):
         while True:
             result, sub = self.supervisor.subscribe(self.session_id, cursor)
             if sub is None:
-                log.write(
-                    "This session is not running in this console: showing its stored "
-                    "state only (no live event history)."
-                )
+                await self._show_history(log)
                 return
             if result.events_skipped:
                 log.write(f"({result.events_skipped} earlier events are no longer buffered)")
@@ -277,6 +274,24 @@ class SessionScreen(Screen[None]):
                 return
             finally:
                 sub.close()
+
+    async def _show_history(self, log: RichLog) -> None:
+        """A session this console is not running: its journal, as stored."""
+        try:
+            events = await self.supervisor.history(self.session_id)
+        except CorralError as exc:
+            log.write(f"This session is not running in this console; its journal: {exc}")
+            return
+        if not events:
+            log.write("This session is not running in this console and its journal is empty.")
+            return
+        log.write(
+            f"This session is not running in this console: its journal ({len(events)} events)."
+        )
+        self.events.extend(events)
+        for event in events:
+            if log_filter_matches(self.log_filter, event):
+                log.write(describe(event))
 
     def refresh_view(self) -> None:
         detail = self.supervisor.get(self.session_id)

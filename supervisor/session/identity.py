@@ -1,0 +1,86 @@
+"""An agent's own session identity, read from its hooks.
+
+Claude Code's hook payloads carry `session_id` and `transcript_path`;
+Codex's `notify` payload carries `thread-id`. With it, a session whose agent
+went away (corral was closed and the pane died, or the agent crashed) is
+dormant rather than failed: its conversation can be resumed in the same
+worktree. Without it, it is unavailable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from ..models import AgentIdentity, CoderSession, IdentityState
+from ..states import CoderState
+
+_ID_KEYS = ("session_id", "thread-id", "thread_id", "sessionID")
+
+
+def identity_from_hook(event: Mapping[str, object]) -> tuple[str | None, str | None]:
+    """(the agent's session id, its transcript path) named by one hook payload."""
+    sid = next((event[k] for k in _ID_KEYS if isinstance(event.get(k), str) and event[k]), None)
+    transcript = event.get("transcript_path")
+    return (
+        str(sid) if sid else None,
+        transcript if isinstance(transcript, str) and transcript else None,
+    )
+
+
+def note_hook(session: CoderSession, agent: str, event: Mapping[str, object]) -> bool:
+    """Fold one hook payload into the session's identity; True when it changed."""
+    sid, transcript = identity_from_hook(event)
+    if sid is None:
+        return False
+    current = session.agent_identity
+    if (
+        current is not None
+        and current.session_id == sid
+        and current.state is IdentityState.LIVE
+        and (transcript is None or current.transcript_path == transcript)
+    ):
+        return False
+    session.agent_identity = AgentIdentity(
+        agent=agent,
+        session_id=sid,
+        transcript_path=transcript or (current.transcript_path if current else None),
+        state=IdentityState.LIVE,
+    )
+    return True
+
+
+def resume_id(session: CoderSession) -> str | None:
+    """The agent session a new pane should resume, when one is known and its
+    transcript (when the agent named one) was written: an agent killed before
+    it saved anything has no conversation to go back to, and starts afresh."""
+    identity = session.agent_identity
+    if identity is None or identity.state is IdentityState.UNAVAILABLE:
+        return None
+    if identity.transcript_path and not Path(identity.transcript_path).exists():
+        return None
+    return identity.session_id
+
+
+def can_go_dormant(session: CoderSession) -> bool:
+    """A running session whose agent is gone keeps its place when its
+    conversation can be resumed in its (still present) worktree."""
+    return (
+        session.state is CoderState.RUNNING
+        and resume_id(session) is not None
+        and bool(session.worktree)
+        and Path(str(session.worktree)).is_dir()
+    )
+
+
+def mark_dormant(session: CoderSession) -> None:
+    assert session.agent_identity is not None
+    session.agent_identity.state = IdentityState.DORMANT
+
+
+def is_dormant(session: CoderSession) -> bool:
+    return (
+        session.state is CoderState.RUNNING
+        and session.agent_identity is not None
+        and session.agent_identity.state is IdentityState.DORMANT
+    )

@@ -1,0 +1,145 @@
+"""Messages between sessions, or from the operator to a session.
+
+A message is admitted only to a session whose agent can read it (a running
+agent CLI in a pane), is queued for that target and pasted at the agent's
+idle prompt — never mid-turn, never over a question — by the same confirmed
+paste as the operator's guidance. Each message ends `accepted` (the paste
+was seen in the pane and Enter pressed), `rejected` (the pane was gone) or
+`ambiguous` (the paste was not confirmed: it may show unsent), and every
+step is logged in the target's journal and in the sender's.
+
+Two guards keep agents from talking in circles: a rate limit per
+(sender, target) pair, and a hop count — a message an agent sends counts
+one hop more than the last message it received, and a chain stops at
+`MAX_HOPS`. A message from the operator starts a chain at 0.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ..errors import CorralError
+from ..events import MESSAGE_QUEUED, OPERATOR, MessageData
+from ..models import CoderSession
+from ..states import CoderState, label
+from .identity import is_dormant
+
+MAX_HOPS = 4
+PAIR_LIMIT = 5  # messages per (sender, target) pair …
+PAIR_WINDOW = 60.0  # … within this many seconds
+MAX_TEXT = 8000
+
+
+@dataclass(frozen=True)
+class Message:
+    id: str
+    sender: str  # a session id, or "operator"
+    target: str
+    text: str
+    hops: int
+
+    def data(self, status: str = MESSAGE_QUEUED, reason: str | None = None) -> MessageData:
+        return MessageData(
+            message_id=self.id,
+            sender=self.sender,
+            target=self.target,
+            text=self.text,
+            status=status,
+            reason=reason,
+            hops=self.hops,
+        )
+
+
+def message_prompt(messages: list[Message]) -> str:
+    """What the agent reads: who sent each message, and how to answer."""
+    parts = []
+    for m in messages:
+        who = "the operator" if m.sender == OPERATOR else f"corral session {label(m.sender)}"
+        parts.append(f"Message from {who}:\n{m.text.strip()}")
+    parts.append(
+        '(Sent through corral. To answer another session, run: corral msg <session> "text")'
+    )
+    return "\n\n".join(parts)
+
+
+def refusal(target: CoderSession | None, name: str, *, live: bool) -> str | None:
+    """Why a message cannot go to `target` (None: it can)."""
+    if target is None:
+        return f"no corral session '{name}': messages go to a session `corral sessions` lists"
+    who = label(target.id)
+    if target.state.is_terminal:
+        return (
+            f"{who} already finished (state: {target.state.value}): a message needs a session "
+            "whose agent is working"
+        )
+    if is_dormant(target):
+        return f"{who} is dormant: revive it (R) before sending it a message"
+    if not target.engine.startswith("external:"):
+        return f"{who} runs no agent CLI (engine {target.engine}): nothing would read a message"
+    if not live:
+        return f"{who} is not running in this corral, so nothing would deliver the message"
+    if target.state is not CoderState.RUNNING:
+        return (
+            f"{who} has no agent working (state: {target.state.value}): messages reach an "
+            "agent while its session runs"
+        )
+    return None
+
+
+class Mailboxes:
+    """The queued messages of every target, and the guards."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._queues: dict[str, list[Message]] = {}
+        self._sent: dict[tuple[str, str], deque[float]] = {}
+        self._hops: dict[str, int] = {}  # the hop count of the last message each session read
+
+    def admit(self, sender: str, target: str, text: str) -> Message:
+        """Queue a message; refuses an empty one, one to itself, and one the
+        guards stop (the sentence says which)."""
+        text = text.strip()
+        if not text:
+            raise CorralError("an empty message was not sent")
+        if len(text) > MAX_TEXT:
+            raise CorralError(
+                f"a message is at most {MAX_TEXT} characters (this one has {len(text)})"
+            )
+        if sender == target:
+            raise CorralError(f"{label(target)} cannot send a message to itself")
+        hops = 0 if sender == OPERATOR else self._hops.get(sender, 0) + 1
+        if hops > MAX_HOPS:
+            raise CorralError(
+                f"refused: this message would be hop {hops} of a chain between sessions (at most "
+                f"{MAX_HOPS}); the operator's next message starts a new chain"
+            )
+        now = self._clock()
+        sent = self._sent.setdefault((sender, target), deque())
+        while sent and now - sent[0] > PAIR_WINDOW:
+            sent.popleft()
+        if len(sent) >= PAIR_LIMIT:
+            wait = int(PAIR_WINDOW - (now - sent[0])) + 1
+            who = "the operator" if sender == OPERATOR else label(sender)
+            raise CorralError(
+                f"refused: {who} sent {label(target)} {PAIR_LIMIT} messages in the last "
+                f"{int(PAIR_WINDOW)} s; try again in {wait} s"
+            )
+        sent.append(now)
+        message = Message(secrets.token_hex(6), sender, target, text, hops)
+        self._queues.setdefault(target, []).append(message)
+        return message
+
+    def take(self, target: str) -> list[Message]:
+        """The target's queued messages, oldest first (the queue empties)."""
+        return self._queues.pop(target, [])
+
+    def pending(self, target: str) -> int:
+        return len(self._queues.get(target, []))
+
+    def read(self, message: Message) -> None:
+        """`message` reached its target's agent: what it sends next counts from here."""
+        self._hops[message.target] = message.hops

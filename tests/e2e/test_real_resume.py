@@ -1,0 +1,144 @@
+"""Real Claude Code (npm, e2e/node_modules) in a real tmux pane against the
+fake model server: its own session id comes from its hooks; when its pane
+dies while corral is closed the session is dormant, and a revive starts
+`claude --resume <id>` in the same worktree — the model sees the earlier
+conversation in its next request."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+from corral.supervisor.states import CoderState as S
+from tests.conftest import eventually, init_repo
+from tests.e2e.test_real_agents import MISSING, agent_env, kill_tmux, open_sup, settle
+from tests.fakes.agent_env import claude_launch
+from tests.fakes.model_server import FakeModelServer, Reply, ToolCall
+
+__all__ = ["agent_env"]  # the fixture, shared
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(MISSING is not None, reason=f"agent CLIs not installed: {MISSING}"),
+]
+
+TASK = "Write hello.txt saying hi"
+
+
+async def test_a_dormant_claude_session_is_revived_on_its_own_conversation(
+    tmp_path: Path,
+    agent_env,  # type: ignore[no-untyped-def]
+) -> None:
+    repo = init_repo(tmp_path / "repo")
+    with FakeModelServer([]) as srv:
+        launch = claude_launch(tmp_path / "claude", srv.url, repo, None, hooks=False)
+        agent_env(launch.env)
+        sup = await open_sup(tmp_path, "claude")
+        try:
+            started = await sup.start(TASK, repo)
+            sid = started.session_id
+            srv.push(Reply("Let me think about where it goes.", delay=8))
+            await sup.confirm(sid)
+            identity = await eventually(
+                lambda: sup.get(sid).session.agent_identity, timeout=60, interval=0.2
+            )
+            await eventually(lambda: srv.turn_requests, timeout=60, interval=0.2)
+            # Claude Code saves the turn's start a moment after sending it
+            await eventually(Path(identity.transcript_path or "").exists, timeout=30, interval=0.2)
+        finally:
+            await sup.close()
+        kill_tmux(tmp_path)  # the agent's pane dies while corral is closed
+        agent_session = identity.session_id
+        assert agent_session
+
+        sup = await open_sup(tmp_path, "claude")
+        try:
+            row = next(r for r in sup.list() if r.session_id == sid)
+            assert row.state is S.RUNNING and row.dormant and row.needs_you is None
+            target = Path(started.worktree or "") / "hello.txt"
+            srv.push(
+                Reply(
+                    "I'll write it.",
+                    [ToolCall("Write", {"file_path": str(target), "content": "hi\n"})],
+                ),
+                Reply("Wrote hello.txt."),
+            )
+            before = len(srv.turn_requests)
+            await sup.revive(sid)
+            row = await settle(sup, sid, {S.NEEDS_APPROVAL, S.FAILED}, 90)
+            assert row.state is S.NEEDS_APPROVAL, row.error
+            assert target.read_text() == "hi\n"
+            resumed = srv.turn_requests[before]
+            conversation = json.dumps(resumed.body["messages"])
+            assert TASK in conversation  # the earlier turn, carried by the resume
+            assert "same conversation" in conversation  # and corral's note to continue
+            stored = sup.get(sid).session.agent_identity
+            assert stored is not None and stored.state == "live"
+        finally:
+            await sup.close()
+            kill_tmux(tmp_path)
+        await asyncio.sleep(0)
+
+
+def kill_agent(sup, sid: str) -> None:  # type: ignore[no-untyped-def]
+    """The agent crashes: its whole process group is killed."""
+    record = sup.registry.panes.record(sid)
+    assert record is not None and record.handle.pid
+    os.killpg(os.getpgid(record.handle.pid), signal.SIGKILL)
+
+
+async def test_a_crashed_claude_is_retried_on_its_own_conversation_then_dormant(
+    tmp_path: Path,
+    agent_env,  # type: ignore[no-untyped-def]
+) -> None:
+    repo = init_repo(tmp_path / "repo")
+    with FakeModelServer([]) as srv:
+        launch = claude_launch(tmp_path / "claude", srv.url, repo, None, hooks=False)
+        agent_env(launch.env)
+        sup = await open_sup(tmp_path, "claude")
+        try:
+            started = await sup.start(TASK, repo)
+            sid = started.session_id
+            srv.push(Reply("Thinking.", delay=6), Reply("Still thinking.", delay=6))
+            await sup.confirm(sid)
+            identity = await eventually(
+                lambda: sup.get(sid).session.agent_identity, timeout=60, interval=0.2
+            )
+            await eventually(lambda: len(srv.turn_requests) == 1, timeout=60, interval=0.2)
+            # a crash mid-turn, once Claude Code saved the turn's start
+            transcript = Path(identity.transcript_path or "")
+            await eventually(transcript.exists, timeout=30, interval=0.2)
+            kill_agent(sup, sid)
+            # the transient retry resumes the same conversation
+            await eventually(lambda: len(srv.turn_requests) == 2, timeout=60, interval=0.2)
+            retried = json.dumps(srv.turn_requests[1].body["messages"])
+            assert TASK in retried and "same conversation" in retried
+            resumed = await eventually(
+                lambda: sup.get(sid).session.agent_identity, timeout=30, interval=0.2
+            )
+            await eventually(Path(resumed.transcript_path or "").exists, timeout=30, interval=0.2)
+            kill_agent(sup, sid)
+            # out of retries: dormant, not failed, nothing asked of the operator
+            await eventually(lambda: sup.registry.summary(sid).dormant, timeout=30, interval=0.2)
+            row = sup.registry.summary(sid)
+            assert row.state is S.RUNNING and row.needs_you is None and row.error is None
+            target = Path(started.worktree or "") / "hello.txt"
+            srv.push(
+                Reply(
+                    "I'll write it.",
+                    [ToolCall("Write", {"file_path": str(target), "content": "hi\n"})],
+                ),
+                Reply("Wrote hello.txt."),
+            )
+            await sup.revive(sid)
+            row = await settle(sup, sid, {S.NEEDS_APPROVAL, S.FAILED}, 90)
+            assert row.state is S.NEEDS_APPROVAL, row.error
+            assert target.read_text() == "hi\n"
+        finally:
+            await sup.close()
+            kill_tmux(tmp_path)

@@ -1,0 +1,39 @@
+"""A session this console is not running (stored by an earlier corral)
+opens with its whole journal in the log, not an empty one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual.widgets import RichLog
+
+from corral.supervisor.states import CoderState
+from corral.tui.app import CorralApp
+from tests.fakes.scripted import Write, contract
+
+from .conftest import make_repo, open_from_board, scripted_supervisor, start_to_approval, until
+
+
+async def test_a_stored_session_shows_its_whole_journal(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    drafted = contract(("hello", "grep -q hi hello.txt"), description="hello.txt says hi")
+    first = scripted_supervisor(tmp_path / "state", drafted, [Write("hello.txt", "hi\n")])
+    await first.open()
+    sid = await start_to_approval(first, "Write hello", repo)
+    await first.approve(sid)
+    await first.close()
+
+    sup = scripted_supervisor(tmp_path / "state", drafted)
+    app = CorralApp(sup, default_repo=repo)
+    async with app.run_test(size=(130, 40)) as pilot:
+        await until(pilot, "the stored row", lambda: sup.list() and not sup.is_live(sid))
+        assert sup.list()[0].state is CoderState.MERGED
+        screen = await open_from_board(app, pilot, "enter")
+        log = screen.query_one("#log", RichLog)
+        await until(pilot, "the journal in the log", lambda: len(log.lines) > 5)
+        text = "\n".join(str(line.text) for line in log.lines)
+        assert "its journal" in text
+        assert "write_file" in text  # what the agent did
+        assert "PASS hello" in text  # what verification found
+        assert "needs_approval → merged" in text  # how it ended
+        assert "no live event history" not in text

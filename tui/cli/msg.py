@@ -1,0 +1,42 @@
+"""`corral msg <session> "text"`: a message to a session's agent, through
+the owner of the state dir. Run inside an agent's pane it is sent from that
+agent's session (`CORRAL_SESSION_ID`, set by corral in every pane), else
+from the operator. The owner queues it and pastes it at the target agent's
+next idle prompt; refusals (an unknown or finished session, the rate and
+hop guards) are printed and exit 1."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from typing import Any
+
+from corral.supervisor.errors import CorralError
+from corral.supervisor.states import label
+
+from .client import _client, resolve
+
+SESSION_ENV = "CORRAL_SESSION_ID"
+
+
+def add_parser(sub: Any) -> None:
+    msg = sub.add_parser("msg", help="send a message to a session's agent (needs an owner)")
+    msg.add_argument("session", help="the session it is for: id, label or the end of its id")
+    msg.add_argument("text", help="the message")
+    msg.add_argument("--json", action="store_true", help="print the owner's answer as JSON")
+
+
+def send(args: argparse.Namespace) -> int:
+    sender = os.environ.get(SESSION_ENV, "").strip() or "operator"
+    with _client() as client:
+        try:
+            target = resolve([r.session_id for r in client.list()], args.session)
+        except CorralError:
+            target = args.session  # the owner says why it cannot go there
+        result = client.call("send", sender=sender, target=target, text=args.text)
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        print(f"corral msg: queued for {label(target)} (message {result['message_id']})")
+    return 0

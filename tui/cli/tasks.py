@@ -1,0 +1,109 @@
+"""`corral tasks [add|rm|runs]`: scheduled tasks, through the owner of the
+state dir (it runs them). A task starts a session, sends a message or
+revives a session, once (`--at`), every N seconds (`--every`) or on a cron
+expression (`--cron`); the owner keeps each task's last 200 runs."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from corral.supervisor.errors import CorralError
+
+from .client import _client
+
+
+def add_parser(sub: Any) -> None:
+    tasks = sub.add_parser("tasks", help="scheduled tasks (start / send / revive), via the owner")
+    tasks.add_argument("--json", action="store_true", help="print JSON")
+    verbs = tasks.add_subparsers(dest="tasks_command")
+    add = verbs.add_parser("add", help="schedule a task")
+    add.add_argument("name")
+    when = add.add_mutually_exclusive_group(required=True)
+    when.add_argument("--at", help="once, at this time (ISO 8601, local) or epoch seconds")
+    when.add_argument("--every", type=float, help="every this many seconds")
+    when.add_argument("--cron", help='a cron expression, e.g. "0 9 * * 1-5"')
+    what = add.add_mutually_exclusive_group(required=True)
+    what.add_argument("--start", metavar="INTENT", help="start a session with this intent")
+    what.add_argument("--send", nargs=2, metavar=("SESSION", "TEXT"), help="send a message")
+    what.add_argument("--revive", metavar="SESSION", help="revive a dormant session")
+    add.add_argument("--repo", help="the repository a started session works in")
+    add.add_argument("--engine", default="auto", help="the engine a started session uses")
+    rm = verbs.add_parser("rm", help="remove a task (and its runs)")
+    rm.add_argument("task")
+    runs = verbs.add_parser("runs", help="a task's last runs, newest first")
+    runs.add_argument("task")
+
+
+def _when(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    try:
+        return datetime.fromisoformat(text).timestamp()
+    except ValueError:
+        raise CorralError(f"--at {text!r} is neither ISO 8601 nor epoch seconds") from None
+
+
+def _stamp(at: float | None) -> str:
+    return "—" if at is None else time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(at))
+
+
+def run_tasks(args: argparse.Namespace) -> int:
+    with _client() as client:
+        if args.tasks_command == "add":
+            if args.start:
+                action = "start"
+                repo = str(Path(args.repo or ".").resolve())
+                params = {"intent": args.start, "repo": repo, "engine": args.engine}
+            elif args.send:
+                action, params = "send", {"target": args.send[0], "text": args.send[1]}
+            else:
+                action, params = "revive", {"session": args.revive}
+            result = client.call(
+                "task_add",
+                name=args.name,
+                action=action,
+                params=params,
+                at=_when(args.at) if args.at else None,
+                every=args.every,
+                cron=args.cron,
+            )
+            print(
+                f"corral tasks: added {result['id']} ({result['name']}), next run "
+                f"{_stamp(result['next_run'])}"
+            )
+            return 0
+        if args.tasks_command == "rm":
+            client.call("task_remove", task_id=args.task)
+            print(f"corral tasks: removed {args.task}")
+            return 0
+        if args.tasks_command == "runs":
+            runs = client.call("task_runs", task_id=args.task)
+            if args.json:
+                print(json.dumps(runs, indent=2))
+            for r in runs:
+                print(f"{_stamp(r['at'])}  {'ok   ' if r['ok'] else 'FAIL '} {r['detail']}")
+            return 0
+        tasks = client.call("tasks")
+    if args.json:
+        print(json.dumps(tasks, indent=2))
+        return 0
+    if not tasks:
+        print("no scheduled tasks (corral tasks add … schedules one)")
+    for t in tasks:
+        rule = (
+            "once"
+            if t["schedule"] == "once"
+            else f"every {t['every']:g}s"
+            if t["schedule"] == "interval"
+            else f"cron {t['cron']}"
+        )
+        state = f"next {_stamp(t['next_run'])}" if t["enabled"] else "done"
+        print(f"{t['id']}  {t['name']:<20} {t['action']:<7} {rule:<22} {state}")
+    return 0
