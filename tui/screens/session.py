@@ -545,10 +545,13 @@ class SessionScreen(Screen[None]):
             return can_retry(detail.session.state)
         if action == "archive":
             return detail.session.state.is_terminal
-        if action == "attach":  # the pty backend has no terminal to attach
-            return bool(self.supervisor.attach_argv(self.session_id))
-        if action == "focus_terminal":
-            return self.supervisor.agent_screen(self.session_id) is not None
+        try:
+            if action == "attach":  # the pty backend has no terminal to attach
+                return bool(self.supervisor.attach_argv(self.session_id))
+            if action == "focus_terminal":
+                return self.supervisor.agent_screen(self.session_id) is not None
+        except CorralError:  # an attached console whose owner went away: the app says so
+            return False
         return True
 
     def _selected_check(self, contract: OutcomeContract | None = None) -> ContractCheck | None:
