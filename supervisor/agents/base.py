@@ -17,6 +17,7 @@ import re
 import shlex
 import shutil
 import subprocess
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -137,6 +138,18 @@ class AgentProfile:
         """The arguments that make this agent's CLI continue its own session
         `agent_session` (None: it cannot be resumed by id)."""
         return None
+
+    def conversation_file(self, agent_session: str, env: Mapping[str, str]) -> Path | None:
+        """Where this agent saved conversation `agent_session`, for agents whose
+        hooks do not say (None: not found, or this agent does not tell)."""
+        return None
+
+    @property
+    def locates_conversations(self) -> bool:
+        """Whether `conversation_file` can find this agent's conversations: then
+        an id with no saved conversation is a helper thread of the agent's own
+        (a title, a summary), not the conversation to resume."""
+        return type(self).conversation_file is not AgentProfile.conversation_file
 
     @property
     def resumable(self) -> bool:

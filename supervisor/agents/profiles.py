@@ -8,6 +8,7 @@ import os
 import re
 import shlex
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -84,6 +85,21 @@ class CodexProfile(AgentProfile):
         """`codex resume <thread id> [prompt]` (its options stay before the subcommand)."""
         return ["resume", agent_session]
 
+    def conversation_file(self, agent_session: str, env: Mapping[str, str]) -> Path | None:
+        """Codex saves each thread as `sessions/YYYY/MM/DD/rollout-…-<id>.jsonl`
+        under its home. Its short-lived helper threads (the title it gives a
+        task) report their turns through `notify` too, but are never saved."""
+        if not _THREAD_ID.fullmatch(agent_session):
+            return None
+        home = env.get("CODEX_HOME", "").strip() or str(Path(env.get("HOME", "~")) / ".codex")
+        sessions = Path(os.path.expanduser(home)) / "sessions"
+        # newest day first: a resumed thread lives where it was started
+        for day in sorted(sessions.glob("*/*/*"), reverse=True):
+            found = next(day.glob(f"rollout-*-{agent_session}.jsonl"), None)
+            if found is not None:
+                return found
+        return None
+
     def own_paths(self, env: dict[str, str]) -> tuple[list[Path], list[Path]]:
         """`$CODEX_HOME`, or `~/.codex` when it is not set."""
         dirs, files = super().own_paths(env)
@@ -92,6 +108,8 @@ class CodexProfile(AgentProfile):
             dirs = [Path(os.path.expanduser(codex_home))]
         return dirs, files
 
+
+_THREAD_ID = re.compile(r"[0-9a-fA-F-]{8,64}")  # a Codex thread id is a UUID
 
 OPENCODE_PLUGIN = asset_path("opencode", "corral_hooks.js")
 

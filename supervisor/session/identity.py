@@ -9,7 +9,7 @@ worktree. Without it, it is unavailable.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from ..models import AgentIdentity, CoderSession, IdentityState
@@ -28,11 +28,25 @@ def identity_from_hook(event: Mapping[str, object]) -> tuple[str | None, str | N
     )
 
 
-def note_hook(session: CoderSession, agent: str, event: Mapping[str, object]) -> bool:
-    """Fold one hook payload into the session's identity; True when it changed."""
+def note_hook(
+    session: CoderSession,
+    agent: str,
+    event: Mapping[str, object],
+    locate: Callable[[str], Path | None] | None = None,
+) -> bool:
+    """Fold one hook payload into the session's identity; True when it changed.
+
+    `locate` finds where the agent saved a conversation its hooks name without
+    a path (Codex); an id it cannot find was never saved, so it is not the
+    conversation to resume and is left out."""
     sid, transcript = identity_from_hook(event)
     if sid is None:
         return False
+    if transcript is None and locate is not None:
+        found = locate(sid)
+        if found is None:
+            return False
+        transcript = str(found)
     current = session.agent_identity
     if (
         current is not None

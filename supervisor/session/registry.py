@@ -13,12 +13,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
+import os
 import time
 import uuid
 from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any, TypeVar
 
+from ..agents.base import AgentUnavailable
+from ..agents.profiles import profile_for
 from ..config import SupervisorConfig
 from ..errors import CorralError
 from ..events import (
@@ -361,7 +365,14 @@ class SessionRegistry:
         if live is None:
             return
         agent = str((live.session.pane or {}).get("agent") or live.session.engine)
-        if note_hook(live.session, agent.removeprefix("external:"), event):
+        agent = agent.removeprefix("external:")
+        locate = None
+        with contextlib.suppress(AgentUnavailable):
+            profile = profile_for(agent)
+            if profile.locates_conversations:
+                env = dict(os.environ)
+                locate = functools.partial(profile.conversation_file, env=env)
+        if note_hook(live.session, agent, event, locate):
             self.persist(live)
 
     def note_agent_status(self, session_id: str, reading: StatusReading) -> None:

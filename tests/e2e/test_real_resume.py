@@ -14,10 +14,13 @@ from pathlib import Path
 
 import pytest
 
+from corral.supervisor.api import Supervisor
+from corral.supervisor.contracts.drafting import FixedDrafter
+from corral.supervisor.factory import build_supervisor
 from corral.supervisor.states import CoderState as S
-from tests.conftest import eventually, init_repo
+from tests.conftest import eventually, fast_config, hello_contract, init_repo
 from tests.e2e.test_real_agents import MISSING, agent_env, kill_tmux, open_sup, settle
-from tests.fakes.agent_env import claude_launch
+from tests.fakes.agent_env import claude_launch, codex_launch
 from tests.fakes.model_server import FakeModelServer, Reply, ToolCall
 
 __all__ = ["agent_env"]  # the fixture, shared
@@ -139,6 +142,66 @@ async def test_a_crashed_claude_is_retried_on_its_own_conversation_then_dormant(
             row = await settle(sup, sid, {S.NEEDS_APPROVAL, S.FAILED}, 90)
             assert row.state is S.NEEDS_APPROVAL, row.error
             assert target.read_text() == "hi\n"
+        finally:
+            await sup.close()
+            kill_tmux(tmp_path)
+
+
+@pytest.mark.timeout(400)
+async def test_a_dormant_codex_session_is_resumed_on_its_own_thread(
+    tmp_path: Path,
+    agent_env,  # type: ignore[no-untyped-def]
+) -> None:
+    """Codex names its thread in the `notify` payload at a turn's end. A
+    session whose pane died mid-repair while corral was closed is dormant, and
+    revive runs `codex resume <thread>`: the model's next request carries the
+    first turn."""
+    repo = init_repo(tmp_path / "repo")
+    with FakeModelServer([]) as srv:
+        launch = codex_launch(tmp_path / "codex", srv.openai_base_url, repo, None, notify=False)
+        agent_env(launch.env)
+
+        def open_codex() -> Supervisor:
+            return build_supervisor(
+                tmp_path / "state",
+                FixedDrafter(hello_contract()),
+                socket_dir=tmp_path / "tmux",
+                default_engine="external:codex",
+                config=fast_config(repair_invokes=1, max_session_wall_secs=180),
+            )
+
+        sup = open_codex()
+        await sup.open()
+        try:
+            started = await sup.start(TASK, repo)
+            sid = started.session_id
+            # the first turn writes nothing (its checks fail); the repair turn is slow
+            srv.push(Reply("Let me look around first."), Reply("Thinking it over.", delay=30))
+            await sup.confirm(sid)
+            identity = await eventually(
+                lambda: sup.get(sid).session.agent_identity, timeout=90, interval=0.2
+            )
+            await eventually(lambda: len(srv.turn_requests) >= 2, timeout=90, interval=0.2)
+        finally:
+            await sup.close()
+        kill_tmux(tmp_path)  # the agent's pane dies while corral is closed
+        assert identity.agent == "codex" and identity.session_id
+
+        sup = open_codex()
+        await sup.open()
+        try:
+            row = next(r for r in sup.list() if r.session_id == sid)
+            assert row.state is S.RUNNING and row.dormant and row.needs_you is None
+            run = ToolCall("exec_command", {"cmd": "printf 'hi\\n' > hello.txt"})
+            srv.push(Reply("Writing it now.", [run]), Reply("Wrote hello.txt."))
+            before = len(srv.turn_requests)
+            await sup.revive(sid)
+            row = await settle(sup, sid, {S.NEEDS_APPROVAL, S.FAILED}, 120)
+            assert row.state is S.NEEDS_APPROVAL, row.error
+            assert (Path(started.worktree or "") / "hello.txt").read_text() == "hi\n"
+            resumed = json.dumps(srv.turn_requests[before].body)
+            assert "Let me look around first." in resumed  # the first turn, carried by the resume
+            assert TASK in resumed
         finally:
             await sup.close()
             kill_tmux(tmp_path)
