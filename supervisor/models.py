@@ -340,6 +340,10 @@ class CoderSession(BaseModel):
     # What each model used for this session (drafting, revisions, the built-in
     # engine), in first-served order; cost from the configured prices.
     model_use: dict[str, ModelUse] = Field(default_factory=dict)
+    # A foreman session: "3/5 subtasks verified" (its board row), and one
+    # `Corral-Placement` trailer value per subtask its verified union holds.
+    foreman_progress: str | None = None
+    foreman_placements: list[str] = Field(default_factory=list)
 
     def model_use_lines(self) -> list[str]:
         """`name: N in / M out tokens, $X` per model, in first-served order."""
@@ -425,6 +429,7 @@ class SessionSummary(BaseModel):
     changed_since_verification: bool = False
     name: str | None = None  # the operator's short name for it
     archived: bool = False  # hidden from the board unless its archived filter is on
+    progress: str | None = None  # a foreman session's "3/5 subtasks verified"
 
 
 class EventKind(StrEnum):

@@ -24,6 +24,9 @@ class EngineOutcome:
     nomination: NoChangeFinding | None = None
     authored_by: list[str] = field(default_factory=list)
     cost_usd: float | None = None
+    # the engine that did the work when it differs from the session's (the
+    # foreman's repair on top of its union is its agent's work)
+    ran: str | None = None
 
 
 @dataclass

@@ -54,6 +54,7 @@ def stored_summary(session: CoderSession) -> SessionSummary:
         changed_since_verification=bool(session.changed_since_verification),
         name=session.name,
         archived=session.archived_at is not None,
+        progress=session.foreman_progress,
     )
 
 
