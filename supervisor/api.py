@@ -35,7 +35,6 @@ from .engines.base import EngineRegistry
 from .errors import CorralError
 from .events import CoderEvent
 from .foreman.service import Foreman, is_foreman
-from .foreman.split import Split
 from .gates.approval import ApprovalGate, commit_message
 from .gates.contract import DRAFTING_CANCELLED, NOT_EXPRESSIBLE, ContractGate
 from .gates.recovery import Recovery
@@ -48,9 +47,11 @@ from .models import (
     CheckResult,
     CoderSession,
     OutcomeContract,
+    Placement,
     ReviseResult,
     SessionDetail,
     SessionSummary,
+    Split,
     StartResult,
     SubscribeResult,
 )
@@ -66,7 +67,7 @@ from .session.registry import SessionRegistry, new_session_id
 from .session.summaries import stored_summary
 from .states import CoderState, needs_you_label
 from .store import DB_NAME, Store
-from .store.placements import Placement, PlacementStore
+from .store.placements import PlacementStore
 from .workspaces import Workspaces
 
 log = logging.getLogger("corral.supervisor")
@@ -413,7 +414,10 @@ class Supervisor:
         return None if store is None or store.full is None else str(store.full)
 
     def get(self, session_id: str) -> SessionDetail:
-        return self.registry.detail(session_id)
+        detail = self.registry.detail(session_id)
+        if self._gates is not None and is_foreman(detail.session.engine):
+            detail.foreman = self._gates.foreman.view(session_id)
+        return detail
 
     def is_live(self, session_id: str) -> bool:
         return self.registry.is_live(session_id)

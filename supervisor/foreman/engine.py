@@ -28,12 +28,12 @@ from ..engines.base import Engine, EngineOutcome, RunContext
 from ..errors import CorralError
 from ..events import EngineFallbackData, EventData, PlanTextData
 from ..gates.verifier import Verifier, name_paths
-from ..models import CheckResult, CoderSession
+from ..models import CheckResult, CoderSession, Placement, Split, Subtask
 from ..states import LoopFailure
 from ..store import placements as P
-from ..store.placements import Placement, PlacementStore
+from ..store.placements import PlacementStore
 from ..workspaces import Workspaces
-from .split import Split, Subtask, split_problems, subtask_contract
+from .split import split_problems, subtask_contract
 from .union import changed_files, commit_subtask, merge_into, write_union
 
 REPAIR_REASON = "contract not satisfied after the foreman's verified union"
@@ -160,11 +160,14 @@ class ForemanEngine:
         try:
             await asyncio.gather(*tasks)
         except asyncio.CancelledError:
-            await self._stop_children(tasks, children)
+            why = "corral closed while it ran" if ctx.detaching() else "cancelled"
+            await self._stop_children(tasks, children, why)
             raise
         return await self._integrate(ctx, children)
 
-    async def _stop_children(self, tasks: list[asyncio.Task[None]], children: list[_Child]) -> None:
+    async def _stop_children(
+        self, tasks: list[asyncio.Task[None]], children: list[_Child], why: str
+    ) -> None:
         """Cancel: every child's agent stopped, every worktree kept, the ledger says so."""
         for task in tasks:
             task.cancel()
@@ -173,12 +176,12 @@ class ForemanEngine:
         for child in children:
             p = child.placement
             if p.result in P.UNFINISHED or p.result == P.VERIFIED:
-                p.result, p.reason = P.CANCELLED, "cancelled; its worktree is kept"
+                p.result, p.reason = P.CANCELLED, f"{why}; its worktree is kept"
                 with contextlib.suppress(Exception):
                     self._ledger.record(p)
             if p.worktree:
                 with contextlib.suppress(Exception):
-                    self._workspaces.retain(p.worktree, note="foreman subtask, cancelled")
+                    self._workspaces.retain(p.worktree, note=f"foreman subtask: {why}")
 
     async def _child(self, ctx: RunContext, child: _Child, total: int) -> None:
         """One subtask: its worktree, its agent, its own checks, a bounded repair."""

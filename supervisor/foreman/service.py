@@ -21,16 +21,16 @@ from ..events import PlanTextData
 from ..gates.verifier import Verifier
 from ..git.run import git
 from ..llm.base import Message, ModelError, ModelProvider
+from ..models import ForemanView, Placement, Split
 from ..panes.manager import PaneManager
 from ..session.live import LiveSession
 from ..session.registry import SessionRegistry
 from ..states import CoderState, label
-from ..store.placements import Placement, PlacementStore
+from ..store.placements import PlacementStore
 from ..workspaces import Workspaces
 from .engine import ForemanEngine, ForemanHooks
 from .split import (
     DEFAULT_SUBTASKS,
-    Split,
     parse_split,
     split_from_reply,
     split_per_check,
@@ -187,6 +187,10 @@ class Foreman:
 
     def placements(self, session_id: str) -> list[Placement]:
         return self._ledger.placements(session_id)
+
+    def view(self, session_id: str) -> ForemanView:
+        """The split and the ledger, for a session view (both from the store)."""
+        return ForemanView(split=self.split(session_id), placements=self.placements(session_id))
 
     def interrupt_unfinished(self) -> None:
         """After a restart: subtasks an earlier owner left running say so."""

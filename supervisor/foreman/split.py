@@ -14,30 +14,13 @@ import json
 import re
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
-from ..models import ContractCheck, OutcomeContract
+from ..models import ContractCheck, OutcomeContract, Split, Subtask
 
 MAX_SUBTASKS = 10
 DEFAULT_SUBTASKS = 5
 SUBTASK_ID_RE = re.compile(r"^[A-Za-z0-9_]{1,16}$")
-
-
-class Subtask(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    id: str
-    intent: str
-    files: list[str] = Field(default_factory=list)
-    # a contract check's name, or a check of the subtask's own
-    checks: list[str | ContractCheck] = Field(default_factory=list)
-
-
-class Split(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    subtasks: list[Subtask] = Field(default_factory=list)
-    proposed_by: str = "operator"  # "operator", "model <name>", "one per contract check"
 
 
 def split_problems(split: Split, contract: OutcomeContract | None) -> list[str]:

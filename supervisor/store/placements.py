@@ -15,7 +15,7 @@ import threading
 import time
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
+from ..models import Placement
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS foreman_splits (
@@ -49,34 +49,6 @@ CONFLICT = "conflict"
 CANCELLED = "cancelled"
 INTERRUPTED = "interrupted"
 UNFINISHED = (PENDING, RUNNING)
-
-
-class Placement(BaseModel):
-    """One row of the ledger: where a subtask ran and how it ended."""
-
-    model_config = ConfigDict(extra="ignore")
-
-    session_id: str
-    subtask: str
-    position: int
-    child_id: str
-    host: str = "local"
-    worktree: str | None = None
-    result: str = PENDING
-    reason: str | None = None
-    files: list[str] = []
-    commit: str | None = None
-    updated_at: float = 0.0
-
-    def line(self) -> str:
-        """`s1 local corral-…-s1 integrated (a.py)`: one line of the tree."""
-        where = Path(self.worktree).name if self.worktree else "no worktree"
-        text = f"{self.subtask} · {self.host} · {where} · {self.result}"
-        if self.files:
-            text += f" ({', '.join(self.files[:4])}{' …' if len(self.files) > 4 else ''})"
-        if self.reason:
-            text += f" — {self.reason}"
-        return text
 
 
 class PlacementStore:
