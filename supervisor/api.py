@@ -253,7 +253,7 @@ class Supervisor:
         `foreman:<agent>` session proposes its split at gate 1; `split` sets
         the operator's own instead (refused for an engine that cannot split)."""
         gates = self._open_gates()
-        if split is not None and not is_foreman(engine):
+        if split is not None and not is_foreman(self.engines.resolve(engine)[0]):
             raise CorralError(
                 f"a split needs the foreman engine (foreman:<agent>); this task asks for "
                 f"{engine}, which runs one agent. Start it with foreman:{engine} to split it"
@@ -403,6 +403,9 @@ class Supervisor:
         )
         if old.name:
             self.rename(result.session_id, old.name)
+        split = self._open_gates().foreman.split(old.id)
+        if split is not None and is_foreman(result.engine):  # the operator's split carries over
+            self._open_gates().foreman.set_split(result.session_id, split)
         return result
 
     # -- reading sessions ------------------------------------------------------------------

@@ -129,7 +129,8 @@ class Foreman:
 
     async def _propose_at_gate(self, live: LiveSession) -> None:
         with contextlib.suppress(TimeoutError, CorralError):
-            await self._registry.wait_for(live.id, {S.CONTRACT_PROPOSED}, timeout=None)
+            # needs: also returns when drafting failed or was cancelled (terminal)
+            await self._registry.wait_for(live.id, {S.CONTRACT_PROPOSED}, needs=True, timeout=None)
             if live.session.state is S.CONTRACT_PROPOSED:
                 await self.ensure_split(live)
 

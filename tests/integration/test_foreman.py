@@ -6,6 +6,7 @@ worktree, and the whole contract decides from there."""
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 import time
@@ -252,7 +253,7 @@ async def test_cancel_stops_every_child_within_five_seconds_and_keeps_their_work
         children = [f"{sid}-s_{m}" for m in MODULES]
         while not all(sup.panes.record(c) for c in children):
             assert time.monotonic() < deadline, "the children never started"
-            await __import__("asyncio").sleep(0.2)
+            await asyncio.sleep(0.2)
         began = time.monotonic()
         await sup.cancel(sid)
         took = time.monotonic() - began
@@ -282,4 +283,34 @@ async def test_a_split_asked_of_an_engine_that_cannot_distribute_is_refused(
             sup.set_foreman_split(sid, {"subtasks": [subtask("a")]})
     finally:
         await sup.close()
+        kill_tmux(tmp_path)
+
+
+async def test_closing_corral_mid_split_stops_the_children_and_the_next_owner_reads_why(
+    tmp_path: Path,
+) -> None:
+    contract = OutcomeContract(checks=[module_check(m) for m in MODULES])
+    repo = make_repo(tmp_path / "repo")
+    sup = open_sup(tmp_path, contract)
+    await sup.open()
+    split = {"subtasks": [subtask(m, "<<sleep 60>>") for m in MODULES]}
+    sid = (await sup.start("slow", repo, engine=engine_for(tmp_path), split=split)).session_id
+    await sup.confirm(sid)
+    assert sup.panes is not None
+    deadline = time.monotonic() + 30
+    while not all(sup.panes.record(f"{sid}-s_{m}") for m in MODULES):
+        assert time.monotonic() < deadline, "the children never started"
+        await asyncio.sleep(0.2)
+    await sup.close()
+    again = open_sup(tmp_path, contract)
+    await again.open()
+    try:
+        ledger = again.placements(sid)
+        assert [p.result for p in ledger] == ["cancelled"] * 3
+        assert all(p.reason == "corral closed while it ran; its worktree is kept" for p in ledger)
+        assert all(Path(p.worktree or "").is_dir() for p in ledger)
+        row = again.list()[0]
+        assert row.state is S.FAILED and row.progress == "0/3 subtasks verified"
+    finally:
+        await again.close()
         kill_tmux(tmp_path)

@@ -348,7 +348,10 @@ class SessionScreen(Screen[None]):
             lines.append("[yellow]Not running in this console (stored state only).[/yellow]")
         self.query_one("#session-header", Static).update("\n".join(lines))
         self._render_contract(s)
-        self.query_one("#foreman", Static).update(foreman_tree(detail))
+        tree = foreman_tree(detail)
+        foreman = self.query_one("#foreman", Static)
+        foreman.update(tree)
+        foreman.display = bool(tree)  # takes no line on other sessions' views
         self._render_diff(s)
         self._render_question(detail)
         self.refresh_bindings()  # the gate-1 keys come and go with the state
