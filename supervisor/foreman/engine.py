@@ -202,7 +202,9 @@ class ForemanEngine:
             for round_ in range(1, self._rounds + 1):
                 outcome = await engine.run(self._child_ctx(ctx, child, worktree, round_, failing))
                 child.authors = (*child.authors, *outcome.authored_by)
-                if outcome.failure is not None:
+                # an agent left waiting to be resumed (`dormant`, where engines report it)
+                # cannot be revived as a subtask: the subtask failed
+                if outcome.failure is not None or getattr(outcome, "dormant", False):
                     raise CorralError(outcome.error or f"its agent failed ({outcome.failure})")
                 verification = await self._verifier.verify_worktree(contract, worktree, s.baseline)
                 if not verification.stable:

@@ -267,7 +267,9 @@ class SessionScreen(Screen[None]):
                 table.add_columns("Check", "Command", "Timeout", "Baseline", "Last run")
                 yield table
                 yield Static("", id="check-detail")
-                yield Static("", id="foreman")
+                foreman = Static("", id="foreman")
+                foreman.display = False  # a foreman session's split or placements only
+                yield foreman
                 yield Static("", id="diff")
                 yield TerminalView(self.session_id, id="terminal")
                 yield RichLog(id="log", wrap=True, markup=False, max_lines=5000)
@@ -350,8 +352,9 @@ class SessionScreen(Screen[None]):
         self._render_contract(s)
         tree = foreman_tree(detail)
         foreman = self.query_one("#foreman", Static)
-        foreman.update(tree)
-        foreman.display = bool(tree)  # takes no line on other sessions' views
+        if tree or foreman.display:
+            foreman.update(tree)
+            foreman.display = bool(tree)
         self._render_diff(s)
         self._render_question(detail)
         self.refresh_bindings()  # the gate-1 keys come and go with the state
