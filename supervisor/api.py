@@ -34,6 +34,7 @@ from .discuss.linked_runs import DISCUSSIONS_DIR, DiscussionRuns
 from .engines.base import EngineRegistry
 from .errors import CorralError
 from .events import CoderEvent, MessageData
+from .foreman.service import Foreman, is_foreman
 from .gates.approval import ApprovalGate, commit_message
 from .gates.contract import DRAFTING_CANCELLED, NOT_EXPRESSIBLE, ContractGate
 from .gates.recovery import Recovery
@@ -46,10 +47,12 @@ from .models import (
     CheckResult,
     CoderSession,
     OutcomeContract,
+    Placement,
     ReviseResult,
     ScheduledTask,
     SessionDetail,
     SessionSummary,
+    Split,
     StartResult,
     SubscribeResult,
     TaskRun,
@@ -67,6 +70,7 @@ from .session.registry import SessionRegistry, new_session_id
 from .session.summaries import stored_summary
 from .states import CoderState, label, needs_you_label
 from .store import DB_NAME, Store
+from .store.placements import PlacementStore
 from .workspaces import Workspaces
 
 log = logging.getLogger("corral.supervisor")
@@ -81,6 +85,7 @@ class _Gates:
     approval: ApprovalGate
     recovery: Recovery
     janitor: Janitor
+    foreman: Foreman
 
 
 class Supervisor:
@@ -117,6 +122,7 @@ class Supervisor:
             self.state_dir, config=self.config, clock=clock, panes=panes
         )
         self.workspaces: Workspaces | None = None
+        self.placements_store: PlacementStore | None = None
         self.broken_rows: builtins.list[str] = []  # stored rows that do not parse
         self.stray_panes: builtins.list[str] = []  # our panes no session claims
         self._gates: _Gates | None = None
@@ -136,19 +142,36 @@ class Supervisor:
             await asyncio.to_thread(workspaces.discard_unclaimed, claimed)
         except CorralError as exc:  # a vanished repo must not keep the console shut
             log.warning("worktree reconciliation: %s", exc)
-        gates = self._gates = self._compose(workspaces)
+        ledger = self.placements_store = PlacementStore(self.state_dir / DB_NAME)
+        gates = self._gates = self._compose(workspaces, ledger)
         self.stray_panes = await gates.recovery.recover(sessions)
+        await asyncio.to_thread(gates.foreman.interrupt_unfinished)
         gates.janitor.start()
         self.scheduler = Scheduler(lambda: self.registry.store, self._run_task)
         self.scheduler.start()
 
-    def _compose(self, workspaces: Workspaces) -> _Gates:
+    def _compose(self, workspaces: Workspaces, ledger: PlacementStore) -> _Gates:
         """Build the services bottom-up, so each receives the one it hands on to."""
         registry, config = self.registry, self.config
         verifier = Verifier(registry, workspaces, config)
         approval = ApprovalGate(registry, verifier, workspaces)
+        foreman = Foreman(
+            registry,
+            verifier,
+            workspaces,
+            ledger,
+            engines=self.engines,
+            config=config,
+            panes=self.panes,
+        )
         run_loop = RunLoop(
-            registry, verifier, approval, engines=self.engines, workspaces=workspaces, config=config
+            registry,
+            verifier,
+            approval,
+            engines=self.engines,
+            workspaces=workspaces,
+            config=config,
+            foreman=foreman,
         )
         janitor = Janitor(registry, workspaces, config)
         discussion_runs = DiscussionRuns(self.state_dir / DISCUSSIONS_DIR)
@@ -166,7 +189,7 @@ class Supervisor:
             discussion_runs=discussion_runs,
         )
         recovery = Recovery(registry, verifier, run_loop, self.panes)
-        return _Gates(contract, run_loop, approval, recovery, janitor)
+        return _Gates(contract, run_loop, approval, recovery, janitor, foreman)
 
     async def close(self) -> None:
         """Stop in-process work and release the state dir. Agents in tmux panes
@@ -186,6 +209,9 @@ class Supervisor:
         if self.workspaces is not None:
             self.workspaces.close()
             self.workspaces = None
+        if self.placements_store is not None:
+            self.placements_store.close()
+            self.placements_store = None
         self.registry.release()
 
     async def __aenter__(self) -> Supervisor:
@@ -229,10 +255,19 @@ class Supervisor:
         wait: bool = True,
         contract: OutcomeContract | None = None,
         model: str | None = None,
+        split: Split | dict[str, object] | str | None = None,
     ) -> StartResult:
         """Register a session and draft its contract (see `ContractGate.start`);
-        `model` pins a configured model (or a name the agent knows)."""
-        return await self._open_gates().contract.start(
+        `model` pins a configured model (or a name the agent knows). A
+        `foreman:<agent>` session proposes its split at gate 1; `split` sets
+        the operator's own instead (refused for an engine that cannot split)."""
+        gates = self._open_gates()
+        if split is not None and not is_foreman(self.engines.resolve(engine)[0]):
+            raise CorralError(
+                f"a split needs the foreman engine (foreman:<agent>); this task asks for "
+                f"{engine}, which runs one agent. Start it with foreman:{engine} to split it"
+            )
+        result = await gates.contract.start(
             intent,
             repo,
             engine=engine,
@@ -244,6 +279,12 @@ class Supervisor:
             contract=contract,
             model=model,
         )
+        live = self.registry.get_live(result.session_id)
+        if split is not None:
+            gates.foreman.set_split(result.session_id, split)
+        elif live is not None:
+            gates.foreman.on_started(live)
+        return result
 
     async def revise(self, session_id: str, request: str) -> ReviseResult:
         return await self._open_gates().contract.revise(session_id, request)
@@ -252,6 +293,29 @@ class Supervisor:
         self, session_id: str, contract: OutcomeContract | None = None
     ) -> dict[str, str]:
         return await self._open_gates().contract.confirm(session_id, contract)
+
+    # -- the foreman: split at gate 1, placements after ------------------------------------
+
+    async def foreman_split(self, session_id: str) -> Split:
+        """A foreman session's split: the stored one, or (at gate 1) one proposed
+        now. Refused with a sentence for a session that cannot distribute."""
+        foreman = self._open_gates().foreman
+        stored = foreman.split(session_id)
+        if stored is not None:
+            return stored
+        live = self.registry.get_live(session_id)
+        if live is None:
+            raise CorralError(f"{session_id[-8:]} has no split (not a live foreman session)")
+        foreman.refuse_split_request(session_id)
+        return await foreman.ensure_split(live)
+
+    def set_foreman_split(self, session_id: str, split: Split | dict[str, object] | str) -> Split:
+        """Replace a foreman session's split at gate 1 (JSON text, a dict or a `Split`)."""
+        return self._open_gates().foreman.set_split(session_id, split)
+
+    def placements(self, session_id: str) -> builtins.list[Placement]:
+        """The placement ledger of a foreman session (stored; survives restarts)."""
+        return self._open_gates().foreman.placements(session_id)
 
     # -- the run -------------------------------------------------------------------------
 
@@ -408,6 +472,9 @@ class Supervisor:
         )
         if old.name:
             self.rename(result.session_id, old.name)
+        split = self._open_gates().foreman.split(old.id)
+        if split is not None and is_foreman(result.engine):  # the operator's split carries over
+            self._open_gates().foreman.set_split(result.session_id, split)
         return result
 
     # -- reading sessions ------------------------------------------------------------------
@@ -419,7 +486,10 @@ class Supervisor:
         return None if store is None or store.full is None else str(store.full)
 
     def get(self, session_id: str) -> SessionDetail:
-        return self.registry.detail(session_id)
+        detail = self.registry.detail(session_id)
+        if self._gates is not None and is_foreman(detail.session.engine):
+            detail.foreman = self._gates.foreman.view(session_id)
+        return detail
 
     def is_live(self, session_id: str) -> bool:
         return self.registry.is_live(session_id)
@@ -535,7 +605,9 @@ __all__ = [
     "NOT_EXPRESSIBLE",
     "EngineRegistry",
     "FilePatch",
+    "Placement",
     "Screen",
+    "Split",
     "Subscription",
     "SubscriptionClosed",
     "SubscriptionDropped",

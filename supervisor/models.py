@@ -394,6 +394,10 @@ class CoderSession(BaseModel):
     # engine), in first-served order; cost from the configured prices.
     model_use: dict[str, ModelUse] = Field(default_factory=dict)
     agent_identity: AgentIdentity | None = None
+    # A foreman session: "3/5 subtasks verified" (its board row), and one
+    # `Corral-Placement` trailer value per subtask its verified union holds.
+    foreman_progress: str | None = None
+    foreman_placements: list[str] = Field(default_factory=list)
 
     def model_use_lines(self) -> list[str]:
         """`name: N in / M out tokens, $X` per model, in first-served order."""
@@ -480,6 +484,7 @@ class SessionSummary(BaseModel):
     name: str | None = None  # the operator's short name for it
     archived: bool = False  # hidden from the board unless its archived filter is on
     dormant: bool = False  # its agent can be revived (`Supervisor.revive`)
+    progress: str | None = None  # a foreman session's "3/5 subtasks verified"
 
 
 class EventKind(StrEnum):
@@ -582,3 +587,67 @@ class SessionDetail(BaseModel):
     agent_status: str | None = None
     agent_reason: str | None = None
     agent_source: str | None = None
+    foreman: ForemanView | None = None  # a foreman session's split and placements
+
+
+# -- the foreman: a task split among parallel agent runs --------------------------------
+
+
+class Subtask(BaseModel):
+    """One part of a foreman task: what it asks, what it owns, what verifies it
+    (contract checks by name, or narrower checks of its own)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    intent: str
+    files: list[str] = Field(default_factory=list)
+    checks: list[str | ContractCheck] = Field(default_factory=list)
+
+
+class Split(BaseModel):
+    """A foreman session's subtasks, shown and editable at gate 1."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    subtasks: list[Subtask] = Field(default_factory=list)
+    proposed_by: str = "operator"  # "operator", "model <name>", "one per contract check"
+
+
+class Placement(BaseModel):
+    """One row of the placement ledger: where a subtask ran and how it ended."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    session_id: str
+    subtask: str
+    position: int
+    child_id: str
+    host: str = "local"
+    worktree: str | None = None
+    result: str = "pending"
+    reason: str | None = None
+    files: list[str] = Field(default_factory=list)
+    commit: str | None = None
+    updated_at: float = 0.0
+
+    def line(self) -> str:
+        """`s1 · local · corral-…-s1 · integrated (a.py)`: one line of the tree."""
+        where = self.worktree.rsplit("/", 1)[-1] if self.worktree else "no worktree"
+        text = f"{self.subtask} · {self.host} · {where} · {self.result}"
+        if self.files:
+            more = " …" if len(self.files) > 4 else ""
+            text += f" ({', '.join(self.files[:4])}{more})"
+        if self.reason:
+            text += f" — {self.reason}"
+        return text
+
+
+class ForemanView(BaseModel):
+    """What a session view shows of a foreman session."""
+
+    split: Split | None = None
+    placements: list[Placement] = Field(default_factory=list)
+
+
+SessionDetail.model_rebuild()

@@ -136,6 +136,8 @@ def state_text(row: SessionSummary) -> Styled:
         words = "dormant (R revives)"
     elif not row.live and not row.state.is_terminal:
         words += " (stopped)"
+    if row.progress:  # a foreman session: its subtasks are under it, not rows of their own
+        words += f" · {row.progress}"
     return Styled(words, STATE_STYLE[row.state][1])
 
 

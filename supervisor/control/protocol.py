@@ -129,6 +129,11 @@ class StartParams(_Params):
     model: str | None = None
 
 
+class SplitParams(_Params):
+    session_id: str
+    split: dict[str, Any]
+
+
 class ConfirmParams(_Params):
     session_id: str
     contract: OutcomeContract | None = None

@@ -353,6 +353,14 @@ async def _get(conn: _Connection, _id: Any, params: p.SessionParams) -> Any:
     return _dump(conn.sup.get(params.session_id))
 
 
+async def _foreman_split(conn: _Connection, _id: Any, params: p.SessionParams) -> Any:
+    return _dump(await conn.sup.foreman_split(params.session_id))
+
+
+async def _set_foreman_split(conn: _Connection, _id: Any, a: p.SplitParams) -> Any:
+    return _dump(conn.sup.set_foreman_split(a.session_id, a.split))
+
+
 async def _start(conn: _Connection, _id: Any, a: p.StartParams) -> Any:
     result = await conn.sup.start(
         a.intent,
@@ -602,6 +610,8 @@ def _methods() -> dict[str, tuple[type[BaseModel], Handler]]:
         "get": (p.SessionParams, _get),
         "start": (p.StartParams, _start),
         "confirm": (p.ConfirmParams, _confirm),
+        "foreman_split": (p.SessionParams, _foreman_split),
+        "set_foreman_split": (p.SplitParams, _set_foreman_split),
         "revise": (p.ReviseParams, _revise),
         "respond": (p.RespondParams, _respond),
         "steer": (p.SteerParams, _steer),

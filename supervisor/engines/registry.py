@@ -79,6 +79,8 @@ class AgentEngines:
             if self.provider is not None:
                 return "native", f"auto → built-in engine ({self.provider.model}; no agent CLI)"
             raise CorralError(NO_AGENT.format(names=", ".join(self.preference)))
+        if requested.startswith("foreman:"):
+            return self._resolve_foreman(requested)
         if requested == "native":
             if self.provider is None:
                 raise CorralError(
@@ -107,6 +109,17 @@ class AgentEngines:
                 "agent panes are not available: install tmux 3.2+ or use --backend pty"
             )
         return f"external:{name}", f"{requested} → {profile.label}"
+
+    def _resolve_foreman(self, requested: str) -> tuple[str, str]:
+        """`foreman:<agent>`: the task split among several `<agent>` runs."""
+        agent = requested.removeprefix("foreman:").strip()
+        if not agent or agent == "auto" or agent.startswith("foreman:"):
+            raise CorralError(
+                "the foreman needs the agent its subtasks run: foreman:claude, foreman:codex, "
+                "foreman:demo, foreman:native or foreman:custom:<command line>"
+            )
+        inner, why = self.resolve(agent)
+        return f"foreman:{inner}", f"{requested} → subtasks in parallel, each run by {why}"
 
     def _resolve_oneshot(self, requested: str) -> tuple[str, str]:
         spec = requested.removeprefix("external:")
@@ -162,6 +175,8 @@ class AgentEngines:
         return NativeEngine(self.provider)
 
     def create(self, label: str) -> Engine:
+        if label.startswith("foreman:"):
+            raise CorralError("a foreman session's engine is built by the foreman service")
         if label == "native":
             engine = self.native()
             if engine is None:

@@ -569,6 +569,7 @@ def commit_message(
         lines.append(f"Corral-Authored-By: {', '.join(session.authored_by)}")
     lines += [f"Corral-Model-Use: {line}" for line in session.model_use_lines()]
     lines += [f"Corral-Check: {r.name} {'pass' if r.passed else 'fail'}" for r in results]
+    lines += [f"Corral-Placement: {line}" for line in session.foreman_placements]
     if partial:
         lines.append(f"Corral-Scope: partial ({files} of {of} files approved)")
     if override:

@@ -11,7 +11,7 @@ import contextlib
 import logging
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..config import SupervisorConfig
 from ..engines.base import Engine, EngineOutcome, EngineRegistry, RunContext
@@ -51,6 +51,15 @@ from ..workspaces import Workspaces
 from .approval import ApprovalGate
 from .verifier import STABILITY_ATTEMPTS, Verification, Verifier, name_paths
 
+if TYPE_CHECKING:
+    from ..foreman.service import Foreman
+
+
+def is_foreman(engine: str) -> bool:
+    """A `foreman:<agent>` session: the foreman service builds its engine."""
+    return engine.startswith("foreman:")
+
+
 S = CoderState
 log = logging.getLogger("corral.supervisor")
 
@@ -73,7 +82,9 @@ class RunLoop:
         engines: EngineRegistry,
         workspaces: Workspaces,
         config: SupervisorConfig,
+        foreman: Foreman | None = None,
     ) -> None:
+        self._foreman = foreman
         self._registry = registry
         self._verifier = verifier
         self._approval = approval
@@ -91,7 +102,11 @@ class RunLoop:
         assert s.contract is not None and s.worktree is not None
         wall = self._config.max_session_wall_secs
         deadline = time.monotonic() + wall if wall else None
-        engine = self._engines.create(s.engine)
+        engine = (
+            self._foreman.engine(live)
+            if self._foreman is not None and is_foreman(s.engine)
+            else self._engines.create(s.engine)
+        )
         ran = s.engine
         rounds = 1 + self._config.repair_invokes
         failing: list[CheckResult] = []
@@ -110,7 +125,7 @@ class RunLoop:
                     outcome = await self._run_engine(live, engine, round_, deadline, failing)
                 iterations += max(outcome.iterations, 1)
                 s.iterations = iterations
-                s.engine_ran = ran
+                s.engine_ran = outcome.ran or ran
                 authors = [*outcome.authored_by]
                 if s.model_pinned and s.model and ran != "native":
                     authors.append(s.model)  # the agent was told to use it

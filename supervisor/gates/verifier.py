@@ -228,6 +228,28 @@ class Verifier:
         registry.persist(live)
         return verification
 
+    async def verify_worktree(
+        self, contract: OutcomeContract, worktree: Path, baseline: list[CheckResult]
+    ) -> Verification:
+        """`contract` on a worktree no session owns (a foreman's subtask),
+        under the same rule as `verify`: setup first, then the checks between
+        two snapshots, again while the tree moves. Nothing is announced."""
+        setup = await self.environments.prepare(
+            contract, worktree, phase="verification", timeout_ceiling=self._timeout_ceiling
+        )
+        results: list[CheckResult] = []
+        moved: list[str] = []
+        for _attempt in range(STABILITY_ATTEMPTS):
+            before = await self._snapshot(worktree)
+            results = await self._checks_after_setup(
+                contract, worktree, setup, captures=captures_from(contract, baseline)
+            )
+            after = await self._snapshot(worktree)
+            if before == after:
+                return Verification(results, before, [])
+            moved = await asyncio.to_thread(changed_between, worktree, before, after)
+        return Verification(results, None, moved)
+
     async def accept(self, live: LiveSession, verification: Verification) -> None:
         """Make a green, stable verification the session's verified tree: stored
         with the session (it survives a restart) and anchored by a ref."""

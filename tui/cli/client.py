@@ -12,6 +12,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import sys
+from pathlib import Path
 from typing import Any
 
 from corral.supervisor.errors import CorralError
@@ -108,6 +110,25 @@ async def _watch(name: str, *, as_json: bool, from_seq: int) -> int:
         await client.close()
 
 
+def split(name: str, file: str | None) -> int:
+    """Print a foreman session's split as JSON, or replace it with FILE's."""
+    with _client() as client:
+        sid = resolve([r.session_id for r in client.list()], name)
+        if file is None:
+            print(json.dumps(client.call("foreman_split", session_id=sid), indent=2))
+            return 0
+        try:
+            text = sys.stdin.read() if file == "-" else Path(file).read_text()
+            data = json.loads(text)
+        except (OSError, json.JSONDecodeError) as exc:
+            raise CorralError(f"cannot read the split from {file}: {exc}") from None
+        if not isinstance(data, dict):
+            raise CorralError('the split must be a JSON object: {"subtasks": [...]}')
+        result = client.call("set_foreman_split", session_id=sid, split=data)
+    print(f"corral split: {label(sid)} → {len(result['subtasks'])} subtask(s)")
+    return 0
+
+
 def act(args: argparse.Namespace) -> int:
     """`answer`, `approve`, `reject`, `cancel`: one call to the owner."""
     with _client() as client:
@@ -163,6 +184,11 @@ def add_parsers(sub: Any) -> None:
     reject.add_argument("--comment")
     cancel = sub.add_parser("cancel", help="cancel a session")
     cancel.add_argument("session")
+    split = sub.add_parser(
+        "split", help="a foreman session's split at gate 1: print it, or replace it from FILE"
+    )
+    split.add_argument("session")
+    split.add_argument("file", nargs="?", help="the split as JSON ('-' reads stdin)")
     for p in (answer, approve, reject, cancel):
         p.add_argument("--json", action="store_true", help="print the owner's answer as JSON")
 
@@ -172,4 +198,6 @@ def dispatch(args: argparse.Namespace) -> int:
         return get(args.session, as_json=args.json)
     if args.command == "watch":
         return watch(args.session, as_json=args.json, from_seq=args.from_seq)
+    if args.command == "split":
+        return split(args.session, args.file)
     return act(args)

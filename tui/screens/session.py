@@ -105,6 +105,15 @@ def log_filter_matches(name: str, event: CoderEvent) -> bool:
     return True
 
 
+FOREMAN_NEWS = ("Subtask ", "Split ", "Foreman: ", "Verified union: ")
+
+
+def _foreman_news(event: CoderEvent) -> bool:
+    """Narration that changes a foreman session's tree (a subtask placed, verified…)."""
+    text = getattr(event, "text", None)
+    return isinstance(text, str) and text.startswith(FOREMAN_NEWS)
+
+
 def _tail(output: str, n: int) -> list[str]:
     lines = [line.rstrip() for line in output.strip().splitlines() if line.strip()]
     return [clip(line, 160) for line in lines[-n:]]
@@ -174,6 +183,32 @@ def _setup_lines(s: CoderSession) -> list[str]:
     return lines
 
 
+def foreman_tree(detail: SessionDetail) -> str:
+    """A foreman session's split (gate 1) or its placements, as a small tree."""
+    view = detail.foreman
+    if view is None:
+        return ""
+    s = detail.session
+    if view.placements:
+        head = f"[b]Foreman[/b]: {escape(s.foreman_progress or 'subtasks placed')}"
+        lines = [escape(p.line()) for p in view.placements]
+    elif view.split is not None:
+        head = (
+            f"[b]Split[/b] ({escape(view.split.proposed_by)}): runs in parallel once the "
+            f"contract is confirmed; replace it with `corral split {s.id[-8:]} FILE`"
+        )
+        lines = []
+        for sub in view.split.subtasks:
+            first = sub.intent.strip().splitlines()[0] if sub.intent.strip() else ""
+            checks = ", ".join(c if isinstance(c, str) else c.name for c in sub.checks)
+            owns = f" [{', '.join(sub.files)}]" if sub.files else ""
+            lines.append(escape(f"{sub.id} — {clip(first, 60)}{owns} · checks: {checks}"))
+    else:
+        return "[b]Split[/b]: being proposed…" if s.state.value == "contract_proposed" else ""
+    branches = [f"{'└─' if i == len(lines) - 1 else '├─'} {line}" for i, line in enumerate(lines)]
+    return "\n".join([head, *branches])
+
+
 class ReplyInput(Input):
     """The session's text input. While it has focus every printable key is
     typed (no screen key acts, and the footer offers none); escape leaves it."""
@@ -232,6 +267,9 @@ class SessionScreen(Screen[None]):
                 table.add_columns("Check", "Command", "Timeout", "Baseline", "Last run")
                 yield table
                 yield Static("", id="check-detail")
+                foreman = Static("", id="foreman")
+                foreman.display = False  # a foreman session's split or placements only
+                yield foreman
                 yield Static("", id="diff")
                 yield TerminalView(self.session_id, id="terminal")
                 yield RichLog(id="log", wrap=True, markup=False, max_lines=5000)
@@ -265,7 +303,7 @@ class SessionScreen(Screen[None]):
                     self.events.append(event)
                     if log_filter_matches(self.log_filter, event):
                         log.write(describe(event))
-                    if event.kind in REFRESH_KINDS:
+                    if event.kind in REFRESH_KINDS or _foreman_news(event):
                         self.refresh_view()
                 return
             except SubscriptionDropped:
@@ -327,6 +365,11 @@ class SessionScreen(Screen[None]):
             lines.append("[yellow]Not running in this console (stored state only).[/yellow]")
         self.query_one("#session-header", Static).update("\n".join(lines))
         self._render_contract(s)
+        tree = foreman_tree(detail)
+        foreman = self.query_one("#foreman", Static)
+        if tree or foreman.display:
+            foreman.update(tree)
+            foreman.display = bool(tree)
         self._render_diff(s)
         self._render_question(detail)
         self.refresh_bindings()  # the gate-1 keys come and go with the state

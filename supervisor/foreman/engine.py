@@ -1,0 +1,383 @@
+"""The foreman engine (`foreman:<agent>`): one task split into subtasks that
+run in parallel, each a child run of `<agent>` in its own worktree from the
+session's start commit, each verified on its own checks (the same snapshot
+rule as any session). Verified subtasks are merged in the split's order
+into the session's worktree (the integration worktree); the runtime then
+runs the whole contract on that union, as after any engine.
+
+When the union is red, or two subtasks conflict, or no subtask was
+verified, one `<agent>` repairs on top of the verified union (announced as
+an `engine_fallback` from `foreman:<agent>` to `<agent>`), using the
+session's ordinary repair rounds. A subtask that fails is reported with its
+reason and the union continues without it, saying so. Cancel stops every
+child (their agents are stopped, their worktrees kept).
+
+Every placement (subtask → host → worktree → result) is written to the
+ledger as it changes, so it survives a restart.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from ..engines.base import Engine, EngineOutcome, RunContext
+from ..errors import CorralError
+from ..events import EngineFallbackData, EventData, PlanTextData
+from ..gates.verifier import Verifier, name_paths
+from ..models import CheckResult, CoderSession, Placement, Split, Subtask
+from ..states import LoopFailure
+from ..store import placements as P
+from ..store.placements import PlacementStore
+from ..workspaces import Workspaces
+from .split import split_problems, subtask_contract
+from .union import changed_files, commit_subtask, merge_into, write_union
+
+REPAIR_REASON = "contract not satisfied after the foreman's verified union"
+LOCAL = "local"
+
+
+def placement_ref(session_id: str, subtask: str) -> str:
+    return f"refs/corral/foreman/{session_id}/{subtask}"
+
+
+def trailer(p: Placement) -> str:
+    """`subtask=s1 host=local files=a.py,b.py`: one `Corral-Placement` value."""
+    return f"subtask={p.subtask} host={p.host} files={','.join(p.files) or '-'}"
+
+
+@dataclass
+class _Child:
+    sub: Subtask
+    placement: Placement
+    tree: str | None = None
+    authors: tuple[str, ...] = ()
+
+
+@dataclass
+class ForemanHooks:
+    """What the foreman needs from the session it runs for."""
+
+    session: CoderSession
+    split: Callable[[], Awaitable[Split]]  # the confirmed split (proposed now if none)
+    progress: Callable[[int, int], None]  # (verified, total): stored and shown on the board
+    integrated: Callable[[list[str]], None]  # the placement trailers of what landed
+    stop_pane: Callable[[str], Awaitable[None]]  # a finished child's agent
+    hosts_note: str | None = None
+
+
+class ForemanEngine:
+    def __init__(
+        self,
+        inner_label: str,
+        *,
+        create: Callable[[str], Engine],
+        workspaces: Workspaces,
+        verifier: Verifier,
+        ledger: PlacementStore,
+        hooks: ForemanHooks,
+        rounds: int,
+    ) -> None:
+        self.label = f"foreman:{inner_label}"
+        self.inner_label = inner_label
+        self._create = create
+        self._workspaces = workspaces
+        self._verifier = verifier
+        self._ledger = ledger
+        self._hooks = hooks
+        self._rounds = max(1, rounds)
+        self._inner: Engine | None = None
+        self._fell_back = False
+
+    # -- the rounds ---------------------------------------------------------------------
+
+    async def run(self, ctx: RunContext) -> EngineOutcome:
+        fanned_out = bool(await asyncio.to_thread(self._ledger.placements, ctx.session_id))
+        if ctx.round == 1 and not fanned_out:
+            return await self._fan_out(ctx)
+        # a repair round (or a restart after the union landed): one agent on top
+        return await self._repair(ctx, REPAIR_REASON + "; repairing on top of the verified union")
+
+    async def _repair(self, ctx: RunContext, reason: str) -> EngineOutcome:
+        if not self._fell_back:
+            self._fell_back = True
+            ctx.emit(EngineFallbackData(from_=self.label, to=self.inner_label, reason=reason))
+        if self._inner is None:
+            self._inner = self._create(self.inner_label)
+        outcome = await self._inner.run(ctx)
+        outcome.ran = self.inner_label
+        return outcome
+
+    # -- fan out, verify each, merge in order -------------------------------------------
+
+    async def _fan_out(self, ctx: RunContext) -> EngineOutcome:
+        s = self._hooks.session
+        assert s.start_commit is not None
+        split = await self._hooks.split()
+        assert s.contract is not None
+        problems = split_problems(split, s.contract)
+        if problems:
+            return EngineOutcome(
+                failure=LoopFailure.CONFIGURATION,
+                error="the split does not fit the confirmed contract: " + "; ".join(problems),
+            )
+        if self._hooks.hosts_note:
+            ctx.emit(PlanTextData(text=self._hooks.hosts_note))
+        children = [
+            _Child(
+                sub,
+                Placement(
+                    session_id=s.id,
+                    subtask=sub.id,
+                    position=i,
+                    child_id=f"{s.id}-{sub.id}",
+                    host=LOCAL,
+                    files=list(sub.files),
+                ),
+            )
+            for i, sub in enumerate(split.subtasks)
+        ]
+        for child in children:
+            await asyncio.to_thread(self._ledger.record, child.placement)
+        names = "; ".join(
+            f"{c.sub.id}" + (f" ({', '.join(c.sub.files)})" if c.sub.files else "")
+            for c in children
+        )
+        ctx.emit(
+            PlanTextData(
+                text=(
+                    f"Foreman: {len(children)} subtasks in parallel ({split.proposed_by}): "
+                    f"{names}. Each runs {self.inner_label} in its own worktree from "
+                    f"{s.start_commit[:8]} and is verified on its own checks."
+                )
+            )
+        )
+        self._hooks.progress(0, len(children))
+        tasks = [asyncio.create_task(self._child(ctx, c, len(children))) for c in children]
+        try:
+            await asyncio.gather(*tasks)
+        except asyncio.CancelledError:
+            why = "corral closed while it ran" if ctx.detaching() else "cancelled"
+            await self._stop_children(tasks, children, why)
+            raise
+        return await self._integrate(ctx, children)
+
+    async def _stop_children(
+        self, tasks: list[asyncio.Task[None]], children: list[_Child], why: str
+    ) -> None:
+        """Cancel: every child's agent stopped, every worktree kept, the ledger says so."""
+        for task in tasks:
+            task.cancel()
+        with contextlib.suppress(BaseException):
+            await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), 4.5)
+        for child in children:
+            p = child.placement
+            if p.result in P.UNFINISHED or p.result == P.VERIFIED:
+                p.result, p.reason = P.CANCELLED, f"{why}; its worktree is kept"
+                with contextlib.suppress(Exception):
+                    self._ledger.record(p)
+            if p.worktree:
+                with contextlib.suppress(Exception):
+                    self._workspaces.retain(p.worktree, note=f"foreman subtask: {why}")
+
+    async def _child(self, ctx: RunContext, child: _Child, total: int) -> None:
+        """One subtask: its worktree, its agent, its own checks, a bounded repair."""
+        s = self._hooks.session
+        p, sub = child.placement, child.sub
+        assert s.contract is not None and s.start_commit is not None
+        try:
+            made = await asyncio.to_thread(
+                self._workspaces.provision, Path(s.repo), p.child_id, s.start_commit
+            )
+            worktree = made.workspace.path
+            p.worktree, p.result = str(worktree), P.RUNNING
+            await asyncio.to_thread(self._ledger.record, p)
+            ctx.emit(PlanTextData(text=f"Subtask {sub.id} placed on {p.host} in {worktree}."))
+            engine = self._create(self.inner_label)
+            contract = subtask_contract(sub, s.contract)
+            failing: list[CheckResult] = []
+            for round_ in range(1, self._rounds + 1):
+                outcome = await engine.run(self._child_ctx(ctx, child, worktree, round_, failing))
+                child.authors = (*child.authors, *outcome.authored_by)
+                # an agent left waiting to be resumed (`dormant`, where engines report it)
+                # cannot be revived as a subtask: the subtask failed
+                if outcome.failure is not None or outcome.dormant:
+                    raise CorralError(outcome.error or f"its agent failed ({outcome.failure})")
+                verification = await self._verifier.verify_worktree(contract, worktree, s.baseline)
+                if not verification.stable:
+                    raise CorralError(
+                        "its worktree kept changing while its checks ran "
+                        f"({name_paths(verification.moved)})"
+                    )
+                if verification.passed:
+                    assert verification.tree is not None
+                    child.tree = verification.tree
+                    p.files = await asyncio.to_thread(
+                        changed_files, Path(s.repo), s.start_commit, verification.tree
+                    )
+                    p.result, p.reason = P.VERIFIED, None
+                    await asyncio.to_thread(self._ledger.record, p)
+                    self._hooks.progress(self._verified(), total)
+                    ctx.emit(
+                        PlanTextData(
+                            text=(
+                                f"Subtask {sub.id} verified on its own checks "
+                                f"({', '.join(r.name for r in verification.results)})."
+                            )
+                        )
+                    )
+                    return
+                failing = [r for r in verification.results if not r.passed]
+            names = ", ".join(r.name for r in failing)
+            raise CorralError(f"its checks still fail after {self._rounds} round(s): {names}")
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # reported, never fatal to the other subtasks
+            p.result, p.reason = P.FAILED, str(exc).splitlines()[0][:300] if str(exc) else "failed"
+            with contextlib.suppress(Exception):
+                await asyncio.to_thread(self._ledger.record, p)
+            if p.worktree:
+                with contextlib.suppress(Exception):
+                    self._workspaces.retain(p.worktree, note=f"foreman subtask failed: {p.reason}")
+            ctx.emit(
+                PlanTextData(
+                    text=(
+                        f"Subtask {sub.id} failed: {p.reason}. The foreman continues without it: "
+                        "the union will not hold its work (its worktree is kept)."
+                    )
+                )
+            )
+        finally:
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self._hooks.stop_pane(p.child_id))
+
+    def _verified(self) -> int:
+        rows = self._ledger.placements(self._hooks.session.id)
+        return sum(1 for r in rows if r.result in (P.VERIFIED, P.INTEGRATED))
+
+    def _child_ctx(
+        self,
+        ctx: RunContext,
+        child: _Child,
+        worktree: Path,
+        round_: int,
+        failing: list[CheckResult],
+    ) -> RunContext:
+        s = self._hooks.session
+        assert s.contract is not None
+        sub = child.sub
+        intent = sub.intent.strip()
+        if sub.files:
+            intent += (
+                f"\n\nYou own these files or areas: {', '.join(sub.files)}. Other agents "
+                "work on the rest of the task in parallel; leave other files alone."
+            )
+
+        def emit(data: EventData) -> None:
+            if isinstance(data, PlanTextData):  # narration only; the parent owns the rest
+                ctx.emit(PlanTextData(text=f"[{sub.id}] {data.text}"))
+
+        async def cannot_ask(prompt: str, _options: list[str]) -> str:
+            raise CorralError(f"its agent asked a question a subtask cannot ask: {prompt[:120]}")
+
+        return replace(
+            ctx,
+            session_id=child.placement.child_id,
+            intent=intent,
+            contract=subtask_contract(sub, s.contract),
+            worktree=worktree,
+            round=round_,
+            failing_checks=failing,
+            emit=emit,
+            ask_user=cannot_ask,
+            take_guidance=lambda: [],
+            iteration_started=lambda _n: None,
+            withdraw_question=lambda: None,
+            note_pane=lambda _pane: None,
+            detaching=lambda: False,  # no later owner adopts a child: always stopped
+        )
+
+    async def _integrate(self, ctx: RunContext, children: list[_Child]) -> EngineOutcome:
+        """Merge the verified subtasks in order into the integration worktree."""
+        s = self._hooks.session
+        assert s.start_commit is not None and s.worktree is not None
+        repo, start = Path(s.repo), s.start_commit
+        union = start
+        landed: list[_Child] = []
+        conflicts: list[str] = []
+        for child in children:
+            p = child.placement
+            if child.tree is None:
+                continue
+            commit = await asyncio.to_thread(
+                commit_subtask,
+                repo,
+                start,
+                child.tree,
+                placement_ref(s.id, p.subtask),
+                f"corral foreman subtask {p.subtask} of {s.id}\n",
+            )
+            p.commit = commit
+            merged = await asyncio.to_thread(
+                merge_into, repo, union, commit, f"corral foreman union + {p.subtask}\n"
+            )
+            if merged.commit is None:
+                with_whom = [
+                    c.placement.subtask
+                    for c in landed
+                    if set(c.placement.files) & set(merged.conflicts)
+                ]
+                files = ", ".join(merged.conflicts)
+                p.result = P.CONFLICT
+                p.reason = f"conflicts with {', '.join(with_whom) or 'the union'} on {files}"
+                conflicts.append(
+                    f"{p.subtask} and {', '.join(with_whom) or 'the union'} on {files}"
+                )
+                self._workspaces.retain(p.worktree, note=f"foreman subtask: {p.reason}")
+            else:
+                union = merged.commit
+                p.result, p.reason = P.INTEGRATED, None
+                landed.append(child)
+            await asyncio.to_thread(self._ledger.record, p)
+        if union != start:
+            await asyncio.to_thread(write_union, Path(s.worktree), union)
+        for child in landed:  # what they made is in the union (and anchored by a ref)
+            await asyncio.to_thread(self._workspaces.remove, child.placement.worktree, force=True)
+        self._hooks.integrated([trailer(c.placement) for c in landed])
+        left_out = [c.placement for c in children if c not in landed]
+        text = f"Verified union: {len(landed)} of {len(children)} subtasks integrated"
+        text += f" ({', '.join(c.placement.subtask for c in landed)})" if landed else ""
+        if left_out:
+            text += "; left out: " + "; ".join(
+                f"{p.subtask} ({p.result}: {p.reason})" for p in left_out
+            )
+        ctx.emit(PlanTextData(text=text + ". The whole contract runs on the union next."))
+        authors = sorted({a for c in landed for a in c.authors})
+        if conflicts:
+            note = (
+                "\n\nThe task was split among agents whose verified work is already merged "
+                "into this worktree. These subtasks conflicted and are NOT merged: "
+                + "; ".join(conflicts)
+                + ". Do their part on top of what is here:\n"
+                + "\n".join(
+                    f"- {c.sub.id}: {c.sub.intent.strip()}"
+                    for c in children
+                    if c.placement.result == P.CONFLICT
+                )
+            )
+            outcome = await self._repair(
+                replace(ctx, intent=ctx.intent + note),
+                "subtasks " + "; ".join(conflicts) + " conflict; repairing on top of the "
+                "verified union",
+            )
+            outcome.authored_by = sorted({*authors, *outcome.authored_by})
+            return outcome
+        if not landed:
+            outcome = await self._repair(
+                ctx, "no subtask was verified; one agent does the task on the untouched tree"
+            )
+            return outcome
+        return EngineOutcome(iterations=1, authored_by=authors)
