@@ -178,7 +178,6 @@ class MenuAnswer:
         """Answer `question` in words: option `tell` first (a "No, and tell
         …" option opens a text box), then `text` pasted and Enter. Reported
         only once the question has left the screen."""
-        chosen = "answered in words" + (f" (after option {tell})" if tell else "")
         if await self._stable(question) is None:
             return Landing(False, "not sent (words): the question is no longer on the screen")
         if tell is not None:
@@ -188,13 +187,23 @@ class MenuAnswer:
             await asyncio.to_thread(self.backend.send_text, self.handle, text)
         except PaneError as exc:
             return Landing(False, f"the words were not sent: {exc}")
-        return await self._landed(question, chosen, contradicted=True)
+        done = "answered in words" + (f" (after option {tell})" if tell else "")
+        return await self._landed(question, done, "the words were", contradicted=True)
 
-    async def _landed(self, question: Question, chosen: str, contradicted: bool = False) -> Landing:
+    async def _landed(
+        self,
+        question: Question,
+        chosen: str,
+        sent: str | None = None,
+        *,
+        contradicted: bool | None = None,
+    ) -> Landing:
         """The question left the screen and nothing after it contradicts the
-        answer (an agent that now says it is not signed in did not take
-        "Yes, use this key"; `contradicted`: any such sentence does)."""
-        if not contradicted:
+        answer: an agent that now says it is not signed in did not take "Yes,
+        use this key" (nor any words); it may well say so after "No"."""
+        if sent is None:  # an option: "option 1: Yes"
+            sent, chosen = f"{chosen} was", f"selected {chosen}"
+        if contradicted is None:
             contradicted = not chosen.lower().split(": ", 1)[-1].startswith("no")
         deadline = time.monotonic() + self.timeout
         while time.monotonic() < deadline:
@@ -204,7 +213,6 @@ class MenuAnswer:
                 continue
             said = signed_out(lines, self.markers)
             if said is not None and contradicted:
-                return Landing(False, f"{chosen} was sent, but the agent then said: {said}")
-            return Landing(True, chosen if chosen.startswith("answered") else f"selected {chosen}")
-        sent = "the words were" if chosen.startswith("answered") else f"{chosen} was"
+                return Landing(False, f"{sent} sent, but the agent then said: {said}")
+            return Landing(True, chosen)
         return Landing(False, f"{sent} sent, but the question is still on the screen")
