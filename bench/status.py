@@ -36,6 +36,8 @@ Budgets (ARCHITECTURE.md, issue #14): 0 false idle, 0 prompts pasted to a busy
 agent, detection p95 ≤ 1.5 s, keystroke → repaint p95 ≤ 20 ms.
 
 Run: .venv/bin/python bench/status.py [--quick] [--console] [--agents N] [--seconds S]
+     [--against OTHER_CHECKOUT] (with --console: the other checkout's console is timed first,
+     in the same run, for a before/after)
 """
 
 from __future__ import annotations
@@ -419,8 +421,10 @@ def console_child(ready: Path, repo: Path, n: int) -> None:
             subprocess.run(["tmux", "-S", str(sock), "kill-server"], capture_output=True)
 
 
-def console_keys(keys: int, n: int) -> tuple[list[float], list[float]]:
-    """bench/tui.py's keystroke measurement, with `console_child` in its pty."""
+def console_keys(keys: int, n: int, root: Path | None = None) -> tuple[list[float], list[float]]:
+    """bench/tui.py's keystroke measurement, with `console_child` in its pty;
+    with `root` (another checkout, built: its build/view), that checkout's
+    console and supervisor are timed instead of this one's."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("bench_tui", Path(__file__).with_name("tui.py"))
@@ -428,8 +432,34 @@ def console_keys(keys: int, n: int) -> tuple[list[float], list[float]]:
     tui = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(tui)
     child = [sys.executable, str(Path(__file__).resolve()), "--console-child"]
+    if root is not None:
+        # its `corral` (build/view links its root folders) imported before
+        # anything else, then its own bench script run as the child
+        view, script = root / "build" / "view", root / "bench" / "status.py"
+        code = (
+            f"import runpy, sys; sys.path.insert(0, {str(view)!r}); "
+            "import corral.supervisor, corral.tui; "
+            f"sys.argv = [{str(script)!r}, '--console-child', *sys.argv[1:]]; "
+            f"runpy.run_path({str(script)!r}, run_name='__main__')"
+        )
+        child = [sys.executable, "-c", code]
     key_ms, idle_ms = tui.keystrokes(keys, n, child=child, ready_timeout=600)
     return list(key_ms), list(idle_ms)
+
+
+def report_keys(label: str, key_ms: list[float], idle_ms: list[float]) -> bool:
+    p95 = pct(key_ms, 95)
+    good = p95 <= BUDGET_LAG_P95_MS
+    print(
+        f"  {label}keystroke: p50 {statistics.median(key_ms):.1f} ms  p95 {p95:.1f} ms  max "
+        f"{max(key_ms):.1f} ms over {len(key_ms)} keys   budget p95 ≤ "
+        f"{BUDGET_LAG_P95_MS:g} ms   {'PASS' if good else 'FAIL'}   (load {os.getloadavg()[0]:.1f})"
+    )
+    print(
+        f"  {label}background (no key; same wait for the next chunk): p50 "
+        f"{statistics.median(idle_ms):.1f} ms  p95 {pct(idle_ms, 95):.1f} ms"
+    )
+    return good
 
 
 def main() -> int:
@@ -446,6 +476,12 @@ def main() -> int:
         help="also time keystroke → repaint in a real console watching N agents in panes",
     )
     parser.add_argument("--keys", type=int, help="keystrokes with --console (60; 40 with --quick)")
+    parser.add_argument(
+        "--against",
+        type=Path,
+        help="with --console, first time the console of this other checkout (built with "
+        "`make lint` or `make typecheck`: its build/view), for a before/after in one run",
+    )
     args = parser.parse_args()
     if shutil.which("tmux") is None:
         print("tmux is not installed", file=sys.stderr)
@@ -467,18 +503,13 @@ def main() -> int:
             f"keystroke → repaint: the console (a pty, 200x50) with {args.agents} sessions whose "
             "custom: stand-ins stream under a busy marker in real tmux panes"
         )
-        key_ms, idle_ms = console_keys(args.keys or (40 if args.quick else 60), args.agents)
-        p95 = pct(key_ms, 95)
-        good = p95 <= BUDGET_LAG_P95_MS
-        print(
-            f"  keystroke: p50 {statistics.median(key_ms):.1f} ms  p95 {p95:.1f} ms  max "
-            f"{max(key_ms):.1f} ms over {len(key_ms)} keys   budget p95 ≤ "
-            f"{BUDGET_LAG_P95_MS:g} ms   {'PASS' if good else 'FAIL'}"
-        )
-        print(
-            f"  background (no key; same wait for the next chunk): p50 "
-            f"{statistics.median(idle_ms):.1f} ms  p95 {pct(idle_ms, 95):.1f} ms"
-        )
+        keys = args.keys or (40 if args.quick else 60)
+        if args.against is not None:
+            # the same measurement on another checkout first (e.g. main: before/after)
+            before = console_keys(keys, args.agents, args.against.resolve())
+            report_keys(f"{args.against}: ", *before)
+            print("  this checkout:")
+        good = report_keys("", *console_keys(keys, args.agents))
         code = code or (0 if good else 1)
     return code
 

@@ -634,7 +634,9 @@ class StatusTracker:
         just before it already shows the question, and the sweep has seen no
         output since (`now` is after the hook): that is the hook's question.
         Ignoring it would leave the wait without options for good, since an
-        unchanged screen is never captured again."""
+        unchanged screen is never captured again. Only a question is taken
+        from before the hook this way: a busy frame left on screen when a
+        turn ended, re-checked by every later sweep, would restart the turn."""
         return (
             now >= self._hook_at
             and reading.status is AgentStatus.WAITING

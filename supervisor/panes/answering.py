@@ -15,6 +15,12 @@ steps, each checked on a fresh capture of the pane:
 
 Only then is the answer reported as selected; otherwise the caller is told
 it did not land, and why, and asks again.
+
+An answer in words (a question that takes text, or a "No, and tell …"
+option) goes the same way: sent only to a stable question, pasted (the
+paste must show before Enter), then reported only once the question has
+left the screen with nothing contradicting it. A program that never reads
+the text keeps asking, and that answer is not reported as given.
 """
 
 from __future__ import annotations
@@ -24,8 +30,18 @@ import re
 import time
 from dataclasses import dataclass
 
-from ..status import Markers, Question, clean_lines, find_menu, find_question, signed_out
-from .base import PaneBackend, PaneHandle, Screen
+from ..status import (
+    GENERIC,
+    AgentStatus,
+    Markers,
+    Question,
+    classify,
+    clean_lines,
+    find_menu,
+    find_question,
+    signed_out,
+)
+from .base import PaneBackend, PaneError, PaneHandle, Screen
 
 STABLE_GAP = 0.25  # seconds between the two captures that must agree
 LAND_TIMEOUT = 6.0
@@ -46,6 +62,19 @@ def menu_on(lines: list[str], question: Question, markers: Markers | None = None
         found = markers.menu.find(lines)
     return (
         found is not None and found.prompt == question.prompt and found.options == question.options
+    )
+
+
+def asked_on(lines: list[str], question: Question, markers: Markers | None = None) -> bool:
+    """The question is still being asked: its menu with the same options, or,
+    for a question without options, a screen that still reads as asking it."""
+    if question.options:
+        return menu_on(lines, question, markers)
+    reading = classify(lines, markers or GENERIC)
+    return (
+        reading.status is AgentStatus.WAITING
+        and reading.question is not None
+        and reading.question.prompt == question.prompt
     )
 
 
@@ -104,7 +133,7 @@ class MenuAnswer:
         while time.monotonic() < deadline:
             await asyncio.sleep(STABLE_GAP)
             now = await self._lines()
-            if not menu_on(now, question, self.markers):
+            if not asked_on(now, question, self.markers):
                 return None
             if now == before:
                 return now
@@ -145,15 +174,45 @@ class MenuAnswer:
         selection is only a colour): whether the answer landed."""
         return await self._landed(question, chosen)
 
-    async def _landed(self, question: Question, chosen: str) -> Landing:
+    async def words(self, question: Question, text: str, tell: int | None = None) -> Landing:
+        """Answer `question` in words: option `tell` first (a "No, and tell
+        …" option opens a text box), then `text` pasted and Enter. Reported
+        only once the question has left the screen."""
+        if await self._stable(question) is None:
+            return Landing(False, "not sent (words): the question is no longer on the screen")
+        if tell is not None:
+            await self._send([str(tell)])
+            await asyncio.sleep(0.3)
+        try:
+            await asyncio.to_thread(self.backend.send_text, self.handle, text)
+        except PaneError as exc:
+            return Landing(False, f"the words were not sent: {exc}")
+        done = "answered in words" + (f" (after option {tell})" if tell else "")
+        return await self._landed(question, done, "the words were", contradicted=True)
+
+    async def _landed(
+        self,
+        question: Question,
+        chosen: str,
+        sent: str | None = None,
+        *,
+        contradicted: bool | None = None,
+    ) -> Landing:
+        """The question left the screen and nothing after it contradicts the
+        answer: an agent that now says it is not signed in did not take "Yes,
+        use this key" (nor any words); it may well say so after "No"."""
+        if sent is None:  # an option: "option 1: Yes"
+            sent, chosen = f"{chosen} was", f"selected {chosen}"
+        if contradicted is None:
+            contradicted = not chosen.lower().split(": ", 1)[-1].startswith("no")
         deadline = time.monotonic() + self.timeout
         while time.monotonic() < deadline:
             await asyncio.sleep(STABLE_GAP)
             lines = await self._lines()
-            if menu_on(lines, question, self.markers):
+            if asked_on(lines, question, self.markers):
                 continue
             said = signed_out(lines, self.markers)
-            if said is not None and not chosen.lower().split(": ", 1)[1].startswith("no"):
-                return Landing(False, f"{chosen} was sent, but the agent then said: {said}")
-            return Landing(True, f"selected {chosen}")
-        return Landing(False, f"{chosen} was sent, but the question is still on the screen")
+            if said is not None and contradicted:
+                return Landing(False, f"{sent} sent, but the agent then said: {said}")
+            return Landing(True, chosen)
+        return Landing(False, f"{sent} sent, but the question is still on the screen")

@@ -262,7 +262,8 @@ class PaneManager:
         """Answer an on-screen question and say whether the answer landed:
         an option (by number or text) is selected and checked on screen (see
         `answering`); free text goes to a "No, and tell …" option followed by
-        the text, or straight to a question that has no options. Words that
+        the text, or straight to a question that has no options, and is
+        checked the same way (the question must leave the screen). Words that
         match no option of a menu are not typed into it."""
         options = list(question.options)
         index = match_option(options, answer)
@@ -281,11 +282,8 @@ class PaneManager:
         if options and tell is None:
             listed = ", ".join(f"{i}. {o}" for i, o in enumerate(options, 1))
             return Landing(False, f"{answer!r} is not one of the options ({listed})")
-        if tell is not None:
-            await self.send_keys(session_id, [str(tell)])
-            await asyncio.sleep(0.3)
-        await self.send_text(session_id, answer)
-        return Landing(True, "answered in words" + (f" (after option {tell})" if tell else ""))
+        answering = MenuAnswer(self.backend, record.handle, record.profile.markers)
+        return await answering.words(question, answer, tell)
 
     def _require(self, session_id: str) -> PaneRecord:
         record = self.records.get(session_id)

@@ -183,3 +183,16 @@ def test_the_quiet_time_is_read_from_config_toml(tmp_path: Path) -> None:
     path.write_text("[agents.aider]\nidle_quiet_secs = 0\n")
     with pytest.raises(ConfigError, match="idle_quiet_secs"):
         load_agent_settings(path)
+
+
+def test_a_busy_frame_from_before_a_stop_hook_rechecked_by_later_sweeps_stays_old() -> None:
+    """A frame left on screen when the turn ended is re-checked by every later
+    sweep (no output since); it still says nothing about after the hook, or
+    the turn would restart and never end while the frame stays."""
+    t = StatusTracker(markers=CLAUDE.markers)
+    frame = read_screen(BUSY, CLAUDE.markers, at=0.0)
+    t.on_facts(frame)
+    assert t.on_hook({"hook_event_name": "Stop"}, now=1.0)
+    for now in (1.5, 2.0, 2.5, 3.0):
+        assert t.on_facts(frame, now) is False
+    assert t.current.status is AgentStatus.IDLE and t.turn_ends == 1

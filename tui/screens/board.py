@@ -45,6 +45,7 @@ INTENT_WANTED = 30  # cells of intent kept on a narrow terminal before columns g
 FIRST_PAINT_ROWS = 200  # rows laid out for the first frame of a big board (more than fit)
 PREVIEW_MIN = (120, 30)  # the preview shows from the start on a terminal at least this big
 PREVIEW_BESIDE_WIDTH = 160  # ... beside the board from this width, below it under it
+PREVIEW_FOLLOW_SECS = 0.06  # the preview follows the cursor once it rests this long
 
 
 class BoardScreen(Screen[None]):
@@ -86,6 +87,7 @@ class BoardScreen(Screen[None]):
         self._announce_timer: Timer | None = None
         self.preview_wanted = False
         self._first_paint = False  # only the rows that fit are in the table (see replace_all)
+        self._preview_timer: Timer | None = None
 
     def compose(self) -> ComposeResult:
         with Vertical():
@@ -305,6 +307,14 @@ class BoardScreen(Screen[None]):
 
     def on_board_table_row_highlighted(self, event: BoardTable.RowHighlighted) -> None:
         self._sync_bindings()
+        # the cursor's frame goes out alone; the preview (a whole agent screen
+        # to draw) follows once the cursor rests, not for every row passed
+        if self._preview_timer is not None:
+            self._preview_timer.stop()
+        self._preview_timer = self.set_timer(PREVIEW_FOLLOW_SECS, self._preview_follows)
+
+    def _preview_follows(self) -> None:
+        self._preview_timer = None
         self.preview.follow(self.selected_id())
 
     # -- the live preview of the selected agent -----------------------------------

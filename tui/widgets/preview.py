@@ -84,7 +84,7 @@ class AgentPreview(Static):
         text = screen_text(screen, last=rows)
         text.no_wrap = True
         text.overflow = "crop"
-        self.update(text)
+        self.update(text, layout=False)  # its size is set by the board, never by the text
 
     def on_resize(self) -> None:
         self._version = -2  # more or fewer lines fit now
