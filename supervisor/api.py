@@ -40,6 +40,7 @@ from .gates.recovery import Recovery
 from .gates.run_loop import RunLoop, UserInputExpired
 from .gates.verifier import Verifier
 from .git.patches import FilePatch, Selection
+from .hosts.place import Hosts
 from .models import (
     ApproveResult,
     CancelResult,
@@ -116,6 +117,12 @@ class Supervisor:
         self.registry = SessionRegistry(
             self.state_dir, config=self.config, clock=clock, panes=panes
         )
+        # other machines sessions may run on ([[hosts]]); their panes are
+        # another backend of the one pane manager
+        self.hosts = Hosts(self.config.hosts, self.state_dir)
+        if panes is not None:
+            for place in self.hosts:
+                panes.add_backend(place.backend)
         self.workspaces: Workspaces | None = None
         self.broken_rows: builtins.list[str] = []  # stored rows that do not parse
         self.stray_panes: builtins.list[str] = []  # our panes no session claims
@@ -145,10 +152,17 @@ class Supervisor:
     def _compose(self, workspaces: Workspaces) -> _Gates:
         """Build the services bottom-up, so each receives the one it hands on to."""
         registry, config = self.registry, self.config
-        verifier = Verifier(registry, workspaces, config)
+        hosts = self.hosts
+        verifier = Verifier(registry, workspaces, config, hosts=hosts)
         approval = ApprovalGate(registry, verifier, workspaces)
         run_loop = RunLoop(
-            registry, verifier, approval, engines=self.engines, workspaces=workspaces, config=config
+            registry,
+            verifier,
+            approval,
+            engines=self.engines,
+            workspaces=workspaces,
+            config=config,
+            hosts=hosts,
         )
         janitor = Janitor(registry, workspaces, config)
         discussion_runs = DiscussionRuns(self.state_dir / DISCUSSIONS_DIR)
@@ -164,6 +178,7 @@ class Supervisor:
             id_factory=self.id_factory,
             before_start=janitor.sweep,
             discussion_runs=discussion_runs,
+            hosts=hosts,
         )
         recovery = Recovery(registry, verifier, run_loop, self.panes)
         return _Gates(contract, run_loop, approval, recovery, janitor)
@@ -183,6 +198,7 @@ class Supervisor:
         await self.registry.stop_sessions()
         if self.panes is not None:
             await self.panes.stop()
+        await asyncio.to_thread(self.hosts.close)  # the panes there run on
         if self.workspaces is not None:
             self.workspaces.close()
             self.workspaces = None
@@ -229,9 +245,11 @@ class Supervisor:
         wait: bool = True,
         contract: OutcomeContract | None = None,
         model: str | None = None,
+        host: str | None = None,
     ) -> StartResult:
         """Register a session and draft its contract (see `ContractGate.start`);
-        `model` pins a configured model (or a name the agent knows)."""
+        `model` pins a configured model (or a name the agent knows); `host`
+        runs it on a configured host (`[[hosts]]`)."""
         return await self._open_gates().contract.start(
             intent,
             repo,
@@ -243,6 +261,7 @@ class Supervisor:
             wait=wait,
             contract=contract,
             model=model,
+            host=host or None,
         )
 
     async def revise(self, session_id: str, request: str) -> ReviseResult:
@@ -405,6 +424,7 @@ class Supervisor:
             contract=old.contract,
             retry_of=old.id,
             retry_guidance=lifecycle.retry_guidance(old),
+            host=old.host,
         )
         if old.name:
             self.rename(result.session_id, old.name)
@@ -478,7 +498,7 @@ class Supervisor:
         """A command that attaches a real terminal to the agent's pane."""
         if self.panes is None or (record := self.panes.record(session_id)) is None:
             return None
-        return self.panes.backend.attach_argv(record.handle)
+        return self.panes.backend_of(session_id).attach_argv(record.handle)
 
     async def agent_scrollback(self, session_id: str, lines: int = 2000) -> builtins.list[str]:
         """The agent pane's history plus screen (ANSI kept), oldest first."""
@@ -490,7 +510,9 @@ class Supervisor:
         """Resize the agent's pane (owner-checked), e.g. to fit the console's view."""
         if self.panes is None or (record := self.panes.record(session_id)) is None:
             return
-        await asyncio.to_thread(self.panes.backend.resize, record.handle, width, height)
+        await asyncio.to_thread(
+            self.panes.backend_of(session_id).resize, record.handle, width, height
+        )
 
     async def send_keys_to_agent(self, session_id: str, keys: builtins.list[str]) -> None:
         """Keystrokes from the console's terminal view (owner-checked)."""
@@ -502,6 +524,10 @@ class Supervisor:
         """(name, can call tools) of each configured model, in default order."""
         models = getattr(self.engines, "models", None)
         return list(models()) if models is not None else []
+
+    def host_choices(self) -> builtins.list[str]:
+        """The configured hosts a new session may run on (`[[hosts]]` names)."""
+        return [place.name for place in self.hosts]
 
     def engine_choices(self) -> builtins.list[tuple[str, str]]:
         """Engines a new session can use here (for the new-session form)."""

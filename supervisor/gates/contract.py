@@ -46,6 +46,8 @@ from ..events import (
 from ..faults import fault_point
 from ..git.repo import refuse_initialised_submodules, repo_root, resolve_base
 from ..git.workspace import GitWorkspace
+from ..hosts.connection import HostUnreachable
+from ..hosts.place import HostPlace, Hosts
 from ..llm.catalog import AUTO
 from ..models import (
     CheckResult,
@@ -110,7 +112,9 @@ class ContractGate:
         id_factory: Callable[[], str],
         before_start: Callable[[], object],
         discussion_runs: DiscussionRuns,
+        hosts: Hosts | None = None,
     ) -> None:
+        self._hosts = hosts
         self._registry = registry
         self._verifier = verifier
         self._run_loop = run_loop
@@ -140,6 +144,7 @@ class ContractGate:
         model: str | None = None,
         retry_of: str | None = None,
         retry_guidance: list[str] | None = None,
+        host: str | None = None,
     ) -> StartResult:
         """Register a session and draft its contract.
 
@@ -155,6 +160,10 @@ class ContractGate:
         and have no unfinished run; without a `base`, a follow-up starts where
         the discussion's last delivery left off (see `discuss.linked_runs`).
         All of that is decided before a worktree exists.
+
+        With `host`, the agent, its worktree and the checks run on that
+        configured host (see `hosts.place`); refused when the host is
+        unknown, at its `max_sessions`, or unreachable.
         """
         intent = intent.strip()
         if not intent:
@@ -163,6 +172,7 @@ class ContractGate:
         base_sha = await asyncio.to_thread(resolve_base, root, base)
         await asyncio.to_thread(refuse_initialised_submodules, root)
         resolved, reason = self._engines.resolve(engine)
+        place = await self._admit_host(host)
         if model is None and discussion_id is not None:  # the discussion's pin carries over
             model = await asyncio.to_thread(self._discussion_runs.model_of, discussion_id)
         pin = self._pin(model, resolved)
@@ -195,6 +205,11 @@ class ContractGate:
                 session.model_id = pin.model_id
             made = await asyncio.to_thread(self._workspaces.provision, root, sid, base_sha)
             fault_point("start:worktree")
+            if place is not None:
+                session.host = place.name
+                session.remote_worktree = await self._remote_worktree(
+                    place, root, made.start_commit, sid, str(made.workspace.path)
+                )
             session.worktree = str(made.workspace.path)
             session.base = base_sha
             session.start_commit = made.start_commit
@@ -230,6 +245,42 @@ class ContractGate:
                     raise  # our caller was cancelled; drafting goes on
                 raise CorralError(DRAFTING_CANCELLED) from None
         return self._start_result(live)
+
+    async def _admit_host(self, host: str | None) -> HostPlace | None:
+        """The place a session on `host` runs, once the host can take it."""
+        if not host:
+            return None
+        if self._hosts is None:
+            raise CorralError("no hosts are configured: add [[hosts]] to the config file")
+        place = self._hosts.get(host)
+        busy = [
+            row
+            for row in self._registry.summaries()
+            if row.host == place.name and not row.state.is_terminal
+        ]
+        limit = place.settings.max_sessions
+        if len(busy) >= limit:
+            raise CorralError(
+                f"host {place.name} already runs {len(busy)} session(s), its max_sessions "
+                f"({limit}): wait for one to finish, or raise max_sessions for it in [[hosts]]"
+            )
+        try:
+            await asyncio.to_thread(place.facts)
+        except HostUnreachable as exc:
+            raise CorralError(f"nothing was started: {exc}") from None
+        return place
+
+    async def _remote_worktree(
+        self, place: HostPlace, root: Path, commit: str, sid: str, home: str
+    ) -> str:
+        """The session's worktree on its host; the home copy is removed when
+        it cannot be made, so a refused start leaves nothing behind."""
+        try:
+            _mirror, path = await asyncio.to_thread(place.make_worktree, root, commit, sid)
+        except (CorralError, HostUnreachable) as exc:
+            await asyncio.to_thread(self._workspaces.remove, home, force=True)
+            raise CorralError(f"nothing was started: {exc}") from None
+        return path
 
     def _pin(self, model: str | None, engine: str) -> Pin | None:
         """The pin checked against the engine (registries that cannot check

@@ -35,6 +35,7 @@ COLUMNS = (
     ("needs", "Needs you"),
     ("intent", "Intent"),
     ("repo", "Repo"),
+    ("host", "Host"),
     ("engine", "Engine"),
     ("iter", "Iter"),
     ("updated", "Updated"),
@@ -96,7 +97,7 @@ class BoardScreen(Screen[None]):
                     flex="intent",
                     flex_wanted=INTENT_WANTED,
                     caps={"state": 16, "needs": 20},
-                    droppable=("engine", "iter", "repo", "updated"),
+                    droppable=("engine", "iter", "host", "repo", "updated"),
                     id="board",
                 )
                 preview = AgentPreview(id="preview")
@@ -104,7 +105,8 @@ class BoardScreen(Screen[None]):
                 yield preview
             yield Static("", id="empty")
             search = Input(
-                placeholder="search intent, repo or id — enter applies, escape clears", id="search"
+                placeholder="search intent, repo, host:NAME or id — enter applies, escape clears",
+                id="search",
             )
             search.display = False
             yield search
@@ -152,6 +154,7 @@ class BoardScreen(Screen[None]):
             R.needs_text(row),
             R.intent_text(row),
             R.repo_name(row),
+            R.host_name(row),
             R.engine_text(row),
             iters,
             R.age(self.clock() - row.updated_at),

@@ -92,6 +92,15 @@ class NewSessionScreen(ModalScreen[None]):
                 if self.discussion is not None
                 else "your checkout as it is now"
             )
+            hosts = self.app.supervisor.host_choices()
+            if hosts:  # [[hosts]] configured: where the agent runs
+                yield Label("Host (the agent, its worktree and the checks run there)")
+                yield Select(
+                    [("this machine", ""), *((h, h) for h in hosts)],
+                    value="",
+                    allow_blank=False,
+                    id="host",
+                )
             yield Label(f"Base revision (blank = {blank})")
             yield Input(placeholder="", id="base")
             yield Label("Contract file (blank = drafted for you; see README for the JSON)")
@@ -152,6 +161,8 @@ class NewSessionScreen(ModalScreen[None]):
         # continues from what its last run delivered)
         base = self.query_one("#base", Input).value.strip() or None
         model = self.query_one("#model", Input).value.strip() or None
+        hosts = self.query("#host")
+        host = str(hosts.first(Select).value or "") or None if hosts else None
         app = self.app
         sup = app.supervisor
         discussion = self.discussion
@@ -176,6 +187,7 @@ class NewSessionScreen(ModalScreen[None]):
                     discussion_id=discussion.id if discussion is not None else None,
                     contract=contract,
                     model=model,
+                    host=host,
                 )
             except CorralError as exc:
                 if self not in app.screen_stack:
