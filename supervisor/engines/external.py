@@ -187,7 +187,7 @@ class ExternalEngine:
         if resume is not None:
             plan = self.profile.with_resume(plan, resume) or plan
         plan = self.profile.with_model(plan, ctx.model_id)
-        if plan.argv and plan.argv[0] in (sys.executable, self.python):
+        if self.profile.name == "demo" and plan.argv[:1] == [sys.executable]:
             plan.argv = [place.facts().python3 or "python3", *plan.argv[1:]]
         env = place.env()
         env.update(plan.env_extra)
