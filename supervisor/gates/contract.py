@@ -115,6 +115,7 @@ class ContractGate:
         hosts: Hosts | None = None,
     ) -> None:
         self._hosts = hosts
+        self._starting: dict[str, int] = {}  # sessions admitted on a host, not registered yet
         self._registry = registry
         self._verifier = verifier
         self._run_loop = run_loop
@@ -173,54 +174,58 @@ class ContractGate:
         await asyncio.to_thread(refuse_initialised_submodules, root)
         resolved, reason = self._engines.resolve(engine)
         place = await self._admit_host(host)
-        if model is None and discussion_id is not None:  # the discussion's pin carries over
-            model = await asyncio.to_thread(self._discussion_runs.model_of, discussion_id)
-        pin = self._pin(model, resolved)
-        ensure_private_dir(self._registry.state_dir)
-        self._before_start()
+        try:
+            if model is None and discussion_id is not None:  # the discussion's pin carries over
+                model = await asyncio.to_thread(self._discussion_runs.model_of, discussion_id)
+            pin = self._pin(model, resolved)
+            ensure_private_dir(self._registry.state_dir)
+            self._before_start()
 
-        followup: str | None = None
-        async with self._admission(discussion_id):
-            if discussion_id is not None:
-                base_sha, followup = await self._admit(discussion_id, root, base_sha)
-            sid = self._id_factory()
-            now = self._registry.clock()
-            session = CoderSession(
-                id=sid,
-                repo=str(root),
-                intent=intent,
-                engine=resolved,
-                requested_engine=engine,
-                max_iterations=max_iterations or self._config.default_max_iterations,
-                created_at=now,
-                updated_at=now,
-                discussion_id=discussion_id,
-                discussion_constraints=list(constraints or []),
-                keep_workspace_on_failure=self._config.keep_workspace_on_failure,
-                retry_of=retry_of,
-                retry_guidance=list(retry_guidance or []),
-            )
-            if pin is not None:
-                session.model, session.model_pinned = pin.name, True
-                session.model_id = pin.model_id
-            made = await asyncio.to_thread(self._workspaces.provision, root, sid, base_sha)
-            fault_point("start:worktree")
-            if place is not None:
-                session.host = place.name
-                session.remote_worktree = await self._remote_worktree(
-                    place, root, made.start_commit, sid, str(made.workspace.path)
+            followup: str | None = None
+            async with self._admission(discussion_id):
+                if discussion_id is not None:
+                    base_sha, followup = await self._admit(discussion_id, root, base_sha)
+                sid = self._id_factory()
+                now = self._registry.clock()
+                session = CoderSession(
+                    id=sid,
+                    repo=str(root),
+                    intent=intent,
+                    engine=resolved,
+                    requested_engine=engine,
+                    max_iterations=max_iterations or self._config.default_max_iterations,
+                    created_at=now,
+                    updated_at=now,
+                    discussion_id=discussion_id,
+                    discussion_constraints=list(constraints or []),
+                    keep_workspace_on_failure=self._config.keep_workspace_on_failure,
+                    retry_of=retry_of,
+                    retry_guidance=list(retry_guidance or []),
                 )
-            session.worktree = str(made.workspace.path)
-            session.base = base_sha
-            session.start_commit = made.start_commit
-            session.checkout_identity = made.identity
-            session.inputs_snapshot = made.identity.snapshot if made.identity else None
-            live = self._registry.register(session)
-            live.workspace = made.workspace
-            self._registry.persist(live)
-            fault_point("start:session")
-            if discussion_id is not None:
-                self._discussion_runs.record_safely(session)
+                if pin is not None:
+                    session.model, session.model_pinned = pin.name, True
+                    session.model_id = pin.model_id
+                made = await asyncio.to_thread(self._workspaces.provision, root, sid, base_sha)
+                fault_point("start:worktree")
+                if place is not None:
+                    session.host = place.name
+                    session.remote_worktree = await self._remote_worktree(
+                        place, root, made.start_commit, sid, str(made.workspace.path)
+                    )
+                session.worktree = str(made.workspace.path)
+                session.base = base_sha
+                session.start_commit = made.start_commit
+                session.checkout_identity = made.identity
+                session.inputs_snapshot = made.identity.snapshot if made.identity else None
+                live = self._registry.register(session)
+                live.workspace = made.workspace
+                self._registry.persist(live)
+                fault_point("start:session")
+                if discussion_id is not None:
+                    self._discussion_runs.record_safely(session)
+        finally:
+            if place is not None:
+                self._starting[place.name] -= 1
         self._registry.notify(sid)
         self._registry.emit(live, EngineSelectedData(engine=resolved, reason=reason))
         if session.inputs_snapshot:
@@ -258,16 +263,18 @@ class ContractGate:
             for row in self._registry.summaries()
             if row.host == place.name and not row.state.is_terminal
         ]
+        taken = len(busy) + self._starting.get(place.name, 0)  # starts on their way count
         limit = place.settings.max_sessions
-        if len(busy) >= limit:
+        if taken >= limit:
             raise CorralError(
-                f"host {place.name} already runs {len(busy)} session(s), its max_sessions "
+                f"host {place.name} already runs {taken} session(s), its max_sessions "
                 f"({limit}): wait for one to finish, or raise max_sessions for it in [[hosts]]"
             )
         try:
             await asyncio.to_thread(place.facts)
         except HostUnreachable as exc:
             raise CorralError(f"nothing was started: {exc}") from None
+        self._starting[place.name] = self._starting.get(place.name, 0) + 1
         return place
 
     async def _remote_worktree(

@@ -126,6 +126,9 @@ class PaneManager:
         self.records: dict[str, PaneRecord] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self._worker: ThreadPoolExecutor | None = None
+        # one more worker per other backend: hosts are swept side by side,
+        # so a slow or dead host never holds up the panes here or elsewhere
+        self._host_workers: dict[str, ThreadPoolExecutor] = {}
         self.sweep_count = 0
 
     # -- lifecycle ------------------------------------------------------------
@@ -145,6 +148,9 @@ class PaneManager:
         if self._worker is not None:
             self._worker.shutdown(wait=False, cancel_futures=True)
             self._worker = None
+        for worker in self._host_workers.values():
+            worker.shutdown(wait=False, cancel_futures=True)
+        self._host_workers = {}
         await asyncio.to_thread(self.backend.close)
         for other in self.backends.values():
             await asyncio.to_thread(other.close)
@@ -359,13 +365,23 @@ class PaneManager:
             groups.setdefault(r.backend_name, []).append(r)
         if self._worker is None:
             self._worker = ThreadPoolExecutor(1, thread_name_prefix="corral-sweep")
-        swept = False
-        for name, records in groups.items():
-            swept = await self._sweep_group(self.backend_named(name), records) or swept
-        if swept:
+        swept = await asyncio.gather(
+            *(self._sweep_group(name, records) for name, records in groups.items())
+        )
+        if any(swept):
             self.sweep_count += 1
 
-    async def _sweep_group(self, backend: PaneBackend, records: list[PaneRecord]) -> bool:
+    def _worker_for(self, name: str) -> ThreadPoolExecutor:
+        if not name:
+            assert self._worker is not None
+            return self._worker
+        worker = self._host_workers.get(name)
+        if worker is None:
+            worker = ThreadPoolExecutor(1, thread_name_prefix=f"corral-sweep-{name}")
+            self._host_workers[name] = worker
+        return worker
+
+    async def _sweep_group(self, name: str, records: list[PaneRecord]) -> bool:
         """Sweep the panes of one backend; False when its host did not answer."""
         watches = [
             Watch(
@@ -380,10 +396,10 @@ class PaneManager:
             )
             for r in records
         ]
-        assert self._worker is not None
+        backend = self.backend_named(name)
         loop = asyncio.get_running_loop()
         try:
-            seen = await loop.run_in_executor(self._worker, observe, backend, watches)
+            seen = await loop.run_in_executor(self._worker_for(name), observe, backend, watches)
         except HostDown as exc:
             # the panes may well run on: not an exit, and no reading at all (a
             # frozen screen must not turn into "idle" or "needs you")

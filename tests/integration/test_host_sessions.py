@@ -224,7 +224,9 @@ async def test_a_host_that_refuses_our_key_starts_nothing_and_says_why(
     repo = make_demo_repo(tmp_path)
     sup = await open_supervisor(tmp_path, demo_contract(SLUG), locked)
     try:
-        with pytest.raises(CorralError, match=r"host locked .* refused our SSH key.*authorized_keys"):
+        with pytest.raises(
+            CorralError, match=r"host locked .* refused our SSH key.*authorized_keys"
+        ):
             await sup.start(SLUG, repo, host="locked")
         assert sup.list() == []
         assert not list((tmp_path / "state" / "worktrees").glob("*"))
@@ -286,3 +288,38 @@ async def test_after_a_restart_the_pane_on_the_host_is_re_adopted_and_the_run_go
     finally:
         await sup.close()
     await asyncio.sleep(0)
+
+
+async def test_a_host_down_at_start_up_shows_its_session_unreachable_not_failed(
+    sshd: SshServer, tmp_path: Path, cleanup: list[HostSettings]
+) -> None:
+    box = host(sshd, f"dbox-{tmp_path.name[-12:]}".replace("_", "-"))
+    cleanup.append(box)
+    script = sshd.remote_root / f"agent-{tmp_path.name}.py"
+    script.write_text(AGENT)
+    repo = make_demo_repo(tmp_path)
+    engine = f"custom:python3 {script} 8"
+    sup = await open_supervisor(tmp_path, HELLO, box, engine=engine)
+    try:
+        sid = (await sup.start("write hi into hello.txt", repo, host=box.name)).session_id
+        await sup.confirm(sid)
+        await eventually(lambda: row_of(sup, sid).agent_status == "running", timeout=60)
+    finally:
+        await sup.close()  # stops the master too; the agent runs on there
+    sshd.stop()
+    try:
+        sup = await open_supervisor(tmp_path, HELLO, box, engine=engine)
+        try:
+            assert sup.is_live(sid)
+            assert any("does not answer now" in t for t in plan_texts(sup, sid))
+            await eventually(lambda: row_of(sup, sid).agent_status == "unreachable", timeout=30)
+            row = row_of(sup, sid)
+            assert row.state is S.RUNNING and row.needs_you is None
+            sshd.restart()
+            row = await sup.wait_for(sid, {S.NEEDS_APPROVAL, S.FAILED}, timeout=120)
+            assert row.state is S.NEEDS_APPROVAL, row.error
+        finally:
+            await sup.close()
+    finally:
+        if sshd.proc.poll() is not None:
+            sshd.restart()
