@@ -166,7 +166,14 @@ class Supervisor:
         )
         janitor = Janitor(registry, workspaces, config)
         discussion_runs = DiscussionRuns(self.state_dir / DISCUSSIONS_DIR)
-        registry.on_finished = discussion_runs.record_safely
+
+        def finished(session: CoderSession) -> None:
+            discussion_runs.record_safely(session)
+            if session.host and session.state is CoderState.MERGED:
+                # delivered here: its worktree on the host has done its work
+                registry.spawn_background(asyncio.to_thread(self.hosts.discard, session))
+
+        registry.on_finished = finished
         contract = ContractGate(
             registry,
             verifier,

@@ -11,6 +11,9 @@ import contextlib
 from collections.abc import Callable
 from pathlib import Path
 
+from ..agents.base import AgentUnavailable
+from ..agents.oneshot import is_oneshot
+from ..agents.profiles import profile_for
 from ..config import SupervisorConfig
 from ..contracts.drafting import (
     MAX_REVISION_BYTES,
@@ -172,7 +175,7 @@ class ContractGate:
         root = await asyncio.to_thread(repo_root, repo)
         base_sha = await asyncio.to_thread(resolve_base, root, base)
         await asyncio.to_thread(refuse_initialised_submodules, root)
-        resolved, reason = self._engines.resolve(engine)
+        resolved, reason = self._resolve(engine, host)
         place = await self._admit_host(host)
         try:
             if model is None and discussion_id is not None:  # the discussion's pin carries over
@@ -250,6 +253,27 @@ class ContractGate:
                     raise  # our caller was cancelled; drafting goes on
                 raise CorralError(DRAFTING_CANCELLED) from None
         return self._start_result(live)
+
+    def _resolve(self, engine: str, host: str | None) -> tuple[str, str]:
+        """The engine, as for any session; on a host, an agent named outright
+        need not be installed here (it is looked for there when it starts)."""
+        try:
+            resolved, reason = self._engines.resolve(engine)
+        except CorralError:
+            name = (engine or "").strip().removeprefix("external:")
+            if not host or name in ("", "auto", "native") or is_oneshot(name):
+                raise
+            try:
+                profile_for(name)
+            except AgentUnavailable as exc:
+                raise CorralError(str(exc)) from None
+            return f"external:{name}", f"{engine} → on host {host} (looked for there)"
+        if host and resolved == "native":
+            raise CorralError(
+                f"the built-in engine runs on this machine only: choose an agent (e.g. "
+                f"external:claude) to run on host {host}"
+            )
+        return resolved, reason
 
     async def _admit_host(self, host: str | None) -> HostPlace | None:
         """The place a session on `host` runs, once the host can take it."""

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from ..contracts.checks import run_contract
 from ..errors import CorralError
@@ -27,8 +29,25 @@ SETUP_ON_HOST = (
 )
 
 
-def _reachable(exc: HostUnreachable) -> CorralError:
-    return CorralError(f"verification on host {exc.host} stopped: {exc}")
+HOST_WAIT = 300.0  # seconds a step waits for its host to answer again before it fails
+T = TypeVar("T")
+
+
+async def on_host(host: str, work: Callable[[], T], *, wait: float = HOST_WAIT) -> T:
+    """Run blocking `work` against a host off the loop. A host that does not
+    answer is waited for (its connection reconnects with backoff) and the
+    step is run again, up to `wait` seconds; then it fails with a sentence.
+    Every step here may run twice: checks, snapshots, fetches."""
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            return await asyncio.to_thread(work)
+        except HostUnreachable as exc:
+            if time.monotonic() >= deadline:
+                raise CorralError(
+                    f"host {host} did not answer for {wait:.0f} s, so this step stopped: {exc}"
+                ) from exc
+            await asyncio.sleep(1.0)
 
 
 class HostTree:
@@ -48,9 +67,10 @@ class HostTree:
             return None
         return cls(hosts.get(session.host), session)
 
-    @property
-    def on(self) -> str:
-        sandbox = "in bubblewrap" if self.place.facts().bwrap else "unconfined: no bubblewrap there"
+    async def on(self) -> str:
+        """Where the checks run, and whether they are confined there."""
+        facts = await on_host(self.place.name, self.place.facts)
+        sandbox = "in bubblewrap" if facts.bwrap else "unconfined: no bubblewrap there"
         return f"on host {self.place.name} in {self.path} ({sandbox})"
 
     def refuse_setup(self, contract: OutcomeContract) -> None:
@@ -60,42 +80,32 @@ class HostTree:
     async def runner(
         self, command: str, timeout: float, network: bool
     ) -> tuple[int | None, str, bool]:
-        try:
-            return await asyncio.to_thread(
-                self.place.run_check, command, str(self.path), timeout, network=network
-            )
-        except HostUnreachable as exc:
-            raise _reachable(exc) from exc
+        path = str(self.path)
+        return await on_host(
+            self.place.name,
+            lambda: self.place.run_check(command, path, timeout, network=network),
+        )
 
     async def snapshot(self) -> str:
         s = self.session
-        assert s.start_commit is not None
-        try:
-            tree, commit = await asyncio.to_thread(
-                self.place.snapshot, str(self.path), s.start_commit, s.id
-            )
-        except HostUnreachable as exc:
-            raise _reachable(exc) from exc
+        start, path = s.start_commit, str(self.path)
+        assert start is not None
+        tree, commit = await on_host(
+            self.place.name, lambda: self.place.snapshot(path, start, s.id)
+        )
         self._commits[tree] = commit
         return tree
 
     async def changed(self, a: str, b: str) -> list[str]:
-        try:
-            return await asyncio.to_thread(self.place.changed, str(self.path), a, b)
-        except HostUnreachable as exc:
-            raise _reachable(exc) from exc
+        path = str(self.path)
+        return await on_host(self.place.name, lambda: self.place.changed(path, a, b))
 
     async def bring_home(self, tree: str, home: Path) -> None:
         """Fetch the commit of `tree` into the local repository, and make the
         home copy of the worktree show exactly that tree."""
-        s = self.session
-        mirror = self.place.mirror_path(Path(s.repo))
-        try:
-            await asyncio.to_thread(
-                self.place.bring_home, mirror, self._commits[tree], Path(s.repo)
-            )
-        except HostUnreachable as exc:
-            raise _reachable(exc) from exc
+        repo = Path(self.session.repo)
+        mirror, commit = self.place.mirror_path(repo), self._commits[tree]
+        await on_host(self.place.name, lambda: self.place.bring_home(mirror, commit, repo))
         await asyncio.to_thread(git, home, "read-tree", "-u", "--reset", tree)
 
     def brought_home(self, tree: str) -> str:
@@ -110,24 +120,40 @@ async def host_baseline(
     place: HostPlace, session: CoderSession, contract: OutcomeContract, ceiling: float | None
 ) -> list[CheckResult]:
     """Every check once on the untouched tree, in a disposable worktree on the host."""
-    assert session.start_commit is not None
+    return await in_host_scratch(place, session, contract, ceiling)
+
+
+async def in_host_scratch(
+    place: HostPlace,
+    session: CoderSession,
+    contract: OutcomeContract,
+    ceiling: float | None,
+    *,
+    patch: str | None = None,
+    captures: dict[str, str] | None = None,
+) -> list[CheckResult]:
+    """Every check in a disposable worktree on the host at the start commit
+    (with `patch` applied first: the approved part of a partial delivery)."""
+    start = session.start_commit
+    assert start is not None
     if contract.setup:
         raise CorralError(SETUP_ON_HOST.format(host=place.name))
-    try:
-        mirror, path = await asyncio.to_thread(
-            place.scratch, Path(session.repo), session.start_commit, session.id
-        )
-    except HostUnreachable as exc:
-        raise _reachable(exc) from exc
+    mirror, path = await on_host(
+        place.name, lambda: place.scratch(Path(session.repo), start, session.id)
+    )
 
     async def run(command: str, timeout: float, network: bool) -> tuple[int | None, str, bool]:
-        try:
-            return await asyncio.to_thread(place.run_check, command, path, timeout, network=network)
-        except HostUnreachable as exc:
-            raise _reachable(exc) from exc
+        return await on_host(
+            place.name, lambda: place.run_check(command, path, timeout, network=network)
+        )
 
     try:
-        return await run_contract(contract, Path(path), timeout_ceiling=ceiling, runner=run)
+        if patch is not None:
+            selected = patch
+            await on_host(place.name, lambda: place.apply(path, selected))
+        return await run_contract(
+            contract, Path(path), timeout_ceiling=ceiling, captures=captures, runner=run
+        )
     finally:
         with contextlib.suppress(CorralError, HostUnreachable):
             await asyncio.shield(asyncio.to_thread(place.remove, mirror, path))

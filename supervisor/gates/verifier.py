@@ -52,7 +52,7 @@ from ..session.live import LiveSession
 from ..session.registry import SessionRegistry
 from ..states import CoderState
 from ..workspaces import Workspaces
-from .host_tree import HostTree, host_baseline
+from .host_tree import HostTree, host_baseline, in_host_scratch
 
 if TYPE_CHECKING:
     from ..hosts.place import Hosts
@@ -190,7 +190,7 @@ class Verifier:
                 live,
                 PlanTextData(
                     text="Runtime verification: re-running every contract check"
-                    + (f" {there.on}." if there else ".")
+                    + (f" {await there.on()}." if there else ".")
                 ),
             )
             setup = None
@@ -304,6 +304,32 @@ class Verifier:
             PlanTextData(text="Re-running the contract on the approved part only."),
         )
         contract, captures = s.contract, captures_from(s.contract, s.baseline)
+        if s.host and self._hosts is not None:  # on the host, as the session's checks
+            results = await in_host_scratch(
+                self._hosts.get(s.host),
+                s,
+                contract,
+                self._timeout_ceiling,
+                patch=patch,
+                captures=captures,
+            )
+        else:
+            results = await self._selection_here(s, contract, captures, patch)
+        registry.emit(
+            live,
+            ContractEvaluatedData(
+                by="runtime",
+                scope="approved subset",
+                passed=all(r.passed for r in results),
+                results=list(results),
+            ),
+        )
+        return results
+
+    async def _selection_here(
+        self, s: CoderSession, contract: OutcomeContract, captures: dict[str, str], patch: str
+    ) -> list[CheckResult]:
+        """The checks on the start commit plus `patch`, in a scratch worktree here."""
 
         def apply_selection(path: Path) -> None:
             git(path, "apply", "--binary", "--whitespace=nowarn", "-", input_text=patch)
@@ -319,19 +345,9 @@ class Verifier:
             return await self._checks_after_setup(contract, path, setup, captures=captures)
 
         try:
-            results = await self._in_scratch(s, run, prepare=apply_selection)
+            return await self._in_scratch(s, run, prepare=apply_selection)
         finally:
             await asyncio.to_thread(_remove_all, discard)
-        registry.emit(
-            live,
-            ContractEvaluatedData(
-                by="runtime",
-                scope="approved subset",
-                passed=all(r.passed for r in results),
-                results=list(results),
-            ),
-        )
-        return results
 
     async def changes_since_verification(self, session: CoderSession) -> list[str]:
         """Paths where the worktree now differs from the verified tree (empty:

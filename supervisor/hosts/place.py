@@ -13,6 +13,7 @@ multiplexed connection. Every method blocks; callers use `asyncio.to_thread`.
 from __future__ import annotations
 
 import hashlib
+import logging
 import re
 import secrets
 import shlex
@@ -23,6 +24,7 @@ from pathlib import Path
 
 from ..errors import CorralError
 from ..git.run import GitError, git
+from ..models import CoderSession
 from ..panes.remote_tmux import RemoteTmuxBackend
 from ..states import label
 from .connection import HostConnection, HostUnreachable
@@ -31,6 +33,7 @@ from .probe import remote_path
 from .settings import HostSettings
 from .worktrees import add_worktree, remove_worktree
 
+log = logging.getLogger("corral.hosts")
 _COMMIT = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 OUTPUT_LIMIT = 4 * 1024 * 1024  # bytes of a check's output brought home, at most
 DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
@@ -285,6 +288,16 @@ class HostPlace:
             raise GitError(f"cannot snapshot {worktree} on host {self.name}: {why}")
         return words[0], words[1]
 
+    def apply(self, worktree: str, patch: str) -> None:
+        """Apply a binary patch to a worktree on the host."""
+        result = self.conn.run(
+            ["git", "-C", worktree, "apply", "--binary", "--whitespace=nowarn", "-"],
+            input=patch.encode(),
+            timeout=300,
+        )
+        if result.returncode != 0:
+            raise GitError(f"cannot apply the approved part on host {self.name}: {result.error}")
+
     def changed(self, worktree: str, a: str, b: str) -> list[str]:
         """Paths that differ between two trees on the host, sorted."""
         result = self.conn.run(
@@ -321,6 +334,23 @@ class Hosts:
 
     def __iter__(self) -> Iterator[HostPlace]:
         return iter(self.places.values())
+
+    def discard(self, session: CoderSession) -> None:
+        """Remove a delivered session's worktree and base ref from its host
+        (a host that does not answer keeps them; nothing else depends on them)."""
+        if not session.host or not session.remote_worktree or session.host not in self.places:
+            return
+        place = self.places[session.host]
+        try:
+            mirror = place.mirror_path(Path(session.repo))
+            place.remove(mirror, session.remote_worktree)
+            place.conn.run(
+                ["git", "-C", mirror, "update-ref", "-d", f"refs/corral/base/{session.id}"]
+            )
+        except (CorralError, HostUnreachable) as exc:
+            log.warning(
+                "cannot remove the worktree of %s on host %s: %s", session.id, place.name, exc
+            )
 
     def close(self) -> None:
         for place in self.places.values():

@@ -58,6 +58,8 @@ while True:
         time.sleep(0.5)
     with open("hello.txt", "w") as fh:
         fh.write("hi from " + os.uname().nodename + "\n")
+    with open("scratch.txt", "w") as fh:
+        fh.write("notes the operator does not want\n")
     print("done: wrote hello.txt")
     sys.stdout.write("tiny$ "); sys.stdout.flush()
     hook("Stop")
@@ -153,6 +155,7 @@ async def test_a_demo_session_runs_on_the_host_and_its_verified_commit_is_delive
         assert "unicodedata" in git(repo, "show", f"{delivered}:textkit/slug.py")
         with pytest.raises(CorralError):
             await sup.approve(sid)  # nothing is delivered twice
+        await eventually(lambda: not remote.exists(), timeout=15)  # delivered: removed there
     finally:
         await sup.close()
 
@@ -175,11 +178,19 @@ async def test_a_custom_agent_on_the_host_reports_through_its_hooks_and_is_deliv
         assert '"event": "Stop"' in hooks  # written on the host, mirrored here by the sweep
         remote = Path(sup.get(sid).session.remote_worktree or "")
         assert (remote / "hello.txt").read_text().startswith("hi from")
-        result = await sup.approve(sid, delivery="branch")
-        assert result.state is S.MERGED
+        # a partial delivery: the approved part is verified again on the host
+        result = await sup.approve(sid, selection={"hello.txt": None}, discard_rest=True)
+        assert result.state is S.MERGED and result.partial is True
+        assert all(r.passed for r in result.verification)
+        assert any(
+            "Re-running the contract on the approved part" in t for t in plan_texts(sup, sid)
+        )
         session = sup.get(sid).session
         assert session.result_branch and session.result_commit
         assert git(repo, "show", f"{session.result_branch}:hello.txt").startswith("hi from")
+        files = git(repo, "ls-tree", "--name-only", session.result_branch)
+        assert "scratch.txt" not in files
+        assert not list((Path(box.state_dir) / "scratch").glob("*"))  # its scratch is gone
     finally:
         await sup.close()
 

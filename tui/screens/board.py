@@ -87,17 +87,23 @@ class BoardScreen(Screen[None]):
         self._announce_timer: Timer | None = None
         self.preview_wanted = False
         self._first_paint = False  # only the rows that fit are in the table (see replace_all)
+        self.with_hosts = False  # a Host column (set when composed)
 
     def compose(self) -> ComposeResult:
+        # the Host column only where [[hosts]] are configured
+        self.with_hosts = bool(self.app.supervisor.host_choices())
+        columns = COLUMNS if self.with_hosts else tuple(c for c in COLUMNS if c[0] != "host")
         with Vertical():
             yield Static("", id="counts")
             with Container(id="board-area"):
                 yield BoardTable(
-                    COLUMNS,
+                    columns,
                     flex="intent",
                     flex_wanted=INTENT_WANTED,
                     caps={"state": 16, "needs": 20},
-                    droppable=("engine", "iter", "host", "repo", "updated"),
+                    droppable=("host", "engine", "iter", "repo", "updated")[
+                        0 if self.with_hosts else 1 :
+                    ],
                     id="board",
                 )
                 preview = AgentPreview(id="preview")
@@ -154,7 +160,7 @@ class BoardScreen(Screen[None]):
             R.needs_text(row),
             R.intent_text(row),
             R.repo_name(row),
-            R.host_name(row),
+            *((R.host_name(row),) if self.with_hosts else ()),
             R.engine_text(row),
             iters,
             R.age(self.clock() - row.updated_at),

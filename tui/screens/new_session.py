@@ -153,7 +153,10 @@ class NewSessionScreen(ModalScreen[None]):
         engine = self._engine()
         if self.query_one("#start", Button).disabled:
             return  # a start is on its way
-        refused = self.app.supervisor.engine_refusal(engine)
+        hosts = self.query("#host")
+        host = str(hosts.first(Select).value or "") or None if hosts else None
+        # an agent for another host is looked for there, not here
+        refused = None if host else self.app.supervisor.engine_refusal(engine)
         if refused is not None:
             self.refuse(refused)
             return
@@ -161,8 +164,6 @@ class NewSessionScreen(ModalScreen[None]):
         # continues from what its last run delivered)
         base = self.query_one("#base", Input).value.strip() or None
         model = self.query_one("#model", Input).value.strip() or None
-        hosts = self.query("#host")
-        host = str(hosts.first(Select).value or "") or None if hosts else None
         app = self.app
         sup = app.supervisor
         discussion = self.discussion
