@@ -207,7 +207,9 @@ async def test_the_connection_dies_mid_run_the_session_waits_unreachable_then_go
     place = sup.hosts.get(box.name)
     try:
         sid = (await sup.start("write hi into hello.txt", repo, host=box.name)).session_id
+        here = (await sup.start("write hi into hello.txt", repo)).session_id  # a local one
         await sup.confirm(sid)
+        await sup.confirm(here)
         await eventually(lambda: row_of(sup, sid).agent_status == "running", timeout=60)
         master = place.conn.master_pid()
         assert master is not None
@@ -217,6 +219,10 @@ async def test_the_connection_dies_mid_run_the_session_waits_unreachable_then_go
         row = row_of(sup, sid)
         assert row.state is S.RUNNING and row.needs_you is None  # not failed, no false needs-you
         assert box.name in (row.agent_reason or "")
+        # the local session is not held up by the dead host: it reaches review meanwhile
+        local = await sup.wait_for(here, {S.NEEDS_APPROVAL, S.FAILED}, timeout=60)
+        assert local.state is S.NEEDS_APPROVAL, local.error
+        assert row_of(sup, sid).agent_status == "unreachable"
         sshd.restart()
         row = await sup.wait_for(sid, {S.NEEDS_APPROVAL, S.FAILED}, timeout=120)
         assert row.state is S.NEEDS_APPROVAL, row.error
