@@ -366,7 +366,9 @@ class Supervisor:
         """One scheduled action, through the same calls an operator makes."""
         p = task.params
         if task.action == "start":
-            result = await self.start(p["intent"], Path(p["repo"]), engine=p.get("engine", "auto"))
+            result = await self.start(
+                p["intent"], Path(p["repo"]), engine=p.get("engine", "auto"), host=p.get("host")
+            )
             return f"started {label(result.session_id)}"
         if task.action == "send":
             message = await self.send("operator", p["target"], p["text"])

@@ -340,3 +340,35 @@ async def test_a_host_down_at_start_up_shows_its_session_unreachable_not_failed(
     finally:
         if sshd.proc.poll() is not None:
             sshd.restart()
+
+
+async def test_a_verification_step_waits_for_its_host_to_answer_again(
+    sshd: SshServer, tmp_path: Path
+) -> None:
+    from corral.supervisor.gates.host_tree import on_host
+    from corral.supervisor.hosts.connection import HostConnection
+
+    conn = HostConnection(host(sshd, "wbox"), tmp_path / "state", backoff=(0.2, 0.5))
+    try:
+        conn.run(["true"])
+        master = conn.master_pid()
+        assert master is not None
+        sshd.stop()
+        os.kill(master, signal.SIGKILL)
+
+        async def back_soon() -> None:
+            await asyncio.sleep(2.0)
+            sshd.restart()
+
+        comeback = asyncio.ensure_future(back_soon())
+        result = await on_host("wbox", lambda: conn.run(["echo", "checked"]), wait=30)
+        await comeback
+        assert result.text == "checked\n"  # the step ran once the host answered
+        sshd.stop()
+        conn.close()
+        with pytest.raises(CorralError, match=r"host wbox did not answer for 2 s"):
+            await on_host("wbox", lambda: conn.run(["true"]), wait=2)
+    finally:
+        if sshd.proc.poll() is not None:
+            sshd.restart()
+        conn.close()
