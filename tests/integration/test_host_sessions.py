@@ -372,3 +372,44 @@ async def test_a_verification_step_waits_for_its_host_to_answer_again(
         if sshd.proc.poll() is not None:
             sshd.restart()
         conn.close()
+
+
+def test_corral_run_with_host_delivers_a_branch_made_on_the_host(
+    sshd: SshServer, tmp_path: Path
+) -> None:
+    import json
+
+    from tests.conftest import init_repo
+    from tests.integration.test_cli import DELIVER_WITH_THE_DEMO_AGENT, corral
+
+    home = tmp_path / "home"
+    home.mkdir()
+    remote_state = sshd.remote_root / f"cli-{tmp_path.name}"
+    opts = ", ".join(f'"{o}"' for o in sshd.ssh_options())
+    (home / "none.toml").write_text(
+        f'[[hosts]]\nname = "clibox"\ndestination = "{sshd.alias}"\n'
+        f'state_dir = "{remote_state}"\nssh_options = [{opts}]\n'
+    )
+    repo = init_repo(tmp_path / "repo")
+    contract = tmp_path / "c.json"
+    check = {"name": "noted", "command": "grep -q 'write notes' DEMO_NOTES.md", "timeout_secs": 10}
+    contract.write_text(json.dumps({"description": "notes", "checks": [check]}))
+    try:
+        out = corral(
+            "run", "--repo", str(repo), "--intent", "write notes", "--contract", str(contract),
+            "--host", "clibox", *DELIVER_WITH_THE_DEMO_AGENT, home=home,
+        )  # fmt: skip
+        assert out.returncode == 0, out.stderr
+        rows = [json.loads(line) for line in out.stdout.splitlines()]
+        texts = [r["data"].get("text", "") for r in rows if r["kind"] == "plan_text"]
+        assert any("on host clibox" in t for t in texts)
+        branch = rows[-1]["result_branch"]
+        assert "write notes" in git(repo, "show", f"{branch}:DEMO_NOTES.md")
+        out = corral(
+            "run", "--repo", str(repo), "--intent", "x", "--host", "nowhere",
+            "--engine", "external:demo", home=home,
+        )  # fmt: skip
+        assert out.returncode == 2
+        assert "no host named 'nowhere' is configured (configured: clibox)" in out.stderr
+    finally:
+        stop_remote_tmux(HostSettings(name="clibox", destination="x", state_dir=str(remote_state)))
