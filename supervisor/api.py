@@ -123,6 +123,7 @@ class Supervisor:
         if panes is not None:
             for place in self.hosts:
                 panes.add_backend(place.backend)
+        self._host_chores: set[asyncio.Task[None]] = set()  # cleanups on hosts, awaited by close
         self.workspaces: Workspaces | None = None
         self.broken_rows: builtins.list[str] = []  # stored rows that do not parse
         self.stray_panes: builtins.list[str] = []  # our panes no session claims
@@ -171,7 +172,11 @@ class Supervisor:
             discussion_runs.record_safely(session)
             if session.host and session.state is CoderState.MERGED:
                 # delivered here: its worktree on the host has done its work
-                registry.spawn_background(asyncio.to_thread(self.hosts.discard, session))
+                chore = asyncio.get_running_loop().create_task(
+                    asyncio.to_thread(self.hosts.discard, session)
+                )
+                self._host_chores.add(chore)
+                chore.add_done_callback(self._host_chores.discard)
 
         registry.on_finished = finished
         contract = ContractGate(
@@ -205,6 +210,8 @@ class Supervisor:
         await self.registry.stop_sessions()
         if self.panes is not None:
             await self.panes.stop()
+        if self._host_chores:
+            await asyncio.wait(set(self._host_chores), timeout=30)
         await asyncio.to_thread(self.hosts.close)  # the panes there run on
         if self.workspaces is not None:
             self.workspaces.close()
