@@ -189,10 +189,26 @@ class ExternalEngine:
         plan = self.profile.with_model(plan, ctx.model_id)
         if self.profile.name == "demo" and plan.argv[:1] == [sys.executable]:
             plan.argv = [place.facts().python3 or "python3", *plan.argv[1:]]
+        plan.argv = self._files_to_host(place, ctx.session_id, plan.argv)
         env = place.env()
         env.update(plan.env_extra)
         env[SESSION_ENV] = ctx.session_id
         return plan, env
+
+    def _files_to_host(self, place: Any, session_id: str, argv: list[str]) -> list[str]:
+        """Files the profile made for this run in the session's directory here
+        (Claude Code's `--settings`) are copied to the session's directory on
+        the host, and the command names them there."""
+        here = str(self.session_dir(session_id)).rstrip("/") + "/"
+        there = place.session_dir(session_id) + "/"
+        out = []
+        for word in argv:
+            if word.startswith(here):
+                local, word = Path(word), there + word[len(here) :]
+                if local.is_file():
+                    place.put(word, local.read_bytes())
+            out.append(word)
+        return out
 
     def _host_binary(self, place: Any) -> str:
         """The agent's program on the host: corral's demo agent is copied

@@ -212,13 +212,21 @@ class HostPlace:
         path = f"{self.facts().state_dir}/bin/{name}"
         if f"{name}:{digest}" in self._installed:
             return path
-        script = 'mkdir -p "$(dirname "$1")" && cat > "$1.tmp" && chmod "$2" "$1.tmp" && mv "$1.tmp" "$1"'
-        mode = "755" if executable else "644"
-        result = self.conn.run(["sh", "-c", script, "sh", path, mode], input=data)
-        if result.returncode != 0:
-            raise GitError(f"cannot install {name} on host {self.name}: {result.error}")
+        self.put(path, data, executable=executable)
         self._installed.add(f"{name}:{digest}")
         return path
+
+    def put(self, path: str, data: bytes, *, executable: bool = False) -> None:
+        """Write a file on the host (its directory made, replaced whole)."""
+        script = 'mkdir -p "$(dirname "$1")" && cat > "$1.tmp" && chmod "$2" "$1.tmp" && mv "$1.tmp" "$1"'
+        mode = "755" if executable else "600"
+        result = self.conn.run(["sh", "-c", script, "sh", path, mode], input=data)
+        if result.returncode != 0:
+            raise GitError(f"cannot write {path} on host {self.name}: {result.error}")
+
+    def session_dir(self, session_id: str) -> str:
+        """The session's own directory on the host (hooks, an agent's run files)."""
+        return f"{self.facts().state_dir}/agents/{session_id}"
 
     def hook_command(self, session_id: str, incarnation: int | None) -> str:
         """The shell command an agent on the host runs for a hook (its event
