@@ -7,7 +7,8 @@ server. One tick is what the supervisor does per interval: a sweep, then a
 capture of the panes whose activity changed. Medians over --reps ticks of:
 
 (a) 90 local panes: `TmuxBackend.sweep()` + `capture(changed)`;
-(b) 3 hosts × 30 panes: the 3 remote sweeps in parallel threads (one ssh
+(b) 3 hosts × 30 panes: the 3 remote sweeps in parallel threads, as the pane
+    manager runs them (one worker per host; one ssh
     round trip each, captures of changed panes included) + `capture(changed)`
     (served from the sweep);
 and the ssh round trips per tick (budget: exactly 1 per host), and one bare

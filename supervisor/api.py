@@ -41,6 +41,7 @@ from .gates.recovery import Recovery
 from .gates.run_loop import RunLoop, UserInputExpired
 from .gates.verifier import Verifier
 from .git.patches import FilePatch, Selection
+from .hosts.place import Hosts
 from .models import (
     ApproveResult,
     CancelResult,
@@ -121,6 +122,13 @@ class Supervisor:
         self.registry = SessionRegistry(
             self.state_dir, config=self.config, clock=clock, panes=panes
         )
+        # other machines sessions may run on ([[hosts]]); their panes are
+        # another backend of the one pane manager
+        self.hosts = Hosts(self.config.hosts, self.state_dir)
+        if panes is not None:
+            for place in self.hosts:
+                panes.add_backend(place.backend)
+        self._host_chores: set[asyncio.Task[None]] = set()  # cleanups on hosts, awaited by close
         self.workspaces: Workspaces | None = None
         self.placements_store: PlacementStore | None = None
         self.broken_rows: builtins.list[str] = []  # stored rows that do not parse
@@ -153,7 +161,8 @@ class Supervisor:
     def _compose(self, workspaces: Workspaces, ledger: PlacementStore) -> _Gates:
         """Build the services bottom-up, so each receives the one it hands on to."""
         registry, config = self.registry, self.config
-        verifier = Verifier(registry, workspaces, config)
+        hosts = self.hosts
+        verifier = Verifier(registry, workspaces, config, hosts=hosts)
         approval = ApprovalGate(registry, verifier, workspaces)
         foreman = Foreman(
             registry,
@@ -172,10 +181,22 @@ class Supervisor:
             workspaces=workspaces,
             config=config,
             foreman=foreman,
+            hosts=hosts,
         )
         janitor = Janitor(registry, workspaces, config)
         discussion_runs = DiscussionRuns(self.state_dir / DISCUSSIONS_DIR)
-        registry.on_finished = discussion_runs.record_safely
+
+        def finished(session: CoderSession) -> None:
+            discussion_runs.record_safely(session)
+            if session.host and session.state is CoderState.MERGED:
+                # delivered here: its worktree on the host has done its work
+                chore = asyncio.get_running_loop().create_task(
+                    asyncio.to_thread(self.hosts.discard, session)
+                )
+                self._host_chores.add(chore)
+                chore.add_done_callback(self._host_chores.discard)
+
+        registry.on_finished = finished
         contract = ContractGate(
             registry,
             verifier,
@@ -187,6 +208,7 @@ class Supervisor:
             id_factory=self.id_factory,
             before_start=janitor.sweep,
             discussion_runs=discussion_runs,
+            hosts=hosts,
         )
         recovery = Recovery(registry, verifier, run_loop, self.panes)
         return _Gates(contract, run_loop, approval, recovery, janitor, foreman)
@@ -206,6 +228,9 @@ class Supervisor:
         await self.registry.stop_sessions()
         if self.panes is not None:
             await self.panes.stop()
+        if self._host_chores:
+            await asyncio.wait(set(self._host_chores), timeout=30)
+        await asyncio.to_thread(self.hosts.close)  # the panes there run on
         if self.workspaces is not None:
             self.workspaces.close()
             self.workspaces = None
@@ -256,16 +281,24 @@ class Supervisor:
         contract: OutcomeContract | None = None,
         model: str | None = None,
         split: Split | dict[str, object] | str | None = None,
+        host: str | None = None,
     ) -> StartResult:
         """Register a session and draft its contract (see `ContractGate.start`);
-        `model` pins a configured model (or a name the agent knows). A
-        `foreman:<agent>` session proposes its split at gate 1; `split` sets
-        the operator's own instead (refused for an engine that cannot split)."""
+        `model` pins a configured model (or a name the agent knows); `host`
+        runs it on a configured host (`[[hosts]]`). A `foreman:<agent>`
+        session proposes its split at gate 1; `split` sets the operator's own
+        instead (refused for an engine that cannot split)."""
         gates = self._open_gates()
-        if split is not None and not is_foreman(self.engines.resolve(engine)[0]):
+        foreman = is_foreman(self.engines.resolve(engine)[0])
+        if split is not None and not foreman:
             raise CorralError(
                 f"a split needs the foreman engine (foreman:<agent>); this task asks for "
                 f"{engine}, which runs one agent. Start it with foreman:{engine} to split it"
+            )
+        if foreman and host:
+            raise CorralError(
+                "the foreman places its subtasks on this machine only for now: start it "
+                "without a host, or run one agent on the host (an engine without foreman:)"
             )
         result = await gates.contract.start(
             intent,
@@ -278,6 +311,7 @@ class Supervisor:
             wait=wait,
             contract=contract,
             model=model,
+            host=host or None,
         )
         live = self.registry.get_live(result.session_id)
         if split is not None:
@@ -404,7 +438,9 @@ class Supervisor:
         """One scheduled action, through the same calls an operator makes."""
         p = task.params
         if task.action == "start":
-            result = await self.start(p["intent"], Path(p["repo"]), engine=p.get("engine", "auto"))
+            result = await self.start(
+                p["intent"], Path(p["repo"]), engine=p.get("engine", "auto"), host=p.get("host")
+            )
             return f"started {label(result.session_id)}"
         if task.action == "send":
             message = await self.send("operator", p["target"], p["text"])
@@ -469,6 +505,7 @@ class Supervisor:
             contract=old.contract,
             retry_of=old.id,
             retry_guidance=lifecycle.retry_guidance(old),
+            host=old.host,
         )
         if old.name:
             self.rename(result.session_id, old.name)
@@ -548,7 +585,7 @@ class Supervisor:
         """A command that attaches a real terminal to the agent's pane."""
         if self.panes is None or (record := self.panes.record(session_id)) is None:
             return None
-        return self.panes.backend.attach_argv(record.handle)
+        return self.panes.backend_of(session_id).attach_argv(record.handle)
 
     async def agent_scrollback(self, session_id: str, lines: int = 2000) -> builtins.list[str]:
         """The agent pane's history plus screen (ANSI kept), oldest first."""
@@ -560,7 +597,9 @@ class Supervisor:
         """Resize the agent's pane (owner-checked), e.g. to fit the console's view."""
         if self.panes is None or (record := self.panes.record(session_id)) is None:
             return
-        await asyncio.to_thread(self.panes.backend.resize, record.handle, width, height)
+        await asyncio.to_thread(
+            self.panes.backend_of(session_id).resize, record.handle, width, height
+        )
 
     async def send_keys_to_agent(self, session_id: str, keys: builtins.list[str]) -> None:
         """Keystrokes from the console's terminal view (owner-checked)."""
@@ -572,6 +611,10 @@ class Supervisor:
         """(name, can call tools) of each configured model, in default order."""
         models = getattr(self.engines, "models", None)
         return list(models()) if models is not None else []
+
+    def host_choices(self) -> builtins.list[str]:
+        """The configured hosts a new session may run on (`[[hosts]]` names)."""
+        return [place.name for place in self.hosts]
 
     def engine_choices(self) -> builtins.list[tuple[str, str]]:
         """Engines a new session can use here (for the new-session form)."""

@@ -344,6 +344,10 @@ class CoderSession(BaseModel):
     checkout_identity: CheckoutIdentity | None = None
     inputs_snapshot: str | None = None
     worktree: str | None = None
+    # A session on another host (`[[hosts]]`): its name, and the worktree the
+    # agent works in there; `worktree` is then the home copy results come to.
+    host: str | None = None
+    remote_worktree: str | None = None
     branch: str | None = None
     contract: OutcomeContract | None = None
     baseline: list[CheckResult] = Field(default_factory=list)
@@ -485,6 +489,8 @@ class SessionSummary(BaseModel):
     archived: bool = False  # hidden from the board unless its archived filter is on
     dormant: bool = False  # its agent can be revived (`Supervisor.revive`)
     progress: str | None = None  # a foreman session's "3/5 subtasks verified"
+    host: str | None = None  # the host it runs on (None: this machine)
+    where: str | None = None  # where its agent works: a path, or host:path
 
 
 class EventKind(StrEnum):

@@ -168,6 +168,11 @@ def engine_text(row: SessionSummary) -> str:
     return row.engine
 
 
+def host_name(row: SessionSummary) -> str:
+    """Where the session runs: its [[hosts]] name, or `local`."""
+    return row.host or "local"
+
+
 def repo_name(row: SessionSummary) -> str:
     return os.path.basename(row.repo.rstrip("/")) or row.repo
 
@@ -262,7 +267,8 @@ def filtered(rows: list[SessionSummary], name: str, search: str = "") -> list[Se
             for r in rows
             if all(
                 w
-                in f"{r.name or ''} {r.intent} {r.repo} {r.label} {r.session_id} {r.engine}".lower()
+                in f"{r.name or ''} {r.intent} {r.repo} {r.label} {r.session_id} {r.engine} "
+                f"host:{host_name(r)}".lower()
                 for w in words
             )
         ]

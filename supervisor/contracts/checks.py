@@ -14,7 +14,7 @@ import contextlib
 import os
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -29,6 +29,11 @@ if TYPE_CHECKING:
 
 OUTPUT_TAIL_CHARS = 4000
 MAX_READ_BYTES = 4 * 1024 * 1024
+
+
+# Runs a check's command elsewhere (another host): (command, timeout, network)
+# -> (exit code or None, combined output, timed out).
+CommandRunner = Callable[[str, float, bool], Awaitable[tuple[int | None, str, bool]]]
 
 
 def _kill_group(proc: asyncio.subprocess.Process) -> None:
@@ -160,8 +165,10 @@ async def run_check(
     env: dict[str, str] | None = None,
     allow_credentials: bool = False,
     environment: CheckEnvironment | None = None,
+    runner: CommandRunner | None = None,
 ) -> CheckResult:
-    """Run one check and classify a failure (*fails* or *cannot run*)."""
+    """Run one check and classify a failure (*fails* or *cannot run*); with
+    `runner`, the command runs there (on another host) instead of here."""
     timeout = float(check.timeout_secs)
     if timeout_ceiling is not None:
         timeout = min(timeout, timeout_ceiling)
@@ -177,9 +184,12 @@ async def run_check(
     if environment is not None:
         env = environment.apply(env)
         grant = environment.grant
-    code, output, timed_out = await run_command(
-        check.command, cwd, timeout, env, network=check.network, grant=grant
-    )
+    if runner is not None:
+        code, output, timed_out = await runner(check.command, timeout, check.network)
+    else:
+        code, output, timed_out = await run_command(
+            check.command, cwd, timeout, env, network=check.network, grant=grant
+        )
     passed = not timed_out
     notes: list[str] = []
     if timed_out:
@@ -219,6 +229,7 @@ async def run_contract(
     deadline: float | None = None,
     on_result: Callable[[CheckResult], None] | None = None,
     environment: CheckEnvironment | None = None,
+    runner: CommandRunner | None = None,
 ) -> list[CheckResult]:
     """Run every check in order (all of them, even after a failure), inside
     the setup's environment when there is one."""
@@ -232,6 +243,7 @@ async def run_contract(
             deadline=deadline,
             allow_credentials=contract.allow_credentials,
             environment=environment,
+            runner=runner,
         )
         results.append(result)
         if on_result is not None:

@@ -177,6 +177,9 @@ class AttachedSupervisor:
     def engine_choices(self) -> builtins.list[tuple[str, str]]:
         return [(str(a), str(b)) for a, b in self._call("engines")["choices"]]
 
+    def host_choices(self) -> builtins.list[str]:
+        return [str(h) for h in self._call("engines").get("hosts", [])]
+
     def command_engines(self) -> builtins.list[tuple[str, str, str]]:
         return [(str(a), str(b), str(c)) for a, b, c in self._call("engines")["command_engines"]]
 
@@ -235,11 +238,13 @@ class AttachedSupervisor:
         wait: bool = True,
         contract: OutcomeContract | None = None,
         model: str | None = None,
+        host: str | None = None,
     ) -> StartResult:
         return await self._client().start(
             intent,
             Path(repo).resolve(),
             model=model,
+            host=host,
             engine=engine,
             base=base,
             wait=wait,

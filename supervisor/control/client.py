@@ -380,10 +380,12 @@ class AsyncControlClient:
         constraints: builtins.list[str] | None = None,
         discussion_id: str | None = None,
         model: str | None = None,
+        host: str | None = None,
     ) -> StartResult:
         result = await self.call(
             "start",
             model=model,
+            host=host,
             intent=intent,
             repo=str(repo),
             engine=engine,

@@ -127,6 +127,7 @@ class StartParams(_Params):
     wait: bool = True
     contract: OutcomeContract | None = None
     model: str | None = None
+    host: str | None = None  # a configured [[hosts]] name (None: this machine)
 
 
 class SplitParams(_Params):

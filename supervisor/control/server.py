@@ -373,6 +373,7 @@ async def _start(conn: _Connection, _id: Any, a: p.StartParams) -> Any:
         wait=a.wait,
         contract=a.contract,
         model=a.model,
+        host=a.host,
     )
     return _dump(result)
 
@@ -511,6 +512,7 @@ async def _engines(conn: _Connection, _id: Any, _p: p.NoParams) -> Any:
         "choices": conn.sup.engine_choices(),
         "command_engines": conn.sup.command_engines(),
         "disk_full": conn.sup.disk_full(),
+        "hosts": conn.sup.host_choices(),
     }
 
 

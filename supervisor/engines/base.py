@@ -64,6 +64,10 @@ class RunContext:
     on_model_hop: Callable[[Any], None] | None = None
     auth_wait: Callable[[str, str], Awaitable[None]] | None = None
     ledger: Any = None
+    # A session on another host: where it runs (a `hosts.place.HostPlace`)
+    # and its worktree there; None for a session run here.
+    place: Any = None
+    remote_worktree: str | None = None
 
     def seconds_left(self) -> float | None:
         return None if self.deadline is None else self.deadline - time.monotonic()

@@ -26,10 +26,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import shlex
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from ..agents.base import (
     SESSION_ENV,
@@ -39,6 +41,7 @@ from ..agents.base import (
     check_recursion,
     hook_command,
 )
+from ..agents.profiles import DEMO_AGENT
 from ..errors import CorralError
 from ..events import (
     GUIDANCE_DELIVERED,
@@ -164,9 +167,77 @@ class ExternalEngine:
         env["CORRAL_HOME"] = str(self.panes.hooks_root.parent)
         return plan, env
 
+    def _plan_on_host(
+        self,
+        ctx: RunContext,
+        prompt: str,
+        resume: str | None = None,
+        incarnation: int | None = None,
+    ) -> tuple[LaunchPlan, dict[str, str]]:
+        """The launch on the session's host: the agent's program as named
+        there (corral's demo agent is installed there first), hooks that
+        write the hooks file there, and the host's own minimal environment."""
+        place = ctx.place
+        plan = self.profile.plan(
+            self._host_binary(place),
+            prompt=prompt,
+            session_dir=self.session_dir(ctx.session_id),
+            hook_cmd=place.hook_command(ctx.session_id, incarnation),
+        )
+        if resume is not None:
+            plan = self.profile.with_resume(plan, resume) or plan
+        plan = self.profile.with_model(plan, ctx.model_id)
+        if self.profile.name == "demo" and plan.argv[:1] == [sys.executable]:
+            plan.argv = [place.facts().python3 or "python3", *plan.argv[1:]]
+        plan.argv = self._files_to_host(place, ctx.session_id, plan.argv)
+        env = place.env()
+        env.update(plan.env_extra)
+        env[SESSION_ENV] = ctx.session_id
+        return plan, env
+
+    def _files_to_host(self, place: Any, session_id: str, argv: list[str]) -> list[str]:
+        """Files the profile made for this run in the session's directory here
+        (Claude Code's `--settings`) are copied to the session's directory on
+        the host, and the command names them there."""
+        here = str(self.session_dir(session_id)).rstrip("/") + "/"
+        there = place.session_dir(session_id) + "/"
+        out = []
+        for word in argv:
+            if word.startswith(here):
+                local, word = Path(word), there + word[len(here) :]
+                if local.is_file():
+                    place.put(word, local.read_bytes())
+            out.append(word)
+        return out
+
+    def _host_binary(self, place: Any) -> str:
+        """The agent's program on the host: corral's demo agent is copied
+        there; any other agent must be installed there (checked at spawn)."""
+        if self.profile.name == "demo":
+            demo = Path(DEMO_AGENT)
+            place.install("demo_agent/recipes.json", demo.with_name("recipes.json").read_bytes())
+            return str(
+                place.install("demo_agent/demo_agent.py", demo.read_bytes(), executable=True)
+            )
+        command = getattr(self.profile, "command", "")
+        words = shlex.split(command) if command else list(self.profile.binaries[:1])
+        if not words:
+            raise AgentUnavailable(f"{self.profile.label} names no program to run")
+        return words[0]
+
     def _launch(self, ctx: RunContext, plan: LaunchPlan, env: dict[str, str]) -> AgentLaunch:
         """The pane's command: in the sandbox when the operator confines this
         agent (`[sandbox] agents`, `[agents.<name>] sandbox`)."""
+        if ctx.place is not None:
+            return AgentLaunch(
+                plan.argv,
+                env,
+                confined=False,
+                account=(
+                    f"on host {ctx.place.name} in {ctx.remote_worktree}; corral's agent "
+                    "sandbox does not confine agents on other hosts"
+                ),
+            )
         dirs, files = self.profile.own_paths(env)
         return launch_agent(
             plan.argv,
@@ -187,13 +258,15 @@ class ExternalEngine:
         # meant for an old pane can never match the new owner marker
         incarnation = max(self.incarnations.get(ctx.session_id, 0) + 1, time.time_ns() // 1000)
         self.incarnations[ctx.session_id] = incarnation
-        plan, env = self._plan(ctx, prompt, resume, incarnation)
+        planner = self._plan if ctx.place is None else self._plan_on_host
+        plan, env = await asyncio.to_thread(planner, ctx, prompt, resume, incarnation)
         launch = await asyncio.to_thread(self._launch, ctx, plan, env)
+        backend = None if ctx.place is None else ctx.place.backend.name
         spec = PaneSpec(
             session_id=ctx.session_id,
             incarnation=incarnation,
             name=label(ctx.session_id),
-            cwd=ctx.worktree,
+            cwd=ctx.worktree if ctx.remote_worktree is None else Path(ctx.remote_worktree),
             argv=launch.argv,
             env=launch.env,
             width=self.size[0],
@@ -203,11 +276,13 @@ class ExternalEngine:
             "owner": spec.owner,
             "agent": self.profile.name,
             "state": "starting",
-            "backend": self.panes.backend.name,
+            "backend": backend or self.panes.backend.name,
         }
+        if ctx.place is not None:
+            pane["host"] = ctx.place.name
         ctx.note_pane(pane)
         try:
-            record = await self.panes.spawn(spec, self.profile)
+            record = await self.panes.spawn(spec, self.profile, backend=backend)
         except BaseException:
             ctx.note_pane(None)
             raise

@@ -11,6 +11,9 @@ import contextlib
 from collections.abc import Callable
 from pathlib import Path
 
+from ..agents.base import AgentUnavailable
+from ..agents.oneshot import is_oneshot
+from ..agents.profiles import profile_for
 from ..config import SupervisorConfig
 from ..contracts.drafting import (
     MAX_REVISION_BYTES,
@@ -46,6 +49,8 @@ from ..events import (
 from ..faults import fault_point
 from ..git.repo import refuse_initialised_submodules, repo_root, resolve_base
 from ..git.workspace import GitWorkspace
+from ..hosts.connection import HostUnreachable
+from ..hosts.place import HostPlace, Hosts
 from ..llm.catalog import AUTO
 from ..models import (
     CheckResult,
@@ -110,7 +115,10 @@ class ContractGate:
         id_factory: Callable[[], str],
         before_start: Callable[[], object],
         discussion_runs: DiscussionRuns,
+        hosts: Hosts | None = None,
     ) -> None:
+        self._hosts = hosts
+        self._starting: dict[str, int] = {}  # sessions admitted on a host, not registered yet
         self._registry = registry
         self._verifier = verifier
         self._run_loop = run_loop
@@ -140,6 +148,7 @@ class ContractGate:
         model: str | None = None,
         retry_of: str | None = None,
         retry_guidance: list[str] | None = None,
+        host: str | None = None,
     ) -> StartResult:
         """Register a session and draft its contract.
 
@@ -155,6 +164,10 @@ class ContractGate:
         and have no unfinished run; without a `base`, a follow-up starts where
         the discussion's last delivery left off (see `discuss.linked_runs`).
         All of that is decided before a worktree exists.
+
+        With `host`, the agent, its worktree and the checks run on that
+        configured host (see `hosts.place`); refused when the host is
+        unknown, at its `max_sessions`, or unreachable.
         """
         intent = intent.strip()
         if not intent:
@@ -162,50 +175,60 @@ class ContractGate:
         root = await asyncio.to_thread(repo_root, repo)
         base_sha = await asyncio.to_thread(resolve_base, root, base)
         await asyncio.to_thread(refuse_initialised_submodules, root)
-        resolved, reason = self._engines.resolve(engine)
-        if model is None and discussion_id is not None:  # the discussion's pin carries over
-            model = await asyncio.to_thread(self._discussion_runs.model_of, discussion_id)
-        pin = self._pin(model, resolved)
-        ensure_private_dir(self._registry.state_dir)
-        self._before_start()
+        resolved, reason = self._resolve(engine, host)
+        place = await self._admit_host(host)
+        try:
+            if model is None and discussion_id is not None:  # the discussion's pin carries over
+                model = await asyncio.to_thread(self._discussion_runs.model_of, discussion_id)
+            pin = self._pin(model, resolved)
+            ensure_private_dir(self._registry.state_dir)
+            self._before_start()
 
-        followup: str | None = None
-        async with self._admission(discussion_id):
-            if discussion_id is not None:
-                base_sha, followup = await self._admit(discussion_id, root, base_sha)
-            sid = self._id_factory()
-            now = self._registry.clock()
-            session = CoderSession(
-                id=sid,
-                repo=str(root),
-                intent=intent,
-                engine=resolved,
-                requested_engine=engine,
-                max_iterations=max_iterations or self._config.default_max_iterations,
-                created_at=now,
-                updated_at=now,
-                discussion_id=discussion_id,
-                discussion_constraints=list(constraints or []),
-                keep_workspace_on_failure=self._config.keep_workspace_on_failure,
-                retry_of=retry_of,
-                retry_guidance=list(retry_guidance or []),
-            )
-            if pin is not None:
-                session.model, session.model_pinned = pin.name, True
-                session.model_id = pin.model_id
-            made = await asyncio.to_thread(self._workspaces.provision, root, sid, base_sha)
-            fault_point("start:worktree")
-            session.worktree = str(made.workspace.path)
-            session.base = base_sha
-            session.start_commit = made.start_commit
-            session.checkout_identity = made.identity
-            session.inputs_snapshot = made.identity.snapshot if made.identity else None
-            live = self._registry.register(session)
-            live.workspace = made.workspace
-            self._registry.persist(live)
-            fault_point("start:session")
-            if discussion_id is not None:
-                self._discussion_runs.record_safely(session)
+            followup: str | None = None
+            async with self._admission(discussion_id):
+                if discussion_id is not None:
+                    base_sha, followup = await self._admit(discussion_id, root, base_sha)
+                sid = self._id_factory()
+                now = self._registry.clock()
+                session = CoderSession(
+                    id=sid,
+                    repo=str(root),
+                    intent=intent,
+                    engine=resolved,
+                    requested_engine=engine,
+                    max_iterations=max_iterations or self._config.default_max_iterations,
+                    created_at=now,
+                    updated_at=now,
+                    discussion_id=discussion_id,
+                    discussion_constraints=list(constraints or []),
+                    keep_workspace_on_failure=self._config.keep_workspace_on_failure,
+                    retry_of=retry_of,
+                    retry_guidance=list(retry_guidance or []),
+                )
+                if pin is not None:
+                    session.model, session.model_pinned = pin.name, True
+                    session.model_id = pin.model_id
+                made = await asyncio.to_thread(self._workspaces.provision, root, sid, base_sha)
+                fault_point("start:worktree")
+                if place is not None:
+                    session.host = place.name
+                    session.remote_worktree = await self._remote_worktree(
+                        place, root, made.start_commit, sid, str(made.workspace.path)
+                    )
+                session.worktree = str(made.workspace.path)
+                session.base = base_sha
+                session.start_commit = made.start_commit
+                session.checkout_identity = made.identity
+                session.inputs_snapshot = made.identity.snapshot if made.identity else None
+                live = self._registry.register(session)
+                live.workspace = made.workspace
+                self._registry.persist(live)
+                fault_point("start:session")
+                if discussion_id is not None:
+                    self._discussion_runs.record_safely(session)
+        finally:
+            if place is not None:
+                self._starting[place.name] -= 1
         self._registry.notify(sid)
         self._registry.emit(live, EngineSelectedData(engine=resolved, reason=reason))
         if session.inputs_snapshot:
@@ -230,6 +253,65 @@ class ContractGate:
                     raise  # our caller was cancelled; drafting goes on
                 raise CorralError(DRAFTING_CANCELLED) from None
         return self._start_result(live)
+
+    def _resolve(self, engine: str, host: str | None) -> tuple[str, str]:
+        """The engine, as for any session; on a host, an agent named outright
+        need not be installed here (it is looked for there when it starts)."""
+        try:
+            resolved, reason = self._engines.resolve(engine)
+        except CorralError:
+            name = (engine or "").strip().removeprefix("external:")
+            if not host or name in ("", "auto", "native") or is_oneshot(name):
+                raise
+            try:
+                profile_for(name)
+            except AgentUnavailable as exc:
+                raise CorralError(str(exc)) from None
+            return f"external:{name}", f"{engine} → on host {host} (looked for there)"
+        if host and resolved == "native":
+            raise CorralError(
+                f"the built-in engine runs on this machine only: choose an agent (e.g. "
+                f"external:claude) to run on host {host}"
+            )
+        return resolved, reason
+
+    async def _admit_host(self, host: str | None) -> HostPlace | None:
+        """The place a session on `host` runs, once the host can take it."""
+        if not host:
+            return None
+        if self._hosts is None:
+            raise CorralError("no hosts are configured: add [[hosts]] to the config file")
+        place = self._hosts.get(host)
+        busy = [
+            row
+            for row in self._registry.summaries()
+            if row.host == place.name and not row.state.is_terminal
+        ]
+        taken = len(busy) + self._starting.get(place.name, 0)  # starts on their way count
+        limit = place.settings.max_sessions
+        if taken >= limit:
+            raise CorralError(
+                f"host {place.name} already runs {taken} session(s), its max_sessions "
+                f"({limit}): wait for one to finish, or raise max_sessions for it in [[hosts]]"
+            )
+        try:
+            await asyncio.to_thread(place.facts)
+        except HostUnreachable as exc:
+            raise CorralError(f"nothing was started: {exc}") from None
+        self._starting[place.name] = self._starting.get(place.name, 0) + 1
+        return place
+
+    async def _remote_worktree(
+        self, place: HostPlace, root: Path, commit: str, sid: str, home: str
+    ) -> str:
+        """The session's worktree on its host; the home copy is removed when
+        it cannot be made, so a refused start leaves nothing behind."""
+        try:
+            _mirror, path = await asyncio.to_thread(place.make_worktree, root, commit, sid)
+        except (CorralError, HostUnreachable) as exc:
+            await asyncio.to_thread(self._workspaces.remove, home, force=True)
+            raise CorralError(f"nothing was started: {exc}") from None
+        return path
 
     def _pin(self, model: str | None, engine: str) -> Pin | None:
         """The pin checked against the engine (registries that cannot check

@@ -37,7 +37,7 @@ from ..events import PlanTextData
 from ..git.trees import anchor_verified, tree_exists
 from ..git.workspace import GitWorkspace
 from ..models import CoderSession, IdentityState
-from ..panes.base import PaneInfo
+from ..panes.base import HostDown, PaneHandle, PaneInfo
 from ..panes.manager import PaneManager
 from ..session.identity import can_go_dormant, is_dormant
 from ..session.registry import SessionRegistry
@@ -65,8 +65,9 @@ class Recovery:
     async def recover(self, sessions: list[CoderSession]) -> list[str]:
         """Bring `sessions` (as stored) back; returns the owner markers of
         stray panes."""
-        panes = await self._start_panes()
+        panes = await self._start_panes(sessions)
         live_panes = {owner: info for owner, info in panes.items() if info.alive}
+        live_panes.update(self._on_hosts_down(sessions, panes))
         for session in sessions:
             adoptable = panes if is_oneshot(session.engine) else live_panes
             if session.state is S.RUNNING and self._readopt(session, adoptable):
@@ -95,8 +96,10 @@ class Recovery:
             log.warning("a corral pane with no matching session is running: %s (left alone)", owner)
         return strays
 
-    async def _start_panes(self) -> dict[str, PaneInfo]:
-        """Start the pane manager; returns our live panes by owner marker."""
+    async def _start_panes(self, sessions: list[CoderSession]) -> dict[str, PaneInfo]:
+        """Start the pane manager; returns our live panes by owner marker,
+        here and on each host a stored session's pane is on."""
+        self._hosts_down: dict[str, str] = {}  # backend name -> why it did not answer
         if self._panes is None:
             return {}
         self._panes.on_status = self._registry.note_agent_status
@@ -106,8 +109,42 @@ class Recovery:
         except Exception as exc:  # no tmux server yet, or none at all
             log.info("pane sweep at start-up: %s", exc)
             infos = {}
+        for name in sorted({_backend_of(s) for s in sessions} - {""}):
+            backend = self._panes.backends.get(name)
+            if backend is None:
+                continue
+            try:
+                infos.update(await asyncio.to_thread(backend.sweep))
+            except HostDown as exc:
+                self._hosts_down[name] = str(exc)
+            except Exception as exc:
+                log.info("pane sweep of %s at start-up: %s", name, exc)
         await self._panes.start()
         return infos
+
+    def _on_hosts_down(
+        self, sessions: list[CoderSession], found: dict[str, PaneInfo]
+    ) -> dict[str, PaneInfo]:
+        """The panes of running sessions whose host did not answer at
+        start-up, as they were stored: they are adopted all the same (the
+        board says "host unreachable" until the host answers, and the sweep
+        then finds them by their owner marker, or finds them gone)."""
+        out: dict[str, PaneInfo] = {}
+        for s in sessions:
+            pane = s.pane or {}
+            owner, pane_id = pane.get("owner"), pane.get("pane_id")
+            if (
+                s.state is not S.RUNNING
+                or _backend_of(s) not in self._hosts_down
+                or not isinstance(owner, str)
+                or owner in found
+                or not isinstance(pane_id, str)
+            ):
+                continue
+            pid = pane.get("pid")
+            handle = PaneHandle("tmux", pane_id, owner, pid if isinstance(pid, int) else None)
+            out[owner] = PaneInfo(handle=handle, alive=True)
+        return out
 
     def _adopt_at_gate(self, session: CoderSession, live_panes: dict[str, PaneInfo]) -> None:
         """A gate session's agent still running: tracked again, so the review
@@ -116,7 +153,9 @@ class Recovery:
         info = live_panes.get(owner) if owner else None
         if info is None or self._panes is None:
             return
-        self._panes.adopt(session.id, info.handle, _profile_of(session))
+        self._panes.adopt(
+            session.id, info.handle, _profile_of(session), backend=_backend_of(session) or None
+        )
 
     def _readopt(self, session: CoderSession, live_panes: dict[str, PaneInfo]) -> bool:
         pane = session.pane or {}
@@ -127,14 +166,17 @@ class Recovery:
         profile = _profile_of(session)
         live = self._registry.register(session)
         live.workspace = GitWorkspace(Path(session.repo), Path(session.worktree))
-        self._panes.adopt(session.id, info.handle, profile)
+        self._panes.adopt(session.id, info.handle, profile, backend=_backend_of(session) or None)
         was = "was still running" if info.alive else "had exited while corral was closed"
-        self._registry.emit(
-            live,
-            PlanTextData(
-                text=f"corral restarted; the {profile.label} pane {was} and was re-adopted."
-            ),
-        )
+        text = f"corral restarted; the {profile.label} pane {was} and was re-adopted."
+        down = self._hosts_down.get(_backend_of(session))
+        if down:
+            text = (
+                f"corral restarted; the {profile.label} pane is on host {session.host}, which "
+                f"does not answer now ({down}): the session waits as host unreachable and "
+                "goes on when the host answers."
+            )
+        self._registry.emit(live, PlanTextData(text=text))
         self._run_loop.start(live)
         return True
 
@@ -219,6 +261,12 @@ class Recovery:
         if review:
             self._verifier.note_changes(live, changed)
             self._verifier.watch(live)
+
+
+def _backend_of(session: CoderSession) -> str:
+    """The pane backend a session's pane is on, when it is another host's."""
+    name = (session.pane or {}).get("backend")
+    return name if isinstance(name, str) and name.startswith("ssh:") else ""
 
 
 def _profile_of(session: CoderSession) -> AgentProfile:

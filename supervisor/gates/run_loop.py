@@ -33,6 +33,7 @@ from ..events import (
 )
 from ..faults import fault_point
 from ..git.trees import tree_of
+from ..hosts.place import Hosts
 from ..models import CheckResult, NoChangeFinding
 from ..session.identity import resume_id
 from ..session.live import LiveSession
@@ -83,8 +84,10 @@ class RunLoop:
         workspaces: Workspaces,
         config: SupervisorConfig,
         foreman: Foreman | None = None,
+        hosts: Hosts | None = None,
     ) -> None:
         self._foreman = foreman
+        self._hosts = hosts  # where sessions on other hosts run
         self._registry = registry
         self._verifier = verifier
         self._approval = approval
@@ -298,6 +301,8 @@ class RunLoop:
             on_model_hop=lambda hop: emit(hop_event(hop)),
             auth_wait=auth_waiter(emit),
             ledger=live.model_ledger,
+            place=self._hosts.get(s.host) if s.host and self._hosts is not None else None,
+            remote_worktree=s.remote_worktree,
         )
 
     def _fallback_engine(self, live: LiveSession, outcome: EngineOutcome) -> Engine | None:

@@ -30,7 +30,7 @@ import shutil
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from ..config import SupervisorConfig
 from ..contracts.checks import captures_from, run_contract
@@ -52,6 +52,10 @@ from ..session.live import LiveSession
 from ..session.registry import SessionRegistry
 from ..states import CoderState
 from ..workspaces import Workspaces
+from .host_tree import HostTree, host_baseline, in_host_scratch
+
+if TYPE_CHECKING:
+    from ..hosts.place import Hosts
 
 T = TypeVar("T")
 
@@ -90,9 +94,15 @@ def name_paths(paths: list[str], limit: int = 5) -> str:
 
 class Verifier:
     def __init__(
-        self, registry: SessionRegistry, workspaces: Workspaces, config: SupervisorConfig
+        self,
+        registry: SessionRegistry,
+        workspaces: Workspaces,
+        config: SupervisorConfig,
+        *,
+        hosts: Hosts | None = None,
     ) -> None:
         self._registry = registry
+        self._hosts = hosts  # sessions on other hosts are verified there
         self._workspaces = workspaces
         self._timeout_ceiling = config.max_check_timeout_secs
         self._watch_secs = config.verified_watch_secs
@@ -134,6 +144,10 @@ class Verifier:
         the task's own worktree is never changed by a check; the setup runs
         first (`on_setup` hears how it went)."""
         assert session.start_commit is not None
+        if session.host and self._hosts is not None:
+            return await host_baseline(
+                self._hosts.get(session.host), session, contract, self._timeout_ceiling
+            )
         discard: list[Path] = []
         if contract.setup:  # environments of worktrees removed since go first
             await asyncio.to_thread(self.environments.prune)
@@ -169,34 +183,58 @@ class Verifier:
         results: list[CheckResult] = []
         tree: str | None = None
         moved: list[str] = []
+        there = HostTree.of(self._hosts, s)  # None: the worktree is here
         self._verifying.add(s.id)
         try:
             registry.emit(
                 live,
-                PlanTextData(text="Runtime verification: re-running every contract check."),
+                PlanTextData(
+                    text="Runtime verification: re-running every contract check"
+                    + (f" {await there.on()}." if there else ".")
+                ),
             )
-            setup = await self.environments.prepare(
-                s.contract, worktree, phase="verification", timeout_ceiling=self._timeout_ceiling
-            )
+            setup = None
+            if there is not None:
+                there.refuse_setup(s.contract)
+            else:
+                setup = await self.environments.prepare(
+                    s.contract,
+                    worktree,
+                    phase="verification",
+                    timeout_ceiling=self._timeout_ceiling,
+                )
             if setup is not None:
                 s.setup_outcome = setup.outcome
                 registry.emit(live, SetupCompletedData(outcome=setup.outcome))
             for attempt in range(1, STABILITY_ATTEMPTS + 1):
                 fault_point("verify:before-checks")
-                before = await self._snapshot(worktree)
-                results = await self._checks_after_setup(
-                    s.contract,
-                    worktree,
-                    setup,
-                    captures=captures_from(s.contract, s.baseline),
-                    on_result=lambda r: registry.emit(live, CheckCompletedData(result=r)),
-                )
+                before = await (there.snapshot() if there else self._snapshot(worktree))
+                if there is not None:
+                    results = await run_contract(
+                        s.contract,
+                        there.path,
+                        timeout_ceiling=self._timeout_ceiling,
+                        captures=captures_from(s.contract, s.baseline),
+                        on_result=lambda r: registry.emit(live, CheckCompletedData(result=r)),
+                        runner=there.runner,
+                    )
+                else:
+                    results = await self._checks_after_setup(
+                        s.contract,
+                        worktree,
+                        setup,
+                        captures=captures_from(s.contract, s.baseline),
+                        on_result=lambda r: registry.emit(live, CheckCompletedData(result=r)),
+                    )
                 fault_point("verify:between-snapshots")
-                after = await self._snapshot(worktree)
+                after = await (there.snapshot() if there else self._snapshot(worktree))
                 if before == after:
                     tree, moved = before, []
                     break
-                moved = await asyncio.to_thread(changed_between, worktree, before, after)
+                if there is not None:
+                    moved = await there.changed(before, after)
+                else:
+                    moved = await asyncio.to_thread(changed_between, worktree, before, after)
                 registry.emit(
                     live,
                     WorktreeChangedData(
@@ -217,6 +255,11 @@ class Verifier:
                             )
                         ),
                     )
+            if there is not None and tree is not None and all(r.passed for r in results):
+                # the verified tree comes home: the review, identity and
+                # delivery read it here, and the home copy shows it
+                await there.bring_home(tree, worktree)
+                registry.emit(live, PlanTextData(text=there.brought_home(tree)))
         finally:
             self._verifying.discard(s.id)
         verification = Verification(results, tree, moved)
@@ -283,6 +326,32 @@ class Verifier:
             PlanTextData(text="Re-running the contract on the approved part only."),
         )
         contract, captures = s.contract, captures_from(s.contract, s.baseline)
+        if s.host and self._hosts is not None:  # on the host, as the session's checks
+            results = await in_host_scratch(
+                self._hosts.get(s.host),
+                s,
+                contract,
+                self._timeout_ceiling,
+                patch=patch,
+                captures=captures,
+            )
+        else:
+            results = await self._selection_here(s, contract, captures, patch)
+        registry.emit(
+            live,
+            ContractEvaluatedData(
+                by="runtime",
+                scope="approved subset",
+                passed=all(r.passed for r in results),
+                results=list(results),
+            ),
+        )
+        return results
+
+    async def _selection_here(
+        self, s: CoderSession, contract: OutcomeContract, captures: dict[str, str], patch: str
+    ) -> list[CheckResult]:
+        """The checks on the start commit plus `patch`, in a scratch worktree here."""
 
         def apply_selection(path: Path) -> None:
             git(path, "apply", "--binary", "--whitespace=nowarn", "-", input_text=patch)
@@ -298,19 +367,9 @@ class Verifier:
             return await self._checks_after_setup(contract, path, setup, captures=captures)
 
         try:
-            results = await self._in_scratch(s, run, prepare=apply_selection)
+            return await self._in_scratch(s, run, prepare=apply_selection)
         finally:
             await asyncio.to_thread(_remove_all, discard)
-        registry.emit(
-            live,
-            ContractEvaluatedData(
-                by="runtime",
-                scope="approved subset",
-                passed=all(r.passed for r in results),
-                results=list(results),
-            ),
-        )
-        return results
 
     async def changes_since_verification(self, session: CoderSession) -> list[str]:
         """Paths where the worktree now differs from the verified tree (empty:

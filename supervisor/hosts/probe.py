@@ -30,6 +30,7 @@ printf 'tmux=%s\\n' "$(tmux -V 2>/dev/null)"
 printf 'git=%s\\n' "$(git --version 2>/dev/null)"
 for a in {agents}; do command -v "$a" >/dev/null 2>&1 && printf 'agent=%s\\n' "$a"; done
 command -v bwrap >/dev/null 2>&1 && printf 'bwrap=yes\\n'
+command -v python3 >/dev/null 2>&1 && printf 'python3=yes\\n'
 d={remote_path(state_dir)}
 if mkdir -p "$d" 2>/dev/null && [ -w "$d" ]; then printf 'state=ok\\n'; else printf 'state=no\\n'; fi
 """
@@ -45,6 +46,7 @@ class HostReport:
     git: str = ""
     agents: list[str] = field(default_factory=list)
     bwrap: bool = False
+    python3: bool = False  # agents' hooks (and the demo agent) need it there
     state_dir_ok: bool = False
     state_dir: str = ""
 
@@ -76,6 +78,7 @@ class HostReport:
             f"git {self.git.removeprefix('git version ')}" if self.git else "no git",
             f"agents: {agents}",
             "sandbox: bwrap" if self.bwrap else "sandbox: none (no bwrap)",
+            "python3" if self.python3 else "no python3 (no hooks there)",
         ]
         mark = "✓" if self.ok else "✗"
         text = f"{mark} {self.name} ({self.destination}): " + " · ".join(facts)
@@ -106,6 +109,8 @@ def probe(host: HostSettings, state_dir: Path, *, timeout: float = 15.0) -> Host
             report.agents.append(value.strip())
         elif key == "bwrap":
             report.bwrap = True
+        elif key == "python3":
+            report.python3 = True
         elif key == "state":
             report.state_dir_ok = value.strip() == "ok"
     return report

@@ -79,6 +79,7 @@ class PaneRecord:
     facts: ScreenFacts | None = None  # the last reading of `screen`
     unreachable: str = ""  # why its host does not answer now ("" when it does)
     stale_hooks: int = 0  # hook lines from an earlier incarnation, dropped
+    backend_name: str = ""  # the backend it runs on ("": the manager's own)
 
     @property
     def incarnation(self) -> int | None:
@@ -115,6 +116,9 @@ class PaneManager:
         on_hook: Callable[[str, dict[str, object]], None] | None = None,
     ) -> None:
         self.backend = backend
+        # other backends by name (a remote tmux per host, `ssh:<host>`); a
+        # record says which one its pane is on
+        self.backends: dict[str, PaneBackend] = {}
         self.hooks_root = hooks_root
         self.interval = interval
         self.on_status = on_status
@@ -122,6 +126,9 @@ class PaneManager:
         self.records: dict[str, PaneRecord] = {}
         self._tasks: list[asyncio.Task[None]] = []
         self._worker: ThreadPoolExecutor | None = None
+        # one more worker per other backend: hosts are swept side by side,
+        # so a slow or dead host never holds up the panes here or elsewhere
+        self._host_workers: dict[str, ThreadPoolExecutor] = {}
         self.sweep_count = 0
 
     # -- lifecycle ------------------------------------------------------------
@@ -141,18 +148,39 @@ class PaneManager:
         if self._worker is not None:
             self._worker.shutdown(wait=False, cancel_futures=True)
             self._worker = None
+        for worker in self._host_workers.values():
+            worker.shutdown(wait=False, cancel_futures=True)
+        self._host_workers = {}
         await asyncio.to_thread(self.backend.close)
+        for other in self.backends.values():
+            await asyncio.to_thread(other.close)
+
+    def add_backend(self, backend: PaneBackend) -> None:
+        """Another place panes run (a host's remote tmux), by its name."""
+        self.backends[backend.name] = backend
+
+    def backend_named(self, name: str | None) -> PaneBackend:
+        """The backend called `name` (None or unknown: the manager's own)."""
+        return self.backends.get(name or "", self.backend)
+
+    def backend_of(self, session_id: str) -> PaneBackend:
+        """The backend the session's pane runs on."""
+        record = self.records.get(session_id)
+        return self.backend_named(record.backend_name if record else None)
 
     # -- panes ----------------------------------------------------------------
 
     def hooks_file(self, session_id: str) -> Path:
         return self.hooks_root / session_id / "hooks.jsonl"
 
-    async def spawn(self, spec: PaneSpec, profile: AgentProfile) -> PaneRecord:
+    async def spawn(
+        self, spec: PaneSpec, profile: AgentProfile, *, backend: str | None = None
+    ) -> PaneRecord:
+        """Start a pane, on the backend called `backend` (default: the manager's own)."""
         hooks = self.hooks_file(spec.session_id)
         hooks.parent.mkdir(parents=True, exist_ok=True)
         offset = hooks.stat().st_size if hooks.exists() else 0
-        handle = await asyncio.to_thread(self.backend.spawn, spec)
+        handle = await asyncio.to_thread(self.backend_named(backend).spawn, spec)
         record = PaneRecord(
             spec.session_id,
             handle,
@@ -160,19 +188,27 @@ class PaneManager:
             hooks,
             tracker_for(profile),
             hooks_offset=offset,
+            backend_name=backend if backend in self.backends else "",
         )
         self.records[spec.session_id] = record
-        self._mirror_hooks(spec.session_id, hooks)
+        self._mirror_hooks(record)
         return record
 
-    def _mirror_hooks(self, session_id: str, hooks: Path) -> None:
+    def _mirror_hooks(self, record: PaneRecord) -> None:
         """A backend on another host brings the agent's hooks file here with
         each sweep (`mirror_hooks`); the local copy is watched as any other."""
-        mirror = getattr(self.backend, "mirror_hooks", None)
+        mirror = getattr(self.backend_named(record.backend_name), "mirror_hooks", None)
         if mirror is not None:
-            mirror(session_id, hooks)
+            mirror(record.session_id, record.hooks_file)
 
-    def adopt(self, session_id: str, handle: PaneHandle, profile: AgentProfile) -> PaneRecord:
+    def adopt(
+        self,
+        session_id: str,
+        handle: PaneHandle,
+        profile: AgentProfile,
+        *,
+        backend: str | None = None,
+    ) -> PaneRecord:
         """Track a pane found alive after a restart (owner marker matched)."""
         hooks = self.hooks_file(session_id)
         offset = hooks.stat().st_size if hooks.exists() else 0
@@ -183,9 +219,10 @@ class PaneManager:
             hooks,
             tracker_for(profile),
             hooks_offset=offset,
+            backend_name=backend if backend in self.backends else "",
         )
         self.records[session_id] = record
-        self._mirror_hooks(session_id, hooks)
+        self._mirror_hooks(record)
         return record
 
     def record(self, session_id: str) -> PaneRecord | None:
@@ -195,11 +232,12 @@ class PaneManager:
         record = self.records.pop(session_id, None)
         if record is None:
             return
-        unmirror = getattr(self.backend, "unmirror", None)
+        backend = self.backend_named(record.backend_name)
+        unmirror = getattr(backend, "unmirror", None)
         if unmirror is not None:
             unmirror(session_id)
         with contextlib.suppress(PaneGone):
-            await asyncio.to_thread(self.backend.kill, record.handle, timeout)
+            await asyncio.to_thread(backend.kill, record.handle, timeout)
         record.alive = False
         record.bump()
 
@@ -216,8 +254,10 @@ class PaneManager:
         owner = (pane or {}).get("owner")
         if not isinstance(owner, str) or not owner:
             return False
+        where = (pane or {}).get("backend")
+        backend = self.backend_named(where if isinstance(where, str) else None)
         try:
-            infos = await asyncio.to_thread(self.backend.sweep)
+            infos = await asyncio.to_thread(backend.sweep)
         except PaneError as exc:
             log.warning("cannot look for the pane of %s: %s", session_id, exc)
             return False
@@ -225,7 +265,7 @@ class PaneManager:
         if info is None:
             return False
         try:
-            await asyncio.to_thread(self.backend.kill, info.handle, timeout)
+            await asyncio.to_thread(backend.kill, info.handle, timeout)
         except PaneGone:
             return False
         except PaneError as exc:
@@ -244,7 +284,7 @@ class PaneManager:
                 f"the pane of {session_id} was replaced (incarnation {record.incarnation}, "
                 f"not {incarnation})"
             )
-        await asyncio.to_thread(self.backend.send_text, record.handle, text)
+        await asyncio.to_thread(self.backend_of(session_id).send_text, record.handle, text)
 
     def prompted(self, session_id: str, at: float) -> None:
         """A prompt corral pasted landed at `at` (Enter pressed): the agent
@@ -256,7 +296,7 @@ class PaneManager:
 
     async def send_keys(self, session_id: str, keys: list[str]) -> None:
         record = self._require(session_id)
-        await asyncio.to_thread(self.backend.send_keys, record.handle, keys)
+        await asyncio.to_thread(self.backend_of(session_id).send_keys, record.handle, keys)
 
     async def choose(self, session_id: str, question: Question, answer: str) -> Landing:
         """Answer an on-screen question and say whether the answer landed:
@@ -269,7 +309,9 @@ class PaneManager:
         index = match_option(options, answer)
         record = self._require(session_id)
         if index is not None:
-            answering = MenuAnswer(self.backend, record.handle, record.profile.markers)
+            answering = MenuAnswer(
+                self.backend_of(session_id), record.handle, record.profile.markers
+            )
             lines = clean_lines(record.screen.lines) if record.screen else []
             menu = record.profile.markers.menu
             if menu is not None and menu.find(lines) is not None:
@@ -307,7 +349,7 @@ class PaneManager:
 
     async def scrollback(self, session_id: str, lines: int = SCROLLBACK_LINES) -> list[str]:
         record = self._require(session_id)
-        return await asyncio.to_thread(self.backend.scrollback, record.handle, lines)
+        return await asyncio.to_thread(self.backend_of(session_id).scrollback, record.handle, lines)
 
     # -- the sweep --------------------------------------------------------------
 
@@ -316,6 +358,29 @@ class PaneManager:
         (`observe.observe`); folding its findings into the trackers runs here."""
         if not self.records:
             return
+        groups: dict[str, list[PaneRecord]] = {}
+        for r in self.records.values():
+            groups.setdefault(r.backend_name, []).append(r)
+        if self._worker is None:
+            self._worker = ThreadPoolExecutor(1, thread_name_prefix="corral-sweep")
+        swept = await asyncio.gather(
+            *(self._sweep_group(name, records) for name, records in groups.items())
+        )
+        if any(swept):
+            self.sweep_count += 1
+
+    def _worker_for(self, name: str) -> ThreadPoolExecutor:
+        if not name:
+            assert self._worker is not None
+            return self._worker
+        worker = self._host_workers.get(name)
+        if worker is None:
+            worker = ThreadPoolExecutor(1, thread_name_prefix=f"corral-sweep-{name}")
+            self._host_workers[name] = worker
+        return worker
+
+    async def _sweep_group(self, name: str, records: list[PaneRecord]) -> bool:
+        """Sweep the panes of one backend; False when its host did not answer."""
         watches = [
             Watch(
                 r.session_id,
@@ -327,31 +392,31 @@ class PaneManager:
                 r.profile.markers,
                 r.profile.dialogs,
             )
-            for r in self.records.values()
+            for r in records
         ]
-        if self._worker is None:
-            self._worker = ThreadPoolExecutor(1, thread_name_prefix="corral-sweep")
+        backend = self.backend_named(name)
         loop = asyncio.get_running_loop()
         try:
-            seen = await loop.run_in_executor(self._worker, observe, self.backend, watches)
+            seen = await loop.run_in_executor(self._worker_for(name), observe, backend, watches)
         except HostDown as exc:
             # the panes may well run on: not an exit, and no reading at all (a
             # frozen screen must not turn into "idle" or "needs you")
-            self._host_state(str(exc))
-            return
-        self._host_state("")
-        self.sweep_count += 1
+            self._host_state(str(exc), records)
+            return False
+        self._host_state("", records)
         for item in seen:
             record = self.records.get(item.watch.session_id)
             if record is None or record.handle != item.watch.handle:
                 continue  # killed or replaced while the worker looked
             await self._fold(record, item)
+        return True
 
-    def _host_state(self, reason: str) -> None:
-        """Mark every pane as on an unreachable host (reason) or reachable ("").
-        The board hears "unreachable" while it lasts, then the tracker's own
-        reading again; the tracker itself is not touched (nothing was read)."""
-        for record in self.records.values():
+    def _host_state(self, reason: str, records: list[PaneRecord] | None = None) -> None:
+        """Mark panes (default: every pane) as on an unreachable host (reason)
+        or reachable (""). The board hears "unreachable" while it lasts, then
+        the tracker's own reading again; the tracker itself is not touched
+        (nothing was read)."""
+        for record in self.records.values() if records is None else records:
             if record.unreachable == reason:
                 continue
             record.unreachable = reason
@@ -427,7 +492,9 @@ class PaneManager:
                 continue
             record.answered_dialogs[dialog.name] = (now, tries + 1)
             with contextlib.suppress(PaneGone):
-                await asyncio.to_thread(self.backend.send_keys, record.handle, keys)
+                await asyncio.to_thread(
+                    self.backend_of(record.session_id).send_keys, record.handle, keys
+                )
             log.info("answered the %s dialog of %s with %s", dialog.name, record.session_id, keys)
             break
 

@@ -14,6 +14,13 @@ def _worktree_if_present(session: CoderSession) -> str | None:
     return session.worktree if session.worktree and os.path.isdir(session.worktree) else None
 
 
+def _where(session: CoderSession) -> str | None:
+    """Where the agent's worktree is: `host:path` on another host."""
+    if session.host and session.remote_worktree:
+        return f"{session.host}:{session.remote_worktree}"
+    return session.worktree
+
+
 def _failure_kind(session: CoderSession) -> FailureKind | None:
     if session.state is not CoderState.FAILED:
         return None
@@ -57,6 +64,8 @@ def stored_summary(session: CoderSession) -> SessionSummary:
         archived=session.archived_at is not None,
         dormant=is_dormant(session),
         progress=session.foreman_progress,
+        host=session.host,
+        where=_where(session),
     )
 
 

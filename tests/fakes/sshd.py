@@ -58,6 +58,10 @@ class SshServer:
         except subprocess.TimeoutExpired:
             self.proc.kill()
 
+    def restart(self) -> None:
+        """Listen again on the same port with the same keys (after `stop`)."""
+        self.proc = _serve(self.config.parent / "sshd_config", self.port, self.log)
+
 
 def start_sshd(base: Path) -> SshServer:
     base.mkdir(parents=True, exist_ok=True)
@@ -110,13 +114,18 @@ MaxStartups 50:30:100
         f"Host testhost\n{common}  IdentityFile {client_key}\n\n"
         f"Host strangerhost\n{common}  IdentityFile {stranger_key}\n"
     )
+    proc = _serve(sshd_config, port, log)
+    return SshServer(proc, port, client, "testhost", "strangerhost", remote_root, log)
+
+
+def _serve(sshd_config: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
     # sshd insists on its privilege separation directory (normally made by systemd)
     Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
     proc = subprocess.Popen(
         [SSHD, "-D", "-e", "-f", str(sshd_config)],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
-        stderr=log.open("wb"),
+        stderr=log.open("ab"),
     )
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
@@ -124,9 +133,7 @@ MaxStartups 50:30:100
             raise RuntimeError(f"sshd exited: {log.read_text()}")
         with socket.socket() as s:
             if s.connect_ex(("127.0.0.1", port)) == 0:
-                break
+                return proc
         time.sleep(0.05)
-    else:
-        proc.kill()
-        raise RuntimeError("sshd did not listen within 10 s")
-    return SshServer(proc, port, client, "testhost", "strangerhost", remote_root, log)
+    proc.kill()
+    raise RuntimeError("sshd did not listen within 10 s")

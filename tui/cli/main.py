@@ -221,6 +221,11 @@ def build_parser() -> argparse.ArgumentParser:
         "and repairs, never swapped for another), or a model name the agent knows; auto: none",
     )
     run.add_argument("--base", help="base revision (default: your checkout as it is)")
+    run.add_argument(
+        "--host",
+        help="run the agent, its worktree and the checks on this [[hosts]] host (see "
+        "`corral hosts`); the verified result is fetched home for review",
+    )
     run.add_argument("--yes", action="store_true", help="confirm the contract without asking")
     run.add_argument(
         "--deliver",

@@ -77,14 +77,15 @@ class _Owner(Protocol):
 
 
 class _Local:
-    def __init__(self, sup: Supervisor) -> None:
+    def __init__(self, sup: Supervisor, host: str | None = None) -> None:
         self.sup = sup
+        self.host = host  # the [[hosts]] name it runs on (None: here)
 
     async def start(
         self, intent: str, repo: Path, engine: str, base: str | None, model: str | None
     ) -> str:
         started = await self.sup.start(
-            intent, repo, engine=engine, base=base, wait=False, model=model
+            intent, repo, engine=engine, base=base, wait=False, model=model, host=self.host
         )
         return started.session_id
 
@@ -119,9 +120,12 @@ class _Local:
 
 
 class _Remote:
-    def __init__(self, client: AsyncControlClient, contract: OutcomeContract | None) -> None:
+    def __init__(
+        self, client: AsyncControlClient, contract: OutcomeContract | None, host: str | None = None
+    ) -> None:
         self.client = client
         self.contract = contract
+        self.host = host
 
     async def start(
         self, intent: str, repo: Path, engine: str, base: str | None, model: str | None
@@ -134,6 +138,7 @@ class _Remote:
             wait=False,
             contract=self.contract,
             model=model,
+            host=self.host,
         )
         return started.session_id
 
@@ -181,6 +186,7 @@ async def run_session(
     backend: str = "tmux",
     on_question: str = "ask",
     model: str | None = None,
+    host: str | None = None,
 ) -> int:
     """As a client of the owner when one runs; else as the owner for the run."""
     state_dir = default_state_dir()
@@ -195,7 +201,7 @@ async def run_session(
                 print(f"corral run: a client of the corral that owns {state_dir}", file=sys.stderr)
             try:
                 return await _drive(
-                    _Remote(client, contract),
+                    _Remote(client, contract, host),
                     repo,
                     intent,
                     engine,
@@ -217,7 +223,7 @@ async def run_session(
     await services.start()
     try:
         return await _drive(
-            _Local(sup), repo, intent, engine, base, yes, deliver, as_json, on_question, model
+            _Local(sup, host), repo, intent, engine, base, yes, deliver, as_json, on_question, model
         )
     finally:
         await services.close()
@@ -356,6 +362,7 @@ def main_run(args: argparse.Namespace) -> int:
                 backend=args.backend,
                 on_question=args.on_question,
                 model=args.model,
+                host=args.host,
             )
         )
     except CorralError as exc:

@@ -35,6 +35,7 @@ COLUMNS = (
     ("needs", "Needs you"),
     ("intent", "Intent"),
     ("repo", "Repo"),
+    ("host", "Host"),
     ("engine", "Engine"),
     ("iter", "Iter"),
     ("updated", "Updated"),
@@ -88,17 +89,23 @@ class BoardScreen(Screen[None]):
         self.preview_wanted = False
         self._first_paint = False  # only the rows that fit are in the table (see replace_all)
         self._preview_timer: Timer | None = None
+        self.with_hosts = False  # a Host column (set when composed)
 
     def compose(self) -> ComposeResult:
+        # the Host column only where [[hosts]] are configured
+        self.with_hosts = bool(self.app.supervisor.host_choices())
+        columns = COLUMNS if self.with_hosts else tuple(c for c in COLUMNS if c[0] != "host")
         with Vertical():
             yield Static("", id="counts")
             with Container(id="board-area"):
                 yield BoardTable(
-                    COLUMNS,
+                    columns,
                     flex="intent",
                     flex_wanted=INTENT_WANTED,
                     caps={"state": 16, "needs": 20},
-                    droppable=("engine", "iter", "repo", "updated"),
+                    droppable=("host", "engine", "iter", "repo", "updated")[
+                        0 if self.with_hosts else 1 :
+                    ],
                     id="board",
                 )
                 preview = AgentPreview(id="preview")
@@ -106,7 +113,8 @@ class BoardScreen(Screen[None]):
                 yield preview
             yield Static("", id="empty")
             search = Input(
-                placeholder="search intent, repo or id — enter applies, escape clears", id="search"
+                placeholder="search intent, repo, host:NAME or id — enter applies, escape clears",
+                id="search",
             )
             search.display = False
             yield search
@@ -154,6 +162,7 @@ class BoardScreen(Screen[None]):
             R.needs_text(row),
             R.intent_text(row),
             R.repo_name(row),
+            *((R.host_name(row),) if self.with_hosts else ()),
             R.engine_text(row),
             iters,
             R.age(self.clock() - row.updated_at),

@@ -92,6 +92,15 @@ class NewSessionScreen(ModalScreen[None]):
                 if self.discussion is not None
                 else "your checkout as it is now"
             )
+            hosts = self.app.supervisor.host_choices()
+            if hosts:  # [[hosts]] configured: where the agent runs
+                yield Label("Host (the agent, its worktree and the checks run there)")
+                yield Select(
+                    [("this machine", ""), *((h, h) for h in hosts)],
+                    value="",
+                    allow_blank=False,
+                    id="host",
+                )
             yield Label(f"Base revision (blank = {blank})")
             yield Input(placeholder="", id="base")
             yield Label("Contract file (blank = drafted for you; see README for the JSON)")
@@ -144,7 +153,10 @@ class NewSessionScreen(ModalScreen[None]):
         engine = self._engine()
         if self.query_one("#start", Button).disabled:
             return  # a start is on its way
-        refused = self.app.supervisor.engine_refusal(engine)
+        hosts = self.query("#host")
+        host = str(hosts.first(Select).value or "") or None if hosts else None
+        # an agent for another host is looked for there, not here
+        refused = None if host else self.app.supervisor.engine_refusal(engine)
         if refused is not None:
             self.refuse(refused)
             return
@@ -176,6 +188,7 @@ class NewSessionScreen(ModalScreen[None]):
                     discussion_id=discussion.id if discussion is not None else None,
                     contract=contract,
                     model=model,
+                    host=host,
                 )
             except CorralError as exc:
                 if self not in app.screen_stack:

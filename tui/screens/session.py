@@ -346,9 +346,14 @@ class SessionScreen(Screen[None]):
             f"session {s.id}  ({session_label(s.id)}){extra}",
             f"state {s.state.value}{needs}  ·  engine {s.engine}"
             f"{' (ran ' + s.engine_ran + ')' if s.engine_ran else ''}{iters}",
-            f"worktree …/{Path(s.worktree).name if s.worktree else '—'}"
-            f"{'' if s.worktree and Path(s.worktree).is_dir() else ' (removed)'}"
-            f"  ·  base {(s.base or s.start_commit or '—')[:12]}"
+            (
+                f"worktree on host {escape(s.host)}: {escape(s.remote_worktree or '—')}"
+                f"  ·  home copy …/{Path(s.worktree).name if s.worktree else '—'}"
+                if s.host
+                else f"worktree …/{Path(s.worktree).name if s.worktree else '—'}"
+                f"{'' if s.worktree and Path(s.worktree).is_dir() else ' (removed)'}"
+            )
+            + f"  ·  base {(s.base or s.start_commit or '—')[:12]}"
             f"{'  ·  branch ' + s.result_branch if s.result_branch else ''}",
         ]
         agent = R.agent_words(detail.agent_status, detail.agent_reason, detail.agent_source)
@@ -680,9 +685,12 @@ class SessionScreen(Screen[None]):
                 "Nothing to attach: no live tmux pane for this session.", severity="warning"
             )
             return
+        import shlex
         import subprocess
 
         with self.app.suspend():
+            # the exact command (an agent on another host: `ssh -t … tmux -S … attach`)
+            print(f"corral: attaching with: {shlex.join(argv)}", flush=True)
             subprocess.run(argv, check=False)
         self.refresh_view()
 

@@ -1,0 +1,159 @@
+"""The verifier's view of a session's worktree on another host: snapshots,
+the checks and the comparison of two snapshots all run there (one round
+trip each, over the host's connection), and a verified tree comes home as a
+commit fetched into the local repository, which the home copy of the
+worktree then shows. Tree ids are content addresses, so a tree verified on
+the host is the very tree reviewed and delivered here."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
+
+from ..contracts.checks import run_contract
+from ..errors import CorralError
+from ..git.run import git
+from ..hosts.connection import HostUnreachable
+from ..models import CheckResult, CoderSession, OutcomeContract
+
+if TYPE_CHECKING:
+    from ..hosts.place import HostPlace, Hosts
+
+SETUP_ON_HOST = (
+    "this contract has setup commands, which corral does not run on host {host} yet: "
+    "remove the setup (or put it in a check), or run the session on this machine"
+)
+
+
+HOST_WAIT = 300.0  # seconds a step waits for its host to answer again before it fails
+T = TypeVar("T")
+
+
+async def on_host(host: str, work: Callable[[], T], *, wait: float = HOST_WAIT) -> T:
+    """Run blocking `work` against a host off the loop. A host that does not
+    answer is waited for (its connection reconnects with backoff) and the
+    step is run again, up to `wait` seconds; then it fails with a sentence.
+    Every step here may run twice: checks, snapshots, fetches."""
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            return await asyncio.to_thread(work)
+        except HostUnreachable as exc:
+            if time.monotonic() >= deadline:
+                raise CorralError(
+                    f"host {host} did not answer for {wait:.0f} s, so this step stopped: {exc}"
+                ) from exc
+            await asyncio.sleep(1.0)
+
+
+class HostTree:
+    """One session's worktree on its host, for the verifier."""
+
+    def __init__(self, place: HostPlace, session: CoderSession) -> None:
+        assert session.remote_worktree is not None and session.start_commit is not None
+        self.place = place
+        self.session = session
+        self.path = Path(session.remote_worktree)
+        self._commits: dict[str, str] = {}  # tree -> a commit of it on the host
+
+    @classmethod
+    def of(cls, hosts: Hosts | None, session: CoderSession) -> HostTree | None:
+        """The session's worktree on its host; None for a session run here."""
+        if not session.host or hosts is None or not session.remote_worktree:
+            return None
+        return cls(hosts.get(session.host), session)
+
+    async def on(self) -> str:
+        """Where the checks run, and whether they are confined there."""
+        facts = await on_host(self.place.name, self.place.facts)
+        sandbox = "in bubblewrap" if facts.bwrap else "unconfined: no bubblewrap there"
+        return f"on host {self.place.name} in {self.path} ({sandbox})"
+
+    def refuse_setup(self, contract: OutcomeContract) -> None:
+        if contract.setup:
+            raise CorralError(SETUP_ON_HOST.format(host=self.place.name))
+
+    async def runner(
+        self, command: str, timeout: float, network: bool
+    ) -> tuple[int | None, str, bool]:
+        path = str(self.path)
+        return await on_host(
+            self.place.name,
+            lambda: self.place.run_check(command, path, timeout, network=network),
+        )
+
+    async def snapshot(self) -> str:
+        s = self.session
+        start, path = s.start_commit, str(self.path)
+        assert start is not None
+        tree, commit = await on_host(
+            self.place.name, lambda: self.place.snapshot(path, start, s.id)
+        )
+        self._commits[tree] = commit
+        return tree
+
+    async def changed(self, a: str, b: str) -> list[str]:
+        path = str(self.path)
+        return await on_host(self.place.name, lambda: self.place.changed(path, a, b))
+
+    async def bring_home(self, tree: str, home: Path) -> None:
+        """Fetch the commit of `tree` into the local repository, and make the
+        home copy of the worktree show exactly that tree."""
+        repo = Path(self.session.repo)
+        mirror, commit = self.place.mirror_path(repo), self._commits[tree]
+        await on_host(self.place.name, lambda: self.place.bring_home(mirror, commit, repo))
+        await asyncio.to_thread(git, home, "read-tree", "-u", "--reset", tree)
+
+    def brought_home(self, tree: str) -> str:
+        commit = self._commits[tree]
+        return (
+            f"The verified result ({commit[:12]}) was fetched from host {self.place.name} into "
+            f"{self.session.repo}; review and delivery read it here."
+        )
+
+
+async def host_baseline(
+    place: HostPlace, session: CoderSession, contract: OutcomeContract, ceiling: float | None
+) -> list[CheckResult]:
+    """Every check once on the untouched tree, in a disposable worktree on the host."""
+    return await in_host_scratch(place, session, contract, ceiling)
+
+
+async def in_host_scratch(
+    place: HostPlace,
+    session: CoderSession,
+    contract: OutcomeContract,
+    ceiling: float | None,
+    *,
+    patch: str | None = None,
+    captures: dict[str, str] | None = None,
+) -> list[CheckResult]:
+    """Every check in a disposable worktree on the host at the start commit
+    (with `patch` applied first: the approved part of a partial delivery)."""
+    start = session.start_commit
+    assert start is not None
+    if contract.setup:
+        raise CorralError(SETUP_ON_HOST.format(host=place.name))
+    mirror, path = await on_host(
+        place.name, lambda: place.scratch(Path(session.repo), start, session.id)
+    )
+
+    async def run(command: str, timeout: float, network: bool) -> tuple[int | None, str, bool]:
+        return await on_host(
+            place.name, lambda: place.run_check(command, path, timeout, network=network)
+        )
+
+    try:
+        if patch is not None:
+            selected = patch
+            await on_host(place.name, lambda: place.apply(path, selected))
+        return await run_contract(
+            contract, Path(path), timeout_ceiling=ceiling, captures=captures, runner=run
+        )
+    finally:
+        with contextlib.suppress(CorralError, HostUnreachable):
+            await asyncio.shield(asyncio.to_thread(place.remove, mirror, path))

@@ -1,0 +1,415 @@
+"""Sessions on another host, end to end over a real SSH server (Debian's sshd
+on 127.0.0.1; the "remote machine" is a directory tree of its own): the
+worktree, the agent's pane (a private tmux server there), its hooks, the
+checks and the verification all run on the host; the verified commit is
+fetched home and delivered here. Also: the connection dying mid-run, a host
+that refuses our key, and a host's session limit."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from corral.supervisor.api import Supervisor
+from corral.supervisor.contracts.drafting import FixedDrafter
+from corral.supervisor.demo import demo_contract, make_demo_repo
+from corral.supervisor.errors import CorralError
+from corral.supervisor.factory import build_supervisor
+from corral.supervisor.hosts.settings import HostSettings
+from corral.supervisor.models import ContractCheck, OutcomeContract
+from corral.supervisor.states import CoderState as S
+from tests.conftest import eventually, fast_config, git, plan_texts, row_of
+from tests.fakes.sshd import SshServer, sshd_missing, start_sshd
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(sshd_missing() is not None, reason=str(sshd_missing())),
+]
+
+SLUG = "Make slugify() fold accents"
+
+# A small interactive agent (no corral on the host): reads a task, works
+# `steps` half-seconds printing, writes hello.txt, shows its prompt again and
+# tells corral through $CORRAL_HOOK_CMD (a hook that writes on the host).
+AGENT = r"""
+import os, select, shlex, subprocess, sys, time
+steps = int(sys.argv[1])
+def hook(event):
+    cmd = shlex.split(os.environ["CORRAL_HOOK_CMD"]) + [event]
+    subprocess.run(cmd, stdin=subprocess.DEVNULL, check=False)
+print("tiny remote agent")
+sys.stdout.write("tiny$ "); sys.stdout.flush()
+hook("SessionStart")
+while True:
+    data = os.read(0, 65536)
+    if not data:
+        break
+    while select.select([0], [], [], 0.5)[0]:
+        if not os.read(0, 65536):
+            break
+    for i in range(steps):
+        print(f"working on the task, step {i + 1} of {steps}", flush=True)
+        time.sleep(0.5)
+    with open("hello.txt", "w") as fh:
+        fh.write("hi from " + os.uname().nodename + "\n")
+    with open("scratch.txt", "w") as fh:
+        fh.write("notes the operator does not want\n")
+    print("done: wrote hello.txt")
+    sys.stdout.write("tiny$ "); sys.stdout.flush()
+    hook("Stop")
+"""
+
+HELLO = OutcomeContract(
+    checks=[ContractCheck(name="hello", command="grep -q hi hello.txt", timeout_secs=10)]
+)
+
+
+@pytest.fixture(scope="module")
+def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SshServer]:
+    server = start_sshd(tmp_path_factory.mktemp("sshd"))
+    yield server
+    server.stop()
+
+
+def host(server: SshServer, name: str, **kw: object) -> HostSettings:
+    return HostSettings(
+        name=name,
+        destination=str(kw.pop("destination", server.alias)),
+        state_dir=str(server.remote_root / name),
+        ssh_options=server.ssh_options(),
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+def stop_remote_tmux(settings: HostSettings) -> None:
+    for sock in (Path(settings.state_dir) / "tmux").glob("*"):
+        subprocess.run(["tmux", "-S", str(sock), "kill-server"], capture_output=True)
+
+
+async def open_supervisor(
+    tmp_path: Path, contract: OutcomeContract, *hosts: HostSettings, engine: str = "external:demo"
+) -> Supervisor:
+    sup = build_supervisor(
+        tmp_path / "state",
+        FixedDrafter(contract),
+        socket_dir=tmp_path / "tmux",
+        default_engine=engine,
+        demo_pace=0.05,
+        config=fast_config(hosts=list(hosts), max_session_wall_secs=180),
+    )
+    await sup.open()
+    return sup
+
+
+@pytest.fixture
+def cleanup(tmp_path: Path) -> Iterator[list[HostSettings]]:
+    made: list[HostSettings] = []
+    yield made
+    for settings in made:
+        stop_remote_tmux(settings)
+    for sock in (tmp_path / "tmux").glob("*"):
+        subprocess.run(["tmux", "-S", str(sock), "kill-server"], capture_output=True)
+
+
+async def test_a_demo_session_runs_on_the_host_and_its_verified_commit_is_delivered_here(
+    sshd: SshServer, tmp_path: Path, cleanup: list[HostSettings]
+) -> None:
+    box = host(sshd, f"box-{tmp_path.name[-12:]}".replace("_", "-"))
+    cleanup.append(box)
+    repo = make_demo_repo(tmp_path)
+    sup = await open_supervisor(tmp_path, demo_contract(SLUG), box)
+    try:
+        sid = (await sup.start(SLUG, repo, host=box.name)).session_id
+        session = sup.get(sid).session
+        assert session.host == box.name
+        remote = Path(session.remote_worktree or "")
+        assert remote.is_relative_to(Path(box.state_dir)) and (remote / "textkit").is_dir()
+        row = row_of(sup, sid)
+        assert row.host == box.name and row.where == f"{box.name}:{remote}"
+        await sup.confirm(sid)
+        row = await sup.wait_for(sid, needs=True, timeout=60)
+        assert row.needs_you == "question", row.error
+        assert row.question_prompt == "Do you want to make this edit to textkit/slug.py?"
+        pane = sup.get(sid).session.pane or {}
+        assert pane["backend"] == f"ssh:{box.name}" and pane["host"] == box.name
+        attach = sup.attach_argv(sid) or []
+        assert attach[0] == "ssh" and "-t" in attach and box.destination in attach
+        assert "tmux" in attach[-1] and "attach-session" in attach[-1]
+        await sup.respond(sid, "Yes")
+        row = await sup.wait_for(sid, {S.NEEDS_APPROVAL, S.FAILED}, timeout=90)
+        assert row.state is S.NEEDS_APPROVAL, row.error
+        texts = plan_texts(sup, sid)
+        assert any(f"on host {box.name} in {remote} (in bubblewrap)" in t for t in texts)
+        assert any(f"fetched from host {box.name}" in t for t in texts)
+        assert "unicodedata" in (remote / "textkit" / "slug.py").read_text()  # made there
+        result = await sup.approve(sid)
+        assert result.state is S.MERGED
+        delivered = sup.get(sid).session.result_commit
+        assert delivered is not None
+        assert "unicodedata" in git(repo, "show", f"{delivered}:textkit/slug.py")
+        with pytest.raises(CorralError):
+            await sup.approve(sid)  # nothing is delivered twice
+        await eventually(lambda: not remote.exists(), timeout=15)  # delivered: removed there
+    finally:
+        await sup.close()
+
+
+async def test_a_custom_agent_on_the_host_reports_through_its_hooks_and_is_delivered(
+    sshd: SshServer, tmp_path: Path, cleanup: list[HostSettings]
+) -> None:
+    box = host(sshd, f"cbox-{tmp_path.name[-12:]}".replace("_", "-"))
+    cleanup.append(box)
+    script = sshd.remote_root / f"agent-{tmp_path.name}.py"
+    script.write_text(AGENT)
+    repo = make_demo_repo(tmp_path)
+    sup = await open_supervisor(tmp_path, HELLO, box, engine=f"custom:python3 {script} 2")
+    try:
+        sid = (await sup.start("write hi into hello.txt", repo, host=box.name)).session_id
+        await sup.confirm(sid)
+        row = await sup.wait_for(sid, {S.NEEDS_APPROVAL, S.FAILED}, timeout=90)
+        assert row.state is S.NEEDS_APPROVAL, row.error
+        hooks = (tmp_path / "state" / "agents" / sid / "hooks.jsonl").read_text()
+        assert '"event": "Stop"' in hooks  # written on the host, mirrored here by the sweep
+        remote = Path(sup.get(sid).session.remote_worktree or "")
+        assert (remote / "hello.txt").read_text().startswith("hi from")
+        # a partial delivery: the approved part is verified again on the host
+        result = await sup.approve(sid, selection={"hello.txt": None}, discard_rest=True)
+        assert result.state is S.MERGED and result.partial is True
+        assert all(r.passed for r in result.verification)
+        assert any(
+            "Re-running the contract on the approved part" in t for t in plan_texts(sup, sid)
+        )
+        session = sup.get(sid).session
+        assert session.result_branch and session.result_commit
+        assert git(repo, "show", f"{session.result_branch}:hello.txt").startswith("hi from")
+        files = git(repo, "ls-tree", "--name-only", session.result_branch)
+        assert "scratch.txt" not in files
+        assert not list((Path(box.state_dir) / "scratch").glob("*"))  # its scratch is gone
+    finally:
+        await sup.close()
+
+
+async def test_the_connection_dies_mid_run_the_session_waits_unreachable_then_goes_on(
+    sshd: SshServer, tmp_path: Path, cleanup: list[HostSettings]
+) -> None:
+    box = host(sshd, f"nbox-{tmp_path.name[-12:]}".replace("_", "-"))
+    cleanup.append(box)
+    script = sshd.remote_root / f"agent-{tmp_path.name}.py"
+    script.write_text(AGENT)
+    repo = make_demo_repo(tmp_path)
+    sup = await open_supervisor(tmp_path, HELLO, box, engine=f"custom:python3 {script} 16")
+    place = sup.hosts.get(box.name)
+    try:
+        sid = (await sup.start("write hi into hello.txt", repo, host=box.name)).session_id
+        here = (await sup.start("write hi into hello.txt", repo)).session_id  # a local one
+        await sup.confirm(sid)
+        await sup.confirm(here)
+        await eventually(lambda: row_of(sup, sid).agent_status == "running", timeout=60)
+        master = place.conn.master_pid()
+        assert master is not None
+        sshd.stop()  # the host stops answering: no new connection either
+        os.kill(master, signal.SIGKILL)
+        await eventually(lambda: row_of(sup, sid).agent_status == "unreachable", timeout=30)
+        row = row_of(sup, sid)
+        assert row.state is S.RUNNING and row.needs_you is None  # not failed, no false needs-you
+        assert box.name in (row.agent_reason or "")
+        # the local session is not held up by the dead host: it reaches review meanwhile
+        local = await sup.wait_for(here, {S.NEEDS_APPROVAL, S.FAILED}, timeout=60)
+        assert local.state is S.NEEDS_APPROVAL, local.error
+        assert row_of(sup, sid).agent_status == "unreachable"
+        sshd.restart()
+        row = await sup.wait_for(sid, {S.NEEDS_APPROVAL, S.FAILED}, timeout=120)
+        assert row.state is S.NEEDS_APPROVAL, row.error
+        assert place.conn.reconnects >= 1
+        assert (Path(sup.get(sid).session.worktree or "") / "hello.txt").exists()  # came home
+    finally:
+        if sshd.proc.poll() is not None:
+            sshd.restart()
+        await sup.close()
+
+
+async def test_a_host_that_refuses_our_key_starts_nothing_and_says_why(
+    sshd: SshServer, tmp_path: Path
+) -> None:
+    locked = host(sshd, "locked", destination=sshd.bad_alias)
+    repo = make_demo_repo(tmp_path)
+    sup = await open_supervisor(tmp_path, demo_contract(SLUG), locked)
+    try:
+        with pytest.raises(
+            CorralError, match=r"host locked .* refused our SSH key.*authorized_keys"
+        ):
+            await sup.start(SLUG, repo, host="locked")
+        assert sup.list() == []
+        assert not list((tmp_path / "state" / "worktrees").glob("*"))
+        with pytest.raises(CorralError, match=r"no host named 'nowhere' is configured"):
+            await sup.start(SLUG, repo, host="nowhere")
+    finally:
+        await sup.close()
+
+
+async def test_a_host_at_its_max_sessions_refuses_another_in_one_sentence(
+    sshd: SshServer, tmp_path: Path, cleanup: list[HostSettings]
+) -> None:
+    box = host(sshd, f"mbox-{tmp_path.name[-12:]}".replace("_", "-"), max_sessions=1)
+    cleanup.append(box)
+    repo = make_demo_repo(tmp_path)
+    sup = await open_supervisor(tmp_path, demo_contract(SLUG), box)
+    try:
+        first = await sup.start(SLUG, repo, host=box.name)
+        assert first.state is S.CONTRACT_PROPOSED
+        with pytest.raises(CorralError) as refused:
+            await sup.start(SLUG, repo, host=box.name)
+        assert str(refused.value) == (
+            f"host {box.name} already runs 1 session(s), its max_sessions (1): wait for one "
+            "to finish, or raise max_sessions for it in [[hosts]]"
+        )
+        assert len(sup.list()) == 1
+        here = await sup.start(SLUG, repo)  # this machine is not that host
+        assert here.state is S.CONTRACT_PROPOSED
+        await sup.cancel(first.session_id)
+        again = await sup.start(SLUG, repo, host=box.name)  # room again
+        assert again.state is S.CONTRACT_PROPOSED
+    finally:
+        await sup.close()
+
+
+async def test_after_a_restart_the_pane_on_the_host_is_re_adopted_and_the_run_goes_on(
+    sshd: SshServer, tmp_path: Path, cleanup: list[HostSettings]
+) -> None:
+    box = host(sshd, f"rbox-{tmp_path.name[-12:]}".replace("_", "-"))
+    cleanup.append(box)
+    script = sshd.remote_root / f"agent-{tmp_path.name}.py"
+    script.write_text(AGENT)
+    repo = make_demo_repo(tmp_path)
+    engine = f"custom:python3 {script} 10"
+    sup = await open_supervisor(tmp_path, HELLO, box, engine=engine)
+    try:
+        sid = (await sup.start("write hi into hello.txt", repo, host=box.name)).session_id
+        await sup.confirm(sid)
+        await eventually(lambda: row_of(sup, sid).agent_status == "running", timeout=60)
+    finally:
+        await sup.close()
+    assert sid in sup.left_running
+    sup = await open_supervisor(tmp_path, HELLO, box, engine=engine)
+    try:
+        assert sup.is_live(sid)
+        assert any("was re-adopted" in t for t in plan_texts(sup, sid))
+        row = await sup.wait_for(sid, {S.NEEDS_APPROVAL, S.FAILED}, timeout=120)
+        assert row.state is S.NEEDS_APPROVAL, row.error
+    finally:
+        await sup.close()
+    await asyncio.sleep(0)
+
+
+async def test_a_host_down_at_start_up_shows_its_session_unreachable_not_failed(
+    sshd: SshServer, tmp_path: Path, cleanup: list[HostSettings]
+) -> None:
+    box = host(sshd, f"dbox-{tmp_path.name[-12:]}".replace("_", "-"))
+    cleanup.append(box)
+    script = sshd.remote_root / f"agent-{tmp_path.name}.py"
+    script.write_text(AGENT)
+    repo = make_demo_repo(tmp_path)
+    engine = f"custom:python3 {script} 8"
+    sup = await open_supervisor(tmp_path, HELLO, box, engine=engine)
+    try:
+        sid = (await sup.start("write hi into hello.txt", repo, host=box.name)).session_id
+        await sup.confirm(sid)
+        await eventually(lambda: row_of(sup, sid).agent_status == "running", timeout=60)
+    finally:
+        await sup.close()  # stops the master too; the agent runs on there
+    sshd.stop()
+    try:
+        sup = await open_supervisor(tmp_path, HELLO, box, engine=engine)
+        try:
+            assert sup.is_live(sid)
+            assert any("does not answer now" in t for t in plan_texts(sup, sid))
+            await eventually(lambda: row_of(sup, sid).agent_status == "unreachable", timeout=30)
+            row = row_of(sup, sid)
+            assert row.state is S.RUNNING and row.needs_you is None
+            sshd.restart()
+            row = await sup.wait_for(sid, {S.NEEDS_APPROVAL, S.FAILED}, timeout=120)
+            assert row.state is S.NEEDS_APPROVAL, row.error
+        finally:
+            await sup.close()
+    finally:
+        if sshd.proc.poll() is not None:
+            sshd.restart()
+
+
+async def test_a_verification_step_waits_for_its_host_to_answer_again(
+    sshd: SshServer, tmp_path: Path
+) -> None:
+    from corral.supervisor.gates.host_tree import on_host
+    from corral.supervisor.hosts.connection import HostConnection
+
+    conn = HostConnection(host(sshd, "wbox"), tmp_path / "state", backoff=(0.2, 0.5))
+    try:
+        conn.run(["true"])
+        master = conn.master_pid()
+        assert master is not None
+        sshd.stop()
+        os.kill(master, signal.SIGKILL)
+
+        async def back_soon() -> None:
+            await asyncio.sleep(2.0)
+            sshd.restart()
+
+        comeback = asyncio.ensure_future(back_soon())
+        result = await on_host("wbox", lambda: conn.run(["echo", "checked"]), wait=30)
+        await comeback
+        assert result.text == "checked\n"  # the step ran once the host answered
+        sshd.stop()
+        conn.close()
+        with pytest.raises(CorralError, match=r"host wbox did not answer for 2 s"):
+            await on_host("wbox", lambda: conn.run(["true"]), wait=2)
+    finally:
+        if sshd.proc.poll() is not None:
+            sshd.restart()
+        conn.close()
+
+
+def test_corral_run_with_host_delivers_a_branch_made_on_the_host(
+    sshd: SshServer, tmp_path: Path
+) -> None:
+    import json
+
+    from tests.conftest import init_repo
+    from tests.integration.test_cli import DELIVER_WITH_THE_DEMO_AGENT, corral
+
+    home = tmp_path / "home"
+    home.mkdir()
+    remote_state = sshd.remote_root / f"cli-{tmp_path.name}"
+    opts = ", ".join(f'"{o}"' for o in sshd.ssh_options())
+    (home / "none.toml").write_text(
+        f'[[hosts]]\nname = "clibox"\ndestination = "{sshd.alias}"\n'
+        f'state_dir = "{remote_state}"\nssh_options = [{opts}]\n'
+    )
+    repo = init_repo(tmp_path / "repo")
+    contract = tmp_path / "c.json"
+    check = {"name": "noted", "command": "grep -q 'write notes' DEMO_NOTES.md", "timeout_secs": 10}
+    contract.write_text(json.dumps({"description": "notes", "checks": [check]}))
+    try:
+        out = corral(
+            "run", "--repo", str(repo), "--intent", "write notes", "--contract", str(contract),
+            "--host", "clibox", *DELIVER_WITH_THE_DEMO_AGENT, home=home,
+        )  # fmt: skip
+        assert out.returncode == 0, out.stderr
+        rows = [json.loads(line) for line in out.stdout.splitlines()]
+        texts = [r["data"].get("text", "") for r in rows if r["kind"] == "plan_text"]
+        assert any("on host clibox" in t for t in texts)
+        branch = rows[-1]["result_branch"]
+        assert "write notes" in git(repo, "show", f"{branch}:DEMO_NOTES.md")
+        out = corral(
+            "run", "--repo", str(repo), "--intent", "x", "--host", "nowhere",
+            "--engine", "external:demo", home=home,
+        )  # fmt: skip
+        assert out.returncode == 2
+        assert "no host named 'nowhere' is configured (configured: clibox)" in out.stderr
+    finally:
+        stop_remote_tmux(HostSettings(name="clibox", destination="x", state_dir=str(remote_state)))
