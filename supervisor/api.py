@@ -28,6 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from .adoption.service import Adoptions
 from .config import SupervisorConfig, load_config
 from .contracts.drafting import ContractDrafter
 from .discuss.linked_runs import DISCUSSIONS_DIR, DiscussionRuns
@@ -41,6 +42,7 @@ from .gates.run_loop import RunLoop, UserInputExpired
 from .gates.verifier import Verifier
 from .git.patches import FilePatch, Selection
 from .models import (
+    AdoptablePane,
     ApproveResult,
     CancelResult,
     CheckResult,
@@ -121,6 +123,7 @@ class Supervisor:
         self.stray_panes: builtins.list[str] = []  # our panes no session claims
         self._gates: _Gates | None = None
         self.scheduler: Scheduler | None = None  # running while the state dir is owned
+        self.adoptions = Adoptions(self.registry, panes, id_factory=id_factory)
 
     # -- owning the state dir ------------------------------------------------------------
 
@@ -137,6 +140,7 @@ class Supervisor:
         except CorralError as exc:  # a vanished repo must not keep the console shut
             log.warning("worktree reconciliation: %s", exc)
         gates = self._gates = self._compose(workspaces)
+        sessions = await self.adoptions.settle(sessions)  # user panes: released, never killed
         self.stray_panes = await gates.recovery.recover(sessions)
         gates.janitor.start()
         self.scheduler = Scheduler(lambda: self.registry.store, self._run_task)
@@ -180,6 +184,7 @@ class Supervisor:
             self.scheduler = None
         if self._gates is not None:
             await self._gates.janitor.stop()
+        await self.adoptions.release_all()
         await self.registry.stop_sessions()
         if self.panes is not None:
             await self.panes.stop()
@@ -355,6 +360,27 @@ class Supervisor:
 
     async def cancel(self, session_id: str) -> CancelResult:
         return await self._open_gates().approval.cancel(session_id)
+
+    # -- adoption: agent panes the user started -------------------------------------------
+
+    async def adoptable(
+        self, sockets: builtins.list[Path] | None = None
+    ) -> builtins.list[AdoptablePane]:
+        """Agent panes on the user's own tmux servers (`$TMUX`, the default
+        socket directory, or `sockets`) that corral did not start."""
+        return await self.adoptions.adoptable(sockets)
+
+    async def adopt(self, target: str) -> str:
+        """Observe and steer the user's agent pane `target` (`<socket>:%N`,
+        `%N` or `session:window.pane`): status, questions, messages and the
+        live terminal; no contract, no worktree. Returns the session id."""
+        self._open_gates()
+        return await self.adoptions.adopt(target)
+
+    async def release(self, session_id: str) -> None:
+        """Stop watching an adopted pane; it runs on untouched (marker removed)."""
+        self._open_gates()
+        await self.adoptions.release(session_id)
 
     # -- the operator's own lifecycle: name, archive, retry ---------------------------------
 

@@ -439,6 +439,18 @@ class CoderSession(BaseModel):
 _LEGACY_REVISION = "Verification request accepted before coding: "
 
 
+class AdoptablePane(BaseModel):
+    """An agent pane on the user's own tmux server that corral did not start."""
+
+    target: str  # what `adopt` takes: "<socket>:<pane id>"
+    socket: str
+    pane_id: str
+    where: str  # "session:window.pane"
+    agent: str
+    command: str
+    cwd: str
+
+
 class SessionSummary(BaseModel):
     """One board row. Every key is always present; nulls are kept."""
 
@@ -480,6 +492,7 @@ class SessionSummary(BaseModel):
     name: str | None = None  # the operator's short name for it
     archived: bool = False  # hidden from the board unless its archived filter is on
     dormant: bool = False  # its agent can be revived (`Supervisor.revive`)
+    adopted: bool = False  # a pane the user started, observed and steered (never killed)
 
 
 class EventKind(StrEnum):

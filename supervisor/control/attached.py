@@ -25,15 +25,18 @@ from ..errors import CorralError
 from ..events import CoderEvent
 from ..git.patches import FilePatch, Hunk
 from ..models import (
+    AdoptablePane,
     ApproveResult,
     CancelResult,
     CheckResult,
     OutcomeContract,
     ReviseResult,
+    ScheduledTask,
     SessionDetail,
     SessionSummary,
     StartResult,
     SubscribeResult,
+    TaskRun,
 )
 from ..panes.base import Screen
 from ..session.board import BoardFeed, WatchDropped, Watcher
@@ -274,6 +277,40 @@ class AttachedSupervisor:
 
     async def revive(self, session_id: str) -> None:
         await self._client().revive(session_id)
+
+    async def adoptable(
+        self, sockets: builtins.list[Path] | None = None
+    ) -> builtins.list[AdoptablePane]:
+        return await self._client().adoptable(sockets)
+
+    async def adopt(self, target: str) -> str:
+        return await self._client().adopt(target)
+
+    async def release(self, session_id: str) -> None:
+        await self._client().release(session_id)
+
+    async def tasks(self) -> builtins.list[ScheduledTask]:
+        return await self._client().tasks()
+
+    async def add_task(
+        self,
+        name: str,
+        *,
+        action: str,
+        params: dict[str, str],
+        at: float | None = None,
+        every: float | None = None,
+        cron: str | None = None,
+    ) -> ScheduledTask:
+        return await self._client().add_task(
+            name, action=action, params=params, at=at, every=every, cron=cron
+        )
+
+    async def remove_task(self, task_id: str) -> None:
+        await self._client().remove_task(task_id)
+
+    async def task_runs(self, task_id: str) -> builtins.list[TaskRun]:
+        return await self._client().task_runs(task_id)
 
     async def reverify(self, session_id: str) -> builtins.list[CheckResult]:
         return await self._client().reverify(session_id)

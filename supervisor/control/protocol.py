@@ -163,6 +163,14 @@ class TaskParams(_Params):
     task_id: str
 
 
+class AdoptableParams(_Params):
+    sockets: list[str] | None = None  # tmux socket paths (None: the user's defaults)
+
+
+class AdoptParams(_Params):
+    target: str  # "<socket>:%N", "%N" or "session:window.pane"
+
+
 class SendParams(_Params):
     sender: str  # a session id, or "operator"
     target: str

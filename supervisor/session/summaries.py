@@ -56,6 +56,7 @@ def stored_summary(session: CoderSession) -> SessionSummary:
         name=session.name,
         archived=session.archived_at is not None,
         dormant=is_dormant(session),
+        adopted=bool(session.pane and session.pane.get("adopted")),
     )
 
 

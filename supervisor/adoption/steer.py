@@ -1,0 +1,141 @@
+"""Steering an adopted pane: what the external engine does for its own
+agents, minus the task — a question on screen parks the session on the
+question gate and the operator's answer is selected in the pane (seen to
+land); queued messages are pasted at the idle prompt (never mid-turn, never
+over a question); the pane closing ends the session."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable
+
+from ..errors import CorralError
+from ..events import (
+    MESSAGE_ACCEPTED,
+    MESSAGE_AMBIGUOUS,
+    MESSAGE_REJECTED,
+    PaneAnswerData,
+    PlanTextData,
+    UserInputRequestedData,
+)
+from ..panes.base import PaneError, PaneGone
+from ..panes.manager import PaneManager
+from ..session.live import LiveSession
+from ..session.messages import message_prompt
+from ..session.questions import QuestionCleared
+from ..session.registry import SessionRegistry
+from ..status import AgentStatus, Question
+
+
+class Steering:
+    """One adopted pane's loop, run as its session's task."""
+
+    def __init__(
+        self,
+        registry: SessionRegistry,
+        panes: PaneManager,
+        live: LiveSession,
+        on_closed: Callable[[LiveSession], None],
+    ) -> None:
+        self.registry = registry
+        self.panes = panes
+        self.live = live
+        self.on_closed = on_closed  # the pane went away by itself
+
+    @property
+    def sid(self) -> str:
+        return self.live.id
+
+    async def run(self) -> None:
+        """Until the pane closes (the session ends) or the task is cancelled
+        (release, cancel, close)."""
+        asked: tuple[str, tuple[str, ...]] | None = None
+        version = -1
+        while True:
+            record = self.panes.record(self.sid)
+            if record is None or not record.alive:
+                self.on_closed(self.live)
+                return
+            reading = record.status
+            question = reading.question if reading.status is AgentStatus.WAITING else None
+            if question is not None:
+                key = (question.prompt, question.options)
+                if key != asked:
+                    asked = key
+                    if not await self._ask(question):
+                        asked = None  # not seen to land: ask again while it is up
+                    continue
+            else:
+                asked = None
+                if reading.status is AgentStatus.IDLE:
+                    await self._deliver(record.incarnation)
+            version = await self.panes.wait_change(self.sid, version, 1.0)
+
+    async def _deliver(self, incarnation: int | None) -> None:
+        messages = self.registry.mailboxes.take(self.sid)
+        if not messages:
+            return
+        try:
+            await self.panes.send_text(self.sid, message_prompt(messages), incarnation=incarnation)
+        except PaneGone as exc:
+            self.registry.note_messages(messages, MESSAGE_REJECTED, f"the pane was gone: {exc}")
+            return
+        except PaneError as exc:
+            self.registry.note_messages(
+                messages, MESSAGE_AMBIGUOUS, f"the paste was not confirmed: {exc}"
+            )
+            return
+        self.registry.note_messages(messages, MESSAGE_ACCEPTED, None)
+        self.panes.prompted(self.sid, time.monotonic())
+
+    async def _ask(self, question: Question) -> bool:
+        """Wait for the operator's answer, or the question leaving the screen
+        (answered in the pane itself); False when an answer did not land."""
+        live = self.live
+        answer_future = live.question.arm(question.prompt, list(question.options))
+        self.registry.emit(
+            live, UserInputRequestedData(prompt=question.prompt, options=list(question.options))
+        )
+        version = -1
+        try:
+            while not answer_future.done():
+                record = self.panes.record(self.sid)
+                if record is None or not record.alive:
+                    return True
+                current = record.status
+                if current.status is not AgentStatus.WAITING or current.question != question:
+                    self.registry.emit(
+                        live, PlanTextData(text="The question was answered in the pane.")
+                    )
+                    return True
+                waiter = asyncio.ensure_future(self.panes.wait_change(self.sid, version, 1.0))
+                pending: set[asyncio.Future[object]] = {answer_future, waiter}  # type: ignore[arg-type]
+                await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+                if waiter.done():
+                    version = waiter.result()
+                else:
+                    waiter.cancel()
+            try:
+                answer = answer_future.result()
+            except (QuestionCleared, CorralError):
+                return True
+            landing = await self.panes.choose(self.sid, question, answer)
+            if not landing.landed:
+                self.registry.emit(
+                    live,
+                    PlanTextData(text=f"The answer {answer!r} did not land: {landing.detail}."),
+                )
+                return False
+            self.registry.emit(
+                live, PaneAnswerData(question=question.prompt, answer=answer, action=landing.detail)
+            )
+            return True
+        finally:
+            if live.question.is_pending:
+                live.question.clear()
+            self.registry.notify(self.sid)
+            if answer_future.done() and not answer_future.cancelled():
+                with contextlib.suppress(BaseException):
+                    answer_future.exception()  # seen: a cleared question raises nothing
