@@ -331,6 +331,19 @@ class Supervisor:
         if not self._require_store().delete_task(task_id):
             raise CorralError(f"no scheduled task '{task_id}'")
 
+    async def pause_task(self, task_id: str, paused: bool = True) -> ScheduledTask:
+        """Pause a task (kept, not run) or resume it (`paused=False`)."""
+        return self._require_scheduler().pause(task_id, paused)
+
+    async def run_task_now(self, task_id: str) -> TaskRun:
+        """Run a task at once, out of its schedule; the run is recorded."""
+        return await self._require_scheduler().run_now(task_id)
+
+    def _require_scheduler(self) -> Scheduler:
+        if self.scheduler is None:
+            raise CorralError("the supervisor is not open: call open() first")
+        return self.scheduler
+
     async def task_runs(self, task_id: str) -> builtins.list[TaskRun]:
         """A task's last runs (at most 200), newest first."""
         return self._require_store().task_runs(task_id)

@@ -308,7 +308,8 @@ class ScheduledTask(BaseModel):
     action: Literal["start", "send", "revive"]
     # start: intent, repo (engine); send: target, text; revive: session
     params: dict[str, str] = Field(default_factory=dict)
-    enabled: bool = True
+    enabled: bool = True  # False once a task will never run again (a `once` that ran)
+    paused: bool = False  # the operator's pause: kept, not run, until resumed
     next_run: float | None = None
     created_at: float = Field(default_factory=time.time)
 

@@ -132,6 +132,8 @@ def state_text(row: SessionSummary) -> Styled:
             words = "host unreachable"
     if row.state is S.FAILED and row.failure_kind and row.failure_kind != "error":
         words = f"failed ({row.failure_kind.replace('_', ' ')})"
+    if row.adopted and not row.state.is_terminal:
+        words = f"adopted · {words}"
     if row.dormant:
         words = "dormant (R revives)"
     elif not row.live and not row.state.is_terminal:

@@ -309,6 +309,12 @@ class AttachedSupervisor:
     async def remove_task(self, task_id: str) -> None:
         await self._client().remove_task(task_id)
 
+    async def pause_task(self, task_id: str, paused: bool = True) -> ScheduledTask:
+        return await self._client().pause_task(task_id, paused)
+
+    async def run_task_now(self, task_id: str) -> TaskRun:
+        return await self._client().run_task_now(task_id)
+
     async def task_runs(self, task_id: str) -> builtins.list[TaskRun]:
         return await self._client().task_runs(task_id)
 

@@ -502,6 +502,13 @@ class AsyncControlClient:
     async def remove_task(self, task_id: str) -> None:
         await self.call("task_remove", task_id=task_id)
 
+    async def pause_task(self, task_id: str, paused: bool = True) -> ScheduledTask:
+        result = await self.call("task_pause", task_id=task_id, paused=paused)
+        return ScheduledTask.model_validate(result)
+
+    async def run_task_now(self, task_id: str) -> TaskRun:
+        return TaskRun.model_validate(await self.call("task_run", task_id=task_id))
+
     async def task_runs(self, task_id: str) -> builtins.list[TaskRun]:
         return [TaskRun.model_validate(r) for r in await self.call("task_runs", task_id=task_id)]
 

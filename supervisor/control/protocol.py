@@ -163,6 +163,11 @@ class TaskParams(_Params):
     task_id: str
 
 
+class TaskPauseParams(_Params):
+    task_id: str
+    paused: bool = True
+
+
 class AdoptableParams(_Params):
     sockets: list[str] | None = None  # tmux socket paths (None: the user's defaults)
 

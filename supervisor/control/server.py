@@ -440,6 +440,14 @@ async def _task_runs(conn: _Connection, _id: Any, a: p.TaskParams) -> Any:
     return [_dump(r) for r in await conn.sup.task_runs(a.task_id)]
 
 
+async def _task_pause(conn: _Connection, _id: Any, a: p.TaskPauseParams) -> Any:
+    return _dump(await conn.sup.pause_task(a.task_id, a.paused))
+
+
+async def _task_run(conn: _Connection, _id: Any, a: p.TaskParams) -> Any:
+    return _dump(await conn.sup.run_task_now(a.task_id))
+
+
 async def _adoptable(conn: _Connection, _id: Any, a: p.AdoptableParams) -> Any:
     sockets = None if a.sockets is None else [Path(s) for s in a.sockets]
     return [_dump(pane) for pane in await conn.sup.adoptable(sockets)]
@@ -627,6 +635,8 @@ def _methods() -> dict[str, tuple[type[BaseModel], Handler]]:
         "revive": (p.SessionParams, _revive),
         "history": (p.SessionParams, _history),
         "send": (p.SendParams, _send),
+        "task_pause": (p.TaskPauseParams, _task_pause),
+        "task_run": (p.TaskParams, _task_run),
         "adoptable": (p.AdoptableParams, _adoptable),
         "adopt": (p.AdoptParams, _adopt),
         "release": (p.SessionParams, _release),

@@ -71,6 +71,8 @@ class BoardScreen(Screen[None]):
         Binding("tab", "next_needs_you", "Next needs-you", priority=True),
         Binding("f", "cycle_filter", "Filter"),
         Binding("slash", "search", "Search"),
+        Binding("T", "tasks", "Tasks", show=False),
+        Binding("A", "adopt", "Adopt a tmux pane", show=False),
     ]
 
     def __init__(self, clock: Callable[[], float] = time.time) -> None:
@@ -380,6 +382,16 @@ class BoardScreen(Screen[None]):
             from .session import SessionScreen
 
             self.app.push_screen(SessionScreen(row.session_id))
+
+    def action_tasks(self) -> None:
+        from .tasks import TasksScreen
+
+        self.app.push_screen(TasksScreen())
+
+    def action_adopt(self) -> None:
+        from .adopt import AdoptScreen
+
+        self.app.push_screen(AdoptScreen())
 
     def action_review_diff(self) -> None:
         row = self.selected()

@@ -40,6 +40,8 @@ a branch until you approve it.
 | `h` | archive a finished session (off the board, kept in the store); under the `archived` filter, `h` brings it back |
 | `N` | name the session: a short name shown beside its intent (empty clears it) |
 | `p` | show or hide the live preview of the selected session's agent terminal |
+| `T` | scheduled tasks: add (`n`), pause or resume (`space`), run now (`g`), delete (`x`) |
+| `A` | adopt an agent pane you started in your own tmux: corral watches and steers it (questions, messages, live terminal), never kills it; `x` on its row releases it |
 | `?` | this help |
 | `q` | quit (sessions stay stored) |
 
