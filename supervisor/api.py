@@ -55,6 +55,7 @@ from .models import (
     StartResult,
     SubscribeResult,
     TaskRun,
+    TranscriptTurn,
 )
 from .panes.base import Screen
 from .panes.manager import PaneManager
@@ -66,7 +67,9 @@ from .session.board import BoardFeed, WatchDropped, Watcher
 from .session.events import Subscription, SubscriptionClosed, SubscriptionDropped
 from .session.janitor import Janitor
 from .session.registry import SessionRegistry, new_session_id
+from .session.search import search as search_sessions
 from .session.summaries import stored_summary
+from .session.transcripts import read_transcript
 from .states import CoderState, label, needs_you_label
 from .store import DB_NAME, Store
 from .workspaces import Workspaces
@@ -474,6 +477,26 @@ class Supervisor:
         """The session's stored journal (its last events, oldest first): the
         whole story of a session this process is not running."""
         return await asyncio.to_thread(self.registry.history, session_id)
+
+    async def transcript(self, session_id: str, limit: int = 500) -> builtins.list[TranscriptTurn]:
+        """The last turns of the agent's own transcript (Claude Code keeps
+        one), oldest first; empty for an agent that keeps none."""
+        session = self.registry.stored(session_id)
+        if session is None:
+            raise CorralError(f"no corral session '{session_id}'")
+        identity = session.agent_identity
+        if identity is None or not identity.transcript_path:
+            return []
+        return await asyncio.to_thread(read_transcript, Path(identity.transcript_path), limit)
+
+    async def search(self, text: str) -> builtins.list[str]:
+        """Ids of the sessions where every word of `text` shows: in their
+        name, intent, repo or id, in their journal (every event), or in
+        their agent's transcript."""
+        transcripts = self._require_store().transcript_paths()
+        rows = self.registry.summaries()
+        journals = self.state_dir / "journals"
+        return await asyncio.to_thread(search_sessions, text, rows, journals, transcripts)
 
     def subscribe(
         self, session_id: str, from_seq: int = 0

@@ -440,6 +440,15 @@ class CoderSession(BaseModel):
 _LEGACY_REVISION = "Verification request accepted before coding: "
 
 
+class TranscriptTurn(BaseModel):
+    """One turn of an agent's own transcript: what the user (or corral)
+    said, or what the agent answered (its text, and the tools it called)."""
+
+    role: Literal["user", "assistant"]
+    text: str
+    at: str | None = None  # the agent's own timestamp (ISO 8601), when it keeps one
+
+
 class AdoptablePane(BaseModel):
     """An agent pane on the user's own tmux server that corral did not start."""
 

@@ -243,9 +243,12 @@ def filter_words(name: str) -> str:
     return FILTER_WORDS.get(name, name)
 
 
-def filtered(rows: list[SessionSummary], name: str, search: str = "") -> list[SessionSummary]:
+def filtered(
+    rows: list[SessionSummary], name: str, search: str = "", found: frozenset[str] = frozenset()
+) -> list[SessionSummary]:
     """Rows for a board filter and a free-text search (name, intent, repo,
-    label, id). Archived rows show under the archived filter only."""
+    label, id; `found`: ids the supervisor's search matched in events and
+    transcripts). Archived rows show under the archived filter only."""
     rows = [r for r in rows if r.archived == (name == ARCHIVED)]
     if name.startswith(REPO_FILTER):
         rows = [r for r in rows if r.repo == name[len(REPO_FILTER) :]]
@@ -260,7 +263,8 @@ def filtered(rows: list[SessionSummary], name: str, search: str = "") -> list[Se
         rows = [
             r
             for r in rows
-            if all(
+            if r.session_id in found
+            or all(
                 w
                 in f"{r.name or ''} {r.intent} {r.repo} {r.label} {r.session_id} {r.engine}".lower()
                 for w in words

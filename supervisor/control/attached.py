@@ -37,6 +37,7 @@ from ..models import (
     StartResult,
     SubscribeResult,
     TaskRun,
+    TranscriptTurn,
 )
 from ..panes.base import Screen
 from ..session.board import BoardFeed, WatchDropped, Watcher
@@ -277,6 +278,12 @@ class AttachedSupervisor:
 
     async def revive(self, session_id: str) -> None:
         await self._client().revive(session_id)
+
+    async def search(self, text: str) -> builtins.list[str]:
+        return await self._client().search(text)
+
+    async def transcript(self, session_id: str, limit: int = 500) -> builtins.list[TranscriptTurn]:
+        return await self._client().transcript(session_id, limit)
 
     async def adoptable(
         self, sockets: builtins.list[Path] | None = None

@@ -34,6 +34,7 @@ from ..models import (
     StartResult,
     SubscribeResult,
     TaskRun,
+    TranscriptTurn,
 )
 from ..session.board import BoardFeed, Watcher
 from ..session.events import Subscription
@@ -466,6 +467,13 @@ class AsyncControlClient:
 
     async def revive(self, session_id: str) -> None:
         await self.call("revive", session_id=session_id)
+
+    async def search(self, text: str) -> builtins.list[str]:
+        return [str(s) for s in await self.call("search", text=text)]
+
+    async def transcript(self, session_id: str, limit: int = 500) -> builtins.list[TranscriptTurn]:
+        turns = await self.call("transcript", session_id=session_id, limit=limit)
+        return [TranscriptTurn.model_validate(t) for t in turns]
 
     async def adoptable(
         self, sockets: builtins.list[Path] | None = None

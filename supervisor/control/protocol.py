@@ -168,6 +168,15 @@ class TaskPauseParams(_Params):
     paused: bool = True
 
 
+class SearchParams(_Params):
+    text: str
+
+
+class TranscriptParams(_Params):
+    session_id: str
+    limit: int = 500
+
+
 class AdoptableParams(_Params):
     sockets: list[str] | None = None  # tmux socket paths (None: the user's defaults)
 

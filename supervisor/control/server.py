@@ -448,6 +448,14 @@ async def _task_run(conn: _Connection, _id: Any, a: p.TaskParams) -> Any:
     return _dump(await conn.sup.run_task_now(a.task_id))
 
 
+async def _search(conn: _Connection, _id: Any, a: p.SearchParams) -> Any:
+    return await conn.sup.search(a.text)
+
+
+async def _transcript(conn: _Connection, _id: Any, a: p.TranscriptParams) -> Any:
+    return [_dump(t) for t in await conn.sup.transcript(a.session_id, a.limit)]
+
+
 async def _adoptable(conn: _Connection, _id: Any, a: p.AdoptableParams) -> Any:
     sockets = None if a.sockets is None else [Path(s) for s in a.sockets]
     return [_dump(pane) for pane in await conn.sup.adoptable(sockets)]
@@ -637,6 +645,8 @@ def _methods() -> dict[str, tuple[type[BaseModel], Handler]]:
         "send": (p.SendParams, _send),
         "task_pause": (p.TaskPauseParams, _task_pause),
         "task_run": (p.TaskParams, _task_run),
+        "search": (p.SearchParams, _search),
+        "transcript": (p.TranscriptParams, _transcript),
         "adoptable": (p.AdoptableParams, _adoptable),
         "adopt": (p.AdoptParams, _adopt),
         "release": (p.SessionParams, _release),

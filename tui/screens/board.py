@@ -82,6 +82,7 @@ class BoardScreen(Screen[None]):
         self.order: list[str] = []
         self.filter = "all"
         self.search = ""
+        self.found: frozenset[str] = frozenset()  # ids the supervisor's search matched
         self._footer_keys: object = object()  # what the footer last showed keys for
         self._pending_select: str | None = None  # a session just started: the cursor goes there
         self._announcing: dict[str, SessionSummary] = {}
@@ -106,7 +107,9 @@ class BoardScreen(Screen[None]):
                 yield preview
             yield Static("", id="empty")
             search = Input(
-                placeholder="search intent, repo or id — enter applies, escape clears", id="search"
+                placeholder="search intent, repo or id — enter also searches events and transcripts, "
+                "escape clears",
+                id="search",
             )
             search.display = False
             yield search
@@ -199,7 +202,7 @@ class BoardScreen(Screen[None]):
     def shown_rows(self) -> list[SessionSummary]:
         """The rows the filter and search let through, in board order (not
         `visible`: that is Textual's own property, read for the focus chain)."""
-        rows = R.filtered(list(self.summaries.values()), self.filter, self.search)
+        rows = R.filtered(list(self.summaries.values()), self.filter, self.search, self.found)
         return R.ordered(rows)
 
     def apply(self, changed: list[SessionSummary]) -> None:
@@ -278,8 +281,20 @@ class BoardScreen(Screen[None]):
     def on_input_submitted(self, event: Input.Submitted) -> None:
         if event.input.id == "search":
             self.search = event.value.strip()
+            self.found = frozenset()
             event.input.display = False
             self.table.focus()
+            self._rebuild()
+            if self.search:
+                self._search_everywhere(self.search)
+
+    @work(exclusive=True, group="board-search")
+    @guarded("The search")
+    async def _search_everywhere(self, text: str) -> None:
+        """Sessions whose events or agent transcript hold the words, too."""
+        found = await self.app.supervisor.search(text)
+        if self.search == text:
+            self.found = frozenset(found)
             self._rebuild()
 
     def on_key(self, event: events.Key) -> None:
@@ -288,6 +303,7 @@ class BoardScreen(Screen[None]):
             search.value = ""
             search.display = False
             self.search = ""
+            self.found = frozenset()
             self.table.focus()
             self._rebuild()
             event.stop()

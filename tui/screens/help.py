@@ -26,7 +26,7 @@ a branch until you approve it.
 | `enter` | open the selected session |
 | `tab` | jump to the next session that needs you |
 | `f` | filter: all → needs you → in progress → finished → archived (when any) → each repo (when there are several) |
-| `/` | search by name, intent, repo or id (`escape` clears) |
+| `/` | search by name, intent, repo or id as you type; `enter` also searches every session's events and its agent's transcript (`escape` clears) |
 | `n` | start a new session |
 | `d` | discuss the repo with a read-only assistant (needs a model); `ctrl+o` starts a prepared task |
 | `c` | confirm the selected session's contract |
@@ -51,6 +51,7 @@ a branch until you approve it.
 |---|---|
 | `escape` | back to the board |
 | `l` | filter the event log: everything → agent → checks → problems |
+| `T` | read the agent's own transcript again (shown under the log for agents that keep one, e.g. Claude Code) |
 | `t` / `A` | type into the agent's live terminal (`ctrl+g` leaves) / attach your terminal to its tmux window |
 | `c` / `a` / `o` / `v` / `r` / `x` | confirm, approve to a branch, apply to the checkout, re-verify, reject, cancel |
 | `R` / `h` / `N` | retry (the retry opens here), archive or bring back, name the session |
