@@ -22,6 +22,7 @@ from corral.supervisor.contracts.drafting import FixedDrafter
 from corral.supervisor.demo import demo_contract
 from corral.supervisor.errors import CorralError
 from corral.supervisor.factory import build_supervisor
+from corral.supervisor.housekeeping import stop_panes
 from corral.supervisor.models import EventKind
 from corral.supervisor.remote import OwnerServices
 from corral.supervisor.states import CoderState as S
@@ -162,6 +163,14 @@ async def test_cancel_and_close_never_kill_an_adopted_pane(
     try:
         target = await _listed(sup, user)
         sid = await sup.adopt(target)
+        # `corral panes stop --all` reaches corral's own server only: the
+        # adopted pane is not its to stop
+        os.environ["CORRAL_TMUX_SOCKET_DIR"] = str(tmp_path / "tmux")
+        try:
+            stop_panes(tmp_path / "state", [], every=True)
+        finally:
+            os.environ.pop("CORRAL_TMUX_SOCKET_DIR")
+        assert user.alive() and user.marker() == f"{sid}:1"
         result = await sup.cancel(sid)
         assert result.state is S.ABANDONED
         await eventually(lambda: user.marker() == "", timeout=10)
