@@ -171,6 +171,7 @@ class Adoptions:
         backend.add(owner, server)
         # no hooks reach a pane corral did not start: its screen tells its status
         panes.adopt(sid, handle, dataclasses.replace(profile, hooks=False))
+        live.steering.open()  # what you type on its screen is pasted at its prompt
         steering = Steering(self.registry, panes, live, self._closed)
         live.task = asyncio.get_running_loop().create_task(steering.run())
         self.registry.notify(sid)

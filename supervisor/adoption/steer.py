@@ -13,9 +13,12 @@ from collections.abc import Callable
 
 from ..errors import CorralError
 from ..events import (
+    GUIDANCE_DELIVERED,
+    GUIDANCE_NOT_DELIVERED,
     MESSAGE_ACCEPTED,
     MESSAGE_AMBIGUOUS,
     MESSAGE_REJECTED,
+    OperatorGuidanceData,
     PaneAnswerData,
     PlanTextData,
     UserInputRequestedData,
@@ -23,7 +26,7 @@ from ..events import (
 from ..panes.base import PaneError, PaneGone
 from ..panes.manager import PaneManager
 from ..session.live import LiveSession
-from ..session.messages import message_prompt
+from ..session.messages import Message, message_prompt
 from ..session.questions import QuestionCleared
 from ..session.registry import SessionRegistry
 from ..status import AgentStatus, Question
@@ -74,21 +77,35 @@ class Steering:
             version = await self.panes.wait_change(self.sid, version, 1.0)
 
     async def _deliver(self, incarnation: int | None) -> None:
+        """Your words (typed on its session screen) as they are, and messages
+        from other sessions, pasted at the idle prompt and seen to land."""
+        notes = self.live.steering.take()
         messages = self.registry.mailboxes.take(self.sid)
-        if not messages:
+        if not notes and not messages:
             return
+        parts = [*notes, *([message_prompt(messages)] if messages else [])]
         try:
-            await self.panes.send_text(self.sid, message_prompt(messages), incarnation=incarnation)
+            await self.panes.send_text(self.sid, "\n\n".join(parts), incarnation=incarnation)
         except PaneGone as exc:
-            self.registry.note_messages(messages, MESSAGE_REJECTED, f"the pane was gone: {exc}")
+            self._ended(notes, messages, MESSAGE_REJECTED, f"the pane was gone: {exc}")
             return
         except PaneError as exc:
-            self.registry.note_messages(
-                messages, MESSAGE_AMBIGUOUS, f"the paste was not confirmed: {exc}"
-            )
+            self._ended(notes, messages, MESSAGE_AMBIGUOUS, f"the paste was not confirmed: {exc}")
             return
+        for note in notes:
+            self.registry.emit(
+                self.live, OperatorGuidanceData(text=note, status=GUIDANCE_DELIVERED)
+            )
         self.registry.note_messages(messages, MESSAGE_ACCEPTED, None)
         self.panes.prompted(self.sid, time.monotonic())
+
+    def _ended(self, notes: list[str], messages: list[Message], status: str, reason: str) -> None:
+        for note in notes:
+            self.registry.emit(
+                self.live,
+                OperatorGuidanceData(text=note, status=GUIDANCE_NOT_DELIVERED, reason=reason),
+            )
+        self.registry.note_messages(messages, status, reason)
 
     async def _ask(self, question: Question) -> bool:
         """Wait for the operator's answer, or the question leaving the screen

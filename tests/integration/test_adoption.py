@@ -138,6 +138,21 @@ async def test_an_adopted_pane_is_answered_messaged_and_released_untouched(
             timeout=10,
         )
         assert statuses[0] == "queued"
+        # words typed on its session screen (guidance) go in as they are
+        assert row_of(sup, sid).steering_available
+        await sup.respond(sid, "and add a docstring", steer=True)
+        await eventually(lambda: "heard: and add a docstring" in user.heard(), timeout=20)
+        await eventually(
+            lambda: (
+                [
+                    e.data.status
+                    for e in events_of(sup, sid)
+                    if e.kind is EventKind.OPERATOR_GUIDANCE
+                ]
+                == ["queued", "delivered"]
+            ),
+            timeout=10,
+        )
         screen = sup.agent_screen(sid)
         assert screen is not None and any("? for shortcuts" in line for line in screen.lines)
 
