@@ -69,7 +69,7 @@ from .session.janitor import Janitor
 from .session.registry import SessionRegistry, new_session_id
 from .session.search import search as search_sessions
 from .session.summaries import stored_summary
-from .session.transcripts import read_transcript
+from .session.transcripts import codex_rollout, read_transcript
 from .states import CoderState, label, needs_you_label
 from .store import DB_NAME, Store
 from .workspaces import Workspaces
@@ -479,15 +479,21 @@ class Supervisor:
         return await asyncio.to_thread(self.registry.history, session_id)
 
     async def transcript(self, session_id: str, limit: int = 500) -> builtins.list[TranscriptTurn]:
-        """The last turns of the agent's own transcript (Claude Code keeps
-        one), oldest first; empty for an agent that keeps none."""
+        """The last turns of the agent's own transcript (Claude Code's, or
+        Codex's rollout of its thread), oldest first; empty for an agent that
+        keeps none."""
         session = self.registry.stored(session_id)
         if session is None:
             raise CorralError(f"no corral session '{session_id}'")
         identity = session.agent_identity
-        if identity is None or not identity.transcript_path:
+        if identity is None:
             return []
-        return await asyncio.to_thread(read_transcript, Path(identity.transcript_path), limit)
+        path: Path | None = Path(identity.transcript_path) if identity.transcript_path else None
+        if path is None and identity.agent == "codex" and identity.session_id:
+            path = await asyncio.to_thread(codex_rollout, identity.session_id)
+        if path is None:
+            return []
+        return await asyncio.to_thread(read_transcript, path, limit)
 
     async def search(self, text: str) -> builtins.list[str]:
         """Ids of the sessions where every word of `text` shows: in their

@@ -2,15 +2,20 @@
 
 Claude Code keeps one JSONL file per conversation (`transcript_path` in its
 hook payloads): one line per message, `type` user or assistant, the text in
-`message.content` (a string, or blocks: text, tool_use, tool_result). Only
-what a reader follows is kept: the user's words, the agent's text, and the
-names of the tools it called (tool results are left out). A file that is too
-big is read from its end: the latest turns are the ones wanted.
+`message.content` (a string, or blocks: text, tool_use, tool_result). Codex
+keeps a rollout per thread (`$CODEX_HOME/sessions/Y/M/D/rollout-…-<thread
+id>.jsonl`): `response_item` lines whose payload is a message (input_text /
+output_text blocks) or a function call. Only what a reader follows is kept:
+the user's words, the agent's text, and the names of the tools it called
+(tool results, and the context Codex injects, are left out). A file that is
+too big is read from its end: the latest turns are the ones wanted.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +23,7 @@ from ..models import TranscriptTurn
 
 READ_LIMIT = 8 * 1024 * 1024  # bytes read from the end of a transcript at most
 TURN_CHARS = 4000  # one turn's text is cut here
+INJECTED = re.compile(r"^<[A-Za-z_]+>")  # Codex's own context: <environment_context>, …
 
 
 def _text_of(content: Any) -> tuple[str, list[str]]:
@@ -37,8 +43,41 @@ def _text_of(content: Any) -> tuple[str, list[str]]:
     return "\n".join(texts), tools
 
 
+def _codex_turn(payload: Any, at: Any) -> TranscriptTurn | None:
+    """One Codex `response_item` as a turn: a user or assistant message (not
+    the context Codex injects as `<tag>…`), or a tool call by its name."""
+    if not isinstance(payload, dict):
+        return None
+    stamp = at if isinstance(at, str) else None
+    if payload.get("type") == "function_call" and isinstance(payload.get("name"), str):
+        return TranscriptTurn(role="assistant", text="→ " + payload["name"], at=stamp)
+    role = payload.get("role")
+    if payload.get("type") != "message" or role not in ("user", "assistant"):
+        return None
+    texts = [
+        b["text"]
+        for b in payload.get("content") or []
+        if isinstance(b, dict) and isinstance(b.get("text"), str)
+    ]
+    text = "\n".join(texts).strip()
+    if not text or (role == "user" and INJECTED.match(text)):
+        return None
+    if len(text) > TURN_CHARS:
+        text = text[:TURN_CHARS] + " …"
+    return TranscriptTurn(role=role, text=text, at=stamp)
+
+
+def codex_rollout(thread_id: str, home: str | None = None) -> Path | None:
+    """The rollout file Codex keeps for `thread_id` (newest when several)."""
+    base = Path(home or os.environ.get("CODEX_HOME") or Path.home() / ".codex") / "sessions"
+    found = sorted(base.glob(f"*/*/*/rollout-*-{thread_id}.jsonl"))
+    return found[-1] if found else None
+
+
 def turn_of(line: dict[str, Any]) -> TranscriptTurn | None:
     """One transcript line as a turn (None: not a turn a reader follows)."""
+    if line.get("type") == "response_item":
+        return _codex_turn(line.get("payload"), line.get("timestamp"))
     kind = line.get("type")
     message = line.get("message")
     if kind not in ("user", "assistant") or not isinstance(message, dict):

@@ -47,3 +47,40 @@ def write_transcript(path: Path, prompt: str, answer: str) -> Path:
         "\n".join(json.dumps(line, ensure_ascii=False) for line in lines) + "\n", encoding="utf-8"
     )
     return path
+
+
+def write_codex_rollout(codex_home: Path, thread_id: str, prompt: str, answer: str) -> Path:
+    """A Codex rollout as Codex 0.171 writes it under $CODEX_HOME/sessions."""
+
+    def item(payload: dict[str, object]) -> dict[str, object]:
+        return {
+            "timestamp": "2026-12-01T21:53:43.000Z",
+            "type": "response_item",
+            "payload": payload,
+        }
+
+    def message(role: str, kind: str, text: str) -> dict[str, object]:
+        return item({"type": "message", "role": role, "content": [{"type": kind, "text": text}]})
+
+    lines = [
+        {"type": "session_meta", "payload": {"id": thread_id}},
+        message("developer", "input_text", "<skills_instructions>\n## Skills"),
+        message("user", "input_text", "<environment_context>\n  <cwd>/repo</cwd>"),
+        message("user", "input_text", prompt),
+        message("assistant", "output_text", "Need approval."),
+        item({"type": "function_call", "name": "exec_command", "arguments": "{}"}),
+        item({"type": "function_call_output", "output": "done"}),
+        message("assistant", "output_text", answer),
+        {"type": "event_msg", "payload": {"type": "task_complete"}},
+    ]
+    path = (
+        codex_home
+        / "sessions"
+        / "2026"
+        / "12"
+        / "01"
+        / f"rollout-2026-12-01T21-53-43-{thread_id}.jsonl"
+    )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(json.dumps(line) for line in lines) + "\n", encoding="utf-8")
+    return path

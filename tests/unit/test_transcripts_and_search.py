@@ -8,9 +8,9 @@ from pathlib import Path
 
 from corral.supervisor.models import SessionSummary
 from corral.supervisor.session.search import search
-from corral.supervisor.session.transcripts import READ_LIMIT, read_transcript
+from corral.supervisor.session.transcripts import READ_LIMIT, codex_rollout, read_transcript
 from corral.supervisor.states import CoderState
-from tests.fakes.claude_transcript import write_transcript
+from tests.fakes.claude_transcript import write_codex_rollout, write_transcript
 
 
 def test_a_claude_transcript_reads_as_its_user_and_agent_turns(tmp_path: Path) -> None:
@@ -24,6 +24,19 @@ def test_a_claude_transcript_reads_as_its_user_and_agent_turns(tmp_path: Path) -
     assert turns[0].at == "2026-12-02T01:00:00.000Z"
     assert read_transcript(tmp_path / "missing.jsonl") == []
     assert [t.text for t in read_transcript(path, limit=1)] == ["Done: crème → creme."]
+
+
+def test_a_codex_rollout_is_found_by_its_thread_and_read_as_turns(tmp_path: Path) -> None:
+    thread = "01a23399-6fe3-7c12-b6c4-c0440762e36d"
+    written = write_codex_rollout(tmp_path / "codex", thread, "Write esc.txt", "Wrote esc.txt.")
+    assert codex_rollout(thread, str(tmp_path / "codex")) == written
+    assert codex_rollout("other-thread", str(tmp_path / "codex")) is None
+    assert [(t.role, t.text) for t in read_transcript(written)] == [
+        ("user", "Write esc.txt"),  # not the context Codex injects, nor its instructions
+        ("assistant", "Need approval."),
+        ("assistant", "→ exec_command"),
+        ("assistant", "Wrote esc.txt."),
+    ]
 
 
 def test_a_huge_transcript_is_read_from_its_end(tmp_path: Path) -> None:
