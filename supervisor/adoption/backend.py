@@ -37,15 +37,24 @@ class UserTmux(TmuxBackend):
 
     def look(self, pane_id: str) -> tuple[int | None, str] | None:
         """(pid, owner marker) of a pane, or None when it is gone."""
-        fmt = f"#{{pane_id}}{SEP}#{{pane_pid}}{SEP}#{{pane_dead}}{SEP}#{{{OWNER_OPTION}}}"
+        seen = self.look_command(pane_id)
+        return None if seen is None else seen[:2]
+
+    def look_command(self, pane_id: str) -> tuple[int | None, str, str] | None:
+        """(pid, owner marker, the command running in it) of a pane, or None
+        when it is gone."""
+        fmt = SEP.join(
+            f"#{{{f}}}"
+            for f in ("pane_id", "pane_pid", "pane_dead", OWNER_OPTION, "pane_current_command")
+        )
         try:
             out = self.run_tmux(["display-message", "-p", "-t", pane_id, fmt]).rstrip("\n")
         except TmuxFailed:
             return None
-        found, pid, dead, owner = [*out.split(SEP, 3), "", "", ""][:4]
+        found, pid, dead, owner, command = [*out.split(SEP, 4), "", "", "", ""][:5]
         if found != pane_id or dead == "1":
             return None
-        return (int(pid) if pid.isdigit() else None), owner
+        return (int(pid) if pid.isdigit() else None), owner, command
 
     def mark(self, pane_id: str, owner: str) -> PaneHandle:
         """Put our owner marker on a pane that carries none (checked and set

@@ -4,7 +4,8 @@ The user's servers are the one their terminal runs in (`$TMUX`) and the
 sockets in tmux's default socket directory (`$TMUX_TMPDIR` or /tmp, then
 `tmux-<uid>`). A pane is an agent when the command tmux sees running in it
 (`pane_current_command`) is one of an agent profile's binaries; an
-interpreter (node, python) counts when its command line names one.
+interpreter (node, python) or a shell counts when its command line, or a
+child's, names one.
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ from pathlib import Path
 from ..agents.base import AgentProfile
 from ..panes.tmux import OWNER_OPTION, SEP
 
-INTERPRETERS = ("node", "python", "python3", "bun", "deno")
+# what a pane may show running an agent: its interpreter, or the shell that
+# started it without job control (`bash -c 'claude; exec bash'`)
+WRAPPERS = ("node", "python", "python3", "bun", "deno", "bash", "zsh", "sh", "dash", "fish")
 _FIELDS = (
     "pane_id",
     "pane_pid",
@@ -74,8 +77,8 @@ def default_sockets() -> list[Path]:
 
 
 def _cmdline_names(pid: int | None) -> list[str]:
-    """Base names of the words of `pid`'s command line and its children's
-    (an agent run by an interpreter: `node /usr/bin/claude`)."""
+    """Names of `pid` and its children, and base names of the words of their
+    command lines (an agent run by an interpreter: `node /usr/bin/claude`)."""
     if pid is None:
         return []
     pids = [pid]
@@ -88,6 +91,7 @@ def _cmdline_names(pid: int | None) -> list[str]:
     for p in pids:
         try:
             raw = Path(f"/proc/{p}/cmdline").read_bytes()
+            names.append(Path(f"/proc/{p}/comm").read_text().strip())
         except OSError:
             continue
         names += [os.path.basename(w.decode("utf-8", "replace")) for w in raw.split(b"\0") if w]
@@ -101,7 +105,7 @@ def match_profile(
     for profile in profiles:
         if command in profile.binaries:
             return profile
-    if command in INTERPRETERS or command.startswith("python"):
+    if command in WRAPPERS or command.startswith("python"):
         names = _cmdline_names(pid)
         for profile in profiles:
             if any(b in names for b in profile.binaries):

@@ -30,7 +30,7 @@ from ..session.live import LiveSession
 from ..session.registry import SessionRegistry
 from ..states import CoderState, label
 from .backend import AdoptingBackend, UserTmux
-from .scan import AgentPane, default_sockets, list_panes, scan
+from .scan import AgentPane, default_sockets, list_panes, match_profile, scan
 from .steer import Steering
 
 log = logging.getLogger("corral.adoption")
@@ -172,7 +172,7 @@ class Adoptions:
         # no hooks reach a pane corral did not start: its screen tells its status
         panes.adopt(sid, handle, dataclasses.replace(profile, hooks=False))
         live.steering.open()  # what you type on its screen is pasted at its prompt
-        steering = Steering(self.registry, panes, live, self._closed)
+        steering = Steering(self.registry, panes, live, self._closed, self._agent_left)
         live.task = asyncio.get_running_loop().create_task(steering.run())
         self.registry.notify(sid)
         return sid
@@ -262,6 +262,22 @@ class Adoptions:
         if not session.state.is_terminal:
             session.error = why
             self.registry.transition(live, CoderState.ABANDONED)
+
+    async def _agent_left(self, live: LiveSession) -> bool:
+        """Whether the adopted agent exited while its pane runs on (a shell
+        now): then the marker is removed and the session ends."""
+        pane = live.session.pane or {}
+        server = UserTmux(Path(str(pane.get("socket", ""))))
+        seen = await asyncio.to_thread(server.look_command, str(pane.get("pane_id", "")))
+        if seen is None:
+            return False  # gone: the sweep says so, and `_closed` ends it
+        pid, _owner, command = seen
+        profile = match_profile(command, pid, _profiles())
+        if profile is not None and profile.name == pane.get("agent"):
+            return False
+        await self._unmark(live.session)
+        self._finish(live, f"its agent exited (the pane runs {command or 'something else'} now)")
+        return True
 
     def _closed(self, live: LiveSession) -> None:
         """The pane went away by itself: the session ends (nothing to stop)."""

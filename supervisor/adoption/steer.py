@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from ..errors import CorralError
 from ..events import (
@@ -31,6 +31,8 @@ from ..session.questions import QuestionCleared
 from ..session.registry import SessionRegistry
 from ..status import AgentStatus, Question
 
+AGENT_CHECK = 3.0  # seconds between looks at what runs in the pane
+
 
 class Steering:
     """One adopted pane's loop, run as its session's task."""
@@ -41,11 +43,15 @@ class Steering:
         panes: PaneManager,
         live: LiveSession,
         on_closed: Callable[[LiveSession], None],
+        agent_left: Callable[[LiveSession], Awaitable[bool]],
     ) -> None:
         self.registry = registry
         self.panes = panes
         self.live = live
         self.on_closed = on_closed  # the pane went away by itself
+        # checked every AGENT_CHECK seconds: the agent exited, its pane (a
+        # shell now) runs on; True ends the session (the marker removed)
+        self.agent_left = agent_left
 
     @property
     def sid(self) -> str:
@@ -56,11 +62,16 @@ class Steering:
         (release, cancel, close)."""
         asked: tuple[str, tuple[str, ...]] | None = None
         version = -1
+        checked = time.monotonic()
         while True:
             record = self.panes.record(self.sid)
             if record is None or not record.alive:
                 self.on_closed(self.live)
                 return
+            if time.monotonic() - checked > AGENT_CHECK:
+                checked = time.monotonic()
+                if await self.agent_left(self.live):
+                    return
             reading = record.status
             question = reading.question if reading.status is AgentStatus.WAITING else None
             if question is not None:

@@ -38,7 +38,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 class UserServer:
     """The user's own tmux server, with one pane running the stand-in `claude`."""
 
-    def __init__(self, tmp_path: Path) -> None:
+    def __init__(self, tmp_path: Path, *, in_shell: bool = False) -> None:
         bin_dir = tmp_path / "userbin"
         bin_dir.mkdir()
         claude = bin_dir / "claude"
@@ -47,9 +47,12 @@ class UserServer:
         self.log = tmp_path / "agent.log"
         self.socket = tmp_path / "user" / "sock"
         self.socket.parent.mkdir(mode=0o700)
+        command = f"{claude} {self.log}"
+        if in_shell:  # typed at a shell: the shell stays when the agent exits
+            command = f"bash --norc -c '{command}; exec bash --norc'"
         self.tmux(
             "-f", "/dev/null", "new-session", "-d", "-s", "work", "-x", "120", "-y", "30",
-            f"{claude} {self.log}",
+            command,
         )  # fmt: skip
         self.pane_id = self.tmux("list-panes", "-a", "-F", "#{pane_id}").split()[0]
 
@@ -232,6 +235,27 @@ async def test_a_crashed_corral_leaves_the_pane_running_and_settles_at_start(
 
 async def _noop() -> None:
     return None
+
+
+async def test_an_agent_that_exits_to_its_shell_ends_the_adoption(tmp_path: Path) -> None:
+    user = UserServer(tmp_path, in_shell=True)
+    sup = await _open(tmp_path)
+    try:
+        sid = await sup.adopt(await _listed(sup, user))
+        await sup.wait_for(sid, needs=True, timeout=20)
+        # the user answers in their own pane, then quits the agent there
+        user.tmux("send-keys", "-t", user.pane_id, "1")
+        await eventually(lambda: "chose: Yes" in user.heard(), timeout=10)
+        user.tmux("send-keys", "-t", user.pane_id, "C-c")
+        row = await sup.wait_for(sid, {S.ABANDONED}, timeout=20)
+        assert "its agent exited (the pane runs bash now)" in (row.error or "")
+        assert user.marker() == "" and user.alive()  # the shell runs on, unmarked
+        texts = [e.data.text for e in events_of(sup, sid) if e.kind is EventKind.PLAN_TEXT]
+        assert "The question was answered in the pane." in texts
+    finally:
+        await sup.close()
+        user.stop()
+        kill_tmux(tmp_path)
 
 
 async def test_bad_targets_are_refused_with_one_sentence(tmp_path: Path, user: UserServer) -> None:
