@@ -70,6 +70,7 @@ from .session.registry import SessionRegistry, new_session_id
 from .session.search import search as search_sessions
 from .session.summaries import stored_summary
 from .session.transcripts import codex_rollout, read_transcript
+from .session.transcripts import resolve as resolve_transcript
 from .states import CoderState, label, needs_you_label
 from .store import DB_NAME, Store
 from .workspaces import Workspaces
@@ -488,7 +489,7 @@ class Supervisor:
         identity = session.agent_identity
         if identity is None:
             return []
-        path: Path | None = Path(identity.transcript_path) if identity.transcript_path else None
+        path = resolve_transcript(identity.transcript_path) if identity.transcript_path else None
         if path is None and identity.agent == "codex" and identity.session_id:
             path = await asyncio.to_thread(codex_rollout, identity.session_id)
         if path is None:

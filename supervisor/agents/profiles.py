@@ -262,6 +262,7 @@ class GeminiProfile(AgentProfile):
             env_extra={HOOK_CMD: hook_cmd},
             env_allow=self.env_allow,
             agent_session=agent_session,
+            transcript=gemini_chats(agent_session),
         )  # fmt: skip
 
     def resume_args(self, agent_session: str) -> list[str] | None:
@@ -275,8 +276,18 @@ class GeminiProfile(AgentProfile):
             at = argv.index("--session-id")
             del argv[at : at + 2]
         return replace(
-            plan, argv=[argv[0], "--resume", agent_session, *argv[1:]], agent_session=agent_session
+            plan,
+            argv=[argv[0], "--resume", agent_session, *argv[1:]],
+            agent_session=agent_session,
+            transcript=gemini_chats(agent_session),
         )
+
+
+def gemini_chats(agent_session: str) -> str:
+    """Where Gemini CLI keeps this conversation, as a pattern: its file name
+    carries the start time and the session id's first 8 characters."""
+    home = os.environ.get("HOME") or str(Path.home())
+    return f"{home}/.gemini/tmp/*/chats/session-*-{agent_session[:8]}.json*"
 
 
 # Markers from Gemini CLI 0.61's real screens (docs/agent-clis.md#gemini-cli-0610).

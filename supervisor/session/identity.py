@@ -16,6 +16,7 @@ from pathlib import Path
 
 from ..models import AgentIdentity, CoderSession, IdentityState
 from ..states import CoderState
+from .transcripts import resolve
 
 _ID_KEYS = ("session_id", "thread-id", "thread_id", "sessionID")
 
@@ -59,7 +60,7 @@ def resume_id(session: CoderSession) -> str | None:
     identity = session.agent_identity
     if identity is None or identity.state is IdentityState.UNAVAILABLE:
         return None
-    if identity.transcript_path and not Path(identity.transcript_path).exists():
+    if identity.transcript_path and resolve(identity.transcript_path) is None:
         return None
     return identity.session_id
 

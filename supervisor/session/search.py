@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from ..models import SessionSummary
+from .transcripts import resolve
 
 JOURNAL_SUFFIX = ".events.jsonl"
 TAIL_BYTES = 4 * 1024 * 1024
@@ -75,18 +76,21 @@ def search(
         if _has_all(row.encode("utf-8"), words):
             hits.append(r.session_id)
             seen.add(r.session_id)
-    for sid, path in journals(journal_dir).items():
+    for sid, journal in journals(journal_dir).items():
         if sid in seen:
             continue
         try:
-            data = path.read_bytes()
+            data = journal.read_bytes()
         except OSError:
             continue
         if _has_all(data, words):
             hits.append(sid)
             seen.add(sid)
     for sid, transcript in transcripts.items():
-        if sid not in seen and _has_all(_tail(Path(transcript)), words):
+        if sid in seen:
+            continue
+        found = resolve(transcript)
+        if found is not None and _has_all(_tail(found), words):
             hits.append(sid)
             seen.add(sid)
     return hits

@@ -7,12 +7,15 @@ keeps a rollout per thread (`$CODEX_HOME/sessions/Y/M/D/rollout-…-<thread
 id>.jsonl`): `response_item` lines whose payload is a message (input_text /
 output_text blocks) or a function call. Only what a reader follows is kept:
 the user's words, the agent's text, and the names of the tools it called
-(tool results, and the context Codex injects, are left out). A file that is
+(tool results, and the context Codex injects, are left out). Gemini CLI
+writes one record per message (`type` user or gemini, written again when it
+grows), under a name corral knows only as a pattern (`resolve`). A file that is
 too big is read from its end: the latest turns are the ones wanted.
 """
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import re
@@ -67,6 +70,37 @@ def _codex_turn(payload: Any, at: Any) -> TranscriptTurn | None:
     return TranscriptTurn(role=role, text=text, at=stamp)
 
 
+def _gemini_turn(line: dict[str, Any]) -> TranscriptTurn | None:
+    """One Gemini CLI chat record (`type` user or gemini) as a turn."""
+    content = line.get("content")
+    if isinstance(content, list):
+        content = "\n".join(
+            b["text"] for b in content if isinstance(b, dict) and isinstance(b.get("text"), str)
+        )
+    text = content.strip() if isinstance(content, str) else ""
+    tools = [c["name"] for c in line.get("toolCalls") or [] if isinstance(c, dict) and "name" in c]
+    if tools:
+        text = (text + "\n" if text else "") + "→ " + ", ".join(map(str, tools))
+    if not text or INJECTED.match(text):
+        return None
+    at = line.get("timestamp")
+    return TranscriptTurn(
+        role="user" if line.get("type") == "user" else "assistant",
+        text=text[:TURN_CHARS],
+        at=at if isinstance(at, str) else None,
+    )
+
+
+def resolve(path: str) -> Path | None:
+    """The transcript a stored path names: the file, or the newest file a
+    pattern matches (Gemini CLI's chat file carries its start time in its
+    name, so corral knows it only as a pattern); None when there is none."""
+    if glob.has_magic(path):
+        found = glob.glob(path)
+        return Path(max(found, key=os.path.getmtime)) if found else None
+    return Path(path) if os.path.exists(path) else None
+
+
 def codex_rollout(thread_id: str, home: str | None = None) -> Path | None:
     """The rollout file Codex keeps for `thread_id` (newest when several)."""
     base = Path(home or os.environ.get("CODEX_HOME") or Path.home() / ".codex") / "sessions"
@@ -108,14 +142,24 @@ def read_transcript(path: Path, limit: int = 500) -> list[TranscriptTurn]:
     lines = data.split(b"\n")
     if size > READ_LIMIT:
         lines = lines[1:]  # the first line was cut
-    turns: list[TranscriptTurn] = []
-    for raw in lines:
+    turns: dict[object, TranscriptTurn] = {}  # a record written again replaces itself
+    for n, raw in enumerate(lines):
         if not raw.strip():
             continue
         try:
             row = json.loads(raw)
         except ValueError:
             continue
-        if isinstance(row, dict) and (turn := turn_of(row)) is not None:
-            turns.append(turn)
-    return turns[-limit:]
+        if not isinstance(row, dict):
+            continue
+        if row.get("type") in ("user", "gemini") and "message" not in row:
+            turn = _gemini_turn(row)
+            key: object = row.get("id") or n
+        else:
+            turn, key = turn_of(row), n
+        if turn is not None:
+            turns.pop(key, None)
+            turns[key] = turn
+        elif key in turns:
+            del turns[key]
+    return list(turns.values())[-limit:]

@@ -76,6 +76,9 @@ async def test_a_dormant_gemini_session_is_revived_on_its_own_conversation(
             assert TASK in conversation  # the earlier turn, carried by the resume
             assert "same conversation" in conversation  # corral's note to continue
             assert sup.get(sid).session.agent_identity.session_id == identity.session_id  # type: ignore[union-attr]
+            # its chat file is the session's transcript: both turns, in order
+            turns = [t.text for t in await sup.transcript(sid)]
+            assert any(TASK in t for t in turns) and turns[-1] == "Wrote hello.txt.", turns
         finally:
             await sup.close()
             kill_tmux(tmp_path)

@@ -84,3 +84,30 @@ def write_codex_rollout(codex_home: Path, thread_id: str, prompt: str, answer: s
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(json.dumps(line) for line in lines) + "\n", encoding="utf-8")
     return path
+
+
+def write_gemini_chat(home: Path, agent_session: str, prompt: str, answer: str) -> Path:
+    """A Gemini CLI 0.61 chat file: a header, the `$set` records it keeps
+    its metadata in, one record per message (the model's written again once
+    its tool calls are known), and a tool response."""
+    lines: list[dict[str, object]] = [
+        {"sessionId": agent_session, "projectHash": "ab12", "kind": "main"},
+        {"$set": {"messages": [{"id": "ctx", "type": "user", "content": [{"text": "<session_context>\nThis is the Gemini CLI."}]}]}},
+        {"id": "u1", "timestamp": "2026-12-02T01:32:52.285Z", "type": "user", "content": [{"text": prompt}]},
+        {"$set": {"lastUpdated": "2026-12-02T01:32:52.285Z"}},
+        {"id": "g1", "type": "gemini", "content": "Writing it."},
+        {"id": "g1", "type": "gemini", "content": "Writing it.", "toolCalls": [{"name": "write_file", "args": {}}]},
+        {"id": "u2", "type": "user", "content": [{"functionResponse": {"name": "write_file"}}]},
+        {"id": "g2", "type": "gemini", "content": answer},
+    ]  # fmt: skip
+    path = (
+        home
+        / ".gemini"
+        / "tmp"
+        / "repo"
+        / "chats"
+        / f"session-2026-12-02T01-32-{agent_session[:8]}.jsonl"
+    )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(json.dumps(line) for line in lines) + "\n", encoding="utf-8")
+    return path

@@ -104,6 +104,9 @@ def test_gemini_is_started_with_the_task_and_session_trust(tmp_path: Path) -> No
         "gemini", "--skip-trust", "--session-id", sid, "--prompt-interactive", "do it"
     ]  # fmt: skip
     assert plan.paste_prompt is None
+    assert plan.transcript is not None and plan.transcript.endswith(
+        f"chats/session-*-{sid[:8]}.json*"
+    )
     again = GEMINI.with_resume(plan, sid)
     assert again is not None and again.agent_session == sid
     assert again.argv == [

@@ -6,11 +6,20 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from corral.supervisor.models import SessionSummary
+import pytest
+
+from corral.supervisor.agents.profiles import gemini_chats
+from corral.supervisor.models import AgentIdentity, CoderSession, IdentityState, SessionSummary
+from corral.supervisor.session.identity import resume_id
 from corral.supervisor.session.search import search
-from corral.supervisor.session.transcripts import READ_LIMIT, codex_rollout, read_transcript
+from corral.supervisor.session.transcripts import (
+    READ_LIMIT,
+    codex_rollout,
+    read_transcript,
+    resolve,
+)
 from corral.supervisor.states import CoderState
-from tests.fakes.claude_transcript import write_codex_rollout, write_transcript
+from tests.fakes.claude_transcript import write_codex_rollout, write_gemini_chat, write_transcript
 
 
 def test_a_claude_transcript_reads_as_its_user_and_agent_turns(tmp_path: Path) -> None:
@@ -36,6 +45,32 @@ def test_a_codex_rollout_is_found_by_its_thread_and_read_as_turns(tmp_path: Path
         ("assistant", "Need approval."),
         ("assistant", "→ exec_command"),
         ("assistant", "Wrote esc.txt."),
+    ]
+
+
+def test_a_gemini_chat_is_found_by_its_pattern_and_read_as_turns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    sid = "5998ac9d-8ffe-4d0e-9aba-2ac4ebeabf86"
+    pattern = gemini_chats(sid)
+    assert resolve(pattern) is None
+    session = CoderSession(
+        id="s1",
+        repo="/r",
+        intent="x",
+        state=CoderState.RUNNING,
+        agent_identity=AgentIdentity(
+            agent="gemini", session_id=sid, transcript_path=pattern, state=IdentityState.LIVE
+        ),
+    )
+    assert resume_id(session) is None  # nothing saved yet: nothing to resume
+    written = write_gemini_chat(tmp_path, sid, "Write hello.txt", "Wrote hello.txt.")
+    assert resolve(pattern) == written and resume_id(session) == sid
+    assert [(t.role, t.text) for t in read_transcript(written)] == [
+        ("user", "Write hello.txt"),
+        ("assistant", "Writing it.\n→ write_file"),  # its record written again, once
+        ("assistant", "Wrote hello.txt."),
     ]
 
 
