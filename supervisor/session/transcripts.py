@@ -128,9 +128,46 @@ def turn_of(line: dict[str, Any]) -> TranscriptTurn | None:
     return TranscriptTurn(role=kind, text=text, at=at if isinstance(at, str) else None)
 
 
+def aider_turns(text: str) -> list[TranscriptTurn]:
+    """Aider's chat history (markdown): `#### ` lines are what was typed (a
+    multi-line prompt is several), `> ` lines are Aider's own output (left
+    out), the rest is the model's answer."""
+    turns: list[TranscriptTurn] = []
+    role: str | None = None
+    lines: list[str] = []
+
+    def flush() -> None:
+        body = "\n".join(lines).strip()
+        if role is not None and body:
+            turns.append(
+                TranscriptTurn(
+                    role="user" if role == "user" else "assistant", text=body[:TURN_CHARS]
+                )
+            )
+
+    for line in text.splitlines():
+        if line.startswith("####"):
+            if role != "user":
+                flush()
+                role, lines = "user", []
+            lines.append(line[4:].strip())
+        elif line.startswith(">") or line.startswith("# aider chat started"):
+            if role == "user":
+                flush()
+                role, lines = None, []
+        else:
+            if role != "assistant":
+                flush()
+                role, lines = "assistant", []
+            lines.append(line.rstrip())
+    flush()
+    return turns
+
+
 def read_transcript(path: Path, limit: int = 500) -> list[TranscriptTurn]:
-    """The last `limit` turns of a Claude Code transcript, oldest first
-    (none when the file is missing or unreadable)."""
+    """The last `limit` turns of an agent's transcript (Claude Code's,
+    Codex's, Gemini CLI's JSONL, or Aider's markdown chat history), oldest
+    first (none when the file is missing or unreadable)."""
     try:
         with open(path, "rb") as fh:
             fh.seek(0, 2)
@@ -142,6 +179,8 @@ def read_transcript(path: Path, limit: int = 500) -> list[TranscriptTurn]:
     lines = data.split(b"\n")
     if size > READ_LIMIT:
         lines = lines[1:]  # the first line was cut
+    if path.suffix == ".md":
+        return aider_turns(b"\n".join(lines).decode("utf-8", "replace"))[-limit:]
     turns: dict[object, TranscriptTurn] = {}  # a record written again replaces itself
     for n, raw in enumerate(lines):
         if not raw.strip():

@@ -74,6 +74,43 @@ def test_a_gemini_chat_is_found_by_its_pattern_and_read_as_turns(
     ]
 
 
+AIDER_HISTORY = """
+# aider chat started at 2026-12-02 01:33:19
+
+> /usr/bin/aider --no-auto-commits --chat-history-file aider.chat.history.md  
+> Aider v0.86.2  
+
+#### Write hello.txt saying hi  
+####   
+#### Work only inside this directory.  
+
+Here it is.
+
+hello.txt
+```
+hi
+```
+
+> Tokens: 658 sent, 13 received.  
+> Applied edit to hello.txt  
+
+#### thanks  
+
+You're welcome.
+"""
+
+
+def test_an_aider_chat_history_reads_as_typed_and_answered_turns(tmp_path: Path) -> None:
+    path = tmp_path / "aider.chat.history.md"
+    path.write_text(AIDER_HISTORY, encoding="utf-8")
+    assert [(t.role, t.text) for t in read_transcript(path)] == [
+        ("user", "Write hello.txt saying hi\n\nWork only inside this directory."),
+        ("assistant", "Here it is.\n\nhello.txt\n```\nhi\n```"),
+        ("user", "thanks"),
+        ("assistant", "You're welcome."),
+    ]
+
+
 def test_a_huge_transcript_is_read_from_its_end(tmp_path: Path) -> None:
     path = tmp_path / "big.jsonl"
     filler = {"type": "user", "message": {"role": "user", "content": "x" * 1000}}
