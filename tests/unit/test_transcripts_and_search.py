@@ -74,15 +74,15 @@ def test_a_gemini_chat_is_found_by_its_pattern_and_read_as_turns(
     ]
 
 
-AIDER_HISTORY = """
+_AIDER = """
 # aider chat started at 2026-12-02 01:33:19
 
-> /usr/bin/aider --no-auto-commits --chat-history-file aider.chat.history.md  
-> Aider v0.86.2  
+> /usr/bin/aider --no-auto-commits --chat-history-file aider.chat.history.md
+> Aider v0.86.2
 
-#### Write hello.txt saying hi  
-####   
-#### Work only inside this directory.  
+#### Write hello.txt saying hi
+####
+#### Work only inside this directory.
 
 Here it is.
 
@@ -91,13 +91,17 @@ hello.txt
 hi
 ```
 
-> Tokens: 658 sent, 13 received.  
-> Applied edit to hello.txt  
+> Tokens: 658 sent, 13 received.
+> Applied edit to hello.txt
 
-#### thanks  
+#### thanks
 
 You're welcome.
 """
+# Aider ends its own lines (`> …`, `#### …`) with two spaces: markdown line breaks
+AIDER_HISTORY = "\n".join(
+    line + ("  " if line.startswith((">", "####")) else "") for line in _AIDER.splitlines()
+)
 
 
 def test_an_aider_chat_history_reads_as_typed_and_answered_turns(tmp_path: Path) -> None:
