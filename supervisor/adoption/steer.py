@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from collections.abc import Awaitable, Callable
 
@@ -31,6 +32,8 @@ from ..session.questions import QuestionCleared
 from ..session.registry import SessionRegistry
 from ..status import AgentStatus, Question
 
+log = logging.getLogger("corral.adoption")
+
 AGENT_CHECK = 3.0  # seconds between looks at what runs in the pane
 
 
@@ -52,6 +55,9 @@ class Steering:
         # checked every AGENT_CHECK seconds: the agent exited, its pane (a
         # shell now) runs on; True ends the session (the marker removed)
         self.agent_left = agent_left
+        self._asked: tuple[str, tuple[str, ...]] | None = None  # the question last put to you
+        self._version = -1  # the pane's change counter last seen
+        self._checked = time.monotonic()  # when the pane's command was last looked at
 
     @property
     def sid(self) -> str:
@@ -59,33 +65,43 @@ class Steering:
 
     async def run(self) -> None:
         """Until the pane closes (the session ends) or the task is cancelled
-        (release, cancel, close)."""
-        asked: tuple[str, tuple[str, ...]] | None = None
-        version = -1
-        checked = time.monotonic()
+        (release, cancel, close). A step that fails (tmux did not answer) is
+        logged and tried again: the pane is watched for as long as it is ours."""
         while True:
-            record = self.panes.record(self.sid)
-            if record is None or not record.alive:
-                self.on_closed(self.live)
-                return
-            if time.monotonic() - checked > AGENT_CHECK:
-                checked = time.monotonic()
-                if await self.agent_left(self.live):
+            try:
+                if await self._step():
                     return
-            reading = record.status
-            question = reading.question if reading.status is AgentStatus.WAITING else None
-            if question is not None:
-                key = (question.prompt, question.options)
-                if key != asked:
-                    asked = key
-                    if not await self._ask(question):
-                        asked = None  # not seen to land: ask again while it is up
-                    continue
-            else:
-                asked = None
-                if reading.status is AgentStatus.IDLE:
-                    await self._deliver(record.incarnation)
-            version = await self.panes.wait_change(self.sid, version, 1.0)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("watching the adopted pane of %s", self.sid)
+                await asyncio.sleep(1.0)
+
+    async def _step(self) -> bool:
+        """One look at the pane and what it needs; True when the session ended."""
+        record = self.panes.record(self.sid)
+        if record is None or not record.alive:
+            self.on_closed(self.live)
+            return True
+        if time.monotonic() - self._checked > AGENT_CHECK:
+            self._checked = time.monotonic()
+            if await self.agent_left(self.live):
+                return True
+        reading = record.status
+        question = reading.question if reading.status is AgentStatus.WAITING else None
+        if question is not None:
+            key = (question.prompt, question.options)
+            if key != self._asked:
+                self._asked = key
+                if not await self._ask(question):
+                    self._asked = None  # not seen to land: ask again while it is up
+                return False
+        else:
+            self._asked = None
+            if reading.status is AgentStatus.IDLE:
+                await self._deliver(record.incarnation)
+        self._version = await self.panes.wait_change(self.sid, self._version, 1.0)
+        return False
 
     async def _deliver(self, incarnation: int | None) -> None:
         """Your words (typed on its session screen) as they are, and messages
