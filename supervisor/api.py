@@ -69,7 +69,7 @@ from .session.janitor import Janitor
 from .session.registry import SessionRegistry, new_session_id
 from .session.search import search as search_sessions
 from .session.summaries import stored_summary
-from .session.transcripts import codex_rollout, read_transcript
+from .session.transcripts import codex_rollout, codex_rollouts, read_transcript
 from .session.transcripts import resolve as resolve_transcript
 from .states import CoderState, label, needs_you_label
 from .store import DB_NAME, Store
@@ -499,11 +499,23 @@ class Supervisor:
     async def search(self, text: str) -> builtins.list[str]:
         """Ids of the sessions where every word of `text` shows: in their
         name, intent, repo or id, in their journal (every event), or in
-        their agent's transcript."""
-        transcripts = self._require_store().transcript_paths()
+        their agent's transcript (Claude Code's, Codex's rollout, Gemini
+        CLI's chat, Aider's history)."""
+        store = self._require_store()
+        transcripts = store.transcript_paths()
+        threads = store.agent_threads("codex")
         rows = self.registry.summaries()
         journals = self.state_dir / "journals"
-        return await asyncio.to_thread(search_sessions, text, rows, journals, transcripts)
+
+        def everything() -> builtins.list[str]:
+            if threads:  # Codex names no file: its rollouts are found by thread id
+                rollouts = codex_rollouts()
+                for sid, thread in threads.items():
+                    if thread in rollouts and sid not in transcripts:
+                        transcripts[sid] = str(rollouts[thread])
+            return search_sessions(text, rows, journals, transcripts)
+
+        return await asyncio.to_thread(everything)
 
     def subscribe(
         self, session_id: str, from_seq: int = 0

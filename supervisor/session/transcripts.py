@@ -101,11 +101,23 @@ def resolve(path: str) -> Path | None:
     return Path(path) if os.path.exists(path) else None
 
 
+def _codex_sessions(home: str | None) -> Path:
+    return Path(home or os.environ.get("CODEX_HOME") or Path.home() / ".codex") / "sessions"
+
+
 def codex_rollout(thread_id: str, home: str | None = None) -> Path | None:
     """The rollout file Codex keeps for `thread_id` (newest when several)."""
-    base = Path(home or os.environ.get("CODEX_HOME") or Path.home() / ".codex") / "sessions"
-    found = sorted(base.glob(f"*/*/*/rollout-*-{thread_id}.jsonl"))
+    found = sorted(_codex_sessions(home).glob(f"*/*/*/rollout-*-{thread_id}.jsonl"))
     return found[-1] if found else None
+
+
+def codex_rollouts(home: str | None = None) -> dict[str, Path]:
+    """Every rollout Codex keeps, by thread id (its name ends in the id), in
+    one listing: the search looks at a thousand sessions' at once."""
+    found: dict[str, Path] = {}
+    for path in sorted(_codex_sessions(home).glob("*/*/*/rollout-*.jsonl")):
+        found[path.stem[-36:]] = path  # a thread id is a 36-character UUID
+    return found
 
 
 def turn_of(line: dict[str, Any]) -> TranscriptTurn | None:

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from textual.widgets import Input, RichLog
 
 from corral.supervisor.api import Supervisor
 from corral.tui.app import CorralApp
-from tests.fakes.claude_transcript import write_transcript
+from tests.fakes.claude_transcript import write_codex_rollout, write_transcript
 from tests.fakes.scripted import Write, contract
 
 from .conftest import board_ready, make_repo, open_from_board, scripted_supervisor, until
@@ -99,3 +100,26 @@ async def test_slash_finds_sessions_by_their_transcript_and_events(tmp_path: Pat
         await until(pilot, "the intent match", lambda: board.order == [seeded["other"]])
         await search("no such words anywhere")
         await until(pilot, "nothing", lambda: board.order == [])
+
+
+async def test_a_codex_sessions_rollout_is_its_transcript_and_searched(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = make_repo(tmp_path / "repo")
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path / "codex"))
+    thread = "01a23399-6fe3-7c12-b6c4-c0440762e36d"
+    write_codex_rollout(tmp_path / "codex", thread, "Write esc.txt", "Wrote quetzal.txt.")
+    sup = scripted_supervisor(tmp_path / "state", DRAFTED)
+    await sup.open()
+    try:
+        sid = (await sup.start("Write hello", repo)).session_id
+        other = (await sup.start("Another thing", repo)).session_id
+        # what the external engine records for a Codex pane, then its notify hook
+        sup.registry.amend(sid, lambda s: setattr(s, "pane", {"agent": "codex"}))
+        sup.registry.note_agent_hook(sid, {"thread-id": thread})
+        assert await sup.search("quetzal") == [sid]
+        assert other not in await sup.search("esc.txt")
+        turns = [(t.role, t.text) for t in await sup.transcript(sid)]
+        assert turns[0] == ("user", "Write esc.txt") and turns[-1][1] == "Wrote quetzal.txt."
+    finally:
+        await sup.close()
