@@ -15,6 +15,7 @@ from corral.supervisor.contracts.drafting import FixedDrafter
 from corral.supervisor.demo import demo_contract
 from corral.supervisor.factory import build_supervisor
 from corral.tui.app import CorralApp
+from corral.tui.rows import state_text
 from tests.conftest import fast_config
 from tests.integration.test_adoption import SLUG, UserServer, kill_tmux
 
@@ -48,7 +49,7 @@ async def test_an_adopted_pane_is_answered_from_its_session_screen(tmp_path: Pat
                 lambda: board.summaries[adopted[0]].needs_you == "question",
             )
             row = board.summaries[adopted[0]]
-            assert row.adopted
+            assert row.adopted and str(state_text(row)).startswith("adopted · agent waiting")
             screen = await open_from_board(app, pilot, "enter")
             assert "No contract." in str(screen.query_one("#contract-title", Static).render())
             question = screen.query_one("#question", Static)
