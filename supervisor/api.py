@@ -28,6 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from .adoption.service import Adoptions
 from .config import SupervisorConfig, load_config
 from .contracts.drafting import ContractDrafter
 from .discuss.linked_runs import DISCUSSIONS_DIR, DiscussionRuns
@@ -43,6 +44,7 @@ from .gates.verifier import Verifier
 from .git.patches import FilePatch, Selection
 from .hosts.place import Hosts
 from .models import (
+    AdoptablePane,
     ApproveResult,
     CancelResult,
     CheckResult,
@@ -57,6 +59,7 @@ from .models import (
     StartResult,
     SubscribeResult,
     TaskRun,
+    TranscriptTurn,
 )
 from .panes.base import Screen
 from .panes.manager import PaneManager
@@ -68,7 +71,10 @@ from .session.board import BoardFeed, WatchDropped, Watcher
 from .session.events import Subscription, SubscriptionClosed, SubscriptionDropped
 from .session.janitor import Janitor
 from .session.registry import SessionRegistry, new_session_id
+from .session.search import search as search_sessions
 from .session.summaries import stored_summary
+from .session.transcripts import codex_rollout, codex_rollouts, read_transcript
+from .session.transcripts import resolve as resolve_transcript
 from .states import CoderState, label, needs_you_label
 from .store import DB_NAME, Store
 from .store.placements import PlacementStore
@@ -135,6 +141,7 @@ class Supervisor:
         self.stray_panes: builtins.list[str] = []  # our panes no session claims
         self._gates: _Gates | None = None
         self.scheduler: Scheduler | None = None  # running while the state dir is owned
+        self.adoptions = Adoptions(self.registry, panes, id_factory=id_factory)
 
     # -- owning the state dir ------------------------------------------------------------
 
@@ -152,6 +159,7 @@ class Supervisor:
             log.warning("worktree reconciliation: %s", exc)
         ledger = self.placements_store = PlacementStore(self.state_dir / DB_NAME)
         gates = self._gates = self._compose(workspaces, ledger)
+        sessions = await self.adoptions.settle(sessions)  # user panes: released, never killed
         self.stray_panes = await gates.recovery.recover(sessions)
         await asyncio.to_thread(gates.foreman.interrupt_unfinished)
         gates.janitor.start()
@@ -225,6 +233,7 @@ class Supervisor:
             self.scheduler = None
         if self._gates is not None:
             await self._gates.janitor.stop()
+        await self.adoptions.release_all()
         await self.registry.stop_sessions()
         if self.panes is not None:
             await self.panes.stop()
@@ -424,6 +433,19 @@ class Supervisor:
         if not self._require_store().delete_task(task_id):
             raise CorralError(f"no scheduled task '{task_id}'")
 
+    async def pause_task(self, task_id: str, paused: bool = True) -> ScheduledTask:
+        """Pause a task (kept, not run) or resume it (`paused=False`)."""
+        return self._require_scheduler().pause(task_id, paused)
+
+    async def run_task_now(self, task_id: str) -> TaskRun:
+        """Run a task at once, out of its schedule; the run is recorded."""
+        return await self._require_scheduler().run_now(task_id)
+
+    def _require_scheduler(self) -> Scheduler:
+        if self.scheduler is None:
+            raise CorralError("the supervisor is not open: call open() first")
+        return self.scheduler
+
     async def task_runs(self, task_id: str) -> builtins.list[TaskRun]:
         """A task's last runs (at most 200), newest first."""
         return self._require_store().task_runs(task_id)
@@ -455,6 +477,27 @@ class Supervisor:
 
     async def cancel(self, session_id: str) -> CancelResult:
         return await self._open_gates().approval.cancel(session_id)
+
+    # -- adoption: agent panes the user started -------------------------------------------
+
+    async def adoptable(
+        self, sockets: builtins.list[Path] | None = None
+    ) -> builtins.list[AdoptablePane]:
+        """Agent panes on the user's own tmux servers (`$TMUX`, the default
+        socket directory, or `sockets`) that corral did not start."""
+        return await self.adoptions.adoptable(sockets)
+
+    async def adopt(self, target: str) -> str:
+        """Observe and steer the user's agent pane `target` (`<socket>:%N`,
+        `%N` or `session:window.pane`): status, questions, messages and the
+        live terminal; no contract, no worktree. Returns the session id."""
+        self._open_gates()
+        return await self.adoptions.adopt(target)
+
+    async def release(self, session_id: str) -> None:
+        """Stop watching an adopted pane; it runs on untouched (marker removed)."""
+        self._open_gates()
+        await self.adoptions.release(session_id)
 
     # -- the operator's own lifecycle: name, archive, retry ---------------------------------
 
@@ -542,6 +585,44 @@ class Supervisor:
         """The session's stored journal (its last events, oldest first): the
         whole story of a session this process is not running."""
         return await asyncio.to_thread(self.registry.history, session_id)
+
+    async def transcript(self, session_id: str, limit: int = 500) -> builtins.list[TranscriptTurn]:
+        """The last turns of the agent's own transcript (Claude Code's, or
+        Codex's rollout of its thread), oldest first; empty for an agent that
+        keeps none."""
+        session = self.registry.stored(session_id)
+        if session is None:
+            raise CorralError(f"no corral session '{session_id}'")
+        identity = session.agent_identity
+        if identity is None:
+            return []
+        path = resolve_transcript(identity.transcript_path) if identity.transcript_path else None
+        if path is None and identity.agent == "codex" and identity.session_id:
+            path = await asyncio.to_thread(codex_rollout, identity.session_id)
+        if path is None:
+            return []
+        return await asyncio.to_thread(read_transcript, path, limit)
+
+    async def search(self, text: str) -> builtins.list[str]:
+        """Ids of the sessions where every word of `text` shows: in their
+        name, intent, repo or id, in their journal (every event), or in
+        their agent's transcript (Claude Code's, Codex's rollout, Gemini
+        CLI's chat, Aider's history)."""
+        store = self._require_store()
+        transcripts = store.transcript_paths()
+        threads = store.agent_threads("codex")
+        rows = self.registry.summaries()
+        journals = self.state_dir / "journals"
+
+        def everything() -> builtins.list[str]:
+            if threads:  # Codex names no file: its rollouts are found by thread id
+                rollouts = codex_rollouts()
+                for sid, thread in threads.items():
+                    if thread in rollouts and sid not in transcripts:
+                        transcripts[sid] = str(rollouts[thread])
+            return search_sessions(text, rows, journals, transcripts)
+
+        return await asyncio.to_thread(everything)
 
     def subscribe(
         self, session_id: str, from_seq: int = 0

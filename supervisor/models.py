@@ -308,7 +308,8 @@ class ScheduledTask(BaseModel):
     action: Literal["start", "send", "revive"]
     # start: intent, repo (engine); send: target, text; revive: session
     params: dict[str, str] = Field(default_factory=dict)
-    enabled: bool = True
+    enabled: bool = True  # False once a task will never run again (a `once` that ran)
+    paused: bool = False  # the operator's pause: kept, not run, until resumed
     next_run: float | None = None
     created_at: float = Field(default_factory=time.time)
 
@@ -447,6 +448,27 @@ class CoderSession(BaseModel):
 _LEGACY_REVISION = "Verification request accepted before coding: "
 
 
+class TranscriptTurn(BaseModel):
+    """One turn of an agent's own transcript: what the user (or corral)
+    said, or what the agent answered (its text, and the tools it called)."""
+
+    role: Literal["user", "assistant"]
+    text: str
+    at: str | None = None  # the agent's own timestamp (ISO 8601), when it keeps one
+
+
+class AdoptablePane(BaseModel):
+    """An agent pane on the user's own tmux server that corral did not start."""
+
+    target: str  # what `adopt` takes: "<socket>:<pane id>"
+    socket: str
+    pane_id: str
+    where: str  # "session:window.pane"
+    agent: str
+    command: str
+    cwd: str
+
+
 class SessionSummary(BaseModel):
     """One board row. Every key is always present; nulls are kept."""
 
@@ -491,6 +513,7 @@ class SessionSummary(BaseModel):
     progress: str | None = None  # a foreman session's "3/5 subtasks verified"
     host: str | None = None  # the host it runs on (None: this machine)
     where: str | None = None  # where its agent works: a path, or host:path
+    adopted: bool = False  # a pane the user started, observed and steered (never killed)
 
 
 class EventKind(StrEnum):

@@ -78,6 +78,15 @@ def new_task(
     return task
 
 
+def find_task(store: Store | None, task_id: str) -> ScheduledTask:
+    if store is None:
+        raise CorralError("the supervisor is not open: call open() first")
+    task = next((t for t in store.list_tasks() if t.id == task_id), None)
+    if task is None:
+        raise CorralError(f"no scheduled task '{task_id}' (`corral tasks` lists them)")
+    return task
+
+
 class Scheduler:
     """Runs due tasks through `act` (the facade's start/send/revive) and
     records each run, kept to the last 200 per task."""
@@ -109,21 +118,48 @@ class Scheduler:
         runs = []
         now = self._clock()
         for task in store.list_tasks():
-            if not task.enabled or task.next_run is None or task.next_run > now:
+            if task.paused or not task.enabled or task.next_run is None or task.next_run > now:
                 continue
-            try:
-                run = TaskRun(task_id=task.id, at=now, ok=True, detail=await self._act(task))
-            except CorralError as exc:
-                run = TaskRun(task_id=task.id, at=now, ok=False, detail=str(exc))
-            except Exception as exc:  # a task must never stop the scheduler
-                log.exception("scheduled task %s failed", task.id)
-                run = TaskRun(task_id=task.id, at=now, ok=False, detail=f"corral error: {exc}")
+            run = await self._run_one(task, now)
             task.next_run = next_run(task, now)
             task.enabled = task.next_run is not None
             store.save_task(task)
             store.add_task_run(run)
             runs.append(run)
         return runs
+
+    async def _run_one(self, task: ScheduledTask, now: float) -> TaskRun:
+        try:
+            return TaskRun(task_id=task.id, at=now, ok=True, detail=await self._act(task))
+        except CorralError as exc:
+            return TaskRun(task_id=task.id, at=now, ok=False, detail=str(exc))
+        except Exception as exc:  # a task must never stop the scheduler
+            log.exception("scheduled task %s failed", task.id)
+            return TaskRun(task_id=task.id, at=now, ok=False, detail=f"corral error: {exc}")
+
+    async def run_now(self, task_id: str) -> TaskRun:
+        """Run one task now, out of its schedule (paused or not), and record
+        the run; its next scheduled run stays as it was."""
+        async with self._pass:
+            store = self._store()
+            task = find_task(store, task_id)
+            assert store is not None
+            run = await self._run_one(task, self._clock())
+            store.add_task_run(run)
+            return run
+
+    def pause(self, task_id: str, paused: bool) -> ScheduledTask:
+        """Pause a task (kept, never run until resumed) or resume it: an
+        interval or cron task resumes from now, never with the runs it
+        missed while paused."""
+        store = self._store()
+        task = find_task(store, task_id)
+        assert store is not None
+        task.paused = paused
+        if not paused and task.schedule != "once":
+            task.next_run = next_run(task, self._clock())
+        store.save_task(task)
+        return task
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._loop())

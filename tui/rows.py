@@ -132,6 +132,8 @@ def state_text(row: SessionSummary) -> Styled:
             words = "host unreachable"
     if row.state is S.FAILED and row.failure_kind and row.failure_kind != "error":
         words = f"failed ({row.failure_kind.replace('_', ' ')})"
+    if row.adopted and not row.state.is_terminal:
+        words = f"adopted · {words}"
     if row.dormant:
         words = "dormant (R revives)"
     elif not row.live and not row.state.is_terminal:
@@ -248,9 +250,12 @@ def filter_words(name: str) -> str:
     return FILTER_WORDS.get(name, name)
 
 
-def filtered(rows: list[SessionSummary], name: str, search: str = "") -> list[SessionSummary]:
+def filtered(
+    rows: list[SessionSummary], name: str, search: str = "", found: frozenset[str] = frozenset()
+) -> list[SessionSummary]:
     """Rows for a board filter and a free-text search (name, intent, repo,
-    label, id). Archived rows show under the archived filter only."""
+    label, id; `found`: ids the supervisor's search matched in events and
+    transcripts). Archived rows show under the archived filter only."""
     rows = [r for r in rows if r.archived == (name == ARCHIVED)]
     if name.startswith(REPO_FILTER):
         rows = [r for r in rows if r.repo == name[len(REPO_FILTER) :]]
@@ -265,7 +270,8 @@ def filtered(rows: list[SessionSummary], name: str, search: str = "") -> list[Se
         rows = [
             r
             for r in rows
-            if all(
+            if r.session_id in found
+            or all(
                 w
                 in f"{r.name or ''} {r.intent} {r.repo} {r.label} {r.session_id} {r.engine} "
                 f"host:{host_name(r)}".lower()

@@ -54,6 +54,11 @@ class LaunchPlan:
     paste_prompt: str | None = None  # delivered once the agent shows its prompt
     hooks_file: Path | None = None
     shown: str | None = None  # what the event log names as started (default: argv[0])
+    # The agent's own session, when corral names it at launch (`gemini
+    # --session-id`, Aider's per-session chat history) rather than hearing
+    # it from a hook; and the file it keeps the conversation in.
+    agent_session: str | None = None
+    transcript: str | None = None
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ import os
 import re
 import shlex
 import sys
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -131,6 +132,14 @@ class OpenCodeProfile(AgentProfile):
             env_extra=env,
             env_allow=(*self.env_allow, *agent_env.opencode_config_env()),
         )
+
+    def resume_args(self, agent_session: str) -> list[str] | None:
+        """`opencode --session <ses_…>` (its plugin's hooks name the session)."""
+        return ["--session", agent_session]
+
+    def with_resume(self, plan: LaunchPlan, agent_session: str) -> LaunchPlan | None:
+        """`--session` goes before `--prompt`, whose value stays the prompt."""
+        return replace(plan, argv=[plan.argv[0], "--session", agent_session, *plan.argv[1:]])
 
 
 def opencode_config_content(current: str | None, plugin: Path = OPENCODE_PLUGIN) -> str | None:
@@ -262,11 +271,41 @@ class GeminiProfile(AgentProfile):
         can be added per run only through root-owned system files or the
         worktree's `.gemini/settings.json` (docs/agent-clis.md), so the
         screen markers carry the status."""
+        agent_session = str(uuid.uuid4())  # corral names the conversation: resumable by it
         return LaunchPlan(
-            argv=[binary, "--skip-trust", "--prompt-interactive", prompt],
+            argv=[
+                binary, "--skip-trust", "--session-id", agent_session,
+                "--prompt-interactive", prompt,
+            ],
             env_extra={HOOK_CMD: hook_cmd},
             env_allow=self.env_allow,
+            agent_session=agent_session,
+            transcript=gemini_chats(agent_session),
+        )  # fmt: skip
+
+    def resume_args(self, agent_session: str) -> list[str] | None:
+        """`gemini --resume <session id>` (the id corral gave it with `--session-id`)."""
+        return ["--resume", agent_session]
+
+    def with_resume(self, plan: LaunchPlan, agent_session: str) -> LaunchPlan | None:
+        """The same launch continuing `agent_session` instead of naming a new one."""
+        argv = list(plan.argv)
+        if "--session-id" in argv:
+            at = argv.index("--session-id")
+            del argv[at : at + 2]
+        return replace(
+            plan,
+            argv=[argv[0], "--resume", agent_session, *argv[1:]],
+            agent_session=agent_session,
+            transcript=gemini_chats(agent_session),
         )
+
+
+def gemini_chats(agent_session: str) -> str:
+    """Where Gemini CLI keeps this conversation, as a pattern: its file name
+    carries the start time and the session id's first 8 characters."""
+    home = os.environ.get("HOME") or str(Path.home())
+    return f"{home}/.gemini/tmp/*/chats/session-*-{agent_session[:8]}.json*"
 
 
 # Markers from Gemini CLI 0.61's real screens (docs/agent-clis.md#gemini-cli-0610).
@@ -326,9 +365,24 @@ class AiderProfile(AgentProfile):
         if not os.environ.get("AIDER_MAP_TOKENS"):
             argv += ["--map-tokens", "0"]
         session_dir.mkdir(parents=True, exist_ok=True)
+        history = str(session_dir / "aider.chat.history.md")
         return LaunchPlan(
-            argv=argv, env_extra={HOOK_CMD: hook_cmd}, env_allow=self.env_allow, paste_prompt=prompt
+            argv=argv,
+            env_extra={HOOK_CMD: hook_cmd},
+            env_allow=self.env_allow,
+            paste_prompt=prompt,
+            # no session id of its own: its chat history, one per corral session, is it
+            agent_session=history,
+            transcript=history,
         )
+
+    def resume_args(self, agent_session: str) -> list[str] | None:
+        """`--restore-chat-history`: Aider reads the session's chat history back."""
+        return ["--restore-chat-history"]
+
+    def with_resume(self, plan: LaunchPlan, agent_session: str) -> LaunchPlan | None:
+        """The task (or the "continue" note) is still pasted at its prompt."""
+        return replace(plan, argv=[*plan.argv, "--restore-chat-history"])
 
 
 # Markers from Aider 0.86's real screens (docs/agent-clis.md#aider-0862).

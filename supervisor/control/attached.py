@@ -25,15 +25,19 @@ from ..errors import CorralError
 from ..events import CoderEvent
 from ..git.patches import FilePatch, Hunk
 from ..models import (
+    AdoptablePane,
     ApproveResult,
     CancelResult,
     CheckResult,
     OutcomeContract,
     ReviseResult,
+    ScheduledTask,
     SessionDetail,
     SessionSummary,
     StartResult,
     SubscribeResult,
+    TaskRun,
+    TranscriptTurn,
 )
 from ..panes.base import Screen
 from ..session.board import BoardFeed, WatchDropped, Watcher
@@ -279,6 +283,52 @@ class AttachedSupervisor:
 
     async def revive(self, session_id: str) -> None:
         await self._client().revive(session_id)
+
+    async def search(self, text: str) -> builtins.list[str]:
+        return await self._client().search(text)
+
+    async def transcript(self, session_id: str, limit: int = 500) -> builtins.list[TranscriptTurn]:
+        return await self._client().transcript(session_id, limit)
+
+    async def adoptable(
+        self, sockets: builtins.list[Path] | None = None
+    ) -> builtins.list[AdoptablePane]:
+        return await self._client().adoptable(sockets)
+
+    async def adopt(self, target: str) -> str:
+        return await self._client().adopt(target)
+
+    async def release(self, session_id: str) -> None:
+        await self._client().release(session_id)
+
+    async def tasks(self) -> builtins.list[ScheduledTask]:
+        return await self._client().tasks()
+
+    async def add_task(
+        self,
+        name: str,
+        *,
+        action: str,
+        params: dict[str, str],
+        at: float | None = None,
+        every: float | None = None,
+        cron: str | None = None,
+    ) -> ScheduledTask:
+        return await self._client().add_task(
+            name, action=action, params=params, at=at, every=every, cron=cron
+        )
+
+    async def remove_task(self, task_id: str) -> None:
+        await self._client().remove_task(task_id)
+
+    async def pause_task(self, task_id: str, paused: bool = True) -> ScheduledTask:
+        return await self._client().pause_task(task_id, paused)
+
+    async def run_task_now(self, task_id: str) -> TaskRun:
+        return await self._client().run_task_now(task_id)
+
+    async def task_runs(self, task_id: str) -> builtins.list[TaskRun]:
+        return await self._client().task_runs(task_id)
 
     async def reverify(self, session_id: str) -> builtins.list[CheckResult]:
         return await self._client().reverify(session_id)

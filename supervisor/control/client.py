@@ -22,15 +22,19 @@ from typing import Any, cast
 from ..errors import CorralError
 from ..events import EVENT_ADAPTER, CoderEvent, parse_event
 from ..models import (
+    AdoptablePane,
     ApproveResult,
     CancelResult,
     CheckResult,
     OutcomeContract,
     ReviseResult,
+    ScheduledTask,
     SessionDetail,
     SessionSummary,
     StartResult,
     SubscribeResult,
+    TaskRun,
+    TranscriptTurn,
 )
 from ..session.board import BoardFeed, Watcher
 from ..session.events import Subscription
@@ -465,6 +469,58 @@ class AsyncControlClient:
 
     async def revive(self, session_id: str) -> None:
         await self.call("revive", session_id=session_id)
+
+    async def search(self, text: str) -> builtins.list[str]:
+        return [str(s) for s in await self.call("search", text=text)]
+
+    async def transcript(self, session_id: str, limit: int = 500) -> builtins.list[TranscriptTurn]:
+        turns = await self.call("transcript", session_id=session_id, limit=limit)
+        return [TranscriptTurn.model_validate(t) for t in turns]
+
+    async def adoptable(
+        self, sockets: builtins.list[Path] | None = None
+    ) -> builtins.list[AdoptablePane]:
+        names = None if sockets is None else [str(s) for s in sockets]
+        return [
+            AdoptablePane.model_validate(x) for x in await self.call("adoptable", sockets=names)
+        ]
+
+    async def adopt(self, target: str) -> str:
+        return str((await self.call("adopt", target=target))["session_id"])
+
+    async def release(self, session_id: str) -> None:
+        await self.call("release", session_id=session_id)
+
+    async def tasks(self) -> builtins.list[ScheduledTask]:
+        return [ScheduledTask.model_validate(t) for t in await self.call("tasks")]
+
+    async def add_task(
+        self,
+        name: str,
+        *,
+        action: str,
+        params: dict[str, str],
+        at: float | None = None,
+        every: float | None = None,
+        cron: str | None = None,
+    ) -> ScheduledTask:
+        result = await self.call(
+            "task_add", name=name, action=action, params=params, at=at, every=every, cron=cron
+        )
+        return ScheduledTask.model_validate(result)
+
+    async def remove_task(self, task_id: str) -> None:
+        await self.call("task_remove", task_id=task_id)
+
+    async def pause_task(self, task_id: str, paused: bool = True) -> ScheduledTask:
+        result = await self.call("task_pause", task_id=task_id, paused=paused)
+        return ScheduledTask.model_validate(result)
+
+    async def run_task_now(self, task_id: str) -> TaskRun:
+        return TaskRun.model_validate(await self.call("task_run", task_id=task_id))
+
+    async def task_runs(self, task_id: str) -> builtins.list[TaskRun]:
+        return [TaskRun.model_validate(r) for r in await self.call("task_runs", task_id=task_id)]
 
     async def reverify(self, session_id: str) -> builtins.list[CheckResult]:
         return [

@@ -169,6 +169,28 @@ class TaskParams(_Params):
     task_id: str
 
 
+class TaskPauseParams(_Params):
+    task_id: str
+    paused: bool = True
+
+
+class SearchParams(_Params):
+    text: str
+
+
+class TranscriptParams(_Params):
+    session_id: str
+    limit: int = 500
+
+
+class AdoptableParams(_Params):
+    sockets: list[str] | None = None  # tmux socket paths (None: the user's defaults)
+
+
+class AdoptParams(_Params):
+    target: str  # "<socket>:%N", "%N" or "session:window.pane"
+
+
 class SendParams(_Params):
     sender: str  # a session id, or "operator"
     target: str

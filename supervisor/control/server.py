@@ -449,6 +449,36 @@ async def _task_runs(conn: _Connection, _id: Any, a: p.TaskParams) -> Any:
     return [_dump(r) for r in await conn.sup.task_runs(a.task_id)]
 
 
+async def _task_pause(conn: _Connection, _id: Any, a: p.TaskPauseParams) -> Any:
+    return _dump(await conn.sup.pause_task(a.task_id, a.paused))
+
+
+async def _task_run(conn: _Connection, _id: Any, a: p.TaskParams) -> Any:
+    return _dump(await conn.sup.run_task_now(a.task_id))
+
+
+async def _search(conn: _Connection, _id: Any, a: p.SearchParams) -> Any:
+    return await conn.sup.search(a.text)
+
+
+async def _transcript(conn: _Connection, _id: Any, a: p.TranscriptParams) -> Any:
+    return [_dump(t) for t in await conn.sup.transcript(a.session_id, a.limit)]
+
+
+async def _adoptable(conn: _Connection, _id: Any, a: p.AdoptableParams) -> Any:
+    sockets = None if a.sockets is None else [Path(s) for s in a.sockets]
+    return [_dump(pane) for pane in await conn.sup.adoptable(sockets)]
+
+
+async def _adopt(conn: _Connection, _id: Any, a: p.AdoptParams) -> Any:
+    return {"session_id": await conn.sup.adopt(a.target)}
+
+
+async def _release(conn: _Connection, _id: Any, a: p.SessionParams) -> Any:
+    await conn.sup.release(a.session_id)
+    return None
+
+
 async def _send(conn: _Connection, _id: Any, a: p.SendParams) -> Any:
     return _dump(await conn.sup.send(a.sender, a.target, a.text))
 
@@ -625,6 +655,13 @@ def _methods() -> dict[str, tuple[type[BaseModel], Handler]]:
         "revive": (p.SessionParams, _revive),
         "history": (p.SessionParams, _history),
         "send": (p.SendParams, _send),
+        "task_pause": (p.TaskPauseParams, _task_pause),
+        "task_run": (p.TaskParams, _task_run),
+        "search": (p.SearchParams, _search),
+        "transcript": (p.TranscriptParams, _transcript),
+        "adoptable": (p.AdoptableParams, _adoptable),
+        "adopt": (p.AdoptParams, _adopt),
+        "release": (p.SessionParams, _release),
         "tasks": (p.NoParams, _tasks),
         "task_add": (p.TaskAddParams, _task_add),
         "task_remove": (p.TaskParams, _task_remove),

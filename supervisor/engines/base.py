@@ -52,6 +52,8 @@ class RunContext:
     detaching: Callable[[], bool] = lambda: False  # True while corral closes (agents live on)
     # The agent's own session to resume when a new pane starts (None: start afresh).
     resume_id: Callable[[], str | None] = lambda: None
+    # Record the agent's own session named at launch: (its id, its transcript).
+    note_agent_session: Callable[[str, str | None], None] = lambda _sid, _path: None
     # Messages from other sessions waiting for the agent's idle prompt, and
     # where each ended (accepted / rejected / ambiguous, with the reason).
     take_messages: Callable[[], list[Message]] = lambda: []

@@ -289,6 +289,8 @@ class ExternalEngine:
         ctx.note_pane(
             {**pane, "state": "live", "pane_id": record.handle.pane_id, "pid": record.handle.pid}
         )
+        if plan.agent_session:  # named by corral at launch (Gemini, Aider), not by a hook
+            ctx.note_agent_session(plan.agent_session, plan.transcript)
         ctx.emit(
             AgentStartedData(
                 agent=self.profile.name,

@@ -294,6 +294,9 @@ class RunLoop:
             note_pane=note_pane,
             detaching=lambda: registry.closing,
             resume_id=lambda: resume_id(s),
+            note_agent_session=lambda sid, path: registry.note_agent_hook(
+                s.id, {"session_id": sid, "transcript_path": path}
+            ),
             take_messages=lambda: registry.mailboxes.take(s.id),
             messages_ended=registry.note_messages,
             model=s.model if s.model_pinned else None,

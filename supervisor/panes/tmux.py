@@ -267,6 +267,7 @@ class TmuxBackend:
         *,
         history_limit: int = HISTORY_LIMIT,
         tmux_bin: str | None = None,
+        socket_path: Path | None = None,
     ) -> None:
         if not _NAME.fullmatch(socket_name):
             raise PaneError(f"tmux socket name {socket_name!r} must be letters, digits, . _ -")
@@ -284,7 +285,10 @@ class TmuxBackend:
         self.tmux_bin = binary
         self._env_bin = env_bin
         self.socket_path: Path | None = None
-        if socket_dir is not None:
+        if socket_path is not None:  # a server someone else started (adoption)
+            self.socket_path = Path(socket_path)
+            where = ["-S", str(self.socket_path)]
+        elif socket_dir is not None:
             socket_dir = Path(socket_dir).absolute()
             socket_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
             os.chmod(socket_dir, 0o700)

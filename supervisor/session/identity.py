@@ -1,7 +1,9 @@
 """An agent's own session identity, read from its hooks.
 
 Claude Code's hook payloads carry `session_id` and `transcript_path`;
-Codex's `notify` payload carries `thread-id`. With it, a session whose agent
+Codex's `notify` payload carries `thread-id`; OpenCode's plugin names its
+`ses_…` session. Gemini CLI's id is chosen by corral at launch, and Aider's
+conversation is its per-session chat history (both recorded by the engine). With it, a session whose agent
 went away (corral was closed and the pane died, or the agent crashed) is
 dormant rather than failed: its conversation can be resumed in the same
 worktree. Without it, it is unavailable.
@@ -14,6 +16,7 @@ from pathlib import Path
 
 from ..models import AgentIdentity, CoderSession, IdentityState
 from ..states import CoderState
+from .transcripts import resolve
 
 _ID_KEYS = ("session_id", "thread-id", "thread_id", "sessionID")
 
@@ -71,7 +74,7 @@ def resume_id(session: CoderSession) -> str | None:
     identity = session.agent_identity
     if identity is None or identity.state is IdentityState.UNAVAILABLE:
         return None
-    if identity.transcript_path and not Path(identity.transcript_path).exists():
+    if identity.transcript_path and resolve(identity.transcript_path) is None:
         return None
     return identity.session_id
 

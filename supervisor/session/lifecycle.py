@@ -37,6 +37,10 @@ def refuse_archive(session: CoderSession) -> None:
 
 
 def refuse_retry(session: CoderSession) -> None:
+    if session.engine.startswith("adopted:"):
+        raise CorralError(
+            f"{label(session.id)} was a pane you started: adopt it again instead of retrying"
+        )
     if session.state not in RETRYABLE:
         raise CorralError(
             f"{label(session.id)} is {session.state.value}: only a failed, rejected or "

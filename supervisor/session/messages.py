@@ -78,7 +78,7 @@ def refusal(target: CoderSession | None, name: str, *, live: bool) -> str | None
         )
     if is_dormant(target):
         return f"{who} is dormant: revive it (R) before sending it a message"
-    if not target.engine.startswith("external:"):
+    if not target.engine.startswith(("external:", "adopted:")):
         return f"{who} runs no agent CLI (engine {target.engine}): nothing would read a message"
     if not live:
         return f"{who} is not running in this corral, so nothing would deliver the message"

@@ -66,6 +66,7 @@ def stored_summary(session: CoderSession) -> SessionSummary:
         progress=session.foreman_progress,
         host=session.host,
         where=_where(session),
+        adopted=bool(session.pane and session.pane.get("adopted")),
     )
 
 

@@ -318,6 +318,29 @@ class Store:
 
     # -- scheduled tasks -----------------------------------------------------------
 
+    def transcript_paths(self) -> dict[str, str]:
+        """Each session's agent transcript path, where its agent named one
+        (read from the stored JSON by SQLite: no session is parsed)."""
+        if self._conn is None:
+            return {}
+        rows = self._conn.execute(
+            "SELECT id, json_extract(data, '$.agent_identity.transcript_path') FROM sessions "
+            "WHERE agent_session IS NOT NULL AND json_valid(data)"
+        ).fetchall()
+        return {sid: path for sid, path in rows if isinstance(path, str) and path}
+
+    def agent_threads(self, agent: str) -> dict[str, str]:
+        """Each session's own session id of `agent` (Codex's thread id), by
+        corral session id."""
+        if self._conn is None:
+            return {}
+        rows = self._conn.execute(
+            "SELECT id, agent_session FROM sessions WHERE agent_session IS NOT NULL "
+            "AND json_valid(data) AND json_extract(data, '$.agent_identity.agent') = ?",
+            (agent,),
+        ).fetchall()
+        return {sid: thread for sid, thread in rows if isinstance(thread, str) and thread}
+
     def save_task(self, task: ScheduledTask) -> None:
         assert self._conn is not None and not self.readonly
         self._conn.execute(

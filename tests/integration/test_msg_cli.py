@@ -114,6 +114,16 @@ async def test_corral_tasks_adds_lists_and_removes_through_the_owner(
         short_state, None, "tasks", "add", "bad", "--cron", "soon", "--revive", "abc"
     )
     assert code != 0 and "not a cron expression" in err
+    code, out, err = await corral(short_state, None, "tasks", "pause", task.id)
+    assert code == 0, err
+    code, out, err = await corral(short_state, None, "tasks")
+    assert task.id in out and "paused" in out
+    assert (await owner.tasks())[0].paused
+    code, out, err = await corral(short_state, None, "tasks", "resume", task.id)
+    assert code == 0 and not (await owner.tasks())[0].paused
+    code, out, err = await corral(short_state, None, "tasks", "run", task.id)
+    assert code == 1 and "FAILED" in out and "no corral session 'abc'" in out
+    assert len(await owner.task_runs(task.id)) == 1
     code, out, err = await corral(short_state, None, "tasks", "rm", task.id)
     assert code == 0, err
     assert await owner.tasks() == []

@@ -98,12 +98,40 @@ def test_gemini_trust_dialog_is_answered_by_its_trust_folder_option() -> None:
 
 def test_gemini_is_started_with_the_task_and_session_trust(tmp_path: Path) -> None:
     plan = GEMINI.plan("gemini", prompt="do it", session_dir=tmp_path, hook_cmd="hook")
-    assert plan.argv == ["gemini", "--skip-trust", "--prompt-interactive", "do it"]
+    sid = plan.agent_session
+    assert sid is not None and len(sid) == 36  # a UUID corral chose: it resumes by it
+    assert plan.argv == [
+        "gemini", "--skip-trust", "--session-id", sid, "--prompt-interactive", "do it"
+    ]  # fmt: skip
     assert plan.paste_prompt is None
+    assert plan.transcript is not None and plan.transcript.endswith(
+        f"chats/session-*-{sid[:8]}.json*"
+    )
+    again = GEMINI.with_resume(plan, sid)
+    assert again is not None and again.agent_session == sid
+    assert again.argv == [
+        "gemini",
+        "--resume",
+        sid,
+        "--skip-trust",
+        "--prompt-interactive",
+        "do it",
+    ]
+    assert GEMINI.resumable
     assert "GOOGLE_GEMINI_BASE_URL" in plan.env_allow and "GEMINI_API_KEY" in plan.env_allow
 
 
 # --------------------------------------------------------------------------- Aider
+
+
+def test_aider_resumes_its_sessions_own_chat_history(tmp_path: Path) -> None:
+    plan = AIDER.plan("aider", prompt="do it", session_dir=tmp_path, hook_cmd="hook")
+    history = str(tmp_path / "aider.chat.history.md")
+    assert plan.agent_session == plan.transcript == history
+    assert "--restore-chat-history" not in plan.argv
+    again = AIDER.with_resume(plan, history)
+    assert again is not None and again.argv[-1] == "--restore-chat-history"
+    assert again.paste_prompt == "do it" and AIDER.resumable
 
 
 def test_aider_waiting_for_the_model_is_running() -> None:

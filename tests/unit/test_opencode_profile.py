@@ -289,3 +289,11 @@ def test_the_key_variables_its_config_names_pass_the_scrub(tmp_path: Path) -> No
     }
     assert opencode_config_env(env) == ("INLINE_KEY", "MY_GATEWAY_KEY", "RUN_KEY")
     assert opencode_config_env({"HOME": str(tmp_path / "nobody")}) == ()
+
+
+def test_a_session_is_resumed_with_session_before_prompt(tmp_path: Path) -> None:
+    plan = OPENCODE.plan("opencode", prompt="go on", session_dir=tmp_path, hook_cmd="hook")
+    again = OPENCODE.with_resume(plan, "ses_abc")
+    assert again is not None
+    assert again.argv == ["opencode", "--session", "ses_abc", "--prompt", "go on"]
+    assert OPENCODE.resumable

@@ -108,6 +108,10 @@ def _run(args: argparse.Namespace) -> int:
         from .tasks import run_tasks
 
         return run_tasks(args)
+    if args.command in ("adopt", "release"):
+        from .adopt import run_adopt, run_release
+
+        return run_adopt(args) if args.command == "adopt" else run_release(args)
     if args.command == "msg":
         from .msg import send
 
@@ -248,6 +252,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .tasks import add_parser as add_tasks_parser
 
     add_tasks_parser(sub)
+    from .adopt import add_parsers as add_adopt_parsers
+
+    add_adopt_parsers(sub)
     run.add_argument(
         "--on-question",
         choices=["ask", "approve", "deny"],

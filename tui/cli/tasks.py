@@ -35,6 +35,12 @@ def add_parser(sub: Any) -> None:
     add.add_argument("--engine", default="auto", help="the engine a started session uses")
     rm = verbs.add_parser("rm", help="remove a task (and its runs)")
     rm.add_argument("task")
+    for verb, words in (
+        ("pause", "pause a task (kept, not run)"),
+        ("resume", "resume a paused task"),
+        ("run", "run a task now, out of its schedule"),
+    ):
+        verbs.add_parser(verb, help=words).add_argument("task")
     runs = verbs.add_parser("runs", help="a task's last runs, newest first")
     runs.add_argument("task")
 
@@ -83,6 +89,17 @@ def run_tasks(args: argparse.Namespace) -> int:
             client.call("task_remove", task_id=args.task)
             print(f"corral tasks: removed {args.task}")
             return 0
+        if args.tasks_command in ("pause", "resume"):
+            paused = args.tasks_command == "pause"
+            client.call("task_pause", task_id=args.task, paused=paused)
+            print(f"corral tasks: {args.task} {'paused' if paused else 'resumed'}")
+            return 0
+        if args.tasks_command == "run":
+            run = client.call("task_run", task_id=args.task)
+            print(
+                f"corral tasks: ran {args.task}: {'ok' if run['ok'] else 'FAILED'}: {run['detail']}"
+            )
+            return 0 if run["ok"] else 1
         if args.tasks_command == "runs":
             runs = client.call("task_runs", task_id=args.task)
             if args.json:
@@ -104,6 +121,12 @@ def run_tasks(args: argparse.Namespace) -> int:
             if t["schedule"] == "interval"
             else f"cron {t['cron']}"
         )
-        state = f"next {_stamp(t['next_run'])}" if t["enabled"] else "done"
+        state = (
+            "paused"
+            if t.get("paused")
+            else f"next {_stamp(t['next_run'])}"
+            if t["enabled"]
+            else "done"
+        )
         print(f"{t['id']}  {t['name']:<20} {t['action']:<7} {rule:<22} {state}")
     return 0

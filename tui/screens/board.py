@@ -73,6 +73,8 @@ class BoardScreen(Screen[None]):
         Binding("tab", "next_needs_you", "Next needs-you", priority=True),
         Binding("f", "cycle_filter", "Filter"),
         Binding("slash", "search", "Search"),
+        Binding("T", "tasks", "Tasks", show=False),
+        Binding("A", "adopt", "Adopt a tmux pane", show=False),
     ]
 
     def __init__(self, clock: Callable[[], float] = time.time) -> None:
@@ -82,6 +84,7 @@ class BoardScreen(Screen[None]):
         self.order: list[str] = []
         self.filter = "all"
         self.search = ""
+        self.found: frozenset[str] = frozenset()  # ids the supervisor's search matched
         self._footer_keys: object = object()  # what the footer last showed keys for
         self._pending_select: str | None = None  # a session just started: the cursor goes there
         self._announcing: dict[str, SessionSummary] = {}
@@ -113,7 +116,8 @@ class BoardScreen(Screen[None]):
                 yield preview
             yield Static("", id="empty")
             search = Input(
-                placeholder="search intent, repo, host:NAME or id — enter applies, escape clears",
+                placeholder="search intent, repo, host:NAME or id — enter also searches events "
+                "and transcripts, escape clears",
                 id="search",
             )
             search.display = False
@@ -208,7 +212,7 @@ class BoardScreen(Screen[None]):
     def shown_rows(self) -> list[SessionSummary]:
         """The rows the filter and search let through, in board order (not
         `visible`: that is Textual's own property, read for the focus chain)."""
-        rows = R.filtered(list(self.summaries.values()), self.filter, self.search)
+        rows = R.filtered(list(self.summaries.values()), self.filter, self.search, self.found)
         return R.ordered(rows)
 
     def apply(self, changed: list[SessionSummary]) -> None:
@@ -287,8 +291,20 @@ class BoardScreen(Screen[None]):
     def on_input_submitted(self, event: Input.Submitted) -> None:
         if event.input.id == "search":
             self.search = event.value.strip()
+            self.found = frozenset()
             event.input.display = False
             self.table.focus()
+            self._rebuild()
+            if self.search:
+                self._search_everywhere(self.search)
+
+    @work(exclusive=True, group="board-search")
+    @guarded("The search")
+    async def _search_everywhere(self, text: str) -> None:
+        """Sessions whose events or agent transcript hold the words, too."""
+        found = await self.app.supervisor.search(text)
+        if self.search == text:
+            self.found = frozenset(found)
             self._rebuild()
 
     def on_key(self, event: events.Key) -> None:
@@ -297,6 +313,7 @@ class BoardScreen(Screen[None]):
             search.value = ""
             search.display = False
             self.search = ""
+            self.found = frozenset()
             self.table.focus()
             self._rebuild()
             event.stop()
@@ -399,6 +416,16 @@ class BoardScreen(Screen[None]):
             from .session import SessionScreen
 
             self.app.push_screen(SessionScreen(row.session_id))
+
+    def action_tasks(self) -> None:
+        from .tasks import TasksScreen
+
+        self.app.push_screen(TasksScreen())
+
+    def action_adopt(self) -> None:
+        from .adopt import AdoptScreen
+
+        self.app.push_screen(AdoptScreen())
 
     def action_review_diff(self) -> None:
         row = self.selected()

@@ -26,7 +26,7 @@ a branch until you approve it.
 | `enter` | open the selected session |
 | `tab` | jump to the next session that needs you |
 | `f` | filter: all → needs you → in progress → finished → archived (when any) → each repo (when there are several) |
-| `/` | search by name, intent, repo or id (`escape` clears) |
+| `/` | search by name, intent, repo or id as you type; `enter` also searches every session's events and its agent's transcript (`escape` clears) |
 | `n` | start a new session |
 | `d` | discuss the repo with a read-only assistant (needs a model); `ctrl+o` starts a prepared task |
 | `c` | confirm the selected session's contract |
@@ -40,6 +40,8 @@ a branch until you approve it.
 | `h` | archive a finished session (off the board, kept in the store); under the `archived` filter, `h` brings it back |
 | `N` | name the session: a short name shown beside its intent (empty clears it) |
 | `p` | show or hide the live preview of the selected session's agent terminal |
+| `T` | scheduled tasks: add (`n`), pause or resume (`space`), run now (`g`), delete (`x`) |
+| `A` | adopt an agent pane you started in your own tmux: corral watches and steers it (questions, messages, live terminal), never kills it; `x` on its row releases it |
 | `?` | this help |
 | `q` | quit (sessions stay stored) |
 
@@ -49,6 +51,7 @@ a branch until you approve it.
 |---|---|
 | `escape` | back to the board |
 | `l` | filter the event log: everything → agent → checks → problems |
+| `T` | read the agent's own transcript again (shown under the log for agents that keep one, e.g. Claude Code) |
 | `t` / `A` | type into the agent's live terminal (`ctrl+g` leaves) / attach your terminal to its tmux window |
 | `c` / `a` / `o` / `v` / `r` / `x` | confirm, approve to a branch, apply to the checkout, re-verify, reject, cancel |
 | `R` / `h` / `N` | retry (the retry opens here), archive or bring back, name the session |

@@ -240,6 +240,7 @@ class SessionScreen(Screen[None]):
         Binding("l", "cycle_log_filter", "Log filter"),
         Binding("D", "review_diff", "Review diff"),
         Binding("t", "focus_terminal", "Terminal"),
+        Binding("T", "transcript", "Transcript", show=False),
         Binding("e", "edit_check", "Edit check"),
         Binding("plus", "add_check", "Add check"),
         Binding("delete", "remove_check", "Remove check"),
@@ -273,6 +274,9 @@ class SessionScreen(Screen[None]):
                 yield Static("", id="diff")
                 yield TerminalView(self.session_id, id="terminal")
                 yield RichLog(id="log", wrap=True, markup=False, max_lines=5000)
+                transcript = RichLog(id="transcript", wrap=True, markup=False, max_lines=5000)
+                transcript.display = False
+                yield transcript
             yield Static("", id="question")
             yield ReplyInput(placeholder="", id="reply", select_on_focus=False)
         yield Footer()
@@ -284,6 +288,30 @@ class SessionScreen(Screen[None]):
     def on_mount(self) -> None:
         self.refresh_view()
         self.follow_events()
+        self.show_transcript()
+
+    @work(exclusive=True, group="session-transcript")
+    @guarded("The transcript")
+    async def show_transcript(self) -> None:
+        """The agent's own transcript under the log, for agents that keep one
+        (read again with T: a running agent adds to it)."""
+        view = self.query_one("#transcript", RichLog)
+        try:
+            turns = await self.supervisor.transcript(self.session_id)
+        except CorralError:
+            turns = []
+        view.clear()
+        view.display = bool(turns)
+        if not turns:
+            return
+        view.write(f"The agent's own transcript: its last {len(turns)} turns (T reads it again).")
+        for turn in turns:
+            mark = "›" if turn.role == "user" else "●"
+            who = "you/corral" if turn.role == "user" else "agent"
+            view.write(Text(f"{mark} {who}: ", style="bold") + Text(turn.text))
+
+    def action_transcript(self) -> None:
+        self.show_transcript()
 
     @work(exclusive=True, group="session-events")
     @guarded("The session view")

@@ -1,0 +1,216 @@
+"""An agent's own transcript, read for the session screen.
+
+Claude Code keeps one JSONL file per conversation (`transcript_path` in its
+hook payloads): one line per message, `type` user or assistant, the text in
+`message.content` (a string, or blocks: text, tool_use, tool_result). Codex
+keeps a rollout per thread (`$CODEX_HOME/sessions/Y/M/D/rollout-…-<thread
+id>.jsonl`): `response_item` lines whose payload is a message (input_text /
+output_text blocks) or a function call. Only what a reader follows is kept:
+the user's words, the agent's text, and the names of the tools it called
+(tool results, and the context Codex injects, are left out). Gemini CLI
+writes one record per message (`type` user or gemini, written again when it
+grows), under a name corral knows only as a pattern (`resolve`). A file that is
+too big is read from its end: the latest turns are the ones wanted.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from ..models import TranscriptTurn
+
+READ_LIMIT = 8 * 1024 * 1024  # bytes read from the end of a transcript at most
+TURN_CHARS = 4000  # one turn's text is cut here
+INJECTED = re.compile(r"^<[A-Za-z_]+>")  # Codex's own context: <environment_context>, …
+
+
+def _text_of(content: Any) -> tuple[str, list[str]]:
+    """(the text, the names of tools called) of one message's content."""
+    if isinstance(content, str):
+        return content, []
+    texts: list[str] = []
+    tools: list[str] = []
+    if isinstance(content, list):
+        for block in content:
+            if not isinstance(block, dict):
+                continue
+            if block.get("type") == "text" and isinstance(block.get("text"), str):
+                texts.append(block["text"])
+            elif block.get("type") == "tool_use" and isinstance(block.get("name"), str):
+                tools.append(block["name"])
+    return "\n".join(texts), tools
+
+
+def _codex_turn(payload: Any, at: Any) -> TranscriptTurn | None:
+    """One Codex `response_item` as a turn: a user or assistant message (not
+    the context Codex injects as `<tag>…`), or a tool call by its name."""
+    if not isinstance(payload, dict):
+        return None
+    stamp = at if isinstance(at, str) else None
+    if payload.get("type") == "function_call" and isinstance(payload.get("name"), str):
+        return TranscriptTurn(role="assistant", text="→ " + payload["name"], at=stamp)
+    role = payload.get("role")
+    if payload.get("type") != "message" or role not in ("user", "assistant"):
+        return None
+    texts = [
+        b["text"]
+        for b in payload.get("content") or []
+        if isinstance(b, dict) and isinstance(b.get("text"), str)
+    ]
+    text = "\n".join(texts).strip()
+    if not text or (role == "user" and INJECTED.match(text)):
+        return None
+    if len(text) > TURN_CHARS:
+        text = text[:TURN_CHARS] + " …"
+    return TranscriptTurn(role=role, text=text, at=stamp)
+
+
+def _gemini_turn(line: dict[str, Any]) -> TranscriptTurn | None:
+    """One Gemini CLI chat record (`type` user or gemini) as a turn."""
+    content = line.get("content")
+    if isinstance(content, list):
+        content = "\n".join(
+            b["text"] for b in content if isinstance(b, dict) and isinstance(b.get("text"), str)
+        )
+    text = content.strip() if isinstance(content, str) else ""
+    tools = [c["name"] for c in line.get("toolCalls") or [] if isinstance(c, dict) and "name" in c]
+    if tools:
+        text = (text + "\n" if text else "") + "→ " + ", ".join(map(str, tools))
+    if not text or INJECTED.match(text):
+        return None
+    at = line.get("timestamp")
+    return TranscriptTurn(
+        role="user" if line.get("type") == "user" else "assistant",
+        text=text[:TURN_CHARS],
+        at=at if isinstance(at, str) else None,
+    )
+
+
+def resolve(path: str) -> Path | None:
+    """The transcript a stored path names: the file, or the newest file a
+    pattern matches (Gemini CLI's chat file carries its start time in its
+    name, so corral knows it only as a pattern); None when there is none."""
+    if glob.has_magic(path):
+        found = glob.glob(path)
+        return Path(max(found, key=os.path.getmtime)) if found else None
+    return Path(path) if os.path.exists(path) else None
+
+
+def _codex_sessions(home: str | None) -> Path:
+    return Path(home or os.environ.get("CODEX_HOME") or Path.home() / ".codex") / "sessions"
+
+
+def codex_rollout(thread_id: str, home: str | None = None) -> Path | None:
+    """The rollout file Codex keeps for `thread_id` (newest when several)."""
+    found = sorted(_codex_sessions(home).glob(f"*/*/*/rollout-*-{thread_id}.jsonl"))
+    return found[-1] if found else None
+
+
+def codex_rollouts(home: str | None = None) -> dict[str, Path]:
+    """Every rollout Codex keeps, by thread id (its name ends in the id), in
+    one listing: the search looks at a thousand sessions' at once."""
+    found: dict[str, Path] = {}
+    for path in sorted(_codex_sessions(home).glob("*/*/*/rollout-*.jsonl")):
+        found[path.stem[-36:]] = path  # a thread id is a 36-character UUID
+    return found
+
+
+def turn_of(line: dict[str, Any]) -> TranscriptTurn | None:
+    """One transcript line as a turn (None: not a turn a reader follows)."""
+    if line.get("type") == "response_item":
+        return _codex_turn(line.get("payload"), line.get("timestamp"))
+    kind = line.get("type")
+    message = line.get("message")
+    if kind not in ("user", "assistant") or not isinstance(message, dict):
+        return None
+    text, tools = _text_of(message.get("content"))
+    if tools:
+        text = (text + "\n" if text else "") + "→ " + ", ".join(tools)
+    text = text.strip()
+    if not text:
+        return None  # a tool result, or an empty message
+    if len(text) > TURN_CHARS:
+        text = text[:TURN_CHARS] + " …"
+    at = line.get("timestamp")
+    return TranscriptTurn(role=kind, text=text, at=at if isinstance(at, str) else None)
+
+
+def aider_turns(text: str) -> list[TranscriptTurn]:
+    """Aider's chat history (markdown): `#### ` lines are what was typed (a
+    multi-line prompt is several), `> ` lines are Aider's own output (left
+    out), the rest is the model's answer."""
+    turns: list[TranscriptTurn] = []
+    role: str | None = None
+    lines: list[str] = []
+
+    def flush() -> None:
+        body = "\n".join(lines).strip()
+        if role is not None and body:
+            turns.append(
+                TranscriptTurn(
+                    role="user" if role == "user" else "assistant", text=body[:TURN_CHARS]
+                )
+            )
+
+    for line in text.splitlines():
+        if line.startswith("####"):
+            if role != "user":
+                flush()
+                role, lines = "user", []
+            lines.append(line[4:].strip())
+        elif line.startswith(">") or line.startswith("# aider chat started"):
+            if role == "user":
+                flush()
+                role, lines = None, []
+        else:
+            if role != "assistant":
+                flush()
+                role, lines = "assistant", []
+            lines.append(line.rstrip())
+    flush()
+    return turns
+
+
+def read_transcript(path: Path, limit: int = 500) -> list[TranscriptTurn]:
+    """The last `limit` turns of an agent's transcript (Claude Code's,
+    Codex's, Gemini CLI's JSONL, or Aider's markdown chat history), oldest
+    first (none when the file is missing or unreadable)."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, 2)
+            size = fh.tell()
+            fh.seek(max(0, size - READ_LIMIT))
+            data = fh.read()
+    except OSError:
+        return []
+    lines = data.split(b"\n")
+    if size > READ_LIMIT:
+        lines = lines[1:]  # the first line was cut
+    if path.suffix == ".md":
+        return aider_turns(b"\n".join(lines).decode("utf-8", "replace"))[-limit:]
+    turns: dict[object, TranscriptTurn] = {}  # a record written again replaces itself
+    for n, raw in enumerate(lines):
+        if not raw.strip():
+            continue
+        try:
+            row = json.loads(raw)
+        except ValueError:
+            continue
+        if not isinstance(row, dict):
+            continue
+        if row.get("type") in ("user", "gemini") and "message" not in row:
+            turn = _gemini_turn(row)
+            key: object = row.get("id") or n
+        else:
+            turn, key = turn_of(row), n
+        if turn is not None:
+            turns.pop(key, None)
+            turns[key] = turn
+        elif key in turns:
+            del turns[key]
+    return list(turns.values())[-limit:]

@@ -1,0 +1,58 @@
+"""Adopt a pane: the agent panes on your own tmux servers that corral did
+not start; enter adopts the selected one (observe and steer: no contract,
+no worktree; `x` on its row releases it, the pane running on)."""
+
+from __future__ import annotations
+
+from textual import getters, on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import OptionList, Static
+from textual.widgets.option_list import Option
+
+from corral.supervisor.errors import CorralError
+from corral.supervisor.states import label
+
+from ..app import CorralApp
+
+
+class AdoptScreen(ModalScreen[None]):
+    app = getters.app(CorralApp)
+
+    BINDINGS = [Binding("escape", "dismiss_screen", "Back")]
+
+    def compose(self) -> ComposeResult:
+        with Vertical(classes="dialog"):
+            yield Static("Adopt an agent pane you started in tmux", classes="dialog-text")
+            yield Static("looking on your tmux servers…", id="adopt-note", markup=False)
+            yield OptionList(id="adopt-panes")
+
+    async def on_mount(self) -> None:
+        note = self.query_one("#adopt-note", Static)
+        try:
+            panes = await self.app.supervisor.adoptable()
+        except CorralError as exc:
+            note.update(str(exc))
+            return
+        listing = self.query_one("#adopt-panes", OptionList)
+        for p in panes:
+            listing.add_option(Option(f"{p.where}  {p.agent}  {p.cwd}  ({p.pane_id})", id=p.target))
+        note.update(
+            "enter adopts the selected pane (corral watches and steers it; it never kills it)"
+            if panes
+            else "no agent panes to adopt on your tmux servers (escape goes back)"
+        )
+        listing.focus()
+
+    @on(OptionList.OptionSelected)
+    def adopt(self, event: OptionList.OptionSelected) -> None:
+        target = event.option.id or ""
+        self.app.run_supervisor_call(
+            "Adopt", self.app.supervisor.adopt(target), lambda sid: f"adopted as {label(sid)}"
+        )
+        self.dismiss(None)
+
+    def action_dismiss_screen(self) -> None:
+        self.dismiss(None)
