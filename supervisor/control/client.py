@@ -32,6 +32,7 @@ from ..models import (
     StartResult,
     SubscribeResult,
 )
+from ..paths import owner_running as owner_running  # re-exported: where it always was
 from ..session.board import BoardFeed, Watcher
 from ..session.events import Subscription
 from ..states import CoderState
@@ -51,20 +52,6 @@ class OwnerGone(CorralError):
 
 def _no_owner(state_dir: Path, why: str) -> NoOwner:
     return NoOwner(f"no corral owns {state_dir} ({why}): start `corral serve` or a console there")
-
-
-def owner_running(state_dir: Path) -> bool:
-    """Whether an owner answers on the state dir's socket (a quick connect)."""
-    path = p.socket_path(state_dir)
-    if not path.exists():
-        return False
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-        sock.settimeout(1)
-        try:
-            sock.connect(str(path))
-        except OSError:
-            return False
-    return True
 
 
 def _check_hello(hello: dict[str, Any]) -> dict[str, Any]:

@@ -26,9 +26,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from .. import errors
 from ..events import CoderEvent
 from ..models import OutcomeContract
+from ..paths import SOCKET_NAME
 
 PROTOCOL = "corral-control/1"
-SOCKET_NAME = "control.sock"
 MAX_MESSAGE_BYTES = 1 << 20  # one request or answer line, 1 MiB
 MAX_SOCKET_PATH = 104  # sun_path is 108 bytes on Linux, 104 on the BSDs
 

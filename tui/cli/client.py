@@ -10,18 +10,15 @@ state is as stored, not live. A session is named by its id, its label
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from corral.supervisor.errors import CorralError
-from corral.supervisor.events import StateChangedData
-from corral.supervisor.housekeeping import stored_sessions
-from corral.supervisor.paths import default_state_dir
-from corral.supervisor.remote import AsyncControlClient, ControlClient, NoOwner, owner_running
+from corral.supervisor.paths import default_state_dir, owner_running
 from corral.supervisor.states import label
 
-from ..event_text import describe
+if TYPE_CHECKING:  # the rest is imported when a command runs: `corral --help` stays quick
+    from corral.supervisor.remote import ControlClient
 
 
 def resolve(ids: list[str], name: str) -> str:
@@ -38,6 +35,8 @@ def resolve(ids: list[str], name: str) -> str:
 
 
 def _client() -> ControlClient:
+    from corral.supervisor.remote import ControlClient, NoOwner
+
     try:
         return ControlClient(default_state_dir())
     except NoOwner as exc:
@@ -66,6 +65,8 @@ def get(name: str, *, as_json: bool) -> int:
         if session.get("error"):
             print(f"  error:  {session['error']}")
         return 0
+    from corral.supervisor.housekeeping import stored_sessions
+
     stored = stored_sessions(state_dir)
     sid = resolve([r.session_id for r in stored.rows], name)
     row = next(r for r in stored.rows if r.session_id == sid)
@@ -80,10 +81,17 @@ def get(name: str, *, as_json: bool) -> int:
 
 def watch(name: str, *, as_json: bool, from_seq: int) -> int:
     """Events of one session until it ends (or ctrl+c); exit 0."""
+    import asyncio
+
     return asyncio.run(_watch(name, as_json=as_json, from_seq=from_seq))
 
 
 async def _watch(name: str, *, as_json: bool, from_seq: int) -> int:
+    from corral.supervisor.events import StateChangedData
+    from corral.supervisor.remote import AsyncControlClient, NoOwner
+
+    from ..event_text import describe
+
     try:
         client = await AsyncControlClient.connect(default_state_dir())
     except NoOwner as exc:

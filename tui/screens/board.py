@@ -43,6 +43,7 @@ COLUMNS = (
 ANNOUNCE_GATHER = 0.3  # seconds: needs-you changes this close together make one toast
 INTENT_WANTED = 30  # cells of intent kept on a narrow terminal before columns give way
 FIRST_PAINT_ROWS = 200  # rows laid out for the first frame of a big board (more than fit)
+FRAME_OUT = 0.05  # seconds after the first frame before the rest of a big board is laid out
 PREVIEW_MIN = (120, 30)  # the preview shows from the start on a terminal at least this big
 PREVIEW_BESIDE_WIDTH = 160  # ... beside the board from this width, below it under it
 
@@ -165,12 +166,15 @@ class BoardScreen(Screen[None]):
         self.summaries = {r.session_id: r for r in rows}
         self._first_paint = first
         self._rebuild()
-        if first:
-            self.call_after_refresh(self._finish_first_paint)
+        if first:  # once that frame is out (its writer thread needs a moment)
+            self.call_after_refresh(lambda: self.set_timer(FRAME_OUT, self._finish_first_paint))
+        else:
+            self.call_after_refresh(self.app.board_shown.set)
 
     def _finish_first_paint(self) -> None:
         self._first_paint = False
         self._rebuild()
+        self.call_after_refresh(self.app.board_shown.set)
 
     def _announce(self, row: SessionSummary) -> None:
         """A session started needing the operator. Announcements arriving
