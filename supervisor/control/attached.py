@@ -275,6 +275,9 @@ class AttachedSupervisor:
     async def revive(self, session_id: str) -> None:
         await self._client().revive(session_id)
 
+    async def retry(self, session_id: str, *, wait: bool = False) -> StartResult:
+        return await self._client().retry(session_id)
+
     async def reverify(self, session_id: str) -> builtins.list[CheckResult]:
         return await self._client().reverify(session_id)
 

@@ -451,6 +451,9 @@ class AsyncControlClient:
     async def revive(self, session_id: str) -> None:
         await self.call("revive", session_id=session_id)
 
+    async def retry(self, session_id: str) -> StartResult:
+        return StartResult.model_validate(await self.call("retry", session_id=session_id))
+
     async def reverify(self, session_id: str) -> builtins.list[CheckResult]:
         return [
             CheckResult.model_validate(r)

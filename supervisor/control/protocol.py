@@ -180,6 +180,16 @@ class ApproveParams(_Params):
     discard_rest: bool = False
 
 
+class RenameParams(_Params):
+    session_id: str
+    name: str | None = None  # None or empty clears the name
+
+
+class ArchiveParams(_Params):
+    session_id: str
+    archived: bool = True  # False brings an archived session back
+
+
 class RejectParams(_Params):
     session_id: str
     comment: str | None = None

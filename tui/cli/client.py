@@ -1,5 +1,6 @@
-"""`corral get|watch|answer|approve|reject|cancel <id>`: one session, through
-the owner of the state dir (a console, `corral serve`, a `corral run`).
+"""`corral get|watch|answer|approve|reject|cancel <id>` and the lifecycle
+`corral rename|archive|unarchive|retry|revive <id>`: one session, through the
+owner of the state dir (a console, `corral serve`, a `corral run`).
 
 Acting needs an owner: with none these say so and exit 2. `get` (like
 `corral sessions`) falls back to reading the store read-only, and says the
@@ -148,6 +149,40 @@ def act(args: argparse.Namespace) -> int:
     return 0
 
 
+LIFECYCLE = ("rename", "archive", "unarchive", "retry", "revive")
+
+
+def lifecycle(args: argparse.Namespace) -> int:
+    """`rename`, `archive`, `unarchive`, `retry`, `revive`: one call to the
+    owner, then one line saying what it did (a refusal is the owner's sentence)."""
+    with _client() as client:
+        sid = resolve([r.session_id for r in client.list()], args.session)
+        if args.command == "rename":
+            result = client.call("rename", session_id=sid, name=args.name)
+            name = result.get("name")
+            line = f"{label(sid)} is named “{name}”" if name else f"{label(sid)} has no name now"
+        elif args.command in ("archive", "unarchive"):
+            result = client.call("archive", session_id=sid, archived=args.command == "archive")
+            line = (
+                f"{label(sid)} left the board (kept in the store; `corral unarchive` brings it back)"
+                if result.get("archived")
+                else f"{label(sid)} is back on the board"
+            )
+        elif args.command == "retry":
+            result = client.call("retry", session_id=sid)
+            new = result["session_id"]
+            line = f"{label(sid)} is retried as {label(new)} ({result['state']})"
+        else:
+            client.call("revive", session_id=sid)
+            result = client.call("get", session_id=sid)  # what the revive left it as
+            line = f"{label(sid)}'s agent was started again ({result['session']['state']})"
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        print(f"corral {args.command}: {line}")
+    return 0
+
+
 def add_parsers(sub: Any) -> None:
     get_p = sub.add_parser("get", help="one session, from its owner (or as stored)")
     get_p.add_argument("session", help="session id, label or the end of its id")
@@ -171,7 +206,20 @@ def add_parsers(sub: Any) -> None:
     reject.add_argument("--comment")
     cancel = sub.add_parser("cancel", help="cancel a session")
     cancel.add_argument("session")
-    for p in (answer, approve, reject, cancel):
+    rename = sub.add_parser("rename", help="name a session (shown beside its intent)")
+    rename.add_argument("session")
+    rename.add_argument("name", help='the short name ("" clears it)')
+    archive = sub.add_parser("archive", help="hide a finished session from the board")
+    archive.add_argument("session")
+    unarchive = sub.add_parser("unarchive", help="bring an archived session back to the board")
+    unarchive.add_argument("session")
+    retry = sub.add_parser(
+        "retry", help="start a failed, rejected or cancelled session's task again (told why)"
+    )
+    retry.add_argument("session")
+    revive = sub.add_parser("revive", help="start a dormant session's agent again (resumed)")
+    revive.add_argument("session")
+    for p in (answer, approve, reject, cancel, rename, archive, unarchive, retry, revive):
         p.add_argument("--json", action="store_true", help="print the owner's answer as JSON")
 
 
@@ -180,4 +228,6 @@ def dispatch(args: argparse.Namespace) -> int:
         return get(args.session, as_json=args.json)
     if args.command == "watch":
         return watch(args.session, as_json=args.json, from_seq=args.from_seq)
+    if args.command in LIFECYCLE:
+        return lifecycle(args)
     return act(args)

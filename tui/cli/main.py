@@ -100,7 +100,19 @@ def _run(args: argparse.Namespace) -> int:
         from .run import main_run
 
         return main_run(args)
-    if args.command in ("get", "watch", "answer", "approve", "reject", "cancel"):
+    if args.command in (
+        "get",
+        "watch",
+        "answer",
+        "approve",
+        "reject",
+        "cancel",
+        "rename",
+        "archive",
+        "unarchive",
+        "retry",
+        "revive",
+    ):
         from .client import dispatch as client_dispatch
 
         return client_dispatch(args)

@@ -43,7 +43,7 @@ COLUMNS = (
 ANNOUNCE_GATHER = 0.3  # seconds: needs-you changes this close together make one toast
 INTENT_WANTED = 30  # cells of intent kept on a narrow terminal before columns give way
 FIRST_PAINT_ROWS = 200  # rows laid out for the first frame of a big board (more than fit)
-FRAME_OUT = 0.05  # seconds after the first frame before the rest of a big board is laid out
+FRAME_OUT = 0.15  # seconds after the first frame before the rest of a big board is laid out
 PREVIEW_MIN = (120, 30)  # the preview shows from the start on a terminal at least this big
 PREVIEW_BESIDE_WIDTH = 160  # ... beside the board from this width, below it under it
 
