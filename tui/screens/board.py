@@ -68,6 +68,8 @@ class BoardScreen(Screen[None]):
         Binding("R", "retry", "Retry"),
         Binding("h", "archive", "Archive"),
         Binding("N", "rename", "Name", show=False),
+        Binding("w", "open_worktree", "Worktree shell", show=False),
+        Binding("E", "open_worktree(True)", "Worktree in $EDITOR", show=False),
         Binding("p", "toggle_preview", "Preview", show=False),
         Binding("tab", "next_needs_you", "Next needs-you", priority=True),
         Binding("f", "cycle_filter", "Filter"),
@@ -335,7 +337,7 @@ class BoardScreen(Screen[None]):
         """Redraw the footer only when the selected row's keys change: the
         footer rebuilds its widgets, too slow to do on every move or update."""
         row = self.selected()
-        keys = None if row is None else (row.needs_you, row.state, row.archived)
+        keys = None if row is None else (row.needs_you, row.state, row.archived, row.worktree)
         if keys != self._footer_keys:
             self._footer_keys = keys
             self.refresh_bindings()
@@ -351,6 +353,7 @@ class BoardScreen(Screen[None]):
         "retry",
         "archive",
         "rename",
+        "open_worktree",
     }
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
@@ -373,6 +376,8 @@ class BoardScreen(Screen[None]):
             return row.state.is_terminal
         if action == "rename":
             return True
+        if action == "open_worktree":
+            return row.worktree is not None
         return not row.state.is_terminal
 
     def on_board_table_row_selected(self, event: BoardTable.RowSelected) -> None:
@@ -393,6 +398,11 @@ class BoardScreen(Screen[None]):
         from .diff import DiffScreen
 
         self.app.push_screen(DiffScreen(row.session_id))
+
+    def action_open_worktree(self, editor: bool = False) -> None:
+        row = self._selected_or_warn()
+        if row is not None:
+            lifecycle.open_worktree(self.app, row.session_id, row.worktree, editor=editor)
 
     def action_discuss(self) -> None:
         from pathlib import Path

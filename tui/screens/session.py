@@ -3,6 +3,7 @@ and the question / guidance input. Fed by `subscribe` from seq 0."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import ClassVar
 
@@ -202,6 +203,8 @@ class SessionScreen(Screen[None]):
         Binding("R", "retry", "Retry"),
         Binding("h", "archive", "Archive", show=False),
         Binding("N", "rename", "Name", show=False),
+        Binding("w", "open_worktree", "Worktree shell", show=False),
+        Binding("E", "open_worktree(True)", "Worktree in $EDITOR", show=False),
         Binding("l", "cycle_log_filter", "Log filter"),
         Binding("D", "review_diff", "Review diff"),
         Binding("t", "focus_terminal", "Terminal"),
@@ -545,6 +548,9 @@ class SessionScreen(Screen[None]):
             return can_retry(detail.session.state)
         if action == "archive":
             return detail.session.state.is_terminal
+        if action == "open_worktree":
+            worktree = detail.session.worktree
+            return worktree is not None and os.path.isdir(worktree)
         if action == "attach":  # the pty backend has no terminal to attach
             return bool(self.supervisor.attach_argv(self.session_id))
         if action == "focus_terminal":
@@ -679,3 +685,7 @@ class SessionScreen(Screen[None]):
 
     def action_rename(self) -> None:
         lifecycle.rename(self.app, self.session_id, then=self.refresh_view)
+
+    def action_open_worktree(self, editor: bool = False) -> None:
+        worktree = self.supervisor.get(self.session_id).session.worktree
+        lifecycle.open_worktree(self.app, self.session_id, worktree, editor=editor)
