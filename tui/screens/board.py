@@ -42,10 +42,13 @@ COLUMNS = (
 
 ANNOUNCE_GATHER = 0.3  # seconds: needs-you changes this close together make one toast
 INTENT_WANTED = 30  # cells of intent kept on a narrow terminal before columns give way
+NEEDS_WANTED = 30  # cells of needs-you kept whole ("contract awaiting confirmation")
 FIRST_PAINT_ROWS = 200  # rows laid out for the first frame of a big board (more than fit)
 FRAME_OUT = 0.15  # seconds after the first frame before the rest of a big board is laid out
 PREVIEW_MIN = (120, 30)  # the preview shows from the start on a terminal at least this big
 PREVIEW_BESIDE_WIDTH = 160  # ... beside the board from this width, below it under it
+PREVIEW_BESIDE_SHARE = 0.45  # at most this share of the width beside the board ...
+PREVIEW_BESIDE_MIN = 40  # ... and never narrower than this (below the board instead)
 
 
 class BoardScreen(Screen[None]):
@@ -88,6 +91,7 @@ class BoardScreen(Screen[None]):
         self._announcing: dict[str, SessionSummary] = {}
         self._announce_timer: Timer | None = None
         self.preview_wanted = False
+        self._preview_width: int | None = None  # cells beside the board (None: below it)
         self._first_paint = False  # only the rows that fit are in the table (see replace_all)
 
     def compose(self) -> ComposeResult:
@@ -99,6 +103,7 @@ class BoardScreen(Screen[None]):
                     flex="intent",
                     flex_wanted=INTENT_WANTED,
                     caps={"state": 16, "needs": 20},
+                    soft_caps={"needs": NEEDS_WANTED},
                     droppable=("engine", "iter", "repo", "updated"),
                     id="board",
                 )
@@ -230,6 +235,8 @@ class BoardScreen(Screen[None]):
         self._select_pending()
         self._update_counts()
         self._sync_bindings()  # the selected row's state may have changed
+        if self.preview_wanted:
+            self._place_preview()  # the board's columns may want more (or less) now
         self.preview.follow(self.selected_id())
 
     def _update_counts(self) -> None:
@@ -323,9 +330,17 @@ class BoardScreen(Screen[None]):
         self.preview.show(visible and bool(self.summaries))
 
     def _place_preview(self) -> None:
-        self.query_one("#board-area").set_class(
-            self.app.size.width >= PREVIEW_BESIDE_WIDTH, "-beside"
-        )
+        """Beside the board when it still leaves the board the width its
+        columns want (state and needs-you whole, the intent its 30 cells), at
+        most PREVIEW_BESIDE_SHARE of the screen; below the board otherwise."""
+        width = self.app.size.width
+        room = min(int(width * PREVIEW_BESIDE_SHARE), width - self.table.wanted_width())
+        beside = width >= PREVIEW_BESIDE_WIDTH and room >= PREVIEW_BESIDE_MIN
+        self.query_one("#board-area").set_class(beside, "-beside")
+        wanted = room if beside else None
+        if wanted != self._preview_width:
+            self._preview_width = wanted
+            self.preview.styles.width = wanted  # None: the stylesheet's (the full width)
 
     def on_resize(self) -> None:
         self._place_preview()
