@@ -6,6 +6,7 @@ is updated in place (a full re-order only when the order changes).
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Awaitable, Callable
 
@@ -44,7 +45,8 @@ ANNOUNCE_GATHER = 0.3  # seconds: needs-you changes this close together make one
 INTENT_WANTED = 30  # cells of intent kept on a narrow terminal before columns give way
 NEEDS_WANTED = 30  # cells of needs-you kept whole ("contract awaiting confirmation")
 FIRST_PAINT_ROWS = 200  # rows laid out for the first frame of a big board (more than fit)
-FRAME_OUT = 0.15  # seconds after the first frame before the rest of a big board is laid out
+CELLS_AT_A_TIME = 500  # rows whose cells are made between two turns of the event loop
+CELLS_PAUSE = 0.01  # seconds between those batches
 PREVIEW_MIN = (120, 30)  # the preview shows from the start on a terminal at least this big
 PREVIEW_BESIDE_WIDTH = 160  # ... beside the board from this width, below it under it
 PREVIEW_BESIDE_SHARE = 0.45  # at most this share of the width beside the board ...
@@ -93,6 +95,7 @@ class BoardScreen(Screen[None]):
         self.preview_wanted = False
         self._preview_width: int | None = None  # cells beside the board (None: below it)
         self._first_paint = False  # only the rows that fit are in the table (see replace_all)
+        self._kept_cells: dict[str, tuple[SessionSummary, tuple[object, ...]]] = {}
 
     def compose(self) -> ComposeResult:
         with Vertical():
@@ -150,9 +153,20 @@ class BoardScreen(Screen[None]):
     # -- rendering ----------------------------------------------------------
 
     def _cells_of(self, session_id: str) -> tuple[object, ...]:
-        return self._cells(self.summaries[session_id])
+        """A row's cells: all but its age are kept while its summary is the
+        same object (a changed session brings a new one), so a board update
+        does not remake 10,000 rows' cells."""
+        row = self.summaries[session_id]
+        kept = self._kept_cells.get(session_id)
+        if kept is None or kept[0] is not row:
+            kept = (row, self._fixed_cells(row))
+            self._kept_cells[session_id] = kept
+        return (*kept[1], R.age(self.clock() - row.updated_at))
 
     def _cells(self, row: SessionSummary) -> tuple[object, ...]:
+        return (*self._fixed_cells(row), R.age(self.clock() - row.updated_at))
+
+    def _fixed_cells(self, row: SessionSummary) -> tuple[object, ...]:
         iters = f"{row.iterations}/{row.max_iterations}" if row.iterations else ""
         return (
             R.glyph(row),
@@ -162,23 +176,31 @@ class BoardScreen(Screen[None]):
             R.repo_name(row),
             R.engine_text(row),
             iters,
-            R.age(self.clock() - row.updated_at),
         )
 
     def replace_all(self, rows: list[SessionSummary]) -> None:
         """A whole snapshot. The first one of a big store paints the rows that
-        fit on screen (and the counts of all) first, and the rest right after
-        that frame: the operator sees the board before 10,000 rows are laid out."""
+        fit on screen (and the counts of all) first; the other rows' cells are
+        made a few hundred at a time, letting that frame out, and then shown."""
         first = not self.summaries and len(rows) > FIRST_PAINT_ROWS
         self.summaries = {r.session_id: r for r in rows}
+        self._kept_cells = {k: v for k, v in self._kept_cells.items() if k in self.summaries}
         self._first_paint = first
         self._rebuild()
-        if first:  # once that frame is out (its writer thread needs a moment)
-            self.call_after_refresh(lambda: self.set_timer(FRAME_OUT, self._finish_first_paint))
+        if first:
+            self.run_worker(self._finish_first_paint(), exclusive=True, group="first-paint")
         else:
             self.call_after_refresh(self.app.board_shown.set)
 
-    def _finish_first_paint(self) -> None:
+    async def _finish_first_paint(self) -> None:
+        order = list(self.order)
+        for start in range(FIRST_PAINT_ROWS, len(order), CELLS_AT_A_TIME):
+            # a pause, not just a turn: the first frame waits for the app's
+            # start-up and the footer to settle, which wait for the loop
+            await asyncio.sleep(CELLS_PAUSE)
+            for sid in order[start : start + CELLS_AT_A_TIME]:
+                if sid in self.summaries:
+                    self._cells_of(sid)
         self._first_paint = False
         self._rebuild()
         self.call_after_refresh(self.app.board_shown.set)
