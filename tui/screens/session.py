@@ -30,6 +30,7 @@ from corral.supervisor.models import (
     SessionDetail,
     StartResult,
 )
+from corral.supervisor.states import CoderState
 from corral.supervisor.states import label as session_label
 
 from .. import lifecycle
@@ -225,6 +226,7 @@ class SessionScreen(Screen[None]):
         self.log_filter = "all"
         self.revision_note = ""  # the last revision's outcome, shown under gate 1
         self._text_gate: object = None  # the gate (or question) the input was last focused for
+        self._failing_selected = False  # a failed session opens on its (first) failing check
 
     def compose(self) -> ComposeResult:
         with Vertical():
@@ -378,6 +380,14 @@ class SessionScreen(Screen[None]):
                 _last_run_cell(lr),
             )
         if s.contract.checks:
+            if s.state is CoderState.FAILED and not self._failing_selected:
+                self._failing_selected = True  # once: the operator's cursor stays theirs
+                failing = [
+                    i
+                    for i, check in enumerate(s.contract.checks)
+                    if check.name in last and not last[check.name].passed
+                ]
+                cursor = failing[0] if failing else cursor
             table.move_cursor(row=min(max(cursor, 0), len(s.contract.checks) - 1))
         self._render_check_detail(s)
 
