@@ -25,10 +25,17 @@ Two budgets from ARCHITECTURE.md, both measured on the real console process
 (c) `corral sessions --json` on the same 10,000 stored sessions (≤ 300 ms):
     spawn to exit, stdout read to the end. Median over --runs runs.
 
-(d) cold start with an empty store (report; ccmanager's first paint is about
-    350 ms): as (a), until the board's "0 sessions" line.
+(d) cold start with an empty store: as (a), until the board's "0 sessions"
+    line; with --ccmanager PATH, ccmanager's first paint in the same pty on
+    the same repo, run for run (until its title line), the peer to beat.
+
+--compare CMD also runs (a), (c) and (d) with another corral command (an older
+checkout's, say), run for run with this one, so both figures share the load.
+The children run with bytecode caches (PYTHONDONTWRITEBYTECODE is dropped from
+their environment), as an installed corral does.
 
 Run (from the repo root): .venv/bin/python bench/tui.py [--quick] [--runs N] [--keys N]
+    [--compare CMD] [--ccmanager PATH]
 """
 
 from __future__ import annotations
@@ -37,6 +44,7 @@ import argparse
 import os
 import random
 import re
+import resource
 import select
 import shutil
 import statistics
@@ -57,6 +65,7 @@ BUDGET_KEY_P95_MS = 20.0
 LIVE_SESSIONS = 100
 COLS, LINES = 200, 50
 COUNTS_RE = re.compile(rb"(\d+) sessions")
+CCMANAGER_RE = re.compile(rb"Worktree Manager")  # ccmanager's title line
 DOWN, UP = b"\x1b[B", b"\x1b[A"
 
 
@@ -84,7 +93,8 @@ def write_config(path: Path) -> Path:
 
 
 def child_env(home: Path, config: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    dropped = ("COLUMNS", "LINES", "PYTHONDONTWRITEBYTECODE")
+    env = {k: v for k, v in os.environ.items() if k not in dropped}
     env.update(
         CORRAL_HOME=str(home),
         CORRAL_CONFIG=str(config),
@@ -163,9 +173,10 @@ def seed_store(home: Path, repo: Path, n: int) -> None:
     store.close()
 
 
-def list_json(runs: int, n: int) -> list[float]:
-    """`corral sessions --json` on `n` stored sessions: spawn to exit."""
-    times: list[float] = []
+def list_json(runs: int, n: int, cmds: list[str]) -> dict[str, list[float]]:
+    """`corral sessions --json` on `n` stored sessions: spawn to exit, each
+    command in turn within every run."""
+    times: dict[str, list[float]] = {cmd: [] for cmd in cmds}
     with tempfile.TemporaryDirectory(prefix="corral-bench-list-") as tmp:
         base = Path(tmp)
         repo = make_repo(base / "repo")
@@ -174,54 +185,91 @@ def list_json(runs: int, n: int) -> list[float]:
         seed_store(home, repo, n)
         env = child_env(home, write_config(base / "config.toml"))
         for run in range(runs):
-            t0 = time.perf_counter()
-            done = subprocess.run(
-                [corral_bin(), "sessions", "--json"], env=env, capture_output=True, check=True
-            )
-            elapsed = time.perf_counter() - t0
-            count = done.stdout.count(b'"session_id"')
-            print(f"  run {run + 1}: {elapsed * 1000:7.1f} ms  ({count} sessions listed)")
-            times.append(elapsed)
+            for cmd in cmds:
+                t0 = time.perf_counter()
+                before = resource.getrusage(resource.RUSAGE_CHILDREN)
+                done = subprocess.run(
+                    [cmd, "sessions", "--json"], env=env, capture_output=True, check=True
+                )
+                elapsed = time.perf_counter() - t0
+                after = resource.getrusage(resource.RUSAGE_CHILDREN)
+                CPU.setdefault(cmd, []).append(
+                    after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+                )
+                count = done.stdout.count(b'"session_id"')
+                print(
+                    f"  run {run + 1}: {elapsed * 1000:7.1f} ms  ({count} sessions listed)  {cmd}"
+                )
+                times[cmd].append(elapsed)
     return times
 
 
-def cold_start(runs: int, n: int) -> list[float]:
+def cpu_seconds(pid: int) -> float:
+    """A live process's CPU time so far (user + system, all its threads): the
+    figure the machine's load does not inflate (much)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+CPU: dict[str, list[float]] = {}  # command → CPU seconds at first paint (or to exit), per run
+
+
+def first_paint(argv: list[str], env: dict[str, str], cwd: Path, marker: re.Pattern[bytes]):  # type: ignore[no-untyped-def]
+    """Spawn `argv` in a pty; (seconds until `marker` shows, the match, the process)."""
     from ptyprocess import PtyProcess
 
-    times: list[float] = []
+    t0 = time.perf_counter()
+    proc = PtyProcess.spawn(argv, dimensions=(LINES, COLS), env=env, cwd=str(cwd))
+    out = b""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        out += read_chunk(proc, 0.5)
+        m = marker.search(out)
+        if m:
+            elapsed = time.perf_counter() - t0
+            CPU.setdefault(argv[0], []).append(cpu_seconds(proc.pid))
+            return elapsed, m, proc
+        if not proc.isalive():
+            break
+    tail = out[-2000:].decode(errors="replace")
+    proc.terminate(force=True)
+    raise SystemExit(f"{argv[0]}: no first paint within 30 s; output tail:\n{tail}")
+
+
+def cold_start(runs: int, n: int, cmds: list[str], ccmanager: str | None = None):  # type: ignore[no-untyped-def]
+    """Spawn to first board paint, each command in turn within every run (and
+    ccmanager's first paint on the same repo, when given)."""
+    times: dict[str, list[float]] = {cmd: [] for cmd in cmds}
+    if ccmanager:
+        times[ccmanager] = []
     with tempfile.TemporaryDirectory(prefix="corral-bench-tui-") as tmp:
         base = Path(tmp)
         repo = make_repo(base / "repo")
         config = write_config(base / "config.toml")
         for run in range(runs):
-            home = base / f"home{run}"
-            home.mkdir()
-            if n:
-                seed_store(home, repo, n)
-            env = child_env(home, config)
-            t0 = time.perf_counter()
-            proc = PtyProcess.spawn(
-                [corral_bin(), "--repo", str(repo)], dimensions=(LINES, COLS), env=env
-            )
-            out, shown = b"", None
-            deadline = time.monotonic() + 30
-            while time.monotonic() < deadline:
-                out += read_chunk(proc, 0.5)
-                m = COUNTS_RE.search(out)
-                if m:
-                    shown = int(m.group(1))
-                    break
-                if not proc.isalive():
-                    break
-            elapsed = time.perf_counter() - t0
-            if shown is None:
-                tail = out[-2000:].decode(errors="replace")
+            for i, cmd in enumerate(cmds):
+                home = base / f"home{run}-{i}"
+                home.mkdir()
+                if n:
+                    seed_store(home, repo, n)
+                env = child_env(home, config)
+                elapsed, m, proc = first_paint([cmd, "--repo", str(repo)], env, repo, COUNTS_RE)
+                shown = int(m.group(1))
+                print(
+                    f"  run {run + 1}: {elapsed * 1000:7.1f} ms  (counts line: {shown} sessions)"
+                    f"  {cmd}"
+                )
+                times[cmd].append(elapsed)
+                drain(proc, 0.3)
+                quit_app(proc)
+            if ccmanager:
+                env = child_env(base / "ccm-home", config)
+                env["HOME"] = str(base / "ccm-home")  # its own config, made on first start
+                elapsed, _m, proc = first_paint([ccmanager], env, repo, CCMANAGER_RE)
+                print(f"  run {run + 1}: {elapsed * 1000:7.1f} ms  (its title line)  {ccmanager}")
+                times[ccmanager].append(elapsed)
+                drain(proc, 0.3)
                 proc.terminate(force=True)
-                raise SystemExit(f"cold start: no board paint within 30 s; output tail:\n{tail}")
-            print(f"  run {run + 1}: {elapsed * 1000:7.1f} ms  (counts line: {shown} sessions)")
-            times.append(elapsed)
-            drain(proc, 0.3)
-            quit_app(proc)
     return times
 
 
@@ -337,44 +385,55 @@ def main() -> int:
     parser.add_argument("--skip-list", action="store_true")
     parser.add_argument("--skip-empty", action="store_true")
     parser.add_argument("--skip-keys", action="store_true")
+    parser.add_argument("--compare", metavar="CMD", help="another corral command, run for run")
+    parser.add_argument("--ccmanager", metavar="PATH", help="ccmanager, for (d) in the same run")
     args = parser.parse_args()
     runs = args.runs or (3 if args.quick else 5)
     keys = args.keys or (40 if args.quick else 100)
     ok = True
+
+    cmds = [corral_bin(), *([args.compare] if args.compare else [])]
+
+    def report(label: str, times: dict[str, list[float]], budget: float | None) -> bool:
+        good = True
+        for cmd, values in times.items():
+            cpu = CPU.pop(cmd, [])
+            if cpu:
+                print(f"  {label} CPU median {statistics.median(cpu) * 1000:6.0f} ms  {cmd}")
+            med = statistics.median(values)
+            verdict = ""
+            if budget is not None and cmd == cmds[0]:
+                good = med <= budget
+                verdict = f"   budget ≤ {budget * 1000:.0f} ms   {'OK' if good else 'OVER BUDGET'}"
+            print(f"  {label} median over {runs} runs: {med * 1000:6.0f} ms  {cmd}{verdict}")
+        return good
 
     if not args.skip_cold:
         print(
             f"(a) cold start: `corral --repo` spawned in a {COLS}x{LINES} pty with "
             f"{args.sessions} stored sessions, until the board's counts line is painted"
         )
-        times = cold_start(runs, args.sessions)
-        med = statistics.median(times)
-        good = med <= BUDGET_COLD_S
-        ok &= good
-        print(
-            f"  median over {runs} runs: {med * 1000:.0f} ms   budget ≤ "
-            f"{BUDGET_COLD_S * 1000:.0f} ms   {'OK' if good else 'OVER BUDGET'}"
-        )
+        ok &= report("(a)", cold_start(runs, args.sessions, cmds), BUDGET_COLD_S)
 
     if not args.skip_list:
         print(f"(c) `corral sessions --json` with {args.sessions} stored sessions, spawn to exit")
-        times = list_json(runs, args.sessions)
-        med = statistics.median(times)
-        good = med <= BUDGET_LIST_S
-        ok &= good
-        print(
-            f"  median over {runs} runs: {med * 1000:.0f} ms   budget ≤ "
-            f"{BUDGET_LIST_S * 1000:.0f} ms   {'OK' if good else 'OVER BUDGET'}"
-        )
+        ok &= report("(c)", list_json(runs, args.sessions, cmds), BUDGET_LIST_S)
 
     if not args.skip_empty:
         print(f"(d) cold start with an empty store, {COLS}x{LINES} pty, until '0 sessions'")
-        times = cold_start(runs, 0)
-        med = statistics.median(times)
-        print(
-            f"  median over {runs} runs: {med * 1000:.0f} ms   (ccmanager ≈ "
-            f"{REFERENCE_EMPTY_S * 1000:.0f} ms; reported, not a budget)"
-        )
+        times = cold_start(runs, 0, cmds, args.ccmanager)
+        report("(d)", times, None)
+        if args.ccmanager:
+            ours = statistics.median(times[cmds[0]])
+            theirs = statistics.median(times[args.ccmanager])
+            print(
+                f"  (d) corral {ours * 1000:.0f} ms against ccmanager {theirs * 1000:.0f} ms in "
+                f"this run: {'faster' if ours < theirs else 'SLOWER'}"
+            )
+        else:
+            print(
+                f"  (ccmanager ≈ {REFERENCE_EMPTY_S * 1000:.0f} ms when not run: --ccmanager PATH)"
+            )
 
     if not args.skip_keys:
         print(

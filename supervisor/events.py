@@ -160,6 +160,7 @@ class EventData(BaseModel):
     ignored (a newer journal still loads); `from_` fields are written `from`."""
 
     model_config = ConfigDict(
+        defer_build=True,
         frozen=True,
         extra="ignore",
         validate_by_name=True,
@@ -543,7 +544,7 @@ ExternalPayload = Annotated[
 class EventBase(BaseModel):
     """What every event has. `seq` is unique and increasing per session."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     session_id: str
     seq: int
@@ -718,7 +719,9 @@ _Events = Union[  # noqa: UP007 (the members are listed one per line, in EventKi
 CoderEvent = Annotated[_Events, Field(discriminator="kind")]
 """One entry of a session's event stream: any of the event classes above."""
 
-EVENT_ADAPTER: TypeAdapter[CoderEvent] = TypeAdapter(CoderEvent)
+EVENT_ADAPTER: TypeAdapter[CoderEvent] = TypeAdapter(
+    CoderEvent, config=ConfigDict(defer_build=True)
+)
 
 
 def parse_event(obj: Mapping[str, Any]) -> CoderEvent:

@@ -16,6 +16,25 @@ from pathlib import Path
 
 from .errors import StateDirError
 
+SOCKET_NAME = "control.sock"  # the owner's control socket, in the state dir
+
+
+def owner_running(state_dir: Path) -> bool:
+    """Whether an owner answers on the state dir's control socket (a quick
+    connect; here so a command can ask before importing the client)."""
+    import socket
+
+    path = Path(state_dir) / SOCKET_NAME
+    if not path.exists():
+        return False
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(1)
+        try:
+            sock.connect(str(path))
+        except OSError:
+            return False
+    return True
+
 
 def default_state_dir(env: dict[str, str] | None = None) -> Path:
     env = dict(os.environ) if env is None else env

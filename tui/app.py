@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from corral.supervisor.remote import OwnerServices
 
 MIN_WIDTH, MIN_HEIGHT = 80, 24
+BOARD_SHOWN_WAIT = 3.0  # seconds the socket and MCP wait at most for the first board frame
 
 
 class CorralApp(App[None]):
@@ -63,6 +64,9 @@ class CorralApp(App[None]):
         self.attached = attached  # a client of another process's owner
         self._said_owner_gone = False
         self.ready = asyncio.Event()
+        # the board's first full frame is out: what loads after it may start
+        # (importing the MCP server holds the interpreter while the board paints)
+        self.board_shown = asyncio.Event()
         self._calls: set[asyncio.Task[Any]] = set()
         self.startup_error: str | None = None
         self._discussions: Discussions | None = None
@@ -92,13 +96,20 @@ class CorralApp(App[None]):
         from .screens.board import BoardScreen  # screens import this module for its type
 
         await self.push_screen(BoardScreen(clock=self.clock))
+        if self.attached:
+            self.set_interval(2, self._check_owner)
+        # the rest once this handler has returned: Textual paints nothing while
+        # the app's mount handler runs (it is one batch), and the board comes first
+        self.run_worker(self._after_mount(), name="after-mount", group="after-mount")
+
+    async def _after_mount(self) -> None:
         if self.services is not None:  # after the first paint: MCP takes a second to load
             serving = asyncio.get_running_loop().create_task(self._serve())
             self._calls.add(serving)
             serving.add_done_callback(self._calls.discard)
-        if self.attached:
-            self.set_interval(2, self._check_owner)
-        # after the board: probing the sandbox (bubblewrap) takes ~0.1 s
+        # probing the sandbox (bubblewrap) takes ~0.1 s: after the board's first frame
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.board_shown.wait(), BOARD_SHOWN_WAIT)
         from corral.supervisor.housekeeping import confinement_status
 
         sandbox = await asyncio.to_thread(confinement_status)
@@ -114,6 +125,8 @@ class CorralApp(App[None]):
     async def _serve(self) -> None:
         """Serve this console's state dir to other clients (socket, MCP)."""
         assert self.services is not None
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.board_shown.wait(), BOARD_SHOWN_WAIT)
         await self.services.start()
         for problem in self.services.problems:
             self.notify(problem, severity="warning", timeout=10)

@@ -1,5 +1,5 @@
-"""Name, archive and retry a session from any screen: the questions asked and
-the toasts shown. The rules (who may) are the supervisor's; this module only
+"""Name, archive and retry a session, or open its worktree, from any screen:
+the questions asked and the toasts shown. The rules (who may) are the supervisor's; this module only
 asks and reports, so the board and the session screen say the same words."""
 
 from __future__ import annotations
@@ -90,3 +90,15 @@ def retry(
         ),
         go="Retry",
     )
+
+
+def open_worktree(app: CorralApp, session_id: str, path: str | None, *, editor: bool) -> None:
+    """`w` (a shell) / `E` (`$EDITOR`): the worktree in a new window of the
+    operator's tmux, or the `cd` command to run; said in one toast."""
+    from .worktree_window import open_worktree as open_window
+
+    async def go() -> None:
+        opened = await open_window(path, label(session_id), editor=editor)
+        app.notify(opened.message, title="Worktree", timeout=12, markup=False)
+
+    app.run_worker(go(), group="worktree-window")

@@ -66,6 +66,23 @@ class Styled(str):
         return Text(str(self), style=self.style)
 
 
+_MADE: dict[tuple[str, str], Styled] = {}
+MADE_LIMIT = 4096  # distinct (words, style) pairs kept; past it cells are made afresh
+
+
+def styled(text: str, style: str = "") -> Styled:
+    """`Styled(text, style)`, the same object each time: a board's cells repeat
+    a few words (states, needs-you labels), and making one costs more than
+    finding it (each carries its own attribute dict)."""
+    key = (text, style)
+    made = _MADE.get(key)
+    if made is None:
+        made = Styled(text, style)
+        if len(_MADE) < MADE_LIMIT:
+            _MADE[key] = made
+    return made
+
+
 def group_of(row: SessionSummary) -> int:
     """Needs-you rows first, then work in progress, then finished."""
     if row.needs_you is not None:
@@ -92,9 +109,9 @@ def age(seconds: float) -> str:
 
 def glyph(row: SessionSummary) -> Styled:
     if row.needs_you is not None:
-        return Styled("!", "bold black on yellow")
+        return styled("!", "bold black on yellow")
     mark, style = STATE_STYLE[row.state]
-    return Styled(mark, style)
+    return styled(mark, style)
 
 
 SOURCE_WORDS = {
@@ -140,7 +157,7 @@ def state_text(row: SessionSummary) -> Styled:
         words += " (stopped)"
     if row.progress:  # a foreman session: its subtasks are under it, not rows of their own
         words += f" · {row.progress}"
-    return Styled(words, STATE_STYLE[row.state][1])
+    return styled(words, STATE_STYLE[row.state][1])
 
 
 def needs_text(row: SessionSummary) -> Styled:
@@ -148,20 +165,20 @@ def needs_text(row: SessionSummary) -> Styled:
     agent's own sign-in sentence; an agent waiting with no question yet shows
     its reason."""
     if row.needs_you == "question" and row.question_prompt:
-        return Styled(f"question: {row.question_prompt}", "bold yellow")
+        return styled(f"question: {row.question_prompt}", "bold yellow")
     if row.needs_you == "auth" and row.auth_message:
-        return Styled(f"sign-in: {row.auth_message}", "bold yellow")
+        return styled(f"sign-in: {row.auth_message}", "bold yellow")
     if row.needs_you_label:
-        return Styled(row.needs_you_label, "bold yellow")
+        return styled(row.needs_you_label, "bold yellow")
     if row.state is S.FAILED and row.error:
-        return Styled(row.error.strip().splitlines()[0], "red")
+        return styled(row.error.strip().splitlines()[0], "red")
     if row.live and row.agent_status == "unreachable" and row.agent_reason:
-        return Styled(row.agent_reason, "yellow")
+        return styled(row.agent_reason, "yellow")
     if row.live and row.agent_status == "waiting" and row.agent_reason:
-        return Styled(f"waiting: {row.agent_reason}", "yellow")
+        return styled(f"waiting: {row.agent_reason}", "yellow")
     if row.model_notice and not row.state.is_terminal:
-        return Styled(row.model_notice, "yellow")
-    return Styled("")
+        return styled(row.model_notice, "yellow")
+    return styled("")
 
 
 def engine_text(row: SessionSummary) -> str:

@@ -330,6 +330,9 @@ class AttachedSupervisor:
     async def task_runs(self, task_id: str) -> builtins.list[TaskRun]:
         return await self._client().task_runs(task_id)
 
+    async def retry(self, session_id: str, *, wait: bool = False) -> StartResult:
+        return await self._client().retry(session_id)
+
     async def reverify(self, session_id: str) -> builtins.list[CheckResult]:
         return await self._client().reverify(session_id)
 

@@ -36,6 +36,7 @@ from ..models import (
     TaskRun,
     TranscriptTurn,
 )
+from ..paths import owner_running as owner_running  # re-exported: where it always was
 from ..session.board import BoardFeed, Watcher
 from ..session.events import Subscription
 from ..states import CoderState
@@ -55,20 +56,6 @@ class OwnerGone(CorralError):
 
 def _no_owner(state_dir: Path, why: str) -> NoOwner:
     return NoOwner(f"no corral owns {state_dir} ({why}): start `corral serve` or a console there")
-
-
-def owner_running(state_dir: Path) -> bool:
-    """Whether an owner answers on the state dir's socket (a quick connect)."""
-    path = p.socket_path(state_dir)
-    if not path.exists():
-        return False
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-        sock.settimeout(1)
-        try:
-            sock.connect(str(path))
-        except OSError:
-            return False
-    return True
 
 
 def _check_hello(hello: dict[str, Any]) -> dict[str, Any]:
@@ -521,6 +508,9 @@ class AsyncControlClient:
 
     async def task_runs(self, task_id: str) -> builtins.list[TaskRun]:
         return [TaskRun.model_validate(r) for r in await self.call("task_runs", task_id=task_id)]
+
+    async def retry(self, session_id: str) -> StartResult:
+        return StartResult.model_validate(await self.call("retry", session_id=session_id))
 
     async def reverify(self, session_id: str) -> builtins.list[CheckResult]:
         return [

@@ -26,9 +26,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from .. import errors
 from ..events import CoderEvent
 from ..models import OutcomeContract
+from ..paths import SOCKET_NAME
 
 PROTOCOL = "corral-control/1"
-SOCKET_NAME = "control.sock"
 MAX_MESSAGE_BYTES = 1 << 20  # one request or answer line, 1 MiB
 MAX_SOCKET_PATH = 104  # sun_path is 108 bytes on Linux, 104 on the BSDs
 
@@ -206,6 +206,16 @@ class ApproveParams(_Params):
     selection: dict[str, list[int] | None] | None = None
     override_red: bool = False
     discard_rest: bool = False
+
+
+class RenameParams(_Params):
+    session_id: str
+    name: str | None = None  # None or empty clears the name
+
+
+class ArchiveParams(_Params):
+    session_id: str
+    archived: bool = True  # False brings an archived session back
 
 
 class RejectParams(_Params):

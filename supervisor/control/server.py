@@ -492,6 +492,18 @@ async def _revive(conn: _Connection, _id: Any, a: p.SessionParams) -> Any:
     return None
 
 
+async def _rename(conn: _Connection, _id: Any, a: p.RenameParams) -> Any:
+    return _dump(conn.sup.rename(a.session_id, a.name))
+
+
+async def _archive(conn: _Connection, _id: Any, a: p.ArchiveParams) -> Any:
+    return _dump(conn.sup.archive(a.session_id, a.archived))
+
+
+async def _retry(conn: _Connection, _id: Any, a: p.SessionParams) -> Any:
+    return _dump(await conn.sup.retry(a.session_id))
+
+
 async def _review_files(conn: _Connection, _id: Any, a: p.SessionParams) -> Any:
     return [dataclasses.asdict(f) for f in await conn.sup.review_files(a.session_id)]
 
@@ -653,6 +665,9 @@ def _methods() -> dict[str, tuple[type[BaseModel], Handler]]:
         "cancel": (p.SessionParams, _cancel),
         "reverify": (p.SessionParams, _reverify),
         "revive": (p.SessionParams, _revive),
+        "rename": (p.RenameParams, _rename),
+        "archive": (p.ArchiveParams, _archive),
+        "retry": (p.SessionParams, _retry),
         "history": (p.SessionParams, _history),
         "send": (p.SendParams, _send),
         "task_pause": (p.TaskPauseParams, _task_pause),

@@ -151,3 +151,16 @@ def test_preview_below_the_board_at_80x24_snapshot(snap_compare, board_world) ->
         await _preview_on(app, pilot, fake, "p")
 
     assert snap_compare(app, terminal_size=(80, 24), run_before=before)
+
+
+def test_preview_beside_the_board_at_200x50_keeps_the_boards_words_snapshot(
+    snap_compare, board_world
+) -> None:
+    """At 200 columns the preview takes only what leaves the board the columns
+    it needs: state and needs-you words whole, the intent at least 30 cells."""
+    app, fake = _snapshot_app(board_world)
+
+    async def before(pilot) -> None:  # type: ignore[no-untyped-def]
+        await _preview_on(app, pilot, fake, None)
+
+    assert snap_compare(app, terminal_size=(200, 50), run_before=before)

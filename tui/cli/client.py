@@ -1,5 +1,6 @@
-"""`corral get|watch|answer|approve|reject|cancel <id>`: one session, through
-the owner of the state dir (a console, `corral serve`, a `corral run`).
+"""`corral get|watch|answer|approve|reject|cancel <id>` and the lifecycle
+`corral rename|archive|unarchive|retry|revive <id>`: one session, through the
+owner of the state dir (a console, `corral serve`, a `corral run`).
 
 Acting needs an owner: with none these say so and exit 2. `get` (like
 `corral sessions`) falls back to reading the store read-only, and says the
@@ -10,20 +11,17 @@ state is as stored, not live. A session is named by its id, its label
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from corral.supervisor.errors import CorralError
-from corral.supervisor.events import StateChangedData
-from corral.supervisor.housekeeping import stored_sessions
-from corral.supervisor.paths import default_state_dir
-from corral.supervisor.remote import AsyncControlClient, ControlClient, NoOwner, owner_running
+from corral.supervisor.paths import default_state_dir, owner_running
 from corral.supervisor.states import label
 
-from ..event_text import describe
+if TYPE_CHECKING:  # the rest is imported when a command runs: `corral --help` stays quick
+    from corral.supervisor.remote import ControlClient
 
 
 def resolve(ids: list[str], name: str) -> str:
@@ -40,6 +38,8 @@ def resolve(ids: list[str], name: str) -> str:
 
 
 def _client() -> ControlClient:
+    from corral.supervisor.remote import ControlClient, NoOwner
+
     try:
         return ControlClient(default_state_dir())
     except NoOwner as exc:
@@ -68,6 +68,8 @@ def get(name: str, *, as_json: bool) -> int:
         if session.get("error"):
             print(f"  error:  {session['error']}")
         return 0
+    from corral.supervisor.housekeeping import stored_sessions
+
     stored = stored_sessions(state_dir)
     sid = resolve([r.session_id for r in stored.rows], name)
     row = next(r for r in stored.rows if r.session_id == sid)
@@ -82,10 +84,17 @@ def get(name: str, *, as_json: bool) -> int:
 
 def watch(name: str, *, as_json: bool, from_seq: int) -> int:
     """Events of one session until it ends (or ctrl+c); exit 0."""
+    import asyncio
+
     return asyncio.run(_watch(name, as_json=as_json, from_seq=from_seq))
 
 
 async def _watch(name: str, *, as_json: bool, from_seq: int) -> int:
+    from corral.supervisor.events import StateChangedData
+    from corral.supervisor.remote import AsyncControlClient, NoOwner
+
+    from ..event_text import describe
+
     try:
         client = await AsyncControlClient.connect(default_state_dir())
     except NoOwner as exc:
@@ -161,6 +170,40 @@ def act(args: argparse.Namespace) -> int:
     return 0
 
 
+LIFECYCLE = ("rename", "archive", "unarchive", "retry", "revive")
+
+
+def lifecycle(args: argparse.Namespace) -> int:
+    """`rename`, `archive`, `unarchive`, `retry`, `revive`: one call to the
+    owner, then one line saying what it did (a refusal is the owner's sentence)."""
+    with _client() as client:
+        sid = resolve([r.session_id for r in client.list()], args.session)
+        if args.command == "rename":
+            result = client.call("rename", session_id=sid, name=args.name)
+            name = result.get("name")
+            line = f"{label(sid)} is named “{name}”" if name else f"{label(sid)} has no name now"
+        elif args.command in ("archive", "unarchive"):
+            result = client.call("archive", session_id=sid, archived=args.command == "archive")
+            line = (
+                f"{label(sid)} left the board (kept in the store; `corral unarchive` brings it back)"
+                if result.get("archived")
+                else f"{label(sid)} is back on the board"
+            )
+        elif args.command == "retry":
+            result = client.call("retry", session_id=sid)
+            new = result["session_id"]
+            line = f"{label(sid)} is retried as {label(new)} ({result['state']})"
+        else:
+            client.call("revive", session_id=sid)
+            result = client.call("get", session_id=sid)  # what the revive left it as
+            line = f"{label(sid)}'s agent was started again ({result['session']['state']})"
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        print(f"corral {args.command}: {line}")
+    return 0
+
+
 def add_parsers(sub: Any) -> None:
     get_p = sub.add_parser("get", help="one session, from its owner (or as stored)")
     get_p.add_argument("session", help="session id, label or the end of its id")
@@ -189,7 +232,20 @@ def add_parsers(sub: Any) -> None:
     )
     split.add_argument("session")
     split.add_argument("file", nargs="?", help="the split as JSON ('-' reads stdin)")
-    for p in (answer, approve, reject, cancel):
+    rename = sub.add_parser("rename", help="name a session (shown beside its intent)")
+    rename.add_argument("session")
+    rename.add_argument("name", help='the short name ("" clears it)')
+    archive = sub.add_parser("archive", help="hide a finished session from the board")
+    archive.add_argument("session")
+    unarchive = sub.add_parser("unarchive", help="bring an archived session back to the board")
+    unarchive.add_argument("session")
+    retry = sub.add_parser(
+        "retry", help="start a failed, rejected or cancelled session's task again (told why)"
+    )
+    retry.add_argument("session")
+    revive = sub.add_parser("revive", help="start a dormant session's agent again (resumed)")
+    revive.add_argument("session")
+    for p in (answer, approve, reject, cancel, rename, archive, unarchive, retry, revive):
         p.add_argument("--json", action="store_true", help="print the owner's answer as JSON")
 
 
@@ -200,4 +256,6 @@ def dispatch(args: argparse.Namespace) -> int:
         return watch(args.session, as_json=args.json, from_seq=args.from_seq)
     if args.command == "split":
         return split(args.session, args.file)
+    if args.command in LIFECYCLE:
+        return lifecycle(args)
     return act(args)

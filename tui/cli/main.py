@@ -100,7 +100,20 @@ def _run(args: argparse.Namespace) -> int:
         from .run import main_run
 
         return main_run(args)
-    if args.command in ("get", "watch", "answer", "approve", "reject", "cancel", "split"):
+    if args.command in (
+        "get",
+        "watch",
+        "answer",
+        "approve",
+        "reject",
+        "cancel",
+        "split",
+        "rename",
+        "archive",
+        "unarchive",
+        "retry",
+        "revive",
+    ):
         from .client import dispatch as client_dispatch
 
         return client_dispatch(args)

@@ -9,11 +9,12 @@ import shutil
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from corral.supervisor.housekeeping import stored_sessions, stored_sessions_json
-from corral.supervisor.models import SessionSummary
-from corral.supervisor.paths import default_state_dir
-from corral.supervisor.remote import ControlClient, NoOwner, owner_running
+from corral.supervisor.paths import default_state_dir, owner_running
+
+if TYPE_CHECKING:
+    from corral.supervisor.models import SessionSummary
 
 PIPE_WIDTH = 160  # the line width when stdout is not a terminal
 
@@ -38,7 +39,20 @@ def one_line(text: str, width: int) -> str:
 
 def list_sessions(*, as_json: bool) -> int:
     state_dir = default_state_dir()
-    if owner_running(state_dir):
+    owned = owner_running(state_dir)
+    if as_json and not owned:
+        # the stored rows as kept, without importing the engine (most of the time)
+        from corral.supervisor.stored_rows import stored_rows_json
+
+        quick = stored_rows_json(state_dir)
+        if quick is not None:
+            sys.stdout.flush()
+            sys.stdout.buffer.write(quick + b"\n")
+            return 0
+    from corral.supervisor.housekeeping import stored_sessions
+    from corral.supervisor.remote import ControlClient, NoOwner
+
+    if owned:
         try:
             with ControlClient(state_dir) as client:
                 rows = client.list()
@@ -54,6 +68,8 @@ def _print(
     state_dir: Path, rows: list[SessionSummary], unreadable: list[str], as_json: bool
 ) -> int:
     if as_json:
+        from corral.supervisor.housekeeping import stored_sessions_json
+
         sys.stdout.flush()  # UTF-8 JSON as bytes, whatever the locale's encoding
         sys.stdout.buffer.write(stored_sessions_json(rows) + b"\n")
     else:

@@ -6,6 +6,7 @@ is updated in place (a full re-order only when the order changes).
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Awaitable, Callable
 
@@ -43,10 +44,15 @@ COLUMNS = (
 
 ANNOUNCE_GATHER = 0.3  # seconds: needs-you changes this close together make one toast
 INTENT_WANTED = 30  # cells of intent kept on a narrow terminal before columns give way
+NEEDS_WANTED = 30  # cells of needs-you kept whole ("contract awaiting confirmation")
 FIRST_PAINT_ROWS = 200  # rows laid out for the first frame of a big board (more than fit)
+CELLS_AT_A_TIME = 500  # rows whose cells are made between two turns of the event loop
+CELLS_PAUSE = 0.01  # seconds between those batches
 PREVIEW_MIN = (120, 30)  # the preview shows from the start on a terminal at least this big
 PREVIEW_BESIDE_WIDTH = 160  # ... beside the board from this width, below it under it
 PREVIEW_FOLLOW_SECS = 0.06  # the preview follows the cursor once it rests this long
+PREVIEW_BESIDE_SHARE = 0.45  # at most this share of the width beside the board ...
+PREVIEW_BESIDE_MIN = 40  # ... and never narrower than this (below the board instead)
 
 
 class BoardScreen(Screen[None]):
@@ -69,6 +75,8 @@ class BoardScreen(Screen[None]):
         Binding("R", "retry", "Retry"),
         Binding("h", "archive", "Archive"),
         Binding("N", "rename", "Name", show=False),
+        Binding("w", "open_worktree", "Worktree shell", show=False),
+        Binding("E", "open_worktree(True)", "Worktree in $EDITOR", show=False),
         Binding("p", "toggle_preview", "Preview", show=False),
         Binding("tab", "next_needs_you", "Next needs-you", priority=True),
         Binding("f", "cycle_filter", "Filter"),
@@ -90,9 +98,11 @@ class BoardScreen(Screen[None]):
         self._announcing: dict[str, SessionSummary] = {}
         self._announce_timer: Timer | None = None
         self.preview_wanted = False
+        self._preview_width: int | None = None  # cells beside the board (None: below it)
         self._first_paint = False  # only the rows that fit are in the table (see replace_all)
         self._preview_timer: Timer | None = None
         self.with_hosts = False  # a Host column (set when composed)
+        self._kept_cells: dict[str, tuple[SessionSummary, tuple[object, ...]]] = {}
 
     def compose(self) -> ComposeResult:
         # the Host column only where [[hosts]] are configured
@@ -106,6 +116,7 @@ class BoardScreen(Screen[None]):
                     flex="intent",
                     flex_wanted=INTENT_WANTED,
                     caps={"state": 16, "needs": 20},
+                    soft_caps={"needs": NEEDS_WANTED},
                     droppable=("host", "engine", "iter", "repo", "updated")[
                         0 if self.with_hosts else 1 :
                     ],
@@ -156,9 +167,20 @@ class BoardScreen(Screen[None]):
     # -- rendering ----------------------------------------------------------
 
     def _cells_of(self, session_id: str) -> tuple[object, ...]:
-        return self._cells(self.summaries[session_id])
+        """A row's cells: all but its age are kept while its summary is the
+        same object (a changed session brings a new one), so a board update
+        does not remake 10,000 rows' cells."""
+        row = self.summaries[session_id]
+        kept = self._kept_cells.get(session_id)
+        if kept is None or kept[0] is not row:
+            kept = (row, self._fixed_cells(row))
+            self._kept_cells[session_id] = kept
+        return (*kept[1], R.age(self.clock() - row.updated_at))
 
     def _cells(self, row: SessionSummary) -> tuple[object, ...]:
+        return (*self._fixed_cells(row), R.age(self.clock() - row.updated_at))
+
+    def _fixed_cells(self, row: SessionSummary) -> tuple[object, ...]:
         iters = f"{row.iterations}/{row.max_iterations}" if row.iterations else ""
         return (
             R.glyph(row),
@@ -169,23 +191,34 @@ class BoardScreen(Screen[None]):
             *((R.host_name(row),) if self.with_hosts else ()),
             R.engine_text(row),
             iters,
-            R.age(self.clock() - row.updated_at),
         )
 
     def replace_all(self, rows: list[SessionSummary]) -> None:
         """A whole snapshot. The first one of a big store paints the rows that
-        fit on screen (and the counts of all) first, and the rest right after
-        that frame: the operator sees the board before 10,000 rows are laid out."""
+        fit on screen (and the counts of all) first; the other rows' cells are
+        made a few hundred at a time, letting that frame out, and then shown."""
         first = not self.summaries and len(rows) > FIRST_PAINT_ROWS
         self.summaries = {r.session_id: r for r in rows}
+        self._kept_cells = {k: v for k, v in self._kept_cells.items() if k in self.summaries}
         self._first_paint = first
         self._rebuild()
         if first:
-            self.call_after_refresh(self._finish_first_paint)
+            self.run_worker(self._finish_first_paint(), exclusive=True, group="first-paint")
+        else:
+            self.call_after_refresh(self.app.board_shown.set)
 
-    def _finish_first_paint(self) -> None:
+    async def _finish_first_paint(self) -> None:
+        order = list(self.order)
+        for start in range(FIRST_PAINT_ROWS, len(order), CELLS_AT_A_TIME):
+            # a pause, not just a turn: the first frame waits for the app's
+            # start-up and the footer to settle, which wait for the loop
+            await asyncio.sleep(CELLS_PAUSE)
+            for sid in order[start : start + CELLS_AT_A_TIME]:
+                if sid in self.summaries:
+                    self._cells_of(sid)
         self._first_paint = False
         self._rebuild()
+        self.call_after_refresh(self.app.board_shown.set)
 
     def _announce(self, row: SessionSummary) -> None:
         """A session started needing the operator. Announcements arriving
@@ -239,6 +272,8 @@ class BoardScreen(Screen[None]):
         self._select_pending()
         self._update_counts()
         self._sync_bindings()  # the selected row's state may have changed
+        if self.preview_wanted:
+            self._place_preview()  # the board's columns may want more (or less) now
         self.preview.follow(self.selected_id())
 
     def _update_counts(self) -> None:
@@ -353,9 +388,17 @@ class BoardScreen(Screen[None]):
         self.preview.show(visible and bool(self.summaries))
 
     def _place_preview(self) -> None:
-        self.query_one("#board-area").set_class(
-            self.app.size.width >= PREVIEW_BESIDE_WIDTH, "-beside"
-        )
+        """Beside the board when it still leaves the board the width its
+        columns want (state and needs-you whole, the intent its 30 cells), at
+        most PREVIEW_BESIDE_SHARE of the screen; below the board otherwise."""
+        width = self.app.size.width
+        room = min(int(width * PREVIEW_BESIDE_SHARE), width - self.table.wanted_width())
+        beside = width >= PREVIEW_BESIDE_WIDTH and room >= PREVIEW_BESIDE_MIN
+        self.query_one("#board-area").set_class(beside, "-beside")
+        wanted = room if beside else None
+        if wanted != self._preview_width:
+            self._preview_width = wanted
+            self.preview.styles.width = wanted  # None: the stylesheet's (the full width)
 
     def on_resize(self) -> None:
         self._place_preview()
@@ -367,7 +410,7 @@ class BoardScreen(Screen[None]):
         """Redraw the footer only when the selected row's keys change: the
         footer rebuilds its widgets, too slow to do on every move or update."""
         row = self.selected()
-        keys = None if row is None else (row.needs_you, row.state, row.archived)
+        keys = None if row is None else (row.needs_you, row.state, row.archived, row.worktree)
         if keys != self._footer_keys:
             self._footer_keys = keys
             self.refresh_bindings()
@@ -383,6 +426,7 @@ class BoardScreen(Screen[None]):
         "retry",
         "archive",
         "rename",
+        "open_worktree",
     }
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
@@ -405,6 +449,8 @@ class BoardScreen(Screen[None]):
             return row.state.is_terminal
         if action == "rename":
             return True
+        if action == "open_worktree":
+            return row.worktree is not None
         return not row.state.is_terminal
 
     def on_board_table_row_selected(self, event: BoardTable.RowSelected) -> None:
@@ -435,6 +481,11 @@ class BoardScreen(Screen[None]):
         from .diff import DiffScreen
 
         self.app.push_screen(DiffScreen(row.session_id))
+
+    def action_open_worktree(self, editor: bool = False) -> None:
+        row = self._selected_or_warn()
+        if row is not None:
+            lifecycle.open_worktree(self.app, row.session_id, row.worktree, editor=editor)
 
     def action_discuss(self) -> None:
         from pathlib import Path

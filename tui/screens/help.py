@@ -39,6 +39,7 @@ a branch until you approve it.
 | `R` | retry a failed, rejected or cancelled session: a new session, same intent and contract, fresh worktree; its agent is told what went wrong (asks first). On a dormant session, `R` revives it: its agent resumes its own conversation in the same worktree |
 | `h` | archive a finished session (off the board, kept in the store); under the `archived` filter, `h` brings it back |
 | `N` | name the session: a short name shown beside its intent (empty clears it) |
+| `w` / `E` | open the session's worktree in a new window of your tmux: a shell / `$EDITOR` (outside tmux: the `cd` command to run) |
 | `p` | show or hide the live preview of the selected session's agent terminal |
 | `T` | scheduled tasks: add (`n`), pause or resume (`space`), run now (`g`), delete (`x`) |
 | `A` | adopt an agent pane you started in your own tmux: corral watches and steers it (questions, messages, live terminal), never kills it; `x` on its row releases it |
@@ -55,6 +56,7 @@ a branch until you approve it.
 | `t` / `A` | type into the agent's live terminal (`ctrl+g` leaves) / attach your terminal to its tmux window |
 | `c` / `a` / `o` / `v` / `r` / `x` | confirm, approve to a branch, apply to the checkout, re-verify, reject, cancel |
 | `R` / `h` / `N` | retry (the retry opens here), archive or bring back, name the session |
+| `w` / `E` | open the worktree in a new window of your tmux: a shell / `$EDITOR` |
 | `1`–`9` | answer a question with that option |
 | `enter` in the input | send an answer (or an option's number), a contract revision (gate 1), or guidance |
 | `escape` in the input | leave it: while the input has focus every key is typed, none acts |

@@ -3,6 +3,7 @@ and the question / guidance input. Fed by `subscribe` from seq 0."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import ClassVar
 
@@ -29,6 +30,7 @@ from corral.supervisor.models import (
     SessionDetail,
     StartResult,
 )
+from corral.supervisor.states import CoderState
 from corral.supervisor.states import label as session_label
 
 from .. import lifecycle
@@ -237,6 +239,8 @@ class SessionScreen(Screen[None]):
         Binding("R", "retry", "Retry"),
         Binding("h", "archive", "Archive", show=False),
         Binding("N", "rename", "Name", show=False),
+        Binding("w", "open_worktree", "Worktree shell", show=False),
+        Binding("E", "open_worktree(True)", "Worktree in $EDITOR", show=False),
         Binding("l", "cycle_log_filter", "Log filter"),
         Binding("D", "review_diff", "Review diff"),
         Binding("t", "focus_terminal", "Terminal"),
@@ -258,6 +262,7 @@ class SessionScreen(Screen[None]):
         self.log_filter = "all"
         self.revision_note = ""  # the last revision's outcome, shown under gate 1
         self._text_gate: object = None  # the gate (or question) the input was last focused for
+        self._failing_selected = False  # a failed session opens on its (first) failing check
 
     def compose(self) -> ComposeResult:
         with Vertical():
@@ -451,6 +456,14 @@ class SessionScreen(Screen[None]):
                 _last_run_cell(lr),
             )
         if s.contract.checks:
+            if s.state is CoderState.FAILED and not self._failing_selected:
+                self._failing_selected = True  # once: the operator's cursor stays theirs
+                failing = [
+                    i
+                    for i, check in enumerate(s.contract.checks)
+                    if check.name in last and not last[check.name].passed
+                ]
+                cursor = failing[0] if failing else cursor
             table.move_cursor(row=min(max(cursor, 0), len(s.contract.checks) - 1))
         self._render_check_detail(s)
 
@@ -621,6 +634,9 @@ class SessionScreen(Screen[None]):
             return can_retry(detail.session.state)
         if action == "archive":
             return detail.session.state.is_terminal
+        if action == "open_worktree":
+            worktree = detail.session.worktree
+            return worktree is not None and os.path.isdir(worktree)
         try:
             if action == "attach":  # the pty backend has no terminal to attach
                 return bool(self.supervisor.attach_argv(self.session_id))
@@ -761,3 +777,7 @@ class SessionScreen(Screen[None]):
 
     def action_rename(self) -> None:
         lifecycle.rename(self.app, self.session_id, then=self.refresh_view)
+
+    def action_open_worktree(self, editor: bool = False) -> None:
+        worktree = self.supervisor.get(self.session_id).session.worktree
+        lifecycle.open_worktree(self.app, self.session_id, worktree, editor=editor)

@@ -12,7 +12,8 @@ strips, cached per row until the row, the layout or the styles change:
   takes what is left of the width and truncates with an ellipsis, so the
   columns to its right stay on screen;
 - on a narrow terminal the flexible column keeps at least `flex_wanted`
-  cells: capped columns shrink to their cap first (with an ellipsis), then
+  cells: columns with a soft cap shrink to it first, then capped columns
+  shrink to their cap (with an ellipsis), then
   droppable columns leave, least useful first (at 80 columns the board keeps
   state, needs-you, the intent and its age);
 - `show(order, cells_of)` replaces the row order and rewrites only rows whose
@@ -142,6 +143,7 @@ class BoardTable(ScrollView, can_focus=True):
         flex: str | None = None,
         flex_wanted: int = 0,
         caps: dict[str, int] | None = None,
+        soft_caps: dict[str, int] | None = None,
         droppable: Sequence[str] = (),
         **kwargs: Any,
     ) -> None:
@@ -151,6 +153,9 @@ class BoardTable(ScrollView, can_focus=True):
         self.flex_index = self.column_keys.index(flex) if flex else None
         self.flex_wanted = flex_wanted
         self.caps = {self.column_keys.index(k): n for k, n in (caps or {}).items()}
+        # widths a column gives way to first (a long failure reason before the
+        # state words), and what `wanted_width` budgets for it
+        self.soft_caps = {self.column_keys.index(k): n for k, n in (soft_caps or {}).items()}
         self.droppable = [self.column_keys.index(k) for k in droppable]
         self.hidden: set[int] = set()
         self._cells: dict[str, Cells] = {}
@@ -274,6 +279,19 @@ class BoardTable(ScrollView, can_focus=True):
         self._content_widths = [max(column) for column in zip(*rows, strict=False)]
         self._lay_out(self._layout_width)
 
+    def wanted_width(self) -> int:
+        """The width that shows every column whole (capped and droppable ones
+        too) with the flexible column at `flex_wanted` cells (less when its
+        widest cell is shorter), plus room for the vertical scrollbar."""
+        total = 0
+        for i, w in enumerate(self._content_widths):
+            if i == self.flex_index:
+                w = min(w, max(self.flex_wanted, MIN_FLEX))
+            elif i in self.soft_caps:
+                w = min(w, self.soft_caps[i])
+            total += w + 2 * PADDING
+        return total + self.styles.scrollbar_size_vertical
+
     def _lay_out(self, width: int) -> None:
         """Column widths for a line `width` cells wide (the flexible column
         gives way first)."""
@@ -289,14 +307,22 @@ class BoardTable(ScrollView, can_focus=True):
                 )
                 return width - others - 2 * PADDING
 
-            if room() < wanted:
-                for i, cap in self.caps.items():
-                    widths[i] = min(widths[i], cap)
+            for caps in (self.soft_caps, self.caps):
+                if room() < wanted:
+                    for i, cap in caps.items():
+                        widths[i] = min(widths[i], cap)
             for i in self.droppable:
                 if room() >= wanted:
                     break
                 hidden.add(i)
             widths[flex] = min(widths[flex], max(room(), MIN_FLEX))
+            # what the flexible column leaves unused goes back to the capped ones
+            spare = room() - widths[flex]
+            for i in [*self.soft_caps, *self.caps]:
+                grow = min(spare, self._content_widths[i] - widths[i])
+                if grow > 0:
+                    widths[i] += grow
+                    spare -= grow
         if widths != self._widths or width != self._layout_width or hidden != self.hidden:
             self._widths, self._layout_width, self.hidden = widths, width, hidden
             self._strips.clear()

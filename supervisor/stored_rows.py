@@ -1,0 +1,102 @@
+"""`corral sessions --json` without the engine: the board rows the store keeps
+(one JSON summary per session, see store/listing.py), read with the standard
+library only.
+
+Starting the command is most of its cost: importing the models, the store and
+pydantic takes several times longer than reading 10,000 rows. This module
+imports none of them. It prints what the full path would print (the same
+rows, newest first, a vanished worktree shown as null, the same JSON) and
+gives way to the full path (`None`) whenever it cannot vouch for a row: a row
+without a summary, a summary that is not a JSON object with exactly the
+fields a board row has, or a store it cannot read.
+
+Part of the public surface: the command line may import it.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from pathlib import Path
+
+DB_NAME = "corral.sqlite3"  # the store's file in the state dir (store/database.py)
+
+# The fields of a board row (`models.SessionSummary`), in order; a unit test
+# keeps the two the same.
+ROW_FIELDS = (
+    "session_id",
+    "label",
+    "state",
+    "intent",
+    "repo",
+    "engine",
+    "requested_engine",
+    "engine_ran",
+    "authored_by",
+    "iterations",
+    "max_iterations",
+    "created_at",
+    "updated_at",
+    "live",
+    "error",
+    "needs_you",
+    "needs_you_label",
+    "steering_available",
+    "question_prompt",
+    "auth_message",
+    "auth_wait_secs",
+    "failure_kind",
+    "worktree",
+    "result_branch",
+    "result_commit",
+    "model",
+    "discussion_id",
+    "next_seq",
+    "model_pinned",
+    "model_notice",
+    "agent_status",
+    "agent_reason",
+    "agent_source",
+    "changed_since_verification",
+    "name",
+    "archived",
+    "dormant",
+)
+
+
+def stored_rows_json(state_dir: Path) -> bytes | None:
+    """Every stored session's board row as `corral sessions --json` prints it
+    (UTF-8, indented), or None when a row needs the full path."""
+    path = Path(state_dir) / DB_NAME
+    if not path.exists():
+        return None
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    except sqlite3.Error:
+        return None
+    try:
+        kept = conn.execute("SELECT summary FROM sessions").fetchall()
+    except sqlite3.Error:  # no summary column (an old store), no table, a locked file
+        return None
+    finally:
+        conn.close()
+    if any(summary is None for (summary,) in kept):
+        return None
+    # pydantic's JSON core alone (not the models): one parse for every row, and
+    # on the way out the bytes the full path writes (`json.dumps(indent=...)`
+    # is pure Python and several times slower)
+    from pydantic_core import from_json, to_json
+
+    try:
+        rows = from_json("[" + ",".join(summary for (summary,) in kept) + "]")
+    except ValueError:
+        return None
+    for row in rows:
+        if not isinstance(row, dict) or tuple(row) != ROW_FIELDS:
+            return None
+        worktree = row["worktree"]
+        if worktree and not (isinstance(worktree, str) and os.path.isdir(worktree)):
+            row["worktree"] = None
+    # newest first, sorted as the full listing sorts (ties keep the store's order)
+    rows.sort(key=lambda r: r["updated_at"], reverse=True)
+    return to_json(rows, indent=2)

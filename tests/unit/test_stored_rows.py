@@ -1,0 +1,83 @@
+"""`corral sessions --json` from the store prints the same bytes whether it
+reads the kept summaries with the standard library (the quick path) or
+through the models (the full path), and the quick path gives way whenever a
+row needs the full one."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+from corral.supervisor.housekeeping import stored_sessions, stored_sessions_json
+from corral.supervisor.models import SessionSummary
+from corral.supervisor.session.summaries import summary_json
+from corral.supervisor.store import DB_NAME, Store
+from corral.supervisor.stored_rows import DB_NAME as QUICK_DB_NAME
+from corral.supervisor.stored_rows import ROW_FIELDS, stored_rows_json
+from tests.unit.test_store_listing import _sessions
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def _store(tmp_path: Path) -> Path:
+    state = tmp_path / "state"
+    store = Store(state, summarize=summary_json)
+    for session in _sessions(tmp_path):
+        store.save_session(session)
+    store.close()
+    return state
+
+
+def _full(state: Path) -> bytes:
+    return stored_sessions_json(stored_sessions(state).rows)
+
+
+def test_the_quick_path_knows_the_fields_and_file_of_the_full_one() -> None:
+    assert tuple(SessionSummary.model_fields) == ROW_FIELDS
+    assert QUICK_DB_NAME == DB_NAME
+
+
+def test_the_quick_rows_are_the_full_rows_byte_for_byte(tmp_path: Path) -> None:
+    state = _store(tmp_path)
+    quick = stored_rows_json(state)
+    assert quick is not None
+    assert quick == _full(state)
+    # a vanished worktree reads as null, one still there as its path
+    text = quick.decode()
+    assert str(tmp_path / "removed") not in text and str(tmp_path / "kept-worktree") in text
+    assert "délivré ✓" in text  # UTF-8 as it is, not escaped
+
+
+def test_a_row_without_a_summary_gives_way_to_the_full_path(tmp_path: Path) -> None:
+    state = _store(tmp_path)
+    with sqlite3.connect(state / DB_NAME) as conn:
+        conn.execute("UPDATE sessions SET summary = NULL WHERE id = ?", ("b" * 24,))
+    assert stored_rows_json(state) is None
+    with sqlite3.connect(state / DB_NAME) as conn:
+        conn.execute('UPDATE sessions SET summary = \'{"session_id": "x"}\'')
+    assert stored_rows_json(state) is None  # not a whole board row
+    assert stored_rows_json(tmp_path / "nothing-here") is None
+
+
+def test_the_command_prints_every_row_either_way(tmp_path: Path) -> None:
+    state = _store(tmp_path)
+    env = dict(os.environ, CORRAL_HOME=str(state), CORRAL_CONFIG=str(tmp_path / "none.toml"))
+    env["PYTHONPATH"] = str(REPO_ROOT)
+
+    def listed() -> bytes:
+        return subprocess.run(
+            [sys.executable, "-m", "corral.tui.cli", "sessions", "--json"],
+            env=env,
+            capture_output=True,
+            check=True,
+            timeout=60,
+        ).stdout
+
+    quick = listed()
+    assert quick == _full(state) + b"\n"
+    with sqlite3.connect(state / DB_NAME) as conn:  # an old row: parsed in full instead
+        conn.execute("UPDATE sessions SET summary = NULL WHERE id = ?", ("a" * 24,))
+    assert listed() == quick
