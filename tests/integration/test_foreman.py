@@ -303,6 +303,35 @@ async def test_a_subtask_that_fails_twice_is_left_out_and_the_red_union_is_repai
         kill_tmux(tmp_path)
 
 
+async def test_a_subtask_whose_agent_is_not_installed_is_not_re_placed(
+    tmp_path: Path,
+) -> None:
+    contract = OutcomeContract(checks=[module_check("a")])
+    repo = make_repo(tmp_path / "repo")
+    sup = open_sup(tmp_path, contract)
+    await sup.open()
+    try:
+        agent = tmp_path / "uninstalled-agent"
+        agent.write_text("#!/bin/sh\nexit 0\n")
+        agent.chmod(0o755)
+        split = {"subtasks": [subtask("a")]}
+        engine = f"foreman:custom:{agent}"
+        sid = (await sup.start(write("a"), repo, engine=engine, split=split)).session_id
+        agent.unlink()  # uninstalled between the start and the run
+        await sup.confirm(sid)
+        row = await sup.wait_for(sid, {S.NEEDS_APPROVAL, S.FAILED, S.ABANDONED}, timeout=90)
+        assert row.state is S.FAILED
+        [p] = sup.placements(sid)
+        assert (p.result, p.attempt, p.first_reason) == ("failed", 1, None)
+        assert "not installed" in (p.reason or "")
+        log = journal(sup, sid)
+        assert "Re-placing" not in log  # a fresh worktree would not install it
+        assert "Subtask s_a failed: " in log and "continues without it" in log
+    finally:
+        await sup.close()
+        kill_tmux(tmp_path)
+
+
 async def test_cancel_stops_every_child_within_five_seconds_and_keeps_their_worktrees(
     tmp_path: Path,
 ) -> None:
