@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -123,6 +124,39 @@ async def test_two_children_asking_at_once_are_put_to_the_operator_one_after_the
             ("slug", "integrated"),
             ("pages", "integrated"),
         ]
+    finally:
+        await sup.close()
+        for sock in (tmp_path / "tmux").glob("*"):
+            subprocess.run(["tmux", "-S", str(sock), "kill-server"], capture_output=True)
+
+
+async def test_cancel_while_a_child_asks_clears_the_question_and_stops_the_child(
+    tmp_path: Path,
+) -> None:
+    repo = make_demo_repo(tmp_path)
+    contract = demo_contract(SLUG)
+    sup = build_supervisor(
+        tmp_path / "state",
+        FixedDrafter(contract),
+        socket_dir=tmp_path / "tmux",
+        demo_pace=0.05,
+        config=fast_config(),
+    )
+    await sup.open()
+    try:
+        split = {"subtasks": [{"id": "slug", "intent": SLUG, "checks": [contract.checks[0].name]}]}
+        sid = (await sup.start(SLUG, repo, engine="foreman:demo", split=split)).session_id
+        await sup.confirm(sid)
+        row = await sup.wait_for(sid, needs=True, timeout=60)
+        assert row.needs_you == "question", (row.state, row.error)
+        began = time.monotonic()
+        await sup.cancel(sid)
+        assert time.monotonic() - began < 5
+        row = next(r for r in sup.list() if r.session_id == sid)
+        assert row.needs_you != "question" and sup.question_options(sid) == []
+        assert sup.panes is not None and sup.panes.record(f"{sid}-slug") is None
+        [p] = sup.placements(sid)
+        assert p.result == "cancelled" and Path(p.worktree or "").is_dir()
     finally:
         await sup.close()
         for sock in (tmp_path / "tmux").glob("*"):
