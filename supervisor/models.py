@@ -659,6 +659,11 @@ class Placement(BaseModel):
     files: list[str] = Field(default_factory=list)
     commit: str | None = None
     updated_at: float = 0.0
+    # A subtask whose first attempt failed for a reason a fresh attempt could
+    # fix is re-placed once: `attempt` 2, with what became of the first.
+    attempt: int = 1
+    first_reason: str | None = None
+    first_worktree: str | None = None
 
     def line(self) -> str:
         """`s1 · local · corral-…-s1 · integrated (a.py)`: one line of the tree."""
@@ -669,6 +674,8 @@ class Placement(BaseModel):
             text += f" ({', '.join(self.files[:4])}{more})"
         if self.reason:
             text += f" — {self.reason}"
+        if self.attempt > 1:
+            text += f" · attempt {self.attempt} (the first failed: {self.first_reason})"
         return text
 
 

@@ -8,9 +8,14 @@ runs the whole contract on that union, as after any engine.
 When the union is red, or two subtasks conflict, or no subtask was
 verified, one `<agent>` repairs on top of the verified union (announced as
 an `engine_fallback` from `foreman:<agent>` to `<agent>`), using the
-session's ordinary repair rounds. A subtask that fails is reported with its
-reason and the union continues without it, saying so. Cancel stops every
-child (their agents are stopped, their worktrees kept).
+session's ordinary repair rounds. A subtask that fails for a reason a fresh
+attempt could fix (its agent crashed or exited, its pane died, its checks
+stayed red) is re-placed once in a fresh worktree from the same base; if that
+fails too, or it failed for any other reason, it is reported with its reason
+and the union continues without it, saying so. Cancel stops every
+child (their agents are stopped, their worktrees kept). A child's question
+(its agent waits on a prompt or a menu) is shown as the parent session's,
+named by its subtask; the operator's answer goes to that child's pane.
 
 Every placement (subtask → host → worktree → result) is written to the
 ledger as it changes, so it survives a restart.
@@ -26,7 +31,7 @@ from pathlib import Path
 
 from ..engines.base import Engine, EngineOutcome, RunContext
 from ..errors import CorralError
-from ..events import EngineFallbackData, EventData, PlanTextData
+from ..events import EngineFallbackData, EventData, PaneAnswerData, PlanTextData
 from ..gates.verifier import Verifier, name_paths
 from ..models import CheckResult, CoderSession, Placement, Split, Subtask
 from ..states import LoopFailure
@@ -38,6 +43,21 @@ from .union import changed_files, commit_subtask, merge_into, write_union
 
 REPAIR_REASON = "contract not satisfied after the foreman's verified union"
 LOCAL = "local"
+ATTEMPTS = 2  # a subtask is placed at most twice
+# Agent failures a fresh worktree and a fresh agent could fix: it crashed or
+# exited, its pane died. Not: a refused configuration, a missing agent, no budget.
+REPLACEABLE = frozenset(
+    {LoopFailure.EXECUTION, LoopFailure.INFRASTRUCTURE, LoopFailure.VERIFICATION}
+)
+
+
+class Replaceable(CorralError):
+    """A subtask attempt failed for a reason a fresh attempt could fix."""
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc)
+    return text.splitlines()[0][:300] if text.strip() else "failed"
 
 
 def placement_ref(session_id: str, subtask: str) -> str:
@@ -91,6 +111,7 @@ class ForemanEngine:
         self._rounds = max(1, rounds)
         self._inner: Engine | None = None
         self._fell_back = False
+        self._asking = asyncio.Lock()  # the parent shows one child's question at a time
 
     # -- the rounds ---------------------------------------------------------------------
 
@@ -184,75 +205,124 @@ class ForemanEngine:
                     self._workspaces.retain(p.worktree, note=f"foreman subtask: {why}")
 
     async def _child(self, ctx: RunContext, child: _Child, total: int) -> None:
-        """One subtask: its worktree, its agent, its own checks, a bounded repair."""
+        """One subtask: placed, and re-placed once in a fresh worktree when its
+        first attempt failed for a reason a fresh attempt could fix."""
         s = self._hooks.session
         p, sub = child.placement, child.sub
-        assert s.contract is not None and s.start_commit is not None
+        assert s.start_commit is not None
         try:
-            made = await asyncio.to_thread(
-                self._workspaces.provision, Path(s.repo), p.child_id, s.start_commit
-            )
-            worktree = made.workspace.path
-            p.worktree, p.result = str(worktree), P.RUNNING
-            await asyncio.to_thread(self._ledger.record, p)
-            ctx.emit(PlanTextData(text=f"Subtask {sub.id} placed on {p.host} in {worktree}."))
-            engine = self._create(self.inner_label)
-            contract = subtask_contract(sub, s.contract)
-            failing: list[CheckResult] = []
-            for round_ in range(1, self._rounds + 1):
-                outcome = await engine.run(self._child_ctx(ctx, child, worktree, round_, failing))
-                child.authors = (*child.authors, *outcome.authored_by)
-                # an agent left waiting to be resumed (`dormant`, where engines report it)
-                # cannot be revived as a subtask: the subtask failed
-                if outcome.failure is not None or outcome.dormant:
-                    raise CorralError(outcome.error or f"its agent failed ({outcome.failure})")
-                verification = await self._verifier.verify_worktree(contract, worktree, s.baseline)
-                if not verification.stable:
-                    raise CorralError(
-                        "its worktree kept changing while its checks ran "
-                        f"({name_paths(verification.moved)})"
-                    )
-                if verification.passed:
-                    assert verification.tree is not None
-                    child.tree = verification.tree
-                    p.files = await asyncio.to_thread(
-                        changed_files, Path(s.repo), s.start_commit, verification.tree
-                    )
-                    p.result, p.reason = P.VERIFIED, None
-                    await asyncio.to_thread(self._ledger.record, p)
-                    self._hooks.progress(self._verified(), total)
-                    ctx.emit(
-                        PlanTextData(
-                            text=(
-                                f"Subtask {sub.id} verified on its own checks "
-                                f"({', '.join(r.name for r in verification.results)})."
-                            )
-                        )
-                    )
+            while True:
+                try:
+                    await self._attempt(ctx, child, total)
                     return
-                failing = [r for r in verification.results if not r.passed]
-            names = ", ".join(r.name for r in failing)
-            raise CorralError(f"its checks still fail after {self._rounds} round(s): {names}")
+                except Replaceable as exc:
+                    if p.attempt >= ATTEMPTS:
+                        raise
+                    await self._replace(ctx, child, _first_line(exc))
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # reported, never fatal to the other subtasks
-            p.result, p.reason = P.FAILED, str(exc).splitlines()[0][:300] if str(exc) else "failed"
+            p.result, p.reason = P.FAILED, _first_line(exc)
             with contextlib.suppress(Exception):
                 await asyncio.to_thread(self._ledger.record, p)
             if p.worktree:
                 with contextlib.suppress(Exception):
                     self._workspaces.retain(p.worktree, note=f"foreman subtask failed: {p.reason}")
+            again = " again after its re-placement" if p.attempt > 1 else ""
             ctx.emit(
                 PlanTextData(
                     text=(
-                        f"Subtask {sub.id} failed: {p.reason}. The foreman continues without it: "
-                        "the union will not hold its work (its worktree is kept)."
+                        f"Subtask {sub.id} failed{again}: {p.reason}. The foreman continues "
+                        "without it: the union will not hold its work (its worktree is kept)."
                     )
                 )
             )
         finally:
             with contextlib.suppress(Exception):
                 await asyncio.shield(self._hooks.stop_pane(p.child_id))
+
+    async def _replace(self, ctx: RunContext, child: _Child, reason: str) -> None:
+        """The first attempt is recorded as failed (its worktree kept), its agent
+        stopped; the subtask starts over in a fresh worktree from the same base."""
+        s = self._hooks.session
+        p = child.placement
+        assert s.start_commit is not None
+        p.result, p.reason = P.FAILED, reason
+        await asyncio.to_thread(self._ledger.record, p)
+        if p.worktree:
+            with contextlib.suppress(Exception):
+                self._workspaces.retain(p.worktree, note=f"foreman subtask failed: {reason}")
+        ctx.emit(
+            PlanTextData(
+                text=(
+                    f"Subtask {p.subtask} failed: {reason}. Re-placing it once in a fresh "
+                    f"worktree from {s.start_commit[:8]} (the first one is kept)."
+                )
+            )
+        )
+        with contextlib.suppress(Exception):
+            await asyncio.shield(self._hooks.stop_pane(p.child_id))
+        p.attempt += 1
+        p.first_reason, p.first_worktree = reason, p.worktree
+        p.child_id = f"{s.id}-{p.subtask}-{p.attempt}"
+        p.worktree, p.result, p.reason = None, P.PENDING, None
+        p.files = list(child.sub.files)
+        child.authors = ()
+        await asyncio.to_thread(self._ledger.record, p)
+
+    async def _attempt(self, ctx: RunContext, child: _Child, total: int) -> None:
+        """One placement of a subtask: its worktree, its agent, its own checks,
+        a bounded repair. Raises `Replaceable` for what a fresh attempt could fix."""
+        s = self._hooks.session
+        p, sub = child.placement, child.sub
+        assert s.contract is not None and s.start_commit is not None
+        made = await asyncio.to_thread(
+            self._workspaces.provision, Path(s.repo), p.child_id, s.start_commit
+        )
+        worktree = made.workspace.path
+        p.worktree, p.result = str(worktree), P.RUNNING
+        await asyncio.to_thread(self._ledger.record, p)
+        again = f" (attempt {p.attempt})" if p.attempt > 1 else ""
+        ctx.emit(PlanTextData(text=f"Subtask {sub.id} placed on {p.host} in {worktree}{again}."))
+        engine = self._create(self.inner_label)
+        contract = subtask_contract(sub, s.contract)
+        failing: list[CheckResult] = []
+        for round_ in range(1, self._rounds + 1):
+            outcome = await engine.run(self._child_ctx(ctx, child, worktree, round_, failing))
+            child.authors = (*child.authors, *outcome.authored_by)
+            # an agent left waiting to be resumed (`dormant`, where engines report it)
+            # cannot be revived as a subtask: the attempt failed
+            if outcome.dormant or outcome.failure in REPLACEABLE:
+                raise Replaceable(outcome.error or f"its agent failed ({outcome.failure})")
+            if outcome.failure is not None:
+                raise CorralError(outcome.error or f"its agent failed ({outcome.failure})")
+            verification = await self._verifier.verify_worktree(contract, worktree, s.baseline)
+            if not verification.stable:
+                raise Replaceable(
+                    "its worktree kept changing while its checks ran "
+                    f"({name_paths(verification.moved)})"
+                )
+            if verification.passed:
+                assert verification.tree is not None
+                child.tree = verification.tree
+                p.files = await asyncio.to_thread(
+                    changed_files, Path(s.repo), s.start_commit, verification.tree
+                )
+                p.result, p.reason = P.VERIFIED, None
+                await asyncio.to_thread(self._ledger.record, p)
+                self._hooks.progress(self._verified(), total)
+                ctx.emit(
+                    PlanTextData(
+                        text=(
+                            f"Subtask {sub.id} verified on its own checks "
+                            f"({', '.join(r.name for r in verification.results)})."
+                        )
+                    )
+                )
+                return
+            failing = [r for r in verification.results if not r.passed]
+        names = ", ".join(r.name for r in failing)
+        raise Replaceable(f"its checks still fail after {self._rounds} round(s): {names}")
 
     def _verified(self) -> int:
         rows = self._ledger.placements(self._hooks.session.id)
@@ -279,9 +349,24 @@ class ForemanEngine:
         def emit(data: EventData) -> None:
             if isinstance(data, PlanTextData):  # narration only; the parent owns the rest
                 ctx.emit(PlanTextData(text=f"[{sub.id}] {data.text}"))
+            elif isinstance(data, PaneAnswerData):
+                ctx.emit(
+                    PlanTextData(
+                        text=f"[{sub.id}] the operator's answer {data.answer!r} landed in its "
+                        f"agent's pane ({data.action})."
+                    )
+                )
 
-        async def cannot_ask(prompt: str, _options: list[str]) -> str:
-            raise CorralError(f"its agent asked a question a subtask cannot ask: {prompt[:120]}")
+        async def ask_operator(prompt: str, options: list[str]) -> str:
+            """The child's question is the parent session's (one at a time), named
+            by its subtask; the answer comes back to the child's engine, which
+            delivers it to the child's pane."""
+            async with self._asking:
+                try:
+                    return await ctx.ask_user(f"Subtask {sub.id} asks: {prompt}", options)
+                except asyncio.CancelledError:  # the question left the child's screen
+                    ctx.withdraw_question()
+                    raise
 
         return replace(
             ctx,
@@ -292,7 +377,7 @@ class ForemanEngine:
             round=round_,
             failing_checks=failing,
             emit=emit,
-            ask_user=cannot_ask,
+            ask_user=ask_operator,
             take_guidance=lambda: [],
             iteration_started=lambda _n: None,
             withdraw_question=lambda: None,

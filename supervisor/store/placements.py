@@ -35,9 +35,19 @@ CREATE TABLE IF NOT EXISTS foreman_placements (
     files TEXT NOT NULL DEFAULT '',
     commit_id TEXT,
     updated_at REAL NOT NULL,
+    attempt INTEGER NOT NULL DEFAULT 1,
+    first_reason TEXT,
+    first_worktree TEXT,
     PRIMARY KEY (session_id, subtask)
 );
 """
+
+# Columns added after the table first shipped (the re-placement of a failed subtask).
+_ADDED = (
+    ("attempt", "INTEGER NOT NULL DEFAULT 1"),
+    ("first_reason", "TEXT"),
+    ("first_worktree", "TEXT"),
+)
 
 # The results a placement moves through; `integrated` is what landed in the union.
 PENDING = "pending"
@@ -60,6 +70,10 @@ class PlacementStore:
         conn = sqlite3.connect(db_path, isolation_level=None, check_same_thread=False)
         conn.execute("PRAGMA busy_timeout = 5000")
         conn.executescript(_SCHEMA)
+        have = {str(r[1]) for r in conn.execute("PRAGMA table_info(foreman_placements)")}
+        for column, kind in _ADDED:  # a ledger written before re-placement existed
+            if column not in have:
+                conn.execute(f"ALTER TABLE foreman_placements ADD COLUMN {column} {kind}")
         self._conn = conn
 
     def close(self) -> None:
@@ -93,12 +107,14 @@ class PlacementStore:
         with self._lock:
             self._conn.execute(
                 "INSERT INTO foreman_placements (session_id, subtask, position, child_id, host, "
-                "worktree, result, reason, files, commit_id, updated_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+                "worktree, result, reason, files, commit_id, updated_at, attempt, first_reason, "
+                "first_worktree) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
                 "ON CONFLICT(session_id, subtask) DO UPDATE SET position=excluded.position, "
                 "child_id=excluded.child_id, host=excluded.host, worktree=excluded.worktree, "
                 "result=excluded.result, reason=excluded.reason, files=excluded.files, "
-                "commit_id=excluded.commit_id, updated_at=excluded.updated_at",
+                "commit_id=excluded.commit_id, updated_at=excluded.updated_at, "
+                "attempt=excluded.attempt, first_reason=excluded.first_reason, "
+                "first_worktree=excluded.first_worktree",
                 (
                     p.session_id,
                     p.subtask,
@@ -111,6 +127,9 @@ class PlacementStore:
                     "\n".join(p.files),
                     p.commit,
                     p.updated_at,
+                    p.attempt,
+                    p.first_reason,
+                    p.first_worktree,
                 ),
             )
 
@@ -119,7 +138,8 @@ class PlacementStore:
         with self._lock:
             rows = self._conn.execute(
                 "SELECT session_id, subtask, position, child_id, host, worktree, result, reason, "
-                "files, commit_id, updated_at FROM foreman_placements WHERE session_id = ? "
+                "files, commit_id, updated_at, attempt, first_reason, first_worktree "
+                "FROM foreman_placements WHERE session_id = ? "
                 "ORDER BY position",
                 (session_id,),
             ).fetchall()
@@ -136,6 +156,9 @@ class PlacementStore:
                 files=[f for f in str(r[8]).split("\n") if f],
                 commit=r[9],
                 updated_at=r[10],
+                attempt=r[11],
+                first_reason=r[12],
+                first_worktree=r[13],
             )
             for r in rows
         ]

@@ -32,6 +32,8 @@ pytestmark = [
 
 # Shows a prompt, reads the pasted task, then does every `<<write X into P>>`
 # in it (`<<sleep N>>` first, `<<crash>>` exits 3 instead), and exits 0.
+# `<<crash-in-first-worktree M>>` exits 3 in the first worktree it meets (noted in
+# the marker file M, outside every worktree) and works anywhere else.
 AGENT = r"""
 import os, re, select, sys, time
 sys.stdout.write("> "); sys.stdout.flush()
@@ -44,6 +46,13 @@ while select.select([0], [], [], 0.5)[0]:
 text = data.decode(errors="replace")
 for secs in re.findall(r"<<sleep (\d+)>>", text):
     time.sleep(int(secs))
+for marker in re.findall(r"<<crash-in-first-worktree (\S+)>>", text):
+    if not os.path.exists(marker):
+        with open(marker, "w") as fh:
+            fh.write(os.getcwd())
+    if open(marker).read() == os.getcwd():
+        print("crashing in my first worktree", flush=True)
+        sys.exit(3)
 if "<<crash>>" in text:
     print("crashing on purpose", flush=True)
     sys.exit(3)
@@ -204,7 +213,58 @@ async def test_two_subtasks_that_conflict_are_named_and_handed_to_the_repair(
         kill_tmux(tmp_path)
 
 
-async def test_a_failed_subtask_is_reported_and_the_red_union_is_repaired_on_top(
+async def test_a_subtask_that_fails_in_its_first_worktree_is_replaced_once_and_lands(
+    tmp_path: Path,
+) -> None:
+    contract = OutcomeContract(checks=[module_check(m) for m in MODULES])
+    repo = make_repo(tmp_path / "repo")
+    sup = open_sup(tmp_path, contract)
+    await sup.open()
+    try:
+        intent = "set every module: " + " ".join(write(m) for m in MODULES)
+        marker = tmp_path / "first-worktree-of-s_b"
+        split = {
+            "subtasks": [
+                subtask("a"),
+                subtask("b", f"<<crash-in-first-worktree {marker}>>"),
+                subtask("c"),
+            ]
+        }
+        sid = (await sup.start(intent, repo, engine=engine_for(tmp_path), split=split)).session_id
+        await run_to_gate(sup, sid)
+        ledger = {p.subtask: p for p in sup.placements(sid)}
+        assert [(p.result, p.attempt) for p in ledger.values()] == [
+            ("integrated", 1),
+            ("integrated", 2),
+            ("integrated", 1),
+        ]
+        b = ledger["s_b"]
+        assert "failed" in (b.first_reason or "") and "custom" in (b.first_reason or "")
+        assert b.first_worktree == marker.read_text()  # where the first attempt ran
+        assert Path(b.first_worktree).is_dir()  # kept for a look
+        assert b.child_id.endswith("-s_b-2") and b.worktree != b.first_worktree
+        assert "attempt 2 (the first failed: " in b.line()
+        log = journal(sup, sid)
+        assert "Subtask s_b failed: " in log and "Re-placing it once in a fresh worktree" in log
+        assert "continues without it" not in log
+        assert "engine_fallback" not in log  # the union was whole: nothing to repair
+        assert sup.list()[0].progress == "3/3 subtasks verified"
+        assert sup.get(sid).session.foreman_placements[1] == (
+            "subtask=s_b host=local files=mod_b/value.txt"
+        )
+    finally:
+        await sup.close()
+    again = open_sup(tmp_path, contract)  # both attempts are in the store
+    await again.open()
+    try:
+        b = {p.subtask: p for p in again.placements(sid)}["s_b"]
+        assert (b.attempt, b.result, b.first_worktree) == (2, "integrated", marker.read_text())
+    finally:
+        await again.close()
+        kill_tmux(tmp_path)
+
+
+async def test_a_subtask_that_fails_twice_is_left_out_and_the_red_union_is_repaired_on_top(
     tmp_path: Path,
 ) -> None:
     contract = OutcomeContract(checks=[module_check(m) for m in MODULES])
@@ -218,9 +278,15 @@ async def test_a_failed_subtask_is_reported_and_the_red_union_is_repaired_on_top
         await run_to_gate(sup, sid)
         ledger = {p.subtask: p for p in sup.placements(sid)}
         assert ledger["s_b"].result == "failed"
+        assert ledger["s_b"].attempt == 2  # re-placed once, not more
         assert "custom" in (ledger["s_b"].reason or "")
+        assert "custom" in (ledger["s_b"].first_reason or "")
+        assert Path(ledger["s_b"].first_worktree or "").is_dir()
+        assert Path(ledger["s_b"].worktree or "").is_dir()
         log = journal(sup, sid)
-        assert "Subtask s_b failed" in log and "continues without it" in log
+        assert log.count("Re-placing it once") == 1
+        assert "Subtask s_b failed again after its re-placement" in log
+        assert "continues without it" in log
         assert "left out: s_b (failed" in log
         assert (
             "contract not satisfied after the foreman's verified union; repairing on top of "
@@ -232,6 +298,35 @@ async def test_a_failed_subtask_is_reported_and_the_red_union_is_repaired_on_top
             "subtask=s_c host=local files=mod_c/value.txt",
         ]
         assert sup.list()[0].progress == "2/3 subtasks verified"
+    finally:
+        await sup.close()
+        kill_tmux(tmp_path)
+
+
+async def test_a_subtask_whose_agent_is_not_installed_is_not_re_placed(
+    tmp_path: Path,
+) -> None:
+    contract = OutcomeContract(checks=[module_check("a")])
+    repo = make_repo(tmp_path / "repo")
+    sup = open_sup(tmp_path, contract)
+    await sup.open()
+    try:
+        agent = tmp_path / "uninstalled-agent"
+        agent.write_text("#!/bin/sh\nexit 0\n")
+        agent.chmod(0o755)
+        split = {"subtasks": [subtask("a")]}
+        engine = f"foreman:custom:{agent}"
+        sid = (await sup.start(write("a"), repo, engine=engine, split=split)).session_id
+        agent.unlink()  # uninstalled between the start and the run
+        await sup.confirm(sid)
+        row = await sup.wait_for(sid, {S.NEEDS_APPROVAL, S.FAILED, S.ABANDONED}, timeout=90)
+        assert row.state is S.FAILED
+        [p] = sup.placements(sid)
+        assert (p.result, p.attempt, p.first_reason) == ("failed", 1, None)
+        assert "not installed" in (p.reason or "")
+        log = journal(sup, sid)
+        assert "Re-placing" not in log  # a fresh worktree would not install it
+        assert "Subtask s_a failed: " in log and "continues without it" in log
     finally:
         await sup.close()
         kill_tmux(tmp_path)

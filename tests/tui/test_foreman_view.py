@@ -92,6 +92,9 @@ def test_after_the_run_the_view_shows_each_placement_and_its_result() -> None:
             worktree="/w/corral-2",
             result="failed",
             reason="external agent 'custom' failed: exit 3",
+            attempt=2,
+            first_reason="external agent 'custom' failed: exit 3",
+            first_worktree="/w/corral-2a",
         ),
     ]
     s = session(CoderState.NEEDS_APPROVAL, foreman_progress="1/2 subtasks verified")
@@ -99,6 +102,7 @@ def test_after_the_run_the_view_shows_each_placement_and_its_result() -> None:
     assert text.splitlines() == [
         "Foreman: 1/2 subtasks verified",
         "├─ s1 · local · corral-1 · integrated (mod_a/value.txt)",
-        "└─ s2 · local · corral-2 · failed — external agent 'custom' failed: exit 3",
+        "└─ s2 · local · corral-2 · failed — external agent 'custom' failed: exit 3 · "
+        "attempt 2 (the first failed: external agent 'custom' failed: exit 3)",
     ]
     assert foreman_tree(detail(session(CoderState.RUNNING), None)) == ""  # not a foreman session

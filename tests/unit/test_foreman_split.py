@@ -96,6 +96,48 @@ def test_the_ledger_lives_in_its_own_tables_beside_the_sessions(tmp_path: Path) 
     assert version is not None  # the session store's own version is untouched by the ledger
 
 
+def test_a_ledger_written_before_re_placement_existed_is_read_and_extended(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / DB_NAME
+    with sqlite3.connect(db) as conn:  # the table as it first shipped, with one row
+        conn.execute(
+            "CREATE TABLE foreman_placements (session_id TEXT NOT NULL, subtask TEXT NOT NULL, "
+            "position INTEGER NOT NULL, child_id TEXT NOT NULL, host TEXT NOT NULL, "
+            "worktree TEXT, result TEXT NOT NULL, reason TEXT, files TEXT NOT NULL DEFAULT '', "
+            "commit_id TEXT, updated_at REAL NOT NULL, PRIMARY KEY (session_id, subtask))"
+        )
+        conn.execute(
+            "INSERT INTO foreman_placements VALUES "
+            "('p1', 's1', 0, 'p1-s1', 'local', '/w/p1-s1', 'integrated', NULL, 'a.txt', NULL, 1)"
+        )
+    ledger = PlacementStore(db)
+    old = ledger.placements("p1")[0]
+    assert (old.result, old.attempt, old.first_reason) == ("integrated", 1, None)
+    again = Placement(
+        session_id="p1",
+        subtask="s2",
+        position=1,
+        child_id="p1-s2-2",
+        worktree="/w/p1-s2-2",
+        result="integrated",
+        attempt=2,
+        first_reason="its agent crashed",
+        first_worktree="/w/p1-s2",
+    )
+    ledger.record(again)
+    ledger.close()
+    row = PlacementStore(db).placements("p1")[1]
+    assert (row.attempt, row.first_reason, row.first_worktree) == (
+        2,
+        "its agent crashed",
+        "/w/p1-s2",
+    )
+    assert row.line() == (
+        "s2 · local · p1-s2-2 · integrated · attempt 2 (the first failed: its agent crashed)"
+    )
+
+
 def test_the_delivered_commit_carries_one_placement_trailer_per_integrated_subtask() -> None:
     s = CoderSession(id="abc", repo="/r", intent="split work", contract=CONTRACT)
     s.foreman_placements = [
