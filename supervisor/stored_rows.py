@@ -61,6 +61,10 @@ ROW_FIELDS = (
     "name",
     "archived",
     "dormant",
+    "progress",
+    "host",
+    "where",
+    "adopted",
 )
 
 
@@ -97,6 +101,9 @@ def stored_rows_json(state_dir: Path) -> bytes | None:
         worktree = row["worktree"]
         if worktree and not (isinstance(worktree, str) and os.path.isdir(worktree)):
             row["worktree"] = None
+        where = row["where"]  # a local path, or host:path for a session on a host
+        if where and not row["host"] and not (isinstance(where, str) and os.path.isdir(where)):
+            row["where"] = None
     # newest first, sorted as the full listing sorts (ties keep the store's order)
     rows.sort(key=lambda r: r["updated_at"], reverse=True)
     return to_json(rows, indent=2)

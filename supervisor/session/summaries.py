@@ -18,7 +18,7 @@ def _where(session: CoderSession) -> str | None:
     """Where the agent's worktree is: `host:path` on another host."""
     if session.host and session.remote_worktree:
         return f"{session.host}:{session.remote_worktree}"
-    return session.worktree
+    return _worktree_if_present(session)
 
 
 def _failure_kind(session: CoderSession) -> FailureKind | None:
