@@ -61,6 +61,10 @@ ROW_FIELDS = (
     "name",
     "archived",
     "dormant",
+    "progress",
+    "host",
+    "where",
+    "adopted",
 )
 
 
