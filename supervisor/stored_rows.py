@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 DB_NAME = "corral.sqlite3"  # the store's file in the state dir (store/database.py)
 
@@ -78,6 +80,7 @@ def stored_rows_json(state_dir: Path) -> bytes | None:
         conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     except sqlite3.Error:
         return None
+    conn.text_factory = bytes  # the UTF-8 as stored: the JSON parser reads bytes
     try:
         kept = conn.execute("SELECT summary FROM sessions").fetchall()
     except sqlite3.Error:  # no summary column (an old store), no table, a locked file
@@ -89,10 +92,9 @@ def stored_rows_json(state_dir: Path) -> bytes | None:
     # pydantic's JSON core alone (not the models): one parse for every row, and
     # on the way out the bytes the full path writes (`json.dumps(indent=...)`
     # is pure Python and several times slower)
-    from pydantic_core import from_json, to_json
-
+    from_json, to_json = _json_core()
     try:
-        rows = from_json("[" + ",".join(summary for (summary,) in kept) + "]")
+        rows = from_json(b"[" + b",".join(summary for (summary,) in kept) + b"]")
     except ValueError:
         return None
     for row in rows:
@@ -104,3 +106,31 @@ def stored_rows_json(state_dir: Path) -> bytes | None:
     # newest first, sorted as the full listing sorts (ties keep the store's order)
     rows.sort(key=lambda r: r["updated_at"], reverse=True)
     return to_json(rows, indent=2)
+
+
+def _json_core() -> tuple[Callable[[bytes], Any], Callable[..., bytes]]:
+    """pydantic-core's `from_json` and `to_json`, from its compiled module
+    loaded on its own: the package's `__init__` imports its schema types first,
+    which takes longer than this whole listing's parse (~50 ms). Imported the
+    usual way when the compiled module is not where pydantic-core keeps it."""
+    import importlib.machinery
+    import importlib.util
+
+    spec = importlib.util.find_spec("pydantic_core")  # finds the folder, runs nothing
+    folder = Path(spec.origin).parent if spec is not None and spec.origin else None
+    for suffix in importlib.machinery.EXTENSION_SUFFIXES if folder else ():
+        assert folder is not None
+        path = folder / f"_pydantic_core{suffix}"
+        if path.is_file():
+            loader = importlib.machinery.ExtensionFileLoader(
+                "pydantic_core._pydantic_core", str(path)
+            )
+            core_spec = importlib.util.spec_from_loader(loader.name, loader)
+            if core_spec is None:
+                break
+            core = importlib.util.module_from_spec(core_spec)
+            loader.exec_module(core)
+            return core.from_json, core.to_json
+    from pydantic_core import from_json, to_json
+
+    return from_json, to_json
