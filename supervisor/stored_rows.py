@@ -73,6 +73,18 @@ ROW_FIELDS = (
 def stored_rows_json(state_dir: Path) -> bytes | None:
     """Every stored session's board row as `corral sessions --json` prints it
     (UTF-8, indented), or None when a row needs the full path."""
+    core = _json_core()
+    rows = _rows(state_dir, core[0])
+    return None if rows is None else core[1](rows, indent=2)
+
+
+def stored_rows(state_dir: Path) -> list[dict[str, Any]] | None:
+    """The same rows as plain dicts (the console paints its first board from
+    them while the supervisor opens), or None when a row needs the full path."""
+    return _rows(state_dir, _json_core()[0])
+
+
+def _rows(state_dir: Path, from_json: Callable[[bytes], Any]) -> list[dict[str, Any]] | None:
     path = Path(state_dir) / DB_NAME
     if not path.exists():
         return None
@@ -92,7 +104,6 @@ def stored_rows_json(state_dir: Path) -> bytes | None:
     # pydantic's JSON core alone (not the models): one parse for every row, and
     # on the way out the bytes the full path writes (`json.dumps(indent=...)`
     # is pure Python and several times slower)
-    from_json, to_json = _json_core()
     try:
         rows = from_json(b"[" + b",".join(summary for (summary,) in kept) + b"]")
     except ValueError:
@@ -105,7 +116,7 @@ def stored_rows_json(state_dir: Path) -> bytes | None:
             row["worktree"] = None
     # newest first, sorted as the full listing sorts (ties keep the store's order)
     rows.sort(key=lambda r: r["updated_at"], reverse=True)
-    return to_json(rows, indent=2)
+    return rows
 
 
 def _json_core() -> tuple[Callable[[bytes], Any], Callable[..., bytes]]:
@@ -115,7 +126,12 @@ def _json_core() -> tuple[Callable[[bytes], Any], Callable[..., bytes]]:
     usual way when the compiled module is not where pydantic-core keeps it."""
     import importlib.machinery
     import importlib.util
+    import sys
 
+    if "pydantic_core" in sys.modules:  # already imported (the console): use it
+        from pydantic_core import from_json, to_json
+
+        return from_json, to_json
     spec = importlib.util.find_spec("pydantic_core")  # finds the folder, runs nothing
     folder = Path(spec.origin).parent if spec is not None and spec.origin else None
     for suffix in importlib.machinery.EXTENSION_SUFFIXES if folder else ():
@@ -131,6 +147,7 @@ def _json_core() -> tuple[Callable[[bytes], Any], Callable[..., bytes]]:
             core = importlib.util.module_from_spec(core_spec)
             loader.exec_module(core)
             return core.from_json, core.to_json
-    from pydantic_core import from_json, to_json
+    from pydantic_core import from_json as parse
+    from pydantic_core import to_json as dump
 
-    return from_json, to_json
+    return parse, dump
