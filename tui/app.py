@@ -62,6 +62,8 @@ class CorralApp(App[None]):
         self.clock = clock
         self.owns_supervisor = owns_supervisor
         self.services = services  # what this owner serves other clients (socket, MCP)
+        # or how to make them, after the first frame (their modules take a while)
+        self.serve_with: Callable[[], OwnerServices] | None = None
         self.attached = attached  # a client of another process's owner
         self._said_owner_gone = False
         self.ready = asyncio.Event()
@@ -141,6 +143,10 @@ class CorralApp(App[None]):
     async def _after_mount(self) -> None:
         if not self.opened.is_set() and not await self._open_after_first_frame():
             return
+        if self.services is None and self.serve_with is not None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.board_shown.wait(), BOARD_SHOWN_WAIT)
+            self.services = self.serve_with()
         if self.services is not None:  # after the first paint: MCP takes a second to load
             serving = asyncio.get_running_loop().create_task(self._serve())
             self._calls.add(serving)
