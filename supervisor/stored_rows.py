@@ -78,13 +78,10 @@ def stored_rows_json(state_dir: Path) -> bytes | None:
     return None if rows is None else core[1](rows, indent=2)
 
 
-def stored_rows(state_dir: Path) -> list[dict[str, Any]] | None:
-    """The same rows as plain dicts (the console paints its first board from
-    them while the supervisor opens), or None when a row needs the full path."""
-    return _rows(state_dir, _json_core()[0])
-
-
-def _rows(state_dir: Path, from_json: Callable[[bytes], Any]) -> list[dict[str, Any]] | None:
+def stored_summaries(state_dir: Path) -> bytes | None:
+    """The kept summaries as one JSON array, unparsed (for a reader that
+    validates them in one call), or None when a row has none or the store
+    cannot be read."""
     path = Path(state_dir) / DB_NAME
     if not path.exists():
         return None
@@ -101,11 +98,18 @@ def _rows(state_dir: Path, from_json: Callable[[bytes], Any]) -> list[dict[str, 
         conn.close()
     if any(summary is None for (summary,) in kept):
         return None
+    return b"[" + b",".join(summary for (summary,) in kept) + b"]"
+
+
+def _rows(state_dir: Path, from_json: Callable[[bytes], Any]) -> list[dict[str, Any]] | None:
+    kept = stored_summaries(state_dir)
+    if kept is None:
+        return None
     # pydantic's JSON core alone (not the models): one parse for every row, and
     # on the way out the bytes the full path writes (`json.dumps(indent=...)`
     # is pure Python and several times slower)
     try:
-        rows = from_json(b"[" + b",".join(summary for (summary,) in kept) + b"]")
+        rows = from_json(kept)
     except ValueError:
         return None
     for row in rows:

@@ -433,14 +433,24 @@ class CorralApp(App[None]):
 
 
 def _stored_board(state_dir: Path) -> list[SessionSummary] | None:
-    """The board rows the store keeps, as the board shows them, or None when
-    the store has none it can vouch for (then the supervisor opens first)."""
-    from corral.supervisor.stored_rows import stored_rows
+    """The board rows the store keeps, as the board shows them (newest first,
+    a vanished worktree as none), or None when the store has none it can
+    vouch for (then the supervisor opens first)."""
+    import os
 
-    rows = stored_rows(state_dir)
-    if not rows:
+    from pydantic import TypeAdapter
+
+    from corral.supervisor.stored_rows import stored_summaries
+
+    kept = stored_summaries(state_dir)
+    if kept is None:
         return None
-    try:
-        return [SessionSummary.model_validate(row) for row in rows]
+    try:  # parsed and checked in one call
+        rows = TypeAdapter(list[SessionSummary]).validate_json(kept)
     except ValueError:  # a kept row the models refuse: the full open says why
         return None
+    for row in rows:
+        if row.worktree and not os.path.isdir(row.worktree):
+            row.worktree = None
+    rows.sort(key=lambda r: r.updated_at, reverse=True)
+    return rows or None
