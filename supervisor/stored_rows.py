@@ -10,7 +10,10 @@ gives way to the full path (`None`) whenever it cannot vouch for a row: a row
 without a summary, a summary that is not a JSON object with exactly the
 fields a board row has, or a store it cannot read.
 
-Part of the public surface: the command line may import it.
+The console paints its first board from `stored_summaries` (validated in one
+call) while the supervisor opens.
+
+Part of the public surface: the command line and the console may import it.
 """
 
 from __future__ import annotations
