@@ -10,14 +10,19 @@ gives way to the full path (`None`) whenever it cannot vouch for a row: a row
 without a summary, a summary that is not a JSON object with exactly the
 fields a board row has, or a store it cannot read.
 
-Part of the public surface: the command line may import it.
+The console paints its first board from `stored_summaries` (validated in one
+call) while the supervisor opens.
+
+Part of the public surface: the command line and the console may import it.
 """
 
 from __future__ import annotations
 
 import os
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 DB_NAME = "corral.sqlite3"  # the store's file in the state dir (store/database.py)
 
@@ -71,6 +76,15 @@ ROW_FIELDS = (
 def stored_rows_json(state_dir: Path) -> bytes | None:
     """Every stored session's board row as `corral sessions --json` prints it
     (UTF-8, indented), or None when a row needs the full path."""
+    core = _json_core()
+    rows = _rows(state_dir, core[0])
+    return None if rows is None else core[1](rows, indent=2)
+
+
+def stored_summaries(state_dir: Path) -> bytes | None:
+    """The kept summaries as one JSON array, unparsed (for a reader that
+    validates them in one call), or None when a row has none or the store
+    cannot be read."""
     path = Path(state_dir) / DB_NAME
     if not path.exists():
         return None
@@ -78,6 +92,7 @@ def stored_rows_json(state_dir: Path) -> bytes | None:
         conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     except sqlite3.Error:
         return None
+    conn.text_factory = bytes  # the UTF-8 as stored: the JSON parser reads bytes
     try:
         kept = conn.execute("SELECT summary FROM sessions").fetchall()
     except sqlite3.Error:  # no summary column (an old store), no table, a locked file
@@ -86,13 +101,18 @@ def stored_rows_json(state_dir: Path) -> bytes | None:
         conn.close()
     if any(summary is None for (summary,) in kept):
         return None
+    return b"[" + b",".join(summary for (summary,) in kept) + b"]"
+
+
+def _rows(state_dir: Path, from_json: Callable[[bytes], Any]) -> list[dict[str, Any]] | None:
+    kept = stored_summaries(state_dir)
+    if kept is None:
+        return None
     # pydantic's JSON core alone (not the models): one parse for every row, and
     # on the way out the bytes the full path writes (`json.dumps(indent=...)`
     # is pure Python and several times slower)
-    from pydantic_core import from_json, to_json
-
     try:
-        rows = from_json("[" + ",".join(summary for (summary,) in kept) + "]")
+        rows = from_json(kept)
     except ValueError:
         return None
     for row in rows:
@@ -106,4 +126,38 @@ def stored_rows_json(state_dir: Path) -> bytes | None:
             row["where"] = None
     # newest first, sorted as the full listing sorts (ties keep the store's order)
     rows.sort(key=lambda r: r["updated_at"], reverse=True)
-    return to_json(rows, indent=2)
+    return rows
+
+
+def _json_core() -> tuple[Callable[[bytes], Any], Callable[..., bytes]]:
+    """pydantic-core's `from_json` and `to_json`, from its compiled module
+    loaded on its own: the package's `__init__` imports its schema types first,
+    which takes longer than this whole listing's parse (~50 ms). Imported the
+    usual way when the compiled module is not where pydantic-core keeps it."""
+    import importlib.machinery
+    import importlib.util
+    import sys
+
+    if "pydantic_core" in sys.modules:  # already imported (the console): use it
+        from pydantic_core import from_json, to_json
+
+        return from_json, to_json
+    spec = importlib.util.find_spec("pydantic_core")  # finds the folder, runs nothing
+    folder = Path(spec.origin).parent if spec is not None and spec.origin else None
+    for suffix in importlib.machinery.EXTENSION_SUFFIXES if folder else ():
+        assert folder is not None
+        path = folder / f"_pydantic_core{suffix}"
+        if path.is_file():
+            loader = importlib.machinery.ExtensionFileLoader(
+                "pydantic_core._pydantic_core", str(path)
+            )
+            core_spec = importlib.util.spec_from_loader(loader.name, loader)
+            if core_spec is None:
+                break
+            core = importlib.util.module_from_spec(core_spec)
+            loader.exec_module(core)
+            return core.from_json, core.to_json
+    from pydantic_core import from_json as parse
+    from pydantic_core import to_json as dump
+
+    return parse, dump

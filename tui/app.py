@@ -20,6 +20,7 @@ from textual.screen import Screen
 
 from corral.supervisor.api import Supervisor
 from corral.supervisor.errors import CorralError
+from corral.supervisor.models import SessionSummary
 
 from .event_text import approval_outcome
 
@@ -61,6 +62,8 @@ class CorralApp(App[None]):
         self.clock = clock
         self.owns_supervisor = owns_supervisor
         self.services = services  # what this owner serves other clients (socket, MCP)
+        # or how to make them, after the first frame (their modules take a while)
+        self.serve_with: Callable[[], OwnerServices] | None = None
         self.attached = attached  # a client of another process's owner
         self._said_owner_gone = False
         self.ready = asyncio.Event()
@@ -70,27 +73,31 @@ class CorralApp(App[None]):
         self._calls: set[asyncio.Task[Any]] = set()
         self.startup_error: str | None = None
         self._discussions: Discussions | None = None
+        # the supervisor has opened: until then the board shows the stored rows
+        # (`first_rows`), says "opening…", and offers no key that needs it
+        self.opened = asyncio.Event()
+        self.first_rows: list[SessionSummary] | None = None
+        self._opening: asyncio.Task[bool] | None = None
 
     async def on_mount(self) -> None:
-        if self.owns_supervisor:
-            try:
-                await self.supervisor.open()
-            except CorralError as exc:
-                self.startup_error = str(exc)
-                self.exit(return_code=2)
+        if self.owns_supervisor and not self.attached:
+            # opening reads and checks every stored session (most of a second
+            # for 10,000): the board's first frame comes from the rows the store
+            # keeps, and the supervisor opens right after it
+            self.first_rows = _stored_board(self.supervisor.state_dir)
+        if self.owns_supervisor and self.first_rows is None:
+            if not await self._open():
                 return
+        elif not self.owns_supervisor:
+            self.opened.set()
         if self.attached:
             self.notify(
                 "Attached to the corral that owns this state dir: every action here is that "
                 "owner's.",
                 timeout=8,
             )
-        if self.supervisor.broken_rows:
-            self.notify(
-                f"{len(self.supervisor.broken_rows)} stored session(s) could not be read and "
-                "were left untouched in the database.",
-                severity="warning",
-            )
+        if self.opened.is_set():
+            self._say_broken_rows()
         self._load_theme()
         self.set_interval(300, self._reap_discussions)
         from .screens.board import BoardScreen  # screens import this module for its type
@@ -102,7 +109,44 @@ class CorralApp(App[None]):
         # the app's mount handler runs (it is one batch), and the board comes first
         self.run_worker(self._after_mount(), name="after-mount", group="after-mount")
 
+    async def _open(self) -> bool:
+        """Open the supervisor; False (and the app exits) when it cannot."""
+        try:
+            await self.supervisor.open()
+        except CorralError as exc:
+            self.startup_error = str(exc)
+            self.exit(return_code=2)
+            return False
+        self.opened.set()
+        return True
+
+    def _say_broken_rows(self) -> None:
+        if self.supervisor.broken_rows:
+            self.notify(
+                f"{len(self.supervisor.broken_rows)} stored session(s) could not be read and "
+                "were left untouched in the database.",
+                severity="warning",
+            )
+
+    async def _open_after_first_frame(self) -> bool:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.board_shown.wait(), BOARD_SHOWN_WAIT)
+        # a task of its own: quitting while it runs waits for it (see on_unmount)
+        # instead of cancelling recovery half-way
+        opening = self._opening = asyncio.get_running_loop().create_task(self._open())
+        if not await asyncio.shield(opening):
+            return False
+        self.first_rows = None
+        self._say_broken_rows()
+        return True
+
     async def _after_mount(self) -> None:
+        if not self.opened.is_set() and not await self._open_after_first_frame():
+            return
+        if self.services is None and self.serve_with is not None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.board_shown.wait(), BOARD_SHOWN_WAIT)
+            self.services = self.serve_with()
         if self.services is not None:  # after the first paint: MCP takes a second to load
             serving = asyncio.get_running_loop().create_task(self._serve())
             self._calls.add(serving)
@@ -155,6 +199,9 @@ class CorralApp(App[None]):
     async def on_unmount(self) -> None:
         for task in list(self._calls):
             task.cancel()
+        if self._opening is not None and not self._opening.done():
+            with contextlib.suppress(Exception):
+                await self._opening
         if self.services is not None:
             await self.services.close()
         if self.owns_supervisor and (self.supervisor.store is not None or self.attached):
@@ -383,3 +430,27 @@ class CorralApp(App[None]):
                 severity="warning",
                 timeout=4,
             )
+
+
+def _stored_board(state_dir: Path) -> list[SessionSummary] | None:
+    """The board rows the store keeps, as the board shows them (newest first,
+    a vanished worktree as none), or None when the store has none it can
+    vouch for (then the supervisor opens first)."""
+    import os
+
+    from pydantic import TypeAdapter
+
+    from corral.supervisor.stored_rows import stored_summaries
+
+    kept = stored_summaries(state_dir)
+    if kept is None:
+        return None
+    try:  # parsed and checked in one call
+        rows = TypeAdapter(list[SessionSummary]).validate_json(kept)
+    except ValueError:  # a kept row the models refuse: the full open says why
+        return None
+    for row in rows:
+        if row.worktree and not os.path.isdir(row.worktree):
+            row.worktree = None
+    rows.sort(key=lambda r: r.updated_at, reverse=True)
+    return rows or None

@@ -17,6 +17,7 @@ from .common import fail
 
 if TYPE_CHECKING:
     from corral.supervisor.api import Supervisor
+    from corral.supervisor.remote import OwnerServices
     from corral.tui.app import CorralApp
 
 
@@ -48,8 +49,7 @@ def run_console(repo: Path, backend: str = "tmux") -> int:
     from corral.supervisor.factory import build_supervisor, default_drafter
     from corral.supervisor.housekeeping import ensure_unowned
     from corral.supervisor.interface import repo_root
-    from corral.supervisor.paths import default_state_dir
-    from corral.supervisor.remote import OwnerServices, owner_running
+    from corral.supervisor.paths import default_state_dir, owner_running
     from corral.tui.app import CorralApp
     from corral.tui.guard import log_to_file
 
@@ -61,8 +61,16 @@ def run_console(repo: Path, backend: str = "tmux") -> int:
     log_to_file(state_dir)
     supervisor = build_supervisor(state_dir, default_drafter(), backend=backend)
     app = CorralApp(supervisor, default_repo=root)
-    # the console's own discussions, made on first use, are the ones clients reach
-    app.services = OwnerServices(supervisor, discussions=lambda: app.discussions)
+
+    def serve() -> OwnerServices:
+        # made after the board's first frame: the socket's and MCP's modules
+        # take a while to import. The console's own discussions, made on first
+        # use, are the ones clients reach
+        from corral.supervisor.remote import OwnerServices
+
+        return OwnerServices(supervisor, discussions=lambda: app.discussions)
+
+    app.serve_with = serve
     code = _launch(app)
     say_left_running(supervisor)
     return code

@@ -152,7 +152,14 @@ class BoardScreen(Screen[None]):
     @work(exclusive=True, group="board-watch")
     @guarded("The board")
     async def follow_board(self) -> None:
-        supervisor = self.app.supervisor
+        app = self.app
+        if not app.opened.is_set():
+            # the stored rows, said to be so ("opening…"), only until the
+            # supervisor has opened; then its live rows replace them
+            if app.first_rows is not None:
+                self.replace_all(app.first_rows)
+            await app.opened.wait()
+        supervisor = app.supervisor
         while True:
             rows, watcher = supervisor.watch()
             self.replace_all(rows)
@@ -168,11 +175,12 @@ class BoardScreen(Screen[None]):
 
     def _cells_of(self, session_id: str) -> tuple[object, ...]:
         """A row's cells: all but its age are kept while its summary is the
-        same object (a changed session brings a new one), so a board update
-        does not remake 10,000 rows' cells."""
+        same object (a changed session brings a new one) or an equal one (the
+        live rows replacing the stored ones), so a board update does not remake
+        10,000 rows' cells."""
         row = self.summaries[session_id]
         kept = self._kept_cells.get(session_id)
-        if kept is None or kept[0] is not row:
+        if kept is None or (kept[0] is not row and kept[0] != row):
             kept = (row, self._fixed_cells(row))
             self._kept_cells[session_id] = kept
         return (*kept[1], R.age(self.clock() - row.updated_at))
@@ -279,6 +287,8 @@ class BoardScreen(Screen[None]):
     def _update_counts(self) -> None:
         rows = list(self.summaries.values())
         line = R.counts_line(rows)
+        if not self.app.opened.is_set():
+            line += "  ·  opening… (stored rows; keys that act on sessions wait)"
         if self.filter != "all" or self.search:
             shown = f"showing {len(self.order)}: {R.filter_words(self.filter)}"
             line += f"  ·  {shown}" + (f" matching “{self.search}”" if self.search else "")
@@ -337,6 +347,7 @@ class BoardScreen(Screen[None]):
     @guarded("The search")
     async def _search_everywhere(self, text: str) -> None:
         """Sessions whose events or agent transcript hold the words, too."""
+        await self.app.opened.wait()
         found = await self.app.supervisor.search(text)
         if self.search == text:
             self.found = frozenset(found)
@@ -410,7 +421,8 @@ class BoardScreen(Screen[None]):
         """Redraw the footer only when the selected row's keys change: the
         footer rebuilds its widgets, too slow to do on every move or update."""
         row = self.selected()
-        keys = None if row is None else (row.needs_you, row.state, row.archived, row.worktree)
+        shown = None if row is None else (row.needs_you, row.state, row.archived, row.worktree)
+        keys = (self.app.opened.is_set(), shown)
         if keys != self._footer_keys:
             self._footer_keys = keys
             self.refresh_bindings()
@@ -429,9 +441,14 @@ class BoardScreen(Screen[None]):
         "open_worktree",
     }
 
+    LOOK_ACTIONS = {"cycle_filter", "search", "toggle_preview", "next_needs_you"}
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """The footer offers a session's keys only when the selected row can
-        take them (a contract to confirm, a diff or finding to approve ...)."""
+        take them (a contract to confirm, a diff or finding to approve ...).
+        While the supervisor opens, only the keys that look are offered."""
+        if not self.app.opened.is_set() and action not in self.LOOK_ACTIONS:
+            return False
         if action not in self.ROW_ACTIONS:
             return True
         row = self.selected()
@@ -454,6 +471,9 @@ class BoardScreen(Screen[None]):
         return not row.state.is_terminal
 
     def on_board_table_row_selected(self, event: BoardTable.RowSelected) -> None:
+        if not self.app.opened.is_set():
+            self.notify("Opening the store: the session opens in a moment; press enter again.")
+            return
         self.action_open()
 
     def action_open(self) -> None:
