@@ -100,9 +100,14 @@ class ControlClient:
         self._sock.sendall(p.encode(message))
 
     def read(self) -> dict[str, Any]:
-        line = self._file.readline(p.MAX_MESSAGE_BYTES + 1)
+        line = self._file.readline(p.MAX_ANSWER_BYTES + 1)
         if not line:
             raise OwnerGone("the owner closed the connection")
+        if not line.endswith(b"\n"):
+            raise OwnerGone(
+                f"the owner's answer is longer than {p.MAX_ANSWER_BYTES} bytes; ask for less "
+                "(one session with get, or watch the board)"
+            )
         return cast(dict[str, Any], json.loads(line))
 
     def call(self, method: str, **params: Any) -> Any:
@@ -186,7 +191,7 @@ class AsyncControlClient:
         path = p.socket_path(Path(state_dir))
         try:
             reader, writer = await asyncio.open_unix_connection(
-                str(path), limit=p.MAX_MESSAGE_BYTES + 1
+                str(path), limit=p.MAX_ANSWER_BYTES + 1
             )
         except (FileNotFoundError, ConnectionRefusedError) as exc:
             raise _no_owner(Path(state_dir), "nothing listens on its control socket") from exc
@@ -243,8 +248,8 @@ class AsyncControlClient:
                     break
                 lines = (pending + chunk).split(b"\n")
                 pending = lines.pop()
-                if len(pending) > p.MAX_MESSAGE_BYTES:
-                    log.warning("control: an answer over %s bytes; hanging up", p.MAX_MESSAGE_BYTES)
+                if len(pending) > p.MAX_ANSWER_BYTES:
+                    log.warning("control: an answer over %s bytes; hanging up", p.MAX_ANSWER_BYTES)
                     break
                 for line in lines:
                     if line:

@@ -1,6 +1,7 @@
 """The control protocol, version `corral-control/1`: JSON-RPC 2.0 over the
 unix socket `<state dir>/control.sock`, one JSON object per line (UTF-8,
-newline-terminated), no message longer than `MAX_MESSAGE_BYTES`.
+newline-terminated), no request longer than `MAX_MESSAGE_BYTES` and no answer longer than
+`MAX_ANSWER_BYTES`.
 
 A request is `{"jsonrpc": "2.0", "id": 1, "method": "get", "params": {...}}`;
 its answer carries the same id and either `result` or `error`
@@ -29,7 +30,10 @@ from ..models import OutcomeContract
 from ..paths import SOCKET_NAME
 
 PROTOCOL = "corral-control/1"
-MAX_MESSAGE_BYTES = 1 << 20  # one request or answer line, 1 MiB
+MAX_MESSAGE_BYTES = 1 << 20  # one request line, 1 MiB
+# One answer or notification line: the board of 10,000 stored sessions is
+# about 12 MB, so answers get more room than requests (which a client writes).
+MAX_ANSWER_BYTES = 1 << 26  # 64 MiB
 MAX_SOCKET_PATH = 104  # sun_path is 108 bytes on Linux, 104 on the BSDs
 
 # JSON-RPC error codes: the standard ones, then one for a supervisor refusal.
