@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from textual.widgets import RichLog
+from textual.widgets import RichLog, Static
 
+from corral.supervisor.models import ModelUse
 from corral.supervisor.states import CoderState
+from corral.supervisor.store import Store
 from corral.tui.app import CorralApp
 from tests.fakes.scripted import Write, contract
 
@@ -37,3 +39,33 @@ async def test_a_stored_session_shows_its_whole_journal(tmp_path: Path) -> None:
         assert "PASS hello" in text  # what verification found
         assert "needs_approval → merged" in text  # how it ended
         assert "no live event history" not in text
+
+
+async def test_the_session_header_says_what_each_model_used(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    drafted = contract(("hello", "grep -q hi hello.txt"), description="hello.txt says hi")
+    first = scripted_supervisor(tmp_path / "state", drafted, [Write("hello.txt", "hi\n")])
+    await first.open()
+    sid = await start_to_approval(first, "Write hello", repo)
+    await first.approve(sid)
+    await first.close()
+    store = Store(tmp_path / "state")
+    stored = store.load_session(sid)
+    assert stored is not None
+    stored.model_use = {
+        "drafter-x": ModelUse(tokens_in=1200, tokens_out=300, cost_usd=0.0042),
+        "local-y": ModelUse(tokens_in=50, tokens_out=7),
+    }
+    store.save_session(stored)
+    store.close()
+
+    sup = scripted_supervisor(tmp_path / "state", drafted)
+    app = CorralApp(sup, default_repo=repo)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await until(pilot, "the stored row", lambda: bool(sup.list()))
+        screen = await open_from_board(app, pilot, "enter")
+        header = screen.query_one("#session-header", Static)
+        await until(pilot, "the header", lambda: "models:" in str(header.render()))
+        text = str(header.render())
+        assert "drafter-x: 1200 in / 300 out tokens, $0.0042" in text
+        assert "local-y: 50 in / 7 out tokens, unpriced" in text

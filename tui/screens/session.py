@@ -389,6 +389,9 @@ class SessionScreen(Screen[None]):
             + f"  ·  base {(s.base or s.start_commit or '—')[:12]}"
             f"{'  ·  branch ' + s.result_branch if s.result_branch else ''}",
         ]
+        use = s.model_use_lines()  # drafting, revisions, the built-in engine
+        if use:
+            lines.append(escape("models: " + "; ".join(use)))
         agent = R.agent_words(detail.agent_status, detail.agent_reason, detail.agent_source)
         if agent and not s.state.is_terminal:
             lines.append(escape(agent))
