@@ -2,8 +2,9 @@
 on 127.0.0.1; the "remote machine" is a directory tree of its own): the
 worktree, the agent's pane (a private tmux server there), its hooks, the
 checks and the verification all run on the host; the verified commit is
-fetched home and delivered here. Also: the connection dying mid-run, a host
-that refuses our key, and a host's session limit."""
+fetched home and delivered here. Also: the connection dying mid-run (and
+during a paste: the text arrives once), a host that refuses our key, and a
+host's session limit."""
 
 from __future__ import annotations
 
@@ -11,8 +12,10 @@ import asyncio
 import os
 import signal
 import subprocess
+import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -413,3 +416,127 @@ def test_corral_run_with_host_delivers_a_branch_made_on_the_host(
         assert "no host named 'nowhere' is configured (configured: clibox)" in out.stderr
     finally:
         stop_remote_tmux(HostSettings(name="clibox", destination="x", state_dir=str(remote_state)))
+
+
+# -- a paste while the host is down --------------------------------------------------
+
+# An agent with an input line, like the real CLIs: it asks for bracketed
+# paste, shows what is typed or pasted on its prompt line, and takes the
+# input only on Enter. Every input it took is appended to inputs.log.
+LINE_AGENT = r"""
+import os, shlex, subprocess, sys, time, tty
+def hook(event):
+    cmd = shlex.split(os.environ["CORRAL_HOOK_CMD"]) + [event]
+    subprocess.run(cmd, stdin=subprocess.DEVNULL, check=False)
+def out(text):
+    sys.stdout.write(text); sys.stdout.flush()
+tty.setcbreak(0)
+out("line agent\r\n\x1b[?2004h> ")
+hook("SessionStart")
+buf, pending, pasting = "", "", False
+while True:
+    data = os.read(0, 65536)
+    if not data:
+        break
+    pending += data.decode("utf-8", "replace")
+    while pending:
+        if pending.startswith("\x1b[200~"):
+            pasting, pending = True, pending[6:]
+            continue
+        if pending.startswith("\x1b[201~"):
+            pasting, pending = False, pending[6:]
+            continue
+        if pending.startswith("\x1b") and len(pending) < 6:
+            break
+        ch, pending = pending[0], pending[1:]
+        if ch in "\r\n" and not pasting:
+            with open("inputs.log", "a") as fh:
+                fh.write(buf + "\n----\n")
+            buf = ""
+            out("\r\nworking\r\n")
+            time.sleep(1.0)
+            with open("hello.txt", "w") as fh:
+                fh.write("hi\n")
+            out("done\r\n> ")
+            hook("Stop")
+        else:
+            buf += ch
+            out("\r\n" if ch in "\r\n" else ch)
+"""
+
+# red until the agent took a second input (a repair prompt)
+REPAIRED = OutcomeContract(
+    checks=[
+        ContractCheck(
+            name="repaired",
+            command="test $(grep -c -- '^----$' inputs.log) -ge 2",
+            timeout_secs=10,
+        )
+    ]
+)
+
+
+def break_before(conn: Any, server: SshServer, step: str) -> dict[str, bool]:
+    """Make the host stop answering right before corral's paste of the
+    repair prompt (`step` "paste") or right before its Enter ("enter"),
+    and answer again 3 s later."""
+    real = conn.run
+    state = {"pasted": False, "broken": False}
+
+    def run(argv: list[str], **kw: Any) -> Any:
+        words = " ".join(argv)
+        repair = b"still fail (repair round" in (kw.get("input") or b"")
+        trigger = False
+        if not state["broken"]:
+            if step == "paste" and "paste-buffer" in words and repair:
+                trigger = True
+            elif step == "enter" and state["pasted"] and "send-keys" in words:
+                trigger = "Enter" in words
+        if trigger:
+            state["broken"] = True
+            master = conn.master_pid()
+            server.stop()
+            if master is not None:
+                os.kill(master, signal.SIGKILL)
+            threading.Timer(3.0, server.restart).start()
+        result = real(argv, **kw)
+        if "paste-buffer" in words and repair:
+            state["pasted"] = True
+        return result
+
+    conn.run = run
+    return state
+
+
+@pytest.mark.parametrize("step", ["paste", "enter"])
+async def test_a_repair_prompt_pasted_while_the_host_is_down_arrives_exactly_once(
+    sshd: SshServer, tmp_path: Path, cleanup: list[HostSettings], step: str
+) -> None:
+    box = host(sshd, f"obox-{step}-{tmp_path.name[-10:]}".replace("_", "-"))
+    cleanup.append(box)
+    script = sshd.remote_root / f"agent-{tmp_path.name}.py"
+    script.write_text(LINE_AGENT)
+    repo = make_demo_repo(tmp_path)
+    sup = await open_supervisor(tmp_path, REPAIRED, box, engine=f"custom:python3 {script}")
+    place = sup.hosts.get(box.name)
+    state = break_before(place.conn, sshd, step)
+    try:
+        sid = (await sup.start("write hi into hello.txt", repo, host=box.name)).session_id
+        await sup.confirm(sid)
+        row = await sup.wait_for(sid, {S.NEEDS_APPROVAL, S.FAILED}, timeout=150)
+        assert state["broken"], "the host never went down during the repair paste"
+        assert row.state is S.NEEDS_APPROVAL, row.error
+        remote = Path(sup.get(sid).session.remote_worktree or "")
+        inputs = (remote / "inputs.log").read_text()
+        taken = inputs.split("\n----\n")[:-1]
+        assert len(taken) == 2, (
+            inputs,
+            plan_texts(sup, sid),
+        )  # the task, then the repair prompt: once
+        assert taken[1].startswith("corral re-ran the contract"), inputs
+        assert inputs.count("still fail (repair round 1") == 1, inputs
+        assert place.conn.reconnects >= 1
+    finally:
+        if sshd.proc.poll() is not None:
+            sshd.restart()
+        await sup.close()
