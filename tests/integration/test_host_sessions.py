@@ -540,3 +540,43 @@ async def test_a_repair_prompt_pasted_while_the_host_is_down_arrives_exactly_onc
         if sshd.proc.poll() is not None:
             sshd.restart()
         await sup.close()
+
+
+# -- `corral panes` reaches the hosts -------------------------------------------------
+
+
+async def test_panes_on_a_host_are_listed_with_their_host_and_can_be_stopped(
+    sshd: SshServer,
+    tmp_path: Path,
+    cleanup: list[HostSettings],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from corral.supervisor.housekeeping import agent_panes, stop_panes
+
+    monkeypatch.setenv("CORRAL_TMUX_SOCKET_DIR", str(tmp_path / "tmux"))
+    box = host(sshd, f"pbox-{tmp_path.name[-12:]}".replace("_", "-"))
+    locked = host(sshd, "plocked", destination=sshd.bad_alias)
+    cleanup.append(box)
+    repo = make_demo_repo(tmp_path)
+    sup = await open_supervisor(tmp_path, demo_contract(SLUG), box)
+    state = tmp_path / "state"
+    try:
+        sid = (await sup.start(SLUG, repo, host=box.name)).session_id
+        await sup.confirm(sid)
+        row = await sup.wait_for(sid, needs=True, timeout=60)
+        assert row.needs_you == "question", row.error
+        listing = await asyncio.to_thread(agent_panes, state, [box, locked])
+        [pane] = listing.panes
+        assert pane.host == box.name and pane.session_id == sid and pane.alive
+        assert "plocked" in listing.unreachable  # said, not silently left out
+        stopped = await asyncio.to_thread(stop_panes, state, [sid], hosts=[box])
+        assert [(s.pane.host, s.gone) for s in stopped] == [(box.name, True)]
+        listing = await asyncio.to_thread(agent_panes, state, [box])
+        assert listing.panes == [] and listing.unreachable == {}
+        assert place_master_alive(sup, box.name)  # the console's own connection kept
+    finally:
+        await sup.close()
+
+
+def place_master_alive(sup: Supervisor, name: str) -> bool:
+    return sup.hosts.get(name).conn.master_pid() is not None
