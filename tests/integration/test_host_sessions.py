@@ -580,3 +580,71 @@ async def test_panes_on_a_host_are_listed_with_their_host_and_can_be_stopped(
 
 def place_master_alive(sup: Supervisor, name: str) -> bool:
     return sup.hosts.get(name).conn.master_pid() is not None
+
+
+# -- setup commands on a host --------------------------------------------------------
+
+GREET = (
+    'mkdir -p "$CORRAL_ENV/bin" && printf "#!/bin/sh\\necho hello from setup\\n" '
+    '> "$CORRAL_ENV/bin/greet" && chmod +x "$CORRAL_ENV/bin/greet"'
+)
+WITH_SETUP = OutcomeContract(
+    setup=[GREET],
+    checks=[
+        ContractCheck(
+            name="hello", command="greet | grep -q hello && grep -q hi hello.txt", timeout_secs=10
+        )
+    ],
+)
+
+
+async def test_a_contract_with_setup_runs_its_setup_on_the_host_and_checks_use_it(
+    sshd: SshServer, tmp_path: Path, cleanup: list[HostSettings]
+) -> None:
+    box = host(sshd, f"sbox-{tmp_path.name[-12:]}".replace("_", "-"))
+    cleanup.append(box)
+    script = sshd.remote_root / f"agent-{tmp_path.name}.py"
+    script.write_text(AGENT)
+    repo = make_demo_repo(tmp_path)
+    sup = await open_supervisor(tmp_path, WITH_SETUP, box, engine=f"custom:python3 {script} 1")
+    try:
+        sid = (await sup.start("write hi into hello.txt", repo, host=box.name)).session_id
+        await sup.confirm(sid)
+        row = await sup.wait_for(sid, {S.NEEDS_APPROVAL, S.FAILED}, timeout=90)
+        session = sup.get(sid).session
+        assert row.state is S.NEEDS_APPROVAL, row.error
+        outcome = session.setup_outcome
+        assert outcome is not None and outcome.ok and outcome.phase == "verification"
+        env = Path(outcome.env_dir)
+        assert env.is_relative_to(Path(box.state_dir) / "envs")  # made there, not here
+        assert (env / "bin" / "greet").is_file()
+        assert all(r.passed for r in session.last_check_results)
+        # the baseline's disposable environment is gone with its worktree
+        assert [p for p in (Path(box.state_dir) / "envs").iterdir()] == [env]
+    finally:
+        await sup.close()
+
+
+async def test_a_setup_that_fails_on_the_host_says_so_and_no_check_runs(
+    sshd: SshServer, tmp_path: Path, cleanup: list[HostSettings]
+) -> None:
+    from corral.supervisor.gates.host_tree import host_setup
+
+    box = host(sshd, f"fbox-{tmp_path.name[-12:]}".replace("_", "-"))
+    sup = await open_supervisor(tmp_path, HELLO, box)
+    place = sup.hosts.get(box.name)
+    try:
+        wt = Path(box.state_dir) / "wt"
+        wt.mkdir(parents=True)
+        broken = OutcomeContract(setup=["echo fetching", "exit 7"], checks=HELLO.checks)
+        outcome = await host_setup(place, broken, str(wt), 30, "baseline")
+        assert outcome is not None and not outcome.ok
+        assert outcome.exit_code == 7 and outcome.failed_command == "exit 7"
+        assert "fetching" in outcome.output_tail
+        # confined: the setup cannot write outside the worktree and its environment
+        escape = OutcomeContract(setup=[f"touch {box.state_dir}/escaped"], checks=HELLO.checks)
+        if place.facts().bwrap:
+            await host_setup(place, escape, str(wt), 30, "baseline")
+            assert not (Path(box.state_dir) / "escaped").exists()
+    finally:
+        await sup.close()
