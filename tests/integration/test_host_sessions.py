@@ -96,14 +96,18 @@ def stop_remote_tmux(settings: HostSettings) -> None:
 
 
 async def open_supervisor(
-    tmp_path: Path, contract: OutcomeContract, *hosts: HostSettings, engine: str = "external:demo"
+    tmp_path: Path,
+    contract: OutcomeContract,
+    *hosts: HostSettings,
+    engine: str = "external:demo",
+    pace: float = 0.05,
 ) -> Supervisor:
     sup = build_supervisor(
         tmp_path / "state",
         FixedDrafter(contract),
         socket_dir=tmp_path / "tmux",
         default_engine=engine,
-        demo_pace=0.05,
+        demo_pace=pace,
         config=fast_config(hosts=list(hosts), max_session_wall_secs=180),
     )
     await sup.open()
@@ -454,7 +458,7 @@ while True:
                 fh.write(buf + "\n----\n")
             buf = ""
             out("\r\nworking\r\n")
-            time.sleep(1.0)
+            time.sleep(float(sys.argv[1]) if len(sys.argv) > 1 else 1.0)
             with open("hello.txt", "w") as fh:
                 fh.write("hi\n")
             out("done\r\n> ")
@@ -476,16 +480,18 @@ REPAIRED = OutcomeContract(
 )
 
 
-def break_before(conn: Any, server: SshServer, step: str) -> dict[str, bool]:
-    """Make the host stop answering right before corral's paste of the
-    repair prompt (`step` "paste") or right before its Enter ("enter"),
-    and answer again 3 s later."""
+def break_before(
+    conn: Any, server: SshServer, step: str, needle: bytes = b"still fail (repair round"
+) -> dict[str, bool]:
+    """Make the host stop answering right before corral's paste of the text
+    holding `needle` (a repair prompt; `step` "paste") or right before its
+    Enter ("enter"), and answer again 3 s later."""
     real = conn.run
     state = {"pasted": False, "broken": False}
 
     def run(argv: list[str], **kw: Any) -> Any:
         words = " ".join(argv)
-        repair = b"still fail (repair round" in (kw.get("input") or b"")
+        repair = needle in (kw.get("input") or b"")
         trigger = False
         if not state["broken"]:
             if step == "paste" and "paste-buffer" in words and repair:
@@ -647,4 +653,47 @@ async def test_a_setup_that_fails_on_the_host_says_so_and_no_check_runs(
             await host_setup(place, escape, str(wt), 30, "baseline")
             assert not (Path(box.state_dir) / "escaped").exists()
     finally:
+        await sup.close()
+
+
+async def test_a_message_pasted_while_the_host_is_down_arrives_once_and_is_accepted(
+    sshd: SshServer, tmp_path: Path, cleanup: list[HostSettings]
+) -> None:
+    from tests.integration.test_session_messages import TEXT, messages_of
+
+    box = host(sshd, f"mbox-{tmp_path.name[-12:]}".replace("_", "-"))
+    cleanup.append(box)
+    repo = make_demo_repo(tmp_path)
+    heard = OutcomeContract(
+        checks=[
+            ContractCheck(
+                name="heard",
+                command="grep -q 'public API[ ]unchanged' DEMO_NOTES.md",
+                timeout_secs=5,
+            )
+        ]
+    )
+    sup = await open_supervisor(tmp_path, heard, box, pace=1.0)
+    place = sup.hosts.get(box.name)
+    state = break_before(place.conn, sshd, "paste", TEXT.encode())
+    try:
+        sid = (await sup.start("write notes", repo, host=box.name)).session_id
+        await sup.confirm(sid)
+        await eventually(lambda: row_of(sup, sid).agent_status == "running", timeout=60)
+        await sup.send("operator", sid, TEXT)
+        row = await sup.wait_for(sid, {S.NEEDS_APPROVAL, S.FAILED}, needs=True, timeout=90)
+        if row.needs_you == "question":  # the demo agent asks before its first edit
+            await sup.respond(sid, "Yes, and don't ask again this session")
+            row = await sup.wait_for(sid, {S.NEEDS_APPROVAL, S.FAILED}, timeout=90)
+        assert state["broken"], "the host never went down during the message's paste"
+        assert row.state is S.NEEDS_APPROVAL, row.error
+        assert messages_of(sup, sid) == [
+            ("operator", sid, "queued", None),
+            ("operator", sid, "accepted", None),
+        ]
+        notes = Path(sup.get(sid).session.remote_worktree or "") / "DEMO_NOTES.md"
+        assert notes.read_text().count("public API unchanged") == 1
+    finally:
+        if sshd.proc.poll() is not None:
+            sshd.restart()
         await sup.close()
