@@ -309,6 +309,15 @@ class ExternalEngine:
                 return  # it exited before asking for the task; the turn loop reads how
             try:
                 await self.panes.send_text(ctx.session_id, plan.paste_prompt)
+            except PasteUncertain as exc:
+                # maybe it landed: pasting it again could start the task twice
+                ctx.emit(
+                    PlanTextData(
+                        text=f"Could not tell whether the task landed: {exc}. Waiting for "
+                        "the agent's turn; the checks decide what comes next."
+                    )
+                )
+                return
             except PaneGone:
                 if not self.profile.exit_ends_turn:
                     raise
