@@ -482,12 +482,12 @@ REPAIRED = OutcomeContract(
 
 def break_before(
     conn: Any, server: SshServer, step: str, needle: bytes = b"still fail (repair round"
-) -> dict[str, bool]:
+) -> dict[str, Any]:
     """Make the host stop answering right before corral's paste of the text
     holding `needle` (a repair prompt; `step` "paste") or right before its
     Enter ("enter"), and answer again 3 s later."""
     real = conn.run
-    state = {"pasted": False, "broken": False}
+    state: dict[str, Any] = {"pasted": False, "broken": False}
 
     def run(argv: list[str], **kw: Any) -> Any:
         words = " ".join(argv)
@@ -504,7 +504,9 @@ def break_before(
             server.stop()
             if master is not None:
                 os.kill(master, signal.SIGKILL)
-            threading.Timer(3.0, server.restart).start()
+            timer = threading.Timer(3.0, server.restart)
+            state["timer"] = timer
+            timer.start()
         result = real(argv, **kw)
         if "paste-buffer" in words and repair:
             state["pasted"] = True
@@ -543,6 +545,8 @@ async def test_a_repair_prompt_pasted_while_the_host_is_down_arrives_exactly_onc
         assert inputs.count("still fail (repair round 1") == 1, inputs
         assert place.conn.reconnects >= 1
     finally:
+        if "timer" in state:  # never a server restarted after the test ended
+            state["timer"].join()
         if sshd.proc.poll() is not None:
             sshd.restart()
         await sup.close()
@@ -694,6 +698,8 @@ async def test_a_message_pasted_while_the_host_is_down_arrives_once_and_is_accep
         notes = Path(sup.get(sid).session.remote_worktree or "") / "DEMO_NOTES.md"
         assert notes.read_text().count("public API unchanged") == 1
     finally:
+        if "timer" in state:  # never a server restarted after the test ended
+            state["timer"].join()
         if sshd.proc.poll() is not None:
             sshd.restart()
         await sup.close()
