@@ -12,6 +12,7 @@ running console is fine. Every function blocks (SQLite, git, tmux).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -28,6 +29,7 @@ from .errors import CorralError
 from .git.leases import Lease, LeaseBook, LeaseState, is_clean, remove_worktree
 from .git.run import GitError, git
 from .hosts.probe import HostReport
+from .hosts.settings import HostSettings
 from .models import CoderSession, SessionSummary
 from .panes.base import PaneBackend, PaneError, PaneHandle, PaneInfo
 from .states import CoderState, label
@@ -45,6 +47,7 @@ __all__ = [
     "HostTool",
     "LockHolder",
     "ModelStatus",
+    "PaneListing",
     "PaneStop",
     "PruneOutcome",
     "PruneReport",
@@ -304,7 +307,7 @@ def _decide(
 
 @dataclass(frozen=True)
 class AgentPane:
-    """A pane on corral's tmux server carrying corral's owner marker."""
+    """A pane on corral's tmux server (here or on a host) carrying corral's owner marker."""
 
     pane_id: str
     alive: bool
@@ -313,19 +316,87 @@ class AgentPane:
     session_id: str | None  # None: a stray, no stored session owns it
     session_state: CoderState | None
     owner: str = ""  # the owner marker, "<session id>:<incarnation>"
+    host: str = ""  # the [[hosts]] name it runs on ("": this machine)
 
     @property
     def stray(self) -> bool:
         return self.session_id is None
 
 
-def agent_panes(state_dir: Path) -> list[AgentPane]:
-    """Every marked pane (one tmux sweep), matched to its stored session by
-    owner marker. A stray is listed, never killed."""
-    return [pane for _owner, pane in _match(_tmux_backend().sweep(), state_dir)]
+@dataclass
+class PaneListing:
+    """Every marked pane here and on the configured hosts; hosts that did
+    not answer are named with the reason (their panes are not known)."""
+
+    panes: list[AgentPane] = field(default_factory=list)
+    unreachable: dict[str, str] = field(default_factory=dict)
 
 
-def _match(infos: dict[str, PaneInfo], state_dir: Path) -> list[tuple[str, AgentPane]]:
+def agent_panes(state_dir: Path, hosts: list[HostSettings] | None = None) -> PaneListing:
+    """Every marked pane (one tmux sweep here, one ssh round trip per host
+    from `[[hosts]]`), matched to its stored session by owner marker. A
+    stray is listed, never killed."""
+    listing = PaneListing()
+    with _pane_places(state_dir, hosts) as places:
+        for place, (infos, error) in zip(places, _sweep_all(places), strict=True):
+            if error:
+                listing.unreachable[place.host] = error
+                continue
+            listing.panes += [pane for _owner, pane in _match(infos, state_dir, place.host)]
+    return listing
+
+
+@dataclass(frozen=True)
+class _Place:
+    host: str  # "": this machine
+    backend: PaneBackend
+
+
+@contextlib.contextmanager
+def _pane_places(state_dir: Path, hosts: list[HostSettings] | None) -> Iterator[list[_Place]]:
+    """corral's tmux server here and each host's; a connection made only
+    for this is closed after (a console's own connection is left running)."""
+    from .hosts.connection import HostConnection
+    from .panes.remote_tmux import RemoteTmuxBackend
+
+    if hosts is None:
+        from .config import load_config
+
+        hosts = load_config().hosts
+    places = [_Place("", _tmux_backend())]
+    ours: list[HostConnection] = []
+    for settings in hosts:
+        conn = HostConnection(settings, state_dir)
+        if conn.master_pid() is None:
+            ours.append(conn)
+        places.append(_Place(settings.name, RemoteTmuxBackend(conn, settings.state_dir)))
+    try:
+        yield places
+    finally:
+        for conn in ours:
+            conn.close()
+
+
+def _sweep_all(places: list[_Place]) -> list[tuple[dict[str, PaneInfo], str]]:
+    """Each place's panes (side by side: a host that does not answer holds
+    up no other), or why a host did not answer."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def one(place: _Place) -> tuple[dict[str, PaneInfo], str]:
+        if not place.host:
+            return place.backend.sweep(), ""
+        try:
+            return place.backend.sweep(), ""
+        except PaneError as exc:
+            return {}, str(exc)
+
+    with ThreadPoolExecutor(max_workers=min(8, len(places))) as pool:
+        return list(pool.map(one, places))
+
+
+def _match(
+    infos: dict[str, PaneInfo], state_dir: Path, host: str = ""
+) -> list[tuple[str, AgentPane]]:
     sessions, _ = _read_sessions(state_dir) if (state_dir / DB_NAME).exists() else ([], [])
     owners = {(s.pane or {}).get("owner"): s for s in sessions if s.pane}
     panes: list[tuple[str, AgentPane]] = []
@@ -342,6 +413,7 @@ def _match(infos: dict[str, PaneInfo], state_dir: Path) -> list[tuple[str, Agent
                     owner=owner,
                     session_id=session.id if session else None,
                     session_state=session.state if session else None,
+                    host=host,
                 ),
             )
         )
@@ -376,17 +448,37 @@ def attach_command() -> list[str]:
 
 
 def stop_panes(
-    state_dir: Path, which: list[str], *, strays: bool = False, every: bool = False
+    state_dir: Path,
+    which: list[str],
+    *,
+    strays: bool = False,
+    every: bool = False,
+    hosts: list[HostSettings] | None = None,
 ) -> list[PaneStop]:
-    """Stop the marked panes chosen by owner marker, session id (or its
-    label), pane id, `strays` or `every`: the process group, then the window.
-    Each result says whether a later sweep saw the pane gone. A pane of a
-    session a running console owns is stopped too: that session then sees its
-    agent exit."""
-    backend = _tmux_backend()
-    infos = backend.sweep()
+    """Stop the marked panes (here and on the configured hosts) chosen by
+    owner marker, session id (or its label), pane id, `strays` or `every`:
+    the process group, then the window. Each result says whether a later
+    sweep saw the pane gone. A pane of a session a running console owns is
+    stopped too: that session then sees its agent exit."""
+    results: list[PaneStop] = []
+    with _pane_places(state_dir, hosts) as places:
+        for place, (infos, _error) in zip(places, _sweep_all(places), strict=True):
+            results += _stop_in(place, infos, state_dir, which, strays=strays, every=every)
+    return results
+
+
+def _stop_in(
+    place: _Place,
+    infos: dict[str, PaneInfo],
+    state_dir: Path,
+    which: list[str],
+    *,
+    strays: bool,
+    every: bool,
+) -> list[PaneStop]:
+    backend = place.backend
     chosen: list[tuple[str, AgentPane, PaneHandle]] = []
-    for owner, pane in _match(infos, state_dir):
+    for owner, pane in _match(infos, state_dir, place.host):
         session = pane.session_id or ""
         wanted = (
             every
@@ -405,7 +497,14 @@ def stop_panes(
             backend.kill(handle, 5.0)
         except PaneError as exc:
             errors[owner] = str(exc)
-    after = backend.sweep() if chosen else {}
+    after: dict[str, PaneInfo] = {}
+    if chosen:
+        try:
+            after = backend.sweep()
+        except PaneError as exc:  # a host that stopped answering: not seen gone
+            after = {owner: infos[owner] for owner, _p, _h in chosen}
+            for owner, _p, _h in chosen:
+                errors.setdefault(owner, str(exc))
     return [
         PaneStop(pane, owner, gone=owner not in after, error=errors.get(owner))
         for owner, pane, _handle in chosen

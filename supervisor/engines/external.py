@@ -59,6 +59,7 @@ from ..governance.env_scrub import scrubbed_env
 from ..models import CheckResult, OutcomeContract
 from ..panes.base import PaneError, PaneGone, PaneSpec
 from ..panes.manager import PaneManager
+from ..panes.outage import PasteUncertain
 from ..sandbox import active_policy
 from ..sandbox.agent import AgentLaunch, launch_agent
 from ..session.messages import Message, message_prompt
@@ -308,6 +309,15 @@ class ExternalEngine:
                 return  # it exited before asking for the task; the turn loop reads how
             try:
                 await self.panes.send_text(ctx.session_id, plan.paste_prompt)
+            except PasteUncertain as exc:
+                # maybe it landed: pasting it again could start the task twice
+                ctx.emit(
+                    PlanTextData(
+                        text=f"Could not tell whether the task landed: {exc}. Waiting for "
+                        "the agent's turn; the checks decide what comes next."
+                    )
+                )
+                return
             except PaneGone:
                 if not self.profile.exit_ends_turn:
                     raise
@@ -372,7 +382,16 @@ class ExternalEngine:
                 if messages:
                     text += "\n\n" + message_prompt(messages)
                 since = time.monotonic()
-                await self._paste(ctx, text, notes, messages)
+                try:
+                    await self._paste(ctx, text, notes, messages)
+                except PasteUncertain as exc:
+                    # maybe it landed: pasting again could start the repair twice
+                    ctx.emit(
+                        PlanTextData(
+                            text=f"Could not tell whether the repair prompt landed: {exc}. "
+                            "Waiting for the agent's turn; the checks decide what comes next."
+                        )
+                    )
                 start_version, resumed = record.version, False
             while True:
                 outcome = await self._await_turn(ctx, resumed=resumed, since=since)

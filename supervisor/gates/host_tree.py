@@ -12,21 +12,18 @@ import contextlib
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from ..contracts.checks import run_contract
+from ..contracts.environment import OUTPUT_TAIL_CHARS, setup_reason
+from ..contracts.verdicts import setup_failed
 from ..errors import CorralError
 from ..git.run import git
 from ..hosts.connection import HostUnreachable
-from ..models import CheckResult, CoderSession, OutcomeContract
+from ..models import CheckResult, CoderSession, OutcomeContract, SetupOutcome
 
 if TYPE_CHECKING:
     from ..hosts.place import HostPlace, Hosts
-
-SETUP_ON_HOST = (
-    "this contract has setup commands, which corral does not run on host {host} yet: "
-    "remove the setup (or put it in a check), or run the session on this machine"
-)
 
 
 HOST_WAIT = 300.0  # seconds a step waits for its host to answer again before it fails
@@ -59,6 +56,7 @@ class HostTree:
         self.session = session
         self.path = Path(session.remote_worktree)
         self._commits: dict[str, str] = {}  # tree -> a commit of it on the host
+        self._setup: SetupOutcome | None = None
 
     @classmethod
     def of(cls, hosts: Hosts | None, session: CoderSession) -> HostTree | None:
@@ -73,17 +71,36 @@ class HostTree:
         sandbox = "in bubblewrap" if facts.bwrap else "unconfined: no bubblewrap there"
         return f"on host {self.place.name} in {self.path} ({sandbox})"
 
-    def refuse_setup(self, contract: OutcomeContract) -> None:
-        if contract.setup:
-            raise CorralError(SETUP_ON_HOST.format(host=self.place.name))
+    async def setup(self, contract: OutcomeContract, ceiling: float | None) -> SetupOutcome | None:
+        """The contract's setup in the worktree there (None: it has none);
+        the checks then run in its environment, or not at all if it failed."""
+        outcome = await host_setup(self.place, contract, str(self.path), ceiling, "verification")
+        self._setup = outcome
+        return outcome
+
+    async def checks(
+        self,
+        contract: OutcomeContract,
+        ceiling: float | None,
+        **kw: Any,
+    ) -> list[CheckResult]:
+        """Every check there, in the setup's environment; when the setup
+        failed, none runs and each says why."""
+        if self._setup is not None and not self._setup.ok:
+            why = setup_reason(self._setup)
+            return [setup_failed(c.name, why) for c in contract.checks]
+        return await run_contract(
+            contract, self.path, timeout_ceiling=ceiling, runner=self.runner, **kw
+        )
 
     async def runner(
         self, command: str, timeout: float, network: bool
     ) -> tuple[int | None, str, bool]:
         path = str(self.path)
+        env = self._setup.env_dir if self._setup is not None else ""
         return await on_host(
             self.place.name,
-            lambda: self.place.run_check(command, path, timeout, network=network),
+            lambda: self.place.run_check(command, path, timeout, network=network, env_dir=env),
         )
 
     async def snapshot(self) -> str:
@@ -116,11 +133,52 @@ class HostTree:
         )
 
 
+async def host_setup(
+    place: HostPlace,
+    contract: OutcomeContract,
+    worktree: str,
+    ceiling: float | None,
+    phase: Literal["baseline", "verification"],
+) -> SetupOutcome | None:
+    """Run the contract's setup in `worktree` on the host (as a local setup
+    runs: with the network, `$CORRAL_ENV` writable, in bubblewrap there when
+    it has it); None when the contract has no setup."""
+    if not contract.setup:
+        return None
+    budget = float(contract.setup_timeout_secs)
+    if ceiling is not None:
+        budget = min(budget, ceiling)
+    started = time.monotonic()
+    commands = list(contract.setup)
+    env, output, cached, code, failed, timed_out = await on_host(
+        place.name, lambda: place.run_setup(commands, worktree, budget)
+    )
+    tail = output[-OUTPUT_TAIL_CHARS:]
+    if timed_out:
+        tail += f"\n[corral] setup timed out after {budget:.0f}s"
+    return SetupOutcome(
+        ok=code == 0,
+        env_dir=env,
+        cached=cached,
+        shared=False,
+        exit_code=code,
+        timed_out=timed_out,
+        duration_ms=int((time.monotonic() - started) * 1000),
+        output_tail=tail,
+        failed_command=failed,
+        phase=phase,
+    )
+
+
 async def host_baseline(
-    place: HostPlace, session: CoderSession, contract: OutcomeContract, ceiling: float | None
+    place: HostPlace,
+    session: CoderSession,
+    contract: OutcomeContract,
+    ceiling: float | None,
+    on_setup: Callable[[SetupOutcome], None] | None = None,
 ) -> list[CheckResult]:
     """Every check once on the untouched tree, in a disposable worktree on the host."""
-    return await in_host_scratch(place, session, contract, ceiling)
+    return await in_host_scratch(place, session, contract, ceiling, on_setup=on_setup)
 
 
 async def in_host_scratch(
@@ -131,29 +189,44 @@ async def in_host_scratch(
     *,
     patch: str | None = None,
     captures: dict[str, str] | None = None,
+    on_setup: Callable[[SetupOutcome], None] | None = None,
 ) -> list[CheckResult]:
     """Every check in a disposable worktree on the host at the start commit
-    (with `patch` applied first: the approved part of a partial delivery)."""
+    (with `patch` applied first: the approved part of a partial delivery),
+    after the contract's setup there."""
     start = session.start_commit
     assert start is not None
-    if contract.setup:
-        raise CorralError(SETUP_ON_HOST.format(host=place.name))
     mirror, path = await on_host(
         place.name, lambda: place.scratch(Path(session.repo), start, session.id)
     )
+    env = ""
 
     async def run(command: str, timeout: float, network: bool) -> tuple[int | None, str, bool]:
         return await on_host(
-            place.name, lambda: place.run_check(command, path, timeout, network=network)
+            place.name,
+            lambda: place.run_check(command, path, timeout, network=network, env_dir=env),
         )
 
     try:
         if patch is not None:
             selected = patch
             await on_host(place.name, lambda: place.apply(path, selected))
+        phase: Literal["baseline", "verification"] = "baseline" if patch is None else "verification"
+        setup = await host_setup(place, contract, path, ceiling, phase)
+        if setup is not None:
+            env = setup.env_dir
+            if on_setup is not None:
+                on_setup(setup)
+            if not setup.ok:
+                why = setup_reason(setup)
+                return [setup_failed(c.name, why) for c in contract.checks]
         return await run_contract(
             contract, Path(path), timeout_ceiling=ceiling, captures=captures, runner=run
         )
     finally:
         with contextlib.suppress(CorralError, HostUnreachable):
             await asyncio.shield(asyncio.to_thread(place.remove, mirror, path))
+        if contract.setup:  # a disposable worktree's environment goes with it
+            gone, _key = place.env_dir(path, list(contract.setup))
+            with contextlib.suppress(CorralError, HostUnreachable):
+                await asyncio.shield(asyncio.to_thread(place.remove_env, gone))

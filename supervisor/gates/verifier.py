@@ -146,7 +146,7 @@ class Verifier:
         assert session.start_commit is not None
         if session.host and self._hosts is not None:
             return await host_baseline(
-                self._hosts.get(session.host), session, contract, self._timeout_ceiling
+                self._hosts.get(session.host), session, contract, self._timeout_ceiling, on_setup
             )
         discard: list[Path] = []
         if contract.setup:  # environments of worktrees removed since go first
@@ -195,7 +195,10 @@ class Verifier:
             )
             setup = None
             if there is not None:
-                there.refuse_setup(s.contract)
+                hosted = await there.setup(s.contract, self._timeout_ceiling)
+                if hosted is not None:
+                    s.setup_outcome = hosted
+                    registry.emit(live, SetupCompletedData(outcome=hosted))
             else:
                 setup = await self.environments.prepare(
                     s.contract,
@@ -210,13 +213,11 @@ class Verifier:
                 fault_point("verify:before-checks")
                 before = await (there.snapshot() if there else self._snapshot(worktree))
                 if there is not None:
-                    results = await run_contract(
+                    results = await there.checks(
                         s.contract,
-                        there.path,
-                        timeout_ceiling=self._timeout_ceiling,
+                        self._timeout_ceiling,
                         captures=captures_from(s.contract, s.baseline),
                         on_result=lambda r: registry.emit(live, CheckCompletedData(result=r)),
-                        runner=there.runner,
                     )
                 else:
                     results = await self._checks_after_setup(

@@ -243,16 +243,28 @@ class HostConnection:
     # -- running commands ----------------------------------------------------------------
 
     def run(
-        self, argv: list[str], *, input: bytes | None = None, timeout: float = 30.0
+        self,
+        argv: list[str],
+        *,
+        input: bytes | None = None,
+        timeout: float = 30.0,
+        repeatable: bool = True,
     ) -> RemoteResult:
         """Run `argv` on the host. Returns the remote status and output; raises
-        HostUnreachable when the host cannot be reached (after one reconnect)."""
+        HostUnreachable when the host cannot be reached (after one reconnect).
+        A command lost with its connection may have run: it is run again only
+        when `repeatable` (a paste is not: its caller looks first)."""
         with self._lock:
             if not self._up:
                 self._connect_locked(force=False)
             for attempt in range(2):
                 result = self._once(argv, input, timeout)
                 lost = result.returncode == SSH_FAILED and _transport_failed(result.error)
+                if lost and not repeatable:
+                    self._up = False
+                    with contextlib.suppress(OSError):
+                        self._drop_stale_socket()
+                    raise HostUnreachable(self.name, explain(self.host, result.error))
                 if not lost and "control socket connect" not in result.error.lower():
                     return result
                 # the master died: this command either failed, or went direct

@@ -66,19 +66,57 @@ command -v python3 >/dev/null 2>&1 && printf 'python3=%s\\n' "$(command -v pytho
 exit 0
 """
 
-_CHECK = """wt=$1 t=$2 net=$3 confine=$4 cmd=$5 nonce=$6
+_CHECK = """wt=$1 t=$2 net=$3 confine=$4 cmd=$5 nonce=$6 env=$7
 cd "$wt" 2>/dev/null || { printf '%s\\n' "the worktree $wt is missing on this host"; printf '%s %s\\n' "$nonce" 97; exit 0; }
+if [ -n "$env" ] && [ -f "$env/.corral-env.json" ]; then
+  export CORRAL_ENV="$env" PATH="$env/bin:$PATH"
+  [ -f "$env/pyvenv.cfg" ] && export VIRTUAL_ENV="$env"
+else
+  env=$wt
+fi
 out=$(mktemp)
 if [ "$confine" = 1 ]; then
   if [ "$net" = 1 ]; then share=; else share=--unshare-net; fi
   timeout -k 2 "$t" bwrap --die-with-parent --ro-bind / / --dev /dev --proc /proc \\
-    --tmpfs /tmp --bind "$wt" "$wt" $share --chdir "$wt" bash -c "$cmd" </dev/null >"$out" 2>&1
+    --tmpfs /tmp --ro-bind "$env" "$env" --bind "$wt" "$wt" $share --chdir "$wt" \\
+    bash -c "$cmd" </dev/null >"$out" 2>&1
 else
   timeout -k 2 "$t" bash -c "$cmd" </dev/null >"$out" 2>&1
 fi
 code=$?
 tail -c {limit} "$out"; rm -f "$out"
 printf '\\n%s %s\\n' "$nonce" "$code"
+"""
+
+# The setup phase on the host: each command in the worktree with the
+# network, `$CORRAL_ENV` (the environment dir there) writable, inside
+# bubblewrap when the host has it. The environment is the worktree's own and
+# is marked ready (with its key) only after every command passed, so later
+# verifications of the same worktree reuse it.
+_SETUP = """wt=$1 env=$2 t=$3 confine=$4 key=$5 nonce=$6
+shift 6
+cd "$wt" 2>/dev/null || { printf '%s\\n' "the worktree $wt is missing on this host"; printf '\\n%s fail 97 -\\n' "$nonce"; exit 0; }
+if [ -f "$env/.corral-env.json" ] && grep -q "$key" "$env/.corral-env.json"; then printf '\\n%s cached\\n' "$nonce"; exit 0; fi
+rm -rf "$env" && mkdir -p "$env" || { printf '\\n%s fail 98 -\\n' "$nonce"; exit 0; }
+export CORRAL_ENV="$env"
+end=$(( $(date +%s) + t )) i=0 out=$(mktemp)
+for cmd in "$@"; do
+  left=$(( end - $(date +%s) )); [ "$left" -lt 1 ] && left=1
+  printf '$ %s\\n' "$cmd"
+  if [ "$confine" = 1 ]; then
+    timeout -k 2 "$left" bwrap --die-with-parent --ro-bind / / --dev /dev --proc /proc \\
+      --tmpfs /tmp --bind "$wt" "$wt" --bind "$env" "$env" --chdir "$wt" bash -c "$cmd" </dev/null >"$out" 2>&1
+  else
+    timeout -k 2 "$left" bash -c "$cmd" </dev/null >"$out" 2>&1
+  fi
+  code=$?
+  tail -c {limit} "$out"
+  if [ "$code" != 0 ]; then rm -f "$out"; printf '\\n%s fail %s %s\\n' "$nonce" "$code" "$i"; exit 0; fi
+  i=$((i+1))
+done
+rm -f "$out"
+printf '{"key": "%s"}\\n' "$key" > "$env/.corral-env.json"
+printf '\\n%s ok\\n' "$nonce"
 """
 
 _SNAPSHOT = """set -e
@@ -253,10 +291,11 @@ class HostPlace:
     # -- checks and results -------------------------------------------------------------
 
     def run_check(
-        self, command: str, worktree: str, timeout: float, *, network: bool
+        self, command: str, worktree: str, timeout: float, *, network: bool, env_dir: str = ""
     ) -> tuple[int | None, str, bool]:
         """Run one check's command in `worktree` on the host, confined by
-        bubblewrap when the host has it; (exit code or None, output, timed out)."""
+        bubblewrap when the host has it, inside the setup's environment
+        `env_dir` once it is ready; (exit code or None, output, timed out)."""
         nonce = secrets.token_hex(8)
         seconds = max(1, round(timeout))
         argv = [
@@ -270,6 +309,7 @@ class HostPlace:
             "1" if self.facts().bwrap else "0",
             command,
             nonce,
+            env_dir,
         ]
         result = self.conn.run(argv, timeout=seconds + 30)
         text = result.stdout.decode("utf-8", "replace")
@@ -283,6 +323,44 @@ class HostPlace:
         if code in (124, 137):  # timeout's own status, or killed after the grace
             return None, body, True
         return code, body, False
+
+    def env_dir(self, worktree: str, setup: list[str]) -> tuple[str, str]:
+        """Where the setup's environment of `worktree` lives on the host, and
+        its key (the commands and the worktree: it is the worktree's own)."""
+        digest = hashlib.sha256("\0".join([worktree, *setup]).encode()).hexdigest()[:20]
+        return f"{self.facts().state_dir}/envs/{digest}", digest
+
+    def run_setup(
+        self, setup: list[str], worktree: str, timeout: float
+    ) -> tuple[str, str, bool, int | None, str, bool]:
+        """Run the setup commands in `worktree` on the host (see `_SETUP`):
+        (env dir, output, cached, exit code or None when it timed out, the
+        failed command, timed out); exit code 0 means ready."""
+        env, key = self.env_dir(worktree, setup)
+        nonce = secrets.token_hex(8)
+        seconds = max(1, round(timeout))
+        confine = "1" if self.facts().bwrap else "0"
+        script = _SETUP.replace("{limit}", str(OUTPUT_LIMIT))
+        argv = ["sh", "-c", script, "sh", worktree, env, str(seconds), confine, key, nonce, *setup]
+        result = self.conn.run(argv, timeout=seconds + 60)
+        text = result.stdout.decode("utf-8", "replace")
+        body, _, tail = text.rpartition(f"\n{nonce} ")
+        words = tail.split()
+        if not words or words[0] not in ("ok", "cached", "fail"):
+            raise HostUnreachable(
+                self.name, f"host {self.name} did not finish the setup: {result.error or text}"
+            )
+        if words[0] != "fail":
+            return env, body, words[0] == "cached", 0, "", False
+        code = int(words[1]) if len(words) > 1 and words[1].isdigit() else 1
+        index = int(words[2]) if len(words) > 2 and words[2].isdigit() else -1
+        failed = setup[index] if 0 <= index < len(setup) else ""
+        timed_out = code in (124, 137)
+        return env, body, False, None if timed_out else code, failed, timed_out
+
+    def remove_env(self, env_dir: str) -> None:
+        """Remove a setup environment on the host (a disposable worktree's)."""
+        self.conn.run(["rm", "-rf", "--", env_dir])
 
     def snapshot(self, worktree: str, start_commit: str, session_id: str) -> tuple[str, str]:
         """The worktree's content on the host as (tree id, a commit of it on

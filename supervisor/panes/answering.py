@@ -41,7 +41,7 @@ from ..status import (
     find_question,
     signed_out,
 )
-from .base import PaneBackend, PaneError, PaneHandle, Screen
+from .base import HostDown, PaneBackend, PaneError, PaneHandle, Screen
 
 STABLE_GAP = 0.25  # seconds between the two captures that must agree
 LAND_TIMEOUT = 6.0
@@ -185,6 +185,8 @@ class MenuAnswer:
             await asyncio.sleep(0.3)
         try:
             await asyncio.to_thread(self.backend.send_text, self.handle, text)
+        except HostDown:
+            raise  # the caller waits for the host, then looks again
         except PaneError as exc:
             return Landing(False, f"the words were not sent: {exc}")
         done = "answered in words" + (f" (after option {tell})" if tell else "")

@@ -55,6 +55,7 @@ from .base import (
     incarnation_of,
 )
 from .observe import Seen, Watch, observe
+from .outage import HOST_WAIT, After, PasteUncertain, host_answers, judge
 
 log = logging.getLogger("corral.panes")
 
@@ -130,6 +131,7 @@ class PaneManager:
         # so a slow or dead host never holds up the panes here or elsewhere
         self._host_workers: dict[str, ThreadPoolExecutor] = {}
         self.sweep_count = 0
+        self.host_wait = HOST_WAIT  # how long a paste waits for its pane's host
 
     # -- lifecycle ------------------------------------------------------------
 
@@ -277,14 +279,52 @@ class PaneManager:
         self, session_id: str, text: str, *, incarnation: int | None = None
     ) -> None:
         """Paste `text` (confirmed on screen, then Enter). With `incarnation`,
-        only into that pane: a delivery meant for a replaced agent is refused."""
+        only into that pane: a delivery meant for a replaced agent is refused.
+        A pane on a host that stops answering midway is waited for, then
+        looked at before anything is sent again (see `outage`)."""
         record = self._require(session_id)
         if incarnation is not None and record.incarnation != incarnation:
             raise PaneGone(
                 f"the pane of {session_id} was replaced (incarnation {record.incarnation}, "
                 f"not {incarnation})"
             )
-        await asyncio.to_thread(self.backend_of(session_id).send_text, record.handle, text)
+        backend = self.backend_of(session_id)
+        if not record.backend_name:
+            await asyncio.to_thread(backend.send_text, record.handle, text)
+            return
+        await self._send_to_host(record, backend, text)
+
+    async def _send_to_host(self, record: PaneRecord, backend: PaneBackend, text: str) -> None:
+        handle = record.handle
+        before: Screen | None = None
+        enter_only = False
+        for _ in range(5):
+            try:
+                if enter_only:
+                    await asyncio.to_thread(backend.send_keys, handle, ["Enter"])
+                else:
+                    before = None
+                    screens = await asyncio.to_thread(backend.capture, [handle])
+                    before = screens.get(handle.owner)
+                    await asyncio.to_thread(backend.send_text, handle, text)
+                return
+            except HostDown as exc:
+                log.info("the host of %s stopped answering during a paste: %s", handle.owner, exc)
+                after = await host_answers(backend.capture, handle, str(exc), wait=self.host_wait)
+            if before is None:
+                continue  # nothing was sent yet
+            verdict = judge(text, before, after)
+            log.info("after the host of %s answered again, the paste: %s", handle.owner, verdict)
+            if verdict is After.LANDED:
+                return
+            if verdict is After.PRESS_ENTER:
+                enter_only = True
+            elif verdict is not After.RESEND or enter_only:
+                break
+        raise PasteUncertain(
+            f"the host of pane {handle.pane_id} stopped answering while the text was being "
+            "pasted, and the pane does not show whether it landed, so it was not pasted again"
+        )
 
     def prompted(self, session_id: str, at: float) -> None:
         """A prompt corral pasted landed at `at` (Enter pressed): the agent
@@ -295,8 +335,19 @@ class PaneManager:
             self._status(record, record.tracker.on_prompt(at))
 
     async def send_keys(self, session_id: str, keys: list[str]) -> None:
+        """Press `keys`. Keys cannot be seen on screen: when the pane's host
+        stops answering meanwhile, it is waited for and the keys are reported
+        uncertain, never pressed twice."""
         record = self._require(session_id)
-        await asyncio.to_thread(self.backend_of(session_id).send_keys, record.handle, keys)
+        backend = self.backend_of(session_id)
+        try:
+            await asyncio.to_thread(backend.send_keys, record.handle, keys)
+        except HostDown as exc:
+            await host_answers(backend.capture, record.handle, str(exc), wait=self.host_wait)
+            raise PasteUncertain(
+                f"the host stopped answering while keys {' '.join(keys)} were sent; "
+                "they were not sent again"
+            ) from exc
 
     async def choose(self, session_id: str, question: Question, answer: str) -> Landing:
         """Answer an on-screen question and say whether the answer landed:
@@ -305,9 +356,31 @@ class PaneManager:
         the text, or straight to a question that has no options, and is
         checked the same way (the question must leave the screen). Words that
         match no option of a menu are not typed into it."""
+        record = self._require(session_id)
+        try:
+            return await self._choose(record, question, answer)
+        except (HostDown, PasteUncertain) as exc:
+            if isinstance(exc, HostDown):
+                backend = self.backend_of(session_id)
+                await host_answers(backend.capture, record.handle, str(exc), wait=self.host_wait)
+            await self._fresh_sweep()  # the question's state as the host shows it now
+            return Landing(
+                False,
+                f"its host stopped answering while the answer was sent ({exc}); it is not "
+                "sent again unless the question is still on the screen",
+            )
+
+    async def _fresh_sweep(self, timeout: float = 10.0) -> None:
+        """Until a sweep that started after now has finished."""
+        deadline = time.monotonic() + timeout
+        start = self.sweep_count
+        while self.sweep_count < start + 2 and time.monotonic() < deadline:
+            await asyncio.sleep(self.interval / 2)
+
+    async def _choose(self, record: PaneRecord, question: Question, answer: str) -> Landing:
+        session_id = record.session_id
         options = list(question.options)
         index = match_option(options, answer)
-        record = self._require(session_id)
         if index is not None:
             answering = MenuAnswer(
                 self.backend_of(session_id), record.handle, record.profile.markers
@@ -324,7 +397,7 @@ class PaneManager:
         if options and tell is None:
             listed = ", ".join(f"{i}. {o}" for i, o in enumerate(options, 1))
             return Landing(False, f"{answer!r} is not one of the options ({listed})")
-        answering = MenuAnswer(self.backend, record.handle, record.profile.markers)
+        answering = MenuAnswer(self.backend_of(session_id), record.handle, record.profile.markers)
         return await answering.words(question, answer, tell)
 
     def _require(self, session_id: str) -> PaneRecord:

@@ -27,7 +27,7 @@ import threading
 import time
 from pathlib import Path
 
-from ..hosts.connection import HostConnection, HostUnreachable
+from ..hosts.connection import SSH_FAILED, HostConnection, HostUnreachable
 from ..hosts.probe import remote_path
 from .base import HostDown, PaneError, PaneHandle, PaneInfo, PaneSpec, Screen
 from .tmux import (
@@ -47,6 +47,7 @@ from .tmux import (
 )
 
 MIRROR_CHUNK = 256 * 1024  # bytes of one mirrored file brought per sweep, at most
+_UNREPEATABLE = ("paste-buffer", "send-keys")  # tmux commands with effects on the agent
 CACHE_TTL = 1.0  # a screen captured by the sweep serves capture() this long
 
 __all__ = ["HostDown", "RemoteTmuxBackend"]
@@ -97,8 +98,11 @@ class RemoteTmuxBackend(TmuxBackend):
     def _remote(
         self, argv: list[str], *, input: bytes | None = None, timeout: float = 30.0
     ) -> tuple[int, str, str]:
+        # a paste or keys lost with the connection may have landed: never
+        # sent again here (the pane manager looks at the pane first)
+        repeatable = not any(w.startswith(_UNREPEATABLE) for w in argv)
         try:
-            r = self.conn.run(argv, input=input, timeout=timeout)
+            r = self.conn.run(argv, input=input, timeout=timeout, repeatable=repeatable)
         except HostUnreachable as exc:
             raise HostDown(str(exc)) from exc
         return r.returncode, r.text, r.error
@@ -254,6 +258,8 @@ exit 0
         self.sweeps += 1
         code, out, err = self._remote(["sh", "-c", self._sweep_script(nonce)])
         now = time.time()
+        if code == SSH_FAILED:  # ssh's own failure: the script did not run (it exits 0)
+            raise HostDown(f"host {self.host} did not answer the sweep: {err or 'ssh failed'}")
         if code != 0:
             raise PaneError(f"the sweep failed on host {self.host}: {err or code}")
         first, _, rest = out.partition("\n")

@@ -248,6 +248,10 @@ class PasteCheck:
         y = min(max(screen.cursor_y, 0), len(screen.lines) - 1)
         return self.needle in _squash("".join(screen.lines[max(0, y - rows + 1) : y + 1]))
 
+    def at_cursor(self, screen: Screen) -> bool:
+        """The text ends on the cursor's line: typed into the input, not yet sent."""
+        return self._near_cursor(screen)
+
     def landed(self, screen: Screen) -> bool:
         if list(screen.lines) == self.before:
             return False

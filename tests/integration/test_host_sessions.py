@@ -2,8 +2,9 @@
 on 127.0.0.1; the "remote machine" is a directory tree of its own): the
 worktree, the agent's pane (a private tmux server there), its hooks, the
 checks and the verification all run on the host; the verified commit is
-fetched home and delivered here. Also: the connection dying mid-run, a host
-that refuses our key, and a host's session limit."""
+fetched home and delivered here. Also: the connection dying mid-run (and
+during a paste: the text arrives once), a host that refuses our key, and a
+host's session limit."""
 
 from __future__ import annotations
 
@@ -11,8 +12,10 @@ import asyncio
 import os
 import signal
 import subprocess
+import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -93,14 +96,18 @@ def stop_remote_tmux(settings: HostSettings) -> None:
 
 
 async def open_supervisor(
-    tmp_path: Path, contract: OutcomeContract, *hosts: HostSettings, engine: str = "external:demo"
+    tmp_path: Path,
+    contract: OutcomeContract,
+    *hosts: HostSettings,
+    engine: str = "external:demo",
+    pace: float = 0.05,
 ) -> Supervisor:
     sup = build_supervisor(
         tmp_path / "state",
         FixedDrafter(contract),
         socket_dir=tmp_path / "tmux",
         default_engine=engine,
-        demo_pace=0.05,
+        demo_pace=pace,
         config=fast_config(hosts=list(hosts), max_session_wall_secs=180),
     )
     await sup.open()
@@ -413,3 +420,286 @@ def test_corral_run_with_host_delivers_a_branch_made_on_the_host(
         assert "no host named 'nowhere' is configured (configured: clibox)" in out.stderr
     finally:
         stop_remote_tmux(HostSettings(name="clibox", destination="x", state_dir=str(remote_state)))
+
+
+# -- a paste while the host is down --------------------------------------------------
+
+# An agent with an input line, like the real CLIs: it asks for bracketed
+# paste, shows what is typed or pasted on its prompt line, and takes the
+# input only on Enter. Every input it took is appended to inputs.log.
+LINE_AGENT = r"""
+import os, shlex, subprocess, sys, time, tty
+def hook(event):
+    cmd = shlex.split(os.environ["CORRAL_HOOK_CMD"]) + [event]
+    subprocess.run(cmd, stdin=subprocess.DEVNULL, check=False)
+def out(text):
+    sys.stdout.write(text); sys.stdout.flush()
+tty.setcbreak(0)
+out("line agent\r\n\x1b[?2004h> ")
+hook("SessionStart")
+buf, pending, pasting = "", "", False
+while True:
+    data = os.read(0, 65536)
+    if not data:
+        break
+    pending += data.decode("utf-8", "replace")
+    while pending:
+        if pending.startswith("\x1b[200~"):
+            pasting, pending = True, pending[6:]
+            continue
+        if pending.startswith("\x1b[201~"):
+            pasting, pending = False, pending[6:]
+            continue
+        if pending.startswith("\x1b") and len(pending) < 6:
+            break
+        ch, pending = pending[0], pending[1:]
+        if ch in "\r\n" and not pasting:
+            with open("inputs.log", "a") as fh:
+                fh.write(buf + "\n----\n")
+            buf = ""
+            out("\r\nworking\r\n")
+            time.sleep(float(sys.argv[1]) if len(sys.argv) > 1 else 1.0)
+            with open("hello.txt", "w") as fh:
+                fh.write("hi\n")
+            out("done\r\n> ")
+            hook("Stop")
+        else:
+            buf += ch
+            out("\r\n" if ch in "\r\n" else ch)
+"""
+
+# red until the agent took a second input (a repair prompt)
+REPAIRED = OutcomeContract(
+    checks=[
+        ContractCheck(
+            name="repaired",
+            command="test $(grep -c -- '^----$' inputs.log) -ge 2",
+            timeout_secs=10,
+        )
+    ]
+)
+
+
+def break_before(
+    conn: Any, server: SshServer, step: str, needle: bytes = b"still fail (repair round"
+) -> dict[str, Any]:
+    """Make the host stop answering right before corral's paste of the text
+    holding `needle` (a repair prompt; `step` "paste") or right before its
+    Enter ("enter"), and answer again 3 s later."""
+    real = conn.run
+    state: dict[str, Any] = {"pasted": False, "broken": False}
+
+    def run(argv: list[str], **kw: Any) -> Any:
+        words = " ".join(argv)
+        repair = needle in (kw.get("input") or b"")
+        trigger = False
+        if not state["broken"]:
+            if step == "paste" and "paste-buffer" in words and repair:
+                trigger = True
+            elif step == "enter" and state["pasted"] and "send-keys" in words:
+                trigger = "Enter" in words
+        if trigger:
+            state["broken"] = True
+            master = conn.master_pid()
+            server.stop()
+            if master is not None:
+                os.kill(master, signal.SIGKILL)
+            timer = threading.Timer(3.0, server.restart)
+            state["timer"] = timer
+            timer.start()
+        result = real(argv, **kw)
+        if "paste-buffer" in words and repair:
+            state["pasted"] = True
+        return result
+
+    conn.run = run
+    return state
+
+
+@pytest.mark.parametrize("step", ["paste", "enter"])
+async def test_a_repair_prompt_pasted_while_the_host_is_down_arrives_exactly_once(
+    sshd: SshServer, tmp_path: Path, cleanup: list[HostSettings], step: str
+) -> None:
+    box = host(sshd, f"obox-{step}-{tmp_path.name[-10:]}".replace("_", "-"))
+    cleanup.append(box)
+    script = sshd.remote_root / f"agent-{tmp_path.name}.py"
+    script.write_text(LINE_AGENT)
+    repo = make_demo_repo(tmp_path)
+    sup = await open_supervisor(tmp_path, REPAIRED, box, engine=f"custom:python3 {script}")
+    place = sup.hosts.get(box.name)
+    state = break_before(place.conn, sshd, step)
+    try:
+        sid = (await sup.start("write hi into hello.txt", repo, host=box.name)).session_id
+        await sup.confirm(sid)
+        row = await sup.wait_for(sid, {S.NEEDS_APPROVAL, S.FAILED}, timeout=150)
+        assert state["broken"], "the host never went down during the repair paste"
+        assert row.state is S.NEEDS_APPROVAL, row.error
+        remote = Path(sup.get(sid).session.remote_worktree or "")
+        inputs = (remote / "inputs.log").read_text()
+        taken = inputs.split("\n----\n")[:-1]
+        assert len(taken) == 2, (
+            inputs,
+            plan_texts(sup, sid),
+        )  # the task, then the repair prompt: once
+        assert taken[1].startswith("corral re-ran the contract"), inputs
+        assert inputs.count("still fail (repair round 1") == 1, inputs
+        assert place.conn.reconnects >= 1
+    finally:
+        if "timer" in state:  # never a server restarted after the test ended
+            state["timer"].join()
+        if sshd.proc.poll() is not None:
+            sshd.restart()
+        await sup.close()
+
+
+# -- `corral panes` reaches the hosts -------------------------------------------------
+
+
+async def test_panes_on_a_host_are_listed_with_their_host_and_can_be_stopped(
+    sshd: SshServer,
+    tmp_path: Path,
+    cleanup: list[HostSettings],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from corral.supervisor.housekeeping import agent_panes, stop_panes
+
+    monkeypatch.setenv("CORRAL_TMUX_SOCKET_DIR", str(tmp_path / "tmux"))
+    box = host(sshd, f"pbox-{tmp_path.name[-12:]}".replace("_", "-"))
+    locked = host(sshd, "plocked", destination=sshd.bad_alias)
+    cleanup.append(box)
+    repo = make_demo_repo(tmp_path)
+    sup = await open_supervisor(tmp_path, demo_contract(SLUG), box)
+    state = tmp_path / "state"
+    try:
+        sid = (await sup.start(SLUG, repo, host=box.name)).session_id
+        await sup.confirm(sid)
+        row = await sup.wait_for(sid, needs=True, timeout=60)
+        assert row.needs_you == "question", row.error
+        listing = await asyncio.to_thread(agent_panes, state, [box, locked])
+        [pane] = listing.panes
+        assert pane.host == box.name and pane.session_id == sid and pane.alive
+        assert "plocked" in listing.unreachable  # said, not silently left out
+        stopped = await asyncio.to_thread(stop_panes, state, [sid], hosts=[box])
+        assert [(s.pane.host, s.gone) for s in stopped] == [(box.name, True)]
+        listing = await asyncio.to_thread(agent_panes, state, [box])
+        assert listing.panes == [] and listing.unreachable == {}
+        assert place_master_alive(sup, box.name)  # the console's own connection kept
+    finally:
+        await sup.close()
+
+
+def place_master_alive(sup: Supervisor, name: str) -> bool:
+    return sup.hosts.get(name).conn.master_pid() is not None
+
+
+# -- setup commands on a host --------------------------------------------------------
+
+GREET = (
+    'mkdir -p "$CORRAL_ENV/bin" && printf "#!/bin/sh\\necho hello from setup\\n" '
+    '> "$CORRAL_ENV/bin/greet" && chmod +x "$CORRAL_ENV/bin/greet"'
+)
+WITH_SETUP = OutcomeContract(
+    setup=[GREET],
+    checks=[
+        ContractCheck(
+            name="hello", command="greet | grep -q hello && grep -q hi hello.txt", timeout_secs=10
+        )
+    ],
+)
+
+
+async def test_a_contract_with_setup_runs_its_setup_on_the_host_and_checks_use_it(
+    sshd: SshServer, tmp_path: Path, cleanup: list[HostSettings]
+) -> None:
+    box = host(sshd, f"sbox-{tmp_path.name[-12:]}".replace("_", "-"))
+    cleanup.append(box)
+    script = sshd.remote_root / f"agent-{tmp_path.name}.py"
+    script.write_text(AGENT)
+    repo = make_demo_repo(tmp_path)
+    sup = await open_supervisor(tmp_path, WITH_SETUP, box, engine=f"custom:python3 {script} 1")
+    try:
+        sid = (await sup.start("write hi into hello.txt", repo, host=box.name)).session_id
+        await sup.confirm(sid)
+        row = await sup.wait_for(sid, {S.NEEDS_APPROVAL, S.FAILED}, timeout=90)
+        session = sup.get(sid).session
+        assert row.state is S.NEEDS_APPROVAL, row.error
+        outcome = session.setup_outcome
+        assert outcome is not None and outcome.ok and outcome.phase == "verification"
+        env = Path(outcome.env_dir)
+        assert env.is_relative_to(Path(box.state_dir) / "envs")  # made there, not here
+        assert (env / "bin" / "greet").is_file()
+        assert all(r.passed for r in session.last_check_results)
+        # the baseline's disposable environment is gone with its worktree
+        assert [p for p in (Path(box.state_dir) / "envs").iterdir()] == [env]
+    finally:
+        await sup.close()
+
+
+async def test_a_setup_that_fails_on_the_host_says_so_and_no_check_runs(
+    sshd: SshServer, tmp_path: Path, cleanup: list[HostSettings]
+) -> None:
+    from corral.supervisor.gates.host_tree import host_setup
+
+    box = host(sshd, f"fbox-{tmp_path.name[-12:]}".replace("_", "-"))
+    sup = await open_supervisor(tmp_path, HELLO, box)
+    place = sup.hosts.get(box.name)
+    try:
+        wt = Path(box.state_dir) / "wt"
+        wt.mkdir(parents=True)
+        broken = OutcomeContract(setup=["echo fetching", "exit 7"], checks=HELLO.checks)
+        outcome = await host_setup(place, broken, str(wt), 30, "baseline")
+        assert outcome is not None and not outcome.ok
+        assert outcome.exit_code == 7 and outcome.failed_command == "exit 7"
+        assert "fetching" in outcome.output_tail
+        # confined: the setup cannot write outside the worktree and its environment
+        escape = OutcomeContract(setup=[f"touch {box.state_dir}/escaped"], checks=HELLO.checks)
+        if place.facts().bwrap:
+            await host_setup(place, escape, str(wt), 30, "baseline")
+            assert not (Path(box.state_dir) / "escaped").exists()
+    finally:
+        await sup.close()
+
+
+async def test_a_message_pasted_while_the_host_is_down_arrives_once_and_is_accepted(
+    sshd: SshServer, tmp_path: Path, cleanup: list[HostSettings]
+) -> None:
+    from tests.integration.test_session_messages import TEXT, messages_of
+
+    box = host(sshd, f"mbox-{tmp_path.name[-12:]}".replace("_", "-"))
+    cleanup.append(box)
+    repo = make_demo_repo(tmp_path)
+    heard = OutcomeContract(
+        checks=[
+            ContractCheck(
+                name="heard",
+                command="grep -q 'public API[ ]unchanged' DEMO_NOTES.md",
+                timeout_secs=5,
+            )
+        ]
+    )
+    sup = await open_supervisor(tmp_path, heard, box, pace=1.0)
+    place = sup.hosts.get(box.name)
+    state = break_before(place.conn, sshd, "paste", TEXT.encode())
+    try:
+        sid = (await sup.start("write notes", repo, host=box.name)).session_id
+        await sup.confirm(sid)
+        await eventually(lambda: row_of(sup, sid).agent_status == "running", timeout=60)
+        await sup.send("operator", sid, TEXT)
+        row = await sup.wait_for(sid, {S.NEEDS_APPROVAL, S.FAILED}, needs=True, timeout=90)
+        if row.needs_you == "question":  # the demo agent asks before its first edit
+            await sup.respond(sid, "Yes, and don't ask again this session")
+            row = await sup.wait_for(sid, {S.NEEDS_APPROVAL, S.FAILED}, timeout=90)
+        assert state["broken"], "the host never went down during the message's paste"
+        assert row.state is S.NEEDS_APPROVAL, row.error
+        assert messages_of(sup, sid) == [
+            ("operator", sid, "queued", None),
+            ("operator", sid, "accepted", None),
+        ]
+        notes = Path(sup.get(sid).session.remote_worktree or "") / "DEMO_NOTES.md"
+        assert notes.read_text().count("public API unchanged") == 1
+    finally:
+        if "timer" in state:  # never a server restarted after the test ended
+            state["timer"].join()
+        if sshd.proc.poll() is not None:
+            sshd.restart()
+        await sup.close()

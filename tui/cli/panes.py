@@ -1,5 +1,5 @@
-"""`corral panes`: every pane with corral's owner marker, and the session it
-belongs to. A pane with no matching session is a stray: shown, never killed
+"""`corral panes`: every pane with corral's owner marker, here and on the
+configured hosts (shown as `host:%id`), and the session it belongs to. A pane with no matching session is a stray: shown, never killed
 by listing. `corral panes stop <owner|session id|pane id>… | --strays | --all`
 stops panes (strays included): the agent's process group, then the window,
 and says so only once it saw the pane gone."""
@@ -20,16 +20,23 @@ def _who(pane: AgentPane) -> str:
     return f"{pane.session_id[-8:]} {pane.session_state.value}"
 
 
+def _where(pane: AgentPane) -> str:
+    return f"{pane.host}:{pane.pane_id}" if pane.host else pane.pane_id
+
+
 def list_panes() -> int:
-    panes = agent_panes(default_state_dir())
+    listing = agent_panes(default_state_dir())
+    panes = listing.panes
     if not panes:
         print("no corral panes are running")
     for pane in panes:
         life = "alive" if pane.alive else f"exited ({pane.exit_status})"
-        print(f"{pane.pane_id:<6} {life:<14} {pane.command:<12} {_who(pane)}  {pane.owner}")
+        print(f"{_where(pane):<6} {life:<14} {pane.command:<12} {_who(pane)}  {pane.owner}")
+    for host, reason in listing.unreachable.items():
+        print(f"host {host} did not answer, so its panes are not listed: {reason}")
     if any(p.stray for p in panes):
         print("stop strays with: corral panes stop --strays")
-    if panes:
+    if any(not p.host for p in panes):
         import shlex
 
         print(f"watch them all: {shlex.join(attach_command())}  (detach: the tmux prefix, then d)")
@@ -48,9 +55,9 @@ def stop(which: list[str], *, strays: bool, every: bool) -> int:
     code = 0
     for r in results:
         if r.gone:
-            print(f"stopped {r.pane.pane_id} ({_who(r.pane)}, {r.owner})")
+            print(f"stopped {_where(r.pane)} ({_who(r.pane)}, {r.owner})")
         else:
             why = f": {r.error}" if r.error else ""
-            print(f"could not stop {r.pane.pane_id} ({r.owner}){why}", file=sys.stderr)
+            print(f"could not stop {_where(r.pane)} ({r.owner}){why}", file=sys.stderr)
             code = 1
     return code
