@@ -218,6 +218,7 @@ class Supervisor:
             before_start=janitor.sweep,
             discussion_runs=discussion_runs,
             hosts=hosts,
+            subtasks_on=foreman.subtasks_on,
         )
         recovery = Recovery(registry, verifier, run_loop, self.panes)
         return _Gates(contract, run_loop, approval, recovery, janitor, foreman)

@@ -42,6 +42,10 @@ class Places:
     def names(self) -> list[str]:
         return list(self._limits)
 
+    def taken(self, name: str) -> int:
+        """Subtasks placed on `name` now."""
+        return self._taken.get(name, 0)
+
     def free(self, name: str) -> bool:
         limit = self._limits[name]
         if limit is None:

@@ -103,6 +103,10 @@ class Foreman:
             self._places = Places(limits, local=self._config.foreman_local, busy=self._busy_on)
         return self._places
 
+    def subtasks_on(self, host: str) -> int:
+        """Foreman subtasks running on `host` now (they take its slots)."""
+        return 0 if self._places is None else self._places.taken(host)
+
     def _busy_on(self, host: str) -> int:
         """Unfinished sessions on `host` (a foreman's subtasks are counted by `Places`)."""
         return sum(

@@ -19,6 +19,7 @@ import pytest
 
 from corral.supervisor.api import Supervisor
 from corral.supervisor.contracts.drafting import FixedDrafter
+from corral.supervisor.errors import CorralError
 from corral.supervisor.factory import build_supervisor
 from corral.supervisor.hosts.settings import HostSettings
 from corral.supervisor.models import OutcomeContract
@@ -32,13 +33,15 @@ pytestmark = [
     pytest.mark.skipif(sshd_missing() is not None, reason=str(sshd_missing())),
 ]
 
-# The foreman test's writer agent, which first sleeps N seconds when it runs
-# under directory P (`<<sleep N under P>>`): only on the "host".
+# The foreman test's writer agent, which first works N seconds (printing)
+# when it runs under directory P (`<<sleep N under P>>`): only on the "host".
 SLOW_ON_HOST = AGENT.replace(
     'for secs in re.findall(r"<<sleep (\\d+)>>", text):',
     'for secs, under in re.findall(r"<<sleep (\\d+) under (\\S+)>>", text):\n'
     "    if os.getcwd().startswith(under):\n"
-    "        time.sleep(int(secs))\n"
+    "        for i in range(int(secs) * 2):\n"
+    "            print(f'busy on the host {i}', flush=True)\n"
+    "            time.sleep(0.5)\n"
     'for secs in re.findall(r"<<sleep (\\d+)>>", text):',
 )
 
@@ -144,7 +147,7 @@ async def test_a_three_way_split_runs_here_and_on_two_hosts_and_delivers_one_dif
         await again.close()
 
 
-async def test_a_host_full_at_max_sessions_takes_no_more_subtasks(
+async def test_a_host_at_max_sessions_takes_no_more_subtasks_nor_sessions(
     sshd: SshServer, tmp_path: Path, made: list[HostSettings]
 ) -> None:
     tag = tmp_path.name[-10:].replace("_", "-")
@@ -156,12 +159,21 @@ async def test_a_host_full_at_max_sessions_takes_no_more_subtasks(
     await sup.open()
     try:
         intent = "set every module: " + " ".join(write(m) for m in MODULES)
-        split = {"subtasks": [subtask(m) for m in MODULES]}
-        engine = engine_for(sshd, tmp_path)
+        slow = f"<<sleep 20 under {one.state_dir}>>"
+        split = {"subtasks": [subtask(m, slow) for m in MODULES]}
+        engine = engine_for(sshd, tmp_path, SLOW_ON_HOST)
         sid = (await sup.start(intent, repo, engine=engine, split=split)).session_id
-        await run_to_gate(sup, sid)
-        # one slot: the three ran on the host one after the other
-        assert [(p.host, p.result) for p in sup.placements(sid)] == [(one.name, "integrated")] * 3
+        await sup.confirm(sid)
+        await eventually(
+            lambda: any(p.result == "running" for p in sup.placements(sid)), timeout=60
+        )
+        with pytest.raises(CorralError, match=rf"host {one.name} already runs 1 session"):
+            await sup.start("another task", repo, engine="external:demo", host=one.name)
+        # one slot: one subtask runs there, the others wait for it (none runs here)
+        rows = sup.placements(sid)
+        assert sorted(p.result for p in rows) == ["pending", "pending", "running"]
+        assert [p.host for p in rows if p.result == "running"] == [one.name]
+        await sup.cancel(sid)
     finally:
         await sup.close()
 
