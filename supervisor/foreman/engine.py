@@ -298,12 +298,9 @@ class ForemanEngine:
         if p.host == LOCAL:
             await asyncio.to_thread(self._workspaces.remove, p.worktree, force=True)
             return
-        place = self._place(p.host)
-        mirror = Path(self._hooks.session.repo)
+        place, repo = self._place(p.host), Path(self._hooks.session.repo)
         with contextlib.suppress(CorralError, HostUnreachable):
-            await asyncio.to_thread(
-                lambda: place.remove(place.mirror_path(mirror), str(p.worktree))
-            )
+            await asyncio.to_thread(lambda: place.remove(place.mirror_path(repo), str(p.worktree)))
 
     def _place(self, host: str) -> HostPlace:
         assert self._hooks.hosts is not None
