@@ -115,7 +115,10 @@ class HostConnection:
         self.host = host
         self.name = host.name
         self.control_dir = _control_dir(state_dir)
-        digest = hashlib.sha256(f"{host.name}\0{host.destination}".encode()).hexdigest()
+        # the state dir is part of the name: two corrals (or two test runs) that
+        # name a host alike never share, nor close, each other's master
+        key = f"{Path(state_dir).resolve()}\0{host.name}\0{host.destination}"
+        digest = hashlib.sha256(key.encode()).hexdigest()
         self.control_path = self.control_dir / digest[:20]
         self._ssh = ssh_bin
         self._connect_timeout = connect_timeout
