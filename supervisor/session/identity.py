@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..models import AgentIdentity, CoderSession, IdentityState
 from ..states import CoderState
-from .transcripts import resolve
+from .transcripts import read_transcript, resolve
 
 _ID_KEYS = ("session_id", "thread-id", "thread_id", "sessionID")
 
@@ -74,9 +74,23 @@ def resume_id(session: CoderSession) -> str | None:
     identity = session.agent_identity
     if identity is None or identity.state is IdentityState.UNAVAILABLE:
         return None
-    if identity.transcript_path and resolve(identity.transcript_path) is None:
+    if identity.transcript_path and not _holds_a_turn(identity.transcript_path):
         return None
     return identity.session_id
+
+
+def _holds_a_turn(path: str) -> bool:
+    """Whether the agent saved a conversation there: a file that exists but
+    holds no user turn yet (Claude Code writes its first lines before the
+    prompt) cannot be resumed — `claude --resume` says "No conversation
+    found" and exits."""
+    found = resolve(path)
+    if found is None:
+        return False
+    try:
+        return any(turn.role == "user" for turn in read_transcript(found))
+    except (OSError, ValueError):
+        return False
 
 
 def can_go_dormant(session: CoderSession) -> bool:

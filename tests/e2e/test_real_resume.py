@@ -17,6 +17,7 @@ import pytest
 from corral.supervisor.api import Supervisor
 from corral.supervisor.contracts.drafting import FixedDrafter
 from corral.supervisor.factory import build_supervisor
+from corral.supervisor.session.identity import resume_id
 from corral.supervisor.states import CoderState as S
 from tests.conftest import eventually, fast_config, hello_contract, init_repo
 from tests.e2e.test_real_agents import MISSING, agent_env, kill_tmux, open_sup, settle
@@ -52,7 +53,7 @@ async def test_a_dormant_claude_session_is_revived_on_its_own_conversation(
             )
             await eventually(lambda: srv.turn_requests, timeout=60, interval=0.2)
             # Claude Code saves the turn's start a moment after sending it
-            await eventually(Path(identity.transcript_path or "").exists, timeout=30, interval=0.2)
+            await eventually(lambda: resume_id(sup.get(sid).session), timeout=30, interval=0.2)
         finally:
             await sup.close()
         kill_tmux(tmp_path)  # the agent's pane dies while corral is closed
@@ -109,13 +110,10 @@ async def test_a_crashed_claude_is_retried_on_its_own_conversation_then_dormant(
             sid = started.session_id
             srv.push(Reply("Thinking.", delay=6), Reply("Still thinking.", delay=6))
             await sup.confirm(sid)
-            identity = await eventually(
-                lambda: sup.get(sid).session.agent_identity, timeout=60, interval=0.2
-            )
+            await eventually(lambda: sup.get(sid).session.agent_identity, timeout=60, interval=0.2)
             await eventually(lambda: len(srv.turn_requests) == 1, timeout=60, interval=0.2)
             # a crash mid-turn, once Claude Code saved the turn's start
-            transcript = Path(identity.transcript_path or "")
-            await eventually(transcript.exists, timeout=30, interval=0.2)
+            await eventually(lambda: resume_id(sup.get(sid).session), timeout=30, interval=0.2)
             kill_agent(sup, sid)
             # the transient retry resumes the same conversation
             await eventually(lambda: len(srv.turn_requests) == 2, timeout=60, interval=0.2)
@@ -124,7 +122,8 @@ async def test_a_crashed_claude_is_retried_on_its_own_conversation_then_dormant(
             resumed = await eventually(
                 lambda: sup.get(sid).session.agent_identity, timeout=30, interval=0.2
             )
-            await eventually(Path(resumed.transcript_path or "").exists, timeout=30, interval=0.2)
+            assert resumed.session_id
+            await eventually(lambda: resume_id(sup.get(sid).session), timeout=30, interval=0.2)
             kill_agent(sup, sid)
             # out of retries: dormant, not failed, nothing asked of the operator
             await eventually(lambda: sup.registry.summary(sid).dormant, timeout=30, interval=0.2)

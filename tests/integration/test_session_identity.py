@@ -35,6 +35,10 @@ INSERT INTO meta VALUES ('schema_version', '1');
 """
 
 
+# One user turn as Claude Code saves it: a transcript holding one can be resumed.
+SAVED_TURN = json.dumps({"type": "user", "message": {"role": "user", "content": "say hi"}}) + "\n"
+
+
 def test_a_schema_1_database_is_migrated_and_its_sessions_still_load(tmp_path: Path) -> None:
     db = tmp_path / "corral.sqlite3"
     conn = sqlite3.connect(db)
@@ -135,7 +139,7 @@ async def test_a_session_whose_agent_named_itself_is_dormant_after_a_restart_and
 ) -> None:
     state = tmp_path / "state"
     transcript = tmp_path / "t.jsonl"
-    transcript.write_text("{}\n")  # the agent saved its conversation
+    transcript.write_text(SAVED_TURN)  # the agent saved its conversation
     sid = await running_with_identity(
         state,
         repo,
@@ -235,5 +239,5 @@ def test_an_agent_killed_before_it_saved_its_transcript_starts_afresh(tmp_path: 
         ),
     )
     assert resume_id(session) is None
-    transcript.write_text("{}\n")
+    transcript.write_text(SAVED_TURN)
     assert resume_id(session) == "abc"
