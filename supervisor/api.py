@@ -23,12 +23,14 @@ from __future__ import annotations
 import asyncio
 import builtins
 import logging
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from .adoption.service import Adoptions
+from .agents.profiles import profile_for
 from .config import SupervisorConfig, load_config
 from .contracts.drafting import ContractDrafter
 from .discuss.linked_runs import DISCUSSIONS_DIR, DiscussionRuns
@@ -73,7 +75,7 @@ from .session.janitor import Janitor
 from .session.registry import SessionRegistry, new_session_id
 from .session.search import search as search_sessions
 from .session.summaries import stored_summary
-from .session.transcripts import codex_rollout, codex_rollouts, read_transcript
+from .session.transcripts import codex_rollouts, read_transcript
 from .session.transcripts import resolve as resolve_transcript
 from .states import CoderState, label, needs_you_label
 from .store import DB_NAME, Store
@@ -598,7 +600,11 @@ class Supervisor:
             return []
         path = resolve_transcript(identity.transcript_path) if identity.transcript_path else None
         if path is None and identity.agent == "codex" and identity.session_id:
-            path = await asyncio.to_thread(codex_rollout, identity.session_id)
+            # an identity stored before corral kept the rollout's path
+            codex = profile_for("codex")
+            path = await asyncio.to_thread(
+                codex.conversation_file, identity.session_id, dict(os.environ)
+            )
         if path is None:
             return []
         return await asyncio.to_thread(read_transcript, path, limit)

@@ -105,12 +105,6 @@ def _codex_sessions(home: str | None) -> Path:
     return Path(home or os.environ.get("CODEX_HOME") or Path.home() / ".codex") / "sessions"
 
 
-def codex_rollout(thread_id: str, home: str | None = None) -> Path | None:
-    """The rollout file Codex keeps for `thread_id` (newest when several)."""
-    found = sorted(_codex_sessions(home).glob(f"*/*/*/rollout-*-{thread_id}.jsonl"))
-    return found[-1] if found else None
-
-
 def codex_rollouts(home: str | None = None) -> dict[str, Path]:
     """Every rollout Codex keeps, by thread id (its name ends in the id), in
     one listing: the search looks at a thousand sessions' at once."""

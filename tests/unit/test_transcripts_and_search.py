@@ -8,13 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from corral.supervisor.agents.profiles import gemini_chats
+from corral.supervisor.agents.profiles import gemini_chats, profile_for
 from corral.supervisor.models import AgentIdentity, CoderSession, IdentityState, SessionSummary
 from corral.supervisor.session.identity import resume_id
 from corral.supervisor.session.search import search
 from corral.supervisor.session.transcripts import (
     READ_LIMIT,
-    codex_rollout,
     read_transcript,
     resolve,
 )
@@ -38,8 +37,9 @@ def test_a_claude_transcript_reads_as_its_user_and_agent_turns(tmp_path: Path) -
 def test_a_codex_rollout_is_found_by_its_thread_and_read_as_turns(tmp_path: Path) -> None:
     thread = "01a23399-6fe3-7c12-b6c4-c0440762e36d"
     written = write_codex_rollout(tmp_path / "codex", thread, "Write esc.txt", "Wrote esc.txt.")
-    assert codex_rollout(thread, str(tmp_path / "codex")) == written
-    assert codex_rollout("other-thread", str(tmp_path / "codex")) is None
+    codex, env = profile_for("codex"), {"CODEX_HOME": str(tmp_path / "codex")}
+    assert codex.conversation_file(thread, env) == written
+    assert codex.conversation_file("0000-other-thread", env) is None
     assert [(t.role, t.text) for t in read_transcript(written)] == [
         ("user", "Write esc.txt"),  # not the context Codex injects, nor its instructions
         ("assistant", "Need approval."),
