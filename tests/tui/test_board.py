@@ -206,3 +206,55 @@ async def test_a_contract_file_in_the_form_and_a_reject_comment(
         assert row.state is CoderState.ABANDONED
         texts = plan_texts(sup, sid)
         assert "Rejected: not like this" in texts
+
+
+async def test_moving_between_rows_with_the_same_keys_keeps_the_footer(board_world) -> None:
+    """Rebuilding the footer's widgets is the slowest thing a cursor move can
+    do (with 100 agents streaming it doubled keystroke → repaint): two working
+    sessions, each in its own worktree, offer the same keys, so moving between
+    them leaves the footer alone; a row with other keys still redraws it."""
+    sup, repo, _release = board_world()
+
+    async def seed(s) -> None:  # type: ignore[no-untyped-def]
+        ids = await seed_board(s, repo)
+        second = (await s.start("Bravo waits again", repo)).session_id
+        await s.confirm(second)
+        await s.wait_for(second, {CoderState.RUNNING}, timeout=5)
+        ids["Bravo2"] = second
+
+    app = _app(sup, repo, on_ready=seed)
+    async with app.run_test(size=(140, 20)) as pilot:
+        board = await board_ready(app, pilot)
+        await until(pilot, "both working rows", lambda: len(board.order) == 6)
+        working = [
+            i
+            for i, sid in enumerate(board.order)
+            if board.summaries[sid].intent.startswith("Bravo")
+        ]
+        assert len(working) == 2
+        first, second = (board.summaries[board.order[i]] for i in working)
+        assert first.worktree and second.worktree and first.worktree != second.worktree
+        rebuilt: list[int] = []
+        original = board.refresh_bindings
+
+        def counted() -> None:
+            rebuilt.append(1)
+            original()
+
+        board.refresh_bindings = counted  # type: ignore[method-assign]
+        board.table.move_cursor(row=working[0])
+        await pilot.pause()
+        rebuilt.clear()
+        for _ in range(3):
+            board.table.move_cursor(row=working[1])
+            await pilot.pause()
+            board.table.move_cursor(row=working[0])
+            await pilot.pause()
+        assert rebuilt == []
+        assert "cancel_session" in footer_actions(app)
+        contract = next(
+            i for i, sid in enumerate(board.order) if board.summaries[sid].needs_you == "contract"
+        )
+        board.table.move_cursor(row=contract)
+        await until(pilot, "the contract row's keys", lambda: "confirm" in footer_actions(app))
+        assert rebuilt

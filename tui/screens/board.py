@@ -421,7 +421,11 @@ class BoardScreen(Screen[None]):
         """Redraw the footer only when the selected row's keys change: the
         footer rebuilds its widgets, too slow to do on every move or update."""
         row = self.selected()
-        shown = None if row is None else (row.needs_you, row.state, row.archived, row.worktree)
+        shown = (
+            None
+            if row is None
+            else (row.needs_you, row.state, row.archived, row.dormant, row.worktree is not None)
+        )
         keys = (self.app.opened.is_set(), shown)
         if keys != self._footer_keys:
             self._footer_keys = keys
