@@ -384,10 +384,15 @@ PERMISSION_WORDS = re.compile(r"permission|approve|allow", re.IGNORECASE)
 AUTH_FAILURES = frozenset({"authentication_failed", "oauth_token_expired", "invalid_api_key"})
 
 
+def hook_name(event: dict[str, object]) -> str:
+    """The event a hook record reports, whichever key its agent uses."""
+    return str(event.get("hook_event_name") or event.get("event") or event.get("type") or "")
+
+
 def from_hook(event: dict[str, object]) -> StatusReading | None:
     """Map one hook record (Claude Code settings hooks, the demo agent, Codex
     notify) to a status edge. Unknown events change nothing."""
-    name = str(event.get("hook_event_name") or event.get("event") or event.get("type") or "")
+    name = hook_name(event)
     if name in ("UserPromptSubmit", "PreToolUse", "PostToolUse", "SubagentStart"):
         return StatusReading(AgentStatus.RUNNING, f"hook {name}", source="hook")
     if name == "PermissionRequest":
@@ -481,6 +486,7 @@ class StatusTracker:
     - a screen never overrides a hook's `waiting` with `idle` unless the
       question is gone from the screen for the debounce time;
     - `exited` and `error` come from the process and stick;
+    - a session-start hook only says the agent is up: it never ends a turn;
     - a hook's `waiting` (a permission request for a tool) is paired only
       with a question that is not one of the profile's own dialogs: a trust
       dialog still on screen when the hook fires is not the tool's question,
@@ -528,6 +534,11 @@ class StatusTracker:
             return False
         reading = from_hook(event)
         if reading is None:
+            return False
+        if hook_name(event) == "SessionStart" and self.current.status is not AgentStatus.UNKNOWN:
+            # a start is not a turn's end: the hook is read after the busy
+            # frames of a prompt given at launch on a loaded machine, and
+            # Claude Code sends it again after compacting in the middle of a turn
             return False
         now = time.monotonic() if now is None else now
         self._hook_at = now

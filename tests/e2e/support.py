@@ -8,14 +8,16 @@ import contextlib
 import os
 import signal
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from corral.supervisor.api import Supervisor
 from corral.supervisor.contracts.drafting import FixedDrafter
 from corral.supervisor.factory import build_supervisor
 from corral.supervisor.models import SessionSummary
 from corral.supervisor.states import CoderState
-from tests.conftest import fast_config, hello_contract
+from tests.conftest import eventually, fast_config, hello_contract
 
 
 def screen_text(sup: Supervisor, sid: str) -> str:
@@ -38,6 +40,22 @@ async def settle(
         return await sup.wait_for(sid, states, timeout=timeout)
     except TimeoutError:
         raise AssertionError(f"timed out; {describe(sup, sid)}") from None
+
+
+async def until(
+    sup: Supervisor,
+    sid: str,
+    what: str | Callable[[], str],
+    predicate: Callable[[], Any],
+    timeout: float,
+) -> Any:
+    """`eventually`, but on a timeout say what was awaited, what the agent's
+    screen shows and the session's last events (a CI failure has only this)."""
+    try:
+        return await eventually(predicate, timeout=timeout, interval=0.2)
+    except AssertionError:
+        said = what() if callable(what) else what
+        raise AssertionError(f"{said}: not within {timeout:g} s; {describe(sup, sid)}") from None
 
 
 async def open_sup(tmp_path: Path, agent: str, *, wall_secs: int = 120) -> Supervisor:

@@ -20,6 +20,7 @@ from corral.supervisor.factory import build_supervisor
 from corral.supervisor.session.identity import resume_id
 from corral.supervisor.states import CoderState as S
 from tests.conftest import eventually, fast_config, hello_contract, init_repo
+from tests.e2e.support import until
 from tests.e2e.test_real_agents import MISSING, agent_env, kill_tmux, open_sup, settle
 from tests.fakes.agent_env import claude_launch, codex_launch
 from tests.fakes.model_server import FakeModelServer, Reply, ToolCall
@@ -108,25 +109,46 @@ async def test_a_crashed_claude_is_retried_on_its_own_conversation_then_dormant(
         try:
             started = await sup.start(TASK, repo)
             sid = started.session_id
-            srv.push(Reply("Thinking.", delay=6), Reply("Still thinking.", delay=6))
+            # replies slower than any wait below: each kill lands mid-turn, even
+            # on a loaded machine (a turn that ended first would be verified, and
+            # fail, instead of crashing)
+            srv.push(Reply("Thinking.", delay=45), Reply("Still thinking.", delay=45))
             await sup.confirm(sid)
-            await eventually(lambda: sup.get(sid).session.agent_identity, timeout=60, interval=0.2)
-            await eventually(lambda: len(srv.turn_requests) == 1, timeout=60, interval=0.2)
+            await until(
+                sup,
+                sid,
+                "Claude Code's session id",
+                lambda: sup.get(sid).session.agent_identity,
+                60,
+            )
+            await until(
+                sup, sid, "the first turn's request", lambda: len(srv.turn_requests) == 1, 60
+            )
             # a crash mid-turn, once Claude Code saved the turn's start
-            await eventually(lambda: resume_id(sup.get(sid).session), timeout=30, interval=0.2)
+            await until(
+                sup, sid, "a resumable conversation", lambda: resume_id(sup.get(sid).session), 30
+            )
             kill_agent(sup, sid)
             # the transient retry resumes the same conversation
-            await eventually(lambda: len(srv.turn_requests) == 2, timeout=60, interval=0.2)
+            await until(
+                sup,
+                sid,
+                lambda: f"the retried turn's request (requests: {srv.paths()})",
+                lambda: len(srv.turn_requests) >= 2,
+                60,
+            )
             retried = json.dumps(srv.turn_requests[1].body["messages"])
             assert TASK in retried and "same conversation" in retried
-            resumed = await eventually(
-                lambda: sup.get(sid).session.agent_identity, timeout=30, interval=0.2
+            resumed = await until(
+                sup, sid, "the resumed session id", lambda: sup.get(sid).session.agent_identity, 30
             )
             assert resumed.session_id
-            await eventually(lambda: resume_id(sup.get(sid).session), timeout=30, interval=0.2)
+            await until(
+                sup, sid, "a resumable conversation", lambda: resume_id(sup.get(sid).session), 30
+            )
             kill_agent(sup, sid)
             # out of retries: dormant, not failed, nothing asked of the operator
-            await eventually(lambda: sup.registry.summary(sid).dormant, timeout=30, interval=0.2)
+            await until(sup, sid, "dormant", lambda: sup.registry.summary(sid).dormant, 30)
             row = sup.registry.summary(sid)
             assert row.state is S.RUNNING and row.needs_you is None and row.error is None
             target = Path(started.worktree or "") / "hello.txt"

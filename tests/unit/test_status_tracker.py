@@ -196,3 +196,26 @@ def test_a_busy_frame_from_before_a_stop_hook_rechecked_by_later_sweeps_stays_ol
     for now in (1.5, 2.0, 2.5, 3.0):
         assert t.on_facts(frame, now) is False
     assert t.current.status is AgentStatus.IDLE and t.turn_ends == 1
+
+
+def test_a_session_start_hook_read_late_does_not_end_the_turn() -> None:
+    """Seen under load: Claude Code started with its prompt showed its busy
+    marker before corral read its SessionStart hook; taking that hook as
+    idle ended the turn at once, and the runtime verified an agent that had
+    not begun. Claude Code also sends SessionStart after compacting mid-turn."""
+    t = StatusTracker(markers=CLAUDE.markers)
+    t.on_screen(["✢ Slithering… (esc to interrupt)"], now=1.0)
+    assert t.current.status is AgentStatus.RUNNING
+    ends = t.turn_ends
+    assert t.on_hook({"hook_event_name": "SessionStart", "source": "resume"}, now=1.2) is False
+    assert t.on_hook({"hook_event_name": "SessionStart", "source": "compact"}, now=2.0) is False
+    assert t.current.status is AgentStatus.RUNNING and t.turn_ends == ends
+    # its own turn's end still counts
+    assert t.on_hook({"hook_event_name": "Stop"}, now=3.0) is True
+    assert t.current.status is AgentStatus.IDLE and t.turn_ends == ends + 1
+
+
+def test_a_session_start_hook_still_says_a_fresh_agent_is_up() -> None:
+    t = StatusTracker(markers=CLAUDE.markers)
+    assert t.on_hook({"hook_event_name": "SessionStart", "source": "startup"}, now=0.5) is True
+    assert t.current.status is AgentStatus.IDLE
