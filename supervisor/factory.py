@@ -24,6 +24,7 @@ from .llm.catalog import load_catalog
 from .llm.chain import make_chain
 from .panes.base import PaneBackend
 from .panes.manager import PaneManager
+from .panes.stop_mark import agents_dir
 
 if TYPE_CHECKING:
     from .discuss import Discussions
@@ -60,10 +61,10 @@ def build_supervisor(
     env_dir = os.environ.get("CORRAL_TMUX_SOCKET_DIR", "").strip()
     if socket_dir is None and env_dir:
         socket_dir = Path(env_dir)
-    panes = PaneManager(make_backend(backend, socket_dir=socket_dir), state_dir / "agents")
+    panes = PaneManager(make_backend(backend, socket_dir=socket_dir), agents_dir(state_dir))
     engines = AgentEngines(
         panes,
-        session_dir=lambda sid: state_dir / "agents" / sid,
+        session_dir=lambda sid: agents_dir(state_dir) / sid,
         default=default_engine,
         demo_pace=demo_pace,
         provider=provider,

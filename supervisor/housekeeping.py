@@ -32,6 +32,7 @@ from .hosts.probe import HostReport
 from .hosts.settings import HostSettings
 from .models import CoderSession, SessionSummary
 from .panes.base import PaneBackend, PaneError, PaneHandle, PaneInfo
+from .panes.stop_mark import agents_dir, mark_stopped
 from .states import CoderState, label
 from .store import DB_NAME, LockHolder, OwnerLock, Store, read_lock_holder
 from .store.listing import rows_json
@@ -459,7 +460,8 @@ def stop_panes(
     owner marker, session id (or its label), pane id, `strays` or `every`:
     the process group, then the window. Each result says whether a later
     sweep saw the pane gone. A pane of a session a running console owns is
-    stopped too: that session then sees its agent exit."""
+    stopped too: that session then sees its agent exit, marked as stopped on
+    purpose, so it is not started again as after a crash."""
     results: list[PaneStop] = []
     with _pane_places(state_dir, hosts) as places:
         for place, (infos, _error) in zip(places, _sweep_all(places), strict=True):
@@ -492,7 +494,10 @@ def _stop_in(
         if wanted:
             chosen.append((owner, pane, infos[owner].handle))
     errors: dict[str, str] = {}
-    for owner, _pane, handle in chosen:
+    for owner, pane, handle in chosen:
+        if pane.session_id:  # its owner must not take the exit for a crash
+            with contextlib.suppress(OSError):
+                mark_stopped(agents_dir(state_dir), pane.session_id, owner)
         try:
             backend.kill(handle, 5.0)
         except PaneError as exc:

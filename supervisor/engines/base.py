@@ -28,6 +28,9 @@ class EngineOutcome:
     # The agent stopped and its own conversation can be resumed: the session
     # waits, dormant, for a revive instead of failing (`error` says why).
     dormant: bool = False
+    # a failure that is not the work's (its agent stopped on purpose): the
+    # worktree stays for a retry or a look
+    keep_worktree: bool = False
     # the engine that did the work when it differs from the session's (the
     # foreman's repair on top of its union is its agent's work)
     ran: str | None = None

@@ -408,8 +408,11 @@ class ExternalEngine:
                         PlanTextData(text=f"{self.profile.label} exited with status 0: turn over.")
                     )
                     return EngineOutcome(iterations=1, authored_by=[self.profile.name])
-                # the agent crashed
+                # the agent crashed, or was stopped with `corral panes stop`
                 reason = record.status.reason if record else "the pane disappeared"
+                meant = self.panes.stopped_on_purpose(ctx.session_id)
+                if meant:
+                    reason, retries = "stopped with `corral panes stop`; not started again", 0
                 if retries <= 0 and self.profile.resumable and ctx.resume_id():
                     return EngineOutcome(
                         dormant=True,
@@ -421,6 +424,7 @@ class ExternalEngine:
                         failure=LoopFailure.EXECUTION,
                         error=f"external agent '{self.profile.name}' failed: {reason}",
                         iterations=1,
+                        keep_worktree=meant,
                     )
                 retries -= 1
                 ctx.emit(

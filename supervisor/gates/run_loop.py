@@ -143,6 +143,8 @@ class RunLoop:
                     self._go_dormant(live, outcome.error or "the agent stopped")
                     return
                 if outcome.failure is not None:
+                    if outcome.keep_worktree:
+                        s.keep_workspace_on_failure = True
                     self._fail(live, outcome.failure, outcome.error or "the engine failed")
                     return
                 verification = await self._verifier.verify(live)

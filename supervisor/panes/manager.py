@@ -56,6 +56,7 @@ from .base import (
 )
 from .observe import Seen, Watch, observe
 from .outage import HOST_WAIT, After, PasteUncertain, host_answers, judge
+from .stop_mark import stopped_on_purpose
 
 log = logging.getLogger("corral.panes")
 
@@ -174,6 +175,13 @@ class PaneManager:
 
     def hooks_file(self, session_id: str) -> Path:
         return self.hooks_root / session_id / "hooks.jsonl"
+
+    def stopped_on_purpose(self, session_id: str) -> bool:
+        """Whether the session's pane was stopped by `corral panes stop` (not a crash)."""
+        record = self.records.get(session_id)
+        return record is not None and stopped_on_purpose(
+            self.hooks_root, session_id, record.handle.owner
+        )
 
     async def spawn(
         self, spec: PaneSpec, profile: AgentProfile, *, backend: str | None = None

@@ -584,6 +584,12 @@ async def test_panes_on_a_host_are_listed_with_their_host_and_can_be_stopped(
         listing = await asyncio.to_thread(agent_panes, state, [box])
         assert listing.panes == [] and listing.unreachable == {}
         assert place_master_alive(sup, box.name)  # the console's own connection kept
+        # stopped on purpose, not crashed: the agent is not started again
+        row = await sup.wait_for(sid, {S.FAILED}, timeout=60)
+        assert "corral panes stop" in (row.error or "")
+        assert row.worktree and Path(row.worktree).is_dir()  # the home copy, kept
+        listing = await asyncio.to_thread(agent_panes, state, [box])
+        assert listing.panes == []
     finally:
         await sup.close()
 

@@ -178,3 +178,29 @@ def test_the_console_says_which_agents_it_left_running(capsys: pytest.CaptureFix
     say_left_running(SimpleNamespace(left_running=["6b0f37ab78019e15e5204130"]))  # type: ignore[arg-type]
     err = capsys.readouterr().err
     assert "left 1 agent(s) running (corral-e5204130)" in err and "corral panes stop" in err
+
+
+async def test_a_pane_stopped_with_corral_panes_stop_is_not_started_again(
+    tmp_path: Path, demo_repo: Path, cleanup_tmux: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`corral panes stop` on a running session's agent is meant: no transient
+    retry starts it again behind the operator's back (that left an agent
+    running after the console closed); the session fails saying why, and its
+    worktree stays for `R`."""
+    from corral.supervisor.housekeeping import stop_panes
+
+    monkeypatch.setenv("CORRAL_TMUX_SOCKET_DIR", str(tmp_path / "tmux"))
+    sup = await open_supervisor(tmp_path, demo_contract(SLUG))
+    try:
+        sid = (await sup.start(SLUG, demo_repo)).session_id
+        await sup.confirm(sid)
+        await sup.wait_for(sid, needs=True, timeout=30)
+        stopped = stop_panes(tmp_path / "state", [sid])
+        assert [s.gone for s in stopped] == [True]
+        row = await sup.wait_for(sid, {S.FAILED}, timeout=30)
+        assert "stopped with `corral panes stop`" in (row.error or "")
+        assert row.worktree and Path(row.worktree).is_dir()
+        assert owners(tmp_path) == {}  # nothing started again
+        assert not any("transient retry" in t for t in plan_texts(sup, sid))
+    finally:
+        await sup.close()
