@@ -211,3 +211,70 @@ def test_demo_driven_through_tmux(demo: Demo) -> None:
     for sock in sockets:
         alive = subprocess.run(["tmux", "-S", str(sock), "list-sessions"], capture_output=True)
         assert alive.returncode != 0, f"the demo's tmux server {sock} is still running"
+
+
+def test_preview_rename_reject_and_retry_through_tmux(demo: Demo) -> None:
+    """The lifecycle keys as a person uses them: the live preview shows the
+    selected agent's own screen and `p` hides it; `N` names a session; `r`
+    rejects with a comment; `R` on the rejected row starts a retry that keeps
+    the name, gets the cursor, and tells its agent the reject comment."""
+    demo.wait(
+        "the board with the live preview of the selected agent",
+        lambda s: "3 sessions" in s and "agent terminal" in s and "corral demo agent" in s,
+        timeout=40,
+    )
+    demo.wait("the diff to wait for approval", lambda s: "diff ready for approval" in s, 40)
+    demo.keys("p")
+    demo.wait("the preview to hide", lambda s: "agent terminal" not in s)
+
+    demo.learn_cursor()
+    demo.tab_to("diff ready for approval")
+    demo.keys("N")
+    demo.wait_text("a short name")
+    demo.keys("-l", "folding")
+    demo.keys("Enter")
+    demo.wait(
+        "the name on the row",
+        lambda s: "folding" in demo.row(s, "Make slugify") and "a short name" not in s,
+    )
+
+    demo.keys("r")
+    demo.wait_text("why? (optional)")
+    # typed and sent at once, as a paste ending in a newline: the comment counts
+    demo.keys("-l", "keep the hyphens")
+    demo.keys("Enter")
+    demo.wait("the rejection", lambda s: "abandoned" in demo.row(s, "Make slugify"), 20)
+
+    deadline = time.monotonic() + 15
+    while "abandoned" not in (demo.cursor_row() or ""):
+        if time.monotonic() > deadline:
+            pytest.fail(f"the cursor never reached the rejected row:\n{demo.screen()}")
+        demo.keys("Down")
+        time.sleep(0.4)
+    demo.keys("R")
+    demo.wait_text("Retry this rejected session?")
+    demo.keys("y")
+    demo.wait(
+        "the retry, named like its first attempt, at its contract gate",
+        lambda s: (
+            "4 sessions" in s
+            and sum("folding" in line for line in s.splitlines()) == 2
+            and "contract awaiting" in demo.row(s, "folding")
+        ),
+        timeout=20,
+    )
+    # the cursor went to the new session: its keys confirm it
+    row = demo.wait("the cursor on the retry", lambda s: "contract" in (demo.cursor_row() or ""))
+    assert "folding" in (demo.cursor_row() or row)
+    demo.keys("c")
+    demo.wait_text("(y / enter)")
+    demo.keys("y")
+    # its agent (in the preview, shown again) was told why the first attempt was rejected
+    demo.keys("p")
+    demo.wait("the preview to come back", lambda s: "agent terminal" in s)
+    told = "The operator rejected the result: keep the hyphens"
+    demo.wait(repr(told), lambda s: told in " ".join(s.replace("│", " ").split()), timeout=30)
+
+    demo.keys("q")
+    screen = demo.wait_text(EXITED, timeout=20)
+    assert f"{EXITED}0" in screen, screen

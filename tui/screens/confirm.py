@@ -5,11 +5,25 @@ goes, escape or `n` keeps. With `comment`, it also takes an optional comment
 
 from __future__ import annotations
 
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Static
+
+
+class CommentInput(Input):
+    """Takes Enter in the order it was typed. The screen's binding read the
+    field while keys typed just before Enter (a fast typist, a paste ending
+    in a newline) still waited in the field's queue, and the comment was
+    lost; Input's own Enter binding runs after later keys were inserted."""
+
+    async def on_key(self, event: events.Key) -> None:
+        if event.key == "enter":
+            event.stop()
+            event.prevent_default()
+            await self.action_submit()
 
 
 class ConfirmScreen(ModalScreen[str | None]):
@@ -34,7 +48,7 @@ class ConfirmScreen(ModalScreen[str | None]):
         with Vertical(classes="dialog"):
             yield Static(self.question, classes="dialog-text", markup=False)
             if self.comment is not None:
-                yield Input(self.value, placeholder=self.comment, id="confirm-comment")
+                yield CommentInput(self.value, placeholder=self.comment, id="confirm-comment")
             keys = ("enter", "escape") if self.comment is not None else ("y / enter", "n / escape")
             with Horizontal(classes="dialog-buttons"):
                 yield Button(f"{self.go_label} ({keys[0]})", id="yes", variant="error")
@@ -45,6 +59,14 @@ class ConfirmScreen(ModalScreen[str | None]):
             self.query_one("#confirm-comment", Input).focus()
         else:
             self.query_one("#no", Button).focus()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Enter in the comment field is the field's own (`CommentInput`)."""
+        return not (action == "go" and isinstance(self.focused, CommentInput))
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.dismiss(event.value.strip())
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         if event.button.id == "yes":
