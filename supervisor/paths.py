@@ -62,6 +62,23 @@ def config_path(env: dict[str, str] | None = None) -> Path:
     return base / "corral" / "config.toml"
 
 
+def configured_host_names(path: Path | None = None) -> list[str]:
+    """The `[[hosts]]` names in the configuration file, read without checking
+    the rest (the console's first frame; building the supervisor loads the
+    file in full and refuses a bad one)."""
+    import tomllib
+
+    path = path or config_path()
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    hosts = data.get("hosts", [])
+    if not isinstance(hosts, list):
+        return []
+    return [h["name"] for h in hosts if isinstance(h, dict) and isinstance(h.get("name"), str)]
+
+
 def ensure_private_dir(path: Path) -> Path:
     """Create `path` (and parents) and make it owner-only (0700)."""
     path.mkdir(parents=True, exist_ok=True)
