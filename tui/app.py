@@ -19,11 +19,11 @@ from textual.binding import Binding
 from textual.screen import Screen
 
 from corral.supervisor.errors import CorralError
-from corral.supervisor.models import SessionSummary
 
 if TYPE_CHECKING:
     from corral.supervisor.api import Supervisor
     from corral.supervisor.interface import Discussions
+    from corral.supervisor.models import SessionSummary
     from corral.supervisor.remote import OwnerServices
 
 MIN_WIDTH, MIN_HEIGHT = 80, 24
@@ -484,8 +484,6 @@ def _stored_board(state_dir: Path) -> list[SessionSummary] | None:
     first)."""
     import os
 
-    from pydantic import TypeAdapter
-
     from corral.supervisor.stored_rows import DB_NAME, stored_summaries
 
     if not (Path(state_dir) / DB_NAME).exists():
@@ -493,6 +491,12 @@ def _stored_board(state_dir: Path) -> list[SessionSummary] | None:
     kept = stored_summaries(state_dir)
     if kept is None:
         return None
+    if kept == b"[]":  # no rows: nothing to parse (nor the models to load)
+        return []
+    from pydantic import TypeAdapter
+
+    from corral.supervisor.models import SessionSummary
+
     try:  # parsed and checked in one call
         rows = TypeAdapter(list[SessionSummary]).validate_json(kept)
     except ValueError:  # a kept row the models refuse: the full open says why

@@ -46,9 +46,8 @@ def say_left_running(supervisor: Supervisor) -> None:
 def run_console(repo: Path, backend: str = "tmux") -> int:
     """Own the state dir and serve it (control socket, MCP); or, when another
     corral owns it and serves, attach to that owner as a live client."""
-    from corral.supervisor.housekeeping import ensure_unowned
     from corral.supervisor.interface import repo_root
-    from corral.supervisor.paths import default_state_dir, owner_running
+    from corral.supervisor.paths import default_state_dir, ensure_unowned, owner_running
     from corral.tui.app import CorralApp
     from corral.tui.guard import log_to_file
 

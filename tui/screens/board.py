@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 
 from rich.markup import escape
 from textual import events, getters, work
@@ -19,8 +20,6 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Footer, Input, Static
 
-from corral.supervisor.models import SessionSummary
-
 from .. import lifecycle
 from .. import rows as R
 from ..app import CorralApp
@@ -29,6 +28,9 @@ from ..lifecycle import can_retry
 from ..widgets.board_table import BoardTable
 from ..widgets.painted import PaintedStatic
 from ..widgets.preview import AgentPreview
+
+if TYPE_CHECKING:
+    from corral.supervisor.models import SessionSummary
 
 COLUMNS = (
     ("glyph", " "),
