@@ -481,28 +481,12 @@ def _stored_board(state_dir: Path) -> list[SessionSummary] | None:
     """The board rows the store keeps, as the board shows them (newest first,
     a vanished worktree as none; none at all before the store exists), or None
     when the store has rows it cannot vouch for (then the supervisor opens
-    first)."""
-    import os
+    first). Read without the models: the board only reads a row's attributes,
+    and the live rows replace these once the supervisor has opened."""
+    from typing import cast
 
-    from corral.supervisor.stored_rows import DB_NAME, stored_summaries
+    from corral.supervisor.stored_rows import DB_NAME, stored_board_rows
 
     if not (Path(state_dir) / DB_NAME).exists():
         return []
-    kept = stored_summaries(state_dir)
-    if kept is None:
-        return None
-    if kept == b"[]":  # no rows: nothing to parse (nor the models to load)
-        return []
-    from pydantic import TypeAdapter
-
-    from corral.supervisor.models import SessionSummary
-
-    try:  # parsed and checked in one call
-        rows = TypeAdapter(list[SessionSummary]).validate_json(kept)
-    except ValueError:  # a kept row the models refuse: the full open says why
-        return None
-    for row in rows:
-        if row.worktree and not os.path.isdir(row.worktree):
-            row.worktree = None
-    rows.sort(key=lambda r: r.updated_at, reverse=True)
-    return rows
+    return cast("list[SessionSummary] | None", stored_board_rows(state_dir))
