@@ -33,6 +33,7 @@ from .hosts.settings import HostSettings
 from .models import CoderSession, SessionSummary
 from .panes.base import PaneBackend, PaneError, PaneHandle, PaneInfo
 from .panes.stop_mark import agents_dir, mark_stopped
+from .paths import ensure_unowned
 from .states import CoderState, label
 from .store import DB_NAME, LockHolder, OwnerLock, Store, read_lock_holder
 from .store.listing import rows_json
@@ -76,17 +77,6 @@ __all__ = [
 def lock_holder(state_dir: Path) -> LockHolder | None:
     """Who owns `state_dir` now, or None when nobody does. Never blocks."""
     return read_lock_holder(state_dir)
-
-
-def ensure_unowned(state_dir: Path) -> None:
-    """Refuse, naming the holder, when another corral owns `state_dir`: one
-    owner per state dir (a second console would fight the first)."""
-    holder = read_lock_holder(state_dir)
-    if holder is not None:
-        raise CorralError(
-            f"another corral already owns {state_dir} ({holder.describe()}); switch to that "
-            "console, close it first, or set CORRAL_HOME to use a separate state dir"
-        )
 
 
 # -- stored sessions --------------------------------------------------------------

@@ -11,24 +11,20 @@ What is here: the types that appear in the facade's signatures (a
 subscription and its endings, the board's watcher, a file's patch, an agent's
 screen), a discussion's typed events (the ones the console narrows to), the
 contract drafters a client may pass when it builds a supervisor,
-reading a contract file, finding a repository's root, and the demo. The
-discussion types load on first use: importing this module costs nothing the
-board's first paint does not already pay.
+reading a contract file, finding a repository's root, and the demo. All but
+`repo_root` load on first use: importing this module costs the board's first
+paint nothing.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .contracts.drafting import ContractDrafter, FixedDrafter
-from .contracts.files import load_contract
-from .git.patches import FilePatch, Hunk
 from .git.repo import repo_root
-from .panes.base import Screen as AgentScreen
-from .session.board import WatchDropped, Watcher
-from .session.events import Subscription, SubscriptionClosed, SubscriptionDropped
 
 if TYPE_CHECKING:
+    from .contracts.drafting import ContractDrafter, FixedDrafter
+    from .contracts.files import load_contract
     from .demo import seed_demo
     from .discuss import (
         DiscussAssistantDeltaEvent,
@@ -44,6 +40,10 @@ if TYPE_CHECKING:
         DiscussUserMessageEvent,
         PreparedTask,
     )
+    from .git.patches import FilePatch, Hunk
+    from .panes.base import Screen as AgentScreen
+    from .session.board import WatchDropped, Watcher
+    from .session.events import Subscription, SubscriptionClosed, SubscriptionDropped
 
 __all__ = [
     "AgentScreen",
@@ -73,7 +73,18 @@ __all__ = [
     "seed_demo",
 ]
 
-_ON_FIRST_USE = {
+_ON_FIRST_USE = {  # name → (module, its name there when not the same)
+    "AgentScreen": "panes.base:Screen",
+    "ContractDrafter": "contracts.drafting",
+    "FixedDrafter": "contracts.drafting",
+    "load_contract": "contracts.files",
+    "FilePatch": "git.patches",
+    "Hunk": "git.patches",
+    "WatchDropped": "session.board",
+    "Watcher": "session.board",
+    "Subscription": "session.events",
+    "SubscriptionClosed": "session.events",
+    "SubscriptionDropped": "session.events",
     "DiscussAssistantDeltaEvent": "discuss",
     "DiscussAssistantMessageEvent": "discuss",
     "DiscussErrorEvent": "discuss",
@@ -91,12 +102,14 @@ _ON_FIRST_USE = {
 
 
 def __getattr__(name: str) -> Any:
-    """The discussion code and the demo load only when a caller asks."""
-    module = _ON_FIRST_USE.get(name)
-    if module is None:
+    """Everything but `repo_root` loads only when a caller asks: the console's
+    first frame needs none of it."""
+    where = _ON_FIRST_USE.get(name)
+    if where is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     from importlib import import_module
 
-    value = getattr(import_module(f".{module}", __package__), name)
+    module, _, there = where.partition(":")
+    value = getattr(import_module(f".{module}", __package__), there or name)
     globals()[name] = value
     return value

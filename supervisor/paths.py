@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .errors import StateDirError
+from .errors import CorralError, StateDirError
 
 SOCKET_NAME = "control.sock"  # the owner's control socket, in the state dir
 
@@ -52,6 +52,21 @@ def default_state_dir(env: dict[str, str] | None = None) -> Path:
     return base / "corral"
 
 
+def ensure_unowned(state_dir: Path) -> None:
+    """Refuse, naming the holder, when another corral owns `state_dir`: one
+    owner per state dir (a second console would fight the first). Here, not
+    with the rest of housekeeping, so a command can ask before it loads the
+    store and its models."""
+    from .store.lock import read_lock_holder
+
+    holder = read_lock_holder(state_dir)
+    if holder is not None:
+        raise CorralError(
+            f"another corral already owns {state_dir} ({holder.describe()}); switch to that "
+            "console, close it first, or set CORRAL_HOME to use a separate state dir"
+        )
+
+
 def config_path(env: dict[str, str] | None = None) -> Path:
     env = dict(os.environ) if env is None else env
     explicit = env.get("CORRAL_CONFIG", "").strip()
@@ -60,6 +75,23 @@ def config_path(env: dict[str, str] | None = None) -> Path:
     xdg = env.get("XDG_CONFIG_HOME", "").strip()
     base = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".config"
     return base / "corral" / "config.toml"
+
+
+def configured_host_names(path: Path | None = None) -> list[str]:
+    """The `[[hosts]]` names in the configuration file, read without checking
+    the rest (the console's first frame; building the supervisor loads the
+    file in full and refuses a bad one)."""
+    import tomllib
+
+    path = path or config_path()
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    hosts = data.get("hosts", [])
+    if not isinstance(hosts, list):
+        return []
+    return [h["name"] for h in hosts if isinstance(h, dict) and isinstance(h.get("name"), str)]
 
 
 def ensure_private_dir(path: Path) -> Path:

@@ -10,8 +10,8 @@ gives way to the full path (`None`) whenever it cannot vouch for a row: a row
 without a summary, a summary that is not a JSON object with exactly the
 fields a board row has, or a store it cannot read.
 
-The console paints its first board from `stored_summaries` (validated in one
-call) while the supervisor opens.
+The console paints its first board from `stored_board_rows` (rows with a
+summary's attributes, made without the models) while the supervisor opens.
 
 Part of the public surface: the command line and the console may import it.
 """
@@ -22,6 +22,7 @@ import os
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 DB_NAME = "corral.sqlite3"  # the store's file in the state dir (store/database.py)
@@ -81,6 +82,47 @@ def stored_rows_json(state_dir: Path) -> bytes | None:
     return None if rows is None else core[1](rows, indent=2)
 
 
+_TEXTS = ("session_id", "label", "intent", "repo", "engine")
+_NUMBERS = ("iterations", "max_iterations", "created_at", "updated_at")
+
+
+class StoredRow(SimpleNamespace):
+    """A board row as the store keeps it: every attribute of a
+    `models.SessionSummary` (the states as their enums), read without loading
+    the models. Equal to a summary whose fields are the same, so the board
+    keeps the cells it made when the live rows replace these."""
+
+    def __eq__(self, other: object) -> bool:
+        # a summary (pydantic) keeps exactly its fields in __dict__
+        fields = getattr(other, "__dict__", None)
+        return isinstance(fields, dict) and vars(self) == fields
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    __hash__ = None  # mutable, as a summary is
+
+
+def stored_board_rows(state_dir: Path) -> list[StoredRow] | None:
+    """The board rows the store keeps (newest first, a vanished worktree as
+    none), or None when a row needs the full path (see `stored_rows_json`)."""
+    from .states import CoderState, FailureKind, NeedsYou
+
+    rows = _rows(state_dir, _json_core()[0])
+    if rows is None:
+        return None
+    try:
+        for row in rows:
+            row["state"] = CoderState(row["state"])
+            if row["needs_you"] is not None:
+                row["needs_you"] = NeedsYou(row["needs_you"])
+            if row["failure_kind"] is not None:
+                row["failure_kind"] = FailureKind(row["failure_kind"])
+    except (ValueError, TypeError):  # a state this version does not know
+        return None
+    return [StoredRow(**row) for row in rows]
+
+
 def stored_summaries(state_dir: Path) -> bytes | None:
     """The kept summaries as one JSON array, unparsed (for a reader that
     validates them in one call), or None when a row has none or the store
@@ -117,6 +159,11 @@ def _rows(state_dir: Path, from_json: Callable[[bytes], Any]) -> list[dict[str, 
         return None
     for row in rows:
         if not isinstance(row, dict) or tuple(row) != ROW_FIELDS:
+            return None
+        # what rows are sorted and computed with must be what a summary holds
+        if not all(type(row[f]) is str for f in _TEXTS) or not all(
+            type(row[f]) in (int, float) for f in _NUMBERS
+        ):
             return None
         worktree = row["worktree"]
         if worktree and not (isinstance(worktree, str) and os.path.isdir(worktree)):

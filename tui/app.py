@@ -18,14 +18,12 @@ from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
 
-from corral.supervisor.api import Supervisor
 from corral.supervisor.errors import CorralError
-from corral.supervisor.models import SessionSummary
-
-from .event_text import approval_outcome
 
 if TYPE_CHECKING:
+    from corral.supervisor.api import Supervisor
     from corral.supervisor.interface import Discussions
+    from corral.supervisor.models import SessionSummary
     from corral.supervisor.remote import OwnerServices
 
 MIN_WIDTH, MIN_HEIGHT = 80, 24
@@ -42,8 +40,10 @@ class CorralApp(App[None]):
 
     def __init__(
         self,
-        supervisor: Supervisor,
+        supervisor: Supervisor | None,
         *,
+        build: Callable[[], Supervisor] | None = None,
+        state_dir: Path | None = None,
         default_repo: Path | None = None,
         on_ready: Callable[[Supervisor], Awaitable[Any]] | None = None,
         clock: Callable[[], float] = time.time,
@@ -56,7 +56,14 @@ class CorralApp(App[None]):
         # where the theme is kept (ui.json): the supervisor's state dir unless
         # given (the demo's state dir is temporary; it keeps it in yours)
         self.ui_state_dir = ui_state_dir
-        self.supervisor = supervisor
+        # the supervisor, or how to build it (and its state dir) when building
+        # waits for the board's first frame: its modules take longer to import
+        # than the board takes to paint
+        if supervisor is None and (build is None or state_dir is None):
+            raise ValueError("CorralApp needs a supervisor, or build and state_dir")
+        self._supervisor = supervisor
+        self._build = build
+        self._state_dir = state_dir
         self.default_repo = default_repo
         self.on_ready = on_ready
         self.clock = clock
@@ -70,6 +77,7 @@ class CorralApp(App[None]):
         # the board's first full frame is out: what loads after it may start
         # (importing the MCP server holds the interpreter while the board paints)
         self.board_shown = asyncio.Event()
+        self.mount_done = False  # Textual writes no frame until the mount handler returned
         self._calls: set[asyncio.Task[Any]] = set()
         self.startup_error: str | None = None
         self._discussions: Discussions | None = None
@@ -79,12 +87,41 @@ class CorralApp(App[None]):
         self.first_rows: list[SessionSummary] | None = None
         self._opening: asyncio.Task[bool] | None = None
 
+    @property
+    def supervisor(self) -> Supervisor:
+        """The facade; built here on first use when the app was given how to
+        build it (normally right after the board's first frame)."""
+        if self._supervisor is None:
+            assert self._build is not None
+            self._supervisor = self._build()
+        return self._supervisor
+
+    @property
+    def built(self) -> Supervisor | None:
+        """The supervisor when it exists (None: the app ended before building it)."""
+        return self._supervisor
+
+    @property
+    def state_dir(self) -> Path:
+        if self._state_dir is not None:
+            return self._state_dir
+        return Path(self.supervisor.state_dir)
+
+    def host_names(self) -> list[str]:
+        """The configured hosts (`[[hosts]]` names), read from the
+        configuration file while the supervisor is not built yet."""
+        if self._supervisor is None:
+            from corral.supervisor.paths import configured_host_names
+
+            return configured_host_names()
+        return self._supervisor.host_choices()
+
     async def on_mount(self) -> None:
         if self.owns_supervisor and not self.attached:
             # opening reads and checks every stored session (most of a second
             # for 10,000): the board's first frame comes from the rows the store
             # keeps, and the supervisor opens right after it
-            self.first_rows = _stored_board(self.supervisor.state_dir)
+            self.first_rows = _stored_board(self.state_dir)
         if self.owns_supervisor and self.first_rows is None:
             if not await self._open():
                 return
@@ -108,9 +145,11 @@ class CorralApp(App[None]):
         # the rest once this handler has returned: Textual paints nothing while
         # the app's mount handler runs (it is one batch), and the board comes first
         self.run_worker(self._after_mount(), name="after-mount", group="after-mount")
+        self.mount_done = True
 
     async def _open(self) -> bool:
-        """Open the supervisor; False (and the app exits) when it cannot."""
+        """Build (when it is not yet) and open the supervisor; False (and the
+        app exits) when it cannot."""
         try:
             await self.supervisor.open()
         except CorralError as exc:
@@ -204,8 +243,9 @@ class CorralApp(App[None]):
                 await self._opening
         if self.services is not None:
             await self.services.close()
-        if self.owns_supervisor and (self.supervisor.store is not None or self.attached):
-            await self.supervisor.close()
+        sup = self._supervisor  # never built: nothing to close
+        if sup is not None and self.owns_supervisor and (sup.store is not None or self.attached):
+            await sup.close()
 
     def run_supervisor_call(
         self, label: str, call: Awaitable[Any], outcome: Callable[[Any], str] | None = None
@@ -286,6 +326,8 @@ class CorralApp(App[None]):
             question += " (only the ticked part; it is re-verified first)"
 
         def go(_: str) -> None:
+            from .event_text import approval_outcome
+
             call = self.supervisor.approve(session_id, **choice)
             self.run_supervisor_call(label, call, outcome=approval_outcome)
             if then is not None:
@@ -298,6 +340,8 @@ class CorralApp(App[None]):
         `then` runs once the rejection is sent (the diff screen closes)."""
 
         def go(comment: str) -> None:
+            from .event_text import approval_outcome
+
             call = self.supervisor.approve(session_id, approve=False, comment=comment or None)
             self.run_supervisor_call("Reject", call, outcome=approval_outcome)
             if then is not None:
@@ -340,7 +384,7 @@ class CorralApp(App[None]):
         from .guard import LOG_NAME, log, unexpected_sentence
 
         log.error("%s failed unexpectedly", where, exc_info=exc)
-        state_dir = getattr(self.supervisor, "state_dir", None)
+        state_dir = self._state_dir or getattr(self._supervisor, "state_dir", None)
         path = Path(state_dir) / LOG_NAME if state_dir is not None else None
         self.bell()
         self.notify(unexpected_sentence(where, exc, path), severity="error", timeout=15)
@@ -350,7 +394,7 @@ class CorralApp(App[None]):
         model; a broken model configuration is a warning, not a failure."""
         from corral.supervisor.factory import make_discussions
 
-        discussions, problem = make_discussions(Path(self.supervisor.state_dir))
+        discussions, problem = make_discussions(self.state_dir)
         if problem is not None:
             self.notify(f"model configuration: {problem}", severity="warning")
         return discussions
@@ -381,7 +425,8 @@ class CorralApp(App[None]):
             path.write_text(json.dumps({"theme": theme}), encoding="utf-8")
 
     def _ui_state_path(self) -> Path | None:
-        state_dir = self.ui_state_dir or getattr(self.supervisor, "state_dir", None)
+        state_dir = self.ui_state_dir or self._state_dir
+        state_dir = state_dir or getattr(self._supervisor, "state_dir", None)
         return None if state_dir is None else Path(state_dir) / "ui.json"
 
     def _load_theme(self) -> None:
@@ -434,23 +479,14 @@ class CorralApp(App[None]):
 
 def _stored_board(state_dir: Path) -> list[SessionSummary] | None:
     """The board rows the store keeps, as the board shows them (newest first,
-    a vanished worktree as none), or None when the store has none it can
-    vouch for (then the supervisor opens first)."""
-    import os
+    a vanished worktree as none; none at all before the store exists), or None
+    when the store has rows it cannot vouch for (then the supervisor opens
+    first). Read without the models: the board only reads a row's attributes,
+    and the live rows replace these once the supervisor has opened."""
+    from typing import cast
 
-    from pydantic import TypeAdapter
+    from corral.supervisor.stored_rows import DB_NAME, stored_board_rows
 
-    from corral.supervisor.stored_rows import stored_summaries
-
-    kept = stored_summaries(state_dir)
-    if kept is None:
-        return None
-    try:  # parsed and checked in one call
-        rows = TypeAdapter(list[SessionSummary]).validate_json(kept)
-    except ValueError:  # a kept row the models refuse: the full open says why
-        return None
-    for row in rows:
-        if row.worktree and not os.path.isdir(row.worktree):
-            row.worktree = None
-    rows.sort(key=lambda r: r.updated_at, reverse=True)
-    return rows or None
+    if not (Path(state_dir) / DB_NAME).exists():
+        return []
+    return cast("list[SessionSummary] | None", stored_board_rows(state_dir))

@@ -8,10 +8,11 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from corral.supervisor.errors import CorralError
-from corral.supervisor.models import StartResult
 from corral.supervisor.states import CoderState, label
 
 if TYPE_CHECKING:
+    from corral.supervisor.models import StartResult
+
     from .app import CorralApp
 
 RETRYABLE = (CoderState.FAILED, CoderState.ABANDONED)

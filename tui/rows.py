@@ -4,11 +4,14 @@ a `SessionSummary`, so screens stay free of rules and tests can pin them."""
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 
-from corral.supervisor.models import CheckResult, SessionSummary
 from corral.supervisor.states import CoderState
+
+if TYPE_CHECKING:
+    from corral.supervisor.models import CheckResult, SessionSummary
 
 S = CoderState
 

@@ -2,8 +2,12 @@
 a state dir, and the retention rules that decide when finished sessions are
 forgotten. The command line reads the database through these names."""
 
-from .database import DB_NAME, SCHEMA_VERSION, Store
+from typing import TYPE_CHECKING, Any
+
 from .lock import LOCK_NAME, LockHolder, OwnerLock, read_lock_holder
+
+if TYPE_CHECKING:
+    from .database import DB_NAME, SCHEMA_VERSION, Store
 
 __all__ = [
     "DB_NAME",
@@ -14,3 +18,13 @@ __all__ = [
     "Store",
     "read_lock_holder",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """The database (and the models it stores) loads on first use: reading the
+    owner lock, which a command does before anything else, needs neither."""
+    if name in ("DB_NAME", "SCHEMA_VERSION", "Store"):
+        from . import database
+
+        return getattr(database, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -17,7 +17,7 @@ from corral.supervisor.models import SessionSummary
 from corral.supervisor.session.summaries import summary_json
 from corral.supervisor.store import DB_NAME, Store
 from corral.supervisor.stored_rows import DB_NAME as QUICK_DB_NAME
-from corral.supervisor.stored_rows import ROW_FIELDS, stored_rows_json
+from corral.supervisor.stored_rows import ROW_FIELDS, stored_board_rows, stored_rows_json
 from tests.unit.test_store_listing import _sessions
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -84,3 +84,37 @@ def test_the_command_prints_every_row_either_way(tmp_path: Path) -> None:
     with sqlite3.connect(state / DB_NAME) as conn:  # an old row: parsed in full instead
         conn.execute("UPDATE sessions SET summary = NULL WHERE id = ?", ("a" * 24,))
     assert listed() == quick
+
+
+def test_the_first_board_rows_equal_the_models_rows(tmp_path: Path) -> None:
+    """The console's first frame reads the rows without the models: each one
+    has a summary's attributes (states as their enums) and equals it."""
+    state = _store(tmp_path)
+    light = stored_board_rows(state)
+    full = stored_sessions(state).rows
+    assert light is not None
+    assert [r.session_id for r in light] == [r.session_id for r in full]
+    for quick, model in zip(light, full, strict=True):
+        assert quick == model  # the board keeps the cells it made for it
+        assert quick.state is model.state  # an enum, as the board's rules expect
+        assert quick.needs_you == model.needs_you
+        assert quick.worktree == model.worktree
+    changed = full[0].model_copy(update={"intent": "something else"})
+    assert light[0] != changed
+
+
+def test_first_board_rows_give_way_to_the_full_open_on_a_doubtful_row(tmp_path: Path) -> None:
+    state = _store(tmp_path)
+    with sqlite3.connect(state / DB_NAME) as conn:  # a number where a time belongs
+        conn.execute(
+            "UPDATE sessions SET summary = json_set(summary, '$.updated_at', 'soon') WHERE id = ?",
+            ("b" * 24,),
+        )
+    assert stored_board_rows(state) is None
+    state = _store(tmp_path / "again")
+    with sqlite3.connect(state / DB_NAME) as conn:  # a state this version does not know
+        conn.execute(
+            "UPDATE sessions SET summary = json_set(summary, '$.state', 'levitating') WHERE id = ?",
+            ("b" * 24,),
+        )
+    assert stored_board_rows(state) is None

@@ -46,10 +46,8 @@ def say_left_running(supervisor: Supervisor) -> None:
 def run_console(repo: Path, backend: str = "tmux") -> int:
     """Own the state dir and serve it (control socket, MCP); or, when another
     corral owns it and serves, attach to that owner as a live client."""
-    from corral.supervisor.factory import build_supervisor, default_drafter
-    from corral.supervisor.housekeeping import ensure_unowned
     from corral.supervisor.interface import repo_root
-    from corral.supervisor.paths import default_state_dir, owner_running
+    from corral.supervisor.paths import default_state_dir, ensure_unowned, owner_running
     from corral.tui.app import CorralApp
     from corral.tui.guard import log_to_file
 
@@ -59,8 +57,16 @@ def run_console(repo: Path, backend: str = "tmux") -> int:
         return _attach(state_dir, root)
     ensure_unowned(state_dir)
     log_to_file(state_dir)
-    supervisor = build_supervisor(state_dir, default_drafter(), backend=backend)
-    app = CorralApp(supervisor, default_repo=root)
+
+    def build() -> Supervisor:
+        # built after the board's first frame (the stored rows paint it): the
+        # engines', models' and git modules take longer to import than the
+        # board takes to paint
+        from corral.supervisor.factory import build_supervisor, default_drafter
+
+        return build_supervisor(state_dir, default_drafter(), backend=backend)
+
+    app = CorralApp(None, build=build, state_dir=state_dir, default_repo=root)
 
     def serve() -> OwnerServices:
         # made after the board's first frame: the socket's and MCP's modules
@@ -68,11 +74,12 @@ def run_console(repo: Path, backend: str = "tmux") -> int:
         # use, are the ones clients reach
         from corral.supervisor.remote import OwnerServices
 
-        return OwnerServices(supervisor, discussions=lambda: app.discussions)
+        return OwnerServices(app.supervisor, discussions=lambda: app.discussions)
 
     app.serve_with = serve
     code = _launch(app)
-    say_left_running(supervisor)
+    if app.built is not None:
+        say_left_running(app.built)
     return code
 
 

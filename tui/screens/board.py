@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 
 from rich.markup import escape
 from textual import events, getters, work
@@ -19,16 +20,17 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Footer, Input, Static
 
-from corral.supervisor.interface import WatchDropped
-from corral.supervisor.models import SessionSummary
-
 from .. import lifecycle
 from .. import rows as R
 from ..app import CorralApp
 from ..guard import guarded
 from ..lifecycle import can_retry
 from ..widgets.board_table import BoardTable
+from ..widgets.painted import PaintedStatic
 from ..widgets.preview import AgentPreview
+
+if TYPE_CHECKING:
+    from corral.supervisor.models import SessionSummary
 
 COLUMNS = (
     ("glyph", " "),
@@ -106,10 +108,10 @@ class BoardScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         # the Host column only where [[hosts]] are configured
-        self.with_hosts = bool(self.app.supervisor.host_choices())
+        self.with_hosts = bool(self.app.host_names())
         columns = COLUMNS if self.with_hosts else tuple(c for c in COLUMNS if c[0] != "host")
         with Vertical():
-            yield Static("", id="counts")
+            yield PaintedStatic("", id="counts")
             with Container(id="board-area"):
                 yield BoardTable(
                     columns,
@@ -159,6 +161,8 @@ class BoardScreen(Screen[None]):
             if app.first_rows is not None:
                 self.replace_all(app.first_rows)
             await app.opened.wait()
+        from corral.supervisor.interface import WatchDropped  # after the first frame
+
         supervisor = app.supervisor
         while True:
             rows, watcher = supervisor.watch()
@@ -212,8 +216,17 @@ class BoardScreen(Screen[None]):
         self._rebuild()
         if first:
             self.run_worker(self._finish_first_paint(), exclusive=True, group="first-paint")
+        elif not self.app.board_shown.is_set():
+            self.query_one("#counts", PaintedStatic).when_painted(self._say_shown)
+
+    def _say_shown(self) -> None:
+        """The board's frame is out: what waits for it (building the
+        supervisor) may start. A frame drawn while the app's mount handler runs
+        is never written (Textual batches it): then the next one counts."""
+        if self.app.mount_done:
+            self.app.board_shown.set()
         else:
-            self.call_after_refresh(self.app.board_shown.set)
+            self.query_one("#counts", PaintedStatic).when_painted(self._say_shown)
 
     async def _finish_first_paint(self) -> None:
         order = list(self.order)
@@ -226,7 +239,7 @@ class BoardScreen(Screen[None]):
                     self._cells_of(sid)
         self._first_paint = False
         self._rebuild()
-        self.call_after_refresh(self.app.board_shown.set)
+        self.query_one("#counts", PaintedStatic).when_painted(self._say_shown)
 
     def _announce(self, row: SessionSummary) -> None:
         """A session started needing the operator. Announcements arriving

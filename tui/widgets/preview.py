@@ -71,6 +71,10 @@ class AgentPreview(Static):
         if sid is None:
             self.update(Text("No session selected.", style="dim"))
             return
+        if not self.app.opened.is_set():  # the stored rows: no agent is followed yet
+            self._version = -2
+            self.update(Text("No live agent terminal for this session.", style="dim"))
+            return
         supervisor = self.app.supervisor
         version = supervisor.agent_screen_version(sid)
         if version == self._version:

@@ -9,7 +9,7 @@ screen) attaches the real terminal instead.
 from __future__ import annotations
 
 import contextlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.color import Color
 from rich.style import Style
@@ -18,10 +18,11 @@ from textual import events, getters
 from textual.binding import Binding
 from textual.widgets import Static
 
-from corral.supervisor.api import Supervisor
-from corral.supervisor.interface import AgentScreen
-
 from ..app import CorralApp
+
+if TYPE_CHECKING:
+    from corral.supervisor.api import Supervisor
+    from corral.supervisor.interface import AgentScreen
 
 KEYMAP = {
     "enter": "Enter",
