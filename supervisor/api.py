@@ -51,6 +51,7 @@ from .models import (
     CancelResult,
     CheckResult,
     CoderSession,
+    DeleteResult,
     OutcomeContract,
     Placement,
     ReviseResult,
@@ -70,6 +71,7 @@ from .sandbox import SandboxPolicy, set_active_policy
 from .scheduler import Scheduler, new_task
 from .session import lifecycle
 from .session.board import BoardFeed, WatchDropped, Watcher
+from .session.deletion import delete_session
 from .session.events import Subscription, SubscriptionClosed, SubscriptionDropped
 from .session.janitor import Janitor
 from .session.registry import SessionRegistry, new_session_id
@@ -83,6 +85,8 @@ from .store.placements import PlacementStore
 from .workspaces import Workspaces
 
 log = logging.getLogger("corral.supervisor")
+
+DELETE_WAITS_SECS = 10.0  # for a finished session's last clean-up before deleting it
 
 
 @dataclass(frozen=True)
@@ -501,7 +505,7 @@ class Supervisor:
         self._open_gates()
         await self.adoptions.release(session_id)
 
-    # -- the operator's own lifecycle: name, archive, retry ---------------------------------
+    # -- the operator's own lifecycle: name, archive, delete, retry -----------------------
 
     def rename(self, session_id: str, name: str | None) -> SessionSummary:
         """Give a session a short name shown beside its intent (None or empty clears it)."""
@@ -527,6 +531,34 @@ class Supervisor:
             s.archived_at = when
 
         return self.registry.amend(session_id, change)
+
+    async def delete(self, session_id: str) -> DeleteResult:
+        """Delete a finished session for good: its worktree, stored row,
+        journal and placements go; a delivered branch stays (see
+        `session.deletion`). A running or gated session is refused (cancel it
+        first). The board drops the row once it is gone."""
+        self._open_gates()
+        live = self.registry.get_live(session_id)
+        session = live.session if live is not None else self.registry.stored(session_id)
+        if session is None:
+            raise CorralError(f"no corral session '{session_id}'")
+        lifecycle.refuse_delete(session, busy=False)
+        if live is not None:  # a delivery's clean-up may still run: let it end first
+            pending = [t for t in [*live.ops, live.task] if t is not None and not t.done()]
+            if pending:
+                await asyncio.wait(pending, timeout=DELETE_WAITS_SECS)
+            busy = live.task_running or any(not t.done() for t in live.ops)
+            lifecycle.refuse_delete(session, busy=busy)
+        assert self.workspaces is not None and self.placements_store is not None  # open
+        return await delete_session(
+            session,
+            registry=self.registry,
+            workspaces=self.workspaces,
+            placements=self.placements_store,
+            hosts=self.hosts,
+            panes=self.panes,
+            agents_dir=self.state_dir / "agents",
+        )
 
     async def retry(self, session_id: str, *, wait: bool = False) -> StartResult:
         """Start the task of a failed, rejected or cancelled session again: a new

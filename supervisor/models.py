@@ -582,6 +582,14 @@ class CancelResult(BaseModel):
     message: str | None = None
 
 
+class DeleteResult(BaseModel):
+    """What deleting a finished session removed and what it left on purpose."""
+
+    session_id: str
+    worktrees_removed: list[str] = Field(default_factory=list)
+    branch_kept: str | None = None  # the delivered branch: the result, never deleted
+
+
 class ApproveResult(BaseModel):
     state: CoderState
     branch: str | None = None

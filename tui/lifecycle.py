@@ -1,4 +1,4 @@
-"""Name, archive and retry a session, or open its worktree, from any screen:
+"""Name, archive, delete and retry a session, or open its worktree, from any screen:
 the questions asked and the toasts shown. The rules (who may) are the supervisor's; this module only
 asks and reports, so the board and the session screen say the same words."""
 
@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from corral.supervisor.errors import CorralError
-from corral.supervisor.models import StartResult
+from corral.supervisor.models import DeleteResult, StartResult
 from corral.supervisor.states import CoderState, label
 
 if TYPE_CHECKING:
@@ -63,6 +63,30 @@ def toggle_archive(app: CorralApp, session_id: str) -> None:
             "h there brings it back.",
             title="Archived",
         )
+
+
+def delete(app: CorralApp, session_id: str) -> None:
+    """Asks once (it cannot be undone), then deletes; the toast comes once
+    the supervisor reports it gone (the board drops the row itself)."""
+    session = app.supervisor.get(session_id).session
+    branch = session.result_branch if session.result_delivery == "branch" else None
+    question = (
+        f"Delete this {session.state.value} session for good?\n\n{app._what(session_id)}\n\n"
+        "Its worktree (with any changes left in it), its events and its record are removed; "
+        "this cannot be undone." + (f" Branch {branch} stays in your repo." if branch else "")
+    )
+
+    def deleted(result: DeleteResult) -> str:
+        kept = f" Branch {result.branch_kept} stays." if result.branch_kept else ""
+        return f"{label(session_id)} is deleted.{kept}"
+
+    app.ask(
+        question,
+        lambda _: app.run_supervisor_call(
+            "Delete", app.supervisor.delete(session_id), outcome=deleted
+        ),
+        go="Delete",
+    )
 
 
 def retry(

@@ -26,6 +26,7 @@ from ..models import (
     ApproveResult,
     CancelResult,
     CheckResult,
+    DeleteResult,
     OutcomeContract,
     ReviseResult,
     ScheduledTask,
@@ -513,6 +514,9 @@ class AsyncControlClient:
 
     async def task_runs(self, task_id: str) -> builtins.list[TaskRun]:
         return [TaskRun.model_validate(r) for r in await self.call("task_runs", task_id=task_id)]
+
+    async def delete(self, session_id: str) -> DeleteResult:
+        return DeleteResult.model_validate(await self.call("delete", session_id=session_id))
 
     async def retry(self, session_id: str) -> StartResult:
         return StartResult.model_validate(await self.call("retry", session_id=session_id))

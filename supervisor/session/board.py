@@ -98,6 +98,15 @@ class BoardFeed:
     def watcher_count(self) -> int:
         return len(self._watchers)
 
+    def resync(self) -> None:
+        """A row left the board for good (a deleted session): no summary can
+        say so, so every watcher is told to `watch()` again, from a snapshot."""
+        for watcher in list(self._watchers.values()):
+            watcher.dropped = True
+            watcher._pending.clear()  # the snapshot it will take supersedes them
+            self._watchers.pop(watcher.id, None)
+            watcher._wake()
+
     def notify(self, session_id: str) -> None:
         self._dirty[session_id] = None
         if self._scheduled:

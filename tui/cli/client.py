@@ -1,5 +1,5 @@
 """`corral get|watch|answer|approve|reject|cancel <id>` and the lifecycle
-`corral rename|archive|unarchive|retry|revive <id>`: one session, through the
+`corral rename|archive|unarchive|retry|revive|delete <id>`: one session, through the
 owner of the state dir (a console, `corral serve`, a `corral run`).
 
 Acting needs an owner: with none these say so and exit 2. `get` (like
@@ -170,11 +170,39 @@ def act(args: argparse.Namespace) -> int:
     return 0
 
 
-LIFECYCLE = ("rename", "archive", "unarchive", "retry", "revive")
+LIFECYCLE = ("rename", "archive", "unarchive", "retry", "revive", "delete")
+
+
+def _confirm_delete(client: ControlClient, sid: str, yes: bool) -> None:
+    """Deleting cannot be undone: asked once on a terminal, else `--yes` is needed."""
+    if yes:
+        return
+    if not sys.stdin.isatty():
+        raise CorralError(
+            f"corral delete asks before deleting {label(sid)} for good: add --yes to delete "
+            "without asking"
+        )
+    intent = client.call("get", session_id=sid)["session"]["intent"].splitlines()[0][:80]
+    answer = input(
+        f"Delete {label(sid)} ({intent}) for good? Its worktree, events and record go; "
+        "a delivered branch stays. [y/N] "
+    )
+    if answer.strip().lower() not in ("y", "yes"):
+        raise CorralError(f"{label(sid)} was kept (nothing deleted)")
+
+
+def _deleted_line(sid: str, result: dict[str, Any]) -> str:
+    line = f"{label(sid)} is deleted"
+    trees = result.get("worktrees_removed") or []
+    if trees:
+        line += f"; worktree {', '.join(trees)} removed"
+    if result.get("branch_kept"):
+        line += f"; branch {result['branch_kept']} kept (your result)"
+    return line
 
 
 def lifecycle(args: argparse.Namespace) -> int:
-    """`rename`, `archive`, `unarchive`, `retry`, `revive`: one call to the
+    """`rename`, `archive`, `unarchive`, `retry`, `revive`, `delete`: one call to the
     owner, then one line saying what it did (a refusal is the owner's sentence)."""
     with _client() as client:
         sid = resolve([r.session_id for r in client.list()], args.session)
@@ -189,6 +217,10 @@ def lifecycle(args: argparse.Namespace) -> int:
                 if result.get("archived")
                 else f"{label(sid)} is back on the board"
             )
+        elif args.command == "delete":
+            _confirm_delete(client, sid, args.yes)
+            result = client.call("delete", session_id=sid)
+            line = _deleted_line(sid, result)
         elif args.command == "retry":
             result = client.call("retry", session_id=sid)
             new = result["session_id"]
@@ -245,7 +277,14 @@ def add_parsers(sub: Any) -> None:
     retry.add_argument("session")
     revive = sub.add_parser("revive", help="start a dormant session's agent again (resumed)")
     revive.add_argument("session")
-    for p in (answer, approve, reject, cancel, rename, archive, unarchive, retry, revive):
+    delete = sub.add_parser(
+        "delete",
+        help="delete a finished session for good: its worktree, events and record "
+        "(a delivered branch stays)",
+    )
+    delete.add_argument("session")
+    delete.add_argument("--yes", action="store_true", help="delete without asking")
+    for p in (answer, approve, reject, cancel, rename, archive, unarchive, retry, revive, delete):
         p.add_argument("--json", action="store_true", help="print the owner's answer as JSON")
 
 

@@ -113,6 +113,7 @@ def _run(args: argparse.Namespace) -> int:
         "unarchive",
         "retry",
         "revive",
+        "delete",
     ):
         from .client import dispatch as client_dispatch
 

@@ -74,6 +74,7 @@ class BoardScreen(Screen[None]):
         Binding("x", "cancel_session", "Cancel"),
         Binding("R", "retry", "Retry"),
         Binding("h", "archive", "Archive"),
+        Binding("X", "delete_session", "Delete", show=False),
         Binding("N", "rename", "Name", show=False),
         Binding("w", "open_worktree", "Worktree shell", show=False),
         Binding("E", "open_worktree(True)", "Worktree in $EDITOR", show=False),
@@ -441,6 +442,7 @@ class BoardScreen(Screen[None]):
         "cancel_session",
         "retry",
         "archive",
+        "delete_session",
         "rename",
         "open_worktree",
     }
@@ -466,7 +468,7 @@ class BoardScreen(Screen[None]):
             return row.needs_you == "merge"
         if action == "retry":  # R also revives a dormant session
             return can_retry(row.state) or row.dormant
-        if action == "archive":
+        if action in ("archive", "delete_session"):
             return row.state.is_terminal
         if action == "rename":
             return True
@@ -599,6 +601,10 @@ class BoardScreen(Screen[None]):
     def action_archive(self) -> None:
         if (row := self._selected_or_warn()) is not None:
             lifecycle.toggle_archive(self.app, row.session_id)
+
+    def action_delete_session(self) -> None:
+        if (row := self._selected_or_warn()) is not None:
+            lifecycle.delete(self.app, row.session_id)
 
     def action_rename(self) -> None:
         if (row := self._selected_or_warn()) is not None:

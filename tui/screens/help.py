@@ -38,6 +38,7 @@ a branch until you approve it.
 | `x` | cancel the session (asks first; the worktree is kept) |
 | `R` | retry a failed, rejected or cancelled session: a new session, same intent and contract, fresh worktree; its agent is told what went wrong (asks first). On a dormant session, `R` revives it: its agent resumes its own conversation in the same worktree |
 | `h` | archive a finished session (off the board, kept in the store); under the `archived` filter, `h` brings it back |
+| `X` | delete a finished session for good (asks first): its worktree, events and record go; a delivered branch `corral/<id>` stays |
 | `N` | name the session: a short name shown beside its intent (empty clears it) |
 | `w` / `E` | open the session's worktree in a new window of your tmux: a shell / `$EDITOR` (outside tmux: the `cd` command to run) |
 | `p` | show or hide the live preview of the selected session's agent terminal |
@@ -93,7 +94,7 @@ only the keys that act now (none of the screen's while the input or the terminal
 
 `ctrl+p` opens the command palette (every action of the screen in front, and the
 theme switcher: dark and light are remembered). What cannot be undone (confirm a contract,
-approve or apply, reject, cancel, remove a check) asks once: `enter` / `y` goes ahead,
+approve or apply, reject, cancel, delete, remove a check) asks once: `enter` / `y` goes ahead,
 `escape` / `n` keeps things as they are.
 
 Press `escape` or `q` to close this help.
