@@ -11,6 +11,7 @@ import time
 from collections.abc import Awaitable, Callable
 
 from rich.markup import escape
+from rich.text import Text
 from textual import events, getters, work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -22,7 +23,7 @@ from textual.widgets import Footer, Input, Static
 from corral.supervisor.interface import WatchDropped
 from corral.supervisor.models import SessionSummary
 
-from .. import lifecycle
+from .. import grouping, lifecycle
 from .. import rows as R
 from ..app import CorralApp
 from ..guard import guarded
@@ -81,6 +82,7 @@ class BoardScreen(Screen[None]):
         Binding("p", "toggle_preview", "Preview", show=False),
         Binding("tab", "next_needs_you", "Next needs-you", priority=True),
         Binding("f", "cycle_filter", "Filter"),
+        Binding("g", "toggle_groups", "Group by repo", show=False),
         Binding("slash", "search", "Search"),
         Binding("T", "tasks", "Tasks", show=False),
         Binding("A", "adopt", "Adopt a tmux pane", show=False),
@@ -90,7 +92,10 @@ class BoardScreen(Screen[None]):
         super().__init__()
         self.clock = clock
         self.summaries: dict[str, SessionSummary] = {}
-        self.order: list[str] = []
+        self.order: list[str] = []  # the shown sessions' ids, top to bottom
+        self.grouped = False  # rows under a heading per repo (`g`; this console run only)
+        self._lines: list[str] = []  # the table's keys: `order`, with headings when grouped
+        self._titles: dict[str, Text] = {}  # heading key → its title
         self.filter = "all"
         self.search = ""
         self.found: frozenset[str] = frozenset()  # ids the supervisor's search matched
@@ -179,6 +184,9 @@ class BoardScreen(Screen[None]):
         same object (a changed session brings a new one) or an equal one (the
         live rows replacing the stored ones), so a board update does not remake
         10,000 rows' cells."""
+        title = self._titles.get(session_id)
+        if title is not None:
+            return (title,)
         row = self.summaries[session_id]
         kept = self._kept_cells.get(session_id)
         if kept is None or (kept[0] is not row and kept[0] != row):
@@ -271,10 +279,15 @@ class BoardScreen(Screen[None]):
         rows move; until then it stays on the top row (the most urgent one)."""
         table = self.table
         selected = self.selected_id() if table.cursor_chosen else None
-        self.order = [r.session_id for r in self.shown_rows()]
-        table.show(
-            self.order[:FIRST_PAINT_ROWS] if self._first_paint else self.order, self._cells_of
-        )
+        shown = self.shown_rows()
+        self.order = [r.session_id for r in shown]
+        if self._first_paint:
+            shown = shown[:FIRST_PAINT_ROWS]
+        if self.grouped:
+            self._lines, self._titles = grouping.group_lines(shown)
+        else:
+            self._lines, self._titles = [r.session_id for r in shown], {}
+        table.show(self._lines, self._cells_of, frozenset(self._titles))
         index = table.index_of(selected) if selected else None
         if index is not None and index != table.cursor_row:
             table.move_cursor(row=index, chosen=False)
@@ -290,6 +303,8 @@ class BoardScreen(Screen[None]):
         line = R.counts_line(rows)
         if not self.app.opened.is_set():
             line += "  ·  opening… (stored rows; keys that act on sessions wait)"
+        if self.grouped:
+            line += "  ·  grouped by repo (g: one list)"
         if self.filter != "all" or self.search:
             shown = f"showing {len(self.order)}: {R.filter_words(self.filter)}"
             line += f"  ·  {shown}" + (f" matching “{self.search}”" if self.search else "")
@@ -312,7 +327,7 @@ class BoardScreen(Screen[None]):
 
     def _refresh_ages(self) -> None:
         """Ages tick; only the cells whose text changed are rewritten."""
-        self.table.show(self.order, self._cells_of)
+        self.table.show(self._lines, self._cells_of, frozenset(self._titles))
 
     # -- actions --------------------------------------------------------------
 
@@ -327,6 +342,11 @@ class BoardScreen(Screen[None]):
         names = R.filter_cycle(list(self.summaries.values()))
         at = names.index(self.filter) if self.filter in names else -1
         self.filter = names[(at + 1) % len(names)]
+        self._rebuild()
+
+    def action_toggle_groups(self) -> None:
+        """Rows under one heading per repo, or one list again."""
+        self.grouped = not self.grouped
         self._rebuild()
 
     def action_search(self) -> None:
@@ -373,7 +393,8 @@ class BoardScreen(Screen[None]):
         n = len(shown)
         for step in range(1, n + 1):
             idx = (start + step) % n
-            if self.summaries[shown[idx]].needs_you is not None:
+            row = self.summaries.get(shown[idx])  # None: a repo's heading
+            if row is not None and row.needs_you is not None:
                 self.table.move_cursor(row=idx)
                 return
         self.notify("Nothing needs you right now.", timeout=3)
@@ -447,7 +468,7 @@ class BoardScreen(Screen[None]):
         "open_worktree",
     }
 
-    LOOK_ACTIONS = {"cycle_filter", "search", "toggle_preview", "next_needs_you"}
+    LOOK_ACTIONS = {"cycle_filter", "toggle_groups", "search", "toggle_preview", "next_needs_you"}
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """The footer offers a session's keys only when the selected row can
