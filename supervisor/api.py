@@ -43,6 +43,7 @@ from .gates.contract import DRAFTING_CANCELLED, NOT_EXPRESSIBLE, ContractGate
 from .gates.recovery import Recovery
 from .gates.run_loop import RunLoop, UserInputExpired
 from .gates.verifier import Verifier
+from .git import publish
 from .git.patches import FilePatch, Selection
 from .hosts.place import Hosts
 from .models import (
@@ -54,6 +55,8 @@ from .models import (
     DeleteResult,
     OutcomeContract,
     Placement,
+    PullRequestResult,
+    PushResult,
     ReviseResult,
     ScheduledTask,
     SessionDetail,
@@ -559,6 +562,50 @@ class Supervisor:
             panes=self.panes,
             agents_dir=self.state_dir / "agents",
         )
+
+    async def push(self, session_id: str, remote: str = "origin") -> PushResult:
+        """Push a delivered branch `corral/<id>` to the repo's `remote` (see
+        `git.publish`); answers once git reported the push done."""
+        session = self._known(session_id)
+        branch = publish.delivered_branch(session)
+        url = await asyncio.to_thread(publish.push_branch, Path(session.repo), remote, branch)
+        return PushResult(session_id=session_id, branch=branch, remote=remote, url=url)
+
+    async def pull_request(self, session_id: str, remote: str = "origin") -> PullRequestResult:
+        """Push the delivered branch, then `gh pr create` with the intent as
+        title and the contract and its verification as body. Without `gh`
+        nothing is pushed: the answer says so and gives the push command."""
+        session = self._known(session_id)
+        branch = publish.delivered_branch(session)
+        repo = Path(session.repo)
+        command = publish.push_command(repo, remote, branch)
+        gh = publish.gh_path()
+        if gh is None:
+            return PullRequestResult(
+                session_id=session_id,
+                branch=branch,
+                opened=False,
+                message="gh (the GitHub CLI) is not installed here, so no pull request was "
+                f"opened; push the branch with: {command}",
+                push_command=command,
+            )
+        await asyncio.to_thread(publish.push_branch, repo, remote, branch)
+        title, body = publish.pr_title(session), publish.pr_body(session, branch)
+        url = await asyncio.to_thread(publish.create_pr, repo, gh, branch, title, body)
+        return PullRequestResult(
+            session_id=session_id,
+            branch=branch,
+            opened=True,
+            url=url,
+            message=f"pull request for {branch} opened: {url}",
+            push_command=command,
+        )
+
+    def _known(self, session_id: str) -> CoderSession:
+        session = self.registry.stored(session_id)
+        if session is None:
+            raise CorralError(f"no corral session '{session_id}'")
+        return session
 
     async def retry(self, session_id: str, *, wait: bool = False) -> StartResult:
         """Start the task of a failed, rejected or cancelled session again: a new

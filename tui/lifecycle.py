@@ -8,7 +8,12 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from corral.supervisor.errors import CorralError
-from corral.supervisor.models import DeleteResult, StartResult
+from corral.supervisor.models import (
+    DeleteResult,
+    PullRequestResult,
+    PushResult,
+    StartResult,
+)
 from corral.supervisor.states import CoderState, label
 
 if TYPE_CHECKING:
@@ -86,6 +91,46 @@ def delete(app: CorralApp, session_id: str) -> None:
             "Delete", app.supervisor.delete(session_id), outcome=deleted
         ),
         go="Delete",
+    )
+
+
+REMOTE = "origin"  # the board pushes there; `corral push --remote` names another
+
+
+def push(app: CorralApp, session_id: str) -> None:
+    """Asks once, then pushes the delivered branch; the toast comes once git
+    reported the push done (a refusal is git's own words)."""
+    branch = app.supervisor.get(session_id).session.result_branch
+
+    def pushed(result: PushResult) -> str:
+        return f"Branch {result.branch} pushed to {result.remote} ({result.url})."
+
+    app.ask(
+        f"Push branch {branch} to {REMOTE}?\n\n{app._what(session_id)}\n\n"
+        "It runs git push with your credentials and hooks; others can see it afterwards.",
+        lambda _: app.run_supervisor_call(
+            "Push", app.supervisor.push(session_id, REMOTE), outcome=pushed
+        ),
+        go="Push",
+    )
+
+
+def pull_request(app: CorralApp, session_id: str) -> None:
+    """Asks once, then pushes the branch and opens a pull request with gh
+    (without gh: the toast says so and gives the push command)."""
+    branch = app.supervisor.get(session_id).session.result_branch
+
+    def opened(result: PullRequestResult) -> str:
+        return result.message
+
+    app.ask(
+        f"Open a pull request for {branch}?\n\n{app._what(session_id)}\n\n"
+        f"The branch is pushed to {REMOTE}, then gh pr create opens the pull request: the "
+        "intent as its title, the contract and how its checks came out as its body.",
+        lambda _: app.run_supervisor_call(
+            "Pull request", app.supervisor.pull_request(session_id, REMOTE), outcome=opened
+        ),
+        go="Open pull request",
     )
 
 

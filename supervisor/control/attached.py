@@ -31,6 +31,8 @@ from ..models import (
     CheckResult,
     DeleteResult,
     OutcomeContract,
+    PullRequestResult,
+    PushResult,
     ReviseResult,
     ScheduledTask,
     SessionDetail,
@@ -338,6 +340,12 @@ class AttachedSupervisor:
 
     async def delete(self, session_id: str) -> DeleteResult:
         return await self._client().delete(session_id)
+
+    async def push(self, session_id: str, remote: str = "origin") -> PushResult:
+        return await self._client().push(session_id, remote)
+
+    async def pull_request(self, session_id: str, remote: str = "origin") -> PullRequestResult:
+        return await self._client().pull_request(session_id, remote)
 
     async def retry(self, session_id: str, *, wait: bool = False) -> StartResult:
         return await self._client().retry(session_id)

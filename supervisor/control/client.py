@@ -28,6 +28,8 @@ from ..models import (
     CheckResult,
     DeleteResult,
     OutcomeContract,
+    PullRequestResult,
+    PushResult,
     ReviseResult,
     ScheduledTask,
     SessionDetail,
@@ -517,6 +519,14 @@ class AsyncControlClient:
 
     async def delete(self, session_id: str) -> DeleteResult:
         return DeleteResult.model_validate(await self.call("delete", session_id=session_id))
+
+    async def push(self, session_id: str, remote: str = "origin") -> PushResult:
+        result = await self.call("push", session_id=session_id, remote=remote)
+        return PushResult.model_validate(result)
+
+    async def pull_request(self, session_id: str, remote: str = "origin") -> PullRequestResult:
+        result = await self.call("pull_request", session_id=session_id, remote=remote)
+        return PullRequestResult.model_validate(result)
 
     async def retry(self, session_id: str) -> StartResult:
         return StartResult.model_validate(await self.call("retry", session_id=session_id))

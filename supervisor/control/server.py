@@ -504,6 +504,14 @@ async def _delete(conn: _Connection, _id: Any, a: p.SessionParams) -> Any:
     return _dump(await conn.sup.delete(a.session_id))
 
 
+async def _push(conn: _Connection, _id: Any, a: p.PushParams) -> Any:
+    return _dump(await conn.sup.push(a.session_id, a.remote))
+
+
+async def _pull_request(conn: _Connection, _id: Any, a: p.PushParams) -> Any:
+    return _dump(await conn.sup.pull_request(a.session_id, a.remote))
+
+
 async def _retry(conn: _Connection, _id: Any, a: p.SessionParams) -> Any:
     return _dump(await conn.sup.retry(a.session_id))
 
@@ -673,6 +681,8 @@ def _methods() -> dict[str, tuple[type[BaseModel], Handler]]:
         "archive": (p.ArchiveParams, _archive),
         "retry": (p.SessionParams, _retry),
         "delete": (p.SessionParams, _delete),
+        "push": (p.PushParams, _push),
+        "pull_request": (p.PushParams, _pull_request),
         "history": (p.SessionParams, _history),
         "send": (p.SendParams, _send),
         "task_pause": (p.TaskPauseParams, _task_pause),

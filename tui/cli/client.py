@@ -1,5 +1,6 @@
 """`corral get|watch|answer|approve|reject|cancel <id>` and the lifecycle
-`corral rename|archive|unarchive|retry|revive|delete <id>`: one session, through the
+`corral rename|archive|unarchive|retry|revive|delete <id>` and `corral push|pr <id>`
+(publish a delivered branch): one session, through the
 owner of the state dir (a console, `corral serve`, a `corral run`).
 
 Acting needs an owner: with none these say so and exit 2. `get` (like
@@ -37,11 +38,11 @@ def resolve(ids: list[str], name: str) -> str:
     raise CorralError(f"'{name}' names {len(matches)} sessions: give more of the id")
 
 
-def _client() -> ControlClient:
+def _client(timeout: float | None = 30) -> ControlClient:
     from corral.supervisor.remote import ControlClient, NoOwner
 
     try:
-        return ControlClient(default_state_dir())
+        return ControlClient(default_state_dir(), timeout=timeout)
     except NoOwner as exc:
         raise CorralError(f"{exc}; acting on a session needs its owner") from None
 
@@ -236,6 +237,38 @@ def lifecycle(args: argparse.Namespace) -> int:
     return 0
 
 
+PUBLISH = ("push", "pr")
+PUBLISH_WAIT_SECS = 900  # a push of a big branch, then gh: the owner answers when they are done
+
+
+def publish(args: argparse.Namespace) -> int:
+    """`push`: the delivered branch to the remote; `pr`: that, then a pull
+    request with gh. Each line is printed once the owner reported it done."""
+    with _client(timeout=PUBLISH_WAIT_SECS) as client:
+        sid = resolve([r.session_id for r in client.list()], args.session)
+        method = "push" if args.command == "push" else "pull_request"
+        result = client.call(method, session_id=sid, remote=args.remote)
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return 0 if args.command == "push" or result["opened"] else 2
+    if args.command == "push":
+        print(
+            f"corral push: branch {result['branch']} pushed to {result['remote']} ({result['url']})"
+        )
+        return 0
+    if not result["opened"]:
+        print(
+            "corral pr: gh (the GitHub CLI) is not installed here, so no pull request was "
+            "opened; push the branch with the command below, then open the pull request on "
+            "the forge",
+            file=sys.stderr,
+        )
+        print(result["push_command"])
+        return 2
+    print(f"corral pr: pull request for {result['branch']} opened: {result['url']}")
+    return 0
+
+
 def add_parsers(sub: Any) -> None:
     get_p = sub.add_parser("get", help="one session, from its owner (or as stored)")
     get_p.add_argument("session", help="session id, label or the end of its id")
@@ -284,7 +317,18 @@ def add_parsers(sub: Any) -> None:
     )
     delete.add_argument("session")
     delete.add_argument("--yes", action="store_true", help="delete without asking")
-    for p in (answer, approve, reject, cancel, rename, archive, unarchive, retry, revive, delete):
+    push = sub.add_parser("push", help="push a session's delivered branch to the repo's remote")
+    push.add_argument("session")
+    push.add_argument("--remote", default="origin", help="the remote (default: origin)")
+    pr = sub.add_parser(
+        "pr", help="push the delivered branch and open a pull request with gh (intent as title)"
+    )
+    pr.add_argument("session")
+    pr.add_argument("--remote", default="origin", help="the remote (default: origin)")
+    for p in (
+        answer, approve, reject, cancel, rename, archive, unarchive, retry, revive, delete,
+        push, pr,
+    ):  # fmt: skip
         p.add_argument("--json", action="store_true", help="print the owner's answer as JSON")
 
 
@@ -297,4 +341,6 @@ def dispatch(args: argparse.Namespace) -> int:
         return split(args.session, args.file)
     if args.command in LIFECYCLE:
         return lifecycle(args)
+    if args.command in PUBLISH:
+        return publish(args)
     return act(args)

@@ -114,6 +114,8 @@ def _run(args: argparse.Namespace) -> int:
         "retry",
         "revive",
         "delete",
+        "push",
+        "pr",
     ):
         from .client import dispatch as client_dispatch
 

@@ -22,6 +22,7 @@ from textual.widgets import Footer, Input, Static
 
 from corral.supervisor.interface import WatchDropped
 from corral.supervisor.models import SessionSummary
+from corral.supervisor.states import CoderState
 
 from .. import grouping, lifecycle
 from .. import rows as R
@@ -76,6 +77,8 @@ class BoardScreen(Screen[None]):
         Binding("R", "retry", "Retry"),
         Binding("h", "archive", "Archive"),
         Binding("X", "delete_session", "Delete", show=False),
+        Binding("P", "push_branch", "Push branch", show=False),
+        Binding("O", "pull_request", "Open pull request", show=False),
         Binding("N", "rename", "Name", show=False),
         Binding("w", "open_worktree", "Worktree shell", show=False),
         Binding("E", "open_worktree(True)", "Worktree in $EDITOR", show=False),
@@ -464,6 +467,8 @@ class BoardScreen(Screen[None]):
         "retry",
         "archive",
         "delete_session",
+        "push_branch",
+        "pull_request",
         "rename",
         "open_worktree",
     }
@@ -491,6 +496,8 @@ class BoardScreen(Screen[None]):
             return can_retry(row.state) or row.dormant
         if action in ("archive", "delete_session"):
             return row.state.is_terminal
+        if action in ("push_branch", "pull_request"):  # a branch was delivered
+            return row.state is CoderState.MERGED and row.result_branch is not None
         if action == "rename":
             return True
         if action == "open_worktree":
@@ -626,6 +633,14 @@ class BoardScreen(Screen[None]):
     def action_delete_session(self) -> None:
         if (row := self._selected_or_warn()) is not None:
             lifecycle.delete(self.app, row.session_id)
+
+    def action_push_branch(self) -> None:
+        if (row := self._selected_or_warn()) is not None:
+            lifecycle.push(self.app, row.session_id)
+
+    def action_pull_request(self) -> None:
+        if (row := self._selected_or_warn()) is not None:
+            lifecycle.pull_request(self.app, row.session_id)
 
     def action_rename(self) -> None:
         if (row := self._selected_or_warn()) is not None:

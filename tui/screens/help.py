@@ -40,6 +40,7 @@ a branch until you approve it.
 | `R` | retry a failed, rejected or cancelled session: a new session, same intent and contract, fresh worktree; its agent is told what went wrong (asks first). On a dormant session, `R` revives it: its agent resumes its own conversation in the same worktree |
 | `h` | archive a finished session (off the board, kept in the store); under the `archived` filter, `h` brings it back |
 | `X` | delete a finished session for good (asks first): its worktree, events and record go; a delivered branch `corral/<id>` stays |
+| `P` / `O` | a delivered branch: push it to `origin` / push it and open a pull request with `gh` (intent as title, contract and checks as body); both ask first |
 | `N` | name the session: a short name shown beside its intent (empty clears it) |
 | `w` / `E` | open the session's worktree in a new window of your tmux: a shell / `$EDITOR` (outside tmux: the `cd` command to run) |
 | `p` | show or hide the live preview of the selected session's agent terminal |
