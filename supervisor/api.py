@@ -43,6 +43,7 @@ from .gates.contract import DRAFTING_CANCELLED, NOT_EXPRESSIBLE, ContractGate
 from .gates.recovery import Recovery
 from .gates.run_loop import RunLoop, UserInputExpired
 from .gates.verifier import Verifier
+from .git import publish
 from .git.patches import FilePatch, Selection
 from .hosts.place import Hosts
 from .models import (
@@ -51,8 +52,11 @@ from .models import (
     CancelResult,
     CheckResult,
     CoderSession,
+    DeleteResult,
     OutcomeContract,
     Placement,
+    PullRequestResult,
+    PushResult,
     ReviseResult,
     ScheduledTask,
     SessionDetail,
@@ -70,6 +74,7 @@ from .sandbox import SandboxPolicy, set_active_policy
 from .scheduler import Scheduler, new_task
 from .session import lifecycle
 from .session.board import BoardFeed, WatchDropped, Watcher
+from .session.deletion import delete_session
 from .session.events import Subscription, SubscriptionClosed, SubscriptionDropped
 from .session.janitor import Janitor
 from .session.registry import SessionRegistry, new_session_id
@@ -83,6 +88,8 @@ from .store.placements import PlacementStore
 from .workspaces import Workspaces
 
 log = logging.getLogger("corral.supervisor")
+
+DELETE_WAITS_SECS = 10.0  # for a finished session's last clean-up before deleting it
 
 
 @dataclass(frozen=True)
@@ -501,7 +508,7 @@ class Supervisor:
         self._open_gates()
         await self.adoptions.release(session_id)
 
-    # -- the operator's own lifecycle: name, archive, retry ---------------------------------
+    # -- the operator's own lifecycle: name, archive, delete, retry -----------------------
 
     def rename(self, session_id: str, name: str | None) -> SessionSummary:
         """Give a session a short name shown beside its intent (None or empty clears it)."""
@@ -527,6 +534,78 @@ class Supervisor:
             s.archived_at = when
 
         return self.registry.amend(session_id, change)
+
+    async def delete(self, session_id: str) -> DeleteResult:
+        """Delete a finished session for good: its worktree, stored row,
+        journal and placements go; a delivered branch stays (see
+        `session.deletion`). A running or gated session is refused (cancel it
+        first). The board drops the row once it is gone."""
+        self._open_gates()
+        live = self.registry.get_live(session_id)
+        session = live.session if live is not None else self.registry.stored(session_id)
+        if session is None:
+            raise CorralError(f"no corral session '{session_id}'")
+        lifecycle.refuse_delete(session, busy=False)
+        if live is not None:  # a delivery's clean-up may still run: let it end first
+            pending = [t for t in [*live.ops, live.task] if t is not None and not t.done()]
+            if pending:
+                await asyncio.wait(pending, timeout=DELETE_WAITS_SECS)
+            busy = live.task_running or any(not t.done() for t in live.ops)
+            lifecycle.refuse_delete(session, busy=busy)
+        assert self.workspaces is not None and self.placements_store is not None  # open
+        return await delete_session(
+            session,
+            registry=self.registry,
+            workspaces=self.workspaces,
+            placements=self.placements_store,
+            hosts=self.hosts,
+            panes=self.panes,
+            agents_dir=self.state_dir / "agents",
+        )
+
+    async def push(self, session_id: str, remote: str = "origin") -> PushResult:
+        """Push a delivered branch `corral/<id>` to the repo's `remote` (see
+        `git.publish`); answers once git reported the push done."""
+        session = self._known(session_id)
+        branch = publish.delivered_branch(session)
+        url = await asyncio.to_thread(publish.push_branch, Path(session.repo), remote, branch)
+        return PushResult(session_id=session_id, branch=branch, remote=remote, url=url)
+
+    async def pull_request(self, session_id: str, remote: str = "origin") -> PullRequestResult:
+        """Push the delivered branch, then `gh pr create` with the intent as
+        title and the contract and its verification as body. Without `gh`
+        nothing is pushed: the answer says so and gives the push command."""
+        session = self._known(session_id)
+        branch = publish.delivered_branch(session)
+        repo = Path(session.repo)
+        command = publish.push_command(repo, remote, branch)
+        gh = publish.gh_path()
+        if gh is None:
+            return PullRequestResult(
+                session_id=session_id,
+                branch=branch,
+                opened=False,
+                message="gh (the GitHub CLI) is not installed here, so no pull request was "
+                f"opened; push the branch with: {command}",
+                push_command=command,
+            )
+        await asyncio.to_thread(publish.push_branch, repo, remote, branch)
+        title, body = publish.pr_title(session), publish.pr_body(session, branch)
+        url = await asyncio.to_thread(publish.create_pr, repo, gh, branch, title, body)
+        return PullRequestResult(
+            session_id=session_id,
+            branch=branch,
+            opened=True,
+            url=url,
+            message=f"pull request for {branch} opened: {url}",
+            push_command=command,
+        )
+
+    def _known(self, session_id: str) -> CoderSession:
+        session = self.registry.stored(session_id)
+        if session is None:
+            raise CorralError(f"no corral session '{session_id}'")
+        return session
 
     async def retry(self, session_id: str, *, wait: bool = False) -> StartResult:
         """Start the task of a failed, rejected or cancelled session again: a new

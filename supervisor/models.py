@@ -582,6 +582,35 @@ class CancelResult(BaseModel):
     message: str | None = None
 
 
+class DeleteResult(BaseModel):
+    """What deleting a finished session removed and what it left on purpose."""
+
+    session_id: str
+    worktrees_removed: list[str] = Field(default_factory=list)
+    branch_kept: str | None = None  # the delivered branch: the result, never deleted
+
+
+class PushResult(BaseModel):
+    """A delivered branch pushed: reported only once `git push` succeeded."""
+
+    session_id: str
+    branch: str
+    remote: str
+    url: str  # the remote's URL
+
+
+class PullRequestResult(BaseModel):
+    """`opened`: gh created it (`url`); else `message` says why not and
+    `push_command` is what to run by hand."""
+
+    session_id: str
+    branch: str
+    opened: bool
+    url: str | None = None
+    message: str
+    push_command: str
+
+
 class ApproveResult(BaseModel):
     state: CoderState
     branch: str | None = None

@@ -105,6 +105,14 @@ class Workspaces:
                 return False, "no lease for this worktree; remove it by hand if it is yours"
             return remove_worktree(self.book, lease, force=force)
 
+    def forget(self, session_ids: set[str]) -> None:
+        """Drop the lease rows of deleted sessions whose worktrees are gone
+        (a lease of anything still on disk stays, so nothing is orphaned)."""
+        with self._lock:
+            for lease in self.book.all():
+                if lease.session_id in session_ids and lease.state is LeaseState.REMOVED:
+                    self.book.drop(lease.path)
+
     # -- scratch --------------------------------------------------------------
 
     @contextlib.contextmanager

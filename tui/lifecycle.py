@@ -1,4 +1,4 @@
-"""Name, archive and retry a session, or open its worktree, from any screen:
+"""Name, archive, delete and retry a session, or open its worktree, from any screen:
 the questions asked and the toasts shown. The rules (who may) are the supervisor's; this module only
 asks and reports, so the board and the session screen say the same words."""
 
@@ -11,7 +11,12 @@ from corral.supervisor.errors import CorralError
 from corral.supervisor.states import CoderState, label
 
 if TYPE_CHECKING:
-    from corral.supervisor.models import StartResult
+    from corral.supervisor.models import (
+        DeleteResult,
+        PullRequestResult,
+        PushResult,
+        StartResult,
+    )
 
     from .app import CorralApp
 
@@ -64,6 +69,70 @@ def toggle_archive(app: CorralApp, session_id: str) -> None:
             "h there brings it back.",
             title="Archived",
         )
+
+
+def delete(app: CorralApp, session_id: str) -> None:
+    """Asks once (it cannot be undone), then deletes; the toast comes once
+    the supervisor reports it gone (the board drops the row itself)."""
+    session = app.supervisor.get(session_id).session
+    branch = session.result_branch if session.result_delivery == "branch" else None
+    question = (
+        f"Delete this {session.state.value} session for good?\n\n{app._what(session_id)}\n\n"
+        "Its worktree (with any changes left in it), its events and its record are removed; "
+        "this cannot be undone." + (f" Branch {branch} stays in your repo." if branch else "")
+    )
+
+    def deleted(result: DeleteResult) -> str:
+        kept = f" Branch {result.branch_kept} stays." if result.branch_kept else ""
+        return f"{label(session_id)} is deleted.{kept}"
+
+    app.ask(
+        question,
+        lambda _: app.run_supervisor_call(
+            "Delete", app.supervisor.delete(session_id), outcome=deleted
+        ),
+        go="Delete",
+    )
+
+
+REMOTE = "origin"  # the board pushes there; `corral push --remote` names another
+
+
+def push(app: CorralApp, session_id: str) -> None:
+    """Asks once, then pushes the delivered branch; the toast comes once git
+    reported the push done (a refusal is git's own words)."""
+    branch = app.supervisor.get(session_id).session.result_branch
+
+    def pushed(result: PushResult) -> str:
+        return f"Branch {result.branch} pushed to {result.remote} ({result.url})."
+
+    app.ask(
+        f"Push branch {branch} to {REMOTE}?\n\n{app._what(session_id)}\n\n"
+        "It runs git push with your credentials and hooks; others can see it afterwards.",
+        lambda _: app.run_supervisor_call(
+            "Push", app.supervisor.push(session_id, REMOTE), outcome=pushed
+        ),
+        go="Push",
+    )
+
+
+def pull_request(app: CorralApp, session_id: str) -> None:
+    """Asks once, then pushes the branch and opens a pull request with gh
+    (without gh: the toast says so and gives the push command)."""
+    branch = app.supervisor.get(session_id).session.result_branch
+
+    def opened(result: PullRequestResult) -> str:
+        return result.message
+
+    app.ask(
+        f"Open a pull request for {branch}?\n\n{app._what(session_id)}\n\n"
+        f"The branch is pushed to {REMOTE}, then gh pr create opens the pull request: the "
+        "intent as its title, the contract and how its checks came out as its body.",
+        lambda _: app.run_supervisor_call(
+            "Pull request", app.supervisor.pull_request(session_id, REMOTE), outcome=opened
+        ),
+        go="Open pull request",
+    )
 
 
 def retry(

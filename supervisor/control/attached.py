@@ -29,7 +29,10 @@ from ..models import (
     ApproveResult,
     CancelResult,
     CheckResult,
+    DeleteResult,
     OutcomeContract,
+    PullRequestResult,
+    PushResult,
     ReviseResult,
     ScheduledTask,
     SessionDetail,
@@ -99,9 +102,14 @@ class AttachedSupervisor:
                         break
                     self._async.unwatch(watcher)
                     rows, watcher = await self._async.watch()
+                    gone = set(self._rows) - {row.session_id for row in rows}
                     for row in rows:
                         self._rows[row.session_id] = row
                         self.board.notify(row.session_id)
+                    if gone:  # deleted at the owner: the console resyncs without them
+                        for sid in gone:
+                            del self._rows[sid]
+                        self.board.resync()
         except CorralError:
             pass  # the connection closed while resyncing
         self.owner_gone = "the owner of this state dir went away"
@@ -329,6 +337,15 @@ class AttachedSupervisor:
 
     async def task_runs(self, task_id: str) -> builtins.list[TaskRun]:
         return await self._client().task_runs(task_id)
+
+    async def delete(self, session_id: str) -> DeleteResult:
+        return await self._client().delete(session_id)
+
+    async def push(self, session_id: str, remote: str = "origin") -> PushResult:
+        return await self._client().push(session_id, remote)
+
+    async def pull_request(self, session_id: str, remote: str = "origin") -> PullRequestResult:
+        return await self._client().pull_request(session_id, remote)
 
     async def retry(self, session_id: str, *, wait: bool = False) -> StartResult:
         return await self._client().retry(session_id)

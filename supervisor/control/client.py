@@ -26,7 +26,10 @@ from ..models import (
     ApproveResult,
     CancelResult,
     CheckResult,
+    DeleteResult,
     OutcomeContract,
+    PullRequestResult,
+    PushResult,
     ReviseResult,
     ScheduledTask,
     SessionDetail,
@@ -513,6 +516,17 @@ class AsyncControlClient:
 
     async def task_runs(self, task_id: str) -> builtins.list[TaskRun]:
         return [TaskRun.model_validate(r) for r in await self.call("task_runs", task_id=task_id)]
+
+    async def delete(self, session_id: str) -> DeleteResult:
+        return DeleteResult.model_validate(await self.call("delete", session_id=session_id))
+
+    async def push(self, session_id: str, remote: str = "origin") -> PushResult:
+        result = await self.call("push", session_id=session_id, remote=remote)
+        return PushResult.model_validate(result)
+
+    async def pull_request(self, session_id: str, remote: str = "origin") -> PullRequestResult:
+        result = await self.call("pull_request", session_id=session_id, remote=remote)
+        return PullRequestResult.model_validate(result)
 
     async def retry(self, session_id: str) -> StartResult:
         return StartResult.model_validate(await self.call("retry", session_id=session_id))

@@ -222,6 +222,11 @@ class ArchiveParams(_Params):
     archived: bool = True  # False brings an archived session back
 
 
+class PushParams(_Params):
+    session_id: str
+    remote: str = "origin"
+
+
 class RejectParams(_Params):
     session_id: str
     comment: str | None = None

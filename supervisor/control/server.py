@@ -500,6 +500,18 @@ async def _archive(conn: _Connection, _id: Any, a: p.ArchiveParams) -> Any:
     return _dump(conn.sup.archive(a.session_id, a.archived))
 
 
+async def _delete(conn: _Connection, _id: Any, a: p.SessionParams) -> Any:
+    return _dump(await conn.sup.delete(a.session_id))
+
+
+async def _push(conn: _Connection, _id: Any, a: p.PushParams) -> Any:
+    return _dump(await conn.sup.push(a.session_id, a.remote))
+
+
+async def _pull_request(conn: _Connection, _id: Any, a: p.PushParams) -> Any:
+    return _dump(await conn.sup.pull_request(a.session_id, a.remote))
+
+
 async def _retry(conn: _Connection, _id: Any, a: p.SessionParams) -> Any:
     return _dump(await conn.sup.retry(a.session_id))
 
@@ -668,6 +680,9 @@ def _methods() -> dict[str, tuple[type[BaseModel], Handler]]:
         "rename": (p.RenameParams, _rename),
         "archive": (p.ArchiveParams, _archive),
         "retry": (p.SessionParams, _retry),
+        "delete": (p.SessionParams, _delete),
+        "push": (p.PushParams, _push),
+        "pull_request": (p.PushParams, _pull_request),
         "history": (p.SessionParams, _history),
         "send": (p.SendParams, _send),
         "task_pause": (p.TaskPauseParams, _task_pause),

@@ -141,6 +141,10 @@ class LeaseBook:
         ).fetchone()
         return _row(row) if row else None
 
+    def drop(self, path: str) -> None:
+        """Forget a lease row (only for a worktree already removed)."""
+        self.conn.execute("DELETE FROM leases WHERE path=?", (path,))
+
     def all(self) -> list[Lease]:
         try:
             exists = self.conn.execute(

@@ -31,6 +31,7 @@ class Watcher:
         self._pending: dict[str, SessionSummary] = {}
         self._waiter: asyncio.Future[None] | None = None
         self.dropped = False
+        self.drop_reason = "board fell behind and was dropped; call watch() to resync"
         self.closed = False
         self.last_read = time.monotonic()
 
@@ -53,7 +54,7 @@ class Watcher:
         """Wait for at least one changed summary; returns all queued ones."""
         while not self._pending:
             if self.dropped:
-                raise WatchDropped("board fell behind and was dropped; call watch() to resync")
+                raise WatchDropped(self.drop_reason)
             if self.closed:
                 raise WatchDropped("watch closed")
             self.last_read = time.monotonic()
@@ -97,6 +98,16 @@ class BoardFeed:
     @property
     def watcher_count(self) -> int:
         return len(self._watchers)
+
+    def resync(self) -> None:
+        """A row left the board for good (a deleted session): no summary can
+        say so, so every watcher is told to `watch()` again, from a snapshot."""
+        for watcher in list(self._watchers.values()):
+            watcher.dropped = True
+            watcher.drop_reason = "a session left the board for good; call watch() to resync"
+            watcher._pending.clear()  # the snapshot it will take supersedes them
+            self._watchers.pop(watcher.id, None)
+            watcher._wake()
 
     def notify(self, session_id: str) -> None:
         self._dirty[session_id] = None

@@ -1,5 +1,5 @@
-"""What an operator may do to a session besides its gates: name it, archive it
-when it is finished, and retry it after a failure or a rejection.
+"""What an operator may do to a session besides its gates: name it, archive or
+delete it when it is finished, and retry it after a failure or a rejection.
 
 Rules only (who may, what a retry tells the agent); the registry stores the
 change and the facade starts the retry through gate 1 like any new session.
@@ -33,6 +33,21 @@ def refuse_archive(session: CoderSession) -> None:
         raise CorralError(
             f"{label(session.id)} is {session.state.value}: only a finished session can be "
             "archived (cancel it first)"
+        )
+
+
+def refuse_delete(session: CoderSession, *, busy: bool) -> None:
+    """Only a finished session is deleted: a running or gated one still has
+    an agent or a decision attached (cancel it first)."""
+    if not session.state.is_terminal:
+        raise CorralError(
+            f"{label(session.id)} is {session.state.value}: only a finished session can be "
+            f"deleted (cancel it first: x on the board, or corral cancel {label(session.id)})"
+        )
+    if busy:
+        raise CorralError(
+            f"{label(session.id)} is still finishing (delivery or clean-up): delete it again "
+            "in a moment"
         )
 
 

@@ -596,6 +596,15 @@ class SessionRegistry:
             gone.append(sid)
         return gone
 
+    def forget(self, session_id: str) -> None:
+        """Delete one finished session for good (the operator's delete): out
+        of memory, the store and its journal; every board resyncs without it."""
+        live = self._live.pop(session_id, None)
+        if live is not None:
+            live.log.close()
+        self.forget_stored([session_id])
+        self.board.resync()
+
     def forget_stored(self, session_ids: list[str]) -> None:
         """Delete stored sessions and their journals for good."""
         if not session_ids:

@@ -163,6 +163,12 @@ class PlacementStore:
             for r in rows
         ]
 
+    def forget(self, session_id: str) -> None:
+        """A deleted session's split and ledger go with it."""
+        with self._lock:
+            self._conn.execute("DELETE FROM foreman_splits WHERE session_id = ?", (session_id,))
+            self._conn.execute("DELETE FROM foreman_placements WHERE session_id = ?", (session_id,))
+
     def interrupt_unfinished(self, live_ids: set[str], reason: str) -> list[str]:
         """Rows left pending or running by an earlier owner say they were
         interrupted (their subtask is not running anywhere now). Returns the

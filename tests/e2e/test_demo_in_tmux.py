@@ -134,6 +134,19 @@ class Demo:
             time.sleep(0.4)
         pytest.fail(f"tab never reached a row with {needle!r}; screen:\n{self.screen()}")
 
+    def move_to(self, needle: str, timeout: float = 15) -> str:
+        """Walk the cursor down from the top row to the row showing `needle`."""
+        deadline = time.monotonic() + timeout
+        self.keys("Home")
+        time.sleep(0.4)
+        while time.monotonic() < deadline:
+            row = self.cursor_row()
+            if row is not None and needle in row:
+                return row
+            self.keys("Down")
+            time.sleep(0.4)
+        pytest.fail(f"the cursor never reached a row with {needle!r}; screen:\n{self.screen()}")
+
     def stop(self) -> None:
         self.tmux("kill-server", check=False)
         for sock in self.tmp.glob("corral-demo-*/tmux/*"):
@@ -199,6 +212,17 @@ def test_demo_driven_through_tmux(demo: Demo) -> None:
             and any(w in demo.row(s, PAGES) for w in ("working", "agent", "question", "starting"))
         ),
         timeout=30,
+    )
+
+    # the delivered session is deleted for good: asked once, then its row goes
+    demo.move_to(SLUG)
+    demo.keys("X")
+    demo.wait_text("for good?")
+    demo.keys("y")
+    demo.wait(
+        "the deleted session's row to go",
+        lambda s: SLUG not in s and "2 sessions" in s and "is deleted" in s,
+        timeout=20,
     )
 
     demo.keys("q")

@@ -181,9 +181,9 @@ async def test_a_big_store_paints_what_fits_first_then_every_row(
     seen: list[int] = []  # how many rows each layout of the table held
     show = BoardTable.show
 
-    def recording(table: BoardTable, order: list[str], cells_of: Any) -> None:
+    def recording(table: BoardTable, order: list[str], cells_of: Any, *headings: Any) -> None:
         seen.append(len(order))
-        show(table, order, cells_of)
+        show(table, order, cells_of, *headings)
 
     monkeypatch.setattr(BoardTable, "show", recording)
     async with app.run_test(size=(120, 30)) as pilot:

@@ -1,5 +1,6 @@
 """`corral get|watch|answer|approve|reject|cancel <id>` and the lifecycle
-`corral rename|archive|unarchive|retry|revive <id>`: one session, through the
+`corral rename|archive|unarchive|retry|revive|delete <id>` and `corral push|pr <id>`
+(publish a delivered branch): one session, through the
 owner of the state dir (a console, `corral serve`, a `corral run`).
 
 Acting needs an owner: with none these say so and exit 2. `get` (like
@@ -37,11 +38,11 @@ def resolve(ids: list[str], name: str) -> str:
     raise CorralError(f"'{name}' names {len(matches)} sessions: give more of the id")
 
 
-def _client() -> ControlClient:
+def _client(timeout: float | None = 30) -> ControlClient:
     from corral.supervisor.remote import ControlClient, NoOwner
 
     try:
-        return ControlClient(default_state_dir())
+        return ControlClient(default_state_dir(), timeout=timeout)
     except NoOwner as exc:
         raise CorralError(f"{exc}; acting on a session needs its owner") from None
 
@@ -170,11 +171,39 @@ def act(args: argparse.Namespace) -> int:
     return 0
 
 
-LIFECYCLE = ("rename", "archive", "unarchive", "retry", "revive")
+LIFECYCLE = ("rename", "archive", "unarchive", "retry", "revive", "delete")
+
+
+def _confirm_delete(client: ControlClient, sid: str, yes: bool) -> None:
+    """Deleting cannot be undone: asked once on a terminal, else `--yes` is needed."""
+    if yes:
+        return
+    if not sys.stdin.isatty():
+        raise CorralError(
+            f"corral delete asks before deleting {label(sid)} for good: add --yes to delete "
+            "without asking"
+        )
+    intent = client.call("get", session_id=sid)["session"]["intent"].splitlines()[0][:80]
+    answer = input(
+        f"Delete {label(sid)} ({intent}) for good? Its worktree, events and record go; "
+        "a delivered branch stays. [y/N] "
+    )
+    if answer.strip().lower() not in ("y", "yes"):
+        raise CorralError(f"{label(sid)} was kept (nothing deleted)")
+
+
+def _deleted_line(sid: str, result: dict[str, Any]) -> str:
+    line = f"{label(sid)} is deleted"
+    trees = result.get("worktrees_removed") or []
+    if trees:
+        line += f"; worktree {', '.join(trees)} removed"
+    if result.get("branch_kept"):
+        line += f"; branch {result['branch_kept']} kept (your result)"
+    return line
 
 
 def lifecycle(args: argparse.Namespace) -> int:
-    """`rename`, `archive`, `unarchive`, `retry`, `revive`: one call to the
+    """`rename`, `archive`, `unarchive`, `retry`, `revive`, `delete`: one call to the
     owner, then one line saying what it did (a refusal is the owner's sentence)."""
     with _client() as client:
         sid = resolve([r.session_id for r in client.list()], args.session)
@@ -189,6 +218,10 @@ def lifecycle(args: argparse.Namespace) -> int:
                 if result.get("archived")
                 else f"{label(sid)} is back on the board"
             )
+        elif args.command == "delete":
+            _confirm_delete(client, sid, args.yes)
+            result = client.call("delete", session_id=sid)
+            line = _deleted_line(sid, result)
         elif args.command == "retry":
             result = client.call("retry", session_id=sid)
             new = result["session_id"]
@@ -201,6 +234,38 @@ def lifecycle(args: argparse.Namespace) -> int:
         print(json.dumps(result, indent=2))
     else:
         print(f"corral {args.command}: {line}")
+    return 0
+
+
+PUBLISH = ("push", "pr")
+PUBLISH_WAIT_SECS = 900  # a push of a big branch, then gh: the owner answers when they are done
+
+
+def publish(args: argparse.Namespace) -> int:
+    """`push`: the delivered branch to the remote; `pr`: that, then a pull
+    request with gh. Each line is printed once the owner reported it done."""
+    with _client(timeout=PUBLISH_WAIT_SECS) as client:
+        sid = resolve([r.session_id for r in client.list()], args.session)
+        method = "push" if args.command == "push" else "pull_request"
+        result = client.call(method, session_id=sid, remote=args.remote)
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return 0 if args.command == "push" or result["opened"] else 2
+    if args.command == "push":
+        print(
+            f"corral push: branch {result['branch']} pushed to {result['remote']} ({result['url']})"
+        )
+        return 0
+    if not result["opened"]:
+        print(
+            "corral pr: gh (the GitHub CLI) is not installed here, so no pull request was "
+            "opened; push the branch with the command below, then open the pull request on "
+            "the forge",
+            file=sys.stderr,
+        )
+        print(result["push_command"])
+        return 2
+    print(f"corral pr: pull request for {result['branch']} opened: {result['url']}")
     return 0
 
 
@@ -245,7 +310,25 @@ def add_parsers(sub: Any) -> None:
     retry.add_argument("session")
     revive = sub.add_parser("revive", help="start a dormant session's agent again (resumed)")
     revive.add_argument("session")
-    for p in (answer, approve, reject, cancel, rename, archive, unarchive, retry, revive):
+    delete = sub.add_parser(
+        "delete",
+        help="delete a finished session for good: its worktree, events and record "
+        "(a delivered branch stays)",
+    )
+    delete.add_argument("session")
+    delete.add_argument("--yes", action="store_true", help="delete without asking")
+    push = sub.add_parser("push", help="push a session's delivered branch to the repo's remote")
+    push.add_argument("session")
+    push.add_argument("--remote", default="origin", help="the remote (default: origin)")
+    pr = sub.add_parser(
+        "pr", help="push the delivered branch and open a pull request with gh (intent as title)"
+    )
+    pr.add_argument("session")
+    pr.add_argument("--remote", default="origin", help="the remote (default: origin)")
+    for p in (
+        answer, approve, reject, cancel, rename, archive, unarchive, retry, revive, delete,
+        push, pr,
+    ):  # fmt: skip
         p.add_argument("--json", action="store_true", help="print the owner's answer as JSON")
 
 
@@ -258,4 +341,6 @@ def dispatch(args: argparse.Namespace) -> int:
         return split(args.session, args.file)
     if args.command in LIFECYCLE:
         return lifecycle(args)
+    if args.command in PUBLISH:
+        return publish(args)
     return act(args)

@@ -113,6 +113,9 @@ def _run(args: argparse.Namespace) -> int:
         "unarchive",
         "retry",
         "revive",
+        "delete",
+        "push",
+        "pr",
     ):
         from .client import dispatch as client_dispatch
 

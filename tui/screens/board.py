@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from rich.markup import escape
+from rich.text import Text
 from textual import events, getters, work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -20,7 +21,9 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Footer, Input, Static
 
-from .. import lifecycle
+from corral.supervisor.states import CoderState
+
+from .. import grouping, lifecycle
 from .. import rows as R
 from ..app import CorralApp
 from ..guard import guarded
@@ -76,12 +79,16 @@ class BoardScreen(Screen[None]):
         Binding("x", "cancel_session", "Cancel"),
         Binding("R", "retry", "Retry"),
         Binding("h", "archive", "Archive"),
+        Binding("X", "delete_session", "Delete", show=False),
+        Binding("P", "push_branch", "Push branch", show=False),
+        Binding("O", "pull_request", "Open pull request", show=False),
         Binding("N", "rename", "Name", show=False),
         Binding("w", "open_worktree", "Worktree shell", show=False),
         Binding("E", "open_worktree(True)", "Worktree in $EDITOR", show=False),
         Binding("p", "toggle_preview", "Preview", show=False),
         Binding("tab", "next_needs_you", "Next needs-you", priority=True),
         Binding("f", "cycle_filter", "Filter"),
+        Binding("g", "toggle_groups", "Group by repo", show=False),
         Binding("slash", "search", "Search"),
         Binding("T", "tasks", "Tasks", show=False),
         Binding("A", "adopt", "Adopt a tmux pane", show=False),
@@ -91,7 +98,10 @@ class BoardScreen(Screen[None]):
         super().__init__()
         self.clock = clock
         self.summaries: dict[str, SessionSummary] = {}
-        self.order: list[str] = []
+        self.order: list[str] = []  # the shown sessions' ids, top to bottom
+        self.grouped = False  # rows under a heading per repo (`g`; this console run only)
+        self._lines: list[str] = []  # the table's keys: `order`, with headings when grouped
+        self._titles: dict[str, Text] = {}  # heading key → its title
         self.filter = "all"
         self.search = ""
         self.found: frozenset[str] = frozenset()  # ids the supervisor's search matched
@@ -182,6 +192,9 @@ class BoardScreen(Screen[None]):
         same object (a changed session brings a new one) or an equal one (the
         live rows replacing the stored ones), so a board update does not remake
         10,000 rows' cells."""
+        title = self._titles.get(session_id)
+        if title is not None:
+            return (title,)
         row = self.summaries[session_id]
         kept = self._kept_cells.get(session_id)
         if kept is None or (kept[0] is not row and kept[0] != row):
@@ -283,10 +296,15 @@ class BoardScreen(Screen[None]):
         rows move; until then it stays on the top row (the most urgent one)."""
         table = self.table
         selected = self.selected_id() if table.cursor_chosen else None
-        self.order = [r.session_id for r in self.shown_rows()]
-        table.show(
-            self.order[:FIRST_PAINT_ROWS] if self._first_paint else self.order, self._cells_of
-        )
+        shown = self.shown_rows()
+        self.order = [r.session_id for r in shown]
+        if self._first_paint:
+            shown = shown[:FIRST_PAINT_ROWS]
+        if self.grouped:
+            self._lines, self._titles = grouping.group_lines(shown)
+        else:
+            self._lines, self._titles = [r.session_id for r in shown], {}
+        table.show(self._lines, self._cells_of, frozenset(self._titles))
         index = table.index_of(selected) if selected else None
         if index is not None and index != table.cursor_row:
             table.move_cursor(row=index, chosen=False)
@@ -302,6 +320,8 @@ class BoardScreen(Screen[None]):
         line = R.counts_line(rows)
         if not self.app.opened.is_set():
             line += "  ·  opening… (stored rows; keys that act on sessions wait)"
+        if self.grouped:
+            line += "  ·  grouped by repo (g: one list)"
         if self.filter != "all" or self.search:
             shown = f"showing {len(self.order)}: {R.filter_words(self.filter)}"
             line += f"  ·  {shown}" + (f" matching “{self.search}”" if self.search else "")
@@ -324,7 +344,7 @@ class BoardScreen(Screen[None]):
 
     def _refresh_ages(self) -> None:
         """Ages tick; only the cells whose text changed are rewritten."""
-        self.table.show(self.order, self._cells_of)
+        self.table.show(self._lines, self._cells_of, frozenset(self._titles))
 
     # -- actions --------------------------------------------------------------
 
@@ -339,6 +359,11 @@ class BoardScreen(Screen[None]):
         names = R.filter_cycle(list(self.summaries.values()))
         at = names.index(self.filter) if self.filter in names else -1
         self.filter = names[(at + 1) % len(names)]
+        self._rebuild()
+
+    def action_toggle_groups(self) -> None:
+        """Rows under one heading per repo, or one list again."""
+        self.grouped = not self.grouped
         self._rebuild()
 
     def action_search(self) -> None:
@@ -385,7 +410,8 @@ class BoardScreen(Screen[None]):
         n = len(shown)
         for step in range(1, n + 1):
             idx = (start + step) % n
-            if self.summaries[shown[idx]].needs_you is not None:
+            row = self.summaries.get(shown[idx])  # None: a repo's heading
+            if row is not None and row.needs_you is not None:
                 self.table.move_cursor(row=idx)
                 return
         self.notify("Nothing needs you right now.", timeout=3)
@@ -454,11 +480,14 @@ class BoardScreen(Screen[None]):
         "cancel_session",
         "retry",
         "archive",
+        "delete_session",
+        "push_branch",
+        "pull_request",
         "rename",
         "open_worktree",
     }
 
-    LOOK_ACTIONS = {"cycle_filter", "search", "toggle_preview", "next_needs_you"}
+    LOOK_ACTIONS = {"cycle_filter", "toggle_groups", "search", "toggle_preview", "next_needs_you"}
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """The footer offers a session's keys only when the selected row can
@@ -479,8 +508,10 @@ class BoardScreen(Screen[None]):
             return row.needs_you == "merge"
         if action == "retry":  # R also revives a dormant session
             return can_retry(row.state) or row.dormant
-        if action == "archive":
+        if action in ("archive", "delete_session"):
             return row.state.is_terminal
+        if action in ("push_branch", "pull_request"):  # a branch was delivered
+            return row.state is CoderState.MERGED and row.result_branch is not None
         if action == "rename":
             return True
         if action == "open_worktree":
@@ -612,6 +643,18 @@ class BoardScreen(Screen[None]):
     def action_archive(self) -> None:
         if (row := self._selected_or_warn()) is not None:
             lifecycle.toggle_archive(self.app, row.session_id)
+
+    def action_delete_session(self) -> None:
+        if (row := self._selected_or_warn()) is not None:
+            lifecycle.delete(self.app, row.session_id)
+
+    def action_push_branch(self) -> None:
+        if (row := self._selected_or_warn()) is not None:
+            lifecycle.push(self.app, row.session_id)
+
+    def action_pull_request(self) -> None:
+        if (row := self._selected_or_warn()) is not None:
+            lifecycle.pull_request(self.app, row.session_id)
 
     def action_rename(self) -> None:
         if (row := self._selected_or_warn()) is not None:

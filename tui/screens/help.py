@@ -26,6 +26,7 @@ a branch until you approve it.
 | `enter` | open the selected session |
 | `tab` | jump to the next session that needs you |
 | `f` | filter: all → needs you → in progress → finished → archived (when any) → each repo (when there are several) |
+| `g` | group the rows by repository: a heading per repo with its counts, needs-you rows first in each (again: one list; off at each start) |
 | `/` | search by name, intent, repo or id as you type; `enter` also searches every session's events and its agent's transcript (`escape` clears) |
 | `n` | start a new session |
 | `d` | discuss the repo with a read-only assistant (needs a model); `ctrl+o` starts a prepared task |
@@ -38,6 +39,8 @@ a branch until you approve it.
 | `x` | cancel the session (asks first; the worktree is kept) |
 | `R` | retry a failed, rejected or cancelled session: a new session, same intent and contract, fresh worktree; its agent is told what went wrong (asks first). On a dormant session, `R` revives it: its agent resumes its own conversation in the same worktree |
 | `h` | archive a finished session (off the board, kept in the store); under the `archived` filter, `h` brings it back |
+| `X` | delete a finished session for good (asks first): its worktree, events and record go; a delivered branch `corral/<id>` stays |
+| `P` / `O` | a delivered branch: push it to `origin` / push it and open a pull request with `gh` (intent as title, contract and checks as body); both ask first |
 | `N` | name the session: a short name shown beside its intent (empty clears it) |
 | `w` / `E` | open the session's worktree in a new window of your tmux: a shell / `$EDITOR` (outside tmux: the `cd` command to run) |
 | `p` | show or hide the live preview of the selected session's agent terminal |
@@ -93,7 +96,7 @@ only the keys that act now (none of the screen's while the input or the terminal
 
 `ctrl+p` opens the command palette (every action of the screen in front, and the
 theme switcher: dark and light are remembered). What cannot be undone (confirm a contract,
-approve or apply, reject, cancel, remove a check) asks once: `enter` / `y` goes ahead,
+approve or apply, reject, cancel, delete, remove a check) asks once: `enter` / `y` goes ahead,
 `escape` / `n` keeps things as they are.
 
 Press `escape` or `q` to close this help.

@@ -18,6 +18,8 @@ strips, cached per row until the row, the layout or the styles change:
   state, needs-you, the intent and its age);
 - `show(order, cells_of)` replaces the row order and rewrites only rows whose
   cells changed; the cursor is an index, and the board keeps it on its session;
+- `headings` are keys drawn as one line across every column (a group's title):
+  not measured, never under the cursor (it steps over them);
 - keys: up/down, page up/down, home/end, enter selects; a click moves the
   cursor, a click on the cursor row selects it (like `DataTable`).
 """
@@ -78,6 +80,7 @@ class BoardTable(ScrollView, can_focus=True):
         "board-table--header",
         "board-table--cursor",
         "board-table--even-row",
+        "board-table--heading",
     }
 
     DEFAULT_CSS = """
@@ -103,6 +106,10 @@ class BoardTable(ScrollView, can_focus=True):
         }
         & > .board-table--even-row {
             background: $surface-lighten-1 50%;
+        }
+        & > .board-table--heading {
+            text-style: bold;
+            color: $accent;
         }
         & > .board-table--cursor {
             background: $block-cursor-blurred-background;
@@ -161,6 +168,7 @@ class BoardTable(ScrollView, can_focus=True):
         self._cells: dict[str, Cells] = {}
         self._row_widths: dict[str, tuple[int, ...]] = {}
         self._order: list[str] = []
+        self._headings: frozenset[str] = frozenset()
         self._index: dict[str, int] = {}
         self._content_widths = [cell_len(label) for label in self.labels]
         self._widths: list[int] = list(self._content_widths)
@@ -171,24 +179,37 @@ class BoardTable(ScrollView, can_focus=True):
 
     # -- data ------------------------------------------------------------------
 
-    def show(self, order: list[str], cells_of: Callable[[str], Cells]) -> None:
-        """Show `order` top to bottom; `cells_of(key)` gives a row's cells."""
+    def show(
+        self,
+        order: list[str],
+        cells_of: Callable[[str], Cells],
+        headings: frozenset[str] = frozenset(),
+    ) -> None:
+        """Show `order` top to bottom; `cells_of(key)` gives a row's cells (a
+        heading's: one cell, its title)."""
         cells: dict[str, Cells] = {}
         widths: dict[str, tuple[int, ...]] = {}
         for key in order:
             new = cells_of(key)
             old = self._cells.get(key)
-            if old is not None and old == new:
+            if key in headings:
+                if old != new:
+                    self._forget(key)
+                cells[key] = new
+            elif old is not None and old == new and key in self._row_widths:
                 cells[key], widths[key] = old, self._row_widths[key]
             else:
                 cells[key], widths[key] = new, _widths_of(new)
                 self._forget(key)
         self._cells, self._row_widths = cells, widths
+        self._headings = headings
         self._order = list(order)
         self._index = {key: i for i, key in enumerate(self._order)}
         self._measure()
         self.virtual_size = Size(self._layout_width, len(self._order) + 1)
-        self.cursor_row = min(max(self.cursor_row, 0), max(len(self._order) - 1, 0))
+        self.cursor_row = self._off_heading(
+            min(max(self.cursor_row, 0), max(len(self._order) - 1, 0)), 1
+        )
         self.refresh()
 
     @property
@@ -217,12 +238,24 @@ class BoardTable(ScrollView, can_focus=True):
         if not self._order:
             return
         row = min(max(row, 0), len(self._order) - 1)
+        row = self._off_heading(row, 1 if row >= self.cursor_row else -1)
         if row != self.cursor_row:
             self.refresh_line(self.cursor_row + 1)
             self.cursor_row = row
             self.refresh_line(row + 1)
             self.post_message(self.RowHighlighted(self, self.key_at(row)))
         self._scroll_to_cursor()
+
+    def _off_heading(self, row: int, step: int) -> int:
+        """The nearest row at or after `row` in the direction `step` that is
+        not a heading (the other way at the end); `row` when all are."""
+        for direction in (step, -step):
+            at = row
+            while 0 <= at < len(self._order):
+                if self._order[at] not in self._headings:
+                    return at
+                at += direction
+        return row
 
     def _scroll_to_cursor(self) -> None:
         rows_visible = max(self.scrollable_content_region.height - 1, 1)
@@ -332,7 +365,7 @@ class BoardTable(ScrollView, can_focus=True):
         self._strips.clear()
 
     def _forget(self, key: str) -> None:
-        for kind in ("odd", "even", "cursor"):
+        for kind in ("odd", "even", "cursor", "heading"):
             self._strips.pop((key, kind), None)
 
     # -- rendering ----------------------------------------------------------------
@@ -359,6 +392,20 @@ class BoardTable(ScrollView, can_focus=True):
         line = Segment.adjust_line_length(segments, width)
         return Strip(Segment.apply_style(line, style, post), width)
 
+    def _heading_line(self, key: str, base: Style) -> Strip:
+        strip = self._strips.get((key, "heading"))
+        if strip is None:
+            style = base + self.get_component_rich_style("board-table--heading")
+            text = _as_text(self._cells[key][0]).copy()
+            text.truncate(max(self._layout_width - PADDING, 0), overflow="ellipsis")
+            meta = Style.from_meta({"row_key": key, "column": 0})
+            segments = [Segment(" " * PADDING, meta)]
+            segments.extend(Segment.apply_style(text.render(self.app.console), None, meta))
+            line = Segment.adjust_line_length(segments, self._layout_width)
+            strip = Strip(Segment.apply_style(line, style), self._layout_width)
+            self._strips[(key, "heading")] = strip
+        return strip
+
     def render_line(self, y: int) -> Strip:
         width = self.scrollable_content_region.width
         if width != self._layout_width:
@@ -371,6 +418,8 @@ class BoardTable(ScrollView, can_focus=True):
         if index >= len(self._order):
             return Strip.blank(width, base)
         key = self._order[index]
+        if key in self._headings:
+            return self._heading_line(key, base)
         kind = "cursor" if index == self.cursor_row else ("odd" if index % 2 else "even")
         strip = self._strips.get((key, kind))
         if strip is None:
