@@ -253,8 +253,12 @@ class Foreman:
                 await self._panes.kill(child_id, timeout=3.0)
 
         def pane_status(child_id: str) -> AgentStatus | None:
+            # a host that stops answering leaves the tracker as it was (nothing
+            # was read): the pane says so itself, and that is what counts here
             record = None if self._panes is None else self._panes.record(child_id)
-            return None if record is None else record.status.status
+            if record is None:
+                return None
+            return AgentStatus.UNREACHABLE if record.unreachable else record.status.status
 
         inner = inner_engine(s.engine)
         places: Places | None = None
