@@ -189,6 +189,7 @@ class Supervisor:
             engines=self.engines,
             config=config,
             panes=self.panes,
+            hosts=hosts,
         )
         run_loop = RunLoop(
             registry,
@@ -226,6 +227,7 @@ class Supervisor:
             before_start=janitor.sweep,
             discussion_runs=discussion_runs,
             hosts=hosts,
+            subtasks_on=foreman.subtasks_on,
         )
         recovery = Recovery(registry, verifier, run_loop, self.panes)
         return _Gates(contract, run_loop, approval, recovery, janitor, foreman)
@@ -315,8 +317,8 @@ class Supervisor:
             )
         if foreman and host:
             raise CorralError(
-                "the foreman places its subtasks on this machine only for now: start it "
-                "without a host, or run one agent on the host (an engine without foreman:)"
+                "the foreman places its subtasks itself, on this machine and the configured "
+                "[[hosts]] up to their max_sessions: start it without a host"
             )
         result = await gates.contract.start(
             intent,

@@ -76,6 +76,13 @@ class SupervisorConfig(BaseModel):
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
     mcp: McpSettings = Field(default_factory=McpSettings)
     hosts: list[HostSettings] = Field(default_factory=list)  # [[hosts]]: other machines
+    # Where a foreman places its subtasks: on the hosts above (up to each one's
+    # max_sessions) and on this machine; either can be turned off.
+    foreman_hosts: bool = True
+    foreman_local: bool = True
+    # How long a foreman subtask waits for its host to answer again before it
+    # is given up there and re-placed (elsewhere when another place has room).
+    foreman_host_wait_secs: float = Field(default=60, gt=0)
 
     @field_validator("hosts")
     @classmethod

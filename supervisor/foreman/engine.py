@@ -19,12 +19,21 @@ named by its subtask; the operator's answer goes to that child's pane.
 
 Every placement (subtask → host → worktree → result) is written to the
 ledger as it changes, so it survives a restart.
+
+With hosts configured, subtasks are placed across this machine and the hosts
+(see `places` for the rule). A subtask on a host runs exactly like a session
+there: its worktree is made from the base pushed to the host's mirror, its
+agent runs in the host's tmux, its checks run there, and its verified commit
+is fetched home before it is merged. A host that stops answering for
+`foreman_host_wait_secs` gives up the subtask, which is re-placed once,
+elsewhere when another place has room.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -32,17 +41,21 @@ from pathlib import Path
 from ..engines.base import Engine, EngineOutcome, RunContext
 from ..errors import CorralError
 from ..events import EngineFallbackData, EventData, PaneAnswerData, PlanTextData
-from ..gates.verifier import Verifier, name_paths
-from ..models import CheckResult, CoderSession, Placement, Split, Subtask
+from ..gates.host_tree import HostTree, on_host
+from ..gates.verifier import Verification, Verifier, name_paths
+from ..hosts.connection import HostUnreachable
+from ..hosts.place import HostPlace, Hosts
+from ..models import CheckResult, CoderSession, OutcomeContract, Placement, Split, Subtask
 from ..states import LoopFailure
+from ..status import AgentStatus
 from ..store import placements as P
 from ..store.placements import PlacementStore
 from ..workspaces import Workspaces
+from .places import LOCAL, Places
 from .split import split_problems, subtask_contract
 from .union import changed_files, commit_subtask, merge_into, write_union
 
 REPAIR_REASON = "contract not satisfied after the foreman's verified union"
-LOCAL = "local"
 ATTEMPTS = 2  # a subtask is placed at most twice
 # Agent failures a fresh worktree and a fresh agent could fix: it crashed or
 # exited, its pane died. Not: a refused configuration, a missing agent, no budget.
@@ -75,6 +88,7 @@ class _Child:
     placement: Placement
     tree: str | None = None
     authors: tuple[str, ...] = ()
+    avoid: frozenset[str] = frozenset()  # where a re-placement should not go
 
 
 @dataclass
@@ -87,6 +101,11 @@ class ForemanHooks:
     integrated: Callable[[list[str]], None]  # the placement trailers of what landed
     stop_pane: Callable[[str], Awaitable[None]]  # a finished child's agent
     hosts_note: str | None = None
+    # where subtasks go (None: all on this machine) and the hosts they may go to
+    places: Places | None = None
+    hosts: Hosts | None = None
+    host_wait: float = 60.0  # seconds a host may not answer before its subtask is given up
+    pane_status: Callable[[str], AgentStatus | None] = lambda _child: None
 
 
 class ForemanEngine:
@@ -200,9 +219,7 @@ class ForemanEngine:
                 p.result, p.reason = P.CANCELLED, f"{why}; its worktree is kept"
                 with contextlib.suppress(Exception):
                     self._ledger.record(p)
-            if p.worktree:
-                with contextlib.suppress(Exception):
-                    self._workspaces.retain(p.worktree, note=f"foreman subtask: {why}")
+            self._keep(p, f"foreman subtask: {why}")
 
     async def _child(self, ctx: RunContext, child: _Child, total: int) -> None:
         """One subtask: placed, and re-placed once in a fresh worktree when its
@@ -218,6 +235,7 @@ class ForemanEngine:
                 except Replaceable as exc:
                     if p.attempt >= ATTEMPTS:
                         raise
+                    child.avoid = frozenset({p.host})  # elsewhere, when another has room
                     await self._replace(ctx, child, _first_line(exc))
         except asyncio.CancelledError:
             raise
@@ -225,9 +243,7 @@ class ForemanEngine:
             p.result, p.reason = P.FAILED, _first_line(exc)
             with contextlib.suppress(Exception):
                 await asyncio.to_thread(self._ledger.record, p)
-            if p.worktree:
-                with contextlib.suppress(Exception):
-                    self._workspaces.retain(p.worktree, note=f"foreman subtask failed: {p.reason}")
+            self._keep(p, f"foreman subtask failed: {p.reason}")
             again = " again after its re-placement" if p.attempt > 1 else ""
             ctx.emit(
                 PlanTextData(
@@ -249,14 +265,13 @@ class ForemanEngine:
         assert s.start_commit is not None
         p.result, p.reason = P.FAILED, reason
         await asyncio.to_thread(self._ledger.record, p)
-        if p.worktree:
-            with contextlib.suppress(Exception):
-                self._workspaces.retain(p.worktree, note=f"foreman subtask failed: {reason}")
+        self._keep(p, f"foreman subtask failed: {reason}")
+        where = f" on {p.host}" if p.host != LOCAL else ""
         ctx.emit(
             PlanTextData(
                 text=(
-                    f"Subtask {p.subtask} failed: {reason}. Re-placing it once in a fresh "
-                    f"worktree from {s.start_commit[:8]} (the first one is kept)."
+                    f"Subtask {p.subtask} failed{where}: {reason}. Re-placing it once in a "
+                    f"fresh worktree from {s.start_commit[:8]} (the first one is kept)."
                 )
             )
         )
@@ -270,16 +285,72 @@ class ForemanEngine:
         child.authors = ()
         await asyncio.to_thread(self._ledger.record, p)
 
+    def _keep(self, p: Placement, note: str) -> None:
+        """A failed or left-out subtask's worktree is kept (on a host: left there)."""
+        if p.worktree and p.host == LOCAL:
+            with contextlib.suppress(Exception):
+                self._workspaces.retain(p.worktree, note=note)
+
+    async def _discard(self, p: Placement) -> None:
+        """A landed subtask's worktree is removed (on a host: best effort)."""
+        if not p.worktree:
+            return
+        if p.host == LOCAL:
+            await asyncio.to_thread(self._workspaces.remove, p.worktree, force=True)
+            return
+        place, repo = self._place(p.host), Path(self._hooks.session.repo)
+        with contextlib.suppress(CorralError, HostUnreachable):
+            await asyncio.to_thread(lambda: place.remove(place.mirror_path(repo), str(p.worktree)))
+
+    def _place(self, host: str) -> HostPlace:
+        assert self._hooks.hosts is not None
+        return self._hooks.hosts.get(host)
+
     async def _attempt(self, ctx: RunContext, child: _Child, total: int) -> None:
+        """One placement of a subtask, on the place the rule picks; its slot is
+        given back when the attempt ends."""
+        places = self._hooks.places
+        p = child.placement
+        p.host = LOCAL if places is None else await places.take(set(child.avoid))
+        try:
+            await self._attempt_on(ctx, child, total)
+        finally:
+            if places is not None:
+                await places.give_back(p.host)
+
+    async def _worktree(self, child: _Child) -> tuple[Path, HostTree | None]:
+        """The attempt's worktree: here, or on its host from the pushed base."""
+        s = self._hooks.session
+        p = child.placement
+        assert s.start_commit is not None
+        if p.host == LOCAL:
+            made = await asyncio.to_thread(
+                self._workspaces.provision, Path(s.repo), p.child_id, s.start_commit
+            )
+            return made.workspace.path, None
+        place, start = self._place(p.host), s.start_commit
+        try:
+            _mirror, path = await on_host(
+                place.name,
+                lambda: place.make_worktree(Path(s.repo), start, p.child_id),
+                wait=self._hooks.host_wait,
+            )
+        except (CorralError, HostUnreachable) as exc:
+            raise Replaceable(
+                f"its worktree could not be made on host {place.name}: {exc}"
+            ) from exc
+        child_session = s.model_copy(
+            update={"id": p.child_id, "host": place.name, "remote_worktree": path}
+        )
+        return Path(path), HostTree(place, child_session, wait=self._hooks.host_wait)
+
+    async def _attempt_on(self, ctx: RunContext, child: _Child, total: int) -> None:
         """One placement of a subtask: its worktree, its agent, its own checks,
         a bounded repair. Raises `Replaceable` for what a fresh attempt could fix."""
         s = self._hooks.session
         p, sub = child.placement, child.sub
         assert s.contract is not None and s.start_commit is not None
-        made = await asyncio.to_thread(
-            self._workspaces.provision, Path(s.repo), p.child_id, s.start_commit
-        )
-        worktree = made.workspace.path
+        worktree, there = await self._worktree(child)
         p.worktree, p.result = str(worktree), P.RUNNING
         await asyncio.to_thread(self._ledger.record, p)
         again = f" (attempt {p.attempt})" if p.attempt > 1 else ""
@@ -288,7 +359,10 @@ class ForemanEngine:
         contract = subtask_contract(sub, s.contract)
         failing: list[CheckResult] = []
         for round_ in range(1, self._rounds + 1):
-            outcome = await engine.run(self._child_ctx(ctx, child, worktree, round_, failing))
+            child_ctx = self._child_ctx(ctx, child, worktree, round_, failing)
+            if there is not None:
+                child_ctx = replace(child_ctx, place=there.place, remote_worktree=str(worktree))
+            outcome = await self._run_child(engine, child_ctx, there)
             child.authors = (*child.authors, *outcome.authored_by)
             # an agent left waiting to be resumed (`dormant`, where engines report it)
             # cannot be revived as a subtask: the attempt failed
@@ -296,7 +370,7 @@ class ForemanEngine:
                 raise Replaceable(outcome.error or f"its agent failed ({outcome.failure})")
             if outcome.failure is not None:
                 raise CorralError(outcome.error or f"its agent failed ({outcome.failure})")
-            verification = await self._verifier.verify_worktree(contract, worktree, s.baseline)
+            verification = await self._verify(contract, worktree, there)
             if not verification.stable:
                 raise Replaceable(
                     "its worktree kept changing while its checks ran "
@@ -311,11 +385,12 @@ class ForemanEngine:
                 p.result, p.reason = P.VERIFIED, None
                 await asyncio.to_thread(self._ledger.record, p)
                 self._hooks.progress(self._verified(), total)
+                home = f", fetched home from host {p.host}" if there is not None else ""
                 ctx.emit(
                     PlanTextData(
                         text=(
                             f"Subtask {sub.id} verified on its own checks "
-                            f"({', '.join(r.name for r in verification.results)})."
+                            f"({', '.join(r.name for r in verification.results)}){home}."
                         )
                     )
                 )
@@ -323,6 +398,56 @@ class ForemanEngine:
             failing = [r for r in verification.results if not r.passed]
         names = ", ".join(r.name for r in failing)
         raise Replaceable(f"its checks still fail after {self._rounds} round(s): {names}")
+
+    async def _verify(
+        self, contract: OutcomeContract, worktree: Path, there: HostTree | None
+    ) -> Verification:
+        baseline = self._hooks.session.baseline
+        if there is None:
+            return await self._verifier.verify_worktree(contract, worktree, baseline)
+        try:
+            return await self._verifier.verify_on_host(contract, there, baseline)
+        except (CorralError, HostUnreachable) as exc:
+            raise Replaceable(
+                f"its checks could not run on host {there.place.name}: {exc}"
+            ) from exc
+
+    async def _run_child(
+        self, engine: Engine, child_ctx: RunContext, there: HostTree | None
+    ) -> EngineOutcome:
+        """The child's agent turn; on a host, given up when the host does not
+        answer for `host_wait` seconds (its pane reads unreachable that long)."""
+        if there is None:
+            return await engine.run(child_ctx)
+        run = asyncio.ensure_future(engine.run(child_ctx))
+        silent_since: float | None = None
+        try:
+            while not run.done():
+                await asyncio.wait({run}, timeout=1.0)
+                if run.done():
+                    break
+                status = self._hooks.pane_status(child_ctx.session_id)
+                if status is not AgentStatus.UNREACHABLE:
+                    silent_since = None
+                    continue
+                silent_since = silent_since or time.monotonic()
+                if time.monotonic() - silent_since >= self._hooks.host_wait:
+                    run.cancel()
+                    with contextlib.suppress(BaseException):
+                        await run
+                    raise Replaceable(
+                        f"host {there.place.name} did not answer for "
+                        f"{self._hooks.host_wait:.0f} s while its agent ran"
+                    )
+        except asyncio.CancelledError:
+            run.cancel()
+            raise
+        try:
+            return run.result()
+        except (CorralError, HostUnreachable) as exc:  # e.g. the host went away at its start
+            if isinstance(exc, Replaceable):
+                raise
+            raise Replaceable(f"on host {there.place.name}: {_first_line(exc)}") from exc
 
     def _verified(self) -> int:
         rows = self._ledger.placements(self._hooks.session.id)
@@ -421,7 +546,7 @@ class ForemanEngine:
                 conflicts.append(
                     f"{p.subtask} and {', '.join(with_whom) or 'the union'} on {files}"
                 )
-                self._workspaces.retain(p.worktree, note=f"foreman subtask: {p.reason}")
+                self._keep(p, f"foreman subtask: {p.reason}")
             else:
                 union = merged.commit
                 p.result, p.reason = P.INTEGRATED, None
@@ -430,7 +555,7 @@ class ForemanEngine:
         if union != start:
             await asyncio.to_thread(write_union, Path(s.worktree), union)
         for child in landed:  # what they made is in the union (and anchored by a ref)
-            await asyncio.to_thread(self._workspaces.remove, child.placement.worktree, force=True)
+            await self._discard(child.placement)
         self._hooks.integrated([trailer(c.placement) for c in landed])
         left_out = [c.placement for c in children if c not in landed]
         text = f"Verified union: {len(landed)} of {len(children)} subtasks integrated"

@@ -14,21 +14,25 @@ import contextlib
 import logging
 from pathlib import Path
 
+from ..agents.oneshot import is_oneshot
 from ..config import SupervisorConfig
 from ..engines.base import EngineRegistry
 from ..errors import CorralError
 from ..events import PlanTextData
 from ..gates.verifier import Verifier
 from ..git.run import git
+from ..hosts.place import Hosts
 from ..llm.base import Message, ModelError, ModelProvider
 from ..models import ForemanView, Placement, Split
 from ..panes.manager import PaneManager
 from ..session.live import LiveSession
 from ..session.registry import SessionRegistry
 from ..states import CoderState, label
+from ..status import AgentStatus
 from ..store.placements import PlacementStore
 from ..workspaces import Workspaces
 from .engine import ForemanEngine, ForemanHooks
+from .places import Places
 from .split import (
     DEFAULT_SUBTASKS,
     parse_split,
@@ -45,10 +49,19 @@ NOT_DISTRIBUTED = (
     "{name} runs {engine}, which cannot distribute: only a foreman:<agent> session is split "
     "into subtasks. Start the task with engine foreman:{agent} to split it"
 )
-HOSTS_NOT_WIRED = (
-    "Other hosts are configured ([[hosts]]), but placing subtasks on them is not wired yet: "
-    "every subtask runs on this machine (host=local)."
+LOCAL_ONLY = (
+    "Other hosts are configured ([[hosts]]), but {agent} runs on this machine only (the "
+    "built-in engine and one-shot agents do): every subtask runs here (host=local)."
 )
+HOSTS_OFF = (
+    "Other hosts are configured ([[hosts]]), but foreman_hosts = false: every subtask runs "
+    "on this machine (host=local)."
+)
+
+
+def runs_on_hosts(inner: str) -> bool:
+    """Only an agent in a pane can run on a host (not the built-in engine, not one-shots)."""
+    return inner.startswith("external:") and not is_oneshot(inner)
 
 
 def is_foreman(engine: str | None) -> bool:
@@ -70,8 +83,10 @@ class Foreman:
         engines: EngineRegistry,
         config: SupervisorConfig,
         panes: PaneManager | None,
+        hosts: Hosts | None = None,
     ) -> None:
         self._registry = registry
+        self._hosts = hosts
         self._verifier = verifier
         self._workspaces = workspaces
         self._ledger = ledger
@@ -79,6 +94,24 @@ class Foreman:
         self._config = config
         self._panes = panes
         self._proposing: dict[str, asyncio.Task[Split]] = {}
+        self._places: Places | None = None  # made on first use (it needs the loop)
+
+    def _shared_places(self) -> Places:
+        """This machine and the hosts, one set of slots for every foreman session."""
+        if self._places is None:
+            limits = {h.name: h.max_sessions for h in self._config.hosts}
+            self._places = Places(limits, local=self._config.foreman_local, busy=self._busy_on)
+        return self._places
+
+    def subtasks_on(self, host: str) -> int:
+        """Foreman subtasks running on `host` now (they take its slots)."""
+        return 0 if self._places is None else self._places.taken(host)
+
+    def _busy_on(self, host: str) -> int:
+        """Unfinished sessions on `host` (a foreman's subtasks are counted by `Places`)."""
+        return sum(
+            1 for r in self._registry.summaries() if r.host == host and not r.state.is_terminal
+        )
 
     # -- the split (gate 1) ---------------------------------------------------------------
 
@@ -219,13 +252,39 @@ class Foreman:
             if self._panes is not None and self._panes.record(child_id) is not None:
                 await self._panes.kill(child_id, timeout=3.0)
 
+        def pane_status(child_id: str) -> AgentStatus | None:
+            # a host that stops answering leaves the tracker as it was (nothing
+            # was read): the pane says so itself, and that is what counts here
+            record = None if self._panes is None else self._panes.record(child_id)
+            if record is None:
+                return None
+            return AgentStatus.UNREACHABLE if record.unreachable else record.status.status
+
+        inner = inner_engine(s.engine)
+        places: Places | None = None
+        note: str | None = None
+        if self._config.hosts and self._hosts is not None:
+            if not self._config.foreman_hosts:
+                note = HOSTS_OFF
+            elif not runs_on_hosts(inner):
+                note = LOCAL_ONLY.format(agent=inner)
+            else:
+                places = self._shared_places()
+                note = (
+                    f"Subtasks are placed round robin over {', '.join(places.names)}, up to "
+                    "each host's max_sessions."
+                )
         hooks = ForemanHooks(
             session=s,
             split=lambda: self.ensure_split(live),
             progress=progress,
             integrated=integrated,
             stop_pane=stop_pane,
-            hosts_note=HOSTS_NOT_WIRED if self._config.hosts else None,
+            hosts_note=note,
+            places=places,
+            hosts=self._hosts,
+            host_wait=self._config.foreman_host_wait_secs,
+            pane_status=pane_status,
         )
         return ForemanEngine(
             inner_engine(s.engine),

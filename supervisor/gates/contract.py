@@ -116,8 +116,10 @@ class ContractGate:
         before_start: Callable[[], object],
         discussion_runs: DiscussionRuns,
         hosts: Hosts | None = None,
+        subtasks_on: Callable[[str], int] = lambda _host: 0,
     ) -> None:
         self._hosts = hosts
+        self._subtasks_on = subtasks_on  # foreman subtasks running on a host take its slots too
         self._starting: dict[str, int] = {}  # sessions admitted on a host, not registered yet
         self._registry = registry
         self._verifier = verifier
@@ -287,7 +289,8 @@ class ContractGate:
             for row in self._registry.summaries()
             if row.host == place.name and not row.state.is_terminal
         ]
-        taken = len(busy) + self._starting.get(place.name, 0)  # starts on their way count
+        # starts on their way count, and so do foreman subtasks placed there
+        taken = len(busy) + self._starting.get(place.name, 0) + self._subtasks_on(place.name)
         limit = place.settings.max_sessions
         if taken >= limit:
             raise CorralError(

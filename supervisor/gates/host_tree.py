@@ -50,10 +50,11 @@ async def on_host(host: str, work: Callable[[], T], *, wait: float = HOST_WAIT) 
 class HostTree:
     """One session's worktree on its host, for the verifier."""
 
-    def __init__(self, place: HostPlace, session: CoderSession) -> None:
+    def __init__(self, place: HostPlace, session: CoderSession, *, wait: float = HOST_WAIT) -> None:
         assert session.remote_worktree is not None and session.start_commit is not None
         self.place = place
         self.session = session
+        self.wait = wait  # how long a step waits for the host to answer again
         self.path = Path(session.remote_worktree)
         self._commits: dict[str, str] = {}  # tree -> a commit of it on the host
         self._setup: SetupOutcome | None = None
@@ -101,6 +102,7 @@ class HostTree:
         return await on_host(
             self.place.name,
             lambda: self.place.run_check(command, path, timeout, network=network, env_dir=env),
+            wait=self.wait,
         )
 
     async def snapshot(self) -> str:
@@ -108,21 +110,30 @@ class HostTree:
         start, path = s.start_commit, str(self.path)
         assert start is not None
         tree, commit = await on_host(
-            self.place.name, lambda: self.place.snapshot(path, start, s.id)
+            self.place.name, lambda: self.place.snapshot(path, start, s.id), wait=self.wait
         )
         self._commits[tree] = commit
         return tree
 
     async def changed(self, a: str, b: str) -> list[str]:
         path = str(self.path)
-        return await on_host(self.place.name, lambda: self.place.changed(path, a, b))
+        return await on_host(
+            self.place.name, lambda: self.place.changed(path, a, b), wait=self.wait
+        )
+
+    async def fetch(self, tree: str) -> str:
+        """Fetch the commit of `tree` into the local repository; returns it."""
+        repo = Path(self.session.repo)
+        mirror, commit = self.place.mirror_path(repo), self._commits[tree]
+        await on_host(
+            self.place.name, lambda: self.place.bring_home(mirror, commit, repo), wait=self.wait
+        )
+        return commit
 
     async def bring_home(self, tree: str, home: Path) -> None:
         """Fetch the commit of `tree` into the local repository, and make the
         home copy of the worktree show exactly that tree."""
-        repo = Path(self.session.repo)
-        mirror, commit = self.place.mirror_path(repo), self._commits[tree]
-        await on_host(self.place.name, lambda: self.place.bring_home(mirror, commit, repo))
+        await self.fetch(tree)
         await asyncio.to_thread(git, home, "read-tree", "-u", "--reset", tree)
 
     def brought_home(self, tree: str) -> str:

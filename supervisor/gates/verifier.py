@@ -294,6 +294,28 @@ class Verifier:
             moved = await asyncio.to_thread(changed_between, worktree, before, after)
         return Verification(results, None, moved)
 
+    async def verify_on_host(
+        self, contract: OutcomeContract, there: HostTree, baseline: list[CheckResult]
+    ) -> Verification:
+        """`verify_worktree` for a worktree on another host (a foreman's subtask
+        placed there): the checks and both snapshots run on the host, and a
+        green, stable tree is fetched into the local repository."""
+        await there.setup(contract, self._timeout_ceiling)  # the setup runs there too
+        results: list[CheckResult] = []
+        moved: list[str] = []
+        for _attempt in range(STABILITY_ATTEMPTS):
+            before = await there.snapshot()
+            results = await there.checks(
+                contract, self._timeout_ceiling, captures=captures_from(contract, baseline)
+            )
+            after = await there.snapshot()
+            if before == after:
+                if all(r.passed for r in results):
+                    await there.fetch(before)
+                return Verification(results, before, [])
+            moved = await there.changed(before, after)
+        return Verification(results, None, moved)
+
     async def accept(self, live: LiveSession, verification: Verification) -> None:
         """Make a green, stable verification the session's verified tree: stored
         with the session (it survives a restart) and anchored by a ref."""

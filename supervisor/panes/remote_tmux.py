@@ -44,6 +44,7 @@ from .tmux import (
     TmuxFailed,
     standalone_ansi,
     strip_ansi,
+    unreaped_from_stat,
 )
 
 MIRROR_CHUNK = 256 * 1024  # bytes of one mirrored file brought per sweep, at most
@@ -92,6 +93,7 @@ class RemoteTmuxBackend(TmuxBackend):
         self.sweeps = 0
         self._mirrors: dict[str, tuple[str, Path, int]] = {}  # key -> (remote, local, offset)
         self.last_captured: list[str] = []  # owners whose screens the last sweep brought
+        self._stats: dict[int, str] = {}  # pid -> its /proc stat line there (dead panes)
 
     # -- reaching the host --------------------------------------------------------------
 
@@ -167,7 +169,10 @@ class RemoteTmuxBackend(TmuxBackend):
         self._run_quiet(["kill-window", "-t", pane_id])
 
     def _unreaped(self, pid: int | None) -> tuple[bool, int | None]:
-        return True, None  # the host's /proc is not ours: wait for tmux's status
+        # the host's /proc, as the sweep read it there: a zombie tmux lost the
+        # SIGCHLD of has exited (else the pane would read alive for ever)
+        stat = self._stats.get(pid or 0)
+        return (True, None) if stat is None else unreaped_from_stat(stat)
 
     def attach_argv(self, handle: PaneHandle) -> list[str] | None:
         self._check_handle(handle)
@@ -237,7 +242,10 @@ class RemoteTmuxBackend(TmuxBackend):
 now=$(date +%s)
 printf '%s\\n' "$now"
 L=$(T list-panes -a -F {shlex.quote(SWEEP_FORMAT)} 2>&1) || {{ printf '%s\\n' "{nonce}-fail" "$L"; exit 0; }}
-printf '%s\\n' "$L" "{nonce}-files"
+printf '%s\\n' "$L" "{nonce}-stats"
+printf '%s\\n' "$L" | awk -F '\\037' '$3 == "1" && $4 == "" && $5 == "" {{ print $2 }}' |
+  while read -r pid; do cat "/proc/$pid/stat" 2>/dev/null; done
+printf '%s\\n' "{nonce}-files"
 {self._mirror_script(nonce)}
 printf '%s\\n' "{nonce}-captures"
 H={head}
@@ -270,7 +278,13 @@ exit 0
                 self._seen.clear()
                 return {}
             raise PaneError(f"tmux failed on host {self.host}: {failure.message}")
-        listing, _, tail = rest.partition(f"{nonce}-files\n")
+        listing, _, tail = rest.partition(f"{nonce}-stats\n")
+        stats, _, tail = tail.partition(f"{nonce}-files\n")
+        self._stats = {
+            int(line.partition(" ")[0]): line
+            for line in stats.split("\n")
+            if line.partition(" ")[0].isdigit()
+        }
         files, _, captures = tail.partition(f"{nonce}-captures\n")
         self._store_mirrors(files, nonce)
         infos = self._parse_sweep(listing, now, skew)

@@ -242,6 +242,12 @@ def _unreaped(pid: int | None) -> tuple[bool, int | None]:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return True, None
+    return unreaped_from_stat(stat)
+
+
+def unreaped_from_stat(stat: str) -> tuple[bool, int | None]:
+    """(alive, exit status) from a pane program's `/proc/<pid>/stat` line
+    (read here, or on the pane's host): a zombie's wait status is field 52."""
     fields = stat.rsplit(")", 1)[-1].split()  # after "pid (comm)"
     if not fields or fields[0] != "Z":
         return True, None

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -300,3 +302,31 @@ def test_an_agent_works_in_a_worktree_made_on_the_host_and_its_commit_comes_home
     assert not Path(tree).exists()
     with pytest.raises(GitError, match=r"cannot make a worktree of /nowhere on host box"):
         add_worktree(conn, "/nowhere", tree)
+
+
+def test_a_pane_whose_program_the_hosts_tmux_never_reaped_still_reports_its_exit(
+    backend: RemoteTmuxBackend, tmp_path: Path
+) -> None:
+    """tmux on the host can miss an exited program's SIGCHLD (seen under
+    load): the pane is dead, its program a zombie, and tmux shows no exit
+    status. The sweep reads the zombie's status on the host, so the agent's
+    turn ends instead of its pane reading alive for ever. (Here tmux misses
+    it for sure: its server starts with SIGCHLD blocked.)"""
+    sock = tmp_path / "remote-state" / "tmux" / backend.socket_name
+    sock.parent.mkdir(mode=0o700, parents=True)
+    blocked = (
+        "import os, signal, sys; signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD}); "
+        "os.execvp('tmux', ['tmux', '-f', '/dev/null', '-S', sys.argv[1], "
+        "'new-session', '-d', '-s', 'other', 'sleep 600'])"
+    )
+    subprocess.run([sys.executable, "-c", blocked, str(sock)], check=True, timeout=10)
+    h = backend.spawn(spec(tmp_path, "zombie", "echo bye; exit 7"))
+    deadline = time.monotonic() + 8
+    info = None
+    while time.monotonic() < deadline:
+        info = backend.sweep().get(h.owner)
+        if info is not None and not info.alive:
+            break
+        time.sleep(0.2)
+    assert info is not None and (info.alive, info.exit_status) == (False, 7)
+    wait_for(backend, h, "bye")  # its last screen is kept
