@@ -45,6 +45,7 @@ from .gates.run_loop import RunLoop, UserInputExpired
 from .gates.verifier import Verifier
 from .git import publish
 from .git.patches import FilePatch, Selection
+from .git.trees import snapshot_tree
 from .hosts.place import Hosts
 from .models import (
     AdoptablePane,
@@ -609,29 +610,45 @@ class Supervisor:
             raise CorralError(f"no corral session '{session_id}'")
         return session
 
-    async def retry(self, session_id: str, *, wait: bool = False) -> StartResult:
+    async def retry(
+        self, session_id: str, *, wait: bool = False, keep_edits: bool = False
+    ) -> StartResult:
         """Start the task of a failed, rejected or cancelled session again: a new
         session with the same intent, repo, engine, base and contract (validated
         and baselined again, then proposed at gate 1), in a fresh worktree. Its
         agent's first prompt says what went wrong last time (the reject comment,
         the error, the failing checks with their output). The old session and
-        its worktree stay as they were."""
+        its worktree stay as they were.
+
+        With `keep_edits`, the new worktree starts on the old one's start
+        commit holding the old worktree's files as uncommitted changes (a
+        budget cut or a near miss carried on, not redone); review still shows
+        every change from the start commit."""
         old = self.registry.stored(session_id)
         if old is None:
             raise CorralError(f"no corral session '{session_id}'")
         lifecycle.refuse_retry(old)
+        seed: str | None = None
+        guidance = lifecycle.retry_guidance(old)
+        base = old.base
+        if keep_edits:
+            lifecycle.refuse_keeping_edits(old)
+            seed = await asyncio.to_thread(snapshot_tree, Path(old.worktree or ""))
+            base = old.start_commit
+            guidance.append(lifecycle.KEPT_EDITS)
         result = await self._open_gates().contract.start(
             old.intent,
             old.repo,
             engine=old.requested_engine or old.engine,
-            base=old.base,
+            base=base,
             max_iterations=old.max_iterations,
             constraints=list(old.discussion_constraints),
             wait=wait,
             contract=old.contract,
             retry_of=old.id,
-            retry_guidance=lifecycle.retry_guidance(old),
+            retry_guidance=guidance,
             host=old.host,
+            seed_tree=seed,
         )
         if old.name:
             self.rename(result.session_id, old.name)

@@ -281,16 +281,23 @@ class CorralApp(App[None]):
         go: str = "Yes",
         comment: str | None = None,
         value: str = "",
+        other: tuple[str, Callable[[], object]] | None = None,
     ) -> None:
         """One confirm modal (enter / y goes, escape / n keeps); `then(comment)`
-        runs only when the operator goes ahead (`value` pre-fills the comment)."""
+        runs only when the operator goes ahead (`value` pre-fills the comment).
+        `other` (a label and what it does) offers a second way to go, on `e`."""
         from .screens.confirm import ConfirmScreen
 
         def done(answer: str | None) -> None:
-            if answer is not None:
+            if answer == ConfirmScreen.OTHER and other is not None:
+                other[1]()
+            elif answer is not None:
                 then(answer)
 
-        self.push_screen(ConfirmScreen(question, go=go, comment=comment, value=value), done)
+        screen = ConfirmScreen(
+            question, go=go, comment=comment, value=value, other=other[0] if other else None
+        )
+        self.push_screen(screen, done)
 
     def _what(self, session_id: str) -> str:
         try:

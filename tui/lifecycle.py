@@ -5,6 +5,7 @@ asks and reports, so the board and the session screen say the same words."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from corral.supervisor.errors import CorralError
@@ -141,11 +142,20 @@ def retry(
     """Asks once, then starts the retry; `then(result)` runs once it exists."""
     session = app.supervisor.get(session_id).session
     why = "rejected" if session.reject_comment else session.state.value
+    # the old worktree's edits can be carried over while it is still here
+    worktree = session.worktree
+    keepable = worktree is not None and not session.host and Path(worktree).is_dir()
     question = (
         f"Retry this {why} session?\n\n{app._what(session_id)}\n\n"
         "A new session with the same intent, repo, engine and contract starts in a fresh "
         "worktree (its contract is proposed for you to confirm). Its agent is told what went "
         "wrong: the reject comment, the error, the failing checks' output."
+        + (
+            "\n\nWith its edits (e): the new worktree starts from this one's files, "
+            "uncommitted, and its agent carries on from them."
+            if keepable
+            else ""
+        )
     )
 
     def started(result: StartResult) -> str:
@@ -153,12 +163,18 @@ def retry(
             then(result)
         return f"Retrying as {label(result.session_id)}: review its contract, then c."
 
+    def with_edits() -> None:
+        app.run_supervisor_call(
+            "Retry", app.supervisor.retry(session_id, keep_edits=True), outcome=started
+        )
+
     app.ask(
         question,
         lambda _: app.run_supervisor_call(
             "Retry", app.supervisor.retry(session_id), outcome=started
         ),
-        go="Retry",
+        go="Retry afresh" if keepable else "Retry",
+        other=("With its edits", with_edits) if keepable else None,
     )
 
 

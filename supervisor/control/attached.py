@@ -347,8 +347,10 @@ class AttachedSupervisor:
     async def pull_request(self, session_id: str, remote: str = "origin") -> PullRequestResult:
         return await self._client().pull_request(session_id, remote)
 
-    async def retry(self, session_id: str, *, wait: bool = False) -> StartResult:
-        return await self._client().retry(session_id)
+    async def retry(
+        self, session_id: str, *, wait: bool = False, keep_edits: bool = False
+    ) -> StartResult:
+        return await self._client().retry(session_id, keep_edits=keep_edits)
 
     async def reverify(self, session_id: str) -> builtins.list[CheckResult]:
         return await self._client().reverify(session_id)

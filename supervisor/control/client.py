@@ -528,8 +528,10 @@ class AsyncControlClient:
         result = await self.call("pull_request", session_id=session_id, remote=remote)
         return PullRequestResult.model_validate(result)
 
-    async def retry(self, session_id: str) -> StartResult:
-        return StartResult.model_validate(await self.call("retry", session_id=session_id))
+    async def retry(self, session_id: str, *, keep_edits: bool = False) -> StartResult:
+        return StartResult.model_validate(
+            await self.call("retry", session_id=session_id, keep_edits=keep_edits)
+        )
 
     async def reverify(self, session_id: str) -> builtins.list[CheckResult]:
         return [

@@ -120,6 +120,10 @@ class SessionParams(_Params):
     session_id: str
 
 
+class RetryParams(SessionParams):
+    keep_edits: bool = False
+
+
 class StartParams(_Params):
     intent: str
     repo: str

@@ -512,8 +512,8 @@ async def _pull_request(conn: _Connection, _id: Any, a: p.PushParams) -> Any:
     return _dump(await conn.sup.pull_request(a.session_id, a.remote))
 
 
-async def _retry(conn: _Connection, _id: Any, a: p.SessionParams) -> Any:
-    return _dump(await conn.sup.retry(a.session_id))
+async def _retry(conn: _Connection, _id: Any, a: p.RetryParams) -> Any:
+    return _dump(await conn.sup.retry(a.session_id, keep_edits=a.keep_edits))
 
 
 async def _review_files(conn: _Connection, _id: Any, a: p.SessionParams) -> Any:
@@ -679,7 +679,7 @@ def _methods() -> dict[str, tuple[type[BaseModel], Handler]]:
         "revive": (p.SessionParams, _revive),
         "rename": (p.RenameParams, _rename),
         "archive": (p.ArchiveParams, _archive),
-        "retry": (p.SessionParams, _retry),
+        "retry": (p.RetryParams, _retry),
         "delete": (p.SessionParams, _delete),
         "push": (p.PushParams, _push),
         "pull_request": (p.PushParams, _pull_request),

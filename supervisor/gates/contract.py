@@ -48,6 +48,7 @@ from ..events import (
 )
 from ..faults import fault_point
 from ..git.repo import refuse_initialised_submodules, repo_root, resolve_base
+from ..git.trees import seed_worktree
 from ..git.workspace import GitWorkspace
 from ..hosts.connection import HostUnreachable
 from ..hosts.place import HostPlace, Hosts
@@ -151,6 +152,7 @@ class ContractGate:
         retry_of: str | None = None,
         retry_guidance: list[str] | None = None,
         host: str | None = None,
+        seed_tree: str | None = None,
     ) -> StartResult:
         """Register a session and draft its contract.
 
@@ -170,6 +172,10 @@ class ContractGate:
         With `host`, the agent, its worktree and the checks run on that
         configured host (see `hosts.place`); refused when the host is
         unknown, at its `max_sessions`, or unreachable.
+
+        With `seed_tree` (a retry that keeps the previous attempt's edits),
+        the worktree starts on `base` holding that tree's content as
+        uncommitted changes.
         """
         intent = intent.strip()
         if not intent:
@@ -211,6 +217,8 @@ class ContractGate:
                     session.model, session.model_pinned = pin.name, True
                     session.model_id = pin.model_id
                 made = await asyncio.to_thread(self._workspaces.provision, root, sid, base_sha)
+                if seed_tree is not None:
+                    await asyncio.to_thread(seed_worktree, made.workspace.path, seed_tree)
                 fault_point("start:worktree")
                 if place is not None:
                     session.host = place.name

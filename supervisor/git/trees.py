@@ -30,6 +30,14 @@ def snapshot_tree(worktree: Path) -> str:
         return git(worktree, "write-tree", env=index.env).strip()
 
 
+def seed_worktree(worktree: Path, tree: str) -> None:
+    """Make a fresh worktree hold `tree`'s content as uncommitted changes on
+    its start commit (new, changed and deleted files alike): a retry that
+    carries on from the previous attempt's edits, reviewed from the start."""
+    git(worktree, "read-tree", "-u", "--reset", tree, timeout=300)
+    git(worktree, "reset", "-q", timeout=300)  # the index back to the start commit
+
+
 def tree_of(cwd: Path, rev: str) -> str:
     """The tree id of a commit (or of a tree)."""
     return git(cwd, "rev-parse", "--verify", f"{rev}^{{tree}}").strip()

@@ -7,6 +7,8 @@ change and the facade starts the retry through gate 1 like any new session.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from ..errors import CorralError
 from ..models import CoderSession
 from ..states import CoderState, label
@@ -60,6 +62,27 @@ def refuse_retry(session: CoderSession) -> None:
         raise CorralError(
             f"{label(session.id)} is {session.state.value}: only a failed, rejected or "
             "cancelled session can be retried"
+        )
+
+
+KEPT_EDITS = (
+    "- This worktree starts with the previous attempt's edits, uncommitted: carry on from "
+    "them (git diff shows them) rather than starting over."
+)
+
+
+def refuse_keeping_edits(session: CoderSession) -> None:
+    """A retry keeps edits only from a worktree that is still there, on this machine."""
+    if session.host:
+        raise CorralError(
+            f"{label(session.id)} ran on host {session.host}: a retry there starts afresh "
+            f"(corral retry {label(session.id)})"
+        )
+    worktree = session.worktree
+    if not worktree or session.start_commit is None or not Path(worktree).is_dir():
+        raise CorralError(
+            f"{label(session.id)}'s worktree is gone, so there are no edits to keep: retry "
+            f"it afresh (corral retry {label(session.id)})"
         )
 
 

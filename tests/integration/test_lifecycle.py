@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 
 from corral.supervisor.errors import CorralError
+from corral.supervisor.git.run import git
 from corral.supervisor.states import CoderState
-from tests.conftest import SupervisorFactory, proposed, run_to_gate
-from tests.fakes.scripted import ScriptedEngine, Write
+from tests.conftest import SupervisorFactory, eventually, proposed, run_to_gate
+from tests.fakes.scripted import Run, ScriptedEngine, Write
 
 S = CoderState
 
@@ -98,3 +99,53 @@ async def test_a_running_or_delivered_session_is_not_retried(
     await sup.approve(sid)
     with pytest.raises(CorralError, match="merged"):
         await sup.retry(sid)
+
+
+async def test_retry_with_its_edits_starts_from_the_old_worktrees_files(
+    make_supervisor: SupervisorFactory, repo: Path
+) -> None:
+    """`retry --keep-edits`: the new worktree starts on the old start commit
+    holding the old worktree's files (new, changed, deleted) as uncommitted
+    changes, its agent is told so, and review shows every change from the
+    start commit; the old worktree is left as it was."""
+    (repo / "notes.txt").write_text("old notes\n")
+    git(repo, "add", "notes.txt")
+    git(repo, "commit", "-qm", "notes")
+    steps = [Write("hello.txt", "hi\n"), Write("draft.txt", "half done\n"), Run("rm -f notes.txt")]
+    sup = await make_supervisor(engine=ScriptedEngine([steps]))
+    sid = await proposed(sup, repo)
+    assert (await run_to_gate(sup, sid)).state is S.NEEDS_APPROVAL
+    await sup.approve(sid, approve=False, comment="keep going")
+    old = sup.get(sid).session
+    assert old.worktree is not None and old.start_commit is not None
+
+    retry = await sup.retry(sid, wait=True, keep_edits=True)
+    new = sup.get(retry.session_id).session
+    assert new.worktree is not None and new.worktree != old.worktree
+    tree = Path(new.worktree)
+    assert (tree / "hello.txt").read_text() == "hi\n"
+    assert (tree / "draft.txt").read_text() == "half done\n"
+    assert not (tree / "notes.txt").exists()
+    assert git(tree, "rev-parse", "HEAD").strip() == old.start_commit == new.start_commit
+    status = sorted(git(tree, "status", "--porcelain").splitlines())
+    assert status == [" D notes.txt", "?? draft.txt", "?? hello.txt"]
+    assert "starts with the previous attempt's edits" in new.execution_intent()
+    assert (Path(old.worktree) / "draft.txt").exists()  # the old one is untouched
+
+    assert (await run_to_gate(sup, retry.session_id)).state is S.NEEDS_APPROVAL
+    diff = sup.get(retry.session_id).session.diff
+    assert diff is not None
+    assert sorted(f.path for f in diff.files) == ["draft.txt", "hello.txt", "notes.txt"]
+
+
+async def test_retry_with_its_edits_needs_the_old_worktree(
+    make_supervisor: SupervisorFactory, repo: Path
+) -> None:
+    wrong = ScriptedEngine([[Write("hello.txt", "bye\n")]])
+    sup = await make_supervisor(engine=wrong, repair_invokes=0)
+    sid = await proposed(sup, repo)
+    assert (await run_to_gate(sup, sid)).state is S.FAILED
+    await eventually(lambda: not Path(sup.get(sid).session.worktree or "/nonexistent").exists())
+    with pytest.raises(CorralError, match="worktree is gone, so there are no edits to keep"):
+        await sup.retry(sid, keep_edits=True)
+    assert (await sup.retry(sid, wait=True)).state is S.CONTRACT_PROPOSED  # afresh still works

@@ -147,3 +147,30 @@ def test_session_header_with_name_and_id_snapshot(snap_compare, tmp_path: Path) 
         await final_frame(pilot, "the session screen")
 
     assert snap_compare(app, terminal_size=(80, 24), run_before=before)
+
+
+async def test_retry_with_its_edits_from_the_board(board_world) -> None:
+    """A rejected session's worktree is kept: `R` offers to carry its edits
+    over (e), and the retry's worktree starts with them."""
+    sup, repo, _release = board_world()
+    app = _app(sup, repo)
+    async with app.run_test(size=(140, 24)) as pilot:
+        board = await board_ready(app, pilot)
+        alpha = next(r.session_id for r in sup.list() if r.intent.startswith("Alpha"))
+        await sup.approve(alpha, approve=False, comment="more")
+        await until(pilot, "the rejection", lambda: board.summaries[alpha].state.is_terminal)
+        _select(board, "Alpha")
+        await until(pilot, "the rejected row's keys", lambda: "retry" in footer_actions(app))
+        await pilot.press("R")
+        modal = await asked(pilot, then=None)
+        assert "With its edits (e)" in str(modal.question)
+        await pilot.press("e")
+
+        def retried() -> str | None:
+            new = [r for r in sup.list() if r.session_id != alpha and r.intent.startswith("Alpha")]
+            return new[0].session_id if new else None
+
+        new = await until(pilot, "the retry to start", retried)
+        worktree = Path(sup.get(new).session.worktree or "")
+        assert (worktree / "alpha.txt").read_text() == "a\n"  # the first attempt's file
+        assert "previous attempt's edits" in sup.get(new).session.execution_intent()

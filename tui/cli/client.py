@@ -223,7 +223,7 @@ def lifecycle(args: argparse.Namespace) -> int:
             result = client.call("delete", session_id=sid)
             line = _deleted_line(sid, result)
         elif args.command == "retry":
-            result = client.call("retry", session_id=sid)
+            result = client.call("retry", session_id=sid, keep_edits=args.keep_edits)
             new = result["session_id"]
             line = f"{label(sid)} is retried as {label(new)} ({result['state']})"
         else:
@@ -308,6 +308,11 @@ def add_parsers(sub: Any) -> None:
         "retry", help="start a failed, rejected or cancelled session's task again (told why)"
     )
     retry.add_argument("session")
+    retry.add_argument(
+        "--keep-edits",
+        action="store_true",
+        help="start from the old worktree's files (uncommitted), not afresh",
+    )
     revive = sub.add_parser("revive", help="start a dormant session's agent again (resumed)")
     revive.add_argument("session")
     delete = sub.add_parser(

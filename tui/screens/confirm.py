@@ -32,17 +32,28 @@ class ConfirmScreen(ModalScreen[str | None]):
     BINDINGS = [
         Binding("enter", "go", "Go", priority=True),
         Binding("y", "go", "Yes", show=False),
+        Binding("e", "other", "Other way", show=False),
         Binding("escape,n", "keep", "Keep", show=False),
     ]
 
+    # what the screen dismisses with when the operator picks `other`
+    OTHER = "\x00other"
+
     def __init__(
-        self, question: str, *, go: str = "Yes", comment: str | None = None, value: str = ""
+        self,
+        question: str,
+        *,
+        go: str = "Yes",
+        comment: str | None = None,
+        value: str = "",
+        other: str | None = None,
     ) -> None:
         super().__init__()
         self.question = question
         self.go_label = go
         self.comment = comment
         self.value = value  # what the comment field starts with (a name being edited)
+        self.other = other  # a second way to go (key e), for questions without a comment
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
@@ -52,6 +63,8 @@ class ConfirmScreen(ModalScreen[str | None]):
             keys = ("enter", "escape") if self.comment is not None else ("y / enter", "n / escape")
             with Horizontal(classes="dialog-buttons"):
                 yield Button(f"{self.go_label} ({keys[0]})", id="yes", variant="error")
+                if self.other is not None and self.comment is None:
+                    yield Button(f"{self.other} (e)", id="other", variant="warning")
                 yield Button(f"Keep it ({keys[1]})", id="no", variant="primary")
 
     def on_mount(self) -> None:
@@ -62,6 +75,8 @@ class ConfirmScreen(ModalScreen[str | None]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Enter in the comment field is the field's own (`CommentInput`)."""
+        if action == "other":
+            return self.other is not None and self.comment is None
         return not (action == "go" and isinstance(self.focused, CommentInput))
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
@@ -71,12 +86,17 @@ class ConfirmScreen(ModalScreen[str | None]):
     def on_button_pressed(self, event: Button.Pressed) -> None:
         if event.button.id == "yes":
             self.action_go()
+        elif event.button.id == "other":
+            self.action_other()
         else:
             self.action_keep()
 
     def action_go(self) -> None:
         text = self.query_one("#confirm-comment", Input).value if self.comment is not None else ""
         self.dismiss(text.strip())
+
+    def action_other(self) -> None:
+        self.dismiss(self.OTHER)
 
     def action_keep(self) -> None:
         self.dismiss(None)
