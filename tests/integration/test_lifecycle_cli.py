@@ -75,6 +75,14 @@ def test_the_lifecycle_commands_act_through_the_owner(site: Path) -> None:
         assert rows[new]["name"] == "notes task"  # the name goes with the task
         assert rows[sid]["state"] == "abandoned"  # the old one stays as it was
 
+        # the cancelled attempt kept its worktree: a retry can start from its files
+        (Path(str(rows[sid]["worktree"])) / "DEMO_NOTES.md").write_text("notes so far\n")
+        out = corral(site, "retry", tail, "--keep-edits", "--json")
+        assert out.returncode == 0, out.stderr
+        kept = json.loads(out.stdout)["session_id"]
+        worktree = Path(str(_rows(site)[kept]["worktree"]))
+        assert (worktree / "DEMO_NOTES.md").read_text() == "notes so far\n"
+
         out = corral(site, "rename", new, "")
         assert out.returncode == 0 and "has no name now" in out.stdout
         assert _rows(site)[new]["name"] is None
