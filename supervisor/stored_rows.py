@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import sqlite3
 from collections.abc import Callable
+from operator import itemgetter
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -84,6 +85,7 @@ def stored_rows_json(state_dir: Path) -> bytes | None:
 
 _TEXTS = ("session_id", "label", "intent", "repo", "engine")
 _NUMBERS = ("iterations", "max_iterations", "created_at", "updated_at")
+_STR, _NUMBER = {str}, {int, float}
 
 
 class StoredRow(SimpleNamespace):
@@ -157,13 +159,13 @@ def _rows(state_dir: Path, from_json: Callable[[bytes], Any]) -> list[dict[str, 
         rows = from_json(kept)
     except ValueError:
         return None
+    texts, numbers = itemgetter(*_TEXTS), itemgetter(*_NUMBERS)
     for row in rows:
         if not isinstance(row, dict) or tuple(row) != ROW_FIELDS:
             return None
         # what rows are sorted and computed with must be what a summary holds
-        if not all(type(row[f]) is str for f in _TEXTS) or not all(
-            type(row[f]) in (int, float) for f in _NUMBERS
-        ):
+        # (C-level map and itemgetter: this runs for each of 10,000 rows)
+        if set(map(type, texts(row))) != _STR or not set(map(type, numbers(row))) <= _NUMBER:
             return None
         worktree = row["worktree"]
         if worktree and not (isinstance(worktree, str) and os.path.isdir(worktree)):
