@@ -524,7 +524,9 @@ class Tmux:
 
     def select_option(self, target: str, label: str, marker: str, timeout: float = 15.0) -> None:
         """Move the selection cursor (`marker`) onto the option whose label
-        (without its "N. " number) is exactly `label`, then press Enter."""
+        (without its "N. " number) is exactly `label`, then press Enter, and
+        see the option leave the screen: a dialog drawn before it takes input
+        (seen under load) drops the key, and then Enter is pressed again."""
         deadline = time.monotonic() + timeout
         screen = ""
         while time.monotonic() < deadline:
@@ -542,7 +544,9 @@ class Tmux:
                 near = [i for i, sel, _ in options if sel and abs(i - target_line) <= 8]
                 if target_line in near:
                     self.keys(target, "Enter")
-                    return
+                    if self._gone(target, label, marker, min(3.0, deadline - time.monotonic())):
+                        return
+                    continue
                 if near:
                     current = min(near, key=lambda i: abs(i - target_line))
                     self.keys(target, "Down" if target_line > current else "Up")
@@ -550,6 +554,18 @@ class Tmux:
                     continue
             time.sleep(0.3)
         raise AssertionError(f"option {label!r} not selectable:\n{screen}")
+
+    def _gone(self, target: str, label: str, marker: str, within: float) -> bool:
+        """Whether the option `label` left the screen within `within` seconds."""
+        until = time.monotonic() + max(within, 0.0)
+        while True:
+            lines = [_NUMBER.sub("", ln.strip().removeprefix(marker).strip()) for ln in
+                     self.screen(target).splitlines()]  # fmt: skip
+            if label not in lines:
+                return True
+            if time.monotonic() >= until:
+                return False
+            time.sleep(0.2)
 
     def kill(self) -> None:
         self.run("kill-server", check=False)
@@ -579,13 +595,21 @@ def git_repo(path: Path) -> Path:
     return path
 
 
-def wait_until(predicate: Callable[[], bool], what: str, timeout: float = 60.0) -> None:
+def wait_until(
+    predicate: Callable[[], bool],
+    what: str,
+    timeout: float = 60.0,
+    screen: Callable[[], str] | None = None,
+) -> None:
+    """Poll `predicate`; on a timeout say what was awaited (and the agent's
+    screen, given `screen`: a CI failure has only this message)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate():
             return
         time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
+    shown = f"; screen:\n{screen()}" if screen is not None else ""
+    raise AssertionError(f"timed out waiting for {what}{shown}")
 
 
 def events_named(launch: AgentLaunch, name: str) -> list[dict[str, Any]]:
@@ -772,7 +796,11 @@ class TestCodex:
                     e for e in launch.events() if e.get("input-messages") == ["Write hello.txt"]
                 ]
 
-            wait_until(lambda: bool(main()), "the agent-turn-complete notify")
+            wait_until(
+                lambda: bool(main()),
+                "the agent-turn-complete notify",
+                screen=lambda: tmux.screen(pane),
+            )
             note = main()[0]
             assert note["type"] == "agent-turn-complete"
             assert note["last-assistant-message"] == "Wrote hello.txt."
