@@ -38,11 +38,6 @@ def _main(args: list[str]) -> int:
         from .hook import run_hook
 
         return run_hook(args[1:])
-    if args == ["sessions", "--json"]:
-        # scripts poll this one: skip building the parser of every subcommand
-        import argparse
-
-        return dispatch(argparse.Namespace(command="sessions", json=True))
     return dispatch(build_parser().parse_args(args))
 
 
