@@ -51,7 +51,7 @@ from ..states import (
     label,
     not_live_message,
 )
-from ..status import StatusReading
+from ..status import AgentStatus, StatusReading
 from ..store import OwnerLock, Store
 from ..store.listing import UNFINISHED
 from ..store.retention import StoredRef, collectable_by_age
@@ -380,7 +380,12 @@ class SessionRegistry:
         live = self._live.get(session_id)
         if live is None:
             return
-        live.agent_status = reading
+        before, live.agent_status = live.agent_status, reading
+        if _same_outage(before, reading):
+            # its reason only counts down to the next reconnect: the board shows
+            # that; the journal keeps the change of state and the recovery, once each
+            self.board.notify(session_id)
+            return
         question = reading.question
         self.emit(
             live,
@@ -619,3 +624,13 @@ class SessionRegistry:
         if self.store is None:
             raise CorralError("the supervisor is not open: call open() first")
         return self.store
+
+
+def _same_outage(before: StatusReading | None, now: StatusReading) -> bool:
+    """Whether `now` only restates an outage `before` already reported."""
+    return (
+        before is not None
+        and before.status is AgentStatus.UNREACHABLE
+        and now.status is AgentStatus.UNREACHABLE
+        and before.source == now.source
+    )

@@ -25,9 +25,9 @@ from corral.supervisor.demo import demo_contract, make_demo_repo
 from corral.supervisor.errors import CorralError
 from corral.supervisor.factory import build_supervisor
 from corral.supervisor.hosts.settings import HostSettings
-from corral.supervisor.models import ContractCheck, OutcomeContract
+from corral.supervisor.models import ContractCheck, EventKind, OutcomeContract
 from corral.supervisor.states import CoderState as S
-from tests.conftest import eventually, fast_config, git, plan_texts, row_of
+from tests.conftest import events_of, eventually, fast_config, git, plan_texts, row_of
 from tests.fakes.sshd import SshServer, sshd_missing, start_sshd
 
 pytestmark = [
@@ -202,6 +202,14 @@ async def test_a_custom_agent_on_the_host_reports_through_its_hooks_and_is_deliv
         await sup.close()
 
 
+def outage_events(sup: Supervisor, sid: str) -> list[str]:
+    """The agent statuses journaled from the first outage on."""
+    statuses = [
+        e.data.status.value for e in events_of(sup, sid) if e.kind is EventKind.AGENT_STATUS
+    ]
+    return statuses[statuses.index("unreachable") :] if "unreachable" in statuses else []
+
+
 async def test_the_connection_dies_mid_run_the_session_waits_unreachable_then_goes_on(
     sshd: SshServer, tmp_path: Path, cleanup: list[HostSettings]
 ) -> None:
@@ -230,11 +238,15 @@ async def test_the_connection_dies_mid_run_the_session_waits_unreachable_then_go
         local = await sup.wait_for(here, {S.NEEDS_APPROVAL, S.FAILED}, timeout=60)
         assert local.state is S.NEEDS_APPROVAL, local.error
         assert row_of(sup, sid).agent_status == "unreachable"
+        # the outage is journaled once, however long its countdown ran
+        assert outage_events(sup, sid) == ["unreachable"]
         sshd.restart()
         row = await sup.wait_for(sid, {S.NEEDS_APPROVAL, S.FAILED}, timeout=120)
         assert row.state is S.NEEDS_APPROVAL, row.error
         assert place.conn.reconnects >= 1
         assert (Path(sup.get(sid).session.worktree or "") / "hello.txt").exists()  # came home
+        after = outage_events(sup, sid)
+        assert after.count("unreachable") == 1 and len(after) >= 2, after  # then its recovery
     finally:
         if sshd.proc.poll() is not None:
             sshd.restart()
