@@ -233,6 +233,17 @@ class ContractRevisionRejectedData(EventData):
     reason: str
 
 
+# a hop's reason -> what the model did, as the fallback line says it
+FALLBACK_CAUSES: dict[str, str] = {
+    "auth_rejected": "rejected its key",
+    "server_error": "answered with a server error",
+    "timed_out": "timed out",
+    "unreachable": "could not be reached",
+    "rate_limited": "is rate-limited",
+    "unparseable_json": "answered with something that is not the JSON asked for",
+}
+
+
 class ModelFallbackData(EventData):
     """A model request moved to the next model in order. Every hop is
     journaled; only `notice` ones (a rejected credential: the operator must
@@ -245,6 +256,13 @@ class ModelFallbackData(EventData):
     reason: str
     detail: str = ""
     notice: bool = True
+
+    def sentence(self) -> str:
+        """What happened to the first model, in the words of its cause."""
+        what = FALLBACK_CAUSES.get(self.reason) or (
+            "rejected its key" if self.notice else "failed"  # a free-text reason of old
+        )
+        return f"model {self.from_} {what}; {self.to} answers instead"
 
     @model_serializer(mode="wrap")
     def _omit_defaults(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:

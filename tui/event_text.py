@@ -7,6 +7,7 @@ import time
 from rich.text import Text
 
 from corral.supervisor.events import (
+    FALLBACK_CAUSES,
     AgentStartedData,
     AgentStatusData,
     AuthRequiredData,
@@ -150,9 +151,11 @@ def describe(event: CoderEvent) -> Text:
             )
         case MergeCompletedData(branch=branch):
             line.append(f"delivered to branch {branch}", style="bold green")
-        case ModelFallbackData(from_=src, to=dst, reason=reason, detail=detail):
-            line.append(f"model {src} rejected its key; {dst} answers instead", style="bold yellow")
-            line.append(f" — {clip(detail or reason, 160)}", style="yellow")
+        case ModelFallbackData(reason=reason, detail=detail) as hop:
+            line.append(hop.sentence(), style="bold yellow")
+            said = detail or ("" if reason in FALLBACK_CAUSES else reason)
+            if said:
+                line.append(f" — {clip(said, 160)}", style="yellow")
         case ErrorData(message=message) | AuthRequiredData(message=message):
             line.append(clip(message), style="bold red")
         case BudgetExhaustedData(reason=reason):

@@ -55,9 +55,7 @@ class AttentionState:
         if isinstance(event.data, ModelFallbackData):  # not progress: a sign-in request stays
             if not event.data.notice:
                 return False
-            self.model_notice = (
-                f"model {event.data.from_} rejected its key; {event.data.to} answers instead"
-            )
+            self.model_notice = event.data.sentence()
             return True
         if event.kind is EventKind.AUTH_REQUIRED:
             self.auth_message = event.data.message

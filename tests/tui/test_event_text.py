@@ -92,3 +92,18 @@ def test_checks_that_cannot_run_and_setup_runs_read_as_such() -> None:
     assert "setup (verification): reused cached environment" in _line(
         SetupCompletedData(outcome=cached)
     )
+
+
+def test_a_model_fallback_line_names_its_real_cause() -> None:
+    from corral.supervisor.events import FALLBACK_CAUSES, ModelFallbackData
+
+    server = ModelFallbackData(from_="bad", to="good", reason="server_error", notice=False)
+    assert _line(server) == "model bad answered with a server error; good answers instead"
+    key = ModelFallbackData(from_="bad", to="good", reason="auth_rejected", detail="401")
+    assert _line(key) == "model bad rejected its key; good answers instead — 401"
+    lines = {
+        _line(ModelFallbackData(from_="a", to="b", reason=r, notice=False))
+        for r in FALLBACK_CAUSES
+    }
+    assert len(lines) == len(FALLBACK_CAUSES)  # every cause says something of its own
+    assert sum("key" in line for line in lines) == 1
