@@ -65,6 +65,9 @@ class Ledger:
     """Which models served, in first-served order, and what each used."""
 
     spend: dict[str, ModelSpend] = field(default_factory=dict)
+    # models that failed a request this session: its later requests, in every
+    # component (drafting, the built-in engine, repairs), go to the others first
+    skipped: set[str] = field(default_factory=set)
 
     def add(self, usage: Usage, name: str) -> None:
         row = self.spend.setdefault(name, ModelSpend())
@@ -152,6 +155,8 @@ class ModelChain:
             ledger=ledger,
         )
         chain._providers = self._providers
+        if ledger is not None:
+            chain.exclude = ledger.skipped  # shared: the session skips what failed it
         return chain
 
     def _provider(self, entry: ModelEntry, *, fresh: bool = False) -> ModelProvider:

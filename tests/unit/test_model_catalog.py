@@ -172,3 +172,43 @@ def test_a_pinned_drafting_request_is_strict_and_names_only_the_pin(tmp_path: Pa
     # a name only an agent knows leaves drafting on the default order
     agents = drafter._for(DraftRequest("s", "x", tmp_path, None, model="opus"))
     assert isinstance(agents, ModelChain) and not agents.strict
+
+
+async def test_a_model_that_failed_a_session_is_skipped_by_its_later_components(
+    tmp_path: Path,
+) -> None:
+    """Drafting hops from a failing model; the built-in engine's view of the
+    same session goes to the next model at once, not to the failed one again."""
+    from corral.supervisor.llm.base import ModelError, Turn
+    from corral.supervisor.llm.catalog import ModelEntry
+    from corral.supervisor.llm.chain import Hop, Ledger
+
+    asked: list[str] = []
+
+    class Fake:
+        name = "fake"
+
+        def __init__(self, entry: ModelEntry) -> None:
+            self.model = entry.model
+            self.entry = entry.name
+
+        async def complete(self, *_a: object, **_k: object) -> Turn:
+            asked.append(self.entry)
+            if self.entry == "big":
+                raise ModelError("HTTP 500", kind="server")
+            return Turn(text="ok")
+
+    catalog = load_catalog({}, write(tmp_path, CONFIG))
+    chain = ModelChain(catalog.entries, factory=Fake)  # type: ignore[arg-type]
+    hops: list[Hop] = []
+    ledger = Ledger()
+    drafting = chain.view(on_hop=hops.append, ledger=ledger)
+    await drafting.complete([])
+    engine = chain.view(on_hop=hops.append, ledger=ledger)
+    await engine.complete([])
+    await engine.complete([])
+    assert asked == ["big", "local", "local", "local"]
+    assert [(h.from_, h.reason) for h in hops] == [("big", "server_error")]
+    other = chain.view(ledger=Ledger())  # another session still starts with the first
+    await other.complete([])
+    assert asked[-2:] == ["big", "local"]
