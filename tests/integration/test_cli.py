@@ -338,10 +338,11 @@ def test_the_listing_cuts_each_intent_to_one_line(tmp_path: Path) -> None:
     _store_sessions(home / "two", 1, intent="first line\nsecond line")
     out = corral("sessions", home=home)
     assert out.returncode == 0, out.stderr
-    [line] = out.stdout.splitlines()
+    [line, note] = out.stdout.splitlines()
     assert len(line) <= 160 and line.endswith("…")
     assert "Rewrite the parser so that" in line
-    [line] = corral("sessions", home=home / "two").stdout.splitlines()
+    assert note == f"(as stored: no corral owns {home} now, so none of these is live)"
+    [line, _note] = corral("sessions", home=home / "two").stdout.splitlines()
     assert line.endswith("first line…")
     out = corral("sessions", "--json", home=home)
     assert json.loads(out.stdout)[0]["intent"] == huge

@@ -60,6 +60,14 @@ def get(name: str, *, as_json: bool) -> int:
         print(f"{label(sid)}  {session['state']}  ({'live' if detail['live'] else 'stored'})")
         print(f"  intent: {session['intent']}")
         print(f"  repo:   {session['repo']}")
+        if session.get("host"):
+            print(f"  host:   {session['host']}")
+        identity = session.get("agent_identity") or {}
+        if session["state"] == "running" and identity.get("state") == "dormant":
+            print("  dormant: its agent stopped and can be revived (corral revive)")
+        if detail.get("agent_status"):
+            words = agent_words(detail["agent_status"], detail.get("agent_reason"))
+            print(f"  agent:  {words}")
         if detail.get("needs_you_label"):
             print(f"  needs you: {detail['needs_you_label']}")
         if detail.get("question_prompt"):
@@ -80,7 +88,19 @@ def get(name: str, *, as_json: bool) -> int:
     print(f"{row.label}  {row.state.value}  (stored: no corral owns {state_dir}, so not live)")
     print(f"  intent: {row.intent}")
     print(f"  repo:   {row.repo}")
+    if row.host:
+        print(f"  host:   {row.host}")
+    if row.dormant:
+        print("  dormant: its agent stopped and can be revived (corral revive)")
     return 0
+
+
+def agent_words(status: str, reason: str | None) -> str:
+    """What the agent does, with its reason where one matters."""
+    if status == "unreachable":
+        return f"host unreachable: {reason}" if reason else "host unreachable"
+    words = "signed out" if status == "auth" else status
+    return f"{words}: {reason}" if reason and status in ("waiting", "auth", "error") else words
 
 
 def watch(name: str, *, as_json: bool, from_seq: int) -> int:

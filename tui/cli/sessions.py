@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from corral.supervisor.models import SessionSummary
 
 PIPE_WIDTH = 160  # the line width when stdout is not a terminal
+NEEDS_WORDS = {"auth": "sign-in", "merge": "approval"}  # what the operator is asked for
 
 
 def _line_width() -> int:
@@ -35,6 +36,22 @@ def one_line(text: str, width: int) -> str:
     if len(first) <= width and len(lines) <= 1:
         return first
     return first[: width - 1].rstrip() + "…"
+
+
+def status_words(row: SessionSummary) -> str:
+    """The row's state as the board says it, in plain words: a session that
+    waits on the operator, a dormant one and one whose host does not answer
+    are not just `running`."""
+    state = row.state.value
+    if row.dormant:
+        return "dormant"
+    if row.needs_you is not None:
+        return f"needs you: {NEEDS_WORDS.get(row.needs_you.value, row.needs_you.value)}"
+    if row.live and not row.state.is_terminal and row.agent_status:
+        if row.agent_status == "unreachable":
+            return "host unreachable"
+        return f"agent {'signed out' if row.agent_status == 'auth' else row.agent_status}"
+    return state
 
 
 def list_sessions(*, as_json: bool) -> int:
@@ -61,7 +78,10 @@ def list_sessions(*, as_json: bool) -> int:
         else:
             return _print(state_dir, rows, [], as_json)
     stored = stored_sessions(state_dir)
-    return _print(state_dir, stored.rows, stored.unreadable, as_json)
+    code = _print(state_dir, stored.rows, stored.unreadable, as_json)
+    if not as_json and stored.rows:
+        print(f"(as stored: no corral owns {state_dir} now, so none of these is live)")
+    return code
 
 
 def _print(
@@ -79,7 +99,8 @@ def _print(
         width = _line_width()
         for r in rows:
             age = int(max(0, now - r.updated_at))
-            line = f"{r.label}  {r.state.value:<17} {age:>7}s ago  {Path(r.repo).name:<16} "
+            words = status_words(r)
+            line = f"{r.label}  {words:<17} {age:>7}s ago  {Path(r.repo).name:<16} "
             print(line + one_line(r.intent, width - len(line)))
     for sid in unreadable:
         print(f"corral: stored session {sid} could not be read (left untouched)", file=sys.stderr)

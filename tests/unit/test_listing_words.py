@@ -1,0 +1,36 @@
+"""`corral sessions` says what the board says: a session waiting on the
+operator, a dormant one and one whose host does not answer are not listed as
+plain `running`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from corral.supervisor.models import CoderSession, SessionSummary
+from corral.supervisor.session.summaries import stored_summary
+from corral.supervisor.states import CoderState, NeedsYou
+from corral.tui.cli.sessions import status_words
+
+
+def row(state: CoderState = CoderState.RUNNING, **update: Any) -> SessionSummary:
+    base = stored_summary(CoderSession(id="s1", repo="/r", intent="do it", state=state))
+    return base.model_copy(update={"live": True, **update})
+
+
+def test_each_running_kind_has_its_own_words() -> None:
+    assert status_words(row(agent_status="running")) == "agent running"
+    assert status_words(row(needs_you=NeedsYou.QUESTION, agent_status="waiting")) == (
+        "needs you: question"
+    )
+    assert status_words(row(dormant=True)) == "dormant"
+    assert status_words(row(agent_status="unreachable", agent_reason="lo: timeout")) == (
+        "host unreachable"
+    )
+    assert status_words(row(agent_status="auth")) == "agent signed out"
+    assert status_words(row(live=False)) == "running"  # as stored: nothing live is claimed
+
+
+def test_gates_and_endings_keep_their_state() -> None:
+    assert status_words(row(CoderState.MERGED)) == "merged"
+    gated = row(CoderState.NEEDS_APPROVAL, needs_you=NeedsYou.MERGE)
+    assert status_words(gated) == "needs you: approval"
