@@ -216,7 +216,8 @@ class ApprovalGate:
         live = self._waiting(session_id)
         s = live.session
         if s.state is not S.NEEDS_APPROVAL:
-            raise CorralError(already_happened(s.id, s.state, S.NEEDS_APPROVAL, "approve"))
+            action = "approve" if approve else "reject"
+            raise CorralError(already_happened(s.id, s.state, S.NEEDS_APPROVAL, action))
         finding = (
             s.no_change_finding if live.attention.approval_kind is ApprovalKind.FINDING else None
         )

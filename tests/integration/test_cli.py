@@ -290,7 +290,9 @@ def test_panes_lists_strays_without_killing_them(tmp_path: Path) -> None:
         backend.kill_server()
 
 
-def _store_sessions(home: Path, n: int, intent: str = "Task number {i}") -> None:
+def _store_sessions(
+    home: Path, n: int, intent: str = "Task number {i}", repo: str = "/src/repo"
+) -> None:
     from corral.supervisor.models import CoderSession
     from corral.supervisor.states import CoderState
     from corral.supervisor.store import Store
@@ -300,7 +302,7 @@ def _store_sessions(home: Path, n: int, intent: str = "Task number {i}") -> None
         store.save_session(
             CoderSession(
                 id=f"{i:024x}",
-                repo="/src/repo",
+                repo=repo,
                 intent=intent.format(i=i),
                 state=CoderState.MERGED,
                 created_at=1_700_000_000 + i,
@@ -493,3 +495,29 @@ def test_panes_stop_stops_strays_and_says_so_once_they_are_gone(tmp_path: Path) 
         assert backend.sweep() == {}
     finally:
         backend.kill_server()
+
+
+def test_sessions_lists_one_repository_given_any_path_in_it(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    mine = init_repo(tmp_path / "mine")
+    (mine / "src").mkdir()
+    _store_sessions(home, 2, intent="mine {i}", repo=str(mine))
+    from corral.supervisor.models import CoderSession
+    from corral.supervisor.states import CoderState
+    from corral.supervisor.store import Store
+
+    store = Store(home)
+    store.save_session(
+        CoderSession(id="f" * 24, repo=str(tmp_path / "other"), intent="theirs",
+                     state=CoderState.FAILED, created_at=1.0, updated_at=1.0)
+    )  # fmt: skip
+    store.close()
+    out = corral("sessions", "--repo", str(mine / "src"), home=home)
+    assert out.returncode == 0, out.stderr
+    listed = [line for line in out.stdout.splitlines() if not line.startswith("(as stored")]
+    assert len(listed) == 2 and all("mine " in line for line in listed)
+    rows = json.loads(corral("sessions", "--json", "--repo", str(mine), home=home).stdout)
+    assert sorted(r["intent"] for r in rows) == ["mine 0", "mine 1"]
+    out = corral("sessions", "--repo", str(tmp_path / "nowhere"), home=home)
+    assert out.returncode == 2
+    assert "is not in a git repository: pass a path inside one" in out.stderr

@@ -113,8 +113,13 @@ def test_the_command_line_is_a_client_of_corral_serve(site: Path) -> None:
         )  # fmt: skip
         assert out.returncode == 3, out.stderr
         other = json.loads(out.stdout.splitlines()[-1])["session_id"]
+        out = corral(site, "confirm", other[-8:])  # gate 1 from the command line
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.startswith("corral confirm: ") and "contract_proposed" not in out.stdout
         out = corral(site, "cancel", other, "--json")
         assert out.returncode == 0 and json.loads(out.stdout)["state"] == "abandoned"
+        out = corral(site, "reject", other)
+        assert out.returncode == 2 and "nothing to reject" in out.stderr, out.stderr
         # watch replays a finished session's events and ends at its terminal state
         out = corral(site, "watch", other, "--json")
         assert out.returncode == 0, out.stderr

@@ -102,8 +102,7 @@ def test_a_model_fallback_line_names_its_real_cause() -> None:
     key = ModelFallbackData(from_="bad", to="good", reason="auth_rejected", detail="401")
     assert _line(key) == "model bad rejected its key; good answers instead — 401"
     lines = {
-        _line(ModelFallbackData(from_="a", to="b", reason=r, notice=False))
-        for r in FALLBACK_CAUSES
+        _line(ModelFallbackData(from_="a", to="b", reason=r, notice=False)) for r in FALLBACK_CAUSES
     }
     assert len(lines) == len(FALLBACK_CAUSES)  # every cause says something of its own
     assert sum("key" in line for line in lines) == 1

@@ -160,7 +160,7 @@ def split(name: str, file: str | None) -> int:
 
 
 def act(args: argparse.Namespace) -> int:
-    """`answer`, `approve`, `reject`, `cancel`: one call to the owner."""
+    """`answer`, `confirm`, `approve`, `reject`, `cancel`: one call to the owner."""
     with _client() as client:
         sid = resolve([r.session_id for r in client.list()], args.session)
         if args.command == "answer":
@@ -177,6 +177,8 @@ def act(args: argparse.Namespace) -> int:
                 selection=selection,
                 accept_finding=args.accept_finding,
             )
+        elif args.command == "confirm":
+            result = client.call("confirm", session_id=sid)
         elif args.command == "reject":
             result = client.call("reject", session_id=sid, comment=args.comment)
         else:
@@ -301,6 +303,10 @@ def add_parsers(sub: Any) -> None:
     answer.add_argument("session")
     answer.add_argument("text", help="the answer (an option's text, or free text)")
     answer.add_argument("--steer", action="store_true", help="guidance, not an answer")
+    confirm = sub.add_parser(
+        "confirm", help="confirm a session's proposed contract (gate 1): its agent starts"
+    )
+    confirm.add_argument("session")
     approve = sub.add_parser("approve", help="approve a session's verified diff")
     approve.add_argument("session")
     approve.add_argument("--delivery", choices=["branch", "checkout"], default=None)
@@ -351,7 +357,7 @@ def add_parsers(sub: Any) -> None:
     pr.add_argument("session")
     pr.add_argument("--remote", default="origin", help="the remote (default: origin)")
     for p in (
-        answer, approve, reject, cancel, rename, archive, unarchive, retry, revive, delete,
+        answer, confirm, approve, reject, cancel, rename, archive, unarchive, retry, revive, delete,
         push, pr,
     ):  # fmt: skip
         p.add_argument("--json", action="store_true", help="print the owner's answer as JSON")

@@ -18,7 +18,9 @@ engines (--engine, or --agent):
                             stdin. Exit 0 -> verified; other -> failed, with the
                             status and its last output. Repairs re-run it.
   claude-p, codex-exec,     one-shot presets: claude -p, codex exec, gemini -p,
-  gemini-p, aider-msg       aider --message (see `corral agents`)"""
+  gemini-p, aider-msg       aider --message (see `corral agents`)
+  foreman:<agent>           split the task into parallel subtasks, each run by
+                            <agent> (any engine above) in its own worktree"""
 
 RUN_EXIT_CODES = """\
 exit codes:

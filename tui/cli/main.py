@@ -71,7 +71,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.command == "sessions":
         from .sessions import list_sessions
 
-        return list_sessions(as_json=args.json)
+        return list_sessions(as_json=args.json, repo=args.sessions_repo)
     if args.command == "demo":
         from .console import run_demo
 
@@ -104,6 +104,7 @@ def _run(args: argparse.Namespace) -> int:
         "get",
         "watch",
         "answer",
+        "confirm",
         "approve",
         "reject",
         "cancel",
@@ -203,6 +204,9 @@ def build_parser() -> argparse.ArgumentParser:
     stop.add_argument("--all", action="store_true", help="every corral pane")
     sessions = sub.add_parser("sessions", help="list sessions (live from the owner, else stored)")
     sessions.add_argument("--json", action="store_true", help="print JSON")
+    sessions.add_argument(
+        "--repo", dest="sessions_repo", help="only sessions on this repository (a path in it)"
+    )
     trees = sub.add_parser("worktrees", help="list corral's worktrees, or prune orphans")
     trees.add_argument("--json", action="store_true", help="print JSON")
     trees_sub = trees.add_subparsers(dest="worktrees_command")
@@ -257,8 +261,20 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser(
         "serve",
         help="own the state dir headless: control socket + MCP, until SIGTERM",
+        description="Own the state dir headless (servers, CI) until SIGTERM: run its "
+        "sessions and serve the control socket (corral sessions, approve, msg, run as a "
+        "client, a second console) and MCP over HTTP on 127.0.0.1 behind a token. Logs go "
+        "to serve.log in the state dir.",
     )
-    sub.add_parser("mcp", help="an MCP server on stdio (bridges to the owner, or becomes it)")
+    sub.add_parser(
+        "mcp",
+        help="an MCP server on stdio (bridges to the owner, or becomes it)",
+        description="An MCP server on stdio for an MCP client (an editor, an agent): its "
+        "tools start, poll and cancel corral runs and read sessions. It bridges to the "
+        "state dir's owner when one runs, else owns the state dir itself. Gates stay "
+        "human: no tool confirms for the operator unless the config allows it, and none "
+        "approves or delivers.",
+    )
     from .client import add_parsers
 
     add_parsers(sub)

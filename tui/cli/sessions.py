@@ -54,10 +54,32 @@ def status_words(row: SessionSummary) -> str:
     return state
 
 
-def list_sessions(*, as_json: bool) -> int:
+def repo_top(path: str) -> str:
+    """The top of the git repository holding `path`, as sessions record it."""
+    import subprocess
+
+    from corral.supervisor.errors import CorralError
+
+    try:
+        out = subprocess.run(
+            ["git", "-C", path, "rev-parse", "--show-toplevel"],
+            capture_output=True,
+            text=True,
+            check=False,
+            stdin=subprocess.DEVNULL,
+        )
+    except OSError as exc:
+        raise CorralError(f"cannot run git to read {path}: {exc}") from exc
+    if out.returncode != 0:
+        raise CorralError(f"{path} is not in a git repository: pass a path inside one")
+    return str(Path(out.stdout.strip()).resolve())
+
+
+def list_sessions(*, as_json: bool, repo: str | None = None) -> int:
     state_dir = default_state_dir()
     owned = owner_running(state_dir)
-    if as_json and not owned:
+    only = repo_top(repo) if repo is not None else None
+    if as_json and not owned and only is None:
         # the stored rows as kept, without importing the engine (most of the time)
         from corral.supervisor.stored_rows import stored_rows_json
 
@@ -76,12 +98,18 @@ def list_sessions(*, as_json: bool) -> int:
         except NoOwner:
             pass  # gone in between: the store says the rest
         else:
-            return _print(state_dir, rows, [], as_json)
+            return _print(state_dir, _on(rows, only), [], as_json)
     stored = stored_sessions(state_dir)
-    code = _print(state_dir, stored.rows, stored.unreadable, as_json)
+    code = _print(state_dir, _on(stored.rows, only), stored.unreadable, as_json)
     if not as_json and stored.rows:
         print(f"(as stored: no corral owns {state_dir} now, so none of these is live)")
     return code
+
+
+def _on(rows: list[SessionSummary], repo: str | None) -> list[SessionSummary]:
+    if repo is None:
+        return rows
+    return [r for r in rows if str(Path(r.repo).resolve()) == repo]
 
 
 def _print(
