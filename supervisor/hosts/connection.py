@@ -262,7 +262,7 @@ class HostConnection:
                 self._connect_locked(force=False)
             for attempt in range(2):
                 result = self._once(argv, input, timeout)
-                lost = result.returncode == SSH_FAILED and _transport_failed(result.error)
+                lost = connection_lost(result.returncode, result.error)
                 if lost and not repeatable:
                     self._up = False
                     with contextlib.suppress(OSError):
@@ -317,6 +317,14 @@ class HostConnection:
         with contextlib.suppress(OSError, subprocess.TimeoutExpired):
             self._control("exit")
         self._up = False
+
+
+def connection_lost(status: int, stderr: str) -> bool:
+    """Whether ssh itself failed: status 255 with an ssh-level message, or with
+    no message at all (a connection cut mid-command says nothing). corral's
+    own remote commands (tmux, git, sh) never exit 255 themselves, so such a
+    status is an outage until the host answers again."""
+    return status == SSH_FAILED and (not stderr.strip() or _transport_failed(stderr))
 
 
 def _transport_failed(stderr: str) -> bool:

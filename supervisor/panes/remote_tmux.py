@@ -131,6 +131,8 @@ class RemoteTmuxBackend(TmuxBackend):
     def _run(self, argv: list[str], *, input: bytes | None = None) -> str:
         self._prepare()
         code, out, err = self._remote([*self._base, *argv], input=input)
+        if code == SSH_FAILED:  # ssh's own status, never tmux's: an outage, not a failure
+            raise HostDown(f"host {self.host} did not answer: {err.strip() or 'ssh failed'}")
         if code != 0:
             raise TmuxFailed(err or f"tmux exited with status {code} on host {self.host}")
         return out

@@ -9,7 +9,7 @@ import pytest
 
 from corral.supervisor.config import load_config
 from corral.supervisor.errors import ConfigError
-from corral.supervisor.hosts.connection import explain
+from corral.supervisor.hosts.connection import connection_lost, explain
 from corral.supervisor.hosts.settings import HostSettings
 
 
@@ -68,3 +68,13 @@ def test_ssh_failures_become_sentences_naming_the_host(stderr: str, words: str) 
     host = HostSettings(name="gpu1", destination="me@gpu1.lan")
     sentence = explain(host, stderr)
     assert sentence.startswith("host gpu1 (me@gpu1.lan)") and words in sentence
+
+
+def test_a_cut_connection_is_an_outage_whatever_ssh_printed() -> None:
+    """Status 255 is ssh's own: with its message, or with none at all (a
+    connection cut mid-command), the host is down, not the command failed."""
+    assert connection_lost(255, "")
+    assert connection_lost(255, "Connection to 127.0.0.1 closed by remote host.\n")
+    assert connection_lost(255, "mux_client_request_session: read from master failed")
+    assert not connection_lost(1, "")  # the remote command's own failure
+    assert not connection_lost(255, "error: some program of ours exited 255 and said so")
