@@ -29,7 +29,8 @@ exit codes:
   2  refused before anything started (bad input, or the state dir's owner does
      not serve clients)
   3  stopped at the contract gate (no --yes)
-  4  waiting for an answer to an agent's question
+  4  waiting for you: an answer to an agent's question, or a sign-in (a model
+     rejected its key; as a client of an owner, which keeps retrying)
   5  waiting for approval (--deliver none)
   6  abandoned
   7  delivery refused: the session waits at approval (the reason is on stderr)

@@ -74,9 +74,13 @@ class _Owner(Protocol):
     async def approve(self, sid: str, deliver: str, finding: bool) -> None: ...
     async def session(self, sid: str) -> CoderSession: ...
     def disk_full(self) -> str | None: ...
+    @property
+    def keeps_waiting(self) -> bool: ...
 
 
 class _Local:
+    keeps_waiting = True  # this process owns the session: it must stay to go on
+
     def __init__(self, sup: Supervisor, host: str | None = None) -> None:
         self.sup = sup
         self.host = host  # the [[hosts]] name it runs on (None: here)
@@ -120,6 +124,8 @@ class _Local:
 
 
 class _Remote:
+    keeps_waiting = False  # the owner keeps the session and retries for it
+
     def __init__(
         self, client: AsyncControlClient, contract: OutcomeContract | None, host: str | None = None
     ) -> None:
@@ -257,10 +263,10 @@ async def _drive(
         sid = await owner.start(intent, repo, engine, base, model)
         sub = await owner.subscribe(sid)
         pump = asyncio.get_running_loop().create_task(_pump(sub, as_json))
-        row = await owner.wait_for(sid, timeout=3600)
+        row = await _past_sign_in(owner, sid, await owner.wait_for(sid, timeout=3600))
         if row.state is CoderState.CONTRACT_PROPOSED and yes:
             await owner.confirm(sid)
-            row = await owner.wait_for(sid, timeout=None)
+            row = await _past_sign_in(owner, sid, await owner.wait_for(sid, timeout=None))
             while row.needs_you == "question":
                 options = await owner.options(sid)
                 answer = await _answer(options, row.question_prompt or "", on_question, as_json)
@@ -269,7 +275,7 @@ async def _drive(
                 await owner.respond(sid, answer)
                 await asyncio.sleep(0.2)
                 row = await owner.wait_for(sid, timeout=None)
-        if row.needs_you == "question":
+        if row.needs_you in ("question", "auth"):
             code = 4
         elif row.state is CoderState.NEEDS_APPROVAL and deliver != "none":
             try:
@@ -316,6 +322,24 @@ async def _drive(
             pump.cancel()
             if pump.done() and not pump.cancelled():
                 pump.exception()  # retrieved: a reader gone away is reported by the entry point
+
+
+async def _past_sign_in(owner: _Owner, sid: str, row: SessionSummary) -> SessionSummary:
+    """A session waiting for a sign-in: a client says so and leaves it with its
+    owner (exit 4); a run that owns the state dir itself keeps waiting, since
+    no one else would retry for it, and says so once."""
+    said = False
+    while row.needs_you == "auth":
+        if not said:
+            why = row.auth_message or "a model rejected its key"
+            then = "corral retries by itself" if owner.keeps_waiting else "its owner retries"
+            print(f"corral run: waiting for a sign-in: {why} ({then})", file=sys.stderr)
+            said = True
+        if not owner.keeps_waiting:
+            return row
+        await asyncio.sleep(1.0)
+        row = await owner.wait_for(sid, timeout=None)
+    return row
 
 
 APPROVE = re.compile(r"^yes\b(?!.*(always|don't ask|all edits|during this session))", re.I)
