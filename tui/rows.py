@@ -287,18 +287,34 @@ def filtered(
         rows = [r for r in rows if r.state.is_terminal]
     words = search.lower().split()
     if words:
-        rows = [
-            r
-            for r in rows
-            if r.session_id in found
-            or all(
-                w
-                in f"{r.name or ''} {r.intent} {r.repo} {r.label} {r.session_id} {r.engine} "
-                f"host:{host_name(r)}".lower()
-                for w in words
-            )
-        ]
+        rows = [r for r in rows if r.session_id in found or all(matches(w, r) for w in words)]
     return rows
+
+
+def words_of(row: SessionSummary) -> str:
+    """The words a search matches loosely: name, intent, agent, state."""
+    needs = row.needs_you.value if row.needs_you is not None else ""
+    return (
+        f"{row.name or ''} {row.intent} {row.engine} {row.state.value} "
+        f"{STATE_WORDS[row.state]} {needs}".lower()
+    )
+
+
+def matches(word: str, row: SessionSummary) -> bool:
+    """A search word is in the row's words, repo, label, id or host; or (three
+    letters or more) its letters come in order inside one of its words:
+    `hlo` finds hello, `cntr` contract (never inside a path or an id)."""
+    loose = words_of(row)
+    exact = f"{loose} {row.repo} {row.label} {row.session_id} host:{host_name(row)}".lower()
+    if word in exact:
+        return True
+    if len(word) < 3:
+        return False
+    for token in loose.split():
+        it = iter(token)
+        if all(ch in it for ch in word):
+            return True
+    return False
 
 
 def checks_outcome(results: list[CheckResult]) -> str:

@@ -123,3 +123,34 @@ async def test_a_codex_sessions_rollout_is_its_transcript_and_searched(
         assert turns[0] == ("user", "Write esc.txt") and turns[-1][1] == "Wrote quetzal.txt."
     finally:
         await sup.close()
+
+
+async def test_search_narrows_as_you_type_fuzzily_and_escape_clears_it(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    sup = scripted_supervisor(tmp_path / "state", DRAFTED)
+    seeded: dict[str, str] = {}
+
+    async def ready(s: Supervisor) -> None:
+        seeded["hello"] = (await s.start("Write hello", repo)).session_id
+        seeded["other"] = (await s.start("Another thing", repo)).session_id
+
+    app = CorralApp(sup, default_repo=repo, on_ready=ready)
+    async with app.run_test(size=(130, 30)) as pilot:
+        board = await board_ready(app, pilot)
+        await until(pilot, "both rows", lambda: len(board.order) == 2)
+        await pilot.press("slash", "a", "n", "t")  # no Enter: each key narrows the rows
+        await until(pilot, "the typed match", lambda: board.order == [seeded["other"]])
+        counts = str(board.query_one("#counts").render())
+        assert "1 matching “ant”" in counts and "esc clears" in counts
+        field = board.query_one("#search", Input)
+        field.value = "wrt hlo"  # letters in order inside a word: fuzzy
+        await until(pilot, "the fuzzy match", lambda: board.order == [seeded["hello"]])
+        field.value = "contract proposed"  # the state's words are searched too
+        await until(pilot, "both by state", lambda: len(board.order) == 2)
+        field.value = "Another"
+        await pilot.press("enter")  # the search stays applied with the field closed
+        await until(pilot, "applied", lambda: not field.display)
+        assert board.order == [seeded["other"]]
+        await pilot.press("escape")  # on the board itself: clears the applied search
+        await until(pilot, "the whole board", lambda: len(board.order) == 2)
+        assert "matching" not in str(board.query_one("#counts").render())

@@ -324,7 +324,12 @@ class BoardScreen(Screen[None]):
             line += "  ·  grouped by repo (g: one list)"
         if self.filter != "all" or self.search:
             shown = f"showing {len(self.order)}: {R.filter_words(self.filter)}"
-            line += f"  ·  {shown}" + (f" matching “{self.search}”" if self.search else "")
+            if self.search:
+                shown = f"{len(self.order)} matching “{self.search}”"
+                if self.filter != "all":
+                    shown += f" in {R.filter_words(self.filter)}"
+                shown += " (esc clears)"
+            line += f"  ·  {shown}"
         self.query_one("#counts", Static).update(escape(line))
         empty = self.query_one("#empty", Static)
         empty.display = not rows
@@ -371,6 +376,14 @@ class BoardScreen(Screen[None]):
         search.display = True
         search.focus()
 
+    def on_input_changed(self, event: Input.Changed) -> None:
+        """As you type: the rows narrow at each key (events and transcripts are
+        searched too once Enter is pressed)."""
+        if event.input.id == "search" and event.input.display:
+            self.search = event.value.strip()
+            self.found = frozenset()
+            self._rebuild()
+
     def on_input_submitted(self, event: Input.Submitted) -> None:
         if event.input.id == "search":
             self.search = event.value.strip()
@@ -393,7 +406,7 @@ class BoardScreen(Screen[None]):
 
     def on_key(self, event: events.Key) -> None:
         search = self.query_one("#search", Input)
-        if event.key == "escape" and search.display:
+        if event.key == "escape" and (search.display or self.search):
             search.value = ""
             search.display = False
             self.search = ""

@@ -27,7 +27,7 @@ a branch until you approve it.
 | `tab` | jump to the next session that needs you |
 | `f` | filter: all → needs you → in progress → finished → archived (when any) → each repo (when there are several) |
 | `g` | group the rows by repository: a heading per repo with its counts, needs-you rows first in each (again: one list; off at each start) |
-| `/` | search by name, intent, repo or id as you type; `enter` also searches every session's events and its agent's transcript (`escape` clears) |
+| `/` | search by name, intent, repo, id, agent or state as you type (loosely: `hlo` finds hello); `enter` also searches every session's events and its agent's transcript (`escape` clears) |
 | `n` | start a new session |
 | `d` | discuss the repo with a read-only assistant (needs a model); `ctrl+o` starts a prepared task |
 | `c` | confirm the selected session's contract |
