@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from textual.app import App, SystemCommand
 from textual.binding import Binding
+from textual.notifications import SeverityLevel
 from textual.screen import Screen
 
 from corral.supervisor.errors import CorralError
@@ -410,6 +411,20 @@ class CorralApp(App[None]):
         """Discussions idle for an hour close (they stay resumable)."""
         if self._discussions is not None:
             self._discussions.reap_idle()
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = True,
+    ) -> None:
+        """Every toast shows its words as written: corral never styles a toast,
+        and what it says often holds an engine's, agent's, repo's or the
+        operator's own text (`[llm]` in a sentence must not vanish as markup)."""
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=False)
 
     def desktop_notify(self, title: str, body: str) -> None:
         """`notify-send` where it exists and CORRAL_DESKTOP_NOTIFY=1 (off by default)."""

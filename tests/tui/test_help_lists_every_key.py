@@ -42,3 +42,30 @@ def test_every_bound_key_is_in_the_help() -> None:
     ):
         missing = _keys(screen.BINDINGS) - documented - digits
         assert not missing, f"{screen.__name__} binds {sorted(missing)} but the help omits them"
+
+
+async def test_the_help_and_dialogs_fit_an_80_by_24_terminal(tmp_path: object) -> None:
+    """The help modal (90 wide where there is room) never runs past the
+    screen's edge: at 80 columns its right border is on screen and it scrolls."""
+    from pathlib import Path
+
+    from textual.containers import VerticalScroll
+
+    from corral.tui.app import CorralApp
+    from corral.tui.screens.help import HelpScreen
+
+    from .conftest import board_ready, make_repo, scripted_supervisor, until
+
+    assert isinstance(tmp_path, Path)
+    repo = make_repo(tmp_path / "repo")
+    sup = scripted_supervisor(tmp_path / "state", None)
+    app = CorralApp(sup, default_repo=repo)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await board_ready(app, pilot)
+        await pilot.press("question_mark")
+        screen = await until(pilot, "the help", lambda: isinstance(app.screen, HelpScreen))
+        assert screen
+        box = app.screen.query_one(VerticalScroll)
+        await until(pilot, "laid out", lambda: box.region.width > 0)
+        assert box.region.right <= 80 and box.region.bottom <= 24
+        assert box.max_scroll_y > 0  # the rest is a scroll away, not cut

@@ -272,7 +272,8 @@ class BoardScreen(Screen[None]):
             return
         title, body = text
         self.app.bell()
-        self.notify(body, title=title, timeout=6, markup=False)
+        # on a narrow terminal a toast covers rows that say the same ("!"): brief there
+        self.notify(body, title=title, timeout=6 if self.app.size.width >= 100 else 3)
         headline = rows[0].needs_you_label if len(rows) == 1 else title
         self.app.desktop_notify(f"corral: {headline}", body)
 

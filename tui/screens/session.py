@@ -377,8 +377,8 @@ class SessionScreen(Screen[None]):
         lines = [
             f"{name}[b]{intent}[/b]" if not name else f"{name}{intent}",
             f"session {s.id}  ({session_label(s.id)}){extra}",
-            f"state {s.state.value}{needs}  ·  engine {s.engine}"
-            f"{' (ran ' + s.engine_ran + ')' if s.engine_ran else ''}{iters}",
+            f"state {s.state.value}{needs}  ·  engine {escape(s.engine)}"
+            f"{' (ran ' + escape(s.engine_ran) + ')' if s.engine_ran else ''}{iters}",
             (
                 f"worktree on host {escape(s.host)}: {escape(s.remote_worktree or '—')}"
                 f"  ·  home copy …/{Path(s.worktree).name if s.worktree else '—'}"
@@ -387,7 +387,7 @@ class SessionScreen(Screen[None]):
                 f"{'' if s.worktree and Path(s.worktree).is_dir() else ' (removed)'}"
             )
             + f"  ·  base {(s.base or s.start_commit or '—')[:12]}"
-            f"{'  ·  branch ' + s.result_branch if s.result_branch else ''}",
+            f"{'  ·  branch ' + escape(s.result_branch) if s.result_branch else ''}",
         ]
         use = s.model_use_lines()  # drafting, revisions, the built-in engine
         if use:
