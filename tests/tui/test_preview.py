@@ -75,7 +75,7 @@ async def test_the_preview_follows_the_cursor_and_updates_live(board_world) -> N
         await until(
             pilot,
             "Alpha (no pane) in the preview",
-            lambda: "No live agent terminal" in _shown(preview),
+            lambda: "No agent terminal" in _shown(preview),
         )
 
 

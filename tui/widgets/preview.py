@@ -9,7 +9,7 @@ resizes the agent's pane and takes no keys (`enter` opens the session for that).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 from textual import getters
@@ -20,6 +20,9 @@ from corral.supervisor.states import label
 
 from ..app import CorralApp
 from .terminal import screen_text
+
+if TYPE_CHECKING:
+    from corral.supervisor.models import SessionSummary
 
 POLL_SECS = 0.25  # the session terminal's pace: no more polling than it does
 
@@ -73,7 +76,7 @@ class AgentPreview(Static):
             return
         if not self.app.opened.is_set():  # the stored rows: no agent is followed yet
             self._version = -2
-            self.update(Text("No live agent terminal for this session.", style="dim"))
+            self.update(Text("corral is opening: the agent's terminal shows then.", style="dim"))
             return
         supervisor = self.app.supervisor
         version = supervisor.agent_screen_version(sid)
@@ -82,7 +85,8 @@ class AgentPreview(Static):
         self._version = version
         screen = supervisor.agent_screen(sid)
         if screen is None:
-            self.update(Text("No live agent terminal for this session.", style="dim"))
+            row = getattr(self.screen, "summaries", {}).get(sid)
+            self.update(Text(no_terminal_reason(row), style="dim"))
             return
         rows = max(1, self.content_size.height)
         text = screen_text(screen, last=rows)
@@ -94,3 +98,20 @@ class AgentPreview(Static):
         self._version = -2  # more or fewer lines fit now
         if self.display:
             self.refresh_screen()
+
+
+def no_terminal_reason(row: SessionSummary | None) -> str:
+    """Why a session shows no agent terminal, in one line."""
+    if row is None:
+        return "No agent terminal: this session is not on the board."
+    if row.dormant:
+        return "No agent terminal: its agent stopped and can resume (R revives it)."
+    if row.state.is_terminal:
+        return f"No agent terminal: the session has ended ({row.state.value})."
+    if row.needs_you is not None and row.needs_you.value == "contract":
+        return "No agent terminal yet: the agent starts once you confirm the contract (c)."
+    if not row.live:
+        return "No agent terminal: this console does not run the session (stored state)."
+    if not row.engine.startswith(("external:", "custom:", "foreman:")):
+        return f"No agent terminal: {row.engine} does not run in a terminal."
+    return "No agent terminal yet: the agent's pane has not started, or has closed."
