@@ -476,9 +476,8 @@ class CorralApp(App[None]):
             async def run(target: App[None] | Screen[Any] = target, action: str = action) -> None:
                 await target.run_action(action)
 
-            yield SystemCommand(
-                f"{binding.description} ({binding.key})", f"same as pressing {binding.key}", run
-            )
+            key = self.get_key_display(binding)  # "?" and "/", not question_mark and slash
+            yield SystemCommand(f"{binding.description} ({key})", f"same as pressing {key}", run)
 
     def action_help(self) -> None:
         from .screens.help import HelpScreen

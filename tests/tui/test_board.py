@@ -155,7 +155,8 @@ async def test_the_command_palette_offers_the_board_actions(board_world) -> None
             "Review diff (D)",
             "Filter (f)",
             "Cancel (x)",
-            "Help (question_mark)",
+            "Help (?)",
+            "Search (/)",
         ):
             assert words in titles, titles
         assert "Confirm (c)" not in titles  # its contract is confirmed already
