@@ -279,7 +279,8 @@ class SessionRegistry:
             session.state = src
             session.updated_at = before
             raise
-        self.emit(live, StateChangedData(from_=src, to=dst))
+        if src is not dst:  # a revised contract stays proposed: nothing changed to say
+            self.emit(live, StateChangedData(from_=src, to=dst))
         if dst.is_terminal:
             self.on_finished(session)
         if dst.is_terminal:
