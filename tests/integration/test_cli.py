@@ -521,3 +521,17 @@ def test_sessions_lists_one_repository_given_any_path_in_it(tmp_path: Path) -> N
     out = corral("sessions", "--repo", str(tmp_path / "nowhere"), home=home)
     assert out.returncode == 2
     assert "is not in a git repository: pass a path inside one" in out.stderr
+
+
+def test_status_counts_the_stored_board_and_the_tmux_segment_is_empty_when_idle(
+    tmp_path: Path,
+) -> None:
+    home = tmp_path / "home"
+    _store_sessions(home, 3)  # merged: finished
+    out = corral("status", home=home)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == (
+        "0 need you · 0 in progress · 3 finished (as stored: no corral owns the state dir now)\n"
+    )
+    out = corral("status", "--tmux", home=home)
+    assert out.returncode == 0 and out.stdout == ""  # nothing in progress: no room taken

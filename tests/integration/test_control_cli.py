@@ -104,6 +104,10 @@ def test_the_command_line_is_a_client_of_corral_serve(site: Path) -> None:
         assert [r["session_id"] for r in rows] == [sid] and rows[0]["live"] is True
         out = corral(site, "get", sid[-8:])
         assert "needs_approval  (live)" in out.stdout and "diff ready" in out.stdout
+        # the tmux status-line segment, from the owner's live rows
+        out = corral(site, "status", "--tmux")
+        assert out.stdout == "#[fg=yellow,bold]corral: 1 need you#[default] · 0 running\n"
+        assert corral(site, "status").stdout == "1 need you · 0 in progress · 0 finished\n"
         out = corral(site, "answer", "nosuch", "yes")
         assert out.returncode == 2 and "no corral session 'nosuch'" in out.stderr
         # a second run as a client stops at gate 1; cancel it through the owner

@@ -72,6 +72,10 @@ def _run(args: argparse.Namespace) -> int:
         from .sessions import list_sessions
 
         return list_sessions(as_json=args.json, repo=args.sessions_repo)
+    if args.command == "status":
+        from .status import status
+
+        return status(tmux=args.tmux)
     if args.command == "demo":
         from .console import run_demo
 
@@ -206,6 +210,14 @@ def build_parser() -> argparse.ArgumentParser:
     sessions.add_argument("--json", action="store_true", help="print JSON")
     sessions.add_argument(
         "--repo", dest="sessions_repo", help="only sessions on this repository (a path in it)"
+    )
+    status_p = sub.add_parser(
+        "status", help="one line: how many sessions need you, run and finished"
+    )
+    status_p.add_argument(
+        "--tmux",
+        action="store_true",
+        help="for tmux's status-right: styled, and empty when nothing is in progress",
     )
     trees = sub.add_parser("worktrees", help="list corral's worktrees, or prune orphans")
     trees.add_argument("--json", action="store_true", help="print JSON")
