@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from corral.supervisor.paths import SOCKET_NAME, default_state_dir, owner_running
-from corral.supervisor.stored_rows import stored_board_rows
+from corral.supervisor.stored_rows import DB_NAME, stored_board_rows
 
 TERMINAL = {"merged", "reported", "failed", "abandoned"}
 ASK_TIMEOUT = 2.0  # seconds: a status line never hangs on a busy owner
@@ -55,6 +55,8 @@ def counts(state_dir: Path) -> tuple[int, int, int, bool] | None:
     if owner_running(state_dir):
         rows = _live_rows(state_dir)
         live = rows is not None
+    if rows is None and not (state_dir / DB_NAME).exists():
+        rows = []  # a state dir with no store yet: nothing to count
     if rows is None:
         stored = stored_board_rows(state_dir)
         if stored is not None:
