@@ -20,6 +20,7 @@ from textual.notifications import SeverityLevel
 from textual.screen import Screen
 
 from corral.supervisor.errors import CorralError
+from corral.supervisor.states import short_id
 
 if TYPE_CHECKING:
     from corral.supervisor.api import Supervisor
@@ -307,10 +308,29 @@ class CorralApp(App[None]):
             return session_id
         return (intent.splitlines()[0] if intent else session_id)[:100]
 
+    def _checks_named(self, session_id: str) -> str:
+        """The checks a confirmation agrees to, and a warning when none of
+        them can prove the work (all already pass on the untouched tree)."""
+        try:
+            session = self.supervisor.get(session_id).session
+        except CorralError:
+            return ""
+        names = [c.name for c in session.contract.checks] if session.contract else []
+        if not names:
+            return ""
+        shown = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
+        text = f"\n\nChecks: {shown}."
+        if session.baseline_gates_nothing:
+            text += (
+                "\nWarning: every check already passes on the untouched tree, so none "
+                "of them proves the work. Revise the contract first?"
+            )
+        return text
+
     def confirm_contract(self, session_id: str) -> None:
         self.ask(
-            f"Confirm the contract?\n\n{self._what(session_id)}\n\n"
-            "The agent starts work; the checks define done.",
+            f"Confirm the contract?\n\n{self._what(session_id)}{self._checks_named(session_id)}"
+            "\n\nThe agent starts work; the checks define done.",
             lambda _: self.run_supervisor_call("Confirm", self.supervisor.confirm(session_id)),
             go="Confirm",
         )
@@ -329,7 +349,9 @@ class CorralApp(App[None]):
             "finding": "Accept the finding? Nothing is published.",
         }
         key = "finding" if choice.get("accept_finding") else choice.get("delivery", "branch")
-        question = where.get(key, "Deliver the verified diff to branch corral/<id>?")
+        question = where.get(
+            key, f"Deliver the verified diff to branch corral/{short_id(session_id)}?"
+        )
         if choice.get("selection") is not None:
             question += " (only the ticked part; it is re-verified first)"
 

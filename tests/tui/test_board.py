@@ -259,3 +259,30 @@ async def test_moving_between_rows_with_the_same_keys_keeps_the_footer(board_wor
         board.table.move_cursor(row=contract)
         await until(pilot, "the contract row's keys", lambda: "confirm" in footer_actions(app))
         assert rebuilt
+
+
+async def test_confirm_dialogs_name_the_checks_and_the_real_branch(board_world) -> None:
+    from corral.supervisor.states import short_id
+
+    sup, repo, _release = board_world()
+    app = _app(sup, repo, on_ready=lambda s: seed_board(s, repo))
+    async with app.run_test(size=(140, 30)) as pilot:
+        board = await board_ready(app, pilot)
+
+        def cursor_on(word: str) -> str:
+            sid = next(s for s in board.order if board.summaries[s].intent.startswith(word))
+            board.table.move_cursor(row=board.order.index(sid))
+            return sid
+
+        echo = cursor_on("Echo")
+        await until(pilot, "the cursor on Echo", lambda: board.selected_id() == echo)
+        await pilot.press("c")
+        modal = await asked(pilot, then="n")
+        names = [c.name for c in sup.get(echo).session.contract.checks]  # type: ignore[union-attr]
+        assert f"Checks: {', '.join(names)}." in modal.question
+        alpha = cursor_on("Alpha")
+        await until(pilot, "the cursor on Alpha", lambda: board.selected_id() == alpha)
+        await pilot.press("a")
+        modal = await asked(pilot, then="n")
+        assert f"branch corral/{short_id(alpha)}?" in modal.question
+        assert "<id>" not in modal.question
