@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from textual import events
 from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.notifications import SeverityLevel
@@ -21,6 +22,8 @@ from textual.screen import Screen
 
 from corral.supervisor.errors import CorralError
 from corral.supervisor.states import short_id
+
+from .early_keys import EarlyKeys
 
 if TYPE_CHECKING:
     from corral.supervisor.api import Supervisor
@@ -86,6 +89,7 @@ class CorralApp(App[None]):
         # the supervisor has opened: until then the board shows the stored rows
         # (`first_rows`), says "opening…", and offers no key that needs it
         self.opened = asyncio.Event()
+        self.early_keys = EarlyKeys()  # keys that act, typed before it opened
         self.first_rows: list[SessionSummary] | None = None
         self._opening: asyncio.Task[bool] | None = None
 
@@ -181,9 +185,47 @@ class CorralApp(App[None]):
         self._say_broken_rows()
         return True
 
+    async def on_event(self, event: events.Event) -> None:
+        if (
+            isinstance(event, events.Key)
+            and not event.is_forwarded
+            and not self.opened.is_set()
+            and self.mount_done
+            and self.early_keys.hold(event, on_board=self._board_in_front())
+        ):
+            event.stop()
+            if len(self.early_keys.held) == 1:
+                self.notify("Opening the store: what you type acts, in order, in a moment.")
+            return
+        await super().on_event(event)
+
+    def _board_in_front(self) -> bool:
+        from textual.widgets import Input
+
+        from .screens.board import BoardScreen
+
+        return isinstance(self.screen, BoardScreen) and not isinstance(self.focused, Input)
+
+    async def _play_early_keys(self) -> None:
+        """The keys held while the store opened, each once the one before it has
+        done what it does (a screen it opened is ready for typing)."""
+        for event in self.early_keys.take():
+            before = self.screen
+            await super().on_event(event)
+            for _ in range(3):  # what the key started: its action, a screen it pushed
+                refreshed = asyncio.get_running_loop().create_future()
+                self.call_after_refresh(lambda f=refreshed: f.done() or f.set_result(None))
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(refreshed, 1)
+            for _ in range(100):  # at most ~1 s more for a new screen to take focus
+                if self.screen is before or self.screen.focused is not None:
+                    break
+                await asyncio.sleep(0.01)
+
     async def _after_mount(self) -> None:
         if not self.opened.is_set() and not await self._open_after_first_frame():
             return
+        await self._play_early_keys()
         if self.services is None and self.serve_with is not None:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.board_shown.wait(), BOARD_SHOWN_WAIT)

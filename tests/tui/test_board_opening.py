@@ -84,13 +84,14 @@ async def test_the_stored_rows_show_while_the_supervisor_opens_then_the_live_one
         # no key that acts on a session is offered, and enter says why it waits
         assert footer_actions(app) & {"app.quit", "app.help"}
         assert not footer_actions(app) & {"new", "open", "archive", "retry", "discuss"}
-        await pilot.press("enter")
+        await pilot.press("enter")  # held: it acts once the store is open
         await until(
             pilot,
             "the note that the store is opening",
             lambda: any("Opening the store" in str(n.message) for n in app._notifications),
         )
         assert not isinstance(app.screen, SessionScreen)
+        selected = board.selected_id()
 
         sup.release.set()
         await until(pilot, "the live rows", lambda: app.opened.is_set() and board_in_sync(app))
@@ -99,6 +100,33 @@ async def test_the_stored_rows_show_while_the_supervisor_opens_then_the_live_one
         # is no longer shown as running if the open said otherwise)
         live = {r.session_id: r.state for r in sup.list()}
         assert {sid: r.state for sid, r in board.summaries.items()} == live
+        await until(pilot, "the held enter", lambda: isinstance(app.screen, SessionScreen))
+        assert app.screen.session_id == selected
+        await pilot.press("escape")
+        await until(pilot, "the board", lambda: board_of(app) is app.screen)
         assert "new" in footer_actions(app)
-        await pilot.press("enter")
-        await until(pilot, "the session view", lambda: isinstance(app.screen, SessionScreen))
+
+
+async def test_keys_typed_while_it_opens_act_in_order_once_open(tmp_path: Path) -> None:
+    """`n` then the task's words at once: the form opens with the words in it,
+    and a `g` among them never groups the board."""
+    from textual.widgets import Input
+
+    from corral.tui.screens.new_session import NewSessionScreen
+
+    app, sup = _app(tmp_path)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await until(pilot, "the stored rows", lambda: "3 sessions" in _counts(app))
+        board = board_of(app)
+        assert board is not None
+        await pilot.press("n", *"fig bug")
+        assert not isinstance(app.screen, NewSessionScreen) and not board.grouped
+        sup.release.set()
+        form = await until(
+            pilot,
+            "the form",
+            lambda: app.screen if isinstance(app.screen, NewSessionScreen) else None,
+        )
+        field = form.query_one("#intent", Input)
+        await until(pilot, "the typed words", lambda: field.value == "fig bug")
+        assert not board.grouped
