@@ -485,7 +485,7 @@ class Supervisor:
     async def revive(self, session_id: str) -> None:
         """Start a dormant session's agent again with its resume command
         (`claude --resume <id>`), in the same worktree; refuses anything else."""
-        self._open_gates().recovery.revive(session_id)
+        await self._open_gates().recovery.revive(session_id)
 
     async def cancel(self, session_id: str) -> CancelResult:
         return await self._open_gates().approval.cancel(session_id)

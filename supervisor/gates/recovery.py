@@ -180,10 +180,10 @@ class Recovery:
         self._run_loop.start(live)
         return True
 
-    def revive(self, session_id: str) -> None:
+    async def revive(self, session_id: str) -> None:
         """Start a dormant session's agent again on its own conversation, in
         the same worktree; its run goes on from there (hooks re-armed by the
-        new pane)."""
+        new pane). The old agent's dead pane goes first: it would be a stray."""
         session = self._registry.stored(session_id)
         if session is None:
             raise CorralError(f"no corral session '{session_id}'")
@@ -204,8 +204,10 @@ class Recovery:
             raise CorralError(f"{label(session_id)} is already being revived")
         identity = session.agent_identity
         assert identity is not None
-        identity.state = IdentityState.LIVE
+        identity.state = IdentityState.LIVE  # first: a second revive meanwhile is refused
         self._registry.persist(live)
+        if self._panes is not None:
+            await self._panes.stop_agent(session_id, session.pane)
         self._registry.emit(
             live,
             PlanTextData(
