@@ -8,13 +8,13 @@ runs once when it opens, never once per missed time.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import secrets
 import time
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 
+from .cancelling import cancel_and_wait
 from .errors import CorralError
 from .models import ScheduledTask, TaskRun
 from .store import Store
@@ -172,9 +172,7 @@ class Scheduler:
 
     async def stop(self) -> None:
         if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(BaseException):
-                await self._task
+            await cancel_and_wait([self._task], what="the scheduler")
             self._task = None
 
     async def _loop(self) -> None:

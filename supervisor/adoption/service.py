@@ -21,6 +21,7 @@ from pathlib import Path
 
 from ..agents.base import AgentProfile
 from ..agents.profiles import PREFERENCE, PROFILES
+from ..cancelling import cancel_and_wait
 from ..errors import CorralError
 from ..events import PlanTextData
 from ..models import AdoptablePane, CoderSession
@@ -229,9 +230,7 @@ class Adoptions:
     async def _let_go(self, live: LiveSession, why: str) -> None:
         task = live.task
         if task is not None and not task.done():
-            task.cancel()
-            with contextlib.suppress(BaseException):
-                await task
+            await cancel_and_wait([task], what=f"the watch of {live.id}")
         live.question.clear()
         await self._unmark(live.session)
         self._finish(live, why)

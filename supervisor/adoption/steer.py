@@ -7,7 +7,6 @@ over a question); the pane closing ends the session."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -181,5 +180,4 @@ class Steering:
                 live.question.clear()
             self.registry.notify(self.sid)
             if answer_future.done() and not answer_future.cancelled():
-                with contextlib.suppress(BaseException):
-                    answer_future.exception()  # seen: a cleared question raises nothing
+                answer_future.exception()  # seen: a cleared question raises nothing

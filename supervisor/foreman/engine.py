@@ -38,6 +38,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from ..cancelling import cancel_and_wait
 from ..engines.base import Engine, EngineOutcome, RunContext
 from ..errors import CorralError
 from ..events import EngineFallbackData, EventData, PaneAnswerData, PlanTextData
@@ -209,10 +210,7 @@ class ForemanEngine:
         self, tasks: list[asyncio.Task[None]], children: list[_Child], why: str
     ) -> None:
         """Cancel: every child's agent stopped, every worktree kept, the ledger says so."""
-        for task in tasks:
-            task.cancel()
-        with contextlib.suppress(BaseException):
-            await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), 4.5)
+        await cancel_and_wait(tasks, timeout=4.5, what="a foreman subtask")
         for child in children:
             p = child.placement
             if p.result in P.UNFINISHED or p.result == P.VERIFIED:
@@ -432,9 +430,7 @@ class ForemanEngine:
                     continue
                 silent_since = silent_since or time.monotonic()
                 if time.monotonic() - silent_since >= self._hooks.host_wait:
-                    run.cancel()
-                    with contextlib.suppress(BaseException):
-                        await run
+                    await cancel_and_wait([run], what="a subtask on an unreachable host")
                     raise Replaceable(
                         f"host {there.place.name} did not answer for "
                         f"{self._hooks.host_wait:.0f} s while its agent ran"

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..agents.base import AgentProfile
+from ..cancelling import cancel_and_wait
 from ..status import (
     AgentStatus,
     Question,
@@ -142,11 +143,7 @@ class PaneManager:
         self._tasks = [loop.create_task(self._sweep_loop()), loop.create_task(self._watch_hooks())]
 
     async def stop(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(BaseException):
-                await task
+        await cancel_and_wait(self._tasks, what="the pane sweep")
         self._tasks = []
         if self._worker is not None:
             self._worker.shutdown(wait=False, cancel_futures=True)

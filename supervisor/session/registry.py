@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 
 from ..agents.base import AgentUnavailable
 from ..agents.profiles import profile_for
+from ..cancelling import cancel_and_wait
 from ..config import SupervisorConfig
 from ..errors import CorralError
 from ..events import (
@@ -152,11 +153,7 @@ class SessionRegistry:
         self.left_running = []
         for live in list(self._live.values()):
             tasks = [t for t in [live.task, *live.ops] if t is not None and not t.done()]
-            for t in tasks:
-                t.cancel()
-            for t in tasks:
-                with contextlib.suppress(BaseException):
-                    await t
+            await cancel_and_wait(tasks, what=f"a task of {live.id}")
             s = live.session
             detached = (
                 s.state is S.RUNNING
