@@ -23,7 +23,6 @@ without writing again; a checkout that already holds it says
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from pathlib import Path
 
@@ -469,11 +468,19 @@ class ApprovalGate:
         if not already_terminal:
             if s.no_change_finding is not None and s.no_change_finding.resolved_at is None:
                 s.no_change_finding.resolved_at = registry.clock()
-            with contextlib.suppress(Exception):
+            try:
                 registry.transition(live, S.ABANDONED)
+            except Exception as exc:  # the work is stopped; its new state is not stored
+                log.warning("could not store the cancellation of %s: %s", s.id, exc)
+                raise CorralError(
+                    f"{label(s.id)} was stopped, but its cancellation could not be saved "
+                    f"({exc}); free the state dir's disk or fix it, then cancel it again"
+                ) from exc
         else:
-            with contextlib.suppress(Exception):
+            try:
                 registry.persist(live)
+            except Exception as exc:
+                log.warning("could not store %s after a cancel: %s", s.id, exc)
         if s.state is S.ABANDONED:
             self._workspaces.retain(s.worktree, note="cancelled")
         worktree = s.worktree if s.worktree and Path(s.worktree).is_dir() else None
