@@ -557,9 +557,15 @@ def commit_message(
     first = intent.splitlines()[0] if intent else "corral task"
     subject = first if len(first) <= 72 else first[:71] + "…"
     checks = {c.name: c for c in (session.contract.checks if session.contract else [])}
-    lines = [subject, "", intent, ""]
-    if session.contract and session.contract.description.strip():
-        lines += ["Contract: " + session.contract.description.strip().splitlines()[0], ""]
+    lines = [subject, ""]
+    # the body holds the intent only where the subject does not say it all
+    rest = intent if subject != first else "\n".join(intent.splitlines()[1:]).strip()
+    if rest:
+        lines += [rest, ""]
+    description = session.contract.description.strip() if session.contract else ""
+    if description:
+        lines += [f"Contract: {description}", ""]  # whole: a cut one can end in ':'
+
     scope = "the approved part of the change" if partial else "the change"
     lines.append(f"Verified by corral: the runtime re-ran every check on {scope}:")
     for r in results:

@@ -149,3 +149,25 @@ def test_the_delivered_commit_carries_one_placement_trailer_per_integrated_subta
     assert "Corral-Placement: subtask=s3 host=local files=c.txt\n" in body
     plain = commit_message(CoderSession(id="abd", repo="/r", intent="x", contract=CONTRACT))
     assert "Corral-Placement" not in plain  # a local run's commit is as before
+
+
+def test_the_commit_message_does_not_repeat_its_subject_and_keeps_the_whole_contract() -> None:
+    from corral.supervisor.models import OutcomeContract
+
+    contract = OutcomeContract(
+        description="The report covers:\n- totals per day\n- a --json flag", checks=CONTRACT.checks
+    )
+    one_line = commit_message(CoderSession(id="a1", repo="/r", intent="Add a --json flag",
+                                           contract=contract))  # fmt: skip
+    subject, blank, *body = one_line.splitlines()
+    assert subject == "Add a --json flag" and blank == ""
+    assert "Add a --json flag" not in body  # the subject is not the body's first line again
+    text = "\n".join(body)
+    assert "Contract: The report covers:\n- totals per day\n- a --json flag" in text
+    long = "Rewrite the report " + "so that it " * 10
+    intent = f"{long}\nand say why"
+    body = commit_message(CoderSession(id="a2", repo="/r", intent=intent, contract=contract))
+    assert body.splitlines()[0].endswith("…")
+    assert intent in body  # a cut subject: the whole intent follows
+    two = commit_message(CoderSession(id="a3", repo="/r", intent="Fix it\nin both places"))
+    assert two.splitlines()[:4] == ["Fix it", "", "in both places", ""]
