@@ -74,8 +74,16 @@ class RunContext:
     place: Any = None
     remote_worktree: str | None = None
 
+    # rounds in all: the first run and the repairs the config allows
+    rounds: int = 1
+
     def seconds_left(self) -> float | None:
         return None if self.deadline is None else self.deadline - time.monotonic()
+
+    @property
+    def rounds_left(self) -> int:
+        """Repair rounds still allowed after this one."""
+        return max(0, self.rounds - self.round)
 
 
 class Engine(Protocol):

@@ -360,8 +360,7 @@ class ExternalEngine:
                 resume = ctx.resume_id() if self.profile.resumable else None
                 text = RESUMED if resume else task_prompt(ctx.intent, ctx.contract)
                 if ctx.round > 1 and ctx.failing_checks:  # a new process: the task, then the repair
-                    rounds_left = max(0, ctx.max_iterations - ctx.round)
-                    text += "\n\n" + repair_prompt(ctx.failing_checks, ctx.round, rounds_left)
+                    text += "\n\n" + repair_prompt(ctx.failing_checks, ctx.round, ctx.rounds_left)
                 if record is not None:  # its finished pane (tmux keeps it after the exit)
                     await self.panes.kill(ctx.session_id)
                 since = time.monotonic()
@@ -372,8 +371,7 @@ class ExternalEngine:
                 await self.spawn(ctx, text, resume)
                 start_version, resumed = 0, False
             else:
-                rounds_left = max(0, ctx.max_iterations - ctx.round)
-                text = repair_prompt(ctx.failing_checks, ctx.round, rounds_left)
+                text = repair_prompt(ctx.failing_checks, ctx.round, ctx.rounds_left)
                 # the agent is at its idle prompt: waiting guidance and messages ride along
                 notes = ctx.take_guidance()
                 if notes:

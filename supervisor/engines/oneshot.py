@@ -48,8 +48,7 @@ class OneShotEngine:
         gets the whole task again, then what still fails."""
         text = task_prompt(ctx.intent, ctx.contract)
         if ctx.round > 1 and ctx.failing_checks:
-            rounds_left = max(0, ctx.max_iterations - ctx.round)
-            text += "\n\n" + repair_prompt(ctx.failing_checks, ctx.round, rounds_left)
+            text += "\n\n" + repair_prompt(ctx.failing_checks, ctx.round, ctx.rounds_left)
         return text
 
     async def run(self, ctx: RunContext) -> EngineOutcome:

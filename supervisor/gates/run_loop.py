@@ -287,6 +287,7 @@ class RunLoop:
             max_iterations=s.max_iterations,
             deadline=deadline,
             round=round_,
+            rounds=1 + self._config.repair_invokes,
             failing_checks=failing,
             emit=emit,
             ask_user=lambda prompt, options: self._ask_user(live, prompt, options),

@@ -74,6 +74,14 @@ async def test_a_red_contract_fails_after_the_repair_budget(
     assert row.error is not None and "not satisfied" in row.error and "hello" in row.error
     assert row.needs_you is None
     assert len(engine.contexts) == 2  # the first run plus one repair round
+    # the repair prompt states the budget truly: the one repair, and none after it
+    from corral.supervisor.engines.external import repair_prompt
+
+    repair = engine.contexts[1]
+    assert (repair.round, repair.rounds, repair.rounds_left) == (2, 2, 0)
+    assert "repair round 1; 0 left after this one" in repair_prompt(
+        repair.failing_checks, repair.round, repair.rounds_left
+    )
     detail = sup.get(sid)
     assert [r.passed for r in detail.session.last_check_results] == [False]
 
