@@ -29,6 +29,8 @@ _NOT_FOUND = re.compile(r"(?:^|\n)(?:bash: (?:line \d+: )?)?([^\s:]+): (?:comman
 _NODE_MISSING = re.compile(r"Cannot find module '([^'./][^']*)'")
 _PYTEST_CANNOT_RUN_EXITS = frozenset({2, 3, 4, 5})  # interrupted, internal, usage, no tests
 _COLLECTION = ("error collecting", "errors during collection", "no tests ran")
+# terminal colour and control sequences a runner prints: never part of a reason
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
 
 
 def _local_roots(root: Path) -> set[str]:
@@ -77,7 +79,7 @@ def classify(result: CheckResult, command: str, root: Path) -> CheckResult:
 
 
 def _cannot_run_reason(result: CheckResult, command: str, root: Path) -> tuple[CheckVerdict, str]:
-    output = result.output_tail
+    output = _ANSI.sub("", result.output_tail)
     code = result.exit_code
     if result.timed_out:
         return CheckVerdict.FAILS, "timed out"
