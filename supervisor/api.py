@@ -472,8 +472,13 @@ class Supervisor:
         """One scheduled action, through the same calls an operator makes."""
         p = task.params
         if task.action == "start":
+            given = p.get("contract")
             result = await self.start(
-                p["intent"], Path(p["repo"]), engine=p.get("engine", "auto"), host=p.get("host")
+                p["intent"],
+                Path(p["repo"]),
+                engine=p.get("engine", "auto"),
+                host=p.get("host"),
+                contract=OutcomeContract.model_validate_json(given) if given else None,
             )
             return f"started {label(result.session_id)}"
         if task.action == "send":

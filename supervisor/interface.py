@@ -24,7 +24,7 @@ from .git.repo import repo_root
 
 if TYPE_CHECKING:
     from .contracts.drafting import ContractDrafter, FixedDrafter
-    from .contracts.files import load_contract
+    from .contracts.files import checks_contract, load_contract
     from .demo import seed_demo
     from .discuss import (
         DiscussAssistantDeltaEvent,
@@ -68,6 +68,7 @@ __all__ = [
     "SubscriptionDropped",
     "WatchDropped",
     "Watcher",
+    "checks_contract",
     "load_contract",
     "repo_root",
     "seed_demo",
@@ -78,6 +79,7 @@ _ON_FIRST_USE = {  # name → (module, its name there when not the same)
     "ContractDrafter": "contracts.drafting",
     "FixedDrafter": "contracts.drafting",
     "load_contract": "contracts.files",
+    "checks_contract": "contracts.files",
     "FilePatch": "git.patches",
     "Hunk": "git.patches",
     "WatchDropped": "session.board",

@@ -306,7 +306,8 @@ class ScheduledTask(BaseModel):
     every: float | None = None
     cron: str | None = None
     action: Literal["start", "send", "revive"]
-    # start: intent, repo (engine); send: target, text; revive: session
+    # start: intent, repo (engine, host, contract as JSON); send: target, text;
+    # revive: session
     params: dict[str, str] = Field(default_factory=dict)
     enabled: bool = True  # False once a task will never run again (a `once` that ran)
     paused: bool = False  # the operator's pause: kept, not run, until resumed

@@ -16,7 +16,7 @@ from datetime import datetime
 
 from .cancelling import cancel_and_wait
 from .errors import CorralError
-from .models import ScheduledTask, TaskRun
+from .models import OutcomeContract, ScheduledTask, TaskRun
 from .store import Store
 
 log = logging.getLogger("corral.scheduler")
@@ -63,6 +63,15 @@ def new_task(
     missing = [k for k in NEEDED[action] if not params.get(k, "").strip()]
     if missing:
         raise CorralError(f"a {action} task needs {', '.join(missing)}")
+    if action == "start" and params.get("contract"):
+        from pydantic import ValidationError
+
+        try:
+            OutcomeContract.model_validate_json(params["contract"])
+        except ValidationError as exc:
+            raise CorralError(
+                f"the task's contract is not a contract: {exc.errors()[0]['msg']}"
+            ) from exc
     if every is not None and every < 1:
         raise CorralError("an interval is at least 1 second")
     if cron is not None and not _cron_valid(cron):

@@ -13,7 +13,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from ..errors import CorralError
-from ..models import OutcomeContract
+from ..models import ContractCheck, OutcomeContract
 
 
 def parse_contract(text: str, *, source: str = "contract") -> OutcomeContract:
@@ -44,6 +44,23 @@ def load_contract(path: Path) -> OutcomeContract:
     except (OSError, UnicodeDecodeError) as exc:
         raise CorralError(f"{path}: cannot read it ({exc})") from exc
     return parse_contract(text, source=str(path))
+
+
+def _word(command: str) -> str:
+    """The program a command runs, as a check name may hold it."""
+    program = command.split()[0].rsplit("/", 1)[-1]
+    return "".join(ch if ch.isalnum() else "_" for ch in program)[:40] or "cmd"
+
+
+def checks_contract(commands: list[str]) -> OutcomeContract:
+    """A contract made of shell commands given on the command line (`--check`):
+    each must exit 0; named by its position and first word."""
+    if not commands or any(not c.strip() for c in commands):
+        raise CorralError("--check needs a shell command (e.g. --check 'pytest -q')")
+    checks = [
+        ContractCheck(name=f"check_{i}_{_word(c)}", command=c) for i, c in enumerate(commands, 1)
+    ]
+    return OutcomeContract(description="the checks given with --check", checks=checks)
 
 
 def dump_contract(contract: OutcomeContract) -> str:

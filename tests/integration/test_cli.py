@@ -535,3 +535,26 @@ def test_status_counts_the_stored_board_and_the_tmux_segment_is_empty_when_idle(
     )
     out = corral("status", "--tmux", home=home)
     assert out.returncode == 0 and out.stdout == ""  # nothing in progress: no room taken
+
+
+def test_run_takes_its_checks_on_the_command_line(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    repo = init_repo(tmp_path / "repo")
+    check = "grep -q 'write notes' DEMO_NOTES.md"
+    out = corral(
+        "run", "--repo", str(repo), "--intent", "write notes", "--check", check,
+        *DELIVER_WITH_THE_DEMO_AGENT, home=home,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    rows = [json.loads(line) for line in out.stdout.splitlines()]
+    proposed = next(r for r in rows if r["kind"] == "contract_proposed")
+    assert [c["command"] for c in proposed["data"]["contract"]["checks"]] == [check]
+    branch = rows[-1]["result_branch"]
+    assert "Corral-Check: check_1_grep pass" in git(repo, "log", "-1", "--format=%B", branch)
+    contract = notes_contract(tmp_path / "c.json")
+    out = corral(
+        "run", "--repo", str(repo), "--intent", "x", "--contract", str(contract),
+        "--check", "true", home=home,
+    )  # fmt: skip
+    assert out.returncode == 2
+    assert "as --contract FILE or as --check commands, not both" in out.stderr

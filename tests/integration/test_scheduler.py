@@ -92,3 +92,26 @@ def test_a_cron_task_runs_at_its_next_matching_minute() -> None:
     task = new_task("x", action="revive", params={"session": "s"}, cron="*/15 * * * *")
     at = next_run(task, 1_800_000_000.0)  # 2027-01-15 08:00 UTC, a quarter hour
     assert at is not None and at - 1_800_000_000.0 == 15 * 60
+
+
+async def test_a_scheduled_start_takes_its_contract_and_still_stops_at_gate_1(
+    make_supervisor: SupervisorFactory, repo: Path
+) -> None:
+    from corral.supervisor.contracts.files import checks_contract
+    from corral.supervisor.errors import CorralError
+    from corral.supervisor.states import CoderState
+
+    sup = await make_supervisor()
+    contract = checks_contract(["grep -q hi hello.txt"])
+    params = {"intent": "say hi", "repo": str(repo), "contract": contract.model_dump_json()}
+    task = await sup.add_task("with checks", action="start", params=params, at=time.time() - 1)
+    assert sup.scheduler is not None
+    await sup.scheduler.run_due()
+    await eventually(lambda: sup.store and sup.store.task_runs(task.id))
+    [row] = sup.list()
+    assert row.state is CoderState.CONTRACT_PROPOSED  # a person still confirms it
+    given = sup.get(row.session_id).session.contract
+    assert given is not None and [c.command for c in given.checks] == ["grep -q hi hello.txt"]
+    with pytest.raises(CorralError, match="the task's contract is not a contract"):
+        await sup.add_task("bad", action="start", at=time.time() + 60,
+                           params={**params, "contract": '{"checks": 3}'})  # fmt: skip

@@ -244,6 +244,13 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--intent", required=True, help="what the task should achieve")
     run.add_argument("--contract", help="a contract JSON file (default: conventions lane)")
     run.add_argument(
+        "--check",
+        action="append",
+        metavar="CMD",
+        help="a shell command that must exit 0 for the task to be done (repeatable): the "
+        "contract, instead of a drafted one or --contract",
+    )
+    run.add_argument(
         "--engine",
         "--agent",
         dest="engine",

@@ -28,7 +28,13 @@ from corral.supervisor.errors import CorralError, is_disk_full
 from corral.supervisor.events import CoderEvent
 from corral.supervisor.factory import build_supervisor, default_drafter
 from corral.supervisor.housekeeping import confinement_status
-from corral.supervisor.interface import ContractDrafter, FixedDrafter, Subscription, load_contract
+from corral.supervisor.interface import (
+    ContractDrafter,
+    FixedDrafter,
+    Subscription,
+    checks_contract,
+    load_contract,
+)
 from corral.supervisor.models import CoderSession, OutcomeContract, SessionSummary
 from corral.supervisor.paths import default_state_dir
 from corral.supervisor.remote import AsyncControlClient, NoOwner, OwnerServices, owner_running
@@ -193,8 +199,18 @@ async def run_session(
     on_question: str = "ask",
     model: str | None = None,
     host: str | None = None,
+    checks: list[str] | None = None,
 ) -> int:
     """As a client of the owner when one runs; else as the owner for the run."""
+    if contract_file is not None and checks:
+        raise CorralError("give the contract as --contract FILE or as --check commands, not both")
+    given = (
+        load_contract(contract_file)
+        if contract_file
+        else checks_contract(checks)
+        if checks
+        else None
+    )
     state_dir = default_state_dir()
     if owner_running(state_dir):
         try:
@@ -202,7 +218,7 @@ async def run_session(
         except NoOwner:
             client = None  # it went away in between: own the state dir instead
         if client is not None:
-            contract = load_contract(contract_file) if contract_file else None
+            contract = given
             if not as_json:
                 print(f"corral run: a client of the corral that owns {state_dir}", file=sys.stderr)
             try:
@@ -220,9 +236,7 @@ async def run_session(
                 )
             finally:
                 await client.close()
-    drafter: ContractDrafter = (
-        FixedDrafter(load_contract(contract_file)) if contract_file else default_drafter()
-    )
+    drafter: ContractDrafter = FixedDrafter(given) if given is not None else default_drafter()
     sup = build_supervisor(state_dir, drafter, backend=backend)
     await sup.open()
     services = OwnerServices(sup, mcp_http=False)  # other clients reach this run's owner
@@ -387,6 +401,7 @@ def main_run(args: argparse.Namespace) -> int:
                 on_question=args.on_question,
                 model=args.model,
                 host=args.host,
+                checks=args.check,
             )
         )
     except CorralError as exc:

@@ -33,6 +33,13 @@ def add_parser(sub: Any) -> None:
     what.add_argument("--revive", metavar="SESSION", help="revive a dormant session")
     add.add_argument("--repo", help="the repository a started session works in")
     add.add_argument("--engine", default="auto", help="the engine a started session uses")
+    add.add_argument("--contract", help="a started session's contract (a JSON file, read now)")
+    add.add_argument(
+        "--check",
+        action="append",
+        metavar="CMD",
+        help="a started session's check: a shell command that must exit 0 (repeatable)",
+    )
     rm = verbs.add_parser("rm", help="remove a task (and its runs)")
     rm.add_argument("task")
     for verb, words in (
@@ -43,6 +50,20 @@ def add_parser(sub: Any) -> None:
         verbs.add_parser(verb, help=words).add_argument("task")
     runs = verbs.add_parser("runs", help="a task's last runs, newest first")
     runs.add_argument("task")
+
+
+def _contract(file: str | None, checks: list[str] | None) -> str | None:
+    """The contract a scheduled start takes, as JSON (its sessions still stop
+    at gate 1)."""
+    from corral.supervisor.interface import checks_contract, load_contract
+
+    if file and checks:
+        raise CorralError("give the contract as --contract FILE or as --check commands, not both")
+    if file:
+        return load_contract(Path(file)).model_dump_json()
+    if checks:
+        return checks_contract(checks).model_dump_json()
+    return None
 
 
 def _when(text: str) -> float:
@@ -67,6 +88,9 @@ def run_tasks(args: argparse.Namespace) -> int:
                 action = "start"
                 repo = str(Path(args.repo or ".").resolve())
                 params = {"intent": args.start, "repo": repo, "engine": args.engine}
+                contract = _contract(args.contract, args.check)
+                if contract is not None:
+                    params["contract"] = contract
             elif args.send:
                 action, params = "send", {"target": args.send[0], "text": args.send[1]}
             else:
