@@ -558,3 +558,41 @@ def test_run_takes_its_checks_on_the_command_line(tmp_path: Path) -> None:
     )  # fmt: skip
     assert out.returncode == 2
     assert "as --contract FILE or as --check commands, not both" in out.stderr
+
+
+def test_an_owning_run_keeps_a_second_runs_session_until_it_reaches_its_gate(
+    tmp_path: Path,
+) -> None:
+    """Two overlapping `corral run`s: the first owns the state dir and its own
+    session ends first; it stays until the second's session reaches
+    approval, so the second run ends at its gate (exit 5), not dropped (2)."""
+    import time
+
+    home = tmp_path / "home"
+    repo = init_repo(tmp_path / "repo")
+    env = dict(os.environ, CORRAL_HOME=str(home), CORRAL_CONFIG=str(tmp_path / "none.toml"))
+    env["CORRAL_TMUX_SOCKET_DIR"] = str(tmp_path / "tmux")
+    env["PYTHONPATH"] = str(REPO_ROOT)
+
+    def run(name: str, seconds: int) -> subprocess.Popen[str]:
+        argv = [sys.executable, "-m", "corral.tui.cli", "run", "--repo", str(repo)]
+        argv += ["--intent", f"write {name}", "--check", f"test -f {name}.txt", "--yes"]
+        argv += ["--engine", f"custom:sh -c 'sleep {seconds}; echo {name} > {name}.txt'"]
+        return subprocess.Popen(
+            argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+
+    first = run("first", 4)
+    deadline = time.monotonic() + 60
+    while not (home / "control.sock").exists():  # the first run owns the state dir now
+        assert time.monotonic() < deadline and first.poll() is None, first.communicate()
+        time.sleep(0.1)
+    second = run("second", 12)
+    out2, err2 = second.communicate(timeout=180)
+    out1, err1 = first.communicate(timeout=60)
+    assert first.returncode == 5, (out1, err1)
+    assert "other clients started here still run" in err1
+    assert "a client of the corral that owns" in err2
+    assert second.returncode == 5, (out2, err2)  # at its approval gate, not dropped
+    subprocess.run(["tmux", "-S", str(tmp_path / "tmux" / "corral"), "kill-server"],
+                   capture_output=True)  # fmt: skip

@@ -241,10 +241,13 @@ async def run_session(
     await sup.open()
     services = OwnerServices(sup, mcp_http=False)  # other clients reach this run's owner
     await services.start()
+    theirs_before = {r.session_id for r in sup.list()}
     try:
-        return await _drive(
+        code = await _drive(
             _Local(sup, host), repo, intent, engine, base, yes, deliver, as_json, on_question, model
         )
+        await _until_clients_wait(sup, theirs_before)
+        return code
     finally:
         await services.close()
         try:
@@ -336,6 +339,35 @@ async def _drive(
             pump.cancel()
             if pump.done() and not pump.cancelled():
                 pump.exception()  # retrieved: a reader gone away is reported by the entry point
+
+
+async def _until_clients_wait(sup: Supervisor, before: set[str]) -> None:
+    """This run owns the state dir: sessions other clients started through it
+    while it ran stay with it until each reaches a gate (or ends), so none is
+    dropped mid-run when this run's own session is done."""
+    said = False
+    while True:
+        busy = [
+            r
+            for r in sup.list()
+            if r.session_id not in before
+            and r.live
+            and not r.state.is_terminal
+            and r.needs_you is None
+            and not r.dormant
+        ]
+        if not busy:
+            return
+        if not said:
+            print(
+                f"corral run: {len(busy)} session(s) other clients started here still run; "
+                "this run stays until each reaches a gate (ctrl+c leaves them to the next "
+                "corral, which re-adopts them)",
+                file=sys.stderr,
+                flush=True,
+            )
+            said = True
+        await asyncio.sleep(0.5)
 
 
 async def _past_sign_in(owner: _Owner, sid: str, row: SessionSummary) -> SessionSummary:
