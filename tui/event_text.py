@@ -10,6 +10,7 @@ from corral.supervisor.events import (
     AgentStartedData,
     AgentStatusData,
     AuthRequiredData,
+    BoundaryData,
     BudgetExhaustedData,
     CheckCompletedData,
     CoderEvent,
@@ -153,6 +154,8 @@ def describe(event: CoderEvent) -> Text:
         case ModelFallbackData(from_=src, to=dst, reason=reason, detail=detail):
             line.append(f"model {src} rejected its key; {dst} answers instead", style="bold yellow")
             line.append(f" — {clip(detail or reason, 160)}", style="yellow")
+        case BoundaryData(message=message):
+            line.append(f"refused: {clip(message)}", style="bold red")
         case ErrorData(message=message) | AuthRequiredData(message=message):
             line.append(clip(message), style="bold red")
         case BudgetExhaustedData(reason=reason):
