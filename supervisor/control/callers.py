@@ -203,7 +203,6 @@ def tcp_peer_pid(local: tuple[str, int], remote: tuple[str, int]) -> int | None:
     if inode is None:
         return None
     target = f"socket:[{inode}]"
-    me = os.getpid()
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
@@ -216,7 +215,7 @@ def tcp_peer_pid(local: tuple[str, int], remote: tuple[str, int]) -> int | None:
             for fd in fds:
                 try:
                     if os.readlink(fd.path) == target:
-                        return None if pid == me else pid
+                        return pid
                 except OSError:
                     continue
     return None
