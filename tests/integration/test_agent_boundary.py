@@ -153,26 +153,31 @@ class _suppress:
         return True
 
 
+# `corral approve` of its own session, every 0.2 s, until told to stop; "$4" is
+# `-u CORRAL_AGENT_SOCKET` where the loop calls on the main socket instead
 LOOP = (
     'i=0; while [ $i -lt 600 ] && [ ! -e "$2/stop" ]; do '
-    '"$0" -m corral.tui.cli approve "$CORRAL_SESSION_ID" $3 > "$2/$1.$i.tmp" 2>&1; '
+    'env $4 "$0" -m corral.tui.cli approve "$CORRAL_SESSION_ID" $3 > "$2/$1.$i.tmp" 2>&1; '
     'echo "exit $?" >> "$2/$1.$i.tmp"; mv "$2/$1.$i.tmp" "$2/$1.$i"; '
     "i=$((i+1)); sleep 0.2; done"
 )
 
 
-def agent_command(site: Site, *, double_fork: bool) -> str:
-    """A `custom:` agent that attacks once it has its task, then finishes it."""
+def agent_command(site: Site, *, double_fork: bool, main_socket: bool) -> str:
+    """A `custom:` agent that attacks once it has its task, then finishes it.
+    `main_socket`: its loops shed their agent socket and call on the state
+    dir's (an unconfined agent can; a confined one does not see it)."""
     (site.out / "raw.py").write_text(RAW)
     calls = [[m, p, True] for m, p in PERSON_CALLS] + [[m, p, False] for m, p in NO_SESSION_CALLS]
     py, out = sys.executable, str(site.out)
+    shed = "'-u CORRAL_AGENT_SOCKET'" if main_socket else "''"
     body = [
         # a setsid loop: its own session, still under the agent's process
-        f"setsid sh -c '{LOOP}' {py} setsid {out} '' &",
-        f"setsid sh -c '{LOOP}' {py} checkout {out} '--delivery checkout' &",
+        f"setsid sh -c '{LOOP}' {py} setsid {out} '' {shed} &",
+        f"setsid sh -c '{LOOP}' {py} checkout {out} '--delivery checkout' {shed} &",
     ]
     if double_fork:  # orphaned at once: only the pid namespace still knows it
-        body.append(f"( setsid sh -c '{LOOP}' {py} orphan {out} '' & ) ")
+        body.append(f"( setsid sh -c '{LOOP}' {py} orphan {out} '' {shed} & ) ")
     body += [
         f"{py} {out}/raw.py '{json.dumps(calls)}' > {out}/raw.json 2> {out}/raw.err",
         # the message goes out as this session whatever the environment says
@@ -245,7 +250,7 @@ async def corral_cli(site: Site, *args: str) -> tuple[int, str]:
 async def test_an_agent_cannot_pass_a_persons_gate_from_its_pane(
     site: Site, confined: bool
 ) -> None:
-    engine = agent_command(site, double_fork=confined)
+    engine = agent_command(site, double_fork=confined, main_socket=not confined)
     sup, services = await open_owner(site, engine, confined=confined)
     try:
         sid = (await sup.start("write done into feature.txt", site.repo)).session_id
@@ -310,10 +315,10 @@ async def test_an_agent_cannot_pass_a_persons_gate_from_its_pane(
 @pytest.mark.xfail(
     reason="an unconfined double-forked orphan leaves the pane's process tree until the "
     "pane runs under a child subreaper; confined, its pid namespace gives it away",
-    strict=False,
+    strict=True,
 )
 async def test_an_unconfined_double_forked_orphan_is_still_the_agent(site: Site) -> None:
-    engine = agent_command(site, double_fork=True)
+    engine = agent_command(site, double_fork=True, main_socket=True)
     sup, services = await open_owner(site, engine, confined=False)
     try:
         sid = (await sup.start("write done into feature.txt", site.repo)).session_id
