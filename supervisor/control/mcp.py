@@ -57,6 +57,7 @@ def http_caller() -> Caller:
     """The caller of the request being served; one nobody classified is an agent."""
     return HTTP_CALLER.get() or UNCLASSIFIED
 
+
 GATES = (
     "Gates stay human: the run waits at gate 1 until the operator confirms its contract in "
     "the corral console (unless you give a contract and the operator's config allows MCP "

@@ -279,6 +279,19 @@ class ControlServer:
         finally:
             self._connections.discard(conn)
 
+    def clients(self) -> list[dict[str, Any]]:
+        """What each connected client costs now: who, requests in flight,
+        answer bytes not yet written out."""
+        return [
+            {
+                "caller": conn.caller.describe(),
+                "pid": conn.caller.pid,
+                "in_flight": len(conn.requests),
+                "pending_bytes": conn.pending,
+            }
+            for conn in self._connections
+        ]
+
     def classify(self, pid: int | None) -> Caller:
         """Who process `pid` is (one /proc walk; see `callers.py`)."""
         return self.classifier.classify_pid(pid)

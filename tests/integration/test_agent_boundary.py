@@ -203,7 +203,9 @@ def agent_command(site: Site, *, double_fork: bool, main_socket: bool) -> str:
     return f"external:custom:{script}"
 
 
-async def open_owner(site: Site, engine: str, *, confined: bool) -> tuple[Supervisor, OwnerServices]:
+async def open_owner(
+    site: Site, engine: str, *, confined: bool
+) -> tuple[Supervisor, OwnerServices]:
     sandbox: dict[str, Any] = {"agents": confined, "writable": [str(site.out)]}
     sup = build_supervisor(
         site.state,
@@ -327,8 +329,10 @@ async def test_an_unconfined_double_forked_orphan_is_still_the_agent(site: Site)
         assert row.state is S.NEEDS_APPROVAL, row.error
         seen = len(attempts(site.out, "orphan"))
         await eventually(
-            lambda: len(attempts(site.out, "orphan")) >= seen + 3
-            or sup.get(sid).session.state is not S.NEEDS_APPROVAL,
+            lambda: (
+                len(attempts(site.out, "orphan")) >= seen + 3
+                or sup.get(sid).session.state is not S.NEEDS_APPROVAL
+            ),
             timeout=60,
         )
         assert sup.get(sid).session.state is S.NEEDS_APPROVAL
