@@ -15,6 +15,7 @@ Everything lives under /var/tmp (the sandbox's /tmp is private)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import shutil
@@ -138,19 +139,11 @@ def site(monkeypatch: pytest.MonkeyPatch) -> Iterator[Site]:
         (base / "out" / "stop").touch()
         for pid in running_with_arg(str(base / "out")):
             # only the loops this test's agent left (their argv names its out dir)
-            with _suppress():
+            with contextlib.suppress(OSError):
                 os.kill(pid, 9)
         for sock in (base / "tmux").glob("*"):
             subprocess.run(["tmux", "-S", str(sock), "kill-server"], capture_output=True)
         shutil.rmtree(base, ignore_errors=True)
-
-
-class _suppress:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> bool:
-        return True
 
 
 # `corral approve` of its own session, every 0.2 s, until told to stop; "$4" is
@@ -204,7 +197,7 @@ def agent_command(site: Site, *, double_fork: bool, main_socket: bool) -> str:
 
 
 async def open_owner(
-    site: Site, engine: str, *, confined: bool
+    site: Site, engine: str, *, confined: bool, http: bool = False, **mcp: bool
 ) -> tuple[Supervisor, OwnerServices]:
     sandbox: dict[str, Any] = {"agents": confined, "writable": [str(site.out)]}
     sup = build_supervisor(
@@ -212,10 +205,10 @@ async def open_owner(
         FixedDrafter(FEATURE),
         socket_dir=site.base / "tmux",
         default_engine=engine,
-        config=fast_config(sandbox=sandbox),
+        config=fast_config(sandbox=sandbox, mcp=mcp),
     )
     await sup.open()
-    services = OwnerServices(sup, mcp_http=False)
+    services = OwnerServices(sup, mcp_http=http)
     await services.start()
     return sup, services
 
@@ -337,6 +330,113 @@ async def test_an_unconfined_double_forked_orphan_is_still_the_agent(site: Site)
         )
         assert sup.get(sid).session.state is S.NEEDS_APPROVAL
         assert git(site.repo, "branch", "--list", "corral/*") == ""
+    finally:
+        await services.close()
+        await sup.close()
+
+
+MCP_CLIENT = r"""
+import asyncio, json, os, sys
+import httpx2
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+
+mode, out, repo, contract = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
+
+
+async def main():
+    if mode == "stdio":  # `corral mcp` with every variable that names the agent shed
+        shed = ("CORRAL_SESSION_ID", "CORRAL_AGENT_SOCKET", "CORRAL_INVOKED_BY")
+        env = {k: v for k, v in os.environ.items() if k not in shed}
+        client = Client(StdioServerParameters(
+            command=sys.executable, args=["-m", "corral.tui.cli", "mcp"], env=env))
+    else:  # the owner's HTTP endpoint, with the bearer token read from its state dir
+        home = os.environ["CORRAL_HOME"]
+        url = json.load(open(os.path.join(home, "mcp.json")))["url"]
+        token = open(os.path.join(home, "mcp.token")).read().strip()
+        client = Client(streamable_http_client(
+            url, http_client=httpx2.AsyncClient(headers={"Authorization": "Bearer " + token})))
+    async with client:
+        result = await client.call_tool("assistant_start", {
+            "intent": "nested", "repo": repo, "contract": contract, "invoked_by": "operator"})
+        text = result.content[0].text
+        answer = {"error": text} if result.is_error else json.loads(text)
+    with open(out, "w") as f:
+        json.dump(answer, f)
+
+
+asyncio.run(main())
+"""
+
+
+def mcp_agent(site: Site) -> str:
+    """A `custom:` agent that asks corral's MCP tools for a nested run, over
+    `corral mcp` (stdio) and over HTTP, each with a contract it wrote."""
+    client = site.out / "mcp_client.py"
+    client.write_text(MCP_CLIENT)
+    contract = json.dumps(FEATURE.model_dump(mode="json"))
+    py, out = sys.executable, site.out
+    body = "\n".join(
+        f"{py} {client} {mode} {out}/mcp-{mode}.json {site.repo} '{contract}' "
+        f"> {out}/mcp-{mode}.err 2>&1"
+        for mode in ("stdio", "http")
+    )
+    script = site.base / "mcp-agent.sh"
+    script.write_text(
+        "#!/bin/bash\n"
+        "printf '> '\n"
+        "IFS= read -r task\n"
+        "echo 'Working… (esc to interrupt)'\n" + body + "\n"
+        "echo done > feature.txt\n"
+        'sh -c "$CORRAL_HOOK_CMD Stop" </dev/null\n'
+        "sleep 1.5\n"
+        "clear; printf '> '\n"
+        "IFS= read -r more\n"
+        "sleep 600\n"
+    )
+    script.chmod(0o755)
+    return f"external:custom:{script}"
+
+
+@pytest.mark.parametrize("allowed", [False, True], ids=["agents-may-not-start", "agents-may-start"])
+async def test_an_agent_through_mcp_starts_nothing_past_gate_1(site: Site, allowed: bool) -> None:
+    """`corral mcp` started from inside an agent (every variable naming it shed)
+    and the HTTP endpoint with the token read from disk: assistant_start is
+    refused unless the operator allows agents to start runs; a run it may
+    start waits at gate 1 for a person, even with a contract given and
+    callers allowed to confirm."""
+    sup, services = await open_owner(
+        site,
+        mcp_agent(site),
+        confined=False,
+        http=True,
+        agents_may_start=allowed,
+        callers_may_confirm=True,
+    )
+    try:
+        assert services.mcp_url, services.problems
+        sid = (await sup.start("write done into feature.txt", site.repo)).session_id
+        await sup.confirm(sid)
+        row = await sup.wait_for(sid, {S.NEEDS_APPROVAL, S.FAILED}, timeout=90)
+        assert row.state is S.NEEDS_APPROVAL, row.error
+        for mode in ("stdio", "http"):
+            answer_file = site.out / f"mcp-{mode}.json"
+            assert answer_file.exists(), (site.out / f"mcp-{mode}.err").read_text()
+            answer = json.loads(answer_file.read_text())
+            if not allowed:
+                assert "refused" in answer.get("error", ""), (mode, answer)
+                assert "agents_may_start" in answer["error"], (mode, answer)
+                continue
+            assert "session_id" in answer, (mode, answer)
+            assert "waits at gate 1" in answer["gate"], (mode, answer)
+            nested = await sup.wait_for(answer["session_id"], needs=True, timeout=30)
+            assert nested.state is S.CONTRACT_PROPOSED, (mode, nested.state)
+        started = sorted(r.session_id for r in sup.list())
+        assert len(started) == (3 if allowed else 1)
+        for other in started:
+            if other != sid:  # nobody confirmed them: they still wait for a person
+                assert sup.get(other).session.state is S.CONTRACT_PROPOSED
     finally:
         await services.close()
         await sup.close()
