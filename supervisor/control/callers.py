@@ -49,6 +49,7 @@ class Operator:
     """The person: a process of theirs outside every agent's tree."""
 
     pid: int | None = None
+    why: str = "outside every agent's process tree"
 
     @property
     def is_agent(self) -> bool:
