@@ -143,33 +143,28 @@ class CallerClassifier:
             self._tmux_cached = (now, found)
         return self._tmux_cached[1]
 
-    def classify_pid(self, pid: int | None) -> Caller:
-        """The caller behind process `pid` (None or 0: unknown, refused as an agent)."""
+    def classify_pid(self, pid: int | None, roots: Mapping[int, str] | None = None) -> Caller:
+        """The caller behind process `pid` (None or 0: unknown, refused as an
+        agent). `roots`: the pane roots read beforehand (when this runs off
+        the thread that owns the pane records)."""
         if not pid or pid < 0:
             return Agent(None, pid, "the peer's process is unknown")
+        roots = self.pane_roots() if roots is None else roots
         try:
             if pid_namespace(pid) != self.own_namespace:
-                chain: Iterable[int] = _safe_ancestry(pid)
-                sid = self._pane_of(chain)
+                sid = _pane_of(_safe_ancestry(pid), roots)
                 return Agent(sid, pid, "in another pid namespace (confined)")
             chain = ancestry(pid)
         except (OSError, ValueError, IndexError):
             return Agent(None, pid, "the peer's process vanished or cannot be read")
-        sid = self._pane_of(chain)
+        sid = _pane_of(chain, roots)
         if sid is not None:
             return Agent(sid, pid, "runs under its agent pane")
-        server = self.tmux_server_pid()
-        if server is not None and server in chain:
-            return Agent(None, pid, "runs under corral's agent tmux server")
+        if _under_tmux(chain):  # only then is corral's tmux server worth asking for
+            server = self.tmux_server_pid()
+            if server is not None and server in chain:
+                return Agent(None, pid, "runs under corral's agent tmux server")
         return Operator(pid)
-
-    def _pane_of(self, chain: Iterable[int]) -> str | None:
-        roots = self.pane_roots()
-        for link in chain:
-            found = roots.get(link)
-            if found is not None:
-                return found
-        return None
 
     def classify_socket(self, sock: socket.socket | None) -> Caller:
         """A unix socket's peer (SO_PEERCRED)."""
@@ -184,6 +179,26 @@ class CallerClassifier:
     def classify_tcp_peer(self, local: tuple[str, int], remote: tuple[str, int]) -> Caller:
         """A loopback TCP peer: the process holding the other end's socket."""
         return self.classify_pid(tcp_peer_pid(local, remote))
+
+
+def _pane_of(chain: Iterable[int], roots: Mapping[int, str]) -> str | None:
+    for link in chain:
+        found = roots.get(link)
+        if found is not None:
+            return found
+    return None
+
+
+def _under_tmux(chain: Iterable[int]) -> bool:
+    """Whether a tmux process is among `chain` (its server names itself `tmux: server`)."""
+    for link in chain:
+        try:
+            with open(f"/proc/{link}/comm", "rb") as f:
+                if f.read().startswith(b"tmux"):
+                    return True
+        except OSError:
+            return True  # unreadable: ask tmux rather than guess
+    return False
 
 
 def _safe_ancestry(pid: int) -> list[int]:

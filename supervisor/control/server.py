@@ -257,7 +257,12 @@ class ControlServer:
         except OSError:
             pid, uid = 0, -1
         caller: Caller = (
-            Agent(agent.session_id, pid, agent.why) if agent is not None else self.classify(pid)
+            Agent(agent.session_id, pid, agent.why)
+            if agent is not None
+            # a /proc walk (and, under a tmux, one question to it): off the loop
+            else await asyncio.to_thread(
+                self.classifier.classify_pid, pid, dict(self.classifier.pane_roots())
+            )
         )
         conn = _Connection(self, reader, writer, caller, agent.session_id if agent else None)
         if uid != self.allowed_uid:
