@@ -59,7 +59,10 @@ log = logging.getLogger("corral.supervisor.control")
 
 REPLY_GRACE_SECS = 30.0  # how long answers still go out to a client that half-closed
 THIS_SESSIONS = "this session's"
-BOUNDARY_REPEAT_SECS = 30.0  # the same refused attempt is written once per this long
+BOUNDARY_REPEAT_SECS = 30.0
+MAX_SHOWN_TARGET = (
+    64  # a session id is 24 characters  # the same refused attempt is written once per this long
+)
 Handler = Callable[["_Connection", Any, Any], Awaitable[Any]]
 
 
@@ -127,7 +130,9 @@ class ControlServer:
         self._server: asyncio.AbstractServer | None = None
         self._connections: set[_Connection] = set()
         self._agent_servers: dict[str, asyncio.Task[asyncio.AbstractServer]] = {}
-        self._recorded: dict[tuple[str | None, str, str | None], float] = {}
+        # when each (calling session, method) attempt was last written: once per
+        # BOUNDARY_REPEAT_SECS, so a loop cannot flood the log it is shown on
+        self._recorded: dict[tuple[str | None, str], float] = {}
 
     async def start(self) -> Path:
         """Listen on the socket (a stale one from a crashed owner is
@@ -168,7 +173,9 @@ class ControlServer:
             with contextlib.suppress(ValueError):
                 panes.on_untrack.remove(self.close_agent_socket)
         for sid in list(self._agent_servers):
-            self.close_agent_socket(sid)
+            # the directories stay: a confined agent that outlives this owner sees
+            # the next owner's socket there (its sandbox binds the directory)
+            self.close_agent_socket(sid, keep_dir=True)
         if self._server is not None:
             self._server.close()
             for conn in list(self._connections):
@@ -223,7 +230,9 @@ class ControlServer:
         )
         self._agent_servers[session_id] = serving
 
-    def close_agent_socket(self, session_id: str) -> None:
+    def close_agent_socket(self, session_id: str, *, keep_dir: bool = False) -> None:
+        """Stop serving the session's agent socket (its agent ended, or the
+        owner stops), and close the connections that came through it."""
         serving = self._agent_servers.pop(session_id, None)
         if serving is not None:
             if serving.done() and not serving.cancelled() and serving.exception() is None:
@@ -236,8 +245,9 @@ class ControlServer:
         path = self.agent_socket(session_id)
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
-        with contextlib.suppress(OSError):
-            path.parent.rmdir()
+        if not keep_dir:
+            with contextlib.suppress(OSError):
+                path.parent.rmdir()
 
     def agent_sockets(self) -> list[str]:
         """Sessions whose agent socket is served."""
@@ -313,14 +323,20 @@ class ControlServer:
         """The refusal of an agent's call to a person's method, written where
         the operator sees it: the calling session's log (the target's too,
         when it names another), else the owner's log."""
+        if target is not None:
+            target = target[:MAX_SHOWN_TARGET]  # whatever the agent sent, shown short
         whose = _whose(caller.session_id, target)
         sentence = (
             f"refused: {caller.describe()} may not {phrase.format(whose=whose)}; only the "
             "operator can, from the console or their own terminal"
         )
-        key = (caller.session_id, method, target)
+        key = (caller.session_id, method)
         now = time.monotonic()
         if now - self._recorded.get(key, -BOUNDARY_REPEAT_SECS) >= BOUNDARY_REPEAT_SECS:
+            if len(self._recorded) > 4096:  # callers come and go: forget the old ones
+                self._recorded = {
+                    k: t for k, t in self._recorded.items() if now - t < BOUNDARY_REPEAT_SECS
+                }
             self._recorded[key] = now
             self._record(caller, method, phrase, target)
         return CorralError(sentence)
