@@ -32,7 +32,6 @@ import json
 import logging
 import os
 import socket
-import struct
 import time
 from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
@@ -64,13 +63,6 @@ MAX_SHOWN_TARGET = (
     64  # a session id is 24 characters  # the same refused attempt is written once per this long
 )
 Handler = Callable[["_Connection", Any, Any], Awaitable[Any]]
-
-
-def peer_uid(sock: socket.socket) -> int:
-    """The uid of the process at the other end of a unix socket."""
-    raw = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-    _pid, uid, _gid = struct.unpack("3i", raw)
-    return int(uid)
 
 
 @dataclasses.dataclass(frozen=True)
