@@ -70,7 +70,8 @@ class ClientBounds:
     """What one connection may cost the owner."""
 
     max_in_flight: int = 32  # requests worked on at once; past it, reading waits
-    max_pending_bytes: int = 16 << 20  # answers written but not yet read by the client
+    # answers written but not yet read by the client: room for two boards of 10,000 rows
+    max_pending_bytes: int = 32 << 20
     write_stall_secs: float = 30.0  # a client that reads nothing this long is cut off
 
 
@@ -425,6 +426,10 @@ class _Connection:
                 if self.gone:
                     return
                 self.writer.write(data)
+                transport = self.writer.transport
+                if transport.get_write_buffer_size() <= transport.get_write_buffer_limits()[1]:
+                    await self.writer.drain()  # not paused: returns at once, no timer
+                    return
                 try:
                     await asyncio.wait_for(self.writer.drain(), self.bounds.write_stall_secs)
                 except TimeoutError:
