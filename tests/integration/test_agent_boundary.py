@@ -440,3 +440,24 @@ async def test_an_agent_through_mcp_starts_nothing_past_gate_1(site: Site, allow
     finally:
         await services.close()
         await sup.close()
+
+
+async def test_corral_run_with_no_owner_refuses_a_process_that_names_an_agent(
+    site: Site,
+) -> None:
+    """With no owner, `corral run` is its own owner and cannot ask one: it
+    refuses when its environment names a corral agent (an agent can drop the
+    variables: what closes that is confinement, where the state dir is not
+    there to own)."""
+    env = dict(os.environ, CORRAL_HOME=str(site.state), PYTHONPATH=str(REPO_ROOT))
+    env["CORRAL_SESSION_ID"] = "6b1158e957978ab0afb24396"
+    env.pop("CORRAL_AGENT_SOCKET", None)
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "corral.tui.cli", "run", "--yes", "--deliver", "branch",
+        "--intent", "nested", "--repo", str(site.repo), "--engine", "external:demo",
+        env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    _out, err = await asyncio.wait_for(proc.communicate(), 120)
+    assert proc.returncode == 2, err.decode()
+    assert "refused" in err.decode() and "agents_may_start" in err.decode()
+    assert git(site.repo, "branch", "--list", "corral/*") == ""
