@@ -14,20 +14,33 @@ own process, as it does beside a console, and this process is its client.
     is dropped rather than what the socket carries).
     Budget: >= 20,000 events/s through the socket. A run where the owner had
     to drop the client (it fell behind) is reported, never hidden.
+(c) `get` under a flood: the session's history is first grown to
+    `--history` events (about 300 KB an answer), then one client writes
+    `--flood` `history` requests and reads none of the answers, while the
+    blocking client times `get` as in (a). The owner works on at most 32 of
+    the flood's requests at once and stops reading it past that, so other
+    clients stay answered and its memory stays bounded. Printed beside the
+    quiet p95 of (a), with the owner's RSS growth over the flood.
+    Budget: p95 <= 50 ms under flood, RSS growth <= 256 MiB.
 
 Run: .venv/bin/python bench/control.py [--calls N] [--events N] [--runs N]
+     [--flood N] [--history N]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import gc
+import json
 import multiprocessing as mp
+import socket
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -43,6 +56,8 @@ from corral.supervisor.models import ContractCheck, OutcomeContract
 from corral.supervisor.remote import AsyncControlClient, ControlClient, OwnerServices
 
 BUDGET_GET_P95_MS = 5.0
+BUDGET_FLOOD_P95_MS = 50.0
+BUDGET_FLOOD_RSS_MIB = 256
 BUDGET_EVENTS_PER_SEC = 20_000
 YIELD_EVERY = 256
 
@@ -98,6 +113,9 @@ async def _owner(state: Path, conn: Connection, backlog: int) -> None:
         command, arg = await loop.run_in_executor(None, conn.recv)
         if command == "stop":
             break
+        if command == "rss":
+            conn.send(_rss_mib())
+            continue
         if command == "get_inproc":
             times = []
             for _ in range(arg):
@@ -137,6 +155,30 @@ async def _owner(state: Path, conn: Connection, backlog: int) -> None:
     await sup.close()
 
 
+def _rss_mib() -> float:
+    with open("/proc/self/status", encoding="ascii") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def _flood(state: Path, sid: str, requests: int) -> tuple[socket.socket, threading.Thread]:
+    """A client that writes `requests` history requests and reads nothing."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.connect(str(state / "control.sock"))
+    line = json.dumps({"jsonrpc": "2.0", "method": "history", "params": {"session_id": sid}})
+    payload = b"".join((line[:-1] + f',"id":{n}}}\n').encode() for n in range(requests))
+
+    def write() -> None:
+        with contextlib.suppress(OSError):
+            sock.sendall(payload)  # blocks once the owner stops reading: it should
+
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    return sock, writer
+
+
 def _owner_main(state: str, conn: Connection, backlog: int) -> None:
     asyncio.run(_owner(Path(state), conn, backlog))
 
@@ -171,6 +213,8 @@ def main() -> int:
     parser.add_argument("--calls", type=int, default=2000)
     parser.add_argument("--events", type=int, default=100_000)
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--flood", type=int, default=1500)
+    parser.add_argument("--history", type=int, default=2000)
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="cb", dir="/tmp") as tmp:
@@ -194,6 +238,24 @@ def main() -> int:
                     socket_times.append((time.perf_counter() - t0) * 1000)
             ours.send(("get_inproc", args.calls))
             inproc_times: list[float] = ours.recv()
+
+            ours.send(("produce", args.history))  # a history worth flooding for
+            ours.recv()
+            ours.send(("rss", None))
+            rss_before: float = ours.recv()
+            flood, writer = _flood(state, sid, args.flood)
+            flood_times = []
+            try:
+                with ControlClient(state) as client:
+                    for _ in range(args.calls // 4):
+                        t0 = time.perf_counter()
+                        client.call("get", session_id=sid)
+                        flood_times.append((time.perf_counter() - t0) * 1000)
+                ours.send(("rss", None))
+                rss_during: float = ours.recv()
+            finally:
+                flood.close()
+                writer.join(5)
 
             asyncio.run(_socket_stream(state, sid, ours, args.events // 10))  # warm-up
             rates, drops = [], 0
@@ -222,6 +284,18 @@ def main() -> int:
         f"(budget p95 <= {BUDGET_GET_P95_MS} ms: {'OK' if get_ok else 'MISSED'})"
     )
     print(f"  in-process:         p50 {ip50:.4f} ms, p95 {ip95:.4f} ms")
+    f95 = percentile(flood_times, 0.95)
+    grew = rss_during - rss_before
+    flood_ok = f95 <= BUDGET_FLOOD_P95_MS and grew <= BUDGET_FLOOD_RSS_MIB
+    print(
+        f"get under flood: {len(flood_times):,} calls while one client sent {args.flood:,} "
+        f"history requests ({args.history:,} events each) and read none"
+    )
+    print(
+        f"  p95 {f95:.3f} ms (quiet p95 {p95:.3f} ms), owner RSS +{grew:.0f} MiB "
+        f"(budget p95 <= {BUDGET_FLOOD_P95_MS:g} ms, RSS <= +{BUDGET_FLOOD_RSS_MIB} MiB: "
+        f"{'OK' if flood_ok else 'MISSED'})"
+    )
     median = statistics.median(rates)
     stream_ok = median >= BUDGET_EVENTS_PER_SEC and drops == 0
     print(f"subscribe: {args.events:,} events, 1 reader, {args.runs} runs")
@@ -232,7 +306,7 @@ def main() -> int:
     )
     print("  in-process (events/s):         " + ", ".join(f"{r:,.0f}" for r in inproc_rates))
     print(f"  median: {statistics.median(inproc_rates):,.0f} events/s")
-    return 0 if get_ok and stream_ok else 1
+    return 0 if get_ok and stream_ok and flood_ok else 1
 
 
 if __name__ == "__main__":

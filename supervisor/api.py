@@ -36,7 +36,7 @@ from .contracts.drafting import ContractDrafter
 from .discuss.linked_runs import DISCUSSIONS_DIR, DiscussionRuns
 from .engines.base import EngineRegistry
 from .errors import CorralError
-from .events import CoderEvent, MessageData
+from .events import BoundaryData, CoderEvent, MessageData
 from .foreman.service import Foreman, is_foreman
 from .gates.approval import ApprovalGate, commit_message
 from .gates.contract import DRAFTING_CANCELLED, NOT_EXPRESSIBLE, ContractGate
@@ -419,6 +419,16 @@ class Supervisor:
         with no working agent, and by the rate and hop guards."""
         self._open_gates()
         return self.registry.send_message(sender, target, text)
+
+    def record_boundary(self, session_id: str, data: BoundaryData) -> bool:
+        """Write an agent's refused attempt at what only a person may do on
+        `session_id`'s log, where the board shows it. False when that session
+        is not live (nothing to show it on)."""
+        live = self.registry.get_live(session_id)
+        if live is None:
+            return False
+        self.registry.emit(live, data)
+        return True
 
     # -- scheduled tasks ---------------------------------------------------------------
 

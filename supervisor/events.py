@@ -81,6 +81,8 @@ __all__ = [
     "AgentStatusEvent",
     "AuthRequiredData",
     "AuthRequiredEvent",
+    "BoundaryData",
+    "BoundaryEvent",
     "BudgetExhaustedData",
     "BudgetExhaustedEvent",
     "CheckCompletedData",
@@ -225,6 +227,19 @@ class MessageData(EventData):
     status: str = MESSAGE_QUEUED
     reason: str | None = Field(default=None, exclude_if=_is_none)
     hops: int = 0
+
+
+class BoundaryData(EventData):
+    """An agent called what only a person may do (approve, confirm, ...):
+    refused, and written here so the operator sees the attempt. `caller` is
+    the session whose agent called (None: an agent the owner could not tie
+    to a session); `target` the session it named, if any."""
+
+    KIND = K.BOUNDARY
+    method: str
+    caller: str | None = None
+    target: str | None = None
+    message: str
 
 
 class ContractRevisionRejectedData(EventData):
@@ -704,6 +719,11 @@ class MessageEvent(EventBase):
     data: MessageData
 
 
+class BoundaryEvent(EventBase):
+    kind: Literal[K.BOUNDARY] = K.BOUNDARY
+    data: BoundaryData
+
+
 _Events = Union[  # noqa: UP007 (the members are listed one per line, in EventKind order)
     EngineSelectedEvent,
     PlanTextEvent,
@@ -732,6 +752,7 @@ _Events = Union[  # noqa: UP007 (the members are listed one per line, in EventKi
     WorktreeChangedEvent,
     SetupCompletedEvent,
     MessageEvent,
+    BoundaryEvent,
 ]
 
 CoderEvent = Annotated[_Events, Field(discriminator="kind")]

@@ -504,6 +504,8 @@ class SessionSummary(BaseModel):
     model_pinned: bool = False
     # A model whose key was rejected and the one that answered instead.
     model_notice: str | None = None
+    # What the session's agent (or an agent naming it) tried that only a person may do.
+    boundary_notice: str | None = None
     agent_status: str | None = None
     agent_reason: str | None = None
     agent_source: str | None = None  # "hook" | "pane" (its screen) | "process"
@@ -547,6 +549,7 @@ class EventKind(StrEnum):
     WORKTREE_CHANGED = "worktree_changed"
     SETUP_COMPLETED = "setup_completed"
     MESSAGE = "message"
+    BOUNDARY = "boundary"
 
 
 # --- replies ----------------------------------------------------------------

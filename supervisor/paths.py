@@ -17,14 +17,38 @@ from pathlib import Path
 from .errors import CorralError, StateDirError
 
 SOCKET_NAME = "control.sock"  # the owner's control socket, in the state dir
+# each local agent's own socket to the owner: <state>/agent-sockets/<session>/control.sock
+AGENT_SOCKETS_DIR = "agent-sockets"
+AGENT_SOCKET_ENV = "CORRAL_AGENT_SOCKET"  # set in the agent's environment
+
+
+def agent_socket_dir(state_dir: Path, session_id: str) -> Path:
+    """The directory of a session's agent socket (its sandbox may read it)."""
+    return Path(state_dir) / AGENT_SOCKETS_DIR / session_id
+
+
+def agent_socket_path(state_dir: Path, session_id: str) -> Path:
+    return agent_socket_dir(state_dir, session_id) / SOCKET_NAME
+
+
+def control_socket(state_dir: Path) -> Path:
+    """The socket this process reaches the owner on: its agent socket when
+    corral started it as an agent (`CORRAL_AGENT_SOCKET`), else the state
+    dir's. The variable can only narrow what a caller may do: the owner
+    serves an agent socket's caller as that agent, and classifies callers
+    of the main socket itself."""
+    given = os.environ.get(AGENT_SOCKET_ENV, "").strip()
+    if given and os.path.isabs(given):
+        return Path(given)
+    return Path(state_dir) / SOCKET_NAME
 
 
 def owner_running(state_dir: Path) -> bool:
-    """Whether an owner answers on the state dir's control socket (a quick
-    connect; here so a command can ask before importing the client)."""
+    """Whether an owner answers on the control socket (a quick connect; here
+    so a command can ask before importing the client)."""
     import socket
 
-    path = Path(state_dir) / SOCKET_NAME
+    path = control_socket(state_dir)
     if not path.exists():
         return False
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:

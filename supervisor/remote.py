@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .control.attached import AttachedSupervisor
+from .control.callers import Caller
 from .control.client import AsyncControlClient, ControlClient, NoOwner, OwnerGone, owner_running
 from .control.handles import AssistantTools, CallerPolicy, RunBounds
 from .control.owner import OwnerServices
@@ -49,12 +50,13 @@ def mcp_endpoint(state_dir: Path) -> tuple[str, str] | None:
     return read_mcp_endpoint(state_dir)
 
 
-async def serve_mcp_stdio(tools: AssistantTools) -> None:
+async def serve_mcp_stdio(tools: AssistantTools, caller: Caller | None = None) -> None:
     """The MCP tools on stdin/stdout over `tools`: the owner's handle table
-    (`OwnerServices.handles`) or `bridge_tools(client)`."""
+    (`OwnerServices.handles`, served as `caller`) or `bridge_tools(client)`
+    (the owner classifies the bridge's connection)."""
     from .control.mcp import run_stdio
 
-    await run_stdio(tools)
+    await run_stdio(tools, caller)
 
 
 def bridge_tools(client: AsyncControlClient) -> AssistantTools:

@@ -61,6 +61,7 @@ ROW_FIELDS = (
     "next_seq",
     "model_pinned",
     "model_notice",
+    "boundary_notice",
     "agent_status",
     "agent_reason",
     "agent_source",

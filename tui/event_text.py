@@ -11,6 +11,7 @@ from corral.supervisor.events import (
     AgentStartedData,
     AgentStatusData,
     AuthRequiredData,
+    BoundaryData,
     BudgetExhaustedData,
     CheckCompletedData,
     CoderEvent,
@@ -156,6 +157,8 @@ def describe(event: CoderEvent) -> Text:
             said = detail or ("" if reason in FALLBACK_CAUSES else reason)
             if said:
                 line.append(f" — {clip(said, 160)}", style="yellow")
+        case BoundaryData(message=message):
+            line.append(f"refused: {clip(message)}", style="bold red")
         case ErrorData(message=message) | AuthRequiredData(message=message):
             line.append(clip(message), style="bold red")
         case BudgetExhaustedData(reason=reason):

@@ -166,7 +166,9 @@ def state_text(row: SessionSummary) -> Styled:
 def needs_text(row: SessionSummary) -> Styled:
     """The needs-you label, with what is asked: the question's text, the
     agent's own sign-in sentence; an agent waiting with no question yet shows
-    its reason."""
+    its reason. An agent's attempt at what only a person may do comes first."""
+    if row.boundary_notice and not row.state.is_terminal:
+        return styled(f"⚠ {row.boundary_notice}", "bold red")
     if row.needs_you == "question" and row.question_prompt:
         return styled(f"question: {row.question_prompt}", "bold yellow")
     if row.needs_you == "auth" and row.auth_message:

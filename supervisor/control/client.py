@@ -39,6 +39,7 @@ from ..models import (
     TaskRun,
     TranscriptTurn,
 )
+from ..paths import control_socket
 from ..paths import owner_running as owner_running  # re-exported: where it always was
 from ..session.board import BoardFeed, Watcher
 from ..session.events import Subscription
@@ -76,7 +77,7 @@ class ControlClient:
 
     def __init__(self, state_dir: Path, *, timeout: float | None = 30) -> None:
         self.state_dir = Path(state_dir)
-        path = p.socket_path(self.state_dir)
+        path = control_socket(self.state_dir)
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._sock.settimeout(timeout)
         try:
@@ -191,7 +192,7 @@ class AsyncControlClient:
 
     @classmethod
     async def connect(cls, state_dir: Path, *, backlog: int = 4096) -> AsyncControlClient:
-        path = p.socket_path(Path(state_dir))
+        path = control_socket(Path(state_dir))
         try:
             reader, writer = await asyncio.open_unix_connection(
                 str(path), limit=p.MAX_ANSWER_BYTES + 1

@@ -11,7 +11,14 @@ refused, never queued); a handle nobody polled for `idle_ttl_secs` is reaped
 
 Gates stay human: a run waits at gate 1 unless the caller gave a contract
 *and* the operator allowed MCP callers to confirm (`[mcp]
-callers_may_confirm`); approval of the diff is always the operator's.
+callers_may_confirm`) *and* the caller is not an agent; approval of the diff
+is always the operator's.
+
+Who calls is the owner's classification of the connection (`callers.py`):
+an agent starts runs only where `[mcp] agents_may_start` allows, and what
+it starts always stops at gate 1. The `invoked_by` chain a caller sends is
+recorded as it says it, and can only refuse it (a chain naming corral), never
+let it through.
 """
 
 from __future__ import annotations
@@ -37,6 +44,7 @@ from ..errors import CorralError
 from ..models import OutcomeContract
 from ..session.events import SubscriptionClosed, SubscriptionDropped
 from ..states import CoderState, NeedsYou
+from .callers import Agent, Caller
 from .protocol import event_row
 
 if TYPE_CHECKING:
@@ -102,9 +110,9 @@ class CallerPolicy:
 class AssistantTools(Protocol):
     """What the MCP tools call: the owner's handle table, or a bridge to it."""
 
-    async def start(self, args: StartArgs) -> dict[str, Any]: ...
+    async def start(self, args: StartArgs, caller: Caller | None = None) -> dict[str, Any]: ...
     async def poll(self, run_id: str, since_seq: int) -> dict[str, Any]: ...
-    async def cancel(self, run_id: str) -> dict[str, Any]: ...
+    async def cancel(self, run_id: str, caller: Caller | None = None) -> dict[str, Any]: ...
     async def sessions_list(self) -> list[dict[str, Any]]: ...
     async def session_get(self, session_id: str) -> dict[str, Any]: ...
 
@@ -136,6 +144,7 @@ class _Run:
     trimmed: int = 0  # events dropped from the head (or never received: a dropped feed)
     pump: asyncio.Task[None] | None = None
     confirmer: asyncio.Task[None] | None = None
+    started_by: str | None = None  # the agent's session that started it (None: the operator)
 
 
 class HandleTable:
@@ -191,10 +200,18 @@ class HandleTable:
     def open_runs(self) -> int:
         return sum(1 for run in self.runs.values() if self._status(run) == "running")
 
-    async def start(self, args: StartArgs) -> dict[str, Any]:
+    async def start(self, args: StartArgs, caller: Caller | None = None) -> dict[str, Any]:
+        """Start a run for `caller` (None: the owner's own code)."""
         if not args.intent.strip():
             raise CorralError("intent is empty: say what the run should achieve")
         ancestry = merge_ancestry(self.base_ancestry, args.invoked_by)
+        agent = caller if isinstance(caller, Agent) else None
+        if agent is not None and not self.policy.agents_may_start:
+            raise CorralError(
+                f"refused: this caller is {agent.describe()} ({agent.why}); the operator has "
+                "not allowed agents to start runs ([mcp] agents_may_start = true in corral's "
+                "config)"
+            )
         if "corral" in ancestry and not self.policy.agents_may_start:
             raise CorralError(
                 "refused: this caller is an agent running inside corral "
@@ -217,6 +234,8 @@ class HandleTable:
             )
         now = self.clock()
         run = _Run(self.run_ids(), ancestry, now, now)
+        if agent is not None:
+            run.started_by = agent.session_id or "an agent of an unknown session"
         self.runs[run.run_id] = run  # the slot is taken before anything awaits
         try:
             started = await self.sup.start(
@@ -233,7 +252,8 @@ class HandleTable:
         run.session_id = started.session_id
         loop = asyncio.get_running_loop()
         run.pump = loop.create_task(self._pump(run))
-        caller_confirms = contract is not None and self.policy.callers_may_confirm
+        # a run an agent started always waits for a person at gate 1
+        caller_confirms = contract is not None and self.policy.callers_may_confirm and agent is None
         if caller_confirms:
             run.confirmer = loop.create_task(self._confirm(run))
         self._record(run, args)
@@ -286,10 +306,17 @@ class HandleTable:
             }
         return out
 
-    async def cancel(self, run_id: str) -> dict[str, Any]:
+    async def cancel(self, run_id: str, caller: Caller | None = None) -> dict[str, Any]:
+        """Cancel a run; an agent only one it started itself."""
         run = self.runs.get(run_id)
         if run is None:
             return {"run_id": run_id, "status": "unknown"}
+        if isinstance(caller, Agent) and (
+            caller.session_id is None or run.started_by != caller.session_id
+        ):
+            raise CorralError(
+                f"refused: {caller.describe()} may cancel only runs it started itself"
+            )
         if self._status(run) != "running" or run.session_id is None:
             return {"run_id": run_id, "status": "already_terminal"}
         run.last_poll = self.clock()

@@ -10,17 +10,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import hmac
 import json
 import logging
 import os
 import secrets
 import socket
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import CorralError
 from ..paths import ensure_private_dir
+from .callers import Agent, Caller, CallerClassifier
 from .handles import (
     EVENT_BUFFER_MAX,
     IDLE_TTL_SECS,
@@ -42,6 +45,18 @@ log = logging.getLogger("corral.supervisor.control")
 MCP_INFO = "mcp.json"  # {"url", "port", "pid"}: where the owner serves MCP
 MCP_TOKEN = "mcp.token"  # the bearer token, 0600
 MCP_PATH = "/mcp"
+
+# the caller of the HTTP request being served, as the owner classified its peer
+HTTP_CALLER: contextvars.ContextVar[Caller | None] = contextvars.ContextVar(
+    "corral_mcp_http_caller", default=None
+)
+UNCLASSIFIED = Agent(None, None, "an HTTP request nobody classified")
+
+
+def http_caller() -> Caller:
+    """The caller of the request being served; one nobody classified is an agent."""
+    return HTTP_CALLER.get() or UNCLASSIFIED
+
 
 GATES = (
     "Gates stay human: the run waits at gate 1 until the operator confirms its contract in "
@@ -78,8 +93,11 @@ CANCEL_DESCRIPTION = (
 )
 
 
-def build_mcp_server(tools: AssistantTools) -> MCPServer:
-    """The five tools over `tools` (the handle table, or a bridge to it)."""
+def build_mcp_server(
+    tools: AssistantTools, caller: Callable[[], Caller | None] = lambda: None
+) -> MCPServer:
+    """The five tools over `tools` (the handle table, or a bridge to it);
+    `caller` says who calls (None: whoever the bridge's owner finds)."""
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
     from mcp_types import ToolAnnotations
@@ -121,7 +139,7 @@ def build_mcp_server(tools: AssistantTools) -> MCPServer:
             invoked_by=invoked_by,
         )
         try:
-            return out(await tools.start(args))
+            return out(await tools.start(args, caller()))
         except CorralError as exc:
             raise ToolError(str(exc)) from None
 
@@ -156,7 +174,7 @@ def build_mcp_server(tools: AssistantTools) -> MCPServer:
     )
     async def assistant_cancel(run_id: str) -> str:
         try:
-            return out(await tools.cancel(CancelArgs(run_id=run_id).run_id))
+            return out(await tools.cancel(CancelArgs(run_id=run_id).run_id, caller()))
         except CorralError as exc:
             raise ToolError(str(exc)) from None
 
@@ -194,14 +212,16 @@ def build_mcp_server(tools: AssistantTools) -> MCPServer:
 
 class BridgeTools:
     """The tools of a `corral mcp` that is not the owner: each call goes to
-    the owner over the control socket. The bridge's own `CORRAL_INVOKED_BY`
-    (the agent that launched it) is put ahead of the caller's `invoked_by`."""
+    the owner over the control socket, and the owner classifies the bridge's
+    connection (an agent's bridge is an agent). The bridge's own
+    `CORRAL_INVOKED_BY` (the agent that launched it) is put ahead of the
+    caller's `invoked_by`, for the record."""
 
     def __init__(self, client: AsyncControlClient, chain: str | None = None) -> None:
         self.client = client
         self.chain = chain_links(os.environ.get("CORRAL_INVOKED_BY") if chain is None else chain)
 
-    async def start(self, args: StartArgs) -> dict[str, Any]:
+    async def start(self, args: StartArgs, caller: Caller | None = None) -> dict[str, Any]:
         invoked = ">".join([*self.chain, *chain_links(args.invoked_by)]) or None
         params = args.model_dump()
         params["invoked_by"] = invoked
@@ -214,7 +234,7 @@ class BridgeTools:
         )
         return result
 
-    async def cancel(self, run_id: str) -> dict[str, Any]:
+    async def cancel(self, run_id: str, caller: Caller | None = None) -> dict[str, Any]:
         result: dict[str, Any] = await self.client.call("assistant_cancel", run_id=run_id)
         return result
 
@@ -228,11 +248,14 @@ class BridgeTools:
 
 
 class _BearerAuth:
-    """ASGI middleware: every HTTP request needs `Authorization: Bearer <token>`."""
+    """ASGI middleware: every HTTP request needs `Authorization: Bearer <token>`,
+    and is served as the caller its TCP peer is (a token read from disk
+    proves nothing about who holds it)."""
 
-    def __init__(self, app: Any, token: str) -> None:
+    def __init__(self, app: Any, token: str, classifier: CallerClassifier | None = None) -> None:
         self.app = app
         self.expected = f"Bearer {token}".encode()
+        self.classifier = classifier
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] == "http":
@@ -256,7 +279,27 @@ class _BearerAuth:
                 )
                 await send({"type": "http.response.body", "body": body})
                 return
+            if self.classifier is not None:
+                caller = await asyncio.to_thread(
+                    _classify_http, self.classifier, scope.get("server"), scope.get("client")
+                )
+                token = HTTP_CALLER.set(caller)
+                try:
+                    await self.app(scope, receive, send)
+                finally:
+                    HTTP_CALLER.reset(token)
+                return
         await self.app(scope, receive, send)
+
+
+def _classify_http(classifier: CallerClassifier, server: Any, client: Any) -> Caller:
+    """The process at the other end of a loopback request (unknown: an agent)."""
+    try:
+        local = (str(server[0]), int(server[1]))
+        remote = (str(client[0]), int(client[1]))
+    except (TypeError, IndexError, ValueError):
+        return Agent(None, None, "the request's peer is unknown")
+    return classifier.classify_tcp_peer(local, remote)
 
 
 def read_mcp_endpoint(state_dir: Path) -> tuple[str, str] | None:
@@ -274,8 +317,14 @@ class McpHttp:
     `<state dir>/mcp.json`, a fresh bearer token in `<state dir>/mcp.token`
     (0600). Stateless requests: the run id is the caller's state."""
 
-    def __init__(self, tools: AssistantTools, state_dir: Path) -> None:
+    def __init__(
+        self,
+        tools: AssistantTools,
+        state_dir: Path,
+        classifier: CallerClassifier | None = None,
+    ) -> None:
         self.tools = tools
+        self.classifier = classifier
         self.state_dir = Path(state_dir)
         self.url: str | None = None
         self.token = secrets.token_urlsafe(32)
@@ -285,7 +334,7 @@ class McpHttp:
     async def start(self) -> str:
         import uvicorn
 
-        app = build_mcp_server(self.tools).streamable_http_app(
+        app = build_mcp_server(self.tools, http_caller).streamable_http_app(
             streamable_http_path=MCP_PATH, stateless_http=True, json_response=True
         )
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -293,7 +342,7 @@ class McpHttp:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
         config = uvicorn.Config(
-            _BearerAuth(app, self.token),
+            _BearerAuth(app, self.token, self.classifier),
             log_level="warning",
             lifespan="on",
             access_log=False,
@@ -334,6 +383,7 @@ def _write_private(path: Path, text: str) -> None:
     os.chmod(path, 0o600)
 
 
-async def run_stdio(tools: AssistantTools) -> None:
-    """Serve the tools on stdin/stdout until the client closes them."""
-    await build_mcp_server(tools).run_stdio_async()
+async def run_stdio(tools: AssistantTools, caller: Caller | None = None) -> None:
+    """Serve the tools on stdin/stdout until the client closes them, as
+    `caller` (the process that started this one, when this is the owner)."""
+    await build_mcp_server(tools, lambda: caller).run_stdio_async()

@@ -7,13 +7,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import CorralError
-from .handles import CallerPolicy, HandleTable, RunBounds
+from ..paths import AGENT_SOCKET_ENV
+from .callers import Agent, Caller
+from .handles import CallerPolicy, HandleTable, RunBounds, chain_links
 from .server import ControlServer
 
 if TYPE_CHECKING:
@@ -80,12 +83,30 @@ class OwnerServices:
                 await asyncio.to_thread(_import_mcp)
                 from .mcp import McpHttp
 
-                self.http = McpHttp(self.handles, self.supervisor.state_dir)
+                self.http = McpHttp(
+                    self.handles, self.supervisor.state_dir, self.control.classifier
+                )
                 self.mcp_url = await self.http.start()
             except (CorralError, OSError, ImportError) as exc:
                 self.http = None
                 self.problems.append(f"MCP over HTTP is not served: {exc}")
                 log.warning("mcp: %s", exc)
+
+    def caller_of(self, pid: int) -> Caller:
+        """Who process `pid` (this one, or the one that started it) is, when
+        this process is itself the owner: classified like any peer, against
+        the panes it took over. A corral agent named in this process's own
+        environment makes it an agent too (an agent can drop the variables,
+        never become the operator by keeping them)."""
+        session = os.environ.get("CORRAL_SESSION_ID", "").strip() or None
+        chain = chain_links(os.environ.get("CORRAL_INVOKED_BY"))
+        if session or os.environ.get(AGENT_SOCKET_ENV) or "corral" in chain:
+            return Agent(session, pid, "its environment names a corral agent")
+        return self.control.classify(pid)
+
+    def parent_caller(self) -> Caller:
+        """Who started this process (`corral mcp` on stdio, as the owner)."""
+        return self.caller_of(os.getppid())
 
     async def close(self) -> None:
         await self.handles.close()

@@ -6,6 +6,21 @@ and each connection's peer uid (SO_PEERCRED) is checked again, since a
 mode is only as good as the directories above it. A client that sends
 garbage, too much, or goes away mid-stream costs its own connection and
 nothing else: streams are bounded mailboxes the owner never waits for.
+
+Same uid is not the same person: each connection's caller is classified
+once, when it connects (`callers.py`), as the operator or an agent, and
+each method says once, in `METHODS`, whether an agent may call it and
+whether only a person may. An agent's call to a person's method is refused
+with a sentence and written on the session's log, where the board shows it.
+Each running local agent also gets a socket of its own
+(`<state>/agent-sockets/<session>/control.sock`): whoever connects there is
+that agent.
+
+Each client is bounded: at most `max_in_flight` requests are worked on at
+once (past it the owner stops reading that connection), answers are written
+under backpressure, and a client that leaves more than `max_pending_bytes`
+of answers unread, or reads nothing for `write_stall_secs`, is cut off with
+a sentence in the owner's log. Other clients never wait for it.
 """
 
 from __future__ import annotations
@@ -17,7 +32,7 @@ import json
 import logging
 import os
 import socket
-import struct
+import time
 from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,12 +41,13 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import to_json
 
 from ..errors import CorralError, StateDirError
-from ..events import CoderEvent
-from ..paths import ensure_private_dir
+from ..events import OPERATOR, BoundaryData, CoderEvent
+from ..paths import agent_socket_path, ensure_private_dir
 from ..session.board import WatchDropped, Watcher
 from ..session.events import Subscription, SubscriptionClosed, SubscriptionDropped
 from ..states import CoderState
 from . import protocol as p
+from .callers import Agent, Caller, CallerClassifier, peer_pid_uid
 
 if TYPE_CHECKING:
     from ..api import Supervisor
@@ -41,14 +57,38 @@ if TYPE_CHECKING:
 log = logging.getLogger("corral.supervisor.control")
 
 REPLY_GRACE_SECS = 30.0  # how long answers still go out to a client that half-closed
+THIS_SESSIONS = "this session's"
+BOUNDARY_REPEAT_SECS = 30.0
+MAX_SHOWN_TARGET = (
+    64  # a session id is 24 characters  # the same refused attempt is written once per this long
+)
 Handler = Callable[["_Connection", Any, Any], Awaitable[Any]]
 
 
-def peer_uid(sock: socket.socket) -> int:
-    """The uid of the process at the other end of a unix socket."""
-    raw = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-    _pid, uid, _gid = struct.unpack("3i", raw)
-    return int(uid)
+@dataclasses.dataclass(frozen=True)
+class ClientBounds:
+    """What one connection may cost the owner."""
+
+    max_in_flight: int = 32  # requests worked on at once; past it, reading waits
+    # answers written but not yet read by the client: room for two boards of 10,000 rows
+    max_pending_bytes: int = 32 << 20
+    write_stall_secs: float = 30.0  # a client that reads nothing this long is cut off
+
+
+@dataclasses.dataclass(frozen=True)
+class Method:
+    """One method of the protocol and who may call it.
+
+    `agents`: an agent may call it at all. `person`: what only a person may
+    do, as the refusal says it ("approve {whose} diff"); an agent's call is
+    refused and shown to the operator. `own_session`: an agent may call it
+    only about its own session."""
+
+    params: type[BaseModel]
+    handler: Handler
+    agents: bool = False
+    person: str | None = None
+    own_session: bool = False
 
 
 @dataclasses.dataclass
@@ -60,7 +100,8 @@ class _Streamed:
 
 
 class ControlServer:
-    """Serves `supervisor` on `<state dir>/control.sock` until `close()`."""
+    """Serves `supervisor` on `<state dir>/control.sock` until `close()`,
+    and each running local agent on its own agent socket."""
 
     def __init__(
         self,
@@ -69,18 +110,27 @@ class ControlServer:
         discussions: Discussions | Callable[[], Discussions] | None = None,
         tools: AssistantTools | None = None,
         allowed_uid: int | None = None,
+        bounds: ClientBounds | None = None,
+        classifier: CallerClassifier | None = None,
     ) -> None:
         self.supervisor = supervisor
         self.discussions = discussions
         self.tools = tools
         self.allowed_uid = os.getuid() if allowed_uid is None else allowed_uid
+        self.bounds = bounds or ClientBounds()
         self.path = p.socket_path(supervisor.state_dir)
+        self.classifier = classifier or classifier_for(supervisor)
         self._server: asyncio.AbstractServer | None = None
         self._connections: set[_Connection] = set()
+        self._agent_servers: dict[str, asyncio.Task[asyncio.AbstractServer]] = {}
+        # when each (calling session, method) attempt was last written: once per
+        # BOUNDARY_REPEAT_SECS, so a loop cannot flood the log it is shown on
+        self._recorded: dict[tuple[str | None, str], float] = {}
 
     async def start(self) -> Path:
         """Listen on the socket (a stale one from a crashed owner is
-        replaced: whoever calls this holds the state dir's lock)."""
+        replaced: whoever calls this holds the state dir's lock), and on
+        the agent socket of every local agent already running."""
         if len(os.fsencode(self.path)) > p.MAX_SOCKET_PATH:
             raise StateDirError(
                 f"the control socket path {self.path} is longer than a unix socket allows "
@@ -92,14 +142,33 @@ class ControlServer:
         old = os.umask(0o177)
         try:
             self._server = await asyncio.start_unix_server(
-                self._accept, path=str(self.path), limit=p.MAX_MESSAGE_BYTES + 1
+                lambda r, w: self._accept(r, w, None),
+                path=str(self.path),
+                limit=p.MAX_MESSAGE_BYTES + 1,
             )
         finally:
             os.umask(old)
         os.chmod(self.path, 0o600)
+        panes = self.supervisor.panes
+        if panes is not None:
+            panes.on_track.append(self.open_agent_socket)
+            panes.on_untrack.append(self.close_agent_socket)
+            for sid, record in list(panes.records.items()):
+                if not record.backend_name:
+                    self.open_agent_socket(sid)
         return self.path
 
     async def close(self) -> None:
+        panes = self.supervisor.panes
+        if panes is not None:
+            with contextlib.suppress(ValueError):
+                panes.on_track.remove(self.open_agent_socket)
+            with contextlib.suppress(ValueError):
+                panes.on_untrack.remove(self.close_agent_socket)
+        for sid in list(self._agent_servers):
+            # the directories stay: a confined agent that outlives this owner sees
+            # the next owner's socket there (its sandbox binds the directory)
+            self.close_agent_socket(sid, keep_dir=True)
         if self._server is not None:
             self._server.close()
             for conn in list(self._connections):
@@ -110,13 +179,95 @@ class ControlServer:
         with contextlib.suppress(FileNotFoundError):
             self.path.unlink()
 
-    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        conn = _Connection(self, reader, writer)
+    # -- agent sockets -------------------------------------------------------------------
+
+    def agent_socket(self, session_id: str) -> Path:
+        return agent_socket_path(self.supervisor.state_dir, session_id)
+
+    def open_agent_socket(self, session_id: str) -> None:
+        """Listen on the session's agent socket: bound before this returns
+        (its agent may call at once; the connection waits in the backlog)."""
+        self.close_agent_socket(session_id)
+        path = self.agent_socket(session_id)
+        if len(os.fsencode(path)) > p.MAX_SOCKET_PATH:
+            log.warning(
+                "control: no agent socket for %s: %s is longer than a unix socket allows; "
+                "its agent reaches the owner only through the main socket",
+                session_id,
+                path,
+            )
+            return
+        ensure_private_dir(path.parent.parent)
+        ensure_private_dir(path.parent)
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            old = os.umask(0o177)
+            try:
+                sock.bind(str(path))
+            finally:
+                os.umask(old)
+            sock.listen(64)
+        except OSError as exc:
+            sock.close()
+            log.warning("control: no agent socket for %s: %s", session_id, exc)
+            return
+        agent = Agent(session_id, None, "on its agent socket")
+        serving = asyncio.get_running_loop().create_task(
+            asyncio.start_unix_server(
+                lambda r, w: self._accept(r, w, agent),
+                sock=sock,
+                limit=p.MAX_MESSAGE_BYTES + 1,
+            )
+        )
+        self._agent_servers[session_id] = serving
+
+    def close_agent_socket(self, session_id: str, *, keep_dir: bool = False) -> None:
+        """Stop serving the session's agent socket (its agent ended, or the
+        owner stops), and close the connections that came through it."""
+        serving = self._agent_servers.pop(session_id, None)
+        if serving is not None:
+            if serving.done() and not serving.cancelled() and serving.exception() is None:
+                serving.result().close()
+            else:
+                serving.cancel()
+            for conn in list(self._connections):
+                if conn.on_agent_socket == session_id:
+                    conn.abort()
+        path = self.agent_socket(session_id)
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+        if not keep_dir:
+            with contextlib.suppress(OSError):
+                path.parent.rmdir()
+
+    def agent_sockets(self) -> list[str]:
+        """Sessions whose agent socket is served."""
+        return list(self._agent_servers)
+
+    # -- connections ---------------------------------------------------------------------
+
+    async def _accept(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        agent: Agent | None,
+    ) -> None:
         sock = writer.get_extra_info("socket")
         try:
-            uid = peer_uid(sock) if sock is not None else -1
+            pid, uid = peer_pid_uid(sock) if sock is not None else (0, -1)
         except OSError:
-            uid = -1
+            pid, uid = 0, -1
+        caller: Caller = (
+            Agent(agent.session_id, pid, agent.why)
+            if agent is not None
+            # a /proc walk (and, under a tmux, one question to it): off the loop
+            else await asyncio.to_thread(
+                self.classifier.classify_pid, pid, dict(self.classifier.pane_roots())
+            )
+        )
+        conn = _Connection(self, reader, writer, caller, agent.session_id if agent else None)
         if uid != self.allowed_uid:
             # read its first request, so the refusal is an answer it reads (closing
             # on unread bytes would reset the connection and lose the sentence)
@@ -136,31 +287,172 @@ class ControlServer:
         finally:
             self._connections.discard(conn)
 
+    def clients(self) -> list[dict[str, Any]]:
+        """What each connected client costs now: who, requests in flight,
+        answer bytes not yet written out."""
+        return [
+            {
+                "caller": conn.caller.describe(),
+                "pid": conn.caller.pid,
+                "in_flight": len(conn.requests),
+                "pending_bytes": conn.pending,
+            }
+            for conn in self._connections
+        ]
+
+    def classify(self, pid: int | None) -> Caller:
+        """Who process `pid` is (one /proc walk; see `callers.py`)."""
+        return self.classifier.classify_pid(pid)
+
+    def agents_may_start(self) -> bool:
+        policy = getattr(self.tools, "policy", None)
+        if policy is not None:
+            return bool(policy.agents_may_start)
+        return bool(self.supervisor.config.mcp.agents_may_start)
+
+    # -- what agents tried ---------------------------------------------------------------
+
+    def refuse(self, caller: Agent, method: str, phrase: str, target: str | None) -> CorralError:
+        """The refusal of an agent's call to a person's method, written where
+        the operator sees it: the calling session's log (the target's too,
+        when it names another), else the owner's log."""
+        if target is not None:
+            target = target[:MAX_SHOWN_TARGET]  # whatever the agent sent, shown short
+        whose = _whose(caller.session_id, target)
+        sentence = (
+            f"refused: {caller.describe()} may not {phrase.format(whose=whose)}; only the "
+            "operator can, from the console or their own terminal"
+        )
+        key = (caller.session_id, method)
+        now = time.monotonic()
+        if now - self._recorded.get(key, -BOUNDARY_REPEAT_SECS) >= BOUNDARY_REPEAT_SECS:
+            if len(self._recorded) > 4096:  # callers come and go: forget the old ones
+                self._recorded = {
+                    k: t for k, t in self._recorded.items() if now - t < BOUNDARY_REPEAT_SECS
+                }
+            self._recorded[key] = now
+            self._record(caller, method, phrase, target)
+        return CorralError(sentence)
+
+    def _record(self, caller: Agent, method: str, phrase: str, target: str | None) -> None:
+        sup = self.supervisor
+        shown = False
+        if caller.session_id is not None:
+            own = phrase.format(whose=_whose(caller.session_id, target))
+            message = f"the agent tried to {own}"
+            data = BoundaryData(
+                method=method, caller=caller.session_id, target=target, message=message
+            )
+            shown = sup.record_boundary(caller.session_id, data)
+        if target is not None and target != caller.session_id:
+            who = (
+                "an agent of an unknown session"
+                if caller.session_id is None
+                else f"the agent of session {caller.session_id[-8:]}"
+            )
+            message = f"{who} tried to {phrase.format(whose=THIS_SESSIONS)}"
+            data = BoundaryData(
+                method=method, caller=caller.session_id, target=target, message=message
+            )
+            shown = sup.record_boundary(target, data) or shown
+        log.warning(
+            "control: refused %s (pid %s, %s) calling %s%s%s",
+            caller.describe(),
+            caller.pid,
+            caller.why,
+            method,
+            f" on {target}" if target else "",
+            "" if shown else " (no live session to show it on)",
+        )
+
+
+def _whose(caller: str | None, target: str | None) -> str:
+    """Whose thing an agent reached for, as the refusal says it."""
+    if target is None:
+        return "a session's"
+    if target == caller:
+        return "its own"
+    return f"session {target[-8:]}'s"
+
+
+def classifier_for(supervisor: Supervisor) -> CallerClassifier:
+    """Peers judged against the supervisor's live local agent panes and its
+    own agent tmux server."""
+    panes = supervisor.panes
+    if panes is None:
+        return CallerClassifier(dict)
+    server_pid = getattr(panes.backend, "server_pid", None)
+    return CallerClassifier(panes.local_roots, server_pid)
+
 
 class _Connection:
     def __init__(
-        self, server: ControlServer, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+        self,
+        server: ControlServer,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        caller: Caller,
+        on_agent_socket: str | None = None,
     ) -> None:
         self.server = server
         self.sup = server.supervisor
         self.reader = reader
         self.writer = writer
+        self.caller = caller
+        self.on_agent_socket = on_agent_socket  # the session whose agent socket it came on
+        self.bounds = server.bounds
         self.streams: dict[Any, asyncio.Task[None]] = {}
         self.requests: set[asyncio.Task[None]] = set()
         self._lock = asyncio.Lock()
+        self.pending = 0  # bytes of answers handed to send_raw and not yet written out
         self.gone = False
 
     # -- writing -------------------------------------------------------------------------
 
     async def send_raw(self, data: bytes) -> None:
+        """Write under backpressure: one writer at a time, each waiting for the
+        client to read. A client that leaves too much unread, or reads nothing
+        for too long, is cut off."""
         if self.gone:
             return
+        self.pending += len(data)
         try:
+            if self.pending > self.bounds.max_pending_bytes and self.pending > len(data):
+                self.cut_off(
+                    f"it left more than {self.bounds.max_pending_bytes >> 20} MiB of answers unread"
+                )
+                return
             async with self._lock:
+                if self.gone:
+                    return
                 self.writer.write(data)
-                await self.writer.drain()
+                transport = self.writer.transport
+                if transport.get_write_buffer_size() <= transport.get_write_buffer_limits()[1]:
+                    await self.writer.drain()  # not paused: returns at once, no timer
+                    return
+                try:
+                    await asyncio.wait_for(self.writer.drain(), self.bounds.write_stall_secs)
+                except TimeoutError:
+                    self.cut_off(
+                        f"it read none of its answers for {self.bounds.write_stall_secs:g} s "
+                        f"({len(self.requests)} request(s) in flight)"
+                    )
         except (ConnectionError, RuntimeError):
             self.gone = True
+        finally:
+            self.pending -= len(data)
+
+    def cut_off(self, why: str) -> None:
+        """Drop a client that costs the owner too much, saying so in its log."""
+        if self.gone:
+            return
+        log.warning(
+            "control: cut off a client (%s, pid %s): %s",
+            self.caller.describe(),
+            self.caller.pid,
+            why,
+        )
+        self.abort()
 
     async def send(self, message: dict[str, Any]) -> None:
         await self.send_raw(p.encode(message))
@@ -170,8 +462,9 @@ class _Connection:
         await self.send({"jsonrpc": "2.0", "id": req_id, "error": error})
 
     def abort(self) -> None:
+        """Close at once, unwritten answers dropped (a blocked write ends too)."""
         self.gone = True
-        self.writer.close()
+        self.writer.transport.abort()
 
     async def finish(self) -> None:
         self.gone = True
@@ -201,6 +494,9 @@ class _Connection:
                     break
                 if line.strip():
                     await self._request(line)
+                while len(self.requests) >= self.bounds.max_in_flight and not self.gone:
+                    # backpressure: the next request is read once one is answered
+                    await asyncio.wait(set(self.requests), return_when=asyncio.FIRST_COMPLETED)
         finally:
             for task in self.streams.values():
                 task.cancel()
@@ -240,9 +536,8 @@ class _Connection:
                 req_id, p.METHOD_NOT_FOUND, f"unknown method {method!r}", "MethodNotFound"
             )
             return
-        model, handler = entry
         try:
-            params = model.model_validate(message.get("params") or {})
+            params = entry.params.model_validate(message.get("params") or {})
         except ValidationError as exc:
             problems = "; ".join(
                 f"{'.'.join(str(x) for x in e['loc']) or 'params'}: {e['msg']}"
@@ -253,7 +548,8 @@ class _Connection:
             )
             return
         try:
-            result = await handler(self, req_id, params)
+            self.check_caller(method, entry, params)
+            result = await entry.handler(self, req_id, params)
         except CorralError as exc:
             await self.send_error(req_id, p.CORRAL_ERROR, str(exc), p.error_kind(exc))
             return
@@ -278,6 +574,23 @@ class _Connection:
         await self.send_raw(
             to_json({"jsonrpc": "2.0", "id": req_id, "result": result}, fallback=str) + b"\n"
         )
+
+    def check_caller(self, method: str, entry: Method, params: Any) -> None:
+        """Raise the refusal when an agent calls what it may not."""
+        caller = self.caller
+        if not isinstance(caller, Agent):
+            return
+        target = getattr(params, "session_id", None)
+        if entry.person is not None:
+            raise self.server.refuse(caller, method, entry.person, target)
+        if not entry.agents:
+            raise CorralError(
+                f"refused: {caller.describe()} may not call {method}; it is the operator's"
+            )
+        if entry.own_session and (caller.session_id is None or target != caller.session_id):
+            raise CorralError(
+                f"refused: {caller.describe()} may call {method} only about its own session"
+            )
 
     # -- streams ------------------------------------------------------------------------
 
@@ -336,12 +649,19 @@ def _dump(value: BaseModel) -> dict[str, Any]:
 
 
 async def _hello(conn: _Connection, _id: Any, _p: p.NoParams) -> Any:
+    caller = conn.caller
     return {
         "protocol": p.PROTOCOL,
         "pid": os.getpid(),
         "state_dir": str(conn.sup.state_dir),
         "mcp": conn.server.tools is not None,
         "discussions": conn.server.discussions is not None,
+        # who the owner takes this connection for (what it says of itself counts for nothing)
+        "caller": {
+            "agent": caller.is_agent,
+            "session_id": caller.session_id if isinstance(caller, Agent) else None,
+            "described": caller.describe(),
+        },
     }
 
 
@@ -362,6 +682,11 @@ async def _set_foreman_split(conn: _Connection, _id: Any, a: p.SplitParams) -> A
 
 
 async def _start(conn: _Connection, _id: Any, a: p.StartParams) -> Any:
+    caller = conn.caller
+    if isinstance(caller, Agent) and not conn.server.agents_may_start():
+        # the operator has not let agents start sessions ([mcp] agents_may_start);
+        # one it has let start still stops at gate 1: confirm is a person's
+        raise conn.server.refuse(caller, "start", "start a session", None)
     result = await conn.sup.start(
         a.intent,
         a.repo,
@@ -480,7 +805,19 @@ async def _release(conn: _Connection, _id: Any, a: p.SessionParams) -> Any:
 
 
 async def _send(conn: _Connection, _id: Any, a: p.SendParams) -> Any:
-    return _dump(await conn.sup.send(a.sender, a.target, a.text))
+    """From whom the owner identified: the operator, or the calling agent's
+    session. The `sender` a client names is not believed."""
+    caller = conn.caller
+    if isinstance(caller, Agent):
+        if caller.session_id is None:
+            raise CorralError(
+                f"refused: {caller.describe()} sends no messages (the owner cannot tell "
+                "which session it would speak for)"
+            )
+        sender = caller.session_id
+    else:
+        sender = OPERATOR
+    return _dump(await conn.sup.send(sender, a.target, a.text))
 
 
 async def _history(conn: _Connection, _id: Any, a: p.SessionParams) -> Any:
@@ -646,7 +983,7 @@ def _tools(conn: _Connection) -> AssistantTools:
 
 
 async def _assistant_start(conn: _Connection, _id: Any, a: Any) -> Any:
-    return await _tools(conn).start(a)
+    return await _tools(conn).start(a, conn.caller)
 
 
 async def _assistant_poll(conn: _Connection, _id: Any, a: Any) -> Any:
@@ -654,72 +991,95 @@ async def _assistant_poll(conn: _Connection, _id: Any, a: Any) -> Any:
 
 
 async def _assistant_cancel(conn: _Connection, _id: Any, a: Any) -> Any:
-    return await _tools(conn).cancel(a.run_id)
+    return await _tools(conn).cancel(a.run_id, conn.caller)
 
 
-def _methods() -> dict[str, tuple[type[BaseModel], Handler]]:
+def _methods() -> dict[str, Method]:
+    """Every method, and once, who may call it. Agents may read (the board,
+    their own session's history and events), send messages as themselves,
+    and start runs where the operator allows; what changes a session's
+    course or the operator's repository, schedule or board is a person's."""
     from .handles import CancelArgs, PollArgs, StartArgs
 
-    table: dict[str, tuple[type[BaseModel], Any]] = {
-        "hello": (p.NoParams, _hello),
-        "list": (p.NoParams, _list),
-        "get": (p.SessionParams, _get),
-        "start": (p.StartParams, _start),
-        "confirm": (p.ConfirmParams, _confirm),
-        "foreman_split": (p.SessionParams, _foreman_split),
-        "set_foreman_split": (p.SplitParams, _set_foreman_split),
-        "revise": (p.ReviseParams, _revise),
-        "respond": (p.RespondParams, _respond),
-        "steer": (p.SteerParams, _steer),
-        "question_options": (p.SessionParams, _options),
-        "approve": (p.ApproveParams, _approve),
-        "reject": (p.RejectParams, _reject),
-        "cancel": (p.SessionParams, _cancel),
-        "reverify": (p.SessionParams, _reverify),
-        "revive": (p.SessionParams, _revive),
-        "rename": (p.RenameParams, _rename),
-        "archive": (p.ArchiveParams, _archive),
-        "retry": (p.RetryParams, _retry),
-        "delete": (p.SessionParams, _delete),
-        "push": (p.PushParams, _push),
-        "pull_request": (p.PushParams, _pull_request),
-        "history": (p.SessionParams, _history),
-        "send": (p.SendParams, _send),
-        "task_pause": (p.TaskPauseParams, _task_pause),
-        "task_run": (p.TaskParams, _task_run),
-        "search": (p.SearchParams, _search),
-        "transcript": (p.TranscriptParams, _transcript),
-        "adoptable": (p.AdoptableParams, _adoptable),
-        "adopt": (p.AdoptParams, _adopt),
-        "release": (p.SessionParams, _release),
-        "tasks": (p.NoParams, _tasks),
-        "task_add": (p.TaskAddParams, _task_add),
-        "task_remove": (p.TaskParams, _task_remove),
-        "task_runs": (p.TaskParams, _task_runs),
-        "review_files": (p.SessionParams, _review_files),
-        "subscribe": (p.SubscribeParams, _subscribe),
-        "watch": (p.NoParams, _watch),
-        "unsubscribe": (p.StreamParams, _unsubscribe),
-        "wait_for": (p.WaitParams, _wait_for),
-        "session_info": (p.SessionParams, _session_misc),
-        "engines": (p.NoParams, _engines),
-        "engine_refusal": (p.EngineParams, _engine_refusal),
-        "agent_screen": (p.ScreenParams, _agent_screen),
-        "agent_keys": (p.KeysParams, _agent_keys),
-        "agent_resize": (p.ResizeParams, _agent_resize),
-        "agent_scrollback": (p.ScrollbackParams, _agent_scrollback),
-        "attach_argv": (p.SessionParams, _attach_argv),
-        "discussions_list": (p.NoParams, _discussions_list),
-        "discussion_get": (p.DiscussionParams, _discussion_get),
-        "discussion_start": (p.DiscussionStartParams, _discussion_start),
-        "discussion_send": (p.DiscussionSendParams, _discussion_send),
-        "discussion_promote": (p.DiscussionParams, _discussion_promote),
-        "discussion_close": (p.DiscussionParams, _discussion_close),
-        "assistant_start": (StartArgs, _assistant_start),
-        "assistant_poll": (PollArgs, _assistant_poll),
-        "assistant_cancel": (CancelArgs, _assistant_cancel),
+    def agents(params: type[BaseModel], handler: Any, *, own: bool = False) -> Method:
+        return Method(params, handler, agents=True, own_session=own)
+
+    def person(params: type[BaseModel], handler: Any, phrase: str) -> Method:
+        return Method(params, handler, person=phrase)
+
+    def operator(params: type[BaseModel], handler: Any) -> Method:
+        return Method(params, handler)  # not for agents; nothing a person must witness
+
+    return {
+        "hello": agents(p.NoParams, _hello),
+        "list": agents(p.NoParams, _list),
+        "get": agents(p.SessionParams, _get),
+        "start": agents(p.StartParams, _start),  # where agents_may_start; stops at gate 1
+        "confirm": person(p.ConfirmParams, _confirm, "confirm {whose} contract"),
+        "foreman_split": operator(p.SessionParams, _foreman_split),
+        "set_foreman_split": person(p.SplitParams, _set_foreman_split, "set {whose} split"),
+        "revise": person(p.ReviseParams, _revise, "revise {whose} contract"),
+        "respond": person(p.RespondParams, _respond, "answer {whose} question"),
+        "steer": person(p.SteerParams, _steer, "steer {whose} agent"),
+        "question_options": agents(p.SessionParams, _options, own=True),
+        "approve": person(p.ApproveParams, _approve, "approve {whose} diff"),
+        "reject": person(p.RejectParams, _reject, "reject {whose} diff"),
+        # ending, reviving or retrying a session spends or throws away the operator's work
+        "cancel": person(p.SessionParams, _cancel, "cancel {whose} session"),
+        "reverify": operator(p.SessionParams, _reverify),
+        "revive": person(p.SessionParams, _revive, "revive {whose} agent"),
+        # the board is the operator's: an archived row hides what needs them
+        "rename": person(p.RenameParams, _rename, "rename {whose} session"),
+        "archive": person(p.ArchiveParams, _archive, "archive {whose} session"),
+        "retry": person(p.RetryParams, _retry, "retry {whose} session"),
+        "delete": person(p.SessionParams, _delete, "delete {whose} session"),
+        "push": person(p.PushParams, _push, "publish {whose} branch"),
+        "pull_request": person(
+            p.PushParams, _pull_request, "open a pull request for {whose} branch"
+        ),
+        "history": agents(p.SessionParams, _history, own=True),
+        "send": agents(p.SendParams, _send),  # as the session the owner identified
+        "task_pause": person(p.TaskPauseParams, _task_pause, "pause a scheduled task"),
+        "task_run": person(p.TaskParams, _task_run, "run a scheduled task"),
+        "search": operator(p.SearchParams, _search),
+        "transcript": agents(p.TranscriptParams, _transcript, own=True),
+        "adoptable": operator(p.AdoptableParams, _adoptable),
+        "adopt": person(p.AdoptParams, _adopt, "adopt a pane"),
+        "release": person(p.SessionParams, _release, "release {whose} pane"),
+        "tasks": operator(p.NoParams, _tasks),
+        "task_add": person(p.TaskAddParams, _task_add, "schedule a task"),
+        "task_remove": person(p.TaskParams, _task_remove, "remove a scheduled task"),
+        "task_runs": operator(p.TaskParams, _task_runs),
+        "review_files": agents(p.SessionParams, _review_files, own=True),
+        "subscribe": agents(p.SubscribeParams, _subscribe, own=True),
+        "watch": operator(p.NoParams, _watch),
+        "unsubscribe": agents(p.StreamParams, _unsubscribe),
+        "wait_for": agents(p.WaitParams, _wait_for, own=True),
+        "session_info": agents(p.SessionParams, _session_misc, own=True),
+        "engines": agents(p.NoParams, _engines),
+        "engine_refusal": agents(p.EngineParams, _engine_refusal),
+        "agent_screen": operator(p.ScreenParams, _agent_screen),
+        # typing into a pane is acting as the operator at that terminal
+        "agent_keys": person(p.KeysParams, _agent_keys, "type into {whose} pane"),
+        "agent_resize": operator(p.ResizeParams, _agent_resize),
+        "agent_scrollback": operator(p.ScrollbackParams, _agent_scrollback),
+        "attach_argv": operator(p.SessionParams, _attach_argv),
+        "discussions_list": operator(p.NoParams, _discussions_list),
+        "discussion_get": operator(p.DiscussionParams, _discussion_get),
+        "discussion_start": person(
+            p.DiscussionStartParams, _discussion_start, "start a discussion"
+        ),
+        "discussion_send": person(
+            p.DiscussionSendParams, _discussion_send, "speak in the operator's discussion"
+        ),
+        "discussion_promote": person(
+            p.DiscussionParams, _discussion_promote, "turn a discussion into a task"
+        ),
+        "discussion_close": person(p.DiscussionParams, _discussion_close, "close a discussion"),
+        "assistant_start": agents(StartArgs, _assistant_start),  # where agents_may_start
+        "assistant_poll": agents(PollArgs, _assistant_poll),
+        "assistant_cancel": agents(CancelArgs, _assistant_cancel),  # its own runs only
     }
-    return table
 
 
 METHODS = _methods()

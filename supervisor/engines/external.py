@@ -60,6 +60,7 @@ from ..models import CheckResult, OutcomeContract
 from ..panes.base import PaneError, PaneGone, PaneSpec
 from ..panes.manager import PaneManager
 from ..panes.outage import PasteUncertain
+from ..paths import AGENT_SOCKET_ENV, agent_socket_dir, agent_socket_path, ensure_private_dir
 from ..sandbox import active_policy
 from ..sandbox.agent import AgentLaunch, launch_agent
 from ..session.messages import Message, message_prompt
@@ -166,6 +167,8 @@ class ExternalEngine:
         # `corral msg` from inside the pane knows its sender and reaches this owner
         env[SESSION_ENV] = ctx.session_id
         env["CORRAL_HOME"] = str(self.panes.hooks_root.parent)
+        # its own socket to the owner: whatever arrives there is this agent
+        env[AGENT_SOCKET_ENV] = str(agent_socket_path(self.panes.hooks_root.parent, ctx.session_id))
         return plan, env
 
     def _plan_on_host(
@@ -240,6 +243,7 @@ class ExternalEngine:
                 ),
             )
         dirs, files = self.profile.own_paths(env)
+        sockets = ensure_private_dir(agent_socket_dir(self.panes.hooks_root.parent, ctx.session_id))
         return launch_agent(
             plan.argv,
             ctx.worktree,
@@ -250,6 +254,7 @@ class ExternalEngine:
             own_files=files,
             hooks_file=self.panes.hooks_file(ctx.session_id),
             python=self.python,
+            agent_socket_dir=sockets,
         )
 
     async def spawn(self, ctx: RunContext, prompt: str, resume: str | None = None) -> None:

@@ -134,6 +134,11 @@ class PaneManager:
         self._host_workers: dict[str, ThreadPoolExecutor] = {}
         self.sweep_count = 0
         self.host_wait = HOST_WAIT  # how long a paste waits for its pane's host
+        # told the session id when a local pane is about to start or is taken
+        # over (before its agent runs), and when it is stopped: the owner's
+        # per-session agent sockets follow them
+        self.on_track: list[Callable[[str], None]] = []
+        self.on_untrack: list[Callable[[str], None]] = []
 
     # -- lifecycle ------------------------------------------------------------
 
@@ -187,6 +192,8 @@ class PaneManager:
         hooks = self.hooks_file(spec.session_id)
         hooks.parent.mkdir(parents=True, exist_ok=True)
         offset = hooks.stat().st_size if hooks.exists() else 0
+        if backend not in self.backends:
+            self._tell(self.on_track, spec.session_id)
         handle = await asyncio.to_thread(self.backend_named(backend).spawn, spec)
         record = PaneRecord(
             spec.session_id,
@@ -230,7 +237,25 @@ class PaneManager:
         )
         self.records[session_id] = record
         self._mirror_hooks(record)
+        if not record.backend_name:
+            self._tell(self.on_track, session_id)
         return record
+
+    def _tell(self, listeners: list[Callable[[str], None]], session_id: str) -> None:
+        for listener in listeners:
+            try:
+                listener(session_id)
+            except Exception:
+                log.exception("panes: a pane listener failed for %s", session_id)
+
+    def local_roots(self) -> dict[int, str]:
+        """{root pid of each live pane on this machine: its session id}: whoever
+        descends from one is that session's agent."""
+        return {
+            record.handle.pid: sid
+            for sid, record in self.records.items()
+            if not record.backend_name and record.alive and record.handle.pid
+        }
 
     def record(self, session_id: str) -> PaneRecord | None:
         return self.records.get(session_id)
@@ -239,6 +264,8 @@ class PaneManager:
         record = self.records.pop(session_id, None)
         if record is None:
             return
+        if not record.backend_name:
+            self._tell(self.on_untrack, session_id)
         backend = self.backend_named(record.backend_name)
         unmirror = getattr(backend, "unmirror", None)
         if unmirror is not None:

@@ -59,6 +59,7 @@ def launch_agent(
     own_files: Sequence[Path],
     hooks_file: Path,
     python: str,
+    agent_socket_dir: Path | None = None,
 ) -> AgentLaunch:
     """`argv` as the pane runs it: inside bwrap when this agent is to be
     confined and a sandbox can run here, else as is."""
@@ -85,7 +86,12 @@ def launch_agent(
     os.close(os.open(hooks_file, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600))
     grant = Grant(
         writable=(*own_dirs, *own_files, hooks_file),
-        readable=(hooks_file.parent, *hook_runtime(python)),
+        # its agent socket's directory: the one way it reaches the owner
+        readable=(
+            hooks_file.parent,
+            *hook_runtime(python),
+            *((agent_socket_dir,) if agent_socket_dir is not None else ()),
+        ),
         terminal=True,
         scratch_home=True,
     )

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..events import CoderEvent, ModelFallbackData
+from ..events import BoundaryData, CoderEvent, ModelFallbackData
 from ..models import EventKind
 from ..states import ApprovalKind
 
@@ -42,6 +42,7 @@ class AttentionState:
     approval_kind: ApprovalKind | None = None
     iteration: int = 0
     model_notice: str | None = None  # a rejected key and who answered instead
+    boundary_notice: str | None = None  # the last thing an agent tried that needs a person
 
     @property
     def auth_outstanding(self) -> bool:
@@ -56,6 +57,9 @@ class AttentionState:
             if not event.data.notice:
                 return False
             self.model_notice = event.data.sentence()
+            return True
+        if isinstance(event.data, BoundaryData):  # an attempt, not progress: nothing clears
+            self.boundary_notice = event.data.message
             return True
         if event.kind is EventKind.AUTH_REQUIRED:
             self.auth_message = event.data.message

@@ -98,6 +98,7 @@ def live_summary(live: LiveSession) -> SessionSummary:
             "auth_message": attention.auth_message,
             "auth_wait_secs": attention.auth_wait_secs,
             "model_notice": attention.model_notice,
+            "boundary_notice": attention.boundary_notice,
             "next_seq": live.log.next_seq,
             "agent_status": live.agent_status.status.value if live.agent_status else None,
             "agent_reason": live.agent_status.reason if live.agent_status else None,

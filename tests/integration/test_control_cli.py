@@ -100,6 +100,9 @@ def test_the_command_line_is_a_client_of_corral_serve(site: Path) -> None:
         result = json.loads(out.stdout.splitlines()[-1])
         sid = result["session_id"]
         assert result["state"] == "needs_approval"
+        # its agent has a socket of its own to the owner
+        agent_socket = home / "agent-sockets" / sid / "control.sock"
+        assert agent_socket.exists()
         rows = json.loads(corral(site, "sessions", "--json").stdout)
         assert [r["session_id"] for r in rows] == [sid] and rows[0]["live"] is True
         out = corral(site, "get", sid[-8:])
@@ -148,10 +151,15 @@ def test_the_command_line_is_a_client_of_corral_serve(site: Path) -> None:
             assert time.monotonic() < deadline, detail
             time.sleep(0.2)
         assert detail["session"]["pane"]["pane_id"] in panes  # the same pane, re-adopted
+        assert agent_socket.exists()  # served again by the owner that took it over
         out = corral(site, "approve", sid, "--delivery", "branch", "--json")
         assert out.returncode == 0, out.stderr
         approved = json.loads(out.stdout)
         assert approved["state"] == "merged"
         assert "write notes" in git(repo, "show", f"{approved['branch']}:DEMO_NOTES.md")
+        deadline = time.monotonic() + 20
+        while agent_socket.parent.exists():  # its agent ended: its socket went with it
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
     finally:
         stop(owner)

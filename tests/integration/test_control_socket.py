@@ -5,6 +5,7 @@ supervisor's sentence and kind, and bad clients cost only their connection."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import shutil
@@ -273,3 +274,69 @@ async def test_discussions_are_served_when_the_owner_has_them(
     finally:
         await none.close()
         await bare.close()
+
+
+async def test_a_flooding_client_is_held_to_its_cap_then_cut_off_and_others_are_answered(
+    make_supervisor: SupervisorFactory,
+    short_state: Path,
+    repo: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A client that writes many `history` requests and reads no answer: the
+    owner works on at most `max_in_flight` of them (memory bounded by the
+    cap, not by what was sent), another client's `get` is answered while the
+    flood waits, and the flooder is cut off with a sentence in the log."""
+    from corral.supervisor.control.server import ClientBounds
+    from corral.supervisor.events import ToolCallData
+
+    sup = await make_supervisor(state=short_state)
+    sid = await proposed(sup, repo)
+    log = sup.registry.live(sid).log
+    for _ in range(2000):  # a history of ~250 KB an answer: the flooder's socket fills
+        log.append(ToolCallData.with_args("shell", {"command": "pytest -q " + "x" * 40}))
+    cap = 4
+    server = ControlServer(
+        sup, bounds=ClientBounds(max_in_flight=cap, max_pending_bytes=4 << 20, write_stall_secs=2)
+    )
+    path = await server.start()
+    flood = socket.socket(socket.AF_UNIX)
+    flood.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    flood.connect(str(path))
+    request = '{"jsonrpc":"2.0","id":%d,"method":"history","params":{"session_id":"%s"}}\n'
+    payload = b"".join((request % (n, sid)).encode() for n in range(1500))
+
+    def write_all() -> None:
+        with contextlib.suppress(OSError):  # cut off
+            flood.sendall(payload)  # blocks once the owner stops reading it: it should
+
+    def get() -> str:
+        with ControlClient(sup.state_dir) as client:
+            return client.get(sid).session.id
+
+    writer = asyncio.get_running_loop().run_in_executor(None, write_all)
+    try:
+        seen: list[int] = []
+
+        def flooder_stuck() -> bool:
+            loads = [c for c in server.clients() if c["in_flight"]]
+            seen.extend(c["in_flight"] for c in loads)
+            return bool(loads) and loads[0]["in_flight"] == cap
+
+        await eventually(flooder_stuck, timeout=10)
+        # another client is answered while the flood waits
+        with caplog.at_level("WARNING", logger="corral.supervisor.control"):
+            assert await asyncio.to_thread(get) == sid
+            assert max(seen) <= cap  # never more than the cap worked on at once
+            await eventually(
+                lambda: any("cut off a client" in r.getMessage() for r in caplog.records),
+                timeout=15,
+            )
+        said = next(r.getMessage() for r in caplog.records if "cut off" in r.getMessage())
+        assert "the operator" in said and ("unread" in said or "read none" in said), said
+        await eventually(lambda: server.clients() == [], timeout=10)
+        await asyncio.wait_for(writer, 10)
+        # the owner still answers everyone else
+        assert await asyncio.to_thread(get) == sid
+    finally:
+        flood.close()
+        await server.close()

@@ -1,7 +1,8 @@
-"""`corral msg` as an agent runs it from inside its pane: its own session
-comes from `CORRAL_SESSION_ID`, the message reaches the owner through the
-control socket, and a refusal is printed with the owner's sentence. And
-`corral tasks`, the owner's scheduled tasks, the same way."""
+"""`corral msg` as an agent runs it from inside its pane: the owner knows
+its session from the agent socket it calls on (`CORRAL_AGENT_SOCKET`), not
+from what it says (`CORRAL_SESSION_ID`), and a refusal is printed with the
+owner's sentence. And `corral tasks`, the owner's scheduled tasks, the same
+way."""
 
 from __future__ import annotations
 
@@ -32,26 +33,40 @@ def short_state() -> Iterator[Path]:
     shutil.rmtree(path, ignore_errors=True)
 
 
+SERVICES: dict[Path, OwnerServices] = {}
+
+
 @pytest.fixture
 async def owner(make_supervisor: SupervisorFactory, short_state: Path) -> AsyncIterator[Supervisor]:
     # an agent CLI's session as far as messages go: it runs until released
     engine = ScriptedEngine([[Wait(asyncio.Event())]], label="external:scripted")
     sup = await make_supervisor(engine=engine, state=short_state)
-    services = OwnerServices(sup, mcp_http=False)
+    services = SERVICES[short_state] = OwnerServices(sup, mcp_http=False)
     await services.start()
     yield sup
     await services.close()
+    SERVICES.pop(short_state, None)
 
 
 async def corral_msg(state: Path, sender: str | None, *args: str) -> tuple[int, str, str]:
     return await corral(state, sender, "msg", *args)
 
 
-async def corral(state: Path, sender: str | None, *args: str) -> tuple[int, str, str]:
+async def corral(
+    state: Path, sender: str | None, *args: str, claim: bool = False
+) -> tuple[int, str, str]:
+    """The command line as session `sender`'s agent calls it (through the
+    agent socket the owner opens for it when its agent starts), or as the
+    operator; `claim`: as the operator, naming `sender` in its environment."""
     env = dict(os.environ, CORRAL_HOME=str(state), PYTHONPATH=str(REPO_ROOT))
     env.pop("CORRAL_SESSION_ID", None)
+    env.pop("CORRAL_AGENT_SOCKET", None)
     if sender:
         env["CORRAL_SESSION_ID"] = sender
+        if not claim:
+            control = SERVICES[state].control
+            control.open_agent_socket(sender)
+            env["CORRAL_AGENT_SOCKET"] = str(control.agent_socket(sender))
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -95,6 +110,13 @@ async def test_an_agent_sends_from_its_pane_and_both_sessions_log_it(
     code, out, err = await corral_msg(short_state, None, sender, "you have no agent yet")
     assert code != 0
     assert "has no agent working (state: contract_proposed)" in err
+
+    # naming a session in the environment makes nobody that session: the operator's
+    # process sends as the operator
+    code, out, err = await corral(short_state, sender, "msg", target[-8:], "as whom?", claim=True)
+    assert code == 0, err
+    await eventually(lambda: len(logged(target)) == 2)
+    assert logged(target)[-1] == ("operator", target, "as whom?")
 
 
 async def test_corral_tasks_adds_lists_and_removes_through_the_owner(

@@ -333,6 +333,7 @@ def test_old_journals_load_and_round_trip() -> None:
         EventKind.WORKTREE_CHANGED,
         EventKind.SETUP_COMPLETED,
         EventKind.MESSAGE,
+        EventKind.BOUNDARY,
     }
     for line, event, then in zip(lines, events, printed_then, strict=True):
         row = json.loads(line)

@@ -62,7 +62,7 @@ async def _own(state_dir: Path, backend: str) -> int:
     try:
         await services.start()
         log.info("corral mcp owns %s (MCP over HTTP: %s)", state_dir, services.mcp_url)
-        await serve_mcp_stdio(services.handles)
+        await serve_mcp_stdio(services.handles, services.parent_caller())
     finally:
         await services.close()
         await sup.close()

@@ -1,9 +1,11 @@
 """`corral msg <session> "text"`: a message to a session's agent, through
-the owner of the state dir. Run inside an agent's pane it is sent from that
-agent's session (`CORRAL_SESSION_ID`, set by corral in every pane), else
-from the operator. The owner queues it and pastes it at the target agent's
-next idle prompt; refusals (an unknown or finished session, the rate and
-hop guards) are printed and exit 1."""
+the owner of the state dir. The owner decides who sends it: run inside an
+agent's pane (through its agent socket, `CORRAL_AGENT_SOCKET`, or from any
+process under the pane) it is from that agent's session, else from the
+operator; what this process says of itself (`CORRAL_SESSION_ID`) is passed
+along for older owners and not believed. The owner queues it and pastes it
+at the target agent's next idle prompt; refusals (an unknown or finished
+session, the rate and hop guards) are printed and exit 1."""
 
 from __future__ import annotations
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import re
 import sys
 from pathlib import Path
@@ -243,6 +244,20 @@ async def run_session(
     await services.start()
     theirs_before = {r.session_id for r in sup.list()}
     try:
+        me = services.caller_of(os.getpid())
+        if me.is_agent:  # no owner ran: this run is its own owner, and an agent
+            if not sup.config.mcp.agents_may_start:
+                raise CorralError(
+                    f"refused: this corral run is {me.describe()} ({me.why}); the operator has "
+                    "not allowed agents to start sessions ([mcp] agents_may_start)"
+                )
+            if yes or deliver != "none":
+                print(
+                    "corral run: started by an agent, so the session waits at gate 1 for the "
+                    "operator (--yes and --deliver are a person's)",
+                    file=sys.stderr,
+                )
+            yes, deliver = False, "none"
         code = await _drive(
             _Local(sup, host), repo, intent, engine, base, yes, deliver, as_json, on_question, model
         )

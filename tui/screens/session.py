@@ -83,6 +83,7 @@ _CHECKS = {
     EventKind.FINDING_PROPOSED,
 }
 _PROBLEMS = {
+    EventKind.BOUNDARY,
     EventKind.ERROR,
     EventKind.AUTH_REQUIRED,
     EventKind.BUDGET_EXHAUSTED,
