@@ -108,7 +108,9 @@ def assert_history_intact(world: World) -> None:
 
 EVIL = r"""
 M={marker}
-mkdir -p evil/info evil/objects evil/refs evil/hooks
+mkdir -p evil/info evil/objects/info evil/refs evil/hooks
+echo "{repo}/.git/objects" > evil/objects/info/alternates  # a git dir git would accept
+git rev-parse HEAD > evil/HEAD
 cat > evil/config <<END
 [core]
 	repositoryformatversion = 0
@@ -349,7 +351,7 @@ async def test_an_unconfined_agent_that_redirects_git_fails_its_session(
         ".git": 'printf "gitdir: %s/evil\\n" "$PWD" > .git',
         "commondir": 'echo "$PWD/evil" > "$(sed -n "s/^gitdir: //p" .git)/commondir"',
     }[pointer]
-    body = EVIL.format(marker=world.marker) + f"{redirect}\n"
+    body = EVIL.format(marker=world.marker, repo=world.repo) + f"{redirect}\n"
     sup = await _open(world, agents=False)
     try:
         started = await sup.start("do the task", world.repo, engine=_agent(world, body))
