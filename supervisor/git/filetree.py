@@ -9,25 +9,28 @@ on the way (a path under a directory that became a link is not the tracked
 file any more and is left out), so what is stored is exactly what was read.
 Symlinks are stored as links (their target), the executable bit as the mode
 (or the tracked mode where `core.fileMode` is false), submodule entries as
-they are in the index while their directory exists. The blobs go in through
-one `git fast-import`, the tree through `update-index --index-info` on a
-throwaway index and `write-tree`: the worktree's own index is never written.
+they are in the index while their directory exists; nested repositories that
+are not submodules are left out. The blobs go in through one `git
+fast-import`, the tree through `update-index --index-info` on a throwaway
+index and `write-tree`: the worktree's own index is never written.
 
 A file whose size, times, inode and mode are what the last snapshot saw,
 and that was last modified well before that snapshot began, keeps its blob
-id without being read again (`.corral-git/<name>.stat.json`, beside the
-worktree's pins in the state dir)."""
+id without being read again (`.corral-git/<name>.stat`, beside the
+worktree's pins in the state dir, written only by corral). The first
+snapshot of a worktree starts from the stat data of its index instead, which
+`git worktree add` wrote and confined code cannot write (its git dir inside
+is a private one), trusted as git trusts it: for files written before it."""
 
 from __future__ import annotations
 
 import contextlib
-import json
+import marshal
 import os
 import stat
 import subprocess
 import tempfile
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import GitError
@@ -35,37 +38,23 @@ from .pins import pins_for, stat_cache_path
 from .run import git, git_bytes, invocation
 
 RACY_NS = 2_000_000_000  # a file changed this close to a snapshot's start is read again
-GITLINK = "160000"
+GITLINK = b"160000"
+REGULAR = (b"100644", b"100755")
 
-
-@dataclass
-class _Tracked:
-    mode: str
-    blob: str
-
-
-@dataclass
-class _Found:
-    mode: str
-    blob: str | None  # None: to be read and stored
-    data: bytes = b""
-    key: list[int] = field(default_factory=list)  # stat data for the cache
-
-
-def _stat_key(st: os.stat_result) -> list[int]:
-    return [st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino, st.st_mode]
+StatKey = tuple[int, int, int, int, int]
+Cache = dict[bytes, tuple[StatKey, bytes]]
 
 
 class _Dirs:
     """Directory fds opened one component at a time, never through a link."""
 
     def __init__(self, root: Path) -> None:
-        self.root = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
-        self.fds: dict[bytes, int | None] = {b"": self.root}
+        self.fds: dict[bytes, int | None] = {b"": os.open(root, os.O_RDONLY | os.O_DIRECTORY)}
 
     def fd(self, directory: bytes) -> int | None:
-        if directory in self.fds:
-            return self.fds[directory]
+        found = self.fds.get(directory, -1)
+        if found != -1:
+            return found
         parent, _, name = directory.rpartition(b"/")
         base = self.fd(parent)
         fd: int | None = None
@@ -84,7 +73,7 @@ class _Dirs:
                     os.close(fd)
 
 
-def _read_regular(dir_fd: int, name: bytes) -> tuple[bytes, os.stat_result] | None:
+def _read_regular(dir_fd: int, name: bytes) -> tuple[bytes, StatKey] | None:
     try:
         fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dir_fd)
     except OSError:
@@ -96,57 +85,87 @@ def _read_regular(dir_fd: int, name: bytes) -> tuple[bytes, os.stat_result] | No
         chunks: list[bytes] = []
         while chunk := os.read(fd, 1 << 20):
             chunks.append(chunk)
-        return b"".join(chunks), st
+        key = (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino, st.st_mode)
+        return b"".join(chunks), key
     finally:
         os.close(fd)
 
 
-def _tracked(worktree: Path) -> dict[bytes, _Tracked]:
-    out: dict[bytes, _Tracked] = {}
-    for row in git_bytes(worktree, "ls-files", "-s", "-z").split(b"\0"):
-        meta, _, path = row.partition(b"\t")
+def _tracked(worktree: Path) -> tuple[dict[bytes, tuple[bytes, bytes]], Cache]:
+    """path -> (mode, blob id) of the index (a conflicted path: any stage; the
+    worktree file decides), and what the index's stat data says of them, in
+    the stat cache's form (its mode field: 0, matched on the other fields)."""
+    out: dict[bytes, tuple[bytes, bytes]] = {}
+    stats: Cache = {}
+    pieces = git_bytes(worktree, "ls-files", "-s", "--debug", "-z").split(b"\0")
+    header = pieces[0]
+    for piece in pieces[1:]:
+        lines = piece.split(b"\n")
+        meta, _, path = header.partition(b"\t")
+        header = lines[-1]
         if not path:
             continue
-        mode, blob, _stage = meta.decode("ascii").split(" ")
-        out[path] = _Tracked(mode, blob)  # a conflicted path: the worktree file decides
-    return out
+        mode, blob, _stage = meta.split(b" ")
+        out[path] = (mode, blob)
+        try:
+            ctime = lines[0].split(b": ", 1)[1].split(b":")
+            mtime = lines[1].split(b": ", 1)[1].split(b":")
+            ino = int(lines[2].rsplit(b": ", 1)[1])
+            size = int(lines[4].split(b"\t")[0].split(b": ", 1)[1])
+            m_ns = int(mtime[0]) * 1_000_000_000 + int(mtime[1])
+            c_ns = int(ctime[0]) * 1_000_000_000 + int(ctime[1])
+        except (IndexError, ValueError):
+            continue
+        stats[path] = ((m_ns, c_ns, size, ino, 0), blob)
+    return out, stats
+
+
+def _index_seed(worktree: Path, stats: Cache) -> tuple[int, Cache]:
+    """For a first snapshot: the index's own stat data, trusted (as git
+    does) for entries written before the index itself."""
+    pins = pins_for(worktree)
+    if pins is None:
+        return 0, {}
+    try:
+        written = os.stat(pins.admin / "index").st_mtime_ns
+    except OSError:
+        return 0, {}
+    return written + RACY_NS, stats
 
 
 def _untracked(worktree: Path) -> list[bytes]:
     out = git_bytes(worktree, "ls-files", "-z", "--others", "--exclude-standard")
-    return [p for p in out.split(b"\0") if p and not p.endswith(b"/")]  # nested repos: left out
+    return [p for p in out.split(b"\0") if p and not p.endswith(b"/")]
 
 
-def _cache_path(worktree: Path) -> Path | None:
-    return stat_cache_path(worktree) if pins_for(worktree) is not None else None
-
-
-def _load_cache(path: Path | None) -> tuple[int, dict[str, list[object]]]:
+def _load_cache(path: Path | None) -> tuple[int, Cache]:
     if path is None:
         return 0, {}
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        return int(data["started"]), dict(data["files"])
-    except (OSError, ValueError, KeyError, TypeError):
+        started, files = marshal.loads(path.read_bytes())
+    except (OSError, ValueError, EOFError, TypeError):
         return 0, {}
+    if not isinstance(started, int) or not isinstance(files, dict):
+        return 0, {}
+    return started, files
 
 
-def _save_cache(path: Path | None, started: int, files: dict[str, list[object]]) -> None:
+def _save_cache(path: Path | None, started: int, files: Cache) -> None:
     if path is None:
         return
     fresh = path.with_name(f".{path.name}.{os.getpid()}")
     with contextlib.suppress(OSError):
-        fresh.write_text(json.dumps({"started": started, "files": files}), encoding="utf-8")
+        fresh.write_bytes(marshal.dumps((started, files)))
         os.replace(fresh, path)
 
 
-def _store_blobs(worktree: Path, pending: list[_Found]) -> None:
-    """Write the pending blobs in one `git fast-import`; fill in their ids."""
-    if not pending:
-        return
+def _store_blobs(worktree: Path, data: list[bytes]) -> list[bytes]:
+    """Write blobs in one `git fast-import`; their ids, in order."""
+    if not data:
+        return []
+    prefix, env = invocation(worktree)
     with tempfile.TemporaryDirectory(prefix="corral-blobs-") as tmp:
         marks = Path(tmp) / "marks"
-        prefix, env = invocation(worktree)
         with open(Path(tmp) / "stderr", "w+b") as err:
             proc = subprocess.Popen(
                 [*prefix, "fast-import", "--quiet", "--done", f"--export-marks={marks}"],
@@ -157,27 +176,21 @@ def _store_blobs(worktree: Path, pending: list[_Found]) -> None:
                 stderr=err,
             )
             assert proc.stdin is not None
-            try:
-                for n, found in enumerate(pending, start=1):
-                    proc.stdin.write(b"blob\nmark :%d\ndata %d\n" % (n, len(found.data)))
-                    proc.stdin.write(found.data)
-                    proc.stdin.write(b"\n")
+            with contextlib.suppress(BrokenPipeError):
+                for n, blob in enumerate(data, start=1):
+                    proc.stdin.write(b"blob\nmark :%d\ndata %d\n%s\n" % (n, len(blob), blob))
                 proc.stdin.write(b"done\n")
                 proc.stdin.close()
-            except BrokenPipeError:
-                pass
             code = proc.wait(timeout=600)
             if code != 0:
                 err.seek(0)
                 detail = err.read().decode("utf-8", "replace").strip().splitlines()
                 raise GitError(f"git fast-import failed: {detail[-1] if detail else code}")
-        ids: dict[int, str] = {}
-        for line in marks.read_text(encoding="ascii").splitlines():
-            mark, _, blob = line.partition(" ")
+        ids: dict[int, bytes] = {}
+        for line in marks.read_bytes().splitlines():
+            mark, _, blob = line.partition(b" ")
             ids[int(mark[1:])] = blob.strip()
-    for n, found in enumerate(pending, start=1):
-        found.blob = ids[n]
-        found.data = b""
+    return [ids[n] for n in range(1, len(data) + 1)]
 
 
 def snapshot_files(worktree: Path) -> str:
@@ -185,11 +198,16 @@ def snapshot_files(worktree: Path) -> str:
     worktree = Path(os.path.realpath(worktree))
     started = time.time_ns()
     filemode = git(worktree, "config", "--bool", "core.fileMode", check=False).strip() != "false"
-    tracked = _tracked(worktree)
+    tracked, index_stats = _tracked(worktree)
     paths = sorted({*tracked, *_untracked(worktree)})
-    cache_file = _cache_path(worktree)
+    cache_file = stat_cache_path(worktree) if pins_for(worktree) is not None else None
     last_started, cache = _load_cache(cache_file)
-    found: dict[bytes, _Found] = {}
+    if not cache:
+        last_started, cache = _index_seed(worktree, index_stats)
+    trust_before = last_started - RACY_NS
+    seen: Cache = {}
+    entries: list[tuple[bytes, bytes | None, bytes]] = []  # mode, blob (None: read), path
+    pending: list[bytes] = []  # data of the entries to store, in order
     dirs = _Dirs(worktree)
     try:
         for path in paths:
@@ -201,48 +219,55 @@ def snapshot_files(worktree: Path) -> str:
                 st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
             except OSError:
                 continue
-            known = tracked.get(path)
-            if stat.S_ISDIR(st.st_mode):
-                if known is not None and known.mode == GITLINK:
-                    found[path] = _Found(GITLINK, known.blob)
-                continue
-            if stat.S_ISLNK(st.st_mode):
+            how = st.st_mode
+            if stat.S_ISREG(how):
+                known = tracked.get(path)
+                if filemode or known is None or known[0] not in REGULAR:
+                    mode = REGULAR[1] if how & 0o100 else REGULAR[0]
+                else:
+                    mode = known[0]
+                key = (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino, how)
+                hit = cache.get(path)
+                if (
+                    hit is not None
+                    and st.st_mtime_ns < trust_before
+                    and (hit[0] == key or (hit[0][4] == 0 and hit[0][:4] == key[:4]))
+                ):
+                    entries.append((mode, hit[1], path))
+                    seen[path] = (key, hit[1])
+                    continue
+                read = _read_regular(dir_fd, name)
+                if read is None:
+                    continue
+                entries.append((mode, None, path))
+                pending.append(read[0])
+                seen[path] = (read[1], b"")
+            elif stat.S_ISLNK(how):
                 try:
                     target = os.readlink(name, dir_fd=dir_fd)
                 except OSError:
                     continue
-                found[path] = _Found("120000", None, os.fsencode(target))
-                continue
-            if not stat.S_ISREG(st.st_mode):
-                continue
-            if filemode or known is None or known.mode not in ("100644", "100755"):
-                mode = "100755" if st.st_mode & 0o100 else "100644"
-            else:
-                mode = known.mode
-            key = _stat_key(st)
-            hit = cache.get(os.fsdecode(path))
-            if hit and hit[:5] == key and st.st_mtime_ns < last_started - RACY_NS:
-                found[path] = _Found(mode, str(hit[5]), key=key)
-                continue
-            read = _read_regular(dir_fd, name)
-            if read is None:
-                continue
-            data, opened = read
-            found[path] = _Found(mode, None, data, key=_stat_key(opened))
+                entries.append((b"120000", None, path))
+                pending.append(os.fsencode(target))
+            elif stat.S_ISDIR(how):
+                known = tracked.get(path)
+                if known is not None and known[0] == GITLINK:
+                    entries.append((GITLINK, known[1], path))
     finally:
         dirs.close()
-    _store_blobs(worktree, [f for f in found.values() if f.blob is None])
-    listing = b"".join(
-        b"%s %s\t%s\0" % (f.mode.encode(), (f.blob or "").encode(), path)
-        for path, f in found.items()
-    )
+    stored = iter(_store_blobs(worktree, pending))
+    listing: list[bytes] = []
+    for mode, blob, path in entries:
+        if blob is None:
+            blob = next(stored)
+            if path in seen:
+                seen[path] = (seen[path][0], blob)
+        listing.append(b"%s %s\t%s\0" % (mode, blob, path))
     with tempfile.TemporaryDirectory(prefix="corral-index-") as tmp:
         index = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
-        git_bytes(worktree, "update-index", "-z", "--index-info", input_bytes=listing, env=index)
+        git_bytes(
+            worktree, "update-index", "-z", "--index-info", input_bytes=b"".join(listing), env=index
+        )
         tree = git(worktree, "write-tree", env=index).strip()
-    _save_cache(
-        cache_file,
-        started,
-        {os.fsdecode(p): [*f.key, f.blob] for p, f in found.items() if f.key},
-    )
+    _save_cache(cache_file, started, seen)
     return tree

@@ -155,7 +155,7 @@ def pins_for(cwd: Path | str) -> WorktreePins | None:
 def stat_cache_path(worktree: Path | str) -> Path:
     """Where the snapshot keeps what it last saw of this worktree's files."""
     record = pins_path(worktree)
-    return record.with_name(record.name.removesuffix(".json") + ".stat.json")
+    return record.with_name(record.name.removesuffix(".json") + ".stat")
 
 
 def unpin(worktree: Path | str) -> None:
