@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -74,7 +75,7 @@ def _read_plain(path: Path) -> bytes | None:
     except OSError:
         return None
     try:
-        if not os.path.stat.S_ISREG(os.fstat(fd).st_mode):
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
             return None
         chunks = []
         while chunk := os.read(fd, 65536):

@@ -19,7 +19,15 @@ from pathlib import Path
 from .errors import GitError
 from .pins import WorktreeMetadataChanged, WorktreePins, pins_for
 
-__all__ = ["GitError", "WorktreeMetadataChanged", "git", "git_bytes", "git_env", "invocation", "worktree_env"]
+__all__ = [
+    "GitError",
+    "WorktreeMetadataChanged",
+    "git",
+    "git_bytes",
+    "git_env",
+    "invocation",
+    "worktree_env",
+]
 
 MAX_OUTPUT_BYTES = 32 * 1024 * 1024
 _HARDENING = [

@@ -36,9 +36,9 @@ from corral.supervisor.git.pins import METADATA_CHANGED
 from corral.supervisor.git.run import WorktreeMetadataChanged
 from corral.supervisor.git.trees import snapshot_tree, tree_patch
 from corral.supervisor.git.workspace import GitWorkspace
+from corral.supervisor.governance.env_scrub import scrubbed_env
 from corral.supervisor.models import ContractCheck, OutcomeContract
 from corral.supervisor.sandbox import SandboxPolicy, sandbox_status, set_active_policy
-from corral.supervisor.governance.env_scrub import scrubbed_env
 from corral.supervisor.states import CoderState as S
 from corral.supervisor.workspaces import Workspaces
 from tests.conftest import fast_config, git, init_repo
@@ -130,7 +130,9 @@ chmod +x evil/hooks/post-checkout
 cp evil/info/attributes .gitattributes
 """
 
-PLANT = EVIL + r"""
+PLANT = (
+    EVIL
+    + r"""
 A=$(sed -n 's/^gitdir: //p' .git)
 C={repo}/.git
 for h in pre-commit post-checkout post-commit post-index-change reference-transaction; do
@@ -141,6 +143,7 @@ cp evil/config "$A/config.worktree" && git config extensions.worktreeConfig true
 cat evil/config >> "$C/config" && echo "WROTE common config"
 mkdir -p "$C/info" && cp evil/info/attributes "$C/info/attributes" && echo "WROTE common attributes"
 """
+)
 
 DESTROY = r"""
 C={repo}/.git

@@ -40,7 +40,9 @@ def test_a_worktree_may_write_itself_and_its_private_git_dir_only(tmp_path: Path
     assert binds == [str((tmp_path / "wt").resolve()), str(cache.resolve())]
     dotgit = str((tmp_path / "wt").resolve() / ".git")
     pointer = argv.index(dotgit)  # the `.git` file read-only, after the worktree's bind
-    assert argv[pointer - 2] == "--ro-bind" and argv[pointer - 1].startswith(str(tmp_path / "state"))
+    assert argv[pointer - 2] == "--ro-bind" and argv[pointer - 1].startswith(
+        str(tmp_path / "state")
+    )
     assert pointer > argv.index(str((tmp_path / "wt").resolve()))
     assert pairs(argv, "--ro-bind")[:1] == ["/"]
     assert str(common) in pairs(argv, "--ro-bind")
