@@ -153,6 +153,14 @@ def pins_for(cwd: Path | str) -> WorktreePins | None:
     return pins if pins.worktree == Path(os.path.realpath(cwd)) else None
 
 
+def check_worktree(worktree: Path | str) -> None:
+    """Raise WorktreeMetadataChanged when a worktree corral made no longer
+    has the pointers it recorded (nothing for any other directory)."""
+    pins = pins_for(worktree)
+    if pins is not None:
+        pins.check()
+
+
 def stat_cache_path(worktree: Path | str) -> Path:
     """Where the snapshot keeps what it last saw of this worktree's files."""
     record = pins_path(worktree)

@@ -30,6 +30,7 @@ from corral.supervisor.api import Supervisor
 from corral.supervisor.contracts.drafting import FixedDrafter
 from corral.supervisor.engines.tools.shell import shell
 from corral.supervisor.engines.tools.state import ToolState
+from corral.supervisor.errors import CorralError
 from corral.supervisor.factory import build_supervisor
 from corral.supervisor.git.delivery import commit_patch, create_branch
 from corral.supervisor.git.pins import METADATA_CHANGED
@@ -363,6 +364,30 @@ async def test_an_unconfined_agent_that_redirects_git_fails_its_session(
         row = await sup.wait_for(sid, {S.NEEDS_APPROVAL, S.FAILED}, timeout=60)
         assert row.state is S.FAILED, row.state
         assert METADATA_CHANGED in (row.error or ""), row.error
+        assert _planted(world) == []
+        assert_history_intact(world)
+    finally:
+        await sup.close()
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+async def test_a_pointer_changed_while_waiting_at_gate_2_fails_the_session_on_approve(
+    world: World,
+) -> None:
+    sup = await _open(world, agents=False)
+    try:
+        body = EVIL.format(marker=world.marker, repo=world.repo)
+        started = await sup.start("do the task", world.repo, engine=_agent(world, body))
+        sid, wt = started.session_id, Path(started.worktree or "")
+        await sup.confirm(sid)
+        row = await sup.wait_for(sid, {S.NEEDS_APPROVAL, S.FAILED}, timeout=60)
+        assert row.state is S.NEEDS_APPROVAL, row.error
+        (wt / ".git").write_text(f"gitdir: {wt / 'evil'}\n")  # what its leftover process does
+        with pytest.raises(CorralError, match=METADATA_CHANGED):
+            await sup.approve(sid, delivery="branch")
+        row = sup.get(sid)
+        assert row.session.state is S.FAILED and METADATA_CHANGED in (row.session.error or "")
+        assert f"corral/{sid}" not in git(world.repo, "branch", "--list")
         assert _planted(world) == []
         assert_history_intact(world)
     finally:
