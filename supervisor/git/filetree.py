@@ -25,6 +25,7 @@ is a private one), trusted as git trusts it: for files written before it."""
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import marshal
 import os
 import stat
@@ -138,24 +139,34 @@ def _untracked(worktree: Path) -> list[bytes]:
     return [p for p in out.split(b"\0") if p and not p.endswith(b"/")]
 
 
-def _load_cache(path: Path | None) -> tuple[int, Cache]:
+Last = tuple[bytes, str]  # the digest of a snapshot's entries, and its tree id
+
+
+def _load_cache(path: Path | None) -> tuple[int, Cache, Last | None]:
     if path is None:
-        return 0, {}
+        return 0, {}, None
     try:
-        started, files = marshal.loads(path.read_bytes())
+        started, files, last = marshal.loads(path.read_bytes())
     except (OSError, ValueError, EOFError, TypeError):
-        return 0, {}
+        return 0, {}, None
     if not isinstance(started, int) or not isinstance(files, dict):
-        return 0, {}
-    return started, files
+        return 0, {}, None
+    if not (isinstance(last, tuple) and len(last) == 2):
+        last = None
+    return started, files, last
 
 
-def _save_cache(path: Path | None, started: int, files: Cache) -> None:
+def _has_tree(worktree: Path, tree: str) -> bool:
+    out = git(worktree, "cat-file", "-t", tree, check=False)
+    return out.strip() == "tree"
+
+
+def _save_cache(path: Path | None, started: int, files: Cache, last: Last | None = None) -> None:
     if path is None:
         return
     fresh = path.with_name(f".{path.name}.{os.getpid()}")
     with contextlib.suppress(OSError):
-        fresh.write_bytes(marshal.dumps((started, files)))
+        fresh.write_bytes(marshal.dumps((started, files, last)))
         os.replace(fresh, path)
 
 
@@ -197,11 +208,18 @@ def snapshot_files(worktree: Path) -> str:
     """The worktree's content as a tree id, read as bytes (see the module)."""
     worktree = Path(os.path.realpath(worktree))
     started = time.time_ns()
-    filemode = git(worktree, "config", "--bool", "core.fileMode", check=False).strip() != "false"
+    filemode: list[bool] = []  # asked of git only when a tracked file's mode differs
+
+    def keeps_tracked_mode() -> bool:
+        if not filemode:
+            said = git(worktree, "config", "--bool", "core.fileMode", check=False).strip()
+            filemode.append(said != "false")
+        return not filemode[0]
+
     tracked, index_stats = _tracked(worktree)
     paths = sorted({*tracked, *_untracked(worktree)})
     cache_file = stat_cache_path(worktree) if pins_for(worktree) is not None else None
-    last_started, cache = _load_cache(cache_file)
+    last_started, cache, last = _load_cache(cache_file)
     if not cache:
         last_started, cache = _index_seed(worktree, index_stats)
     trust_before = last_started - RACY_NS
@@ -222,10 +240,9 @@ def snapshot_files(worktree: Path) -> str:
             how = st.st_mode
             if stat.S_ISREG(how):
                 known = tracked.get(path)
-                if filemode or known is None or known[0] not in REGULAR:
-                    mode = REGULAR[1] if how & 0o100 else REGULAR[0]
-                else:
-                    mode = known[0]
+                mode = REGULAR[1] if how & 0o100 else REGULAR[0]
+                if known is not None and known[0] != mode and known[0] in REGULAR:
+                    mode = known[0] if keeps_tracked_mode() else mode
                 key = (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino, how)
                 hit = cache.get(path)
                 if (
@@ -263,11 +280,16 @@ def snapshot_files(worktree: Path) -> str:
             if path in seen:
                 seen[path] = (seen[path][0], blob)
         listing.append(b"%s %s\t%s\0" % (mode, blob, path))
-    with tempfile.TemporaryDirectory(prefix="corral-index-") as tmp:
-        index = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
-        git_bytes(
-            worktree, "update-index", "-z", "--index-info", input_bytes=b"".join(listing), env=index
-        )
-        tree = git(worktree, "write-tree", env=index).strip()
-    _save_cache(cache_file, started, seen)
+    content = b"".join(listing)
+    digest = hashlib.sha256(content).digest()
+    if last is not None and last[0] == digest and _has_tree(worktree, last[1]):
+        tree = last[1]  # the same entries as last time: the same tree
+    else:
+        with tempfile.TemporaryDirectory(prefix="corral-index-") as tmp:
+            index = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
+            git_bytes(
+                worktree, "update-index", "-z", "--index-info", input_bytes=content, env=index
+            )
+            tree = git(worktree, "write-tree", env=index).strip()
+    _save_cache(cache_file, started, seen, (digest, tree))
     return tree
