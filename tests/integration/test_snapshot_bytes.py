@@ -68,7 +68,7 @@ def test_bytes_links_modes_and_odd_names_are_kept(tmp_path: Path) -> None:
     assert blob(repo, f"{tree}:crlf.txt") == b"one\r\ntwo\n"  # no conversion either
     rows = _listing(repo, tree)
     assert "120000 blob" in rows and git(repo, "cat-file", "-p", f"{tree}:link") == "dir/a.txt"
-    assert "100644 blob" in [r.split("\t")[0][:11] for r in rows.splitlines() if "run.sh" in r][0]
+    assert any(r.startswith("100644 blob") and r.endswith("\trun.sh") for r in rows.splitlines())
     names = subprocess.run(
         ["git", "ls-tree", "-r", "-z", "--name-only", tree], cwd=repo, capture_output=True
     ).stdout.split(b"\0")
