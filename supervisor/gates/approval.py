@@ -29,6 +29,7 @@ from pathlib import Path
 from ..errors import CorralError
 from ..events import (
     DiffReadyData,
+    ErrorData,
     FindingProposedData,
     FindingResolvedData,
     MergeCompletedData,
@@ -44,8 +45,9 @@ from ..git.delivery import (
     touched_paths,
 )
 from ..git.patches import FilePatch, Selection, build_patch, parse_patch, validate_selection
+from ..git.pins import check_worktree
 from ..git.repo import head_commit, work_outside_tree
-from ..git.run import git
+from ..git.run import WorktreeMetadataChanged, git
 from ..git.trees import commit_tree, tree_patch
 from ..models import (
     ApproveResult,
@@ -60,7 +62,9 @@ from ..session.registry import SessionRegistry
 from ..states import (
     ApprovalKind,
     CoderState,
+    LoopFailure,
     already_happened,
+    failure_kind_for,
     label,
     short_id,
 )
@@ -222,6 +226,7 @@ class ApprovalGate:
         )
         if not approve:
             return self._reject(live, finding, comment)
+        self._refuse_changed_git_metadata(live)
         if finding is not None:
             if not accept_finding:
                 raise CorralError(
@@ -242,6 +247,21 @@ class ApprovalGate:
             override_red=override_red,
             discard_rest=discard_rest,
         )
+
+    def _refuse_changed_git_metadata(self, live: LiveSession) -> None:
+        """A worktree whose git pointers were changed is never worked on
+        again: the session fails with that sentence, nothing is delivered."""
+        s = live.session
+        if not s.worktree or not Path(s.worktree).is_dir():
+            return
+        try:
+            check_worktree(s.worktree)
+        except WorktreeMetadataChanged as exc:
+            s.error, s.failure_kind = str(exc), failure_kind_for(LoopFailure.EXECUTION)
+            self._registry.emit(live, ErrorData(message=str(exc)))
+            self._registry.transition(live, S.FAILED)
+            self._workspaces.retain(s.worktree, note=f"failed: {exc}"[:300])
+            raise CorralError(f"{label(s.id)} failed and nothing was delivered: {exc}") from exc
 
     def _reject(
         self, live: LiveSession, finding: NoChangeFinding | None, comment: str | None

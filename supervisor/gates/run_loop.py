@@ -32,6 +32,7 @@ from ..events import (
     UserInputRequestedData,
 )
 from ..faults import fault_point
+from ..git.run import WorktreeMetadataChanged
 from ..git.trees import tree_of
 from ..hosts.place import Hosts
 from ..models import CheckResult, NoChangeFinding
@@ -183,6 +184,10 @@ class RunLoop:
                 return
         except asyncio.CancelledError:
             raise
+        except WorktreeMetadataChanged as exc:  # no git ran on it: the session stops here
+            s.keep_workspace_on_failure = True
+            self._registry.emit(live, ErrorData(message=str(exc)))
+            self._fail(live, LoopFailure.EXECUTION, str(exc))
         except Exception as exc:  # an unexpected bug must not leave a zombie "running"
             if is_disk_full(exc):  # not a bug: said once, in the operator's words
                 error = str(disk_full(self._registry.state_dir))
@@ -445,6 +450,10 @@ class RunLoop:
             return
         try:
             await self._approval.present_diff(live)
+        except WorktreeMetadataChanged as exc:
+            self._registry.emit(live, ErrorData(message=str(exc)))
+            s.keep_workspace_on_failure = True
+            self._fail(live, LoopFailure.EXECUTION, str(exc))
         except CorralError as exc:
             self._registry.emit(live, ErrorData(message=f"diff generation failed: {exc}"))
             s.keep_workspace_on_failure = True

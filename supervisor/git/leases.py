@@ -23,7 +23,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from .run import GitError, git
+from .pins import pin_worktree, pins_for, unpin
+from .run import GitError, WorktreeMetadataChanged, git
 
 LEASE_SCHEMA = """
 CREATE TABLE IF NOT EXISTS leases (
@@ -217,6 +218,8 @@ def add_worktree(
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
         git(repo, "worktree", "add", "--detach", "--", str(path), commit, timeout=300)
+        common = git(repo, "rev-parse", "--path-format=absolute", "--git-common-dir").strip()
+        pin_worktree(path, Path(common))
     except GitError:
         if not path.exists():
             book.set_state(resolved, LeaseState.REMOVED, note="git worktree add failed")
@@ -254,6 +257,13 @@ def remove_worktree(book: LeaseBook, lease: Lease, *, force: bool = False) -> tu
             return True, "already gone"
         book.set_state(lease.path, LeaseState.CLEANUP_BLOCKED, note=mismatch)
         return False, mismatch
+    pins = pins_for(path)
+    if pins is not None:
+        try:
+            pins.check()
+        except WorktreeMetadataChanged as exc:
+            book.set_state(lease.path, LeaseState.CLEANUP_BLOCKED, note=str(exc))
+            return False, str(exc)
     disposable = force or lease.kind == "scratch" or lease.discard_ok
     if not disposable and not is_clean(path):
         note = "it has uncommitted changes (use --force to remove anyway)"
@@ -266,6 +276,7 @@ def remove_worktree(book: LeaseBook, lease: Lease, *, force: bool = False) -> tu
         return False, str(exc)
     if path.exists():
         shutil.rmtree(path, ignore_errors=True)
+    unpin(path)
     with contextlib.suppress(GitError):
         git(repo, "worktree", "prune")
     book.set_state(lease.path, LeaseState.REMOVED, note="removed")

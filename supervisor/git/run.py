@@ -1,6 +1,14 @@
 """Hardened git invocation: no external diff drivers or textconv, no pager,
-no prompts, bounded output and a timeout. Blocking: call it from a thread
-(`asyncio.to_thread`), never on the UI loop."""
+no prompts, no hooks, no fsmonitor, bounded output and a timeout. Blocking:
+call it from a thread (`asyncio.to_thread`), never on the UI loop.
+
+A call whose `cwd` is a worktree corral made (see `pins`) runs with the git
+dirs corral recorded for it, passed explicitly (`GIT_DIR`, `GIT_COMMON_DIR`,
+`GIT_WORK_TREE`): git never discovers them through the worktree's `.git`
+file or the admin dir's `commondir`, which code in the worktree could have
+rewritten. The three pointers are compared with the record first; a changed
+one raises `WorktreeMetadataChanged` and nothing runs. Such calls also skip
+the untracked cache and system attributes."""
 
 from __future__ import annotations
 
@@ -8,7 +16,18 @@ import os
 import subprocess
 from pathlib import Path
 
-from ..errors import CorralError
+from .errors import GitError
+from .pins import WorktreeMetadataChanged, WorktreePins, pins_for
+
+__all__ = [
+    "GitError",
+    "WorktreeMetadataChanged",
+    "git",
+    "git_bytes",
+    "git_env",
+    "invocation",
+    "worktree_env",
+]
 
 MAX_OUTPUT_BYTES = 32 * 1024 * 1024
 _HARDENING = [
@@ -23,14 +42,10 @@ _HARDENING = [
     "-c",
     "credential.helper=",
 ]
-
-
-class GitError(CorralError):
-    """A git command failed; the message carries git's own words."""
-
-    def __init__(self, message: str, stderr: str = "") -> None:
-        super().__init__(message)
-        self.stderr = stderr
+_WORKTREE_HARDENING = [
+    "-c",
+    "core.untrackedCache=false",
+]
 
 
 def git_env() -> dict[str, str]:
@@ -44,6 +59,33 @@ def git_env() -> dict[str, str]:
     return env
 
 
+def worktree_env(pins: WorktreePins) -> dict[str, str]:
+    """The environment of a git call on a pinned worktree (pointers checked)."""
+    pins.check()
+    env = git_env()
+    env.update(pins.env, GIT_ATTR_NOSYSTEM="1")
+    return env
+
+
+def invocation(
+    cwd: Path | str, env: dict[str, str] | None = None
+) -> tuple[list[str], dict[str, str]]:
+    """The hardened `git ...` prefix and environment for a call in `cwd`."""
+    pins = pins_for(cwd)
+    if pins is None:
+        run_env, prefix = git_env(), ["git", *_HARDENING]
+    else:
+        run_env, prefix = worktree_env(pins), ["git", *_HARDENING, *_WORKTREE_HARDENING]
+    if env:
+        run_env.update(env)
+    return prefix, run_env
+
+
+def _failed(args: tuple[str, ...], code: int, stderr: str, stdout: str) -> GitError:
+    detail = (stderr or stdout).strip().splitlines()
+    return GitError(f"git {args[0]} failed: {detail[-1] if detail else code}", stderr)
+
+
 def git(
     cwd: Path | str,
     *args: str,
@@ -54,12 +96,10 @@ def git(
 ) -> str:
     """Run `git <args>` in `cwd` and return stdout (text). `env` adds variables
     (e.g. GIT_INDEX_FILE for a private index)."""
-    run_env = git_env()
-    if env:
-        run_env.update(env)
+    prefix, run_env = invocation(cwd, env)
     try:
         proc = subprocess.run(
-            ["git", *_HARDENING, *args],
+            [*prefix, *args],
             cwd=str(cwd),
             env=run_env,
             input=input_text,
@@ -74,11 +114,37 @@ def git(
     except FileNotFoundError as exc:
         raise GitError("git is not installed; install git 2.30 or newer") from exc
     if check and proc.returncode != 0:
-        detail = (proc.stderr or proc.stdout).strip().splitlines()
-        raise GitError(
-            f"git {args[0]} failed: {detail[-1] if detail else proc.returncode}", proc.stderr
-        )
+        raise _failed(args, proc.returncode, proc.stderr, proc.stdout)
     out = proc.stdout
     if len(out) > MAX_OUTPUT_BYTES:
         out = out[:MAX_OUTPUT_BYTES]
     return out
+
+
+def git_bytes(
+    cwd: Path | str,
+    *args: str,
+    timeout: float = 300,
+    input_bytes: bytes | None = None,
+    env: dict[str, str] | None = None,
+) -> bytes:
+    """`git` for byte-exact input and output (paths as bytes, blob data)."""
+    prefix, run_env = invocation(cwd, env)
+    try:
+        proc = subprocess.run(
+            [*prefix, *args],
+            cwd=str(cwd),
+            env=run_env,
+            input=input_bytes,
+            capture_output=True,
+            timeout=timeout,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise GitError(f"git {args[0]} timed out after {timeout:.0f}s in {cwd}") from exc
+    except FileNotFoundError as exc:
+        raise GitError("git is not installed; install git 2.30 or newer") from exc
+    if proc.returncode != 0:
+        stderr = proc.stderr.decode("utf-8", "replace")
+        raise _failed(args, proc.returncode, stderr, proc.stdout.decode("utf-8", "replace"))
+    return proc.stdout

@@ -1,11 +1,11 @@
 """Immutable git trees of a worktree: what verification ran on, and so what
 is shown, reviewed and delivered.
 
-A snapshot stages the worktree's whole content (ignored files excluded)
-through a private copy of its index and writes it as a tree object. The
-worktree's own index is never touched, so an agent running `git` at the same
-moment never meets our index lock, and nothing it does later can change the
-tree. A verified tree is anchored by `refs/corral/verified/<session id>` (a
+A snapshot reads the worktree's whole content (ignored files excluded) as
+bytes, never through filters or conversions, and writes it as a tree object
+through a throwaway index (`filetree`). The worktree's own index is never
+touched, so an agent running `git` at the same moment never meets our index
+lock, and nothing it does later can change the tree. A verified tree is anchored by `refs/corral/verified/<session id>` (a
 commit on the start commit) so `git gc` never prunes what may still be
 approved, also across restarts.
 
@@ -16,8 +16,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .filetree import snapshot_files
 from .run import git
-from .snapshot import PrivateIndex, identity_env
+from .snapshot import identity_env
 
 _QP = ["-c", "core.quotePath=false"]
 _NO_DRIVERS = ["--no-ext-diff", "--no-textconv"]
@@ -25,9 +26,7 @@ _NO_DRIVERS = ["--no-ext-diff", "--no-textconv"]
 
 def snapshot_tree(worktree: Path) -> str:
     """The worktree's full content as a tree id (its own index untouched)."""
-    with PrivateIndex(worktree) as index:
-        git(worktree, "add", "-A", "--", ".", env=index.env, timeout=300)
-        return git(worktree, "write-tree", env=index.env).strip()
+    return snapshot_files(worktree)
 
 
 def seed_worktree(worktree: Path, tree: str) -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ..models import DiffFile, DiffSummary
 from .repo import head_commit
-from .run import GitError, git
+from .run import GitError, WorktreeMetadataChanged, git
 
 DEFAULT_PATCH_CAP = 512 * 1024
 _IDENTITY = ["-c", "user.name=corral", "-c", "user.email=corral@localhost"]
@@ -43,6 +43,8 @@ class GitWorkspace:
             if self.head() != start_commit:
                 return False
             return git(self.path, "status", "--porcelain", "--untracked-files=all").strip() == ""
+        except WorktreeMetadataChanged:
+            raise  # not "changed": nothing may run there, the session fails with it
         except GitError:
             return False
 

@@ -119,14 +119,20 @@ printf '{"key": "%s"}\\n' "$key" > "$env/.corral-env.json"
 printf '\\n%s ok\\n' "$nonce"
 """
 
+# corral's git in a worktree on a host: no hooks, fsmonitor or untracked cache
+# an agent there could have set up (the snapshot script sets the same)
+_NO_HOOKS = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false")
+
 _SNAPSHOT = """set -e
 cd "$1"
 idx=$(mktemp)
 trap 'rm -f "$idx"' EXIT
-cp "$(git rev-parse --git-path index)" "$idx" 2>/dev/null || rm -f "$idx"
-GIT_INDEX_FILE=$idx git add -A -- . >&2
-tree=$(GIT_INDEX_FILE=$idx git write-tree)
-commit=$(git commit-tree "$tree" -p "$2" -m "corral: the worktree of $3 as verified on this host")
+export GIT_ATTR_NOSYSTEM=1 GIT_CONFIG_NOSYSTEM=1 GIT_OPTIONAL_LOCKS=0
+h="-c core.hooksPath=/dev/null -c core.fsmonitor=false -c core.untrackedCache=false"
+cp "$(git $h rev-parse --git-path index)" "$idx" 2>/dev/null || rm -f "$idx"
+GIT_INDEX_FILE=$idx git $h add -A -- . >&2
+tree=$(GIT_INDEX_FILE=$idx git $h write-tree)
+commit=$(git $h commit-tree "$tree" -p "$2" -m "corral: the worktree of $3 as verified on this host")
 printf '%s %s\\n' "$tree" "$commit"
 """
 
@@ -377,7 +383,7 @@ class HostPlace:
     def apply(self, worktree: str, patch: str) -> None:
         """Apply a binary patch to a worktree on the host."""
         result = self.conn.run(
-            ["git", "-C", worktree, "apply", "--binary", "--whitespace=nowarn", "-"],
+            ["git", "-C", worktree, *_NO_HOOKS, "apply", "--binary", "--whitespace=nowarn", "-"],
             input=patch.encode(),
             timeout=300,
         )
@@ -387,7 +393,11 @@ class HostPlace:
     def changed(self, worktree: str, a: str, b: str) -> list[str]:
         """Paths that differ between two trees on the host, sorted."""
         result = self.conn.run(
-            ["git", "-C", worktree, "diff", "--name-only", "-z", "--no-renames", a, b, "--"]
+            [
+                *("git", "-C", worktree, *_NO_HOOKS),
+                *("diff", "--name-only", "-z", "--no-renames", "--no-ext-diff", "--no-textconv"),
+                *(a, b, "--"),
+            ]
         )
         if result.returncode != 0:
             raise GitError(f"cannot compare two snapshots on host {self.name}: {result.error}")

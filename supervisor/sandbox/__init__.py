@@ -8,15 +8,15 @@ policy and a grant into the `bwrap` command line; `launch_agent` decides
 whether an agent's pane command is confined and says so; `sandbox_status`
 says (once per process) whether a sandbox can run here and, if not, why.
 
-Decision — `git stash` inside: the shared git dir stays read-only, and each
-worktree gets a private view of it from corral's state dir, bound over it,
-holding the live real entries read-only (refs subdirectories, packed refs,
-HEAD, config) and whatever git writes beside them (`refs/stash`, its reflog,
-lock files). Stash, list and pop work and persist across sandboxed runs of
-that worktree; branch listing shows the user's branches as they are; the
-user's refs, packed refs and HEAD are never written (see `gitview`). A copy
-in the private view was rejected (it goes stale and needs corral to read
-what a run wrote); an overlay needs bubblewrap 0.9+.
+Decision — git inside: nothing of the real repository is writable. Each
+worktree gets a private git dir from corral's state dir, bound over its admin
+dir (HEAD, a copy of the index, read-only copies of the operator's refs, its
+own objects with the real store as read-only alternates), so status, commit,
+stash and gc work and persist across sandboxed runs while no object or ref of
+the operator's can be deleted or changed (see `gitview`). corral never reads
+what a run left there: it reviews the worktree's files. Live read-only ref
+directories with the shared packed-refs were rejected: `git gc` inside could
+then not pack its own refs.
 """
 
 from .agent import AgentLaunch, launch_agent

@@ -3,11 +3,13 @@
 Mount order matters (a later mount covers an earlier one): the whole
 filesystem read-only, a private /tmp, (for an agent) HOME's top level as
 private scratch, credentials and corral's state dir covered, then the repository's git dir read-only (it may sit in the private
-/tmp or the state dir) with the worktree's private view of it over it
-(`gitview`), then what the run is granted to read where the hiding covered it
-(corral's own hook program, an agent's session dir), then what the run may
-write: the worktree, the object store, the worktree's admin dir, the declared
-caches, the grant's own paths (an agent's config dirs, its hooks file).
+/tmp or the state dir) with the worktree's private git dir over its admin dir
+(`gitview.git_mounts(...).shared`), then what the run is granted to read where
+the hiding covered it (corral's own hook program, an agent's session dir),
+then what the run may write: the worktree (and right after it, its `.git`
+file read-only again: `.pointer`), the declared caches, the grant's own paths
+(an agent's config dirs, its hooks file). Nothing of the real repository is
+writable: not its objects, refs or admin dir.
 
 An agent keeps its pane's terminal (`Grant.terminal`: no `--new-session`, or
 it would lose its controlling tty). Keystrokes it could push into that
@@ -21,7 +23,7 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
-from .gitview import private_view, view_mounts
+from .gitview import git_mounts
 from .layout import git_layout
 from .policy import Grant, SandboxPolicy
 from .secrets import hidden_paths
@@ -106,25 +108,20 @@ def confined_argv(
             argv += ["--tmpfs", str(path)]
         else:
             argv += ["--ro-bind", "/dev/null", str(path)]
-    if layout.common is not None:
-        argv += ["--ro-bind", str(layout.common), str(layout.common)]
-        view = private_view(layout, policy.state_dir)
-        if view is not None:
-            argv += view_mounts(layout, view)
+    repository = git_mounts(layout, policy.state_dir)
+    argv += repository.shared  # nothing of the real repository is writable (gitview)
     for shown in _readable(grant, covered):
         argv += ["--ro-bind", shown, shown]
     writable: list[str] = [str(layout.top), _real(cwd)]
-    if layout.common is not None and (layout.common / "objects").is_dir():
-        writable.append(str(layout.common / "objects"))
-    if layout.admin is not None:
-        writable.append(str(layout.admin))
     writable += [_real(p) for p in policy.writable if os.path.isdir(p)]
     writable += [_real(p) for p in grant.writable if os.path.exists(p)]
     seen: list[str] = []
-    for place in writable:
+    for n, place in enumerate(writable):
         if place not in seen:
             seen.append(place)
             argv += ["--bind", place, place]
+        if n == 1:
+            argv += repository.pointer  # the worktree's `.git` as corral wrote it, read-only
     for again in covered[1:]:  # a writable place holding a credential still hides it
         if _within(again, seen) and again not in seen:
             argv += (

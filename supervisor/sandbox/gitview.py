@@ -1,30 +1,31 @@
-"""A confined run's private view of the repository's shared git dir, so that
-`git stash` works inside the sandbox without the sandbox writing the user's
-refs.
+"""A confined run's private git: everything git writes inside the sandbox
+lands in corral's state dir, nothing of the real repository is writable.
 
-`git stash` writes `refs/stash` and its reflog in the shared (common) git dir,
-and dropping the last entry takes `packed-refs.lock` there too; the common dir
-is read-only inside the sandbox. So each worktree gets a directory of its own
-under corral's state dir (`<state>/sandbox-git/<key>/common`), bound
-read-write over the common dir, and inside it, read-only, the live entries of
-the real one: `config`, `HEAD`, `packed-refs`, `hooks`, `info`, …, each
-subdirectory of `refs/` (`heads`, `tags`, `remotes`, …) and of `logs/refs/`,
-and `logs/HEAD`. What git creates beside them — `refs/stash`, its reflog, lock
-files — lands in the private directory and persists across sandboxed runs in
-that worktree (a long-lived agent, and the built-in engine's shell commands
-one after another). Reads see the user's branches as they are now, because
-they are the real directories, not copies; the user's own `refs/stash` is not
-shown as the sandbox's (it has a stash of its own) but as
-`refs/corral-user/stash` with its reflog, read-only copies taken when the run
-starts: the sandbox may write the object store, and a `git gc` in it must
-still count the user's stashes as reachable. The object store and the
-worktree's admin dir are bound read-write on top (`argv`), so commits on the
-detached HEAD still land where corral reads them.
+Each worktree gets `<state>/sandbox-git/<key>/` (the state dir is never
+visible inside, so a run cannot swap any of it for a link):
 
-Nothing of this is ever written into the user's repository: the private
-directory lives in the state dir, which the sandbox cannot see, so a run
-cannot swap it for a link to the real refs; corral only creates it and removes
-it (once its worktree is gone), never reads what a run left in it.
+- `gitdir/`, bound over the worktree's real admin dir: a git dir of its own
+  (no `commondir`), made on first use with HEAD detached at the worktree's
+  HEAD, a copy of its index (so `git status` is right and fast), its own
+  `objects/` whose `info/alternates` names the real object store (visible
+  read-only), and a config that includes the repository's. Commits, `git
+  stash` (its ref, reflog and lock files) and the objects they write stay
+  here and persist across the sandboxed runs of that worktree. `git gc` and
+  `git prune` inside only ever see these private objects (`gc.packRefs` is
+  off: the operator's refs below are not the run's to pack).
+- `user-refs/<n>/`: read-only copies of the operator's branches, tags and
+  remote refs (packed or loose), written by corral when they changed and
+  bound read-only at `refs/heads`, `refs/tags`, `refs/remotes` inside, so
+  `git log main` works; the operator's stash is not among them (the sandbox
+  has a stash of its own).
+- `dotgit`: what corral wrote into the worktree's `.git` file, bound
+  read-only over it after the worktree's own bind, so the pointer cannot be
+  changed from inside.
+
+The real shared git dir is bound read-only (objects, refs, config, hooks,
+other worktrees), and so is its `info/` inside the private one. corral only
+creates these directories and removes them once their worktree is gone; it
+never reads what a run left in them.
 """
 
 from __future__ import annotations
@@ -33,13 +34,25 @@ import contextlib
 import hashlib
 import os
 import shutil
+import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .layout import GitLayout
 
 VIEWS = "sandbox-git"
-USER_STASH = "corral-user"  # refs/corral-user/stash: the user's stash, read-only
-OWN = frozenset({"refs", "logs", "objects", "worktrees"})  # mounted one by one (or by `argv`)
+SHOWN_REFS = ("heads", "tags", "remotes")
+KEPT_REF_COPIES = 3
+
+
+@dataclass(frozen=True)
+class GitMounts:
+    """bwrap arguments for the repository, in two places of the mount order:
+    `shared` after the hiding mounts and before anything writable, `pointer`
+    right after the worktree's own read-write bind."""
+
+    shared: list[str] = field(default_factory=list)
+    pointer: list[str] = field(default_factory=list)
 
 
 def _key(admin: Path) -> str:
@@ -68,75 +81,186 @@ def prune_views(state_dir: Path) -> list[Path]:
     return removed
 
 
-def _copy_user_stash(common: Path, home: Path) -> None:
-    """The user's stash tip and reflog, copied into corral-owned dirs that are
-    shown read-only inside (an empty dir when the user has no stash)."""
-    for real, kept in (
-        (common / "refs" / "stash", home / "user-stash" / "refs" / "stash"),
-        (common / "logs" / "refs" / "stash", home / "user-stash" / "logs" / "stash"),
-    ):
-        kept.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            data = real.read_bytes() if real.is_file() and not real.is_symlink() else None
-        except OSError:
-            data = None
-        if data is None:
-            kept.unlink(missing_ok=True)
-            continue
-        fresh = kept.with_name(f".{kept.name}.{os.getpid()}")
-        fresh.write_bytes(data)
-        os.replace(fresh, kept)
-
-
-def private_view(layout: GitLayout, state_dir: Path | None) -> Path | None:
-    """The directory bound over the common dir for runs in this worktree,
-    created on first use; None for a main checkout or without a state dir
-    (then the common dir stays read-only and `git stash` cannot write)."""
-    if layout.admin is None or layout.common is None or state_dir is None:
-        return None
-    home = state_dir / VIEWS / _key(layout.admin)
-    view = home / "common"
-    if not (home / "admin").is_file():
-        prune_views(state_dir)
-        (view / "refs").mkdir(parents=True, exist_ok=True)
-        (view / "logs" / "refs").mkdir(parents=True, exist_ok=True)
-        (home / "admin").write_text(str(layout.admin), encoding="utf-8")
-    _copy_user_stash(layout.common, home)
-    return view
-
-
-def _entries(directory: Path) -> list[str]:
+def _read(path: Path) -> str:
     try:
-        return sorted(os.listdir(directory))
+        return path.read_text(encoding="utf-8", errors="surrogateescape").strip()
     except OSError:
-        return []
+        return ""
 
 
-def view_mounts(layout: GitLayout, view: Path) -> list[str]:
-    """bwrap arguments that put `view` over the common dir and show the real
-    entries in it read-only (`-try`: a lock file may vanish meanwhile)."""
-    assert layout.common is not None
+def _head_commit(admin: Path, common: Path) -> str:
+    """The worktree's HEAD as a commit id (a detached HEAD, or one ref deep)."""
+    head = _read(admin / "HEAD")
+    if head.startswith("ref:"):
+        name = head[4:].strip()
+        loose = _read(common / name)
+        if loose and not loose.startswith("ref:"):
+            return loose
+        return _user_refs(common).get(name, "")
+    return head
+
+
+def _repo_format(common: Path) -> list[str]:
+    """The config lines a git dir must hold itself (not through an include)."""
+    lines: list[str] = []
+    section = ""
+    for raw in _read(common / "config").splitlines():
+        line = raw.strip()
+        if line.startswith("["):
+            section = line.strip("[]").strip().lower()
+            continue
+        name, _, value = line.partition("=")
+        name = name.strip().lower()
+        if (section, name) in (
+            ("core", "repositoryformatversion"),
+            ("extensions", "objectformat"),
+        ):
+            lines.append(f"[{section}]\n\t{name} = {value.strip()}\n")
+    return lines
+
+
+def _create(home: Path, admin: Path, common: Path) -> None:
+    """The private git dir, built aside and moved in place (two runs starting
+    at once make one)."""
+    home.mkdir(parents=True, exist_ok=True)
+    build = Path(tempfile.mkdtemp(prefix=".gitdir-", dir=home))
+    (build / "objects" / "info").mkdir(parents=True)
+    (build / "objects" / "pack").mkdir()
+    (build / "objects" / "info" / "alternates").write_text(f"{common / 'objects'}\n")
+    for sub in ("refs", "logs", "info", *(f"refs/{name}" for name in SHOWN_REFS)):
+        (build / sub).mkdir(exist_ok=True)
+    (build / "HEAD").write_text(f"{_head_commit(admin, common)}\n")
+    with contextlib.suppress(OSError):
+        shutil.copy2(admin / "index", build / "index")  # its mtime too: racy entries stay racy
+    config = [
+        f"[include]\n\tpath = {common / 'config'}\n",
+        *_repo_format(common),
+        "[core]\n\tbare = false\n\tlogallrefupdates = true\n",
+        "[gc]\n\tpackRefs = false\n",
+    ]
+    (build / "config").write_text("".join(config))
+    try:
+        os.rename(build, home / "gitdir")
+    except OSError:
+        shutil.rmtree(build, ignore_errors=True)  # another run made it first
+
+
+def _user_refs(common: Path) -> dict[str, str]:
+    """The operator's branches, tags and remote refs: packed, then loose."""
+    refs: dict[str, str] = {}
+    for line in _read(common / "packed-refs").splitlines():
+        if line.startswith(("#", "^")):
+            continue
+        sha, _, name = line.partition(" ")
+        if name.startswith(tuple(f"refs/{s}/" for s in SHOWN_REFS)):
+            refs[name] = sha
+    for sub in SHOWN_REFS:
+        top = common / "refs" / sub
+        for directory, _dirs, files in os.walk(top):
+            for name in files:
+                if name.endswith(".lock"):
+                    continue
+                path = Path(directory) / name
+                value = _read(path)
+                if value:
+                    refs[str(path.relative_to(common))] = value
+    return refs
+
+
+def _refs_signature(common: Path) -> str:
+    """Changes whenever a ref is added, moved or removed (git replaces ref
+    files by rename, so their directories' times change too)."""
+    parts: list[str] = []
+    with contextlib.suppress(OSError):
+        st = os.stat(common / "packed-refs")
+        parts.append(f"p{st.st_ino}:{st.st_mtime_ns}:{st.st_size}")
+    for sub in SHOWN_REFS:
+        for directory, _dirs, _files in os.walk(common / "refs" / sub):
+            with contextlib.suppress(OSError):
+                parts.append(f"{directory}:{os.stat(directory).st_mtime_ns}")
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
+
+
+def _ref_copies(home: Path, common: Path) -> Path:
+    """The current read-only copy of the operator's refs (written when they
+    changed; older copies beyond the last few are removed)."""
+    root = home / "user-refs"
+    copy = root / _refs_signature(common)
+    if copy.is_dir():
+        return copy
+    root.mkdir(parents=True, exist_ok=True)
+    build = Path(tempfile.mkdtemp(prefix=".refs-", dir=root))
+    for sub in SHOWN_REFS:
+        (build / sub).mkdir()
+    for name, value in _user_refs(common).items():
+        target = build / name.removeprefix("refs/")
+        if ".." in Path(name).parts:
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(f"{value}\n", encoding="utf-8", errors="surrogateescape")
+    try:
+        os.rename(build, copy)
+    except OSError:
+        shutil.rmtree(build, ignore_errors=True)
+    older = sorted(
+        (p for p in root.iterdir() if p != copy and not p.name.startswith(".")),
+        key=lambda p: p.stat().st_mtime,
+    )
+    for stale in older[: max(0, len(older) - KEPT_REF_COPIES + 1)]:
+        shutil.rmtree(stale, ignore_errors=True)
+    return copy
+
+
+def _pointer_file(home: Path, layout: GitLayout) -> Path:
+    """The `.git` file as corral wrote it, to bind read-only over the real one."""
+    assert layout.admin is not None
+    content = layout.dotgit if layout.dotgit is not None else f"gitdir: {layout.admin}\n".encode()
+    path = home / "dotgit"
+    if not path.is_file() or path.read_bytes() != content:
+        fresh = home / f".dotgit.{os.getpid()}"
+        fresh.write_bytes(content)
+        os.replace(fresh, path)
+    return path
+
+
+def private_gitdir(layout: GitLayout, state_dir: Path) -> Path:
+    """The worktree's private git dir (made on first use); its home is the
+    parent directory."""
+    assert layout.admin is not None and layout.common is not None
+    home = state_dir / VIEWS / _key(layout.admin)
+    if not (home / "gitdir" / "HEAD").is_file():
+        prune_views(state_dir)
+        _create(home, layout.admin, layout.common)
+        (home / "admin").write_text(str(layout.admin), encoding="utf-8")
+    return home / "gitdir"
+
+
+def _fallback_root() -> Path:
+    """Where private git dirs go without a state dir: the host's /tmp, which
+    every sandbox covers with a private one."""
+    root = Path("/tmp") / f"corral-sandbox-git-{os.getuid()}"
+    root.mkdir(mode=0o700, exist_ok=True)
+    return root
+
+
+def git_mounts(layout: GitLayout, state_dir: Path | None) -> GitMounts:
+    """The repository inside a sandbox (see the module): nothing of it
+    writable. Without a state dir the private git dirs live in the host's
+    /tmp; a main checkout gets its `.git` read-only again over the
+    worktree's bind."""
     common = layout.common
-    args = ["--bind", str(view), str(common)]
-
-    def show(rel: str) -> None:
-        args.extend(["--ro-bind-try", str(common / rel), str(common / rel)])
-
-    for name in _entries(common):
-        if name not in OWN:
-            show(name)
-    if (common / "worktrees").is_dir():
-        show("worktrees")  # other worktrees read-only; this one's admin dir goes rw later
-    for name in _entries(common / "refs"):
-        if (common / "refs" / name).is_dir():
-            show(f"refs/{name}")
-    for name in _entries(common / "logs"):
-        if name != "refs":
-            show(f"logs/{name}")
-    for name in _entries(common / "logs" / "refs"):
-        if (common / "logs" / "refs" / name).is_dir():
-            show(f"logs/refs/{name}")
-    kept = view.parent / "user-stash"
-    args += ["--ro-bind", str(kept / "refs"), str(common / "refs" / USER_STASH)]
-    args += ["--ro-bind", str(kept / "logs"), str(common / "logs" / "refs" / USER_STASH)]
-    return args
+    if common is None:
+        return GitMounts()
+    shared = ["--ro-bind", str(common), str(common)]
+    if layout.admin is None:
+        return GitMounts(shared, ["--ro-bind", str(common), str(common)])
+    gitdir = private_gitdir(layout, state_dir or _fallback_root())
+    home = gitdir.parent
+    admin = layout.admin
+    shared += ["--bind", str(gitdir), str(admin)]
+    shared += ["--ro-bind-try", str(common / "info"), str(admin / "info")]
+    copies = _ref_copies(home, common)
+    for sub in SHOWN_REFS:
+        shared += ["--ro-bind", str(copies / sub), str(admin / "refs" / sub)]
+    pointer = _pointer_file(home, layout)
+    return GitMounts(shared, ["--ro-bind", str(pointer), str(layout.top / ".git")])

@@ -1,8 +1,9 @@
-"""What git needs to commit inside a worktree: the worktree itself, the
-repository's object store, and the worktree's own admin dir
-(`<common>/worktrees/<name>`: its HEAD, index, logs). The user's refs, HEAD,
-index, config, hooks and other worktrees are not in the list. Read from the
-`.git` file (no subprocess: this runs before every check)."""
+"""Where a run's repository lives: the checkout, the shared git dir and the
+worktree's admin dir (`<common>/worktrees/<name>`). For a worktree corral
+made, these are the dirs it recorded at creation (`git.pins`), checked
+against the pointers on disk; a changed pointer raises
+`WorktreeMetadataChanged` and nothing is mounted. Otherwise they are read
+from the `.git` file (no subprocess: this runs before every check)."""
 
 from __future__ import annotations
 
@@ -10,12 +11,15 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..git.pins import pins_for
+
 
 @dataclass(frozen=True)
 class GitLayout:
     top: Path  # the checkout a run may write
-    common: Path | None  # the repository's common git dir (read-only but for objects)
+    common: Path | None  # the repository's common git dir (read-only inside)
     admin: Path | None  # this worktree's admin dir (None: `top` is a main checkout)
+    dotgit: bytes | None = None  # the `.git` file corral recorded (None: not corral's)
 
 
 def _gitdir_from_file(dotgit: Path) -> Path | None:
@@ -33,6 +37,10 @@ def _gitdir_from_file(dotgit: Path) -> Path | None:
 def git_layout(cwd: Path) -> GitLayout:
     start = Path(os.path.realpath(cwd))
     for top in (start, *start.parents):
+        pins = pins_for(top)
+        if pins is not None:
+            pins.check()
+            return GitLayout(top=top, common=pins.common, admin=pins.admin, dotgit=pins.dotgit)
         dotgit = top / ".git"
         if dotgit.is_dir():
             return GitLayout(top=top, common=dotgit, admin=None)

@@ -107,9 +107,12 @@ async def test_a_file_rewritten_while_the_checks_run_is_never_accepted(
 async def test_a_file_written_once_during_the_checks_is_verified_again(
     make_supervisor: SupervisorFactory, repo: Path, tmp_path: Path, stop_writers: Path
 ) -> None:
-    # made by the check (also at the baseline, before the writer runs), in the
-    # worktree's own git dir: outside the tree, and writable from the sandbox
-    go = '"$(git rev-parse --git-dir)/go"'
+    # made by the check (also at the baseline, before the writer runs) as a file
+    # the repository ignores: outside the tree, and writable from the sandbox
+    # (the sandbox's git dir is a private one the unconfined writer never sees)
+    (repo / ".git" / "info").mkdir(exist_ok=True)
+    (repo / ".git" / "info" / "exclude").write_text("go-signal\n")
+    go = "go-signal"
     writer = detached(
         f"rm -f {go}; i=0; while [ ! -e {go} ] && [ ! -e {shlex.quote(str(stop_writers))} ]"
         " && [ $i -lt 600 ]; do i=$((i+1)); sleep 0.02; done; echo late > late.txt"

@@ -20,7 +20,7 @@ def pairs(argv: list[str], flag: str) -> list[str]:
     return [argv[i + 1] for i, a in enumerate(argv) if a == flag]
 
 
-def test_a_worktree_may_write_itself_its_objects_and_its_admin_dir_only(tmp_path: Path) -> None:
+def test_a_worktree_may_write_itself_and_its_private_git_dir_only(tmp_path: Path) -> None:
     repo = init_repo(tmp_path / "repo")
     git(repo, "worktree", "add", "-q", "--detach", str(tmp_path / "wt"))
     home = tmp_path / "home"
@@ -34,14 +34,16 @@ def test_a_worktree_may_write_itself_its_objects_and_its_admin_dir_only(tmp_path
 
     common = (repo / ".git").resolve()
     binds = pairs(argv, "--bind")
-    view = binds.pop(0)  # the worktree's private view of the shared git dir (gitview)
-    assert view.startswith(str(tmp_path / "state")) and argv[argv.index(view) + 1] == str(common)
-    assert binds == [
-        str((tmp_path / "wt").resolve()),
-        str(common / "objects"),
-        str(common / "worktrees" / "wt"),
-        str(cache.resolve()),
-    ]
+    private = binds.pop(0)  # the worktree's private git dir over its admin dir (gitview)
+    assert private.startswith(str(tmp_path / "state"))
+    assert argv[argv.index(private) + 1] == str(common / "worktrees" / "wt")
+    assert binds == [str((tmp_path / "wt").resolve()), str(cache.resolve())]
+    dotgit = str((tmp_path / "wt").resolve() / ".git")
+    pointer = argv.index(dotgit)  # the `.git` file read-only, after the worktree's bind
+    assert argv[pointer - 2] == "--ro-bind" and argv[pointer - 1].startswith(
+        str(tmp_path / "state")
+    )
+    assert pointer > argv.index(str((tmp_path / "wt").resolve()))
     assert pairs(argv, "--ro-bind")[:1] == ["/"]
     assert str(common) in pairs(argv, "--ro-bind")
     assert "--unshare-net" in argv and "--unshare-pid" in argv and "--die-with-parent" in argv

@@ -7,10 +7,10 @@ from __future__ import annotations
 import asyncio
 import os
 import re
-import subprocess
 from pathlib import Path
 from typing import Any
 
+from ...git.run import GitError, WorktreeMetadataChanged, git_bytes
 from .files import is_binary
 from .results import ToolError, ToolResult, clip
 from .state import ToolState, text_arg
@@ -57,21 +57,21 @@ def compile_glob(pattern: str) -> re.Pattern[str]:
 
 def git_files(state: ToolState, base: Path) -> list[Path]:
     """Files git sees under `base` (tracked, and untracked but not ignored)."""
-    try:
-        argv = ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"]
-        proc = subprocess.run(
-            [*argv, "--", state.rel(base)],
-            cwd=state.root,
-            env=state.env,
-            capture_output=True,
+    listed: bytes | None
+    try:  # corral's hardened git: no fsmonitor, hooks or discovered git dirs
+        listed = git_bytes(
+            state.root,
+            *("ls-files", "-z", "--cached", "--others", "--exclude-standard"),
+            *("--", state.rel(base)),
             timeout=60,
-            check=False,
         )
-    except (OSError, subprocess.TimeoutExpired):
-        proc = None
+    except WorktreeMetadataChanged:
+        raise
+    except GitError:
+        listed = None
     names: list[str]
-    if proc is not None and proc.returncode == 0:
-        names = sorted({os.fsdecode(n) for n in proc.stdout.split(b"\x00") if n})
+    if listed is not None:
+        names = sorted({os.fsdecode(n) for n in listed.split(b"\x00") if n})
     else:
         names = []
         for folder, dirs, files in os.walk(base):

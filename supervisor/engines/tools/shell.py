@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import os
-import subprocess
 from typing import Any
 
 from ...contracts.checks import run_command
+from ...git.run import GitError, WorktreeMetadataChanged, git_bytes
 from ...sandbox import active_policy
 from .results import ToolError, ToolResult, clip
 from .state import ToolState, text_arg
@@ -33,29 +33,19 @@ def cap_output(text: str, limit: int = MAX_SHELL_CHARS) -> str:
 
 
 def worktree_fingerprint(state: ToolState) -> str | None:
-    """HEAD and `git status` of the worktree (None when git cannot tell)."""
+    """HEAD and `git status` of the worktree (None when git cannot tell),
+    through corral's hardened git: a worktree whose git pointers were
+    changed raises `WorktreeMetadataChanged` and the run fails."""
     try:
-        head = subprocess.run(
-            ["git", "rev-parse", "HEAD"],
-            cwd=state.root,
-            env=state.env,
-            capture_output=True,
-            timeout=60,
-            check=False,
+        head = git_bytes(state.root, "rev-parse", "HEAD", timeout=60)
+        status = git_bytes(
+            state.root, "status", "--porcelain=v1", "-z", "--untracked-files=all", timeout=60
         )
-        status = subprocess.run(
-            ["git", "status", "--porcelain=v1", "-z", "--untracked-files=all"],
-            cwd=state.root,
-            env=state.env,
-            capture_output=True,
-            timeout=60,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired):
+    except WorktreeMetadataChanged:
+        raise
+    except GitError:
         return None
-    if head.returncode != 0 or status.returncode != 0:
-        return None
-    return os.fsdecode(head.stdout + b"\n" + status.stdout)
+    return os.fsdecode(head + b"\n" + status)
 
 
 async def shell(state: ToolState, args: dict[str, Any]) -> ToolResult:
