@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from corral.supervisor.errors import CorralError
-from corral.supervisor.states import CoderState, label
+from corral.supervisor.states import label
 
 if TYPE_CHECKING:
     from corral.supervisor.models import (
@@ -20,12 +20,6 @@ if TYPE_CHECKING:
     )
 
     from .app import CorralApp
-
-RETRYABLE = (CoderState.FAILED, CoderState.ABANDONED)
-
-
-def can_retry(state: CoderState) -> bool:
-    return state in RETRYABLE
 
 
 def rename(app: CorralApp, session_id: str, then: Callable[[], object] | None = None) -> None:

@@ -286,3 +286,29 @@ async def test_confirm_dialogs_name_the_checks_and_the_real_branch(board_world) 
         modal = await asked(pilot, then="n")
         assert f"branch corral/{short_id(alpha)}?" in modal.question
         assert "<id>" not in modal.question
+
+
+async def test_a_key_that_does_not_apply_says_why(board_world) -> None:
+    """The supervisor's table decides what a row allows; a key pressed on a row
+    that cannot take it says why in one line (it used to do nothing)."""
+    sup, repo, _release = board_world()
+    app = _app(sup, repo, on_ready=lambda s: seed_board(s, repo))
+    async with app.run_test(size=(140, 30)) as pilot:
+        board = await board_ready(app, pilot)
+        echo = next(s for s in board.order if board.summaries[s].intent.startswith("Echo"))
+        board.table.move_cursor(row=board.order.index(echo))  # waiting at gate 1
+        await until(pilot, "the cursor on Echo", lambda: board.selected_id() == echo)
+        app.clear_notifications()
+        for key, words in (
+            ("a", "Nothing waits for approval"),
+            ("X", "Only a finished session is deleted"),
+            ("h", "Only a finished session is archived"),
+            ("P", "Only a delivered branch is pushed"),
+        ):
+            await pilot.press(key)
+            await until(
+                pilot,
+                f"why {key} does not apply",
+                lambda w=words: any(w in str(n.message) for n in app._notifications),
+            )
+        assert board.app.screen is board  # nothing opened, nothing asked

@@ -21,13 +21,12 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Footer, Input, Static
 
-from corral.supervisor.states import CoderState
+from corral.supervisor.actions import SessionFacts, why_not
 
 from .. import grouping, lifecycle
 from .. import rows as R
 from ..app import CorralApp
 from ..guard import guarded
-from ..lifecycle import can_retry
 from ..widgets.board_table import BoardTable
 from ..widgets.painted import PaintedStatic
 from ..widgets.preview import AgentPreview
@@ -46,6 +45,22 @@ COLUMNS = (
     ("iter", "Iter"),
     ("updated", "Updated"),
 )
+
+# the board's action names where the supervisor's table names them otherwise
+TABLE_NAMES = {"cancel_session": "cancel", "delete_session": "delete", "push_branch": "push"}
+
+
+def facts_of(row: SessionSummary) -> SessionFacts:
+    return SessionFacts(
+        session_id=row.session_id,
+        state=row.state,
+        needs_you=row.needs_you,
+        dormant=row.dormant,
+        live=row.live,
+        worktree=row.worktree,
+        result_branch=row.result_branch,
+    )
+
 
 ANNOUNCE_GATHER = 0.3  # seconds: needs-you changes this close together make one toast
 INTENT_WANTED = 30  # cells of intent kept on a narrow terminal before columns give way
@@ -97,6 +112,13 @@ class BoardScreen(Screen[None]):
     def __init__(self, clock: Callable[[], float] = time.time) -> None:
         super().__init__()
         self.clock = clock
+        # the keys of the row actions, as pressed: a key that does not apply says why
+        self.row_keys = {
+            key: b.action
+            for b in self.BINDINGS
+            if isinstance(b, Binding) and b.action in self.ROW_ACTIONS
+            for key in b.key.split(",")
+        }
         self.summaries: dict[str, SessionSummary] = {}
         self.order: list[str] = []  # the shown sessions' ids, top to bottom
         self.grouped = False  # rows under a heading per repo (`g`; this console run only)
@@ -406,6 +428,13 @@ class BoardScreen(Screen[None]):
             self._rebuild()
 
     def on_key(self, event: events.Key) -> None:
+        action = self.row_keys.get(event.key)
+        if action is not None and self.app.opened.is_set():
+            why = self.refusal(action)
+            if why is not None:  # a key that does not apply says why, once pressed
+                self.notify(why[0].upper() + why[1:] + ".", severity="warning", timeout=4)
+                event.stop()
+                return
         search = self.query_one("#search", Input)
         if event.key == "escape" and (search.display or self.search):
             search.value = ""
@@ -511,26 +540,15 @@ class BoardScreen(Screen[None]):
             return False
         if action not in self.ROW_ACTIONS:
             return True
+        return self.refusal(action) is None
+
+    def refusal(self, action: str) -> str | None:
+        """Why the selected row cannot take `action` now (the supervisor's
+        table), None when it can."""
         row = self.selected()
         if row is None:
-            return False
-        if action == "confirm":
-            return row.needs_you == "contract"
-        if action in ("approve", "reject"):
-            return row.needs_you in ("merge", "finding")
-        if action in ("approve_checkout", "review_diff", "reverify"):
-            return row.needs_you == "merge"
-        if action == "retry":  # R also revives a dormant session
-            return can_retry(row.state) or row.dormant
-        if action in ("archive", "delete_session"):
-            return row.state.is_terminal
-        if action in ("push_branch", "pull_request"):  # a branch was delivered
-            return row.state is CoderState.MERGED and row.result_branch is not None
-        if action == "rename":
-            return True
-        if action == "open_worktree":
-            return row.worktree is not None
-        return not row.state.is_terminal
+            return "select a session first"
+        return why_not(TABLE_NAMES.get(action, action), facts_of(row))
 
     def on_board_table_row_selected(self, event: BoardTable.RowSelected) -> None:
         if not self.app.opened.is_set():

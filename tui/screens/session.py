@@ -16,6 +16,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, RichLog, Static
 
+from corral.supervisor.actions import SessionFacts, why_not
 from corral.supervisor.api import Supervisor
 from corral.supervisor.errors import CorralError
 from corral.supervisor.events import CoderEvent, ModelFallbackData, ToolDeniedData
@@ -38,7 +39,6 @@ from .. import rows as R
 from ..app import CorralApp
 from ..event_text import clip, describe
 from ..guard import guarded
-from ..lifecycle import can_retry
 from ..widgets.terminal import TerminalView
 
 REFRESH_KINDS = {
@@ -184,6 +184,13 @@ def _setup_lines(s: CoderSession) -> list[str]:
             + "".join(f"\n  │ {escape(line)}" for line in tail)
         )
     return lines
+
+
+# the actions whose rule is the supervisor's table (the rest are this screen's own)
+TABLE_ACTIONS = frozenset(
+    {"approve", "reject", "approve_checkout", "review_diff", "reverify", "cancel", "retry",
+     "archive"}
+)  # fmt: skip
 
 
 def foreman_tree(detail: SessionDetail) -> str:
@@ -628,16 +635,9 @@ class SessionScreen(Screen[None]):
         gate1 = detail.session.state.value == "contract_proposed" and detail.live
         if action in self.GATE1_ACTIONS or action == "confirm":
             return gate1
-        if action in ("approve", "reject"):
-            return detail.needs_you in ("merge", "finding")
-        if action in ("approve_checkout", "review_diff", "reverify"):
-            return detail.needs_you == "merge"
-        if action == "cancel_session":
-            return not detail.session.state.is_terminal
-        if action == "retry":
-            return can_retry(detail.session.state)
-        if action == "archive":
-            return detail.session.state.is_terminal
+        table = {"cancel_session": "cancel"}.get(action, action)
+        if table in TABLE_ACTIONS:
+            return why_not(table, self._facts(detail)) is None
         if action == "open_worktree":
             worktree = detail.session.worktree
             return worktree is not None and os.path.isdir(worktree)
@@ -649,6 +649,20 @@ class SessionScreen(Screen[None]):
         except CorralError:  # an attached console whose owner went away: the app says so
             return False
         return True
+
+    def _facts(self, detail: SessionDetail) -> SessionFacts:
+        s = detail.session
+        return SessionFacts(
+            session_id=s.id,
+            state=s.state,
+            needs_you=detail.needs_you,
+            dormant=s.state is CoderState.RUNNING
+            and s.agent_identity is not None
+            and s.agent_identity.state == "dormant",
+            live=detail.live,
+            worktree=s.worktree,
+            result_branch=s.result_branch,
+        )
 
     def _selected_check(self, contract: OutcomeContract | None = None) -> ContractCheck | None:
         """The check under the table's cursor (of `contract`, or the session's)."""
@@ -767,7 +781,13 @@ class SessionScreen(Screen[None]):
         self.app.cancel_session(self.session_id)
 
     def action_retry(self) -> None:
-        """The retry opens in place of this session once it exists."""
+        """R as on the board: a dormant session's agent resumes its own
+        conversation; a failed or cancelled one's retry opens in place of this
+        session once it exists."""
+        detail = self.supervisor.get(self.session_id)
+        if self._facts(detail).dormant:
+            self.app.run_supervisor_call("Revive", self.supervisor.revive(self.session_id))
+            return
 
         def show(result: StartResult) -> None:
             if self.is_current:
