@@ -216,7 +216,13 @@ def add_worktree(
     book.put(lease)
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
-        git(repo, "worktree", "add", "--detach", "--", str(path), commit, timeout=300)
+        # checked out by parallel workers: a scratch of a large tree is made per verification
+        git(
+            repo,
+            *("-c", "checkout.workers=0", "-c", "checkout.thresholdForParallelism=200"),
+            *("worktree", "add", "--detach", "--", str(path), commit),
+            timeout=300,
+        )
     except GitError:
         if not path.exists():
             book.set_state(resolved, LeaseState.REMOVED, note="git worktree add failed")

@@ -107,11 +107,13 @@ async def test_a_file_rewritten_while_the_checks_run_is_never_accepted(
 async def test_a_file_written_once_during_the_checks_is_verified_again(
     make_supervisor: SupervisorFactory, repo: Path, tmp_path: Path, stop_writers: Path
 ) -> None:
-    # made by the check (also at the baseline, before the writer runs), in the
-    # worktree's own git dir: outside the tree, and writable from the sandbox
+    # made by the check (also at the baseline, before the writer runs) in the
+    # git dir of the fresh checkout it runs in: outside the tree, and writable
+    # from the sandbox; the writer looks for it in every worktree's git dir
     go = '"$(git rev-parse --git-dir)/go"'
+    seen = "ls \"$(git rev-parse --git-common-dir)\"/worktrees/*/go >/dev/null 2>&1"
     writer = detached(
-        f"rm -f {go}; i=0; while [ ! -e {go} ] && [ ! -e {shlex.quote(str(stop_writers))} ]"
+        f"i=0; while ! {seen} && [ ! -e {shlex.quote(str(stop_writers))} ]"
         " && [ $i -lt 600 ]; do i=$((i+1)); sleep 0.02; done; echo late > late.txt"
     )
     engine = ScriptedEngine([[Write("hello.txt", "hi\n"), Run(writer)]])
