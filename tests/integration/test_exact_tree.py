@@ -1,0 +1,140 @@
+"""The checks run on exactly the tree that is delivered: a fresh checkout of
+it, with nothing else in it. An agent's ignored leftovers (a compiled `.pyc`,
+a `node_modules` module) cannot pass a check the delivered tree fails; files a
+check writes are not blamed on the agent; a branch that lacks the operator's
+uncommitted files is verified as it is and refused with the reason, while the
+checkout delivery (which has them) passes."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from corral.supervisor.errors import CorralError
+from corral.supervisor.models import EventKind
+from corral.supervisor.states import CoderState
+from tests.conftest import SupervisorFactory, events_of, git, plan_texts, run_to_gate
+from tests.fakes.scripted import Run, ScriptedDrafter, ScriptedEngine, Write, contract
+
+S = CoderState
+
+GREETS = "python3 -c \"import greet, sys; sys.exit(0 if greet.greet() == 'hi' else 1)\""
+
+
+def commit_files(repo: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text(text)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "files")
+
+
+def no_branch(repo: Path) -> bool:
+    return git(repo, "branch", "--list", "corral/*").strip() == ""
+
+
+async def test_an_ignored_pyc_compiled_from_a_correct_version_does_not_pass_the_checks(
+    make_supervisor: SupervisorFactory, repo: Path
+) -> None:
+    commit_files(
+        repo, {".gitignore": "__pycache__/\n", "greet.py": "def greet():\n    return 'no'\n"}
+    )
+    # a correct greet.py compiled into an unchecked pyc (Python never compares
+    # it with the source), then the source left wrong
+    cheat = (
+        "printf \"def greet():\\n    return 'hi'\\n\" > greet.py && python3 -c "
+        "'import py_compile as p; p.compile(\"greet.py\", "
+        "invalidation_mode=p.PycInvalidationMode.UNCHECKED_HASH)' && "
+        "printf \"def greet():\\n    return 'ho'\\n\" > greet.py"
+    )
+    engine = ScriptedEngine([[Run(cheat)]])
+    sup = await make_supervisor(
+        drafter=ScriptedDrafter([contract(("greets", GREETS))]), engine=engine, repair_invokes=0
+    )
+    sid = (await sup.start("greet with hi", repo)).session_id
+    row = await run_to_gate(sup, sid)
+
+    worktree = Path(sup.get(sid).session.worktree or "")
+    assert list((worktree / "__pycache__").glob("greet.*.pyc"))  # the cheat is there
+    assert row.state is S.FAILED
+    assert [r.passed for r in sup.get(sid).session.last_check_results] == [False]
+    assert no_branch(repo)
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="needs node")
+async def test_an_ignored_node_modules_module_the_check_imports_is_not_there(
+    make_supervisor: SupervisorFactory, repo: Path
+) -> None:
+    commit_files(repo, {".gitignore": "node_modules/\n", "index.js": "module.exports = 1;\n"})
+    leftover = (
+        "mkdir -p node_modules/greeter && "
+        "echo \"module.exports = () => 'hi';\" > node_modules/greeter/index.js && "
+        "echo \"module.exports = require('greeter');\" > index.js"
+    )
+    engine = ScriptedEngine([[Run(leftover)]])
+    check = ("greets", "node -e \"process.exit(require('./index.js')() === 'hi' ? 0 : 1)\"")
+    sup = await make_supervisor(
+        drafter=ScriptedDrafter([contract(check)]), engine=engine, repair_invokes=0
+    )
+    sid = (await sup.start("greet with hi", repo)).session_id
+    assert await sup.confirm(sid) == {"state": "running"}
+    row = await sup.wait_for(sid, needs=True, timeout=60)  # node starts slowly
+
+    assert (Path(sup.get(sid).session.worktree or "") / "node_modules" / "greeter").is_dir()
+    # the module is missing where the checks run: the check cannot pass (node's
+    # "Cannot find module" reads as a check that cannot run, so corral asks)
+    assert row.state is not S.NEEDS_APPROVAL
+    assert [r.passed for r in sup.get(sid).session.last_check_results] == [False]
+    assert no_branch(repo)
+
+
+async def test_coverage_files_a_check_writes_are_not_a_moving_worktree(
+    make_supervisor: SupervisorFactory, repo: Path
+) -> None:
+    writes = (
+        "echo $RANDOM$$ > .coverage && mkdir -p .nyc_output && date +%N > .nyc_output/out.json"
+        " && grep -q hi hello.txt"
+    )
+    engine = ScriptedEngine([[Write("hello.txt", "hi\n")]])
+    sup = await make_supervisor(
+        drafter=ScriptedDrafter([contract(("hello", writes))]), engine=engine, repair_invokes=0
+    )
+    sid = (await sup.start("say hi", repo)).session_id
+    row = await run_to_gate(sup, sid)
+
+    assert row.state is S.NEEDS_APPROVAL, sup.get(sid).session.error
+    assert [e for e in events_of(sup, sid) if e.kind is EventKind.WORKTREE_CHANGED] == []
+    worktree = Path(sup.get(sid).session.worktree or "")
+    assert not (worktree / ".coverage").exists() and not (worktree / ".nyc_output").exists()
+    result = await sup.approve(sid)
+    names = git(repo, "ls-tree", "-r", "--name-only", result.branch or "").split()
+    assert names == ["hello.txt"]
+
+
+async def test_a_branch_without_the_operators_untracked_file_fails_where_the_checkout_passes(
+    make_supervisor: SupervisorFactory, repo: Path
+) -> None:
+    (repo / "fixture.txt").write_text("needed by the suite\n")  # untracked, never committed
+    check = ("suite", "test -f fixture.txt && grep -q hi hello.txt")
+    sup = await make_supervisor(
+        drafter=ScriptedDrafter([contract(check)]),
+        engine=ScriptedEngine([[Write("hello.txt", "hi\n")]]),
+    )
+    sid = (await sup.start("say hi", repo)).session_id
+    row = await run_to_gate(sup, sid)
+    assert row.state is S.NEEDS_APPROVAL
+
+    with pytest.raises(CorralError) as refused:
+        await sup.approve(sid, delivery="branch")
+    said = str(refused.value)
+    assert "suite" in said and "fixture.txt" in said and "untracked" in said
+    assert "checkout" in said
+    assert no_branch(repo)
+    assert sup.get(sid).session.state is S.NEEDS_APPROVAL
+
+    result = await sup.approve(sid, delivery="checkout")
+    assert result.state is S.MERGED
+    assert (repo / "hello.txt").read_text() == "hi\n"
+    assert any("your checkout's files" in t for t in plan_texts(sup, sid))
