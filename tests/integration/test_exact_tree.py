@@ -45,7 +45,7 @@ async def test_an_ignored_pyc_compiled_from_a_correct_version_does_not_pass_the_
     # it with the source), then the source left wrong
     cheat = (
         "printf \"def greet():\\n    return 'hi'\\n\" > greet.py && python3 -c "
-        "'import py_compile as p; p.compile(\"greet.py\", "
+        '\'import py_compile as p; p.compile("greet.py", '
         "invalidation_mode=p.PycInvalidationMode.UNCHECKED_HASH)' && "
         "printf \"def greet():\\n    return 'ho'\\n\" > greet.py"
     )
