@@ -7,7 +7,9 @@ checkout delivery (which has them) passes."""
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -138,3 +140,75 @@ async def test_a_branch_without_the_operators_untracked_file_fails_where_the_che
     assert result.state is S.MERGED
     assert (repo / "hello.txt").read_text() == "hi\n"
     assert any("your checkout's files" in t for t in plan_texts(sup, sid))
+
+
+# -- names are bytes ---------------------------------------------------------------------
+
+CAFE = os.fsdecode(b"caf\xe9.txt")
+NEW = os.fsdecode(b"n\xe9w.txt")
+ODD = ["with\nnewline.txt", "with space.txt", "-leading-dash.txt", '"quoted".txt']
+
+
+def non_utf8_repo(repo: Path) -> None:
+    with open(os.path.join(os.fsencode(repo), os.fsencode(CAFE)), "wb") as fh:
+        fh.write(b"old\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "a latin-1 name")
+
+
+def names_engine() -> ScriptedEngine:
+    script = (
+        "printf 'new\\n' > \"$(printf 'caf\\351.txt')\" && "
+        "printf 'created\\n' > \"$(printf 'n\\351w.txt')\" && "
+        "printf 'nl\\n' > \"$(printf 'with\\nnewline.txt')\" && "
+        "printf 'sp\\n' > 'with space.txt' && printf 'dash\\n' > ./-leading-dash.txt && "
+        "printf 'q\\n' > '\"quoted\".txt' && printf 'hi\\n' > hello.txt"
+    )
+    return ScriptedEngine([[Run(script)]])
+
+
+def read(root: Path, name: str) -> bytes:
+    with open(os.path.join(os.fsencode(root), os.fsencode(name)), "rb") as fh:
+        return fh.read()
+
+
+@pytest.mark.parametrize("delivery", ["branch", "checkout"])
+async def test_names_that_are_not_utf8_or_plain_text_arrive_exactly(
+    make_supervisor: SupervisorFactory, repo: Path, delivery: str
+) -> None:
+    non_utf8_repo(repo)
+    check = ("names", "grep -q new \"$(printf 'caf\\351.txt')\" && grep -q hi hello.txt")
+    sup = await make_supervisor(drafter=ScriptedDrafter([contract(check)]), engine=names_engine())
+    sid = (await sup.start("names", repo)).session_id
+    row = await run_to_gate(sup, sid)
+    assert row.state is S.NEEDS_APPROVAL, sup.get(sid).session.error
+
+    diff = sup.get(sid).session.diff
+    assert diff is not None
+    shown = {f.path for f in diff.files}
+    assert '"caf\\351.txt"' in shown and '"n\\351w.txt"' in shown  # escaped, not mangled
+    assert '"with\\nnewline.txt"' in shown and "with space.txt" in shown
+
+    result = await sup.approve(sid, delivery=delivery)
+    assert result.state is S.MERGED
+    expected = {CAFE: b"new\n", NEW: b"created\n", "hello.txt": b"hi\n"}
+    expected |= {ODD[0]: b"nl\n", ODD[1]: b"sp\n", ODD[2]: b"dash\n", ODD[3]: b"q\n"}
+    if delivery == "checkout":
+        for name, data in expected.items():
+            assert read(repo, name) == data, name
+    else:
+        listed = subprocess.run(
+            ["git", "ls-tree", "-r", "-z", "--name-only", result.branch or ""],
+            cwd=repo,
+            capture_output=True,
+            check=True,
+        ).stdout.split(b"\0")
+        assert {os.fsencode(n) for n in expected} <= set(listed)
+        for name, data in expected.items():
+            blob = subprocess.run(
+                ["git", "cat-file", "blob", f"{result.branch}:".encode() + os.fsencode(name)],
+                cwd=repo,
+                capture_output=True,
+                check=True,
+            ).stdout
+            assert blob == data, name

@@ -148,7 +148,9 @@ def test_checkout_delivery_touches_only_working_files(repo: Path, tmp_path: Path
     assert not (repo / "long.txt").exists()
     assert sh(repo, "git ls-files -s") == index_before
     assert sh(repo, "git rev-parse HEAD").strip() == head
-    assert apply_to_checkout(repo, head, result, touched_paths(files)) is True  # a repeat: already applied
+    assert (
+        apply_to_checkout(repo, head, result, touched_paths(files)) is True
+    )  # a repeat: already applied
 
 
 def test_checkout_delivery_refuses_a_file_the_operator_changed(repo: Path, tmp_path: Path) -> None:

@@ -111,7 +111,7 @@ async def test_a_file_written_once_during_the_checks_is_verified_again(
     # git dir of the fresh checkout it runs in: outside the tree, and writable
     # from the sandbox; the writer looks for it in every worktree's git dir
     go = '"$(git rev-parse --git-dir)/go"'
-    seen = "ls \"$(git rev-parse --git-common-dir)\"/worktrees/*/go >/dev/null 2>&1"
+    seen = 'ls "$(git rev-parse --git-common-dir)"/worktrees/*/go >/dev/null 2>&1'
     writer = detached(
         f"i=0; while ! {seen} && [ ! -e {shlex.quote(str(stop_writers))} ]"
         " && [ $i -lt 600 ]; do i=$((i+1)); sleep 0.02; done; echo late > late.txt"
