@@ -212,3 +212,35 @@ async def test_names_that_are_not_utf8_or_plain_text_arrive_exactly(
                 check=True,
             ).stdout
             assert blob == data, name
+
+
+# -- no size cap that lies -------------------------------------------------------------------
+
+# 4,000 files of 10 kB of incompressible text (hex): a 40 MB change whose
+# patch text is far over the 32 MiB that corral reads from one git command
+BIG_CHANGE = (
+    "python3 -c \"import os\n"
+    "for i in range(4000):\n"
+    "    os.makedirs(f'gen/d{i // 100}', exist_ok=True)\n"
+    "    open(f'gen/d{i // 100}/f{i}.txt', 'w').write(os.urandom(5000).hex())\n\""
+)
+
+
+async def test_a_40_mb_change_of_thousands_of_files_is_delivered_to_the_checkout(
+    make_supervisor: SupervisorFactory, repo: Path
+) -> None:
+    check = ("generated", "test $(find gen -type f | wc -l) -eq 4000")
+    sup = await make_supervisor(
+        drafter=ScriptedDrafter([contract(check)]), engine=ScriptedEngine([[Run(BIG_CHANGE)]])
+    )
+    sid = (await sup.start("generate", repo)).session_id
+    assert await sup.confirm(sid) == {"state": "running"}
+    row = await sup.wait_for(sid, needs=True, timeout=120)
+    assert row.state is S.NEEDS_APPROVAL, sup.get(sid).session.error
+    tree = sup.get(sid).session.review_tree
+
+    result = await sup.approve(sid, delivery="checkout")
+    assert result.state is S.MERGED
+    assert sum(1 for _ in (repo / "gen").rglob("*.txt")) == 4000
+    for name in [f"gen/d{i // 100}/f{i}.txt" for i in (0, 1999, 3999)]:
+        assert (repo / name).read_text() == git(repo, "show", f"{tree}:{name}")
