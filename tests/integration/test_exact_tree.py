@@ -219,7 +219,7 @@ async def test_names_that_are_not_utf8_or_plain_text_arrive_exactly(
 # 4,000 files of 10 kB of incompressible text (hex): a 40 MB change whose
 # patch text is far over the 32 MiB that corral reads from one git command
 BIG_CHANGE = (
-    "python3 -c \"import os\n"
+    'python3 -c "import os\n'
     "for i in range(4000):\n"
     "    os.makedirs(f'gen/d{i // 100}', exist_ok=True)\n"
     "    open(f'gen/d{i // 100}/f{i}.txt', 'w').write(os.urandom(5000).hex())\n\""

@@ -30,9 +30,7 @@ def short_state() -> Iterator[Path]:
 
 
 @pytest.fixture
-async def owner(
-    make_supervisor: SupervisorFactory, short_state: Path
-) -> AsyncIterator[Supervisor]:
+async def owner(make_supervisor: SupervisorFactory, short_state: Path) -> AsyncIterator[Supervisor]:
     sup = await make_supervisor(
         state=short_state,
         drafter=ScriptedDrafter([contract(SLOW_CHECK)]),
