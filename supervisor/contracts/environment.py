@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from ..git.run import git
 from ..governance.env_scrub import scrubbed_env
 from ..models import OutcomeContract, SetupOutcome
 from ..sandbox import Grant
@@ -228,12 +229,17 @@ class Environments:
         fd = await self._lock(key)
         try:
             base = SetupOutcome(ok=True, env_dir=str(env_dir), shared=shared, phase=phase)
-            if (env_dir / READY_MARKER).is_file():
+            ready = _ready_marker(env_dir)
+            if ready is not None and not ready.get("writes_tree"):
                 base.cached = True
                 base.duration_ms = int((time.monotonic() - started) * 1000)
                 return SetupRun(base, environment)
-            await asyncio.to_thread(shutil.rmtree, env_dir, True)  # a partial one is never reused
-            env_dir.mkdir(parents=True)
+            if ready is None:  # a partial one is never reused
+                await asyncio.to_thread(shutil.rmtree, env_dir, True)
+                env_dir.mkdir(parents=True)
+            # else: the setup also writes into the tree (a version file, a
+            # build in place), so it runs again in this one, into its ready
+            # environment: what it writes must exist in every tree checked
             env = setup_env(env_dir)
             grant = Grant(writable=(env_dir, *_cache_dirs()))
             budget = float(contract.setup_timeout_secs)
@@ -261,12 +267,14 @@ class Environments:
                             "duration_ms": int((time.monotonic() - started) * 1000),
                         }
                     )
-                    return SetupRun(failed, None, [env_dir])
+                    # a ready environment stays (only this tree's run failed)
+                    return SetupRun(failed, None, [env_dir] if ready is None else [])
             marker = {
                 "key": key,
                 "setup": contract.setup,
                 "shared": shared,
                 "worktree": None if shared else str(worktree),
+                "writes_tree": await asyncio.to_thread(_wrote_into, worktree),
                 "at": time.time(),
             }
             (env_dir / READY_MARKER).write_text(json.dumps(marker), encoding="utf-8")
@@ -294,6 +302,24 @@ class Environments:
                 shutil.rmtree(env_dir, ignore_errors=True)
                 removed.append(env_dir)
         return removed
+
+
+def _ready_marker(env_dir: Path) -> dict[str, object] | None:
+    """The ready marker of a complete environment (None: not ready)."""
+    try:
+        marker = json.loads((env_dir / READY_MARKER).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return marker if isinstance(marker, dict) else {}
+
+
+def _wrote_into(worktree: Path) -> bool:
+    """Whether the tree holds files its commit does not (the setup ran in a
+    fresh checkout, so anything untracked or ignored there is its own)."""
+    out = git(
+        worktree, "status", "--porcelain", "--ignored", "--untracked-files=normal", check=False
+    )
+    return any(line[:2] in ("??", "!!") for line in out.splitlines())
 
 
 def setup_reason(outcome: SetupOutcome) -> str:

@@ -418,26 +418,25 @@ class Verifier:
         return await asyncio.to_thread(snapshot_tree, worktree)
 
     async def verify_selection(self, live: LiveSession, patch: str) -> list[CheckResult]:
-        """Every check on the start commit plus only the approved part (`patch`)."""
+        """Every check on the start commit plus only the approved part
+        (`patch`), on the host of a session placed there (as its checks ran);
+        a session here verifies the approved part's tree (`verify_tree`)."""
         registry = self._registry
         s = live.session
         assert s.contract is not None and s.start_commit is not None
+        assert s.host and self._hosts is not None
         registry.emit(
             live,
             PlanTextData(text="Re-running the contract on the approved part only."),
         )
-        contract, captures = s.contract, captures_from(s.contract, s.baseline)
-        if s.host and self._hosts is not None:  # on the host, as the session's checks
-            results = await in_host_scratch(
-                self._hosts.get(s.host),
-                s,
-                contract,
-                self._timeout_ceiling,
-                patch=patch,
-                captures=captures,
-            )
-        else:
-            results = await self._selection_here(s, contract, captures, patch)
+        results = await in_host_scratch(
+            self._hosts.get(s.host),
+            s,
+            s.contract,
+            self._timeout_ceiling,
+            patch=patch,
+            captures=captures_from(s.contract, s.baseline),
+        )
         registry.emit(
             live,
             ContractEvaluatedData(
@@ -448,29 +447,6 @@ class Verifier:
             ),
         )
         return results
-
-    async def _selection_here(
-        self, s: CoderSession, contract: OutcomeContract, captures: dict[str, str], patch: str
-    ) -> list[CheckResult]:
-        """The checks on the start commit plus `patch`, in a scratch worktree here."""
-
-        def apply_selection(path: Path) -> None:
-            git(path, "apply", "--binary", "--whitespace=nowarn", "-", input_text=patch)
-
-        discard: list[Path] = []
-
-        async def run(path: Path) -> list[CheckResult]:
-            setup = await self.environments.prepare(
-                contract, path, phase="verification", timeout_ceiling=self._timeout_ceiling
-            )
-            if setup is not None:
-                discard.extend(setup.discard)
-            return await self._checks_after_setup(contract, path, setup, captures=captures)
-
-        try:
-            return await self._in_scratch(s, run, prepare=apply_selection)
-        finally:
-            await asyncio.to_thread(_remove_all, discard)
 
     async def changes_since_verification(self, session: CoderSession) -> list[str]:
         """Paths where the worktree now differs from the verified tree (empty:
@@ -526,20 +502,13 @@ class Verifier:
                 if waiting() and s.review_tree == tree and s.id not in self._verifying:
                     self.note_changes(live, changed)
 
-    async def _in_scratch(
-        self,
-        session: CoderSession,
-        work: Callable[[Path], Awaitable[T]],
-        prepare: Callable[[Path], None] | None = None,
-    ) -> T:
-        """Run `work` in a disposable worktree at the session's start commit
-        (after the blocking `prepare`); the copy is always removed."""
+    async def _in_scratch(self, session: CoderSession, work: Callable[[Path], Awaitable[T]]) -> T:
+        """Run `work` in a disposable worktree at the session's start commit;
+        the copy is always removed."""
         assert session.start_commit is not None
         cm = self._workspaces.scratch(Path(session.repo), session.start_commit, session.id)
         path = await asyncio.to_thread(cm.__enter__)
         try:
-            if prepare is not None:
-                await asyncio.to_thread(prepare, path)
             return await work(path)
         finally:
             await asyncio.shield(asyncio.to_thread(cm.__exit__, None, None, None))

@@ -244,3 +244,34 @@ async def test_a_40_mb_change_of_thousands_of_files_is_delivered_to_the_checkout
     assert sum(1 for _ in (repo / "gen").rglob("*.txt")) == 4000
     for name in [f"gen/d{i // 100}/f{i}.txt" for i in (0, 1999, 3999)]:
         assert (repo / name).read_text() == git(repo, "show", f"{tree}:{name}")
+
+
+# -- what a setup writes into the tree -------------------------------------------------------
+
+# A shared environment (every command names $CORRAL_ENV) whose build also
+# writes an ignored version file into the source tree, as hatch-vcs'
+# `version-file` and setuptools-scm's `write_to` do.
+VERSION_FILE_SETUP = [
+    'mkdir -p "$CORRAL_ENV" && echo built >> "$CORRAL_ENV/builds"',
+    "printf \"VERSION = '1.0'\\n\" > _version.py  # the build of $CORRAL_ENV writes it",
+]
+
+
+async def test_a_version_file_the_setup_writes_exists_in_every_verification_tree(
+    make_supervisor: SupervisorFactory, repo: Path
+) -> None:
+    commit_files(repo, {".gitignore": "_version.py\n"})
+    checks = contract(("imports", "python3 -c 'import _version' && grep -q hi hello.txt"))
+    checks.setup = VERSION_FILE_SETUP
+    sup = await make_supervisor(
+        drafter=ScriptedDrafter([checks]),
+        engine=ScriptedEngine([[Write("hello.txt", "hi\n")]]),
+        repair_invokes=0,
+    )
+    for _ in range(2):  # the second session finds the environment ready
+        sid = (await sup.start("say hi", repo)).session_id
+        assert await sup.confirm(sid) == {"state": "running"}
+        row = await sup.wait_for(sid, needs=True, timeout=30)
+        assert row.state is S.NEEDS_APPROVAL, sup.get(sid).session.last_check_results
+        assert not (Path(sup.get(sid).session.worktree or "") / "_version.py").exists()
+        await sup.approve(sid, approve=False)
