@@ -17,6 +17,7 @@ Run: .venv/bin/python bench/verify_tree.py
 from __future__ import annotations
 
 import asyncio
+import os
 import statistics
 import subprocess
 import sys
@@ -89,7 +90,11 @@ async def main() -> int:
             new.append(time.perf_counter() - t)
         workspaces.close()
     b, a = statistics.median(old), statistics.median(new)
-    print(f"{FILES} files, median of {RUNS}: before {b:.3f}s  after {a:.3f}s  added {a - b:.3f}s")
+    load = os.getloadavg()[0]
+    print(
+        f"{FILES} files, median of {RUNS}: before {b:.3f}s  after {a:.3f}s  added {a - b:.3f}s"
+        f"  (load average {load:.1f} on {os.cpu_count()} cores)"
+    )
     if a - b > BUDGET_SECS:
         print(f"over budget: {a - b:.3f}s added > {BUDGET_SECS:.1f}s")
         return 1
