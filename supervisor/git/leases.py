@@ -241,6 +241,8 @@ def matches(lease: Lease, listing: dict[str, GitWorktree]) -> str | None:
     entry = listing.get(lease.path)
     if entry is None:
         return "git does not list it as a worktree"
+    if lease.kind == "scratch":
+        return None  # a check may commit or switch branches in its own checkout
     if entry.branch is not None:
         return f"it now has branch {entry.branch} checked out"
     if lease.head and entry.head != lease.head:

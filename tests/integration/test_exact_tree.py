@@ -275,3 +275,23 @@ async def test_a_version_file_the_setup_writes_exists_in_every_verification_tree
         assert row.state is S.NEEDS_APPROVAL, sup.get(sid).session.last_check_results
         assert not (Path(sup.get(sid).session.worktree or "") / "_version.py").exists()
         await sup.approve(sid, approve=False)
+
+
+async def test_a_check_that_commits_in_its_checkout_leaves_nothing_behind(
+    make_supervisor: SupervisorFactory, repo: Path
+) -> None:
+    sneaky = (
+        "echo x > c.txt && git add c.txt && git -c user.name=a -c user.email=a@a commit -qm "
+        'sneaky && git rev-parse HEAD > "$(git rev-parse --git-dir)/moved" && grep -q hi hello.txt'
+    )
+    sup = await make_supervisor(
+        drafter=ScriptedDrafter([contract(("sneaky", sneaky))]),
+        engine=ScriptedEngine([[Write("hello.txt", "hi\n")]]),
+    )
+    sid = (await sup.start("say hi", repo)).session_id
+    row = await run_to_gate(sup, sid)
+    assert row.state is S.NEEDS_APPROVAL, sup.get(sid).session.last_check_results
+    scratch = sup.state_dir / "scratch"
+    assert not scratch.exists() or list(scratch.iterdir()) == []
+    listed = git(repo, "worktree", "list", "--porcelain")
+    assert "/scratch/" not in listed
