@@ -48,7 +48,7 @@ from ..git.delivery import (
 from ..git.patches import FilePatch, Selection, build_patch, parse_patch, validate_selection
 from ..git.repo import head_commit, work_outside_tree
 from ..git.result_tree import Change, changes_between, compose, shown
-from ..git.run import git
+from ..git.run import MAX_OUTPUT_BYTES, git
 from ..git.trees import commit_tree, snapshot_tree, tree_patch
 from ..models import (
     ApproveResult,
@@ -151,6 +151,7 @@ class ApprovalGate:
         if s.review_tree is None:
             raise CorralError(NO_VERIFIED_TREE.format(name=label(s.id)))
         patch = await asyncio.to_thread(tree_patch, Path(s.repo), s.start_commit, s.review_tree)
+        _selectable(patch)
         return parse_patch(patch)
 
     async def reverify(self, session_id: str) -> list[CheckResult]:
@@ -318,6 +319,7 @@ class ApprovalGate:
         files_counted = (0, 0)
         if selection is not None:
             full = await asyncio.to_thread(tree_patch, repo, start, tree)
+            _selectable(full)
             files = parse_patch(full)
             problems = validate_selection(files, selection)
             if problems:
@@ -611,6 +613,17 @@ def _target(s: CoderSession, delivery: str, changes: list[Change]) -> DeliveryTa
             + "; nothing was delivered"
         )
     return DeliveryTarget("branch", head, composed.tree, head)
+
+
+def _selectable(patch: str) -> None:
+    """A change whose patch text is larger than corral reads from git cannot
+    be split into files and hunks; it can still be approved whole."""
+    if len(patch) >= MAX_OUTPUT_BYTES:
+        raise CorralError(
+            f"the change's patch is over {MAX_OUTPUT_BYTES // (1024 * 1024)} MiB, more than "
+            "corral splits into files and hunks; approve it whole (delivery does not go "
+            "through the patch) or reject it"
+        )
 
 
 def _target_fails(

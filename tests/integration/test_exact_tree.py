@@ -295,3 +295,18 @@ async def test_a_check_that_commits_in_its_checkout_leaves_nothing_behind(
     assert not scratch.exists() or list(scratch.iterdir()) == []
     listed = git(repo, "worktree", "list", "--porcelain")
     assert "/scratch/" not in listed
+
+
+async def test_a_change_too_large_to_split_is_refused_for_partial_approval_with_its_size(
+    make_supervisor: SupervisorFactory, repo: Path
+) -> None:
+    sup = await make_supervisor(
+        drafter=ScriptedDrafter([contract(("generated", "test -d gen"))]),
+        engine=ScriptedEngine([[Run(BIG_CHANGE)]]),
+    )
+    sid = (await sup.start("generate", repo)).session_id
+    assert await sup.confirm(sid) == {"state": "running"}
+    assert (await sup.wait_for(sid, needs=True, timeout=120)).state is S.NEEDS_APPROVAL
+    with pytest.raises(CorralError, match=r"over 32 MiB.*approve it whole"):
+        await sup.approve(sid, selection={"gen/d0/f0.txt": None})
+    assert no_branch(repo)
