@@ -54,6 +54,7 @@ from ..sandbox import Grant
 ENV_VAR = "CORRAL_ENV"
 READY_MARKER = ".corral-env.json"
 OUTPUT_TAIL_CHARS = 4000
+MANY_TREE_FILES = 1000  # a setup writing this many unignored files into the tree is named
 
 #: Files whose content decides what the environment holds.
 DEFINING_FILES: tuple[str, ...] = (
@@ -269,15 +270,22 @@ class Environments:
                     )
                     # a ready environment stays (only this tree's run failed)
                     return SetupRun(failed, None, [env_dir] if ready is None else [])
+            written = await asyncio.to_thread(_written_into, worktree)
             marker = {
                 "key": key,
                 "setup": contract.setup,
                 "shared": shared,
                 "worktree": None if shared else str(worktree),
-                "writes_tree": await asyncio.to_thread(_wrote_into, worktree),
+                "writes_tree": bool(written.ignored or written.unignored),
                 "at": time.time(),
             }
             (env_dir / READY_MARKER).write_text(json.dumps(marker), encoding="utf-8")
+            if len(written.unignored) >= MANY_TREE_FILES:
+                log.append(
+                    f"[corral] the setup wrote {len(written.unignored)} files into the tree that "
+                    f"no .gitignore covers (e.g. {written.unignored[0]}); an agent running it "
+                    "would put them in its diff: ignore them"
+                )
             base.output_tail = "\n".join(log)[-OUTPUT_TAIL_CHARS:]
             base.duration_ms = int((time.monotonic() - started) * 1000)
             return SetupRun(base, environment, [] if shared else [env_dir])
@@ -313,13 +321,21 @@ def _ready_marker(env_dir: Path) -> dict[str, object] | None:
     return marker if isinstance(marker, dict) else {}
 
 
-def _wrote_into(worktree: Path) -> bool:
-    """Whether the tree holds files its commit does not (the setup ran in a
-    fresh checkout, so anything untracked or ignored there is its own)."""
-    out = git(
-        worktree, "status", "--porcelain", "--ignored", "--untracked-files=normal", check=False
-    )
-    return any(line[:2] in ("??", "!!") for line in out.splitlines())
+@dataclass(frozen=True)
+class TreeWrites:
+    """Files a setup left in the fresh checkout it ran in."""
+
+    unignored: list[str]
+    ignored: list[str]
+
+
+def _written_into(worktree: Path) -> TreeWrites:
+    """What the tree holds beyond its commit (the setup ran in a fresh
+    checkout, so anything untracked or ignored there is its own)."""
+    out = git(worktree, "status", "--porcelain", "--ignored", "--untracked-files=all", check=False)
+    unignored = [line[3:] for line in out.splitlines() if line.startswith("?? ")]
+    ignored = [line[3:] for line in out.splitlines() if line.startswith("!! ")]
+    return TreeWrites(unignored, ignored)
 
 
 def setup_reason(outcome: SetupOutcome) -> str:

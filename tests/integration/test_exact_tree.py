@@ -17,7 +17,14 @@ import pytest
 from corral.supervisor.errors import CorralError
 from corral.supervisor.models import EventKind
 from corral.supervisor.states import CoderState
-from tests.conftest import SupervisorFactory, events_of, git, plan_texts, run_to_gate
+from tests.conftest import (
+    SupervisorFactory,
+    events_of,
+    eventually,
+    git,
+    plan_texts,
+    run_to_gate,
+)
 from tests.fakes.scripted import Run, ScriptedDrafter, ScriptedEngine, Write, contract
 
 S = CoderState
@@ -310,3 +317,19 @@ async def test_a_change_too_large_to_split_is_refused_for_partial_approval_with_
     with pytest.raises(CorralError, match=r"over 32 MiB.*approve it whole"):
         await sup.approve(sid, selection={"gen/d0/f0.txt": None})
     assert no_branch(repo)
+
+
+async def test_gate_1_names_a_setup_that_writes_thousands_of_unignored_files(
+    make_supervisor: SupervisorFactory, repo: Path
+) -> None:
+    fills = contract(("hello", "grep -q hi hello.txt"))
+    fills.setup = ["mkdir -p mods && for i in $(seq 1200); do : > mods/m$i.js; done"]
+    sup = await make_supervisor(drafter=ScriptedDrafter([fills]))
+    sid = (await sup.start("say hi", repo)).session_id
+
+    def setup_tail() -> str | None:
+        done = [e for e in events_of(sup, sid) if e.kind is EventKind.SETUP_COMPLETED]
+        return done[0].data.outcome.output_tail if done else None  # type: ignore[attr-defined]
+
+    outcome = await eventually(setup_tail, timeout=30)
+    assert "the setup wrote 1200 files into the tree that no .gitignore covers" in outcome
