@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from ..git.run import git
 from ..governance.env_scrub import scrubbed_env
 from ..models import OutcomeContract, SetupOutcome
 from ..sandbox import Grant
@@ -53,6 +54,7 @@ from ..sandbox import Grant
 ENV_VAR = "CORRAL_ENV"
 READY_MARKER = ".corral-env.json"
 OUTPUT_TAIL_CHARS = 4000
+MANY_TREE_FILES = 1000  # a setup writing this many unignored files into the tree is named
 
 #: Files whose content decides what the environment holds.
 DEFINING_FILES: tuple[str, ...] = (
@@ -228,12 +230,17 @@ class Environments:
         fd = await self._lock(key)
         try:
             base = SetupOutcome(ok=True, env_dir=str(env_dir), shared=shared, phase=phase)
-            if (env_dir / READY_MARKER).is_file():
+            ready = _ready_marker(env_dir)
+            if ready is not None and not ready.get("writes_tree"):
                 base.cached = True
                 base.duration_ms = int((time.monotonic() - started) * 1000)
                 return SetupRun(base, environment)
-            await asyncio.to_thread(shutil.rmtree, env_dir, True)  # a partial one is never reused
-            env_dir.mkdir(parents=True)
+            if ready is None:  # a partial one is never reused
+                await asyncio.to_thread(shutil.rmtree, env_dir, True)
+                env_dir.mkdir(parents=True)
+            # else: the setup also writes into the tree (a version file, a
+            # build in place), so it runs again in this one, into its ready
+            # environment: what it writes must exist in every tree checked
             env = setup_env(env_dir)
             grant = Grant(writable=(env_dir, *_cache_dirs()))
             budget = float(contract.setup_timeout_secs)
@@ -261,15 +268,24 @@ class Environments:
                             "duration_ms": int((time.monotonic() - started) * 1000),
                         }
                     )
-                    return SetupRun(failed, None, [env_dir])
+                    # a ready environment stays (only this tree's run failed)
+                    return SetupRun(failed, None, [env_dir] if ready is None else [])
+            written = await asyncio.to_thread(_written_into, worktree)
             marker = {
                 "key": key,
                 "setup": contract.setup,
                 "shared": shared,
                 "worktree": None if shared else str(worktree),
+                "writes_tree": bool(written.ignored or written.unignored),
                 "at": time.time(),
             }
             (env_dir / READY_MARKER).write_text(json.dumps(marker), encoding="utf-8")
+            if len(written.unignored) >= MANY_TREE_FILES:
+                log.append(
+                    f"[corral] the setup wrote {len(written.unignored)} files into the tree that "
+                    f"no .gitignore covers (e.g. {written.unignored[0]}); an agent running it "
+                    "would put them in its diff: ignore them"
+                )
             base.output_tail = "\n".join(log)[-OUTPUT_TAIL_CHARS:]
             base.duration_ms = int((time.monotonic() - started) * 1000)
             return SetupRun(base, environment, [] if shared else [env_dir])
@@ -294,6 +310,32 @@ class Environments:
                 shutil.rmtree(env_dir, ignore_errors=True)
                 removed.append(env_dir)
         return removed
+
+
+def _ready_marker(env_dir: Path) -> dict[str, object] | None:
+    """The ready marker of a complete environment (None: not ready)."""
+    try:
+        marker = json.loads((env_dir / READY_MARKER).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return marker if isinstance(marker, dict) else {}
+
+
+@dataclass(frozen=True)
+class TreeWrites:
+    """Files a setup left in the fresh checkout it ran in."""
+
+    unignored: list[str]
+    ignored: list[str]
+
+
+def _written_into(worktree: Path) -> TreeWrites:
+    """What the tree holds beyond its commit (the setup ran in a fresh
+    checkout, so anything untracked or ignored there is its own)."""
+    out = git(worktree, "status", "--porcelain", "--ignored", "--untracked-files=all", check=False)
+    unignored = [line[3:] for line in out.splitlines() if line.startswith("?? ")]
+    ignored = [line[3:] for line in out.splitlines() if line.startswith("!! ")]
+    return TreeWrites(unignored, ignored)
 
 
 def setup_reason(outcome: SetupOutcome) -> str:

@@ -71,6 +71,11 @@ def _check_hello(hello: dict[str, Any]) -> dict[str, Any]:
     return hello
 
 
+#: Methods whose answer comes when the owner's work is done, however long:
+#: waiting a fixed time for them would report a working owner as gone.
+UNBOUNDED_CALLS = frozenset({"approve", "reverify"})
+
+
 class ControlClient:
     """A blocking connection to the owner. `call(method, **params)` returns
     the result or raises the error the owner answered with."""
@@ -115,10 +120,19 @@ class ControlClient:
         return cast(dict[str, Any], json.loads(line))
 
     def call(self, method: str, **params: Any) -> Any:
+        """The owner's answer. A call in `UNBOUNDED_CALLS` (its work takes as
+        long as it takes: a delivery, a re-verification) waits while the owner
+        holds the connection; an owner that dies closes it, which is the
+        only way such a wait ends without an answer."""
+        bounded = self._sock.gettimeout()
+        if method in UNBOUNDED_CALLS:
+            self._sock.settimeout(None)
         try:
             return self._call(method, params)
         except (ConnectionError, TimeoutError) as exc:
             raise OwnerGone(f"the owner of {self.state_dir} went away ({exc})") from exc
+        finally:
+            self._sock.settimeout(bounded)
 
     def _call(self, method: str, params: dict[str, Any]) -> Any:
         req_id = next(self._ids)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import CorralError
@@ -37,18 +38,19 @@ from ..events import (
 )
 from ..faults import fault_point
 from ..git.delivery import (
+    DeliveryRefused,
     apply_to_checkout,
     changed_paths,
-    commit_patch,
     create_branch,
     delivered_commit,
-    touched_paths,
+    patch_tree,
 )
 from ..git.patches import FilePatch, Selection, build_patch, parse_patch, validate_selection
 from ..git.pins import check_worktree
 from ..git.repo import head_commit, work_outside_tree
-from ..git.run import WorktreeMetadataChanged, git
-from ..git.trees import commit_tree, tree_patch
+from ..git.result_tree import Change, changes_between, compose, shown
+from ..git.run import MAX_OUTPUT_BYTES, WorktreeMetadataChanged, git
+from ..git.trees import commit_tree, snapshot_tree, tree_patch
 from ..models import (
     ApproveResult,
     CancelResult,
@@ -152,6 +154,7 @@ class ApprovalGate:
         if s.review_tree is None:
             raise CorralError(NO_VERIFIED_TREE.format(name=label(s.id)))
         patch = await asyncio.to_thread(tree_patch, Path(s.repo), s.start_commit, s.review_tree)
+        _selectable(patch)
         return parse_patch(patch)
 
     async def reverify(self, session_id: str) -> list[CheckResult]:
@@ -320,7 +323,9 @@ class ApprovalGate:
         discard_rest: bool,
     ) -> ApproveResult:
         """Deliver (part of) the verified tree; what changed in the worktree
-        since verification stays there and is named in the reply."""
+        since verification stays there and is named in the reply. The tree
+        the delivery writes is verified on its own first when it is not the
+        tree the checks already ran on (another base, the operator's files)."""
         s = live.session
         assert s.worktree and s.start_commit and s.contract is not None
         repo, start, tree = Path(s.repo), s.start_commit, s.review_tree
@@ -330,10 +335,12 @@ class ApprovalGate:
             raise CorralError(NO_VERIFIED_TREE.format(name=label(s.id)))
         later = await self._verifier.changes_since_verification(s)
         self._verifier.note_changes(live, later)
-        full = await asyncio.to_thread(tree_patch, repo, start, tree)
-        files = parse_patch(full)
-        patch, chosen = full, files
+        chosen_tree, partial, patch = tree, False, ""
+        files_counted = (0, 0)
         if selection is not None:
+            full = await asyncio.to_thread(tree_patch, repo, start, tree)
+            _selectable(full)
+            files = parse_patch(full)
             problems = validate_selection(files, selection)
             if problems:
                 raise CorralError("cannot approve that selection: " + "; ".join(problems))
@@ -342,36 +349,44 @@ class ApprovalGate:
                 raise CorralError(
                     "nothing is selected: select at least one file or hunk, or reject"
                 )
-            chosen = parse_patch(patch)
-        partial = patch != full
+            partial = patch != full
+            if partial:
+                chosen_tree = await asyncio.to_thread(patch_tree, repo, start, patch)
+                files_counted = (len(parse_patch(patch)), len(files))
+        changes = await asyncio.to_thread(changes_between, repo, start, chosen_tree)
+        target = await asyncio.to_thread(_target, s, delivery, changes)
         verification = list(s.last_check_results)
         override: str | None = None
-        if partial:
-            verification = await self._verifier.verify_selection(live, patch)
+        if target.tree != tree or partial:
+            verification = await self._verify_target(live, target, partial=partial, patch=patch)
             failing = [r.name for r in verification if not r.passed]
             if failing and not override_red:
                 raise CorralError(
-                    f"the approved part fails the contract ({', '.join(failing)}); nothing was "
-                    "delivered. Approve more of the change, change the selection, or override "
-                    "(the override is recorded in the commit)"
+                    await asyncio.to_thread(_target_fails, s, target, failing, partial=partial)
                 )
             if failing:
                 override = "delivered with failing checks: " + ", ".join(failing)
         message = commit_message(
-            s, verification, partial=partial, files=len(chosen), of=len(files), override=override
+            s,
+            verification,
+            partial=partial,
+            files=files_counted[0],
+            of=files_counted[1],
+            override=override,
         )
+        result = await asyncio.to_thread(commit_tree, repo, chosen_tree, start, message)
         if partial:
-            result = await asyncio.to_thread(commit_patch, repo, start, patch, message)
             fault_point("delivery:partial-commit")
-        else:
-            result = await asyncio.to_thread(commit_tree, repo, tree, start, message)
         await asyncio.to_thread(git, repo, "update-ref", f"refs/corral/results/{s.id}", result)
         fault_point("delivery:result-ref")
         reply = ApproveResult(
             state=s.state, delivery=delivery, partial=partial, verification=verification
         )
         if delivery == "checkout":
-            already = await asyncio.to_thread(apply_to_checkout, repo, start, result, chosen)
+            paths = [c.path for c in changes]
+            already = await asyncio.to_thread(
+                apply_to_checkout, repo, target.base, target.tree, paths
+            )
             fault_point("delivery:checkout")
             s.result_branch, s.result_commit, s.result_delivery = None, result, "checkout"
             reply.repo, reply.commit, reply.already_applied = str(repo), result, already
@@ -387,9 +402,15 @@ class ApprovalGate:
             )
         else:
             branch = f"corral/{short_id(s.id)}"
-            commit = await asyncio.to_thread(delivered_commit, repo, branch, s.id, patch)
+            commit = await asyncio.to_thread(delivered_commit, repo, branch, s.id, start, changes)
             if commit is None:
-                commit = await asyncio.to_thread(_branch_commit, s, chosen, patch, message, result)
+                commit = (
+                    result
+                    if target.base == start and target.tree == chosen_tree
+                    else await asyncio.to_thread(
+                        commit_tree, repo, target.tree, target.base, message
+                    )
+                )
                 await asyncio.to_thread(create_branch, repo, branch, commit)
                 fault_point("delivery:branch")
             else:
@@ -406,6 +427,7 @@ class ApprovalGate:
             s.result_branch, s.result_commit, s.result_delivery = branch, commit, "branch"
             reply.branch, reply.commit = branch, commit
             self._registry.emit(live, MergeCompletedData(branch=branch, commit=commit))
+        self._registry.emit(live, PlanTextData(text=target.checked_on(verification)))
         s.result_scope = "partial" if partial else "full"
         s.delivery_override = override
         self._registry.transition(live, S.MERGED)
@@ -439,6 +461,19 @@ class ApprovalGate:
         else:
             await asyncio.to_thread(self._workspaces.remove, s.worktree, force=True)
         return reply
+
+    async def _verify_target(
+        self, live: LiveSession, target: DeliveryTarget, *, partial: bool, patch: str
+    ) -> list[CheckResult]:
+        """The checks on the tree the delivery writes. A session on another
+        host re-runs only an approved part, there (its tree was verified there)."""
+        s = live.session
+        if s.host:
+            if not partial:
+                return list(s.last_check_results)
+            return await self._verifier.verify_selection(live, patch)
+        scope = "approved subset" if partial else target.scope
+        return await self._verifier.verify_tree(live, target.tree, target.parent, scope=scope)
 
     # -- cancel, from any state ------------------------------------------------------------
 
@@ -540,26 +575,119 @@ class ApprovalGate:
         )
 
 
-def _branch_commit(
-    s: CoderSession, chosen: list[FilePatch], patch: str, message: str, result: str
-) -> str:
-    """The branch commit, on the checkout's current HEAD (blocking). Refused when
-    the task touched files that held the operator's uncommitted edits."""
+@dataclass(frozen=True)
+class DeliveryTarget:
+    """Where a delivery writes and the exact tree it produces there."""
+
+    kind: str  # "branch" or "checkout"
+    base: str  # the branch's parent commit, or the tree of the checkout's files
+    tree: str  # the base with the change in place: what is written, and checked
+    parent: str  # the commit a verification tree of `tree` is made on
+
+    @property
+    def scope(self) -> str:
+        if self.kind == "branch":
+            return f"the branch's tree (HEAD {self.base[:12]} plus the change)"
+        return "your checkout's files plus the change"
+
+    def checked_on(self, results: list[CheckResult]) -> str:
+        passed = sum(r.passed for r in results)
+        where = (
+            f"the delivered branch's tree ({self.tree[:12]}: HEAD {self.base[:12]} plus the change)"
+            if self.kind == "branch"
+            else f"what your checkout now holds ({self.tree[:12]}: your checkout's files plus "
+            "the change)"
+        )
+        return f"The checks ({passed} of {len(results)} passing) ran on exactly {where}."
+
+
+def _target(s: CoderSession, delivery: str, changes: list[Change]) -> DeliveryTarget:
+    """The tree a delivery would write (blocking): for a branch, the
+    checkout's current HEAD with the change in place; for the checkout, its
+    current files (tracked and untracked, ignored ones excepted) with the
+    change in place. Refused, with nothing written, where the base holds
+    something else than the task started from on a path the change writes."""
     repo = Path(s.repo)
+    assert s.start_commit is not None
+    start = s.start_commit
+    if delivery == "checkout":
+        files = snapshot_tree(repo)
+        composed = compose(repo, files, start, changes)
+        if composed.conflicts:
+            raise DeliveryRefused(
+                "you changed " + ", ".join(shown(p) for p in composed.conflicts) + " since the "
+                "task started, so its change was not applied to your checkout (nothing was "
+                "modified); deliver to a branch instead, or revert those files and approve again"
+            )
+        return DeliveryTarget("checkout", files, composed.tree, start)
     head = head_commit(repo)
-    assert head is not None and s.start_commit is not None
-    if s.inputs_snapshot and s.checkout_identity is not None:
-        dirty = changed_paths(repo, s.checkout_identity.head, s.inputs_snapshot)
-        clash = sorted(dirty & touched_paths(chosen))
+    assert head is not None
+    composed = compose(repo, head, start, changes)
+    if composed.conflicts:
+        dirty: set[str] = set()
+        if s.inputs_snapshot and s.checkout_identity is not None:
+            dirty = changed_paths(repo, s.checkout_identity.head, s.inputs_snapshot)
+        clash = sorted(set(composed.conflicts) & dirty)
         if clash:
             raise CorralError(
-                f"the task changed {', '.join(clash)}, which had your uncommitted changes "
-                "when it started, so a branch built on your HEAD would lose them; deliver "
-                "to the checkout instead, or commit those changes and start again"
+                f"the task changed {', '.join(shown(p) for p in clash)}, which had your "
+                "uncommitted changes when it started, so a branch built on your HEAD would "
+                "lose them; deliver to the checkout instead, or commit those changes and start "
+                "again"
             )
-    if head == s.start_commit:
-        return result
-    return commit_patch(repo, head, patch, message)
+        raise DeliveryRefused(
+            f"the change does not apply on your HEAD {head[:12]}: it and the task both changed "
+            + ", ".join(shown(p) for p in composed.conflicts)
+            + "; nothing was delivered"
+        )
+    return DeliveryTarget("branch", head, composed.tree, head)
+
+
+def _selectable(patch: str) -> None:
+    """A change whose patch text is larger than corral reads from git cannot
+    be split into files and hunks; it can still be approved whole."""
+    if len(patch) >= MAX_OUTPUT_BYTES:
+        raise CorralError(
+            f"the change's patch is over {MAX_OUTPUT_BYTES // (1024 * 1024)} MiB, more than "
+            "corral splits into files and hunks; approve it whole (delivery does not go "
+            "through the patch) or reject it"
+        )
+
+
+def _target_fails(
+    s: CoderSession, target: DeliveryTarget, failing: list[str], *, partial: bool
+) -> str:
+    """Why a delivery's own tree is refused (blocking: it may read git)."""
+    names = ", ".join(failing)
+    if partial:
+        return (
+            f"the approved part fails the contract ({names}); nothing was "
+            "delivered. Approve more of the change, change the selection, or override "
+            "(the override is recorded in the commit)"
+        )
+    said = (
+        f"the checks fail on {target.scope} ({names}), the tree this delivery would write "
+        f"({target.tree[:12]}); nothing was delivered."
+    )
+    if target.kind == "branch" and s.inputs_snapshot and s.checkout_identity is not None:
+        repo = Path(s.repo)
+        missing = changes_between(repo, s.checkout_identity.head, s.inputs_snapshot)
+        if missing:
+            described = [
+                f"{shown(c.path)} ({'untracked' if c.old is None else 'uncommitted'} in your "
+                "checkout)"
+                for c in missing[:5]
+            ]
+            more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+            said += (
+                " The branch lacks your uncommitted files the task started with, which the "
+                f"verified tree has: {', '.join(described)}{more}. Deliver to the checkout "
+                "(its tree holds them), or commit them and start again"
+            )
+            return said
+    if target.kind == "checkout":
+        return said + " Your checkout changed since the task started; deliver to a branch instead"
+    return said + " Your HEAD moved since the task started; rebase by hand or start again"
 
 
 def commit_message(

@@ -2,18 +2,24 @@
 claim of success never counts), and nothing else in corral decides what was
 verified.
 
-It runs the checks on the untouched start commit (the baseline, in a
-disposable worktree), on the session's worktree once the engine stops, and on
-the start commit plus only the approved part of a change (partial approval).
+It runs the checks on the untouched start commit (the baseline), on the
+session's change once the engine stops, on the start commit plus only the
+approved part of a change (partial approval), and on the tree a chosen
+delivery would write when that is not the tree already verified.
 
-Verified means verified: the worktree is captured as an immutable git tree
-right before the checks run and again right after. Only an unchanged tree is
-a verified result; when it moved, the checks run again (at most
-`STABILITY_ATTEMPTS` times in all), then the result is refused with the paths
-that kept changing. The verified tree is stored with the session (and
-anchored by a ref) and is what the diff, partial approval, the review
-identity and delivery read — never the live worktree. Later changes in the
-worktree are watched for and shown as "changed since verification".
+The checks run on exactly the tree that is delivered: a fresh checkout of a
+tree object (`scratch_tree.materialized`), never the agent's worktree. The
+worktree is captured as an immutable git tree (ignored files excluded) right
+before the checks and again right after; the checks run on a fresh checkout
+of the first capture, with the setup run in that checkout first, so an
+ignored `.pyc`, a `node_modules` the agent left or a file a check writes can
+neither pass a check nor be blamed on the agent. Only an unchanged worktree is
+a result; when it moved, the checks run again (at most `STABILITY_ATTEMPTS`
+times in all), then the result is refused with the paths that kept changing.
+The verified tree is stored with the session (and anchored by a ref) and is
+what the diff, partial approval, the review identity and delivery read —
+never the live worktree. Later changes in the worktree are watched for and
+shown as "changed since verification".
 
 The agent during verification: it is neither paused nor stopped. Pausing
 cannot reach what it detached (a background writer in its own session), nor
@@ -45,6 +51,7 @@ from ..events import (
     WorktreeChangedData,
 )
 from ..faults import fault_point
+from ..git.repo import head_commit
 from ..git.run import git
 from ..git.trees import anchor_verified, changed_between, snapshot_tree
 from ..models import CheckResult, CoderSession, OutcomeContract, SetupOutcome
@@ -53,6 +60,7 @@ from ..session.registry import SessionRegistry
 from ..states import CoderState
 from ..workspaces import Workspaces
 from .host_tree import HostTree, host_baseline, in_host_scratch
+from .scratch_tree import materialized
 
 if TYPE_CHECKING:
     from ..hosts.place import Hosts
@@ -84,6 +92,12 @@ def _remove_all(paths: list[Path]) -> None:
     """Environments that belonged to a disposable worktree go with it."""
     for path in paths:
         shutil.rmtree(path, ignore_errors=True)
+
+
+def _repository_of(worktree: Path) -> Path:
+    """The repository a worktree belongs to (its common git dir's parent)."""
+    common = git(worktree, "rev-parse", "--path-format=absolute", "--git-common-dir").strip()
+    return Path(common).parent
 
 
 def name_paths(paths: list[str], limit: int = 5) -> str:
@@ -193,22 +207,16 @@ class Verifier:
                     + (f" {await there.on()}." if there else ".")
                 ),
             )
-            setup = None
             if there is not None:
                 hosted = await there.setup(s.contract, self._timeout_ceiling)
                 if hosted is not None:
                     s.setup_outcome = hosted
                     registry.emit(live, SetupCompletedData(outcome=hosted))
-            else:
-                setup = await self.environments.prepare(
-                    s.contract,
-                    worktree,
-                    phase="verification",
-                    timeout_ceiling=self._timeout_ceiling,
-                )
-            if setup is not None:
-                s.setup_outcome = setup.outcome
-                registry.emit(live, SetupCompletedData(outcome=setup.outcome))
+
+            def on_setup(outcome: SetupOutcome) -> None:
+                s.setup_outcome = outcome
+                registry.emit(live, SetupCompletedData(outcome=outcome))
+
             for attempt in range(1, STABILITY_ATTEMPTS + 1):
                 fault_point("verify:before-checks")
                 before = await (there.snapshot() if there else self._snapshot(worktree))
@@ -220,12 +228,16 @@ class Verifier:
                         on_result=lambda r: registry.emit(live, CheckCompletedData(result=r)),
                     )
                 else:
-                    results = await self._checks_after_setup(
+                    assert s.start_commit is not None
+                    results = await self.checks_on_tree(
                         s.contract,
-                        worktree,
-                        setup,
+                        Path(s.repo),
+                        before,
+                        s.start_commit,
+                        s.id,
                         captures=captures_from(s.contract, s.baseline),
                         on_result=lambda r: registry.emit(live, CheckCompletedData(result=r)),
+                        on_setup=on_setup,
                     )
                 fault_point("verify:between-snapshots")
                 after = await (there.snapshot() if there else self._snapshot(worktree))
@@ -278,21 +290,87 @@ class Verifier:
         """`contract` on a worktree no session owns (a foreman's subtask),
         under the same rule as `verify`: setup first, then the checks between
         two snapshots, again while the tree moves. Nothing is announced."""
-        setup = await self.environments.prepare(
-            contract, worktree, phase="verification", timeout_ceiling=self._timeout_ceiling
-        )
+        repo = await asyncio.to_thread(_repository_of, worktree)
+        parent = await asyncio.to_thread(head_commit, worktree)
+        assert parent is not None
         results: list[CheckResult] = []
         moved: list[str] = []
         for _attempt in range(STABILITY_ATTEMPTS):
             before = await self._snapshot(worktree)
-            results = await self._checks_after_setup(
-                contract, worktree, setup, captures=captures_from(contract, baseline)
+            results = await self.checks_on_tree(
+                contract,
+                repo,
+                before,
+                parent,
+                worktree.name,
+                captures=captures_from(contract, baseline),
             )
             after = await self._snapshot(worktree)
             if before == after:
                 return Verification(results, before, [])
             moved = await asyncio.to_thread(changed_between, worktree, before, after)
         return Verification(results, None, moved)
+
+    async def checks_on_tree(
+        self,
+        contract: OutcomeContract,
+        repo: Path,
+        tree: str,
+        parent: str,
+        owner: str,
+        *,
+        captures: dict[str, str] | None = None,
+        on_result: Callable[[CheckResult], None] | None = None,
+        on_setup: Callable[[SetupOutcome], None] | None = None,
+    ) -> list[CheckResult]:
+        """The setup, then every check, in a fresh checkout of exactly `tree`
+        (a commit on `parent`), removed afterwards with what they wrote."""
+        discard: list[Path] = []
+        try:
+            async with materialized(self._workspaces, repo, tree, parent, owner) as path:
+                setup = await self.environments.prepare(
+                    contract, path, phase="verification", timeout_ceiling=self._timeout_ceiling
+                )
+                if setup is not None:
+                    discard.extend(setup.discard)
+                    if on_setup is not None:
+                        on_setup(setup.outcome)
+                return await self._checks_after_setup(
+                    contract, path, setup, captures=captures, on_result=on_result
+                )
+        finally:
+            await asyncio.to_thread(_remove_all, discard)
+
+    async def verify_tree(
+        self, live: LiveSession, tree: str, parent: str, *, scope: str
+    ) -> list[CheckResult]:
+        """Every check on `tree` (the tree a delivery would write, when it is
+        not the one verified), announced as the runtime's evaluation of `scope`."""
+        s = live.session
+        assert s.contract is not None
+        registry = self._registry
+        registry.emit(
+            live,
+            PlanTextData(text=f"Runtime verification of {scope} (tree {tree[:12]})."),
+        )
+        results = await self.checks_on_tree(
+            s.contract,
+            Path(s.repo),
+            tree,
+            parent,
+            s.id,
+            captures=captures_from(s.contract, s.baseline),
+        )
+        registry.emit(
+            live,
+            ContractEvaluatedData(
+                by="runtime",
+                scope=scope,
+                passed=all(r.passed for r in results),
+                results=list(results),
+            ),
+        )
+        return results
 
     async def verify_on_host(
         self, contract: OutcomeContract, there: HostTree, baseline: list[CheckResult]
@@ -340,26 +418,25 @@ class Verifier:
         return await asyncio.to_thread(snapshot_tree, worktree)
 
     async def verify_selection(self, live: LiveSession, patch: str) -> list[CheckResult]:
-        """Every check on the start commit plus only the approved part (`patch`)."""
+        """Every check on the start commit plus only the approved part
+        (`patch`), on the host of a session placed there (as its checks ran);
+        a session here verifies the approved part's tree (`verify_tree`)."""
         registry = self._registry
         s = live.session
         assert s.contract is not None and s.start_commit is not None
+        assert s.host and self._hosts is not None
         registry.emit(
             live,
             PlanTextData(text="Re-running the contract on the approved part only."),
         )
-        contract, captures = s.contract, captures_from(s.contract, s.baseline)
-        if s.host and self._hosts is not None:  # on the host, as the session's checks
-            results = await in_host_scratch(
-                self._hosts.get(s.host),
-                s,
-                contract,
-                self._timeout_ceiling,
-                patch=patch,
-                captures=captures,
-            )
-        else:
-            results = await self._selection_here(s, contract, captures, patch)
+        results = await in_host_scratch(
+            self._hosts.get(s.host),
+            s,
+            s.contract,
+            self._timeout_ceiling,
+            patch=patch,
+            captures=captures_from(s.contract, s.baseline),
+        )
         registry.emit(
             live,
             ContractEvaluatedData(
@@ -370,29 +447,6 @@ class Verifier:
             ),
         )
         return results
-
-    async def _selection_here(
-        self, s: CoderSession, contract: OutcomeContract, captures: dict[str, str], patch: str
-    ) -> list[CheckResult]:
-        """The checks on the start commit plus `patch`, in a scratch worktree here."""
-
-        def apply_selection(path: Path) -> None:
-            git(path, "apply", "--binary", "--whitespace=nowarn", "-", input_text=patch)
-
-        discard: list[Path] = []
-
-        async def run(path: Path) -> list[CheckResult]:
-            setup = await self.environments.prepare(
-                contract, path, phase="verification", timeout_ceiling=self._timeout_ceiling
-            )
-            if setup is not None:
-                discard.extend(setup.discard)
-            return await self._checks_after_setup(contract, path, setup, captures=captures)
-
-        try:
-            return await self._in_scratch(s, run, prepare=apply_selection)
-        finally:
-            await asyncio.to_thread(_remove_all, discard)
 
     async def changes_since_verification(self, session: CoderSession) -> list[str]:
         """Paths where the worktree now differs from the verified tree (empty:
@@ -448,20 +502,13 @@ class Verifier:
                 if waiting() and s.review_tree == tree and s.id not in self._verifying:
                     self.note_changes(live, changed)
 
-    async def _in_scratch(
-        self,
-        session: CoderSession,
-        work: Callable[[Path], Awaitable[T]],
-        prepare: Callable[[Path], None] | None = None,
-    ) -> T:
-        """Run `work` in a disposable worktree at the session's start commit
-        (after the blocking `prepare`); the copy is always removed."""
+    async def _in_scratch(self, session: CoderSession, work: Callable[[Path], Awaitable[T]]) -> T:
+        """Run `work` in a disposable worktree at the session's start commit;
+        the copy is always removed."""
         assert session.start_commit is not None
         cm = self._workspaces.scratch(Path(session.repo), session.start_commit, session.id)
         path = await asyncio.to_thread(cm.__enter__)
         try:
-            if prepare is not None:
-                await asyncio.to_thread(prepare, path)
             return await work(path)
         finally:
             await asyncio.shield(asyncio.to_thread(cm.__exit__, None, None, None))

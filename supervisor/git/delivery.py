@@ -1,11 +1,14 @@
 """Delivery of a verified change.
 
 - What is delivered is the verified tree (see `trees`), never the live
-  worktree: the patch is taken between the start commit and that tree.
+  worktree: the change is the entries that differ between the start commit
+  and that tree, put in place from git objects (`result_tree`), with no patch
+  text in between (no size cap, no encoding, exact bytes of every name).
 - A branch is built on the checkout's *current* HEAD through a private index:
   the operator's uncommitted work never ships and their checkout is untouched.
-- Checkout delivery applies the change to working files only (HEAD and index
-  untouched), refusing any file the operator changed since the task started.
+- Checkout delivery writes the change's entries into the working files only
+  (HEAD and index untouched), refusing any file the operator changed since
+  the task started.
 - Delivery is idempotent: a branch that already holds this session's result
   (written before corral could record it) counts as delivered; a checkout
   that already holds it reports `already_applied`.
@@ -15,13 +18,25 @@ Blocking; call through `asyncio.to_thread`.
 
 from __future__ import annotations
 
-import os
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import CorralError
 from .patches import FilePatch
+from .result_tree import (
+    Change,
+    changes_between,
+    checkout_filemode,
+    compose,
+    entries_of,
+    object_format,
+    same_entry,
+    shown,
+    working_entry,
+    write_entries,
+)
 from .run import GitError, git
 from .snapshot import PrivateIndex, identity_env
 
@@ -29,7 +44,6 @@ _PATCH_FAILED = re.compile(
     r"(?:patch failed|does not exist in index|already exists in index|"
     r"does not match index|No such file or directory):?\s*(.+?)(?::\d+)?$"
 )
-_QP = ["-c", "core.quotePath=false"]
 
 
 class DeliveryRefused(CorralError):
@@ -43,25 +57,6 @@ def _failed_paths(stderr: str) -> list[str]:
         if m and m.group(1) not in paths:
             paths.append(m.group(1).strip())
     return paths
-
-
-def _apply(cwd: Path, patch: str, *args: str, env: dict[str, str] | None = None) -> None:
-    if not patch.strip():
-        return
-    try:
-        git(
-            cwd,
-            "apply",
-            "--binary",
-            "--whitespace=nowarn",
-            *args,
-            "-",
-            input_text=patch,
-            env=env,
-            timeout=300,
-        )
-    except GitError as exc:
-        raise DeliveryRefused(str(exc)) from exc
 
 
 def patch_tree(repo: Path, parent: str, patch: str) -> str:
@@ -109,11 +104,13 @@ def create_branch(repo: Path, branch: str, commit: str) -> None:
         ) from exc
 
 
-def delivered_commit(repo: Path, branch: str, session_id: str, patch: str) -> str | None:
+def delivered_commit(
+    repo: Path, branch: str, session_id: str, start: str, changes: list[Change]
+) -> str | None:
     """The commit of `branch` when it already holds this session's result: a
-    commit naming the session (`Corral-Session:`) whose tree is its parent plus
-    `patch`. A delivery cut short after writing the branch (a crash before the
-    state was saved) is then complete; anything else is not ours."""
+    commit naming the session (`Corral-Session:`) whose tree is its parent with
+    `changes` in place. A delivery cut short after writing the branch (a crash
+    before the state was saved) is then complete; anything else is not ours."""
     commit = git(
         repo, "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}^{{commit}}", check=False
     ).strip()
@@ -125,17 +122,16 @@ def delivered_commit(repo: Path, branch: str, session_id: str, patch: str) -> st
     parent = git(repo, "rev-parse", "--verify", "--quiet", f"{commit}^", check=False).strip()
     if not parent:
         return None
-    try:
-        expected = patch_tree(repo, parent, patch)
-    except DeliveryRefused:
+    composed = compose(repo, parent, start, changes)
+    if composed.conflicts:
         return None
     actual = git(repo, "rev-parse", f"{commit}^{{tree}}").strip()
-    return commit if expected == actual else None
+    return commit if composed.tree == actual else None
 
 
 def changed_paths(repo: Path, a: str, b: str) -> set[str]:
-    out = git(repo, *_QP, "diff", "--name-only", "-z", "--no-renames", a, b, "--")
-    return {p for p in out.split("\0") if p}
+    """The paths whose entries differ between two trees or commits (exact names)."""
+    return {c.path for c in changes_between(repo, a, b)}
 
 
 def touched_paths(files: list[FilePatch]) -> set[str]:
@@ -147,44 +143,6 @@ def touched_paths(files: list[FilePatch]) -> set[str]:
     return paths
 
 
-Entry = tuple[str, str] | None
-"""(mode, blob id) of a path, None when absent: what a checkout must match."""
-
-
-def _entry(repo: Path, commit: str, path: str) -> Entry:
-    out = git(repo, *_QP, "ls-tree", "-z", commit, "--", path).split("\0")[0]
-    if not out:
-        return None
-    meta, _, _name = out.partition("\t")
-    mode, kind, sha = meta.split(" ")
-    return (mode, sha) if kind == "blob" else (mode, kind)
-
-
-def _working_entry(repo: Path, path: str, filemode: bool) -> Entry:
-    """The working file as git would store it: a symlink by its target, a
-    file by its content and executable bit (compared only where the checkout
-    tracks modes, `core.fileMode`)."""
-    target = repo / path
-    if target.is_symlink():
-        link = os.readlink(target)
-        return "120000", git(repo, "hash-object", "--stdin", input_text=link).strip()
-    if target.is_file():
-        sha = git(repo, "hash-object", "--no-filters", "--", path).strip()
-        executable = filemode and bool(target.stat().st_mode & 0o100)
-        return ("100755" if executable else "100644"), sha
-    if target.is_dir() and any(target.iterdir()):
-        return "040000", "tree"  # a directory now stands where a file would go
-    return None
-
-
-def _same(now: Entry, want: Entry, filemode: bool) -> bool:
-    if now is None or want is None:
-        return now == want
-    if not filemode and now[0] != "120000" and want[0] in ("100644", "100755"):
-        return now[1] == want[1]
-    return now == want
-
-
 @dataclass
 class CheckoutPlan:
     to_apply: list[str]
@@ -192,38 +150,40 @@ class CheckoutPlan:
     conflicts: list[str]
 
 
-def plan_checkout(repo: Path, base: str, result: str, paths: set[str]) -> CheckoutPlan:
-    """For each touched path: already as delivered, still as the task saw it
-    (apply), or changed by the operator since (conflict). A path is compared
-    as git stores it: content, executable bit, symlink target, absence."""
-    filemode = git(repo, "config", "--bool", "core.fileMode", check=False).strip() != "false"
+def plan_checkout(repo: Path, base: str, result: str, paths: Iterable[str]) -> CheckoutPlan:
+    """For each path: already as delivered, still as `base` holds it (apply),
+    or changed by the operator since (conflict). A path is compared as git
+    stores it: content, executable bit, symlink target, absence."""
+    wanted = sorted(set(paths))
+    filemode = checkout_filemode(repo)
+    fmt = object_format(repo)
+    want = entries_of(repo, result, wanted)
+    was = entries_of(repo, base, wanted)
     plan = CheckoutPlan([], [], [])
-    for path in sorted(paths):
-        now = _working_entry(repo, path, filemode)
-        if _same(now, _entry(repo, result, path), filemode):
+    for path in wanted:
+        now = working_entry(repo, path, filemode=filemode, object_format=fmt)
+        if same_entry(now, want.get(path), filemode=filemode):
             plan.already.append(path)
-        elif _same(now, _entry(repo, base, path), filemode):
+        elif same_entry(now, was.get(path), filemode=filemode):
             plan.to_apply.append(path)
         else:
             plan.conflicts.append(path)
     return plan
 
 
-def apply_to_checkout(repo: Path, base: str, result: str, files: list[FilePatch]) -> bool:
-    """Apply the delivered change to the working files. Returns
+def apply_to_checkout(repo: Path, base: str, result: str, paths: Iterable[str]) -> bool:
+    """Make the checkout's working files at `paths` hold `result`'s entries,
+    where they still hold `base`'s (HEAD and index untouched). Returns
     `already_applied` (every file already matched the delivered content)."""
-    plan = plan_checkout(repo, base, result, touched_paths(files))
+    plan = plan_checkout(repo, base, result, paths)
     if plan.conflicts:
         raise DeliveryRefused(
-            "you changed " + ", ".join(plan.conflicts) + " since the task started, so its "
-            "change was not applied to your checkout (nothing was modified); deliver to a "
-            "branch instead, or revert those files and approve again"
+            "you changed " + ", ".join(shown(p) for p in plan.conflicts) + " since the task "
+            "started, so its change was not applied to your checkout (nothing was modified); "
+            "deliver to a branch instead, or revert those files and approve again"
         )
     if not plan.to_apply:
         return True
-    pending = set(plan.to_apply)
-    patch = "".join(
-        f.text() for f in files if f.path in pending or (f.old_path and f.old_path in pending)
-    )
-    _apply(repo, patch)
+    entries = entries_of(repo, result, plan.to_apply)
+    write_entries(repo, [Change(p, None, entries.get(p)) for p in plan.to_apply])
     return False

@@ -217,7 +217,13 @@ def add_worktree(
     book.put(lease)
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
-        git(repo, "worktree", "add", "--detach", "--", str(path), commit, timeout=300)
+        # checked out by parallel workers: a scratch of a large tree is made per verification
+        git(
+            repo,
+            *("-c", "checkout.workers=0", "-c", "checkout.thresholdForParallelism=200"),
+            *("worktree", "add", "--detach", "--", str(path), commit),
+            timeout=300,
+        )
         common = git(repo, "rev-parse", "--path-format=absolute", "--git-common-dir").strip()
         pin_worktree(path, Path(common))
     except GitError:
@@ -238,6 +244,8 @@ def matches(lease: Lease, listing: dict[str, GitWorktree]) -> str | None:
     entry = listing.get(lease.path)
     if entry is None:
         return "git does not list it as a worktree"
+    if lease.kind == "scratch":
+        return None  # a check may commit or switch branches in its own checkout
     if entry.branch is not None:
         return f"it now has branch {entry.branch} checked out"
     if lease.head and entry.head != lease.head:

@@ -13,31 +13,16 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from .result_tree import shown, unquote
+
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@(.*)$")
 
 
 def unquote_path(text: str) -> str:
-    """Undo git's C-style quoting of unusual path names."""
-    if not (text.startswith('"') and text.endswith('"')):
-        return text
-    body = text[1:-1]
-    raw = bytearray()
-    i = 0
-    escapes = {"n": 10, "t": 9, '"': 34, "\\": 92, "a": 7, "b": 8, "f": 12, "r": 13, "v": 11}
-    while i < len(body):
-        ch = body[i]
-        if ch == "\\" and i + 1 < len(body):
-            nxt = body[i + 1]
-            if nxt in "01234567" and i + 3 < len(body) + 1:
-                raw.append(int(body[i + 1 : i + 4], 8))
-                i += 4
-                continue
-            raw.append(escapes.get(nxt, ord(nxt)))
-            i += 2
-            continue
-        raw += ch.encode("utf-8")
-        i += 1
-    return raw.decode("utf-8", errors="replace")
+    """A path as the patch names it (C-quoted when unusual), as people read
+    it: the name itself when it is printable UTF-8, else escaped. The patch
+    text keeps git's own quoting, so applying it reaches the exact bytes."""
+    return shown(unquote(text))
 
 
 def _side_path(line: str, prefix: str) -> str | None:

@@ -17,10 +17,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from .filetree import snapshot_files
+from .result_tree import changes_between, shown
 from .run import git
 from .snapshot import identity_env
 
-_QP = ["-c", "core.quotePath=false"]
 _NO_DRIVERS = ["--no-ext-diff", "--no-textconv"]
 
 
@@ -49,16 +49,16 @@ def tree_exists(cwd: Path, tree: str) -> bool:
 
 
 def changed_between(cwd: Path, a: str, b: str) -> list[str]:
-    """Paths that differ between two trees or commits, sorted."""
-    out = git(cwd, *_QP, "diff", "--name-only", "-z", "--no-renames", *_NO_DRIVERS, a, b, "--")
-    return sorted({p for p in out.split("\0") if p})
+    """Paths that differ between two trees or commits, sorted, as people read
+    them (escaped where a name is not printable UTF-8)."""
+    return sorted({shown(c.path) for c in changes_between(cwd, a, b)})
 
 
 def tree_patch(cwd: Path, start: str, tree: str) -> str:
     """The change from `start` to `tree`, binary-safe, for `git apply`."""
     return git(
         cwd,
-        *_QP,
+        *("-c", "core.quotePath=true"),  # every byte of a name survives as text
         "diff",
         "--binary",
         "--full-index",

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ..models import DiffFile, DiffSummary
 from .repo import head_commit
+from .result_tree import shown, unquote
 from .run import GitError, WorktreeMetadataChanged, git
 
 DEFAULT_PATCH_CAP = 512 * 1024
@@ -54,7 +55,16 @@ class GitWorkspace:
         common = ["--no-ext-diff", "--no-textconv", start_commit, tree, "--"]
         stat = git(self.path, "diff", "--stat", *common)
         numstat = git(self.path, "diff", "--numstat", "-z", "--find-renames", *common)
-        names = git(self.path, "diff", "--name-status", "-z", "--find-renames", *common)
+        # names C-quoted (every byte survives as text); counts in the same order
+        names = git(
+            self.path,
+            "-c",
+            "core.quotePath=true",
+            "diff",
+            "--name-status",
+            "--find-renames",
+            *common,
+        )
         patch = git(self.path, "diff", "--find-renames", *common)
         full = len(patch.encode("utf-8"))
         truncated = full > patch_cap
@@ -69,22 +79,9 @@ class GitWorkspace:
         )
 
 
-def _files(numstat: str, names: str) -> list[DiffFile]:
-    kinds: dict[str, str] = {}
-    parts = names.split("\0")
-    i = 0
-    while i < len(parts) - 1:
-        status = parts[i]
-        if not status:
-            i += 1
-            continue
-        if status.startswith(("R", "C")):
-            kinds[parts[i + 2]] = "renamed"
-            i += 3
-        else:
-            kinds[parts[i + 1]] = {"A": "added", "D": "deleted"}.get(status[0], "modified")
-            i += 2
-    files: list[DiffFile] = []
+def _counts(numstat: str) -> list[tuple[str, str]]:
+    """(added, removed) per file of `git diff --numstat -z`, in git's order."""
+    counts: list[tuple[str, str]] = []
     fields = numstat.split("\0")
     j = 0
     while j < len(fields):
@@ -93,18 +90,34 @@ def _files(numstat: str, names: str) -> list[DiffFile]:
             j += 1
             continue
         added, removed, path = ([*row.split("\t", 2), "", ""])[:3]
-        if path == "":  # rename: the two paths follow as separate fields
-            path = fields[j + 2] if j + 2 < len(fields) else ""
-            j += 3
-        else:
-            j += 1
+        j += 3 if path == "" else 1  # a rename: the two paths follow as fields
+        counts.append((added, removed))
+    return counts
+
+
+def _files(numstat: str, names: str) -> list[DiffFile]:
+    """One entry per changed file: its name as people read it (escaped where
+    it is not printable UTF-8), its kind and line counts."""
+    rows: list[tuple[str, str]] = []
+    for line in names.splitlines():
+        status, _, rest = line.partition("\t")
+        if not status:
+            continue
+        parts = rest.split("\t")
+        kind = {"A": "added", "D": "deleted", "R": "renamed", "C": "renamed"}.get(
+            status[0], "modified"
+        )
+        rows.append((shown(unquote(parts[-1])), kind))
+    counts = _counts(numstat)
+    files: list[DiffFile] = []
+    for (path, kind), (added, removed) in zip(rows, counts, strict=False):
         binary = added == "-"
         files.append(
             DiffFile(
                 path=path,
                 added=0 if binary else int(added or 0),
                 removed=0 if binary else int(removed or 0),
-                change="binary" if binary else kinds.get(path, "modified"),  # type: ignore[arg-type]
+                change="binary" if binary else kind,  # type: ignore[arg-type]
             )
         )
     return files

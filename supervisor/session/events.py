@@ -225,6 +225,10 @@ class Journal:
             if self._file is None:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 self._file = open(self.path, "ab")  # noqa: SIM115
+                if not _ends_a_line(self.path):
+                    # a row torn by a crash: end it, so it loses only itself
+                    # and the first row written now stays a line of its own
+                    self._file.write(b"\n")
             self._file.write(b"\n".join(rows) + b"\n")
             self._file.flush()
 
@@ -233,6 +237,18 @@ class Journal:
         if self._file is not None:
             self._file.close()
             self._file = None
+
+
+def _ends_a_line(path: Path) -> bool:
+    """Whether the file is empty or its last byte ends a line."""
+    try:
+        with open(path, "rb") as fh:
+            if fh.seek(0, 2) == 0:
+                return True
+            fh.seek(-1, 2)
+            return fh.read(1) == b"\n"
+    except OSError:
+        return True
 
 
 def read_journal(

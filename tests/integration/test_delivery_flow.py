@@ -62,7 +62,15 @@ async def test_a_dirty_checkout_is_the_starting_point_and_never_ships_on_a_branc
     session = sup.get(sid).session
     assert session.inputs_snapshot is not None  # the task saw the WIP (check sees_wip passed)
     assert "private snapshot" in " ".join(plan_texts(sup, sid))
-    result = await sup.approve(sid)
+    # the branch is verified as it is (HEAD plus the change, without the WIP):
+    # sees_wip fails there, and the refusal names the files the branch lacks
+    with pytest.raises(CorralError, match=r"sees_wip.*app\.txt \(uncommitted in your checkout\)"):
+        await sup.approve(sid)
+    assert git(repo, "branch", "--list", "corral/*").strip() == ""
+    result = await sup.approve(sid, override_red=True)
+    assert "Corral-Override: delivered with failing checks: sees_wip" in git(
+        repo, "log", "-1", "--format=%B", result.branch or ""
+    )
     assert git(repo, "status", "--porcelain") == status  # checkout untouched
     files = git(repo, "ls-tree", "-r", "--name-only", result.branch or "").split()
     assert "feature.txt" in files
@@ -205,11 +213,12 @@ async def test_a_check_that_times_out_kills_its_children(
     assert marker not in ps
 
 
-async def test_a_check_that_commits_cannot_fake_changed_nothing(
+async def test_a_check_that_commits_changes_only_its_own_fresh_checkout(
     make_supervisor: SupervisorFactory, repo: Path
 ) -> None:
-    # The check writes into the worktree, so its first run is not accepted (the
-    # tree moved under it); it commits only once, so the second run holds still.
+    # The check writes and commits where it runs: a fresh checkout of the
+    # captured tree, never the agent's worktree, which keeps its start commit
+    # and no c.txt; the agent changed nothing, so nothing is offered as a diff.
     committing = ContractCheck(
         name="commits",
         command="echo x > c.txt && git add c.txt && (git diff --cached --quiet || "
@@ -222,9 +231,12 @@ async def test_a_check_that_commits_cannot_fake_changed_nothing(
     )
     sid, row = await to_gate(sup, repo)
     session = sup.get(sid).session
-    assert row.needs_you == "merge"  # the commit changed the tree: a diff, not a finding
-    assert session.no_change_finding is None
+    assert row.needs_you == "finding"
+    worktree = Path(session.worktree or "")
+    assert not (worktree / "c.txt").exists()
+    assert git(worktree, "rev-parse", "HEAD").strip() == session.start_commit
     assert session.start_commit == git(repo, "rev-parse", "HEAD").strip()
+    assert [e for e in kinds_of(sup, sid) if e is EventKind.WORKTREE_CHANGED] == []
 
 
 async def test_a_big_diff_is_truncated_in_the_event_but_delivered_whole(

@@ -14,6 +14,7 @@ from corral.supervisor.git.delivery import (
     apply_to_checkout,
     commit_patch,
     create_branch,
+    touched_paths,
 )
 from corral.supervisor.git.leases import (
     LeaseBook,
@@ -141,13 +142,15 @@ def test_checkout_delivery_touches_only_working_files(repo: Path, tmp_path: Path
     files = parse_patch(task_patch(wt, head))
     result = commit_patch(repo, head, build_patch(files, None), "r\n")
     index_before = sh(repo, "git ls-files -s")
-    assert apply_to_checkout(repo, head, result, files) is False
+    assert apply_to_checkout(repo, head, result, touched_paths(files)) is False
     assert (repo / "a.txt").read_text() == "one\ntask\n"
     assert (repo / "added.txt").read_text() == "new\n"
     assert not (repo / "long.txt").exists()
     assert sh(repo, "git ls-files -s") == index_before
     assert sh(repo, "git rev-parse HEAD").strip() == head
-    assert apply_to_checkout(repo, head, result, files) is True  # a repeat: already applied
+    assert (
+        apply_to_checkout(repo, head, result, touched_paths(files)) is True
+    )  # a repeat: already applied
 
 
 def test_checkout_delivery_refuses_a_file_the_operator_changed(repo: Path, tmp_path: Path) -> None:
@@ -158,7 +161,7 @@ def test_checkout_delivery_refuses_a_file_the_operator_changed(repo: Path, tmp_p
     result = commit_patch(repo, head, build_patch(files, None), "r\n")
     (repo / "a.txt").write_text("operator edit\n")
     with pytest.raises(DeliveryRefused, match=r"you changed a\.txt"):
-        apply_to_checkout(repo, head, result, files)
+        apply_to_checkout(repo, head, result, touched_paths(files))
     assert (repo / "a.txt").read_text() == "operator edit\n"
 
 

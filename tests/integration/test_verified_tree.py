@@ -107,14 +107,14 @@ async def test_a_file_rewritten_while_the_checks_run_is_never_accepted(
 async def test_a_file_written_once_during_the_checks_is_verified_again(
     make_supervisor: SupervisorFactory, repo: Path, tmp_path: Path, stop_writers: Path
 ) -> None:
-    # made by the check (also at the baseline, before the writer runs) as a file
-    # the repository ignores: outside the tree, and writable from the sandbox
-    # (the sandbox's git dir is a private one the unconfined writer never sees)
-    (repo / ".git" / "info").mkdir(exist_ok=True)
-    (repo / ".git" / "info" / "exclude").write_text("go-signal\n")
+    # made by the check (also at the baseline, before the writer runs) in the
+    # fresh checkout it runs in (under the state dir's scratch): outside the
+    # agent's tree, and writable from the sandbox; the writer looks for it there
     go = "go-signal"
+    scratch = shlex.quote(str(tmp_path / "state" / "scratch"))
+    seen = f"ls {scratch}/*/go-signal >/dev/null 2>&1"
     writer = detached(
-        f"rm -f {go}; i=0; while [ ! -e {go} ] && [ ! -e {shlex.quote(str(stop_writers))} ]"
+        f"i=0; while ! {seen} && [ ! -e {shlex.quote(str(stop_writers))} ]"
         " && [ $i -lt 600 ]; do i=$((i+1)); sleep 0.02; done; echo late > late.txt"
     )
     engine = ScriptedEngine([[Write("hello.txt", "hi\n"), Run(writer)]])

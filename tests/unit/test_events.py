@@ -271,6 +271,23 @@ def test_journal_outside_a_loop_flushes_immediately(tmp_path: Path) -> None:
     journal.close()
 
 
+def test_a_torn_last_row_loses_only_itself_after_a_restart(tmp_path: Path) -> None:
+    """A kill -9 mid-write leaves a row without its newline; the restarted
+    log's first event is still a row of its own."""
+    path = tmp_path / "j.jsonl"
+    log = EventLog("s", journal=Journal(path))
+    log.append(PlanTextData(text="before"))
+    log.close()
+    with open(path, "ab") as fh:
+        fh.write(b'{"seq": 1, "ts": 1.0, "kind": "plan_te')  # the crash cut this row short
+    start = last_journal_seq(path)
+    assert start == 0
+    restarted = EventLog("s", journal=Journal(path), start_seq=start + 1)
+    restarted.append(PlanTextData(text="after the restart"))
+    restarted.close()
+    assert [e.data.text for e in read_journal(path)] == ["before", "after the restart"]
+
+
 def test_the_last_journal_seq_is_read_from_the_end(tmp_path: Path) -> None:
     """A restart continues after it: rows longer than a read block, and a last
     row cut short by a crash, are both handled."""

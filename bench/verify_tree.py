@@ -1,0 +1,105 @@
+"""What running the checks on a fresh checkout of the verified tree costs
+(not a test): prints medians, before and after, in the same run.
+
+On a 10,000-file repository with a small change, one verification attempt:
+
+- before: snapshot the worktree, one check in the worktree, snapshot again
+  (the checks ran where the agent worked);
+- after: snapshot, a fresh checkout of that tree (a leased scratch worktree,
+  checked out from objects), the same check in it, the scratch removed,
+  snapshot again.
+
+Exits 1 when the median added time is over the budget (1 s).
+
+Run: .venv/bin/python bench/verify_tree.py
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from corral.supervisor.contracts.checks import run_command
+from corral.supervisor.gates.scratch_tree import materialized
+from corral.supervisor.git.trees import snapshot_tree
+from corral.supervisor.workspaces import Workspaces
+
+RUNS = 5
+FILES = 10_000
+BUDGET_SECS = 1.0
+CHECK = "test -s pkg0/mod0.py"
+
+
+def sh(cwd: Path, cmd: str) -> str:
+    return subprocess.run(
+        cmd, shell=True, cwd=cwd, check=True, capture_output=True, text=True
+    ).stdout
+
+
+def make_repo(root: Path) -> str:
+    sh(root, "git init -q -b main && git config user.name b && git config user.email b@b")
+    for i in range(FILES):
+        d = root / f"pkg{i % 100}"
+        d.mkdir(exist_ok=True)
+        (d / f"mod{i}.py").write_text("".join(f"line {j}\n" for j in range(20)))
+    sh(root, "git add -A && git commit -qm base")
+    return sh(root, "git rev-parse HEAD").strip()
+
+
+async def before(worktree: Path) -> None:
+    first = snapshot_tree(worktree)
+    await run_command(CHECK, worktree, 60)
+    assert snapshot_tree(worktree) == first
+
+
+async def after(worktree: Path, repo: Path, start: str, workspaces: Workspaces) -> None:
+    first = await asyncio.to_thread(snapshot_tree, worktree)
+    async with materialized(workspaces, repo, first, start, "bench") as scratch:
+        await run_command(CHECK, scratch, 60)
+    assert await asyncio.to_thread(snapshot_tree, worktree) == first
+
+
+async def main() -> int:
+    with tempfile.TemporaryDirectory() as tmp:
+        repo = Path(tmp) / "repo"
+        repo.mkdir()
+        start = make_repo(repo)
+        worktree = Path(tmp) / "wt"
+        sh(repo, f"git worktree add -q --detach {worktree} {start}")
+        (worktree / "pkg1" / "mod1.py").write_text("changed\n")
+        (worktree / "new.py").write_text("new\n")
+        state = Path(tmp) / "state"
+        state.mkdir()
+        workspaces = Workspaces(state, state / "leases.db")
+        old: list[float] = []
+        new: list[float] = []
+        for _ in range(RUNS):  # interleaved, so load hits both alike
+            t = time.perf_counter()
+            await before(worktree)
+            old.append(time.perf_counter() - t)
+            t = time.perf_counter()
+            await after(worktree, repo, start, workspaces)
+            new.append(time.perf_counter() - t)
+        workspaces.close()
+    b, a = statistics.median(old), statistics.median(new)
+    load = os.getloadavg()[0]
+    print(
+        f"{FILES} files, median of {RUNS}: before {b:.3f}s  after {a:.3f}s  added {a - b:.3f}s"
+        f"  (load average {load:.1f} on {os.cpu_count()} cores)"
+    )
+    if a - b > BUDGET_SECS:
+        print(f"over budget: {a - b:.3f}s added > {BUDGET_SECS:.1f}s")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main()))
