@@ -101,9 +101,10 @@ def _tracked(worktree: Path) -> tuple[dict[bytes, tuple[bytes, bytes]], Cache]:
     pieces = git_bytes(worktree, "ls-files", "-s", "--debug", "-z").split(b"\0")
     header = pieces[0]
     for piece in pieces[1:]:
-        lines = piece.split(b"\n")
+        # five debug lines, then the next entry's header (its path may hold "\n")
+        lines = piece.split(b"\n", 5)
         meta, _, path = header.partition(b"\t")
-        header = lines[-1]
+        header = lines[5] if len(lines) > 5 else b""
         if not path:
             continue
         mode, blob, _stage = meta.split(b" ")
