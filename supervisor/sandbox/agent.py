@@ -1,19 +1,24 @@
-"""An external agent's pane command, confined when the operator opted in.
+"""An external agent's pane command: confined unless the operator opted out.
 
 The agent gets the same policy as checks plus what it cannot work without:
 the network (it talks to its model), its terminal (it is interactive), its own
 config and credential paths (listed by its profile, created when a directory
-is missing so the agent can write there; HOME's top level is private scratch
-so a config file rewritten by temp file and rename still lands, see `Grant`), the hooks file corral reads for its
-session (the rest of corral's state dir stays hidden), the session's own
-files read-only (Claude Code's generated settings) and the Python that
-`corral hook` runs from. Where the operator asked for confinement but no
-sandbox can run, the agent runs unconfined and the account says why."""
+is missing so the agent can write there; HOME is a private tmpfs so a config
+file rewritten by temp file and rename still lands, see `Grant`), git's own
+user config read-only (never git's credentials), its program's install
+prefix, the hooks file corral reads for its session (the rest of corral's
+state dir stays hidden), the session's own files read-only (Claude Code's
+generated settings) and the Python that `corral hook` runs from.
+
+An agent that runs unconfined — opted out, or no sandbox can run here, and
+the account says why — runs under the pane keeper (`keeper`): whatever it
+starts still ends when it exits."""
 
 from __future__ import annotations
 
 import os
 import sys
+import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +28,8 @@ from .policy import Grant, SandboxPolicy
 from .status import sandbox_status
 
 CORRAL_ROOT = Path(__file__).resolve().parents[2]  # the folder holding corral's packages
+KEEPER = Path(__file__).resolve().with_name("keeper.py")
+GIT_CONFIG = (".gitconfig", ".config/git/config")  # never .config/git/credentials
 
 
 @dataclass(frozen=True)
@@ -39,6 +46,26 @@ def hook_runtime(python: str) -> tuple[Path, ...]:
     exe = Path(os.path.realpath(python))
     paths += [Path(python).parent.parent, exe.parent.parent]
     return tuple(dict.fromkeys(paths))
+
+
+def kept_argv(argv: Sequence[str], python: str, keeper: str | Path = KEEPER) -> list[str]:
+    """`argv` under the pane keeper: its leftovers end when it exits."""
+    return [python, "-I", "-S", str(keeper), "--", *argv]
+
+
+def git_config(env: Mapping[str, str]) -> tuple[Path, ...]:
+    """git's user config files under the agent's HOME (read-only inside)."""
+    home = env.get("HOME") or os.path.expanduser("~")
+    return tuple(Path(home) / rel for rel in GIT_CONFIG)
+
+
+def _program(argv: Sequence[str], cwd: Path, env: Mapping[str, str]) -> tuple[Path, ...]:
+    """The agent's program as the pane would find it (its install prefix is shown)."""
+    if not argv:
+        return ()
+    first = argv[0]
+    found = str(cwd / first) if "/" in first else shutil.which(first, path=env.get("PATH"))
+    return (Path(found),) if found else ()
 
 
 def _short(path: Path, home: str) -> str:
@@ -61,20 +88,20 @@ def launch_agent(
     python: str,
 ) -> AgentLaunch:
     """`argv` as the pane runs it: inside bwrap when this agent is to be
-    confined and a sandbox can run here, else as is."""
-    plain = AgentLaunch(list(argv), dict(env), False, "")
+    confined and a sandbox can run here, else under the pane keeper."""
+    kept = kept_argv(argv, python)
     if not policy.confines_agent(choice):
         if not policy.enabled:
             why = "[sandbox] enabled = false"
         elif choice is False:
             why = "sandbox = false for this agent"
         else:
-            why = "[sandbox] agents is off"
-        return AgentLaunch(plain.argv, plain.env, False, f"unconfined ({why})")
+            why = "[sandbox] agents = false"
+        return AgentLaunch(kept, dict(env), False, f"unconfined ({why})")
     status = sandbox_status()
     if not status.available or status.bwrap is None:
         return AgentLaunch(
-            plain.argv, plain.env, False, f"unconfined: no sandbox can run here ({status.detail})"
+            kept, dict(env), False, f"unconfined: no sandbox can run here ({status.detail})"
         )
     for directory in own_dirs:
         try:
@@ -85,9 +112,9 @@ def launch_agent(
     os.close(os.open(hooks_file, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600))
     grant = Grant(
         writable=(*own_dirs, *own_files, hooks_file),
-        readable=(hooks_file.parent, *hook_runtime(python)),
+        readable=(hooks_file.parent, *hook_runtime(python), *git_config(env)),
         terminal=True,
-        scratch_home=True,
+        programs=_program(argv, cwd, env),
     )
     wrapped = confined_argv(argv, cwd, policy, env, network=True, bwrap=status.bwrap, grant=grant)
     home = env.get("HOME", "")
