@@ -6,7 +6,7 @@ config and credential paths (listed by its profile, created when a directory
 is missing so the agent can write there; HOME is a private tmpfs so a config
 file rewritten by temp file and rename still lands, see `Grant`), git's own
 user config read-only (never git's credentials), its program's install
-prefix, the hooks file corral reads for its session (the rest of corral's
+prefix and the files its command line names, the hooks file corral reads for its session (the rest of corral's
 state dir stays hidden), the session's own files read-only (Claude Code's
 generated settings) and the Python that `corral hook` runs from.
 
@@ -68,6 +68,12 @@ def _program(argv: Sequence[str], cwd: Path, env: Mapping[str, str]) -> tuple[Pa
     return (Path(found),) if found else ()
 
 
+def _named_files(argv: Sequence[str]) -> tuple[Path, ...]:
+    """Files the command line names by absolute path (a `custom:` agent's
+    script run by an interpreter): shown read-only, each alone."""
+    return tuple(Path(word) for word in argv[1:] if os.path.isabs(word) and os.path.isfile(word))
+
+
 def _short(path: Path, home: str) -> str:
     text = str(path)
     if home and (text == home or text.startswith(home.rstrip("/") + "/")):
@@ -112,7 +118,12 @@ def launch_agent(
     os.close(os.open(hooks_file, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600))
     grant = Grant(
         writable=(*own_dirs, *own_files, hooks_file),
-        readable=(hooks_file.parent, *hook_runtime(python), *git_config(env)),
+        readable=(
+            hooks_file.parent,
+            *hook_runtime(python),
+            *git_config(env),
+            *_named_files(argv),
+        ),
         terminal=True,
         programs=_program(argv, cwd, env),
     )

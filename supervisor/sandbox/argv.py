@@ -35,6 +35,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from .allowlist import (
+    SYSTEM_ROOTS,
     homes,
     install_prefix,
     path_prefixes,
@@ -139,7 +140,7 @@ def confined_argv(
     for path in dict.fromkeys(hide):
         if os.path.lexists(path):
             covered.append(path)
-            if _within(path, shown):
+            if _within(path, [*SYSTEM_ROOTS, *shown]):
                 argv += _cover(path)
     if layout.common is not None:
         argv += ["--ro-bind", str(layout.common), str(layout.common)]
