@@ -117,7 +117,8 @@ def path_prefixes(env: Mapping[str, str], anchors: list[str]) -> list[str]:
             continue
         wider = [os.path.dirname(directory)] if os.path.basename(directory) == "bin" else []
         chosen = _narrowest([*wider, directory], anchors)
-        if chosen is not None and chosen not in out:
+        if chosen is not None and not within(chosen, out):
+            out = [kept for kept in out if not within(kept, [chosen])]  # one mount for both
             out.append(chosen)
     return out
 

@@ -48,8 +48,8 @@ CREDENTIAL_PATHS = (
 def hidden_paths(env: Mapping[str, str], extra: Iterable[Path] = ()) -> list[Path]:
     """Existing credential paths to cover, resolved, without duplicates."""
     out: list[Path] = []
-    candidates = [Path(home) / rel for home in homes(env) for rel in CREDENTIAL_PATHS]
-    for path in [*candidates, *extra]:
+    candidates = [f"{home}/{rel}" for home in homes(env) for rel in CREDENTIAL_PATHS]
+    for path in [*candidates, *map(str, extra)]:
         if not os.path.lexists(path):
             continue  # most are absent: skip resolving them (this runs before every check)
         real = Path(os.path.realpath(path))
