@@ -684,12 +684,16 @@ def _agents_line(enabled: bool, available: bool, why: str) -> tuple[str, bool, s
     on = sorted(n for n, v in overrides.items() if v)
     off = sorted(n for n, v in overrides.items() if not v)
     if not enabled:
-        return f"unconfined ([sandbox] enabled = false): {KEPT}", False, (
-            "agents unconfined: [sandbox] enabled = false"
+        return (
+            f"unconfined ([sandbox] enabled = false): {KEPT}",
+            False,
+            ("agents unconfined: [sandbox] enabled = false"),
         )
     if not default and not on:
-        return f"unconfined ([sandbox] agents = false): {KEPT}", False, (
-            "agents unconfined: [sandbox] agents = false"
+        return (
+            f"unconfined ([sandbox] agents = false): {KEPT}",
+            False,
+            ("agents unconfined: [sandbox] agents = false"),
         )
     if not available:
         return (
@@ -731,9 +735,7 @@ def confinement_status() -> ConfinementStatus:
             agents,
             agents_note=note,
         )
-    return ConfinementStatus(
-        status.available, status.describe(), agents, agents_unconfined, note
-    )
+    return ConfinementStatus(status.available, status.describe(), agents, agents_unconfined, note)
 
 
 def host_reports(state_dir: Path) -> list[HostReport]:

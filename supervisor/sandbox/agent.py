@@ -17,8 +17,8 @@ starts still ends when it exits."""
 from __future__ import annotations
 
 import os
-import sys
 import shutil
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path

@@ -83,9 +83,12 @@ def system_mounts() -> list[str]:
         elif os.path.isdir(root):
             args += ["--ro-bind", root, root]
     resolver = os.path.dirname(real(RESOLVER))
-    if os.path.isdir(resolver) and not within(resolver, SYSTEM_ROOTS):
-        if resolver.startswith("/run/") and not within(resolver, ["/run/user"]):
-            args += ["--ro-bind", resolver, resolver]
+    if (
+        os.path.isdir(resolver)
+        and resolver.startswith("/run/")
+        and not within(resolver, ["/run/user"])
+    ):
+        args += ["--ro-bind", resolver, resolver]
     args += ["--dev", "/dev", "--proc", "/proc"]
     for tmp in PRIVATE_TMP:
         args += ["--tmpfs", tmp]

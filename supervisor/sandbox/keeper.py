@@ -46,9 +46,9 @@ def become_subreaper() -> bool:
             _restype_ = Int
 
         class Libc:
-            _handle = _ctypes.dlopen(None, 0)
+            _handle = _ctypes.dlopen(None, 0)  # type: ignore[arg-type]  # None: this process
 
-        prctl = Function(("prctl", Libc()))
+        prctl = Function(("prctl", Libc()))  # type: ignore[arg-type]  # a handle is enough
         return bool(prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0)
     except (ImportError, OSError, AttributeError, TypeError):
         return False
@@ -127,7 +127,7 @@ def reap() -> None:
 
 def signal_all(pids: list[int], sig: int) -> None:
     for pid in pids:
-        try:
+        try:  # noqa: SIM105 - contextlib would add its imports to the start
             os.kill(pid, sig)
         except OSError:
             pass
@@ -205,7 +205,7 @@ def run(argv: list[str]) -> None:
         except OSError as exc:
             sys.stderr.write(f"{argv[0]}: {exc.strerror}\n")
             os._exit(127 if isinstance(exc, FileNotFoundError) else 126)
-    try:
+    try:  # noqa: SIM105 - as above
         os.setpgid(child, child)  # also here: whichever of the two runs first
     except OSError:
         pass

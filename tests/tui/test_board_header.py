@@ -19,7 +19,10 @@ def _header(app: CorralApp) -> str:
 
 @pytest.mark.parametrize(
     "note",
-    ["agents unconfined: bwrap not found: install bubblewrap", "agents unconfined: [sandbox] agents = false"],
+    [
+        "agents unconfined: bwrap not found: install bubblewrap",
+        "agents unconfined: [sandbox] agents = false",
+    ],
 )
 async def test_unconfined_agents_are_said_on_the_board_header(
     board_world, monkeypatch: pytest.MonkeyPatch, note: str
