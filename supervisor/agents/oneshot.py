@@ -28,6 +28,7 @@ from pathlib import Path
 
 from . import agent_env
 from .base import AgentProfile, AgentUnavailable, LaunchPlan
+from .profiles import codex_without_own_sandbox
 
 PREFIX = "oneshot:"
 PROMPT = "{prompt}"
@@ -75,6 +76,13 @@ class OneShotProfile(AgentProfile):
 
     def version(self, binary: str) -> str | None:
         return f"one-shot: {self.command}"
+
+    def inside_sandbox(self, argv: list[str]) -> list[str]:
+        """Codex's own sandbox off inside corral's (see `CodexProfile`); the
+        program follows the launcher's `--`."""
+        if self.settings_key != "codex" or "--" not in argv:
+            return argv
+        return codex_without_own_sandbox(argv, argv.index("--") + 1)
 
     def plan(self, binary: str, *, prompt: str, session_dir: Path, hook_cmd: str) -> LaunchPlan:
         """The launcher (`oneshot_exec.py`) runs first: it puts the prompt in

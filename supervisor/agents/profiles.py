@@ -68,6 +68,23 @@ class ClaudeProfile(AgentProfile):
         return dirs, files
 
 
+CODEX_NO_SANDBOX = "danger-full-access"  # inside corral's sandbox, which confines it
+
+
+def codex_without_own_sandbox(argv: list[str], at: int) -> list[str]:
+    """`argv` (Codex's program at index `at`) with Codex's own sandbox off:
+    a `--sandbox`/`-s` value replaced, else the option added after it."""
+    out = list(argv)
+    for i, word in enumerate(out[at + 1 :], start=at + 1):
+        if word in ("--sandbox", "-s") and i + 1 < len(out):
+            out[i + 1] = CODEX_NO_SANDBOX
+            return out
+        if word.startswith("--sandbox="):
+            out[i] = f"--sandbox={CODEX_NO_SANDBOX}"
+            return out
+    return [*out[: at + 1], "--sandbox", CODEX_NO_SANDBOX, *out[at + 1 :]]
+
+
 @dataclass(frozen=True)
 class CodexProfile(AgentProfile):
     def plan(self, binary: str, *, prompt: str, session_dir: Path, hook_cmd: str) -> LaunchPlan:
@@ -85,6 +102,11 @@ class CodexProfile(AgentProfile):
     def resume_args(self, agent_session: str) -> list[str] | None:
         """`codex resume <thread id> [prompt]` (its options stay before the subcommand)."""
         return ["resume", agent_session]
+
+    def inside_sandbox(self, argv: list[str]) -> list[str]:
+        """Codex's own command sandbox is bubblewrap too and cannot start
+        inside corral's: its commands run in corral's sandbox instead."""
+        return codex_without_own_sandbox(argv, 0)
 
     def conversation_file(self, agent_session: str, env: Mapping[str, str]) -> Path | None:
         """Codex saves each thread as `sessions/YYYY/MM/DD/rollout-…-<id>.jsonl`

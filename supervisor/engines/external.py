@@ -256,6 +256,7 @@ class ExternalEngine:
             own_files=files,
             hooks_file=self.panes.hooks_file(ctx.session_id),
             python=self.python,
+            inside=self.profile.inside_sandbox,
         )
 
     async def spawn(self, ctx: RunContext, prompt: str, resume: str | None = None) -> None:

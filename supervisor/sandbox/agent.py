@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -59,19 +59,30 @@ def git_config(env: Mapping[str, str]) -> tuple[Path, ...]:
     return tuple(Path(home) / rel for rel in GIT_CONFIG)
 
 
-def _program(argv: Sequence[str], cwd: Path, env: Mapping[str, str]) -> tuple[Path, ...]:
-    """The agent's program as the pane would find it (its install prefix is shown)."""
+def _programs(argv: Sequence[str], cwd: Path, env: Mapping[str, str]) -> tuple[Path, ...]:
+    """The agent's program as the pane would find it, and every executable
+    the command line names by absolute path (a launcher's program): their
+    install prefixes are shown."""
     if not argv:
         return ()
     first = argv[0]
     found = str(cwd / first) if "/" in first else shutil.which(first, path=env.get("PATH"))
-    return (Path(found),) if found else ()
+    named = [w for w in argv[1:] if os.path.isabs(w) and os.path.isfile(w) and _executable(w)]
+    return tuple(Path(p) for p in [*([found] if found else []), *named])
+
+
+def _executable(path: str) -> bool:
+    return os.access(path, os.X_OK)
 
 
 def _named_files(argv: Sequence[str]) -> tuple[Path, ...]:
-    """Files the command line names by absolute path (a `custom:` agent's
-    script run by an interpreter): shown read-only, each alone."""
-    return tuple(Path(word) for word in argv[1:] if os.path.isabs(word) and os.path.isfile(word))
+    """Other files the command line names by absolute path (a `custom:`
+    agent's script run by an interpreter): shown read-only, each alone."""
+    return tuple(
+        Path(w)
+        for w in argv[1:]
+        if os.path.isabs(w) and os.path.isfile(w) and not _executable(w)
+    )
 
 
 def _short(path: Path, home: str) -> str:
@@ -92,9 +103,11 @@ def launch_agent(
     own_files: Sequence[Path],
     hooks_file: Path,
     python: str,
+    inside: Callable[[list[str]], list[str]] | None = None,
 ) -> AgentLaunch:
     """`argv` as the pane runs it: inside bwrap when this agent is to be
-    confined and a sandbox can run here, else under the pane keeper."""
+    confined and a sandbox can run here (`inside` adapts the command line
+    to that: `AgentProfile.inside_sandbox`), else under the pane keeper."""
     kept = kept_argv(argv, python)
     if not policy.confines_agent(choice):
         if not policy.enabled:
@@ -116,6 +129,8 @@ def launch_agent(
             continue  # not writable for us either: the agent runs without it
     hooks_file.parent.mkdir(parents=True, exist_ok=True)
     os.close(os.open(hooks_file, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600))
+    if inside is not None:
+        argv = inside(list(argv))
     grant = Grant(
         writable=(*own_dirs, *own_files, hooks_file),
         readable=(
@@ -125,7 +140,7 @@ def launch_agent(
             *_named_files(argv),
         ),
         terminal=True,
-        programs=_program(argv, cwd, env),
+        programs=_programs(argv, cwd, env),
     )
     wrapped = confined_argv(argv, cwd, policy, env, network=True, bwrap=status.bwrap, grant=grant)
     home = env.get("HOME", "")

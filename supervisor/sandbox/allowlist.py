@@ -40,6 +40,7 @@ SYSTEM_ROOTS = (
     "/sys",
 )
 PRIVATE_TMP = ("/tmp", "/var/tmp")
+BINS = ("bin", ".bin")  # a program dir whose parent is its install prefix (node_modules/.bin)
 RESOLVER = "/etc/resolv.conf"
 
 
@@ -109,7 +110,7 @@ def _narrowest(choices: Iterable[str], anchors: list[str]) -> str | None:
 
 def path_prefixes(env: Mapping[str, str], anchors: list[str]) -> list[str]:
     """The run's PATH directories that exist, each widened to its install
-    prefix when it is a `bin` dir, unless that prefix would hold one of
+    prefix when it is a `bin` (or `node_modules/.bin`) dir, unless that prefix would hold one of
     `anchors` (a home, a state dir, the operator's checkout)."""
     out: list[str] = []
     for raw in env.get("PATH", "").split(os.pathsep):
@@ -118,7 +119,7 @@ def path_prefixes(env: Mapping[str, str], anchors: list[str]) -> list[str]:
         directory = real(raw)
         if within(directory, SYSTEM_ROOTS):
             continue
-        wider = [os.path.dirname(directory)] if os.path.basename(directory) == "bin" else []
+        wider = [os.path.dirname(directory)] if os.path.basename(directory) in BINS else []
         chosen = _narrowest([*wider, directory], anchors)
         if chosen is not None and not within(chosen, out):
             out = [kept for kept in out if not within(kept, [chosen])]  # one mount for both
@@ -141,7 +142,7 @@ def install_prefix(binary: str, anchors: list[str]) -> str | None:
     if "node_modules" in parts:
         choices.append(str(Path(*parts[: parts.index("node_modules") + 1])))
     directory = os.path.dirname(path)
-    if os.path.basename(directory) == "bin":
+    if os.path.basename(directory) in BINS:
         choices.append(os.path.dirname(directory))
     choices += [directory, path]
     return _narrowest(choices, anchors)
