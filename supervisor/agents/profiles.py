@@ -137,8 +137,35 @@ _THREAD_ID = re.compile(r"[0-9a-fA-F-]{8,64}")  # a Codex thread id is a UUID
 OPENCODE_PLUGIN = asset_path("opencode", "corral_hooks.js")
 
 
+# OpenCode keeps its config, data, state and cache under the XDG base dirs.
+OPENCODE_XDG = (
+    ("XDG_CONFIG_HOME", ".config"),
+    ("XDG_DATA_HOME", ".local/share"),
+    ("XDG_STATE_HOME", ".local/state"),
+    ("XDG_CACHE_HOME", ".cache"),
+)
+
+
 @dataclass(frozen=True)
 class OpenCodeProfile(AgentProfile):
+    def own_paths(self, env: dict[str, str]) -> tuple[list[Path], list[Path]]:
+        """`opencode` under each XDG base dir (`$XDG_*_HOME` when set, else
+        its default under HOME), `$OPENCODE_CONFIG_DIR`, and the
+        `$OPENCODE_CONFIG` file."""
+        dirs, files = super().own_paths(env)
+        home = Path(env.get("HOME") or os.path.expanduser("~"))
+        dirs = [
+            Path(os.path.expanduser(env.get(var, "").strip() or str(home / rel))) / "opencode"
+            for var, rel in OPENCODE_XDG
+        ]
+        config_dir = env.get("OPENCODE_CONFIG_DIR", "").strip()
+        if config_dir:
+            dirs.append(Path(os.path.expanduser(config_dir)))
+        config = env.get("OPENCODE_CONFIG", "").strip()
+        if config:
+            files.append(Path(os.path.expanduser(config)))
+        return dirs, files
+
     def plan(self, binary: str, *, prompt: str, session_dir: Path, hook_cmd: str) -> LaunchPlan:
         """The task goes in `--prompt` (submitted as soon as the TUI is up).
         corral's plugin is added for this run only, through
@@ -459,7 +486,12 @@ OPENCODE = OpenCodeProfile(
     env_allow=agent_env.OPENCODE,
     hooks=True,
     model_flag="--model",
-    own_dirs=(".config/opencode", ".local/share/opencode", ".local/state/opencode"),
+    own_dirs=(
+        ".config/opencode",
+        ".local/share/opencode",
+        ".local/state/opencode",
+        ".cache/opencode",
+    ),
 )
 
 DEMO = DemoProfile(

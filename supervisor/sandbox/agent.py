@@ -79,9 +79,7 @@ def _named_files(argv: Sequence[str]) -> tuple[Path, ...]:
     """Other files the command line names by absolute path (a `custom:`
     agent's script run by an interpreter): shown read-only, each alone."""
     return tuple(
-        Path(w)
-        for w in argv[1:]
-        if os.path.isabs(w) and os.path.isfile(w) and not _executable(w)
+        Path(w) for w in argv[1:] if os.path.isabs(w) and os.path.isfile(w) and not _executable(w)
     )
 
 

@@ -332,7 +332,10 @@ def test_each_profile_keeps_its_own_config_writable(tmp_path: Path) -> None:
     _, files = profile_for("aider").own_paths(env)
     assert home / ".aider.conf.yml" in files
     dirs, _ = profile_for("opencode").own_paths(env)
-    assert home / ".local" / "share" / "opencode" in dirs
+    assert home / ".local" / "share" / "opencode" in dirs and home / ".cache" / "opencode" in dirs
+    xdg = {**env, "XDG_DATA_HOME": str(tmp_path / "data"), "OPENCODE_CONFIG": "/x/oc.json"}
+    dirs, files = profile_for("opencode").own_paths(xdg)
+    assert tmp_path / "data" / "opencode" in dirs and Path("/x/oc.json") in files
     assert profile_for("custom:foo").own_paths(env) == ([], [])
 
 
