@@ -30,6 +30,7 @@ GRACE = 0.5  # seconds the agent's leftovers get between SIGTERM and SIGKILL
 POLL = 0.02
 KILL_ROUNDS_SECS = 3.0  # SIGKILL rounds stop after this (a process that never dies)
 FORWARDED = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT, signal.SIGQUIT)
+RESTORED = (signal.SIGPIPE, signal.SIGXFSZ)  # Python ignores these; the agent gets the defaults
 
 
 def become_subreaper() -> bool:
@@ -194,7 +195,7 @@ def run(argv: list[str]) -> None:
     child = os.fork()
     if child == 0:
         try:
-            for sig in FORWARDED:
+            for sig in (*FORWARDED, *RESTORED):
                 signal.signal(sig, signal.SIG_DFL)
             os.setpgid(0, 0)
             if foreground and tty is not None:
