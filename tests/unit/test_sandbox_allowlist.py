@@ -90,3 +90,10 @@ def test_codex_relies_on_corrals_sandbox_when_confined() -> None:
     argv = ["py", "-I", "launcher", "f", "--", "/x/codex", "exec", "--sandbox", "workspace-write"]
     assert exec_.inside_sandbox(argv)[-2:] == ["--sandbox", "danger-full-access"]
     assert profile_for("claude").inside_sandbox(["claude", "x"]) == ["claude", "x"]
+
+
+def test_a_one_shot_preset_keeps_its_agents_own_config() -> None:
+    env = {"HOME": "/h", "CODEX_HOME": "/c"}
+    assert oneshot_profile("codex-exec").own_paths(env) == ([Path("/c")], [])
+    assert oneshot_profile("claude-p").own_paths(env)[0] == [Path("/h/.claude")]
+    assert oneshot_profile("oneshot:mytool {prompt}").own_paths(env) == ([], [])
