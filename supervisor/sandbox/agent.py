@@ -18,16 +18,15 @@ from __future__ import annotations
 
 import os
 import shutil
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from .allowlist import corral_runtime
 from .argv import confined_argv, confined_env
 from .policy import Grant, SandboxPolicy
 from .status import sandbox_status
 
-CORRAL_ROOT = Path(__file__).resolve().parents[2]  # the folder holding corral's packages
 KEEPER = Path(__file__).resolve().with_name("keeper.py")
 GIT_CONFIG = (".gitconfig", ".config/git/config")  # never .config/git/credentials
 
@@ -42,10 +41,7 @@ class AgentLaunch:
 
 def hook_runtime(python: str) -> tuple[Path, ...]:
     """What `corral hook` reads: the interpreter, its prefix, corral itself."""
-    paths = [Path(sys.prefix), Path(sys.base_prefix), CORRAL_ROOT]
-    exe = Path(os.path.realpath(python))
-    paths += [Path(python).parent.parent, exe.parent.parent]
-    return tuple(dict.fromkeys(paths))
+    return corral_runtime(python)
 
 
 def kept_argv(argv: Sequence[str], python: str, keeper: str | Path = KEEPER) -> list[str]:

@@ -2,8 +2,8 @@
 
 The sandbox's root is empty; into it go, read-only, the system's toolchain
 dirs (`SYSTEM_ROOTS`), each directory on the run's PATH (a `.../bin` dir
-brings its install prefix: `~/.nvm/versions/node/v20`, `~/.cargo`), and the
-install prefix of an agent's own program. Every home (the passwd entry's and
+brings its install prefix: `~/.nvm/versions/node/v20`, `~/.cargo`), corral's own runtime (its Python
+and package) and the install prefix of an agent's own program. Every home (the passwd entry's and
 whatever `$HOME` says) is an empty private tmpfs: a run gets back only what
 its grant names. Never shown whole: a home, `/`, or a directory holding a
 home, corral's state or the operator's checkout — there the run gets only
@@ -22,8 +22,11 @@ from __future__ import annotations
 
 import os
 import pwd
+import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+
+CORRAL_ROOT = Path(__file__).resolve().parents[2]  # the folder holding corral's packages
 
 SYSTEM_ROOTS = (
     "/usr",
@@ -124,6 +127,25 @@ def path_prefixes(env: Mapping[str, str], anchors: list[str]) -> list[str]:
         if chosen is not None and not within(chosen, out):
             out = [kept for kept in out if not within(kept, [chosen])]  # one mount for both
             out.append(chosen)
+    return out
+
+
+def corral_runtime(python: str = sys.executable) -> tuple[Path, ...]:
+    """What corral's own programs run from (`corral hook`, a check's
+    `python`): the interpreter, its prefixes, corral itself."""
+    paths = [Path(sys.prefix), Path(sys.base_prefix), CORRAL_ROOT]
+    exe = Path(os.path.realpath(python))
+    paths += [Path(python).parent.parent, exe.parent.parent]
+    return tuple(dict.fromkeys(paths))
+
+
+def runtime_dirs(anchors: list[str]) -> list[str]:
+    """`corral_runtime` as dirs to show, none that would hold an anchor."""
+    out: list[str] = []
+    for path in corral_runtime():
+        shown = real(path)
+        if os.path.isdir(shown) and not within(shown, SYSTEM_ROOTS) and not _holds(shown, anchors):
+            out.append(shown)
     return out
 
 

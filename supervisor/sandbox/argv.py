@@ -40,6 +40,7 @@ from .allowlist import (
     install_prefix,
     path_prefixes,
     real,
+    runtime_dirs,
     system_mounts,
     within,
 )
@@ -128,6 +129,7 @@ def confined_argv(
     states = _state_dirs(policy, env)
     anchors = [*private_homes, *states, *([checkout] if checkout else [])]
     shown = path_prefixes(env, anchors)
+    shown += [d for d in runtime_dirs(anchors) if not _within(d, shown)]
     for program in grant.programs:
         prefix = install_prefix(str(program), anchors)
         if prefix is not None and not _within(prefix, shown):
