@@ -3,6 +3,13 @@ way corral runs contract checks (`run_check` in a real worktree), inside the
 bubblewrap sandbox and unconfined, interleaved in the same loop so both
 medians come from one machine state. Budget: ≤ 20 ms of overhead.
 
+Agent start overhead: an agent whose program is `date +%s%N`, started the
+way its pane starts it (`launch_agent`: the command line built, then run),
+confined (bubblewrap) and unconfined under the pane keeper, against `date`
+alone: the time from building the command line to the moment the agent's
+program runs (the clock it prints). Budget: ≤ 50 ms added, each. Exits 1
+when a budget is exceeded.
+
 Run (from the repo root): .venv/bin/python bench/sandbox.py [--runs 50]
 """
 
@@ -22,8 +29,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from corral.supervisor.contracts.checks import run_check
 from corral.supervisor.models import ContractCheck
 from corral.supervisor.sandbox import SandboxPolicy, sandbox_status, set_active_policy
+from corral.supervisor.sandbox.agent import launch_agent
 
 BUDGET_MS = 20.0
+AGENT_BUDGET_MS = 50.0
 
 
 def git(cwd: Path, *args: str) -> None:
@@ -72,13 +81,68 @@ async def main(runs: int) -> int:
         for _ in range(runs):
             confined.append(await timed(check, wt, on))
             bare.append(await timed(check, wt, off))
+        agents = agent_starts(wt, state, runs)
     a, b = statistics.median(confined), statistics.median(bare)
     verdict = "within" if a - b <= BUDGET_MS else "OVER"
     print(f"{runs} trivial checks (`true`), median per check:")
     print(f"  sandboxed   {a:7.2f} ms")
     print(f"  unconfined  {b:7.2f} ms")
     print(f"  overhead    {a - b:7.2f} ms ({verdict} the {BUDGET_MS:g} ms budget)")
-    return 0
+    over = a - b > BUDGET_MS
+    alone = statistics.median(agents["alone"])
+    print(f"{runs} agent starts (program `date`), median until it runs:")
+    print(f"  `date` alone {alone:7.2f} ms")
+    for name in ("bubblewrap", "pane keeper"):
+        took = statistics.median(agents[name])
+        verdict = "within" if took - alone <= AGENT_BUDGET_MS else "OVER"
+        over = over or took - alone > AGENT_BUDGET_MS
+        print(
+            f"  {name:<12} {took:7.2f} ms: adds {took - alone:6.2f} ms "
+            f"({verdict} the {AGENT_BUDGET_MS:g} ms budget)"
+        )
+    return 1 if over else 0
+
+
+def agent_starts(wt: Path, state: Path, runs: int) -> dict[str, list[float]]:
+    """Wall time from building the pane's command to the agent's program
+    running (the clock `date` prints as it starts)."""
+    found = subprocess.run(["sh", "-c", "command -v date"], capture_output=True, text=True)
+    program = [found.stdout.strip() or "/bin/date", "+%s%N"]
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(state.parent / "home"), "TERM": "xterm"}
+    policies = {
+        "bubblewrap": SandboxPolicy(state_dir=state),
+        "pane keeper": SandboxPolicy(state_dir=state, agents=False),
+    }
+    out: dict[str, list[float]] = {"alone": [], **{name: [] for name in policies}}
+
+    def start(policy: SandboxPolicy | None) -> float:
+        began = time.time_ns()
+        argv = program
+        if policy is not None:
+            argv = launch_agent(
+                program,
+                wt,
+                env,
+                policy=policy,
+                choice=None,
+                own_dirs=[],
+                own_files=[],
+                hooks_file=state / "agents" / "bench" / "hooks.jsonl",
+                python=sys.executable,
+            ).argv
+        ran = subprocess.run(
+            argv, cwd=wt, env=env, check=True, stdin=subprocess.DEVNULL, capture_output=True
+        )
+        return (int(ran.stdout.split()[-1]) - began) / 1e6
+
+    for _ in range(3):  # warm up
+        for policy in (None, *policies.values()):
+            start(policy)
+    for _ in range(runs):
+        out["alone"].append(start(None))
+        for name, policy in policies.items():
+            out[name].append(start(policy))
+    return out
 
 
 if __name__ == "__main__":

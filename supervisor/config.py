@@ -26,8 +26,9 @@ class Retention(BaseModel):
 
 
 class SandboxSettings(BaseModel):
-    """`[sandbox]`: checks and the built-in shell run under bubblewrap; agents
-    too when `agents` is on (`[agents.<name>] sandbox` overrides it per agent)."""
+    """`[sandbox]`: checks, the built-in shell and agents run under bubblewrap;
+    `agents = false` (or `[agents.<name>] sandbox = false` for one agent)
+    opts agents out, and the board and `corral doctor` say so."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -35,7 +36,7 @@ class SandboxSettings(BaseModel):
     writable: list[str] = Field(default_factory=list)  # caches a run may write (~ expands)
     hidden: list[str] = Field(default_factory=list)  # more paths a run never sees
     shell_network: bool = False  # the built-in engine's shell may reach the network
-    agents: bool = False  # external agents' panes run confined too (with network)
+    agents: bool = True  # external agents' panes run confined too (with network)
 
 
 class McpSettings(BaseModel):

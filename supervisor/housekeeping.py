@@ -659,11 +659,18 @@ class ConfinementStatus:
     detail: str  # one line for the operator
     agents: str = ""  # how external agents' panes run, one line
     agents_unconfined: bool = False  # agents were asked to be confined and cannot be
+    # "agents unconfined: <why>" for the board's header, "" when every agent is confined
+    agents_note: str = ""
 
 
-def _agents_line(enabled: bool, available: bool, why: str) -> tuple[str, bool]:
-    """How agents run: the `[sandbox] agents` setting and the per-agent
-    overrides, against whether a sandbox can run here."""
+KEPT = "whatever they start still ends with them (pane keeper)"
+
+
+def _agents_line(enabled: bool, available: bool, why: str) -> tuple[str, bool, str]:
+    """How agents run: the `[sandbox] agents` setting (on by default) and the
+    per-agent overrides, against whether a sandbox can run here; returns
+    (the line, whether confinement was wanted and cannot be had, the
+    header's note)."""
     from .agents.settings import load_agent_settings
     from .config import load_config
 
@@ -673,22 +680,38 @@ def _agents_line(enabled: bool, available: bool, why: str) -> tuple[str, bool]:
             n: s.sandbox for n, s in load_agent_settings().items() if s.sandbox is not None
         }
     except CorralError:
-        default, overrides = False, {}
+        default, overrides = True, {}
     on = sorted(n for n, v in overrides.items() if v)
     off = sorted(n for n, v in overrides.items() if not v)
     if not enabled:
-        return "unconfined ([sandbox] enabled = false)", False
+        return (
+            f"unconfined ([sandbox] enabled = false): {KEPT}",
+            False,
+            ("agents unconfined: [sandbox] enabled = false"),
+        )
     if not default and not on:
         return (
-            "unconfined (opt in with [sandbox] agents = true, or [agents.<name>] sandbox = true)",
+            f"unconfined ([sandbox] agents = false): {KEPT}",
             False,
+            ("agents unconfined: [sandbox] agents = false"),
         )
     if not available:
-        return f"unconfined: asked for, but no sandbox can run here ({why})", True
-    who = "every agent" if default else ", ".join(on)
-    if default and off:
-        who += f" except {', '.join(off)}"
-    return f"confined with network: {who}", False
+        return (
+            f"unconfined: no sandbox can run here ({why}); {KEPT}",
+            True,
+            f"agents unconfined: {why}",
+        )
+    if default:
+        who, note = "every agent", ""
+        if off:
+            who += f" except {', '.join(off)}"
+            note = f"agents unconfined: {', '.join(off)} (sandbox = false)"
+        return f"confined with network: {who}", False, note
+    return (
+        f"confined with network: {', '.join(on)}",
+        False,
+        f"agents unconfined: all but {', '.join(on)} ([sandbox] agents = false)",
+    )
 
 
 def confinement_status() -> ConfinementStatus:
@@ -703,15 +726,16 @@ def confinement_status() -> ConfinementStatus:
     except CorralError:
         enabled = True
     status = sandbox_status()
-    agents, agents_unconfined = _agents_line(enabled, status.available, status.detail)
+    agents, agents_unconfined, note = _agents_line(enabled, status.available, status.detail)
     if not enabled:
         return ConfinementStatus(
             False,
             "off ([sandbox] enabled = false): checks run unconfined, "
             "guarded only by the inspector chain",
             agents,
+            agents_note=note,
         )
-    return ConfinementStatus(status.available, status.describe(), agents, agents_unconfined)
+    return ConfinementStatus(status.available, status.describe(), agents, agents_unconfined, note)
 
 
 def host_reports(state_dir: Path) -> list[HostReport]:

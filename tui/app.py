@@ -91,6 +91,8 @@ class CorralApp(App[None]):
         self.opened = asyncio.Event()
         self.early_keys = EarlyKeys()  # keys that act, typed before it opened
         self.first_rows: list[SessionSummary] | None = None
+        # "agents unconfined: <why>" on the board's header ("" when all are confined)
+        self.agents_note = ""
         self._opening: asyncio.Task[bool] | None = None
 
     @property
@@ -240,6 +242,9 @@ class CorralApp(App[None]):
         from corral.supervisor.housekeeping import confinement_status
 
         sandbox = await asyncio.to_thread(confinement_status)
+        if sandbox.agents_note != self.agents_note:  # on the board's header while it holds
+            self.agents_note = sandbox.agents_note
+            self.refresh_board_header()
         if sandbox.agents_unconfined:  # said once, here and in `corral doctor`
             self.notify(f"Agents run {sandbox.agents}", severity="warning")
         if self.on_ready is not None:
@@ -248,6 +253,14 @@ class CorralApp(App[None]):
             task.add_done_callback(self._calls.discard)
         else:
             self.ready.set()
+
+    def refresh_board_header(self) -> None:
+        """The board's header line says again what it says (the agents' note changed)."""
+        from .screens.board import BoardScreen
+
+        for screen in self.screen_stack:
+            if isinstance(screen, BoardScreen):
+                screen.refresh_header()
 
     async def _serve(self) -> None:
         """Serve this console's state dir to other clients (socket, MCP)."""

@@ -17,9 +17,11 @@ import re
 import tomllib
 from pathlib import Path
 
-# Proxies and CA bundles: an agent behind a proxy reaches its model API only
-# through it, so agents get these as set, credentials included.
-NETWORK: tuple[str, ...] = (
+# CA bundles: an agent behind a TLS-inspecting proxy needs them. Proxies pass
+# the scrub as addresses (`HTTPS_PROXY`, `ALL_PROXY`, …), their credentials
+# removed like everywhere: an agent whose proxy needs its password gets it
+# only when the operator names the variable in `[agents.<name>] env_allow`.
+PROXIES: tuple[str, ...] = (
     "HTTP_PROXY",
     "HTTPS_PROXY",
     "ALL_PROXY",
@@ -28,6 +30,8 @@ NETWORK: tuple[str, ...] = (
     "https_proxy",
     "all_proxy",
     "no_proxy",
+)
+NETWORK: tuple[str, ...] = (
     "NODE_EXTRA_CA_CERTS",
     "SSL_CERT_FILE",
     "SSL_CERT_DIR",

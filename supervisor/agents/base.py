@@ -127,6 +127,12 @@ class AgentProfile:
             files.append(Path(os.path.expanduser(raw.replace("$HOME", str(home)))))
         return dirs, files
 
+    def inside_sandbox(self, argv: list[str]) -> list[str]:
+        """The command line when corral confines the agent: an agent whose
+        own sandbox cannot nest in bubblewrap (it needs a user namespace and
+        a fresh /proc) is told to rely on corral's instead."""
+        return argv
+
     def with_model(self, plan: LaunchPlan, model: str | None) -> LaunchPlan:
         """`plan` with the pinned model passed by this agent's own flag."""
         if not model:

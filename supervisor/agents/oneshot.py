@@ -28,6 +28,7 @@ from pathlib import Path
 
 from . import agent_env
 from .base import AgentProfile, AgentUnavailable, LaunchPlan
+from .profiles import PROFILES, codex_without_own_sandbox
 
 PREFIX = "oneshot:"
 PROMPT = "{prompt}"
@@ -75,6 +76,24 @@ class OneShotProfile(AgentProfile):
 
     def version(self, binary: str) -> str | None:
         return f"one-shot: {self.command}"
+
+    def own_paths(self, env: dict[str, str]) -> tuple[list[Path], list[Path]]:
+        """A preset's agent keeps its config where its interactive self does
+        (Codex's `$CODEX_HOME`, Claude Code's `~/.claude`); the operator's
+        `writable` entries come on top."""
+        dirs, files = super().own_paths(env)
+        agent = PROFILES.get(self.settings_key) if self.name in PRESETS else None
+        if agent is not None:
+            own_dirs, own_files = agent.own_paths(env)
+            dirs, files = [*own_dirs, *dirs], [*own_files, *files]
+        return dirs, files
+
+    def inside_sandbox(self, argv: list[str]) -> list[str]:
+        """Codex's own sandbox off inside corral's (see `CodexProfile`); the
+        program follows the launcher's `--`."""
+        if self.settings_key != "codex" or "--" not in argv:
+            return argv
+        return codex_without_own_sandbox(argv, argv.index("--") + 1)
 
     def plan(self, binary: str, *, prompt: str, session_dir: Path, hook_cmd: str) -> LaunchPlan:
         """The launcher (`oneshot_exec.py`) runs first: it puts the prompt in

@@ -68,6 +68,23 @@ class ClaudeProfile(AgentProfile):
         return dirs, files
 
 
+CODEX_NO_SANDBOX = "danger-full-access"  # inside corral's sandbox, which confines it
+
+
+def codex_without_own_sandbox(argv: list[str], at: int) -> list[str]:
+    """`argv` (Codex's program at index `at`) with Codex's own sandbox off:
+    a `--sandbox`/`-s` value replaced, else the option added after it."""
+    out = list(argv)
+    for i, word in enumerate(out[at + 1 :], start=at + 1):
+        if word in ("--sandbox", "-s") and i + 1 < len(out):
+            out[i + 1] = CODEX_NO_SANDBOX
+            return out
+        if word.startswith("--sandbox="):
+            out[i] = f"--sandbox={CODEX_NO_SANDBOX}"
+            return out
+    return [*out[: at + 1], "--sandbox", CODEX_NO_SANDBOX, *out[at + 1 :]]
+
+
 @dataclass(frozen=True)
 class CodexProfile(AgentProfile):
     def plan(self, binary: str, *, prompt: str, session_dir: Path, hook_cmd: str) -> LaunchPlan:
@@ -85,6 +102,11 @@ class CodexProfile(AgentProfile):
     def resume_args(self, agent_session: str) -> list[str] | None:
         """`codex resume <thread id> [prompt]` (its options stay before the subcommand)."""
         return ["resume", agent_session]
+
+    def inside_sandbox(self, argv: list[str]) -> list[str]:
+        """Codex's own command sandbox is bubblewrap too and cannot start
+        inside corral's: its commands run in corral's sandbox instead."""
+        return codex_without_own_sandbox(argv, 0)
 
     def conversation_file(self, agent_session: str, env: Mapping[str, str]) -> Path | None:
         """Codex saves each thread as `sessions/YYYY/MM/DD/rollout-…-<id>.jsonl`
@@ -115,8 +137,35 @@ _THREAD_ID = re.compile(r"[0-9a-fA-F-]{8,64}")  # a Codex thread id is a UUID
 OPENCODE_PLUGIN = asset_path("opencode", "corral_hooks.js")
 
 
+# OpenCode keeps its config, data, state and cache under the XDG base dirs.
+OPENCODE_XDG = (
+    ("XDG_CONFIG_HOME", ".config"),
+    ("XDG_DATA_HOME", ".local/share"),
+    ("XDG_STATE_HOME", ".local/state"),
+    ("XDG_CACHE_HOME", ".cache"),
+)
+
+
 @dataclass(frozen=True)
 class OpenCodeProfile(AgentProfile):
+    def own_paths(self, env: dict[str, str]) -> tuple[list[Path], list[Path]]:
+        """`opencode` under each XDG base dir (`$XDG_*_HOME` when set, else
+        its default under HOME), `$OPENCODE_CONFIG_DIR`, and the
+        `$OPENCODE_CONFIG` file."""
+        dirs, files = super().own_paths(env)
+        home = Path(env.get("HOME") or os.path.expanduser("~"))
+        dirs = [
+            Path(os.path.expanduser(env.get(var, "").strip() or str(home / rel))) / "opencode"
+            for var, rel in OPENCODE_XDG
+        ]
+        config_dir = env.get("OPENCODE_CONFIG_DIR", "").strip()
+        if config_dir:
+            dirs.append(Path(os.path.expanduser(config_dir)))
+        config = env.get("OPENCODE_CONFIG", "").strip()
+        if config:
+            files.append(Path(os.path.expanduser(config)))
+        return dirs, files
+
     def plan(self, binary: str, *, prompt: str, session_dir: Path, hook_cmd: str) -> LaunchPlan:
         """The task goes in `--prompt` (submitted as soon as the TUI is up).
         corral's plugin is added for this run only, through
@@ -437,7 +486,12 @@ OPENCODE = OpenCodeProfile(
     env_allow=agent_env.OPENCODE,
     hooks=True,
     model_flag="--model",
-    own_dirs=(".config/opencode", ".local/share/opencode", ".local/state/opencode"),
+    own_dirs=(
+        ".config/opencode",
+        ".local/share/opencode",
+        ".local/state/opencode",
+        ".cache/opencode",
+    ),
 )
 
 DEMO = DemoProfile(

@@ -6,7 +6,7 @@
 
     [agents.custom]                      # every custom: and oneshot: command line
     env_allow = ["MYTOOL_*"]
-    sandbox = true                       # confined whatever `[sandbox] agents` says
+    sandbox = false                      # unconfined whatever `[sandbox] agents` says
     writable = ["~/.mytool"]             # its own config, writable when confined
     idle_quiet_secs = 2                  # the quiet rule's N for this agent
 

@@ -59,7 +59,7 @@ def sandboxed_argv(
         return argv, env
     return (
         confined_argv(argv, cwd, policy, env, network=network, bwrap=status.bwrap, grant=grant),
-        confined_env(env),
+        confined_env(env, git_identity=True),
     )
 
 

@@ -62,7 +62,7 @@ from ..panes.manager import PaneManager
 from ..panes.outage import PasteUncertain
 from ..paths import AGENT_SOCKET_ENV, agent_socket_dir, agent_socket_path, ensure_private_dir
 from ..sandbox import active_policy
-from ..sandbox.agent import AgentLaunch, launch_agent
+from ..sandbox.agent import KEEPER, AgentLaunch, kept_argv, launch_agent
 from ..session.messages import Message, message_prompt
 from ..states import LoopFailure, label
 from ..status import AgentStatus, Question
@@ -233,13 +233,19 @@ class ExternalEngine:
         """The pane's command: in the sandbox when the operator confines this
         agent (`[sandbox] agents`, `[agents.<name>] sandbox`)."""
         if ctx.place is not None:
+            place = ctx.place
+            python = place.facts().python3
+            argv, kept = plan.argv, ""
+            if python:  # whatever it starts there still ends with it
+                keeper = place.install("corral-keeper.py", KEEPER.read_bytes())
+                argv, kept = kept_argv(plan.argv, python, keeper), "; under the pane keeper"
             return AgentLaunch(
-                plan.argv,
+                argv,
                 env,
                 confined=False,
                 account=(
-                    f"on host {ctx.place.name} in {ctx.remote_worktree}; corral's agent "
-                    "sandbox does not confine agents on other hosts"
+                    f"on host {place.name} in {ctx.remote_worktree}; corral's agent "
+                    f"sandbox does not confine agents on other hosts{kept}"
                 ),
             )
         dirs, files = self.profile.own_paths(env)
@@ -255,6 +261,7 @@ class ExternalEngine:
             hooks_file=self.panes.hooks_file(ctx.session_id),
             python=self.python,
             agent_socket_dir=sockets,
+            inside=self.profile.inside_sandbox,
         )
 
     async def spawn(self, ctx: RunContext, prompt: str, resume: str | None = None) -> None:

@@ -6,7 +6,8 @@ means a secret: `API_KEY`, `TOKEN`, `SECRET`, `PASSWORD`, `PASSWD`, `PASS`,
 `SESSION`, `WEBHOOK`, `WEBHOOK_URL`, `CONNECTION_STRING`, `ACCESS_KEY_ID`; or
 ends in `_PWD`; or is a qualified key (`SECRET_KEY`, `PRIVATE_KEY`,
 `ACCESS_KEY`, `AUTH_KEY`, `MASTER_KEY`, `SIGNING_KEY`, `ENCRYPTION_KEY`,
-`LICENSE_KEY`, `DEPLOY_KEY`); or holds `COOKIE` or `ASKPASS` anywhere (an
+`LICENSE_KEY`, `DEPLOY_KEY`); or is a framework's signing secret
+(`SECRET_KEY_BASE` for Rails, `APP_KEY` for Laravel); or holds `COOKIE` or `ASKPASS` anywhere (an
 askpass program hands out the user's git credentials); or is one of the named
 ones (`PGPASSWORD`, `SSH_AUTH_SOCK`, `DOCKER_AUTH_CONFIG`, `OP_SESSION_*`, an
 `NPM_CONFIG_*` auth setting).
@@ -18,7 +19,8 @@ by its value instead. `PWD` and `OLDPWD` (the working directory) and
 
 A value carries a credential when it holds a URL whose userinfo has a password
 (`scheme://user:pw@host`), a well-known token format (GitHub, GitLab, Slack,
-OpenAI/Anthropic `sk-…`, Stripe, AWS access key ids, Google API keys, npm,
+OpenAI/Anthropic `sk-…`, Stripe (`sk_live_…`, `sk_test_…`, `rk_live_…`,
+`rk_test_…`, `whsec_…`), AWS access key ids, Google API keys, npm,
 PyPI, Hugging Face, JWTs, `Bearer …`), a PEM private key, or a Slack or
 Discord webhook address.
 """
@@ -30,7 +32,7 @@ import re
 _WORDS = (
     r"API_?KEY|TOKEN|SECRETS?|PASSWORD|PASSWD|PASS|PASSPHRASE|CREDENTIALS?|PAT|DSN"
     r"|AUTH|AUTH_IDENT|AUTHORIZATION|SESSION|WEBHOOK|WEBHOOK_URL|CONNECTION_STRING"
-    r"|ACCESS_KEY_ID"
+    r"|ACCESS_KEY_ID|SECRET_KEY_BASE|APP_KEY"
     r"|(SECRET|PRIVATE|ACCESS|AUTH|MASTER|SIGNING|ENCRYPTION|LICENSE|DEPLOY)_?KEY"
 )
 
@@ -56,7 +58,8 @@ TOKEN_FORMATS = re.compile(
             r"\bglpat-[A-Za-z0-9_\-]{20,}",  # GitLab
             r"\bxox[abprs]-[A-Za-z0-9\-]{10,}",  # Slack
             r"(?<![A-Za-z0-9])sk-[A-Za-z0-9_\-]{20,}",  # OpenAI, Anthropic (sk-ant-…)
-            r"\b[sr]k_(live|test)_[A-Za-z0-9]{16,}",  # Stripe
+            r"\b[sr]k_(live|test)_[A-Za-z0-9]{16,}",  # Stripe secret and restricted keys
+            r"\bwhsec_[A-Za-z0-9]{16,}",  # Stripe webhook signing secret
             r"\b(AKIA|ASIA)[0-9A-Z]{16}\b",  # AWS access key id
             r"\bAIza[0-9A-Za-z_\-]{35}",  # Google API key
             r"\bnpm_[A-Za-z0-9]{36}\b",

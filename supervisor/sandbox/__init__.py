@@ -1,12 +1,15 @@
 """Confinement: one bubblewrap policy for contract checks, the built-in
-engine's shell and, when the operator opts in, external agents' panes.
+engine's shell and external agents' panes (unless the operator opts out).
 
 `SandboxPolicy` says what a run may touch (the `[sandbox]` table);
-a `Grant` is what one kind of run adds (an agent: the network, its terminal,
-its own config paths, its hooks file); `confined_argv` turns a command, the
-policy and a grant into the `bwrap` command line; `launch_agent` decides
-whether an agent's pane command is confined and says so; `sandbox_status`
-says (once per process) whether a sandbox can run here and, if not, why.
+`allowlist` says what any run may see at all; a `Grant` is what one kind of
+run adds (an agent: the network, its terminal, its own config paths, its
+program, its hooks file); `confined_argv` turns a command, the policy and a
+grant into the `bwrap` command line; `launch_agent` decides whether an
+agent's pane command is confined and says so, and puts an unconfined one
+under the pane keeper (`keeper`: nothing it starts outlives it);
+`sandbox_status` says (once per process) whether a sandbox can run here and,
+if not, why.
 
 Decision — git inside: nothing of the real repository is writable. Each
 worktree gets a private git dir from corral's state dir, bound over its admin

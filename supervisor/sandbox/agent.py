@@ -1,28 +1,34 @@
-"""An external agent's pane command, confined when the operator opted in.
+"""An external agent's pane command: confined unless the operator opted out.
 
 The agent gets the same policy as checks plus what it cannot work without:
 the network (it talks to its model), its terminal (it is interactive), its own
 config and credential paths (listed by its profile, created when a directory
-is missing so the agent can write there; HOME's top level is private scratch
-so a config file rewritten by temp file and rename still lands, see `Grant`), the hooks file corral reads for its
-session (the rest of corral's state dir stays hidden), the session's own
-files read-only (Claude Code's generated settings) and the Python that
-`corral hook` runs from. Where the operator asked for confinement but no
-sandbox can run, the agent runs unconfined and the account says why."""
+is missing so the agent can write there; HOME is a private tmpfs so a config
+file rewritten by temp file and rename still lands, see `Grant`), git's own
+user config read-only (never git's credentials), its program's install
+prefix and the files its command line names, the hooks file corral reads for its session (the rest of corral's
+state dir stays hidden), the session's own files read-only (Claude Code's
+generated settings) and the Python that `corral hook` runs from.
+
+An agent that runs unconfined — opted out, or no sandbox can run here, and
+the account says why — runs under the pane keeper (`keeper`): whatever it
+starts still ends when it exits."""
 
 from __future__ import annotations
 
 import os
-import sys
-from collections.abc import Mapping, Sequence
+import shutil
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from .allowlist import corral_runtime
 from .argv import confined_argv, confined_env
 from .policy import Grant, SandboxPolicy
 from .status import sandbox_status
 
-CORRAL_ROOT = Path(__file__).resolve().parents[2]  # the folder holding corral's packages
+KEEPER = Path(__file__).resolve().with_name("keeper.py")
+GIT_CONFIG = (".gitconfig", ".config/git/config")  # never .config/git/credentials
 
 
 @dataclass(frozen=True)
@@ -35,10 +41,42 @@ class AgentLaunch:
 
 def hook_runtime(python: str) -> tuple[Path, ...]:
     """What `corral hook` reads: the interpreter, its prefix, corral itself."""
-    paths = [Path(sys.prefix), Path(sys.base_prefix), CORRAL_ROOT]
-    exe = Path(os.path.realpath(python))
-    paths += [Path(python).parent.parent, exe.parent.parent]
-    return tuple(dict.fromkeys(paths))
+    return corral_runtime(python)
+
+
+def kept_argv(argv: Sequence[str], python: str, keeper: str | Path = KEEPER) -> list[str]:
+    """`argv` under the pane keeper: its leftovers end when it exits."""
+    return [python, "-I", "-S", str(keeper), "--", *argv]
+
+
+def git_config(env: Mapping[str, str]) -> tuple[Path, ...]:
+    """git's user config files under the agent's HOME (read-only inside)."""
+    home = env.get("HOME") or os.path.expanduser("~")
+    return tuple(Path(home) / rel for rel in GIT_CONFIG)
+
+
+def _programs(argv: Sequence[str], cwd: Path, env: Mapping[str, str]) -> tuple[Path, ...]:
+    """The agent's program as the pane would find it, and every executable
+    the command line names by absolute path (a launcher's program): their
+    install prefixes are shown."""
+    if not argv:
+        return ()
+    first = argv[0]
+    found = str(cwd / first) if "/" in first else shutil.which(first, path=env.get("PATH"))
+    named = [w for w in argv[1:] if os.path.isabs(w) and os.path.isfile(w) and _executable(w)]
+    return tuple(Path(p) for p in [*([found] if found else []), *named])
+
+
+def _executable(path: str) -> bool:
+    return os.access(path, os.X_OK)
+
+
+def _named_files(argv: Sequence[str]) -> tuple[Path, ...]:
+    """Other files the command line names by absolute path (a `custom:`
+    agent's script run by an interpreter): shown read-only, each alone."""
+    return tuple(
+        Path(w) for w in argv[1:] if os.path.isabs(w) and os.path.isfile(w) and not _executable(w)
+    )
 
 
 def _short(path: Path, home: str) -> str:
@@ -60,22 +98,24 @@ def launch_agent(
     hooks_file: Path,
     python: str,
     agent_socket_dir: Path | None = None,
+    inside: Callable[[list[str]], list[str]] | None = None,
 ) -> AgentLaunch:
     """`argv` as the pane runs it: inside bwrap when this agent is to be
-    confined and a sandbox can run here, else as is."""
-    plain = AgentLaunch(list(argv), dict(env), False, "")
+    confined and a sandbox can run here (`inside` adapts the command line
+    to that: `AgentProfile.inside_sandbox`), else under the pane keeper."""
+    kept = kept_argv(argv, python)
     if not policy.confines_agent(choice):
         if not policy.enabled:
             why = "[sandbox] enabled = false"
         elif choice is False:
             why = "sandbox = false for this agent"
         else:
-            why = "[sandbox] agents is off"
-        return AgentLaunch(plain.argv, plain.env, False, f"unconfined ({why})")
+            why = "[sandbox] agents = false"
+        return AgentLaunch(kept, dict(env), False, f"unconfined ({why})")
     status = sandbox_status()
     if not status.available or status.bwrap is None:
         return AgentLaunch(
-            plain.argv, plain.env, False, f"unconfined: no sandbox can run here ({status.detail})"
+            kept, dict(env), False, f"unconfined: no sandbox can run here ({status.detail})"
         )
     for directory in own_dirs:
         try:
@@ -84,16 +124,20 @@ def launch_agent(
             continue  # not writable for us either: the agent runs without it
     hooks_file.parent.mkdir(parents=True, exist_ok=True)
     os.close(os.open(hooks_file, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600))
+    if inside is not None:
+        argv = inside(list(argv))
     grant = Grant(
         writable=(*own_dirs, *own_files, hooks_file),
         # its agent socket's directory: the one way it reaches the owner
         readable=(
             hooks_file.parent,
             *hook_runtime(python),
+            *git_config(env),
+            *_named_files(argv),
             *((agent_socket_dir,) if agent_socket_dir is not None else ()),
         ),
         terminal=True,
-        scratch_home=True,
+        programs=_programs(argv, cwd, env),
     )
     wrapped = confined_argv(argv, cwd, policy, env, network=True, bwrap=status.bwrap, grant=grant)
     home = env.get("HOME", "")

@@ -1,75 +1,103 @@
 """A command and a policy -> the `bwrap` command line that confines it.
 
-Mount order matters (a later mount covers an earlier one): the whole
-filesystem read-only, a private /tmp, (for an agent) HOME's top level as
-private scratch, credentials and corral's state dir covered, then the repository's git dir read-only (it may sit in the private
-/tmp or the state dir) with the worktree's private git dir over its admin dir
-(`gitview.git_mounts(...).shared`), then what the run is granted to read where
-the hiding covered it (corral's own hook program, an agent's session dir),
-then what the run may write: the worktree (and right after it, its `.git`
-file read-only again: `.pointer`), the declared caches, the grant's own paths
-(an agent's config dirs, its hooks file). Nothing of the real repository is
-writable: not its objects, refs or admin dir.
+The sandbox starts empty and gets only what `allowlist` allows: the system
+roots, the run's PATH prefixes and an agent's own install prefix read-only,
+private /tmp, /var/tmp and homes (the passwd entry's and `$HOME`: empty
+tmpfs). Mount order matters (a later mount covers an earlier one): after the
+allowed dirs come the hidden ones among them (corral's state dirs, the
+operator's checkout, the operator's `hidden` list and the credential paths of
+`secrets`), then the repository's shared git dir read-only (it may sit in a
+hidden place) with the worktree's private git dir over its admin dir
+(`gitview.git_mounts(...).shared`), then what the run is granted to read
+(corral's own hook program, an agent's session dir, a contract's environment),
+then what it may write: the worktree (and right after it, its `.git` file
+read-only again: `.pointer`), the declared caches, the grant's own paths (an
+agent's config dirs, its hooks file). Nothing of the real repository is
+writable: not its objects, refs or admin dir. Last, a credential path inside a
+granted place is covered again: `secrets` is the second layer for what an
+allowed dir may hold (`~/.cargo/credentials.toml` under `~/.cargo`).
+
+The run holds no capabilities (`--cap-drop ALL`: run by root, bwrap would
+keep them, and a root with CAP_SYS_ADMIN could remount its way out).
 
 An agent keeps its pane's terminal (`Grant.terminal`: no `--new-session`, or
 it would lose its controlling tty). Keystrokes it could push into that
 terminal reach only itself: the pane runs bwrap directly, no shell waits
-behind it. `--die-with-parent` plus the PID namespace still end everything
-inside when the pane's process is killed."""
+behind it. In its own PID namespace bwrap's init is PID 1: when the command
+exits, bwrap exits and the kernel kills whatever the command left behind
+(`setsid`, double-forked, `nohup`ed); `--die-with-parent` ends it all when
+the pane's process is killed."""
 
 from __future__ import annotations
 
+import functools
 import os
+import subprocess
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
+from .allowlist import (
+    SYSTEM_ROOTS,
+    homes,
+    install_prefix,
+    path_prefixes,
+    real,
+    runtime_dirs,
+    system_mounts,
+    within,
+)
 from .gitview import git_mounts
-from .layout import git_layout
+from .layout import GitLayout, git_layout
 from .policy import Grant, SandboxPolicy
 from .secrets import hidden_paths
 
 
 def _real(path: Path) -> str:
-    return os.path.realpath(path)
+    return real(path)
 
 
 def _within(path: str, roots: Iterable[str]) -> bool:
-    return any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots)
+    return within(path, roots)
 
 
-def _readable(grant: Grant, covered: list[str]) -> list[str]:
-    """The grant's readable paths that the hiding covered, never one that
-    would show a covered path again (an ancestor of it)."""
+def _state_dirs(policy: SandboxPolicy, env: Mapping[str, str]) -> list[str]:
+    """Every corral state dir a run must not see: the policy's and the one
+    `CORRAL_HOME` names (here and in the run's environment)."""
     out: list[str] = []
-    for path in grant.readable:
-        real = _real(path)
-        if not os.path.exists(real) or not _within(real, covered):
-            continue
-        if any(_within(c, [real]) for c in covered):
-            continue
-        out.append(real)
+    raws = [policy.state_dir, os.environ.get("CORRAL_HOME"), env.get("CORRAL_HOME")]
+    for raw in raws:
+        if raw and os.path.isabs(str(raw)):
+            path = real(str(raw))
+            if path not in out:
+                out.append(path)
     return out
 
 
-def _home_view(env: Mapping[str, str]) -> list[str]:
-    """HOME as scratch over its real entries (links kept as links); the
-    credentials among them are covered right after, like everywhere."""
-    raw = env.get("HOME", "")
-    home = _real(Path(raw)) if raw and os.path.isabs(raw) else ""
-    if not home or home == "/" or not os.path.isdir(home):
-        return []
-    args = ["--tmpfs", home]
-    try:
-        names = sorted(os.listdir(home))
-    except OSError:
-        return []
-    for name in names:
-        path = os.path.join(home, name)
-        if os.path.islink(path):
-            args += ["--symlink", os.readlink(path), path]
-        else:
-            args += ["--ro-bind-try", path, path]
-    return args
+def _operator_checkout(layout: GitLayout) -> str | None:
+    """The checkout a linked worktree was made from (its `.git` holds the
+    common dir), unless the run works in that checkout itself."""
+    if layout.common is None or layout.admin is None or layout.common.name != ".git":
+        return None
+    top = real(layout.common.parent)
+    return None if top == real(layout.top) else top
+
+
+def _cover(path: str) -> list[str]:
+    return ["--tmpfs", path] if os.path.isdir(path) else ["--ro-bind", "/dev/null", path]
+
+
+def _readable(grant: Grant, covered: list[str]) -> list[str]:
+    """The grant's readable paths that exist, never one that would show a
+    covered path again (an ancestor of it)."""
+    out: list[str] = []
+    for path in grant.readable:
+        shown = real(path)
+        if not os.path.exists(shown) or shown in out:
+            continue
+        if any(_within(c, [shown]) for c in covered):
+            continue
+        out.append(shown)
+    return out
 
 
 def confined_argv(
@@ -84,7 +112,7 @@ def confined_argv(
 ) -> list[str]:
     grant = grant or Grant()
     layout = git_layout(cwd)
-    argv = [bwrap, "--die-with-parent"]  # the sandbox dies with its parent
+    argv = [bwrap, "--die-with-parent", "--cap-drop", "ALL"]  # dies with its parent
     if not grant.terminal:
         argv.append("--new-session")  # no controlling terminal to inject keystrokes into
     argv += [
@@ -95,23 +123,34 @@ def confined_argv(
     ]
     if not network:
         argv.append("--unshare-net")
-    argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
-    if grant.scratch_home:
-        argv += _home_view(env)
-    hide = list(policy.hidden)
-    if policy.state_dir is not None:
-        hide.append(policy.state_dir)
-    covered = ["/tmp"]
-    for path in hidden_paths(env, hide):
-        covered.append(str(path))
-        if path.is_dir():
-            argv += ["--tmpfs", str(path)]
-        else:
-            argv += ["--ro-bind", "/dev/null", str(path)]
+    argv += system_mounts()
+    private_homes = homes(env)
+    for home in private_homes:
+        argv += ["--tmpfs", home]
+    checkout = _operator_checkout(layout)
+    states = _state_dirs(policy, env)
+    anchors = [*private_homes, *states, *([checkout] if checkout else [])]
+    shown = path_prefixes(env, anchors)
+    shown += [d for d in runtime_dirs(anchors) if not _within(d, shown)]
+    for program in grant.programs:
+        prefix = install_prefix(str(program), anchors)
+        if prefix is not None and not _within(prefix, shown):
+            shown.append(prefix)
+    for place in shown:
+        argv += ["--ro-bind", place, place]
+    hide = [*states, *([checkout] if checkout else []), *(real(p) for p in policy.hidden)]
+    hide += [str(p) for p in hidden_paths(env)]
+    covered: list[str] = []
+    for path in dict.fromkeys(hide):
+        if os.path.lexists(path):
+            covered.append(path)
+            if _within(path, [*SYSTEM_ROOTS, *shown]):
+                argv += _cover(path)
     repository = git_mounts(layout, policy.state_dir)
     argv += repository.shared  # nothing of the real repository is writable (gitview)
-    for shown in _readable(grant, covered):
-        argv += ["--ro-bind", shown, shown]
+    readable = _readable(grant, covered)
+    for place in readable:
+        argv += ["--ro-bind", place, place]
     writable: list[str] = [str(layout.top), _real(cwd)]
     writable += [_real(p) for p in policy.writable if os.path.isdir(p)]
     writable += [_real(p) for p in grant.writable if os.path.exists(p)]
@@ -122,19 +161,51 @@ def confined_argv(
             argv += ["--bind", place, place]
         if n == 1:
             argv += repository.pointer  # the worktree's `.git` as corral wrote it, read-only
-    for again in covered[1:]:  # a writable place holding a credential still hides it
-        if _within(again, seen) and again not in seen:
-            argv += (
-                ["--tmpfs", again] if os.path.isdir(again) else ["--ro-bind", "/dev/null", again]
-            )
+    granted = [*readable, *seen]
+    for again in covered:  # a granted place holding a hidden path still hides it
+        if _within(again, granted) and again not in granted:
+            argv += _cover(again)
     argv += ["--chdir", _real(cwd), "--", *command]
     return argv
 
 
-def confined_env(env: Mapping[str, str]) -> dict[str, str]:
-    """The environment inside: temporary files go to the private /tmp."""
+def confined_env(env: Mapping[str, str], *, git_identity: bool = False) -> dict[str, str]:
+    """The environment inside: temporary files go to the private /tmp. A run
+    whose home is empty (a check, the built-in shell) gets the operator's git
+    identity as variables so a commit in its worktree still works
+    (`git_identity`); an agent reads git's user config itself."""
     out = dict(env)
     for key in ("TMPDIR", "TMP", "TEMP"):
         if key in out:
             out[key] = "/tmp"
+    if git_identity:
+        for key, value in identity(out.get("HOME", "")).items():
+            out.setdefault(key, value)
     return out
+
+
+@functools.cache
+def identity(home: str) -> dict[str, str]:
+    """`user.name` and `user.email` of git's global config under `home`, as
+    author and committer variables (read once per home)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env["HOME"] = home or env.get("HOME", "")
+    try:
+        out = subprocess.run(
+            ["git", "config", "--global", "--includes", "--get-regexp", r"^user\.(name|email)$"],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=5,
+            check=False,
+            stdin=subprocess.DEVNULL,
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return {}
+    found: dict[str, str] = {}
+    for line in out.splitlines():
+        key, _, value = line.partition(" ")
+        field = key.rsplit(".", 1)[-1].upper()
+        if value and field in ("NAME", "EMAIL"):
+            found[f"GIT_AUTHOR_{field}"] = found[f"GIT_COMMITTER_{field}"] = value
+    return found

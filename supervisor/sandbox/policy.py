@@ -1,7 +1,7 @@
 """What a confined run may touch beyond its worktree (the operator's
 `[sandbox]` config table), the policy this process applies, and the
 `Grant` one kind of run adds to it (an agent: its own config dirs, its hooks
-file, its terminal and the network; a check: nothing)."""
+file, its program, its terminal and the network; a check: nothing)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ class SandboxPolicy:
     hidden: tuple[Path, ...] = ()  # extra paths hidden (an empty dir, or /dev/null for a file)
     state_dir: Path | None = None  # corral's own state: hidden except the run's worktree
     shell_network: bool = False  # the built-in engine's shell may reach the network
-    agents: bool = False  # external agents' panes run confined too (opt-in)
+    agents: bool = True  # external agents' panes run confined too (opt out: false)
 
     def confines_agent(self, choice: bool | None) -> bool:
         """Whether an agent runs confined: its own `[agents.<name>] sandbox`
@@ -29,14 +29,14 @@ class SandboxPolicy:
 class Grant:
     """What one run may use beyond the policy."""
 
-    writable: tuple[Path, ...] = ()  # files or dirs bound read-write (those that exist)
-    readable: tuple[Path, ...] = ()  # shown read-only where the sandbox would hide them
+    # Files or dirs bound read-write (those that exist). HOME itself is a
+    # private tmpfs: agents write their own config files by a temp file
+    # beside them and a rename; over a bound file the rename fails with
+    # EBUSY and they fall back to writing it in place, through the bind.
+    writable: tuple[Path, ...] = ()
+    readable: tuple[Path, ...] = ()  # shown read-only (those that exist)
     terminal: bool = False  # keeps its controlling terminal (an agent in its pane)
-    # HOME's top level is private scratch: what is there shows read-only, new
-    # files vanish with the sandbox. Agents write their own config files by
-    # a temp file beside them and a rename; over a bound file the rename fails
-    # with EBUSY and they fall back to writing it in place, through the bind.
-    scratch_home: bool = False
+    programs: tuple[Path, ...] = ()  # programs whose install prefix is shown read-only
 
 
 _active = SandboxPolicy()

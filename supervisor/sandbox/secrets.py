@@ -1,11 +1,17 @@
 """Credentials a confined run never sees: the usual places under a home
-directory (the real one and the one the run's environment names)."""
+directory (the passwd entry's, this process's and the run's `$HOME`).
+
+The second layer: homes are empty in the sandbox (`allowlist`), so these
+matter only where an allowed or granted dir holds one (`~/.cargo` as a PATH
+prefix holds `credentials.toml`; an operator's `writable = ["~"]`)."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+
+from .allowlist import homes
 
 CREDENTIAL_PATHS = (
     ".ssh",
@@ -25,24 +31,25 @@ CREDENTIAL_PATHS = (
     ".npmrc",
     ".cargo/credentials",
     ".cargo/credentials.toml",
+    ".config/git/credentials",
+    ".pgpass",
+    ".my.cnf",
+    ".vault-token",
+    ".terraform.d",
+    ".bash_history",
+    ".zsh_history",
+    ".python_history",
+    ".psql_history",
+    ".mysql_history",
+    ".node_repl_history",
 )
-
-
-def homes(env: Mapping[str, str]) -> list[Path]:
-    out: list[Path] = []
-    for raw in (os.path.expanduser("~"), env.get("HOME", "")):
-        if raw and os.path.isabs(raw):
-            home = Path(os.path.realpath(raw))
-            if home not in out and home != Path("/"):
-                out.append(home)
-    return out
 
 
 def hidden_paths(env: Mapping[str, str], extra: Iterable[Path] = ()) -> list[Path]:
     """Existing credential paths to cover, resolved, without duplicates."""
     out: list[Path] = []
-    candidates = [home / rel for home in homes(env) for rel in CREDENTIAL_PATHS]
-    for path in [*candidates, *extra]:
+    candidates = [f"{home}/{rel}" for home in homes(env) for rel in CREDENTIAL_PATHS]
+    for path in [*candidates, *map(str, extra)]:
         if not os.path.lexists(path):
             continue  # most are absent: skip resolving them (this runs before every check)
         real = Path(os.path.realpath(path))

@@ -307,11 +307,6 @@ async def test_an_agent_cannot_pass_a_persons_gate_from_its_pane(
         await sup.close()
 
 
-@pytest.mark.xfail(
-    reason="an unconfined double-forked orphan leaves the pane's process tree until the "
-    "pane runs under a child subreaper; confined, its pid namespace gives it away",
-    strict=True,
-)
 async def test_an_unconfined_double_forked_orphan_is_still_the_agent(site: Site) -> None:
     engine = agent_command(site, double_fork=True, main_socket=True)
     sup, services = await open_owner(site, engine, confined=False)

@@ -90,19 +90,26 @@ def test_doctor_reports_each_requirement(tmp_path: Path) -> None:
     for word in ("python", "git", "tmux", "sandbox", "agent claude", "model", "state dir"):
         assert word in out.stdout
     assert "sessions" in out.stdout
-    assert "agents         unconfined (opt in with [sandbox] agents = true" in out.stdout
+    if sandbox_status().available:  # confined unless the operator opts out
+        assert "ok  agents         confined with network: every agent" in out.stdout
+    else:
+        assert "!!  agents         unconfined: no sandbox can run here" in out.stdout
 
 
 def test_doctor_reports_the_agents_sandbox_setting(tmp_path: Path) -> None:
-    (tmp_path / "none.toml").write_text(
-        "[sandbox]\nagents = true\n[agents.aider]\nsandbox = false\n"
-    )
+    (tmp_path / "none.toml").write_text("[agents.aider]\nsandbox = false\n")
     out = corral("doctor", home=tmp_path)
-    agents = next(line for line in out.stdout.splitlines() if " agents " in line)
+    lines = out.stdout.splitlines()
+    agents = next(line for line in lines if " agents " in line)
     if sandbox_status().available:
         assert agents.endswith("confined with network: every agent except aider")
+        assert any(line.endswith("agents unconfined: aider (sandbox = false)") for line in lines)
     else:
-        assert "asked for, but no sandbox can run here" in agents
+        assert agents.startswith("!!") and "no sandbox can run here" in agents
+    (tmp_path / "none.toml").write_text("[sandbox]\nagents = false\n")
+    out = corral("doctor", home=tmp_path)
+    agents = next(line for line in out.stdout.splitlines() if " agents " in line)
+    assert "unconfined ([sandbox] agents = false)" in agents and "pane keeper" in agents
 
 
 def test_run_says_on_stderr_when_checks_will_run_unconfined(tmp_path: Path) -> None:

@@ -1,9 +1,10 @@
-"""External agents confined (opt-in) through the real sandbox, in real tmux
+"""External agents confined (the default) through the real sandbox, in real tmux
 panes on a private socket: the demo agent and a `custom:` agent reach
 approval on a dirty checkout; a hostile `custom:` agent tries the escape table
 and leaves everything outside its worktree byte for byte unchanged while its
 hooks still arrive and its network works; stopping it ends everything it
-started; the default (off) and a per-agent `sandbox = false` run unconfined.
+started; `[sandbox] agents = false` and a per-agent `sandbox = false` run
+unconfined (confined is the default).
 
 Everything lives under /var/tmp (the sandbox's /tmp is private) with a temp
 HOME holding a fake key: the real HOME is never used."""
@@ -289,12 +290,12 @@ async def test_a_hostile_agent_confined_changes_nothing_outside_its_worktree(
 @pytest.mark.parametrize(
     ("sandbox", "agent_table", "confined"),
     [
-        ({}, "", False),  # the default: agents run unconfined
-        ({"agents": True}, "", True),
-        ({"agents": True}, "[agents.custom]\nsandbox = false\n", False),
-        ({}, "[agents.custom]\nsandbox = true\n", True),
+        ({}, "", True),  # the default: agents run confined
+        ({"agents": False}, "", False),
+        ({}, "[agents.custom]\nsandbox = false\n", False),
+        ({"agents": False}, "[agents.custom]\nsandbox = true\n", True),
     ],
-    ids=["default-off", "global-on", "per-agent-off", "per-agent-on"],
+    ids=["default-on", "global-off", "per-agent-off", "per-agent-on"],
 )
 async def test_the_setting_decides_whether_an_agent_sees_the_home_keys(
     world: World, sandbox: dict[str, Any], agent_table: str, confined: bool
@@ -331,7 +332,10 @@ def test_each_profile_keeps_its_own_config_writable(tmp_path: Path) -> None:
     _, files = profile_for("aider").own_paths(env)
     assert home / ".aider.conf.yml" in files
     dirs, _ = profile_for("opencode").own_paths(env)
-    assert home / ".local" / "share" / "opencode" in dirs
+    assert home / ".local" / "share" / "opencode" in dirs and home / ".cache" / "opencode" in dirs
+    xdg = {**env, "XDG_DATA_HOME": str(tmp_path / "data"), "OPENCODE_CONFIG": "/x/oc.json"}
+    dirs, files = profile_for("opencode").own_paths(xdg)
+    assert tmp_path / "data" / "opencode" in dirs and Path("/x/oc.json") in files
     assert profile_for("custom:foo").own_paths(env) == ([], [])
 
 

@@ -248,6 +248,17 @@ async def _draft_for(request) -> OutcomeContract:  # type: ignore[no-untyped-def
     return passing_file_contract(word)
 
 
+@pytest.fixture(autouse=True)
+def agents_confined(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The console reads how agents run once it is up (bubblewrap here or
+    not, the operator's config): every screen test sees agents confined, so
+    snapshots do not depend on the machine; test_board_header changes it."""
+    from corral.supervisor import housekeeping
+
+    status = housekeeping.ConfinementStatus(True, "bubblewrap (test)", "confined with network")
+    monkeypatch.setattr(housekeeping, "confinement_status", lambda: status)
+
+
 @pytest.fixture
 def board_world(tmp_path: Path) -> Callable[[], tuple[Supervisor, Path, asyncio.Event]]:
     """Returns a factory: (supervisor, repo, release) where `release` lets the

@@ -10,9 +10,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from corral.supervisor.agents.agent_env import NETWORK
+from corral.supervisor.agents.agent_env import NETWORK, PROXIES
 from corral.supervisor.agents.profiles import profile_for
-from corral.supervisor.agents.settings import AgentSettings, load_agent_settings
+from corral.supervisor.agents.settings import AgentSettings, load_agent_settings, with_settings
 from corral.supervisor.engines.external import ExternalEngine
 from corral.supervisor.engines.registry import AgentEngines
 from corral.supervisor.errors import ConfigError
@@ -109,12 +109,32 @@ def test_each_agent_gets_its_own_variables_and_no_unrelated_secret(
     agent: str, tmp_path: Path
 ) -> None:
     own = {name: SECRET_VALUE for name in DECLARED[agent]}
-    own.update({name: PROXY_WITH_CREDENTIALS for name in NETWORK if name.lower() != "no_proxy"})
+    own.update({name: "/etc/ssl/corp.pem" for name in NETWORK})
+    proxies = {name: PROXY_WITH_CREDENTIALS for name in PROXIES if name.lower() != "no_proxy"}
     other = {**UNRELATED, OTHER_VENDOR[agent]: SECRET_VALUE}
-    env = scrubbed_env({**own, **other, "PATH": "/usr/bin"}, allow=env_allow_of(agent, tmp_path))
+    env = scrubbed_env(
+        {**own, **other, **proxies, "PATH": "/usr/bin"}, allow=env_allow_of(agent, tmp_path)
+    )
     assert {name: env.get(name) for name in own} == own
     assert not set(other) & set(env), f"{agent} got {sorted(set(other) & set(env))}"
     assert env["PATH"] == "/usr/bin"
+    # the proxy's address reaches the agent, its password does not
+    assert {name: env.get(name) for name in proxies} == dict.fromkeys(
+        proxies, "http://proxy.corp.example:3128"
+    )
+
+
+def test_a_proxy_password_reaches_an_agent_only_when_the_operator_names_it(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text('[agents.claude]\nenv_allow = ["HTTPS_PROXY"]\n', encoding="utf-8")
+    profile = with_settings(profile_for("claude"), load_agent_settings(path))
+    plan = profile.plan("/bin/agent", prompt="task", session_dir=tmp_path, hook_cmd="corral hook")
+    base = {"HTTPS_PROXY": PROXY_WITH_CREDENTIALS, "ALL_PROXY": PROXY_WITH_CREDENTIALS}
+    env = scrubbed_env(base, allow=plan.env_allow)
+    assert env["HTTPS_PROXY"] == PROXY_WITH_CREDENTIALS  # passed on purpose
+    assert env["ALL_PROXY"] == "http://proxy.corp.example:3128"  # not named: address only
 
 
 def config(tmp_path: Path, text: str) -> Path:

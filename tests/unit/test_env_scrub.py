@@ -58,6 +58,11 @@ REMOVED_BY_NAME: list[tuple[str, str, str | None]] = [
     ("APP_ENCRYPTION_KEY", "plain", None),
     ("NEW_RELIC_LICENSE_KEY", "plain", None),
     ("GITHUB_DEPLOY_KEY", "plain", None),
+    # frameworks' signing secrets
+    ("SECRET_KEY_BASE", "plain", None),
+    ("secret_key_base", "plain", None),
+    ("APP_KEY", "base64:plain", None),
+    ("LARAVEL_APP_KEY", "plain", None),
     # services: error reporting, webhooks
     ("SENTRY_DSN", "https://abc123@o1.ingest.sentry.io/42", None),
     ("SLACK_WEBHOOK_URL", "https://example.invalid/hook", None),
@@ -102,6 +107,11 @@ REMOVED_BY_VALUE: list[tuple[str, str, str | None]] = [
     ("MY_VAR", "sk-" + "A1b2C3d4E5" * 3, None),
     ("MY_VAR", "sk-ant-api03-" + "A1b2C3d4E5" * 3, None),
     ("MY_VAR", "sk_live_" + "A1b2C3d4E5" * 2, None),
+    ("MY_VAR", "sk_test_" + "A1b2C3d4E5" * 3, None),
+    ("MY_VAR", "rk_live_" + "A1b2C3d4E5" * 3, None),
+    ("MY_VAR", "rk_test_" + "A1b2C3d4E5" * 3, None),
+    ("PAYMENTS", "--key=sk_live_" + "A1b2C3d4E5" * 3 + " --mode=x", None),
+    ("MY_VAR", "whsec_" + "A1b2C3d4E5" * 3, None),
     ("MY_VAR", "AKIAIOSFODNN7EXAMPLE", None),
     ("MY_VAR", "ASIAIOSFODNN7EXAMPLE", None),
     ("MY_VAR", "AIza" + "SyA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q", None),
@@ -188,6 +198,8 @@ KEPT: list[tuple[str, str, str | None]] = [
     kept("DISK_LABEL", "disk-0123456789abcdefghijklmnop"),
     kept("TASK", "ask-0123456789abcdefghijklmnop"),
     kept("SHORT", "sk-abc"),
+    kept("STRIPE_PUBLISHABLE", "pk_live_" + "A1b2C3d4E5" * 3),  # published in web pages
+    kept("KEYMAP_APP_KEYS", "ctrl+a"),
     kept("NOTE", "Bearer tokens are documented"),
     kept("PUBLIC_KEY_HEADER", "-----BEGIN PUBLIC KEY-----"),
 ]

@@ -55,7 +55,9 @@ def doctor() -> int:
     sandbox = confinement_status()
     line(True if sandbox.confined else None, "sandbox", sandbox.detail)
     agents_ok = False if sandbox.agents_unconfined else None
-    line(True if sandbox.agents.startswith("confined") else agents_ok, "agents", sandbox.agents)
+    line(True if not sandbox.agents_note else agents_ok, "agents", sandbox.agents)
+    if sandbox.agents_note and sandbox.agents.startswith("confined"):
+        line(None, "", sandbox.agents_note)  # some agents opted out
 
     for name, path in agents_on_path():
         line(True if path else None, f"agent {name}", path or "not installed")

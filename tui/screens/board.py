@@ -338,6 +338,10 @@ class BoardScreen(Screen[None]):
             self._place_preview()  # the board's columns may want more (or less) now
         self.preview.follow(self.selected_id())
 
+    def refresh_header(self) -> None:
+        if self.is_mounted:
+            self._update_counts()
+
     def _update_counts(self) -> None:
         rows = list(self.summaries.values())
         line = R.counts_line(rows)
@@ -345,6 +349,8 @@ class BoardScreen(Screen[None]):
             line += "  ·  opening… (stored rows; keys that act on sessions wait)"
         if self.grouped:
             line += "  ·  grouped by repo (g: one list)"
+        if self.app.agents_note:
+            line += f"  ·  {self.app.agents_note}"
         if self.filter != "all" or self.search:
             shown = f"showing {len(self.order)}: {R.filter_words(self.filter)}"
             if self.search:
