@@ -154,3 +154,25 @@ async def test_search_narrows_as_you_type_fuzzily_and_escape_clears_it(tmp_path:
         await pilot.press("escape")  # on the board itself: clears the applied search
         await until(pilot, "the whole board", lambda: len(board.order) == 2)
         assert "matching" not in str(board.query_one("#counts").render())
+
+
+async def test_keys_typed_before_the_search_field_has_focus_are_its_text(tmp_path: Path) -> None:
+    """`/` then `x` typed at once: the x is searched for, never taken as the
+    board's cancel key while the field is still on its way to the focus."""
+    repo = make_repo(tmp_path / "repo")
+    sup = scripted_supervisor(tmp_path / "state", DRAFTED)
+
+    async def ready(s: Supervisor) -> None:
+        await s.start("Fix the paginator", repo)
+
+    app = CorralApp(sup, default_repo=repo, on_ready=ready)
+    async with app.run_test(size=(80, 24)) as pilot:
+        board = await board_ready(app, pilot)
+        await until(pilot, "the row", lambda: len(board.order) == 1)
+        field = board.query_one("#search", Input)
+        field.display = True  # shown, the focus still on the table (as right after `/`)
+        board.table.focus()
+        await pilot.press("f", "i", "x")
+        await until(pilot, "the text", lambda: field.value == "fix")
+        assert app.screen is board  # no cancel question
+        assert board.order and board.search == "fix"

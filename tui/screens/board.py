@@ -17,6 +17,7 @@ from textual import events, getters, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Container, Vertical
+from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Footer, Input, Static
@@ -164,6 +165,7 @@ class BoardScreen(Screen[None]):
                 placeholder="search intent, repo, host:NAME or id — enter also searches events "
                 "and transcripts, escape clears",
                 id="search",
+                select_on_focus=False,  # what was typed before it had the focus stays
             )
             search.display = False
             yield search
@@ -434,6 +436,15 @@ class BoardScreen(Screen[None]):
             self._rebuild()
 
     def on_key(self, event: events.Key) -> None:
+        search = self.query_one("#search", Input)
+        if self._search_on_its_way() and event.is_printable:
+            # typed right after `/`, before the field took the focus: it is the
+            # search's text, never a board key (an `x` there cancelled a session)
+            search.focus()
+            search.insert_text_at_cursor(event.character or "")
+            event.stop()
+            event.prevent_default()
+            return
         action = self.row_keys.get(event.key)
         if action is not None and self.app.opened.is_set():
             why = self.refusal(action)
@@ -441,7 +452,6 @@ class BoardScreen(Screen[None]):
                 self.notify(why[0].upper() + why[1:] + ".", severity="warning", timeout=4)
                 event.stop()
                 return
-        search = self.query_one("#search", Input)
         if event.key == "escape" and (search.display or self.search):
             search.value = ""
             search.display = False
@@ -544,9 +554,19 @@ class BoardScreen(Screen[None]):
         While the supervisor opens, only the keys that look are offered."""
         if not self.app.opened.is_set() and action not in self.LOOK_ACTIONS:
             return False
+        if self._search_on_its_way():
+            return False  # a key typed right after `/` is the search's text (see on_key)
         if action not in self.ROW_ACTIONS:
             return True
         return self.refusal(action) is None
+
+    def _search_on_its_way(self) -> bool:
+        """The search field is shown but has not taken the focus yet."""
+        try:
+            search = self.query_one("#search", Input)
+        except NoMatches:
+            return False
+        return bool(search.display) and self.focused is not search
 
     def refusal(self, action: str) -> str | None:
         """Why the selected row cannot take `action` now (the supervisor's
