@@ -82,6 +82,9 @@ class AgentProfile:
     # when missing, so a confined agent can write there) and files or globs.
     own_dirs: tuple[str, ...] = ()
     own_files: tuple[str, ...] = ()
+    # it writes files of its own in corral's session dir (Aider's chat history,
+    # which its resume and the transcript view read): writable when confined
+    writes_session_dir: bool = False
     writable: tuple[str, ...] = ()  # the operator's additions (`[agents.<name>] writable`)
     sandbox: bool | None = None  # the operator's `[agents.<name>] sandbox` (None: the global)
     # Without hooks: seconds a screen must stay unchanged at a prompt-like

@@ -455,6 +455,7 @@ AIDER = AiderProfile(
     prompt_in_argv=False,
     own_dirs=(".aider",),  # its caches and analytics
     own_files=(".aider*",),  # .aider.conf.yml, .aider.model.settings.yml, …
+    writes_session_dir=True,  # its chat and input history files
 )
 
 # From OpenCode 1.18.33's screens (docs/agent-clis.md): no first-run or trust

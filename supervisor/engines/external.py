@@ -249,6 +249,8 @@ class ExternalEngine:
                 ),
             )
         dirs, files = self.profile.own_paths(env)
+        if self.profile.writes_session_dir:
+            dirs = [*dirs, self.session_dir(ctx.session_id)]
         sockets = ensure_private_dir(agent_socket_dir(self.panes.hooks_root.parent, ctx.session_id))
         return launch_agent(
             plan.argv,
@@ -262,6 +264,7 @@ class ExternalEngine:
             python=self.python,
             agent_socket_dir=sockets,
             inside=self.profile.inside_sandbox,
+            env_files=self.profile.env_allow,
         )
 
     async def spawn(self, ctx: RunContext, prompt: str, resume: str | None = None) -> None:

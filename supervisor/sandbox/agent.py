@@ -79,6 +79,22 @@ def _named_files(argv: Sequence[str]) -> tuple[Path, ...]:
     )
 
 
+def env_named_files(env: Mapping[str, str], names: Sequence[str]) -> tuple[Path, ...]:
+    """Files the agent's own variables name (Aider's `AIDER_MODEL_METADATA_FILE`,
+    a profile's `*_CONFIG`): only variables its profile passes on by name or
+    pattern (`AIDER_*`), values that are absolute paths of regular files;
+    shown read-only, each alone."""
+    import fnmatch
+
+    out: list[Path] = []
+    for key, value in env.items():
+        if not any(fnmatch.fnmatchcase(key, pattern) for pattern in names):
+            continue
+        if os.path.isabs(value) and os.path.isfile(value):
+            out.append(Path(value))
+    return tuple(out)
+
+
 def _short(path: Path, home: str) -> str:
     text = str(path)
     if home and (text == home or text.startswith(home.rstrip("/") + "/")):
@@ -99,6 +115,7 @@ def launch_agent(
     python: str,
     agent_socket_dir: Path | None = None,
     inside: Callable[[list[str]], list[str]] | None = None,
+    env_files: Sequence[str] = (),
 ) -> AgentLaunch:
     """`argv` as the pane runs it: inside bwrap when this agent is to be
     confined and a sandbox can run here (`inside` adapts the command line
@@ -134,6 +151,7 @@ def launch_agent(
             *hook_runtime(python),
             *git_config(env),
             *_named_files(argv),
+            *env_named_files(env, env_files),
             *((agent_socket_dir,) if agent_socket_dir is not None else ()),
         ),
         terminal=True,

@@ -97,3 +97,19 @@ def test_a_one_shot_preset_keeps_its_agents_own_config() -> None:
     assert oneshot_profile("codex-exec").own_paths(env) == ([Path("/c")], [])
     assert oneshot_profile("claude-p").own_paths(env)[0] == [Path("/h/.claude")]
     assert oneshot_profile("oneshot:mytool {prompt}").own_paths(env) == ([], [])
+
+
+def test_an_agent_sees_the_files_its_own_variables_name_and_no_others(tmp_path: Path) -> None:
+    from corral.supervisor.sandbox.agent import env_named_files
+
+    metadata = tmp_path / "model-metadata.json"
+    metadata.write_text("{}")
+    secret = tmp_path / "kubeconfig"
+    secret.write_text("token")
+    env = {
+        "AIDER_MODEL_METADATA_FILE": str(metadata),
+        "KUBECONFIG": str(secret),  # not a variable the profile passes on
+        "AIDER_MODEL": "openai/x",  # not a path
+        "AIDER_CACHE": str(tmp_path),  # a directory: not shown this way
+    }
+    assert env_named_files(env, ("AIDER_*", "OPENAI_API_KEY")) == (metadata,)
