@@ -17,18 +17,21 @@ from pathlib import Path
 from .errors import CorralError, StateDirError
 
 SOCKET_NAME = "control.sock"  # the owner's control socket, in the state dir
-# each local agent's own socket to the owner: <state>/agent-sockets/<session>/control.sock
-AGENT_SOCKETS_DIR = "agent-sockets"
+# each local agent's own socket to the owner
+# short names: a unix socket's path holds 104 bytes at most, and the state dir
+# comes first (`<state>/as/<last 12 of the session id>/s`)
+AGENT_SOCKETS_DIR = "as"
+AGENT_SOCKET_NAME = "s"
 AGENT_SOCKET_ENV = "CORRAL_AGENT_SOCKET"  # set in the agent's environment
 
 
 def agent_socket_dir(state_dir: Path, session_id: str) -> Path:
     """The directory of a session's agent socket (its sandbox may read it)."""
-    return Path(state_dir) / AGENT_SOCKETS_DIR / session_id
+    return Path(state_dir) / AGENT_SOCKETS_DIR / session_id[-12:]
 
 
 def agent_socket_path(state_dir: Path, session_id: str) -> Path:
-    return agent_socket_dir(state_dir, session_id) / SOCKET_NAME
+    return agent_socket_dir(state_dir, session_id) / AGENT_SOCKET_NAME
 
 
 def control_socket(state_dir: Path) -> Path:

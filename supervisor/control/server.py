@@ -13,7 +13,7 @@ each method says once, in `METHODS`, whether an agent may call it and
 whether only a person may. An agent's call to a person's method is refused
 with a sentence and written on the session's log, where the board shows it.
 Each running local agent also gets a socket of its own
-(`<state>/agent-sockets/<session>/control.sock`): whoever connects there is
+(`<state>/as/<last 12 of the session id>/s`): whoever connects there is
 that agent.
 
 Each client is bounded: at most `max_in_flight` requests are worked on at

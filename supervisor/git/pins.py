@@ -15,6 +15,7 @@ no subprocess.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import stat
@@ -169,5 +170,8 @@ def stat_cache_path(worktree: Path | str) -> Path:
 
 def unpin(worktree: Path | str) -> None:
     """Forget a removed worktree's record and what its snapshots saw."""
-    pins_path(worktree).unlink(missing_ok=True)
+    record = pins_path(worktree)
+    record.unlink(missing_ok=True)
     stat_cache_path(worktree).unlink(missing_ok=True)
+    with contextlib.suppress(OSError):  # the last one gone: no empty dir is left beside them
+        record.parent.rmdir()

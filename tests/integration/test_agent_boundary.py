@@ -301,7 +301,7 @@ async def test_an_agent_cannot_pass_a_persons_gate_from_its_pane(
         assert row.state is S.MERGED
         assert git(site.repo, "branch", "--list", "corral/*").strip()
         await eventually(lambda: services.control.agent_sockets() == [], timeout=20)
-        assert not (site.state / "agent-sockets" / sid).exists()
+        assert not (site.state / "as" / sid[-12:]).exists()
     finally:
         await services.close()
         await sup.close()

@@ -101,7 +101,7 @@ def test_the_command_line_is_a_client_of_corral_serve(site: Path) -> None:
         sid = result["session_id"]
         assert result["state"] == "needs_approval"
         # its agent has a socket of its own to the owner
-        agent_socket = home / "agent-sockets" / sid / "control.sock"
+        agent_socket = home / "as" / sid[-12:] / "s"
         assert agent_socket.exists()
         rows = json.loads(corral(site, "sessions", "--json").stdout)
         assert [r["session_id"] for r in rows] == [sid] and rows[0]["live"] is True

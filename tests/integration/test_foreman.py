@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -104,12 +105,12 @@ def kill_tmux(tmp_path: Path) -> None:
         subprocess.run(["tmux", "-S", str(sock), "kill-server"], capture_output=True)
 
 
-def open_sup(tmp_path: Path, contract: OutcomeContract) -> Supervisor:
+def open_sup(tmp_path: Path, contract: OutcomeContract, **config: Any) -> Supervisor:
     return build_supervisor(
         tmp_path / "state",
         FixedDrafter(contract),
         socket_dir=tmp_path / "tmux",
-        config=fast_config(max_session_wall_secs=120),
+        config=fast_config(max_session_wall_secs=120, **config),
     )
 
 
@@ -218,11 +219,15 @@ async def test_a_subtask_that_fails_in_its_first_worktree_is_replaced_once_and_l
 ) -> None:
     contract = OutcomeContract(checks=[module_check(m) for m in MODULES])
     repo = make_repo(tmp_path / "repo")
-    sup = open_sup(tmp_path, contract)
+    # the agent leaves its mark outside its worktree, so the place must be one a
+    # confined agent may write: a declared cache dir of the sandbox
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    sup = open_sup(tmp_path, contract, sandbox={"writable": [str(marks)]})
     await sup.open()
     try:
         intent = "set every module: " + " ".join(write(m) for m in MODULES)
-        marker = tmp_path / "first-worktree-of-s_b"
+        marker = marks / "first-worktree-of-s_b"
         split = {
             "subtasks": [
                 subtask("a"),
