@@ -187,7 +187,8 @@ class ControlServer:
     def open_agent_socket(self, session_id: str) -> None:
         """Listen on the session's agent socket: bound before this returns
         (its agent may call at once; the connection waits in the backlog)."""
-        self.close_agent_socket(session_id)
+        # its directory stays: a sandbox about to start binds it (gone, bwrap fails)
+        self.close_agent_socket(session_id, keep_dir=True)
         path = self.agent_socket(session_id)
         if len(os.fsencode(path)) > p.MAX_SOCKET_PATH:
             log.warning(
