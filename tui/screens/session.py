@@ -188,8 +188,8 @@ def _setup_lines(s: CoderSession) -> list[str]:
 
 # the actions whose rule is the supervisor's table (the rest are this screen's own)
 TABLE_ACTIONS = frozenset(
-    {"approve", "reject", "approve_checkout", "review_diff", "reverify", "cancel", "retry",
-     "archive"}
+    {"confirm", "approve", "reject", "approve_checkout", "review_diff", "reverify", "cancel",
+     "retry", "archive"}
 )  # fmt: skip
 
 
@@ -632,9 +632,8 @@ class SessionScreen(Screen[None]):
             return True
         if getattr(self.focused, "TAKES_KEYS", False):
             return False  # every key goes to the input or the agent terminal
-        gate1 = detail.session.state.value == "contract_proposed" and detail.live
-        if action in self.GATE1_ACTIONS or action == "confirm":
-            return gate1
+        if action in self.GATE1_ACTIONS:  # editing the proposed contract: this screen's own
+            return detail.session.state.value == "contract_proposed" and detail.live
         table = {"cancel_session": "cancel"}.get(action, action)
         if table in TABLE_ACTIONS:
             return why_not(table, self._facts(detail)) is None
