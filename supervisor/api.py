@@ -103,6 +103,7 @@ class _Gates:
     recovery: Recovery
     janitor: Janitor
     foreman: Foreman
+    verifier: Verifier
 
 
 class Supervisor:
@@ -231,7 +232,7 @@ class Supervisor:
             subtasks_on=foreman.subtasks_on,
         )
         recovery = Recovery(registry, verifier, run_loop, self.panes)
-        return _Gates(contract, run_loop, approval, recovery, janitor, foreman)
+        return _Gates(contract, run_loop, approval, recovery, janitor, foreman, verifier)
 
     async def close(self) -> None:
         """Stop in-process work and release the state dir. Agents in tmux panes
@@ -252,6 +253,8 @@ class Supervisor:
         if self._host_chores:
             await asyncio.wait(set(self._host_chores), timeout=30)
         await asyncio.to_thread(self.hosts.close)  # the panes there run on
+        if self._gates is not None:
+            await asyncio.to_thread(self._gates.verifier.close)
         if self.workspaces is not None:
             self.workspaces.close()
             self.workspaces = None
