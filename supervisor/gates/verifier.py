@@ -208,11 +208,6 @@ class Verifier:
                     + (f" {await there.on()}." if there else ".")
                 ),
             )
-            if there is not None:
-                hosted = await there.setup(s.contract, self._timeout_ceiling)
-                if hosted is not None:
-                    s.setup_outcome = hosted
-                    registry.emit(live, SetupCompletedData(outcome=hosted))
 
             def on_setup(outcome: SetupOutcome) -> None:
                 s.setup_outcome = outcome
@@ -222,10 +217,12 @@ class Verifier:
                 fault_point("verify:before-checks")
                 before = await (there.snapshot() if there else self._snapshot(worktree))
                 if there is not None:
-                    results = await there.checks(
+                    results = await there.checks_on_tree(
                         s.contract,
                         self._timeout_ceiling,
+                        before,
                         captures=captures_from(s.contract, s.baseline),
+                        on_setup=on_setup,
                         on_result=lambda r: registry.emit(live, CheckCompletedData(result=r)),
                     )
                 else:
@@ -378,14 +375,14 @@ class Verifier:
     ) -> Verification:
         """`verify_worktree` for a worktree on another host (a foreman's subtask
         placed there): the checks and both snapshots run on the host, and a
-        green, stable tree is fetched into the local repository."""
-        await there.setup(contract, self._timeout_ceiling)  # the setup runs there too
+        green, stable tree is fetched into the local repository. The checks
+        run in a fresh checkout of each snapshot there, as they do here."""
         results: list[CheckResult] = []
         moved: list[str] = []
         for _attempt in range(STABILITY_ATTEMPTS):
             before = await there.snapshot()
-            results = await there.checks(
-                contract, self._timeout_ceiling, captures=captures_from(contract, baseline)
+            results = await there.checks_on_tree(
+                contract, self._timeout_ceiling, before, captures=captures_from(contract, baseline)
             )
             after = await there.snapshot()
             if before == after:

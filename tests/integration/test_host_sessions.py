@@ -721,3 +721,50 @@ async def test_a_message_pasted_while_the_host_is_down_arrives_once_and_is_accep
         if sshd.proc.poll() is not None:
             sshd.restart()
         await sup.close()
+
+
+async def test_on_a_host_the_checks_run_on_the_snapshot_not_on_what_the_agent_left_ignored(
+    sshd: SshServer, tmp_path: Path, cleanup: list[HostSettings]
+) -> None:
+    """The agent leaves hello.txt wrong and an ignored file the check would
+    read: in a fresh checkout of the worktree's snapshot the ignored file is
+    not there, so the check fails, as it would on the delivered branch."""
+    box = host(sshd, f"ibox-{tmp_path.name[-12:]}".replace("_", "-"))
+    cleanup.append(box)
+    script = sshd.remote_root / f"agent-{tmp_path.name}.py"
+    script.write_text(
+        AGENT.replace('fh.write("hi from "', 'fh.write("bye from "').replace(
+            'print("done: wrote hello.txt")',
+            'open(".gitignore", "a").write("*.ign\\n"); open("answer.ign", "w").write("hi\\n");'
+            ' print("done: wrote hello.txt")',
+        )
+    )
+    repo = make_demo_repo(tmp_path)
+    sneaky = OutcomeContract(
+        checks=[
+            ContractCheck(
+                name="hello",
+                command="cat hello.txt *.ign 2>/dev/null | grep -q hi",
+                timeout_secs=10,
+            )
+        ]
+    )
+    sup = await open_supervisor(tmp_path, sneaky, box, engine=f"custom:python3 {script} 1")
+    try:
+        sid = (await sup.start("write hi into hello.txt", repo, host=box.name)).session_id
+        await sup.confirm(sid)
+
+        def runtime_verdicts() -> list[bool]:
+            return [
+                e.data.passed
+                for e in events_of(sup, sid)
+                if e.kind is EventKind.CONTRACT_EVALUATED and e.data.by == "runtime"
+            ]
+
+        await eventually(lambda: runtime_verdicts() != [], timeout=90)
+        remote = Path(sup.get(sid).session.remote_worktree or "")
+        assert (remote / "answer.ign").read_text() == "hi\n"  # the agent left it there
+        assert runtime_verdicts()[0] is False
+        assert row_of(sup, sid).state is not S.NEEDS_APPROVAL
+    finally:
+        await sup.close()
