@@ -190,7 +190,9 @@ class ContractGate:
                 model = await asyncio.to_thread(self._discussion_runs.model_of, discussion_id)
             pin = self._pin(model, resolved)
             if pin is not None and resolved == "native":  # the chain's order does not apply
-                reason = f"{engine or 'auto'} → built-in engine ({pin.name}, pinned: no other model)"
+                reason = (
+                    f"{engine or 'auto'} → built-in engine ({pin.name}, pinned: no other model)"
+                )
             ensure_private_dir(self._registry.state_dir)
             self._before_start()
 
