@@ -189,8 +189,7 @@ def test_sigterm_with_clients_coming_and_going_stops_serve_without_a_traceback(
             owed = socket.socket(socket.AF_UNIX)
             owed.connect(path)
             owed.sendall(
-                b'{"jsonrpc":"2.0","id":3,"method":"%s","params":{"query":"x"}}\n'
-                % method.encode()
+                b'{"jsonrpc":"2.0","id":3,"method":"%s","params":{"query":"x"}}\n' % method.encode()
             )
             owed.shutdown(socket.SHUT_WR)
             watchers.append(owed)
