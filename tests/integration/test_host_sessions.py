@@ -768,3 +768,44 @@ async def test_on_a_host_the_checks_run_on_the_snapshot_not_on_what_the_agent_le
         assert row_of(sup, sid).state is not S.NEEDS_APPROVAL
     finally:
         await sup.close()
+
+
+@pytest.mark.parametrize("moment", ["spawn", "verifying"])
+async def test_an_ssh_drop_at_any_moment_is_an_outage_and_the_session_goes_on(
+    sshd: SshServer, tmp_path: Path, cleanup: list[HostSettings], moment: str
+) -> None:
+    """The connection is cut (the master killed, sshd down for a while) just
+    as the agent is being started, or just as the checks run there: the
+    session waits for the host and then reaches review; it never fails."""
+    box = host(sshd, f"d{moment[:3]}-{tmp_path.name[-10:]}".replace("_", "-"))
+    cleanup.append(box)
+    script = sshd.remote_root / f"agent-{tmp_path.name}.py"
+    script.write_text(AGENT)
+    repo = make_demo_repo(tmp_path)
+    slow = OutcomeContract(
+        checks=[
+            ContractCheck(name="hello", command="sleep 2; grep -q hi hello.txt", timeout_secs=30)
+        ]
+    )
+    sup = await open_supervisor(tmp_path, slow, box, engine=f"custom:python3 {script} 2")
+    place = sup.hosts.get(box.name)
+    try:
+        sid = (await sup.start("write hi into hello.txt", repo, host=box.name)).session_id
+        await sup.confirm(sid)
+        if moment == "verifying":
+            await eventually(
+                lambda: any("Runtime verification" in t for t in plan_texts(sup, sid)), timeout=90
+            )
+        master = place.conn.master_pid()
+        sshd.stop()
+        if master is not None:
+            os.kill(master, signal.SIGKILL)
+        await asyncio.sleep(3)
+        assert row_of(sup, sid).state is not S.FAILED, row_of(sup, sid).error
+        sshd.restart()
+        row = await sup.wait_for(sid, {S.NEEDS_APPROVAL, S.FAILED}, timeout=150)
+        assert row.state is S.NEEDS_APPROVAL, row.error
+    finally:
+        if sshd.proc.poll() is not None:
+            sshd.restart()
+        await sup.close()

@@ -63,7 +63,15 @@ def dispatch(args: argparse.Namespace) -> int:
         return 130
 
 
+# commands that load the whole config themselves, and refuse a broken one
+LOADS_CONFIG = ("doctor", "run", "serve", "demo", "mcp", "web", "hosts", None)
+
+
 def _run(args: argparse.Namespace) -> int:
+    if args.command not in LOADS_CONFIG:
+        from .common import warn_if_config_broken
+
+        warn_if_config_broken()
     if args.command == "doctor":
         from .doctor import doctor
 
