@@ -136,9 +136,9 @@ def run_demo(pace: float = 1.0, backend: str = "tmux") -> int:
                 ui_state_dir=_own_state_dir(),  # the theme outlives the demo's temp dir
             )
         )
-    finally:
+    finally:  # also on SIGTERM or a closed terminal: where the demo's files are
         stopped = stop_demo_site(site)
-    print(f"corral demo: the demo repository is at {site.repo} (state in {site.state_dir})")
-    if stopped:
-        print(f"corral demo: stopped its {stopped} agent(s) and its tmux server")
+        print(f"corral demo: the demo repository is at {site.repo} (state in {site.state_dir})")
+        if stopped:
+            print(f"corral demo: stopped its {stopped} agent(s) and its tmux server")
     return code
