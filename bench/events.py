@@ -130,4 +130,5 @@ async def main() -> int:
 
 if __name__ == "__main__":
     from load import run_with_load  # bench/load.py: --load N busy loops
+
     sys.exit(run_with_load(lambda: asyncio.run(main())))

@@ -43,8 +43,7 @@ def busy_loops(n: int) -> Iterator[None]:
 def stated(n: int) -> str:
     """How loaded the machine was, for the printed figures."""
     return (
-        f"{n} busy loop(s) added, load average {os.getloadavg()[0]:.1f} on "
-        f"{os.cpu_count()} cores"
+        f"{n} busy loop(s) added, load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
     )
 
 

@@ -206,4 +206,5 @@ def main() -> int:
 
 if __name__ == "__main__":
     from load import run_with_load  # bench/load.py: --load N busy loops
+
     sys.exit(run_with_load(lambda: main()))
