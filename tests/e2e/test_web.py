@@ -176,9 +176,10 @@ def test_the_console_in_a_headless_browser(served: tuple[str, Path, Path], tmp_p
             "return document.querySelector('#terminal').getBoundingClientRect().bottom"
         )
         assert bottom <= driver.execute_script("return window.innerHeight")
-        assert driver.execute_script(
-            "return document.activeElement && document.activeElement.tagName"
-        ) == "TEXTAREA", "the console does not have the keyboard without a click"
+        assert (
+            driver.execute_script("return document.activeElement && document.activeElement.tagName")
+            == "TEXTAREA"
+        ), "the console does not have the keyboard without a click"
         # open the one session, name it: the name reaches the store
         actions = ActionChains(driver)
         actions.send_keys(Keys.ENTER).pause(2).send_keys("N").pause(1)
