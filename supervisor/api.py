@@ -68,6 +68,7 @@ from .models import (
     TaskRun,
     TranscriptTurn,
 )
+from .notify import Notice, Notifier
 from .panes.base import Screen
 from .panes.manager import PaneManager
 from .paths import default_state_dir
@@ -152,6 +153,8 @@ class Supervisor:
         self._gates: _Gates | None = None
         self.scheduler: Scheduler | None = None  # running while the state dir is owned
         self.adoptions = Adoptions(self.registry, panes, id_factory=id_factory)
+        # says once, outside the board, when a session needs you or finishes
+        self.notifier = Notifier(self.config.notify, self.watch)
 
     # -- owning the state dir ------------------------------------------------------------
 
@@ -175,6 +178,7 @@ class Supervisor:
         gates.janitor.start()
         self.scheduler = Scheduler(lambda: self.registry.store, self._run_task)
         self.scheduler.start()
+        self.notifier.start()
 
     def _compose(self, workspaces: Workspaces, ledger: PlacementStore) -> _Gates:
         """Build the services bottom-up, so each receives the one it hands on to."""
@@ -240,6 +244,7 @@ class Supervisor:
         their sessions, for the caller to say so. In-process runs are recorded
         as failed (their worktrees are kept); finished sessions' agents are
         stopped before this returns."""
+        await self.notifier.stop()
         if self.scheduler is not None:
             await self.scheduler.stop()
             self.scheduler = None
@@ -401,6 +406,7 @@ class Supervisor:
         discard_rest: bool = False,
     ) -> ApproveResult:
         """Deliver, accept a finding, or reject (see `ApprovalGate.approve`)."""
+        self.notifier.operator_acts(session_id)
         return await self._open_gates().approval.approve(
             session_id,
             approve=approve,
@@ -503,6 +509,7 @@ class Supervisor:
         await self._open_gates().recovery.revive(session_id)
 
     async def cancel(self, session_id: str) -> CancelResult:
+        self.notifier.operator_acts(session_id)
         return await self._open_gates().approval.cancel(session_id)
 
     # -- adoption: agent panes the user started -------------------------------------------
@@ -848,6 +855,7 @@ __all__ = [
     "NOT_EXPRESSIBLE",
     "EngineRegistry",
     "FilePatch",
+    "Notice",
     "Placement",
     "Screen",
     "Split",

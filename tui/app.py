@@ -23,10 +23,11 @@ from textual.screen import Screen
 from corral.supervisor.errors import CorralError
 from corral.supervisor.states import short_id
 
+from .desktop_notice import osc_notification
 from .early_keys import EarlyKeys
 
 if TYPE_CHECKING:
-    from corral.supervisor.api import Supervisor
+    from corral.supervisor.api import Notice, Supervisor
     from corral.supervisor.interface import Discussions
     from corral.supervisor.models import SessionSummary
     from corral.supervisor.remote import OwnerServices
@@ -165,7 +166,21 @@ class CorralApp(App[None]):
             self.exit(return_code=2)
             return False
         self.opened.set()
+        self._listen_for_notices()
         return True
+
+    def _listen_for_notices(self) -> None:
+        """The owner's notices (a session needs you, or finished) reach the
+        terminal too, as a desktop notification ([notify] terminal)."""
+        notifier = getattr(self.supervisor, "notifier", None)  # attached: the owner's own
+        if notifier is None or not notifier.settings.terminal:
+            return
+        notifier.add_listener(self._tell_terminal)
+
+    def _tell_terminal(self, notice: Notice) -> None:
+        if self._driver is None or self.is_headless:
+            return
+        self._driver.write(osc_notification(notice.title, notice.body))
 
     def _say_broken_rows(self) -> None:
         if self.supervisor.broken_rows:
