@@ -78,6 +78,7 @@ from .session import lifecycle
 from .session.board import BoardFeed, WatchDropped, Watcher
 from .session.deletion import delete_session
 from .session.events import Subscription, SubscriptionClosed, SubscriptionDropped
+from .session.git_stats import GitStatsWatch
 from .session.janitor import Janitor
 from .session.registry import SessionRegistry, new_session_id
 from .session.search import search as search_sessions
@@ -155,6 +156,7 @@ class Supervisor:
         self.adoptions = Adoptions(self.registry, panes, id_factory=id_factory)
         # says once, outside the board, when a session needs you or finishes
         self.notifier = Notifier(self.config.notify, self.watch)
+        self.git_stats = GitStatsWatch(self.registry, self.config.git_stats_secs)
 
     # -- owning the state dir ------------------------------------------------------------
 
@@ -179,6 +181,7 @@ class Supervisor:
         self.scheduler = Scheduler(lambda: self.registry.store, self._run_task)
         self.scheduler.start()
         self.notifier.start()
+        self.git_stats.start()
 
     def _compose(self, workspaces: Workspaces, ledger: PlacementStore) -> _Gates:
         """Build the services bottom-up, so each receives the one it hands on to."""
@@ -245,6 +248,7 @@ class Supervisor:
         as failed (their worktrees are kept); finished sessions' agents are
         stopped before this returns."""
         await self.notifier.stop()
+        await self.git_stats.stop()
         if self.scheduler is not None:
             await self.scheduler.stop()
             self.scheduler = None

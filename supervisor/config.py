@@ -99,6 +99,8 @@ class SupervisorConfig(BaseModel):
     watcher_shed_secs: float = Field(default=10, gt=0)
     # How often a worktree waiting for approval is compared with its verified tree.
     verified_watch_secs: float = Field(default=3, gt=0)
+    # How often live sessions' git stats (files, +/- lines, base lead) are read.
+    git_stats_secs: float = Field(default=5, gt=0)
     # Agents without hooks read idle after their screen stayed unchanged this
     # long at a prompt-like last line ([agents.<name>] idle_quiet_secs overrides).
     idle_quiet_secs: float = Field(default=3.0, gt=0, le=600)

@@ -43,6 +43,7 @@ COLUMNS = (
     ("repo", "Repo"),
     ("host", "Host"),
     ("engine", "Engine"),
+    ("changes", "Changes"),
     ("iter", "Iter"),
     ("updated", "Updated"),
 )
@@ -152,7 +153,7 @@ class BoardScreen(Screen[None]):
                     flex_wanted=INTENT_WANTED,
                     caps={"state": 16, "needs": 20},
                     soft_caps={"needs": NEEDS_WANTED},
-                    droppable=("host", "engine", "iter", "repo", "updated")[
+                    droppable=("host", "engine", "iter", "repo", "changes", "updated")[
                         0 if self.with_hosts else 1 :
                     ],
                     id="board",
@@ -239,6 +240,7 @@ class BoardScreen(Screen[None]):
             R.repo_name(row),
             *((R.host_name(row),) if self.with_hosts else ()),
             R.engine_text(row),
+            R.changes_text(row),
             iters,
         )
 
