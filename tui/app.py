@@ -95,6 +95,13 @@ class CorralApp(App[None]):
         # "agents unconfined: <why>" on the board's header ("" when all are confined)
         self.agents_note = ""
         self._opening: asyncio.Task[bool] | None = None
+        self.keys: dict[str, str] = {}  # action -> key, from [keys] (see use_keys)
+
+    def use_keys(self, keys: dict[str, str]) -> None:
+        """Board and session keys as `[keys]` remapped them (checked by
+        `keymap.check` before the app runs)."""
+        self.keys = dict(keys)
+        self.set_keymap(self.keys)
 
     @property
     def supervisor(self) -> Supervisor:

@@ -42,11 +42,11 @@ class Console:
             timeout=15,
         )
 
-    def start(self) -> None:
+    def start(self, extra: str = "", width: int = 120) -> None:
         config = self.tmp / "config.toml"
         hook = ", ".join(f"'{part}'" for part in ["sh", "-c", HOOK, str(self.hooks)])
         config.write_text(
-            f"[notify]\ndesktop = false\non_needs_you = [{hook}]\non_finished = [{hook}]\n"
+            f"[notify]\ndesktop = false\non_needs_you = [{hook}]\non_finished = [{hook}]\n" + extra
         )
         corral = ROOT / ".venv" / "bin" / "corral"
         argv = str(corral) if corral.exists() else f"{sys.executable} -m corral.tui.cli"
@@ -58,9 +58,9 @@ class Console:
         }
         exports = " ".join(f"{k}={v}" for k, v in env.items())
         self.tmux(
-            "new-session", "-d", "-x", "120", "-y", "32",
+            "new-session", "-d", "-x", str(width), "-y", "32",
             f"cd {ROOT} && env -u CORRAL_LLM_PROVIDER -u COLUMNS -u LINES {exports} {argv} demo;"
-            " sleep 120",
+            " echo corral-exited-with-$?; sleep 120",
         )  # fmt: skip
         self.tmux("pipe-pane", "-o", f"cat >> {self.raw}")
 
