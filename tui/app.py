@@ -185,7 +185,7 @@ class CorralApp(App[None]):
         notifier.add_listener(self._tell_terminal)
 
     def _tell_terminal(self, notice: Notice) -> None:
-        if self._driver is None or self.is_headless:
+        if self._driver is None or self.is_headless or self.is_web:
             return
         self._driver.write(osc_notification(notice.title, notice.body))
 
