@@ -22,6 +22,21 @@ if TYPE_CHECKING:
 
 
 def _launch(app: CorralApp) -> int:
+    from corral.supervisor.paths import config_path
+    from corral.tui.keymap import KeysError, check, read_keys
+    from corral.tui.screens.board import BoardScreen
+    from corral.tui.screens.session import SessionScreen
+
+    where = config_path()
+    try:
+        keys = check(
+            read_keys(where),
+            {"board": BoardScreen.BINDINGS, "session": SessionScreen.BINDINGS},
+            where,
+        )
+    except KeysError as exc:
+        return fail(str(exc))
+    app.use_keys(keys)
     app.run()
     if app.startup_error:
         return fail(app.startup_error)

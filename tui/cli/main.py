@@ -38,6 +38,12 @@ def _main(args: list[str]) -> int:
         from .hook import run_hook
 
         return run_hook(args[1:])
+    if args == ["status", "--tmux"]:
+        # tmux runs this every few seconds: skip building the whole parser
+        # (most of the command's time); `corral status --help` still parses
+        from .status import status
+
+        return status(tmux=True)
     return dispatch(build_parser().parse_args(args))
 
 
