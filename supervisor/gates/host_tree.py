@@ -201,6 +201,7 @@ async def in_host_scratch(
     patch: str | None = None,
     captures: dict[str, str] | None = None,
     on_setup: Callable[[SetupOutcome], None] | None = None,
+    baseline: list[CheckResult] | None = None,
 ) -> list[CheckResult]:
     """Every check in a disposable worktree on the host at the start commit
     (with `patch` applied first: the approved part of a partial delivery),
@@ -232,7 +233,13 @@ async def in_host_scratch(
                 why = setup_reason(setup)
                 return [setup_failed(c.name, why) for c in contract.checks]
         return await run_contract(
-            contract, Path(path), timeout_ceiling=ceiling, captures=captures, runner=run
+            contract,
+            Path(path),
+            timeout_ceiling=ceiling,
+            captures=captures,
+            runner=run,
+            untouched=patch is None,  # no patch: the untouched tree
+            baseline=None if patch is None else baseline,
         )
     finally:
         with contextlib.suppress(CorralError, HostUnreachable):
