@@ -156,6 +156,9 @@ def _cannot_run_reason(
         return CheckVerdict.CANNOT_RUN, f"command not found: {what}"
     if code == 126:
         return CheckVerdict.CANNOT_RUN, "the command is not executable here"
+    host = _host_cause(output)
+    if host is not None:
+        return CheckVerdict.CANNOT_RUN, f"the host, not the work: {host}"
     environment, work = _missing(output, _local_roots(root))
     if environment:
         return CheckVerdict.CANNOT_RUN, f"missing module: {environment[0]} (not installed)"
@@ -183,9 +186,7 @@ def _cannot_run_reason(
             )
         if code == 4:
             return CheckVerdict.CANNOT_RUN, "pytest rejected its command line (usage error)"
-    host = _host_cause(output)
-    if host is not None:
-        return CheckVerdict.CANNOT_RUN, f"the host, not the work: {host}"
+
     last = next((line.strip() for line in reversed(output.splitlines()) if line.strip()), "")
     why = f"exit {code}" if code is not None else "failed"
     if last and not last.startswith("[corral]"):
