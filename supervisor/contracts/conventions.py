@@ -31,8 +31,8 @@ from ..models import (
     ContractCheck,
     OutcomeContract,
 )
-from .drafting import DraftingError, DraftRequest, ReviseRequest
-from .setup_draft import SetupProposal, propose_setup
+from .drafting import GIVE_CHECKS, DraftingError, DraftRequest, ReviseRequest
+from .setup_draft import SetupProposal, propose_setup, tox_testenv
 
 # ---------------------------------------------------------------------------
 # Shared scanning rules
@@ -584,35 +584,93 @@ def _pytest_config(base: Path) -> str | None:
     return None
 
 
+_TEST_FILE = re.compile(r"(test_.*|.*_test|tests?)\.py")
+TEST_DIRS = ("tests", "test")
+
+
 def _test_files(base: Path) -> list[Path]:
-    """test_*.py under tests/, or at the root (a flat layout's single test module)."""
+    """Test modules (test_*.py, *_test.py) under tests/ or test/ (one level
+    of subpackages too), or at the root (a flat layout's single test module)."""
     found: list[Path] = []
-    for where in (base / "tests", base):
-        found += [where / e.name for e in _scandir(where) if re.fullmatch(r"test_.*\.py", e.name)]
+    for name in TEST_DIRS:
+        where = base / name
+        for e in _scandir(where):
+            if _TEST_FILE.fullmatch(e.name) and e.name != "__init__.py":
+                found.append(where / e.name)
+            elif _is_dir(e, follow=False) and not _skipped(e.name):
+                found += [
+                    where / e.name / f.name
+                    for f in _scandir(where / e.name)
+                    if re.fullmatch(r"(test_.*|.*_test)\.py", f.name)
+                ]
+    found += [
+        base / e.name
+        for e in _scandir(base)
+        if re.fullmatch(r"(test_.*|.*_test|tests)\.py", e.name)
+    ]
     return found[:50]
+
+
+def _tests_dir(files: list[Path], base: Path) -> str | None:
+    """The test directory the files are in (tests/ or test/), if any."""
+    for name in TEST_DIRS:
+        if any(f.is_relative_to(base / name) for f in files):
+            return name
+    return None
+
+
+def _tox_runner(base: Path) -> Runner | None:
+    """tox.ini's own test commands, run in the setup's environment."""
+    tox = tox_testenv(base)
+    if tox is None or not tox.commands:
+        return None
+    command = " && ".join(tox.commands)
+    why = "tox.ini [testenv] commands, in the setup's environment"
+    return Runner("tests", command, why, 1800, ("python3",), kind="python")
+
+
+_NOX_RUN = re.compile(r"session\.run\(\s*((?:[\"'][^\"'\n]*[\"']\s*,?\s*)+)\)")
+
+
+def _nox_runner(base: Path) -> Runner | None:
+    """A noxfile session's `session.run("pytest", ...)` with literal arguments."""
+    text = _read_text(base / "noxfile.py", MAX_CI_FILE_BYTES)
+    if text is None:
+        return None
+    for m in _NOX_RUN.finditer(text):
+        words = re.findall(r"[\"']([^\"'\n]*)[\"']", m.group(1))
+        if words and words[0] in ("pytest", "python") and "pytest" in " ".join(words[:3]):
+            command = " ".join(shlex.quote(w) for w in words)
+            return Runner("tests", command, "noxfile.py runs it", 1800, ("python3",), kind="python")
+    return None
 
 
 def _python_runners(base: Path, available: set[str]) -> list[Runner]:
     why = _pytest_config(base)
+    own = _tox_runner(base) or _nox_runner(base)
+    if own is not None and "python3" in available:
+        return [own]  # the runner the maintainers use, as they run it
     if why is not None:
         return [Runner("tests", _PYTEST, why, 900, ("python3", "pytest"), kind="python")]
     files = _test_files(base)
     if not files:
         return []
+    folder = _tests_dir(files, base)
     if "pytest" not in available:
         uses_unittest = any(
             re.search(r"^\s*(import unittest|from unittest\b)", _read_text(f, 65536) or "", re.M)
             for f in files
         )
         if uses_unittest:
-            if (base / "tests" / "__init__.py").is_file() or not (base / "tests").is_dir():
+            if folder is None or (base / folder / "__init__.py").is_file():
                 command = "python3 -m unittest -q"
             else:
-                command = "python3 -m unittest discover -s tests -q"
-            why = "tests/ holds unittest test_*.py files and nothing configures pytest"
+                command = f"python3 -m unittest discover -s {folder} -q"
+            why = f"{folder or '.'}/ holds unittest test modules and nothing configures pytest"
             return [Runner("unittest", command, why, 900, ("python3",), kind="python")]
-    why = "tests/ holds test_*.py files" if files[0].parent.name == "tests" else "test_*.py files"
-    return [Runner("tests", _PYTEST, why, 900, ("python3", "pytest"), kind="python")]
+    why = f"{folder}/ holds test modules" if folder else "test modules at the root"
+    command = f"{_PYTEST} {folder}" if folder == "test" else _PYTEST
+    return [Runner("tests", command, why, 900, ("python3", "pytest"), kind="python")]
 
 
 def _node_runner(base: Path, root: Path) -> Runner | None:
@@ -809,12 +867,10 @@ def draft_contract(
             unusable = "; ".join(
                 f"`{r.command}` needs {', '.join(r.missing)}, which is not on PATH" for r in missing
             )
-            raise DraftingError(
-                f"no usable test runner in {where} ({unusable}); add a check with /check name command"
-            )
+            raise DraftingError(f"no usable test runner in {where} ({unusable}); {GIVE_CHECKS}")
         raise DraftingError(
-            f"no test runner or build system was recognised in {where}; "
-            "add a check with /check name command"
+            f"no test runner or build system was recognised in {where}; {GIVE_CHECKS}",
+            no_checks=True,
         )
 
     checks = [

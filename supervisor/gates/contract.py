@@ -565,6 +565,9 @@ class ContractGate:
             )
             s.failure_kind = FailureKind.AUTH_REQUIRED
             self._registry.emit(live, AuthRequiredData(message=s.error, wait_secs=0))
+        elif exc.no_checks:  # the operator gives the checks: a configuration, not a fault
+            s.error = f"no contract could be drafted: {exc}"
+            s.failure_kind = FailureKind.CONFIGURATION
         else:
             s.error = f"contract derivation failed: {exc}"
             s.failure_kind = FailureKind.INFRASTRUCTURE

@@ -571,8 +571,11 @@ async def test_nothing_detected_tells_the_operator_to_add_a_check(
     message = str(exc.value)
     assert "\n" not in message
     assert "no test runner or build system was recognised" in message
-    assert message.endswith("add a check with /check name command")
-    assert not exc.value.auth
+    assert message.endswith(
+        '`corral run --check "CMD"` (repeatable) or `--contract FILE`; '
+        "in the console, /check name command"
+    )
+    assert not exc.value.auth and exc.value.no_checks
 
 
 async def test_only_unusable_runners_is_a_drafting_error(repo: Path, tmp_path: Path) -> None:
@@ -649,3 +652,34 @@ async def test_the_drafted_pytest_check_really_runs(tmp_path: Path) -> None:
     write(project, "calc.py", "def add(a, b):\n    return a - b\n")
     failed = run()
     assert failed.returncode != 0
+
+
+def test_tests_in_test_dir_without_pytest_config_are_found(repo: Path, tmp_path: Path) -> None:
+    path = stub_bin(tmp_path, "python3", "pytest")
+    write(repo, "setup.py", "from setuptools import setup\nsetup(name='x')\n")
+    write(repo, "test/test_thing.py", "def test_x():\n    pass\n")
+    found = runners(repo, path)
+    assert list(found) == ["tests"]
+    assert found["tests"].command == "python3 -m pytest -q -p no:cacheprovider test"
+    assert found["tests"].why == "test/ holds test modules"
+
+
+def test_a_tox_only_runner_is_detected(repo: Path, tmp_path: Path) -> None:
+    path = stub_bin(tmp_path, "python3")
+    write(repo, "tox.ini", "[testenv]\ndeps = pytest\ncommands = {envpython} -m pytest {posargs}\n")
+    write(repo, "tests/test_thing.py", "def test_x():\n    pass\n")
+    found = runners(repo, path)
+    assert found["tests"].command == "python -m pytest"
+    assert "tox.ini" in found["tests"].why
+
+
+def test_a_nox_session_running_pytest_is_the_runner(repo: Path, tmp_path: Path) -> None:
+    path = stub_bin(tmp_path, "python3")
+    write(
+        repo,
+        "noxfile.py",
+        "import nox\n@nox.session\ndef tests(session):\n"
+        "    session.install('.')\n    session.run('pytest', '-q', 'tests/unit')\n",
+    )
+    found = runners(repo, path)
+    assert found["tests"].command == "pytest -q tests/unit"
