@@ -208,6 +208,15 @@ def _differential_ok(check: ContractCheck, output: str, captures: dict[str, str]
     return None
 
 
+def _with_report_env(env: dict[str, str], extra: dict[str, str]) -> dict[str, str]:
+    """`env` plus what asks the runner for its report; options the
+    environment already passes to pytest are kept, ours come after."""
+    out = dict(env)
+    for key, value in extra.items():
+        out[key] = f"{env[key]} {value}" if env.get(key) else value
+    return out
+
+
 async def run_check(
     check: ContractCheck,
     cwd: Path,
@@ -258,7 +267,7 @@ async def run_check(
                 check.command,
                 cwd,
                 timeout,
-                {**env, **plan.env},
+                _with_report_env(env, plan.env),
                 network=check.network,
                 grant=grant,
                 private=private,

@@ -147,3 +147,19 @@ async def test_node_test_runner_baseline_and_regression(tmp_path: Path) -> None:
     broken = await run_check(check, root, before=base)
     assert not broken.passed and broken.verdict is CheckVerdict.FAILS
     assert broken.reason == "1 test(s) that passed on the untouched tree fail now: adds"
+
+
+async def test_pytest_options_in_the_environment_are_kept_with_the_report(tmp_path: Path) -> None:
+    root = tmp_path / "proj"
+    root.mkdir()
+    (root / "calc.py").write_text(CALC)
+    (root / "tests").mkdir()
+    (root / "tests" / "test_calc.py").write_text(TESTS)
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(Path.home()), "PYTEST_ADDOPTS": "-k add"}
+    check = ContractCheck(
+        name="tests", command=f"PYTHONPATH=. {PY} -m pytest -q -p no:cacheprovider tests"
+    )
+    result = await run_check(check, root, env=env, untouched=True)
+    assert result.passed and result.tests is not None
+    assert result.tests.passed == ["tests.test_calc::test_add"]  # -k add still applied
+    assert result.tests.failed == []
