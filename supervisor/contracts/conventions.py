@@ -645,11 +645,42 @@ def _nox_runner(base: Path) -> Runner | None:
     return None
 
 
+_TEST_SUITE = re.compile(r"""test_suite\s*=\s*['"]?([A-Za-z_][\w.]*)""")
+_DECLARES_PYTEST = re.compile(
+    r"""(tests_require|setup_requires)\s*=[^\]\n]*(pytest)|^\s*test\s*=\s*pytest""", re.M
+)
+
+
+def _setup_test_settings(base: Path) -> tuple[str | None, str | None]:
+    """(why setup.py/setup.cfg say pytest runs the tests, the test suite's
+    directory they name), each None when they say nothing."""
+    why: str | None = None
+    suite: str | None = None
+    for name in ("setup.cfg", "setup.py"):
+        text = _read_text(base / name, MAX_CI_FILE_BYTES)
+        if text is None:
+            continue
+        if why is None and _DECLARES_PYTEST.search(text):
+            why = f"{name} declares pytest for its tests"
+        m = _TEST_SUITE.search(text)
+        if suite is None and m:
+            rel = m.group(1).replace(".", "/")
+            if (base / rel).is_dir() and not _CONTROL.search(rel):
+                suite = rel
+    return why, suite
+
+
 def _python_runners(base: Path, available: set[str]) -> list[Runner]:
-    why = _pytest_config(base)
     own = _tox_runner(base) or _nox_runner(base)
     if own is not None and "python3" in available:
         return [own]  # the runner the maintainers use, as they run it
+    why = _pytest_config(base)
+    setup_why, suite = _setup_test_settings(base)
+    if suite is not None and why is None:  # the suite setup.py/setup.cfg name
+        reason = setup_why or f"setup's test_suite is {suite}"
+        command = f"{_PYTEST} {shlex.quote(suite)}"
+        return [Runner("tests", command, reason, 900, ("python3", "pytest"), kind="python")]
+    why = why or (setup_why if _test_files(base) else None)
     if why is not None:
         return [Runner("tests", _PYTEST, why, 900, ("python3", "pytest"), kind="python")]
     files = _test_files(base)

@@ -683,3 +683,18 @@ def test_a_nox_session_running_pytest_is_the_runner(repo: Path, tmp_path: Path) 
     )
     found = runners(repo, path)
     assert found["tests"].command == "pytest -q tests/unit"
+
+
+def test_a_setup_py_test_suite_inside_the_package_is_the_runner(repo: Path, tmp_path: Path) -> None:
+    path = stub_bin(tmp_path, "python3")
+    write(
+        repo,
+        "setup.py",
+        "from setuptools import setup\nsetup(name='x', test_suite='mypkg.tests',\n"
+        "      tests_require=['pytest'])\n",
+    )
+    write(repo, "mypkg/__init__.py")
+    write(repo, "mypkg/tests/test_core.py", "def test_x():\n    pass\n")
+    found = runners(repo, path)
+    assert found["tests"].command == "python3 -m pytest -q -p no:cacheprovider mypkg/tests"
+    assert found["tests"].why == "setup.py declares pytest for its tests"
