@@ -624,7 +624,7 @@ def _tox_runner(base: Path) -> Runner | None:
     tox = tox_testenv(base)
     if tox is None or not tox.commands:
         return None
-    command = " && ".join(tox.commands)
+    command = tox.check_command()
     why = "tox.ini [testenv] commands, in the setup's environment"
     return Runner("tests", command, why, 1800, ("python3",), kind="python")
 

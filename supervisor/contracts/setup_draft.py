@@ -198,6 +198,12 @@ class ToxTestenv:
     commands: list[str] = field(default_factory=list)  # the test commands, as checks run them
     commands_pre: list[str] = field(default_factory=list)  # steps before them (a compile step)
     extras: list[str] = field(default_factory=list)
+    changedir: str = ""  # where tox runs the commands ("" : the project root)
+
+    def check_command(self) -> str:
+        """The test commands as one shell command, in tox's directory."""
+        joined = " && ".join(self.commands)
+        return f"cd {shlex.quote(self.changedir)} && {joined}" if self.changedir else joined
 
 
 def tox_testenv(root: Path) -> ToxTestenv | None:
@@ -207,6 +213,8 @@ def tox_testenv(root: Path) -> ToxTestenv | None:
     if parser is None:
         return None
     env = ToxTestenv()
+    changedir = _tox_command(parser.get("testenv", "changedir", fallback="").strip())
+    env.changedir = changedir if changedir and changedir != "." else ""
     for line in _tox_lines(parser, "commands"):
         command = _tox_command(line)
         if command is not None and _TOX_TEST_COMMAND.search(command):

@@ -671,6 +671,16 @@ def test_a_tox_only_runner_is_detected(repo: Path, tmp_path: Path) -> None:
     found = runners(repo, path)
     assert found["tests"].command == "python -m pytest"
     assert "tox.ini" in found["tests"].why
+    write(
+        repo,
+        "tox.ini",
+        "[testenv]\nchangedir = {toxinidir}/tests\ncommands =\n"
+        "    coverage run -m pytest {posargs:-q}\n    coverage report\n    pytest --doctest-glob=*.rst\n",
+    )
+    # tox's directory once; only the commands that run tests (coverage report is not one)
+    assert runners(repo, path)["tests"].command == (
+        "cd ./tests && coverage run -m pytest -q && pytest --doctest-glob=*.rst"
+    )
 
 
 def test_a_nox_session_running_pytest_is_the_runner(repo: Path, tmp_path: Path) -> None:
