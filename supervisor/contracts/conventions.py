@@ -584,25 +584,49 @@ def _pytest_config(base: Path) -> str | None:
     return None
 
 
-_TEST_FILE = re.compile(r"(test_.*|.*_test|tests?)\.py")
+_TEST_FILE = re.compile(r"test.*\.py|.*_test\.py")
+_PYTEST_FILE = re.compile(r"test_.*\.py|.*_test\.py")  # what pytest collects by default
 TEST_DIRS = ("tests", "test")
 
 
+def _test_places(base: Path) -> list[str]:
+    """Where tests may live, relative to `base`: tests/ and test/, then a
+    package's own tests/ or test/ (`pkg/tests`, `src/pkg/tests`) and its
+    `tests.py` module."""
+    places = list(TEST_DIRS)
+    for parent in ("", "src"):
+        for e in _scandir(base / parent if parent else base):
+            if _skipped(e.name) or not _is_dir(e, follow=False) or e.name in TEST_DIRS:
+                continue
+            package = f"{parent}/{e.name}" if parent else e.name
+            if not (base / package / "__init__.py").is_file():
+                continue
+            places += [f"{package}/{name}" for name in TEST_DIRS]
+            if (base / package / "tests.py").is_file():
+                places.append(f"{package}/tests.py")
+    return places
+
+
 def _test_files(base: Path) -> list[Path]:
-    """Test modules (test_*.py, *_test.py) under tests/ or test/ (one level
+    """Test modules (test*.py, *_test.py) in the places tests live (one level
     of subpackages too), or at the root (a flat layout's single test module)."""
     found: list[Path] = []
-    for name in TEST_DIRS:
-        where = base / name
+    for place in _test_places(base):
+        where = base / place
+        if where.is_file():
+            found.append(where)
+            continue
         for e in _scandir(where):
-            if _TEST_FILE.fullmatch(e.name) and e.name != "__init__.py":
+            if _TEST_FILE.fullmatch(e.name):
                 found.append(where / e.name)
             elif _is_dir(e, follow=False) and not _skipped(e.name):
                 found += [
                     where / e.name / f.name
                     for f in _scandir(where / e.name)
-                    if re.fullmatch(r"(test_.*|.*_test)\.py", f.name)
+                    if _PYTEST_FILE.fullmatch(f.name)
                 ]
+        if len(found) >= 50:
+            break
     found += [
         base / e.name
         for e in _scandir(base)
@@ -612,10 +636,10 @@ def _test_files(base: Path) -> list[Path]:
 
 
 def _tests_dir(files: list[Path], base: Path) -> str | None:
-    """The test directory the files are in (tests/ or test/), if any."""
-    for name in TEST_DIRS:
-        if any(f.is_relative_to(base / name) for f in files):
-            return name
+    """The place the first test modules are in (tests/, test/, pkg/tests, …), if any."""
+    for place in _test_places(base):
+        if any(f == base / place or f.is_relative_to(base / place) for f in files):
+            return place
     return None
 
 
@@ -687,6 +711,13 @@ def _python_runners(base: Path, available: set[str]) -> list[Runner]:
     if not files:
         return []
     folder = _tests_dir(files, base)
+    in_folder = [f for f in files if folder and f.is_relative_to(base / folder)]
+    unittest_only = not any(_PYTEST_FILE.fullmatch(f.name) for f in in_folder)
+    if folder and in_folder and unittest_only and not folder.endswith(".py"):
+        # test*.py only: unittest's default pattern, not pytest's
+        command = f"python3 -m unittest discover -s {shlex.quote(folder)} -q"
+        why = f"{folder}/ holds test*.py modules pytest does not collect by default"
+        return [Runner("unittest", command, why, 900, ("python3",), kind="python")]
     if "pytest" not in available:
         uses_unittest = any(
             re.search(r"^\s*(import unittest|from unittest\b)", _read_text(f, 65536) or "", re.M)
@@ -700,7 +731,7 @@ def _python_runners(base: Path, available: set[str]) -> list[Runner]:
             why = f"{folder or '.'}/ holds unittest test modules and nothing configures pytest"
             return [Runner("unittest", command, why, 900, ("python3",), kind="python")]
     why = f"{folder}/ holds test modules" if folder else "test modules at the root"
-    command = f"{_PYTEST} {folder}" if folder == "test" else _PYTEST
+    command = _PYTEST if folder in (None, "tests") else f"{_PYTEST} {shlex.quote(folder)}"
     return [Runner("tests", command, why, 900, ("python3", "pytest"), kind="python")]
 
 

@@ -15,6 +15,7 @@ What is read, and how:
   or its spec output;
 - `go test -v` / `go test -json`: the `--- PASS`/`--- FAIL` lines or events;
 - cargo's libtest: its `test name ... ok|FAILED|ignored` lines;
+- unittest with `-v`: its `test_x (module.Class.test_x) ... ok` lines;
 - Jest and Vitest: the JSON report a command already writes with
   `--json --outputFile=FILE` / `--reporter=json --outputFile=FILE`.
 
@@ -41,6 +42,12 @@ _TAP_SUBTEST = re.compile(r"^(\s*)# Subtest: (.*)$")
 _SPEC = re.compile(r"^(\s*)([✔✖﹣]) (.*?)(?: \([\d.]+m?s\))?(?: # (SKIP|TODO)\b.*)?$")
 _GO = re.compile(r"^\s*--- (PASS|FAIL|SKIP): (\S+)")
 _CARGO = re.compile(r"^test (\S+) \.\.\. (ok|FAILED|ignored)\b")
+_UNITTEST = re.compile(
+    r"^(\w+) \(([\w.]+)\)(?:$| .*?\.\.\. (ok|FAIL|ERROR|skipped\b.*|expected failure|unexpected success)$)"
+)
+_UNITTEST_RESULT = re.compile(
+    r"\.\.\. (ok|FAIL|ERROR|skipped\b.*|expected failure|unexpected success)$"
+)
 
 
 def _uses_pytest(command: str) -> bool:
@@ -152,7 +159,14 @@ def _collection_words(module: str, text: str) -> str:
 
 def parse_output(output: str) -> TestReport | None:
     """Per-test outcomes printed by node's test runner, go test or libtest."""
-    for parse in (_parse_tap, _parse_go_json, _parse_go, _parse_cargo, _parse_spec):
+    for parse in (
+        _parse_tap,
+        _parse_go_json,
+        _parse_go,
+        _parse_cargo,
+        _parse_unittest,
+        _parse_spec,
+    ):
         report = parse(output)
         if report is not None:
             return report
@@ -256,6 +270,35 @@ def _parse_cargo(output: str) -> TestReport | None:
         m = _CARGO.match(line)
         if m:
             {"ok": passed, "FAILED": failed, "ignored": skipped}[m.group(2)].append(m.group(1))
+    return _report(passed, failed, skipped, [])
+
+
+def _parse_unittest(output: str) -> TestReport | None:
+    passed: list[str] = []
+    failed: list[str] = []
+    skipped: list[str] = []
+    pending: str | None = None  # a test whose docstring line carries the result
+    for line in output.splitlines():
+        m = _UNITTEST.match(line)
+        outcome: str | None = None
+        if m:
+            pending = m.group(2)
+            outcome = m.group(3)
+        elif pending is not None:
+            result = _UNITTEST_RESULT.search(line)
+            outcome = result.group(1) if result else None
+            if result is None:
+                pending = None
+                continue
+        if pending is None or outcome is None:
+            continue
+        if outcome in ("ok", "expected failure"):
+            passed.append(pending)
+        elif outcome.startswith("skipped"):
+            skipped.append(pending)
+        else:
+            failed.append(pending)
+        pending = None
     return _report(passed, failed, skipped, [])
 
 

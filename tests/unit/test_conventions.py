@@ -708,3 +708,34 @@ def test_a_setup_py_test_suite_inside_the_package_is_the_runner(repo: Path, tmp_
     found = runners(repo, path)
     assert found["tests"].command == "python3 -m pytest -q -p no:cacheprovider mypkg/tests"
     assert found["tests"].why == "setup.py declares pytest for its tests"
+
+
+@pytest.mark.parametrize(
+    ("files", "command"),
+    [
+        (
+            ["colorama/__init__.py", "colorama/tests/__init__.py", "colorama/tests/ansi_test.py"],
+            "python3 -m pytest -q -p no:cacheprovider colorama/tests",
+        ),
+        (
+            ["src/iso/__init__.py", "src/iso/tests/__init__.py", "src/iso/tests/test_date.py"],
+            "python3 -m pytest -q -p no:cacheprovider src/iso/tests",
+        ),
+        (
+            ["webenc/__init__.py", "webenc/tests.py"],
+            "python3 -m pytest -q -p no:cacheprovider webenc/tests.py",
+        ),
+        (
+            ["ply/__init__.py", "test/testlex.py", "test/testyacc.py"],
+            "python3 -m unittest discover -s test -q",
+        ),
+    ],
+)
+def test_tests_inside_the_package_are_found(
+    repo: Path, tmp_path: Path, files: list[str], command: str
+) -> None:
+    write(repo, "setup.py", "from setuptools import setup\nsetup(name='x')\n")
+    for rel in files:
+        write(repo, rel, "import unittest\n")
+    found = runners(repo, stub_bin(tmp_path, "python3", "pytest"))
+    assert [r.command for r in found.values()] == [command]

@@ -118,6 +118,21 @@ def test_go_and_cargo_outputs_are_read_per_test() -> None:
     assert go_json is not None and go_json.passed == ["p.TestA"] and go_json.failed == ["p.TestB"]
 
 
+def test_unittest_verbose_output_is_read_per_test() -> None:
+    output = (
+        "test_a (test_u.T.test_a) ... ok\n"
+        "test_b (test_u.T.test_b) ... FAIL\n"
+        "test_c (test_u.T.test_c)\nParses a date. ... ERROR\n"
+        "test_d (test_u.T.test_d) ... skipped 'no tz'\n\n"
+        "======\nFAIL: test_b (test_u.T.test_b)\n"
+    )
+    report = parse_output(output)
+    assert report is not None
+    assert report.passed == ["test_u.T.test_a"]
+    assert report.failed == ["test_u.T.test_b", "test_u.T.test_c"]
+    assert report.skipped == ["test_u.T.test_d"]
+
+
 def test_plain_output_has_no_report() -> None:
     assert parse_output("all good\n3 passed") is None
 
