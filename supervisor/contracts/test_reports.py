@@ -62,15 +62,16 @@ class ReportPlan:
     env: dict[str, str]
     report_dir: Path | None
     jest_file: Path | None = None
+    checkout: Path | None = None  # a report the command writes must stay inside it
 
     def read(self, output: str) -> TestReport | None:
         """The per-test outcomes, or None when the runner reported none."""
         if self.report_dir is not None:
             pytest_xml = self.report_dir / PYTEST_REPORT
-            if pytest_xml.is_file() and not pytest_xml.is_symlink():
+            if _inside(pytest_xml, self.report_dir):
                 return parse_junit(_read_capped(pytest_xml))
         jest = self.jest_file
-        if jest is not None and jest.is_file() and not jest.is_symlink():
+        if jest is not None and self.checkout is not None and _inside(jest, self.checkout):
             return parse_jest_json(_read_capped(jest))
         return parse_output(output)
 
@@ -81,6 +82,7 @@ def plan_for(command: str, report_dir: Path | None, cwd: Path | None = None) -> 
     `report_dir`); the others are read from their output or from a report
     the command itself writes."""
     env: dict[str, str] = {}
+    report_dir = report_dir.resolve() if report_dir is not None else None
     if report_dir is not None and _uses_pytest(command):
         target = report_dir / PYTEST_REPORT
         env["PYTEST_ADDOPTS"] = f"--junitxml={shlex.quote(str(target))} -o junit_family=xunit1"
@@ -90,7 +92,19 @@ def plan_for(command: str, report_dir: Path | None, cwd: Path | None = None) -> 
         candidate = (cwd / jest).resolve()
         if candidate.is_relative_to(cwd.resolve()):  # never a file outside the checkout
             jest_file = candidate
-    return ReportPlan(env=env, report_dir=report_dir, jest_file=jest_file)
+    checkout = cwd.resolve() if cwd is not None else None
+    return ReportPlan(env=env, report_dir=report_dir, jest_file=jest_file, checkout=checkout)
+
+
+def _inside(path: Path, where: Path) -> bool:
+    """A regular file that resolves inside `where` (resolved before the
+    command ran) now, after it ran: it may have swapped a directory or the
+    file for a link out of there meanwhile."""
+    try:
+        real = path.resolve(strict=True)
+    except OSError:
+        return False
+    return real.is_relative_to(where) and real.is_file() and not path.is_symlink()
 
 
 def _read_capped(path: Path) -> str:

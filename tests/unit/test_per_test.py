@@ -168,6 +168,18 @@ def test_only_pytest_is_asked_for_a_report_and_the_command_is_untouched(tmp_path
     assert report is not None and "tests.test_a::test_bad" in report.failed
 
 
+def test_a_report_dir_swapped_for_a_link_is_not_read(tmp_path: Path) -> None:
+    private = tmp_path / "private"
+    private.mkdir()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / PYTEST_REPORT).write_text(JUNIT)
+    plan = plan_for("pytest", private)
+    private.rmdir()
+    private.symlink_to(elsewhere)  # what a check could do to its own private dir
+    assert plan.read("") is None
+
+
 def test_a_jest_output_file_outside_the_checkout_is_never_read(tmp_path: Path) -> None:
     outside = tmp_path / "secret.json"
     outside.write_text(json.dumps({"testResults": []}))
@@ -175,8 +187,20 @@ def test_a_jest_output_file_outside_the_checkout_is_never_read(tmp_path: Path) -
     checkout.mkdir()
     plan = plan_for("npx jest --json --outputFile=../secret.json", None, checkout)
     assert plan.jest_file is None
-    inside = plan_for("npx jest --json --outputFile=out.json", None, checkout)
-    assert inside.jest_file == (checkout / "out.json").resolve()
+    inside = plan_for("npx jest --json --outputFile=out/r.json", None, checkout)
+    assert inside.jest_file == (checkout / "out" / "r.json").resolve()
+    # the command swaps its output directory for a link out of the checkout meanwhile
+    (checkout / "out").symlink_to(tmp_path)
+    (tmp_path / "r.json").write_text(json.dumps({"testResults": [{"name": "secret"}]}))
+    assert inside.read("") is None
+    (checkout / "out").unlink()
+    (checkout / "out").mkdir()
+    report = {
+        "testResults": [{"name": "a", "assertionResults": [{"title": "t", "status": "passed"}]}]
+    }
+    (checkout / "out" / "r.json").write_text(json.dumps(report))
+    read = inside.read("")
+    assert read is not None and read.passed == ["a > t"]
 
 
 SUITE = ContractCheck(name="tests", command="pytest -q")
