@@ -924,7 +924,17 @@ def draft_contract(
     usable = [r for r in runners if r.available]
     missing = [r for r in runners if not r.available]
     where = _one_line(str(root), 200)
-    if not usable:
+    jobs = [j for j in ci_jobs(root) if j.matters]
+    base_checks = [
+        ContractCheck(
+            name=r.name,
+            command=r.command,
+            timeout_secs=max(1, min(r.timeout_secs, max_timeout_secs)),
+        )
+        for r in usable
+    ]
+    offered = _ci_checks(jobs, base_checks, proposal, root, path, max_timeout_secs)
+    if not usable and not offered:  # CI's own `run:` steps are runners too
         if missing:
             unusable = "; ".join(
                 f"`{r.command}` needs {', '.join(r.missing)}, which is not on PATH" for r in missing
@@ -935,17 +945,7 @@ def draft_contract(
             no_checks=True,
         )
 
-    checks = [
-        ContractCheck(
-            name=r.name,
-            command=r.command,
-            timeout_secs=max(1, min(r.timeout_secs, max_timeout_secs)),
-        )
-        for r in usable
-    ]
-    jobs = [j for j in ci_jobs(root) if j.matters]
-    offered = _ci_checks(jobs, checks, proposal, root, path, max_timeout_secs)
-    checks += [check for check, _ in offered]
+    checks = [*base_checks, *(check for check, _ in offered)]
     lines = [
         "Drafted from the repository's conventions, without a model. "
         "This contract verifies that the project's existing test suites still pass:",

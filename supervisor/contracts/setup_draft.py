@@ -325,6 +325,7 @@ def _python(root: Path, path: str | None, needs_pytest: bool) -> SetupProposal:
         proposal.installs += deps
     if needs_pytest and not proposal.installs_tool("pytest") and not extras:
         install.append("pytest")
+        proposal.installs.append("pytest")
         why.append("pytest to run the tests")
     proposal.commands = [VENV, f"{PIP} -e {' '.join(install)}"]
     proposal.notes.append(

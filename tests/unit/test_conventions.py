@@ -739,3 +739,16 @@ def test_tests_inside_the_package_are_found(
         write(repo, rel, "import unittest\n")
     found = runners(repo, stub_bin(tmp_path, "python3", "pytest"))
     assert [r.command for r in found.values()] == [command]
+
+
+def test_a_ci_run_step_is_the_runner_when_nothing_else_is_recognised(
+    repo: Path, tmp_path: Path
+) -> None:
+    write(repo, "setup.py", "from setuptools import setup\nsetup(name='x')\n")
+    write(
+        repo,
+        ".github/workflows/ci.yml",
+        "jobs:\n  test:\n    runs-on: ubuntu-latest\n    steps:\n      - run: pytest checks/unit\n",
+    )
+    contract = draft_contract(repo, "x", path=stub_bin(tmp_path, "python3"))
+    assert [c.command for c in contract.checks] == ["pytest checks/unit"]
