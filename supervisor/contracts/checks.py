@@ -51,6 +51,12 @@ def _kill_group(proc: asyncio.subprocess.Process) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
 
 
+def confines(policy: SandboxPolicy) -> bool:
+    """Whether a command runs confined under `policy` here."""
+    status = sandbox_status()
+    return policy.enabled and status.available and status.bwrap is not None
+
+
 def sandboxed_argv(
     command: str,
     cwd: Path,
@@ -65,7 +71,7 @@ def sandboxed_argv(
     policy = active_policy() if policy is None else policy
     argv = ["bash", "-c", command]
     status = sandbox_status()
-    if not policy.enabled or not status.available or status.bwrap is None:
+    if not confines(policy) or status.bwrap is None:
         return argv, env
     return (
         confined_argv(argv, cwd, policy, env, network=network, bwrap=status.bwrap, grant=grant),
@@ -115,9 +121,13 @@ async def run_command(
     private: Path | None = None,
 ) -> tuple[int | None, str, bool]:
     """Run a shell command; returns (exit code or None, combined output, timed_out).
-    With `private` (a dir the caller owns), the command's HOME and temp dir
-    are in it, writable inside the sandbox too."""
+    With `private` (a dir the caller owns), a confined command's HOME and
+    temp dir are in it, writable inside the sandbox; an unconfined one (the
+    operator opted out) keeps the operator's."""
     run_env = scrubbed_env(invoked_by="corral-check") if env is None else dict(env)
+    policy = active_policy() if policy is None else policy
+    if private is not None and not confines(policy):
+        private = None
     if private is not None:
         grant = grant or Grant()
         grant = Grant(
