@@ -71,13 +71,18 @@ class ContractCheck(BaseModel):
     # The check may reach the network (its sandbox keeps the host's network);
     # shown at gate 1. Off by default: checks run with no network.
     network: bool = False
+    # Tests (as the runner names them, or a pytest node id) that must pass,
+    # even if they failed on the untouched tree; see contracts.per_test.
+    must_pass: list[str] = Field(default_factory=list)
 
     @model_serializer(mode="wrap")
     def _omit_default_network(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """Written only when true, so what older corrals wrote reads back the same."""
+        """Written only when used, so what older corrals wrote reads back the same."""
         data: dict[str, Any] = handler(self)
         if not self.network:
             data.pop("network", None)
+        if not self.must_pass:
+            data.pop("must_pass", None)
         return data
 
 
@@ -168,12 +173,25 @@ def contracts_equivalent(a: OutcomeContract, b: OutcomeContract) -> bool:
             c.baseline,
             diff,
             c.network,
+            tuple(c.must_pass),
         )
 
     ka = [key(c) for c in a.checks]
     kb = [key(c) for c in b.checks]
     ordered = any(c.baseline or c.differential for c in [*a.checks, *b.checks])
     return ka == kb if ordered else sorted(ka) == sorted(kb)
+
+
+class TestReport(BaseModel):
+    """Which tests a test-suite check's runner reported passing, failing and
+    skipped, and the modules it could not collect (in its own words)."""
+
+    __test__ = False  # not a pytest test class
+
+    passed: list[str] = Field(default_factory=list)
+    failed: list[str] = Field(default_factory=list)
+    skipped: list[str] = Field(default_factory=list)
+    collection_errors: list[str] = Field(default_factory=list)
 
 
 class CheckResult(BaseModel):
@@ -190,6 +208,11 @@ class CheckResult(BaseModel):
     # Why a check cannot run, and what the operator can do about it.
     reason: str = ""
     fix: str = ""
+    # Per-test outcomes, where the runner reports them (contracts.test_reports).
+    tests: TestReport | None = None
+    # Tests that already failed on the untouched tree, not this task's work
+    # (a baseline result only; shown at gate 1, never blocking).
+    already_failing: list[str] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _default_verdict(self) -> CheckResult:
@@ -205,7 +228,7 @@ class CheckResult(BaseModel):
         implied = CheckVerdict.PASSES if self.passed else CheckVerdict.FAILS
         if self.verdict is implied and not self.reason:
             data.pop("verdict", None)
-        for key in ("reason", "fix"):
+        for key in ("reason", "fix", "tests", "already_failing"):
             if not data.get(key):
                 data.pop(key, None)
         return data

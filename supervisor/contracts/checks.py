@@ -12,16 +12,26 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import shutil
 import signal
+import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..governance.env_scrub import scrubbed_env
-from ..models import CheckResult, ContractCheck, DeltaWithin, OutcomeContract
+from ..models import (
+    CheckResult,
+    CheckVerdict,
+    ContractCheck,
+    DeltaWithin,
+    OutcomeContract,
+)
 from ..sandbox import Grant, SandboxPolicy, active_policy, confined_argv, sandbox_status
-from ..sandbox.argv import confined_env
+from ..sandbox.argv import confined_env, identity
+from .per_test import Judgement, against_baseline, on_untouched_tree
+from .test_reports import plan_for
 from .verdicts import classify
 
 if TYPE_CHECKING:
@@ -41,6 +51,12 @@ def _kill_group(proc: asyncio.subprocess.Process) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
 
 
+def confines(policy: SandboxPolicy) -> bool:
+    """Whether a command runs confined under `policy` here."""
+    status = sandbox_status()
+    return policy.enabled and status.available and status.bwrap is not None
+
+
 def sandboxed_argv(
     command: str,
     cwd: Path,
@@ -55,12 +71,42 @@ def sandboxed_argv(
     policy = active_policy() if policy is None else policy
     argv = ["bash", "-c", command]
     status = sandbox_status()
-    if not policy.enabled or not status.available or status.bwrap is None:
+    if not confines(policy) or status.bwrap is None:
         return argv, env
     return (
         confined_argv(argv, cwd, policy, env, network=network, bwrap=status.bwrap, grant=grant),
         confined_env(env, git_identity=True),
     )
+
+
+# Tool homes that default to places under $HOME: kept where they were when
+# a check gets its own home, so its toolchains and module caches still resolve.
+_TOOL_HOMES = {
+    "CARGO_HOME": ".cargo",
+    "RUSTUP_HOME": ".rustup",
+    "GOPATH": "go",
+}
+
+
+def private_home_env(env: dict[str, str], private: Path) -> dict[str, str]:
+    """`env` with HOME and the temp dir in `private` (a check's own writable
+    place: a tool that writes under ~ or $TMPDIR works, and nothing is shared
+    between checks); the git identity and toolchain homes stay as they were."""
+    out = dict(env)
+    home, tmp = private / "home", private / "tmp"
+    home.mkdir(exist_ok=True)
+    tmp.mkdir(exist_ok=True)
+    real_home = env.get("HOME", "")
+    if real_home:
+        for key, value in identity(real_home).items():
+            out.setdefault(key, value)
+        for key, rel in _TOOL_HOMES.items():
+            if key not in out and os.path.isdir(os.path.join(real_home, rel)):
+                out[key] = os.path.join(real_home, rel)
+    out["HOME"] = str(home)
+    for key in ("TMPDIR", "TMP", "TEMP"):
+        out[key] = str(tmp)
+    return out
 
 
 async def run_command(
@@ -72,12 +118,29 @@ async def run_command(
     network: bool = False,
     policy: SandboxPolicy | None = None,
     grant: Grant | None = None,
+    private: Path | None = None,
 ) -> tuple[int | None, str, bool]:
-    """Run a shell command; returns (exit code or None, combined output, timed_out)."""
+    """Run a shell command; returns (exit code or None, combined output, timed_out).
+    With `private` (a dir the caller owns), a confined command's HOME and
+    temp dir are in it, writable inside the sandbox; an unconfined one (the
+    operator opted out) keeps the operator's."""
     run_env = scrubbed_env(invoked_by="corral-check") if env is None else dict(env)
+    policy = active_policy() if policy is None else policy
+    if private is not None and not confines(policy):
+        private = None
+    if private is not None:
+        grant = grant or Grant()
+        grant = Grant(
+            writable=(*grant.writable, private),
+            readable=grant.readable,
+            terminal=grant.terminal,
+            programs=grant.programs,
+        )
     argv, run_env = sandboxed_argv(
         command, cwd, run_env, network=network, policy=policy, grant=grant
     )
+    if private is not None:
+        run_env = private_home_env(run_env, private)
     proc = await asyncio.create_subprocess_exec(
         *argv,
         cwd=str(cwd),
@@ -155,6 +218,15 @@ def _differential_ok(check: ContractCheck, output: str, captures: dict[str, str]
     return None
 
 
+def _with_report_env(env: dict[str, str], extra: dict[str, str]) -> dict[str, str]:
+    """`env` plus what asks the runner for its report; options the
+    environment already passes to pytest are kept, ours come after."""
+    out = dict(env)
+    for key, value in extra.items():
+        out[key] = f"{env[key]} {value}" if env.get(key) else value
+    return out
+
+
 async def run_check(
     check: ContractCheck,
     cwd: Path,
@@ -166,9 +238,16 @@ async def run_check(
     allow_credentials: bool = False,
     environment: CheckEnvironment | None = None,
     runner: CommandRunner | None = None,
+    untouched: bool = False,
+    before: CheckResult | None = None,
+    intent: str = "",
 ) -> CheckResult:
     """Run one check and classify a failure (*fails* or *cannot run*); with
-    `runner`, the command runs there (on another host) instead of here."""
+    `runner`, the command runs there (on another host) instead of here.
+
+    Where the runner reports per-test outcomes, a test-suite check is judged
+    test by test (`per_test`): on the untouched tree (`untouched`), or
+    against that run's result (`before`)."""
     timeout = float(check.timeout_secs)
     if timeout_ceiling is not None:
         timeout = min(timeout, timeout_ceiling)
@@ -184,16 +263,41 @@ async def run_check(
     if environment is not None:
         env = environment.apply(env)
         grant = environment.grant
-    if runner is not None:
-        code, output, timed_out = await runner(check.command, timeout, check.network)
-    else:
-        code, output, timed_out = await run_command(
-            check.command, cwd, timeout, env, network=check.network, grant=grant
-        )
+    private = None if runner is not None else Path(tempfile.mkdtemp(prefix="corral-check-"))
+    try:
+        report_dir = None
+        if private is not None:
+            report_dir = private / "report"
+            report_dir.mkdir()
+        plan = plan_for(check.command, report_dir, cwd)
+        if runner is not None:
+            code, output, timed_out = await runner(check.command, timeout, check.network)
+        else:
+            code, output, timed_out = await run_command(
+                check.command,
+                cwd,
+                timeout,
+                _with_report_env(env, plan.env),
+                network=check.network,
+                grant=grant,
+                private=private,
+            )
+        report = None if timed_out else plan.read(output)
+    finally:
+        if private is not None:
+            await asyncio.to_thread(shutil.rmtree, private, True)
+    judgement: Judgement | None = None
+    if untouched:
+        judgement = on_untouched_tree(check, code, report)
+    elif before is not None:
+        judgement = against_baseline(check, code, report, before.tests)
     passed = not timed_out
     notes: list[str] = []
     if timed_out:
         notes.append(f"[corral] timed out after {timeout:.0f}s")
+    elif judgement is not None:
+        passed = judgement.passed
+        notes.append(f"[corral] {judgement.note}")
     elif check.expect_exit_zero and code != 0:
         passed = False
     if passed and check.output_contains is not None and check.output_contains not in output:
@@ -216,8 +320,14 @@ async def run_check(
         timed_out=timed_out,
         deadline_clamped=clamped,
         credentials_allowed=allow_credentials,
+        tests=report,
+        already_failing=list(judgement.already_failing) if judgement and untouched else [],
     )
-    return classify(result, check.command, cwd)
+    classified = classify(result, check.command, cwd, intent=intent)
+    if judgement is not None and not judgement.passed:  # tests ran and failed: the work
+        update = {"verdict": CheckVerdict.FAILS, "reason": judgement.note, "fix": ""}
+        classified = classified.model_copy(update=update)
+    return classified
 
 
 async def run_contract(
@@ -230,9 +340,14 @@ async def run_contract(
     on_result: Callable[[CheckResult], None] | None = None,
     environment: CheckEnvironment | None = None,
     runner: CommandRunner | None = None,
+    untouched: bool = False,
+    baseline: list[CheckResult] | None = None,
 ) -> list[CheckResult]:
     """Run every check in order (all of them, even after a failure), inside
-    the setup's environment when there is one."""
+    the setup's environment when there is one. `untouched`: this is the
+    baseline run; `baseline`: that run's results, which a test-suite check
+    is judged against test by test."""
+    before = {r.name: r for r in baseline or []}
     results: list[CheckResult] = []
     for check in contract.checks:
         result = await run_check(
@@ -244,6 +359,9 @@ async def run_contract(
             allow_credentials=contract.allow_credentials,
             environment=environment,
             runner=runner,
+            untouched=untouched,
+            before=before.get(check.name),
+            intent=contract.description,
         )
         results.append(result)
         if on_result is not None:

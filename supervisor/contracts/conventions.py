@@ -31,8 +31,8 @@ from ..models import (
     ContractCheck,
     OutcomeContract,
 )
-from .drafting import DraftingError, DraftRequest, ReviseRequest
-from .setup_draft import SetupProposal, propose_setup
+from .drafting import GIVE_CHECKS, DraftingError, DraftRequest, ReviseRequest
+from .setup_draft import SetupProposal, propose_setup, tox_testenv
 
 # ---------------------------------------------------------------------------
 # Shared scanning rules
@@ -584,35 +584,155 @@ def _pytest_config(base: Path) -> str | None:
     return None
 
 
+_TEST_FILE = re.compile(r"test.*\.py|.*_test\.py")
+_PYTEST_FILE = re.compile(r"test_.*\.py|.*_test\.py")  # what pytest collects by default
+TEST_DIRS = ("tests", "test")
+
+
+def _test_places(base: Path) -> list[str]:
+    """Where tests may live, relative to `base`: tests/ and test/, then a
+    package's own tests/ or test/ (`pkg/tests`, `src/pkg/tests`) and its
+    `tests.py` module."""
+    places = list(TEST_DIRS)
+    for parent in ("", "src"):
+        for e in _scandir(base / parent if parent else base):
+            if _skipped(e.name) or not _is_dir(e, follow=False) or e.name in TEST_DIRS:
+                continue
+            package = f"{parent}/{e.name}" if parent else e.name
+            if not (base / package / "__init__.py").is_file():
+                continue
+            places += [f"{package}/{name}" for name in TEST_DIRS]
+            if (base / package / "tests.py").is_file():
+                places.append(f"{package}/tests.py")
+    return places
+
+
 def _test_files(base: Path) -> list[Path]:
-    """test_*.py under tests/, or at the root (a flat layout's single test module)."""
+    """Test modules (test*.py, *_test.py) in the places tests live (one level
+    of subpackages too), or at the root (a flat layout's single test module)."""
     found: list[Path] = []
-    for where in (base / "tests", base):
-        found += [where / e.name for e in _scandir(where) if re.fullmatch(r"test_.*\.py", e.name)]
+    for place in _test_places(base):
+        where = base / place
+        if where.is_file():
+            found.append(where)
+            continue
+        for e in _scandir(where):
+            if _TEST_FILE.fullmatch(e.name):
+                found.append(where / e.name)
+            elif _is_dir(e, follow=False) and not _skipped(e.name):
+                found += [
+                    where / e.name / f.name
+                    for f in _scandir(where / e.name)
+                    if _PYTEST_FILE.fullmatch(f.name)
+                ]
+        if len(found) >= 50:
+            break
+    found += [
+        base / e.name
+        for e in _scandir(base)
+        if re.fullmatch(r"(test_.*|.*_test|tests)\.py", e.name)
+    ]
     return found[:50]
 
 
+def _tests_dir(files: list[Path], base: Path) -> str | None:
+    """The place the first test modules are in (tests/, test/, pkg/tests, …), if any."""
+    for place in _test_places(base):
+        if any(f == base / place or f.is_relative_to(base / place) for f in files):
+            return place
+    return None
+
+
+def _tox_runner(base: Path) -> Runner | None:
+    """tox.ini's own test commands, run in the setup's environment."""
+    tox = tox_testenv(base)
+    if tox is None or not tox.commands:
+        return None
+    command = tox.check_command()
+    why = "tox.ini [testenv] commands, in the setup's environment"
+    return Runner("tests", command, why, 1800, ("python3",), kind="python")
+
+
+_NOX_RUN = re.compile(r"session\.run\(\s*((?:[\"'][^\"'\n]*[\"']\s*,?\s*)+)\)")
+
+
+def _nox_runner(base: Path) -> Runner | None:
+    """A noxfile session's `session.run("pytest", ...)` with literal arguments."""
+    text = _read_text(base / "noxfile.py", MAX_CI_FILE_BYTES)
+    if text is None:
+        return None
+    for m in _NOX_RUN.finditer(text):
+        words = re.findall(r"[\"']([^\"'\n]*)[\"']", m.group(1))
+        if words and words[0] in ("pytest", "python") and "pytest" in " ".join(words[:3]):
+            command = " ".join(shlex.quote(w) for w in words)
+            return Runner("tests", command, "noxfile.py runs it", 1800, ("python3",), kind="python")
+    return None
+
+
+_TEST_SUITE = re.compile(r"""test_suite\s*=\s*['"]?([A-Za-z_][\w.]*)""")
+_DECLARES_PYTEST = re.compile(
+    r"""(tests_require|setup_requires)\s*=[^\]\n]*(pytest)|^\s*test\s*=\s*pytest""", re.M
+)
+
+
+def _setup_test_settings(base: Path) -> tuple[str | None, str | None]:
+    """(why setup.py/setup.cfg say pytest runs the tests, the test suite's
+    directory they name), each None when they say nothing."""
+    why: str | None = None
+    suite: str | None = None
+    for name in ("setup.cfg", "setup.py"):
+        text = _read_text(base / name, MAX_CI_FILE_BYTES)
+        if text is None:
+            continue
+        if why is None and _DECLARES_PYTEST.search(text):
+            why = f"{name} declares pytest for its tests"
+        m = _TEST_SUITE.search(text)
+        if suite is None and m:
+            rel = m.group(1).replace(".", "/")
+            if (base / rel).is_dir() and not _CONTROL.search(rel):
+                suite = rel
+    return why, suite
+
+
 def _python_runners(base: Path, available: set[str]) -> list[Runner]:
+    own = _tox_runner(base) or _nox_runner(base)
+    if own is not None and "python3" in available:
+        return [own]  # the runner the maintainers use, as they run it
     why = _pytest_config(base)
+    setup_why, suite = _setup_test_settings(base)
+    if suite is not None and why is None:  # the suite setup.py/setup.cfg name
+        reason = setup_why or f"setup's test_suite is {suite}"
+        command = f"{_PYTEST} {shlex.quote(suite)}"
+        return [Runner("tests", command, reason, 900, ("python3", "pytest"), kind="python")]
+    why = why or (setup_why if _test_files(base) else None)
     if why is not None:
         return [Runner("tests", _PYTEST, why, 900, ("python3", "pytest"), kind="python")]
     files = _test_files(base)
     if not files:
         return []
+    folder = _tests_dir(files, base)
+    in_folder = [f for f in files if folder and f.is_relative_to(base / folder)]
+    unittest_only = not any(_PYTEST_FILE.fullmatch(f.name) for f in in_folder)
+    if folder and in_folder and unittest_only and not folder.endswith(".py"):
+        # test*.py only: unittest's default pattern, not pytest's
+        command = f"python3 -m unittest discover -s {shlex.quote(folder)} -q"
+        why = f"{folder}/ holds test*.py modules pytest does not collect by default"
+        return [Runner("unittest", command, why, 900, ("python3",), kind="python")]
     if "pytest" not in available:
         uses_unittest = any(
             re.search(r"^\s*(import unittest|from unittest\b)", _read_text(f, 65536) or "", re.M)
             for f in files
         )
         if uses_unittest:
-            if (base / "tests" / "__init__.py").is_file() or not (base / "tests").is_dir():
+            if folder is None or (base / folder / "__init__.py").is_file():
                 command = "python3 -m unittest -q"
             else:
-                command = "python3 -m unittest discover -s tests -q"
-            why = "tests/ holds unittest test_*.py files and nothing configures pytest"
+                command = f"python3 -m unittest discover -s {folder} -q"
+            why = f"{folder or '.'}/ holds unittest test modules and nothing configures pytest"
             return [Runner("unittest", command, why, 900, ("python3",), kind="python")]
-    why = "tests/ holds test_*.py files" if files[0].parent.name == "tests" else "test_*.py files"
-    return [Runner("tests", _PYTEST, why, 900, ("python3", "pytest"), kind="python")]
+    why = f"{folder}/ holds test modules" if folder else "test modules at the root"
+    command = _PYTEST if folder in (None, "tests") else f"{_PYTEST} {shlex.quote(folder)}"
+    return [Runner("tests", command, why, 900, ("python3", "pytest"), kind="python")]
 
 
 def _node_runner(base: Path, root: Path) -> Runner | None:
@@ -804,20 +924,8 @@ def draft_contract(
     usable = [r for r in runners if r.available]
     missing = [r for r in runners if not r.available]
     where = _one_line(str(root), 200)
-    if not usable:
-        if missing:
-            unusable = "; ".join(
-                f"`{r.command}` needs {', '.join(r.missing)}, which is not on PATH" for r in missing
-            )
-            raise DraftingError(
-                f"no usable test runner in {where} ({unusable}); add a check with /check name command"
-            )
-        raise DraftingError(
-            f"no test runner or build system was recognised in {where}; "
-            "add a check with /check name command"
-        )
-
-    checks = [
+    jobs = [j for j in ci_jobs(root) if j.matters]
+    base_checks = [
         ContractCheck(
             name=r.name,
             command=r.command,
@@ -825,9 +933,19 @@ def draft_contract(
         )
         for r in usable
     ]
-    jobs = [j for j in ci_jobs(root) if j.matters]
-    offered = _ci_checks(jobs, checks, proposal, root, path, max_timeout_secs)
-    checks += [check for check, _ in offered]
+    offered = _ci_checks(jobs, base_checks, proposal, root, path, max_timeout_secs)
+    if not usable and not offered:  # CI's own `run:` steps are runners too
+        if missing:
+            unusable = "; ".join(
+                f"`{r.command}` needs {', '.join(r.missing)}, which is not on PATH" for r in missing
+            )
+            raise DraftingError(f"no usable test runner in {where} ({unusable}); {GIVE_CHECKS}")
+        raise DraftingError(
+            f"no test runner or build system was recognised in {where}; {GIVE_CHECKS}",
+            no_checks=True,
+        )
+
+    checks = [*base_checks, *(check for check, _ in offered)]
     lines = [
         "Drafted from the repository's conventions, without a model. "
         "This contract verifies that the project's existing test suites still pass:",

@@ -40,13 +40,23 @@ class ReviseRequest(DraftRequest):
     request: str = ""
 
 
+#: How to continue when nothing in the repository says how to check the work.
+GIVE_CHECKS = (
+    'say how to check the work: `corral run --check "CMD"` (repeatable) or '
+    "`--contract FILE`; in the console, /check name command"
+)
+
+
 class DraftingError(CorralError):
     """The drafter could not produce a contract. `auth` marks a rejected
-    credential, which the operator fixes by signing in."""
+    credential, which the operator fixes by signing in; `no_checks` marks a
+    repository where nothing says how to check the work, which the operator
+    fixes by giving the checks (`GIVE_CHECKS`)."""
 
-    def __init__(self, message: str, *, auth: bool = False) -> None:
+    def __init__(self, message: str, *, auth: bool = False, no_checks: bool = False) -> None:
         super().__init__(message)
         self.auth = auth
+        self.no_checks = no_checks
 
 
 class ContractDrafter(Protocol):

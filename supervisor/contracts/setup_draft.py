@@ -25,12 +25,18 @@ from pathlib import Path
 from typing import Any
 
 TEST_EXTRAS: tuple[str, ...] = ("test", "tests", "testing", "dev")
+#: Extras that hold a whole developer toolbox (linters, release tools): used
+#: only when no extra is about tests, so the setup installs what checks use.
+DEV_EXTRAS = frozenset({"dev"})
 #: Test requirement files, in preference order; the first one found is used
 #: (a dev file often pins everything, the project itself included).
 REQUIREMENT_FILES: tuple[str, ...] = (
     *("requirements-test.txt", "requirements-tests.txt", "requirements_test.txt"),
-    *("test-requirements.txt", "requirements/test.txt", "requirements/tests.txt"),
-    *("tests/requirements.txt", "requirements-dev.txt", "requirements/dev.txt"),
+    *("test-requirements.txt", "test.requirements.txt", "tests-requirements.txt"),
+    *("requirements/test.txt", "requirements/tests.txt", "requirements/testing.txt"),
+    *("tests/requirements.txt", "test/requirements.txt"),
+    *("requirements-dev.txt", "requirements_dev.txt", "dev-requirements.txt"),
+    *("dev.requirements.txt", "requirements/dev.txt"),
 )
 MAKE_TARGETS: tuple[str, ...] = ("install", "setup", "deps")
 
@@ -135,17 +141,97 @@ def _extra_requirements(pyproject: dict[str, Any], extras: list[str], root: Path
     return [r for r in out if r.strip()]
 
 
-def tox_deps(root: Path) -> list[str]:
-    """`[testenv] deps` of tox.ini: what tox would install to run the tests."""
+def _tox_parser(root: Path) -> configparser.ConfigParser | None:
     text = _read(root / "tox.ini")
     if text is None:
-        return []
+        return None
     parser = configparser.ConfigParser(interpolation=None, strict=False)
     try:
         parser.read_string(text)
     except configparser.Error:
-        return []
-    if not parser.has_option("testenv", "deps"):
+        return None
+    return parser if parser.has_section("testenv") else None
+
+
+def _tox_lines(parser: configparser.ConfigParser, key: str) -> list[str]:
+    """One `[testenv]` setting's lines, without comments, factor-conditional
+    lines (`py38: ...`) or continuation backslashes."""
+    raw = parser.get("testenv", key, fallback="").replace("\\\n", " ")
+    out: list[str] = []
+    for line in raw.splitlines():
+        line = line.split(" #", 1)[0].strip()
+        if not line or line.startswith("#"):
+            continue
+        if re.match(r"^[\w.,!-]+:\s", line) and not line.startswith("-"):
+            continue
+        out.append(line)
+    return out
+
+
+_TOX_SUBSTITUTIONS = {
+    "{envpython}": "python",
+    "{toxinidir}": ".",
+    "{tox_root}": ".",
+    "{envbindir}/": "",
+}
+_TOX_POSARGS = re.compile(r"\{posargs(?::([^}]*))?\}")
+#: A tox command that runs the tests (what a check can be), by its words.
+_TOX_TEST_COMMAND = re.compile(r"\b(pytest|py\.test|unittest|coverage run|nosetests|trial)\b")
+
+
+def _tox_command(line: str) -> str | None:
+    """A tox command as a shell command in the setup's environment, or None
+    when it uses tox machinery that has no meaning outside tox."""
+    line = line.removeprefix("-").strip()  # tox's "ignore the exit status" marker
+    line = _TOX_POSARGS.sub(lambda m: m.group(1) or "", line)
+    for key, value in _TOX_SUBSTITUTIONS.items():
+        line = line.replace(key, value)
+    if "{" in line or not line.strip():
+        return None
+    return " ".join(line.split())
+
+
+@dataclass
+class ToxTestenv:
+    """What tox.ini's `[testenv]` says about running the tests here."""
+
+    commands: list[str] = field(default_factory=list)  # the test commands, as checks run them
+    commands_pre: list[str] = field(default_factory=list)  # steps before them (a compile step)
+    extras: list[str] = field(default_factory=list)
+    changedir: str = ""  # where tox runs the commands ("" : the project root)
+
+    def check_command(self) -> str:
+        """The test commands as one shell command, in tox's directory."""
+        joined = " && ".join(self.commands)
+        return f"cd {shlex.quote(self.changedir)} && {joined}" if self.changedir else joined
+
+
+def tox_testenv(root: Path) -> ToxTestenv | None:
+    """tox.ini's `[testenv]` test commands, `commands_pre` and `extras`, or
+    None when there is no `[testenv]`."""
+    parser = _tox_parser(root)
+    if parser is None:
+        return None
+    env = ToxTestenv()
+    changedir = _tox_command(parser.get("testenv", "changedir", fallback="").strip())
+    env.changedir = changedir if changedir and changedir != "." else ""
+    for line in _tox_lines(parser, "commands"):
+        command = _tox_command(line)
+        if command is not None and _TOX_TEST_COMMAND.search(command):
+            env.commands.append(command)
+    for line in _tox_lines(parser, "commands_pre"):
+        command = _tox_command(line)
+        if command is not None:
+            env.commands_pre.append(command)
+    for line in _tox_lines(parser, "extras"):
+        env.extras += [e.strip() for e in line.split(",") if re.fullmatch(r"[\w.-]+", e.strip())]
+    return env
+
+
+def tox_deps(root: Path) -> list[str]:
+    """`[testenv] deps` of tox.ini: what tox would install to run the tests."""
+    parser = _tox_parser(root)
+    if parser is None or not parser.has_option("testenv", "deps"):
         return []
     deps: list[str] = []
     for line in parser.get("testenv", "deps").splitlines():
@@ -178,7 +264,13 @@ def _python(root: Path, path: str | None, needs_pytest: bool) -> SetupProposal:
     tool = pyproject.get("tool") if isinstance(pyproject.get("tool"), dict) else {}
     assert isinstance(tool, dict)
     proposal = SetupProposal(python=True)
-    extras = [e for e in declared_extras(root, pyproject) if e in TEST_EXTRAS]
+    declared = declared_extras(root, pyproject)
+    extras = [e for e in declared if e in TEST_EXTRAS and e not in DEV_EXTRAS]
+    if not extras:  # a developer toolbox only when nothing is about tests
+        extras = [e for e in declared if e in DEV_EXTRAS]
+    tox = tox_testenv(root)
+    if tox is not None:  # the extras tox installs for its tests
+        extras += [e for e in tox.extras if e in declared and e not in extras]
     managed: tuple[str, str, str] | None = None
     if (root / "uv.lock").is_file():
         extra_flags = "".join(f" --extra {e}" for e in extras)
@@ -225,21 +317,25 @@ def _python(root: Path, path: str | None, needs_pytest: bool) -> SetupProposal:
             why.append(rel)
             proposal.installs += (_read(root / rel) or "").splitlines()
             break
-    if not extras:
-        deps = [d for d in tox_deps(root) if d not in install]
-        if deps:
-            install += deps
-            why.append("tox.ini [testenv] deps")
-            proposal.tox_deps = deps
-            proposal.installs += deps
-    if needs_pytest and not any("pytest" in part for part in install[1:]) and not extras:
+    deps = [d for d in tox_deps(root) if d not in install]
+    if deps:
+        install += deps
+        why.append("tox.ini [testenv] deps")
+        proposal.tox_deps = deps
+        proposal.installs += deps
+    if needs_pytest and not proposal.installs_tool("pytest") and not extras:
         install.append("pytest")
+        proposal.installs.append("pytest")
         why.append("pytest to run the tests")
     proposal.commands = [VENV, f"{PIP} -e {' '.join(install)}"]
     proposal.notes.append(
         "a venv in corral's environment dir with the project installed editable"
         + (f" plus {', '.join(why)}" if why else "")
     )
+    if tox is not None and tox.commands_pre:
+        # tox's steps before the tests (a translation compile step), in the venv
+        proposal.commands += [f'PATH="$CORRAL_ENV/bin:$PATH" {c}' for c in tox.commands_pre]
+        proposal.notes.append("tox.ini [testenv] commands_pre: " + "; ".join(tox.commands_pre))
     return proposal
 
 

@@ -9,9 +9,16 @@ environment, not the code: gate 1 shows it in its own colour with the fix
 repair.
 
 A missing name under the repository's own package (`mypkg.newmod`, or
-`cannot import name 'new' from 'mypkg'`) is the behaviour being absent — the
-intent asks for it — so it stays *fails*. A missing top-level package (the
-project itself not installed, or a third-party dependency) is *cannot run*.
+`cannot import name 'new' from 'mypkg'`) is the behaviour being absent, so it
+stays *fails* — when the name plausibly belongs to the intent (the contract's
+description names it), or nothing says what the intent is. A missing
+top-level package (the project itself not installed, or a third-party
+dependency) is *cannot run*, and so is a suite the runner could not collect
+for any other reason: the reason quotes the runner's own words.
+
+A failure the host causes is *cannot run* and says which: a read-only path
+(EROFS), no network (name resolution or an unreachable network: checks run
+without one unless they ask), missing time zone data.
 """
 
 from __future__ import annotations
@@ -29,6 +36,32 @@ _NOT_FOUND = re.compile(r"(?:^|\n)(?:bash: (?:line \d+: )?)?([^\s:]+): (?:comman
 _NODE_MISSING = re.compile(r"Cannot find module '([^'./][^']*)'")
 _PYTEST_CANNOT_RUN_EXITS = frozenset({2, 3, 4, 5})  # interrupted, internal, usage, no tests
 _COLLECTION = ("error collecting", "errors during collection", "no tests ran")
+_COLLECTING = re.compile(r"_+ ERROR collecting (\S+) _+")
+_E_LINE = re.compile(r"^E\s+(.+)$", re.MULTILINE)
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# (pattern, what the host lacks): failures no change to the code can fix
+_HOST_CAUSES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (
+        re.compile(r"EROFS|Read-only file system", re.IGNORECASE),
+        "a path the check writes is read-only here",
+    ),
+    (
+        re.compile(
+            r"ENETUNREACH|EAI_AGAIN|ENOTFOUND|getaddrinfo|Network is unreachable|"
+            r"Temporary failure in name resolution|Name or service not known|"
+            r"Could not resolve host|nodename nor servname",
+        ),
+        "no network (checks run without one unless they declare network = true)",
+    ),
+    (
+        re.compile(
+            r"ZoneInfoNotFoundError|UnknownTimeZoneError|No time zone found|"
+            r"/usr/share/zoneinfo|time zone data",
+            re.IGNORECASE,
+        ),
+        "time zone data is missing on this host",
+    ),
+)
 # terminal colour and control sequences a runner prints: never part of a reason
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
 
@@ -68,17 +101,51 @@ def _is_pytest(command: str) -> bool:
     return "pytest" in command or "py.test" in command
 
 
-def classify(result: CheckResult, command: str, root: Path) -> CheckResult:
-    """`result` with its verdict, reason and fix set (a passing result is `passes`)."""
+def belongs_to_intent(name: str, intent: str) -> bool:
+    """Whether a missing dotted name plausibly is the work: one of its parts
+    below the package is a word of the intent (or there is no intent to ask)."""
+    if not intent.strip():
+        return True
+    words = {w.lower() for w in _WORD.findall(intent)}
+    parts = [p.lower() for p in name.split(".")[1:] if p]
+    return any(p in words for p in parts)
+
+
+def _collection_words(output: str) -> str:
+    """pytest's own words for what it could not collect: the module and its last `E` line."""
+    where = _COLLECTING.search(output)
+    after = output[where.end() :] if where else output
+    error = _E_LINE.search(after)
+    words = error.group(1).strip() if error else ""
+    if where and words:
+        return f"{where.group(1)}: {words}"[:200]
+    return (words or (where.group(1) if where else ""))[:200]
+
+
+def _host_cause(output: str) -> str | None:
+    for pattern, what in _HOST_CAUSES:
+        m = pattern.search(output)
+        if m:
+            line = next((ln for ln in output.splitlines() if m.group(0) in ln), m.group(0))
+            return f"{what} ({line.strip()[:120]})"
+    return None
+
+
+def classify(result: CheckResult, command: str, root: Path, *, intent: str = "") -> CheckResult:
+    """`result` with its verdict, reason and fix set (a passing result is
+    `passes`); `intent` is the contract's description, which decides whether
+    a missing name under the repository's own package is the work."""
     if result.passed:
         return result.model_copy(update={"verdict": CheckVerdict.PASSES, "reason": "", "fix": ""})
-    verdict, reason = _cannot_run_reason(result, command, root)
+    verdict, reason = _cannot_run_reason(result, command, root, intent)
     if verdict is CheckVerdict.FAILS:
         return result.model_copy(update={"verdict": verdict, "reason": reason, "fix": ""})
     return result.model_copy(update={"verdict": verdict, "reason": reason, "fix": FIX_SETUP})
 
 
-def _cannot_run_reason(result: CheckResult, command: str, root: Path) -> tuple[CheckVerdict, str]:
+def _cannot_run_reason(
+    result: CheckResult, command: str, root: Path, intent: str
+) -> tuple[CheckVerdict, str]:
     output = _ANSI.sub("", result.output_tail)
     code = result.exit_code
     if result.timed_out:
@@ -89,22 +156,37 @@ def _cannot_run_reason(result: CheckResult, command: str, root: Path) -> tuple[C
         return CheckVerdict.CANNOT_RUN, f"command not found: {what}"
     if code == 126:
         return CheckVerdict.CANNOT_RUN, "the command is not executable here"
+    host = _host_cause(output)
+    if host is not None:
+        return CheckVerdict.CANNOT_RUN, f"the host, not the work: {host}"
     environment, work = _missing(output, _local_roots(root))
     if environment:
         return CheckVerdict.CANNOT_RUN, f"missing module: {environment[0]} (not installed)"
-    if work:  # only names under the repository's own package: the work is missing
-        return CheckVerdict.FAILS, f"the repository does not provide {work[0]} yet"
+    collection = result.tests.collection_errors if result.tests else []
+    intended = [name for name in work if belongs_to_intent(name, intent)]
+    if intended:  # a name under the repository's own package the intent asks for
+        return CheckVerdict.FAILS, f"the repository does not provide {intended[0]} yet"
+    pytest_red = _is_pytest(command) and code in _PYTEST_CANNOT_RUN_EXITS
+    if work or collection or (pytest_red and "error collecting" in output.lower()):
+        words = collection[0] if collection else _collection_words(output)
+        if not words and work:
+            words = f"cannot import {work[0]}"
+        return CheckVerdict.CANNOT_RUN, f"the tests could not be collected: {words}"
     node = _NODE_MISSING.search(output)
     if node:
         return CheckVerdict.CANNOT_RUN, f"missing module: {node.group(1)} (not installed)"
-    if _is_pytest(command) and code in _PYTEST_CANNOT_RUN_EXITS:
+    if pytest_red:
         lowered = output.lower()
         if code == 5 or "no tests ran" in lowered:
             return CheckVerdict.CANNOT_RUN, "pytest collected no tests"
         if "importerror" in lowered or any(c in lowered for c in _COLLECTION):
-            return CheckVerdict.CANNOT_RUN, "pytest could not collect the tests"
+            words = _collection_words(output)
+            return CheckVerdict.CANNOT_RUN, "pytest could not collect the tests" + (
+                f": {words}" if words else ""
+            )
         if code == 4:
             return CheckVerdict.CANNOT_RUN, "pytest rejected its command line (usage error)"
+
     last = next((line.strip() for line in reversed(output.splitlines()) if line.strip()), "")
     why = f"exit {code}" if code is not None else "failed"
     if last and not last.startswith("[corral]"):

@@ -520,6 +520,21 @@ class ContractGate:
                     results=list(s.baseline), gates_nothing=s.baseline_gates_nothing
                 ),
             )
+            for r in s.baseline:
+                if r.already_failing:
+                    count = len(r.already_failing)
+                    shown = ", ".join(r.already_failing[:10])
+                    more = f" and {count - 10} more" if count > 10 else ""
+                    self._registry.emit(
+                        live,
+                        PlanTextData(
+                            text=(
+                                f"{r.name}: already failing on the untouched tree ({count}): "
+                                f"not this task's work ({shown}{more}). The check passes when "
+                                "no test that passed before fails."
+                            )
+                        ),
+                    )
             proving = [r for r in s.baseline if r.verdict is CheckVerdict.FAILS]
             if proving:
                 seen = "; ".join(f"{r.name}: {r.reason}" for r in proving)
@@ -554,6 +569,9 @@ class ContractGate:
             )
             s.failure_kind = FailureKind.AUTH_REQUIRED
             self._registry.emit(live, AuthRequiredData(message=s.error, wait_secs=0))
+        elif exc.no_checks:  # the operator gives the checks: a configuration, not a fault
+            s.error = f"no contract could be drafted: {exc}"
+            s.failure_kind = FailureKind.CONFIGURATION
         else:
             s.error = f"contract derivation failed: {exc}"
             s.failure_kind = FailureKind.INFRASTRUCTURE

@@ -80,9 +80,11 @@ class HostTree:
         captures: dict[str, str] | None = None,
         on_setup: Callable[[SetupOutcome], None] | None = None,
         on_result: Callable[[CheckResult], None] | None = None,
+        baseline: list[CheckResult] | None = None,
     ) -> list[CheckResult]:
         """The setup, then every check, in a fresh checkout of `tree` (a
-        snapshot of this worktree) on the host, removed afterwards."""
+        snapshot of this worktree) on the host, removed afterwards; judged
+        test by test against `baseline` where the runner reports tests."""
         return await in_host_scratch(
             self.place,
             self.session,
@@ -93,6 +95,7 @@ class HostTree:
             on_setup=on_setup,
             on_result=on_result,
             wait=self.wait,
+            baseline=baseline,
         )
 
     async def snapshot(self) -> str:
@@ -194,6 +197,7 @@ async def in_host_scratch(
     on_setup: Callable[[SetupOutcome], None] | None = None,
     on_result: Callable[[CheckResult], None] | None = None,
     wait: float = HOST_WAIT,
+    baseline: list[CheckResult] | None = None,
 ) -> list[CheckResult]:
     """Every check in a disposable worktree on the host, after the
     contract's setup there: at the start commit (with `patch` applied first:
@@ -213,6 +217,7 @@ async def in_host_scratch(
             place.name, lambda: place.scratch(repo, start, session.id), wait=wait
         )
     env = ""
+    untouched = patch is None and snapshot is None  # the start commit as it was
 
     async def run(command: str, timeout: float, network: bool) -> tuple[int | None, str, bool]:
         return await on_host(
@@ -243,6 +248,8 @@ async def in_host_scratch(
             captures=captures,
             runner=run,
             on_result=on_result,
+            untouched=untouched,
+            baseline=None if untouched else baseline,
         )
     finally:
         with contextlib.suppress(CorralError, HostUnreachable):

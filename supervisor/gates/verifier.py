@@ -133,9 +133,12 @@ class Verifier:
         *,
         captures: dict[str, str] | None = None,
         on_result: Callable[[CheckResult], None] | None = None,
+        untouched: bool = False,
+        baseline: list[CheckResult] | None = None,
     ) -> list[CheckResult]:
         """The checks inside the setup's environment; when the setup failed,
-        none of them runs and each says it cannot run, and why."""
+        none of them runs and each says it cannot run, and why. `untouched`:
+        the baseline run; `baseline`: its results, to judge test by test."""
         if run is not None and not run.outcome.ok:
             why = setup_reason(run.outcome)
             return [setup_failed(c.name, why) for c in contract.checks]
@@ -147,6 +150,8 @@ class Verifier:
             environment=environment,
             captures=captures,
             on_result=on_result,
+            untouched=untouched,
+            baseline=baseline,
         )
 
     async def baseline(
@@ -176,7 +181,7 @@ class Verifier:
                 discard.extend(setup.discard)
                 if on_setup is not None:
                     on_setup(setup.outcome)
-            results = await self._checks_after_setup(contract, path, setup)
+            results = await self._checks_after_setup(contract, path, setup, untouched=True)
             fault_point("baseline:after")
             return results
 
@@ -224,6 +229,7 @@ class Verifier:
                         captures=captures_from(s.contract, s.baseline),
                         on_setup=on_setup,
                         on_result=lambda r: registry.emit(live, CheckCompletedData(result=r)),
+                        baseline=s.baseline,
                     )
                 else:
                     assert s.start_commit is not None
@@ -236,6 +242,7 @@ class Verifier:
                         captures=captures_from(s.contract, s.baseline),
                         on_result=lambda r: registry.emit(live, CheckCompletedData(result=r)),
                         on_setup=on_setup,
+                        baseline=s.baseline,
                     )
                 fault_point("verify:between-snapshots")
                 after = await (there.snapshot() if there else self._snapshot(worktree))
@@ -302,6 +309,7 @@ class Verifier:
                 parent,
                 worktree.name,
                 captures=captures_from(contract, baseline),
+                baseline=baseline,
             )
             after = await self._snapshot(worktree)
             if before == after:
@@ -320,9 +328,11 @@ class Verifier:
         captures: dict[str, str] | None = None,
         on_result: Callable[[CheckResult], None] | None = None,
         on_setup: Callable[[SetupOutcome], None] | None = None,
+        baseline: list[CheckResult] | None = None,
     ) -> list[CheckResult]:
         """The setup, then every check, in a fresh checkout of exactly `tree`
-        (a commit on `parent`), removed afterwards with what they wrote."""
+        (a commit on `parent`), removed afterwards with what they wrote;
+        test-suite checks are judged against `baseline` test by test."""
         discard: list[Path] = []
         try:
             async with self._trees.materialized(repo, tree, parent, owner) as path:
@@ -334,7 +344,7 @@ class Verifier:
                     if on_setup is not None:
                         on_setup(setup.outcome)
                 return await self._checks_after_setup(
-                    contract, path, setup, captures=captures, on_result=on_result
+                    contract, path, setup, captures=captures, on_result=on_result, baseline=baseline
                 )
         finally:
             await asyncio.to_thread(_remove_all, discard)
@@ -358,6 +368,7 @@ class Verifier:
             parent,
             s.id,
             captures=captures_from(s.contract, s.baseline),
+            baseline=s.baseline,
         )
         registry.emit(
             live,
@@ -382,7 +393,11 @@ class Verifier:
         for _attempt in range(STABILITY_ATTEMPTS):
             before = await there.snapshot()
             results = await there.checks_on_tree(
-                contract, self._timeout_ceiling, before, captures=captures_from(contract, baseline)
+                contract,
+                self._timeout_ceiling,
+                before,
+                captures=captures_from(contract, baseline),
+                baseline=baseline,
             )
             after = await there.snapshot()
             if before == after:
@@ -434,6 +449,7 @@ class Verifier:
             self._timeout_ceiling,
             patch=patch,
             captures=captures_from(s.contract, s.baseline),
+            baseline=s.baseline,
         )
         registry.emit(
             live,

@@ -274,3 +274,29 @@ async def test_s_edits_the_setup_and_a_fixed_setup_turns_cannot_run_into_a_red(
         await pilot.press("enter")
         await until(pilot, "the re-baseline", lambda: verdict() is CheckVerdict.FAILS, timeout=30)
         assert str(table.get_row_at(0)[3]).startswith("red (proves the work)")
+
+
+async def test_gate_one_lists_tests_already_failing_as_not_this_tasks_work(
+    tmp_path: Path,
+) -> None:
+    from textual.widgets import Static
+
+    # a runner's TAP report: one test passes, one already fails on the untouched tree
+    tap = "printf 'TAP version 13\\nok 1 - adds\\nnot ok 2 - zone\\n1..2\\n'; exit 1"
+    drafted = contract(("tests", tap), description="the suite still passes")
+
+    async def seed(sup: Supervisor, repo: Path) -> None:
+        await sup.start("Add mul", repo)
+
+    app = _app(tmp_path, drafted, seed)
+    async with app.run_test(size=(130, 40)) as pilot:
+        screen = await open_from_board(app, pilot, "enter")
+        title = screen.query_one("#contract-title", Static)
+
+        def shown() -> str:
+            return str(title.render())
+
+        await until(pilot, "the baseline", lambda: "already failing" in shown(), timeout=30)
+        assert "tests: already failing on the untouched tree (1): not this task's work" in shown()
+        assert "(zone)" in shown()
+        assert app.supervisor.get(screen.session_id).session.baseline[0].passed

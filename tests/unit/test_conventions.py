@@ -571,8 +571,11 @@ async def test_nothing_detected_tells_the_operator_to_add_a_check(
     message = str(exc.value)
     assert "\n" not in message
     assert "no test runner or build system was recognised" in message
-    assert message.endswith("add a check with /check name command")
-    assert not exc.value.auth
+    assert message.endswith(
+        '`corral run --check "CMD"` (repeatable) or `--contract FILE`; '
+        "in the console, /check name command"
+    )
+    assert not exc.value.auth and exc.value.no_checks
 
 
 async def test_only_unusable_runners_is_a_drafting_error(repo: Path, tmp_path: Path) -> None:
@@ -649,3 +652,103 @@ async def test_the_drafted_pytest_check_really_runs(tmp_path: Path) -> None:
     write(project, "calc.py", "def add(a, b):\n    return a - b\n")
     failed = run()
     assert failed.returncode != 0
+
+
+def test_tests_in_test_dir_without_pytest_config_are_found(repo: Path, tmp_path: Path) -> None:
+    path = stub_bin(tmp_path, "python3", "pytest")
+    write(repo, "setup.py", "from setuptools import setup\nsetup(name='x')\n")
+    write(repo, "test/test_thing.py", "def test_x():\n    pass\n")
+    found = runners(repo, path)
+    assert list(found) == ["tests"]
+    assert found["tests"].command == "python3 -m pytest -q -p no:cacheprovider test"
+    assert found["tests"].why == "test/ holds test modules"
+
+
+def test_a_tox_only_runner_is_detected(repo: Path, tmp_path: Path) -> None:
+    path = stub_bin(tmp_path, "python3")
+    write(repo, "tox.ini", "[testenv]\ndeps = pytest\ncommands = {envpython} -m pytest {posargs}\n")
+    write(repo, "tests/test_thing.py", "def test_x():\n    pass\n")
+    found = runners(repo, path)
+    assert found["tests"].command == "python -m pytest"
+    assert "tox.ini" in found["tests"].why
+    write(
+        repo,
+        "tox.ini",
+        "[testenv]\nchangedir = {toxinidir}/tests\ncommands =\n"
+        "    coverage run -m pytest {posargs:-q}\n    coverage report\n    pytest --doctest-glob=*.rst\n",
+    )
+    # tox's directory once; only the commands that run tests (coverage report is not one)
+    assert runners(repo, path)["tests"].command == (
+        "cd ./tests && coverage run -m pytest -q && pytest --doctest-glob=*.rst"
+    )
+
+
+def test_a_nox_session_running_pytest_is_the_runner(repo: Path, tmp_path: Path) -> None:
+    path = stub_bin(tmp_path, "python3")
+    write(
+        repo,
+        "noxfile.py",
+        "import nox\n@nox.session\ndef tests(session):\n"
+        "    session.install('.')\n    session.run('pytest', '-q', 'tests/unit')\n",
+    )
+    found = runners(repo, path)
+    assert found["tests"].command == "pytest -q tests/unit"
+
+
+def test_a_setup_py_test_suite_inside_the_package_is_the_runner(repo: Path, tmp_path: Path) -> None:
+    path = stub_bin(tmp_path, "python3")
+    write(
+        repo,
+        "setup.py",
+        "from setuptools import setup\nsetup(name='x', test_suite='mypkg.tests',\n"
+        "      tests_require=['pytest'])\n",
+    )
+    write(repo, "mypkg/__init__.py")
+    write(repo, "mypkg/tests/test_core.py", "def test_x():\n    pass\n")
+    found = runners(repo, path)
+    assert found["tests"].command == "python3 -m pytest -q -p no:cacheprovider mypkg/tests"
+    assert found["tests"].why == "setup.py declares pytest for its tests"
+
+
+@pytest.mark.parametrize(
+    ("files", "command"),
+    [
+        (
+            ["colorama/__init__.py", "colorama/tests/__init__.py", "colorama/tests/ansi_test.py"],
+            "python3 -m pytest -q -p no:cacheprovider colorama/tests",
+        ),
+        (
+            ["src/iso/__init__.py", "src/iso/tests/__init__.py", "src/iso/tests/test_date.py"],
+            "python3 -m pytest -q -p no:cacheprovider src/iso/tests",
+        ),
+        (
+            ["webenc/__init__.py", "webenc/tests.py"],
+            "python3 -m pytest -q -p no:cacheprovider webenc/tests.py",
+        ),
+        (
+            ["ply/__init__.py", "test/testlex.py", "test/testyacc.py"],
+            "python3 -m unittest discover -s test -q",
+        ),
+    ],
+)
+def test_tests_inside_the_package_are_found(
+    repo: Path, tmp_path: Path, files: list[str], command: str
+) -> None:
+    write(repo, "setup.py", "from setuptools import setup\nsetup(name='x')\n")
+    for rel in files:
+        write(repo, rel, "import unittest\n")
+    found = runners(repo, stub_bin(tmp_path, "python3", "pytest"))
+    assert [r.command for r in found.values()] == [command]
+
+
+def test_a_ci_run_step_is_the_runner_when_nothing_else_is_recognised(
+    repo: Path, tmp_path: Path
+) -> None:
+    write(repo, "setup.py", "from setuptools import setup\nsetup(name='x')\n")
+    write(
+        repo,
+        ".github/workflows/ci.yml",
+        "jobs:\n  test:\n    runs-on: ubuntu-latest\n    steps:\n      - run: pytest checks/unit\n",
+    )
+    contract = draft_contract(repo, "x", path=stub_bin(tmp_path, "python3"))
+    assert [c.command for c in contract.checks] == ["pytest checks/unit"]

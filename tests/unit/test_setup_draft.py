@@ -57,7 +57,8 @@ def test_a_src_layout_library_gets_a_venv_with_its_test_extras(repo: Path, tmp_p
     contract = draft_contract(repo, "x", path=stub_bin(tmp_path, "python3"))
     assert contract.setup == [
         'python3 -m venv "$CORRAL_ENV"',
-        "\"$CORRAL_ENV/bin/python\" -m pip install -q -e '.[tests,dev]'",
+        # a `dev` toolbox (ruff) is not what the checks use: only the test extra
+        "\"$CORRAL_ENV/bin/python\" -m pip install -q -e '.[tests]'",
     ]
     # pytest is not on PATH, but the environment provides it: the runner is proposed
     assert [c.command for c in contract.checks] == ["python3 -m pytest -q -p no:cacheprovider"]
@@ -98,7 +99,7 @@ def test_a_lock_file_picks_the_tool_only_when_it_is_installed(repo: Path, tmp_pa
     write(repo, "uv.lock")
     with_uv = propose_setup(repo, path=stub_bin(tmp_path, "python3", "uv"))
     assert with_uv.commands == [
-        'UV_PROJECT_ENVIRONMENT="$CORRAL_ENV" uv sync --frozen --extra tests --extra dev'
+        'UV_PROJECT_ENVIRONMENT="$CORRAL_ENV" uv sync --frozen --extra tests'
     ]
     without = propose_setup(repo, path=str(tmp_path / "empty"))
     assert without.commands[0] == 'python3 -m venv "$CORRAL_ENV"'
@@ -177,3 +178,56 @@ def test_the_key_follows_defining_files_and_commands_not_the_worktree(tmp_path: 
     write(two, "requirements-dev.txt", "pytest\n")
     assert env_key(one, commands, shared=True) != env_key(two, commands, shared=True)
     assert env_key(one, commands, shared=True) != env_key(one, [*commands, "x"], shared=True)
+
+
+TOX_WITH_EXTRAS = """[tox]
+envlist = py3
+[testenv]
+extras = i18n
+deps =
+    pytest
+    babel
+commands_pre =
+    python setup.py compile_catalog
+commands =
+    pytest {posargs:tests/unit} -p no:randomly
+    py38: pytest --old
+"""
+
+
+def test_tox_commands_deps_extras_and_commands_pre_are_the_runner(
+    repo: Path, tmp_path: Path
+) -> None:
+    write(
+        repo,
+        "setup.py",
+        "from setuptools import setup\nsetup(name='x', extras_require={'i18n': ['babel'],\n})\n",
+    )
+    write(repo, "tox.ini", TOX_WITH_EXTRAS)
+    write(repo, "test/test_x.py", "def test_x():\n    pass\n")  # test/, no pytest config
+    contract = draft_contract(repo, "x", path=stub_bin(tmp_path, "python3", "tox"))
+    assert contract.setup == [
+        'python3 -m venv "$CORRAL_ENV"',
+        "\"$CORRAL_ENV/bin/python\" -m pip install -q -e '.[i18n]' pytest babel",
+        'PATH="$CORRAL_ENV/bin:$PATH" python setup.py compile_catalog',
+    ]
+    [check] = contract.checks
+    assert check.command == "pytest tests/unit -p no:randomly"
+    assert "tox.ini [testenv] commands" in contract.description
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "dev.requirements.txt",
+        "dev-requirements.txt",
+        "requirements/test.txt",
+        "tests/requirements.txt",
+    ],
+)
+def test_common_dev_requirement_files_are_installed(repo: Path, tmp_path: Path, name: str) -> None:
+    write(repo, "setup.py", "from setuptools import setup\nsetup(name='x')\n")
+    write(repo, name, "pytest\nfreezegun\n")
+    write(repo, "tests/test_x.py")
+    proposal = propose_setup(repo, path=stub_bin(tmp_path, "python3"))
+    assert proposal.commands[1].endswith(f"-e . -r {name}")  # pytest comes from the file

@@ -116,3 +116,58 @@ async def test_a_failing_test_fails(project: Path) -> None:
 
 async def test_a_passing_check_passes(project: Path) -> None:
     assert (await verdict(project, "true")).verdict is CheckVerdict.PASSES
+
+
+async def verdict_for(root: Path, command: str, intent: str) -> CheckResult:
+    check = ContractCheck(name="c", command=command, timeout_secs=60)
+    return await run_check(check, root, intent=intent)
+
+
+async def test_a_suite_that_does_not_collect_cannot_run_in_pytests_words(project: Path) -> None:
+    # an sdist that ships tests/ without __init__.py: `from tests import ...` fails to collect
+    write(project, "tests/test_x.py", "from tests import OrderedDict\n\ndef test_x():\n    pass\n")
+    cmd = f"{PY} -m pytest -q -p no:cacheprovider tests"
+    result = await verdict_for(project, cmd, "make add() accept floats")
+    assert result.exit_code == 2
+    assert result.verdict is CheckVerdict.CANNOT_RUN
+    assert result.reason.startswith("the tests could not be collected: ")
+    assert "cannot import name 'OrderedDict' from 'tests'" in result.reason
+    assert "does not provide" not in result.reason
+
+
+async def test_a_missing_name_the_intent_names_is_the_work(project: Path) -> None:
+    cmd = "PYTHONPATH=src python3 -c 'from mypkg import subtract'"
+    named = await verdict_for(project, cmd, "add subtract(a, b) to mypkg")
+    assert named.verdict is CheckVerdict.FAILS
+    assert named.reason == "the repository does not provide mypkg.subtract yet"
+    other = await verdict_for(project, cmd, "make add() accept floats")
+    assert other.verdict is CheckVerdict.CANNOT_RUN
+
+
+async def test_a_check_writing_to_its_home_and_temp_dir_works(project: Path) -> None:
+    marker = f"corral-test-home-{project.name}-{id(project)}"
+    cmd = f'echo hi > ~/.{marker} && cat ~/.{marker} && echo t > "$TMPDIR/t" && cat "$TMPDIR/t"'
+    result = await verdict(project, cmd)
+    assert result.verdict is CheckVerdict.PASSES, result.output_tail
+    assert not (Path.home() / f".{marker}").exists()  # a private home, not the operator's
+    again = await verdict(project, f"test ! -e ~/.{marker}")
+    assert again.passed  # and not shared between checks
+
+
+async def test_failures_the_host_causes_cannot_run_and_say_which(project: Path) -> None:
+    erofs = await verdict(
+        project,
+        "python3 -c \"import errno, os; raise OSError(errno.EROFS, os.strerror(errno.EROFS), '/x')\"",
+    )
+    assert erofs.verdict is CheckVerdict.CANNOT_RUN
+    assert erofs.reason.startswith("the host, not the work: a path the check writes is read-only")
+    offline = await verdict(
+        project, "python3 -c \"import socket; socket.getaddrinfo('pypi.invalid', 443)\""
+    )
+    assert offline.verdict is CheckVerdict.CANNOT_RUN
+    assert "no network" in offline.reason
+    zone = await verdict(
+        project, "python3 -c \"import zoneinfo; zoneinfo.ZoneInfo('Nowhere/Atlantis')\""
+    )
+    assert zone.verdict is CheckVerdict.CANNOT_RUN
+    assert "time zone data" in zone.reason

@@ -28,7 +28,8 @@ exit codes:
   1  failed
   2  refused before anything started (bad input, or the state dir's owner does
      not serve clients)
-  3  stopped at the contract gate (no --yes)
+  3  stopped at the contract gate (no --yes), or no check could be drafted
+     (give them: --check "CMD" or --contract FILE)
   4  waiting for you: an answer to an agent's question, or a sign-in (a model
      rejected its key; as a client of an owner, which keeps retrying)
   5  waiting for approval (--deliver none)

@@ -39,7 +39,7 @@ from corral.supervisor.interface import (
 from corral.supervisor.models import CoderSession, OutcomeContract, SessionSummary
 from corral.supervisor.paths import default_state_dir
 from corral.supervisor.remote import AsyncControlClient, NoOwner, OwnerServices, owner_running
-from corral.supervisor.states import CoderState, label
+from corral.supervisor.states import CoderState, FailureKind, label
 
 from ..event_text import describe
 from .common import DELIVERY_REFUSED, DISK_FULL
@@ -327,6 +327,15 @@ async def _drive(
             code = EXIT.get((await owner.session(sid)).state, 1)
         await asyncio.sleep(0.05)  # let the last events print
         session = await owner.session(sid)
+        if _no_checks(session):
+            code = EXIT[CoderState.CONTRACT_PROPOSED]  # stopped at gate 1: give the checks
+            print(
+                f"corral run: stopped at gate 1: nothing in {repo} says how to check the work. "
+                'Run again with --check "CMD" (repeatable: each a check that passes when the '
+                "work is done) or --contract FILE.",
+                file=sys.stderr,
+                flush=True,
+            )
         full = owner.disk_full()
         if full is not None:
             print(f"corral: {full}", file=sys.stderr, flush=True)
@@ -354,6 +363,16 @@ async def _drive(
             pump.cancel()
             if pump.done() and not pump.cancelled():
                 pump.exception()  # retrieved: a reader gone away is reported by the entry point
+
+
+def _no_checks(session: CoderSession) -> bool:
+    """A session that ended at gate 1 because no contract could be drafted:
+    the operator, not a fault, supplies the checks."""
+    return (
+        session.state is CoderState.FAILED
+        and session.contract is None
+        and session.failure_kind is FailureKind.CONFIGURATION
+    )
 
 
 async def _until_clients_wait(sup: Supervisor, before: set[str]) -> None:

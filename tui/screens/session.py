@@ -447,6 +447,17 @@ class SessionScreen(Screen[None]):
                 "\n[bold yellow]Every check already passes before any edit: this "
                 "contract proves nothing yet.[/bold yellow]"
             )
+        for r in s.baseline:
+            if r.already_failing:  # shown, never blocking
+                shown = ", ".join(r.already_failing[:5])
+                more = (
+                    f" and {len(r.already_failing) - 5} more" if len(r.already_failing) > 5 else ""
+                )
+                text += (
+                    f"\n[yellow]{escape(r.name)}: already failing on the untouched tree "
+                    f"({len(r.already_failing)}): not this task's work[/yellow] "
+                    f"({escape(shown)}{escape(more)})"
+                )
         blocked = [r for r in s.baseline if r.cannot_run]
         if blocked:
             text += (

@@ -1,0 +1,121 @@
+"""Judging a test-suite check test by test, against the untouched tree.
+
+On the untouched tree, a suite whose only red is tests that fail there is
+not this task's work: the check counts as passing and names them ("already
+failing on the untouched tree (N)") — shown at gate 1, never hidden and
+never blocking. At verification the check passes when no test that passed
+on the untouched tree fails or is skipped now, every test the untouched tree
+did not fail (a new test among them) passes, and every test the contract
+names (`must_pass`) passes. Anything else — no per-test report, a collection
+error, a red exit no failed test explains, a check with an output or
+differential assertion — keeps the exit-code semantics.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..models import ContractCheck, TestReport
+
+SHOWN_NAMES = 10
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """A per-test verdict: whether the check passes, and the sentence why."""
+
+    passed: bool
+    note: str
+    already_failing: tuple[str, ...] = ()
+
+
+def names(tests: list[str], limit: int = SHOWN_NAMES) -> str:
+    shown = ", ".join(tests[:limit])
+    return shown + (f" and {len(tests) - limit} more" if len(tests) > limit else "")
+
+
+def judged_per_test(check: ContractCheck) -> bool:
+    """Only a plain test-suite check (exit status is its whole assertion)."""
+    return check.expect_exit_zero and check.output_contains is None and check.differential is None
+
+
+def _matches(named: str, test_id: str) -> bool:
+    """A named test against a runner's id: equal, or the same test written as
+    a pytest node id (`tests/test_a.py::TestK::test_m` ~ `tests.test_a.TestK::test_m`)."""
+    if named == test_id or test_id.endswith(named):
+        return True
+    if "::" in named:
+        path, _, rest = named.partition("::")
+        module = path.removesuffix(".py").replace("/", ".")
+        parts = rest.split("::")
+        dotted = f"{module}.{'.'.join(parts[:-1])}" if len(parts) > 1 else module
+        return test_id in (f"{dotted}::{parts[-1]}", f"{module}::{rest}")
+    return False
+
+
+def on_untouched_tree(
+    check: ContractCheck, code: int | None, report: TestReport | None
+) -> Judgement | None:
+    """The baseline's per-test verdict, or None for the exit-code semantics."""
+    if not judged_per_test(check) or report is None or report.collection_errors:
+        return None
+    if code is None:
+        return None
+    passing = set(report.passed)
+    unmet = [n for n in check.must_pass if not any(_matches(n, t) for t in passing)]
+    if unmet:  # the tests the contract names are the work: red until it is done
+        return Judgement(False, f"the contract's named test(s) do not pass yet: {names(unmet)}")
+    if code == 0 or not report.failed:
+        return None
+    failing = list(report.failed)
+    note = (
+        f"already failing on the untouched tree ({len(failing)}): not this task's work: "
+        f"{names(failing)}"
+    )
+    return Judgement(True, note, tuple(failing))
+
+
+def against_baseline(
+    check: ContractCheck, code: int | None, report: TestReport | None, before: TestReport | None
+) -> Judgement | None:
+    """The verification's per-test verdict against the untouched tree's
+    report, or None for the exit-code semantics."""
+    if not judged_per_test(check) or report is None or before is None:
+        return None
+    if report.collection_errors or code is None:
+        return None
+    failed_now = set(report.failed)
+    skipped_now = set(report.skipped)
+    passing_now = set(report.passed)
+    regressed = [t for t in before.passed if t in failed_now]
+    now_skipped = [t for t in before.passed if t in skipped_now]
+    already = set(before.failed)
+    new_failing = [t for t in report.failed if t not in already and t not in before.passed]
+    unmet = [n for n in check.must_pass if not any(_matches(n, t) for t in passing_now)]
+    problems: list[str] = []
+    if regressed:
+        problems.append(
+            f"{len(regressed)} test(s) that passed on the untouched tree fail now: {names(regressed)}"
+        )
+    if now_skipped:
+        problems.append(
+            f"{len(now_skipped)} test(s) that passed on the untouched tree are skipped now: "
+            f"{names(now_skipped)}"
+        )
+    if new_failing:
+        problems.append(f"failing: {names(new_failing)}")
+    if unmet:
+        problems.append(f"the contract's named test(s) do not pass: {names(unmet)}")
+    if problems:
+        return Judgement(False, "; ".join(problems))
+    if code == 0:
+        return None
+    if not report.failed:  # a red exit no failed test explains
+        return None
+    still = sorted(failed_now & already)
+    return Judgement(
+        True,
+        f"passes apart from {len(still)} test(s) already failing on the untouched tree: "
+        f"{names(still)}",
+        tuple(still),
+    )

@@ -1,0 +1,352 @@
+"""Per-test outcomes of a test-suite check, read from what its runner reports.
+
+A suite with a test that already fails on the untouched tree (a real bug, or
+this host's time zone data) would otherwise be red forever, and no correct
+change could pass. Where the runner says which tests passed and failed, a
+check records that on the untouched tree and is judged against it: no test
+that passed before may fail (or vanish, or be skipped) now, and tests that
+are new, or that the contract names, must pass.
+
+What is read, and how:
+
+- pytest: a JUnit XML report, asked for through `PYTEST_ADDOPTS` (the check's
+  command stays as written) into the check's private directory;
+- Node's test runner: its TAP output (the default when not on a terminal)
+  or its spec output;
+- `go test -v` / `go test -json`: the `--- PASS`/`--- FAIL` lines or events;
+- cargo's libtest: its `test name ... ok|FAILED|ignored` lines;
+- unittest with `-v`: its `test_x (module.Class.test_x) ... ok` lines;
+- Jest and Vitest: the JSON report a command already writes with
+  `--json --outputFile=FILE` / `--reporter=json --outputFile=FILE`.
+
+Everything here is data the check wrote: sizes are capped and parsing never
+executes anything.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..models import TestReport
+
+MAX_REPORT_BYTES = 8 * 1024 * 1024
+PYTEST_REPORT = "pytest-report.xml"
+
+_TAP = re.compile(r"^(\s*)(not ok|ok) \d+(?: - (.*?))?(?:\s+# (SKIP|TODO)\b.*)?$")
+_TAP_SUBTEST = re.compile(r"^(\s*)# Subtest: (.*)$")
+_SPEC = re.compile(r"^(\s*)([✔✖﹣]) (.*?)(?: \([\d.]+m?s\))?(?: # (SKIP|TODO)\b.*)?$")
+_GO = re.compile(r"^\s*--- (PASS|FAIL|SKIP): (\S+)")
+_CARGO = re.compile(r"^test (\S+) \.\.\. (ok|FAILED|ignored)\b")
+_UNITTEST = re.compile(
+    r"^(\w+) \(([\w.]+)\)(?:$| .*?\.\.\. (ok|FAIL|ERROR|skipped\b.*|expected failure|unexpected success)$)"
+)
+_UNITTEST_RESULT = re.compile(
+    r"\.\.\. (ok|FAIL|ERROR|skipped\b.*|expected failure|unexpected success)$"
+)
+
+
+def _uses_pytest(command: str) -> bool:
+    return "pytest" in command or "py.test" in command
+
+
+@dataclass(frozen=True)
+class ReportPlan:
+    """How one check's per-test outcomes are collected: extra environment for
+    the runner, and where its report lands."""
+
+    env: dict[str, str]
+    report_dir: Path | None
+    jest_file: Path | None = None
+    checkout: Path | None = None  # a report the command writes must stay inside it
+
+    def read(self, output: str) -> TestReport | None:
+        """The per-test outcomes, or None when the runner reported none."""
+        if self.report_dir is not None:
+            pytest_xml = self.report_dir / PYTEST_REPORT
+            if _inside(pytest_xml, self.report_dir):
+                return parse_junit(_read_capped(pytest_xml))
+        jest = self.jest_file
+        if jest is not None and self.checkout is not None and _inside(jest, self.checkout):
+            return parse_jest_json(_read_capped(jest))
+        return parse_output(output)
+
+
+def plan_for(command: str, report_dir: Path | None, cwd: Path | None = None) -> ReportPlan:
+    """What to add to a check's run so its runner says which tests passed.
+    Only pytest needs asking (through its own environment variable, into
+    `report_dir`); the others are read from their output or from a report
+    the command itself writes."""
+    env: dict[str, str] = {}
+    report_dir = report_dir.resolve() if report_dir is not None else None
+    if report_dir is not None and _uses_pytest(command):
+        target = report_dir / PYTEST_REPORT
+        env["PYTEST_ADDOPTS"] = f"--junitxml={shlex.quote(str(target))} -o junit_family=xunit1"
+    jest = jest_output_file(command)
+    jest_file = None
+    if jest is not None and cwd is not None and not Path(jest).is_absolute():
+        candidate = (cwd / jest).resolve()
+        if candidate.is_relative_to(cwd.resolve()):  # never a file outside the checkout
+            jest_file = candidate
+    checkout = cwd.resolve() if cwd is not None else None
+    return ReportPlan(env=env, report_dir=report_dir, jest_file=jest_file, checkout=checkout)
+
+
+def _inside(path: Path, where: Path) -> bool:
+    """A regular file that resolves inside `where` (resolved before the
+    command ran) now, after it ran: it may have swapped a directory or the
+    file for a link out of there meanwhile."""
+    try:
+        real = path.resolve(strict=True)
+    except OSError:
+        return False
+    return real.is_relative_to(where) and real.is_file() and not path.is_symlink()
+
+
+def _read_capped(path: Path) -> str:
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(MAX_REPORT_BYTES + 1)
+    except OSError:
+        return ""
+    if len(data) > MAX_REPORT_BYTES:
+        return ""
+    return data.decode("utf-8", errors="replace")
+
+
+def _report(
+    passed: list[str], failed: list[str], skipped: list[str], errors: list[str]
+) -> TestReport | None:
+    if not (passed or failed or skipped or errors):
+        return None
+    return TestReport(
+        passed=sorted(set(passed)),
+        failed=sorted(set(failed) - set(passed)),
+        skipped=sorted(set(skipped) - set(passed) - set(failed)),
+        collection_errors=errors,
+    )
+
+
+def parse_junit(text: str) -> TestReport | None:
+    """pytest's JUnit XML: each testcase by `classname::name`; a collection
+    error (an `error` with an empty classname) is kept apart with its words."""
+    if not text.strip():
+        return None
+    try:
+        root = ET.fromstring(text)
+    except ET.ParseError:
+        return None
+    passed: list[str] = []
+    failed: list[str] = []
+    skipped: list[str] = []
+    errors: list[str] = []
+    for case in root.iter("testcase"):
+        cls = case.get("classname") or ""
+        name = case.get("name") or ""
+        test_id = f"{cls}::{name}" if cls else name
+        outcome = {child.tag for child in case}
+        if "error" in outcome and not cls:
+            error = case.find("error")
+            words = (error.text or "") if error is not None else ""
+            errors.append(_collection_words(name, words))
+        elif "failure" in outcome or "error" in outcome:
+            failed.append(test_id)
+        elif "skipped" in outcome:
+            skipped.append(test_id)
+        else:
+            passed.append(test_id)
+    return _report(passed, failed, skipped, errors)
+
+
+def _collection_words(module: str, text: str) -> str:
+    """`tests.test_b: ModuleNotFoundError: No module named 'x'` — the runner's
+    own last `E` line (or last line) for a module it could not collect."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    marked = [line[1:].strip() for line in lines if line.startswith("E ")]
+    words = marked[-1] if marked else (lines[-1] if lines else "collection failure")
+    return f"{module}: {words}"[:300]
+
+
+def parse_output(output: str) -> TestReport | None:
+    """Per-test outcomes printed by node's test runner, go test or libtest."""
+    for parse in (
+        _parse_tap,
+        _parse_go_json,
+        _parse_go,
+        _parse_cargo,
+        _parse_unittest,
+        _parse_spec,
+    ):
+        report = parse(output)
+        if report is not None:
+            return report
+    return None
+
+
+def _parse_tap(output: str) -> TestReport | None:
+    passed: list[str] = []
+    failed: list[str] = []
+    skipped: list[str] = []
+    if "TAP version" not in output:
+        return None
+    stack: dict[int, str] = {}
+    for line in output.splitlines():
+        sub = _TAP_SUBTEST.match(line)
+        if sub:
+            depth = len(sub.group(1))
+            stack = {d: n for d, n in stack.items() if d < depth}
+            stack[depth] = sub.group(2).strip()
+            continue
+        m = _TAP.match(line)
+        if not m:
+            continue
+        depth = len(m.group(1))
+        name = (m.group(3) or "").strip() or stack.get(depth, "")
+        path = [stack[d] for d in sorted(stack) if d < depth] + [name]
+        test_id = " > ".join(path)
+        if m.group(4):
+            skipped.append(test_id)
+        elif m.group(2) == "ok":
+            passed.append(test_id)
+        else:
+            failed.append(test_id)
+    return _report(passed, failed, skipped, [])
+
+
+def _parse_spec(output: str) -> TestReport | None:
+    passed: list[str] = []
+    failed: list[str] = []
+    skipped: list[str] = []
+    stack: dict[int, str] = {}
+    summary = False
+    for line in output.splitlines():
+        if line.startswith("ℹ tests "):
+            summary = True
+        m = _SPEC.match(line)
+        if not m:
+            continue
+        depth = len(m.group(1))
+        stack = {d: n for d, n in stack.items() if d < depth}
+        name = m.group(3).strip()
+        test_id = " > ".join([stack[d] for d in sorted(stack)] + [name])
+        stack[depth] = name
+        if m.group(4) or m.group(2) == "﹣":
+            skipped.append(test_id)
+        elif m.group(2) == "✔":
+            passed.append(test_id)
+        else:
+            failed.append(test_id)
+    # the failures are listed again after the summary: the first list counts
+    return _report(passed, failed, skipped, []) if summary else None
+
+
+def _parse_go(output: str) -> TestReport | None:
+    passed: list[str] = []
+    failed: list[str] = []
+    skipped: list[str] = []
+    for line in output.splitlines():
+        m = _GO.match(line)
+        if m:
+            {"PASS": passed, "FAIL": failed, "SKIP": skipped}[m.group(1)].append(m.group(2))
+    return _report(passed, failed, skipped, [])
+
+
+def _parse_go_json(output: str) -> TestReport | None:
+    passed: list[str] = []
+    failed: list[str] = []
+    skipped: list[str] = []
+    for line in output.splitlines():
+        if not line.startswith("{"):
+            continue
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(event, dict) or not event.get("Test"):
+            continue
+        test_id = f"{event.get('Package', '')}.{event['Test']}".lstrip(".")
+        action = event.get("Action")
+        target = {"pass": passed, "fail": failed, "skip": skipped}.get(str(action))
+        if target is not None:
+            target.append(test_id)
+    return _report(passed, failed, skipped, [])
+
+
+def _parse_cargo(output: str) -> TestReport | None:
+    passed: list[str] = []
+    failed: list[str] = []
+    skipped: list[str] = []
+    for line in output.splitlines():
+        m = _CARGO.match(line)
+        if m:
+            {"ok": passed, "FAILED": failed, "ignored": skipped}[m.group(2)].append(m.group(1))
+    return _report(passed, failed, skipped, [])
+
+
+def _parse_unittest(output: str) -> TestReport | None:
+    passed: list[str] = []
+    failed: list[str] = []
+    skipped: list[str] = []
+    pending: str | None = None  # a test whose docstring line carries the result
+    for line in output.splitlines():
+        m = _UNITTEST.match(line)
+        outcome: str | None = None
+        if m:
+            pending = m.group(2)
+            outcome = m.group(3)
+        elif pending is not None:
+            result = _UNITTEST_RESULT.search(line)
+            outcome = result.group(1) if result else None
+            if result is None:
+                pending = None
+                continue
+        if pending is None or outcome is None:
+            continue
+        if outcome in ("ok", "expected failure"):
+            passed.append(pending)
+        elif outcome.startswith("skipped"):
+            skipped.append(pending)
+        else:
+            failed.append(pending)
+        pending = None
+    return _report(passed, failed, skipped, [])
+
+
+def parse_jest_json(text: str) -> TestReport | None:
+    """Jest's and Vitest's `--json` report: `testResults[].assertionResults[]`."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None
+    passed: list[str] = []
+    failed: list[str] = []
+    skipped: list[str] = []
+    errors: list[str] = []
+    if not isinstance(data, dict):
+        return None
+    for suite in data.get("testResults") or []:
+        if not isinstance(suite, dict):
+            continue
+        file = str(suite.get("name") or suite.get("testFilePath") or "")
+        assertions = suite.get("assertionResults") or []
+        if suite.get("status") == "failed" and not assertions:
+            errors.append(f"{file}: {str(suite.get('message') or 'failed to run').strip()[:200]}")
+        for case in assertions:
+            if not isinstance(case, dict):
+                continue
+            title = str(case.get("fullName") or case.get("title") or "")
+            target = {"passed": passed, "failed": failed}.get(str(case.get("status")), skipped)
+            target.append(f"{file} > {title}")
+    return _report(passed, failed, skipped, errors)
+
+
+def jest_output_file(command: str) -> str | None:
+    """The JSON report file a jest/vitest command writes (`--outputFile`), if any."""
+    if not re.search(r"\b(jest|vitest)\b", command) or "json" not in command:
+        return None
+    m = re.search(r"--outputFile[= ](\S+)", command)
+    return m.group(1).strip("'\"") if m else None
