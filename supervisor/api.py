@@ -273,6 +273,11 @@ class Supervisor:
         return list(self.registry.left_running)
 
     @property
+    def opened(self) -> bool:
+        """The state dir is owned: close() has something to release."""
+        return self.registry.store is not None
+
+    @property
     def store(self) -> Store | None:
         """The open database (None unless the state dir is owned)."""
         return self.registry.store
