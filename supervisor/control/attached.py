@@ -330,6 +330,7 @@ class AttachedSupervisor:
         wait: bool = True,
         contract: OutcomeContract | None = None,
         model: str | None = None,
+        split: Split | dict[str, object] | str | None = None,
         host: str | None = None,
     ) -> StartResult:
         params = StartParams(
@@ -343,6 +344,7 @@ class AttachedSupervisor:
             wait=wait,
             contract=contract,
             model=model,
+            split=None if split is None else _split_json(split),
             host=host,
         )
         return await self._request(Calls.start, params)
@@ -360,13 +362,9 @@ class AttachedSupervisor:
         )
 
     def set_foreman_split(self, session_id: str, split: Split | dict[str, object] | str) -> Split:
-        if isinstance(split, str):
-            split = json.loads(split)
-        elif isinstance(split, Split):
-            split = split.model_dump(mode="json")
-        if not isinstance(split, dict):
-            raise CorralError("a split is a JSON object")
-        return self._ask(Calls.set_foreman_split, SplitParams(session_id=session_id, split=split))
+        return self._ask(
+            Calls.set_foreman_split, SplitParams(session_id=session_id, split=_split_json(split))
+        )
 
     async def respond(self, session_id: str, text: str, *, steer: bool = False) -> dict[str, bool]:
         return await self._request(
@@ -524,6 +522,20 @@ class AttachedSupervisor:
 
     async def send_keys_to_agent(self, session_id: str, keys: builtins.list[str]) -> None:
         await self._request(Calls.agent_keys, KeysParams(session_id=session_id, keys=keys))
+
+
+def _split_json(split: Split | dict[str, object] | str) -> dict[str, Any]:
+    """A split as the owner reads it: a JSON object (the owner validates it)."""
+    if isinstance(split, Split):
+        return split.model_dump(mode="json")
+    if isinstance(split, str):
+        try:
+            split = json.loads(split)
+        except ValueError as exc:
+            raise CorralError(f"the split is not JSON: {exc}") from exc
+    if not isinstance(split, dict):
+        raise CorralError("a split is a JSON object")
+    return dict(split)
 
 
 def _implements(attached: AttachedSupervisor) -> OwnerSurface:

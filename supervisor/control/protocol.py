@@ -145,6 +145,7 @@ class StartParams(_Params):
     wait: bool = True
     contract: OutcomeContract | None = None
     model: str | None = None
+    split: dict[str, Any] | None = None  # a foreman session's split, the operator's own
     host: str | None = None  # a configured [[hosts]] name (None: this machine)
 
 

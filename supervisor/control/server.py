@@ -695,6 +695,7 @@ async def _start(conn: _Connection, _id: Any, a: p.StartParams) -> Any:
         wait=a.wait,
         contract=a.contract,
         model=a.model,
+        split=a.split,
         host=a.host,
     )
     return _dump(result)

@@ -355,6 +355,7 @@ class OwnerSurface(Protocol):
         wait: bool = True,
         contract: OutcomeContract | None = None,
         model: str | None = None,
+        split: Split | dict[str, object] | str | None = None,
         host: str | None = None,
     ) -> StartResult: ...
     async def confirm(
