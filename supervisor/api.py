@@ -37,11 +37,11 @@ from .discuss.linked_runs import DISCUSSIONS_DIR, DiscussionRuns
 from .engines.base import EngineRegistry
 from .errors import CorralError
 from .events import BoundaryData, CoderEvent, MessageData
-from .foreman.service import Foreman, is_foreman
+from .foreman.service import Foreman
 from .gates.approval import ApprovalGate, commit_message
 from .gates.contract import DRAFTING_CANCELLED, NOT_EXPRESSIBLE, ContractGate
 from .gates.recovery import Recovery
-from .gates.run_loop import RunLoop, UserInputExpired
+from .gates.run_loop import RunLoop, UserInputExpired, is_foreman
 from .gates.verifier import Verifier
 from .git import publish
 from .git.patches import FilePatch, Selection

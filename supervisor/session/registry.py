@@ -123,7 +123,7 @@ class SessionRegistry:
         self._lock.acquire()
         try:
             store = self.store = Store(self.state_dir, summarize=summary_json)
-            listing = store.summaries()
+            listing = store.summaries(stored_summary)
             unfinished, broken = store.load_sessions(UNFINISHED)
             with_panes = store.finished_panes()
             if listing.stale:
