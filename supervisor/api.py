@@ -76,8 +76,8 @@ from .scheduler import Scheduler, new_task
 from .session import lifecycle
 from .session.board import BoardFeed, WatchDropped, Watcher
 from .session.deletion import delete_session
-from .session.events import Subscription, SubscriptionClosed, SubscriptionDropped
 from .session.janitor import Janitor
+from .session.journal import Subscription, SubscriptionClosed, SubscriptionDropped
 from .session.registry import SessionRegistry, new_session_id
 from .session.search import search as search_sessions
 from .session.summaries import stored_summary

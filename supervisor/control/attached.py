@@ -46,7 +46,7 @@ from ..models import (
 )
 from ..panes.base import Screen
 from ..session.board import BoardFeed, WatchDropped, Watcher
-from ..session.events import Subscription
+from ..session.journal import Subscription
 from ..states import CoderState
 from .client import AsyncControlClient, ControlClient, OwnerGone
 from .protocol import (

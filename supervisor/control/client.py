@@ -29,7 +29,7 @@ from ..models import (
 from ..paths import control_socket
 from ..paths import owner_running as owner_running  # re-exported: where it always was
 from ..session.board import BoardFeed, Watcher
-from ..session.events import Subscription
+from ..session.journal import Subscription
 from . import protocol as p
 from .surface import Call, Calls, P, R, call_named
 

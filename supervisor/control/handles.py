@@ -42,7 +42,7 @@ from pydantic_core import to_json
 from ..contracts.files import load_contract
 from ..errors import CorralError
 from ..models import OutcomeContract
-from ..session.events import SubscriptionClosed, SubscriptionDropped
+from ..session.journal import SubscriptionClosed, SubscriptionDropped
 from ..states import CoderState, NeedsYou
 from .callers import Agent, Caller
 from .protocol import StartArgs, event_row

@@ -44,7 +44,7 @@ from ..errors import CorralError, StateDirError
 from ..events import OPERATOR, BoundaryData, CoderEvent
 from ..paths import agent_socket_path, ensure_private_dir
 from ..session.board import WatchDropped, Watcher
-from ..session.events import Subscription, SubscriptionClosed, SubscriptionDropped
+from ..session.journal import Subscription, SubscriptionClosed, SubscriptionDropped
 from ..states import CoderState
 from . import protocol as p
 from .callers import Agent, Caller, CallerClassifier, peer_pid_uid

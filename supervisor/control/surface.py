@@ -59,7 +59,7 @@ if TYPE_CHECKING:
     from ..api import Supervisor
     from ..panes.base import Screen
     from ..session.board import Watcher
-    from ..session.events import Subscription
+    from ..session.journal import Subscription
     from ..states import CoderState
 
 P = TypeVar("P", bound=BaseModel)
