@@ -15,9 +15,10 @@ it or checked against it:
   typed against it and never cast one to the other.
 
 Adding a method: one record in `Calls` (and its params model in
-`protocol.py`), one handler in `server.py`'s `HANDLERS`, and, when the
-console or `corral run` need it, one method in `OwnerSurface` with its
-implementation in `api.Supervisor` and `attached.AttachedSupervisor`.
+`protocol.py`), one handler in `server.py` with its `serve(Calls.<name>,
+handler)` line in `_methods`, and, when the console or `corral run` need it,
+one method in `OwnerSurface` with its implementation in `api.Supervisor` and
+`attached.AttachedSupervisor` (which calls `self._request(Calls.<name>, ...)`).
 `tests/integration/test_surface.py` drives every record through the socket
 and every `OwnerSurface` method both in-process and attached.
 """
@@ -30,7 +31,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
-from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic import BaseModel, TypeAdapter
 
 from ..events import CoderEvent, MessageData
 from ..git.patches import FilePatch, Selection
@@ -96,16 +97,6 @@ class Call(Generic[P, R]):
     def request(self, params: P) -> Json:
         """The JSON-RPC params of a call (validated again by the owner)."""
         return params.model_dump(mode="json", exclude_unset=True)
-
-    def make_params(self, **params: Any) -> P:
-        """The params model from keyword arguments, refused with the sentence
-        the owner would answer (`protocol.params_problem`)."""
-        try:
-            return self.params.model_validate(params)
-        except ValidationError as exc:
-            raise p.ControlError(
-                p.params_problem(self.name, exc), code=p.INVALID_PARAMS, kind="InvalidParams"
-            ) from exc
 
     def read(self, answer: Any) -> R:
         """The owner's answer as this method's result type."""
