@@ -129,4 +129,6 @@ async def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(asyncio.run(main()))
+    from load import run_with_load  # bench/load.py: --load N busy loops
+
+    sys.exit(run_with_load(lambda: asyncio.run(main())))

@@ -146,6 +146,8 @@ def agent_starts(wt: Path, state: Path, runs: int) -> dict[str, list[float]]:
 
 
 if __name__ == "__main__":
+    from load import run_with_load  # bench/load.py: --load N busy loops
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=50)
-    sys.exit(asyncio.run(main(parser.parse_args().runs)))
+    sys.exit(run_with_load(lambda: asyncio.run(main(parser.parse_args().runs))))

@@ -68,6 +68,7 @@ from .models import (
     TaskRun,
     TranscriptTurn,
 )
+from .notify import Notice, Notifier
 from .panes.base import Screen
 from .panes.manager import PaneManager
 from .paths import default_state_dir
@@ -76,6 +77,7 @@ from .scheduler import Scheduler, new_task
 from .session import lifecycle
 from .session.board import BoardFeed, WatchDropped, Watcher
 from .session.deletion import delete_session
+from .session.git_stats import GitStatsWatch
 from .session.janitor import Janitor
 from .session.journal import Subscription, SubscriptionClosed, SubscriptionDropped
 from .session.registry import SessionRegistry, new_session_id
@@ -103,6 +105,7 @@ class _Gates:
     recovery: Recovery
     janitor: Janitor
     foreman: Foreman
+    verifier: Verifier
 
 
 class Supervisor:
@@ -152,6 +155,9 @@ class Supervisor:
         self._gates: _Gates | None = None
         self.scheduler: Scheduler | None = None  # running while the state dir is owned
         self.adoptions = Adoptions(self.registry, panes, id_factory=id_factory)
+        # says once, outside the board, when a session needs you or finishes
+        self.notifier = Notifier(self.config.notify, self.watch)
+        self.git_stats = GitStatsWatch(self.registry, self.config.git_stats_secs)
 
     # -- owning the state dir ------------------------------------------------------------
 
@@ -175,6 +181,8 @@ class Supervisor:
         gates.janitor.start()
         self.scheduler = Scheduler(lambda: self.registry.store, self._run_task)
         self.scheduler.start()
+        self.notifier.start()
+        self.git_stats.start()
 
     def _compose(self, workspaces: Workspaces, ledger: PlacementStore) -> _Gates:
         """Build the services bottom-up, so each receives the one it hands on to."""
@@ -231,7 +239,7 @@ class Supervisor:
             subtasks_on=foreman.subtasks_on,
         )
         recovery = Recovery(registry, verifier, run_loop, self.panes)
-        return _Gates(contract, run_loop, approval, recovery, janitor, foreman)
+        return _Gates(contract, run_loop, approval, recovery, janitor, foreman, verifier)
 
     async def close(self) -> None:
         """Stop in-process work and release the state dir. Agents in tmux panes
@@ -240,6 +248,8 @@ class Supervisor:
         their sessions, for the caller to say so. In-process runs are recorded
         as failed (their worktrees are kept); finished sessions' agents are
         stopped before this returns."""
+        await self.notifier.stop()
+        await self.git_stats.stop()
         if self.scheduler is not None:
             await self.scheduler.stop()
             self.scheduler = None
@@ -252,6 +262,8 @@ class Supervisor:
         if self._host_chores:
             await asyncio.wait(set(self._host_chores), timeout=30)
         await asyncio.to_thread(self.hosts.close)  # the panes there run on
+        if self._gates is not None:
+            await asyncio.to_thread(self._gates.verifier.close)
         if self.workspaces is not None:
             self.workspaces.close()
             self.workspaces = None
@@ -406,6 +418,7 @@ class Supervisor:
         discard_rest: bool = False,
     ) -> ApproveResult:
         """Deliver, accept a finding, or reject (see `ApprovalGate.approve`)."""
+        self.notifier.operator_acts(session_id)
         return await self._open_gates().approval.approve(
             session_id,
             approve=approve,
@@ -508,6 +521,7 @@ class Supervisor:
         await self._open_gates().recovery.revive(session_id)
 
     async def cancel(self, session_id: str) -> CancelResult:
+        self.notifier.operator_acts(session_id)
         return await self._open_gates().approval.cancel(session_id)
 
     # -- adoption: agent panes the user started -------------------------------------------
@@ -853,6 +867,7 @@ __all__ = [
     "NOT_EXPRESSIBLE",
     "EngineRegistry",
     "FilePatch",
+    "Notice",
     "Placement",
     "Screen",
     "Split",

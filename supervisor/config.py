@@ -1,6 +1,6 @@
 """Supervisor settings, read once from `~/.config/corral/config.toml`
-(`[supervisor]` table, plus `[sandbox]` for confinement and `[[hosts]]` for
-other machines; `CORRAL_CONFIG`
+(`[supervisor]` table, plus `[sandbox]` for confinement, `[notify]` for
+notifications and `[[hosts]]` for other machines; `CORRAL_CONFIG`
 names another file). A missing file
 gives the defaults; a file that does not parse is a clear error naming it.
 """
@@ -8,6 +8,7 @@ gives the defaults; a file that does not parse is a clear error naming it.
 from __future__ import annotations
 
 import re
+import shlex
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -95,6 +96,34 @@ class McpSettings(BaseModel):
     http: bool = True  # serve MCP over HTTP on 127.0.0.1 beside the control socket
 
 
+Hook = str | list[str] | None
+
+
+class NotifySettings(BaseModel):
+    """`[notify]`: what happens when a session starts needing you or finishes
+    without you having done it. A hook is the operator's own command: a string
+    split like a shell would (no shell runs it) or an argv list; it learns the
+    session from `CORRAL_*` environment variables, never from its command line."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    terminal: bool = True  # the console writes OSC 9 / OSC 777 to its terminal
+    desktop: bool = True  # `notify-send`, where it is installed and a desktop runs
+    on_needs_you: Hook = None
+    on_finished: Hook = None
+    hook_timeout_secs: float = Field(default=30, gt=0)
+
+    @field_validator("on_needs_you", "on_finished")
+    @classmethod
+    def _argv(cls, value: Hook) -> Hook:
+        if value is None:
+            return None
+        argv = shlex.split(value) if isinstance(value, str) else value
+        if not argv or not argv[0].strip():
+            raise ValueError("a hook needs a command (a string or an argv list), or leave it out")
+        return argv
+
+
 class SupervisorConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -113,12 +142,15 @@ class SupervisorConfig(BaseModel):
     watcher_shed_secs: float = Field(default=10, gt=0)
     # How often a worktree waiting for approval is compared with its verified tree.
     verified_watch_secs: float = Field(default=3, gt=0)
+    # How often live sessions' git stats (files, +/- lines, base lead) are read.
+    git_stats_secs: float = Field(default=5, gt=0)
     # Agents without hooks read idle after their screen stayed unchanged this
     # long at a prompt-like last line ([agents.<name>] idle_quiet_secs overrides).
     idle_quiet_secs: float = Field(default=3.0, gt=0, le=600)
     retention: Retention = Field(default_factory=Retention)
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
     mcp: McpSettings = Field(default_factory=McpSettings)
+    notify: NotifySettings = Field(default_factory=NotifySettings)
     hosts: list[HostSettings] = Field(default_factory=list)  # [[hosts]]: other machines
     # Where a foreman places its subtasks: on the hosts above (up to each one's
     # max_sessions) and on this machine; either can be turned off.
@@ -155,6 +187,11 @@ def load_config(path: Path | None = None) -> SupervisorConfig:
         raise ConfigError(f"{path}: [mcp] must be a table")
     if mcp:
         section = {**section, "mcp": mcp}
+    notify = data.get("notify", {})
+    if not isinstance(notify, dict):
+        raise ConfigError(f"{path}: [notify] must be a table")
+    if notify:
+        section = {**section, "notify": notify}
     hosts = data.get("hosts", [])
     if not isinstance(hosts, list):
         raise ConfigError(f"{path}: hosts must be [[hosts]] tables")

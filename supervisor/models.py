@@ -528,6 +528,12 @@ class SessionSummary(BaseModel):
     host: str | None = None  # the host it runs on (None: this machine)
     where: str | None = None  # where its agent works: a path, or host:path
     adopted: bool = False  # a pane the user started, observed and steered (never killed)
+    # git stats: files and +/- lines changed since the start (live: the
+    # worktree now; else the verified diff), and commits the base gained since
+    files_changed: int | None = None
+    lines_added: int | None = None
+    lines_removed: int | None = None
+    behind_base: int | None = None
 
 
 class EventKind(StrEnum):

@@ -73,6 +73,10 @@ ROW_FIELDS = (
     "host",
     "where",
     "adopted",
+    "files_changed",
+    "lines_added",
+    "lines_removed",
+    "behind_base",
 )
 
 

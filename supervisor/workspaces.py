@@ -116,19 +116,25 @@ class Workspaces:
 
     # -- scratch --------------------------------------------------------------
 
+    def add_scratch(self, repo: Path, commit: str, owner: str) -> Lease:
+        """A leased detached worktree at `commit` under `scratch/`; the
+        caller removes it (`drop_scratch`), or the start-up reconcile does."""
+        path = self.state_dir / "scratch" / f"{label(owner)}-{uuid.uuid4().hex[:6]}"
+        with self._lock:
+            return add_worktree(self.book, repo, path, commit, session_id=owner, kind="scratch")
+
+    def drop_scratch(self, lease: Lease) -> tuple[bool, str]:
+        with self._lock:
+            return remove_worktree(self.book, lease, force=True)
+
     @contextlib.contextmanager
     def scratch(self, repo: Path, commit: str, session_id: str) -> Iterator[Path]:
         """A disposable detached worktree at `commit`, removed afterwards."""
-        path = self.state_dir / "scratch" / f"{label(session_id)}-{uuid.uuid4().hex[:6]}"
-        with self._lock:
-            lease = add_worktree(
-                self.book, repo, path, commit, session_id=session_id, kind="scratch"
-            )
+        lease = self.add_scratch(repo, commit, session_id)
         try:
-            yield path.resolve()
+            yield Path(lease.path)
         finally:
-            with self._lock:
-                remove_worktree(self.book, lease, force=True)
+            self.drop_scratch(lease)
 
     # -- housekeeping -----------------------------------------------------------
 

@@ -94,6 +94,7 @@ def fast_config(**overrides: Any) -> SupervisorConfig:
         "max_session_wall_secs": 60,
         "ask_user_timeout_secs": 10,
         "watcher_shed_secs": 10,
+        "git_stats_secs": 3600,  # a test that reads live git stats asks for them
     }
     base.update(overrides)
     return SupervisorConfig.model_validate(base)

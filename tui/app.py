@@ -23,9 +23,11 @@ from textual.screen import Screen
 from corral.supervisor.errors import CorralError
 from corral.supervisor.states import short_id
 
+from .desktop_notice import osc_notification
 from .early_keys import EarlyKeys
 
 if TYPE_CHECKING:
+    from corral.supervisor.api import Notice
     from corral.supervisor.interface import Discussions
     from corral.supervisor.models import SessionSummary
     from corral.supervisor.remote import OwnerServices, OwnerSurface
@@ -93,6 +95,13 @@ class CorralApp(App[None]):
         # "agents unconfined: <why>" on the board's header ("" when all are confined)
         self.agents_note = ""
         self._opening: asyncio.Task[bool] | None = None
+        self.keys: dict[str, str] = {}  # action -> key, from [keys] (see use_keys)
+
+    def use_keys(self, keys: dict[str, str]) -> None:
+        """Board and session keys as `[keys]` remapped them (checked by
+        `keymap.check` before the app runs)."""
+        self.keys = dict(keys)
+        self.set_keymap(self.keys)
 
     @property
     def supervisor(self) -> OwnerSurface:
@@ -164,7 +173,21 @@ class CorralApp(App[None]):
             self.exit(return_code=2)
             return False
         self.opened.set()
+        self._listen_for_notices()
         return True
+
+    def _listen_for_notices(self) -> None:
+        """The owner's notices (a session needs you, or finished) reach the
+        terminal too, as a desktop notification ([notify] terminal)."""
+        notifier = getattr(self.supervisor, "notifier", None)  # attached: the owner's own
+        if notifier is None or not notifier.settings.terminal:
+            return
+        notifier.add_listener(self._tell_terminal)
+
+    def _tell_terminal(self, notice: Notice) -> None:
+        if self._driver is None or self.is_headless or self.is_web:
+            return
+        self._driver.write(osc_notification(notice.title, notice.body))
 
     def _say_broken_rows(self) -> None:
         if self.supervisor.broken_rows:

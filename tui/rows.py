@@ -201,6 +201,17 @@ def repo_name(row: SessionSummary) -> str:
     return os.path.basename(row.repo.rstrip("/")) or row.repo
 
 
+def changes_text(row: SessionSummary) -> Styled:
+    """Git stats in a few cells: `3f +12 −4`, and `↓2` when the base gained
+    commits since the start (empty before anything changed)."""
+    parts = []
+    if row.files_changed:
+        parts.append(f"{row.files_changed}f +{row.lines_added or 0} −{row.lines_removed or 0}")
+    if row.behind_base:
+        parts.append(f"↓{row.behind_base}")
+    return styled(" ".join(parts), "yellow" if row.behind_base else "")
+
+
 def intent_text(row: SessionSummary) -> Text | str:
     """The intent's first line, after the operator's name for the session."""
     first = row.intent.splitlines()[0] if row.intent else ""

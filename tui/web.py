@@ -50,6 +50,26 @@ def console_command(repo: Path, backend: str) -> str:
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
+# Added to the served page: the terminal fills the window exactly (no page
+# margin pushing the console's footer below the fold) and takes the keyboard
+# as soon as it exists, so the first key typed reaches the console without a
+# click first.
+PAGE_FIX = """<style>
+html, body { margin: 0; height: 100%; overflow: hidden; }
+#terminal { position: fixed; inset: 0; }
+</style>
+<script>
+(function () {
+  function focusTerminal() {
+    var input = document.querySelector("#terminal textarea");
+    if (input) { input.focus(); } else { setTimeout(focusTerminal, 100); }
+  }
+  window.addEventListener("load", focusTerminal);
+  window.addEventListener("focus", focusTerminal);
+})();
+</script>
+"""
+
 
 class TokenServer(Server):
     """textual-serve's server, with every request checked for the token."""
@@ -75,6 +95,10 @@ class TokenServer(Server):
             response = await handler(request)
             if request.query.get("token") and not response.prepared:
                 response.set_cookie(COOKIE, self.token, httponly=True, samesite="Strict")
+            if isinstance(response, web.Response) and response.content_type == "text/html":
+                page = response.text or ""
+                if "</body>" in page:
+                    response.text = page.replace("</body>", PAGE_FIX + "</body>", 1)
             return response
 
         app.middlewares.append(require_token)

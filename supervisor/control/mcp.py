@@ -310,7 +310,12 @@ def read_mcp_endpoint(state_dir: Path) -> tuple[str, str] | None:
 class McpHttp:
     """MCP over streamable HTTP on 127.0.0.1: a free port written to
     `<state dir>/mcp.json`, a fresh bearer token in `<state dir>/mcp.token`
-    (0600). Stateless requests: the run id is the caller's state."""
+    (0600). Stateless requests: the run id is the caller's state.
+
+    The port listens from `start`, but the SDK and the HTTP server (about
+    30 MB) are loaded only when the first client knocks: its connection waits
+    in the listen backlog meanwhile and is then served as any other. An owner
+    nobody calls over MCP never pays for them."""
 
     def __init__(
         self,
@@ -323,34 +328,25 @@ class McpHttp:
         self.state_dir = Path(state_dir)
         self.url: str | None = None
         self.token = secrets.token_urlsafe(32)
+        self._sock: socket.socket | None = None
         self._server: Any = None
         self._task: asyncio.Task[None] | None = None
 
-    async def start(self) -> str:
-        import uvicorn
+    @property
+    def loaded(self) -> bool:
+        """Whether the SDK serves the port yet (a client has called)."""
+        return self._server is not None
 
-        app = build_mcp_server(self.tools, http_caller).streamable_http_app(
-            streamable_http_path=MCP_PATH, stateless_http=True, json_response=True
-        )
+    async def start(self) -> str:
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(("127.0.0.1", 0))
+        sock.listen(128)
+        sock.setblocking(False)
+        self._sock = sock
         port = sock.getsockname()[1]
-        config = uvicorn.Config(
-            _BearerAuth(app, self.token, self.classifier),
-            log_level="warning",
-            lifespan="on",
-            access_log=False,
-        )
-        self._server = uvicorn.Server(config)
-        self._server.install_signal_handlers = lambda: None  # the owner handles signals
-        self._task = asyncio.get_running_loop().create_task(self._server.serve(sockets=[sock]))
-        for _ in range(500):
-            if self._server.started or self._task.done():
-                break
-            await asyncio.sleep(0.01)
-        if not self._server.started:
-            raise CorralError("the MCP endpoint did not start (see the owner's log)")
+        loop = asyncio.get_running_loop()
+        loop.add_reader(sock.fileno(), self._knocked)
         self.url = f"http://127.0.0.1:{port}{MCP_PATH}"
         ensure_private_dir(self.state_dir)
         _write_private(self.state_dir / MCP_TOKEN, self.token + "\n")
@@ -360,15 +356,55 @@ class McpHttp:
         )
         return self.url
 
+    def _knocked(self) -> None:
+        """A first connection waits to be accepted: load the server for it."""
+        assert self._sock is not None
+        loop = asyncio.get_running_loop()
+        loop.remove_reader(self._sock.fileno())
+        self._task = loop.create_task(self._serve(self._sock))
+
+    async def _serve(self, sock: socket.socket) -> None:
+        try:
+            await asyncio.to_thread(_import_sdk)  # a second of imports: off the loop
+            import uvicorn
+
+            app = build_mcp_server(self.tools, http_caller).streamable_http_app(
+                streamable_http_path=MCP_PATH, stateless_http=True, json_response=True
+            )
+            config = uvicorn.Config(
+                _BearerAuth(app, self.token, self.classifier),
+                log_level="warning",
+                lifespan="on",
+                access_log=False,
+            )
+            server: Any = uvicorn.Server(config)
+            server.install_signal_handlers = lambda: None  # the owner handles signals
+            self._server = server
+            await server.serve(sockets=[sock])
+        except Exception:
+            log.exception("mcp: the HTTP endpoint could not be served")
+            sock.close()
+
     async def close(self) -> None:
         for name in (MCP_INFO, MCP_TOKEN):
             with contextlib.suppress(FileNotFoundError):
                 (self.state_dir / name).unlink()
+        if self._task is None and self._sock is not None:
+            with contextlib.suppress(ValueError, OSError):
+                asyncio.get_running_loop().remove_reader(self._sock.fileno())
+            self._sock.close()
         if self._server is not None:
             self._server.should_exit = True
         if self._task is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._task, 5)
+
+
+def _import_sdk() -> None:
+    from importlib import import_module
+
+    for name in ("mcp.server.mcpserver", "mcp_types", "uvicorn"):
+        import_module(name)
 
 
 def _write_private(path: Path, text: str) -> None:

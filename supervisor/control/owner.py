@@ -5,7 +5,6 @@ start the same services, so every client finds the same owner."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 import time
@@ -25,13 +24,6 @@ if TYPE_CHECKING:
     from .mcp import McpHttp
 
 log = logging.getLogger("corral.supervisor.control")
-
-
-def _import_mcp() -> None:
-    from importlib import import_module
-
-    for name in ("mcp.server.mcpserver", "mcp_types", "uvicorn", f"{__package__}.mcp"):
-        import_module(name)
 
 
 class OwnerServices:
@@ -79,9 +71,7 @@ class OwnerServices:
         self.handles.start_reaper()
         if self.serve_http:
             try:
-                # the SDK and uvicorn take a second to import: not on the caller's loop
-                await asyncio.to_thread(_import_mcp)
-                from .mcp import McpHttp
+                from .mcp import McpHttp  # the SDK itself loads at the first call
 
                 self.http = McpHttp(
                     self.handles, self.supervisor.state_dir, self.control.classifier

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ValidationError
 from pydantic_core import to_json
 
+from ..cancelling import cancel_and_wait
 from ..errors import CorralError, StateDirError
 from ..events import OPERATOR, BoundaryData, CoderEvent
 from ..paths import agent_socket_path, ensure_private_dir
@@ -121,6 +122,7 @@ class ControlServer:
         self.classifier = classifier or classifier_for(supervisor)
         self._server: asyncio.AbstractServer | None = None
         self._connections: set[_Connection] = set()
+        self._handlers: set[asyncio.Task[Any]] = set()  # each connection's own task
         self._agent_servers: dict[str, asyncio.Task[asyncio.AbstractServer]] = {}
         # when each (calling session, method) attempt was last written: once per
         # BOUNDARY_REPEAT_SECS, so a loop cannot flood the log it is shown on
@@ -172,6 +174,15 @@ class ControlServer:
             self._server.close()
             for conn in list(self._connections):
                 conn.abort()
+            # every connection's calls end here, and then its handler (its
+            # reads end with the abort), not when the loop shuts down
+            await cancel_and_wait(
+                [t for c in self._connections for t in c.tasks()],
+                timeout=2,
+                what="a control call",
+            )
+            if self._handlers:
+                await asyncio.wait(set(self._handlers), timeout=2)
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._server.wait_closed(), 2)
             self._server = None
@@ -282,10 +293,20 @@ class ControlServer:
             await conn.finish()
             return
         self._connections.add(conn)
+        handler = asyncio.current_task()
+        if handler is not None:
+            self._handlers.add(handler)
         try:
             await conn.run()
+        except asyncio.CancelledError:
+            # only the loop shutting down cancels a connection's handler, and
+            # nothing awaits it: ending it cancelled would make asyncio's
+            # stream server log a CancelledError traceback (Python 3.11)
+            conn.abort()
         finally:
             self._connections.discard(conn)
+            if handler is not None:
+                self._handlers.discard(handler)
 
     def clients(self) -> list[dict[str, Any]]:
         """What each connected client costs now: who, requests in flight,
@@ -441,6 +462,10 @@ class _Connection:
             self.gone = True
         finally:
             self.pending -= len(data)
+
+    def tasks(self) -> list[asyncio.Task[None]]:
+        """Its calls being answered and its streams."""
+        return [*self.requests, *self.streams.values()]
 
     def cut_off(self, why: str) -> None:
         """Drop a client that costs the owner too much, saying so in its log."""

@@ -29,9 +29,9 @@ import contextlib
 import shlex
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ..agents.base import (
     SESSION_ENV,
@@ -56,8 +56,9 @@ from ..events import (
     PlanTextData,
 )
 from ..governance.env_scrub import scrubbed_env
+from ..hosts.connection import HostUnreachable
 from ..models import CheckResult, OutcomeContract
-from ..panes.base import PaneError, PaneGone, PaneSpec
+from ..panes.base import HostDown, PaneError, PaneGone, PaneSpec
 from ..panes.manager import PaneManager
 from ..panes.outage import PasteUncertain
 from ..paths import AGENT_SOCKET_ENV, agent_socket_dir, agent_socket_path, ensure_private_dir
@@ -73,6 +74,8 @@ from .base import EngineOutcome, RunContext
 # working, or after this long. A turn corral starts by a paste needs no grace:
 # the tracker knows when the paste landed (`StatusTracker.on_prompt`).
 TURN_START_GRACE = 20.0
+HOST_START_WAIT_SECS = 300.0  # how long starting an agent waits for its host to answer
+T = TypeVar("T")
 
 
 def task_prompt(intent: str, contract: OutcomeContract) -> str:
@@ -267,6 +270,56 @@ class ExternalEngine:
             env_files=self.profile.env_allow,
         )
 
+    async def _until_host_answers(self, ctx: RunContext, step: Callable[[], Awaitable[T]]) -> T:
+        """Run a step of starting the agent; on a host that does not answer
+        (a dropped connection, sshd away) that is an outage, not a failure:
+        said once, then the step is tried again until the host answers, for
+        up to HOST_START_WAIT_SECS. Here (no host) it runs once."""
+        deadline = time.monotonic() + HOST_START_WAIT_SECS
+        said = False
+        pause = 0.5
+        while True:
+            try:
+                return await step()
+            except (HostUnreachable, HostDown) as exc:
+                place = ctx.place
+                if place is None:
+                    raise
+                if time.monotonic() >= deadline:
+                    raise CorralError(
+                        f"host {place.name} did not answer for {HOST_START_WAIT_SECS:.0f} s "
+                        f"while the agent was starting: {exc}"
+                    ) from exc
+                if not said:
+                    ctx.emit(
+                        PlanTextData(
+                            text=f"Host {place.name} does not answer ({exc}); the agent "
+                            "starts when it does."
+                        )
+                    )
+                    said = True
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, 5.0)
+
+    async def _spawn_pane(self, ctx: RunContext, spec: PaneSpec, backend: str | None) -> Any:
+        """Start the pane; on a host whose connection dropped during the
+        start, the pane may or may not exist there: once the host answers,
+        the one carrying this start's owner marker is taken, else it starts
+        anew (never two agents for one start)."""
+        try:
+            return await self.panes.spawn(spec, self.profile, backend=backend)
+        except (HostUnreachable, HostDown):
+            if ctx.place is None:
+                raise
+        there = self.panes.backend_named(backend)
+        found = await self._until_host_answers(ctx, lambda: asyncio.to_thread(there.sweep))
+        info = found.get(spec.owner)
+        if info is not None:
+            return self.panes.adopt(spec.session_id, info.handle, self.profile, backend=backend)
+        return await self._until_host_answers(
+            ctx, lambda: self.panes.spawn(spec, self.profile, backend=backend)
+        )
+
     async def spawn(self, ctx: RunContext, prompt: str, resume: str | None = None) -> None:
         """Start the agent on `prompt`; with `resume`, continuing that
         conversation of its own (`claude --resume <id>`)."""
@@ -275,7 +328,9 @@ class ExternalEngine:
         incarnation = max(self.incarnations.get(ctx.session_id, 0) + 1, time.time_ns() // 1000)
         self.incarnations[ctx.session_id] = incarnation
         planner = self._plan if ctx.place is None else self._plan_on_host
-        plan, env = await asyncio.to_thread(planner, ctx, prompt, resume, incarnation)
+        plan, env = await self._until_host_answers(
+            ctx, lambda: asyncio.to_thread(planner, ctx, prompt, resume, incarnation)
+        )
         launch = await asyncio.to_thread(self._launch, ctx, plan, env)
         backend = None if ctx.place is None else ctx.place.backend.name
         spec = PaneSpec(
@@ -298,7 +353,7 @@ class ExternalEngine:
             pane["host"] = ctx.place.name
         ctx.note_pane(pane)
         try:
-            record = await self.panes.spawn(spec, self.profile, backend=backend)
+            record = await self._spawn_pane(ctx, spec, backend)
         except BaseException:
             ctx.note_pane(None)
             raise

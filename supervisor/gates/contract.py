@@ -189,6 +189,10 @@ class ContractGate:
             if model is None and discussion_id is not None:  # the discussion's pin carries over
                 model = await asyncio.to_thread(self._discussion_runs.model_of, discussion_id)
             pin = self._pin(model, resolved)
+            if pin is not None and resolved == "native":  # the chain's order does not apply
+                reason = (
+                    f"{engine or 'auto'} → built-in engine ({pin.name}, pinned: no other model)"
+                )
             ensure_private_dir(self._registry.state_dir)
             self._before_start()
 

@@ -12,7 +12,7 @@ import contextlib
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 from ..contracts.checks import run_contract
 from ..contracts.environment import OUTPUT_TAIL_CHARS, setup_reason
@@ -57,7 +57,6 @@ class HostTree:
         self.wait = wait  # how long a step waits for the host to answer again
         self.path = Path(session.remote_worktree)
         self._commits: dict[str, str] = {}  # tree -> a commit of it on the host
-        self._setup: SetupOutcome | None = None
 
     @classmethod
     def of(cls, hosts: Hosts | None, session: CoderSession) -> HostTree | None:
@@ -72,36 +71,27 @@ class HostTree:
         sandbox = "in bubblewrap" if facts.bwrap else "unconfined: no bubblewrap there"
         return f"on host {self.place.name} in {self.path} ({sandbox})"
 
-    async def setup(self, contract: OutcomeContract, ceiling: float | None) -> SetupOutcome | None:
-        """The contract's setup in the worktree there (None: it has none);
-        the checks then run in its environment, or not at all if it failed."""
-        outcome = await host_setup(self.place, contract, str(self.path), ceiling, "verification")
-        self._setup = outcome
-        return outcome
-
-    async def checks(
+    async def checks_on_tree(
         self,
         contract: OutcomeContract,
         ceiling: float | None,
-        **kw: Any,
+        tree: str,
+        *,
+        captures: dict[str, str] | None = None,
+        on_setup: Callable[[SetupOutcome], None] | None = None,
+        on_result: Callable[[CheckResult], None] | None = None,
     ) -> list[CheckResult]:
-        """Every check there, in the setup's environment; when the setup
-        failed, none runs and each says why."""
-        if self._setup is not None and not self._setup.ok:
-            why = setup_reason(self._setup)
-            return [setup_failed(c.name, why) for c in contract.checks]
-        return await run_contract(
-            contract, self.path, timeout_ceiling=ceiling, runner=self.runner, **kw
-        )
-
-    async def runner(
-        self, command: str, timeout: float, network: bool
-    ) -> tuple[int | None, str, bool]:
-        path = str(self.path)
-        env = self._setup.env_dir if self._setup is not None else ""
-        return await on_host(
-            self.place.name,
-            lambda: self.place.run_check(command, path, timeout, network=network, env_dir=env),
+        """The setup, then every check, in a fresh checkout of `tree` (a
+        snapshot of this worktree) on the host, removed afterwards."""
+        return await in_host_scratch(
+            self.place,
+            self.session,
+            contract,
+            ceiling,
+            snapshot=self._commits[tree],
+            captures=captures,
+            on_setup=on_setup,
+            on_result=on_result,
             wait=self.wait,
         )
 
@@ -199,30 +189,45 @@ async def in_host_scratch(
     ceiling: float | None,
     *,
     patch: str | None = None,
+    snapshot: str | None = None,
     captures: dict[str, str] | None = None,
     on_setup: Callable[[SetupOutcome], None] | None = None,
+    on_result: Callable[[CheckResult], None] | None = None,
+    wait: float = HOST_WAIT,
 ) -> list[CheckResult]:
-    """Every check in a disposable worktree on the host at the start commit
-    (with `patch` applied first: the approved part of a partial delivery),
-    after the contract's setup there."""
+    """Every check in a disposable worktree on the host, after the
+    contract's setup there: at the start commit (with `patch` applied first:
+    the approved part of a partial delivery), or at `snapshot`, a commit of
+    the session's worktree the host already holds (so the checks see exactly
+    that tree: no ignored file or leftover of the agent's)."""
     start = session.start_commit
     assert start is not None
-    mirror, path = await on_host(
-        place.name, lambda: place.scratch(Path(session.repo), start, session.id)
-    )
+    repo = Path(session.repo)
+    if snapshot is not None:
+        at = snapshot
+        mirror, path = await on_host(
+            place.name, lambda: place.scratch_at(repo, at, session.id), wait=wait
+        )
+    else:
+        mirror, path = await on_host(
+            place.name, lambda: place.scratch(repo, start, session.id), wait=wait
+        )
     env = ""
 
     async def run(command: str, timeout: float, network: bool) -> tuple[int | None, str, bool]:
         return await on_host(
             place.name,
             lambda: place.run_check(command, path, timeout, network=network, env_dir=env),
+            wait=wait,
         )
 
     try:
         if patch is not None:
             selected = patch
             await on_host(place.name, lambda: place.apply(path, selected))
-        phase: Literal["baseline", "verification"] = "baseline" if patch is None else "verification"
+        phase: Literal["baseline", "verification"] = (
+            "baseline" if patch is None and snapshot is None else "verification"
+        )
         setup = await host_setup(place, contract, path, ceiling, phase)
         if setup is not None:
             env = setup.env_dir
@@ -232,7 +237,12 @@ async def in_host_scratch(
                 why = setup_reason(setup)
                 return [setup_failed(c.name, why) for c in contract.checks]
         return await run_contract(
-            contract, Path(path), timeout_ceiling=ceiling, captures=captures, runner=run
+            contract,
+            Path(path),
+            timeout_ceiling=ceiling,
+            captures=captures,
+            runner=run,
+            on_result=on_result,
         )
     finally:
         with contextlib.suppress(CorralError, HostUnreachable):

@@ -60,7 +60,7 @@ from ..session.registry import SessionRegistry
 from ..states import CoderState
 from ..workspaces import Workspaces
 from .host_tree import HostTree, host_baseline, in_host_scratch
-from .scratch_tree import materialized
+from .scratch_tree import ScratchTrees
 
 if TYPE_CHECKING:
     from ..hosts.place import Hosts
@@ -118,6 +118,7 @@ class Verifier:
         self._registry = registry
         self._hosts = hosts  # sessions on other hosts are verified there
         self._workspaces = workspaces
+        self._trees = ScratchTrees(workspaces)
         self._timeout_ceiling = config.max_check_timeout_secs
         self._watch_secs = config.verified_watch_secs
         self._verifying: set[str] = set()  # sessions whose checks are running now
@@ -207,11 +208,6 @@ class Verifier:
                     + (f" {await there.on()}." if there else ".")
                 ),
             )
-            if there is not None:
-                hosted = await there.setup(s.contract, self._timeout_ceiling)
-                if hosted is not None:
-                    s.setup_outcome = hosted
-                    registry.emit(live, SetupCompletedData(outcome=hosted))
 
             def on_setup(outcome: SetupOutcome) -> None:
                 s.setup_outcome = outcome
@@ -221,10 +217,12 @@ class Verifier:
                 fault_point("verify:before-checks")
                 before = await (there.snapshot() if there else self._snapshot(worktree))
                 if there is not None:
-                    results = await there.checks(
+                    results = await there.checks_on_tree(
                         s.contract,
                         self._timeout_ceiling,
+                        before,
                         captures=captures_from(s.contract, s.baseline),
+                        on_setup=on_setup,
                         on_result=lambda r: registry.emit(live, CheckCompletedData(result=r)),
                     )
                 else:
@@ -327,7 +325,7 @@ class Verifier:
         (a commit on `parent`), removed afterwards with what they wrote."""
         discard: list[Path] = []
         try:
-            async with materialized(self._workspaces, repo, tree, parent, owner) as path:
+            async with self._trees.materialized(repo, tree, parent, owner) as path:
                 setup = await self.environments.prepare(
                     contract, path, phase="verification", timeout_ceiling=self._timeout_ceiling
                 )
@@ -377,14 +375,14 @@ class Verifier:
     ) -> Verification:
         """`verify_worktree` for a worktree on another host (a foreman's subtask
         placed there): the checks and both snapshots run on the host, and a
-        green, stable tree is fetched into the local repository."""
-        await there.setup(contract, self._timeout_ceiling)  # the setup runs there too
+        green, stable tree is fetched into the local repository. The checks
+        run in a fresh checkout of each snapshot there, as they do here."""
         results: list[CheckResult] = []
         moved: list[str] = []
         for _attempt in range(STABILITY_ATTEMPTS):
             before = await there.snapshot()
-            results = await there.checks(
-                contract, self._timeout_ceiling, captures=captures_from(contract, baseline)
+            results = await there.checks_on_tree(
+                contract, self._timeout_ceiling, before, captures=captures_from(contract, baseline)
             )
             after = await there.snapshot()
             if before == after:
@@ -503,12 +501,13 @@ class Verifier:
                     self.note_changes(live, changed)
 
     async def _in_scratch(self, session: CoderSession, work: Callable[[Path], Awaitable[T]]) -> T:
-        """Run `work` in a disposable worktree at the session's start commit;
-        the copy is always removed."""
+        """Run `work` in a fresh checkout of the session's start commit."""
         assert session.start_commit is not None
-        cm = self._workspaces.scratch(Path(session.repo), session.start_commit, session.id)
-        path = await asyncio.to_thread(cm.__enter__)
-        try:
+        async with self._trees.checkout(
+            Path(session.repo), session.start_commit, session.id
+        ) as path:
             return await work(path)
-        finally:
-            await asyncio.shield(asyncio.to_thread(cm.__exit__, None, None, None))
+
+    def close(self) -> None:
+        """Remove the checkouts kept ready for the next checks (blocking)."""
+        self._trees.close()

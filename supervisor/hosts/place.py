@@ -239,7 +239,13 @@ class HostPlace:
 
     def scratch(self, local_repo: Path, commit: str, session_id: str) -> tuple[str, str]:
         """A disposable worktree at `commit` on the host (for the baseline)."""
-        mirror = self.push_base(local_repo, commit, session_id)
+        self.push_base(local_repo, commit, session_id)
+        return self.scratch_at(local_repo, commit, session_id)
+
+    def scratch_at(self, local_repo: Path, commit: str, session_id: str) -> tuple[str, str]:
+        """A disposable worktree on the host at a commit its mirror already
+        holds (a snapshot of a worktree there): (mirror, path)."""
+        mirror = self.mirror_path(local_repo)
         path = f"{self.facts().state_dir}/scratch/{label(session_id)}-{secrets.token_hex(3)}"
         add_worktree(self.conn, mirror, path, commit)
         return mirror, path

@@ -81,6 +81,15 @@ def prune_views(state_dir: Path) -> list[Path]:
     return removed
 
 
+def discard_view(layout: GitLayout, state_dir: Path | None) -> None:
+    """Forget a worktree's private git dir, so the next confined run there
+    gets a fresh one at the worktree's current HEAD and index (a checkout
+    that is reused for another tree must not show the last run's git)."""
+    if layout.admin is None:
+        return
+    shutil.rmtree((state_dir or _fallback_root()) / VIEWS / _key(layout.admin), ignore_errors=True)
+
+
 def _read(path: Path) -> str:
     try:
         return path.read_text(encoding="utf-8", errors="surrogateescape").strip()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 
+from ..git.stats import GitStats
 from ..git.workspace import GitWorkspace
 from ..llm.chain import Ledger
 from ..models import CoderSession
@@ -28,6 +29,7 @@ class LiveSession:
     ops: set[asyncio.Task[object]] = field(default_factory=set)  # drafting, revisions, clean-up
     cancel_requested: bool = False
     agent_status: StatusReading | None = None
+    git_stats: GitStats | None = None  # files/lines changed, base lead (session.git_stats)
     # What the models served for this session since it was last recorded.
     model_ledger: Ledger = field(default_factory=Ledger)
 

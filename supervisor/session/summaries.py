@@ -29,7 +29,7 @@ def _failure_kind(session: CoderSession) -> FailureKind | None:
 
 def stored_summary(session: CoderSession) -> SessionSummary:
     """A session this process is not running: never advertises an action."""
-    return SessionSummary(
+    row = SessionSummary(
         session_id=session.id,
         label=label(session.id),
         state=session.state,
@@ -68,6 +68,20 @@ def stored_summary(session: CoderSession) -> SessionSummary:
         where=_where(session),
         adopted=bool(session.pane and session.pane.get("adopted")),
     )
+    stats = _diff_stats(session)
+    return row.model_copy(update=stats) if stats else row
+
+
+def _diff_stats(session: CoderSession) -> dict[str, int | None]:
+    """The verified diff's numbers (a session not running now)."""
+    if session.diff is None or not session.diff.files:
+        return {}
+    files = session.diff.files
+    return {
+        "files_changed": len(files),
+        "lines_added": sum(f.added for f in files),
+        "lines_removed": sum(f.removed for f in files),
+    }
 
 
 def summary_json(session: CoderSession) -> str:
@@ -87,8 +101,20 @@ def live_summary(live: LiveSession) -> SessionSummary:
         approval_kind=attention.approval_kind,
     )
     row = stored_summary(session)
+    stats = live.git_stats
+    git = (
+        {
+            "files_changed": stats.files,
+            "lines_added": stats.added,
+            "lines_removed": stats.removed,
+            "behind_base": stats.behind,
+        }
+        if stats is not None and not session.state.is_terminal
+        else {}
+    )
     return row.model_copy(
         update={
+            **git,
             "live": True,
             "iterations": max(session.iterations, attention.iteration),
             "needs_you": need,

@@ -302,3 +302,14 @@ def test_preview_rename_reject_and_retry_through_tmux(demo: Demo) -> None:
     demo.keys("q")
     screen = demo.wait_text(EXITED, timeout=20)
     assert f"{EXITED}0" in screen, screen
+
+
+def test_sigterm_on_the_demo_says_where_its_repository_is_and_cleans_up(demo: Demo) -> None:
+    demo.wait("the board", lambda s: "3 sessions" in s, timeout=40)
+    shell = demo.tmux("display-message", "-p", "#{pane_pid}").stdout.strip()
+    subprocess.run(["pkill", "-TERM", "-P", shell, "-f", "corral"], check=True)
+    screen = demo.wait_text(EXITED, timeout=30)
+    assert "corral demo: the demo repository is at" in screen, screen
+    for sock in demo.tmp.glob("corral-demo-*/tmux/*"):
+        alive = subprocess.run(["tmux", "-S", str(sock), "list-sessions"], capture_output=True)
+        assert alive.returncode != 0, f"the demo's tmux server {sock} is still running"

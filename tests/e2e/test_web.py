@@ -155,7 +155,7 @@ def test_the_console_in_a_headless_browser(served: tuple[str, Path, Path], tmp_p
     )
     try:
         driver.get(url)
-        terminal = driver.find_element(By.CSS_SELECTOR, ".textual-terminal")
+        driver.find_element(By.CSS_SELECTOR, ".textual-terminal")
 
         def painted() -> bool:
             # the console drew something: the page marks its first byte
@@ -170,7 +170,16 @@ def test_the_console_in_a_headless_browser(served: tuple[str, Path, Path], tmp_p
         time.sleep(3)  # the board's first frame after the console's start-up
         board_shot = tmp_path / "web-board.png"
         driver.save_screenshot(str(board_shot))
-        terminal.click()
+        # the whole console fits the window (its footer too), and it has the
+        # keyboard without a click first
+        bottom = driver.execute_script(
+            "return document.querySelector('#terminal').getBoundingClientRect().bottom"
+        )
+        assert bottom <= driver.execute_script("return window.innerHeight")
+        assert (
+            driver.execute_script("return document.activeElement && document.activeElement.tagName")
+            == "TEXTAREA"
+        ), "the console does not have the keyboard without a click"
         # open the one session, name it: the name reaches the store
         actions = ActionChains(driver)
         actions.send_keys(Keys.ENTER).pause(2).send_keys("N").pause(1)

@@ -136,6 +136,16 @@ def test_doctor_fails_with_a_clear_line_for_a_broken_config(tmp_path: Path) -> N
     assert f"missing: fix the config file: {bad}: not valid TOML" in out.stderr
 
 
+@pytest.mark.parametrize("command", [["sessions"], ["status"], ["agents"], ["get", "x"]])
+def test_every_command_says_when_the_config_file_is_broken(
+    tmp_path: Path, command: list[str]
+) -> None:
+    (tmp_path / "none.toml").write_text("[supervisor\nnope")
+    out = corral(*command, home=tmp_path)
+    assert f"corral: warning: {tmp_path / 'none.toml'}: not valid TOML" in out.stderr
+    assert "Traceback" not in out.stderr
+
+
 async def test_sessions_lists_while_a_console_owns_the_state_dir(tmp_path: Path) -> None:
     from tests.fakes.scripted import ScriptedDrafter, ScriptedEngine, ScriptedEngines, Write
 

@@ -80,7 +80,11 @@ async def test_start_proposes_a_contract_with_a_red_and_green_baseline(
     assert stored.contract == result.contract
     # the baseline ran in a disposable copy: the task's worktree is untouched
     assert git(result.worktree, "status", "--porcelain").strip() == ""
-    assert not any((sup.state_dir / "scratch").glob("*"))
+    # the copy is kept ready for the next checks, holding nothing but the start tree
+    ready = list((sup.state_dir / "scratch").glob("[!.]*"))
+    assert len(ready) == 1
+    assert git(ready[0], "status", "--porcelain", "--ignored").strip() == ""
+    assert git(ready[0], "rev-parse", "HEAD").strip() == head
 
 
 async def test_start_with_a_base_provisions_the_worktree_at_that_commit(

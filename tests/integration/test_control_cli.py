@@ -163,3 +163,40 @@ def test_the_command_line_is_a_client_of_corral_serve(site: Path) -> None:
             time.sleep(0.1)
     finally:
         stop(owner)
+
+
+def test_sigterm_with_clients_coming_and_going_stops_serve_without_a_traceback(
+    site: Path,
+) -> None:
+    import socket
+
+    owner = serve(site)
+    path = str(site / "home" / "control.sock")
+    try:
+        watchers = []
+        for _ in range(3):  # a watch stream left open, and clients that vanish mid-call
+            conn = socket.socket(socket.AF_UNIX)
+            conn.connect(path)
+            conn.sendall(b'{"jsonrpc":"2.0","id":1,"method":"watch","params":{}}\n')
+            watchers.append(conn)
+        for method in ("list", "watch", "get"):
+            gone = socket.socket(socket.AF_UNIX)
+            gone.connect(path)
+            gone.sendall(b'{"jsonrpc":"2.0","id":2,"method":"%s","params":{}}\n' % method.encode())
+            gone.close()
+        watchers.pop().close()
+        for method in ("engines", "search"):  # asked, then half-closed: answers still owed
+            owed = socket.socket(socket.AF_UNIX)
+            owed.connect(path)
+            owed.sendall(
+                b'{"jsonrpc":"2.0","id":3,"method":"%s","params":{"query":"x"}}\n' % method.encode()
+            )
+            owed.shutdown(socket.SHUT_WR)
+            watchers.append(owed)
+        err = stop(owner)
+    finally:
+        if owner.poll() is None:
+            owner.kill()
+    logged = (site / "home" / "serve.log").read_text()
+    assert "Traceback" not in err and "CancelledError" not in err, err
+    assert "Traceback" not in logged and "CancelledError" not in logged, logged

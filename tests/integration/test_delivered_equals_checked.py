@@ -2,7 +2,8 @@
 the tree the checks ran on, byte for byte: file contents, executable bits,
 symlinks and names that are not UTF-8. The checks' tree is recorded from the
 fresh checkout they run in (`git write-tree` of it through a private index),
-the delivered tree from the branch's commit or from the checkout's files."""
+the delivered tree from the branch's commit or from the checkout's files.
+That checkout is a reused one: an earlier run scribbled over it first."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from corral.supervisor.errors import CorralError
-from corral.supervisor.gates.scratch_tree import materialized
+from corral.supervisor.gates.scratch_tree import ScratchTrees
 from corral.supervisor.git.delivery import apply_to_checkout
 from corral.supervisor.git.result_tree import changes_between, compose
 from corral.supervisor.git.trees import commit_tree, snapshot_tree, tree_of
@@ -80,6 +81,7 @@ class Scene:
         self.state = root / "state"
         self.state.mkdir()
         self.workspaces = Workspaces(self.state, self.state / "leases.db")
+        self.trees = ScratchTrees(self.workspaces)
 
     def agent_tree(self, edits: dict[str, Entry | None]) -> str:
         worktree = self.state / "agent"
@@ -90,9 +92,24 @@ class Scene:
             put(worktree, name, ("644", b"left behind"))
         return snapshot_tree(worktree)
 
+    async def scribbled_over(self) -> Path:
+        """An earlier run's checks left their mark on the checkout that will
+        be reused: tracked files changed, removed and re-typed, ignored and
+        untracked files, a nested repository."""
+        async with self.trees.checkout(self.repo, self.start, "earlier") as scratch:
+            for name in NAMES:
+                put(scratch, name, ("755", b"written by an earlier check"))
+            put(scratch, "junk.ign", ("644", b"ignored leftover"))
+            put(scratch, "dir/left.txt", ("644", b"untracked leftover"))
+            put(scratch, "a.txt", ("link", b"dir/left.txt"))
+            init_repo(scratch / "nested")
+        return scratch
+
     async def checked_tree(self, tree: str, parent: str) -> str:
         """What a check sees: the fresh checkout's content, as a tree."""
-        async with materialized(self.workspaces, self.repo, tree, parent, "prop") as scratch:
+        used = await self.scribbled_over()
+        async with self.trees.materialized(self.repo, tree, parent, "prop") as scratch:
+            assert scratch == used  # the same checkout, moved to the new tree
             names = {n for n in raw_git(scratch, "ls-files", "-o").splitlines()}
             assert not names, f"files beyond the tree in the checks' checkout: {names}"
             return await asyncio.to_thread(snapshot_tree, scratch)
@@ -111,6 +128,7 @@ def test_the_delivered_tree_is_the_tree_the_checks_ran_on(
     try:
         asyncio.run(_deliver_and_compare(scene, agent, operator, to_checkout))
     finally:
+        scene.trees.close()
         scene.workspaces.close()
 
 

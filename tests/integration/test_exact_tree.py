@@ -298,8 +298,12 @@ async def test_a_check_that_commits_in_its_checkout_leaves_nothing_behind(
     sid = (await sup.start("say hi", repo)).session_id
     row = await run_to_gate(sup, sid)
     assert row.state is S.NEEDS_APPROVAL, sup.get(sid).session.last_check_results
-    scratch = sup.state_dir / "scratch"
-    assert not scratch.exists() or list(scratch.iterdir()) == []
+    # the checkouts kept ready for the next checks hold nothing the check did
+    for ready in (sup.state_dir / "scratch").glob("[!.]*"):
+        assert git(ready, "status", "--porcelain", "--ignored").strip() == ""
+        assert "sneaky" not in git(ready, "log", "-1", "--format=%s")
+    await sup.close()
+    assert list((sup.state_dir / "scratch").glob("[!.]*")) == []
     listed = git(repo, "worktree", "list", "--porcelain")
     assert "/scratch/" not in listed
 

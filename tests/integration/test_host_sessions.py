@@ -645,10 +645,11 @@ async def test_a_contract_with_setup_runs_its_setup_on_the_host_and_checks_use_i
         assert outcome is not None and outcome.ok and outcome.phase == "verification"
         env = Path(outcome.env_dir)
         assert env.is_relative_to(Path(box.state_dir) / "envs")  # made there, not here
-        assert (env / "bin" / "greet").is_file()
-        assert all(r.passed for r in session.last_check_results)
-        # the baseline's disposable environment is gone with its worktree
-        assert [p for p in (Path(box.state_dir) / "envs").iterdir()] == [env]
+        assert all(r.passed for r in session.last_check_results)  # the checks used it
+        # made for the fresh checkout the checks ran in, and gone with it, as the
+        # baseline's was: an environment of a tree never serves another tree
+        assert not env.exists()
+        assert list((Path(box.state_dir) / "envs").iterdir()) == []
     finally:
         await sup.close()
 
@@ -718,6 +719,94 @@ async def test_a_message_pasted_while_the_host_is_down_arrives_once_and_is_accep
     finally:
         if "timer" in state:  # never a server restarted after the test ended
             state["timer"].join()
+        if sshd.proc.poll() is not None:
+            sshd.restart()
+        await sup.close()
+
+
+async def test_on_a_host_the_checks_run_on_the_snapshot_not_on_what_the_agent_left_ignored(
+    sshd: SshServer, tmp_path: Path, cleanup: list[HostSettings]
+) -> None:
+    """The agent leaves hello.txt wrong and an ignored file the check would
+    read: in a fresh checkout of the worktree's snapshot the ignored file is
+    not there, so the check fails, as it would on the delivered branch."""
+    box = host(sshd, f"ibox-{tmp_path.name[-12:]}".replace("_", "-"))
+    cleanup.append(box)
+    script = sshd.remote_root / f"agent-{tmp_path.name}.py"
+    script.write_text(
+        AGENT.replace('fh.write("hi from "', 'fh.write("bye from "').replace(
+            'print("done: wrote hello.txt")',
+            'open(".gitignore", "a").write("*.ign\\n"); open("answer.ign", "w").write("hi\\n");'
+            ' print("done: wrote hello.txt")',
+        )
+    )
+    repo = make_demo_repo(tmp_path)
+    sneaky = OutcomeContract(
+        checks=[
+            ContractCheck(
+                name="hello",
+                command="cat hello.txt *.ign 2>/dev/null | grep -q hi",
+                timeout_secs=10,
+            )
+        ]
+    )
+    sup = await open_supervisor(tmp_path, sneaky, box, engine=f"custom:python3 {script} 1")
+    try:
+        sid = (await sup.start("write hi into hello.txt", repo, host=box.name)).session_id
+        await sup.confirm(sid)
+
+        def runtime_verdicts() -> list[bool]:
+            return [
+                e.data.passed
+                for e in events_of(sup, sid)
+                if e.kind is EventKind.CONTRACT_EVALUATED and e.data.by == "runtime"
+            ]
+
+        await eventually(lambda: runtime_verdicts() != [], timeout=90)
+        remote = Path(sup.get(sid).session.remote_worktree or "")
+        assert (remote / "answer.ign").read_text() == "hi\n"  # the agent left it there
+        assert runtime_verdicts()[0] is False
+        assert row_of(sup, sid).state is not S.NEEDS_APPROVAL
+    finally:
+        await sup.close()
+
+
+@pytest.mark.parametrize("moment", ["spawn", "verifying"])
+async def test_an_ssh_drop_at_any_moment_is_an_outage_and_the_session_goes_on(
+    sshd: SshServer, tmp_path: Path, cleanup: list[HostSettings], moment: str
+) -> None:
+    """The connection is cut (the master killed, sshd down for a while) just
+    as the agent is being started, or just as the checks run there: the
+    session waits for the host and then reaches review; it never fails."""
+    box = host(sshd, f"d{moment[:3]}-{tmp_path.name[-10:]}".replace("_", "-"))
+    cleanup.append(box)
+    script = sshd.remote_root / f"agent-{tmp_path.name}.py"
+    script.write_text(AGENT)
+    repo = make_demo_repo(tmp_path)
+    slow = OutcomeContract(
+        checks=[
+            ContractCheck(name="hello", command="sleep 2; grep -q hi hello.txt", timeout_secs=30)
+        ]
+    )
+    sup = await open_supervisor(tmp_path, slow, box, engine=f"custom:python3 {script} 2")
+    place = sup.hosts.get(box.name)
+    try:
+        sid = (await sup.start("write hi into hello.txt", repo, host=box.name)).session_id
+        await sup.confirm(sid)
+        if moment == "verifying":
+            await eventually(
+                lambda: any("Runtime verification" in t for t in plan_texts(sup, sid)), timeout=90
+            )
+        master = place.conn.master_pid()
+        sshd.stop()
+        if master is not None:
+            os.kill(master, signal.SIGKILL)
+        await asyncio.sleep(3)
+        assert row_of(sup, sid).state is not S.FAILED, row_of(sup, sid).error
+        sshd.restart()
+        row = await sup.wait_for(sid, {S.NEEDS_APPROVAL, S.FAILED}, timeout=150)
+        assert row.state is S.NEEDS_APPROVAL, row.error
+    finally:
         if sshd.proc.poll() is not None:
             sshd.restart()
         await sup.close()

@@ -15,6 +15,7 @@ import pytest
 from corral.supervisor.api import Supervisor
 from corral.supervisor.remote import ControlClient, OwnerServices
 from corral.supervisor.states import CoderState
+from corral.tui.cli.client import still_working
 from tests.conftest import SupervisorFactory, git, run_to_gate
 from tests.fakes.scripted import ScriptedDrafter, ScriptedEngine, Write, contract
 
@@ -58,3 +59,20 @@ async def test_an_approve_that_outlasts_the_clients_timeout_is_waited_for(
     result = await asyncio.to_thread(approve)
     assert result["state"] == "merged" and result["partial"] is True
     assert git(repo, "show", f"{result['branch']}:a.txt") == "a\n"
+
+
+async def test_the_command_line_says_it_is_still_working_while_a_delivery_runs(
+    owner: Supervisor, repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sup = owner
+    sid = (await sup.start("a and b", repo)).session_id
+    assert (await run_to_gate(sup, sid)).state is CoderState.NEEDS_APPROVAL
+
+    def approve() -> dict:
+        with ControlClient(sup.state_dir, timeout=0.5) as client, still_working("approve", 0.4):
+            return client.call("approve", session_id=sid, selection={"a.txt": None})
+
+    result = await asyncio.to_thread(approve)
+    assert result["state"] == "merged"
+    said = capsys.readouterr().err
+    assert "corral approve: still working" in said and "when it has landed" in said

@@ -94,8 +94,10 @@ async def test_http_start_poll_to_the_gate_then_cancel(owner, repo: Path) -> Non
     url, token = mcp_endpoint(sup.state_dir) or ("", "")
     assert url == services.mcp_url and url.startswith("http://127.0.0.1:")
     assert oct((sup.state_dir / "mcp.token").stat().st_mode & 0o777) == "0o600"
+    assert services.http is not None and not services.http.loaded  # nobody called yet
     async with http_client(url, token) as client:
         names = {t.name for t in (await client.list_tools()).tools}
+        assert services.http.loaded  # the first caller was served once it loaded
         assert names == {
             "assistant_start",
             "assistant_poll",

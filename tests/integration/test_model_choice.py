@@ -410,3 +410,33 @@ async def test_the_built_in_engine_waits_for_a_pinned_models_key(
         assert sup.get(started.session_id).session.authored_by == ["native", "pin"]
     finally:
         await sup.close()
+
+
+async def test_a_pinned_built_in_run_names_only_its_model_where_the_engine_is_chosen(
+    tmp_path: Path,
+) -> None:
+    from corral.supervisor.api import Supervisor
+    from tests.conftest import events_of, fast_config
+    from tests.fakes.scripted_llm import ScriptedProvider
+
+    entries = [
+        ModelEntry(name="first", provider="openai", model="first-id"),
+        ModelEntry(name="second", provider="openai", model="second-id"),
+    ]
+    chain = ModelChain(entries, factory=lambda e: ScriptedProvider(write_hello()))
+    sup = Supervisor(
+        tmp_path / "state", config=fast_config(), **native_supervisor_parts(tmp_path, chain)
+    )
+    await sup.open()
+    try:
+        started = await sup.start(
+            "Write hi to hello.txt", init_repo(tmp_path / "repo"), engine="native", model="second"
+        )
+        reasons = [
+            e.data.reason
+            for e in events_of(sup, started.session_id)
+            if e.kind is EventKind.ENGINE_SELECTED
+        ]
+        assert reasons == ["native → built-in engine (second, pinned: no other model)"]
+    finally:
+        await sup.close()

@@ -104,7 +104,8 @@ def scripted_supervisor(
         state,
         drafter=ScriptedDrafter([drafted]),
         engines=ScriptedEngines(ScriptedEngine([list(writes or [])])),
-        config=SupervisorConfig(repair_invokes=0),
+        # git stats only from the verified diff: a frame never depends on a timer
+        config=SupervisorConfig(repair_invokes=0, git_stats_secs=3600),
         **kw,
     )
 

@@ -12,8 +12,12 @@ state is as stored, not live. A session is named by its id, its label
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
+import threading
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -159,6 +163,35 @@ def split(name: str, file: str | None) -> int:
     return 0
 
 
+STILL_WORKING_EVERY_SECS = 10.0
+
+
+@contextlib.contextmanager
+def still_working(what: str, every: float = STILL_WORKING_EVERY_SECS) -> Iterator[None]:
+    """A line on stderr every `every` seconds while a long call is waited
+    for (a delivery of thousands of files, its re-verification), so a wait
+    never looks like a hang; the owner answers when the work has landed."""
+    done = threading.Event()
+    start = time.monotonic()
+
+    def tick() -> None:
+        while not done.wait(every):
+            waited = time.monotonic() - start
+            print(
+                f"corral {what}: still working ({waited:.0f} s); the owner answers when it has landed",
+                file=sys.stderr,
+                flush=True,
+            )
+
+    ticker = threading.Thread(target=tick, daemon=True)
+    ticker.start()
+    try:
+        yield
+    finally:
+        done.set()
+        ticker.join()
+
+
 def act(args: argparse.Namespace) -> int:
     """`answer`, `confirm`, `approve`, `reject`, `cancel`: one call to the owner."""
     with _client() as client:
@@ -169,14 +202,15 @@ def act(args: argparse.Namespace) -> int:
             selection = None
             if args.files:
                 selection = {path: None for path in args.files}
-            result = client.call(
-                "approve",
-                session_id=sid,
-                delivery=args.delivery,
-                comment=args.comment,
-                selection=selection,
-                accept_finding=args.accept_finding,
-            )
+            with still_working("approve"):
+                result = client.call(
+                    "approve",
+                    session_id=sid,
+                    delivery=args.delivery,
+                    comment=args.comment,
+                    selection=selection,
+                    accept_finding=args.accept_finding,
+                )
         elif args.command == "confirm":
             result = client.call("confirm", session_id=sid)
         elif args.command == "reject":

@@ -48,6 +48,28 @@ def fail(message: str) -> int:
     return 2
 
 
+def warn_if_config_broken() -> None:
+    """A command that reads no setting still says when the config file is
+    broken (one line on stderr, then it goes on): otherwise the operator
+    learns only when the console or a run refuses to start. TOML syntax
+    only, with the standard library: `corral status --tmux` stays cheap."""
+    import tomllib
+
+    from corral.supervisor.paths import config_path
+
+    path = config_path()
+    try:
+        tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        print(
+            f"corral: warning: {path}: not valid TOML ({exc}); fix or remove the file"
+            " (`corral doctor` checks it)",
+            file=sys.stderr,
+        )
+
+
 def corral_version() -> str:
     from importlib.metadata import PackageNotFoundError, version  # slow: only when asked
 

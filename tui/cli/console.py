@@ -23,6 +23,21 @@ if TYPE_CHECKING:
 
 
 def _launch(app: CorralApp) -> int:
+    from corral.supervisor.paths import config_path
+    from corral.tui.keymap import KeysError, check, read_keys
+    from corral.tui.screens.board import BoardScreen
+    from corral.tui.screens.session import SessionScreen
+
+    where = config_path()
+    try:
+        keys = check(
+            read_keys(where),
+            {"board": BoardScreen.BINDINGS, "session": SessionScreen.BINDINGS},
+            where,
+        )
+    except KeysError as exc:
+        return fail(str(exc))
+    app.use_keys(keys)
     app.run()
     if app.startup_error:
         return fail(app.startup_error)
@@ -135,9 +150,9 @@ def run_demo(pace: float = 1.0, backend: str = "tmux") -> int:
                 ui_state_dir=_own_state_dir(),  # the theme outlives the demo's temp dir
             )
         )
-    finally:
+    finally:  # also on SIGTERM or a closed terminal: where the demo's files are
         stopped = stop_demo_site(site)
-    print(f"corral demo: the demo repository is at {site.repo} (state in {site.state_dir})")
-    if stopped:
-        print(f"corral demo: stopped its {stopped} agent(s) and its tmux server")
+        print(f"corral demo: the demo repository is at {site.repo} (state in {site.state_dir})")
+        if stopped:
+            print(f"corral demo: stopped its {stopped} agent(s) and its tmux server")
     return code

@@ -38,6 +38,12 @@ def _main(args: list[str]) -> int:
         from .hook import run_hook
 
         return run_hook(args[1:])
+    if args == ["status", "--tmux"]:
+        # tmux runs this every few seconds: skip building the whole parser
+        # (most of the command's time); `corral status --help` still parses
+        from .status import status
+
+        return status(tmux=True)
     return dispatch(build_parser().parse_args(args))
 
 
@@ -63,7 +69,15 @@ def dispatch(args: argparse.Namespace) -> int:
         return 130
 
 
+# commands that load the whole config themselves, and refuse a broken one
+LOADS_CONFIG = ("doctor", "run", "serve", "demo", "mcp", "web", "hosts", None)
+
+
 def _run(args: argparse.Namespace) -> int:
+    if args.command not in LOADS_CONFIG:
+        from .common import warn_if_config_broken
+
+        warn_if_config_broken()
     if args.command == "doctor":
         from .doctor import doctor
 

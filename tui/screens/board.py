@@ -28,6 +28,7 @@ from .. import grouping, lifecycle
 from .. import rows as R
 from ..app import CorralApp
 from ..guard import guarded
+from ..keymap import with_ids
 from ..widgets.board_table import BoardTable
 from ..widgets.painted import PaintedStatic
 from ..widgets.preview import AgentPreview
@@ -43,6 +44,7 @@ COLUMNS = (
     ("repo", "Repo"),
     ("host", "Host"),
     ("engine", "Engine"),
+    ("changes", "±"),  # git stats: narrow when there are none
     ("iter", "Iter"),
     ("updated", "Updated"),
 )
@@ -80,7 +82,7 @@ class BoardScreen(Screen[None]):
     app = getters.app(CorralApp)
 
     # help and quit first: a narrow footer cuts from the right, never them
-    BINDINGS = [
+    BINDINGS = with_ids([
         Binding("question_mark", "app.help", "Help"),
         Binding("q", "app.quit", "Quit"),
         Binding("enter", "open", "Open"),
@@ -108,18 +110,14 @@ class BoardScreen(Screen[None]):
         Binding("slash", "search", "Search"),
         Binding("T", "tasks", "Tasks", show=False),
         Binding("A", "adopt", "Adopt a tmux pane", show=False),
-    ]
+    ])  # fmt: skip
 
     def __init__(self, clock: Callable[[], float] = time.time) -> None:
         super().__init__()
         self.clock = clock
         # the keys of the row actions, as pressed: a key that does not apply says why
-        self.row_keys = {
-            key: b.action
-            for b in self.BINDINGS
-            if isinstance(b, Binding) and b.action in self.ROW_ACTIONS
-            for key in b.key.split(",")
-        }
+        # (the keys `[keys]` gave them, once the app is known: see on_mount)
+        self.row_keys: dict[str, str] = {}
         self.summaries: dict[str, SessionSummary] = {}
         self.order: list[str] = []  # the shown sessions' ids, top to bottom
         self.grouped = False  # rows under a heading per repo (`g`; this console run only)
@@ -152,9 +150,10 @@ class BoardScreen(Screen[None]):
                     flex_wanted=INTENT_WANTED,
                     caps={"state": 16, "needs": 20},
                     soft_caps={"needs": NEEDS_WANTED},
-                    droppable=("host", "engine", "iter", "repo", "updated")[
+                    droppable=("host", "engine", "iter", "repo", "changes", "updated")[
                         0 if self.with_hosts else 1 :
                     ],
+                    unbudgeted=("changes",),  # the preview beside the board comes first
                     id="board",
                 )
                 preview = AgentPreview(id="preview")
@@ -180,6 +179,12 @@ class BoardScreen(Screen[None]):
         return self.query_one("#preview", AgentPreview)
 
     def on_mount(self) -> None:
+        keys = self.app.keys
+        self.row_keys = {
+            keys.get(b.id or "", b.key.split(",")[0]): b.action
+            for b in self.BINDINGS
+            if isinstance(b, Binding) and b.action in self.ROW_ACTIONS
+        }
         size = self.app.size
         self.show_preview(size.width >= PREVIEW_MIN[0] and size.height >= PREVIEW_MIN[1])
         self.follow_board()
@@ -239,6 +244,7 @@ class BoardScreen(Screen[None]):
             R.repo_name(row),
             *((R.host_name(row),) if self.with_hosts else ()),
             R.engine_text(row),
+            R.changes_text(row),
             iters,
         )
 

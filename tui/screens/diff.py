@@ -180,6 +180,12 @@ class DiffScreen(Screen[None]):
     def _render_verification(self) -> None:
         s = self.supervisor.get(self.session_id).session
         lines = ["[b]Runtime verification[/b] (corral re-ran every check):"]
+        if s.review_tree and s.start_commit:
+            lines.append(
+                f"on tree {s.review_tree[:12]} (the task's start plus this change) in a fresh"
+                " checkout; a delivery that would write another tree (your checkout, a moved"
+                " HEAD, a part) is checked again first"
+            )
         for r in s.last_check_results:
             lines.append(
                 ("[green]PASS[/green] " if r.passed else "[red]FAIL[/red] ") + escape(r.name)

@@ -107,5 +107,11 @@ class HelpScreen(ModalScreen[None]):
     BINDINGS = [Binding("escape,q,question_mark", "dismiss", "Close")]
 
     def compose(self) -> ComposeResult:
+        from ..keymap import help_text
+        from .board import BoardScreen
+        from .session import SessionScreen
+
+        keys = getattr(self.app, "keys", {})
+        screens = {"board": BoardScreen.BINDINGS, "session": SessionScreen.BINDINGS}
         with VerticalScroll(classes="dialog help"):
-            yield Markdown(HELP)
+            yield Markdown(help_text(HELP, keys, screens))

@@ -38,6 +38,7 @@ from .. import rows as R
 from ..app import CorralApp
 from ..event_text import clip, describe
 from ..guard import guarded
+from ..keymap import with_ids
 from ..widgets.terminal import TerminalView
 
 if TYPE_CHECKING:
@@ -237,7 +238,7 @@ class ReplyInput(Input):
 class SessionScreen(Screen[None]):
     app = getters.app(CorralApp)
 
-    BINDINGS: ClassVar[list[BindingType]] = [
+    BINDINGS: ClassVar[list[BindingType]] = with_ids([
         Binding("escape", "back", "Board"),
         Binding("c", "confirm", "Confirm"),
         Binding("a", "approve", "Approve"),
@@ -261,7 +262,7 @@ class SessionScreen(Screen[None]):
         Binding("s", "edit_setup", "Edit setup"),
         Binding("question_mark", "app.help", "Help"),
         *(Binding(str(i), f"answer({i})", show=False) for i in range(1, 10)),
-    ]
+    ])  # fmt: skip
 
     GATE1_ACTIONS = {"edit_check", "add_check", "remove_check", "edit_setup"}
 

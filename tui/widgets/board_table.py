@@ -152,6 +152,7 @@ class BoardTable(ScrollView, can_focus=True):
         caps: dict[str, int] | None = None,
         soft_caps: dict[str, int] | None = None,
         droppable: Sequence[str] = (),
+        unbudgeted: Sequence[str] = (),
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -164,6 +165,8 @@ class BoardTable(ScrollView, can_focus=True):
         # state words), and what `wanted_width` budgets for it
         self.soft_caps = {self.column_keys.index(k): n for k, n in (soft_caps or {}).items()}
         self.droppable = [self.column_keys.index(k) for k in droppable]
+        # shown when there is room, never asked for (`wanted_width` leaves them out)
+        self.unbudgeted = {self.column_keys.index(k) for k in unbudgeted}
         self.hidden: set[int] = set()
         self._cells: dict[str, Cells] = {}
         self._row_widths: dict[str, tuple[int, ...]] = {}
@@ -318,6 +321,8 @@ class BoardTable(ScrollView, can_focus=True):
         widest cell is shorter), plus room for the vertical scrollbar."""
         total = 0
         for i, w in enumerate(self._content_widths):
+            if i in self.unbudgeted:
+                continue
             if i == self.flex_index:
                 w = min(w, max(self.flex_wanted, MIN_FLEX))
             elif i in self.soft_caps:

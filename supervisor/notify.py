@@ -1,0 +1,257 @@
+"""Notifications: when a session starts needing you, or finishes without you
+having done it, say so once, outside the board.
+
+The owner watches its own board feed and notices edges, never levels: a
+session whose row already needed you when the owner opened (a restart, a
+replay) is the baseline, and a repaint of the same row is no edge. A finish
+the operator caused (approve, reject, cancel) is theirs and is not announced.
+
+Each notice goes to the operator's hook commands (`[notify] on_needs_you`,
+`on_finished`), to `notify-send` where a desktop runs, and to listeners in the
+same process (the console writes OSC 9 / OSC 777 to its terminal). Text an
+agent or a model may have written never reaches a command line or a shell: a
+hook learns the session from `CORRAL_*` environment variables, and the words
+shown are corral's own plus the session's label and name, stripped of control
+characters.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import shutil
+import unicodedata
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+from .cancelling import cancel_and_wait
+from .config import NotifySettings
+from .models import SessionSummary
+from .session.board import WatchDropped, Watcher
+
+log = logging.getLogger(__name__)
+
+NoticeKind = Literal["needs_you", "finished"]
+NEEDS_YOU: NoticeKind = "needs_you"
+FINISHED: NoticeKind = "finished"
+MAX_TEXT = 120  # characters of a name shown in a desktop notification
+
+
+def plain(text: str, limit: int = MAX_TEXT) -> str:
+    """`text` with no control characters (no escape sequence, no BEL, no
+    newline) and no `;` (OSC 777's field separator), cut with an ellipsis."""
+    kept = "".join(
+        " " if unicodedata.category(ch)[0] == "C" else ch for ch in text.replace(";", ",")
+    )
+    kept = " ".join(kept.split())
+    return kept if len(kept) <= limit else kept[: limit - 1] + "…"
+
+
+@dataclass(frozen=True)
+class Notice:
+    """One edge of one session, as the operator hears about it."""
+
+    kind: NoticeKind
+    session_id: str
+    label: str
+    name: str  # the operator's name for it, else its intent
+    state: str
+    needs_you: str | None  # contract | question | auth | merge | finding
+    needs_you_label: str | None
+    repo: str
+
+    @property
+    def title(self) -> str:
+        return (
+            f"corral: {self.label} needs you"
+            if self.kind == NEEDS_YOU
+            else (f"corral: {self.label} {self.state}")
+        )
+
+    @property
+    def body(self) -> str:
+        what = self.needs_you_label if self.kind == NEEDS_YOU else f"finished ({self.state})"
+        return plain(f"{what} — {self.name}")
+
+    def environment(self) -> dict[str, str]:
+        """What a hook learns about the session (values, never code)."""
+        return {
+            "CORRAL_EVENT": self.kind,
+            "CORRAL_SESSION_ID": self.session_id,
+            "CORRAL_SESSION_LABEL": self.label,
+            "CORRAL_SESSION_NAME": self.name,
+            "CORRAL_STATE": self.state,
+            "CORRAL_NEEDS_YOU": self.needs_you or "",
+            "CORRAL_REPO": self.repo,
+        }
+
+
+def _notice(kind: NoticeKind, row: SessionSummary) -> Notice:
+    return Notice(
+        kind=kind,
+        session_id=row.session_id,
+        label=row.label,
+        name=row.name or row.intent,
+        state=row.state.value,
+        needs_you=row.needs_you.value if row.needs_you else None,
+        needs_you_label=row.needs_you_label,
+        repo=row.repo,
+    )
+
+
+class Edges:
+    """The rule: which board rows are news. Pure, so it is tested directly."""
+
+    def __init__(self) -> None:
+        self._seen: dict[str, tuple[str | None, bool]] = {}
+        self._operator_acted: set[str] = set()
+
+    def baseline(self, rows: list[SessionSummary]) -> None:
+        """What is already so when watching starts is no news."""
+        for row in rows:
+            self._seen[row.session_id] = (_needs(row), row.state.is_terminal)
+
+    def operator_acts(self, session_id: str) -> None:
+        """The operator approved, rejected or cancelled: the finish that
+        follows is theirs."""
+        self._operator_acted.add(session_id)
+
+    def observe(self, row: SessionSummary) -> Notice | None:
+        sid = row.session_id
+        needs, terminal = _needs(row), row.state.is_terminal
+        before = self._seen.get(sid)
+        self._seen[sid] = (needs, terminal)
+        if before is None and terminal:
+            return None  # first seen finished: a stored row, not a transition
+        was_needs, was_terminal = before or (None, False)
+        if terminal and not was_terminal:
+            if sid in self._operator_acted:
+                self._operator_acted.discard(sid)
+                return None
+            return _notice(FINISHED, row)
+        if needs is not None and needs != was_needs:
+            return _notice(NEEDS_YOU, row)
+        return None
+
+    def forget(self, session_id: str) -> None:
+        self._seen.pop(session_id, None)
+        self._operator_acted.discard(session_id)
+
+
+def _needs(row: SessionSummary) -> str | None:
+    return row.needs_you.value if row.needs_you is not None else None
+
+
+def desktop_available() -> bool:
+    """`notify-send` is installed and a desktop session can show it."""
+    if shutil.which("notify-send") is None:
+        return False
+    env = os.environ
+    return bool(
+        env.get("DISPLAY") or env.get("WAYLAND_DISPLAY") or env.get("DBUS_SESSION_BUS_ADDRESS")
+    )
+
+
+class Notifier:
+    """Watches the owner's board and hands each notice to hooks, the desktop
+    and in-process listeners."""
+
+    def __init__(
+        self,
+        settings: NotifySettings,
+        watch: Callable[[], tuple[list[SessionSummary], Watcher]],
+    ) -> None:
+        self.settings = settings
+        self._watch = watch
+        self.edges = Edges()
+        self._listeners: list[Callable[[Notice], None]] = []
+        self._task: asyncio.Task[None] | None = None
+        self._runs: set[asyncio.Task[None]] = set()
+
+    def add_listener(self, listener: Callable[[Notice], None]) -> Callable[[], None]:
+        """Call `listener` with every notice from now on; returns its removal."""
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener) if listener in self._listeners else None
+
+    def operator_acts(self, session_id: str) -> None:
+        self.edges.operator_acts(session_id)
+
+    def start(self) -> None:
+        rows, watcher = self._watch()
+        self.edges.baseline(rows)
+        self._task = asyncio.get_running_loop().create_task(self._follow(watcher))
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            await cancel_and_wait([self._task], what="the notifier")
+            self._task = None
+        if self._runs:
+            await asyncio.wait(set(self._runs), timeout=self.settings.hook_timeout_secs)
+
+    async def _follow(self, watcher: Watcher) -> None:
+        try:
+            while True:
+                try:
+                    rows = await watcher.get()
+                except WatchDropped:
+                    # shed or resynced: the fresh snapshot is read as news, so
+                    # an edge that happened while dropped is still heard once
+                    rows, watcher = self._watch()
+                for row in rows:
+                    notice = self.edges.observe(row)
+                    if notice is not None:
+                        self.announce(notice)
+        finally:
+            watcher.close()
+
+    def announce(self, notice: Notice) -> None:
+        for listener in list(self._listeners):
+            try:
+                listener(notice)
+            except Exception:  # a listener's fault is its own; the others still hear
+                log.exception("a notification listener failed")
+        hook = self.settings.on_needs_you if notice.kind == NEEDS_YOU else self.settings.on_finished
+        if hook:
+            argv = hook if isinstance(hook, list) else [hook]
+            self._spawn(argv, notice)
+        if self.settings.desktop and desktop_available():
+            self._spawn(
+                ["notify-send", "--app-name=corral", plain(notice.title), notice.body], notice
+            )
+
+    def _spawn(self, argv: list[str], notice: Notice) -> None:
+        task = asyncio.get_running_loop().create_task(self._run(argv, notice))
+        self._runs.add(task)
+        task.add_done_callback(self._runs.discard)
+
+    async def _run(self, argv: list[str], notice: Notice) -> None:
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *argv,
+                env={**os.environ, **notice.environment()},
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.DEVNULL,
+                stderr=asyncio.subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            log.warning("notification command %s could not start: %s", argv[0], exc)
+            return
+        try:
+            await asyncio.wait_for(proc.wait(), self.settings.hook_timeout_secs)
+        except TimeoutError:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            await proc.wait()
+            log.warning(
+                "notification command %s was stopped after %ss",
+                argv[0],
+                self.settings.hook_timeout_secs,
+            )
+        except asyncio.CancelledError:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            raise

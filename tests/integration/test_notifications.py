@@ -1,0 +1,117 @@
+"""Notifications as the operator gets them: the configured hook commands run
+once per edge (a session starts needing you, or finishes without the operator
+having done it), learn the session from `CORRAL_*` variables, and never run
+text an agent or a model wrote; a restarted owner does not repeat old news."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+from corral.supervisor.api import Notice
+from corral.supervisor.config import load_config
+from corral.supervisor.errors import ConfigError
+from corral.supervisor.states import CoderState, LoopFailure
+from tests.conftest import SupervisorFactory, eventually, proposed, run_to_gate
+from tests.fakes.scripted import Fail, ScriptedEngine, Write
+
+LINE = 'printf "%s|%s|%s|%s|%s\\036" "$CORRAL_EVENT" "$CORRAL_SESSION_ID" "$CORRAL_STATE" '
+LINE += '"$CORRAL_NEEDS_YOU" "$CORRAL_SESSION_NAME" >> "$0"'
+
+
+def hooks(log: Path) -> dict[str, object]:
+    hook = ["sh", "-c", LINE, str(log)]
+    return {"notify": {"desktop": False, "on_needs_you": hook, "on_finished": hook}}
+
+
+def lines(log: Path) -> list[list[str]]:
+    if not log.exists():
+        return []
+    # one record per run, ended by RS (a name may hold newlines)
+    return [record.split("|") for record in log.read_text().split("\x1e")[:-1]]
+
+
+async def settle(log: Path, count: int) -> list[list[str]]:
+    """The hook log once it has `count` lines, and still `count` a moment later."""
+    await eventually(lambda: len(lines(log)) >= count, timeout=10)
+    deadline = time.monotonic() + 0.5
+    while time.monotonic() < deadline:  # a repeat would land in this window
+        await asyncio.sleep(0.05)
+    return lines(log)
+
+
+async def test_each_edge_runs_its_hook_once_and_the_operators_own_finish_none(
+    make_supervisor: SupervisorFactory, repo: Path, tmp_path: Path
+) -> None:
+    log = tmp_path / "hooks.log"
+    sup = await make_supervisor(**hooks(log))
+    heard: list[Notice] = []
+    sup.notifier.add_listener(heard.append)
+    # the intent is text corral did not write: it must arrive as a value, never run
+    pwned = tmp_path / "pwned"
+    intent = f"say hi $(touch {pwned}) `touch {pwned}`; touch {pwned}\n\nin hello.txt"
+    sid = await proposed(sup, repo, intent)
+    assert (await settle(log, 1))[0][:4] == ["needs_you", sid, "contract_proposed", "contract"]
+
+    row = await run_to_gate(sup, sid)
+    assert row.needs_you is not None
+    got = await settle(log, 2)
+    assert got[1][:4] == ["needs_you", sid, "needs_approval", "merge"]
+    assert got[1][4].startswith("say hi $(touch")  # the name arrived as a value
+    assert not pwned.exists()
+
+    sup.registry.notify(sid)  # the same row pushed again (a repaint): no news
+    await sup.approve(sid)
+    await sup.wait_for(sid, {CoderState.MERGED})
+    assert len(await settle(log, 2)) == 2, "the operator's own approval was announced"
+    assert [n.kind for n in heard] == ["needs_you", "needs_you"]
+    assert "\x1b" not in heard[0].body and "\n" not in heard[0].body
+
+
+async def test_a_session_that_fails_by_itself_is_announced_as_finished(
+    make_supervisor: SupervisorFactory, repo: Path, tmp_path: Path
+) -> None:
+    log = tmp_path / "hooks.log"
+    engine = ScriptedEngine([[Fail(LoopFailure.EXECUTION, "the agent crashed")]])
+    sup = await make_supervisor(engine=engine, **hooks(log))
+    sid = await proposed(sup, repo)
+    await sup.confirm(sid)
+    await sup.wait_for(sid, {CoderState.FAILED})
+    got = await settle(log, 2)
+    assert [g[:3] for g in got] == [
+        ["needs_you", sid, "contract_proposed"],
+        ["finished", sid, "failed"],
+    ]
+
+
+async def test_a_restarted_owner_does_not_repeat_what_was_already_so(
+    make_supervisor: SupervisorFactory, repo: Path, tmp_path: Path, state_dir: Path
+) -> None:
+    log = tmp_path / "hooks.log"
+    engine = ScriptedEngine([[Write("hello.txt", "hi\n")]])
+    sup = await make_supervisor(engine=engine, **hooks(log))
+    sid = await proposed(sup, repo)
+    await run_to_gate(sup, sid)
+    assert len(await settle(log, 2)) == 2
+    await sup.close()
+
+    again = await make_supervisor(engine=engine, **hooks(log))
+    assert again.get(sid).session.state is CoderState.NEEDS_APPROVAL
+    assert len(await settle(log, 2)) == 2, "a restart announced a session already waiting"
+    await again.cancel(sid)
+    await again.wait_for(sid, {CoderState.ABANDONED})
+    assert len(await settle(log, 2)) == 2, "the operator's own cancel was announced"
+
+
+def test_a_hook_is_split_without_a_shell_and_an_empty_one_is_refused(tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text("[notify]\non_needs_you = \"notify-me --urgent 'needs you'\"\n")
+    assert load_config(config).notify.on_needs_you == ["notify-me", "--urgent", "needs you"]
+    config.write_text('[notify]\non_finished = ""\n')
+    try:
+        load_config(config)
+    except ConfigError as exc:
+        assert "notify.on_finished" in str(exc) and "a hook needs a command" in str(exc)
+    else:
+        raise AssertionError("an empty hook was accepted")
