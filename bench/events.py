@@ -29,7 +29,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from corral.supervisor.events import PlanTextData, ToolCallData
-from corral.supervisor.session.events import EventLog, Journal, Subscription
+from corral.supervisor.session.journal import EventLog, Journal, Subscription
 
 BUDGET_EVENTS_PER_SEC = 100_000
 YIELD_EVERY = 256  # the producer lets readers run this often (it never waits for them)

@@ -1,4 +1,4 @@
-"""Benchmark of the sweep across hosts (supervisor/panes/remote_tmux.py).
+"""Benchmark of the sweep across hosts (supervisor/hosts/remote_tmux.py).
 
 A real sshd on 127.0.0.1 (tests/fakes/sshd.py) stands for 3 hosts (3 host
 entries, so 3 masters and 3 private tmux servers); each runs 30 panes that
@@ -32,9 +32,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from corral.supervisor.hosts.connection import HostConnection
+from corral.supervisor.hosts.remote_tmux import RemoteTmuxBackend
 from corral.supervisor.hosts.settings import HostSettings
 from corral.supervisor.panes.base import PaneBackend, PaneSpec
-from corral.supervisor.panes.remote_tmux import RemoteTmuxBackend
 from corral.supervisor.panes.tmux import TmuxBackend
 from tests.fakes.sshd import sshd_missing, start_sshd
 

@@ -37,11 +37,11 @@ from .discuss.linked_runs import DISCUSSIONS_DIR, DiscussionRuns
 from .engines.base import EngineRegistry
 from .errors import CorralError
 from .events import BoundaryData, CoderEvent, MessageData
-from .foreman.service import Foreman, is_foreman
+from .foreman.service import Foreman
 from .gates.approval import ApprovalGate, commit_message
 from .gates.contract import DRAFTING_CANCELLED, NOT_EXPRESSIBLE, ContractGate
 from .gates.recovery import Recovery
-from .gates.run_loop import RunLoop, UserInputExpired
+from .gates.run_loop import RunLoop, UserInputExpired, is_foreman
 from .gates.verifier import Verifier
 from .git import publish
 from .git.patches import FilePatch, Selection
@@ -77,9 +77,9 @@ from .scheduler import Scheduler, new_task
 from .session import lifecycle
 from .session.board import BoardFeed, WatchDropped, Watcher
 from .session.deletion import delete_session
-from .session.events import Subscription, SubscriptionClosed, SubscriptionDropped
 from .session.git_stats import GitStatsWatch
 from .session.janitor import Janitor
+from .session.journal import Subscription, SubscriptionClosed, SubscriptionDropped
 from .session.registry import SessionRegistry, new_session_id
 from .session.search import search as search_sessions
 from .session.summaries import stored_summary
@@ -283,6 +283,11 @@ class Supervisor:
     def left_running(self) -> builtins.list[str]:
         """Sessions whose agent the last close() left running (tmux panes)."""
         return list(self.registry.left_running)
+
+    @property
+    def opened(self) -> bool:
+        """The state dir is owned: close() has something to release."""
+        return self.registry.store is not None
 
     @property
     def store(self) -> Store | None:

@@ -34,6 +34,7 @@ from .models import CoderSession, SessionSummary
 from .panes.base import PaneBackend, PaneError, PaneHandle, PaneInfo
 from .panes.stop_mark import agents_dir, mark_stopped
 from .paths import ensure_unowned
+from .session.summaries import stored_summary
 from .states import CoderState, label
 from .store import DB_NAME, LockHolder, OwnerLock, Store, read_lock_holder
 from .store.listing import rows_json
@@ -96,7 +97,7 @@ def stored_sessions(state_dir: Path) -> StoredSessions:
     unless its row predates them)."""
     store = Store(state_dir, readonly=True)
     try:
-        listing = store.summaries()
+        listing = store.summaries(stored_summary)
     finally:
         store.close()
     return StoredSessions(listing.rows, listing.unreadable)
@@ -348,7 +349,7 @@ def _pane_places(state_dir: Path, hosts: list[HostSettings] | None) -> Iterator[
     """corral's tmux server here and each host's; a connection made only
     for this is closed after (a console's own connection is left running)."""
     from .hosts.connection import HostConnection
-    from .panes.remote_tmux import RemoteTmuxBackend
+    from .hosts.remote_tmux import RemoteTmuxBackend
 
     if hosts is None:
         from .config import load_config

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from .git.patches import FilePatch, Hunk
     from .panes.base import Screen as AgentScreen
     from .session.board import WatchDropped, Watcher
-    from .session.events import Subscription, SubscriptionClosed, SubscriptionDropped
+    from .session.journal import Subscription, SubscriptionClosed, SubscriptionDropped
 
 __all__ = [
     "AgentScreen",
@@ -84,9 +84,9 @@ _ON_FIRST_USE = {  # name → (module, its name there when not the same)
     "Hunk": "git.patches",
     "WatchDropped": "session.board",
     "Watcher": "session.board",
-    "Subscription": "session.events",
-    "SubscriptionClosed": "session.events",
-    "SubscriptionDropped": "session.events",
+    "Subscription": "session.journal",
+    "SubscriptionClosed": "session.journal",
+    "SubscriptionDropped": "session.journal",
     "DiscussAssistantDeltaEvent": "discuss",
     "DiscussAssistantMessageEvent": "discuss",
     "DiscussErrorEvent": "discuss",

@@ -22,13 +22,24 @@ from pydantic import (
     model_validator,
 )
 
-from .git.snapshot import CheckoutIdentity
 from .states import CoderState, FailureKind, NeedsYou
 
 CHECK_NAME_RE = re.compile(r"^[A-Za-z0-9_]+$")
 DEFAULT_CHECK_TIMEOUT_SECS = 120
 MAX_CHECK_TIMEOUT_SECS = 3600
 DEFAULT_SETUP_TIMEOUT_SECS = 900
+
+
+class CheckoutIdentity(BaseModel):
+    """The checkout a task started from: its HEAD and, if it was dirty, the
+    private snapshot commit of its files."""
+
+    head: str
+    snapshot: str | None = None
+
+    @property
+    def base(self) -> str:
+        return self.snapshot or self.head
 
 
 class CheckVerdict(StrEnum):

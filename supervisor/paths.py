@@ -11,7 +11,9 @@ Part of the public surface: the console and the command line may import it
 
 from __future__ import annotations
 
+import fcntl
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import CorralError, StateDirError
@@ -79,13 +81,61 @@ def default_state_dir(env: dict[str, str] | None = None) -> Path:
     return base / "corral"
 
 
+# who holds a state dir is read here (taking it is the store's `OwnerLock`): a
+# command asks before it loads the store
+LOCK_NAME = "owner.lock"
+
+
+@dataclass(frozen=True)
+class LockHolder:
+    pid: int | None
+    since: str | None
+
+    def describe(self) -> str:
+        if self.pid is None:
+            return "an unknown process"
+        alive = _pid_alive(self.pid)
+        return f"pid {self.pid}" + ("" if alive else " (not running; its lock is stale)")
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def read_lock_holder(state_dir: Path) -> LockHolder | None:
+    """Who holds the state dir, or None when nobody does. Never blocks."""
+    path = state_dir / LOCK_NAME
+    if not path.exists():
+        return None
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            text = path.read_text(encoding="utf-8", errors="replace").split()
+            pid = int(text[0]) if text and text[0].isdigit() else None
+            since = text[1] if len(text) > 1 else None
+            return LockHolder(pid, since)
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)
+
+
 def ensure_unowned(state_dir: Path) -> None:
     """Refuse, naming the holder, when another corral owns `state_dir`: one
     owner per state dir (a second console would fight the first). Here, not
     with the rest of housekeeping, so a command can ask before it loads the
     store and its models."""
-    from .store.lock import read_lock_holder
-
     holder = read_lock_holder(state_dir)
     if holder is not None:
         raise CorralError(

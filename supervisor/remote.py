@@ -21,6 +21,7 @@ from .control.protocol import (
     ControlError,
     socket_path,
 )
+from .control.surface import OwnerSurface
 
 __all__ = [
     "MAX_MESSAGE_BYTES",
@@ -34,6 +35,7 @@ __all__ = [
     "NoOwner",
     "OwnerGone",
     "OwnerServices",
+    "OwnerSurface",
     "RunBounds",
     "bridge_tools",
     "mcp_endpoint",

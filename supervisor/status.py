@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
@@ -30,6 +31,11 @@ BOX = re.compile(r"^[\s│┃|─━╭╮╰╯┌┐└┘├┤┬┴┼═�
 LEAD = re.compile(r"^[\s│┃║△⚠•·*]+")  # frame and glyphs before a menu's text
 # the cursor before the selected option: ❯ (Claude Code), › (Codex), ● (Gemini CLI)
 OPTION = re.compile(r"^\s*(?:[❯›>»●]\s*)?(\d{1,2})[.)]\s+(.+?)\s*$")
+
+
+#: What time it is, in seconds (monotonic): the status pipeline reads it through
+#: this, so tests drive time instead of sleeping.
+Clock = Callable[[], float]
 
 
 class AgentStatus(StrEnum):
@@ -501,7 +507,9 @@ class StatusTracker:
     current: StatusReading = field(
         default_factory=lambda: StatusReading(AgentStatus.UNKNOWN, "starting")
     )
-    changed_at: float = field(default_factory=time.monotonic)
+    # what "now" is for readings given no time of their own (tests drive it)
+    clock: Clock = time.monotonic
+    changed_at: float = float("nan")  # set from the clock when made
     _candidate: StatusReading | None = None
     _candidate_since: float = 0.0
     _last_screen: tuple[str, ...] = ()
@@ -511,6 +519,10 @@ class StatusTracker:
     _hook_at: float = float("-inf")
     turn_ends: int = 0
     _ends_at_prompt: int = 0
+
+    def __post_init__(self) -> None:
+        if self.changed_at != self.changed_at:  # NaN: not given
+            self.changed_at = self.clock()
 
     def _set(self, reading: StatusReading, now: float) -> bool:
         if reading.status is AgentStatus.IDLE and self.current.status is not AgentStatus.IDLE:
@@ -540,7 +552,7 @@ class StatusTracker:
             # frames of a prompt given at launch on a loaded machine, and
             # Claude Code sends it again after compacting in the middle of a turn
             return False
-        now = time.monotonic() if now is None else now
+        now = self.clock() if now is None else now
         self._hook_at = now
         if reading.status is AgentStatus.WAITING and reading.question is None:
             # keep the question text the screen already showed, if it is the
@@ -555,7 +567,7 @@ class StatusTracker:
         starts now. Idle must be earned again from screens captured later."""
         if self._final:
             return False
-        now = time.monotonic() if now is None else now
+        now = self.clock() if now is None else now
         self.turn_at = now
         self._ends_at_prompt = self.turn_ends
         self._last_screen, self._screen_since = (), now
@@ -574,7 +586,7 @@ class StatusTracker:
 
     def on_screen(self, lines: list[str], now: float | None = None) -> bool:
         """A screen captured at `now` (classified here; tests and simple callers)."""
-        now = time.monotonic() if now is None else now
+        now = self.clock() if now is None else now
         facts = read_screen(lines, self.markers, now)
         return self.on_facts(facts)
 
@@ -662,7 +674,7 @@ class StatusTracker:
         return any(d.search(text) for d in self.dialogs)
 
     def on_exit(self, status: int | None, now: float | None = None) -> bool:
-        now = time.monotonic() if now is None else now
+        now = self.clock() if now is None else now
         if status in (0, None):
             return self._set(
                 StatusReading(AgentStatus.EXITED, "the agent exited", None, "process"), now

@@ -29,8 +29,9 @@ from .git.leases import (
     remove_worktree,
 )
 from .git.repo import head_commit
-from .git.snapshot import CheckoutIdentity, is_dirty, snapshot_checkout
+from .git.snapshot import is_dirty, snapshot_checkout
 from .git.workspace import GitWorkspace
+from .models import CheckoutIdentity
 from .states import label
 
 REJECTED_RETENTION_SECS = 86400.0

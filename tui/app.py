@@ -27,10 +27,10 @@ from .desktop_notice import osc_notification
 from .early_keys import EarlyKeys
 
 if TYPE_CHECKING:
-    from corral.supervisor.api import Notice, Supervisor
+    from corral.supervisor.api import Notice
     from corral.supervisor.interface import Discussions
     from corral.supervisor.models import SessionSummary
-    from corral.supervisor.remote import OwnerServices
+    from corral.supervisor.remote import OwnerServices, OwnerSurface
 
 MIN_WIDTH, MIN_HEIGHT = 80, 24
 BOARD_SHOWN_WAIT = 3.0  # seconds the socket and MCP wait at most for the first board frame
@@ -46,12 +46,12 @@ class CorralApp(App[None]):
 
     def __init__(
         self,
-        supervisor: Supervisor | None,
+        supervisor: OwnerSurface | None,
         *,
-        build: Callable[[], Supervisor] | None = None,
+        build: Callable[[], OwnerSurface] | None = None,
         state_dir: Path | None = None,
         default_repo: Path | None = None,
-        on_ready: Callable[[Supervisor], Awaitable[Any]] | None = None,
+        on_ready: Callable[[OwnerSurface], Awaitable[Any]] | None = None,
         clock: Callable[[], float] = time.time,
         owns_supervisor: bool = True,
         services: OwnerServices | None = None,
@@ -104,7 +104,7 @@ class CorralApp(App[None]):
         self.set_keymap(self.keys)
 
     @property
-    def supervisor(self) -> Supervisor:
+    def supervisor(self) -> OwnerSurface:
         """The facade; built here on first use when the app was given how to
         build it (normally right after the board's first frame)."""
         if self._supervisor is None:
@@ -113,7 +113,7 @@ class CorralApp(App[None]):
         return self._supervisor
 
     @property
-    def built(self) -> Supervisor | None:
+    def built(self) -> OwnerSurface | None:
         """The supervisor when it exists (None: the app ended before building it)."""
         return self._supervisor
 
@@ -323,7 +323,7 @@ class CorralApp(App[None]):
         if self.services is not None:
             await self.services.close()
         sup = self._supervisor  # never built: nothing to close
-        if sup is not None and self.owns_supervisor and (sup.store is not None or self.attached):
+        if sup is not None and self.owns_supervisor and sup.opened:
             await sup.close()
 
     def run_supervisor_call(

@@ -123,7 +123,7 @@ class Steering:
                 self.live, OperatorGuidanceData(text=note, status=GUIDANCE_DELIVERED)
             )
         self.registry.note_messages(messages, MESSAGE_ACCEPTED, None)
-        self.panes.prompted(self.sid, time.monotonic())
+        self.panes.prompted(self.sid, self.panes.clock())
 
     def _ended(self, notes: list[str], messages: list[Message], status: str, reason: str) -> None:
         for note in notes:

@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import json
 from pathlib import Path
 from typing import Any
 
 from ..config import SupervisorConfig, load_config
 from ..errors import CorralError
-from ..events import CoderEvent
-from ..git.patches import FilePatch, Hunk
+from ..events import CoderEvent, MessageData
+from ..git.patches import FilePatch, Selection
 from ..models import (
     AdoptablePane,
     ApproveResult,
@@ -37,6 +38,7 @@ from ..models import (
     ScheduledTask,
     SessionDetail,
     SessionSummary,
+    Split,
     StartResult,
     SubscribeResult,
     TaskRun,
@@ -44,9 +46,41 @@ from ..models import (
 )
 from ..panes.base import Screen
 from ..session.board import BoardFeed, WatchDropped, Watcher
-from ..session.events import Subscription
+from ..session.journal import Subscription
 from ..states import CoderState
 from .client import AsyncControlClient, ControlClient, OwnerGone
+from .protocol import (
+    AdoptableParams,
+    AdoptParams,
+    ApproveParams,
+    ArchiveParams,
+    ConfirmParams,
+    EngineInfo,
+    EngineParams,
+    KeysParams,
+    NoParams,
+    PushParams,
+    RejectParams,
+    RenameParams,
+    ResizeParams,
+    RespondParams,
+    RetryParams,
+    ReviseParams,
+    ScreenParams,
+    ScrollbackParams,
+    SearchParams,
+    SendParams,
+    SessionInfo,
+    SessionParams,
+    SplitParams,
+    StartParams,
+    TaskAddParams,
+    TaskParams,
+    TaskPauseParams,
+    TranscriptParams,
+    WaitParams,
+)
+from .surface import Call, Calls, OwnerSurface, P, R
 
 
 class _StreamSource:
@@ -65,8 +99,16 @@ class AttachedSupervisor:
 
     remote = True
 
-    def __init__(self, state_dir: Path, config: SupervisorConfig | None = None) -> None:
+    def __init__(
+        self,
+        state_dir: Path,
+        config: SupervisorConfig | None = None,
+        *,
+        mirror_board: bool = True,
+    ) -> None:
         self.state_dir = Path(state_dir)
+        # keep a local copy of the board (a console); `corral run` reads one session
+        self.mirror_board = mirror_board
         self.config = config or load_config()
         self.broken_rows: builtins.list[str] = []
         self.stray_panes: builtins.list[str] = []
@@ -85,6 +127,8 @@ class AttachedSupervisor:
     async def open(self) -> None:
         self._sync = await asyncio.to_thread(ControlClient, self.state_dir)
         self._async = await AsyncControlClient.connect(self.state_dir)
+        if not self.mirror_board:
+            return
         rows, watcher = await self._async.watch()
         self._rows.update({r.session_id: r for r in rows})
         self._mirror = asyncio.get_running_loop().create_task(self._follow(watcher))
@@ -125,6 +169,11 @@ class AttachedSupervisor:
     detach = close
 
     @property
+    def opened(self) -> bool:
+        """Connected (or half-way): close() has connections to close."""
+        return self._sync is not None or self._async is not None
+
+    @property
     def store(self) -> None:
         return None  # the store is the owner's
 
@@ -132,10 +181,14 @@ class AttachedSupervisor:
     def left_running(self) -> builtins.list[str]:
         return []  # the owner keeps its agents
 
-    def _call(self, method: str, **params: Any) -> Any:
+    def _ask(self, call: Call[P, R], params: P) -> R:
+        """One blocking round trip (the console's synchronous reads)."""
         if self._sync is None:
             raise CorralError("not attached to the owner: call open() first")
-        return self._sync.call(method, **params)
+        return self._sync.request(call, params)
+
+    async def _request(self, call: Call[P, R], params: P) -> R:
+        return await self._client().request(call, params)
 
     def _client(self) -> AsyncControlClient:
         if self._async is None:
@@ -157,7 +210,7 @@ class AttachedSupervisor:
         """The owner's answer; once the owner is gone, the last one seen (the
         console's views keep drawing what they had, and say the owner left)."""
         try:
-            detail = SessionDetail.model_validate(self._call("get", session_id=session_id))
+            detail = self._ask(Calls.get, SessionParams(session_id=session_id))
         except OwnerGone:
             last = self._details.get(session_id)
             if last is None:
@@ -166,38 +219,44 @@ class AttachedSupervisor:
         self._details[session_id] = detail
         return detail
 
+    def _info(self, session_id: str) -> SessionInfo:
+        return self._ask(Calls.session_info, SessionParams(session_id=session_id))
+
     def is_live(self, session_id: str) -> bool:
-        return bool(self._call("session_info", session_id=session_id)["live"])
+        return self._info(session_id).live
 
     def needs_you_of(self, session_id: str) -> str | None:
-        value = self._call("session_info", session_id=session_id)["needs_you"]
-        return None if value is None else str(value)
+        return self._info(session_id).needs_you
 
     def journal_path(self, session_id: str) -> Path:
-        return Path(self._call("session_info", session_id=session_id)["journal_path"])
+        return Path(self._info(session_id).journal_path)
+
+    def _engines(self) -> EngineInfo:
+        return self._ask(Calls.engines, NoParams())
 
     def disk_full(self) -> str | None:
-        value = self._call("engines")["disk_full"]
-        return None if value is None else str(value)
+        return self._engines().disk_full
 
     def question_options(self, session_id: str) -> builtins.list[str]:
         try:
-            return builtins.list(self._call("question_options", session_id=session_id))
+            return self._ask(Calls.question_options, SessionParams(session_id=session_id))
         except OwnerGone:
             return []
 
     def engine_choices(self) -> builtins.list[tuple[str, str]]:
-        return [(str(a), str(b)) for a, b in self._call("engines")["choices"]]
+        return self._engines().choices
 
     def host_choices(self) -> builtins.list[str]:
-        return [str(h) for h in self._call("engines").get("hosts", [])]
+        return self._engines().hosts
+
+    def model_choices(self) -> builtins.list[tuple[str, bool]]:
+        return self._engines().models
 
     def command_engines(self) -> builtins.list[tuple[str, str, str]]:
-        return [(str(a), str(b), str(c)) for a, b, c in self._call("engines")["command_engines"]]
+        return self._engines().command_engines
 
     def engine_refusal(self, engine: str) -> str | None:
-        value = self._call("engine_refusal", engine=engine)
-        return None if value is None else str(value)
+        return self._ask(Calls.engine_refusal, EngineParams(engine=engine))
 
     def subscribe(
         self, session_id: str, from_seq: int = 0
@@ -233,7 +292,28 @@ class AttachedSupervisor:
         needs: bool = False,
         timeout: float | None = 30,
     ) -> SessionSummary:
-        return await self._client().wait_for(session_id, states, needs=needs, timeout=timeout)
+        shown = None if states is None else sorted(s.value for s in states)
+        return await self._request(
+            Calls.wait_for,
+            WaitParams(session_id=session_id, states=shown, needs=needs, timeout=timeout),
+        )
+
+    async def history(self, session_id: str) -> builtins.list[CoderEvent]:
+        return await self._request(Calls.history, SessionParams(session_id=session_id))
+
+    async def transcript(self, session_id: str, limit: int = 500) -> builtins.list[TranscriptTurn]:
+        return await self._request(
+            Calls.transcript, TranscriptParams(session_id=session_id, limit=limit)
+        )
+
+    async def search(self, text: str) -> builtins.list[str]:
+        return await self._request(Calls.search, SearchParams(text=text))
+
+    async def review_files(self, session_id: str) -> builtins.list[FilePatch]:
+        return await self._request(Calls.review_files, SessionParams(session_id=session_id))
+
+    async def foreman_split(self, session_id: str) -> Split:
+        return await self._request(Calls.foreman_split, SessionParams(session_id=session_id))
 
     # -- acting ------------------------------------------------------------------------
 
@@ -250,67 +330,129 @@ class AttachedSupervisor:
         wait: bool = True,
         contract: OutcomeContract | None = None,
         model: str | None = None,
+        split: Split | dict[str, object] | str | None = None,
         host: str | None = None,
     ) -> StartResult:
-        return await self._client().start(
-            intent,
-            Path(repo).resolve(),
-            model=model,
-            host=host,
+        params = StartParams(
+            intent=intent,
+            repo=str(Path(repo).resolve()),
             engine=engine,
             base=base,
-            wait=wait,
-            contract=contract,
             max_iterations=max_iterations,
             constraints=constraints,
             discussion_id=discussion_id,
+            wait=wait,
+            contract=contract,
+            model=model,
+            split=None if split is None else _split_json(split),
+            host=host,
         )
+        return await self._request(Calls.start, params)
 
     async def confirm(
         self, session_id: str, contract: OutcomeContract | None = None
     ) -> dict[str, str]:
-        return await self._client().confirm(session_id, contract)
+        return await self._request(
+            Calls.confirm, ConfirmParams(session_id=session_id, contract=contract)
+        )
 
     async def revise(self, session_id: str, request: str) -> ReviseResult:
-        return await self._client().revise(session_id, request)
+        return await self._request(
+            Calls.revise, ReviseParams(session_id=session_id, request=request)
+        )
+
+    def set_foreman_split(self, session_id: str, split: Split | dict[str, object] | str) -> Split:
+        return self._ask(
+            Calls.set_foreman_split, SplitParams(session_id=session_id, split=_split_json(split))
+        )
 
     async def respond(self, session_id: str, text: str, *, steer: bool = False) -> dict[str, bool]:
-        return await self._client().respond(session_id, text, steer=steer)
+        return await self._request(
+            Calls.respond, RespondParams(session_id=session_id, text=text, steer=steer)
+        )
 
-    async def approve(self, session_id: str, **kw: Any) -> ApproveResult:
-        return await self._client().approve(session_id, **kw)
+    async def approve(
+        self,
+        session_id: str,
+        *,
+        approve: bool = True,
+        accept_finding: bool = False,
+        delivery: str | None = None,
+        comment: str | None = None,
+        selection: Selection | None = None,
+        override_red: bool = False,
+        discard_rest: bool = False,
+    ) -> ApproveResult:
+        if not approve:
+            return await self._request(
+                Calls.reject, RejectParams(session_id=session_id, comment=comment)
+            )
+        chosen = (
+            None
+            if selection is None
+            else {k: None if v is None else sorted(v) for k, v in selection.items()}
+        )
+        params = ApproveParams(
+            session_id=session_id,
+            accept_finding=accept_finding,
+            delivery=delivery,
+            comment=comment,
+            selection=chosen,
+            override_red=override_red,
+            discard_rest=discard_rest,
+        )
+        return await self._request(Calls.approve, params)
+
+    async def reverify(self, session_id: str) -> builtins.list[CheckResult]:
+        return await self._request(Calls.reverify, SessionParams(session_id=session_id))
 
     async def cancel(self, session_id: str) -> CancelResult:
-        return await self._client().cancel(session_id)
+        return await self._request(Calls.cancel, SessionParams(session_id=session_id))
 
-    async def send(self, sender: str, target: str, text: str) -> dict[str, Any]:
-        return await self._client().send(sender, target, text)
-
-    async def history(self, session_id: str) -> builtins.list[CoderEvent]:
-        return await self._client().history(session_id)
+    async def send(self, sender: str, target: str, text: str) -> MessageData:
+        return await self._request(Calls.send, SendParams(sender=sender, target=target, text=text))
 
     async def revive(self, session_id: str) -> None:
-        await self._client().revive(session_id)
+        await self._request(Calls.revive, SessionParams(session_id=session_id))
 
-    async def search(self, text: str) -> builtins.list[str]:
-        return await self._client().search(text)
+    def rename(self, session_id: str, name: str | None) -> SessionSummary:
+        return self._ask(Calls.rename, RenameParams(session_id=session_id, name=name))
 
-    async def transcript(self, session_id: str, limit: int = 500) -> builtins.list[TranscriptTurn]:
-        return await self._client().transcript(session_id, limit)
+    def archive(self, session_id: str, archived: bool = True) -> SessionSummary:
+        return self._ask(Calls.archive, ArchiveParams(session_id=session_id, archived=archived))
+
+    async def retry(
+        self, session_id: str, *, wait: bool = False, keep_edits: bool = False
+    ) -> StartResult:
+        return await self._request(
+            Calls.retry, RetryParams(session_id=session_id, keep_edits=keep_edits)
+        )
+
+    async def delete(self, session_id: str) -> DeleteResult:
+        return await self._request(Calls.delete, SessionParams(session_id=session_id))
+
+    async def push(self, session_id: str, remote: str = "origin") -> PushResult:
+        return await self._request(Calls.push, PushParams(session_id=session_id, remote=remote))
+
+    async def pull_request(self, session_id: str, remote: str = "origin") -> PullRequestResult:
+        return await self._request(
+            Calls.pull_request, PushParams(session_id=session_id, remote=remote)
+        )
 
     async def adoptable(
         self, sockets: builtins.list[Path] | None = None
     ) -> builtins.list[AdoptablePane]:
-        return await self._client().adoptable(sockets)
+        names = None if sockets is None else [str(s) for s in sockets]
+        return await self._request(Calls.adoptable, AdoptableParams(sockets=names))
 
     async def adopt(self, target: str) -> str:
-        return await self._client().adopt(target)
+        return (await self._request(Calls.adopt, AdoptParams(target=target))).session_id
 
     async def release(self, session_id: str) -> None:
-        await self._client().release(session_id)
+        await self._request(Calls.release, SessionParams(session_id=session_id))
 
     async def tasks(self) -> builtins.list[ScheduledTask]:
-        return await self._client().tasks()
+        return await self._request(Calls.tasks, NoParams())
 
     async def add_task(
         self,
@@ -322,46 +464,24 @@ class AttachedSupervisor:
         every: float | None = None,
         cron: str | None = None,
     ) -> ScheduledTask:
-        return await self._client().add_task(
-            name, action=action, params=params, at=at, every=every, cron=cron
+        added = TaskAddParams(
+            name=name, action=action, params=params, at=at, every=every, cron=cron
         )
+        return await self._request(Calls.task_add, added)
 
     async def remove_task(self, task_id: str) -> None:
-        await self._client().remove_task(task_id)
+        await self._request(Calls.task_remove, TaskParams(task_id=task_id))
 
     async def pause_task(self, task_id: str, paused: bool = True) -> ScheduledTask:
-        return await self._client().pause_task(task_id, paused)
+        return await self._request(
+            Calls.task_pause, TaskPauseParams(task_id=task_id, paused=paused)
+        )
 
     async def run_task_now(self, task_id: str) -> TaskRun:
-        return await self._client().run_task_now(task_id)
+        return await self._request(Calls.task_run, TaskParams(task_id=task_id))
 
     async def task_runs(self, task_id: str) -> builtins.list[TaskRun]:
-        return await self._client().task_runs(task_id)
-
-    async def delete(self, session_id: str) -> DeleteResult:
-        return await self._client().delete(session_id)
-
-    async def push(self, session_id: str, remote: str = "origin") -> PushResult:
-        return await self._client().push(session_id, remote)
-
-    async def pull_request(self, session_id: str, remote: str = "origin") -> PullRequestResult:
-        return await self._client().pull_request(session_id, remote)
-
-    async def retry(
-        self, session_id: str, *, wait: bool = False, keep_edits: bool = False
-    ) -> StartResult:
-        return await self._client().retry(session_id, keep_edits=keep_edits)
-
-    async def reverify(self, session_id: str) -> builtins.list[CheckResult]:
-        return await self._client().reverify(session_id)
-
-    async def review_files(self, session_id: str) -> builtins.list[FilePatch]:
-        files = await self._client().call("review_files", session_id=session_id)
-        out = []
-        for f in files:
-            hunks = [Hunk(**h) for h in f.pop("hunks", [])]
-            out.append(FilePatch(**f, hunks=hunks))
-        return out
+        return await self._request(Calls.task_runs, TaskParams(task_id=task_id))
 
     # -- the agent's pane: the owner's, mirrored on demand ---------------------------
 
@@ -370,18 +490,15 @@ class AttachedSupervisor:
         (the terminal view polls this a few times a second)."""
         known = self._screens.get(session_id)
         try:
-            answer = self._call(
-                "agent_screen", session_id=session_id, known_version=known[0] if known else -2
+            answer = self._ask(
+                Calls.agent_screen,
+                ScreenParams(session_id=session_id, known_version=known[0] if known else -2),
             )
         except CorralError:
             return known[0] if known else -1
-        if not answer.get("unchanged"):
-            raw = answer.get("screen")
-            self._screens[session_id] = (
-                int(answer["version"]),
-                None if raw is None else Screen(**raw),
-            )
-        return int(answer["version"])
+        if not answer.unchanged:
+            self._screens[session_id] = (answer.version, answer.screen)
+        return answer.version
 
     def agent_screen(self, session_id: str) -> Screen | None:
         if session_id not in self._screens:
@@ -391,15 +508,35 @@ class AttachedSupervisor:
 
     def attach_argv(self, session_id: str) -> builtins.list[str] | None:
         """The owner's tmux attach command: this terminal can attach too."""
-        argv = self._call("attach_argv", session_id=session_id)
-        return None if argv is None else [str(a) for a in argv]
+        return self._ask(Calls.attach_argv, SessionParams(session_id=session_id))
 
     async def agent_scrollback(self, session_id: str, lines: int = 2000) -> builtins.list[str]:
-        result = await self._client().call("agent_scrollback", session_id=session_id, lines=lines)
-        return [str(line) for line in result]
+        return await self._request(
+            Calls.agent_scrollback, ScrollbackParams(session_id=session_id, lines=lines)
+        )
 
     async def resize_agent(self, session_id: str, width: int, height: int) -> None:
-        await self._client().call("agent_resize", session_id=session_id, width=width, height=height)
+        await self._request(
+            Calls.agent_resize, ResizeParams(session_id=session_id, width=width, height=height)
+        )
 
     async def send_keys_to_agent(self, session_id: str, keys: builtins.list[str]) -> None:
-        await self._client().call("agent_keys", session_id=session_id, keys=keys)
+        await self._request(Calls.agent_keys, KeysParams(session_id=session_id, keys=keys))
+
+
+def _split_json(split: Split | dict[str, object] | str) -> dict[str, Any]:
+    """A split as the owner reads it: a JSON object (the owner validates it)."""
+    if isinstance(split, Split):
+        return split.model_dump(mode="json")
+    if isinstance(split, str):
+        try:
+            split = json.loads(split)
+        except ValueError as exc:
+            raise CorralError(f"the split is not JSON: {exc}") from exc
+    if not isinstance(split, dict):
+        raise CorralError("a split is a JSON object")
+    return dict(split)
+
+
+def _implements(attached: AttachedSupervisor) -> OwnerSurface:
+    return attached  # mypy proves the attached console answers all the owner's surface

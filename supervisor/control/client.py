@@ -22,29 +22,16 @@ from typing import Any, cast
 from ..errors import CorralError
 from ..events import EVENT_ADAPTER, CoderEvent, parse_event
 from ..models import (
-    AdoptablePane,
-    ApproveResult,
-    CancelResult,
-    CheckResult,
-    DeleteResult,
-    OutcomeContract,
-    PullRequestResult,
-    PushResult,
-    ReviseResult,
-    ScheduledTask,
     SessionDetail,
     SessionSummary,
-    StartResult,
     SubscribeResult,
-    TaskRun,
-    TranscriptTurn,
 )
 from ..paths import control_socket
 from ..paths import owner_running as owner_running  # re-exported: where it always was
 from ..session.board import BoardFeed, Watcher
-from ..session.events import Subscription
-from ..states import CoderState
+from ..session.journal import Subscription
 from . import protocol as p
+from .surface import Call, Calls, P, R, call_named
 
 log = logging.getLogger("corral.supervisor.control")
 _validate_event = EVENT_ADAPTER.validator.validate_json  # one event, validated once
@@ -69,11 +56,6 @@ def _check_hello(hello: dict[str, Any]) -> dict[str, Any]:
             "run the same corral version on both sides"
         )
     return hello
-
-
-#: Methods whose answer comes when the owner's work is done, however long:
-#: waiting a fixed time for them would report a working owner as gone.
-UNBOUNDED_CALLS = frozenset({"approve", "reverify"})
 
 
 class ControlClient:
@@ -119,13 +101,19 @@ class ControlClient:
             )
         return cast(dict[str, Any], json.loads(line))
 
+    def request(self, call: Call[P, R], params: P) -> R:
+        """The owner's answer to `call`, read as its record's type."""
+        return call.read(self.call(call.name, **call.request(params)))
+
     def call(self, method: str, **params: Any) -> Any:
-        """The owner's answer. A call in `UNBOUNDED_CALLS` (its work takes as
-        long as it takes: a delivery, a re-verification) waits while the owner
+        """The owner's answer, as JSON; `method` must be one the surface
+        defines (`surface.Calls`). An unbounded call (its work takes as long
+        as it takes: a delivery, a re-verification) waits while the owner
         holds the connection; an owner that dies closes it, which is the
         only way such a wait ends without an answer."""
+        record = call_named(method)
         bounded = self._sock.gettimeout()
-        if method in UNBOUNDED_CALLS:
+        if record.unbounded:
             self._sock.settimeout(None)
         try:
             return self._call(method, params)
@@ -149,10 +137,10 @@ class ControlClient:
 
     # typed helpers for what the command line asks most
     def list(self) -> list[SessionSummary]:
-        return [SessionSummary.model_validate(r) for r in self.call("list")]
+        return self.request(Calls.list, p.NoParams())
 
     def get(self, session_id: str) -> SessionDetail:
-        return SessionDetail.model_validate(self.call("get", session_id=session_id))
+        return self.request(Calls.get, p.SessionParams(session_id=session_id))
 
 
 class _RemoteSource:
@@ -240,7 +228,14 @@ class AsyncControlClient:
     def connected(self) -> bool:
         return not self._closed and not self._task.done()
 
+    async def request(self, call: Call[P, R], params: P) -> R:
+        """The owner's answer to `call`, read as its record's type."""
+        return call.read(await self.call(call.name, **call.request(params)))
+
     async def call(self, method: str, **params: Any) -> Any:
+        """The owner's answer, as JSON; `method` must be one the surface
+        defines (`surface.Calls`)."""
+        call_named(method)
         if not self.connected:
             raise OwnerGone("the connection to the owner is closed")
         req_id = next(self._ids)
@@ -338,7 +333,7 @@ class AsyncControlClient:
                     {
                         "jsonrpc": "2.0",
                         "id": None,
-                        "method": "unsubscribe",
+                        "method": Calls.unsubscribe.name,
                         "params": {"stream": stream},
                     }
                 )
@@ -373,203 +368,13 @@ class AsyncControlClient:
         finally:
             self._pending.pop(req_id, None)
 
-    # -- the facade's calls, typed ----------------------------------------------------
+    # -- what most clients read; every other call goes through `request` --------------
 
     async def list(self) -> builtins.list[SessionSummary]:
-        return [SessionSummary.model_validate(r) for r in await self.call("list")]
+        return await self.request(Calls.list, p.NoParams())
 
     async def get(self, session_id: str) -> SessionDetail:
-        return SessionDetail.model_validate(await self.call("get", session_id=session_id))
-
-    async def start(
-        self,
-        intent: str,
-        repo: Path | str,
-        *,
-        engine: str = "auto",
-        base: str | None = None,
-        wait: bool = True,
-        contract: OutcomeContract | None = None,
-        max_iterations: int | None = None,
-        constraints: builtins.list[str] | None = None,
-        discussion_id: str | None = None,
-        model: str | None = None,
-        host: str | None = None,
-    ) -> StartResult:
-        result = await self.call(
-            "start",
-            model=model,
-            host=host,
-            intent=intent,
-            repo=str(repo),
-            engine=engine,
-            base=base,
-            wait=wait,
-            contract=None if contract is None else contract.model_dump(mode="json"),
-            max_iterations=max_iterations,
-            constraints=constraints,
-            discussion_id=discussion_id,
-        )
-        return StartResult.model_validate(result)
-
-    async def confirm(
-        self, session_id: str, contract: OutcomeContract | None = None
-    ) -> dict[str, str]:
-        dumped = None if contract is None else contract.model_dump(mode="json")
-        return cast(
-            dict[str, str], await self.call("confirm", session_id=session_id, contract=dumped)
-        )
-
-    async def revise(self, session_id: str, request: str) -> ReviseResult:
-        return ReviseResult.model_validate(
-            await self.call("revise", session_id=session_id, request=request)
-        )
-
-    async def respond(self, session_id: str, text: str, *, steer: bool = False) -> dict[str, bool]:
-        return cast(
-            dict[str, bool],
-            await self.call("respond", session_id=session_id, text=text, steer=steer),
-        )
-
-    async def question_options(self, session_id: str) -> builtins.list[str]:
-        return cast(builtins.list[str], await self.call("question_options", session_id=session_id))
-
-    async def approve(
-        self,
-        session_id: str,
-        *,
-        approve: bool = True,
-        accept_finding: bool = False,
-        delivery: str | None = None,
-        comment: str | None = None,
-        selection: dict[str, set[int] | None] | None = None,
-        override_red: bool = False,
-        discard_rest: bool = False,
-    ) -> ApproveResult:
-        if not approve:
-            return ApproveResult.model_validate(
-                await self.call("reject", session_id=session_id, comment=comment)
-            )
-        sel = (
-            None
-            if selection is None
-            else {k: None if v is None else sorted(v) for k, v in selection.items()}
-        )
-        result = await self.call(
-            "approve",
-            session_id=session_id,
-            accept_finding=accept_finding,
-            delivery=delivery,
-            comment=comment,
-            selection=sel,
-            override_red=override_red,
-            discard_rest=discard_rest,
-        )
-        return ApproveResult.model_validate(result)
-
-    async def cancel(self, session_id: str) -> CancelResult:
-        return CancelResult.model_validate(await self.call("cancel", session_id=session_id))
-
-    async def send(self, sender: str, target: str, text: str) -> dict[str, Any]:
-        result: dict[str, Any] = await self.call("send", sender=sender, target=target, text=text)
-        return result
-
-    async def history(self, session_id: str) -> builtins.list[CoderEvent]:
-        return [parse_event(e) for e in await self.call("history", session_id=session_id)]
-
-    async def revive(self, session_id: str) -> None:
-        await self.call("revive", session_id=session_id)
-
-    async def search(self, text: str) -> builtins.list[str]:
-        return [str(s) for s in await self.call("search", text=text)]
-
-    async def transcript(self, session_id: str, limit: int = 500) -> builtins.list[TranscriptTurn]:
-        turns = await self.call("transcript", session_id=session_id, limit=limit)
-        return [TranscriptTurn.model_validate(t) for t in turns]
-
-    async def adoptable(
-        self, sockets: builtins.list[Path] | None = None
-    ) -> builtins.list[AdoptablePane]:
-        names = None if sockets is None else [str(s) for s in sockets]
-        return [
-            AdoptablePane.model_validate(x) for x in await self.call("adoptable", sockets=names)
-        ]
-
-    async def adopt(self, target: str) -> str:
-        return str((await self.call("adopt", target=target))["session_id"])
-
-    async def release(self, session_id: str) -> None:
-        await self.call("release", session_id=session_id)
-
-    async def tasks(self) -> builtins.list[ScheduledTask]:
-        return [ScheduledTask.model_validate(t) for t in await self.call("tasks")]
-
-    async def add_task(
-        self,
-        name: str,
-        *,
-        action: str,
-        params: dict[str, str],
-        at: float | None = None,
-        every: float | None = None,
-        cron: str | None = None,
-    ) -> ScheduledTask:
-        result = await self.call(
-            "task_add", name=name, action=action, params=params, at=at, every=every, cron=cron
-        )
-        return ScheduledTask.model_validate(result)
-
-    async def remove_task(self, task_id: str) -> None:
-        await self.call("task_remove", task_id=task_id)
-
-    async def pause_task(self, task_id: str, paused: bool = True) -> ScheduledTask:
-        result = await self.call("task_pause", task_id=task_id, paused=paused)
-        return ScheduledTask.model_validate(result)
-
-    async def run_task_now(self, task_id: str) -> TaskRun:
-        return TaskRun.model_validate(await self.call("task_run", task_id=task_id))
-
-    async def task_runs(self, task_id: str) -> builtins.list[TaskRun]:
-        return [TaskRun.model_validate(r) for r in await self.call("task_runs", task_id=task_id)]
-
-    async def delete(self, session_id: str) -> DeleteResult:
-        return DeleteResult.model_validate(await self.call("delete", session_id=session_id))
-
-    async def push(self, session_id: str, remote: str = "origin") -> PushResult:
-        result = await self.call("push", session_id=session_id, remote=remote)
-        return PushResult.model_validate(result)
-
-    async def pull_request(self, session_id: str, remote: str = "origin") -> PullRequestResult:
-        result = await self.call("pull_request", session_id=session_id, remote=remote)
-        return PullRequestResult.model_validate(result)
-
-    async def retry(self, session_id: str, *, keep_edits: bool = False) -> StartResult:
-        return StartResult.model_validate(
-            await self.call("retry", session_id=session_id, keep_edits=keep_edits)
-        )
-
-    async def reverify(self, session_id: str) -> builtins.list[CheckResult]:
-        return [
-            CheckResult.model_validate(r)
-            for r in await self.call("reverify", session_id=session_id)
-        ]
-
-    async def wait_for(
-        self,
-        session_id: str,
-        states: set[CoderState] | None = None,
-        *,
-        needs: bool = False,
-        timeout: float | None = 30,
-    ) -> SessionSummary:
-        result = await self.call(
-            "wait_for",
-            session_id=session_id,
-            states=None if states is None else sorted(s.value for s in states),
-            needs=needs,
-            timeout=timeout,
-        )
-        return SessionSummary.model_validate(result)
+        return await self.request(Calls.get, p.SessionParams(session_id=session_id))
 
     async def subscribe(
         self, session_id: str, from_seq: int = 0
@@ -590,9 +395,9 @@ class AsyncControlClient:
                 sub._wake()
 
         stream, result = await self._open_stream(
-            "subscribe", on, sub.offer, session_id=session_id, from_seq=from_seq
+            Calls.subscribe.name, on, sub.offer, session_id=session_id, from_seq=from_seq
         )
-        answer = SubscribeResult.model_validate(result)
+        answer = Calls.subscribe.read(result)
         if not answer.live:
             self._streams.pop(stream, None)
             self._sinks.pop(stream, None)
@@ -637,8 +442,10 @@ class AsyncControlClient:
                 {
                     "jsonrpc": "2.0",
                     "id": req_id,
-                    "method": "subscribe",
-                    "params": {"session_id": session_id, "from_seq": from_seq},
+                    "method": Calls.subscribe.name,
+                    "params": Calls.subscribe.request(
+                        p.SubscribeParams(session_id=session_id, from_seq=from_seq)
+                    ),
                 }
             )
         )
@@ -659,9 +466,9 @@ class AsyncControlClient:
                     watcher.closed = True
                 watcher._wake()
 
-        stream, result = await self._open_stream("watch", on)
+        stream, result = await self._open_stream(Calls.watch.name, on)
         watcher._feed = cast(BoardFeed, _RemoteFeed(self, stream))
-        return [SessionSummary.model_validate(r) for r in result["rows"]], watcher
+        return Calls.watch.read(result).rows, watcher
 
     def unsubscribe(self, sub: Subscription[CoderEvent]) -> None:
         sub.close()

@@ -36,16 +36,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 from pydantic_core import to_json
 
 from ..contracts.files import load_contract
 from ..errors import CorralError
 from ..models import OutcomeContract
-from ..session.events import SubscriptionClosed, SubscriptionDropped
+from ..session.journal import SubscriptionClosed, SubscriptionDropped
 from ..states import CoderState, NeedsYou
 from .callers import Agent, Caller
-from .protocol import event_row
+from .protocol import StartArgs, event_row
 
 if TYPE_CHECKING:
     from ..api import Supervisor
@@ -66,30 +66,6 @@ HANDLE_STATUS = {
     CoderState.FAILED: "error",
     CoderState.ABANDONED: "cancelled",
 }
-
-
-class StartArgs(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
-    intent: str
-    repo: str
-    contract: dict[str, Any] | str | None = None
-    engine: str = "auto"
-    base: str | None = None
-    invoked_by: str | None = None
-
-
-class PollArgs(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
-    run_id: str
-    since_seq: int = Field(default=0, ge=0)
-
-
-class CancelArgs(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
-    run_id: str
 
 
 @dataclass(frozen=True)

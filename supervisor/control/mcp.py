@@ -29,11 +29,10 @@ from .handles import (
     IDLE_TTL_SECS,
     MAX_OPEN_RUNS,
     AssistantTools,
-    CancelArgs,
-    PollArgs,
-    StartArgs,
     chain_links,
 )
+from .protocol import CancelArgs, PollArgs, StartArgs
+from .surface import Calls
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
@@ -223,27 +222,23 @@ class BridgeTools:
 
     async def start(self, args: StartArgs, caller: Caller | None = None) -> dict[str, Any]:
         invoked = ">".join([*self.chain, *chain_links(args.invoked_by)]) or None
-        params = args.model_dump()
-        params["invoked_by"] = invoked
-        result: dict[str, Any] = await self.client.call("assistant_start", **params)
-        return result
+        forwarded = args.model_copy(update={"invoked_by": invoked})
+        return await self.client.request(Calls.assistant_start, forwarded)
 
     async def poll(self, run_id: str, since_seq: int) -> dict[str, Any]:
-        result: dict[str, Any] = await self.client.call(
-            "assistant_poll", run_id=run_id, since_seq=since_seq
+        return await self.client.request(
+            Calls.assistant_poll, PollArgs(run_id=run_id, since_seq=since_seq)
         )
-        return result
 
     async def cancel(self, run_id: str, caller: Caller | None = None) -> dict[str, Any]:
-        result: dict[str, Any] = await self.client.call("assistant_cancel", run_id=run_id)
-        return result
+        return await self.client.request(Calls.assistant_cancel, CancelArgs(run_id=run_id))
 
     async def sessions_list(self) -> list[dict[str, Any]]:
-        result: list[dict[str, Any]] = await self.client.call("list")
+        result: list[dict[str, Any]] = await self.client.call(Calls.list.name)
         return result
 
     async def session_get(self, session_id: str) -> dict[str, Any]:
-        result: dict[str, Any] = await self.client.call("get", session_id=session_id)
+        result: dict[str, Any] = await self.client.call(Calls.get.name, session_id=session_id)
         return result
 
 

@@ -22,11 +22,12 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .. import errors
 from ..events import CoderEvent
-from ..models import OutcomeContract
+from ..models import OutcomeContract, SessionSummary
+from ..panes.base import Screen
 from ..paths import SOCKET_NAME
 
 PROTOCOL = "corral-control/1"
@@ -92,6 +93,15 @@ class ControlError(errors.CorralError):
         self.kind = kind
 
 
+def params_problem(method: str, exc: ValidationError) -> str:
+    """The sentence for params that do not fit `method`'s model: each field
+    and what is wrong with it."""
+    problems = "; ".join(
+        f"{'.'.join(str(x) for x in e['loc']) or 'params'}: {e['msg']}" for e in exc.errors()
+    )
+    return f"{method}: {problems}"
+
+
 def raise_error(error: dict[str, Any]) -> None:
     """Raise the error an answer carries: the supervisor's own class for the
     kinds a client knows, else a `ControlError` (a `CorralError` too) that
@@ -135,6 +145,7 @@ class StartParams(_Params):
     wait: bool = True
     contract: OutcomeContract | None = None
     model: str | None = None
+    split: dict[str, Any] | None = None  # a foreman session's split, the operator's own
     host: str | None = None  # a configured [[hosts]] name (None: this machine)
 
 
@@ -288,3 +299,71 @@ class DiscussionStartParams(_Params):
 class DiscussionSendParams(_Params):
     discussion_id: str
     text: str
+
+
+# the assistant tools' arguments (MCP callers add fields of their own: ignored)
+
+
+class StartArgs(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    intent: str
+    repo: str
+    contract: dict[str, Any] | str | None = None
+    engine: str = "auto"
+    base: str | None = None
+    invoked_by: str | None = None
+
+
+class PollArgs(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    run_id: str
+    since_seq: int = Field(default=0, ge=0)
+
+
+class CancelArgs(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    run_id: str
+
+
+# --- answers that are no facade type of their own -------------------------------
+
+
+class _Answer(BaseModel):
+    model_config = ConfigDict(extra="ignore")  # an older client reads a newer owner
+
+
+class BoardAnswer(_Answer):
+    """`watch`: the whole board; its changes follow as `board` notifications."""
+
+    rows: list[SessionSummary]
+
+
+class SessionInfo(_Answer):
+    live: bool
+    needs_you: str | None = None
+    journal_path: str
+
+
+class EngineInfo(_Answer):
+    """What the new-session form offers, and whether the disk is full."""
+
+    choices: list[tuple[str, str]]
+    command_engines: list[tuple[str, str, str]]
+    disk_full: str | None = None
+    hosts: list[str] = []
+    models: list[tuple[str, bool]] = []
+
+
+class ScreenAnswer(_Answer):
+    """`agent_screen`: the version, and the screen only when it moved."""
+
+    version: int
+    unchanged: bool = False
+    screen: Screen | None = None
+
+
+class Adopted(_Answer):
+    session_id: str

@@ -45,10 +45,11 @@ from ..errors import CorralError, StateDirError
 from ..events import OPERATOR, BoundaryData, CoderEvent
 from ..paths import agent_socket_path, ensure_private_dir
 from ..session.board import WatchDropped, Watcher
-from ..session.events import Subscription, SubscriptionClosed, SubscriptionDropped
+from ..session.journal import Subscription, SubscriptionClosed, SubscriptionDropped
 from ..states import CoderState
 from . import protocol as p
 from .callers import Agent, Caller, CallerClassifier, peer_pid_uid
+from .surface import CALLS, Call, Calls, P
 
 if TYPE_CHECKING:
     from ..api import Supervisor
@@ -78,18 +79,16 @@ class ClientBounds:
 
 @dataclasses.dataclass(frozen=True)
 class Method:
-    """One method of the protocol and who may call it.
+    """One method of the surface (`surface.Calls`: its params, answer, who
+    may call it) and the handler that answers it here."""
 
-    `agents`: an agent may call it at all. `person`: what only a person may
-    do, as the refusal says it ("approve {whose} diff"); an agent's call is
-    refused and shown to the operator. `own_session`: an agent may call it
-    only about its own session."""
-
-    params: type[BaseModel]
+    call: Call[Any, Any]
     handler: Handler
-    agents: bool = False
-    person: str | None = None
-    own_session: bool = False
+
+
+def serve(call: Call[P, Any], handler: Callable[[_Connection, Any, P], Awaitable[Any]]) -> Method:
+    """`call` answered by `handler` (whose params are the record's model)."""
+    return Method(call, handler)
 
 
 @dataclasses.dataclass
@@ -563,14 +562,10 @@ class _Connection:
             )
             return
         try:
-            params = entry.params.model_validate(message.get("params") or {})
+            params = entry.call.params.model_validate(message.get("params") or {})
         except ValidationError as exc:
-            problems = "; ".join(
-                f"{'.'.join(str(x) for x in e['loc']) or 'params'}: {e['msg']}"
-                for e in exc.errors()
-            )
             await self.send_error(
-                req_id, p.INVALID_PARAMS, f"{method}: {problems}", "InvalidParams"
+                req_id, p.INVALID_PARAMS, p.params_problem(method, exc), "InvalidParams"
             )
             return
         try:
@@ -607,13 +602,14 @@ class _Connection:
         if not isinstance(caller, Agent):
             return
         target = getattr(params, "session_id", None)
-        if entry.person is not None:
-            raise self.server.refuse(caller, method, entry.person, target)
-        if not entry.agents:
+        call = entry.call
+        if call.person is not None:
+            raise self.server.refuse(caller, method, call.person, target)
+        if not call.agents:
             raise CorralError(
                 f"refused: {caller.describe()} may not call {method}; it is the operator's"
             )
-        if entry.own_session and (caller.session_id is None or target != caller.session_id):
+        if call.own_session and (caller.session_id is None or target != caller.session_id):
             raise CorralError(
                 f"refused: {caller.describe()} may call {method} only about its own session"
             )
@@ -724,6 +720,7 @@ async def _start(conn: _Connection, _id: Any, a: p.StartParams) -> Any:
         wait=a.wait,
         contract=a.contract,
         model=a.model,
+        split=a.split,
         host=a.host,
     )
     return _dump(result)
@@ -894,11 +891,11 @@ async def _subscribe(conn: _Connection, req_id: Any, a: p.SubscribeParams) -> An
 
 async def _watch(conn: _Connection, req_id: Any, _p: p.NoParams) -> Any:
     rows, watcher = conn.sup.watch()
-    dumped = [_dump(r) for r in rows]
+    dumped = {"rows": [_dump(r) for r in rows]}
     if req_id is None:
         conn.sup.unwatch(watcher)
         return dumped
-    return _Streamed({"rows": dumped}, lambda: conn.pump_board(req_id, watcher))
+    return _Streamed(dumped, lambda: conn.pump_board(req_id, watcher))
 
 
 async def _unsubscribe(conn: _Connection, _id: Any, a: p.StreamParams) -> Any:
@@ -930,6 +927,7 @@ async def _engines(conn: _Connection, _id: Any, _p: p.NoParams) -> Any:
         "command_engines": conn.sup.command_engines(),
         "disk_full": conn.sup.disk_full(),
         "hosts": conn.sup.host_choices(),
+        "models": conn.sup.model_choices(),
     }
 
 
@@ -1008,104 +1006,86 @@ def _tools(conn: _Connection) -> AssistantTools:
     return conn.server.tools
 
 
-async def _assistant_start(conn: _Connection, _id: Any, a: Any) -> Any:
+async def _assistant_start(conn: _Connection, _id: Any, a: p.StartArgs) -> Any:
     return await _tools(conn).start(a, conn.caller)
 
 
-async def _assistant_poll(conn: _Connection, _id: Any, a: Any) -> Any:
+async def _assistant_poll(conn: _Connection, _id: Any, a: p.PollArgs) -> Any:
     return await _tools(conn).poll(a.run_id, a.since_seq)
 
 
-async def _assistant_cancel(conn: _Connection, _id: Any, a: Any) -> Any:
+async def _assistant_cancel(conn: _Connection, _id: Any, a: p.CancelArgs) -> Any:
     return await _tools(conn).cancel(a.run_id, conn.caller)
 
 
 def _methods() -> dict[str, Method]:
-    """Every method, and once, who may call it. Agents may read (the board,
-    their own session's history and events), send messages as themselves,
-    and start runs where the operator allows; what changes a session's
-    course or the operator's repository, schedule or board is a person's."""
-    from .handles import CancelArgs, PollArgs, StartArgs
-
-    def agents(params: type[BaseModel], handler: Any, *, own: bool = False) -> Method:
-        return Method(params, handler, agents=True, own_session=own)
-
-    def person(params: type[BaseModel], handler: Any, phrase: str) -> Method:
-        return Method(params, handler, person=phrase)
-
-    def operator(params: type[BaseModel], handler: Any) -> Method:
-        return Method(params, handler)  # not for agents; nothing a person must witness
-
-    return {
-        "hello": agents(p.NoParams, _hello),
-        "list": agents(p.NoParams, _list),
-        "get": agents(p.SessionParams, _get),
-        "start": agents(p.StartParams, _start),  # where agents_may_start; stops at gate 1
-        "confirm": person(p.ConfirmParams, _confirm, "confirm {whose} contract"),
-        "foreman_split": operator(p.SessionParams, _foreman_split),
-        "set_foreman_split": person(p.SplitParams, _set_foreman_split, "set {whose} split"),
-        "revise": person(p.ReviseParams, _revise, "revise {whose} contract"),
-        "respond": person(p.RespondParams, _respond, "answer {whose} question"),
-        "steer": person(p.SteerParams, _steer, "steer {whose} agent"),
-        "question_options": agents(p.SessionParams, _options, own=True),
-        "approve": person(p.ApproveParams, _approve, "approve {whose} diff"),
-        "reject": person(p.RejectParams, _reject, "reject {whose} diff"),
-        # ending, reviving or retrying a session spends or throws away the operator's work
-        "cancel": person(p.SessionParams, _cancel, "cancel {whose} session"),
-        "reverify": operator(p.SessionParams, _reverify),
-        "revive": person(p.SessionParams, _revive, "revive {whose} agent"),
-        # the board is the operator's: an archived row hides what needs them
-        "rename": person(p.RenameParams, _rename, "rename {whose} session"),
-        "archive": person(p.ArchiveParams, _archive, "archive {whose} session"),
-        "retry": person(p.RetryParams, _retry, "retry {whose} session"),
-        "delete": person(p.SessionParams, _delete, "delete {whose} session"),
-        "push": person(p.PushParams, _push, "publish {whose} branch"),
-        "pull_request": person(
-            p.PushParams, _pull_request, "open a pull request for {whose} branch"
-        ),
-        "history": agents(p.SessionParams, _history, own=True),
-        "send": agents(p.SendParams, _send),  # as the session the owner identified
-        "task_pause": person(p.TaskPauseParams, _task_pause, "pause a scheduled task"),
-        "task_run": person(p.TaskParams, _task_run, "run a scheduled task"),
-        "search": operator(p.SearchParams, _search),
-        "transcript": agents(p.TranscriptParams, _transcript, own=True),
-        "adoptable": operator(p.AdoptableParams, _adoptable),
-        "adopt": person(p.AdoptParams, _adopt, "adopt a pane"),
-        "release": person(p.SessionParams, _release, "release {whose} pane"),
-        "tasks": operator(p.NoParams, _tasks),
-        "task_add": person(p.TaskAddParams, _task_add, "schedule a task"),
-        "task_remove": person(p.TaskParams, _task_remove, "remove a scheduled task"),
-        "task_runs": operator(p.TaskParams, _task_runs),
-        "review_files": agents(p.SessionParams, _review_files, own=True),
-        "subscribe": agents(p.SubscribeParams, _subscribe, own=True),
-        "watch": operator(p.NoParams, _watch),
-        "unsubscribe": agents(p.StreamParams, _unsubscribe),
-        "wait_for": agents(p.WaitParams, _wait_for, own=True),
-        "session_info": agents(p.SessionParams, _session_misc, own=True),
-        "engines": agents(p.NoParams, _engines),
-        "engine_refusal": agents(p.EngineParams, _engine_refusal),
-        "agent_screen": operator(p.ScreenParams, _agent_screen),
-        # typing into a pane is acting as the operator at that terminal
-        "agent_keys": person(p.KeysParams, _agent_keys, "type into {whose} pane"),
-        "agent_resize": operator(p.ResizeParams, _agent_resize),
-        "agent_scrollback": operator(p.ScrollbackParams, _agent_scrollback),
-        "attach_argv": operator(p.SessionParams, _attach_argv),
-        "discussions_list": operator(p.NoParams, _discussions_list),
-        "discussion_get": operator(p.DiscussionParams, _discussion_get),
-        "discussion_start": person(
-            p.DiscussionStartParams, _discussion_start, "start a discussion"
-        ),
-        "discussion_send": person(
-            p.DiscussionSendParams, _discussion_send, "speak in the operator's discussion"
-        ),
-        "discussion_promote": person(
-            p.DiscussionParams, _discussion_promote, "turn a discussion into a task"
-        ),
-        "discussion_close": person(p.DiscussionParams, _discussion_close, "close a discussion"),
-        "assistant_start": agents(StartArgs, _assistant_start),  # where agents_may_start
-        "assistant_poll": agents(PollArgs, _assistant_poll),
-        "assistant_cancel": agents(CancelArgs, _assistant_cancel),  # its own runs only
-    }
+    """Each record of the surface with its handler: a record without one, or
+    a handler without a record, stops the owner at import."""
+    c = Calls
+    served = [
+        serve(c.hello, _hello),
+        serve(c.list, _list),
+        serve(c.get, _get),
+        serve(c.start, _start),
+        serve(c.confirm, _confirm),
+        serve(c.foreman_split, _foreman_split),
+        serve(c.set_foreman_split, _set_foreman_split),
+        serve(c.revise, _revise),
+        serve(c.respond, _respond),
+        serve(c.steer, _steer),
+        serve(c.question_options, _options),
+        serve(c.approve, _approve),
+        serve(c.reject, _reject),
+        serve(c.cancel, _cancel),
+        serve(c.reverify, _reverify),
+        serve(c.revive, _revive),
+        serve(c.rename, _rename),
+        serve(c.archive, _archive),
+        serve(c.retry, _retry),
+        serve(c.delete, _delete),
+        serve(c.push, _push),
+        serve(c.pull_request, _pull_request),
+        serve(c.history, _history),
+        serve(c.send, _send),
+        serve(c.task_pause, _task_pause),
+        serve(c.task_run, _task_run),
+        serve(c.search, _search),
+        serve(c.transcript, _transcript),
+        serve(c.adoptable, _adoptable),
+        serve(c.adopt, _adopt),
+        serve(c.release, _release),
+        serve(c.tasks, _tasks),
+        serve(c.task_add, _task_add),
+        serve(c.task_remove, _task_remove),
+        serve(c.task_runs, _task_runs),
+        serve(c.review_files, _review_files),
+        serve(c.subscribe, _subscribe),
+        serve(c.watch, _watch),
+        serve(c.unsubscribe, _unsubscribe),
+        serve(c.wait_for, _wait_for),
+        serve(c.session_info, _session_misc),
+        serve(c.engines, _engines),
+        serve(c.engine_refusal, _engine_refusal),
+        serve(c.agent_screen, _agent_screen),
+        serve(c.agent_keys, _agent_keys),
+        serve(c.agent_resize, _agent_resize),
+        serve(c.agent_scrollback, _agent_scrollback),
+        serve(c.attach_argv, _attach_argv),
+        serve(c.discussions_list, _discussions_list),
+        serve(c.discussion_get, _discussion_get),
+        serve(c.discussion_start, _discussion_start),
+        serve(c.discussion_send, _discussion_send),
+        serve(c.discussion_promote, _discussion_promote),
+        serve(c.discussion_close, _discussion_close),
+        serve(c.assistant_start, _assistant_start),
+        serve(c.assistant_poll, _assistant_poll),
+        serve(c.assistant_cancel, _assistant_cancel),
+    ]
+    methods = {m.call.name: m for m in served}
+    unserved = set(CALLS) - set(methods)
+    if unserved or len(methods) != len(served):
+        raise RuntimeError(f"the control server serves no handler for {sorted(unserved)}")
+    return methods
 
 
 METHODS = _methods()

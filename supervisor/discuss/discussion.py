@@ -46,7 +46,7 @@ from .common import (
     system_prompt,
     too_large,
 )
-from .events import (
+from .discussion_events import (
     DiscussAssistantDeltaData,
     DiscussAssistantMessageData,
     DiscussErrorData,

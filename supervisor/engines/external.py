@@ -394,7 +394,7 @@ class ExternalEngine:
                 # it exited while the task was being pasted: the turn loop
                 # sees the exit once the sweep has its status
                 return
-            self.panes.prompted(ctx.session_id, time.monotonic())
+            self.panes.prompted(ctx.session_id, self.panes.clock())
 
     async def _wait_ready(self, ctx: RunContext, timeout: float = 60) -> None:
         """Until the agent shows its idle prompt (for agents given the task by paste)."""
@@ -646,7 +646,7 @@ class ExternalEngine:
                     else f"the paste was not confirmed (it may show unsent): {exc}",
                 )
             raise
-        landed = time.monotonic()
+        landed = self.panes.clock()
         for note in notes:
             ctx.emit(OperatorGuidanceData(text=note, status=GUIDANCE_DELIVERED))
         if messages:

@@ -19,6 +19,8 @@ from ..config import SupervisorConfig
 from ..engines.base import EngineRegistry
 from ..errors import CorralError
 from ..events import PlanTextData
+from ..gates.run_loop import FOREMAN_PREFIX as PREFIX
+from ..gates.run_loop import is_foreman
 from ..gates.verifier import Verifier
 from ..git.run import git
 from ..hosts.place import Hosts
@@ -43,7 +45,6 @@ from .split import (
 
 S = CoderState
 log = logging.getLogger("corral.supervisor")
-PREFIX = "foreman:"
 
 NOT_DISTRIBUTED = (
     "{name} runs {engine}, which cannot distribute: only a foreman:<agent> session is split "
@@ -62,10 +63,6 @@ HOSTS_OFF = (
 def runs_on_hosts(inner: str) -> bool:
     """Only an agent in a pane can run on a host (not the built-in engine, not one-shots)."""
     return inner.startswith("external:") and not is_oneshot(inner)
-
-
-def is_foreman(engine: str | None) -> bool:
-    return bool(engine) and str(engine).startswith(PREFIX)
 
 
 def inner_engine(engine: str) -> str:

@@ -11,7 +11,7 @@ import contextlib
 import logging
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..config import SupervisorConfig
 from ..engines.base import Engine, EngineOutcome, EngineRegistry, RunContext
@@ -53,13 +53,19 @@ from ..workspaces import Workspaces
 from .approval import ApprovalGate
 from .verifier import STABILITY_ATTEMPTS, Verification, Verifier, name_paths
 
-if TYPE_CHECKING:
-    from ..foreman.service import Foreman
+FOREMAN_PREFIX = "foreman:"
 
 
-def is_foreman(engine: str) -> bool:
+def is_foreman(engine: str | None) -> bool:
     """A `foreman:<agent>` session: the foreman service builds its engine."""
-    return engine.startswith("foreman:")
+    return bool(engine) and str(engine).startswith(FOREMAN_PREFIX)
+
+
+class ForemanEngines(Protocol):
+    """What the run loop asks of the foreman service (a floor-3 room beside
+    this one, that builds on the gates): the engine of a foreman session."""
+
+    def engine(self, live: LiveSession) -> Engine: ...
 
 
 S = CoderState
@@ -84,7 +90,7 @@ class RunLoop:
         engines: EngineRegistry,
         workspaces: Workspaces,
         config: SupervisorConfig,
-        foreman: Foreman | None = None,
+        foreman: ForemanEngines | None = None,
         hosts: Hosts | None = None,
     ) -> None:
         self._foreman = foreman

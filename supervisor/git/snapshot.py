@@ -16,23 +16,10 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from pydantic import BaseModel
-
 from ..errors import CorralError
+from ..models import CheckoutIdentity
 from .repo import head_commit
 from .run import git
-
-
-class CheckoutIdentity(BaseModel):
-    """The checkout a task started from: its HEAD and, if it was dirty, the
-    private snapshot commit of its files."""
-
-    head: str
-    snapshot: str | None = None
-
-    @property
-    def base(self) -> str:
-        return self.snapshot or self.head
 
 
 def identity_env(cwd: Path) -> dict[str, str]:

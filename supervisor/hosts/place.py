@@ -25,11 +25,11 @@ from pathlib import Path
 from ..errors import CorralError
 from ..git.run import GitError, git
 from ..models import CoderSession
-from ..panes.remote_tmux import RemoteTmuxBackend
 from ..states import label
 from .connection import HostConnection, HostUnreachable
 from .fetch import fetch_commit, remote_url
 from .probe import remote_path
+from .remote_tmux import RemoteTmuxBackend
 from .settings import HostSettings
 from .worktrees import add_worktree, remove_worktree
 

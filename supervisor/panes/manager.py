@@ -37,6 +37,7 @@ from ..agents.base import AgentProfile
 from ..cancelling import cancel_and_wait
 from ..status import (
     AgentStatus,
+    Clock,
     Question,
     ScreenFacts,
     StatusReading,
@@ -98,13 +99,14 @@ class PaneRecord:
         self.changed = asyncio.Event()
 
 
-def tracker_for(profile: AgentProfile) -> StatusTracker:
+def tracker_for(profile: AgentProfile, clock: Clock = time.monotonic) -> StatusTracker:
     """A profile's status tracker: the quiet rule only for agents without
     hooks; its dialogs known, so a hook's question is never paired with one."""
     return StatusTracker(
         markers=profile.markers,
         quiet_secs=None if profile.hooks else profile.quiet_secs,
         dialogs=tuple(d.detect for d in profile.dialogs),
+        clock=clock,
     )
 
 
@@ -117,8 +119,12 @@ class PaneManager:
         interval: float = 0.5,
         on_status: Callable[[str, StatusReading], None] | None = None,
         on_hook: Callable[[str, dict[str, object]], None] | None = None,
+        clock: Clock = time.monotonic,
     ) -> None:
         self.backend = backend
+        # what time it is for the status pipeline (sweeps, trackers, dialogs,
+        # when a prompt landed): tests drive it instead of sleeping
+        self.clock = clock
         # other backends by name (a remote tmux per host, `ssh:<host>`); a
         # record says which one its pane is on
         self.backends: dict[str, PaneBackend] = {}
@@ -200,7 +206,7 @@ class PaneManager:
             handle,
             profile,
             hooks,
-            tracker_for(profile),
+            tracker_for(profile, self.clock),
             hooks_offset=offset,
             backend_name=backend if backend in self.backends else "",
         )
@@ -231,7 +237,7 @@ class PaneManager:
             handle,
             profile,
             hooks,
-            tracker_for(profile),
+            tracker_for(profile, self.clock),
             hooks_offset=offset,
             backend_name=backend if backend in self.backends else "",
         )
@@ -502,7 +508,9 @@ class PaneManager:
         backend = self.backend_named(name)
         loop = asyncio.get_running_loop()
         try:
-            seen = await loop.run_in_executor(self._worker_for(name), observe, backend, watches)
+            seen = await loop.run_in_executor(
+                self._worker_for(name), observe, backend, watches, self.clock
+            )
         except HostDown as exc:
             # the panes may well run on: not an exit, and no reading at all (a
             # frozen screen must not turn into "idle" or "needs you")
@@ -583,7 +591,7 @@ class PaneManager:
         then Enter. Never a blind Enter."""
         tail = clean_lines(screen.lines)
         text = "\n".join(tail)
-        now = time.monotonic()
+        now = self.clock()
         for dialog in record.profile.dialogs:
             if dialog.choose is None or not dialog.detect.search(text):
                 continue

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, replace
 
 from ..agents.base import Dialog
-from ..status import Markers, ScreenFacts, read_screen
+from ..status import Clock, Markers, ScreenFacts, read_screen
 from .base import PaneBackend, PaneHandle, PaneInfo, Screen
 
 
@@ -74,11 +74,13 @@ def dialog_on(tail: tuple[str, ...], dialogs: tuple[Dialog, ...]) -> bool:
     return any(d.detect.search(text) for d in dialogs)
 
 
-def observe(backend: PaneBackend, watches: list[Watch]) -> list[Seen]:
+def observe(
+    backend: PaneBackend, watches: list[Watch], clock: Clock = time.monotonic
+) -> list[Seen]:
     """The worker's half of a sweep: one `list-panes -a`, one capture of
-    the panes whose activity changed, and a reading of each screen.
-    Blocking; never touches a record."""
-    now = time.monotonic()
+    the panes whose activity changed, and a reading of each screen, timed by
+    `clock`. Blocking; never touches a record."""
+    now = clock()
     infos = backend.sweep()
     seen: list[Seen] = []
     to_capture: list[Seen] = []
@@ -100,7 +102,7 @@ def observe(backend: PaneBackend, watches: list[Watch]) -> list[Seen]:
             item.facts = watch.facts
             item.dialog = dialog_on(watch.facts.tail, watch.dialogs)
     if to_capture:
-        at = time.monotonic()
+        at = clock()
         screens = backend.capture([i.watch.handle for i in to_capture])
         for item in to_capture:
             time.sleep(0)  # let the loop's thread take the GIL between screens

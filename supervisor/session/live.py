@@ -13,7 +13,7 @@ from ..llm.chain import Ledger
 from ..models import CoderSession
 from ..status import StatusReading
 from .attention import AttentionState
-from .events import EventLog
+from .journal import EventLog
 from .questions import PendingQuestion, SteeringQueue
 
 

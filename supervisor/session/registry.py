@@ -57,8 +57,8 @@ from ..store import OwnerLock, Store
 from ..store.listing import UNFINISHED
 from ..store.retention import StoredRef, collectable_by_age
 from .board import BoardFeed
-from .events import EventLog, Journal, Subscription, last_journal_seq, read_journal
 from .identity import can_go_dormant, mark_dormant, note_hook
+from .journal import EventLog, Journal, Subscription, last_journal_seq, read_journal
 from .live import LiveSession
 from .messages import Mailboxes, Message, refusal
 from .summaries import live_summary, stored_summary, summary_json
@@ -123,7 +123,7 @@ class SessionRegistry:
         self._lock.acquire()
         try:
             store = self.store = Store(self.state_dir, summarize=summary_json)
-            listing = store.summaries()
+            listing = store.summaries(stored_summary)
             unfinished, broken = store.load_sessions(UNFINISHED)
             with_panes = store.finished_panes()
             if listing.stale:

@@ -16,7 +16,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from ..errors import DiskFullError, StateDirError, disk_full, is_disk_full
-from ..models import CoderSession, ScheduledTask, TaskRun
+from ..models import CoderSession, ScheduledTask, SessionSummary, TaskRun
 from ..paths import ensure_private_dir
 from .listing import UNFINISHED, Listing, read_listing
 
@@ -253,13 +253,14 @@ class Store:
                 sessions.append(parsed)
         return sessions, broken
 
-    def summaries(self) -> Listing:
+    def summaries(self, summarize: Callable[[CoderSession], SessionSummary]) -> Listing:
         """Every stored session's board row, newest first, without parsing the
-        sessions (see listing.py); rows kept by an older corral are parsed."""
+        sessions (see listing.py); rows kept by an older corral are parsed and
+        made board rows by `summarize`."""
         if self._conn is None:
             return Listing([], [], [])
         try:
-            return read_listing(self._conn, self._has_summaries())
+            return read_listing(self._conn, self._has_summaries(), summarize)
         except sqlite3.DatabaseError as exc:
             raise self._corrupt(exc) from exc
 

@@ -40,14 +40,11 @@ class Listing:
 def read_listing(
     conn: sqlite3.Connection,
     with_summaries: bool,
-    summarize: Callable[[CoderSession], SessionSummary] | None = None,
+    summarize: Callable[[CoderSession], SessionSummary],
 ) -> Listing:
     """Every stored row as a board row. `summarize` builds one from a parsed
-    session (for rows without a usable summary); by default the store's own."""
-    if summarize is None:
-        from ..session.summaries import stored_summary
-
-        summarize = stored_summary
+    session (for rows without a usable summary): the session room's rule,
+    handed down, since the store sits below it."""
     kept: list[tuple[str, float, str]] = []
     if with_summaries:
         kept = conn.execute(

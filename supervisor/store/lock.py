@@ -7,58 +7,12 @@ import contextlib
 import fcntl
 import os
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import StateDirError
-from ..paths import ensure_private_dir
+from ..paths import LOCK_NAME, LockHolder, ensure_private_dir, read_lock_holder
 
-LOCK_NAME = "owner.lock"
-
-
-@dataclass(frozen=True)
-class LockHolder:
-    pid: int | None
-    since: str | None
-
-    def describe(self) -> str:
-        if self.pid is None:
-            return "an unknown process"
-        alive = _pid_alive(self.pid)
-        return f"pid {self.pid}" + ("" if alive else " (not running; its lock is stale)")
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def read_lock_holder(state_dir: Path) -> LockHolder | None:
-    """Who holds the state dir, or None when nobody does. Never blocks."""
-    path = state_dir / LOCK_NAME
-    if not path.exists():
-        return None
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return None
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            text = path.read_text(encoding="utf-8", errors="replace").split()
-            pid = int(text[0]) if text and text[0].isdigit() else None
-            since = text[1] if len(text) > 1 else None
-            return LockHolder(pid, since)
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        return None
-    finally:
-        os.close(fd)
+__all__ = ["LOCK_NAME", "LockHolder", "OwnerLock", "read_lock_holder"]
 
 
 class OwnerLock:

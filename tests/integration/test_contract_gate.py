@@ -16,7 +16,7 @@ from corral.supervisor.api import DRAFTING_CANCELLED, NOT_EXPRESSIBLE
 from corral.supervisor.contracts.drafting import DraftingError
 from corral.supervisor.errors import CorralError
 from corral.supervisor.models import EventKind
-from corral.supervisor.session.events import read_journal
+from corral.supervisor.session.journal import read_journal
 from corral.supervisor.states import CoderState, FailureKind, NeedsYou
 from tests.conftest import (
     HELLO_CHECK,

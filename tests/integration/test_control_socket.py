@@ -18,7 +18,9 @@ from pathlib import Path
 import pytest
 
 from corral.supervisor.api import Supervisor
+from corral.supervisor.control.protocol import ConfirmParams, WaitParams
 from corral.supervisor.control.server import ControlServer
+from corral.supervisor.control.surface import Calls
 from corral.supervisor.errors import CorralError
 from corral.supervisor.remote import (
     MAX_MESSAGE_BYTES,
@@ -98,10 +100,12 @@ async def test_errors_carry_the_sentence_and_kind(owner, repo: Path) -> None:
             sup.get("nope")
         assert str(exc.value) == str(direct.value)
         sid = await proposed(sup, repo)
-        await client.confirm(sid)
+        await client.request(Calls.confirm, ConfirmParams(session_id=sid))
         await sup.wait_for(sid, needs=True, timeout=10)
         with pytest.raises(CorralError, match="already"):
-            await client.confirm(sid)  # the "already happened" sentence travels as is
+            await client.request(
+                Calls.confirm, ConfirmParams(session_id=sid)
+            )  # the "already happened" sentence travels as is
     finally:
         await client.close()
 
@@ -113,8 +117,10 @@ async def test_subscribe_replays_then_follows(owner, repo: Path) -> None:
     try:
         result, sub = await client.subscribe(sid, 0)
         assert result.live and sub is not None
-        await client.confirm(sid)
-        row = await client.wait_for(sid, needs=True, timeout=10)
+        await client.request(Calls.confirm, ConfirmParams(session_id=sid))
+        row = await client.request(
+            Calls.wait_for, WaitParams(session_id=sid, needs=True, timeout=10)
+        )
         assert row.state is CoderState.NEEDS_APPROVAL
         seen: list[int] = []
 

@@ -42,7 +42,7 @@ from corral.supervisor.api import Supervisor, new_session_id
 from corral.supervisor.errors import CorralError
 from corral.supervisor.faults import ORDER, POINTS
 from corral.supervisor.models import ApproveResult
-from corral.supervisor.session.events import read_journal
+from corral.supervisor.session.journal import read_journal
 from corral.supervisor.states import CoderState, short_id
 from corral.supervisor.store import Store
 from tests.conftest import fast_config, git, hello_contract, row_of, run_to_gate

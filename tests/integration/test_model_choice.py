@@ -23,7 +23,7 @@ from corral.supervisor.llm.openai_compat import OpenAICompatProvider
 from corral.supervisor.llm.retry import RetryPolicy
 from corral.supervisor.models import EventKind
 from corral.supervisor.session import model_use
-from corral.supervisor.session.events import read_journal
+from corral.supervisor.session.journal import read_journal
 from corral.supervisor.states import CoderState as S
 from corral.supervisor.states import NeedsYou
 from tests.conftest import SupervisorFactory, git, init_repo, run_to_gate

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from corral.supervisor.hosts.connection import HostConnection
+from corral.supervisor.hosts.remote_tmux import HostDown, RemoteTmuxBackend
 from corral.supervisor.hosts.settings import HostSettings
 from corral.supervisor.panes.base import PaneBackend, PaneHandle, PaneSpec
-from corral.supervisor.panes.remote_tmux import HostDown, RemoteTmuxBackend
 from tests.fakes.sshd import SshServer, sshd_missing, start_sshd
 
 pytestmark = [

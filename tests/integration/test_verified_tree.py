@@ -16,7 +16,7 @@ import pytest
 
 from corral.supervisor.api import Supervisor
 from corral.supervisor.models import EventKind
-from corral.supervisor.session.events import read_journal
+from corral.supervisor.session.journal import read_journal
 from corral.supervisor.states import CoderState
 from tests.conftest import (
     SupervisorFactory,

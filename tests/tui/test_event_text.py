@@ -9,7 +9,7 @@ from pathlib import Path
 
 from rich.text import Text
 
-from corral.supervisor.session.events import read_journal
+from corral.supervisor.session.journal import read_journal
 from corral.tui.event_text import describe
 from corral.tui.screens.session import LOG_FILTERS, log_filter_matches
 

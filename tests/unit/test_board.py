@@ -26,7 +26,7 @@ from corral.supervisor.events import (
 )
 from corral.supervisor.models import CheckResult, CoderSession, SessionSummary
 from corral.supervisor.session.board import BoardFeed, WatchDropped
-from corral.supervisor.session.events import EventLog
+from corral.supervisor.session.journal import EventLog
 from corral.supervisor.session.live import LiveSession
 from corral.supervisor.session.summaries import live_summary, stored_summary
 from corral.supervisor.states import CoderState, NeedsYou

@@ -30,7 +30,7 @@ from corral.supervisor.events import (
     parse_event,
 )
 from corral.supervisor.models import EventKind
-from corral.supervisor.session.events import (
+from corral.supervisor.session.journal import (
     EventLog,
     Journal,
     Subscription,
@@ -445,9 +445,9 @@ def test_every_live_subscriber_sees_each_event_exactly_once_in_order(
 
 
 def test_appended_events_are_ordinary_typed_events() -> None:
-    from corral.supervisor.session import events
+    from corral.supervisor.session import journal
 
-    assert events._fast_construct_ok()  # the fast constructor is in use here
+    assert journal._fast_construct_ok()  # the fast constructor is in use here
     log = EventLog("s", clock=lambda: 5.0)
     data = IterationStartedData(n=1, max=8)
     event = log.append(data)

@@ -98,3 +98,23 @@ def test_the_console_imports_only_public_modules() -> None:
         for path in sorted((ROOT / "tui").rglob("*.py"))
     }
     assert not {k: v for k, v in offenders.items() if v}
+
+
+FLOORS = "the supervisor's floors: an import goes down, or sideways to a room listed before it"
+
+
+def test_every_supervisor_module_has_a_floor() -> None:
+    """The floors contract names each top-level module and subpackage once: a
+    room it does not list is not checked at all."""
+    contracts = _pyproject()["tool"]["importlinter"]["contracts"]
+    contract = next(c for c in contracts if c["name"] == FLOORS)
+    assert contract["type"] == "layers" and contract["containers"] == ["corral.supervisor"]
+    listed = [name for layer in contract["layers"] for name in layer.replace(":", "|").split("|")]
+    listed = [name.strip() for name in listed]
+    assert len(listed) == len(set(listed)), "a room is listed twice in the floors contract"
+    present = supervisor_modules()
+    assert set(listed) == present, (
+        f"missing from the floors contract: {sorted(present - set(listed))}; "
+        f"listed but not in supervisor/: {sorted(set(listed) - present)} "
+        "(place each at its floor, as docs/architecture.md section 2 says)"
+    )

@@ -76,7 +76,7 @@ def test_kept_summaries_are_the_rows_of_the_parsed_sessions(tmp_path: Path) -> N
     store = Store(tmp_path / "state", summarize=summary_json)
     for s in sessions:
         store.save_session(s)
-    listing = Store(tmp_path / "state", readonly=True).summaries()
+    listing = Store(tmp_path / "state", readonly=True).summaries(stored_summary)
     assert listing.stale == [] and listing.unreadable == []
     expected = sorted((stored_summary(s) for s in sessions), key=lambda r: -r.updated_at)
     assert listing.rows == expected
@@ -100,7 +100,7 @@ def test_a_schema_1_database_is_migrated_and_its_summaries_written_once(tmp_path
     conn.commit()
     conn.close()
     # a reader of the old schema (a console not upgraded yet) parses every row
-    old = Store(state, readonly=True).summaries()
+    old = Store(state, readonly=True).summaries(stored_summary)
     assert len(old.rows) == 4 and old.unreadable == ["bad"]
 
     registry = SessionRegistry(state, config=fast_config(), clock=lambda: 10.0, panes=None)
@@ -115,7 +115,7 @@ def test_a_schema_1_database_is_migrated_and_its_summaries_written_once(tmp_path
     # every readable row now keeps its summary: the next listing parses none
     assert conn.execute("SELECT count(*) FROM sessions WHERE summary IS NULL").fetchone() == (1,)
     conn.close()
-    again = Store(state, readonly=True).summaries()
+    again = Store(state, readonly=True).summaries(stored_summary)
     assert again.stale == [] and len(again.rows) == 4
 
 
@@ -144,6 +144,6 @@ def test_a_summary_that_does_not_fit_is_parsed_instead(tmp_path: Path) -> None:
         store.save_session(s)
     assert store._conn is not None
     store._conn.execute("UPDATE sessions SET summary='{\"session_id\": 1}' WHERE id=?", ("a" * 24,))
-    listing = store.summaries()
+    listing = store.summaries(stored_summary)
     assert [s.id for s in listing.stale] == ["a" * 24]
     assert next(r for r in listing.rows if r.session_id == "a" * 24).name == "mine"

@@ -1,13 +1,13 @@
 """The sweep reads screens in its worker thread and the loop only folds the
 readings: a slow sweep can neither freeze the loop nor end a turn with a
 screen it captured before corral's prompt landed. A fake backend stands in
-for tmux; the PaneManager and the trackers are the real ones."""
+for tmux and a fake clock for time (the debounces are driven, not slept);
+the PaneManager and the trackers are the real ones."""
 
 from __future__ import annotations
 
 import asyncio
 import threading
-import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -15,6 +15,7 @@ from corral.supervisor.agents.profiles import DEMO, profile_for
 from corral.supervisor.panes.base import PaneHandle, PaneInfo, PaneSpec, Screen
 from corral.supervisor.panes.manager import PaneManager
 from corral.supervisor.status import AgentStatus
+from tests.fakes.clock import FakeClock
 
 IDLE = Screen(lines=["done.", "> "], cursor_x=2, cursor_y=1)
 BUSY = Screen(lines=["step 1", "✻ Working… (esc to interrupt)"], cursor_x=0, cursor_y=1)
@@ -56,9 +57,11 @@ class FakeBackend:
         pass
 
 
-async def manager_with_pane(tmp_path: Path) -> tuple[PaneManager, FakeBackend]:
+async def manager_with_pane(
+    tmp_path: Path, clock: FakeClock | None = None
+) -> tuple[PaneManager, FakeBackend]:
     backend = FakeBackend()
-    panes = PaneManager(backend, tmp_path / "hooks", interval=0.05)
+    panes = PaneManager(backend, tmp_path / "hooks", interval=0.05, clock=clock or FakeClock())
     spec = PaneSpec("s1", 1, "corral-s1", tmp_path, ["agent"], {})
     await panes.spawn(spec, DEMO)
     return panes, backend
@@ -78,11 +81,12 @@ async def test_screens_are_captured_and_read_off_the_loop(tmp_path: Path) -> Non
 async def test_a_capture_from_before_the_prompt_landed_does_not_end_the_turn(
     tmp_path: Path,
 ) -> None:
-    panes, backend = await manager_with_pane(tmp_path)
+    clock = FakeClock()
+    panes, backend = await manager_with_pane(tmp_path, clock)
     try:
         for _ in range(2):  # the agent sits at its prompt
             await panes.sweep_once()
-            await asyncio.sleep(0.6)
+            clock.advance(0.6)
         await panes.sweep_once()
         record = panes.record("s1")
         assert record is not None and record.status.status is AgentStatus.IDLE
@@ -91,9 +95,10 @@ async def test_a_capture_from_before_the_prompt_landed_does_not_end_the_turn(
         backend.captured.clear()
         sweep = asyncio.ensure_future(panes.sweep_once())
         await asyncio.to_thread(backend.captured.wait, 5)
-        panes.prompted("s1", time.monotonic())
+        clock.advance(0.01)  # the paste lands after the capture
+        panes.prompted("s1", clock())
         assert record.status.status is AgentStatus.RUNNING
-        await asyncio.sleep(0.6)  # longer than the idle debounce
+        clock.advance(0.6)  # longer than the idle debounce
         backend.release.set()
         await sweep
         assert record.status.status is AgentStatus.RUNNING  # the stale screen is ignored
@@ -107,7 +112,7 @@ async def test_a_capture_from_before_the_prompt_landed_does_not_end_the_turn(
         backend.screen = IDLE
         for _ in range(3):
             await panes.sweep_once()
-            await asyncio.sleep(0.3)
+            clock.advance(0.3)
         assert record.status.status is AgentStatus.IDLE
         assert record.tracker.prompted_turn_ended(0.0)
     finally:
@@ -118,7 +123,8 @@ async def test_a_custom_agents_quiet_prompt_is_idle_only_after_the_quiet_time(
     tmp_path: Path,
 ) -> None:
     backend = FakeBackend()
-    panes = PaneManager(backend, tmp_path / "hooks")
+    clock = FakeClock()
+    panes = PaneManager(backend, tmp_path / "hooks", clock=clock)
     custom = replace(profile_for("custom:tool"), quiet_secs=1.5)
     await panes.spawn(PaneSpec("s1", 1, "corral-s1", tmp_path, ["tool"], {}), custom)
     backend.screen = Screen(lines=["tool v1", "tool$ "], cursor_x=6, cursor_y=1)
@@ -126,10 +132,10 @@ async def test_a_custom_agents_quiet_prompt_is_idle_only_after_the_quiet_time(
         record = panes.record("s1")
         assert record is not None
         await panes.sweep_once()
-        await asyncio.sleep(0.2)
+        clock.advance(0.2)
         await panes.sweep_once()
         assert record.status.status is not AgentStatus.IDLE  # a prompt, but not quiet for long
-        await asyncio.sleep(1.5)
+        clock.advance(1.5)
         await panes.sweep_once()
         assert record.status.status is AgentStatus.IDLE
         assert "quiet" in record.status.reason

@@ -7,6 +7,7 @@ always cleans up its own: its agents and its private tmux server, on any exit.""
 
 from __future__ import annotations
 
+import functools
 import signal
 import sys
 import tempfile
@@ -17,7 +18,7 @@ from .common import fail
 
 if TYPE_CHECKING:
     from corral.supervisor.api import Supervisor
-    from corral.supervisor.remote import OwnerServices
+    from corral.supervisor.remote import OwnerServices, OwnerSurface
     from corral.tui.app import CorralApp
 
 
@@ -43,7 +44,7 @@ def _launch(app: CorralApp) -> int:
     return 0
 
 
-def say_left_running(supervisor: Supervisor) -> None:
+def say_left_running(supervisor: OwnerSurface) -> None:
     """One line on stderr naming the agents the console left running."""
     from corral.supervisor.states import label
 
@@ -73,8 +74,9 @@ def run_console(repo: Path, backend: str = "tmux") -> int:
     ensure_unowned(state_dir)
     log_to_file(state_dir)
 
+    @functools.cache
     def build() -> Supervisor:
-        # built after the board's first frame (the stored rows paint it): the
+        # built once, after the board's first frame (the stored rows paint it): the
         # engines', models' and git modules take longer to import than the
         # board takes to paint
         from corral.supervisor.factory import build_supervisor, default_drafter
@@ -89,7 +91,7 @@ def run_console(repo: Path, backend: str = "tmux") -> int:
         # use, are the ones clients reach
         from corral.supervisor.remote import OwnerServices
 
-        return OwnerServices(app.supervisor, discussions=lambda: app.discussions)
+        return OwnerServices(build(), discussions=lambda: app.discussions)
 
     app.serve_with = serve
     code = _launch(app)
@@ -100,16 +102,13 @@ def run_console(repo: Path, backend: str = "tmux") -> int:
 
 def _attach(state_dir: Path, root: Path) -> int:
     """A second console: the board and session views live from the owner."""
-    from typing import cast
-
-    from corral.supervisor.api import Supervisor
     from corral.supervisor.remote import AttachedSupervisor
     from corral.tui.app import CorralApp
     from corral.tui.guard import log_to_file
 
     log_to_file(state_dir)
-    # it answers every call the console makes of the facade (see its docstring)
-    attached = cast(Supervisor, AttachedSupervisor(state_dir))
+    # the owner's surface over the socket: the console is typed against it
+    attached = AttachedSupervisor(state_dir)
     return _launch(CorralApp(attached, default_repo=root, attached=True))
 
 
@@ -147,7 +146,7 @@ def run_demo(pace: float = 1.0, backend: str = "tmux") -> int:
             CorralApp(
                 supervisor,
                 default_repo=site.repo,
-                on_ready=lambda sup: seed_demo(sup, site.repo),
+                on_ready=lambda _owner: seed_demo(supervisor, site.repo),
                 ui_state_dir=_own_state_dir(),  # the theme outlives the demo's temp dir
             )
         )

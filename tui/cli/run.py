@@ -22,7 +22,6 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import Protocol
 
 from corral.supervisor.api import Supervisor
 from corral.supervisor.errors import CorralError, is_disk_full
@@ -38,7 +37,13 @@ from corral.supervisor.interface import (
 )
 from corral.supervisor.models import CoderSession, OutcomeContract, SessionSummary
 from corral.supervisor.paths import default_state_dir
-from corral.supervisor.remote import AsyncControlClient, NoOwner, OwnerServices, owner_running
+from corral.supervisor.remote import (
+    AttachedSupervisor,
+    NoOwner,
+    OwnerServices,
+    OwnerSurface,
+    owner_running,
+)
 from corral.supervisor.states import CoderState, FailureKind, label
 
 from ..event_text import describe
@@ -66,86 +71,33 @@ async def _pump(sub: Subscription, as_json: bool) -> None:
         _print_event(event, as_json)
 
 
-class _Owner(Protocol):
-    """What `corral run` asks of the owner: the in-process facade (`_Local`)
-    or the owner over its control socket (`_Remote`)."""
+class _Run:
+    """What `corral run` asks of the owner, in its words: the in-process
+    facade when this process owns the state dir, or the owner over its
+    control socket (`AttachedSupervisor`); both are the one `OwnerSurface`."""
 
-    async def start(
-        self, intent: str, repo: Path, engine: str, base: str | None, model: str | None
-    ) -> str: ...
-    async def subscribe(self, sid: str) -> Subscription[CoderEvent]: ...
-    async def wait_for(self, sid: str, *, timeout: float | None) -> SessionSummary: ...
-    async def confirm(self, sid: str) -> None: ...
-    async def respond(self, sid: str, text: str) -> None: ...
-    async def options(self, sid: str) -> list[str]: ...
-    async def approve(self, sid: str, deliver: str, finding: bool) -> None: ...
-    async def session(self, sid: str) -> CoderSession: ...
-    def disk_full(self) -> str | None: ...
-    @property
-    def keeps_waiting(self) -> bool: ...
-
-
-class _Local:
-    keeps_waiting = True  # this process owns the session: it must stay to go on
-
-    def __init__(self, sup: Supervisor, host: str | None = None) -> None:
-        self.sup = sup
+    def __init__(
+        self,
+        owner: OwnerSurface,
+        *,
+        local: bool,
+        contract: OutcomeContract | None = None,
+        host: str | None = None,
+    ) -> None:
+        self.owner = owner
+        # this process owns the session: it must stay to go on (a remote owner
+        # keeps the session and retries for it)
+        self.keeps_waiting = local
+        self.local = local
+        self.contract = contract  # given to a remote owner (a local one drafts with it)
         self.host = host  # the [[hosts]] name it runs on (None: here)
 
     async def start(
         self, intent: str, repo: Path, engine: str, base: str | None, model: str | None
     ) -> str:
-        started = await self.sup.start(
-            intent, repo, engine=engine, base=base, wait=False, model=model, host=self.host
-        )
-        return started.session_id
-
-    async def subscribe(self, sid: str) -> Subscription[CoderEvent]:
-        _, sub = self.sup.subscribe(sid, 0)
-        assert sub is not None
-        return sub
-
-    async def wait_for(self, sid: str, *, timeout: float | None) -> SessionSummary:
-        return await self.sup.wait_for(sid, needs=True, timeout=timeout)
-
-    async def confirm(self, sid: str) -> None:
-        await self.sup.confirm(sid)
-
-    async def respond(self, sid: str, text: str) -> None:
-        await self.sup.respond(sid, text)
-
-    async def options(self, sid: str) -> list[str]:
-        return self.sup.question_options(sid)
-
-    async def approve(self, sid: str, deliver: str, finding: bool) -> None:
-        if finding:
-            await self.sup.approve(sid, accept_finding=True)
-        else:
-            await self.sup.approve(sid, delivery=deliver)
-
-    async def session(self, sid: str) -> CoderSession:
-        return self.sup.get(sid).session
-
-    def disk_full(self) -> str | None:
-        return self.sup.disk_full()
-
-
-class _Remote:
-    keeps_waiting = False  # the owner keeps the session and retries for it
-
-    def __init__(
-        self, client: AsyncControlClient, contract: OutcomeContract | None, host: str | None = None
-    ) -> None:
-        self.client = client
-        self.contract = contract
-        self.host = host
-
-    async def start(
-        self, intent: str, repo: Path, engine: str, base: str | None, model: str | None
-    ) -> str:
-        started = await self.client.start(
+        started = await self.owner.start(
             intent,
-            repo.resolve(),
+            repo,
             engine=engine,
             base=base,
             wait=False,
@@ -156,34 +108,35 @@ class _Remote:
         return started.session_id
 
     async def subscribe(self, sid: str) -> Subscription[CoderEvent]:
-        _, sub = await self.client.subscribe(sid, 0)
+        _, sub = self.owner.subscribe(sid, 0)
         if sub is None:
             raise CorralError(f"{label(sid)} is not live on the owner")
         return sub
 
     async def wait_for(self, sid: str, *, timeout: float | None) -> SessionSummary:
-        return await self.client.wait_for(sid, needs=True, timeout=timeout)
+        return await self.owner.wait_for(sid, needs=True, timeout=timeout)
 
     async def confirm(self, sid: str) -> None:
-        await self.client.confirm(sid)
+        await self.owner.confirm(sid)
 
     async def respond(self, sid: str, text: str) -> None:
-        await self.client.respond(sid, text)
+        await self.owner.respond(sid, text)
 
     async def options(self, sid: str) -> list[str]:
-        return await self.client.question_options(sid)
+        return self.owner.question_options(sid)
 
     async def approve(self, sid: str, deliver: str, finding: bool) -> None:
         if finding:
-            await self.client.approve(sid, accept_finding=True)
+            await self.owner.approve(sid, accept_finding=True)
         else:
-            await self.client.approve(sid, delivery=deliver)
+            await self.owner.approve(sid, delivery=deliver)
 
     async def session(self, sid: str) -> CoderSession:
-        return (await self.client.get(sid)).session
+        return self.owner.get(sid).session
 
     def disk_full(self) -> str | None:
-        return None  # the owner says it in its own log and console
+        # a remote owner says it in its own log and console
+        return self.owner.disk_full() if self.local else None
 
 
 async def run_session(
@@ -214,17 +167,19 @@ async def run_session(
     )
     state_dir = default_state_dir()
     if owner_running(state_dir):
+        attached = AttachedSupervisor(state_dir, mirror_board=False)
         try:
-            client = await AsyncControlClient.connect(state_dir)
+            await attached.open()
+            client: AttachedSupervisor | None = attached
         except NoOwner:
+            await attached.close()
             client = None  # it went away in between: own the state dir instead
         if client is not None:
-            contract = given
             if not as_json:
                 print(f"corral run: a client of the corral that owns {state_dir}", file=sys.stderr)
             try:
                 return await _drive(
-                    _Remote(client, contract, host),
+                    _Run(client, local=False, contract=given, host=host),
                     repo,
                     intent,
                     engine,
@@ -259,7 +214,16 @@ async def run_session(
                 )
             yes, deliver = False, "none"
         code = await _drive(
-            _Local(sup, host), repo, intent, engine, base, yes, deliver, as_json, on_question, model
+            _Run(sup, local=True, host=host),
+            repo,
+            intent,
+            engine,
+            base,
+            yes,
+            deliver,
+            as_json,
+            on_question,
+            model,
         )
         await _until_clients_wait(sup, theirs_before)
         return code
@@ -279,7 +243,7 @@ async def run_session(
 
 
 async def _drive(
-    owner: _Owner,
+    owner: _Run,
     repo: Path,
     intent: str,
     engine: str,
@@ -404,7 +368,7 @@ async def _until_clients_wait(sup: Supervisor, before: set[str]) -> None:
         await asyncio.sleep(0.5)
 
 
-async def _past_sign_in(owner: _Owner, sid: str, row: SessionSummary) -> SessionSummary:
+async def _past_sign_in(owner: _Run, sid: str, row: SessionSummary) -> SessionSummary:
     """A session waiting for a sign-in: a client says so and leaves it with its
     owner (exit 4); a run that owns the state dir itself keeps waiting, since
     no one else would retry for it, and says so once."""

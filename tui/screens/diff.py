@@ -10,6 +10,8 @@ on a partial selection before delivering it.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.markup import escape
 from rich.syntax import Syntax
 from rich.text import Text
@@ -20,12 +22,14 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
-from corral.supervisor.api import Supervisor
 from corral.supervisor.errors import CorralError
 from corral.supervisor.interface import FilePatch
 
 from ..app import CorralApp
 from ..guard import guarded
+
+if TYPE_CHECKING:
+    from corral.supervisor.remote import OwnerSurface
 
 MAX_RENDER_LINES = 4000
 TICK, UNTICK, PARTIAL = "☑", "☐", "◩"
@@ -81,7 +85,7 @@ class DiffScreen(Screen[None]):
         yield Footer()
 
     @property
-    def supervisor(self) -> Supervisor:
+    def supervisor(self) -> OwnerSurface:
         return self.app.supervisor
 
     def on_mount(self) -> None:

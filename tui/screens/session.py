@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.markup import escape
 from rich.text import Text
@@ -17,7 +17,6 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, RichLog, Static
 
 from corral.supervisor.actions import SessionFacts, why_not
-from corral.supervisor.api import Supervisor
 from corral.supervisor.errors import CorralError
 from corral.supervisor.events import CoderEvent, ModelFallbackData, ToolDeniedData
 from corral.supervisor.interface import SubscriptionClosed, SubscriptionDropped
@@ -41,6 +40,9 @@ from ..event_text import clip, describe
 from ..guard import guarded
 from ..keymap import with_ids
 from ..widgets.terminal import TerminalView
+
+if TYPE_CHECKING:
+    from corral.supervisor.remote import OwnerSurface
 
 REFRESH_KINDS = {
     EventKind.STATE_CHANGED,
@@ -296,7 +298,7 @@ class SessionScreen(Screen[None]):
         yield Footer()
 
     @property
-    def supervisor(self) -> Supervisor:
+    def supervisor(self) -> OwnerSurface:
         return self.app.supervisor
 
     def on_mount(self) -> None:

@@ -21,8 +21,8 @@ from textual.widgets import Static
 from ..app import CorralApp
 
 if TYPE_CHECKING:
-    from corral.supervisor.api import Supervisor
     from corral.supervisor.interface import AgentScreen
+    from corral.supervisor.remote import OwnerSurface
 
 KEYMAP = {
     "enter": "Enter",
@@ -115,7 +115,7 @@ class TerminalView(Static, can_focus=True):
         self.refresh_screen()
 
     @property
-    def supervisor(self) -> Supervisor:
+    def supervisor(self) -> OwnerSurface:
         return self.app.supervisor
 
     def refresh_screen(self) -> None:

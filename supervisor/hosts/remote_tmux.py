@@ -27,10 +27,8 @@ import threading
 import time
 from pathlib import Path
 
-from ..hosts.connection import SSH_FAILED, HostConnection, HostUnreachable
-from ..hosts.probe import remote_path
-from .base import HostDown, PaneError, PaneHandle, PaneInfo, PaneSpec, Screen
-from .tmux import (
+from ..panes.base import HostDown, PaneError, PaneHandle, PaneInfo, PaneSpec, Screen
+from ..panes.tmux import (
     _HEADER_FIELDS,
     _HEADER_FORMAT,
     _NAME,
@@ -46,6 +44,8 @@ from .tmux import (
     strip_ansi,
     unreaped_from_stat,
 )
+from .connection import SSH_FAILED, HostConnection, HostUnreachable
+from .probe import remote_path
 
 MIRROR_CHUNK = 256 * 1024  # bytes of one mirrored file brought per sweep, at most
 _UNREPEATABLE = ("paste-buffer", "send-keys")  # tmux commands with effects on the agent

@@ -32,7 +32,7 @@ from typing import Annotated, Any, ClassVar, Literal, Union, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-from ..session.events import Subscription, SubscriptionDropped
+from ..session.journal import Subscription, SubscriptionDropped
 from .common import (
     DISCUSS_EVENT_BUFFER_MAX,
     DISCUSS_SUBSCRIBER_QUEUE,
