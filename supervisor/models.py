@@ -550,6 +550,8 @@ class EventKind(StrEnum):
     SETUP_COMPLETED = "setup_completed"
     MESSAGE = "message"
     BOUNDARY = "boundary"
+    CONVERSATION = "conversation"
+    BLOCKED = "blocked"
 
 
 # --- replies ----------------------------------------------------------------

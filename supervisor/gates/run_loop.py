@@ -200,6 +200,12 @@ class RunLoop:
             live.steering.close()
             live.question.clear()
             self._report_undelivered(live)
+            # an engine that owns its agent's process over pipes (ACP) stops it
+            # with the run: no pane keeps it for a later look
+            close = getattr(engine, "aclose", None)
+            if close is not None:
+                with contextlib.suppress(Exception):
+                    await asyncio.shield(close())
 
     def _go_dormant(self, live: LiveSession, reason: str) -> None:
         """The agent is gone but its conversation is not: the session keeps
@@ -300,6 +306,7 @@ class RunLoop:
             iteration_started=iteration_started,
             withdraw_question=withdraw_question,
             note_pane=note_pane,
+            note_status=lambda reading: registry.note_agent_status(s.id, reading),
             detaching=lambda: registry.closing,
             resume_id=lambda: resume_id(s),
             note_agent_session=lambda sid, path: registry.note_agent_hook(
