@@ -380,6 +380,10 @@ class Supervisor:
     def question_options(self, session_id: str) -> builtins.list[str]:
         return self._open_gates().run_loop.question_options(session_id)
 
+    async def set_mode(self, session_id: str, mode: str) -> dict[str, str]:
+        """Ask a running ACP agent to switch mode (`session/set_mode`)."""
+        return {"mode": await self._open_gates().run_loop.set_mode(session_id, mode)}
+
     # -- gate 2: approval, and cancel ------------------------------------------------------
 
     async def review_files(self, session_id: str) -> builtins.list[FilePatch]:

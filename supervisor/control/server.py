@@ -716,6 +716,10 @@ async def _respond(conn: _Connection, _id: Any, a: p.RespondParams) -> Any:
     return await conn.sup.respond(a.session_id, a.text, steer=a.steer)
 
 
+async def _set_mode(conn: _Connection, _id: Any, a: p.ModeParams) -> Any:
+    return await conn.sup.set_mode(a.session_id, a.mode)
+
+
 async def _steer(conn: _Connection, _id: Any, a: p.SteerParams) -> Any:
     return await conn.sup.respond(a.session_id, a.text, steer=True)
 
@@ -1022,6 +1026,7 @@ def _methods() -> dict[str, Method]:
         "revise": person(p.ReviseParams, _revise, "revise {whose} contract"),
         "respond": person(p.RespondParams, _respond, "answer {whose} question"),
         "steer": person(p.SteerParams, _steer, "steer {whose} agent"),
+        "set_mode": person(p.ModeParams, _set_mode, "set {whose} agent's mode"),
         "question_options": agents(p.SessionParams, _options, own=True),
         "approve": person(p.ApproveParams, _approve, "approve {whose} diff"),
         "reject": person(p.RejectParams, _reject, "reject {whose} diff"),

@@ -95,6 +95,7 @@ class RunLoop:
         self._engines = engines
         self._workspaces = workspaces
         self._config = config
+        self._running: dict[str, Engine] = {}  # the engine of each session whose run is on
 
     def start(self, live: LiveSession) -> None:
         """Run a session that is `running` (just confirmed, or re-adopted after a
@@ -112,6 +113,7 @@ class RunLoop:
             else self._engines.create(s.engine)
         )
         ran = s.engine
+        self._running[s.id] = engine
         rounds = 1 + self._config.repair_invokes
         failing: list[CheckResult] = []
         iterations = 0
@@ -202,6 +204,7 @@ class RunLoop:
             self._report_undelivered(live)
             # an engine that owns its agent's process over pipes (ACP) stops it
             # with the run: no pane keeps it for a later look
+            self._running.pop(s.id, None)
             close = getattr(engine, "aclose", None)
             if close is not None:
                 with contextlib.suppress(Exception):
@@ -359,6 +362,22 @@ class RunLoop:
             raise UserInputExpired(
                 f"no user response within {int(timeout)}s; proceeding without it"
             ) from None
+
+    async def set_mode(self, session_id: str, mode: str) -> str:
+        """Switch the running agent's mode, where its engine has modes (ACP)."""
+        self._registry.live(session_id)
+        engine = self._running.get(session_id)
+        if engine is None:
+            raise CorralError(
+                "the session's agent is not running: its mode can be set while it runs"
+            )
+        setter = getattr(engine, "set_mode", None)
+        if setter is None:
+            raise CorralError(
+                f"{engine.label} has no modes corral can set: only ACP agents announce them"
+            )
+        result: str = await setter(mode)
+        return result
 
     def question_options(self, session_id: str) -> list[str]:
         live = self._registry.get_live(session_id)

@@ -17,6 +17,7 @@ import pytest
 
 from corral.supervisor.api import Supervisor
 from corral.supervisor.contracts.drafting import FixedDrafter
+from corral.supervisor.errors import CorralError
 from corral.supervisor.events import BlockedData, ConversationData, PaneAnswerData
 from corral.supervisor.factory import build_supervisor
 from corral.supervisor.models import ContractCheck, EventKind, OutcomeContract
@@ -246,3 +247,36 @@ async def test_an_agent_that_exits_mid_turn_fails_saying_so_and_keeps_its_work(
     # what it said before it went is journaled, and the worktree is kept
     assert any(p.text == "Working on it now." for p in conversation(sup, sid))
     assert Path(sup.get(sid).session.worktree or "").is_dir()
+
+
+async def test_the_mode_is_shown_and_set_over_the_protocol(tmp_path: Path, world) -> None:  # type: ignore[no-untyped-def]
+    repo, open_sup = world
+    sup = await open_sup()
+    sid = await start(sup, repo, engine("slow"))
+    deadline = time.monotonic() + 30
+    while not any(p.part == "message" for p in conversation(sup, sid)):
+        assert time.monotonic() < deadline, "the agent never started its turn"
+        await asyncio.sleep(0.05)
+    modes = [p.text for p in conversation(sup, sid) if p.part == "mode"]
+    assert modes == ["ask (offers: ask, code)"]
+    with pytest.raises(CorralError, match="offers no mode 'yolo'; it offers: ask, code"):
+        await sup.set_mode(sid, "yolo")
+    assert await sup.set_mode(sid, "code") == {"mode": "code"}
+    assert {"mode": "code"} in recorded(tmp_path, "slow")
+    assert [p.text for p in conversation(sup, sid) if p.part == "mode"][-1].startswith("code")
+    await sup.cancel(sid)
+    with pytest.raises(CorralError, match="not running"):
+        await sup.set_mode(sid, "ask")
+
+
+async def test_a_pane_agent_has_no_modes_to_set(tmp_path: Path, world) -> None:  # type: ignore[no-untyped-def]
+    repo, open_sup = world
+    sup = await open_sup()
+    sid = await start(sup, repo, "external:demo")
+    deadline = time.monotonic() + 30
+    while (sup.get(sid).session.pane or {}).get("state") != "live":
+        assert time.monotonic() < deadline, "the demo agent's pane never started"
+        await asyncio.sleep(0.05)
+    with pytest.raises(CorralError, match="only ACP agents announce them"):
+        await sup.set_mode(sid, "code")
+    await sup.cancel(sid)
