@@ -22,7 +22,7 @@ from corral.supervisor.events import BlockedData, ConversationData, PaneAnswerDa
 from corral.supervisor.factory import build_supervisor
 from corral.supervisor.models import ContractCheck, EventKind, OutcomeContract
 from corral.supervisor.states import CoderState as S
-from tests.conftest import events_of, fast_config, init_repo, plan_texts
+from tests.conftest import events_of, fast_config, init_repo, plan_texts, row_of
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 
@@ -280,3 +280,24 @@ async def test_a_pane_agent_has_no_modes_to_set(tmp_path: Path, world) -> None: 
     with pytest.raises(CorralError, match="only ACP agents announce them"):
         await sup.set_mode(sid, "code")
     await sup.cancel(sid)
+
+
+async def test_a_dormant_acp_session_revives_into_its_conversation_with_session_load(
+    tmp_path: Path, world
+) -> None:  # type: ignore[no-untyped-def]
+    repo, open_sup = world
+    sup = await open_sup()
+    sid = await start(sup, repo, engine("load"))
+    deadline = time.monotonic() + 30
+    while not row_of(sup, sid).dormant:
+        assert sup.get(sid).session.state is S.RUNNING, sup.get(sid).session.error
+        assert time.monotonic() < deadline, "the session never went dormant"
+        await asyncio.sleep(0.05)
+    assert any("exited with status 4 during its turn" in t for t in plan_texts(sup, sid))
+    await sup.revive(sid)
+    row = await sup.wait_for(sid, {S.NEEDS_APPROVAL, S.FAILED}, timeout=30)
+    assert row.state is S.NEEDS_APPROVAL, row.error
+    seen = recorded(tmp_path, "load")
+    assert {"loaded": "fake-session-1"} in seen
+    # the loaded conversation is told to continue, not given the task afresh
+    assert "started you again on the same conversation" in str(seen[-1].get("prompt", ""))
