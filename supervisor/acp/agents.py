@@ -30,6 +30,9 @@ class AcpAgent:
     base: AgentProfile  # its environment, config paths and sandbox choice
     # flags of which the installed program must accept one (the first it accepts wins)
     one_of: tuple[str, ...] = ()
+    # whether corral offers it `fs/*` (else it edits with its own tools, in
+    # its sandbox, which shows it the worktree alone)
+    serve_files: bool = True
 
     def find(self) -> str | None:
         return shutil.which(self.program)
@@ -52,11 +55,14 @@ def _accepted_flag(binary: str, flags: tuple[str, ...]) -> str:
     return next((f for f in flags if f in shown.split()), flags[0])
 
 
-PRESETS: dict[str, tuple[str, str, tuple[str, ...], tuple[str, ...], str]] = {
-    # name: (label, program, one of these flags, other args, the agent it speaks for)
-    "gemini-acp": ("Gemini CLI (ACP)", "gemini", ("--acp", "--experimental-acp"), (), "gemini"),
-    "claude-acp": ("Claude Code (ACP adapter)", "claude-code-acp", (), (), "claude"),
-    "codex-acp": ("Codex (ACP adapter)", "codex-acp", (), (), "codex"),
+PRESETS: dict[str, tuple[str, str, tuple[str, ...], str, bool]] = {
+    # name: (label, program, one of these flags, the agent it speaks for, corral serves fs/*)
+    # Gemini CLI reads a file before it writes it and takes a client's
+    # "not found" error for a failure (it only recognises its own ENOENT), so
+    # it could never create a file through corral's fs/*: it writes itself.
+    "gemini-acp": ("Gemini CLI (ACP)", "gemini", ("--acp", "--experimental-acp"), "gemini", False),
+    "claude-acp": ("Claude Code (ACP adapter)", "claude-code-acp", (), "claude", True),
+    "codex-acp": ("Codex (ACP adapter)", "codex-acp", (), "codex", True),
 }
 
 
@@ -91,14 +97,15 @@ def acp_agent(name: str) -> AcpAgent:
     if preset is None:
         known = ", ".join([*PRESETS, "acp:<command>"])
         raise AgentUnavailable(f"unknown ACP agent {name!r}; known: {known}")
-    label, program, one_of, args, speaks_for = preset
+    label, program, one_of, speaks_for, serve_files = preset
     return AcpAgent(
         name=name,
         label=label,
         program=program,
-        args=args,
+        args=(),
         base=PROFILES[speaks_for],
         one_of=one_of,
+        serve_files=serve_files,
     )
 
 

@@ -39,7 +39,7 @@ from acp.schema import (
 )
 
 from ..events import BLOCKED_BY_POLICY, BlockedData, ConversationData, EventData
-from .files import Refused, WorktreeFiles
+from .files import Missing, Refused, WorktreeFiles
 from .terminals import Terminals
 
 MAX_SHOWN_CHARS = 4000  # a diff or a command shown with a tool call or a question
@@ -176,6 +176,8 @@ class CorralClient:
     ) -> ReadTextFileResponse:
         try:
             return ReadTextFileResponse(content=self.files.read(path, line, limit))
+        except Missing:
+            raise RequestError.resource_not_found(path) from None
         except Refused as exc:
             raise self._refuse(f"fs/read_text_file {path}", exc) from None
 

@@ -19,6 +19,10 @@ class Refused(Exception):
     """The request is not served; the message says why, in one sentence."""
 
 
+class Missing(Exception):
+    """The file does not exist (not a refusal: the protocol's "not found")."""
+
+
 class WorktreeFiles:
     def __init__(self, worktree: Path) -> None:
         self.root = Path(os.path.realpath(worktree))
@@ -39,7 +43,7 @@ class WorktreeFiles:
         try:
             fd = os.open(real, os.O_RDONLY | os.O_NOFOLLOW)
         except FileNotFoundError:
-            raise Refused(f"{path} does not exist") from None
+            raise Missing(path) from None
         except OSError as exc:
             raise Refused(f"{path} cannot be read: {exc.strerror}") from None
         with os.fdopen(fd, "rb") as handle:

@@ -88,6 +88,7 @@ class _Conversation:
         self.conn = conn
         self.session_id = ""
         self.can_load = False
+        self.loaded = False  # the conversation was loaded (session/load), not new
         self.modes: list[str] = []
         self.mode: str | None = None
         self.client: CorralClient | None = None
@@ -267,7 +268,10 @@ class AcpEngine:
                 conv.conn.initialize(
                     protocol_version=PROTOCOL_VERSION,
                     client_capabilities=ClientCapabilities(
-                        fs=FileSystemCapabilities(read_text_file=True, write_text_file=True),
+                        fs=FileSystemCapabilities(
+                            read_text_file=self.agent.serve_files,
+                            write_text_file=self.agent.serve_files,
+                        ),
                         terminal=True,
                     ),
                     client_info=Implementation(name="corral", title="corral", version="1"),
@@ -291,7 +295,7 @@ class AcpEngine:
                 "while loading its conversation",
                 self.start_timeout,
             )
-            conv.session_id = resume
+            conv.session_id, conv.loaded = resume, True
             modes = loaded.modes if loaded else None
         else:
             created = await self._until_exit(
@@ -328,8 +332,10 @@ class AcpEngine:
                     await self._stop(conv)
                 conv = self._conv = await self._start(ctx)
             assert conv is not None
-            if fresh and ctx.round == 1 and ctx.resume_id() and conv.can_load:
+            if fresh and conv.loaded:
                 text = RESUMED
+                if ctx.round > 1 and ctx.failing_checks:
+                    text += "\n\n" + repair_prompt(ctx.failing_checks, ctx.round, ctx.rounds_left)
             elif fresh:
                 text = task_prompt(ctx.intent, ctx.contract)
                 if ctx.round > 1 and ctx.failing_checks:
