@@ -301,3 +301,20 @@ async def test_a_dormant_acp_session_revives_into_its_conversation_with_session_
     assert {"loaded": "fake-session-1"} in seen
     # the loaded conversation is told to continue, not given the task afresh
     assert "started you again on the same conversation" in str(seen[-1].get("prompt", ""))
+
+
+async def test_the_preview_and_session_view_show_the_conversation_for_an_acp_agent(
+    tmp_path: Path, world
+) -> None:  # type: ignore[no-untyped-def]
+    repo, open_sup = world
+    sup = await open_sup()
+    sid = await start(sup, repo, engine("outside", str(tmp_path / "out" / "x")))
+    row = await sup.wait_for(sid, {S.NEEDS_APPROVAL, S.FAILED}, timeout=30)
+    assert row.state is S.NEEDS_APPROVAL, row.error
+    screen = sup.agent_screen(sid)
+    assert screen is not None and sup.agent_screen_version(sid) > 0
+    shown = "\n".join(screen.lines)
+    assert "» Write done to notes.txt" in shown
+    assert "Working on it now." in shown and "I wrote notes.txt." in shown
+    assert "blocked (policy): fs/write_text_file" in shown
+    assert shown.rstrip().endswith("— turn ended: end_turn")
