@@ -11,6 +11,7 @@ edge cases. `acp_agent.py SCRIPT [ARG]`:
 - `garbage`: writes a line that is not JSON-RPC, then does `write` unasked.
 - `mute`: never answers `initialize`.
 - `exit`: exits with status 3 in the middle of its turn.
+- `quick`: says one line and ends its turn at once (bench/status.py --acp).
 - `load`: like `write` but advertises `session/load`; the first process
   exits mid-turn, a loaded one finishes the work.
 Each turn it records what it saw in `$ACP_FAKE_OUT/<script>.jsonl` when set.
@@ -141,6 +142,9 @@ class Fake:
 
     async def prompt(self, session_id: str, prompt: list[Any], **_: Any) -> PromptResponse:
         sid = session_id
+        if SCRIPT == "quick":  # one line said, the turn over at once (latency bench)
+            await self.say(sid, "ok\n")
+            return PromptResponse(stop_reason="end_turn")
         text = "".join(getattr(b, "text", "") for b in prompt)
         record({"prompt": text})
         await self.conn.session_update(
