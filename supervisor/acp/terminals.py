@@ -118,7 +118,10 @@ class Terminals:
 
     async def release(self, terminal_id: str) -> None:
         await self.kill(terminal_id)
-        self._open.pop(terminal_id, None)
+        term = self._open.pop(terminal_id, None)
+        if term is not None:
+            # no cycle through its pump task: its process is let go while the loop runs
+            term.pump = None
 
     async def close(self) -> None:
         for terminal_id in list(self._open):
