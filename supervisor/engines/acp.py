@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import signal
 import sys
@@ -29,7 +30,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
-from acp import PROTOCOL_VERSION, Client, text_block
+from acp import PROTOCOL_VERSION, Client, RequestError, text_block
 from acp.client.connection import ClientSideConnection
 from acp.schema import (
     AllowedOutcome,
@@ -357,6 +358,16 @@ class AcpEngine:
             return EngineOutcome(failure=LoopFailure.ENGINE_UNAVAILABLE, error=str(exc))
         except AgentGone as exc:
             return self._gone(ctx, str(exc))
+        except RequestError as exc:  # the agent answered a request with an error
+            detail = f" ({json.dumps(exc.data)[:500]})" if exc.data else ""
+            error = (
+                f"ACP agent '{self.agent.name}' answered with an error: {exc}{detail}"
+                f"{self._stderr_tail(ctx.session_id)}"
+            )
+            ctx.emit(PlanTextData(text=error))
+            return EngineOutcome(
+                failure=LoopFailure.EXECUTION, error=error, iterations=1, keep_worktree=True
+            )
         except OSError as exc:
             return EngineOutcome(
                 failure=LoopFailure.INFRASTRUCTURE,
