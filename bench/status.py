@@ -35,7 +35,13 @@ it was announced and the capture time of its evidence. Compared:
 Budgets (ARCHITECTURE.md, issue #14): 0 false idle, 0 prompts pasted to a busy
 agent, detection p95 ≤ 1.5 s, keystroke → repaint p95 ≤ 20 ms.
 
-Run: .venv/bin/python bench/status.py [--quick] [--console] [--agents N] [--seconds S]
+With --acp, turn-end detection over ACP: the scripted ACP agent
+(tests/fakes/acp_agent.py `quick`) ends each turn at once; the time from
+`session/prompt` sent to its `stopReason` received and the agent's message
+journaled by the real client (`acp.client.CorralClient`, `acp.wire`) is the
+latency (budget p95 ≤ 50 ms; a pane's is bounded by its 0.5 s sweep).
+
+Run: .venv/bin/python bench/status.py [--quick] [--console] [--acp] [--agents N] [--seconds S]
      [--against OTHER_CHECKOUT] (with --console: the other checkout's console is timed first,
      in the same run, for a before/after)
 """
@@ -462,6 +468,64 @@ def report_keys(label: str, key_ms: list[float], idle_ms: list[float]) -> bool:
     return good
 
 
+BUDGET_ACP_P95_MS = 50.0
+
+
+async def acp_turn_latency(turns: int) -> list[float]:
+    """Milliseconds from `session/prompt` sent to the turn's end seen, per turn."""
+    from acp import PROTOCOL_VERSION, text_block
+    from acp.client.connection import ClientSideConnection
+
+    from corral.supervisor.acp.client import CorralClient
+    from corral.supervisor.acp.files import WorktreeFiles
+    from corral.supervisor.acp.terminals import Terminals
+    from corral.supervisor.acp.wire import StdioWire
+
+    fake = Path(__file__).resolve().parents[1] / "tests" / "fakes" / "acp_agent.py"
+    work = Path(tempfile.mkdtemp(prefix="corral-bench-acp-"))
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, str(fake), "quick", cwd=work,
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    assert proc.stdin is not None and proc.stdout is not None
+    said: list[Any] = []
+    files = WorktreeFiles(work)
+
+    async def never(*_: Any) -> Any:
+        raise RuntimeError("the bench agent asks no permission")
+
+    client = CorralClient(files, Terminals(files), said.append, never)
+    wire = StdioWire(proc.stdout, proc.stdin, on_malformed=lambda _l: None, on_sent=lambda *_: None)
+    conn = ClientSideConnection(client, wire)  # type: ignore[arg-type]
+    latencies: list[float] = []
+    try:
+        await conn.initialize(protocol_version=PROTOCOL_VERSION)
+        session = await conn.new_session(cwd=str(work), mcp_servers=[])
+        for _ in range(turns):
+            began = time.perf_counter()
+            reply = await conn.prompt(session_id=session.session_id, prompt=[text_block("go")])
+            client.flush()
+            assert reply.stop_reason == "end_turn" and said
+            latencies.append((time.perf_counter() - began) * 1000)
+    finally:
+        await conn.close()
+        proc.kill()
+        await proc.wait()
+        shutil.rmtree(work, ignore_errors=True)
+    return latencies
+
+
+def report_acp(turns: int) -> bool:
+    ms = asyncio.run(acp_turn_latency(turns))
+    p95 = pct(ms, 95)
+    good = p95 <= BUDGET_ACP_P95_MS
+    print(
+        f"  ACP turn end seen (scripted agent, {turns} turns): p50 {statistics.median(ms):.1f} ms, "
+        f"p95 {p95:.1f} ms   budget p95 ≤ {BUDGET_ACP_P95_MS:g} ms   {'PASS' if good else 'FAIL'}"
+    )
+    return good
+
+
 def main() -> int:
     if len(sys.argv) > 1 and sys.argv[1] == "--console-child":
         console_child(Path(sys.argv[2]), Path(sys.argv[3]), int(sys.argv[4]))
@@ -475,6 +539,9 @@ def main() -> int:
         action="store_true",
         help="also time keystroke → repaint in a real console watching N agents in panes",
     )
+    parser.add_argument(
+        "--acp", action="store_true", help="only ACP turn-end latency (scripted agent)"
+    )
     parser.add_argument("--keys", type=int, help="keystrokes with --console (60; 40 with --quick)")
     parser.add_argument(
         "--against",
@@ -486,6 +553,9 @@ def main() -> int:
     if shutil.which("tmux") is None:
         print("tmux is not installed", file=sys.stderr)
         return 2
+    if args.acp:
+        print("status truth over ACP: turn end from the protocol's stopReason")
+        return 0 if report_acp(40 if args.quick else 200) else 1
     seconds = args.seconds or (30.0 if args.quick else 90.0)
     version = subprocess.run(["tmux", "-V"], capture_output=True, text=True).stdout.strip()
     load = os.getloadavg()[0]

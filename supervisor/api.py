@@ -29,6 +29,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from .acp.agents import is_acp
+from .acp.view import conversation_screen
 from .adoption.service import Adoptions
 from .agents.profiles import profile_for
 from .config import SupervisorConfig, load_config
@@ -80,6 +82,7 @@ from .session.deletion import delete_session
 from .session.git_stats import GitStatsWatch
 from .session.janitor import Janitor
 from .session.journal import Subscription, SubscriptionClosed, SubscriptionDropped
+from .session.live import LiveSession
 from .session.registry import SessionRegistry, new_session_id
 from .session.search import search as search_sessions
 from .session.summaries import stored_summary
@@ -396,6 +399,10 @@ class Supervisor:
 
     def question_options(self, session_id: str) -> builtins.list[str]:
         return self._open_gates().run_loop.question_options(session_id)
+
+    async def set_mode(self, session_id: str, mode: str) -> dict[str, str]:
+        """Ask a running ACP agent to switch mode (`session/set_mode`)."""
+        return {"mode": await self._open_gates().run_loop.set_mode(session_id, mode)}
 
     # -- gate 2: approval, and cancel ------------------------------------------------------
 
@@ -793,12 +800,22 @@ class Supervisor:
     # -- the agent's pane ------------------------------------------------------------------
 
     def agent_screen(self, session_id: str) -> Screen | None:
-        """The agent pane's last captured screen (in memory; no tmux call)."""
-        return None if self.panes is None else self.panes.screen(session_id)
+        """The agent pane's last captured screen (in memory; no tmux call);
+        for an ACP agent, which has no pane, its conversation's last lines."""
+        screen = None if self.panes is None else self.panes.screen(session_id)
+        if screen is None and (live := self._acp_live(session_id)) is not None:
+            return conversation_screen(live.log.buffered())
+        return screen
 
     def agent_screen_version(self, session_id: str) -> int:
         record = None if self.panes is None else self.panes.record(session_id)
+        if record is None and (live := self._acp_live(session_id)) is not None:
+            return live.log.next_seq
         return -1 if record is None else record.version
+
+    def _acp_live(self, session_id: str) -> LiveSession | None:
+        live = self.registry.get_live(session_id)
+        return live if live is not None and is_acp(live.session.engine) else None
 
     def attach_argv(self, session_id: str) -> builtins.list[str] | None:
         """A command that attaches a real terminal to the agent's pane."""

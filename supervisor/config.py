@@ -147,6 +147,8 @@ class SupervisorConfig(BaseModel):
     # Agents without hooks read idle after their screen stayed unchanged this
     # long at a prompt-like last line ([agents.<name>] idle_quiet_secs overrides).
     idle_quiet_secs: float = Field(default=3.0, gt=0, le=600)
+    # How long an ACP agent has to answer `initialize` and `session/new`.
+    acp_start_timeout_secs: float = Field(default=60, gt=0)
     retention: Retention = Field(default_factory=Retention)
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
     mcp: McpSettings = Field(default_factory=McpSettings)

@@ -42,7 +42,7 @@ which validate; the log's append path trusts its typed producers and does not.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Annotated, Any, ClassVar, Literal, Union, get_args
+from typing import Annotated, Any, ClassVar, Final, Literal, Union, get_args
 
 from pydantic import (
     BaseModel,
@@ -81,6 +81,8 @@ __all__ = [
     "AgentStatusEvent",
     "AuthRequiredData",
     "AuthRequiredEvent",
+    "BlockedData",
+    "BlockedEvent",
     "BoundaryData",
     "BoundaryEvent",
     "BudgetExhaustedData",
@@ -96,6 +98,8 @@ __all__ = [
     "ContractProposedEvent",
     "ContractRevisionRejectedData",
     "ContractRevisionRejectedEvent",
+    "ConversationData",
+    "ConversationEvent",
     "DiffReadyData",
     "DiffReadyEvent",
     "EngineFallbackData",
@@ -240,6 +244,50 @@ class BoundaryData(EventData):
     caller: str | None = None
     target: str | None = None
     message: str
+
+
+class ConversationData(EventData):
+    """One piece of an agent's conversation told over a protocol (ACP): what
+    it said (`message`), thought (`thought`), a tool call it started
+    (`tool_call`: `title`, `tool_kind`, `status`, `text` its diff or command)
+    or moved on (`tool_update`), its plan (`plan`: one entry per line of
+    `text`), the commands it offers (`commands`), its mode (`mode`), the
+    prompt corral sent (`prompt`) and the end of a turn (`turn_end`, `text`
+    the agent's stop reason as it said it)."""
+
+    KIND = K.CONVERSATION
+    part: Literal[
+        "message",
+        "thought",
+        "tool_call",
+        "tool_update",
+        "plan",
+        "commands",
+        "mode",
+        "prompt",
+        "turn_end",
+    ]
+    text: str = ""
+    tool_call_id: str | None = Field(default=None, exclude_if=_is_none)
+    title: str | None = Field(default=None, exclude_if=_is_none)
+    tool_kind: str | None = Field(default=None, exclude_if=_is_none)
+    status: str | None = Field(default=None, exclude_if=_is_none)
+
+
+BLOCKED_BY_POLICY: Final = "policy"  # corral's own rules (outside the worktree, no such request)
+BLOCKED_BY_OPERATOR: Final = "operator"  # the operator refused it (a rejected permission)
+BLOCKED_BY_PROVIDER: Final = "provider"  # the agent's side refused or failed it
+
+
+class BlockedData(EventData):
+    """Something an agent asked for was refused: `what` it asked (a method
+    and its target), `why` in one sentence, and `by` whom (corral's
+    `policy`, the `operator`, or the `provider`)."""
+
+    KIND = K.BLOCKED
+    what: str
+    why: str
+    by: Literal["policy", "operator", "provider"]
 
 
 class ContractRevisionRejectedData(EventData):
@@ -724,6 +772,16 @@ class BoundaryEvent(EventBase):
     data: BoundaryData
 
 
+class ConversationEvent(EventBase):
+    kind: Literal[K.CONVERSATION] = K.CONVERSATION
+    data: ConversationData
+
+
+class BlockedEvent(EventBase):
+    kind: Literal[K.BLOCKED] = K.BLOCKED
+    data: BlockedData
+
+
 _Events = Union[  # noqa: UP007 (the members are listed one per line, in EventKind order)
     EngineSelectedEvent,
     PlanTextEvent,
@@ -753,6 +811,8 @@ _Events = Union[  # noqa: UP007 (the members are listed one per line, in EventKi
     SetupCompletedEvent,
     MessageEvent,
     BoundaryEvent,
+    ConversationEvent,
+    BlockedEvent,
 ]
 
 CoderEvent = Annotated[_Events, Field(discriminator="kind")]

@@ -70,6 +70,9 @@ def build_supervisor(
         provider=provider,
         agent_settings=load_agent_settings(),
         idle_quiet_secs=config.idle_quiet_secs,
+        acp_start_timeout=config.acp_start_timeout_secs,
+        state_dir=state_dir,
+        shell_network=config.sandbox.shell_network,
     )
     return Supervisor(state_dir, drafter=drafter, engines=engines, config=config, panes=panes)
 

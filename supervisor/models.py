@@ -590,6 +590,8 @@ class EventKind(StrEnum):
     SETUP_COMPLETED = "setup_completed"
     MESSAGE = "message"
     BOUNDARY = "boundary"
+    CONVERSATION = "conversation"
+    BLOCKED = "blocked"
 
 
 # --- replies ----------------------------------------------------------------

@@ -11,6 +11,7 @@ from corral.supervisor.events import (
     AgentStartedData,
     AgentStatusData,
     AuthRequiredData,
+    BlockedData,
     BoundaryData,
     BudgetExhaustedData,
     CheckCompletedData,
@@ -19,6 +20,7 @@ from corral.supervisor.events import (
     ContractEvaluatedData,
     ContractProposedData,
     ContractRevisionRejectedData,
+    ConversationData,
     DiffReadyData,
     EngineSelectedData,
     ErrorData,
@@ -66,6 +68,46 @@ def tool_call_fields(data: ToolData) -> list[tuple[str, object]]:
         case PaneAnswerData(question=question, answer=answer, action=action):
             return [("question", question), ("answer", answer), ("action", action)]
     return []
+
+
+BLOCKED_BY_WORDS = {
+    "policy": "corral's policy",
+    "operator": "the operator",
+    "provider": "the agent",
+}
+TOOL_STATUS_STYLE = {"completed": "green", "failed": "bold red", "in_progress": "yellow"}
+
+
+def conversation_line(line: Text, said: ConversationData) -> None:
+    """An ACP agent's conversation: what it said in plain text, its thoughts
+    dimmed, a tool call with its kind and status, a turn's end with the
+    agent's stop reason as it gave it."""
+    match said.part:
+        case "message":
+            line.append(clip(said.text, 400))
+        case "thought":
+            line.append("thinking: " + clip(said.text, 160), style="italic bright_black")
+        case "tool_call" | "tool_update":
+            status = said.status or ""
+            line.append(f"tool {said.title or said.tool_call_id or ''}", style="cyan")
+            if said.tool_kind:
+                line.append(f" ({said.tool_kind})", style="bright_black")
+            if status:
+                line.append(f" {status}", style=TOOL_STATUS_STYLE.get(status, ""))
+            if said.text:
+                line.append(" " + clip(said.text, 160), style="bright_black")
+        case "plan":
+            line.append("plan: ", style="magenta").append(clip(said.text.replace("\n", "; ")))
+        case "commands":
+            line.append("commands: ", style="bright_black").append(
+                clip(said.text.replace("\n", "; "), 160), style="bright_black"
+            )
+        case "mode":
+            line.append(f"mode {said.text}", style="magenta")
+        case "prompt":
+            line.append("prompt sent: ", style="cyan").append(clip(said.text, 160))
+        case "turn_end":
+            line.append(f"turn ended: {said.text}", style="bold")
 
 
 def describe(event: CoderEvent) -> Text:
@@ -157,6 +199,12 @@ def describe(event: CoderEvent) -> Text:
             said = detail or ("" if reason in FALLBACK_CAUSES else reason)
             if said:
                 line.append(f" — {clip(said, 160)}", style="yellow")
+        case ConversationData() as said:
+            conversation_line(line, said)
+        case BlockedData(what=what, why=why, by=by):
+            line.append(f"blocked ({BLOCKED_BY_WORDS.get(by, by)}): ", style="bold red").append(
+                f"{clip(what, 120)} — {clip(why, 160)}"
+            )
         case BoundaryData(message=message):
             line.append(f"refused: {clip(message)}", style="bold red")
         case ErrorData(message=message) | AuthRequiredData(message=message):

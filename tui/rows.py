@@ -123,6 +123,7 @@ SOURCE_WORDS = {
     "process": "process",
     "prompt": "prompt sent",
     "host": "ssh",
+    "protocol": "protocol",
 }
 
 

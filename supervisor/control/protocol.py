@@ -170,6 +170,11 @@ class RespondParams(_Params):
     steer: bool = False
 
 
+class ModeParams(_Params):
+    session_id: str
+    mode: str
+
+
 class SteerParams(_Params):
     session_id: str
     text: str

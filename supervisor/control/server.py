@@ -738,6 +738,10 @@ async def _respond(conn: _Connection, _id: Any, a: p.RespondParams) -> Any:
     return await conn.sup.respond(a.session_id, a.text, steer=a.steer)
 
 
+async def _set_mode(conn: _Connection, _id: Any, a: p.ModeParams) -> Any:
+    return await conn.sup.set_mode(a.session_id, a.mode)
+
+
 async def _steer(conn: _Connection, _id: Any, a: p.SteerParams) -> Any:
     return await conn.sup.respond(a.session_id, a.text, steer=True)
 
@@ -1033,6 +1037,7 @@ def _methods() -> dict[str, Method]:
         serve(c.revise, _revise),
         serve(c.respond, _respond),
         serve(c.steer, _steer),
+        serve(c.set_mode, _set_mode),
         serve(c.question_options, _options),
         serve(c.approve, _approve),
         serve(c.reject, _reject),

@@ -52,6 +52,9 @@ class RunContext:
     iteration_started: Callable[[int], None]
     withdraw_question: Callable[[], None] = lambda: None
     note_pane: Callable[[dict[str, Any] | None], None] = lambda _pane: None
+    # The agent's status when its engine knows it exactly (a protocol's
+    # answer), rather than from a pane corral reads.
+    note_status: Callable[[Any], None] = lambda _reading: None
     detaching: Callable[[], bool] = lambda: False  # True while corral closes (agents live on)
     # The agent's own session to resume when a new pane starts (None: start afresh).
     resume_id: Callable[[], str | None] = lambda: None

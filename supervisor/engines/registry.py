@@ -1,7 +1,8 @@
 """Which engine runs a session: `auto`, `external:<agent>` (or just the
 agent's name), `custom:<command line>`, `oneshot:<command line>` or a
-one-shot preset (`claude-p`, …; see `agents.oneshot`), `demo`, or `native`
-(the built-in model loop).
+one-shot preset (`claude-p`, …; see `agents.oneshot`), `acp:<command line>`
+or an ACP preset (`gemini-acp`, `claude-acp`, `codex-acp`; see `acp.agents`),
+`demo`, or `native` (the built-in model loop).
 
 `auto` prefers an installed agent CLI in the operator's preference order; the
 demo console sets the demo agent as its default. An explicitly named agent
@@ -15,6 +16,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
 
+from ..acp.agents import PRESETS as ACP_PRESETS
+from ..acp.agents import acp_agent, is_acp
 from ..agents.base import AgentProfile, AgentUnavailable
 from ..agents.oneshot import PRESETS, is_oneshot, oneshot_profile
 from ..agents.profiles import PREFERENCE, profile_for
@@ -39,6 +42,7 @@ NO_AGENT = (
 COMMAND_ENGINES: tuple[tuple[str, str, str], ...] = (
     ("custom:", "custom command…", "an interactive agent, e.g. my-agent --model x"),
     ("oneshot:", "one-shot command…", "e.g. my-tool --task {prompt}  ({prompt_file}; else stdin)"),
+    ("acp:", "ACP agent command…", "an agent speaking ACP on stdio, e.g. my-agent --acp"),
 )
 
 
@@ -56,6 +60,9 @@ class AgentEngines:
         provider: ModelProvider | None = None,
         agent_settings: Mapping[str, AgentSettings] | None = None,
         idle_quiet_secs: float | None = None,
+        acp_start_timeout: float = 60.0,
+        shell_network: bool = False,
+        state_dir: Path | None = None,
     ) -> None:
         self.panes = panes
         self.session_dir = session_dir
@@ -67,6 +74,9 @@ class AgentEngines:
         self.provider = provider
         self.agent_settings = dict(agent_settings or {})
         self.idle_quiet_secs = idle_quiet_secs
+        self.acp_start_timeout = acp_start_timeout
+        self.shell_network = shell_network
+        self.state_dir = state_dir
 
     def resolve(self, requested: str) -> tuple[str, str]:
         requested = (requested or "auto").strip()
@@ -91,6 +101,8 @@ class AgentEngines:
             return "native", f"native → built-in engine ({self.provider.model})"
         if is_oneshot(requested):
             return self._resolve_oneshot(requested)
+        if is_acp(requested):
+            return self._resolve_acp(requested)
         name = requested.removeprefix("external:")
         if name.startswith("custom:") and not name.removeprefix("custom:").strip():
             raise CorralError("the custom command is empty: type the command line of your agent")
@@ -139,6 +151,18 @@ class AgentEngines:
             )
         return spec, f"{requested} → {profile.label}"
 
+    def _resolve_acp(self, requested: str) -> tuple[str, str]:
+        try:
+            agent = acp_agent(requested)
+        except AgentUnavailable as exc:
+            raise CorralError(str(exc)) from None
+        if agent.find() is None:
+            raise CorralError(
+                f"{agent.program!r} is not installed here (not found on PATH), so the ACP "
+                f'agent {agent.label} cannot run; see README "Agents over ACP" for its adapter'
+            )
+        return agent.name, f"{requested} → {agent.label} over ACP"
+
     def pin(self, model: str | None, engine: str) -> Pin | None:
         """The session's pinned model checked against its resolved engine."""
         chain = self.provider if isinstance(self.provider, ModelChain) else None
@@ -164,6 +188,10 @@ class AgentEngines:
             preset = oneshot_profile(name)
             if preset.find():
                 choices.append((name, preset.label))
+        for name in ACP_PRESETS:
+            agent = acp_agent(name)
+            if agent.find():
+                choices.append((name, agent.label))
         return choices
 
     def native(self) -> Engine | None:
@@ -183,6 +211,8 @@ class AgentEngines:
                 raise CorralError("the built-in engine needs a model (see `corral doctor`)")
             return engine
         name = label.removeprefix("external:")
+        if is_acp(name):
+            return self._acp(name)
         if self.panes is None:
             raise CorralError("agent panes are not available")
         if is_oneshot(name):
@@ -197,6 +227,27 @@ class AgentEngines:
                 self.agent_settings,
                 quiet_secs=self.idle_quiet_secs,
             )
+        )
+
+    def _acp(self, name: str) -> Engine:
+        from .acp import AcpEngine
+
+        agent = acp_agent(name)
+        own = self.agent_settings.get(agent.base.name)
+        if own is not None:
+            agent = replace(agent, base=with_settings(agent.base, self.agent_settings))
+        state_dir = self.state_dir
+        if state_dir is None:
+            if self.panes is None:
+                raise CorralError("an ACP agent needs corral's state dir")
+            state_dir = self.panes.hooks_root.parent
+        return AcpEngine(
+            agent,
+            session_dir=self.session_dir,
+            state_dir=state_dir,
+            python=self.python,
+            start_timeout=self.acp_start_timeout,
+            shell_network=self.shell_network,
         )
 
     def _external(self, profile: AgentProfile) -> ExternalEngine:

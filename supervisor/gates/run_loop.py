@@ -101,6 +101,7 @@ class RunLoop:
         self._engines = engines
         self._workspaces = workspaces
         self._config = config
+        self._running: dict[str, Engine] = {}  # the engine of each session whose run is on
 
     def start(self, live: LiveSession) -> None:
         """Run a session that is `running` (just confirmed, or re-adopted after a
@@ -118,6 +119,7 @@ class RunLoop:
             else self._engines.create(s.engine)
         )
         ran = s.engine
+        self._running[s.id] = engine
         rounds = 1 + self._config.repair_invokes
         failing: list[CheckResult] = []
         iterations = 0
@@ -206,6 +208,13 @@ class RunLoop:
             live.steering.close()
             live.question.clear()
             self._report_undelivered(live)
+            # an engine that owns its agent's process over pipes (ACP) stops it
+            # with the run: no pane keeps it for a later look
+            self._running.pop(s.id, None)
+            close = getattr(engine, "aclose", None)
+            if close is not None:
+                with contextlib.suppress(Exception):
+                    await asyncio.shield(close())
 
     def _go_dormant(self, live: LiveSession, reason: str) -> None:
         """The agent is gone but its conversation is not: the session keeps
@@ -306,6 +315,7 @@ class RunLoop:
             iteration_started=iteration_started,
             withdraw_question=withdraw_question,
             note_pane=note_pane,
+            note_status=lambda reading: registry.note_agent_status(s.id, reading),
             detaching=lambda: registry.closing,
             resume_id=lambda: resume_id(s),
             note_agent_session=lambda sid, path: registry.note_agent_hook(
@@ -358,6 +368,22 @@ class RunLoop:
             raise UserInputExpired(
                 f"no user response within {int(timeout)}s; proceeding without it"
             ) from None
+
+    async def set_mode(self, session_id: str, mode: str) -> str:
+        """Switch the running agent's mode, where its engine has modes (ACP)."""
+        self._registry.live(session_id)
+        engine = self._running.get(session_id)
+        if engine is None:
+            raise CorralError(
+                "the session's agent is not running: its mode can be set while it runs"
+            )
+        setter = getattr(engine, "set_mode", None)
+        if setter is None:
+            raise CorralError(
+                f"{engine.label} has no modes corral can set: only ACP agents announce them"
+            )
+        result: str = await setter(mode)
+        return result
 
     def question_options(self, session_id: str) -> list[str]:
         live = self._registry.get_live(session_id)

@@ -274,7 +274,7 @@ async def test_an_unrunnable_one_shot_is_refused_at_start_with_the_reason(
     )
     assert "must start with a program" in (sup.engine_refusal("oneshot:{prompt} x") or "")
     assert sup.engine_refusal(f"oneshot:{shlex.quote(sys.executable)} -c pass") is None
-    assert [p for p, _label, _example in sup.command_engines()] == ["custom:", "oneshot:"]
+    assert [p for p, _label, _example in sup.command_engines()] == ["custom:", "oneshot:", "acp:"]
 
 
 def test_corral_run_with_a_one_shot_agent_end_to_end(tmp_path: Path) -> None:

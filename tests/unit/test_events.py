@@ -351,6 +351,8 @@ def test_old_journals_load_and_round_trip() -> None:
         EventKind.SETUP_COMPLETED,
         EventKind.MESSAGE,
         EventKind.BOUNDARY,
+        EventKind.CONVERSATION,
+        EventKind.BLOCKED,
     }
     for line, event, then in zip(lines, events, printed_then, strict=True):
         row = json.loads(line)
@@ -610,3 +612,21 @@ def test_a_message_event_round_trips_and_reads_as_a_line() -> None:
     event = parse_event({"seq": 1, "ts": 0.0, "session_id": "s1", "kind": "message", "data": row})
     assert event.kind is EventKind.MESSAGE
     assert json.loads(event.data.model_dump_json()) == row
+
+
+def test_conversation_and_blocked_round_trip_leaving_unset_fields_out() -> None:
+    """The ACP kinds: a tool call keeps its id, title, kind and status; a
+    message has none of them in its JSON; a blocked request says by whom."""
+    from corral.supervisor.events import BlockedData, ConversationData
+
+    call = ConversationData(
+        part="tool_call", tool_call_id="c1", title="Write a", tool_kind="edit", status="pending"
+    )
+    said = ConversationData(part="message", text="hello")
+    blocked = BlockedData(what="fs/write_text_file /etc/x", why="outside", by="policy")
+    assert json.loads(said.model_dump_json()) == {"part": "message", "text": "hello"}
+    for kind, data in (("conversation", call), ("conversation", said), ("blocked", blocked)):
+        event = parse_event(
+            {"session_id": "s", "seq": 1, "ts": 0.0, "kind": kind, "data": data.model_dump()}
+        )
+        assert event.data == data

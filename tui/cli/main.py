@@ -139,6 +139,10 @@ def _run(args: argparse.Namespace) -> int:
         from .client import dispatch as client_dispatch
 
         return client_dispatch(args)
+    if args.command == "mode":
+        from .mode import run_mode
+
+        return run_mode(args)
     if args.command == "tasks":
         from .tasks import run_tasks
 
@@ -314,6 +318,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .msg import add_parser as add_msg_parser
 
     add_msg_parser(sub)
+    from .mode import add_parser as add_mode_parser
+
+    add_mode_parser(sub)
     from .tasks import add_parser as add_tasks_parser
 
     add_tasks_parser(sub)

@@ -388,14 +388,19 @@ async def _past_sign_in(owner: _Run, sid: str, row: SessionSummary) -> SessionSu
 
 APPROVE = re.compile(r"^yes\b(?!.*(always|don't ask|all edits|during this session))", re.I)
 DENY = re.compile(r"^no\b", re.I)
+ACP_APPROVE, ACP_DENY = "[allow_once]", "[reject_once]"
 
 
 async def _answer(options: list[str], prompt: str, policy: str, as_json: bool) -> str | None:
     """--on-question: `ask` reads a line from stdin; `approve` picks the
-    agent's "yes, once" option (never "always"); `deny` picks its refusal."""
+    agent's "yes, once" option (never "always"; `allow_once` for an ACP
+    agent); `deny` picks its refusal (`reject_once`)."""
     if policy in ("approve", "deny"):
         pattern = APPROVE if policy == "approve" else DENY
-        choice = next((o for o in options if pattern.search(o)), None)
+        # an ACP agent's options carry their kind: allow once, or reject once
+        kind = ACP_APPROVE if policy == "approve" else ACP_DENY
+        choice = next((o for o in options if o.endswith(kind)), None)
+        choice = choice or next((o for o in options if pattern.search(o)), None)
         if choice is None:
             print(f"corral run: no option to {policy} in {options}", file=sys.stderr)
             return None

@@ -75,6 +75,8 @@ _AGENT = {
     EventKind.OPERATOR_GUIDANCE,
     EventKind.ITERATION_STARTED,
     EventKind.EXTERNAL_EVENT,
+    EventKind.CONVERSATION,
+    EventKind.BLOCKED,
 }
 _CHECKS = {
     EventKind.CONTRACT_PROPOSED,
@@ -87,6 +89,7 @@ _CHECKS = {
 }
 _PROBLEMS = {
     EventKind.BOUNDARY,
+    EventKind.BLOCKED,
     EventKind.ERROR,
     EventKind.AUTH_REQUIRED,
     EventKind.BUDGET_EXHAUSTED,

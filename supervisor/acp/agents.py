@@ -1,0 +1,115 @@
+"""Which ACP agents corral knows: `acp:<command line>` for any agent that
+speaks the protocol on stdio, and presets for the CLIs that do (Gemini CLI
+with its ACP flag, Claude Code and Codex through Zed's adapters).
+
+A preset borrows what corral already knows about the agent behind it (the
+variables that pass the environment scrub, its own config paths that stay
+writable when confined); `acp:` gets what a `custom:` command gets."""
+
+from __future__ import annotations
+
+import functools
+import shlex
+import shutil
+import subprocess
+from dataclasses import dataclass
+
+from ..agents import agent_env
+from ..agents.base import AgentProfile, AgentUnavailable
+from ..agents.profiles import PROFILES, profile_for
+
+ACP_PREFIX = "acp:"
+
+
+@dataclass(frozen=True)
+class AcpAgent:
+    name: str  # the engine label: `gemini-acp`, `acp:<command line>`
+    label: str
+    program: str  # looked up on PATH (or a path)
+    args: tuple[str, ...]
+    base: AgentProfile  # its environment, config paths and sandbox choice
+    # flags of which the installed program must accept one (the first it accepts wins)
+    one_of: tuple[str, ...] = ()
+    # whether corral offers it `fs/*` (else it edits with its own tools, in
+    # its sandbox, which shows it the worktree alone)
+    serve_files: bool = True
+
+    def find(self) -> str | None:
+        return shutil.which(self.program)
+
+    def argv(self, binary: str) -> list[str]:
+        flag = [_accepted_flag(binary, self.one_of)] if self.one_of else []
+        return [binary, *flag, *self.args]
+
+
+@functools.lru_cache(maxsize=8)
+def _accepted_flag(binary: str, flags: tuple[str, ...]) -> str:
+    """The first of `flags` the program's `--help` lists (else the first)."""
+    try:
+        out = subprocess.run(
+            [binary, "--help"], capture_output=True, text=True, timeout=30, check=False
+        )
+        shown = out.stdout + out.stderr
+    except (OSError, subprocess.TimeoutExpired):
+        return flags[0]
+    return next((f for f in flags if f in shown.split()), flags[0])
+
+
+PRESETS: dict[str, tuple[str, str, tuple[str, ...], str, bool]] = {
+    # name: (label, program, one of these flags, the agent it speaks for, corral serves fs/*)
+    # Gemini CLI reads a file before it writes it and takes a client's
+    # "not found" error for a failure (it only recognises its own ENOENT), so
+    # it could never create a file through corral's fs/*: it writes itself.
+    "gemini-acp": ("Gemini CLI (ACP)", "gemini", ("--acp", "--experimental-acp"), "gemini", False),
+    "claude-acp": ("Claude Code (ACP adapter)", "claude-code-acp", (), "claude", True),
+    "codex-acp": ("Codex (ACP adapter)", "codex-acp", (), "codex", True),
+}
+
+
+def is_acp(name: str) -> bool:
+    name = name.removeprefix("external:")
+    return name.startswith(ACP_PREFIX) or name in PRESETS
+
+
+def acp_agent(name: str) -> AcpAgent:
+    """The agent for an engine name; raises `AgentUnavailable` with the fix."""
+    name = name.removeprefix("external:").strip()
+    if name.startswith(ACP_PREFIX):
+        command = name.removeprefix(ACP_PREFIX).strip()
+        try:
+            words = shlex.split(command)
+        except ValueError as exc:
+            raise AgentUnavailable(f"the ACP command {command!r} does not parse: {exc}") from None
+        if not words:
+            raise AgentUnavailable(
+                "the ACP command is empty: give the command line of an agent that speaks ACP "
+                "on stdio, e.g. acp:my-agent --acp"
+            )
+        base = profile_for(f"custom:{command}")
+        return AcpAgent(
+            name=f"{ACP_PREFIX}{command}",
+            label=f"ACP: {command}",
+            program=words[0],
+            args=tuple(words[1:]),
+            base=_with_env(base, agent_env.CUSTOM),
+        )
+    preset = PRESETS.get(name)
+    if preset is None:
+        known = ", ".join([*PRESETS, "acp:<command>"])
+        raise AgentUnavailable(f"unknown ACP agent {name!r}; known: {known}")
+    label, program, one_of, speaks_for, serve_files = preset
+    return AcpAgent(
+        name=name,
+        label=label,
+        program=program,
+        args=(),
+        base=PROFILES[speaks_for],
+        one_of=one_of,
+        serve_files=serve_files,
+    )
+
+
+def _with_env(profile: AgentProfile, allow: tuple[str, ...]) -> AgentProfile:
+    from dataclasses import replace
+
+    return replace(profile, env_allow=allow)

@@ -1,0 +1,585 @@
+"""The ACP engine: an agent that speaks the Agent Client Protocol does the
+work, driven over its stdio instead of read from a screen.
+
+The agent runs confined like any agent (`sandbox.launch_agent`), in the
+session's worktree; corral sends `initialize` and `session/new` (or
+`session/load` when the agent can load and the session knows its
+conversation: a revive), then each round's prompt (the task, a repair,
+waiting guidance and messages) as one `session/prompt`. One turn at a time:
+the next prompt is sent only after the previous one returned. The status is
+the protocol's: running while a prompt is in flight, waiting while a
+`session/request_permission` is pending (a question with the agent's own
+options), idle once the prompt returned its `stopReason`, shown as the agent
+gave it. A permission answer is reported only once the response was written
+to the agent's stdin. Cancel sends `session/cancel`, then stops the agent.
+
+An agent that never answers `initialize`, exits mid-turn or writes lines
+that are not JSON-RPC is reported in one sentence with the last lines of its
+stderr; the events so far are journaled and the worktree is kept.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, cast
+
+from acp import PROTOCOL_VERSION, Client, RequestError, text_block
+from acp.client.connection import ClientSideConnection
+from acp.schema import (
+    AllowedOutcome,
+    ClientCapabilities,
+    DeniedOutcome,
+    FileSystemCapabilities,
+    Implementation,
+    PermissionOption,
+    RequestPermissionResponse,
+    ToolCallUpdate,
+)
+
+from ..acp.agents import AcpAgent
+from ..acp.client import CorralClient, tool_detail
+from ..acp.files import WorktreeFiles
+from ..acp.terminals import Terminals
+from ..acp.wire import StdioWire
+from ..agents.base import SESSION_ENV, AgentUnavailable, check_recursion
+from ..errors import CorralError
+from ..events import (
+    BLOCKED_BY_OPERATOR,
+    GUIDANCE_DELIVERED,
+    MESSAGE_ACCEPTED,
+    AgentStartedData,
+    BlockedData,
+    ConversationData,
+    OperatorGuidanceData,
+    PaneAnswerData,
+    PlanTextData,
+)
+from ..governance.env_scrub import scrubbed_env
+from ..paths import AGENT_SOCKET_ENV, agent_socket_dir, agent_socket_path, ensure_private_dir
+from ..sandbox import active_policy
+from ..sandbox.agent import launch_agent
+from ..session.messages import message_prompt
+from ..session.questions import QuestionCleared
+from ..states import LoopFailure
+from ..status import AgentStatus, Question, StatusReading
+from .base import EngineOutcome, RunContext
+from .external import RESUMED, guidance_prompt, repair_prompt, task_prompt
+
+PROTOCOL = "protocol"  # the status source shown for ACP agents
+STDERR_TAIL_LINES = 20
+STOP_GRACE_SECS = 3.0
+
+
+class AgentGone(Exception):
+    """The agent's process ended, or its connection broke; the message says how."""
+
+
+class _Conversation:
+    """One running agent process and its ACP session."""
+
+    def __init__(self, proc: asyncio.subprocess.Process, conn: ClientSideConnection) -> None:
+        self.proc = proc
+        self.conn = conn
+        self.session_id = ""
+        self.can_load = False
+        self.loaded = False  # the conversation was loaded (session/load), not new
+        self.modes: list[str] = []
+        self.mode: str | None = None
+        self.client: CorralClient | None = None
+        self.terminals: Terminals | None = None
+
+
+class AcpEngine:
+    """Runs one ACP agent for one session, turn by turn."""
+
+    def __init__(
+        self,
+        agent: AcpAgent,
+        *,
+        session_dir: Callable[[str], Path],
+        state_dir: Path,
+        python: str = sys.executable,
+        start_timeout: float = 60.0,
+        shell_network: bool = False,
+    ) -> None:
+        self.agent = agent
+        self.session_dir = session_dir
+        self.state_dir = state_dir
+        self.python = python
+        self.start_timeout = start_timeout
+        self.shell_network = shell_network
+        self.label = agent.name
+        self._conv: _Conversation | None = None
+        self._ctx: RunContext | None = None
+        self._turn = asyncio.Lock()  # one prompt in flight at a time
+        self._asking = asyncio.Lock()  # one permission question at a time
+        self._answers: dict[
+            str, tuple[str, str, str]
+        ] = {}  # tool call → (question, answer, option id)
+        self._malformed = 0
+        self._prompt_sent = asyncio.Event()
+        self._inflight: asyncio.Future[Any] | None = None
+
+    # -- status and events ---------------------------------------------------------------
+
+    def _emit(self, data: Any) -> None:
+        if self._ctx is not None:
+            self._ctx.emit(data)
+
+    def _status(self, status: AgentStatus, reason: str, question: Question | None = None) -> None:
+        if self._ctx is not None:
+            self._ctx.note_status(StatusReading(status, reason, question, source=PROTOCOL))
+
+    # -- starting ------------------------------------------------------------------------
+
+    def _stderr_path(self, session_id: str) -> Path:
+        return self.session_dir(session_id) / "acp-stderr.log"
+
+    def _stderr_tail(self, session_id: str) -> str:
+        try:
+            lines = self._stderr_path(session_id).read_text(errors="replace").splitlines()
+        except OSError:
+            return ""
+        lines = [ln.rstrip() for ln in lines if ln.strip()][-STDERR_TAIL_LINES:]
+        return ("; its last output:\n" + "\n".join(lines)) if lines else ""
+
+    def _launch(self, ctx: RunContext) -> tuple[list[str], dict[str, str], bool, str]:
+        binary = self.agent.find()
+        if binary is None:
+            raise AgentUnavailable(
+                f"{self.agent.label} is not installed ({self.agent.program!r} is not on PATH)"
+            )
+        base = self.agent.base
+        chain = check_recursion(self.agent.name)
+        env = scrubbed_env(allow=base.env_allow, invoked_by=chain)
+        env[SESSION_ENV] = ctx.session_id
+        env["CORRAL_HOME"] = str(self.state_dir)
+        env[AGENT_SOCKET_ENV] = str(agent_socket_path(self.state_dir, ctx.session_id))
+        dirs, files = base.own_paths(env)
+        session_dir = self.session_dir(ctx.session_id)
+        session_dir.mkdir(parents=True, exist_ok=True)
+        sockets = ensure_private_dir(agent_socket_dir(self.state_dir, ctx.session_id))
+        launch = launch_agent(
+            self.agent.argv(binary),
+            ctx.worktree,
+            env,
+            policy=active_policy(),
+            choice=base.sandbox,
+            own_dirs=dirs,
+            own_files=files,
+            hooks_file=session_dir / "hooks.jsonl",
+            python=self.python,
+            agent_socket_dir=sockets,
+            inside=base.inside_sandbox,
+            env_files=base.env_allow,
+        )
+        return launch.argv, launch.env, launch.confined, launch.account
+
+    async def _start(self, ctx: RunContext) -> _Conversation:
+        argv, env, confined, account = await asyncio.to_thread(self._launch, ctx)
+        stderr = open(self._stderr_path(ctx.session_id), "ab")  # noqa: SIM115 (the child holds it)
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *argv,
+                cwd=str(ctx.worktree),
+                env=env,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=stderr,
+                start_new_session=True,
+                limit=50 * 1024 * 1024,
+            )
+        finally:
+            stderr.close()
+        assert proc.stdin is not None and proc.stdout is not None
+        wire = StdioWire(
+            proc.stdout, proc.stdin, on_malformed=self._on_malformed, on_sent=self._on_sent
+        )
+        files = WorktreeFiles(ctx.worktree)
+        terminals = Terminals(files, network=self.shell_network)
+        client = CorralClient(files, terminals, self._emit, self._permission, on_mode=self._on_mode)
+        # the SDK's `Client` protocol also lists unstable methods corral does not
+        # serve; the router answers those "method not found"
+        conn = ClientSideConnection(cast(Client, client), wire)
+        conv = _Conversation(proc, conn)
+        conv.client, conv.terminals = client, terminals
+        ctx.note_pane(
+            {"agent": self.agent.name, "state": "live", "backend": "acp", "pid": proc.pid}
+        )
+        ctx.emit(
+            AgentStartedData(
+                agent=self.agent.name,
+                pane="acp",
+                incarnation=proc.pid,
+                started=" ".join(self.agent.argv(self.agent.program)),
+                confined=confined,
+                sandbox=account,
+            )
+        )
+        try:
+            await self._handshake(ctx, conv)
+        except BaseException:
+            await self._stop(conv)
+            raise
+        return conv
+
+    async def _until_exit(
+        self, conv: _Conversation, step: Any, what: str, timeout: float | None
+    ) -> Any:
+        """Await `step`, unless the agent exits first or `timeout` passes."""
+        task = asyncio.ensure_future(step)
+        exited = asyncio.ensure_future(conv.proc.wait())
+        try:
+            done, _ = await asyncio.wait(
+                {task, exited}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+            )
+        except asyncio.CancelledError:
+            task.cancel()
+            raise
+        finally:
+            if not exited.done():
+                exited.cancel()
+        if task in done:
+            try:
+                return task.result()
+            except ConnectionError:
+                pass  # the agent closed its stdout: it is going or gone
+        else:
+            task.cancel()
+            if not done:
+                raise TimeoutError(what)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(conv.proc.wait(), STOP_GRACE_SECS)
+        code = conv.proc.returncode
+        how = "closed its output" if code is None else f"exited with status {code}"
+        raise AgentGone(f"{how} {what}")
+
+    async def _handshake(self, ctx: RunContext, conv: _Conversation) -> None:
+        label = self.agent.label
+        try:
+            init = await self._until_exit(
+                conv,
+                conv.conn.initialize(
+                    protocol_version=PROTOCOL_VERSION,
+                    client_capabilities=ClientCapabilities(
+                        fs=FileSystemCapabilities(
+                            read_text_file=self.agent.serve_files,
+                            write_text_file=self.agent.serve_files,
+                        ),
+                        terminal=True,
+                    ),
+                    client_info=Implementation(name="corral", title="corral", version="1"),
+                ),
+                "before answering `initialize`",
+                self.start_timeout,
+            )
+        except TimeoutError:
+            raise AgentGone(
+                f"did not answer `initialize` within {self.start_timeout:g}s: it may not speak "
+                "ACP on stdio (check its command line, e.g. an --acp flag)"
+            ) from None
+        caps = init.agent_capabilities
+        conv.can_load = bool(caps and caps.load_session)
+        resume = ctx.resume_id() if conv.can_load else None
+        if resume:
+            ctx.emit(PlanTextData(text=f"Loading {label}'s conversation {resume} (session/load)."))
+            loaded = await self._until_exit(
+                conv,
+                conv.conn.load_session(cwd=str(ctx.worktree), session_id=resume, mcp_servers=[]),
+                "while loading its conversation",
+                self.start_timeout,
+            )
+            conv.session_id, conv.loaded = resume, True
+            modes = loaded.modes if loaded else None
+        else:
+            created = await self._until_exit(
+                conv,
+                conv.conn.new_session(cwd=str(ctx.worktree), mcp_servers=[]),
+                "before answering `session/new`",
+                self.start_timeout,
+            )
+            conv.session_id = created.session_id
+            modes = created.modes
+            ctx.note_agent_session(created.session_id, None)
+        if conv.client is not None:
+            conv.client.flush()  # a load replays the conversation as updates
+        if modes is not None:
+            conv.modes = [m.id for m in modes.available_modes]
+            conv.mode = modes.current_mode_id
+            ctx.emit(
+                ConversationData(
+                    part="mode",
+                    text=f"{modes.current_mode_id} (offers: {', '.join(conv.modes)})",
+                )
+            )
+        self._status(AgentStatus.IDLE, "session ready")
+
+    # -- the run ---------------------------------------------------------------------------
+
+    async def run(self, ctx: RunContext) -> EngineOutcome:
+        self._ctx = ctx
+        try:
+            conv = self._conv
+            fresh = conv is None or conv.proc.returncode is not None
+            if fresh:
+                if conv is not None:
+                    await self._stop(conv)
+                conv = self._conv = await self._start(ctx)
+            assert conv is not None
+            if fresh and conv.loaded:
+                text = RESUMED
+                if ctx.round > 1 and ctx.failing_checks:
+                    text += "\n\n" + repair_prompt(ctx.failing_checks, ctx.round, ctx.rounds_left)
+            elif fresh:
+                text = task_prompt(ctx.intent, ctx.contract)
+                if ctx.round > 1 and ctx.failing_checks:
+                    text += "\n\n" + repair_prompt(ctx.failing_checks, ctx.round, ctx.rounds_left)
+            else:
+                text = repair_prompt(ctx.failing_checks, ctx.round, ctx.rounds_left)
+            parts = [text]
+            while True:
+                notes, messages = ctx.take_guidance(), ctx.take_messages()
+                if notes:
+                    parts.append(guidance_prompt(notes))
+                if messages:
+                    parts.append(message_prompt(messages))
+                if not parts:  # nothing arrived during the turn: the round is over
+                    return EngineOutcome(iterations=1, authored_by=[self.agent.name])
+                await self._prompt(ctx, conv, "\n\n".join(parts), notes, messages)
+                parts = []  # guidance that arrived during the turn is the next turn
+        except AgentUnavailable as exc:
+            return EngineOutcome(failure=LoopFailure.ENGINE_UNAVAILABLE, error=str(exc))
+        except AgentGone as exc:
+            return self._gone(ctx, str(exc))
+        except RequestError as exc:  # the agent answered a request with an error
+            detail = f" ({json.dumps(exc.data)[:500]})" if exc.data else ""
+            error = (
+                f"ACP agent '{self.agent.name}' answered with an error: {exc}{detail}"
+                f"{self._stderr_tail(ctx.session_id)}"
+            )
+            ctx.emit(PlanTextData(text=error))
+            return EngineOutcome(
+                failure=LoopFailure.EXECUTION, error=error, iterations=1, keep_worktree=True
+            )
+        except OSError as exc:
+            return EngineOutcome(
+                failure=LoopFailure.INFRASTRUCTURE,
+                error=f"ACP agent '{self.agent.name}' could not start: {exc}",
+            )
+        except asyncio.CancelledError:
+            if not ctx.detaching() and self._conv is not None:
+                await asyncio.shield(self._cancel(self._conv))
+            raise
+
+    async def _prompt(
+        self, ctx: RunContext, conv: _Conversation, text: str, notes: list[str], messages: list[Any]
+    ) -> None:
+        async with self._turn:
+            ctx.emit(ConversationData(part="prompt", text=text))
+            self._status(AgentStatus.RUNNING, "prompt in flight")
+            sending = conv.conn.prompt(session_id=conv.session_id, prompt=[text_block(text)])
+            self._prompt_sent.clear()
+            reply = asyncio.ensure_future(
+                self._until_exit(conv, sending, "during its turn (the prompt got no answer)", None)
+            )
+            # guidance is delivered once the request was written to the agent's stdin
+            sent = asyncio.ensure_future(self._prompt_sent.wait())
+            self._inflight = reply  # a cancel waits for the agent to end this turn
+            try:
+                await asyncio.wait({reply, sent}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                sent.cancel()
+            if not self._prompt_sent.is_set():
+                await reply  # raises how the agent went
+            for note in notes:
+                ctx.emit(OperatorGuidanceData(text=note, status=GUIDANCE_DELIVERED))
+            if messages:
+                ctx.messages_ended(messages, MESSAGE_ACCEPTED, None)
+            response = await asyncio.shield(reply)
+            self._inflight = None
+            if conv.client is not None:
+                conv.client.flush()
+            stop = str(response.stop_reason)
+            ctx.emit(ConversationData(part="turn_end", text=stop))
+            self._status(AgentStatus.IDLE, f"turn ended: {stop}")
+
+    def _gone(self, ctx: RunContext, how: str) -> EngineOutcome:
+        conv = self._conv
+        tail = self._stderr_tail(ctx.session_id)
+        error = f"ACP agent '{self.agent.name}' {how}{tail}"
+        ctx.emit(PlanTextData(text=error))
+        self._status(AgentStatus.EXITED, how)
+        if conv is not None and conv.can_load and conv.session_id:
+            with contextlib.suppress(Exception):
+                ctx.note_agent_session(conv.session_id, None)
+            if "initialize" not in how:
+                return EngineOutcome(dormant=True, error=error, iterations=1)
+        return EngineOutcome(
+            failure=LoopFailure.EXECUTION, error=error, iterations=1, keep_worktree=True
+        )
+
+    # -- permission ------------------------------------------------------------------------
+
+    async def _permission(
+        self, tool_call: ToolCallUpdate, options: list[PermissionOption]
+    ) -> RequestPermissionResponse:
+        ctx = self._ctx
+        assert ctx is not None
+        async with self._asking:
+            title = tool_call.title or "a tool call"
+            kind = f" ({tool_call.kind})" if tool_call.kind else ""
+            detail = tool_detail(tool_call)
+            prompt = f"{title}{kind}" + (f"\n{detail}" if detail else "")
+            texts = [option_text(o) for o in options]
+            self._status(
+                AgentStatus.WAITING, f"permission: {title}", Question(prompt, tuple(texts))
+            )
+            while True:
+                try:
+                    answer = await ctx.ask_user(prompt, texts)
+                except QuestionCleared:  # the run is stopping: the request is cancelled
+                    return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
+                except CorralError as exc:  # no answer in time: the agent is told "cancelled"
+                    ctx.emit(BlockedData(what=title, why=str(exc), by=BLOCKED_BY_OPERATOR))
+                    self._status(AgentStatus.RUNNING, "prompt in flight")
+                    return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
+                option = choose_option(answer, options)
+                if option is not None:
+                    break
+                ctx.emit(
+                    PlanTextData(
+                        text=f"{answer!r} is none of the agent's options; answer with one of: "
+                        + ", ".join(o.option_id for o in options)
+                    )
+                )
+            self._answers[tool_call.tool_call_id] = (prompt, option_text(option), option.option_id)
+            if option.kind.startswith("reject"):
+                ctx.emit(
+                    BlockedData(
+                        what=title,
+                        why=f"the operator chose {option.name!r}",
+                        by=BLOCKED_BY_OPERATOR,
+                    )
+                )
+            self._status(AgentStatus.RUNNING, "prompt in flight")
+            return RequestPermissionResponse(
+                outcome=AllowedOutcome(option_id=option.option_id, outcome="selected")
+            )
+
+    def _on_sent(self, message: dict[str, Any], request: dict[str, Any] | None) -> None:
+        """A message reached the agent's stdin: a prompt went out, or (the
+        response to `request`) an answer to a permission landed."""
+        if message.get("method") == "session/prompt":
+            self._prompt_sent.set()
+            return
+        if request is None or request.get("method") != "session/request_permission":
+            return
+        call = (request.get("params") or {}).get("toolCall") or {}
+        entry = self._answers.pop(str(call.get("toolCallId")), None)
+        if entry is None:
+            return
+        question, answer, option_id = entry
+        self._emit(
+            PaneAnswerData(
+                question=question,
+                answer=answer,
+                action=f"sent option {option_id} to the agent (session/request_permission)",
+            )
+        )
+
+    def _on_malformed(self, line: bytes) -> None:
+        self._malformed += 1
+        if self._malformed <= 5:
+            shown = line[:200].decode("utf-8", errors="replace")
+            self._emit(
+                PlanTextData(
+                    text=f"{self.agent.label} wrote a line that is not JSON-RPC; corral "
+                    f"ignored it: {shown!r}"
+                )
+            )
+
+    def _on_mode(self, mode: str) -> None:
+        if self._conv is not None:
+            self._conv.mode = mode
+
+    # -- modes -----------------------------------------------------------------------------
+
+    async def set_mode(self, mode: str) -> str:
+        """Ask the agent to switch to `mode` (`session/set_mode`)."""
+        conv = self._conv
+        if conv is None or conv.proc.returncode is not None or not conv.session_id:
+            raise CorralError("the ACP agent is not running: its mode cannot be set now")
+        if conv.modes and mode not in conv.modes:
+            raise CorralError(
+                f"{self.agent.label} offers no mode {mode!r}; it offers: {', '.join(conv.modes)}"
+            )
+        await conv.conn.set_session_mode(session_id=conv.session_id, mode_id=mode)
+        conv.mode = mode
+        self._emit(ConversationData(part="mode", text=f"{mode} (set by the operator)"))
+        return mode
+
+    # -- stopping --------------------------------------------------------------------------
+
+    async def _cancel(self, conv: _Conversation) -> None:
+        """`session/cancel` for the turn in flight, then stop the agent."""
+        inflight, self._inflight = self._inflight, None
+        if conv.session_id and conv.proc.returncode is None and inflight is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(conv.conn.cancel(session_id=conv.session_id), 1.0)
+                self._emit(PlanTextData(text="Sent session/cancel to the agent."))
+                response = await asyncio.wait_for(asyncio.shield(inflight), STOP_GRACE_SECS)
+                self._emit(ConversationData(part="turn_end", text=str(response.stop_reason)))
+        if inflight is not None and not inflight.done():
+            inflight.cancel()
+        await self._stop(conv)
+
+    async def _stop(self, conv: _Conversation) -> None:
+        if conv.terminals is not None:
+            with contextlib.suppress(Exception):
+                await conv.terminals.close()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(conv.conn.close(), 1.0)
+        proc = conv.proc
+        if proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                await asyncio.wait_for(proc.wait(), STOP_GRACE_SECS)
+            except TimeoutError:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                await proc.wait()
+
+    async def aclose(self) -> None:
+        """The session's run is over: the agent process ends with it."""
+        conv, self._conv = self._conv, None
+        if conv is not None:
+            await self._stop(conv)
+            self._status(AgentStatus.EXITED, "the session's run ended")
+
+
+def option_text(option: PermissionOption) -> str:
+    """How an option is offered: its name and its kind (`allow_once`, …)."""
+    return f"{option.name} [{option.kind}]"
+
+
+def choose_option(answer: str, options: list[PermissionOption]) -> PermissionOption | None:
+    """The option an answer names: by its id, its text, its name or its kind."""
+    said = answer.strip()
+    for match in (
+        lambda o: o.option_id == said,
+        lambda o: option_text(o) == said,
+        lambda o: o.name.casefold() == said.casefold(),
+        lambda o: o.kind == said,
+    ):
+        found = [o for o in options if match(o)]
+        if found:
+            return found[0]
+    return None

@@ -1,0 +1,84 @@
+"""The real Gemini CLI (npm, e2e/node_modules) in ACP mode (`gemini-acp`),
+driven by corral over stdio against the scripted fake Gemini server on
+127.0.0.1: the model asks to write a file, Gemini CLI sends
+`session/request_permission` (a corral question with its own options), the
+operator allows it through the API (by the option's kind), Gemini writes the
+file with its own tool inside corral's sandbox (corral offers Gemini no
+`fs/*`: see `acp.agents`), the turn ends with `end_turn`, the status came
+from the protocol, and the runtime verifies the contract green (gate 2
+unchanged)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from corral.supervisor.events import ConversationData, PaneAnswerData
+from corral.supervisor.states import CoderState as S
+from tests.conftest import init_repo
+from tests.e2e.support import open_sup, settle
+from tests.fakes.agent_env import AgentLaunch, gemini_bin, gemini_launch, missing_cli
+from tests.fakes.model_server import FakeModelServer, Reply, ToolCall
+
+pytestmark = pytest.mark.slow
+
+NO_GEMINI = missing_cli(gemini_bin(), "npm ci --prefix e2e")
+needs_gemini = pytest.mark.skipif(NO_GEMINI is not None, reason=f"Gemini CLI: {NO_GEMINI}")
+OWN = ("PATH", "TERM", "SHELL", "USER")
+
+
+def apply(launch: AgentLaunch, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The supervisor's environment (inherited, then scrubbed) points at a
+    hermetic Gemini home and the fake server; the CLI alone on PATH."""
+    for key, value in launch.env.items():
+        if key not in OWN:
+            monkeypatch.setenv(key, value)
+    bin_dir = tmp_path / "agent-bin"
+    bin_dir.mkdir(exist_ok=True)
+    (bin_dir / "gemini").symlink_to(launch.argv[0])
+    monkeypatch.setenv("PATH", f"{bin_dir}:{launch.env['PATH']}")
+
+
+@needs_gemini
+async def test_gemini_over_acp_writes_the_file_through_a_permission_the_operator_grants(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = init_repo(tmp_path / "repo")
+    with FakeModelServer([]) as srv:
+        apply(gemini_launch(tmp_path / "gemini", srv.url, repo, None), monkeypatch, tmp_path)
+        sup = await open_sup(tmp_path, "gemini")
+        try:
+            started = await sup.start("Write hello.txt saying hi", repo, engine="gemini-acp")
+            sid = started.session_id
+            target = Path(started.worktree or "") / "hello.txt"
+            srv.push(
+                Reply(
+                    "Writing it.",
+                    [ToolCall("write_file", {"file_path": str(target), "content": "hi\n"})],
+                ),
+                Reply("Wrote hello.txt."),
+            )
+            await sup.confirm(sid)
+            row = await sup.wait_for(sid, needs=True, timeout=90)
+            events = [(e.kind.value, e.data) for e in sup.registry.live(sid).log.buffered()]
+            assert row.needs_you == "question", "\n".join(str(e) for e in events)
+            options = sup.question_options(sid)
+            assert any(o.endswith("[allow_once]") for o in options), options
+            assert not target.exists()
+            await sup.respond(sid, "allow_once")
+            row = await settle(sup, sid, {S.NEEDS_APPROVAL, S.FAILED}, 90)
+            assert row.state is S.NEEDS_APPROVAL, row.error
+            assert target.read_text() == "hi\n"
+            logged = [e.data for e in sup.registry.live(sid).log.buffered()]
+            assert any(isinstance(d, PaneAnswerData) for d in logged)
+            ends = [
+                d.text for d in logged if isinstance(d, ConversationData) and d.part == "turn_end"
+            ]
+            assert ends == ["end_turn"]
+            statuses = [
+                getattr(d, "source", None) for d in logged if type(d).__name__ == "AgentStatusData"
+            ]
+            assert statuses and set(statuses) == {"protocol"}
+        finally:
+            await sup.close()

@@ -1,0 +1,206 @@
+#!/usr/bin/env python3
+"""A scripted ACP agent on stdio (the SDK's agent side), for the protocol's
+edge cases. `acp_agent.py SCRIPT [ARG]`:
+
+- `write`: asks permission to write notes.txt (the edit's diff shown), then
+  writes it through `fs/write_text_file` if allowed; says what happened.
+- `outside PATH`: tries to write PATH (outside its worktree), says how that
+  went, then writes notes.txt inside.
+- `shell`: runs `echo done > notes.txt` through `terminal/create`.
+- `slow`: says it is working and waits until `session/cancel` arrives.
+- `garbage`: writes a line that is not JSON-RPC, then does `write` unasked.
+- `mute`: never answers `initialize`.
+- `exit`: exits with status 3 in the middle of its turn.
+- `quick`: says one line and ends its turn at once (bench/status.py --acp).
+- `load`: like `write` but advertises `session/load`; the first process
+  exits mid-turn, a loaded one finishes the work.
+Each turn it records what it saw in `$ACP_FAKE_OUT/<script>.jsonl` when set.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from typing import Any, Literal, cast
+
+from acp import (
+    PROTOCOL_VERSION,
+    Agent,
+    plan_entry,
+    run_agent,
+    start_edit_tool_call,
+    tool_diff_content,
+    update_agent_message_text,
+    update_agent_thought_text,
+    update_plan,
+    update_tool_call,
+)
+from acp.schema import (
+    AgentCapabilities,
+    InitializeResponse,
+    LoadSessionResponse,
+    NewSessionResponse,
+    PermissionOption,
+    PromptResponse,
+    SessionMode,
+    SessionModeState,
+    SetSessionModeResponse,
+)
+
+Stop = Literal["end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"]
+SCRIPT = sys.argv[1] if len(sys.argv) > 1 else "write"
+ARG = sys.argv[2] if len(sys.argv) > 2 else ""
+MODES = SessionModeState(
+    current_mode_id="ask",
+    available_modes=[SessionMode(id="ask", name="Ask"), SessionMode(id="code", name="Code")],
+)
+
+
+def record(entry: dict[str, Any]) -> None:
+    out = os.environ.get("ACP_FAKE_OUT")
+    if out:
+        with open(os.path.join(out, f"{SCRIPT}.jsonl"), "a") as f:
+            f.write(json.dumps(entry) + "\n")
+
+
+class Fake:
+    def __init__(self) -> None:
+        self.conn: Any = None
+        self.cwd = "."
+        self.cancelled = asyncio.Event()
+
+    def on_connect(self, conn: Any) -> None:
+        self.conn = conn
+
+    async def initialize(self, protocol_version: int, **_: Any) -> InitializeResponse:
+        if SCRIPT == "mute":
+            await asyncio.Event().wait()
+        return InitializeResponse(
+            protocol_version=PROTOCOL_VERSION,
+            agent_capabilities=AgentCapabilities(load_session=SCRIPT == "load"),
+        )
+
+    async def new_session(self, cwd: str, **_: Any) -> NewSessionResponse:
+        self.cwd = cwd
+        return NewSessionResponse(session_id="fake-session-1", modes=MODES)
+
+    async def load_session(self, cwd: str, session_id: str, **_: Any) -> LoadSessionResponse:
+        self.cwd = cwd
+        record({"loaded": session_id})
+        await self.say(session_id, "(replayed) earlier turn\n")
+        return LoadSessionResponse(modes=MODES)
+
+    async def set_session_mode(
+        self, session_id: str, mode_id: str, **_: Any
+    ) -> SetSessionModeResponse:
+        record({"mode": mode_id})
+        return SetSessionModeResponse()
+
+    async def cancel(self, session_id: str, **_: Any) -> None:
+        record({"cancel": session_id})
+        self.cancelled.set()
+
+    async def say(self, sid: str, text: str) -> None:
+        await self.conn.session_update(session_id=sid, update=update_agent_message_text(text))
+
+    async def write_notes(self, sid: str, ask: bool) -> Stop:
+        path = os.path.join(self.cwd, "notes.txt")
+        diff = tool_diff_content(path, "done\n", None)
+        call = start_edit_tool_call(
+            "call-1", "Write notes.txt", path, "done\n", extra_options=[diff]
+        )
+        await self.conn.session_update(session_id=sid, update=call)
+        if ask:
+            options = [
+                PermissionOption(option_id="yes-once", name="Allow", kind="allow_once"),
+                PermissionOption(option_id="yes-always", name="Always allow", kind="allow_always"),
+                PermissionOption(option_id="no", name="Reject", kind="reject_once"),
+            ]
+            answer = await self.conn.request_permission(
+                session_id=sid,
+                tool_call=update_tool_call(
+                    "call-1", title="Write notes.txt", kind="edit", content=call.content
+                ),
+                options=options,
+            )
+            chosen = getattr(answer.outcome, "option_id", None)
+            record({"permission": chosen})
+            if chosen != "yes-once" and chosen != "yes-always":
+                await self.conn.session_update(
+                    session_id=sid, update=update_tool_call("call-1", status="failed")
+                )
+                await self.say(sid, "I was not allowed to write notes.txt.\n")
+                return "end_turn"
+        await self.conn.write_text_file(session_id=sid, path=path, content="done\n")
+        await self.conn.session_update(
+            session_id=sid, update=update_tool_call("call-1", status="completed")
+        )
+        await self.say(sid, "I wrote notes.txt.\n")
+        return "end_turn"
+
+    async def prompt(self, session_id: str, prompt: list[Any], **_: Any) -> PromptResponse:
+        sid = session_id
+        if SCRIPT == "quick":  # one line said, the turn over at once (latency bench)
+            await self.say(sid, "ok\n")
+            return PromptResponse(stop_reason="end_turn")
+        text = "".join(getattr(b, "text", "") for b in prompt)
+        record({"prompt": text})
+        await self.conn.session_update(
+            session_id=sid, update=update_agent_thought_text("Thinking about notes.")
+        )
+        await self.conn.session_update(
+            session_id=sid,
+            update=update_plan([plan_entry("write notes.txt", status="in_progress")]),
+        )
+        await self.say(sid, "Working on it")
+        await self.say(sid, " now.\n")
+        stop: Stop = "end_turn"
+        if SCRIPT == "write":
+            stop = await self.write_notes(sid, ask=True)
+        elif SCRIPT == "garbage":
+            sys.stdout.write("this is not json\n")
+            sys.stdout.flush()
+            stop = await self.write_notes(sid, ask=False)
+        elif SCRIPT == "outside":
+            try:
+                await self.conn.write_text_file(session_id=sid, path=ARG, content="escaped\n")
+                await self.say(sid, "outside write went through\n")
+            except Exception as exc:
+                await self.say(sid, f"outside write refused: {exc}\n")
+            stop = await self.write_notes(sid, ask=False)
+        elif SCRIPT == "shell":
+            term = await self.conn.create_terminal(
+                session_id=sid,
+                command="sh",
+                args=["-c", "echo done > notes.txt; echo ok"],
+                cwd=self.cwd,
+            )
+            status = await self.conn.wait_for_terminal_exit(
+                session_id=sid, terminal_id=term.terminal_id
+            )
+            out = await self.conn.terminal_output(session_id=sid, terminal_id=term.terminal_id)
+            await self.conn.release_terminal(session_id=sid, terminal_id=term.terminal_id)
+            record({"exit": status.exit_code, "output": out.output})
+            await self.say(sid, f"shell said {out.output.strip()}\n")
+        elif SCRIPT == "slow":
+            await self.cancelled.wait()
+            stop = "cancelled"
+        elif SCRIPT == "exit":
+            sys.stderr.write("crash: out of cheese\n")
+            sys.stderr.flush()
+            os._exit(3)
+        elif SCRIPT == "load":
+            marker = os.path.join(os.environ.get("ACP_FAKE_OUT", self.cwd), "load-crashed")
+            if not os.path.exists(marker):
+                open(marker, "w").close()
+                sys.stderr.write("crash before writing\n")
+                sys.stderr.flush()
+                os._exit(4)
+            stop = await self.write_notes(sid, ask=False)
+        return PromptResponse(stop_reason=stop)
+
+
+if __name__ == "__main__":
+    asyncio.run(run_agent(cast(Agent, Fake())))
