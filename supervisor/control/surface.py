@@ -148,11 +148,11 @@ class Calls:
     respond: Call[p.RespondParams, dict[str, bool]] = _person(
         p.RespondParams, dict[str, bool], "answer {whose} question"
     )
-    set_mode: Call[p.ModeParams, dict[str, str]] = _person(
-        p.ModeParams, dict[str, str], "set {whose} agent's mode"
-    )
     steer: Call[p.SteerParams, dict[str, bool]] = _person(
         p.SteerParams, dict[str, bool], "steer {whose} agent"
+    )
+    set_mode: Call[p.ModeParams, dict[str, str]] = _person(
+        p.ModeParams, dict[str, str], "set {whose} agent's mode"
     )
     question_options: Call[p.SessionParams, builtins.list[str]] = _agents(
         p.SessionParams, builtins.list[str], own=True

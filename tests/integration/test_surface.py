@@ -53,6 +53,7 @@ SAMPLES: dict[str, Any] = {
     "split": {"tasks": []},
     "remote": "origin",
     "states": ["contract_proposed"],  # what the session is at: wait_for answers at once
+    "mode": "code",
 }
 
 # facade methods that change a session: walked on a session nobody has, so
