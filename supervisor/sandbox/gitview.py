@@ -35,6 +35,7 @@ import hashlib
 import os
 import shutil
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -43,6 +44,7 @@ from .layout import GitLayout
 VIEWS = "sandbox-git"
 SHOWN_REFS = ("heads", "tags", "remotes")
 KEPT_REF_COPIES = 3
+VIEW_BUILD_SECS = 60.0  # a view younger than this without its admin file is being made
 
 
 @dataclass(frozen=True)
@@ -69,12 +71,16 @@ def prune_views(state_dir: Path) -> list[Path]:
     """Remove the views of worktrees that are gone; returns what was removed."""
     root = state_dir / VIEWS
     removed: list[Path] = []
+    now = time.time()
     with contextlib.suppress(OSError):
         for entry in root.iterdir():
             try:
                 admin = Path((entry / "admin").read_text(encoding="utf-8").strip())
             except (OSError, UnicodeDecodeError):
                 admin = None
+            with contextlib.suppress(OSError):
+                if admin is None and now - entry.stat().st_mtime < VIEW_BUILD_SECS:
+                    continue  # another run is making it right now
             if admin is None or not admin.is_dir() or _key(admin) != entry.name:
                 shutil.rmtree(entry, ignore_errors=True)
                 removed.append(entry)
@@ -239,8 +245,10 @@ def private_gitdir(layout: GitLayout, state_dir: Path) -> Path:
     home = state_dir / VIEWS / _key(layout.admin)
     if not (home / "gitdir" / "HEAD").is_file():
         prune_views(state_dir)
-        _create(home, layout.admin, layout.common)
+        home.mkdir(parents=True, exist_ok=True)
+        # named first: a prune by a run starting beside this one keeps it
         (home / "admin").write_text(str(layout.admin), encoding="utf-8")
+        _create(home, layout.admin, layout.common)
     return home / "gitdir"
 
 

@@ -196,3 +196,23 @@ def test_an_agent_runs_unconfined_and_says_why_when_no_sandbox_can_run(
     assert missing.argv == kept and not missing.confined
     assert missing.account == "unconfined: no sandbox can run here (no bwrap)"
     assert not (tmp_path / ".claude").exists()  # nothing made for a run that is not confined
+
+
+def test_a_private_git_view_being_made_beside_another_run_is_not_pruned(tmp_path: Path) -> None:
+    """Two confined runs start at once in two checkouts of one repository:
+    the second one's prune must not take the directory the first is still
+    filling in (its admin file not yet written); an old nameless one goes."""
+    import os
+    import time
+
+    from corral.supervisor.sandbox.gitview import VIEW_BUILD_SECS, VIEWS, prune_views
+
+    being_made = tmp_path / VIEWS / "a"
+    being_made.mkdir(parents=True)
+    left_over = tmp_path / VIEWS / "b"
+    left_over.mkdir()
+    old = time.time() - VIEW_BUILD_SECS - 5
+    os.utime(left_over, (old, old))
+    removed = prune_views(tmp_path)
+    assert being_made.is_dir()
+    assert removed == [left_over] and not left_over.exists()
