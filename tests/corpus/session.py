@@ -75,10 +75,18 @@ def corral_run(repo: Path, home: Path, intent: str, script: Path) -> SessionResu
     env["PYTHONPATH"] = str(ROOT)
     argv = [sys.executable, "-m", "corral.tui.cli", "run", "--repo", str(repo)]
     argv += ["--intent", intent, "--agent", f"oneshot:{sys.executable} {script}"]
-    argv += ["--yes", "--deliver", "branch", "--json"]
+    # headless as in CI: nobody answers (a question or a check that cannot run
+    # ends the run waiting for the operator, exit 4)
+    argv += ["--yes", "--deliver", "branch", "--json", "--on-question", "deny"]
     started = time.monotonic()
     proc = subprocess.run(
-        argv, cwd=repo, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_SECS
+        argv,
+        cwd=repo,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT_SECS,
     )
     secs = time.monotonic() - started
     last: dict[str, Any] = {}
