@@ -33,7 +33,8 @@ for edit in json.loads({edits!r}):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(edit["write"])
     elif "append" in edit:
-        path.write_text(path.read_text() + edit["append"])
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text((path.read_text() if path.exists() else "") + edit["append"])
     else:
         text = path.read_text()
         if edit["old"] not in text:
