@@ -80,15 +80,19 @@ def corral_run(repo: Path, home: Path, intent: str, script: Path) -> SessionResu
     # ends the run waiting for the operator, exit 4)
     argv += ["--yes", "--deliver", "branch", "--json", "--on-question", "deny"]
     started = time.monotonic()
-    proc = subprocess.run(
-        argv,
-        cwd=repo,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=RUN_TIMEOUT_SECS,
-    )
+    try:
+        proc = subprocess.run(
+            argv,
+            cwd=repo,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=RUN_TIMEOUT_SECS,
+        )
+    except subprocess.TimeoutExpired:
+        secs = time.monotonic() - started
+        return SessionResult(-1, "", "", f"corral run took over {RUN_TIMEOUT_SECS}s", secs)
     secs = time.monotonic() - started
     last: dict[str, Any] = {}
     for line in reversed(proc.stdout.strip().splitlines()):
