@@ -96,13 +96,17 @@ def main() -> None:
         return
     delivered = sum(o.delivered for o in outcomes)
     refused = sum(o.regression_refused for o in outcomes)
-    surprises = [o.project.name for o in outcomes if o.delivered != o.project.delivers]
+    surprises = [
+        o.project.name
+        for o in outcomes
+        if o.delivered != o.project.delivers or o.regression_refused != o.project.refuses_regression
+    ]
     print(
         f"correct change delivered with no operator edit: {rate(delivered, len(outcomes))} (goal >= {DELIVERY_GOAL:.0%})"
     )
     print(f"regressions refused: {rate(refused, len(outcomes))} (goal {REGRESSION_GOAL:.0%})")
     if surprises:
-        print(f"delivery differs from projects.toml `delivers`: {', '.join(surprises)}")
+        print(f"differs from projects.toml (delivers / refuses_regression): {', '.join(surprises)}")
     if delivered < DELIVERY_GOAL * len(outcomes) or refused < REGRESSION_GOAL * len(outcomes):
         sys.exit(1)
 

@@ -57,6 +57,9 @@ class Project:
     # whether today's drafted contract delivers the correct change, and why not
     delivers: bool = True
     why_not: str = ""
+    # whether today's drafted contract refuses the regression, and why not
+    refuses_regression: bool = True
+    why_missed: str = ""
 
     @property
     def id(self) -> str:
@@ -68,11 +71,15 @@ class Project:
             depth = self.test_file.count("/")
             target = ("../" * depth or "./") + self.main
             return [
-                {"path": self.main, "append": "\nmodule.exports.corralDouble = (n) => 2 * n\n"},
+                {
+                    "path": self.main,
+                    "append": "\nmodule.exports.corralDouble = function corralDouble(n) {\n"
+                    "\treturn n * 2;\n};\n",
+                },
                 {
                     "path": self.test_file,
                     "append": f"\nrequire('assert').strictEqual("
-                    f"require({target!r}).corralDouble(21), 42)\n",
+                    f"require({target!r}).corralDouble(21), 42);\n",
                 },
             ]
         test = (
