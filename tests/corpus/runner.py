@@ -51,6 +51,7 @@ class Project:
     module: str = ""
     module_file: str = ""
     test_dir: str = "tests"
+    test_style: str = "unittest"  # or "pytest": a plain test function
     main: str = "index.js"
     test_file: str = "test.js"
     regress: tuple[Edit, ...] = ()
@@ -83,7 +84,11 @@ class Project:
                 },
             ]
         test = (
-            f"import unittest\n\nfrom {self.module} import corral_double\n\n\n"
+            f"from {self.module} import corral_double\n\n\n"
+            "def test_doubles():\n"
+            "    assert corral_double(21) == 42\n"
+            if self.test_style == "pytest"
+            else f"import unittest\n\nfrom {self.module} import corral_double\n\n\n"
             "class CorralDouble(unittest.TestCase):\n"
             "    def test_doubles(self):\n"
             "        self.assertEqual(corral_double(21), 42)\n"
