@@ -74,7 +74,7 @@ class Project:
             return [
                 {
                     "path": self.main,
-                    "append": "\nmodule.exports.corralDouble = function corralDouble(n) {\n"
+                    "append": "\nmodule.exports.corralDouble = function (n) {\n"
                     "\treturn n * 2;\n};\n",
                 },
                 {
