@@ -93,6 +93,8 @@ def corral_run(repo: Path, home: Path, intent: str, script: Path) -> SessionResu
     except subprocess.TimeoutExpired:
         secs = time.monotonic() - started
         return SessionResult(-1, "", "", f"corral run took over {RUN_TIMEOUT_SECS}s", secs)
+    finally:
+        _stop_private_tmux(home)
     secs = time.monotonic() - started
     last: dict[str, Any] = {}
     for line in reversed(proc.stdout.strip().splitlines()):
@@ -109,6 +111,17 @@ def corral_run(repo: Path, home: Path, intent: str, script: Path) -> SessionResu
         error=error,
         secs=secs,
     )
+
+
+def _stop_private_tmux(home: Path) -> None:
+    """A run that ended waiting for the operator keeps its session's panes
+    (it can be resumed); the corpus resumes nothing, so its private tmux
+    server goes."""
+    for socket in (home / "tmux").glob("*"):
+        if socket.is_socket():
+            subprocess.run(
+                ["tmux", "-S", str(socket), "kill-server"], capture_output=True, timeout=30
+            )
 
 
 async def passes_on_clean_checkout(
