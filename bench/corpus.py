@@ -1,12 +1,17 @@
-"""The corpus table: for each real project (tests/corpus/projects.toml), the
-setup's time cold (fresh environment) and cached (a second worktree of the same
-repository), and the baseline verdict of its drafted contract.
+"""The corpus table and its two rates: for each real project
+(tests/corpus/projects.toml) the setup's time cold (fresh environment) and
+cached (a second worktree of the same repository), the baseline verdict of
+its drafted contract, whether a scripted correct change was delivered through
+`corral run` (and passed again on a clean checkout of the delivered branch),
+and whether a scripted regression was refused.
 
-Projects run one at a time so the timings are honest; downloads are cached in
-~/.cache/corral-corpus and packages in pip's / npm's own caches (warm them
-with one run first).
+Rates: projects where the drafted contract delivers the correct change with
+no operator edit (goal >= 90 %), regressions refused (goal 100 %). Exits 1
+when either is under its goal. Downloads are cached in ~/.cache/corral-corpus
+and packages in pip's / npm's own caches (warm them with one run first).
 
 Run (from the repo root): .venv/bin/python bench/corpus.py [--only NAME ...]
+[--parallel N] [--no-sessions]
 """
 
 from __future__ import annotations
@@ -20,32 +25,90 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.corpus.runner import run_all  # noqa: E402
+from tests.corpus.runner import Outcome, run_all  # noqa: E402
+
+DELIVERY_GOAL = 0.90
+REGRESSION_GOAL = 1.0
+
+
+def took(secs: float) -> str:
+    return f"{secs:.1f}s" if secs >= 1 else f"{secs * 1000:.0f}ms"
+
+
+def row(o: Outcome) -> tuple[str, ...]:
+    if o.cold is None:
+        cold = cached = "no setup"
+    else:
+        cold = took(o.cold_secs)
+        reused = "reused" if o.cached is not None and o.cached.cached else "rebuilt"
+        cached = f"{took(o.cached_secs)} ({reused})"
+    refused = "-" if o.regress is None else ("refused" if o.regression_refused else "DELIVERED")
+    expected = "" if o.project.delivers else " (expected: " + o.project.why_not[:40] + ")"
+    return (
+        o.project.id,
+        o.project.shape[:38],
+        cold,
+        cached,
+        o.verdict()[:54],
+        (o.delivery() + expected)[:90],
+        refused,
+    )
+
+
+def rate(hits: int, total: int) -> str:
+    return f"{hits}/{total} = {100 * hits / max(total, 1):.0f}%"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="*", help="project names to run")
+    parser.add_argument(
+        "--parallel", type=int, default=1, help="projects at a time (timings honest at 1)"
+    )
+    parser.add_argument(
+        "--no-sessions", action="store_true", help="gate 1 only: no change, no regression"
+    )
     args = parser.parse_args()
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="corral-corpus-") as tmp:
-        outcomes = run_all(Path(tmp) / "work", Path(tmp) / "state", args.only)
-    rows = [("project", "shape", "setup cold", "setup cached", "baseline")]
-    for o in outcomes:
-        if o.cold is None:
-            cold = cached = "no setup"
-        else:
-            cold = f"{o.cold_secs:.1f}s"
-            reused = "reused" if o.cached is not None and o.cached.cached else "own env"
-            took = (
-                f"{o.cached_secs:.1f}s" if o.cached_secs >= 1 else f"{o.cached_secs * 1000:.1f}ms"
-            )
-            cached = f"{took} ({reused})"
-        rows.append((o.project.id, o.project.shape[:44], cold, cached, o.verdict()[:70]))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    for row in rows:
-        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
+        outcomes = run_all(
+            Path(tmp) / "work",
+            Path(tmp) / "state",
+            args.only,
+            parallel=args.parallel,
+            sessions=not args.no_sessions,
+        )
+    header = (
+        "project",
+        "shape",
+        "setup cold",
+        "setup cached",
+        "baseline",
+        "correct change",
+        "regression",
+    )
+    rows = [header, *(row(o) for o in outcomes)]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+    for cells in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip())
     print(f"\n{len(outcomes)} projects in {time.monotonic() - started:.0f}s")
+    if args.no_sessions:
+        return
+    delivered = sum(o.delivered for o in outcomes)
+    refused = sum(o.regression_refused for o in outcomes)
+    surprises = [
+        o.project.name
+        for o in outcomes
+        if o.delivered != o.project.delivers or o.regression_refused != o.project.refuses_regression
+    ]
+    print(
+        f"correct change delivered with no operator edit: {rate(delivered, len(outcomes))} (goal >= {DELIVERY_GOAL:.0%})"
+    )
+    print(f"regressions refused: {rate(refused, len(outcomes))} (goal {REGRESSION_GOAL:.0%})")
+    if surprises:
+        print(f"differs from projects.toml (delivers / refuses_regression): {', '.join(surprises)}")
+    if delivered < DELIVERY_GOAL * len(outcomes) or refused < REGRESSION_GOAL * len(outcomes):
+        sys.exit(1)
 
 
 if __name__ == "__main__":

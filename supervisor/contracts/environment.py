@@ -8,21 +8,30 @@ is a Python venv.
 
 Reuse: the key hashes the files that define the environment (lock files,
 `pyproject.toml`, `setup.cfg`, `setup.py`, `package.json`, …), the setup
-commands and the interpreter, so the tenth session on a repository finds a
-ready environment (a marker file written only after every command passed)
-and runs nothing. An environment is *shared* between worktrees when every
-setup command writes only into `$CORRAL_ENV` (it names it) or into a global
-package cache (`cargo fetch`, `go mod download`). Anything else — `npm ci`
-filling the worktree's `node_modules`, a C extension built in place — makes
-the environment the worktree's own (its path is part of the key): it is
-reused by later verifications of that worktree, not by other worktrees.
+commands, the interpreter, and whatever else the setup's result depends on
+(`reuse_basis`): nothing more for installs into `$CORRAL_ENV`, global
+package caches and package-manager installs (`npm ci` filling
+`node_modules`); the compiled sources (`.c`, `.pyx`, …) for a C extension
+built in place; the whole tracked tree for any other command. Never the
+worktree's path: the tenth session on a repository, and every fresh checkout
+of one session (baseline, verification, delivery), finds a ready environment
+(a marker file written only after every command passed) and runs nothing.
+
+What a setup writes into the tree itself (`node_modules`, a built `.so`, a
+version file) is kept beside the environment (`<key>/tree/`) and copied into
+each later checkout instead of running the setup again: copy-on-write where
+the filesystem can (`cp --reflink=auto`), else a plain copy. Never a
+hardlink: a check runs the tree's own (agent-written) code with the tree
+writable, and a write through a hardlink would change the copy every later
+session gets. Environments keyed by a whole tree are pruned a day after
+their last use.
 
 Editable installs: `pip install -e .` points the venv at the worktree it ran
-in (often the baseline's disposable copy). A shared Python environment is
+in (often the baseline's disposable copy). A Python environment is
 therefore used with the worktree's own import roots first on `PYTHONPATH`
 (`src/` for a src layout, else the worktree): path entries win over the
 editable finder and `.pth` paths, so every worktree imports its own code
-while the dependencies, scripts and metadata come from the shared venv.
+while the dependencies, scripts and metadata come from the reused venv.
 
 Isolation: setup runs in the sandbox *with* the network (package indexes) and
 with the environment dir and the package managers' download caches writable;
@@ -39,6 +48,7 @@ import json
 import os
 import re
 import shutil
+import subprocess
 import sys
 import time
 from collections.abc import Mapping
@@ -65,6 +75,18 @@ DEFINING_FILES: tuple[str, ...] = (
 )
 _REQUIREMENTS = re.compile(r"^requirements.*\.(txt|in)$")
 _GLOBAL_FETCH = re.compile(r"^\s*(cargo fetch|go mod download)(\s|$)")
+# installs whose result depends on the manifests alone (defining files)
+_MANIFEST_INSTALL = re.compile(r"^\s*(npm (ci|install|i)|pnpm (install|i)|yarn( install)?)(\s|$)")
+TREE_COPY = "tree"  # what the setup wrote into the tree, kept beside its environment
+STALE_TREE_ENV_SECS = 24 * 3600  # a tree-keyed environment unused this long is pruned
+#: Sources a C extension's in-place build reads (its key hashes them).
+COMPILED_SUFFIXES: tuple[str, ...] = (
+    *(".c", ".h", ".cc", ".cpp", ".cxx", ".hpp", ".hh", ".hxx", ".pyx", ".pxd", ".pxi"),
+    *(".f", ".f90", ".m", ".mm", ".rs", ".go", ".S", ".asm"),
+)
+
+#: What an environment's content depends on, beyond its defining files and commands.
+ReuseBasis = Literal["manifests", "compiled_sources", "tree"]
 
 #: Download caches setup may fill (they exist only once a tool created them).
 CACHE_DIRS: tuple[str, ...] = (
@@ -82,7 +104,7 @@ def defining_files(root: Path) -> list[Path]:
 
 
 def has_c_extension(root: Path) -> bool:
-    """A Python project that compiles code in place (its environment cannot be shared)."""
+    """A Python project that compiles code in place (its build reads its C sources)."""
     setup_py = root / "setup.py"
     with contextlib.suppress(OSError):
         text = setup_py.read_text(encoding="utf-8", errors="replace") if setup_py.is_file() else ""
@@ -95,20 +117,38 @@ def has_c_extension(root: Path) -> bool:
     return False
 
 
-def is_shared(commands: list[str], root: Path) -> bool:
-    """Whether the setup's effects live only in `$CORRAL_ENV` or global caches."""
-    if not commands or has_c_extension(root):
-        return False
-    return all(
-        f"${ENV_VAR}" in c or f"${{{ENV_VAR}}}" in c or _GLOBAL_FETCH.match(c) for c in commands
-    )
+def _names_env(command: str) -> bool:
+    return f"${ENV_VAR}" in command or f"${{{ENV_VAR}}}" in command
 
 
-def env_key(root: Path, commands: list[str], *, shared: bool) -> str:
-    """The cache key: defining files, setup commands, interpreter, and (for a
-    worktree's own environment) the worktree's path."""
+def reuse_basis(commands: list[str], root: Path) -> ReuseBasis:
+    """What else decides the setup's result: nothing but the manifests for
+    installs (into `$CORRAL_ENV`, a global cache, or `node_modules` by a
+    package manager), the compiled sources for a C extension, else the whole
+    tracked tree (a command corral cannot read, e.g. `make build`)."""
+    if has_c_extension(root):
+        return "compiled_sources"
+    if all(_names_env(c) or _GLOBAL_FETCH.match(c) or _MANIFEST_INSTALL.match(c) for c in commands):
+        return "manifests"
+    return "tree"
+
+
+def tracked_digest(root: Path, suffixes: tuple[str, ...] | None = None) -> bytes:
+    """The tracked files' content as one digest (their blob ids from the
+    index), optionally only those whose names end in `suffixes`."""
+    listing = git(root, "ls-files", "-s", "-z", check=False)
     digest = hashlib.sha256()
-    digest.update(b"corral-env-1\0")
+    for entry in sorted(e for e in listing.split("\0") if e):
+        if suffixes is None or entry.endswith(suffixes):
+            digest.update(entry.encode() + b"\0")
+    return digest.digest()
+
+
+def env_key(root: Path, commands: list[str], basis: ReuseBasis) -> str:
+    """The cache key: defining files, setup commands, interpreter, and what
+    `basis` adds (the compiled sources, or the whole tracked tree)."""
+    digest = hashlib.sha256()
+    digest.update(b"corral-env-2\0")
     python = shutil.which("python3") or sys.executable
     digest.update(os.path.realpath(python).encode() + b"\0")
     for path in defining_files(root):
@@ -117,8 +157,11 @@ def env_key(root: Path, commands: list[str], *, shared: bool) -> str:
             digest.update(hashlib.sha256(path.read_bytes()).digest())
     for command in commands:
         digest.update(command.strip().encode() + b"\0")
-    if not shared:
-        digest.update(b"worktree\0" + os.path.realpath(root).encode())
+    digest.update(basis.encode() + b"\0")
+    if basis == "compiled_sources":
+        digest.update(tracked_digest(root, COMPILED_SUFFIXES))
+    elif basis == "tree":
+        digest.update(tracked_digest(root))
     return digest.hexdigest()[:20]
 
 
@@ -223,24 +266,22 @@ class Environments:
         if not contract.setup:
             return None
         started = time.monotonic()
-        shared = is_shared(contract.setup, worktree)
-        key = env_key(worktree, contract.setup, shared=shared)
+        basis = reuse_basis(contract.setup, worktree)
+        key = await asyncio.to_thread(env_key, worktree, contract.setup, basis)
         env_dir = self._dir(key)
-        environment = CheckEnvironment(env_dir=env_dir, worktree=worktree, shared=shared)
+        shared = basis != "tree"
+        # every checkout imports its own code first (the venv may be another's)
+        environment = CheckEnvironment(env_dir=env_dir, worktree=worktree, shared=True)
         fd = await self._lock(key)
         try:
             base = SetupOutcome(ok=True, env_dir=str(env_dir), shared=shared, phase=phase)
             ready = _ready_marker(env_dir)
-            if ready is not None and not ready.get("writes_tree"):
+            if ready is not None and await asyncio.to_thread(_reuse, env_dir, ready, worktree):
                 base.cached = True
                 base.duration_ms = int((time.monotonic() - started) * 1000)
                 return SetupRun(base, environment)
-            if ready is None:  # a partial one is never reused
-                await asyncio.to_thread(shutil.rmtree, env_dir, True)
-                env_dir.mkdir(parents=True)
-            # else: the setup also writes into the tree (a version file, a
-            # build in place), so it runs again in this one, into its ready
-            # environment: what it writes must exist in every tree checked
+            await asyncio.to_thread(shutil.rmtree, env_dir, True)  # never reuse a partial one
+            env_dir.mkdir(parents=True)
             env = setup_env(env_dir)
             grant = Grant(writable=(env_dir, *_cache_dirs()))
             budget = float(contract.setup_timeout_secs)
@@ -268,15 +309,14 @@ class Environments:
                             "duration_ms": int((time.monotonic() - started) * 1000),
                         }
                     )
-                    # a ready environment stays (only this tree's run failed)
-                    return SetupRun(failed, None, [env_dir] if ready is None else [])
+                    return SetupRun(failed, None, [env_dir])
             written = await asyncio.to_thread(_written_into, worktree)
+            kept = await asyncio.to_thread(_keep_tree_outputs, worktree, env_dir)
             marker = {
                 "key": key,
                 "setup": contract.setup,
-                "shared": shared,
-                "worktree": None if shared else str(worktree),
-                "writes_tree": bool(written.ignored or written.unignored),
+                "basis": basis,
+                "tree_outputs": kept,
                 "at": time.time(),
             }
             (env_dir / READY_MARKER).write_text(json.dumps(marker), encoding="utf-8")
@@ -288,25 +328,34 @@ class Environments:
                 )
             base.output_tail = "\n".join(log)[-OUTPUT_TAIL_CHARS:]
             base.duration_ms = int((time.monotonic() - started) * 1000)
-            return SetupRun(base, environment, [] if shared else [env_dir])
+            return SetupRun(base, environment)
         finally:
             os.close(fd)
 
-    def prune(self) -> list[Path]:
-        """Remove worktree-own environments whose worktree is gone (a shared
-        one is kept: the next session on the repository reuses it)."""
+    def prune(self, now: float | None = None) -> list[Path]:
+        """Remove environments no checkout will ask for again: those keyed by
+        a whole tree and unused for `STALE_TREE_ENV_SECS`, and (from older
+        corral versions) a worktree's own whose worktree is gone. One keyed by
+        manifests or compiled sources stays: the next session reuses it."""
         removed: list[Path] = []
+        now = time.time() if now is None else now
         try:
             entries = list(self.root.iterdir())
         except OSError:
             return removed
         for env_dir in entries:
+            path = env_dir / READY_MARKER
             try:
-                marker = json.loads((env_dir / READY_MARKER).read_text(encoding="utf-8"))
+                marker = json.loads(path.read_text(encoding="utf-8"))
+                used = path.stat().st_mtime
             except (OSError, ValueError):
                 continue
-            owner = marker.get("worktree") if isinstance(marker, dict) else None
-            if isinstance(owner, str) and not Path(owner).is_dir():
+            if not isinstance(marker, dict):
+                continue
+            owner = marker.get("worktree")
+            gone = isinstance(owner, str) and not Path(owner).is_dir()
+            stale = marker.get("basis") == "tree" and now - used > STALE_TREE_ENV_SECS
+            if gone or stale:
                 shutil.rmtree(env_dir, ignore_errors=True)
                 removed.append(env_dir)
         return removed
@@ -336,6 +385,64 @@ def _written_into(worktree: Path) -> TreeWrites:
     unignored = [line[3:] for line in out.splitlines() if line.startswith("?? ")]
     ignored = [line[3:] for line in out.splitlines() if line.startswith("!! ")]
     return TreeWrites(unignored, ignored)
+
+
+def _tree_outputs(worktree: Path) -> list[str]:
+    """What the setup wrote into the tree, as few entries as git names them:
+    a directory holding nothing tracked is one entry (`node_modules`)."""
+    out = git(
+        worktree,
+        "status",
+        "--porcelain",
+        "-z",
+        "--ignored",
+        "--untracked-files=normal",
+        check=False,
+    )
+    entries = [e[3:].rstrip("/") for e in out.split("\0") if e[:3] in ("?? ", "!! ")]
+    return sorted(e for e in entries if e and e != ".git" and not e.startswith(".git/"))
+
+
+def _copy(source_root: Path, entries: list[str], target_root: Path) -> None:
+    """`entries` (paths relative to `source_root`) to the same paths under
+    `target_root`, copy-on-write where the filesystem can; symlinks stay links."""
+    if not entries:
+        return
+    target_root.mkdir(parents=True, exist_ok=True)
+    subprocess.run(
+        ["cp", "-a", "--parents", "--reflink=auto", "-t", str(target_root), "--", *entries],
+        cwd=source_root,
+        check=True,
+        capture_output=True,
+        timeout=600,
+    )
+
+
+def _keep_tree_outputs(worktree: Path, env_dir: Path) -> list[str]:
+    """Copy what the setup wrote into the tree beside its environment."""
+    entries = _tree_outputs(worktree)
+    _copy(worktree, entries, env_dir / TREE_COPY)
+    return entries
+
+
+def _reuse(env_dir: Path, marker: dict[str, object], worktree: Path) -> bool:
+    """Make a ready environment this checkout's: copy in what its setup wrote
+    into the tree (skipping paths the tree already has). False: it cannot be
+    reused (an older format, or the copy failed) and must be built again."""
+    entries = marker.get("tree_outputs")
+    if "basis" not in marker or not isinstance(entries, list):
+        return False
+    wanted = [
+        e
+        for e in entries
+        if isinstance(e, str) and not (worktree / e).exists() and not (worktree / e).is_symlink()
+    ]
+    try:
+        _copy(env_dir / TREE_COPY, wanted, worktree)
+        os.utime(env_dir / READY_MARKER)  # its last use, for `prune`
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return True
 
 
 def setup_reason(outcome: SetupOutcome) -> str:

@@ -1,8 +1,10 @@
-"""Fetching a corpus project from its registry and running corral's gate-1
-path on it: draft a contract with the conventions lane, run its setup in one
-worktree (cold), run it again in a second worktree (reused), remove the first
-(as a baseline's disposable worktree is), and baseline the checks in the
-second. Used by tests/corpus/test_corpus.py and bench/corpus.py."""
+"""Fetching a corpus project from its registry and running corral on it:
+draft a contract with the conventions lane, run its setup in one worktree
+(cold), run it again in a second worktree (reused), remove the first (as a
+baseline's disposable worktree is), and baseline the checks in the second;
+then a scripted agent's correct change and a scripted regression, each
+through `corral run` (tests/corpus/session.py). Used by
+tests/corpus/test_corpus.py and bench/corpus.py."""
 
 from __future__ import annotations
 
@@ -23,6 +25,8 @@ from corral.supervisor.contracts.drafting import DraftingError
 from corral.supervisor.contracts.environment import Environments
 from corral.supervisor.models import CheckResult, OutcomeContract, SetupOutcome
 
+from .session import Edit, SessionResult, agent_scripts, corral_run, passes_on_clean_checkout
+
 PROJECTS = Path(__file__).with_name("projects.toml")
 
 
@@ -40,15 +44,76 @@ class Project:
     shape: str
     expect: str
     reason: str = ""
+    # the scripted work: a function added to `module_file` (imported as
+    # `module`) with a test in `test_dir` (PyPI), or an export added to
+    # `main` with an assertion appended to `test_file` (npm); `regress`
+    # empties `module_file` / `main` unless it lists its own edits
+    module: str = ""
+    module_file: str = ""
+    test_dir: str = "tests"
+    test_style: str = "unittest"  # or "pytest": a plain test function
+    main: str = "index.js"
+    test_file: str = "test.js"
+    regress: tuple[Edit, ...] = ()
+    # whether today's drafted contract delivers the correct change, and why not
+    delivers: bool = True
+    why_not: str = ""
+    # whether today's drafted contract refuses the regression, and why not
+    refuses_regression: bool = True
+    why_missed: str = ""
 
     @property
     def id(self) -> str:
         return f"{self.name}-{self.version}"
 
+    def change(self) -> list[Edit]:
+        """A small real edit plus a test of it."""
+        if self.registry == "npm":
+            depth = self.test_file.count("/")
+            target = ("../" * depth or "./") + self.main
+            return [
+                {
+                    "path": self.main,
+                    "append": "\nmodule.exports.corralDouble = function (n) {\n"
+                    "\treturn n * 2;\n};\n",
+                },
+                {
+                    "path": self.test_file,
+                    "append": f"\nrequire('assert').strictEqual("
+                    f"require({target!r}).corralDouble(21), 42);\n",
+                },
+            ]
+        test = (
+            f"from {self.module} import corral_double\n\n\n"
+            "def test_doubles():\n"
+            "    assert corral_double(21) == 42\n"
+            if self.test_style == "pytest"
+            else f"import unittest\n\nfrom {self.module} import corral_double\n\n\n"
+            "class CorralDouble(unittest.TestCase):\n"
+            "    def test_doubles(self):\n"
+            "        self.assertEqual(corral_double(21), 42)\n"
+        )
+        return [
+            {
+                "path": self.module_file,
+                "append": '\n\ndef corral_double(n):\n    """Twice n."""\n    return 2 * n\n',
+            },
+            {"path": f"{self.test_dir}/test_corral_double.py", "write": test},
+        ]
+
+    def regression(self) -> list[Edit]:
+        """An edit that breaks what the project's own tests cover."""
+        if self.regress:
+            return [dict(e) for e in self.regress]
+        if self.registry == "npm":
+            return [{"path": self.main, "write": "module.exports = function () {}\n"}]
+        return [{"path": self.module_file, "write": ""}]
+
 
 def projects() -> list[Project]:
     data: dict[str, Any] = tomllib.loads(PROJECTS.read_text(encoding="utf-8"))
-    return [Project(**row) for row in data["project"]]
+    rows = [dict(row, regress=tuple(row.get("regress", ()))) for row in data["project"]]
+    return [Project(**row) for row in rows]
 
 
 def _run(argv: list[str], cwd: Path) -> None:
@@ -128,6 +193,29 @@ class Outcome:
     cold_secs: float
     cached_secs: float
     baseline: list[CheckResult] = field(default_factory=list)
+    change: SessionResult | None = None
+    reverified: tuple[bool, str] = (False, "not run")
+    regress: SessionResult | None = None
+
+    @property
+    def delivered(self) -> bool:
+        """The correct change was delivered and passes on a clean checkout."""
+        return self.change is not None and self.change.delivered and self.reverified[0]
+
+    @property
+    def regression_refused(self) -> bool:
+        return self.regress is not None and not self.regress.delivered
+
+    def delivery(self) -> str:
+        """One line: how the correct change fared."""
+        if self.change is None:
+            return "not run"
+        if self.delivered:
+            return f"delivered ({self.change.secs:.0f}s), re-verified"
+        if self.change.delivered:
+            return f"delivered, but the clean checkout fails: {self.reverified[1]}"
+        why = self.change.error.splitlines()[0] if self.change.error else self.change.state
+        return f"exit {self.change.exit_code}: {why}"
 
     @property
     def verdicts(self) -> set[str]:
@@ -146,8 +234,40 @@ class Outcome:
         return "passes"
 
 
-async def run_project(project: Project, work: Path, envs: Environments) -> Outcome:
-    """Draft, set up twice (two worktrees), baseline in the second."""
+async def run_project(
+    project: Project, work: Path, state: Path, *, sessions: bool = True
+) -> Outcome:
+    """Draft, set up twice (two worktrees), baseline in the second; then (with
+    `sessions`) the scripted change and regression through `corral run`, in
+    the same state dir (`state/<project>`): its sessions find the environment
+    the first setup built."""
+    home = state / project.id
+    outcome = await _gate_one(project, work, Environments(home))
+    if sessions:
+        await _sessions(outcome, work, home)
+    return outcome
+
+
+async def _sessions(outcome: Outcome, work: Path, home: Path) -> None:
+    project = outcome.project
+    repo = work / project.id
+    change, regress = agent_scripts(
+        work / f"{project.id}-agent", project.change(), project.regression()
+    )
+    outcome.change = await asyncio.to_thread(
+        corral_run, repo, home, f"Add a doubling helper to {project.name}, with a test", change
+    )
+    if outcome.change.delivered:
+        envs = Environments(home)  # the sessions' own environments, reused
+        outcome.reverified = await passes_on_clean_checkout(
+            repo, outcome.change.branch, work / f"{project.id}-clean", envs, git
+        )
+    outcome.regress = await asyncio.to_thread(
+        corral_run, repo, home, f"Simplify {project.name}", regress
+    )
+
+
+async def _gate_one(project: Project, work: Path, envs: Environments) -> Outcome:
     repo = as_repo(project, work)
     try:
         contract = draft_contract(repo, f"keep {project.name} working")
@@ -161,9 +281,6 @@ async def run_project(project: Project, work: Path, envs: Environments) -> Outco
     cold = await envs.prepare(contract, first)
     cold_secs = time.monotonic() - started
     # the first worktree goes away, as a baseline's disposable one does
-    if cold is not None and not cold.outcome.shared:
-        for path in cold.discard:
-            shutil.rmtree(path, ignore_errors=True)
     git(repo, "worktree", "remove", "--force", str(first))
     started = time.monotonic()
     again = await envs.prepare(contract, second)
@@ -188,10 +305,14 @@ async def run_project(project: Project, work: Path, envs: Environments) -> Outco
 
 
 def run_all(
-    work: Path, state: Path, only: list[str] | None = None, *, parallel: int = 1
+    work: Path,
+    state: Path,
+    only: list[str] | None = None,
+    *,
+    parallel: int = 1,
+    sessions: bool = True,
 ) -> list[Outcome]:
     """Every chosen project, `parallel` at a time (timings are honest only at 1)."""
-    envs = Environments(state)
     chosen = [p for p in projects() if not only or p.name in only]
     for project in chosen:  # downloads first, one at a time
         fetch(project)
@@ -199,7 +320,7 @@ def run_all(
 
     async def one(project: Project) -> Outcome:
         async with gate:
-            return await run_project(project, work, envs)
+            return await run_project(project, work, state, sessions=sessions)
 
     async def main() -> list[Outcome]:
         return list(await asyncio.gather(*(one(p) for p in chosen)))

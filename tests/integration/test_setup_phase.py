@@ -9,6 +9,7 @@ agent as a repair — the session asks the operator instead."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 from corral.supervisor.events import SetupCompletedData
@@ -305,24 +306,76 @@ async def test_setup_reaches_the_network_and_writes_its_env_while_checks_cannot(
     assert passed == {"fetch": False, "env_read": True, "env_write": False}
 
 
-async def test_environments_of_removed_worktrees_are_pruned(tmp_path: Path) -> None:
+def checkout(root: Path, files: dict[str, str]) -> Path:
+    """A fresh git checkout holding `files` (committed)."""
+    import subprocess
+
+    root.mkdir(parents=True)
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    subprocess.run(["git", "-C", str(root), "add", "-A"], check=True)
+    return root
+
+
+async def test_what_a_setup_writes_into_the_tree_is_copied_into_the_next_checkout(
+    tmp_path: Path,
+) -> None:
+    """A per-worktree kind (node_modules filled by a package manager) is set
+    up once: another checkout of the same manifests gets a copy, and a check
+    writing into that copy cannot change what the next checkout gets."""
     from corral.supervisor.contracts.environment import Environments
 
     envs = Environments(tmp_path / "state")
-    kept_tree, gone_tree = tmp_path / "kept", tmp_path / "gone"
-    for tree in (kept_tree, gone_tree):
-        tree.mkdir()
-    own = OutcomeContract(
-        setup=["touch node_modules"], checks=[ContractCheck(name="c", command="true")]
+    install = (
+        "npm install --no-audit || true; mkdir -p node_modules/dep && "
+        'echo v1 > node_modules/dep/index.js && echo run >> "$CORRAL_ENV/runs"'
     )
-    shared = OutcomeContract(setup=['touch "$CORRAL_ENV/ok"'], checks=own.checks)
+    contract = OutcomeContract(setup=[install], checks=[ContractCheck(name="c", command="true")])
+    files = {"package.json": '{"name": "x"}', "index.js": "1\n"}
+    first = checkout(tmp_path / "one", files)
+    second = checkout(tmp_path / "two", {**files, "index.js": "2\n"})  # code differs
+    one = await envs.prepare(contract, first)
+    two = await envs.prepare(contract, second)
+    assert one is not None and two is not None and one.outcome.ok and two.outcome.ok
+    assert not one.outcome.cached and two.outcome.cached
+    assert one.outcome.env_dir == two.outcome.env_dir
+    assert (Path(one.outcome.env_dir) / "runs").read_text() == "run\n"  # the setup ran once
+    copied = second / "node_modules" / "dep" / "index.js"
+    assert copied.read_text() == "v1\n"
+    copied.write_text("poisoned\n")  # a check writing into its copy
+    third = checkout(tmp_path / "three", files)
+    again = await envs.prepare(contract, third)
+    assert again is not None and again.outcome.cached
+    assert (third / "node_modules" / "dep" / "index.js").read_text() == "v1\n"
+
+
+async def test_a_command_corral_cannot_read_is_keyed_by_the_whole_tree_and_pruned_when_stale(
+    tmp_path: Path,
+) -> None:
+    from corral.supervisor.contracts.environment import Environments
+
+    envs = Environments(tmp_path / "state")
+    build = OutcomeContract(
+        setup=["echo built > out.txt"], checks=[ContractCheck(name="c", command="true")]
+    )
+    install = OutcomeContract(setup=['touch "$CORRAL_ENV/ok"'], checks=build.checks)
+    one = checkout(tmp_path / "one", {"a.txt": "1"})
+    two = checkout(tmp_path / "two", {"a.txt": "2"})
     runs = [
-        await envs.prepare(own, kept_tree),
-        await envs.prepare(own, gone_tree),
-        await envs.prepare(shared, gone_tree),
+        await envs.prepare(build, one),
+        await envs.prepare(build, two),  # other content: built again
+        await envs.prepare(install, one),
     ]
     dirs = [Path(r.outcome.env_dir) for r in runs if r is not None]
-    assert len(set(dirs)) == 3 and all(d.is_dir() for d in dirs)
-    gone_tree.rename(tmp_path / "elsewhere")
-    assert envs.prune() == [dirs[1]]
-    assert dirs[0].is_dir() and dirs[2].is_dir()
+    assert len(set(dirs)) == 3 and not any(r.outcome.cached for r in runs if r is not None)
+    assert (two / "out.txt").read_text() == "built\n"
+    same = checkout(tmp_path / "same", {"a.txt": "1"})
+    reused = await envs.prepare(build, same)
+    assert reused is not None and reused.outcome.cached
+    assert (same / "out.txt").read_text() == "built\n"
+    assert envs.prune() == []  # all used just now
+    day_later = time.time() + 2 * 24 * 3600
+    assert sorted(envs.prune(now=day_later)) == sorted(dirs[:2])
+    assert dirs[2].is_dir()  # keyed by manifests: the next session reuses it

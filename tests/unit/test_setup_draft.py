@@ -4,12 +4,13 @@ environment cache key follows the files that define it."""
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from corral.supervisor.contracts.conventions import draft_contract
-from corral.supervisor.contracts.environment import env_key, is_shared
+from corral.supervisor.contracts.environment import env_key, reuse_basis
 from corral.supervisor.contracts.setup_draft import propose_setup
 
 
@@ -64,7 +65,7 @@ def test_a_src_layout_library_gets_a_venv_with_its_test_extras(repo: Path, tmp_p
     assert [c.command for c in contract.checks] == ["python3 -m pytest -q -p no:cacheprovider"]
     assert "Setup (runs before the baseline" in contract.description
     assert "with the network" in contract.description
-    assert is_shared(contract.setup, repo)
+    assert reuse_basis(contract.setup, repo) == "manifests"
 
 
 def test_tox_deps_fill_in_when_no_extras_are_declared(repo: Path, tmp_path: Path) -> None:
@@ -137,8 +138,8 @@ def test_node_lock_files_decide_the_install(
         write(repo, extra)
     proposal = propose_setup(repo, path=stub_bin(tmp_path, "node", "npm", "pnpm", "yarn"))
     assert proposal.commands == [command]
-    # node_modules lands in the worktree: that environment is the worktree's own
-    assert not is_shared(proposal.commands, repo)
+    # node_modules lands in the worktree, but only the manifests decide it
+    assert reuse_basis(proposal.commands, repo) == "manifests"
 
 
 def test_rust_go_and_make(repo: Path, tmp_path: Path) -> None:
@@ -146,24 +147,48 @@ def test_rust_go_and_make(repo: Path, tmp_path: Path) -> None:
     write(repo, "go.mod")
     proposal = propose_setup(repo)
     assert proposal.commands == ["cargo fetch", "go mod download"]
-    assert is_shared(proposal.commands, repo)  # both fill global caches only
+    assert reuse_basis(proposal.commands, repo) == "manifests"  # global caches only
     other = tmp_path / "m"
     write(other, "Makefile", "deps:\n\ttrue\ninstall:\n\ttrue\n")
     assert propose_setup(other).commands == ["make install"]
+    # what `make install` reads is unknown: the whole tree decides its result
+    assert reuse_basis(["make install"], other) == "tree"
 
 
-def test_a_c_extension_gets_an_environment_of_its_own(repo: Path) -> None:
+def committed(root: Path) -> None:
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    subprocess.run(["git", "-C", str(root), "add", "-A"], check=True)
+
+
+def test_a_c_extension_is_reused_until_its_compiled_sources_change(repo: Path) -> None:
     write(
         repo,
         "setup.py",
         "from setuptools import Extension, setup\nsetup(ext_modules=[Extension('x', ['x.c'])])\n",
     )
+    write(repo, "x.c", "int x;\n")
+    write(repo, "x_test.py", "")
     commands = propose_setup(repo).commands
-    assert not is_shared(commands, repo)
+    assert reuse_basis(commands, repo) == "compiled_sources"
     other = repo.parent / "other"
-    write(other, "setup.py", (repo / "setup.py").read_text())
-    # built in place: never reused by another worktree
-    assert env_key(repo, commands, shared=False) != env_key(other, commands, shared=False)
+    for rel in ("setup.py", "x.c", "x_test.py"):
+        write(other, rel, (repo / rel).read_text())
+    committed(repo)
+    committed(other)
+    # another checkout of the same sources reuses the build
+    assert env_key(repo, commands, "compiled_sources") == env_key(
+        other, commands, "compiled_sources"
+    )
+    write(other, "x_test.py", "changed = True\n")  # Python code is not compiled
+    committed(other)
+    assert env_key(repo, commands, "compiled_sources") == env_key(
+        other, commands, "compiled_sources"
+    )
+    write(other, "x.c", "int y;\n")  # a changed C source is built again
+    committed(other)
+    assert env_key(repo, commands, "compiled_sources") != env_key(
+        other, commands, "compiled_sources"
+    )
 
 
 def test_the_key_follows_defining_files_and_commands_not_the_worktree(tmp_path: Path) -> None:
@@ -172,12 +197,12 @@ def test_the_key_follows_defining_files_and_commands_not_the_worktree(tmp_path: 
         write(root, "pyproject.toml", SRC_LAYOUT)
         write(root, "src/lib/__init__.py", "")
     commands = ['python3 -m venv "$CORRAL_ENV"']
-    assert env_key(one, commands, shared=True) == env_key(two, commands, shared=True)
+    assert env_key(one, commands, "manifests") == env_key(two, commands, "manifests")
     write(one, "src/lib/__init__.py", "x = 1")  # code is not a defining file
-    assert env_key(one, commands, shared=True) == env_key(two, commands, shared=True)
+    assert env_key(one, commands, "manifests") == env_key(two, commands, "manifests")
     write(two, "requirements-dev.txt", "pytest\n")
-    assert env_key(one, commands, shared=True) != env_key(two, commands, shared=True)
-    assert env_key(one, commands, shared=True) != env_key(one, [*commands, "x"], shared=True)
+    assert env_key(one, commands, "manifests") != env_key(two, commands, "manifests")
+    assert env_key(one, commands, "manifests") != env_key(one, [*commands, "x"], "manifests")
 
 
 TOX_WITH_EXTRAS = """[tox]
