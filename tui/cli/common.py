@@ -19,6 +19,9 @@ engines (--engine, or --agent):
                             status and its last output. Repairs re-run it.
   claude-p, codex-exec,     one-shot presets: claude -p, codex exec, gemini -p,
   gemini-p, aider-msg       aider --message (see `corral agents`)
+  acp:<command line>        an agent that speaks the Agent Client Protocol on stdio
+  gemini-acp, claude-acp,   ACP presets: gemini --acp, claude-code-acp, codex-acp
+  codex-acp                 (status, questions and files over the protocol)
   foreman:<agent>           split the task into parallel subtasks, each run by
                             <agent> (any engine above) in its own worktree"""
 

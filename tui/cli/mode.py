@@ -12,7 +12,13 @@ from .client import _client, resolve
 
 
 def add_parser(sub: Any) -> None:
-    mode = sub.add_parser("mode", help="switch a running ACP agent's mode (session/set_mode)")
+    mode = sub.add_parser(
+        "mode",
+        help="switch a running ACP agent's mode (session/set_mode)",
+        description="Switch a running ACP agent's mode (e.g. ask, code): a person's call "
+        "to the owner of the state dir; an unknown mode is refused with the modes the "
+        "agent offers.",
+    )
     mode.add_argument("session", help="session id, label or the end of its id")
     mode.add_argument("mode", help="one of the modes the agent announced (shown in its log)")
 
