@@ -3,10 +3,10 @@
 
 from __future__ import annotations
 
-import functools
 import shutil
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 
 
@@ -40,8 +40,31 @@ PROBE = [
 ]  # fmt: skip
 
 
-@functools.cache
+_available: SandboxStatus | None = None
+_refused: tuple[float, SandboxStatus] | None = None  # when a probe last failed, and why
+REPROBE_SECS = 30.0
+
+
 def sandbox_status() -> SandboxStatus:
+    """Whether bubblewrap can confine here. A working sandbox is remembered;
+    a failed probe only for REPROBE_SECS (a bwrap that timed out under load,
+    or a PATH that lacked it for a moment, must not leave every later check
+    unconfined, nor may a refusing host run the probe for every check)."""
+    global _available, _refused
+    if _available is not None:
+        return _available
+    now = time.monotonic()
+    if _refused is not None and now - _refused[0] < REPROBE_SECS:
+        return _refused[1]
+    status = _probe()
+    if status.available:
+        _available = status
+    else:
+        _refused = (now, status)
+    return status
+
+
+def _probe() -> SandboxStatus:
     if not sys.platform.startswith("linux"):
         return SandboxStatus(False, f"not Linux ({sys.platform})")
     bwrap = shutil.which("bwrap")

@@ -242,6 +242,7 @@ async def test_watch_returns_the_list_and_registers_the_caller(
 ) -> None:
     sup = await make_supervisor()
     started = await sup.start("say hi", repo)
+    owners = sup.board.watcher_count  # the owner's own (its notifier)
     rows, watcher = sup.watch()
     assert sup.board.is_registered(watcher)
     [row] = rows
@@ -262,15 +263,17 @@ async def test_watch_returns_the_list_and_registers_the_caller(
     assert sup.unwatch(watcher) is False
     with pytest.raises(WatchDropped, match="closed"):
         await asyncio.wait_for(watcher.get(), 1)
-    assert sup.board.watcher_count == 0
+    assert sup.board.watcher_count == owners
 
 
 async def test_watcher_close_unregisters(make_supervisor: SupervisorFactory) -> None:
     sup = await make_supervisor()
+    owners = sup.board.watcher_count  # the owner's own (its notifier)
     rows, watcher = sup.watch()
     assert rows == []
+    assert sup.board.watcher_count == owners + 1
     watcher.close()
-    assert sup.board.watcher_count == 0
+    assert sup.board.watcher_count == owners
 
 
 async def test_supervisor_pushes_skip_narration(

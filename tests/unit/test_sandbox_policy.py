@@ -64,7 +64,7 @@ def test_the_layout_of_a_main_checkout_and_of_a_plain_dir(tmp_path: Path) -> Non
 
 
 def test_no_bwrap_or_not_linux_is_said(monkeypatch: pytest.MonkeyPatch) -> None:
-    probe = status.sandbox_status.__wrapped__
+    probe = status._probe
     monkeypatch.setattr(status.shutil, "which", lambda _name: None)
     assert "bwrap not found" in probe().detail
     monkeypatch.setattr(status.sys, "platform", "darwin")
@@ -80,7 +80,7 @@ def test_refused_namespaces_are_said(monkeypatch: pytest.MonkeyPatch) -> None:
         )
 
     monkeypatch.setattr(status.subprocess, "run", refused)
-    result = status.sandbox_status.__wrapped__()
+    result = status._probe()
     assert not result.available and "user namespaces refused" in result.detail
 
 
