@@ -47,6 +47,7 @@ from ..workspaces import Workspaces
 
 MATERIALIZED_MESSAGE = "corral: a tree under verification\n"
 READY_PER_REPO = 2  # idle checkouts kept per repository
+READY_OWNER = "verification"  # the lease's owner: no one session's
 PARALLEL_CHECKOUT = ("-c", "checkout.workers=0", "-c", "checkout.thresholdForParallelism=200")
 
 log = logging.getLogger(__name__)
@@ -95,7 +96,8 @@ class ScratchTrees:
                 ready = self._ready.get(key)
                 lease = ready.pop() if ready else None
             if lease is None:
-                return self._workspaces.add_scratch(repo, commit, owner)
+                # kept ready for any session's checks afterwards: named for none
+                return self._workspaces.add_scratch(repo, commit, READY_OWNER)
             if _moved_to(Path(lease.path), commit):
                 return lease
             self._workspaces.drop_scratch(lease)

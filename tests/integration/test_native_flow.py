@@ -35,6 +35,9 @@ CONTRACT = OutcomeContract(
             name="tests",
             command="python3 -m pytest -q -p no:cacheprovider test_calc.py",
             timeout_secs=60,
+            # the task's own test: red on the untouched tree until the work is done
+            # (a suite's other failing tests would be "already failing")
+            must_pass=["test_calc.py::test_add"],
         )
     ],
 )
