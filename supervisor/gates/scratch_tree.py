@@ -74,8 +74,10 @@ class ScratchTrees:
 
     @contextlib.asynccontextmanager
     async def checkout(self, repo: Path, commit: str, owner: str) -> AsyncIterator[Path]:
-        """A checkout of exactly `commit` with nothing else in it."""
-        lease = await asyncio.to_thread(self._take, repo, commit, owner)
+        """A checkout of exactly `commit` with nothing else in it. Ready
+        checkouts serve any session, so `owner` (the session asking) is kept
+        off the checkout and its lease."""
+        lease = await asyncio.to_thread(self._take, repo, commit)
         try:
             yield Path(lease.path)
         finally:
@@ -89,7 +91,7 @@ class ScratchTrees:
         for lease in ready:
             self._workspaces.drop_scratch(lease)
 
-    def _take(self, repo: Path, commit: str, owner: str) -> Lease:
+    def _take(self, repo: Path, commit: str) -> Lease:
         key = str(repo.resolve())
         while True:
             with self._lock:
@@ -121,9 +123,11 @@ def _moved_to(path: Path, commit: str) -> bool:
     """Move a used checkout to `commit` and prove it holds exactly that:
     False (and a line in the log) when git cannot say so."""
     try:
-        _writable_dirs(path)  # a check may have locked a directory it made
-        git(path, *PARALLEL_CHECKOUT, "checkout", "-q", "--force", "--detach", commit, timeout=300)
-        git(path, "clean", "-ffdxq", timeout=300)
+        try:
+            _reset(path, commit)
+        except GitError:
+            _writable_dirs(path)  # a check may have locked a directory it made
+            _reset(path, commit)
         left = git(
             path, "status", "--porcelain", "-z", "--ignored", "--untracked-files=all", timeout=300
         )
@@ -136,6 +140,13 @@ def _moved_to(path: Path, commit: str) -> bool:
         log.info("a ready checkout still held %r at %s; making a fresh one", left[:200], head)
         return False
     return True
+
+
+def _reset(path: Path, commit: str) -> None:
+    """Only the files that differ from `commit` are written; everything
+    else in the checkout (ignored files included) is removed."""
+    git(path, *PARALLEL_CHECKOUT, "checkout", "-q", "--force", "--detach", commit, timeout=300)
+    git(path, "clean", "-ffdxq", timeout=300)
 
 
 def _writable_dirs(root: Path) -> None:
