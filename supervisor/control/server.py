@@ -265,6 +265,21 @@ class ControlServer:
         writer: asyncio.StreamWriter,
         agent: Agent | None,
     ) -> None:
+        """A connection's handler, from its first byte to its end. Only the
+        loop shutting down cancels it, and nothing awaits it: ending it
+        cancelled would make asyncio's stream server log a CancelledError
+        traceback (Python 3.11), so it ends quietly, the connection closed."""
+        try:
+            await self._serve_connection(reader, writer, agent)
+        except asyncio.CancelledError:
+            writer.transport.abort()
+
+    async def _serve_connection(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        agent: Agent | None,
+    ) -> None:
         sock = writer.get_extra_info("socket")
         try:
             pid, uid = peer_pid_uid(sock) if sock is not None else (0, -1)
@@ -298,11 +313,6 @@ class ControlServer:
             self._handlers.add(handler)
         try:
             await conn.run()
-        except asyncio.CancelledError:
-            # only the loop shutting down cancels a connection's handler, and
-            # nothing awaits it: ending it cancelled would make asyncio's
-            # stream server log a CancelledError traceback (Python 3.11)
-            conn.abort()
         finally:
             self._connections.discard(conn)
             if handler is not None:
