@@ -113,18 +113,19 @@ class RunLoop:
         assert s.contract is not None and s.worktree is not None
         wall = self._config.max_session_wall_secs
         deadline = time.monotonic() + wall if wall else None
-        engine = (
-            self._foreman.engine(live)
-            if self._foreman is not None and is_foreman(s.engine)
-            else self._engines.create(s.engine)
-        )
+        engine: Engine | None = None
         ran = s.engine
-        self._running[s.id] = engine
         rounds = 1 + self._config.repair_invokes
         failing: list[CheckResult] = []
         iterations = 0
         live.steering.open()
-        try:
+        try:  # from here on, whatever goes wrong ends the session with a reason
+            engine = (
+                self._foreman.engine(live)
+                if self._foreman is not None and is_foreman(s.engine)
+                else self._engines.create(s.engine)
+            )
+            self._running[s.id] = engine
             for round_ in range(1, rounds + 1):
                 outcome = await self._run_engine(live, engine, round_, deadline, failing)
                 fallback = self._fallback_engine(live, outcome)
@@ -203,7 +204,10 @@ class RunLoop:
                 log.exception("run of %s crashed", s.id)
                 error = f"corral error: {exc}"
             if not s.state.is_terminal:
-                self._fail(live, LoopFailure.INFRASTRUCTURE, error)
+                try:
+                    self._fail(live, LoopFailure.INFRASTRUCTURE, error)
+                except DiskFullError as full:  # not even the ending fits: failed here anyway
+                    self._registry.fail_unstored(live, str(full))
         finally:
             live.steering.close()
             live.question.clear()

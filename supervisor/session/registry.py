@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import logging
 import os
 import time
 import uuid
@@ -25,7 +26,7 @@ from ..agents.base import AgentUnavailable
 from ..agents.profiles import profile_for
 from ..cancelling import cancel_and_wait
 from ..config import SupervisorConfig
-from ..errors import CorralError
+from ..errors import CorralError, DiskFullError
 from ..events import (
     MESSAGE_ACCEPTED,
     MESSAGE_QUEUED,
@@ -64,6 +65,7 @@ from .messages import Mailboxes, Message, refusal
 from .summaries import live_summary, stored_summary, summary_json
 
 S = CoderState
+log = logging.getLogger("corral.supervisor")
 T = TypeVar("T")
 
 
@@ -271,7 +273,7 @@ class SessionRegistry:
         session.state = dst
         session.updated_at = max(self.clock(), before)
         try:
-            self.persist(live, announcing=1)
+            self._persist_change(live, ending=dst.is_terminal)
         except Exception:
             session.state = src
             session.updated_at = before
@@ -282,6 +284,35 @@ class SessionRegistry:
             self.on_finished(session)
         if dst.is_terminal:
             self.stop_agent(session)
+
+    def fail_unstored(self, live: LiveSession, error: str) -> None:
+        """A session whose failure cannot be stored (the disk is full and the
+        space set aside is used up) still fails here, so nobody waits on it
+        for ever; the store keeps its last saved state, which the next corral
+        finds orphaned and fails with its own sentence."""
+        session = live.session
+        src = session.state
+        if src.is_terminal:
+            return
+        session.error = f"{error} (this failure could not be stored)"
+        session.failure_kind = FailureKind.INFRASTRUCTURE
+        session.state = CoderState.FAILED
+        session.updated_at = max(self.clock(), session.updated_at)
+        log.warning("session %s failed but could not be stored: %s", session.id, error)
+        self.emit(live, StateChangedData(from_=src, to=CoderState.FAILED))
+        self.on_finished(session)
+        self.stop_agent(session)
+
+    def _persist_change(self, live: LiveSession, *, ending: bool) -> None:
+        """Store a transition. A full disk makes the store give back the space
+        it set aside, so how a session ended is stored on a second try; other
+        changes are not given that space."""
+        try:
+            self.persist(live, announcing=1)
+        except DiskFullError:
+            if not ending:
+                raise
+            self.persist(live, announcing=1)
 
     def stop_agent(self, session: CoderSession) -> None:
         """A finished session's agent is stopped, whoever started it (this

@@ -425,7 +425,14 @@ def _mount_tmpfs(where: Path, size: str) -> None:
         pytest.skip(f"cannot mount a tmpfs here: {out.stderr.strip()}")
 
 
-def test_a_full_disk_is_one_line_a_prompt_exit_and_a_consistent_store(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "fills_after",
+    ["contract_confirmed → running", "started demo in pane"],
+    ids=["before-the-agent-starts", "once-the-agent-runs"],
+)
+def test_a_full_disk_is_one_line_a_prompt_exit_and_a_consistent_store(
+    tmp_path: Path, fills_after: str
+) -> None:
     import time
 
     home = tmp_path / "home"
@@ -443,10 +450,9 @@ def test_a_full_disk_is_one_line_a_prompt_exit_and_a_consistent_store(tmp_path: 
             argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
         )
         assert proc.stdout is not None
-        for line in proc.stdout:  # the agent has started: now the disk fills up
-            # (a disk that fills in the instant between "running" and the agent's
-            # start is a known hang: the run's task dies writing its journal)
-            if "started demo in pane" in line:
+        for line in proc.stdout:  # now the disk fills up (while the agent's
+            # start is written: its sandbox's files, its pane's record; or once it runs)
+            if fills_after in line:
                 break
         filler = home / "filler"
         with open(filler, "wb", buffering=0) as f, contextlib.suppress(OSError):
