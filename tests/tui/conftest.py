@@ -276,7 +276,11 @@ def board_world(tmp_path: Path) -> Callable[[], tuple[Supervisor, Path, asyncio.
                 "Delta": [Write("delta.txt", "d\n")],
             }
         )
-        config = SupervisorConfig(repair_invokes=0, disk_gc_interval_secs=3600)
+        # git stats are read once, before the board is seeded: no row gains its
+        # stats column part-way through a snapshot (they have their own tests)
+        config = SupervisorConfig(
+            repair_invokes=0, disk_gc_interval_secs=3600, git_stats_secs=3600
+        )
         sup = Supervisor(
             tmp_path / "state",
             drafter=ScriptedDrafter([_draft_for]),
