@@ -77,4 +77,6 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from load import run_with_load  # bench/load.py: --load N busy loops
+
+    sys.exit(run_with_load(lambda: main()))

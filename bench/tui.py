@@ -33,7 +33,9 @@ Two budgets from ARCHITECTURE.md, both measured on the real console process
     and the binary it runs (found in the launcher's process tree) started
     directly, the peer to beat (budget: corral paints first). CPU figures are
     the whole process tree's (every live descendant plus the ones it reaped)
-    at first paint, for corral and ccmanager alike.
+    at first paint, for corral and ccmanager alike. Then the idle console's
+    memory: the resident size of its process tree 2 s after first paint
+    (budget ≤ 60 MB; ccmanager's beside it when run).
 
 --compare CMD also runs (a), (c) and (d) with another corral command (an older
 checkout's, say), run for run with this one, so both figures share the load.
@@ -67,6 +69,7 @@ sys.path.insert(0, str(ROOT))
 BUDGET_COLD_S = 1.0
 BUDGET_LIST_S = 0.3
 REFERENCE_EMPTY_S = 0.35  # ccmanager's first paint, the peer to beat
+BUDGET_IDLE_RSS_MB = 60.0
 BUDGET_KEY_P95_MS = 20.0
 LIVE_SESSIONS = 100
 COLS, LINES = 200, 50
@@ -244,6 +247,24 @@ def tree_cpu_seconds(pid: int) -> float:
     return total / os.sysconf("SC_CLK_TCK")
 
 
+def tree_rss_mb(pid: int) -> float:
+    """Resident memory of a live process and everything below it (MB, 10^6 bytes)."""
+    total = 0
+    for each in (pid, *descendants(pid)):
+        try:
+            status = Path(f"/proc/{each}/status").read_text()
+        except OSError:
+            continue
+        for line in status.splitlines():
+            if line.startswith("VmRSS:"):
+                total += int(line.split()[1])
+    return total * 1024 / 1e6  # VmRSS is in KiB
+
+
+RSS: dict[str, list[float]] = {}  # command → tree RSS (MB) once idle after first paint, per run
+IDLE_SETTLE_S = 2.0
+
+
 def real_program(pid: int) -> str | None:
     """The program a launcher runs: the first process below `pid` whose
     executable is not the launcher's own (node, say); None if there is none."""
@@ -332,13 +353,18 @@ def cold_start(runs: int, n: int, cmds: list[str], ccmanager: str | None = None)
                     f"  {cmd}"
                 )
                 times[cmd].append(elapsed)
-                drain(proc, 0.3)
+                if n:
+                    drain(proc, 0.3)
+                else:  # the idle console: its memory once settled
+                    drain(proc, IDLE_SETTLE_S)
+                    RSS.setdefault(cmd, []).append(tree_rss_mb(proc.pid))
                 quit_app(proc)
             for peer in peers:
                 elapsed, _m, proc = first_paint([peer], ccm_env, repo, CCMANAGER_RE)
                 print(f"  run {run + 1}: {elapsed * 1000:7.1f} ms  (its title line)  {peer}")
                 times[peer].append(elapsed)
-                drain(proc, 0.3)
+                drain(proc, IDLE_SETTLE_S)
+                RSS.setdefault(peer, []).append(tree_rss_mb(proc.pid))
                 proc.terminate(force=True)
     return times
 
@@ -495,6 +521,19 @@ def main() -> int:
         print(f"(d) cold start with an empty store, {COLS}x{LINES} pty, until '0 sessions'")
         times = cold_start(runs, 0, cmds, args.ccmanager)
         report("(d)", times, None)
+        for cmd, values in RSS.items():
+            med = statistics.median(values)
+            verdict = ""
+            if cmd == cmds[0]:
+                good = med <= BUDGET_IDLE_RSS_MB
+                ok &= good
+                verdict = (
+                    f"   budget ≤ {BUDGET_IDLE_RSS_MB:.0f} MB   {'OK' if good else 'OVER BUDGET'}"
+                )
+            print(
+                f"  (d) idle memory (process tree RSS, {IDLE_SETTLE_S:g} s after first paint) "
+                f"median {med:.0f} MB  {cmd}{verdict}"
+            )
         if args.ccmanager:
             ours = statistics.median(times[cmds[0]])
             peers = [cmd for cmd in times if cmd not in cmds]
