@@ -37,6 +37,12 @@ Two budgets from ARCHITECTURE.md, both measured on the real console process
     memory: the resident size of its process tree 2 s after first paint
     (budget ≤ 60 MB; ccmanager's beside it when run).
 
+(e) the console's CPU and memory: the (b) child with 10 sessions streaming a
+    line every 50 ms, then with 50 sessions running but quiet, and with none;
+    the child's process tree CPU over --cpu-secs (10) as % of one core
+    (budgets ≤ 5 % streaming, ≤ 2 % idle), and its resident memory per live
+    session against the child with none (budget ≤ 2 MB).
+
 --compare CMD also runs (a), (c) and (d) with another corral command (an older
 checkout's, say), run for run with this one, so both figures share the load.
 The children run with bytecode caches (PYTHONDONTWRITEBYTECODE is dropped from
@@ -372,8 +378,9 @@ def cold_start(runs: int, n: int, cmds: list[str], ccmanager: str | None = None)
 # -- (b) keystroke → repaint ------------------------------------------------------
 
 
-def child_live(ready_file: Path, repo: Path, n: int) -> None:
-    """The console with `n` live sessions streaming narration (runs in the pty)."""
+def child_live(ready_file: Path, repo: Path, n: int, quiet: bool = False) -> None:
+    """The console with `n` live sessions streaming narration (runs in the pty);
+    `quiet`: running, but saying nothing."""
     from corral.supervisor.api import Supervisor
     from corral.supervisor.config import SupervisorConfig
     from corral.supervisor.states import CoderState
@@ -391,6 +398,8 @@ def child_live(ready_file: Path, repo: Path, n: int) -> None:
     steps: list = [Iteration(1)]
     for i in range(6000):  # ~5 minutes of a line every 50 ms
         steps += [Say(f"streaming narration line {i}: reading, thinking, editing"), Sleep(0.05)]
+    if quiet:
+        steps = [Iteration(1), Sleep(600)]
 
     sup = Supervisor(
         ready_file.parent / "state",
@@ -411,6 +420,42 @@ def child_live(ready_file: Path, repo: Path, n: int) -> None:
         ready_file.write_text(str(len(ids)))
 
     CorralApp(sup, default_repo=repo, on_ready=seed).run()
+
+
+BUDGET_CPU_STREAMING_PCT = 5.0
+BUDGET_CPU_IDLE_PCT = 2.0
+BUDGET_RSS_PER_SESSION_MB = 2.0
+
+
+def console_cost(
+    n: int, quiet: bool, secs: float, ready_timeout: float = 300
+) -> tuple[float, float]:
+    """(CPU % of one core over `secs`, tree RSS in MB at the end) of the console
+    child with `n` sessions running (streaming, or `quiet`)."""
+    from ptyprocess import PtyProcess
+
+    with tempfile.TemporaryDirectory(prefix="corral-bench-cost-") as tmp:
+        base = Path(tmp)
+        repo = make_repo(base / "repo")
+        ready = base / "ready"
+        env = child_env(base / "state", write_config(base / "config.toml"))
+        argv = [sys.executable, str(Path(__file__).resolve()), "--child-live"]
+        argv += [str(ready), str(repo), str(n)] + (["quiet"] if quiet else [])
+        proc = PtyProcess.spawn(argv, dimensions=(LINES, COLS), env=env, cwd=str(ROOT))
+        try:
+            t0 = time.monotonic()
+            while not ready.exists():
+                read_chunk(proc, 0.2)
+                if not proc.isalive() or time.monotonic() - t0 > ready_timeout:
+                    raise SystemExit(f"console cost: {n} sessions not running in time")
+            drain(proc, 2.0)  # past the start's own work
+            cpu0, wall0 = tree_cpu_seconds(proc.pid), time.monotonic()
+            drain(proc, secs)
+            cpu = tree_cpu_seconds(proc.pid) - cpu0
+            pct = cpu / (time.monotonic() - wall0) * 100
+            return pct, tree_rss_mb(proc.pid)
+        finally:
+            quit_app(proc, timeout=20)
 
 
 def keystrokes(
@@ -470,7 +515,8 @@ def pct(values: list[float], p: float) -> float:
 
 def main() -> int:
     if len(sys.argv) > 1 and sys.argv[1] == "--child-live":
-        child_live(Path(sys.argv[2]), Path(sys.argv[3]), int(sys.argv[4]))
+        quiet = len(sys.argv) > 5 and sys.argv[5] == "quiet"
+        child_live(Path(sys.argv[2]), Path(sys.argv[3]), int(sys.argv[4]), quiet)
         return 0
     parser = argparse.ArgumentParser(description="console figures through a real pty")
     parser.add_argument("--quick", action="store_true", help="fewer runs and keys")
@@ -481,6 +527,8 @@ def main() -> int:
     parser.add_argument("--skip-list", action="store_true")
     parser.add_argument("--skip-empty", action="store_true")
     parser.add_argument("--skip-keys", action="store_true")
+    parser.add_argument("--skip-cost", action="store_true")
+    parser.add_argument("--cpu-secs", type=float, default=10.0, help="CPU window for (e) (10)")
     parser.add_argument("--compare", metavar="CMD", help="another corral command, run for run")
     parser.add_argument("--ccmanager", metavar="PATH", help="ccmanager, for (d) in the same run")
     args = parser.parse_args()
@@ -559,6 +607,32 @@ def main() -> int:
             print(
                 f"  (ccmanager's binary ≈ {REFERENCE_EMPTY_S * 1000:.0f} ms, not judged when not run:"
                 " --ccmanager PATH)"
+            )
+
+    if not args.skip_cost:
+        print(
+            "(e) the console's CPU (process tree, % of one core) and memory: 10 sessions "
+            f"streaming, 50 running quiet, none; over {args.cpu_secs:g} s each"
+        )
+        streaming, _ = console_cost(10, False, args.cpu_secs)
+        idle, idle_rss = console_cost(50, True, args.cpu_secs)
+        _, empty_rss = console_cost(0, True, 1.0)
+        per = (idle_rss - empty_rss) / 50
+        for label, got, budget, unit in (
+            ("10 streaming: CPU", streaming, BUDGET_CPU_STREAMING_PCT, "%"),
+            ("50 idle: CPU", idle, BUDGET_CPU_IDLE_PCT, "%"),
+            (
+                f"memory per live session ({idle_rss:.0f} MB with 50, {empty_rss:.0f} MB with none)",
+                per,
+                BUDGET_RSS_PER_SESSION_MB,
+                " MB",
+            ),
+        ):
+            good = got <= budget
+            ok &= good
+            print(
+                f"  (e) {label}: {got:.2f}{unit}   budget ≤ {budget:g}{unit}   "
+                f"{'OK' if good else 'OVER BUDGET'}"
             )
 
     if not args.skip_keys:
