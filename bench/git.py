@@ -16,6 +16,7 @@ Run: .venv/bin/python bench/git.py
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import statistics
 import subprocess
@@ -134,6 +135,10 @@ def bench_contract(checks: int = 10) -> list[float]:
 
 
 def main() -> int:
+    global RUNS
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=RUNS, help=f"runs per median ({RUNS})")
+    RUNS = parser.parse_args().runs
     snapshots = bench_snapshot()
     print(f"snapshot a 10,000-file worktree, {RUNS} runs (before: git add -A; after: bytes)")
     for what, runs in snapshots.items():
