@@ -11,8 +11,8 @@ once (every pane streams, so every pane changed since the last look):
     per pane, one after the other, with the same flags as corral's capture,
     so both read the same screens (checked: same panes, same rows).
 
-Budgets (ARCHITECTURE.md): the sweep alone of 100 live panes ≤ 10 ms median,
-and (a) ≥ 20× cheaper than (b) for 100 live panes in the same run.
+Budgets: (a) ≥ 20× cheaper than (b) for 100 live panes in the same run
+(ARCHITECTURE.md), and the sweep alone of 100 live panes ≤ 10 ms median.
 
 Then the idle cost: 50 idle panes, a loop that sweeps once per second (and
 captures only panes whose activity changed, as the supervisor does) for 30 s
