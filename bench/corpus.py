@@ -59,7 +59,7 @@ def rate(hits: int, total: int) -> str:
     return f"{hits}/{total} = {100 * hits / max(total, 1):.0f}%"
 
 
-def main() -> None:
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="*", help="project names to run")
     parser.add_argument(
@@ -93,7 +93,8 @@ def main() -> None:
         print("  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip())
     print(f"\n{len(outcomes)} projects in {time.monotonic() - started:.0f}s")
     if args.no_sessions:
-        return
+        print("(--no-sessions: no rates, nothing judged)")
+        return 0
     delivered = sum(o.delivered for o in outcomes)
     refused = sum(o.regression_refused for o in outcomes)
     surprises = [
@@ -108,8 +109,12 @@ def main() -> None:
     if surprises:
         print(f"differs from projects.toml (delivers / refuses_regression): {', '.join(surprises)}")
     if delivered < DELIVERY_GOAL * len(outcomes) or refused < REGRESSION_GOAL * len(outcomes):
-        sys.exit(1)
+        print("UNDER GOAL")
+        return 1
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    from load import run_with_load  # bench/load.py: --load N busy loops
+
+    sys.exit(run_with_load(lambda: main()))

@@ -9,6 +9,9 @@ server are its own to clean up).
 Given `--compare OTHER_CORRAL`, both binaries run interleaved in the same
 loop, so their medians and the ratio come from one machine state.
 
+No budget of its own (ARCHITECTURE.md budgets the empty store's first paint,
+bench/tui.py (d)): a figure, and a ratio with --compare.
+
 Run (from the repo root): .venv/bin/python bench/demo_start.py [--runs 5] [--compare PATH]
 """
 
@@ -19,6 +22,7 @@ import os
 import re
 import select
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -74,7 +78,7 @@ def first_paint(corral: str, timeout: float = 30.0) -> float:
         return took
 
 
-def main() -> None:
+def main() -> int:
     parser = argparse.ArgumentParser(description="corral demo: spawn to first paint")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--corral", default=str(ROOT / ".venv" / "bin" / "corral"))
@@ -94,7 +98,10 @@ def main() -> None:
         print(
             f"ratio {args.corral} / {args.compare}: {medians[args.corral] / medians[args.compare]:.2f}"
         )
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    from load import run_with_load  # bench/load.py: --load N busy loops
+
+    sys.exit(run_with_load(lambda: main()))

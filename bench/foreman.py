@@ -9,6 +9,9 @@ agent's thinking), then writes it. Timed: from confirm to the verified diff
 waiting for approval (needs_approval), so each side's verification, and the
 foreman's worktrees, child verifications and merge, are all inside.
 
+A split exists to be faster: exits 1 when the split's median is not below
+the single agent's in the same run.
+
 Run: .venv/bin/python bench/foreman.py [--runs N] [--per-edit SECS]
 """
 
@@ -115,7 +118,7 @@ async def one_run(root: Path, agent: str, *, split: bool) -> float:
             subprocess.run(["tmux", "-S", str(sock), "kill-server"], capture_output=True)
 
 
-async def main() -> None:
+async def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--per-edit", type=float, default=3.0, help="seconds per edit")
@@ -138,9 +141,12 @@ async def main() -> None:
         f"\nconfirm → verified diff, median of {args.runs} ({args.per_edit:.1f} s per edit):\n"
         f"  foreman, 5 subtasks in parallel: {ms:6.1f} s\n"
         f"  one agent, 5 edits in sequence:  {mo:6.1f} s\n"
-        f"  speed-up: {mo / ms:.2f}x"
+        f"  speed-up: {mo / ms:.2f}x   {'OK' if ms < mo else 'NOT FASTER: the split must beat one agent'}"
     )
+    return 0 if ms < mo else 1
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    from load import run_with_load  # bench/load.py: --load N busy loops
+
+    sys.exit(run_with_load(lambda: asyncio.run(main())))

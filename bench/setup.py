@@ -8,6 +8,9 @@ every checkout before their environments were keyed by what decides them.
 Prints both times, their ratio and whether the second was reused, as medians
 of `--runs` fresh state dirs.
 
+Exits 1 when a second worktree rebuilt its environment instead of reusing
+it (the promise the cache makes).
+
 Run (from the repo root): .venv/bin/python bench/setup.py [--project NAME ...] [--runs 3]
 """
 
@@ -49,21 +52,30 @@ async def once(name: str) -> tuple[float, float, bool]:
         return times[0], times[1], reused
 
 
-def main() -> None:
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--project", nargs="*", default=["packaging", "markupsafe", "concat-map"])
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
+    rebuilt = []
     for name in args.project:
         results = [asyncio.run(once(name)) for _ in range(args.runs)]
         first = statistics.median(r[0] for r in results)
         cached = statistics.median(r[1] for r in results)
         how = "reused" if all(r[2] for r in results) else "REBUILT"
+        if how == "REBUILT":
+            rebuilt.append(name)
         print(
             f"{name}: first setup {first:.2f}s, second worktree {cached * 1000:.1f}ms ({how}), "
             f"{first / max(cached, 1e-6):.0f}x faster (median of {args.runs} runs)"
         )
+    if rebuilt:
+        print(f"REBUILT in a second worktree (must be reused): {', '.join(rebuilt)}")
+        return 1
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    from load import run_with_load  # bench/load.py: --load N busy loops
+
+    sys.exit(run_with_load(lambda: main()))

@@ -18,6 +18,7 @@ Run: .venv/bin/python bench/verify_tree.py
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import os
 import statistics
@@ -71,6 +72,10 @@ async def after(worktree: Path, repo: Path, start: str, trees: ScratchTrees) -> 
 
 
 async def main() -> int:
+    global RUNS
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=RUNS, help=f"runs per median ({RUNS})")
+    RUNS = parser.parse_args().runs
     with tempfile.TemporaryDirectory() as tmp:
         repo = Path(tmp) / "repo"
         repo.mkdir()

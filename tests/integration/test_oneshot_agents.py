@@ -21,6 +21,7 @@ from corral.supervisor.contracts.drafting import FixedDrafter
 from corral.supervisor.engines.external import task_prompt
 from corral.supervisor.factory import build_supervisor
 from corral.supervisor.models import ContractCheck, EventKind, OutcomeContract
+from corral.supervisor.panes.tmux import TmuxBackend
 from corral.supervisor.states import CoderState as S
 from tests.conftest import events_of, fast_config, git, init_repo, plan_texts
 
@@ -340,7 +341,14 @@ async def test_a_one_shot_that_finished_while_corral_was_closed_is_verified_on_r
     while not (tmp_path / "out" / "finished").exists():
         assert time.monotonic() < deadline + 20, "the one-shot never finished"
         await asyncio.sleep(0.1)
-    await asyncio.sleep(0.3)  # its process has exited; tmux keeps the pane and the status
+    # its process exits; tmux keeps the pane and the exit status
+    panes = TmuxBackend(socket_dir=tmp_path / "tmux")
+    infos = await asyncio.to_thread(panes.sweep)
+    while any(info.alive for info in infos.values()):
+        assert time.monotonic() < deadline + 30, "the one-shot never exited"
+        await asyncio.sleep(0.05)
+        infos = await asyncio.to_thread(panes.sweep)
+    assert [info.exit_status for info in infos.values()] == [0]
 
     second = await open_sup()
     row = await second.wait_for(sid, {S.NEEDS_APPROVAL, S.FAILED}, timeout=40)

@@ -137,8 +137,9 @@ def test_paste_that_never_shows_gets_no_enter(tmp_path: Path, backend: PtyBacken
     h, log = reader(backend, tmp_path, SILENT)
     with pytest.raises(PaneError, match="did not show up"):
         backend.send_text(h, "invisible", confirm_timeout=0.4)
-    time.sleep(0.1)
-    assert log.read_bytes() == b"\x1b[200~invisible\x1b[201~"
+    backend.send_keys(h, ["z"])  # keys arrive in order: an Enter would come before it
+    wait_until(lambda: log.read_bytes().endswith(b"z"), what="the barrier key")
+    assert log.read_bytes() == b"\x1b[200~invisible\x1b[201~z"
 
 
 def test_send_keys(tmp_path: Path, backend: PtyBackend) -> None:
@@ -162,15 +163,16 @@ def test_another_owner_gets_nothing(tmp_path: Path, backend: PtyBackend) -> None
     with pytest.raises(PaneGone):
         backend.scrollback(stale)
     assert backend.capture([stale]) == {}
-    time.sleep(0.2)
-    assert log.read_bytes() == b""
+    backend.send_keys(h, ["z"])  # the owner's key arrives after anything the refused calls sent
+    wait_until(lambda: log.read_bytes(), what="the owner's key")
+    assert log.read_bytes() == b"z"
     assert backend.sweep()["s1:1"].alive
 
 
 def test_resize_changes_the_pane_size(tmp_path: Path, backend: PtyBackend) -> None:
-    script = "trap 'stty size' WINCH; while :; do sleep 0.05; done"
+    script = "trap 'stty size' WINCH; echo trapped; while :; do sleep 0.05; done"
     h = backend.spawn(make_spec(tmp_path, ["sh", "-c", script]))
-    time.sleep(0.1)
+    wait_until(shows(backend, h, "trapped"), what="the program to handle WINCH")
     backend.resize(h, 70, 15)
     info = backend.sweep()["s1:1"]
     assert (info.width, info.height) == (70, 15)

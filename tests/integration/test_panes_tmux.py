@@ -396,8 +396,9 @@ def test_multiline_text_arrives_as_one_bracketed_paste_then_enter(
     assert log.read_bytes() == b"\x1b[200~line one\rline two\r  three\x1b[201~\r"
 
     backend.send_text(h, "no enter", enter=False)
-    time.sleep(0.2)
-    assert screen_of(backend, h).tail(1) == ["PASTE:b'no enter'"]
+    backend.send_keys(h, ["z"])  # keys arrive in order: no Enter can come after this one
+    wait_until(lambda: "CHAR:b'z'" in screen_of(backend, h).tail(1), what="the barrier key")
+    assert screen_of(backend, h).tail(2) == ["PASTE:b'no enter'", "CHAR:b'z'"]
 
     backend.send_text(h, "cannot \x1b[201~escape")  # the text cannot end its own paste
     wait_until(lambda: screen_of(backend, h).tail(2) == ["PASTE:b'cannot escape'", "ENTER"])
@@ -407,8 +408,9 @@ def test_paste_that_never_shows_gets_no_enter(tmp_path: Path, backend: TmuxBacke
     h, log = reader(backend, tmp_path, SILENT)
     with pytest.raises(PaneError, match="did not show up"):
         backend.send_text(h, "invisible", confirm_timeout=0.4)
-    time.sleep(0.1)
-    assert log.read_bytes() == b"\x1b[200~invisible\x1b[201~"  # and no \r
+    backend.send_keys(h, ["z"])  # keys arrive in order: an Enter would come before it
+    wait_until(lambda: log.read_bytes().endswith(b"z"), what="the barrier key")
+    assert log.read_bytes() == b"\x1b[200~invisible\x1b[201~z"  # and no \r
 
 
 def test_send_keys(tmp_path: Path, backend: TmuxBackend) -> None:
@@ -430,8 +432,10 @@ def test_changed_owner_blocks_every_side_effect(tmp_path: Path, backend: TmuxBac
     with pytest.raises(PaneGone):
         backend.kill(h, timeout=0.5)
     assert backend.capture([h]) == {}
-    time.sleep(0.2)
-    assert log.read_bytes() == b""
+    # a key from the pane's new owner arrives after anything the refused calls sent
+    backend.send_keys(PaneHandle("tmux", h.pane_id, "s1:2"), ["z"])
+    wait_until(lambda: log.read_bytes(), what="the new owner's key")
+    assert log.read_bytes() == b"z"
     info = backend.sweep()["s1:2"]
     assert info.alive and info.handle.pane_id == h.pane_id and info.width == 100
 
@@ -446,9 +450,12 @@ def test_changed_owner_blocks_every_side_effect(tmp_path: Path, backend: TmuxBac
 
 def test_resize_changes_the_pane_size(tmp_path: Path, backend: TmuxBackend) -> None:
     h = backend.spawn(
-        make_spec(tmp_path, ["sh", "-c", "trap 'stty size' WINCH; while :; do sleep 0.05; done"])
+        make_spec(
+            tmp_path,
+            ["sh", "-c", "trap 'stty size' WINCH; echo trapped; while :; do sleep 0.05; done"],
+        )
     )
-    time.sleep(0.1)
+    wait_until(shows(backend, h, "trapped"), what="the program to handle WINCH")
     backend.resize(h, 70, 15)
     info = backend.sweep()["s1:1"]
     assert (info.width, info.height) == (70, 15)

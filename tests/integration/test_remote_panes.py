@@ -9,7 +9,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -74,6 +74,20 @@ def wait_for(backend: PaneBackend, handle: PaneHandle, text: str, timeout: float
     raise AssertionError(f"{text!r} never showed in pane {handle.pane_id}")
 
 
+def wait_until(predicate: Callable[[], object], what: str, timeout: float = 8.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+def swept_and_captured(backend: RemoteTmuxBackend, owners: list[str]) -> bool:
+    """One sweep; True when it captured exactly `owners`."""
+    backend.sweep()
+    return backend.last_captured == owners
+
+
 def test_it_is_a_pane_backend(backend: RemoteTmuxBackend) -> None:
     typed: PaneBackend = backend
     assert typed.name == "ssh:box"
@@ -101,18 +115,21 @@ def test_quiet_panes_are_not_captured_again(
 ) -> None:
     h = backend.spawn(spec(tmp_path, "quiet"))
     wait_for(backend, h, "ready")
-    backend.sweep()
-    time.sleep(2.6)  # older than tmux's whole-second activity window
-    backend.sweep()  # captures once more: its activity is no longer "recent"
+    # captured while its activity is "recent" (tmux keeps whole seconds), then no more
+    wait_until(lambda: swept_and_captured(backend, []), "a sweep that captures nothing")
     backend.sweep()
     assert backend.last_captured == []  # nothing new on screen, nothing captured
     backend.send_keys(h, ["h", "i", "Enter"])
-    time.sleep(0.3)
-    backend.sweep()
-    assert backend.last_captured == [h.owner]
-    before = conn.round_trips
-    assert "got:hi" in backend.capture([h])[h.owner].lines
-    assert conn.round_trips == before  # came with the sweep
+
+    def answered() -> bool:
+        if not swept_and_captured(backend, [h.owner]):
+            return False
+        before = conn.round_trips
+        lines = backend.capture([h])[h.owner].lines
+        assert conn.round_trips == before  # came with the sweep
+        return "got:hi" in lines
+
+    wait_until(answered, "its answer, captured by a sweep")
 
 
 def test_send_text_keys_and_kill(backend: RemoteTmuxBackend, tmp_path: Path) -> None:
@@ -168,7 +185,7 @@ def test_the_sweep_survives_a_killed_master(
     pid = conn.master_pid()
     assert pid is not None
     os.kill(pid, signal.SIGKILL)
-    time.sleep(0.2)
+    wait_until(lambda: conn.master_pid() is None, "the master to stop answering")
     assert h.owner in backend.sweep()  # reconnected, same pane still there
     assert conn.reconnects == 1
 
@@ -194,7 +211,7 @@ async def test_a_custom_agent_on_the_host_reaches_the_board_and_survives_an_outa
     from corral.supervisor.panes.manager import PaneManager
 
     good = HostSettings(name="box", destination=sshd.alias, ssh_options=sshd.ssh_options())
-    conn = HostConnection(good, state_dir, backoff=(0.1,))
+    conn = HostConnection(good, state_dir, backoff=(0.0,))  # retried at once
     backend = RemoteTmuxBackend(conn, str(tmp_path / "remote"), socket_name="mgr")
     readings: list[tuple[str, str, str]] = []
     manager = PaneManager(
@@ -216,7 +233,7 @@ async def test_a_custom_agent_on_the_host_reaches_the_board_and_survives_an_outa
         master = conn.master_pid()
         assert master is not None
         os.kill(master, signal.SIGKILL)
-        time.sleep(0.2)
+        wait_until(lambda: conn.master_pid() is None, "the master to stop answering")
         await manager.sweep_once()
         assert "host box" in manager.unreachable("agent1")
         assert record.alive and record.exit_status is None  # not failed
@@ -226,7 +243,6 @@ async def test_a_custom_agent_on_the_host_reaches_the_board_and_survives_an_outa
         assert "host box" in reason and "refused the connection" in reason
         # the network comes back: the same pane, found again by its owner marker
         conn.host = good
-        time.sleep(0.15)  # past the backoff
         await manager.send_keys("agent1", ["b", "a", "c", "k", "Enter"])
         deadline = time.monotonic() + 8
         while time.monotonic() < deadline:
@@ -256,13 +272,14 @@ def test_the_hooks_file_on_the_host_comes_home_with_the_sweep(
     h = backend.spawn(spec(tmp_path, "hooked", script))
     wait_for(backend, h, "ready")
     backend.send_keys(h, ["Enter"])
-    time.sleep(0.4)
+    half = '{"event":"Stop"}\n{"event":"Notif'
+    wait_until(lambda: remote.exists() and remote.read_text() == half, "the agent's hook lines")
     before = conn.round_trips
     backend.sweep()
     assert conn.round_trips - before == 1  # the file rode the sweep's round trip
     assert local.read_text() == '{"event":"Stop"}\n'  # a half-written line waits
     backend.send_keys(h, ["Enter"])
-    time.sleep(0.4)
+    wait_until(lambda: remote.read_text().endswith('ication"}\n'), "the rest of the line")
     backend.sweep()
     assert local.read_text() == '{"event":"Stop"}\n{"event":"Notification"}\n'
     backend.sweep()  # nothing new: nothing appended twice
