@@ -752,9 +752,7 @@ def is_placeholder_script(script: str) -> bool:
 # Red until the work adds a passing test, never *cannot run* (the runner's
 # "no tests" exit becomes a plain failure saying so).
 NO_TESTS_YET = "[corral] the project has no tests yet: the work must add one"
-_ADDED_PYTEST = (
-    f"{{pytest}}; s=$?; [ $s != 5 ] || {{{{ echo '{NO_TESTS_YET}'; s=1; }}}}; exit $s"
-)
+_ADDED_PYTEST = f"{{pytest}}; s=$?; [ $s != 5 ] || {{{{ echo '{NO_TESTS_YET}'; s=1; }}}}; exit $s"
 _ADDED_NODE_TESTS = (
     "set -o pipefail; node --test 2>&1 | awk '{print} /^# tests 0$/ {z=1} "
     f'END {{if (z) {{print "{NO_TESTS_YET}"; exit 1}}}}\''

@@ -292,7 +292,7 @@ async def _gate_one(project: Project, work: Path, envs: Environments) -> Outcome
         baseline = [setup_failed(c.name, setup_reason(again.outcome)) for c in contract.checks]
     else:
         environment = again.environment if again is not None else None
-        baseline = await run_contract(contract, second, environment=environment)
+        baseline = await run_contract(contract, second, environment=environment, untouched=True)
     return Outcome(
         project=project,
         contract=contract,
