@@ -33,6 +33,7 @@ from ..models import (
 )
 from .drafting import GIVE_CHECKS, DraftingError, DraftRequest, ReviseRequest
 from .setup_draft import SetupProposal, propose_setup, tox_testenv
+from .test_imports import install_missing_command, undeclared_imports
 
 # ---------------------------------------------------------------------------
 # Shared scanning rules
@@ -955,6 +956,8 @@ def draft_contract(
 ) -> OutcomeContract:
     """The blocking body of `ConventionsDrafter.draft`."""
     proposal = propose_setup(root, path=path)
+    if proposal.python and proposal.installs is not None:
+        _install_undeclared_test_imports(root, proposal)
     provided = frozenset({"python3", "pytest"}) if proposal.python else frozenset()
     runners = detect_runners(root, path=path, provided=provided)
     # tox and nox build their own environments from the network, which checks
@@ -1057,6 +1060,18 @@ def draft_contract(
         setup=proposal.commands,
         setup_timeout_secs=min(DEFAULT_SETUP_TIMEOUT_SECS, max_timeout_secs),
         checks=checks,
+    )
+
+
+def _install_undeclared_test_imports(root: Path, proposal: SetupProposal) -> None:
+    """A pip setup also installs what the tests import and nothing declares."""
+    modules = undeclared_imports(root, _test_files(root))
+    if not modules:
+        return
+    proposal.commands.append(install_missing_command('"$CORRAL_ENV/bin/python"', modules))
+    proposal.notes.append(
+        f"the tests import {', '.join(modules)}: each installed by name (from PyPI) when "
+        "the project's install does not bring it"
     )
 
 
