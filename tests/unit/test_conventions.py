@@ -796,7 +796,9 @@ async def test_a_python_package_without_tests_must_get_them_from_the_work(repo: 
     assert "pytest" in " ".join(contract.setup)  # the setup installs what the check runs
     before = await run_contract(contract, repo, untouched=True)
     assert _verdicts(before) == [("fails", "the project has no tests yet: the work must add one")]
-    write(repo, "tests/test_one.py", "from pkg import one\n\ndef test_one():\n    assert one() == 1\n")
+    write(
+        repo, "tests/test_one.py", "from pkg import one\n\ndef test_one():\n    assert one() == 1\n"
+    )
     assert _verdicts(await run_contract(contract, repo, baseline=before)) == [("passes", "")]
     write(repo, "pkg/__init__.py", "def one():\n    return 1 + 1\n")
     [after] = await run_contract(contract, repo, baseline=before)
@@ -820,4 +822,3 @@ async def test_an_npm_package_whose_test_script_only_echoes_must_get_tests_from_
     write(repo, "index.js", "module.exports = function () {};\n")
     [after] = await run_contract(contract, repo, baseline=before)
     assert str(after.verdict) == "fails"
-

@@ -321,7 +321,7 @@ def test_modules_the_tests_import_that_nothing_declares_are_installed(
         f'#!/bin/sh\necho "$*" >> {log}\n'
         '[ "$1" = -c ] && [ "$2" = "import yaml" ] && exit 0\n'
         '[ "$1" = -m ] && [ "$5" = hypothesis ] && exit 1\n'
-        "[ \"$1\" = -m ] && exit 0\nexit 1\n",
+        '[ "$1" = -m ] && exit 0\nexit 1\n',
     )
     python.chmod(0o755)
     done = subprocess.run(
