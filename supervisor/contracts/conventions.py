@@ -985,7 +985,11 @@ def draft_contract(
             usable = [added] if added.available else []
             missing = [] if added.available else [added]
             base_checks = [
-                ContractCheck(name=r.name, command=r.command, timeout_secs=r.timeout_secs)
+                ContractCheck(
+                    name=r.name,
+                    command=r.command,
+                    timeout_secs=max(1, min(r.timeout_secs, max_timeout_secs)),
+                )
                 for r in usable
             ]
     if not usable and not offered:  # CI's own `run:` steps are runners too
