@@ -955,9 +955,7 @@ def draft_contract(
     max_timeout_secs: int = MAX_CHECK_TIMEOUT_SECS,
 ) -> OutcomeContract:
     """The blocking body of `ConventionsDrafter.draft`."""
-    proposal = propose_setup(root, path=path)
-    if proposal.python and proposal.installs is not None:
-        _install_undeclared_test_imports(root, proposal)
+    proposal = drafted_setup(root, path=path)
     provided = frozenset({"python3", "pytest"}) if proposal.python else frozenset()
     runners = detect_runners(root, path=path, provided=provided)
     # tox and nox build their own environments from the network, which checks
@@ -1067,16 +1065,21 @@ def draft_contract(
     )
 
 
-def _install_undeclared_test_imports(root: Path, proposal: SetupProposal) -> None:
-    """A pip setup also installs what the tests import and nothing declares."""
+def drafted_setup(root: Path, *, path: str | None = None) -> SetupProposal:
+    """The setup both drafting lanes propose: what the repository declares,
+    and (for a pip setup) what its tests import that nothing declares."""
+    proposal = propose_setup(root, path=path)
+    if not proposal.python or proposal.installs is None:
+        return proposal
     modules = undeclared_imports(root, _test_files(root))
     if not modules:
-        return
+        return proposal
     proposal.commands.append(install_missing_command('"$CORRAL_ENV/bin/python"', modules))
     proposal.notes.append(
         f"the tests import {', '.join(modules)}: each installed by name (from PyPI) when "
         "the project's install does not bring it"
     )
+    return proposal
 
 
 def _declares(root: Path, tool: str, proposal: SetupProposal) -> bool:
