@@ -42,7 +42,17 @@ def row(o: Outcome) -> tuple[str, ...]:
         cold = took(o.cold_secs)
         reused = "reused" if o.cached is not None and o.cached.cached else "rebuilt"
         cached = f"{took(o.cached_secs)} ({reused})"
-    refused = "-" if o.regress is None else ("refused" if o.regression_refused else "DELIVERED")
+    if o.regress is None:
+        refused = "-"
+    elif o.regression_refused:  # with its reason: a suite that caught it, or a test not added
+        why = (
+            (o.regress.error or o.regress.state).splitlines()[0]
+            if o.regress.error or o.regress.state
+            else ""
+        )
+        refused = f"refused: {why}"[:70]
+    else:
+        refused = "DELIVERED"
     expected = "" if o.project.delivers else " (expected: " + o.project.why_not[:40] + ")"
     return (
         o.project.id,

@@ -33,6 +33,7 @@ from ..models import (
 )
 from .drafting import GIVE_CHECKS, DraftingError, DraftRequest, ReviseRequest
 from .setup_draft import SetupProposal, propose_setup, tox_testenv
+from .test_imports import install_missing_command, undeclared_imports
 
 # ---------------------------------------------------------------------------
 # Shared scanning rules
@@ -735,6 +736,46 @@ def _python_runners(base: Path, available: set[str]) -> list[Runner]:
     return [Runner("tests", command, why, 900, ("python3", "pytest"), kind="python")]
 
 
+_PLACEHOLDER_STEP = re.compile(r"(echo|printf)(\s.*)?|exit(\s+\d+)?|true|:|")
+
+
+def is_placeholder_script(script: str) -> bool:
+    """Whether a package.json test script runs no tests: empty, npm's
+    "no test specified", or only `echo`/`exit`/`true` steps (a script that
+    prints a URL where its tests would be)."""
+    if not script.strip() or _NPM_DEFAULT_TEST in script:
+        return True
+    steps = re.split(r"&&|\|\||;", script)
+    return all(_PLACEHOLDER_STEP.fullmatch(step.strip()) for step in steps)
+
+
+# A project with no tests at all gets one check: the tests the work adds.
+# Red until the work adds a passing test, never *cannot run* (the runner's
+# "no tests" exit becomes a plain failure saying so).
+NO_TESTS_YET = "[corral] the project has no tests yet: the work must add one"
+_ADDED_PYTEST = f"{{pytest}}; s=$?; [ $s != 5 ] || {{{{ echo '{NO_TESTS_YET}'; s=1; }}}}; exit $s"
+_ADDED_NODE_TESTS = (
+    "set -o pipefail; node --test 2>&1 | awk '{print} /^# tests 0$/ {z=1} "
+    f'END {{if (z) {{print "{NO_TESTS_YET}"; exit 1}}}}\''
+)
+
+
+def added_tests_runner(root: Path, *, python: bool, available: set[str]) -> Runner | None:
+    """The check for a Python or Node project that has no tests: it runs the
+    tests the work adds (pytest's or Node's own discovery)."""
+    if python:
+        command = _ADDED_PYTEST.format(pytest=_PYTEST)
+        tools: tuple[str, ...] = ("python3", "pytest")
+    elif (root / "package.json").is_file():
+        command = _ADDED_NODE_TESTS
+        tools = ("node",)
+    else:
+        return None
+    why = "the project has no tests: this runs those the work adds, red until it adds one"
+    runner = Runner("added_tests", command, why, 900, tools, kind="added")
+    return replace(runner, missing=tuple(t for t in tools if t not in available))
+
+
 def _node_runner(base: Path, root: Path) -> Runner | None:
     text = _read_text(base / "package.json", MAX_CI_FILE_BYTES)
     if text is None:
@@ -744,7 +785,7 @@ def _node_runner(base: Path, root: Path) -> Runner | None:
     except (ValueError, AttributeError):
         return None
     test = scripts.get("test") if isinstance(scripts, dict) else None
-    if not isinstance(test, str) or not test.strip() or _NPM_DEFAULT_TEST in test:
+    if not isinstance(test, str) or is_placeholder_script(test):
         return None
     manager = "npm"
     for where in (base, root):
@@ -914,7 +955,7 @@ def draft_contract(
     max_timeout_secs: int = MAX_CHECK_TIMEOUT_SECS,
 ) -> OutcomeContract:
     """The blocking body of `ConventionsDrafter.draft`."""
-    proposal = propose_setup(root, path=path)
+    proposal = drafted_setup(root, path=path)
     provided = frozenset({"python3", "pytest"}) if proposal.python else frozenset()
     runners = detect_runners(root, path=path, provided=provided)
     # tox and nox build their own environments from the network, which checks
@@ -934,6 +975,21 @@ def draft_contract(
         for r in usable
     ]
     offered = _ci_checks(jobs, base_checks, proposal, root, path, max_timeout_secs)
+    if not runners and not own_envs and not offered:
+        available = set(available_tooling(path)[0]) | provided
+        added = added_tests_runner(root, python=proposal.python, available=available)
+        if added is not None:
+            runners = [added]
+            usable = [added] if added.available else []
+            missing = [] if added.available else [added]
+            base_checks = [
+                ContractCheck(
+                    name=r.name,
+                    command=r.command,
+                    timeout_secs=max(1, min(r.timeout_secs, max_timeout_secs)),
+                )
+                for r in usable
+            ]
     if not usable and not offered:  # CI's own `run:` steps are runners too
         if missing:
             unusable = "; ".join(
@@ -946,12 +1002,22 @@ def draft_contract(
         )
 
     checks = [*base_checks, *(check for check, _ in offered)]
+    no_tests = [r.kind for r in usable] == ["added"]
     lines = [
         "Drafted from the repository's conventions, without a model. "
-        "This contract verifies that the project's existing test suites still pass:",
+        + (
+            "This project has no tests, so nothing shows its code still works: "
+            "this contract asks the work to add tests, and runs them:"
+            if no_tests
+            else "This contract verifies that the project's existing test suites still pass:"
+        ),
         *(f"- {r.name}: `{r.command}` ({r.why})" for r in usable),
         *(f"- {c.name}: `{c.command}` (CI job {job!r} runs it)" for c, job in offered),
-        "Passing these shows nothing regressed; it does not show the requested change was made.",
+        "Passing these shows the tests the work adds pass; it does not show they test "
+        "the requested change."
+        if no_tests
+        else "Passing these shows nothing regressed; it does not show the requested change "
+        "was made.",
     ]
     if proposal.commands:
         lines.append(
@@ -997,6 +1063,23 @@ def draft_contract(
         setup_timeout_secs=min(DEFAULT_SETUP_TIMEOUT_SECS, max_timeout_secs),
         checks=checks,
     )
+
+
+def drafted_setup(root: Path, *, path: str | None = None) -> SetupProposal:
+    """The setup both drafting lanes propose: what the repository declares,
+    and (for a pip setup) what its tests import that nothing declares."""
+    proposal = propose_setup(root, path=path)
+    if not proposal.python or proposal.installs is None:
+        return proposal
+    modules = undeclared_imports(root, _test_files(root))
+    if not modules:
+        return proposal
+    proposal.commands.append(install_missing_command('"$CORRAL_ENV/bin/python"', modules))
+    proposal.notes.append(
+        f"the tests import {', '.join(modules)}: each installed by name (from PyPI) when "
+        "the project's install does not bring it"
+    )
+    return proposal
 
 
 def _declares(root: Path, tool: str, proposal: SetupProposal) -> bool:

@@ -57,12 +57,13 @@ from .conventions import (
     Runner,
     ci_jobs,
     detect_runners,
+    drafted_setup,
     named_files,
     project_context,
     summarize_repo,
 )
 from .drafting import ContractDrafter, DraftingError, DraftRequest, ReviseRequest
-from .setup_draft import SetupProposal, propose_setup
+from .setup_draft import SetupProposal
 
 ATTEMPTS = 3
 MAX_TOKENS = 8192
@@ -275,7 +276,7 @@ def gather(
     pytest_timeout: float = PYTEST_TIMEOUT_SECS,
 ) -> Grounding:
     """Everything the prompt is grounded in (blocking; run on a thread)."""
-    setup = propose_setup(root, path=path)
+    setup = drafted_setup(root, path=path)
     provided = frozenset({"python3", "pytest"}) if setup.python else frozenset()
     runners = detect_runners(root, path=path, provided=provided)
     runners = [r for r in runners if not (setup.python and r.kind in ("tox", "nox"))]

@@ -120,6 +120,70 @@ def _group_requirements(pyproject: dict[str, Any], name: str, depth: int = 0) ->
     return out
 
 
+#: Developer tools no test imports or runs: left out of a poetry dev group,
+#: so the setup installs what the checks use.
+_DEV_ONLY_TOOLS = re.compile(
+    r"(pre-commit|mypy|black|ruff|isort|pylint|flake8.*|twine|build|tox|nox|ipython|ipdb|"
+    r"sphinx.*|furo|mkdocs.*|myst-.*|towncrier|bump.*|types-.*|.*-stubs)",
+    re.IGNORECASE,
+)
+POETRY_TEST_GROUPS = ("test", "tests", "testing", "dev")
+
+
+def _poetry_constraint(name: str, spec: object) -> str | None:
+    """A poetry dependency as a pip requirement (`^6.0` -> `>=6.0,<7`)."""
+    if isinstance(spec, dict):
+        if "git" in spec or "path" in spec or "url" in spec:
+            return None
+        spec = spec.get("version", "*")
+    if not isinstance(spec, str):
+        return None
+    spec = spec.strip()
+    m = re.fullmatch(r"([\^~])\s*(\d+)(?:\.(\d+))?(?:\.(\d+))?", spec)
+    if m:
+        op, major, minor = m.group(1), int(m.group(2)), int(m.group(3) or 0)
+        lower = spec[1:].strip()
+        if op == "^":
+            upper = f"{major + 1}" if major else f"0.{minor + 1}"
+        else:
+            upper = f"{major}.{minor + 1}"
+        return f"{name}>={lower},<{upper}"
+    if spec in ("", "*"):
+        return name
+    if re.fullmatch(r"\d+(\.\d+)*", spec):
+        return f"{name}=={spec}"
+    return f"{name}{spec}" if re.match(r"[<>=!~]", spec) else name
+
+
+def poetry_test_requirements(pyproject: dict[str, Any]) -> list[str]:
+    """Poetry's dev-dependencies and test/dev groups as pip requirements,
+    without the developer tools no check uses (linters, type checkers, docs)."""
+    poetry = (
+        pyproject.get("tool", {}).get("poetry") if isinstance(pyproject.get("tool"), dict) else None
+    )
+    if not isinstance(poetry, dict):
+        return []
+    tables: list[object] = [poetry.get("dev-dependencies")]
+    groups = poetry.get("group")
+    if isinstance(groups, dict):
+        tables += [
+            g.get("dependencies")
+            for n, g in groups.items()
+            if n in POETRY_TEST_GROUPS and isinstance(g, dict)
+        ]
+    out: list[str] = []
+    for table in tables:
+        if not isinstance(table, dict):
+            continue
+        for name, spec in table.items():
+            if name == "python" or _DEV_ONLY_TOOLS.fullmatch(name):
+                continue
+            requirement = _poetry_constraint(name, spec)
+            if requirement is not None and requirement not in out:
+                out.append(requirement)
+    return out
+
+
 def _extra_requirements(pyproject: dict[str, Any], extras: list[str], root: Path) -> list[str]:
     """The requirement strings of the chosen extras (pyproject and setup.cfg)."""
     out: list[str] = []
@@ -311,6 +375,11 @@ def _python(root: Path, path: str | None, needs_pytest: bool) -> SetupProposal:
         if reqs:
             install += [shlex.quote(r) for r in reqs]
             why.append(f"dependency group {group}")
+    poetry = [r for r in poetry_test_requirements(pyproject) if r not in proposal.installs]
+    if poetry:
+        proposal.installs += poetry
+        install += [shlex.quote(r) for r in poetry]
+        why.append("poetry dev-dependencies")
     for rel in REQUIREMENT_FILES:
         if (root / rel).is_file():
             install.append(f"-r {shlex.quote(rel)}")

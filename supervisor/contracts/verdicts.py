@@ -38,6 +38,11 @@ _PYTEST_CANNOT_RUN_EXITS = frozenset({2, 3, 4, 5})  # interrupted, internal, usa
 _COLLECTION = ("error collecting", "errors during collection", "no tests ran")
 _COLLECTING = re.compile(r"_+ ERROR collecting (\S+) _+")
 _E_LINE = re.compile(r"^E\s+(.+)$", re.MULTILINE)
+# a conftest or plugin this pytest cannot load (a hook written for an older pytest)
+_PLUGIN_REJECTED = (
+    re.compile(r"^.*declared in the hookimpl but can not be found.*$", re.M),
+    re.compile(r"^.*PluginValidationError: .*$", re.M),
+)
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # (pattern, what the host lacks): failures no change to the code can fix
 _HOST_CAUSES: tuple[tuple[re.Pattern[str], str], ...] = (
@@ -172,6 +177,10 @@ def _cannot_run_reason(
         if not words and work:
             words = f"cannot import {work[0]}"
         return CheckVerdict.CANNOT_RUN, f"the tests could not be collected: {words}"
+    rejected = [m for p in _PLUGIN_REJECTED if (m := p.search(output))]
+    if rejected and _is_pytest(command):
+        words = rejected[0].group(0).strip()[:200]
+        return CheckVerdict.CANNOT_RUN, f"pytest could not load the suite's plugins: {words}"
     node = _NODE_MISSING.search(output)
     if node:
         return CheckVerdict.CANNOT_RUN, f"missing module: {node.group(1)} (not installed)"

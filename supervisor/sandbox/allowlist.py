@@ -124,10 +124,24 @@ def path_prefixes(env: Mapping[str, str], anchors: list[str]) -> list[str]:
             continue
         wider = [os.path.dirname(directory)] if os.path.basename(directory) in BINS else []
         chosen = _narrowest([*wider, directory], anchors)
-        if chosen is not None and not within(chosen, out):
-            out = [kept for kept in out if not within(kept, [chosen])]  # one mount for both
-            out.append(chosen)
+        for shown in (chosen, _rustup_home(env, directory, anchors)):
+            if shown is not None and not within(shown, out):
+                out = [kept for kept in out if not within(kept, [shown])]  # one mount for both
+                out.append(shown)
     return out
+
+
+def _rustup_home(env: Mapping[str, str], directory: str, anchors: list[str]) -> str | None:
+    """Where rustup keeps the toolchains its `cargo`/`rustc` proxies in
+    `directory` run (RUSTUP_HOME, else `.rustup` beside `~/.cargo`)."""
+    if not os.path.isfile(os.path.join(directory, "rustup")):
+        return None
+    home = env.get("RUSTUP_HOME") or os.path.join(
+        os.path.dirname(os.path.dirname(directory)), ".rustup"
+    )
+    if not os.path.isabs(home) or not os.path.isdir(home):
+        return None
+    return _narrowest([real(home)], anchors)
 
 
 def corral_runtime(python: str = sys.executable) -> tuple[Path, ...]:

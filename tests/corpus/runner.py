@@ -68,6 +68,15 @@ class Project:
 
     def change(self) -> list[Edit]:
         """A small real edit plus a test of it."""
+        if self.registry == "debian":  # a Rust crate: a function and a unit test of it
+            return [
+                {
+                    "path": self.main,
+                    "append": "\n/// Twice n.\npub fn corral_double(n: u64) -> u64 {\n    2 * n\n}\n"
+                    "\n#[cfg(test)]\nmod corral_double_tests {\n    #[test]\n"
+                    "    fn doubles() {\n        assert_eq!(super::corral_double(21), 42);\n    }\n}\n",
+                }
+            ]
         if self.registry == "npm":
             depth = self.test_file.count("/")
             target = ("../" * depth or "./") + self.main
@@ -139,6 +148,11 @@ def fetch(project: Project) -> Path:
             where,
         )
         return fetch(project)
+    if project.registry == "debian":  # a crate's source as Debian packages it
+        deb = where / f"{project.name}_{project.version}_amd64.deb"
+        if not deb.is_file():
+            _run(["apt-get", "download", "-q", f"{project.name}={project.version}"], where)
+        return deb
     tarball = where / f"{project.name}-{project.version}.tgz"
     if not tarball.is_file():
         _run(["npm", "pack", "-q", f"{project.name}@{project.version}"], where)
@@ -166,9 +180,13 @@ def as_repo(project: Project, into: Path) -> Path:
     unpack = into / f"{project.id}-unpacked"
     shutil.rmtree(unpack, ignore_errors=True)
     unpack.mkdir(parents=True)
-    with tarfile.open(archive) as tar:
-        tar.extractall(unpack, filter="data")
-    [top] = list(unpack.iterdir())
+    if project.registry == "debian":
+        _run(["dpkg-deb", "-x", str(archive), str(unpack)], unpack)
+        [top] = list((unpack / "usr/share/cargo/registry").iterdir())
+    else:
+        with tarfile.open(archive) as tar:
+            tar.extractall(unpack, filter="data")
+        [top] = list(unpack.iterdir())
     repo = into / project.id
     shutil.rmtree(repo, ignore_errors=True)
     top.rename(repo)
@@ -292,7 +310,7 @@ async def _gate_one(project: Project, work: Path, envs: Environments) -> Outcome
         baseline = [setup_failed(c.name, setup_reason(again.outcome)) for c in contract.checks]
     else:
         environment = again.environment if again is not None else None
-        baseline = await run_contract(contract, second, environment=environment)
+        baseline = await run_contract(contract, second, environment=environment, untouched=True)
     return Outcome(
         project=project,
         contract=contract,

@@ -127,25 +127,37 @@ def _stop_private_tmux(home: Path) -> None:
 async def passes_on_clean_checkout(
     repo: Path, branch: str, where: Path, envs: Environments, git: Any
 ) -> tuple[bool, str]:
-    """The delivered branch, checked out afresh, set up and checked again
-    with the contract drafted from it."""
+    """The delivered branch, checked out afresh, set up and checked with the
+    contract drafted from the untouched tree, judged test by test against
+    that tree's own run (as corral judges a verification)."""
     from corral.supervisor.contracts.conventions import draft_contract
 
-    clean = where / "delivered"
+    base, clean = where / "untouched", where / "delivered"
+    git(repo, "worktree", "add", "-q", "--detach", str(base), "HEAD")
     git(repo, "worktree", "add", "-q", "--detach", str(clean), branch)
     try:
-        contract = draft_contract(clean, "re-verify the delivered branch")
-        setup = await envs.prepare(contract, clean)
-        if setup is not None and not setup.outcome.ok:
-            return False, f"setup failed: {setup.outcome.failed_command}"
-        environment = setup.environment if setup is not None else None
-        results = await run_contract(contract, clean, environment=environment)
+        contract = draft_contract(base, "re-verify the delivered branch")
+        baseline = None
+        for tree in (base, clean):
+            setup = await envs.prepare(contract, tree)
+            if setup is not None and not setup.outcome.ok:
+                return False, f"setup failed in {tree.name}: {setup.outcome.failed_command}"
+            environment = setup.environment if setup is not None else None
+            results = await run_contract(
+                contract,
+                tree,
+                environment=environment,
+                untouched=baseline is None,
+                baseline=baseline,
+            )
+            baseline = results if baseline is None else baseline
         failing = [r for r in results if not r.passed]
         if failing:
             return False, f"{failing[0].name}: {failing[0].reason}"
         return True, "passes"
     finally:
-        git(repo, "worktree", "remove", "--force", str(clean))
+        for tree in (base, clean):
+            git(repo, "worktree", "remove", "--force", str(tree))
 
 
 def agent_scripts(where: Path, change: list[Edit], regress: list[Edit]) -> tuple[Path, Path]:

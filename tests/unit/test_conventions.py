@@ -5,13 +5,16 @@ lookup at a directory of stub executables, never by mocking."""
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from corral.supervisor.contracts.checks import run_contract
 from corral.supervisor.contracts.conventions import (
     CONTEXT_RULE,
     MAX_CI_JOBS,
@@ -34,7 +37,7 @@ from corral.supervisor.contracts.drafting import (
     DraftRequest,
     ReviseRequest,
 )
-from corral.supervisor.models import OutcomeContract
+from corral.supervisor.models import CheckResult, OutcomeContract
 
 ALL_TOOLS = ("python3", "pytest", "node", "npm", "pnpm", "yarn", "cargo", "go", "make")
 
@@ -752,3 +755,70 @@ def test_a_ci_run_step_is_the_runner_when_nothing_else_is_recognised(
     )
     contract = draft_contract(repo, "x", path=stub_bin(tmp_path, "python3"))
     assert [c.command for c in contract.checks] == ["pytest checks/unit"]
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        'echo "See https://travis-ci.org/lodash/lodash-cli for testing details."',
+        "exit 0",
+        "true",
+    ],
+)
+def test_a_test_script_that_only_echoes_is_no_runner(
+    repo: Path, all_tools: str, script: str
+) -> None:
+    write(repo, "package.json", json.dumps({"scripts": {"test": script}}))
+    assert detect_runners(repo, path=all_tools) == []
+
+
+@pytest.mark.parametrize("script", ["tape test/*.js", "echo start && node test.js", "node test"])
+def test_a_test_script_that_runs_something_is_a_runner(
+    repo: Path, all_tools: str, script: str
+) -> None:
+    write(repo, "package.json", json.dumps({"scripts": {"test": script}}))
+    assert list(runners(repo, all_tools)) == ["npm_test"]
+
+
+def _verdicts(results: list[CheckResult]) -> list[tuple[str, str]]:
+    return [(str(r.verdict), r.reason) for r in results]
+
+
+async def test_a_python_package_without_tests_must_get_them_from_the_work(repo: Path) -> None:
+    """A package that has no tests cannot show its code still works: the
+    drafted check runs the tests the work adds, red (not *cannot run*) until
+    it adds a passing one, and red again when one fails."""
+    write(repo, "setup.py", "from setuptools import setup\nsetup(name='pkg')\n")
+    write(repo, "pkg/__init__.py", "def one():\n    return 1\n")
+    contract = draft_contract(repo, "add two()")
+    assert [c.name for c in contract.checks] == ["added_tests"]
+    assert "This project has no tests" in contract.description
+    assert "pytest" in " ".join(contract.setup)  # the setup installs what the check runs
+    before = await run_contract(contract, repo, untouched=True)
+    assert _verdicts(before) == [("fails", "the project has no tests yet: the work must add one")]
+    write(
+        repo, "tests/test_one.py", "from pkg import one\n\ndef test_one():\n    assert one() == 1\n"
+    )
+    assert _verdicts(await run_contract(contract, repo, baseline=before)) == [("passes", "")]
+    write(repo, "pkg/__init__.py", "def one():\n    return 1 + 1\n")
+    [after] = await run_contract(contract, repo, baseline=before)
+    assert str(after.verdict) == "fails"
+
+
+async def test_an_npm_package_whose_test_script_only_echoes_must_get_tests_from_the_work(
+    repo: Path,
+) -> None:
+    if shutil.which("node") is None:
+        pytest.skip("node is not installed")
+    script = 'echo "See https://example.org for testing details."'
+    write(repo, "package.json", json.dumps({"name": "x", "scripts": {"test": script}}))
+    write(repo, "index.js", "module.exports = function () { return 1; };\n")
+    contract = draft_contract(repo, "add a helper")
+    assert [c.name for c in contract.checks] == ["added_tests"]
+    before = await run_contract(contract, repo, untouched=True)
+    assert _verdicts(before) == [("fails", "the project has no tests yet: the work must add one")]
+    write(repo, "test.js", "require('assert').strictEqual(require('./index.js')(), 1);\n")
+    assert _verdicts(await run_contract(contract, repo, baseline=before)) == [("passes", "")]
+    write(repo, "index.js", "module.exports = function () {};\n")
+    [after] = await run_contract(contract, repo, baseline=before)
+    assert str(after.verdict) == "fails"

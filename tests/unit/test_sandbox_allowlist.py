@@ -36,6 +36,29 @@ def test_a_bin_dir_brings_its_prefix_but_never_a_home_or_what_holds_one(tmp_path
     assert "/" not in shown and "/usr" not in shown and not any("relative" in p for p in shown)
 
 
+def test_rustups_proxies_bring_their_toolchains(tmp_path: Path) -> None:
+    """`~/.cargo/bin/cargo` is rustup's proxy: without `~/.rustup` (its
+    toolchains) a confined `cargo fetch` or `cargo test` cannot run at all."""
+    home = tmp_path / "home"
+    cargo_bin = home / ".cargo" / "bin"
+    cargo_bin.mkdir(parents=True)
+    (home / ".rustup" / "toolchains").mkdir(parents=True)
+    anchors = [str(home)]
+    without_rustup = path_prefixes({"PATH": str(cargo_bin)}, anchors)
+    assert without_rustup == [str(cargo_bin.parent)]  # a plain cargo install: nothing more
+    (cargo_bin / "rustup").write_text("")
+    shown = path_prefixes({"PATH": str(cargo_bin)}, anchors)
+    assert shown == [str(cargo_bin.parent), str(home / ".rustup")]
+    elsewhere = tmp_path / "rustup-home"
+    elsewhere.mkdir()
+    env = {"PATH": str(cargo_bin), "RUSTUP_HOME": str(elsewhere)}
+    assert path_prefixes(env, anchors) == [str(cargo_bin.parent), str(elsewhere)]
+    # never the home itself, whatever RUSTUP_HOME says
+    assert path_prefixes({"PATH": str(cargo_bin), "RUSTUP_HOME": str(home)}, anchors) == [
+        str(cargo_bin.parent)
+    ]
+
+
 def test_an_agents_program_brings_its_node_modules_tree_or_only_itself(tmp_path: Path) -> None:
     cli = tmp_path / "e2e" / "node_modules" / "@openai" / "codex" / "bin" / "codex.js"
     cli.parent.mkdir(parents=True)

@@ -256,3 +256,84 @@ def test_common_dev_requirement_files_are_installed(repo: Path, tmp_path: Path, 
     write(repo, "tests/test_x.py")
     proposal = propose_setup(repo, path=stub_bin(tmp_path, "python3"))
     assert proposal.commands[1].endswith(f"-e . -r {name}")  # pytest comes from the file
+
+
+POETRY_WITHOUT_LOCK = """
+[tool.poetry]
+name = "lib"
+[tool.poetry.dependencies]
+python = ">=3.8"
+[tool.poetry.dev-dependencies]
+pytest = "^7.2.0"
+PyYAML = "^6.0"
+mypy = "^0.990"
+Sphinx = "^4.3.2"
+[tool.poetry.group.test.dependencies]
+hypothesis = { version = "~6.1", optional = false }
+zerover = "^0.4"
+exact = "1.2.3"
+anything = "*"
+[tool.poetry.group.docs.dependencies]
+furo = "*"
+"""
+
+
+def test_poetry_dev_dependencies_are_installed_without_poetry(repo: Path, tmp_path: Path) -> None:
+    """A poetry project with no lock file (or no poetry here) still gets the
+    test needs it declares only to poetry (PyYAML), as pip ranges — and not
+    the type checker, the docs tools or a docs group no check uses."""
+    write(repo, "pyproject.toml", POETRY_WITHOUT_LOCK)
+    write(repo, "tests/test_x.py")
+    proposal = propose_setup(repo, path=stub_bin(tmp_path, "python3"))
+    assert proposal.commands[1] == (
+        "\"$CORRAL_ENV/bin/python\" -m pip install -q -e . 'pytest>=7.2.0,<8' 'PyYAML>=6.0,<7' "
+        "'hypothesis>=6.1,<6.2' 'zerover>=0.4,<0.5' exact==1.2.3 anything"
+    )
+    assert any("poetry dev-dependencies" in n for n in proposal.notes)
+
+
+def test_modules_the_tests_import_that_nothing_declares_are_installed(
+    repo: Path, tmp_path: Path
+) -> None:
+    """An sdist whose tests import a helper declared only in files it does not
+    ship (mccabe's hypothesis, under `try`) gets it in the setup — by its
+    distribution's name — but not the standard library, Python 2's, the
+    project's own modules, or an import a test makes inside itself."""
+    write(repo, "setup.py", "from setuptools import setup\nsetup(name='pkg')\n")
+    write(repo, "pkg/__init__.py")
+    write(repo, "tests/helpers.py")
+    write(
+        repo,
+        "tests/test_pkg.py",
+        "import os\nimport pkg\nimport helpers\nimport yaml\n"
+        "try:\n    import StringIO\n    from hypothesis import given\nexcept ImportError:\n    pass\n"
+        "def test_android():\n    import jnius\n",
+    )
+    contract = draft_contract(repo, "x", path=stub_bin(tmp_path, "python3"))
+    step = contract.setup[-1]
+    assert step.startswith("for m in hypothesis:hypothesis yaml:PyYAML; do ")
+    assert "the tests import hypothesis, yaml" in contract.description
+    # the step itself: only what is not importable is installed; a failure is said
+    log = tmp_path / "calls"
+    python = write(
+        tmp_path,
+        "fake-python",
+        f'#!/bin/sh\necho "$*" >> {log}\n'
+        '[ "$1" = -c ] && [ "$2" = "import yaml" ] && exit 0\n'
+        '[ "$1" = -m ] && [ "$5" = hypothesis ] && exit 1\n'
+        '[ "$1" = -m ] && exit 0\nexit 1\n',
+    )
+    python.chmod(0o755)
+    done = subprocess.run(
+        ["bash", "-c", step.replace('"$CORRAL_ENV/bin/python"', str(python))],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0
+    assert log.read_text().splitlines() == [
+        "-c import hypothesis",
+        "-m pip install -q hypothesis",
+        "-c import yaml",
+    ]
+    assert done.stdout == "[corral] could not install hypothesis\n"

@@ -95,6 +95,22 @@ async def test_pytest_collection_errors_cannot_run(project: Path) -> None:
     assert result.verdict is CheckVerdict.CANNOT_RUN
 
 
+async def test_a_conftest_written_for_an_older_pytest_cannot_run(project: Path) -> None:
+    """A hook taking an argument this pytest does not pass (as `path` after
+    pytest 8): the suite never ran, so nothing the work does can turn it green."""
+    write(
+        project,
+        "tests/conftest.py",
+        "def pytest_collection_modifyitems(items, fspath_of_old):\n    pass\n",
+    )
+    write(project, "tests/test_x.py", "def test_x():\n    pass\n")
+    result = await verdict(project, f"{PY} -m pytest -q -p no:cacheprovider tests")
+    assert result.exit_code != 0
+    assert result.verdict is CheckVerdict.CANNOT_RUN
+    assert result.reason.startswith("pytest could not load the suite's plugins: ")
+    assert "fspath_of_old" in result.reason
+
+
 async def test_pytest_with_no_tests_cannot_run(project: Path) -> None:
     (project / "tests").mkdir()
     result = await verdict(project, f"{PY} -m pytest -q -p no:cacheprovider tests")
