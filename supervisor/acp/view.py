@@ -34,8 +34,10 @@ def _lines(data: ConversationData | BlockedData) -> list[str]:
             return ["", f"» {first}"]
         case "turn_end":
             return [f"— turn ended: {text}", ""]
-        case "mode":
-            return [f"mode: {text}"]
+        case "mode" | "model":
+            return [f"{data.part}: {text}"]
+        case "config":
+            return ["config:", *(f"  {ln}" for ln in text.splitlines())]
     return []  # the commands it offers: listed in the log, not here
 
 

@@ -139,7 +139,7 @@ def _run(args: argparse.Namespace) -> int:
         from .client import dispatch as client_dispatch
 
         return client_dispatch(args)
-    if args.command == "mode":
+    if args.command in ("mode", "model", "option"):
         from .mode import run_mode
 
         return run_mode(args)
