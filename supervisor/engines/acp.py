@@ -686,6 +686,9 @@ class AcpEngine:
         await self._stop(conv)
 
     async def _stop(self, conv: _Conversation) -> None:
+        inflight, self._inflight = self._inflight, None
+        if inflight is not None:  # a turn left behind (corral closing): its end is no news
+            inflight.add_done_callback(_retrieved)
         if conv.terminals is not None:
             with contextlib.suppress(Exception):
                 await conv.terminals.close()
@@ -708,6 +711,11 @@ class AcpEngine:
         if conv is not None:
             await self._stop(conv)
             self._status(AgentStatus.EXITED, "the session's run ended")
+
+
+def _retrieved(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled():
+        future.exception()
 
 
 def option_text(option: PermissionOption) -> str:
