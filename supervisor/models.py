@@ -359,6 +359,9 @@ class AgentOffers(BaseModel):
     model: str | None = None
     models: list[AgentChoice] = Field(default_factory=list)
     options: list[AgentSetting] = Field(default_factory=list)
+    # the config option that carries the model, where the agent announces its
+    # models that way (category `model`) rather than with `models`
+    model_option: str | None = None
 
     def option_values(self) -> dict[str, str]:
         """Each config option's current value, by its id."""

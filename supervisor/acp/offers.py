@@ -2,11 +2,12 @@
 config options — read into `AgentOffers`, and the operator's choice matched
 against it.
 
-Models come as the agent wrote them (`models: {currentModelId,
-availableModels: [{modelId, name}]}` in the answer to `session/new` or
-`session/load`), read from the raw answer: the Python SDK's schema no longer
-has them, while the agents corral drives (Claude Code's adapter, Gemini CLI,
-Codex's adapter) still announce them and serve `session/set_model`. Config
+Models come one of two ways. Claude Code's adapter and Gemini CLI write
+`models: {currentModelId, availableModels: [{modelId, name}]}` in the answer
+to `session/new` or `session/load` and serve `session/set_model`; the Python
+SDK's schema no longer has either, so they are read from the raw answer and
+sent by corral's wire. Codex's adapter announces its model as a config
+option of category `model`, set with `session/set_config_option`. Config
 options are the protocol's own (`configOptions`, `config_option_update`).
 """
 
@@ -55,7 +56,9 @@ def read_models(offers: AgentOffers, raw: Any) -> None:
 
 
 def read_options(offers: AgentOffers, options: Iterable[ConfigOption] | None) -> None:
-    """The full set of config options (each announcement replaces the last)."""
+    """The full set of config options (each announcement replaces the last).
+    A choice of category `model` is the agent's model (as Codex's adapter
+    announces it): its values are the models offered, set through it."""
     if options is None:
         return
     read: list[AgentSetting] = []
@@ -81,6 +84,8 @@ def read_options(offers: AgentOffers, options: Iterable[ConfigOption] | None) ->
                 id=o.id, name=o.name, value=o.current_value, values=values, category=category
             )
         )
+        if category == "model":
+            offers.models, offers.model, offers.model_option = values, o.current_value, o.id
     offers.options = read
 
 

@@ -187,7 +187,8 @@ class AcpEngine:
             )
         base = self.agent.base
         chain = check_recursion(self.agent.name)
-        env = scrubbed_env(allow=base.env_allow, invoked_by=chain)
+        allowed = self.agent.env_allow()
+        env = scrubbed_env(allow=allowed, invoked_by=chain)
         env[SESSION_ENV] = ctx.session_id
         env["CORRAL_HOME"] = str(self.state_dir)
         env[AGENT_SOCKET_ENV] = str(agent_socket_path(self.state_dir, ctx.session_id))
@@ -206,8 +207,8 @@ class AcpEngine:
             hooks_file=session_dir / "hooks.jsonl",
             python=self.python,
             agent_socket_dir=sockets,
-            inside=base.inside_sandbox,
-            env_files=base.env_allow,
+            inside=self.agent.inside_sandbox,
+            env_files=allowed,
         )
         return launch.argv, launch.env, launch.confined, launch.account
 
@@ -387,9 +388,7 @@ class AcpEngine:
         if chosen != conv.offers.model:
             await self._until_exit(
                 conv,
-                conv.wire.request(
-                    "session/set_model", {"sessionId": conv.session_id, "modelId": chosen}
-                ),
+                self._model_request(conv, chosen),
                 "while setting its model",
                 self.start_timeout,
             )
@@ -636,17 +635,23 @@ class AcpEngine:
         """Ask the agent to switch to `model`, one it offers (`session/set_model`)."""
         conv = self._live("model")
         chosen = choose_model(conv.offers, model, self.agent.label)
-        await self._ask(
-            conv,
-            "model",
-            conv.wire.request(
-                "session/set_model", {"sessionId": conv.session_id, "modelId": chosen}
-            ),
-        )
+        await self._ask(conv, "model", self._model_request(conv, chosen))
         conv.offers.model = chosen
         self._note_offers(conv)
         self._emit(ConversationData(part="model", text=f"{chosen} (set by the operator)"))
         return chosen
+
+    async def _model_request(self, conv: _Conversation, model: str) -> None:
+        """`session/set_model`, or the config option that carries the model."""
+        option = conv.offers.model_option
+        if option is None:
+            params = {"sessionId": conv.session_id, "modelId": model}
+            await conv.wire.request("session/set_model", params)
+            return
+        answer = await conv.conn.set_config_option(
+            config_id=option, session_id=conv.session_id, value=model
+        )
+        read_options(conv.offers, answer.config_options if answer is not None else None)
 
     async def set_option(self, key: str, value: str) -> str:
         """Set one of the agent's config options to a value it offers
