@@ -12,6 +12,9 @@ edge cases. `acp_agent.py SCRIPT [ARG]`:
 - `mute`: never answers `initialize`.
 - `exit`: exits with status 3 in the middle of its turn.
 - `quick`: says one line and ends its turn at once (bench/status.py --acp).
+- `stream [SECS]`: says a line every SECS (0.1) and starts and completes a
+  tool call every tenth line, until `session/cancel` (bench/status.py
+  --acp-console: a console with many ACP sessions streaming).
 - `load`: like `write` but advertises `session/load`; the first process
   exits mid-turn, a loaded one finishes the work.
 - `models`: like `slow`, and announces models (`fast-1`, `deep-2`, as the
@@ -26,6 +29,7 @@ Each turn it records what it saw in `$ACP_FAKE_OUT/<script>.jsonl` when set.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import sys
@@ -241,6 +245,24 @@ class Fake:
             await self.say(sid, f"shell said {out.output.strip()}\n")
         elif SCRIPT == "slow":
             await self.cancelled.wait()
+            stop = "cancelled"
+        elif SCRIPT == "stream":
+            interval = float(ARG or 0.1)
+            i = 0
+            while not self.cancelled.is_set():
+                i += 1
+                if i % 10 == 0:
+                    call = f"call-{i}"
+                    await self.conn.session_update(
+                        session_id=sid,
+                        update=start_edit_tool_call(call, f"Edit file {i}", "notes.txt", "x\n"),
+                    )
+                    await self.conn.session_update(
+                        session_id=sid, update=update_tool_call(call, status="completed")
+                    )
+                await self.say(sid, f"streaming line {i}: reading, thinking, editing\n")
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.cancelled.wait(), interval)
             stop = "cancelled"
         elif SCRIPT == "models":
             self.reasoning = "medium"
