@@ -59,6 +59,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import shutil
 import statistics
@@ -437,6 +438,7 @@ def console_child(ready: Path, repo: Path, n: int) -> None:
 
 
 ACP_STREAM_SECS = 0.1  # one line per agent every 0.1 s
+ACP_REPORT_ENV = "CORRAL_BENCH_ACP_REPORT"  # where the child says what its process spent
 
 
 def acp_console_child(ready: Path, repo: Path, n: int) -> None:
@@ -462,6 +464,13 @@ def acp_console_child(ready: Path, repo: Path, n: int) -> None:
         config=SupervisorConfig(max_session_wall_secs=0),
     )
 
+    began: dict[str, float] = {}
+
+    def events_so_far() -> int:
+        return sum(
+            live.log.next_seq for r in sup.list() if (live := sup.registry.get_live(r.session_id))
+        )
+
     async def seed(s: Supervisor) -> None:
         ids = []
         for i in range(n):
@@ -476,9 +485,26 @@ def acp_console_child(ready: Path, repo: Path, n: int) -> None:
             if failed:
                 raise SystemExit(f"an ACP session failed: {failed[0]}")
             await asyncio.sleep(0.5)
+        began.update(cpu=time.process_time(), wall=time.monotonic(), events=events_so_far())
         ready.write_text(str(len(ids)))
 
-    CorralApp(sup, default_repo=repo, on_ready=seed).run()
+    app = CorralApp(sup, default_repo=repo, on_ready=seed)
+
+    def measured() -> None:  # while the keys were timed: the console's (and owner's) own share
+        report = os.environ.get(ACP_REPORT_ENV)
+        if report and began:
+            cpu, wall = time.process_time() - began["cpu"], time.monotonic() - began["wall"]
+            events = events_so_far() - int(began["events"])
+            Path(report).write_text(json.dumps({"cpu": cpu, "wall": wall, "events": events}))
+
+    original = app.action_quit
+
+    async def quit_measured() -> None:
+        measured()
+        await original()
+
+    app.action_quit = quit_measured  # type: ignore[method-assign]
+    app.run()
 
 
 def acp_console_keys(keys: int, n: int) -> tuple[list[float], list[float]]:
@@ -490,7 +516,19 @@ def acp_console_keys(keys: int, n: int) -> tuple[list[float], list[float]]:
     tui = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(tui)
     child = [sys.executable, str(Path(__file__).resolve()), "--acp-console-child"]
-    key_ms, idle_ms = tui.keystrokes(keys, n, child=child, ready_timeout=600)
+    with tempfile.TemporaryDirectory(prefix="corral-bench-acp-report-") as tmp:
+        report = Path(tmp) / "report.json"
+        os.environ[ACP_REPORT_ENV] = str(report)
+        key_ms, idle_ms = tui.keystrokes(keys, n, child=child, ready_timeout=600)
+        if report.exists():
+            spent = json.loads(report.read_text())
+            print(
+                f"  the console's process (owner and screen) while timed: "
+                f"{spent['cpu'] / spent['wall'] * 100:.0f} % of one core over "
+                f"{spent['wall']:.1f} s, {spent['events']} conversation events "
+                f"({spent['events'] / spent['wall']:.0f}/s, "
+                f"{spent['cpu'] / max(1, spent['events']) * 1e6:.0f} µs of CPU each)"
+            )
     return list(key_ms), list(idle_ms)
 
 

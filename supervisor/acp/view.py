@@ -5,7 +5,7 @@ anything the agent drew."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Sequence
 
 from ..events import BlockedData, CoderEvent, ConversationData
 from ..panes.base import Screen
@@ -41,12 +41,20 @@ def _lines(data: ConversationData | BlockedData) -> list[str]:
     return []  # the commands it offers: listed in the log, not here
 
 
-def conversation_screen(events: Iterable[CoderEvent], last: int = 200) -> Screen | None:
-    """The conversation's last lines (None: the session has none)."""
-    lines: list[str] = []
-    for event in events:
+def conversation_screen(events: Sequence[CoderEvent], last: int = 200) -> Screen | None:
+    """The conversation's last lines (None: the session has none). Read from
+    the newest event back, only as far as `last` lines reach: the preview
+    asks four times a second of a log that keeps thousands."""
+    chunks: list[list[str]] = []
+    count = 0
+    for event in reversed(events):
         if isinstance(event.data, ConversationData | BlockedData):
-            lines += [ln[:WIDTH] for ln in _lines(event.data)]
+            chunk = [ln[:WIDTH] for ln in _lines(event.data)]
+            chunks.append(chunk)
+            count += len(chunk)
+            if count >= last:
+                break
+    lines = [ln for chunk in reversed(chunks) for ln in chunk]
     if not lines:
         return None
     lines = lines[-last:]
