@@ -453,6 +453,10 @@ async def test_the_command_line_lists_and_sets_the_agents_mode_model_and_options
         seen = recorded(tmp_path, "models")
         assert {"model": "deep-2"} in seen and {"option": "web", "value": True} in seen
         assert {"mode": "code"} in seen
+        shown = await asyncio.to_thread(corral, "get", sid[-8:])
+        assert "agent settings: mode code · model deep-2 · reasoning=medium · web=true" in (
+            shown.stdout
+        ), shown.stdout
         rows = json.loads((await asyncio.to_thread(corral, "sessions", "--json")).stdout)
         mine = next(r for r in rows if r["session_id"] == sid)
         assert (mine["agent_mode"], mine["agent_model"]) == ("code", "deep-2")
