@@ -363,10 +363,10 @@ class AcpEngine:
         read_modes(offers, modes)
         read_models(offers, conv.announced.get("models"))
         read_options(offers, options)
+        if not offers.is_empty():  # kept on the session, then told
+            ctx.note_offers(offers.model_copy(deep=True))
         for part, text in describe(offers):
             ctx.emit(ConversationData(part=part, text=text))  # type: ignore[arg-type]
-        if not offers.is_empty():
-            ctx.note_offers(offers.model_copy(deep=True))
         await self._pin_model(ctx, conv)
         self._status(AgentStatus.IDLE, "session ready")
 
@@ -585,18 +585,18 @@ class AcpEngine:
 
     def _on_mode(self, mode: str) -> None:
         """The agent switched mode itself (`current_mode_update`)."""
-        self._emit(ConversationData(part="mode", text=mode))
         if self._conv is not None:
             self._conv.offers.mode = mode
             self._note_offers(self._conv)
+        self._emit(ConversationData(part="mode", text=mode))
 
     def _on_options(self, options: list[Any]) -> None:
         """The agent announced its config options again (`config_option_update`)."""
         if self._conv is None:
             return
         read_options(self._conv.offers, options)
-        self._emit(ConversationData(part="config", text=settings_text(self._conv.offers)))
         self._note_offers(self._conv)
+        self._emit(ConversationData(part="config", text=settings_text(self._conv.offers)))
 
     def _note_offers(self, conv: _Conversation) -> None:
         if self._ctx is not None:
