@@ -279,7 +279,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--model",
         help="pin a model: a configured [[llm.models]] name (kept through drafting, revision "
-        "and repairs, never swapped for another), or a model name the agent knows; auto: none",
+        "and repairs, never swapped for another), or a model name the agent knows (an ACP "
+        "agent: one it offers, asked for with session/set_model); auto: none",
     )
     run.add_argument("--base", help="base revision (default: your checkout as it is)")
     run.add_argument(
