@@ -47,6 +47,7 @@ class StdioWire:
         self._sent: dict[Any, str] = {}  # the SDK's requests not yet answered: id → method
         self._own: dict[str, asyncio.Future[Any]] = {}  # corral's own requests
         self._own_count = 0
+        self._ended = False  # the agent's output ended: no answer can come any more
 
     async def send(self, message: dict[str, Any]) -> None:
         data = (json.dumps(message, separators=(",", ":")) + "\n").encode("utf-8")
@@ -64,6 +65,8 @@ class StdioWire:
         """Send a request of corral's own and wait for its answer (raises
         `RequestError` when the agent answers with an error, `ConnectionError`
         when it goes)."""
+        if self._ended:
+            raise ConnectionError("the agent closed its output")
         self._own_count += 1
         key = f"corral-{self._own_count}"
         answer: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
@@ -130,6 +133,7 @@ class StdioWire:
             return message
 
     def _fail_own(self) -> None:
+        self._ended = True
         for answer in self._own.values():
             if not answer.done():
                 answer.set_exception(ConnectionError("the agent closed its output"))
