@@ -51,7 +51,16 @@ With --acp, turn-end detection over ACP: the scripted ACP agent
 journaled by the real client (`acp.client.CorralClient`, `acp.wire`) is the
 latency (budget p95 ≤ 50 ms; a pane's is bounded by its 0.5 s sweep).
 
-Run: .venv/bin/python bench/status.py [--quick] [--console] [--acp] [--agents N] [--seconds S]
+With --acp-console, keystroke → repaint in the real console (bench/tui.py's
+timing, a 200x50 pty) with N (--agents, 50 by default here) sessions whose
+agents are the scripted ACP agent (`stream`: a line every 0.1 s and a tool
+call every tenth, until cancelled), confined like any agent and driven by the
+real ACP engine: every line is a journaled `conversation` event the board's
+feed and the preview (the selected session's conversation) repaint from.
+Budget p95 ≤ 20 ms; the background gap (no key) is printed beside it.
+
+Run: .venv/bin/python bench/status.py [--quick] [--console] [--acp] [--acp-console]
+     [--agents N] [--seconds S]
      [--against OTHER_CHECKOUT] (with --console: the other checkout's console is timed first,
      in the same run, for a before/after)
 """
@@ -60,6 +69,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import shutil
 import statistics
@@ -506,6 +516,101 @@ def console_child(ready: Path, repo: Path, n: int) -> None:
             subprocess.run(["tmux", "-S", str(sock), "kill-server"], capture_output=True)
 
 
+ACP_STREAM_SECS = 0.1  # one line per agent every 0.1 s
+ACP_REPORT_ENV = "CORRAL_BENCH_ACP_REPORT"  # where the child says what its process spent
+
+
+def acp_console_child(ready: Path, repo: Path, n: int) -> None:
+    """The real console with `n` sessions whose agents are the scripted ACP
+    agent streaming its conversation (runs in the pty)."""
+    from corral.supervisor.api import Supervisor
+    from corral.supervisor.config import SupervisorConfig
+    from corral.supervisor.contracts.drafting import FixedDrafter
+    from corral.supervisor.factory import build_supervisor
+    from corral.supervisor.models import ContractCheck, OutcomeContract
+    from corral.supervisor.states import CoderState
+    from corral.tui.app import CorralApp
+
+    fake = Path(__file__).resolve().parents[1] / "tests" / "fakes" / "acp_agent.py"
+    never = OutcomeContract(
+        checks=[ContractCheck(name="done", command="test -f done.txt", timeout_secs=10)]
+    )
+    sup = build_supervisor(
+        ready.parent / "state",
+        FixedDrafter(never),
+        socket_dir=ready.parent / "tmux",
+        default_engine=f"acp:{sys.executable} {fake} stream {ACP_STREAM_SECS}",
+        config=SupervisorConfig(max_session_wall_secs=0),
+    )
+
+    began: dict[str, float] = {}
+
+    def events_so_far() -> int:
+        return sum(
+            live.log.next_seq for r in sup.list() if (live := sup.registry.get_live(r.session_id))
+        )
+
+    async def seed(s: Supervisor) -> None:
+        ids = []
+        for i in range(n):
+            ids.append((await s.start(f"ACP session {i}", repo, engine="auto")).session_id)
+        for sid in ids:
+            await s.wait_for(sid, needs=True, timeout=300)
+            await s.confirm(sid)
+        for sid in ids:
+            await s.wait_for(sid, {CoderState.RUNNING}, timeout=300)
+        while sum(r.agent_status == "running" for r in s.list()) < n:
+            failed = [r.error for r in s.list() if r.state is CoderState.FAILED]
+            if failed:
+                raise SystemExit(f"an ACP session failed: {failed[0]}")
+            await asyncio.sleep(0.5)
+        began.update(cpu=time.process_time(), wall=time.monotonic(), events=events_so_far())
+        ready.write_text(str(len(ids)))
+
+    app = CorralApp(sup, default_repo=repo, on_ready=seed)
+
+    def measured() -> None:  # while the keys were timed: the console's (and owner's) own share
+        report = os.environ.get(ACP_REPORT_ENV)
+        if report and began:
+            cpu, wall = time.process_time() - began["cpu"], time.monotonic() - began["wall"]
+            events = events_so_far() - int(began["events"])
+            Path(report).write_text(json.dumps({"cpu": cpu, "wall": wall, "events": events}))
+
+    original = app.action_quit
+
+    async def quit_measured() -> None:
+        measured()
+        await original()
+
+    app.action_quit = quit_measured  # type: ignore[method-assign]
+    app.run()
+
+
+def acp_console_keys(keys: int, n: int) -> tuple[list[float], list[float]]:
+    """bench/tui.py's keystroke measurement, with `acp_console_child` in its pty."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_tui", Path(__file__).with_name("tui.py"))
+    assert spec is not None and spec.loader is not None
+    tui = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tui)
+    child = [sys.executable, str(Path(__file__).resolve()), "--acp-console-child"]
+    with tempfile.TemporaryDirectory(prefix="corral-bench-acp-report-") as tmp:
+        report = Path(tmp) / "report.json"
+        os.environ[ACP_REPORT_ENV] = str(report)
+        key_ms, idle_ms = tui.keystrokes(keys, n, child=child, ready_timeout=600)
+        if report.exists():
+            spent = json.loads(report.read_text())
+            print(
+                f"  the console's process (owner and screen) while timed: "
+                f"{spent['cpu'] / spent['wall'] * 100:.0f} % of one core over "
+                f"{spent['wall']:.1f} s, {spent['events']} conversation events "
+                f"({spent['events'] / spent['wall']:.0f}/s, "
+                f"{spent['cpu'] / max(1, spent['events']) * 1e6:.0f} µs of CPU each)"
+            )
+    return list(key_ms), list(idle_ms)
+
+
 def console_keys(keys: int, n: int, root: Path | None = None) -> tuple[list[float], list[float]]:
     """bench/tui.py's keystroke measurement, with `console_child` in its pty;
     with `root` (another checkout, built: its build/view), that checkout's
@@ -609,9 +714,14 @@ def main() -> int:
     if len(sys.argv) > 1 and sys.argv[1] == "--console-child":
         console_child(Path(sys.argv[2]), Path(sys.argv[3]), int(sys.argv[4]))
         return 0
+    if len(sys.argv) > 1 and sys.argv[1] == "--acp-console-child":
+        acp_console_child(Path(sys.argv[2]), Path(sys.argv[3]), int(sys.argv[4]))
+        return 0
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="30 s of phases, not 90 s")
-    parser.add_argument("--agents", type=int, default=100, help="stand-in agents (100)")
+    parser.add_argument(
+        "--agents", type=int, help="stand-in agents (100; 50 ACP sessions with --acp-console)"
+    )
     parser.add_argument("--seconds", type=float, help="seconds of phases (90; 30 with --quick)")
     parser.add_argument(
         "--console",
@@ -621,7 +731,14 @@ def main() -> int:
     parser.add_argument(
         "--acp", action="store_true", help="only ACP turn-end latency (scripted agent)"
     )
-    parser.add_argument("--keys", type=int, help="keystrokes with --console (60; 40 with --quick)")
+    parser.add_argument(
+        "--acp-console",
+        action="store_true",
+        help="only keystroke → repaint in a real console with N ACP sessions streaming",
+    )
+    parser.add_argument(
+        "--keys", type=int, help="keystrokes with --console/--acp-console (60; 40 with --quick)"
+    )
     parser.add_argument(
         "--against",
         type=Path,
@@ -635,6 +752,16 @@ def main() -> int:
     if args.acp:
         print("status truth over ACP: turn end from the protocol's stopReason")
         return 0 if report_acp(40 if args.quick else 200) else 1
+    if args.acp_console:
+        n = args.agents or 50
+        print(
+            f"keystroke → repaint: the console (a pty, 200x50) with {n} ACP sessions, each "
+            f"agent (the scripted ACP agent, confined) streaming a line every "
+            f"{ACP_STREAM_SECS:g} s and a tool call every tenth over the protocol"
+        )
+        keys = args.keys or (40 if args.quick else 60)
+        return 0 if report_keys("", *acp_console_keys(keys, n)) else 1
+    args.agents = args.agents or 100
     seconds = args.seconds or (30.0 if args.quick else 90.0)
     version = subprocess.run(["tmux", "-V"], capture_output=True, text=True).stdout.strip()
     load = os.getloadavg()[0]

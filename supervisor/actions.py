@@ -39,6 +39,11 @@ class SessionFacts:
     live: bool = True
     worktree: str | None = None
     result_branch: str | None = None
+    # where its agent runs: a pane's backend (`tmux`, `pty`, …), `acp` for an
+    # agent driven over the protocol, None before an agent started (or none will)
+    transport: str | None = None
+    # what the agent announced it can switch: "modes", "models" (empty: nothing)
+    offers: tuple[str, ...] = ()
 
 
 def why_not(action: str, f: SessionFacts) -> str | None:
@@ -76,6 +81,24 @@ def why_not(action: str, f: SessionFacts) -> str | None:
         return f"only a delivered branch is pushed: {name} is {now}"
     if action == "open_worktree":
         return None if f.worktree else f"{name} has no worktree any more"
+    if action == "agent_settings":
+        return _settings_refusal(f, name, now)
     if action == "cancel":
         return f"{name} has already ended ({f.state.value})" if f.state.is_terminal else None
     return None  # rename and what only looks: always
+
+
+def _settings_refusal(f: SessionFacts, name: str, now: str) -> str | None:
+    """Modes and models are an ACP agent's, set while it runs."""
+    if f.transport is not None and f.transport != "acp":
+        return (
+            f"{name}'s agent runs in a {f.transport} pane, not over ACP: only ACP agents "
+            "announce modes and models to switch"
+        )
+    if f.state is not S.RUNNING or not f.live or f.dormant:
+        return f"{name}'s agent is not running ({now}): its mode and model are set while it runs"
+    if f.transport is None:
+        return f"{name}'s engine does not speak ACP: only ACP agents announce modes and models"
+    if not f.offers:
+        return f"{name}'s agent announced no modes or models to switch"
+    return None

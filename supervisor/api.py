@@ -404,6 +404,15 @@ class Supervisor:
         """Ask a running ACP agent to switch mode (`session/set_mode`)."""
         return {"mode": await self._open_gates().run_loop.set_mode(session_id, mode)}
 
+    async def set_model(self, session_id: str, model: str) -> dict[str, str]:
+        """Ask a running ACP agent to switch to a model it offers (`session/set_model`)."""
+        return {"model": await self._open_gates().run_loop.set_model(session_id, model)}
+
+    async def set_option(self, session_id: str, key: str, value: str) -> dict[str, str]:
+        """Set a running ACP agent's config option (`session/set_config_option`)."""
+        chosen = await self._open_gates().run_loop.set_option(session_id, key, value)
+        return {"key": key, "value": chosen}
+
     # -- gate 2: approval, and cancel ------------------------------------------------------
 
     async def review_files(self, session_id: str) -> builtins.list[FilePatch]:

@@ -251,7 +251,8 @@ class ConversationData(EventData):
     it said (`message`), thought (`thought`), a tool call it started
     (`tool_call`: `title`, `tool_kind`, `status`, `text` its diff or command)
     or moved on (`tool_update`), its plan (`plan`: one entry per line of
-    `text`), the commands it offers (`commands`), its mode (`mode`), the
+    `text`), the commands it offers (`commands`), its mode (`mode`), its
+    model (`model`), its config options (`config`: `id = value` a line), the
     prompt corral sent (`prompt`) and the end of a turn (`turn_end`, `text`
     the agent's stop reason as it said it)."""
 
@@ -264,6 +265,8 @@ class ConversationData(EventData):
         "plan",
         "commands",
         "mode",
+        "model",
+        "config",
         "prompt",
         "turn_end",
     ]

@@ -326,6 +326,51 @@ class AgentIdentity(BaseModel):
     state: IdentityState = IdentityState.PENDING
 
 
+class AgentChoice(BaseModel):
+    """One value an ACP agent offers for a setting: its id and its name."""
+
+    id: str
+    name: str = ""
+
+    def shown(self) -> str:
+        same = not self.name or self.name.casefold() == self.id.casefold()
+        return self.id if same else f"{self.id} ({self.name})"
+
+
+class AgentSetting(BaseModel):
+    """A config option an ACP agent announced: a choice among `values`
+    (`select`) or on/off (`boolean`, its value `true` or `false`)."""
+
+    id: str
+    name: str = ""
+    kind: Literal["select", "boolean"] = "select"
+    value: str = ""
+    values: list[AgentChoice] = Field(default_factory=list)
+    category: str | None = None
+
+
+class AgentOffers(BaseModel):
+    """What an ACP agent announced it can switch, as last seen: its mode, its
+    model and its config options, each with the values it offers. Only these
+    can be set (`Supervisor.set_mode`, `set_model`, `set_option`)."""
+
+    mode: str | None = None
+    modes: list[AgentChoice] = Field(default_factory=list)
+    model: str | None = None
+    models: list[AgentChoice] = Field(default_factory=list)
+    options: list[AgentSetting] = Field(default_factory=list)
+    # the config option that carries the model, where the agent announces its
+    # models that way (category `model`) rather than with `models`
+    model_option: str | None = None
+
+    def option_values(self) -> dict[str, str]:
+        """Each config option's current value, by its id."""
+        return {o.id: o.value for o in self.options}
+
+    def is_empty(self) -> bool:
+        return not (self.modes or self.models or self.options or self.mode or self.model)
+
+
 class ScheduledTask(BaseModel):
     """Something corral does on its own at set times: `once` at `at` (epoch
     seconds), every `every` seconds (`interval`), or on a `cron` expression;
@@ -434,6 +479,8 @@ class CoderSession(BaseModel):
     # engine), in first-served order; cost from the configured prices.
     model_use: dict[str, ModelUse] = Field(default_factory=dict)
     agent_identity: AgentIdentity | None = None
+    # what an ACP agent announced it can switch (mode, model, config options)
+    agent_offers: AgentOffers | None = None
     # A foreman session: "3/5 subtasks verified" (its board row), and one
     # `Corral-Placement` trailer value per subtask its verified union holds.
     foreman_progress: str | None = None
@@ -557,6 +604,10 @@ class SessionSummary(BaseModel):
     lines_added: int | None = None
     lines_removed: int | None = None
     behind_base: int | None = None
+    # an ACP agent's mode, model and config options (id → value), as it announced them
+    agent_mode: str | None = None
+    agent_model: str | None = None
+    agent_options: dict[str, str] | None = None
 
 
 class EventKind(StrEnum):

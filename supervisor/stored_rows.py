@@ -77,6 +77,9 @@ ROW_FIELDS = (
     "lines_added",
     "lines_removed",
     "behind_base",
+    "agent_mode",
+    "agent_model",
+    "agent_options",
 )
 
 

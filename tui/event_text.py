@@ -104,6 +104,10 @@ def conversation_line(line: Text, said: ConversationData) -> None:
             )
         case "mode":
             line.append(f"mode {said.text}", style="magenta")
+        case "model":
+            line.append(f"model {said.text}", style="magenta")
+        case "config":
+            line.append("config: ", style="magenta").append(clip(said.text.replace("\n", "; ")))
         case "prompt":
             line.append("prompt sent: ", style="cyan").append(clip(said.text, 160))
         case "turn_end":

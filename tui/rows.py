@@ -11,7 +11,7 @@ from rich.text import Text
 from corral.supervisor.states import CoderState
 
 if TYPE_CHECKING:
-    from corral.supervisor.models import CheckResult, SessionSummary
+    from corral.supervisor.models import AgentOffers, CheckResult, SessionSummary
 
 S = CoderState
 
@@ -141,6 +141,21 @@ def agent_words(status: str | None, reason: str | None, source: str | None) -> s
     if status in ("waiting", "auth", "error") and reason:
         words += f": {reason}"
     return words
+
+
+def offers_words(offers: AgentOffers | None) -> str | None:
+    """An ACP agent's mode, model and config options as it announced them:
+    `mode ask · model fast-1 · reasoning=medium, web=false`."""
+    if offers is None or offers.is_empty():
+        return None
+    parts = []
+    if offers.mode:
+        parts.append(f"mode {offers.mode}")
+    if offers.model:
+        parts.append(f"model {offers.model}")
+    if offers.options:
+        parts.append(", ".join(f"{o.id}={o.value}" for o in offers.options))
+    return " · ".join(parts) or None
 
 
 def state_text(row: SessionSummary) -> Styled:

@@ -33,6 +33,21 @@ class AcpAgent:
     # whether corral offers it `fs/*` (else it edits with its own tools, in
     # its sandbox, which shows it the worktree alone)
     serve_files: bool = True
+    # added to its command line when corral confines it: an agent whose own
+    # sandbox cannot nest in bubblewrap is told to rely on corral's
+    confined_args: tuple[str, ...] = ()
+
+    def inside_sandbox(self, argv: list[str]) -> list[str]:
+        """Its command line inside corral's sandbox (its own speaks for the
+        adapter, not for the CLI whose profile it borrows)."""
+        return [*argv, *self.confined_args]
+
+    def env_allow(self) -> tuple[str, ...]:
+        """The variables that pass the environment scrub: its agent's, and
+        for Codex's adapter the key variables Codex's own config names."""
+        if self.name == "codex-acp":
+            return (*self.base.env_allow, *agent_env.codex_provider_env())
+        return self.base.env_allow
 
     def find(self) -> str | None:
         return shutil.which(self.program)
@@ -63,6 +78,13 @@ PRESETS: dict[str, tuple[str, str, tuple[str, ...], str, bool]] = {
     "gemini-acp": ("Gemini CLI (ACP)", "gemini", ("--acp", "--experimental-acp"), "gemini", False),
     "claude-acp": ("Claude Code (ACP adapter)", "claude-code-acp", (), "claude", True),
     "codex-acp": ("Codex (ACP adapter)", "codex-acp", (), "codex", True),
+}
+
+
+# Codex's own command sandbox is bubblewrap too and cannot start inside
+# corral's; its adapter takes Codex's settings as `-c key=value`
+CONFINED_ARGS: dict[str, tuple[str, ...]] = {
+    "codex-acp": ("-c", 'sandbox_mode="danger-full-access"'),
 }
 
 
@@ -106,6 +128,7 @@ def acp_agent(name: str) -> AcpAgent:
         base=PROFILES[speaks_for],
         one_of=one_of,
         serve_files=serve_files,
+        confined_args=CONFINED_ARGS.get(name, ()),
     )
 
 

@@ -3,7 +3,8 @@ conversation) becomes typed `conversation` events; what it asks of the
 client (files, terminals) is served inside the session's worktree and
 sandbox, and every refusal is a typed `blocked` event (what, why, by whom);
 a permission request goes to `permission` (the engine turns it into the
-session's question)."""
+session's question); a new mode or new config options go to `on_mode` and
+`on_options` (the engine keeps the session's `AgentOffers`)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from acp.schema import (
     AgentPlanUpdate,
     AgentThoughtChunk,
     AvailableCommandsUpdate,
+    ConfigOptionUpdate,
     ContentToolCallContent,
     CreateTerminalResponse,
     CurrentModeUpdate,
@@ -87,12 +89,14 @@ class CorralClient:
         emit: Callable[[EventData], None],
         permission: Permission,
         on_mode: Callable[[str], None] = lambda _mode: None,
+        on_options: Callable[[list[Any]], None] = lambda _options: None,
     ) -> None:
         self.files = files
         self.terminals = terminals
         self.emit = emit
         self.permission = permission
         self.on_mode = on_mode
+        self.on_options = on_options
         self._said: dict[str, str] = {"message": "", "thought": ""}
 
     # -- the conversation ------------------------------------------------------------
@@ -150,7 +154,8 @@ class CorralClient:
             self.emit(ConversationData(part="commands", text="\n".join(names)))
         elif isinstance(update, CurrentModeUpdate):
             self.on_mode(update.current_mode_id)
-            self.emit(ConversationData(part="mode", text=update.current_mode_id))
+        elif isinstance(update, ConfigOptionUpdate):
+            self.on_options(list(update.config_options))
 
     # -- permission ----------------------------------------------------------------------
 

@@ -5,7 +5,7 @@ anything the agent drew."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Sequence
 
 from ..events import BlockedData, CoderEvent, ConversationData
 from ..panes.base import Screen
@@ -34,17 +34,27 @@ def _lines(data: ConversationData | BlockedData) -> list[str]:
             return ["", f"» {first}"]
         case "turn_end":
             return [f"— turn ended: {text}", ""]
-        case "mode":
-            return [f"mode: {text}"]
+        case "mode" | "model":
+            return [f"{data.part}: {text}"]
+        case "config":
+            return ["config:", *(f"  {ln}" for ln in text.splitlines())]
     return []  # the commands it offers: listed in the log, not here
 
 
-def conversation_screen(events: Iterable[CoderEvent], last: int = 200) -> Screen | None:
-    """The conversation's last lines (None: the session has none)."""
-    lines: list[str] = []
-    for event in events:
+def conversation_screen(events: Sequence[CoderEvent], last: int = 200) -> Screen | None:
+    """The conversation's last lines (None: the session has none). Read from
+    the newest event back, only as far as `last` lines reach: the preview
+    asks four times a second of a log that keeps thousands."""
+    chunks: list[list[str]] = []
+    count = 0
+    for event in reversed(events):
         if isinstance(event.data, ConversationData | BlockedData):
-            lines += [ln[:WIDTH] for ln in _lines(event.data)]
+            chunk = [ln[:WIDTH] for ln in _lines(event.data)]
+            chunks.append(chunk)
+            count += len(chunk)
+            if count >= last:
+                break
+    lines = [ln for chunk in reversed(chunks) for ln in chunk]
     if not lines:
         return None
     lines = lines[-last:]

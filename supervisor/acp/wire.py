@@ -5,7 +5,13 @@ such a line is reported (`on_malformed`) so the session says what the agent
 wrote. Every message corral sends is reported (`on_sent`, with the agent's
 request when it is a response) only after its bytes were written to the
 agent's stdin and drained: that is when a prompt went out, or an answer
-landed."""
+landed.
+
+The wire also carries what the SDK's schema lacks: `on_result` sees the raw
+answer to each request the SDK sent (the `models` an agent announces with
+`session/new` are not in the SDK's models), and `request` sends a request of
+corral's own (`session/set_model`) under ids the SDK never uses, its answer
+kept from the SDK."""
 
 from __future__ import annotations
 
@@ -14,6 +20,8 @@ import contextlib
 import json
 from collections.abc import Callable
 from typing import Any
+
+from acp import RequestError
 
 MAX_LINE_BYTES = 50 * 1024 * 1024
 
@@ -26,6 +34,7 @@ class StdioWire:
         *,
         on_malformed: Callable[[bytes], None],
         on_sent: Callable[[dict[str, Any], dict[str, Any] | None], None],
+        on_result: Callable[[str, Any], None] = lambda _method, _result: None,
     ) -> None:
         self._reader = reader
         self._writer = writer
@@ -34,6 +43,11 @@ class StdioWire:
         self._lock = asyncio.Lock()
         self._closed = False
         self._asked: dict[Any, dict[str, Any]] = {}  # the agent's requests not yet answered
+        self._on_result = on_result
+        self._sent: dict[Any, str] = {}  # the SDK's requests not yet answered: id → method
+        self._own: dict[str, asyncio.Future[Any]] = {}  # corral's own requests
+        self._own_count = 0
+        self._ended = False  # the agent's output ended: no answer can come any more
 
     async def send(self, message: dict[str, Any]) -> None:
         data = (json.dumps(message, separators=(",", ":")) + "\n").encode("utf-8")
@@ -43,7 +57,50 @@ class StdioWire:
             self._writer.write(data)
             await self._writer.drain()
         request = self._asked.pop(message.get("id"), None) if "method" not in message else None
+        if "method" in message and "id" in message:
+            self._sent[message["id"]] = message["method"]
         self._on_sent(message, request)
+
+    async def request(self, method: str, params: dict[str, Any]) -> Any:
+        """Send a request of corral's own and wait for its answer (raises
+        `RequestError` when the agent answers with an error, `ConnectionError`
+        when it goes)."""
+        if self._ended:
+            raise ConnectionError("the agent closed its output")
+        self._own_count += 1
+        key = f"corral-{self._own_count}"
+        answer: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._own[key] = answer
+        try:
+            await self.send({"jsonrpc": "2.0", "id": key, "method": method, "params": params})
+            return await answer
+        finally:
+            self._own.pop(key, None)
+            self._sent.pop(key, None)
+
+    def _answered(self, message: dict[str, Any]) -> bool:
+        """A response to a request of corral's own (kept from the SDK), or
+        one the SDK waits for (its raw result shown to `on_result` first)."""
+        key = message.get("id")
+        own = self._own.get(key) if isinstance(key, str) else None
+        if own is not None:
+            if not own.done():
+                error = message.get("error")
+                if isinstance(error, dict):
+                    own.set_exception(
+                        RequestError(
+                            int(error.get("code", -32603)),
+                            str(error.get("message", "error")),
+                            error.get("data"),
+                        )
+                    )
+                else:
+                    own.set_result(message.get("result"))
+            return True
+        method = self._sent.pop(key, None)
+        if method is not None and "result" in message:
+            self._on_result(method, message["result"])
+        return False
 
     async def receive(self) -> dict[str, Any] | None:
         while True:
@@ -52,6 +109,7 @@ class StdioWire:
             except asyncio.IncompleteReadError as exc:
                 line = exc.partial
                 if not line:
+                    self._fail_own()
                     return None
             except asyncio.LimitOverrunError:
                 self._on_malformed(b"(a line longer than the limit)")
@@ -70,9 +128,18 @@ class StdioWire:
                 continue
             if "method" in message and "id" in message:
                 self._asked[message["id"]] = message
+            elif "method" not in message and self._answered(message):
+                continue
             return message
+
+    def _fail_own(self) -> None:
+        self._ended = True
+        for answer in self._own.values():
+            if not answer.done():
+                answer.set_exception(ConnectionError("the agent closed its output"))
 
     async def close(self) -> None:
         self._closed = True
+        self._fail_own()
         with contextlib.suppress(Exception):
             self._writer.close()

@@ -58,7 +58,10 @@ from .protocol import (
     EngineInfo,
     EngineParams,
     KeysParams,
+    ModelParams,
+    ModeParams,
     NoParams,
+    OptionParams,
     PushParams,
     RejectParams,
     RenameParams,
@@ -369,6 +372,17 @@ class AttachedSupervisor:
     async def respond(self, session_id: str, text: str, *, steer: bool = False) -> dict[str, bool]:
         return await self._request(
             Calls.respond, RespondParams(session_id=session_id, text=text, steer=steer)
+        )
+
+    async def set_mode(self, session_id: str, mode: str) -> dict[str, str]:
+        return await self._request(Calls.set_mode, ModeParams(session_id=session_id, mode=mode))
+
+    async def set_model(self, session_id: str, model: str) -> dict[str, str]:
+        return await self._request(Calls.set_model, ModelParams(session_id=session_id, model=model))
+
+    async def set_option(self, session_id: str, key: str, value: str) -> dict[str, str]:
+        return await self._request(
+            Calls.set_option, OptionParams(session_id=session_id, key=key, value=value)
         )
 
     async def approve(

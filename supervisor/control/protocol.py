@@ -175,6 +175,17 @@ class ModeParams(_Params):
     mode: str
 
 
+class ModelParams(_Params):
+    session_id: str
+    model: str
+
+
+class OptionParams(_Params):
+    session_id: str
+    key: str
+    value: str
+
+
 class SteerParams(_Params):
     session_id: str
     text: str

@@ -752,6 +752,14 @@ async def _set_mode(conn: _Connection, _id: Any, a: p.ModeParams) -> Any:
     return await conn.sup.set_mode(a.session_id, a.mode)
 
 
+async def _set_model(conn: _Connection, _id: Any, a: p.ModelParams) -> Any:
+    return await conn.sup.set_model(a.session_id, a.model)
+
+
+async def _set_option(conn: _Connection, _id: Any, a: p.OptionParams) -> Any:
+    return await conn.sup.set_option(a.session_id, a.key, a.value)
+
+
 async def _steer(conn: _Connection, _id: Any, a: p.SteerParams) -> Any:
     return await conn.sup.respond(a.session_id, a.text, steer=True)
 
@@ -1048,6 +1056,8 @@ def _methods() -> dict[str, Method]:
         serve(c.respond, _respond),
         serve(c.steer, _steer),
         serve(c.set_mode, _set_mode),
+        serve(c.set_model, _set_model),
+        serve(c.set_option, _set_option),
         serve(c.question_options, _options),
         serve(c.approve, _approve),
         serve(c.reject, _reject),

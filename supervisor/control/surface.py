@@ -154,6 +154,12 @@ class Calls:
     set_mode: Call[p.ModeParams, dict[str, str]] = _person(
         p.ModeParams, dict[str, str], "set {whose} agent's mode"
     )
+    set_model: Call[p.ModelParams, dict[str, str]] = _person(
+        p.ModelParams, dict[str, str], "set {whose} agent's model"
+    )
+    set_option: Call[p.OptionParams, dict[str, str]] = _person(
+        p.OptionParams, dict[str, str], "set {whose} agent's config option"
+    )
     question_options: Call[p.SessionParams, builtins.list[str]] = _agents(
         p.SessionParams, builtins.list[str], own=True
     )
@@ -362,6 +368,9 @@ class OwnerSurface(Protocol):
     async def respond(
         self, session_id: str, text: str, *, steer: bool = False
     ) -> dict[str, bool]: ...
+    async def set_mode(self, session_id: str, mode: str) -> dict[str, str]: ...
+    async def set_model(self, session_id: str, model: str) -> dict[str, str]: ...
+    async def set_option(self, session_id: str, key: str, value: str) -> dict[str, str]: ...
     async def approve(
         self,
         session_id: str,

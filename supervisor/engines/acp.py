@@ -13,6 +13,14 @@ options), idle once the prompt returned its `stopReason`, shown as the agent
 gave it. A permission answer is reported only once the response was written
 to the agent's stdin. Cancel sends `session/cancel`, then stops the agent.
 
+What the agent announces it can switch (modes, models, config options) is
+kept on the session (`AgentOffers`) and shown in its conversation; the
+operator sets them while it runs (`session/set_mode`, `session/set_model`,
+`session/set_config_option`), only to a value the agent offers. A pinned
+model (`corral run --model`) is asked for with `session/set_model` once the
+session is ready; an agent that does not offer it ends the run with the
+models it does offer.
+
 An agent that never answers `initialize`, exits mid-turn or writes lines
 that are not JSON-RPC is reported in one sentence with the last lines of its
 stderr; the events so far are journaled and the worktree is kept.
@@ -46,6 +54,18 @@ from acp.schema import (
 from ..acp.agents import AcpAgent
 from ..acp.client import CorralClient, tool_detail
 from ..acp.files import WorktreeFiles
+from ..acp.offers import (
+    choose_mode,
+    choose_model,
+    describe,
+    read_models,
+    read_modes,
+    read_options,
+    settings_text,
+)
+from ..acp.offers import (
+    choose_option as choose_setting,
+)
 from ..acp.terminals import Terminals
 from ..acp.wire import StdioWire
 from ..agents.base import SESSION_ENV, AgentUnavailable, check_recursion
@@ -62,6 +82,7 @@ from ..events import (
     PlanTextData,
 )
 from ..governance.env_scrub import scrubbed_env
+from ..models import AgentOffers
 from ..paths import AGENT_SOCKET_ENV, agent_socket_dir, agent_socket_path, ensure_private_dir
 from ..sandbox import active_policy
 from ..sandbox.agent import launch_agent
@@ -81,17 +102,25 @@ class AgentGone(Exception):
     """The agent's process ended, or its connection broke; the message says how."""
 
 
+class ModelRefused(Exception):
+    """The pinned model is not one the agent offers; the message names those it does."""
+
+
 class _Conversation:
     """One running agent process and its ACP session."""
 
-    def __init__(self, proc: asyncio.subprocess.Process, conn: ClientSideConnection) -> None:
+    def __init__(
+        self, proc: asyncio.subprocess.Process, conn: ClientSideConnection, wire: StdioWire
+    ) -> None:
         self.proc = proc
         self.conn = conn
+        self.wire = wire
         self.session_id = ""
         self.can_load = False
         self.loaded = False  # the conversation was loaded (session/load), not new
-        self.modes: list[str] = []
-        self.mode: str | None = None
+        self.offers = AgentOffers()
+        # what the wire saw in the raw answers (`models`, which the SDK's schema lacks)
+        self.announced: dict[str, Any] = {}
         self.client: CorralClient | None = None
         self.terminals: Terminals | None = None
 
@@ -158,7 +187,8 @@ class AcpEngine:
             )
         base = self.agent.base
         chain = check_recursion(self.agent.name)
-        env = scrubbed_env(allow=base.env_allow, invoked_by=chain)
+        allowed = self.agent.env_allow()
+        env = scrubbed_env(allow=allowed, invoked_by=chain)
         env[SESSION_ENV] = ctx.session_id
         env["CORRAL_HOME"] = str(self.state_dir)
         env[AGENT_SOCKET_ENV] = str(agent_socket_path(self.state_dir, ctx.session_id))
@@ -177,8 +207,8 @@ class AcpEngine:
             hooks_file=session_dir / "hooks.jsonl",
             python=self.python,
             agent_socket_dir=sockets,
-            inside=base.inside_sandbox,
-            env_files=base.env_allow,
+            inside=self.agent.inside_sandbox,
+            env_files=allowed,
         )
         return launch.argv, launch.env, launch.confined, launch.account
 
@@ -199,17 +229,34 @@ class AcpEngine:
         finally:
             stderr.close()
         assert proc.stdin is not None and proc.stdout is not None
+        announced: dict[str, Any] = {}
+
+        def on_result(method: str, result: Any) -> None:
+            if method in ("session/new", "session/load") and isinstance(result, dict):
+                announced["models"] = result.get("models")
+
         wire = StdioWire(
-            proc.stdout, proc.stdin, on_malformed=self._on_malformed, on_sent=self._on_sent
+            proc.stdout,
+            proc.stdin,
+            on_malformed=self._on_malformed,
+            on_sent=self._on_sent,
+            on_result=on_result,
         )
         files = WorktreeFiles(ctx.worktree)
         terminals = Terminals(files, network=self.shell_network)
-        client = CorralClient(files, terminals, self._emit, self._permission, on_mode=self._on_mode)
+        client = CorralClient(
+            files,
+            terminals,
+            self._emit,
+            self._permission,
+            on_mode=self._on_mode,
+            on_options=self._on_options,
+        )
         # the SDK's `Client` protocol also lists unstable methods corral does not
         # serve; the router answers those "method not found"
         conn = ClientSideConnection(cast(Client, client), wire)
-        conv = _Conversation(proc, conn)
-        conv.client, conv.terminals = client, terminals
+        conv = _Conversation(proc, conn, wire)
+        conv.client, conv.terminals, conv.announced = client, terminals, announced
         ctx.note_pane(
             {"agent": self.agent.name, "state": "live", "backend": "acp", "pid": proc.pid}
         )
@@ -298,6 +345,7 @@ class AcpEngine:
             )
             conv.session_id, conv.loaded = resume, True
             modes = loaded.modes if loaded else None
+            options = loaded.config_options if loaded else None
         else:
             created = await self._until_exit(
                 conv,
@@ -307,19 +355,46 @@ class AcpEngine:
             )
             conv.session_id = created.session_id
             modes = created.modes
+            options = created.config_options
             ctx.note_agent_session(created.session_id, None)
         if conv.client is not None:
             conv.client.flush()  # a load replays the conversation as updates
-        if modes is not None:
-            conv.modes = [m.id for m in modes.available_modes]
-            conv.mode = modes.current_mode_id
-            ctx.emit(
-                ConversationData(
-                    part="mode",
-                    text=f"{modes.current_mode_id} (offers: {', '.join(conv.modes)})",
-                )
-            )
+        offers = conv.offers
+        read_modes(offers, modes)
+        read_models(offers, conv.announced.get("models"))
+        read_options(offers, options)
+        if not offers.is_empty():  # kept on the session, then told
+            ctx.note_offers(offers.model_copy(deep=True))
+        for part, text in describe(offers):
+            ctx.emit(ConversationData(part=part, text=text))  # type: ignore[arg-type]
+        await self._pin_model(ctx, conv)
         self._status(AgentStatus.IDLE, "session ready")
+
+    async def _pin_model(self, ctx: RunContext, conv: _Conversation) -> None:
+        """Ask for the session's pinned model, where the agent offers it."""
+        wanted = ctx.model_id or ctx.model
+        if not wanted:
+            return
+        try:
+            chosen = choose_model(conv.offers, wanted, self.agent.label)
+        except CorralError as exc:
+            if ctx.model and ctx.model != wanted:  # the configured name, as the operator said it
+                try:
+                    chosen = choose_model(conv.offers, ctx.model, self.agent.label)
+                except CorralError:
+                    raise ModelRefused(str(exc)) from None
+            else:
+                raise ModelRefused(str(exc)) from None
+        if chosen != conv.offers.model:
+            await self._until_exit(
+                conv,
+                self._model_request(conv, chosen),
+                "while setting its model",
+                self.start_timeout,
+            )
+        conv.offers.model = chosen
+        ctx.note_offers(conv.offers.model_copy(deep=True))
+        ctx.emit(ConversationData(part="model", text=f"{chosen} (the session's pinned model)"))
 
     # -- the run ---------------------------------------------------------------------------
 
@@ -356,6 +431,9 @@ class AcpEngine:
                 parts = []  # guidance that arrived during the turn is the next turn
         except AgentUnavailable as exc:
             return EngineOutcome(failure=LoopFailure.ENGINE_UNAVAILABLE, error=str(exc))
+        except ModelRefused as exc:
+            ctx.emit(PlanTextData(text=str(exc)))
+            return EngineOutcome(failure=LoopFailure.CONFIGURATION, error=str(exc))
         except AgentGone as exc:
             return self._gone(ctx, str(exc))
         except RequestError as exc:  # the agent answered a request with an error
@@ -506,24 +584,96 @@ class AcpEngine:
             )
 
     def _on_mode(self, mode: str) -> None:
+        """The agent switched mode itself (`current_mode_update`)."""
         if self._conv is not None:
-            self._conv.mode = mode
+            self._conv.offers.mode = mode
+            self._note_offers(self._conv)
+        self._emit(ConversationData(part="mode", text=mode))
 
-    # -- modes -----------------------------------------------------------------------------
+    def _on_options(self, options: list[Any]) -> None:
+        """The agent announced its config options again (`config_option_update`)."""
+        if self._conv is None:
+            return
+        read_options(self._conv.offers, options)
+        self._note_offers(self._conv)
+        self._emit(ConversationData(part="config", text=settings_text(self._conv.offers)))
+
+    def _note_offers(self, conv: _Conversation) -> None:
+        if self._ctx is not None:
+            self._ctx.note_offers(conv.offers.model_copy(deep=True))
+
+    # -- modes, models, config options -------------------------------------------------------
+
+    def _live(self, what: str) -> _Conversation:
+        conv = self._conv
+        if conv is None or conv.proc.returncode is not None or not conv.session_id:
+            raise CorralError(f"the ACP agent is not running: its {what} cannot be set now")
+        return conv
+
+    async def _ask(self, conv: _Conversation, what: str, step: Any) -> Any:
+        """A setting request; the agent's refusal is said as it gave it."""
+        try:
+            return await self._until_exit(conv, step, f"while setting its {what}", 30.0)
+        except RequestError as exc:
+            raise CorralError(f"{self.agent.label} refused to set its {what}: {exc}") from None
+        except (AgentGone, TimeoutError) as exc:
+            raise CorralError(f"{self.agent.label} did not set its {what}: {exc}") from None
 
     async def set_mode(self, mode: str) -> str:
         """Ask the agent to switch to `mode` (`session/set_mode`)."""
-        conv = self._conv
-        if conv is None or conv.proc.returncode is not None or not conv.session_id:
-            raise CorralError("the ACP agent is not running: its mode cannot be set now")
-        if conv.modes and mode not in conv.modes:
-            raise CorralError(
-                f"{self.agent.label} offers no mode {mode!r}; it offers: {', '.join(conv.modes)}"
-            )
-        await conv.conn.set_session_mode(session_id=conv.session_id, mode_id=mode)
-        conv.mode = mode
-        self._emit(ConversationData(part="mode", text=f"{mode} (set by the operator)"))
-        return mode
+        conv = self._live("mode")
+        chosen = choose_mode(conv.offers, mode, self.agent.label)
+        await self._ask(
+            conv, "mode", conv.conn.set_session_mode(session_id=conv.session_id, mode_id=chosen)
+        )
+        conv.offers.mode = chosen
+        self._note_offers(conv)
+        self._emit(ConversationData(part="mode", text=f"{chosen} (set by the operator)"))
+        return chosen
+
+    async def set_model(self, model: str) -> str:
+        """Ask the agent to switch to `model`, one it offers (`session/set_model`)."""
+        conv = self._live("model")
+        chosen = choose_model(conv.offers, model, self.agent.label)
+        await self._ask(conv, "model", self._model_request(conv, chosen))
+        conv.offers.model = chosen
+        self._note_offers(conv)
+        self._emit(ConversationData(part="model", text=f"{chosen} (set by the operator)"))
+        return chosen
+
+    async def _model_request(self, conv: _Conversation, model: str) -> None:
+        """`session/set_model`, or the config option that carries the model."""
+        option = conv.offers.model_option
+        if option is None:
+            params = {"sessionId": conv.session_id, "modelId": model}
+            await conv.wire.request("session/set_model", params)
+            return
+        answer = await conv.conn.set_config_option(
+            config_id=option, session_id=conv.session_id, value=model
+        )
+        read_options(conv.offers, answer.config_options if answer is not None else None)
+
+    async def set_option(self, key: str, value: str) -> str:
+        """Set one of the agent's config options to a value it offers
+        (`session/set_config_option`); the agent answers with all of them."""
+        conv = self._live("config option")
+        config_id, chosen = choose_setting(conv.offers, key, value, self.agent.label)
+        answer = await self._ask(
+            conv,
+            f"option {config_id!r}",
+            conv.conn.set_config_option(
+                config_id=config_id, session_id=conv.session_id, value=chosen
+            ),
+        )
+        read_options(conv.offers, answer.config_options if answer is not None else None)
+        now = conv.offers.option_values().get(config_id)
+        if now is None:  # an answer without the options: the value asked is the value
+            now = str(chosen).lower() if isinstance(chosen, bool) else chosen
+        self._note_offers(conv)
+        self._emit(
+            ConversationData(part="config", text=f"{config_id} = {now} (set by the operator)")
+        )
+        return now
 
     # -- stopping --------------------------------------------------------------------------
 
@@ -541,6 +691,9 @@ class AcpEngine:
         await self._stop(conv)
 
     async def _stop(self, conv: _Conversation) -> None:
+        inflight, self._inflight = self._inflight, None
+        if inflight is not None:  # a turn left behind (corral closing): its end is no news
+            inflight.add_done_callback(_retrieved)
         if conv.terminals is not None:
             with contextlib.suppress(Exception):
                 await conv.terminals.close()
@@ -563,6 +716,11 @@ class AcpEngine:
         if conv is not None:
             await self._stop(conv)
             self._status(AgentStatus.EXITED, "the session's run ended")
+
+
+def _retrieved(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled():
+        future.exception()
 
 
 def option_text(option: PermissionOption) -> str:

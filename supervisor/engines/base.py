@@ -55,6 +55,9 @@ class RunContext:
     # The agent's status when its engine knows it exactly (a protocol's
     # answer), rather than from a pane corral reads.
     note_status: Callable[[Any], None] = lambda _reading: None
+    # What an ACP agent announced it can switch (`models.AgentOffers`), kept
+    # on the session each time it changes.
+    note_offers: Callable[[Any], None] = lambda _offers: None
     detaching: Callable[[], bool] = lambda: False  # True while corral closes (agents live on)
     # The agent's own session to resume when a new pane starts (None: start afresh).
     resume_id: Callable[[], str | None] = lambda: None

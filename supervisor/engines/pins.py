@@ -6,13 +6,16 @@ agent only, a model name that agent knows. The built-in engine needs a
 configured, tool-capable model. An agent CLI gets the configured entry's
 model id (`claude --model <id>`), or the name as typed when no entry has it;
 an agent without a model flag (`custom:`, one-shot commands, the demo) is
-refused with a sentence that says how to choose instead.
+refused with a sentence that says how to choose instead. An ACP agent is
+asked for the model over the protocol (`session/set_model`) once it has said
+which it offers.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..acp.agents import is_acp
 from ..agents.base import AgentUnavailable
 from ..agents.oneshot import is_oneshot, oneshot_profile
 from ..agents.profiles import profile_for
@@ -49,6 +52,8 @@ def resolve_pin(name: str | None, engine: str, chain: ModelChain | None) -> Pin 
             )
         return Pin(name, entry.model or name, entry)
     spec = engine.removeprefix("external:")
+    if is_acp(spec):  # asked of the agent over ACP once it says which models it offers
+        return Pin(name, (entry.model if entry is not None else "") or name, entry)
     try:
         profile = oneshot_profile(spec) if is_oneshot(spec) else profile_for(spec)
     except AgentUnavailable as exc:

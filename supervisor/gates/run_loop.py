@@ -35,7 +35,7 @@ from ..faults import fault_point
 from ..git.run import WorktreeMetadataChanged
 from ..git.trees import tree_of
 from ..hosts.place import Hosts
-from ..models import CheckResult, NoChangeFinding
+from ..models import AgentOffers, CheckResult, NoChangeFinding
 from ..session.identity import resume_id
 from ..session.live import LiveSession
 from ..session.model_use import auth_waiter, hop_event, record_use
@@ -303,6 +303,12 @@ class RunLoop:
             s.pane = pane
             registry.persist(live)
 
+        def note_offers(offers: AgentOffers) -> None:
+            """Kept on the session, so the board, `get` and a restart show them."""
+            s.agent_offers = offers
+            registry.persist(live)
+            registry.notify(s.id)
+
         return RunContext(
             session_id=s.id,
             intent=s.execution_intent(),
@@ -320,6 +326,7 @@ class RunLoop:
             withdraw_question=withdraw_question,
             note_pane=note_pane,
             note_status=lambda reading: registry.note_agent_status(s.id, reading),
+            note_offers=note_offers,
             detaching=lambda: registry.closing,
             resume_id=lambda: resume_id(s),
             note_agent_session=lambda sid, path: registry.note_agent_hook(
@@ -373,20 +380,34 @@ class RunLoop:
                 f"no user response within {int(timeout)}s; proceeding without it"
             ) from None
 
-    async def set_mode(self, session_id: str, mode: str) -> str:
-        """Switch the running agent's mode, where its engine has modes (ACP)."""
+    def _setter(self, session_id: str, method: str, what: str) -> Any:
+        """The running engine's `method` that sets its agent's `what` (ACP)."""
         self._registry.live(session_id)
         engine = self._running.get(session_id)
         if engine is None:
             raise CorralError(
-                "the session's agent is not running: its mode can be set while it runs"
+                f"the session's agent is not running: its {what} can be set while it runs"
             )
-        setter = getattr(engine, "set_mode", None)
+        setter = getattr(engine, method, None)
         if setter is None:
             raise CorralError(
-                f"{engine.label} has no modes corral can set: only ACP agents announce them"
+                f"{engine.label} has no {what}s corral can set: only ACP agents announce them"
             )
-        result: str = await setter(mode)
+        return setter
+
+    async def set_mode(self, session_id: str, mode: str) -> str:
+        """Switch the running agent's mode, where its engine has modes (ACP)."""
+        result: str = await self._setter(session_id, "set_mode", "mode")(mode)
+        return result
+
+    async def set_model(self, session_id: str, model: str) -> str:
+        """Switch the running agent's model, one it offers (ACP)."""
+        result: str = await self._setter(session_id, "set_model", "model")(model)
+        return result
+
+    async def set_option(self, session_id: str, key: str, value: str) -> str:
+        """Set one of the running agent's config options (ACP)."""
+        result: str = await self._setter(session_id, "set_option", "config option")(key, value)
         return result
 
     def question_options(self, session_id: str) -> list[str]:

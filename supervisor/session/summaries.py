@@ -29,6 +29,7 @@ def _failure_kind(session: CoderSession) -> FailureKind | None:
 
 def stored_summary(session: CoderSession) -> SessionSummary:
     """A session this process is not running: never advertises an action."""
+    offers = session.agent_offers
     row = SessionSummary(
         session_id=session.id,
         label=label(session.id),
@@ -67,6 +68,9 @@ def stored_summary(session: CoderSession) -> SessionSummary:
         host=session.host,
         where=_where(session),
         adopted=bool(session.pane and session.pane.get("adopted")),
+        agent_mode=offers.mode if offers else None,
+        agent_model=offers.model if offers else None,
+        agent_options=offers.option_values() if offers and offers.options else None,
     )
     stats = _diff_stats(session)
     return row.model_copy(update=stats) if stats else row

@@ -5,7 +5,9 @@ tool: it replaces Claude Code's Write when the client serves files), the
 adapter sends `session/request_permission`, the operator allows it through
 the API by the option's kind, the file is written through corral's
 `fs/write_text_file` in the worktree, the turn ends with
-`end_turn`, and the runtime verifies it (gate 2 unchanged)."""
+`end_turn`, and the runtime verifies it (gate 2 unchanged). The session pins
+a model the adapter offers (`models` in its answer to `session/new`): it is
+asked for with `session/set_model`, and the model server sees it."""
 
 from __future__ import annotations
 
@@ -47,7 +49,9 @@ async def test_claude_over_acp_writes_the_file_through_a_permission_the_operator
             monkeypatch.setenv("CORRAL_CONFIG", str(config))
         sup = await open_sup(tmp_path, "claude")
         try:
-            started = await sup.start("Write hello.txt saying hi", repo, engine="claude-acp")
+            started = await sup.start(
+                "Write hello.txt saying hi", repo, engine="claude-acp", model="haiku"
+            )
             sid = started.session_id
             target = Path(started.worktree or "") / "hello.txt"
             srv.push(
@@ -72,5 +76,12 @@ async def test_claude_over_acp_writes_the_file_through_a_permission_the_operator
                 d.text for d in logged if isinstance(d, ConversationData) and d.part == "turn_end"
             ]
             assert ends == ["end_turn"]
+            # what the adapter announced is kept; the pinned model went by session/set_model
+            offers = sup.get(sid).session.agent_offers
+            assert offers is not None and offers.mode == "default"
+            assert {"default", "plan"} <= {m.id for m in offers.modes}
+            assert "haiku" in {m.id for m in offers.models} and offers.model == "haiku"
+            asked = [str((r.body or {}).get("model")) for r in srv.turn_requests]
+            assert asked and all("haiku" in m for m in asked), asked
         finally:
             await sup.close()

@@ -12,14 +12,24 @@ edge cases. `acp_agent.py SCRIPT [ARG]`:
 - `mute`: never answers `initialize`.
 - `exit`: exits with status 3 in the middle of its turn.
 - `quick`: says one line and ends its turn at once (bench/status.py --acp).
+- `stream [SECS]`: says a line every SECS (0.1) and starts and completes a
+  tool call every tenth line, until `session/cancel` (bench/status.py
+  --acp-console: a console with many ACP sessions streaming).
 - `load`: like `write` but advertises `session/load`; the first process
   exits mid-turn, a loaded one finishes the work.
+- `models`: like `slow`, and announces models (`fast-1`, `deep-2`, as the
+  real adapters write them: `models` in the answer to `session/new`, set with
+  `session/set_model`, which the SDK's agent side no longer routes, so this
+  agent's own transport serves them) and config options (`reasoning`:
+  low/medium/high, `web`: on/off); at the start of its turn it moves
+  `reasoning` to medium itself (`config_option_update`).
 Each turn it records what it saw in `$ACP_FAKE_OUT/<script>.jsonl` when set.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import sys
@@ -37,17 +47,24 @@ from acp import (
     update_plan,
     update_tool_call,
 )
+from acp.agent.connection import AgentSideConnection
 from acp.schema import (
     AgentCapabilities,
+    ConfigOptionUpdate,
     InitializeResponse,
     LoadSessionResponse,
     NewSessionResponse,
     PermissionOption,
     PromptResponse,
+    SessionConfigOptionBoolean,
+    SessionConfigOptionSelect,
+    SessionConfigSelectOption,
     SessionMode,
     SessionModeState,
+    SetSessionConfigOptionResponse,
     SetSessionModeResponse,
 )
+from acp.stdio import stdio_streams
 
 Stop = Literal["end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"]
 SCRIPT = sys.argv[1] if len(sys.argv) > 1 else "write"
@@ -56,6 +73,29 @@ MODES = SessionModeState(
     current_mode_id="ask",
     available_modes=[SessionMode(id="ask", name="Ask"), SessionMode(id="code", name="Code")],
 )
+
+MODELS = {
+    "currentModelId": "fast-1",
+    "availableModels": [
+        {"modelId": "fast-1", "name": "Fast"},
+        {"modelId": "deep-2", "name": "Deep", "description": "thinks longer"},
+    ],
+}
+
+
+def config_options(reasoning: str, web: bool) -> list[Any]:
+    levels = [SessionConfigSelectOption(value=v, name=v.title()) for v in ("low", "medium", "high")]
+    return [
+        SessionConfigOptionSelect(
+            id="reasoning",
+            name="Reasoning",
+            type="select",
+            current_value=reasoning,
+            options=levels,
+            category="thought_level",
+        ),
+        SessionConfigOptionBoolean(id="web", name="Web search", type="boolean", current_value=web),
+    ]
 
 
 def record(entry: dict[str, Any]) -> None:
@@ -70,6 +110,7 @@ class Fake:
         self.conn: Any = None
         self.cwd = "."
         self.cancelled = asyncio.Event()
+        self.reasoning, self.web = "low", False
 
     def on_connect(self, conn: Any) -> None:
         self.conn = conn
@@ -84,6 +125,12 @@ class Fake:
 
     async def new_session(self, cwd: str, **_: Any) -> NewSessionResponse:
         self.cwd = cwd
+        if SCRIPT == "models":
+            return NewSessionResponse(
+                session_id="fake-session-1",
+                modes=MODES,
+                config_options=config_options(self.reasoning, self.web),
+            )
         return NewSessionResponse(session_id="fake-session-1", modes=MODES)
 
     async def load_session(self, cwd: str, session_id: str, **_: Any) -> LoadSessionResponse:
@@ -97,6 +144,18 @@ class Fake:
     ) -> SetSessionModeResponse:
         record({"mode": mode_id})
         return SetSessionModeResponse()
+
+    async def set_config_option(
+        self, config_id: str, session_id: str, value: str | bool, **_: Any
+    ) -> SetSessionConfigOptionResponse:
+        record({"option": config_id, "value": value})
+        if config_id == "reasoning" and isinstance(value, str):
+            self.reasoning = value
+        elif config_id == "web" and isinstance(value, bool):
+            self.web = value
+        return SetSessionConfigOptionResponse(
+            config_options=config_options(self.reasoning, self.web)
+        )
 
     async def cancel(self, session_id: str, **_: Any) -> None:
         record({"cancel": session_id})
@@ -187,6 +246,36 @@ class Fake:
         elif SCRIPT == "slow":
             await self.cancelled.wait()
             stop = "cancelled"
+        elif SCRIPT == "stream":
+            interval = float(ARG or 0.1)
+            i = 0
+            while not self.cancelled.is_set():
+                i += 1
+                if i % 10 == 0:
+                    call = f"call-{i}"
+                    await self.conn.session_update(
+                        session_id=sid,
+                        update=start_edit_tool_call(call, f"Edit file {i}", "notes.txt", "x\n"),
+                    )
+                    await self.conn.session_update(
+                        session_id=sid, update=update_tool_call(call, status="completed")
+                    )
+                await self.say(sid, f"streaming line {i}: reading, thinking, editing\n")
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.cancelled.wait(), interval)
+            stop = "cancelled"
+        elif SCRIPT == "models":
+            self.reasoning = "medium"
+            await self.conn.session_update(
+                session_id=sid,
+                update=ConfigOptionUpdate(
+                    session_update="config_option_update",
+                    config_options=config_options(self.reasoning, self.web),
+                ),
+            )
+            await self.say(sid, "Thinking harder now.\n")
+            await self.cancelled.wait()
+            stop = "cancelled"
         elif SCRIPT == "exit":
             sys.stderr.write("crash: out of cheese\n")
             sys.stderr.flush()
@@ -202,5 +291,57 @@ class Fake:
         return PromptResponse(stop_reason=stop)
 
 
+class ModelsTransport:
+    """The agent's stdio, newline-delimited JSON, carrying what the SDK's
+    agent side lacks: `models` added to the answer to `session/new`, and
+    `session/set_model` answered here (an unknown model is an error)."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader, self.writer = reader, writer
+        self.new_ids: set[Any] = set()
+        self.current = str(MODELS["currentModelId"])
+
+    async def send(self, message: dict[str, Any]) -> None:
+        if message.get("id") in self.new_ids and isinstance(message.get("result"), dict):
+            self.new_ids.discard(message["id"])
+            message["result"]["models"] = {**MODELS, "currentModelId": self.current}
+        self.writer.write((json.dumps(message) + "\n").encode())
+        await self.writer.drain()
+
+    async def receive(self) -> dict[str, Any] | None:
+        while True:
+            line = await self.reader.readline()
+            if not line:
+                return None
+            message = json.loads(line)
+            if message.get("method") == "session/new":
+                self.new_ids.add(message.get("id"))
+            if message.get("method") != "session/set_model":
+                return cast(dict[str, Any], message)
+            model = (message.get("params") or {}).get("modelId")
+            record({"model": model})
+            offered = [m["modelId"] for m in MODELS["availableModels"]]  # type: ignore[index]
+            if model in offered:
+                self.current = str(model)
+                await self.send({"jsonrpc": "2.0", "id": message["id"], "result": {}})
+            else:
+                error = {"code": -32602, "message": f"unknown model {model}"}
+                await self.send({"jsonrpc": "2.0", "id": message["id"], "error": error})
+
+    async def close(self) -> None:
+        self.writer.close()
+
+
+async def main() -> None:
+    if SCRIPT != "models":
+        await run_agent(cast(Agent, Fake()))
+        return
+    reader, writer = await stdio_streams()
+    conn = AgentSideConnection(
+        cast(Agent, Fake()), ModelsTransport(reader, writer), listening=False
+    )
+    await conn.listen()
+
+
 if __name__ == "__main__":
-    asyncio.run(run_agent(cast(Agent, Fake())))
+    asyncio.run(main())

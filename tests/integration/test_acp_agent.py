@@ -318,3 +318,149 @@ async def test_the_preview_and_session_view_show_the_conversation_for_an_acp_age
     assert "Working on it now." in shown and "I wrote notes.txt." in shown
     assert "blocked (policy): fs/write_text_file" in shown
     assert shown.rstrip().endswith("— turn ended: end_turn")
+
+
+async def _turn_started(sup: Supervisor, sid: str) -> None:
+    deadline = time.monotonic() + 30
+    while not any(p.part == "message" for p in conversation(sup, sid)):
+        assert sup.get(sid).session.state is not S.FAILED, sup.get(sid).session.error
+        assert time.monotonic() < deadline, "the agent never started its turn"
+        await asyncio.sleep(0.05)
+
+
+async def test_models_and_config_options_are_kept_shown_and_set_over_the_protocol(
+    tmp_path: Path, world
+) -> None:  # type: ignore[no-untyped-def]
+    repo, open_sup = world
+    sup = await open_sup()
+    sid = await start(sup, repo, engine("models"))
+    await _turn_started(sup, sid)
+    # what the agent announced, on the session and its board row
+    offers = sup.get(sid).session.agent_offers
+    assert offers is not None
+    assert [m.id for m in offers.models] == ["fast-1", "deep-2"]
+    assert (offers.mode, offers.model) == ("ask", "fast-1")
+    row = row_of(sup, sid)
+    assert (row.agent_mode, row.agent_model) == ("ask", "fast-1")
+    # the agent moved `reasoning` itself during its turn: the update is kept
+    deadline = time.monotonic() + 10
+    while (row_of(sup, sid).agent_options or {}).get("reasoning") != "medium":
+        assert time.monotonic() < deadline, row_of(sup, sid).agent_options
+        await asyncio.sleep(0.05)
+    assert row_of(sup, sid).agent_options == {"reasoning": "medium", "web": "false"}
+    parts = conversation(sup, sid)
+    assert "fast-1 (offers: fast-1, deep-2)" in [p.text for p in parts if p.part == "model"]
+    assert any(p.part == "config" and "reasoning = low" in p.text for p in parts)
+    # a model it does not offer is refused naming the ones it does; nothing is sent
+    with pytest.raises(
+        CorralError, match=r"offers no model 'gpt-9'; it offers: fast-1 \(Fast\), deep-2 \(Deep\)"
+    ):
+        await sup.set_model(sid, "gpt-9")
+    assert not any("model" in e for e in recorded(tmp_path, "models"))
+    # by its name or its id; the choice arrives at the agent
+    assert await sup.set_model(sid, "Deep") == {"model": "deep-2"}
+    assert {"model": "deep-2"} in recorded(tmp_path, "models")
+    assert await sup.set_option(sid, "reasoning", "high") == {"key": "reasoning", "value": "high"}
+    assert await sup.set_option(sid, "web", "on") == {"key": "web", "value": "true"}
+    seen = recorded(tmp_path, "models")
+    assert {"option": "reasoning", "value": "high"} in seen
+    assert {"option": "web", "value": True} in seen  # a boolean goes as one
+    with pytest.raises(CorralError, match="has no value 'max'; it offers: low, medium, high"):
+        await sup.set_option(sid, "reasoning", "max")
+    with pytest.raises(CorralError, match="has no config option 'speed'; it has: reasoning"):
+        await sup.set_option(sid, "speed", "1")
+    row = row_of(sup, sid)
+    assert (row.agent_model, row.agent_options) == ("deep-2", {"reasoning": "high", "web": "true"})
+    assert [p.text for p in conversation(sup, sid) if p.part == "model"][-1] == (
+        "deep-2 (set by the operator)"
+    )
+    await sup.cancel(sid)
+    # kept on the stored session after its run
+    stored = sup.get(sid).session.agent_offers
+    assert stored is not None and stored.model == "deep-2"
+    with pytest.raises(CorralError, match="not running"):
+        await sup.set_model(sid, "fast-1")
+
+
+async def test_a_pinned_model_is_asked_for_with_session_set_model(tmp_path: Path, world) -> None:  # type: ignore[no-untyped-def]
+    repo, open_sup = world
+    sup = await open_sup()
+    sid = (await sup.start("Write done", repo, engine=engine("models"), model="deep-2")).session_id
+    await sup.confirm(sid)
+    await _turn_started(sup, sid)
+    seen = recorded(tmp_path, "models")
+    # set before the task's prompt went out
+    asked = [i for i, e in enumerate(seen) if e == {"model": "deep-2"}]
+    prompted = [i for i, e in enumerate(seen) if "prompt" in e]
+    assert asked and prompted and asked[0] < prompted[0], seen
+    assert row_of(sup, sid).agent_model == "deep-2"
+    await sup.cancel(sid)
+
+
+async def test_a_pinned_model_the_agent_does_not_offer_ends_the_run_naming_those_it_does(
+    tmp_path: Path, world
+) -> None:  # type: ignore[no-untyped-def]
+    repo, open_sup = world
+    sup = await open_sup()
+    sid = (await sup.start("Write done", repo, engine=engine("models"), model="gpt-9")).session_id
+    await sup.confirm(sid)
+    row = await sup.wait_for(sid, {S.NEEDS_APPROVAL, S.FAILED}, timeout=30)
+    assert row.state is S.FAILED
+    assert "offers no model 'gpt-9'; it offers: fast-1 (Fast), deep-2 (Deep)" in (row.error or "")
+    assert row.failure_kind == "configuration"
+    assert not any("prompt" in e for e in recorded(tmp_path, "models"))
+
+
+async def test_the_command_line_lists_and_sets_the_agents_mode_model_and_options(
+    tmp_path: Path, world
+) -> None:  # type: ignore[no-untyped-def]
+    import os
+    import subprocess
+
+    from corral.supervisor.remote import OwnerServices
+
+    repo, open_sup = world
+    sup = await open_sup()
+    services = OwnerServices(sup, mcp_http=False)
+    await services.start()
+    try:
+        sid = await start(sup, repo, engine("models"))
+        await _turn_started(sup, sid)
+        env = dict(os.environ, CORRAL_HOME=str(sup.state_dir))
+
+        def corral(*args: str) -> subprocess.CompletedProcess[str]:
+            return subprocess.run(
+                [sys.executable, "-m", "corral.tui.cli", *args],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+
+        listed = await asyncio.to_thread(corral, "model", sid[-8:])
+        assert listed.returncode == 0, listed.stderr
+        assert listed.stdout.splitlines() == ["* fast-1 (Fast)", "  deep-2 (Deep)"]
+        out = await asyncio.to_thread(corral, "model", sid[-8:], "nope")
+        assert out.returncode != 0 and "it offers: fast-1 (Fast), deep-2 (Deep)" in out.stderr
+        out = await asyncio.to_thread(corral, "model", sid[-8:], "deep-2")
+        assert out.returncode == 0 and "→ deep-2" in out.stdout, out.stderr
+        out = await asyncio.to_thread(corral, "option", sid[-8:], "web", "true")
+        assert out.returncode == 0 and "web → true" in out.stdout, out.stderr
+        out = await asyncio.to_thread(corral, "option", sid[-8:])
+        assert "web = true  (true, false)" in out.stdout, out.stderr
+        out = await asyncio.to_thread(corral, "mode", sid[-8:], "code")
+        assert out.returncode == 0 and "→ code" in out.stdout, out.stderr
+        seen = recorded(tmp_path, "models")
+        assert {"model": "deep-2"} in seen and {"option": "web", "value": True} in seen
+        assert {"mode": "code"} in seen
+        shown = await asyncio.to_thread(corral, "get", sid[-8:])
+        assert "agent settings: mode code · model deep-2 · reasoning=medium · web=true" in (
+            shown.stdout
+        ), shown.stdout
+        rows = json.loads((await asyncio.to_thread(corral, "sessions", "--json")).stdout)
+        mine = next(r for r in rows if r["session_id"] == sid)
+        assert (mine["agent_mode"], mine["agent_model"]) == ("code", "deep-2")
+        assert mine["agent_options"] == {"reasoning": "medium", "web": "true"}
+        await sup.cancel(sid)
+    finally:
+        await services.close()

@@ -54,6 +54,9 @@ SAMPLES: dict[str, Any] = {
     "remote": "origin",
     "states": ["contract_proposed"],  # what the session is at: wait_for answers at once
     "mode": "code",
+    "model": "a-model",
+    "key": "reasoning",
+    "value": "high",
 }
 
 # facade methods that change a session: walked on a session nobody has, so
@@ -74,6 +77,9 @@ CHANGES = {
     "revise",
     "respond",
     "steer",
+    "set_mode",
+    "set_model",
+    "set_option",
     "set_foreman_split",
     "send_keys_to_agent",
     "agent_keys",

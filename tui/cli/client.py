@@ -72,6 +72,11 @@ def get(name: str, *, as_json: bool) -> int:
         if detail.get("agent_status"):
             words = agent_words(detail["agent_status"], detail.get("agent_reason"))
             print(f"  agent:  {words}")
+        offers = session.get("agent_offers") or {}
+        shown = [f"{k} {offers[k]}" for k in ("mode", "model") if offers.get(k)]
+        shown += [f"{o['id']}={o['value']}" for o in offers.get("options") or []]
+        if shown:  # an ACP agent's, as it announced them (corral mode/model/option)
+            print(f"  agent settings: {' · '.join(shown)}")
         if detail.get("needs_you_label"):
             print(f"  needs you: {detail['needs_you_label']}")
         if detail.get("question_prompt"):

@@ -139,7 +139,7 @@ def _run(args: argparse.Namespace) -> int:
         from .client import dispatch as client_dispatch
 
         return client_dispatch(args)
-    if args.command == "mode":
+    if args.command in ("mode", "model", "option"):
         from .mode import run_mode
 
         return run_mode(args)
@@ -279,7 +279,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--model",
         help="pin a model: a configured [[llm.models]] name (kept through drafting, revision "
-        "and repairs, never swapped for another), or a model name the agent knows; auto: none",
+        "and repairs, never swapped for another), or a model name the agent knows (an ACP "
+        "agent: one it offers, asked for with session/set_model); auto: none",
     )
     run.add_argument("--base", help="base revision (default: your checkout as it is)")
     run.add_argument(

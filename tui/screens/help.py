@@ -65,6 +65,7 @@ a branch until you approve it.
 | `escape` in the input | leave it: while the input has focus every key is typed, none acts |
 | `e` / `+` / `delete` | gate 1, on the checks table: edit the selected check, add one, remove it |
 | `D` | review the verified diff (below) |
+| `m` | an ACP agent's modes and models: choose one to switch to (others say why not) |
 | `ctrl+b` | in the agent terminal: show its scrollback (again to go back live) |
 
 At gate 1 and on a question the input has focus when the screen opens. The footer shows

@@ -18,7 +18,12 @@ from textual.widgets import DataTable, Footer, Input, RichLog, Static
 
 from corral.supervisor.actions import SessionFacts, why_not
 from corral.supervisor.errors import CorralError
-from corral.supervisor.events import CoderEvent, ModelFallbackData, ToolDeniedData
+from corral.supervisor.events import (
+    CoderEvent,
+    ConversationData,
+    ModelFallbackData,
+    ToolDeniedData,
+)
 from corral.supervisor.interface import SubscriptionClosed, SubscriptionDropped
 from corral.supervisor.models import (
     CheckResult,
@@ -115,6 +120,15 @@ def log_filter_matches(name: str, event: CoderEvent) -> bool:
 
 
 FOREMAN_NEWS = ("Subtask ", "Split ", "Foreman: ", "Verified union: ")
+
+
+def _settings_news(event: CoderEvent) -> bool:
+    """An ACP agent's mode, model or config options changed (the header shows them)."""
+    return isinstance(event.data, ConversationData) and event.data.part in (
+        "mode",
+        "model",
+        "config",
+    )
 
 
 def _foreman_news(event: CoderEvent) -> bool:
@@ -263,6 +277,7 @@ class SessionScreen(Screen[None]):
         Binding("plus", "add_check", "Add check"),
         Binding("delete", "remove_check", "Remove check"),
         Binding("s", "edit_setup", "Edit setup"),
+        Binding("m", "agent_settings", "Mode/model", show=False),
         Binding("question_mark", "app.help", "Help"),
         *(Binding(str(i), f"answer({i})", show=False) for i in range(1, 10)),
     ])  # fmt: skip
@@ -350,7 +365,7 @@ class SessionScreen(Screen[None]):
                     self.events.append(event)
                     if log_filter_matches(self.log_filter, event):
                         log.write(describe(event))
-                    if event.kind in REFRESH_KINDS or _foreman_news(event):
+                    if event.kind in REFRESH_KINDS or _foreman_news(event) or _settings_news(event):
                         self.refresh_view()
                 return
             except SubscriptionDropped:
@@ -409,6 +424,9 @@ class SessionScreen(Screen[None]):
         agent = R.agent_words(detail.agent_status, detail.agent_reason, detail.agent_source)
         if agent and not s.state.is_terminal:
             lines.append(escape(agent))
+        offered = R.offers_words(s.agent_offers)
+        if offered:
+            lines.append(escape(offered) + ("  (m to switch)" if detail.live else ""))
         if detail.needs_you == "auth" and detail.auth_message:
             lines.append(
                 f"[bold yellow]Sign-in needed:[/bold yellow] {escape(detail.auth_message)} — "
@@ -678,6 +696,15 @@ class SessionScreen(Screen[None]):
             live=detail.live,
             worktree=s.worktree,
             result_branch=s.result_branch,
+            transport=(s.pane or {}).get("backend"),
+            offers=tuple(
+                kind
+                for kind, items in (
+                    ("modes", s.agent_offers.modes if s.agent_offers else []),
+                    ("models", s.agent_offers.models if s.agent_offers else []),
+                )
+                if items
+            ),
         )
 
     def _selected_check(self, contract: OutcomeContract | None = None) -> ContractCheck | None:
@@ -774,6 +801,37 @@ class SessionScreen(Screen[None]):
 
     def action_back(self) -> None:
         self.app.pop_screen()
+
+    def action_agent_settings(self) -> None:
+        """An ACP agent's modes and models, chosen from what it announced and
+        set through the owner; any other session says why not in one line."""
+        detail = self.supervisor.get(self.session_id)
+        refusal = why_not("agent_settings", self._facts(detail))
+        offers = detail.session.agent_offers
+        if refusal is not None or offers is None:
+            self.app.bell()
+            self.notify(refusal or "nothing announced to switch", severity="warning")
+            return
+        sid = self.session_id
+
+        def chosen(choice: tuple[str, str] | None) -> None:
+            if choice is None:
+                return
+            kind, value = choice
+            if kind == "mode":
+                self.app.run_supervisor_call(
+                    "Mode", self.supervisor.set_mode(sid, value), lambda r: f"mode → {r['mode']}"
+                )
+            else:
+                self.app.run_supervisor_call(
+                    "Model",
+                    self.supervisor.set_model(sid, value),
+                    lambda r: f"model → {r['model']}",
+                )
+
+        from .agent_settings import AgentSettingsScreen
+
+        self.app.push_screen(AgentSettingsScreen(detail.session.engine, offers), chosen)
 
     def action_confirm(self) -> None:
         self.app.confirm_contract(self.session_id)
