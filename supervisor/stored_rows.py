@@ -77,6 +77,13 @@ ROW_FIELDS = (
     "lines_added",
     "lines_removed",
     "behind_base",
+    "tokens_in",
+    "tokens_out",
+    "tokens_cache_write",
+    "tokens_cache_read",
+    "cost_usd",
+    "price_unknown",
+    "over_budget",
 )
 
 

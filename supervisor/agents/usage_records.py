@@ -1,0 +1,263 @@
+"""Tokens an agent CLI recorded it used, read from its own files.
+
+Claude Code writes one JSONL line per assistant message block
+(`~/.claude/projects/<cwd>/<session id>.jsonl`): `message.usage` holds
+`input_tokens`, `output_tokens`, `cache_creation_input_tokens` and
+`cache_read_input_tokens`, `message.model` the model, and a message written
+in several lines repeats its `message.id` (the last line counts). Codex
+writes `event_msg` lines whose payload is a `token_count` with the thread's
+running total (`info.total_token_usage`: its `input_tokens` include the
+`cached_input_tokens`), and `turn_context` lines naming the model, in
+`sessions/Y/M/D/rollout-…-<thread id>.jsonl` whose first line
+(`session_meta`) names the thread.
+
+These files are the agent's to write, so they are data from an adversary:
+only a regular file (no symlink as its last part, none leading out of the
+agent's own directories) named for this session's agent conversation is
+read; a record naming another conversation is ignored, and so is a file
+whose header names another thread. A line longer than `MAX_LINE` is skipped
+whole, at most `READ_BUDGET` bytes are read per call (the rest the next
+time), a count that is not a whole number from 0 to `MAX_TOKENS` drops its
+record, and nothing read is ever run. Reading is incremental: each call
+reads only what was appended since the last one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from ..models import TokenUse
+
+RecordKind = Literal["claude", "codex"]
+
+MAX_LINE = 4 * 1024 * 1024  # a longer line is skipped, not parsed
+READ_BUDGET = 16 * 1024 * 1024  # bytes read per call at most
+MAX_TOKENS = 10**10  # more in one record is not a count, it is a lie
+MAX_OPEN_RECORDS = 4096  # messages kept replaceable; older ones are settled
+
+KINDS: dict[str, RecordKind] = {"claude": "claude", "codex": "codex"}
+
+
+def _count(value: Any) -> int | None:
+    """A token count, or None when it is not a plausible one."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        return None
+    return value if 0 <= value <= MAX_TOKENS else None
+
+
+def _claude_use(usage: Any) -> TokenUse | None:
+    if not isinstance(usage, dict):
+        return None
+    counts = [
+        _count(usage.get(key, 0))
+        for key in (
+            "input_tokens",
+            "output_tokens",
+            "cache_creation_input_tokens",
+            "cache_read_input_tokens",
+        )
+    ]
+    if any(c is None for c in counts):
+        return None
+    fresh, out, write, read = (c or 0 for c in counts)
+    return TokenUse(input=fresh, output=out, cache_write=write, cache_read=read)
+
+
+def _codex_use(total: Any) -> TokenUse | None:
+    if not isinstance(total, dict):
+        return None
+    given = _count(total.get("input_tokens", 0))
+    cached = _count(total.get("cached_input_tokens", 0))
+    out = _count(total.get("output_tokens", 0))
+    if given is None or cached is None or out is None or cached > given:
+        return None
+    return TokenUse(input=given - cached, output=out, cache_read=cached)
+
+
+def inside(path: Path, roots: list[Path]) -> bool:
+    """`path`'s directory, symlinks resolved, lies in one of `roots`."""
+    try:
+        parent = path.parent.resolve(strict=True)
+    except (OSError, RuntimeError):
+        return False
+    for root in roots:
+        try:
+            real = root.resolve(strict=True)
+        except (OSError, RuntimeError):
+            continue
+        if parent == real or parent.is_relative_to(real):
+            return True
+    return False
+
+
+def belongs(kind: RecordKind, path: Path, agent_session: str) -> bool:
+    """The file's name is the one the agent gives this conversation's records."""
+    if not agent_session or "/" in agent_session:
+        return False
+    if kind == "claude":
+        return path.name == f"{agent_session}.jsonl"
+    return path.name.startswith("rollout-") and path.name.endswith(f"-{agent_session}.jsonl")
+
+
+@dataclass
+class UsageRecords:
+    """One agent record file, read a little further on each `read`."""
+
+    kind: RecordKind
+    path: Path
+    agent_session: str
+    roots: list[Path]
+    offset: int = 0
+    refused: str | None = None  # why the file is not counted (it was not read)
+    skipped_lines: int = 0
+    _file: tuple[int, int] | None = None  # (device, inode) being read
+    _skipping: bool = False  # inside a line longer than MAX_LINE
+    _settled: dict[str, TokenUse] = field(default_factory=dict)  # by model
+    _open: OrderedDict[str, tuple[str, TokenUse]] = field(default_factory=OrderedDict)
+    _model: str | None = None  # Codex: the model the last turn named
+    _header_seen: bool = False  # Codex: the first record named this thread
+
+    def usage(self) -> dict[str, TokenUse]:
+        """Tokens by model, as far as read."""
+        out = dict(self._settled)
+        for model, use in self._open.values():
+            out[model] = out.get(model, TokenUse()).plus(use)
+        return out
+
+    def read(self) -> bool:
+        """Read what was appended; True when the usage may have changed. A
+        refused file stays refused (and uncounted)."""
+        if self.refused is not None:
+            return False
+        try:
+            return self._read()
+        except _Refused as refusal:
+            return self._refuse(str(refusal))
+
+    def _read(self) -> bool:
+        if not belongs(self.kind, self.path, self.agent_session):
+            return self._refuse("it is not named for this conversation")
+        if not inside(self.path, self.roots):
+            return self._refuse("it is outside the agent's own directories")
+        try:
+            fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError:
+            return False  # not written yet, or a symlink: nothing read
+        with os.fdopen(fd, "rb") as fh:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                return self._refuse("it is not a regular file")
+            changed = False
+            if self._file != (info.st_dev, info.st_ino) or info.st_size < self.offset:
+                changed = bool(self._settled or self._open)
+                self._restart((info.st_dev, info.st_ino))
+            if info.st_size == self.offset:
+                return changed
+            fh.seek(self.offset)
+            data = fh.read(min(READ_BUDGET, info.st_size - self.offset))
+        return self._take(data) or changed
+
+    def _refuse(self, why: str) -> bool:
+        had = bool(self._settled or self._open)
+        self.refused = why
+        self._restart(None)
+        return had
+
+    def _restart(self, file: tuple[int, int] | None) -> None:
+        self._file, self.offset, self._skipping = file, 0, False
+        self._settled, self._open, self._model, self._header_seen = {}, OrderedDict(), None, False
+
+    def _take(self, data: bytes) -> bool:
+        changed = False
+        start = 0
+        while True:
+            end = data.find(b"\n", start)
+            if end < 0:
+                break
+            if self._skipping:
+                self._skipping = False
+            elif end - start <= MAX_LINE:
+                changed = self._line(data[start:end]) or changed
+            else:
+                self.skipped_lines += 1
+            start = end + 1
+        tail = len(data) - start
+        if tail > MAX_LINE or (self._skipping and tail):
+            if not self._skipping:
+                self.skipped_lines += 1
+            self._skipping = True  # the rest of this line is passed over
+            start = len(data)
+        self.offset += start
+        return changed
+
+    def _line(self, raw: bytes) -> bool:
+        if not raw.strip():
+            return False
+        try:
+            row = json.loads(raw)
+        except ValueError:
+            return False
+        if not isinstance(row, dict):
+            return False
+        if self.kind == "claude":
+            return self._claude(row)
+        return self._codex(row)
+
+    def _claude(self, row: dict[str, Any]) -> bool:
+        if row.get("type") != "assistant" or row.get("sessionId") != self.agent_session:
+            return False
+        message = row.get("message")
+        if not isinstance(message, dict):
+            return False
+        key, model = message.get("id"), message.get("model")
+        if not isinstance(key, str) or not isinstance(model, str) or not model:
+            return False
+        if model.startswith("<"):  # `<synthetic>`: Claude Code's own notes, no model ran
+            return False
+        use = _claude_use(message.get("usage"))
+        if use is None:
+            return False
+        self._keep(key[:200], model[:200], use)
+        return True
+
+    def _codex(self, row: dict[str, Any]) -> bool:
+        payload = row.get("payload")
+        if not isinstance(payload, dict):
+            return False
+        kind = row.get("type")
+        if not self._header_seen:
+            if kind != "session_meta" or payload.get("id") != self.agent_session:
+                raise _Refused("its header names another thread")
+            self._header_seen = True
+            return False
+        if kind == "turn_context" and isinstance(payload.get("model"), str):
+            self._model = payload["model"][:200] or None
+            return False
+        if kind != "event_msg" or payload.get("type") != "token_count":
+            return False
+        info = payload.get("info")
+        use = _codex_use(info.get("total_token_usage") if isinstance(info, dict) else None)
+        if use is None:
+            return False
+        # a running total: the thread's whole use so far, by the model now
+        self._open.clear()
+        self._settled.clear()
+        self._open["total"] = (self._model or "unknown model", use)
+        return True
+
+    def _keep(self, key: str, model: str, use: TokenUse) -> None:
+        self._open.pop(key, None)
+        self._open[key] = (model, use)
+        while len(self._open) > MAX_OPEN_RECORDS:
+            _, (old_model, old) = self._open.popitem(last=False)
+            self._settled[old_model] = self._settled.get(old_model, TokenUse()).plus(old)
+
+
+class _Refused(Exception):
+    """A Codex file whose header is not this thread's."""
