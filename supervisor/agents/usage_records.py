@@ -80,12 +80,13 @@ def _codex_use(total: Any) -> TokenUse | None:
     return TokenUse(input=given - cached, output=out, cache_read=cached)
 
 
-def inside(path: Path, roots: list[Path]) -> bool:
-    """`path`'s directory, symlinks resolved, lies in one of `roots`."""
+def inside(path: Path, roots: list[Path]) -> bool | None:
+    """`path`'s directory, symlinks resolved, lies in one of `roots` (None:
+    it is not there yet)."""
     try:
         parent = path.parent.resolve(strict=True)
     except (OSError, RuntimeError):
-        return False
+        return None
     for root in roots:
         try:
             real = root.resolve(strict=True)
@@ -143,7 +144,10 @@ class UsageRecords:
     def _read(self) -> bool:
         if not belongs(self.kind, self.path, self.agent_session):
             return self._refuse("it is not named for this conversation")
-        if not inside(self.path, self.roots):
+        where = inside(self.path, self.roots)
+        if where is None:
+            return False  # not written yet
+        if not where:
             return self._refuse("it is outside the agent's own directories")
         try:
             fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)

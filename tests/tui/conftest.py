@@ -105,7 +105,7 @@ def scripted_supervisor(
         drafter=ScriptedDrafter([drafted]),
         engines=ScriptedEngines(ScriptedEngine([list(writes or [])])),
         # git stats only from the verified diff: a frame never depends on a timer
-        config=SupervisorConfig(repair_invokes=0, git_stats_secs=3600),
+        config=SupervisorConfig(repair_invokes=0, git_stats_secs=3600, usage_secs=3600),
         **kw,
     )
 
