@@ -112,9 +112,10 @@ class NotifySettings(BaseModel):
     desktop: bool = True  # `notify-send`, where it is installed and a desktop runs
     on_needs_you: Hook = None
     on_finished: Hook = None
+    on_over_budget: Hook = None
     hook_timeout_secs: float = Field(default=30, gt=0)
 
-    @field_validator("on_needs_you", "on_finished")
+    @field_validator("on_needs_you", "on_finished", "on_over_budget")
     @classmethod
     def _argv(cls, value: Hook) -> Hook:
         if value is None:

@@ -34,11 +34,6 @@ log = logging.getLogger(__name__)
 RECORD_DIRS = {"claude": "projects", "codex": "sessions"}
 
 
-def _agent_of(session: CoderSession) -> str:
-    agent = str((session.pane or {}).get("agent") or session.engine)
-    return agent.removeprefix("external:")
-
-
 def record_roots(agent: str, env: Mapping[str, str]) -> list[Path]:
     """Where `agent` keeps the records `usage_records` reads."""
     try:
@@ -83,11 +78,11 @@ class UsageWatch:
         """The session's agent record file, kept from the last pass when it
         is still the same one."""
         identity = session.agent_identity
-        agent = _agent_of(session)
-        kind = KINDS.get(agent)
-        if session.host or kind is None or identity is None:
+        if session.host or identity is None:
             return None
-        if not identity.session_id or not identity.transcript_path:
+        agent = identity.agent
+        kind = KINDS.get(agent)
+        if kind is None or not identity.session_id or not identity.transcript_path:
             return None
         path = Path(identity.transcript_path)
         kept = self._records.get(session.id)
