@@ -178,6 +178,8 @@ def needs_text(row: SessionSummary) -> Styled:
         return styled(row.needs_you_label, "bold yellow")
     if row.state is S.FAILED and row.error:
         return styled(row.error.strip().splitlines()[0], "red")
+    if row.over_budget:
+        return styled(f"⚠ {row.over_budget}", "bold red")
     if row.live and row.agent_status == "unreachable" and row.agent_reason:
         return styled(row.agent_reason, "yellow")
     if row.live and row.agent_status == "waiting" and row.agent_reason:
@@ -211,6 +213,45 @@ def changes_text(row: SessionSummary) -> Styled:
     if row.behind_base:
         parts.append(f"↓{row.behind_base}")
     return styled(" ".join(parts), "yellow" if row.behind_base else "")
+
+
+def tokens_short(count: int) -> str:
+    """`950`, `12.3k`, `4.5M`: a token count in a few cells."""
+    if count < 1000:
+        return str(count)
+    if count < 1_000_000:
+        return f"{count / 1000:.1f}k"
+    return f"{count / 1_000_000:.1f}M"
+
+
+def cost_text(row: SessionSummary) -> Styled:
+    """What the session used: `$1.23`, `$1.23+?` when some of its tokens
+    have no known price, `45.1k tok` when none has; `⚠` over its budget
+    (empty before anything was recorded)."""
+    if row.tokens_in is None:
+        return styled("")
+    if row.cost_usd is None:
+        total = (row.tokens_in or 0) + (row.tokens_out or 0)
+        total += (row.tokens_cache_write or 0) + (row.tokens_cache_read or 0)
+        words = f"{tokens_short(total)} tok"
+    else:
+        words = f"${row.cost_usd:.2f}" + ("+?" if row.price_unknown else "")
+    if row.over_budget:
+        return styled(f"⚠{words}", "bold red")
+    return styled(words, "")
+
+
+def spend_line(rows: list[SessionSummary]) -> str:
+    """`$3.21 spent · 1 over budget` over the board's rows (`+?`: some tokens
+    have no known price); empty when nothing was recorded."""
+    recorded = [r for r in rows if r.tokens_in is not None and not r.archived]
+    if not recorded:
+        return ""
+    cost = sum(r.cost_usd or 0.0 for r in recorded)
+    unknown = any(r.price_unknown or r.cost_usd is None for r in recorded)
+    line = f"${cost:.2f}{'+?' if unknown else ''} spent"
+    over = sum(1 for r in recorded if r.over_budget)
+    return line + (f" · {over} over budget" if over else "")
 
 
 def intent_text(row: SessionSummary) -> Text | str:

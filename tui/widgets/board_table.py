@@ -15,7 +15,8 @@ strips, cached per row until the row, the layout or the styles change:
   cells: columns with a soft cap shrink to it first, then capped columns
   shrink to their cap (with an ellipsis), then
   droppable columns leave, least useful first (at 80 columns the board keeps
-  state, needs-you, the intent and its age);
+  state, needs-you, the intent and its age); a `vanishing` column is left
+  out while no row has anything in it;
 - `show(order, cells_of)` replaces the row order and rewrites only rows whose
   cells changed; the cursor is an index, and the board keeps it on its session;
 - `headings` are keys drawn as one line across every column (a group's title):
@@ -153,6 +154,7 @@ class BoardTable(ScrollView, can_focus=True):
         soft_caps: dict[str, int] | None = None,
         droppable: Sequence[str] = (),
         unbudgeted: Sequence[str] = (),
+        vanishing: Sequence[str] = (),
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -167,6 +169,9 @@ class BoardTable(ScrollView, can_focus=True):
         self.droppable = [self.column_keys.index(k) for k in droppable]
         # shown when there is room, never asked for (`wanted_width` leaves them out)
         self.unbudgeted = {self.column_keys.index(k) for k in unbudgeted}
+        # left out while every row's cell in it is empty
+        self.vanishing = {self.column_keys.index(k) for k in vanishing}
+        self._empty: set[int] = set(self.vanishing)
         self.hidden: set[int] = set()
         self._cells: dict[str, Cells] = {}
         self._row_widths: dict[str, tuple[int, ...]] = {}
@@ -313,6 +318,9 @@ class BoardTable(ScrollView, can_focus=True):
         so only changed rows are measured)."""
         rows = [tuple(cell_len(label) for label in self.labels), *self._row_widths.values()]
         self._content_widths = [max(column) for column in zip(*rows, strict=False)]
+        self._empty = {
+            i for i in self.vanishing if not any(w[i] for w in self._row_widths.values())
+        }
         self._lay_out(self._layout_width)
 
     def wanted_width(self) -> int:
@@ -321,7 +329,7 @@ class BoardTable(ScrollView, can_focus=True):
         widest cell is shorter), plus room for the vertical scrollbar."""
         total = 0
         for i, w in enumerate(self._content_widths):
-            if i in self.unbudgeted:
+            if i in self.unbudgeted or i in self._empty:
                 continue
             if i == self.flex_index:
                 w = min(w, max(self.flex_wanted, MIN_FLEX))
@@ -334,7 +342,7 @@ class BoardTable(ScrollView, can_focus=True):
         """Column widths for a line `width` cells wide (the flexible column
         gives way first)."""
         widths = list(self._content_widths)
-        hidden: set[int] = set()
+        hidden: set[int] = set(self._empty)
         if self.flex_index is not None and width:
             flex = self.flex_index
             wanted = min(max(self.flex_wanted, MIN_FLEX), widths[flex])
