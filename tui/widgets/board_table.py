@@ -172,7 +172,8 @@ class BoardTable(ScrollView, can_focus=True):
         # left out while every row's cell in it is empty
         self.vanishing = {self.column_keys.index(k) for k in vanishing}
         self._empty: set[int] = set(self.vanishing)
-        self.hidden: set[int] = set()
+        self.hidden: set[int] = set()  # columns that gave way for room
+        self._left_out: set[int] = set(self._empty)  # not drawn: hidden, or vanishing and empty
         self._cells: dict[str, Cells] = {}
         self._row_widths: dict[str, tuple[int, ...]] = {}
         self._order: list[str] = []
@@ -342,14 +343,16 @@ class BoardTable(ScrollView, can_focus=True):
         """Column widths for a line `width` cells wide (the flexible column
         gives way first)."""
         widths = list(self._content_widths)
-        hidden: set[int] = set(self._empty)
+        hidden: set[int] = set()
         if self.flex_index is not None and width:
             flex = self.flex_index
             wanted = min(max(self.flex_wanted, MIN_FLEX), widths[flex])
 
             def room() -> int:
                 others = sum(
-                    w + 2 * PADDING for i, w in enumerate(widths) if i != flex and i not in hidden
+                    w + 2 * PADDING
+                    for i, w in enumerate(widths)
+                    if i != flex and i not in hidden and i not in self._empty
                 )
                 return width - others - 2 * PADDING
 
@@ -369,8 +372,10 @@ class BoardTable(ScrollView, can_focus=True):
                 if grow > 0:
                     widths[i] += grow
                     spare -= grow
-        if widths != self._widths or width != self._layout_width or hidden != self.hidden:
-            self._widths, self._layout_width, self.hidden = widths, width, hidden
+        left_out = hidden | self._empty
+        if widths != self._widths or width != self._layout_width or left_out != self._left_out:
+            self._widths, self._layout_width = widths, width
+            self.hidden, self._left_out = hidden, left_out
             self._strips.clear()
 
     def notify_style_update(self) -> None:
@@ -387,7 +392,7 @@ class BoardTable(ScrollView, can_focus=True):
         console = self.app.console
         segments: list[Segment] = []
         for column, (width, cell) in enumerate(zip(self._widths, cells, strict=False)):
-            if column in self.hidden:
+            if column in self._left_out:
                 continue
             text = _as_text(cell).copy()
             text.truncate(width, overflow="ellipsis", pad=True)
