@@ -11,7 +11,7 @@ from rich.text import Text
 from corral.supervisor.states import CoderState
 
 if TYPE_CHECKING:
-    from corral.supervisor.models import CheckResult, SessionSummary
+    from corral.supervisor.models import CheckResult, CoderSession, SessionSummary
 
 S = CoderState
 
@@ -239,6 +239,28 @@ def cost_text(row: SessionSummary) -> Styled:
     if row.over_budget:
         return styled(f"⚠{words}", "bold red")
     return styled(words, "")
+
+
+def agent_usage_line(session: CoderSession) -> str:
+    """`agent's records: <model> 1.2k in / 340 out / 5.0k cache …; $0.04` for
+    the session screen ("price unknown" for a model without one)."""
+    if not session.agent_usage:
+        return ""
+    parts = []
+    for model, use in session.agent_usage.items():
+        words = f"{model} {tokens_short(use.input)} in / {tokens_short(use.output)} out"
+        if use.cache_write or use.cache_read:
+            words += (
+                f" / cache {tokens_short(use.cache_write)} written,"
+                f" {tokens_short(use.cache_read)} read"
+            )
+        if model in session.unpriced_models:
+            words += " (price unknown)"
+        parts.append(words)
+    line = "agent's records: " + "; ".join(parts)
+    if session.agent_cost_usd is not None:
+        line += f" — ${session.agent_cost_usd:.2f}"
+    return line
 
 
 def spend_line(rows: list[SessionSummary]) -> str:

@@ -89,3 +89,18 @@ def test_the_rows_totals_come_from_the_agents_records_and_corrals_models() -> No
         7,
     )
     assert row.cost_usd == 0.30 and not row.price_unknown
+
+
+def test_the_session_screen_names_each_models_tokens_and_an_unknown_price() -> None:
+    session = CoderSession(id="s1", repo="/r", intent="x", state=CoderState.RUNNING)
+    assert R.agent_usage_line(session) == ""
+    session.agent_usage = {
+        "claude-sonnet-4-5": TokenUse(input=1200, output=340, cache_write=5000),
+        "gpt-fake": TokenUse(input=10, output=5),
+    }
+    session.unpriced_models = ["gpt-fake"]
+    session.agent_cost_usd = 0.0279
+    assert R.agent_usage_line(session) == (
+        "agent's records: claude-sonnet-4-5 1.2k in / 340 out / cache 5.0k written, 0 read; "
+        "gpt-fake 10 in / 5 out (price unknown) — $0.03"
+    )
