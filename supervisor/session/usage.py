@@ -2,7 +2,8 @@
 
 Every `usage_secs` the owner reads each live session's agent records a little
 further (only what was appended: `agents/usage_records.py`), off the event
-loop, and prices them (`agents/prices.py`). A change is stored with the
+loop, and prices them (`agents/prices.py`), with what an engine reported
+itself meanwhile (an ACP agent's `usage`, `RunContext.note_usage`). A change is stored with the
 session and pushed to the board. The row adds what corral's own models
 served (drafting, the built-in engine: `model_use`, `cost_usd`). Crossing
 `[budget] per_session_usd` or `per_session_tokens` sets the row's
@@ -106,17 +107,26 @@ class UsageWatch:
             live = self._registry.get_live(sid)
             if live is None:
                 continue
-            if records is not None and id(records) in changed:
-                usage = records.usage()
-                cost, unknown = priced(usage, self.prices)
-                session.agent_usage, session.agent_cost_usd = usage, cost
-                session.unpriced_models = unknown
-            over = budget_sentence(totals(session), self.budget)
-            touched = (records is not None and id(records) in changed) or (
-                over != session.over_budget
+            before = (
+                dict(session.agent_usage),
+                session.agent_cost_usd,
+                list(session.unpriced_models),
+                session.over_budget,
             )
-            session.over_budget = over
-            if touched:
+            if records is not None and id(records) in changed:
+                session.agent_usage = records.usage()
+            # priced every pass: usage an engine reported itself (ACP) lands between
+            session.agent_cost_usd, session.unpriced_models = priced(
+                session.agent_usage, self.prices
+            )
+            session.over_budget = budget_sentence(totals(session), self.budget)
+            after = (
+                session.agent_usage,
+                session.agent_cost_usd,
+                session.unpriced_models,
+                session.over_budget,
+            )
+            if after != before:
                 try:
                     self._registry.persist(live)
                 except Exception:  # the store's failure is the store's to report

@@ -12,6 +12,8 @@ edge cases. `acp_agent.py SCRIPT [ARG]`:
 - `mute`: never answers `initialize`.
 - `exit`: exits with status 3 in the middle of its turn.
 - `quick`: says one line and ends its turn at once (bench/status.py --acp).
+- `usage IN,OUT,THOUGHT,CACHE_READ,CACHE_WRITE`: writes notes.txt unasked and
+  reports those token counts in its prompt answer's `usage`.
 - `load`: like `write` but advertises `session/load`; the first process
   exits mid-turn, a loaded one finishes the work.
 Each turn it records what it saw in `$ACP_FAKE_OUT/<script>.jsonl` when set.
@@ -47,6 +49,7 @@ from acp.schema import (
     SessionMode,
     SessionModeState,
     SetSessionModeResponse,
+    Usage,
 )
 
 Stop = Literal["end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"]
@@ -163,6 +166,18 @@ class Fake:
             sys.stdout.write("this is not json\n")
             sys.stdout.flush()
             stop = await self.write_notes(sid, ask=False)
+        elif SCRIPT == "usage":  # ARG: "input,output,thought,cache_read,cache_write"
+            stop = await self.write_notes(sid, ask=False)
+            fresh, out, thought, read, write = (int(n) for n in ARG.split(","))
+            usage = Usage(
+                total_tokens=fresh + out + thought + read + write,
+                input_tokens=fresh,
+                output_tokens=out,
+                thought_tokens=thought,
+                cached_read_tokens=read,
+                cached_write_tokens=write,
+            )
+            return PromptResponse(stop_reason=stop, usage=usage)
         elif SCRIPT == "outside":
             try:
                 await self.conn.write_text_file(session_id=sid, path=ARG, content="escaped\n")

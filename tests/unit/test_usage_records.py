@@ -252,3 +252,25 @@ def test_the_budget_sums_the_agents_records_and_corrals_own_models() -> None:
     assert budget_sentence(spent, BudgetSettings(per_session_tokens=1000)) == (
         "over budget: 1,010 of 1,000 tokens"
     )
+
+
+def test_budget_and_prices_are_read_from_the_config_and_bad_ones_named(tmp_path: Path) -> None:
+    from corral.supervisor.config import load_config
+    from corral.supervisor.errors import ConfigError
+
+    path = tmp_path / "config.toml"
+    path.write_text(
+        '[budget]\nper_session_usd = 5.0\n\n[prices."my-model"]\ninput = 1.0\noutput = 4.0\n'
+    )
+    config = load_config(path)
+    assert config.budget.per_session_usd == 5.0 and config.budget.per_session_tokens is None
+    assert config.prices["my-model"] == ModelPrice(input=1.0, output=4.0)
+    path.write_text("[budget]\nper_session_usd = -1\n")
+    with pytest.raises(ConfigError, match="budget.per_session_usd"):
+        load_config(path)
+    path.write_text('[prices."m"]\ninput = 1.0\n')
+    with pytest.raises(ConfigError, match="prices.m.output"):
+        load_config(path)
+    path.write_text('budget = "lots"\n')
+    with pytest.raises(ConfigError, match=r"\[budget\] must be a table"):
+        load_config(path)
