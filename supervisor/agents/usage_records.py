@@ -9,7 +9,11 @@ writes `event_msg` lines whose payload is a `token_count` with the thread's
 running total (`info.total_token_usage`: its `input_tokens` include the
 `cached_input_tokens`), and `turn_context` lines naming the model, in
 `sessions/Y/M/D/rollout-…-<thread id>.jsonl` whose first line
-(`session_meta`) names the thread.
+(`session_meta`) names the thread. Gemini CLI appends one JSONL record per
+message (written again as it grows, by `id`) to
+`~/.gemini/tmp/<project>/chats/session-<time>-<id[:8]>.jsonl`, whose first
+record names the session (`sessionId`); a `gemini` message's `tokens` hold
+`input` (its `cached` part included), `output`, `thoughts` and `tool`.
 
 These files are the agent's to write, so they are data from an adversary:
 only a regular file (no symlink as its last part, none leading out of the
@@ -34,14 +38,14 @@ from typing import Any, Literal
 
 from ..models import TokenUse
 
-RecordKind = Literal["claude", "codex"]
+RecordKind = Literal["claude", "codex", "gemini"]
 
 MAX_LINE = 4 * 1024 * 1024  # a longer line is skipped, not parsed
 READ_BUDGET = 16 * 1024 * 1024  # bytes read per call at most
 MAX_TOKENS = 10**10  # more in one record is not a count, it is a lie
 MAX_OPEN_RECORDS = 4096  # messages kept replaceable; older ones are settled
 
-KINDS: dict[str, RecordKind] = {"claude": "claude", "codex": "codex"}
+KINDS: dict[str, RecordKind] = {"claude": "claude", "codex": "codex", "gemini": "gemini"}
 
 
 def _count(value: Any) -> int | None:
@@ -67,6 +71,18 @@ def _claude_use(usage: Any) -> TokenUse | None:
         return None
     fresh, out, write, read = (c or 0 for c in counts)
     return TokenUse(input=fresh, output=out, cache_write=write, cache_read=read)
+
+
+def _gemini_use(tokens: Any) -> TokenUse | None:
+    if not isinstance(tokens, dict):
+        return None
+    counts = [_count(tokens.get(k, 0)) for k in ("input", "cached", "output", "thoughts", "tool")]
+    if any(c is None for c in counts):
+        return None
+    given, cached, out, thoughts, tool = (c or 0 for c in counts)
+    if cached > given:
+        return None
+    return TokenUse(input=given - cached + tool, output=out + thoughts, cache_read=cached)
 
 
 def _codex_use(total: Any) -> TokenUse | None:
@@ -103,6 +119,10 @@ def belongs(kind: RecordKind, path: Path, agent_session: str) -> bool:
         return False
     if kind == "claude":
         return path.name == f"{agent_session}.jsonl"
+    if kind == "gemini":
+        return path.name.startswith("session-") and path.name.endswith(
+            f"-{agent_session[:8]}.jsonl"
+        )
     return path.name.startswith("rollout-") and path.name.endswith(f"-{agent_session}.jsonl")
 
 
@@ -114,6 +134,7 @@ class UsageRecords:
     path: Path
     agent_session: str
     roots: list[Path]
+    named: str = ""  # the path or pattern the session's identity gave
     offset: int = 0
     refused: str | None = None  # why the file is not counted (it was not read)
     skipped_lines: int = 0
@@ -122,7 +143,7 @@ class UsageRecords:
     _settled: dict[str, TokenUse] = field(default_factory=dict)  # by model
     _open: OrderedDict[str, tuple[str, TokenUse]] = field(default_factory=OrderedDict)
     _model: str | None = None  # Codex: the model the last turn named
-    _header_seen: bool = False  # Codex: the first record named this thread
+    _header_seen: bool = False  # Codex, Gemini CLI: the first record named this conversation
 
     def usage(self) -> dict[str, TokenUse]:
         """Tokens by model, as far as read."""
@@ -211,6 +232,8 @@ class UsageRecords:
             return False
         if self.kind == "claude":
             return self._claude(row)
+        if self.kind == "gemini":
+            return self._gemini(row)
         return self._codex(row)
 
     def _claude(self, row: dict[str, Any]) -> bool:
@@ -225,6 +248,23 @@ class UsageRecords:
         if model.startswith("<"):  # `<synthetic>`: Claude Code's own notes, no model ran
             return False
         use = _claude_use(message.get("usage"))
+        if use is None:
+            return False
+        self._keep(key[:200], model[:200], use)
+        return True
+
+    def _gemini(self, row: dict[str, Any]) -> bool:
+        if not self._header_seen:
+            if row.get("sessionId") != self.agent_session:
+                raise _Refused("its first record names another session")
+            self._header_seen = True
+            return False
+        key, model = row.get("id"), row.get("model")
+        if row.get("type") != "gemini" or not isinstance(key, str):
+            return False
+        if not isinstance(model, str) or not model:
+            return False
+        use = _gemini_use(row.get("tokens"))
         if use is None:
             return False
         self._keep(key[:200], model[:200], use)
@@ -264,4 +304,4 @@ class UsageRecords:
 
 
 class _Refused(Exception):
-    """A Codex file whose header is not this thread's."""
+    """A file whose header names another conversation."""

@@ -14,6 +14,7 @@ Sessions on other hosts are left out: their agents' files are not here.
 from __future__ import annotations
 
 import asyncio
+import glob
 import logging
 import os
 from collections.abc import Mapping
@@ -32,7 +33,7 @@ from .spend import budget_sentence, totals
 log = logging.getLogger(__name__)
 
 # where, under an agent's own directory, its records are kept
-RECORD_DIRS = {"claude": "projects", "codex": "sessions"}
+RECORD_DIRS = {"claude": "projects", "codex": "sessions", "gemini": "tmp"}
 
 
 def record_roots(agent: str, env: Mapping[str, str]) -> list[Path]:
@@ -85,11 +86,23 @@ class UsageWatch:
         kind = KINDS.get(agent)
         if kind is None or not identity.session_id or not identity.transcript_path:
             return None
-        path = Path(identity.transcript_path)
         kept = self._records.get(session.id)
+        named = identity.transcript_path
+        if glob.has_magic(named):
+            # known as a pattern until the agent wrote it (Gemini CLI): once found, kept
+            if kept is not None and kept.named == named:
+                return kept
+            found = [p for p in glob.glob(named) if p.endswith(".jsonl")]
+            if not found:
+                return None
+            path = Path(max(found, key=os.path.getmtime))
+        else:
+            path = Path(named)
         if kept is not None and kept.path == path and kept.agent_session == identity.session_id:
             return kept
-        return UsageRecords(kind, path, identity.session_id, record_roots(agent, os.environ))
+        records = UsageRecords(kind, path, identity.session_id, record_roots(agent, os.environ))
+        records.named = named
+        return records
 
     async def refresh(self) -> None:
         """Read every live session's records further; store and show changes."""

@@ -19,7 +19,15 @@ from corral.supervisor.factory import build_supervisor
 from corral.supervisor.states import CoderState as S
 from tests.conftest import fast_config, hello_contract, init_repo
 from tests.e2e.support import kill_tmux, settle, until
-from tests.fakes.agent_env import claude_bin, claude_launch, codex_launch, missing_clis
+from tests.fakes.agent_env import (
+    claude_bin,
+    claude_launch,
+    codex_launch,
+    gemini_bin,
+    gemini_launch,
+    missing_cli,
+    missing_clis,
+)
 from tests.fakes.model_server import FakeModelServer, Reply, ToolCall, Usage
 
 MISSING = missing_clis()
@@ -170,6 +178,56 @@ async def test_codexs_rollout_token_counts_reach_the_row_with_price_unknown(
             assert row.cost_usd is None and row.price_unknown
             assert row.over_budget is None
             assert sup.get(sid).session.unpriced_models == ["gpt-fake"]
+        finally:
+            await sup.close()
+            kill_tmux(tmp_path)
+
+
+NO_GEMINI = missing_cli(gemini_bin(), "npm ci --prefix e2e")
+
+
+@pytest.mark.skipif(NO_GEMINI is not None, reason=f"Gemini CLI: {NO_GEMINI}")
+async def test_gemini_clis_chat_record_tokens_reach_the_row(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = init_repo(tmp_path / "repo")
+    first = Usage(input=800, output=60)
+    second = Usage(input=40, output=20, cache_read=700)
+    with FakeModelServer([]) as srv:
+        launch = gemini_launch(tmp_path / "gemini", srv.url, repo, None, approval_mode="auto_edit")
+        for key, value in launch.env.items():
+            if key not in ("PATH", "TERM", "SHELL", "USER"):
+                monkeypatch.setenv(key, value)
+        bin_dir = tmp_path / "agent-bin"
+        bin_dir.mkdir()
+        (bin_dir / Path(launch.argv[0]).name).symlink_to(launch.argv[0])
+        monkeypatch.setenv("PATH", f"{bin_dir}:{launch.env['PATH']}")
+        sup = await open_sup(tmp_path, "gemini")
+        try:
+            started = await sup.start("Write hello.txt saying hi", repo)
+            sid = started.session_id
+            target = Path(started.worktree or "") / "hello.txt"
+            srv.push(
+                Reply(
+                    "Writing it.",
+                    [ToolCall("write_file", {"file_path": str(target), "content": "hi\n"})],
+                    usage=first,
+                ),
+                Reply("Wrote hello.txt.", usage=second),
+            )
+            await sup.confirm(sid)
+            row = await settle(sup, sid, {S.NEEDS_APPROVAL, S.FAILED}, 90)
+            assert row.state is S.NEEDS_APPROVAL, row.error
+
+            def read_back():  # type: ignore[no-untyped-def]
+                row = sup.registry.summary(sid)
+                assert row is not None
+                return row if row.tokens_out == first.output + second.output else None
+
+            row = await until(sup, sid, "the chat record's tokens on the row", read_back, 20)
+            assert row.tokens_in == first.input + second.input
+            assert row.tokens_cache_read == second.cache_read
+            assert row.price_unknown  # the fake's model has no list price
         finally:
             await sup.close()
             kill_tmux(tmp_path)

@@ -652,14 +652,20 @@ def gemini_response(reply: Reply, model: str) -> dict[str, Any]:
         "candidates": [
             {"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}
         ],
-        "usageMetadata": _gemini_usage(),
+        "usageMetadata": _gemini_usage(reply.usage),
         "modelVersion": model,
         "responseId": _new_id("resp"),
     }
 
 
-def _gemini_usage() -> dict[str, int]:
-    return {"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15}
+def _gemini_usage(usage: Usage | None = None) -> dict[str, int]:
+    """The Gemini API counts cached tokens inside `promptTokenCount`."""
+    counts = usage or DEFAULT_USAGE
+    prompt = counts.input + counts.cache_read
+    found = {"promptTokenCount": prompt, "candidatesTokenCount": counts.output}
+    if counts.cache_read:
+        found["cachedContentTokenCount"] = counts.cache_read
+    return {**found, "totalTokenCount": prompt + counts.output}
 
 
 def gemini_sse(reply: Reply, model: str) -> list[bytes]:
@@ -688,7 +694,7 @@ def gemini_sse(reply: Reply, model: str) -> list[bytes]:
         }
         if i == len(chunks) - 1:
             candidate["finishReason"] = "STOP"
-            data["usageMetadata"] = _gemini_usage()
+            data["usageMetadata"] = _gemini_usage(reply.usage)
         events.append(f"data: {json.dumps(data, separators=(',', ':'))}\n\n".encode())
     return events
 

@@ -274,3 +274,45 @@ def test_budget_and_prices_are_read_from_the_config_and_bad_ones_named(tmp_path:
     path.write_text('budget = "lots"\n')
     with pytest.raises(ConfigError, match=r"\[budget\] must be a table"):
         load_config(path)
+
+
+def gemini_file(tmp_path: Path, lines: list[dict[str, object]]) -> Path:
+    chats = tmp_path / ".gemini" / "tmp" / "project" / "chats"
+    chats.mkdir(parents=True, exist_ok=True)
+    path = chats / f"session-2026-12-03T10-00-{SID[:8]}.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return path
+
+
+def gemini_message(key: str, **tokens: object) -> dict[str, object]:
+    counts = {"input": 100, "output": 10, "cached": 0, "thoughts": 0, "tool": 0}
+    counts.update(tokens)
+    return {"id": key, "type": "gemini", "model": "gemini-2.5-pro", "tokens": counts}
+
+
+def test_gemini_messages_rewritten_as_they_grow_count_once_and_cached_is_inside_input(
+    tmp_path: Path,
+) -> None:
+    path = gemini_file(
+        tmp_path,
+        [
+            {"sessionId": SID, "projectHash": "p"},
+            {"id": "u1", "type": "user", "content": "hi"},
+            gemini_message("g1", output=1),
+            {"$set": {"lastUpdated": "now"}},
+            gemini_message("g1", input=900, cached=600, output=30, thoughts=5),
+            gemini_message("g2", input=10, cached=20),  # more cached than sent: dropped
+        ],
+    )
+    records = UsageRecords("gemini", path, SID, [tmp_path / ".gemini" / "tmp"])
+    records.read()
+    assert records.usage() == {"gemini-2.5-pro": TokenUse(input=300, output=35, cache_read=600)}
+
+
+def test_a_gemini_file_whose_first_record_names_another_session_is_refused(
+    tmp_path: Path,
+) -> None:
+    path = gemini_file(tmp_path, [{"sessionId": SID[:8] + "-other"}, gemini_message("g1")])
+    records = UsageRecords("gemini", path, SID, [tmp_path / ".gemini" / "tmp"])
+    records.read()
+    assert records.usage() == {} and records.refused is not None
