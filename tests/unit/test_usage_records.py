@@ -266,10 +266,10 @@ def test_budget_and_prices_are_read_from_the_config_and_bad_ones_named(tmp_path:
     assert config.budget.per_session_usd == 5.0 and config.budget.per_session_tokens is None
     assert config.prices["my-model"] == ModelPrice(input=1.0, output=4.0)
     path.write_text("[budget]\nper_session_usd = -1\n")
-    with pytest.raises(ConfigError, match="budget.per_session_usd"):
+    with pytest.raises(ConfigError, match=r"budget\.per_session_usd"):
         load_config(path)
     path.write_text('[prices."m"]\ninput = 1.0\n')
-    with pytest.raises(ConfigError, match="prices.m.output"):
+    with pytest.raises(ConfigError, match=r"prices\.m\.output"):
         load_config(path)
     path.write_text('budget = "lots"\n')
     with pytest.raises(ConfigError, match=r"\[budget\] must be a table"):
