@@ -46,6 +46,8 @@ MAX_TOKENS = 10**10  # more in one record is not a count, it is a lie
 MAX_OPEN_RECORDS = 4096  # messages kept replaceable; older ones are settled
 
 KINDS: dict[str, RecordKind] = {"claude": "claude", "codex": "codex", "gemini": "gemini"}
+# what a line that may count always holds (Codex: `token_count` or `turn_context`)
+MARKS: dict[str, bytes] = {"claude": b'"usage"', "gemini": b'"tokens"'}
 
 
 def _count(value: Any) -> int | None:
@@ -96,21 +98,32 @@ def _codex_use(total: Any) -> TokenUse | None:
     return TokenUse(input=given - cached, output=out, cache_read=cached)
 
 
-def inside(path: Path, roots: list[Path]) -> bool | None:
-    """`path`'s directory, symlinks resolved, lies in one of `roots` (None:
-    it is not there yet)."""
-    try:
-        parent = path.parent.resolve(strict=True)
-    except (OSError, RuntimeError):
-        return None
+def real_roots(roots: list[Path]) -> list[Path]:
+    """The roots with their symlinks resolved (the ones that exist)."""
+    found = []
     for root in roots:
         try:
-            real = root.resolve(strict=True)
+            found.append(root.resolve(strict=True))
         except (OSError, RuntimeError):
             continue
-        if parent == real or parent.is_relative_to(real):
-            return True
-    return False
+    return found
+
+
+def opened_path(fd: int, path: Path) -> Path | None:
+    """Where the file open at `fd` really is (the kernel's word for it, so a
+    directory swapped for a link after the open changes nothing)."""
+    try:
+        return Path(os.readlink(f"/proc/self/fd/{fd}"))
+    except OSError:
+        try:
+            return path.resolve(strict=True)
+        except (OSError, RuntimeError):
+            return None
+
+
+def inside(real: Path, roots: list[Path]) -> bool:
+    text = str(real)
+    return any(text.startswith(str(root).rstrip("/") + "/") for root in roots)
 
 
 def belongs(kind: RecordKind, path: Path, agent_session: str) -> bool:
@@ -144,6 +157,7 @@ class UsageRecords:
     _open: OrderedDict[str, tuple[str, TokenUse]] = field(default_factory=OrderedDict)
     _model: str | None = None  # Codex: the model the last turn named
     _header_seen: bool = False  # Codex, Gemini CLI: the first record named this conversation
+    _real_roots: list[Path] | None = None  # `roots` resolved, once they exist
 
     def usage(self) -> dict[str, TokenUse]:
         """Tokens by model, as far as read."""
@@ -165,19 +179,25 @@ class UsageRecords:
     def _read(self) -> bool:
         if not belongs(self.kind, self.path, self.agent_session):
             return self._refuse("it is not named for this conversation")
-        where = inside(self.path, self.roots)
-        if where is None:
+        try:
+            seen = os.stat(self.path, follow_symlinks=False)
+        except OSError:
             return False  # not written yet
-        if not where:
-            return self._refuse("it is outside the agent's own directories")
+        if (seen.st_dev, seen.st_ino) == self._file and seen.st_size == self.offset:
+            return False  # the same file, nothing appended: not even opened
         try:
             fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
         except OSError:
-            return False  # not written yet, or a symlink: nothing read
+            return False  # gone again, or a symlink: nothing read
         with os.fdopen(fd, "rb") as fh:
             info = os.fstat(fd)
             if not stat.S_ISREG(info.st_mode):
                 return self._refuse("it is not a regular file")
+            if not self._real_roots:
+                self._real_roots = real_roots(self.roots)
+            real = opened_path(fd, self.path)
+            if real is None or not inside(real, self._real_roots):
+                return self._refuse("it is outside the agent's own directories")
             changed = False
             if self._file != (info.st_dev, info.st_ino) or info.st_size < self.offset:
                 changed = bool(self._settled or self._open)
@@ -224,6 +244,12 @@ class UsageRecords:
     def _line(self, raw: bytes) -> bool:
         if not raw.strip():
             return False
+        if self._header_seen or self.kind == "claude":
+            # most lines are tool output: not parsed unless they could count
+            if self.kind != "codex" and MARKS[self.kind] not in raw:
+                return False
+            if self.kind == "codex" and b"token_count" not in raw and b"turn_context" not in raw:
+                return False
         try:
             row = json.loads(raw)
         except ValueError:
