@@ -18,8 +18,8 @@ record names the session (`sessionId`); a `gemini` message's `tokens` hold
 These files are the agent's to write, so they are data from an adversary:
 only a regular file (no symlink as its last part, none leading out of the
 agent's own directories) named for this session's agent conversation is
-read; a record naming another conversation is ignored, and so is a file
-whose header names another thread. A line longer than `MAX_LINE` is skipped
+read; a record naming another conversation or working outside the session's
+worktree is ignored, and so is a file whose header names another one. A line longer than `MAX_LINE` is skipped
 whole, at most `READ_BUDGET` bytes are read per call (the rest the next
 time), a count that is not a whole number from 0 to `MAX_TOKENS` drops its
 record, and nothing read is ever run. Reading is incremental: each call
@@ -148,6 +148,9 @@ class UsageRecords:
     agent_session: str
     roots: list[Path]
     named: str = ""  # the path or pattern the session's identity gave
+    # the session's worktree: a Claude Code record (its `cwd`) or a Codex
+    # thread (its header's `cwd`) working elsewhere is another session's
+    workdir: str | None = None
     offset: int = 0
     refused: str | None = None  # why the file is not counted (it was not read)
     skipped_lines: int = 0
@@ -262,8 +265,17 @@ class UsageRecords:
             return self._gemini(row)
         return self._codex(row)
 
+    def _here(self, cwd: Any) -> bool:
+        """`cwd` is the session's worktree (or in it), or no worktree is known."""
+        if self.workdir is None:
+            return True
+        root = self.workdir.rstrip("/")
+        return isinstance(cwd, str) and (cwd == root or cwd.startswith(root + "/"))
+
     def _claude(self, row: dict[str, Any]) -> bool:
         if row.get("type") != "assistant" or row.get("sessionId") != self.agent_session:
+            return False
+        if not self._here(row.get("cwd")):
             return False
         message = row.get("message")
         if not isinstance(message, dict):
@@ -304,6 +316,8 @@ class UsageRecords:
         if not self._header_seen:
             if kind != "session_meta" or payload.get("id") != self.agent_session:
                 raise _Refused("its header names another thread")
+            if "cwd" in payload and not self._here(payload["cwd"]):
+                raise _Refused("its thread works in another directory")
             self._header_seen = True
             return False
         if kind == "turn_context" and isinstance(payload.get("model"), str):

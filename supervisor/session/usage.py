@@ -102,6 +102,7 @@ class UsageWatch:
             return kept
         records = UsageRecords(kind, path, identity.session_id, record_roots(agent, os.environ))
         records.named = named
+        records.workdir = session.worktree
         return records
 
     async def refresh(self) -> None:

@@ -18,6 +18,7 @@ from tests.conftest import SupervisorFactory, eventually, proposed, row_of
 
 LINE = 'printf "%s|%s|%s\\036" "$CORRAL_EVENT" "$CORRAL_SESSION_ID" "$CORRAL_OVER_BUDGET" >> "$0"'
 AGENT_SESSION = "0b7d4c3e-1111-4222-8333-944455556666"
+WORKDIR: list[str] = []  # the session's worktree, where its agent's records say they work
 
 
 def assistant(message_id: str, out: int, *, fresh: int = 1000, session: str = AGENT_SESSION) -> str:
@@ -25,6 +26,7 @@ def assistant(message_id: str, out: int, *, fresh: int = 1000, session: str = AG
         {
             "type": "assistant",
             "sessionId": session,
+            "cwd": WORKDIR[-1],
             "message": {
                 "id": message_id,
                 "model": "claude-sonnet-4-5-20250929",
@@ -80,6 +82,9 @@ async def test_a_growing_transcript_shows_on_the_row_and_crossing_the_budget_is_
         )
 
     sup.registry.amend(sid, adopt)
+    worktree = sup.get(sid).session.worktree
+    assert worktree
+    WORKDIR.append(worktree)
     # 1,000 in + 2,000 out at $3/$15 per million: $0.033
     transcript.write_text(assistant("msg_1", 2000) + "\n")
     await eventually(lambda: row_of(sup, sid).tokens_out == 2000, timeout=10)

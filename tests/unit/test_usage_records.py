@@ -103,6 +103,29 @@ def test_a_record_claiming_another_conversation_is_ignored(projects: Path) -> No
     assert records.usage() == {"claude-sonnet-4-5": TokenUse(input=10, output=5)}
 
 
+def test_a_record_working_outside_the_sessions_worktree_is_anothers(projects: Path) -> None:
+    def at(cwd: str, key: str) -> str:
+        line = json.loads(claude_line(key))
+        return json.dumps({**line, "cwd": cwd})
+
+    records = claude(
+        projects,
+        [at("/work/other-session", "a"), at("/work/wt-ab", "b"), at("/work/wt/sub", "c")],
+    )
+    records.workdir = "/work/wt"
+    records.read()
+    assert records.usage() == {"claude-sonnet-4-5": TokenUse(input=10, output=5)}
+
+
+def test_a_rollout_of_a_thread_working_elsewhere_is_refused(tmp_path: Path) -> None:
+    meta = {"type": "session_meta", "payload": {"id": THREAD, "cwd": "/work/other"}}
+    path = codex_file(tmp_path, [meta, TURN, token_count(100, 0, 10)])
+    records = UsageRecords("codex", path, THREAD, [tmp_path / ".codex" / "sessions"])
+    records.workdir = "/work/wt"
+    records.read()
+    assert records.usage() == {} and records.refused == "its thread works in another directory"
+
+
 def test_a_file_named_for_another_conversation_is_refused(projects: Path) -> None:
     other = claude(projects, [claude_line()], name="another-session")
     assert not other.read()
