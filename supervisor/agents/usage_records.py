@@ -44,6 +44,8 @@ MAX_LINE = 4 * 1024 * 1024  # a longer line is skipped, not parsed
 READ_BUDGET = 16 * 1024 * 1024  # bytes read per call at most
 MAX_TOKENS = 10**10  # more in one record is not a count, it is a lie
 MAX_OPEN_RECORDS = 4096  # messages kept replaceable; older ones are settled
+MAX_MODELS = 16  # distinct model names kept; the rest are counted as one
+OTHER_MODELS = "other models"
 
 KINDS: dict[str, RecordKind] = {"claude": "claude", "codex": "codex", "gemini": "gemini"}
 # what a line that may count always holds (Codex: `token_count` or `turn_context`)
@@ -161,6 +163,7 @@ class UsageRecords:
     _model: str | None = None  # Codex: the model the last turn named
     _header_seen: bool = False  # Codex, Gemini CLI: the first record named this conversation
     _real_roots: list[Path] | None = None  # `roots` resolved, once they exist
+    _models: set[str] = field(default_factory=set)  # the model names counted so far
 
     def usage(self) -> dict[str, TokenUse]:
         """Tokens by model, as far as read."""
@@ -220,6 +223,7 @@ class UsageRecords:
     def _restart(self, file: tuple[int, int] | None) -> None:
         self._file, self.offset, self._skipping = file, 0, False
         self._settled, self._open, self._model, self._header_seen = {}, OrderedDict(), None, False
+        self._models = set()
 
     def _take(self, data: bytes) -> bool:
         changed = False
@@ -336,6 +340,10 @@ class UsageRecords:
         return True
 
     def _keep(self, key: str, model: str, use: TokenUse) -> None:
+        if model not in self._models:
+            if len(self._models) >= MAX_MODELS:
+                model = OTHER_MODELS
+            self._models.add(model)
         self._open.pop(key, None)
         self._open[key] = (model, use)
         while len(self._open) > MAX_OPEN_RECORDS:

@@ -339,3 +339,16 @@ def test_a_gemini_file_whose_first_record_names_another_session_is_refused(
     records = UsageRecords("gemini", path, SID, [tmp_path / ".gemini" / "tmp"])
     records.read()
     assert records.usage() == {} and records.refused is not None
+
+
+def test_a_flood_of_messages_and_model_names_stays_bounded(
+    projects: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(usage_records, "MAX_OPEN_RECORDS", 50)
+    lines = [claude_line(f"m{i}", model=f"model-{i}", output_tokens=1) for i in range(500)]
+    records = claude(projects, lines)
+    records.read()
+    usage = records.usage()
+    assert len(usage) == usage_records.MAX_MODELS + 1
+    assert usage["other models"].output == 500 - usage_records.MAX_MODELS
+    assert sum(u.output for u in usage.values()) == 500
