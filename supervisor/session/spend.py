@@ -5,9 +5,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ..config import BudgetSettings
+from ..llm.chain import ModelSpend
 from ..models import CoderSession, TokenUse
 
 
@@ -21,7 +23,9 @@ class Totals:
     recorded: bool  # anything was recorded at all
 
 
-def totals(session: CoderSession) -> Totals:
+def totals(session: CoderSession, pending: Mapping[str, ModelSpend] | None = None) -> Totals:
+    """The session's sums; `pending`: what corral's models served since it
+    was last folded into the session (a built-in engine's run in progress)."""
     use = TokenUse()
     for recorded in session.agent_usage.values():
         use = use.plus(recorded)
@@ -31,6 +35,12 @@ def totals(session: CoderSession) -> Totals:
         if row.cost_usd is None and (row.tokens_in or row.tokens_out):
             unknown = True
     parts = [c for c in (session.cost_usd, session.agent_cost_usd) if c is not None]
+    for spend in (pending or {}).values():
+        use = use.plus(TokenUse(input=spend.tokens_in, output=spend.tokens_out))
+        if spend.cost_usd is not None:
+            parts.append(spend.cost_usd)
+        elif spend.tokens_in or spend.tokens_out:
+            unknown = True
     return Totals(
         tokens=use,
         cost_usd=sum(parts) if parts else None,

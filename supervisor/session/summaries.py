@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 
+from ..llm.chain import ModelSpend
 from ..models import CoderSession, SessionSummary
 from ..states import CoderState, FailureKind, label, needs_you, needs_you_label
 from .identity import is_dormant
@@ -73,9 +75,11 @@ def stored_summary(session: CoderSession) -> SessionSummary:
     return row.model_copy(update=update) if update else row
 
 
-def _usage(session: CoderSession) -> dict[str, object]:
+def _usage(
+    session: CoderSession, pending: Mapping[str, ModelSpend] | None = None
+) -> dict[str, object]:
     """Tokens and cost so far (nothing when nothing was recorded)."""
-    spent = totals(session)
+    spent = totals(session, pending)
     if not spent.recorded:
         return {}
     return {
@@ -132,6 +136,7 @@ def live_summary(live: LiveSession) -> SessionSummary:
     return row.model_copy(
         update={
             **git,
+            **_usage(session, live.model_ledger.spend),
             "live": True,
             "iterations": max(session.iterations, attention.iteration),
             "needs_you": need,

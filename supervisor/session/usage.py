@@ -133,7 +133,8 @@ class UsageWatch:
             session.agent_cost_usd, session.unpriced_models = priced(
                 session.agent_usage, self.prices
             )
-            session.over_budget = budget_sentence(totals(session), self.budget)
+            pending = live.model_ledger.spend  # a built-in engine's run in progress
+            session.over_budget = budget_sentence(totals(session, pending), self.budget)
             after = (
                 session.agent_usage,
                 session.agent_cost_usd,

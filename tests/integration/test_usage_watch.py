@@ -123,3 +123,21 @@ async def test_a_growing_transcript_shows_on_the_row_and_crossing_the_budget_is_
     again = await make_supervisor(usage_secs=0.1, budget={"per_session_usd": 0.10}, notify=notify)
     await eventually(lambda: row_of(again, sid).tokens_out == 8000, timeout=10)
     assert len(await quiet(log, 1)) == 1, "a restarted owner told of an old crossing again"
+
+
+async def test_a_built_in_engine_run_in_progress_counts_on_the_row_and_for_the_budget(
+    make_supervisor: SupervisorFactory, repo: Path
+) -> None:
+    from corral.supervisor.llm.base import Usage
+
+    sup = await make_supervisor(usage_secs=0.1, budget={"per_session_tokens": 1000})
+    sid = await proposed(sup, repo)
+    live = sup.registry.get_live(sid)
+    assert live is not None
+    # what the model chain served this session so far, not yet folded into it
+    live.model_ledger.add(Usage(input_tokens=900, output_tokens=200, cost_usd=0.02), "m")
+    sup.registry.notify(sid)
+    await eventually(lambda: row_of(sup, sid).over_budget is not None, timeout=10)
+    row = row_of(sup, sid)
+    assert (row.tokens_in, row.tokens_out, row.cost_usd) == (900, 200, 0.02)
+    assert row.over_budget == "over budget: 1,100 of 1,000 tokens"
