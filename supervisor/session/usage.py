@@ -152,9 +152,12 @@ class UsageWatch:
     def _read_all(records: list[UsageRecords]) -> set[int]:
         changed = set()
         for one in records:
+            was_refused = one.refused is not None
             try:
                 if one.read():
                     changed.add(id(one))
             except OSError as exc:  # a file going away under us
                 log.debug("usage records %s: %s", one.path, exc)
+            if one.refused is not None and not was_refused:
+                log.warning("not counting the usage in %s: %s", one.path, one.refused)
         return changed
