@@ -45,6 +45,19 @@ def record_roots(agent: str, env: Mapping[str, str]) -> list[Path]:
     return [d / RECORD_DIRS[agent] for d in dirs]
 
 
+def newest_jsonl(pattern: str) -> Path | None:
+    """The newest `.jsonl` file `pattern` matches (a file vanishing meanwhile
+    is passed over)."""
+    dated = []
+    for found in glob.glob(pattern):
+        if found.endswith(".jsonl"):
+            try:
+                dated.append((os.path.getmtime(found), found))
+            except OSError:
+                continue
+    return Path(max(dated)[1]) if dated else None
+
+
 class UsageWatch:
     def __init__(
         self,
@@ -92,10 +105,10 @@ class UsageWatch:
             # known as a pattern until the agent wrote it (Gemini CLI): once found, kept
             if kept is not None and kept.named == named:
                 return kept
-            found = [p for p in glob.glob(named) if p.endswith(".jsonl")]
-            if not found:
+            found = newest_jsonl(named)
+            if found is None:
                 return None
-            path = Path(max(found, key=os.path.getmtime))
+            path = found
         else:
             path = Path(named)
         if kept is not None and kept.path == path and kept.agent_session == identity.session_id:
