@@ -276,12 +276,21 @@ def spend_line(rows: list[SessionSummary]) -> str:
     return line + (f" · {over} over budget" if over else "")
 
 
+OVER_BUDGET_MARK = "⚠ "
+
+
 def intent_text(row: SessionSummary) -> Text | str:
-    """The intent's first line, after the operator's name for the session."""
+    """The intent's first line, after the operator's name for the session;
+    marked `⚠` when the session is over budget and its needs-you cell says
+    something else (the need comes first there)."""
     first = row.intent.splitlines()[0] if row.intent else ""
-    if not row.name:
+    shown = row.over_budget and needs_text(row).plain.startswith(OVER_BUDGET_MARK + "over")
+    mark = OVER_BUDGET_MARK if row.over_budget and not shown else ""
+    if not row.name and not mark:
         return first
-    return Text.assemble((row.name, "bold"), "  ", (first, "dim"))
+    if not row.name:
+        return Text.assemble((mark, "bold red"), first)
+    return Text.assemble((mark, "bold red"), (row.name, "bold"), "  ", (first, "dim"))
 
 
 def counts_line(rows: list[SessionSummary]) -> str:

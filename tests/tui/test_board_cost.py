@@ -1,6 +1,7 @@
 """What sessions used, on the board: no Cost column while nothing was
 recorded (the board as before), a session over its budget warns in its row
-at 80×24 (its needs-you cell, and the header's total), the Cost column shows
+at 80×24 (its needs-you cell, or a mark before its intent when it needs
+you, and the header's total), the Cost column shows
 when there is room; a price that is not known is never a number."""
 
 from __future__ import annotations
@@ -55,6 +56,14 @@ async def test_an_over_budget_row_warns_at_80_by_24_and_shows_its_cost_when_wide
         counts = str(board.query_one("#counts").render())
         assert "$5.70 spent · 1 over budget" in counts
         assert all(len(line.rstrip()) <= 80 for line in _lines(board))
+
+        # a row that needs you says so first; its intent carries the mark
+        sup.registry.amend(ids["Alpha"], _overspend)
+        await until(pilot, "the mark on the row that needs you", lambda: any(
+            "diff ready for approv" in line and "⚠ Alpha adds a file" in line
+            for line in _lines(board)
+        ))  # fmt: skip
+        assert "$11.40 spent · 2 over budget" in str(board.query_one("#counts").render())
 
         await pilot.resize_terminal(200, 40)
         await until(pilot, "the Cost column", lambda: cost not in board.table.hidden and any(
