@@ -88,6 +88,7 @@ from .session.search import search as search_sessions
 from .session.summaries import stored_summary
 from .session.transcripts import codex_rollouts, read_transcript
 from .session.transcripts import resolve as resolve_transcript
+from .session.usage import UsageWatch
 from .states import CoderState, label, needs_you_label
 from .store import DB_NAME, Store
 from .store.placements import PlacementStore
@@ -161,6 +162,9 @@ class Supervisor:
         # says once, outside the board, when a session needs you or finishes
         self.notifier = Notifier(self.config.notify, self.watch)
         self.git_stats = GitStatsWatch(self.registry, self.config.git_stats_secs)
+        self.usage = UsageWatch(
+            self.registry, self.config.usage_secs, self.config.budget, self.config.prices
+        )
 
     # -- owning the state dir ------------------------------------------------------------
 
@@ -186,6 +190,7 @@ class Supervisor:
         self.scheduler.start()
         self.notifier.start()
         self.git_stats.start()
+        self.usage.start()
 
     def _compose(self, workspaces: Workspaces, ledger: PlacementStore) -> _Gates:
         """Build the services bottom-up, so each receives the one it hands on to."""
@@ -253,6 +258,7 @@ class Supervisor:
         stopped before this returns."""
         await self.notifier.stop()
         await self.git_stats.stop()
+        await self.usage.stop()
         if self.scheduler is not None:
             await self.scheduler.stop()
             self.scheduler = None

@@ -1,6 +1,7 @@
 """Supervisor settings, read once from `~/.config/corral/config.toml`
 (`[supervisor]` table, plus `[sandbox]` for confinement, `[notify]` for
-notifications and `[[hosts]]` for other machines; `CORRAL_CONFIG`
+notifications, `[budget]` and `[prices]` for what sessions cost, and
+`[[hosts]]` for other machines; `CORRAL_CONFIG`
 names another file). A missing file
 gives the defaults; a file that does not parse is a clear error naming it.
 """
@@ -111,9 +112,10 @@ class NotifySettings(BaseModel):
     desktop: bool = True  # `notify-send`, where it is installed and a desktop runs
     on_needs_you: Hook = None
     on_finished: Hook = None
+    on_over_budget: Hook = None
     hook_timeout_secs: float = Field(default=30, gt=0)
 
-    @field_validator("on_needs_you", "on_finished")
+    @field_validator("on_needs_you", "on_finished", "on_over_budget")
     @classmethod
     def _argv(cls, value: Hook) -> Hook:
         if value is None:
@@ -122,6 +124,28 @@ class NotifySettings(BaseModel):
         if not argv or not argv[0].strip():
             raise ValueError("a hook needs a command (a string or an argv list), or leave it out")
         return argv
+
+
+class BudgetSettings(BaseModel):
+    """`[budget]`: what one session may use before its row warns (and one
+    notice says so). Unset: no limit."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    per_session_usd: float | None = Field(default=None, gt=0)
+    per_session_tokens: int | None = Field(default=None, gt=0)
+
+
+class ModelPrice(BaseModel):
+    """`[prices."<model>"]`: USD per million tokens. A cache price left out
+    is the input price (never less than it may be)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    input: float = Field(ge=0)
+    output: float = Field(ge=0)
+    cache_write: float | None = Field(default=None, ge=0)
+    cache_read: float | None = Field(default=None, ge=0)
 
 
 class SupervisorConfig(BaseModel):
@@ -144,6 +168,8 @@ class SupervisorConfig(BaseModel):
     verified_watch_secs: float = Field(default=3, gt=0)
     # How often live sessions' git stats (files, +/- lines, base lead) are read.
     git_stats_secs: float = Field(default=5, gt=0)
+    # How often agents' own usage records (tokens, cost) are read further.
+    usage_secs: float = Field(default=10, gt=0)
     # Agents without hooks read idle after their screen stayed unchanged this
     # long at a prompt-like last line ([agents.<name>] idle_quiet_secs overrides).
     idle_quiet_secs: float = Field(default=3.0, gt=0, le=600)
@@ -154,6 +180,8 @@ class SupervisorConfig(BaseModel):
     mcp: McpSettings = Field(default_factory=McpSettings)
     notify: NotifySettings = Field(default_factory=NotifySettings)
     hosts: list[HostSettings] = Field(default_factory=list)  # [[hosts]]: other machines
+    budget: BudgetSettings = Field(default_factory=BudgetSettings)
+    prices: dict[str, ModelPrice] = Field(default_factory=dict)  # over the built-in table
     # Where a foreman places its subtasks: on the hosts above (up to each one's
     # max_sessions) and on this machine; either can be turned off.
     foreman_hosts: bool = True
@@ -189,11 +217,12 @@ def load_config(path: Path | None = None) -> SupervisorConfig:
         raise ConfigError(f"{path}: [mcp] must be a table")
     if mcp:
         section = {**section, "mcp": mcp}
-    notify = data.get("notify", {})
-    if not isinstance(notify, dict):
-        raise ConfigError(f"{path}: [notify] must be a table")
-    if notify:
-        section = {**section, "notify": notify}
+    for table in ("notify", "budget", "prices"):
+        value = data.get(table, {})
+        if not isinstance(value, dict):
+            raise ConfigError(f"{path}: [{table}] must be a table")
+        if value:
+            section = {**section, table: value}
     hosts = data.get("hosts", [])
     if not isinstance(hosts, list):
         raise ConfigError(f"{path}: hosts must be [[hosts]] tables")

@@ -303,6 +303,28 @@ class ModelUse(BaseModel):
     cost_usd: float | None = None
 
 
+class TokenUse(BaseModel):
+    """Tokens one model used for a session, as the agent recorded them:
+    fresh input, output, and the prompt cache's writes and reads."""
+
+    input: int = 0
+    output: int = 0
+    cache_write: int = 0
+    cache_read: int = 0
+
+    def plus(self, other: TokenUse) -> TokenUse:
+        return TokenUse(
+            input=self.input + other.input,
+            output=self.output + other.output,
+            cache_write=self.cache_write + other.cache_write,
+            cache_read=self.cache_read + other.cache_read,
+        )
+
+    @property
+    def total(self) -> int:
+        return self.input + self.output + self.cache_write + self.cache_read
+
+
 class IdentityState(StrEnum):
     """Where an agent's own conversation stands: `pending` until its first
     hook names it, `live` while its pane runs, `dormant` when the pane is gone
@@ -481,6 +503,13 @@ class CoderSession(BaseModel):
     agent_identity: AgentIdentity | None = None
     # what an ACP agent announced it can switch (mode, model, config options)
     agent_offers: AgentOffers | None = None
+    # What the agent's own records say it used (Claude Code's transcript,
+    # Codex's rollout, …), by model; its cost at the known prices, the models
+    # without one, and the budget sentence once a `[budget]` limit is crossed.
+    agent_usage: dict[str, TokenUse] = Field(default_factory=dict)
+    agent_cost_usd: float | None = None
+    unpriced_models: list[str] = Field(default_factory=list)
+    over_budget: str | None = None
     # A foreman session: "3/5 subtasks verified" (its board row), and one
     # `Corral-Placement` trailer value per subtask its verified union holds.
     foreman_progress: str | None = None
@@ -608,6 +637,16 @@ class SessionSummary(BaseModel):
     agent_mode: str | None = None
     agent_model: str | None = None
     agent_options: dict[str, str] | None = None
+    # tokens and cost: the agent's own records plus what corral's models
+    # served (drafting, the built-in engine); None when nothing was recorded.
+    # `price_unknown`: some tokens have no price, so `cost_usd` is a part.
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+    tokens_cache_write: int | None = None
+    tokens_cache_read: int | None = None
+    cost_usd: float | None = None
+    price_unknown: bool = False
+    over_budget: str | None = None  # the sentence, once a `[budget]` limit is crossed
 
 
 class EventKind(StrEnum):

@@ -1,5 +1,5 @@
-"""Notifications: when a session starts needing you, or finishes without you
-having done it, say so once, outside the board.
+"""Notifications: when a session starts needing you, finishes without you
+having done it, or goes over its `[budget]`, say so once, outside the board.
 
 The owner watches its own board feed and notices edges, never levels: a
 session whose row already needed you when the owner opened (a restart, a
@@ -7,7 +7,7 @@ replay) is the baseline, and a repaint of the same row is no edge. A finish
 the operator caused (approve, reject, cancel) is theirs and is not announced.
 
 Each notice goes to the operator's hook commands (`[notify] on_needs_you`,
-`on_finished`), to `notify-send` where a desktop runs, and to listeners in the
+`on_finished`, `on_over_budget`), to `notify-send` where a desktop runs, and to listeners in the
 same process (the console writes OSC 9 / OSC 777 to its terminal). Text an
 agent or a model may have written never reaches a command line or a shell: a
 hook learns the session from `CORRAL_*` environment variables, and the words
@@ -34,9 +34,10 @@ from .session.board import WatchDropped, Watcher
 
 log = logging.getLogger(__name__)
 
-NoticeKind = Literal["needs_you", "finished"]
+NoticeKind = Literal["needs_you", "finished", "over_budget"]
 NEEDS_YOU: NoticeKind = "needs_you"
 FINISHED: NoticeKind = "finished"
+OVER_BUDGET: NoticeKind = "over_budget"
 MAX_TEXT = 120  # characters of a name shown in a desktop notification
 
 
@@ -62,18 +63,24 @@ class Notice:
     needs_you: str | None  # contract | question | auth | merge | finding
     needs_you_label: str | None
     repo: str
+    over_budget: str | None = None  # corral's own sentence: what was crossed
 
     @property
     def title(self) -> str:
-        return (
-            f"corral: {self.label} needs you"
-            if self.kind == NEEDS_YOU
-            else (f"corral: {self.label} {self.state}")
-        )
+        if self.kind == NEEDS_YOU:
+            return f"corral: {self.label} needs you"
+        if self.kind == OVER_BUDGET:
+            return f"corral: {self.label} is over budget"
+        return f"corral: {self.label} {self.state}"
 
     @property
     def body(self) -> str:
-        what = self.needs_you_label if self.kind == NEEDS_YOU else f"finished ({self.state})"
+        if self.kind == NEEDS_YOU:
+            what = self.needs_you_label
+        elif self.kind == OVER_BUDGET:
+            what = self.over_budget
+        else:
+            what = f"finished ({self.state})"
         return plain(f"{what} — {self.name}")
 
     def environment(self) -> dict[str, str]:
@@ -85,6 +92,7 @@ class Notice:
             "CORRAL_SESSION_NAME": self.name,
             "CORRAL_STATE": self.state,
             "CORRAL_NEEDS_YOU": self.needs_you or "",
+            "CORRAL_OVER_BUDGET": self.over_budget or "",
             "CORRAL_REPO": self.repo,
         }
 
@@ -99,6 +107,7 @@ def _notice(kind: NoticeKind, row: SessionSummary) -> Notice:
         needs_you=row.needs_you.value if row.needs_you else None,
         needs_you_label=row.needs_you_label,
         repo=row.repo,
+        over_budget=row.over_budget,
     )
 
 
@@ -107,12 +116,15 @@ class Edges:
 
     def __init__(self) -> None:
         self._seen: dict[str, tuple[str | None, bool]] = {}
+        self._over: set[str] = set()  # rows over budget, heard of once
         self._operator_acted: set[str] = set()
 
     def baseline(self, rows: list[SessionSummary]) -> None:
         """What is already so when watching starts is no news."""
         for row in rows:
             self._seen[row.session_id] = (_needs(row), row.state.is_terminal)
+            if row.over_budget:
+                self._over.add(row.session_id)
 
     def operator_acts(self, session_id: str) -> None:
         """The operator approved, rejected or cancelled: the finish that
@@ -120,6 +132,21 @@ class Edges:
         self._operator_acted.add(session_id)
 
     def observe(self, row: SessionSummary) -> Notice | None:
+        """The row's edge, if any; going over budget is heard once (a
+        finish or a need in the same row is said first)."""
+        sid = row.session_id
+        stored = sid not in self._seen and row.state.is_terminal  # not a transition
+        notice = self._state_edge(row)
+        if not row.over_budget:
+            self._over.discard(sid)
+        elif stored:
+            self._over.add(sid)
+        elif sid not in self._over and notice is None:
+            self._over.add(sid)
+            return _notice(OVER_BUDGET, row)
+        return notice
+
+    def _state_edge(self, row: SessionSummary) -> Notice | None:
         sid = row.session_id
         needs, terminal = _needs(row), row.state.is_terminal
         before = self._seen.get(sid)
@@ -138,6 +165,7 @@ class Edges:
 
     def forget(self, session_id: str) -> None:
         self._seen.pop(session_id, None)
+        self._over.discard(session_id)
         self._operator_acted.discard(session_id)
 
 
@@ -213,7 +241,11 @@ class Notifier:
                 listener(notice)
             except Exception:  # a listener's fault is its own; the others still hear
                 log.exception("a notification listener failed")
-        hook = self.settings.on_needs_you if notice.kind == NEEDS_YOU else self.settings.on_finished
+        hook = {
+            NEEDS_YOU: self.settings.on_needs_you,
+            FINISHED: self.settings.on_finished,
+            OVER_BUDGET: self.settings.on_over_budget,
+        }[notice.kind]
         if hook:
             argv = hook if isinstance(hook, list) else [hook]
             self._spawn(argv, notice)

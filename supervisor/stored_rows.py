@@ -80,6 +80,13 @@ ROW_FIELDS = (
     "agent_mode",
     "agent_model",
     "agent_options",
+    "tokens_in",
+    "tokens_out",
+    "tokens_cache_write",
+    "tokens_cache_read",
+    "cost_usd",
+    "price_unknown",
+    "over_budget",
 )
 
 

@@ -95,6 +95,7 @@ def fast_config(**overrides: Any) -> SupervisorConfig:
         "ask_user_timeout_secs": 10,
         "watcher_shed_secs": 10,
         "git_stats_secs": 3600,  # a test that reads live git stats asks for them
+        "usage_secs": 3600,  # and one that reads agents' usage records, for them
     }
     base.update(overrides)
     return SupervisorConfig.model_validate(base)

@@ -11,7 +11,7 @@ from rich.text import Text
 from corral.supervisor.states import CoderState
 
 if TYPE_CHECKING:
-    from corral.supervisor.models import AgentOffers, CheckResult, SessionSummary
+    from corral.supervisor.models import AgentOffers, CheckResult, CoderSession, SessionSummary
 
 S = CoderState
 
@@ -193,6 +193,8 @@ def needs_text(row: SessionSummary) -> Styled:
         return styled(row.needs_you_label, "bold yellow")
     if row.state is S.FAILED and row.error:
         return styled(row.error.strip().splitlines()[0], "red")
+    if row.over_budget:
+        return styled(f"⚠ {row.over_budget}", "bold red")
     if row.live and row.agent_status == "unreachable" and row.agent_reason:
         return styled(row.agent_reason, "yellow")
     if row.live and row.agent_status == "waiting" and row.agent_reason:
@@ -228,12 +230,82 @@ def changes_text(row: SessionSummary) -> Styled:
     return styled(" ".join(parts), "yellow" if row.behind_base else "")
 
 
+def tokens_short(count: int) -> str:
+    """`950`, `12.3k`, `4.5M`: a token count in a few cells."""
+    if count < 1000:
+        return str(count)
+    if count < 1_000_000:
+        return f"{count / 1000:.1f}k"
+    return f"{count / 1_000_000:.1f}M"
+
+
+def cost_text(row: SessionSummary) -> Styled:
+    """What the session used: `$1.23`, `$1.23+?` when some of its tokens
+    have no known price, `45.1k tok` when none has; `⚠` over its budget
+    (empty before anything was recorded)."""
+    if row.tokens_in is None:
+        return styled("")
+    if row.cost_usd is None:
+        total = (row.tokens_in or 0) + (row.tokens_out or 0)
+        total += (row.tokens_cache_write or 0) + (row.tokens_cache_read or 0)
+        words = f"{tokens_short(total)} tok"
+    else:
+        words = f"${row.cost_usd:.2f}" + ("+?" if row.price_unknown else "")
+    if row.over_budget:
+        return styled(f"⚠{words}", "bold red")
+    return styled(words, "")
+
+
+def agent_usage_line(session: CoderSession) -> str:
+    """`agent's records: <model> 1.2k in / 340 out / 5.0k cache …; $0.04` for
+    the session screen ("price unknown" for a model without one)."""
+    if not session.agent_usage:
+        return ""
+    parts = []
+    for model, use in session.agent_usage.items():
+        words = f"{model} {tokens_short(use.input)} in / {tokens_short(use.output)} out"
+        if use.cache_write or use.cache_read:
+            words += (
+                f" / cache {tokens_short(use.cache_write)} written,"
+                f" {tokens_short(use.cache_read)} read"
+            )
+        if model in session.unpriced_models:
+            words += " (price unknown)"
+        parts.append(words)
+    line = "agent's records: " + "; ".join(parts)
+    if session.agent_cost_usd is not None:
+        line += f" — ${session.agent_cost_usd:.2f}"
+    return line
+
+
+def spend_line(rows: list[SessionSummary]) -> str:
+    """`$3.21 spent · 1 over budget` over the board's rows (`+?`: some tokens
+    have no known price); empty when nothing was recorded."""
+    recorded = [r for r in rows if r.tokens_in is not None and not r.archived]
+    if not recorded:
+        return ""
+    cost = sum(r.cost_usd or 0.0 for r in recorded)
+    unknown = any(r.price_unknown or r.cost_usd is None for r in recorded)
+    line = f"${cost:.2f}{'+?' if unknown else ''} spent"
+    over = sum(1 for r in recorded if r.over_budget)
+    return line + (f" · {over} over budget" if over else "")
+
+
+OVER_BUDGET_MARK = "⚠ "
+
+
 def intent_text(row: SessionSummary) -> Text | str:
-    """The intent's first line, after the operator's name for the session."""
+    """The intent's first line, after the operator's name for the session;
+    marked `⚠` when the session is over budget and its needs-you cell says
+    something else (the need comes first there)."""
     first = row.intent.splitlines()[0] if row.intent else ""
-    if not row.name:
+    shown = row.over_budget and needs_text(row).plain.startswith(OVER_BUDGET_MARK + "over")
+    mark = OVER_BUDGET_MARK if row.over_budget and not shown else ""
+    if not row.name and not mark:
         return first
-    return Text.assemble((row.name, "bold"), "  ", (first, "dim"))
+    if not row.name:
+        return Text.assemble((mark, "bold red"), first)
+    return Text.assemble((mark, "bold red"), (row.name, "bold"), "  ", (first, "dim"))
 
 
 def counts_line(rows: list[SessionSummary]) -> str:

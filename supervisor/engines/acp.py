@@ -82,7 +82,7 @@ from ..events import (
     PlanTextData,
 )
 from ..governance.env_scrub import scrubbed_env
-from ..models import AgentOffers
+from ..models import AgentOffers, TokenUse
 from ..paths import AGENT_SOCKET_ENV, agent_socket_dir, agent_socket_path, ensure_private_dir
 from ..sandbox import active_policy
 from ..sandbox.agent import launch_agent
@@ -104,6 +104,31 @@ class AgentGone(Exception):
 
 class ModelRefused(Exception):
     """The pinned model is not one the agent offers; the message names those it does."""
+
+
+MAX_REPORTED = 10**10  # more tokens than this in one report is not a count
+
+
+def reported_usage(usage: Any) -> TokenUse | None:
+    """An ACP prompt answer's `usage` (the session's totals so far, as the
+    protocol's fields say: input, output, thoughts, cache reads and writes)
+    as tokens; None when absent or implausible. Thoughts are billed as output."""
+    if usage is None:
+        return None
+    counts = [
+        getattr(usage, name, None) or 0
+        for name in (
+            "input_tokens",
+            "output_tokens",
+            "thought_tokens",
+            "cached_write_tokens",
+            "cached_read_tokens",
+        )
+    ]
+    if not all(isinstance(c, int) and 0 <= c <= MAX_REPORTED for c in counts):
+        return None
+    fresh, out, thought, write, read = counts
+    return TokenUse(input=fresh, output=out + thought, cache_write=write, cache_read=read)
 
 
 class _Conversation:
@@ -485,6 +510,9 @@ class AcpEngine:
             if conv.client is not None:
                 conv.client.flush()
             stop = str(response.stop_reason)
+            used = reported_usage(response.usage)
+            if used is not None:
+                ctx.note_usage(f"acp:{self.agent.name}", used)
             ctx.emit(ConversationData(part="turn_end", text=stop))
             self._status(AgentStatus.IDLE, f"turn ended: {stop}")
 

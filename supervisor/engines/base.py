@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..events import EventData
-from ..models import CheckResult, NoChangeFinding, OutcomeContract
+from ..models import CheckResult, NoChangeFinding, OutcomeContract, TokenUse
 from ..session.messages import Message
 from ..states import LoopFailure
 
@@ -63,6 +63,9 @@ class RunContext:
     resume_id: Callable[[], str | None] = lambda: None
     # Record the agent's own session named at launch: (its id, its transcript).
     note_agent_session: Callable[[str, str | None], None] = lambda _sid, _path: None
+    # Tokens the agent reported over its own protocol (an ACP agent's `usage`):
+    # its running total, by the name it is priced by.
+    note_usage: Callable[[str, TokenUse], None] = lambda _model, _use: None
     # Messages from other sessions waiting for the agent's idle prompt, and
     # where each ended (accepted / rejected / ambiguous, with the reason).
     take_messages: Callable[[], list[Message]] = lambda: []

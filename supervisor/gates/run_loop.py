@@ -332,6 +332,7 @@ class RunLoop:
             note_agent_session=lambda sid, path: registry.note_agent_hook(
                 s.id, {"session_id": sid, "transcript_path": path}
             ),
+            note_usage=lambda model, use: registry.note_reported_usage(s.id, model, use),
             take_messages=lambda: registry.mailboxes.take(s.id),
             messages_ended=registry.note_messages,
             model=s.model if s.model_pinned else None,

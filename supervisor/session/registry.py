@@ -42,6 +42,7 @@ from ..models import (
     SessionDetail,
     SessionSummary,
     SubscribeResult,
+    TokenUse,
 )
 from ..panes.manager import PaneManager
 from ..paths import ensure_private_dir
@@ -403,6 +404,15 @@ class SessionRegistry:
                 locate = functools.partial(profile.conversation_file, env=env)
         if note_hook(live.session, agent, event, locate):
             self.persist(live)
+
+    def note_reported_usage(self, session_id: str, model: str, use: TokenUse) -> None:
+        """An engine's report of its agent's tokens so far (an ACP agent's
+        `usage`): shown at once, priced and stored by the usage watch."""
+        live = self._live.get(session_id)
+        if live is None or live.session.agent_usage.get(model) == use:
+            return
+        live.session.agent_usage[model] = use
+        self.board.notify(session_id)
 
     def note_agent_status(self, session_id: str, reading: StatusReading) -> None:
         """The pane manager's reading of what the agent is doing."""

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 
+from ..llm.chain import ModelSpend
 from ..models import CoderSession, SessionSummary
 from ..states import CoderState, FailureKind, label, needs_you, needs_you_label
 from .identity import is_dormant
 from .live import LiveSession
+from .spend import totals
 
 
 def _worktree_if_present(session: CoderSession) -> str | None:
@@ -72,11 +75,29 @@ def stored_summary(session: CoderSession) -> SessionSummary:
         agent_model=offers.model if offers else None,
         agent_options=offers.option_values() if offers and offers.options else None,
     )
-    stats = _diff_stats(session)
-    return row.model_copy(update=stats) if stats else row
+    update = {**_diff_stats(session), **_usage(session)}
+    return row.model_copy(update=update) if update else row
 
 
-def _diff_stats(session: CoderSession) -> dict[str, int | None]:
+def _usage(
+    session: CoderSession, pending: Mapping[str, ModelSpend] | None = None
+) -> dict[str, object]:
+    """Tokens and cost so far (nothing when nothing was recorded)."""
+    spent = totals(session, pending)
+    if not spent.recorded:
+        return {}
+    return {
+        "tokens_in": spent.tokens.input,
+        "tokens_out": spent.tokens.output,
+        "tokens_cache_write": spent.tokens.cache_write,
+        "tokens_cache_read": spent.tokens.cache_read,
+        "cost_usd": spent.cost_usd,
+        "price_unknown": spent.price_unknown,
+        "over_budget": session.over_budget,
+    }
+
+
+def _diff_stats(session: CoderSession) -> dict[str, object]:
     """The verified diff's numbers (a session not running now)."""
     if session.diff is None or not session.diff.files:
         return {}
@@ -119,6 +140,7 @@ def live_summary(live: LiveSession) -> SessionSummary:
     return row.model_copy(
         update={
             **git,
+            **_usage(session, live.model_ledger.spend),
             "live": True,
             "iterations": max(session.iterations, attention.iteration),
             "needs_you": need,

@@ -15,6 +15,8 @@ edge cases. `acp_agent.py SCRIPT [ARG]`:
 - `stream [SECS]`: says a line every SECS (0.1) and starts and completes a
   tool call every tenth line, until `session/cancel` (bench/status.py
   --acp-console: a console with many ACP sessions streaming).
+- `usage IN,OUT,THOUGHT,CACHE_READ,CACHE_WRITE`: writes notes.txt unasked and
+  reports those token counts in its prompt answer's `usage`.
 - `load`: like `write` but advertises `session/load`; the first process
   exits mid-turn, a loaded one finishes the work.
 - `models`: like `slow`, and announces models (`fast-1`, `deep-2`, as the
@@ -63,6 +65,7 @@ from acp.schema import (
     SessionModeState,
     SetSessionConfigOptionResponse,
     SetSessionModeResponse,
+    Usage,
 )
 from acp.stdio import stdio_streams
 
@@ -222,6 +225,18 @@ class Fake:
             sys.stdout.write("this is not json\n")
             sys.stdout.flush()
             stop = await self.write_notes(sid, ask=False)
+        elif SCRIPT == "usage":  # ARG: "input,output,thought,cache_read,cache_write"
+            stop = await self.write_notes(sid, ask=False)
+            fresh, out, thought, read, write = (int(n) for n in ARG.split(","))
+            usage = Usage(
+                total_tokens=fresh + out + thought + read + write,
+                input_tokens=fresh,
+                output_tokens=out,
+                thought_tokens=thought,
+                cached_read_tokens=read,
+                cached_write_tokens=write,
+            )
+            return PromptResponse(stop_reason=stop, usage=usage)
         elif SCRIPT == "outside":
             try:
                 await self.conn.write_text_file(session_id=sid, path=ARG, content="escaped\n")

@@ -53,6 +53,7 @@ __all__ = [
     "Reply",
     "ToolCall",
     "Turn",
+    "Usage",
     "anthropic_sse",
     "chat_completion",
     "chat_sse",
@@ -87,6 +88,22 @@ class Reply:
     text: str = ""
     tool_calls: tuple[ToolCall, ...] | list[ToolCall] = ()
     delay: float = 0.0  # seconds to wait before answering (keeps the CLI "busy")
+    usage: Usage | None = None  # the token counts reported (None: 10 in, 5 out)
+
+
+@dataclass(frozen=True)
+class Usage:
+    """The token counts a reply reports: fresh input, output, and the prompt
+    cache's writes and reads (the Responses API reports no cache writes and
+    counts its cached reads inside `input_tokens`)."""
+
+    input: int = 10
+    output: int = 5
+    cache_write: int = 0
+    cache_read: int = 0
+
+
+DEFAULT_USAGE = Usage()
 
 
 @dataclass(frozen=True)
@@ -272,12 +289,17 @@ def anthropic_message(reply: Reply, model: str) -> dict[str, Any]:
         "content": content,
         "stop_reason": "tool_use" if reply.tool_calls else "end_turn",
         "stop_sequence": None,
-        "usage": {
-            "input_tokens": 10,
-            "output_tokens": 5,
-            "cache_creation_input_tokens": 0,
-            "cache_read_input_tokens": 0,
-        },
+        "usage": _anthropic_usage(reply.usage or DEFAULT_USAGE, final=True),
+    }
+
+
+def _anthropic_usage(usage: Usage, *, final: bool) -> dict[str, int]:
+    """`message_start` reports one output token so far, the end all of them."""
+    return {
+        "input_tokens": usage.input,
+        "output_tokens": usage.output if final else 1,
+        "cache_creation_input_tokens": usage.cache_write,
+        "cache_read_input_tokens": usage.cache_read,
     }
 
 
@@ -296,12 +318,7 @@ def anthropic_sse(reply: Reply, model: str) -> list[bytes]:
                     "content": [],
                     "stop_reason": None,
                     "stop_sequence": None,
-                    "usage": {
-                        "input_tokens": 10,
-                        "output_tokens": 1,
-                        "cache_creation_input_tokens": 0,
-                        "cache_read_input_tokens": 0,
-                    },
+                    "usage": _anthropic_usage(reply.usage or DEFAULT_USAGE, final=False),
                 },
             },
         ),
@@ -367,7 +384,7 @@ def anthropic_sse(reply: Reply, model: str) -> list[bytes]:
                     "stop_reason": "tool_use" if reply.tool_calls else "end_turn",
                     "stop_sequence": None,
                 },
-                "usage": {"output_tokens": 5},
+                "usage": {"output_tokens": (reply.usage or DEFAULT_USAGE).output},
             },
         )
     )
@@ -528,12 +545,13 @@ def openai_sse(reply: Reply, model: str) -> list[bytes]:
         )
         output.append(done)
         index += 1
+    counts = reply.usage or DEFAULT_USAGE
     usage = {
-        "input_tokens": 10,
-        "input_tokens_details": {"cached_tokens": 0},
-        "output_tokens": 5,
+        "input_tokens": counts.input + counts.cache_read,
+        "input_tokens_details": {"cached_tokens": counts.cache_read},
+        "output_tokens": counts.output,
         "output_tokens_details": {"reasoning_tokens": 0},
-        "total_tokens": 15,
+        "total_tokens": counts.input + counts.cache_read + counts.output,
     }
     events.append(
         _sse(
@@ -634,14 +652,20 @@ def gemini_response(reply: Reply, model: str) -> dict[str, Any]:
         "candidates": [
             {"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}
         ],
-        "usageMetadata": _gemini_usage(),
+        "usageMetadata": _gemini_usage(reply.usage),
         "modelVersion": model,
         "responseId": _new_id("resp"),
     }
 
 
-def _gemini_usage() -> dict[str, int]:
-    return {"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15}
+def _gemini_usage(usage: Usage | None = None) -> dict[str, int]:
+    """The Gemini API counts cached tokens inside `promptTokenCount`."""
+    counts = usage or DEFAULT_USAGE
+    prompt = counts.input + counts.cache_read
+    found = {"promptTokenCount": prompt, "candidatesTokenCount": counts.output}
+    if counts.cache_read:
+        found["cachedContentTokenCount"] = counts.cache_read
+    return {**found, "totalTokenCount": prompt + counts.output}
 
 
 def gemini_sse(reply: Reply, model: str) -> list[bytes]:
@@ -670,7 +694,7 @@ def gemini_sse(reply: Reply, model: str) -> list[bytes]:
         }
         if i == len(chunks) - 1:
             candidate["finishReason"] = "STOP"
-            data["usageMetadata"] = _gemini_usage()
+            data["usageMetadata"] = _gemini_usage(reply.usage)
         events.append(f"data: {json.dumps(data, separators=(',', ':'))}\n\n".encode())
     return events
 

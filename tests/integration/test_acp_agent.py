@@ -464,3 +464,29 @@ async def test_the_command_line_lists_and_sets_the_agents_mode_model_and_options
         await sup.cancel(sid)
     finally:
         await services.close()
+
+
+async def test_the_tokens_an_acp_agent_reports_reach_its_row_with_price_unknown(
+    tmp_path: Path, world
+) -> None:  # type: ignore[no-untyped-def]
+    repo, open_sup = world
+    sup = await open_sup(usage_secs=0.1, budget={"per_session_tokens": 5000})
+    sid = await start(sup, repo, engine("usage", "3000,400,100,2000,500"))
+    await sup.wait_for(sid, {S.NEEDS_APPROVAL}, timeout=30)
+
+    def over() -> bool:
+        return row_of(sup, sid).over_budget is not None
+
+    deadline = time.monotonic() + 10
+    while not over() and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    row = row_of(sup, sid)
+    # thoughts are billed as output; no price is known for the agent's name
+    assert (row.tokens_in, row.tokens_out, row.tokens_cache_read, row.tokens_cache_write) == (
+        3000,
+        500,
+        2000,
+        500,
+    )
+    assert row.cost_usd is None and row.price_unknown
+    assert row.over_budget == "over budget: 6,000 of 5,000 tokens"

@@ -105,7 +105,7 @@ def scripted_supervisor(
         drafter=ScriptedDrafter([drafted]),
         engines=ScriptedEngines(ScriptedEngine([list(writes or [])])),
         # git stats only from the verified diff: a frame never depends on a timer
-        config=SupervisorConfig(repair_invokes=0, git_stats_secs=3600),
+        config=SupervisorConfig(repair_invokes=0, git_stats_secs=3600, usage_secs=3600),
         **kw,
     )
 
@@ -278,9 +278,7 @@ def board_world(tmp_path: Path) -> Callable[[], tuple[Supervisor, Path, asyncio.
         )
         # git stats are read once, before the board is seeded: no row gains its
         # stats column part-way through a snapshot (they have their own tests)
-        config = SupervisorConfig(
-            repair_invokes=0, disk_gc_interval_secs=3600, git_stats_secs=3600
-        )
+        config = SupervisorConfig(repair_invokes=0, disk_gc_interval_secs=3600, git_stats_secs=3600)
         sup = Supervisor(
             tmp_path / "state",
             drafter=ScriptedDrafter([_draft_for]),

@@ -45,6 +45,7 @@ COLUMNS = (
     ("host", "Host"),
     ("engine", "Engine"),
     ("changes", "±"),  # git stats: narrow when there are none
+    ("cost", "$"),  # tokens and USD from the agents' own records: narrow when none
     ("iter", "Iter"),
     ("updated", "Updated"),
 )
@@ -150,10 +151,13 @@ class BoardScreen(Screen[None]):
                     flex_wanted=INTENT_WANTED,
                     caps={"state": 16, "needs": 20},
                     soft_caps={"needs": NEEDS_WANTED},
-                    droppable=("host", "engine", "iter", "repo", "changes", "updated")[
+                    droppable=("host", "engine", "iter", "repo", "changes", "cost", "updated")[
                         0 if self.with_hosts else 1 :
                     ],
-                    unbudgeted=("changes",),  # the preview beside the board comes first
+                    # the preview beside the board comes first (an over-budget
+                    # row says so in its needs-you cell too)
+                    unbudgeted=("changes", "cost"),
+                    vanishing=("cost",),  # no agent recorded anything yet
                     id="board",
                 )
                 preview = AgentPreview(id="preview")
@@ -245,6 +249,7 @@ class BoardScreen(Screen[None]):
             *((R.host_name(row),) if self.with_hosts else ()),
             R.engine_text(row),
             R.changes_text(row),
+            R.cost_text(row),
             iters,
         )
 
@@ -353,6 +358,9 @@ class BoardScreen(Screen[None]):
     def _update_counts(self) -> None:
         rows = list(self.summaries.values())
         line = R.counts_line(rows)
+        spent = R.spend_line(rows)
+        if spent:
+            line += f"  ·  {spent}"
         if not self.app.opened.is_set():
             line += "  ·  opening… (stored rows; keys that act on sessions wait)"
         if self.grouped:

@@ -421,6 +421,11 @@ class SessionScreen(Screen[None]):
         use = s.model_use_lines()  # drafting, revisions, the built-in engine
         if use:
             lines.append(escape("models: " + "; ".join(use)))
+        recorded = R.agent_usage_line(s)  # the agent's own transcript or rollout
+        if recorded:
+            lines.append(escape(recorded))
+        if s.over_budget:
+            lines.append(f"[bold red]⚠ {escape(s.over_budget)}[/bold red]")
         agent = R.agent_words(detail.agent_status, detail.agent_reason, detail.agent_source)
         if agent and not s.state.is_terminal:
             lines.append(escape(agent))

@@ -15,7 +15,8 @@ strips, cached per row until the row, the layout or the styles change:
   cells: columns with a soft cap shrink to it first, then capped columns
   shrink to their cap (with an ellipsis), then
   droppable columns leave, least useful first (at 80 columns the board keeps
-  state, needs-you, the intent and its age);
+  state, needs-you, the intent and its age); a `vanishing` column is left
+  out while no row has anything in it;
 - `show(order, cells_of)` replaces the row order and rewrites only rows whose
   cells changed; the cursor is an index, and the board keeps it on its session;
 - `headings` are keys drawn as one line across every column (a group's title):
@@ -153,6 +154,7 @@ class BoardTable(ScrollView, can_focus=True):
         soft_caps: dict[str, int] | None = None,
         droppable: Sequence[str] = (),
         unbudgeted: Sequence[str] = (),
+        vanishing: Sequence[str] = (),
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -167,7 +169,11 @@ class BoardTable(ScrollView, can_focus=True):
         self.droppable = [self.column_keys.index(k) for k in droppable]
         # shown when there is room, never asked for (`wanted_width` leaves them out)
         self.unbudgeted = {self.column_keys.index(k) for k in unbudgeted}
-        self.hidden: set[int] = set()
+        # left out while every row's cell in it is empty
+        self.vanishing = {self.column_keys.index(k) for k in vanishing}
+        self._empty: set[int] = set(self.vanishing)
+        self.hidden: set[int] = set()  # columns that gave way for room
+        self._left_out: set[int] = set(self._empty)  # not drawn: hidden, or vanishing and empty
         self._cells: dict[str, Cells] = {}
         self._row_widths: dict[str, tuple[int, ...]] = {}
         self._order: list[str] = []
@@ -313,6 +319,9 @@ class BoardTable(ScrollView, can_focus=True):
         so only changed rows are measured)."""
         rows = [tuple(cell_len(label) for label in self.labels), *self._row_widths.values()]
         self._content_widths = [max(column) for column in zip(*rows, strict=False)]
+        self._empty = {
+            i for i in self.vanishing if not any(w[i] for w in self._row_widths.values())
+        }
         self._lay_out(self._layout_width)
 
     def wanted_width(self) -> int:
@@ -321,7 +330,7 @@ class BoardTable(ScrollView, can_focus=True):
         widest cell is shorter), plus room for the vertical scrollbar."""
         total = 0
         for i, w in enumerate(self._content_widths):
-            if i in self.unbudgeted:
+            if i in self.unbudgeted or i in self._empty:
                 continue
             if i == self.flex_index:
                 w = min(w, max(self.flex_wanted, MIN_FLEX))
@@ -341,7 +350,9 @@ class BoardTable(ScrollView, can_focus=True):
 
             def room() -> int:
                 others = sum(
-                    w + 2 * PADDING for i, w in enumerate(widths) if i != flex and i not in hidden
+                    w + 2 * PADDING
+                    for i, w in enumerate(widths)
+                    if i != flex and i not in hidden and i not in self._empty
                 )
                 return width - others - 2 * PADDING
 
@@ -361,8 +372,10 @@ class BoardTable(ScrollView, can_focus=True):
                 if grow > 0:
                     widths[i] += grow
                     spare -= grow
-        if widths != self._widths or width != self._layout_width or hidden != self.hidden:
-            self._widths, self._layout_width, self.hidden = widths, width, hidden
+        left_out = hidden | self._empty
+        if widths != self._widths or width != self._layout_width or left_out != self._left_out:
+            self._widths, self._layout_width = widths, width
+            self.hidden, self._left_out = hidden, left_out
             self._strips.clear()
 
     def notify_style_update(self) -> None:
@@ -379,7 +392,7 @@ class BoardTable(ScrollView, can_focus=True):
         console = self.app.console
         segments: list[Segment] = []
         for column, (width, cell) in enumerate(zip(self._widths, cells, strict=False)):
-            if column in self.hidden:
+            if column in self._left_out:
                 continue
             text = _as_text(cell).copy()
             text.truncate(width, overflow="ellipsis", pad=True)
