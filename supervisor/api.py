@@ -14,8 +14,10 @@ are `CorralError` carrying the sentence the operator reads.
 
 The console and the command line import only the public modules named in
 pyproject.toml (`[tool.corral] supervisor_public_modules`): this facade,
-`models`, `states`, `errors`, `housekeeping`, `interface` (types re-exported on
-purpose), `factory` and `paths`; an import contract in `make lint` enforces it.
+`models`, `states`, `errors`, `interface` (types re-exported on purpose),
+`factory`, `paths`, and what the command line reads without an owner
+(`stored_board`, `worktree_pruning`, `pane_cleanup`, `doctor`); an import
+contract in `make lint` enforces it.
 """
 
 from __future__ import annotations

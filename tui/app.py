@@ -261,7 +261,7 @@ class CorralApp(App[None]):
         # probing the sandbox (bubblewrap) takes ~0.1 s: after the board's first frame
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self.board_shown.wait(), BOARD_SHOWN_WAIT)
-        from corral.supervisor.housekeeping import confinement_status
+        from corral.supervisor.doctor import confinement_status
 
         sandbox = await asyncio.to_thread(confinement_status)
         if sandbox.agents_note != self.agents_note:  # on the board's header while it holds

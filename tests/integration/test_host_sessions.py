@@ -573,7 +573,7 @@ async def test_panes_on_a_host_are_listed_with_their_host_and_can_be_stopped(
     cleanup: list[HostSettings],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from corral.supervisor.housekeeping import agent_panes, stop_panes
+    from corral.supervisor.pane_cleanup import agent_panes, stop_panes
 
     monkeypatch.setenv("CORRAL_TMUX_SOCKET_DIR", str(tmp_path / "tmux"))
     box = host(sshd, f"pbox-{tmp_path.name[-12:]}".replace("_", "-"))

@@ -187,7 +187,7 @@ async def test_a_pane_stopped_with_corral_panes_stop_is_not_started_again(
     retry starts it again behind the operator's back (that left an agent
     running after the console closed); the session fails saying why, and its
     worktree stays for `R`."""
-    from corral.supervisor.housekeeping import stop_panes
+    from corral.supervisor.pane_cleanup import stop_panes
 
     monkeypatch.setenv("CORRAL_TMUX_SOCKET_DIR", str(tmp_path / "tmux"))
     sup = await open_supervisor(tmp_path, demo_contract(SLUG))

@@ -254,10 +254,10 @@ def agents_confined(monkeypatch: pytest.MonkeyPatch) -> None:
     """The console reads how agents run once it is up (bubblewrap here or
     not, the operator's config): every screen test sees agents confined, so
     snapshots do not depend on the machine; test_board_header changes it."""
-    from corral.supervisor import housekeeping
+    from corral.supervisor import doctor
 
-    status = housekeeping.ConfinementStatus(True, "bubblewrap (test)", "confined with network")
-    monkeypatch.setattr(housekeeping, "confinement_status", lambda: status)
+    status = doctor.ConfinementStatus(True, "bubblewrap (test)", "confined with network")
+    monkeypatch.setattr(doctor, "confinement_status", lambda: status)
 
 
 @pytest.fixture

@@ -24,10 +24,10 @@ import sys
 from pathlib import Path
 
 from corral.supervisor.api import Supervisor
+from corral.supervisor.doctor import confinement_status
 from corral.supervisor.errors import CorralError, is_disk_full
 from corral.supervisor.events import CoderEvent
 from corral.supervisor.factory import build_supervisor, default_drafter
-from corral.supervisor.housekeeping import confinement_status
 from corral.supervisor.interface import (
     ContractDrafter,
     FixedDrafter,
