@@ -127,11 +127,11 @@ class Supervisor:
     ) -> None:
         self.state_dir = Path(state_dir) if state_dir else default_state_dir()
         self.config = config or load_config()
-        self.drafter = drafter
+        self._drafter = drafter
         self.engines = engines
-        self.clock = clock
+        self._clock = clock
         self.panes = panes
-        self.id_factory = id_factory
+        self._id_factory = id_factory
         sandbox = self.config.sandbox
         set_active_policy(
             SandboxPolicy(
@@ -153,16 +153,16 @@ class Supervisor:
             for place in self.hosts:
                 panes.add_backend(place.backend)
         self._host_chores: set[asyncio.Task[None]] = set()  # cleanups on hosts, awaited by close
-        self.workspaces: Workspaces | None = None
-        self.placements_store: PlacementStore | None = None
+        self._workspaces: Workspaces | None = None
+        self._placements: PlacementStore | None = None
         self.broken_rows: builtins.list[str] = []  # stored rows that do not parse
         self.stray_panes: builtins.list[str] = []  # our panes no session claims
         self._gates: _Gates | None = None
-        self.scheduler: Scheduler | None = None  # running while the state dir is owned
+        self._scheduler: Scheduler | None = None  # running while the state dir is owned
         self.adoptions = Adoptions(self.registry, panes, id_factory=id_factory)
         # says once, outside the board, when a session needs you or finishes
-        self.notifier = Notifier(self.config.notify, self.watch)
-        self.git_stats = GitStatsWatch(self.registry, self.config.git_stats_secs)
+        self._notifier = Notifier(self.config.notify, self.watch)
+        self._git_stats = GitStatsWatch(self.registry, self.config.git_stats_secs)
 
     # -- owning the state dir ------------------------------------------------------------
 
@@ -170,7 +170,7 @@ class Supervisor:
         """Take ownership of the state dir, build the gates on it, and bring
         back what the last owner left (see `gates.recovery`)."""
         sessions, self.broken_rows = self.registry.open()
-        workspaces = self.workspaces = Workspaces(self.state_dir, self.state_dir / DB_NAME)
+        workspaces = self._workspaces = Workspaces(self.state_dir, self.state_dir / DB_NAME)
         try:
             await asyncio.to_thread(workspaces.reconcile)
             # a worktree made just before a crash, its session never saved
@@ -178,16 +178,16 @@ class Supervisor:
             await asyncio.to_thread(workspaces.discard_unclaimed, claimed)
         except CorralError as exc:  # a vanished repo must not keep the console shut
             log.warning("worktree reconciliation: %s", exc)
-        ledger = self.placements_store = PlacementStore(self.state_dir / DB_NAME)
+        ledger = self._placements = PlacementStore(self.state_dir / DB_NAME)
         gates = self._gates = self._compose(workspaces, ledger)
         sessions = await self.adoptions.settle(sessions)  # user panes: released, never killed
         self.stray_panes = await gates.recovery.recover(sessions)
         await asyncio.to_thread(gates.foreman.interrupt_unfinished)
         gates.janitor.start()
-        self.scheduler = Scheduler(lambda: self.registry.store, self._run_task)
-        self.scheduler.start()
-        self.notifier.start()
-        self.git_stats.start()
+        self._scheduler = Scheduler(lambda: self.registry.store, self._run_task)
+        self._scheduler.start()
+        self._notifier.start()
+        self._git_stats.start()
 
     def _compose(self, workspaces: Workspaces, ledger: PlacementStore) -> _Gates:
         """Build the services bottom-up, so each receives the one it hands on to."""
@@ -233,11 +233,11 @@ class Supervisor:
             registry,
             verifier,
             run_loop,
-            drafter=self.drafter,
+            drafter=self._drafter,
             engines=self.engines,
             workspaces=workspaces,
             config=config,
-            id_factory=self.id_factory,
+            id_factory=self._id_factory,
             before_start=janitor.sweep,
             discussion_runs=discussion_runs,
             hosts=hosts,
@@ -253,11 +253,11 @@ class Supervisor:
         their sessions, for the caller to say so. In-process runs are recorded
         as failed (their worktrees are kept); finished sessions' agents are
         stopped before this returns."""
-        await self.notifier.stop()
-        await self.git_stats.stop()
-        if self.scheduler is not None:
-            await self.scheduler.stop()
-            self.scheduler = None
+        await self._notifier.stop()
+        await self._git_stats.stop()
+        if self._scheduler is not None:
+            await self._scheduler.stop()
+            self._scheduler = None
         if self._gates is not None:
             await self._gates.janitor.stop()
         await self.adoptions.release_all()
@@ -269,12 +269,12 @@ class Supervisor:
         await asyncio.to_thread(self.hosts.close)  # the panes there run on
         if self._gates is not None:
             await asyncio.to_thread(self._gates.verifier.close)
-        if self.workspaces is not None:
-            self.workspaces.close()
-            self.workspaces = None
-        if self.placements_store is not None:
-            self.placements_store.close()
-            self.placements_store = None
+        if self._workspaces is not None:
+            self._workspaces.close()
+            self._workspaces = None
+        if self._placements is not None:
+            self._placements.close()
+            self._placements = None
         self.registry.release()
 
     async def __aenter__(self) -> Supervisor:
@@ -300,7 +300,7 @@ class Supervisor:
         return self.registry.store
 
     @property
-    def board(self) -> BoardFeed:
+    def _board(self) -> BoardFeed:
         return self.registry.board
 
     def _open_gates(self) -> _Gates:
@@ -427,7 +427,7 @@ class Supervisor:
         discard_rest: bool = False,
     ) -> ApproveResult:
         """Deliver, accept a finding, or reject (see `ApprovalGate.approve`)."""
-        self.notifier.operator_acts(session_id)
+        self._notifier.operator_acts(session_id)
         return await self._open_gates().approval.approve(
             session_id,
             approve=approve,
@@ -490,10 +490,15 @@ class Supervisor:
         """Run a task at once, out of its schedule; the run is recorded."""
         return await self._require_scheduler().run_now(task_id)
 
+    async def run_due_tasks(self) -> builtins.list[TaskRun]:
+        """Run every scheduled task that is due now, without waiting for the
+        scheduler's next pass; returns their runs. For scripts and tests."""
+        return await self._require_scheduler().run_due()
+
     def _require_scheduler(self) -> Scheduler:
-        if self.scheduler is None:
+        if self._scheduler is None:
             raise CorralError("the supervisor is not open: call open() first")
-        return self.scheduler
+        return self._scheduler
 
     async def task_runs(self, task_id: str) -> builtins.list[TaskRun]:
         """A task's last runs (at most 200), newest first."""
@@ -530,8 +535,17 @@ class Supervisor:
         await self._open_gates().recovery.revive(session_id)
 
     async def cancel(self, session_id: str) -> CancelResult:
-        self.notifier.operator_acts(session_id)
+        self._notifier.operator_acts(session_id)
         return await self._open_gates().approval.cancel(session_id)
+
+    def listen_for_notices(self, listener: Callable[[Notice], None]) -> bool:
+        """Hear each notice (a session starts needing you, or finished by
+        itself) in-process, when `[notify] terminal` asks for it; False when
+        it does not, and nothing is registered."""
+        if not self.config.notify.terminal:
+            return False
+        self._notifier.add_listener(listener)
+        return True
 
     # -- adoption: agent panes the user started -------------------------------------------
 
@@ -574,7 +588,7 @@ class Supervisor:
         if stored is None:
             raise CorralError(f"no corral session '{session_id}'")
         lifecycle.refuse_archive(stored)
-        when = self.clock() if archived else None
+        when = self._clock() if archived else None
 
         def change(s: CoderSession) -> None:
             s.archived_at = when
@@ -598,12 +612,12 @@ class Supervisor:
                 await asyncio.wait(pending, timeout=DELETE_WAITS_SECS)
             busy = live.task_running or any(not t.done() for t in live.ops)
             lifecycle.refuse_delete(session, busy=busy)
-        assert self.workspaces is not None and self.placements_store is not None  # open
+        assert self._workspaces is not None and self._placements is not None  # open
         return await delete_session(
             session,
             registry=self.registry,
-            workspaces=self.workspaces,
-            placements=self.placements_store,
+            workspaces=self._workspaces,
+            placements=self._placements,
             hosts=self.hosts,
             panes=self.panes,
             agents_dir=self.state_dir / "agents",
@@ -781,11 +795,11 @@ class Supervisor:
 
     def watch(self) -> tuple[builtins.list[SessionSummary], Watcher]:
         """The whole board and a registration for changes, atomically."""
-        watcher = self.board.register()
+        watcher = self._board.register()
         return self.registry.summaries(), watcher
 
     def unwatch(self, watcher: Watcher) -> bool:
-        return self.board.unregister(watcher)
+        return self._board.unregister(watcher)
 
     async def wait_for(
         self,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sqlite3
 import subprocess
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -21,6 +22,7 @@ from corral.supervisor.api import Supervisor
 from corral.supervisor.config import SupervisorConfig
 from corral.supervisor.contracts.drafting import ContractDrafter
 from corral.supervisor.events import CoderEvent
+from corral.supervisor.git.leases import Lease, LeaseBook
 from corral.supervisor.models import EventKind, OutcomeContract, SessionSummary
 from corral.supervisor.sandbox import SandboxPolicy, set_active_policy
 from corral.supervisor.states import CoderState
@@ -161,6 +163,18 @@ def events_of(sup: Supervisor, session_id: str) -> list[CoderEvent]:
 def plan_texts(sup: Supervisor, session_id: str) -> list[str]:
     """The narration (`plan_text`) in a session's live replay buffer."""
     return [e.data.text for e in events_of(sup, session_id) if e.kind is EventKind.PLAN_TEXT]
+
+
+def lease_of(state_dir: Path, worktree: str | None) -> Lease | None:
+    """The stored lease of a worktree, read from the state dir's database
+    (read-only, beside a running owner)."""
+    from corral.supervisor.store import DB_NAME
+
+    conn = sqlite3.connect(f"file:{state_dir / DB_NAME}?mode=ro", uri=True)
+    try:
+        return LeaseBook(conn, readonly=True).get(str(Path(worktree or "").resolve()))
+    finally:
+        conn.close()
 
 
 def row_of(sup: Supervisor, sid: str) -> SessionSummary:

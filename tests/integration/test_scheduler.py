@@ -26,11 +26,10 @@ async def test_a_due_start_task_starts_a_session_once_and_is_done(
         params={"intent": "say hi", "repo": str(repo)},
         at=time.time() - 1,
     )
-    assert sup.scheduler is not None
-    await sup.scheduler.run_due()  # or its own pass ran it already
+    await sup.run_due_tasks()  # or its own pass ran it already
     [run] = await eventually(lambda: sup.store and sup.store.task_runs(task.id))
     assert run.ok and run.detail.startswith("started corral-")
-    assert await sup.scheduler.run_due() == []  # once means once
+    assert await sup.run_due_tasks() == []  # once means once
     assert [r.intent for r in sup.list()] == ["say hi"]
     [stored] = await sup.tasks()
     assert stored.id == task.id and not stored.enabled and stored.next_run is None
@@ -48,8 +47,7 @@ async def test_a_task_that_cannot_act_records_why_and_keeps_its_schedule(
     assert store is not None
     task.next_run = time.time() - 1
     store.save_task(task)
-    assert sup.scheduler is not None
-    await sup.scheduler.run_due()
+    await sup.run_due_tasks()
     [run] = await eventually(lambda: sup.store and sup.store.task_runs(task.id))
     assert not run.ok and "no corral session 'nope'" in run.detail
     [again] = await sup.tasks()
@@ -105,8 +103,7 @@ async def test_a_scheduled_start_takes_its_contract_and_still_stops_at_gate_1(
     contract = checks_contract(["grep -q hi hello.txt"])
     params = {"intent": "say hi", "repo": str(repo), "contract": contract.model_dump_json()}
     task = await sup.add_task("with checks", action="start", params=params, at=time.time() - 1)
-    assert sup.scheduler is not None
-    await sup.scheduler.run_due()
+    await sup.run_due_tasks()
     await eventually(lambda: sup.store and sup.store.task_runs(task.id))
     [row] = sup.list()
     assert row.state is CoderState.CONTRACT_PROPOSED  # a person still confirms it

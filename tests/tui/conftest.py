@@ -18,7 +18,7 @@ import pytest_textual_snapshot
 from textual.widgets import DataTable, Input, Markdown, Static
 from textual.widgets._footer import FooterKey
 
-from corral.supervisor.api import Supervisor
+from corral.supervisor.api import Supervisor, new_session_id
 from corral.supervisor.config import SupervisorConfig
 from corral.supervisor.engines.base import EngineOutcome, RunContext
 from corral.supervisor.models import ContractCheck, OutcomeContract
@@ -261,11 +261,13 @@ def agents_confined(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def board_world(tmp_path: Path) -> Callable[[], tuple[Supervisor, Path, asyncio.Event]]:
+def board_world(tmp_path: Path) -> Callable[..., tuple[Supervisor, Path, asyncio.Event]]:
     """Returns a factory: (supervisor, repo, release) where `release` lets the
-    running session finish."""
+    running session finish; `id_factory` names its sessions."""
 
-    def factory() -> tuple[Supervisor, Path, asyncio.Event]:
+    def factory(
+        id_factory: Callable[[], str] = new_session_id,
+    ) -> tuple[Supervisor, Path, asyncio.Event]:
         repo = make_repo(tmp_path / "shop")
         release = asyncio.Event()
         engines = IntentEngines(
@@ -283,6 +285,7 @@ def board_world(tmp_path: Path) -> Callable[[], tuple[Supervisor, Path, asyncio.
             engines=engines,
             config=config,
             clock=CounterClock(),
+            id_factory=id_factory,
         )
         return sup, repo, release
 
