@@ -35,7 +35,7 @@ from .acp.agents import is_acp
 from .acp.view import conversation_screen
 from .adoption.service import Adoptions
 from .agents.profiles import profile_for
-from .config import SupervisorConfig, load_config
+from .config import McpSettings, SupervisorConfig, load_config
 from .contracts.drafting import ContractDrafter
 from .discuss.linked_runs import DISCUSSIONS_DIR, DiscussionRuns
 from .engines.base import EngineRegistry
@@ -126,13 +126,13 @@ class Supervisor:
         id_factory: Callable[[], str] = new_session_id,
     ) -> None:
         self.state_dir = Path(state_dir) if state_dir else default_state_dir()
-        self.config = config or load_config()
+        self._config = config or load_config()
         self._drafter = drafter
         self.engines = engines
         self._clock = clock
         self.panes = panes
         self._id_factory = id_factory
-        sandbox = self.config.sandbox
+        sandbox = self._config.sandbox
         set_active_policy(
             SandboxPolicy(
                 enabled=sandbox.enabled,
@@ -144,11 +144,11 @@ class Supervisor:
             )
         )
         self.registry = SessionRegistry(
-            self.state_dir, config=self.config, clock=clock, panes=panes
+            self.state_dir, config=self._config, clock=clock, panes=panes
         )
         # other machines sessions may run on ([[hosts]]); their panes are
         # another backend of the one pane manager
-        self.hosts = Hosts(self.config.hosts, self.state_dir)
+        self.hosts = Hosts(self._config.hosts, self.state_dir)
         if panes is not None:
             for place in self.hosts:
                 panes.add_backend(place.backend)
@@ -161,8 +161,8 @@ class Supervisor:
         self._scheduler: Scheduler | None = None  # running while the state dir is owned
         self.adoptions = Adoptions(self.registry, panes, id_factory=id_factory)
         # says once, outside the board, when a session needs you or finishes
-        self._notifier = Notifier(self.config.notify, self.watch)
-        self._git_stats = GitStatsWatch(self.registry, self.config.git_stats_secs)
+        self._notifier = Notifier(self._config.notify, self.watch)
+        self._git_stats = GitStatsWatch(self.registry, self._config.git_stats_secs)
 
     # -- owning the state dir ------------------------------------------------------------
 
@@ -191,7 +191,7 @@ class Supervisor:
 
     def _compose(self, workspaces: Workspaces, ledger: PlacementStore) -> _Gates:
         """Build the services bottom-up, so each receives the one it hands on to."""
-        registry, config = self.registry, self.config
+        registry, config = self.registry, self._config
         hosts = self.hosts
         verifier = Verifier(registry, workspaces, config, hosts=hosts)
         approval = ApprovalGate(registry, verifier, workspaces)
@@ -542,7 +542,7 @@ class Supervisor:
         """Hear each notice (a session starts needing you, or finished by
         itself) in-process, when `[notify] terminal` asks for it; False when
         it does not, and nothing is registered."""
-        if not self.config.notify.terminal:
+        if not self._config.notify.terminal:
             return False
         self._notifier.add_listener(listener)
         return True
@@ -858,6 +858,49 @@ class Supervisor:
         if self.panes is None or self.panes.record(session_id) is None:
             raise CorralError(f"{session_id[-8:]} has no live agent pane")
         await self.panes.send_keys(session_id, keys)
+
+    # -- what the owner's control server needs of it ---------------------------------------
+
+    def mcp_settings(self) -> McpSettings:
+        """`[mcp]`: what callers and agents may do through the owner's protocol."""
+        return self._config.mcp
+
+    def follow_local_agents(
+        self, on_start: Callable[[str], None], on_end: Callable[[str], None]
+    ) -> builtins.list[str]:
+        """Hear each agent pane start and end (by session id); returns the
+        sessions whose agent runs in a pane on this machine now."""
+        if self.panes is None:
+            return []
+        self.panes.on_track.append(on_start)
+        self.panes.on_untrack.append(on_end)
+        return [sid for sid, record in self.panes.records.items() if not record.backend_name]
+
+    def unfollow_local_agents(
+        self, on_start: Callable[[str], None], on_end: Callable[[str], None]
+    ) -> None:
+        """Stop hearing what `follow_local_agents` registered (a second call is harmless)."""
+        if self.panes is None:
+            return
+        for listeners, listener in (
+            (self.panes.on_track, on_start),
+            (self.panes.on_untrack, on_end),
+        ):
+            if listener in listeners:
+                listeners.remove(listener)
+
+    def agent_pane_roots(self) -> dict[int, str]:
+        """{root pid of each live agent pane on this machine: its session id}:
+        whoever descends from one is that session's agent."""
+        return {} if self.panes is None else self.panes.local_roots()
+
+    def agent_server_pid_reader(self) -> Callable[[], int | None] | None:
+        """What reads the pid of corral's own agent tmux server here, bound to
+        the backend agents start on now (None: agents run in ptys, or no panes)."""
+        if self.panes is None:
+            return None
+        reader: Callable[[], int | None] | None = getattr(self.panes.backend, "server_pid", None)
+        return reader
 
     def model_choices(self) -> builtins.list[tuple[str, bool]]:
         """(name, can call tools) of each configured model, in default order."""

@@ -201,7 +201,7 @@ async def run_session(
     try:
         me = services.caller_of(os.getpid())
         if me.is_agent:  # no owner ran: this run is its own owner, and an agent
-            if not sup.config.mcp.agents_may_start:
+            if not sup.mcp_settings().agents_may_start:
                 raise CorralError(
                     f"refused: this corral run is {me.describe()} ({me.why}); the operator has "
                     "not allowed agents to start sessions ([mcp] agents_may_start)"
