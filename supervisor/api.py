@@ -73,7 +73,7 @@ from .models import (
     TranscriptTurn,
 )
 from .notify import Notice, Notifier
-from .panes.base import Screen
+from .panes.base import PaneHandle, Screen
 from .panes.manager import PaneManager
 from .paths import default_state_dir
 from .sandbox import SandboxPolicy, set_active_policy
@@ -128,9 +128,9 @@ class Supervisor:
         self.state_dir = Path(state_dir) if state_dir else default_state_dir()
         self._config = config or load_config()
         self._drafter = drafter
-        self.engines = engines
+        self._engines = engines
         self._clock = clock
-        self.panes = panes
+        self._panes = panes
         self._id_factory = id_factory
         sandbox = self._config.sandbox
         set_active_policy(
@@ -200,16 +200,16 @@ class Supervisor:
             verifier,
             workspaces,
             ledger,
-            engines=self.engines,
+            engines=self._engines,
             config=config,
-            panes=self.panes,
+            panes=self._panes,
             hosts=hosts,
         )
         run_loop = RunLoop(
             registry,
             verifier,
             approval,
-            engines=self.engines,
+            engines=self._engines,
             workspaces=workspaces,
             config=config,
             foreman=foreman,
@@ -234,7 +234,7 @@ class Supervisor:
             verifier,
             run_loop,
             drafter=self._drafter,
-            engines=self.engines,
+            engines=self._engines,
             workspaces=workspaces,
             config=config,
             id_factory=self._id_factory,
@@ -243,7 +243,7 @@ class Supervisor:
             hosts=hosts,
             subtasks_on=foreman.subtasks_on,
         )
-        recovery = Recovery(registry, verifier, run_loop, self.panes)
+        recovery = Recovery(registry, verifier, run_loop, self._panes)
         return _Gates(contract, run_loop, approval, recovery, janitor, foreman, verifier)
 
     async def close(self) -> None:
@@ -262,8 +262,8 @@ class Supervisor:
             await self._gates.janitor.stop()
         await self.adoptions.release_all()
         await self.registry.stop_sessions()
-        if self.panes is not None:
-            await self.panes.stop()
+        if self._panes is not None:
+            await self._panes.stop()
         if self._host_chores:
             await asyncio.wait(set(self._host_chores), timeout=30)
         await asyncio.to_thread(self.hosts.close)  # the panes there run on
@@ -332,7 +332,7 @@ class Supervisor:
         session proposes its split at gate 1; `split` sets the operator's own
         instead (refused for an engine that cannot split)."""
         gates = self._open_gates()
-        foreman = is_foreman(self.engines.resolve(engine)[0])
+        foreman = is_foreman(self._engines.resolve(engine)[0])
         if split is not None and not foreman:
             raise CorralError(
                 f"a split needs the foreman engine (foreman:<agent>); this task asks for "
@@ -619,7 +619,7 @@ class Supervisor:
             workspaces=self._workspaces,
             placements=self._placements,
             hosts=self.hosts,
-            panes=self.panes,
+            panes=self._panes,
             agents_dir=self.state_dir / "agents",
         )
 
@@ -818,13 +818,13 @@ class Supervisor:
     def agent_screen(self, session_id: str) -> Screen | None:
         """The agent pane's last captured screen (in memory; no tmux call);
         for an ACP agent, which has no pane, its conversation's last lines."""
-        screen = None if self.panes is None else self.panes.screen(session_id)
+        screen = None if self._panes is None else self._panes.screen(session_id)
         if screen is None and (live := self._acp_live(session_id)) is not None:
             return conversation_screen(live.log.buffered())
         return screen
 
     def agent_screen_version(self, session_id: str) -> int:
-        record = None if self.panes is None else self.panes.record(session_id)
+        record = None if self._panes is None else self._panes.record(session_id)
         if record is None and (live := self._acp_live(session_id)) is not None:
             return live.log.next_seq
         return -1 if record is None else record.version
@@ -833,31 +833,37 @@ class Supervisor:
         live = self.registry.get_live(session_id)
         return live if live is not None and is_acp(live.session.engine) else None
 
+    def agent_pane(self, session_id: str) -> PaneHandle | None:
+        """The session's agent pane while its agent runs (its pane id, owner
+        marker and root pid); None when it has no pane, or its agent ended."""
+        record = None if self._panes is None else self._panes.record(session_id)
+        return record.handle if record is not None and record.alive else None
+
     def attach_argv(self, session_id: str) -> builtins.list[str] | None:
         """A command that attaches a real terminal to the agent's pane."""
-        if self.panes is None or (record := self.panes.record(session_id)) is None:
+        if self._panes is None or (record := self._panes.record(session_id)) is None:
             return None
-        return self.panes.backend_of(session_id).attach_argv(record.handle)
+        return self._panes.backend_of(session_id).attach_argv(record.handle)
 
     async def agent_scrollback(self, session_id: str, lines: int = 2000) -> builtins.list[str]:
         """The agent pane's history plus screen (ANSI kept), oldest first."""
-        if self.panes is None or self.panes.record(session_id) is None:
+        if self._panes is None or self._panes.record(session_id) is None:
             return []
-        return await self.panes.scrollback(session_id, lines)
+        return await self._panes.scrollback(session_id, lines)
 
     async def resize_agent(self, session_id: str, width: int, height: int) -> None:
         """Resize the agent's pane (owner-checked), e.g. to fit the console's view."""
-        if self.panes is None or (record := self.panes.record(session_id)) is None:
+        if self._panes is None or (record := self._panes.record(session_id)) is None:
             return
         await asyncio.to_thread(
-            self.panes.backend_of(session_id).resize, record.handle, width, height
+            self._panes.backend_of(session_id).resize, record.handle, width, height
         )
 
     async def send_keys_to_agent(self, session_id: str, keys: builtins.list[str]) -> None:
         """Keystrokes from the console's terminal view (owner-checked)."""
-        if self.panes is None or self.panes.record(session_id) is None:
+        if self._panes is None or self._panes.record(session_id) is None:
             raise CorralError(f"{session_id[-8:]} has no live agent pane")
-        await self.panes.send_keys(session_id, keys)
+        await self._panes.send_keys(session_id, keys)
 
     # -- what the owner's control server needs of it ---------------------------------------
 
@@ -870,21 +876,21 @@ class Supervisor:
     ) -> builtins.list[str]:
         """Hear each agent pane start and end (by session id); returns the
         sessions whose agent runs in a pane on this machine now."""
-        if self.panes is None:
+        if self._panes is None:
             return []
-        self.panes.on_track.append(on_start)
-        self.panes.on_untrack.append(on_end)
-        return [sid for sid, record in self.panes.records.items() if not record.backend_name]
+        self._panes.on_track.append(on_start)
+        self._panes.on_untrack.append(on_end)
+        return [sid for sid, record in self._panes.records.items() if not record.backend_name]
 
     def unfollow_local_agents(
         self, on_start: Callable[[str], None], on_end: Callable[[str], None]
     ) -> None:
         """Stop hearing what `follow_local_agents` registered (a second call is harmless)."""
-        if self.panes is None:
+        if self._panes is None:
             return
         for listeners, listener in (
-            (self.panes.on_track, on_start),
-            (self.panes.on_untrack, on_end),
+            (self._panes.on_track, on_start),
+            (self._panes.on_untrack, on_end),
         ):
             if listener in listeners:
                 listeners.remove(listener)
@@ -892,19 +898,19 @@ class Supervisor:
     def agent_pane_roots(self) -> dict[int, str]:
         """{root pid of each live agent pane on this machine: its session id}:
         whoever descends from one is that session's agent."""
-        return {} if self.panes is None else self.panes.local_roots()
+        return {} if self._panes is None else self._panes.local_roots()
 
     def agent_server_pid_reader(self) -> Callable[[], int | None] | None:
         """What reads the pid of corral's own agent tmux server here, bound to
         the backend agents start on now (None: agents run in ptys, or no panes)."""
-        if self.panes is None:
+        if self._panes is None:
             return None
-        reader: Callable[[], int | None] | None = getattr(self.panes.backend, "server_pid", None)
+        reader: Callable[[], int | None] | None = getattr(self._panes.backend, "server_pid", None)
         return reader
 
     def model_choices(self) -> builtins.list[tuple[str, bool]]:
         """(name, can call tools) of each configured model, in default order."""
-        models = getattr(self.engines, "models", None)
+        models = getattr(self._engines, "models", None)
         return list(models()) if models is not None else []
 
     def host_choices(self) -> builtins.list[str]:
@@ -913,7 +919,7 @@ class Supervisor:
 
     def engine_choices(self) -> builtins.list[tuple[str, str]]:
         """Engines a new session can use here (for the new-session form)."""
-        available = getattr(self.engines, "available", None)
+        available = getattr(self._engines, "available", None)
         return available() if available else [("auto", "auto")]
 
     def command_engines(self) -> builtins.list[tuple[str, str, str]]:
@@ -927,7 +933,7 @@ class Supervisor:
         """Why `engine` cannot run here, in the sentence `start` would refuse
         with; None when it can. Lets a form refuse before anything is made."""
         try:
-            self.engines.resolve(engine)
+            self._engines.resolve(engine)
         except CorralError as exc:
             return str(exc)
         return None

@@ -145,7 +145,7 @@ async def test_cancel_mid_turn_stops_claude_within_five_seconds(tmp_path: Path, 
                 if row.agent_status == "running":
                     break
             assert row.agent_status == "running"
-            pid = sup.panes.record(sid).handle.pid  # type: ignore[union-attr]
+            pid = sup.agent_pane(sid).pid  # type: ignore[union-attr]
             begin = time.monotonic()
             result = await sup.cancel(sid)
             assert time.monotonic() - begin < 5

@@ -80,7 +80,7 @@ async def cancel_mid_turn(sup: Supervisor, sid: str) -> None:
             break
     events = [(e.kind.value, e.data) for e in sup.registry.live(sid).log.buffered()][-12:]
     assert row.agent_status == "running", f"{screen_text(sup, sid)}\nevents: {events}"
-    pid = sup.panes.record(sid).handle.pid  # type: ignore[union-attr]
+    pid = sup.agent_pane(sid).pid  # type: ignore[union-attr]
     tree = process_tree(pid)
     assert len(tree) >= 1
     begin = time.monotonic()

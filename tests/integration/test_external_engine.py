@@ -88,7 +88,7 @@ async def test_a_question_is_answered_through_the_api_and_the_run_reaches_review
         result = await sup.approve(sid)
         assert result.state is S.MERGED
         await asyncio.sleep(0.5)
-        assert sup.panes is not None and sup.panes.record(sid) is None  # pane killed
+        assert sup.agent_pane(sid) is None  # pane killed
     finally:
         await sup.close()
 
@@ -123,9 +123,9 @@ async def test_cancel_mid_turn_kills_the_agent_within_five_seconds(
         sid = (await sup.start(SLUG, demo_repo)).session_id
         await sup.confirm(sid)
         await sup.wait_for(sid, needs=True, timeout=30)  # parked on its question
-        record = sup.panes.record(sid)  # type: ignore[union-attr]
-        assert record is not None and record.handle.pid
-        pid = record.handle.pid
+        pane = sup.agent_pane(sid)
+        assert pane is not None and pane.pid
+        pid = pane.pid
         started = time.monotonic()
         result = await sup.cancel(sid)
         assert time.monotonic() - started < 5
@@ -147,16 +147,16 @@ async def test_a_crashed_agent_is_restarted_once_then_fails_loudly(
         await sup.confirm(sid)
         await sup.wait_for(sid, needs=True, timeout=30)
         for attempt in range(2):
-            record = sup.panes.record(sid)  # type: ignore[union-attr]
-            assert record is not None
-            pid = record.handle.pid
+            pane = sup.agent_pane(sid)
+            assert pane is not None
+            pid = pane.pid
             assert pid is not None
             os.kill(pid, 9)  # the agent dies
             if attempt == 0:
                 for _ in range(300):  # generous: CI machines are busy
                     await asyncio.sleep(0.1)
-                    new = sup.panes.record(sid)  # type: ignore[union-attr]
-                    if new is not None and new.handle.pid != pid and new.alive:
+                    new = sup.agent_pane(sid)  # a live pane: its agent runs
+                    if new is not None and new.pid != pid:
                         break
                 else:
                     raise AssertionError("the agent was not restarted")
@@ -176,7 +176,7 @@ async def test_panes_outlive_the_supervisor_and_are_readopted(
     sid = (await first.start(SLUG, demo_repo)).session_id
     await first.confirm(sid)
     await first.wait_for(sid, needs=True, timeout=30)
-    pid = first.panes.record(sid).handle.pid  # type: ignore[union-attr]
+    pid = first.agent_pane(sid).pid  # type: ignore[union-attr]
     await first.close()  # the console goes away; the agent keeps running in tmux
     os.kill(pid, 0)  # still alive
 
