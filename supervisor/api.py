@@ -295,11 +295,6 @@ class Supervisor:
         return self.registry.store is not None
 
     @property
-    def store(self) -> Store | None:
-        """The open database (None unless the state dir is owned)."""
-        return self.registry.store
-
-    @property
     def _board(self) -> BoardFeed:
         return self.registry.board
 
@@ -789,6 +784,13 @@ class Supervisor:
         self, session_id: str, from_seq: int = 0
     ) -> tuple[SubscribeResult, Subscription[CoderEvent] | None]:
         return self.registry.subscribe(session_id, from_seq)
+
+    def replay(self, session_id: str) -> builtins.list[CoderEvent]:
+        """A running session's buffered events, oldest first: what a
+        subscription from the start would replay now ([] for a session this
+        process does not run)."""
+        live = self.registry.get_live(session_id)
+        return [] if live is None else live.log.buffered()
 
     def unsubscribe(self, sub: Subscription[CoderEvent]) -> None:
         sub.close()

@@ -148,11 +148,7 @@ async def test_partial_approval_delivers_exactly_one_hunk_of_three(
     # the unapproved rest is kept in the worktree
     assert (Path(session.worktree or "") / "extra.txt").exists()
     assert lease_state(sup, session.worktree) is LeaseState.RETAINED
-    evaluated = [
-        e.data
-        for e in sup.registry.live(sid).log.buffered()
-        if e.kind is EventKind.CONTRACT_EVALUATED
-    ]
+    evaluated = [e.data for e in sup.replay(sid) if e.kind is EventKind.CONTRACT_EVALUATED]
     assert evaluated[-1].scope == "approved subset"
 
 

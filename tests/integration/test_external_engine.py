@@ -76,11 +76,7 @@ async def test_a_question_is_answered_through_the_api_and_the_run_reaches_review
         assert row.state is S.NEEDS_APPROVAL, row.error
         kinds = kinds_of(sup, sid)
         assert EventKind.AGENT_STATUS in kinds and EventKind.CONTRACT_EVALUATED in kinds
-        evaluated = [
-            e.data
-            for e in sup.registry.live(sid).log.buffered()
-            if e.kind is EventKind.CONTRACT_EVALUATED
-        ]
+        evaluated = [e.data for e in sup.replay(sid) if e.kind is EventKind.CONTRACT_EVALUATED]
         assert evaluated[-1].by == "runtime" and evaluated[-1].passed
         session = sup.get(sid).session
         assert session.engine_ran == "external:demo" and session.requested_engine == "auto"
