@@ -297,7 +297,7 @@ async def test_a_check_edit_is_applied_verbatim_without_the_drafter(
     sup = await make_supervisor(drafter=drafter)
     sid = await proposed(sup, repo)
     calls = len(drafter.calls)
-    seq_before = sup.registry.live(sid).log.next_seq
+    seq_before = sup.replay(sid)[-1].seq + 1  # the next event's
 
     command = "test \"$(cat hello.txt)\" =  'hi'"
     result = await sup.revise(sid, f"/check hello {command}")

@@ -172,8 +172,8 @@ def caught_up(screen: Any) -> bool:
     """The screen shows everything there is to show now (see each case)."""
     if isinstance(screen, SessionScreen):
         # every event of the session was handled (logged, and the view refreshed)
-        live = screen.app.supervisor.registry.get_live(screen.session_id)
-        return live is None or len(screen.events) == len(live.log.buffered())
+        sup, sid = screen.app.supervisor, screen.session_id
+        return not sup.is_live(sid) or len(screen.events) == len(sup.replay(sid))
     if isinstance(screen, DiffScreen):
         files = screen.query_one("#diff-files", DataTable)
         return bool(screen.files) and files.row_count == len(screen.files)
