@@ -124,7 +124,11 @@ class Supervisor:
         clock: Callable[[], float] = time.time,
         panes: PaneManager | None = None,
         id_factory: Callable[[], str] = new_session_id,
+        hosts: Hosts | None = None,
     ) -> None:
+        """`hosts`: the places on other machines sessions may run on (by
+        default built from `[[hosts]]`; a caller that keeps its own hands
+        them in)."""
         self.state_dir = Path(state_dir) if state_dir else default_state_dir()
         self._config = config or load_config()
         self._drafter = drafter
@@ -148,9 +152,9 @@ class Supervisor:
         )
         # other machines sessions may run on ([[hosts]]); their panes are
         # another backend of the one pane manager
-        self.hosts = Hosts(self._config.hosts, self.state_dir)
+        self._hosts = hosts if hosts is not None else Hosts(self._config.hosts, self.state_dir)
         if panes is not None:
-            for place in self.hosts:
+            for place in self._hosts:
                 panes.add_backend(place.backend)
         self._host_chores: set[asyncio.Task[None]] = set()  # cleanups on hosts, awaited by close
         self._workspaces: Workspaces | None = None
@@ -192,7 +196,7 @@ class Supervisor:
     def _compose(self, workspaces: Workspaces, ledger: PlacementStore) -> _Gates:
         """Build the services bottom-up, so each receives the one it hands on to."""
         registry, config = self.registry, self._config
-        hosts = self.hosts
+        hosts = self._hosts
         verifier = Verifier(registry, workspaces, config, hosts=hosts)
         approval = ApprovalGate(registry, verifier, workspaces)
         foreman = Foreman(
@@ -223,7 +227,7 @@ class Supervisor:
             if session.host and session.state is CoderState.MERGED:
                 # delivered here: its worktree on the host has done its work
                 chore = asyncio.get_running_loop().create_task(
-                    asyncio.to_thread(self.hosts.discard, session)
+                    asyncio.to_thread(self._hosts.discard, session)
                 )
                 self._host_chores.add(chore)
                 chore.add_done_callback(self._host_chores.discard)
@@ -266,7 +270,7 @@ class Supervisor:
             await self._panes.stop()
         if self._host_chores:
             await asyncio.wait(set(self._host_chores), timeout=30)
-        await asyncio.to_thread(self.hosts.close)  # the panes there run on
+        await asyncio.to_thread(self._hosts.close)  # the panes there run on
         if self._gates is not None:
             await asyncio.to_thread(self._gates.verifier.close)
         if self._workspaces is not None:
@@ -613,7 +617,7 @@ class Supervisor:
             registry=self.registry,
             workspaces=self._workspaces,
             placements=self._placements,
-            hosts=self.hosts,
+            hosts=self._hosts,
             panes=self._panes,
             agents_dir=self.state_dir / "agents",
         )
@@ -917,7 +921,7 @@ class Supervisor:
 
     def host_choices(self) -> builtins.list[str]:
         """The configured hosts a new session may run on (`[[hosts]]` names)."""
-        return [place.name for place in self.hosts]
+        return [place.name for place in self._hosts]
 
     def engine_choices(self) -> builtins.list[tuple[str, str]]:
         """Engines a new session can use here (for the new-session form)."""
