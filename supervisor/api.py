@@ -14,8 +14,10 @@ are `CorralError` carrying the sentence the operator reads.
 
 The console and the command line import only the public modules named in
 pyproject.toml (`[tool.corral] supervisor_public_modules`): this facade,
-`models`, `states`, `errors`, `housekeeping`, `interface` (types re-exported on
-purpose), `factory` and `paths`; an import contract in `make lint` enforces it.
+`models`, `states`, `errors`, `interface` (types re-exported on purpose),
+`factory`, `paths`, and what the command line reads without an owner
+(`stored_board`, `worktree_pruning`, `pane_cleanup`, `doctor`); an import
+contract in `make lint` enforces it.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from .acp.agents import is_acp
 from .acp.view import conversation_screen
 from .adoption.service import Adoptions
 from .agents.profiles import profile_for
-from .config import SupervisorConfig, load_config
+from .config import McpSettings, SupervisorConfig, load_config
 from .contracts.drafting import ContractDrafter
 from .discuss.linked_runs import DISCUSSIONS_DIR, DiscussionRuns
 from .engines.base import EngineRegistry
@@ -71,7 +73,7 @@ from .models import (
     TranscriptTurn,
 )
 from .notify import Notice, Notifier
-from .panes.base import Screen
+from .panes.base import PaneHandle, Screen
 from .panes.manager import PaneManager
 from .paths import default_state_dir
 from .sandbox import SandboxPolicy, set_active_policy
@@ -123,15 +125,19 @@ class Supervisor:
         clock: Callable[[], float] = time.time,
         panes: PaneManager | None = None,
         id_factory: Callable[[], str] = new_session_id,
+        hosts: Hosts | None = None,
     ) -> None:
+        """`hosts`: the places on other machines sessions may run on (by
+        default built from `[[hosts]]`; a caller that keeps its own hands
+        them in)."""
         self.state_dir = Path(state_dir) if state_dir else default_state_dir()
-        self.config = config or load_config()
-        self.drafter = drafter
-        self.engines = engines
-        self.clock = clock
-        self.panes = panes
-        self.id_factory = id_factory
-        sandbox = self.config.sandbox
+        self._config = config or load_config()
+        self._drafter = drafter
+        self._engines = engines
+        self._clock = clock
+        self._panes = panes
+        self._id_factory = id_factory
+        sandbox = self._config.sandbox
         set_active_policy(
             SandboxPolicy(
                 enabled=sandbox.enabled,
@@ -143,27 +149,27 @@ class Supervisor:
             )
         )
         self.registry = SessionRegistry(
-            self.state_dir, config=self.config, clock=clock, panes=panes
+            self.state_dir, config=self._config, clock=clock, panes=panes
         )
         # other machines sessions may run on ([[hosts]]); their panes are
         # another backend of the one pane manager
-        self.hosts = Hosts(self.config.hosts, self.state_dir)
+        self._hosts = hosts if hosts is not None else Hosts(self._config.hosts, self.state_dir)
         if panes is not None:
-            for place in self.hosts:
+            for place in self._hosts:
                 panes.add_backend(place.backend)
         self._host_chores: set[asyncio.Task[None]] = set()  # cleanups on hosts, awaited by close
-        self.workspaces: Workspaces | None = None
-        self.placements_store: PlacementStore | None = None
+        self._workspaces: Workspaces | None = None
+        self._placements: PlacementStore | None = None
         self.broken_rows: builtins.list[str] = []  # stored rows that do not parse
         self.stray_panes: builtins.list[str] = []  # our panes no session claims
         self._gates: _Gates | None = None
-        self.scheduler: Scheduler | None = None  # running while the state dir is owned
+        self._scheduler: Scheduler | None = None  # running while the state dir is owned
         self.adoptions = Adoptions(self.registry, panes, id_factory=id_factory)
         # says once, outside the board, when a session needs you or finishes
-        self.notifier = Notifier(self.config.notify, self.watch)
-        self.git_stats = GitStatsWatch(self.registry, self.config.git_stats_secs)
-        self.usage = UsageWatch(
-            self.registry, self.config.usage_secs, self.config.budget, self.config.prices
+        self._notifier = Notifier(self._config.notify, self.watch)
+        self._git_stats = GitStatsWatch(self.registry, self._config.git_stats_secs)
+        self._usage = UsageWatch(
+            self.registry, self._config.usage_secs, self._config.budget, self._config.prices
         )
 
     # -- owning the state dir ------------------------------------------------------------
@@ -172,7 +178,7 @@ class Supervisor:
         """Take ownership of the state dir, build the gates on it, and bring
         back what the last owner left (see `gates.recovery`)."""
         sessions, self.broken_rows = self.registry.open()
-        workspaces = self.workspaces = Workspaces(self.state_dir, self.state_dir / DB_NAME)
+        workspaces = self._workspaces = Workspaces(self.state_dir, self.state_dir / DB_NAME)
         try:
             await asyncio.to_thread(workspaces.reconcile)
             # a worktree made just before a crash, its session never saved
@@ -180,22 +186,22 @@ class Supervisor:
             await asyncio.to_thread(workspaces.discard_unclaimed, claimed)
         except CorralError as exc:  # a vanished repo must not keep the console shut
             log.warning("worktree reconciliation: %s", exc)
-        ledger = self.placements_store = PlacementStore(self.state_dir / DB_NAME)
+        ledger = self._placements = PlacementStore(self.state_dir / DB_NAME)
         gates = self._gates = self._compose(workspaces, ledger)
         sessions = await self.adoptions.settle(sessions)  # user panes: released, never killed
         self.stray_panes = await gates.recovery.recover(sessions)
         await asyncio.to_thread(gates.foreman.interrupt_unfinished)
         gates.janitor.start()
-        self.scheduler = Scheduler(lambda: self.registry.store, self._run_task)
-        self.scheduler.start()
-        self.notifier.start()
-        self.git_stats.start()
-        self.usage.start()
+        self._scheduler = Scheduler(lambda: self.registry.store, self._run_task)
+        self._scheduler.start()
+        self._notifier.start()
+        self._git_stats.start()
+        self._usage.start()
 
     def _compose(self, workspaces: Workspaces, ledger: PlacementStore) -> _Gates:
         """Build the services bottom-up, so each receives the one it hands on to."""
-        registry, config = self.registry, self.config
-        hosts = self.hosts
+        registry, config = self.registry, self._config
+        hosts = self._hosts
         verifier = Verifier(registry, workspaces, config, hosts=hosts)
         approval = ApprovalGate(registry, verifier, workspaces)
         foreman = Foreman(
@@ -203,16 +209,16 @@ class Supervisor:
             verifier,
             workspaces,
             ledger,
-            engines=self.engines,
+            engines=self._engines,
             config=config,
-            panes=self.panes,
+            panes=self._panes,
             hosts=hosts,
         )
         run_loop = RunLoop(
             registry,
             verifier,
             approval,
-            engines=self.engines,
+            engines=self._engines,
             workspaces=workspaces,
             config=config,
             foreman=foreman,
@@ -226,7 +232,7 @@ class Supervisor:
             if session.host and session.state is CoderState.MERGED:
                 # delivered here: its worktree on the host has done its work
                 chore = asyncio.get_running_loop().create_task(
-                    asyncio.to_thread(self.hosts.discard, session)
+                    asyncio.to_thread(self._hosts.discard, session)
                 )
                 self._host_chores.add(chore)
                 chore.add_done_callback(self._host_chores.discard)
@@ -236,17 +242,17 @@ class Supervisor:
             registry,
             verifier,
             run_loop,
-            drafter=self.drafter,
-            engines=self.engines,
+            drafter=self._drafter,
+            engines=self._engines,
             workspaces=workspaces,
             config=config,
-            id_factory=self.id_factory,
+            id_factory=self._id_factory,
             before_start=janitor.sweep,
             discussion_runs=discussion_runs,
             hosts=hosts,
             subtasks_on=foreman.subtasks_on,
         )
-        recovery = Recovery(registry, verifier, run_loop, self.panes)
+        recovery = Recovery(registry, verifier, run_loop, self._panes)
         return _Gates(contract, run_loop, approval, recovery, janitor, foreman, verifier)
 
     async def close(self) -> None:
@@ -256,29 +262,29 @@ class Supervisor:
         their sessions, for the caller to say so. In-process runs are recorded
         as failed (their worktrees are kept); finished sessions' agents are
         stopped before this returns."""
-        await self.notifier.stop()
-        await self.git_stats.stop()
-        await self.usage.stop()
-        if self.scheduler is not None:
-            await self.scheduler.stop()
-            self.scheduler = None
+        await self._notifier.stop()
+        await self._git_stats.stop()
+        await self._usage.stop()
+        if self._scheduler is not None:
+            await self._scheduler.stop()
+            self._scheduler = None
         if self._gates is not None:
             await self._gates.janitor.stop()
         await self.adoptions.release_all()
         await self.registry.stop_sessions()
-        if self.panes is not None:
-            await self.panes.stop()
+        if self._panes is not None:
+            await self._panes.stop()
         if self._host_chores:
             await asyncio.wait(set(self._host_chores), timeout=30)
-        await asyncio.to_thread(self.hosts.close)  # the panes there run on
+        await asyncio.to_thread(self._hosts.close)  # the panes there run on
         if self._gates is not None:
             await asyncio.to_thread(self._gates.verifier.close)
-        if self.workspaces is not None:
-            self.workspaces.close()
-            self.workspaces = None
-        if self.placements_store is not None:
-            self.placements_store.close()
-            self.placements_store = None
+        if self._workspaces is not None:
+            self._workspaces.close()
+            self._workspaces = None
+        if self._placements is not None:
+            self._placements.close()
+            self._placements = None
         self.registry.release()
 
     async def __aenter__(self) -> Supervisor:
@@ -299,12 +305,7 @@ class Supervisor:
         return self.registry.store is not None
 
     @property
-    def store(self) -> Store | None:
-        """The open database (None unless the state dir is owned)."""
-        return self.registry.store
-
-    @property
-    def board(self) -> BoardFeed:
+    def _board(self) -> BoardFeed:
         return self.registry.board
 
     def _open_gates(self) -> _Gates:
@@ -336,7 +337,7 @@ class Supervisor:
         session proposes its split at gate 1; `split` sets the operator's own
         instead (refused for an engine that cannot split)."""
         gates = self._open_gates()
-        foreman = is_foreman(self.engines.resolve(engine)[0])
+        foreman = is_foreman(self._engines.resolve(engine)[0])
         if split is not None and not foreman:
             raise CorralError(
                 f"a split needs the foreman engine (foreman:<agent>); this task asks for "
@@ -440,7 +441,7 @@ class Supervisor:
         discard_rest: bool = False,
     ) -> ApproveResult:
         """Deliver, accept a finding, or reject (see `ApprovalGate.approve`)."""
-        self.notifier.operator_acts(session_id)
+        self._notifier.operator_acts(session_id)
         return await self._open_gates().approval.approve(
             session_id,
             approve=approve,
@@ -503,10 +504,15 @@ class Supervisor:
         """Run a task at once, out of its schedule; the run is recorded."""
         return await self._require_scheduler().run_now(task_id)
 
+    async def run_due_tasks(self) -> builtins.list[TaskRun]:
+        """Run every scheduled task that is due now, without waiting for the
+        scheduler's next pass; returns their runs. For scripts and tests."""
+        return await self._require_scheduler().run_due()
+
     def _require_scheduler(self) -> Scheduler:
-        if self.scheduler is None:
+        if self._scheduler is None:
             raise CorralError("the supervisor is not open: call open() first")
-        return self.scheduler
+        return self._scheduler
 
     async def task_runs(self, task_id: str) -> builtins.list[TaskRun]:
         """A task's last runs (at most 200), newest first."""
@@ -543,8 +549,17 @@ class Supervisor:
         await self._open_gates().recovery.revive(session_id)
 
     async def cancel(self, session_id: str) -> CancelResult:
-        self.notifier.operator_acts(session_id)
+        self._notifier.operator_acts(session_id)
         return await self._open_gates().approval.cancel(session_id)
+
+    def listen_for_notices(self, listener: Callable[[Notice], None]) -> bool:
+        """Hear each notice (a session starts needing you, or finished by
+        itself) in-process, when `[notify] terminal` asks for it; False when
+        it does not, and nothing is registered."""
+        if not self._config.notify.terminal:
+            return False
+        self._notifier.add_listener(listener)
+        return True
 
     # -- adoption: agent panes the user started -------------------------------------------
 
@@ -587,7 +602,7 @@ class Supervisor:
         if stored is None:
             raise CorralError(f"no corral session '{session_id}'")
         lifecycle.refuse_archive(stored)
-        when = self.clock() if archived else None
+        when = self._clock() if archived else None
 
         def change(s: CoderSession) -> None:
             s.archived_at = when
@@ -611,14 +626,14 @@ class Supervisor:
                 await asyncio.wait(pending, timeout=DELETE_WAITS_SECS)
             busy = live.task_running or any(not t.done() for t in live.ops)
             lifecycle.refuse_delete(session, busy=busy)
-        assert self.workspaces is not None and self.placements_store is not None  # open
+        assert self._workspaces is not None and self._placements is not None  # open
         return await delete_session(
             session,
             registry=self.registry,
-            workspaces=self.workspaces,
-            placements=self.placements_store,
-            hosts=self.hosts,
-            panes=self.panes,
+            workspaces=self._workspaces,
+            placements=self._placements,
+            hosts=self._hosts,
+            panes=self._panes,
             agents_dir=self.state_dir / "agents",
         )
 
@@ -789,16 +804,23 @@ class Supervisor:
     ) -> tuple[SubscribeResult, Subscription[CoderEvent] | None]:
         return self.registry.subscribe(session_id, from_seq)
 
+    def replay(self, session_id: str) -> builtins.list[CoderEvent]:
+        """A running session's buffered events, oldest first: what a
+        subscription from the start would replay now ([] for a session this
+        process does not run)."""
+        live = self.registry.get_live(session_id)
+        return [] if live is None else live.log.buffered()
+
     def unsubscribe(self, sub: Subscription[CoderEvent]) -> None:
         sub.close()
 
     def watch(self) -> tuple[builtins.list[SessionSummary], Watcher]:
         """The whole board and a registration for changes, atomically."""
-        watcher = self.board.register()
+        watcher = self._board.register()
         return self.registry.summaries(), watcher
 
     def unwatch(self, watcher: Watcher) -> bool:
-        return self.board.unregister(watcher)
+        return self._board.unregister(watcher)
 
     async def wait_for(
         self,
@@ -817,13 +839,13 @@ class Supervisor:
     def agent_screen(self, session_id: str) -> Screen | None:
         """The agent pane's last captured screen (in memory; no tmux call);
         for an ACP agent, which has no pane, its conversation's last lines."""
-        screen = None if self.panes is None else self.panes.screen(session_id)
+        screen = None if self._panes is None else self._panes.screen(session_id)
         if screen is None and (live := self._acp_live(session_id)) is not None:
             return conversation_screen(live.log.buffered())
         return screen
 
     def agent_screen_version(self, session_id: str) -> int:
-        record = None if self.panes is None else self.panes.record(session_id)
+        record = None if self._panes is None else self._panes.record(session_id)
         if record is None and (live := self._acp_live(session_id)) is not None:
             return live.log.next_seq
         return -1 if record is None else record.version
@@ -832,44 +854,93 @@ class Supervisor:
         live = self.registry.get_live(session_id)
         return live if live is not None and is_acp(live.session.engine) else None
 
+    def agent_pane(self, session_id: str) -> PaneHandle | None:
+        """The session's agent pane while its agent runs (its pane id, owner
+        marker and root pid); None when it has no pane, or its agent ended."""
+        record = None if self._panes is None else self._panes.record(session_id)
+        return record.handle if record is not None and record.alive else None
+
     def attach_argv(self, session_id: str) -> builtins.list[str] | None:
         """A command that attaches a real terminal to the agent's pane."""
-        if self.panes is None or (record := self.panes.record(session_id)) is None:
+        if self._panes is None or (record := self._panes.record(session_id)) is None:
             return None
-        return self.panes.backend_of(session_id).attach_argv(record.handle)
+        return self._panes.backend_of(session_id).attach_argv(record.handle)
 
     async def agent_scrollback(self, session_id: str, lines: int = 2000) -> builtins.list[str]:
         """The agent pane's history plus screen (ANSI kept), oldest first."""
-        if self.panes is None or self.panes.record(session_id) is None:
+        if self._panes is None or self._panes.record(session_id) is None:
             return []
-        return await self.panes.scrollback(session_id, lines)
+        return await self._panes.scrollback(session_id, lines)
 
     async def resize_agent(self, session_id: str, width: int, height: int) -> None:
         """Resize the agent's pane (owner-checked), e.g. to fit the console's view."""
-        if self.panes is None or (record := self.panes.record(session_id)) is None:
+        if self._panes is None or (record := self._panes.record(session_id)) is None:
             return
         await asyncio.to_thread(
-            self.panes.backend_of(session_id).resize, record.handle, width, height
+            self._panes.backend_of(session_id).resize, record.handle, width, height
         )
 
     async def send_keys_to_agent(self, session_id: str, keys: builtins.list[str]) -> None:
         """Keystrokes from the console's terminal view (owner-checked)."""
-        if self.panes is None or self.panes.record(session_id) is None:
+        if self._panes is None or self._panes.record(session_id) is None:
             raise CorralError(f"{session_id[-8:]} has no live agent pane")
-        await self.panes.send_keys(session_id, keys)
+        await self._panes.send_keys(session_id, keys)
+
+    # -- what the owner's control server needs of it ---------------------------------------
+
+    def mcp_settings(self) -> McpSettings:
+        """`[mcp]`: what callers and agents may do through the owner's protocol."""
+        return self._config.mcp
+
+    def follow_local_agents(
+        self, on_start: Callable[[str], None], on_end: Callable[[str], None]
+    ) -> builtins.list[str]:
+        """Hear each agent pane start and end (by session id); returns the
+        sessions whose agent runs in a pane on this machine now."""
+        if self._panes is None:
+            return []
+        self._panes.on_track.append(on_start)
+        self._panes.on_untrack.append(on_end)
+        return [sid for sid, record in self._panes.records.items() if not record.backend_name]
+
+    def unfollow_local_agents(
+        self, on_start: Callable[[str], None], on_end: Callable[[str], None]
+    ) -> None:
+        """Stop hearing what `follow_local_agents` registered (a second call is harmless)."""
+        if self._panes is None:
+            return
+        for listeners, listener in (
+            (self._panes.on_track, on_start),
+            (self._panes.on_untrack, on_end),
+        ):
+            if listener in listeners:
+                listeners.remove(listener)
+
+    def agent_pane_roots(self) -> dict[int, str]:
+        """{root pid of each live agent pane on this machine: its session id}:
+        whoever descends from one is that session's agent."""
+        return {} if self._panes is None else self._panes.local_roots()
+
+    def agent_server_pid_reader(self) -> Callable[[], int | None] | None:
+        """What reads the pid of corral's own agent tmux server here, bound to
+        the backend agents start on now (None: agents run in ptys, or no panes)."""
+        if self._panes is None:
+            return None
+        reader: Callable[[], int | None] | None = getattr(self._panes.backend, "server_pid", None)
+        return reader
 
     def model_choices(self) -> builtins.list[tuple[str, bool]]:
         """(name, can call tools) of each configured model, in default order."""
-        models = getattr(self.engines, "models", None)
+        models = getattr(self._engines, "models", None)
         return list(models()) if models is not None else []
 
     def host_choices(self) -> builtins.list[str]:
         """The configured hosts a new session may run on (`[[hosts]]` names)."""
-        return [place.name for place in self.hosts]
+        return [place.name for place in self._hosts]
 
     def engine_choices(self) -> builtins.list[tuple[str, str]]:
         """Engines a new session can use here (for the new-session form)."""
-        available = getattr(self.engines, "available", None)
+        available = getattr(self._engines, "available", None)
         return available() if available else [("auto", "auto")]
 
     def command_engines(self) -> builtins.list[tuple[str, str, str]]:
@@ -883,7 +954,7 @@ class Supervisor:
         """Why `engine` cannot run here, in the sentence `start` would refuse
         with; None when it can. Lets a form refuse before anything is made."""
         try:
-            self.engines.resolve(engine)
+            self._engines.resolve(engine)
         except CorralError as exc:
             return str(exc)
         return None

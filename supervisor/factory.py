@@ -20,6 +20,8 @@ from .config import SupervisorConfig, load_config
 from .contracts.drafting import ContractDrafter
 from .engines.registry import AgentEngines
 from .errors import CorralError
+from .hosts.place import Hosts
+from .llm.base import ModelProvider
 from .llm.catalog import load_catalog
 from .llm.chain import make_chain
 from .panes.base import PaneBackend
@@ -55,9 +57,15 @@ def build_supervisor(
     default_engine: str | None = None,
     demo_pace: float = 1.0,
     config: SupervisorConfig | None = None,
+    provider: ModelProvider | None = None,
+    hosts: Hosts | None = None,
 ) -> Supervisor:
+    """The supervisor a client owns a state dir with: agents in panes on
+    `backend`, and the built-in engine on `provider` (by default the chain
+    of the configured models)."""
     config = config or load_config()
-    provider = make_chain(load_catalog())
+    if provider is None:
+        provider = make_chain(load_catalog())
     env_dir = os.environ.get("CORRAL_TMUX_SOCKET_DIR", "").strip()
     if socket_dir is None and env_dir:
         socket_dir = Path(env_dir)
@@ -74,7 +82,9 @@ def build_supervisor(
         state_dir=state_dir,
         shell_network=config.sandbox.shell_network,
     )
-    return Supervisor(state_dir, drafter=drafter, engines=engines, config=config, panes=panes)
+    return Supervisor(
+        state_dir, drafter=drafter, engines=engines, config=config, panes=panes, hosts=hosts
+    )
 
 
 def default_drafter(config: SupervisorConfig | None = None) -> ContractDrafter:

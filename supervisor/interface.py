@@ -2,9 +2,10 @@
 re-exported on purpose.
 
 `corral.tui` imports from `corral.supervisor` only the public modules: `api`
-(the `Supervisor` facade), `models`, `states`, `errors`, `housekeeping`,
-`factory` (how a client builds the facade), `paths` (where the state dir
-is) and this one. Everything else is the engine's business; an import
+(the `Supervisor` facade), `models`, `states`, `errors`, the rooms the
+command line reads without an owner (`stored_board`, `worktree_pruning`,
+`pane_cleanup`, `doctor`), `factory` (how a client builds the facade),
+`paths` (where the state dir is) and this one. Everything else is the engine's business; an import
 contract in `make lint` keeps it so (pyproject.toml, tests/unit/test_layers.py).
 
 What is here: the types that appear in the facade's signatures (a

@@ -134,8 +134,8 @@ def read_lock_holder(state_dir: Path) -> LockHolder | None:
 def ensure_unowned(state_dir: Path) -> None:
     """Refuse, naming the holder, when another corral owns `state_dir`: one
     owner per state dir (a second console would fight the first). Here, not
-    with the rest of housekeeping, so a command can ask before it loads the
-    store and its models."""
+    with the stored board, so a command can ask before it loads the store
+    and its models."""
     holder = read_lock_holder(state_dir)
     if holder is not None:
         raise CorralError(

@@ -8,10 +8,12 @@ checks run as real shell commands and delivery creates real branches.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import sqlite3
 import subprocess
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +23,17 @@ from corral.supervisor.api import Supervisor
 from corral.supervisor.config import SupervisorConfig
 from corral.supervisor.contracts.drafting import ContractDrafter
 from corral.supervisor.events import CoderEvent
-from corral.supervisor.models import EventKind, OutcomeContract, SessionSummary
+from corral.supervisor.git.leases import Lease, LeaseBook
+from corral.supervisor.models import (
+    CoderSession,
+    EventKind,
+    OutcomeContract,
+    SessionSummary,
+    TaskRun,
+)
 from corral.supervisor.sandbox import SandboxPolicy, set_active_policy
 from corral.supervisor.states import CoderState
+from corral.supervisor.store import DB_NAME, Store
 from tests.fakes.scripted import (
     ScriptedDrafter,
     ScriptedEngine,
@@ -156,12 +166,45 @@ async def make_supervisor(state_dir: Path) -> AsyncIterator[SupervisorFactory]:
 
 def events_of(sup: Supervisor, session_id: str) -> list[CoderEvent]:
     """The live replay buffer of a session."""
-    return sup.registry.live(session_id).log.buffered()
+    return sup.replay(session_id)
 
 
 def plan_texts(sup: Supervisor, session_id: str) -> list[str]:
     """The narration (`plan_text`) in a session's live replay buffer."""
     return [e.data.text for e in events_of(sup, session_id) if e.kind is EventKind.PLAN_TEXT]
+
+
+@contextlib.contextmanager
+def own_store(state_dir: Path, *, readonly: bool = True) -> Iterator[Store]:
+    """The state dir's database through a connection of the test's own
+    (read-only unless asked), beside the owner's: what is on disk, not what
+    the owner holds in memory."""
+    store = Store(state_dir, readonly=readonly)
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+def stored_session(state_dir: Path, session_id: str) -> CoderSession | None:
+    """The session as its last save left it on disk."""
+    with own_store(state_dir) as store:
+        return store.load_session(session_id)
+
+
+def stored_task_runs(state_dir: Path, task_id: str) -> list[TaskRun]:
+    with own_store(state_dir) as store:
+        return store.task_runs(task_id)
+
+
+def lease_of(state_dir: Path, worktree: str | None) -> Lease | None:
+    """The stored lease of a worktree, read from the state dir's database
+    (read-only, beside a running owner)."""
+    conn = sqlite3.connect(f"file:{state_dir / DB_NAME}?mode=ro", uri=True)
+    try:
+        return LeaseBook(conn, readonly=True).get(str(Path(worktree or "").resolve()))
+    finally:
+        conn.close()
 
 
 def row_of(sup: Supervisor, sid: str) -> SessionSummary:

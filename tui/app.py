@@ -179,10 +179,9 @@ class CorralApp(App[None]):
     def _listen_for_notices(self) -> None:
         """The owner's notices (a session needs you, or finished) reach the
         terminal too, as a desktop notification ([notify] terminal)."""
-        notifier = getattr(self.supervisor, "notifier", None)  # attached: the owner's own
-        if notifier is None or not notifier.settings.terminal:
-            return
-        notifier.add_listener(self._tell_terminal)
+        listen = getattr(self.supervisor, "listen_for_notices", None)  # attached: the owner's
+        if listen is not None:
+            listen(self._tell_terminal)
 
     def _tell_terminal(self, notice: Notice) -> None:
         if self._driver is None or self.is_headless or self.is_web:
@@ -261,7 +260,7 @@ class CorralApp(App[None]):
         # probing the sandbox (bubblewrap) takes ~0.1 s: after the board's first frame
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self.board_shown.wait(), BOARD_SHOWN_WAIT)
-        from corral.supervisor.housekeeping import confinement_status
+        from corral.supervisor.doctor import confinement_status
 
         sandbox = await asyncio.to_thread(confinement_status)
         if sandbox.agents_note != self.agents_note:  # on the board's header while it holds

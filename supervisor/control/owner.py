@@ -40,7 +40,7 @@ class OwnerServices:
         policy: CallerPolicy | None = None,
         run_ids: Callable[[], str] | None = None,
     ) -> None:
-        settings = supervisor.config.mcp
+        settings = supervisor.mcp_settings()
         self.supervisor = supervisor
         self.handles = HandleTable(
             supervisor,

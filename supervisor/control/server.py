@@ -150,22 +150,14 @@ class ControlServer:
         finally:
             os.umask(old)
         os.chmod(self.path, 0o600)
-        panes = self.supervisor.panes
-        if panes is not None:
-            panes.on_track.append(self.open_agent_socket)
-            panes.on_untrack.append(self.close_agent_socket)
-            for sid, record in list(panes.records.items()):
-                if not record.backend_name:
-                    self.open_agent_socket(sid)
+        for sid in self.supervisor.follow_local_agents(
+            self.open_agent_socket, self.close_agent_socket
+        ):
+            self.open_agent_socket(sid)
         return self.path
 
     async def close(self) -> None:
-        panes = self.supervisor.panes
-        if panes is not None:
-            with contextlib.suppress(ValueError):
-                panes.on_track.remove(self.open_agent_socket)
-            with contextlib.suppress(ValueError):
-                panes.on_untrack.remove(self.close_agent_socket)
+        self.supervisor.unfollow_local_agents(self.open_agent_socket, self.close_agent_socket)
         for sid in list(self._agent_servers):
             # the directories stay: a confined agent that outlives this owner sees
             # the next owner's socket there (its sandbox binds the directory)
@@ -339,7 +331,7 @@ class ControlServer:
         policy = getattr(self.tools, "policy", None)
         if policy is not None:
             return bool(policy.agents_may_start)
-        return bool(self.supervisor.config.mcp.agents_may_start)
+        return bool(self.supervisor.mcp_settings().agents_may_start)
 
     # -- what agents tried ---------------------------------------------------------------
 
@@ -409,11 +401,7 @@ def _whose(caller: str | None, target: str | None) -> str:
 def classifier_for(supervisor: Supervisor) -> CallerClassifier:
     """Peers judged against the supervisor's live local agent panes and its
     own agent tmux server."""
-    panes = supervisor.panes
-    if panes is None:
-        return CallerClassifier(dict)
-    server_pid = getattr(panes.backend, "server_pid", None)
-    return CallerClassifier(panes.local_roots, server_pid)
+    return CallerClassifier(supervisor.agent_pane_roots, supervisor.agent_server_pid_reader())
 
 
 class _Connection:

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 from .lock import LOCK_NAME, LockHolder, OwnerLock, read_lock_holder
 
 if TYPE_CHECKING:
-    from .database import DB_NAME, SCHEMA_VERSION, Store
+    from .database import DB_NAME, SCHEMA_VERSION, Store, read_sessions
 
 __all__ = [
     "DB_NAME",
@@ -17,13 +17,14 @@ __all__ = [
     "OwnerLock",
     "Store",
     "read_lock_holder",
+    "read_sessions",
 ]
 
 
 def __getattr__(name: str) -> Any:
     """The database (and the models it stores) loads on first use: reading the
     owner lock, which a command does before anything else, needs neither."""
-    if name in ("DB_NAME", "SCHEMA_VERSION", "Store"):
+    if name in ("DB_NAME", "SCHEMA_VERSION", "Store", "read_sessions"):
         from . import database
 
         return getattr(database, name)

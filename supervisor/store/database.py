@@ -408,3 +408,13 @@ def _parse(data: str) -> CoderSession | None:
         return CoderSession.model_validate_json(data)
     except (ValueError, ValidationError):
         return None
+
+
+def read_sessions(state_dir: Path) -> tuple[list[CoderSession], list[str]]:
+    """Every stored session (newest first) and the ids of rows that do not
+    parse, read-only: a running owner is fine, and no database is no sessions."""
+    store = Store(state_dir, readonly=True)
+    try:
+        return store.list_sessions()
+    finally:
+        store.close()

@@ -27,8 +27,7 @@ def screen_text(sup: Supervisor, sid: str) -> str:
 
 def describe(sup: Supervisor, sid: str) -> str:
     """The agent's screen and the session's last events, for a failure message."""
-    live = sup.registry.get_live(sid)
-    events = [(e.kind.value, e.data) for e in live.log.buffered()][-15:] if live else []
+    events = [(e.kind.value, e.data) for e in sup.replay(sid)][-15:]
     return f"agent screen:\n{screen_text(sup, sid)}\nevents: {events}"
 
 

@@ -145,7 +145,7 @@ async def test_cancel_mid_turn_stops_claude_within_five_seconds(tmp_path: Path, 
                 if row.agent_status == "running":
                     break
             assert row.agent_status == "running"
-            pid = sup.panes.record(sid).handle.pid  # type: ignore[union-attr]
+            pid = sup.agent_pane(sid).pid  # type: ignore[union-attr]
             begin = time.monotonic()
             result = await sup.cancel(sid)
             assert time.monotonic() - begin < 5
@@ -218,7 +218,7 @@ async def test_the_api_key_dialog_is_asked_and_yes_is_seen_to_land(
             assert stored["customApiKeyResponses"]["approved"] == [
                 launch.env["ANTHROPIC_API_KEY"][-20:]
             ]
-            log = [e.data for e in sup.registry.live(sid).log.buffered()]
+            log = [e.data for e in sup.replay(sid)]
             answers = [d.action for d in log if isinstance(d, PaneAnswerData)]
             assert answers == ["selected option 1: Yes"]
         finally:
@@ -252,11 +252,11 @@ async def test_declining_the_key_leaves_claude_signed_out_and_the_session_needs_
                 if row.needs_you == "auth":
                     break
                 await asyncio.sleep(0.2)
-            events = [(e.kind.value, e.data) for e in sup.registry.live(sid).log.buffered()]
+            events = [(e.kind.value, e.data) for e in sup.replay(sid)]
             assert row.needs_you == "auth", (row.state, row.error, events)
             assert "Not logged in" in (row.auth_message or "")
             assert row.state is S.RUNNING
-            kinds = [e.kind.value for e in sup.registry.live(sid).log.buffered()]
+            kinds = [e.kind.value for e in sup.replay(sid)]
             assert "contract_evaluated" not in kinds  # no runtime verification, no repair
             assert not srv.turn_requests  # nothing reached the model
         finally:

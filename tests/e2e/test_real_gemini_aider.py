@@ -78,9 +78,9 @@ async def cancel_mid_turn(sup: Supervisor, sid: str) -> None:
         row = sup.list()[0]
         if row.agent_status == "running":
             break
-    events = [(e.kind.value, e.data) for e in sup.registry.live(sid).log.buffered()][-12:]
+    events = [(e.kind.value, e.data) for e in sup.replay(sid)][-12:]
     assert row.agent_status == "running", f"{screen_text(sup, sid)}\nevents: {events}"
-    pid = sup.panes.record(sid).handle.pid  # type: ignore[union-attr]
+    pid = sup.agent_pane(sid).pid  # type: ignore[union-attr]
     tree = process_tree(pid)
     assert len(tree) >= 1
     begin = time.monotonic()

@@ -165,9 +165,9 @@ async def test_cancel_mid_turn_stops_opencode_within_five_seconds(
                     break
                 await asyncio.sleep(0.1)
             assert row.agent_status == "running", describe(sup, sid)
-            record = sup.panes.record(sid)
-            assert record is not None
-            pid = record.handle.pid
+            pane = sup.agent_pane(sid)
+            assert pane is not None
+            pid = pane.pid
             begin = time.monotonic()
             result = await sup.cancel(sid)
             took = time.monotonic() - begin

@@ -22,8 +22,8 @@ from corral.supervisor.contracts.drafting import FixedDrafter
 from corral.supervisor.demo import demo_contract
 from corral.supervisor.errors import CorralError
 from corral.supervisor.factory import build_supervisor
-from corral.supervisor.housekeeping import stop_panes
 from corral.supervisor.models import EventKind
+from corral.supervisor.pane_cleanup import stop_panes
 from corral.supervisor.remote import OwnerServices
 from corral.supervisor.states import CoderState as S
 from tests.conftest import events_of, eventually, fast_config, row_of

@@ -221,9 +221,7 @@ def attempts(out: Path, name: str) -> list[str]:
 
 
 def boundary(sup: Supervisor, sid: str) -> list[BoundaryData]:
-    return [
-        e.data for e in sup.registry.live(sid).log.buffered() if isinstance(e.data, BoundaryData)
-    ]
+    return [e.data for e in sup.replay(sid) if isinstance(e.data, BoundaryData)]
 
 
 async def corral_cli(site: Site, *args: str) -> tuple[int, str]:

@@ -19,6 +19,7 @@ from tests.conftest import (
     proposed,
     row_of,
     run_to_gate,
+    stored_session,
 )
 from tests.fakes.scripted import (
     Nominate,
@@ -57,7 +58,7 @@ async def test_confirm_run_approve_delivers_a_branch(
     for kind in (EventKind.TOOL_CALL, EventKind.CHECK_COMPLETED, EventKind.CONTRACT_EVALUATED):
         assert kind in kinds
     # DiffReady comes before the transition to needs_approval
-    states = [e for e in sup.registry.live(sid).log.buffered() if e.kind is EventKind.STATE_CHANGED]
+    states = [e for e in sup.replay(sid) if e.kind is EventKind.STATE_CHANGED]
     assert [e.data.to for e in states if e.kind is EventKind.STATE_CHANGED][-1] == "needs_approval"
     assert kinds.index(EventKind.DIFF_READY) < max(
         i for i, k in enumerate(kinds) if k is EventKind.STATE_CHANGED
@@ -84,7 +85,7 @@ async def test_confirm_run_approve_delivers_a_branch(
     assert not (repo / "hello.txt").exists()
     assert git(repo, "status", "--porcelain").strip() == ""
     assert not Path(detail.session.worktree or "").exists()
-    stored = sup.store.load_session(sid)
+    stored = stored_session(sup.state_dir, sid)
     assert stored is not None and stored.state is S.MERGED
     assert (stored.result_branch, stored.result_commit) == (result.branch, result.commit)
     final = row_of(sup, sid)

@@ -29,6 +29,7 @@ from tests.conftest import (
     proposed,
     row_of,
     run_to_gate,
+    stored_session,
 )
 from tests.fakes.scripted import (
     ScriptedDrafter,
@@ -75,7 +76,7 @@ async def test_start_proposes_a_contract_with_a_red_and_green_baseline(
     kinds = kinds_of(sup, result.session_id)
     assert kinds.index(EventKind.ENGINE_SELECTED) < kinds.index(EventKind.CONTRACT_PROPOSED)
     assert kinds.index(EventKind.CONTRACT_PROPOSED) < kinds.index(EventKind.CONTRACT_BASELINE)
-    stored = sup.store.load_session(result.session_id)
+    stored = stored_session(sup.state_dir, result.session_id)
     assert stored is not None and stored.state is S.CONTRACT_PROPOSED
     assert stored.contract == result.contract
     # the baseline ran in a disposable copy: the task's worktree is untouched
@@ -114,7 +115,7 @@ async def test_an_all_green_baseline_gets_exactly_one_reassessment(
     texts = plan_texts(sup, result.session_id)
     assert any("already pass before any edits" in t for t in texts)
     assert any("proves nothing yet" in t for t in texts)
-    stored = sup.store.load_session(result.session_id)
+    stored = stored_session(sup.state_dir, result.session_id)
     assert stored is not None and stored.baseline_gates_nothing is True
     assert git(repo, "status", "--porcelain").strip() == ""  # the user's tree is untouched
 
@@ -164,7 +165,7 @@ async def test_a_drafting_session_is_listable_at_created_and_cancellable(
     assert detail.session.state is S.ABANDONED
     assert detail.session.contract is None
     assert Path(row.worktree).is_dir()  # the worktree is retained
-    stored = sup.store.load_session(sid)
+    stored = stored_session(sup.state_dir, sid)
     assert stored is not None and stored.state is S.ABANDONED
     assert stored.execution_stopped and stored.keep_workspace_on_cancel
     assert EventKind.CONTRACT_PROPOSED not in kinds_of(sup, sid)
@@ -200,16 +201,12 @@ async def test_drafting_auth_failure_fails_with_auth_required(
     assert row.failure_kind is FailureKind.AUTH_REQUIRED
     assert row.needs_you is None
     assert row.error is not None and "sign-in" in row.error
-    auth_events = [
-        e
-        for e in sup.registry.live(row.session_id).log.buffered()
-        if e.kind is EventKind.AUTH_REQUIRED
-    ]
+    auth_events = [e for e in sup.replay(row.session_id) if e.kind is EventKind.AUTH_REQUIRED]
     assert len(auth_events) == 1 and auth_events[0].data.wait_secs == 0
     await asyncio.sleep(0)  # journal flush
     journaled = read_journal(sup.journal_path(row.session_id), EventKind.AUTH_REQUIRED)
     assert journaled == auth_events
-    stored = sup.store.load_session(row.session_id)
+    stored = stored_session(sup.state_dir, row.session_id)
     assert stored is not None and stored.failure_kind is FailureKind.AUTH_REQUIRED
 
 
@@ -300,7 +297,7 @@ async def test_a_check_edit_is_applied_verbatim_without_the_drafter(
     sup = await make_supervisor(drafter=drafter)
     sid = await proposed(sup, repo)
     calls = len(drafter.calls)
-    seq_before = sup.registry.live(sid).log.next_seq
+    seq_before = sup.replay(sid)[-1].seq + 1  # the next event's
 
     command = "test \"$(cat hello.txt)\" =  'hi'"
     result = await sup.revise(sid, f"/check hello {command}")
@@ -322,13 +319,13 @@ async def test_a_check_edit_is_applied_verbatim_without_the_drafter(
     assert session.steering_messages == []
     assert "Operator guidance" not in session.execution_intent()
     assert "/check" not in session.execution_intent()
-    new = [e for e in sup.registry.live(sid).log.buffered() if e.seq >= seq_before]
+    new = [e for e in sup.replay(sid) if e.seq >= seq_before]
     proposals = [e for e in new if e.kind is EventKind.CONTRACT_PROPOSED]
     assert [e.data.revised for e in proposals if e.kind is EventKind.CONTRACT_PROPOSED] == [
         True,
         True,
     ]
-    stored = sup.store.load_session(sid)
+    stored = stored_session(sup.state_dir, sid)
     assert stored is not None and stored.contract == result.contract
 
     with pytest.raises(CorralError, match="letters, numbers, or underscores"):
@@ -359,11 +356,7 @@ async def test_an_equivalent_redraft_is_a_soft_rejection(
     after = sup.get(sid).session
     assert after.contract == before.contract and after.baseline == before.baseline
     assert after.steering_messages == before.steering_messages
-    rejected = [
-        e
-        for e in sup.registry.live(sid).log.buffered()
-        if e.kind is EventKind.CONTRACT_REVISION_REJECTED
-    ]
+    rejected = [e for e in sup.replay(sid) if e.kind is EventKind.CONTRACT_REVISION_REJECTED]
     assert [e.data.request for e in rejected if e.kind is EventKind.CONTRACT_REVISION_REJECTED] == [
         "make it more robust somehow"
     ]

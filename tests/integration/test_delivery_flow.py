@@ -14,7 +14,7 @@ from corral.supervisor.errors import CorralError
 from corral.supervisor.git.leases import LeaseState
 from corral.supervisor.models import ContractCheck, EventKind, OutcomeContract
 from corral.supervisor.states import CoderState as S
-from tests.conftest import SupervisorFactory, git, kinds_of, plan_texts
+from tests.conftest import SupervisorFactory, git, kinds_of, lease_of, plan_texts
 from tests.fakes.scripted import Run, ScriptedDrafter, ScriptedEngine, Write, contract
 
 
@@ -32,7 +32,7 @@ async def to_gate(sup, repo: Path, intent: str = "task"):  # type: ignore[no-unt
 
 
 def lease_state(sup, path: str | None) -> LeaseState | None:  # type: ignore[no-untyped-def]
-    lease = sup.workspaces.book.get(str(Path(path or "").resolve()))
+    lease = lease_of(sup.state_dir, path)
     return None if lease is None else lease.state
 
 
@@ -148,11 +148,7 @@ async def test_partial_approval_delivers_exactly_one_hunk_of_three(
     # the unapproved rest is kept in the worktree
     assert (Path(session.worktree or "") / "extra.txt").exists()
     assert lease_state(sup, session.worktree) is LeaseState.RETAINED
-    evaluated = [
-        e.data
-        for e in sup.registry.live(sid).log.buffered()
-        if e.kind is EventKind.CONTRACT_EVALUATED
-    ]
+    evaluated = [e.data for e in sup.replay(sid) if e.kind is EventKind.CONTRACT_EVALUATED]
     assert evaluated[-1].scope == "approved subset"
 
 
@@ -297,7 +293,7 @@ async def test_leases_follow_the_session(make_supervisor: SupervisorFactory, rep
     sid2, _ = await to_gate(sup, repo)
     tree2 = sup.get(sid2).session.worktree
     await sup.approve(sid2, approve=False)
-    lease = sup.workspaces.book.get(str(Path(tree2 or "").resolve()))
+    lease = lease_of(sup.state_dir, tree2)
     assert lease is not None and lease.state is LeaseState.RETAINED and lease.discard_ok
     assert lease.retain_until and lease.retain_until > time.time() + 3600
     assert EventKind.MERGE_COMPLETED not in kinds_of(sup, sid2)

@@ -21,7 +21,7 @@ from corral.supervisor.git.leases import LeaseState
 from corral.supervisor.git.patches import parse_patch
 from corral.supervisor.git.trees import snapshot_tree, tree_patch
 from corral.supervisor.states import CoderState as S
-from tests.conftest import SupervisorFactory, git, init_repo
+from tests.conftest import SupervisorFactory, git, init_repo, lease_of
 from tests.fakes.scripted import Run, ScriptedDrafter, ScriptedEngine, Write, contract
 
 BLOB = bytes(range(256)) + b"\0\r\n\xff"
@@ -252,8 +252,8 @@ async def test_a_checkout_with_initialised_submodules_is_refused_at_start(
     with pytest.raises(CorralError, match=r"initialised submodules \(lib\)"):
         await sup.start("task", repo)
     assert sup.list() == []
-    assert not (sup.workspaces.state_dir / "worktrees").exists() or not any(
-        (sup.workspaces.state_dir / "worktrees").iterdir()
+    assert not (sup.state_dir / "worktrees").exists() or not any(
+        (sup.state_dir / "worktrees").iterdir()
     )
 
 
@@ -277,7 +277,7 @@ async def test_work_inside_an_uninitialised_submodule_keeps_the_worktree(
     worktree = sup.get(sid).session.worktree
     assert worktree and (Path(worktree) / "lib" / "edit.txt").read_text() == "agent\n"
     assert result.note and "lib" in result.note and worktree in result.note
-    lease = sup.workspaces.book.get(str(Path(worktree).resolve()))
+    lease = lease_of(sup.state_dir, worktree)
     assert lease is not None and lease.state is LeaseState.RETAINED
 
 

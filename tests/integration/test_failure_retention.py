@@ -34,9 +34,7 @@ async def test_a_plain_failure_removes_its_worktree(
     row = await run_to_gate(sup, started.session_id)
     assert row.state is S.FAILED and row.failure_kind is FailureKind.ERROR
     await eventually(lambda: not worktree.exists())
-    assert "retained for postmortem" not in str(
-        [e.data for e in sup.registry.live(started.session_id).log.buffered()]
-    )
+    assert "retained for postmortem" not in str([e.data for e in sup.replay(started.session_id)])
 
 
 async def test_a_budget_cut_keeps_its_worktree(

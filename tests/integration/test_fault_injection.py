@@ -33,6 +33,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -58,12 +59,13 @@ def steps() -> list[Write]:
     return [Write("hello.txt", "hi\n"), Write("extra.txt", "more\n")]
 
 
-def new_supervisor(state_dir: Path) -> Supervisor:
+def new_supervisor(state_dir: Path, id_factory: Callable[[], str] = new_session_id) -> Supervisor:
     return Supervisor(
         state_dir,
         drafter=ScriptedDrafter([hello_contract()]),
         engines=ScriptedEngines(ScriptedEngine([steps()])),
         config=fast_config(),
+        id_factory=id_factory,
     )
 
 
@@ -76,8 +78,7 @@ from pathlib import Path
 from tests.integration.test_fault_injection import new_supervisor, PARTIAL
 
 async def main():
-    sup = new_supervisor(Path({state!r}))
-    sup.id_factory = lambda: {sid!r}
+    sup = new_supervisor(Path({state!r}), id_factory=lambda: {sid!r})
     await sup.open()
     await sup.start("say hi", {repo!r})
     await sup.confirm({sid!r})

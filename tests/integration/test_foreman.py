@@ -348,17 +348,16 @@ async def test_cancel_stops_every_child_within_five_seconds_and_keeps_their_work
         split = {"subtasks": [subtask(m, "<<sleep 60>>") for m in MODULES]}
         sid = (await sup.start("slow", repo, engine=engine_for(tmp_path), split=split)).session_id
         await sup.confirm(sid)
-        assert sup.panes is not None
         deadline = time.monotonic() + 30
         children = [f"{sid}-s_{m}" for m in MODULES]
-        while not all(sup.panes.record(c) for c in children):
+        while not all(sup.agent_pane(c) for c in children):
             assert time.monotonic() < deadline, "the children never started"
             await asyncio.sleep(0.2)
         began = time.monotonic()
         await sup.cancel(sid)
         took = time.monotonic() - began
         assert took < 5, took
-        assert all(sup.panes.record(c) is None for c in children)
+        assert all(sup.agent_pane(c) is None for c in children)
         ledger = sup.placements(sid)
         assert [p.result for p in ledger] == ["cancelled"] * 3
         assert all(Path(p.worktree or "").is_dir() for p in ledger)
@@ -396,9 +395,8 @@ async def test_closing_corral_mid_split_stops_the_children_and_the_next_owner_re
     split = {"subtasks": [subtask(m, "<<sleep 60>>") for m in MODULES]}
     sid = (await sup.start("slow", repo, engine=engine_for(tmp_path), split=split)).session_id
     await sup.confirm(sid)
-    assert sup.panes is not None
     deadline = time.monotonic() + 30
-    while not all(sup.panes.record(f"{sid}-s_{m}") for m in MODULES):
+    while not all(sup.agent_pane(f"{sid}-s_{m}") for m in MODULES):
         assert time.monotonic() < deadline, "the children never started"
         await asyncio.sleep(0.2)
     await sup.close()

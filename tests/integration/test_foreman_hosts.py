@@ -21,12 +21,14 @@ from corral.supervisor.api import Supervisor
 from corral.supervisor.contracts.drafting import FixedDrafter
 from corral.supervisor.errors import CorralError
 from corral.supervisor.factory import build_supervisor
+from corral.supervisor.hosts.place import Hosts
 from corral.supervisor.hosts.settings import HostSettings
 from corral.supervisor.models import OutcomeContract
 from corral.supervisor.states import CoderState as S
 from tests.conftest import eventually, fast_config, git, plan_texts
 from tests.fakes.sshd import SshServer, sshd_missing, start_sshd
 from tests.integration.test_foreman import AGENT, MODULES, make_repo, module_check, subtask, write
+from tests.integration.test_host_sessions import PLACES, place_of
 
 pytestmark = [
     pytest.mark.slow,
@@ -77,12 +79,17 @@ def made(tmp_path: Path) -> Iterator[list[HostSettings]]:
 def open_sup(
     tmp_path: Path, contract: OutcomeContract, *hosts: HostSettings, **config: object
 ) -> Supervisor:
-    return build_supervisor(
+    settings = fast_config(hosts=list(hosts), max_session_wall_secs=240, **config)
+    places = Hosts(settings.hosts, tmp_path / "state")  # the test's own, handed in
+    sup = build_supervisor(
         tmp_path / "state",
         FixedDrafter(contract),
         socket_dir=tmp_path / "tmux",
-        config=fast_config(hosts=list(hosts), max_session_wall_secs=240, **config),
+        config=settings,
+        hosts=places,
     )
+    PLACES[sup] = places
+    return sup
 
 
 def engine_for(server: SshServer, tmp_path: Path, source: str = AGENT) -> str:
@@ -189,7 +196,7 @@ async def test_a_host_that_stops_answering_gives_up_its_subtask_which_is_re_plac
     repo = make_repo(tmp_path / "repo")
     sup = open_sup(tmp_path, contract, box, foreman_host_wait_secs=3)
     await sup.open()
-    place = sup.hosts.get(box.name)
+    place = place_of(sup, box.name)
     try:
         slow = f"<<sleep 40 under {box.state_dir}>>"
         split = {"subtasks": [subtask("a"), subtask("b", slow)]}

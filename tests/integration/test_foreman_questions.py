@@ -154,7 +154,7 @@ async def test_cancel_while_a_child_asks_clears_the_question_and_stops_the_child
         assert time.monotonic() - began < 5
         row = next(r for r in sup.list() if r.session_id == sid)
         assert row.needs_you != "question" and sup.question_options(sid) == []
-        assert sup.panes is not None and sup.panes.record(f"{sid}-slug") is None
+        assert sup.agent_pane(f"{sid}-slug") is None
         [p] = sup.placements(sid)
         assert p.result == "cancelled" and Path(p.worktree or "").is_dir()
     finally:

@@ -47,8 +47,8 @@ async def open_with_model(tmp_path: Path, server: FakeOpenAIServer) -> Superviso
         FixedDrafter(CONTRACT),
         socket_dir=tmp_path / "tmux",
         config=fast_config(),
+        provider=OpenAICompatProvider(server.base_url, "fake-model", "k"),
     )
-    sup.engines.provider = OpenAICompatProvider(server.base_url, "fake-model", "k")  # type: ignore[attr-defined]
     await sup.open()
     return sup
 

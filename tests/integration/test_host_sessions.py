@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import threading
+import weakref
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ from corral.supervisor.contracts.drafting import FixedDrafter
 from corral.supervisor.demo import demo_contract, make_demo_repo
 from corral.supervisor.errors import CorralError
 from corral.supervisor.factory import build_supervisor
+from corral.supervisor.hosts.place import HostPlace, Hosts
 from corral.supervisor.hosts.settings import HostSettings
 from corral.supervisor.models import ContractCheck, EventKind, OutcomeContract
 from corral.supervisor.states import CoderState as S
@@ -102,16 +104,28 @@ async def open_supervisor(
     engine: str = "external:demo",
     pace: float = 0.05,
 ) -> Supervisor:
+    config = fast_config(hosts=list(hosts), max_session_wall_secs=180)
+    places = Hosts(config.hosts, tmp_path / "state")  # the test's own, handed in
     sup = build_supervisor(
         tmp_path / "state",
         FixedDrafter(contract),
         socket_dir=tmp_path / "tmux",
         default_engine=engine,
         demo_pace=pace,
-        config=fast_config(hosts=list(hosts), max_session_wall_secs=180),
+        config=config,
+        hosts=places,
     )
+    PLACES[sup] = places
     await sup.open()
     return sup
+
+
+# the Hosts each supervisor was built with: the test instruments their live connections
+PLACES: weakref.WeakKeyDictionary[Supervisor, Hosts] = weakref.WeakKeyDictionary()
+
+
+def place_of(sup: Supervisor, name: str) -> HostPlace:
+    return PLACES[sup].get(name)
 
 
 @pytest.fixture
@@ -219,7 +233,7 @@ async def test_the_connection_dies_mid_run_the_session_waits_unreachable_then_go
     script.write_text(AGENT)
     repo = make_demo_repo(tmp_path)
     sup = await open_supervisor(tmp_path, HELLO, box, engine=f"custom:python3 {script} 16")
-    place = sup.hosts.get(box.name)
+    place = place_of(sup, box.name)
     try:
         sid = (await sup.start("write hi into hello.txt", repo, host=box.name)).session_id
         here = (await sup.start("write hi into hello.txt", repo)).session_id  # a local one
@@ -538,7 +552,7 @@ async def test_a_repair_prompt_pasted_while_the_host_is_down_arrives_exactly_onc
     script.write_text(LINE_AGENT)
     repo = make_demo_repo(tmp_path)
     sup = await open_supervisor(tmp_path, REPAIRED, box, engine=f"custom:python3 {script}")
-    place = sup.hosts.get(box.name)
+    place = place_of(sup, box.name)
     state = break_before(place.conn, sshd, step)
     try:
         sid = (await sup.start("write hi into hello.txt", repo, host=box.name)).session_id
@@ -573,7 +587,7 @@ async def test_panes_on_a_host_are_listed_with_their_host_and_can_be_stopped(
     cleanup: list[HostSettings],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from corral.supervisor.housekeeping import agent_panes, stop_panes
+    from corral.supervisor.pane_cleanup import agent_panes, stop_panes
 
     monkeypatch.setenv("CORRAL_TMUX_SOCKET_DIR", str(tmp_path / "tmux"))
     box = host(sshd, f"pbox-{tmp_path.name[-12:]}".replace("_", "-"))
@@ -607,7 +621,7 @@ async def test_panes_on_a_host_are_listed_with_their_host_and_can_be_stopped(
 
 
 def place_master_alive(sup: Supervisor, name: str) -> bool:
-    return sup.hosts.get(name).conn.master_pid() is not None
+    return place_of(sup, name).conn.master_pid() is not None
 
 
 # -- setup commands on a host --------------------------------------------------------
@@ -661,7 +675,7 @@ async def test_a_setup_that_fails_on_the_host_says_so_and_no_check_runs(
 
     box = host(sshd, f"fbox-{tmp_path.name[-12:]}".replace("_", "-"))
     sup = await open_supervisor(tmp_path, HELLO, box)
-    place = sup.hosts.get(box.name)
+    place = place_of(sup, box.name)
     try:
         wt = Path(box.state_dir) / "wt"
         wt.mkdir(parents=True)
@@ -697,7 +711,7 @@ async def test_a_message_pasted_while_the_host_is_down_arrives_once_and_is_accep
         ]
     )
     sup = await open_supervisor(tmp_path, heard, box, pace=1.0)
-    place = sup.hosts.get(box.name)
+    place = place_of(sup, box.name)
     state = break_before(place.conn, sshd, "paste", TEXT.encode())
     try:
         sid = (await sup.start("write notes", repo, host=box.name)).session_id
@@ -789,7 +803,7 @@ async def test_an_ssh_drop_at_any_moment_is_an_outage_and_the_session_goes_on(
         ]
     )
     sup = await open_supervisor(tmp_path, slow, box, engine=f"custom:python3 {script} 2")
-    place = sup.hosts.get(box.name)
+    place = place_of(sup, box.name)
     try:
         sid = (await sup.start("write hi into hello.txt", repo, host=box.name)).session_id
         await sup.confirm(sid)

@@ -10,16 +10,10 @@ from pathlib import Path
 import pytest
 
 from corral.supervisor.errors import CorralError
-from corral.supervisor.housekeeping import (
-    PruneOutcome,
-    PruneStep,
-    ensure_unowned,
-    lock_holder,
-    prune_worktrees,
-    stored_sessions,
-    worktrees,
-)
+from corral.supervisor.paths import ensure_unowned, read_lock_holder
 from corral.supervisor.states import CoderState
+from corral.supervisor.stored_board import stored_sessions
+from corral.supervisor.worktree_pruning import PruneOutcome, PruneStep, prune_worktrees, worktrees
 from tests.conftest import SupervisorFactory, git
 
 
@@ -32,7 +26,7 @@ async def test_pruning_keeps_what_a_live_session_needs(
     await sup.cancel(finished)
 
     # while the console owns the state dir: reading works, pruning is refused
-    holder = lock_holder(state_dir)
+    holder = read_lock_holder(state_dir)
     assert holder is not None and holder.pid == os.getpid()
     with pytest.raises(CorralError, match=f"pid {os.getpid()}"):
         ensure_unowned(state_dir)
@@ -45,7 +39,7 @@ async def test_pruning_keeps_what_a_live_session_needs(
     finished_path = next(p for p, s in states.items() if s is CoderState.ABANDONED)
     pending_path = next(p for p, s in states.items() if s is CoderState.CONTRACT_PROPOSED)
     await sup.close()
-    assert lock_holder(state_dir) is None
+    assert read_lock_holder(state_dir) is None
     ensure_unowned(state_dir)
 
     stray = state_dir / "worktrees" / "stray"

@@ -11,7 +11,7 @@ import pytest
 from corral.supervisor.errors import CorralError
 from corral.supervisor.git.run import git
 from corral.supervisor.states import CoderState
-from tests.conftest import SupervisorFactory, eventually, proposed, run_to_gate
+from tests.conftest import SupervisorFactory, eventually, proposed, run_to_gate, stored_session
 from tests.fakes.scripted import Run, ScriptedEngine, Write
 
 S = CoderState
@@ -46,8 +46,7 @@ async def test_only_a_finished_session_is_archived_and_it_comes_back(
     before = sup.get(sid).session.updated_at
     assert sup.archive(sid).archived
     assert sup.get(sid).session.updated_at == before  # archiving does not reorder
-    assert sup.registry.store is not None
-    stored = sup.registry.store.load_session(sid)
+    stored = stored_session(sup.state_dir, sid)
     assert stored is not None and stored.archived_at is not None
     assert not sup.archive(sid, archived=False).archived
 

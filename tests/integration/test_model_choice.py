@@ -209,7 +209,7 @@ async def test_sessions_json_shows_the_model(
     sup = await make_supervisor(drafter=drafter([entry("good", good)]))
     await sup.start("Write hi to hello.txt", init_repo(tmp_path / "repo"), model="good")
     await sup.close()
-    from corral.supervisor.housekeeping import stored_sessions
+    from corral.supervisor.stored_board import stored_sessions
 
     [row] = stored_sessions(state_dir).rows
     data = json.loads(row.model_dump_json())

@@ -106,7 +106,7 @@ async def test_a_scripted_model_fixes_the_failing_test_and_reaches_review(
         assert row.state is S.NEEDS_APPROVAL, row.error
         s = sup.get(started.session_id).session
         assert s.engine_ran == "native" and all(r.passed for r in s.last_check_results)
-        kinds = [e.kind for e in sup.registry.live(started.session_id).log.buffered()]
+        kinds = [e.kind for e in sup.replay(started.session_id)]
         assert EventKind.ITERATION_STARTED in kinds and EventKind.TOOL_CALL in kinds
         result = await sup.approve(started.session_id)
         assert git(calc_repo, "show", f"{result.branch}:calc.py") == FIXED

@@ -47,7 +47,7 @@ async def test_each_edge_runs_its_hook_once_and_the_operators_own_finish_none(
     log = tmp_path / "hooks.log"
     sup = await make_supervisor(**hooks(log))
     heard: list[Notice] = []
-    sup.notifier.add_listener(heard.append)
+    assert sup.listen_for_notices(heard.append)
     # the intent is text corral did not write: it must arrive as a value, never run
     pwned = tmp_path / "pwned"
     intent = f"say hi $(touch {pwned}) `touch {pwned}`; touch {pwned}\n\nin hello.txt"

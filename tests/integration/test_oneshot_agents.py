@@ -333,7 +333,7 @@ async def test_a_one_shot_that_finished_while_corral_was_closed_is_verified_on_r
     first = await open_sup()
     sid = await run(first, repo, f"oneshot:{tool} {{prompt}}")
     deadline = time.monotonic() + 20
-    while first.get(sid).session.pane is None or first.panes.record(sid) is None:  # type: ignore[union-attr]
+    while first.get(sid).session.pane is None or first.agent_pane(sid) is None:
         assert time.monotonic() < deadline, "the one-shot never started"
         await asyncio.sleep(0.1)
     await first.close()  # the command keeps running in its pane

@@ -14,6 +14,7 @@ import pytest
 
 from corral.supervisor.demo import demo_contract, make_demo_repo
 from corral.supervisor.panes.base import PaneSpec
+from corral.supervisor.panes.manager import PaneManager
 from corral.supervisor.panes.tmux import TmuxBackend
 from corral.supervisor.states import CoderState as S
 from corral.supervisor.store import Store
@@ -87,7 +88,7 @@ async def test_an_agent_at_a_gate_is_left_running_said_readopted_and_stopped_on_
 
     second = await open_supervisor(tmp_path, demo_contract(SLUG))
     try:
-        assert second.panes is not None and second.panes.record(sid) is not None  # re-adopted
+        assert second.agent_pane(sid) is not None  # re-adopted
         result = await second.approve(sid, delivery="branch")
         assert result.state is S.MERGED, result
     finally:
@@ -101,7 +102,7 @@ async def test_a_finished_sessions_agent_is_stopped_by_the_next_owner(
     tmp_path: Path, demo_repo: Path, cleanup_tmux: None
 ) -> None:
     first, sid = await to_review(tmp_path, demo_repo)
-    pid = first.panes.record(sid).handle.pid  # type: ignore[union-attr]
+    pid = first.agent_pane(sid).pid  # type: ignore[union-attr]
     await first.close()
     edit_stored(tmp_path, sid, state=S.ABANDONED)  # e.g. the old owner died mid-stop
     second = await open_supervisor(tmp_path, demo_contract(SLUG))
@@ -133,7 +134,7 @@ async def test_a_custom_agent_is_readopted_after_a_restart(
     try:
         row = second.get(sid).session
         assert row.state is S.RUNNING, row.error
-        assert second.is_live(sid) and second.panes.record(sid) is not None  # type: ignore[union-attr]
+        assert second.is_live(sid) and second.agent_pane(sid) is not None
         assert any("re-adopted" in t for t in plan_texts(second, sid))
         await second.cancel(sid)
         await second.wait_for(sid, {S.ABANDONED, S.FAILED}, timeout=30)
@@ -161,8 +162,9 @@ async def test_stop_agent_finds_a_pane_nobody_tracks_by_its_owner_marker(
     sup = await open_supervisor(tmp_path, demo_contract(SLUG))
     try:
         assert sup.stray_panes == [spec.owner]
-        assert sup.panes is not None
-        stopped = await sup.panes.stop_agent(spec.session_id, {"owner": spec.owner})
+        # a pane manager of its own: nothing tracks the stray there either
+        panes = PaneManager(backend, tmp_path / "state" / "agents")
+        stopped = await panes.stop_agent(spec.session_id, {"owner": spec.owner})
         assert stopped and owners(tmp_path) == {}
     finally:
         await sup.close()
@@ -187,7 +189,7 @@ async def test_a_pane_stopped_with_corral_panes_stop_is_not_started_again(
     retry starts it again behind the operator's back (that left an agent
     running after the console closed); the session fails saying why, and its
     worktree stays for `R`."""
-    from corral.supervisor.housekeeping import stop_panes
+    from corral.supervisor.pane_cleanup import stop_panes
 
     monkeypatch.setenv("CORRAL_TMUX_SOCKET_DIR", str(tmp_path / "tmux"))
     sup = await open_supervisor(tmp_path, demo_contract(SLUG))

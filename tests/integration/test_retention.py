@@ -16,7 +16,7 @@ from corral.supervisor.store.retention import (
     collectable_by_age,
     disk_gc_victims,
 )
-from tests.conftest import Clock, SupervisorFactory
+from tests.conftest import Clock, SupervisorFactory, own_store, stored_session
 from tests.fakes.scripted import ScriptedEngine, Wait
 
 S = CoderState
@@ -89,7 +89,7 @@ async def test_a_stale_finished_session_leaves_memory_on_the_next_start(
     assert rows[old].state is S.ABANDONED
     assert rows[old].needs_you is None and rows[old].next_seq is None
     assert sup.get(old).live is False
-    assert sup.store is not None and sup.store.load_session(old) is not None
+    assert stored_session(sup.state_dir, old) is not None
     result = await sup.cancel(old)
     assert result.already_terminal and result.message and "nothing to cancel" in result.message
 
@@ -112,8 +112,8 @@ async def test_a_finished_session_with_no_snapshot_is_never_pruned(
     sup = await make_supervisor(clock=clock)
     old = (await sup.start("first", repo)).session_id
     await sup.cancel(old)
-    assert sup.store is not None
-    sup.store.delete_sessions([old])  # the entry is now the only copy
+    with own_store(sup.state_dir, readonly=False) as store:
+        store.delete_sessions([old])  # the entry is now the only copy
     clock.advance(DAY)
     await sup.start("second", repo)
     assert sup.is_live(old)
@@ -130,7 +130,8 @@ async def test_a_finished_session_with_a_running_task_is_never_pruned(
     entry = sup.registry.live(sid)
     # a terminal snapshot whose task has not ended yet (e.g. mid-teardown)
     entry.session.state = S.FAILED
-    sup.store.save_session(entry.session)  # type: ignore[union-attr]
+    with own_store(sup.state_dir, readonly=False) as store:
+        store.save_session(entry.session)
     clock.advance(DAY)
     await sup.start("second", repo)
     assert sup.is_live(sid)
@@ -197,8 +198,8 @@ async def test_the_disk_sweep_forgets_stale_sessions_but_not_live_ones(
     third = (await sup.start("third", repo)).session_id
     assert not sup.is_live(old)
     assert {r.session_id for r in sup.list()} == {waiting, third}
-    assert sup.store is not None and sup.store.load_session(old) is None
-    assert sup.store.load_session(waiting) is not None
+    assert stored_session(sup.state_dir, old) is None
+    assert stored_session(sup.state_dir, waiting) is not None
     assert not journal.exists()
 
 
@@ -213,5 +214,5 @@ async def test_the_disk_sweep_runs_at_most_once_per_interval(
     clock.advance(31 * DAY)
     await sup.start("second", repo)
     assert not sup.is_live(old), "leaving memory is not rate-limited"
-    assert sup.store is not None and sup.store.load_session(old) is not None
+    assert stored_session(sup.state_dir, old) is not None
     assert old in {r.session_id for r in sup.list()}

@@ -34,9 +34,9 @@ async def test_reviving_a_dormant_session_stops_its_dead_pane(
         sid = (await first.start(SLUG, demo_repo)).session_id
         await first.confirm(sid)
         await first.wait_for(sid, needs=True, timeout=30)  # its agent asks: it is running
-        pane = first.panes.record(sid)  # type: ignore[union-attr]
+        pane = first.agent_pane(sid)
         assert pane is not None
-        owner, pid = pane.handle.owner, pane.handle.pid
+        owner, pid = pane.owner, pane.pid
         await first.close()
         # the agent dies while no corral runs; it had named its conversation
         os.kill(pid, signal.SIGKILL)

@@ -31,6 +31,7 @@ from tests.conftest import (
     proposed,
     row_of,
     run_to_gate,
+    stored_session,
 )
 from tests.fakes.scripted import (
     Ask,
@@ -77,11 +78,7 @@ async def test_a_nomination_parks_as_a_finding_and_needs_accept_finding(
     assert finding is not None
     assert finding.verification == "human_approved"
     assert finding.resolved_at is not None and finding.resolver_comment == "fine"
-    resolved = [
-        e.data.accepted
-        for e in sup.registry.live(sid).log.buffered()
-        if e.kind is EventKind.FINDING_RESOLVED
-    ]
+    resolved = [e.data.accepted for e in sup.replay(sid) if e.kind is EventKind.FINDING_RESOLVED]
     assert resolved == [True]
     assert git(repo, "branch", "--list", "corral/*").strip() == ""
 
@@ -117,11 +114,7 @@ async def test_an_ask_user_round_trip_through_respond(
     assert row.question_prompt == "What greeting?"
     assert row.steering_available is False
     assert sup.question_options(sid) == ["hi", "hello"]
-    requested = [
-        e.data.prompt
-        for e in sup.registry.live(sid).log.buffered()
-        if e.kind is EventKind.USER_INPUT_REQUESTED
-    ]
+    requested = [e.data.prompt for e in sup.replay(sid) if e.kind is EventKind.USER_INPUT_REQUESTED]
     assert requested == ["What greeting?"]
     with pytest.raises(CorralError, match="Answer the task's pending question first"):
         await sup.respond(sid, "keep it short", steer=True)
@@ -216,13 +209,9 @@ async def test_steering_is_queued_while_running_and_refused_otherwise(
     reply = await sup.respond(sid, "  Keep the public API  ", steer=True)
     assert reply == {"ok": True, "queued": True}
     assert sup.get(sid).session.steering_messages == ["Keep the public API"]
-    stored = sup.store.load_session(sid)
+    stored = stored_session(sup.state_dir, sid)
     assert stored is not None and stored.steering_messages == ["Keep the public API"]
-    guidance = [
-        e.data
-        for e in sup.registry.live(sid).log.buffered()
-        if e.kind is EventKind.OPERATOR_GUIDANCE
-    ]
+    guidance = [e.data for e in sup.replay(sid) if e.kind is EventKind.OPERATOR_GUIDANCE]
     assert [(g.text, g.status) for g in guidance] == [("Keep the public API", "queued")]
 
     release.set()

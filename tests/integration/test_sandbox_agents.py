@@ -105,7 +105,7 @@ async def open_sup(
 
 
 def started_event(sup: Supervisor, sid: str) -> AgentStartedData:
-    found = [e.data for e in sup.registry.live(sid).log.buffered()]
+    found = [e.data for e in sup.replay(sid)]
     return next(d for d in found if isinstance(d, AgentStartedData))
 
 

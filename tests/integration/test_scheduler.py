@@ -13,7 +13,7 @@ from corral.supervisor.errors import CorralError
 from corral.supervisor.models import TaskRun
 from corral.supervisor.scheduler import new_task, next_run
 from corral.supervisor.store import Store
-from tests.conftest import SupervisorFactory, eventually
+from tests.conftest import SupervisorFactory, eventually, own_store, stored_task_runs
 
 
 async def test_a_due_start_task_starts_a_session_once_and_is_done(
@@ -26,11 +26,10 @@ async def test_a_due_start_task_starts_a_session_once_and_is_done(
         params={"intent": "say hi", "repo": str(repo)},
         at=time.time() - 1,
     )
-    assert sup.scheduler is not None
-    await sup.scheduler.run_due()  # or its own pass ran it already
-    [run] = await eventually(lambda: sup.store and sup.store.task_runs(task.id))
+    await sup.run_due_tasks()  # or its own pass ran it already
+    [run] = await eventually(lambda: stored_task_runs(sup.state_dir, task.id))
     assert run.ok and run.detail.startswith("started corral-")
-    assert await sup.scheduler.run_due() == []  # once means once
+    assert await sup.run_due_tasks() == []  # once means once
     assert [r.intent for r in sup.list()] == ["say hi"]
     [stored] = await sup.tasks()
     assert stored.id == task.id and not stored.enabled and stored.next_run is None
@@ -44,13 +43,11 @@ async def test_a_task_that_cannot_act_records_why_and_keeps_its_schedule(
     task = await sup.add_task(
         "ping", action="send", params={"target": "nope", "text": "hi"}, every=60
     )
-    store = sup.store
-    assert store is not None
     task.next_run = time.time() - 1
-    store.save_task(task)
-    assert sup.scheduler is not None
-    await sup.scheduler.run_due()
-    [run] = await eventually(lambda: sup.store and sup.store.task_runs(task.id))
+    with own_store(sup.state_dir, readonly=False) as store:
+        store.save_task(task)
+    await sup.run_due_tasks()
+    [run] = await eventually(lambda: stored_task_runs(sup.state_dir, task.id))
     assert not run.ok and "no corral session 'nope'" in run.detail
     [again] = await sup.tasks()
     assert again.enabled and again.next_run is not None and again.next_run > time.time() + 50
@@ -63,10 +60,9 @@ async def test_tasks_survive_a_restart_and_keep_only_their_last_200_runs(
     task = await sup.add_task(
         "weekday", action="revive", params={"session": "x"}, cron="0 9 * * 1-5"
     )
-    store = sup.store
-    assert store is not None
-    for i in range(205):
-        store.add_task_run(TaskRun(task_id=task.id, at=float(i), ok=True, detail=str(i)))
+    with own_store(sup.state_dir, readonly=False) as store:
+        for i in range(205):
+            store.add_task_run(TaskRun(task_id=task.id, at=float(i), ok=True, detail=str(i)))
     await sup.close()
     reader = Store(state_dir, readonly=True)
     try:
@@ -105,9 +101,8 @@ async def test_a_scheduled_start_takes_its_contract_and_still_stops_at_gate_1(
     contract = checks_contract(["grep -q hi hello.txt"])
     params = {"intent": "say hi", "repo": str(repo), "contract": contract.model_dump_json()}
     task = await sup.add_task("with checks", action="start", params=params, at=time.time() - 1)
-    assert sup.scheduler is not None
-    await sup.scheduler.run_due()
-    await eventually(lambda: sup.store and sup.store.task_runs(task.id))
+    await sup.run_due_tasks()
+    await eventually(lambda: stored_task_runs(sup.state_dir, task.id))
     [row] = sup.list()
     assert row.state is CoderState.CONTRACT_PROPOSED  # a person still confirms it
     given = sup.get(row.session_id).session.contract

@@ -63,7 +63,7 @@ async def test_setup_runs_before_the_baseline_and_its_env_is_on_the_checks_path(
     assert result.exit_code == 1 and result.verdict is CheckVerdict.FAILS
     assert s.setup_outcome is not None and s.setup_outcome.ok and not s.setup_outcome.cached
     env_dir = Path(s.setup_outcome.env_dir)
-    assert env_dir.is_relative_to(sup.registry.state_dir)  # never inside the worktree
+    assert env_dir.is_relative_to(sup.state_dir)  # never inside the worktree
     assert s.worktree is not None and not (Path(s.worktree) / "builds").exists()
     [event] = setup_events(sup, sid)
     assert event.outcome.phase == "baseline"

@@ -18,7 +18,7 @@ from corral.supervisor.errors import CorralError, StateDirError
 from corral.supervisor.models import CoderSession
 from corral.supervisor.states import CoderState, FailureKind, label
 from corral.supervisor.store import DB_NAME, LOCK_NAME, SCHEMA_VERSION, Store, read_lock_holder
-from tests.conftest import SupervisorFactory, fast_config, git, hello_contract
+from tests.conftest import SupervisorFactory, fast_config, git, hello_contract, stored_session
 from tests.fakes.scripted import ScriptedDrafter, ScriptedEngine, ScriptedEngines, Wait, Write
 
 S = CoderState
@@ -339,8 +339,7 @@ def test_a_process_that_died_mid_run_is_recovered_as_failed(tmp_path: Path, repo
             assert row.state is S.FAILED and row.live is False
             assert row.failure_kind is FailureKind.INFRASTRUCTURE
             assert "corral stopped while this session was running" in (row.error or "")
-            assert sup.store is not None
-            on_disk = sup.store.load_session(sid)
+            on_disk = stored_session(sup.state_dir, sid)
             assert on_disk is not None and on_disk.state is S.FAILED
             assert on_disk.keep_workspace_on_failure is True
             assert on_disk.worktree and Path(on_disk.worktree).is_dir()

@@ -53,11 +53,7 @@ async def test_a_repair_round_gets_the_failing_checks(
     assert [(r.name, r.passed) for r in failing] == [("hello", False)]
     texts = plan_texts(sup, sid)
     assert any("handing them back to the engine (repair 1 of 2)" in t for t in texts)
-    evaluated = [
-        e.data.passed
-        for e in sup.registry.live(sid).log.buffered()
-        if e.kind is EventKind.CONTRACT_EVALUATED
-    ]
+    evaluated = [e.data.passed for e in sup.replay(sid) if e.kind is EventKind.CONTRACT_EVALUATED]
     assert evaluated == [False, True]
 
 

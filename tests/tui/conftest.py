@@ -18,7 +18,7 @@ import pytest_textual_snapshot
 from textual.widgets import DataTable, Input, Markdown, Static
 from textual.widgets._footer import FooterKey
 
-from corral.supervisor.api import Supervisor
+from corral.supervisor.api import Supervisor, new_session_id
 from corral.supervisor.config import SupervisorConfig
 from corral.supervisor.engines.base import EngineOutcome, RunContext
 from corral.supervisor.models import ContractCheck, OutcomeContract
@@ -172,8 +172,8 @@ def caught_up(screen: Any) -> bool:
     """The screen shows everything there is to show now (see each case)."""
     if isinstance(screen, SessionScreen):
         # every event of the session was handled (logged, and the view refreshed)
-        live = screen.app.supervisor.registry.get_live(screen.session_id)
-        return live is None or len(screen.events) == len(live.log.buffered())
+        sup, sid = screen.app.supervisor, screen.session_id
+        return not sup.is_live(sid) or len(screen.events) == len(sup.replay(sid))
     if isinstance(screen, DiffScreen):
         files = screen.query_one("#diff-files", DataTable)
         return bool(screen.files) and files.row_count == len(screen.files)
@@ -254,18 +254,21 @@ def agents_confined(monkeypatch: pytest.MonkeyPatch) -> None:
     """The console reads how agents run once it is up (bubblewrap here or
     not, the operator's config): every screen test sees agents confined, so
     snapshots do not depend on the machine; test_board_header changes it."""
-    from corral.supervisor import housekeeping
+    from corral.supervisor import doctor
 
-    status = housekeeping.ConfinementStatus(True, "bubblewrap (test)", "confined with network")
-    monkeypatch.setattr(housekeeping, "confinement_status", lambda: status)
+    status = doctor.ConfinementStatus(True, "bubblewrap (test)", "confined with network")
+    monkeypatch.setattr(doctor, "confinement_status", lambda: status)
 
 
 @pytest.fixture
-def board_world(tmp_path: Path) -> Callable[[], tuple[Supervisor, Path, asyncio.Event]]:
+def board_world(tmp_path: Path) -> Callable[..., tuple[Supervisor, Path, asyncio.Event]]:
     """Returns a factory: (supervisor, repo, release) where `release` lets the
-    running session finish."""
+    running session finish; `id_factory` names its sessions."""
 
-    def factory() -> tuple[Supervisor, Path, asyncio.Event]:
+    def factory(
+        id_factory: Callable[[], str] = new_session_id,
+        budget: dict[str, float] | None = None,
+    ) -> tuple[Supervisor, Path, asyncio.Event]:
         repo = make_repo(tmp_path / "shop")
         release = asyncio.Event()
         engines = IntentEngines(
@@ -278,13 +281,22 @@ def board_world(tmp_path: Path) -> Callable[[], tuple[Supervisor, Path, asyncio.
         )
         # git stats are read once, before the board is seeded: no row gains its
         # stats column part-way through a snapshot (they have their own tests)
-        config = SupervisorConfig(repair_invokes=0, disk_gc_interval_secs=3600, git_stats_secs=3600)
+        config = SupervisorConfig.model_validate(
+            {
+                "repair_invokes": 0,
+                "disk_gc_interval_secs": 3600,
+                "git_stats_secs": 3600,
+                "usage_secs": 3600,
+                "budget": budget or {},
+            }
+        )
         sup = Supervisor(
             tmp_path / "state",
             drafter=ScriptedDrafter([_draft_for]),
             engines=engines,
             config=config,
             clock=CounterClock(),
+            id_factory=id_factory,
         )
         return sup, repo, release
 

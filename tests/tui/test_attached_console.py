@@ -104,7 +104,7 @@ async def test_a_second_console_attaches_and_follows_the_owner(owner) -> None:
             "the session view",
             lambda: app.screen if isinstance(app.screen, SessionScreen) else None,
         )
-        owner_seqs = [e.seq for e in thread.sup.registry.live(first.session_id).log.buffered()]
+        owner_seqs = [e.seq for e in thread.sup.replay(first.session_id)]
         await until(
             pilot,
             "every event in the session view",

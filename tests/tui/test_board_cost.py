@@ -6,7 +6,6 @@ when there is room; a price that is not known is never a number."""
 
 from __future__ import annotations
 
-from corral.supervisor.config import BudgetSettings
 from corral.supervisor.models import CoderSession, ModelUse, SessionSummary, TokenUse
 from corral.supervisor.session.summaries import stored_summary
 from corral.supervisor.states import CoderState
@@ -30,9 +29,7 @@ def _overspend(session: CoderSession) -> None:
 async def test_an_over_budget_row_warns_at_80_by_24_and_shows_its_cost_when_wide(
     board_world,
 ) -> None:  # type: ignore[no-untyped-def]
-    sup, repo, _release = board_world()
-    # the owner's own pass (every usage_secs) would say the same
-    sup.usage.budget = BudgetSettings(per_session_usd=5.0)
+    sup, repo, _release = board_world(budget={"per_session_usd": 5.0})
     ids: dict[str, str] = {}
 
     async def seed(s):  # type: ignore[no-untyped-def]

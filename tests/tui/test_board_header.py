@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from textual.widgets import Static
 
-from corral.supervisor import housekeeping
+from corral.supervisor import doctor
 from corral.tui.app import CorralApp
 
 from .conftest import FIXED_NOW, board_of, until
@@ -27,8 +27,8 @@ def _header(app: CorralApp) -> str:
 async def test_unconfined_agents_are_said_on_the_board_header(
     board_world, monkeypatch: pytest.MonkeyPatch, note: str
 ) -> None:
-    status = housekeeping.ConfinementStatus(True, "x", "unconfined", True, note)
-    monkeypatch.setattr(housekeeping, "confinement_status", lambda: status)
+    status = doctor.ConfinementStatus(True, "x", "unconfined", True, note)
+    monkeypatch.setattr(doctor, "confinement_status", lambda: status)
     sup, repo, _release = board_world()
     app = CorralApp(sup, default_repo=repo, clock=lambda: FIXED_NOW)
     async with app.run_test(size=(160, 20)) as pilot:

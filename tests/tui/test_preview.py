@@ -103,9 +103,9 @@ async def test_hidden_at_80x24_it_reads_nothing_and_p_shows_it_below(board_world
 
 
 def _snapshot_app(board_world) -> tuple[CorralApp, FakeScreens]:  # type: ignore[no-untyped-def]
-    sup, repo, _release = board_world()
     ids = itertools.count(1)
-    sup.id_factory = lambda: f"{next(ids):024d}"  # the preview's title names the session
+    # the preview's title names the session
+    sup, repo, _release = board_world(id_factory=lambda: f"{next(ids):024d}")
     fake = FakeScreens()
     app = _app(sup, repo, fake)
     return app, fake

@@ -54,9 +54,7 @@ async def test_auto_falls_back_to_the_built_in_engine_and_says_so(
         s = sup.get(sid).session
         assert s.state is S.NEEDS_APPROVAL
         assert (s.requested_engine, s.engine, s.engine_ran) == ("auto", "external:ghost", "native")
-        fallback = [
-            e for e in sup.registry.live(sid).log.buffered() if e.kind is EventKind.ENGINE_FALLBACK
-        ]
+        fallback = [e for e in sup.replay(sid) if e.kind is EventKind.ENGINE_FALLBACK]
         assert fallback and fallback[0].data.reason == "ghost is not installed"
     finally:
         await sup.close()

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from corral.supervisor import housekeeping
+from corral.supervisor import doctor
 from corral.supervisor.config import load_config
 from corral.supervisor.contracts.checks import sandboxed_argv
 from corral.supervisor.sandbox import SandboxPolicy, confined_argv, status
@@ -104,7 +104,7 @@ def test_the_sandbox_table_loads_and_the_opt_out_is_reported(
     config = load_config(path)
     assert config.sandbox.enabled is False and config.sandbox.writable == ["~/.cache/pip"]
     monkeypatch.setenv("CORRAL_CONFIG", str(path))
-    report = housekeeping.confinement_status()
+    report = doctor.confinement_status()
     assert not report.confined and "enabled = false" in report.detail
     path.write_text("[sandbox]\nnetwork = 1\n")
     with pytest.raises(Exception, match="sandbox"):
@@ -116,27 +116,27 @@ def test_the_agents_setting_is_reported(monkeypatch: pytest.MonkeyPatch, tmp_pat
     monkeypatch.setenv("CORRAL_CONFIG", str(path))
     path.write_text("")
     available = status.sandbox_status().available
-    default = housekeeping.confinement_status()
+    default = doctor.confinement_status()
     assert load_config(path).sandbox.agents is True  # confined unless opted out
     if available:
         assert default.agents == "confined with network: every agent"
         assert default.agents_note == ""
     path.write_text("[sandbox]\nagents = false\n")
-    report = housekeeping.confinement_status()
+    report = doctor.confinement_status()
     assert report.agents.startswith("unconfined ([sandbox] agents = false)")
     assert report.agents_note == "agents unconfined: [sandbox] agents = false"
     path.write_text("[agents.codex]\nsandbox = false\n")
-    report = housekeeping.confinement_status()
+    report = doctor.confinement_status()
     if available:
         assert report.agents == "confined with network: every agent except codex"
         assert report.agents_note == "agents unconfined: codex (sandbox = false)"
     else:
         assert report.agents_unconfined and "no sandbox can run here" in report.agents
     path.write_text("[sandbox]\nagents = false\n[agents.custom]\nsandbox = true\n")
-    assert housekeeping.confinement_status().agents.endswith(("custom", ")"))
+    assert doctor.confinement_status().agents.endswith(("custom", ")"))
     monkeypatch.setattr(status, "sandbox_status", lambda: status.SandboxStatus(False, "no bwrap"))
     monkeypatch.setattr("corral.supervisor.sandbox.sandbox_status", status.sandbox_status)
-    report = housekeeping.confinement_status()
+    report = doctor.confinement_status()
     assert report.agents_unconfined and "no bwrap" in report.agents
     assert report.agents_note == "agents unconfined: no bwrap"
 

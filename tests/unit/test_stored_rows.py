@@ -12,10 +12,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from corral.supervisor.housekeeping import stored_sessions, stored_sessions_json
 from corral.supervisor.models import SessionSummary
 from corral.supervisor.session.summaries import summary_json
 from corral.supervisor.store import DB_NAME, Store
+from corral.supervisor.stored_board import stored_sessions, stored_sessions_json
 from corral.supervisor.stored_rows import DB_NAME as QUICK_DB_NAME
 from corral.supervisor.stored_rows import ROW_FIELDS, stored_board_rows, stored_rows_json
 from tests.unit.test_store_listing import _sessions

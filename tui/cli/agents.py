@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from corral.supervisor.housekeeping import agent_clis, oneshot_presets
+from corral.supervisor.doctor import agent_clis, oneshot_presets
 
 
 def list_agents() -> int:

@@ -86,7 +86,7 @@ def get(name: str, *, as_json: bool) -> int:
         if session.get("error"):
             print(f"  error:  {session['error']}")
         return 0
-    from corral.supervisor.housekeeping import stored_sessions
+    from corral.supervisor.stored_board import stored_sessions
 
     stored = stored_sessions(state_dir)
     sid = resolve([r.session_id for r in stored.rows], name)

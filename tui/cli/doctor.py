@@ -6,18 +6,17 @@ from __future__ import annotations
 import platform
 import sys
 
-from corral.supervisor.errors import CorralError
-from corral.supervisor.housekeeping import (
+from corral.supervisor.doctor import (
     agents_on_path,
     config_status,
     confinement_status,
     host_tool,
-    lock_holder,
     model_checks,
     model_status,
-    stored_sessions,
 )
-from corral.supervisor.paths import default_state_dir
+from corral.supervisor.errors import CorralError
+from corral.supervisor.paths import default_state_dir, read_lock_holder
+from corral.supervisor.stored_board import stored_sessions
 
 from .common import corral_version
 
@@ -91,7 +90,7 @@ def doctor() -> int:
         line(False, "state dir", str(exc))
         problems.append(str(exc))
     else:
-        holder = lock_holder(state_dir)
+        holder = read_lock_holder(state_dir)
         owner = "free" if holder is None else f"owned by {holder.describe()}"
         line(True, "state dir", f"{state_dir} ({owner})")
         try:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from corral.supervisor.housekeeping import host_reports
+from corral.supervisor.doctor import host_reports
 from corral.supervisor.paths import config_path, default_state_dir
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 
-from corral.supervisor.housekeeping import AgentPane, agent_panes, attach_command, stop_panes
+from corral.supervisor.pane_cleanup import AgentPane, agent_panes, attach_command, stop_panes
 from corral.supervisor.paths import default_state_dir
 
 from .common import fail

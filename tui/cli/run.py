@@ -24,10 +24,10 @@ import sys
 from pathlib import Path
 
 from corral.supervisor.api import Supervisor
+from corral.supervisor.doctor import confinement_status
 from corral.supervisor.errors import CorralError, is_disk_full
 from corral.supervisor.events import CoderEvent
 from corral.supervisor.factory import build_supervisor, default_drafter
-from corral.supervisor.housekeeping import confinement_status
 from corral.supervisor.interface import (
     ContractDrafter,
     FixedDrafter,
@@ -201,7 +201,7 @@ async def run_session(
     try:
         me = services.caller_of(os.getpid())
         if me.is_agent:  # no owner ran: this run is its own owner, and an agent
-            if not sup.config.mcp.agents_may_start:
+            if not sup.mcp_settings().agents_may_start:
                 raise CorralError(
                     f"refused: this corral run is {me.describe()} ({me.why}); the operator has "
                     "not allowed agents to start sessions ([mcp] agents_may_start)"

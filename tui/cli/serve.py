@@ -33,8 +33,7 @@ def _log_to(state_dir: Path) -> Path:
 
 
 def serve(backend: str = "tmux") -> int:
-    from corral.supervisor.housekeeping import ensure_unowned
-    from corral.supervisor.paths import default_state_dir
+    from corral.supervisor.paths import default_state_dir, ensure_unowned
 
     state_dir = default_state_dir()
     ensure_unowned(state_dir)

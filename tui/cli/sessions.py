@@ -88,8 +88,8 @@ def list_sessions(*, as_json: bool, repo: str | None = None) -> int:
             sys.stdout.flush()
             sys.stdout.buffer.write(quick + b"\n")
             return 0
-    from corral.supervisor.housekeeping import stored_sessions
     from corral.supervisor.remote import ControlClient, NoOwner
+    from corral.supervisor.stored_board import stored_sessions
 
     if owned:
         try:
@@ -116,7 +116,7 @@ def _print(
     state_dir: Path, rows: list[SessionSummary], unreadable: list[str], as_json: bool
 ) -> int:
     if as_json:
-        from corral.supervisor.housekeeping import stored_sessions_json
+        from corral.supervisor.stored_board import stored_sessions_json
 
         sys.stdout.flush()  # UTF-8 JSON as bytes, whatever the locale's encoding
         sys.stdout.buffer.write(stored_sessions_json(rows) + b"\n")

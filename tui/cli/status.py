@@ -62,7 +62,7 @@ def counts(state_dir: Path) -> tuple[int, int, int, bool] | None:
         if stored is not None:
             rows = [vars(r) for r in stored]
         else:  # rows the quick path cannot vouch for: the full reading
-            from corral.supervisor.housekeeping import stored_sessions
+            from corral.supervisor.stored_board import stored_sessions
 
             try:
                 full = stored_sessions(state_dir)

@@ -2,7 +2,7 @@
 
 Listing reads the database read-only (a running console is fine). Pruning
 changes things, so it needs the state dir: close the console first. What may
-be removed is the supervisor's decision (`housekeeping.prune_worktrees`);
+be removed is the supervisor's decision (`worktree_pruning.prune_worktrees`);
 this module prints it.
 """
 
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import json
 
-from corral.supervisor.housekeeping import PruneOutcome, PruneStep, prune_worktrees, worktrees
 from corral.supervisor.paths import default_state_dir
+from corral.supervisor.worktree_pruning import PruneOutcome, PruneStep, prune_worktrees, worktrees
 
 
 def list_worktrees(*, as_json: bool) -> int:
