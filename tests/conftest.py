@@ -79,9 +79,14 @@ def init_repo(path: Path) -> Path:
 
 
 @pytest.fixture(autouse=True)
-def default_sandbox_policy() -> Any:
+def default_sandbox_policy(monkeypatch: pytest.MonkeyPatch) -> Any:
     """Each test starts with the default sandbox policy (a Supervisor sets the
-    process's policy from its config and state dir)."""
+    process's policy from its config and state dir), and a sandbox probe that
+    failed in an earlier test (one that hid bwrap from PATH) is not
+    remembered into this one: its checks would run unconfined."""
+    from corral.supervisor.sandbox import status as sandbox_status_module
+
+    monkeypatch.setattr(sandbox_status_module, "_refused", None)
     set_active_policy(SandboxPolicy())
     yield
     set_active_policy(SandboxPolicy())
