@@ -22,7 +22,7 @@ from pathlib import Path
 
 from ..agents.base import AgentUnavailable
 from ..agents.prices import priced
-from ..agents.profiles import profile_for
+from ..agents.profiles import gemini_chats, profile_for
 from ..agents.usage_records import KINDS, UsageRecords
 from ..cancelling import cancel_and_wait
 from ..config import BudgetSettings, ModelPrice
@@ -56,6 +56,12 @@ def newest_jsonl(pattern: str) -> Path | None:
             except OSError:
                 continue
     return Path(max(dated)[1]) if dated else None
+
+
+def corrals_own_pattern(agent: str, named: str, agent_session: str) -> bool:
+    """Whether `named` is the file pattern corral itself made for this agent's
+    conversation (Gemini CLI's chat file, whose name holds its start time)."""
+    return agent == "gemini" and named == gemini_chats(agent_session)
 
 
 class UsageWatch:
@@ -102,7 +108,12 @@ class UsageWatch:
         kept = self._records.get(session.id)
         named = identity.transcript_path
         if glob.has_magic(named):
-            # known as a pattern until the agent wrote it (Gemini CLI): once found, kept
+            # known as a pattern until the agent wrote it (Gemini CLI): once found,
+            # kept. Only the pattern corral itself made is searched: a path a hook
+            # payload named is the agent's word, and a pattern in it could send the
+            # owner through the whole disk on every pass.
+            if not corrals_own_pattern(agent, named, identity.session_id):
+                return None
             if kept is not None and kept.named == named:
                 return kept
             found = newest_jsonl(named)

@@ -352,3 +352,16 @@ def test_a_flood_of_messages_and_model_names_stays_bounded(
     assert len(usage) == usage_records.MAX_MODELS + 1
     assert usage["other models"].output == 500 - usage_records.MAX_MODELS
     assert sum(u.output for u in usage.values()) == 500
+
+
+def test_only_the_pattern_corral_made_is_searched_never_one_a_hook_named() -> None:
+    from corral.supervisor.agents.profiles import gemini_chats
+    from corral.supervisor.session.usage import corrals_own_pattern
+
+    sid = "0b7d4c3e-1111-4222-8333-944455556666"
+    assert corrals_own_pattern("gemini", gemini_chats(sid), sid)
+    # a hook payload's transcript_path is the agent's word: a pattern in it
+    # would have the owner walk the disk on every pass
+    assert not corrals_own_pattern("claude", "/*/*/*/*/*/*/*/*.jsonl", sid)
+    assert not corrals_own_pattern("gemini", "/*/*/*/*/*/*.jsonl", sid)
+    assert not corrals_own_pattern("gemini", gemini_chats("another-conversation"), sid)
