@@ -43,8 +43,11 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/corral demo
 
+# Test files run on parallel workers: most tests wait on real processes (agent
+# CLIs, tmux, sshd), so three workers fit two cores. TEST_WORKERS=0 runs serially.
+TEST_WORKERS ?= 3
 test: $(STAMP) $(E2E_STAMP) $(AIDER_STAMP)
-	$(BIN)/python -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 # The type checker and the import contracts read the package as it installs
 # (`corral.supervisor`, `corral.tui`): build/view/corral links the root folders

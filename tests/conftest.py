@@ -11,7 +11,9 @@ import asyncio
 import contextlib
 import os
 import sqlite3
+import shutil
 import subprocess
+import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
@@ -76,6 +78,33 @@ def init_repo(path: Path) -> Path:
     git(path, "config", "core.autocrlf", "false")
     git(path, "commit", "-q", "--allow-empty", "-m", "init")
     return path
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    """Temp dirs get a short root of their own per run. Tests bind tmux and
+    control sockets inside tmp_path, and a Unix socket path longer than 107
+    bytes cannot be bound: pytest's default root (/tmp/pytest-of-USER/pytest-N,
+    plus popen-gwN per parallel worker) leaves too little room. One root per
+    run, so runs side by side never share or delete each other's dirs."""
+    if config.option.basetemp or os.environ.get("PYTEST_XDIST_WORKER"):
+        return  # chosen on the command line, or a worker under its controller's root
+    parent = "/tmp" if os.access("/tmp", os.W_OK) else tempfile.gettempdir()
+    config.option.basetemp = tempfile.mkdtemp(prefix="ct-", dir=parent)
+    config.stash[_OWN_BASETEMP] = config.option.basetemp
+
+
+_OWN_BASETEMP = pytest.StashKey[str]()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """A run that passed leaves no temp dirs behind; a failed one keeps them to
+    be looked at."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    root = session.config.stash.get(_OWN_BASETEMP, None)
+    if root and exitstatus == 0:
+        shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)
