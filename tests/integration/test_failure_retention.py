@@ -14,7 +14,7 @@ from corral.supervisor.config import SupervisorConfig
 from corral.supervisor.contracts.drafting import DraftingError
 from corral.supervisor.errors import CorralError
 from corral.supervisor.states import CoderState, FailureKind, LoopFailure
-from tests.conftest import SupervisorFactory, eventually, run_to_gate
+from tests.conftest import SupervisorFactory, eventually, run_to_gate, stored_session
 from tests.fakes.scripted import Fail, ScriptedDrafter, ScriptedEngine, Wait, Write
 
 S = CoderState
@@ -64,8 +64,7 @@ async def test_a_run_cut_short_by_its_owner_going_away_keeps_its_worktree(
     worktree = Path(started.worktree or "")
     await eventually(lambda: (worktree / "hello.txt").exists())
     await sup.close()
-    store = sup.registry
-    stored = store.stored(started.session_id)
+    stored = stored_session(sup.state_dir, started.session_id)
     assert stored is not None and stored.state is S.FAILED
     assert stored.failure_kind is FailureKind.INFRASTRUCTURE
     assert (worktree / "hello.txt").read_text() == "half\n"

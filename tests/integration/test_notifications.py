@@ -15,6 +15,7 @@ from corral.supervisor.errors import ConfigError
 from corral.supervisor.states import CoderState, LoopFailure
 from tests.conftest import SupervisorFactory, eventually, proposed, run_to_gate
 from tests.fakes.scripted import Fail, ScriptedEngine, Write
+from tests.integration.conftest import OwnerFactory
 
 LINE = 'printf "%s|%s|%s|%s|%s\\036" "$CORRAL_EVENT" "$CORRAL_SESSION_ID" "$CORRAL_STATE" '
 LINE += '"$CORRAL_NEEDS_YOU" "$CORRAL_SESSION_NAME" >> "$0"'
@@ -42,10 +43,10 @@ async def settle(log: Path, count: int) -> list[list[str]]:
 
 
 async def test_each_edge_runs_its_hook_once_and_the_operators_own_finish_none(
-    make_supervisor: SupervisorFactory, repo: Path, tmp_path: Path
+    make_owner: OwnerFactory, repo: Path, tmp_path: Path
 ) -> None:
     log = tmp_path / "hooks.log"
-    sup = await make_supervisor(**hooks(log))
+    sup, registry = await make_owner(**hooks(log))
     heard: list[Notice] = []
     assert sup.listen_for_notices(heard.append)
     # the intent is text corral did not write: it must arrive as a value, never run
@@ -61,7 +62,7 @@ async def test_each_edge_runs_its_hook_once_and_the_operators_own_finish_none(
     assert got[1][4].startswith("say hi $(touch")  # the name arrived as a value
     assert not pwned.exists()
 
-    sup.registry.notify(sid)  # the same row pushed again (a repaint): no news
+    registry.notify(sid)  # the same row pushed again (a repaint): no news
     await sup.approve(sid)
     await sup.wait_for(sid, {CoderState.MERGED})
     assert len(await settle(log, 2)) == 2, "the operator's own approval was announced"

@@ -15,6 +15,7 @@ import pytest
 from corral.supervisor.models import AgentIdentity, IdentityState
 from corral.supervisor.stored_rows import stored_rows_json
 from tests.conftest import SupervisorFactory, eventually, proposed, row_of
+from tests.integration.conftest import OwnerFactory
 
 LINE = 'printf "%s|%s|%s\\036" "$CORRAL_EVENT" "$CORRAL_SESSION_ID" "$CORRAL_OVER_BUDGET" >> "$0"'
 AGENT_SESSION = "0b7d4c3e-1111-4222-8333-944455556666"
@@ -57,6 +58,7 @@ async def quiet(log: Path, count: int) -> list[list[str]]:
 
 
 async def test_a_growing_transcript_shows_on_the_row_and_crossing_the_budget_is_heard_once(
+    make_owner: OwnerFactory,
     make_supervisor: SupervisorFactory,
     repo: Path,
     tmp_path: Path,
@@ -70,7 +72,9 @@ async def test_a_growing_transcript_shows_on_the_row_and_crossing_the_budget_is_
     transcript.parent.mkdir(parents=True)
     log = tmp_path / "hooks.log"
     notify = {"desktop": False, "on_over_budget": ["sh", "-c", LINE, str(log)]}
-    sup = await make_supervisor(usage_secs=0.1, budget={"per_session_usd": 0.10}, notify=notify)
+    sup, registry = await make_owner(
+        usage_secs=0.1, budget={"per_session_usd": 0.10}, notify=notify
+    )
     sid = await proposed(sup, repo)
 
     def adopt(s):  # type: ignore[no-untyped-def]
@@ -81,7 +85,7 @@ async def test_a_growing_transcript_shows_on_the_row_and_crossing_the_budget_is_
             state=IdentityState.LIVE,
         )
 
-    sup.registry.amend(sid, adopt)
+    registry.amend(sid, adopt)
     worktree = sup.get(sid).session.worktree
     assert worktree
     WORKDIR.append(worktree)
@@ -126,17 +130,17 @@ async def test_a_growing_transcript_shows_on_the_row_and_crossing_the_budget_is_
 
 
 async def test_a_built_in_engine_run_in_progress_counts_on_the_row_and_for_the_budget(
-    make_supervisor: SupervisorFactory, repo: Path
+    make_owner: OwnerFactory, repo: Path
 ) -> None:
     from corral.supervisor.llm.base import Usage
 
-    sup = await make_supervisor(usage_secs=0.1, budget={"per_session_tokens": 1000})
+    sup, registry = await make_owner(usage_secs=0.1, budget={"per_session_tokens": 1000})
     sid = await proposed(sup, repo)
-    live = sup.registry.get_live(sid)
+    live = registry.get_live(sid)
     assert live is not None
     # what the model chain served this session so far, not yet folded into it
     live.model_ledger.add(Usage(input_tokens=900, output_tokens=200, cost_usd=0.02), "m")
-    sup.registry.notify(sid)
+    registry.notify(sid)
     await eventually(lambda: row_of(sup, sid).over_budget is not None, timeout=10)
     row = row_of(sup, sid)
     assert (row.tokens_in, row.tokens_out, row.cost_usd) == (900, 200, 0.02)

@@ -30,7 +30,8 @@ from corral.supervisor.session.journal import EventLog
 from corral.supervisor.session.live import LiveSession
 from corral.supervisor.session.summaries import live_summary, stored_summary
 from corral.supervisor.states import CoderState, NeedsYou
-from tests.conftest import SupervisorFactory, eventually
+from tests.conftest import SupervisorFactory, eventually, fast_config
+from tests.fakes.owner import opened_with_registry
 
 
 class Board:
@@ -270,23 +271,21 @@ async def test_watcher_close_unregisters(make_supervisor: SupervisorFactory) -> 
     assert sup.unwatch(watcher) is False  # closing it unregistered it
 
 
-async def test_supervisor_pushes_skip_narration(
-    make_supervisor: SupervisorFactory, repo: Path
-) -> None:
-    sup = await make_supervisor()
-    started = await sup.start("say hi", repo)
-    sid = started.session_id
-    _, watcher = sup.watch()
-    entry = sup.registry.live(sid)
-    sup.registry.emit(entry, PlanTextData(text="narration"))
-    sup.registry.emit(entry, ToolCallData(tool="read_file"))
-    await settle()
-    assert watcher.get_nowait() == []
-    sup.registry.emit(entry, IterationStartedData(n=3, max=8))
-    await settle()
-    [row] = watcher.get_nowait()
-    assert row.iterations == 3
-    assert row.next_seq == entry.log.next_seq  # built after the event, not before
+async def test_supervisor_pushes_skip_narration(state_dir: Path, repo: Path) -> None:
+    async with opened_with_registry(state_dir, config=fast_config()) as (sup, registry):
+        started = await sup.start("say hi", repo)
+        sid = started.session_id
+        _, watcher = sup.watch()
+        entry = registry.live(sid)
+        registry.emit(entry, PlanTextData(text="narration"))
+        registry.emit(entry, ToolCallData(tool="read_file"))
+        await settle()
+        assert watcher.get_nowait() == []
+        registry.emit(entry, IterationStartedData(n=3, max=8))
+        await settle()
+        [row] = watcher.get_nowait()
+        assert row.iterations == 3
+        assert row.next_seq == entry.log.next_seq  # built after the event, not before
 
 
 async def test_summaries_have_every_key_and_keep_nulls(
@@ -319,9 +318,7 @@ async def test_summaries_have_every_key_and_keep_nulls(
         assert key in wire and wire[key] is None, key
 
     # a stored (not live) row has the same keys, with the live-only ones null
-    stored = json.loads(
-        stored_summary(sup.registry.live(started.session_id).session).model_dump_json()
-    )
+    stored = json.loads(stored_summary(sup.get(started.session_id).session).model_dump_json())
     assert set(stored) == set(wire)
     assert stored["live"] is False
     assert stored["needs_you"] is None and stored["needs_you_label"] is None
