@@ -127,14 +127,13 @@ class Supervisor:
         id_factory: Callable[[], str] = new_session_id,
         hosts: Hosts | None = None,
         registry: SessionRegistry | None = None,
-        adoptions: Adoptions | None = None,
     ) -> None:
         """`hosts`: the places on other machines sessions may run on (by
         default built from `[[hosts]]`; a caller that keeps its own hands
-        them in). `registry` and `adoptions`: the sessions' registry and the
-        adopted panes, by default built here on `state_dir`; a caller that
-        sets up what they hold before the facade runs builds them on the same
-        state dir and hands them in."""
+        them in). `registry`: the sessions' registry, by default built here
+        on `state_dir`; a caller that sets up what it holds (a bench feeding a
+        session's log) builds it on the same state dir and config and hands
+        it in."""
         self.state_dir = Path(state_dir) if state_dir else default_state_dir()
         self._config = config or load_config()
         self._drafter = drafter
@@ -171,9 +170,7 @@ class Supervisor:
         self.stray_panes: builtins.list[str] = []  # our panes no session claims
         self._gates: _Gates | None = None
         self._scheduler: Scheduler | None = None  # running while the state dir is owned
-        if adoptions is None:
-            adoptions = Adoptions(self._registry, panes, id_factory=id_factory)
-        self._adoptions = adoptions
+        self._adoptions = Adoptions(self._registry, panes, id_factory=id_factory)
         # says once, outside the board, when a session needs you or finishes
         self._notifier = Notifier(self._config.notify, self.watch)
         self._git_stats = GitStatsWatch(self._registry, self._config.git_stats_secs)
