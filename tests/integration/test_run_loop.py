@@ -168,7 +168,7 @@ async def test_an_expired_question_clears_the_gate_before_the_expired_event(
     try:
         await sup.confirm(sid)
         row = await sup.wait_for(sid, {S.FAILED, S.NEEDS_APPROVAL, S.ABANDONED}, timeout=10)
-        await asyncio.sleep(0.05)
+        await eventually(lambda: pushed and pushed[-1].state is row.state)  # its last push
     finally:
         collector.cancel()
 

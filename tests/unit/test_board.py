@@ -30,7 +30,7 @@ from corral.supervisor.session.journal import EventLog
 from corral.supervisor.session.live import LiveSession
 from corral.supervisor.session.summaries import live_summary, stored_summary
 from corral.supervisor.states import CoderState, NeedsYou
-from tests.conftest import SupervisorFactory, eventually, fast_config
+from tests.conftest import Clock, SupervisorFactory, eventually, fast_config
 from tests.fakes.owner import opened_with_registry
 
 
@@ -39,7 +39,8 @@ class Board:
 
     def __init__(self, shed_secs: float = 10.0) -> None:
         self.entries: dict[str, LiveSession] = {}
-        self.feed = BoardFeed(self.build, shed_secs=shed_secs)
+        self.clock = Clock(0.0)  # how long a watcher has not read: driven, never waited
+        self.feed = BoardFeed(self.build, shed_secs=shed_secs, clock=self.clock)
 
     def build(self, session_id: str) -> SessionSummary | None:
         entry = self.entries.get(session_id)
@@ -181,9 +182,9 @@ async def test_a_wedged_watcher_is_shed_and_a_healthy_one_is_kept() -> None:
         for n in range(1, 4):
             entry.log.append(IterationStartedData(n=n, max=8))
             await settle()
-            await asyncio.sleep(0.04)
+            board.clock.advance(0.04)
         # both got pushes; the wedged one has not read for > shed_secs with updates waiting
-        await asyncio.sleep(0.06)
+        board.clock.advance(0.06)
         entry.log.append(IterationStartedData(n=4, max=8))
         await settle()
 
@@ -209,7 +210,7 @@ async def test_a_quiet_watcher_with_nothing_waiting_is_not_shed() -> None:
     board = Board(shed_secs=0.02)
     entry = board.add("s1")
     idle = board.feed.register()  # never reads, but nothing is queued for it yet
-    await asyncio.sleep(0.05)
+    board.clock.advance(0.05)
     entry.log.append(IterationStartedData(n=1, max=8))
     await settle()
     assert board.feed.is_registered(idle)
