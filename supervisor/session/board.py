@@ -25,7 +25,7 @@ class WatchDropped(Exception):
 class Watcher:
     _ids = itertools.count(1)
 
-    def __init__(self, feed: BoardFeed, clock: Callable[[], float]) -> None:
+    def __init__(self, feed: BoardFeed, clock: Callable[[], float] = time.monotonic) -> None:
         self.id = next(self._ids)
         self._feed = feed
         self._clock = clock
