@@ -54,6 +54,7 @@ from corral.supervisor.events import ToolCallData
 from corral.supervisor.interface import FixedDrafter, SubscriptionDropped
 from corral.supervisor.models import ContractCheck, OutcomeContract
 from corral.supervisor.remote import AsyncControlClient, ControlClient, OwnerServices
+from corral.supervisor.session.registry import SessionRegistry
 
 BUDGET_GET_P95_MS = 5.0
 BUDGET_FLOOD_P95_MS = 50.0
@@ -93,19 +94,23 @@ def percentile(values: list[float], q: float) -> float:
 
 async def _owner(state: Path, conn: Connection, backlog: int) -> None:
     contract = OutcomeContract(checks=[ContractCheck(name="t", command="false")])
+    # the producer never waits for readers: a backlog that holds a whole run
+    # measures what the socket carries, not how soon a reader is dropped
+    config = SupervisorConfig(max_replay_events=2000, subscriber_backlog=backlog)
+    # the bench appends to a session's log itself, so it hands in the registry
+    registry = SessionRegistry(state, config=config, clock=time.time, panes=None)
     sup = Supervisor(
         state,
         drafter=FixedDrafter(contract),
         engines=_NoEngines(),  # type: ignore[arg-type]
-        # the producer never waits for readers: a backlog that holds a whole run
-        # measures what the socket carries, not how soon a reader is dropped
-        config=SupervisorConfig(max_replay_events=2000, subscriber_backlog=backlog),
+        config=config,
+        registry=registry,
     )
     await sup.open()
     services = OwnerServices(sup, mcp_http=False)
     await services.start()
     sid = (await sup.start("bench", _repo(state.parent))).session_id
-    log = sup.registry.live(sid).log
+    log = registry.live(sid).log
     data = ToolCallData.with_args("shell", {"command": "pytest -q"})
     loop = asyncio.get_running_loop()
     conn.send(("ready", sid))

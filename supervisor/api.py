@@ -126,10 +126,14 @@ class Supervisor:
         panes: PaneManager | None = None,
         id_factory: Callable[[], str] = new_session_id,
         hosts: Hosts | None = None,
+        registry: SessionRegistry | None = None,
     ) -> None:
         """`hosts`: the places on other machines sessions may run on (by
         default built from `[[hosts]]`; a caller that keeps its own hands
-        them in)."""
+        them in). `registry`: the sessions' registry, by default built here
+        on `state_dir`; a caller that sets up what it holds (a bench feeding a
+        session's log) builds it on the same state dir and config and hands
+        it in."""
         self.state_dir = Path(state_dir) if state_dir else default_state_dir()
         self._config = config or load_config()
         self._drafter = drafter
@@ -148,9 +152,11 @@ class Supervisor:
                 agents=sandbox.agents,
             )
         )
-        self.registry = SessionRegistry(
-            self.state_dir, config=self._config, clock=clock, panes=panes
-        )
+        if registry is None:
+            registry = SessionRegistry(
+                self.state_dir, config=self._config, clock=clock, panes=panes
+            )
+        self._registry = registry
         # other machines sessions may run on ([[hosts]]); their panes are
         # another backend of the one pane manager
         self._hosts = hosts if hosts is not None else Hosts(self._config.hosts, self.state_dir)
@@ -164,12 +170,12 @@ class Supervisor:
         self.stray_panes: builtins.list[str] = []  # our panes no session claims
         self._gates: _Gates | None = None
         self._scheduler: Scheduler | None = None  # running while the state dir is owned
-        self.adoptions = Adoptions(self.registry, panes, id_factory=id_factory)
+        self._adoptions = Adoptions(self._registry, panes, id_factory=id_factory)
         # says once, outside the board, when a session needs you or finishes
         self._notifier = Notifier(self._config.notify, self.watch)
-        self._git_stats = GitStatsWatch(self.registry, self._config.git_stats_secs)
+        self._git_stats = GitStatsWatch(self._registry, self._config.git_stats_secs)
         self._usage = UsageWatch(
-            self.registry, self._config.usage_secs, self._config.budget, self._config.prices
+            self._registry, self._config.usage_secs, self._config.budget, self._config.prices
         )
 
     # -- owning the state dir ------------------------------------------------------------
@@ -177,22 +183,22 @@ class Supervisor:
     async def open(self) -> None:
         """Take ownership of the state dir, build the gates on it, and bring
         back what the last owner left (see `gates.recovery`)."""
-        sessions, self.broken_rows = self.registry.open()
+        sessions, self.broken_rows = self._registry.open()
         workspaces = self._workspaces = Workspaces(self.state_dir, self.state_dir / DB_NAME)
         try:
             await asyncio.to_thread(workspaces.reconcile)
             # a worktree made just before a crash, its session never saved
-            claimed = self.registry.known_ids() | set(self.broken_rows)
+            claimed = self._registry.known_ids() | set(self.broken_rows)
             await asyncio.to_thread(workspaces.discard_unclaimed, claimed)
         except CorralError as exc:  # a vanished repo must not keep the console shut
             log.warning("worktree reconciliation: %s", exc)
         ledger = self._placements = PlacementStore(self.state_dir / DB_NAME)
         gates = self._gates = self._compose(workspaces, ledger)
-        sessions = await self.adoptions.settle(sessions)  # user panes: released, never killed
+        sessions = await self._adoptions.settle(sessions)  # user panes: released, never killed
         self.stray_panes = await gates.recovery.recover(sessions)
         await asyncio.to_thread(gates.foreman.interrupt_unfinished)
         gates.janitor.start()
-        self._scheduler = Scheduler(lambda: self.registry.store, self._run_task)
+        self._scheduler = Scheduler(lambda: self._registry.store, self._run_task)
         self._scheduler.start()
         self._notifier.start()
         self._git_stats.start()
@@ -200,7 +206,7 @@ class Supervisor:
 
     def _compose(self, workspaces: Workspaces, ledger: PlacementStore) -> _Gates:
         """Build the services bottom-up, so each receives the one it hands on to."""
-        registry, config = self.registry, self._config
+        registry, config = self._registry, self._config
         hosts = self._hosts
         verifier = Verifier(registry, workspaces, config, hosts=hosts)
         approval = ApprovalGate(registry, verifier, workspaces)
@@ -270,8 +276,8 @@ class Supervisor:
             self._scheduler = None
         if self._gates is not None:
             await self._gates.janitor.stop()
-        await self.adoptions.release_all()
-        await self.registry.stop_sessions()
+        await self._adoptions.release_all()
+        await self._registry.stop_sessions()
         if self._panes is not None:
             await self._panes.stop()
         if self._host_chores:
@@ -285,7 +291,7 @@ class Supervisor:
         if self._placements is not None:
             self._placements.close()
             self._placements = None
-        self.registry.release()
+        self._registry.release()
 
     async def __aenter__(self) -> Supervisor:
         await self.open()
@@ -297,16 +303,16 @@ class Supervisor:
     @property
     def left_running(self) -> builtins.list[str]:
         """Sessions whose agent the last close() left running (tmux panes)."""
-        return list(self.registry.left_running)
+        return list(self._registry.left_running)
 
     @property
     def opened(self) -> bool:
         """The state dir is owned: close() has something to release."""
-        return self.registry.store is not None
+        return self._registry.store is not None
 
     @property
     def _board(self) -> BoardFeed:
-        return self.registry.board
+        return self._registry.board
 
     def _open_gates(self) -> _Gates:
         if self._gates is None:
@@ -361,7 +367,7 @@ class Supervisor:
             model=model,
             host=host or None,
         )
-        live = self.registry.get_live(result.session_id)
+        live = self._registry.get_live(result.session_id)
         if split is not None:
             gates.foreman.set_split(result.session_id, split)
         elif live is not None:
@@ -385,7 +391,7 @@ class Supervisor:
         stored = foreman.split(session_id)
         if stored is not None:
             return stored
-        live = self.registry.get_live(session_id)
+        live = self._registry.get_live(session_id)
         if live is None:
             raise CorralError(f"{session_id[-8:]} has no split (not a live foreman session)")
         foreman.refuse_split_request(session_id)
@@ -459,16 +465,16 @@ class Supervisor:
         sessions. Refused (CorralError) for an unknown or finished target, one
         with no working agent, and by the rate and hop guards."""
         self._open_gates()
-        return self.registry.send_message(sender, target, text)
+        return self._registry.send_message(sender, target, text)
 
     def record_boundary(self, session_id: str, data: BoundaryData) -> bool:
         """Write an agent's refused attempt at what only a person may do on
         `session_id`'s log, where the board shows it. False when that session
         is not live (nothing to show it on)."""
-        live = self.registry.get_live(session_id)
+        live = self._registry.get_live(session_id)
         if live is None:
             return False
-        self.registry.emit(live, data)
+        self._registry.emit(live, data)
         return True
 
     # -- scheduled tasks ---------------------------------------------------------------
@@ -519,7 +525,7 @@ class Supervisor:
         return self._require_store().task_runs(task_id)
 
     def _require_store(self) -> Store:
-        store = self.registry.store
+        store = self._registry.store
         if store is None:
             raise CorralError("the supervisor is not open: call open() first")
         return store
@@ -568,19 +574,19 @@ class Supervisor:
     ) -> builtins.list[AdoptablePane]:
         """Agent panes on the user's own tmux servers (`$TMUX`, the default
         socket directory, or `sockets`) that corral did not start."""
-        return await self.adoptions.adoptable(sockets)
+        return await self._adoptions.adoptable(sockets)
 
     async def adopt(self, target: str) -> str:
         """Observe and steer the user's agent pane `target` (`<socket>:%N`,
         `%N` or `session:window.pane`): status, questions, messages and the
         live terminal; no contract, no worktree. Returns the session id."""
         self._open_gates()
-        return await self.adoptions.adopt(target)
+        return await self._adoptions.adopt(target)
 
     async def release(self, session_id: str) -> None:
         """Stop watching an adopted pane; it runs on untouched (marker removed)."""
         self._open_gates()
-        await self.adoptions.release(session_id)
+        await self._adoptions.release(session_id)
 
     # -- the operator's own lifecycle: name, archive, delete, retry -----------------------
 
@@ -591,14 +597,14 @@ class Supervisor:
         def change(s: CoderSession) -> None:
             s.name = cleaned
 
-        return self.registry.amend(session_id, change)
+        return self._registry.amend(session_id, change)
 
     def archive(self, session_id: str, archived: bool = True) -> SessionSummary:
         """Hide a finished session from the board (kept in the store, shown by
         the board's archived filter; `archived=False` brings it back). Its
         worktree is left to its lease: retention and `corral worktrees prune`
         treat it as they treat any finished session's."""
-        stored = self.registry.stored(session_id)
+        stored = self._registry.stored(session_id)
         if stored is None:
             raise CorralError(f"no corral session '{session_id}'")
         lifecycle.refuse_archive(stored)
@@ -607,7 +613,7 @@ class Supervisor:
         def change(s: CoderSession) -> None:
             s.archived_at = when
 
-        return self.registry.amend(session_id, change)
+        return self._registry.amend(session_id, change)
 
     async def delete(self, session_id: str) -> DeleteResult:
         """Delete a finished session for good: its worktree, stored row,
@@ -615,8 +621,8 @@ class Supervisor:
         `session.deletion`). A running or gated session is refused (cancel it
         first). The board drops the row once it is gone."""
         self._open_gates()
-        live = self.registry.get_live(session_id)
-        session = live.session if live is not None else self.registry.stored(session_id)
+        live = self._registry.get_live(session_id)
+        session = live.session if live is not None else self._registry.stored(session_id)
         if session is None:
             raise CorralError(f"no corral session '{session_id}'")
         lifecycle.refuse_delete(session, busy=False)
@@ -629,7 +635,7 @@ class Supervisor:
         assert self._workspaces is not None and self._placements is not None  # open
         return await delete_session(
             session,
-            registry=self.registry,
+            registry=self._registry,
             workspaces=self._workspaces,
             placements=self._placements,
             hosts=self._hosts,
@@ -676,7 +682,7 @@ class Supervisor:
         )
 
     def _known(self, session_id: str) -> CoderSession:
-        session = self.registry.stored(session_id)
+        session = self._registry.stored(session_id)
         if session is None:
             raise CorralError(f"no corral session '{session_id}'")
         return session
@@ -695,7 +701,7 @@ class Supervisor:
         commit holding the old worktree's files as uncommitted changes (a
         budget cut or a near miss carried on, not redone); review still shows
         every change from the start commit."""
-        old = self.registry.stored(session_id)
+        old = self._registry.stored(session_id)
         if old is None:
             raise CorralError(f"no corral session '{session_id}'")
         lifecycle.refuse_retry(old)
@@ -733,35 +739,35 @@ class Supervisor:
     def disk_full(self) -> str | None:
         """The sentence naming the state dir and its free space once a write
         found its disk full (the sessions it stopped are recorded as failed)."""
-        store = self.registry.store
+        store = self._registry.store
         return None if store is None or store.full is None else str(store.full)
 
     def get(self, session_id: str) -> SessionDetail:
-        detail = self.registry.detail(session_id)
+        detail = self._registry.detail(session_id)
         if self._gates is not None and is_foreman(detail.session.engine):
             detail.foreman = self._gates.foreman.view(session_id)
         return detail
 
     def is_live(self, session_id: str) -> bool:
-        return self.registry.is_live(session_id)
+        return self._registry.is_live(session_id)
 
     def needs_you_of(self, session_id: str) -> str | None:
-        row = self.registry.summary(session_id)
+        row = self._registry.summary(session_id)
         return None if row is None or row.needs_you is None else needs_you_label(row.needs_you)
 
     def journal_path(self, session_id: str) -> Path:
-        return self.registry.journal_path(session_id)
+        return self._registry.journal_path(session_id)
 
     async def history(self, session_id: str) -> builtins.list[CoderEvent]:
         """The session's stored journal (its last events, oldest first): the
         whole story of a session this process is not running."""
-        return await asyncio.to_thread(self.registry.history, session_id)
+        return await asyncio.to_thread(self._registry.history, session_id)
 
     async def transcript(self, session_id: str, limit: int = 500) -> builtins.list[TranscriptTurn]:
         """The last turns of the agent's own transcript (Claude Code's, or
         Codex's rollout of its thread), oldest first; empty for an agent that
         keeps none."""
-        session = self.registry.stored(session_id)
+        session = self._registry.stored(session_id)
         if session is None:
             raise CorralError(f"no corral session '{session_id}'")
         identity = session.agent_identity
@@ -786,7 +792,7 @@ class Supervisor:
         store = self._require_store()
         transcripts = store.transcript_paths()
         threads = store.agent_threads("codex")
-        rows = self.registry.summaries()
+        rows = self._registry.summaries()
         journals = self.state_dir / "journals"
 
         def everything() -> builtins.list[str]:
@@ -802,13 +808,13 @@ class Supervisor:
     def subscribe(
         self, session_id: str, from_seq: int = 0
     ) -> tuple[SubscribeResult, Subscription[CoderEvent] | None]:
-        return self.registry.subscribe(session_id, from_seq)
+        return self._registry.subscribe(session_id, from_seq)
 
     def replay(self, session_id: str) -> builtins.list[CoderEvent]:
         """A running session's buffered events, oldest first: what a
         subscription from the start would replay now ([] for a session this
         process does not run)."""
-        live = self.registry.get_live(session_id)
+        live = self._registry.get_live(session_id)
         return [] if live is None else live.log.buffered()
 
     def unsubscribe(self, sub: Subscription[CoderEvent]) -> None:
@@ -817,7 +823,7 @@ class Supervisor:
     def watch(self) -> tuple[builtins.list[SessionSummary], Watcher]:
         """The whole board and a registration for changes, atomically."""
         watcher = self._board.register()
-        return self.registry.summaries(), watcher
+        return self._registry.summaries(), watcher
 
     def unwatch(self, watcher: Watcher) -> bool:
         return self._board.unregister(watcher)
@@ -832,7 +838,7 @@ class Supervisor:
     ) -> SessionSummary:
         """Wait until a session reaches one of `states` (or, with `needs`, needs
         the operator, or is terminal). For scripts and tests."""
-        return await self.registry.wait_for(session_id, states, needs=needs, timeout=timeout)
+        return await self._registry.wait_for(session_id, states, needs=needs, timeout=timeout)
 
     # -- the agent's pane ------------------------------------------------------------------
 
@@ -851,7 +857,7 @@ class Supervisor:
         return -1 if record is None else record.version
 
     def _acp_live(self, session_id: str) -> LiveSession | None:
-        live = self.registry.get_live(session_id)
+        live = self._registry.get_live(session_id)
         return live if live is not None and is_acp(live.session.engine) else None
 
     def agent_pane(self, session_id: str) -> PaneHandle | None:
@@ -962,7 +968,7 @@ class Supervisor:
     # Last: `list` shadows the builtin for everything below it in the class.
     def list(self) -> builtins.list[SessionSummary]:
         """Every session, live or stored, most recently updated first."""
-        return self.registry.summaries()
+        return self._registry.summaries()
 
 
 __all__ = [

@@ -25,15 +25,16 @@ class WatchDropped(Exception):
 class Watcher:
     _ids = itertools.count(1)
 
-    def __init__(self, feed: BoardFeed) -> None:
+    def __init__(self, feed: BoardFeed, clock: Callable[[], float] = time.monotonic) -> None:
         self.id = next(self._ids)
         self._feed = feed
+        self._clock = clock
         self._pending: dict[str, SessionSummary] = {}
         self._waiter: asyncio.Future[None] | None = None
         self.dropped = False
         self.drop_reason = "board fell behind and was dropped; call watch() to resync"
         self.closed = False
-        self.last_read = time.monotonic()
+        self.last_read = clock()
 
     def _offer(self, summary: SessionSummary) -> None:
         self._pending.pop(summary.session_id, None)
@@ -47,7 +48,7 @@ class Watcher:
     def get_nowait(self) -> list[SessionSummary]:
         items = list(self._pending.values())
         self._pending.clear()
-        self.last_read = time.monotonic()
+        self.last_read = self._clock()
         return items
 
     async def get(self) -> list[SessionSummary]:
@@ -57,7 +58,7 @@ class Watcher:
                 raise WatchDropped(self.drop_reason)
             if self.closed:
                 raise WatchDropped("watch closed")
-            self.last_read = time.monotonic()
+            self.last_read = self._clock()
             self._waiter = asyncio.get_running_loop().create_future()
             try:
                 await self._waiter
@@ -75,15 +76,19 @@ class BoardFeed:
         build_summary: Callable[[str], SessionSummary | None],
         *,
         shed_secs: float = 10.0,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        """`clock`: how long a board has not read is measured on it (a test
+        drives it instead of waiting)."""
         self._build = build_summary
+        self._clock = clock
         self._watchers: dict[int, Watcher] = {}
         self._dirty: dict[str, None] = {}
         self._scheduled = False
         self.shed_secs = shed_secs
 
     def register(self) -> Watcher:
-        watcher = Watcher(self)
+        watcher = Watcher(self, self._clock)
         self._watchers[watcher.id] = watcher
         return watcher
 
@@ -130,7 +135,7 @@ class BoardFeed:
         if not self._watchers:
             return
         summaries = [s for s in (self._build(i) for i in ids) if s is not None]
-        now = time.monotonic()
+        now = self._clock()
         for watcher in list(self._watchers.values()):
             if watcher._pending and now - watcher.last_read > self.shed_secs:
                 watcher.dropped = True

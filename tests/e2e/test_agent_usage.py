@@ -17,7 +17,7 @@ from corral.supervisor.config import ModelPrice
 from corral.supervisor.contracts.drafting import FixedDrafter
 from corral.supervisor.factory import build_supervisor
 from corral.supervisor.states import CoderState as S
-from tests.conftest import fast_config, hello_contract, init_repo
+from tests.conftest import fast_config, hello_contract, init_repo, row_of, stored_session
 from tests.e2e.support import kill_tmux, settle, until
 from tests.fakes.agent_env import (
     claude_bin,
@@ -115,8 +115,7 @@ async def test_claude_codes_recorded_tokens_reach_the_row_and_cross_the_budget(
             models = {r.body.get("model") for r in srv.turn_requests}
 
             def read_back():  # type: ignore[no-untyped-def]
-                row = sup.registry.summary(sid)
-                assert row is not None
+                row = row_of(sup, sid)
                 return row if row.tokens_out == FIRST.output + SECOND.output else None
 
             row = await until(sup, sid, "the transcript's usage on the row", read_back, 20)
@@ -135,7 +134,7 @@ async def test_claude_codes_recorded_tokens_reach_the_row_and_cross_the_budget(
             assert not row.price_unknown
             # 11,655 tokens against a 10,000 budget
             assert row.over_budget == "over budget: 11,655 of 10,000 tokens"
-            stored = sup.registry.stored(sid)
+            stored = stored_session(sup.state_dir, sid)
             assert stored is not None and stored.over_budget == row.over_budget
         finally:
             await sup.close()
@@ -165,8 +164,7 @@ async def test_codexs_rollout_token_counts_reach_the_row_with_price_unknown(
             assert row.state is S.NEEDS_APPROVAL, row.error
 
             def read_back():  # type: ignore[no-untyped-def]
-                row = sup.registry.summary(sid)
-                assert row is not None
+                row = row_of(sup, sid)
                 return row if row.tokens_out == first.output + second.output else None
 
             row = await until(sup, sid, "the rollout's token count on the row", read_back, 20)
@@ -220,8 +218,7 @@ async def test_gemini_clis_chat_record_tokens_reach_the_row(
             assert row.state is S.NEEDS_APPROVAL, row.error
 
             def read_back():  # type: ignore[no-untyped-def]
-                row = sup.registry.summary(sid)
-                assert row is not None
+                row = row_of(sup, sid)
                 return row if row.tokens_out == first.output + second.output else None
 
             row = await until(sup, sid, "the chat record's tokens on the row", read_back, 20)

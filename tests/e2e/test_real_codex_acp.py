@@ -51,7 +51,7 @@ async def test_codex_over_acp_runs_its_shell_tool_and_the_file_is_verified(
             srv.push(Reply("Writing the file.", [run]), Reply("Wrote hello.txt."))
             await sup.confirm(sid)
             row = await settle(sup, sid, {S.NEEDS_APPROVAL, S.FAILED}, 90)
-            events = [e.data for e in sup.registry.live(sid).log.buffered()]
+            events = [e.data for e in sup.replay(sid)]
             assert row.state is S.NEEDS_APPROVAL, (row.error, events[-30:])
             worktree = Path(sup.get(sid).session.worktree or "")
             assert (worktree / "hello.txt").read_text() == "hi\n"

@@ -61,7 +61,7 @@ async def test_gemini_over_acp_writes_the_file_through_a_permission_the_operator
             )
             await sup.confirm(sid)
             row = await sup.wait_for(sid, needs=True, timeout=90)
-            events = [(e.kind.value, e.data) for e in sup.registry.live(sid).log.buffered()]
+            events = [(e.kind.value, e.data) for e in sup.replay(sid)]
             assert row.needs_you == "question", "\n".join(str(e) for e in events)
             options = sup.question_options(sid)
             assert any(o.endswith("[allow_once]") for o in options), options
@@ -70,7 +70,7 @@ async def test_gemini_over_acp_writes_the_file_through_a_permission_the_operator
             row = await settle(sup, sid, {S.NEEDS_APPROVAL, S.FAILED}, 90)
             assert row.state is S.NEEDS_APPROVAL, row.error
             assert target.read_text() == "hi\n"
-            logged = [e.data for e in sup.registry.live(sid).log.buffered()]
+            logged = [e.data for e in sup.replay(sid)]
             assert any(isinstance(d, PaneAnswerData) for d in logged)
             ends = [
                 d.text for d in logged if isinstance(d, ConversationData) and d.part == "turn_end"

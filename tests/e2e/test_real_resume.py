@@ -19,7 +19,7 @@ from corral.supervisor.contracts.drafting import FixedDrafter
 from corral.supervisor.factory import build_supervisor
 from corral.supervisor.session.identity import resume_id
 from corral.supervisor.states import CoderState as S
-from tests.conftest import eventually, fast_config, hello_contract, init_repo
+from tests.conftest import eventually, fast_config, hello_contract, init_repo, row_of
 from tests.e2e.support import until
 from tests.e2e.test_real_agents import MISSING, agent_env, kill_tmux, open_sup, settle
 from tests.fakes.agent_env import claude_launch, codex_launch
@@ -92,9 +92,9 @@ async def test_a_dormant_claude_session_is_revived_on_its_own_conversation(
 
 def kill_agent(sup, sid: str) -> None:  # type: ignore[no-untyped-def]
     """The agent crashes: its whole process group is killed."""
-    record = sup.registry.panes.record(sid)
-    assert record is not None and record.handle.pid
-    os.killpg(os.getpgid(record.handle.pid), signal.SIGKILL)
+    pane = sup.agent_pane(sid)
+    assert pane is not None and pane.pid
+    os.killpg(os.getpgid(pane.pid), signal.SIGKILL)
 
 
 async def test_a_crashed_claude_is_retried_on_its_own_conversation_then_dormant(
@@ -148,8 +148,8 @@ async def test_a_crashed_claude_is_retried_on_its_own_conversation_then_dormant(
             )
             kill_agent(sup, sid)
             # out of retries: dormant, not failed, nothing asked of the operator
-            await until(sup, sid, "dormant", lambda: sup.registry.summary(sid).dormant, 30)
-            row = sup.registry.summary(sid)
+            await until(sup, sid, "dormant", lambda: row_of(sup, sid).dormant, 30)
+            row = row_of(sup, sid)
             assert row.state is S.RUNNING and row.needs_you is None and row.error is None
             target = Path(started.worktree or "") / "hello.txt"
             srv.push(

@@ -8,27 +8,27 @@ from pathlib import Path
 
 import pytest
 
-from corral.supervisor.api import Supervisor
 from corral.supervisor.errors import CorralError
 from corral.supervisor.states import CoderState as S
 from tests.conftest import fast_config, hello_contract, init_repo
-from tests.fakes.scripted import ScriptedDrafter, ScriptedEngine, ScriptedEngines
+from tests.fakes.owner import owner_with_registry
+from tests.fakes.scripted import ScriptedDrafter, ScriptedEngine
 
 
 async def test_a_cancel_whose_state_cannot_be_saved_says_so(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     repo = init_repo(tmp_path / "repo")
-    sup = Supervisor(
+    sup, registry = owner_with_registry(
         tmp_path / "state",
         drafter=ScriptedDrafter([hello_contract()]),
-        engines=ScriptedEngines(ScriptedEngine([[]])),
+        engine=ScriptedEngine([[]]),
         config=fast_config(),
     )
     await sup.open()
     try:
         sid = (await sup.start("say hi", repo)).session_id
-        store = sup.registry.store
+        store = registry.store
         assert store is not None
         real = store.save_session
 

@@ -9,13 +9,14 @@ import asyncio
 import re
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from corral.supervisor.api import DRAFTING_CANCELLED, NOT_EXPRESSIBLE
-from corral.supervisor.contracts.drafting import DraftingError
+from corral.supervisor.contracts.drafting import DraftingError, DraftRequest
 from corral.supervisor.errors import CorralError
-from corral.supervisor.models import EventKind
+from corral.supervisor.models import EventKind, OutcomeContract
 from corral.supervisor.session.journal import read_journal
 from corral.supervisor.states import CoderState, FailureKind, NeedsYou
 from tests.conftest import (
@@ -139,7 +140,7 @@ async def test_a_drafting_session_is_listable_at_created_and_cancellable(
     make_supervisor: SupervisorFactory, repo: Path
 ) -> None:
     gate = asyncio.Event()  # the model never answers
-    drafter = ScriptedDrafter([hello_contract()], gate=gate)
+    drafter = _EndingDrafter([hello_contract()], gate=gate)
     sup = await make_supervisor(drafter=drafter)
     starting = asyncio.create_task(sup.start("say hi", repo))
 
@@ -172,9 +173,27 @@ async def test_a_drafting_session_is_listable_at_created_and_cancellable(
     # a later gate action is refused
     with pytest.raises(CorralError, match="cancelled while drafting"):
         await sup.confirm(sid)
+    # the model call was cancelled with the session: a late answer reaches nothing
+    assert drafter.ended == ["cancelled"]
     gate.set()
-    await asyncio.sleep(0.05)
     assert sup.get(sid).session.state is S.ABANDONED
+
+
+class _EndingDrafter(ScriptedDrafter):
+    """A scripted drafter that records how each draft call ended."""
+
+    def __init__(self, *args: Any, **kw: Any) -> None:
+        super().__init__(*args, **kw)
+        self.ended: list[str] = []
+
+    async def draft(self, request: DraftRequest) -> OutcomeContract:
+        try:
+            drafted = await super().draft(request)
+        except asyncio.CancelledError:
+            self.ended.append("cancelled")
+            raise
+        self.ended.append("answered")
+        return drafted
 
 
 async def test_start_without_waiting_returns_at_created(

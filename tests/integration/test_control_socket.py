@@ -31,8 +31,10 @@ from corral.supervisor.remote import (
     owner_running,
     socket_path,
 )
+from corral.supervisor.session.registry import SessionRegistry
 from corral.supervisor.states import CoderState
 from tests.conftest import SupervisorFactory, eventually, proposed
+from tests.integration.conftest import OwnerFactory
 
 
 @pytest.fixture
@@ -201,8 +203,19 @@ async def test_bad_input_gets_a_clear_error_and_the_owner_carries_on(owner, repo
     assert await asyncio.to_thread(get) == sid
 
 
-async def test_a_client_gone_mid_stream_costs_nothing(owner, repo: Path) -> None:
-    sup, _ = owner
+async def test_a_client_gone_mid_stream_costs_nothing(
+    make_owner: OwnerFactory, short_state: Path, repo: Path
+) -> None:
+    sup, registry = await make_owner(state=short_state)
+    services = OwnerServices(sup, mcp_http=False)
+    await services.start()
+    try:
+        await _gone_mid_stream(sup, registry, repo)
+    finally:
+        await services.close()
+
+
+async def _gone_mid_stream(sup: Supervisor, registry: SessionRegistry, repo: Path) -> None:
     sid = await proposed(sup, repo)
     reader, writer = await asyncio.open_unix_connection(str(socket_path(sup.state_dir)))
     writer.write(
@@ -215,7 +228,7 @@ async def test_a_client_gone_mid_stream_costs_nothing(owner, repo: Path) -> None
     await sup.confirm(sid)
     row = await sup.wait_for(sid, needs=True, timeout=10)
     assert row.state is CoderState.NEEDS_APPROVAL
-    await eventually(lambda: sup.registry.live(sid).log.subscriber_count == 0)
+    await eventually(lambda: registry.live(sid).log.subscriber_count == 0)
     client = await AsyncControlClient.connect(sup.state_dir)
     try:
         assert (await client.get(sid)).session.state is CoderState.NEEDS_APPROVAL
@@ -283,7 +296,7 @@ async def test_discussions_are_served_when_the_owner_has_them(
 
 
 async def test_a_flooding_client_is_held_to_its_cap_then_cut_off_and_others_are_answered(
-    make_supervisor: SupervisorFactory,
+    make_owner: OwnerFactory,
     short_state: Path,
     repo: Path,
     caplog: pytest.LogCaptureFixture,
@@ -295,9 +308,9 @@ async def test_a_flooding_client_is_held_to_its_cap_then_cut_off_and_others_are_
     from corral.supervisor.control.server import ClientBounds
     from corral.supervisor.events import ToolCallData
 
-    sup = await make_supervisor(state=short_state)
+    sup, registry = await make_owner(state=short_state)
     sid = await proposed(sup, repo)
-    log = sup.registry.live(sid).log
+    log = registry.live(sid).log
     for _ in range(2000):  # a history of ~250 KB an answer: the flooder's socket fills
         log.append(ToolCallData.with_args("shell", {"command": "pytest -q " + "x" * 40}))
     cap = 4

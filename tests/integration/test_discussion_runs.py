@@ -18,6 +18,7 @@ from corral.supervisor.states import CoderState, LoopFailure, label
 from tests.conftest import SupervisorFactory, events_of, git, init_repo, run_to_gate
 from tests.fakes.scripted import Fail, ScriptedEngine, Write
 from tests.fakes.scripted_llm import ScriptedProvider
+from tests.integration.conftest import OwnerFactory
 
 S = CoderState
 
@@ -84,14 +85,14 @@ async def test_a_followup_after_a_branch_delivery_starts_from_the_delivered_comm
 
 
 async def test_the_delivered_commit_outlives_the_session_row(
-    make_supervisor: SupervisorFactory, repo: Path, state_dir: Path
+    make_owner: OwnerFactory, repo: Path, state_dir: Path
 ) -> None:
-    sup = await make_supervisor()
+    sup, registry = await make_owner()
     disc = await discussion(state_dir, repo)
     commit = await delivered(sup, repo, disc, "branch")
     first_id = disc.linked_sessions[0]["session_id"]
-    sup.registry.forget_stored([first_id])  # retention forgot the session
-    assert sup.registry.stored(first_id) is None
+    registry.forget_stored([first_id])  # retention forgot the session
+    assert registry.stored(first_id) is None
     second = await sup.start("again", repo, discussion_id=disc.id)
     assert second.base == commit
 

@@ -13,8 +13,9 @@ import pytest
 from corral.supervisor.config import SupervisorConfig
 from corral.supervisor.contracts.drafting import DraftingError
 from corral.supervisor.errors import CorralError
+from corral.supervisor.git.leases import LeaseState
 from corral.supervisor.states import CoderState, FailureKind, LoopFailure
-from tests.conftest import SupervisorFactory, eventually, run_to_gate
+from tests.conftest import SupervisorFactory, eventually, lease_of, run_to_gate, stored_session
 from tests.fakes.scripted import Fail, ScriptedDrafter, ScriptedEngine, Wait, Write
 
 S = CoderState
@@ -47,7 +48,10 @@ async def test_a_budget_cut_keeps_its_worktree(
     started = await sup.start("say hi", repo)
     row = await run_to_gate(sup, started.session_id)
     assert row.state is S.FAILED and row.failure_kind is FailureKind.BUDGET_EXHAUSTED
-    await asyncio.sleep(0.1)  # a removal would have been scheduled by now
+    # kept, not removed: the lease says retained (what `corral worktrees` lists),
+    # written with the failure, where a removal would have been started instead
+    lease = lease_of(sup.state_dir, started.worktree)
+    assert lease is not None and lease.state is LeaseState.RETAINED
     worktree = Path(started.worktree or "")
     assert (worktree / "hello.txt").read_text() == "half\n"
     assert sup.get(started.session_id).session.keep_workspace_on_failure
@@ -64,8 +68,7 @@ async def test_a_run_cut_short_by_its_owner_going_away_keeps_its_worktree(
     worktree = Path(started.worktree or "")
     await eventually(lambda: (worktree / "hello.txt").exists())
     await sup.close()
-    store = sup.registry
-    stored = store.stored(started.session_id)
+    stored = stored_session(sup.state_dir, started.session_id)
     assert stored is not None and stored.state is S.FAILED
     assert stored.failure_kind is FailureKind.INFRASTRUCTURE
     assert (worktree / "hello.txt").read_text() == "half\n"
@@ -79,5 +82,5 @@ async def test_a_drafting_failure_keeps_its_worktree(
         await sup.start("say hi", repo)
     [row] = sup.list()
     assert row.state is S.FAILED and row.worktree and Path(row.worktree).is_dir()
-    await asyncio.sleep(0.1)
-    assert Path(row.worktree).is_dir()
+    lease = lease_of(sup.state_dir, row.worktree)  # retained, never handed to a removal
+    assert lease is not None and lease.state is LeaseState.RETAINED

@@ -8,7 +8,6 @@ answering gives its subtask up, which is re-placed here."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 import signal
 import subprocess
@@ -219,9 +218,23 @@ async def test_a_host_that_stops_answering_gives_up_its_subtask_which_is_re_plac
                     return True
             return False
 
+        def busy_there() -> bool:  # its task pasted: it sleeps there now
+            for sock in (Path(box.state_dir) / "tmux").glob("*"):
+                tmux = ["tmux", "-S", str(sock)]
+                panes = subprocess.run(
+                    [*tmux, "list-panes", "-a", "-F", "#{pane_id}"], capture_output=True, text=True
+                ).stdout.split()
+                for pane in panes:
+                    screen = subprocess.run(
+                        [*tmux, "capture-pane", "-p", "-t", pane], capture_output=True, text=True
+                    ).stdout
+                    if "busy on the host" in screen:
+                        return True
+            return False
+
         await eventually(running_there, timeout=60)
         await eventually(agent_there, timeout=60, interval=0.2)
-        await asyncio.sleep(1.5)  # its task pasted: it sleeps there now
+        await eventually(busy_there, timeout=60, interval=0.2)
         master = place.conn.master_pid()
         assert master is not None
         sshd.stop()  # the host goes away mid-run

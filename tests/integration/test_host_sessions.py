@@ -389,8 +389,8 @@ async def test_a_verification_step_waits_for_its_host_to_answer_again(
         sshd.stop()
         os.kill(master, signal.SIGKILL)
 
-        async def back_soon() -> None:
-            await asyncio.sleep(2.0)
+        async def back_soon() -> None:  # once the step has found the host gone
+            await eventually(lambda: not conn.reachable, timeout=30)
             sshd.restart()
 
         comeback = asyncio.ensure_future(back_soon())
@@ -815,7 +815,8 @@ async def test_an_ssh_drop_at_any_moment_is_an_outage_and_the_session_goes_on(
         sshd.stop()
         if master is not None:
             os.kill(master, signal.SIGKILL)
-        await asyncio.sleep(3)
+        # the host stays away until the owner has run into the outage
+        await eventually(lambda: not place.conn.reachable, timeout=30)
         assert row_of(sup, sid).state is not S.FAILED, row_of(sup, sid).error
         sshd.restart()
         row = await sup.wait_for(sid, {S.NEEDS_APPROVAL, S.FAILED}, timeout=150)

@@ -111,7 +111,10 @@ def test_a_killed_master_is_replaced_and_the_command_still_runs(conn: HostConnec
     first = conn.master_pid()
     assert first is not None
     os.kill(first, signal.SIGKILL)
-    time.sleep(0.2)
+    deadline = time.monotonic() + 10
+    while _alive(first):  # gone, or a zombie awaiting its reaper
+        assert time.monotonic() < deadline, "the killed master is still running"
+        time.sleep(0.02)
     after = conn.run(["echo", "after"])
     assert after.text == "after\n" and after.returncode == 0
     assert after.error == ""  # no complaint about the dead socket leaks out
@@ -163,3 +166,11 @@ def test_a_commit_made_on_the_host_is_fetched_home(
     assert sshd.log.read_text().count("Accepted publickey") == logins
     with pytest.raises(GitError, match=r"cannot fetch 0{12} from .* on host box"):
         fetch_commit(conn, str(remote_repo), "0" * 40, local)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rpartition(")")[2].split()[0] != "Z"
+    except FileNotFoundError:
+        return False

@@ -6,15 +6,16 @@ text an agent or a model wrote; a restarted owner does not repeat old news."""
 from __future__ import annotations
 
 import asyncio
-import time
 from pathlib import Path
 
-from corral.supervisor.api import Notice
+from corral.supervisor.api import Notice, Supervisor
 from corral.supervisor.config import load_config
 from corral.supervisor.errors import ConfigError
+from corral.supervisor.session.board import Watcher
 from corral.supervisor.states import CoderState, LoopFailure
 from tests.conftest import SupervisorFactory, eventually, proposed, run_to_gate
 from tests.fakes.scripted import Fail, ScriptedEngine, Write
+from tests.integration.conftest import OwnerFactory
 
 LINE = 'printf "%s|%s|%s|%s|%s\\036" "$CORRAL_EVENT" "$CORRAL_SESSION_ID" "$CORRAL_STATE" '
 LINE += '"$CORRAL_NEEDS_YOU" "$CORRAL_SESSION_NAME" >> "$0"'
@@ -32,39 +33,52 @@ def lines(log: Path) -> list[list[str]]:
     return [record.split("|") for record in log.read_text().split("\x1e")[:-1]]
 
 
-async def settle(log: Path, count: int) -> list[list[str]]:
-    """The hook log once it has `count` lines, and still `count` a moment later."""
+async def logged(log: Path, count: int) -> list[list[str]]:
+    """The hook log once it has at least `count` records."""
     await eventually(lambda: len(lines(log)) >= count, timeout=10)
-    deadline = time.monotonic() + 0.5
-    while time.monotonic() < deadline:  # a repeat would land in this window
-        await asyncio.sleep(0.05)
+    return lines(log)
+
+
+async def closed_log(
+    sup: Supervisor, watcher: Watcher, sid: str, state: CoderState, log: Path
+) -> list[list[str]]:
+    """Every hook the owner ran, read once its notifier has had the board push
+    of `sid` reaching `state` (it watches from open, so each push reaches it
+    before this test's later watcher) and the owner has closed (close waits
+    for each hook run it started)."""
+    async with asyncio.timeout(10):
+        while not any(r.session_id == sid and r.state is state for r in await watcher.get()):
+            pass
+    await asyncio.sleep(0)  # the notifier's turn with that push, if not taken yet
+    await sup.close()
     return lines(log)
 
 
 async def test_each_edge_runs_its_hook_once_and_the_operators_own_finish_none(
-    make_supervisor: SupervisorFactory, repo: Path, tmp_path: Path
+    make_owner: OwnerFactory, repo: Path, tmp_path: Path
 ) -> None:
     log = tmp_path / "hooks.log"
-    sup = await make_supervisor(**hooks(log))
+    sup, registry = await make_owner(**hooks(log))
     heard: list[Notice] = []
     assert sup.listen_for_notices(heard.append)
     # the intent is text corral did not write: it must arrive as a value, never run
     pwned = tmp_path / "pwned"
     intent = f"say hi $(touch {pwned}) `touch {pwned}`; touch {pwned}\n\nin hello.txt"
+    _, watcher = sup.watch()
     sid = await proposed(sup, repo, intent)
-    assert (await settle(log, 1))[0][:4] == ["needs_you", sid, "contract_proposed", "contract"]
+    assert (await logged(log, 1))[0][:4] == ["needs_you", sid, "contract_proposed", "contract"]
 
     row = await run_to_gate(sup, sid)
     assert row.needs_you is not None
-    got = await settle(log, 2)
+    got = await logged(log, 2)
     assert got[1][:4] == ["needs_you", sid, "needs_approval", "merge"]
     assert got[1][4].startswith("say hi $(touch")  # the name arrived as a value
     assert not pwned.exists()
 
-    sup.registry.notify(sid)  # the same row pushed again (a repaint): no news
+    registry.notify(sid)  # the same row pushed again (a repaint): no news
     await sup.approve(sid)
-    await sup.wait_for(sid, {CoderState.MERGED})
-    assert len(await settle(log, 2)) == 2, "the operator's own approval was announced"
+    got = await closed_log(sup, watcher, sid, CoderState.MERGED, log)
+    assert len(got) == 2, "the operator's own approval (or a repaint) was announced"
     assert [n.kind for n in heard] == ["needs_you", "needs_you"]
     assert "\x1b" not in heard[0].body and "\n" not in heard[0].body
 
@@ -75,10 +89,10 @@ async def test_a_session_that_fails_by_itself_is_announced_as_finished(
     log = tmp_path / "hooks.log"
     engine = ScriptedEngine([[Fail(LoopFailure.EXECUTION, "the agent crashed")]])
     sup = await make_supervisor(engine=engine, **hooks(log))
+    _, watcher = sup.watch()
     sid = await proposed(sup, repo)
     await sup.confirm(sid)
-    await sup.wait_for(sid, {CoderState.FAILED})
-    got = await settle(log, 2)
+    got = await closed_log(sup, watcher, sid, CoderState.FAILED, log)
     assert [g[:3] for g in got] == [
         ["needs_you", sid, "contract_proposed"],
         ["finished", sid, "failed"],
@@ -91,17 +105,17 @@ async def test_a_restarted_owner_does_not_repeat_what_was_already_so(
     log = tmp_path / "hooks.log"
     engine = ScriptedEngine([[Write("hello.txt", "hi\n")]])
     sup = await make_supervisor(engine=engine, **hooks(log))
+    _, watcher = sup.watch()
     sid = await proposed(sup, repo)
     await run_to_gate(sup, sid)
-    assert len(await settle(log, 2)) == 2
-    await sup.close()
+    assert len(await closed_log(sup, watcher, sid, CoderState.NEEDS_APPROVAL, log)) == 2
 
     again = await make_supervisor(engine=engine, **hooks(log))
+    _, watcher = again.watch()
     assert again.get(sid).session.state is CoderState.NEEDS_APPROVAL
-    assert len(await settle(log, 2)) == 2, "a restart announced a session already waiting"
     await again.cancel(sid)
-    await again.wait_for(sid, {CoderState.ABANDONED})
-    assert len(await settle(log, 2)) == 2, "the operator's own cancel was announced"
+    got = await closed_log(again, watcher, sid, CoderState.ABANDONED, log)
+    assert len(got) == 2, "a restart announced a session already waiting, or the operator's cancel"
 
 
 def test_a_hook_is_split_without_a_shell_and_an_empty_one_is_refused(tmp_path: Path) -> None:

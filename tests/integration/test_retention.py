@@ -18,6 +18,7 @@ from corral.supervisor.store.retention import (
 )
 from tests.conftest import Clock, SupervisorFactory, own_store, stored_session
 from tests.fakes.scripted import ScriptedEngine, Wait
+from tests.integration.conftest import OwnerFactory
 
 S = CoderState
 NOW = 1_700_000_000.0
@@ -120,14 +121,14 @@ async def test_a_finished_session_with_no_snapshot_is_never_pruned(
 
 
 async def test_a_finished_session_with_a_running_task_is_never_pruned(
-    make_supervisor: SupervisorFactory, repo: Path
+    make_owner: OwnerFactory, repo: Path
 ) -> None:
     clock = Clock(NOW)
     hold = asyncio.Event()
-    sup = await make_supervisor(clock=clock, engine=ScriptedEngine([[Wait(hold)]]))
+    sup, registry = await make_owner(clock=clock, engine=ScriptedEngine([[Wait(hold)]]))
     sid = (await sup.start("first", repo)).session_id
     await sup.confirm(sid)
-    entry = sup.registry.live(sid)
+    entry = registry.live(sid)
     # a terminal snapshot whose task has not ended yet (e.g. mid-teardown)
     entry.session.state = S.FAILED
     with own_store(sup.state_dir, readonly=False) as store:

@@ -42,6 +42,7 @@ from tests.fakes.scripted import (
     Wait,
     Write,
 )
+from tests.integration.conftest import OwnerFactory
 
 S = CoderState
 
@@ -139,9 +140,9 @@ async def test_respond_without_a_question_errors(
 
 
 async def test_an_expired_question_clears_the_gate_before_the_expired_event(
-    make_supervisor: SupervisorFactory, repo: Path
+    make_owner: OwnerFactory, repo: Path
 ) -> None:
-    sup = await make_supervisor(
+    sup, registry = await make_owner(
         engine=ScriptedEngine([[Ask("Anyone there?")]]), ask_user_timeout_secs=0.2
     )
     sid = await proposed(sup, repo)
@@ -154,7 +155,7 @@ async def test_an_expired_question_clears_the_gate_before_the_expired_event(
 
     collector = asyncio.create_task(collect())
     # what a board would build at the instant each event is appended
-    live = sup.registry.live(sid)
+    live = registry.live(sid)
     at_event: list[tuple[CoderEvent, SessionSummary]] = []
     observe = live.log.observer
     assert observe is not None
@@ -167,7 +168,7 @@ async def test_an_expired_question_clears_the_gate_before_the_expired_event(
     try:
         await sup.confirm(sid)
         row = await sup.wait_for(sid, {S.FAILED, S.NEEDS_APPROVAL, S.ABANDONED}, timeout=10)
-        await asyncio.sleep(0.05)
+        await eventually(lambda: pushed and pushed[-1].state is row.state)  # its last push
     finally:
         collector.cancel()
 
@@ -261,12 +262,10 @@ def processes_matching(marker: str) -> list[int]:
     return found
 
 
-async def test_cancel_mid_run_stops_a_long_shell_step(
-    make_supervisor: SupervisorFactory, repo: Path
-) -> None:
+async def test_cancel_mid_run_stops_a_long_shell_step(make_owner: OwnerFactory, repo: Path) -> None:
     marker = f"20.{uuid.uuid4().int % 10**8:08d}"  # a unique duration to find the process
     engine = ScriptedEngine([[Say("sleeping"), Run(f"sleep {marker}"), Write("hello.txt", "hi")]])
-    sup = await make_supervisor(engine=engine)
+    sup, registry = await make_owner(engine=engine)
     sid = await proposed(sup, repo)
     await sup.confirm(sid)
     await eventually(lambda: processes_matching(f"sleep {marker}"))
@@ -283,7 +282,7 @@ async def test_cancel_mid_run_stops_a_long_shell_step(
     session = sup.get(sid).session
     assert session.state is S.ABANDONED
     assert session.keep_workspace_on_cancel and session.execution_stopped
-    assert not sup.registry.live(sid).task_running
+    assert not registry.live(sid).task_running
     assert not (Path(result.worktree) / "hello.txt").exists()
     assert row_of(sup, sid).steering_available is False
 

@@ -17,6 +17,7 @@ from corral.supervisor.models import AgentIdentity, CoderSession, IdentityState
 from corral.supervisor.states import CoderState as S
 from corral.supervisor.store import SCHEMA_VERSION, Store
 from tests.conftest import fast_config, hello_contract, plan_texts, row_of
+from tests.fakes.owner import owner_with_registry
 from tests.fakes.scripted import ScriptedDrafter, ScriptedEngine, ScriptedEngines, Wait, Write
 
 # The schema corral wrote before this one (schema 1), verbatim.
@@ -122,13 +123,18 @@ def supervisor(state: Path, engine: ScriptedEngine) -> Supervisor:
 
 async def running_with_identity(state: Path, repo: Path, hook: dict[str, object]) -> str:
     """A running session whose agent reported `hook`, closed mid-run."""
-    sup = supervisor(state, ScriptedEngine([[Wait(asyncio.Event())]]))
+    sup, registry = owner_with_registry(
+        state,
+        drafter=ScriptedDrafter([hello_contract()]),
+        engine=ScriptedEngine([[Wait(asyncio.Event())]]),
+        config=fast_config(),
+    )
     await sup.open()
     try:
         sid = (await sup.start("say hi", repo)).session_id
         await sup.confirm(sid)
         await sup.wait_for(sid, {S.RUNNING}, timeout=10)
-        sup.registry.note_agent_hook(sid, hook)
+        registry.note_agent_hook(sid, hook)  # what the pane manager hears from the agent
     finally:
         await sup.close()
     return sid

@@ -22,6 +22,7 @@ from tests.fakes.scripted import (
     Wait,
     Write,
 )
+from tests.integration.conftest import OwnerFactory
 
 S = CoderState
 
@@ -47,10 +48,12 @@ async def test_unknown_session_ids_are_named(make_supervisor: SupervisorFactory)
 
 
 async def test_subscribe_replays_the_history_then_streams_live(
-    make_supervisor: SupervisorFactory, repo: Path
+    make_owner: OwnerFactory, repo: Path
 ) -> None:
     release = asyncio.Event()
-    sup = await make_supervisor(engine=ScriptedEngine([[Wait(release), Write("hello.txt", "hi")]]))
+    sup, registry = await make_owner(
+        engine=ScriptedEngine([[Wait(release), Write("hello.txt", "hi")]])
+    )
     sid = await proposed(sup, repo)
     result, sub = sup.subscribe(sid, 0)
     assert sub is not None
@@ -72,7 +75,7 @@ async def test_subscribe_replays_the_history_then_streams_live(
     assert [e.seq for e in seen] == list(range(history[-1].seq + 1, seen[-1].seq + 1))
     assert EventKind.DIFF_READY in [e.kind for e in seen]
     sup.unsubscribe(sub)
-    assert sup.registry.live(sid).log.subscriber_count == 0
+    assert registry.live(sid).log.subscriber_count == 0
 
     # a cursor from the middle resumes exactly there
     result, again = sup.subscribe(sid, 3)

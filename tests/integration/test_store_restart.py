@@ -302,6 +302,7 @@ def test_a_process_that_died_mid_run_is_recovered_as_failed(tmp_path: Path, repo
         from corral.supervisor.api import Supervisor
         from corral.supervisor.config import SupervisorConfig
         from corral.supervisor.models import ContractCheck, OutcomeContract
+        from corral.supervisor.states import CoderState
         from tests.fakes.scripted import ScriptedDrafter, ScriptedEngine, ScriptedEngines, Wait
 
         async def main():
@@ -313,7 +314,7 @@ def test_a_process_that_died_mid_run_is_recovered_as_failed(tmp_path: Path, repo
             await sup.open()
             sid = (await sup.start("say hi", {str(repo)!r})).session_id
             await sup.confirm(sid)
-            await asyncio.sleep(0.05)
+            await sup.wait_for(sid, {{CoderState.RUNNING}}, timeout=10)
             print(sid, flush=True)
             os._exit(0)  # die without closing anything
 

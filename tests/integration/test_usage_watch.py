@@ -7,14 +7,17 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from corral.supervisor.models import AgentIdentity, IdentityState
+from corral.supervisor.api import Supervisor
+from corral.supervisor.models import AgentIdentity, IdentityState, SessionSummary
+from corral.supervisor.session.board import Watcher
 from corral.supervisor.stored_rows import stored_rows_json
 from tests.conftest import SupervisorFactory, eventually, proposed, row_of
+from tests.integration.conftest import OwnerFactory
 
 LINE = 'printf "%s|%s|%s\\036" "$CORRAL_EVENT" "$CORRAL_SESSION_ID" "$CORRAL_OVER_BUDGET" >> "$0"'
 AGENT_SESSION = "0b7d4c3e-1111-4222-8333-944455556666"
@@ -47,16 +50,29 @@ def hook_lines(log: Path) -> list[list[str]]:
     return [r.split("|") for r in log.read_text().split("\x1e")[:-1]]
 
 
-async def quiet(log: Path, count: int) -> list[list[str]]:
-    """The hook log once it holds `count` records, and still `count` a moment later."""
+async def logged(log: Path, count: int) -> list[list[str]]:
+    """The hook log once it holds at least `count` records."""
     await eventually(lambda: len(hook_lines(log)) >= count, timeout=10)
-    deadline = time.monotonic() + 0.5
-    while time.monotonic() < deadline:
-        await asyncio.sleep(0.05)
+    return hook_lines(log)
+
+
+async def closed_log(
+    sup: Supervisor, watcher: Watcher, pushed: Callable[[SessionSummary], bool], log: Path
+) -> list[list[str]]:
+    """Every hook the owner ran, read once its notifier has had the board push
+    `pushed` matches (it watches from open, so each push reaches it before this
+    test's later watcher) and the owner has closed (close waits for each hook
+    run it started)."""
+    async with asyncio.timeout(10):
+        while not any(pushed(r) for r in await watcher.get()):
+            pass
+    await asyncio.sleep(0)  # the notifier's turn with that push, if not taken yet
+    await sup.close()
     return hook_lines(log)
 
 
 async def test_a_growing_transcript_shows_on_the_row_and_crossing_the_budget_is_heard_once(
+    make_owner: OwnerFactory,
     make_supervisor: SupervisorFactory,
     repo: Path,
     tmp_path: Path,
@@ -70,7 +86,10 @@ async def test_a_growing_transcript_shows_on_the_row_and_crossing_the_budget_is_
     transcript.parent.mkdir(parents=True)
     log = tmp_path / "hooks.log"
     notify = {"desktop": False, "on_over_budget": ["sh", "-c", LINE, str(log)]}
-    sup = await make_supervisor(usage_secs=0.1, budget={"per_session_usd": 0.10}, notify=notify)
+    sup, registry = await make_owner(
+        usage_secs=0.1, budget={"per_session_usd": 0.10}, notify=notify
+    )
+    _, watcher = sup.watch()
     sid = await proposed(sup, repo)
 
     def adopt(s):  # type: ignore[no-untyped-def]
@@ -81,7 +100,7 @@ async def test_a_growing_transcript_shows_on_the_row_and_crossing_the_budget_is_
             state=IdentityState.LIVE,
         )
 
-    sup.registry.amend(sid, adopt)
+    registry.amend(sid, adopt)
     worktree = sup.get(sid).session.worktree
     assert worktree
     WORKDIR.append(worktree)
@@ -103,17 +122,15 @@ async def test_a_growing_transcript_shows_on_the_row_and_crossing_the_budget_is_
         fh.write(assistant("msg_3", 1000) + "\n")
     await eventually(lambda: row_of(sup, sid).over_budget is not None, timeout=10)
     assert row_of(sup, sid).over_budget == "over budget: $0.11 of $0.10"
-    got = await quiet(log, 1)
+    got = await logged(log, 1)
     assert got == [["over_budget", sid, "over budget: $0.11 of $0.10"]]
 
     # more spending: the sentence follows, the notice is not repeated
     with transcript.open("a") as fh:
         fh.write(assistant("msg_4", 1000) + "\n")
-    await eventually(
-        lambda: row_of(sup, sid).over_budget == "over budget: $0.13 of $0.10", timeout=10
-    )
-    assert len(await quiet(log, 1)) == 1
-    await sup.close()
+    spent = "over budget: $0.13 of $0.10"
+    await eventually(lambda: row_of(sup, sid).over_budget == spent, timeout=10)
+    assert len(await closed_log(sup, watcher, lambda r: r.over_budget == spent, log)) == 1
 
     listed = stored_rows_json(state_dir)
     assert listed is not None
@@ -121,22 +138,25 @@ async def test_a_growing_transcript_shows_on_the_row_and_crossing_the_budget_is_
     assert kept["tokens_out"] == 8000 and kept["over_budget"] == "over budget: $0.13 of $0.10"
 
     again = await make_supervisor(usage_secs=0.1, budget={"per_session_usd": 0.10}, notify=notify)
+    _, watcher = again.watch()
     await eventually(lambda: row_of(again, sid).tokens_out == 8000, timeout=10)
-    assert len(await quiet(log, 1)) == 1, "a restarted owner told of an old crossing again"
+    again.rename(sid, "pushed again")  # the row goes to every board once more
+    got = await closed_log(again, watcher, lambda r: r.name == "pushed again", log)
+    assert len(got) == 1, "a restarted owner told of an old crossing again"
 
 
 async def test_a_built_in_engine_run_in_progress_counts_on_the_row_and_for_the_budget(
-    make_supervisor: SupervisorFactory, repo: Path
+    make_owner: OwnerFactory, repo: Path
 ) -> None:
     from corral.supervisor.llm.base import Usage
 
-    sup = await make_supervisor(usage_secs=0.1, budget={"per_session_tokens": 1000})
+    sup, registry = await make_owner(usage_secs=0.1, budget={"per_session_tokens": 1000})
     sid = await proposed(sup, repo)
-    live = sup.registry.get_live(sid)
+    live = registry.get_live(sid)
     assert live is not None
     # what the model chain served this session so far, not yet folded into it
     live.model_ledger.add(Usage(input_tokens=900, output_tokens=200, cost_usd=0.02), "m")
-    sup.registry.notify(sid)
+    registry.notify(sid)
     await eventually(lambda: row_of(sup, sid).over_budget is not None, timeout=10)
     row = row_of(sup, sid)
     assert (row.tokens_in, row.tokens_out, row.cost_usd) == (900, 200, 0.02)

@@ -7,7 +7,6 @@ tree, never the live worktree. Event numbers never repeat across restarts.
 
 from __future__ import annotations
 
-import asyncio
 import shlex
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -21,6 +20,7 @@ from corral.supervisor.states import CoderState
 from tests.conftest import (
     SupervisorFactory,
     events_of,
+    eventually,
     fast_config,
     git,
     hello_contract,
@@ -54,7 +54,19 @@ async def stop_writers(tmp_path: Path) -> AsyncIterator[Path]:
     stop = tmp_path / "stop-writers"
     yield stop
     stop.touch()
-    await asyncio.sleep(0.2)
+    await eventually(lambda: not _running_with(str(stop)))
+
+
+def _running_with(arg: str) -> list[int]:
+    """Processes whose command line names `arg` (the writers watch the stop file)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and arg in (proc / "cmdline").read_text(errors="replace"):
+                found.append(int(proc.name))
+        except OSError:
+            continue
+    return found
 
 
 def detached(script: str) -> str:

@@ -22,6 +22,7 @@ from corral.supervisor.api import Supervisor, new_session_id
 from corral.supervisor.config import SupervisorConfig
 from corral.supervisor.engines.base import EngineOutcome, RunContext
 from corral.supervisor.models import ContractCheck, OutcomeContract
+from corral.supervisor.session.registry import SessionRegistry
 from corral.supervisor.states import CoderState
 from corral.tui.screens.board import BoardScreen
 from corral.tui.screens.confirm import ConfirmScreen
@@ -95,6 +96,10 @@ class IntentEngines:
         return EngineOutcome(iterations=1)
 
 
+# git stats only from the verified diff: a frame never depends on a timer
+SCRIPTED_CONFIG = SupervisorConfig(repair_invokes=0, git_stats_secs=3600, usage_secs=3600)
+
+
 def scripted_supervisor(
     state: Path, drafted: Any, writes: list[Step] | None = None, **kw: Any
 ) -> Supervisor:
@@ -104,10 +109,18 @@ def scripted_supervisor(
         state,
         drafter=ScriptedDrafter([drafted]),
         engines=ScriptedEngines(ScriptedEngine([list(writes or [])])),
-        # git stats only from the verified diff: a frame never depends on a timer
-        config=SupervisorConfig(repair_invokes=0, git_stats_secs=3600, usage_secs=3600),
+        config=SCRIPTED_CONFIG,
         **kw,
     )
+
+
+def scripted_owner(
+    state: Path, drafted: Any, writes: list[Step] | None = None
+) -> tuple[Supervisor, SessionRegistry]:
+    """`scripted_supervisor`, with the session registry it runs on: for a
+    test that sets up what an agent's hooks or records would say."""
+    registry = SessionRegistry(state, config=SCRIPTED_CONFIG, clock=time.time, panes=None)
+    return scripted_supervisor(state, drafted, writes, registry=registry), registry
 
 
 async def start_to_approval(sup: Supervisor, intent: str, repo: Path) -> str:
@@ -268,7 +281,10 @@ def board_world(tmp_path: Path) -> Callable[..., tuple[Supervisor, Path, asyncio
     def factory(
         id_factory: Callable[[], str] = new_session_id,
         budget: dict[str, float] | None = None,
+        registries: list[SessionRegistry] | None = None,
     ) -> tuple[Supervisor, Path, asyncio.Event]:
+        """`registries`: the session registry it runs on is appended there,
+        for a test that sets up what an agent's records would say."""
         repo = make_repo(tmp_path / "shop")
         release = asyncio.Event()
         engines = IntentEngines(
@@ -290,13 +306,18 @@ def board_world(tmp_path: Path) -> Callable[..., tuple[Supervisor, Path, asyncio
                 "budget": budget or {},
             }
         )
+        clock = CounterClock()
+        registry = SessionRegistry(tmp_path / "state", config=config, clock=clock, panes=None)
+        if registries is not None:
+            registries.append(registry)
         sup = Supervisor(
             tmp_path / "state",
             drafter=ScriptedDrafter([_draft_for]),
             engines=engines,
             config=config,
-            clock=CounterClock(),
+            clock=clock,
             id_factory=id_factory,
+            registry=registry,
         )
         return sup, repo, release
 

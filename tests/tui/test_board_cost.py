@@ -7,6 +7,7 @@ when there is room; a price that is not known is never a number."""
 from __future__ import annotations
 
 from corral.supervisor.models import CoderSession, ModelUse, SessionSummary, TokenUse
+from corral.supervisor.session.registry import SessionRegistry
 from corral.supervisor.session.summaries import stored_summary
 from corral.supervisor.states import CoderState
 from corral.tui import rows as R
@@ -29,7 +30,9 @@ def _overspend(session: CoderSession) -> None:
 async def test_an_over_budget_row_warns_at_80_by_24_and_shows_its_cost_when_wide(
     board_world,
 ) -> None:  # type: ignore[no-untyped-def]
-    sup, repo, _release = board_world(budget={"per_session_usd": 5.0})
+    registries: list[SessionRegistry] = []
+    sup, repo, _release = board_world(budget={"per_session_usd": 5.0}, registries=registries)
+    [registry] = registries  # what the agents' usage records would set
     ids: dict[str, str] = {}
 
     async def seed(s):  # type: ignore[no-untyped-def]
@@ -44,7 +47,7 @@ async def test_an_over_budget_row_warns_at_80_by_24_and_shows_its_cost_when_wide
         assert "spent" not in str(board.query_one("#counts").render())
 
         # the running session (it needs nothing of you) goes over its budget
-        sup.registry.amend(ids["Bravo"], _overspend)
+        registry.amend(ids["Bravo"], _overspend)
         await until(pilot, "the warning in its row", lambda: any(
             # the needs-you cell is cut at 80 columns, with an ellipsis
             "Bravo" in line and "⚠ over budget: $5.70 …" in line[:80]
@@ -55,7 +58,7 @@ async def test_an_over_budget_row_warns_at_80_by_24_and_shows_its_cost_when_wide
         assert all(len(line.rstrip()) <= 80 for line in _lines(board))
 
         # a row that needs you says so first; its intent carries the mark
-        sup.registry.amend(ids["Alpha"], _overspend)
+        registry.amend(ids["Alpha"], _overspend)
         await until(pilot, "the mark on the row that needs you", lambda: any(
             "diff ready for approv" in line and "⚠ Alpha adds a file" in line
             for line in _lines(board)

@@ -10,22 +10,30 @@ import pytest
 from textual.widgets import Input, RichLog
 
 from corral.supervisor.api import Supervisor
+from corral.supervisor.session.registry import SessionRegistry
 from corral.tui.app import CorralApp
 from tests.fakes.claude_transcript import write_codex_rollout, write_transcript
 from tests.fakes.scripted import Write, contract
 
-from .conftest import board_ready, make_repo, open_from_board, scripted_supervisor, until
+from .conftest import (
+    board_ready,
+    make_repo,
+    open_from_board,
+    scripted_owner,
+    scripted_supervisor,
+    until,
+)
 
 DRAFTED = contract(("hello", "grep -q hi hello.txt"), description="hello.txt says hi")
 
 
-async def _seed(sup: Supervisor, repo: Path, transcript: Path) -> dict[str, str]:
+async def _seed(
+    sup: Supervisor, registry: SessionRegistry, repo: Path, transcript: Path
+) -> dict[str, str]:
     sid = (await sup.start("Write hello", repo)).session_id
     other = (await sup.start("Another thing", repo)).session_id
     # the agent's hooks named its transcript
-    sup.registry.note_agent_hook(
-        sid, {"session_id": "0b5e-claude", "transcript_path": str(transcript)}
-    )
+    registry.note_agent_hook(sid, {"session_id": "0b5e-claude", "transcript_path": str(transcript)})
     return {"hello": sid, "other": other}
 
 
@@ -34,11 +42,11 @@ async def test_the_session_screen_shows_the_agents_transcript(tmp_path: Path) ->
     transcript = write_transcript(
         tmp_path / "claude" / "t.jsonl", "Write hello please", "Wrote hello.txt with hi."
     )
-    sup = scripted_supervisor(tmp_path / "state", DRAFTED, [Write("hello.txt", "hi\n")])
+    sup, registry = scripted_owner(tmp_path / "state", DRAFTED, [Write("hello.txt", "hi\n")])
     seeded: dict[str, str] = {}
 
     async def ready(s: Supervisor) -> None:
-        seeded.update(await _seed(s, repo, transcript))
+        seeded.update(await _seed(s, registry, repo, transcript))
 
     app = CorralApp(sup, default_repo=repo, on_ready=ready)
     async with app.run_test(size=(130, 50)) as pilot:
@@ -69,11 +77,11 @@ async def test_slash_finds_sessions_by_their_transcript_and_events(tmp_path: Pat
     transcript = write_transcript(
         tmp_path / "claude" / "t.jsonl", "Write hello please", "Crème brûlée is ready"
     )
-    sup = scripted_supervisor(tmp_path / "state", DRAFTED)
+    sup, registry = scripted_owner(tmp_path / "state", DRAFTED)
     seeded: dict[str, str] = {}
 
     async def ready(s: Supervisor) -> None:
-        seeded.update(await _seed(s, repo, transcript))
+        seeded.update(await _seed(s, registry, repo, transcript))
 
     app = CorralApp(sup, default_repo=repo, on_ready=ready)
     async with app.run_test(size=(130, 30)) as pilot:
@@ -109,14 +117,14 @@ async def test_a_codex_sessions_rollout_is_its_transcript_and_searched(
     monkeypatch.setenv("CODEX_HOME", str(tmp_path / "codex"))
     thread = "01a23399-6fe3-7c12-b6c4-c0440762e36d"
     write_codex_rollout(tmp_path / "codex", thread, "Write esc.txt", "Wrote quetzal.txt.")
-    sup = scripted_supervisor(tmp_path / "state", DRAFTED)
+    sup, registry = scripted_owner(tmp_path / "state", DRAFTED)
     await sup.open()
     try:
         sid = (await sup.start("Write hello", repo)).session_id
         other = (await sup.start("Another thing", repo)).session_id
         # what the external engine records for a Codex pane, then its notify hook
-        sup.registry.amend(sid, lambda s: setattr(s, "pane", {"agent": "codex"}))
-        sup.registry.note_agent_hook(sid, {"thread-id": thread})
+        registry.amend(sid, lambda s: setattr(s, "pane", {"agent": "codex"}))
+        registry.note_agent_hook(sid, {"thread-id": thread})
         assert await sup.search("quetzal") == [sid]
         assert other not in await sup.search("esc.txt")
         turns = [(t.role, t.text) for t in await sup.transcript(sid)]

@@ -30,7 +30,8 @@ from corral.supervisor.session.journal import EventLog
 from corral.supervisor.session.live import LiveSession
 from corral.supervisor.session.summaries import live_summary, stored_summary
 from corral.supervisor.states import CoderState, NeedsYou
-from tests.conftest import SupervisorFactory, eventually
+from tests.conftest import Clock, SupervisorFactory, eventually, fast_config
+from tests.fakes.owner import opened_with_registry
 
 
 class Board:
@@ -38,7 +39,8 @@ class Board:
 
     def __init__(self, shed_secs: float = 10.0) -> None:
         self.entries: dict[str, LiveSession] = {}
-        self.feed = BoardFeed(self.build, shed_secs=shed_secs)
+        self.clock = Clock(0.0)  # how long a watcher has not read: driven, never waited
+        self.feed = BoardFeed(self.build, shed_secs=shed_secs, clock=self.clock)
 
     def build(self, session_id: str) -> SessionSummary | None:
         entry = self.entries.get(session_id)
@@ -180,9 +182,9 @@ async def test_a_wedged_watcher_is_shed_and_a_healthy_one_is_kept() -> None:
         for n in range(1, 4):
             entry.log.append(IterationStartedData(n=n, max=8))
             await settle()
-            await asyncio.sleep(0.04)
+            board.clock.advance(0.04)
         # both got pushes; the wedged one has not read for > shed_secs with updates waiting
-        await asyncio.sleep(0.06)
+        board.clock.advance(0.06)
         entry.log.append(IterationStartedData(n=4, max=8))
         await settle()
 
@@ -208,7 +210,7 @@ async def test_a_quiet_watcher_with_nothing_waiting_is_not_shed() -> None:
     board = Board(shed_secs=0.02)
     entry = board.add("s1")
     idle = board.feed.register()  # never reads, but nothing is queued for it yet
-    await asyncio.sleep(0.05)
+    board.clock.advance(0.05)
     entry.log.append(IterationStartedData(n=1, max=8))
     await settle()
     assert board.feed.is_registered(idle)
@@ -270,23 +272,21 @@ async def test_watcher_close_unregisters(make_supervisor: SupervisorFactory) -> 
     assert sup.unwatch(watcher) is False  # closing it unregistered it
 
 
-async def test_supervisor_pushes_skip_narration(
-    make_supervisor: SupervisorFactory, repo: Path
-) -> None:
-    sup = await make_supervisor()
-    started = await sup.start("say hi", repo)
-    sid = started.session_id
-    _, watcher = sup.watch()
-    entry = sup.registry.live(sid)
-    sup.registry.emit(entry, PlanTextData(text="narration"))
-    sup.registry.emit(entry, ToolCallData(tool="read_file"))
-    await settle()
-    assert watcher.get_nowait() == []
-    sup.registry.emit(entry, IterationStartedData(n=3, max=8))
-    await settle()
-    [row] = watcher.get_nowait()
-    assert row.iterations == 3
-    assert row.next_seq == entry.log.next_seq  # built after the event, not before
+async def test_supervisor_pushes_skip_narration(state_dir: Path, repo: Path) -> None:
+    async with opened_with_registry(state_dir, config=fast_config()) as (sup, registry):
+        started = await sup.start("say hi", repo)
+        sid = started.session_id
+        _, watcher = sup.watch()
+        entry = registry.live(sid)
+        registry.emit(entry, PlanTextData(text="narration"))
+        registry.emit(entry, ToolCallData(tool="read_file"))
+        await settle()
+        assert watcher.get_nowait() == []
+        registry.emit(entry, IterationStartedData(n=3, max=8))
+        await settle()
+        [row] = watcher.get_nowait()
+        assert row.iterations == 3
+        assert row.next_seq == entry.log.next_seq  # built after the event, not before
 
 
 async def test_summaries_have_every_key_and_keep_nulls(
@@ -319,9 +319,7 @@ async def test_summaries_have_every_key_and_keep_nulls(
         assert key in wire and wire[key] is None, key
 
     # a stored (not live) row has the same keys, with the live-only ones null
-    stored = json.loads(
-        stored_summary(sup.registry.live(started.session_id).session).model_dump_json()
-    )
+    stored = json.loads(stored_summary(sup.get(started.session_id).session).model_dump_json())
     assert set(stored) == set(wire)
     assert stored["live"] is False
     assert stored["needs_you"] is None and stored["needs_you_label"] is None

@@ -30,17 +30,23 @@ async def test_the_tasks_end_and_their_errors_are_logged_not_raised(
 
 
 async def test_the_callers_own_cancellation_goes_on() -> None:
+    stopping, may_stop = asyncio.Event(), asyncio.Event()
+
     async def stubborn() -> None:
         try:
             await asyncio.Event().wait()
         except asyncio.CancelledError:
-            await asyncio.sleep(0.2)  # slow to stop
+            stopping.set()
+            await may_stop.wait()  # slow to stop: until the test lets it
 
     inner = asyncio.ensure_future(stubborn())
     await asyncio.sleep(0)
     outer = asyncio.ensure_future(cancel_and_wait([inner]))
-    await asyncio.sleep(0.01)
+    await asyncio.wait_for(stopping.wait(), 5)  # it cancelled the task and waits for it
     outer.cancel()  # the caller is cancelled while it waits
+    done, _ = await asyncio.wait([outer], timeout=5)
+    assert outer in done, "the caller's cancellation waited for the stubborn task"
     with pytest.raises(asyncio.CancelledError):
-        await outer
+        outer.result()
+    may_stop.set()
     await asyncio.wait([inner])

@@ -29,6 +29,7 @@ from corral.supervisor.llm.config import (
 )
 from corral.supervisor.llm.openai_compat import OpenAICompatProvider
 from corral.supervisor.llm.retry import RetryPolicy, iter_sse, parse_retry_after
+from tests.conftest import eventually
 from tests.fakes.llm_fakes import (
     FakeAnthropicServer,
     FakeCall,
@@ -352,7 +353,8 @@ async def test_timeout_bounds_the_call(api: str) -> None:
 async def test_cancelling_a_call_closes_its_connection() -> None:
     with FakeOpenAIServer([Reply("slow", stall=5)]) as srv:
         task = asyncio.create_task(openai(srv).complete([Message("user", "x")]))
-        await asyncio.sleep(0.2)
+        await eventually(lambda: srv.requests)  # the call is in flight, its reply stalled
+        assert not task.done()
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
@@ -378,7 +380,7 @@ async def test_scripted_provider_serves_records_and_gates() -> None:
     )
     deltas: list[str] = []
     task = asyncio.create_task(provider.complete([Message("user", "one")], on_delta=deltas.append))
-    await asyncio.sleep(0.01)
+    await eventually(lambda: provider.calls)
     assert len(provider.calls) == 1 and not task.done()  # parked on the gate
     gate.set()
     turn = await task
