@@ -44,10 +44,11 @@ demo: $(STAMP)
 	$(BIN)/corral demo
 
 # Test files run on parallel workers: most tests wait on real processes (agent
-# CLIs, tmux, sshd), so three workers fit two cores. TEST_WORKERS=0 runs serially.
+# CLIs, tmux, sshd), so three workers fit two cores; the files that boot real
+# agent CLIs share one worker (tests/conftest.py). TEST_WORKERS=0 runs serially.
 TEST_WORKERS ?= 3
 test: $(STAMP) $(E2E_STAMP) $(AIDER_STAMP)
-	$(BIN)/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 # The type checker and the import contracts read the package as it installs
 # (`corral.supervisor`, `corral.tui`): build/view/corral links the root folders

@@ -10,8 +10,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import sqlite3
 import shutil
+import sqlite3
 import subprocess
 import tempfile
 import time
@@ -105,6 +105,17 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     root = session.config.stash.get(_OWN_BASETEMP, None)
     if root and exitstatus == 0:
         shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Parallel workers (`--dist loadgroup`) take whole test files, so a
+    file's module fixtures are built once; files that declare a shared lane
+    (the real agent CLIs: tests/e2e/support.AGENT_CLIS) run on one worker."""
+    for item in items:
+        if item.get_closest_marker("xdist_group") is None:
+            lane = item.path.relative_to(config.rootpath).as_posix()
+            item.add_marker(pytest.mark.xdist_group(lane))
 
 
 @pytest.fixture(autouse=True)

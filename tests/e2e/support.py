@@ -12,12 +12,19 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from corral.supervisor.api import Supervisor
 from corral.supervisor.contracts.drafting import FixedDrafter
 from corral.supervisor.factory import build_supervisor
 from corral.supervisor.models import SessionSummary
 from corral.supervisor.states import CoderState
 from tests.conftest import eventually, fast_config, hello_contract
+
+# Files that start real agent CLIs (node processes that take a core each to
+# boot) share one parallel-test lane, so two of them never boot at once on a
+# 2-core machine and their timeouts measure the CLI, not the contention.
+AGENT_CLIS = pytest.mark.xdist_group("agent-clis")
 
 
 def screen_text(sup: Supervisor, sid: str) -> str:

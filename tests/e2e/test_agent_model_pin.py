@@ -10,7 +10,7 @@ import pytest
 
 from corral.supervisor.states import CoderState as S
 from tests.conftest import init_repo
-from tests.e2e.support import kill_tmux, open_sup, settle
+from tests.e2e.support import AGENT_CLIS, kill_tmux, open_sup, settle
 from tests.e2e.test_real_agents import MISSING, agent_env
 from tests.fakes.agent_env import claude_launch, codex_launch
 from tests.fakes.model_server import FakeModelServer, Reply, ToolCall
@@ -19,6 +19,7 @@ __all__ = ["agent_env"]  # the fixture, shared with the other real-agent tests
 
 pytestmark = [
     pytest.mark.slow,
+    AGENT_CLIS,
     pytest.mark.skipif(MISSING is not None, reason=f"agent CLIs not installed: {MISSING}"),
 ]
 

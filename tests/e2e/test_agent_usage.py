@@ -18,7 +18,7 @@ from corral.supervisor.contracts.drafting import FixedDrafter
 from corral.supervisor.factory import build_supervisor
 from corral.supervisor.states import CoderState as S
 from tests.conftest import fast_config, hello_contract, init_repo, row_of, stored_session
-from tests.e2e.support import kill_tmux, settle, until
+from tests.e2e.support import AGENT_CLIS, kill_tmux, settle, until
 from tests.fakes.agent_env import (
     claude_bin,
     claude_launch,
@@ -33,6 +33,7 @@ from tests.fakes.model_server import FakeModelServer, Reply, ToolCall, Usage
 MISSING = missing_clis()
 pytestmark = [
     pytest.mark.slow,
+    AGENT_CLIS,
     pytest.mark.skipif(MISSING is not None, reason=f"agent CLIs not installed: {MISSING}"),
 ]
 

@@ -25,6 +25,7 @@ from typing import Any
 
 import pytest
 
+from tests.e2e.support import AGENT_CLIS
 from tests.fakes.agent_env import (
     AgentLaunch,
     claude_launch,
@@ -467,7 +468,7 @@ def test_server_stops_and_frees_its_port() -> None:
 NOT_INSTALLED = missing_clis()
 needs_clis = pytest.mark.skipif(NOT_INSTALLED is not None, reason=NOT_INSTALLED or "")
 needs_tmux = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux not installed")
-e2e = [pytest.mark.slow, needs_clis, needs_tmux, pytest.mark.timeout(180)]
+e2e = [pytest.mark.slow, AGENT_CLIS, needs_clis, needs_tmux, pytest.mark.timeout(180)]
 
 CLAUDE_MARK = "❯"
 CODEX_MARK = "›"

@@ -21,6 +21,7 @@ import pytest
 from corral.supervisor.remote import ControlClient, OwnerServices
 from corral.supervisor.states import CoderState
 from tests.conftest import SupervisorFactory, hello_contract, init_repo
+from tests.e2e.support import AGENT_CLIS
 from tests.fakes.agent_env import claude_bin, claude_launch, claude_print_argv
 from tests.fakes.model_server import FakeModelServer, Reply, ToolCall
 from tests.fakes.scripted import ScriptedEngine, Wait
@@ -30,6 +31,7 @@ RUN_ID = "mcp-run-e2e"
 
 pytestmark = [
     pytest.mark.slow,
+    AGENT_CLIS,
     pytest.mark.skipif(not claude_bin().exists(), reason="Claude Code is not installed in e2e/"),
 ]
 

@@ -14,12 +14,12 @@ from corral.supervisor.contracts.drafting import FixedDrafter
 from corral.supervisor.factory import build_supervisor
 from corral.supervisor.states import CoderState as S
 from tests.conftest import fast_config, hello_contract, init_repo
-from tests.e2e.support import kill_tmux, settle
+from tests.e2e.support import AGENT_CLIS, kill_tmux, settle
 from tests.e2e.test_real_agents import agent_env
 from tests.fakes.agent_env import claude_bin, claude_launch, codex_bin, codex_launch
 from tests.fakes.model_server import FakeModelServer, Reply, ToolCall
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, AGENT_CLIS]
 NO_CLAUDE = pytest.mark.skipif(not claude_bin().exists(), reason=f"{claude_bin()} is missing")
 NO_CODEX = pytest.mark.skipif(not codex_bin().exists(), reason=f"{codex_bin()} is missing")
 

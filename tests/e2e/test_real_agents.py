@@ -19,13 +19,14 @@ import pytest
 from corral.supervisor.events import PaneAnswerData
 from corral.supervisor.states import CoderState as S
 from tests.conftest import init_repo
-from tests.e2e.support import kill_tmux, open_sup, settle
+from tests.e2e.support import AGENT_CLIS, kill_tmux, open_sup, settle
 from tests.fakes.agent_env import claude_bin, claude_launch, codex_launch, missing_clis
 from tests.fakes.model_server import FakeModelServer, Reply, ToolCall
 
 MISSING = missing_clis()
 pytestmark = [
     pytest.mark.slow,
+    AGENT_CLIS,
     pytest.mark.skipif(MISSING is not None, reason=f"agent CLIs not installed: {MISSING}"),
 ]
 

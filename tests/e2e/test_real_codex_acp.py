@@ -17,11 +17,11 @@ import pytest
 from corral.supervisor.events import ConversationData
 from corral.supervisor.states import CoderState as S
 from tests.conftest import init_repo
-from tests.e2e.support import open_sup, settle
+from tests.e2e.support import AGENT_CLIS, open_sup, settle
 from tests.fakes.agent_env import BIN_DIR, codex_launch, missing_cli
 from tests.fakes.model_server import FakeModelServer, Reply, ToolCall
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, AGENT_CLIS]
 
 ADAPTER = BIN_DIR / "codex-acp"
 NO_ADAPTER = missing_cli(ADAPTER, "npm ci --prefix e2e")

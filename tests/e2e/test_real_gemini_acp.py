@@ -17,11 +17,11 @@ import pytest
 from corral.supervisor.events import ConversationData, PaneAnswerData
 from corral.supervisor.states import CoderState as S
 from tests.conftest import init_repo
-from tests.e2e.support import open_sup, settle
+from tests.e2e.support import AGENT_CLIS, open_sup, settle
 from tests.fakes.agent_env import AgentLaunch, gemini_bin, gemini_launch, missing_cli
 from tests.fakes.model_server import FakeModelServer, Reply, ToolCall
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, AGENT_CLIS]
 
 NO_GEMINI = missing_cli(gemini_bin(), "npm ci --prefix e2e")
 needs_gemini = pytest.mark.skipif(NO_GEMINI is not None, reason=f"Gemini CLI: {NO_GEMINI}")

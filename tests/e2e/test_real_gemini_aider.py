@@ -18,7 +18,7 @@ import pytest
 from corral.supervisor.api import Supervisor
 from corral.supervisor.states import CoderState as S
 from tests.conftest import init_repo
-from tests.e2e.support import kill_tmux, open_sup, process_tree, screen_text, settle
+from tests.e2e.support import AGENT_CLIS, kill_tmux, open_sup, process_tree, screen_text, settle
 from tests.fakes.agent_env import (
     AgentLaunch,
     aider_bin,
@@ -30,7 +30,7 @@ from tests.fakes.agent_env import (
 )
 from tests.fakes.model_server import FakeModelServer, Reply, ToolCall
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, AGENT_CLIS]
 
 NO_GEMINI = missing_cli(gemini_bin(), "npm ci --prefix e2e")
 needs_gemini = pytest.mark.skipif(NO_GEMINI is not None, reason=f"Gemini CLI: {NO_GEMINI}")

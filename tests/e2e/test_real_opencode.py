@@ -22,7 +22,7 @@ import pytest
 
 from corral.supervisor.states import CoderState as S
 from tests.conftest import init_repo
-from tests.e2e.support import describe, kill_tmux, open_sup, settle
+from tests.e2e.support import AGENT_CLIS, describe, kill_tmux, open_sup, settle
 from tests.e2e.test_fake_model_server import Tmux, wait_until
 from tests.fakes.agent_env import AgentLaunch, missing_opencode, opencode_bin, opencode_launch
 from tests.fakes.model_server import FakeModelServer, Reply, ToolCall
@@ -30,6 +30,7 @@ from tests.fakes.model_server import FakeModelServer, Reply, ToolCall
 MISSING = missing_opencode()
 pytestmark = [
     pytest.mark.slow,
+    AGENT_CLIS,
     pytest.mark.skipif(MISSING is not None, reason=f"OpenCode not installed: {MISSING}"),
 ]
 

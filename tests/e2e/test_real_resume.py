@@ -20,7 +20,7 @@ from corral.supervisor.factory import build_supervisor
 from corral.supervisor.session.identity import resume_id
 from corral.supervisor.states import CoderState as S
 from tests.conftest import eventually, fast_config, hello_contract, init_repo, row_of
-from tests.e2e.support import until
+from tests.e2e.support import AGENT_CLIS, until
 from tests.e2e.test_real_agents import MISSING, agent_env, kill_tmux, open_sup, settle
 from tests.fakes.agent_env import claude_launch, codex_launch
 from tests.fakes.model_server import FakeModelServer, Reply, ToolCall
@@ -29,6 +29,7 @@ __all__ = ["agent_env"]  # the fixture, shared
 
 pytestmark = [
     pytest.mark.slow,
+    AGENT_CLIS,
     pytest.mark.skipif(MISSING is not None, reason=f"agent CLIs not installed: {MISSING}"),
 ]
 

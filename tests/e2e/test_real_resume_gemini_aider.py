@@ -14,14 +14,14 @@ import pytest
 
 from corral.supervisor.states import CoderState as S
 from tests.conftest import eventually, init_repo
-from tests.e2e.support import kill_tmux, open_sup, settle
+from tests.e2e.support import AGENT_CLIS, kill_tmux, open_sup, settle
 from tests.e2e.test_real_gemini_aider import agent_env, needs_aider, needs_gemini
 from tests.fakes.agent_env import aider_launch, aider_whole_file, gemini_launch
 from tests.fakes.model_server import FakeModelServer, Reply, ToolCall
 
 __all__ = ["agent_env"]  # the fixture, shared
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, AGENT_CLIS]
 
 TASK = "Write hello.txt saying hi"
 
