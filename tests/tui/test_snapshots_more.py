@@ -70,7 +70,7 @@ def test_light_theme_and_an_error_toast(snap_compare, tmp_path: Path) -> None:
             ),
         )
 
-    assert snap_compare(app, terminal_size=(120, 20), run_before=before)
+    assert snap_compare(app, terminal_size=(120, 24), run_before=before)
 
 
 def test_a_board_of_a_hundred_sessions(snap_compare, tmp_path: Path) -> None:
