@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -599,21 +600,42 @@ def test_an_owning_run_keeps_a_second_runs_session_until_it_reaches_its_gate(
     env["CORRAL_TMUX_SOCKET_DIR"] = str(tmp_path / "tmux")
     env["PYTHONPATH"] = str(REPO_ROOT)
 
-    def run(name: str, seconds: int) -> subprocess.Popen[str]:
+    def run(name: str) -> subprocess.Popen[str]:
+        """A run whose agent finishes once the test writes `go` into its worktree."""
+        agent = f"while [ ! -f go ]; do sleep 0.1; done; echo {name} > {name}.txt"
         argv = [sys.executable, "-m", "corral.tui.cli", "run", "--repo", str(repo)]
         argv += ["--intent", f"write {name}", "--check", f"test -f {name}.txt", "--yes"]
-        argv += ["--engine", f"custom:sh -c 'sleep {seconds}; echo {name} > {name}.txt'"]
+        argv += ["--engine", f"custom:sh -c '{agent}'"]
         return subprocess.Popen(
             argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
         )
 
-    first = run("first", 4)
+    def row_when(intent: str, state: str) -> dict[str, Any]:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            listed = subprocess.run(
+                [sys.executable, "-m", "corral.tui.cli", "sessions", "--json"],
+                env=env, capture_output=True, text=True,
+            )  # fmt: skip
+            for row in json.loads(listed.stdout or "[]") if listed.returncode == 0 else []:
+                if row["intent"] == intent and row["state"] == state and row["worktree"]:
+                    return row  # type: ignore[no-any-return]
+            time.sleep(0.2)
+        raise AssertionError(f"no {state} session for {intent!r}: {listed.stdout}")
+
+    first = run("first")
     deadline = time.monotonic() + 60
     while not (home / "control.sock").exists():  # the first run owns the state dir now
         assert time.monotonic() < deadline and first.poll() is None, first.communicate()
         time.sleep(0.1)
-    second = run("second", 12)
-    out2, err2 = second.communicate(timeout=180)
+    first_tree = Path(row_when("write first", "running")["worktree"])
+    second = run("second")
+    second_tree = Path(row_when("write second", "running")["worktree"])
+    (first_tree / "go").write_text("")  # the owner's own session ends first...
+    row_when("write first", "needs_approval")
+    assert first.poll() is None, first.communicate()  # ...and the owner stays
+    (second_tree / "go").write_text("")
+    out2, err2 = second.communicate(timeout=120)
     out1, err1 = first.communicate(timeout=60)
     assert first.returncode == 5, (out1, err1)
     assert "other clients started here still run" in err1
