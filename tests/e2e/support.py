@@ -57,14 +57,17 @@ async def until(
         raise AssertionError(f"{said}: not within {timeout:g} s; {describe(sup, sid)}") from None
 
 
-async def open_sup(tmp_path: Path, agent: str, *, wall_secs: int = 120) -> Supervisor:
-    """A supervisor whose sessions run `agent` on the hello contract, no repairs."""
+async def open_sup(
+    tmp_path: Path, agent: str, *, wall_secs: int = 120, repairs: int = 0
+) -> Supervisor:
+    """A supervisor whose sessions run `agent` on the hello contract, with
+    `repairs` repair rounds (none unless asked)."""
     sup = build_supervisor(
         tmp_path / "state",
         FixedDrafter(hello_contract()),
         socket_dir=tmp_path / "tmux",
         default_engine=f"external:{agent}",
-        config=fast_config(repair_invokes=0, max_session_wall_secs=wall_secs),
+        config=fast_config(repair_invokes=repairs, max_session_wall_secs=wall_secs),
     )
     await sup.open()
     return sup
