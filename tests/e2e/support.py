@@ -93,6 +93,21 @@ def process_tree(pid: int) -> set[int]:
     return tree
 
 
+def agent_pids(sup: Supervisor, sid: str, wanted: Callable[[list[str]], bool]) -> list[int]:
+    """The processes under a session's agent process (an ACP agent's, not
+    a pane's) whose command line (`argv`) is `wanted`."""
+    pane = sup.get(sid).session.pane or {}
+    found = []
+    for pid in process_tree(int(pane["pid"])):
+        try:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+        except OSError:
+            continue
+        if wanted(argv.split("\0")):
+            found.append(pid)
+    return found
+
+
 def kill_tmux(tmp_path: Path) -> None:
     """Stop every agent the test's private tmux servers hold, then the
     servers: closing the supervisor leaves agents running on purpose (the

@@ -26,7 +26,7 @@ import pytest
 from corral.supervisor.events import AgentStartedData, ConversationData, PlanTextData
 from corral.supervisor.states import CoderState as S
 from tests.conftest import init_repo
-from tests.e2e.support import open_sup, process_tree, settle, until
+from tests.e2e.support import agent_pids, open_sup, settle, until
 from tests.fakes.agent_env import BIN_DIR, claude_launch, missing_cli
 from tests.fakes.model_server import FakeModelServer, Reply, ToolCall
 
@@ -56,18 +56,9 @@ def use_claude(
         monkeypatch.setenv("CORRAL_CONFIG", str(config))
 
 
-def adapter_pids(sup, sid: str) -> list[int]:  # type: ignore[no-untyped-def]
-    """The adapter's node process(es) under the session's agent process."""
-    pane = sup.get(sid).session.pane or {}
-    found = []
-    for pid in process_tree(int(pane["pid"])):
-        try:
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-        except OSError:
-            continue
-        if b"claude-code-acp" in cmdline and b"bwrap" not in cmdline.split(b"\0")[0]:
-            found.append(pid)
-    return found
+def is_adapter(argv: list[str]) -> bool:
+    """The adapter's node process (Claude Code is its child)."""
+    return len(argv) > 1 and Path(argv[0]).name == "node" and "claude-code-acp" in argv[1]
 
 
 @needs_adapter
@@ -137,7 +128,7 @@ async def test_a_killed_claude_adapter_goes_dormant_and_revives_with_session_loa
             )
             first = sup.get(sid).session.agent_identity
             assert first is not None and first.session_id
-            killed = adapter_pids(sup, sid)
+            killed = agent_pids(sup, sid, is_adapter)
             assert killed, "no claude-code-acp process under the session's agent"
             for pid in killed:
                 os.kill(pid, signal.SIGKILL)
