@@ -362,12 +362,29 @@ class AcpEngine:
         resume = ctx.resume_id() if conv.can_load else None
         if resume:
             ctx.emit(PlanTextData(text=f"Loading {label}'s conversation {resume} (session/load)."))
-            loaded = await self._until_exit(
-                conv,
-                conv.conn.load_session(cwd=str(ctx.worktree), session_id=resume, mcp_servers=[]),
-                "while loading its conversation",
-                self.start_timeout,
-            )
+            client = conv.client
+            if client is not None:
+                client.replaying = True
+            try:
+                loaded = await self._until_exit(
+                    conv,
+                    conv.conn.load_session(
+                        cwd=str(ctx.worktree), session_id=resume, mcp_servers=[]
+                    ),
+                    "while loading its conversation",
+                    self.start_timeout,
+                )
+            finally:
+                if client is not None:
+                    client.replaying = False
+            if client is not None and client.replayed:
+                count = f"{client.replayed} update" + ("s" if client.replayed != 1 else "")
+                ctx.emit(
+                    PlanTextData(
+                        text=f"{label} replayed its conversation ({count}); this session's "
+                        "log already holds it."
+                    )
+                )
             conv.session_id, conv.loaded = resume, True
             modes = loaded.modes if loaded else None
             options = loaded.config_options if loaded else None
@@ -383,7 +400,7 @@ class AcpEngine:
             options = created.config_options
             ctx.note_agent_session(created.session_id, None)
         if conv.client is not None:
-            conv.client.flush()  # a load replays the conversation as updates
+            conv.client.flush()  # what it said while starting
         offers = conv.offers
         read_modes(offers, modes)
         read_models(offers, conv.announced.get("models"))
