@@ -102,6 +102,10 @@ class CorralClient:
         self.on_mode = on_mode
         self.on_options = on_options
         self._said: dict[str, str] = {"message": "", "thought": ""}
+        # a prompt is in flight: an unfinished line waits for the rest; outside
+        # a turn (an agent may stream its last words after answering the
+        # prompt) each piece is journaled as it comes
+        self.in_turn = False
         self.replaying = False  # a `session/load` is replaying the conversation
         self.replayed = 0  # the updates it replayed
 
@@ -131,7 +135,7 @@ class CorralClient:
         if isinstance(update, AgentMessageChunk | AgentThoughtChunk):
             part = "message" if isinstance(update, AgentMessageChunk) else "thought"
             self._said[part] += _text(update.content)
-            self.flush(keep_partial=True)
+            self.flush(keep_partial=self.in_turn)
             return
         self.flush()
         if isinstance(update, ToolCallStart):
