@@ -179,7 +179,8 @@ async def test_a_killed_codex_adapter_goes_dormant_and_revives_with_session_load
             assert again is not None and again.session_id == first.session_id
             # the conversation the adapter replays while loading is not journaled twice
             told = [d.text for d in events if isinstance(d, ConversationData)]
-            assert told.count("Let me look around first.") == 1, [t[:80] for t in told]
+            # (Codex's own notices stream as the same message, so a line may hold more)
+            assert sum("Let me look around first." in t for t in told) == 1, told
             resumed = json.dumps(srv.turn_requests[before].body)
             assert task in resumed and "Let me look around first." in resumed
             assert "same conversation" in resumed
