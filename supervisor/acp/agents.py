@@ -73,7 +73,8 @@ def _accepted_flag(binary: str, flags: tuple[str, ...]) -> str:
 PRESETS: dict[str, tuple[str, str, tuple[str, ...], str, bool]] = {
     # name: (label, program, one of these flags, the agent it speaks for, corral serves fs/*)
     # Gemini CLI reads a file before it writes it and takes a client's
-    # "not found" error for a failure (it only recognises its own ENOENT), so
+    # "not found" error for a failure (0.61 matches the error's message only
+    # on an Error object, and a JSON-RPC error reaches it as a plain one), so
     # it could never create a file through corral's fs/*: it writes itself.
     "gemini-acp": ("Gemini CLI (ACP)", "gemini", ("--acp", "--experimental-acp"), "gemini", False),
     "claude-acp": ("Claude Code (ACP adapter)", "claude-code-acp", (), "claude", True),

@@ -4,7 +4,11 @@ client (files, terminals) is served inside the session's worktree and
 sandbox, and every refusal is a typed `blocked` event (what, why, by whom);
 a permission request goes to `permission` (the engine turns it into the
 session's question); a new mode or new config options go to `on_mode` and
-`on_options` (the engine keeps the session's `AgentOffers`)."""
+`on_options` (the engine keeps the session's `AgentOffers`).
+
+While the agent loads a conversation (`session/load`) it replays it as
+updates: the session's log already holds them, so they are counted, not
+journaled a second time as if the agent said them again."""
 
 from __future__ import annotations
 
@@ -98,6 +102,12 @@ class CorralClient:
         self.on_mode = on_mode
         self.on_options = on_options
         self._said: dict[str, str] = {"message": "", "thought": ""}
+        # a prompt is in flight: an unfinished line waits for the rest; outside
+        # a turn (an agent may stream its last words after answering the
+        # prompt) each piece is journaled as it comes
+        self.in_turn = False
+        self.replaying = False  # a `session/load` is replaying the conversation
+        self.replayed = 0  # the updates it replayed
 
     # -- the conversation ------------------------------------------------------------
 
@@ -118,10 +128,14 @@ class CorralClient:
                 self.emit(ConversationData(part=part, text=text))  # type: ignore[arg-type]
 
     async def session_update(self, session_id: str, update: Any, **_: Any) -> None:
+        settings = CurrentModeUpdate | ConfigOptionUpdate | AvailableCommandsUpdate
+        if self.replaying and not isinstance(update, settings):
+            self.replayed += 1
+            return
         if isinstance(update, AgentMessageChunk | AgentThoughtChunk):
             part = "message" if isinstance(update, AgentMessageChunk) else "thought"
             self._said[part] += _text(update.content)
-            self.flush(keep_partial=True)
+            self.flush(keep_partial=self.in_turn)
             return
         self.flush()
         if isinstance(update, ToolCallStart):

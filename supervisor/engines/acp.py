@@ -362,12 +362,29 @@ class AcpEngine:
         resume = ctx.resume_id() if conv.can_load else None
         if resume:
             ctx.emit(PlanTextData(text=f"Loading {label}'s conversation {resume} (session/load)."))
-            loaded = await self._until_exit(
-                conv,
-                conv.conn.load_session(cwd=str(ctx.worktree), session_id=resume, mcp_servers=[]),
-                "while loading its conversation",
-                self.start_timeout,
-            )
+            client = conv.client
+            if client is not None:
+                client.replaying = True
+            try:
+                loaded = await self._until_exit(
+                    conv,
+                    conv.conn.load_session(
+                        cwd=str(ctx.worktree), session_id=resume, mcp_servers=[]
+                    ),
+                    "while loading its conversation",
+                    self.start_timeout,
+                )
+            finally:
+                if client is not None:
+                    client.replaying = False
+            if client is not None and client.replayed:
+                count = f"{client.replayed} update" + ("s" if client.replayed != 1 else "")
+                ctx.emit(
+                    PlanTextData(
+                        text=f"{label} replayed its conversation ({count}); this session's "
+                        "log already holds it."
+                    )
+                )
             conv.session_id, conv.loaded = resume, True
             modes = loaded.modes if loaded else None
             options = loaded.config_options if loaded else None
@@ -383,7 +400,7 @@ class AcpEngine:
             options = created.config_options
             ctx.note_agent_session(created.session_id, None)
         if conv.client is not None:
-            conv.client.flush()  # a load replays the conversation as updates
+            conv.client.flush()  # what it said while starting
         offers = conv.offers
         read_modes(offers, modes)
         read_models(offers, conv.announced.get("models"))
@@ -487,37 +504,52 @@ class AcpEngine:
         async with self._turn:
             ctx.emit(ConversationData(part="prompt", text=text))
             self._status(AgentStatus.RUNNING, "prompt in flight")
-            sending = conv.conn.prompt(session_id=conv.session_id, prompt=[text_block(text)])
-            self._prompt_sent.clear()
-            reply = asyncio.ensure_future(
-                self._until_exit(conv, sending, "during its turn (the prompt got no answer)", None)
-            )
-            # guidance is delivered once the request was written to the agent's stdin
-            sent = asyncio.ensure_future(self._prompt_sent.wait())
-            self._inflight = reply  # a cancel waits for the agent to end this turn
-            try:
-                await asyncio.wait({reply, sent}, return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                sent.cancel()
-            if not self._prompt_sent.is_set():
-                await reply  # raises how the agent went
-            for note in notes:
-                ctx.emit(OperatorGuidanceData(text=note, status=GUIDANCE_DELIVERED))
-            if messages:
-                ctx.messages_ended(messages, MESSAGE_ACCEPTED, None)
-            response = await asyncio.shield(reply)
-            self._inflight = None
             if conv.client is not None:
-                conv.client.flush()
-            stop = str(response.stop_reason)
-            used = reported_usage(response.usage)
-            if used is not None:
-                ctx.note_usage(f"acp:{self.agent.name}", used)
-            ctx.emit(ConversationData(part="turn_end", text=stop))
-            self._status(AgentStatus.IDLE, f"turn ended: {stop}")
+                conv.client.in_turn = True
+            try:
+                await self._turn_of(ctx, conv, text, notes, messages)
+            finally:
+                if conv.client is not None:
+                    conv.client.in_turn = False
+                    conv.client.flush()
+
+    async def _turn_of(
+        self, ctx: RunContext, conv: _Conversation, text: str, notes: list[str], messages: list[Any]
+    ) -> None:
+        """One `session/prompt`, from sending it to its `stopReason`."""
+        sending = conv.conn.prompt(session_id=conv.session_id, prompt=[text_block(text)])
+        self._prompt_sent.clear()
+        reply = asyncio.ensure_future(
+            self._until_exit(conv, sending, "during its turn (the prompt got no answer)", None)
+        )
+        # guidance is delivered once the request was written to the agent's stdin
+        sent = asyncio.ensure_future(self._prompt_sent.wait())
+        self._inflight = reply  # a cancel waits for the agent to end this turn
+        try:
+            await asyncio.wait({reply, sent}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            sent.cancel()
+        if not self._prompt_sent.is_set():
+            await reply  # raises how the agent went
+        for note in notes:
+            ctx.emit(OperatorGuidanceData(text=note, status=GUIDANCE_DELIVERED))
+        if messages:
+            ctx.messages_ended(messages, MESSAGE_ACCEPTED, None)
+        response = await asyncio.shield(reply)
+        self._inflight = None
+        if conv.client is not None:
+            conv.client.flush()
+        stop = str(response.stop_reason)
+        used = reported_usage(response.usage)
+        if used is not None:
+            ctx.note_usage(f"acp:{self.agent.name}", used)
+        ctx.emit(ConversationData(part="turn_end", text=stop))
+        self._status(AgentStatus.IDLE, f"turn ended: {stop}")
 
     def _gone(self, ctx: RunContext, how: str) -> EngineOutcome:
         conv = self._conv
+        if conv is not None and conv.client is not None:
+            conv.client.flush()  # what it said before it went is kept
         tail = self._stderr_tail(ctx.session_id)
         error = f"ACP agent '{self.agent.name}' {how}{tail}"
         ctx.emit(PlanTextData(text=error))

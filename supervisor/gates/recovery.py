@@ -46,6 +46,8 @@ from .run_loop import RunLoop
 from .verifier import Verifier, name_paths
 
 S = CoderState
+REVIVE_WAIT_SECS = 10.0  # how long a revive waits for the dormant run to finish stopping
+
 log = logging.getLogger("corral.supervisor")
 
 
@@ -201,7 +203,15 @@ class Recovery:
             live = self._registry.register(session)
             live.workspace = GitWorkspace(Path(session.repo), Path(session.worktree))
         elif live.task is not None and not live.task.done():
-            raise CorralError(f"{label(session_id)} is already being revived")
+            # the run that went dormant may still be stopping its agent (an ACP
+            # agent's process ends with its run): a revive waits for that
+            await asyncio.wait({live.task}, timeout=REVIVE_WAIT_SECS)
+            if not live.task.done():
+                raise CorralError(
+                    f"{label(session_id)} is still stopping its agent; revive it again in a moment"
+                )
+            if not is_dormant(session):  # revived by another caller meanwhile
+                raise CorralError(f"{label(session_id)} is already being revived")
         identity = session.agent_identity
         assert identity is not None
         identity.state = IdentityState.LIVE  # first: a second revive meanwhile is refused

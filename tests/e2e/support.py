@@ -64,14 +64,17 @@ async def until(
         raise AssertionError(f"{said}: not within {timeout:g} s; {describe(sup, sid)}") from None
 
 
-async def open_sup(tmp_path: Path, agent: str, *, wall_secs: int = 120) -> Supervisor:
-    """A supervisor whose sessions run `agent` on the hello contract, no repairs."""
+async def open_sup(
+    tmp_path: Path, agent: str, *, wall_secs: int = 120, repairs: int = 0
+) -> Supervisor:
+    """A supervisor whose sessions run `agent` on the hello contract, with
+    `repairs` repair rounds (none unless asked)."""
     sup = build_supervisor(
         tmp_path / "state",
         FixedDrafter(hello_contract()),
         socket_dir=tmp_path / "tmux",
         default_engine=f"external:{agent}",
-        config=fast_config(repair_invokes=0, max_session_wall_secs=wall_secs),
+        config=fast_config(repair_invokes=repairs, max_session_wall_secs=wall_secs),
     )
     await sup.open()
     return sup
@@ -95,6 +98,21 @@ def process_tree(pid: int) -> set[int]:
         tree.add(current)
         todo += children.get(current, [])
     return tree
+
+
+def agent_pids(sup: Supervisor, sid: str, wanted: Callable[[list[str]], bool]) -> list[int]:
+    """The processes under a session's agent process (an ACP agent's, not
+    a pane's) whose command line (`argv`) is `wanted`."""
+    pane = sup.get(sid).session.pane or {}
+    found = []
+    for pid in process_tree(int(pane["pid"])):
+        try:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+        except OSError:
+            continue
+        if wanted(argv.split("\0")):
+            found.append(pid)
+    return found
 
 
 def kill_tmux(tmp_path: Path) -> None:

@@ -7,19 +7,26 @@ the API by the option's kind, the file is written through corral's
 `fs/write_text_file` in the worktree, the turn ends with
 `end_turn`, and the runtime verifies it (gate 2 unchanged). The session pins
 a model the adapter offers (`models` in its answer to `session/new`): it is
-asked for with `session/set_model`, and the model server sees it."""
+asked for with `session/set_model`, and the model server sees it.
+
+When the adapter's process is killed (kill -9) mid-turn, the session goes
+dormant, not lost: the adapter announces `loadSession`, so a revive starts it
+again with `session/load` on the same ACP session id, and the model's next
+request carries the earlier conversation."""
 
 from __future__ import annotations
 
+import json
 import os
+import signal
 from pathlib import Path
 
 import pytest
 
-from corral.supervisor.events import ConversationData
+from corral.supervisor.events import AgentStartedData, ConversationData, PlanTextData
 from corral.supervisor.states import CoderState as S
 from tests.conftest import init_repo
-from tests.e2e.support import AGENT_CLIS, open_sup, settle
+from tests.e2e.support import AGENT_CLIS, agent_pids, open_sup, settle, until
 from tests.fakes.agent_env import BIN_DIR, claude_launch, missing_cli
 from tests.fakes.model_server import FakeModelServer, Reply, ToolCall
 
@@ -29,6 +36,29 @@ ADAPTER = BIN_DIR / "claude-code-acp"
 NO_ADAPTER = missing_cli(ADAPTER, "npm ci --prefix e2e")
 needs_adapter = pytest.mark.skipif(NO_ADAPTER is not None, reason=f"adapter: {NO_ADAPTER}")
 OWN = ("PATH", "TERM", "SHELL", "USER")
+TASK = "Write hello.txt saying hi"
+
+
+def use_claude(
+    tmp_path: Path, srv: FakeModelServer, repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The supervisor's environment (inherited, then scrubbed) points Claude
+    Code at a hermetic home and the fake server; the adapter on PATH."""
+    launch = claude_launch(tmp_path / "claude", srv.url, repo, None, hooks=False)
+    for key, value in launch.env.items():
+        if key not in OWN:
+            monkeypatch.setenv(key, value)
+    monkeypatch.setenv("PATH", f"{BIN_DIR}:{os.environ['PATH']}")
+    if os.getuid() == 0:  # the adapter starts Claude Code in a mode root may only use
+        monkeypatch.setenv("IS_SANDBOX", "1")  # in a sandbox (as corral's is)
+        config = tmp_path / "config.toml"
+        config.write_text('[agents.claude]\nenv_allow = ["IS_SANDBOX"]\n')
+        monkeypatch.setenv("CORRAL_CONFIG", str(config))
+
+
+def is_adapter(argv: list[str]) -> bool:
+    """The adapter's node process (Claude Code is its child)."""
+    return len(argv) > 1 and Path(argv[0]).name == "node" and "claude-code-acp" in argv[1]
 
 
 @needs_adapter
@@ -37,16 +67,7 @@ async def test_claude_over_acp_writes_the_file_through_a_permission_the_operator
 ) -> None:
     repo = init_repo(tmp_path / "repo")
     with FakeModelServer([]) as srv:
-        launch = claude_launch(tmp_path / "claude", srv.url, repo, None, hooks=False)
-        for key, value in launch.env.items():
-            if key not in OWN:
-                monkeypatch.setenv(key, value)
-        monkeypatch.setenv("PATH", f"{BIN_DIR}:{os.environ['PATH']}")
-        if os.getuid() == 0:  # the adapter starts Claude Code in a mode root may only use
-            monkeypatch.setenv("IS_SANDBOX", "1")  # in a sandbox (as corral's is)
-            config = tmp_path / "config.toml"
-            config.write_text('[agents.claude]\nenv_allow = ["IS_SANDBOX"]\n')
-            monkeypatch.setenv("CORRAL_CONFIG", str(config))
+        use_claude(tmp_path, srv, repo, monkeypatch)
         sup = await open_sup(tmp_path, "claude")
         try:
             started = await sup.start(
@@ -83,5 +104,66 @@ async def test_claude_over_acp_writes_the_file_through_a_permission_the_operator
             assert "haiku" in {m.id for m in offers.models} and offers.model == "haiku"
             asked = [str((r.body or {}).get("model")) for r in srv.turn_requests]
             assert asked and all("haiku" in m for m in asked), asked
+        finally:
+            await sup.close()
+
+
+@needs_adapter
+async def test_a_killed_claude_adapter_goes_dormant_and_revives_with_session_load(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = init_repo(tmp_path / "repo")
+    with FakeModelServer([]) as srv:
+        use_claude(tmp_path, srv, repo, monkeypatch)
+        sup = await open_sup(tmp_path, "claude", repairs=1)
+        try:
+            started = await sup.start(TASK, repo, engine="claude-acp")
+            sid = started.session_id
+            target = Path(started.worktree or "") / "hello.txt"
+            # the first turn writes nothing (red check); the repair turn is slow
+            srv.push(Reply("Let me look around first."), Reply("Thinking it over.", delay=60))
+            await sup.confirm(sid)
+            await until(
+                sup, sid, "the repair turn's request", lambda: len(srv.turn_requests) == 2, 90
+            )
+            first = sup.get(sid).session.agent_identity
+            assert first is not None and first.session_id
+            killed = agent_pids(sup, sid, is_adapter)
+            assert killed, "no claude-code-acp process under the session's agent"
+            for pid in killed:
+                os.kill(pid, signal.SIGKILL)
+            # dormant, not lost: nothing asked of the operator, the run not failed
+            await until(sup, sid, "dormant", lambda: sup.registry.summary(sid).dormant, 30)
+            row = sup.registry.summary(sid)
+            assert row.state is S.RUNNING and row.needs_you is None, row
+            srv.push(
+                Reply(
+                    "I'll write it.",
+                    [ToolCall("mcp__acp__Write", {"file_path": str(target), "content": "hi\n"})],
+                ),
+                Reply("Wrote hello.txt."),
+            )
+            before = len(srv.turn_requests)
+            await sup.revive(sid)
+            row = await sup.wait_for(sid, needs=True, timeout=90)
+            assert row.needs_you == "question", row.error
+            await sup.respond(sid, "allow_once")
+            row = await settle(sup, sid, {S.NEEDS_APPROVAL, S.FAILED}, 90)
+            assert row.state is S.NEEDS_APPROVAL, row.error
+            assert target.read_text() == "hi\n"
+            events = [e.data for e in sup.registry.live(sid).log.buffered()]
+            said = [d.text for d in events if isinstance(d, PlanTextData)]
+            loading = f"conversation {first.session_id} (session/load)"
+            assert any(loading in t for t in said), said[-10:]
+            assert len([d for d in events if isinstance(d, AgentStartedData)]) == 2
+            # the conversation the adapter replays while loading is not journaled twice
+            said = [d.text for d in events if isinstance(d, ConversationData)]
+            assert sum("Let me look around first." in t for t in said) == 1, said
+            again = sup.get(sid).session.agent_identity
+            assert again is not None and again.session_id == first.session_id
+            # the model's next request carries the conversation before the kill
+            resumed = json.dumps(srv.turn_requests[before].body["messages"])
+            assert TASK in resumed and "Let me look around first." in resumed
+            assert "same conversation" in resumed  # corral's note to continue
         finally:
             await sup.close()

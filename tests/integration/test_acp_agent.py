@@ -301,6 +301,10 @@ async def test_a_dormant_acp_session_revives_into_its_conversation_with_session_
     assert {"loaded": "fake-session-1"} in seen
     # the loaded conversation is told to continue, not given the task afresh
     assert "started you again on the same conversation" in str(seen[-1].get("prompt", ""))
+    # what the agent replays while loading is counted, not journaled as said again
+    said = [p.text for p in conversation(sup, sid) if p.part == "message"]
+    assert not any("(replayed)" in t for t in said), said
+    assert any("replayed its conversation (1 update)" in t for t in plan_texts(sup, sid))
 
 
 async def test_the_preview_and_session_view_show_the_conversation_for_an_acp_agent(
