@@ -269,7 +269,7 @@ async def run_check(
         if private is not None:
             report_dir = private / "report"
             report_dir.mkdir()
-        plan = plan_for(check.command, report_dir, cwd)
+        plan = plan_for(check.command, report_dir, cwd, network=check.network)
         if runner is not None:
             code, output, timed_out = await runner(check.command, timeout, check.network)
         else:
@@ -283,6 +283,7 @@ async def run_check(
                 private=private,
             )
         report = None if timed_out else plan.read(output)
+        output = plan.shown(output)
     finally:
         if private is not None:
             await asyncio.to_thread(shutil.rmtree, private, True)

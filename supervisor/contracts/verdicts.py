@@ -54,7 +54,8 @@ _HOST_CAUSES: tuple[tuple[re.Pattern[str], str], ...] = (
         re.compile(
             r"ENETUNREACH|EAI_AGAIN|ENOTFOUND|getaddrinfo|Network is unreachable|"
             r"Temporary failure in name resolution|Name or service not known|"
-            r"Could not resolve host|nodename nor servname",
+            r"Could not resolve host|nodename nor servname|"
+            r"module lookup disabled by GOPROXY=off",
         ),
         "no network (checks run without one unless they declare network = true)",
     ),
