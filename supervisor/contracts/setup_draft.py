@@ -260,7 +260,9 @@ class ToxTestenv:
     """What tox.ini's `[testenv]` says about running the tests here."""
 
     commands: list[str] = field(default_factory=list)  # the test commands, as checks run them
-    commands_pre: list[str] = field(default_factory=list)  # steps before them (a compile step)
+    # steps before them: `commands_pre`, and `commands` lines before the
+    # first test command (a compile step)
+    commands_pre: list[str] = field(default_factory=list)
     extras: list[str] = field(default_factory=list)
     changedir: str = ""  # where tox runs the commands ("" : the project root)
 
@@ -279,13 +281,17 @@ def tox_testenv(root: Path) -> ToxTestenv | None:
     env = ToxTestenv()
     changedir = _tox_command(parser.get("testenv", "changedir", fallback="").strip())
     env.changedir = changedir if changedir and changedir != "." else ""
-    for line in _tox_lines(parser, "commands"):
-        command = _tox_command(line)
-        if command is not None and _TOX_TEST_COMMAND.search(command):
-            env.commands.append(command)
     for line in _tox_lines(parser, "commands_pre"):
         command = _tox_command(line)
         if command is not None:
+            env.commands_pre.append(command)
+    for line in _tox_lines(parser, "commands"):
+        command = _tox_command(line)
+        if command is None:
+            continue
+        if _TOX_TEST_COMMAND.search(command):
+            env.commands.append(command)
+        elif not env.commands:  # a step before the tests (a compile step): the setup runs it
             env.commands_pre.append(command)
     for line in _tox_lines(parser, "extras"):
         env.extras += [e.strip() for e in line.split(",") if re.fullmatch(r"[\w.-]+", e.strip())]
@@ -404,7 +410,9 @@ def _python(root: Path, path: str | None, needs_pytest: bool) -> SetupProposal:
     if tox is not None and tox.commands_pre:
         # tox's steps before the tests (a translation compile step), in the venv
         proposal.commands += [f'PATH="$CORRAL_ENV/bin:$PATH" {c}' for c in tox.commands_pre]
-        proposal.notes.append("tox.ini [testenv] commands_pre: " + "; ".join(tox.commands_pre))
+        proposal.notes.append(
+            "tox.ini [testenv] steps before the tests: " + "; ".join(tox.commands_pre)
+        )
     return proposal
 
 
