@@ -59,7 +59,10 @@ def row(o: Outcome) -> tuple[str, ...]:
         o.project.shape[:38],
         cold,
         cached,
-        o.verdict()[:54],
+        (
+            o.verdict()
+            + (f" ({len(o.already_failing)} already failing)" if o.already_failing else "")
+        )[:64],
         (o.delivery() + expected)[:90],
         refused,
     )
