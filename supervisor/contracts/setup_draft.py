@@ -243,6 +243,14 @@ _TOX_POSARGS = re.compile(r"\{posargs(?::([^}]*))?\}")
 _TOX_TEST_COMMAND = re.compile(r"\b(pytest|py\.test|unittest|coverage run|nosetests|trial)\b")
 
 
+#: A tox command that checks rather than prepares (a linter before the tests):
+#: never a setup step, whose failure would block every check.
+_TOX_CHECKER = re.compile(
+    r"(^|[\s/])(pre-commit|mypy|black|ruff|isort|pylint|flake8|pyflakes|pycodestyle|bandit|"
+    r"pyright|check-manifest|twine|sphinx-build|codespell|pydocstyle)\b"
+)
+
+
 def _tox_command(line: str) -> str | None:
     """A tox command as a shell command in the setup's environment, or None
     when it uses tox machinery that has no meaning outside tox."""
@@ -291,8 +299,8 @@ def tox_testenv(root: Path) -> ToxTestenv | None:
             continue
         if _TOX_TEST_COMMAND.search(command):
             env.commands.append(command)
-        elif not env.commands:  # a step before the tests (a compile step): the setup runs it
-            env.commands_pre.append(command)
+        elif not env.commands and not _TOX_CHECKER.search(command):
+            env.commands_pre.append(command)  # a step before the tests (a compile step)
     for line in _tox_lines(parser, "extras"):
         env.extras += [e.strip() for e in line.split(",") if re.fullmatch(r"[\w.-]+", e.strip())]
     return env

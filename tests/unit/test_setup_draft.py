@@ -251,12 +251,13 @@ def test_a_compile_step_among_tox_commands_runs_before_the_tests(
         repo,
         "tox.ini",
         "[testenv]\ndeps =\n    pytest\n    babel\ncommands =\n"
-        "    pybabel compile -d {toxinidir}/x/locale -D x\n"
+        "    flake8 x\n    pybabel compile -d {toxinidir}/x/locale -D x\n"
         "    pytest {posargs}\n    coverage report\n",
     )
     write(repo, "tests/test_x.py", "def test_x():\n    pass\n")
     contract = draft_contract(repo, "x", path=stub_bin(tmp_path, "python3", "tox"))
     assert contract.setup[-1] == 'PATH="$CORRAL_ENV/bin:$PATH" pybabel compile -d ./x/locale -D x'
+    assert not any("flake8" in c for c in contract.setup)  # a linter is no setup step
     [check] = contract.checks
     assert check.command == "pytest"  # the line after the tests is no check
 
