@@ -9,6 +9,7 @@ tests/corpus/test_corpus.py and bench/corpus.py."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import os
 import shutil
 import subprocess
@@ -76,6 +77,13 @@ class Project:
     @property
     def id(self) -> str:
         return f"{self.name}-{self.version}"
+
+    @property
+    def state_name(self) -> str:
+        """The id, short enough for the tmux socket path under its state dir."""
+        if len(self.id) <= 24:
+            return self.id
+        return f"{self.name[:16]}-{hashlib.sha1(self.id.encode()).hexdigest()[:7]}"
 
     def change(self) -> list[Edit]:
         """A small real edit plus a test of it."""
@@ -303,7 +311,7 @@ async def run_project(
     `sessions`) the scripted change and regression through `corral run`, in
     the same state dir (`state/<project>`): its sessions find the environment
     the first setup built."""
-    home = state / project.id
+    home = state / project.state_name
     outcome = await _gate_one(project, work, Environments(home))
     if sessions:
         await _sessions(outcome, work, home)
