@@ -83,7 +83,9 @@ def test_the_drafted_contract_holds_on_the_untouched_project(
     # never a red on the untouched tree: only passes, or a stated cannot-run
     assert not any(r.verdict == "fails" for r in outcome.baseline), outcome.verdict()
     # tests failing on the untouched tree are listed at gate 1 by name, never blocking
-    assert outcome.already_failing == sorted(project.already_failing)
+    listed = set(outcome.already_failing)
+    assert set(project.already_failing) <= listed
+    assert listed <= {*project.already_failing, *project.may_fail}, listed
     if project.expect == "passes":
         assert outcome.verdict() == "passes", [r.output_tail[-600:] for r in outcome.baseline]
     else:
