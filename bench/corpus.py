@@ -25,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.corpus.runner import Outcome, run_all  # noqa: E402
+from tests.corpus.runner import Outcome, projects, run_all  # noqa: E402
 
 DELIVERY_GOAL = 0.90
 REGRESSION_GOAL = 1.0
@@ -59,7 +59,10 @@ def row(o: Outcome) -> tuple[str, ...]:
         o.project.shape[:38],
         cold,
         cached,
-        o.verdict()[:54],
+        (
+            o.verdict()
+            + (f" ({len(o.already_failing)} already failing)" if o.already_failing else "")
+        )[:64],
         (o.delivery() + expected)[:90],
         refused,
     )
@@ -80,11 +83,20 @@ def main() -> int:
     )
     args = parser.parse_args()
     started = time.monotonic()
+    chosen = [p for p in projects() if not args.only or p.name in args.only]
+    left_out = [p for p in chosen if p.missing_tools()]
+    for p in left_out:
+        print(
+            f"left out {p.id}: {', '.join(p.missing_tools())} not installed (.ci/run installs it)"
+        )
+    if len(left_out) == len(chosen):
+        print("nothing to run")
+        return 1
     with tempfile.TemporaryDirectory(prefix="corral-corpus-") as tmp:
         outcomes = run_all(
             Path(tmp) / "work",
             Path(tmp) / "state",
-            args.only,
+            [p.name for p in chosen if p not in left_out],
             parallel=args.parallel,
             sessions=not args.no_sessions,
         )

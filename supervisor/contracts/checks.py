@@ -218,12 +218,20 @@ def _differential_ok(check: ContractCheck, output: str, captures: dict[str, str]
     return None
 
 
+# option lists a runner reads from the environment: ours are appended to what is there
+_OPTION_LISTS = ("PYTEST_ADDOPTS", "GOFLAGS")
+
+
 def _with_report_env(env: dict[str, str], extra: dict[str, str]) -> dict[str, str]:
     """`env` plus what asks the runner for its report; options the
-    environment already passes to pytest are kept, ours come after."""
+    environment already passes to pytest or go are kept, ours come after;
+    any other setting the environment already has (a GOPROXY) wins."""
     out = dict(env)
     for key, value in extra.items():
-        out[key] = f"{env[key]} {value}" if env.get(key) else value
+        if not env.get(key):
+            out[key] = value
+        elif key in _OPTION_LISTS:
+            out[key] = f"{env[key]} {value}"
     return out
 
 
@@ -269,7 +277,7 @@ async def run_check(
         if private is not None:
             report_dir = private / "report"
             report_dir.mkdir()
-        plan = plan_for(check.command, report_dir, cwd)
+        plan = plan_for(check.command, report_dir, cwd, network=check.network)
         if runner is not None:
             code, output, timed_out = await runner(check.command, timeout, check.network)
         else:
@@ -283,6 +291,7 @@ async def run_check(
                 private=private,
             )
         report = None if timed_out else plan.read(output)
+        output = plan.shown(output)
     finally:
         if private is not None:
             await asyncio.to_thread(shutil.rmtree, private, True)

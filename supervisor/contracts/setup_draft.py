@@ -243,6 +243,14 @@ _TOX_POSARGS = re.compile(r"\{posargs(?::([^}]*))?\}")
 _TOX_TEST_COMMAND = re.compile(r"\b(pytest|py\.test|unittest|coverage run|nosetests|trial)\b")
 
 
+#: A tox command that checks rather than prepares (a linter before the tests):
+#: never a setup step, whose failure would block every check.
+_TOX_CHECKER = re.compile(
+    r"(^|[\s/])(pre-commit|mypy|black|ruff|isort|pylint|flake8|pyflakes|pycodestyle|bandit|"
+    r"pyright|check-manifest|twine|sphinx-build|codespell|pydocstyle)\b"
+)
+
+
 def _tox_command(line: str) -> str | None:
     """A tox command as a shell command in the setup's environment, or None
     when it uses tox machinery that has no meaning outside tox."""
@@ -260,7 +268,9 @@ class ToxTestenv:
     """What tox.ini's `[testenv]` says about running the tests here."""
 
     commands: list[str] = field(default_factory=list)  # the test commands, as checks run them
-    commands_pre: list[str] = field(default_factory=list)  # steps before them (a compile step)
+    # steps before them: `commands_pre`, and `commands` lines before the
+    # first test command (a compile step)
+    commands_pre: list[str] = field(default_factory=list)
     extras: list[str] = field(default_factory=list)
     changedir: str = ""  # where tox runs the commands ("" : the project root)
 
@@ -279,14 +289,18 @@ def tox_testenv(root: Path) -> ToxTestenv | None:
     env = ToxTestenv()
     changedir = _tox_command(parser.get("testenv", "changedir", fallback="").strip())
     env.changedir = changedir if changedir and changedir != "." else ""
-    for line in _tox_lines(parser, "commands"):
-        command = _tox_command(line)
-        if command is not None and _TOX_TEST_COMMAND.search(command):
-            env.commands.append(command)
     for line in _tox_lines(parser, "commands_pre"):
         command = _tox_command(line)
         if command is not None:
             env.commands_pre.append(command)
+    for line in _tox_lines(parser, "commands"):
+        command = _tox_command(line)
+        if command is None:
+            continue
+        if _TOX_TEST_COMMAND.search(command):
+            env.commands.append(command)
+        elif not env.commands and not _TOX_CHECKER.search(command):
+            env.commands_pre.append(command)  # a step before the tests (a compile step)
     for line in _tox_lines(parser, "extras"):
         env.extras += [e.strip() for e in line.split(",") if re.fullmatch(r"[\w.-]+", e.strip())]
     return env
@@ -404,7 +418,9 @@ def _python(root: Path, path: str | None, needs_pytest: bool) -> SetupProposal:
     if tox is not None and tox.commands_pre:
         # tox's steps before the tests (a translation compile step), in the venv
         proposal.commands += [f'PATH="$CORRAL_ENV/bin:$PATH" {c}' for c in tox.commands_pre]
-        proposal.notes.append("tox.ini [testenv] commands_pre: " + "; ".join(tox.commands_pre))
+        proposal.notes.append(
+            "tox.ini [testenv] steps before the tests: " + "; ".join(tox.commands_pre)
+        )
     return proposal
 
 

@@ -13,7 +13,9 @@ What is read, and how:
   command stays as written) into the check's private directory;
 - Node's test runner: its TAP output (the default when not on a terminal)
   or its spec output;
-- `go test -v` / `go test -json`: the `--- PASS`/`--- FAIL` lines or events;
+- `go test`: its `-json` events, asked for through `GOFLAGS` when the check
+  is one `go test` command (shown as the text `go test -v` would print), else
+  the `--- PASS`/`--- FAIL` lines of `-v`;
 - cargo's libtest: its `test name ... ok|FAILED|ignored` lines;
 - unittest with `-v`: its `test_x (module.Class.test_x) ... ok` lines;
 - Jest and Vitest: the JSON report a command already writes with
@@ -54,6 +56,15 @@ def _uses_pytest(command: str) -> bool:
     return "pytest" in command or "py.test" in command
 
 
+# one `go test` and nothing else: GOFLAGS reaches every go command a check
+# runs, and `go vet -json` would print its findings and exit 0
+_LONE_GO_TEST = re.compile(r"^\s*go\s+test(\s+[^;&|<>`$()]*)?$")
+
+
+def _is_lone_go_test(command: str) -> bool:
+    return bool(_LONE_GO_TEST.match(command)) and "-json" not in command
+
+
 @dataclass(frozen=True)
 class ReportPlan:
     """How one check's per-test outcomes are collected: extra environment for
@@ -63,6 +74,12 @@ class ReportPlan:
     report_dir: Path | None
     jest_file: Path | None = None
     checkout: Path | None = None  # a report the command writes must stay inside it
+    go_json: bool = False  # `go test` prints `-json` events (asked through GOFLAGS)
+
+    def shown(self, output: str) -> str:
+        """The output as a person (and the agent) reads it: `go test -json`
+        events turned back into the text `go test -v` prints."""
+        return go_json_text(output) if self.go_json else output
 
     def read(self, output: str) -> TestReport | None:
         """The per-test outcomes, or None when the runner reported none."""
@@ -76,12 +93,20 @@ class ReportPlan:
         return parse_output(output)
 
 
-def plan_for(command: str, report_dir: Path | None, cwd: Path | None = None) -> ReportPlan:
+def plan_for(
+    command: str, report_dir: Path | None, cwd: Path | None = None, *, network: bool = False
+) -> ReportPlan:
     """What to add to a check's run so its runner says which tests passed.
-    Only pytest needs asking (through its own environment variable, into
-    `report_dir`); the others are read from their output or from a report
+    pytest is asked through its own environment variable (into
+    `report_dir`), `go test` through GOFLAGS (`-json`; and, without network,
+    GOPROXY=off: a module missing from the cache is said at once, not after a
+    DNS timeout); the others are read from their output or from a report
     the command itself writes."""
     env: dict[str, str] = {}
+    if _is_lone_go_test(command):
+        env["GOFLAGS"] = "-json"
+        if not network:
+            env["GOPROXY"] = "off"
     report_dir = report_dir.resolve() if report_dir is not None else None
     if report_dir is not None and _uses_pytest(command):
         target = report_dir / PYTEST_REPORT
@@ -93,7 +118,13 @@ def plan_for(command: str, report_dir: Path | None, cwd: Path | None = None) -> 
         if candidate.is_relative_to(cwd.resolve()):  # never a file outside the checkout
             jest_file = candidate
     checkout = cwd.resolve() if cwd is not None else None
-    return ReportPlan(env=env, report_dir=report_dir, jest_file=jest_file, checkout=checkout)
+    return ReportPlan(
+        env=env,
+        report_dir=report_dir,
+        jest_file=jest_file,
+        checkout=checkout,
+        go_json="GOFLAGS" in env,
+    )
 
 
 def _inside(path: Path, where: Path) -> bool:
@@ -274,6 +305,26 @@ def _parse_go_json(output: str) -> TestReport | None:
         if target is not None:
             target.append(test_id)
     return _report(passed, failed, skipped, [])
+
+
+def go_json_text(output: str) -> str:
+    """`go test -json` events as the text they carry (their `Output`), in
+    order; lines that are not events (a build error on stderr) as they are."""
+    lines: list[str] = []
+    for line in output.splitlines(keepends=True):
+        event = None
+        if line.startswith("{"):
+            try:
+                event = json.loads(line)
+            except ValueError:
+                event = None
+        if isinstance(event, dict):
+            text = event.get("Output")
+            if isinstance(text, str):
+                lines.append(text)
+        else:
+            lines.append(line)
+    return "".join(lines)
 
 
 def _parse_cargo(output: str) -> TestReport | None:

@@ -34,6 +34,11 @@ _NO_MODULE = re.compile(r"No module named '?([A-Za-z_][\w.]*)'?")
 _CANNOT_IMPORT = re.compile(r"cannot import name '?(\w+)'? from '?([A-Za-z_][\w.]*)'?")
 _NOT_FOUND = re.compile(r"(?:^|\n)(?:bash: (?:line \d+: )?)?([^\s:]+): (?:command )?not found")
 _NODE_MISSING = re.compile(r"Cannot find module '([^'./][^']*)'")
+# go cannot resolve an import to a module it has (not in go.mod, go.sum or the module cache)
+_GO_MISSING = re.compile(
+    r"(?:missing go\.sum entry for module providing package|no required module provides package"
+    r"|cannot find module providing package) (\S+?);?(?:\s|$)"
+)
 _PYTEST_CANNOT_RUN_EXITS = frozenset({2, 3, 4, 5})  # interrupted, internal, usage, no tests
 _COLLECTION = ("error collecting", "errors during collection", "no tests ran")
 _COLLECTING = re.compile(r"_+ ERROR collecting (\S+) _+")
@@ -54,7 +59,8 @@ _HOST_CAUSES: tuple[tuple[re.Pattern[str], str], ...] = (
         re.compile(
             r"ENETUNREACH|EAI_AGAIN|ENOTFOUND|getaddrinfo|Network is unreachable|"
             r"Temporary failure in name resolution|Name or service not known|"
-            r"Could not resolve host|nodename nor servname",
+            r"Could not resolve host|nodename nor servname|"
+            r"module lookup disabled by GOPROXY=off",
         ),
         "no network (checks run without one unless they declare network = true)",
     ),
@@ -184,6 +190,9 @@ def _cannot_run_reason(
     node = _NODE_MISSING.search(output)
     if node:
         return CheckVerdict.CANNOT_RUN, f"missing module: {node.group(1)} (not installed)"
+    go = _GO_MISSING.search(output)
+    if go:
+        return CheckVerdict.CANNOT_RUN, f"missing Go module: {go.group(1)} (not downloaded)"
     if pytest_red:
         lowered = output.lower()
         if code == 5 or "no tests ran" in lowered:

@@ -9,6 +9,7 @@ tests/corpus/test_corpus.py and bench/corpus.py."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import os
 import shutil
 import subprocess
@@ -55,6 +56,16 @@ class Project:
     main: str = "index.js"
     test_file: str = "test.js"
     regress: tuple[Edit, ...] = ()
+    # a Debian package's source tree inside it (a Go module's import path);
+    # empty: the one crate under usr/share/cargo/registry
+    unpacked: str = ""
+    # programs the project's checks run that not every machine has (`go`,
+    # `cargo`): without them the project is left out, saying which is missing
+    needs: tuple[str, ...] = ()
+    # tests that fail on the untouched tree, as gate 1 must list them; and
+    # tests that fail only on some hosts (this host's data), listed when they do
+    already_failing: tuple[str, ...] = ()
+    may_fail: tuple[str, ...] = ()
     # whether today's drafted contract delivers the correct change, and why not
     delivers: bool = True
     why_not: str = ""
@@ -62,12 +73,38 @@ class Project:
     refuses_regression: bool = True
     why_missed: str = ""
 
+    def missing_tools(self) -> list[str]:
+        return [tool for tool in self.needs if shutil.which(tool) is None]
+
     @property
     def id(self) -> str:
         return f"{self.name}-{self.version}"
 
+    @property
+    def state_name(self) -> str:
+        """The id, short enough for the tmux socket path under its state dir."""
+        if len(self.id) <= 24:
+            return self.id
+        return f"{self.name[:16]}-{hashlib.sha1(self.id.encode()).hexdigest()[:7]}"
+
     def change(self) -> list[Edit]:
         """A small real edit plus a test of it."""
+        if self.registry == "debian" and self.main.endswith(".go"):  # a Go package
+            package = self.module
+            return [
+                {
+                    "path": self.main,
+                    "append": "\n// CorralDouble is twice n.\nfunc CorralDouble(n int) int {\n"
+                    "\treturn 2 * n\n}\n",
+                },
+                {
+                    "path": "corral_double_test.go",
+                    "write": f'package {package}\n\nimport "testing"\n\n'
+                    "func TestCorralDouble(t *testing.T) {\n"
+                    "\tif got := CorralDouble(21); got != 42 {\n"
+                    '\t\tt.Fatalf("CorralDouble(21) = %d, want 42", got)\n\t}\n}\n',
+                },
+            ]
         if self.registry == "debian":  # a Rust crate: a function and a unit test of it
             return [
                 {
@@ -121,7 +158,16 @@ class Project:
 
 def projects() -> list[Project]:
     data: dict[str, Any] = tomllib.loads(PROJECTS.read_text(encoding="utf-8"))
-    rows = [dict(row, regress=tuple(row.get("regress", ()))) for row in data["project"]]
+    rows = [
+        dict(
+            row,
+            regress=tuple(row.get("regress", ())),
+            needs=tuple(row.get("needs", ())),
+            already_failing=tuple(row.get("already_failing", ())),
+            may_fail=tuple(row.get("may_fail", ())),
+        )
+        for row in data["project"]
+    ]
     return [Project(**row) for row in rows]
 
 
@@ -148,11 +194,12 @@ def fetch(project: Project) -> Path:
             where,
         )
         return fetch(project)
-    if project.registry == "debian":  # a crate's source as Debian packages it
-        deb = where / f"{project.name}_{project.version}_amd64.deb"
-        if not deb.is_file():
-            _run(["apt-get", "download", "-q", f"{project.name}={project.version}"], where)
-        return deb
+    if project.registry == "debian":  # a crate's or Go module's source as Debian packages it
+        found = sorted(where.glob(f"{project.name}_{project.version}_*.deb"))
+        if found:
+            return found[0]
+        _run(["apt-get", "download", "-q", f"{project.name}={project.version}"], where)
+        return fetch(project)
     tarball = where / f"{project.name}-{project.version}.tgz"
     if not tarball.is_file():
         _run(["npm", "pack", "-q", f"{project.name}@{project.version}"], where)
@@ -182,7 +229,10 @@ def as_repo(project: Project, into: Path) -> Path:
     unpack.mkdir(parents=True)
     if project.registry == "debian":
         _run(["dpkg-deb", "-x", str(archive), str(unpack)], unpack)
-        [top] = list((unpack / "usr/share/cargo/registry").iterdir())
+        if project.unpacked:  # a Go module: under its import path
+            top = unpack / project.unpacked
+        else:
+            [top] = list((unpack / "usr/share/cargo/registry").iterdir())
     else:
         with tarfile.open(archive) as tar:
             tar.extractall(unpack, filter="data")
@@ -236,6 +286,11 @@ class Outcome:
         return f"exit {self.change.exit_code}: {why}"
 
     @property
+    def already_failing(self) -> list[str]:
+        """Tests gate 1 lists as failing on the untouched tree, not blocking."""
+        return sorted(t for r in self.baseline for t in r.already_failing)
+
+    @property
     def verdicts(self) -> set[str]:
         return {str(r.verdict) for r in self.baseline}
 
@@ -259,7 +314,7 @@ async def run_project(
     `sessions`) the scripted change and regression through `corral run`, in
     the same state dir (`state/<project>`): its sessions find the environment
     the first setup built."""
-    home = state / project.id
+    home = state / project.state_name
     outcome = await _gate_one(project, work, Environments(home))
     if sessions:
         await _sessions(outcome, work, home)

@@ -149,6 +149,52 @@ async def test_node_test_runner_baseline_and_regression(tmp_path: Path) -> None:
     assert broken.reason == "1 test(s) that passed on the untouched tree fail now: adds"
 
 
+GO_TESTS = """package calc
+
+import "testing"
+
+func TestAdd(t *testing.T) {
+	if Add(2, 3) != 5 {
+		t.Fatalf("Add(2, 3) = %d", Add(2, 3))
+	}
+}
+
+func TestUnrelatedBug(t *testing.T) {
+	t.Fatal("fails on the untouched tree")
+}
+"""
+
+
+@pytest.mark.skipif(
+    shutil.which("go") is None, reason="go is not installed (.ci/run: apt-get install golang-go)"
+)
+async def test_go_test_is_judged_test_by_test_from_its_json_events(tmp_path: Path) -> None:
+    root = tmp_path / "calc"
+    (root / "sub").mkdir(parents=True)
+    (root / "go.mod").write_text("module example.com/calc\n\ngo 1.19\n")
+    (root / "calc.go").write_text("package calc\n\nfunc Add(a, b int) int { return a + b }\n")
+    (root / "calc_test.go").write_text(GO_TESTS)
+    # the same test name in another package: a failure there is not hidden by this one
+    (root / "sub" / "sub.go").write_text("package sub\n\nfunc One() int { return 1 }\n")
+    (root / "sub" / "sub_test.go").write_text(
+        'package sub\n\nimport "testing"\n\n'
+        'func TestAdd(t *testing.T) {\n\tif One() != 1 {\n\t\tt.Fatal("one")\n\t}\n}\n'
+    )
+    check = ContractCheck(name="go_test", command="go test ./...", timeout_secs=300)
+    base = await run_check(check, root, untouched=True)
+    assert base.passed, base.output_tail
+    assert base.already_failing == ["example.com/calc.TestUnrelatedBug"]
+    # what the agent and the operator read is go's own text, not its JSON events
+    assert "--- FAIL: TestUnrelatedBug" in base.output_tail
+    assert '"Action"' not in base.output_tail
+    (root / "sub" / "sub.go").write_text("package sub\n\nfunc One() int { return 2 }\n")
+    broken = await run_check(check, root, before=base)
+    assert not broken.passed and broken.verdict is CheckVerdict.FAILS
+    assert broken.reason == (
+        "1 test(s) that passed on the untouched tree fail now: example.com/calc/sub.TestAdd"
+    )
+
+
 async def test_pytest_options_in_the_environment_are_kept_with_the_report(tmp_path: Path) -> None:
     root = tmp_path / "proj"
     root.mkdir()

@@ -168,6 +168,25 @@ def test_only_pytest_is_asked_for_a_report_and_the_command_is_untouched(tmp_path
     assert report is not None and "tests.test_a::test_bad" in report.failed
 
 
+def test_a_lone_go_test_is_asked_for_json_events_and_shown_as_text(tmp_path: Path) -> None:
+    plan = plan_for("go test ./...", tmp_path)
+    assert plan.env == {"GOFLAGS": "-json", "GOPROXY": "off"}
+    assert plan_for("go test ./...", tmp_path, network=True).env == {"GOFLAGS": "-json"}
+    # GOFLAGS reaches every go command: `go vet -json` would exit 0 on findings
+    assert plan_for("go vet ./... && go test ./...", tmp_path).env == {}
+    assert plan_for("go test -json ./...", tmp_path).env == {}
+    events = [
+        {"Action": "output", "Package": "p", "Test": "TestA", "Output": "=== RUN   TestA\n"},
+        {"Action": "output", "Package": "p", "Test": "TestA", "Output": "--- FAIL: TestA\n"},
+        {"Action": "fail", "Package": "p", "Test": "TestA"},
+    ]
+    output = "# p\n./a.go:3: syntax error\n" + "".join(json.dumps(e) + "\n" for e in events)
+    assert plan.shown(output) == "# p\n./a.go:3: syntax error\n=== RUN   TestA\n--- FAIL: TestA\n"
+    report = plan.read(output)
+    assert report is not None and report.failed == ["p.TestA"]
+    assert plan_for("npm test", tmp_path).shown(output) == output
+
+
 def test_a_report_dir_swapped_for_a_link_is_not_read(tmp_path: Path) -> None:
     private = tmp_path / "private"
     private.mkdir()

@@ -241,6 +241,27 @@ def test_tox_commands_deps_extras_and_commands_pre_are_the_runner(
     assert "tox.ini [testenv] commands" in contract.description
 
 
+def test_a_compile_step_among_tox_commands_runs_before_the_tests(
+    repo: Path, tmp_path: Path
+) -> None:
+    # without the compiled catalogues the translation tests skip themselves:
+    # dropping the step would pass a suite that never ran them
+    write(repo, "setup.py", "from setuptools import setup\nsetup(name='x')\n")
+    write(
+        repo,
+        "tox.ini",
+        "[testenv]\ndeps =\n    pytest\n    babel\ncommands =\n"
+        "    flake8 x\n    pybabel compile -d {toxinidir}/x/locale -D x\n"
+        "    pytest {posargs}\n    coverage report\n",
+    )
+    write(repo, "tests/test_x.py", "def test_x():\n    pass\n")
+    contract = draft_contract(repo, "x", path=stub_bin(tmp_path, "python3", "tox"))
+    assert contract.setup[-1] == 'PATH="$CORRAL_ENV/bin:$PATH" pybabel compile -d ./x/locale -D x'
+    assert not any("flake8" in c for c in contract.setup)  # a linter is no setup step
+    [check] = contract.checks
+    assert check.command == "pytest"  # the line after the tests is no check
+
+
 @pytest.mark.parametrize(
     "name",
     [

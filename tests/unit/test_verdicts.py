@@ -5,6 +5,7 @@ command (sandboxed like any check) in a real directory."""
 
 from __future__ import annotations
 
+import shutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -187,3 +188,17 @@ async def test_failures_the_host_causes_cannot_run_and_say_which(project: Path) 
     )
     assert zone.verdict is CheckVerdict.CANNOT_RUN
     assert "time zone data" in zone.reason
+
+
+@pytest.mark.skipif(
+    shutil.which("go") is None, reason="go is not installed (.ci/run: apt-get install golang-go)"
+)
+async def test_a_go_module_whose_requirements_are_not_downloaded_cannot_run(tmp_path: Path) -> None:
+    root = tmp_path / "m"
+    write(root, "go.mod", "module example.com/m\n\ngo 1.19\n\nrequire example.org/dep v1.0.0\n")
+    write(root, "m.go", 'package m\n\nimport _ "example.org/dep"\n')
+    write(root, "m_test.go", 'package m\n\nimport "testing"\n\nfunc TestX(t *testing.T) {}\n')
+    result = await verdict(root, "go test ./...")
+    assert result.verdict is CheckVerdict.CANNOT_RUN, result.output_tail
+    assert result.reason == "missing Go module: example.org/dep (not downloaded)"
+    assert result.fix
