@@ -32,7 +32,10 @@ FIX_SETUP = "edit the setup (/setup command) so the check's tools and dependenci
 
 _NO_MODULE = re.compile(r"No module named '?([A-Za-z_][\w.]*)'?")
 _CANNOT_IMPORT = re.compile(r"cannot import name '?(\w+)'? from '?([A-Za-z_][\w.]*)'?")
-_NOT_FOUND = re.compile(r"(?:^|\n)(?:bash: (?:line \d+: )?)?([^\s:]+): (?:command )?not found")
+# bash ("bash: line 1: X: command not found") and dash ("sh: 1: exec: X: not found")
+_NOT_FOUND = re.compile(
+    r"(?:^|\n)(?:\S*sh: (?:line )?(?:\d+: )?)?(?:exec: )?([^\s:]+): (?:command )?not found"
+)
 _NODE_MISSING = re.compile(r"Cannot find module '([^'./][^']*)'")
 # go cannot resolve an import to a module it has (not in go.mod, go.sum or the module cache)
 _GO_MISSING = re.compile(

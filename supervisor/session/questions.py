@@ -61,6 +61,9 @@ class PendingQuestion:
         """Withdraw the question; a waiter sees `QuestionCleared`."""
         if self._answer is not None and not self._answer.done():
             self._answer.set_exception(QuestionCleared(CLEARED))
+            # marked as seen: a waiter already gone (its run cancelled as the
+            # owner closed) must not leave asyncio's "never retrieved" on stderr
+            self._answer.exception()
         self._answer = None
         self.prompt = None
         self.options = []

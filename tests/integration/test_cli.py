@@ -586,6 +586,29 @@ def test_run_takes_its_checks_on_the_command_line(tmp_path: Path) -> None:
     assert "as --contract FILE or as --check commands, not both" in out.stderr
 
 
+def test_a_headless_run_leaves_a_question_only_a_person_can_answer_and_says_what_it_asks(
+    tmp_path: Path,
+) -> None:
+    """A check that cannot run after the agent's turn asks the operator to fix
+    the environment ('verify again' or 'stop'): `--on-question deny` has no
+    refusal among those, so the run leaves it waiting (exit 4) and prints the
+    question itself, which names the check and why."""
+    home = tmp_path / "home"
+    repo = init_repo(tmp_path / "repo")
+    check = "if [ -f gone.txt ]; then exec no-such-tool; fi; test -f done.txt"
+    out = corral(
+        "run", "--repo", str(repo), "--intent", "write done", "--check", check, "--yes",
+        "--on-question", "deny", "--engine", "custom:sh -c 'echo > gone.txt'", home=home,
+    )  # fmt: skip
+    assert out.returncode == 4, out.stderr
+    said = out.stderr.splitlines()[-1]
+    assert said.startswith("corral run: --on-question deny cannot answer this"), out.stderr
+    assert "cannot run here (check_1_if: command not found: no-such-tool)" in said
+    assert "verify again, stop" in said
+    subprocess.run(["tmux", "-S", str(home / "tmux" / "corral"), "kill-server"],
+                   capture_output=True)  # fmt: skip
+
+
 def test_an_owning_run_keeps_a_second_runs_session_until_it_reaches_its_gate(
     tmp_path: Path,
 ) -> None:

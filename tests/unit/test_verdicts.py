@@ -65,6 +65,22 @@ async def test_a_command_not_found_cannot_run(project: Path) -> None:
     assert "/setup" in result.fix
 
 
+@pytest.mark.parametrize(
+    "command",
+    [
+        "if true; then exec definitely-not-a-tool; fi",
+        "true && definitely-not-a-tool --version",
+        "bash -c 'definitely-not-a-tool'",
+    ],
+)
+async def test_a_command_not_found_inside_a_shell_line_names_the_missing_tool(
+    project: Path, command: str
+) -> None:
+    result = await verdict(project, command)
+    assert result.verdict is CheckVerdict.CANNOT_RUN
+    assert result.reason == "command not found: definitely-not-a-tool"
+
+
 async def test_a_third_party_module_that_is_not_installed_cannot_run(project: Path) -> None:
     result = await verdict(project, "python3 -c 'import no_such_dependency_xyz'")
     assert result.verdict is CheckVerdict.CANNOT_RUN

@@ -401,8 +401,12 @@ async def _answer(options: list[str], prompt: str, policy: str, as_json: bool) -
         kind = ACP_APPROVE if policy == "approve" else ACP_DENY
         choice = next((o for o in options if o.endswith(kind)), None)
         choice = choice or next((o for o in options if pattern.search(o)), None)
-        if choice is None:
-            print(f"corral run: no option to {policy} in {options}", file=sys.stderr)
+        if choice is None:  # a question only a person can answer: say which, leave it waiting
+            print(
+                f"corral run: --on-question {policy} cannot answer this (its options: "
+                f"{', '.join(options)}), so the session waits for you: {prompt}",
+                file=sys.stderr,
+            )
             return None
         return choice
     if not as_json:
