@@ -19,11 +19,17 @@ from __future__ import annotations
 import json
 import os
 import signal
+import time
 from pathlib import Path
 
 import pytest
 
-from corral.supervisor.events import AgentStartedData, ConversationData, PlanTextData
+from corral.supervisor.events import (
+    AgentStartedData,
+    BlockedData,
+    ConversationData,
+    PlanTextData,
+)
 from corral.supervisor.states import CoderState as S
 from tests.conftest import init_repo
 from tests.e2e.support import AGENT_CLIS, agent_pids, open_sup, settle, until
@@ -165,5 +171,149 @@ async def test_a_killed_claude_adapter_goes_dormant_and_revives_with_session_loa
             resumed = json.dumps(srv.turn_requests[before].body["messages"])
             assert TASK in resumed and "Let me look around first." in resumed
             assert "same conversation" in resumed  # corral's note to continue
+        finally:
+            await sup.close()
+
+
+@needs_adapter
+async def test_a_claude_write_outside_the_worktree_is_refused_and_logged_as_blocked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Even with the operator's allow, a write the adapter sends to
+    `fs/write_text_file` outside the worktree is refused by corral's policy:
+    nothing lands, the log has a typed `blocked` event, the model is told."""
+    repo = init_repo(tmp_path / "repo")
+    outside = tmp_path / "outside.txt"
+    with FakeModelServer([]) as srv:
+        use_claude(tmp_path, srv, repo, monkeypatch)
+        sup = await open_sup(tmp_path, "claude")
+        try:
+            started = await sup.start(TASK, repo, engine="claude-acp")
+            sid = started.session_id
+            srv.push(
+                Reply(
+                    "I'll write it.",
+                    [ToolCall("mcp__acp__Write", {"file_path": str(outside), "content": "pwn\n"})],
+                ),
+                Reply("The write was refused."),
+            )
+            await sup.confirm(sid)
+            row = await sup.wait_for(sid, needs=True, timeout=90)
+            assert row.needs_you == "question", row.error
+            assert str(outside) in (row.question_prompt or "")
+            await sup.respond(
+                sid, "allow_once"
+            )  # the operator allows; corral's policy still refuses
+            row = await settle(sup, sid, {S.NEEDS_APPROVAL, S.FAILED}, 90)
+            assert not outside.exists()
+            assert row.state is S.FAILED  # nothing written: the check stays red
+            logged = [e.data for e in sup.replay(sid)]
+            blocked = [d for d in logged if isinstance(d, BlockedData)]
+            assert [(b.what, b.by) for b in blocked] == [
+                (f"fs/write_text_file {outside}", "policy")
+            ], blocked
+            assert "outside the session's worktree" in blocked[0].why
+            failed = [
+                d
+                for d in logged
+                if isinstance(d, ConversationData)
+                and d.part == "tool_update"
+                and d.status == "failed"
+            ]
+            assert failed and "refused by corral" in failed[0].text, failed
+            # the model is told the write failed, and why
+            told = json.dumps(srv.turn_requests[-1].body["messages"])
+            assert "refused by corral" in told and "is_error" in told
+        finally:
+            await sup.close()
+
+
+def running(pid: int) -> bool:
+    """`pid` exists and is not a zombie (a dead process its parent has not reaped)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@needs_adapter
+async def test_cancel_mid_turn_ends_the_claude_turn_as_cancelled_and_stops_the_agent(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The model is slow to answer; the operator cancels while the prompt is
+    in flight: `session/cancel` ends the turn with the agent's own
+    `cancelled`, the session is abandoned at once, and no agent process is left."""
+    repo = init_repo(tmp_path / "repo")
+    with FakeModelServer([]) as srv:
+        use_claude(tmp_path, srv, repo, monkeypatch)
+        sup = await open_sup(tmp_path, "claude")
+        try:
+            started = await sup.start(TASK, repo, engine="claude-acp")
+            sid = started.session_id
+            srv.push(Reply("Thinking it over.", delay=60))
+            await sup.confirm(sid)
+            await until(sup, sid, "the turn's request", lambda: len(srv.turn_requests) == 1, 90)
+            pids = agent_pids(sup, sid, lambda _argv: True)
+            assert any(
+                Path(f"/proc/{p}/cmdline").read_bytes().find(b"claude-code-acp") > 0 for p in pids
+            )
+            began = time.monotonic()
+            result = await sup.cancel(sid)
+            assert result.state is S.ABANDONED, result
+            row = await settle(sup, sid, {S.ABANDONED}, 5)
+            assert time.monotonic() - began < 5, "cancel waited for the model's slow answer"
+            logged = [e.data for e in sup.replay(sid)]
+            ends = [
+                d.text for d in logged if isinstance(d, ConversationData) and d.part == "turn_end"
+            ]
+            assert ends == ["cancelled"], ends
+            assert row.agent_status == "exited", row
+            await until(
+                sup,
+                sid,
+                lambda: f"the agent's processes gone (left: {[p for p in pids if running(p)]})",
+                lambda: not any(running(p) for p in pids),
+                10,
+            )
+            assert "Thinking it over." not in json.dumps([d.model_dump() for d in logged])
+        finally:
+            await sup.close()
+
+
+@needs_adapter
+async def test_a_mode_the_operator_sets_lands_in_claude_before_it_is_reported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`corral mode ID plan` while a turn runs: the adapter takes it with
+    `session/set_mode`, only then the session's offers say `plan`, and Claude
+    Code's next request to the model is in plan mode."""
+    repo = init_repo(tmp_path / "repo")
+    plan_mode = "Plan mode is active"  # what Claude Code tells the model in plan mode
+    with FakeModelServer([]) as srv:
+        use_claude(tmp_path, srv, repo, monkeypatch)
+        sup = await open_sup(tmp_path, "claude", repairs=1)
+        try:
+            started = await sup.start(TASK, repo, engine="claude-acp")
+            sid = started.session_id
+            # the first turn is slow (time to switch mode while it runs); the repair follows
+            srv.push(Reply("Thinking it over.", delay=15), Reply("Planning."))
+            await sup.confirm(sid)
+            await until(sup, sid, "the turn's request", lambda: len(srv.turn_requests) == 1, 90)
+            offers = sup.get(sid).session.agent_offers
+            assert offers is not None and offers.mode == "default"
+            assert await sup.set_mode(sid, "plan") == {"mode": "plan"}
+            offers = sup.get(sid).session.agent_offers
+            assert offers is not None and offers.mode == "plan"
+            modes = [
+                d.text
+                for d in (e.data for e in sup.replay(sid))
+                if isinstance(d, ConversationData) and d.part == "mode"
+            ]
+            assert modes[-1] == "plan (set by the operator)", modes
+            row = await settle(sup, sid, {S.NEEDS_APPROVAL, S.FAILED}, 90)
+            assert row.agent_mode == "plan", row
+            assert len(srv.turn_requests) == 2
+            before, after = (json.dumps(r.body) for r in srv.turn_requests)
+            assert plan_mode not in before and plan_mode in after
         finally:
             await sup.close()
