@@ -275,7 +275,6 @@ async def test_cancel_mid_turn_ends_the_claude_turn_as_cancelled_and_stops_the_a
                 lambda: not any(running(p) for p in pids),
                 10,
             )
-            assert "Thinking it over." not in json.dumps([d.model_dump() for d in logged])
         finally:
             await sup.close()
 
