@@ -31,7 +31,7 @@ from corral.supervisor.events import (
     PlanTextData,
 )
 from corral.supervisor.states import CoderState as S
-from tests.conftest import init_repo
+from tests.conftest import init_repo, row_of
 from tests.e2e.support import AGENT_CLIS, agent_pids, open_sup, settle, until
 from tests.fakes.agent_env import BIN_DIR, claude_launch, missing_cli
 from tests.fakes.model_server import FakeModelServer, Reply, ToolCall
@@ -139,8 +139,8 @@ async def test_a_killed_claude_adapter_goes_dormant_and_revives_with_session_loa
             for pid in killed:
                 os.kill(pid, signal.SIGKILL)
             # dormant, not lost: nothing asked of the operator, the run not failed
-            await until(sup, sid, "dormant", lambda: sup.registry.summary(sid).dormant, 30)
-            row = sup.registry.summary(sid)
+            await until(sup, sid, "dormant", lambda: row_of(sup, sid).dormant, 30)
+            row = row_of(sup, sid)
             assert row.state is S.RUNNING and row.needs_you is None, row
             srv.push(
                 Reply(
@@ -157,7 +157,7 @@ async def test_a_killed_claude_adapter_goes_dormant_and_revives_with_session_loa
             row = await settle(sup, sid, {S.NEEDS_APPROVAL, S.FAILED}, 90)
             assert row.state is S.NEEDS_APPROVAL, row.error
             assert target.read_text() == "hi\n"
-            events = [e.data for e in sup.registry.live(sid).log.buffered()]
+            events = [e.data for e in sup.replay(sid)]
             said = [d.text for d in events if isinstance(d, PlanTextData)]
             loading = f"conversation {first.session_id} (session/load)"
             assert any(loading in t for t in said), said[-10:]

@@ -27,7 +27,7 @@ import pytest
 
 from corral.supervisor.events import AgentStartedData, ConversationData, PlanTextData
 from corral.supervisor.states import CoderState as S
-from tests.conftest import init_repo
+from tests.conftest import init_repo, row_of
 from tests.e2e.support import AGENT_CLIS, agent_pids, open_sup, settle, until
 from tests.fakes.agent_env import BIN_DIR, codex_launch, missing_cli
 from tests.fakes.model_server import FakeModelServer, Reply, ToolCall
@@ -110,7 +110,7 @@ async def test_a_red_check_after_codex_turn_is_repaired_by_a_second_prompt_on_th
             )
             await sup.confirm(sid)
             row = await settle(sup, sid, {S.NEEDS_APPROVAL, S.FAILED}, 120)
-            events = [e.data for e in sup.registry.live(sid).log.buffered()]
+            events = [e.data for e in sup.replay(sid)]
             assert row.state is S.NEEDS_APPROVAL, (row.error, events[-30:])
             worktree = Path(sup.get(sid).session.worktree or "")
             assert (worktree / "hello.txt").read_text() == "hi\n"
@@ -160,15 +160,15 @@ async def test_a_killed_codex_adapter_goes_dormant_and_revives_with_session_load
             assert killed, "no codex-acp process under the session's agent"
             for pid in killed:
                 os.kill(pid, signal.SIGKILL)
-            await until(sup, sid, "dormant", lambda: sup.registry.summary(sid).dormant, 30)
-            row = sup.registry.summary(sid)
+            await until(sup, sid, "dormant", lambda: row_of(sup, sid).dormant, 30)
+            row = row_of(sup, sid)
             assert row.state is S.RUNNING and row.needs_you is None, row
             right = ToolCall("exec_command", {"cmd": "printf 'hi\\n' > hello.txt"})
             srv.push(Reply("Writing it now.", [right]), Reply("Wrote hello.txt."))
             before = len(srv.turn_requests)
             await sup.revive(sid)
             row = await settle(sup, sid, {S.NEEDS_APPROVAL, S.FAILED}, 90)
-            events = [e.data for e in sup.registry.live(sid).log.buffered()]
+            events = [e.data for e in sup.replay(sid)]
             assert row.state is S.NEEDS_APPROVAL, (row.error, events[-30:])
             worktree = Path(sup.get(sid).session.worktree or "")
             assert (worktree / "hello.txt").read_text() == "hi\n"

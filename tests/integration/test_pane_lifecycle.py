@@ -41,7 +41,7 @@ def process_ends(pid: int, timeout: float = 5.0) -> bool:
     while time.monotonic() < deadline:
         try:
             stat = Path(f"/proc/{pid}/stat").read_text()
-        except FileNotFoundError:
+        except (FileNotFoundError, ProcessLookupError):  # gone, or going as it is read
             return True
         if stat.rpartition(")")[2].split()[0] == "Z":
             return True

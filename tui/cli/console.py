@@ -7,10 +7,12 @@ always cleans up its own: its agents and its private tmux server, on any exit.""
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import signal
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -41,7 +43,7 @@ def _launch(app: CorralApp) -> int:
     app.run()
     if app.startup_error:
         return fail(app.startup_error)
-    return 0
+    return app.return_code or 0
 
 
 def say_left_running(supervisor: OwnerSurface) -> None:
@@ -112,8 +114,27 @@ def _attach(state_dir: Path, root: Path) -> int:
     return _launch(CorralApp(attached, default_repo=root, attached=True))
 
 
-def _exit_on(signum: int, _frame: object) -> None:
-    raise SystemExit(128 + signum)
+def _end_on_signal(running: list[CorralApp]) -> Callable[[int, object], None]:
+    """SIGTERM and SIGHUP end the demo the way quitting does: the app is asked
+    to exit on its own event loop, so its supervisor closes and `finally`
+    cleans up. A SystemExit raised on whatever line the signal lands could be
+    caught by a task, or leave asyncio's shutdown waiting for a thread that
+    never returns. Before the app runs (`running` empty), outside its loop,
+    or on a second signal, it exits at once."""
+    asked: list[int] = []
+
+    def handler(signum: int, _frame: object) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        if loop is None or asked or not running:
+            raise SystemExit(128 + signum)
+        asked.append(signum)
+        app = running[0]
+        loop.call_soon_threadsafe(lambda: app.exit(return_code=128 + signum))
+
+    return handler
 
 
 def _own_state_dir() -> Path | None:
@@ -136,20 +157,21 @@ def run_demo(pace: float = 1.0, backend: str = "tmux") -> int:
 
     site = make_demo_site(Path(tempfile.mkdtemp(prefix="corral-demo-")))
     log_to_file(site.state_dir)
+    running: list[CorralApp] = []
     # a closed terminal or a kill ends the demo through `finally`, which cleans up
     for sig in (signal.SIGHUP, signal.SIGTERM):
         if signal.getsignal(sig) is signal.SIG_DFL:
-            signal.signal(sig, _exit_on)
+            signal.signal(sig, _end_on_signal(running))
     try:
         supervisor = build_demo_supervisor(site, backend=backend, pace=pace)
-        code = _launch(
-            CorralApp(
-                supervisor,
-                default_repo=site.repo,
-                on_ready=lambda _owner: seed_demo(supervisor, site.repo),
-                ui_state_dir=_own_state_dir(),  # the theme outlives the demo's temp dir
-            )
+        app = CorralApp(
+            supervisor,
+            default_repo=site.repo,
+            on_ready=lambda _owner: seed_demo(supervisor, site.repo),
+            ui_state_dir=_own_state_dir(),  # the theme outlives the demo's temp dir
         )
+        running.append(app)
+        code = _launch(app)
     finally:  # also on SIGTERM or a closed terminal: where the demo's files are
         stopped = stop_demo_site(site)
         print(f"corral demo: the demo repository is at {site.repo} (state in {site.state_dir})")
