@@ -14,7 +14,12 @@ import pytest
 
 from corral.supervisor.contracts.checks import run_check
 from corral.supervisor.models import CheckResult, CheckVerdict, ContractCheck
-from corral.supervisor.sandbox import SandboxPolicy, active_policy, set_active_policy
+from corral.supervisor.sandbox import (
+    SandboxPolicy,
+    active_policy,
+    sandbox_status,
+    set_active_policy,
+)
 
 PY = sys.executable  # has pytest, whatever the host's python3 has
 
@@ -182,6 +187,8 @@ async def test_a_check_writing_to_its_home_and_temp_dir_works(project: Path) -> 
     cmd = f'echo hi > ~/.{marker} && cat ~/.{marker} && echo t > "$TMPDIR/t" && cat "$TMPDIR/t"'
     result = await verdict(project, cmd)
     assert result.verdict is CheckVerdict.PASSES, result.output_tail
+    status = sandbox_status()
+    assert status.available, f"the check ran unconfined: {status.detail}"
     assert not (Path.home() / f".{marker}").exists()  # a private home, not the operator's
     again = await verdict(project, f"test ! -e ~/.{marker}")
     assert again.passed  # and not shared between checks
