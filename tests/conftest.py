@@ -90,6 +90,10 @@ def pytest_configure(config: pytest.Config) -> None:
     if config.option.basetemp or os.environ.get("PYTEST_XDIST_WORKER"):
         return  # chosen on the command line, or a worker under its controller's root
     parent = "/tmp" if os.access("/tmp", os.W_OK) else tempfile.gettempdir()
+    for old in Path(parent).glob("ct-*"):  # a failed run's, kept a day to be looked at
+        with contextlib.suppress(OSError):
+            if old.is_dir() and time.time() - old.stat().st_mtime > 86400:
+                shutil.rmtree(old, ignore_errors=True)
     config.option.basetemp = tempfile.mkdtemp(prefix="ct-", dir=parent)
     config.stash[_OWN_BASETEMP] = config.option.basetemp
 
@@ -99,7 +103,7 @@ _OWN_BASETEMP = pytest.StashKey[str]()
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """A run that passed leaves no temp dirs behind; a failed one keeps them to
-    be looked at."""
+    be looked at (for a day: the next run after that removes them)."""
     if os.environ.get("PYTEST_XDIST_WORKER"):
         return
     root = session.config.stash.get(_OWN_BASETEMP, None)

@@ -57,8 +57,9 @@ def sandbox_status() -> SandboxStatus:
     if _refused is not None and now - _refused[0] < REPROBE_SECS:
         return _refused[1]
     status = _probe()
-    if not status.available and status.detail != "bwrap not found: install bubblewrap":
-        time.sleep(0.5)  # once more: a bwrap refused for a moment (load) must not unconfine
+    if not status.available and shutil.which("bwrap"):
+        # once more, at once (this may run on an event loop): a bwrap that
+        # failed for a moment under load must not leave checks unconfined
         status = _probe()
     if status.available:
         _available = status

@@ -46,7 +46,7 @@ from corral.supervisor.remote import (
 )
 from corral.supervisor.states import CoderState, FailureKind, label
 
-from ..event_text import describe
+from ..event_text import describe, for_terminal
 from .common import DELIVERY_REFUSED, DISK_FULL
 
 EXIT = {
@@ -63,7 +63,7 @@ def _print_event(event: CoderEvent, as_json: bool) -> None:
     if as_json:
         print(json.dumps(event.model_dump(mode="json"), ensure_ascii=False), flush=True)
     else:
-        print(describe(event).plain, flush=True)
+        print(for_terminal(describe(event).plain), flush=True)
 
 
 async def _pump(sub: Subscription, as_json: bool) -> None:
@@ -402,17 +402,17 @@ async def _answer(options: list[str], prompt: str, policy: str, as_json: bool) -
         choice = next((o for o in options if o.endswith(kind)), None)
         choice = choice or next((o for o in options if pattern.search(o)), None)
         if choice is None:  # a question only a person can answer: say which, leave it waiting
-            print(
+            said = (
                 f"corral run: --on-question {policy} cannot answer this (its options: "
-                f"{', '.join(options)}), so the session waits for you: {prompt}",
-                file=sys.stderr,
+                f"{', '.join(options)}), so the session waits for you: {prompt}"
             )
+            print(for_terminal(said), file=sys.stderr)
             return None
         return choice
     if not as_json:
-        print(f"question: {prompt}")
+        print(for_terminal(f"question: {prompt}"))
         for i, option in enumerate(options, 1):
-            print(f"  {i}. {option}")
+            print(for_terminal(f"  {i}. {option}"))
     line = await asyncio.to_thread(sys.stdin.readline)
     return line.strip() or None
 
