@@ -8,8 +8,8 @@ import re
 import pytest
 from textual.binding import Binding
 
+from corral.tui.confirm import ConfirmScreen
 from corral.tui.screens.board import BoardScreen
-from corral.tui.screens.confirm import ConfirmScreen
 from corral.tui.screens.diff import DiffScreen
 from corral.tui.screens.discuss import DiscussScreen
 from corral.tui.screens.help import HELP

@@ -8,7 +8,7 @@ from textual.widgets import DataTable, Input
 
 from corral.supervisor.states import CoderState
 from corral.tui.app import CorralApp
-from corral.tui.screens.confirm import ConfirmScreen
+from corral.tui.confirm import ConfirmScreen
 from corral.tui.screens.diff import DiffScreen
 from corral.tui.screens.new_session import NewSessionScreen
 from corral.tui.screens.session import SessionScreen

@@ -63,7 +63,7 @@ def test_light_theme_and_an_error_toast(snap_compare, tmp_path: Path) -> None:
     async def before(pilot) -> None:  # type: ignore[no-untyped-def]
         await board_ready(app, pilot)
         app.theme = "textual-light"
-        app.run_supervisor_call("Approve", app.supervisor.approve("nope"))
+        app.actions.run("Approve", app.supervisor.approve("nope"))
         await final_frame(
             pilot,
             "the error toast",
