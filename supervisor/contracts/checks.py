@@ -225,8 +225,13 @@ _OPTION_LISTS = ("PYTEST_ADDOPTS", "GOFLAGS")
 def _with_report_env(env: dict[str, str], extra: dict[str, str]) -> dict[str, str]:
     """`env` plus what asks the runner for its report; options the
     environment already passes to pytest or go are kept, ours come after;
-    any other setting the environment already has (a GOPROXY) wins."""
-    out = dict(env)
+    any other setting the environment already has (a GOPROXY) wins.
+
+    Python keeps a check's bytecode in the tree it checks, removed with it:
+    an operator's PYTHONPYCACHEPREFIX would keep it apart, where a later tree
+    at the same path finds it and Python takes it as fresh when a source has
+    the same size and second (the previous tree's code would run)."""
+    out = {k: v for k, v in env.items() if k != "PYTHONPYCACHEPREFIX"}
     for key, value in extra.items():
         if not env.get(key):
             out[key] = value

@@ -5,6 +5,7 @@ command (sandboxed like any check) in a real directory."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 from collections.abc import Iterator
@@ -230,3 +231,24 @@ async def test_a_go_module_whose_requirements_are_not_downloaded_cannot_run(tmp_
     assert result.verdict is CheckVerdict.CANNOT_RUN, result.output_tail
     assert result.reason == "missing Go module: example.org/dep (not downloaded)"
     assert result.fix
+
+
+async def test_an_operators_bytecode_prefix_never_serves_a_previous_trees_code(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Trees checked one after the other at one path, a module rewritten at
+    the same size and second: each check runs the module as written, even
+    when the operator's environment keeps bytecode apart
+    (PYTHONPYCACHEPREFIX), where Python would take the first tree's as fresh."""
+    set_active_policy(SandboxPolicy(enabled=False))  # unconfined: the prefix is writable
+    monkeypatch.setenv("PYTHONPYCACHEPREFIX", str(tmp_path / "pycache"))
+    monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)
+    tree = tmp_path / "tree"
+    outcomes = []
+    for value in ("1", "2"):
+        shutil.rmtree(tree, ignore_errors=True)
+        write(tree, "m.py", f"def v():\n    return {value}\n")
+        os.utime(tree / "m.py", (1_000_000_000, 1_000_000_000))  # the same second both times
+        result = await verdict(tree, "python3 -c 'import m; assert m.v() == 1'")
+        outcomes.append(result.passed)
+    assert outcomes == [True, False]
