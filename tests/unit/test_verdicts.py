@@ -131,6 +131,9 @@ async def test_a_conftest_written_for_an_older_pytest_cannot_run(project: Path) 
     assert result.verdict is CheckVerdict.CANNOT_RUN
     assert result.reason.startswith("pytest could not load the suite's plugins: ")
     assert "fspath_of_old" in result.reason
+    # what to do, usable headless too: pin an older pytest in the setup
+    assert "written for an older pytest" in result.fix
+    assert "-m pip install 'pytest<N'" in result.fix and "--contract FILE" in result.fix
 
 
 async def test_pytest_with_no_tests_cannot_run(project: Path) -> None:
