@@ -238,13 +238,48 @@ def _cannot_run_reason(
     return CheckVerdict.FAILS, why
 
 
-def setup_failed(name: str, why: str) -> CheckResult:
-    """The result a check gets when the setup before it failed: it never ran."""
+SETUP_FAILED = "setup failed"
+# a package index the setup could not reach for a moment: the host, not the work
+_SETUP_NETWORK = re.compile(
+    r"ConnectionError|ConnectTimeout|ReadTimeout|Connection reset|Connection refused|"
+    r"Max retries exceeded|ProxyError|SSLError|HTTP error 5\d\d|\b50[234]\b"
+)
+
+
+def change_broke_setup(output: str, timed_out: bool, baseline: list[CheckResult] | None) -> bool:
+    """Whether a setup that failed at verification failed because of the
+    change: the same setup succeeded on the untouched tree (its checks ran
+    there), it did not run out of time, and nothing in its output says the
+    host or the network (a package index) failed it."""
+    if baseline is None or not baseline or timed_out:
+        return False
+    if any(r.reason.startswith(SETUP_FAILED) for r in baseline):
+        return False
+    clean = _ANSI.sub("", output)
+    return _host_cause(clean) is None and not _SETUP_NETWORK.search(clean)
+
+
+def setup_failed(
+    name: str, why: str, *, by_the_change: bool = False, output: str = ""
+) -> CheckResult:
+    """The result a check gets when the setup before it failed: it never ran.
+    `by_the_change`: the setup succeeded on the untouched tree, so the work
+    broke it (a version read from a file it emptied): the work's, a repair,
+    with the setup's `output` for the agent to read."""
+    if by_the_change:
+        return CheckResult(
+            name=name,
+            passed=False,
+            verdict=CheckVerdict.FAILS,
+            reason=f"the setup no longer succeeds after the change (it did on the untouched "
+            f"tree): {why}",
+            output_tail=f"{_ANSI.sub('', output)[-2000:]}\n[corral] not run: the change broke the setup",
+        )
     return CheckResult(
         name=name,
         passed=False,
         verdict=CheckVerdict.CANNOT_RUN,
-        reason=f"setup failed: {why}",
+        reason=f"{SETUP_FAILED}: {why}",
         fix="edit the setup (/setup command) and revise; the check did not run",
         output_tail="[corral] not run: the setup failed",
     )

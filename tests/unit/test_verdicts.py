@@ -228,3 +228,23 @@ async def test_a_go_module_whose_requirements_are_not_downloaded_cannot_run(tmp_
     assert result.verdict is CheckVerdict.CANNOT_RUN, result.output_tail
     assert result.reason == "missing Go module: example.org/dep (not downloaded)"
     assert result.fix
+
+
+def test_a_setup_failure_is_the_changes_only_when_the_untouched_tree_set_up_and_no_host_failed_it() -> (
+    None
+):
+    from corral.supervisor.contracts.verdicts import change_broke_setup, setup_failed
+
+    ran = [CheckResult(name="tests", passed=True)]
+    words = "error: subprocess-exited-with-error\nAttributeError: 'NoneType' has no 'group'"
+    assert change_broke_setup(words, False, ran)
+    assert not change_broke_setup(words, False, None)  # the baseline itself
+    assert not change_broke_setup(words, True, ran)  # out of time: maybe the load
+    # it never set up on the untouched tree either: not the change's
+    assert not change_broke_setup(words, False, [setup_failed("tests", "exit 1")])
+    for host in (
+        "WARNING: Retrying (Retry(total=4)) after connection broken by 'ReadTimeoutError'",
+        "Max retries exceeded with url: /simple/pytest/",
+        "Temporary failure in name resolution",
+    ):
+        assert not change_broke_setup(host, False, ran), host
