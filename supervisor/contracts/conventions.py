@@ -32,6 +32,7 @@ from ..models import (
     OutcomeContract,
 )
 from .drafting import GIVE_CHECKS, DraftingError, DraftRequest, ReviseRequest
+from .runner_era import conftest_hooks, older_pytest_step, pins_pytest
 from .setup_draft import SetupProposal, propose_setup, tox_testenv
 from .test_imports import install_missing_command, undeclared_imports
 
@@ -1071,14 +1072,27 @@ def drafted_setup(root: Path, *, path: str | None = None) -> SetupProposal:
     proposal = propose_setup(root, path=path)
     if not proposal.python or proposal.installs is None:
         return proposal
-    modules = undeclared_imports(root, _test_files(root))
-    if not modules:
-        return proposal
-    proposal.commands.append(install_missing_command('"$CORRAL_ENV/bin/python"', modules))
-    proposal.notes.append(
-        f"the tests import {', '.join(modules)}: each installed by name (from PyPI) when "
-        "the project's install does not bring it"
-    )
+    python = '"$CORRAL_ENV/bin/python"'
+    tests = _test_files(root)
+    modules = undeclared_imports(root, tests)
+    if modules:
+        proposal.commands.append(install_missing_command(python, modules))
+        proposal.notes.append(
+            f"the tests import {', '.join(modules)}: each installed by name (from PyPI) when "
+            "the project's install does not bring it"
+        )
+    hooks = conftest_hooks(root, tests)
+    if hooks and not pins_pytest(proposal.installs):  # a project's own pin is its choice
+        proposal.commands.append(older_pytest_step(python, list(hooks)))
+        named = "; ".join(
+            f"{'' if d == '.' else d + '/'}conftest.py: {', '.join(h[:3])}"
+            for d, h in hooks.items()
+        )
+        proposal.notes.append(
+            f"the suite's conftest defines pytest hooks ({named}): if the installed pytest "
+            "rejects them (written for an older pytest), the pytest below its major version "
+            "is installed"
+        )
     return proposal
 
 

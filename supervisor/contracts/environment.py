@@ -117,7 +117,15 @@ def has_c_extension(root: Path) -> bool:
     return False
 
 
+#: How a setup runs a project's own step (a tox compile step) with the
+#: environment's tools first on PATH: what it writes is the project's
+#: business (usually the tree), so it never counts as an install into the env.
+RUN_IN_ENV = f'PATH="${ENV_VAR}/bin:$PATH" '
+
+
 def _names_env(command: str) -> bool:
+    if command.startswith(RUN_IN_ENV):
+        return False
     return f"${ENV_VAR}" in command or f"${{{ENV_VAR}}}" in command
 
 
@@ -125,7 +133,11 @@ def reuse_basis(commands: list[str], root: Path) -> ReuseBasis:
     """What else decides the setup's result: nothing but the manifests for
     installs (into `$CORRAL_ENV`, a global cache, or `node_modules` by a
     package manager), the compiled sources for a C extension, else the whole
-    tracked tree (a command corral cannot read, e.g. `make build`)."""
+    tracked tree (a command corral cannot read, e.g. `make build`, or a
+    project's own step run in the environment, e.g. a catalogue compile
+    whose `.po` sources no manifest names)."""
+    if any(c.startswith(RUN_IN_ENV) for c in commands):
+        return "tree"
     if has_c_extension(root):
         return "compiled_sources"
     if all(_names_env(c) or _GLOBAL_FETCH.match(c) or _MANIFEST_INSTALL.match(c) for c in commands):

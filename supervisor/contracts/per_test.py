@@ -6,9 +6,12 @@ failing on the untouched tree (N)") — shown at gate 1, never hidden and
 never blocking. At verification the check passes when no test that passed
 on the untouched tree fails or is skipped now, every test the untouched tree
 did not fail (a new test among them) passes, and every test the contract
-names (`must_pass`) passes. Anything else — no per-test report, a collection
-error, a red exit no failed test explains, a check with an output or
-differential assertion — keeps the exit-code semantics.
+names (`must_pass`) passes. A suite that collected on the untouched tree
+and does not now fails: the same environment collected it, so the change
+broke it (never *cannot run*). Anything else — no per-test report, a
+collection error on the untouched tree, a red exit no failed test explains,
+a check with an output or differential assertion — keeps the exit-code
+semantics.
 """
 
 from __future__ import annotations
@@ -80,10 +83,17 @@ def against_baseline(
 ) -> Judgement | None:
     """The verification's per-test verdict against the untouched tree's
     report, or None for the exit-code semantics."""
-    if not judged_per_test(check) or report is None or before is None:
+    if not judged_per_test(check) or report is None or before is None or code is None:
         return None
-    if report.collection_errors or code is None:
-        return None
+    if report.collection_errors:
+        if before.collection_errors or not before.passed:
+            return None  # it never collected here: the exit-code semantics say why
+        # the same environment collected the untouched tree: the change broke it
+        return Judgement(
+            False,
+            "the tests no longer collect (they did on the untouched tree): "
+            f"{names(report.collection_errors, 3)}",
+        )
     failed_now = set(report.failed)
     skipped_now = set(report.skipped)
     passing_now = set(report.passed)

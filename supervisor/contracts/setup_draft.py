@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .environment import RUN_IN_ENV
+
 TEST_EXTRAS: tuple[str, ...] = ("test", "tests", "testing", "dev")
 #: Extras that hold a whole developer toolbox (linters, release tools): used
 #: only when no extra is about tests, so the setup installs what checks use.
@@ -417,7 +419,7 @@ def _python(root: Path, path: str | None, needs_pytest: bool) -> SetupProposal:
     )
     if tox is not None and tox.commands_pre:
         # tox's steps before the tests (a translation compile step), in the venv
-        proposal.commands += [f'PATH="$CORRAL_ENV/bin:$PATH" {c}' for c in tox.commands_pre]
+        proposal.commands += [f"{RUN_IN_ENV}{c}" for c in tox.commands_pre]
         proposal.notes.append(
             "tox.ini [testenv] steps before the tests: " + "; ".join(tox.commands_pre)
         )

@@ -3,6 +3,9 @@
 Old sdists often ship tests that import a test helper (`hypothesis`,
 `hypothesmith`) declared only in a tox.ini or CI file they do not ship, or
 under `try: ... except ImportError` around code that then fails at import.
+An import whose `except ImportError` imports something else instead (the
+Python 2/3 `try: import thread / except ImportError: import _thread`) has
+its fallback, so it is not needed and never installed by name.
 The drafted setup installs such a module after the project, only when it is
 still not importable there, and says which at gate 1. Import statements are
 read with `ast` (never executed); only plain ASCII module names are kept, so
@@ -46,6 +49,7 @@ _PYTHON2_STDLIB = frozenset(
         *("urlparse", "ConfigParser", "Queue", "cPickle", "httplib", "HTMLParser"),
         *("__builtin__", "gdbm", "dbhash", "anydbm", "dumbdbm", "commands", "sets"),
         *("Tkinter", "tkFileDialog", "cookielib", "Cookie", "SocketServer", "xmlrpclib"),
+        *("thread", "dummy_thread", "copy_reg", "htmlentitydefs", "robotparser"),
     }
 )
 _SAFE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
@@ -67,6 +71,22 @@ def _module_level(body: list[ast.stmt]) -> list[ast.stmt]:
     return out
 
 
+def _is_import(node: ast.stmt) -> bool:
+    return isinstance(node, (ast.Import, ast.ImportFrom))
+
+
+def _with_fallback(statements: list[ast.stmt]) -> set[int]:
+    """The imports in a `try` whose handler imports something else instead:
+    alternatives with a fallback, not requirements."""
+    out: set[int] = set()
+    for node in statements:
+        if isinstance(node, ast.Try) and any(
+            any(_is_import(s) for s in handler.body) for handler in node.handlers
+        ):
+            out |= {id(s) for s in node.body if _is_import(s)}
+    return out
+
+
 def _top_level_imports(path: Path) -> set[str]:
     try:
         if path.stat().st_size > MAX_FILE_BYTES:
@@ -75,7 +95,11 @@ def _top_level_imports(path: Path) -> set[str]:
     except (OSError, SyntaxError, ValueError):
         return set()
     names: set[str] = set()
-    for node in _module_level(tree.body):
+    statements = _module_level(tree.body)
+    optional = _with_fallback(statements)
+    for node in statements:
+        if id(node) in optional:
+            continue
         if isinstance(node, ast.Import):
             names |= {alias.name.split(".")[0] for alias in node.names}
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:

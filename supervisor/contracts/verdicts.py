@@ -29,6 +29,22 @@ from pathlib import Path
 from ..models import CheckResult, CheckVerdict
 
 FIX_SETUP = "edit the setup (/setup command) so the check's tools and dependencies are installed"
+PLUGINS_REJECTED = "pytest could not load the suite's plugins"
+_PYTEST_VERSION = re.compile(r"\bpytest-(\d+)\.\d+")
+
+
+def older_pytest_fix(output: str) -> str:
+    """What to do when pytest rejects the suite's conftest or plugin hooks:
+    they were written for an older pytest, which the setup can pin."""
+    m = _PYTEST_VERSION.search(output)
+    below = f"pytest<{m.group(1)}" if m else "pytest<N"
+    which = "" if m else " (N: this pytest's major version, `pytest --version`)"
+    return (
+        f"the suite was written for an older pytest: end the setup with "
+        f"`\"$CORRAL_ENV/bin/python\" -m pip install '{below}'`{which} — /setup in the "
+        "console; headless, run with --contract FILE whose setup ends with that line"
+    )
+
 
 _NO_MODULE = re.compile(r"No module named '?([A-Za-z_][\w.]*)'?")
 _CANNOT_IMPORT = re.compile(r"cannot import name '?(\w+)'? from '?([A-Za-z_][\w.]*)'?")
@@ -154,7 +170,12 @@ def classify(result: CheckResult, command: str, root: Path, *, intent: str = "")
     verdict, reason = _cannot_run_reason(result, command, root, intent)
     if verdict is CheckVerdict.FAILS:
         return result.model_copy(update={"verdict": verdict, "reason": reason, "fix": ""})
-    return result.model_copy(update={"verdict": verdict, "reason": reason, "fix": FIX_SETUP})
+    fix = (
+        older_pytest_fix(_ANSI.sub("", result.output_tail))
+        if reason.startswith(PLUGINS_REJECTED)
+        else FIX_SETUP
+    )
+    return result.model_copy(update={"verdict": verdict, "reason": reason, "fix": fix})
 
 
 def _cannot_run_reason(
@@ -189,7 +210,7 @@ def _cannot_run_reason(
     rejected = [m for p in _PLUGIN_REJECTED if (m := p.search(output))]
     if rejected and _is_pytest(command):
         words = rejected[0].group(0).strip()[:200]
-        return CheckVerdict.CANNOT_RUN, f"pytest could not load the suite's plugins: {words}"
+        return CheckVerdict.CANNOT_RUN, f"{PLUGINS_REJECTED}: {words}"
     node = _NODE_MISSING.search(output)
     if node:
         return CheckVerdict.CANNOT_RUN, f"missing module: {node.group(1)} (not installed)"
@@ -217,13 +238,48 @@ def _cannot_run_reason(
     return CheckVerdict.FAILS, why
 
 
-def setup_failed(name: str, why: str) -> CheckResult:
-    """The result a check gets when the setup before it failed: it never ran."""
+SETUP_FAILED = "setup failed"
+# a package index the setup could not reach for a moment: the host, not the work
+_SETUP_NETWORK = re.compile(
+    r"ConnectionError|ConnectTimeout|ReadTimeout|Connection reset|Connection refused|"
+    r"Max retries exceeded|ProxyError|SSLError|HTTP error 5\d\d|\b50[234]\b"
+)
+
+
+def change_broke_setup(output: str, timed_out: bool, baseline: list[CheckResult] | None) -> bool:
+    """Whether a setup that failed at verification failed because of the
+    change: the same setup succeeded on the untouched tree (its checks ran
+    there), it did not run out of time, and nothing in its output says the
+    host or the network (a package index) failed it."""
+    if baseline is None or not baseline or timed_out:
+        return False
+    if any(r.reason.startswith(SETUP_FAILED) for r in baseline):
+        return False
+    clean = _ANSI.sub("", output)
+    return _host_cause(clean) is None and not _SETUP_NETWORK.search(clean)
+
+
+def setup_failed(
+    name: str, why: str, *, by_the_change: bool = False, output: str = ""
+) -> CheckResult:
+    """The result a check gets when the setup before it failed: it never ran.
+    `by_the_change`: the setup succeeded on the untouched tree, so the work
+    broke it (a version read from a file it emptied): the work's, a repair,
+    with the setup's `output` for the agent to read."""
+    if by_the_change:
+        return CheckResult(
+            name=name,
+            passed=False,
+            verdict=CheckVerdict.FAILS,
+            reason=f"the setup no longer succeeds after the change (it did on the untouched "
+            f"tree): {why}",
+            output_tail=f"{_ANSI.sub('', output)[-2000:]}\n[corral] not run: the change broke the setup",
+        )
     return CheckResult(
         name=name,
         passed=False,
         verdict=CheckVerdict.CANNOT_RUN,
-        reason=f"setup failed: {why}",
+        reason=f"{SETUP_FAILED}: {why}",
         fix="edit the setup (/setup command) and revise; the check did not run",
         output_tail="[corral] not run: the setup failed",
     )

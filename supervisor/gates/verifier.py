@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, TypeVar
 from ..config import SupervisorConfig
 from ..contracts.checks import captures_from, run_contract
 from ..contracts.environment import Environments, SetupRun, setup_reason
-from ..contracts.verdicts import setup_failed
+from ..contracts.verdicts import change_broke_setup, setup_failed
 from ..errors import CorralError
 from ..events import (
     CheckCompletedData,
@@ -141,7 +141,11 @@ class Verifier:
         the baseline run; `baseline`: its results, to judge test by test."""
         if run is not None and not run.outcome.ok:
             why = setup_reason(run.outcome)
-            return [setup_failed(c.name, why) for c in contract.checks]
+            broke = change_broke_setup(run.outcome.output_tail, run.outcome.timed_out, baseline)
+            return [
+                setup_failed(c.name, why, by_the_change=broke, output=run.outcome.output_tail)
+                for c in contract.checks
+            ]
         environment = run.environment if run is not None else None
         return await run_contract(
             contract,

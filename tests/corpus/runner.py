@@ -66,6 +66,8 @@ class Project:
     # tests that fail only on some hosts (this host's data), listed when they do
     already_failing: tuple[str, ...] = ()
     may_fail: tuple[str, ...] = ()
+    # lines the drafted setup must hold (a tox compile step, a runner pin)
+    setup_has: tuple[str, ...] = ()
     # whether today's drafted contract delivers the correct change, and why not
     delivers: bool = True
     why_not: str = ""
@@ -165,6 +167,7 @@ def projects() -> list[Project]:
             needs=tuple(row.get("needs", ())),
             already_failing=tuple(row.get("already_failing", ())),
             may_fail=tuple(row.get("may_fail", ())),
+            setup_has=tuple(row.get("setup_has", ())),
         )
         for row in data["project"]
     ]

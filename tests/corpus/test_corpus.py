@@ -68,6 +68,8 @@ def test_the_drafted_contract_holds_on_the_untouched_project(
     assert contract.checks, outcome.verdict()
     if project.registry == "pypi":
         assert contract.setup and contract.setup[0] == 'python3 -m venv "$CORRAL_ENV"'
+    for line in project.setup_has:  # a step the project's own runner takes before its tests
+        assert any(line in step for step in contract.setup), contract.setup
     if contract.setup:
         assert outcome.cold is not None and outcome.cached is not None
         assert outcome.cold.ok, outcome.cold.output_tail
@@ -134,7 +136,7 @@ def test_the_corpus_list_is_pinned_and_varied() -> None:
     for shape in (
         *("src layout", "flat", "tox", "nox", "hatch", "poetry", "C extension"),
         *("version-file", "test/", "coverage wrapper", "without tests", "host-dependent"),
-        "genuinely failing test",
+        *("genuinely failing test", "compile step"),
         *("Rust", "Go"),
     ):
         assert shape in shapes, shape

@@ -249,6 +249,41 @@ async def test_stopping_on_a_check_that_cannot_run_fails_as_configuration(
     assert len(engine.contexts) == 1
 
 
+async def test_a_setup_the_change_breaks_is_the_works_and_goes_back_for_repair(
+    make_supervisor: SupervisorFactory, repo: Path
+) -> None:
+    """The setup read a file the work emptied (as a setup.py reads its version
+    from the package): it passed on the untouched tree, so at verification
+    the failure is the change's, sent back to the agent with the setup's
+    words, never a question to the operator about the environment."""
+    from tests.conftest import git
+
+    (repo / "VERSION").write_text("1\n", encoding="utf-8")
+    git(repo, "add", "VERSION")
+    git(repo, "commit", "-q", "-m", "version")
+    reads_version = ['grep -q 1 VERSION || { echo "no version in VERSION"; exit 1; }']
+    engine = ScriptedEngine(
+        [
+            [Write("VERSION", ""), Write("hello.txt", "hi\n")],
+            [Write("VERSION", "1\n")],  # the repair round puts it back
+        ]
+    )
+    sup = await make_supervisor(
+        drafter=ScriptedDrafter([greet_contract(setup=[*reads_version, *GREET_SETUP])]),
+        engine=engine,
+    )
+    sid = await proposed(sup, repo)
+    assert sup.get(sid).session.baseline[0].verdict is CheckVerdict.FAILS  # hello.txt not yet
+    await sup.confirm(sid)
+    await eventually(lambda: sup.get(sid).session.state is S.NEEDS_APPROVAL, timeout=30)
+    assert len(engine.contexts) == 2
+    [broken] = engine.contexts[1].failing_checks
+    assert broken.verdict is CheckVerdict.FAILS
+    assert broken.reason.startswith("the setup no longer succeeds after the change")
+    assert "no version in VERSION" in broken.output_tail  # the setup's own words
+    assert row_of(sup, sid).needs_you is not NeedsYou.QUESTION
+
+
 def test_stored_results_from_before_verdicts_read_as_passes_or_fails() -> None:
     from corral.supervisor.models import CheckResult
 

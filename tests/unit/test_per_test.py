@@ -262,6 +262,19 @@ def test_verification_refuses_a_regression_by_name_and_ignores_old_failures() ->
     assert skipped is not None and not skipped.passed and "skipped now: b" in skipped.note
 
 
+def test_a_suite_the_change_stops_collecting_fails_as_the_works() -> None:
+    # an emptied package: its test modules no longer import. The untouched
+    # tree collected in the same environment, so this is the work, not the host
+    before = _report(["tests.test_a::test_ok"], [])
+    broken = TestReport(collection_errors=["tests.test_a: ImportError: cannot import name 'f'"])
+    judged = against_baseline(SUITE, 2, broken, before)
+    assert judged is not None and not judged.passed
+    assert judged.note.startswith("the tests no longer collect (they did on the untouched tree)")
+    assert "cannot import name 'f'" in judged.note
+    # a suite that never collected here keeps the exit-code semantics (cannot run, with why)
+    assert against_baseline(SUITE, 2, broken, broken) is None
+
+
 def test_checks_with_other_assertions_keep_exit_code_semantics() -> None:
     grep = ContractCheck(name="out", command="pytest -q", output_contains="3 passed")
     assert on_untouched_tree(grep, 1, _report(["a"], ["zone"])) is None

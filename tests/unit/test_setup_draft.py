@@ -260,6 +260,9 @@ def test_a_compile_step_among_tox_commands_runs_before_the_tests(
     assert not any("flake8" in c for c in contract.setup)  # a linter is no setup step
     [check] = contract.checks
     assert check.command == "pytest"  # the line after the tests is no check
+    # what it compiles is the tree's (.po files no manifest names): a changed
+    # catalogue gets a fresh setup, never the last tree's compiled copy
+    assert reuse_basis(contract.setup, repo) == "tree"
 
 
 @pytest.mark.parametrize(

@@ -134,6 +134,9 @@ async def test_a_conftest_written_for_an_older_pytest_cannot_run(project: Path) 
     assert result.verdict is CheckVerdict.CANNOT_RUN
     assert result.reason.startswith("pytest could not load the suite's plugins: ")
     assert "fspath_of_old" in result.reason
+    # what to do, usable headless too: pin an older pytest in the setup
+    assert "written for an older pytest" in result.fix
+    assert "-m pip install 'pytest<N'" in result.fix and "--contract FILE" in result.fix
 
 
 @pytest.mark.slow
@@ -252,3 +255,23 @@ async def test_an_operators_bytecode_prefix_never_serves_a_previous_trees_code(
         result = await verdict(tree, "python3 -c 'import m; assert m.v() == 1'")
         outcomes.append(result.passed)
     assert outcomes == [True, False]
+
+
+def test_a_setup_failure_is_the_changes_only_when_the_untouched_tree_set_up_and_no_host_failed_it() -> (
+    None
+):
+    from corral.supervisor.contracts.verdicts import change_broke_setup, setup_failed
+
+    ran = [CheckResult(name="tests", passed=True)]
+    words = "error: subprocess-exited-with-error\nAttributeError: 'NoneType' has no 'group'"
+    assert change_broke_setup(words, False, ran)
+    assert not change_broke_setup(words, False, None)  # the baseline itself
+    assert not change_broke_setup(words, True, ran)  # out of time: maybe the load
+    # it never set up on the untouched tree either: not the change's
+    assert not change_broke_setup(words, False, [setup_failed("tests", "exit 1")])
+    for host in (
+        "WARNING: Retrying (Retry(total=4)) after connection broken by 'ReadTimeoutError'",
+        "Max retries exceeded with url: /simple/pytest/",
+        "Temporary failure in name resolution",
+    ):
+        assert not change_broke_setup(host, False, ran), host
