@@ -236,6 +236,7 @@ BIG_CHANGE = (
 )
 
 
+@pytest.mark.slow
 async def test_a_40_mb_change_of_thousands_of_files_is_delivered_to_the_checkout(
     make_supervisor: SupervisorFactory, repo: Path
 ) -> None:
@@ -267,6 +268,7 @@ VERSION_FILE_SETUP = [
 ]
 
 
+@pytest.mark.slow
 async def test_a_version_file_the_setup_writes_exists_in_every_verification_tree(
     make_supervisor: SupervisorFactory, repo: Path
 ) -> None:
@@ -311,6 +313,7 @@ async def test_a_check_that_commits_in_its_checkout_leaves_nothing_behind(
     assert "/scratch/" not in listed
 
 
+@pytest.mark.slow
 async def test_a_change_too_large_to_split_is_refused_for_partial_approval_with_its_size(
     make_supervisor: SupervisorFactory, repo: Path
 ) -> None:
