@@ -60,7 +60,8 @@ class DraftingError(CorralError):
 
 
 class ContractDrafter(Protocol):
-    name: str
+    @property
+    def name(self) -> str: ...
 
     async def draft(self, request: DraftRequest) -> OutcomeContract: ...
 
