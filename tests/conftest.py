@@ -80,6 +80,31 @@ def init_repo(path: Path) -> Path:
     return path
 
 
+class FastSuiteWatch:
+    """Names the tests outside `slow` that took longer than FAST_TEST_SECS:
+    the fast suite (`-m 'not slow'`) stays within its 3 minutes only if heavy
+    tests are marked so as they are written."""
+
+    FAST_TEST_SECS = 5.0
+
+    def __init__(self) -> None:
+        self.spent: dict[str, float] = {}
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if "slow" not in report.keywords:
+            self.spent[report.nodeid] = self.spent.get(report.nodeid, 0.0) + report.duration
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        heavy = sorted(
+            ((secs, nodeid) for nodeid, secs in self.spent.items() if secs > self.FAST_TEST_SECS),
+            reverse=True,
+        )
+        if heavy:
+            terminalreporter.write_sep("-", f"over {self.FAST_TEST_SECS:.0f} s, not marked slow")
+            for secs, nodeid in heavy:
+                terminalreporter.write_line(f"{secs:6.1f} s  {nodeid}")
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
     """Temp dirs get a short root of their own per run. Tests bind tmux and
@@ -87,6 +112,8 @@ def pytest_configure(config: pytest.Config) -> None:
     bytes cannot be bound: pytest's default root (/tmp/pytest-of-USER/pytest-N,
     plus popen-gwN per parallel worker) leaves too little room. One root per
     run, so runs side by side never share or delete each other's dirs."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        config.pluginmanager.register(FastSuiteWatch(), "corral-fast-suite-watch")
     if config.option.basetemp or os.environ.get("PYTEST_XDIST_WORKER"):
         return  # chosen on the command line, or a worker under its controller's root
     parent = "/tmp" if os.access("/tmp", os.W_OK) else tempfile.gettempdir()

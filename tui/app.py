@@ -21,8 +21,8 @@ from textual.notifications import SeverityLevel
 from textual.screen import Screen
 
 from corral.supervisor.errors import CorralError
-from corral.supervisor.states import short_id
 
+from .console_app import ConsoleApp
 from .desktop_notice import osc_notification
 from .early_keys import EarlyKeys
 
@@ -36,7 +36,7 @@ MIN_WIDTH, MIN_HEIGHT = 80, 24
 BOARD_SHOWN_WAIT = 3.0  # seconds the socket and MCP wait at most for the first board frame
 
 
-class CorralApp(App[None]):
+class CorralApp(ConsoleApp):
     CSS_PATH = "corral.tcss"
     TITLE = "corral"
     BINDINGS = [
@@ -153,7 +153,7 @@ class CorralApp(App[None]):
             self._say_broken_rows()
         self._load_theme()
         self.set_interval(300, self._reap_discussions)
-        from .screens.board import BoardScreen  # screens import this module for its type
+        from .screens.board import BoardScreen  # its modules load after the first frame
 
         await self.push_screen(BoardScreen(clock=self.clock))
         if self.attached:
@@ -316,6 +316,7 @@ class CorralApp(App[None]):
     async def on_unmount(self) -> None:
         for task in list(self._calls):
             task.cancel()
+        self.actions.cancel_all()
         if self._opening is not None and not self._opening.done():
             with contextlib.suppress(Exception):
                 await self._opening
@@ -324,148 +325,6 @@ class CorralApp(App[None]):
         sup = self._supervisor  # never built: nothing to close
         if sup is not None and self.owns_supervisor and sup.opened:
             await sup.close()
-
-    def run_supervisor_call(
-        self, label: str, call: Awaitable[Any], outcome: Callable[[Any], str] | None = None
-    ) -> None:
-        """Run a supervisor call in the background; errors become toasts, and
-        so does `outcome(result)` when given."""
-
-        async def runner() -> None:
-            try:
-                result = await call
-            except CorralError as exc:
-                self.bell()
-                self.notify(str(exc), title=f"{label} refused", severity="error", timeout=8)
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                self.report_unexpected(label, exc)
-            else:
-                if outcome is not None:
-                    self.notify(outcome(result), title=label, timeout=8)
-
-        task = asyncio.get_running_loop().create_task(runner())
-        self._calls.add(task)
-        task.add_done_callback(self._calls.discard)
-
-    # -- what cannot be undone asks once, the same way on every screen ---------
-
-    def ask(
-        self,
-        question: str,
-        then: Callable[[str], object],
-        *,
-        go: str = "Yes",
-        comment: str | None = None,
-        value: str = "",
-        other: tuple[str, Callable[[], object]] | None = None,
-    ) -> None:
-        """One confirm modal (enter / y goes, escape / n keeps); `then(comment)`
-        runs only when the operator goes ahead (`value` pre-fills the comment).
-        `other` (a label and what it does) offers a second way to go, on `e`."""
-        from .screens.confirm import ConfirmScreen
-
-        def done(answer: str | None) -> None:
-            if answer == ConfirmScreen.OTHER and other is not None:
-                other[1]()
-            elif answer is not None:
-                then(answer)
-
-        screen = ConfirmScreen(
-            question, go=go, comment=comment, value=value, other=other[0] if other else None
-        )
-        self.push_screen(screen, done)
-
-    def _what(self, session_id: str) -> str:
-        try:
-            intent = self.supervisor.get(session_id).session.intent
-        except CorralError:
-            return session_id
-        return (intent.splitlines()[0] if intent else session_id)[:100]
-
-    def _checks_named(self, session_id: str) -> str:
-        """The checks a confirmation agrees to, and a warning when none of
-        them can prove the work (all already pass on the untouched tree)."""
-        try:
-            session = self.supervisor.get(session_id).session
-        except CorralError:
-            return ""
-        names = [c.name for c in session.contract.checks] if session.contract else []
-        if not names:
-            return ""
-        shown = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
-        text = f"\n\nChecks: {shown}."
-        if session.baseline_gates_nothing:
-            text += (
-                "\nWarning: every check already passes on the untouched tree, so none "
-                "of them proves the work. Revise the contract first?"
-            )
-        return text
-
-    def confirm_contract(self, session_id: str) -> None:
-        self.ask(
-            f"Confirm the contract?\n\n{self._what(session_id)}{self._checks_named(session_id)}"
-            "\n\nThe agent starts work; the checks define done.",
-            lambda _: self.run_supervisor_call("Confirm", self.supervisor.confirm(session_id)),
-            go="Confirm",
-        )
-
-    def approve(
-        self,
-        label: str,
-        session_id: str,
-        then: Callable[[], object] | None = None,
-        **choice: Any,
-    ) -> None:
-        """Gate 2 from any screen (approve, accept a finding): asks once, then
-        a toast says where the change went. `then` runs once it is sent."""
-        where = {
-            "checkout": "Apply the verified diff to your checkout's working files?",
-            "finding": "Accept the finding? Nothing is published.",
-        }
-        key = "finding" if choice.get("accept_finding") else choice.get("delivery", "branch")
-        question = where.get(
-            key, f"Deliver the verified diff to branch corral/{short_id(session_id)}?"
-        )
-        if choice.get("selection") is not None:
-            question += " (only the ticked part; it is re-verified first)"
-
-        def go(_: str) -> None:
-            from .event_text import approval_outcome
-
-            call = self.supervisor.approve(session_id, **choice)
-            self.run_supervisor_call(label, call, outcome=approval_outcome)
-            if then is not None:
-                then()
-
-        self.ask(f"{question}\n\n{self._what(session_id)}", go, go=label)
-
-    def reject(self, session_id: str, then: Callable[[], object] | None = None) -> None:
-        """Asks once, with an optional comment; escape changes nothing.
-        `then` runs once the rejection is sent (the diff screen closes)."""
-
-        def go(comment: str) -> None:
-            from .event_text import approval_outcome
-
-            call = self.supervisor.approve(session_id, approve=False, comment=comment or None)
-            self.run_supervisor_call("Reject", call, outcome=approval_outcome)
-            if then is not None:
-                then()
-
-        self.ask(
-            f"Reject?\n\n{self._what(session_id)}",
-            go,
-            go="Reject",
-            comment="why? (optional) — enter rejects, escape keeps it",
-        )
-
-    def cancel_session(self, session_id: str) -> None:
-        self.ask(
-            f"Cancel this session?\n\n{self._what(session_id)}\n\nThe worktree is kept.",
-            lambda _: self.run_supervisor_call("Cancel", self.supervisor.cancel(session_id)),
-            go="Cancel session",
-        )
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """While a widget takes every key (the agent terminal, the session's

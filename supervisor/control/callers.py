@@ -41,6 +41,9 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 
 MAX_ANCESTRY = 4096  # a pid chain longer than this is a loop or an attack: refused
+VANISHED = "the peer's process vanished or cannot be read"
+PEER_READS = 4  # reads of a TCP peer's holders while one vanishes mid-read
+PEER_REREAD_SECS = 0.02
 TMUX_PID_TTL_SECS = 5.0
 
 
@@ -156,7 +159,7 @@ class CallerClassifier:
                 return Agent(sid, pid, "in another pid namespace (confined)")
             chain = ancestry(pid)
         except (OSError, ValueError, IndexError):
-            return Agent(None, pid, "the peer's process vanished or cannot be read")
+            return Agent(None, pid, VANISHED)
         sid = _pane_of(chain, roots)
         if sid is not None:
             return Agent(sid, pid, "runs under its agent pane")
@@ -177,8 +180,28 @@ class CallerClassifier:
         return self.classify_pid(pid)
 
     def classify_tcp_peer(self, local: tuple[str, int], remote: tuple[str, int]) -> Caller:
-        """A loopback TCP peer: the process holding the other end's socket."""
-        return self.classify_pid(tcp_peer_pid(local, remote))
+        """A loopback TCP peer: every process holding the other end's socket.
+        One agent among them makes the caller an agent (it can write on the
+        connection). A holder that vanished while it was read is most often a
+        child forked that moment, before it closed its inherited sockets: the
+        holders are read again, a few times, before doubt refuses the call.
+        Runs off the event loop (it may wait a few milliseconds)."""
+        caller: Caller = Agent(None, None, "no process holds the peer's socket")
+        for attempt in range(PEER_READS):
+            if attempt:
+                time.sleep(PEER_REREAD_SECS)
+            pids = tcp_peer_pids(local, remote)
+            if not pids:
+                return Agent(None, None, "no process holds the peer's socket")
+            roots = self.pane_roots()
+            callers = [self.classify_pid(pid, roots) for pid in pids]
+            agents = [c for c in callers if isinstance(c, Agent)]
+            if not agents:
+                return callers[0]
+            caller = agents[0]
+            if not any(c.why == VANISHED for c in agents):
+                return caller  # an agent, read in full
+        return caller
 
 
 def _pane_of(chain: Iterable[int], roots: Mapping[int, str]) -> str | None:
@@ -210,15 +233,17 @@ def _safe_ancestry(pid: int) -> list[int]:
     return chain
 
 
-def tcp_peer_pid(local: tuple[str, int], remote: tuple[str, int]) -> int | None:
-    """The pid of the process whose socket is the client end of a loopback
-    TCP connection to `local` from `remote` (found in /proc/net/tcp{,6} by
-    its ports, then by its socket inode in /proc/*/fd). None when it cannot
-    be determined; the caller treats that as an agent."""
+def tcp_peer_pids(local: tuple[str, int], remote: tuple[str, int]) -> list[int]:
+    """The pids of the processes holding the client end of a loopback TCP
+    connection to `local` from `remote` (found in /proc/net/tcp{,6} by its
+    ports, then by its socket inode in /proc/*/fd): more than one when a
+    holder forked or passed it on. Empty when it cannot be determined; the
+    caller treats that as an agent."""
     inode = _tcp_inode(local_port=remote[1], remote_port=local[1])
     if inode is None:
-        return None
+        return []
     target = f"socket:[{inode}]"
+    holders: list[int] = []
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
@@ -231,10 +256,11 @@ def tcp_peer_pid(local: tuple[str, int], remote: tuple[str, int]) -> int | None:
             for fd in fds:
                 try:
                     if os.readlink(fd.path) == target:
-                        return pid
+                        holders.append(pid)
+                        break
                 except OSError:
                     continue
-    return None
+    return holders
 
 
 def _tcp_inode(*, local_port: int, remote_port: int) -> int | None:

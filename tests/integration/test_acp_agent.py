@@ -83,6 +83,7 @@ def conversation(sup: Supervisor, sid: str) -> list[ConversationData]:
     return [e.data for e in events_of(sup, sid) if isinstance(e.data, ConversationData)]
 
 
+@pytest.mark.slow
 async def test_a_permission_answered_by_the_operator_lets_the_agent_write_and_the_diff_verifies(
     tmp_path: Path, world
 ) -> None:  # type: ignore[no-untyped-def]
@@ -121,6 +122,7 @@ async def test_a_permission_answered_by_the_operator_lets_the_agent_write_and_th
     assert [p.path for p in await sup.review_files(sid)] == ["notes.txt"]
 
 
+@pytest.mark.slow
 async def test_a_rejected_permission_is_blocked_by_the_operator_and_nothing_is_written(
     tmp_path: Path, world
 ) -> None:  # type: ignore[no-untyped-def]
@@ -137,6 +139,7 @@ async def test_a_rejected_permission_is_blocked_by_the_operator_and_nothing_is_w
     assert recorded(tmp_path, "write")[-1] == {"permission": "no"}
 
 
+@pytest.mark.slow
 async def test_a_write_outside_the_worktree_is_refused_and_shown_as_blocked(
     tmp_path: Path, world
 ) -> None:  # type: ignore[no-untyped-def]
@@ -171,6 +174,7 @@ async def test_a_symlink_out_of_the_worktree_is_refused(tmp_path: Path, world) -
     assert not (tmp_path / "out" / "real" / "x.txt").exists()
 
 
+@pytest.mark.slow
 async def test_the_shell_runs_through_corrals_confined_terminal(tmp_path: Path, world) -> None:  # type: ignore[no-untyped-def]
     repo, open_sup = world
     sup = await open_sup()
@@ -209,6 +213,7 @@ def _zombie(pid: int) -> bool:
         return True
 
 
+@pytest.mark.slow
 async def test_lines_that_are_not_json_rpc_are_reported_and_the_turn_goes_on(
     tmp_path: Path, world
 ) -> None:  # type: ignore[no-untyped-def]
@@ -233,6 +238,7 @@ async def test_an_agent_that_never_answers_initialize_fails_with_a_clear_sentenc
     assert "--acp" in error
 
 
+@pytest.mark.slow
 async def test_an_agent_that_exits_mid_turn_fails_saying_so_and_keeps_its_work(
     tmp_path: Path, world
 ) -> None:  # type: ignore[no-untyped-def]
@@ -282,6 +288,7 @@ async def test_a_pane_agent_has_no_modes_to_set(tmp_path: Path, world) -> None: 
     await sup.cancel(sid)
 
 
+@pytest.mark.slow
 async def test_a_dormant_acp_session_revives_into_its_conversation_with_session_load(
     tmp_path: Path, world
 ) -> None:  # type: ignore[no-untyped-def]
@@ -307,6 +314,7 @@ async def test_a_dormant_acp_session_revives_into_its_conversation_with_session_
     assert any("replayed its conversation (1 update)" in t for t in plan_texts(sup, sid))
 
 
+@pytest.mark.slow
 async def test_the_preview_and_session_view_show_the_conversation_for_an_acp_agent(
     tmp_path: Path, world
 ) -> None:  # type: ignore[no-untyped-def]
@@ -386,6 +394,7 @@ async def test_models_and_config_options_are_kept_shown_and_set_over_the_protoco
         await sup.set_model(sid, "fast-1")
 
 
+@pytest.mark.slow
 async def test_a_pinned_model_is_asked_for_with_session_set_model(tmp_path: Path, world) -> None:  # type: ignore[no-untyped-def]
     repo, open_sup = world
     sup = await open_sup()
@@ -401,6 +410,7 @@ async def test_a_pinned_model_is_asked_for_with_session_set_model(tmp_path: Path
     await sup.cancel(sid)
 
 
+@pytest.mark.slow
 async def test_a_pinned_model_the_agent_does_not_offer_ends_the_run_naming_those_it_does(
     tmp_path: Path, world
 ) -> None:  # type: ignore[no-untyped-def]
@@ -415,6 +425,7 @@ async def test_a_pinned_model_the_agent_does_not_offer_ends_the_run_naming_those
     assert not any("prompt" in e for e in recorded(tmp_path, "models"))
 
 
+@pytest.mark.slow
 async def test_the_command_line_lists_and_sets_the_agents_mode_model_and_options(
     tmp_path: Path, world
 ) -> None:  # type: ignore[no-untyped-def]
@@ -470,6 +481,7 @@ async def test_the_command_line_lists_and_sets_the_agents_mode_model_and_options
         await services.close()
 
 
+@pytest.mark.slow
 async def test_the_tokens_an_acp_agent_reports_reach_its_row_with_price_unknown(
     tmp_path: Path, world
 ) -> None:  # type: ignore[no-untyped-def]

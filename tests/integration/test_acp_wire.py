@@ -23,6 +23,7 @@ from corral.supervisor.acp.wire import StdioWire
 FAKE = Path(__file__).resolve().parents[1] / "fakes" / "acp_agent.py"
 
 
+@pytest.mark.slow
 async def test_corrals_own_requests_travel_beside_the_sdks_and_end_when_the_agent_goes(
     tmp_path: Path,
 ) -> None:

@@ -106,6 +106,7 @@ async def _listed(sup: Supervisor, user: UserServer) -> str:
     raise AssertionError("the stand-in claude pane was never listed")
 
 
+@pytest.mark.slow
 async def test_an_adopted_pane_is_answered_messaged_and_released_untouched(
     tmp_path: Path, user: UserServer
 ) -> None:
@@ -254,6 +255,7 @@ async def test_a_crashed_corral_leaves_the_pane_running_and_settles_at_start(
     assert user.alive()
 
 
+@pytest.mark.slow
 async def test_an_agent_that_exits_to_its_shell_ends_the_adoption(tmp_path: Path) -> None:
     user = UserServer(tmp_path, in_shell=True)
     sup = await _open(tmp_path)
@@ -295,6 +297,7 @@ async def test_bad_targets_are_refused_with_one_sentence(tmp_path: Path, user: U
     assert user.alive()
 
 
+@pytest.mark.slow
 async def test_corral_adopt_and_release_on_the_command_line(user: UserServer) -> None:
     short = Path(tempfile.mkdtemp(prefix="ca", dir="/tmp"))
     sup = build_supervisor(

@@ -242,6 +242,7 @@ async def corral_cli(site: Site, *args: str) -> tuple[int, str]:
     return proc.returncode or 0, err.decode()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("confined", CONFINED)
 async def test_an_agent_cannot_pass_a_persons_gate_from_its_pane(
     site: Site, confined: bool
@@ -308,6 +309,7 @@ async def test_an_agent_cannot_pass_a_persons_gate_from_its_pane(
         await sup.close()
 
 
+@pytest.mark.slow
 async def test_an_unconfined_double_forked_orphan_is_still_the_agent(site: Site) -> None:
     engine = agent_command(site, double_fork=True, main_socket=True)
     sup, services = await open_owner(site, engine, confined=False)
@@ -395,6 +397,7 @@ def mcp_agent(site: Site) -> str:
     return f"external:custom:{script}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("allowed", [False, True], ids=["agents-may-not-start", "agents-may-start"])
 async def test_an_agent_through_mcp_starts_nothing_past_gate_1(site: Site, allowed: bool) -> None:
     """`corral mcp` started from inside an agent (every variable naming it shed)

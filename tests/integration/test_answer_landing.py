@@ -99,6 +99,7 @@ def _screen(manager: PaneManager) -> str:
     return "\n".join(manager.backend.capture([handle])[handle.owner].lines)
 
 
+@pytest.mark.slow
 async def test_keys_lost_before_the_program_reads_them_are_sent_again(tmp_path: Path) -> None:
     manager = await _manager(tmp_path, "normal", deaf=2.0)
     try:
@@ -111,6 +112,7 @@ async def test_keys_lost_before_the_program_reads_them_are_sent_again(tmp_path: 
         manager.backend.kill_server()  # type: ignore[attr-defined]
 
 
+@pytest.mark.slow
 async def test_a_menu_that_stays_up_after_enter_is_not_reported_answered(tmp_path: Path) -> None:
     manager = await _manager(tmp_path, "sticky", deaf=0.0)
     try:

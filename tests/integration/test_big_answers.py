@@ -23,6 +23,7 @@ __all__ = ["site"]  # the fixture, shared with the control tests
 SESSIONS = 600
 
 
+@pytest.mark.slow
 def test_a_list_answer_over_a_mebibyte_arrives_whole(site: Path) -> None:
     store = Store(site / "home", summarize=summary_json)
     for n in range(SESSIONS):

@@ -97,6 +97,7 @@ def test_doctor_reports_each_requirement(tmp_path: Path) -> None:
         assert "!!  agents         unconfined: no sandbox can run here" in out.stdout
 
 
+@pytest.mark.slow
 def test_doctor_reports_the_agents_sandbox_setting(tmp_path: Path) -> None:
     (tmp_path / "none.toml").write_text("[agents.aider]\nsandbox = false\n")
     out = corral("doctor", home=tmp_path)
@@ -113,6 +114,7 @@ def test_doctor_reports_the_agents_sandbox_setting(tmp_path: Path) -> None:
     assert "unconfined ([sandbox] agents = false)" in agents and "pane keeper" in agents
 
 
+@pytest.mark.slow
 def test_run_says_on_stderr_when_checks_will_run_unconfined(tmp_path: Path) -> None:
     home = tmp_path / "home"
     home.mkdir()
@@ -147,6 +149,7 @@ def test_every_command_says_when_the_config_file_is_broken(
     assert "Traceback" not in out.stderr
 
 
+@pytest.mark.slow
 async def test_sessions_lists_while_a_console_owns_the_state_dir(tmp_path: Path) -> None:
     from tests.fakes.scripted import ScriptedDrafter, ScriptedEngine, ScriptedEngines, Write
 
@@ -351,6 +354,7 @@ def test_a_reader_that_goes_away_ends_the_command_quietly(tmp_path: Path, comman
     assert out.returncode in (0, 141)
 
 
+@pytest.mark.slow
 def test_the_listing_cuts_each_intent_to_one_line(tmp_path: Path) -> None:
     home = tmp_path / "home"
     huge = "Rewrite the parser " + "so that every clause is handled " * 4000  # ~120 KB
@@ -385,6 +389,7 @@ def test_run_help_and_the_readme_list_every_exit_code(tmp_path: Path) -> None:
         assert code in listed
 
 
+@pytest.mark.slow
 def test_run_whose_delivery_is_refused_says_so_and_exits_7(tmp_path: Path) -> None:
     home = tmp_path / "home"
     repo = init_repo(tmp_path / "repo")
@@ -426,6 +431,7 @@ def _mount_tmpfs(where: Path, size: str) -> None:
         pytest.skip(f"cannot mount a tmpfs here: {out.stderr.strip()}")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "fills_after",
     ["contract_confirmed → running", "started demo in pane"],
@@ -490,6 +496,7 @@ def test_a_full_disk_is_one_line_a_prompt_exit_and_a_consistent_store(
         subprocess.run(["umount", "-l", str(home)], capture_output=True)
 
 
+@pytest.mark.slow
 def test_panes_stop_stops_strays_and_says_so_once_they_are_gone(tmp_path: Path) -> None:
     from corral.supervisor.panes.base import PaneSpec
     from corral.supervisor.panes.tmux import TmuxBackend
@@ -523,6 +530,7 @@ def test_panes_stop_stops_strays_and_says_so_once_they_are_gone(tmp_path: Path) 
         backend.kill_server()
 
 
+@pytest.mark.slow
 def test_sessions_lists_one_repository_given_any_path_in_it(tmp_path: Path) -> None:
     home = tmp_path / "home"
     mine = init_repo(tmp_path / "mine")
@@ -549,6 +557,7 @@ def test_sessions_lists_one_repository_given_any_path_in_it(tmp_path: Path) -> N
     assert "is not in a git repository: pass a path inside one" in out.stderr
 
 
+@pytest.mark.slow
 def test_status_counts_the_stored_board_and_the_tmux_segment_is_empty_when_idle(
     tmp_path: Path,
 ) -> None:
@@ -563,6 +572,7 @@ def test_status_counts_the_stored_board_and_the_tmux_segment_is_empty_when_idle(
     assert out.returncode == 0 and out.stdout == ""  # nothing in progress: no room taken
 
 
+@pytest.mark.slow
 def test_run_takes_its_checks_on_the_command_line(tmp_path: Path) -> None:
     home = tmp_path / "home"
     repo = init_repo(tmp_path / "repo")
@@ -586,6 +596,7 @@ def test_run_takes_its_checks_on_the_command_line(tmp_path: Path) -> None:
     assert "as --contract FILE or as --check commands, not both" in out.stderr
 
 
+@pytest.mark.slow
 def test_a_headless_run_leaves_a_question_only_a_person_can_answer_and_says_what_it_asks(
     tmp_path: Path,
 ) -> None:
@@ -609,6 +620,7 @@ def test_a_headless_run_leaves_a_question_only_a_person_can_answer_and_says_what
                    capture_output=True)  # fmt: skip
 
 
+@pytest.mark.slow
 def test_an_owning_run_keeps_a_second_runs_session_until_it_reaches_its_gate(
     tmp_path: Path,
 ) -> None:

@@ -77,6 +77,7 @@ def stop(proc: subprocess.Popen[str]) -> str:
     return err
 
 
+@pytest.mark.slow
 def test_the_command_line_is_a_client_of_corral_serve(site: Path) -> None:
     repo = init_repo(site / "repo")
     contract = site / "c.json"
@@ -165,6 +166,7 @@ def test_the_command_line_is_a_client_of_corral_serve(site: Path) -> None:
         stop(owner)
 
 
+@pytest.mark.slow
 def test_sigterm_with_clients_coming_and_going_stops_serve_without_a_traceback(
     site: Path,
 ) -> None:

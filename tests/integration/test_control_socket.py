@@ -295,6 +295,7 @@ async def test_discussions_are_served_when_the_owner_has_them(
         await bare.close()
 
 
+@pytest.mark.slow
 async def test_a_flooding_client_is_held_to_its_cap_then_cut_off_and_others_are_answered(
     make_owner: OwnerFactory,
     short_state: Path,

@@ -102,6 +102,7 @@ async def run_custom(tmp_path: Path, prompt: str, *flags: str, **cfg: float) -> 
             subprocess.run(["tmux", "-S", str(sock), "kill-server"], capture_output=True)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("prompt", ["> ", "tiny$ "], ids=["bare-prompt", "shell-like-prompt"])
 async def test_a_custom_agents_three_second_job_ends_within_seconds(
     tmp_path: Path, prompt: str
@@ -111,6 +112,7 @@ async def test_a_custom_agents_three_second_job_ends_within_seconds(
     assert took < 20  # generous under load; it was 84 s (the speed is measured in bench/)
 
 
+@pytest.mark.slow
 async def test_a_custom_agent_that_calls_corral_hook_ends_its_turn_without_the_idle_rule(
     tmp_path: Path,
 ) -> None:

@@ -66,6 +66,7 @@ async def test_a_gated_session_is_refused_and_a_cancelled_one_is_gone_for_good(
     assert all(r.session_id != sid for r in again.list())
 
 
+@pytest.mark.slow
 async def test_a_delivered_session_goes_and_its_branch_stays(
     make_supervisor: SupervisorFactory, repo: Path
 ) -> None:

@@ -24,6 +24,7 @@ def _ids(site: Path) -> set[str]:
     return {r["session_id"] for r in json.loads(out.stdout)}
 
 
+@pytest.mark.slow
 def test_delete_through_the_owner(site: Path) -> None:
     repo = init_repo(site / "repo")
     contract = site / "c.json"

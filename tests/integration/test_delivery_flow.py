@@ -235,6 +235,7 @@ async def test_a_check_that_commits_changes_only_its_own_fresh_checkout(
     assert [e for e in kinds_of(sup, sid) if e is EventKind.WORKTREE_CHANGED] == []
 
 
+@pytest.mark.slow
 async def test_a_big_diff_is_truncated_in_the_event_but_delivered_whole(
     make_supervisor: SupervisorFactory, repo: Path
 ) -> None:

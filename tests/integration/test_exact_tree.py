@@ -45,8 +45,11 @@ def no_branch(repo: Path) -> bool:
 
 
 async def test_an_ignored_pyc_compiled_from_a_correct_version_does_not_pass_the_checks(
-    make_supervisor: SupervisorFactory, repo: Path
+    make_supervisor: SupervisorFactory, repo: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # Python keeps and reads its caches beside the sources here, as it does
+    # for most people: with a cache prefix the pyc would be written elsewhere
+    monkeypatch.delenv("PYTHONPYCACHEPREFIX", raising=False)
     commit_files(
         repo, {".gitignore": "__pycache__/\n", "greet.py": "def greet():\n    return 'no'\n"}
     )

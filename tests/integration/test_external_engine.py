@@ -59,6 +59,7 @@ def cleanup_tmux(tmp_path: Path):  # type: ignore[no-untyped-def]
     kill_tmux(tmp_path)
 
 
+@pytest.mark.slow
 async def test_a_question_is_answered_through_the_api_and_the_run_reaches_review(
     tmp_path: Path, demo_repo: Path, cleanup_tmux: None
 ) -> None:
@@ -136,6 +137,7 @@ async def test_cancel_mid_turn_kills_the_agent_within_five_seconds(
         await sup.close()
 
 
+@pytest.mark.slow
 async def test_a_crashed_agent_is_restarted_once_then_fails_loudly(
     tmp_path: Path, demo_repo: Path, cleanup_tmux: None
 ) -> None:
@@ -167,6 +169,7 @@ async def test_a_crashed_agent_is_restarted_once_then_fails_loudly(
         await sup.close()
 
 
+@pytest.mark.slow
 async def test_panes_outlive_the_supervisor_and_are_readopted(
     tmp_path: Path, demo_repo: Path, cleanup_tmux: None
 ) -> None:
@@ -205,6 +208,7 @@ def guidance_of(sup: Supervisor, sid: str) -> list[tuple[str, str, str | None]]:
     ]
 
 
+@pytest.mark.slow
 async def test_guidance_is_pasted_at_the_agents_next_idle_prompt_and_reported_delivered(
     tmp_path: Path, demo_repo: Path, cleanup_tmux: None
 ) -> None:
@@ -251,6 +255,7 @@ async def test_guidance_is_pasted_at_the_agents_next_idle_prompt_and_reported_de
         await sup.close()
 
 
+@pytest.mark.slow
 async def test_guidance_is_not_pasted_over_a_question_and_is_reported_undelivered_on_cancel(
     tmp_path: Path, demo_repo: Path, cleanup_tmux: None
 ) -> None:

@@ -193,6 +193,7 @@ def assert_unique_increasing(seqs: list[int]) -> None:
     assert seqs == sorted(set(seqs)), f"seq repeated or out of order: {seqs}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
 async def test_a_crash_at_each_point_restarts_to_the_truth(
     tmp_path: Path, repo: Path, case: Case

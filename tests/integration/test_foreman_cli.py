@@ -19,6 +19,7 @@ __all__ = ["site"]  # the fixture, shared
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 
 
+@pytest.mark.slow
 def test_the_split_is_printed_replaced_and_refused_from_the_command_line(
     site: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -315,6 +315,7 @@ def _agent(world: World, body: str) -> str:
     return f"external:custom:{script}"
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 async def test_a_confined_agent_plants_and_destroys_and_corral_delivers_untouched(
     world: World,

@@ -24,6 +24,7 @@ def _rows(site: Path) -> dict[str, dict[str, object]]:
     return {r["session_id"]: r for r in json.loads(out.stdout)}
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)  # about twenty command-line starts, each a Python start
 def test_the_lifecycle_commands_act_through_the_owner(site: Path) -> None:
     repo = init_repo(site / "repo")

@@ -43,6 +43,7 @@ async def owner(make_supervisor: SupervisorFactory, short_state: Path) -> AsyncI
     await services.close()
 
 
+@pytest.mark.slow
 async def test_an_approve_that_outlasts_the_clients_timeout_is_waited_for(
     owner: Supervisor, repo: Path
 ) -> None:
@@ -61,6 +62,7 @@ async def test_an_approve_that_outlasts_the_clients_timeout_is_waited_for(
     assert git(repo, "show", f"{result['branch']}:a.txt") == "a\n"
 
 
+@pytest.mark.slow
 async def test_the_command_line_says_it_is_still_working_while_a_delivery_runs(
     owner: Supervisor, repo: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

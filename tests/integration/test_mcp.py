@@ -272,6 +272,7 @@ def stdio_params(home: Path, **env: str) -> StdioServerParameters:
     )
 
 
+@pytest.mark.slow
 async def test_stdio_bridges_to_the_running_owner(owner, repo: Path) -> None:
     sup, _ = owner
     params = stdio_params(sup.state_dir, CORRAL_INVOKED_BY="")
@@ -292,6 +293,7 @@ async def test_stdio_bridges_to_the_running_owner(owner, repo: Path) -> None:
             await call(client, "assistant_start", intent="x", repo=str(repo))
 
 
+@pytest.mark.slow
 async def test_stdio_becomes_the_owner_when_none_runs(short_state: Path, repo: Path) -> None:
     params = stdio_params(short_state)
     async with Client(params) as client:

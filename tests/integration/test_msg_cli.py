@@ -80,6 +80,7 @@ async def corral(
     return proc.returncode or 0, out.decode(), err.decode()
 
 
+@pytest.mark.slow
 async def test_an_agent_sends_from_its_pane_and_both_sessions_log_it(
     owner: Supervisor, short_state: Path, repo: Path
 ) -> None:
@@ -119,6 +120,7 @@ async def test_an_agent_sends_from_its_pane_and_both_sessions_log_it(
     assert logged(target)[-1] == ("operator", target, "as whom?")
 
 
+@pytest.mark.slow
 async def test_corral_tasks_adds_lists_and_removes_through_the_owner(
     owner: Supervisor, short_state: Path
 ) -> None:

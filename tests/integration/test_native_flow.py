@@ -94,6 +94,7 @@ def fix_turns() -> list[Turn]:
     ]
 
 
+@pytest.mark.slow
 async def test_a_scripted_model_fixes_the_failing_test_and_reaches_review(
     tmp_path: Path, calc_repo: Path
 ) -> None:
@@ -114,6 +115,7 @@ async def test_a_scripted_model_fixes_the_failing_test_and_reaches_review(
         await sup.close()
 
 
+@pytest.mark.slow
 async def test_a_fake_openai_server_drives_the_same_run_over_http(
     tmp_path: Path, calc_repo: Path
 ) -> None:
@@ -145,6 +147,7 @@ async def test_a_fake_openai_server_drives_the_same_run_over_http(
             await sup.close()
 
 
+@pytest.mark.slow
 async def test_cancel_mid_shell_returns_within_five_seconds_and_leaves_nothing(
     tmp_path: Path, calc_repo: Path
 ) -> None:
@@ -181,6 +184,7 @@ async def test_cancel_mid_shell_returns_within_five_seconds_and_leaves_nothing(
         await sup.close()
 
 
+@pytest.mark.slow
 async def test_a_budget_cut_keeps_the_worktree(tmp_path: Path, calc_repo: Path) -> None:
     turns = [
         Turn(

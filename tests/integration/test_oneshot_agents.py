@@ -278,6 +278,7 @@ async def test_an_unrunnable_one_shot_is_refused_at_start_with_the_reason(
     assert [p for p, _label, _example in sup.command_engines()] == ["custom:", "oneshot:", "acp:"]
 
 
+@pytest.mark.slow
 def test_corral_run_with_a_one_shot_agent_end_to_end(tmp_path: Path) -> None:
     from tests.integration.test_cli import corral
 

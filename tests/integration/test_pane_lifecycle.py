@@ -78,6 +78,7 @@ async def to_review(tmp_path: Path, demo_repo: Path):  # type: ignore[no-untyped
     return sup, sid
 
 
+@pytest.mark.slow
 async def test_an_agent_at_a_gate_is_left_running_said_readopted_and_stopped_on_delivery(
     tmp_path: Path, demo_repo: Path, cleanup_tmux: None
 ) -> None:
@@ -98,6 +99,7 @@ async def test_an_agent_at_a_gate_is_left_running_said_readopted_and_stopped_on_
     assert second.left_running == []
 
 
+@pytest.mark.slow
 async def test_a_finished_sessions_agent_is_stopped_by_the_next_owner(
     tmp_path: Path, demo_repo: Path, cleanup_tmux: None
 ) -> None:
@@ -182,6 +184,7 @@ def test_the_console_says_which_agents_it_left_running(capsys: pytest.CaptureFix
     assert "left 1 agent(s) running (corral-e5204130)" in err and "corral panes stop" in err
 
 
+@pytest.mark.slow
 async def test_a_pane_stopped_with_corral_panes_stop_is_not_started_again(
     tmp_path: Path, demo_repo: Path, cleanup_tmux: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:

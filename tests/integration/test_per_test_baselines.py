@@ -165,6 +165,7 @@ func TestUnrelatedBug(t *testing.T) {
 """
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(
     shutil.which("go") is None, reason="go is not installed (.ci/run: apt-get install golang-go)"
 )
@@ -195,6 +196,7 @@ async def test_go_test_is_judged_test_by_test_from_its_json_events(tmp_path: Pat
     )
 
 
+@pytest.mark.slow
 async def test_pytest_options_in_the_environment_are_kept_with_the_report(tmp_path: Path) -> None:
     root = tmp_path / "proj"
     root.mkdir()

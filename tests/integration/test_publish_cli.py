@@ -25,6 +25,7 @@ def _remote_head(remote: Path, branch: str) -> str:
     return git(remote, "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}", check=False)
 
 
+@pytest.mark.slow
 def test_push_and_pr_through_the_owner(site: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     repo = init_repo(site / "repo")
     remote = site / "origin.git"

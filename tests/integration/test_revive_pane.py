@@ -26,6 +26,7 @@ def demo_repo(tmp_path: Path) -> Path:
     return make_demo_repo(tmp_path)
 
 
+@pytest.mark.slow
 async def test_reviving_a_dormant_session_stops_its_dead_pane(
     tmp_path: Path, demo_repo: Path
 ) -> None:

@@ -6,10 +6,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import git, init_repo
 from tests.integration.test_cli import corral
 
 
+@pytest.mark.slow
 def test_nothing_recognised_stops_at_gate_one_and_names_the_flags(tmp_path: Path) -> None:
     repo = init_repo(tmp_path / "repo")
     (repo / "README.md").write_text("just words\n")

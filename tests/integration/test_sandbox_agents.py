@@ -189,6 +189,7 @@ def server() -> Iterator[str]:
         httpd.shutdown()
 
 
+@pytest.mark.slow
 async def test_the_demo_agent_confined_reaches_approval(world: World) -> None:
     before = user_refs(world.repo)
     sup = await open_sup(world, "external:demo", demo_contract(SLUG), agents=True)

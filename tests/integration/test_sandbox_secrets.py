@@ -129,6 +129,7 @@ def assert_nothing_found(world: World, report: str) -> None:
         assert world.marker.name not in report, report
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("home", ["corral's", "changed"])
 @pytest.mark.parametrize("via", ["check", "shell"])
 async def test_checks_and_the_shell_find_no_secret(world: World, via: str, home: str) -> None:
@@ -153,6 +154,7 @@ async def test_checks_and_the_shell_find_no_secret(world: World, via: str, home:
     assert not (Path(env["HOME"]) / "scratch").exists()  # the scratch was private
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("home", ["corral's", "changed"])
 async def test_a_confined_agent_pane_finds_no_secret_but_has_its_own_config(
     world: World, home: str

@@ -51,6 +51,7 @@ async def working(sup: Supervisor, sid: str) -> None:
     )
 
 
+@pytest.mark.slow
 async def test_a_message_from_another_session_lands_at_the_idle_prompt_and_is_logged_in_both(
     tmp_path: Path, demo_repo: Path, cleanup_tmux: None
 ) -> None:
@@ -94,6 +95,7 @@ async def test_a_message_from_another_session_lands_at_the_idle_prompt_and_is_lo
         await sup.close()
 
 
+@pytest.mark.slow
 async def test_a_message_waits_behind_a_question_and_is_rejected_when_the_run_ends(
     tmp_path: Path, demo_repo: Path, cleanup_tmux: None
 ) -> None:

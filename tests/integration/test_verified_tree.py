@@ -84,6 +84,7 @@ def assert_unique_increasing(seqs: list[int]) -> None:
 # --- before and after the checks -------------------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_a_file_rewritten_while_the_checks_run_is_never_accepted(
     make_supervisor: SupervisorFactory, repo: Path, stop_writers: Path
 ) -> None:
@@ -116,6 +117,7 @@ async def test_a_file_rewritten_while_the_checks_run_is_never_accepted(
     assert git(repo, "branch", "--list", "corral/*").strip() == ""
 
 
+@pytest.mark.slow
 async def test_a_file_written_once_during_the_checks_is_verified_again(
     make_supervisor: SupervisorFactory, repo: Path, tmp_path: Path, stop_writers: Path
 ) -> None:

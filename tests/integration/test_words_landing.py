@@ -107,6 +107,7 @@ async def test_words_taken_by_the_agent_are_reported_once_the_question_left(
         manager.backend.kill_server()  # type: ignore[attr-defined]
 
 
+@pytest.mark.slow
 async def test_words_the_agent_never_reads_are_not_reported_answered(tmp_path: Path) -> None:
     manager = await words_pane(tmp_path, "ignores")
     try:
@@ -120,6 +121,7 @@ async def test_words_the_agent_never_reads_are_not_reported_answered(tmp_path: P
         manager.backend.kill_server()  # type: ignore[attr-defined]
 
 
+@pytest.mark.slow
 async def test_an_agent_that_ignores_the_words_is_asked_again_and_the_log_says_why(
     tmp_path: Path,
 ) -> None:

@@ -24,8 +24,8 @@ from corral.supervisor.engines.base import EngineOutcome, RunContext
 from corral.supervisor.models import ContractCheck, OutcomeContract
 from corral.supervisor.session.registry import SessionRegistry
 from corral.supervisor.states import CoderState
+from corral.tui.confirm import ConfirmScreen
 from corral.tui.screens.board import BoardScreen
-from corral.tui.screens.confirm import ConfirmScreen
 from corral.tui.screens.diff import DiffScreen
 from corral.tui.screens.discuss import DiscussScreen
 from corral.tui.screens.help import HelpScreen

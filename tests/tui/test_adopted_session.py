@@ -24,6 +24,7 @@ from .conftest import board_ready, open_from_board, until
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
 
 
+@pytest.mark.slow
 async def test_an_adopted_pane_is_answered_from_its_session_screen(tmp_path: Path) -> None:
     user = UserServer(tmp_path)
     sup = build_supervisor(

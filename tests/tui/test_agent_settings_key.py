@@ -34,6 +34,7 @@ def _recorded(out: Path) -> list[dict[str, object]]:
     return [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
 
 
+@pytest.mark.slow
 async def test_m_opens_the_acp_agents_modes_and_models_and_sets_the_one_chosen(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -102,6 +103,7 @@ async def test_m_opens_the_acp_agents_modes_and_models_and_sets_the_one_chosen(
         await sup.cancel(sid)
 
 
+@pytest.mark.slow
 async def test_m_on_a_session_that_is_not_acp_says_why_in_one_line(tmp_path: Path) -> None:
     import asyncio
 

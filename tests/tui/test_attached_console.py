@@ -72,6 +72,7 @@ def owner() -> Iterator[tuple[OwnerThread, Path]]:
     shutil.rmtree(root, ignore_errors=True)
 
 
+@pytest.mark.slow
 async def test_a_second_console_attaches_and_follows_the_owner(owner) -> None:
     thread, repo = owner
     first = await thread.call(thread.sup.start("say hi", repo))
@@ -116,6 +117,7 @@ async def test_a_second_console_attaches_and_follows_the_owner(owner) -> None:
     assert thread.sup.get(first.session_id).session.state is CoderState.NEEDS_APPROVAL
 
 
+@pytest.mark.slow
 async def test_an_attached_console_sees_and_types_into_the_owners_agent_pane() -> None:
     from corral.supervisor.factory import build_supervisor
     from corral.supervisor.interface import FixedDrafter

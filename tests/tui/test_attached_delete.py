@@ -7,6 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import cast
 
+import pytest
+
 from corral.supervisor.api import Supervisor
 from corral.supervisor.remote import AttachedSupervisor
 from corral.tui.app import CorralApp
@@ -18,6 +20,7 @@ from .test_attached_console import owner
 __all__ = ["owner"]  # the fixture: an owner serving its socket on its own loop
 
 
+@pytest.mark.slow
 async def test_x_in_an_attached_console_deletes_at_the_owner(owner) -> None:  # type: ignore[no-untyped-def]
     thread, repo = owner
     gone = (await thread.call(thread.sup.start("say hi", repo))).session_id

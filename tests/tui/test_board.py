@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from textual.widgets import DataTable, Input
 
 from corral.supervisor.states import CoderState
@@ -33,6 +34,7 @@ def _cell_text(table: DataTable, row: int, col: int) -> str:  # type: ignore[typ
     return str(getattr(value, "plain", value))
 
 
+@pytest.mark.slow
 def test_board_snapshot_with_sessions_in_several_states(snap_compare, board_world) -> None:
     """Needs-you rows (diff, contract) first, then the working one, then finished."""
     sup, repo, _release = board_world()
@@ -48,6 +50,7 @@ def test_board_snapshot_with_sessions_in_several_states(snap_compare, board_worl
     assert snap_compare(app, terminal_size=(140, 24), run_before=ready)
 
 
+@pytest.mark.slow
 async def test_state_change_reaches_the_board_without_refresh(board_world) -> None:
     sup, repo, release = board_world()
     app = _app(sup, repo, on_ready=lambda s: seed_board(s, repo))
@@ -93,6 +96,7 @@ async def test_state_change_reaches_the_board_without_refresh(board_world) -> No
         )
 
 
+@pytest.mark.slow
 async def test_help_quit_and_tab_to_next_needs_you(board_world) -> None:
     sup, repo, _release = board_world()
     app = _app(sup, repo, on_ready=lambda s: seed_board(s, repo))
@@ -113,6 +117,7 @@ async def test_help_quit_and_tab_to_next_needs_you(board_world) -> None:
     assert not sup.opened  # the app closed its supervisor on quit
 
 
+@pytest.mark.slow
 async def test_approve_from_the_board_delivers_a_branch(board_world) -> None:
     sup, repo, _release = board_world()
     app = _app(sup, repo, on_ready=lambda s: seed_board(s, repo))
@@ -139,6 +144,7 @@ async def test_approve_from_the_board_delivers_a_branch(board_world) -> None:
         )
 
 
+@pytest.mark.slow
 async def test_the_command_palette_offers_the_board_actions(board_world) -> None:
     """The palette offers the board's actions, those of the selected row only."""
     sup, repo, _release = board_world()
@@ -162,6 +168,7 @@ async def test_the_command_palette_offers_the_board_actions(board_world) -> None
         assert "Confirm (c)" not in titles  # its contract is confirmed already
 
 
+@pytest.mark.slow
 async def test_a_contract_file_in_the_form_and_a_reject_comment(
     board_world, tmp_path: Path
 ) -> None:
@@ -209,6 +216,7 @@ async def test_a_contract_file_in_the_form_and_a_reject_comment(
         assert "Rejected: not like this" in texts
 
 
+@pytest.mark.slow
 async def test_moving_between_rows_with_the_same_keys_keeps_the_footer(board_world) -> None:
     """Rebuilding the footer's widgets is the slowest thing a cursor move can
     do (with 100 agents streaming it doubled keystroke → repaint): two working
@@ -261,6 +269,7 @@ async def test_moving_between_rows_with_the_same_keys_keeps_the_footer(board_wor
         assert rebuilt
 
 
+@pytest.mark.slow
 async def test_confirm_dialogs_name_the_checks_and_the_real_branch(board_world) -> None:
     from corral.supervisor.states import short_id
 
@@ -288,6 +297,7 @@ async def test_confirm_dialogs_name_the_checks_and_the_real_branch(board_world) 
         assert "<id>" not in modal.question
 
 
+@pytest.mark.slow
 async def test_a_key_that_does_not_apply_says_why(board_world) -> None:
     """The supervisor's table decides what a row allows; a key pressed on a row
     that cannot take it says why in one line (it used to do nothing)."""

@@ -10,6 +10,7 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+import pytest
 from textual.widgets import Static
 
 from corral.supervisor.api import Supervisor
@@ -95,6 +96,7 @@ def _store_sessions(state: Path, repo: str) -> None:
     store.close()
 
 
+@pytest.mark.slow
 async def test_the_stored_rows_are_painted_before_the_supervisor_is_built(
     tmp_path: Path,
 ) -> None:

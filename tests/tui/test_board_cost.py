@@ -6,6 +6,8 @@ when there is room; a price that is not known is never a number."""
 
 from __future__ import annotations
 
+import pytest
+
 from corral.supervisor.models import CoderSession, ModelUse, SessionSummary, TokenUse
 from corral.supervisor.session.registry import SessionRegistry
 from corral.supervisor.session.summaries import stored_summary
@@ -27,6 +29,7 @@ def _overspend(session: CoderSession) -> None:
     session.over_budget = "over budget: $5.70 of $5.00"
 
 
+@pytest.mark.slow
 async def test_an_over_budget_row_warns_at_80_by_24_and_shows_its_cost_when_wide(
     board_world,
 ) -> None:  # type: ignore[no-untyped-def]

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from corral.supervisor.api import Supervisor
 from corral.supervisor.states import CoderState
 from corral.tui import grouping
@@ -33,6 +35,7 @@ def _app(sup: Supervisor, repo: Path, other: Path) -> CorralApp:
     return CorralApp(sup, default_repo=repo, clock=lambda: FIXED_NOW, on_ready=seed)
 
 
+@pytest.mark.slow
 async def test_g_groups_rows_under_a_heading_per_repo(board_world, tmp_path: Path) -> None:
     sup, repo, _release = board_world()
     app = _app(sup, repo, make_repo(tmp_path / "atlas"))
@@ -79,6 +82,7 @@ async def test_g_groups_rows_under_a_heading_per_repo(board_world, tmp_path: Pat
         assert table.row_keys() == ungrouped
 
 
+@pytest.mark.slow
 def test_board_grouped_by_repo_snapshot(snap_compare, board_world, tmp_path: Path) -> None:
     """Two repos, each under its heading and counts, needs-you rows first."""
     sup, repo, _release = board_world()

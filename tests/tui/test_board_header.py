@@ -17,6 +17,7 @@ def _header(app: CorralApp) -> str:
     return "" if board is None else str(board.query_one("#counts", Static).render())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "note",
     [

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from textual.widgets._footer import FooterKey
 
 from corral.supervisor.models import CoderSession, SessionSummary
@@ -32,6 +33,7 @@ def row(sid: str, state: CoderState, **update: object) -> SessionSummary:
     return base.model_copy(update={"live": True, **update})
 
 
+@pytest.mark.slow
 async def test_at_80_columns_the_board_keeps_intent_state_needs_and_help(board_world) -> None:
     sup, repo, _release = board_world()
     app = _app(sup, repo)
@@ -51,6 +53,7 @@ async def test_at_80_columns_the_board_keeps_intent_state_needs_and_help(board_w
         await until(pilot, "every column back", lambda: not table.hidden)
 
 
+@pytest.mark.slow
 def test_board_snapshot_at_80_by_24(snap_compare, board_world) -> None:
     sup, repo, _release = board_world()
     app = _app(sup, repo)

@@ -8,6 +8,7 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+import pytest
 from textual.widgets import Static
 
 from corral.supervisor.api import Supervisor
@@ -107,6 +108,7 @@ async def test_the_stored_rows_show_while_the_supervisor_opens_then_the_live_one
         assert "new" in footer_actions(app)
 
 
+@pytest.mark.slow
 async def test_keys_typed_while_it_opens_act_in_order_once_open(tmp_path: Path) -> None:
     """`n` then the task's words at once: the form opens with the words in it,
     and a `g` among them never groups the board."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from textual.widgets import Static
 
 from corral.tui.app import CorralApp
@@ -26,6 +27,7 @@ def _select(board: BoardScreen, word: str) -> str:
     return sid
 
 
+@pytest.mark.slow
 async def test_x_deletes_a_finished_row_after_one_question(board_world) -> None:
     sup, repo, _release = board_world()
     app = _app(sup, repo)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import pytest
 from textual.widgets import DataTable
 
 from corral.supervisor.api import Supervisor
@@ -53,6 +54,7 @@ def git(repo: Path, *args: str) -> str:
     ).stdout
 
 
+@pytest.mark.slow
 async def test_unticking_a_hunk_delivers_only_the_ticked_ones(tmp_path: Path) -> None:
     repo = make_repo(tmp_path / "repo")
     (repo / "long.txt").write_text("".join(f"{i}\n" for i in range(1, 31)))
@@ -87,6 +89,7 @@ async def test_unticking_a_hunk_delivers_only_the_ticked_ones(tmp_path: Path) ->
     assert "Corral-Scope: partial" in git(repo, "log", "-1", "--format=%B", branch)
 
 
+@pytest.mark.slow
 def test_diff_review_snapshot(snap_compare, tmp_path: Path) -> None:
     """Files with counts and change kind, hunks with ticks, the verification
     results, and the selected file's diff; one hunk of long.txt is unticked,
@@ -122,6 +125,7 @@ def test_diff_review_snapshot(snap_compare, tmp_path: Path) -> None:
     assert snap_compare(app, terminal_size=(150, 30), run_before=ready)
 
 
+@pytest.mark.slow
 async def test_the_whole_flow_through_keys(tmp_path: Path) -> None:
     """n → intent → enter → c → the engine works → D → untick one of three
     hunks → a: the branch holds exactly the two approved hunks."""
@@ -177,6 +181,7 @@ async def test_the_whole_flow_through_keys(tmp_path: Path) -> None:
     assert (delivered[1], delivered[14], delivered[28]) == ("two", "fifteen", "29")
 
 
+@pytest.mark.slow
 async def test_reject_from_the_diff_asks_for_a_comment_and_escape_keeps_reviewing(
     tmp_path: Path,
 ) -> None:

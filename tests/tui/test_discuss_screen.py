@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from textual.widgets import RichLog
 
 from corral.supervisor.discuss import Discussions
@@ -41,6 +42,7 @@ async def open_discussion(app: CorralApp, pilot) -> DiscussScreen:  # type: igno
     )
 
 
+@pytest.mark.slow
 async def test_a_prepared_task_starts_a_linked_session(board_world, tmp_path: Path) -> None:
     sup, repo, _release = board_world()
     provider = ScriptedProvider(
@@ -100,6 +102,7 @@ async def test_a_prepared_task_starts_a_linked_session(board_world, tmp_path: Pa
         assert discussion.linked_sessions
 
 
+@pytest.mark.slow
 def test_discussion_snapshot(snap_compare, board_world, tmp_path: Path) -> None:
     """Streamed answer rendered as markdown, a refused write, the prepared task."""
     sup, repo, _release = board_world()
@@ -147,6 +150,7 @@ def test_discussion_snapshot(snap_compare, board_world, tmp_path: Path) -> None:
     assert snap_compare(app, terminal_size=(120, 30), run_before=ready)
 
 
+@pytest.mark.slow
 async def test_d_resumes_the_repos_saved_discussion(board_world, tmp_path: Path) -> None:
     sup, repo, _release = board_world()
     provider = ScriptedProvider([Turn(text="Hello.")])

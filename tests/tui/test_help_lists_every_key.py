@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from textual.binding import Binding
 
+from corral.tui.confirm import ConfirmScreen
 from corral.tui.screens.board import BoardScreen
-from corral.tui.screens.confirm import ConfirmScreen
 from corral.tui.screens.diff import DiffScreen
 from corral.tui.screens.discuss import DiscussScreen
 from corral.tui.screens.help import HELP
@@ -44,6 +45,7 @@ def test_every_bound_key_is_in_the_help() -> None:
         assert not missing, f"{screen.__name__} binds {sorted(missing)} but the help omits them"
 
 
+@pytest.mark.slow
 async def test_the_help_and_dialogs_fit_an_80_by_24_terminal(tmp_path: object) -> None:
     """The help modal (90 wide where there is room) never runs past the
     screen's edge: at 80 columns its right border is on screen and it scrolls."""

@@ -45,6 +45,7 @@ async def world(tmp_path: Path) -> AsyncIterator[tuple[Supervisor, Path]]:
     yield sup, make_repo(tmp_path / "repo")
 
 
+@pytest.mark.slow
 async def test_the_form_offers_the_hosts_and_an_unreachable_one_refuses_in_a_sentence(
     world,  # type: ignore[no-untyped-def]
 ) -> None:

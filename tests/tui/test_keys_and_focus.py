@@ -3,11 +3,12 @@ with the same modal on every screen, and the footer shows the keys that act."""
 
 from __future__ import annotations
 
+import pytest
 from textual.widgets import DataTable, Input
 
 from corral.supervisor.states import CoderState
 from corral.tui.app import CorralApp
-from corral.tui.screens.confirm import ConfirmScreen
+from corral.tui.confirm import ConfirmScreen
 from corral.tui.screens.diff import DiffScreen
 from corral.tui.screens.new_session import NewSessionScreen
 from corral.tui.screens.session import SessionScreen
@@ -37,6 +38,7 @@ async def _open(app, pilot, sid: str, key: str = "enter"):  # type: ignore[no-un
     )
 
 
+@pytest.mark.slow
 async def test_typing_a_revision_at_gate_1_never_fires_a_key(board_world) -> None:  # type: ignore[no-untyped-def]
     app, ids = _app(board_world)
     sup = app.supervisor
@@ -65,6 +67,7 @@ async def test_typing_a_revision_at_gate_1_never_fires_a_key(board_world) -> Non
         assert app.screen is screen
 
 
+@pytest.mark.slow
 async def test_delete_on_the_checks_table_asks_and_escape_keeps_the_check(board_world) -> None:  # type: ignore[no-untyped-def]
     app, ids = _app(board_world)
     sup = app.supervisor
@@ -84,6 +87,7 @@ async def test_delete_on_the_checks_table_asks_and_escape_keeps_the_check(board_
         assert contract is not None and [c.name for c in contract.checks] == ["file_echo"]
 
 
+@pytest.mark.slow
 async def test_confirm_approve_cancel_reject_each_ask_once_with_the_same_modal(
     board_world,  # type: ignore[no-untyped-def]
 ) -> None:
@@ -141,6 +145,7 @@ async def test_confirm_approve_cancel_reject_each_ask_once_with_the_same_modal(
         )
 
 
+@pytest.mark.slow
 async def test_after_start_the_board_cursor_is_on_the_new_session(board_world) -> None:  # type: ignore[no-untyped-def]
     app, _ids = _app(board_world)
     sup = app.supervisor

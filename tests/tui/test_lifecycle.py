@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from textual.widgets import Input, Static
 
 from corral.supervisor.api import Supervisor
@@ -45,6 +46,7 @@ def _counts(board: BoardScreen) -> str:
     return str(board.query_one("#counts", Static).render())
 
 
+@pytest.mark.slow
 async def test_archive_hides_a_finished_row_and_h_brings_it_back(board_world) -> None:
     sup, repo, _release = board_world()
     app = _app(sup, repo)
@@ -71,6 +73,7 @@ async def test_archive_hides_a_finished_row_and_h_brings_it_back(board_world) ->
         assert sup.get(sid).session.archived_at is None
 
 
+@pytest.mark.slow
 async def test_a_name_shows_on_the_board_and_the_session_header(board_world) -> None:
     sup, repo, _release = board_world()
     app = _app(sup, repo)
@@ -96,6 +99,7 @@ async def test_a_name_shows_on_the_board_and_the_session_header(board_world) -> 
         assert "report" in header and f"session {sid}" in header
 
 
+@pytest.mark.slow
 async def test_retry_from_the_board_selects_the_new_session(board_world) -> None:
     sup, repo, _release = board_world()
     app = _app(sup, repo)
@@ -123,6 +127,7 @@ async def test_retry_from_the_board_selects_the_new_session(board_world) -> None
         await sup.wait_for(new, {CoderState.CONTRACT_PROPOSED}, timeout=20)
 
 
+@pytest.mark.slow
 def test_session_header_with_name_and_id_snapshot(snap_compare, tmp_path: Path) -> None:
     """The session screen at 80×24 names the session, shows its full id and
     offers the retry of a failed run."""
@@ -149,6 +154,7 @@ def test_session_header_with_name_and_id_snapshot(snap_compare, tmp_path: Path) 
     assert snap_compare(app, terminal_size=(80, 24), run_before=before)
 
 
+@pytest.mark.slow
 async def test_retry_with_its_edits_from_the_board(board_world) -> None:
     """A rejected session's worktree is kept: `R` offers to carry its edits
     over (e), and the retry's worktree starts with them."""

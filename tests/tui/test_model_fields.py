@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from textual.widgets import Input
 
 from corral.supervisor.discuss import Discussions
@@ -39,6 +40,7 @@ def chain() -> tuple[ModelChain, dict[str, ScriptedProvider]]:
     return ModelChain(entries, factory=lambda e: served[e.name]), served
 
 
+@pytest.mark.slow
 async def test_the_discussion_model_field_pins_and_refuses_with_a_reason(
     board_world, tmp_path: Path
 ) -> None:

@@ -47,6 +47,7 @@ async def open_form(app: CorralApp, pilot) -> NewSessionScreen:  # type: ignore[
     )
 
 
+@pytest.mark.slow
 async def test_choosing_a_one_shot_command_and_starting(world) -> None:  # type: ignore[no-untyped-def]
     sup, repo = world
     app = CorralApp(sup, default_repo=repo, clock=lambda: FIXED_NOW)
@@ -76,6 +77,7 @@ async def test_choosing_a_one_shot_command_and_starting(world) -> None:  # type:
         await sup.wait_for(row.session_id, {CoderState.CONTRACT_PROPOSED}, timeout=20)
 
 
+@pytest.mark.slow
 async def test_an_unrunnable_command_is_refused_in_the_form_and_the_intent_kept(world) -> None:  # type: ignore[no-untyped-def]
     sup, repo = world
     app = CorralApp(sup, default_repo=repo, clock=lambda: FIXED_NOW)

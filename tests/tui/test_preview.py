@@ -9,6 +9,8 @@ import asyncio
 import itertools
 from pathlib import Path
 
+import pytest
+
 from corral.supervisor.interface import AgentScreen
 from corral.tui.app import CorralApp
 from corral.tui.screens.board import BoardScreen
@@ -54,6 +56,7 @@ def _shown(preview: AgentPreview) -> str:
     return preview.content.plain  # type: ignore[union-attr]
 
 
+@pytest.mark.slow
 async def test_the_preview_follows_the_cursor_and_updates_live(board_world) -> None:
     sup, repo, _release = board_world()
     fake = FakeScreens()
@@ -79,6 +82,7 @@ async def test_the_preview_follows_the_cursor_and_updates_live(board_world) -> N
         )
 
 
+@pytest.mark.slow
 async def test_hidden_at_80x24_it_reads_nothing_and_p_shows_it_below(board_world) -> None:
     sup, repo, _release = board_world()
     fake = FakeScreens()
@@ -135,6 +139,7 @@ async def _preview_on(app: CorralApp, pilot, fake: FakeScreens, key: str | None)
     )
 
 
+@pytest.mark.slow
 def test_preview_beside_the_board_snapshot(snap_compare, board_world) -> None:
     app, fake = _snapshot_app(board_world)
 
@@ -144,6 +149,7 @@ def test_preview_beside_the_board_snapshot(snap_compare, board_world) -> None:
     assert snap_compare(app, terminal_size=(160, 30), run_before=before)
 
 
+@pytest.mark.slow
 def test_preview_below_the_board_at_80x24_snapshot(snap_compare, board_world) -> None:
     app, fake = _snapshot_app(board_world)
 
@@ -153,6 +159,7 @@ def test_preview_below_the_board_at_80x24_snapshot(snap_compare, board_world) ->
     assert snap_compare(app, terminal_size=(80, 24), run_before=before)
 
 
+@pytest.mark.slow
 def test_preview_beside_the_board_at_200x50_keeps_the_boards_words_snapshot(
     snap_compare, board_world
 ) -> None:

@@ -21,6 +21,7 @@ def _toasts(app: CorralApp) -> list[str]:
     return [str(n.message) for n in app._notifications]
 
 
+@pytest.mark.slow
 async def test_p_pushes_and_o_opens_a_pull_request(
     board_world, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from corral.supervisor.interface import AgentScreen
 from corral.tui.app import CorralApp
 from corral.tui.screens.board import BoardScreen
@@ -30,6 +32,7 @@ def _toasts(app: CorralApp) -> list[str]:
     return [str(n.message) for n in app._notifications]
 
 
+@pytest.mark.slow
 async def test_v_on_the_board_says_it_started_and_what_it_found(board_world) -> None:
     sup, repo, _release = board_world()
     app = _app(sup, repo)
@@ -49,6 +52,7 @@ async def test_v_on_the_board_says_it_started_and_what_it_found(board_world) -> 
         )
 
 
+@pytest.mark.slow
 async def test_the_palette_offers_only_what_the_row_can_take(board_world) -> None:
     sup, repo, _release = board_world()
     app = _app(sup, repo)
@@ -66,6 +70,7 @@ async def test_the_palette_offers_only_what_the_row_can_take(board_world) -> Non
         assert "Cancel (x)" not in titles() and "Archive (h)" in titles()
 
 
+@pytest.mark.slow
 async def test_attach_is_not_offered_without_a_terminal_to_attach(board_world) -> None:
     sup, repo, _release = board_world()
     app = _app(sup, repo)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from textual.widgets import RichLog, Static
 
 from corral.supervisor.models import ModelUse
@@ -16,6 +17,7 @@ from tests.fakes.scripted import Write, contract
 from .conftest import make_repo, open_from_board, scripted_supervisor, start_to_approval, until
 
 
+@pytest.mark.slow
 async def test_a_stored_session_shows_its_whole_journal(tmp_path: Path) -> None:
     repo = make_repo(tmp_path / "repo")
     drafted = contract(("hello", "grep -q hi hello.txt"), description="hello.txt says hi")
@@ -41,6 +43,7 @@ async def test_a_stored_session_shows_its_whole_journal(tmp_path: Path) -> None:
         assert "no live event history" not in text
 
 
+@pytest.mark.slow
 async def test_the_session_header_says_what_each_model_used(tmp_path: Path) -> None:
     repo = make_repo(tmp_path / "repo")
     drafted = contract(("hello", "grep -q hi hello.txt"), description="hello.txt says hi")

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from corral.supervisor.api import Supervisor
 from corral.tui.app import CorralApp
 from tests.fakes.scripted import contract
@@ -56,6 +58,7 @@ def test_contract_review_with_red_and_green_baseline(snap_compare, tmp_path: Pat
     assert snap_compare(app, terminal_size=(130, 34), run_before=before)
 
 
+@pytest.mark.slow
 def test_the_finding_variant_and_the_gates_nothing_warning(snap_compare, tmp_path: Path) -> None:
     app = _finding_app(tmp_path)
 
@@ -81,6 +84,7 @@ async def test_the_event_log_filter(tmp_path: Path) -> None:
         assert len(log.lines) < everything
 
 
+@pytest.mark.slow
 async def test_gate1_checks_are_added_edited_and_removed_inline(tmp_path: Path) -> None:
     """e / + / delete on the checks table go through the same revision path as
     typed /check and /remove; a refused revision is shown under the gate."""
@@ -148,6 +152,7 @@ async def test_gate1_checks_are_added_edited_and_removed_inline(tmp_path: Path) 
         assert names() == ["feature", "smoke"]  # nothing lost
 
 
+@pytest.mark.slow
 async def test_gate1_shows_whole_commands_output_previews_and_literal_brackets(
     tmp_path: Path,
 ) -> None:
@@ -239,6 +244,7 @@ def test_gate_one_when_the_setup_fails(snap_compare, tmp_path: Path) -> None:
     assert snap_compare(app, terminal_size=(130, 40), run_before=before)
 
 
+@pytest.mark.slow
 async def test_s_edits_the_setup_and_a_fixed_setup_turns_cannot_run_into_a_red(
     tmp_path: Path,
 ) -> None:

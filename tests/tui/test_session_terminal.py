@@ -100,6 +100,7 @@ def agent_working(sup: Supervisor, sid: str) -> bool:
     )
 
 
+@pytest.mark.slow
 def test_session_screen_with_a_live_agent_terminal(
     snap_compare, tmp_path: Path, tmux_dir: Path, agent_on_path: str
 ) -> None:
@@ -168,6 +169,7 @@ def test_session_screen_with_a_live_agent_terminal(
     assert snap_compare(app, terminal_size=(120, 44), run_before=before)
 
 
+@pytest.mark.slow
 async def test_with_the_terminal_focused_the_footer_offers_only_its_keys(
     tmp_path: Path, tmux_dir: Path, agent_on_path: str
 ) -> None:

@@ -51,6 +51,7 @@ async def test_needs_you_rings_toasts_and_notifies_the_desktop(
     assert bells, "no bell"
 
 
+@pytest.mark.slow
 async def test_the_theme_is_remembered(board_world) -> None:
     sup, repo, _release = board_world()
     app = CorralApp(sup, default_repo=repo, clock=lambda: FIXED_NOW)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from corral.supervisor.api import Supervisor
 from corral.supervisor.config import SupervisorConfig
 from corral.supervisor.models import CoderSession
@@ -39,6 +41,7 @@ def test_empty_board(snap_compare, tmp_path: Path) -> None:
     assert snap_compare(app, terminal_size=(120, 20), run_before=before)
 
 
+@pytest.mark.slow
 def test_help(snap_compare, tmp_path: Path) -> None:
     app = CorralApp(_sup(tmp_path), default_repo=make_repo(tmp_path / "r"), clock=lambda: FIXED_NOW)
 
@@ -60,7 +63,7 @@ def test_light_theme_and_an_error_toast(snap_compare, tmp_path: Path) -> None:
     async def before(pilot) -> None:  # type: ignore[no-untyped-def]
         await board_ready(app, pilot)
         app.theme = "textual-light"
-        app.run_supervisor_call("Approve", app.supervisor.approve("nope"))
+        app.actions.run("Approve", app.supervisor.approve("nope"))
         await final_frame(
             pilot,
             "the error toast",

@@ -7,6 +7,7 @@ from __future__ import annotations
 from datetime import datetime
 from pathlib import Path
 
+import pytest
 from textual.widgets import DataTable, Input, Static
 
 from corral.supervisor.api import Supervisor
@@ -53,6 +54,7 @@ def _rows(screen: TasksScreen) -> list[tuple[str, str]]:
     ]
 
 
+@pytest.mark.slow
 def test_tasks_screen_snapshot(snap_compare, tmp_path: Path) -> None:
     app = _app(_sup(tmp_path), tmp_path)
 
@@ -76,6 +78,7 @@ def test_tasks_screen_snapshot(snap_compare, tmp_path: Path) -> None:
     assert snap_compare(app, terminal_size=(130, 24), run_before=before)
 
 
+@pytest.mark.slow
 async def test_add_pause_run_now_and_delete_through_the_screen(tmp_path: Path) -> None:
     sup = _sup(tmp_path)
     app = _app(sup, tmp_path)

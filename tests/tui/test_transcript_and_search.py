@@ -37,6 +37,7 @@ async def _seed(
     return {"hello": sid, "other": other}
 
 
+@pytest.mark.slow
 async def test_the_session_screen_shows_the_agents_transcript(tmp_path: Path) -> None:
     repo = make_repo(tmp_path / "repo")
     transcript = write_transcript(
@@ -72,6 +73,7 @@ async def test_the_session_screen_shows_the_agents_transcript(tmp_path: Path) ->
         assert not screen.query_one("#transcript", RichLog).display
 
 
+@pytest.mark.slow
 async def test_slash_finds_sessions_by_their_transcript_and_events(tmp_path: Path) -> None:
     repo = make_repo(tmp_path / "repo")
     transcript = write_transcript(

@@ -6,6 +6,8 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+import pytest
+
 from corral.tui.app import CorralApp
 from corral.tui.guard import log_to_file
 from corral.tui.screens.board import BoardScreen
@@ -22,6 +24,7 @@ from .conftest import (
 )
 
 
+@pytest.mark.slow
 async def test_a_bug_becomes_a_notification_and_a_logged_traceback(tmp_path: Path) -> None:
     repo = make_repo(tmp_path / "repo")
     state = tmp_path / "state"

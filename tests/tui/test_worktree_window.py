@@ -62,6 +62,7 @@ def _select(board: BoardScreen, word: str) -> str:
     return sid
 
 
+@pytest.mark.slow
 async def test_w_opens_a_shell_window_in_the_worktree(
     board_world, operator_tmux: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -6,6 +6,7 @@ found by its socket."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
@@ -21,7 +22,7 @@ from corral.supervisor.control.callers import (
     CallerClassifier,
     Operator,
     ancestry,
-    tcp_peer_pid,
+    tcp_peer_pids,
 )
 
 
@@ -135,8 +136,48 @@ def test_a_loopback_tcp_peer_is_found_by_its_socket() -> None:
             with conn:
                 assert client.stdout is not None
                 assert int(client.stdout.readline()) == remote[1]
-                assert tcp_peer_pid(server.getsockname(), remote) == client.pid
-                assert tcp_peer_pid(server.getsockname(), ("127.0.0.1", 1)) is None
+                assert tcp_peer_pids(server.getsockname(), remote) == [client.pid]
+                assert tcp_peer_pids(server.getsockname(), ("127.0.0.1", 1)) == []
         finally:
             client.kill()
             client.wait()
+
+
+def test_a_tcp_peer_shared_with_an_agent_is_an_agent() -> None:
+    """A connection held by two processes (a client that forked) is an
+    agent's when either one is an agent: both can write on it. Whichever
+    /proc lists first must not decide."""
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        client = subprocess.Popen(
+            [sys.executable, "-c",
+             "import os, socket, time; s = socket.create_connection(('127.0.0.1', "
+             f"{server.getsockname()[1]})); pid = os.fork()\n"
+             "if pid: print(s.getsockname()[1], pid, flush=True)\n"
+             "time.sleep(30)"],
+            stdout=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        forked = 0
+        try:
+            conn, remote = server.accept()
+            with conn:
+                assert client.stdout is not None
+                port, forked = (int(word) for word in client.stdout.readline().split())
+                assert port == remote[1]
+                assert sorted(tcp_peer_pids(server.getsockname(), remote)) == sorted(
+                    [client.pid, forked]
+                )
+                for agent_pid in (client.pid, forked):
+                    caller = CallerClassifier(lambda pid=agent_pid: {pid: "s1"}).classify_tcp_peer(
+                        server.getsockname(), remote
+                    )
+                    assert isinstance(caller, Agent) and caller.session_id == "s1", agent_pid
+                caller = CallerClassifier(dict).classify_tcp_peer(server.getsockname(), remote)
+                assert isinstance(caller, Operator)
+        finally:
+            client.kill()
+            client.wait()
+            if forked:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(forked, 9)

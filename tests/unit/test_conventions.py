@@ -784,6 +784,7 @@ def _verdicts(results: list[CheckResult]) -> list[tuple[str, str]]:
     return [(str(r.verdict), r.reason) for r in results]
 
 
+@pytest.mark.slow
 async def test_a_python_package_without_tests_must_get_them_from_the_work(repo: Path) -> None:
     """A package that has no tests cannot show its code still works: the
     drafted check runs the tests the work adds, red (not *cannot run*) until

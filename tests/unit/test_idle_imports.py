@@ -17,6 +17,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 # what an idle board must not have loaded, and where each loads instead
 LAZY = {
     # the hooks watcher starts with the first tracked pane
@@ -50,6 +52,8 @@ LAZY = {
     # discussions are made on first use; the demo only for `corral demo`
     "corral.supervisor.discuss.manager": "factory.make_discussions",
     "corral.supervisor.demo": "factory (the demo)",
+    # pydantic's plugin scan is skipped (corral.supervisor's __init__)
+    "importlib.metadata": "nowhere: corral's models use no pydantic plugins",
     # an owner serves without the clients' side of the socket
     "corral.supervisor.control.attached": "remote (a second console)",
     "corral.supervisor.control.client": "remote (the command line)",
@@ -94,6 +98,7 @@ sys.exit(console.run_console(repo, backend="pty"))
 """
 
 
+@pytest.mark.slow
 def test_the_idle_console_loads_nothing_it_does_not_use(tmp_path: Path) -> None:
     repo = tmp_path / "repo"
     repo.mkdir()

@@ -193,6 +193,7 @@ async def test_no_provider_falls_back_to_the_conventions_lane(repo: Path) -> Non
     assert REVISE_NEEDS_MODEL.startswith("free-text revision needs a model")
 
 
+@pytest.mark.slow
 async def test_failing_pytest_ids_ground_a_test_fixing_intent(repo: Path) -> None:
     assert wants_failing_tests("Fix the failing tests in greet")
     assert wants_failing_tests("tests are failing after the refactor")
@@ -365,6 +366,7 @@ async def test_the_prompt_carries_the_setup_and_the_contract_gets_it(repo: Path)
     ]
 
 
+@pytest.mark.slow
 async def test_the_intent_check_fails_for_the_right_reason_and_gate_one_says_so(
     make_supervisor: SupervisorFactory, tmp_path: Path
 ) -> None:

@@ -110,6 +110,7 @@ async def test_a_missing_name_inside_the_project_is_the_work_not_the_environment
     assert sub.verdict is CheckVerdict.FAILS
 
 
+@pytest.mark.slow
 async def test_pytest_collection_errors_cannot_run(project: Path) -> None:
     write(project, "tests/test_x.py", "import no_such_dependency_xyz\n\ndef test_x():\n    pass\n")
     result = await verdict(project, f"{PY} -m pytest -q -p no:cacheprovider tests")
@@ -117,6 +118,7 @@ async def test_pytest_collection_errors_cannot_run(project: Path) -> None:
     assert result.verdict is CheckVerdict.CANNOT_RUN
 
 
+@pytest.mark.slow
 async def test_a_conftest_written_for_an_older_pytest_cannot_run(project: Path) -> None:
     """A hook taking an argument this pytest does not pass (as `path` after
     pytest 8): the suite never ran, so nothing the work does can turn it green."""
@@ -133,6 +135,7 @@ async def test_a_conftest_written_for_an_older_pytest_cannot_run(project: Path) 
     assert "fspath_of_old" in result.reason
 
 
+@pytest.mark.slow
 async def test_pytest_with_no_tests_cannot_run(project: Path) -> None:
     (project / "tests").mkdir()
     result = await verdict(project, f"{PY} -m pytest -q -p no:cacheprovider tests")
@@ -141,6 +144,7 @@ async def test_pytest_with_no_tests_cannot_run(project: Path) -> None:
     assert result.reason == "pytest collected no tests"
 
 
+@pytest.mark.slow
 async def test_a_failing_test_fails(project: Path) -> None:
     write(
         project,
@@ -161,6 +165,7 @@ async def verdict_for(root: Path, command: str, intent: str) -> CheckResult:
     return await run_check(check, root, intent=intent)
 
 
+@pytest.mark.slow
 async def test_a_suite_that_does_not_collect_cannot_run_in_pytests_words(project: Path) -> None:
     # an sdist that ships tests/ without __init__.py: `from tests import ...` fails to collect
     write(project, "tests/test_x.py", "from tests import OrderedDict\n\ndef test_x():\n    pass\n")

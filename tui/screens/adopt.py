@@ -15,11 +15,11 @@ from textual.widgets.option_list import Option
 from corral.supervisor.errors import CorralError
 from corral.supervisor.states import label
 
-from ..app import CorralApp
+from ..console_app import ConsoleApp
 
 
 class AdoptScreen(ModalScreen[None]):
-    app = getters.app(CorralApp)
+    app = getters.app(ConsoleApp)
 
     BINDINGS = [Binding("escape", "dismiss_screen", "Back")]
 
@@ -49,7 +49,7 @@ class AdoptScreen(ModalScreen[None]):
     @on(OptionList.OptionSelected)
     def adopt(self, event: OptionList.OptionSelected) -> None:
         target = event.option.id or ""
-        self.app.run_supervisor_call(
+        self.app.actions.run(
             "Adopt", self.app.supervisor.adopt(target), lambda sid: f"adopted as {label(sid)}"
         )
         self.dismiss(None)

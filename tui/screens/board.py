@@ -24,9 +24,9 @@ from textual.widgets import Footer, Input, Static
 
 from corral.supervisor.actions import SessionFacts, why_not
 
-from .. import grouping, lifecycle
+from .. import grouping
 from .. import rows as R
-from ..app import CorralApp
+from ..console_app import ConsoleApp
 from ..guard import guarded
 from ..keymap import with_ids
 from ..widgets.board_table import BoardTable
@@ -80,7 +80,7 @@ PREVIEW_BESIDE_MIN = 40  # ... and never narrower than this (below the board ins
 
 
 class BoardScreen(Screen[None]):
-    app = getters.app(CorralApp)
+    app = getters.app(ConsoleApp)
 
     # help and quit first: a narrow footer cuts from the right, never them
     BINDINGS = with_ids([
@@ -625,7 +625,7 @@ class BoardScreen(Screen[None]):
     def action_open_worktree(self, editor: bool = False) -> None:
         row = self._selected_or_warn()
         if row is not None:
-            lifecycle.open_worktree(self.app, row.session_id, row.worktree, editor=editor)
+            self.app.actions.open_worktree(row.session_id, row.worktree, editor=editor)
 
     def action_discuss(self) -> None:
         from pathlib import Path
@@ -652,22 +652,22 @@ class BoardScreen(Screen[None]):
 
     def _run(self, label: str, coro_factory: Callable[[str], Awaitable[object]]) -> None:
         if (row := self._selected_or_warn()) is not None:
-            self.app.run_supervisor_call(label, coro_factory(row.session_id))
+            self.app.actions.run(label, coro_factory(row.session_id))
 
     def action_confirm(self) -> None:
         if (row := self._selected_or_warn()) is not None:
-            self.app.confirm_contract(row.session_id)
+            self.app.actions.confirm_contract(row.session_id)
 
     def action_approve(self) -> None:
         row = self._selected_or_warn()
         if row is not None and row.needs_you == "finding":
-            self.app.approve("Accept finding", row.session_id, accept_finding=True)
+            self.app.actions.approve("Accept finding", row.session_id, accept_finding=True)
         elif row is not None:
-            self.app.approve("Approve", row.session_id, delivery="branch")
+            self.app.actions.approve("Approve", row.session_id, delivery="branch")
 
     def action_approve_checkout(self) -> None:
         if (row := self._selected_or_warn()) is not None:
-            self.app.approve("Apply to checkout", row.session_id, delivery="checkout")
+            self.app.actions.approve("Apply to checkout", row.session_id, delivery="checkout")
 
     def action_reverify(self) -> None:
         """Says at once that it started, and then how the checks came out."""
@@ -684,7 +684,7 @@ class BoardScreen(Screen[None]):
             title="Re-verify",
             timeout=4,
         )
-        self.app.run_supervisor_call(
+        self.app.actions.run(
             "Re-verify", self.app.supervisor.reverify(row.session_id), outcome=R.checks_outcome
         )
 
@@ -694,11 +694,11 @@ class BoardScreen(Screen[None]):
 
     def action_reject(self) -> None:
         if (row := self._selected_or_warn()) is not None:
-            self.app.reject(row.session_id)
+            self.app.actions.reject(row.session_id)
 
     def action_cancel_session(self) -> None:
         if (row := self.selected()) is not None:
-            self.app.cancel_session(row.session_id)
+            self.app.actions.cancel(row.session_id)
 
     def action_retry(self) -> None:
         """R brings a session back: a dormant one's agent resumes its own
@@ -708,29 +708,29 @@ class BoardScreen(Screen[None]):
         if row.dormant:
             self.action_revive()
         else:
-            lifecycle.retry(
-                self.app, row.session_id, then=lambda r: self.select_when_shown(r.session_id)
+            self.app.actions.retry(
+                row.session_id, then=lambda r: self.select_when_shown(r.session_id)
             )
 
     def action_archive(self) -> None:
         if (row := self._selected_or_warn()) is not None:
-            lifecycle.toggle_archive(self.app, row.session_id)
+            self.app.actions.toggle_archive(row.session_id)
 
     def action_delete_session(self) -> None:
         if (row := self._selected_or_warn()) is not None:
-            lifecycle.delete(self.app, row.session_id)
+            self.app.actions.delete(row.session_id)
 
     def action_push_branch(self) -> None:
         if (row := self._selected_or_warn()) is not None:
-            lifecycle.push(self.app, row.session_id)
+            self.app.actions.push(row.session_id)
 
     def action_pull_request(self) -> None:
         if (row := self._selected_or_warn()) is not None:
-            lifecycle.pull_request(self.app, row.session_id)
+            self.app.actions.pull_request(row.session_id)
 
     def action_rename(self) -> None:
         if (row := self._selected_or_warn()) is not None:
-            lifecycle.rename(self.app, row.session_id)
+            self.app.actions.rename(row.session_id)
 
     # -- after Start in the new-session form, the cursor goes to the new session
 

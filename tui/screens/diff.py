@@ -25,7 +25,7 @@ from textual.widgets import DataTable, Footer, Static
 from corral.supervisor.errors import CorralError
 from corral.supervisor.interface import FilePatch
 
-from ..app import CorralApp
+from ..console_app import ConsoleApp
 from ..guard import guarded
 
 if TYPE_CHECKING:
@@ -49,7 +49,7 @@ def _count(n: int, noun: str) -> str:
 
 
 class DiffScreen(Screen[None]):
-    app = getters.app(CorralApp)
+    app = getters.app(ConsoleApp)
 
     BINDINGS = [
         Binding("escape", "back", "Back"),
@@ -239,7 +239,7 @@ class DiffScreen(Screen[None]):
             self.notify("Nothing is ticked: tick at least one file, or reject.", severity="warning")
             return
         selection = selection_of(self.files, self.ticked)
-        self.app.approve(
+        self.app.actions.approve(
             f"Approve → {delivery}",
             self.session_id,
             delivery=delivery,
@@ -249,7 +249,7 @@ class DiffScreen(Screen[None]):
         )
 
     def action_reject(self) -> None:
-        self.app.reject(self.session_id, then=self.app.pop_screen)
+        self.app.actions.reject(self.session_id, then=self.app.pop_screen)
 
     def action_back(self) -> None:
         self.app.pop_screen()

@@ -35,7 +35,7 @@ from corral.supervisor.interface import (
     DiscussUserMessageEvent,
 )
 
-from ..app import CorralApp
+from ..console_app import ConsoleApp
 from ..guard import guarded
 
 if TYPE_CHECKING:
@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 
 
 class DiscussScreen(Screen[None]):
-    app = getters.app(CorralApp)
+    app = getters.app(ConsoleApp)
 
     BINDINGS = [
         Binding("escape", "back", "Board"),

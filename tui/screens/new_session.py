@@ -23,7 +23,7 @@ from corral.supervisor.errors import CorralError
 from corral.supervisor.interface import load_contract
 from corral.supervisor.models import OutcomeContract
 
-from ..app import CorralApp
+from ..console_app import ConsoleApp
 
 if TYPE_CHECKING:
     from corral.supervisor.interface import Discussion
@@ -33,7 +33,7 @@ class NewSessionScreen(ModalScreen[None]):
     """Prefilled from a discussion's prepared task when opened from there:
     the session is drafted with its constraints and linked to it."""
 
-    app = getters.app(CorralApp)
+    app = getters.app(ConsoleApp)
 
     BINDINGS = [Binding("escape", "close", "Cancel")]
 
@@ -210,7 +210,7 @@ class NewSessionScreen(ModalScreen[None]):
                     screen.select_when_shown(result.session_id)
 
         self.query_one("#start", Button).disabled = True
-        self.app.run_supervisor_call("Start", start())
+        self.app.actions.run("Start", start())
 
     def action_close(self) -> None:
         self.dismiss(None)

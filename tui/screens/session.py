@@ -38,9 +38,8 @@ from corral.supervisor.models import (
 from corral.supervisor.states import CoderState
 from corral.supervisor.states import label as session_label
 
-from .. import lifecycle
 from .. import rows as R
-from ..app import CorralApp
+from ..console_app import ConsoleApp
 from ..event_text import clip, describe
 from ..guard import guarded
 from ..widgets.terminal import TerminalView
@@ -253,7 +252,7 @@ class ReplyInput(Input):
 
 
 class SessionScreen(Screen[None]):
-    app = getters.app(CorralApp)
+    app = getters.app(ConsoleApp)
 
     BINDINGS: ClassVar[list[BindingType]] = SESSION_BINDINGS
 
@@ -613,7 +612,7 @@ class SessionScreen(Screen[None]):
         options: list[str] = [] if steer else self.supervisor.question_options(self.session_id)
         if text.strip().isdigit() and 0 < int(text) <= len(options):
             text = options[int(text) - 1]  # an option's number picks that option
-        self.app.run_supervisor_call(
+        self.app.actions.run(
             "Guidance" if steer else "Answer",
             self.supervisor.respond(self.session_id, text, steer=steer),
         )
@@ -722,7 +721,7 @@ class SessionScreen(Screen[None]):
         if check is None:
             self.notify("Select a check in the table first.", severity="warning")
             return
-        self.app.ask(
+        self.app.actions.ask(
             f"Remove the check {check.name}?\n\n{check.command.strip()}",
             lambda _: self.revise(f"/remove {check.name}"),
             go="Remove",
@@ -731,9 +730,7 @@ class SessionScreen(Screen[None]):
     def action_answer(self, n: int) -> None:
         options: list[str] = self.supervisor.question_options(self.session_id)
         if 0 < n <= len(options):
-            self.app.run_supervisor_call(
-                "Answer", self.supervisor.respond(self.session_id, options[n - 1])
-            )
+            self.app.actions.run("Answer", self.supervisor.respond(self.session_id, options[n - 1]))
 
     def action_cycle_log_filter(self) -> None:
         names = list(LOG_FILTERS)
@@ -799,11 +796,11 @@ class SessionScreen(Screen[None]):
                 return
             kind, value = choice
             if kind == "mode":
-                self.app.run_supervisor_call(
+                self.app.actions.run(
                     "Mode", self.supervisor.set_mode(sid, value), lambda r: f"mode → {r['mode']}"
                 )
             else:
-                self.app.run_supervisor_call(
+                self.app.actions.run(
                     "Model",
                     self.supervisor.set_model(sid, value),
                     lambda r: f"model → {r['model']}",
@@ -814,25 +811,25 @@ class SessionScreen(Screen[None]):
         self.app.push_screen(AgentSettingsScreen(detail.session.engine, offers), chosen)
 
     def action_confirm(self) -> None:
-        self.app.confirm_contract(self.session_id)
+        self.app.actions.confirm_contract(self.session_id)
 
     def action_approve(self) -> None:
         if self.supervisor.get(self.session_id).needs_you == "finding":
-            self.app.approve("Accept finding", self.session_id, accept_finding=True)
+            self.app.actions.approve("Accept finding", self.session_id, accept_finding=True)
         else:
-            self.app.approve("Approve", self.session_id, delivery="branch")
+            self.app.actions.approve("Approve", self.session_id, delivery="branch")
 
     def action_approve_checkout(self) -> None:
-        self.app.approve("Apply to checkout", self.session_id, delivery="checkout")
+        self.app.actions.approve("Apply to checkout", self.session_id, delivery="checkout")
 
     def action_reverify(self) -> None:
-        self.app.run_supervisor_call("Re-verify", self.supervisor.reverify(self.session_id))
+        self.app.actions.run("Re-verify", self.supervisor.reverify(self.session_id))
 
     def action_reject(self) -> None:
-        self.app.reject(self.session_id)
+        self.app.actions.reject(self.session_id)
 
     def action_cancel_session(self) -> None:
-        self.app.cancel_session(self.session_id)
+        self.app.actions.cancel(self.session_id)
 
     def action_retry(self) -> None:
         """R as on the board: a dormant session's agent resumes its own
@@ -840,22 +837,22 @@ class SessionScreen(Screen[None]):
         session once it exists."""
         detail = self.supervisor.get(self.session_id)
         if self._facts(detail).dormant:
-            self.app.run_supervisor_call("Revive", self.supervisor.revive(self.session_id))
+            self.app.actions.run("Revive", self.supervisor.revive(self.session_id))
             return
 
         def show(result: StartResult) -> None:
             if self.is_current:
                 self.app.switch_screen(SessionScreen(result.session_id))
 
-        lifecycle.retry(self.app, self.session_id, then=show)
+        self.app.actions.retry(self.session_id, then=show)
 
     def action_archive(self) -> None:
-        lifecycle.toggle_archive(self.app, self.session_id)
+        self.app.actions.toggle_archive(self.session_id)
         self.refresh_view()
 
     def action_rename(self) -> None:
-        lifecycle.rename(self.app, self.session_id, then=self.refresh_view)
+        self.app.actions.rename(self.session_id, then=self.refresh_view)
 
     def action_open_worktree(self, editor: bool = False) -> None:
         worktree = self.supervisor.get(self.session_id).session.worktree
-        lifecycle.open_worktree(self.app, self.session_id, worktree, editor=editor)
+        self.app.actions.open_worktree(self.session_id, worktree, editor=editor)

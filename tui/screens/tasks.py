@@ -14,7 +14,7 @@ from textual.widgets import Button, DataTable, Footer, Input, Select, Static
 from corral.supervisor.errors import CorralError
 from corral.supervisor.models import ScheduledTask, TaskRun
 
-from ..app import CorralApp
+from ..console_app import ConsoleApp
 from ..task_words import WHEN_HINT, action_text, parse_when, rule_text, stamp, state_text
 
 ACTIONS = [("start a session", "start"), ("send a message", "send"), ("revive a session", "revive")]
@@ -23,7 +23,7 @@ WHERE = {"start": "repo", "send": "target"}
 
 
 class TasksScreen(Screen[None]):
-    app = getters.app(CorralApp)
+    app = getters.app(ConsoleApp)
 
     BINDINGS = [
         Binding("escape", "app.pop_screen", "Back"),
@@ -126,7 +126,7 @@ class TasksScreen(Screen[None]):
         async def delete(_comment: str) -> None:
             await self._act("Delete", self.app.supervisor.remove_task(task.id))
 
-        self.app.ask(
+        self.app.actions.ask(
             f"Delete the task {task.name!r} and its runs?",
             lambda c: self.run_worker(delete(c)),
             go="Delete",

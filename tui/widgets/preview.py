@@ -18,7 +18,7 @@ from textual.widgets import Static
 
 from corral.supervisor.states import label
 
-from ..app import CorralApp
+from ..console_app import ConsoleApp
 from .terminal import screen_text
 
 if TYPE_CHECKING:
@@ -28,7 +28,7 @@ POLL_SECS = 0.25  # the session terminal's pace: no more polling than it does
 
 
 class AgentPreview(Static):
-    app = getters.app(CorralApp)
+    app = getters.app(ConsoleApp)
 
     DEFAULT_CSS = """
     AgentPreview {

@@ -18,7 +18,7 @@ from textual import events, getters
 from textual.binding import Binding
 from textual.widgets import Static
 
-from ..app import CorralApp
+from ..console_app import ConsoleApp
 
 if TYPE_CHECKING:
     from corral.supervisor.interface import AgentScreen
@@ -82,7 +82,7 @@ def screen_text(screen: AgentScreen, *, cursor: bool = False, last: int = 40) ->
 
 
 class TerminalView(Static, can_focus=True):
-    app = getters.app(CorralApp)
+    app = getters.app(ConsoleApp)
 
     TAKES_KEYS = True  # while focused, the screen's keys go to the agent
 

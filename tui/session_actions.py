@@ -1,0 +1,367 @@
+"""What the operator does to a session from any screen: confirm, approve,
+reject, cancel, name, archive, delete, retry, push, open a pull request or
+the worktree. Each asks the same question the same way (one confirm modal),
+runs the owner's call in the background and says in one toast what came of
+it. The rules (who may) are the supervisor's; this module asks and reports,
+so the board, the session and the diff screens say the same words.
+
+Screens call this module (through `ConsoleApp.actions`), never the app: the
+app imports its screens, and nothing below it imports the app."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from textual.notifications import SeverityLevel
+from textual.screen import Screen
+
+from corral.supervisor.errors import CorralError
+from corral.supervisor.states import label, short_id
+
+from .confirm import ConfirmScreen
+
+if TYPE_CHECKING:
+    from corral.supervisor.models import (
+        DeleteResult,
+        PullRequestResult,
+        PushResult,
+        StartResult,
+    )
+    from corral.supervisor.remote import OwnerSurface
+
+REMOTE = "origin"  # the board pushes there; `corral push --remote` names another
+
+
+class ActionHost(Protocol):
+    """What the actions use of the console app."""
+
+    @property
+    def supervisor(self) -> OwnerSurface: ...
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = True,
+    ) -> None: ...
+
+    def bell(self) -> None: ...
+
+    def push_screen(self, screen: Screen[Any], callback: Any = None) -> Any: ...
+
+    def report_unexpected(self, where: str, exc: BaseException) -> None: ...
+
+    def run_worker(self, work: Any, *, group: str = "default") -> Any: ...
+
+
+class SessionActions:
+    """The console's actions on sessions, asked and reported the same way on
+    every screen. Calls run as tasks of their own (never a screen's
+    workers), so closing a screen never cancels a delivery or a run."""
+
+    def __init__(self, app: ActionHost) -> None:
+        self.app = app
+        self._calls: set[asyncio.Task[Any]] = set()
+
+    @property
+    def supervisor(self) -> OwnerSurface:
+        return self.app.supervisor
+
+    def keep(self, task: asyncio.Task[Any]) -> None:
+        """A task the console cancels when it closes (`cancel_all`)."""
+        self._calls.add(task)
+        task.add_done_callback(self._calls.discard)
+
+    def cancel_all(self) -> None:
+        for task in list(self._calls):
+            task.cancel()
+
+    def run(
+        self, label: str, call: Awaitable[Any], outcome: Callable[[Any], str] | None = None
+    ) -> None:
+        """Run an owner's call in the background; a refusal becomes a toast
+        in its own words, and so does `outcome(result)` when given."""
+        app = self.app
+
+        async def runner() -> None:
+            try:
+                result = await call
+            except CorralError as exc:
+                app.bell()
+                app.notify(str(exc), title=f"{label} refused", severity="error", timeout=8)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                app.report_unexpected(label, exc)
+            else:
+                if outcome is not None:
+                    app.notify(outcome(result), title=label, timeout=8)
+
+        self.keep(asyncio.get_running_loop().create_task(runner()))
+
+    # -- what cannot be undone asks once, the same way on every screen ---------
+
+    def ask(
+        self,
+        question: str,
+        then: Callable[[str], object],
+        *,
+        go: str = "Yes",
+        comment: str | None = None,
+        value: str = "",
+        other: tuple[str, Callable[[], object]] | None = None,
+    ) -> None:
+        """One confirm modal (enter / y goes, escape / n keeps); `then(comment)`
+        runs only when the operator goes ahead (`value` pre-fills the comment).
+        `other` (a label and what it does) offers a second way to go, on `e`."""
+
+        def done(answer: str | None) -> None:
+            if answer == ConfirmScreen.OTHER and other is not None:
+                other[1]()
+            elif answer is not None:
+                then(answer)
+
+        screen = ConfirmScreen(
+            question, go=go, comment=comment, value=value, other=other[0] if other else None
+        )
+        self.app.push_screen(screen, done)
+
+    def what(self, session_id: str) -> str:
+        """The session's intent, first line, as the questions name it."""
+        try:
+            intent = self.supervisor.get(session_id).session.intent
+        except CorralError:
+            return session_id
+        return (intent.splitlines()[0] if intent else session_id)[:100]
+
+    def checks_named(self, session_id: str) -> str:
+        """The checks a confirmation agrees to, and a warning when none of
+        them can prove the work (all already pass on the untouched tree)."""
+        try:
+            session = self.supervisor.get(session_id).session
+        except CorralError:
+            return ""
+        names = [c.name for c in session.contract.checks] if session.contract else []
+        if not names:
+            return ""
+        shown = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
+        text = f"\n\nChecks: {shown}."
+        if session.baseline_gates_nothing:
+            text += (
+                "\nWarning: every check already passes on the untouched tree, so none "
+                "of them proves the work. Revise the contract first?"
+            )
+        return text
+
+    def confirm_contract(self, session_id: str) -> None:
+        self.ask(
+            f"Confirm the contract?\n\n{self.what(session_id)}{self.checks_named(session_id)}"
+            "\n\nThe agent starts work; the checks define done.",
+            lambda _: self.run("Confirm", self.supervisor.confirm(session_id)),
+            go="Confirm",
+        )
+
+    def approve(
+        self,
+        label: str,
+        session_id: str,
+        then: Callable[[], object] | None = None,
+        **choice: Any,
+    ) -> None:
+        """Gate 2 from any screen (approve, accept a finding): asks once, then
+        a toast says where the change went. `then` runs once it is sent."""
+        where = {
+            "checkout": "Apply the verified diff to your checkout's working files?",
+            "finding": "Accept the finding? Nothing is published.",
+        }
+        key = "finding" if choice.get("accept_finding") else choice.get("delivery", "branch")
+        question = where.get(
+            key, f"Deliver the verified diff to branch corral/{short_id(session_id)}?"
+        )
+        if choice.get("selection") is not None:
+            question += " (only the ticked part; it is re-verified first)"
+
+        def go(_: str) -> None:
+            from .event_text import approval_outcome
+
+            self.run(label, self.supervisor.approve(session_id, **choice), approval_outcome)
+            if then is not None:
+                then()
+
+        self.ask(f"{question}\n\n{self.what(session_id)}", go, go=label)
+
+    def reject(self, session_id: str, then: Callable[[], object] | None = None) -> None:
+        """Asks once, with an optional comment; escape changes nothing.
+        `then` runs once the rejection is sent (the diff screen closes)."""
+
+        def go(comment: str) -> None:
+            from .event_text import approval_outcome
+
+            call = self.supervisor.approve(session_id, approve=False, comment=comment or None)
+            self.run("Reject", call, approval_outcome)
+            if then is not None:
+                then()
+
+        self.ask(
+            f"Reject?\n\n{self.what(session_id)}",
+            go,
+            go="Reject",
+            comment="why? (optional) — enter rejects, escape keeps it",
+        )
+
+    def cancel(self, session_id: str) -> None:
+        self.ask(
+            f"Cancel this session?\n\n{self.what(session_id)}\n\nThe worktree is kept.",
+            lambda _: self.run("Cancel", self.supervisor.cancel(session_id)),
+            go="Cancel session",
+        )
+
+    def rename(self, session_id: str, then: Callable[[], object] | None = None) -> None:
+        """Asks for the name (the current one pre-filled); empty clears it.
+        `then` runs once it is stored."""
+        current = self.supervisor.get(session_id).session.name or ""
+
+        def go(name: str) -> None:
+            try:
+                row = self.supervisor.rename(session_id, name)
+            except CorralError as exc:
+                self.app.notify(str(exc), title="Rename refused", severity="error", timeout=8)
+                return
+            self.app.notify(
+                f"{label(session_id)} is now “{row.name}”" if row.name else "Name cleared."
+            )
+            if then is not None:
+                then()
+
+        self.ask(
+            f"Name {label(session_id)}?\n\n{self.what(session_id)}\n\n"
+            "A short name shown on the board beside the intent (empty clears it).",
+            go,
+            go="Rename",
+            comment="a short name — enter saves, escape keeps the old one",
+            value=current,
+        )
+
+    def toggle_archive(self, session_id: str) -> None:
+        """Archive a finished session, or bring an archived one back. Nothing is
+        deleted either way, so it does not ask."""
+        archived = self.supervisor.get(session_id).session.archived_at is not None
+        try:
+            self.supervisor.archive(session_id, archived=not archived)
+        except CorralError as exc:
+            self.app.notify(str(exc), title="Archive refused", severity="error", timeout=8)
+            return
+        if archived:
+            self.app.notify(f"{label(session_id)} is back on the board.", title="Unarchived")
+        else:
+            self.app.notify(
+                f"{label(session_id)} left the board (kept in the store). f → archived shows it; "
+                "h there brings it back.",
+                title="Archived",
+            )
+
+    def delete(self, session_id: str) -> None:
+        """Asks once (it cannot be undone), then deletes; the toast comes once
+        the supervisor reports it gone (the board drops the row itself)."""
+        session = self.supervisor.get(session_id).session
+        branch = session.result_branch if session.result_delivery == "branch" else None
+        question = (
+            f"Delete this {session.state.value} session for good?\n\n{self.what(session_id)}\n\n"
+            "Its worktree (with any changes left in it), its events and its record are removed; "
+            "this cannot be undone." + (f" Branch {branch} stays in your repo." if branch else "")
+        )
+
+        def deleted(result: DeleteResult) -> str:
+            kept = f" Branch {result.branch_kept} stays." if result.branch_kept else ""
+            return f"{label(session_id)} is deleted.{kept}"
+
+        self.ask(
+            question,
+            lambda _: self.run("Delete", self.supervisor.delete(session_id), outcome=deleted),
+            go="Delete",
+        )
+
+    def push(self, session_id: str) -> None:
+        """Asks once, then pushes the delivered branch; the toast comes once git
+        reported the push done (a refusal is git's own words)."""
+        branch = self.supervisor.get(session_id).session.result_branch
+
+        def pushed(result: PushResult) -> str:
+            return f"Branch {result.branch} pushed to {result.remote} ({result.url})."
+
+        self.ask(
+            f"Push branch {branch} to {REMOTE}?\n\n{self.what(session_id)}\n\n"
+            "It runs git push with your credentials and hooks; others can see it afterwards.",
+            lambda _: self.run("Push", self.supervisor.push(session_id, REMOTE), outcome=pushed),
+            go="Push",
+        )
+
+    def pull_request(self, session_id: str) -> None:
+        """Asks once, then pushes the branch and opens a pull request with gh
+        (without gh: the toast says so and gives the push command)."""
+        branch = self.supervisor.get(session_id).session.result_branch
+
+        def opened(result: PullRequestResult) -> str:
+            return result.message
+
+        self.ask(
+            f"Open a pull request for {branch}?\n\n{self.what(session_id)}\n\n"
+            f"The branch is pushed to {REMOTE}, then gh pr create opens the pull request: the "
+            "intent as its title, the contract and how its checks came out as its body.",
+            lambda _: self.run(
+                "Pull request", self.supervisor.pull_request(session_id, REMOTE), outcome=opened
+            ),
+            go="Open pull request",
+        )
+
+    def retry(self, session_id: str, then: Callable[[StartResult], object] | None = None) -> None:
+        """Asks once, then starts the retry; `then(result)` runs once it exists."""
+        session = self.supervisor.get(session_id).session
+        why = "rejected" if session.reject_comment else session.state.value
+        # the old worktree's edits can be carried over while it is still here
+        worktree = session.worktree
+        keepable = worktree is not None and not session.host and Path(worktree).is_dir()
+        question = (
+            f"Retry this {why} session?\n\n{self.what(session_id)}\n\n"
+            "A new session with the same intent, repo, engine and contract starts in a fresh "
+            "worktree (its contract is proposed for you to confirm). Its agent is told what went "
+            "wrong: the reject comment, the error, the failing checks' output."
+            + (
+                "\n\nWith its edits (e): the new worktree starts from this one's files, "
+                "uncommitted, and its agent carries on from them."
+                if keepable
+                else ""
+            )
+        )
+
+        def started(result: StartResult) -> str:
+            if then is not None:
+                then(result)
+            return f"Retrying as {label(result.session_id)}: review its contract, then c."
+
+        def with_edits() -> None:
+            self.run("Retry", self.supervisor.retry(session_id, keep_edits=True), outcome=started)
+
+        self.ask(
+            question,
+            lambda _: self.run("Retry", self.supervisor.retry(session_id), outcome=started),
+            go="Retry afresh" if keepable else "Retry",
+            other=("With its edits", with_edits) if keepable else None,
+        )
+
+    def open_worktree(self, session_id: str, path: str | None, *, editor: bool) -> None:
+        """`w` (a shell) / `E` (`$EDITOR`): the worktree in a new window of the
+        operator's tmux, or the `cd` command to run; said in one toast."""
+        from .worktree_window import open_worktree as open_window
+
+        async def go() -> None:
+            opened = await open_window(path, label(session_id), editor=editor)
+            self.app.notify(opened.message, title="Worktree", timeout=12, markup=False)
+
+        self.app.run_worker(go(), group="worktree-window")
