@@ -50,7 +50,7 @@ from .gates.verifier import Verifier
 from .git import publish
 from .git.patches import FilePatch, Selection
 from .git.trees import snapshot_tree
-from .hosts.place import Hosts
+from .hosts.configured import Hosts
 from .models import (
     AdoptablePane,
     ApproveResult,

@@ -20,7 +20,7 @@ from .config import SupervisorConfig, load_config
 from .contracts.drafting import ContractDrafter, DrafterOnFirstUse
 from .engines.registry import AgentEngines
 from .errors import CorralError
-from .hosts.place import Hosts
+from .hosts.configured import Hosts
 from .llm.base import ModelProvider
 from .llm.catalog import load_catalog
 from .llm.chain import make_chain

@@ -63,7 +63,7 @@ from .host_tree import HostTree, host_baseline, in_host_scratch
 from .scratch_tree import ScratchTrees
 
 if TYPE_CHECKING:
-    from ..hosts.place import Hosts
+    from ..hosts.configured import Hosts
 
 T = TypeVar("T")
 
