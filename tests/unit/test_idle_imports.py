@@ -54,6 +54,22 @@ LAZY = {
     "corral.supervisor.demo": "factory (the demo)",
     # pydantic's plugin scan is skipped (corral.supervisor's __init__)
     "importlib.metadata": "nowhere: corral's models use no pydantic plugins",
+    # the hosts' machinery loads when a host is configured ([[hosts]])
+    "corral.supervisor.hosts.place": "hosts/configured.py, with a configured host",
+    "corral.supervisor.hosts.connection": "hosts/place.py (or the doctor's probe)",
+    "corral.supervisor.hosts.remote_tmux": "hosts/place.py",
+    # the foreman's engine loads with a foreman session's run
+    "corral.supervisor.foreman.engine": "foreman/service.py, Foreman.engine",
+    "corral.supervisor.foreman.union": "foreman/engine.py",
+    # adopting loads with the first adoption (or stored sessions to settle)
+    "corral.supervisor.adoption.service": "api.py, Supervisor._adoptions",
+    # agents' usage records load with the first session that has any
+    "corral.supervisor.agents.usage_records": "session/usage.py",
+    # a check's report plan loads with the first check that runs
+    "corral.supervisor.contracts.test_reports": "contracts/checks.py",
+    # shipped assets are found beside corral.assets, with no zip readers
+    "zipfile": "nowhere: corral.assets reads its own directory",
+    "importlib.resources": "nowhere: corral.assets reads its own directory",
     # an owner serves without the clients' side of the socket
     "corral.supervisor.control.attached": "remote (a second console)",
     "corral.supervisor.control.client": "remote (the command line)",
