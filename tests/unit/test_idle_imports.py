@@ -58,6 +58,7 @@ LAZY = {
     "corral.supervisor.hosts.place": "hosts/configured.py, with a configured host",
     "corral.supervisor.hosts.connection": "hosts/place.py (or the doctor's probe)",
     "corral.supervisor.hosts.remote_tmux": "hosts/place.py",
+    "corral.supervisor.gates.host_tree": "gates/verifier.py, a session on a host",
     # the foreman's engine loads with a foreman session's run
     "corral.supervisor.foreman.engine": "foreman/service.py, Foreman.engine",
     "corral.supervisor.foreman.union": "foreman/engine.py",
