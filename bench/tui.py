@@ -580,7 +580,8 @@ def main() -> int:
                 )
             print(
                 f"  (d) idle memory (process tree RSS, {IDLE_SETTLE_S:g} s after first paint) "
-                f"median {med:.0f} MB  {cmd}{verdict}"
+                f"median {med:.0f} MB (runs: {', '.join(f'{v:.1f}' for v in values)})  "
+                f"{cmd}{verdict}"
             )
         if args.ccmanager:
             ours = statistics.median(times[cmds[0]])

@@ -30,10 +30,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .acp.agents import is_acp
 from .acp.view import conversation_screen
-from .adoption.service import Adoptions
 from .agents.profiles import profile_for
 from .config import McpSettings, SupervisorConfig, load_config
 from .contracts.drafting import ContractDrafter
@@ -50,7 +50,7 @@ from .gates.verifier import Verifier
 from .git import publish
 from .git.patches import FilePatch, Selection
 from .git.trees import snapshot_tree
-from .hosts.place import Hosts
+from .hosts.configured import Hosts
 from .models import (
     AdoptablePane,
     ApproveResult,
@@ -95,6 +95,9 @@ from .states import CoderState, label, needs_you_label
 from .store import DB_NAME, Store
 from .store.placements import PlacementStore
 from .workspaces import Workspaces
+
+if TYPE_CHECKING:  # adopting loads with the first adopted pane (or a stored one)
+    from .adoption.service import Adoptions
 
 log = logging.getLogger("corral.supervisor")
 
@@ -170,7 +173,7 @@ class Supervisor:
         self.stray_panes: builtins.list[str] = []  # our panes no session claims
         self._gates: _Gates | None = None
         self._scheduler: Scheduler | None = None  # running while the state dir is owned
-        self._adoptions = Adoptions(self._registry, panes, id_factory=id_factory)
+        self._adopting: Adoptions | None = None  # built on first use (`_adoptions`)
         # says once, outside the board, when a session needs you or finishes
         self._notifier = Notifier(self._config.notify, self.watch)
         self._git_stats = GitStatsWatch(self._registry, self._config.git_stats_secs)
@@ -194,7 +197,8 @@ class Supervisor:
             log.warning("worktree reconciliation: %s", exc)
         ledger = self._placements = PlacementStore(self.state_dir / DB_NAME)
         gates = self._gates = self._compose(workspaces, ledger)
-        sessions = await self._adoptions.settle(sessions)  # user panes: released, never killed
+        if sessions:  # user panes: released, never killed
+            sessions = await self._adoptions.settle(sessions)
         self.stray_panes = await gates.recovery.recover(sessions)
         await asyncio.to_thread(gates.foreman.interrupt_unfinished)
         gates.janitor.start()
@@ -276,7 +280,8 @@ class Supervisor:
             self._scheduler = None
         if self._gates is not None:
             await self._gates.janitor.stop()
-        await self._adoptions.release_all()
+        if self._adopting is not None:  # nothing was adopted without it
+            await self._adopting.release_all()
         await self._registry.stop_sessions()
         if self._panes is not None:
             await self._panes.stop()
@@ -309,6 +314,16 @@ class Supervisor:
     def opened(self) -> bool:
         """The state dir is owned: close() has something to release."""
         return self._registry.store is not None
+
+    @property
+    def _adoptions(self) -> Adoptions:
+        """The adopted panes' service, built when first needed: an adoption,
+        a listing, or stored sessions to settle at open."""
+        if self._adopting is None:
+            from .adoption.service import Adoptions
+
+            self._adopting = Adoptions(self._registry, self._panes, id_factory=self._id_factory)
+        return self._adopting
 
     @property
     def _board(self) -> BoardFeed:

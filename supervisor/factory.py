@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING
 from .agents.settings import load_agent_settings
 from .api import Supervisor
 from .config import SupervisorConfig, load_config
-from .contracts.drafting import ContractDrafter
+from .contracts.drafting import ContractDrafter, DrafterOnFirstUse
 from .engines.registry import AgentEngines
 from .errors import CorralError
-from .hosts.place import Hosts
+from .hosts.configured import Hosts
 from .llm.base import ModelProvider
 from .llm.catalog import load_catalog
 from .llm.chain import make_chain
@@ -88,11 +88,19 @@ def build_supervisor(
 
 
 def default_drafter(config: SupervisorConfig | None = None) -> ContractDrafter:
-    """A model drafter when a model is configured, else the conventions lane."""
-    from .contracts.model_drafter import build_drafter
-
+    """A model drafter when a model is configured, else the conventions lane;
+    built at the first draft. The models' configuration is read now: a
+    broken one is refused at start, not at the first contract."""
     config = config or load_config()
-    return build_drafter(max_timeout_secs=config.max_check_timeout_secs)
+    catalog = load_catalog()
+    timeout = config.max_check_timeout_secs
+
+    def build() -> ContractDrafter:
+        from .contracts.model_drafter import build_drafter
+
+        return build_drafter(catalog, max_timeout_secs=timeout)
+
+    return DrafterOnFirstUse(build)
 
 
 def make_discussions(state_dir: Path) -> tuple[Discussions, str | None]:

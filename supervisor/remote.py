@@ -9,19 +9,27 @@ The protocol is in `control/protocol.py` (and the README): JSON-RPC 2.0 over
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from .control.attached import AttachedSupervisor
-from .control.callers import Caller
-from .control.client import AsyncControlClient, ControlClient, NoOwner, OwnerGone, owner_running
-from .control.handles import AssistantTools, CallerPolicy, RunBounds
-from .control.owner import OwnerServices
-from .control.protocol import (
-    MAX_MESSAGE_BYTES,
-    PROTOCOL,
-    ControlError,
-    socket_path,
-)
-from .control.surface import OwnerSurface
+if TYPE_CHECKING:
+    from .control.attached import AttachedSupervisor
+    from .control.callers import Caller
+    from .control.client import (
+        AsyncControlClient,
+        ControlClient,
+        NoOwner,
+        OwnerGone,
+        owner_running,
+    )
+    from .control.handles import AssistantTools, CallerPolicy, RunBounds
+    from .control.owner import OwnerServices
+    from .control.protocol import (
+        MAX_MESSAGE_BYTES,
+        PROTOCOL,
+        ControlError,
+        socket_path,
+    )
+    from .control.surface import OwnerSurface
 
 __all__ = [
     "MAX_MESSAGE_BYTES",
@@ -43,6 +51,39 @@ __all__ = [
     "serve_mcp_stdio",
     "socket_path",
 ]
+
+_ON_FIRST_USE = {  # name → the control module that defines it
+    "AttachedSupervisor": "attached",
+    "Caller": "callers",
+    "AsyncControlClient": "client",
+    "ControlClient": "client",
+    "NoOwner": "client",
+    "OwnerGone": "client",
+    "owner_running": "client",
+    "AssistantTools": "handles",
+    "CallerPolicy": "handles",
+    "RunBounds": "handles",
+    "OwnerServices": "owner",
+    "MAX_MESSAGE_BYTES": "protocol",
+    "PROTOCOL": "protocol",
+    "ControlError": "protocol",
+    "socket_path": "protocol",
+    "OwnerSurface": "surface",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Each name loads its module when a caller first asks: an owner serves
+    without the clients' modules (the attached console's, the socket
+    client's), and a client runs without the server's."""
+    module = _ON_FIRST_USE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(f".control.{module}", __package__), name)
+    globals()[name] = value
+    return value
 
 
 def mcp_endpoint(state_dir: Path) -> tuple[str, str] | None:

@@ -31,7 +31,6 @@ from ..models import (
 from ..sandbox import Grant, SandboxPolicy, active_policy, confined_argv, sandbox_status
 from ..sandbox.argv import confined_env, identity
 from .per_test import Judgement, against_baseline, on_untouched_tree
-from .test_reports import plan_for
 from .verdicts import classify
 
 if TYPE_CHECKING:
@@ -282,6 +281,8 @@ async def run_check(
         if private is not None:
             report_dir = private / "report"
             report_dir.mkdir()
+        from .test_reports import plan_for  # loaded by the first check that runs
+
         plan = plan_for(check.command, report_dir, cwd, network=check.network)
         if runner is not None:
             code, output, timed_out = await runner(check.command, timeout, check.network)

@@ -60,11 +60,38 @@ class DraftingError(CorralError):
 
 
 class ContractDrafter(Protocol):
-    name: str
+    @property
+    def name(self) -> str: ...
 
     async def draft(self, request: DraftRequest) -> OutcomeContract: ...
 
     async def revise(self, request: ReviseRequest) -> OutcomeContract: ...
+
+
+class DrafterOnFirstUse:
+    """A drafter built when it is first asked for something (its name, a
+    draft, a revision). The model drafter and the conventions lane are large
+    modules; an owner that drafts no contract never loads them."""
+
+    def __init__(self, build: Callable[[], ContractDrafter]) -> None:
+        self._build = build
+        self._drafter: ContractDrafter | None = None
+
+    @property
+    def drafter(self) -> ContractDrafter:
+        if self._drafter is None:
+            self._drafter = self._build()
+        return self._drafter
+
+    @property
+    def name(self) -> str:
+        return self.drafter.name
+
+    async def draft(self, request: DraftRequest) -> OutcomeContract:
+        return await self.drafter.draft(request)
+
+    async def revise(self, request: ReviseRequest) -> OutcomeContract:
+        return await self.drafter.revise(request)
 
 
 _CHECK_CMD = re.compile(r"^/check(?:\s+(\S+))?(?:\s(.*))?$", re.DOTALL)

@@ -30,7 +30,6 @@ from __future__ import annotations
 import json
 import re
 import shlex
-import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -167,6 +166,8 @@ def parse_junit(text: str) -> TestReport | None:
     error (an `error` with an empty classname) is kept apart with its words."""
     if not text.strip():
         return None
+    import xml.etree.ElementTree as ET  # the XML parser loads with the first report read
+
     try:
         root = ET.fromstring(text)
     except ET.ParseError:

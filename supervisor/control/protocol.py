@@ -116,10 +116,12 @@ def raise_error(error: dict[str, Any]) -> None:
 
 
 # --- params of each method (unknown fields are refused) ----------------------
+# Each model builds its validator when first used (defer_build): an owner no
+# client has called yet holds none of them.
 
 
 class _Params(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 class NoParams(_Params):
@@ -321,7 +323,7 @@ class DiscussionSendParams(_Params):
 
 
 class StartArgs(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
     intent: str
     repo: str
@@ -332,14 +334,14 @@ class StartArgs(BaseModel):
 
 
 class PollArgs(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
     run_id: str
     since_seq: int = Field(default=0, ge=0)
 
 
 class CancelArgs(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
     run_id: str
 
@@ -348,7 +350,8 @@ class CancelArgs(BaseModel):
 
 
 class _Answer(BaseModel):
-    model_config = ConfigDict(extra="ignore")  # an older client reads a newer owner
+    # an older client reads a newer owner
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
 
 class BoardAnswer(_Answer):

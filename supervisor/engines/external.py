@@ -56,7 +56,7 @@ from ..events import (
     PlanTextData,
 )
 from ..governance.env_scrub import scrubbed_env
-from ..hosts.connection import HostUnreachable
+from ..hosts.unreachable import HostUnreachable
 from ..models import CheckResult, OutcomeContract
 from ..panes.base import HostDown, PaneError, PaneGone, PaneSpec
 from ..panes.manager import PaneManager

@@ -7,6 +7,9 @@ or an ACP preset (`gemini-acp`, `claude-acp`, `codex-acp`; see `acp.agents`),
 `auto` prefers an installed agent CLI in the operator's preference order; the
 demo console sets the demo agent as its default. An explicitly named agent
 that is not installed is refused at start with a sentence that says so.
+
+Each engine's module loads when a session of its kind is first created
+(`create`): an owner with no session running loads none of them.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import sys
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..acp.agents import PRESETS as ACP_PRESETS
 from ..acp.agents import acp_agent, is_acp
@@ -27,9 +31,10 @@ from ..llm.base import ModelProvider
 from ..llm.chain import ModelChain
 from ..panes.manager import PaneManager
 from .base import Engine
-from .external import ExternalEngine
-from .oneshot import OneShotEngine
 from .pins import Pin, resolve_pin
+
+if TYPE_CHECKING:
+    from .external import ExternalEngine
 
 NO_AGENT = (
     "no agent CLI is installed ({names}): install one (e.g. npm i -g "
@@ -220,6 +225,8 @@ class AgentEngines:
             own = self.agent_settings.get(oneshot.settings_key)
             if own is not None and own.env_allow:
                 oneshot = replace(oneshot, env_allow=(*oneshot.env_allow, *own.env_allow))
+            from .oneshot import OneShotEngine
+
             return OneShotEngine(self._external(oneshot), label)
         return self._external(
             with_settings(
@@ -251,6 +258,8 @@ class AgentEngines:
         )
 
     def _external(self, profile: AgentProfile) -> ExternalEngine:
+        from .external import ExternalEngine
+
         assert self.panes is not None
         return ExternalEngine(
             profile,

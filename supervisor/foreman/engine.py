@@ -37,6 +37,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..cancelling import cancel_and_wait
 from ..engines.base import Engine, EngineOutcome, RunContext
@@ -44,8 +45,8 @@ from ..errors import CorralError
 from ..events import EngineFallbackData, EventData, PaneAnswerData, PlanTextData
 from ..gates.host_tree import HostTree, on_host
 from ..gates.verifier import Verification, Verifier, name_paths
-from ..hosts.connection import HostUnreachable
-from ..hosts.place import HostPlace, Hosts
+from ..hosts.configured import Hosts
+from ..hosts.unreachable import HostUnreachable
 from ..models import CheckResult, CoderSession, OutcomeContract, Placement, Split, Subtask
 from ..states import LoopFailure
 from ..status import AgentStatus
@@ -55,6 +56,9 @@ from ..workspaces import Workspaces
 from .places import LOCAL, Places
 from .split import split_problems, subtask_contract
 from .union import changed_files, commit_subtask, merge_into, write_union
+
+if TYPE_CHECKING:  # the hosts' machinery loads when a host is configured
+    from ..hosts.place import HostPlace
 
 REPAIR_REASON = "contract not satisfied after the foreman's verified union"
 ATTEMPTS = 2  # a subtask is placed at most twice

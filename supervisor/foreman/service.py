@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import logging
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..agents.oneshot import is_oneshot
 from ..config import SupervisorConfig
@@ -23,7 +24,7 @@ from ..gates.run_loop import FOREMAN_PREFIX as PREFIX
 from ..gates.run_loop import is_foreman
 from ..gates.verifier import Verifier
 from ..git.run import git
-from ..hosts.place import Hosts
+from ..hosts.configured import Hosts
 from ..llm.base import Message, ModelError, ModelProvider
 from ..models import ForemanView, Placement, Split
 from ..panes.manager import PaneManager
@@ -33,7 +34,6 @@ from ..states import CoderState, label
 from ..status import AgentStatus
 from ..store.placements import PlacementStore
 from ..workspaces import Workspaces
-from .engine import ForemanEngine, ForemanHooks
 from .places import Places
 from .split import (
     DEFAULT_SUBTASKS,
@@ -42,6 +42,9 @@ from .split import (
     split_per_check,
     split_prompt,
 )
+
+if TYPE_CHECKING:  # the engine loads with the first foreman session's run
+    from .engine import ForemanEngine
 
 S = CoderState
 log = logging.getLogger("corral.supervisor")
@@ -233,6 +236,8 @@ class Foreman:
     # -- the run --------------------------------------------------------------------------
 
     def engine(self, live: LiveSession) -> ForemanEngine:
+        from .engine import ForemanEngine, ForemanHooks
+
         s = live.session
         registry = self._registry
 

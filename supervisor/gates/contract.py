@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..agents.base import AgentUnavailable
 from ..agents.oneshot import is_oneshot
@@ -50,8 +51,8 @@ from ..faults import fault_point
 from ..git.repo import refuse_initialised_submodules, repo_root, resolve_base
 from ..git.trees import seed_worktree
 from ..git.workspace import GitWorkspace
-from ..hosts.connection import HostUnreachable
-from ..hosts.place import HostPlace, Hosts
+from ..hosts.configured import Hosts
+from ..hosts.unreachable import HostUnreachable
 from ..llm.catalog import AUTO
 from ..models import (
     CheckResult,
@@ -76,6 +77,9 @@ from ..states import (
 from ..workspaces import Workspaces
 from .run_loop import RunLoop
 from .verifier import Verifier
+
+if TYPE_CHECKING:  # the hosts' machinery loads when a host is configured
+    from ..hosts.place import HostPlace
 
 S = CoderState
 

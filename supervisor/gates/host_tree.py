@@ -19,11 +19,12 @@ from ..contracts.environment import OUTPUT_TAIL_CHARS, setup_reason
 from ..contracts.verdicts import setup_failed
 from ..errors import CorralError
 from ..git.run import git
-from ..hosts.connection import HostUnreachable
+from ..hosts.unreachable import HostUnreachable
 from ..models import CheckResult, CoderSession, OutcomeContract, SetupOutcome
 
 if TYPE_CHECKING:
-    from ..hosts.place import HostPlace, Hosts
+    from ..hosts.configured import Hosts
+    from ..hosts.place import HostPlace
 
 
 HOST_WAIT = 300.0  # seconds a step waits for its host to answer again before it fails

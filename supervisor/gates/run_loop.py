@@ -34,7 +34,7 @@ from ..events import (
 from ..faults import fault_point
 from ..git.run import WorktreeMetadataChanged
 from ..git.trees import tree_of
-from ..hosts.place import Hosts
+from ..hosts.configured import Hosts
 from ..models import AgentOffers, CheckResult, NoChangeFinding
 from ..session.identity import resume_id
 from ..session.live import LiveSession

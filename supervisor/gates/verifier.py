@@ -59,11 +59,11 @@ from ..session.live import LiveSession
 from ..session.registry import SessionRegistry
 from ..states import CoderState
 from ..workspaces import Workspaces
-from .host_tree import HostTree, host_baseline, in_host_scratch
 from .scratch_tree import ScratchTrees
 
-if TYPE_CHECKING:
-    from ..hosts.place import Hosts
+if TYPE_CHECKING:  # a host's tree loads with the first session run on a host
+    from ..hosts.configured import Hosts
+    from .host_tree import HostTree
 
 T = TypeVar("T")
 
@@ -169,6 +169,8 @@ class Verifier:
         first (`on_setup` hears how it went)."""
         assert session.start_commit is not None
         if session.host and self._hosts is not None:
+            from .host_tree import host_baseline
+
             return await host_baseline(
                 self._hosts.get(session.host), session, contract, self._timeout_ceiling, on_setup
             )
@@ -194,6 +196,15 @@ class Verifier:
         finally:
             await asyncio.to_thread(_remove_all, discard)
 
+    def _host_tree(self, session: CoderSession) -> HostTree | None:
+        """The session's worktree on its host; None for a session run here
+        (the hosts' tree code loads only for a session on a host)."""
+        if not session.host:
+            return None
+        from .host_tree import HostTree
+
+        return HostTree.of(self._hosts, session)
+
     async def verify(self, live: LiveSession) -> Verification:
         """Every check on the worktree, between two snapshots of it; the
         results are recorded on the session and announced as the runtime's
@@ -207,7 +218,7 @@ class Verifier:
         results: list[CheckResult] = []
         tree: str | None = None
         moved: list[str] = []
-        there = HostTree.of(self._hosts, s)  # None: the worktree is here
+        there = self._host_tree(s)  # None: the worktree is here
         self._verifying.add(s.id)
         try:
             registry.emit(
@@ -442,6 +453,8 @@ class Verifier:
         s = live.session
         assert s.contract is not None and s.start_commit is not None
         assert s.host and self._hosts is not None
+        from .host_tree import in_host_scratch
+
         registry.emit(
             live,
             PlanTextData(text="Re-running the contract on the approved part only."),

@@ -33,20 +33,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .settings import HostSettings
+from .unreachable import HostUnreachable
 
 SSH_FAILED = 255  # ssh's own failure status (as opposed to the remote command's)
 BACKOFF = (0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0)
 CONTROL_PERSIST = 600
 _SOCKET_BUDGET = 104 - 18  # sun_path, minus the temporary suffix ssh adds while binding
 _MASTER_PID = re.compile(r"pid=(\d+)")
-
-
-class HostUnreachable(Exception):
-    """The host cannot be reached now; the message says which host and what to check."""
-
-    def __init__(self, host: str, message: str) -> None:
-        super().__init__(message)
-        self.host = host
 
 
 @dataclass(frozen=True)

@@ -18,19 +18,17 @@ import re
 import secrets
 import shlex
 import threading
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import CorralError
 from ..git.run import GitError, git
-from ..models import CoderSession
 from ..states import label
-from .connection import HostConnection, HostUnreachable
+from .connection import HostConnection
 from .fetch import fetch_commit, remote_url
 from .probe import remote_path
 from .remote_tmux import RemoteTmuxBackend
 from .settings import HostSettings
+from .unreachable import HostUnreachable
 from .worktrees import add_worktree, remove_worktree
 
 log = logging.getLogger("corral.hosts")
@@ -416,44 +414,3 @@ class HostPlace:
     def close(self) -> None:
         self.backend.close()
         self.conn.close()
-
-
-class Hosts:
-    """The configured hosts, by name."""
-
-    def __init__(self, settings: list[HostSettings], state_dir: Path) -> None:
-        self.places = {h.name: HostPlace(h, state_dir) for h in settings}
-
-    def get(self, name: str) -> HostPlace:
-        place = self.places.get(name)
-        if place is None:
-            known = ", ".join(sorted(self.places)) or "none"
-            raise CorralError(
-                f"no host named {name!r} is configured (configured: {known}); add it as "
-                "[[hosts]] in the config file"
-            )
-        return place
-
-    def __iter__(self) -> Iterator[HostPlace]:
-        return iter(self.places.values())
-
-    def discard(self, session: CoderSession) -> None:
-        """Remove a delivered session's worktree and base ref from its host
-        (a host that does not answer keeps them; nothing else depends on them)."""
-        if not session.host or not session.remote_worktree or session.host not in self.places:
-            return
-        place = self.places[session.host]
-        try:
-            mirror = place.mirror_path(Path(session.repo))
-            place.remove(mirror, session.remote_worktree)
-            place.conn.run(
-                ["git", "-C", mirror, "update-ref", "-d", f"refs/corral/base/{session.id}"]
-            )
-        except (CorralError, HostUnreachable) as exc:
-            log.warning(
-                "cannot remove the worktree of %s on host %s: %s", session.id, place.name, exc
-            )
-
-    def close(self) -> None:
-        for place in self.places.values():
-            place.close()

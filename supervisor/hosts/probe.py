@@ -8,8 +8,8 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .connection import HostConnection, HostUnreachable
 from .settings import HostSettings
+from .unreachable import HostUnreachable
 
 AGENT_CLIS = ("claude", "codex", "gemini", "aider", "opencode")
 
@@ -90,6 +90,8 @@ class HostReport:
 def probe(host: HostSettings, state_dir: Path, *, timeout: float = 15.0) -> HostReport:
     """Check one host (connects, runs one script, leaves the master running)."""
     report = HostReport(host.name, host.destination, False, state_dir=host.state_dir)
+    from .connection import HostConnection  # loaded by the probe, not by its report
+
     conn = HostConnection(host, state_dir, connect_timeout=min(timeout, 10.0))
     try:
         result = conn.run_script(_script(host.state_dir), timeout=timeout)

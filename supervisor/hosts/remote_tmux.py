@@ -44,8 +44,9 @@ from ..panes.tmux import (
     strip_ansi,
     unreaped_from_stat,
 )
-from .connection import SSH_FAILED, HostConnection, HostUnreachable
+from .connection import SSH_FAILED, HostConnection
 from .probe import remote_path
+from .unreachable import HostUnreachable
 
 MIRROR_CHUNK = 256 * 1024  # bytes of one mirrored file brought per sweep, at most
 _UNREPEATABLE = ("paste-buffer", "send-keys")  # tmux commands with effects on the agent

@@ -13,6 +13,7 @@ from typing import Any
 
 from .base import Message, ModelError, ToolCall, ToolSpec, Turn, Usage
 from .http_provider import StreamingHTTPProvider
+from .providers import DEFAULT_ANTHROPIC_BASE_URL
 from .retry import (
     Exchange,
     Retryable,
@@ -22,7 +23,6 @@ from .retry import (
     status_error,
 )
 
-DEFAULT_ANTHROPIC_BASE_URL = "https://api.anthropic.com"
 ANTHROPIC_VERSION = "2023-06-01"
 ANTHROPIC_KEY_HINT = "CORRAL_LLM_API_KEY (or ANTHROPIC_API_KEY)"
 

@@ -34,12 +34,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import ConfigError
 from ..paths import config_path
-from .anthropic import AnthropicProvider
 from .base import ModelProvider, Usage
-from .cli_oneshot import Agent, CliOneShotProvider
 from .config import DEFAULT_BASE_URL, PROVIDERS, USUAL_KEY_ENV, LLMConfig, load_llm_config
-from .openai_compat import OpenAICompatProvider
-from .retry import display_url
+from .providers import build_provider, display_url
 
 AUTO = "auto"
 
@@ -189,13 +186,11 @@ def provider_for(entry: ModelEntry, env: Mapping[str, str] | None = None) -> Mod
     """The provider serving `entry`, with its key read from the environment now."""
     env = os.environ if env is None else env
     if entry.provider.startswith("cli:"):
-        agent: Agent = "claude" if entry.provider == "cli:claude" else "codex"
-        return CliOneShotProvider(agent, entry.base_url or None, entry.model)
-    key = entry.key(env)
+        return build_provider(entry.provider, entry.base_url, entry.model, None, key_hint="")
     hint = entry.key_var or "the key's variable (api_key_env)"
-    if entry.provider == "openai":
-        return OpenAICompatProvider(entry.effective_base_url, entry.model, key, key_hint=hint)
-    return AnthropicProvider(entry.effective_base_url, entry.model, key, key_hint=hint)
+    return build_provider(
+        entry.provider, entry.effective_base_url, entry.model, entry.key(env), key_hint=hint
+    )
 
 
 @dataclass(frozen=True)

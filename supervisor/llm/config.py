@@ -32,11 +32,13 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
 from ..errors import ConfigError
 from ..paths import config_path
-from .anthropic import DEFAULT_ANTHROPIC_BASE_URL, AnthropicProvider
 from .base import ModelProvider
-from .cli_oneshot import Agent, CliOneShotProvider
-from .openai_compat import DEFAULT_OPENAI_BASE_URL, OpenAICompatProvider
-from .retry import display_url
+from .providers import (
+    DEFAULT_ANTHROPIC_BASE_URL,
+    DEFAULT_OPENAI_BASE_URL,
+    build_provider,
+    display_url,
+)
 
 ProviderName = Literal["openai", "anthropic", "cli:claude", "cli:codex", "none"]
 PROVIDERS: tuple[str, ...] = ("openai", "anthropic", "cli:claude", "cli:codex", "none")
@@ -174,17 +176,16 @@ def make_provider(cfg: LLMConfig) -> ModelProvider | None:
     if cfg.provider == "none":
         return None
     if cfg.provider in ("cli:claude", "cli:codex"):
-        agent: Agent = "claude" if cfg.provider == "cli:claude" else "codex"
-        return CliOneShotProvider(agent, cfg.base_url or None, cfg.model)
+        return build_provider(cfg.provider, cfg.base_url, cfg.model, None, key_hint="")
     if not cfg.model:
         raise ConfigError(
             f"the {cfg.provider} model provider needs a model name: set CORRAL_LLM_MODEL "
             "or model in [llm] of ~/.config/corral/config.toml"
         )
     key = cfg.api_key.get_secret_value() if cfg.api_key else None
-    if cfg.provider == "openai":
-        return OpenAICompatProvider(cfg.effective_base_url, cfg.model, key, key_hint=cfg.key_hint)
-    return AnthropicProvider(cfg.effective_base_url, cfg.model, key, key_hint=cfg.key_hint)
+    return build_provider(
+        cfg.provider, cfg.effective_base_url, cfg.model, key, key_hint=cfg.key_hint
+    )
 
 
 def describe(cfg: LLMConfig) -> str:

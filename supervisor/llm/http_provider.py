@@ -8,7 +8,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .base import Message, ToolSpec, Turn
-from .retry import Exchange, RetryPolicy, display_url, start_exchange, with_retries
+from .providers import display_url
+from .retry import Exchange, RetryPolicy, start_exchange, with_retries
 
 
 class StreamingHTTPProvider:

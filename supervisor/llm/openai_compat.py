@@ -12,6 +12,7 @@ from typing import Any
 
 from .base import Message, ModelError, ToolCall, ToolSpec, Turn, Usage
 from .http_provider import StreamingHTTPProvider
+from .providers import DEFAULT_OPENAI_BASE_URL
 from .retry import (
     Exchange,
     Retryable,
@@ -22,7 +23,6 @@ from .retry import (
     status_error,
 )
 
-DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
 OPENAI_KEY_HINT = "CORRAL_LLM_API_KEY (or OPENAI_API_KEY)"
 
 _STOP = {"stop": "end_turn", "tool_calls": "tool_use", "function_call": "tool_use"}

@@ -140,16 +140,6 @@ def timeout_error(where: str, timeout: float) -> ModelError:
 # Status and transport errors
 
 
-def display_url(url: str) -> str:
-    """`url` without user info, query or fragment (safe to show)."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    if ":" in host:
-        host = f"[{host}]"
-    netloc = f"{host}:{parts.port}" if parts.port else host
-    return urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))
-
-
 def scrub(text: str, secret: str | None) -> str:
     if secret:
         text = text.replace(secret, "[redacted]")

@@ -134,6 +134,8 @@ class PaneManager:
         self.on_hook = on_hook  # every hook payload (the agent's identity rides on them)
         self.records: dict[str, PaneRecord] = {}
         self._tasks: list[asyncio.Task[None]] = []
+        self._started = False
+        self._hook_watch: asyncio.Task[None] | None = None
         self._worker: ThreadPoolExecutor | None = None
         # one more worker per other backend: hosts are swept side by side,
         # so a slow or dead host never holds up the panes here or elsewhere
@@ -150,12 +152,24 @@ class PaneManager:
 
     async def start(self) -> None:
         self.hooks_root.mkdir(parents=True, exist_ok=True)
-        loop = asyncio.get_running_loop()
-        self._tasks = [loop.create_task(self._sweep_loop()), loop.create_task(self._watch_hooks())]
+        self._tasks = [asyncio.get_running_loop().create_task(self._sweep_loop())]
+        self._started = True
+        if self.records:
+            self._watch_hooks_now()
+
+    def _watch_hooks_now(self) -> None:
+        """Watch the hooks files from the first tracked pane on: the watcher
+        (watchfiles' native notifier, anyio and a thread) costs an idle owner
+        memory while there is no hook to read."""
+        if self._started and self._hook_watch is None:
+            self._hook_watch = asyncio.get_running_loop().create_task(self._watch_hooks())
+            self._tasks.append(self._hook_watch)
 
     async def stop(self) -> None:
+        self._started = False
         await cancel_and_wait(self._tasks, what="the pane sweep")
         self._tasks = []
+        self._hook_watch = None
         if self._worker is not None:
             self._worker.shutdown(wait=False, cancel_futures=True)
             self._worker = None
@@ -212,6 +226,7 @@ class PaneManager:
         )
         self.records[spec.session_id] = record
         self._mirror_hooks(record)
+        self._watch_hooks_now()
         return record
 
     def _mirror_hooks(self, record: PaneRecord) -> None:
@@ -243,6 +258,7 @@ class PaneManager:
         )
         self.records[session_id] = record
         self._mirror_hooks(record)
+        self._watch_hooks_now()
         if not record.backend_name:
             self._tell(self.on_track, session_id)
         return record

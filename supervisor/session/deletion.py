@@ -21,7 +21,7 @@ import shutil
 from pathlib import Path
 
 from ..errors import CorralError
-from ..hosts.place import Hosts
+from ..hosts.configured import Hosts
 from ..models import CoderSession, DeleteResult
 from ..panes.manager import PaneManager
 from ..states import label

@@ -19,16 +19,19 @@ import logging
 import os
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..agents.base import AgentUnavailable
 from ..agents.prices import priced
 from ..agents.profiles import gemini_chats, profile_for
-from ..agents.usage_records import KINDS, UsageRecords
 from ..cancelling import cancel_and_wait
 from ..config import BudgetSettings, ModelPrice
 from ..models import CoderSession
 from .registry import SessionRegistry
 from .spend import budget_sentence, totals
+
+if TYPE_CHECKING:  # the records' reader loads with the first session that has any
+    from ..agents.usage_records import UsageRecords
 
 log = logging.getLogger(__name__)
 
@@ -101,6 +104,8 @@ class UsageWatch:
         identity = session.agent_identity
         if session.host or identity is None:
             return None
+        from ..agents.usage_records import KINDS, UsageRecords
+
         agent = identity.agent
         kind = KINDS.get(agent)
         if kind is None or not identity.session_id or not identity.transcript_path:

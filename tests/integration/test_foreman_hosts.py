@@ -20,7 +20,7 @@ from corral.supervisor.api import Supervisor
 from corral.supervisor.contracts.drafting import FixedDrafter
 from corral.supervisor.errors import CorralError
 from corral.supervisor.factory import build_supervisor
-from corral.supervisor.hosts.place import Hosts
+from corral.supervisor.hosts.configured import Hosts
 from corral.supervisor.hosts.settings import HostSettings
 from corral.supervisor.models import OutcomeContract
 from corral.supervisor.states import CoderState as S

@@ -25,7 +25,8 @@ from corral.supervisor.contracts.drafting import FixedDrafter
 from corral.supervisor.demo import demo_contract, make_demo_repo
 from corral.supervisor.errors import CorralError
 from corral.supervisor.factory import build_supervisor
-from corral.supervisor.hosts.place import HostPlace, Hosts
+from corral.supervisor.hosts.configured import Hosts
+from corral.supervisor.hosts.place import HostPlace
 from corral.supervisor.hosts.settings import HostSettings
 from corral.supervisor.models import ContractCheck, EventKind, OutcomeContract
 from corral.supervisor.states import CoderState as S

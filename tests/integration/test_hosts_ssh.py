@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from corral.supervisor.hosts.connection import HostConnection, HostUnreachable
+from corral.supervisor.hosts.connection import HostConnection
 from corral.supervisor.hosts.settings import HostSettings
+from corral.supervisor.hosts.unreachable import HostUnreachable
 from corral.tui.cli.main import main
 from tests.fakes.sshd import SshServer, sshd_missing, start_sshd
 

@@ -28,13 +28,13 @@ def _launch(app: CorralApp) -> int:
     from corral.supervisor.paths import config_path
     from corral.tui.keymap import KeysError, check, read_keys
     from corral.tui.screens.board import BoardScreen
-    from corral.tui.screens.session import SessionScreen
+    from corral.tui.screens.session_keys import SESSION_BINDINGS
 
     where = config_path()
     try:
         keys = check(
             read_keys(where),
-            {"board": BoardScreen.BINDINGS, "session": SessionScreen.BINDINGS},
+            {"board": BoardScreen.BINDINGS, "session": SESSION_BINDINGS},
             where,
         )
     except KeysError as exc:
