@@ -14,6 +14,7 @@ from corral.supervisor.models import CoderSession
 from corral.supervisor.states import CoderState
 from corral.supervisor.store import Store
 from corral.tui.app import CorralApp
+from corral.tui.screens.board import BoardScreen
 from tests.fakes.scripted import (
     Ask,
     Iteration,
@@ -25,8 +26,6 @@ from tests.fakes.scripted import (
     Wait,
     contract,
 )
-
-from corral.tui.screens.board import BoardScreen
 
 from .conftest import FIXED_NOW, SCRIPTED_CONFIG, board_of, make_repo, until
 
