@@ -18,7 +18,10 @@ strips, cached per row until the row, the layout or the styles change:
   state, needs-you, the intent and its age); a `vanishing` column is left
   out while no row has anything in it;
 - `show(order, cells_of)` replaces the row order and rewrites only rows whose
-  cells changed; the cursor is an index, and the board keeps it on its session;
+  cells changed, and repaints only the lines on screen that differ (a row
+  moved, its cells or the cursor changed): one streaming session's new state
+  redraws its own line, not the table; the cursor is an index, and the board
+  keeps it on its session;
 - `headings` are keys drawn as one line across every column (a group's title):
   not measured, never under the cursor (it steps over them);
 - keys: up/down, page up/down, home/end, enter selects; a click moves the
