@@ -49,6 +49,14 @@ def change_stats(cwd: Path | str, start: str, tree: str) -> ChangeStats:
     return ChangeStats(files, added, removed)
 
 
+def base_commit(repo: Path | str, base: str) -> str | None:
+    """The commit `base` names now (None when it does not resolve): what a
+    sweep over many sessions on one base asks git once, not once a session."""
+    out = git(repo, "rev-parse", "--verify", "--quiet", f"{base}^{{commit}}", "--", check=False)
+    text = out.strip()
+    return text or None
+
+
 def commits_behind(repo: Path | str, start_commit: str, base: str) -> int | None:
     """Commits `base` gained since `start_commit` (None when `base` does not
     resolve, e.g. a branch that was removed)."""

@@ -15,11 +15,13 @@ from pathlib import Path
 
 from ..cancelling import cancel_and_wait
 from ..git.errors import GitError
-from ..git.stats import ChangeStats, GitStats, change_stats, commits_behind
+from ..git.stats import ChangeStats, GitStats, base_commit, change_stats, commits_behind
 from ..git.trees import snapshot_tree
 from .registry import SessionRegistry
 
 log = logging.getLogger(__name__)
+
+BEHIND_KEPT = 4096  # (start, base) counts remembered; past it they are counted afresh
 
 
 class GitStatsWatch:
@@ -27,6 +29,9 @@ class GitStatsWatch:
         self._registry = registry
         self.interval = interval
         self._by_tree: dict[str, tuple[str, ChangeStats]] = {}  # session -> (tree, stats)
+        # (repo, start commit, base commit) -> commits the base gained: a base
+        # that did not move costs one `rev-parse` a sweep, not a count a session
+        self._behind: dict[tuple[str, str, str], int | None] = {}
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
@@ -54,9 +59,13 @@ class GitStatsWatch:
                 continue
             wanted.append((sid, Path(s.worktree), s.start_commit, s.repo, s.base or "HEAD"))
         self._by_tree = {k: v for k, v in self._by_tree.items() if k in {w[0] for w in wanted}}
+        bases: dict[tuple[str, str], str | None] = {}  # (repo, base) -> its commit, this sweep
         for sid, worktree, start, repo, base in wanted:
             try:
-                stats = await asyncio.to_thread(self._read, sid, worktree, start, repo, base)
+                if (repo, base) not in bases:
+                    bases[repo, base] = await asyncio.to_thread(base_commit, repo, base)
+                tip = bases[repo, base]
+                stats = await asyncio.to_thread(self._read, sid, worktree, start, repo, tip)
             except (GitError, OSError) as exc:  # a worktree going away under us
                 log.debug("git stats of %s: %s", sid, exc)
                 continue
@@ -65,7 +74,7 @@ class GitStatsWatch:
                 live.git_stats = stats
                 self._registry.notify(sid)
 
-    def _read(self, sid: str, worktree: Path, start: str, repo: str, base: str) -> GitStats:
+    def _read(self, sid: str, worktree: Path, start: str, repo: str, tip: str | None) -> GitStats:
         if not worktree.is_dir():
             raise OSError(f"{worktree} is gone")
         tree = snapshot_tree(worktree)
@@ -75,5 +84,12 @@ class GitStatsWatch:
         else:
             changes = change_stats(worktree, start, tree)
             self._by_tree[sid] = (tree, changes)
-        behind = commits_behind(repo, start, base)
+        behind = None  # the base does not resolve (a branch that was removed)
+        if tip is not None:
+            key = (repo, start, tip)
+            if key not in self._behind:
+                if len(self._behind) > BEHIND_KEPT:
+                    self._behind.clear()
+                self._behind[key] = commits_behind(repo, start, tip)
+            behind = self._behind[key]
         return GitStats(changes.files, changes.added, changes.removed, behind)

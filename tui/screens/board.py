@@ -137,6 +137,7 @@ class BoardScreen(Screen[None]):
         self._preview_timer: Timer | None = None
         self.with_hosts = False  # a Host column (set when composed)
         self._kept_cells: dict[str, tuple[SessionSummary, tuple[object, ...]]] = {}
+        self._counts_shown: str | None = None  # the counts line as last written
 
     def compose(self) -> ComposeResult:
         # the Host column only where [[hosts]] are configured
@@ -163,7 +164,13 @@ class BoardScreen(Screen[None]):
                 preview = AgentPreview(id="preview")
                 preview.display = False
                 yield preview
-            yield Static("", id="empty")
+            empty = Static(
+                "No sessions yet. Press n to start one: describe the task, review the contract "
+                "that defines done, and corral runs the agent in its own worktree.",
+                id="empty",
+            )
+            empty.display = False  # until the first rows say the board is empty
+            yield empty
             search = Input(
                 placeholder="search intent, repo, host:NAME or id — enter also searches events "
                 "and transcripts, escape clears",
@@ -375,7 +382,10 @@ class BoardScreen(Screen[None]):
                     shown += f" in {R.filter_words(self.filter)}"
                 shown += " (esc clears)"
             line += f"  ·  {shown}"
-        self.query_one("#counts", Static).update(escape(line))
+        if line != self._counts_shown:
+            # one line, its height set by the stylesheet: a repaint, never a layout
+            self._counts_shown = line
+            self.query_one("#counts", Static).update(escape(line), layout=False)
         empty = self.query_one("#empty", Static)
         empty.display = not rows
         table = self.table
@@ -387,10 +397,6 @@ class BoardScreen(Screen[None]):
         want = self.preview_wanted and bool(rows)
         if self.preview.display != want:
             self.preview.show(want)
-        empty.update(
-            "No sessions yet. Press n to start one: describe the task, review the contract "
-            "that defines done, and corral runs the agent in its own worktree."
-        )
 
     def _refresh_ages(self) -> None:
         """Ages tick; only the cells whose text changed are rewritten."""

@@ -18,7 +18,10 @@ strips, cached per row until the row, the layout or the styles change:
   state, needs-you, the intent and its age); a `vanishing` column is left
   out while no row has anything in it;
 - `show(order, cells_of)` replaces the row order and rewrites only rows whose
-  cells changed; the cursor is an index, and the board keeps it on its session;
+  cells changed, and repaints only the lines on screen that differ (a row
+  moved, its cells or the cursor changed): one streaming session's new state
+  redraws its own line, not the table; the cursor is an index, and the board
+  keeps it on its session;
 - `headings` are keys drawn as one line across every column (a group's title):
   not measured, never under the cursor (it steps over them);
 - keys: up/down, page up/down, home/end, enter selects; a click moves the
@@ -183,6 +186,7 @@ class BoardTable(ScrollView, can_focus=True):
         self._widths: list[int] = list(self._content_widths)
         self._layout_width = 0
         self._strips: dict[tuple[str, str], Strip] = {}
+        self._layout_epoch = 0  # counts the column layouts (each redraws every line)
         self.cursor_row = 0
         self.cursor_chosen = False
 
@@ -198,18 +202,22 @@ class BoardTable(ScrollView, can_focus=True):
         heading's: one cell, its title)."""
         cells: dict[str, Cells] = {}
         widths: dict[str, tuple[int, ...]] = {}
+        changed: set[str] = set()  # keys whose cells differ from what was drawn
         for key in order:
             new = cells_of(key)
             old = self._cells.get(key)
             if key in headings:
                 if old != new:
                     self._forget(key)
+                    changed.add(key)
                 cells[key] = new
             elif old is not None and old == new and key in self._row_widths:
                 cells[key], widths[key] = old, self._row_widths[key]
             else:
                 cells[key], widths[key] = new, _widths_of(new)
                 self._forget(key)
+                changed.add(key)
+        before = (self._order, self._headings, self.cursor_row, self._layout_epoch)
         self._cells, self._row_widths = cells, widths
         self._headings = headings
         self._order = list(order)
@@ -219,7 +227,40 @@ class BoardTable(ScrollView, can_focus=True):
         self.cursor_row = self._off_heading(
             min(max(self.cursor_row, 0), max(len(self._order) - 1, 0)), 1
         )
-        self.refresh()
+        self._repaint_changed(*before, changed)
+
+    def _repaint_changed(
+        self,
+        order: list[str],
+        headings: frozenset[str],
+        cursor_row: int,
+        layout_epoch: int,
+        changed: set[str],
+    ) -> None:
+        """Repaint the lines on screen that differ from what was drawn (a row
+        moved, its cells changed, the cursor moved), not the whole table: with
+        sessions streaming, one row's change must not redraw every row. A new
+        layout, another row count or most lines changed: the whole table."""
+        if layout_epoch != self._layout_epoch or len(order) != len(self._order):
+            self.refresh()
+            return
+        top = int(self.scroll_y)
+        visible = max(self.scrollable_content_region.height - 1, 1)
+        lines = []
+        for index in range(top, min(top + visible, len(self._order))):
+            key = self._order[index]
+            if (
+                key in changed
+                or order[index] != key
+                or (key in headings) != (key in self._headings)
+                or (index == cursor_row) != (index == self.cursor_row)
+            ):
+                lines.append(index)
+        if len(lines) * 2 > visible:
+            self.refresh()
+            return
+        for index in lines:
+            self.refresh_line(index + 1)  # line 0 is the header
 
     @property
     def row_count(self) -> int:
@@ -377,6 +418,7 @@ class BoardTable(ScrollView, can_focus=True):
             self._widths, self._layout_width = widths, width
             self.hidden, self._left_out = hidden, left_out
             self._strips.clear()
+            self._layout_epoch += 1
 
     def notify_style_update(self) -> None:
         super().notify_style_update()

@@ -43,6 +43,7 @@ class AgentPreview(Static):
         self.session_id: str | None = None
         self._version = -2
         self._timer: Timer | None = None
+        self._said: str | None = None  # the sentence shown in place of a screen
 
     def on_mount(self) -> None:
         self._timer = self.set_interval(POLL_SECS, self.refresh_screen, pause=not self.display)
@@ -72,11 +73,11 @@ class AgentPreview(Static):
     def refresh_screen(self) -> None:
         sid = self.session_id
         if sid is None:
-            self.update(Text("No session selected.", style="dim"))
+            self._say("No session selected.")
             return
         if not self.app.opened.is_set():  # the stored rows: no agent is followed yet
             self._version = -2
-            self.update(Text("corral is opening: the agent's terminal shows then.", style="dim"))
+            self._say("corral is opening: the agent's terminal shows then.")
             return
         supervisor = self.app.supervisor
         version = supervisor.agent_screen_version(sid)
@@ -86,13 +87,21 @@ class AgentPreview(Static):
         screen = supervisor.agent_screen(sid)
         if screen is None:
             row = getattr(self.screen, "summaries", {}).get(sid)
-            self.update(Text(no_terminal_reason(row), style="dim"))
+            self._say(no_terminal_reason(row))
             return
         rows = max(1, self.content_size.height)
         text = screen_text(screen, last=rows)
         text.no_wrap = True
         text.overflow = "crop"
+        self._said = None
         self.update(text, layout=False)  # its size is set by the board, never by the text
+
+    def _say(self, words: str) -> None:
+        """One dim sentence in place of a screen: repainted only when it
+        changes, and never laid out (the preview's size is the board's)."""
+        if words != self._said:
+            self._said = words
+            self.update(Text(words, style="dim"), layout=False)
 
     def on_resize(self) -> None:
         self._version = -2  # more or fewer lines fit now
