@@ -5,7 +5,14 @@ event loop and pushed to the board only when they changed.
 The worktree is read as a tree (the verifier's own snapshot, which keeps a
 stat cache, so an unchanged worktree costs a few `stat` calls); the diff is
 computed once per tree. Sessions on other hosts and finished ones are left
-out: a finished row shows its verified diff's numbers (`summaries`)."""
+out: a finished row shows its verified diff's numbers (`summaries`).
+
+Each sweep reads at most READS_PER_SWEEP sessions, those read longest ago
+first: reading one costs git processes (listing the worktree), and 100 live
+sessions read every few seconds kept the owner's (and the console's) process
+busy enough to delay a keystroke's repaint under load. With more live
+sessions than that, each row's stats refresh in turns (at worst every
+ceil(sessions / READS_PER_SWEEP) sweeps)."""
 
 from __future__ import annotations
 
@@ -22,6 +29,7 @@ from .registry import SessionRegistry
 log = logging.getLogger(__name__)
 
 BEHIND_KEPT = 4096  # (start, base) counts remembered; past it they are counted afresh
+READS_PER_SWEEP = 20  # sessions read in one sweep, those read longest ago first
 
 
 class GitStatsWatch:
@@ -33,6 +41,8 @@ class GitStatsWatch:
         # that did not move costs one `rev-parse` a sweep, not a count a session
         self._behind: dict[tuple[str, str, str], int | None] = {}
         self._task: asyncio.Task[None] | None = None
+        self._sweeps = 0
+        self._read_at: dict[str, int] = {}  # session -> the sweep that last read it
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._loop())
@@ -48,7 +58,8 @@ class GitStatsWatch:
             await asyncio.sleep(self.interval)
 
     async def refresh(self) -> None:
-        """Read every live session's stats once; the board hears of changes."""
+        """Read the live sessions read longest ago (READS_PER_SWEEP of them);
+        the board hears of changes."""
         wanted = []
         for sid in self._registry.live_ids():
             live = self._registry.get_live(sid)
@@ -58,9 +69,14 @@ class GitStatsWatch:
             if s.state.is_terminal or s.host or not (s.worktree and s.start_commit):
                 continue
             wanted.append((sid, Path(s.worktree), s.start_commit, s.repo, s.base or "HEAD"))
-        self._by_tree = {k: v for k, v in self._by_tree.items() if k in {w[0] for w in wanted}}
+        live_now = {w[0] for w in wanted}
+        self._by_tree = {k: v for k, v in self._by_tree.items() if k in live_now}
+        self._read_at = {k: v for k, v in self._read_at.items() if k in live_now}
+        self._sweeps += 1
+        wanted.sort(key=lambda w: self._read_at.get(w[0], 0))  # never read, or longest ago
         bases: dict[tuple[str, str], str | None] = {}  # (repo, base) -> its commit, this sweep
-        for sid, worktree, start, repo, base in wanted:
+        for sid, worktree, start, repo, base in wanted[:READS_PER_SWEEP]:
+            self._read_at[sid] = self._sweeps
             try:
                 if (repo, base) not in bases:
                     bases[repo, base] = await asyncio.to_thread(base_commit, repo, base)

@@ -10,6 +10,9 @@ import asyncio
 import json
 from pathlib import Path
 
+import pytest
+
+from corral.supervisor.session import git_stats
 from corral.supervisor.states import CoderState
 from corral.supervisor.stored_rows import stored_rows_json
 from tests.conftest import SupervisorFactory, eventually, git, proposed, row_of
@@ -60,3 +63,43 @@ async def test_a_working_session_shows_its_changes_and_its_base_lead(
     row = next(r for r in json.loads(kept) if r["session_id"] == sid)
     assert (row["files_changed"], row["lines_added"], row["lines_removed"]) == (2, 3, 1)
     assert not mark.exists()
+
+
+async def test_with_more_live_sessions_than_a_sweep_reads_every_row_gets_its_stats_in_turn(
+    make_supervisor: SupervisorFactory, repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A sweep reads a bounded number of sessions (listing a worktree costs
+    git processes): with one read a sweep and three live sessions, each row
+    still gets its stats, read in turn, none read twice before the others."""
+    monkeypatch.setattr(git_stats, "READS_PER_SWEEP", 1, raising=False)
+    read: list[Path] = []
+    real_snapshot = git_stats.snapshot_tree
+
+    def snapshot(worktree: Path) -> str:
+        read.append(worktree)
+        return real_snapshot(worktree)
+
+    monkeypatch.setattr(git_stats, "snapshot_tree", snapshot)
+    per_sweep: list[int] = []
+    real_refresh = git_stats.GitStatsWatch.refresh
+
+    async def refresh(watch: git_stats.GitStatsWatch) -> None:
+        before = len(read)
+        await real_refresh(watch)
+        per_sweep.append(len(read) - before)
+
+    monkeypatch.setattr(git_stats.GitStatsWatch, "refresh", refresh)
+    go_on = asyncio.Event()
+    engine = ScriptedEngine([[Write("hello.txt", "hi\n"), Wait(go_on)]])
+    sup = await make_supervisor(engine=engine, git_stats_secs=0.1)
+    sids = [await proposed(sup, repo, f"say hi {i}") for i in range(3)]
+    for sid in sids:
+        await sup.confirm(sid)
+    await eventually(lambda: all(row_of(sup, sid).files_changed == 1 for sid in sids), timeout=20)
+    read.clear()  # from here on every sweep finds all three live
+    await eventually(lambda: len(read) >= 6, timeout=20)
+    windows = [read[i : i + 3] for i in range(4)]
+    assert all(len(set(w)) == 3 for w in windows), read  # in turn: none twice before the others
+    assert max(per_sweep) == 1, per_sweep  # never all three in one sweep
+    go_on.set()
+    await sup.close()
