@@ -192,6 +192,9 @@ async def test_a_missing_name_the_intent_names_is_the_work(project: Path) -> Non
 
 
 async def test_a_check_writing_to_its_home_and_temp_dir_works(project: Path) -> None:
+    # confined whatever `interpreter_visible` chose: this is about confinement
+    # (its commands are the shell's, so a checkout under /tmp does not matter)
+    set_active_policy(SandboxPolicy())
     marker = f"corral-test-home-{project.name}-{id(project)}"
     cmd = f'echo hi > ~/.{marker} && cat ~/.{marker} && echo t > "$TMPDIR/t" && cat "$TMPDIR/t"'
     result = await verdict(project, cmd)
