@@ -59,6 +59,9 @@ class RunContext:
     # on the session each time it changes.
     note_offers: Callable[[Any], None] = lambda _offers: None
     detaching: Callable[[], bool] = lambda: False  # True while corral closes (agents live on)
+    # True once the operator cancelled the session or it ended: no new agent
+    # process may start for it, whatever the engine was doing when it heard.
+    stopping: Callable[[], bool] = lambda: False
     # The agent's own session to resume when a new pane starts (None: start afresh).
     resume_id: Callable[[], str | None] = lambda: None
     # Record the agent's own session named at launch: (its id, its transcript).

@@ -74,6 +74,9 @@ from .base import EngineOutcome, RunContext
 # working, or after this long. A turn corral starts by a paste needs no grace:
 # the tracker knows when the paste landed (`StatusTracker.on_prompt`).
 TURN_START_GRACE = 20.0
+# How long a cancelled agent gets to exit on SIGTERM before it is killed, so
+# the engine has ended well before the cancel stops waiting for it.
+CANCEL_TERM_SECS = 2.0
 HOST_START_WAIT_SECS = 300.0  # how long starting an agent waits for its host to answer
 T = TypeVar("T")
 
@@ -322,7 +325,10 @@ class ExternalEngine:
 
     async def spawn(self, ctx: RunContext, prompt: str, resume: str | None = None) -> None:
         """Start the agent on `prompt`; with `resume`, continuing that
-        conversation of its own (`claude --resume <id>`)."""
+        conversation of its own (`claude --resume <id>`). Never once the
+        session is being cancelled: a late retry must not outlive the cancel."""
+        if ctx.stopping():
+            raise asyncio.CancelledError
         # unique and increasing across restarts: a late action (or hook line)
         # meant for an old pane can never match the new owner marker
         incarnation = max(self.incarnations.get(ctx.session_id, 0) + 1, time.time_ns() // 1000)
@@ -526,7 +532,7 @@ class ExternalEngine:
         except asyncio.CancelledError:
             if not ctx.detaching():  # the operator cancelled: stop the agent
                 with contextlib.suppress(Exception):
-                    await asyncio.shield(self.panes.kill(ctx.session_id, timeout=3.0))
+                    await asyncio.shield(self.panes.kill(ctx.session_id, timeout=CANCEL_TERM_SECS))
             raise
 
     async def _await_turn(

@@ -76,6 +76,10 @@ from .verifier import Verification, Verifier, name_paths
 S = CoderState
 log = logging.getLogger("corral.supervisor")
 
+# A cancel answers within this long even when a task does not end on being
+# cancelled; the abandoned session's agent is stopped all the same.
+CANCEL_WAIT_SECS = 4.0
+
 DELIVERED_VERIFIED = (
     "the worktree of {name} changed after verification ({paths}); what was delivered is the "
     "verified tree you reviewed, without those changes. They were not delivered and are kept "
@@ -514,7 +518,14 @@ class ApprovalGate:
         for t in pending:
             t.cancel()
         if pending:
-            await asyncio.wait(pending, timeout=5)
+            _done, stuck = await asyncio.wait(pending, timeout=CANCEL_WAIT_SECS)
+            if stuck:  # the abandonment below still stops the agent's processes
+                log.warning(
+                    "%d task(s) of %s did not end within %.0f s of the cancel",
+                    len(stuck),
+                    s.id,
+                    CANCEL_WAIT_SECS,
+                )
         already_terminal = s.state.is_terminal
         if (joined or s.state in (S.CREATED, S.CONTRACT_PROPOSED)) and (
             not already_terminal or s.state in (S.FAILED, S.ABANDONED)

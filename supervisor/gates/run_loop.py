@@ -328,6 +328,7 @@ class RunLoop:
             note_status=lambda reading: registry.note_agent_status(s.id, reading),
             note_offers=note_offers,
             detaching=lambda: registry.closing,
+            stopping=lambda: live.cancel_requested or s.state.is_terminal,
             resume_id=lambda: resume_id(s),
             note_agent_session=lambda sid, path: registry.note_agent_hook(
                 s.id, {"session_id": sid, "transcript_path": path}
