@@ -103,3 +103,51 @@ async def test_with_more_live_sessions_than_a_sweep_reads_every_row_gets_its_sta
     assert max(per_sweep) == 1, per_sweep  # never all three in one sweep
     go_on.set()
     await sup.close()
+
+
+async def test_a_quiet_session_is_not_reread_every_sweep_yet_its_changes_show(
+    make_supervisor: SupervisorFactory, repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Listing a worktree costs git processes: a session with no activity is
+    read again only after QUIET_REREAD_SWEEPS sweeps. An event makes it read
+    at the next sweep; a silent write shows by the quiet re-read."""
+    monkeypatch.setattr(git_stats, "QUIET_REREAD_SWEEPS", 10_000, raising=False)
+    read: list[Path] = []
+    real_snapshot = git_stats.snapshot_tree
+
+    def snapshot(worktree: Path) -> str:
+        read.append(worktree)
+        return real_snapshot(worktree)
+
+    monkeypatch.setattr(git_stats, "snapshot_tree", snapshot)
+    sweeps: list[int] = []
+    real_refresh = git_stats.GitStatsWatch.refresh
+
+    async def refresh(watch: git_stats.GitStatsWatch) -> None:
+        await real_refresh(watch)
+        sweeps.append(len(read))
+
+    monkeypatch.setattr(git_stats.GitStatsWatch, "refresh", refresh)
+    go_on, then_wait = asyncio.Event(), asyncio.Event()
+    engine = ScriptedEngine(
+        [[Write("hello.txt", "hi\n"), Wait(go_on), Write("more.txt", "x\n"), Wait(then_wait)]]
+    )
+    sup = await make_supervisor(engine=engine, git_stats_secs=0.05)
+    sid = await proposed(sup, repo)
+    await sup.confirm(sid)
+    await eventually(lambda: row_of(sup, sid).files_changed == 1, timeout=10)
+    await eventually(lambda: len(sweeps) >= 3, timeout=10)
+    settled = len(sweeps)
+    await eventually(lambda: len(sweeps) >= settled + 15, timeout=10)
+    quiet_reads = sweeps[-1] - sweeps[settled + 2]
+    assert quiet_reads == 0, sweeps  # fifteen quiet sweeps, no listing
+
+    go_on.set()  # the agent writes and says so: read at once
+    await eventually(lambda: row_of(sup, sid).files_changed == 2, timeout=5)
+
+    worktree = Path(row_of(sup, sid).worktree or "")
+    monkeypatch.setattr(git_stats, "QUIET_REREAD_SWEEPS", 5, raising=False)
+    (worktree / "silent.txt").write_text("written without a word\n")
+    await eventually(lambda: row_of(sup, sid).files_changed == 3, timeout=10)
+    then_wait.set()
+    await sup.close()
