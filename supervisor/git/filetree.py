@@ -158,6 +158,14 @@ def _load_cache(path: Path | None) -> tuple[int, Cache, Last | None]:
 
 
 def _has_tree(worktree: Path, tree: str) -> bool:
+    """Whether the repository still holds `tree`: `write-tree` left it a loose
+    object, so while that file is there no git process is asked (an unchanged
+    worktree is read every few seconds); once gc packed or pruned it, git is."""
+    pins = pins_for(worktree)
+    if pins is not None and len(tree) > 2:
+        with contextlib.suppress(OSError):
+            if stat.S_ISREG(os.stat(pins.common / "objects" / tree[:2] / tree[2:]).st_mode):
+                return True
     out = git(worktree, "cat-file", "-t", tree, check=False)
     return out.strip() == "tree"
 

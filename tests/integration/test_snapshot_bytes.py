@@ -100,3 +100,21 @@ def test_a_same_size_rewrite_right_after_a_snapshot_is_seen(tmp_path: Path) -> N
     assert second != first
     assert git(repo, "cat-file", "-p", f"{second}:dir/a.txt") == "b\n"
     assert snapshot_tree(wt) == second  # and again, from the cache
+
+
+def test_an_unchanged_worktree_whose_tree_was_pruned_gets_its_tree_written_again(
+    tmp_path: Path,
+) -> None:
+    """The second read of an unchanged worktree reuses the first's tree while
+    the repository holds it; after gc prunes it, the tree is written again
+    (never an id the repository no longer has)."""
+    repo, wt = _worktree(tmp_path)
+    (wt / "new.txt").write_text("new\n")
+    tree = snapshot_tree(wt)
+    assert snapshot_tree(wt) == tree
+    loose = repo / ".git" / "objects" / tree[:2] / tree[2:]
+    assert loose.is_file()
+    loose.unlink()  # as `git gc --prune=now` would (the tree is reachable from nothing)
+    again = snapshot_tree(wt)
+    assert again == tree
+    assert blob(repo, tree, "-t").strip() == b"tree"
