@@ -181,3 +181,47 @@ def test_a_tcp_peer_shared_with_an_agent_is_an_agent() -> None:
             if forked:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(forked, 9)
+
+
+def test_a_holder_that_vanishes_mid_read_is_read_again_not_taken_for_an_agent() -> None:
+    """A client that forked: its child holds the connection for a moment,
+    then exits. When the child vanishes between being listed and being
+    read, the holders are read again: the caller is what is left (here the
+    operator's process), not an agent for want of a reading."""
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        client = subprocess.Popen(
+            [sys.executable, "-c",
+             "import os, socket, time; s = socket.create_connection(('127.0.0.1', "
+             f"{server.getsockname()[1]})); pid = os.fork()\n"
+             "if pid: print(s.getsockname()[1], pid, flush=True); os.waitpid(pid, 0)\n"
+             "time.sleep(30)"],
+            stdout=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        try:
+            conn, remote = server.accept()
+            with conn:
+                assert client.stdout is not None
+                _port, forked = (int(word) for word in client.stdout.readline().split())
+                assert forked in tcp_peer_pids(server.getsockname(), remote)
+                reads: list[int] = []
+
+                def roots_then_the_child_exits() -> dict[int, str]:
+                    reads.append(len(reads))
+                    if len(reads) == 1:  # listed, now gone before it is read
+                        os.kill(forked, 9)
+                        for _ in range(200):
+                            if not os.path.exists(f"/proc/{forked}"):
+                                break
+                            time.sleep(0.005)
+                    return {}
+
+                caller = CallerClassifier(roots_then_the_child_exits).classify_tcp_peer(
+                    server.getsockname(), remote
+                )
+                assert isinstance(caller, Operator), caller
+                assert len(reads) == 2  # read again once, after the holder vanished
+        finally:
+            client.kill()
+            client.wait()
