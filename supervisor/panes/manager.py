@@ -62,6 +62,8 @@ from .stop_mark import stopped_on_purpose
 
 log = logging.getLogger("corral.panes")
 
+UNTRACKED_STOP_SECS = 1.0  # SIGTERM grace for a pane made after its start was cancelled
+
 SCROLLBACK_LINES = 2000
 
 
@@ -134,6 +136,9 @@ class PaneManager:
         self.on_hook = on_hook  # every hook payload (the agent's identity rides on them)
         self.records: dict[str, PaneRecord] = {}
         self._tasks: list[asyncio.Task[None]] = []
+        self._stopping: set[asyncio.Task[None]] = (
+            set()
+        )  # panes made after their start was cancelled
         self._started = False
         self._hook_watch: asyncio.Task[None] | None = None
         self._worker: ThreadPoolExecutor | None = None
@@ -214,7 +219,16 @@ class PaneManager:
         offset = hooks.stat().st_size if hooks.exists() else 0
         if backend not in self.backends:
             self._tell(self.on_track, spec.session_id)
-        handle = await asyncio.to_thread(self.backend_named(backend).spawn, spec)
+        where = self.backend_named(backend)
+        making = asyncio.ensure_future(asyncio.to_thread(where.spawn, spec))
+        try:
+            handle = await asyncio.shield(making)
+        except asyncio.CancelledError:
+            # the thread goes on and may still make the pane: nothing would
+            # track it, so it is stopped once made (a cancelled start never
+            # leaves an agent running for a session that is gone)
+            making.add_done_callback(lambda made: self._stop_untracked(where, made))
+            raise
         record = PaneRecord(
             spec.session_id,
             handle,
@@ -228,6 +242,23 @@ class PaneManager:
         self._mirror_hooks(record)
         self._watch_hooks_now()
         return record
+
+    def _stop_untracked(self, where: PaneBackend, made: asyncio.Future[PaneHandle]) -> None:
+        """Stop the pane a cancelled `spawn` made after all."""
+        if made.cancelled() or made.exception() is not None:
+            return
+        handle = made.result()
+        log.warning("stopping the pane %s, started after its start was cancelled", handle.owner)
+
+        async def stop() -> None:
+            try:
+                await asyncio.to_thread(where.kill, handle, UNTRACKED_STOP_SECS)
+            except Exception as exc:  # said, never silent: the pane may still run
+                log.warning("could not stop the pane %s: %s", handle.owner, exc)
+
+        task = asyncio.get_running_loop().create_task(stop())
+        self._stopping.add(task)
+        task.add_done_callback(self._stopping.discard)
 
     def _mirror_hooks(self, record: PaneRecord) -> None:
         """A backend on another host brings the agent's hooks file here with

@@ -5,20 +5,23 @@ finished one has its agent stopped whoever started it."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
+from corral.supervisor.agents.profiles import profile_for
 from corral.supervisor.demo import demo_contract, make_demo_repo
-from corral.supervisor.panes.base import PaneSpec
+from corral.supervisor.panes.base import PaneHandle, PaneSpec
 from corral.supervisor.panes.manager import PaneManager
 from corral.supervisor.panes.tmux import TmuxBackend
 from corral.supervisor.states import CoderState as S
 from corral.supervisor.store import Store
-from tests.conftest import plan_texts
+from tests.conftest import eventually, plan_texts
 from tests.integration.test_external_engine import SLUG, kill_tmux, open_supervisor
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
@@ -209,3 +212,54 @@ async def test_a_pane_stopped_with_corral_panes_stop_is_not_started_again(
         assert not any("transient retry" in t for t in plan_texts(sup, sid))
     finally:
         await sup.close()
+
+
+class SpawnHeldBackend:
+    """The real tmux backend, its `spawn` held until released: a start the
+    operator cancels while tmux is still making the pane."""
+
+    def __init__(self, real: TmuxBackend) -> None:
+        self.real = real
+        self.entered = threading.Event()
+        self.release = threading.Event()
+        self.made: list[PaneHandle] = []
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.real, name)
+
+    def spawn(self, spec: PaneSpec) -> PaneHandle:
+        self.entered.set()
+        self.release.wait(30)
+        handle = self.real.spawn(spec)
+        self.made.append(handle)
+        return handle
+
+
+async def test_a_pane_made_after_its_start_was_cancelled_is_stopped(
+    tmp_path: Path, cleanup_tmux: None
+) -> None:
+    """Cancelling a start cannot stop tmux mid-command: the pane it makes
+    after all is tracked by nothing, so it is stopped once made (no agent
+    left running for a session that was cancelled)."""
+    backend = SpawnHeldBackend(TmuxBackend(socket_dir=tmp_path / "tmux"))
+    panes = PaneManager(backend, tmp_path / "state" / "agents")  # type: ignore[arg-type]
+    spec = PaneSpec(
+        session_id="0123456789abcdef01234567",
+        incarnation=1,
+        name="cancelled",
+        cwd=tmp_path,
+        argv=["sleep", "60"],
+        env={"PATH": os.environ["PATH"]},
+    )
+    start = asyncio.ensure_future(panes.spawn(spec, profile_for("demo")))
+    assert await asyncio.to_thread(backend.entered.wait, 10)
+    start.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await start
+    backend.release.set()
+    await eventually(lambda: backend.made, timeout=10)
+    pid = backend.made[0].pid
+    assert pid is not None
+    await eventually(lambda: owners(tmp_path).get(spec.owner) is not True, timeout=10)
+    await eventually(lambda: not os.path.exists(f"/proc/{pid}"), timeout=10)
+    assert panes.record(spec.session_id) is None
