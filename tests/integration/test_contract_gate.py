@@ -151,6 +151,8 @@ async def test_a_drafting_session_is_listable_at_created_and_cancellable(
     assert row.live is True
     assert row.needs_you is None
     assert row.worktree and Path(row.worktree).is_dir()
+    # the row is listed before the model is asked: cancel once it has been
+    await eventually(lambda: drafter.calls, timeout=10)
 
     t0 = time.monotonic()
     cancelled = await sup.cancel(sid)
