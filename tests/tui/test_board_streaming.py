@@ -155,10 +155,14 @@ async def test_one_row_changing_repaints_its_line_only(tmp_path: Path) -> None:
         sid = started[0]
         await pilot.press("down", "down")  # the cursor off the row that changes
         repaints = Repaints(board.table)
+        size = board.table.virtual_size
         app.supervisor.rename(sid, "cache")  # its place on the board stays
         await until(
             pilot, "the new name on its row", lambda: "cache" in str(board.table.get_row_at(0)[3])
         )
-        assert repaints.whole == 0
-        assert repaints.lines == [1]  # its own line (line 0 is the header)
+        if board.table.virtual_size == size:  # the same layout: its own line only
+            assert repaints.whole == 0
+            assert repaints.lines == [1]  # (line 0 is the header)
+        else:  # its column's width changed (an age ticked too): the whole table, once
+            assert repaints.whole == 1
         go.set()
