@@ -136,9 +136,8 @@ class PaneManager:
         self.on_hook = on_hook  # every hook payload (the agent's identity rides on them)
         self.records: dict[str, PaneRecord] = {}
         self._tasks: list[asyncio.Task[None]] = []
-        self._stopping: set[asyncio.Task[None]] = (
-            set()
-        )  # panes made after their start was cancelled
+        # stopping the panes made after their start was cancelled
+        self._stopping: set[asyncio.Task[None]] = set()
         self._started = False
         self._hook_watch: asyncio.Task[None] | None = None
         self._worker: ThreadPoolExecutor | None = None

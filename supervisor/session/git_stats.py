@@ -101,13 +101,14 @@ class GitStatsWatch:
         due.sort(key=lambda w: self._read_at.get(w[0], 0))  # never read, or longest ago
         for sid, worktree, start, repo, mark in due[:READS_PER_SWEEP]:
             self._read_at[sid] = self._sweeps
-            before = self._seen.get(sid)
-            self._seen[sid] = (mark, before is not None and before[0] == mark)
             try:
                 stats = await asyncio.to_thread(self._read, sid, worktree, start, repo, mark[1])
             except (GitError, OSError) as exc:  # a worktree going away under us
                 log.debug("git stats of %s: %s", sid, exc)
+                self._seen.pop(sid, None)  # not read: due again next sweep
                 continue
+            before = self._seen.get(sid)
+            self._seen[sid] = (mark, before is not None and before[0] == mark)
             live = self._registry.get_live(sid)
             if live is not None and live.git_stats != stats:
                 live.git_stats = stats

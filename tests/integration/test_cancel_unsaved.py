@@ -67,7 +67,7 @@ class SlowToStopEngine:
         try:
             await asyncio.sleep(60)
         except asyncio.CancelledError:
-            await asyncio.shield(asyncio.sleep(CANCEL_WAIT_SECS + 1.5))
+            await asyncio.sleep(CANCEL_WAIT_SECS + 1.5)  # until cancelled again (close)
             raise
         return EngineOutcome(iterations=1)
 

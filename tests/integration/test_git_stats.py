@@ -12,11 +12,34 @@ from pathlib import Path
 
 import pytest
 
+from corral.supervisor.git.errors import GitError
 from corral.supervisor.session import git_stats
 from corral.supervisor.states import CoderState
 from corral.supervisor.stored_rows import stored_rows_json
 from tests.conftest import SupervisorFactory, eventually, git, proposed, row_of
 from tests.fakes.scripted import ScriptedEngine, Wait, Write
+
+
+def count_reads(monkeypatch: pytest.MonkeyPatch) -> tuple[list[Path], list[int]]:
+    """The worktrees git stats list, in order, and how many each sweep listed."""
+    read: list[Path] = []
+    real_snapshot = git_stats.snapshot_tree
+
+    def snapshot(worktree: Path) -> str:
+        read.append(worktree)
+        return real_snapshot(worktree)
+
+    monkeypatch.setattr(git_stats, "snapshot_tree", snapshot)
+    per_sweep: list[int] = []
+    real_refresh = git_stats.GitStatsWatch.refresh
+
+    async def refresh(watch: git_stats.GitStatsWatch) -> None:
+        before = len(read)
+        await real_refresh(watch)
+        per_sweep.append(len(read) - before)
+
+    monkeypatch.setattr(git_stats.GitStatsWatch, "refresh", refresh)
+    return read, per_sweep
 
 
 async def test_a_working_session_shows_its_changes_and_its_base_lead(
@@ -72,23 +95,7 @@ async def test_with_more_live_sessions_than_a_sweep_reads_every_row_gets_its_sta
     git processes): with one read a sweep and three live sessions, each row
     still gets its stats, read in turn, none read twice before the others."""
     monkeypatch.setattr(git_stats, "READS_PER_SWEEP", 1, raising=False)
-    read: list[Path] = []
-    real_snapshot = git_stats.snapshot_tree
-
-    def snapshot(worktree: Path) -> str:
-        read.append(worktree)
-        return real_snapshot(worktree)
-
-    monkeypatch.setattr(git_stats, "snapshot_tree", snapshot)
-    per_sweep: list[int] = []
-    real_refresh = git_stats.GitStatsWatch.refresh
-
-    async def refresh(watch: git_stats.GitStatsWatch) -> None:
-        before = len(read)
-        await real_refresh(watch)
-        per_sweep.append(len(read) - before)
-
-    monkeypatch.setattr(git_stats.GitStatsWatch, "refresh", refresh)
+    read, per_sweep = count_reads(monkeypatch)
     go_on = asyncio.Event()
     engine = ScriptedEngine([[Write("hello.txt", "hi\n"), Wait(go_on)]])
     sup = await make_supervisor(engine=engine, git_stats_secs=0.1)
@@ -112,22 +119,7 @@ async def test_a_quiet_session_is_not_reread_every_sweep_yet_its_changes_show(
     read again only after QUIET_REREAD_SWEEPS sweeps. An event makes it read
     at the next sweep; a silent write shows by the quiet re-read."""
     monkeypatch.setattr(git_stats, "QUIET_REREAD_SWEEPS", 10_000, raising=False)
-    read: list[Path] = []
-    real_snapshot = git_stats.snapshot_tree
-
-    def snapshot(worktree: Path) -> str:
-        read.append(worktree)
-        return real_snapshot(worktree)
-
-    monkeypatch.setattr(git_stats, "snapshot_tree", snapshot)
-    sweeps: list[int] = []
-    real_refresh = git_stats.GitStatsWatch.refresh
-
-    async def refresh(watch: git_stats.GitStatsWatch) -> None:
-        await real_refresh(watch)
-        sweeps.append(len(read))
-
-    monkeypatch.setattr(git_stats.GitStatsWatch, "refresh", refresh)
+    _read, sweeps = count_reads(monkeypatch)
     go_on, then_wait = asyncio.Event(), asyncio.Event()
     engine = ScriptedEngine(
         [[Write("hello.txt", "hi\n"), Wait(go_on), Write("more.txt", "x\n"), Wait(then_wait)]]
@@ -137,10 +129,9 @@ async def test_a_quiet_session_is_not_reread_every_sweep_yet_its_changes_show(
     await sup.confirm(sid)
     await eventually(lambda: row_of(sup, sid).files_changed == 1, timeout=10)
     await eventually(lambda: len(sweeps) >= 3, timeout=10)
-    settled = len(sweeps)
+    settled = len(sweeps) + 2  # its first read, then one more
     await eventually(lambda: len(sweeps) >= settled + 15, timeout=10)
-    quiet_reads = sweeps[-1] - sweeps[settled + 2]
-    assert quiet_reads == 0, sweeps  # fifteen quiet sweeps, no listing
+    assert sum(sweeps[settled:]) == 0, sweeps  # fifteen quiet sweeps, no listing
 
     go_on.set()  # the agent writes and says so: read at once
     await eventually(lambda: row_of(sup, sid).files_changed == 2, timeout=5)
@@ -150,4 +141,30 @@ async def test_a_quiet_session_is_not_reread_every_sweep_yet_its_changes_show(
     (worktree / "silent.txt").write_text("written without a word\n")
     await eventually(lambda: row_of(sup, sid).files_changed == 3, timeout=10)
     then_wait.set()
+    await sup.close()
+
+
+async def test_a_read_that_failed_is_tried_again_at_the_next_sweep(
+    make_supervisor: SupervisorFactory, repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worktree that could not be listed (git failed a moment) is not taken
+    for one that was read: the next sweep reads it, quiet or not."""
+    monkeypatch.setattr(git_stats, "QUIET_REREAD_SWEEPS", 10_000, raising=False)
+    failures = [GitError("index.lock held a moment")] * 2
+    real_snapshot = git_stats.snapshot_tree
+
+    def snapshot(worktree: Path) -> str:
+        if failures:
+            raise failures.pop()
+        return real_snapshot(worktree)
+
+    monkeypatch.setattr(git_stats, "snapshot_tree", snapshot)
+    go_on = asyncio.Event()
+    engine = ScriptedEngine([[Write("hello.txt", "hi\n"), Wait(go_on)]])
+    sup = await make_supervisor(engine=engine, git_stats_secs=0.05)
+    sid = await proposed(sup, repo)
+    await sup.confirm(sid)
+    await eventually(lambda: row_of(sup, sid).files_changed == 1, timeout=10)
+    assert not failures
+    go_on.set()
     await sup.close()

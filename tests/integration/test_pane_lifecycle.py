@@ -57,6 +57,18 @@ def owners(tmp_path: Path) -> dict[str, bool]:
     return {owner: info.alive for owner, info in backend.sweep().items()}
 
 
+def sleeping_spec(tmp_path: Path, name: str, *, incarnation: int = 1) -> PaneSpec:
+    """A pane that only sleeps, for a session nothing else knows."""
+    return PaneSpec(
+        session_id="0123456789abcdef01234567",
+        incarnation=incarnation,
+        name=name,
+        cwd=tmp_path,
+        argv=["sleep", "60"],
+        env={"PATH": os.environ["PATH"]},
+    )
+
+
 def edit_stored(tmp_path: Path, sid: str, **changes: object) -> None:
     store = Store(tmp_path / "state")
     try:
@@ -155,14 +167,7 @@ async def test_stop_agent_finds_a_pane_nobody_tracks_by_its_owner_marker(
     """A stray (no session) is left alone at open; `stop_agent` finds a pane
     by its stored owner marker when nothing tracks it."""
     backend = TmuxBackend(socket_dir=tmp_path / "tmux")
-    spec = PaneSpec(
-        session_id="0123456789abcdef01234567",
-        incarnation=7,
-        name="leftover",
-        cwd=tmp_path,
-        argv=["sleep", "60"],
-        env={"PATH": os.environ["PATH"]},
-    )
+    spec = sleeping_spec(tmp_path, "leftover", incarnation=7)
     backend.spawn(spec)
     sup = await open_supervisor(tmp_path, demo_contract(SLUG))
     try:
@@ -243,14 +248,7 @@ async def test_a_pane_made_after_its_start_was_cancelled_is_stopped(
     left running for a session that was cancelled)."""
     backend = SpawnHeldBackend(TmuxBackend(socket_dir=tmp_path / "tmux"))
     panes = PaneManager(backend, tmp_path / "state" / "agents")  # type: ignore[arg-type]
-    spec = PaneSpec(
-        session_id="0123456789abcdef01234567",
-        incarnation=1,
-        name="cancelled",
-        cwd=tmp_path,
-        argv=["sleep", "60"],
-        env={"PATH": os.environ["PATH"]},
-    )
+    spec = sleeping_spec(tmp_path, "cancelled")
     start = asyncio.ensure_future(panes.spawn(spec, profile_for("demo")))
     assert await asyncio.to_thread(backend.entered.wait, 10)
     start.cancel()

@@ -150,14 +150,7 @@ def test_a_tcp_peer_shared_with_an_agent_is_an_agent() -> None:
     with socket.socket() as server:
         server.bind(("127.0.0.1", 0))
         server.listen()
-        client = subprocess.Popen(
-            [sys.executable, "-c",
-             "import os, socket, time; s = socket.create_connection(('127.0.0.1', "
-             f"{server.getsockname()[1]})); pid = os.fork()\n"
-             "if pid: print(s.getsockname()[1], pid, flush=True)\n"
-             "time.sleep(30)"],
-            stdout=subprocess.PIPE, text=True,
-        )  # fmt: skip
+        client = forking_client(server.getsockname()[1])
         forked = 0
         try:
             conn, remote = server.accept()
@@ -191,14 +184,7 @@ def test_a_holder_that_vanishes_mid_read_is_read_again_not_taken_for_an_agent() 
     with socket.socket() as server:
         server.bind(("127.0.0.1", 0))
         server.listen()
-        client = subprocess.Popen(
-            [sys.executable, "-c",
-             "import os, socket, time; s = socket.create_connection(('127.0.0.1', "
-             f"{server.getsockname()[1]})); pid = os.fork()\n"
-             "if pid: print(s.getsockname()[1], pid, flush=True); os.waitpid(pid, 0)\n"
-             "time.sleep(30)"],
-            stdout=subprocess.PIPE, text=True,
-        )  # fmt: skip
+        client = forking_client(server.getsockname()[1], reaps=True)
         try:
             conn, remote = server.accept()
             with conn:
@@ -225,3 +211,18 @@ def test_a_holder_that_vanishes_mid_read_is_read_again_not_taken_for_an_agent() 
         finally:
             client.kill()
             client.wait()
+
+
+def forking_client(port: int, *, reaps: bool = False) -> subprocess.Popen[str]:
+    """A process that connects to `port` on loopback, then forks, so both hold
+    the connection; it prints its local port and its child's pid. `reaps`:
+    it waits for its child, so a child killed is gone from /proc at once."""
+    wait = "; os.waitpid(pid, 0)" if reaps else ""
+    return subprocess.Popen(
+        [sys.executable, "-c",
+         "import os, socket, time; s = socket.create_connection(('127.0.0.1', "
+         f"{port})); pid = os.fork()\n"
+         f"if pid: print(s.getsockname()[1], pid, flush=True){wait}\n"
+         "time.sleep(30)"],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
