@@ -427,3 +427,28 @@ class OwnerSurface(Protocol):
 
 def _facade_is_the_surface(supervisor: Supervisor) -> OwnerSurface:
     return supervisor  # mypy proves the in-process facade is the surface clients use
+
+
+def _who(call: Call[Any, Any]) -> str:
+    if call.person:
+        return "a person (" + call.person.replace("{whose} ", "").replace("{whose}", "") + ")"
+    if call.agents:
+        return (
+            "the operator; an agent about its own session"
+            if call.own_session
+            else "the operator and agents"
+        )
+    return "the operator (not agents)"
+
+
+def method_table() -> str:
+    """The README's table of methods, generated from `Calls` (a test fails
+    when the README's copy differs): name, params, who may call, notes."""
+    rows = ["| method | params | who may call | |", "|---|---|---|---|"]
+    for name, call in CALLS.items():
+        params = ", ".join(f"`{f}`" for f in call.params.model_fields) or "—"
+        notes = ", ".join(
+            word for word, on in (("streams", call.streams), ("unbounded", call.unbounded)) if on
+        )
+        rows.append(f"| `{name}` | {params} | {_who(call)} | {notes} |")
+    return "\n".join(rows)
