@@ -83,6 +83,8 @@ def get(name: str, *, as_json: bool) -> int:
             print(f"  question: {detail['question_prompt']}")
         if session.get("result_branch"):
             print(f"  result: {session['result_branch']} {session.get('result_commit') or ''}")
+        if session.get("attestation"):
+            print(f"  attestation: {session['attestation']}")
         if session.get("error"):
             print(f"  error:  {session['error']}")
         return 0

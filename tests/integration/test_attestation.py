@@ -1,0 +1,246 @@
+"""Attestations and `corral verify`: a delivery writes a git note under
+refs/notes/corral beside its commit; anyone re-runs its recorded exam from
+the repository alone (a fresh clone, no state dir) and learns whether the
+verdicts hold; a commit changed after delivery, a tampered note and a plain
+commit in a range are each told apart."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from corral.supervisor.git.attestation import NOTES_REF, canonical, envelope, parse
+from corral.supervisor.states import CoderState as S
+from tests.conftest import SupervisorFactory, git
+from tests.fakes.scripted import ScriptedDrafter, ScriptedEngine, Write, contract
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+CHECKS = (("hello", "grep -q hi hello.txt"), ("count", "test $(wc -l < hello.txt) -le 3"))
+
+
+def corral(*args: str, cwd: Path, home: Path) -> subprocess.CompletedProcess[str]:
+    """The CLI under test, with a state dir that does not exist (verify needs none)."""
+    env = dict(os.environ, CORRAL_HOME=str(home), CORRAL_CONFIG=str(home / "none.toml"))
+    env["PYTHONPATH"] = str(REPO_ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "corral.tui.cli", *args],
+        cwd=str(cwd),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+
+
+def note_of(repo: Path, commit: str) -> dict:
+    return json.loads(git(repo, "notes", "--ref", NOTES_REF, "show", commit))
+
+
+async def deliver(make_supervisor: SupervisorFactory, repo: Path, text: str = "hi\n") -> str:
+    """A session that writes hello.txt, delivered to a branch; its commit."""
+    sup = await make_supervisor(
+        drafter=ScriptedDrafter([contract(*CHECKS, description="hello says hi")]),
+        engine=ScriptedEngine([[Write("hello.txt", text)]]),
+    )
+    sid = (await sup.start("say hi", repo)).session_id
+    await sup.confirm(sid)
+    await sup.wait_for(sid, needs=True, timeout=30)
+    result = await sup.approve(sid, delivery="branch")
+    assert result.state is S.MERGED and result.commit
+    session = sup.get(sid).session
+    assert session.attestation and result.commit[:12] in session.attestation
+    return result.commit
+
+
+def fresh_clone(origin: Path, where: Path) -> Path:
+    git(where.parent, "clone", "-q", str(origin), str(where))
+    git(where, "fetch", "-q", "origin", f"{NOTES_REF}:{NOTES_REF}")
+    return where
+
+
+async def test_a_delivery_is_attested_and_verified_again_from_a_fresh_clone(
+    make_supervisor: SupervisorFactory, repo: Path, tmp_path: Path
+) -> None:
+    commit = await deliver(make_supervisor, repo)
+    note = note_of(repo, commit)
+    statement = note["statement"]
+    assert statement["_type"] == "https://in-toto.io/Statement/v1"
+    assert statement["subject"][0]["digest"] == {"gitCommit": commit}
+    predicate = statement["predicate"]
+    assert [c["name"] for c in predicate["contract"]["checks"]] == ["hello", "count"]
+    assert [(r["name"], r["passed"]) for r in predicate["results"]] == [
+        ("hello", True),
+        ("count", True),
+    ]
+    assert predicate["verified_tree"] == git(repo, "rev-parse", f"{commit}^{{tree}}").strip()
+    assert predicate["approved_by"]["role"] == "operator"
+    assert note["signature"] is None  # git is not configured to sign here
+    assert len(json.dumps(note)) < 8192
+
+    clone = fresh_clone(repo, tmp_path / "clone")
+    home = tmp_path / "no-state"
+    out = corral("verify", commit, "--json", cwd=clone, home=home)
+    assert out.returncode == 0, out.stdout + out.stderr
+    report = json.loads(out.stdout)
+    assert report["ok"] and report["attested"] == 1
+    assert report["commits"][0]["state"] == "verified"
+    assert not home.exists()  # no state dir was made or needed
+
+    text = corral("verify", commit, cwd=clone, home=home)
+    assert text.returncode == 0 and "verified again" in text.stdout
+    log = corral("log", commit, cwd=clone, home=home)
+    assert log.returncode == 0 and "2/2 checks" in log.stdout and commit[:12] in log.stdout
+
+
+async def test_a_commit_amended_after_delivery_fails_and_names_the_check(
+    make_supervisor: SupervisorFactory, repo: Path, tmp_path: Path
+) -> None:
+    commit = await deliver(make_supervisor, repo)
+    work = fresh_clone(repo, tmp_path / "work")
+    git(work, "checkout", "-q", "--detach", commit)
+    (work / "hello.txt").write_text("bye\n")
+    git(work, "commit", "-q", "-a", "--amend", "--no-edit")  # trailers kept, note not
+    amended = git(work, "rev-parse", "HEAD").strip()
+    home = tmp_path / "no-state"
+
+    out = corral("verify", amended, cwd=work, home=home)
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert "changed after delivery" in out.stdout
+
+    # with its note carried over (notes.rewriteRef does this on amend and rebase)
+    git(work, "notes", "--ref", NOTES_REF, "copy", commit, amended)
+    out = corral("verify", amended, cwd=work, home=home)
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert "hello: passed at delivery, fails now" in out.stdout
+    assert "count: passed again" in out.stdout
+    assert f"made for commit {commit[:12]}" in out.stdout
+
+
+async def test_a_range_mixing_attested_and_plain_commits(
+    make_supervisor: SupervisorFactory, repo: Path, tmp_path: Path
+) -> None:
+    start = git(repo, "rev-parse", "HEAD").strip()
+    commit = await deliver(make_supervisor, repo)
+    work = fresh_clone(repo, tmp_path / "work")
+    git(work, "checkout", "-q", "--detach", commit)
+    (work / "other.txt").write_text("plain\n")
+    git(work, "add", "other.txt")
+    git(work, "commit", "-q", "-m", "a plain commit on top")
+    out = corral("verify", f"{start}..HEAD", "--json", cwd=work, home=tmp_path / "none")
+    assert out.returncode == 0, out.stdout + out.stderr
+    report = json.loads(out.stdout)
+    states = [c["state"] for c in report["commits"]]
+    assert states == ["verified", "not_attested"]
+    assert report["commits"][1]["sentences"] == ["not delivered by corral"]
+
+
+def ssh_signing(repo: Path, tmp_path: Path) -> Path:
+    """A throwaway ssh key configured as git's signing key, and an allowed signers file."""
+    key = tmp_path / "keys" / "id_ed25519"
+    key.parent.mkdir()
+    subprocess.run(
+        ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "test", "-f", str(key)], check=True
+    )
+    allowed = tmp_path / "keys" / "allowed_signers"
+    pub = (key.parent / "id_ed25519.pub").read_text().strip()
+    allowed.write_text(f"test@example.com {pub}\n")
+    for name, value in (
+        ("gpg.format", "ssh"),
+        ("user.signingkey", str(key)),
+        ("user.email", "test@example.com"),
+        ("user.name", "Test"),
+        ("gpg.ssh.allowedSignersFile", str(allowed)),
+    ):
+        git(repo, "config", name, value)
+    return allowed
+
+
+async def test_a_signed_attestation_verifies_and_a_tampered_one_fails(
+    make_supervisor: SupervisorFactory, repo: Path, tmp_path: Path
+) -> None:
+    allowed = ssh_signing(repo, tmp_path)
+    commit = await deliver(make_supervisor, repo)
+    # the delivery commit itself is signed with the operator's key
+    shown = git(
+        repo, "-c", f"gpg.ssh.allowedSignersFile={allowed}", "log", "-1", "--format=%G?", commit
+    )
+    assert shown.strip() == "G"
+    note = note_of(repo, commit)
+    assert note["signature"]["format"] == "ssh"
+    home = tmp_path / "none"
+    out = corral("verify", commit, "--require-signed", cwd=repo, home=home)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "signed by test@example.com" in out.stdout
+
+    # a weaker exam written into the note: the signature no longer covers it
+    note["statement"]["predicate"]["contract"]["checks"][0]["command"] = "true"
+    text = envelope(note["statement"], note["signature"])
+    git(repo, "notes", "--ref", NOTES_REF, "add", "-f", "-m", text, commit)
+    out = corral("verify", commit, cwd=repo, home=home)
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert "signature check failed" in out.stdout
+
+    # the signature removed: an unsigned note fails where a signed one is required
+    unsigned = envelope(note["statement"], None)
+    git(repo, "notes", "--ref", NOTES_REF, "add", "-f", "-m", unsigned, commit)
+    out = corral("verify", commit, "--require-signed", cwd=repo, home=home)
+    assert out.returncode == 1 and "signed attestation is required" in out.stdout
+
+
+def test_the_signature_covers_the_canonical_bytes_of_the_parsed_note() -> None:
+    statement = {
+        "_type": "https://in-toto.io/Statement/v1",
+        "subject": [{"name": "x", "digest": {"gitCommit": "a" * 40}}],
+        "predicateType": "https://corral.dev/attestation/v1",
+        "predicate": {"cost": 0.1 + 0.2, "text": "é\u2028"},
+    }
+    again = parse(envelope(statement, None))
+    assert canonical(again.statement) == canonical(statement)
+    assert again.subject_commit == "a" * 40
+
+
+@pytest.mark.slow
+async def test_the_pre_receive_hook_refuses_a_failing_push_and_accepts_a_passing_one(
+    make_supervisor: SupervisorFactory, repo: Path, tmp_path: Path
+) -> None:
+    commit = await deliver(make_supervisor, repo)
+    bare = tmp_path / "server.git"
+    git(tmp_path, "init", "-q", "--bare", str(bare))
+    hook = bare / "hooks" / "pre-receive"
+    hook.write_text((REPO_ROOT / "docs" / "ci" / "pre-receive").read_text())
+    hook.chmod(0o755)
+    # the hook calls the corral under test
+    git(bare, "config", "corral.command", f"{sys.executable} -m corral.tui.cli")
+    env_path = f"PYTHONPATH={REPO_ROOT}"
+    base = git(repo, "rev-parse", f"{commit}^").strip()
+    pushed = subprocess.run(
+        ["env", env_path, "git", "push", "-q", str(bare), f"{base}:refs/heads/main"],
+        cwd=repo, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert pushed.returncode == 0, pushed.stderr
+
+    work = fresh_clone(repo, tmp_path / "work")
+    git(work, "checkout", "-q", "--detach", commit)
+    (work / "hello.txt").write_text("bye\n")
+    git(work, "commit", "-q", "-a", "--amend", "--no-edit")
+    git(work, "notes", "--ref", NOTES_REF, "copy", commit, "HEAD")
+    refused = subprocess.run(
+        ["env", env_path, "git", "push", str(bare), "HEAD:refs/heads/main", NOTES_REF],
+        cwd=work, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert refused.returncode != 0, refused.stderr
+    assert "hello: passed at delivery, fails now" in refused.stderr
+    assert git(bare, "rev-parse", "main").strip() == base
+
+    accepted = subprocess.run(
+        ["env", env_path, "git", "push", str(bare), f"{commit}:refs/heads/main", NOTES_REF],
+        cwd=repo, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert accepted.returncode == 0, accepted.stderr
+    assert "verified again" in accepted.stderr
+    assert git(bare, "rev-parse", "main").strip() == commit
