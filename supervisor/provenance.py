@@ -57,6 +57,8 @@ from .models import CheckResult, ContractCheck, OutcomeContract, TestReport
 from .sandbox import active_policy
 
 TRAILER = "Corral-Session:"
+# checkout writes files in parallel (one worker per core) past 200 files
+PARALLEL_CHECKOUT = ("-c", "checkout.workers=0", "-c", "checkout.thresholdForParallelism=200")
 MAX_LOG_COMMITS = 1000
 MAX_RANGE_COMMITS = 5000
 
@@ -451,8 +453,10 @@ def _fresh_checkout(
         (checkout / ".git" / "objects" / "info" / "alternates").write_text(
             "\n".join(borrowed) + "\n", encoding="utf-8"
         )
-        git(checkout, "-c", "advice.detachedHead=false", "checkout", "-q", "--detach", commit,
-            timeout=600)  # fmt: skip
+        git(
+            checkout, *PARALLEL_CHECKOUT, "-c", "advice.detachedHead=false",
+            "checkout", "-q", "--detach", commit, timeout=600,
+        )  # fmt: skip
         yield checkout, scratch
     except GitError as exc:
         raise CorralError(f"could not check out {commit[:12]} afresh: {exc}") from exc
@@ -555,3 +559,26 @@ def attested_log(
             )
         )
     return entries, walked
+
+
+def note_summary(repo: Path, commit: str, *, notes_ref: str = NOTES_REF) -> str | None:
+    """One line on the attestation beside `commit`, as the repository holds it
+    now (None: there is none, or the repository is gone)."""
+    try:
+        text = git(repo, "notes", "--ref", notes_ref, "show", commit, check=False)
+    except (GitError, OSError):
+        return None
+    if not text.strip():
+        return None
+    try:
+        attestation = parse(text)
+    except AttestationError as exc:
+        return f"unreadable attestation on {commit[:12]}: {exc}"
+    results = [r for r in attestation.predicate.get("results") or [] if isinstance(r, dict)]
+    passing = sum(1 for r in results if r.get("passed"))
+    signature = attestation.signature
+    signed = f"signed ({signature.get('format')})" if signature else "unsigned"
+    return (
+        f"attested on {commit[:12]} in {notes_ref}: {passing} of {len(results)} checks "
+        f"passing, {signed} (corral verify {commit[:12]} re-runs it)"
+    )

@@ -244,3 +244,115 @@ async def test_the_pre_receive_hook_refuses_a_failing_push_and_accepts_a_passing
     assert accepted.returncode == 0, accepted.stderr
     assert "verified again" in accepted.stderr
     assert git(bare, "rev-parse", "main").strip() == commit
+
+
+@pytest.mark.slow
+def test_corral_run_delivers_an_attestation_that_get_and_log_show(tmp_path: Path) -> None:
+    from tests.conftest import init_repo
+
+    repo = init_repo(tmp_path / "repo")
+    home = tmp_path / "home"
+    out = corral(
+        "run", "--repo", str(repo), "--intent", "write notes",
+        "--check", "grep -q notes DEMO_NOTES.md", "--yes", "--deliver", "branch", "--json",
+        "--engine", "external:demo", "--on-question", "approve",
+        cwd=tmp_path, home=home,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout.splitlines()[-1])
+    commit = result["result_commit"]
+    assert result["attestation"].startswith(f"attested on {commit[:12]}")
+    got = corral("get", result["session_id"], cwd=tmp_path, home=home)
+    assert f"attestation: attested on {commit[:12]}" in got.stdout, got.stdout + got.stderr
+    log = corral("log", result["result_branch"], "--json", cwd=repo, home=home)
+    listed = json.loads(log.stdout)
+    assert [e["commit"] for e in listed["attested"]] == [commit]
+    assert listed["attested"][0]["checks"][0]["passed"] is True
+    again = corral("verify", result["result_branch"], cwd=repo, home=tmp_path / "elsewhere")
+    assert again.returncode == 0 and "verified again" in again.stdout, again.stdout
+
+
+async def test_a_checkout_delivery_is_attested_on_its_result_commit(
+    make_supervisor: SupervisorFactory, repo: Path, tmp_path: Path
+) -> None:
+    sup = await make_supervisor(
+        drafter=ScriptedDrafter([contract(*CHECKS)]),
+        engine=ScriptedEngine([[Write("hello.txt", "hi\n")]]),
+    )
+    sid = (await sup.start("say hi", repo)).session_id
+    await sup.confirm(sid)
+    await sup.wait_for(sid, needs=True, timeout=30)
+    result = await sup.approve(sid, delivery="checkout")
+    assert result.state is S.MERGED and result.commit
+    ref = f"refs/corral/results/{sid}"
+    assert git(repo, "rev-parse", ref).strip() == result.commit
+    note = note_of(repo, result.commit)
+    assert note["statement"]["subject"][0]["name"] == ref
+    assert note["statement"]["predicate"]["delivery"]["kind"] == "checkout"
+    out = corral("verify", ref, cwd=repo, home=tmp_path / "none")
+    assert out.returncode == 0 and "verified again" in out.stdout, out.stdout + out.stderr
+
+
+def rewrite_note(repo: Path, commit: str, note: dict) -> None:
+    text = envelope(note["statement"], note["signature"])
+    git(repo, "notes", "--ref", NOTES_REF, "add", "-f", "-m", text, commit)
+
+
+@pytest.mark.slow
+async def test_judge_files_and_hidden_checks_recorded_are_compared_and_reported(
+    make_supervisor: SupervisorFactory, repo: Path, tmp_path: Path
+) -> None:
+    """The judge files' blobs (gate 1, and as delivered) and hidden checks'
+    digests, as the judge and hidden lanes record them in the contract."""
+    commit = await deliver(make_supervisor, repo)
+    note = note_of(repo, commit)
+    predicate = note["statement"]["predicate"]
+    delivered = git(repo, "rev-parse", f"{commit}:hello.txt").strip()
+    predicate["contract"]["judge_files"] = [
+        {"path": "hello.txt", "blob": None, "section": None, "why": "the exam",
+         "delivered_blob": delivered},
+    ]  # fmt: skip
+    predicate["contract"]["hidden_checks"] = [
+        {"name": "secret", "command_sha256": "0" * 64, "timeout_secs": 60, "files": []}
+    ]
+    predicate["results"].append({"name": "secret", "passed": True, "hidden": True})
+    rewrite_note(repo, commit, note)
+    home = tmp_path / "none"
+    out = corral("verify", commit, cwd=repo, home=home)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "judge file hello.txt differs from the one confirmed at gate 1" in out.stdout
+    assert "secret: hidden check (passed at delivery), not re-run here" in out.stdout
+
+    # the exam changed after delivery: hello.txt is a judge file here
+    work = fresh_clone(repo, tmp_path / "work")
+    git(work, "checkout", "-q", "--detach", commit)
+    (work / "hello.txt").write_text("hi\nhi\n")
+    git(work, "commit", "-q", "-a", "--amend", "--no-edit")
+    git(work, "notes", "--ref", NOTES_REF, "copy", commit, "HEAD")
+    out = corral("verify", "HEAD", cwd=work, home=home)
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert "judge file hello.txt differs from the one delivered" in out.stdout
+
+
+def test_hidden_checks_are_recorded_as_digests_only() -> None:
+    from typing import Any
+
+    from corral.supervisor.gates.attestation import contract_record
+    from corral.supervisor.models import OutcomeContract
+
+    class WithHidden(OutcomeContract):  # the hidden lane's field, as its dump writes it
+        hidden_checks: list[dict[str, Any]] = []
+
+    secret = "pytest -q tests/hidden/test_edge.py"
+    made = WithHidden(
+        checks=contract(*CHECKS).checks,
+        hidden_checks=[
+            {"name": "edge", "command": secret, "timeout_secs": 60,
+             "files": [{"path": "tests/hidden/test_edge.py", "sha256": "ab" * 32}]},
+        ],
+    )  # fmt: skip
+    record = contract_record(made)
+    assert secret not in json.dumps(record)
+    hidden = record["hidden_checks"][0]
+    assert hidden["files"] == [{"path": "tests/hidden/test_edge.py", "sha256": "ab" * 32}]
+    assert len(hidden["command_sha256"]) == 64

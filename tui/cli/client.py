@@ -103,6 +103,14 @@ def get(name: str, *, as_json: bool) -> int:
         print(f"  host:   {row.host}")
     if row.dormant:
         print("  dormant: its agent stopped and can be revived (corral revive)")
+    if row.result_commit:
+        from corral.supervisor.provenance import note_summary
+
+        attested = note_summary(Path(row.repo), row.result_commit)
+        if row.result_branch:
+            print(f"  result: {row.result_branch} {row.result_commit}")
+        if attested:
+            print(f"  attestation: {attested}")
     return 0
 
 
