@@ -313,7 +313,9 @@ class Verification:
                 "the checks ran unconfined: bubblewrap cannot run here (corral doctor says why)"
             )
         with _fresh_checkout(self.repo, verdict.commit, self.env) as (path, scratch):
-            ran, setup_seconds = await self._run_checks(contract, path, scratch, baseline or {})
+            ran, setup_seconds = await self._run_checks(
+                contract, path, scratch, baseline or {}, recorded
+            )
         verdict.checks_seconds = sum(r.duration_ms for r in ran) / 1000.0 + setup_seconds
         now = {r.name: r for r in ran}
         for record in recorded:
@@ -350,7 +352,12 @@ class Verification:
             verdict.sentences.insert(0, "verified again")
 
     async def _run_checks(
-        self, contract: OutcomeContract, path: Path, scratch: Path, baseline: dict[str, Any]
+        self,
+        contract: OutcomeContract,
+        path: Path,
+        scratch: Path,
+        baseline: dict[str, Any],
+        recorded: list[dict[str, Any]],
     ) -> tuple[list[CheckResult], float]:
         """The recorded checks here, after the recorded setup, and the setup's seconds."""
         environments = Environments(scratch)
@@ -366,27 +373,36 @@ class Verification:
             ]
             return failed, setup_seconds
         captures = baseline.get("captures") if isinstance(baseline.get("captures"), dict) else {}
-        already = baseline.get("already_failing")
-        before: list[CheckResult] = []
-        if isinstance(already, dict):
-            for name, names in already.items():
-                tests = names.get("names") if isinstance(names, dict) else None
-                if isinstance(tests, list):
-                    report = TestReport(failed=[str(t) for t in tests])
-                    before.append(CheckResult(name=str(name), passed=True, tests=report))
         results = await run_contract(
             contract,
             path,
             captures={str(k): str(v) for k, v in (captures or {}).items()},
             timeout_ceiling=self.timeout_ceiling,
             environment=setup.environment if setup is not None else None,
-            baseline=before,
+            baseline=before_of(baseline, recorded),
         )
         return results, setup_seconds
 
     def _done(self, verdict: CommitVerdict, started: float) -> CommitVerdict:
         verdict.seconds = time.monotonic() - started
         return verdict
+
+
+def before_of(baseline: dict[str, Any], recorded: list[dict[str, Any]]) -> list[CheckResult]:
+    """What the untouched tree's runs are known as, for the per-test judgement:
+    each check judged test by test at delivery (its result has `tests`) is
+    judged so again, against the tests recorded as already failing there
+    (none known: every failing test is the work's, and `must_pass` holds)."""
+    already = baseline.get("already_failing")
+    already = already if isinstance(already, dict) else {}
+    per_test = {str(r.get("name")) for r in recorded if isinstance(r.get("tests"), dict)}
+    before: list[CheckResult] = []
+    for name in sorted(per_test | {str(k) for k in already}):
+        entry = already.get(name)
+        names = entry.get("names") if isinstance(entry, dict) else None
+        failed = [str(t) for t in names] if isinstance(names, list) else []
+        before.append(CheckResult(name=name, passed=True, tests=TestReport(failed=failed)))
+    return before
 
 
 def _compare(name: str, was: bool, result: CheckResult) -> CheckComparison:

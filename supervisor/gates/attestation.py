@@ -117,9 +117,11 @@ def baseline_record(session: CoderSession) -> dict[str, Any]:
     captures: dict[str, str] = {}
     if contract is not None:
         captures = captures_from(contract, session.baseline)
-    already = {
-        r.name: _capped(list(r.already_failing)) for r in session.baseline if r.already_failing
-    }
+    already: dict[str, Any] = {}
+    for r in session.baseline:  # the tests the untouched tree failed (its report's own word)
+        failing = list(r.tests.failed) if r.tests is not None else list(r.already_failing)
+        if failing:
+            already[r.name] = _capped(failing)
     out: dict[str, Any] = {}
     if captures:
         out["captures"] = captures

@@ -356,3 +356,46 @@ def test_hidden_checks_are_recorded_as_digests_only() -> None:
     hidden = record["hidden_checks"][0]
     assert hidden["files"] == [{"path": "tests/hidden/test_edge.py", "sha256": "ab" * 32}]
     assert len(hidden["command_sha256"]) == 64
+
+
+@pytest.mark.slow
+async def test_a_per_test_verdict_is_judged_again_against_the_recorded_untouched_tree(
+    make_supervisor: SupervisorFactory, repo: Path, tmp_path: Path
+) -> None:
+    """Passing apart from a test already failing on the untouched tree, with a
+    named test that must pass: verified again from the record alone; the
+    named test gone (the note carried to the rewritten commit) fails, saying so."""
+    from corral.supervisor.provenance import Verification
+    from tests.integration.test_per_test_baselines import CALC, TEST_MUL, _project, _suite
+
+    _project(repo)
+    engine = ScriptedEngine(
+        [[Write("calc.py", CALC + "\ndef mul(a, b):\n    return a * b\n"),
+          Write("tests/test_mul.py", TEST_MUL)]]
+    )  # fmt: skip
+    drafted = _suite(must_pass=["tests/test_mul.py::test_mul"])
+    sup = await make_supervisor(drafter=ScriptedDrafter([drafted]), engine=engine)
+    sid = (await sup.start("add mul(a, b) to calc", repo)).session_id
+    await sup.confirm(sid)
+    await sup.wait_for(sid, needs=True, timeout=90)
+    delivered = await sup.approve(sid)
+    assert delivered.commit
+    predicate = note_of(repo, delivered.commit)["statement"]["predicate"]
+    assert predicate["baseline"]["already_failing"]["tests"]["names"] == [
+        "tests.test_calc::test_unrelated_bug"
+    ]
+    assert predicate["results"][0]["tests"]["passed"] == 2
+
+    verdict = await Verification(repo).commit(delivered.commit)
+    assert verdict.state == "verified", verdict.sentences + [c.sentence for c in verdict.checks]
+
+    work = fresh_clone(repo, tmp_path / "work")
+    git(work, "checkout", "-q", "--detach", delivered.commit)
+    git(work, "rm", "-q", "tests/test_mul.py")
+    git(work, "commit", "-q", "--amend", "--no-edit")
+    git(work, "notes", "--ref", NOTES_REF, "copy", delivered.commit, "HEAD")
+    again = await Verification(work).commit(git(work, "rev-parse", "HEAD").strip())
+    assert again.state == "failed"
+    [check] = again.checks
+    assert "tests: passed at delivery, fails now" in check.sentence
+    assert "test_mul" in check.sentence
