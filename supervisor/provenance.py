@@ -53,7 +53,13 @@ from .git.attestation import (
     parse,
 )
 from .git.run import GitError, git
-from .models import CheckResult, ContractCheck, OutcomeContract, TestReport
+from .models import (
+    MAX_CHECK_TIMEOUT_SECS,
+    CheckResult,
+    ContractCheck,
+    OutcomeContract,
+    TestReport,
+)
 from .sandbox import active_policy
 
 TRAILER = "Corral-Session:"
@@ -186,10 +192,12 @@ class Verification:
         *,
         notes_ref: str = NOTES_REF,
         require_signed: bool = False,
-        timeout_ceiling: float | None = None,
+        allow_unconfined: bool = False,
+        timeout_ceiling: float | None = MAX_CHECK_TIMEOUT_SECS,
         on_commit: Callable[[CommitVerdict], None] | None = None,
     ) -> None:
         self.repo = repo
+        self.allow_unconfined = allow_unconfined
         self.env = repository_env() or None
         self.notes = Notes(repo, notes_ref, self.env)
         self.config = git_config(repo, self.env)
@@ -309,8 +317,22 @@ class Verification:
         baseline = predicate.get("baseline") if isinstance(predicate.get("baseline"), dict) else {}
         verdict.confined = confines(active_policy())
         if not verdict.confined:
+            if not self.allow_unconfined:
+                verdict.state = "failed"
+                verdict.sentences.append(
+                    "its checks were not run: bubblewrap cannot confine them here (corral "
+                    "doctor says why), and the recorded setup and checks are the commit's "
+                    "author's code. Install bubblewrap, or pass --allow-unconfined where "
+                    "running that code as you is acceptable (a CI runner)"
+                )
+                return
             verdict.sentences.append(
-                "the checks ran unconfined: bubblewrap cannot run here (corral doctor says why)"
+                "the checks ran unconfined (--allow-unconfined): bubblewrap cannot run here"
+            )
+        if contract.allow_credentials:
+            contract = contract.model_copy(update={"allow_credentials": False})
+            verdict.sentences.append(
+                "the contract let its checks see credentials at delivery; here they run without any"
             )
         with _fresh_checkout(self.repo, verdict.commit, self.env) as (path, scratch):
             ran, setup_seconds = await self._run_checks(
@@ -439,11 +461,15 @@ def recorded_contract(data: object) -> OutcomeContract:
     ]
     keep = ("description", "setup", "setup_timeout_secs", "allow_credentials")
     try:
-        return OutcomeContract.model_validate(
+        contract = OutcomeContract.model_validate(
             {**{k: data[k] for k in keep if k in data}, "checks": checks}
         )
     except ValueError as exc:
         raise CorralError(f"the attestation's contract does not read: {exc}") from exc
+    problems = contract.validate_contract()
+    if problems:
+        raise CorralError("the attestation's contract is not a valid one: " + "; ".join(problems))
+    return contract
 
 
 @contextlib.contextmanager

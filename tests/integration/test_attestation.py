@@ -399,3 +399,67 @@ async def test_a_per_test_verdict_is_judged_again_against_the_recorded_untouched
     [check] = again.checks
     assert "tests: passed at delivery, fails now" in check.sentence
     assert "test_mul" in check.sentence
+
+
+async def test_verify_runs_nothing_unconfined_unless_told(
+    make_supervisor: SupervisorFactory, repo: Path
+) -> None:
+    """The recorded setup and checks are the commit author's code (a pusher's,
+    in a pre-receive hook): where bubblewrap cannot confine them they are not
+    run, unless the caller says running them as itself is acceptable."""
+    from corral.supervisor.provenance import Verification
+    from corral.supervisor.sandbox import SandboxPolicy, set_active_policy
+
+    commit = await deliver(make_supervisor, repo)
+    marker = repo.parent / "ran-as-me"
+    note = note_of(repo, commit)
+    note["statement"]["predicate"]["contract"]["setup"] = [f"touch {marker}"]
+    rewrite_note(repo, commit, note)
+    set_active_policy(SandboxPolicy(enabled=False))  # as where bwrap cannot run
+    refused = await Verification(repo).commit(commit)
+    assert refused.state == "failed" and refused.confined is False
+    assert "its checks were not run: bubblewrap cannot confine them here" in refused.sentences[-1]
+    assert not marker.exists()
+    allowed = await Verification(repo, allow_unconfined=True).commit(commit)
+    assert allowed.state == "verified", allowed.sentences
+    assert marker.exists()
+
+
+@pytest.mark.slow
+def test_the_ci_script_verifies_a_pushed_range_from_a_clone(tmp_path: Path) -> None:
+    """docs/ci/verify.sh as a CI job runs it: a clone of origin, the notes
+    fetched by the script, `corral verify origin/main..HEAD` (the corral under test)."""
+    from tests.conftest import init_repo
+
+    origin = init_repo(tmp_path / "origin")
+    home = tmp_path / "home"
+    out = corral(
+        "run", "--repo", str(origin), "--intent", "write notes",
+        "--check", "grep -q notes DEMO_NOTES.md", "--yes", "--deliver", "branch", "--json",
+        "--engine", "external:demo", "--on-question", "approve",
+        cwd=tmp_path, home=home,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    branch = json.loads(out.stdout.splitlines()[-1])["result_branch"]
+    ci = tmp_path / "ci"
+    git(tmp_path, "clone", "-q", str(origin), str(ci))
+    git(ci, "checkout", "-q", "--detach", f"origin/{branch}")
+    (ci / "later.txt").write_text("a plain commit\n")
+    git(ci, "add", "later.txt")
+    git(ci, "commit", "-q", "-m", "plain")
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), CORRAL_HOME=str(tmp_path / "none"))
+    env["CORRAL"] = f"{sys.executable} -m corral.tui.cli"  # instead of pip install corral
+    script = REPO_ROOT / "docs" / "ci" / "verify.sh"
+    run = subprocess.run(["sh", str(script)], cwd=ci, env=env, capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "1 of 1 attested commit(s) verified again; 1 not delivered by corral" in run.stdout
+    # the same job fails once the delivered work is broken on top
+    (ci / "DEMO_NOTES.md").write_text("gone\n")
+    git(ci, "commit", "-q", "-a", "--amend", "--no-edit")
+    git(ci, "reset", "-q", "--soft", "HEAD~1")
+    git(ci, "commit", "-q", "-C", f"origin/{branch}")  # the delivery's message, trailers too
+    run = subprocess.run(["sh", str(script)], cwd=ci, env=env, capture_output=True, text=True)
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert "changed after delivery" in run.stdout
+    workflow = (REPO_ROOT / "docs" / "ci" / "github-actions.yml").read_text()
+    assert "sh docs/ci/verify.sh" in workflow and "fetch-depth: 0" in workflow

@@ -41,6 +41,20 @@ def add_parser(sub: Any) -> None:
         "--notes-ref", default=NOTES_REF, help=f"where the attestations are (default {NOTES_REF})"
     )
     verify.add_argument(
+        "--allow-unconfined",
+        action="store_true",
+        help="run the recorded setup and checks even where bubblewrap cannot confine them "
+        "(they are the commit author's code: a CI runner that runs it anyway)",
+    )
+    verify.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        metavar="SECS",
+        help="at most this long for the setup and for each check (default: as recorded, "
+        "at most an hour)",
+    )
+    verify.add_argument(
         "--require-signed",
         action="store_true",
         help="fail an attestation that is not signed by a key of gpg.ssh.allowedSignersFile",
@@ -80,6 +94,8 @@ def run_verify(args: argparse.Namespace) -> int:
             repo,
             notes_ref=args.notes_ref,
             require_signed=args.require_signed,
+            allow_unconfined=args.allow_unconfined,
+            **({"timeout_ceiling": args.timeout} if args.timeout else {}),
             on_commit=None if args.json else _print,
         )
         report = asyncio.run(verification.run(list(args.revisions)))
