@@ -463,3 +463,40 @@ def test_the_ci_script_verifies_a_pushed_range_from_a_clone(tmp_path: Path) -> N
     assert "changed after delivery" in run.stdout
     workflow = (REPO_ROOT / "docs" / "ci" / "github-actions.yml").read_text()
     assert "sh docs/ci/verify.sh" in workflow and "fetch-depth: 0" in workflow
+
+
+@pytest.mark.slow
+async def test_an_openpgp_signing_setup_signs_the_commit_and_the_attestation(
+    make_supervisor: SupervisorFactory,
+    repo: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    gnupg = tmp_path / "gnupg"
+    gnupg.mkdir(mode=0o700)
+    monkeypatch.setenv("GNUPGHOME", str(gnupg))
+    try:
+        subprocess.run(
+            ["gpg", "--batch", "--passphrase", "", "--quick-gen-key",
+             "Test <test@example.com>", "ed25519", "sign", "never"],
+            check=True, capture_output=True, timeout=60,
+        )  # fmt: skip
+        for name, value in (
+            ("commit.gpgsign", "true"),
+            ("user.signingkey", "test@example.com"),
+            ("user.email", "test@example.com"),
+        ):
+            git(repo, "config", name, value)
+        commit = await deliver(make_supervisor, repo)
+        assert git(repo, "log", "-1", "--format=%G?", commit).strip() == "G"
+        note = note_of(repo, commit)
+        assert note["signature"]["format"] == "openpgp"
+        home = tmp_path / "none"
+        out = corral("verify", commit, "--require-signed", cwd=repo, home=home)
+        assert out.returncode == 0, out.stdout + out.stderr
+        note["statement"]["predicate"]["results"][0]["passed"] = False
+        rewrite_note(repo, commit, note)
+        out = corral("verify", commit, cwd=repo, home=home)
+        assert out.returncode == 1 and "signature check failed" in out.stdout, out.stdout
+    finally:
+        subprocess.run(["gpgconf", "--kill", "gpg-agent"], capture_output=True, check=False)
