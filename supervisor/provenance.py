@@ -314,9 +314,10 @@ class Verification:
             verdict.sentences.append(str(exc))
             return
         recorded = [r for r in predicate.get("results") or [] if isinstance(r, dict)]
-        delivery = predicate.get("delivery") if isinstance(predicate.get("delivery"), dict) else {}
-        if (delivery or {}).get("override"):
-            verdict.sentences.append(f"the operator overrode at gate 2: {delivery['override']}")
+        delivery = predicate.get("delivery")
+        override = delivery.get("override") if isinstance(delivery, dict) else None
+        if override:
+            verdict.sentences.append(f"the operator overrode at gate 2: {override}")
         baseline = predicate.get("baseline") if isinstance(predicate.get("baseline"), dict) else {}
         verdict.confined = confines(active_policy())
         if not verdict.confined:
