@@ -443,18 +443,14 @@ class ApprovalGate:
         self._registry.emit(live, PlanTextData(text=target.checked_on(verification)))
         await self._attest(
             live,
-            statement_for(
-                s,
-                commit=reply.commit or result,
-                tree=target.tree,
-                results=verification,
-                delivery=delivery,
-                branch=reply.branch,
-                approved_by=approver(config),
-                override=override,
-                partial=partial,
-            ),
             config,
+            commit=reply.commit or result,
+            tree=target.tree,
+            results=verification,
+            delivery=delivery,
+            branch=reply.branch,
+            override=override,
+            partial=partial,
         )
         s.result_scope = "partial" if partial else "full"
         s.delivery_override = override
@@ -505,21 +501,26 @@ class ApprovalGate:
             ) from exc
 
     async def _attest(
-        self, live: LiveSession, statement: dict[str, Any], config: dict[str, str]
+        self, live: LiveSession, config: dict[str, str], *, commit: str, **facts: Any
     ) -> None:
         """Write the delivery's attestation (docs/attestation.md) beside its
         commit. The delivery has landed by now: a note that cannot be written
         is said, and the delivery stands without one."""
         s = live.session
-        commit = statement["subject"][0]["digest"]["gitCommit"]
+
+        def write() -> str:
+            statement = statement_for(s, commit=commit, approved_by=approver(config), **facts)
+            return attest(Path(s.repo), commit, statement, config)
+
         try:
-            s.attestation = await asyncio.to_thread(attest, Path(s.repo), commit, statement, config)
+            said = await asyncio.to_thread(write)
         except (AttestationError, GitError) as exc:
             s.attestation = None
             text = f"No attestation was written for {commit[:12]} ({exc}); the delivery stands."
             self._registry.emit(live, PlanTextData(text=text))
             return
-        self._registry.emit(live, PlanTextData(text=s.attestation.capitalize() + "."))
+        s.attestation = said
+        self._registry.emit(live, PlanTextData(text=said[:1].upper() + said[1:] + "."))
 
     async def _verify_target(
         self, live: LiveSession, target: DeliveryTarget, *, partial: bool, patch: str

@@ -63,6 +63,7 @@ def fresh_clone(origin: Path, where: Path) -> Path:
     return where
 
 
+@pytest.mark.slow
 async def test_a_delivery_is_attested_and_verified_again_from_a_fresh_clone(
     make_supervisor: SupervisorFactory, repo: Path, tmp_path: Path
 ) -> None:
@@ -500,3 +501,27 @@ async def test_an_openpgp_signing_setup_signs_the_commit_and_the_attestation(
         assert out.returncode == 1 and "signature check failed" in out.stdout, out.stdout
     finally:
         subprocess.run(["gpgconf", "--kill", "gpg-agent"], capture_output=True, check=False)
+
+
+async def test_a_broken_signing_setup_delivers_nothing_and_says_what_to_fix(
+    make_supervisor: SupervisorFactory, repo: Path
+) -> None:
+    from corral.supervisor.errors import CorralError
+
+    git(repo, "config", "gpg.format", "ssh")
+    git(repo, "config", "user.signingkey", str(repo.parent / "no-such-key"))
+    sup = await make_supervisor(
+        drafter=ScriptedDrafter([contract(*CHECKS)]),
+        engine=ScriptedEngine([[Write("hello.txt", "hi\n")]]),
+    )
+    sid = (await sup.start("say hi", repo)).session_id
+    await sup.confirm(sid)
+    await sup.wait_for(sid, needs=True, timeout=30)
+    with pytest.raises(CorralError, match="signing the delivery commit failed") as refused:
+        await sup.approve(sid, delivery="branch")
+    assert "git config corral.sign false" in str(refused.value)
+    assert sup.get(sid).session.state is S.NEEDS_APPROVAL
+    assert git(repo, "branch", "--list", "corral/*").strip() == ""
+    git(repo, "config", "corral.sign", "false")
+    result = await sup.approve(sid, delivery="branch")
+    assert result.commit and note_of(repo, result.commit)["signature"] is None
