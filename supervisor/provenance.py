@@ -149,12 +149,17 @@ def commits_of(repo: Path, spec: str, env: dict[str, str] | None = None) -> list
     if spec.startswith("-"):
         raise CorralError(f"{spec!r} is not a revision; name a commit or a range A..B")
     if ".." in spec:
+        low, _, high = spec.partition("..")
+        for end in (low or "HEAD", high.removeprefix(".") or "HEAD"):
+            if _resolves(repo, end, env) is None:
+                raise CorralError(
+                    f"{end} in {spec} is not a commit of this repository; name two commits "
+                    "A..B (on a clone, fetch them first)"
+                )
         out = git(
             repo, "rev-list", "--reverse", f"--max-count={MAX_RANGE_COMMITS}", spec,
-            "--", check=False, env=env, timeout=120,
+            "--", env=env, timeout=120,
         )  # fmt: skip
-        if not out and not _resolves(repo, spec.split("..")[-1].lstrip(".") or "HEAD", env):
-            raise CorralError(f"{spec} is not a range of this repository; name two commits A..B")
         return out.split()
     commit = _resolves(repo, spec, env)
     if commit is None:

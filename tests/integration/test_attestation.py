@@ -525,3 +525,22 @@ async def test_a_broken_signing_setup_delivers_nothing_and_says_what_to_fix(
     git(repo, "config", "corral.sign", "false")
     result = await sup.approve(sid, delivery="branch")
     assert result.commit and note_of(repo, result.commit)["signature"] is None
+
+
+@pytest.mark.slow
+def test_verify_refuses_what_is_not_a_commit_or_a_range_in_one_sentence(
+    repo: Path, tmp_path: Path
+) -> None:
+    home = tmp_path / "none"
+    for spec, said in (
+        ("nosuch", "nosuch is not a commit of this repository"),
+        ("nosuch..HEAD", "nosuch in nosuch..HEAD is not a commit of this repository"),
+        ("HEAD..nosuch", "nosuch in HEAD..nosuch is not a commit of this repository"),
+        ("--upload-pack=x", "is not a revision"),
+    ):
+        out = corral("verify", "--", spec, cwd=repo, home=home)
+        assert out.returncode == 2, (spec, out.stdout, out.stderr)
+        assert said in out.stderr and "Traceback" not in out.stderr
+    out = corral("verify", "HEAD", cwd=repo, home=home)  # a plain commit, no notes at all
+    assert out.returncode == 0 and "not delivered by corral" in out.stdout
+    assert "no refs/notes/corral" in out.stderr

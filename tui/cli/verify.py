@@ -98,6 +98,12 @@ def run_verify(args: argparse.Namespace) -> int:
             **({"timeout_ceiling": args.timeout} if args.timeout else {}),
             on_commit=None if args.json else _print,
         )
+        if not verification.notes.present:
+            print(
+                f"corral verify: this repository has no {args.notes_ref}: no attestation can "
+                f"be read (on a clone: git fetch origin {NOTES_REF}:{NOTES_REF})",
+                file=sys.stderr,
+            )
         report = asyncio.run(verification.run(list(args.revisions)))
     except CorralError as exc:
         return fail(str(exc))
