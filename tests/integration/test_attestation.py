@@ -544,3 +544,35 @@ def test_verify_refuses_what_is_not_a_commit_or_a_range_in_one_sentence(
     out = corral("verify", "HEAD", cwd=repo, home=home)  # a plain commit, no notes at all
     assert out.returncode == 0 and "not delivered by corral" in out.stdout
     assert "no refs/notes/corral" in out.stderr
+
+
+def test_judge_files_are_recorded_with_their_blob_in_the_delivered_tree(repo: Path) -> None:
+    """The judge lane's `judge_files` (path, gate-1 blob, section, why), read
+    from the contract's own dump, gain the blob the delivered tree holds."""
+    from typing import Any
+
+    from corral.supervisor.gates.attestation import statement_for
+    from corral.supervisor.models import CoderSession, OutcomeContract
+
+    class WithJudge(OutcomeContract):
+        judge_files: list[dict[str, Any]] = []
+
+    start = git(repo, "rev-parse", "HEAD").strip()
+    (repo / "test_hello.py").write_text("def test_hi():\n    assert True\n")
+    git(repo, "add", "test_hello.py")
+    git(repo, "commit", "-q", "-m", "the work")
+    commit = git(repo, "rev-parse", "HEAD").strip()
+    tree = git(repo, "rev-parse", "HEAD^{tree}").strip()
+    judged = WithJudge(
+        checks=contract(*CHECKS).checks,
+        judge_files=[{"path": "test_hello.py", "blob": None, "section": None, "why": "tests"}],
+    )
+    session = CoderSession(id="s" * 32, repo=str(repo), intent="x", start_commit=start)
+    session.contract = judged
+    statement = statement_for(
+        session, commit=commit, tree=tree, results=[], delivery="branch", branch="corral/x",
+        approved_by={"role": "operator"},
+    )  # fmt: skip
+    [recorded] = statement["predicate"]["contract"]["judge_files"]
+    assert recorded["blob"] is None
+    assert recorded["delivered_blob"] == git(repo, "rev-parse", "HEAD:test_hello.py").strip()
