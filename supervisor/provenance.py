@@ -343,10 +343,8 @@ class Verification:
             verdict.sentences.append(
                 "the contract let its checks see credentials at delivery; here they run without any"
             )
-        with _fresh_checkout(self.repo, verdict.commit, self.env) as (path, scratch):
-            ran, setup_seconds = await self._run_checks(
-                contract, path, scratch, baseline or {}, recorded
-            )
+        with _fresh_checkout(self.repo, verdict.commit, self.env) as fresh:
+            ran, setup_seconds = await self._run_checks(contract, fresh, baseline or {}, recorded)
         verdict.checks_seconds = sum(r.duration_ms for r in ran) / 1000.0 + setup_seconds
         now = {r.name: r for r in ran}
         for record in recorded:
@@ -385,15 +383,18 @@ class Verification:
     async def _run_checks(
         self,
         contract: OutcomeContract,
-        path: Path,
-        scratch: Path,
+        fresh: FreshCheckout,
         baseline: dict[str, Any],
         recorded: list[dict[str, Any]],
     ) -> tuple[list[CheckResult], float]:
         """The recorded checks here, after the recorded setup, and the setup's seconds."""
-        environments = Environments(scratch)
+        environments = Environments(fresh.scratch)
         setup = await environments.prepare(
-            contract, path, phase="verification", timeout_ceiling=self.timeout_ceiling
+            contract,
+            fresh.path,
+            phase="verification",
+            timeout_ceiling=self.timeout_ceiling,
+            readable=fresh.borrowed,
         )
         setup_seconds = setup.outcome.duration_ms / 1000.0 if setup is not None else 0.0
         if setup is not None and not setup.outcome.ok:
@@ -406,11 +407,12 @@ class Verification:
         captures = baseline.get("captures") if isinstance(baseline.get("captures"), dict) else {}
         results = await run_contract(
             contract,
-            path,
+            fresh.path,
             captures={str(k): str(v) for k, v in (captures or {}).items()},
             timeout_ceiling=self.timeout_ceiling,
             environment=setup.environment if setup is not None else None,
             baseline=before_of(baseline, recorded),
+            readable=fresh.borrowed,
         )
         return results, setup_seconds
 
@@ -481,13 +483,23 @@ def recorded_contract(data: object) -> OutcomeContract:
     return contract
 
 
+@dataclass(frozen=True)
+class FreshCheckout:
+    """A checkout `corral verify` made: its path, a scratch dir beside it, and
+    the object stores it borrows (the setup and checks may read them, so git
+    inside the sandbox sees the history: `git describe`, setuptools-scm)."""
+
+    path: Path
+    scratch: Path
+    borrowed: tuple[Path, ...]
+
+
 @contextlib.contextmanager
-def _fresh_checkout(
-    repo: Path, commit: str, env: dict[str, str] | None
-) -> Iterator[tuple[Path, Path]]:
-    """A new private repository borrowing `repo`'s objects, checked out at
-    `commit` (a real `.git`, so tools reading git metadata work), and a
-    scratch dir beside it for the setup's environment; both removed after."""
+def _fresh_checkout(repo: Path, commit: str, env: dict[str, str] | None) -> Iterator[FreshCheckout]:
+    """A new private repository borrowing `repo`'s objects (and holding its
+    tags), checked out at `commit` (a real `.git`, so tools reading git
+    metadata work), and a scratch dir beside it for the setup's
+    environment; both removed after."""
     root = Path(tempfile.mkdtemp(prefix="corral-verify-"))
     try:
         checkout, scratch = root / "tree", root / "scratch"
@@ -504,11 +516,21 @@ def _fresh_checkout(
         (checkout / ".git" / "objects" / "info" / "alternates").write_text(
             "\n".join(borrowed) + "\n", encoding="utf-8"
         )
+        # the tags too, as a clone has them: `git describe`, setuptools-scm
+        tags = git(repo, "for-each-ref", "--format=%(objectname) %(refname)", "refs/tags",
+                   env=env, timeout=120)  # fmt: skip
+        if tags.strip():
+            lines = [
+                f"create {ref} {oid}"
+                for oid, _, ref in (t.partition(" ") for t in tags.split("\n"))
+                if ref
+            ]
+            git(checkout, "update-ref", "--stdin", input_text="\n".join(lines) + "\n", timeout=120)
         git(
             checkout, *PARALLEL_CHECKOUT, "-c", "advice.detachedHead=false",
             "checkout", "-q", "--detach", commit, timeout=600,
         )  # fmt: skip
-        yield checkout, scratch
+        yield FreshCheckout(checkout, scratch, tuple(Path(p) for p in borrowed))
     except GitError as exc:
         raise CorralError(f"could not check out {commit[:12]} afresh: {exc}") from exc
     finally:

@@ -576,3 +576,38 @@ def test_judge_files_are_recorded_with_their_blob_in_the_delivered_tree(repo: Pa
     [recorded] = statement["predicate"]["contract"]["judge_files"]
     assert recorded["blob"] is None
     assert recorded["delivered_blob"] == git(repo, "rev-parse", "HEAD:test_hello.py").strip()
+
+
+async def test_the_setup_and_checks_see_the_commits_history_and_tags_in_the_sandbox(
+    repo: Path,
+) -> None:
+    """A fresh verify checkout borrows the repository's objects: git inside
+    the sandbox (setuptools-scm, `git describe`) sees the history and tags."""
+    from corral.supervisor.git.attestation import PREDICATE_TYPE, write_note
+    from corral.supervisor.provenance import Verification
+
+    (repo / "f.txt").write_text("x\n")
+    git(repo, "add", "f.txt")
+    git(repo, "commit", "-q", "-m", "one")
+    git(repo, "tag", "v1.0")
+    commit = git(repo, "rev-parse", "HEAD").strip()
+    checks = [
+        {"name": "described", "command": 'grep -qx v1.0 "$CORRAL_ENV/version"'},
+        {"name": "clean", "command": 'test -z "$(git status --porcelain)" && git log -1 --oneline'},
+    ]
+    statement = {
+        "_type": "https://in-toto.io/Statement/v1",
+        "subject": [{"name": "x", "digest": {"gitCommit": commit}}],
+        "predicateType": PREDICATE_TYPE,
+        "predicate": {
+            "contract": {
+                "setup": ['git describe --tags > "$CORRAL_ENV/version"'],
+                "checks": checks,
+            },
+            "results": [{"name": "described", "passed": True}, {"name": "clean", "passed": True}],
+        },
+    }
+    write_note(repo, commit, envelope(statement, None))
+    verdict = await Verification(repo).commit(commit)
+    assert verdict.confined is True
+    assert verdict.state == "verified", verdict.sentences + [c.sentence for c in verdict.checks]
