@@ -82,7 +82,7 @@ def _print(verdict: CommitVerdict) -> None:
         if sentence not in ("verified again", "not delivered by corral"):
             print(f"  - {plain(sentence)}")
     for check in verdict.checks:
-        mark = "=" if check.same else "≠"
+        mark = "=" if check.same else "!"  # ASCII: CI logs in any locale
         print(f"  {mark} {plain(check.sentence)}")
     sys.stdout.flush()
 
