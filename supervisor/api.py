@@ -664,7 +664,10 @@ class Supervisor:
         session = self._known(session_id)
         branch = publish.delivered_branch(session)
         url = await asyncio.to_thread(publish.push_branch, Path(session.repo), remote, branch)
-        return PushResult(session_id=session_id, branch=branch, remote=remote, url=url)
+        notes = await asyncio.to_thread(publish.push_notes, Path(session.repo), remote)
+        return PushResult(
+            session_id=session_id, branch=branch, remote=remote, url=url, attestations=notes
+        )
 
     async def pull_request(self, session_id: str, remote: str = "origin") -> PullRequestResult:
         """Push the delivered branch, then `gh pr create` with the intent as
@@ -685,6 +688,7 @@ class Supervisor:
                 push_command=command,
             )
         await asyncio.to_thread(publish.push_branch, repo, remote, branch)
+        await asyncio.to_thread(publish.push_notes, repo, remote)
         title, body = publish.pr_title(session), publish.pr_body(session, branch)
         url = await asyncio.to_thread(publish.create_pr, repo, gh, branch, title, body)
         return PullRequestResult(

@@ -736,6 +736,8 @@ class PushResult(BaseModel):
     branch: str
     remote: str
     url: str  # the remote's URL
+    # what happened to the attestations (refs/notes/corral) pushed beside it
+    attestations: str | None = None
 
 
 class PullRequestResult(BaseModel):

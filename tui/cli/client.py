@@ -326,6 +326,8 @@ def publish(args: argparse.Namespace) -> int:
         print(
             f"corral push: branch {result['branch']} pushed to {result['remote']} ({result['url']})"
         )
+        if result.get("attestations"):
+            print(f"corral push: {result['attestations']}")
         return 0
     if not result["opened"]:
         print(
