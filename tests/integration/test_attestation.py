@@ -611,3 +611,30 @@ async def test_the_setup_and_checks_see_the_commits_history_and_tags_in_the_sand
     verdict = await Verification(repo).commit(commit)
     assert verdict.confined is True
     assert verdict.state == "verified", verdict.sentences + [c.sentence for c in verdict.checks]
+
+
+@pytest.mark.slow
+async def test_corral_push_to_a_remote_whose_pre_receive_verifies_is_accepted(
+    make_supervisor: SupervisorFactory, repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`corral push` sends the attestations before the branch, so a remote
+    running docs/ci/pre-receive finds the note and verifies the delivery."""
+    bare = tmp_path / "server.git"
+    git(tmp_path, "init", "-q", "--bare", str(bare))
+    hook = bare / "hooks" / "pre-receive"
+    hook.write_text((REPO_ROOT / "docs" / "ci" / "pre-receive").read_text())
+    hook.chmod(0o755)
+    git(bare, "config", "corral.command", f"{sys.executable} -m corral.tui.cli")
+    monkeypatch.setenv("PYTHONPATH", str(REPO_ROOT))
+    git(repo, "remote", "add", "origin", str(bare))
+    sup = await make_supervisor(
+        drafter=ScriptedDrafter([contract(*CHECKS)]),
+        engine=ScriptedEngine([[Write("hello.txt", "hi\n")]]),
+    )
+    sid = (await sup.start("say hi", repo)).session_id
+    await sup.confirm(sid)
+    await sup.wait_for(sid, needs=True, timeout=30)
+    delivered = await sup.approve(sid, delivery="branch")
+    pushed = await sup.push(sid)
+    assert pushed.attestations == "attestations pushed (refs/notes/corral)"
+    assert git(bare, "rev-parse", f"refs/heads/{delivered.branch}").strip() == delivered.commit
