@@ -246,6 +246,18 @@ async def test_the_pre_receive_hook_refuses_a_failing_push_and_accepts_a_passing
     assert "verified again" in accepted.stderr
     assert git(bare, "rev-parse", "main").strip() == commit
 
+    # a server that asks for signed attestations refuses an unsigned one
+    git(bare, "config", "corral.requireSigned", "true")
+    git(repo, "checkout", "-q", "--detach", commit)
+    git(repo, "commit", "-q", "--allow-empty", "-m", "on top")
+    git(repo, "notes", "--ref", NOTES_REF, "copy", commit, "HEAD")
+    unsigned = subprocess.run(
+        ["env", env_path, "git", "push", str(bare), "HEAD:refs/heads/main", NOTES_REF],
+        cwd=repo, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert unsigned.returncode != 0 and "signed attestation is required" in unsigned.stderr
+    assert git(bare, "rev-parse", "main").strip() == commit
+
 
 @pytest.mark.slow
 def test_corral_run_delivers_an_attestation_that_get_and_log_show(tmp_path: Path) -> None:
