@@ -663,8 +663,13 @@ class Supervisor:
         `git.publish`); answers once git reported the push done."""
         session = self._known(session_id)
         branch = publish.delivered_branch(session)
+        # the notes first: a remote that verifies pushes (docs/ci/pre-receive)
+        # reads the attestation of the branch's commits from its own notes
+        notes = await asyncio.to_thread(publish.push_notes, Path(session.repo), remote)
         url = await asyncio.to_thread(publish.push_branch, Path(session.repo), remote, branch)
-        return PushResult(session_id=session_id, branch=branch, remote=remote, url=url)
+        return PushResult(
+            session_id=session_id, branch=branch, remote=remote, url=url, attestations=notes
+        )
 
     async def pull_request(self, session_id: str, remote: str = "origin") -> PullRequestResult:
         """Push the delivered branch, then `gh pr create` with the intent as
@@ -684,6 +689,7 @@ class Supervisor:
                 f"opened; push the branch with: {command}",
                 push_command=command,
             )
+        await asyncio.to_thread(publish.push_notes, repo, remote)  # first: see push
         await asyncio.to_thread(publish.push_branch, repo, remote, branch)
         title, body = publish.pr_title(session), publish.pr_body(session, branch)
         url = await asyncio.to_thread(publish.create_pr, repo, gh, branch, title, body)

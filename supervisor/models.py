@@ -477,6 +477,9 @@ class CoderSession(BaseModel):
     result_delivery: str | None = None
     result_scope: str | None = None
     delivery_override: str | None = None
+    # The delivery's attestation, in a sentence: the git note under
+    # refs/notes/corral beside the delivered commit (None: none was written)
+    attestation: str | None = None
     keep_workspace_on_failure: bool = False
     keep_workspace_on_cancel: bool = False
     execution_stopped: bool = False
@@ -733,6 +736,8 @@ class PushResult(BaseModel):
     branch: str
     remote: str
     url: str  # the remote's URL
+    # what happened to the attestations (refs/notes/corral) pushed beside it
+    attestations: str | None = None
 
 
 class PullRequestResult(BaseModel):

@@ -253,13 +253,15 @@ async def run_check(
     untouched: bool = False,
     before: CheckResult | None = None,
     intent: str = "",
+    readable: tuple[Path, ...] = (),
 ) -> CheckResult:
     """Run one check and classify a failure (*fails* or *cannot run*); with
     `runner`, the command runs there (on another host) instead of here.
 
     Where the runner reports per-test outcomes, a test-suite check is judged
     test by test (`per_test`): on the untouched tree (`untouched`), or
-    against that run's result (`before`)."""
+    against that run's result (`before`). `readable`: more paths the
+    confined check may read (the objects a `corral verify` checkout borrows)."""
     timeout = float(check.timeout_secs)
     if timeout_ceiling is not None:
         timeout = min(timeout, timeout_ceiling)
@@ -275,6 +277,8 @@ async def run_check(
     if environment is not None:
         env = environment.apply(env)
         grant = environment.grant
+    if readable:
+        grant = Grant(readable=(*(grant.readable if grant else ()), *readable))
     private = None if runner is not None else Path(tempfile.mkdtemp(prefix="corral-check-"))
     try:
         report_dir = None
@@ -357,6 +361,7 @@ async def run_contract(
     runner: CommandRunner | None = None,
     untouched: bool = False,
     baseline: list[CheckResult] | None = None,
+    readable: tuple[Path, ...] = (),
 ) -> list[CheckResult]:
     """Run every check in order (all of them, even after a failure), inside
     the setup's environment when there is one. `untouched`: this is the
@@ -377,6 +382,7 @@ async def run_contract(
             untouched=untouched,
             before=before.get(check.name),
             intent=contract.description,
+            readable=readable,
         )
         results.append(result)
         if on_result is not None:

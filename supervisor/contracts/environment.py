@@ -271,8 +271,11 @@ class Environments:
         *,
         phase: Literal["baseline", "verification"] = "baseline",
         timeout_ceiling: float | None = None,
+        readable: tuple[Path, ...] = (),
     ) -> SetupRun | None:
-        """Make the contract's environment ready for `worktree` (None: no setup)."""
+        """Make the contract's environment ready for `worktree` (None: no
+        setup). `readable`: more paths the setup may read (the objects a
+        `corral verify` checkout borrows)."""
         from .checks import run_command  # the check runner imports this module
 
         if not contract.setup:
@@ -295,7 +298,7 @@ class Environments:
             await asyncio.to_thread(shutil.rmtree, env_dir, True)  # never reuse a partial one
             env_dir.mkdir(parents=True)
             env = setup_env(env_dir)
-            grant = Grant(writable=(env_dir, *_cache_dirs()))
+            grant = Grant(writable=(env_dir, *_cache_dirs()), readable=readable)
             budget = float(contract.setup_timeout_secs)
             if timeout_ceiling is not None:
                 budget = min(budget, timeout_ceiling)

@@ -26,6 +26,7 @@ import asyncio
 import logging
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..errors import CorralError
 from ..events import (
@@ -49,7 +50,7 @@ from ..git.patches import FilePatch, Selection, build_patch, parse_patch, valida
 from ..git.pins import check_worktree
 from ..git.repo import head_commit, work_outside_tree
 from ..git.result_tree import Change, changes_between, compose, shown
-from ..git.run import MAX_OUTPUT_BYTES, WorktreeMetadataChanged, git
+from ..git.run import MAX_OUTPUT_BYTES, GitError, WorktreeMetadataChanged, git
 from ..git.trees import commit_tree, snapshot_tree, tree_patch
 from ..models import (
     ApproveResult,
@@ -71,6 +72,14 @@ from ..states import (
     short_id,
 )
 from ..workspaces import Workspaces
+from .attestation import (
+    AttestationError,
+    approver,
+    attest,
+    git_config,
+    signing_key,
+    statement_for,
+)
 from .verifier import Verification, Verifier, name_paths
 
 S = CoderState
@@ -378,7 +387,9 @@ class ApprovalGate:
             of=files_counted[1],
             override=override,
         )
-        result = await asyncio.to_thread(commit_tree, repo, chosen_tree, start, message)
+        config = await asyncio.to_thread(git_config, repo)
+        sign = signing_key(config) is not None
+        result = await self._commit(repo, chosen_tree, start, message, sign=sign)
         if partial:
             fault_point("delivery:partial-commit")
         await asyncio.to_thread(git, repo, "update-ref", f"refs/corral/results/{s.id}", result)
@@ -411,9 +422,7 @@ class ApprovalGate:
                 commit = (
                     result
                     if target.base == start and target.tree == chosen_tree
-                    else await asyncio.to_thread(
-                        commit_tree, repo, target.tree, target.base, message
-                    )
+                    else await self._commit(repo, target.tree, target.base, message, sign=sign)
                 )
                 await asyncio.to_thread(create_branch, repo, branch, commit)
                 fault_point("delivery:branch")
@@ -432,6 +441,17 @@ class ApprovalGate:
             reply.branch, reply.commit = branch, commit
             self._registry.emit(live, MergeCompletedData(branch=branch, commit=commit))
         self._registry.emit(live, PlanTextData(text=target.checked_on(verification)))
+        await self._attest(
+            live,
+            config,
+            commit=reply.commit or result,
+            tree=target.tree,
+            results=verification,
+            delivery=delivery,
+            branch=reply.branch,
+            override=override,
+            partial=partial,
+        )
         s.result_scope = "partial" if partial else "full"
         s.delivery_override = override
         self._registry.transition(live, S.MERGED)
@@ -465,6 +485,42 @@ class ApprovalGate:
         else:
             await asyncio.to_thread(self._workspaces.remove, s.worktree, force=True)
         return reply
+
+    async def _commit(self, repo: Path, tree: str, parent: str, message: str, *, sign: bool) -> str:
+        """A delivery commit, signed when the operator's git signs commits."""
+        try:
+            return await asyncio.to_thread(commit_tree, repo, tree, parent, message, sign=sign)
+        except GitError as exc:
+            if not sign:
+                raise
+            raise CorralError(
+                f"signing the delivery commit failed ({exc}); nothing was delivered. Fix "
+                "git's signing setup (user.signingkey, gpg.format, your ssh-agent or "
+                "gpg-agent), or run `git config corral.sign false` to deliver unsigned, then "
+                "approve again"
+            ) from exc
+
+    async def _attest(
+        self, live: LiveSession, config: dict[str, str], *, commit: str, **facts: Any
+    ) -> None:
+        """Write the delivery's attestation (docs/attestation.md) beside its
+        commit. The delivery has landed by now: a note that cannot be written
+        is said, and the delivery stands without one."""
+        s = live.session
+
+        def write() -> str:
+            statement = statement_for(s, commit=commit, approved_by=approver(config), **facts)
+            return attest(Path(s.repo), commit, statement, config)
+
+        try:
+            said = await asyncio.to_thread(write)
+        except (AttestationError, GitError) as exc:
+            s.attestation = None
+            text = f"No attestation was written for {commit[:12]} ({exc}); the delivery stands."
+            self._registry.emit(live, PlanTextData(text=text))
+            return
+        s.attestation = said
+        self._registry.emit(live, PlanTextData(text=said[:1].upper() + said[1:] + "."))
 
     async def _verify_target(
         self, live: LiveSession, target: DeliveryTarget, *, partial: bool, patch: str

@@ -93,6 +93,45 @@ def push_branch(repo: Path, remote: str, branch: str) -> str:
     return url.stdout.strip()
 
 
+NOTES_REF = "refs/notes/corral"  # as git/attestation.py names it
+REMOTE_NOTES = "refs/notes/corral-remote"  # the remote's notes, fetched to merge ours into
+
+
+def push_notes(repo: Path, remote: str) -> str:
+    """Push the attestations (`refs/notes/corral`) beside a pushed branch, so
+    `corral verify` can re-check it from a clone. When the remote's notes
+    moved on (another corral pushed its own), they are fetched and merged
+    first (each note is one commit's; on the same commit ours is kept).
+    Returns the sentence saying what happened: a notes push that fails never
+    fails the branch's push."""
+    has = _run(["git", "-C", str(repo), "rev-parse", "--verify", "--quiet", NOTES_REF], repo, 30)
+    if has.returncode != 0:
+        return "no attestations to push (this repository has no refs/notes/corral)"
+    spec = f"{NOTES_REF}:{NOTES_REF}"
+    proc = _run(["git", "-C", str(repo), "push", remote, spec], repo, PUSH_TIMEOUT_SECS)
+    if proc.returncode == 0:
+        return f"attestations pushed ({NOTES_REF})"
+    fetched = _run(
+        ["git", "-C", str(repo), "fetch", remote, f"+{NOTES_REF}:{REMOTE_NOTES}"],
+        repo,
+        PUSH_TIMEOUT_SECS,
+    )
+    if fetched.returncode != 0:
+        return f"attestations not pushed: {_last_line(proc)}"
+    merged = _run(
+        ["git", "-C", str(repo), "notes", "--ref", NOTES_REF, "merge", "-q", "-s", "ours",
+         REMOTE_NOTES],
+        repo,
+        60,
+    )  # fmt: skip
+    if merged.returncode != 0:
+        return f"attestations not pushed: merging the remote's failed: {_last_line(merged)}"
+    again = _run(["git", "-C", str(repo), "push", remote, spec], repo, PUSH_TIMEOUT_SECS)
+    if again.returncode != 0:
+        return f"attestations not pushed: {_last_line(again)}"
+    return f"attestations pushed ({NOTES_REF}, merged with the remote's)"
+
+
 def pr_title(session: CoderSession) -> str:
     first = session.intent.strip().splitlines()[0] if session.intent.strip() else ""
     return (session.name or first or label(session.id))[:200]
@@ -118,6 +157,11 @@ def pr_body(session: CoderSession, branch: str) -> str:
             )
     commit = (session.result_commit or "")[:12]
     parts.append(f"Delivered by corral as branch `{branch}`" + (f" ({commit})." if commit else "."))
+    if session.attestation and commit:
+        parts.append(
+            f"Attested in `{NOTES_REF}`: `git fetch origin {NOTES_REF}:{NOTES_REF} && "
+            f"corral verify {commit}` re-runs its checks."
+        )
     return "\n\n".join(p for p in parts if p)
 
 

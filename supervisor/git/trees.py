@@ -71,10 +71,15 @@ def tree_patch(cwd: Path, start: str, tree: str) -> str:
     )
 
 
-def commit_tree(repo: Path, tree: str, parent: str, message: str) -> str:
-    """A commit of exactly `tree` on `parent` (no index, no checkout)."""
+def commit_tree(repo: Path, tree: str, parent: str, message: str, *, sign: bool = False) -> str:
+    """A commit of exactly `tree` on `parent` (no index, no checkout);
+    `sign`: signed with the operator's git signing key (`-S`, as git's own
+    `user.signingkey` and `gpg.format` say)."""
     env = identity_env(repo)
-    return git(repo, "commit-tree", tree, "-p", parent, input_text=message, env=env).strip()
+    signed = ["-S"] if sign else []
+    return git(
+        repo, "commit-tree", *signed, tree, "-p", parent, input_text=message, env=env
+    ).strip()
 
 
 def verified_ref(session_id: str) -> str:

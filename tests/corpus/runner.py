@@ -26,7 +26,14 @@ from corral.supervisor.contracts.drafting import DraftingError
 from corral.supervisor.contracts.environment import Environments
 from corral.supervisor.models import CheckResult, OutcomeContract, SetupOutcome
 
-from .session import Edit, SessionResult, agent_scripts, corral_run, passes_on_clean_checkout
+from .session import (
+    Edit,
+    SessionResult,
+    agent_scripts,
+    corral_run,
+    passes_on_clean_checkout,
+    verified_from_fresh_clone,
+)
 
 PROJECTS = Path(__file__).with_name("projects.toml")
 
@@ -266,6 +273,7 @@ class Outcome:
     baseline: list[CheckResult] = field(default_factory=list)
     change: SessionResult | None = None
     reverified: tuple[bool, str] = (False, "not run")
+    attested: tuple[bool, str] = (False, "not run")  # `corral verify` from a fresh clone
     regress: SessionResult | None = None
 
     @property
@@ -337,6 +345,9 @@ async def _sessions(outcome: Outcome, work: Path, home: Path) -> None:
         envs = Environments(home)  # the sessions' own environments, reused
         outcome.reverified = await passes_on_clean_checkout(
             repo, outcome.change.branch, work / f"{project.id}-clean", envs, git
+        )
+        outcome.attested = await asyncio.to_thread(
+            verified_from_fresh_clone, repo, outcome.change.branch, work / f"{project.id}-verify"
         )
     outcome.regress = await asyncio.to_thread(
         corral_run, repo, home, f"Simplify {project.name}", regress

@@ -160,6 +160,38 @@ async def passes_on_clean_checkout(
             git(repo, "worktree", "remove", "--force", str(tree))
 
 
+def verified_from_fresh_clone(repo: Path, branch: str, where: Path) -> tuple[bool, str]:
+    """`corral verify` of the delivered branch's attestation from a fresh
+    clone with its notes fetched, with a state dir that does not exist (a
+    second, state-less run, as on another machine or in CI)."""
+    clone, home = where / "clone", where / "no-state"
+    where.mkdir(parents=True, exist_ok=True)
+    plain = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    for argv, cwd in (
+        (["git", "clone", "-q", str(repo), str(clone)], where),
+        (["git", "fetch", "-q", "origin", "refs/notes/corral:refs/notes/corral"], clone),
+        (["git", "checkout", "-q", "--detach", f"origin/{branch}"], clone),
+    ):
+        subprocess.run(argv, cwd=cwd, env=plain, check=True, capture_output=True, timeout=120)
+    env = dict(os.environ, CORRAL_HOME=str(home), CORRAL_CONFIG=str(where / "none.toml"))
+    env["PYTHONPATH"] = str(ROOT)
+    proc = subprocess.run(
+        [sys.executable, "-m", "corral.tui.cli", "verify", "HEAD", "--json"],
+        cwd=clone, env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_SECS,
+    )  # fmt: skip
+    if home.exists():
+        return False, "corral verify made a state dir"
+    try:
+        report = json.loads(proc.stdout)
+    except ValueError:
+        return False, f"exit {proc.returncode}: {proc.stderr.strip()[-300:]}"
+    commit = report["commits"][0] if report.get("commits") else {}
+    said = "; ".join(
+        commit.get("sentences", []) + [c["sentence"] for c in commit.get("checks", [])]
+    )
+    return proc.returncode == 0 and commit.get("state") == "verified", said[:600]
+
+
 def agent_scripts(where: Path, change: list[Edit], regress: list[Edit]) -> tuple[Path, Path]:
     where.mkdir(parents=True, exist_ok=True)
     return _agent_script(where, "change", change), _agent_script(where, "regress", regress)

@@ -107,6 +107,8 @@ def test_a_correct_change_is_delivered_where_the_corpus_says_it_can_be(
         assert outcome.change.delivered, outcome.delivery()
         # the delivered branch itself, checked out afresh, passes its checks
         assert outcome.reverified[0], outcome.reverified[1]
+        # its attestation re-verified by `corral verify` from a fresh clone, state-less
+        assert outcome.attested[0], outcome.attested[1]
     else:
         assert not outcome.delivered, f"delivers now: update projects.toml ({project.why_not})"
 

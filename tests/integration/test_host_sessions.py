@@ -29,6 +29,7 @@ from corral.supervisor.hosts.configured import Hosts
 from corral.supervisor.hosts.place import HostPlace
 from corral.supervisor.hosts.settings import HostSettings
 from corral.supervisor.models import ContractCheck, EventKind, OutcomeContract
+from corral.supervisor.provenance import Verification
 from corral.supervisor.states import CoderState as S
 from tests.conftest import events_of, eventually, fast_config, git, plan_texts, row_of
 from tests.fakes.sshd import SshServer, sshd_missing, start_sshd
@@ -175,6 +176,9 @@ async def test_a_demo_session_runs_on_the_host_and_its_verified_commit_is_delive
         delivered = sup.get(sid).session.result_commit
         assert delivered is not None
         assert "unicodedata" in git(repo, "show", f"{delivered}:textkit/slug.py")
+        # verified on the host; its attestation re-runs here, without a state dir
+        verdict = await Verification(repo).commit(delivered)
+        assert verdict.state == "verified", verdict.sentences
         with pytest.raises(CorralError):
             await sup.approve(sid)  # nothing is delivered twice
         await eventually(lambda: not remote.exists(), timeout=15)  # delivered: removed there

@@ -106,3 +106,28 @@ async def test_without_gh_nothing_is_pushed_and_the_push_command_is_given(
         f"git -C {repo} push origin refs/heads/{branch}:refs/heads/{branch}"
     )
     assert _remote_head(remote, branch) is None
+
+
+async def test_push_carries_the_attestations_and_merges_the_remotes(
+    make_supervisor: SupervisorFactory, repo: Path, tmp_path: Path
+) -> None:
+    """The note beside the delivered commit travels with the push, so a clone
+    can `corral verify` it; notes another corral pushed first are merged, not lost."""
+    sup = await make_supervisor()
+    remote = _bare(tmp_path, repo)
+    # another machine's attestation on another commit is on the remote already
+    other = tmp_path / "other"
+    git(tmp_path, "clone", "-q", str(remote), str(other))
+    git(other, "commit", "-q", "--allow-empty", "-m", "elsewhere")
+    git(other, "notes", "--ref", "refs/notes/corral", "add", "-m", "theirs", "HEAD")
+    git(other, "push", "-q", "origin", "HEAD:refs/heads/elsewhere", "refs/notes/corral")
+    theirs = git(other, "rev-parse", "HEAD").strip()
+
+    sid, _branch, commit = await _delivered(sup, repo)
+    result = await sup.push(sid)
+    assert (
+        result.attestations == "attestations pushed (refs/notes/corral, merged with the remote's)"
+    )
+    ours = git(remote, "notes", "--ref", "refs/notes/corral", "show", commit)
+    assert '"corral_attestation": 1' in ours
+    assert git(remote, "notes", "--ref", "refs/notes/corral", "show", theirs) == "theirs\n"

@@ -55,7 +55,10 @@ def test_push_and_pr_through_the_owner(site: Path, monkeypatch: pytest.MonkeyPat
         assert out.stderr.count("\n") == 1
         out = corral(site, "push", sid[-8:])
         assert out.returncode == 0, out.stderr
-        assert out.stdout == f"corral push: branch {branch} pushed to origin ({remote})\n"
+        assert out.stdout == (
+            f"corral push: branch {branch} pushed to origin ({remote})\n"
+            "corral push: attestations pushed (refs/notes/corral)\n"
+        )
         assert _remote_head(remote, branch).strip() == commit
 
         out = corral(site, "pr", sid[-8:])

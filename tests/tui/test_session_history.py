@@ -72,3 +72,26 @@ async def test_the_session_header_says_what_each_model_used(tmp_path: Path) -> N
         text = str(header.render())
         assert "drafter-x: 1200 in / 300 out tokens, $0.0042" in text
         assert "local-y: 50 in / 7 out tokens, unpriced" in text
+
+
+@pytest.mark.slow
+async def test_the_session_header_shows_the_deliverys_attestation(tmp_path: Path) -> None:
+    repo = make_repo(tmp_path / "repo")
+    drafted = contract(("hello", "grep -q hi hello.txt"), description="hello.txt says hi")
+    first = scripted_supervisor(tmp_path / "state", drafted, [Write("hello.txt", "hi\n")])
+    await first.open()
+    sid = await start_to_approval(first, "Write hello", repo)
+    delivered = await first.approve(sid)
+    await first.close()
+    assert delivered.commit
+
+    sup = scripted_supervisor(tmp_path / "state", drafted)
+    app = CorralApp(sup, default_repo=repo)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await until(pilot, "the stored row", lambda: bool(sup.list()))
+        screen = await open_from_board(app, pilot, "enter")
+        header = screen.query_one("#session-header", Static)
+        await until(pilot, "the header", lambda: "attested on" in str(header.render()))
+        text = str(header.render())
+        assert f"attested on {delivered.commit[:12]} in refs/notes/corral" in text
+        assert "1 of 1 checks passing, unsigned" in text

@@ -83,6 +83,8 @@ def get(name: str, *, as_json: bool) -> int:
             print(f"  question: {detail['question_prompt']}")
         if session.get("result_branch"):
             print(f"  result: {session['result_branch']} {session.get('result_commit') or ''}")
+        if session.get("attestation"):
+            print(f"  attestation: {session['attestation']}")
         if session.get("error"):
             print(f"  error:  {session['error']}")
         return 0
@@ -101,6 +103,14 @@ def get(name: str, *, as_json: bool) -> int:
         print(f"  host:   {row.host}")
     if row.dormant:
         print("  dormant: its agent stopped and can be revived (corral revive)")
+    if row.result_commit:
+        from corral.supervisor.provenance import note_summary
+
+        attested = note_summary(Path(row.repo), row.result_commit)
+        if row.result_branch:
+            print(f"  result: {row.result_branch} {row.result_commit}")
+        if attested:
+            print(f"  attestation: {attested}")
     return 0
 
 
@@ -316,6 +326,8 @@ def publish(args: argparse.Namespace) -> int:
         print(
             f"corral push: branch {result['branch']} pushed to {result['remote']} ({result['url']})"
         )
+        if result.get("attestations"):
+            print(f"corral push: {result['attestations']}")
         return 0
     if not result["opened"]:
         print(

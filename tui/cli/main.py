@@ -151,6 +151,14 @@ def _run(args: argparse.Namespace) -> int:
         from .adopt import run_adopt, run_release
 
         return run_adopt(args) if args.command == "adopt" else run_release(args)
+    if args.command == "verify":
+        from .verify import run_verify
+
+        return run_verify(args)
+    if args.command == "log":
+        from .log import run_log
+
+        return run_log(args)
     if args.command == "msg":
         from .msg import send
 
@@ -328,6 +336,12 @@ def build_parser() -> argparse.ArgumentParser:
     from .adopt import add_parsers as add_adopt_parsers
 
     add_adopt_parsers(sub)
+    from .verify import add_parser as add_verify_parser
+
+    add_verify_parser(sub)
+    from .log import add_parser as add_log_parser
+
+    add_log_parser(sub)
     run.add_argument(
         "--on-question",
         choices=["ask", "approve", "deny"],

@@ -309,6 +309,7 @@ async def _drive(
             "state": session.state.value,
             "result_branch": session.result_branch,
             "result_commit": session.result_commit,
+            "attestation": session.attestation,
             "error": session.error,
             "exit_code": code,
         }
@@ -321,6 +322,8 @@ async def _drive(
                 + (f" ({session.error})" if session.error else ""),
                 flush=True,
             )
+            if session.attestation:
+                print(f"corral run: {session.attestation}", flush=True)
         return code
     finally:
         if pump is not None:

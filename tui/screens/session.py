@@ -392,6 +392,8 @@ class SessionScreen(Screen[None]):
             + f"  ·  base {(s.base or s.start_commit or '—')[:12]}"
             f"{'  ·  branch ' + escape(s.result_branch) if s.result_branch else ''}",
         ]
+        if s.attestation:  # the delivery's note beside its commit (corral verify re-runs it)
+            lines.append(escape(s.attestation))
         use = s.model_use_lines()  # drafting, revisions, the built-in engine
         if use:
             lines.append(escape("models: " + "; ".join(use)))
