@@ -153,6 +153,8 @@ class Supervisor:
                 state_dir=self.state_dir,
                 shell_network=sandbox.shell_network,
                 agents=sandbox.agents,
+                network=sandbox.network,
+                network_allow=tuple(sandbox.network_allow),
             )
         )
         if registry is None:

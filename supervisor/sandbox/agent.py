@@ -24,6 +24,14 @@ from pathlib import Path
 
 from .allowlist import corral_runtime
 from .argv import confined_argv, confined_env
+from .network import (
+    HOST,
+    PROXY_SOCKET_NAME,
+    NetworkAllow,
+    agent_allow,
+    proxy_env,
+    relay_argv,
+)
 from .policy import Grant, SandboxPolicy
 from .status import sandbox_status
 
@@ -37,6 +45,18 @@ class AgentLaunch:
     env: dict[str, str]
     confined: bool
     account: str  # one line for the session's event log
+    # in its own network namespace: what it may reach, and the unix socket
+    # corral's proxy must serve for it (`netproxy.AllowListProxy.serve`)
+    # before it starts; None: the host's network (unconfined, or `network = "host"`)
+    network: NetworkAllow | None = None
+    proxy_socket: Path | None = None
+
+
+def reach(allow: NetworkAllow | None) -> str:
+    """What an agent may reach on the network, in a few words."""
+    if allow is None:
+        return "the host's (its loopback services and abstract sockets too)"
+    return f"only {allow.describe()}, through corral's proxy"
 
 
 def hook_runtime(python: str) -> tuple[Path, ...]:
@@ -116,10 +136,15 @@ def launch_agent(
     agent_socket_dir: Path | None = None,
     inside: Callable[[list[str]], list[str]] | None = None,
     env_files: Sequence[str] = (),
+    agent: str = "",
 ) -> AgentLaunch:
     """`argv` as the pane runs it: inside bwrap when this agent is to be
     confined and a sandbox can run here (`inside` adapts the command line
-    to that: `AgentProfile.inside_sandbox`), else under the pane keeper."""
+    to that: `AgentProfile.inside_sandbox`), else under the pane keeper.
+    Confined, it has its own network namespace and reaches only what
+    `network.agent_allow` lists for `agent` (its profile's name), through
+    the proxy corral serves on `<agent_socket_dir>/net.sock` — unless the
+    operator chose `[sandbox] network = "host"`, or no socket dir is given."""
     kept = kept_argv(argv, python)
     if not policy.confines_agent(choice):
         if not policy.enabled:
@@ -157,13 +182,22 @@ def launch_agent(
         terminal=True,
         programs=_programs(argv, cwd, env),
     )
-    wrapped = confined_argv(argv, cwd, policy, env, network=True, bwrap=status.bwrap, grant=grant)
+    inner_env = confined_env(env)
+    allow: NetworkAllow | None = None
+    proxy_socket: Path | None = None
+    if policy.network != HOST and agent_socket_dir is not None:
+        allow = agent_allow(agent, env, policy.network_allow, names=env_files)
+        proxy_socket = agent_socket_dir / PROXY_SOCKET_NAME
+        argv = relay_argv(python, proxy_socket, allow, list(argv))
+        inner_env.update(proxy_env(allow))
+    wrapped = confined_argv(
+        argv, cwd, policy, env, network=allow is None, bwrap=status.bwrap, grant=grant
+    )
     home = env.get("HOME", "")
     own = [_short(p, home) for p in (*own_dirs, *own_files) if p.exists()]
     writes = ", ".join(["its worktree", *own])
-    return AgentLaunch(
-        wrapped,
-        confined_env(env),
-        True,
-        f"confined (bubblewrap): writes {writes}; network on",
-    )
+    net = "network: " + reach(allow)
+    if allow is None:
+        net += ' ([sandbox] network = "host")'
+    account = f"confined (bubblewrap): writes {writes}; {net}"
+    return AgentLaunch(wrapped, inner_env, True, account, allow, proxy_socket)
