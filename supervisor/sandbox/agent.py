@@ -199,5 +199,5 @@ def launch_agent(
     net = "network: " + reach(allow)
     if allow is None:
         net += ' ([sandbox] network = "host")'
-    account = f"confined (bubblewrap): writes {writes}; {net}"
+    account = f"confined (bubblewrap); {net}; writes {writes}"  # the network first: it is clipped
     return AgentLaunch(wrapped, inner_env, True, account, allow, proxy_socket)

@@ -112,7 +112,10 @@ def parse_entry(raw: str) -> AllowEntry:
             url_port = parts.port or (443 if parts.scheme == "https" else 80)
         except ValueError as exc:
             raise BadAllowEntry(f"{raw!r}: {exc}") from exc
-        return AllowEntry(normal_host(parts.hostname), url_port)
+        text = normal_host(parts.hostname) + f":{url_port}"
+        if ":" in normal_host(parts.hostname):
+            text = f"[{normal_host(parts.hostname)}]:{url_port}"
+        return parse_entry(text)  # the same rules for the host as a bare entry
     host = text
     port: int | None = None
     if text.startswith("["):

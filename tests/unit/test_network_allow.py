@@ -1,0 +1,186 @@
+"""The allow-list a confined agent's network goes through, and corral's proxy
+itself (real sockets, no sandbox): what an entry allows, where an agent's
+endpoints come from, and the proxy's refusals — a host off the list, a
+second request on a kept-alive connection aimed at another host, a head
+that never ends, a loop of refused attempts flooding the log."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import socket
+import tempfile
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from corral.supervisor.sandbox.netproxy import REPEAT_SECS, AllowListProxy
+from corral.supervisor.sandbox.network import (
+    RELAY_PORT,
+    BadAllowEntry,
+    NetworkAllow,
+    agent_allow,
+    parse_entry,
+    proxy_env,
+    relay_argv,
+)
+
+
+@pytest.mark.parametrize(
+    ("entry", "host", "port", "allowed"),
+    [
+        ("pypi.org", "pypi.org", 443, True),
+        ("pypi.org", "PyPI.org.", 80, True),  # case and a trailing dot do not matter
+        ("pypi.org", "pypi.org", 22, False),  # a bare host is 443 and 80 only
+        ("pypi.org", "evil.pypi.org", 443, False),
+        ("*.npmjs.org", "registry.npmjs.org", 443, True),
+        ("*.npmjs.org", "npmjs.org", 443, False),
+        ("*.npmjs.org", "evilnpmjs.org", 443, False),
+        ("127.0.0.1:8080", "127.0.0.1", 8080, True),
+        ("127.0.0.1:8080", "127.0.0.1", 8081, False),
+        ("127.0.0.1:8080", "localhost", 8080, False),  # another spelling is another entry
+        ("[::1]:8080", "::1", 8080, True),
+        ("http://127.0.0.1:9/v1", "127.0.0.1", 9, True),
+        ("https://api.example.com/v1", "api.example.com", 443, True),
+    ],
+)
+def test_an_entry_allows_exactly_its_host_and_ports(
+    entry: str, host: str, port: int, allowed: bool
+) -> None:
+    assert NetworkAllow.of([entry]).permits(host, port) is allowed
+
+
+@pytest.mark.parametrize("bad", ["pypi org", "host:port", "[::1", "ftp://x", "a:99999", "\x1b]2;x"])
+def test_a_bad_entry_says_what_to_write(bad: str) -> None:
+    with pytest.raises(BadAllowEntry):
+        parse_entry(bad)
+
+
+def test_an_agents_endpoints_come_from_its_own_variables_only() -> None:
+    env = {
+        "ANTHROPIC_BASE_URL": "http://127.0.0.1:4001",
+        "JENKINS_URL": "http://127.0.0.1:8080",  # the operator's, not the agent's
+        "HTTPS_PROXY": "http://127.0.0.1:3128",  # corral sets those
+        "OPENCODE_CONFIG_CONTENT": '{"provider":{"x":{"options":{"baseURL":"http://127.0.0.1:4002/v1"}}}}',
+    }
+    allow = agent_allow("claude", env, ["pypi.org"], names=["ANTHROPIC_*", "OPENCODE_*"])
+    assert allow.texts()[:2] == ["127.0.0.1:4001", "127.0.0.1:4002"]
+    assert "api.anthropic.com" in allow.texts() and allow.texts()[-1] == "pypi.org"
+    assert not allow.permits("127.0.0.1", 8080)
+    assert not allow.permits("127.0.0.1", 3128)
+    assert allow.loopback() == [("127.0.0.1", 4001), ("127.0.0.1", 4002)]
+
+
+def test_codex_providers_base_urls_are_its_endpoints(tmp_path: Path) -> None:
+    (tmp_path / "config.toml").write_text(
+        '[model_providers.fake]\nbase_url = "http://127.0.0.1:4010/v1"\n'
+    )
+    allow = agent_allow("codex", {"CODEX_HOME": str(tmp_path)}, names=["CODEX_HOME"])
+    assert allow.permits("127.0.0.1", 4010) and allow.permits("api.openai.com", 443)
+
+
+def test_the_relay_port_never_takes_an_allowed_loopback_port() -> None:
+    allow = NetworkAllow.of([f"127.0.0.1:{RELAY_PORT}", f"localhost:{RELAY_PORT + 1}"])
+    argv = relay_argv("python", Path("/s/net.sock"), allow, ["agent"])
+    assert argv[argv.index("--proxy-port") + 1] == str(RELAY_PORT + 2)
+    assert proxy_env(allow)["HTTPS_PROXY"] == f"http://127.0.0.1:{RELAY_PORT + 2}"
+    assert proxy_env(allow)["NO_PROXY"] == ""
+    assert argv[-2:] == ["--", "agent"]
+
+
+# -- the proxy ---------------------------------------------------------------------------
+
+
+class Upstream:
+    """A loopback HTTP server that records each request head it gets."""
+
+    def __init__(self) -> None:
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        self.heads: list[bytes] = []
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            with conn:
+                data = b""
+                while b"\r\n\r\n" not in data:
+                    chunk = conn.recv(65536)
+                    if not chunk:
+                        break
+                    data += chunk
+                self.heads.append(data)
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+@pytest.fixture
+def short_dir() -> Iterator[Path]:
+    made = Path(tempfile.mkdtemp(prefix="np-", dir="/tmp"))
+    try:
+        yield made
+    finally:
+        shutil.rmtree(made, ignore_errors=True)
+
+
+async def ask(path: Path, raw: bytes) -> bytes:
+    reader, writer = await asyncio.open_unix_connection(str(path))
+    writer.write(raw)
+    await writer.drain()
+    try:
+        return await asyncio.wait_for(reader.read(), 10)
+    finally:
+        writer.close()
+
+
+async def test_a_kept_alive_connection_cannot_reach_another_host(short_dir: Path) -> None:
+    up = Upstream()
+    proxy = AllowListProxy()
+    blocked: list[tuple[str, str]] = []
+    path = short_dir / "net.sock"
+    await proxy.serve(
+        "s1", path, NetworkAllow.of([f"127.0.0.1:{up.port}"]), lambda *b: blocked.append(b)
+    )
+    try:
+        first = (
+            f"GET http://127.0.0.1:{up.port}/a HTTP/1.1\r\nHost: 127.0.0.1:{up.port}\r\n"
+            "Proxy-Connection: keep-alive\r\nProxy-Authorization: Basic c2VjcmV0\r\n\r\n"
+        )
+        second = "GET http://169.254.169.254/latest/ HTTP/1.1\r\nHost: 169.254.169.254\r\n\r\n"
+        answer = await ask(path, (first + second).encode())
+    finally:
+        proxy.close_all()
+        up.close()
+    assert answer.startswith(b"HTTP/1.1 200 OK")
+    head = up.heads[0]
+    assert head.startswith(b"GET /a HTTP/1.1\r\n")  # origin form upstream
+    assert b"Connection: close" in head and b"Proxy-" not in head
+    # the second request went, if anywhere, to the allowed host: never to the other
+    assert all(b"169.254" not in h.split(b"\r\n", 1)[0] for h in up.heads)
+
+
+async def test_refusals_are_recorded_once_per_target_per_minute(short_dir: Path) -> None:
+    proxy = AllowListProxy()
+    blocked: list[tuple[str, str]] = []
+    path = short_dir / "net.sock"
+    await proxy.serve("s1", path, NetworkAllow.of(["pypi.org"]), lambda *b: blocked.append(b))
+    try:
+        answers = [await ask(path, b"CONNECT evil.example:443 HTTP/1.1\r\n\r\n") for _ in range(5)]
+        answers.append(await ask(path, b"CONNECT pypi.org:22 HTTP/1.1\r\n\r\n"))
+        answers.append(await ask(path, b"GET https://evil.example/ HTTP/1.1\r\n\r\n"))
+        answers.append(await ask(path, b"X" * 70000))  # a head that never ends
+    finally:
+        proxy.close_all()
+    assert all(a.startswith(b"HTTP/1.1 403") for a in answers[:6]), answers
+    assert answers[6].startswith(b"HTTP/1.1 400")
+    assert answers[7] == b""
+    assert [w for w, _ in blocked] == ["connect evil.example:443", "connect pypi.org:22"]
+    assert REPEAT_SECS >= 60
