@@ -257,6 +257,15 @@ def _network_words() -> str:
     return "network by allow-list"
 
 
+def _state_dir() -> Path | None:
+    from .paths import default_state_dir
+
+    try:
+        return default_state_dir()
+    except CorralError:
+        return None
+
+
 def agent_reach() -> tuple[tuple[str, str], ...]:
     """What each agent CLI may reach when it runs confined, from this
     environment and config as its launch would read them."""
@@ -276,7 +285,14 @@ def agent_reach() -> tuple[tuple[str, str], ...]:
         profile = profile_for(name)
         allow = None
         if sandbox.network != HOST:
-            allow = agent_allow(name, os.environ, sandbox.network_allow, names=profile.env_allow)
+            allow = agent_allow(
+                name,
+                os.environ,
+                sandbox.network_allow,
+                names=profile.env_allow,
+                state_dir=_state_dir(),
+                record_first=False,
+            )
         out.append((name, reach(allow)))
     return tuple(out)
 

@@ -186,7 +186,9 @@ def launch_agent(
     allow: NetworkAllow | None = None
     proxy_socket: Path | None = None
     if policy.network != HOST and agent_socket_dir is not None:
-        allow = agent_allow(agent, env, policy.network_allow, names=env_files)
+        allow = agent_allow(
+            agent, env, policy.network_allow, names=env_files, state_dir=policy.state_dir
+        )
         proxy_socket = agent_socket_dir / PROXY_SOCKET_NAME
         argv = relay_argv(python, proxy_socket, allow, list(argv))
         inner_env.update(proxy_env(allow))

@@ -7,10 +7,13 @@ Its one way out is corral's allow-list proxy (`netproxy`), reached through a
 relay inside the sandbox (`netrelay`). The list holds:
 
 - the agent's model provider endpoints: its profile's known API hosts
-  (`DEFAULT_HOSTS`), every endpoint URL its environment names (a variable
-  named like an endpoint: `ANTHROPIC_BASE_URL`, `OPENAI_API_BASE`,
-  `OLLAMA_HOST`, …, or an `http(s)://` URL inside a `*_CONFIG_CONTENT`
-  document) and the `base_url`s of Codex's own `config.toml` providers;
+  (`DEFAULT_HOSTS`), every endpoint URL its environment names (among the
+  variables its profile reads, one named like an endpoint:
+  `ANTHROPIC_BASE_URL`, `OPENAI_API_BASE`, `OLLAMA_HOST`, …, or an
+  `http(s)://` URL inside a `*_CONFIG_CONTENT` document) and the providers'
+  base URLs in its own config files (Codex's `config.toml`, OpenCode's
+  `opencode.json`) as corral first read them (`pinned`: the agent can write
+  those files, so what it adds there later widens nothing);
 - the operator's `[sandbox] network_allow` entries (package registries, a
   local model server): `host` (ports 443 and 80), `host:port`,
   `*.example.com` (any subdomain), `[::1]:8080`, or a URL.
@@ -26,6 +29,7 @@ from __future__ import annotations
 
 import fnmatch
 import ipaddress
+import json
 import os
 import re
 import tomllib
@@ -217,12 +221,19 @@ def env_endpoints(env: Mapping[str, str], names: Iterable[str] | None = None) ->
     return out
 
 
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return ""
+
+
 def codex_endpoints(env: Mapping[str, str]) -> list[str]:
     """`base_url` of every model provider in Codex's `config.toml`."""
     home = env.get("CODEX_HOME") or os.path.join(env.get("HOME", "~"), ".codex")
     try:
-        data = tomllib.loads(Path(home).expanduser().joinpath("config.toml").read_text("utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        data = tomllib.loads(_read(Path(home).expanduser() / "config.toml"))
+    except tomllib.TOMLDecodeError:
         return []
     providers = data.get("model_providers")
     out: list[str] = []
@@ -233,18 +244,72 @@ def codex_endpoints(env: Mapping[str, str]) -> list[str]:
     return out
 
 
+BASE_URL_KEY = re.compile(r'"(?:baseURL|base_url|baseUrl)"\s*:\s*"([^"]+)"')
+
+
+def opencode_endpoints(env: Mapping[str, str]) -> list[str]:
+    """Providers' `baseURL` in OpenCode's config files (`$OPENCODE_CONFIG`,
+    `$OPENCODE_CONFIG_DIR` and its XDG config dir; never the worktree's)."""
+    home = Path(env.get("HOME") or os.path.expanduser("~"))
+    config_home = Path(env.get("XDG_CONFIG_HOME") or home / ".config") / "opencode"
+    files = [Path(env["OPENCODE_CONFIG"])] if env.get("OPENCODE_CONFIG") else []
+    for folder in (Path(env["OPENCODE_CONFIG_DIR"]),) if env.get("OPENCODE_CONFIG_DIR") else ():
+        files += [folder / "opencode.json", folder / "opencode.jsonc"]
+    files += [config_home / "opencode.json", config_home / "opencode.jsonc"]
+    return [url for path in files for url in BASE_URL_KEY.findall(_read(path.expanduser()))]
+
+
+CONFIG_ENDPOINTS = {"codex": codex_endpoints, "opencode": opencode_endpoints}
+
+
+def pinned(
+    state_dir: Path | None, agent: str, found: list[str], *, record_first: bool = True
+) -> list[str]:
+    """The endpoints of an agent's own config files as corral first read
+    them. Those files are the agent's to write (they sit in its writable
+    config dir): an endpoint it adds there later must not widen its own
+    list, so what corral read first is kept under its state dir (hidden
+    from every sandbox) and used from then on; a new one needs
+    `[sandbox] network_allow`."""
+    if state_dir is None:
+        return found
+    record = state_dir / "network" / f"{agent or 'agent'}-config-endpoints.json"
+    try:
+        kept = json.loads(record.read_text(encoding="utf-8"))["endpoints"]
+        if isinstance(kept, list):
+            return [str(url) for url in kept]
+    except FileNotFoundError:
+        pass
+    except (OSError, ValueError, KeyError, TypeError):
+        return []  # a record corral cannot read trusts nothing new
+    if not record_first:
+        return found
+    try:
+        record.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        temp = record.with_name(record.name + ".tmp")
+        temp.write_text(json.dumps({"endpoints": found}), encoding="utf-8")
+        os.replace(temp, record)
+    except OSError:
+        return []
+    return found
+
+
 def agent_allow(
     agent: str,
     env: Mapping[str, str],
     extra: Iterable[str] = (),
     names: Iterable[str] | None = None,
+    state_dir: Path | None = None,
+    record_first: bool = True,
 ) -> NetworkAllow:
     """What the agent named `agent` (a profile name) may reach: its
-    endpoints (`names`: the variables its profile reads), its known hosts
-    and `extra` (the operator's `network_allow`)."""
+    endpoints (`names`: the variables its profile reads; its own config
+    files' providers, `pinned` under `state_dir`), its known hosts and
+    `extra` (the operator's `network_allow`)."""
     raws: list[str] = [*env_endpoints(env, names)]
-    if agent == "codex":
-        raws += codex_endpoints(env)
+    if agent in CONFIG_ENDPOINTS:
+        found = CONFIG_ENDPOINTS[agent](env)
+        raws += pinned(state_dir, agent, found, record_first=record_first)
     raws += DEFAULT_HOSTS.get(agent, ())
     raws += list(extra)
     return NetworkAllow.of(raws)

@@ -184,3 +184,29 @@ async def test_refusals_are_recorded_once_per_target_per_minute(short_dir: Path)
     assert answers[7] == b""
     assert [w for w, _ in blocked] == ["connect evil.example:443", "connect pypi.org:22"]
     assert REPEAT_SECS >= 60
+
+
+def test_an_endpoint_the_agent_adds_to_its_own_config_widens_nothing(tmp_path: Path) -> None:
+    """Codex's config.toml is in its writable CODEX_HOME: a provider it adds
+    there (a database on the host's loopback) must not reach its next list."""
+    home, state = tmp_path / "codex", tmp_path / "state"
+    home.mkdir()
+    config = home / "config.toml"
+    config.write_text('[model_providers.fake]\nbase_url = "http://127.0.0.1:4010/v1"\n')
+    env = {"CODEX_HOME": str(home)}
+    first = agent_allow("codex", env, names=["CODEX_HOME"], state_dir=state)
+    assert first.permits("127.0.0.1", 4010)
+    config.write_text(
+        config.read_text() + '[model_providers.evil]\nbase_url = "http://127.0.0.1:5432"\n'
+    )
+    later = agent_allow("codex", env, names=["CODEX_HOME"], state_dir=state)
+    assert later.permits("127.0.0.1", 4010) and not later.permits("127.0.0.1", 5432)
+    widened = agent_allow("codex", env, ["127.0.0.1:5432"], names=["CODEX_HOME"], state_dir=state)
+    assert widened.permits("127.0.0.1", 5432)  # the operator's network_allow does
+
+
+def test_opencode_providers_come_from_its_config_file(tmp_path: Path) -> None:
+    config = tmp_path / "opencode.json"
+    config.write_text('{"provider": {"x": {"options": {"baseURL": "http://127.0.0.1:4020/v1"}}}}')
+    allow = agent_allow("opencode", {"OPENCODE_CONFIG": str(config), "HOME": str(tmp_path)})
+    assert allow.permits("127.0.0.1", 4020) and allow.permits("models.dev", 443)
