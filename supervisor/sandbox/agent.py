@@ -143,8 +143,8 @@ def launch_agent(
     to that: `AgentProfile.inside_sandbox`), else under the pane keeper.
     Confined, it has its own network namespace and reaches only what
     `network.agent_allow` lists for `agent` (its profile's name), through
-    the proxy corral serves on `<agent_socket_dir>/net.sock` — unless the
-    operator chose `[sandbox] network = "host"`, or no socket dir is given."""
+    the proxy corral serves on `<agent_socket_dir>/net.sock` (no socket
+    dir: nothing at all) — unless the operator chose `[sandbox] network = "host"`."""
     kept = kept_argv(argv, python)
     if not policy.confines_agent(choice):
         if not policy.enabled:
@@ -185,7 +185,9 @@ def launch_agent(
     inner_env = confined_env(env)
     allow: NetworkAllow | None = None
     proxy_socket: Path | None = None
-    if policy.network != HOST and agent_socket_dir is not None:
+    if policy.network != HOST and agent_socket_dir is None:
+        allow = NetworkAllow()  # no socket for a proxy: its own namespace, and nothing out
+    elif policy.network != HOST and agent_socket_dir is not None:
         allow = agent_allow(
             agent, env, policy.network_allow, names=env_files, state_dir=policy.state_dir
         )

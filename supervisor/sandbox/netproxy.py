@@ -63,6 +63,7 @@ class _Session:
     server: asyncio.AbstractServer
     path: Path
     said: dict[str, float] = field(default_factory=dict)
+    live: set[asyncio.StreamWriter] = field(default_factory=set)  # both ends of each connection
 
     def blocked(self, target: str, why: str) -> None:
         now = time.monotonic()
@@ -191,6 +192,9 @@ class AllowListProxy:
         if session is None:
             return
         session.server.close()
+        for writer in list(session.live):  # its connections in flight end with it
+            writer.transport.abort()
+        session.live.clear()
         with contextlib.suppress(FileNotFoundError):
             session.path.unlink()
 
@@ -201,6 +205,7 @@ class AllowListProxy:
     async def _handle(
         self, session: _Session, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     ) -> None:
+        session.live.add(writer)
         try:
             try:
                 head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), HEAD_TIMEOUT)
@@ -222,6 +227,7 @@ class AllowListProxy:
         except (ConnectionError, OSError):
             pass
         finally:
+            session.live.discard(writer)
             writer.close()
 
     async def _forward(
@@ -261,11 +267,15 @@ class AllowListProxy:
         if sock is not None:
             with contextlib.suppress(OSError):
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        if method == b"CONNECT":
-            writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
-        else:
-            up_writer.write(send)
-        await splice(reader, writer, up_reader, up_writer)
+        session.live.add(up_writer)
+        try:
+            if method == b"CONNECT":
+                writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
+            else:
+                up_writer.write(send)
+            await splice(reader, writer, up_reader, up_writer)
+        finally:
+            session.live.discard(up_writer)
 
 
 ALLOW_FILE = "net-allow.json"  # beside the socket: what a later owner serves it with

@@ -22,15 +22,21 @@ agent in its own process, so the agent's exit ends the sandbox, and the
 kernel ends the relay with its pid namespace.
 """
 
-import asyncio
+from __future__ import annotations
+
+import _socket  # not `socket`: its enums cost more than the rest of the start
 import os
-import socket
 import sys
-from collections.abc import Awaitable, Callable
+
+# asyncio and socket are imported by the relay once forked: the agent's start
+# never waits for them (they cost several times the interpreter's own start)
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import asyncio
+    import socket
+    from collections.abc import Awaitable, Callable
 
 CHUNK = 256 * 1024
-Reader = asyncio.StreamReader
-Writer = asyncio.StreamWriter
 HEAD_LIMIT = 64 * 1024
 
 
@@ -58,18 +64,22 @@ def parse(args: list[str]) -> tuple[str | None, int | None, list[tuple[str, int]
     raise SystemExit("netrelay: usage: --socket S --proxy-port P [--forward h:p]… -- argv…")
 
 
-def listener(host: str, port: int) -> socket.socket:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
-    sock.listen(128)
+def listener(host: str, port: int) -> _socket.socket:
+    family = _socket.AF_INET6 if ":" in host else _socket.AF_INET
+    sock = _socket.socket(family, _socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(_socket.SOL_SOCKET, _socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(128)
+    except OSError:
+        sock.close()
+        raise
     return sock
 
 
 def bind_all(
     port: int, forwards: list[tuple[str, int]]
-) -> tuple[socket.socket, list[tuple[socket.socket, str]]]:
+) -> tuple[_socket.socket, list[tuple[_socket.socket, str]]]:
     """(proxy listener, [(listener, 'host:port' to CONNECT)]); a loopback
     address this namespace lacks (no IPv6) is skipped."""
     proxy = listener("127.0.0.1", port)
@@ -159,24 +169,40 @@ async def as_forward(
         up_writer.close()
 
 
-async def serve(path: str, proxy: socket.socket, forwards: list[tuple[socket.socket, str]]) -> None:
-    def forwarding(target: str) -> Callable[[Reader, Writer], Awaitable[None]]:
+async def serve(
+    path: str, proxy: _socket.socket, forwards: list[tuple[_socket.socket, str]]
+) -> None:
+    def forwarding(
+        target: str,
+    ) -> Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]:
         return lambda r, w: as_forward(path, target, r, w)
 
-    servers = [await asyncio.start_server(lambda r, w: as_proxy(path, r, w), sock=proxy)]
+    def wrapped(raw: _socket.socket) -> socket.socket:
+        return socket.socket(raw.family, raw.type, fileno=raw.detach())
+
+    proxying = await asyncio.start_server(
+        lambda r, w: as_proxy(path, r, w), sock=wrapped(proxy), limit=CHUNK
+    )
+    servers = [proxying]
     for sock, target in forwards:
-        servers.append(await asyncio.start_server(forwarding(target), sock=sock, limit=CHUNK))
+        servers.append(
+            await asyncio.start_server(forwarding(target), sock=wrapped(sock), limit=CHUNK)
+        )
     await asyncio.Event().wait()
 
 
 def detach_and_serve(
-    path: str, proxy: socket.socket, forwards: list[tuple[socket.socket, str]]
+    path: str, proxy: _socket.socket, forwards: list[tuple[_socket.socket, str]]
 ) -> None:
     """In the grandchild: no terminal, stdio on /dev/null, serve forever."""
+    global asyncio, socket
     os.setsid()
     null = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(null, fd)
+    import asyncio
+    import socket
+
     try:
         asyncio.run(serve(path, proxy, forwards))
     finally:
