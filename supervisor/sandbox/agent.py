@@ -1,7 +1,8 @@
 """An external agent's pane command: confined unless the operator opted out.
 
 The agent gets the same policy as checks plus what it cannot work without:
-the network (it talks to its model), its terminal (it is interactive), its own
+the network by allow-list (its model and what the operator allows, through
+corral's proxy: `network`), its terminal (it is interactive), its own
 config and credential paths (listed by its profile, created when a directory
 is missing so the agent can write there; HOME is a private tmpfs so a config
 file rewritten by temp file and rename still lands, see `Grant`), git's own
