@@ -23,18 +23,21 @@ trailing dot), never an address it resolves to.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import json
 import logging
 import os
 import socket
 import time
+import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import unquote, urlsplit
 
 from ..events import BLOCKED_BY_POLICY, BlockedData, EventData
-from .network import NetworkAllow, normal_host
+from .network import NetworkAllow, is_loopback, normal_host
 
 log = logging.getLogger(__name__)
 
@@ -100,7 +103,8 @@ def show(host: str, port: int) -> str:
 
 def _origin_form(head: bytes) -> tuple[str, int, bytes]:
     """A plain-HTTP absolute-form request head -> (host, port, the head to send
-    upstream: origin form, hop-by-hop headers dropped, `Connection: close`)."""
+    upstream: origin form, hop-by-hop headers dropped, `Connection: close`;
+    a proxy of the operator's gets it back in absolute form: `absolute`)."""
     lines = head.split(b"\r\n")
     method, target, version = lines[0].split(b" ", 2)
     url = target.decode("ascii", "strict")
@@ -117,6 +121,85 @@ def _origin_form(head: bytes) -> tuple[str, int, bytes]:
     ]
     first = b" ".join([method, ("/" + path if slash else "/").encode("ascii"), version])
     return host, port, b"\r\n".join([first, *kept, b"Connection: close", b"", b""])
+
+
+def absolute(head: bytes, where: str, authorization: bytes = b"") -> bytes:
+    """An origin-form head (from `_origin_form`) in absolute form for
+    `where`, for the operator's proxy (with its `Proxy-Authorization` line)."""
+    first, _, rest = head.partition(b"\r\n")
+    method, path, version = first.split(b" ", 2)
+    line = b" ".join([method, b"http://" + where.encode("ascii") + path, version])
+    return line + b"\r\n" + authorization + rest
+
+
+@dataclass(frozen=True)
+class Upstream:
+    """The operator's own proxy (corral's environment: `HTTPS_PROXY`,
+    `HTTP_PROXY`, `ALL_PROXY`, `NO_PROXY`): where the allow-list proxy sends
+    what it allows, so agents behind a company proxy keep working. Only
+    `http://` proxies; credentials in its URL go as `Proxy-Authorization`
+    from here (the agent never sees them)."""
+
+    host: str
+    port: int
+    authorization: bytes = b""  # a `Proxy-Authorization: …\r\n` line, or nothing
+
+    @classmethod
+    def parse(cls, url: str) -> Upstream | None:
+        parts = urlsplit(url if "://" in url else "http://" + url)
+        if parts.scheme != "http" or not parts.hostname:
+            return None
+        try:
+            port = parts.port or 80
+        except ValueError:
+            return None
+        auth = b""
+        if parts.username is not None:
+            pair = f"{unquote(parts.username)}:{unquote(parts.password or '')}".encode()
+            auth = b"Proxy-Authorization: Basic " + base64.b64encode(pair) + b"\r\n"
+        return cls(parts.hostname, port, auth)
+
+
+@dataclass(frozen=True)
+class Upstreams:
+    https: Upstream | None = None  # for CONNECT
+    http: Upstream | None = None  # for plain http://
+    proxies: dict[str, str] = field(default_factory=dict)  # as urllib read them (NO_PROXY)
+
+    @classmethod
+    def from_environment(cls) -> Upstreams:
+        proxies = urllib.request.getproxies_environment()
+        https = proxies.get("https") or proxies.get("all")
+        http = proxies.get("http") or proxies.get("all")
+        return cls(
+            Upstream.parse(https) if https else None,
+            Upstream.parse(http) if http else None,
+            proxies,
+        )
+
+    def via(self, host: str, tunnel: bool) -> Upstream | None:
+        """The operator's proxy for `host`, or None: straight there (a
+        loopback host, one `NO_PROXY` names, or no proxy configured)."""
+        chosen = self.https if tunnel else self.http
+        if chosen is None or is_loopback(host):
+            return None
+        if _bypassed(host, self.proxies.get("no", "")):
+            return None
+        return chosen
+
+
+def _bypassed(host: str, no_proxy: str) -> bool:
+    """Whether `NO_PROXY` (`*`, or names and suffixes such as `.corp`,
+    `corp.example:8080`) sends `host` straight, as curl and urllib read it."""
+    for raw in no_proxy.split(","):
+        entry = raw.strip().lower()
+        if entry == "*":
+            return True
+        entry = normal_host(entry.rsplit(":", 1)[0] if entry.count(":") == 1 else entry)
+        entry = entry.lstrip(".").lstrip("*").lstrip(".")
+        if entry and (host == entry or host.endswith("." + entry)):
+            return True
+    return False
 
 
 async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -150,8 +233,9 @@ async def splice(
 class AllowListProxy:
     """The owner's proxy: `serve` a session's socket, `close` it when its agent ends."""
 
-    def __init__(self) -> None:
+    def __init__(self, upstreams: Upstreams | None = None) -> None:
         self._sessions: dict[str, _Session] = {}
+        self.upstreams = Upstreams.from_environment() if upstreams is None else upstreams
 
     def serving(self) -> list[str]:
         return list(self._sessions)
@@ -257,12 +341,25 @@ class AllowListProxy:
                 "([sandbox] network_allow widens it)",
                 where,
             )
+        via = self.upstreams.via(host, tunnel=method == b"CONNECT")
         try:
             up_reader, up_writer = await asyncio.wait_for(
-                asyncio.open_connection(host, port, limit=CHUNK), CONNECT_TIMEOUT
+                asyncio.open_connection(
+                    host if via is None else via.host,
+                    port if via is None else via.port,
+                    limit=CHUNK,
+                ),
+                CONNECT_TIMEOUT,
             )
         except (OSError, TimeoutError) as exc:
-            raise ProxyRefusal("502 Bad Gateway", f"{where} could not be reached ({exc})") from exc
+            through = "" if via is None else f" through your proxy {via.host}:{via.port}"
+            raise ProxyRefusal(
+                "502 Bad Gateway", f"{where} could not be reached{through} ({exc})"
+            ) from exc
+        if via is not None and method == b"CONNECT":
+            await self._tunnel(via, where, up_reader, up_writer)
+        elif via is not None:
+            send = absolute(send, where, via.authorization)
         sock = up_writer.get_extra_info("socket")
         if sock is not None:
             with contextlib.suppress(OSError):
@@ -276,6 +373,31 @@ class AllowListProxy:
             await splice(reader, writer, up_reader, up_writer)
         finally:
             session.live.discard(up_writer)
+
+    @staticmethod
+    async def _tunnel(
+        via: Upstream,
+        where: str,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+    ) -> None:
+        """`CONNECT where` through the operator's proxy; its refusal is a 502."""
+        writer.write(
+            f"CONNECT {where} HTTP/1.1\r\nHost: {where}\r\n".encode("ascii")
+            + via.authorization
+            + b"\r\n"
+        )
+        try:
+            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), CONNECT_TIMEOUT)
+            status = head.split(b"\r\n", 1)[0].decode("latin-1")
+        except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, OSError, TimeoutError):
+            status = "no answer"
+        if status.split(" ")[1:2] != ["200"]:
+            writer.close()
+            raise ProxyRefusal(
+                "502 Bad Gateway",
+                f"your proxy {via.host}:{via.port} refused {where} ({status[:80]})",
+            )
 
 
 ALLOW_FILE = "net-allow.json"  # beside the socket: what a later owner serves it with

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from corral.supervisor.sandbox.netproxy import REPEAT_SECS, AllowListProxy
+from corral.supervisor.sandbox.netproxy import REPEAT_SECS, AllowListProxy, Upstreams
+from corral.supervisor.sandbox.netproxy import Upstream as NetProxyUpstream
 from corral.supervisor.sandbox.network import (
     RELAY_PORT,
     BadAllowEntry,
@@ -143,7 +144,7 @@ async def ask(path: Path, raw: bytes) -> bytes:
 
 async def test_a_kept_alive_connection_cannot_reach_another_host(short_dir: Path) -> None:
     up = Upstream()
-    proxy = AllowListProxy()
+    proxy = AllowListProxy(Upstreams())
     blocked: list[tuple[str, str]] = []
     path = short_dir / "net.sock"
     await proxy.serve(
@@ -168,7 +169,7 @@ async def test_a_kept_alive_connection_cannot_reach_another_host(short_dir: Path
 
 
 async def test_refusals_are_recorded_once_per_target_per_minute(short_dir: Path) -> None:
-    proxy = AllowListProxy()
+    proxy = AllowListProxy(Upstreams())
     blocked: list[tuple[str, str]] = []
     path = short_dir / "net.sock"
     await proxy.serve("s1", path, NetworkAllow.of(["pypi.org"]), lambda *b: blocked.append(b))
@@ -210,3 +211,66 @@ def test_opencode_providers_come_from_its_config_file(tmp_path: Path) -> None:
     config.write_text('{"provider": {"x": {"options": {"baseURL": "http://127.0.0.1:4020/v1"}}}}')
     allow = agent_allow("opencode", {"OPENCODE_CONFIG": str(config), "HOME": str(tmp_path)})
     assert allow.permits("127.0.0.1", 4020) and allow.permits("models.dev", 443)
+
+
+class FakeCompanyProxy:
+    """The operator's own proxy: records each CONNECT, answers 200, echoes."""
+
+    def __init__(self) -> None:
+        self.heads: list[bytes] = []
+        self.server: asyncio.AbstractServer | None = None
+        self.port = 0
+
+    async def start(self) -> None:
+        self.server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
+        self.port = self.server.sockets[0].getsockname()[1]
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.heads.append(await reader.readuntil(b"\r\n\r\n"))
+        writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
+        data = await reader.read(100)
+        writer.write(b"echo:" + data)
+        await writer.drain()
+        writer.close()
+
+
+async def test_what_is_allowed_goes_through_the_operators_own_proxy(short_dir: Path) -> None:
+    company = FakeCompanyProxy()
+    await company.start()
+    up = Upstream()
+    upstream = Upstreams(
+        https=NetProxyUpstream.parse(f"http://me:s%40cret@127.0.0.1:{company.port}"),
+        proxies={"https": f"http://127.0.0.1:{company.port}"},
+    )
+    proxy = AllowListProxy(upstream)
+    path = short_dir / "net.sock"
+    allow = NetworkAllow.of(["pypi.org", f"127.0.0.1:{up.port}"])
+    await proxy.serve("s1", path, allow, lambda *_: None)
+    try:
+        tunnelled = await ask(path, b"CONNECT pypi.org:443 HTTP/1.1\r\n\r\nhello")
+        refused = await ask(path, b"CONNECT evil.example:443 HTTP/1.1\r\n\r\n")
+        local = await ask(path, f"GET http://127.0.0.1:{up.port}/x HTTP/1.1\r\n\r\n".encode())
+    finally:
+        proxy.close_all()
+        up.close()
+        assert company.server is not None
+        company.server.close()
+    assert tunnelled == b"HTTP/1.1 200 Connection established\r\n\r\necho:hello"
+    assert refused.startswith(b"HTTP/1.1 403")
+    assert len(company.heads) == 1  # the refused one never left; loopback went straight
+    head = company.heads[0]
+    assert head.startswith(b"CONNECT pypi.org:443 HTTP/1.1\r\n")
+    assert b"Proxy-Authorization: Basic bWU6c0BjcmV0" in head  # me:s@cret, from corral's side
+    assert local.startswith(b"HTTP/1.1 200 OK") and up.heads[0].startswith(b"GET /x ")
+
+
+def test_no_proxy_sends_a_host_straight() -> None:
+    company = NetProxyUpstream("proxy.corp", 3128)
+    upstreams = Upstreams(https=company, proxies={"no": "internal.corp, .lan,mirror:8080"})
+    assert upstreams.via("pypi.org", tunnel=True) == company
+    assert upstreams.via("api.internal.corp", tunnel=True) is None
+    assert upstreams.via("box.lan", tunnel=True) is None
+    assert upstreams.via("mirror", tunnel=True) is None
+    assert upstreams.via("127.0.0.1", tunnel=True) is None  # loopback: always straight
+    assert upstreams.via("pypi.org", tunnel=False) is None  # no http proxy given
+    assert Upstreams(https=company, proxies={"no": "*"}).via("pypi.org", tunnel=True) is None
