@@ -439,6 +439,8 @@ def forget_agent(session_id: str) -> None:
         proxy.close(session_id)
         with contextlib.suppress(OSError):
             session.path.with_name(ALLOW_FILE).unlink()
+        with contextlib.suppress(OSError):
+            session.path.parent.rmdir()  # the agent socket's dir, once nothing is left in it
 
 
 def _blocked_to(emit: Callable[[EventData], None]) -> Blocked:

@@ -16,7 +16,16 @@ from pathlib import Path
 
 import pytest
 
-from corral.supervisor.sandbox.netproxy import REPEAT_SECS, AllowListProxy, Upstreams
+from corral.supervisor.events import BlockedData
+from corral.supervisor.sandbox.netproxy import (
+    REPEAT_SECS,
+    AllowListProxy,
+    Upstreams,
+    forget_agent,
+    network_proxy,
+    serve_agent,
+    serve_agent_again,
+)
 from corral.supervisor.sandbox.netproxy import Upstream as NetProxyUpstream
 from corral.supervisor.sandbox.network import (
     RELAY_PORT,
@@ -274,3 +283,27 @@ def test_no_proxy_sends_a_host_straight() -> None:
     assert upstreams.via("127.0.0.1", tunnel=True) is None  # loopback: always straight
     assert upstreams.via("pypi.org", tunnel=False) is None  # no http proxy given
     assert Upstreams(https=company, proxies={"no": "*"}).via("pypi.org", tunnel=True) is None
+
+
+async def test_a_later_owner_serves_a_running_agent_the_list_it_started_with(
+    short_dir: Path,
+) -> None:
+    """The agent outlives its owner (tmux keeps its pane): the next owner,
+    re-adopting it, serves its socket again with the same list, and a
+    refusal still lands on the session's log as a typed event."""
+    events: list[BlockedData] = []
+    sockets = short_dir / "as" / "0123456789ab"
+    sockets.mkdir(parents=True)
+    path = sockets / "net.sock"
+    allow = NetworkAllow.of(["pypi.org", "127.0.0.1:4001"])
+    await serve_agent("sid-1", allow, path, events.append)  # type: ignore[arg-type]
+    network_proxy().close("sid-1")  # the owner went away
+    assert not path.exists()
+    assert await serve_agent_again("sid-1", path, events.append)  # type: ignore[arg-type]
+    assert network_proxy().allow_of("sid-1") == allow
+    answer = await ask(path, b"CONNECT evil.example:443 HTTP/1.1\r\n\r\n")
+    assert answer.startswith(b"HTTP/1.1 403")
+    assert [(e.what, e.by) for e in events] == [("connect evil.example:443", "policy")]
+    forget_agent("sid-1")  # its pane is gone: nothing of it is left
+    assert not sockets.exists()
+    assert not await serve_agent_again("sid-1", path, events.append)  # type: ignore[arg-type]
