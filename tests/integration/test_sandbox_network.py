@@ -25,10 +25,22 @@ from pathlib import Path
 
 import pytest
 
+from corral.supervisor.events import BlockedData
 from corral.supervisor.sandbox import SandboxPolicy, sandbox_status
 from corral.supervisor.sandbox.agent import launch_agent
 from corral.supervisor.sandbox.netproxy import AllowListProxy
+from corral.supervisor.states import CoderState as S
+from tests.conftest import eventually, plan_texts
+from tests.e2e.support import screen_text
 from tests.fakes.model_server import FakeModelServer
+from tests.integration.test_sandbox_agents import (  # noqa: F401 - its fixtures
+    FEATURE,
+    World,
+    agent_script,
+    open_sup,
+    server,
+    world,
+)
 
 STATUS = sandbox_status()
 pytestmark = pytest.mark.skipif(
@@ -250,3 +262,57 @@ async def test_network_host_is_the_unsafe_opt_out(base: Path) -> None:
         service.close()
     assert "HOST-SECRET-3f9a" in results["loopback_tcp"]
     assert "network: the host's" in launch.account  # type: ignore[attr-defined]
+
+
+READOPTED_AGENT = """
+while [ ! -f go ]; do sleep 0.1; done
+python3 - > net.txt 2>&1 <<'PY'
+import urllib.request
+for url in ["{allowed}", "{blocked}"]:
+    try:
+        print("got", urllib.request.urlopen(url, timeout=10).read().decode())
+    except Exception as exc:
+        print("refused", exc)
+PY
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+async def test_a_confined_agent_readopted_by_a_new_owner_keeps_its_list(
+    world: World,  # noqa: F811 - the fixture imported above
+    server: str,  # noqa: F811
+) -> None:
+    """The owner closes while a confined agent works (tmux keeps it): its
+    proxy goes with the owner; the next owner re-adopts it and serves the
+    same list, so what it was allowed still answers and a refusal still
+    lands on its session's log."""
+    service = HostService()
+    port = server.rsplit(":", 1)[1].strip("/")
+    allow = {"network_allow": [f"127.0.0.1:{port}"]}
+    first = await open_sup(world, None, FEATURE, **allow)
+    second = None
+    try:
+        body = READOPTED_AGENT.format(allowed=server, blocked=f"http://127.0.0.1:{service.port}/")
+        started = await first.start("do the task", world.repo, engine=agent_script(world, body))
+        sid, worktree = started.session_id, Path(started.worktree or "")
+        await first.confirm(sid)
+        await eventually(lambda: "Working" in screen_text(first, sid), timeout=30)
+        await first.close()
+        assert first.left_running == [sid]
+        second = await open_sup(world, None, FEATURE, **allow)
+        await eventually(
+            lambda: any("re-adopted" in t for t in plan_texts(second, sid)), timeout=30
+        )
+        (worktree / "go").write_text("")
+        row = await second.wait_for(sid, {S.NEEDS_APPROVAL, S.FAILED}, timeout=60)
+        report = (worktree / "net.txt").read_text()
+        assert row.state is S.NEEDS_APPROVAL, (row.error, report)
+        assert "got NET-TOKEN-81c2" in report, report  # allowed: through the new owner's proxy
+        assert "HOST-SECRET" not in report and "403" in report, report
+        blocked = [e.data for e in second.replay(sid) if isinstance(e.data, BlockedData)]
+        assert [b.what for b in blocked] == [f"connect 127.0.0.1:{service.port}"]
+    finally:
+        service.close()
+        if second is not None:
+            await second.close()
