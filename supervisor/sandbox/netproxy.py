@@ -46,6 +46,8 @@ HEAD_TIMEOUT = 30.0  # seconds a client has to send its request head
 CONNECT_TIMEOUT = 15.0
 CHUNK = 256 * 1024
 REPEAT_SECS = 60.0  # one blocked event per target per this long
+BLOCKED_PER_WINDOW = 20  # targets recorded per REPEAT_SECS before one "more" line
+MAX_CONNECTIONS = 512  # open sockets (both ends) per session: more is refused at once
 HOP_HEADERS = (b"proxy-connection", b"proxy-authorization", b"connection", b"keep-alive")
 
 Blocked = Callable[[str, str], None]  # (what, why) -> a `blocked` event on the session's log
@@ -69,12 +71,27 @@ class _Session:
     live: set[asyncio.StreamWriter] = field(default_factory=set)  # both ends of each connection
 
     def blocked(self, target: str, why: str) -> None:
+        """Record a refusal: once per target per REPEAT_SECS, and at most
+        BLOCKED_PER_WINDOW targets per REPEAT_SECS (then one line saying
+        more were refused), so no loop of attempts floods the log."""
         now = time.monotonic()
         if now - self.said.get(target, -REPEAT_SECS) < REPEAT_SECS:
             return
+        self.said = {t: at for t, at in self.said.items() if now - at < REPEAT_SECS}
         self.said[target] = now
+        if len(self.said) > BLOCKED_PER_WINDOW + 1:
+            return
+        what = f"connect {target}"
+        if len(self.said) == BLOCKED_PER_WINDOW + 1:
+            what, why = (
+                "connect (more targets)",
+                (
+                    f"more than {BLOCKED_PER_WINDOW} targets off the allow-list were refused "
+                    f"within {REPEAT_SECS:g} s; the rest are not listed"
+                ),
+            )
         try:
-            self.on_blocked(f"connect {target}", why)
+            self.on_blocked(what, why)
         except Exception:  # a log that cannot take it must not stop the proxy
             log.exception("netproxy: could not record a blocked connection")
 
@@ -289,6 +306,9 @@ class AllowListProxy:
     async def _handle(
         self, session: _Session, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     ) -> None:
+        if len(session.live) >= MAX_CONNECTIONS:
+            writer.transport.abort()  # an agent opening sockets without end cannot exhaust the owner
+            return
         session.live.add(writer)
         try:
             try:

@@ -17,7 +17,9 @@ from pathlib import Path
 import pytest
 
 from corral.supervisor.events import BlockedData
+from corral.supervisor.sandbox import netproxy
 from corral.supervisor.sandbox.netproxy import (
+    BLOCKED_PER_WINDOW,
     REPEAT_SECS,
     AllowListProxy,
     Upstreams,
@@ -307,3 +309,38 @@ async def test_a_later_owner_serves_a_running_agent_the_list_it_started_with(
     forget_agent("sid-1")  # its pane is gone: nothing of it is left
     assert not sockets.exists()
     assert not await serve_agent_again("sid-1", path, events.append)  # type: ignore[arg-type]
+
+
+async def test_refusals_of_ever_new_targets_do_not_flood_the_log(short_dir: Path) -> None:
+    proxy = AllowListProxy(Upstreams())
+    blocked: list[tuple[str, str]] = []
+    path = short_dir / "net.sock"
+    await proxy.serve("s1", path, NetworkAllow.of(["pypi.org"]), lambda *b: blocked.append(b))
+    try:
+        for n in range(BLOCKED_PER_WINDOW + 15):
+            answer = await ask(path, f"CONNECT evil{n}.example:443 HTTP/1.1\r\n\r\n".encode())
+            assert answer.startswith(b"HTTP/1.1 403")  # every one refused…
+    finally:
+        proxy.close_all()
+    assert len(blocked) == BLOCKED_PER_WINDOW + 1  # …but the log gets a bounded account
+    assert blocked[-1][0] == "connect (more targets)"
+    assert "the rest are not listed" in blocked[-1][1]
+
+
+async def test_an_agent_cannot_hold_more_connections_than_the_cap(
+    short_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(netproxy, "MAX_CONNECTIONS", 4)
+    proxy = AllowListProxy(Upstreams())
+    path = short_dir / "net.sock"
+    await proxy.serve("s1", path, NetworkAllow.of(["pypi.org"]), lambda *_: None)
+    held = [await asyncio.open_unix_connection(str(path)) for _ in range(4)]
+    try:
+        await asyncio.sleep(0.2)  # the four are accepted and waiting for a head
+        reader, writer = await asyncio.open_unix_connection(str(path))
+        assert await asyncio.wait_for(reader.read(), 5) == b""  # the fifth: closed at once
+        writer.close()
+    finally:
+        for _, w in held:
+            w.close()
+        proxy.close_all()
