@@ -275,7 +275,8 @@ class ExternalEngine:
             agent_socket_dir=sockets,
             inside=self.profile.inside_sandbox,
             env_files=self.profile.env_allow,
-            agent=self.profile.name,
+            # a one-shot preset (`claude-p`) reaches what its agent does
+            agent=getattr(self.profile, "settings_key", self.profile.name),
         )
 
     async def _serve_network_again(self, ctx: RunContext) -> None:
