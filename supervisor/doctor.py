@@ -232,16 +232,27 @@ def _agents_line(enabled: bool, available: bool, why: str) -> tuple[str, bool, s
             True,
             f"agents unconfined: {why}",
         )
+    words = _network_words()
+    host = "" if words.startswith("network by") else "agents on the host's network (unsafe)"
     if default:
-        who, note = "every agent", ""
+        who, note = "every agent", host
         if off:
             who += f" except {', '.join(off)}"
-            note = f"agents unconfined: {', '.join(off)} (sandbox = false)"
-        return f"confined, {_network_words()}: {who}", False, note
+            note = "; ".join(
+                n for n in (f"agents unconfined: {', '.join(off)} (sandbox = false)", host) if n
+            )
+        return f"confined, {words}: {who}", False, note
     return (
-        f"confined, {_network_words()}: {', '.join(on)}",
+        f"confined, {words}: {', '.join(on)}",
         False,
-        f"agents unconfined: all but {', '.join(on)} ([sandbox] agents = false)",
+        "; ".join(
+            n
+            for n in (
+                f"agents unconfined: all but {', '.join(on)} ([sandbox] agents = false)",
+                host,
+            )
+            if n
+        ),
     )
 
 

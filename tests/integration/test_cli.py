@@ -110,6 +110,7 @@ def test_doctor_says_what_each_confined_agent_may_reach(tmp_path: Path) -> None:
     (tmp_path / "none.toml").write_text('[sandbox]\nnetwork = "host"\n')
     out = corral("doctor", home=tmp_path)
     assert 'confined, the host\'s network ([sandbox] network = "host": unsafe)' in out.stdout
+    assert "agents on the host's network (unsafe)" in out.stdout  # the board's header says it too
     (tmp_path / "none.toml").write_text('[sandbox]\nnetwork_allow = ["pypi org"]\n')
     out = corral("doctor", home=tmp_path)
     assert "'pypi org' is not a host: write pypi.org" in out.stdout + out.stderr
