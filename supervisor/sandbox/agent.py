@@ -57,6 +57,8 @@ def reach(allow: NetworkAllow | None) -> str:
     """What an agent may reach on the network, in a few words."""
     if allow is None:
         return "the host's (its loopback services and abstract sockets too)"
+    if not allow.entries:
+        return "none (a network namespace of its own, no way out)"
     return f"only {allow.describe()}, through corral's proxy"
 
 
