@@ -28,6 +28,7 @@ machine.
 from __future__ import annotations
 
 import fnmatch
+import hashlib
 import ipaddress
 import json
 import os
@@ -260,10 +261,26 @@ def opencode_endpoints(env: Mapping[str, str]) -> list[str]:
 
 
 CONFIG_ENDPOINTS = {"codex": codex_endpoints, "opencode": opencode_endpoints}
+# the variables that say where each agent's config files are: one pin per place
+CONFIG_PLACES = {
+    "codex": ("CODEX_HOME", "HOME"),
+    "opencode": ("OPENCODE_CONFIG", "OPENCODE_CONFIG_DIR", "XDG_CONFIG_HOME", "HOME"),
+}
+
+
+def config_place(agent: str, env: Mapping[str, str]) -> str:
+    """A short key for where `agent`'s config files are (its own pin)."""
+    where = [env.get(name, "") for name in CONFIG_PLACES.get(agent, ())]
+    return hashlib.sha256(json.dumps(where).encode()).hexdigest()[:12]
 
 
 def pinned(
-    state_dir: Path | None, agent: str, found: list[str], *, record_first: bool = True
+    state_dir: Path | None,
+    agent: str,
+    found: list[str],
+    *,
+    place: str = "",
+    record_first: bool = True,
 ) -> list[str]:
     """The endpoints of an agent's own config files as corral first read
     them. Those files are the agent's to write (they sit in its writable
@@ -273,7 +290,7 @@ def pinned(
     `[sandbox] network_allow`."""
     if state_dir is None:
         return found
-    record = state_dir / "network" / f"{agent or 'agent'}-config-endpoints.json"
+    record = state_dir / "network" / f"{agent or 'agent'}-{place or 'config'}-endpoints.json"
     try:
         kept = json.loads(record.read_text(encoding="utf-8"))["endpoints"]
         if isinstance(kept, list):
@@ -309,7 +326,8 @@ def agent_allow(
     raws: list[str] = [*env_endpoints(env, names)]
     if agent in CONFIG_ENDPOINTS:
         found = CONFIG_ENDPOINTS[agent](env)
-        raws += pinned(state_dir, agent, found, record_first=record_first)
+        place = config_place(agent, env)
+        raws += pinned(state_dir, agent, found, place=place, record_first=record_first)
     raws += DEFAULT_HOSTS.get(agent, ())
     raws += list(extra)
     return NetworkAllow.of(raws)

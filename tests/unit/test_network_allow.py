@@ -344,3 +344,15 @@ async def test_an_agent_cannot_hold_more_connections_than_the_cap(
         for _, w in held:
             w.close()
         proxy.close_all()
+
+
+def test_each_config_place_has_its_own_pin(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    for name, port in (("one", 4011), ("two", 4012)):
+        home = tmp_path / name
+        home.mkdir()
+        (home / "config.toml").write_text(
+            f'[model_providers.fake]\nbase_url = "http://127.0.0.1:{port}/v1"\n'
+        )
+        allow = agent_allow("codex", {"CODEX_HOME": str(home)}, state_dir=state)
+        assert allow.permits("127.0.0.1", port)
