@@ -53,12 +53,15 @@ class AgentLaunch:
     proxy_socket: Path | None = None
 
 
-def reach(allow: NetworkAllow | None) -> str:
-    """What an agent may reach on the network, in a few words."""
+def reach(allow: NetworkAllow | None, proxied: bool = True) -> str:
+    """What an agent may reach on the network, in a few words (`proxied`:
+    corral's proxy serves it; else its namespace has no way out at all)."""
     if allow is None:
         return "the host's (its loopback services and abstract sockets too)"
-    if not allow.entries:
+    if not proxied:
         return "none (a network namespace of its own, no way out)"
+    if not allow.entries:
+        return "nothing: corral's proxy refuses every host ([sandbox] network_allow widens it)"
     return f"only {allow.describe()}, through corral's proxy"
 
 
@@ -203,7 +206,7 @@ def launch_agent(
     home = env.get("HOME", "")
     own = [_short(p, home) for p in (*own_dirs, *own_files) if p.exists()]
     writes = ", ".join(["its worktree", *own])
-    net = "network: " + reach(allow)
+    net = "network: " + reach(allow, proxied=proxy_socket is not None)
     if allow is None:
         net += ' ([sandbox] network = "host")'
     account = f"confined (bubblewrap); {net}; writes {writes}"  # the network first: it is clipped

@@ -281,7 +281,9 @@ async def test_a_hostile_agent_confined_changes_nothing_outside_its_worktree(
         port = server.rsplit(":", 1)[1].strip("/")
         blocked = [e.data for e in sup.replay(sid) if isinstance(e.data, BlockedData)]
         assert [(b.what, b.by) for b in blocked] == [(f"connect 127.0.0.1:{port}", "policy")]
-        assert "network: only" in (started_event(sup, sid).sandbox or "")
+        assert "network: nothing: corral's proxy refuses every host" in (
+            started_event(sup, sid).sandbox or ""
+        )
         assert '"Stop"' in hooks.read_text()  # and its hooks still arrive
         assert started_event(sup, sid).confined
         assert running_with_arg(marker)  # it is still running, detached…
