@@ -179,7 +179,7 @@ async def test_a_kept_alive_connection_cannot_reach_another_host(short_dir: Path
     assert all(b"169.254" not in h.split(b"\r\n", 1)[0] for h in up.heads)
 
 
-async def test_refusals_are_recorded_once_per_target_per_minute(short_dir: Path) -> None:
+async def test_refusals_are_recorded_once_per_target(short_dir: Path) -> None:
     proxy = AllowListProxy(Upstreams())
     blocked: list[tuple[str, str]] = []
     path = short_dir / "net.sock"
@@ -195,7 +195,7 @@ async def test_refusals_are_recorded_once_per_target_per_minute(short_dir: Path)
     assert answers[6].startswith(b"HTTP/1.1 400")
     assert answers[7] == b""
     assert [w for w, _ in blocked] == ["connect evil.example:443", "connect pypi.org:22"]
-    assert REPEAT_SECS >= 60
+    assert REPEAT_SECS >= 600  # an agent retrying its telemetry is said once in ten minutes
 
 
 def test_an_endpoint_the_agent_adds_to_its_own_config_widens_nothing(tmp_path: Path) -> None:
