@@ -14,10 +14,14 @@ speaks the two forms an HTTP client sends a proxy:
   never reuse the connection for a request to another host.
 
 A target not on the list gets `403` and the session's log a typed `blocked`
-event (`BlockedData`, by `policy`), once per target per `REPEAT_SECS` so a
-loop cannot flood the log. Names resolve here, outside: the sandbox has no
-DNS. What is compared is the host as the client wrote it (lower-cased, no
-trailing dot), never an address it resolves to.
+event (`BlockedData`, by `policy`), once per target per `REPEAT_SECS` and
+for at most `BLOCKED_PER_WINDOW` targets in that time, so a loop cannot
+flood the log; a session holds at most `MAX_CONNECTIONS` sockets, so an
+agent cannot exhaust the owner. Names resolve here, outside: the sandbox has
+no DNS. What is compared is the host as the client wrote it (lower-cased,
+no trailing dot), never an address it resolves to; what is connected to is
+that same host. What is allowed goes on through the operator's own proxy
+when corral runs with one (`Upstreams`), loopback excepted.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
+from ..errors import StateDirError
 from ..events import BLOCKED_BY_POLICY, BlockedData, EventData
 from .network import NetworkAllow, is_loopback, normal_host
 
@@ -48,6 +53,7 @@ CHUNK = 256 * 1024
 REPEAT_SECS = 600.0  # one blocked event per target per this long (an agent retrying its telemetry)
 BLOCKED_PER_WINDOW = 20  # targets recorded per REPEAT_SECS before one "more" line
 MAX_CONNECTIONS = 512  # open sockets (both ends) per session: more is refused at once
+MAX_SOCKET_PATH = 104  # sun_path is 108 bytes on Linux, 104 on the BSDs
 HOP_HEADERS = (b"proxy-connection", b"proxy-authorization", b"connection", b"keep-alive")
 
 Blocked = Callable[[str, str], None]  # (what, why) -> a `blocked` event on the session's log
@@ -267,6 +273,11 @@ class AllowListProxy:
         """Listen on `path` for `session_id`'s sandbox (bound before this
         returns; a socket already served for it is replaced)."""
         self.close(session_id)
+        if len(os.fsencode(path)) > MAX_SOCKET_PATH:
+            raise StateDirError(
+                f"the network proxy's socket {path} is longer than a unix socket allows "
+                f"({MAX_SOCKET_PATH} bytes): set CORRAL_HOME to a shorter directory"
+            )
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
