@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import shlex
 import tomllib
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -75,6 +76,17 @@ class Retention(BaseModel):
     max_age_days: float = Field(default=30, gt=0)
 
 
+def check_allow_entries(entries: Iterable[str]) -> Iterable[str]:
+    """`network_allow` entries as given; a ValueError names the first that is not a host."""
+    for entry in entries:
+        if not _ALLOW_ENTRY.fullmatch(entry.strip()):
+            raise ValueError(
+                f"{entry!r} is not a host: write pypi.org, pypi.org:443, *.example.com, "
+                "127.0.0.1:8080, [::1]:8080 or an http(s) URL"
+            )
+    return entries
+
+
 class SandboxSettings(BaseModel):
     """`[sandbox]`: checks, the built-in shell and agents run under bubblewrap;
     `agents = false` (or `[agents.<name>] sandbox = false` for one agent)
@@ -96,13 +108,7 @@ class SandboxSettings(BaseModel):
     @field_validator("network_allow")
     @classmethod
     def _allow_entries(cls, value: list[str]) -> list[str]:
-        for entry in value:
-            if not _ALLOW_ENTRY.fullmatch(entry.strip()):
-                raise ValueError(
-                    f"{entry!r} is not a host: write pypi.org, pypi.org:443, *.example.com, "
-                    "127.0.0.1:8080, [::1]:8080 or an http(s) URL"
-                )
-        return value
+        return list(check_allow_entries(value))
 
 
 class McpSettings(BaseModel):

@@ -283,12 +283,14 @@ def agent_reach() -> tuple[tuple[str, str], ...]:
     import os
 
     from .agents.profiles import profile_for
+    from .agents.settings import load_agent_settings
     from .config import load_config
     from .sandbox.agent import reach
     from .sandbox.network import HOST, agent_allow
 
     try:
         sandbox = load_config().sandbox
+        own = load_agent_settings()
     except CorralError:
         return ()
     out: list[tuple[str, str]] = []
@@ -299,7 +301,7 @@ def agent_reach() -> tuple[tuple[str, str], ...]:
             allow = agent_allow(
                 name,
                 os.environ,
-                sandbox.network_allow,
+                [*sandbox.network_allow, *(own[name].network_allow if name in own else ())],
                 names=profile.env_allow,
                 state_dir=_state_dir(),
                 record_first=False,

@@ -236,6 +236,7 @@ class AcpEngine:
             inside=self.agent.inside_sandbox,
             env_files=allowed,
             agent=base.name,
+            network_allow=base.network_allow,
         )
         return launch
 

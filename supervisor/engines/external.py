@@ -277,6 +277,7 @@ class ExternalEngine:
             env_files=self.profile.env_allow,
             # a one-shot preset (`claude-p`) reaches what its agent does
             agent=getattr(self.profile, "settings_key", self.profile.name),
+            network_allow=self.profile.network_allow,
         )
 
     async def _serve_network_again(self, ctx: RunContext) -> None:

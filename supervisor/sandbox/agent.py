@@ -143,6 +143,7 @@ def launch_agent(
     inside: Callable[[list[str]], list[str]] | None = None,
     env_files: Sequence[str] = (),
     agent: str = "",
+    network_allow: Sequence[str] = (),
 ) -> AgentLaunch:
     """`argv` as the pane runs it: inside bwrap when this agent is to be
     confined and a sandbox can run here (`inside` adapts the command line
@@ -194,9 +195,8 @@ def launch_agent(
     if policy.network != HOST and agent_socket_dir is None:
         allow = NetworkAllow()  # no socket for a proxy: its own namespace, and nothing out
     elif policy.network != HOST and agent_socket_dir is not None:
-        allow = agent_allow(
-            agent, env, policy.network_allow, names=env_files, state_dir=policy.state_dir
-        )
+        extra = [*policy.network_allow, *network_allow]  # `[sandbox]`'s, then this agent's own
+        allow = agent_allow(agent, env, extra, names=env_files, state_dir=policy.state_dir)
         proxy_socket = agent_socket_dir / PROXY_SOCKET_NAME
         argv = relay_argv(python, proxy_socket, allow, list(argv))
         inner_env.update(proxy_env(allow))

@@ -316,3 +316,36 @@ async def test_a_confined_agent_readopted_by_a_new_owner_keeps_its_list(
         service.close()
         if second is not None:
             await second.close()
+
+
+async def test_an_agents_own_network_allow_widens_only_its_list(base: Path) -> None:
+    """`[agents.claude] network_allow` reaches the launch of that agent alone."""
+    from corral.supervisor.agents.profiles import profile_for
+    from corral.supervisor.agents.settings import AgentSettings, with_settings
+
+    settings = {"claude": AgentSettings(network_allow=("127.0.0.1:4555",))}
+    claude = with_settings(profile_for("claude"), settings)
+    codex = with_settings(profile_for("codex"), settings)
+    assert claude.network_allow == ("127.0.0.1:4555",) and codex.network_allow == ()
+    with pytest.raises(ValueError, match="is not a host"):
+        AgentSettings(network_allow=("no such host",))
+    state = base / "state"
+    sockets = state / "as" / "x"
+    sockets.mkdir(parents=True)
+    launch = launch_agent(
+        ["/bin/true"],
+        base,
+        {"PATH": "/usr/bin:/bin", "HOME": str(base / "home")},
+        policy=SandboxPolicy(state_dir=state, network_allow=("pypi.org",)),
+        choice=None,
+        own_dirs=[],
+        own_files=[],
+        hooks_file=state / "agents" / "x" / "hooks.jsonl",
+        python=sys.executable,
+        agent_socket_dir=sockets,
+        agent="claude",
+        network_allow=claude.network_allow,
+    )
+    assert launch.network is not None
+    assert launch.network.texts()[-2:] == ["pypi.org", "127.0.0.1:4555"]
+    assert "--forward" in launch.argv and "127.0.0.1:4555" in launch.argv
