@@ -114,6 +114,8 @@ def agent_starts(wt: Path, state: Path, runs: int) -> dict[str, list[float]]:
         "pane keeper": SandboxPolicy(state_dir=state, agents=False),
     }
     out: dict[str, list[float]] = {"alone": [], **{name: [] for name in policies}}
+    sockets = state / "sockets" / "bench"
+    sockets.mkdir(parents=True, exist_ok=True)
 
     def start(policy: SandboxPolicy | None) -> float:
         began = time.time_ns()
@@ -129,6 +131,7 @@ def agent_starts(wt: Path, state: Path, runs: int) -> dict[str, list[float]]:
                 own_files=[],
                 hooks_file=state / "agents" / "bench" / "hooks.jsonl",
                 python=sys.executable,
+                agent_socket_dir=sockets,  # confined: started by the network relay
             ).argv
         ran = subprocess.run(
             argv, cwd=wt, env=env, check=True, stdin=subprocess.DEVNULL, capture_output=True

@@ -77,6 +77,7 @@ from .panes.base import PaneHandle, Screen
 from .panes.manager import PaneManager
 from .paths import default_state_dir
 from .sandbox import SandboxPolicy, set_active_policy
+from .sandbox.netproxy import network_proxy
 from .scheduler import Scheduler, new_task
 from .session import lifecycle
 from .session.board import BoardFeed, WatchDropped, Watcher
@@ -153,6 +154,8 @@ class Supervisor:
                 state_dir=self.state_dir,
                 shell_network=sandbox.shell_network,
                 agents=sandbox.agents,
+                network=sandbox.network,
+                network_allow=tuple(sandbox.network_allow),
             )
         )
         if registry is None:
@@ -282,9 +285,15 @@ class Supervisor:
             await self._gates.janitor.stop()
         if self._adopting is not None:  # nothing was adopted without it
             await self._adopting.release_all()
+        known = self._registry.known_ids()
         await self._registry.stop_sessions()
         if self._panes is not None:
             await self._panes.stop()
+        # confined agents left running lose their proxy with this owner until
+        # the next one re-adopts them and serves it again
+        for sid in network_proxy().serving():
+            if sid in known:
+                network_proxy().close(sid)
         if self._host_chores:
             await asyncio.wait(set(self._host_chores), timeout=30)
         await asyncio.to_thread(self._hosts.close)  # the panes there run on

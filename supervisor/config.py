@@ -11,8 +11,9 @@ from __future__ import annotations
 import re
 import shlex
 import tomllib
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -21,6 +22,11 @@ from .paths import config_path
 
 # `[[hosts]]`: where agents may run besides here (the SSH layer is hosts/)
 _HOST_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}")
+# `[sandbox] network_allow`: the grammar `sandbox.network.parse_entry` reads
+_ALLOW_ENTRY = re.compile(
+    r"https?://(\[[0-9A-Fa-f:.]+\]|[^\s/:\[\]]+)(:\d{1,5})?(/\S*)?"
+    r"|\[[0-9A-Fa-f:.]+\](:\d{1,5})?|(\*\.)?[A-Za-z0-9_.-]+(:\d{1,5})?"
+)
 
 
 class HostSettings(BaseModel):
@@ -70,6 +76,17 @@ class Retention(BaseModel):
     max_age_days: float = Field(default=30, gt=0)
 
 
+def check_allow_entries(entries: Iterable[str]) -> Iterable[str]:
+    """`network_allow` entries as given; a ValueError names the first that is not a host."""
+    for entry in entries:
+        if not _ALLOW_ENTRY.fullmatch(entry.strip()):
+            raise ValueError(
+                f"{entry!r} is not a host: write pypi.org, pypi.org:443, *.example.com, "
+                "127.0.0.1:8080, [::1]:8080 or an http(s) URL"
+            )
+    return entries
+
+
 class SandboxSettings(BaseModel):
     """`[sandbox]`: checks, the built-in shell and agents run under bubblewrap;
     `agents = false` (or `[agents.<name>] sandbox = false` for one agent)
@@ -81,7 +98,17 @@ class SandboxSettings(BaseModel):
     writable: list[str] = Field(default_factory=list)  # caches a run may write (~ expands)
     hidden: list[str] = Field(default_factory=list)  # more paths a run never sees
     shell_network: bool = False  # the built-in engine's shell may reach the network
-    agents: bool = True  # external agents' panes run confined too (with network)
+    agents: bool = True  # external agents' panes run confined too
+    # a confined agent's network: "allowlist" (its own namespace; only its model
+    # endpoints and `network_allow`, through corral's proxy) or "host" (unsafe:
+    # the host's loopback services and abstract unix sockets are reachable)
+    network: Literal["allowlist", "host"] = "allowlist"
+    network_allow: list[str] = Field(default_factory=list)  # hosts every confined agent may reach
+
+    @field_validator("network_allow")
+    @classmethod
+    def _allow_entries(cls, value: list[str]) -> list[str]:
+        return list(check_allow_entries(value))
 
 
 class McpSettings(BaseModel):

@@ -190,6 +190,8 @@ class ConfinementStatus:
     agents_unconfined: bool = False  # agents were asked to be confined and cannot be
     # "agents unconfined: <why>" for the board's header, "" when every agent is confined
     agents_note: str = ""
+    # (agent, what it may reach) for each agent CLI, when agents run confined
+    network: tuple[tuple[str, str], ...] = ()
 
 
 KEPT = "whatever they start still ends with them (pane keeper)"
@@ -230,17 +232,82 @@ def _agents_line(enabled: bool, available: bool, why: str) -> tuple[str, bool, s
             True,
             f"agents unconfined: {why}",
         )
+    words = _network_words()
+    host = "" if words.startswith("network by") else "agents on the host's network (unsafe)"
     if default:
-        who, note = "every agent", ""
+        who, note = "every agent", host
         if off:
             who += f" except {', '.join(off)}"
-            note = f"agents unconfined: {', '.join(off)} (sandbox = false)"
-        return f"confined with network: {who}", False, note
+            note = "; ".join(
+                n for n in (f"agents unconfined: {', '.join(off)} (sandbox = false)", host) if n
+            )
+        return f"confined, {words}: {who}", False, note
     return (
-        f"confined with network: {', '.join(on)}",
+        f"confined, {words}: {', '.join(on)}",
         False,
-        f"agents unconfined: all but {', '.join(on)} ([sandbox] agents = false)",
+        "; ".join(
+            n
+            for n in (
+                f"agents unconfined: all but {', '.join(on)} ([sandbox] agents = false)",
+                host,
+            )
+            if n
+        ),
     )
+
+
+def _network_words() -> str:
+    from .config import load_config
+
+    try:
+        mode = load_config().sandbox.network
+    except CorralError:
+        mode = "allowlist"
+    if mode == "host":
+        return 'the host\'s network ([sandbox] network = "host": unsafe)'
+    return "network by allow-list"
+
+
+def _state_dir() -> Path | None:
+    from .paths import default_state_dir
+
+    try:
+        return default_state_dir()
+    except CorralError:
+        return None
+
+
+def agent_reach() -> tuple[tuple[str, str], ...]:
+    """What each agent CLI may reach when it runs confined, from this
+    environment and config as its launch would read them."""
+    import os
+
+    from .agents.profiles import profile_for
+    from .agents.settings import load_agent_settings
+    from .config import load_config
+    from .sandbox.agent import reach
+    from .sandbox.network import HOST, agent_allow
+
+    try:
+        sandbox = load_config().sandbox
+        own = load_agent_settings()
+    except CorralError:
+        return ()
+    out: list[tuple[str, str]] = []
+    for name in AGENT_CLIS:
+        profile = profile_for(name)
+        allow = None
+        if sandbox.network != HOST:
+            allow = agent_allow(
+                name,
+                os.environ,
+                [*sandbox.network_allow, *(own[name].network_allow if name in own else ())],
+                names=profile.env_allow,
+                state_dir=_state_dir(),
+                record_first=False,
+            )
+        out.append((name, reach(allow)))
+    return tuple(out)
 
 
 def confinement_status() -> ConfinementStatus:
@@ -264,7 +331,10 @@ def confinement_status() -> ConfinementStatus:
             agents,
             agents_note=note,
         )
-    return ConfinementStatus(status.available, status.describe(), agents, agents_unconfined, note)
+    network = agent_reach() if agents.startswith("confined") else ()
+    return ConfinementStatus(
+        status.available, status.describe(), agents, agents_unconfined, note, network
+    )
 
 
 def host_reports(state_dir: Path) -> list[HostReport]:

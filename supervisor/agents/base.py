@@ -87,6 +87,7 @@ class AgentProfile:
     writes_session_dir: bool = False
     writable: tuple[str, ...] = ()  # the operator's additions (`[agents.<name>] writable`)
     sandbox: bool | None = None  # the operator's `[agents.<name>] sandbox` (None: the global)
+    network_allow: tuple[str, ...] = ()  # the operator's `[agents.<name>] network_allow`
     # Without hooks: seconds a screen must stay unchanged at a prompt-like
     # last line before the agent reads idle (the quiet rule, status.py).
     quiet_secs: float = 3.0

@@ -8,6 +8,7 @@
     env_allow = ["MYTOOL_*"]
     sandbox = false                      # unconfined whatever `[sandbox] agents` says
     writable = ["~/.mytool"]             # its own config, writable when confined
+    network_allow = ["mytool.example"]   # hosts it may reach besides [sandbox] network_allow
     idle_quiet_secs = 2                  # the quiet rule's N for this agent
 
 `idle_quiet_secs` (agents without hooks: custom, gemini, aider, opencode) is
@@ -33,6 +34,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from ..config import check_allow_entries
 from ..errors import ConfigError
 from ..paths import config_path
 from .base import AgentProfile
@@ -52,7 +54,13 @@ class AgentSettings(BaseModel):
     env_allow: tuple[str, ...] = ()
     sandbox: bool | None = None
     writable: tuple[str, ...] = ()
+    network_allow: tuple[str, ...] = ()  # hosts this agent may reach besides `[sandbox]`'s
     idle_quiet_secs: float | None = Field(default=None, gt=0, le=600)
+
+    @field_validator("network_allow")
+    @classmethod
+    def _hosts(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(check_allow_entries(value))
 
     @field_validator("env_allow")
     @classmethod
@@ -122,4 +130,5 @@ def with_settings(
         env_allow=(*profile.env_allow, *own.env_allow),
         writable=(*profile.writable, *own.writable),
         sandbox=profile.sandbox if own.sandbox is None else own.sandbox,
+        network_allow=(*profile.network_allow, *own.network_allow),
     )

@@ -85,7 +85,8 @@ from ..governance.env_scrub import scrubbed_env
 from ..models import AgentOffers, TokenUse
 from ..paths import AGENT_SOCKET_ENV, agent_socket_dir, agent_socket_path, ensure_private_dir
 from ..sandbox import active_policy
-from ..sandbox.agent import launch_agent
+from ..sandbox.agent import AgentLaunch, launch_agent
+from ..sandbox.netproxy import forget_agent, serve_agent
 from ..session.messages import message_prompt
 from ..session.questions import QuestionCleared
 from ..states import LoopFailure
@@ -204,7 +205,7 @@ class AcpEngine:
         lines = [ln.rstrip() for ln in lines if ln.strip()][-STDERR_TAIL_LINES:]
         return ("; its last output:\n" + "\n".join(lines)) if lines else ""
 
-    def _launch(self, ctx: RunContext) -> tuple[list[str], dict[str, str], bool, str]:
+    def _launch(self, ctx: RunContext) -> AgentLaunch:
         binary = self.agent.find()
         if binary is None:
             raise AgentUnavailable(
@@ -234,11 +235,16 @@ class AcpEngine:
             agent_socket_dir=sockets,
             inside=self.agent.inside_sandbox,
             env_files=allowed,
+            agent=base.name,
+            network_allow=base.network_allow,
         )
-        return launch.argv, launch.env, launch.confined, launch.account
+        return launch
 
     async def _start(self, ctx: RunContext) -> _Conversation:
-        argv, env, confined, account = await asyncio.to_thread(self._launch, ctx)
+        launch = await asyncio.to_thread(self._launch, ctx)
+        argv, env, confined, account = launch.argv, launch.env, launch.confined, launch.account
+        if launch.network is not None and launch.proxy_socket is not None:
+            await serve_agent(ctx.session_id, launch.network, launch.proxy_socket, ctx.emit)
         stderr = open(self._stderr_path(ctx.session_id), "ab")  # noqa: SIM115 (the child holds it)
         try:
             proc = await asyncio.create_subprocess_exec(
@@ -751,6 +757,8 @@ class AcpEngine:
         await self._stop(conv)
 
     async def _stop(self, conv: _Conversation) -> None:
+        if self._ctx is not None:
+            forget_agent(self._ctx.session_id)  # its proxy socket ends with it
         inflight, self._inflight = self._inflight, None
         if inflight is not None:  # a turn left behind (corral closing): its end is no news
             inflight.add_done_callback(_retrieved)

@@ -64,6 +64,8 @@ from ..panes.outage import PasteUncertain
 from ..paths import AGENT_SOCKET_ENV, agent_socket_dir, agent_socket_path, ensure_private_dir
 from ..sandbox import active_policy
 from ..sandbox.agent import KEEPER, AgentLaunch, kept_argv, launch_agent
+from ..sandbox.netproxy import forget_agent, serve_agent, serve_agent_again
+from ..sandbox.network import PROXY_SOCKET_NAME
 from ..session.messages import Message, message_prompt
 from ..states import LoopFailure, label
 from ..status import AgentStatus, Question
@@ -138,6 +140,8 @@ class ExternalEngine:
         self.transient_retries = transient_retries
         self.python = python
         self.size = size
+        if forget_agent not in panes.on_untrack:
+            panes.on_untrack.append(forget_agent)  # a proxy socket ends with its pane
         self.label = f"external:{profile.name}"
         self.incarnations: dict[str, int] = {}
 
@@ -271,7 +275,19 @@ class ExternalEngine:
             agent_socket_dir=sockets,
             inside=self.profile.inside_sandbox,
             env_files=self.profile.env_allow,
+            # a one-shot preset (`claude-p`) reaches what its agent does
+            agent=getattr(self.profile, "settings_key", self.profile.name),
+            network_allow=self.profile.network_allow,
         )
+
+    async def _serve_network_again(self, ctx: RunContext) -> None:
+        """A re-adopted confined agent's network: its proxy socket is served
+        again with the allow-list it started with (none: it has the host's)."""
+        if ctx.place is not None:
+            return
+        sockets = agent_socket_dir(self.panes.hooks_root.parent, ctx.session_id)
+        socket = sockets / PROXY_SOCKET_NAME
+        await serve_agent_again(ctx.session_id, socket, ctx.emit)
 
     async def _until_host_answers(self, ctx: RunContext, step: Callable[[], Awaitable[T]]) -> T:
         """Run a step of starting the agent; on a host that does not answer
@@ -338,6 +354,9 @@ class ExternalEngine:
             ctx, lambda: asyncio.to_thread(planner, ctx, prompt, resume, incarnation)
         )
         launch = await asyncio.to_thread(self._launch, ctx, plan, env)
+        if launch.network is not None and launch.proxy_socket is not None:
+            # served before the agent starts: its first request must find it
+            await serve_agent(ctx.session_id, launch.network, launch.proxy_socket, ctx.emit)
         backend = None if ctx.place is None else ctx.place.backend.name
         spec = PaneSpec(
             session_id=ctx.session_id,
@@ -422,6 +441,7 @@ class ExternalEngine:
         try:
             record = self.panes.record(ctx.session_id)
             if record is not None and ctx.round == 1 and record.alive:
+                await self._serve_network_again(ctx)
                 ctx.emit(
                     PlanTextData(
                         text=(

@@ -225,6 +225,8 @@ class AgentEngines:
             own = self.agent_settings.get(oneshot.settings_key)
             if own is not None and own.env_allow:
                 oneshot = replace(oneshot, env_allow=(*oneshot.env_allow, *own.env_allow))
+            if own is not None and own.network_allow:
+                oneshot = replace(oneshot, network_allow=own.network_allow)
             from .oneshot import OneShotEngine
 
             return OneShotEngine(self._external(oneshot), label)

@@ -1,7 +1,8 @@
 """An external agent's pane command: confined unless the operator opted out.
 
 The agent gets the same policy as checks plus what it cannot work without:
-the network (it talks to its model), its terminal (it is interactive), its own
+the network by allow-list (its model and what the operator allows, through
+corral's proxy: `network`), its terminal (it is interactive), its own
 config and credential paths (listed by its profile, created when a directory
 is missing so the agent can write there; HOME is a private tmpfs so a config
 file rewritten by temp file and rename still lands, see `Grant`), git's own
@@ -24,6 +25,14 @@ from pathlib import Path
 
 from .allowlist import corral_runtime
 from .argv import confined_argv, confined_env
+from .network import (
+    HOST,
+    PROXY_SOCKET_NAME,
+    NetworkAllow,
+    agent_allow,
+    proxy_env,
+    relay_argv,
+)
 from .policy import Grant, SandboxPolicy
 from .status import sandbox_status
 
@@ -37,6 +46,23 @@ class AgentLaunch:
     env: dict[str, str]
     confined: bool
     account: str  # one line for the session's event log
+    # in its own network namespace: what it may reach, and the unix socket
+    # corral's proxy must serve for it (`netproxy.AllowListProxy.serve`)
+    # before it starts; None: the host's network (unconfined, or `network = "host"`)
+    network: NetworkAllow | None = None
+    proxy_socket: Path | None = None
+
+
+def reach(allow: NetworkAllow | None, proxied: bool = True) -> str:
+    """What an agent may reach on the network, in a few words (`proxied`:
+    corral's proxy serves it; else its namespace has no way out at all)."""
+    if allow is None:
+        return "the host's (its loopback services and abstract sockets too)"
+    if not proxied:
+        return "none (a network namespace of its own, no way out)"
+    if not allow.entries:
+        return "nothing: corral's proxy refuses every host ([sandbox] network_allow widens it)"
+    return f"only {allow.describe()}, through corral's proxy"
 
 
 def hook_runtime(python: str) -> tuple[Path, ...]:
@@ -116,10 +142,16 @@ def launch_agent(
     agent_socket_dir: Path | None = None,
     inside: Callable[[list[str]], list[str]] | None = None,
     env_files: Sequence[str] = (),
+    agent: str = "",
+    network_allow: Sequence[str] = (),
 ) -> AgentLaunch:
     """`argv` as the pane runs it: inside bwrap when this agent is to be
     confined and a sandbox can run here (`inside` adapts the command line
-    to that: `AgentProfile.inside_sandbox`), else under the pane keeper."""
+    to that: `AgentProfile.inside_sandbox`), else under the pane keeper.
+    Confined, it has its own network namespace and reaches only what
+    `network.agent_allow` lists for `agent` (its profile's name), through
+    the proxy corral serves on `<agent_socket_dir>/net.sock` (no socket
+    dir: nothing at all) — unless the operator chose `[sandbox] network = "host"`."""
     kept = kept_argv(argv, python)
     if not policy.confines_agent(choice):
         if not policy.enabled:
@@ -157,13 +189,25 @@ def launch_agent(
         terminal=True,
         programs=_programs(argv, cwd, env),
     )
-    wrapped = confined_argv(argv, cwd, policy, env, network=True, bwrap=status.bwrap, grant=grant)
+    inner_env = confined_env(env)
+    allow: NetworkAllow | None = None
+    proxy_socket: Path | None = None
+    if policy.network != HOST and agent_socket_dir is None:
+        allow = NetworkAllow()  # no socket for a proxy: its own namespace, and nothing out
+    elif policy.network != HOST and agent_socket_dir is not None:
+        extra = [*policy.network_allow, *network_allow]  # `[sandbox]`'s, then this agent's own
+        allow = agent_allow(agent, env, extra, names=env_files, state_dir=policy.state_dir)
+        proxy_socket = agent_socket_dir / PROXY_SOCKET_NAME
+        argv = relay_argv(python, proxy_socket, allow, list(argv))
+        inner_env.update(proxy_env(allow))
+    wrapped = confined_argv(
+        argv, cwd, policy, env, network=allow is None, bwrap=status.bwrap, grant=grant
+    )
     home = env.get("HOME", "")
     own = [_short(p, home) for p in (*own_dirs, *own_files) if p.exists()]
     writes = ", ".join(["its worktree", *own])
-    return AgentLaunch(
-        wrapped,
-        confined_env(env),
-        True,
-        f"confined (bubblewrap): writes {writes}; network on",
-    )
+    net = "network: " + reach(allow, proxied=proxy_socket is not None)
+    if allow is None:
+        net += ' ([sandbox] network = "host")'
+    account = f"confined (bubblewrap); {net}; writes {writes}"  # the network first: it is clipped
+    return AgentLaunch(wrapped, inner_env, True, account, allow, proxy_socket)

@@ -17,6 +17,11 @@ class SandboxPolicy:
     state_dir: Path | None = None  # corral's own state: hidden except the run's worktree
     shell_network: bool = False  # the built-in engine's shell may reach the network
     agents: bool = True  # external agents' panes run confined too (opt out: false)
+    # a confined agent's network: "allowlist" (its own namespace, only what
+    # `network.agent_allow` lists, through corral's proxy) or "host" (unsafe:
+    # the host's loopback services and abstract sockets are one connect away)
+    network: str = "allowlist"
+    network_allow: tuple[str, ...] = ()  # the operator's extra hosts (registries, a local model)
 
     def confines_agent(self, choice: bool | None) -> bool:
         """Whether an agent runs confined: its own `[agents.<name>] sandbox`

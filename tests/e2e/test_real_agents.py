@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from corral.supervisor.events import PaneAnswerData
+from corral.supervisor.api import Supervisor
+from corral.supervisor.events import AgentStartedData, PaneAnswerData
 from corral.supervisor.states import CoderState as S
 from tests.conftest import init_repo
 from tests.e2e.support import AGENT_CLIS, kill_tmux, open_sup, settle
@@ -46,6 +47,12 @@ HANDLED = (
     "CORRAL_FAKE_OPENAI_KEY",
     "LANG",
 )
+
+
+def network_account(sup: Supervisor, sid: str) -> str:
+    """What the session's log says the agent was started with."""
+    started = [e.data for e in sup.replay(sid) if isinstance(e.data, AgentStartedData)]
+    return started[-1].sandbox or ""
 
 
 @pytest.fixture
@@ -91,6 +98,10 @@ async def test_claude_code_writes_the_file_and_reaches_review(tmp_path: Path, ag
             assert s.last_check_results and all(r.passed for r in s.last_check_results)
             # the trust dialog was answered by its option, not a blind Enter
             assert '"SessionStart"' in hooks.read_text()
+            # confined in its own network namespace: it reached its model through the allow-list
+            assert f"network: only 127.0.0.1:{srv.port}," in network_account(
+                sup, started.session_id
+            )
         finally:
             await sup.close()
             kill_tmux(tmp_path)
@@ -177,6 +188,10 @@ async def test_codex_runs_its_shell_tool_and_reaches_review(tmp_path: Path, agen
             assert (worktree / "hello.txt").read_text() == "hi\n"
             hooks = tmp_path / "state" / "agents" / started.session_id / "hooks.jsonl"
             assert "agent-turn-complete" in hooks.read_text()  # notify, our one-run override
+            # confined in its own network namespace: it reached its model through the allow-list
+            assert f"network: only 127.0.0.1:{srv.port}," in network_account(
+                sup, started.session_id
+            )
         finally:
             await sup.close()
             kill_tmux(tmp_path)

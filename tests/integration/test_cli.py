@@ -92,9 +92,28 @@ def test_doctor_reports_each_requirement(tmp_path: Path) -> None:
         assert word in out.stdout
     assert "sessions" in out.stdout
     if sandbox_status().available:  # confined unless the operator opts out
-        assert "ok  agents         confined with network: every agent" in out.stdout
+        assert "ok  agents         confined, network by allow-list: every agent" in out.stdout
     else:
         assert "!!  agents         unconfined: no sandbox can run here" in out.stdout
+
+
+def test_doctor_says_what_each_confined_agent_may_reach(tmp_path: Path) -> None:
+    (tmp_path / "none.toml").write_text(
+        '[sandbox]\nnetwork_allow = ["pypi.org", "127.0.0.1:8080"]\n'
+    )
+    out = corral("doctor", home=tmp_path)
+    assert out.returncode == 0, out.stderr
+    if not sandbox_status().available:
+        return  # agents run unconfined here: nothing to list
+    claude = next(line for line in out.stdout.splitlines() if "claude net" in line)
+    assert "only api.anthropic.com" in claude and "pypi.org, 127.0.0.1:8080" in claude
+    (tmp_path / "none.toml").write_text('[sandbox]\nnetwork = "host"\n')
+    out = corral("doctor", home=tmp_path)
+    assert 'confined, the host\'s network ([sandbox] network = "host": unsafe)' in out.stdout
+    assert "agents on the host's network (unsafe)" in out.stdout  # the board's header says it too
+    (tmp_path / "none.toml").write_text('[sandbox]\nnetwork_allow = ["pypi org"]\n')
+    out = corral("doctor", home=tmp_path)
+    assert "'pypi org' is not a host: write pypi.org" in out.stdout + out.stderr
 
 
 @pytest.mark.slow
@@ -104,7 +123,7 @@ def test_doctor_reports_the_agents_sandbox_setting(tmp_path: Path) -> None:
     lines = out.stdout.splitlines()
     agents = next(line for line in lines if " agents " in line)
     if sandbox_status().available:
-        assert agents.endswith("confined with network: every agent except aider")
+        assert agents.endswith("confined, network by allow-list: every agent except aider")
         assert any(line.endswith("agents unconfined: aider (sandbox = false)") for line in lines)
     else:
         assert agents.startswith("!!") and "no sandbox can run here" in agents

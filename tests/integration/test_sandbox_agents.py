@@ -2,7 +2,8 @@
 panes on a private socket: the demo agent and a `custom:` agent reach
 approval on a dirty checkout; a hostile `custom:` agent tries the escape table
 and leaves everything outside its worktree byte for byte unchanged while its
-hooks still arrive and its network works; stopping it ends everything it
+hooks still arrive (its request to a service on the host's loopback is
+refused by corral's allow-list proxy: a `blocked` event); stopping it ends everything it
 started; `[sandbox] agents = false` and a per-agent `sandbox = false` run
 unconfined (confined is the default).
 
@@ -30,7 +31,7 @@ import pytest
 from corral.supervisor.api import Supervisor
 from corral.supervisor.contracts.drafting import FixedDrafter
 from corral.supervisor.demo import demo_contract, make_demo_repo
-from corral.supervisor.events import AgentStartedData
+from corral.supervisor.events import AgentStartedData, BlockedData
 from corral.supervisor.factory import build_supervisor
 from corral.supervisor.models import ContractCheck, OutcomeContract
 from corral.supervisor.sandbox import sandbox_status
@@ -274,7 +275,15 @@ async def test_a_hostile_agent_confined_changes_nothing_outside_its_worktree(
         assert not (world.state / "evil.txt").exists()
         assert not (hooks.parent / "evil.txt").exists()
         assert not (hooks.parent / "claude-settings.json").exists()
-        assert "NET-TOKEN-81c2" in report  # unlike checks, an agent reaches the network
+        # the host's loopback service is off its allow-list: corral's proxy
+        # refused it, and the session's log says so as a typed event
+        assert "NET-TOKEN-81c2" not in report and "403" in report, report
+        port = server.rsplit(":", 1)[1].strip("/")
+        blocked = [e.data for e in sup.replay(sid) if isinstance(e.data, BlockedData)]
+        assert [(b.what, b.by) for b in blocked] == [(f"connect 127.0.0.1:{port}", "policy")]
+        assert "network: nothing: corral's proxy refuses every host" in (
+            started_event(sup, sid).sandbox or ""
+        )
         assert '"Stop"' in hooks.read_text()  # and its hooks still arrive
         assert started_event(sup, sid).confined
         assert running_with_arg(marker)  # it is still running, detached…

@@ -269,7 +269,7 @@ def agents_confined(monkeypatch: pytest.MonkeyPatch) -> None:
     snapshots do not depend on the machine; test_board_header changes it."""
     from corral.supervisor import doctor
 
-    status = doctor.ConfinementStatus(True, "bubblewrap (test)", "confined with network")
+    status = doctor.ConfinementStatus(True, "bubblewrap (test)", "confined, network by allow-list")
     monkeypatch.setattr(doctor, "confinement_status", lambda: status)
 
 

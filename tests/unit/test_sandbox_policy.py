@@ -119,7 +119,7 @@ def test_the_agents_setting_is_reported(monkeypatch: pytest.MonkeyPatch, tmp_pat
     default = doctor.confinement_status()
     assert load_config(path).sandbox.agents is True  # confined unless opted out
     if available:
-        assert default.agents == "confined with network: every agent"
+        assert default.agents == "confined, network by allow-list: every agent"
         assert default.agents_note == ""
     path.write_text("[sandbox]\nagents = false\n")
     report = doctor.confinement_status()
@@ -128,7 +128,7 @@ def test_the_agents_setting_is_reported(monkeypatch: pytest.MonkeyPatch, tmp_pat
     path.write_text("[agents.codex]\nsandbox = false\n")
     report = doctor.confinement_status()
     if available:
-        assert report.agents == "confined with network: every agent except codex"
+        assert report.agents == "confined, network by allow-list: every agent except codex"
         assert report.agents_note == "agents unconfined: codex (sandbox = false)"
     else:
         assert report.agents_unconfined and "no sandbox can run here" in report.agents

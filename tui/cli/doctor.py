@@ -57,6 +57,8 @@ def doctor() -> int:
     line(True if not sandbox.agents_note else agents_ok, "agents", sandbox.agents)
     if sandbox.agents_note and sandbox.agents.startswith("confined"):
         line(None, "", sandbox.agents_note)  # some agents opted out
+    for name, reach in sandbox.network:  # what each may reach when confined
+        line(None, f"  {name} net", reach)
 
     for name, path in agents_on_path():
         line(True if path else None, f"agent {name}", path or "not installed")
