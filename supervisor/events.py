@@ -360,9 +360,14 @@ class UserInputRequestedData(EventData):
 
 
 class UserInputExpiredData(EventData):
+    """The question has waited `waited_secs` unanswered. `still_waiting`: it
+    stays pending (a reminder, the signal kept); older journals carry False,
+    when the wait ended the question."""
+
     KIND = K.USER_INPUT_EXPIRED
     prompt: str
     waited_secs: int
+    still_waiting: bool = False
 
 
 GUIDANCE_QUEUED = "queued"

@@ -647,6 +647,9 @@ class SessionSummary(BaseModel):
     cost_usd: float | None = None
     price_unknown: bool = False
     over_budget: str | None = None  # the sentence, once a `[budget]` limit is crossed
+    # how often the pending question was said again unanswered (each
+    # `ask_user_timeout_secs`); a notifier repeats its needs-you notice on each
+    question_reminders: int = 0
 
 
 class EventKind(StrEnum):

@@ -116,6 +116,7 @@ class Edges:
 
     def __init__(self) -> None:
         self._seen: dict[str, tuple[str | None, bool]] = {}
+        self._reminders: dict[str, int] = {}  # a pending question's reminders heard
         self._over: set[str] = set()  # rows over budget, heard of once
         self._operator_acted: set[str] = set()
 
@@ -123,6 +124,7 @@ class Edges:
         """What is already so when watching starts is no news."""
         for row in rows:
             self._seen[row.session_id] = (_needs(row), row.state.is_terminal)
+            self._reminders[row.session_id] = row.question_reminders
             if row.over_budget:
                 self._over.add(row.session_id)
 
@@ -154,6 +156,9 @@ class Edges:
         if before is None and terminal:
             return None  # first seen finished: a stored row, not a transition
         was_needs, was_terminal = before or (None, False)
+        reminders = row.question_reminders
+        reminded = reminders > self._reminders.get(sid, 0)
+        self._reminders[sid] = reminders
         if terminal and not was_terminal:
             if sid in self._operator_acted:
                 self._operator_acted.discard(sid)
@@ -161,12 +166,15 @@ class Edges:
             return _notice(FINISHED, row)
         if needs is not None and needs != was_needs:
             return _notice(NEEDS_YOU, row)
+        if needs is not None and reminded:  # a question still unanswered: said again
+            return _notice(NEEDS_YOU, row)
         return None
 
     def forget(self, session_id: str) -> None:
         self._seen.pop(session_id, None)
         self._over.discard(session_id)
         self._operator_acted.discard(session_id)
+        self._reminders.pop(session_id, None)
 
 
 def _needs(row: SessionSummary) -> str | None:

@@ -87,6 +87,7 @@ ROW_FIELDS = (
     "cost_usd",
     "price_unknown",
     "over_budget",
+    "question_reminders",
 )
 
 

@@ -77,7 +77,8 @@ STOP = "stop"
 
 
 class UserInputExpired(CorralError):
-    """No answer within the question window."""
+    """Kept for callers that catch it: a question no longer expires (it
+    waits for the operator, reminding them), so nothing raises it now."""
 
 
 class RunLoop:
@@ -359,28 +360,38 @@ class RunLoop:
     # -- questions and steering while the engine works ---------------------------------------
 
     async def _ask_user(self, live: LiveSession, prompt: str, options: list[str]) -> str:
-        """Park the session on its question (armed before the event is emitted)."""
+        """Park the session on its question (armed before the event is emitted).
+
+        A question unanswered is still a question: it stays pending (needs you:
+        question) until the operator answers, the asker withdraws it (the agent
+        moved on by itself, the run stops) or the session's own time runs out.
+        Each `ask_user_timeout_secs` it has waited, a reminder is recorded and
+        the board's row says so again (notifications repeat); the signal is
+        never cleared by the wait alone."""
         answer = live.question.arm(prompt, options)
         self._registry.emit(live, UserInputRequestedData(prompt=prompt, options=options))
         timeout = self._config.ask_user_timeout_secs
-        try:
-            return await asyncio.wait_for(asyncio.shield(answer), timeout)
-        except QuestionCleared:
-            if live.cancel_requested:
-                # Withdrawn by cancel: end cancelled, not with an error that the
-                # cancelled run never retrieves (asyncio would log it).
-                raise asyncio.CancelledError from None
-            raise
-        except TimeoutError:
-            if answer.done() and not answer.cancelled() and answer.exception() is None:
-                return answer.result()
-            live.question.clear()
-            with contextlib.suppress(QuestionCleared, asyncio.CancelledError):
-                answer.exception()
-            self._registry.emit(live, UserInputExpiredData(prompt=prompt, waited_secs=int(timeout)))
-            raise UserInputExpired(
-                f"no user response within {int(timeout)}s; proceeding without it"
-            ) from None
+        waited = 0.0
+        while True:
+            try:
+                return await asyncio.wait_for(asyncio.shield(answer), timeout)
+            except QuestionCleared:
+                if live.cancel_requested:
+                    # Withdrawn by cancel: end cancelled, not with an error that the
+                    # cancelled run never retrieves (asyncio would log it).
+                    raise asyncio.CancelledError from None
+                raise
+            except TimeoutError:
+                if answer.done():
+                    return answer.result()  # answered (or cleared) as the window closed
+                waited += timeout
+                live.question.remind()
+                self._registry.emit(
+                    live,
+                    UserInputExpiredData(
+                        prompt=prompt, waited_secs=int(waited), still_waiting=True
+                    ),
+                )
 
     def _setter(self, session_id: str, method: str, what: str) -> Any:
         """The running engine's `method` that sets its agent's `what` (ACP)."""
@@ -455,10 +466,7 @@ class RunLoop:
             f"sent back for repair. Fix it ({first.fix}, or install what is missing), then "
             f"answer '{VERIFY_AGAIN}'; '{STOP}' ends the session and keeps the worktree."
         )
-        try:
-            answer = await self._ask_user(live, prompt, [VERIFY_AGAIN, STOP])
-        except UserInputExpired:
-            answer = STOP
+        answer = await self._ask_user(live, prompt, [VERIFY_AGAIN, STOP])
         if answer.strip().lower() == VERIFY_AGAIN:
             return True
         live.session.keep_workspace_on_failure = True

@@ -14,7 +14,7 @@ from corral.supervisor.errors import ConfigError
 from corral.supervisor.session.board import Watcher
 from corral.supervisor.states import CoderState, LoopFailure
 from tests.conftest import SupervisorFactory, eventually, proposed, run_to_gate
-from tests.fakes.scripted import Fail, ScriptedEngine, Write
+from tests.fakes.scripted import Ask, Fail, ScriptedEngine, Write
 from tests.integration.conftest import OwnerFactory
 
 LINE = 'printf "%s|%s|%s|%s|%s\\036" "$CORRAL_EVENT" "$CORRAL_SESSION_ID" "$CORRAL_STATE" '
@@ -97,6 +97,21 @@ async def test_a_session_that_fails_by_itself_is_announced_as_finished(
         ["needs_you", sid, "contract_proposed"],
         ["finished", sid, "failed"],
     ]
+
+
+async def test_an_unanswered_question_is_said_again_and_never_announced_as_gone(
+    make_supervisor: SupervisorFactory, repo: Path, tmp_path: Path
+) -> None:
+    """Past the question window the hook runs again for the same question
+    (needs you: question), and no "finished" or cleared signal is heard."""
+    log = tmp_path / "hooks.log"
+    engine = ScriptedEngine([[Ask("Which greeting?", write_answer_to="hello.txt")]])
+    sup = await make_supervisor(engine=engine, ask_user_timeout_secs=0.3, **hooks(log))
+    sid = await proposed(sup, repo)
+    await sup.confirm(sid)
+    got = await logged(log, 4)  # the contract, the question, then two reminders
+    assert [g[:4] for g in got[1:4]] == [["needs_you", sid, "running", "question"]] * 3
+    assert sup.get(sid).session.state is CoderState.RUNNING
 
 
 async def test_a_restarted_owner_does_not_repeat_what_was_already_so(
