@@ -153,8 +153,8 @@ class SupervisorConfig(BaseModel):
 
     default_max_iterations: int = Field(default=8, ge=1)
     repair_invokes: int = Field(default=2, ge=0)
-    # A plain failure removes its worktree; a budget cut, a crash (the owner
-    # went away mid-run) and a drafting failure always keep theirs.
+    # Read for older configs and ignored: every failed session keeps its
+    # worktree (a failure is not the operator's decision to throw work away).
     keep_workspace_on_failure: bool = False
     max_replay_events: int = Field(default=2000, ge=0)  # 0 = unbounded
     max_check_timeout_secs: int = Field(default=3600, ge=1)

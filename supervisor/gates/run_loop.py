@@ -564,7 +564,12 @@ class RunLoop:
                 registry.emit(live, BudgetExhaustedData(reason=error, iterations=s.iterations))
         s.error = error
         s.failure_kind = kind
-        if s.keep_workspace_on_failure and s.worktree:
+        # A failure is not the operator's decision, so nothing is thrown away:
+        # the worktree and whatever the agent left in it stay (retained, never
+        # swept) for a look, a `retry --keep-edits` on top of it, or a prune
+        # that asks.
+        s.keep_workspace_on_failure = True
+        if s.worktree:
             registry.emit(
                 live,
                 ErrorData(
@@ -572,7 +577,4 @@ class RunLoop:
                 ),
             )
         registry.transition(live, S.FAILED)
-        if s.keep_workspace_on_failure:
-            self._workspaces.retain(s.worktree, note=f"failed: {error}"[:300])
-        else:
-            registry.spawn(live, asyncio.to_thread(self._workspaces.remove, s.worktree, force=True))
+        self._workspaces.retain(s.worktree, note=f"failed: {error}"[:300])

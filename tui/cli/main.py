@@ -112,7 +112,7 @@ def _run(args: argparse.Namespace) -> int:
         from .worktrees import list_worktrees, prune
 
         if args.worktrees_command == "prune":
-            return prune(dry_run=args.dry_run, force=args.force)
+            return prune(dry_run=args.dry_run, force=args.force, yes=args.yes)
         return list_worktrees(as_json=args.json)
     if args.command == "run":
         from .run import main_run
@@ -244,6 +244,9 @@ def build_parser() -> argparse.ArgumentParser:
     prune.add_argument("--dry-run", action="store_true", help="say what would be removed")
     prune.add_argument(
         "--force", action="store_true", help="also remove dirty and unknown worktrees"
+    )
+    prune.add_argument(
+        "--yes", action="store_true", help="remove without asking (a script must say so)"
     )
     web = sub.add_parser("web", help="serve the console in a browser on 127.0.0.1, behind a token")
     web.add_argument("--repo", default=argparse.SUPPRESS, help="the git repository")
