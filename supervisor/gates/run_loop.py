@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 from ..config import SupervisorConfig
 from ..engines.base import Engine, EngineOutcome, EngineRegistry, RunContext
-from ..errors import CorralError, DiskFullError, disk_full, is_disk_full
+from ..errors import CorralError, DiskFullError, disk_full, is_disk_full, nearly_full
 from ..events import (
     GUIDANCE_NOT_DELIVERED,
     GUIDANCE_QUEUED,
@@ -199,7 +199,9 @@ class RunLoop:
             self._registry.emit(live, ErrorData(message=str(exc)))
             self._fail(live, LoopFailure.EXECUTION, str(exc))
         except Exception as exc:  # an unexpected bug must not leave a zombie "running"
-            if is_disk_full(exc):  # not a bug: said once, in the operator's words
+            if is_disk_full(exc) or nearly_full(self._registry.state_dir):
+                # not a bug: said once, in the operator's words (a tool that
+                # could not write but did not say why, on a disk now full, too)
                 error = str(disk_full(self._registry.state_dir))
             else:
                 log.exception("run of %s crashed", s.id)
@@ -577,4 +579,9 @@ class RunLoop:
                 ),
             )
         registry.transition(live, S.FAILED)
-        self._workspaces.retain(s.worktree, note=f"failed: {error}"[:300])
+        try:
+            self._workspaces.retain(s.worktree, note=f"failed: {error}"[:300])
+        except Exception as exc:  # its lease stays in use: nothing removes it either
+            if not is_disk_full(exc):
+                raise
+            log.warning("the lease of %s could not be marked retained: %s", s.worktree, exc)

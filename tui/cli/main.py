@@ -48,7 +48,7 @@ def _main(args: list[str]) -> int:
 
 
 def dispatch(args: argparse.Namespace) -> int:
-    from corral.supervisor.errors import CorralError, disk_full, is_disk_full
+    from corral.supervisor.errors import CorralError, DiskFullError, disk_full, is_disk_full
 
     from .common import fail
 
@@ -60,7 +60,8 @@ def dispatch(args: argparse.Namespace) -> int:
 
             from .common import DISK_FULL
 
-            print(f"corral: {disk_full(default_state_dir())}", file=sys.stderr)
+            said = exc if isinstance(exc, DiskFullError) else disk_full(default_state_dir())
+            print(f"corral: {said}", file=sys.stderr)
             return DISK_FULL
         if isinstance(exc, CorralError):
             return fail(str(exc))
