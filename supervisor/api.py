@@ -27,7 +27,7 @@ import builtins
 import logging
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -91,7 +91,7 @@ from .session.summaries import stored_summary
 from .session.transcripts import codex_rollouts, read_transcript
 from .session.transcripts import resolve as resolve_transcript
 from .session.usage import UsageWatch
-from .states import CoderState, label, needs_you_label
+from .states import CoderState, NeedsYou, label, needs_you_label
 from .store import DB_NAME, Store
 from .store.placements import PlacementStore
 from .workspaces import Workspaces
@@ -351,12 +351,17 @@ class Supervisor:
         model: str | None = None,
         split: Split | dict[str, object] | str | None = None,
         host: str | None = None,
+        decided: Collection[NeedsYou] = (),
     ) -> StartResult:
         """Register a session and draft its contract (see `ContractGate.start`);
         `model` pins a configured model (or a name the agent knows); `host`
         runs it on a configured host (`[[hosts]]`). A `foreman:<agent>`
         session proposes its split at gate 1; `split` sets the operator's own
-        instead (refused for an engine that cannot split)."""
+        instead (refused for an engine that cannot split). `decided`: needs
+        the operator already decided and the caller answers at once (`corral
+        run --yes` confirms, `--deliver` approves): no notice is sent for them;
+        the row still shows them while they last. With `decided`, start
+        returns at `created` (as `wait=False`), registered before drafting runs."""
         gates = self._open_gates()
         foreman = is_foreman(self._engines.resolve(engine)[0])
         if split is not None and not foreman:
@@ -377,11 +382,13 @@ class Supervisor:
             max_iterations=max_iterations,
             constraints=constraints,
             discussion_id=discussion_id,
-            wait=wait,
+            wait=wait and not decided,
             contract=contract,
             model=model,
             host=host or None,
         )
+        if decided:  # before the drafting task first runs: no await since it was made
+            self._notifier.decided_ahead(result.session_id, {n.value for n in decided})
         live = self._registry.get_live(result.session_id)
         if split is not None:
             gates.foreman.set_split(result.session_id, split)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import builtins
 import json
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +48,7 @@ from ..models import (
 from ..panes.base import Screen
 from ..session.board import BoardFeed, WatchDropped, Watcher
 from ..session.journal import Subscription
-from ..states import CoderState
+from ..states import CoderState, NeedsYou
 from .client import AsyncControlClient, ControlClient, OwnerGone
 from .protocol import (
     AdoptableParams,
@@ -335,6 +336,7 @@ class AttachedSupervisor:
         model: str | None = None,
         split: Split | dict[str, object] | str | None = None,
         host: str | None = None,
+        decided: Collection[NeedsYou] = (),
     ) -> StartResult:
         params = StartParams(
             intent=intent,
@@ -349,6 +351,7 @@ class AttachedSupervisor:
             model=model,
             split=None if split is None else _split_json(split),
             host=host,
+            decided=list(decided),
         )
         return await self._request(Calls.start, params)
 

@@ -29,6 +29,7 @@ from ..events import CoderEvent
 from ..models import OutcomeContract, SessionSummary
 from ..panes.base import Screen
 from ..paths import SOCKET_NAME
+from ..states import NeedsYou
 
 PROTOCOL = "corral-control/1"
 MAX_MESSAGE_BYTES = 1 << 20  # one request line, 1 MiB
@@ -149,6 +150,9 @@ class StartParams(_Params):
     model: str | None = None
     split: dict[str, Any] | None = None  # a foreman session's split, the operator's own
     host: str | None = None  # a configured [[hosts]] name (None: this machine)
+    # needs the operator decided ahead (`corral run --yes`, `--deliver`): no
+    # notice for them; refused from an agent
+    decided: list[NeedsYou] = Field(default_factory=list)
 
 
 class SplitParams(_Params):

@@ -707,6 +707,12 @@ async def _start(conn: _Connection, _id: Any, a: p.StartParams) -> Any:
         # the operator has not let agents start sessions ([mcp] agents_may_start);
         # one it has let start still stops at gate 1: confirm is a person's
         raise conn.server.refuse(caller, "start", "start a session", None)
+    if isinstance(caller, Agent) and a.decided:
+        # an agent never silences the operator's notices about what it starts
+        raise CorralError(
+            "refused: decided needs are the operator's own (corral run --yes/--deliver); an "
+            "agent starts sessions without them"
+        )
     result = await conn.sup.start(
         a.intent,
         a.repo,
@@ -720,6 +726,7 @@ async def _start(conn: _Connection, _id: Any, a: p.StartParams) -> Any:
         model=a.model,
         split=a.split,
         host=a.host,
+        decided=a.decided,
     )
     return _dump(result)
 

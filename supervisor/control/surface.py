@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import builtins
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
@@ -54,6 +54,7 @@ from ..models import (
     TaskRun,
     TranscriptTurn,
 )
+from ..states import NeedsYou
 from . import protocol as p
 
 if TYPE_CHECKING:
@@ -357,6 +358,7 @@ class OwnerSurface(Protocol):
         model: str | None = None,
         split: Split | dict[str, object] | str | None = None,
         host: str | None = None,
+        decided: Collection[NeedsYou] = (),
     ) -> StartResult: ...
     async def confirm(
         self, session_id: str, contract: OutcomeContract | None = None

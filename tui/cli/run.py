@@ -46,7 +46,7 @@ from corral.supervisor.remote import (
     OwnerSurface,
     owner_running,
 )
-from corral.supervisor.states import CoderState, FailureKind, label
+from corral.supervisor.states import CoderState, FailureKind, NeedsYou, label
 
 from ..event_text import describe, for_terminal
 from .common import DELIVERY_REFUSED, DISK_FULL
@@ -96,7 +96,13 @@ class _Run:
         self.sid: str | None = None  # the session, once started
 
     async def start(
-        self, intent: str, repo: Path, engine: str, base: str | None, model: str | None
+        self,
+        intent: str,
+        repo: Path,
+        engine: str,
+        base: str | None,
+        model: str | None,
+        decided: list[NeedsYou],
     ) -> str:
         started = await self.owner.start(
             intent,
@@ -107,6 +113,7 @@ class _Run:
             contract=self.contract,
             model=model,
             host=self.host,
+            decided=decided,
         )
         self.sid = started.session_id
         return started.session_id
@@ -301,7 +308,11 @@ async def _drive(
 ) -> int:
     pump: asyncio.Task[None] | None = None
     try:
-        sid = await owner.start(intent, repo, engine, base, model)
+        # what the operator decided by the command line needs no notice
+        decided = [NeedsYou.CONTRACT] if yes else []
+        if deliver != "none":
+            decided += [NeedsYou.MERGE, NeedsYou.FINDING]
+        sid = await owner.start(intent, repo, engine, base, model, decided)
         sub = await owner.subscribe(sid)
         pump = asyncio.get_running_loop().create_task(_pump(sub, as_json))
         row = await _past_sign_in(owner, sid, await owner.wait_for(sid, timeout=3600))
