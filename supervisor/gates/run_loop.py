@@ -222,6 +222,10 @@ class RunLoop:
             if close is not None:
                 with contextlib.suppress(Exception):
                     await asyncio.shield(close())
+            if s.state is S.FAILED and not self._registry.has_agent_pane(s):
+                # the engine ran in this process (or over pipes, closed above):
+                # it is stopped; a pane's agent is recorded once its pane stops
+                self._registry.stopped(s)
 
     def _go_dormant(self, live: LiveSession, reason: str) -> None:
         """The agent is gone but its conversation is not: the session keeps

@@ -327,6 +327,33 @@ class SessionRegistry:
         self._stopping.add(task)
         task.add_done_callback(self._stopping.discard)
         task.add_done_callback(_retrieve)
+        task.add_done_callback(
+            lambda done: None if done.cancelled() or done.exception() else self.stopped(session)
+        )
+
+    def has_agent_pane(self, session: CoderSession) -> bool:
+        return self.panes is not None and (
+            session.pane is not None or self.panes.record(session.id) is not None
+        )
+
+    def stopped(self, session: CoderSession) -> None:
+        """A failed or abandoned session's agent is seen stopped: recorded
+        (`execution_stopped`), so a follow-up may carry on from its worktree."""
+        if session.execution_stopped or session.state not in (
+            CoderState.FAILED,
+            CoderState.ABANDONED,
+        ):
+            return
+        session.execution_stopped = True
+        live = self._live.get(session.id)
+        try:
+            if live is not None and live.session is session:
+                self.persist(live)
+            elif self.store is not None:
+                self.store.save_session(session)
+        except Exception as exc:  # not stored: a follow-up finds it unconfirmed, as before
+            session.execution_stopped = False
+            log.warning("could not record that %s stopped: %s", session.id, exc)
 
     def amend(self, session_id: str, change: Callable[[CoderSession], None]) -> SessionSummary:
         """Change what the operator owns of a session (its name, archived or
