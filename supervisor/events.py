@@ -367,7 +367,7 @@ class UserInputExpiredData(EventData):
     KIND = K.USER_INPUT_EXPIRED
     prompt: str
     waited_secs: int
-    still_waiting: bool = False
+    still_waiting: bool = Field(default=False, exclude_if=lambda v: not v)
 
 
 GUIDANCE_QUEUED = "queued"
