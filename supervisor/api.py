@@ -481,13 +481,25 @@ class Supervisor:
             discard_rest=discard_rest,
         )
 
-    async def send(self, sender: str, target: str, text: str) -> MessageData:
+    async def send(
+        self,
+        sender: str,
+        target: str,
+        text: str,
+        *,
+        expects_reply: bool = False,
+        responds_to: str | None = None,
+    ) -> MessageData:
         """Send `text` to session `target`'s agent, from `sender` (a session id,
         or "operator"): queued, pasted at its next idle prompt, logged in both
         sessions. Refused (CorralError) for an unknown or finished target, one
-        with no working agent, and by the rate and hop guards."""
+        with no working agent, and by the rate and hop guards. `expects_reply`:
+        kept pending on both rows until the target's answer (`responds_to`
+        this message's id) is delivered back to the sender."""
         self._open_gates()
-        return self._registry.send_message(sender, target, text)
+        return self._registry.send_message(
+            sender, target, text, expects_reply=expects_reply, responds_to=responds_to
+        )
 
     def record_boundary(self, session_id: str, data: BoundaryData) -> bool:
         """Write an agent's refused attempt at what only a person may do on

@@ -231,6 +231,9 @@ class MessageData(EventData):
     status: str = MESSAGE_QUEUED
     reason: str | None = Field(default=None, exclude_if=_is_none)
     hops: int = 0
+    # the sender waits for the target's answer (kept until it is delivered)
+    expects_reply: bool = Field(default=False, exclude_if=lambda v: not v)
+    responds_to: str | None = Field(default=None, exclude_if=_is_none)  # the message it answers
 
 
 class BoundaryData(EventData):

@@ -654,6 +654,10 @@ class SessionSummary(BaseModel):
     # how often the pending question was said again unanswered (each
     # `ask_user_timeout_secs`); a notifier repeats its needs-you notice on each
     question_reminders: int = 0
+    # messages that expect a reply (`corral msg --expect-reply`): those this
+    # session's agent has yet to answer, and those it waits on from others
+    replies_owed: int = 0
+    replies_awaited: int = 0
 
 
 class EventKind(StrEnum):

@@ -88,6 +88,8 @@ ROW_FIELDS = (
     "price_unknown",
     "over_budget",
     "question_reminders",
+    "replies_owed",
+    "replies_awaited",
 )
 
 

@@ -426,8 +426,23 @@ class AttachedSupervisor:
     async def cancel(self, session_id: str) -> CancelResult:
         return await self._request(Calls.cancel, SessionParams(session_id=session_id))
 
-    async def send(self, sender: str, target: str, text: str) -> MessageData:
-        return await self._request(Calls.send, SendParams(sender=sender, target=target, text=text))
+    async def send(
+        self,
+        sender: str,
+        target: str,
+        text: str,
+        *,
+        expects_reply: bool = False,
+        responds_to: str | None = None,
+    ) -> MessageData:
+        params = SendParams(
+            sender=sender,
+            target=target,
+            text=text,
+            expects_reply=expects_reply,
+            responds_to=responds_to,
+        )
+        return await self._request(Calls.send, params)
 
     async def revive(self, session_id: str) -> None:
         await self._request(Calls.revive, SessionParams(session_id=session_id))

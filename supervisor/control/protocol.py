@@ -236,6 +236,8 @@ class SendParams(_Params):
     sender: str  # a session id, or "operator"
     target: str
     text: str
+    expects_reply: bool = False  # kept pending until the target's answer is delivered
+    responds_to: str | None = None  # the message id this answers
 
 
 class ApproveParams(_Params):

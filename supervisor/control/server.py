@@ -857,7 +857,11 @@ async def _send(conn: _Connection, _id: Any, a: p.SendParams) -> Any:
         sender = caller.session_id
     else:
         sender = OPERATOR
-    return _dump(await conn.sup.send(sender, a.target, a.text))
+    return _dump(
+        await conn.sup.send(
+            sender, a.target, a.text, expects_reply=a.expects_reply, responds_to=a.responds_to
+        )
+    )
 
 
 async def _history(conn: _Connection, _id: Any, a: p.SessionParams) -> Any:

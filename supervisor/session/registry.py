@@ -285,6 +285,20 @@ class SessionRegistry:
             self.on_finished(session)
         if dst.is_terminal:
             self.stop_agent(session)
+            self._settle_replies(session.id)
+
+    def _settle_replies(self, session_id: str) -> None:
+        """A finished session owes and awaits no reply any more: the other
+        side's row is told."""
+        others = {
+            m.sender if m.target == session_id else m.target
+            for m in self.mailboxes.awaiting()
+            if session_id in (m.sender, m.target)
+        }
+        self.mailboxes.forget(session_id)
+        for other in others:
+            if other in self._live:
+                self.board.notify(other)
 
     def fail_unstored(self, live: LiveSession, error: str) -> None:
         """A session whose failure cannot be stored (the disk is full and the
@@ -387,12 +401,22 @@ class SessionRegistry:
         """Log one step of a message in the target's journal and the sender's."""
         if status == MESSAGE_ACCEPTED:
             self.mailboxes.read(message)
+        self.mailboxes.ended(message, status)
         for sid in {message.target, message.sender}:
             live = self._live.get(sid)
             if live is not None:
                 self.emit(live, message.data(status, reason))
+                self.board.notify(sid)  # a reply owed or awaited may have changed
 
-    def send_message(self, sender: str, target: str, text: str) -> MessageData:
+    def send_message(
+        self,
+        sender: str,
+        target: str,
+        text: str,
+        *,
+        expects_reply: bool = False,
+        responds_to: str | None = None,
+    ) -> MessageData:
         """Queue a message for `target`'s agent (from the operator or from a
         session); refuses, with the reason, one nothing would deliver."""
         why = refusal(self._stored.get(target), target, live=target in self._live)
@@ -407,7 +431,9 @@ class SessionRegistry:
                     f"{label(sender)} already finished (state: {origin.state.value}): it sends "
                     "no more messages"
                 )
-        message = self.mailboxes.admit(sender, target, text)
+        message = self.mailboxes.admit(
+            sender, target, text, expects_reply=expects_reply, responds_to=responds_to
+        )
         self.note_message(message, MESSAGE_QUEUED)
         return message.data()
 
@@ -533,7 +559,14 @@ class SessionRegistry:
         """The board row of one session: live rows may offer actions, stored ones never."""
         live = self._live.get(session_id)
         if live is not None:
-            return live_summary(live)
+            row = live_summary(live)
+            owed, awaited = (
+                self.mailboxes.owed_by(session_id),
+                self.mailboxes.awaited_by(session_id),
+            )
+            if owed or awaited:
+                row = row.model_copy(update={"replies_owed": owed, "replies_awaited": awaited})
+            return row
         stored = self._stored.get(session_id)
         if stored is not None:
             return stored_summary(stored)
