@@ -182,6 +182,13 @@ class SessionRegistry:
         if self._stopping:
             await asyncio.wait(set(self._stopping), timeout=15)
 
+    def detach(self, live: LiveSession) -> None:
+        """Let go of a live session as it is (stored, its log closed), for a
+        later owner to take up (an adopted pane left running on close)."""
+        self.persist(live)
+        live.log.close()
+        self._live.pop(live.id, None)
+
     def _agent_left(self, session: CoderSession) -> bool:
         """Whether this session's agent outlives the close (tmux only)."""
         return (
