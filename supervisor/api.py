@@ -205,6 +205,10 @@ class Supervisor:
         self._scheduler = Scheduler(lambda: self._registry.store, self._run_task)
         self._scheduler.start()
         self._notifier.start()
+        scanning = self._config.adoption
+        if scanning.scan and self._panes is not None:  # opt-in: your panes are yours
+            extra = [Path(s).expanduser() for s in scanning.sockets]
+            self._adoptions.start_scanner(scanning.scan_secs, extra)
         self._git_stats.start()
         self._usage.start()
 
@@ -281,6 +285,7 @@ class Supervisor:
         if self._gates is not None:
             await self._gates.janitor.stop()
         if self._adopting is not None:  # nothing was adopted without it
+            await self._adopting.stop_scanner()
             await self._adopting.release_all()
         await self._registry.stop_sessions()
         if self._panes is not None:

@@ -79,6 +79,58 @@ class Adoptions:
         self.panes = panes
         self.id_factory = id_factory
         self.sockets = sockets
+        # panes the operator let go of (released, cancelled) or that ended:
+        # the scanner never takes one of them again
+        self._held: set[tuple[str, str]] = set()
+        self._scanner: asyncio.Task[None] | None = None
+
+    # -- the opt-in scanner ([adoption] scan) ----------------------------------------------
+
+    def start_scanner(self, every: float, extra: list[Path]) -> None:
+        """Adopt, every `every` seconds, the agent panes on the user's servers
+        (and `extra` ones) that carry no marker and were never let go of."""
+
+        async def loop() -> None:
+            while True:
+                await asyncio.sleep(every)
+                try:
+                    await self.scan_once(extra)
+                except Exception:  # the next round tries again
+                    log.exception("scanning for agent panes failed")
+
+        self._scanner = asyncio.get_running_loop().create_task(loop())
+
+    async def stop_scanner(self) -> None:
+        if self._scanner is not None:
+            await cancel_and_wait([self._scanner], what="the pane scanner")
+            self._scanner = None
+
+    async def scan_once(self, extra: list[Path] | None = None) -> list[str]:
+        """One round: the sessions it adopted."""
+        if self.panes is None or self.panes.backend.name != "tmux":
+            return []
+        servers = [*self.sockets(), *(extra or [])]
+        home = str(Path.home())
+        adopted: list[str] = []
+        for pane in await self.adoptable(list(dict.fromkeys(servers))):
+            if (pane.socket, pane.pane_id) in self._held or pane.cwd == home:
+                continue  # let go of once, or no project to work on
+            try:
+                sid = await self.adopt(pane.target)
+            except CorralError as exc:  # taken or gone meanwhile: the next round sees
+                log.info("the scanner did not adopt %s: %s", pane.target, exc)
+                continue
+            live = self.registry.get_live(sid)
+            if live is not None:
+                self.registry.emit(
+                    live,
+                    PlanTextData(
+                        text="Adopted by the scanner ([adoption] scan = true): release it to "
+                        "let it go, and the scanner leaves that pane alone."
+                    ),
+                )
+            adopted.append(sid)
+        return adopted
 
     # -- listing ------------------------------------------------------------------------
 
@@ -260,6 +312,8 @@ class Adoptions:
 
     def _finish(self, live: LiveSession, why: str) -> None:
         session = live.session
+        pane = session.pane or {}
+        self._held.add((str(pane.get("socket", "")), str(pane.get("pane_id", ""))))
         if session.pane is not None:
             session.pane = {**session.pane, "state": "released"}
         if not session.state.is_terminal:

@@ -385,3 +385,38 @@ def _repo(tmp_path: Path) -> Path:
 
 if os.environ.get("TMUX"):  # the tests use a private server, never the caller's
     os.environ.pop("TMUX")
+
+
+@pytest.mark.slow
+async def test_the_opt_in_scanner_adopts_a_foreign_agent_pane_and_leaves_a_released_one(
+    tmp_path: Path, user: UserServer
+) -> None:
+    """Off by default: nothing is adopted unasked. On ([adoption] scan): an
+    agent pane with no marker on the user's tmux is adopted, saying so; once
+    the operator releases it, the scanner leaves it alone."""
+    quiet = await open_supervisor(
+        tmp_path, demo_contract(SLUG), adoption={"scan_secs": 0.1, "sockets": [str(user.socket)]}
+    )
+    try:
+        await asyncio.sleep(0.6)
+        assert quiet.list() == [] and user.marker() == ""  # opt-in: off unless asked
+    finally:
+        await quiet.close()
+    sup = await open_supervisor(
+        tmp_path,
+        demo_contract(SLUG),
+        adoption={"scan": True, "scan_secs": 0.1, "sockets": [str(user.socket)]},
+    )
+    try:
+        await eventually(lambda: len(sup.list()) == 1, timeout=15)
+        [row] = sup.list()
+        assert row.adopted and row.state is S.RUNNING
+        assert user.marker() == f"{row.session_id}:1" and user.alive()
+        assert any("Adopted by the scanner" in t for t in plan_texts(sup, row.session_id))
+        await sup.release(row.session_id)
+        assert user.marker() == ""
+        await asyncio.sleep(0.6)  # several rounds of the scanner
+        assert user.marker() == "" and len(sup.list()) == 1  # released: left alone
+    finally:
+        await sup.close()
+    assert user.alive()
