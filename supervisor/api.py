@@ -52,11 +52,13 @@ from .git.patches import FilePatch, Selection
 from .git.trees import snapshot_tree
 from .hosts.configured import Hosts
 from .models import (
+    MAX_PACK_MESSAGES,
     AdoptablePane,
     ApproveResult,
     CancelResult,
     CheckResult,
     CoderSession,
+    ContextPack,
     DeleteResult,
     OutcomeContract,
     Placement,
@@ -80,6 +82,7 @@ from .sandbox import SandboxPolicy, set_active_policy
 from .scheduler import Scheduler, new_task
 from .session import lifecycle
 from .session.board import BoardFeed, WatchDropped, Watcher
+from .session.context_pack import export_pack
 from .session.deletion import delete_session
 from .session.git_stats import GitStatsWatch
 from .session.janitor import Janitor
@@ -357,6 +360,7 @@ class Supervisor:
         split: Split | dict[str, object] | str | None = None,
         host: str | None = None,
         decided: Collection[NeedsYou] = (),
+        context: ContextPack | None = None,
     ) -> StartResult:
         """Register a session and draft its contract (see `ContractGate.start`);
         `model` pins a configured model (or a name the agent knows); `host`
@@ -366,7 +370,9 @@ class Supervisor:
         the operator already decided and the caller answers at once (`corral
         run --yes` confirms, `--deliver` approves): no notice is sent for them;
         the row still shows them while they last. With `decided`, start
-        returns at `created` (as `wait=False`), registered before drafting runs."""
+        returns at `created` (as `wait=False`), registered before drafting runs.
+        `context`: another session's context pack, given to the agent with
+        the task (`export_context`)."""
         gates = self._open_gates()
         foreman = is_foreman(self._engines.resolve(engine)[0])
         if split is not None and not foreman:
@@ -391,6 +397,7 @@ class Supervisor:
             contract=contract,
             model=model,
             host=host or None,
+            context=context,
         )
         if decided:  # before the drafting task first runs: no await since it was made
             self._notifier.decided_ahead(result.session_id, {n.value for n in decided})
@@ -801,6 +808,17 @@ class Supervisor:
         """The session's stored journal (its last events, oldest first): the
         whole story of a session this process is not running."""
         return await asyncio.to_thread(self._registry.history, session_id)
+
+    async def export_context(self, session_id: str) -> ContextPack:
+        """The session's context pack: its conversation (the agent's own
+        transcript, else corral's log of it), bounded, and a snapshot of its
+        worktree; load it with `start(context=…)` or a discussion's."""
+        session = self._registry.stored(session_id)
+        if session is None:
+            raise CorralError(f"no corral session '{session_id}'")
+        turns = await self.transcript(session_id, limit=MAX_PACK_MESSAGES)
+        events = await self.history(session_id)
+        return await asyncio.to_thread(export_pack, session, turns, events)
 
     async def transcript(self, session_id: str, limit: int = 500) -> builtins.list[TranscriptTurn]:
         """The last turns of the agent's own transcript (Claude Code's, or

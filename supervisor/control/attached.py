@@ -31,6 +31,7 @@ from ..models import (
     ApproveResult,
     CancelResult,
     CheckResult,
+    ContextPack,
     DeleteResult,
     OutcomeContract,
     PullRequestResult,
@@ -305,6 +306,9 @@ class AttachedSupervisor:
     async def history(self, session_id: str) -> builtins.list[CoderEvent]:
         return await self._request(Calls.history, SessionParams(session_id=session_id))
 
+    async def export_context(self, session_id: str) -> ContextPack:
+        return await self._request(Calls.export_context, SessionParams(session_id=session_id))
+
     async def transcript(self, session_id: str, limit: int = 500) -> builtins.list[TranscriptTurn]:
         return await self._request(
             Calls.transcript, TranscriptParams(session_id=session_id, limit=limit)
@@ -337,6 +341,7 @@ class AttachedSupervisor:
         split: Split | dict[str, object] | str | None = None,
         host: str | None = None,
         decided: Collection[NeedsYou] = (),
+        context: ContextPack | None = None,
     ) -> StartResult:
         params = StartParams(
             intent=intent,
@@ -352,6 +357,7 @@ class AttachedSupervisor:
             split=None if split is None else _split_json(split),
             host=host,
             decided=list(decided),
+            context=context,
         )
         return await self._request(Calls.start, params)
 

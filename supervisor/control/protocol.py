@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .. import errors
 from ..events import CoderEvent
-from ..models import OutcomeContract, SessionSummary
+from ..models import ContextPack, OutcomeContract, SessionSummary
 from ..panes.base import Screen
 from ..paths import SOCKET_NAME
 from ..states import NeedsYou
@@ -153,6 +153,7 @@ class StartParams(_Params):
     # needs the operator decided ahead (`corral run --yes`, `--deliver`): no
     # notice for them; refused from an agent
     decided: list[NeedsYou] = Field(default_factory=list)
+    context: ContextPack | None = None  # another session's context pack
 
 
 class SplitParams(_Params):
@@ -318,6 +319,7 @@ class DiscussionParams(_Params):
 
 class DiscussionStartParams(_Params):
     repo: str
+    context: ContextPack | None = None
 
 
 class DiscussionSendParams(_Params):

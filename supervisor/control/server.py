@@ -707,6 +707,11 @@ async def _start(conn: _Connection, _id: Any, a: p.StartParams) -> Any:
         # the operator has not let agents start sessions ([mcp] agents_may_start);
         # one it has let start still stops at gate 1: confirm is a person's
         raise conn.server.refuse(caller, "start", "start a session", None)
+    if isinstance(caller, Agent) and a.context is not None:
+        raise CorralError(
+            "refused: loading another session's context is the operator's (corral run "
+            "--context); an agent starts sessions without one"
+        )
     if isinstance(caller, Agent) and a.decided:
         # an agent never silences the operator's notices about what it starts
         raise CorralError(
@@ -727,6 +732,7 @@ async def _start(conn: _Connection, _id: Any, a: p.StartParams) -> Any:
         split=a.split,
         host=a.host,
         decided=a.decided,
+        context=a.context,
     )
     return _dump(result)
 
@@ -828,6 +834,10 @@ async def _search(conn: _Connection, _id: Any, a: p.SearchParams) -> Any:
 
 async def _transcript(conn: _Connection, _id: Any, a: p.TranscriptParams) -> Any:
     return [_dump(t) for t in await conn.sup.transcript(a.session_id, a.limit)]
+
+
+async def _export_context(conn: _Connection, _id: Any, a: p.SessionParams) -> Any:
+    return (await conn.sup.export_context(a.session_id)).model_dump(mode="json")
 
 
 async def _adoptable(conn: _Connection, _id: Any, a: p.AdoptableParams) -> Any:
@@ -1003,7 +1013,7 @@ async def _discussion_get(conn: _Connection, _id: Any, a: p.DiscussionParams) ->
 
 
 async def _discussion_start(conn: _Connection, _id: Any, a: p.DiscussionStartParams) -> Any:
-    return (await _discussions(conn).start(a.repo)).summary()
+    return (await _discussions(conn).start(a.repo, context=a.context)).summary()
 
 
 async def _discussion_send(conn: _Connection, _id: Any, a: p.DiscussionSendParams) -> Any:
@@ -1075,6 +1085,7 @@ def _methods() -> dict[str, Method]:
         serve(c.task_run, _task_run),
         serve(c.search, _search),
         serve(c.transcript, _transcript),
+        serve(c.export_context, _export_context),
         serve(c.adoptable, _adoptable),
         serve(c.adopt, _adopt),
         serve(c.release, _release),

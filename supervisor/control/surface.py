@@ -40,6 +40,7 @@ from ..models import (
     ApproveResult,
     CancelResult,
     CheckResult,
+    ContextPack,
     DeleteResult,
     OutcomeContract,
     PullRequestResult,
@@ -210,6 +211,8 @@ class Calls:
     transcript: Call[p.TranscriptParams, builtins.list[TranscriptTurn]] = _agents(
         p.TranscriptParams, builtins.list[TranscriptTurn], own=True
     )
+    # a session's conversation, to load elsewhere: the operator's, not an agent's
+    export_context: Call[p.SessionParams, ContextPack] = _operator(p.SessionParams, ContextPack)
     adoptable: Call[p.AdoptableParams, builtins.list[AdoptablePane]] = _operator(
         p.AdoptableParams, builtins.list[AdoptablePane]
     )
@@ -339,6 +342,7 @@ class OwnerSurface(Protocol):
         self, session_id: str, limit: int = 500
     ) -> builtins.list[TranscriptTurn]: ...
     async def search(self, text: str) -> builtins.list[str]: ...
+    async def export_context(self, session_id: str) -> ContextPack: ...
     async def review_files(self, session_id: str) -> builtins.list[FilePatch]: ...
     async def foreman_split(self, session_id: str) -> Split: ...
 
@@ -359,6 +363,7 @@ class OwnerSurface(Protocol):
         split: Split | dict[str, object] | str | None = None,
         host: str | None = None,
         decided: Collection[NeedsYou] = (),
+        context: ContextPack | None = None,
     ) -> StartResult: ...
     async def confirm(
         self, session_id: str, contract: OutcomeContract | None = None

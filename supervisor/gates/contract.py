@@ -62,6 +62,7 @@ from ..models import (
     CheckResult,
     CheckVerdict,
     CoderSession,
+    ContextPack,
     OutcomeContract,
     ReviseResult,
     SetupOutcome,
@@ -161,6 +162,7 @@ class ContractGate:
         retry_guidance: list[str] | None = None,
         host: str | None = None,
         seed_tree: str | None = None,
+        context: ContextPack | None = None,
     ) -> StartResult:
         """Register a session and draft its contract.
 
@@ -229,6 +231,7 @@ class ContractGate:
                     retry_of=retry_of,
                     retry_guidance=list(retry_guidance or []),
                     resumed_from=resume.id if resume is not None else None,
+                    context=context,
                 )
                 if pin is not None:
                     session.model, session.model_pinned = pin.name, True

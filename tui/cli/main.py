@@ -156,6 +156,10 @@ def _run(args: argparse.Namespace) -> int:
         from .msg import send
 
         return send(args)
+    if args.command == "context":
+        from .context import export
+
+        return export(args)
     if args.command == "serve":
         from .serve import serve
 
@@ -266,6 +270,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--intent", required=True, help="what the task should achieve")
     run.add_argument("--contract", help="a contract JSON file (default: conventions lane)")
     run.add_argument(
+        "--context",
+        metavar="FILE",
+        help="a context pack (`corral context <session> -o FILE`) the agent gets with the task",
+    )
+    run.add_argument(
         "--check",
         action="append",
         metavar="CMD",
@@ -323,6 +332,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .msg import add_parser as add_msg_parser
 
     add_msg_parser(sub)
+    from .context import add_parser as add_context_parser
+
+    add_context_parser(sub)
     from .mode import add_parser as add_mode_parser
 
     add_mode_parser(sub)

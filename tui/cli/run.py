@@ -37,7 +37,7 @@ from corral.supervisor.interface import (
     checks_contract,
     load_contract,
 )
-from corral.supervisor.models import CoderSession, OutcomeContract, SessionSummary
+from corral.supervisor.models import CoderSession, ContextPack, OutcomeContract, SessionSummary
 from corral.supervisor.paths import default_state_dir
 from corral.supervisor.remote import (
     AttachedSupervisor,
@@ -50,6 +50,7 @@ from corral.supervisor.states import CoderState, FailureKind, NeedsYou, label
 
 from ..event_text import describe, for_terminal
 from .common import DELIVERY_REFUSED, DISK_FULL
+from .context import load_pack
 
 EXIT = {
     CoderState.MERGED: 0,
@@ -85,6 +86,7 @@ class _Run:
         local: bool,
         contract: OutcomeContract | None = None,
         host: str | None = None,
+        context: ContextPack | None = None,
     ) -> None:
         self.owner = owner
         # this process owns the session: it must stay to go on (a remote owner
@@ -94,6 +96,7 @@ class _Run:
         self.contract = contract  # given to a remote owner (a local one drafts with it)
         self.host = host  # the [[hosts]] name it runs on (None: here)
         self.sid: str | None = None  # the session, once started
+        self.context = context  # another session's context pack, given with the task
 
     async def start(
         self,
@@ -114,6 +117,7 @@ class _Run:
             model=model,
             host=self.host,
             decided=decided,
+            context=self.context,
         )
         self.sid = started.session_id
         return started.session_id
@@ -165,6 +169,7 @@ async def run_session(
     model: str | None = None,
     host: str | None = None,
     checks: list[str] | None = None,
+    context: ContextPack | None = None,
 ) -> int:
     """As a client of the owner when one runs; else as the owner for the run."""
     if contract_file is not None and checks:
@@ -191,7 +196,7 @@ async def run_session(
         if client is not None:
             if not as_json:
                 print(f"corral run: a client of the corral that owns {state_dir}", file=sys.stderr)
-            remote = _Run(client, local=False, contract=given, host=host)
+            remote = _Run(client, local=False, contract=given, host=host, context=context)
             try:
                 return await _drive(
                     remote,
@@ -216,7 +221,7 @@ async def run_session(
     services = OwnerServices(sup, mcp_http=False)  # other clients reach this run's owner
     await services.start()
     theirs_before = {r.session_id for r in sup.list()}
-    local = _Run(sup, local=True, host=host)
+    local = _Run(sup, local=True, host=host, context=context)
     interrupted: SessionSummary | bool | None = False
     try:
         me = services.caller_of(os.getpid())
@@ -529,6 +534,7 @@ def main_run(args: argparse.Namespace) -> int:
                 model=args.model,
                 host=args.host,
                 checks=args.check,
+                context=load_pack(args.context) if args.context else None,
             )
         )
     except CorralError as exc:
