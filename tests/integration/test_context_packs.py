@@ -48,7 +48,7 @@ async def exported(sup_factory: SupervisorFactory, repo: Path, tmp_path: Path) -
 async def test_a_pack_holds_the_conversation_and_a_bounded_snapshot(
     make_supervisor: SupervisorFactory, repo: Path, tmp_path: Path
 ) -> None:
-    sup, sid, pack, _ = await exported(make_supervisor, repo, tmp_path)
+    _sup, sid, pack, _ = await exported(make_supervisor, repo, tmp_path)
     assert pack.source_session == label(sid) and pack.source_agent == "scripted"
     texts = [m.text for m in pack.retained_messages]
     assert texts[0].startswith("say hi") and pack.retained_messages[0].role == "user"
