@@ -70,6 +70,8 @@ def message_prompt(messages: list[Message]) -> str:
     for m in messages:
         who = "the operator" if m.sender == OPERATOR else f"corral session {label(m.sender)}"
         said = f"Message from {who}:\n{m.text.strip()}"
+        if m.responds_to is not None:
+            said += f"\n(This answers your message {m.responds_to}.)"
         if m.expects_reply:
             said += (
                 f"\n(It waits for your reply: corral msg {label(m.sender)} --reply-to {m.id} "
