@@ -151,7 +151,7 @@ class StartParams(_Params):
     split: dict[str, Any] | None = None  # a foreman session's split, the operator's own
     host: str | None = None  # a configured [[hosts]] name (None: this machine)
     # needs the operator decided ahead (`corral run --yes`, `--deliver`): no
-    # notice for them; refused from an agent
+    # notice for them; dropped when an agent sends it
     decided: list[NeedsYou] = Field(default_factory=list)
     context: ContextPack | None = None  # another session's context pack
 

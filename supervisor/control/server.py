@@ -712,12 +712,9 @@ async def _start(conn: _Connection, _id: Any, a: p.StartParams) -> Any:
             "refused: loading another session's context is the operator's (corral run "
             "--context); an agent starts sessions without one"
         )
-    if isinstance(caller, Agent) and a.decided:
-        # an agent never silences the operator's notices about what it starts
-        raise CorralError(
-            "refused: decided needs are the operator's own (corral run --yes/--deliver); an "
-            "agent starts sessions without them"
-        )
+    # an agent never silences the operator's notices about what it starts: what
+    # it says it decided is dropped (its run waits at gate 1, announced)
+    decided = [] if isinstance(caller, Agent) else a.decided
     result = await conn.sup.start(
         a.intent,
         a.repo,
@@ -731,7 +728,7 @@ async def _start(conn: _Connection, _id: Any, a: p.StartParams) -> Any:
         model=a.model,
         split=a.split,
         host=a.host,
-        decided=a.decided,
+        decided=decided,
         context=a.context,
     )
     return _dump(result)
