@@ -27,7 +27,7 @@ import builtins
 import logging
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -52,11 +52,13 @@ from .git.patches import FilePatch, Selection
 from .git.trees import snapshot_tree
 from .hosts.configured import Hosts
 from .models import (
+    MAX_PACK_MESSAGES,
     AdoptablePane,
     ApproveResult,
     CancelResult,
     CheckResult,
     CoderSession,
+    ContextPack,
     DeleteResult,
     OutcomeContract,
     Placement,
@@ -81,6 +83,7 @@ from .sandbox.netproxy import network_proxy
 from .scheduler import Scheduler, new_task
 from .session import lifecycle
 from .session.board import BoardFeed, WatchDropped, Watcher
+from .session.context_pack import export_pack
 from .session.deletion import delete_session
 from .session.git_stats import GitStatsWatch
 from .session.janitor import Janitor
@@ -92,7 +95,7 @@ from .session.summaries import stored_summary
 from .session.transcripts import codex_rollouts, read_transcript
 from .session.transcripts import resolve as resolve_transcript
 from .session.usage import UsageWatch
-from .states import CoderState, label, needs_you_label
+from .states import CoderState, NeedsYou, label, needs_you_label
 from .store import DB_NAME, Store
 from .store.placements import PlacementStore
 from .workspaces import Workspaces
@@ -208,6 +211,10 @@ class Supervisor:
         self._scheduler = Scheduler(lambda: self._registry.store, self._run_task)
         self._scheduler.start()
         self._notifier.start()
+        scanning = self._config.adoption
+        if scanning.scan and self._panes is not None:  # opt-in: your panes are yours
+            extra = [Path(s).expanduser() for s in scanning.sockets]
+            self._adoptions.start_scanner(scanning.scan_secs, extra)
         self._git_stats.start()
         self._usage.start()
 
@@ -284,6 +291,7 @@ class Supervisor:
         if self._gates is not None:
             await self._gates.janitor.stop()
         if self._adopting is not None:  # nothing was adopted without it
+            await self._adopting.stop_scanner()
             await self._adopting.release_all()
         known = self._registry.known_ids()
         await self._registry.stop_sessions()
@@ -360,12 +368,20 @@ class Supervisor:
         model: str | None = None,
         split: Split | dict[str, object] | str | None = None,
         host: str | None = None,
+        decided: Collection[NeedsYou] = (),
+        context: ContextPack | None = None,
     ) -> StartResult:
         """Register a session and draft its contract (see `ContractGate.start`);
         `model` pins a configured model (or a name the agent knows); `host`
         runs it on a configured host (`[[hosts]]`). A `foreman:<agent>`
         session proposes its split at gate 1; `split` sets the operator's own
-        instead (refused for an engine that cannot split)."""
+        instead (refused for an engine that cannot split). `decided`: needs
+        the operator already decided and the caller answers at once (`corral
+        run --yes` confirms, `--deliver` approves): no notice is sent for them;
+        the row still shows them while they last. With `decided`, start
+        returns at `created` (as `wait=False`), registered before drafting runs.
+        `context`: another session's context pack, given to the agent with
+        the task (`export_context`)."""
         gates = self._open_gates()
         foreman = is_foreman(self._engines.resolve(engine)[0])
         if split is not None and not foreman:
@@ -386,11 +402,14 @@ class Supervisor:
             max_iterations=max_iterations,
             constraints=constraints,
             discussion_id=discussion_id,
-            wait=wait,
+            wait=wait and not decided,
             contract=contract,
             model=model,
             host=host or None,
+            context=context,
         )
+        if decided:  # before the drafting task first runs: no await since it was made
+            self._notifier.decided_ahead(result.session_id, {n.value for n in decided})
         live = self._registry.get_live(result.session_id)
         if split is not None:
             gates.foreman.set_split(result.session_id, split)
@@ -483,13 +502,25 @@ class Supervisor:
             discard_rest=discard_rest,
         )
 
-    async def send(self, sender: str, target: str, text: str) -> MessageData:
+    async def send(
+        self,
+        sender: str,
+        target: str,
+        text: str,
+        *,
+        expects_reply: bool = False,
+        responds_to: str | None = None,
+    ) -> MessageData:
         """Send `text` to session `target`'s agent, from `sender` (a session id,
         or "operator"): queued, pasted at its next idle prompt, logged in both
         sessions. Refused (CorralError) for an unknown or finished target, one
-        with no working agent, and by the rate and hop guards."""
+        with no working agent, and by the rate and hop guards. `expects_reply`:
+        kept pending on both rows until the target's answer (`responds_to`
+        this message's id) is delivered back to the sender."""
         self._open_gates()
-        return self._registry.send_message(sender, target, text)
+        return self._registry.send_message(
+            sender, target, text, expects_reply=expects_reply, responds_to=responds_to
+        )
 
     def record_boundary(self, session_id: str, data: BoundaryData) -> bool:
         """Write an agent's refused attempt at what only a person may do on
@@ -792,6 +823,17 @@ class Supervisor:
         """The session's stored journal (its last events, oldest first): the
         whole story of a session this process is not running."""
         return await asyncio.to_thread(self._registry.history, session_id)
+
+    async def export_context(self, session_id: str) -> ContextPack:
+        """The session's context pack: its conversation (the agent's own
+        transcript, else corral's log of it), bounded, and a snapshot of its
+        worktree; load it with `start(context=…)` or a discussion's."""
+        session = self._registry.stored(session_id)
+        if session is None:
+            raise CorralError(f"no corral session '{session_id}'")
+        turns = await self.transcript(session_id, limit=MAX_PACK_MESSAGES)
+        events = await self.history(session_id)
+        return await asyncio.to_thread(export_pack, session, turns, events)
 
     async def transcript(self, session_id: str, limit: int = 500) -> builtins.list[TranscriptTurn]:
         """The last turns of the agent's own transcript (Claude Code's, or

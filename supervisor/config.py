@@ -153,6 +153,19 @@ class NotifySettings(BaseModel):
         return argv
 
 
+class AdoptionSettings(BaseModel):
+    """`[adoption]`: the opt-in scanner. Off by default: corral adopts only the
+    panes you name (`corral adopt`). On, it looks at your tmux servers every
+    `scan_secs` and adopts each agent pane it finds that carries no marker
+    (one you released stays yours); `sockets` adds servers to the default ones."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    scan: bool = False
+    scan_secs: float = Field(default=10, gt=0)
+    sockets: list[str] = Field(default_factory=list)
+
+
 class BudgetSettings(BaseModel):
     """`[budget]`: what one session may use before its row warns (and one
     notice says so). Unset: no limit."""
@@ -180,8 +193,8 @@ class SupervisorConfig(BaseModel):
 
     default_max_iterations: int = Field(default=8, ge=1)
     repair_invokes: int = Field(default=2, ge=0)
-    # A plain failure removes its worktree; a budget cut, a crash (the owner
-    # went away mid-run) and a drafting failure always keep theirs.
+    # Read for older configs and ignored: every failed session keeps its
+    # worktree (a failure is not the operator's decision to throw work away).
     keep_workspace_on_failure: bool = False
     max_replay_events: int = Field(default=2000, ge=0)  # 0 = unbounded
     max_check_timeout_secs: int = Field(default=3600, ge=1)
@@ -208,6 +221,7 @@ class SupervisorConfig(BaseModel):
     notify: NotifySettings = Field(default_factory=NotifySettings)
     hosts: list[HostSettings] = Field(default_factory=list)  # [[hosts]]: other machines
     budget: BudgetSettings = Field(default_factory=BudgetSettings)
+    adoption: AdoptionSettings = Field(default_factory=AdoptionSettings)
     prices: dict[str, ModelPrice] = Field(default_factory=dict)  # over the built-in table
     # Where a foreman places its subtasks: on the hosts above (up to each one's
     # max_sessions) and on this machine; either can be turned off.
@@ -244,7 +258,7 @@ def load_config(path: Path | None = None) -> SupervisorConfig:
         raise ConfigError(f"{path}: [mcp] must be a table")
     if mcp:
         section = {**section, "mcp": mcp}
-    for table in ("notify", "budget", "prices"):
+    for table in ("notify", "budget", "prices", "adoption"):
         value = data.get(table, {})
         if not isinstance(value, dict):
             raise ConfigError(f"{path}: [{table}] must be a table")

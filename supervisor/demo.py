@@ -18,6 +18,7 @@ from corral.assets import path as asset_path
 from .api import Supervisor
 from .contracts.drafting import DraftRequest, ReviseRequest
 from .models import ContractCheck, OutcomeContract
+from .states import NeedsYou
 
 DEMO_LABEL = "demo"
 ASSETS = asset_path("demo_repo")
@@ -169,11 +170,17 @@ async def seed_demo(supervisor: Supervisor, repo: Path) -> list[str]:
     """Start the demo's sessions: one with a verified diff to approve, one
     working, one waiting for its contract to be confirmed."""
     ids: list[str] = []
-    for intent in DEMO_INTENTS:
-        result = await supervisor.start(intent, repo, engine="auto")
+    for i, intent in enumerate(DEMO_INTENTS):
+        # the demo confirms the first two itself, and answers the first one's
+        # question: no "needs you" notice for what the demo decides
+        decided = [NeedsYou.CONTRACT] if i < 2 else []
+        if i == 0:
+            decided.append(NeedsYou.QUESTION)
+        result = await supervisor.start(intent, repo, engine="auto", decided=decided)
         ids.append(result.session_id)
-    await supervisor.confirm(ids[0])
-    await supervisor.confirm(ids[1])
+    for sid in ids[:2]:
+        await supervisor.wait_for(sid, needs=True, timeout=60)
+        await supervisor.confirm(sid)
     # the demo agent asks before editing; the demo answers "Yes" for the first one
     # so a verified diff is waiting when the operator looks
     for _ in range(3):

@@ -65,3 +65,45 @@ def disk_full(state_dir: Path) -> DiskFullError:
         "(or set CORRAL_HOME to another directory) and run corral again; what was stored so "
         "far is kept"
     )
+
+
+# What a run needs free to start at all: the store's rows and journal, a
+# worktree and a verification checkout of a small repository. A disk with less
+# is refused before anything is written (a larger repository that fills it
+# later is caught as it fills).
+MIN_FREE_TO_START = 4 * 1024 * 1024
+
+
+def _free(path: Path) -> int | None:
+    """Free bytes on the disk holding `path` (or its nearest existing parent)."""
+    for candidate in (path, *path.parents):
+        if candidate.exists():
+            try:
+                return shutil.disk_usage(candidate).free
+            except OSError:
+                return None
+    return None
+
+
+def nearly_full(
+    state_dir: Path,
+    repo: Path | None = None,
+    *,
+    floor: int = MIN_FREE_TO_START,
+    ending: str = "nothing was started",
+) -> DiskFullError | None:
+    """The one sentence for a disk too full to start a run on (the state
+    dir's, or the repository's where its git metadata grows), or None.
+    `ending` says what became of the run."""
+    places = [("the state dir", state_dir)] + ([("the repository", repo)] if repo else [])
+    for what, path in places:
+        free = _free(path)
+        if free is not None and free < floor:
+            how = "full" if free < 64 * 1024 else "nearly full"
+            return DiskFullError(
+                f"the disk holding {what} {path} is {how} ({free // 1024} KB free; a run needs "
+                f"at least {floor // (1024 * 1024)} MB): free some space there"
+                + (" (or set CORRAL_HOME to another directory)" if what == "the state dir" else "")
+                + f" and run corral again; {ending}"
+            )
+    return None

@@ -231,6 +231,9 @@ class MessageData(EventData):
     status: str = MESSAGE_QUEUED
     reason: str | None = Field(default=None, exclude_if=_is_none)
     hops: int = 0
+    # the sender waits for the target's answer (kept until it is delivered)
+    expects_reply: bool = Field(default=False, exclude_if=lambda v: not v)
+    responds_to: str | None = Field(default=None, exclude_if=_is_none)  # the message it answers
 
 
 class BoundaryData(EventData):
@@ -360,9 +363,14 @@ class UserInputRequestedData(EventData):
 
 
 class UserInputExpiredData(EventData):
+    """The question has waited `waited_secs` unanswered. `still_waiting`: it
+    stays pending (a reminder, the signal kept); older journals carry False,
+    when the wait ended the question."""
+
     KIND = K.USER_INPUT_EXPIRED
     prompt: str
     waited_secs: int
+    still_waiting: bool = Field(default=False, exclude_if=lambda v: not v)
 
 
 GUIDANCE_QUEUED = "queued"

@@ -4,7 +4,9 @@ having done it, or goes over its `[budget]`, say so once, outside the board.
 The owner watches its own board feed and notices edges, never levels: a
 session whose row already needed you when the owner opened (a restart, a
 replay) is the baseline, and a repaint of the same row is no edge. A finish
-the operator caused (approve, reject, cancel) is theirs and is not announced.
+the operator caused (approve, reject, cancel) is theirs and is not announced,
+nor is a need they decided ahead (`corral run --yes` confirms the contract the
+moment it is proposed, `--deliver` approves the diff, the demo confirms its own).
 
 Each notice goes to the operator's hook commands (`[notify] on_needs_you`,
 `on_finished`, `on_over_budget`), to `notify-send` where a desktop runs, and to listeners in the
@@ -116,13 +118,18 @@ class Edges:
 
     def __init__(self) -> None:
         self._seen: dict[str, tuple[str | None, bool]] = {}
+        self._reminders: dict[str, int] = {}  # a pending question's reminders heard
         self._over: set[str] = set()  # rows over budget, heard of once
         self._operator_acted: set[str] = set()
+        # needs the operator answers at once by a decision made ahead
+        # (`corral run --yes`, `--deliver`, the demo's own confirm): not news
+        self._decided: dict[str, set[str]] = {}
 
     def baseline(self, rows: list[SessionSummary]) -> None:
         """What is already so when watching starts is no news."""
         for row in rows:
             self._seen[row.session_id] = (_needs(row), row.state.is_terminal)
+            self._reminders[row.session_id] = row.question_reminders
             if row.over_budget:
                 self._over.add(row.session_id)
 
@@ -130,6 +137,11 @@ class Edges:
         """The operator approved, rejected or cancelled: the finish that
         follows is theirs."""
         self._operator_acted.add(session_id)
+
+    def decided_ahead(self, session_id: str, needs: set[str]) -> None:
+        """The operator decided these needs of the session before they came
+        (each is silent once)."""
+        self._decided.setdefault(session_id, set()).update(needs)
 
     def observe(self, row: SessionSummary) -> Notice | None:
         """The row's edge, if any; going over budget is heard once (a
@@ -154,12 +166,21 @@ class Edges:
         if before is None and terminal:
             return None  # first seen finished: a stored row, not a transition
         was_needs, was_terminal = before or (None, False)
+        reminders = row.question_reminders
+        reminded = reminders > self._reminders.get(sid, 0)
+        self._reminders[sid] = reminders
         if terminal and not was_terminal:
             if sid in self._operator_acted:
                 self._operator_acted.discard(sid)
                 return None
             return _notice(FINISHED, row)
         if needs is not None and needs != was_needs:
+            decided = self._decided.get(sid, set())
+            if needs in decided:
+                decided.discard(needs)
+                return None
+            return _notice(NEEDS_YOU, row)
+        if needs is not None and reminded:  # a question still unanswered: said again
             return _notice(NEEDS_YOU, row)
         return None
 
@@ -167,6 +188,8 @@ class Edges:
         self._seen.pop(session_id, None)
         self._over.discard(session_id)
         self._operator_acted.discard(session_id)
+        self._reminders.pop(session_id, None)
+        self._decided.pop(session_id, None)
 
 
 def _needs(row: SessionSummary) -> str | None:
@@ -206,6 +229,9 @@ class Notifier:
 
     def operator_acts(self, session_id: str) -> None:
         self.edges.operator_acts(session_id)
+
+    def decided_ahead(self, session_id: str, needs: set[str]) -> None:
+        self.edges.decided_ahead(session_id, needs)
 
     def start(self) -> None:
         rows, watcher = self._watch()

@@ -87,6 +87,9 @@ ROW_FIELDS = (
     "cost_usd",
     "price_unknown",
     "over_budget",
+    "question_reminders",
+    "replies_owed",
+    "replies_awaited",
 )
 
 

@@ -107,7 +107,9 @@ REMOVING = {PruneOutcome.REMOVED, PruneOutcome.REMOVED_UNKNOWN}
 class PruneStep:
     path: str
     outcome: PruneOutcome
-    detail: str = ""  # the live session's state, or why the removal failed
+    # the live session's state, why the removal failed, or (dry run) the
+    # ended session's state
+    detail: str = ""
 
     @property
     def removed(self) -> bool:
@@ -187,7 +189,7 @@ def _decide(
             clean = is_clean(Path(lease.path)) if Path(lease.path).exists() else True
             removable = clean or force or lease.discard_ok
             outcome = PruneOutcome.WOULD_REMOVE if removable else PruneOutcome.WOULD_KEEP_DIRTY
-            yield PruneStep(lease.path, outcome)
+            yield PruneStep(lease.path, outcome, state.value if state is not None else "")
             continue
         ok, why = remove_worktree(workspaces.book, lease, force=force)
         yield PruneStep(

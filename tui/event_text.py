@@ -154,6 +154,8 @@ def describe(event: CoderEvent) -> Text:
             line.append(f"iteration {n}/{most}", style="bright_black")
         case UserInputRequestedData(prompt=prompt):
             line.append("question: ", style="bold yellow").append(clip(prompt))
+        case UserInputExpiredData(waited_secs=waited, still_waiting=True):
+            line.append(f"question unanswered after {waited}s: still waiting", style="yellow")
         case UserInputExpiredData(waited_secs=waited):
             line.append(f"question expired after {waited}s", style="yellow")
         case OperatorGuidanceData(text=text, status="delivered"):

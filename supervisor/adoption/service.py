@@ -3,10 +3,14 @@
 An adopted pane becomes a session (engine `adopted:<agent>`, running, no
 contract, no worktree) whose pane record lives on the user's server through
 `AdoptingBackend`. Its owner marker is set only on a pane that carries none,
-and checked before the adoption is reported. Releasing it (or cancelling it,
-or closing corral) removes the marker and leaves the pane running as it was;
-a session stored as adopted when corral starts (it crashed) is settled the
-same way before recovery looks at anything.
+and checked before the adoption is reported. Releasing it (or cancelling it)
+removes the marker and leaves the pane running as it was.
+
+An adoption survives a restart: closing corral leaves the marker on the pane
+and the session stored as running; when corral starts again (after a close or
+a crash) it is adopted again if its pane is still there, still carries our
+marker and still runs the same agent — else it ends, with the sentence saying
+which of those changed, and our marker is removed if the pane still has it.
 """
 
 from __future__ import annotations
@@ -75,6 +79,58 @@ class Adoptions:
         self.panes = panes
         self.id_factory = id_factory
         self.sockets = sockets
+        # panes the operator let go of (released, cancelled) or that ended:
+        # the scanner never takes one of them again
+        self._held: set[tuple[str, str]] = set()
+        self._scanner: asyncio.Task[None] | None = None
+
+    # -- the opt-in scanner ([adoption] scan) ----------------------------------------------
+
+    def start_scanner(self, every: float, extra: list[Path]) -> None:
+        """Adopt, every `every` seconds, the agent panes on the user's servers
+        (and `extra` ones) that carry no marker and were never let go of."""
+
+        async def loop() -> None:
+            while True:
+                await asyncio.sleep(every)
+                try:
+                    await self.scan_once(extra)
+                except Exception:  # the next round tries again
+                    log.exception("scanning for agent panes failed")
+
+        self._scanner = asyncio.get_running_loop().create_task(loop())
+
+    async def stop_scanner(self) -> None:
+        if self._scanner is not None:
+            await cancel_and_wait([self._scanner], what="the pane scanner")
+            self._scanner = None
+
+    async def scan_once(self, extra: list[Path] | None = None) -> list[str]:
+        """One round: the sessions it adopted."""
+        if self.panes is None or self.panes.backend.name != "tmux":
+            return []
+        servers = [*self.sockets(), *(extra or [])]
+        home = str(Path.home())
+        adopted: list[str] = []
+        for pane in await self.adoptable(list(dict.fromkeys(servers))):
+            if (pane.socket, pane.pane_id) in self._held or pane.cwd == home:
+                continue  # let go of once, or no project to work on
+            try:
+                sid = await self.adopt(pane.target)
+            except CorralError as exc:  # taken or gone meanwhile: the next round sees
+                log.info("the scanner did not adopt %s: %s", pane.target, exc)
+                continue
+            live = self.registry.get_live(sid)
+            if live is not None:
+                self.registry.emit(
+                    live,
+                    PlanTextData(
+                        text="Adopted by the scanner ([adoption] scan = true): release it to "
+                        "let it go, and the scanner leaves that pane alone."
+                    ),
+                )
+            adopted.append(sid)
+        return adopted
 
     # -- listing ------------------------------------------------------------------------
 
@@ -256,6 +312,8 @@ class Adoptions:
 
     def _finish(self, live: LiveSession, why: str) -> None:
         session = live.session
+        pane = session.pane or {}
+        self._held.add((str(pane.get("socket", "")), str(pane.get("pane_id", ""))))
         if session.pane is not None:
             session.pane = {**session.pane, "state": "released"}
         if not session.state.is_terminal:
@@ -289,20 +347,38 @@ class Adoptions:
         self._finish(live, "its pane closed (the agent exited)")
 
     async def release_all(self) -> None:
-        """corral is closing: every adopted pane is released (left running)."""
+        """corral is closing: every adopted pane is left as it is (running,
+        marked, the session stored running), so the next start adopts it
+        again; nothing is typed into it and nothing stops it."""
         for sid in sorted(self.registry.live_ids()):
             live = self.registry.get_live(sid)
             if live is None or not is_adopted(live.session) or live.session.state.is_terminal:
                 continue
             try:
-                await self._let_go(live, "released when corral closed: the pane runs on")
+                await self._leave(live)
             except Exception as exc:  # closing goes on; the next start settles it
-                log.warning("could not release adopted pane of %s: %s", sid, exc)
+                log.warning("could not leave adopted pane of %s: %s", sid, exc)
+
+    async def _leave(self, live: LiveSession) -> None:
+        task = live.task
+        if task is not None and not task.done():
+            await cancel_and_wait([task], what=f"the watch of {live.id}")
+        live.question.clear()
+        live.steering.close()
+        owner = str((live.session.pane or {}).get("owner", ""))
+        if self.panes is not None:
+            self.panes.records.pop(live.id, None)  # forgotten, never killed
+            backend = self.panes.backend
+            if isinstance(backend, AdoptingBackend):
+                backend.drop(owner)
+        live.session.pane = {**(live.session.pane or {}), "state": "left"}
+        self.registry.detach(live)
 
     async def settle(self, sessions: list[CoderSession]) -> list[CoderSession]:
-        """At start: an adopted session left unfinished (corral crashed) is
-        released — its marker removed, the pane left running — and recorded
-        as ended; the others are returned for recovery."""
+        """At start: an adopted session left unfinished (corral closed, or
+        crashed) is adopted again where its pane still runs its agent under
+        our marker; else it ends, saying why, its marker removed. The others
+        are returned for recovery."""
         rest: list[CoderSession] = []
         for session in sessions:
             if not is_adopted(session):
@@ -310,16 +386,73 @@ class Adoptions:
                 continue
             if session.state.is_terminal:
                 continue
+            why = await self._why_not_readopt(session)
+            if why is None:
+                try:
+                    self._readopt(session)
+                    continue
+                except Exception as exc:  # ends below, saying so
+                    why = f"it could not be watched again ({exc})"
             with contextlib.suppress(Exception):
                 await self._unmark(session)
             session.pane = {**(session.pane or {}), "state": "released"}
-            session.error = "released when corral started again: the pane runs on"
+            session.error = f"ended when corral started again: {why}"
             session.state = CoderState.ABANDONED
             session.updated_at = self.registry.clock()
             store = self.registry.store
             if store is not None:
                 store.save_session(session)
+            log.warning("adoption of %s ended at start: %s", label(session.id), why)
         return rest
+
+    async def _why_not_readopt(self, session: CoderSession) -> str | None:
+        """Why the pane cannot be adopted again (None: it can)."""
+        if self.panes is None or self.panes.backend.name != "tmux":
+            return "adoption needs the tmux pane backend, and this corral runs another"
+        pane = session.pane or {}
+        socket, pane_id = str(pane.get("socket", "")), str(pane.get("pane_id", ""))
+        if not socket or not pane_id:
+            return "its pane was not recorded"
+        seen = await asyncio.to_thread(UserTmux(Path(socket)).look_command, pane_id)
+        if seen is None:
+            return f"its pane {pane_id} is gone"
+        pid, owner, command = seen
+        if owner != pane.get("owner"):
+            return f"its pane {pane_id} no longer carries corral's marker for it"
+        profile = match_profile(command, pid, _profiles())
+        if profile is None or profile.name != pane.get("agent"):
+            return f"its pane {pane_id} runs {command or 'something else'} now, not its agent"
+        return None
+
+    def _readopt(self, session: CoderSession) -> None:
+        """Watch and steer the pane again, as `adopt` did."""
+        panes = self._require_tmux()
+        pane = session.pane or {}
+        owner, pane_id = str(pane["owner"]), str(pane["pane_id"])
+        server = UserTmux(Path(str(pane["socket"])))
+        session.pane = {**pane, "state": "live"}
+        live = self.registry.register(session)
+        self.registry.persist(live)
+        backend = panes.backend
+        if not isinstance(backend, AdoptingBackend):
+            backend = panes.backend = AdoptingBackend(backend)
+        backend.add(owner, server)
+        profile = PROFILES[str(pane["agent"])]
+        panes.adopt(
+            session.id,
+            PaneHandle("tmux", pane_id, owner),
+            dataclasses.replace(profile, hooks=False),
+        )
+        live.steering.open()
+        steering = Steering(self.registry, panes, live, self._closed, self._agent_left)
+        live.task = asyncio.get_running_loop().create_task(steering.run())
+        self.registry.emit(
+            live,
+            PlanTextData(
+                text=f"corral started again: your {profile.label} pane {pane.get('where') or pane_id} "
+                "is watched and steered again (it ran on meanwhile)."
+            ),
+        )
 
 
 def _profiles_names() -> list[str]:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
+import math
 import os
 import shutil
 import signal
@@ -186,10 +188,31 @@ async def run_command(
 
 
 def _number(text: str) -> float | None:
+    """The output's last word as a finite number (nan and inf compare false
+    or unbounded with every limit, so they are no number here)."""
     try:
-        return float(text.strip().split()[-1])
+        value = float(text.strip().split()[-1])
     except (ValueError, IndexError):
         return None
+    return value if math.isfinite(value) else None
+
+
+CAPTURE_PREFIX = "sha256:"
+# an output this long may have lost its head (run_command keeps the tail)
+COMPARABLE_BYTES = MAX_READ_BYTES - 65536
+
+
+def capture_of(output: str) -> str | None:
+    """What a capture records of its output: a digest of all of it (so a
+    long output, or one that prints corral's own "[corral]" lines, compares
+    whole) and its last word (for a numeric differential). None when the
+    output may have been cut."""
+    if len(output.encode("utf-8", "replace")) >= COMPARABLE_BYTES:
+        return None
+    text = output.strip()
+    digest = hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()
+    last = text.split()[-1][:200] if text.split() else ""
+    return f"{CAPTURE_PREFIX}{digest}\n{last}"
 
 
 def _differential_ok(check: ContractCheck, output: str, captures: dict[str, str]) -> str | None:
@@ -200,12 +223,23 @@ def _differential_ok(check: ContractCheck, output: str, captures: dict[str, str]
     before = captures.get(diff.baseline)
     if before is None:
         return f"no baseline value was captured for '{diff.baseline}'"
+    if before.startswith(CAPTURE_PREFIX):  # recorded whole (see `capture_of`)
+        now_capture = capture_of(output)
+        if now_capture is None:
+            return "the output is too long to compare whole: make the check print the value"
+        same = now_capture.split("\n")[0] == before.split("\n")[0]
+        before_value = before.partition("\n")[2]
+    else:  # a baseline recorded before captures were kept whole: its tail
+        same = output.strip() == before.strip()
+        before_value = before
     now = output.strip()
+    shown = before_value.strip()
     if diff.expect == "changed":
-        return None if now != before.strip() else f"output did not change from {before.strip()!r}"
+        return None if not same else f"output did not change from its captured value ({shown!r})"
     if diff.expect == "unchanged":
-        return None if now == before.strip() else f"output changed from {before.strip()!r}"
+        return None if same else f"output changed from its captured value ({shown!r})"
     assert isinstance(diff.expect, DeltaWithin)
+    before = before_value
     a, b = _number(before), _number(now)
     if a is None or b is None:
         return f"cannot compare non-numeric values {before.strip()!r} and {now!r}"
@@ -341,6 +375,7 @@ async def run_check(
         credentials_allowed=allow_credentials,
         tests=report,
         already_failing=list(judgement.already_failing) if judgement and untouched else [],
+        capture=capture_of(output) if untouched and check.baseline and not timed_out else None,
     )
     classified = classify(result, check.command, cwd, intent=intent)
     if judgement is not None and not judgement.passed:  # tests ran and failed: the work
@@ -391,10 +426,21 @@ async def run_contract(
 
 
 def captures_from(contract: OutcomeContract, baseline: list[CheckResult]) -> dict[str, str]:
-    """Before-values recorded by capture checks on the untouched tree."""
-    names = {c.name for c in contract.checks if c.baseline}
+    """Before-values recorded by capture checks on the untouched tree; a
+    capture that timed out or failed there captured nothing (its error is no
+    value a change could be measured from)."""
+    checks = {c.name: c for c in contract.checks if c.baseline}
     out: dict[str, str] = {}
     for result in baseline:
-        if result.name in names:
+        check = checks.get(result.name)
+        if check is None or result.timed_out or result.cannot_run:
+            continue
+        if check.expect_exit_zero and result.exit_code != 0:
+            continue
+        if result.capture is not None:
+            out[result.name] = result.capture
+        elif not result.output_tail:
+            continue
+        else:  # recorded by an older corral: the tail it kept
             out[result.name] = result.output_tail.split("\n[corral]")[0].strip()
     return out

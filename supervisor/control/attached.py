@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import builtins
 import json
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,7 @@ from ..models import (
     ApproveResult,
     CancelResult,
     CheckResult,
+    ContextPack,
     DeleteResult,
     OutcomeContract,
     PullRequestResult,
@@ -47,7 +49,7 @@ from ..models import (
 from ..panes.base import Screen
 from ..session.board import BoardFeed, WatchDropped, Watcher
 from ..session.journal import Subscription
-from ..states import CoderState
+from ..states import CoderState, NeedsYou
 from .client import AsyncControlClient, ControlClient, OwnerGone
 from .protocol import (
     AdoptableParams,
@@ -304,6 +306,9 @@ class AttachedSupervisor:
     async def history(self, session_id: str) -> builtins.list[CoderEvent]:
         return await self._request(Calls.history, SessionParams(session_id=session_id))
 
+    async def export_context(self, session_id: str) -> ContextPack:
+        return await self._request(Calls.export_context, SessionParams(session_id=session_id))
+
     async def transcript(self, session_id: str, limit: int = 500) -> builtins.list[TranscriptTurn]:
         return await self._request(
             Calls.transcript, TranscriptParams(session_id=session_id, limit=limit)
@@ -335,6 +340,8 @@ class AttachedSupervisor:
         model: str | None = None,
         split: Split | dict[str, object] | str | None = None,
         host: str | None = None,
+        decided: Collection[NeedsYou] = (),
+        context: ContextPack | None = None,
     ) -> StartResult:
         params = StartParams(
             intent=intent,
@@ -349,6 +356,8 @@ class AttachedSupervisor:
             model=model,
             split=None if split is None else _split_json(split),
             host=host,
+            decided=list(decided),
+            context=context,
         )
         return await self._request(Calls.start, params)
 
@@ -423,8 +432,23 @@ class AttachedSupervisor:
     async def cancel(self, session_id: str) -> CancelResult:
         return await self._request(Calls.cancel, SessionParams(session_id=session_id))
 
-    async def send(self, sender: str, target: str, text: str) -> MessageData:
-        return await self._request(Calls.send, SendParams(sender=sender, target=target, text=text))
+    async def send(
+        self,
+        sender: str,
+        target: str,
+        text: str,
+        *,
+        expects_reply: bool = False,
+        responds_to: str | None = None,
+    ) -> MessageData:
+        params = SendParams(
+            sender=sender,
+            target=target,
+            text=text,
+            expects_reply=expects_reply,
+            responds_to=responds_to,
+        )
+        return await self._request(Calls.send, params)
 
     async def revive(self, session_id: str) -> None:
         await self._request(Calls.revive, SessionParams(session_id=session_id))

@@ -6,8 +6,11 @@ handle only adds a cursor over its events and the bounds below.
 Bounds, so a forgetful caller cannot spend the operator's machine: at most
 `max_open_runs` runs started this way are open at once (a start past it is
 refused, never queued); a handle nobody polled for `idle_ttl_secs` is reaped
-(its session cancelled, the handle dropped); each handle keeps the last
-`event_buffer_max` events and states how many a poll missed.
+(the handle dropped; its session cancelled only while no person's decision is
+pending: a session at a gate — a contract to confirm, a question, a sign-in, a
+diff or finding to approve — is left on the board for the operator, and
+counts as open until it ends); each handle keeps the last `event_buffer_max`
+events and states how many a poll missed.
 
 Gates stay human: a run waits at gate 1 unless the caller gave a contract
 *and* the operator allowed MCP callers to confirm (`[mcp]
@@ -59,6 +62,9 @@ POLL_AFTER_MS = 2000
 REAP_INTERVAL_SECS = 60.0
 RUN_PREFIX = "mcp-run-"
 RUNS_LEDGER = "mcp-runs.jsonl"  # in the state dir: who started which run
+
+# a run here waits for a person, whatever `needs_you` reads at the instant
+GATE_STATES = frozenset({CoderState.CONTRACT_PROPOSED, CoderState.NEEDS_APPROVAL})
 
 HANDLE_STATUS = {
     CoderState.MERGED: "ok",
@@ -146,6 +152,9 @@ class HandleTable:
         chain = os.environ.get("CORRAL_INVOKED_BY") if base_chain is None else base_chain
         self.base_ancestry = chain_links(chain)
         self.runs: dict[str, _Run] = {}
+        # sessions whose handle was reaped while they waited for a person:
+        # still open (they count toward `max_open_runs`) until they end
+        self.released: set[str] = set()
         self._reaper: asyncio.Task[None] | None = None
 
     # -- lifetime ----------------------------------------------------------------------
@@ -174,7 +183,9 @@ class HandleTable:
     # -- the tools ---------------------------------------------------------------------
 
     def open_runs(self) -> int:
-        return sum(1 for run in self.runs.values() if self._status(run) == "running")
+        self.released = {sid for sid in self.released if not self._terminal(sid)}
+        handled = sum(1 for run in self.runs.values() if self._status(run) == "running")
+        return handled + len(self.released)
 
     async def start(self, args: StartArgs, caller: Caller | None = None) -> dict[str, Any]:
         """Start a run for `caller` (None: the owner's own code)."""
@@ -203,10 +214,17 @@ class HandleTable:
         contract = self._contract(args.contract)
         await self.reap_idle()
         if self.open_runs() >= self.bounds.max_open_runs:
+            waiting = (
+                f" ({len(self.released)} of them wait for the operator on the board, their "
+                "handles released after nobody polled them)"
+                if self.released
+                else ""
+            )
             raise CorralError(
-                f"{self.bounds.max_open_runs} runs started through MCP are already open, which "
-                "is the limit. Wait for one to reach a terminal status (assistant_poll) or stop "
-                "one with assistant_cancel, then start again: starts are refused, never queued."
+                f"{self.bounds.max_open_runs} runs started through MCP are already open{waiting}, "
+                "which is the limit. Wait for one to reach a terminal status (assistant_poll) or "
+                "stop one with assistant_cancel, then start again: starts are refused, never "
+                "queued."
             )
         now = self.clock()
         run = _Run(self.run_ids(), ancestry, now, now)
@@ -307,7 +325,10 @@ class HandleTable:
         return self.sup.get(session_id).model_dump(mode="json")
 
     async def reap_idle(self) -> list[str]:
-        """Cancel and drop every handle nobody polled within the TTL."""
+        """Drop every handle nobody polled within the TTL. Its session is
+        cancelled only while no person's decision is pending: a session at a
+        gate waits for the operator whoever started it (a reaper releases the
+        client's handle, never the operator's decision)."""
         now = self.clock()
         idle = [
             run for run in self.runs.values() if now - run.last_poll > self.bounds.idle_ttl_secs
@@ -317,11 +338,30 @@ class HandleTable:
             for task in (run.pump, run.confirmer):
                 if task is not None:
                     task.cancel()
-            if run.session_id is not None and not self._terminal(run.session_id):
+            sid = run.session_id
+            if sid is None or self._terminal(sid):
+                log.warning("mcp: run %s idle past its TTL: dropped", run.run_id)
+            elif self._waits_for_a_person(sid):
+                self.released.add(sid)
+                log.warning(
+                    "mcp: run %s idle past its TTL: its handle released; session %s waits "
+                    "for the operator on the board",
+                    run.run_id,
+                    sid,
+                )
+            else:
                 with contextlib.suppress(CorralError):
-                    await self.sup.cancel(run.session_id)
-            log.warning("mcp: run %s idle past its TTL: cancelled and dropped", run.run_id)
+                    await self.sup.cancel(sid)
+                log.warning("mcp: run %s idle past its TTL: cancelled and dropped", run.run_id)
         return [run.run_id for run in idle]
+
+    def _waits_for_a_person(self, session_id: str) -> bool:
+        """At a gate (or asked something): the decision is the operator's."""
+        try:
+            detail = self.sup.get(session_id)
+        except CorralError:
+            return False
+        return detail.needs_you is not None or detail.session.state in GATE_STATES
 
     # -- inside ------------------------------------------------------------------------
 

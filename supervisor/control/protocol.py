@@ -26,9 +26,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .. import errors
 from ..events import CoderEvent
-from ..models import OutcomeContract, SessionSummary
+from ..models import ContextPack, OutcomeContract, SessionSummary
 from ..panes.base import Screen
 from ..paths import SOCKET_NAME
+from ..states import NeedsYou
 
 PROTOCOL = "corral-control/1"
 MAX_MESSAGE_BYTES = 1 << 20  # one request line, 1 MiB
@@ -149,6 +150,10 @@ class StartParams(_Params):
     model: str | None = None
     split: dict[str, Any] | None = None  # a foreman session's split, the operator's own
     host: str | None = None  # a configured [[hosts]] name (None: this machine)
+    # needs the operator decided ahead (`corral run --yes`, `--deliver`): no
+    # notice for them; dropped when an agent sends it
+    decided: list[NeedsYou] = Field(default_factory=list)
+    context: ContextPack | None = None  # another session's context pack
 
 
 class SplitParams(_Params):
@@ -232,6 +237,8 @@ class SendParams(_Params):
     sender: str  # a session id, or "operator"
     target: str
     text: str
+    expects_reply: bool = False  # kept pending until the target's answer is delivered
+    responds_to: str | None = None  # the message id this answers
 
 
 class ApproveParams(_Params):
@@ -312,6 +319,7 @@ class DiscussionParams(_Params):
 
 class DiscussionStartParams(_Params):
     repo: str
+    context: ContextPack | None = None
 
 
 class DiscussionSendParams(_Params):

@@ -707,6 +707,14 @@ async def _start(conn: _Connection, _id: Any, a: p.StartParams) -> Any:
         # the operator has not let agents start sessions ([mcp] agents_may_start);
         # one it has let start still stops at gate 1: confirm is a person's
         raise conn.server.refuse(caller, "start", "start a session", None)
+    if isinstance(caller, Agent) and a.context is not None:
+        raise CorralError(
+            "refused: loading another session's context is the operator's (corral run "
+            "--context); an agent starts sessions without one"
+        )
+    # an agent never silences the operator's notices about what it starts: what
+    # it says it decided is dropped (its run waits at gate 1, announced)
+    decided = [] if isinstance(caller, Agent) else a.decided
     result = await conn.sup.start(
         a.intent,
         a.repo,
@@ -720,6 +728,8 @@ async def _start(conn: _Connection, _id: Any, a: p.StartParams) -> Any:
         model=a.model,
         split=a.split,
         host=a.host,
+        decided=decided,
+        context=a.context,
     )
     return _dump(result)
 
@@ -823,6 +833,10 @@ async def _transcript(conn: _Connection, _id: Any, a: p.TranscriptParams) -> Any
     return [_dump(t) for t in await conn.sup.transcript(a.session_id, a.limit)]
 
 
+async def _export_context(conn: _Connection, _id: Any, a: p.SessionParams) -> Any:
+    return (await conn.sup.export_context(a.session_id)).model_dump(mode="json")
+
+
 async def _adoptable(conn: _Connection, _id: Any, a: p.AdoptableParams) -> Any:
     sockets = None if a.sockets is None else [Path(s) for s in a.sockets]
     return [_dump(pane) for pane in await conn.sup.adoptable(sockets)]
@@ -850,7 +864,11 @@ async def _send(conn: _Connection, _id: Any, a: p.SendParams) -> Any:
         sender = caller.session_id
     else:
         sender = OPERATOR
-    return _dump(await conn.sup.send(sender, a.target, a.text))
+    return _dump(
+        await conn.sup.send(
+            sender, a.target, a.text, expects_reply=a.expects_reply, responds_to=a.responds_to
+        )
+    )
 
 
 async def _history(conn: _Connection, _id: Any, a: p.SessionParams) -> Any:
@@ -992,7 +1010,7 @@ async def _discussion_get(conn: _Connection, _id: Any, a: p.DiscussionParams) ->
 
 
 async def _discussion_start(conn: _Connection, _id: Any, a: p.DiscussionStartParams) -> Any:
-    return (await _discussions(conn).start(a.repo)).summary()
+    return (await _discussions(conn).start(a.repo, context=a.context)).summary()
 
 
 async def _discussion_send(conn: _Connection, _id: Any, a: p.DiscussionSendParams) -> Any:
@@ -1064,6 +1082,7 @@ def _methods() -> dict[str, Method]:
         serve(c.task_run, _task_run),
         serve(c.search, _search),
         serve(c.transcript, _transcript),
+        serve(c.export_context, _export_context),
         serve(c.adoptable, _adoptable),
         serve(c.adopt, _adopt),
         serve(c.release, _release),

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import builtins
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
@@ -40,6 +40,7 @@ from ..models import (
     ApproveResult,
     CancelResult,
     CheckResult,
+    ContextPack,
     DeleteResult,
     OutcomeContract,
     PullRequestResult,
@@ -54,6 +55,7 @@ from ..models import (
     TaskRun,
     TranscriptTurn,
 )
+from ..states import NeedsYou
 from . import protocol as p
 
 if TYPE_CHECKING:
@@ -209,6 +211,8 @@ class Calls:
     transcript: Call[p.TranscriptParams, builtins.list[TranscriptTurn]] = _agents(
         p.TranscriptParams, builtins.list[TranscriptTurn], own=True
     )
+    # a session's conversation, to load elsewhere: the operator's, not an agent's
+    export_context: Call[p.SessionParams, ContextPack] = _operator(p.SessionParams, ContextPack)
     adoptable: Call[p.AdoptableParams, builtins.list[AdoptablePane]] = _operator(
         p.AdoptableParams, builtins.list[AdoptablePane]
     )
@@ -338,6 +342,7 @@ class OwnerSurface(Protocol):
         self, session_id: str, limit: int = 500
     ) -> builtins.list[TranscriptTurn]: ...
     async def search(self, text: str) -> builtins.list[str]: ...
+    async def export_context(self, session_id: str) -> ContextPack: ...
     async def review_files(self, session_id: str) -> builtins.list[FilePatch]: ...
     async def foreman_split(self, session_id: str) -> Split: ...
 
@@ -357,6 +362,8 @@ class OwnerSurface(Protocol):
         model: str | None = None,
         split: Split | dict[str, object] | str | None = None,
         host: str | None = None,
+        decided: Collection[NeedsYou] = (),
+        context: ContextPack | None = None,
     ) -> StartResult: ...
     async def confirm(
         self, session_id: str, contract: OutcomeContract | None = None
@@ -385,7 +392,15 @@ class OwnerSurface(Protocol):
     ) -> ApproveResult: ...
     async def reverify(self, session_id: str) -> builtins.list[CheckResult]: ...
     async def cancel(self, session_id: str) -> CancelResult: ...
-    async def send(self, sender: str, target: str, text: str) -> MessageData: ...
+    async def send(
+        self,
+        sender: str,
+        target: str,
+        text: str,
+        *,
+        expects_reply: bool = False,
+        responds_to: str | None = None,
+    ) -> MessageData: ...
     async def revive(self, session_id: str) -> None: ...
     def rename(self, session_id: str, name: str | None) -> SessionSummary: ...
     def archive(self, session_id: str, archived: bool = True) -> SessionSummary: ...

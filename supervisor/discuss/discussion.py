@@ -23,6 +23,7 @@ from ..governance.policy_files import PolicyFileError, load_operator_policy
 from ..governance.tool_request import ToolRequest
 from ..llm.base import Message, ModelError, ModelProvider, ToolCall, ToolSpec
 from ..llm.config import NO_MODEL
+from ..models import ContextPack
 from .common import (
     CLOSED,
     DISCUSS_MAX_TURNS,
@@ -511,6 +512,14 @@ class Discussion:
         if self.model is not None:
             data["model"] = self.model
         return data
+
+    def load_context(self, pack: ContextPack) -> None:
+        """Begin with another session's context pack: given to the model as
+        quoted history before the developer's first message (and kept with the
+        discussion's saved messages)."""
+        self.messages.append(Message("user", pack.as_prompt()))
+        self.transcript.append(("Operator", f"(loaded the context of {pack.source_session})"))
+        self.save()
 
     def save(self) -> None:
         self.store_dir.mkdir(parents=True, exist_ok=True)

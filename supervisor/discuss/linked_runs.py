@@ -91,6 +91,41 @@ def unfinished_changes(worktree: str) -> str:
     )
 
 
+NOT_CONFIRMED_STOPPED = (
+    "The previous task's execution has not been confirmed stopped. Its work is retained; "
+    "automatic recovery cannot safely reopen it yet. Review it, or name a base revision to "
+    "start over."
+)
+
+MULTIPLE_UNFINISHED = (
+    "Multiple unfinished worktrees belong to this conversation. Review them before choosing "
+    "work to continue, or name a base revision to start over."
+)
+
+
+def resumed_guidance(previous: CoderSession) -> list[str]:
+    """What the agent carrying on from `previous` is told: its edits are here,
+    and what the operator said to it (the new run's own guidance budget is
+    fresh)."""
+    lines = [
+        "- This worktree starts with the previous attempt's edits, uncommitted: carry on from "
+        "them (git diff shows them) rather than starting over."
+    ]
+    if previous.error:
+        lines.append(f"- The previous attempt ended: {previous.error}")
+    lines += [
+        f"- Operator guidance to the previous attempt: {m}" for m in previous.steering_messages
+    ]
+    return lines
+
+
+def resuming(who: str, worktree: str) -> str:
+    return (
+        f"This follow-up carries on from the unfinished work {who} left at {worktree}: its "
+        "edits are in this worktree, uncommitted (that worktree stays as it was)."
+    )
+
+
 # --- the rules -----------------------------------------------------------------------
 
 
@@ -124,6 +159,21 @@ def linked_rows(
 def first_unfinished(rows: Iterable[dict[str, Any]]) -> dict[str, Any] | None:
     """The first run that has not reached a final state."""
     return next((r for r in rows if r.get("state") not in FINISHED), None)
+
+
+def resumable_run(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The failed or abandoned run (rows newest first) whose kept worktree a
+    follow-up carries on from: the newest one with unfinished changes, newer
+    than any delivery. Raises when more than one is left to choose from."""
+    left: list[dict[str, Any]] = []
+    for run in rows:
+        if run.get("state") == "merged":
+            break
+        if run.get("state") in ("failed", "abandoned") and run.get("worktree"):
+            left.append(run)
+    if len(left) > 1:
+        raise CorralError(MULTIPLE_UNFINISHED)
+    return left[0] if left else None
 
 
 def decisive_run(rows: list[dict[str, Any]]) -> dict[str, Any] | None:

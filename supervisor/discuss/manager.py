@@ -17,6 +17,7 @@ from ..contracts.conventions import project_context, summarize_repo
 from ..errors import CorralError
 from ..git.repo import repo_root
 from ..llm.base import ModelProvider
+from ..models import ContextPack
 from .common import (
     _ID,
     DISCUSSION_IDLE_TTL_SECS,
@@ -87,14 +88,19 @@ class Discussions:
             disc._restore(saved)
         return disc
 
-    async def start(self, repo: Path | str, *, model: str | None = None) -> Discussion:
-        """A new discussion; `model` pins a configured tool-capable model."""
+    async def start(
+        self, repo: Path | str, *, model: str | None = None, context: ContextPack | None = None
+    ) -> Discussion:
+        """A new discussion; `model` pins a configured tool-capable model;
+        `context`, another session's context pack, is its first message."""
         self.reap_idle()
         self._reserve()  # synchronous: concurrent starts cannot pass the cap
         try:
             root = await asyncio.to_thread(_canonical_root, repo)
             disc = await self._open_one(root, f"disc-{uuid.uuid4().hex}", self.clock(), None)
             disc.choose_model(model)
+            if context is not None:
+                disc.load_context(context)
             disc.save()
         finally:
             self._reserved -= 1

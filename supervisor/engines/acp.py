@@ -72,6 +72,7 @@ from ..agents.base import SESSION_ENV, AgentUnavailable, check_recursion
 from ..errors import CorralError
 from ..events import (
     BLOCKED_BY_OPERATOR,
+    BLOCKED_BY_PROVIDER,
     GUIDANCE_DELIVERED,
     MESSAGE_ACCEPTED,
     AgentStartedData,
@@ -97,6 +98,8 @@ from .external import RESUMED, guidance_prompt, repair_prompt, task_prompt
 PROTOCOL = "protocol"  # the status source shown for ACP agents
 STDERR_TAIL_LINES = 20
 STOP_GRACE_SECS = 3.0
+
+REFUSAL = "refusal"  # an ACP stopReason
 
 
 class AgentGone(Exception):
@@ -550,6 +553,14 @@ class AcpEngine:
         if used is not None:
             ctx.note_usage(f"acp:{self.agent.name}", used)
         ctx.emit(ConversationData(part="turn_end", text=stop))
+        if stop == REFUSAL:  # typed by the protocol: the agent's side refused the turn
+            ctx.emit(
+                BlockedData(
+                    what="its turn",
+                    why=f"the agent ended its turn with stopReason: {stop}",
+                    by=BLOCKED_BY_PROVIDER,
+                )
+            )
         self._status(AgentStatus.IDLE, f"turn ended: {stop}")
 
     def _gone(self, ctx: RunContext, how: str) -> EngineOutcome:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 import shlex
 import sys
 import time
@@ -44,6 +45,7 @@ from ..agents.base import (
 from ..agents.profiles import DEMO_AGENT
 from ..errors import CorralError
 from ..events import (
+    BLOCKED_BY_OPERATOR,
     GUIDANCE_DELIVERED,
     GUIDANCE_NOT_DELIVERED,
     MESSAGE_ACCEPTED,
@@ -51,6 +53,7 @@ from ..events import (
     MESSAGE_REJECTED,
     AgentStartedData,
     AuthRequiredData,
+    BlockedData,
     OperatorGuidanceData,
     PaneAnswerData,
     PlanTextData,
@@ -70,6 +73,10 @@ from ..session.messages import Message, message_prompt
 from ..states import LoopFailure, label
 from ..status import AgentStatus, Question
 from .base import EngineOutcome, RunContext
+
+# an answer that declines what the agent asked ("No", "No, and tell it …",
+# "Reject", "Deny"): the operator blocked it
+DECLINED = re.compile(r"^(no|reject|deny|decline)\b", re.I)
 
 # An agent started with its task on the command line may show its idle prompt
 # before it takes the task up: its first idle only counts after it was seen
@@ -722,6 +729,14 @@ class ExternalEngine:
             ctx.emit(
                 PaneAnswerData(question=question.prompt, answer=answer, action=landing.detail),
             )
+            if DECLINED.match(answer.strip()):  # the operator said no, and it landed
+                ctx.emit(
+                    BlockedData(
+                        what=question.prompt,
+                        why=f"the operator chose {answer.strip()!r}",
+                        by=BLOCKED_BY_OPERATOR,
+                    )
+                )
             return True
         finally:
             if not asking.done():

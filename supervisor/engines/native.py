@@ -25,8 +25,10 @@ from pathlib import Path
 from typing import Any
 
 from ..events import (
+    BLOCKED_BY_POLICY,
     GUIDANCE_DELIVERED,
     GUIDANCE_NOT_DELIVERED,
+    BlockedData,
     ModelUsageData,
     OperatorGuidanceData,
     PlanTextData,
@@ -378,6 +380,10 @@ class NativeEngine:
         )
         if result.denied is not None:
             ctx.emit(ToolDeniedData.with_args(call.name, args, denied=result.denied))
+            # the typed notice every agent kind gives: what, why, and by whom
+            target = next(iter(args.values()), "") if args else ""
+            what = f"{call.name} {target}".strip()
+            ctx.emit(BlockedData(what=what, why=result.denied, by=BLOCKED_BY_POLICY))
         else:
             ctx.emit(
                 ToolResultData(tool=call.name, result=result.summary, ok=result.ok),

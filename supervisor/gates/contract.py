@@ -27,11 +27,15 @@ from ..contracts.drafting import (
     apply_setup_edit,
 )
 from ..discuss.linked_runs import (
+    NOT_CONFIRMED_STOPPED,
     REPO_DIFFERS,
     DiscussionRuns,
     decisive_run,
     first_unfinished,
     linked_rows,
+    resumable_run,
+    resumed_guidance,
+    resuming,
     unfinished_work,
 )
 from ..engines.base import EngineRegistry
@@ -49,7 +53,7 @@ from ..events import (
 )
 from ..faults import fault_point
 from ..git.repo import refuse_initialised_submodules, repo_root, resolve_base
-from ..git.trees import seed_worktree
+from ..git.trees import seed_worktree, snapshot_tree
 from ..git.workspace import GitWorkspace
 from ..hosts.configured import Hosts
 from ..hosts.unreachable import HostUnreachable
@@ -58,6 +62,7 @@ from ..models import (
     CheckResult,
     CheckVerdict,
     CoderSession,
+    ContextPack,
     OutcomeContract,
     ReviseResult,
     SetupOutcome,
@@ -157,6 +162,7 @@ class ContractGate:
         retry_guidance: list[str] | None = None,
         host: str | None = None,
         seed_tree: str | None = None,
+        context: ContextPack | None = None,
     ) -> StartResult:
         """Register a session and draft its contract.
 
@@ -201,9 +207,13 @@ class ContractGate:
             self._before_start()
 
             followup: str | None = None
+            resume: CoderSession | None = None
             async with self._admission(discussion_id):
                 if discussion_id is not None:
-                    base_sha, followup = await self._admit(discussion_id, root, base_sha)
+                    base_sha, followup, resume = await self._admit(discussion_id, root, base_sha)
+                if resume is not None and resume.worktree:  # carried on, never redone
+                    seed_tree = await asyncio.to_thread(snapshot_tree, Path(resume.worktree))
+                    retry_guidance = [*(retry_guidance or []), *resumed_guidance(resume)]
                 sid = self._id_factory()
                 now = self._registry.clock()
                 session = CoderSession(
@@ -220,6 +230,8 @@ class ContractGate:
                     keep_workspace_on_failure=self._config.keep_workspace_on_failure,
                     retry_of=retry_of,
                     retry_guidance=list(retry_guidance or []),
+                    resumed_from=resume.id if resume is not None else None,
+                    context=context,
                 )
                 if pin is not None:
                     session.model, session.model_pinned = pin.name, True
@@ -354,10 +366,12 @@ class ContractGate:
 
     async def _admit(
         self, discussion_id: str, root: Path, base: str | None
-    ) -> tuple[str | None, str | None]:
+    ) -> tuple[str | None, str | None, CoderSession | None]:
         """Admit a start from a discussion. Returns the base it starts from
-        (an explicit `base` wins) and a sentence saying where a follow-up
-        starts, for the new session's log; raises when it must not start."""
+        (an explicit `base` wins), a sentence saying where a follow-up
+        starts, for the new session's log, and the failed or abandoned run
+        it carries on from (its kept worktree's edits, once its execution is
+        confirmed stopped); raises when it must not start."""
         runs = self._discussion_runs
         grounded = await asyncio.to_thread(runs.repo_of, discussion_id)
         if grounded.resolve() != root.resolve():
@@ -376,15 +390,23 @@ class ContractGate:
         if busy is not None:
             raise CorralError(unfinished_work(str(busy["session_id"]), str(busy["state"])))
         if base is not None:
-            return base, None
+            return base, None, None
+        left = resumable_run(rows)
+        if left is not None:
+            old = registry.stored(str(left["session_id"]))
+            if old is None or not old.execution_stopped or old.start_commit is None:
+                raise CorralError(NOT_CONFIRMED_STOPPED)
+            return old.start_commit, resuming(label(old.id), str(left["worktree"])), old
         run = decisive_run(rows)
         if run is None:
-            return None, None
+            return None, None, None
         who = label(str(run["session_id"]))
         if run.get("result_delivery") == "checkout":
-            return None, (
+            return (
+                None,
                 f"{who} delivered its change to your checkout, so this follow-up starts from "
-                "your checkout's current files: that change plus any edits since."
+                "your checkout's current files: that change plus any edits since.",
+                None,
             )
         commit = str(run["result_commit"])
         try:
@@ -397,9 +419,13 @@ class ContractGate:
         assert sha is not None
         branch = run.get("result_branch")
         where = f", delivered to {branch}" if branch else ""
-        return sha, (
-            f"This follow-up starts from the commit {who} delivered ({sha[:12]}{where}), not "
-            "from your checkout."
+        return (
+            sha,
+            (
+                f"This follow-up starts from the commit {who} delivered ({sha[:12]}{where}), not "
+                "from your checkout."
+            ),
+            None,
         )
 
     def _unfinished_changes(self, sessions: list[CoderSession]) -> dict[str, str]:

@@ -93,6 +93,11 @@ class Recovery:
                 return_exceptions=True,
             )
         known = {s.pane.get("owner") for s in sessions if s.pane}
+        # a user's pane adopted again at start is a live session's, not a stray
+        for sid in self._registry.live_ids():
+            live = self._registry.get_live(sid)
+            if live is not None and live.session.pane:
+                known.add(live.session.pane.get("owner"))
         strays = sorted(o for o in live_panes if o not in known)
         for owner in strays:
             log.warning("a corral pane with no matching session is running: %s (left alone)", owner)

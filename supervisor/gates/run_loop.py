@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 from ..config import SupervisorConfig
 from ..engines.base import Engine, EngineOutcome, EngineRegistry, RunContext
-from ..errors import CorralError, DiskFullError, disk_full, is_disk_full
+from ..errors import CorralError, DiskFullError, disk_full, is_disk_full, nearly_full
 from ..events import (
     GUIDANCE_NOT_DELIVERED,
     GUIDANCE_QUEUED,
@@ -77,7 +77,8 @@ STOP = "stop"
 
 
 class UserInputExpired(CorralError):
-    """No answer within the question window."""
+    """Kept for callers that catch it: a question no longer expires (it
+    waits for the operator, reminding them), so nothing raises it now."""
 
 
 class RunLoop:
@@ -198,7 +199,9 @@ class RunLoop:
             self._registry.emit(live, ErrorData(message=str(exc)))
             self._fail(live, LoopFailure.EXECUTION, str(exc))
         except Exception as exc:  # an unexpected bug must not leave a zombie "running"
-            if is_disk_full(exc):  # not a bug: said once, in the operator's words
+            if is_disk_full(exc) or nearly_full(self._registry.state_dir):
+                # not a bug: said once, in the operator's words (a tool that
+                # could not write but did not say why, on a disk now full, too)
                 error = str(disk_full(self._registry.state_dir))
             else:
                 log.exception("run of %s crashed", s.id)
@@ -219,6 +222,10 @@ class RunLoop:
             if close is not None:
                 with contextlib.suppress(Exception):
                     await asyncio.shield(close())
+            if s.state is S.FAILED and not self._registry.has_agent_pane(s):
+                # the engine ran in this process (or over pipes, closed above):
+                # it is stopped; a pane's agent is recorded once its pane stops
+                self._registry.stopped(s)
 
     def _go_dormant(self, live: LiveSession, reason: str) -> None:
         """The agent is gone but its conversation is not: the session keeps
@@ -359,28 +366,38 @@ class RunLoop:
     # -- questions and steering while the engine works ---------------------------------------
 
     async def _ask_user(self, live: LiveSession, prompt: str, options: list[str]) -> str:
-        """Park the session on its question (armed before the event is emitted)."""
+        """Park the session on its question (armed before the event is emitted).
+
+        A question unanswered is still a question: it stays pending (needs you:
+        question) until the operator answers, the asker withdraws it (the agent
+        moved on by itself, the run stops) or the session's own time runs out.
+        Each `ask_user_timeout_secs` it has waited, a reminder is recorded and
+        the board's row says so again (notifications repeat); the signal is
+        never cleared by the wait alone."""
         answer = live.question.arm(prompt, options)
         self._registry.emit(live, UserInputRequestedData(prompt=prompt, options=options))
         timeout = self._config.ask_user_timeout_secs
-        try:
-            return await asyncio.wait_for(asyncio.shield(answer), timeout)
-        except QuestionCleared:
-            if live.cancel_requested:
-                # Withdrawn by cancel: end cancelled, not with an error that the
-                # cancelled run never retrieves (asyncio would log it).
-                raise asyncio.CancelledError from None
-            raise
-        except TimeoutError:
-            if answer.done() and not answer.cancelled() and answer.exception() is None:
-                return answer.result()
-            live.question.clear()
-            with contextlib.suppress(QuestionCleared, asyncio.CancelledError):
-                answer.exception()
-            self._registry.emit(live, UserInputExpiredData(prompt=prompt, waited_secs=int(timeout)))
-            raise UserInputExpired(
-                f"no user response within {int(timeout)}s; proceeding without it"
-            ) from None
+        waited = 0.0
+        while True:
+            try:
+                return await asyncio.wait_for(asyncio.shield(answer), timeout)
+            except QuestionCleared:
+                if live.cancel_requested:
+                    # Withdrawn by cancel: end cancelled, not with an error that the
+                    # cancelled run never retrieves (asyncio would log it).
+                    raise asyncio.CancelledError from None
+                raise
+            except TimeoutError:
+                if answer.done():
+                    return answer.result()  # answered (or cleared) as the window closed
+                waited += timeout
+                live.question.remind()
+                self._registry.emit(
+                    live,
+                    UserInputExpiredData(
+                        prompt=prompt, waited_secs=int(waited), still_waiting=True
+                    ),
+                )
 
     def _setter(self, session_id: str, method: str, what: str) -> Any:
         """The running engine's `method` that sets its agent's `what` (ACP)."""
@@ -455,10 +472,7 @@ class RunLoop:
             f"sent back for repair. Fix it ({first.fix}, or install what is missing), then "
             f"answer '{VERIFY_AGAIN}'; '{STOP}' ends the session and keeps the worktree."
         )
-        try:
-            answer = await self._ask_user(live, prompt, [VERIFY_AGAIN, STOP])
-        except UserInputExpired:
-            answer = STOP
+        answer = await self._ask_user(live, prompt, [VERIFY_AGAIN, STOP])
         if answer.strip().lower() == VERIFY_AGAIN:
             return True
         live.session.keep_workspace_on_failure = True
@@ -556,7 +570,12 @@ class RunLoop:
                 registry.emit(live, BudgetExhaustedData(reason=error, iterations=s.iterations))
         s.error = error
         s.failure_kind = kind
-        if s.keep_workspace_on_failure and s.worktree:
+        # A failure is not the operator's decision, so nothing is thrown away:
+        # the worktree and whatever the agent left in it stay (retained, never
+        # swept) for a look, a `retry --keep-edits` on top of it, or a prune
+        # that asks.
+        s.keep_workspace_on_failure = True
+        if s.worktree:
             registry.emit(
                 live,
                 ErrorData(
@@ -564,7 +583,9 @@ class RunLoop:
                 ),
             )
         registry.transition(live, S.FAILED)
-        if s.keep_workspace_on_failure:
+        try:
             self._workspaces.retain(s.worktree, note=f"failed: {error}"[:300])
-        else:
-            registry.spawn(live, asyncio.to_thread(self._workspaces.remove, s.worktree, force=True))
+        except Exception as exc:  # its lease stays in use: nothing removes it either
+            if not is_disk_full(exc):
+                raise
+            log.warning("the lease of %s could not be marked retained: %s", s.worktree, exc)

@@ -8,6 +8,12 @@ was seen in the pane and Enter pressed), `rejected` (the pane was gone) or
 `ambiguous` (the paste was not confirmed: it may show unsent), and every
 step is logged in the target's journal and in the sender's.
 
+A message may expect a reply (`expects_reply`, from a session): it is kept
+pending, shown on both sessions' rows (owed by the target, awaited by the
+sender), until the target's answer (`responds_to` its id) is delivered to the
+sender; a message that was not delivered (`rejected`) leaves none, and an
+answer that was not delivered leaves it pending.
+
 Two guards keep agents from talking in circles: a rate limit per
 (sender, target) pair, and a hop count — a message an agent sends counts
 one hop more than the last message it received, and a chain stops at
@@ -23,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..errors import CorralError
-from ..events import MESSAGE_QUEUED, OPERATOR, MessageData
+from ..events import MESSAGE_ACCEPTED, MESSAGE_QUEUED, MESSAGE_REJECTED, OPERATOR, MessageData
 from ..models import CoderSession
 from ..states import CoderState, label
 from .identity import is_dormant
@@ -41,6 +47,8 @@ class Message:
     target: str
     text: str
     hops: int
+    expects_reply: bool = False
+    responds_to: str | None = None
 
     def data(self, status: str = MESSAGE_QUEUED, reason: str | None = None) -> MessageData:
         return MessageData(
@@ -51,6 +59,8 @@ class Message:
             status=status,
             reason=reason,
             hops=self.hops,
+            expects_reply=self.expects_reply,
+            responds_to=self.responds_to,
         )
 
 
@@ -59,7 +69,15 @@ def message_prompt(messages: list[Message]) -> str:
     parts = []
     for m in messages:
         who = "the operator" if m.sender == OPERATOR else f"corral session {label(m.sender)}"
-        parts.append(f"Message from {who}:\n{m.text.strip()}")
+        said = f"Message from {who}:\n{m.text.strip()}"
+        if m.responds_to is not None:
+            said += f"\n(This answers your message {m.responds_to}.)"
+        if m.expects_reply:
+            said += (
+                f"\n(It waits for your reply: corral msg {label(m.sender)} --reply-to {m.id} "
+                '"your answer")'
+            )
+        parts.append(said)
     parts.append(
         '(Sent through corral. To answer another session, run: corral msg <session> "text")'
     )
@@ -98,10 +116,60 @@ class Mailboxes:
         self._queues: dict[str, list[Message]] = {}
         self._sent: dict[tuple[str, str], deque[float]] = {}
         self._hops: dict[str, int] = {}  # the hop count of the last message each session read
+        self._awaiting: dict[str, Message] = {}  # messages that expect a reply, by id
 
-    def admit(self, sender: str, target: str, text: str) -> Message:
+    def awaiting(self) -> list[Message]:
+        """Every message still waiting for its reply, oldest first."""
+        return list(self._awaiting.values())
+
+    def owed_by(self, session_id: str) -> int:
+        return sum(m.target == session_id for m in self._awaiting.values())
+
+    def awaited_by(self, session_id: str) -> int:
+        return sum(m.sender == session_id for m in self._awaiting.values())
+
+    def _answered(self, sender: str, target: str, responds_to: str) -> Message:
+        """The pending message `sender` answers by sending to `target`."""
+        asked = self._awaiting.get(responds_to)
+        if asked is None or asked.target != sender or asked.sender != target:
+            raise CorralError(
+                f"{label(target)} waits for no reply from {label(sender)} to message "
+                f"{responds_to}: `corral sessions` shows the replies each session owes"
+            )
+        return asked
+
+    def ended(self, message: Message, status: str) -> None:
+        """How a message ended settles its pending reply: a question not
+        delivered leaves none; an answer delivered clears it."""
+        if message.expects_reply and status == MESSAGE_REJECTED:
+            self._awaiting.pop(message.id, None)
+        if message.responds_to is not None and status == MESSAGE_ACCEPTED:
+            self._awaiting.pop(message.responds_to, None)
+
+    def forget(self, session_id: str) -> None:
+        """A finished session owes and awaits nothing any more."""
+        for mid, m in list(self._awaiting.items()):
+            if session_id in (m.sender, m.target):
+                del self._awaiting[mid]
+
+    def admit(
+        self,
+        sender: str,
+        target: str,
+        text: str,
+        *,
+        expects_reply: bool = False,
+        responds_to: str | None = None,
+    ) -> Message:
         """Queue a message; refuses an empty one, one to itself, and one the
         guards stop (the sentence says which)."""
+        if expects_reply and sender == OPERATOR:
+            raise CorralError(
+                "the operator's messages expect no reply through corral: the agent answers on "
+                "its screen"
+            )
+        if responds_to is not None:
+            self._answered(sender, target, responds_to)
         text = text.strip()
         if not text:
             raise CorralError("an empty message was not sent")
@@ -129,7 +197,11 @@ class Mailboxes:
                 f"{int(PAIR_WINDOW)} s; try again in {wait} s"
             )
         sent.append(now)
-        message = Message(secrets.token_hex(6), sender, target, text, hops)
+        message = Message(
+            secrets.token_hex(6), sender, target, text, hops, expects_reply, responds_to
+        )
+        if expects_reply:
+            self._awaiting[message.id] = message
         self._queues.setdefault(target, []).append(message)
         return message
 

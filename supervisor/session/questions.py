@@ -1,8 +1,9 @@
 """The pending question (`ask_user`) and the steering queue of one session.
 
-The question is armed before `user_input_requested` is emitted and cleared
-before `user_input_expired`, so a board never reads "running" for a session
-that is waiting, nor "question" after the window closed.
+The question is armed before `user_input_requested` is emitted, so a board
+never reads "running" for a session that is waiting. It stays armed until it
+is answered or withdrawn: a wait past `ask_user_timeout_secs` only counts a
+reminder (`user_input_expired` with `still_waiting`), never clears it.
 """
 
 from __future__ import annotations
@@ -36,6 +37,13 @@ class PendingQuestion:
         self.prompt: str | None = None
         self.options: list[str] = []
         self._answer: asyncio.Future[str] | None = None
+        self.reminders = 0  # how often this question was said again, unanswered
+
+    def remind(self) -> None:
+        """One more reminder of the pending question (the board's row changes,
+        so a notifier says it again)."""
+        if self.is_pending:
+            self.reminders += 1
 
     @property
     def is_pending(self) -> bool:
@@ -46,6 +54,7 @@ class PendingQuestion:
             raise CorralError("a question is already waiting for an answer")
         self.prompt = prompt
         self.options = list(options or [])
+        self.reminders = 0
         self._answer = asyncio.get_running_loop().create_future()
         return self._answer
 

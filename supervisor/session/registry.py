@@ -182,6 +182,13 @@ class SessionRegistry:
         if self._stopping:
             await asyncio.wait(set(self._stopping), timeout=15)
 
+    def detach(self, live: LiveSession) -> None:
+        """Let go of a live session as it is (stored, its log closed), for a
+        later owner to take up (an adopted pane left running on close)."""
+        self.persist(live)
+        live.log.close()
+        self._live.pop(live.id, None)
+
     def _agent_left(self, session: CoderSession) -> bool:
         """Whether this session's agent outlives the close (tmux only)."""
         return (
@@ -285,6 +292,20 @@ class SessionRegistry:
             self.on_finished(session)
         if dst.is_terminal:
             self.stop_agent(session)
+            self._settle_replies(session.id)
+
+    def _settle_replies(self, session_id: str) -> None:
+        """A finished session owes and awaits no reply any more: the other
+        side's row is told."""
+        others = {
+            m.sender if m.target == session_id else m.target
+            for m in self.mailboxes.awaiting()
+            if session_id in (m.sender, m.target)
+        }
+        self.mailboxes.forget(session_id)
+        for other in others:
+            if other in self._live:
+                self.board.notify(other)
 
     def fail_unstored(self, live: LiveSession, error: str) -> None:
         """A session whose failure cannot be stored (the disk is full and the
@@ -327,6 +348,33 @@ class SessionRegistry:
         self._stopping.add(task)
         task.add_done_callback(self._stopping.discard)
         task.add_done_callback(_retrieve)
+        task.add_done_callback(
+            lambda done: None if done.cancelled() or done.exception() else self.stopped(session)
+        )
+
+    def has_agent_pane(self, session: CoderSession) -> bool:
+        return self.panes is not None and (
+            session.pane is not None or self.panes.record(session.id) is not None
+        )
+
+    def stopped(self, session: CoderSession) -> None:
+        """A failed or abandoned session's agent is seen stopped: recorded
+        (`execution_stopped`), so a follow-up may carry on from its worktree."""
+        if session.execution_stopped or session.state not in (
+            CoderState.FAILED,
+            CoderState.ABANDONED,
+        ):
+            return
+        session.execution_stopped = True
+        live = self._live.get(session.id)
+        try:
+            if live is not None and live.session is session:
+                self.persist(live)
+            elif self.store is not None:
+                self.store.save_session(session)
+        except Exception as exc:  # not stored: a follow-up finds it unconfirmed, as before
+            session.execution_stopped = False
+            log.warning("could not record that %s stopped: %s", session.id, exc)
 
     def amend(self, session_id: str, change: Callable[[CoderSession], None]) -> SessionSummary:
         """Change what the operator owns of a session (its name, archived or
@@ -360,12 +408,22 @@ class SessionRegistry:
         """Log one step of a message in the target's journal and the sender's."""
         if status == MESSAGE_ACCEPTED:
             self.mailboxes.read(message)
+        self.mailboxes.ended(message, status)
         for sid in {message.target, message.sender}:
             live = self._live.get(sid)
             if live is not None:
                 self.emit(live, message.data(status, reason))
+                self.board.notify(sid)  # a reply owed or awaited may have changed
 
-    def send_message(self, sender: str, target: str, text: str) -> MessageData:
+    def send_message(
+        self,
+        sender: str,
+        target: str,
+        text: str,
+        *,
+        expects_reply: bool = False,
+        responds_to: str | None = None,
+    ) -> MessageData:
         """Queue a message for `target`'s agent (from the operator or from a
         session); refuses, with the reason, one nothing would deliver."""
         why = refusal(self._stored.get(target), target, live=target in self._live)
@@ -380,7 +438,9 @@ class SessionRegistry:
                     f"{label(sender)} already finished (state: {origin.state.value}): it sends "
                     "no more messages"
                 )
-        message = self.mailboxes.admit(sender, target, text)
+        message = self.mailboxes.admit(
+            sender, target, text, expects_reply=expects_reply, responds_to=responds_to
+        )
         self.note_message(message, MESSAGE_QUEUED)
         return message.data()
 
@@ -506,7 +566,14 @@ class SessionRegistry:
         """The board row of one session: live rows may offer actions, stored ones never."""
         live = self._live.get(session_id)
         if live is not None:
-            return live_summary(live)
+            row = live_summary(live)
+            owed, awaited = (
+                self.mailboxes.owed_by(session_id),
+                self.mailboxes.awaited_by(session_id),
+            )
+            if owed or awaited:
+                row = row.model_copy(update={"replies_owed": owed, "replies_awaited": awaited})
+            return row
         stored = self._stored.get(session_id)
         if stored is not None:
             return stored_summary(stored)

@@ -147,6 +147,7 @@ def live_summary(live: LiveSession) -> SessionSummary:
             "needs_you_label": needs_you_label(need),
             "steering_available": live.steering.is_open and not question,
             "question_prompt": live.question.prompt if question else None,
+            "question_reminders": live.question.reminders if question else 0,
             "auth_message": attention.auth_message,
             "auth_wait_secs": attention.auth_wait_secs,
             "model_notice": attention.model_notice,

@@ -291,6 +291,8 @@ class Fake:
             await self.say(sid, "Thinking harder now.\n")
             await self.cancelled.wait()
             stop = "cancelled"
+        elif SCRIPT == "refuse":  # the agent's side refuses the turn (typed stopReason)
+            stop = "refusal"
         elif SCRIPT == "exit":
             sys.stderr.write("crash: out of cheese\n")
             sys.stderr.flush()

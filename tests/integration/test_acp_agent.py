@@ -157,6 +157,20 @@ async def test_a_write_outside_the_worktree_is_refused_and_shown_as_blocked(
     assert "outside write refused" in said
 
 
+@pytest.mark.slow
+async def test_a_turn_the_agent_refuses_is_blocked_by_the_agent(tmp_path: Path, world) -> None:  # type: ignore[no-untyped-def]
+    """The "by the agent" notice: a `refusal` stopReason (a typed field of
+    the protocol, never the agent's words) is a blocked event by the provider."""
+    repo, open_sup = world
+    sup = await open_sup(repair_invokes=0)
+    sid = await start(sup, repo, engine("refuse"))
+    row = await sup.wait_for(sid, {S.NEEDS_APPROVAL, S.FAILED}, timeout=30)
+    assert row.state is S.FAILED
+    blocked = [e.data for e in events_of(sup, sid) if isinstance(e.data, BlockedData)]
+    assert [(b.by, b.what) for b in blocked] == [("provider", "its turn")]
+    assert "stopReason: refusal" in blocked[0].why
+
+
 async def test_a_symlink_out_of_the_worktree_is_refused(tmp_path: Path, world) -> None:  # type: ignore[no-untyped-def]
     repo, open_sup = world
     (tmp_path / "out" / "real").mkdir()

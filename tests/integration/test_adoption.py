@@ -27,7 +27,7 @@ from corral.supervisor.models import EventKind
 from corral.supervisor.pane_cleanup import stop_panes
 from corral.supervisor.remote import OwnerServices
 from corral.supervisor.states import CoderState as S
-from tests.conftest import events_of, eventually, fast_config, row_of
+from tests.conftest import events_of, eventually, fast_config, plan_texts, row_of
 from tests.integration.test_external_engine import SLUG, kill_tmux, open_supervisor
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
@@ -201,13 +201,38 @@ async def test_cancel_and_close_never_kill_an_adopted_pane(
             await sup.retry(sid)
     finally:
         await sup.close()
-    assert user.alive() and user.marker() == ""
+    # closing leaves the adoption as it was: the pane runs on, still marked
+    assert user.alive() and user.marker() == f"{again}:1"
     assert "chose" not in user.heard()  # nothing was ever typed into it
     reopened = await _open(tmp_path)
+    try:  # adopted again after the restart, watched and steered
+        row = row_of(reopened, again)
+        assert row.state is S.RUNNING and row.adopted and row.live, row.error
+        assert any("watched and steered again" in t for t in plan_texts(reopened, again))
+        row = await reopened.wait_for(again, needs=True, timeout=20)
+        assert row.needs_you == "question"  # its screen is read again
+        await reopened.release(again)
+        assert user.marker() == "" and user.alive()
+    finally:
+        await reopened.close()
+    assert user.alive()
+
+
+@pytest.mark.slow
+async def test_an_adoption_whose_pane_went_away_ends_at_start_saying_why(
+    tmp_path: Path, user: UserServer
+) -> None:
+    sup = await _open(tmp_path)
     try:
-        assert row_of(reopened, again).state is S.ABANDONED
-        assert "released when corral closed" in (row_of(reopened, again).error or "")
-        assert user.alive()
+        sid = await sup.adopt(await _listed(sup, user))
+    finally:
+        await sup.close()
+    user.stop()  # the pane is gone while corral was closed
+    reopened = await _open(tmp_path)
+    try:
+        row = row_of(reopened, sid)
+        assert row.state is S.ABANDONED
+        assert row.error == f"ended when corral started again: its pane {user.pane_id} is gone"
     finally:
         await reopened.close()
 
@@ -246,10 +271,14 @@ async def test_a_crashed_corral_leaves_the_pane_running_and_settles_at_start(
     sid = out.stdout.strip()
     assert user.marker() == f"{sid}:1"  # the marker stays, the store says running
     reopened = await _open(tmp_path)
-    try:
-        assert user.marker() == "" and user.alive()
+    try:  # the crash lost nothing: the pane is adopted again
+        assert user.marker() == f"{sid}:1" and user.alive()
         row = row_of(reopened, sid)
-        assert row.state is S.ABANDONED and "started again" in (row.error or "")
+        assert row.state is S.RUNNING and row.live, row.error
+        assert reopened.stray_panes == []  # its marker is a session's, not a stray's
+        await reopened.cancel(sid)  # the operator's cancel releases it, untouched
+        await eventually(lambda: user.marker() == "", timeout=10)
+        assert user.alive()
     finally:
         await reopened.close()
     assert user.alive()
@@ -356,3 +385,38 @@ def _repo(tmp_path: Path) -> Path:
 
 if os.environ.get("TMUX"):  # the tests use a private server, never the caller's
     os.environ.pop("TMUX")
+
+
+@pytest.mark.slow
+async def test_the_opt_in_scanner_adopts_a_foreign_agent_pane_and_leaves_a_released_one(
+    tmp_path: Path, user: UserServer
+) -> None:
+    """Off by default: nothing is adopted unasked. On ([adoption] scan): an
+    agent pane with no marker on the user's tmux is adopted, saying so; once
+    the operator releases it, the scanner leaves it alone."""
+    quiet = await open_supervisor(
+        tmp_path, demo_contract(SLUG), adoption={"scan_secs": 0.1, "sockets": [str(user.socket)]}
+    )
+    try:
+        await asyncio.sleep(0.6)
+        assert quiet.list() == [] and user.marker() == ""  # opt-in: off unless asked
+    finally:
+        await quiet.close()
+    sup = await open_supervisor(
+        tmp_path,
+        demo_contract(SLUG),
+        adoption={"scan": True, "scan_secs": 0.1, "sockets": [str(user.socket)]},
+    )
+    try:
+        await eventually(lambda: len(sup.list()) == 1, timeout=15)
+        [row] = sup.list()
+        assert row.adopted and row.state is S.RUNNING
+        assert user.marker() == f"{row.session_id}:1" and user.alive()
+        assert any("Adopted by the scanner" in t for t in plan_texts(sup, row.session_id))
+        await sup.release(row.session_id)
+        assert user.marker() == ""
+        await asyncio.sleep(0.6)  # several rounds of the scanner
+        assert user.marker() == "" and len(sup.list()) == 1  # released: left alone
+    finally:
+        await sup.close()
+    assert user.alive()

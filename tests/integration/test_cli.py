@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +15,7 @@ import pytest
 
 from corral.supervisor.api import Supervisor
 from corral.supervisor.sandbox import sandbox_status
+from corral.supervisor.states import label
 from tests.conftest import fast_config, git, hello_contract, init_repo
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -697,3 +699,97 @@ def test_an_owning_run_keeps_a_second_runs_session_until_it_reaches_its_gate(
     assert second.returncode == 5, (out2, err2)  # at its approval gate, not dropped
     subprocess.run(["tmux", "-S", str(tmp_path / "tmux" / "corral"), "kill-server"],
                    capture_output=True)  # fmt: skip
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "interrupt_after",
+    ["engine external:demo", "started demo in pane", "question:"],
+    ids=["while-the-contract-is-made", "while-the-agent-works", "waiting-on-its-question"],
+)
+def test_ctrl_c_stops_corral_run_at_once_and_says_what_it_leaves(
+    tmp_path: Path, interrupt_after: str
+) -> None:
+    """SIGINT in any state ends `corral run` within a second or so (it used to
+    wait for Enter at an agent's question), exit 130, with one line naming
+    the session, its state and its kept worktree."""
+    import signal
+    import time
+
+    home = tmp_path / "home"
+    repo = init_repo(tmp_path / "repo")
+    contract = notes_contract(tmp_path / "c.json")
+    env = dict(os.environ, CORRAL_HOME=str(home), CORRAL_CONFIG=str(tmp_path / "none.toml"))
+    env["CORRAL_TMUX_SOCKET_DIR"] = str(tmp_path / "tmux")
+    env["PYTHONPATH"] = str(REPO_ROOT)
+    argv = [sys.executable, "-m", "corral.tui.cli", "run", "--repo", str(repo)]
+    argv += ["--intent", "write notes", "--contract", str(contract), "--yes"]
+    argv += ["--engine", "external:demo"]  # --on-question ask: it reads stdin
+    keyboard, typed = os.pipe()  # stdin stays open: nobody presses Enter
+    proc = subprocess.Popen(
+        argv, env=env, stdin=keyboard, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            if interrupt_after in line:
+                break
+        if interrupt_after == "question:":
+            time.sleep(0.3)  # its options printed: it reads the answer now
+        started = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=30)
+        took = time.monotonic() - started
+        assert proc.returncode == 130, stderr
+        assert took < 2.0, f"Ctrl-C took {took:.2f}s"
+        assert "Traceback" not in stderr
+        [said] = [ln for ln in stderr.splitlines() if ln.startswith("corral run: interrupted")]
+        sid = json.loads(corral("sessions", "--json", home=home).stdout)[0]["session_id"]
+        assert label(sid) in said and "is left" in said
+        assert "its worktree" in said and "is kept" in said
+        if interrupt_after == "question:":
+            assert "needing you (question" in said
+    finally:
+        os.close(typed)
+        os.close(keyboard)
+        if proc.poll() is None:
+            proc.kill()
+        subprocess.run(
+            ["tmux", "-S", str(tmp_path / "tmux" / "corral"), "kill-server"], capture_output=True
+        )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("free_kb", [200, 700, 2000])
+def test_a_disk_nearly_full_when_corral_run_starts_is_exit_8_and_one_line(
+    tmp_path: Path, free_kb: int
+) -> None:
+    """Already nearly full at the start: refused before anything is written,
+    one line (it used to hang at `created`, fail as a contract derivation
+    error, or say the store was corrupt, depending on how much was left)."""
+    home = tmp_path / "home"
+    _mount_tmpfs(home, "8m")
+    try:
+        repo = init_repo(home / "repo")  # the repository on the same disk, as at home
+        contract = notes_contract(tmp_path / "c.json")
+        free = shutil.disk_usage(home).free
+        with open(home / "filler", "wb") as f:
+            f.write(bytes(max(0, free - free_kb * 1024)))
+        env = dict(os.environ, CORRAL_HOME=str(home / "state"))
+        env["CORRAL_CONFIG"] = str(tmp_path / "none.toml")
+        env["CORRAL_TMUX_SOCKET_DIR"] = str(tmp_path / "tmux")
+        env["PYTHONPATH"] = str(REPO_ROOT)
+        argv = [sys.executable, "-m", "corral.tui.cli", "run", "--repo", str(repo)]
+        argv += ["--intent", "write notes", "--contract", str(contract), "--yes"]
+        argv += ["--deliver", "branch", "--engine", "external:demo", "--on-question", "approve"]
+        out = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
+        assert out.returncode == 8, (out.stdout, out.stderr)
+        [line] = out.stderr.strip().splitlines()
+        assert f"the disk holding the state dir {home / 'state'} is" in line
+        assert "KB free" in line and "nothing was started" in line
+        assert not (home / "state" / "worktrees").exists()
+    finally:
+        subprocess.run(
+            ["tmux", "-S", str(tmp_path / "tmux" / "corral"), "kill-server"], capture_output=True
+        )
+        subprocess.run(["umount", "-l", str(home)], capture_output=True)

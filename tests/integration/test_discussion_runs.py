@@ -15,7 +15,15 @@ from corral.supervisor.discuss import Discussion, Discussions
 from corral.supervisor.errors import CorralError
 from corral.supervisor.models import EventKind
 from corral.supervisor.states import CoderState, LoopFailure, label
-from tests.conftest import SupervisorFactory, events_of, git, init_repo, run_to_gate
+from tests.conftest import (
+    SupervisorFactory,
+    events_of,
+    eventually,
+    git,
+    init_repo,
+    run_to_gate,
+    stored_session,
+)
 from tests.fakes.scripted import Fail, ScriptedEngine, Write
 from tests.fakes.scripted_llm import ScriptedProvider
 from tests.integration.conftest import OwnerFactory
@@ -139,9 +147,13 @@ async def test_a_delivery_without_a_recorded_commit_refuses_the_followup(
     assert (await sup.start("again", repo, base="HEAD", discussion_id=disc.id)).base == head
 
 
-async def test_unfinished_changes_of_a_budget_cut_refuse_a_fresh_start(
+async def test_a_followup_after_a_natural_failure_carries_on_from_its_work(
     make_supervisor: SupervisorFactory, repo: Path, state_dir: Path
 ) -> None:
+    """A run that failed by itself (a budget cut here) is recorded stopped
+    once its engine is; the discussion's next start carries on from its kept
+    worktree (`resumed_from`, its edits uncommitted in the new worktree, the
+    old one untouched) instead of refusing or starting over."""
     engine = ScriptedEngine(
         [[Write("hello.txt", "half\n"), Fail(LoopFailure.BUDGET_EXHAUSTED, "out of turns")]]
     )
@@ -149,9 +161,40 @@ async def test_unfinished_changes_of_a_budget_cut_refuse_a_fresh_start(
     disc = await discussion(state_dir, repo)
     first = await sup.start("say hi", repo, discussion_id=disc.id)
     assert (await run_to_gate(sup, first.session_id)).state is S.FAILED
-    with pytest.raises(CorralError, match=r"unfinished changes at .*name a base revision"):
+    await eventually(lambda: sup.get(first.session_id).session.execution_stopped)
+    stored = stored_session(state_dir, first.session_id)
+    assert stored is not None and stored.execution_stopped  # not only cancel marks a stop
+
+    again = await sup.start("again", repo, discussion_id=disc.id)
+    new = sup.get(again.session_id).session
+    assert new.resumed_from == first.session_id
+    assert new.base == sup.get(first.session_id).session.start_commit
+    tree = Path(new.worktree or "")
+    assert (tree / "hello.txt").read_text() == "half\n"
+    assert git(tree, "status", "--porcelain").strip() == "?? hello.txt"
+    assert (Path(first.worktree or "") / "hello.txt").read_text() == "half\n"
+    assert any("carries on from the unfinished work" in t for t in plan_texts(sup, new.id))
+    assert "previous attempt's edits" in new.execution_intent()
+    assert "out of turns" in new.execution_intent()
+
+
+async def test_a_failed_run_not_confirmed_stopped_is_not_reopened(
+    make_supervisor: SupervisorFactory, repo: Path, state_dir: Path
+) -> None:
+    engine = ScriptedEngine([[Write("hello.txt", "half\n"), Fail(LoopFailure.EXECUTION, "x")]])
+    sup = await make_supervisor(engine=engine)
+    disc = await discussion(state_dir, repo)
+    first = await sup.start("say hi", repo, discussion_id=disc.id)
+    assert (await run_to_gate(sup, first.session_id)).state is S.FAILED
+    await eventually(lambda: sup.get(first.session_id).session.execution_stopped)
+    sup.get(first.session_id)  # as if its agent's stop had never been seen
+    live = sup._registry.live(first.session_id)
+    live.session.execution_stopped = False
+    sup._registry.persist(live)
+    with pytest.raises(CorralError, match="has not been confirmed stopped"):
         await sup.start("again", repo, discussion_id=disc.id)
     assert len(sup.list()) == 1
+    # an explicit base is the operator's choice to start over
     assert (await sup.start("again", repo, base="main", discussion_id=disc.id)).base
 
 

@@ -11,7 +11,7 @@ import pytest
 from corral.supervisor.errors import CorralError
 from corral.supervisor.git.run import git
 from corral.supervisor.states import CoderState
-from tests.conftest import SupervisorFactory, eventually, proposed, run_to_gate, stored_session
+from tests.conftest import SupervisorFactory, proposed, run_to_gate, stored_session
 from tests.fakes.scripted import Run, ScriptedEngine, Write
 
 S = CoderState
@@ -144,7 +144,9 @@ async def test_retry_with_its_edits_needs_the_old_worktree(
     sup = await make_supervisor(engine=wrong, repair_invokes=0)
     sid = await proposed(sup, repo)
     assert (await run_to_gate(sup, sid)).state is S.FAILED
-    await eventually(lambda: not Path(sup.get(sid).session.worktree or "/nonexistent").exists())
+    old = Path(sup.get(sid).session.worktree or "/nonexistent")
+    assert old.is_dir()  # a failed session keeps it; the operator removed it since
+    git(repo, "worktree", "remove", "--force", str(old))
     with pytest.raises(CorralError, match="worktree is gone, so there are no edits to keep"):
         await sup.retry(sid, keep_edits=True)
     assert (await sup.retry(sid, wait=True)).state is S.CONTRACT_PROPOSED  # afresh still works

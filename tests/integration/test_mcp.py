@@ -25,7 +25,7 @@ from corral.supervisor.api import Supervisor
 from corral.supervisor.remote import CallerPolicy, OwnerServices, mcp_endpoint, owner_running
 from corral.supervisor.states import CoderState
 from tests.conftest import Clock, SupervisorFactory, eventually, hello_contract
-from tests.fakes.scripted import ScriptedEngine, Wait
+from tests.fakes.scripted import ScriptedEngine, Wait, Write
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CONTRACT = hello_contract().model_dump(mode="json")
@@ -174,6 +174,9 @@ async def test_the_ninth_open_run_is_refused_and_idle_runs_are_reaped(
             await call(client, "assistant_start", intent="one too many", repo=str(repo))
         assert len(sup.list()) == 8  # refused, never queued: no session was made
         # one poll keeps its run alive; the rest go idle past the TTL
+        await eventually(
+            lambda: all(sup.get(r["session_id"]).needs_you is not None for r in runs), timeout=10
+        )
         clock.advance(3000)
         await call(client, "assistant_poll", run_id=runs[0]["run_id"])
         clock.advance(700)
@@ -181,18 +184,64 @@ async def test_the_ninth_open_run_is_refused_and_idle_runs_are_reaped(
         assert sorted(reaped) == sorted(r["run_id"] for r in runs[1:])
         with pytest.raises(ToolFailed, match="run not found"):
             await call(client, "assistant_poll", run_id=runs[1]["run_id"])
-        await eventually(
-            lambda: all(
-                sup.get(r["session_id"]).session.state is CoderState.ABANDONED for r in runs[1:]
-            ),
-            timeout=10,
+        # their handles are released; their contracts still wait for the operator
+        await asyncio.sleep(0.2)
+        assert all(
+            sup.get(r["session_id"]).session.state is CoderState.CONTRACT_PROPOSED for r in runs
         )
         assert (await call(client, "assistant_poll", run_id=runs[0]["run_id"]))["status"] == (
             "running"
         )
-        # the slots are free again
+        # still open: the bound counts them until the operator ends them
+        with pytest.raises(ToolFailed, match="7 of them wait for the operator on the board"):
+            await call(client, "assistant_start", intent="one too many", repo=str(repo))
+        await sup.cancel(runs[1]["session_id"])
+        await eventually(
+            lambda: sup.get(runs[1]["session_id"]).session.state is CoderState.ABANDONED
+        )
+        # a slot is free again
         more = await call(client, "assistant_start", intent="again", repo=str(repo))
         assert more["status"] == "running"
+
+
+async def test_the_idle_reaper_never_abandons_a_verified_diff_at_approval(
+    make_supervisor: SupervisorFactory, short_state: Path, repo: Path, clock: Clock
+) -> None:
+    """Gate 2 waits for a person whoever started the run: a handle nobody
+    polls is released, the diff stays at needs_approval and the operator can
+    still approve it; a run with no decision pending is still cancelled."""
+    from corral.supervisor.control.handles import HandleTable, StartArgs
+
+    gate = asyncio.Event()
+    sup = await make_supervisor(
+        state=short_state,
+        engine=ScriptedEngine([[Write("hello.txt", "hi\n")], [Wait(gate)]]),
+    )
+    table = HandleTable(
+        sup, base_chain="", clock=clock, policy=CallerPolicy(callers_may_confirm=True)
+    )
+    try:
+        started = await table.start(StartArgs(intent="x", repo=str(repo), contract=CONTRACT))
+        sid = started["session_id"]
+        row = await sup.wait_for(sid, {CoderState.NEEDS_APPROVAL, CoderState.FAILED}, timeout=15)
+        assert row.state is CoderState.NEEDS_APPROVAL
+        busy = await table.start(StartArgs(intent="y", repo=str(repo), contract=CONTRACT))
+        await eventually(
+            lambda: sup.get(busy["session_id"]).session.state is CoderState.RUNNING, timeout=10
+        )
+        clock.advance(table.bounds.idle_ttl_secs + 1)
+        assert sorted(await table.reap_idle()) == sorted([started["run_id"], busy["run_id"]])
+        await eventually(
+            lambda: sup.get(busy["session_id"]).session.state is CoderState.ABANDONED, timeout=10
+        )
+        assert sup.get(sid).session.state is CoderState.NEEDS_APPROVAL
+        assert table.open_runs() == 1  # the diff at approval is still open
+        approved = await sup.approve(sid)
+        assert approved.state is CoderState.MERGED
+        assert table.open_runs() == 0
+    finally:
+        gate.set()
+        await table.close()
 
 
 async def test_bad_tool_input_is_a_clear_error(owner, repo: Path, tmp_path: Path) -> None:

@@ -23,6 +23,7 @@ from corral.supervisor.engines.base import EngineOutcome, RunContext
 from corral.supervisor.engines.native import NativeEngine
 from corral.supervisor.errors import CorralError
 from corral.supervisor.events import (
+    BlockedData,
     EventData,
     IterationStartedData,
     ModelUsageData,
@@ -332,6 +333,19 @@ async def test_dangerous_shell_commands_are_denied_with_the_reason(
     (event,) = [e for e in rec.of(ToolDeniedData) if e.tool == "shell"]
     assert event.args["command"] == command
     assert needle in event.denied
+
+
+async def test_a_policy_denial_is_a_typed_blocked_notice_as_from_any_agent(
+    worktree: Path,
+) -> None:
+    """The built-in engine says a denial the way an ACP agent's is said: a
+    `blocked` event with what, why, and by whom (corral's policy)."""
+    shell = call("shell", command="sudo ls /root")
+    provider = FakeProvider(turn(shell), done())
+    _outcome, rec = await run(provider, worktree)
+    [blocked] = rec.of(BlockedData)
+    assert blocked.by == "policy" and blocked.what == "shell sudo ls /root"
+    assert "sudo" in blocked.why
 
 
 async def test_shell_runs_in_the_worktree_with_a_scrubbed_marked_environment(

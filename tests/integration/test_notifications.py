@@ -8,13 +8,15 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
+
 from corral.supervisor.api import Notice, Supervisor
 from corral.supervisor.config import load_config
 from corral.supervisor.errors import ConfigError
 from corral.supervisor.session.board import Watcher
 from corral.supervisor.states import CoderState, LoopFailure
 from tests.conftest import SupervisorFactory, eventually, proposed, run_to_gate
-from tests.fakes.scripted import Fail, ScriptedEngine, Write
+from tests.fakes.scripted import Ask, Fail, ScriptedEngine, Write
 from tests.integration.conftest import OwnerFactory
 
 LINE = 'printf "%s|%s|%s|%s|%s\\036" "$CORRAL_EVENT" "$CORRAL_SESSION_ID" "$CORRAL_STATE" '
@@ -99,6 +101,21 @@ async def test_a_session_that_fails_by_itself_is_announced_as_finished(
     ]
 
 
+async def test_an_unanswered_question_is_said_again_and_never_announced_as_gone(
+    make_supervisor: SupervisorFactory, repo: Path, tmp_path: Path
+) -> None:
+    """Past the question window the hook runs again for the same question
+    (needs you: question), and no "finished" or cleared signal is heard."""
+    log = tmp_path / "hooks.log"
+    engine = ScriptedEngine([[Ask("Which greeting?", write_answer_to="hello.txt")]])
+    sup = await make_supervisor(engine=engine, ask_user_timeout_secs=0.3, **hooks(log))
+    sid = await proposed(sup, repo)
+    await sup.confirm(sid)
+    got = await logged(log, 4)  # the contract, the question, then two reminders
+    assert [g[:4] for g in got[1:4]] == [["needs_you", sid, "running", "question"]] * 3
+    assert sup.get(sid).session.state is CoderState.RUNNING
+
+
 async def test_a_restarted_owner_does_not_repeat_what_was_already_so(
     make_supervisor: SupervisorFactory, repo: Path, tmp_path: Path, state_dir: Path
 ) -> None:
@@ -129,3 +146,66 @@ def test_a_hook_is_split_without_a_shell_and_an_empty_one_is_refused(tmp_path: P
         assert "notify.on_finished" in str(exc) and "a hook needs a command" in str(exc)
     else:
         raise AssertionError("an empty hook was accepted")
+
+
+@pytest.mark.slow
+def test_corral_run_yes_and_deliver_notify_nothing_the_operator_decided(tmp_path: Path) -> None:
+    """`corral run --yes --deliver branch`: the contract it confirms and the
+    diff it approves are the operator's own decisions, so no "needs you"
+    hook runs for them (it used to run for both); the question the demo agent
+    asks is still heard, as is nothing else."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import init_repo
+
+    root = Path(__file__).resolve().parents[2]
+    log = tmp_path / "hooks.log"
+    config = tmp_path / "config.toml"
+    hook = json.dumps(["sh", "-c", LINE, str(log)])
+    config.write_text(f"[notify]\ndesktop = false\non_needs_you = {hook}\non_finished = {hook}\n")
+    repo = init_repo(tmp_path / "repo")
+    contract = tmp_path / "c.json"
+    check = {"name": "noted", "command": "grep -q notes DEMO_NOTES.md", "timeout_secs": 10}
+    contract.write_text(json.dumps({"description": "notes", "checks": [check]}))
+    env = dict(os.environ, CORRAL_HOME=str(tmp_path / "home"), CORRAL_CONFIG=str(config))
+    env["CORRAL_TMUX_SOCKET_DIR"] = str(tmp_path / "tmux")
+    env["PYTHONPATH"] = str(root)
+    argv = [sys.executable, "-m", "corral.tui.cli", "run", "--repo", str(repo)]
+    argv += ["--intent", "write notes", "--contract", str(contract), "--yes"]
+    argv += ["--deliver", "branch", "--engine", "external:demo", "--on-question", "approve"]
+    try:
+        out = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
+    finally:
+        subprocess.run(
+            ["tmux", "-S", str(tmp_path / "tmux" / "corral"), "kill-server"], capture_output=True
+        )
+    assert out.returncode == 0, out.stderr
+    heard = [(r[0], r[3]) for r in lines(log)]
+    assert ("needs_you", "contract") not in heard
+    assert ("needs_you", "merge") not in heard
+    assert all(kind == "needs_you" and need == "question" for kind, need in heard), heard
+
+
+async def test_the_demos_own_confirms_and_answer_are_not_announced(
+    make_supervisor: SupervisorFactory, repo: Path, tmp_path: Path
+) -> None:
+    """The demo confirms two contracts and answers the first one's question
+    itself: only what it leaves to the operator is announced (the third
+    contract, the second's question)."""
+    from corral.supervisor.demo import seed_demo
+
+    log = tmp_path / "hooks.log"
+    engine = ScriptedEngine([[Ask("Edit hello.txt?", ["Yes", "No"]), Write("hello.txt", "hi\n")]])
+    sup = await make_supervisor(engine=engine, **hooks(log))
+    _, watcher = sup.watch()
+    ids = await seed_demo(sup, repo)
+    await sup.wait_for(ids[1], needs=True, timeout=10)
+    assert sup.get(ids[1]).needs_you == "question"
+    got = await closed_log(sup, watcher, ids[0], CoderState.NEEDS_APPROVAL, log)
+    heard = {(g[1], g[3]) for g in got if g[0] == "needs_you"}
+    assert (ids[2], "contract") in heard and (ids[1], "question") in heard
+    assert (ids[0], "contract") not in heard and (ids[1], "contract") not in heard
+    assert (ids[0], "question") not in heard

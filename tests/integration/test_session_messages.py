@@ -126,3 +126,64 @@ async def test_a_message_waits_behind_a_question_and_is_rejected_when_the_run_en
             await sup.send("operator", "nope", "hello?")
     finally:
         await sup.close()
+
+
+@pytest.mark.slow
+async def test_a_message_expecting_a_reply_is_pending_on_both_sessions_until_answered(
+    tmp_path: Path, demo_repo: Path, cleanup_tmux: None
+) -> None:
+    """Both rows say so while it waits; the target's agent reads how to
+    answer; a failed send leaves no pending reply; a finished target owes
+    none any more."""
+    heard = OutcomeContract(
+        checks=[
+            ContractCheck(name="heard", command="grep -q 'reply-to' DEMO_NOTES.md", timeout_secs=5)
+        ]
+    )
+    sup = await open_supervisor(tmp_path, heard, pace=1.0, repair_invokes=0)
+    os.environ["DEMO_AGENT_YES"] = "1"
+    try:
+        target = (await sup.start("write notes", demo_repo)).session_id
+        sender = (await sup.start("another task", demo_repo)).session_id  # at its contract
+        await sup.confirm(target)
+        await working(sup, target)
+        asked = await sup.send(sender, target, "Which port does it use?", expects_reply=True)
+        assert asked.expects_reply
+        assert (row_of(sup, target).replies_owed, row_of(sup, sender).replies_awaited) == (1, 1)
+        await eventually(lambda: "accepted" in [m[2] for m in messages_of(sup, target)], timeout=60)
+        notes = Path(sup.get(target).session.worktree or "") / "DEMO_NOTES.md"
+        # the agent read how to answer (the demo agent writes what it reads to its notes)
+        await eventually(lambda: f"--reply-to {asked.message_id}" in notes.read_text(), timeout=30)
+        assert row_of(sup, target).replies_owed == 1  # delivered, not yet answered
+        # an answer routed anywhere but back to the asker is refused
+        with pytest.raises(CorralError, match="waits for no reply"):
+            await sup.send("operator", target, "x", responds_to=asked.message_id)
+        row = await sup.wait_for(target, {S.NEEDS_APPROVAL, S.FAILED}, timeout=60)
+        assert row.state is S.NEEDS_APPROVAL, row.error
+        await sup.cancel(target)
+        await eventually(lambda: row_of(sup, sender).replies_awaited == 0, timeout=10)
+        assert row_of(sup, target).replies_owed == 0
+    finally:
+        os.environ.pop("DEMO_AGENT_YES", None)
+        await sup.close()
+
+
+@pytest.mark.slow
+async def test_a_message_expecting_a_reply_that_is_never_delivered_leaves_none(
+    tmp_path: Path, demo_repo: Path, cleanup_tmux: None
+) -> None:
+    sup = await open_supervisor(tmp_path, demo_contract(SLUG), pace=1.0)
+    try:
+        sid = (await sup.start(SLUG, demo_repo)).session_id
+        sender = (await sup.start("another task", demo_repo)).session_id
+        await sup.confirm(sid)
+        await working(sup, sid)
+        await sup.send(sender, sid, TEXT, expects_reply=True)
+        assert row_of(sup, sender).replies_awaited == 1
+        row = await sup.wait_for(sid, needs=True, timeout=30)
+        assert row.needs_you == "question"  # the message waits behind it
+        await sup.cancel(sid)
+        await eventually(lambda: "rejected" in [m[2] for m in messages_of(sup, sid)], timeout=10)
+        assert row_of(sup, sender).replies_awaited == 0
+    finally:
+        await sup.close()

@@ -57,7 +57,9 @@ async def test_an_adopted_pane_is_answered_from_its_session_screen(tmp_path: Pat
             await until(pilot, "the question", lambda: "edit to notes.md" in str(question.render()))
             await pilot.press("1", "enter")  # the reply input has focus: "1" is typed
             await until(pilot, "the answer in the pane", lambda: "chose: Yes" in user.heard())
-        assert user.alive() and user.marker() == ""  # the console closed: released
+        # the console closed: the adoption is left as it was (running, marked),
+        # for the next start to adopt again
+        assert user.alive() and user.marker() == f"{adopted[0]}:1"
     finally:
         user.stop()
         kill_tmux(tmp_path)

@@ -48,7 +48,7 @@ def _main(args: list[str]) -> int:
 
 
 def dispatch(args: argparse.Namespace) -> int:
-    from corral.supervisor.errors import CorralError, disk_full, is_disk_full
+    from corral.supervisor.errors import CorralError, DiskFullError, disk_full, is_disk_full
 
     from .common import fail
 
@@ -60,7 +60,8 @@ def dispatch(args: argparse.Namespace) -> int:
 
             from .common import DISK_FULL
 
-            print(f"corral: {disk_full(default_state_dir())}", file=sys.stderr)
+            said = exc if isinstance(exc, DiskFullError) else disk_full(default_state_dir())
+            print(f"corral: {said}", file=sys.stderr)
             return DISK_FULL
         if isinstance(exc, CorralError):
             return fail(str(exc))
@@ -112,7 +113,7 @@ def _run(args: argparse.Namespace) -> int:
         from .worktrees import list_worktrees, prune
 
         if args.worktrees_command == "prune":
-            return prune(dry_run=args.dry_run, force=args.force)
+            return prune(dry_run=args.dry_run, force=args.force, yes=args.yes)
         return list_worktrees(as_json=args.json)
     if args.command == "run":
         from .run import main_run
@@ -163,6 +164,10 @@ def _run(args: argparse.Namespace) -> int:
         from .msg import send
 
         return send(args)
+    if args.command == "context":
+        from .context import export
+
+        return export(args)
     if args.command == "serve":
         from .serve import serve
 
@@ -253,6 +258,9 @@ def build_parser() -> argparse.ArgumentParser:
     prune.add_argument(
         "--force", action="store_true", help="also remove dirty and unknown worktrees"
     )
+    prune.add_argument(
+        "--yes", action="store_true", help="remove without asking (a script must say so)"
+    )
     web = sub.add_parser("web", help="serve the console in a browser on 127.0.0.1, behind a token")
     web.add_argument("--repo", default=argparse.SUPPRESS, help="the git repository")
     web.add_argument("--port", type=int, default=8421, help="the port (default 8421)")
@@ -269,6 +277,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--repo", default=argparse.SUPPRESS, help="the git repository")
     run.add_argument("--intent", required=True, help="what the task should achieve")
     run.add_argument("--contract", help="a contract JSON file (default: conventions lane)")
+    run.add_argument(
+        "--context",
+        metavar="FILE",
+        help="a context pack (`corral context <session> -o FILE`) the agent gets with the task",
+    )
     run.add_argument(
         "--check",
         action="append",
@@ -327,6 +340,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .msg import add_parser as add_msg_parser
 
     add_msg_parser(sub)
+    from .context import add_parser as add_context_parser
+
+    add_context_parser(sub)
     from .mode import add_parser as add_mode_parser
 
     add_mode_parser(sub)

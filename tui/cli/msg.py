@@ -27,6 +27,14 @@ def add_parser(sub: Any) -> None:
     msg.add_argument("session", help="the session it is for: id, label or the end of its id")
     msg.add_argument("text", help="the message")
     msg.add_argument("--json", action="store_true", help="print the owner's answer as JSON")
+    msg.add_argument(
+        "--expect-reply",
+        action="store_true",
+        help="wait for the target's answer: shown pending on both sessions until it arrives",
+    )
+    msg.add_argument(
+        "--reply-to", metavar="MESSAGE_ID", help="this answers that message (its id)", default=None
+    )
 
 
 def send(args: argparse.Namespace) -> int:
@@ -36,7 +44,12 @@ def send(args: argparse.Namespace) -> int:
             target = resolve([r.session_id for r in client.list()], args.session)
         except CorralError:
             target = args.session  # the owner says why it cannot go there
-        result = client.call("send", sender=sender, target=target, text=args.text)
+        extra: dict[str, Any] = {}
+        if args.expect_reply:
+            extra["expects_reply"] = True
+        if args.reply_to:
+            extra["responds_to"] = args.reply_to
+        result = client.call("send", sender=sender, target=target, text=args.text, **extra)
     if args.json:
         print(json.dumps(result, indent=2))
     else:

@@ -17,15 +17,17 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import re
 import sys
+import threading
 from pathlib import Path
 
 from corral.supervisor.api import Supervisor
 from corral.supervisor.doctor import confinement_status
-from corral.supervisor.errors import CorralError, is_disk_full
+from corral.supervisor.errors import CorralError, is_disk_full, nearly_full
 from corral.supervisor.events import CoderEvent
 from corral.supervisor.factory import build_supervisor, default_drafter
 from corral.supervisor.interface import (
@@ -35,7 +37,7 @@ from corral.supervisor.interface import (
     checks_contract,
     load_contract,
 )
-from corral.supervisor.models import CoderSession, OutcomeContract, SessionSummary
+from corral.supervisor.models import CoderSession, ContextPack, OutcomeContract, SessionSummary
 from corral.supervisor.paths import default_state_dir
 from corral.supervisor.remote import (
     AttachedSupervisor,
@@ -44,10 +46,11 @@ from corral.supervisor.remote import (
     OwnerSurface,
     owner_running,
 )
-from corral.supervisor.states import CoderState, FailureKind, label
+from corral.supervisor.states import CoderState, FailureKind, NeedsYou, label
 
 from ..event_text import describe, for_terminal
 from .common import DELIVERY_REFUSED, DISK_FULL
+from .context import load_pack
 
 EXIT = {
     CoderState.MERGED: 0,
@@ -83,6 +86,7 @@ class _Run:
         local: bool,
         contract: OutcomeContract | None = None,
         host: str | None = None,
+        context: ContextPack | None = None,
     ) -> None:
         self.owner = owner
         # this process owns the session: it must stay to go on (a remote owner
@@ -91,9 +95,17 @@ class _Run:
         self.local = local
         self.contract = contract  # given to a remote owner (a local one drafts with it)
         self.host = host  # the [[hosts]] name it runs on (None: here)
+        self.sid: str | None = None  # the session, once started
+        self.context = context  # another session's context pack, given with the task
 
     async def start(
-        self, intent: str, repo: Path, engine: str, base: str | None, model: str | None
+        self,
+        intent: str,
+        repo: Path,
+        engine: str,
+        base: str | None,
+        model: str | None,
+        decided: list[NeedsYou],
     ) -> str:
         started = await self.owner.start(
             intent,
@@ -104,7 +116,10 @@ class _Run:
             contract=self.contract,
             model=model,
             host=self.host,
+            decided=decided,
+            context=self.context,
         )
+        self.sid = started.session_id
         return started.session_id
 
     async def subscribe(self, sid: str) -> Subscription[CoderEvent]:
@@ -154,6 +169,7 @@ async def run_session(
     model: str | None = None,
     host: str | None = None,
     checks: list[str] | None = None,
+    context: ContextPack | None = None,
 ) -> int:
     """As a client of the owner when one runs; else as the owner for the run."""
     if contract_file is not None and checks:
@@ -166,6 +182,9 @@ async def run_session(
         else None
     )
     state_dir = default_state_dir()
+    full = nearly_full(state_dir, repo)
+    if full is not None:  # said before anything is written: nothing hangs half-made
+        raise full
     if owner_running(state_dir):
         attached = AttachedSupervisor(state_dir, mirror_board=False)
         try:
@@ -177,9 +196,10 @@ async def run_session(
         if client is not None:
             if not as_json:
                 print(f"corral run: a client of the corral that owns {state_dir}", file=sys.stderr)
+            remote = _Run(client, local=False, contract=given, host=host, context=context)
             try:
                 return await _drive(
-                    _Run(client, local=False, contract=given, host=host),
+                    remote,
                     repo,
                     intent,
                     engine,
@@ -190,6 +210,9 @@ async def run_session(
                     on_question,
                     model,
                 )
+            except asyncio.CancelledError:  # Ctrl-C: the session stays with its owner
+                print(_left_behind(remote, _row(client, remote.sid), state_dir), file=sys.stderr)
+                raise
             finally:
                 await client.close()
     drafter: ContractDrafter = FixedDrafter(given) if given is not None else default_drafter()
@@ -198,6 +221,8 @@ async def run_session(
     services = OwnerServices(sup, mcp_http=False)  # other clients reach this run's owner
     await services.start()
     theirs_before = {r.session_id for r in sup.list()}
+    local = _Run(sup, local=True, host=host, context=context)
+    interrupted: SessionSummary | bool | None = False
     try:
         me = services.caller_of(os.getpid())
         if me.is_agent:  # no owner ran: this run is its own owner, and an agent
@@ -214,7 +239,7 @@ async def run_session(
                 )
             yes, deliver = False, "none"
         code = await _drive(
-            _Run(sup, local=True, host=host),
+            local,
             repo,
             intent,
             engine,
@@ -227,6 +252,9 @@ async def run_session(
         )
         await _until_clients_wait(sup, theirs_before)
         return code
+    except asyncio.CancelledError:  # Ctrl-C: said once this run has closed
+        interrupted, row_at_interrupt = True, _row(sup, local.sid)
+        raise
     finally:
         await services.close()
         try:
@@ -240,6 +268,35 @@ async def run_session(
                 f"here re-adopts it (`corral panes stop {left}` stops it)",
                 file=sys.stderr,
             )
+        if interrupted:
+            print(_left_behind(local, row_at_interrupt, state_dir), file=sys.stderr, flush=True)
+
+
+def _row(owner: OwnerSurface, sid: str | None) -> SessionSummary | None:
+    """The session's board row as Ctrl-C found it (None: none started, or unreadable)."""
+    if sid is None:
+        return None
+    try:
+        return next((r for r in owner.list() if r.session_id == sid), None)
+    except Exception:  # the owner went away with the interrupt: say less, never fail
+        return None
+
+
+def _left_behind(run: _Run, row: SessionSummary | None, state_dir: Path) -> str:
+    """What an interrupted `corral run` leaves, in one line."""
+    if run.sid is None:
+        return "corral run: interrupted before a session was made; nothing is left behind"
+    name = label(run.sid)
+    if row is None:
+        return f"corral run: interrupted; {name} is kept in {state_dir} (`corral get {name}`)"
+    said = f"corral run: interrupted; {name} is left {row.state.value}"
+    if row.needs_you is not None:
+        said += f", needing you ({row.needs_you_label or row.needs_you.value})"
+    if row.worktree and row.state not in (CoderState.MERGED, CoderState.REPORTED):
+        said += f"; its worktree {row.worktree} is kept"
+    if not run.local:
+        return said + f"; it stays with the corral that owns {state_dir}, on its board"
+    return said + f"; run `corral` here to carry on with it (`corral delete {name}` drops it)"
 
 
 async def _drive(
@@ -256,7 +313,11 @@ async def _drive(
 ) -> int:
     pump: asyncio.Task[None] | None = None
     try:
-        sid = await owner.start(intent, repo, engine, base, model)
+        # what the operator decided by the command line needs no notice
+        decided = [NeedsYou.CONTRACT] if yes else []
+        if deliver != "none":
+            decided += [NeedsYou.MERGE, NeedsYou.FINDING]
+        sid = await owner.start(intent, repo, engine, base, model, decided)
         sub = await owner.subscribe(sid)
         pump = asyncio.get_running_loop().create_task(_pump(sub, as_json))
         row = await _past_sign_in(owner, sid, await owner.wait_for(sid, timeout=3600))
@@ -301,6 +362,11 @@ async def _drive(
                 flush=True,
             )
         full = owner.disk_full()
+        if full is None and session.state is CoderState.FAILED:
+            # a write that found the disk full but did not say so (git's "could
+            # not write …"): a disk too full to start on now is the cause
+            nearly = nearly_full(default_state_dir(), repo, ending="what was stored so far is kept")
+            full = str(nearly) if nearly is not None else None
         if full is not None:
             print(f"corral: {full}", file=sys.stderr, flush=True)
             code = DISK_FULL
@@ -416,8 +482,35 @@ async def _answer(options: list[str], prompt: str, policy: str, as_json: bool) -
         print(for_terminal(f"question: {prompt}"))
         for i, option in enumerate(options, 1):
             print(for_terminal(f"  {i}. {option}"))
-    line = await asyncio.to_thread(sys.stdin.readline)
+    line = await _read_line()
     return line.strip() or None
+
+
+async def _read_line() -> str:
+    """One line of stdin, read in a daemon thread of its own: Ctrl-C cancels
+    the wait at once (`asyncio.run` joins its executor's threads on the way
+    out, so a read there held the exit until Enter). Unbuffered byte reads,
+    so the thread holds no lock the interpreter needs when it exits."""
+    loop = asyncio.get_running_loop()
+    got: asyncio.Future[str] = loop.create_future()
+
+    def settle(text: str) -> None:
+        if not got.done():
+            got.set_result(text)
+
+    def read() -> None:
+        data = bytearray()
+        with contextlib.suppress(OSError):
+            while not data.endswith(b"\n"):
+                chunk = os.read(0, 1)
+                if not chunk:
+                    break
+                data += chunk
+        with contextlib.suppress(RuntimeError):  # the loop closed: nobody waits
+            loop.call_soon_threadsafe(settle, data.decode("utf-8", "replace"))
+
+    threading.Thread(target=read, name="corral-run-stdin", daemon=True).start()
+    return await got
 
 
 def main_run(args: argparse.Namespace) -> int:
@@ -444,6 +537,7 @@ def main_run(args: argparse.Namespace) -> int:
                 model=args.model,
                 host=args.host,
                 checks=args.check,
+                context=load_pack(args.context) if args.context else None,
             )
         )
     except CorralError as exc:

@@ -1,15 +1,19 @@
-"""`corral worktrees [--json]` and `corral worktrees prune [--dry-run] [--force]`.
+"""`corral worktrees [--json]` and `corral worktrees prune [--dry-run] [--force] [--yes]`.
 
 Listing reads the database read-only (a running console is fine). Pruning
 changes things, so it needs the state dir: close the console first. What may
 be removed is the supervisor's decision (`worktree_pruning.prune_worktrees`);
-this module prints it.
+this module prints it. A worktree may hold an agent's work nobody decided to
+throw away (a failed session keeps its worktree), so pruning first lists what
+it would remove and asks on a terminal; elsewhere it needs `--yes`.
 """
 
 from __future__ import annotations
 
 import json
+import sys
 
+from corral.supervisor.errors import CorralError
 from corral.supervisor.paths import default_state_dir
 from corral.supervisor.worktree_pruning import PruneOutcome, PruneStep, prune_worktrees, worktrees
 
@@ -43,14 +47,41 @@ LINES = {
 
 
 def print_step(step: PruneStep) -> None:
-    print(LINES[step.outcome].format(path=step.path, detail=step.detail))
+    line = LINES[step.outcome].format(path=step.path, detail=step.detail)
+    if step.outcome is PruneOutcome.WOULD_REMOVE and step.detail:
+        line += f" (its session {step.detail})"
+    print(line)
 
 
-def prune(*, dry_run: bool, force: bool) -> int:
+def prune(*, dry_run: bool, force: bool, yes: bool = False) -> int:
     state_dir = default_state_dir()
+    if not dry_run and not yes:
+        plan = prune_worktrees(state_dir, dry_run=True, force=force, on_step=print_step)
+        doomed = sum(step.outcome is PruneOutcome.WOULD_REMOVE for step in plan.steps)
+        if not plan.has_store:
+            print(f"no worktrees in {state_dir}")
+            return 0
+        if doomed == 0:
+            print(f"0 removed, {len(plan.steps)} kept")
+            return 0
+        _ask_before_removing(doomed)
     report = prune_worktrees(state_dir, dry_run=dry_run, force=force, on_step=print_step)
     if not report.has_store:
         print(f"no worktrees in {state_dir}")
     elif not dry_run:
         print(f"{report.removed} removed, {report.kept} kept")
     return 0
+
+
+def _ask_before_removing(count: int) -> None:
+    """Removing a worktree cannot be undone: asked once on a terminal, else
+    `--yes` is needed (what would go is listed above the question)."""
+    what = f"{count} worktree{'s' if count != 1 else ''}"
+    if not sys.stdin.isatty():
+        raise CorralError(
+            f"corral worktrees prune asks before removing {what} (listed above): add --yes to "
+            "remove them without asking"
+        )
+    answer = input(f"Remove {what} listed above, with everything in them? [y/N] ")
+    if answer.strip().lower() not in ("y", "yes"):
+        raise CorralError(f"nothing was removed (the {what} are kept)")
