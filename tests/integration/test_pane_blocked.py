@@ -50,8 +50,11 @@ async def test_declining_a_pane_agents_question_is_blocked_by_the_operator(
         assert decline in said.why
         landed = [e.data for e in events_of(sup, sid) if isinstance(e.data, PaneAnswerData)]
         assert [a.answer for a in landed] == [decline]  # said only once it landed
-        await sup.cancel(sid)
-        assert sup.get(sid).session.state is S.ABANDONED
+        # declined, the agent may finish without the edit and its checks fail
+        # before the cancel lands: either way the session has ended
+        if sup.get(sid).session.state not in (S.FAILED, S.ABANDONED):
+            await sup.cancel(sid)
+        assert sup.get(sid).session.state in (S.ABANDONED, S.FAILED)
     finally:
         await sup.close()
         for sock in (tmp_path / "tmux").glob("*"):
