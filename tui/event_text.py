@@ -46,6 +46,7 @@ from corral.supervisor.models import ApproveResult
 from corral.supervisor.states import CoderState, label
 
 from .rows import SOURCE_WORDS
+from .safe_text import made_visible
 
 
 def for_terminal(text: str) -> str:
@@ -242,7 +243,7 @@ def describe(event: CoderEvent) -> Text:
             line.append(f"engine {engine}: {clip(reason)}")
         case _:  # fallbacks, a resolved finding, model usage, other external events
             line.append(f"{event.kind.value} {clip(event.data.model_dump())}")
-    return line
+    return made_visible(line)  # an agent's words are shown, never obeyed
 
 
 def approval_outcome(result: ApproveResult) -> str:

@@ -24,6 +24,7 @@ from corral.supervisor.interface import load_contract
 from corral.supervisor.models import OutcomeContract
 
 from ..console_app import ConsoleApp
+from ..safe_text import safe_text
 
 if TYPE_CHECKING:
     from corral.supervisor.interface import Discussion
@@ -130,7 +131,7 @@ class NewSessionScreen(ModalScreen[None]):
     def refuse(self, reason: str) -> None:
         """Show why the session cannot start; the form keeps what was typed."""
         refusal = self.query_one("#refusal", Static)
-        refusal.update(Text.assemble(("Cannot start: ", "bold"), reason))
+        refusal.update(Text.assemble(("Cannot start: ", "bold"), safe_text(reason)))
         refusal.display = True
         self.query_one("#start", Button).disabled = False
         command = self.query_one("#command", Input)
