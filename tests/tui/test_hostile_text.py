@@ -54,3 +54,87 @@ async def test_markup_shaped_check_output_and_intent_are_shown_as_text(tmp_path:
         assert MARKUP_SHAPED in text  # the intent's and the output's brackets, as typed
         assert "Fix [b]it[/b]" in text
         assert "\x1b" not in text and "␛]2;owned␇" in text
+
+
+# -- every screen, hostile strings everywhere -------------------------------------
+
+HOSTILE = (
+    "[0m [link=http://evil.example]x[/link] [/] [@click=app.quit]q[/] [$accent] [b]"
+    " \x1b]52;c;cHduZWQ=\x07 \x1b]2;owned\x07 \x1b[2J \x9b31m \r \x00 \x7f"
+    " \u202eevil\u202c \u200b \ufeff \U000e0041 end"
+)
+
+
+def painted(app: CorralApp) -> tuple[str, list[str]]:
+    """What the app would write to the terminal now: its text, and the
+    targets of any link in it (corral makes none)."""
+    strips = app.screen._compositor.render_strips()
+    text = "\n".join("".join(seg.text for seg in strip) for strip in strips)
+    links = [seg.style.link for strip in strips for seg in strip if seg.style and seg.style.link]
+    return text, links
+
+
+def obeyed(text: str) -> list[str]:
+    """Characters in what is painted that a terminal would act on."""
+    return [ch for ch in text if ch != "\n" and (ord(ch) < 0x20 or 0x7F <= ord(ch) < 0xA0)]
+
+
+async def assert_shown_not_obeyed(app: CorralApp, pilot, *needles: str) -> str:  # type: ignore[no-untyped-def]
+    await pilot.pause()
+    assert app.is_running
+    text, links = painted(app)
+    assert obeyed(text) == [] and links == []
+    for needle in needles:
+        assert needle in text, f"{needle!r} not on screen"
+    return text
+
+
+async def test_gate_2_with_hostile_words_everywhere(tmp_path: Path) -> None:
+    """Intent, name, contract, check name, command and output, a file name:
+    the board, the session screen, the diff screen, the confirm dialog and a
+    toast show them as text, and nothing reaches the terminal to obey."""
+    from corral.tui.confirm import ConfirmScreen
+    from corral.tui.screens.board import BoardScreen
+    from corral.tui.screens.diff import DiffScreen
+
+    from .conftest import caught_up
+
+    repo = make_repo(tmp_path / "shop")
+    file_name = "f [link=http://evil.example]x[/link] \x1b]2;owned\x07 \u202eevil.txt"
+    drafted = contract(
+        ("shown", f"printf '%s\\n' '{MARKUP_SHAPED}'; printf '\\033]2;owned\\007\\n'"),
+        description=HOSTILE,
+    )
+    sup = scripted_supervisor(tmp_path / "state", drafted, [Write(file_name, HOSTILE + "\n")])
+
+    async def to_gate_2(s) -> None:  # type: ignore[no-untyped-def]
+        sid = (await s.start(HOSTILE, repo)).session_id
+        s.rename(sid, "n [b]x[/b] \x1b]2;owned\x07")
+        await s.confirm(sid)
+        await s.wait_for(sid, {CoderState.NEEDS_APPROVAL}, timeout=30)
+
+    app = CorralApp(sup, default_repo=repo, on_ready=to_gate_2)
+    async with app.run_test(size=(160, 50)) as pilot:
+        screen = await open_from_board(app, pilot, "enter")
+        assert isinstance(screen, SessionScreen)
+        await assert_shown_not_obeyed(
+            app, pilot, "[0m [link=http://evil.example]x[/link]", "␛]2;owned␇"
+        )
+        await pilot.press("escape")
+        await until(pilot, "the board", lambda: isinstance(app.screen, BoardScreen))
+        await assert_shown_not_obeyed(app, pilot, "n [b]x[/b] ␛]2;owned␇", "[0m [link=")
+        await pilot.press("D")
+        diff = await until(
+            pilot,
+            "the diff to load",
+            lambda: (
+                app.screen if isinstance(app.screen, DiffScreen) and caught_up(app.screen) else None
+            ),
+        )
+        await assert_shown_not_obeyed(app, pilot, "\\342\\200\\256evil.txt", "[0m [link=")
+        app.notify(HOSTILE, title=HOSTILE)
+        await assert_shown_not_obeyed(app, pilot, "[@click=app.quit]q[/]")
+        app.push_screen(ConfirmScreen(f"Deliver {HOSTILE}?"))
+        await until(pilot, "the dialog", lambda: isinstance(app.screen, ConfirmScreen))
+        await assert_shown_not_obeyed(app, pilot, "Deliver [0m [link=")
+        assert diff is not None
