@@ -49,13 +49,6 @@ from .rows import SOURCE_WORDS
 from .safe_text import made_visible
 
 
-def for_terminal(text: str) -> str:
-    """`text` safe to print on the operator's terminal: an agent's words may
-    hold escape sequences (a retitled window, a rewritten screen), so every
-    control character but a newline or a tab is shown as its code instead."""
-    return "".join(ch if ch.isprintable() or ch in "\n\t" else f"\\x{ord(ch):02x}" for ch in text)
-
-
 def clip(text: object, n: int = 240) -> str:
     """One line of at most `n` characters (whitespace folded, "…" when cut)."""
     text = " ".join(str(text).split())

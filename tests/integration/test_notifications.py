@@ -129,3 +129,20 @@ def test_a_hook_is_split_without_a_shell_and_an_empty_one_is_refused(tmp_path: P
         assert "notify.on_finished" in str(exc) and "a hook needs a command" in str(exc)
     else:
         raise AssertionError("an empty hook was accepted")
+
+
+async def test_a_hook_gets_an_intents_words_without_its_escape_sequences(
+    make_supervisor: SupervisorFactory, repo: Path, tmp_path: Path
+) -> None:
+    """A hook that echoes CORRAL_SESSION_NAME to a terminal must not retitle
+    it or write its clipboard: control, bidi and zero-width characters are
+    gone from every CORRAL_* value (the words are kept)."""
+    log = tmp_path / "hooks.log"
+    sup = await make_supervisor(**hooks(log))
+    intent = "fix\x1b]2;owned\x07 it\x1b]52;c;cHduZWQ=\x07 \u202enow\u200b \x9b31m done"
+    sid = await proposed(sup, repo, intent)
+    name = (await logged(log, 1))[0][4]
+    assert name.startswith("fix") and "now" in name and name.endswith("done")
+    assert [ch for ch in name if not ch.isprintable()] == []
+    await sup.close()
+    assert sid

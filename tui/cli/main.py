@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import sys
 
+from .output import say
+
 TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: importing typing costs the hook milliseconds
 if TYPE_CHECKING:
     import argparse
@@ -60,7 +62,7 @@ def dispatch(args: argparse.Namespace) -> int:
 
             from .common import DISK_FULL
 
-            print(f"corral: {disk_full(default_state_dir())}", file=sys.stderr)
+            say(f"corral: {disk_full(default_state_dir())}", file=sys.stderr)
             return DISK_FULL
         if isinstance(exc, CorralError):
             return fail(str(exc))
@@ -194,7 +196,7 @@ def build_parser() -> argparse.ArgumentParser:
         ) -> None:
             from .common import corral_version
 
-            print(f"corral {corral_version()}")
+            say(f"corral {corral_version()}")
             parser.exit()
 
     parser = argparse.ArgumentParser(
