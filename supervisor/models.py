@@ -293,6 +293,9 @@ class DiffSummary(BaseModel):
     patch_truncated: bool = False
     patch_full_bytes: int = 0
     files: list[DiffFile] = Field(default_factory=list)
+    # `.gitattributes` lines the change adds that name a filter, diff or merge
+    # driver (`path: line`): the operator's git runs those once delivered
+    attribute_drivers: list[str] = Field(default_factory=list)
 
 
 class ModelUse(BaseModel):

@@ -428,3 +428,10 @@ def checks_outcome(results: list[CheckResult]) -> str:
     failing = [r.name for r in results if not r.passed]
     line = f"{passed} of {len(results)} checks pass"
     return line + (f"; failing: {', '.join(failing)}" if failing else ".")
+
+
+ATTRIBUTE_DRIVERS_WORDS = (
+    "The change adds .gitattributes lines that hand files to a git filter or diff/merge "
+    "driver. corral ran none of them (it runs git with every driver off), but once this is "
+    "delivered your git and your CI run whatever your config names there:"
+)

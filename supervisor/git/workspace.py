@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..models import DiffFile, DiffSummary
+from .attributes import driver_lines
 from .repo import head_commit
 from .result_tree import shown, unquote
 from .run import GitError, WorktreeMetadataChanged, git
@@ -76,6 +77,7 @@ class GitWorkspace:
             patch_truncated=truncated,
             patch_full_bytes=full,
             files=_files(numstat, names),
+            attribute_drivers=driver_lines(self.path, start_commit, tree),
         )
 
 

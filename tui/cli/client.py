@@ -87,6 +87,13 @@ def get(name: str, *, as_json: bool) -> int:
             say(f"  result: {session['result_branch']} {session.get('result_commit') or ''}")
         if session.get("error"):
             say(f"  error:  {session['error']}")
+        drivers = (session.get("diff") or {}).get("attribute_drivers") or []
+        if drivers:
+            from ..rows import ATTRIBUTE_DRIVERS_WORDS  # Rich: only when there is one
+
+            say(f"  {ATTRIBUTE_DRIVERS_WORDS}")
+            for line in drivers:
+                say(f"    {line}")
         return 0
     from corral.supervisor.stored_board import stored_sessions
 

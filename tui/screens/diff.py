@@ -26,6 +26,7 @@ from corral.supervisor.interface import FilePatch
 
 from ..console_app import ConsoleApp
 from ..guard import guarded
+from ..rows import ATTRIBUTE_DRIVERS_WORDS
 from ..safe_text import safe_content, safe_markup, safe_text, visible
 
 if TYPE_CHECKING:
@@ -193,6 +194,15 @@ class DiffScreen(Screen[None]):
             lines.append(
                 safe_markup(
                     ("[green]PASS[/green] " if r.passed else "[red]FAIL[/red] ") + "{}", r.name
+                )
+            )
+        drivers = s.diff.attribute_drivers if s.diff else []
+        if drivers:
+            lines.append(
+                safe_markup(
+                    "[bold yellow]{}[/bold yellow]" + "\n  {}" * len(drivers),
+                    ATTRIBUTE_DRIVERS_WORDS,
+                    *drivers,
                 )
             )
         self.query_one("#diff-verification", Static).update(Content("\n").join(lines))

@@ -575,6 +575,13 @@ class SessionScreen(Screen[None]):
                     "[/yellow]",
                     ", ".join(s.changed_since_verification[:5]),
                 )
+            if s.diff.attribute_drivers:
+                lines = s.diff.attribute_drivers
+                text += safe_markup(
+                    "\n[bold yellow]{}[/bold yellow]" + "\n  {}" * len(lines),
+                    R.ATTRIBUTE_DRIVERS_WORDS,
+                    *lines,
+                )
             diff.update(text)
         else:
             diff.update("")
