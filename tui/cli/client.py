@@ -206,6 +206,18 @@ def still_working(what: str, every: float = STILL_WORKING_EVERY_SECS) -> Iterato
         ticker.join()
 
 
+def _say_kinds_changed(client: Any, sid: str, as_json: bool) -> None:
+    """Before a delivery writes: the paths whose kind the change alters."""
+    session = client.call("get", session_id=sid)["session"]
+    kinds = (session.get("diff") or {}).get("type_changes") or []
+    if not kinds:
+        return
+    out = sys.stderr if as_json else sys.stdout
+    say("corral approve: this change alters what kind of thing these paths are:", file=out)
+    for line in kinds:
+        say(f"  {line}", file=out)
+
+
 def act(args: argparse.Namespace) -> int:
     """`answer`, `confirm`, `approve`, `reject`, `cancel`: one call to the owner."""
     with _client() as client:
@@ -216,6 +228,8 @@ def act(args: argparse.Namespace) -> int:
             selection = None
             if args.files:
                 selection = {path: None for path in args.files}
+            if not args.accept_finding:
+                _say_kinds_changed(client, sid, args.json)
             with still_working("approve"):
                 result = client.call(
                     "approve",

@@ -196,6 +196,14 @@ class DiffScreen(Screen[None]):
                     ("[green]PASS[/green] " if r.passed else "[red]FAIL[/red] ") + "{}", r.name
                 )
             )
+        kinds = s.diff.type_changes if s.diff else []
+        if kinds:
+            lines.append(
+                safe_markup(
+                    "[bold yellow]Paths that change kind:[/bold yellow]" + "\n  {}" * len(kinds),
+                    *kinds,
+                )
+            )
         drivers = s.diff.attribute_drivers if s.diff else []
         if drivers:
             lines.append(

@@ -575,6 +575,12 @@ class SessionScreen(Screen[None]):
                     "[/yellow]",
                     ", ".join(s.changed_since_verification[:5]),
                 )
+            if s.diff.type_changes:
+                kinds = s.diff.type_changes
+                text += safe_markup(
+                    "\n[bold yellow]Paths that change kind:[/bold yellow]" + "\n  {}" * len(kinds),
+                    *kinds,
+                )
             if s.diff.attribute_drivers:
                 lines = s.diff.attribute_drivers
                 text += safe_markup(
