@@ -6,6 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from textual.widgets import DataTable, RichLog, Static
 
 from corral.supervisor.states import CoderState
@@ -138,3 +141,79 @@ async def test_gate_2_with_hostile_words_everywhere(tmp_path: Path) -> None:
         await until(pilot, "the dialog", lambda: isinstance(app.screen, ConfirmScreen))
         await assert_shown_not_obeyed(app, pilot, "Deliver [0m [link=")
         assert diff is not None
+
+
+# -- a property: whatever the words, every screen shows them and obeys none -------
+
+HOSTILE_PIECES = [
+    "[0m", "[link=http://evil.example]x[/link]", "[/]", "[@click=app.quit]", "[$accent]",
+    "[b]", "\x1b]52;c;cHduZWQ=\x07", "\x1b]2;owned\x07", "\x1b[2J", "\x9b31m", "\x9d0;t\x9c",
+    "\r", "\x08", "\x7f", "\u202e", "\u2066", "\u200b", "\ufeff", "\U000e0041", "\u2028",
+    "a", " ", "界", "é",
+]  # fmt: skip
+
+
+def _screens_survive(tmp_path: Path, words: str) -> None:
+    """Board, session screen (gate 1), a toast, a confirm dialog and a
+    discussion whose model answers `words`: each is painted, and what is
+    painted holds no control character and no link."""
+    import asyncio
+
+    from corral.supervisor.discuss import Discussions
+    from corral.supervisor.llm.base import Turn
+    from corral.tui.confirm import ConfirmScreen
+    from corral.tui.screens.discuss import DiscussScreen
+    from tests.fakes.scripted_llm import ScriptedProvider
+
+    repo = make_repo(tmp_path / "repo")
+    drafted = contract(("ok", f"printf '%s' {words!r}; true"), description=words)
+    sup = scripted_supervisor(tmp_path / "state", drafted)
+
+    async def flow() -> None:
+        async def gate_1(s) -> None:  # type: ignore[no-untyped-def]
+            sid = (await s.start("intent " + words, repo)).session_id
+            s.rename(sid, words[:80] or "n")
+
+        app = CorralApp(sup, default_repo=repo, on_ready=gate_1)
+        async with app.run_test(size=(120, 36)) as pilot:
+            screen = await open_from_board(app, pilot, "enter")
+            await assert_shown_not_obeyed(app, pilot)
+            await pilot.press("escape")
+            await assert_shown_not_obeyed(app, pilot)
+            app.notify(words, title=words)
+            await assert_shown_not_obeyed(app, pilot)
+            app.push_screen(ConfirmScreen(words))
+            await until(pilot, "the dialog", lambda: isinstance(app.screen, ConfirmScreen))
+            await assert_shown_not_obeyed(app, pilot)
+            app.pop_screen()
+            app.discussions = Discussions(tmp_path / "state", ScriptedProvider([Turn(text=words)]))
+            app.push_screen(DiscussScreen(repo))
+            talk = await until(
+                pilot,
+                "the discussion",
+                lambda: app.screen if isinstance(app.screen, DiscussScreen) else None,
+            )
+            await until(pilot, "it to open", lambda: talk.discussion is not None)
+            await pilot.press(*"why", "enter")
+            await until(
+                pilot,
+                "the answer",
+                lambda: any("You: why" in line.text for line in talk.query_one(RichLog).lines),
+            )
+            await assert_shown_not_obeyed(app, pilot)
+            assert screen is not None
+
+    asyncio.run(flow())
+
+
+@pytest.mark.slow
+@settings(
+    max_examples=6,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(pieces=st.lists(st.sampled_from(HOSTILE_PIECES), min_size=1, max_size=10))
+def test_every_screen_shows_hostile_words_and_obeys_none(
+    tmp_path_factory: pytest.TempPathFactory, pieces: list[str]
+) -> None:
+    _screens_survive(tmp_path_factory.mktemp("hostile"), "".join(pieces))

@@ -142,3 +142,18 @@ def test_nothing_raises_on_values_that_cannot_even_be_read() -> None:
     assert safe_text(Broken()).plain == "⟨unprintable value⟩"
     assert "⟨unprintable value⟩" in safe_markup("[b]{}[/b]", Broken()).plain
     assert safe_markup("[b]{}[/b] {}", "only one").plain  # a wrong template is shown, not raised
+
+
+def test_the_agents_terminal_keeps_its_colours_and_loses_its_links() -> None:
+    """The pane's screen is the agent's: its colours are shown, but a link
+    (OSC 8) would send a click to the agent's URL, and a stray control
+    character would reach the operator's terminal."""
+    from corral.tui.widgets.terminal import _without_default_colours
+
+    ansi = "\x1b]8;;http://evil.example\x1b\\click\x1b]8;;\x1b\\ \x1b[31mred\x1b[0m \x07bell\x0e"
+    text = _without_default_colours(Text.from_ansi(ansi))
+    assert "click" in text.plain and "red" in text.plain
+    assert obeyable(text.plain, multiline=True) == []
+    styles = [s.style for s in text.spans if not isinstance(s.style, str)]
+    assert all(style.link is None for style in styles)
+    assert any(style.color is not None for style in styles)  # the colour is kept
