@@ -68,7 +68,7 @@ class Styled(str):
         return str.__hash__(self)
 
     def __rich__(self) -> Text:
-        return Text(str(self), style=self.style)
+        return Text(visible(str(self)), style=self.style)
 
 
 _MADE: dict[tuple[str, str], Styled] = {}

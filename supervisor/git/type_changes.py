@@ -80,7 +80,8 @@ def type_changes(repo: Path, changes: Iterable[Change]) -> list[str]:
             )
     for path, new in sorted(made.items()):
         if new[0] in (LINK, SUBMODULE) and path not in was_dir:
-            said.append(f"{shown(path)}: new {_kind(new[0])}" + _to(repo, new))
+            noun = "symlink" if new[0] == LINK else "submodule"
+            said.append(f"{shown(path)}: a new {noun}" + _to(repo, new))
     if len(said) > MAX_SHOWN:
         said = [*said[:MAX_SHOWN], f"… and {len(said) - MAX_SHOWN} more"]
     return said

@@ -97,7 +97,7 @@ async def test_every_kind_change_is_listed_at_gate_2(
             "tool.sh: becomes executable",
             "plain.txt: a file becomes a symlink pointing to /etc/passwd",
             "link: a symlink becomes a file",
-            "keys: new a symlink pointing to ../../.ssh",
+            "keys: a new symlink pointing to ../../.ssh",
         ]
     )
 

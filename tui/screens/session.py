@@ -368,7 +368,7 @@ class SessionScreen(Screen[None]):
         try:
             events = await self.supervisor.history(self.session_id)
         except CorralError as exc:
-            log.write(f"This session is not running in this console; its journal: {exc}")
+            log.write(safe_text(f"This session is not running in this console; its journal: {exc}"))
             return
         if not events:
             log.write("This session is not running in this console and its journal is empty.")
