@@ -360,3 +360,21 @@ async def test_a_flooding_client_is_held_to_its_cap_then_cut_off_and_others_are_
     finally:
         flood.close()
         await server.close()
+
+
+async def test_a_lone_surrogate_is_refused_before_anything_acts(owner, repo: Path) -> None:
+    """`\\ud800` in JSON is no text: a start holding it once made a session that
+    could never be stored (and failed the owner's close). Refused whole now."""
+    sup, _ = owner
+    payload = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "start",
+            "params": {"intent": "fix \ud800 it", "repo": str(repo)},
+        }
+    ).encode()
+    answers = await asyncio.to_thread(raw_exchange, socket_path(sup.state_dir), payload + b"\n")
+    assert answers[0]["error"]["code"] == -32602
+    assert "lone UTF-16 surrogate" in answers[0]["error"]["message"]
+    assert sup.list() == []
