@@ -358,6 +358,12 @@ class Supervisor:
         session proposes its split at gate 1; `split` sets the operator's own
         instead (refused for an engine that cannot split)."""
         gates = self._open_gates()
+        for text in (intent, *(constraints or [])):
+            if not _is_unicode(text):
+                raise CorralError(
+                    "the intent holds bytes that are not text (invalid UTF-8, or a lone "
+                    "surrogate such as \\ud800); write it as valid Unicode and start again"
+                )
         foreman = is_foreman(self._engines.resolve(engine)[0])
         if split is not None and not foreman:
             raise CorralError(
@@ -1006,3 +1012,15 @@ __all__ = [
     "new_session_id",
     "stored_summary",
 ]
+
+
+def _is_unicode(text: str) -> bool:
+    """False for a lone surrogate (from invalid UTF-8 decoded with
+    surrogateescape, or JSON's `\\ud800`): it can be neither stored nor shown."""
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

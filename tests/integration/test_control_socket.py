@@ -378,3 +378,14 @@ async def test_a_lone_surrogate_is_refused_before_anything_acts(owner, repo: Pat
     assert answers[0]["error"]["code"] == -32602
     assert "lone UTF-16 surrogate" in answers[0]["error"]["message"]
     assert sup.list() == []
+
+
+async def test_an_intent_of_invalid_utf8_is_refused_in_process_too(
+    make_supervisor: SupervisorFactory, repo: Path
+) -> None:
+    """`corral run --intent $'\\xff'` with no owner: argv decodes the byte to a
+    lone surrogate; the start is refused with a sentence and nothing is made."""
+    sup = await make_supervisor()
+    with pytest.raises(CorralError, match="not text"):
+        await sup.start("fix \udcff it", repo)
+    assert sup.list() == []
