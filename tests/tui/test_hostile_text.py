@@ -163,6 +163,7 @@ def _screens_survive(tmp_path: Path, words: str) -> None:
     from corral.supervisor.llm.base import Turn
     from corral.tui.confirm import ConfirmScreen
     from corral.tui.screens.discuss import DiscussScreen
+    from corral.tui.screens.new_session import NewSessionScreen
     from tests.fakes.scripted_llm import ScriptedProvider
 
     repo = make_repo(tmp_path / "repo")
@@ -200,6 +201,10 @@ def _screens_survive(tmp_path: Path, words: str) -> None:
                 "the answer",
                 lambda: any("You: why" in line.text for line in talk.query_one(RichLog).lines),
             )
+            await assert_shown_not_obeyed(app, pilot)
+            # a prepared task: its intent and constraints are the model's words
+            app.push_screen(NewSessionScreen(intent=words, constraints=[words, words]))
+            await until(pilot, "the form", lambda: isinstance(app.screen, NewSessionScreen))
             await assert_shown_not_obeyed(app, pilot)
             assert screen is not None
 
