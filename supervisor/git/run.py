@@ -87,7 +87,7 @@ _DRIVER_COMMANDS = {
 }
 TRUSTED_DRIVERS_ENV = "CORRAL_GIT_TRUSTED_DRIVERS"
 _DRIVERS_TTL = 5.0  # seconds a directory's list of configured drivers is reused
-_drivers_seen: dict[tuple[str, str, str], tuple[float, tuple[str, ...]]] = {}
+_drivers_seen: dict[tuple[str, str, str, str], tuple[float, tuple[str, ...]]] = {}
 _drivers_lock = threading.Lock()
 
 
@@ -116,13 +116,14 @@ def configured_drivers(cwd: Path | str, env: dict[str, str]) -> list[tuple[str, 
 
 def driver_overrides(cwd: Path | str, env: dict[str, str]) -> list[str]:
     """`-c` pairs that switch off every configured driver but the trusted ones."""
-    key = (str(cwd), env.get("GIT_DIR", ""), env.get("GIT_COMMON_DIR", ""))
+    trusted_names = os.environ.get(TRUSTED_DRIVERS_ENV, "")
+    key = (str(cwd), env.get("GIT_DIR", ""), env.get("GIT_COMMON_DIR", ""), trusted_names)
     now = time.monotonic()
     with _drivers_lock:
         seen = _drivers_seen.get(key)
     if seen is not None and now - seen[0] < _DRIVERS_TTL:
         return list(seen[1])
-    trusted = {n.strip() for n in os.environ.get(TRUSTED_DRIVERS_ENV, "").split(",") if n.strip()}
+    trusted = {n.strip() for n in trusted_names.split(",") if n.strip()}
     args: list[str] = []
     for kind, name in configured_drivers(cwd, env):
         if name in trusted:

@@ -106,3 +106,18 @@ def test_only_added_attribute_lines_naming_a_driver_are_listed() -> None:
         ".gitattributes: [attr]evil filter=x",
         '"docs/\\033x/.gitattributes": * merge=ours',
     ]
+
+
+def test_a_driver_the_operator_trusts_stays_on(
+    marker: Path, repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`CORRAL_GIT_TRUSTED_DRIVERS=evil` is the operator's opt-in: then, and
+    only then, corral's git runs it (here its clean filter, on `git add`)."""
+    (repo / ".gitattributes").write_text("* filter=evil\n")
+    (repo / "a.txt").write_text("a\n")
+    corral_git(repo, "add", "a.txt")
+    assert not marker.exists()
+    monkeypatch.setenv("CORRAL_GIT_TRUSTED_DRIVERS", "lfs, evil")
+    (repo / "a.txt").write_text("b\n")
+    corral_git(repo, "add", "a.txt", check=False)  # the stand-in `process` speaks no protocol
+    assert marker.exists()
