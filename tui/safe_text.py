@@ -5,8 +5,8 @@ Such text is never handed to a markup parser (escaping it first was how a check
 printing `[0m` next to `[link=…]` closed the console: Textual's parser read
 what Rich's `escape` had left alone), never to a terminal as it is (`visible`
 shows control characters, bidi and zero-width characters as marks), and is
-cut to a bounded length. Every widget gets a Rich `Text` whose only styles are
-the ones corral chose.
+cut to a bounded length. Every widget gets a Rich `Text` or a Textual `Content`
+whose only styles are the ones corral chose.
 
 `safe_text(value)` is one value as Rich `Text` (a log line, a table cell, an
 option); `safe_markup(template, *values)` is corral's own Textual markup with
