@@ -135,3 +135,20 @@ def test_corral_approve_says_the_kind_changes_before_it_delivers(
     )  # fmt: skip
     assert cli.act(args) == 0
     assert said_before and "docs: a symlink becomes a directory" in said_before[0]
+
+
+def test_submodules_coming_and_going_are_named(tmp_path: Path) -> None:
+    from corral.supervisor.git.result_tree import Change
+    from corral.supervisor.git.type_changes import type_changes
+
+    sha = "a" * 40
+    changes = [
+        Change("lib", ("160000", sha), ("100644", "b" * 40)),
+        Change("vendor/x", None, ("160000", "c" * 40)),
+        Change("tool", ("100644", sha), ("160000", "d" * 40)),
+    ]
+    assert type_changes(tmp_path, changes) == [
+        "lib: a submodule becomes a file",
+        "tool: a file becomes a submodule at commit dddddddddddd",
+        "vendor/x: a new submodule at commit cccccccccccc",
+    ]
