@@ -383,6 +383,12 @@ class Supervisor:
         `context`: another session's context pack, given to the agent with
         the task (`export_context`)."""
         gates = self._open_gates()
+        for text in (intent, *(constraints or [])):
+            if not _is_unicode(text):
+                raise CorralError(
+                    "the intent holds bytes that are not text (invalid UTF-8, or a lone "
+                    "surrogate such as \\ud800); write it as valid Unicode and start again"
+                )
         foreman = is_foreman(self._engines.resolve(engine)[0])
         if split is not None and not foreman:
             raise CorralError(
@@ -1063,3 +1069,15 @@ __all__ = [
     "new_session_id",
     "stored_summary",
 ]
+
+
+def _is_unicode(text: str) -> bool:
+    """False for a lone surrogate (from invalid UTF-8 decoded with
+    surrogateescape, or JSON's `\\ud800`): it can be neither stored nor shown."""
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

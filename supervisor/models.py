@@ -297,6 +297,12 @@ class DiffSummary(BaseModel):
     patch_truncated: bool = False
     patch_full_bytes: int = 0
     files: list[DiffFile] = Field(default_factory=list)
+    # `.gitattributes` lines the change adds that name a filter, diff or merge
+    # driver (`path: line`): the operator's git runs those once delivered
+    attribute_drivers: list[str] = Field(default_factory=list)
+    # paths whose kind the change alters (a symlink becomes a directory, a file
+    # becomes executable, …), one sentence each: said before anything is written
+    type_changes: list[str] = Field(default_factory=list)
 
 
 class ModelUse(BaseModel):

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import html
 import logging
 import os
 import shutil
@@ -41,14 +42,15 @@ NEEDS_YOU: NoticeKind = "needs_you"
 FINISHED: NoticeKind = "finished"
 OVER_BUDGET: NoticeKind = "over_budget"
 MAX_TEXT = 120  # characters of a name shown in a desktop notification
+MAX_ENV_TEXT = 2000  # characters of one value a hook gets in its environment
 
 
-def plain(text: str, limit: int = MAX_TEXT) -> str:
+def plain(text: str, limit: int = MAX_TEXT, *, keep: str = "") -> str:
     """`text` with no control characters (no escape sequence, no BEL, no
-    newline) and no `;` (OSC 777's field separator), cut with an ellipsis."""
-    kept = "".join(
-        " " if unicodedata.category(ch)[0] == "C" else ch for ch in text.replace(";", ",")
-    )
+    newline; no bidi, zero-width or unassigned character either: category C)
+    and no `;` (OSC 777's field separator) unless kept, cut with an ellipsis."""
+    text = text if ";" in keep else text.replace(";", ",")
+    kept = "".join(" " if unicodedata.category(ch)[0] == "C" else ch for ch in text)
     kept = " ".join(kept.split())
     return kept if len(kept) <= limit else kept[: limit - 1] + "…"
 
@@ -86,8 +88,11 @@ class Notice:
         return plain(f"{what} — {self.name}")
 
     def environment(self) -> dict[str, str]:
-        """What a hook learns about the session (values, never code)."""
-        return {
+        """What a hook learns about the session (values, never code). The
+        name is often an intent an agent wrote: a hook that echoes it to a
+        terminal must not carry an escape sequence there, so every value is
+        `plain` (no control, bidi or zero-width character)."""
+        values = {
             "CORRAL_EVENT": self.kind,
             "CORRAL_SESSION_ID": self.session_id,
             "CORRAL_SESSION_LABEL": self.label,
@@ -97,6 +102,7 @@ class Notice:
             "CORRAL_OVER_BUDGET": self.over_budget or "",
             "CORRAL_REPO": self.repo,
         }
+        return {key: plain(value, MAX_ENV_TEXT, keep=";") for key, value in values.items()}
 
 
 def _notice(kind: NoticeKind, row: SessionSummary) -> Notice:
@@ -276,8 +282,10 @@ class Notifier:
             argv = hook if isinstance(hook, list) else [hook]
             self._spawn(argv, notice)
         if self.settings.desktop and desktop_available():
+            # `--`: a body is words, never an option; daemons read it as markup: escaped
+            body = html.escape(notice.body, quote=False)
             self._spawn(
-                ["notify-send", "--app-name=corral", plain(notice.title), notice.body], notice
+                ["notify-send", "--app-name=corral", "--", plain(notice.title), body], notice
             )
 
     def _spawn(self, argv: list[str], notice: Notice) -> None:

@@ -23,8 +23,9 @@ from textual.screen import Screen
 from corral.supervisor.errors import CorralError
 
 from .console_app import ConsoleApp
-from .desktop_notice import osc_notification
+from .desktop_notice import desktop_words, osc_notification
 from .early_keys import EarlyKeys
+from .visible import visible
 
 if TYPE_CHECKING:
     from corral.supervisor.api import Notice
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
 
 MIN_WIDTH, MIN_HEIGHT = 80, 24
 BOARD_SHOWN_WAIT = 3.0  # seconds the socket and MCP wait at most for the first board frame
+TOAST_LIMIT = 2_000  # characters of one toast: an agent's 1 MB message is cut
 
 
 class CorralApp(ConsoleApp):
@@ -381,7 +383,13 @@ class CorralApp(ConsoleApp):
         """Every toast shows its words as written: corral never styles a toast,
         and what it says often holds an engine's, agent's, repo's or the
         operator's own text (`[llm]` in a sentence must not vanish as markup)."""
-        super().notify(message, title=title, severity=severity, timeout=timeout, markup=False)
+        super().notify(
+            visible(message, multiline=True, limit=TOAST_LIMIT),
+            title=visible(title, limit=TOAST_LIMIT),
+            severity=severity,
+            timeout=timeout,
+            markup=False,
+        )
 
     def desktop_notify(self, title: str, body: str) -> None:
         """`notify-send` where it exists and CORRAL_DESKTOP_NOTIFY=1 (off by default)."""
@@ -391,8 +399,10 @@ class CorralApp(ConsoleApp):
 
         if os.environ.get("CORRAL_DESKTOP_NOTIFY") != "1" or not shutil.which("notify-send"):
             return
-        subprocess.Popen(
-            ["notify-send", title, body], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        subprocess.Popen(  # `--`: a body starting with "-" is words, not an option
+            ["notify-send", "--", desktop_words(title), desktop_words(body)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
 
     def watch_theme(self, theme: str) -> None:

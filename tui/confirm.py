@@ -12,6 +12,8 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Static
 
+from .safe_text import safe_text
+
 
 class CommentInput(Input):
     """Takes Enter in the order it was typed. The screen's binding read the
@@ -57,7 +59,8 @@ class ConfirmScreen(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog"):
-            yield Static(self.question, classes="dialog-text", markup=False)
+            # the question often names an agent's branch, files or words: shown, never obeyed
+            yield Static(safe_text(self.question, multiline=True), classes="dialog-text")
             if self.comment is not None:
                 yield CommentInput(self.value, placeholder=self.comment, id="confirm-comment")
             keys = ("enter", "escape") if self.comment is not None else ("y / enter", "n / escape")

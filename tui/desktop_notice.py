@@ -9,13 +9,23 @@ characters; stripping again here keeps this writer safe on its own."""
 
 from __future__ import annotations
 
+import html
 import os
 
+from .visible import visible
+
 ESC, BEL = "\x1b", "\x07"
+NOTICE_LIMIT = 500  # characters of a notice's title or body
 
 
 def _clean(text: str) -> str:
-    return "".join(ch for ch in text if ch.isprintable()).replace(";", ",")
+    return visible(text, limit=NOTICE_LIMIT).replace(";", ",")
+
+
+def desktop_words(text: str) -> str:
+    """`text` for `notify-send`: visible, and its `<` `&` shown as written
+    (notification daemons read a body as markup: `<a href>`, `<img src>`)."""
+    return html.escape(visible(text, multiline=True, limit=NOTICE_LIMIT), quote=False)
 
 
 def osc_notification(title: str, body: str, *, in_tmux: bool | None = None) -> str:

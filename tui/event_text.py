@@ -46,13 +46,7 @@ from corral.supervisor.models import ApproveResult
 from corral.supervisor.states import CoderState, label
 
 from .rows import SOURCE_WORDS
-
-
-def for_terminal(text: str) -> str:
-    """`text` safe to print on the operator's terminal: an agent's words may
-    hold escape sequences (a retitled window, a rewritten screen), so every
-    control character but a newline or a tab is shown as its code instead."""
-    return "".join(ch if ch.isprintable() or ch in "\n\t" else f"\\x{ord(ch):02x}" for ch in text)
+from .safe_text import made_visible
 
 
 def clip(text: object, n: int = 240) -> str:
@@ -244,7 +238,7 @@ def describe(event: CoderEvent) -> Text:
             line.append(f"engine {engine}: {clip(reason)}")
         case _:  # fallbacks, a resolved finding, model usage, other external events
             line.append(f"{event.kind.value} {clip(event.data.model_dump())}")
-    return line
+    return made_visible(line)  # an agent's words are shown, never obeyed
 
 
 def approval_outcome(result: ApproveResult) -> str:

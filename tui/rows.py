@@ -10,6 +10,8 @@ from rich.text import Text
 
 from corral.supervisor.states import CoderState
 
+from .visible import visible
+
 if TYPE_CHECKING:
     from corral.supervisor.models import AgentOffers, CheckResult, CoderSession, SessionSummary
 
@@ -66,7 +68,7 @@ class Styled(str):
         return str.__hash__(self)
 
     def __rich__(self) -> Text:
-        return Text(str(self), style=self.style)
+        return Text(visible(str(self)), style=self.style)
 
 
 _MADE: dict[tuple[str, str], Styled] = {}
@@ -292,20 +294,22 @@ def spend_line(rows: list[SessionSummary]) -> str:
 
 
 OVER_BUDGET_MARK = "⚠ "
+INTENT_LIMIT = 400  # characters of an intent's first line a board row keeps
 
 
 def intent_text(row: SessionSummary) -> Text | str:
     """The intent's first line, after the operator's name for the session;
     marked `⚠` when the session is over budget and its needs-you cell says
     something else (the need comes first there)."""
-    first = row.intent.splitlines()[0] if row.intent else ""
+    first = visible(row.intent.splitlines()[0], limit=INTENT_LIMIT) if row.intent else ""
     shown = row.over_budget and needs_text(row).plain.startswith(OVER_BUDGET_MARK + "over")
     mark = OVER_BUDGET_MARK if row.over_budget and not shown else ""
     if not row.name and not mark:
         return first
     if not row.name:
         return Text.assemble((mark, "bold red"), first)
-    return Text.assemble((mark, "bold red"), (row.name, "bold"), "  ", (first, "dim"))
+    name = visible(row.name, limit=INTENT_LIMIT)
+    return Text.assemble((mark, "bold red"), (name, "bold"), "  ", (first, "dim"))
 
 
 def counts_line(rows: list[SessionSummary]) -> str:
@@ -424,3 +428,10 @@ def checks_outcome(results: list[CheckResult]) -> str:
     failing = [r.name for r in results if not r.passed]
     line = f"{passed} of {len(results)} checks pass"
     return line + (f"; failing: {', '.join(failing)}" if failing else ".")
+
+
+ATTRIBUTE_DRIVERS_WORDS = (
+    "The change adds .gitattributes lines that hand files to a git filter or diff/merge "
+    "driver. corral ran none of them (it runs git with every driver off), but once this is "
+    "delivered your git and your CI run whatever your config names there:"
+)

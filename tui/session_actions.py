@@ -194,7 +194,22 @@ class SessionActions:
             if then is not None:
                 then()
 
-        self.ask(f"{question}\n\n{self.what(session_id)}", go, go=label)
+        self.ask(
+            f"{question}\n\n{self.what(session_id)}{self.kinds_changed(session_id)}", go, go=label
+        )
+
+    def kinds_changed(self, session_id: str) -> str:
+        """The paths whose kind the change alters, said before it is written
+        (a symlink replaced by a directory, an executable bit, a submodule)."""
+        try:
+            diff = self.supervisor.get(session_id).session.diff
+        except CorralError:
+            return ""
+        if diff is None or not diff.type_changes:
+            return ""
+        return "\n\nIt changes what kind of thing these paths are:\n" + "\n".join(
+            f"  {line}" for line in diff.type_changes
+        )
 
     def reject(self, session_id: str, then: Callable[[], object] | None = None) -> None:
         """Asks once, with an optional comment; escape changes nothing.

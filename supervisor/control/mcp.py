@@ -31,7 +31,7 @@ from .handles import (
     AssistantTools,
     chain_links,
 )
-from .protocol import CancelArgs, PollArgs, StartArgs
+from .protocol import LONE_SURROGATE, CancelArgs, PollArgs, StartArgs, holds_lone_surrogate
 from .surface import Calls
 
 if TYPE_CHECKING:
@@ -129,6 +129,8 @@ def build_mcp_server(
         base: str | None = None,
         invoked_by: str | None = None,
     ) -> str:
+        if holds_lone_surrogate([intent, repo, contract, engine, base, invoked_by]):
+            raise ToolError(LONE_SURROGATE)
         args = StartArgs(
             intent=intent,
             repo=repo,

@@ -394,3 +394,28 @@ class ScreenAnswer(_Answer):
 
 class Adopted(_Answer):
     session_id: str
+
+
+LONE_SURROGATE = (
+    "a text parameter holds a lone UTF-16 surrogate (such as \\ud800), which is not text "
+    "corral can store or show; send valid Unicode"
+)
+
+
+def holds_lone_surrogate(value: object) -> bool:
+    """JSON's `\\ud800` escapes decode to a lone surrogate: not Unicode, so
+    storing it fails (UTF-8 cannot encode it) after a session is half made.
+    Such a request is refused whole, before anything acts on it."""
+    if isinstance(value, str):
+        if value.isascii():
+            return False
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return True
+        return False
+    if isinstance(value, dict):
+        return any(holds_lone_surrogate(k) or holds_lone_surrogate(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(holds_lone_surrogate(v) for v in value)
+    return False

@@ -546,6 +546,14 @@ class _Connection:
                 "InvalidRequest",
             )
             return
+        if p.holds_lone_surrogate(message.get("params")):
+            await self.send_error(
+                message.get("id"),
+                p.INVALID_PARAMS,
+                p.LONE_SURROGATE,
+                "InvalidParams",
+            )
+            return
         task = asyncio.get_running_loop().create_task(self._answer(message))
         self.requests.add(task)
         task.add_done_callback(self.requests.discard)

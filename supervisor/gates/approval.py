@@ -52,6 +52,7 @@ from ..git.repo import head_commit, work_outside_tree
 from ..git.result_tree import Change, changes_between, compose, shown
 from ..git.run import MAX_OUTPUT_BYTES, GitError, WorktreeMetadataChanged, git
 from ..git.trees import commit_tree, snapshot_tree, tree_patch
+from ..git.type_changes import refuse_symlinks_in_the_way
 from ..models import (
     ApproveResult,
     CancelResult,
@@ -678,6 +679,8 @@ def _target(s: CoderSession, delivery: str, changes: list[Change]) -> DeliveryTa
     assert s.start_commit is not None
     start = s.start_commit
     if delivery == "checkout":
+        # a path written through the operator's symlink would replace it: refused first
+        refuse_symlinks_in_the_way(repo, [c.path for c in changes])
         files = snapshot_tree(repo)
         composed = compose(repo, files, start, changes)
         if composed.conflicts:

@@ -39,6 +39,7 @@ from .result_tree import (
 )
 from .run import GitError, git
 from .snapshot import PrivateIndex, identity_env
+from .type_changes import refuse_symlinks_in_the_way
 
 _PATCH_FAILED = re.compile(
     r"(?:patch failed|does not exist in index|already exists in index|"
@@ -175,6 +176,8 @@ def apply_to_checkout(repo: Path, base: str, result: str, paths: Iterable[str]) 
     """Make the checkout's working files at `paths` hold `result`'s entries,
     where they still hold `base`'s (HEAD and index untouched). Returns
     `already_applied` (every file already matched the delivered content)."""
+    paths = list(paths)
+    refuse_symlinks_in_the_way(repo, paths)
     plan = plan_checkout(repo, base, result, paths)
     if plan.conflicts:
         raise DeliveryRefused(

@@ -35,6 +35,19 @@ def _side_path(line: str, prefix: str) -> str | None:
     return name[len(prefix) :] if name.startswith(prefix) else name
 
 
+def _git_line_path(rest: str) -> str:
+    """The new side's path from `diff --git a/x b/x` (a binary file's patch
+    names it nowhere else): C-quoted when the name is unusual."""
+    if rest.startswith('"'):
+        end = 1
+        while end < len(rest) and rest[end] != '"':
+            end += 2 if rest[end] == "\\" else 1
+        second = unquote(rest[end + 2 :])
+        return shown(second[2:] if second.startswith("b/") else second)
+    half = len(rest) // 2
+    return rest[half + 1 :][2:] if rest[half] == " " else rest
+
+
 @dataclass
 class Hunk:
     old_start: int
@@ -138,9 +151,7 @@ def parse_patch(text: str) -> list[FilePatch]:
                     current.change = "deleted"
                 i += 1
             if new is None and old is None:
-                rest = line[len("diff --git ") :].rstrip("\n")
-                half = len(rest) // 2
-                new = old = rest[half + 1 :][2:] if rest[half] == " " else rest
+                new = old = _git_line_path(line[len("diff --git ") :].rstrip("\n"))
             current.path = new or old or ""
             current.old_path = old
             continue

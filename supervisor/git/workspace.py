@@ -11,9 +11,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..models import DiffFile, DiffSummary
+from .attributes import driver_lines
 from .repo import head_commit
-from .result_tree import shown, unquote
+from .result_tree import changes_between, shown, unquote
 from .run import GitError, WorktreeMetadataChanged, git
+from .type_changes import type_changes
 
 DEFAULT_PATCH_CAP = 512 * 1024
 _IDENTITY = ["-c", "user.name=corral", "-c", "user.email=corral@localhost"]
@@ -76,6 +78,8 @@ class GitWorkspace:
             patch_truncated=truncated,
             patch_full_bytes=full,
             files=_files(numstat, names),
+            attribute_drivers=driver_lines(self.path, start_commit, tree),
+            type_changes=type_changes(self.path, changes_between(self.path, start_commit, tree)),
         )
 
 

@@ -360,3 +360,32 @@ async def test_a_flooding_client_is_held_to_its_cap_then_cut_off_and_others_are_
     finally:
         flood.close()
         await server.close()
+
+
+async def test_a_lone_surrogate_is_refused_before_anything_acts(owner, repo: Path) -> None:
+    """`\\ud800` in JSON is no text: a start holding it once made a session that
+    could never be stored (and failed the owner's close). Refused whole now."""
+    sup, _ = owner
+    payload = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "start",
+            "params": {"intent": "fix \ud800 it", "repo": str(repo)},
+        }
+    ).encode()
+    answers = await asyncio.to_thread(raw_exchange, socket_path(sup.state_dir), payload + b"\n")
+    assert answers[0]["error"]["code"] == -32602
+    assert "lone UTF-16 surrogate" in answers[0]["error"]["message"]
+    assert sup.list() == []
+
+
+async def test_an_intent_of_invalid_utf8_is_refused_in_process_too(
+    make_supervisor: SupervisorFactory, repo: Path
+) -> None:
+    """`corral run --intent $'\\xff'` with no owner: argv decodes the byte to a
+    lone surrogate; the start is refused with a sentence and nothing is made."""
+    sup = await make_supervisor()
+    with pytest.raises(CorralError, match="not text"):
+        await sup.start("fix \udcff it", repo)
+    assert sup.list() == []

@@ -209,3 +209,20 @@ async def test_the_demos_own_confirms_and_answer_are_not_announced(
     assert (ids[2], "contract") in heard and (ids[1], "question") in heard
     assert (ids[0], "contract") not in heard and (ids[1], "contract") not in heard
     assert (ids[0], "question") not in heard
+
+
+async def test_a_hook_gets_an_intents_words_without_its_escape_sequences(
+    make_supervisor: SupervisorFactory, repo: Path, tmp_path: Path
+) -> None:
+    """A hook that echoes CORRAL_SESSION_NAME to a terminal must not retitle
+    it or write its clipboard: control, bidi and zero-width characters are
+    gone from every CORRAL_* value (the words are kept)."""
+    log = tmp_path / "hooks.log"
+    sup = await make_supervisor(**hooks(log))
+    intent = "fix\x1b]2;owned\x07 it\x1b]52;c;cHduZWQ=\x07 \u202enow\u200b \x9b31m done"
+    sid = await proposed(sup, repo, intent)
+    name = (await logged(log, 1))[0][4]
+    assert name.startswith("fix") and "now" in name and name.endswith("done")
+    assert [ch for ch in name if not ch.isprintable()] == []
+    await sup.close()
+    assert sid

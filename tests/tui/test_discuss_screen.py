@@ -138,11 +138,12 @@ def test_discussion_snapshot(snap_compare, board_world, tmp_path: Path) -> None:
         screen = await open_discussion(app, pilot)
         await pilot.press(*"why is the importer slow?", "enter")
         # the turn's last words are in the transcript: every event before them is too
+        # (a model's Markdown is shown as written: its backticks stay, nothing is rendered)
         await final_frame(
             pilot,
             "the whole answer on screen",
             lambda: (
-                shows(screen, "Prepared a task: Read the file once in the importer.")
+                shows(screen, "Prepared a task: `Read the file once in the importer`.")
                 and "Prepared task" in str(screen.query_one("#discuss-task").render())
             ),
         )

@@ -3,7 +3,7 @@ the session view its split (gate 1), then its placements as a small tree."""
 
 from __future__ import annotations
 
-from rich.text import Text
+from textual.content import Content
 
 from corral.supervisor.models import (
     CoderSession,
@@ -38,8 +38,9 @@ def detail(s: CoderSession, view: ForemanView | None) -> SessionDetail:
     )
 
 
-def plain(markup: str) -> str:
-    return Text.from_markup(markup).plain
+def plain(shown: Content) -> str:
+    """What the tree shows (it is built as text, never parsed from markup)."""
+    return shown.plain
 
 
 def test_the_board_row_of_a_foreman_session_counts_its_verified_subtasks() -> None:

@@ -23,7 +23,9 @@ async def test_needs_you_rings_toasts_and_notifies_the_desktop(
     bin_dir.mkdir()
     record = tmp_path / "notified.txt"
     script = bin_dir / "notify-send"
-    script.write_text(f'#!/bin/sh\nprintf "%s|%s\\n" "$1" "$2" >> {record}\n')
+    script.write_text(
+        f'#!/bin/sh\n[ "$1" = -- ] && shift\nprintf "%s|%s\\n" "$1" "$2" >> {record}\n'
+    )
     script.chmod(script.stat().st_mode | stat.S_IEXEC)
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setenv("CORRAL_DESKTOP_NOTIFY", "1")

@@ -8,7 +8,7 @@ import pytest
 
 from corral.supervisor.events import PlanTextData, PlanTextEvent
 from corral.tui.cli.run import _print_event
-from corral.tui.event_text import for_terminal
+from corral.tui.visible import visible
 
 HOSTILE = "done\x1b]0;pwned\x07 \x1b[2J\x1b[Hall checks pass\rverified\x9b31m"
 
@@ -18,9 +18,9 @@ def test_an_agents_escape_sequences_are_printed_as_text(capsys: pytest.CaptureFi
     _print_event(event, as_json=False)
     out = capsys.readouterr().out
     assert "\x1b" not in out and "\x07" not in out and "\r" not in out and "\x9b" not in out
-    assert "\\x1b]0;pwned" in out  # what the agent sent is still there to read
+    assert "␛]0;pwned" in out  # what the agent sent is still there to read
     assert out.endswith("\n")
 
 
 def test_newlines_and_tabs_stay_as_they_are() -> None:
-    assert for_terminal("a\tb\nc") == "a\tb\nc"
+    assert visible("a\tb\nc", multiline=True) == "a\tb\nc"

@@ -6,13 +6,13 @@ no contract, no worktree). Releasing one leaves it running untouched."""
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
 from corral.supervisor.errors import CorralError
 from corral.supervisor.states import label
 
 from .client import _client, resolve
+from .output import say, say_json
 
 
 def add_parsers(sub: Any) -> None:
@@ -34,19 +34,19 @@ def run_adopt(args: argparse.Namespace) -> int:
         if args.list or not args.pane:
             panes: list[dict[str, Any]] = client.call("adoptable", sockets=args.socket)
             if args.json:
-                print(json.dumps(panes, indent=2))
+                say_json(panes)
                 return 0
             if not panes:
-                print("no agent panes to adopt on your tmux servers")
+                say("no agent panes to adopt on your tmux servers")
             for p in panes:
-                print(f"{p['target']}  {p['where']:<14} {p['agent']:<8} {p['cwd']}")
+                say(f"{p['target']}  {p['where']:<14} {p['agent']:<8} {p['cwd']}")
             return 0
         result = client.call("adopt", target=args.pane)
     sid = result["session_id"]
     if args.json:
-        print(json.dumps(result, indent=2))
+        say_json(result)
     else:
-        print(f"corral adopt: watching {args.pane} as {label(sid)} (corral release {label(sid)})")
+        say(f"corral adopt: watching {args.pane} as {label(sid)} (corral release {label(sid)})")
     return 0
 
 
@@ -57,5 +57,5 @@ def run_release(args: argparse.Namespace) -> int:
         except CorralError:
             sid = args.session  # the owner says why
         client.call("release", session_id=sid)
-    print(f"corral release: {label(sid)} released; its pane keeps running untouched")
+    say(f"corral release: {label(sid)} released; its pane keeps running untouched")
     return 0

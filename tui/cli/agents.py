@@ -4,19 +4,21 @@ from __future__ import annotations
 
 from corral.supervisor.doctor import agent_clis, oneshot_presets
 
+from .output import say
+
 
 def list_agents() -> int:
     for agent in agent_clis():
         if agent.binary is None:
-            print(f"-- {agent.name:<9} {agent.label:<22} not installed")
+            say(f"-- {agent.name:<9} {agent.label:<22} not installed")
             continue
         version = agent.version or "version unknown"
-        print(f"ok {agent.name:<9} {agent.label:<22} {agent.binary} ({version})")
-    print("   custom    any command: engine custom:<command line>")
-    print("   oneshot   a command that does the task and exits: engine oneshot:<command line>")
-    print("             (the prompt as {prompt}, as a file {prompt_file}, else on stdin)")
+        say(f"ok {agent.name:<9} {agent.label:<22} {agent.binary} ({version})")
+    say("   custom    any command: engine custom:<command line>")
+    say("   oneshot   a command that does the task and exits: engine oneshot:<command line>")
+    say("             (the prompt as {prompt}, as a file {prompt_file}, else on stdin)")
     for preset in oneshot_presets():
         where = "" if preset.binary else "  (not installed)"
         mark = "ok" if preset.binary else "--"
-        print(f"{mark} {preset.name:<10} {preset.version}{where}")
+        say(f"{mark} {preset.name:<10} {preset.version}{where}")
     return 0

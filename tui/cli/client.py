@@ -25,6 +25,9 @@ from corral.supervisor.errors import CorralError
 from corral.supervisor.paths import default_state_dir, owner_running
 from corral.supervisor.states import label
 
+from ..visible import visible
+from .output import say, say_json
+
 if TYPE_CHECKING:  # the rest is imported when a command runs: `corral --help` stays quick
     from corral.supervisor.remote import ControlClient
 
@@ -58,35 +61,42 @@ def get(name: str, *, as_json: bool) -> int:
             sid = resolve([r.session_id for r in client.list()], name)
             detail: dict[str, Any] = client.call("get", session_id=sid)
         if as_json:
-            print(json.dumps(detail, indent=2))
+            say_json(detail)
             return 0
         session = detail["session"]
-        print(f"{label(sid)}  {session['state']}  ({'live' if detail['live'] else 'stored'})")
-        print(f"  intent: {session['intent']}")
-        print(f"  repo:   {session['repo']}")
+        say(f"{label(sid)}  {session['state']}  ({'live' if detail['live'] else 'stored'})")
+        say(f"  intent: {session['intent']}")
+        say(f"  repo:   {session['repo']}")
         if session.get("host"):
-            print(f"  host:   {session['host']}")
+            say(f"  host:   {session['host']}")
         identity = session.get("agent_identity") or {}
         if session["state"] == "running" and identity.get("state") == "dormant":
-            print("  dormant: its agent stopped and can be revived (corral revive)")
+            say("  dormant: its agent stopped and can be revived (corral revive)")
         if detail.get("agent_status"):
             words = agent_words(detail["agent_status"], detail.get("agent_reason"))
-            print(f"  agent:  {words}")
+            say(f"  agent:  {words}")
         offers = session.get("agent_offers") or {}
         shown = [f"{k} {offers[k]}" for k in ("mode", "model") if offers.get(k)]
         shown += [f"{o['id']}={o['value']}" for o in offers.get("options") or []]
         if shown:  # an ACP agent's, as it announced them (corral mode/model/option)
-            print(f"  agent settings: {' · '.join(shown)}")
+            say(f"  agent settings: {' · '.join(shown)}")
         if detail.get("needs_you_label"):
-            print(f"  needs you: {detail['needs_you_label']}")
+            say(f"  needs you: {detail['needs_you_label']}")
         if detail.get("question_prompt"):
-            print(f"  question: {detail['question_prompt']}")
+            say(f"  question: {detail['question_prompt']}")
         if session.get("result_branch"):
-            print(f"  result: {session['result_branch']} {session.get('result_commit') or ''}")
+            say(f"  result: {session['result_branch']} {session.get('result_commit') or ''}")
         if session.get("attestation"):
-            print(f"  attestation: {session['attestation']}")
+            say(f"  attestation: {session['attestation']}")
         if session.get("error"):
-            print(f"  error:  {session['error']}")
+            say(f"  error:  {session['error']}")
+        drivers = (session.get("diff") or {}).get("attribute_drivers") or []
+        if drivers:
+            from ..rows import ATTRIBUTE_DRIVERS_WORDS  # Rich: only when there is one
+
+            say(f"  {ATTRIBUTE_DRIVERS_WORDS}")
+            for line in drivers:
+                say(f"    {line}")
         return 0
     from corral.supervisor.stored_board import stored_sessions
 
@@ -94,23 +104,23 @@ def get(name: str, *, as_json: bool) -> int:
     sid = resolve([r.session_id for r in stored.rows], name)
     row = next(r for r in stored.rows if r.session_id == sid)
     if as_json:
-        print(json.dumps({"owner": None, "stored": row.model_dump(mode="json")}, indent=2))
+        say_json({"owner": None, "stored": row.model_dump(mode="json")})
         return 0
-    print(f"{row.label}  {row.state.value}  (stored: no corral owns {state_dir}, so not live)")
-    print(f"  intent: {row.intent}")
-    print(f"  repo:   {row.repo}")
+    say(f"{row.label}  {row.state.value}  (stored: no corral owns {state_dir}, so not live)")
+    say(f"  intent: {row.intent}")
+    say(f"  repo:   {row.repo}")
     if row.host:
-        print(f"  host:   {row.host}")
+        say(f"  host:   {row.host}")
     if row.dormant:
-        print("  dormant: its agent stopped and can be revived (corral revive)")
+        say("  dormant: its agent stopped and can be revived (corral revive)")
     if row.result_commit:
         from corral.supervisor.provenance import note_summary
 
         attested = note_summary(Path(row.repo), row.result_commit)
         if row.result_branch:
-            print(f"  result: {row.result_branch} {row.result_commit}")
+            say(f"  result: {row.result_branch} {row.result_commit}")
         if attested:
-            print(f"  attestation: {attested}")
+            say(f"  attestation: {attested}")
     return 0
 
 
@@ -143,15 +153,15 @@ async def _watch(name: str, *, as_json: bool, from_seq: int) -> int:
         sid = resolve([r.session_id for r in await client.list()], name)
         result, sub = await client.subscribe(sid, from_seq)
         if result.events_skipped:
-            print(f"corral watch: {result.events_skipped} earlier event(s) are no longer held")
+            say(f"corral watch: {result.events_skipped} earlier event(s) are no longer held")
         if sub is None:
-            print(f"corral watch: {label(sid)} is {result.state.value} and not live")
+            say(f"corral watch: {label(sid)} is {result.state.value} and not live")
             return 0
         async for event in sub:
             if as_json:
-                print(json.dumps(event.model_dump(mode="json"), ensure_ascii=False), flush=True)
+                say_json(event.model_dump(mode="json"), indent=None, ensure_ascii=False, flush=True)
             else:
-                print(describe(event).plain, flush=True)
+                say(describe(event).plain, flush=True)
             if isinstance(event.data, StateChangedData) and event.data.to.is_terminal:
                 break
         return 0
@@ -164,7 +174,7 @@ def split(name: str, file: str | None) -> int:
     with _client() as client:
         sid = resolve([r.session_id for r in client.list()], name)
         if file is None:
-            print(json.dumps(client.call("foreman_split", session_id=sid), indent=2))
+            say_json(client.call("foreman_split", session_id=sid))
             return 0
         try:
             text = sys.stdin.read() if file == "-" else Path(file).read_text()
@@ -174,7 +184,7 @@ def split(name: str, file: str | None) -> int:
         if not isinstance(data, dict):
             raise CorralError('the split must be a JSON object: {"subtasks": [...]}')
         result = client.call("set_foreman_split", session_id=sid, split=data)
-    print(f"corral split: {label(sid)} → {len(result['subtasks'])} subtask(s)")
+    say(f"corral split: {label(sid)} → {len(result['subtasks'])} subtask(s)")
     return 0
 
 
@@ -192,7 +202,7 @@ def still_working(what: str, every: float = STILL_WORKING_EVERY_SECS) -> Iterato
     def tick() -> None:
         while not done.wait(every):
             waited = time.monotonic() - start
-            print(
+            say(
                 f"corral {what}: still working ({waited:.0f} s); the owner answers when it has landed",
                 file=sys.stderr,
                 flush=True,
@@ -207,6 +217,18 @@ def still_working(what: str, every: float = STILL_WORKING_EVERY_SECS) -> Iterato
         ticker.join()
 
 
+def _say_kinds_changed(client: Any, sid: str, as_json: bool) -> None:
+    """Before a delivery writes: the paths whose kind the change alters."""
+    session = client.call("get", session_id=sid)["session"]
+    kinds = (session.get("diff") or {}).get("type_changes") or []
+    if not kinds:
+        return
+    out = sys.stderr if as_json else sys.stdout
+    say("corral approve: this change alters what kind of thing these paths are:", file=out)
+    for line in kinds:
+        say(f"  {line}", file=out)
+
+
 def act(args: argparse.Namespace) -> int:
     """`answer`, `confirm`, `approve`, `reject`, `cancel`: one call to the owner."""
     with _client() as client:
@@ -217,6 +239,8 @@ def act(args: argparse.Namespace) -> int:
             selection = None
             if args.files:
                 selection = {path: None for path in args.files}
+            if not args.accept_finding:
+                _say_kinds_changed(client, sid, args.json)
             with still_working("approve"):
                 result = client.call(
                     "approve",
@@ -233,12 +257,12 @@ def act(args: argparse.Namespace) -> int:
         else:
             result = client.call("cancel", session_id=sid)
     if args.json:
-        print(json.dumps(result, indent=2))
+        say_json(result)
     else:
         state = result.get("state") if isinstance(result, dict) else None
-        print(f"corral {args.command}: {label(sid)}" + (f" → {state}" if state else ""))
+        say(f"corral {args.command}: {label(sid)}" + (f" → {state}" if state else ""))
         if isinstance(result, dict) and result.get("branch"):
-            print(f"  branch {result['branch']} {result.get('commit') or ''}")
+            say(f"  branch {result['branch']} {result.get('commit') or ''}")
     return 0
 
 
@@ -256,7 +280,7 @@ def _confirm_delete(client: ControlClient, sid: str, yes: bool) -> None:
         )
     intent = client.call("get", session_id=sid)["session"]["intent"].splitlines()[0][:80]
     answer = input(
-        f"Delete {label(sid)} ({intent}) for good? Its worktree, events and record go; "
+        f"Delete {label(sid)} ({visible(intent)}) for good? Its worktree, events and record go; "
         "a delivered branch stays. [y/N] "
     )
     if answer.strip().lower() not in ("y", "yes"):
@@ -302,9 +326,9 @@ def lifecycle(args: argparse.Namespace) -> int:
             result = client.call("get", session_id=sid)  # what the revive left it as
             line = f"{label(sid)}'s agent was started again ({result['session']['state']})"
     if args.json:
-        print(json.dumps(result, indent=2))
+        say_json(result)
     else:
-        print(f"corral {args.command}: {line}")
+        say(f"corral {args.command}: {line}")
     return 0
 
 
@@ -320,25 +344,25 @@ def publish(args: argparse.Namespace) -> int:
         method = "push" if args.command == "push" else "pull_request"
         result = client.call(method, session_id=sid, remote=args.remote)
     if args.json:
-        print(json.dumps(result, indent=2))
+        say_json(result)
         return 0 if args.command == "push" or result["opened"] else 2
     if args.command == "push":
-        print(
+        say(
             f"corral push: branch {result['branch']} pushed to {result['remote']} ({result['url']})"
         )
         if result.get("attestations"):
-            print(f"corral push: {result['attestations']}")
+            say(f"corral push: {result['attestations']}")
         return 0
     if not result["opened"]:
-        print(
+        say(
             "corral pr: gh (the GitHub CLI) is not installed here, so no pull request was "
             "opened; push the branch with the command below, then open the pull request on "
             "the forge",
             file=sys.stderr,
         )
-        print(result["push_command"])
+        say(result["push_command"])
         return 2
-    print(f"corral pr: pull request for {result['branch']} opened: {result['url']}")
+    say(f"corral pr: pull request for {result['branch']} opened: {result['url']}")
     return 0
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import sys
 
+from .output import say
+
 RUN_ENGINES = """\
 engines (--engine, or --agent):
   auto                      the first installed agent CLI, else the built-in engine
@@ -48,7 +50,7 @@ DISK_FULL = 8
 
 def fail(message: str) -> int:
     """Every refusal is one line on stderr that says what to do, and exit 2."""
-    print(f"corral: {message}", file=sys.stderr)
+    say(f"corral: {message}", file=sys.stderr)
     return 2
 
 
@@ -67,7 +69,7 @@ def warn_if_config_broken() -> None:
     except FileNotFoundError:
         return
     except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        print(
+        say(
             f"corral: warning: {path}: not valid TOML ({exc}); fix or remove the file"
             " (`corral doctor` checks it)",
             file=sys.stderr,

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .common import fail
+from .output import say
 
 if TYPE_CHECKING:
     from corral.supervisor.api import Supervisor
@@ -54,7 +55,7 @@ def say_left_running(supervisor: OwnerSurface) -> None:
     if not left:
         return
     names = ", ".join(label(sid) for sid in left)
-    print(
+    say(
         f"corral: left {len(left)} agent(s) running ({names}): they come back the next time "
         "corral opens here; `corral panes stop --all` stops them",
         file=sys.stderr,
@@ -174,7 +175,7 @@ def run_demo(pace: float = 1.0, backend: str = "tmux") -> int:
         code = _launch(app)
     finally:  # also on SIGTERM or a closed terminal: where the demo's files are
         stopped = stop_demo_site(site)
-        print(f"corral demo: the demo repository is at {site.repo} (state in {site.state_dir})")
+        say(f"corral demo: the demo repository is at {site.repo} (state in {site.state_dir})")
         if stopped:
-            print(f"corral demo: stopped its {stopped} agent(s) and its tmux server")
+            say(f"corral demo: stopped its {stopped} agent(s) and its tmux server")
     return code

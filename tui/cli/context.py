@@ -18,6 +18,7 @@ from corral.supervisor.models import ContextPack
 from corral.supervisor.states import label
 
 from .client import _client, resolve
+from .output import say
 
 MAX_PACK_FILE_BYTES = 4 * 1024 * 1024
 
@@ -41,9 +42,9 @@ def export(args: argparse.Namespace) -> int:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text + "\n")
         kept = len(pack["retained_messages"])
-        print(f"corral context: {label(sid)}'s context ({kept} messages) written to {out}")
+        say(f"corral context: {label(sid)}'s context ({kept} messages) written to {out}")
     else:
-        print(text)
+        say(text)
     return 0
 
 

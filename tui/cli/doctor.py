@@ -19,18 +19,19 @@ from corral.supervisor.paths import default_state_dir, read_lock_holder
 from corral.supervisor.stored_board import stored_sessions
 
 from .common import corral_version
+from .output import say
 
 MARKS = {True: "ok ", False: "!! ", None: "-- "}  # ok, a problem, optional and absent
 
 
 def line(ok: bool | None, what: str, detail: str) -> None:
-    print(f"{MARKS[ok]} {what:<14} {detail}")
+    say(f"{MARKS[ok]} {what:<14} {detail}")
 
 
 def doctor() -> int:
     problems: list[str] = []
 
-    print(f"corral {corral_version()}")
+    say(f"corral {corral_version()}")
     py_ok = sys.version_info >= (3, 11)
     line(py_ok, "python", f"{platform.python_version()} ({sys.executable})")
     if not py_ok:
@@ -104,8 +105,8 @@ def doctor() -> int:
             problems.append(str(exc))
 
     if problems:
-        print()
+        say()
         for p in problems:
-            print(f"missing: {p}", file=sys.stderr)
+            say(f"missing: {p}", file=sys.stderr)
         return 1
     return 0

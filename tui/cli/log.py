@@ -5,7 +5,6 @@ attestation is signed. Reads the notes only; `corral verify` re-runs them."""
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +12,7 @@ from corral.supervisor.errors import CorralError
 from corral.supervisor.provenance import MAX_LOG_COMMITS, NOTES_REF, attested_log
 
 from .common import fail
+from .output import say, say_json
 from .verify import plain
 
 
@@ -39,18 +39,18 @@ def run_log(args: argparse.Namespace) -> int:
     except CorralError as exc:
         return fail(str(exc))
     if args.json:
-        print(json.dumps({"walked": walked, "attested": [e.as_json() for e in entries]}, indent=2))
+        say_json({"walked": walked, "attested": [e.as_json() for e in entries]})
         return 0
     for e in entries:
         if e.problem:
-            print(f"{e.commit[:12]}  {plain(e.subject)[:60]}")
-            print(f"  unreadable attestation: {plain(e.problem)}")
+            say(f"{e.commit[:12]}  {plain(e.subject)[:60]}")
+            say(f"  unreadable attestation: {plain(e.problem)}")
             continue
         passing = sum(1 for _n, p in e.results if p)
         checks = ", ".join(f"{plain(n)} {'pass' if p else 'FAIL'}" for n, p in e.results)
         who = f" · approved by {plain(e.approved_by)}" if e.approved_by else ""
         signed = "signed" if e.signed else "unsigned"
-        print(f"{e.commit[:12]}  {plain(e.subject)[:60]}")
-        print(f"  {passing}/{len(e.results)} checks: {checks} · {signed}{who}")
-    print(f"corral log: {len(entries)} attested of {walked} commit(s) walked")
+        say(f"{e.commit[:12]}  {plain(e.subject)[:60]}")
+        say(f"  {passing}/{len(e.results)} checks: {checks} · {signed}{who}")
+    say(f"corral log: {len(entries)} attested of {walked} commit(s) walked")
     return 0

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import sys
 
+from .output import say
+
 TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: importing typing costs the hook milliseconds
 if TYPE_CHECKING:
     import argparse
@@ -61,7 +63,7 @@ def dispatch(args: argparse.Namespace) -> int:
             from .common import DISK_FULL
 
             said = exc if isinstance(exc, DiskFullError) else disk_full(default_state_dir())
-            print(f"corral: {said}", file=sys.stderr)
+            say(f"corral: {said}", file=sys.stderr)
             return DISK_FULL
         if isinstance(exc, CorralError):
             return fail(str(exc))
@@ -207,7 +209,7 @@ def build_parser() -> argparse.ArgumentParser:
         ) -> None:
             from .common import corral_version
 
-            print(f"corral {corral_version()}")
+            say(f"corral {corral_version()}")
             parser.exit()
 
     parser = argparse.ArgumentParser(

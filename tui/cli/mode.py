@@ -13,6 +13,7 @@ from corral.supervisor.models import AgentOffers
 from corral.supervisor.states import label
 
 from .client import _client, resolve
+from .output import say
 
 VERBS = ("mode", "model", "option")
 
@@ -81,15 +82,15 @@ def run_mode(args: argparse.Namespace) -> int:
                 raise CorralError(
                     f"{label(sid)}'s agent announced no {verb}s (only ACP agents announce them)"
                 )
-            print("\n".join(lines))
+            say("\n".join(lines))
             return 0
         if verb == "mode":
             result = client.call("set_mode", session_id=sid, mode=args.mode)
-            print(f"corral mode: {label(sid)} → {result['mode']}")
+            say(f"corral mode: {label(sid)} → {result['mode']}")
         elif verb == "model":
             result = client.call("set_model", session_id=sid, model=args.model)
-            print(f"corral model: {label(sid)} → {result['model']}")
+            say(f"corral model: {label(sid)} → {result['model']}")
         else:
             result = client.call("set_option", session_id=sid, key=args.key, value=args.value)
-            print(f"corral option: {label(sid)} {result['key']} → {result['value']}")
+            say(f"corral option: {label(sid)} {result['key']} → {result['value']}")
     return 0

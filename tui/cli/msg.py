@@ -10,7 +10,6 @@ session, the rate and hop guards) are printed and exit 1."""
 from __future__ import annotations
 
 import argparse
-import json
 import os
 from typing import Any
 
@@ -18,6 +17,7 @@ from corral.supervisor.errors import CorralError
 from corral.supervisor.states import label
 
 from .client import _client, resolve
+from .output import say, say_json
 
 SESSION_ENV = "CORRAL_SESSION_ID"
 
@@ -51,7 +51,7 @@ def send(args: argparse.Namespace) -> int:
             extra["responds_to"] = args.reply_to
         result = client.call("send", sender=sender, target=target, text=args.text, **extra)
     if args.json:
-        print(json.dumps(result, indent=2))
+        say_json(result)
     else:
-        print(f"corral msg: queued for {label(target)} (message {result['message_id']})")
+        say(f"corral msg: queued for {label(target)} (message {result['message_id']})")
     return 0

@@ -12,6 +12,7 @@ from corral.supervisor.pane_cleanup import AgentPane, agent_panes, attach_comman
 from corral.supervisor.paths import default_state_dir
 
 from .common import fail
+from .output import say
 
 
 def _who(pane: AgentPane) -> str:
@@ -28,18 +29,18 @@ def list_panes() -> int:
     listing = agent_panes(default_state_dir())
     panes = listing.panes
     if not panes:
-        print("no corral panes are running")
+        say("no corral panes are running")
     for pane in panes:
         life = "alive" if pane.alive else f"exited ({pane.exit_status})"
-        print(f"{_where(pane):<6} {life:<14} {pane.command:<12} {_who(pane)}  {pane.owner}")
+        say(f"{_where(pane):<6} {life:<14} {pane.command:<12} {_who(pane)}  {pane.owner}")
     for host, reason in listing.unreachable.items():
-        print(f"host {host} did not answer, so its panes are not listed: {reason}")
+        say(f"host {host} did not answer, so its panes are not listed: {reason}")
     if any(p.stray for p in panes):
-        print("stop strays with: corral panes stop --strays")
+        say("stop strays with: corral panes stop --strays")
     if any(not p.host for p in panes):
         import shlex
 
-        print(f"watch them all: {shlex.join(attach_command())}  (detach: the tmux prefix, then d)")
+        say(f"watch them all: {shlex.join(attach_command())}  (detach: the tmux prefix, then d)")
     return 0
 
 
@@ -50,14 +51,14 @@ def stop(which: list[str], *, strays: bool, every: bool) -> int:
         )
     results = stop_panes(default_state_dir(), which, strays=strays, every=every)
     if not results:
-        print("no corral pane matches; nothing stopped (see `corral panes`)")
+        say("no corral pane matches; nothing stopped (see `corral panes`)")
         return 0 if (strays or every) else 1
     code = 0
     for r in results:
         if r.gone:
-            print(f"stopped {_where(r.pane)} ({_who(r.pane)}, {r.owner})")
+            say(f"stopped {_where(r.pane)} ({_who(r.pane)}, {r.owner})")
         else:
             why = f": {r.error}" if r.error else ""
-            print(f"could not stop {_where(r.pane)} ({r.owner}){why}", file=sys.stderr)
+            say(f"could not stop {_where(r.pane)} ({r.owner}){why}", file=sys.stderr)
             code = 1
     return code

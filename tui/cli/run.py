@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import json
 import os
 import re
 import sys
@@ -48,9 +47,10 @@ from corral.supervisor.remote import (
 )
 from corral.supervisor.states import CoderState, FailureKind, NeedsYou, label
 
-from ..event_text import describe, for_terminal
+from ..event_text import describe
 from .common import DELIVERY_REFUSED, DISK_FULL
 from .context import load_pack
+from .output import say, say_json
 
 EXIT = {
     CoderState.MERGED: 0,
@@ -64,9 +64,9 @@ EXIT = {
 
 def _print_event(event: CoderEvent, as_json: bool) -> None:
     if as_json:
-        print(json.dumps(event.model_dump(mode="json"), ensure_ascii=False), flush=True)
+        say_json(event.model_dump(mode="json"), indent=None, ensure_ascii=False, flush=True)
     else:
-        print(for_terminal(describe(event).plain), flush=True)
+        say(describe(event).plain, flush=True)
 
 
 async def _pump(sub: Subscription, as_json: bool) -> None:
@@ -195,7 +195,7 @@ async def run_session(
             client = None  # it went away in between: own the state dir instead
         if client is not None:
             if not as_json:
-                print(f"corral run: a client of the corral that owns {state_dir}", file=sys.stderr)
+                say(f"corral run: a client of the corral that owns {state_dir}", file=sys.stderr)
             remote = _Run(client, local=False, contract=given, host=host, context=context)
             try:
                 return await _drive(
@@ -211,7 +211,7 @@ async def run_session(
                     model,
                 )
             except asyncio.CancelledError:  # Ctrl-C: the session stays with its owner
-                print(_left_behind(remote, _row(client, remote.sid), state_dir), file=sys.stderr)
+                say(_left_behind(remote, _row(client, remote.sid), state_dir), file=sys.stderr)
                 raise
             finally:
                 await client.close()
@@ -232,7 +232,7 @@ async def run_session(
                     "not allowed agents to start sessions ([mcp] agents_may_start)"
                 )
             if yes or deliver != "none":
-                print(
+                say(
                     "corral run: started by an agent, so the session waits at gate 1 for the "
                     "operator (--yes and --deliver are a person's)",
                     file=sys.stderr,
@@ -263,13 +263,13 @@ async def run_session(
             if sup.disk_full() is None:
                 raise  # a full disk was said once already; closing cannot record more
         for left in sup.left_running:
-            print(
+            say(
                 f"corral run: the agent of {label(left)} is still running; the next corral "
                 f"here re-adopts it (`corral panes stop {left}` stops it)",
                 file=sys.stderr,
             )
         if interrupted:
-            print(_left_behind(local, row_at_interrupt, state_dir), file=sys.stderr, flush=True)
+            say(_left_behind(local, row_at_interrupt, state_dir), file=sys.stderr, flush=True)
 
 
 def _row(owner: OwnerSurface, sid: str | None) -> SessionSummary | None:
@@ -340,7 +340,7 @@ async def _drive(
             except CorralError as exc:
                 if (await owner.session(sid)).state is not CoderState.NEEDS_APPROVAL:
                     raise
-                print(
+                say(
                     f"corral run: delivery refused, the session waits at approval: {exc}",
                     file=sys.stderr,
                     flush=True,
@@ -354,7 +354,7 @@ async def _drive(
         session = await owner.session(sid)
         if _no_checks(session):
             code = EXIT[CoderState.CONTRACT_PROPOSED]  # stopped at gate 1: give the checks
-            print(
+            say(
                 f"corral run: stopped at gate 1: nothing in {repo} says how to check the work. "
                 'Run again with --check "CMD" (repeatable: each a check that passes when the '
                 "work is done) or --contract FILE.",
@@ -368,7 +368,7 @@ async def _drive(
             nearly = nearly_full(default_state_dir(), repo, ending="what was stored so far is kept")
             full = str(nearly) if nearly is not None else None
         if full is not None:
-            print(f"corral: {full}", file=sys.stderr, flush=True)
+            say(f"corral: {full}", file=sys.stderr, flush=True)
             code = DISK_FULL
         summary = {
             "session_id": sid,
@@ -380,16 +380,16 @@ async def _drive(
             "exit_code": code,
         }
         if as_json:
-            print(json.dumps({"kind": "result", **summary}), flush=True)
+            say_json({"kind": "result", **summary}, indent=None, flush=True)
         else:
-            print(
+            say(
                 f"corral run: {session.state.value}"
                 + (f" → {session.result_branch}" if session.result_branch else "")
                 + (f" ({session.error})" if session.error else ""),
                 flush=True,
             )
             if session.attestation:
-                print(f"corral run: {session.attestation}", flush=True)
+                say(f"corral run: {session.attestation}", flush=True)
         return code
     finally:
         if pump is not None:
@@ -426,7 +426,7 @@ async def _until_clients_wait(sup: Supervisor, before: set[str]) -> None:
         if not busy:
             return
         if not said:
-            print(
+            say(
                 f"corral run: {len(busy)} session(s) other clients started here still run; "
                 "this run stays until each reaches a gate (ctrl+c leaves them to the next "
                 "corral, which re-adopts them)",
@@ -446,7 +446,7 @@ async def _past_sign_in(owner: _Run, sid: str, row: SessionSummary) -> SessionSu
         if not said:
             why = row.auth_message or "a model rejected its key"
             then = "corral retries by itself" if owner.keeps_waiting else "its owner retries"
-            print(f"corral run: waiting for a sign-in: {why} ({then})", file=sys.stderr)
+            say(f"corral run: waiting for a sign-in: {why} ({then})", file=sys.stderr)
             said = True
         if not owner.keeps_waiting:
             return row
@@ -475,13 +475,13 @@ async def _answer(options: list[str], prompt: str, policy: str, as_json: bool) -
                 f"corral run: --on-question {policy} cannot answer this (its options: "
                 f"{', '.join(options)}), so the session waits for you: {prompt}"
             )
-            print(for_terminal(said), file=sys.stderr)
+            say(said, file=sys.stderr)
             return None
         return choice
     if not as_json:
-        print(for_terminal(f"question: {prompt}"))
+        say(f"question: {prompt}")
         for i, option in enumerate(options, 1):
-            print(for_terminal(f"  {i}. {option}"))
+            say(f"  {i}. {option}")
     line = await _read_line()
     return line.strip() or None
 
@@ -518,9 +518,9 @@ def main_run(args: argparse.Namespace) -> int:
         raise CorralError("--intent is empty: say what the task should achieve")
     sandbox = confinement_status()
     if not sandbox.confined:
-        print(f"corral: sandbox {sandbox.detail}", file=sys.stderr, flush=True)
+        say(f"corral: sandbox {sandbox.detail}", file=sys.stderr, flush=True)
     if sandbox.agents_unconfined:
-        print(f"corral: agents {sandbox.agents}", file=sys.stderr, flush=True)
+        say(f"corral: agents {sandbox.agents}", file=sys.stderr, flush=True)
     try:
         return asyncio.run(
             run_session(
@@ -543,5 +543,5 @@ def main_run(args: argparse.Namespace) -> int:
     except CorralError as exc:
         if is_disk_full(exc):
             raise  # the entry point says it, once
-        print(f"corral: {exc}", file=sys.stderr)
+        say(f"corral: {exc}", file=sys.stderr)
         return 2

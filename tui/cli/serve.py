@@ -15,6 +15,7 @@ from logging.handlers import RotatingFileHandler
 from pathlib import Path
 
 from .console import say_left_running
+from .output import say
 
 SERVE_LOG = "serve.log"
 
@@ -57,8 +58,8 @@ async def _serve(state_dir: Path, backend: str, log_path: Path) -> int:
     try:
         await services.start()
         for problem in services.problems:
-            print(f"corral serve: {problem}", file=sys.stderr, flush=True)
-        print(
+            say(f"corral serve: {problem}", file=sys.stderr, flush=True)
+        say(
             f"corral serve: owns {state_dir}; control socket {services.socket_path}; "
             f"MCP {services.mcp_url or 'not served'}; log {log_path}",
             flush=True,

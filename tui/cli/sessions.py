@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING
 
 from corral.supervisor.paths import default_state_dir, owner_running
 
+from .output import say, write_json_bytes
+
 if TYPE_CHECKING:
     from corral.supervisor.models import SessionSummary
 
@@ -85,8 +87,7 @@ def list_sessions(*, as_json: bool, repo: str | None = None) -> int:
 
         quick = stored_rows_json(state_dir)
         if quick is not None:
-            sys.stdout.flush()
-            sys.stdout.buffer.write(quick + b"\n")
+            write_json_bytes(quick)
             return 0
     from corral.supervisor.remote import ControlClient, NoOwner
     from corral.supervisor.stored_board import stored_sessions
@@ -102,7 +103,7 @@ def list_sessions(*, as_json: bool, repo: str | None = None) -> int:
     stored = stored_sessions(state_dir)
     code = _print(state_dir, _on(stored.rows, only), stored.unreadable, as_json)
     if not as_json and stored.rows:
-        print(f"(as stored: no corral owns {state_dir} now, so none of these is live)")
+        say(f"(as stored: no corral owns {state_dir} now, so none of these is live)")
     return code
 
 
@@ -118,18 +119,17 @@ def _print(
     if as_json:
         from corral.supervisor.stored_board import stored_sessions_json
 
-        sys.stdout.flush()  # UTF-8 JSON as bytes, whatever the locale's encoding
-        sys.stdout.buffer.write(stored_sessions_json(rows) + b"\n")
+        write_json_bytes(stored_sessions_json(rows))  # UTF-8, whatever the locale's encoding
     else:
         if not rows:
-            print(f"no stored sessions in {state_dir}")
+            say(f"no stored sessions in {state_dir}")
         now = time.time()
         width = _line_width()
         for r in rows:
             age = int(max(0, now - r.updated_at))
             words = status_words(r)
             line = f"{r.label}  {words:<17} {age:>7}s ago  {Path(r.repo).name:<16} "
-            print(line + one_line(r.intent, width - len(line)))
+            say(line + one_line(r.intent, width - len(line)))
     for sid in unreadable:
-        print(f"corral: stored session {sid} could not be read (left untouched)", file=sys.stderr)
+        say(f"corral: stored session {sid} could not be read (left untouched)", file=sys.stderr)
     return 0

@@ -19,6 +19,8 @@ from typing import Any
 from corral.supervisor.paths import SOCKET_NAME, default_state_dir, owner_running
 from corral.supervisor.stored_rows import DB_NAME, stored_board_rows
 
+from .output import say
+
 TERMINAL = {"merged", "reported", "failed", "abandoned"}
 ASK_TIMEOUT = 2.0  # seconds: a status line never hangs on a busy owner
 
@@ -88,15 +90,15 @@ def status(*, tmux: bool) -> int:
     found = counts(default_state_dir())
     if found is None:
         if not tmux:
-            print("corral: the store cannot be read (run corral doctor)", file=sys.stderr)
+            say("corral: the store cannot be read (run corral doctor)", file=sys.stderr)
         return 0 if tmux else 1
     need, running, done, live = found
     if tmux:
         if need:
-            print(f"#[fg=yellow,bold]corral: {need} need you#[default] · {running} running")
+            say(f"#[fg=yellow,bold]corral: {need} need you#[default] · {running} running")
         elif running:
-            print(f"corral: {running} running")
+            say(f"corral: {running} running")
         return 0
     where = "" if live else " (as stored: no corral owns the state dir now)"
-    print(f"{need} need you · {running} in progress · {done} finished{where}")
+    say(f"{need} need you · {running} in progress · {done} finished{where}")
     return 0

@@ -6,7 +6,6 @@ expression (`--cron`); the owner keeps each task's last 200 runs."""
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from datetime import datetime
 from pathlib import Path
@@ -15,6 +14,7 @@ from typing import Any
 from corral.supervisor.errors import CorralError
 
 from .client import _client
+from .output import say, say_json
 
 
 def add_parser(sub: Any) -> None:
@@ -104,39 +104,39 @@ def run_tasks(args: argparse.Namespace) -> int:
                 every=args.every,
                 cron=args.cron,
             )
-            print(
+            say(
                 f"corral tasks: added {result['id']} ({result['name']}), next run "
                 f"{_stamp(result['next_run'])}"
             )
             return 0
         if args.tasks_command == "rm":
             client.call("task_remove", task_id=args.task)
-            print(f"corral tasks: removed {args.task}")
+            say(f"corral tasks: removed {args.task}")
             return 0
         if args.tasks_command in ("pause", "resume"):
             paused = args.tasks_command == "pause"
             client.call("task_pause", task_id=args.task, paused=paused)
-            print(f"corral tasks: {args.task} {'paused' if paused else 'resumed'}")
+            say(f"corral tasks: {args.task} {'paused' if paused else 'resumed'}")
             return 0
         if args.tasks_command == "run":
             run = client.call("task_run", task_id=args.task)
-            print(
+            say(
                 f"corral tasks: ran {args.task}: {'ok' if run['ok'] else 'FAILED'}: {run['detail']}"
             )
             return 0 if run["ok"] else 1
         if args.tasks_command == "runs":
             runs = client.call("task_runs", task_id=args.task)
             if args.json:
-                print(json.dumps(runs, indent=2))
+                say_json(runs)
             for r in runs:
-                print(f"{_stamp(r['at'])}  {'ok   ' if r['ok'] else 'FAIL '} {r['detail']}")
+                say(f"{_stamp(r['at'])}  {'ok   ' if r['ok'] else 'FAIL '} {r['detail']}")
             return 0
         tasks = client.call("tasks")
     if args.json:
-        print(json.dumps(tasks, indent=2))
+        say_json(tasks)
         return 0
     if not tasks:
-        print("no scheduled tasks (corral tasks add … schedules one)")
+        say("no scheduled tasks (corral tasks add … schedules one)")
     for t in tasks:
         rule = (
             "once"
@@ -152,5 +152,5 @@ def run_tasks(args: argparse.Namespace) -> int:
             if t["enabled"]
             else "done"
         )
-        print(f"{t['id']}  {t['name']:<20} {t['action']:<7} {rule:<22} {state}")
+        say(f"{t['id']}  {t['name']:<20} {t['action']:<7} {rule:<22} {state}")
     return 0

@@ -20,6 +20,7 @@ from corral.supervisor.errors import CorralError
 from corral.supervisor.provenance import NOTES_REF, CommitVerdict, Verification
 
 from .common import fail
+from .output import say
 
 NOT_VERIFIED = 1
 
@@ -74,16 +75,16 @@ def _print(verdict: CommitVerdict) -> None:
         "changed_after_delivery": "FAILED: changed after delivery",
         "unreadable": "FAILED: unreadable attestation",
     }[verdict.state]
-    print(f"{verdict.commit[:12]}  {plain(verdict.subject)[:60]}")
-    print(f"  {word}")
+    say(f"{verdict.commit[:12]}  {plain(verdict.subject)[:60]}")
+    say(f"  {word}")
     if verdict.state == "not_attested":
         return
     for sentence in verdict.sentences:
         if sentence not in ("verified again", "not delivered by corral"):
-            print(f"  - {plain(sentence)}")
+            say(f"  - {plain(sentence)}")
     for check in verdict.checks:
         mark = "=" if check.same else "!"  # ASCII: CI logs in any locale
-        print(f"  {mark} {plain(check.sentence)}")
+        say(f"  {mark} {plain(check.sentence)}")
     sys.stdout.flush()
 
 
@@ -99,7 +100,7 @@ def run_verify(args: argparse.Namespace) -> int:
             on_commit=None if args.json else _print,
         )
         if not verification.notes.present:
-            print(
+            say(
                 f"corral verify: this repository has no {args.notes_ref}: no attestation can "
                 f"be read (on a clone: git fetch origin {NOTES_REF}:{NOTES_REF})",
                 file=sys.stderr,
@@ -108,7 +109,7 @@ def run_verify(args: argparse.Namespace) -> int:
     except CorralError as exc:
         return fail(str(exc))
     if args.json:
-        print(
+        say(
             json.dumps(
                 {
                     "ok": report.ok,
@@ -121,7 +122,7 @@ def run_verify(args: argparse.Namespace) -> int:
     else:
         failed = sum(1 for c in report.commits if not c.ok)
         plain_commits = len(report.commits) - report.attested
-        print(
+        say(
             f"corral verify: {report.attested - failed} of {report.attested} attested "
             f"commit(s) verified again"
             + (f", {failed} not" if failed else "")

@@ -6,6 +6,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from .output import say
+
 
 def serve(repo: Path, port: int, backend: str) -> int:
     from corral.supervisor.interface import repo_root
@@ -16,8 +18,8 @@ def serve(repo: Path, port: int, backend: str) -> int:
     state_dir = default_state_dir()
     token = new_token(state_dir)
     server = TokenServer(console_command(root, backend), token, port=port, title="corral")
-    print(f"corral web: {url_of(port, token)}", flush=True)
-    print(
+    say(f"corral web: {url_of(port, token)}", flush=True)
+    say(
         f"corral web: listening on 127.0.0.1 only; from another machine: ssh -L {port}:127.0.0.1:"
         f"{port} <this host>, then open the URL there (the token is also in "
         f"{state_dir / 'web-token'}). Ctrl+C stops.",

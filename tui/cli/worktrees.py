@@ -10,27 +10,28 @@ it would remove and asks on a terminal; elsewhere it needs `--yes`.
 
 from __future__ import annotations
 
-import json
 import sys
 
 from corral.supervisor.errors import CorralError
 from corral.supervisor.paths import default_state_dir
 from corral.supervisor.worktree_pruning import PruneOutcome, PruneStep, prune_worktrees, worktrees
 
+from .output import say, say_json
+
 
 def list_worktrees(*, as_json: bool) -> int:
     state_dir = default_state_dir()
     rows = worktrees(state_dir)
     if as_json:
-        print(json.dumps([r.model_dump(mode="json") for r in rows], indent=2))
+        say_json([r.model_dump(mode="json") for r in rows])
         return 0
     if not rows:
-        print(f"no worktrees in {state_dir}")
+        say(f"no worktrees in {state_dir}")
     for r in rows:
         dirty = "" if r.clean in (True, None) else "  (uncommitted changes)"
         note = f"  — {r.note}" if r.note else ""
         state = r.session_state.value if r.session_state else "unknown"
-        print(f"{r.session or '?':<16} {state:<17} {r.lease.value:<17} {r.path}{dirty}{note}")
+        say(f"{r.session or '?':<16} {state:<17} {r.lease.value:<17} {r.path}{dirty}{note}")
     return 0
 
 
@@ -50,7 +51,7 @@ def print_step(step: PruneStep) -> None:
     line = LINES[step.outcome].format(path=step.path, detail=step.detail)
     if step.outcome is PruneOutcome.WOULD_REMOVE and step.detail:
         line += f" (its session {step.detail})"
-    print(line)
+    say(line)
 
 
 def prune(*, dry_run: bool, force: bool, yes: bool = False) -> int:
@@ -59,17 +60,17 @@ def prune(*, dry_run: bool, force: bool, yes: bool = False) -> int:
         plan = prune_worktrees(state_dir, dry_run=True, force=force, on_step=print_step)
         doomed = sum(step.outcome is PruneOutcome.WOULD_REMOVE for step in plan.steps)
         if not plan.has_store:
-            print(f"no worktrees in {state_dir}")
+            say(f"no worktrees in {state_dir}")
             return 0
         if doomed == 0:
-            print(f"0 removed, {len(plan.steps)} kept")
+            say(f"0 removed, {len(plan.steps)} kept")
             return 0
         _ask_before_removing(doomed)
     report = prune_worktrees(state_dir, dry_run=dry_run, force=force, on_step=print_step)
     if not report.has_store:
-        print(f"no worktrees in {state_dir}")
+        say(f"no worktrees in {state_dir}")
     elif not dry_run:
-        print(f"{report.removed} removed, {report.kept} kept")
+        say(f"{report.removed} removed, {report.kept} kept")
     return 0
 
 

@@ -16,6 +16,7 @@ from corral.supervisor.errors import CorralError
 from corral.supervisor.states import label
 
 from ..console_app import ConsoleApp
+from ..safe_text import safe_text
 
 
 class AdoptScreen(ModalScreen[None]):
@@ -34,11 +35,12 @@ class AdoptScreen(ModalScreen[None]):
         try:
             panes = await self.app.supervisor.adoptable()
         except CorralError as exc:
-            note.update(str(exc))
+            note.update(safe_text(exc))
             return
         listing = self.query_one("#adopt-panes", OptionList)
         for p in panes:
-            listing.add_option(Option(f"{p.where}  {p.agent}  {p.cwd}  ({p.pane_id})", id=p.target))
+            shown = safe_text(f"{p.where}  {p.agent}  {p.cwd}  ({p.pane_id})")
+            listing.add_option(Option(shown, id=p.target))
         note.update(
             "enter adopts the selected pane (corral watches and steers it; it never kills it)"
             if panes

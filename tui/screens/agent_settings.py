@@ -14,6 +14,8 @@ from textual.widgets.option_list import Option
 
 from corral.supervisor.models import AgentOffers
 
+from ..safe_text import safe_text
+
 Choice = tuple[str, str]  # ("mode" | "model", the id to set)
 
 
@@ -44,12 +46,14 @@ class AgentSettingsScreen(ModalScreen[Choice | None]):
     def compose(self) -> ComposeResult:
         with Vertical(classes="dialog", id="agent-settings"):
             yield Static(
-                f"{self.agent}: choose a mode or model (enter sets it, escape leaves)",
+                safe_text(f"{self.agent}: choose a mode or model (enter sets it, escape leaves)"),
                 classes="dialog-text",
-                markup=False,
             )
-            yield OptionList(
-                *(Option(text, id=f"{kind}:{value}") for (kind, value), text in self._choices),
+            yield OptionList(  # an agent names its modes and models: shown, never obeyed
+                *(
+                    Option(safe_text(text), id=f"{kind}:{value}")
+                    for (kind, value), text in self._choices
+                ),
                 id="agent-choices",
             )
 

@@ -11,7 +11,6 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
-from rich.markup import escape
 from rich.text import Text
 from textual import events, getters, work
 from textual.app import ComposeResult
@@ -29,6 +28,7 @@ from .. import rows as R
 from ..console_app import ConsoleApp
 from ..guard import guarded
 from ..keymap import with_ids
+from ..safe_text import safe_text
 from ..widgets.board_table import BoardTable
 from ..widgets.painted import PaintedStatic
 from ..widgets.preview import AgentPreview
@@ -385,7 +385,7 @@ class BoardScreen(Screen[None]):
         if line != self._counts_shown:
             # one line, its height set by the stylesheet: a repaint, never a layout
             self._counts_shown = line
-            self.query_one("#counts", Static).update(escape(line), layout=False)
+            self.query_one("#counts", Static).update(safe_text(line), layout=False)
         empty = self.query_one("#empty", Static)
         empty.display = not rows
         table = self.table

@@ -12,13 +12,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from rich.markup import escape
 from rich.syntax import Syntax
-from rich.text import Text
 from textual import getters, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
@@ -27,11 +26,14 @@ from corral.supervisor.interface import FilePatch
 
 from ..console_app import ConsoleApp
 from ..guard import guarded
+from ..rows import ATTRIBUTE_DRIVERS_WORDS
+from ..safe_text import safe_content, safe_markup, safe_text, visible
 
 if TYPE_CHECKING:
     from corral.supervisor.remote import OwnerSurface
 
 MAX_RENDER_LINES = 4000
+MAX_LINE_CHARS = 2000  # characters of one diff line shown (a 1 MB line is cut)
 TICK, UNTICK, PARTIAL = "☑", "☐", "◩"
 
 
@@ -97,7 +99,7 @@ class DiffScreen(Screen[None]):
         try:
             self.files = await self.supervisor.review_files(self.session_id)
         except CorralError as exc:
-            self.query_one("#diff-header", Static).update(f"[red]{escape(str(exc))}[/red]")
+            self.query_one("#diff-header", Static).update(safe_markup("[red]{}[/red]", exc))
             return
         self.ticked = {f.path: None for f in self.files}
         self._render_files()
@@ -126,10 +128,10 @@ class DiffScreen(Screen[None]):
         rest = "discarded" if self.discard_rest else "kept in the worktree"
         authorship = detail.session.authorship()
         self.query_one("#diff-header", Static).update(
-            f"[b]{escape(detail.session.intent.splitlines()[0])}[/b]\n"
-            + (f"{escape(authorship)}\n" if authorship else "")
-            + f"Approving {scope}"
-            + (
+            safe_markup("[b]{}[/b]\n", detail.session.intent.splitlines()[0])
+            + (safe_content(authorship + "\n", multiline=True) if authorship else Content())
+            + Content(f"Approving {scope}")
+            + Content(
                 f" — the rest is {rest}; the contract is re-run on the approved part first"
                 if partial
                 else ""
@@ -144,7 +146,9 @@ class DiffScreen(Screen[None]):
             ticked = self.ticked.get(f.path, "absent")
             mark = TICK if ticked is None else (UNTICK if ticked == "absent" else PARTIAL)
             # Text, not str: a DataTable reads str cells as markup, and paths may hold brackets
-            table.add_row(mark, Text(f.path), str(f.added), str(f.removed), f.change, key=f.path)
+            table.add_row(
+                mark, safe_text(f.path), str(f.added), str(f.removed), f.change, key=f.path
+            )
         if self.files:
             table.move_cursor(row=min(max(cursor, 0), len(self.files) - 1))
         self._header()
@@ -157,40 +161,59 @@ class DiffScreen(Screen[None]):
             on = kept is None or (isinstance(kept, set) and i in kept)
             label = f"@@ -{h.old_start} +{h.new_start} {h.section.strip()}"[:60]
             table.add_row(
-                TICK if on else UNTICK, Text(label), str(h.added), str(h.removed), key=str(i)
+                TICK if on else UNTICK, safe_text(label), str(h.added), str(h.removed), key=str(i)
             )
         table.display = f.hunk_selectable and len(f.hunks) > 1
 
     def _select(self, f: FilePatch) -> None:
         self.current = f
         self._render_hunks(f)
-        text = f.text()
-        lines = text.splitlines()
+        lines = f.text().splitlines()
+        # the agent's lines, shown (never obeyed) and each cut to a bounded length
+        text = "\n".join(visible(line, limit=MAX_LINE_CHARS) for line in lines[:MAX_RENDER_LINES])
         if len(lines) > MAX_RENDER_LINES:
-            text = (
-                "\n".join(lines[:MAX_RENDER_LINES])
-                + f"\n… {len(lines) - MAX_RENDER_LINES} more lines"
-            )
+            text += f"\n… {len(lines) - MAX_RENDER_LINES} more lines"
         body = self.query_one("#diff-text", Static)
         if f.change == "binary":
-            body.update(Text(f"{f.path}: binary file ({f.change}); approved as a whole file"))
+            body.update(safe_text(f"{f.path}: binary file ({f.change}); approved as a whole file"))
         else:
             body.update(Syntax(text, "diff", theme="ansi_dark", word_wrap=False))
 
     def _render_verification(self) -> None:
         s = self.supervisor.get(self.session_id).session
-        lines = ["[b]Runtime verification[/b] (corral re-ran every check):"]
+        lines = [safe_markup("[b]Runtime verification[/b] (corral re-ran every check):")]
         if s.review_tree and s.start_commit:
             lines.append(
-                f"on tree {s.review_tree[:12]} (the task's start plus this change) in a fresh"
-                " checkout; a delivery that would write another tree (your checkout, a moved"
-                " HEAD, a part) is checked again first"
+                Content(
+                    f"on tree {s.review_tree[:12]} (the task's start plus this change) in a fresh"
+                    " checkout; a delivery that would write another tree (your checkout, a moved"
+                    " HEAD, a part) is checked again first"
+                )
             )
         for r in s.last_check_results:
             lines.append(
-                ("[green]PASS[/green] " if r.passed else "[red]FAIL[/red] ") + escape(r.name)
+                safe_markup(
+                    ("[green]PASS[/green] " if r.passed else "[red]FAIL[/red] ") + "{}", r.name
+                )
             )
-        self.query_one("#diff-verification", Static).update("\n".join(lines))
+        kinds = s.diff.type_changes if s.diff else []
+        if kinds:
+            lines.append(
+                safe_markup(
+                    "[bold yellow]Paths that change kind:[/bold yellow]" + "\n  {}" * len(kinds),
+                    *kinds,
+                )
+            )
+        drivers = s.diff.attribute_drivers if s.diff else []
+        if drivers:
+            lines.append(
+                safe_markup(
+                    "[bold yellow]{}[/bold yellow]" + "\n  {}" * len(drivers),
+                    ATTRIBUTE_DRIVERS_WORDS,
+                    *drivers,
+                )
+            )
+        self.query_one("#diff-verification", Static).update(Content("\n").join(lines))
 
     # -- interaction ------------------------------------------------------------
 

@@ -14,8 +14,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rich.markdown import Markdown
-from rich.markup import escape
 from rich.text import Text
 from textual import getters, work
 from textual.app import ComposeResult
@@ -37,6 +35,7 @@ from corral.supervisor.interface import (
 
 from ..console_app import ConsoleApp
 from ..guard import guarded
+from ..safe_text import safe_markup, safe_text
 
 if TYPE_CHECKING:
     from corral.supervisor.interface import Discussion, Discussions
@@ -98,11 +97,14 @@ class DiscussScreen(Screen[None]):
             else:
                 self.discussion = await self.discussions.start(self.repo)
         except CorralError as exc:
-            self.query_one("#discuss-header", Static).update(f"[red]{escape(str(exc))}[/red]")
+            self.query_one("#discuss-header", Static).update(safe_markup("[red]{}[/red]", exc))
             return
         self.query_one("#discuss-header", Static).update(
-            f"[b]Discussion[/b] on {escape(self.repo.name)} — read-only: the assistant reads the repo "
-            "and cannot change it."
+            safe_markup(
+                "[b]Discussion[/b] on {} — read-only: the assistant reads the repo "
+                "and cannot change it.",
+                self.repo.name,
+            )
         )
         self.query_one("#discuss-model", Input).value = self.discussion.model or ""
         self.query_one("#discuss-input", Input).focus()
@@ -120,7 +122,7 @@ class DiscussScreen(Screen[None]):
 
         def flush() -> None:
             if self._live.strip():
-                log.write(Markdown(self._live))
+                log.write(safe_text(self._live, multiline=True))
             self._live = ""
             live.update("")
 
@@ -129,27 +131,29 @@ class DiscussScreen(Screen[None]):
                 case DiscussAssistantDeltaEvent(data=delta):
                     streamed = True
                     self._live += delta.text
-                    live.update(Text(self._live))
+                    live.update(safe_text(self._live, multiline=True))
                     continue
                 case DiscussAssistantMessageEvent(data=message):
                     if not streamed and message.text.strip():
-                        log.write(Markdown(message.text))
+                        log.write(safe_text(message.text, multiline=True))
                     flush()
                     streamed = False
                     continue
             flush()  # anything else ends the streamed text so far
             match event:
                 case DiscussUserMessageEvent(data=asked):
-                    log.write(Text("You: ", style="bold cyan") + Text(asked.text))
+                    log.write(
+                        Text("You: ", style="bold cyan") + safe_text(asked.text, multiline=True)
+                    )
                 case DiscussToolCallEvent(data=call):
                     args = ", ".join(f"{k}={v}" for k, v in call.args.items())
-                    log.write(Text(f"  ⚙ {call.name} {args}"[:200], style="dim"))
+                    log.write(safe_text(f"  ⚙ {call.name} {args}"[:200], "dim"))
                 case DiscussRefusalEvent(data=refusal):
-                    log.write(Text(f"  ⛔ {refusal.tool} refused: {refusal.reason}", style="red"))
+                    log.write(safe_text(f"  ⛔ {refusal.tool} refused: {refusal.reason}", "red"))
                 case DiscussTaskPreparedEvent(data=task):
                     self._show_task(task.intent, task.constraints)
                 case DiscussErrorEvent(data=error):
-                    log.write(Text(f"  {error.message}", style="bold red"))
+                    log.write(safe_text(f"  {error.message}", "bold red"))
 
     def _latest_saved(self) -> str | None:
         """Resume the newest saved discussion of this repository, if any."""
@@ -171,8 +175,13 @@ class DiscussScreen(Screen[None]):
     def _show_task(self, intent: str, constraints: list[str]) -> None:
         agreed = "\n".join(f"  • {c}" for c in constraints)
         self.query_one("#discuss-task", Static).update(
-            f"[b]Prepared task[/b] — press [b]ctrl+o[/b] to start it (you can edit it first)\n"
-            f"{escape(intent)}\n{escape(agreed)}"
+            safe_markup(
+                "[b]Prepared task[/b] — press [b]ctrl+o[/b] to start it (you can edit it first)\n"
+                "{}\n{}",
+                intent,
+                agreed,
+                multiline=True,
+            )
         )
 
     def _choose_model(self, field: Input) -> None:

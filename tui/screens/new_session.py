@@ -24,6 +24,7 @@ from corral.supervisor.interface import load_contract
 from corral.supervisor.models import OutcomeContract
 
 from ..console_app import ConsoleApp
+from ..safe_text import safe_content, safe_text, visible
 
 if TYPE_CHECKING:
     from corral.supervisor.interface import Discussion
@@ -53,13 +54,18 @@ class NewSessionScreen(ModalScreen[None]):
         app = self.app
         with Vertical(classes="dialog"):
             yield Label("What should the agent achieve?")
-            yield Input(
-                value=self.intent, placeholder="e.g. Fix the off-by-one in paginate()", id="intent"
+            yield Input(  # a prepared task's intent is the model's: its controls shown as marks
+                value=visible(self.intent, multiline=True),
+                placeholder="e.g. Fix the off-by-one in paginate()",
+                id="intent",
             )
             if self.constraints:
-                yield Label(
-                    "Agreed in the discussion (drafting will use these):\n"
-                    + "\n".join(f"  • {c}" for c in self.constraints)
+                yield Label(  # the model wrote these: shown, never obeyed
+                    safe_content(
+                        "Agreed in the discussion (drafting will use these):\n"
+                        + "\n".join(f"  • {c}" for c in self.constraints),
+                        multiline=True,
+                    )
                 )
             yield Label("Repository")
             yield Input(value=str(app.default_repo or ""), id="repo")
@@ -80,7 +86,9 @@ class NewSessionScreen(ModalScreen[None]):
             yield command
             models = [name for name, _ in app.supervisor.model_choices()]
             order = f"the default order: {', '.join(models)}" if models else "the agent's own"
-            yield Label(f"Model (blank = {order}; a pin is never swapped for another)")
+            yield Label(
+                safe_content(f"Model (blank = {order}; a pin is never swapped for another)")
+            )
             pinned = self.discussion.model if self.discussion is not None else None
             yield Input(
                 value=pinned or "",
@@ -130,7 +138,7 @@ class NewSessionScreen(ModalScreen[None]):
     def refuse(self, reason: str) -> None:
         """Show why the session cannot start; the form keeps what was typed."""
         refusal = self.query_one("#refusal", Static)
-        refusal.update(Text.assemble(("Cannot start: ", "bold"), reason))
+        refusal.update(Text.assemble(("Cannot start: ", "bold"), safe_text(reason)))
         refusal.display = True
         self.query_one("#start", Button).disabled = False
         command = self.query_one("#command", Input)

@@ -7,12 +7,12 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
-from rich.markup import escape
 from rich.text import Text
 from textual import getters, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
+from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, RichLog, Static
 
@@ -42,6 +42,7 @@ from .. import rows as R
 from ..console_app import ConsoleApp
 from ..event_text import clip, describe
 from ..guard import guarded
+from ..safe_text import safe_content, safe_markup, safe_text
 from ..widgets.terminal import TerminalView
 from .session_keys import SESSION_BINDINGS
 
@@ -162,9 +163,9 @@ def _baseline_cell(result: CheckResult | None) -> Text:
     word, style = VERDICT_STYLE[verdict]
     cell = Text(word, style=style)
     if verdict is CheckVerdict.CANNOT_RUN:
-        return cell.append(f": {clip(result.reason, 48)}")
+        return cell.append_text(safe_text(f": {clip(result.reason, 48)}"))
     last = _tail(result.output_tail, 1)
-    return cell.append(f": {clip(last[0], 40)}") if last else cell
+    return cell.append_text(safe_text(f": {clip(last[0], 40)}")) if last else cell
 
 
 def _last_run_cell(result: CheckResult | None) -> Text:
@@ -177,15 +178,18 @@ def _last_run_cell(result: CheckResult | None) -> Text:
     return Text(word, style=VERDICT_STYLE[_verdict(result)][1])
 
 
-def _setup_lines(s: CoderSession) -> list[str]:
+def _setup_lines(s: CoderSession) -> list[Content]:
     """The contract's setup as gate 1 shows it: what runs, with what access,
     and how its last run went."""
     if s.contract is None or not s.contract.setup:
         return []
     commands = " && ".join(s.contract.setup)
     lines = [
-        f"[b]Setup[/b] (runs first, [bold yellow]with the network[/bold yellow]; writes only "
-        f"its environment dir, which checks then use without the network): {escape(commands)}"
+        safe_markup(
+            "[b]Setup[/b] (runs first, [bold yellow]with the network[/bold yellow]; writes only "
+            "its environment dir, which checks then use without the network): {}",
+            commands,
+        )
     ]
     outcome = s.setup_outcome
     if outcome is None:
@@ -193,14 +197,19 @@ def _setup_lines(s: CoderSession) -> list[str]:
     if outcome.ok:
         how = "reused a cached environment" if outcome.cached else "built the environment"
         scope = "shared by this repository's worktrees" if outcome.shared else "this worktree's own"
-        lines.append(f"[green]Setup ready[/green]: {how} ({scope})")
+        lines.append(safe_markup(f"[green]Setup ready[/green]: {how} ({scope})"))
     else:
         why = "timed out" if outcome.timed_out else f"exited {outcome.exit_code}"
         tail = _tail(outcome.output_tail, 3)
         lines.append(
-            f"[bold magenta]Setup failed[/bold magenta]: `{escape(outcome.failed_command)}` "
-            f"{why}, so no check could run. Fix it with [b]/setup command[/b] ([b]s[/b])."
-            + "".join(f"\n  │ {escape(line)}" for line in tail)
+            safe_markup(
+                "[bold magenta]Setup failed[/bold magenta]: `{}` "
+                f"{why}, so no check could run. Fix it with [b]/setup command[/b] ([b]s[/b])."
+                + "\n  │ {}"
+                * len(tail),
+                outcome.failed_command,
+                *tail,
+            )
         )
     return lines
 
@@ -212,30 +221,35 @@ TABLE_ACTIONS = frozenset(
 )  # fmt: skip
 
 
-def foreman_tree(detail: SessionDetail) -> str:
+def foreman_tree(detail: SessionDetail) -> Content:
     """A foreman session's split (gate 1) or its placements, as a small tree."""
     view = detail.foreman
     if view is None:
-        return ""
+        return Content()
     s = detail.session
     if view.placements:
-        head = f"[b]Foreman[/b]: {escape(s.foreman_progress or 'subtasks placed')}"
-        lines = [escape(p.line()) for p in view.placements]
+        head = safe_markup("[b]Foreman[/b]: {}", s.foreman_progress or "subtasks placed")
+        lines = [p.line() for p in view.placements]
     elif view.split is not None:
-        head = (
-            f"[b]Split[/b] ({escape(view.split.proposed_by)}): runs in parallel once the "
-            f"contract is confirmed; replace it with `corral split {s.id[-8:]} FILE`"
+        head = safe_markup(
+            "[b]Split[/b] ({}): runs in parallel once the "
+            f"contract is confirmed; replace it with `corral split {s.id[-8:]} FILE`",
+            view.split.proposed_by,
         )
         lines = []
         for sub in view.split.subtasks:
             first = sub.intent.strip().splitlines()[0] if sub.intent.strip() else ""
             checks = ", ".join(c if isinstance(c, str) else c.name for c in sub.checks)
             owns = f" [{', '.join(sub.files)}]" if sub.files else ""
-            lines.append(escape(f"{sub.id} — {clip(first, 60)}{owns} · checks: {checks}"))
+            lines.append(f"{sub.id} — {clip(first, 60)}{owns} · checks: {checks}")
     else:
-        return "[b]Split[/b]: being proposed…" if s.state.value == "contract_proposed" else ""
-    branches = [f"{'└─' if i == len(lines) - 1 else '├─'} {line}" for i, line in enumerate(lines)]
-    return "\n".join([head, *branches])
+        proposing = s.state.value == "contract_proposed"
+        return safe_markup("[b]Split[/b]: being proposed…") if proposing else Content()
+    branches = [
+        safe_content(f"{'└─' if i == len(lines) - 1 else '├─'} {line}")
+        for i, line in enumerate(lines)
+    ]
+    return Content("\n").join([head, *branches])
 
 
 class ReplyInput(Input):
@@ -263,7 +277,7 @@ class SessionScreen(Screen[None]):
         self.session_id = session_id
         self.events: list[CoderEvent] = []
         self.log_filter = "all"
-        self.revision_note = ""  # the last revision's outcome, shown under gate 1
+        self.revision_note = Content()  # the last revision's outcome, shown under gate 1
         self._text_gate: object = None  # the gate (or question) the input was last focused for
         self._failing_selected = False  # a failed session opens on its (first) failing check
 
@@ -316,7 +330,7 @@ class SessionScreen(Screen[None]):
         for turn in turns:
             mark = "›" if turn.role == "user" else "●"
             who = "you/corral" if turn.role == "user" else "agent"
-            view.write(Text(f"{mark} {who}: ", style="bold") + Text(turn.text))
+            view.write(Text(f"{mark} {who}: ", style="bold") + safe_text(turn.text, multiline=True))
 
     def action_transcript(self) -> None:
         self.show_transcript()
@@ -354,7 +368,7 @@ class SessionScreen(Screen[None]):
         try:
             events = await self.supervisor.history(self.session_id)
         except CorralError as exc:
-            log.write(f"This session is not running in this console; its journal: {exc}")
+            log.write(safe_text(f"This session is not running in this console; its journal: {exc}"))
             return
         if not events:
             log.write("This session is not running in this console and its journal is empty.")
@@ -372,52 +386,62 @@ class SessionScreen(Screen[None]):
         s = detail.session
         needs = f"  ·  NEEDS YOU: {detail.needs_you_label}" if detail.needs_you_label else ""
         iters = f"  ·  iteration {s.iterations}/{s.max_iterations}" if s.iterations else ""
-        intent = escape(s.intent.splitlines()[0]) if s.intent else ""
-        name = f"[b]{escape(s.name)}[/b]  " if s.name else ""
+        intent = s.intent.splitlines()[0] if s.intent else ""
         extra = f"  ·  retry of {session_label(s.retry_of)}" if s.retry_of else ""
         if s.archived_at is not None:
             extra += "  ·  archived"
         lines = [
-            f"{name}[b]{intent}[/b]" if not name else f"{name}{intent}",
-            f"session {s.id}  ({session_label(s.id)}){extra}",
-            f"state {s.state.value}{needs}  ·  engine {escape(s.engine)}"
-            f"{' (ran ' + escape(s.engine_ran) + ')' if s.engine_ran else ''}{iters}",
-            (
-                f"worktree on host {escape(s.host)}: {escape(s.remote_worktree or '—')}"
-                f"  ·  home copy …/{Path(s.worktree).name if s.worktree else '—'}"
-                if s.host
-                else f"worktree …/{Path(s.worktree).name if s.worktree else '—'}"
-                f"{'' if s.worktree and Path(s.worktree).is_dir() else ' (removed)'}"
-            )
-            + f"  ·  base {(s.base or s.start_commit or '—')[:12]}"
-            f"{'  ·  branch ' + escape(s.result_branch) if s.result_branch else ''}",
+            safe_markup("[b]{}[/b]  {}", s.name, intent)
+            if s.name
+            else safe_markup("[b]{}[/b]", intent),
+            safe_content(f"session {s.id}  ({session_label(s.id)}){extra}"),
+            safe_content(
+                f"state {s.state.value}{needs}  ·  engine {s.engine}"
+                f"{' (ran ' + s.engine_ran + ')' if s.engine_ran else ''}{iters}"
+            ),
+            safe_content(
+                (
+                    f"worktree on host {s.host}: {s.remote_worktree or '—'}"
+                    f"  ·  home copy …/{Path(s.worktree).name if s.worktree else '—'}"
+                    if s.host
+                    else f"worktree …/{Path(s.worktree).name if s.worktree else '—'}"
+                    f"{'' if s.worktree and Path(s.worktree).is_dir() else ' (removed)'}"
+                )
+                + f"  ·  base {(s.base or s.start_commit or '—')[:12]}"
+                f"{'  ·  branch ' + s.result_branch if s.result_branch else ''}"
+            ),
         ]
         if s.attestation:  # the delivery's note beside its commit (corral verify re-runs it)
-            lines.append(escape(s.attestation))
+            lines.append(safe_content(s.attestation))
         use = s.model_use_lines()  # drafting, revisions, the built-in engine
         if use:
-            lines.append(escape("models: " + "; ".join(use)))
+            lines.append(safe_content("models: " + "; ".join(use)))
         recorded = R.agent_usage_line(s)  # the agent's own transcript or rollout
         if recorded:
-            lines.append(escape(recorded))
+            lines.append(safe_content(recorded))
         if s.over_budget:
-            lines.append(f"[bold red]⚠ {escape(s.over_budget)}[/bold red]")
+            lines.append(safe_markup("[bold red]⚠ {}[/bold red]", s.over_budget))
         agent = R.agent_words(detail.agent_status, detail.agent_reason, detail.agent_source)
         if agent and not s.state.is_terminal:
-            lines.append(escape(agent))
+            lines.append(safe_content(agent))
         offered = R.offers_words(s.agent_offers)
         if offered:
-            lines.append(escape(offered) + ("  (m to switch)" if detail.live else ""))
+            lines.append(safe_content(offered + ("  (m to switch)" if detail.live else "")))
         if detail.needs_you == "auth" and detail.auth_message:
             lines.append(
-                f"[bold yellow]Sign-in needed:[/bold yellow] {escape(detail.auth_message)} — "
-                "attach to the agent (A) and sign in, then resend; or cancel"
+                safe_markup(
+                    "[bold yellow]Sign-in needed:[/bold yellow] {} — "
+                    "attach to the agent (A) and sign in, then resend; or cancel",
+                    detail.auth_message,
+                )
             )
         if s.error:
-            lines.append(f"[red]{escape(s.error)}[/red]")
+            lines.append(safe_markup("[red]{}[/red]", s.error))
         if not detail.live and not s.state.is_terminal:
-            lines.append("[yellow]Not running in this console (stored state only).[/yellow]")
-        self.query_one("#session-header", Static).update("\n".join(lines))
+            lines.append(
+                safe_markup("[yellow]Not running in this console (stored state only).[/yellow]")
+            )
+        self.query_one("#session-header", Static).update(Content("\n").join(lines))
         self._render_contract(s)
         tree = foreman_tree(detail)
         foreman = self.query_one("#foreman", Static)
@@ -437,17 +461,18 @@ class SessionScreen(Screen[None]):
             title.update("Contract: drafting…" if s.state.value == "created" else "No contract.")
             self.query_one("#check-detail", Static).update("")
             return
-        text = f"[b]Contract[/b]: {escape(s.contract.description)}"
+        text = safe_markup("[b]Contract[/b]: {}", s.contract.description)
         networked = [c.name for c in s.contract.checks if c.network]
         if networked:
-            text += (
+            text += safe_markup(
                 "\n[bold yellow]Network allowed (outside the sandbox's no-network "
-                f"default) for: {escape(', '.join(networked))}[/bold yellow]"
+                "default) for: {}[/bold yellow]",
+                ", ".join(networked),
             )
         for line in _setup_lines(s):
-            text += "\n" + line
+            text += Content("\n") + line
         if s.baseline_gates_nothing:
-            text += (
+            text += safe_markup(
                 "\n[bold yellow]Every check already passes before any edit: this "
                 "contract proves nothing yet.[/bold yellow]"
             )
@@ -457,17 +482,20 @@ class SessionScreen(Screen[None]):
                 more = (
                     f" and {len(r.already_failing) - 5} more" if len(r.already_failing) > 5 else ""
                 )
-                text += (
-                    f"\n[yellow]{escape(r.name)}: already failing on the untouched tree "
+                text += safe_markup(
+                    "\n[yellow]{}: already failing on the untouched tree "
                     f"({len(r.already_failing)}): not this task's work[/yellow] "
-                    f"({escape(shown)}{escape(more)})"
+                    "({})",
+                    r.name,
+                    shown + more,
                 )
         blocked = [r for r in s.baseline if r.cannot_run]
         if blocked:
-            text += (
+            text += safe_markup(
                 f"\n[bold magenta]{len(blocked)} check(s) cannot run here[/bold magenta] "
                 "(the environment, not the work): they prove nothing until the setup "
-                "provides what they need — " + escape(blocked[0].fix)
+                "provides what they need — {}",
+                blocked[0].fix,
             )
         title.update(text)
         base = {r.name: r for r in s.baseline}
@@ -476,8 +504,8 @@ class SessionScreen(Screen[None]):
             b = base.get(check.name)
             lr = last.get(check.name)
             table.add_row(  # Text, not str: DataTable reads str cells as markup
-                Text(check.name),
-                Text(clip(check.command, 60)),
+                safe_text(check.name),
+                safe_text(clip(check.command, 60)),
                 f"{check.timeout_secs}s",
                 _baseline_cell(b),
                 _last_run_cell(lr),
@@ -504,18 +532,23 @@ class SessionScreen(Screen[None]):
             return
         base = next((r for r in s.baseline if r.name == check.name), None)
         last = next((r for r in s.last_check_results if r.name == check.name), None)
-        parts = [f"[b]{escape(check.name)}[/b] runs: {escape(check.command.strip())}"]
+        parts = [safe_markup("[b]{}[/b] runs: {}", check.name, check.command.strip())]
         for label, result in (("baseline", base), ("last run", last)):
             if result is None:
                 continue
             word, style = VERDICT_STYLE[_verdict(result)]
-            verdict = f"[{style}]{word}[/{style}]"
             how = "timed out" if result.timed_out else f"exit {result.exit_code}"
             if result.cannot_run:
-                how = f"{escape(result.reason)}; fix: {escape(result.fix)}"
-            tail = "\n".join(f"  │ {escape(line)}" for line in _tail(result.output_tail, 4))
-            parts.append(f"{label}: {verdict} ({how})" + (f"\n{tail}" if tail else ""))
-        detail.update("\n".join(parts))
+                how = f"{result.reason}; fix: {result.fix}"
+            tail = _tail(result.output_tail, 4)
+            parts.append(
+                safe_markup(
+                    f"{label}: [{style}]{word}[/{style}]" + " ({})" + "\n  │ {}" * len(tail),
+                    how,
+                    *tail,
+                )
+            )
+        detail.update(Content("\n").join(parts))
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         if event.data_table.id == "checks":
@@ -526,18 +559,36 @@ class SessionScreen(Screen[None]):
         if s.no_change_finding is not None:
             f = s.no_change_finding
             diff.update(
-                f"[b]No-change finding[/b]: {escape(f.summary)}\n{escape(f.evidence)}\n"
-                "[b]a[/b] accepts it (nothing is published) · [b]r[/b] rejects it"
+                safe_markup(
+                    "[b]No-change finding[/b]: {}\n{}\n"
+                    "[b]a[/b] accepts it (nothing is published) · [b]r[/b] rejects it",
+                    f.summary,
+                    f.evidence,
+                    multiline=True,
+                )
             )
         elif s.diff is not None:
             note = " (patch truncated)" if s.diff.patch_truncated else ""
-            text = f"[b]Verified diff[/b]{note}\n{escape(s.diff.stat)}"
+            text = safe_markup(f"[b]Verified diff[/b]{note}\n" + "{}", s.diff.stat, multiline=True)
             if s.changed_since_verification and s.state.value == "needs_approval":
-                text += (
-                    "\n[yellow]The worktree changed since verification ("
-                    + escape(", ".join(s.changed_since_verification[:5]))
-                    + "): [b]a[/b] delivers the verified diff above, [b]v[/b] re-verifies the "
-                    "worktree as it is now.[/yellow]"
+                text += safe_markup(
+                    "\n[yellow]The worktree changed since verification ({}): [b]a[/b] delivers "
+                    "the verified diff above, [b]v[/b] re-verifies the worktree as it is now."
+                    "[/yellow]",
+                    ", ".join(s.changed_since_verification[:5]),
+                )
+            if s.diff.type_changes:
+                kinds = s.diff.type_changes
+                text += safe_markup(
+                    "\n[bold yellow]Paths that change kind:[/bold yellow]" + "\n  {}" * len(kinds),
+                    *kinds,
+                )
+            if s.diff.attribute_drivers:
+                lines = s.diff.attribute_drivers
+                text += safe_markup(
+                    "\n[bold yellow]{}[/bold yellow]" + "\n  {}" * len(lines),
+                    R.ATTRIBUTE_DRIVERS_WORDS,
+                    *lines,
                 )
             diff.update(text)
         else:
@@ -550,13 +601,16 @@ class SessionScreen(Screen[None]):
         if detail.session.state.value == "contract_proposed" and detail.live:
             gate = "contract"
             question.update(
-                "[b]Gate 1:[/b] revise the contract in the input below (enter sends): "
-                "free text, [b]/check name command[/b] (sets a check verbatim) or "
-                "[b]/remove name[/b] or [b]/setup command[/b] (sets the setup verbatim). "
-                "[b]escape[/b] leaves the input for the keys: "
-                "[b]c[/b] confirms the contract; on the checks table [b]e[/b] edits the "
-                "selected check, [b]+[/b] adds one, [b]delete[/b] removes it, [b]s[/b] edits "
-                "the setup." + (f"\n{self.revision_note}" if self.revision_note else "")
+                safe_markup(
+                    "[b]Gate 1:[/b] revise the contract in the input below (enter sends): "
+                    "free text, [b]/check name command[/b] (sets a check verbatim) or "
+                    "[b]/remove name[/b] or [b]/setup command[/b] (sets the setup verbatim). "
+                    "[b]escape[/b] leaves the input for the keys: "
+                    "[b]c[/b] confirms the contract; on the checks table [b]e[/b] edits the "
+                    "selected check, [b]+[/b] adds one, [b]delete[/b] removes it, [b]s[/b] edits "
+                    "the setup."
+                )
+                + (Content("\n") + self.revision_note if self.revision_note else Content())
             )
             reply.placeholder = (
                 "Revise the contract (enter sends) · escape for the keys (c confirms)"
@@ -565,10 +619,13 @@ class SessionScreen(Screen[None]):
         elif detail.question_prompt:
             gate = ("question", detail.question_prompt)
             options: list[str] = self.supervisor.question_options(self.session_id)
-            opts = "  ".join(f"[b]{i}[/b] {escape(o)}" for i, o in enumerate(options, 1))
+            opts = "  ".join(f"[b]{i}[/b] " + "{}" for i in range(1, len(options) + 1))
             question.update(
-                f"[bold yellow]Question:[/bold yellow] {escape(detail.question_prompt)}"
-                + (f"\n{opts}" if opts else "")
+                safe_markup(
+                    "[bold yellow]Question:[/bold yellow] {}" + (f"\n{opts}" if opts else ""),
+                    detail.question_prompt,
+                    *options,
+                )
             )
             reply.placeholder = (
                 "Type an answer"
@@ -623,17 +680,21 @@ class SessionScreen(Screen[None]):
     @guarded("Revising the contract")
     async def revise(self, text: str) -> None:
         """Revisions run on the supervisor; a soft rejection is shown as sent."""
-        asked = escape(text.strip().splitlines()[0][:80])
+        asked = text.strip().splitlines()[0][:80]
         try:
             result = await self.supervisor.revise(self.session_id, text)
         except CorralError as exc:
-            self.revision_note = f"[red]Not revised[/red] ({asked}): {escape(str(exc))}"
+            self.revision_note = safe_markup("[red]Not revised[/red] ({}): {}", asked, exc)
         else:
             if result.revised:
-                self.revision_note = f"[green]Revised and re-baselined[/green] ({asked})."
+                self.revision_note = safe_markup(
+                    "[green]Revised and re-baselined[/green] ({}).", asked
+                )
             else:
-                why = escape(result.message or "the drafter kept the contract as it was")
-                self.revision_note = f"[yellow]Not revised[/yellow] ({asked}): {why}"
+                why = result.message or "the drafter kept the contract as it was"
+                self.revision_note = safe_markup(
+                    "[yellow]Not revised[/yellow] ({}): {}", asked, why
+                )
         self.refresh_view()
 
     # -- gate 1: the checks table edits through the same revision path -------

@@ -15,6 +15,7 @@ from corral.supervisor.errors import CorralError
 from corral.supervisor.models import ScheduledTask, TaskRun
 
 from ..console_app import ConsoleApp
+from ..safe_text import safe_text
 from ..task_words import WHEN_HINT, action_text, parse_when, rule_text, stamp, state_text
 
 ACTIONS = [("start a session", "start"), ("send a message", "send"), ("revive a session", "revive")]
@@ -64,7 +65,8 @@ class TasksScreen(Screen[None]):
         table = self.query_one("#tasks", DataTable)
         table.clear()
         for t in self.tasks:
-            table.add_row(t.id, t.name, rule_text(t), action_text(t), state_text(t), key=t.id)
+            cells = (t.id, t.name, rule_text(t), action_text(t), state_text(t))
+            table.add_row(*(safe_text(c) for c in cells), key=t.id)
         if not self.tasks:
             self.query_one("#tasks-runs", Static).update(
                 "No scheduled tasks: n adds one (or `corral tasks add` on the command line)."
@@ -90,7 +92,7 @@ class TasksScreen(Screen[None]):
         lines += [f"  {stamp(r.at)}  {'ok  ' if r.ok else 'FAIL'}  {r.detail}" for r in runs[:8]]
         if not runs:
             lines.append("  none yet")
-        self.query_one("#tasks-runs", Static).update("\n".join(lines))
+        self.query_one("#tasks-runs", Static).update(safe_text("\n".join(lines), multiline=True))
 
     async def _act(self, what: str, call: object) -> None:
         try:

@@ -44,6 +44,8 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from ..safe_text import made_visible, safe_text
+
 Cells = tuple[Any, ...]
 
 PADDING = 1  # blank cells either side of every column
@@ -64,7 +66,9 @@ def _widths_of(cells: Cells) -> tuple[int, ...]:
 
 def _as_text(cell: Any) -> Text:
     """A cell drawn: Rich text as it is; words with a `style` (rows.Styled) in it."""
-    return cell if isinstance(cell, Text) else Text(str(cell), style=getattr(cell, "style", ""))
+    if isinstance(cell, Text):
+        return made_visible(cell, multiline=False)
+    return safe_text(str(cell), getattr(cell, "style", ""))  # an intent, a branch: never obeyed
 
 
 class BoardTable(ScrollView, can_focus=True):

@@ -19,6 +19,7 @@ from textual.binding import Binding
 from textual.widgets import Static
 
 from ..console_app import ConsoleApp
+from ..safe_text import made_visible
 
 if TYPE_CHECKING:
     from corral.supervisor.interface import AgentScreen
@@ -50,10 +51,15 @@ def _plain_colour(colour: Color | None) -> Color | None:
 def _without_default_colours(text: Text) -> Text:
     """tmux resets colours with SGR 39/49, which Rich keeps as "the terminal's
     default" colour; inside the console that paints black boxes behind the
-    agent's text. Dropping them lets the widget's own colours show through."""
+    agent's text. Dropping them lets the widget's own colours show through.
+    The agent's colours are its screen; its links (OSC 8) and any control
+    character Rich kept are not: links are dropped, controls shown as marks."""
 
     def fixed(span: Span) -> Span:
         style = span.style
+        if isinstance(style, Style) and (style.link or style.meta):
+            style = style.clear_meta_and_links()
+            span = span._replace(style=style)
         if not isinstance(style, Style) or not (style.color or style.bgcolor):
             return span
         fg, bg = _plain_colour(style.color), _plain_colour(style.bgcolor)
@@ -62,7 +68,7 @@ def _without_default_colours(text: Text) -> Text:
         return span._replace(style=style.without_color + Style(color=fg, bgcolor=bg))
 
     text.spans[:] = [fixed(span) for span in text.spans]
-    return text
+    return made_visible(text)
 
 
 def screen_text(screen: AgentScreen, *, cursor: bool = False, last: int = 40) -> Text:
