@@ -253,13 +253,16 @@ async def run_check(
     untouched: bool = False,
     before: CheckResult | None = None,
     intent: str = "",
+    judged: bool = False,
 ) -> CheckResult:
     """Run one check and classify a failure (*fails* or *cannot run*); with
     `runner`, the command runs there (on another host) instead of here.
 
     Where the runner reports per-test outcomes, a test-suite check is judged
     test by test (`per_test`): on the untouched tree (`untouched`), or
-    against that run's result (`before`)."""
+    against that run's result (`before`; `judged`: this is a verification,
+    so a check the untouched tree has no result for is still held to its
+    named tests)."""
     timeout = float(check.timeout_secs)
     if timeout_ceiling is not None:
         timeout = min(timeout, timeout_ceiling)
@@ -304,8 +307,10 @@ async def run_check(
     judgement: Judgement | None = None
     if untouched:
         judgement = on_untouched_tree(check, code, report)
-    elif before is not None:
-        judgement = against_baseline(check, code, report, before.tests)
+    elif before is not None or judged:
+        judgement = against_baseline(
+            check, code, report, before.tests if before is not None else None
+        )
     passed = not timed_out
     notes: list[str] = []
     if timed_out:
@@ -377,6 +382,7 @@ async def run_contract(
             untouched=untouched,
             before=before.get(check.name),
             intent=contract.description,
+            judged=baseline is not None,
         )
         results.append(result)
         if on_result is not None:

@@ -207,6 +207,8 @@ def act(args: argparse.Namespace) -> int:
             selection = None
             if args.files:
                 selection = {path: None for path in args.files}
+            if args.accept_judge_changes:
+                _say_judge_changes(client.call("get", session_id=sid))
             with still_working("approve"):
                 result = client.call(
                     "approve",
@@ -215,6 +217,7 @@ def act(args: argparse.Namespace) -> int:
                     comment=args.comment,
                     selection=selection,
                     accept_finding=args.accept_finding,
+                    accept_judge_changes=args.accept_judge_changes,
                 )
         elif args.command == "confirm":
             result = client.call("confirm", session_id=sid)
@@ -230,6 +233,23 @@ def act(args: argparse.Namespace) -> int:
         if isinstance(result, dict) and result.get("branch"):
             print(f"  branch {result['branch']} {result.get('commit') or ''}")
     return 0
+
+
+def _say_judge_changes(detail: dict[str, Any]) -> None:
+    """What the person accepts, printed before the approve: each judge change."""
+    from ..event_text import for_terminal  # loaded only when there is something to say
+
+    changes = (detail.get("session") or {}).get("judge_changes") or []
+    if not changes:
+        return
+    print("the work changed how it is judged:")
+    for c in changes:
+        what = [str(c.get("what", ""))]
+        if c.get("holds_must_pass"):
+            what.append("holds a named test")
+        if c.get("detail"):
+            what.append(str(c["detail"]))
+        print(for_terminal(f"  {c.get('path', '')} ({'; '.join(what)})"))
 
 
 LIFECYCLE = ("rename", "archive", "unarchive", "retry", "revive", "delete")
@@ -352,6 +372,12 @@ def add_parsers(sub: Any) -> None:
     approve.add_argument("--comment")
     approve.add_argument("--files", nargs="+", help="approve only these files (partial)")
     approve.add_argument("--accept-finding", action="store_true", help="accept a no-change finding")
+    approve.add_argument(
+        "--accept-judge-changes",
+        action="store_true",
+        help="deliver although the work changed how it is judged (its tests, test "
+        "configuration or scripts; printed first): only after you read them",
+    )
     reject = sub.add_parser("reject", help="reject a session's diff")
     reject.add_argument("session")
     reject.add_argument("--comment")

@@ -35,7 +35,7 @@ from corral.supervisor.interface import (
     checks_contract,
     load_contract,
 )
-from corral.supervisor.models import CoderSession, OutcomeContract, SessionSummary
+from corral.supervisor.models import CoderSession, JudgeChange, OutcomeContract, SessionSummary
 from corral.supervisor.paths import default_state_dir
 from corral.supervisor.remote import (
     AttachedSupervisor,
@@ -47,7 +47,7 @@ from corral.supervisor.remote import (
 from corral.supervisor.states import CoderState, FailureKind, label
 
 from ..event_text import describe, for_terminal
-from .common import DELIVERY_REFUSED, DISK_FULL
+from .common import DELIVERY_REFUSED, DISK_FULL, JUDGE_CHANGED
 
 EXIT = {
     CoderState.MERGED: 0,
@@ -271,8 +271,24 @@ async def _drive(
                 await owner.respond(sid, answer)
                 await asyncio.sleep(0.2)
                 row = await owner.wait_for(sid, timeout=None)
+        judged = (
+            (await owner.session(sid)).judge_changes
+            if row.state is CoderState.NEEDS_APPROVAL and row.needs_you != "finding"
+            else []
+        )
         if row.needs_you in ("question", "auth"):
             code = 4
+        elif judged:  # never delivered without a person who saw it
+            print(
+                for_terminal(
+                    f"corral run: not delivered, {label(sid)} waits at approval for a person: "
+                    f"{judge_text(judged)}. Read it (`corral get {sid}`), then "
+                    f"`corral approve {sid} --accept-judge-changes`, or reject it."
+                ),
+                file=sys.stderr,
+                flush=True,
+            )
+            code = JUDGE_CHANGED
         elif row.state is CoderState.NEEDS_APPROVAL and deliver != "none":
             try:
                 await owner.approve(sid, deliver, row.needs_you == "finding")
@@ -327,6 +343,13 @@ async def _drive(
             pump.cancel()
             if pump.done() and not pump.cancelled():
                 pump.exception()  # retrieved: a reader gone away is reported by the entry point
+
+
+def judge_text(changes: list[JudgeChange], limit: int = 5) -> str:
+    """`the work changed how it is judged: tests/test_mul.py (edited; holds a named test)`."""
+    shown = ", ".join(c.shown() for c in changes[:limit])
+    more = f" and {len(changes) - limit} more" if len(changes) > limit else ""
+    return f"the work changed how it is judged: {shown}{more}"
 
 
 def _no_checks(session: CoderSession) -> bool:
