@@ -178,6 +178,13 @@ def _section_file(path: str) -> bool:
     return _parts(path)[-1] in ("pyproject.toml", "setup.cfg", "package.json")
 
 
+def _judged_section_file(path: str) -> bool:
+    """A section-level file whose judged sections are read wherever it is
+    (pytest looks for its configuration from the tests' folder up), or the
+    root `package.json` (`npm test` reads that one)."""
+    return _section_file(path) and not (path.endswith("package.json") and "/" in path)
+
+
 def _toml(text: str) -> Any:
     try:
         return tomllib.loads(text)
@@ -614,14 +621,17 @@ def build_exam(repo: Path, base: str, tree: str, contract: OutcomeContract) -> E
             put[c.path] = c.old
             note(c, "deleted" if c.new is None else "added" if c.old is None else "edited")
             continue
-        if c.path in sectioned or (c.old is None and _section_file(c.path)):
+        if c.path in sectioned or _judged_section_file(c.path):
             if c.new is None:
-                put[c.path] = c.old
-                note(c, "deleted")
+                if c.path in sectioned:
+                    put[c.path] = c.old
+                    note(c, "deleted")
                 continue
             old_text = _blob_text(repo, c.old[1]) if c.old else ""
             new_text = _blob_text(repo, c.new[1])
-            sections = sectioned.get(c.path) or sections_in(c.path, new_text)
+            sections = sectioned.get(c.path) or sorted(
+                {*sections_in(c.path, old_text), *sections_in(c.path, new_text)}
+            )
             if not sections:
                 continue
             spliced = splice(c.path, old_text, new_text, sections)

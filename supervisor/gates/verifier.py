@@ -344,6 +344,9 @@ class Verifier:
             self._verifying.discard(s.id)
         verification = Verification(results, tree, moved, changes, agent_results)
         s.last_check_results = results
+        if tree is not None and s.review_tree is None:
+            # kept for a session that never passed (a verified tree's own are set by `accept`)
+            s.judge_changes, s.agent_exam_results = list(changes), list(agent_results)
         if tree is not None and changes:
             registry.emit(live, PlanTextData(text=exam_summary(verification)))
         registry.emit(
