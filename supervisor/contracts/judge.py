@@ -218,27 +218,74 @@ def _blob_text(repo: Path, sha: str) -> str:
     return git(repo, "cat-file", "blob", sha, timeout=120)
 
 
-def _command_paths(command: str, tree: dict[str, Entry]) -> list[str]:
-    """Files of the tree a command names (`./scripts/test.sh`, `bash ci/run.sh`,
-    `python tools/x.py`, `make -C sub`'s Makefile)."""
+_INTERPRETER = re.compile(
+    r"^(ba|z|da|k)?sh$|^python[\d.]*$|^pypy[\d.]*$|^node$|^ruby$|^perl$|^tsx$|^ts-node$|^bun$"
+)
+_SEPARATOR = re.compile(r"^(;|&&|\|\||\||&)$")
+_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+
+
+def _segments(command: str) -> list[list[str]]:
+    """The simple commands of a shell line, as words (assignments before them dropped)."""
     try:
-        words = shlex.split(command, comments=True)
+        lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
+        lexer.whitespace_split = True
+        lexer.commenters = "#"
+        words = list(lexer)
     except ValueError:
         words = command.split()
+    segments: list[list[str]] = [[]]
+    for word in words:
+        if _SEPARATOR.match(word) or word == "\n":
+            segments.append([])
+        elif segments[-1] or not _ASSIGNMENT.match(word):
+            segments[-1].append(word)
+    return [s for s in segments if s]
+
+
+def _in_tree(word: str, tree: dict[str, Entry]) -> str | None:
+    candidate = posixpath.normpath(word).removeprefix("./")
+    return candidate if candidate in tree else None
+
+
+def _command_paths(command: str, tree: dict[str, Entry]) -> list[str]:
+    """Files of the tree a command runs (`./scripts/test.sh`, `bash ci/run.sh`,
+    `python tools/x.py`, the Makefile of `make` / `make -C sub`); a file it
+    only reads (`grep x data.txt`) is not named."""
     found: list[str] = []
-    for i, word in enumerate(words):
-        candidate = posixpath.normpath(word.strip("'\"")).removeprefix("./")
-        if candidate in tree:
-            found.append(candidate)
-        if word == "make":
-            where = ""
-            if i + 2 < len(words) and words[i + 1] == "-C":
-                where = posixpath.normpath(words[i + 2]).removeprefix("./").rstrip("/")
-            for makefile in ("GNUmakefile", "makefile", "Makefile"):
-                path = f"{where}/{makefile}" if where and where != "." else makefile
-                if path in tree:
-                    found.append(path)
+    for words in _segments(command):
+        first = _in_tree(words[0], tree)
+        if first is not None:
+            found.append(first)
+        for i, word in enumerate(words):
+            name = posixpath.basename(word)
+            if _INTERPRETER.match(name):
+                rest = words[i + 1 :]
+                for arg in rest:
+                    if arg in ("-c", "-m", "-e", "--eval", "-p"):
+                        break  # code or a module follows, not a file
+                    if arg.startswith("-"):
+                        continue
+                    script = _in_tree(arg, tree)
+                    if script is not None:
+                        found.append(script)
                     break
+            if name == "make":
+                where = ""
+                makefile = None
+                for j, arg in enumerate(words[i + 1 :], start=i + 1):
+                    if arg == "-C" and j + 1 < len(words):
+                        where = posixpath.normpath(words[j + 1]).removeprefix("./").rstrip("/")
+                    if arg == "-f" and j + 1 < len(words):
+                        makefile = _in_tree(words[j + 1], tree)
+                if makefile is not None:
+                    found.append(makefile)
+                    continue
+                for candidate in ("GNUmakefile", "makefile", "Makefile"):
+                    path = f"{where}/{candidate}" if where and where != "." else candidate
+                    if path in tree:
+                        found.append(path)
+                        break
     return found
 
 
@@ -447,32 +494,48 @@ def splice(path: str, old: str, new: str, sections: Iterable[str]) -> str | None
 
 # -- the harness scan ------------------------------------------------------------------------
 
-_HARNESS_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"\b_pytest\b"), "pytest's internals (_pytest)"),
+# (pattern, what, where): "any" line; "code" outside test files only; "top" at
+# module level only in a test file (a new test file patching pytest's reports
+# at import reaches every test; inside a test function it is that test's own)
+_HARNESS_PATTERNS: tuple[tuple[re.Pattern[str], str, str], ...] = (
+    (re.compile(r"\b_pytest\b"), "pytest's internals (_pytest)", "top"),
     (
         re.compile(
             r"\bpytest_(runtest_\w+|collection_modifyitems|report_\w+|terminal_summary|"
             r"sessionfinish|collect_file|pycollect_\w+|configure|deselected)\b"
         ),
         "a pytest hook",
+        "top",
     ),
-    (re.compile(r"\bTestReport\b"), "pytest's TestReport"),
-    (re.compile(r"\bunittest\.result\b|\bTestResult\b|\bTextTestResult\b"), "unittest's results"),
-    (re.compile(r"\bload_tests\b"), "unittest's load_tests"),
+    (re.compile(r"\bTestReport\b"), "pytest's TestReport", "top"),
     (
-        re.compile(r"""sys\.modules\s*\[\s*['"](pytest|unittest|time|datetime)['"]\s*\]\s*="""),
-        "replacing a module in sys.modules",
+        re.compile(r"\bunittest\.result\b|\bTestResult\b|\bTextTestResult\b"),
+        "unittest's results",
+        "top",
     ),
-    (re.compile(r"\bos\._exit\s*\("), "os._exit (ends the process before the runner reports)"),
+    (re.compile(r"\bload_tests\b"), "unittest's load_tests", "any"),
     (
         re.compile(
-            r"^\s*(time\.(time|monotonic|perf_counter|sleep)|datetime\.(datetime|date)|"
+            r"""sys\.modules\s*\[\s*['"](pytest|_pytest|unittest|time|datetime)['"]\s*\]\s*="""
+        ),
+        "replacing a module in sys.modules",
+        "any",
+    ),
+    (
+        re.compile(r"\bos\._exit\s*\("),
+        "os._exit (ends the process before the runner reports)",
+        "any",
+    ),
+    (
+        re.compile(
+            r"^(time\.(time|monotonic|perf_counter|sleep)|datetime\.(datetime|date)|"
             r"Date\.now|global(This)?\.Date)\s*=[^=]"
         ),
         "the clock patched",
+        "any",
     ),
-    (re.compile(r"\bsetattr\(\s*(time|datetime)\s*,"), "the clock patched"),
-    (re.compile(r"\bfreeze_time\s*\(|\bfreezegun\b"), "the clock frozen"),
+    (re.compile(r"^setattr\(\s*(time|datetime)\s*,"), "the clock patched", "any"),
+    (re.compile(r"\bfreeze_time\s*\(|\bfreezegun\b"), "the clock frozen", "code"),
 )
 _EQ_DEF = re.compile(r"^\s*def __(eq|ne)__\s*\(")
 _CONSTANT_RETURN = re.compile(
@@ -504,9 +567,14 @@ def harness_findings(added: dict[str, list[str]]) -> list[JudgeChange]:
     findings: list[JudgeChange] = []
     for path, lines in sorted(added.items()):
         seen: set[str] = set()
+        test_file = whole_file_why(path, ALL_RUNNERS) is not None
         for i, line in enumerate(lines):
             code = line.split("#", 1)[0] if path.endswith(".py") else line
-            for pattern, what in _HARNESS_PATTERNS:
+            top = bool(code.strip()) and not code[0].isspace()
+            plain = top and not re.match(r"^(from|import)\s|^@", code)
+            for pattern, what, where in _HARNESS_PATTERNS:
+                if test_file and (where == "code" or (where == "top" and not plain)):
+                    continue
                 if what not in seen and pattern.search(code):
                     seen.add(what)
                     findings.append(

@@ -511,3 +511,34 @@ def test_corral_run_yes_never_delivers_a_judge_change_and_exits_nine(
     assert "not delivered" in proc.stderr
     assert "tests/test_mul.py (edited; holds a named test)" in proc.stderr
     assert git(repo, "branch", "--list", "corral/*").strip() == ""
+
+
+# -- gate 1 -----------------------------------------------------------------------------------
+
+
+async def test_named_tests_on_a_runner_corral_cannot_read_per_test_are_refused_at_gate_one(
+    make_supervisor: SupervisorFactory, repo: Path
+) -> None:
+    _calc(repo)
+    drafted = contract(
+        ("tests", "echo 'all good, trust me'; exit 1"), description=INTENT, must_pass=[NAMED]
+    )
+    sup = await make_supervisor(drafter=ScriptedDrafter([drafted]))
+    started = await sup.start(INTENT, repo)
+    assert started.state is S.CONTRACT_PROPOSED
+    with pytest.raises(CorralError, match="names tests that must pass, but its command reported"):
+        await sup.confirm(started.session_id)
+    assert sup.get(started.session_id).session.state is S.CONTRACT_PROPOSED
+
+
+async def test_gate_one_says_how_the_work_is_judged(
+    make_supervisor: SupervisorFactory, repo: Path
+) -> None:
+    _calc(repo)
+    sup = await make_supervisor(drafter=ScriptedDrafter([_pytest_contract()]))
+    started = await sup.start(INTENT, repo)
+    assert started.contract is not None
+    paths = {f.path for f in started.contract.judge_files}
+    assert {"tests/test_mul.py", "tests/test_calc.py"} <= paths and "calc.py" not in paths
+    said = [t for t in plan_texts(sup, started.session_id) if t.startswith("How this work is")]
+    assert said and "tests/test_mul.py" in said[0]

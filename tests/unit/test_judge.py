@@ -208,6 +208,26 @@ def test_the_harness_scan_names_rigging_and_is_silent_on_honest_code() -> None:
         ]
     }
     assert harness_findings(honest) == []
+    honest_tests = {
+        "tests/test_clock.py": [
+            "import time",
+            "from _pytest.monkeypatch import MonkeyPatch",
+            "from freezegun import freeze_time",
+            '@freeze_time("2020-01-01")',
+            "def test_frozen(monkeypatch):",
+            '    monkeypatch.setattr(time, "time", lambda: 0)',
+            "    assert time.time() == 0",
+        ]
+    }
+    assert harness_findings(honest_tests) == []
+    # at a new test file's top level, patching pytest's reports reaches every test
+    rigged_test = {
+        "tests/test_zz.py": [
+            "from _pytest.reports import TestReport",
+            "TestReport.outcome = 'passed'",
+        ]
+    }
+    assert [c.path for c in harness_findings(rigged_test)] == ["tests/test_zz.py"]
     rigged = {
         "calc.py": ["class A:", "    def __eq__(self, other):", "        return True"],
         "util.py": ["import time", "time.time = lambda: 0"],

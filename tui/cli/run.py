@@ -19,6 +19,7 @@ import argparse
 import asyncio
 import json
 import os
+import posixpath
 import re
 import sys
 from pathlib import Path
@@ -35,7 +36,13 @@ from corral.supervisor.interface import (
     checks_contract,
     load_contract,
 )
-from corral.supervisor.models import CoderSession, JudgeChange, OutcomeContract, SessionSummary
+from corral.supervisor.models import (
+    CoderSession,
+    JudgeChange,
+    JudgeFile,
+    OutcomeContract,
+    SessionSummary,
+)
 from corral.supervisor.paths import default_state_dir
 from corral.supervisor.remote import (
     AttachedSupervisor,
@@ -154,6 +161,8 @@ async def run_session(
     model: str | None = None,
     host: str | None = None,
     checks: list[str] | None = None,
+    judge: list[str] | None = None,
+    not_judge: list[str] | None = None,
 ) -> int:
     """As a client of the owner when one runs; else as the owner for the run."""
     if contract_file is not None and checks:
@@ -165,6 +174,21 @@ async def run_session(
         if checks
         else None
     )
+    if judge or not_judge:
+        if given is None:
+            raise CorralError(
+                "--judge and --not-judge change a given contract: add --contract FILE or "
+                '--check "CMD" (or list the paths in the contract\'s judge_files / not_judged)'
+            )
+        given = given.model_copy(
+            update={
+                "judge_files": [
+                    *given.judge_files,
+                    *(JudgeFile(path=_repo_path(p), why="named with --judge") for p in judge or []),
+                ],
+                "not_judged": [*given.not_judged, *(_repo_path(p) for p in not_judge or [])],
+            }
+        )
     state_dir = default_state_dir()
     if owner_running(state_dir):
         attached = AttachedSupervisor(state_dir, mirror_board=False)
@@ -345,6 +369,11 @@ async def _drive(
                 pump.exception()  # retrieved: a reader gone away is reported by the entry point
 
 
+def _repo_path(path: str) -> str:
+    """A path as the contract keeps it: repo-relative, POSIX, no `./`."""
+    return posixpath.normpath(path.replace(os.sep, "/")).removeprefix("./").strip("/")
+
+
 def judge_text(changes: list[JudgeChange], limit: int = 5) -> str:
     """`the work changed how it is judged: tests/test_mul.py (edited; holds a named test)`."""
     shown = ", ".join(c.shown() for c in changes[:limit])
@@ -464,6 +493,8 @@ def main_run(args: argparse.Namespace) -> int:
                 model=args.model,
                 host=args.host,
                 checks=args.check,
+                judge=args.judge,
+                not_judge=args.not_judge,
             )
         )
     except CorralError as exc:
