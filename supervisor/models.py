@@ -120,6 +120,13 @@ class JudgeChange(BaseModel):
     holds_must_pass: bool = False  # the file holds a test the contract names
     detail: str = ""  # the section, or the harness line found
 
+    @property
+    def blocks(self) -> bool:
+        """Whether only a person may accept it: everything but tests appended
+        to a test file (`extended`: the file as it was decides, and the
+        agent's version must pass too)."""
+        return self.what != "extended"
+
     def shown(self) -> str:
         """`tests/test_mul.py (edited; holds a named test)`, for sentences."""
         extra = [self.what]

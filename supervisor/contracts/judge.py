@@ -51,6 +51,7 @@ from ..models import CheckResult, JudgeChange, JudgeFile, OutcomeContract
 
 _QUOTED = ["-c", "core.quotePath=true"]
 HARNESS = "reaches into the test harness"
+EXTENDED = "extended"  # tests appended to a test file, nothing before them changed
 
 # -- which runners the checks use -------------------------------------------------------
 
@@ -596,6 +597,97 @@ def harness_findings(added: dict[str, list[str]]) -> list[JudgeChange]:
     return findings[:MAX_FINDINGS]
 
 
+# -- tests appended to a test file -------------------------------------------------------------
+
+_PY_SPECIAL = re.compile(r"^(setup|teardown|setUp|tearDown)|^load_tests$|^pytest_")
+_JS_RISKY = re.compile(
+    r"\b(Object|Reflect|Proxy|process|global|globalThis|prototype|__proto__|defineProperty|"
+    r"require\.cache|mock|stub|spy|sinon|jest|vi|eval|Function|Module)\b"
+    r"|(?<![=!<>])=(?![=>])"
+)
+
+
+def _py_names(tree: Any) -> set[str]:
+    import ast
+
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, ast.alias):
+            names.add((node.asname or node.name).split(".")[0])
+    return names
+
+
+def _py_appended_safe(old: str, new: str) -> bool:
+    """The statements after the old text only define new test functions and
+    classes and import new names: nothing that runs at import or around the
+    file's own tests (xunit setup, `load_tests`, fixtures, hooks), nothing
+    that redefines a name the file had."""
+    import ast
+
+    try:
+        before, after = ast.parse(old), ast.parse(new)
+    except (SyntaxError, ValueError):
+        return False
+    known = _py_names(before)
+    count = len(before.body)
+    if ast.dump(ast.Module(body=after.body[:count], type_ignores=[])) != ast.dump(before):
+        return False  # a statement the file had is not as it was (appended into it)
+    added = after.body[count:]
+    for node in added:
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            if any((a.asname or a.name).split(".")[0] in known for a in node.names):
+                return False
+            if any(a.name == "*" for a in node.names):
+                return False
+            continue
+        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            return False
+        if node.name in known or _PY_SPECIAL.search(node.name):
+            return False
+        decorators = " ".join(ast.unparse(d) for d in node.decorator_list)
+        if "fixture" in decorators or "autouse" in decorators:
+            return False
+        if isinstance(node, ast.ClassDef):
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef):
+                    if "fixture" in " ".join(ast.unparse(d) for d in item.decorator_list):
+                        return False
+                    continue
+                if isinstance(item, ast.Pass) or (
+                    isinstance(item, ast.Expr) and isinstance(item.value, ast.Constant)
+                ):
+                    continue
+                return False
+    return True
+
+
+def _extends(repo: Path, path: str, old: Entry, new: Entry) -> bool:
+    """Whether the change only appended tests to a test file (its old
+    content is the new content's start) in a way that cannot reach the
+    file's own tests; anything else is an edit."""
+    name = _parts(path)[-1]
+    if old[0] != new[0] or name in _PY_CONFIG or _NODE_CONFIG.match(name):
+        return False
+    before, after = _blob_text(repo, old[1]), _blob_text(repo, new[1])
+    kept = before.rstrip()
+    if not kept or not after.startswith(kept) or after == before:
+        return False
+    appended = after[len(kept) :]
+    if not appended.startswith("\n"):
+        return False  # the old last line goes on: that is an edit
+    if path.endswith(".py"):
+        return _py_appended_safe(before, after)
+    if re.search(r"\.[cm]?[jt]sx?$", path):
+        return not _JS_RISKY.search(appended)
+    if path.endswith("_test.go"):
+        return not re.search(r"\bfunc\s+(init|TestMain)\b", appended)
+    return False
+
+
 # -- the exam ---------------------------------------------------------------------------------
 
 
@@ -610,6 +702,12 @@ class Exam:
     def rewritten(self) -> bool:
         """Whether a judge file changed, so the exam is not the delivered tree."""
         return any(c.what != HARNESS for c in self.changes)
+
+    @property
+    def only_extended(self) -> bool:
+        """Whether the change only appended tests to test files: both versions
+        must pass, and no person is needed."""
+        return bool(self.changes) and all(c.what == EXTENDED for c in self.changes)
 
 
 def _holds_named(repo: Path, path: str, old: Entry | None, must_pass: list[str]) -> bool:
@@ -678,6 +776,7 @@ def build_exam(repo: Path, base: str, tree: str, contract: OutcomeContract) -> E
             sectioned.setdefault(f.path, []).append(f.section)
     put: dict[str, Entry | None] = {}  # path → its entry in the exam (None: left out)
     found: list[JudgeChange] = []
+    extended: set[str] = set()  # test files the change only appended tests to
     changed = {c.path: c for c in changes}
 
     def note(c: Change, what: str, detail: str = "") -> None:
@@ -687,6 +786,10 @@ def build_exam(repo: Path, base: str, tree: str, contract: OutcomeContract) -> E
     for c in changes:
         if c.path in whole:
             put[c.path] = c.old
+            if c.old is not None and c.new is not None and _extends(repo, c.path, c.old, c.new):
+                extended.add(c.path)
+                note(c, EXTENDED, "tests added after the file's own; both versions run")
+                continue
             note(c, "deleted" if c.new is None else "added" if c.old is None else "edited")
             continue
         if c.path in sectioned or _judged_section_file(c.path):
@@ -719,7 +822,7 @@ def build_exam(repo: Path, base: str, tree: str, contract: OutcomeContract) -> E
                 path.startswith(other + "/") and changed[other].old is None
             ):
                 put.setdefault(other, None)
-    judged = whole | set(sectioned) | set(put)
+    judged = (whole | set(sectioned) | set(put)) - extended  # what was appended is scanned
     findings = _scan(repo, base, tree, judged)
     if not put:
         return Exam(tree, findings)
@@ -742,9 +845,14 @@ def build_exam(repo: Path, base: str, tree: str, contract: OutcomeContract) -> E
 
 def judge_sentence(changes: list[JudgeChange], limit: int = 5) -> str:
     """`the work changed how it is judged: tests/test_mul.py (edited; holds a named test), …`."""
-    rigged = [c for c in changes if c.what != HARNESS]
+    rigged = [c for c in changes if c.what not in (HARNESS, EXTENDED)]
     harness = [c for c in changes if c.what == HARNESS]
+    extended = [c for c in changes if c.what == EXTENDED]
     parts: list[str] = []
+    if extended and not rigged and not harness:
+        shown = ", ".join(c.path for c in extended[:limit])
+        more = f" and {len(extended) - limit} more" if len(extended) > limit else ""
+        parts.append(f"the work added tests to {shown}{more}")
     if rigged:
         shown = ", ".join(c.shown() for c in rigged[:limit])
         more = f" and {len(rigged) - limit} more" if len(rigged) > limit else ""

@@ -262,17 +262,18 @@ class ApprovalGate:
                 f"{label(s.id)} has a diff waiting, not a no-change finding; `accept_finding` "
                 "only accepts a finding"
             )
-        if s.judge_changes and not accept_judge_changes:
+        blocking = [c for c in s.judge_changes if c.blocks]
+        if blocking and not accept_judge_changes:
             raise CorralError(
                 JUDGE_CHANGED.format(
-                    name=label(s.id), what=judge_sentence(s.judge_changes), sid=short_id(s.id)
+                    name=label(s.id), what=judge_sentence(blocking), sid=short_id(s.id)
                 )
             )
-        if s.judge_changes:
+        if blocking:
             self._registry.emit(
                 live,
                 PlanTextData(
-                    text=f"Approved by a person who was shown: {judge_sentence(s.judge_changes)}"
+                    text=f"Approved by a person who was shown: {judge_sentence(blocking)}"
                 ),
             )
         return await self._deliver(

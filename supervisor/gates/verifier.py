@@ -127,6 +127,11 @@ def exam_summary(run: ExamRun | Verification) -> str:
     agent = run.agent_results
     ours = "pass" if all(r.passed for r in run.results) else "fail"
     said = judge_sentence(changes)
+    if not any(c.blocks for c in changes):
+        return (
+            f"{said}. The checks ran with those files as they were at gate 1 and as extended: "
+            f"they {ours}."
+        )
     if agent:
         theirs = "pass" if all(r.passed for r in agent) else "fail"
         said += (
@@ -450,6 +455,12 @@ class Verifier:
             agent = await self.checks_on_tree(
                 contract, repo, tree, parent, owner, captures=captures, baseline=baseline
             )
+        if exam.only_extended and len(agent) == len(results):
+            # tests appended to a test file: the file as it was decides, and the
+            # agent's added tests must pass too (a red one is the work's)
+            results = [
+                a if e.passed and not a.passed else e for e, a in zip(results, agent, strict=True)
+            ]
         return ExamRun(results, exam.changes, agent)
 
     async def verify_tree(

@@ -356,7 +356,8 @@ async def test_a_real_fix_that_also_edits_the_named_test_needs_a_person_who_saw_
     make_supervisor: SupervisorFactory, repo: Path
 ) -> None:
     _calc(repo)
-    edited = TEST_MUL + "\n\ndef test_mul_zero():\n    assert mul(0, 5) == 0\n"
+    edited = TEST_MUL.replace("mul(2, 3) == 6", "mul(3, 3) == 9")
+    edited += "\n\ndef test_mul_zero():\n    assert mul(0, 5) == 0\n"
     sup, sid = await _session(
         make_supervisor,
         repo,
@@ -404,6 +405,60 @@ async def test_honest_work_with_a_new_test_file_delivers_with_one_run_of_the_che
     delivered = await sup.approve(sid, delivery="branch")
     assert delivered.state is S.MERGED
     assert "test_mul_zero" in git(repo, "show", f"{delivered.branch}:tests/test_mul_more.py")
+
+
+@pytest.mark.slow
+async def test_tests_appended_to_a_test_file_deliver_and_must_pass_both_ways(
+    make_supervisor: SupervisorFactory, repo: Path
+) -> None:
+    """Adding a test case to an existing test file is honest work: the file
+    as it was decides, the agent's version (with its new test) must pass too,
+    and no person is needed."""
+    _calc(repo)
+    appended = TEST_MUL + "\n\ndef test_mul_zero():\n    assert mul(0, 5) == 0\n"
+    sup, sid = await _session(
+        make_supervisor,
+        repo,
+        _pytest_contract(),
+        [Write("calc.py", FIXED), Write("tests/test_mul.py", appended)],
+    )
+    s = sup.get(sid).session
+    assert s.state is S.NEEDS_APPROVAL, s.error
+    assert [(c.path, c.what) for c in s.judge_changes] == [("tests/test_mul.py", "extended")]
+    assert [r.passed for r in s.agent_exam_results] == [True]
+    delivered = await sup.approve(sid, delivery="branch")  # no acknowledgement needed
+    assert delivered.state is S.MERGED
+    assert "test_mul_zero" in git(repo, "show", f"{delivered.branch}:tests/test_mul.py")
+
+
+@pytest.mark.slow
+async def test_an_appended_test_that_fails_is_the_works_to_repair(
+    make_supervisor: SupervisorFactory, repo: Path
+) -> None:
+    _calc(repo)
+    appended = TEST_MUL + "\n\ndef test_mul_big():\n    assert mul(10, 10) == 101\n"
+    sup, sid = await _session(
+        make_supervisor,
+        repo,
+        _pytest_contract(),
+        [Write("calc.py", FIXED), Write("tests/test_mul.py", appended)],
+    )
+    s = sup.get(sid).session
+    assert s.state is S.FAILED
+    [red] = s.last_check_results
+    assert not red.passed and "test_mul_big" in red.reason
+
+
+@pytest.mark.slow
+async def test_an_appended_test_that_redefines_the_named_test_needs_a_person(
+    make_supervisor: SupervisorFactory, repo: Path
+) -> None:
+    _calc(repo)
+    shadowed = TEST_MUL + "\n\ndef test_mul():  # the named test, redefined\n    pass\n"
+    sup, sid = await _session(
+        make_supervisor, repo, _pytest_contract(), [Write("tests/test_mul.py", shadowed)]
+    )
+    await _not_delivered(sup, sid, repo, "tests/test_mul.py (edited; holds a named test)")
 
 
 # -- unittest ---------------------------------------------------------------------------------

@@ -268,3 +268,38 @@ def test_a_runner_that_stopped_reporting_cannot_be_judged() -> None:
     # named tests are held to a report even when the untouched tree had none
     judged = against_baseline(named, 0, _report(["t::y"]), None)
     assert judged is not None and not judged.passed and "t::x" in judged.note
+
+
+def test_tests_appended_to_a_test_file_are_an_extension_not_an_edit(repo: Path) -> None:
+    start = _project(repo)
+    contract = _judged(repo, start)
+    old = (repo / "tests" / "test_mul.py").read_text()
+    more = old + "\n\ndef test_zero():\n    assert mul(0, 2) == 0\n"
+    tree, exam = _exam(repo, start, contract, {"tests/test_mul.py": more})
+    assert exam.tree != tree  # the file as it was decides; the agent's version runs too
+    assert exam.only_extended and [c.what for c in exam.changes] == ["extended"]
+    assert not exam.changes[0].blocks
+    for rigged in (
+        old + "\n\ndef test_mul():\n    pass\n",  # the named test redefined
+        old + "\nimport calc\ncalc.mul = lambda a, b: 6\n",  # code run at import
+        old + "    assert True\n",  # into the file's last test
+        old.replace("== 6", "== 5") + "\n\ndef test_zero():\n    pass\n",
+    ):
+        _tree, exam = _exam(repo, start, contract, {"tests/test_mul.py": rigged})
+        assert [c.what for c in exam.changes if c.path == "tests/test_mul.py"] == ["edited"]
+        assert exam.changes[0].blocks
+
+
+def test_a_node_assertion_appended_is_an_extension_and_a_mock_is_not(repo: Path) -> None:
+    start = _files(
+        repo,
+        {"calc.js": "exports.mul = (a, b) => a * b;\n", "test.js": "require('assert').ok(1);\n"},
+    )
+    contract = _judged(repo, start, ContractCheck(name="tests", command="node test.js"))
+    assert any(f.path == "test.js" for f in contract.judge_files)
+    line = "\nrequire('assert').strictEqual(require('./calc.js').mul(2, 21), 42);\n"
+    _tree, exam = _exam(repo, start, contract, {"test.js": "require('assert').ok(1);\n" + line})
+    assert [c.what for c in exam.changes] == ["extended"]
+    mock = "\nrequire('./calc.js').mul = () => 42;\n"
+    _tree, exam = _exam(repo, start, contract, {"test.js": "require('assert').ok(1);\n" + mock})
+    assert [c.what for c in exam.changes] == ["edited"]

@@ -296,7 +296,7 @@ async def _drive(
                 await asyncio.sleep(0.2)
                 row = await owner.wait_for(sid, timeout=None)
         judged = (
-            (await owner.session(sid)).judge_changes
+            [c for c in (await owner.session(sid)).judge_changes if c.blocks]
             if row.state is CoderState.NEEDS_APPROVAL and row.needs_you != "finding"
             else []
         )

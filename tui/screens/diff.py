@@ -266,7 +266,9 @@ class DiffScreen(Screen[None]):
             then=self.app.pop_screen,
             discard_rest=self.discard_rest,
             # this screen lists what the work changed in how it is judged
-            accept_judge_changes=bool(self.supervisor.get(self.session_id).session.judge_changes),
+            accept_judge_changes=any(
+                c.blocks for c in self.supervisor.get(self.session_id).session.judge_changes
+            ),
         )
 
     def action_reject(self) -> None:
