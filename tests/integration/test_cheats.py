@@ -586,6 +586,7 @@ async def test_named_tests_on_a_runner_corral_cannot_read_per_test_are_refused_a
     assert sup.get(started.session_id).session.state is S.CONTRACT_PROPOSED
 
 
+@pytest.mark.slow
 async def test_gate_one_says_how_the_work_is_judged(
     make_supervisor: SupervisorFactory, repo: Path
 ) -> None:
