@@ -303,3 +303,15 @@ def test_a_node_assertion_appended_is_an_extension_and_a_mock_is_not(repo: Path)
     mock = "\nrequire('./calc.js').mul = () => 42;\n"
     _tree, exam = _exam(repo, start, contract, {"test.js": "require('assert').ok(1);\n" + mock})
     assert [c.what for c in exam.changes] == ["edited"]
+
+
+def test_a_module_that_shadows_the_test_runner_is_left_out_of_the_exam(repo: Path) -> None:
+    start = _project(repo)
+    contract = _judged(repo, start)
+    fake = "import sys\nsys.exit(0)\n"
+    _tree, exam = _exam(
+        repo, start, contract, {"pytest.py": fake, "node_modules/tap/index.js": "x\n"}
+    )
+    assert _in(repo, exam.tree, "pytest.py") is None
+    assert {(c.path, c.what) for c in exam.changes} >= {("pytest.py", "added")}
+    assert any(c.path == "node_modules/tap/index.js" for c in exam.changes)
