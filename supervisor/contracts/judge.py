@@ -90,7 +90,7 @@ _NODE_TEST = re.compile(r"\.(test|spec)\.[cm]?[jt]sx?$")
 _NODE_SOURCE = re.compile(r"\.([cm]?[jt]sx?|json|snap)$")
 _NODE_CONFIG = re.compile(
     r"^(jest|vitest|vite|ava|karma|playwright|cypress)\.config\.[\w.]+$|^\.mocharc(\.[\w]+)?$|"
-    r"^\.taprc$|^\.c8rc(\.json)?$|^\.nycrc(\.json)?$"
+    r"^\.taprc$|^\.c8rc(\.json)?$|^\.nycrc(\.json)?$|^\.npmrc$|^\.yarnrc(\.yml)?$|^bunfig\.toml$"
 )
 _PY_CONFIG = {
     "conftest.py": "pytest configuration (conftest.py)",
@@ -527,6 +527,7 @@ _HARNESS_PATTERNS: tuple[tuple[re.Pattern[str], str, str], ...] = (
         "top",
     ),
     (re.compile(r"\bload_tests\b"), "unittest's load_tests", "any"),
+    (re.compile(r"\bpytest11\b"), "a pytest plugin entry point", "any"),
     (
         re.compile(
             r"""sys\.modules\s*\[\s*['"](pytest|_pytest|unittest|time|datetime)['"]\s*\]\s*="""
@@ -834,7 +835,9 @@ def build_exam(repo: Path, base: str, tree: str, contract: OutcomeContract) -> E
                 path.startswith(other + "/") and changed[other].old is None
             ):
                 put.setdefault(other, None)
-    judged = (whole | set(sectioned) | set(put)) - extended  # what was appended is scanned
+    # scanned: what was appended to a test file, and a section-level file
+    # outside its judged section (an entry point that installs a pytest plugin)
+    judged = (whole | set(put)) - extended - set(sectioned)
     findings = _scan(repo, base, tree, judged)
     if not put:
         return Exam(tree, findings)
