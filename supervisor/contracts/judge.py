@@ -191,11 +191,15 @@ def _section_file(path: str) -> bool:
     return _parts(path)[-1] in ("pyproject.toml", "setup.cfg", "package.json")
 
 
-def _judged_section_file(path: str) -> bool:
-    """A section-level file whose judged sections are read wherever it is
-    (pytest looks for its configuration from the tests' folder up), or the
-    root `package.json` (`npm test` reads that one)."""
-    return _section_file(path) and not (path.endswith("package.json") and "/" in path)
+def _judged_section_file(path: str, runners: frozenset[str]) -> bool:
+    """A section-level file the checks' runners read: pytest's wherever it is
+    (pytest looks for its configuration from the tests' folder up), the root
+    `package.json` (`npm test` reads that one)."""
+    if not _section_file(path):
+        return False
+    if path.endswith("package.json"):
+        return NODE in runners and "/" not in path
+    return PYTHON in runners
 
 
 def _toml(text: str) -> Any:
@@ -782,6 +786,7 @@ def build_exam(repo: Path, base: str, tree: str, contract: OutcomeContract) -> E
     if not changes:
         return Exam(tree)
     must_pass = [n for c in contract.checks for n in c.must_pass]
+    runners = runners_of(c.command for c in contract.checks)
     whole = {f.path for f in contract.judge_files if f.section is None}
     sectioned: dict[str, list[str]] = {}
     for f in contract.judge_files:
@@ -805,7 +810,7 @@ def build_exam(repo: Path, base: str, tree: str, contract: OutcomeContract) -> E
                 continue
             note(c, "deleted" if c.new is None else "added" if c.old is None else "edited")
             continue
-        if c.path in sectioned or _judged_section_file(c.path):
+        if c.path in sectioned or _judged_section_file(c.path, runners):
             if c.new is None:
                 if c.path in sectioned:
                     put[c.path] = c.old
