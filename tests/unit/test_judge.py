@@ -240,7 +240,7 @@ def test_the_harness_scan_names_rigging_and_is_silent_on_honest_code() -> None:
     assert ("lib.py", "pytest's internals (_pytest)") in found
     assert any(path == "run.py" for path, _ in found)
     assert all(c.what == HARNESS for c in harness_findings(rigged))
-    plugin = {"pyproject.toml": ['[project.entry-points.pytest11]', 'calc = "calc.plugin"']}
+    plugin = {"pyproject.toml": ["[project.entry-points.pytest11]", 'calc = "calc.plugin"']}
     assert [c.detail.split(":")[0] for c in harness_findings(plugin)] == [
         "a pytest plugin entry point"
     ]
