@@ -624,3 +624,72 @@ async def test_gate_one_says_how_the_work_is_judged(
     assert {"tests/test_mul.py", "tests/test_calc.py"} <= paths and "calc.py" not in paths
     said = [t for t in plan_texts(sup, started.session_id) if t.startswith("How this work is")]
     assert said and "tests/test_mul.py" in said[0]
+
+
+# -- go and cargo -----------------------------------------------------------------------------
+
+GO_TEST = """package calc
+
+import "testing"
+
+func TestAdd(t *testing.T) {
+	if Add(2, 3) != 5 {
+		t.Fatal("add")
+	}
+}
+
+func TestMul(t *testing.T) {
+	if Mul(2, 3) != 6 {
+		t.Fatalf("Mul(2, 3) = %d", Mul(2, 3))
+	}
+}
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("go") is None, reason="go is not installed")
+async def test_a_go_test_rewritten_to_skip_is_not_delivered(
+    make_supervisor: SupervisorFactory, repo: Path
+) -> None:
+    _commit(
+        repo,
+        {
+            "go.mod": "module example.com/calc\n\ngo 1.19\n",
+            "calc.go": "package calc\n\nfunc Add(a, b int) int { return a + b }\n\n"
+            "func Mul(a, b int) int { return a + b }\n",
+            "calc_test.go": GO_TEST,
+        },
+    )
+    drafted = contract(
+        ("go_test", "go test ./..."), description=INTENT, must_pass=["TestMul"], timeout_secs=300
+    )
+    skipped = GO_TEST.replace("if Mul(2, 3) != 6 {", 't.Skip("later")\n\tif Mul(2, 3) != 6 {')
+    sup, sid = await _session(make_supervisor, repo, drafted, [Write("calc_test.go", skipped)])
+    s = await _not_delivered(sup, sid, repo, "calc_test.go (edited; holds a named test)")
+    assert "TestMul" in s.last_check_results[0].reason
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("cargo") is None, reason="cargo is not installed")
+async def test_a_cargo_integration_test_deleted_with_the_code_it_tested_broken(
+    make_supervisor: SupervisorFactory, repo: Path
+) -> None:
+    _commit(
+        repo,
+        {
+            "Cargo.toml": '[package]\nname = "calc"\nversion = "0.1.0"\nedition = "2021"\n',
+            "src/lib.rs": "pub fn add(a: u64, b: u64) -> u64 {\n    a + b\n}\n",
+            "tests/add.rs": "#[test]\nfn adds() {\n    assert_eq!(calc::add(2, 3), 5);\n}\n",
+        },
+    )
+    drafted = contract(("cargo_test", "cargo test --offline"), description=INTENT, timeout_secs=600)
+    sup, sid = await _session(
+        make_supervisor,
+        repo,
+        drafted,
+        [
+            Write("src/lib.rs", "pub fn add(a: u64, b: u64) -> u64 {\n    a * b\n}\n"),
+            Run("rm tests/add.rs"),
+        ],
+    )
+    await _not_delivered(sup, sid, repo, "tests/add.rs (deleted)")
