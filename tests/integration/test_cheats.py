@@ -648,7 +648,7 @@ func TestMul(t *testing.T) {
 
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("go") is None, reason="go is not installed")
-async def test_a_go_test_rewritten_to_skip_is_not_delivered(
+async def test_a_go_test_emptied_is_not_delivered(
     make_supervisor: SupervisorFactory, repo: Path
 ) -> None:
     _commit(
@@ -663,8 +663,8 @@ async def test_a_go_test_rewritten_to_skip_is_not_delivered(
     drafted = contract(
         ("go_test", "go test ./..."), description=INTENT, must_pass=["TestMul"], timeout_secs=300
     )
-    skipped = GO_TEST.replace("if Mul(2, 3) != 6 {", 't.Skip("later")\n\tif Mul(2, 3) != 6 {')
-    sup, sid = await _session(make_supervisor, repo, drafted, [Write("calc_test.go", skipped)])
+    emptied = GO_TEST.split("func TestMul")[0] + "func TestMul(t *testing.T) {}\n"
+    sup, sid = await _session(make_supervisor, repo, drafted, [Write("calc_test.go", emptied)])
     s = await _not_delivered(sup, sid, repo, "calc_test.go (edited; holds a named test)")
     assert "TestMul" in s.last_check_results[0].reason
 
