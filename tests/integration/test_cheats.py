@@ -693,3 +693,62 @@ async def test_a_cargo_integration_test_deleted_with_the_code_it_tested_broken(
         ],
     )
     await _not_delivered(sup, sid, repo, "tests/add.rs (deleted)")
+
+
+# -- the command line as a client of an owner ---------------------------------------------------
+
+SCRIPT_AGENT = """import pathlib
+pathlib.Path("long.txt").write_text("fifteen\\n")
+pathlib.Path("check.sh").write_text("true\\n")
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+def test_corral_approve_needs_the_acknowledgement_and_prints_what_it_accepts(
+    tmp_path: Path,
+) -> None:
+    site = tmp_path
+    repo = site / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    _commit(repo, {"check.sh": "grep -q fifteen long.txt\n", "long.txt": "1\n"})
+    spec = contract(("fifteen", "bash check.sh"), description="write fifteen")
+    (site / "c.json").write_text(json.dumps(spec.model_dump(mode="json")))
+    (site / "agent.py").write_text(SCRIPT_AGENT)
+    env = dict(os.environ, CORRAL_HOME=str(site / "home"), CORRAL_CONFIG=str(site / "none.toml"))
+    env.update(CORRAL_TMUX_SOCKET_DIR=str(site / "tmux"), PYTHONPATH=str(ROOT))
+
+    def corral(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [PY, "-m", "corral.tui.cli", *args], cwd=site, env=env, capture_output=True,
+            text=True, timeout=240, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+
+    owner = subprocess.Popen(
+        [PY, "-m", "corral.tui.cli", "serve"], cwd=site, env=env, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        assert owner.stdout is not None
+        assert owner.stdout.readline().startswith("corral serve: owns")
+        out = corral(
+            "run", "--repo", str(repo), "--intent", "write fifteen", "--contract",
+            str(site / "c.json"), "--agent", f"oneshot:{PY} {site / 'agent.py'}", "--yes",
+            "--deliver", "branch", "--on-question", "approve", "--json",
+        )  # fmt: skip
+        assert out.returncode == 9, (out.stdout[-1500:], out.stderr[-1500:])
+        assert "check.sh (edited" in out.stderr
+        sid = json.loads(out.stdout.splitlines()[-1])["session_id"]
+        refused = corral("approve", sid, "--delivery", "branch")
+        assert refused.returncode == 2 and "--accept-judge-changes" in refused.stderr
+        accepted = corral("approve", sid, "--delivery", "branch", "--accept-judge-changes")
+        assert accepted.returncode == 0, accepted.stderr
+        assert accepted.stdout.startswith("the work changed how it is judged:\n  check.sh (edited")
+        assert "merged" in accepted.stdout
+    finally:
+        owner.send_signal(15)
+        owner.communicate(timeout=60)
+        for socket in (site / "tmux").glob("*"):
+            subprocess.run(["tmux", "-S", str(socket), "kill-server"], capture_output=True)
+    assert git(repo, "branch", "--list", "corral/*").strip() != ""
