@@ -30,6 +30,7 @@ from ..contracts.drafting import (
     DraftRequest,
     ReviseRequest,
     apply_check_edit,
+    apply_judge_edit,
     apply_remove,
     apply_setup_edit,
 )
@@ -641,6 +642,8 @@ class ContractGate:
                 redraft = apply_remove(prior, text)
             elif text.startswith("/setup"):
                 redraft = apply_setup_edit(prior, text)
+            elif text.startswith(("/judge", "/not-judge")):
+                redraft = apply_judge_edit(prior, text)
             else:
                 req = ReviseRequest(**vars(self._request(live)), prior=prior, request=text)
                 redraft = await self._drafter.revise(req)
@@ -658,7 +661,12 @@ class ContractGate:
             return self._reject_revision(
                 live, text, "the redrafted contract is invalid: " + "; ".join(problems)
             )
-        if contracts_equivalent(redraft, prior) and redraft.description == prior.description:
+        judging = text.startswith(("/judge", "/not-judge"))  # the checks stay; the judge changes
+        if (
+            not judging
+            and contracts_equivalent(redraft, prior)
+            and redraft.description == prior.description
+        ):
             return self._reject_revision(live, text, NOT_EXPRESSIBLE)
         baseline = await self._verifier.baseline(live.session, redraft, self._on_setup(live))
         if s.state is not S.CONTRACT_PROPOSED or live.cancel_requested:

@@ -752,3 +752,25 @@ def test_corral_approve_needs_the_acknowledgement_and_prints_what_it_accepts(
         for socket in (site / "tmux").glob("*"):
             subprocess.run(["tmux", "-S", str(socket), "kill-server"], capture_output=True)
     assert git(repo, "branch", "--list", "corral/*").strip() != ""
+
+
+@pytest.mark.slow
+async def test_the_operator_adds_and_removes_judge_files_at_gate_one(
+    make_supervisor: SupervisorFactory, repo: Path
+) -> None:
+    _calc(repo, {"data/table.csv": "2,3,6\n"})
+    sup = await make_supervisor(drafter=ScriptedDrafter([_pytest_contract()]))
+    sid = (await sup.start(INTENT, repo)).session_id
+    revised = await sup.revise(sid, "/judge data/table.csv")
+    assert revised.revised, revised
+    revised = await sup.revise(sid, "/not-judge tests/test_calc.py")
+    assert revised.revised, revised
+    judged = sup.get(sid).session.contract
+    assert judged is not None
+    paths = {f.path for f in judged.judge_files}
+    assert "data/table.csv" in paths and "tests/test_calc.py" not in paths
+    assert "tests/test_mul.py" in paths and judged.not_judged == ["tests/test_calc.py"]
+    await sup.confirm(sid)  # what is confirmed keeps the operator's choices
+    confirmed = sup.get(sid).session.contract
+    assert confirmed is not None
+    assert {f.path for f in confirmed.judge_files} == paths
