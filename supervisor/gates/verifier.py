@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, TypeVar
 from ..config import SupervisorConfig
 from ..contracts.checks import captures_from, run_contract
 from ..contracts.environment import Environments, SetupRun, setup_reason
-from ..contracts.judge import Exam, build_exam, judge_sentence
+from ..contracts.judge import HARNESS, Exam, build_exam, judge_sentence
 from ..contracts.verdicts import change_broke_setup, setup_failed
 from ..errors import CorralError
 from ..events import (
@@ -450,6 +450,13 @@ class Verifier:
             on_setup=on_setup,
             baseline=baseline,
         )
+        if exam.rewritten:  # said to the agent (a repair) and to the person
+            put_back = ", ".join(sorted({c.path for c in exam.changes if c.what != HARNESS})[:5])
+            note = (
+                "\n[corral] the checks ran with the files that judge the work as they were at "
+                f"gate 1 ({put_back}); a change to them is not part of the exam"
+            )
+            results = [r.model_copy(update={"output_tail": r.output_tail + note}) for r in results]
         agent: list[CheckResult] = []
         if exam.tree != tree:
             agent = await self.checks_on_tree(

@@ -740,6 +740,8 @@ def test_corral_approve_needs_the_acknowledgement_and_prints_what_it_accepts(
         assert out.returncode == 9, (out.stdout[-1500:], out.stderr[-1500:])
         assert "check.sh (edited" in out.stderr
         sid = json.loads(out.stdout.splitlines()[-1])["session_id"]
+        shown = corral("get", sid)
+        assert "  the work changed how it is judged:\n    check.sh (edited" in shown.stdout
         refused = corral("approve", sid, "--delivery", "branch")
         assert refused.returncode == 2 and "--accept-judge-changes" in refused.stderr
         accepted = corral("approve", sid, "--delivery", "branch", "--accept-judge-changes")

@@ -85,6 +85,7 @@ def get(name: str, *, as_json: bool) -> int:
             print(f"  result: {session['result_branch']} {session.get('result_commit') or ''}")
         if session.get("error"):
             print(f"  error:  {session['error']}")
+        _say_judge_changes(detail, indent="  ")
         return 0
     from corral.supervisor.stored_board import stored_sessions
 
@@ -235,21 +236,23 @@ def act(args: argparse.Namespace) -> int:
     return 0
 
 
-def _say_judge_changes(detail: dict[str, Any]) -> None:
-    """What the person accepts, printed before the approve: each judge change."""
+def _say_judge_changes(detail: dict[str, Any], indent: str = "") -> None:
+    """What the person accepts (printed before the approve, and by `get`):
+    each judge change."""
     from ..event_text import for_terminal  # loaded only when there is something to say
 
     changes = (detail.get("session") or {}).get("judge_changes") or []
+    changes = [c for c in changes if c.get("what") != "extended"]  # appended tests need no one
     if not changes:
         return
-    print("the work changed how it is judged:")
+    print(f"{indent}the work changed how it is judged:")
     for c in changes:
         what = [str(c.get("what", ""))]
         if c.get("holds_must_pass"):
             what.append("holds a named test")
         if c.get("detail"):
             what.append(str(c["detail"]))
-        print(for_terminal(f"  {c.get('path', '')} ({'; '.join(what)})"))
+        print(for_terminal(f"{indent}  {c.get('path', '')} ({'; '.join(what)})"))
 
 
 LIFECYCLE = ("rename", "archive", "unarchive", "retry", "revive", "delete")
