@@ -15,8 +15,12 @@ with its blob at the start commit, its section and why it judges.
 Verification then runs the operator's exam (`build_exam`): the tree to
 deliver with every judge file put back as it is on the base (a deleted or
 edited test file comes back, a judge-like file the agent added — a new
-`conftest.py`, `pytest.ini` — is left out, a section-level file gets only
-its section back). The agent's new test files stay: they are additions.
+`conftest.py`, `pytest.ini`, a `pytest.py` that shadows the runner — is left
+out, a section-level file gets only its section back). The agent's new test
+files stay: they are additions. Tests only appended to a test file (nothing
+before them changed, nothing that runs at import or around the file's own
+tests) are `extended`: the file as it was decides, the agent's version must
+pass too, and no person is needed; any other change is a judge change.
 Built from git objects in a private index; nothing is written to a worktree.
 When the exam tree is the delivered tree (the honest case) nothing else runs.
 
