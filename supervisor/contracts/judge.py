@@ -567,17 +567,22 @@ MAX_FINDINGS = 20
 
 
 def _added_lines(patch: str) -> dict[str, list[str]]:
-    """Per path, the lines a `git diff -U0` adds."""
+    """Per path, the lines a `git diff -U0` adds. A file's `---`/`+++` names
+    are read only in its header (before its first `@@`): an added line that
+    reads `++ b/other` is a line, never a new file."""
     out: dict[str, list[str]] = {}
     path: str | None = None
+    header = False
     for line in patch.splitlines():
-        if line.startswith("+++ "):
-            target = line[4:]
-            path = None if target == "/dev/null" else unquote(target).removeprefix("b/")
-            if target.startswith('"'):
-                path = unquote(target).removeprefix("b/")
+        if line.startswith("diff --git "):
+            header, path = True, None
             continue
-        if line.startswith("--- ") or line.startswith("diff --git"):
+        if header:
+            if line.startswith("+++ "):
+                target = line[4:].rstrip("\t")  # git ends a name holding a space with a tab
+                path = None if target == "/dev/null" else unquote(target).removeprefix("b/")
+            elif line.startswith("@@"):
+                header = False
             continue
         if path is not None and line.startswith("+"):
             out.setdefault(path, []).append(line[1:])

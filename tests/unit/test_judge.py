@@ -319,3 +319,14 @@ def test_a_module_that_shadows_the_test_runner_is_left_out_of_the_exam(repo: Pat
     assert _in(repo, exam.tree, "pytest.py") is None
     assert {(c.path, c.what) for c in exam.changes} >= {("pytest.py", "added")}
     assert any(c.path == "node_modules/tap/index.js" for c in exam.changes)
+
+
+def test_an_added_line_that_looks_like_a_file_header_cannot_hide_what_follows() -> None:
+    from corral.supervisor.contracts.judge import _added_lines
+
+    patch = (
+        "diff --git a/calc.py b/calc.py\n--- a/calc.py\n+++ b/calc.py\n@@ -1,0 +2,3 @@\n"
+        '+"""\n+++ b/tests/test_mul.py\n+"""\n+os._exit(0)\n'
+    )
+    added = _added_lines(patch)
+    assert list(added) == ["calc.py"] and "os._exit(0)" in added["calc.py"]
