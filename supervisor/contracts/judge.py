@@ -42,6 +42,7 @@ import json
 import posixpath
 import re
 import shlex
+import sys
 import tomllib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -152,8 +153,23 @@ def whole_file_why(path: str, runners: frozenset[str]) -> str | None:
 
 
 # modules `python -m pytest` / `-m unittest` would import from the checkout
-# before the installed ones (the current folder comes first on sys.path)
-_RUNNER_MODULES = {"pytest", "_pytest", "pluggy", "unittest", "py", "iniconfig", "xdist"}
+# before the installed ones (the current folder comes first on sys.path): the
+# runners, what they import, and the standard library
+_RUNNER_MODULES = {
+    "pytest",
+    "_pytest",
+    "pluggy",
+    "unittest",
+    "py",
+    "iniconfig",
+    "xdist",
+    "packaging",
+    "exceptiongroup",
+    "tomli",
+    "colorama",
+    "pygments",
+    *sys.stdlib_module_names,
+}
 
 
 def judge_like_added(path: str) -> str | None:
@@ -162,7 +178,10 @@ def judge_like_added(path: str) -> str | None:
     test runner, a committed `node_modules`; not a test."""
     parts = _parts(path)
     top = parts[0].removesuffix(".py")
-    if top in _RUNNER_MODULES and (len(parts) > 1 or parts[0].endswith(".py")):
+    # `X.py` or `X/__init__.py` at the top shadows an installed X (a folder
+    # without `__init__.py` does not: a regular module found later wins)
+    module = (len(parts) == 1 and parts[0].endswith(".py")) or parts[1:] == ["__init__.py"]
+    if module and top in _RUNNER_MODULES and top not in ("test", "tests"):
         return "shadows the test runner"
     if "node_modules" in parts[:-1]:
         return "installed modules (node_modules)"

@@ -330,3 +330,12 @@ def test_an_added_line_that_looks_like_a_file_header_cannot_hide_what_follows() 
     )
     added = _added_lines(patch)
     assert list(added) == ["calc.py"] and "os._exit(0)" in added["calc.py"]
+
+
+def test_only_a_module_that_shadows_what_the_runner_imports_is_left_out() -> None:
+    from corral.supervisor.contracts.judge import judge_like_added
+
+    for shadow in ("pytest.py", "_pytest/__init__.py", "json.py", "xml/__init__.py"):
+        assert judge_like_added(shadow) == "shadows the test runner", shadow
+    for honest in ("test/test_new.py", "test/__init__.py", "json/data.json", "src/json.py"):
+        assert judge_like_added(honest) is None, honest
