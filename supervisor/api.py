@@ -494,6 +494,7 @@ class Supervisor:
         selection: Selection | None = None,
         override_red: bool = False,
         discard_rest: bool = False,
+        accept_judge_changes: bool = False,
     ) -> ApproveResult:
         """Deliver, accept a finding, or reject (see `ApprovalGate.approve`)."""
         self._notifier.operator_acts(session_id)
@@ -506,6 +507,7 @@ class Supervisor:
             selection=selection,
             override_red=override_red,
             discard_rest=discard_rest,
+            accept_judge_changes=accept_judge_changes,
         )
 
     async def send(

@@ -97,6 +97,46 @@ class ContractCheck(BaseModel):
         return data
 
 
+class JudgeFile(BaseModel):
+    """A file that judges the work (a test file, test configuration, a script
+    a check runs), recorded at gate 1 with its content then: verification
+    runs the checks with it as it was (`contracts.judge`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    path: str  # repo-relative, POSIX
+    blob: str | None = None  # git blob id at the start commit; None: absent there
+    section: str | None = None  # e.g. `tool.pytest.ini_options`, `scripts`; None: whole file
+    why: str = ""  # how it judges: "test file collected by check tests", …
+
+
+class JudgeChange(BaseModel):
+    """What a change did to how it is judged: a judge file edited, deleted,
+    added or its section changed, or an added line reaching into the test
+    harness (`what` = "reaches into the test harness")."""
+
+    path: str
+    what: str  # edited | deleted | added | section changed | reaches into the test harness
+    holds_must_pass: bool = False  # the file holds a test the contract names
+    detail: str = ""  # the section, or the harness line found
+
+    @property
+    def blocks(self) -> bool:
+        """Whether only a person may accept it: everything but tests appended
+        to a test file (`extended`: the file as it was decides, and the
+        agent's version must pass too)."""
+        return self.what != "extended"
+
+    def shown(self) -> str:
+        """`tests/test_mul.py (edited; holds a named test)`, for sentences."""
+        extra = [self.what]
+        if self.holds_must_pass:
+            extra.append("holds a named test")
+        if self.detail:
+            extra.append(self.detail)
+        return f"{self.path} ({'; '.join(extra)})"
+
+
 class OutcomeContract(BaseModel):
     """What "done" means: a description, the setup that prepares the
     worktree's environment, and shell checks the runtime re-runs."""
@@ -110,11 +150,19 @@ class OutcomeContract(BaseModel):
     setup_timeout_secs: int = DEFAULT_SETUP_TIMEOUT_SECS
     checks: list[ContractCheck] = Field(default_factory=list)
     allow_credentials: bool = False
+    # The files that judge the work, as they were at gate 1 (discovered when
+    # the contract is proposed and confirmed; entries given here are added);
+    # `not_judged`: paths (or folders) the operator takes out of that list.
+    judge_files: list[JudgeFile] = Field(default_factory=list)
+    not_judged: list[str] = Field(default_factory=list)
 
     @model_serializer(mode="wrap")
     def _omit_default_setup(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         """Setup fields are written only when used, so contracts without one read as before."""
         data: dict[str, Any] = handler(self)
+        for key in ("judge_files", "not_judged"):
+            if not data.get(key):
+                data.pop(key, None)
         if not self.setup:
             data.pop("setup", None)
             if self.setup_timeout_secs == DEFAULT_SETUP_TIMEOUT_SECS:
@@ -481,6 +529,12 @@ class CoderSession(BaseModel):
     # (empty: exactly as verified). Approve still delivers the verified tree.
     changed_since_verification: list[str] = Field(default_factory=list)
     no_change_finding: NoChangeFinding | None = None
+    # What the verified change did to how it is judged (empty: nothing): such
+    # a session is delivered only by a person who saw it (`contracts.judge`);
+    # `agent_exam_results`: the checks run with the agent's versions of the
+    # judge files, kept only when one changed.
+    judge_changes: list[JudgeChange] = Field(default_factory=list)
+    agent_exam_results: list[CheckResult] = Field(default_factory=list)
     error: str | None = None
     failure_kind: FailureKind | None = None
     result_branch: str | None = None

@@ -152,6 +152,11 @@ class SessionActions:
             return ""
         shown = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
         text = f"\n\nChecks: {shown}."
+        judged = [f.path for f in session.contract.judge_files] if session.contract else []
+        if judged:  # how this work is judged: put back as they are now before each check run
+            more = f" and {len(judged) - 4} more" if len(judged) > 4 else ""
+            text += f"\nJudged by {len(judged)} file(s) fixed as they are now: "
+            text += ", ".join(judged[:4]) + more + "."
         if session.baseline_gates_nothing:
             text += (
                 "\nWarning: every check already passes on the untouched tree, so none "

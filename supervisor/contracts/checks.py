@@ -288,14 +288,17 @@ async def run_check(
     before: CheckResult | None = None,
     intent: str = "",
     readable: tuple[Path, ...] = (),
+    judged: bool = False,
 ) -> CheckResult:
     """Run one check and classify a failure (*fails* or *cannot run*); with
     `runner`, the command runs there (on another host) instead of here.
 
     Where the runner reports per-test outcomes, a test-suite check is judged
     test by test (`per_test`): on the untouched tree (`untouched`), or
-    against that run's result (`before`). `readable`: more paths the
-    confined check may read (the objects a `corral verify` checkout borrows)."""
+    against that run's result (`before`; `judged`: this is a verification,
+    so a check the untouched tree has no result for is still held to its
+    named tests). `readable`: more paths the confined check may read (the
+    objects a `corral verify` checkout borrows)."""
     timeout = float(check.timeout_secs)
     if timeout_ceiling is not None:
         timeout = min(timeout, timeout_ceiling)
@@ -342,8 +345,10 @@ async def run_check(
     judgement: Judgement | None = None
     if untouched:
         judgement = on_untouched_tree(check, code, report)
-    elif before is not None:
-        judgement = against_baseline(check, code, report, before.tests)
+    elif before is not None or judged:
+        judgement = against_baseline(
+            check, code, report, before.tests if before is not None else None
+        )
     passed = not timed_out
     notes: list[str] = []
     if timed_out:
@@ -418,6 +423,7 @@ async def run_contract(
             before=before.get(check.name),
             intent=contract.description,
             readable=readable,
+            judged=baseline is not None,
         )
         results.append(result)
         if on_result is not None:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..errors import CorralError
-from ..models import CHECK_NAME_RE, ContractCheck, OutcomeContract
+from ..models import CHECK_NAME_RE, ContractCheck, JudgeFile, OutcomeContract
 
 MAX_REVISION_BYTES = 16 * 1024
 
@@ -104,6 +104,26 @@ def apply_remove(prior: OutcomeContract, request: str) -> OutcomeContract:
         known = ", ".join(c.name for c in prior.checks)
         raise CorralError(f"Use /remove name with one of: {known}.")
     return prior.model_copy(update={"checks": [c for c in prior.checks if c.name != name]})
+
+
+def apply_judge_edit(prior: OutcomeContract, request: str) -> OutcomeContract:
+    """`/judge PATH`: a file that judges the work besides the ones found;
+    `/not-judge PATH`: a path (or folder) that does not (model never called)."""
+    command, _, rest = request.partition(" ")
+    path = rest.strip().removeprefix("./").strip("/")
+    if not path or command not in ("/judge", "/not-judge"):
+        raise CorralError("Use /judge PATH or /not-judge PATH (a repo-relative path or folder).")
+    if command == "/judge":
+        judged = [f for f in prior.judge_files if not (f.path == path and f.section is None)]
+        return prior.model_copy(
+            update={
+                "judge_files": [*judged, JudgeFile(path=path, why="named by the operator")],
+                "not_judged": [p for p in prior.not_judged if p != path],
+            }
+        )
+    kept = [f for f in prior.judge_files if f.path != path and not f.path.startswith(path + "/")]
+    not_judged = [*prior.not_judged, path] if path not in prior.not_judged else prior.not_judged
+    return prior.model_copy(update={"judge_files": kept, "not_judged": not_judged})
 
 
 def apply_setup_edit(prior: OutcomeContract, request: str) -> OutcomeContract:

@@ -78,12 +78,34 @@ def on_untouched_tree(
     return Judgement(True, note, tuple(failing))
 
 
+CANNOT_JUDGE = "cannot judge"
+
+
 def against_baseline(
     check: ContractCheck, code: int | None, report: TestReport | None, before: TestReport | None
 ) -> Judgement | None:
     """The verification's per-test verdict against the untouched tree's
     report, or None for the exit-code semantics."""
-    if not judged_per_test(check) or report is None or before is None or code is None:
+    if not judged_per_test(check) or code is None:
+        return None
+    if report is None and (before is not None or check.must_pass):
+        why = (
+            "it reported per test on the untouched tree"
+            if before is not None
+            else "the contract names tests that must pass"
+        )
+        return Judgement(
+            False,
+            f"{CANNOT_JUDGE}: the test runner produced no per-test report ({why}), so its exit "
+            f"code {code} proves nothing",
+        )
+    if report is None:
+        return None
+    if before is None:
+        passing = set(report.passed)
+        unmet = [n for n in check.must_pass if not any(_matches(n, t) for t in passing)]
+        if unmet:
+            return Judgement(False, f"the contract's named test(s) do not pass: {names(unmet)}")
         return None
     if report.collection_errors:
         if before.collection_errors or not before.passed:
@@ -99,6 +121,7 @@ def against_baseline(
     passing_now = set(report.passed)
     regressed = [t for t in before.passed if t in failed_now]
     now_skipped = [t for t in before.passed if t in skipped_now]
+    missing = [t for t in before.passed if t not in failed_now | skipped_now | passing_now]
     already = set(before.failed)
     new_failing = [t for t in report.failed if t not in already and t not in before.passed]
     unmet = [n for n in check.must_pass if not any(_matches(n, t) for t in passing_now)]
@@ -110,7 +133,12 @@ def against_baseline(
     if now_skipped:
         problems.append(
             f"{len(now_skipped)} test(s) that passed on the untouched tree are skipped now: "
-            f"{names(now_skipped)}"
+            f"{names(now_skipped)} (an xfail counts as skipped)"
+        )
+    if missing:
+        problems.append(
+            f"{len(missing)} test(s) that passed on the untouched tree were not run now "
+            f"(deleted, deselected or renamed): {names(missing)}"
         )
     if new_failing:
         problems.append(f"failing: {names(new_failing)}")

@@ -405,6 +405,7 @@ class AttachedSupervisor:
         selection: Selection | None = None,
         override_red: bool = False,
         discard_rest: bool = False,
+        accept_judge_changes: bool = False,
     ) -> ApproveResult:
         if not approve:
             return await self._request(
@@ -423,6 +424,7 @@ class AttachedSupervisor:
             selection=chosen,
             override_red=override_red,
             discard_rest=discard_rest,
+            accept_judge_changes=accept_judge_changes,
         )
         return await self._request(Calls.approve, params)
 

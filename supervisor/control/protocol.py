@@ -250,6 +250,8 @@ class ApproveParams(_Params):
     selection: dict[str, list[int] | None] | None = None
     override_red: bool = False
     discard_rest: bool = False
+    # the person saw that the change changed how it is judged (contracts.judge)
+    accept_judge_changes: bool = False
 
 
 class RenameParams(_Params):

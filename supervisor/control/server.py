@@ -788,6 +788,7 @@ async def _approve(conn: _Connection, _id: Any, a: p.ApproveParams) -> Any:
         selection=selection,
         override_red=a.override_red,
         discard_rest=a.discard_rest,
+        accept_judge_changes=a.accept_judge_changes,
     )
     return _dump(result)
 

@@ -14,6 +14,13 @@ paths that changed; those later changes are not delivered and the worktree is
 kept with them. Refusing would only make the operator re-verify to deliver
 what they already saw; to deliver the later content, re-verify (`v`) first.
 
+A verified change that changed how it is judged (`judge_changes`: a judge
+file edited, deleted or added, or added code reaching into the test harness)
+is never delivered by an approve that did not say it saw that
+(`accept_judge_changes`): `--yes`, `--on-question approve` and the board's
+quick approve cannot deliver it; the diff screen and `corral approve
+--accept-judge-changes` can, after showing it.
+
 Delivery is idempotent: a branch that already holds this session's result
 (written before a crash could record it) completes the session as delivered
 without writing again; a checkout that already holds it says
@@ -28,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..contracts.judge import judge_sentence
 from ..errors import CorralError
 from ..events import (
     DiffReadyData,
@@ -103,6 +111,11 @@ NOT_CARRIED = (
 NO_VERIFIED_TREE = (
     "{name} has no verified tree to deliver (it was verified by an older corral or its tree "
     "is gone); re-verify it (v), then approve"
+)
+JUDGE_CHANGED = (
+    "{name} is not delivered: {what}. A person must look at that first: open its diff in the "
+    "console (it is listed there) and approve with `a`, or run `corral approve {sid} "
+    "--accept-judge-changes` after reading `corral get {sid}`"
 )
 NOT_FROM_CHECKOUT = (
     "this task does not start from your checkout's current revision (it names its own base, "
@@ -222,6 +235,7 @@ class ApprovalGate:
         selection: Selection | None = None,
         override_red: bool = False,
         discard_rest: bool = False,
+        accept_judge_changes: bool = False,
     ) -> ApproveResult:
         """Deliver the verified diff (to a new branch `corral/<id>` or to the
         checkout's working files), accept a finding, or reject.
@@ -230,7 +244,8 @@ class ApprovalGate:
         whole file); the contract is re-run on that part first and it is
         delivered only when green, unless `override_red` (recorded in the
         commit). The unapproved rest stays in the worktree unless
-        `discard_rest`."""
+        `discard_rest`. A change that changed how it is judged is delivered
+        only with `accept_judge_changes` (a person saw it)."""
         if delivery not in (None, "branch", "checkout"):
             raise CorralError(f'unknown delivery destination "{delivery}"; use checkout or branch')
         live = self._waiting(session_id)
@@ -256,6 +271,20 @@ class ApprovalGate:
             raise CorralError(
                 f"{label(s.id)} has a diff waiting, not a no-change finding; `accept_finding` "
                 "only accepts a finding"
+            )
+        blocking = [c for c in s.judge_changes if c.blocks]
+        if blocking and not accept_judge_changes:
+            raise CorralError(
+                JUDGE_CHANGED.format(
+                    name=label(s.id), what=judge_sentence(blocking), sid=short_id(s.id)
+                )
+            )
+        if blocking:
+            self._registry.emit(
+                live,
+                PlanTextData(
+                    text=f"Approved by a person who was shown: {judge_sentence(blocking)}"
+                ),
             )
         return await self._deliver(
             live,

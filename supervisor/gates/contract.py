@@ -2,7 +2,14 @@
 baselined on the untouched tree (a check that already passes proves nothing),
 revised on the operator's request (compare-and-swap: a revision never
 overwrites one that landed meanwhile), and confirmed. Confirmation hands the
-session to the run loop."""
+session to the run loop.
+
+Each proposed and the confirmed contract carries the files that judge the
+work (`contracts.judge.discover`), shown at gate 1 as "how this work is
+judged"; what is confirmed is what verification puts back. A check that
+names tests (`must_pass`) whose runner reported no per-test outcomes on the
+untouched tree is refused at confirmation: corral could not tell whether
+the named tests ran."""
 
 from __future__ import annotations
 
@@ -23,9 +30,11 @@ from ..contracts.drafting import (
     DraftRequest,
     ReviseRequest,
     apply_check_edit,
+    apply_judge_edit,
     apply_remove,
     apply_setup_edit,
 )
+from ..contracts.judge import discover, judged_summary
 from ..discuss.linked_runs import (
     NOT_CONFIRMED_STOPPED,
     REPO_DIFFERS,
@@ -475,6 +484,7 @@ class ContractGate:
         if live.cancel_requested or s.state.is_terminal:
             raise CorralError(DRAFTING_CANCELLED)
         record_use(s, live.model_ledger, add_cost=True)
+        contract = await self._judged(live, contract, baseline)
         s.contract, s.baseline, s.baseline_gates_nothing = contract, baseline, gates_nothing
         self._registry.transition(live, S.CONTRACT_PROPOSED)
         fault_point("contract:saved")
@@ -527,6 +537,16 @@ class ContractGate:
         self._registry.emit(live, PlanTextData(text=text))
         return better, new_baseline, gates_nothing
 
+    async def _judged(
+        self, live: LiveSession, contract: OutcomeContract, baseline: list[CheckResult]
+    ) -> OutcomeContract:
+        """`contract` with the files that judge it at the start commit."""
+        s = live.session
+        if s.start_commit is None:
+            return contract
+        files = await asyncio.to_thread(discover, Path(s.repo), s.start_commit, contract, baseline)
+        return contract.model_copy(update={"judge_files": files})
+
     def _on_setup(self, live: LiveSession) -> Callable[[SetupOutcome], None]:
         """Record and announce a baseline's setup run (its output is in the log)."""
 
@@ -543,6 +563,18 @@ class ContractGate:
             live,
             ContractProposedData(contract=s.contract.model_copy(deep=True), revised=revised),
         )
+        if s.contract.judge_files:
+            self._registry.emit(
+                live,
+                PlanTextData(
+                    text=(
+                        f"How this work is judged: {len(s.contract.judge_files)} file(s) fixed "
+                        f"as they are now ({judged_summary(s.contract.judge_files)}); "
+                        "verification puts them back before the checks run, and a change to "
+                        "any of them is shown at approval and needs a person."
+                    )
+                ),
+            )
         if s.baseline:
             self._registry.emit(
                 live,
@@ -636,6 +668,8 @@ class ContractGate:
                 redraft = apply_remove(prior, text)
             elif text.startswith("/setup"):
                 redraft = apply_setup_edit(prior, text)
+            elif text.startswith(("/judge", "/not-judge")):
+                redraft = apply_judge_edit(prior, text)
             else:
                 req = ReviseRequest(**vars(self._request(live)), prior=prior, request=text)
                 redraft = await self._drafter.revise(req)
@@ -653,13 +687,19 @@ class ContractGate:
             return self._reject_revision(
                 live, text, "the redrafted contract is invalid: " + "; ".join(problems)
             )
-        if contracts_equivalent(redraft, prior) and redraft.description == prior.description:
+        judging = text.startswith(("/judge", "/not-judge"))  # the checks stay; the judge changes
+        if (
+            not judging
+            and contracts_equivalent(redraft, prior)
+            and redraft.description == prior.description
+        ):
             return self._reject_revision(live, text, NOT_EXPRESSIBLE)
         baseline = await self._verifier.baseline(live.session, redraft, self._on_setup(live))
         if s.state is not S.CONTRACT_PROPOSED or live.cancel_requested:
             reason = already_happened(s.id, s.state, S.CONTRACT_PROPOSED, "revise")
             self._reject_revision(live, text, reason)
             raise CorralError(reason)
+        redraft = await self._judged(live, redraft, baseline)
         if s.contract is not prior:
             return self._reject_revision(live, text, LOST_REVISION_RACE)
         # a revision is the contract itself (the agent gets the confirmed
@@ -737,6 +777,13 @@ class ContractGate:
             s.baseline_gates_nothing = bool(baseline) and all(r.passed for r in baseline)
             self._registry.persist(live)
             self._announce_contract(live, revised=True)
+        unreadable = _named_tests_unreadable(s.contract, s.baseline)
+        if unreadable:
+            raise CorralError(unreadable)
+        judged = await self._judged(live, contract or s.contract, s.baseline)
+        if s.state is not S.CONTRACT_PROPOSED or live.cancel_requested:
+            raise CorralError(already_happened(s.id, s.state, S.CONTRACT_PROPOSED, "confirm"))
+        s.contract = judged
         self._registry.transition(live, S.CONTRACT_CONFIRMED)
         self._registry.transition(live, S.RUNNING)
         self._run_loop.start(live)
@@ -775,3 +822,21 @@ class ContractGate:
             baseline_gates_nothing=s.baseline_gates_nothing,
             journal_path=str(self._registry.journal_path(s.id)),
         )
+
+
+def _named_tests_unreadable(contract: OutcomeContract, baseline: list[CheckResult]) -> str:
+    """Why a check's named tests (`must_pass`) cannot be held to, or "": its
+    runner ran on the untouched tree and reported no per-test outcomes."""
+    results = {r.name: r for r in baseline}
+    for check in contract.checks:
+        result = results.get(check.name)
+        if not check.must_pass or result is None or result.cannot_run:
+            continue
+        if result.tests is None:
+            return (
+                f"the check {check.name} names tests that must pass, but its command reported "
+                "no per-test outcomes on the untouched tree, so corral could not tell whether "
+                "they ran: use a runner corral reads per test (pytest, unittest -v, node --test, "
+                "go test, cargo test, jest/vitest --json --outputFile) or remove must_pass"
+            )
+    return ""

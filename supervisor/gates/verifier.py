@@ -21,6 +21,13 @@ what the diff, partial approval, the review identity and delivery read —
 never the live worktree. Later changes in the worktree are watched for and
 shown as "changed since verification".
 
+The checks decide on the operator's exam (`contracts.judge`): the tree with
+every judge file recorded at gate 1 put back as it was. When the change
+touched one, the checks also run on the tree as it is (the agent's versions),
+both results are kept, and the session records its `judge_changes`: only a
+person who saw them can approve it (`ApprovalGate.approve`). Sessions on
+another host are checked on their tree as it is (their exam is not built).
+
 The agent during verification: it is neither paused nor stopped. Pausing
 cannot reach what it detached (a background writer in its own session), nor
 the operator typing in its pane, and the repair rounds need the same pane
@@ -34,13 +41,14 @@ import asyncio
 import contextlib
 import shutil
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from ..config import SupervisorConfig
 from ..contracts.checks import captures_from, run_contract
 from ..contracts.environment import Environments, SetupRun, setup_reason
+from ..contracts.judge import HARNESS, Exam, build_exam, judge_sentence
 from ..contracts.verdicts import change_broke_setup, setup_failed
 from ..errors import CorralError
 from ..events import (
@@ -54,7 +62,7 @@ from ..faults import fault_point
 from ..git.repo import head_commit
 from ..git.run import git
 from ..git.trees import anchor_verified, changed_between, snapshot_tree
-from ..models import CheckResult, CoderSession, OutcomeContract, SetupOutcome
+from ..models import CheckResult, CoderSession, JudgeChange, OutcomeContract, SetupOutcome
 from ..session.live import LiveSession
 from ..session.registry import SessionRegistry
 from ..states import CoderState
@@ -78,6 +86,8 @@ class Verification:
     results: list[CheckResult]
     tree: str | None  # the snapshot the checks ran on; None when it never held still
     moved: list[str]  # paths that changed while the last attempt ran
+    judge_changes: list[JudgeChange] = field(default_factory=list)
+    agent_results: list[CheckResult] = field(default_factory=list)  # with the agent's judge files
 
     @property
     def stable(self) -> bool:
@@ -98,6 +108,41 @@ def _repository_of(worktree: Path) -> Path:
     """The repository a worktree belongs to (its common git dir's parent)."""
     common = git(worktree, "rev-parse", "--path-format=absolute", "--git-common-dir").strip()
     return Path(common).parent
+
+
+@dataclass(frozen=True)
+class ExamRun:
+    """The checks on the operator's exam (these decide), what the change did
+    to how it is judged, and the checks on the tree as it is (only when a
+    judge file changed)."""
+
+    results: list[CheckResult]
+    changes: list[JudgeChange]
+    agent_results: list[CheckResult]
+
+
+def exam_summary(run: ExamRun | Verification) -> str:
+    """The sentence verification says when the change touched how it is judged."""
+    changes = run.changes if isinstance(run, ExamRun) else run.judge_changes
+    agent = run.agent_results
+    ours = "pass" if all(r.passed for r in run.results) else "fail"
+    said = judge_sentence(changes)
+    if not any(c.blocks for c in changes):
+        return (
+            f"{said}. The checks ran with those files as they were at gate 1 and as extended: "
+            f"they {ours}."
+        )
+    if agent:
+        theirs = "pass" if all(r.passed for r in agent) else "fail"
+        said += (
+            f". The checks {ours} with the judge files as they were at gate 1 (this decides) "
+            f"and {theirs} with the agent's versions"
+        )
+    elif ours == "fail":
+        said += ". The checks fail"
+    if ours == "pass":
+        return said + ". Only a person who has seen this can approve it."
+    return said + "."
 
 
 def name_paths(paths: list[str], limit: int = 5) -> str:
@@ -216,6 +261,8 @@ class Verifier:
         assert s.contract is not None and s.worktree is not None
         worktree = Path(s.worktree)
         results: list[CheckResult] = []
+        changes: list[JudgeChange] = []
+        agent_results: list[CheckResult] = []
         tree: str | None = None
         moved: list[str] = []
         there = self._host_tree(s)  # None: the worktree is here
@@ -248,7 +295,7 @@ class Verifier:
                     )
                 else:
                     assert s.start_commit is not None
-                    results = await self.checks_on_tree(
+                    exam = await self.exam_on_tree(
                         s.contract,
                         Path(s.repo),
                         before,
@@ -258,6 +305,11 @@ class Verifier:
                         on_result=lambda r: registry.emit(live, CheckCompletedData(result=r)),
                         on_setup=on_setup,
                         baseline=s.baseline,
+                    )
+                    results, changes, agent_results = (
+                        exam.results,
+                        exam.changes,
+                        exam.agent_results,
                     )
                 fault_point("verify:between-snapshots")
                 after = await (there.snapshot() if there else self._snapshot(worktree))
@@ -295,8 +347,13 @@ class Verifier:
                 registry.emit(live, PlanTextData(text=there.brought_home(tree)))
         finally:
             self._verifying.discard(s.id)
-        verification = Verification(results, tree, moved)
+        verification = Verification(results, tree, moved, changes, agent_results)
         s.last_check_results = results
+        if tree is not None and s.review_tree is None:
+            # kept for a session that never passed (a verified tree's own are set by `accept`)
+            s.judge_changes, s.agent_exam_results = list(changes), list(agent_results)
+        if tree is not None and changes:
+            registry.emit(live, PlanTextData(text=exam_summary(verification)))
         registry.emit(
             live,
             ContractEvaluatedData(by="runtime", passed=verification.passed, results=list(results)),
@@ -317,7 +374,7 @@ class Verifier:
         moved: list[str] = []
         for _attempt in range(STABILITY_ATTEMPTS):
             before = await self._snapshot(worktree)
-            results = await self.checks_on_tree(
+            exam = await self.exam_on_tree(
                 contract,
                 repo,
                 before,
@@ -326,9 +383,10 @@ class Verifier:
                 captures=captures_from(contract, baseline),
                 baseline=baseline,
             )
+            results = exam.results
             after = await self._snapshot(worktree)
             if before == after:
-                return Verification(results, before, [])
+                return Verification(results, before, [], exam.changes, exam.agent_results)
             moved = await asyncio.to_thread(changed_between, worktree, before, after)
         return Verification(results, None, moved)
 
@@ -364,6 +422,54 @@ class Verifier:
         finally:
             await asyncio.to_thread(_remove_all, discard)
 
+    async def exam_on_tree(
+        self,
+        contract: OutcomeContract,
+        repo: Path,
+        tree: str,
+        parent: str,
+        owner: str,
+        *,
+        captures: dict[str, str] | None = None,
+        on_result: Callable[[CheckResult], None] | None = None,
+        on_setup: Callable[[SetupOutcome], None] | None = None,
+        baseline: list[CheckResult] | None = None,
+    ) -> ExamRun:
+        """`checks_on_tree` on the operator's exam of `tree`: the judge files
+        as they are on `parent`. When the change touched one, the checks run
+        once more on `tree` as it is (not announced), for the record."""
+        exam: Exam = await asyncio.to_thread(build_exam, repo, parent, tree, contract)
+        results = await self.checks_on_tree(
+            contract,
+            repo,
+            exam.tree,
+            parent,
+            owner,
+            captures=captures,
+            on_result=on_result,
+            on_setup=on_setup,
+            baseline=baseline,
+        )
+        if exam.rewritten:  # said to the agent (a repair) and to the person
+            put_back = ", ".join(sorted({c.path for c in exam.changes if c.what != HARNESS})[:5])
+            note = (
+                "\n[corral] the checks ran with the files that judge the work as they were at "
+                f"gate 1 ({put_back}); a change to them is not part of the exam"
+            )
+            results = [r.model_copy(update={"output_tail": r.output_tail + note}) for r in results]
+        agent: list[CheckResult] = []
+        if exam.tree != tree:
+            agent = await self.checks_on_tree(
+                contract, repo, tree, parent, owner, captures=captures, baseline=baseline
+            )
+        if exam.only_extended and len(agent) == len(results):
+            # tests appended to a test file: the file as it was decides, and the
+            # agent's added tests must pass too (a red one is the work's)
+            results = [
+                a if e.passed and not a.passed else e for e, a in zip(results, agent, strict=True)
+            ]
+        return ExamRun(results, exam.changes, agent)
+
     async def verify_tree(
         self, live: LiveSession, tree: str, parent: str, *, scope: str
     ) -> list[CheckResult]:
@@ -376,7 +482,7 @@ class Verifier:
             live,
             PlanTextData(text=f"Runtime verification of {scope} (tree {tree[:12]})."),
         )
-        results = await self.checks_on_tree(
+        exam = await self.exam_on_tree(
             s.contract,
             Path(s.repo),
             tree,
@@ -385,6 +491,9 @@ class Verifier:
             captures=captures_from(s.contract, s.baseline),
             baseline=s.baseline,
         )
+        results = exam.results
+        if exam.changes:
+            registry.emit(live, PlanTextData(text=f"{scope}: {exam_summary(exam)}"))
         registry.emit(
             live,
             ContractEvaluatedData(
@@ -433,6 +542,9 @@ class Verifier:
         )
         s.review_tree = verification.tree
         s.last_check_results = list(verification.results)
+        # what the verified tree did to how it is judged belongs to that tree
+        s.judge_changes = list(verification.judge_changes)
+        s.agent_exam_results = list(verification.agent_results)
         s.changed_since_verification = []
         self._registry.persist(live)
         fault_point("verify:recorded")

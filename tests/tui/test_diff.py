@@ -206,3 +206,44 @@ async def test_reject_from_the_diff_asks_for_a_comment_and_escape_keeps_reviewin
         texts = plan_texts(sup, sid)
     assert row.state is CoderState.ABANDONED
     assert "Rejected: too broad" in texts
+
+
+@pytest.mark.slow
+async def test_a_judge_change_is_listed_at_gate_2_and_approved_only_there(tmp_path: Path) -> None:
+    """The agent edited the script its check runs: the diff screen lists that
+    first, and `a` there (a person who saw it) delivers; no other approve can."""
+    from textual.widgets import Static
+
+    from corral.supervisor.errors import CorralError
+
+    repo = make_repo(tmp_path / "repo")
+    (repo / "check.sh").write_text("grep -q fifteen long.txt\n")
+    (repo / "long.txt").write_text("1\n")
+    git(repo, "add", "-A")
+    git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "check")
+    sup = scripted_supervisor(
+        tmp_path / "state",
+        contract(("fifteen", "bash check.sh")),
+        [Write("long.txt", "fifteen\n"), Write("check.sh", "true\n")],
+    )
+    app = _at_gate_2(sup, repo, "write fifteen")
+    async with app.run_test(size=(160, 40)) as pilot:
+        waiting = await until(
+            pilot,
+            "gate 2",
+            lambda: [r for r in sup.list() if r.state is CoderState.NEEDS_APPROVAL],
+            timeout=60,
+        )
+        sid = waiting[0].session_id
+        with pytest.raises(CorralError, match=r"changed how it is judged: check\.sh"):
+            await sup.approve(sid, delivery="branch")  # the board's quick approve
+        screen = await open_from_board(app, pilot, "D")
+        assert isinstance(screen, DiffScreen)
+        shown = screen.query_one("#diff-verification", Static)
+        await until(pilot, "the judge change listed", lambda: "check.sh" in str(shown.render()))
+        text = str(shown.render())
+        assert "The work changed how it is judged" in text and "check.sh (edited" in text
+        await pilot.press("a")
+        await asked(pilot)
+        row = await sup.wait_for(sid, {CoderState.MERGED}, timeout=20)
+    assert git(repo, "show", f"{row.result_branch}:check.sh") == "true\n"

@@ -97,6 +97,7 @@ def get(name: str, *, as_json: bool) -> int:
             say(f"  {ATTRIBUTE_DRIVERS_WORDS}")
             for line in drivers:
                 say(f"    {line}")
+        _say_judge_changes(detail, indent="  ")
         return 0
     from corral.supervisor.stored_board import stored_sessions
 
@@ -241,6 +242,8 @@ def act(args: argparse.Namespace) -> int:
                 selection = {path: None for path in args.files}
             if not args.accept_finding:
                 _say_kinds_changed(client, sid, args.json)
+            if args.accept_judge_changes:
+                _say_judge_changes(client.call("get", session_id=sid))
             with still_working("approve"):
                 result = client.call(
                     "approve",
@@ -249,6 +252,7 @@ def act(args: argparse.Namespace) -> int:
                     comment=args.comment,
                     selection=selection,
                     accept_finding=args.accept_finding,
+                    accept_judge_changes=args.accept_judge_changes,
                 )
         elif args.command == "confirm":
             result = client.call("confirm", session_id=sid)
@@ -264,6 +268,23 @@ def act(args: argparse.Namespace) -> int:
         if isinstance(result, dict) and result.get("branch"):
             say(f"  branch {result['branch']} {result.get('commit') or ''}")
     return 0
+
+
+def _say_judge_changes(detail: dict[str, Any], indent: str = "") -> None:
+    """What the person accepts (printed before the approve, and by `get`):
+    each judge change."""
+    changes = (detail.get("session") or {}).get("judge_changes") or []
+    changes = [c for c in changes if c.get("what") != "extended"]  # appended tests need no one
+    if not changes:
+        return
+    say(f"{indent}the work changed how it is judged:")
+    for c in changes:
+        what = [str(c.get("what", ""))]
+        if c.get("holds_must_pass"):
+            what.append("holds a named test")
+        if c.get("detail"):
+            what.append(str(c["detail"]))
+        say(f"{indent}  {c.get('path', '')} ({'; '.join(what)})")
 
 
 LIFECYCLE = ("rename", "archive", "unarchive", "retry", "revive", "delete")
@@ -388,6 +409,12 @@ def add_parsers(sub: Any) -> None:
     approve.add_argument("--comment")
     approve.add_argument("--files", nargs="+", help="approve only these files (partial)")
     approve.add_argument("--accept-finding", action="store_true", help="accept a no-change finding")
+    approve.add_argument(
+        "--accept-judge-changes",
+        action="store_true",
+        help="deliver although the work changed how it is judged (its tests, test "
+        "configuration or scripts; printed first): only after you read them",
+    )
     reject = sub.add_parser("reject", help="reject a session's diff")
     reject.add_argument("session")
     reject.add_argument("--comment")

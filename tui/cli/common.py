@@ -41,11 +41,16 @@ exit codes:
   6  abandoned
   7  delivery refused: the session waits at approval (the reason is on stderr)
   8  the disk holding the state dir is full (stderr names it and its free space)
+  9  not delivered: the work changed how it is judged (a test, test configuration
+     or test script it is checked by, or added code reaching into the test
+     harness); it waits at approval for a person (stderr names what changed;
+     `corral approve ID --accept-judge-changes` after reading it)
   130  interrupted (ctrl+c)
   141  the reader of stdout went away (e.g. `| head`)"""
 
 DELIVERY_REFUSED = 7  # see RUN_EXIT_CODES
 DISK_FULL = 8
+JUDGE_CHANGED = 9
 
 
 def fail(message: str) -> int:

@@ -311,6 +311,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="run the agent, its worktree and the checks on this [[hosts]] host (see "
         "`corral hosts`); the verified result is fetched home for review",
     )
+    run.add_argument(
+        "--judge",
+        action="append",
+        metavar="PATH",
+        help="a file that judges the work besides the ones corral finds (repeatable; with "
+        "--contract or --check): verification puts it back as it was before the checks run",
+    )
+    run.add_argument(
+        "--not-judge",
+        action="append",
+        metavar="PATH",
+        help="a path (or folder) corral must not treat as judging the work (repeatable; with "
+        "--contract or --check)",
+    )
     run.add_argument("--yes", action="store_true", help="confirm the contract without asking")
     run.add_argument(
         "--deliver",

@@ -19,6 +19,7 @@ import argparse
 import asyncio
 import contextlib
 import os
+import posixpath
 import re
 import sys
 import threading
@@ -36,7 +37,14 @@ from corral.supervisor.interface import (
     checks_contract,
     load_contract,
 )
-from corral.supervisor.models import CoderSession, ContextPack, OutcomeContract, SessionSummary
+from corral.supervisor.models import (
+    CoderSession,
+    ContextPack,
+    JudgeChange,
+    JudgeFile,
+    OutcomeContract,
+    SessionSummary,
+)
 from corral.supervisor.paths import default_state_dir
 from corral.supervisor.remote import (
     AttachedSupervisor,
@@ -48,7 +56,7 @@ from corral.supervisor.remote import (
 from corral.supervisor.states import CoderState, FailureKind, NeedsYou, label
 
 from ..event_text import describe
-from .common import DELIVERY_REFUSED, DISK_FULL
+from .common import DELIVERY_REFUSED, DISK_FULL, JUDGE_CHANGED
 from .context import load_pack
 from .output import say, say_json
 
@@ -170,6 +178,8 @@ async def run_session(
     host: str | None = None,
     checks: list[str] | None = None,
     context: ContextPack | None = None,
+    judge: list[str] | None = None,
+    not_judge: list[str] | None = None,
 ) -> int:
     """As a client of the owner when one runs; else as the owner for the run."""
     if contract_file is not None and checks:
@@ -181,6 +191,21 @@ async def run_session(
         if checks
         else None
     )
+    if judge or not_judge:
+        if given is None:
+            raise CorralError(
+                "--judge and --not-judge change a given contract: add --contract FILE or "
+                '--check "CMD" (or list the paths in the contract\'s judge_files / not_judged)'
+            )
+        given = given.model_copy(
+            update={
+                "judge_files": [
+                    *given.judge_files,
+                    *(JudgeFile(path=_repo_path(p), why="named with --judge") for p in judge or []),
+                ],
+                "not_judged": [*given.not_judged, *(_repo_path(p) for p in not_judge or [])],
+            }
+        )
     state_dir = default_state_dir()
     full = nearly_full(state_dir, repo)
     if full is not None:  # said before anything is written: nothing hangs half-made
@@ -332,8 +357,22 @@ async def _drive(
                 await owner.respond(sid, answer)
                 await asyncio.sleep(0.2)
                 row = await owner.wait_for(sid, timeout=None)
+        judged = (
+            [c for c in (await owner.session(sid)).judge_changes if c.blocks]
+            if row.state is CoderState.NEEDS_APPROVAL and row.needs_you != "finding"
+            else []
+        )
         if row.needs_you in ("question", "auth"):
             code = 4
+        elif judged:  # never delivered without a person who saw it
+            say(
+                f"corral run: not delivered, {label(sid)} waits at approval for a person: "
+                f"{judge_text(judged)}. Read it (`corral get {sid}`), then "
+                f"`corral approve {sid} --accept-judge-changes`, or reject it.",
+                file=sys.stderr,
+                flush=True,
+            )
+            code = JUDGE_CHANGED
         elif row.state is CoderState.NEEDS_APPROVAL and deliver != "none":
             try:
                 await owner.approve(sid, deliver, row.needs_you == "finding")
@@ -396,6 +435,18 @@ async def _drive(
             pump.cancel()
             if pump.done() and not pump.cancelled():
                 pump.exception()  # retrieved: a reader gone away is reported by the entry point
+
+
+def _repo_path(path: str) -> str:
+    """A path as the contract keeps it: repo-relative, POSIX, no `./`."""
+    return posixpath.normpath(path.replace(os.sep, "/")).removeprefix("./").strip("/")
+
+
+def judge_text(changes: list[JudgeChange], limit: int = 5) -> str:
+    """`the work changed how it is judged: tests/test_mul.py (edited; holds a named test)`."""
+    shown = ", ".join(c.shown() for c in changes[:limit])
+    more = f" and {len(changes) - limit} more" if len(changes) > limit else ""
+    return f"the work changed how it is judged: {shown}{more}"
 
 
 def _no_checks(session: CoderSession) -> bool:
@@ -538,6 +589,8 @@ def main_run(args: argparse.Namespace) -> int:
                 host=args.host,
                 checks=args.check,
                 context=load_pack(args.context) if args.context else None,
+                judge=args.judge,
+                not_judge=args.not_judge,
             )
         )
     except CorralError as exc:

@@ -6,6 +6,11 @@ highlighted (only the selected file is rendered, so big diffs stay quick),
 and the runtime verification results. `a` delivers the ticked part to a
 branch, `o` applies it to the checkout; the supervisor re-runs the contract
 on a partial selection before delivering it.
+
+When the work changed how it is judged (a test, test configuration or test
+script; added code reaching into the test harness), that is listed first, in
+its own block, with the checks' results on the agent's versions; approving
+here accepts it (this screen is where a person sees it).
 """
 
 from __future__ import annotations
@@ -213,6 +218,24 @@ class DiffScreen(Screen[None]):
                     *drivers,
                 )
             )
+        if s.judge_changes:
+            judged = [
+                safe_markup(
+                    "[b red]The work changed how it is judged[/b red] (the checks above ran with "
+                    "these files as they were at gate 1; approving accepts the change):"
+                )
+            ]
+            judged += [safe_content(f"  {c.shown()}") for c in s.judge_changes]
+            if s.agent_exam_results:
+                judged.append(safe_content("With the agent's versions:"))
+                judged += [
+                    safe_markup(
+                        ("  [green]PASS[/green] " if r.passed else "  [red]FAIL[/red] ") + "{}",
+                        r.name,
+                    )
+                    for r in s.agent_exam_results
+                ]
+            lines = [*judged, Content(""), *lines]
         self.query_one("#diff-verification", Static).update(Content("\n").join(lines))
 
     # -- interaction ------------------------------------------------------------
@@ -269,6 +292,10 @@ class DiffScreen(Screen[None]):
             selection=selection,
             then=self.app.pop_screen,
             discard_rest=self.discard_rest,
+            # this screen lists what the work changed in how it is judged
+            accept_judge_changes=any(
+                c.blocks for c in self.supervisor.get(self.session_id).session.judge_changes
+            ),
         )
 
     def action_reject(self) -> None:

@@ -1,0 +1,341 @@
+"""The files that judge the work and the operator's exam, on real git repos:
+what is found at gate 1, what the exam tree puts back (and what it keeps),
+the harness scan's findings and its silence on honest code, and per-test
+accounting that names what went missing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from corral.supervisor.contracts.judge import (
+    HARNESS,
+    build_exam,
+    discover,
+    harness_findings,
+    splice,
+)
+from corral.supervisor.contracts.per_test import against_baseline
+from corral.supervisor.git.trees import snapshot_tree
+from corral.supervisor.models import ContractCheck, JudgeFile, OutcomeContract, TestReport
+from tests.conftest import git
+
+PYTEST = ContractCheck(
+    name="tests", command="python -m pytest -q tests", must_pass=["tests/test_mul.py::test_mul"]
+)
+PYPROJECT = (
+    '[project]\nname = "calc"\nversion = "0"\n\n'
+    '[tool.pytest.ini_options]\naddopts = "-q"\n\n[tool.ruff]\nline-length = 99\n'
+)
+PACKAGE = {"name": "calc", "scripts": {"test": "node --test"}, "dependencies": {}}
+
+
+def _files(repo: Path, files: dict[str, str]) -> str:
+    for path, text in files.items():
+        (repo / path).parent.mkdir(parents=True, exist_ok=True)
+        (repo / path).write_text(text)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "project")
+    return git(repo, "rev-parse", "HEAD").strip()
+
+
+def _project(repo: Path) -> str:
+    return _files(
+        repo,
+        {
+            "calc.py": "def mul(a, b):\n    return a + b\n",
+            "tests/test_mul.py": "from calc import mul\n\ndef test_mul():\n    assert mul(2, 3) == 6\n",
+            "tests/helpers.py": "def close(a, b):\n    return abs(a - b) < 1e-9\n",
+            "conftest.py": "",
+            "pyproject.toml": PYPROJECT,
+            "package.json": json.dumps(PACKAGE, indent=2) + "\n",
+            "web/app.test.js": "test('x', () => {});\n",
+            "scripts/ci.sh": "pytest\n",
+            "docs/test_plan.md": "not a test\n",
+        },
+    )
+
+
+def _judged(repo: Path, start: str, *checks: ContractCheck, **kw: object) -> OutcomeContract:
+    contract = OutcomeContract(description="mul", checks=list(checks or [PYTEST]), **kw)
+    return contract.model_copy(update={"judge_files": discover(repo, start, contract, [])})
+
+
+def test_gate_one_finds_the_files_the_checks_are_judged_by(repo: Path) -> None:
+    start = _project(repo)
+    script = ContractCheck(name="ci", command="bash ./scripts/ci.sh")
+    files = {(f.path, f.section): f for f in _judged(repo, start, PYTEST, script).judge_files}
+    assert ("tests/test_mul.py", None) in files and ("tests/helpers.py", None) in files
+    assert ("conftest.py", None) in files
+    assert ("pyproject.toml", "tool.pytest") in files  # the section, not the whole file
+    assert ("scripts/ci.sh", None) in files and "ci" in files[("scripts/ci.sh", None)].why
+    assert ("calc.py", None) not in files and ("docs/test_plan.md", None) not in files
+    # a script may run any runner; pytest checks only: JavaScript tests do not judge them
+    assert ("web/app.test.js", None) in files
+    only = {(f.path, f.section) for f in _judged(repo, start, PYTEST).judge_files}
+    assert ("web/app.test.js", None) not in only and ("package.json", "scripts") not in only
+    blob = git(repo, "rev-parse", f"{start}:tests/test_mul.py").strip()
+    assert files[("tests/test_mul.py", None)].blob == blob
+
+
+def test_the_operator_adds_and_removes_judge_files(repo: Path) -> None:
+    start = _project(repo)
+    contract = _judged(
+        repo,
+        start,
+        judge_files=[JudgeFile(path="calc.py")],
+        not_judged=["tests/helpers.py"],
+    )
+    paths = {f.path for f in contract.judge_files}
+    assert "calc.py" in paths and "tests/helpers.py" not in paths
+    assert "tests/test_mul.py" in paths
+
+
+def _exam(repo: Path, start: str, contract: OutcomeContract, files: dict[str, str | None]):
+    for path, text in files.items():
+        if text is None:
+            (repo / path).unlink()
+        else:
+            (repo / path).parent.mkdir(parents=True, exist_ok=True)
+            (repo / path).write_text(text)
+    tree = snapshot_tree(repo)
+    return tree, build_exam(repo, start, tree, contract)
+
+
+def _in(repo: Path, tree: str, path: str) -> str | None:
+    out = git(repo, "ls-tree", tree, "--", path).strip()
+    return git(repo, "cat-file", "blob", out.split()[2]) if out else None
+
+
+def test_the_exam_puts_back_what_the_agent_changed_and_keeps_its_new_tests(repo: Path) -> None:
+    start = _project(repo)
+    contract = _judged(repo, start)
+    tree, exam = _exam(
+        repo,
+        start,
+        contract,
+        {
+            "calc.py": "def mul(a, b):\n    return a * b\n",
+            "tests/test_mul.py": "def test_mul():\n    assert True\n",
+            "tests/helpers.py": None,
+            "tests/conftest.py": "import pytest\n",
+            "tests/test_new.py": "def test_new():\n    pass\n",
+        },
+    )
+    assert exam.tree != tree
+    assert "mul(2, 3) == 6" in (_in(repo, exam.tree, "tests/test_mul.py") or "")
+    assert _in(repo, exam.tree, "tests/helpers.py") is not None
+    assert _in(repo, exam.tree, "tests/conftest.py") is None
+    assert _in(repo, exam.tree, "tests/test_new.py") is not None  # an addition
+    assert "a * b" in (_in(repo, exam.tree, "calc.py") or "")
+    shown = {c.path: c for c in exam.changes}
+    assert (
+        shown["tests/test_mul.py"].what == "edited" and shown["tests/test_mul.py"].holds_must_pass
+    )
+    assert shown["tests/helpers.py"].what == "deleted"
+    assert shown["tests/conftest.py"].what == "added"
+    assert "tests/test_new.py" not in shown and "calc.py" not in shown
+
+
+def test_an_honest_change_is_its_own_exam(repo: Path) -> None:
+    start = _project(repo)
+    contract = _judged(repo, start)
+    deps = PYPROJECT.replace('version = "0"\n', 'version = "0"\ndependencies = ["attrs"]\n')
+    tree, exam = _exam(
+        repo,
+        start,
+        contract,
+        {
+            "calc.py": "def mul(a, b):\n    return a * b\n\n\ndef same(a, b):\n    return a == b\n",
+            "pyproject.toml": deps,
+            "tests/test_more.py": "def test_more():\n    assert 1 == 1\n",
+        },
+    )
+    assert exam.tree == tree and exam.changes == []
+
+
+def test_a_changed_section_is_spliced_back_and_the_rest_of_the_file_kept(repo: Path) -> None:
+    start = _project(repo)
+    contract = _judged(repo, start)
+    rigged = PYPROJECT.replace('version = "0"\n', 'version = "0"\ndependencies = ["attrs"]\n')
+    rigged = rigged.replace('addopts = "-q"', "addopts = \"-q -k 'not mul'\"")
+    _tree, exam = _exam(repo, start, contract, {"pyproject.toml": rigged})
+    now = _in(repo, exam.tree, "pyproject.toml") or ""
+    assert "not mul" not in now and 'dependencies = ["attrs"]' in now and "line-length" in now
+    [change] = exam.changes
+    assert change.what == "section changed" and change.detail == "tool.pytest"
+
+
+def test_package_json_scripts_are_spliced_back_and_its_dependencies_kept(repo: Path) -> None:
+    start = _project(repo)
+    contract = _judged(repo, start, ContractCheck(name="tests", command="npm test"))
+    rigged = dict(PACKAGE, scripts={"test": "exit 0"}, dependencies={"left-pad": "1"})
+    _tree, exam = _exam(repo, start, contract, {"package.json": json.dumps(rigged)})
+    now = json.loads(_in(repo, exam.tree, "package.json") or "{}")
+    assert now["scripts"] == {"test": "node --test"} and now["dependencies"] == {"left-pad": "1"}
+    assert [c.what for c in exam.changes] == ["section changed"]
+
+
+def test_a_judge_file_turned_into_a_folder_comes_back_as_a_file(repo: Path) -> None:
+    start = _project(repo)
+    contract = _judged(repo, start)
+    (repo / "tests" / "test_mul.py").unlink()
+    _tree, exam = _exam(repo, start, contract, {"tests/test_mul.py/x.py": "x = 1\n"})
+    assert "mul(2, 3) == 6" in (_in(repo, exam.tree, "tests/test_mul.py") or "")
+
+
+def test_splice_says_when_the_sections_are_the_same() -> None:
+    same = PYPROJECT.replace("line-length = 99", "line-length = 120")
+    assert splice("pyproject.toml", PYPROJECT, same, ["tool.pytest"]) is None
+    cfg = "[metadata]\nname = x\n\n[tool:pytest]\naddopts = -q\n"
+    assert splice("setup.cfg", cfg, cfg.replace("name = x", "name = y"), ["tool:pytest"]) is None
+    spliced = splice("setup.cfg", cfg, cfg.replace("-q", "-k 'not mul'"), ["tool:pytest"])
+    assert spliced is not None and "not mul" not in spliced
+
+
+def test_the_harness_scan_names_rigging_and_is_silent_on_honest_code() -> None:
+    honest = {
+        "calc.py": [
+            "import time",
+            "def elapsed(start):",
+            "    return time.time() - start",
+            "class Money:",
+            "    def __eq__(self, other):",
+            "        return isinstance(other, Money) and self.cents == other.cents",
+            "def is_true(x):",
+            "    return True",
+            "    # see _pytest docs",
+        ]
+    }
+    assert harness_findings(honest) == []
+    honest_tests = {
+        "tests/test_clock.py": [
+            "import time",
+            "from _pytest.monkeypatch import MonkeyPatch",
+            "from freezegun import freeze_time",
+            '@freeze_time("2020-01-01")',
+            "def test_frozen(monkeypatch):",
+            '    monkeypatch.setattr(time, "time", lambda: 0)',
+            "    assert time.time() == 0",
+        ]
+    }
+    assert harness_findings(honest_tests) == []
+    # at a new test file's top level, patching pytest's reports reaches every test
+    rigged_test = {
+        "tests/test_zz.py": [
+            "from _pytest.reports import TestReport",
+            "TestReport.outcome = 'passed'",
+        ]
+    }
+    assert [c.path for c in harness_findings(rigged_test)] == ["tests/test_zz.py"]
+    rigged = {
+        "calc.py": ["class A:", "    def __eq__(self, other):", "        return True"],
+        "util.py": ["import time", "time.time = lambda: 0"],
+        "lib.py": ["from _pytest.reports import TestReport"],
+        "run.py": ["os._exit(0)"],
+    }
+    found = {(c.path, c.detail.split(":")[0]) for c in harness_findings(rigged)}
+    assert ("calc.py", "a comparison that returns a constant") in found
+    assert ("util.py", "the clock patched") in found
+    assert ("lib.py", "pytest's internals (_pytest)") in found
+    assert any(path == "run.py" for path, _ in found)
+    assert all(c.what == HARNESS for c in harness_findings(rigged))
+    plugin = {"pyproject.toml": ["[project.entry-points.pytest11]", 'calc = "calc.plugin"']}
+    assert [c.detail.split(":")[0] for c in harness_findings(plugin)] == [
+        "a pytest plugin entry point"
+    ]
+
+
+# -- per-test accounting ----------------------------------------------------------------------
+
+SUITE = ContractCheck(name="tests", command="pytest -q")
+
+
+def _report(passed: list[str], failed: list[str] = [], skipped: list[str] = []) -> TestReport:  # noqa: B006
+    return TestReport(passed=passed, failed=failed, skipped=skipped)
+
+
+def test_a_test_that_passed_before_and_was_not_run_now_is_named() -> None:
+    before = _report(["a", "b", "c"])
+    judged = against_baseline(SUITE, 0, _report(["a", "new"]), before)
+    assert judged is not None and not judged.passed
+    assert "2 test(s) that passed on the untouched tree were not run now" in judged.note
+    assert "b, c" in judged.note
+
+
+def test_a_runner_that_stopped_reporting_cannot_be_judged() -> None:
+    judged = against_baseline(SUITE, 0, None, _report(["a"]))
+    assert judged is not None and not judged.passed
+    assert judged.note.startswith("cannot judge: the test runner produced no per-test report")
+    named = SUITE.model_copy(update={"must_pass": ["t::x"]})
+    assert not (against_baseline(named, 0, None, None) or judged).passed
+    # named tests are held to a report even when the untouched tree had none
+    judged = against_baseline(named, 0, _report(["t::y"]), None)
+    assert judged is not None and not judged.passed and "t::x" in judged.note
+
+
+def test_tests_appended_to_a_test_file_are_an_extension_not_an_edit(repo: Path) -> None:
+    start = _project(repo)
+    contract = _judged(repo, start)
+    old = (repo / "tests" / "test_mul.py").read_text()
+    more = old + "\n\ndef test_zero():\n    assert mul(0, 2) == 0\n"
+    tree, exam = _exam(repo, start, contract, {"tests/test_mul.py": more})
+    assert exam.tree != tree  # the file as it was decides; the agent's version runs too
+    assert exam.only_extended and [c.what for c in exam.changes] == ["extended"]
+    assert not exam.changes[0].blocks
+    for rigged in (
+        old + "\n\ndef test_mul():\n    pass\n",  # the named test redefined
+        old + "\nimport calc\ncalc.mul = lambda a, b: 6\n",  # code run at import
+        old + "    assert True\n",  # into the file's last test
+        old.replace("== 6", "== 5") + "\n\ndef test_zero():\n    pass\n",
+    ):
+        _tree, exam = _exam(repo, start, contract, {"tests/test_mul.py": rigged})
+        assert [c.what for c in exam.changes if c.path == "tests/test_mul.py"] == ["edited"]
+        assert exam.changes[0].blocks
+
+
+def test_a_node_assertion_appended_is_an_extension_and_a_mock_is_not(repo: Path) -> None:
+    start = _files(
+        repo,
+        {"calc.js": "exports.mul = (a, b) => a * b;\n", "test.js": "require('assert').ok(1);\n"},
+    )
+    contract = _judged(repo, start, ContractCheck(name="tests", command="node test.js"))
+    assert any(f.path == "test.js" for f in contract.judge_files)
+    line = "\nrequire('assert').strictEqual(require('./calc.js').mul(2, 21), 42);\n"
+    _tree, exam = _exam(repo, start, contract, {"test.js": "require('assert').ok(1);\n" + line})
+    assert [c.what for c in exam.changes] == ["extended"]
+    mock = "\nrequire('./calc.js').mul = () => 42;\n"
+    _tree, exam = _exam(repo, start, contract, {"test.js": "require('assert').ok(1);\n" + mock})
+    assert [c.what for c in exam.changes] == ["edited"]
+
+
+def test_a_module_that_shadows_the_test_runner_is_left_out_of_the_exam(repo: Path) -> None:
+    start = _project(repo)
+    contract = _judged(repo, start)
+    fake = "import sys\nsys.exit(0)\n"
+    _tree, exam = _exam(
+        repo, start, contract, {"pytest.py": fake, "node_modules/tap/index.js": "x\n"}
+    )
+    assert _in(repo, exam.tree, "pytest.py") is None
+    assert {(c.path, c.what) for c in exam.changes} >= {("pytest.py", "added")}
+    assert any(c.path == "node_modules/tap/index.js" for c in exam.changes)
+
+
+def test_an_added_line_that_looks_like_a_file_header_cannot_hide_what_follows() -> None:
+    from corral.supervisor.contracts.judge import _added_lines
+
+    patch = (
+        "diff --git a/calc.py b/calc.py\n--- a/calc.py\n+++ b/calc.py\n@@ -1,0 +2,3 @@\n"
+        '+"""\n+++ b/tests/test_mul.py\n+"""\n+os._exit(0)\n'
+    )
+    added = _added_lines(patch)
+    assert list(added) == ["calc.py"] and "os._exit(0)" in added["calc.py"]
+
+
+def test_only_a_module_that_shadows_what_the_runner_imports_is_left_out() -> None:
+    from corral.supervisor.contracts.judge import judge_like_added
+
+    for shadow in ("pytest.py", "_pytest/__init__.py", "json.py", "xml/__init__.py"):
+        assert judge_like_added(shadow) == "shadows the test runner", shadow
+    for honest in ("test/test_new.py", "test/__init__.py", "json/data.json", "src/json.py"):
+        assert judge_like_added(honest) is None, honest
