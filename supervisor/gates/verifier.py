@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, TypeVar
 from ..config import SupervisorConfig
 from ..contracts.checks import captures_from, run_contract
 from ..contracts.environment import Environments, SetupRun, setup_reason
+from ..contracts.hidden import HiddenStore, hidden_tally, materialized
 from ..contracts.verdicts import change_broke_setup, setup_failed
 from ..errors import CorralError
 from ..events import (
@@ -54,7 +55,7 @@ from ..faults import fault_point
 from ..git.repo import head_commit
 from ..git.run import git
 from ..git.trees import anchor_verified, changed_between, snapshot_tree
-from ..models import CheckResult, CoderSession, OutcomeContract, SetupOutcome
+from ..models import CheckResult, CheckVerdict, CoderSession, OutcomeContract, SetupOutcome
 from ..session.live import LiveSession
 from ..session.registry import SessionRegistry
 from ..states import CoderState
@@ -62,6 +63,7 @@ from ..workspaces import Workspaces
 from .scratch_tree import ScratchTrees
 
 if TYPE_CHECKING:  # a host's tree loads with the first session run on a host
+    from ..contracts.environment import CheckEnvironment
     from ..hosts.configured import Hosts
     from .host_tree import HostTree
 
@@ -142,12 +144,21 @@ class Verifier:
         if run is not None and not run.outcome.ok:
             why = setup_reason(run.outcome)
             broke = change_broke_setup(run.outcome.output_tail, run.outcome.timed_out, baseline)
-            return [
+            failed = [
                 setup_failed(c.name, why, by_the_change=broke, output=run.outcome.output_tail)
                 for c in contract.checks
             ]
+            return failed + [
+                setup_failed(h.name, why, by_the_change=broke).model_copy(update={"hidden": True})
+                for h in contract.hidden_checks
+            ]
         environment = run.environment if run is not None else None
-        return await run_contract(
+        # the hidden checks first: no visible check has run the work's code
+        # in this checkout yet, so nothing it planted here can touch them
+        hidden = await self._hidden_checks(
+            contract, path, environment, on_result=on_result, untouched=untouched, baseline=baseline
+        )
+        visible = await run_contract(
             contract,
             path,
             timeout_ceiling=self._timeout_ceiling,
@@ -157,6 +168,59 @@ class Verifier:
             untouched=untouched,
             baseline=baseline,
         )
+        return visible + hidden
+
+    async def _hidden_checks(
+        self,
+        contract: OutcomeContract,
+        path: Path,
+        environment: CheckEnvironment | None,
+        *,
+        on_result: Callable[[CheckResult], None] | None,
+        untouched: bool,
+        baseline: list[CheckResult] | None,
+    ) -> list[CheckResult]:
+        """The contract's hidden checks, their files written into this
+        checkout (corral's, never the agent's) only while they run."""
+        if not contract.hidden_checks:
+            return []
+        exam = OutcomeContract(
+            description=contract.description,
+            checks=[h.as_check() for h in contract.hidden_checks],
+            allow_credentials=contract.allow_credentials,
+        )
+
+        def hidden(result: CheckResult) -> CheckResult:
+            return result.model_copy(update={"hidden": True})
+
+        files = materialized(path, contract.hidden_checks, HiddenStore(self._registry.state_dir))
+        try:
+            await asyncio.to_thread(files.__enter__)
+        except (CorralError, OSError) as exc:
+            return [
+                CheckResult(
+                    name=h.name,
+                    passed=False,
+                    hidden=True,
+                    verdict=CheckVerdict.CANNOT_RUN,
+                    reason=f"its files could not be put in the verification checkout: {exc}",
+                    fix="add the hidden check again (its stored file is gone or unreadable)",
+                )
+                for h in contract.hidden_checks
+            ]
+        try:
+            results = await run_contract(
+                exam,
+                path,
+                timeout_ceiling=self._timeout_ceiling,
+                environment=environment,
+                on_result=None if on_result is None else lambda r: on_result(hidden(r)),
+                untouched=untouched,
+                baseline=baseline,
+            )
+        finally:
+            await asyncio.shield(asyncio.to_thread(files.__exit__, None, None, None))
+        return [hidden(r) for r in results]
 
     async def baseline(
         self,
@@ -301,6 +365,13 @@ class Verifier:
             live,
             ContractEvaluatedData(by="runtime", passed=verification.passed, results=list(results)),
         )
+        tally = hidden_tally(results)
+        if tally is not None:
+            ran = sum(1 for r in results if r.hidden)
+            registry.emit(
+                live,
+                PlanTextData(text=f"Hidden checks (held back from the agent): {ran} ran, {tally}."),
+            )
         registry.persist(live)
         return verification
 

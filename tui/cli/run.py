@@ -33,6 +33,7 @@ from corral.supervisor.interface import (
     FixedDrafter,
     Subscription,
     checks_contract,
+    hidden_check_from_file,
     load_contract,
 )
 from corral.supervisor.models import CoderSession, OutcomeContract, SessionSummary
@@ -154,6 +155,7 @@ async def run_session(
     model: str | None = None,
     host: str | None = None,
     checks: list[str] | None = None,
+    hidden: list[str] | None = None,
 ) -> int:
     """As a client of the owner when one runs; else as the owner for the run."""
     if contract_file is not None and checks:
@@ -165,6 +167,7 @@ async def run_session(
         if checks
         else None
     )
+    given = _with_hidden(given, hidden or [])
     state_dir = default_state_dir()
     if owner_running(state_dir):
         attached = AttachedSupervisor(state_dir, mirror_board=False)
@@ -192,7 +195,10 @@ async def run_session(
                 )
             finally:
                 await client.close()
-    drafter: ContractDrafter = FixedDrafter(given) if given is not None else default_drafter()
+    drafting = given is None or not given.checks  # hidden checks alone: the rest is drafted
+    drafter: ContractDrafter = (
+        FixedDrafter(given) if given is not None and given.checks else default_drafter()
+    )
     sup = build_supervisor(state_dir, drafter, backend=backend)
     await sup.open()
     services = OwnerServices(sup, mcp_http=False)  # other clients reach this run's owner
@@ -214,7 +220,7 @@ async def run_session(
                 )
             yes, deliver = False, "none"
         code = await _drive(
-            _Run(sup, local=True, host=host),
+            _Run(sup, local=True, host=host, contract=given if drafting else None),
             repo,
             intent,
             engine,
@@ -329,6 +335,21 @@ async def _drive(
                 pump.exception()  # retrieved: a reader gone away is reported by the entry point
 
 
+def _with_hidden(given: OutcomeContract | None, specs: list[str]) -> OutcomeContract | None:
+    """The contract with the `--hidden-check FILE[:DEST]` files read into
+    hidden checks (without a contract: hidden checks alone, the visible ones
+    drafted). The owner stores their content; only its sha256 stays."""
+    if not specs:
+        return given
+    taken = (
+        {c.name for c in given.checks} | {h.name for h in given.hidden_checks} if given else set()
+    )
+    added = [hidden_check_from_file(spec, given, taken) for spec in specs]
+    if given is None:
+        return OutcomeContract(hidden_checks=added)
+    return given.model_copy(update={"hidden_checks": [*given.hidden_checks, *added]})
+
+
 def _no_checks(session: CoderSession) -> bool:
     """A session that ended at gate 1 because no contract could be drafted:
     the operator, not a fault, supplies the checks."""
@@ -441,6 +462,7 @@ def main_run(args: argparse.Namespace) -> int:
                 model=args.model,
                 host=args.host,
                 checks=args.check,
+                hidden=args.hidden_check,
             )
         )
     except CorralError as exc:
