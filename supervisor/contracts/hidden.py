@@ -254,6 +254,15 @@ def hidden_check_from_file(
 # -- what an agent may know ----------------------------------------------------------------
 
 
+def agent_contract(contract: OutcomeContract) -> OutcomeContract:
+    """The contract as an engine hands it to its agent: the hidden checks
+    only counted (placeholders with no name, command or file)."""
+    if not contract.hidden_checks:
+        return contract
+    held = [HiddenCheck(name=HELD_BACK_NAME, command="") for _ in contract.hidden_checks]
+    return contract.model_copy(update={"hidden_checks": held})
+
+
 def visible_to_agent(results: list[CheckResult]) -> list[CheckResult]:
     """Results as the agent is told them: a hidden one is only "a check the
     operator holds back failed" (or passed), nothing that shows its content."""

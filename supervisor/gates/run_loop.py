@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..config import SupervisorConfig
-from ..contracts.hidden import names_of, visible_to_agent
+from ..contracts.hidden import agent_contract, names_of, visible_to_agent
 from ..engines.base import (
     Engine,
     EngineOutcome,
@@ -341,7 +341,7 @@ class RunLoop:
         return RunContext(
             session_id=s.id,
             intent=s.execution_intent(),
-            contract=s.contract,
+            contract=agent_contract(s.contract),  # the hidden checks only counted
             worktree=Path(s.worktree),
             max_iterations=s.max_iterations,
             deadline=deadline,

@@ -90,6 +90,24 @@ class Verification:
         return self.stable and all(r.passed for r in self.results)
 
 
+def strict(result: CheckResult) -> CheckResult:
+    """A hidden check passes only when its command passed and, where its
+    runner reported test by test, every test it ran passed and at least one
+    did (a suite skipped or deselected whole proves nothing)."""
+    report = result.tests
+    if not result.passed or report is None:
+        return result
+    if report.failed or report.collection_errors:
+        why = f"{len(report.failed) + len(report.collection_errors)} hidden test(s) failed"
+    elif not report.passed:
+        why = f"no hidden test passed ({len(report.skipped)} skipped)"
+    else:
+        return result
+    return result.model_copy(
+        update={"passed": False, "verdict": CheckVerdict.FAILS, "reason": why, "fix": ""}
+    )
+
+
 def _remove_all(paths: list[Path]) -> None:
     """Environments that belonged to a disposable worktree go with it."""
     for path in paths:
@@ -155,9 +173,7 @@ class Verifier:
         environment = run.environment if run is not None else None
         # the hidden checks first: no visible check has run the work's code
         # in this checkout yet, so nothing it planted here can touch them
-        hidden = await self._hidden_checks(
-            contract, path, environment, on_result=on_result, untouched=untouched, baseline=baseline
-        )
+        hidden = await self._hidden_checks(contract, path, environment, on_result=on_result)
         visible = await run_contract(
             contract,
             path,
@@ -177,11 +193,12 @@ class Verifier:
         environment: CheckEnvironment | None,
         *,
         on_result: Callable[[CheckResult], None] | None,
-        untouched: bool,
-        baseline: list[CheckResult] | None,
     ) -> list[CheckResult]:
         """The contract's hidden checks, their files written into this
-        checkout (corral's, never the agent's) only while they run."""
+        checkout (corral's, never the agent's) only while they run. Each is
+        the operator's exam whole: judged on its own, never against the
+        baseline (a hidden test red on the untouched tree is what the work
+        must turn green, not a test "already failing"), see `strict`."""
         if not contract.hidden_checks:
             return []
         exam = OutcomeContract(
@@ -191,7 +208,7 @@ class Verifier:
         )
 
         def hidden(result: CheckResult) -> CheckResult:
-            return result.model_copy(update={"hidden": True})
+            return strict(result).model_copy(update={"hidden": True})
 
         files = materialized(path, contract.hidden_checks, HiddenStore(self._registry.state_dir))
         try:
@@ -215,8 +232,6 @@ class Verifier:
                 timeout_ceiling=self._timeout_ceiling,
                 environment=environment,
                 on_result=None if on_result is None else lambda r: on_result(hidden(r)),
-                untouched=untouched,
-                baseline=baseline,
             )
         finally:
             await asyncio.shield(asyncio.to_thread(files.__exit__, None, None, None))
