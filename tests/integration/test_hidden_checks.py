@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -195,3 +196,23 @@ def test_the_runner_of_a_hidden_file_follows_its_kind() -> None:
     assert command_for("t_h.py", None) == "python -m pytest -q -p no:cacheprovider t_h.py"
     assert command_for("a b.test.js", None) == "node --test 'a b.test.js'"
     assert command_for("check.sh", None) == "sh check.sh"
+
+
+def test_corral_run_with_a_missing_hidden_check_file_says_so_and_exits_2(
+    tmp_path: Path, repo: Path
+) -> None:
+    env = dict(os.environ, CORRAL_HOME=str(tmp_path / "home"))
+    env["CORRAL_CONFIG"] = str(tmp_path / "none.toml")
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])
+    missing = tmp_path / "nope" / "test_h.py"
+    argv = [PY, "-m", "corral.tui.cli", "run", "--repo", str(repo), "--intent", "x"]
+    done = subprocess.run(
+        [*argv, "--check", "true", "--hidden-check", str(missing)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip().splitlines()[-1] == f"corral: --hidden-check {missing}: no such file"
+    assert not (tmp_path / "home" / "hidden").exists()  # nothing was started

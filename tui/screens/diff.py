@@ -188,8 +188,14 @@ class DiffScreen(Screen[None]):
             )
         for r in s.last_check_results:
             lines.append(
-                ("[green]PASS[/green] " if r.passed else "[red]FAIL[/red] ") + escape(r.name)
+                ("[green]PASS[/green] " if r.passed else "[red]FAIL[/red] ")
+                + escape(r.name)
+                + (" [dim](hidden: held back from the agent)[/dim]" if r.hidden else "")
             )
+        held = [r for r in s.last_check_results if r.hidden]
+        if held:
+            passing = sum(1 for r in held if r.passed)
+            lines.append(f"{len(held)} hidden check(s) ran: {passing} pass")
         self.query_one("#diff-verification", Static).update("\n".join(lines))
 
     # -- interaction ------------------------------------------------------------
