@@ -23,7 +23,7 @@ from corral.supervisor.events import ContractEvaluatedData
 from corral.supervisor.models import CheckResult
 from corral.supervisor.states import CoderState
 from tests.conftest import SupervisorFactory, eventually, git, hello_contract, plan_texts
-from tests.fakes.scripted import Impossible, ScriptedDrafter, ScriptedEngine, Wait, Write
+from tests.fakes.scripted import Impossible, ScriptedEngine, Wait, Write
 
 S = CoderState
 REASON = "test_hello expects 'hi' but the intent says the file must say 'hello'"
