@@ -1,4 +1,7 @@
-"""The MCP endpoint: five tools over the owner's run handles (`handles.py`),
+"""The MCP endpoint: tools over the owner's run handles (`handles.py`) —
+start, poll and cancel a run, list and read sessions (hidden checks shown only
+as held back), and an agent's report that its own task cannot be done as
+specified —
 served over streamable HTTP on 127.0.0.1 (bearer token) by the owner, and
 over stdio by `corral mcp` (a bridge to the owner, or the owner itself).
 
