@@ -104,6 +104,7 @@ async def test_http_start_poll_to_the_gate_then_cancel(owner, repo: Path) -> Non
             "assistant_cancel",
             "sessions_list",
             "session_get",
+            "report_impossible",
         }
         start_tool = next(
             t for t in (await client.list_tools()).tools if t.name == "assistant_start"
