@@ -36,7 +36,7 @@ import shutil
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 from ..config import SupervisorConfig
 from ..contracts.checks import captures_from, run_contract
@@ -162,19 +162,12 @@ class Verifier:
         if run is not None and not run.outcome.ok:
             why = setup_reason(run.outcome)
             broke = change_broke_setup(run.outcome.output_tail, run.outcome.timed_out, baseline)
-            failed = [
+            return [
                 setup_failed(c.name, why, by_the_change=broke, output=run.outcome.output_tail)
                 for c in contract.checks
             ]
-            return failed + [
-                setup_failed(h.name, why, by_the_change=broke).model_copy(update={"hidden": True})
-                for h in contract.hidden_checks
-            ]
         environment = run.environment if run is not None else None
-        # the hidden checks first: no visible check has run the work's code
-        # in this checkout yet, so nothing it planted here can touch them
-        hidden = await self._hidden_checks(contract, path, environment, on_result=on_result)
-        visible = await run_contract(
+        return await run_contract(
             contract,
             path,
             timeout_ceiling=self._timeout_ceiling,
@@ -184,7 +177,41 @@ class Verifier:
             untouched=untouched,
             baseline=baseline,
         )
-        return visible + hidden
+
+    async def _hidden_apart(
+        self,
+        contract: OutcomeContract,
+        checkout: Callable[[], contextlib.AbstractAsyncContextManager[Path]],
+        *,
+        phase: Literal["baseline", "verification"],
+        on_result: Callable[[CheckResult], None] | None = None,
+    ) -> list[CheckResult]:
+        """The hidden checks in a checkout of their own (the same tree, the
+        setup again, from its cache when it has one): no visible check ran
+        the work's code there, so nothing it planted can touch them, and
+        nothing the work's code copied out of a hidden file while they ran
+        is left where a visible check (whose output the agent reads) could
+        show it; the checkout is reset when they are done."""
+        if not contract.hidden_checks:
+            return []
+        discard: list[Path] = []
+        try:
+            async with checkout() as path:
+                setup = await self.environments.prepare(
+                    contract, path, phase=phase, timeout_ceiling=self._timeout_ceiling
+                )
+                if setup is not None:
+                    discard.extend(setup.discard)
+                    if not setup.outcome.ok:
+                        why = setup_reason(setup.outcome)
+                        return [
+                            setup_failed(h.name, why).model_copy(update={"hidden": True})
+                            for h in contract.hidden_checks
+                        ]
+                environment = setup.environment if setup is not None else None
+                return await self._hidden_checks(contract, path, environment, on_result=on_result)
+        finally:
+            await asyncio.to_thread(_remove_all, discard)
 
     async def _hidden_checks(
         self,
@@ -271,9 +298,16 @@ class Verifier:
             return results
 
         try:
-            return await self._in_scratch(session, run)
+            visible = await self._in_scratch(session, run)
         finally:
             await asyncio.to_thread(_remove_all, discard)
+        start = session.start_commit
+        hidden = await self._hidden_apart(
+            contract,
+            lambda: self._trees.checkout(Path(session.repo), start, session.id),
+            phase="baseline",
+        )
+        return visible + hidden
 
     def _host_tree(self, session: CoderSession) -> HostTree | None:
         """The session's worktree on its host; None for a session run here
@@ -444,11 +478,18 @@ class Verifier:
                     discard.extend(setup.discard)
                     if on_setup is not None:
                         on_setup(setup.outcome)
-                return await self._checks_after_setup(
+                visible = await self._checks_after_setup(
                     contract, path, setup, captures=captures, on_result=on_result, baseline=baseline
                 )
         finally:
             await asyncio.to_thread(_remove_all, discard)
+        hidden = await self._hidden_apart(
+            contract,
+            lambda: self._trees.materialized(repo, tree, parent, owner),
+            phase="verification",
+            on_result=on_result,
+        )
+        return visible + hidden
 
     async def verify_tree(
         self, live: LiveSession, tree: str, parent: str, *, scope: str

@@ -144,6 +144,40 @@ async def test_a_cheat_that_passes_the_visible_tests_is_caught_by_a_hidden_check
         assert SECRET not in every_file_text(scratch)
 
 
+# imported by any test: copies every test file it can see into .stash/, then
+# prints the stash (and fails) whenever mul is called
+STASHING = (
+    "import glob, os, shutil\n"
+    "os.makedirs('.stash', exist_ok=True)\n"
+    "for f in glob.glob('*.py') + glob.glob('tests/*.py'):\n"
+    "    shutil.copy(f, '.stash/' + f.replace('/', '_'))\n\n\n"
+    "def mul(a, b):\n"
+    "    for f in sorted(glob.glob('.stash/*')):\n"
+    "        print('STASHED', f, open(f).read())\n"
+    "    return 0\n"
+)
+
+
+@pytest.mark.slow
+async def test_work_that_copies_the_hidden_test_aside_never_shows_it_to_the_agent(
+    make_supervisor: SupervisorFactory, repo: Path, tmp_path: Path
+) -> None:
+    project(repo)
+    engine = ScriptedEngine([[Write("mul.py", STASHING)]])
+    exam = held_back_contract(tmp_path)
+    by_exit = contract(("product", f'{PY} -c "from mul import mul; assert mul(2, 3) == 6"'))
+    exam = exam.model_copy(update={"checks": [*exam.checks, *by_exit.checks]})
+    sup = await make_supervisor(drafter=ScriptedDrafter([exam]), engine=engine, repair_invokes=1)
+    sid = (await sup.start("make mul(a, b) return a times b", repo)).session_id
+    assert await sup.confirm(sid) == {"state": "running"}
+    row = await sup.wait_for(sid, {S.NEEDS_APPROVAL, S.FAILED}, timeout=120)
+    assert row.state is S.FAILED
+    told = {r.name: r for r in engine.contexts[1].failing_checks}
+    assert "STASHED" in told["product"].output_tail  # the visible run printed its stash
+    assert SECRET not in told["product"].output_tail  # and the hidden test was never in it
+    assert told["held_back"].output_tail == HELD_BACK
+
+
 @pytest.mark.slow
 async def test_honest_work_passes_the_hidden_checks_and_the_trailers_count_them(
     make_supervisor: SupervisorFactory, repo: Path, tmp_path: Path
