@@ -19,11 +19,15 @@ from pathlib import Path
 import pytest
 
 from corral.supervisor.contracts.hidden import HELD_BACK, hidden_check_from_file
+from corral.supervisor.control.callers import Agent
+from corral.supervisor.control.handles import CallerPolicy, HandleTable
+from corral.supervisor.control.protocol import StartArgs
 from corral.supervisor.engines.external import task_prompt
+from corral.supervisor.errors import CorralError
 from corral.supervisor.models import OutcomeContract
 from corral.supervisor.sandbox import SandboxPolicy, active_policy, set_active_policy
 from corral.supervisor.states import CoderState
-from tests.conftest import SupervisorFactory, git, plan_texts
+from tests.conftest import SupervisorFactory, git, hello_contract, plan_texts
 from tests.fakes.scripted import ScriptedDrafter, ScriptedEngine, Write, contract
 
 S = CoderState
@@ -214,8 +218,6 @@ async def test_honest_work_passes_the_hidden_checks_and_the_trailers_count_them(
 
 
 async def test_a_hidden_check_from_a_missing_file_is_one_sentence() -> None:
-    from corral.supervisor.errors import CorralError
-
     with pytest.raises(CorralError) as caught:
         hidden_check_from_file("/nonexistent/test_x.py", None)
     assert str(caught.value) == "--hidden-check /nonexistent/test_x.py: no such file"
@@ -250,3 +252,49 @@ def test_corral_run_with_a_missing_hidden_check_file_says_so_and_exits_2(
     assert done.returncode == 2, done.stderr
     assert done.stderr.strip().splitlines()[-1] == f"corral: --hidden-check {missing}: no such file"
     assert not (tmp_path / "home" / "hidden").exists()  # nothing was started
+
+
+async def test_hidden_checks_alone_keep_the_drafted_checks_and_gate_1_adds_one(
+    make_supervisor: SupervisorFactory, repo: Path, tmp_path: Path
+) -> None:
+    script = tmp_path / "held" / "probe.sh"
+    script.parent.mkdir()
+    script.write_text(f"# {SECRET}\ntest -f hello.txt\n")
+    first = hidden_check_from_file(f"{script}:checks/first.sh", None)
+    sup = await make_supervisor()  # its drafter drafts hello_contract()
+    started = await sup.start("say hi", repo, contract=OutcomeContract(hidden_checks=[first]))
+    sid = started.session_id
+    assert started.contract is not None
+    assert [c.name for c in started.contract.checks] == [c.name for c in hello_contract().checks]
+    assert [h.name for h in started.contract.hidden_checks] == ["hidden_first"]
+    assert [r.name for r in started.baseline if r.hidden] == ["hidden_first"]
+
+    revised = await sup.revise(sid, f"/hidden {script}:checks/second.sh")
+    assert revised.revised, revised.message
+    assert revised.contract is not None
+    assert [h.command for h in revised.contract.hidden_checks] == [
+        "sh checks/first.sh",
+        "sh checks/second.sh",
+    ]
+    hidden_base = [r for r in revised.baseline if r.hidden]
+    assert len(hidden_base) == 2 and not any(r.passed for r in hidden_base)  # red at gate 1
+    dropped = await sup.revise(sid, "/remove hidden_first")
+    assert dropped.contract is not None
+    assert [h.name for h in dropped.contract.hidden_checks] == ["hidden_second"]
+    missing = await sup.revise(sid, "/hidden /nonexistent/probe.sh")
+    assert not missing.revised and missing.message is not None
+    assert "/nonexistent/probe.sh: no such file" in missing.message
+
+
+async def test_an_agent_cannot_give_hidden_checks(
+    make_supervisor: SupervisorFactory, repo: Path
+) -> None:
+    sup = await make_supervisor()
+    tools = HandleTable(sup, policy=CallerPolicy(agents_may_start=True))
+    given = {
+        "checks": [{"name": "t", "command": "true"}],
+        "hidden_checks": [{"name": "h", "command": "true", "files": []}],
+    }
+    with pytest.raises(CorralError, match="hidden checks are the operator's"):
+        await tools.start(StartArgs(intent="x", repo=str(repo), contract=given), Agent("s", 1))
+    assert sup.list() == []
