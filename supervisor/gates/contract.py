@@ -489,9 +489,8 @@ class ContractGate:
             live,
             PlanTextData(text="The proposed checks already pass before any edits. Checking once…"),
         )
-        request = ReviseRequest(
-            **vars(self._request(live)), prior=contract, request=REASSESS_FEEDBACK
-        )
+        shown = contract.model_copy(update={"hidden_checks": []})  # never the model's to see
+        request = ReviseRequest(**vars(self._request(live)), prior=shown, request=REASSESS_FEEDBACK)
         try:
             better = await asyncio.wait_for(self._drafter.revise(request), 180)
         except TimeoutError:
@@ -506,6 +505,7 @@ class ContractGate:
                 PlanTextData(text=f"Could not improve the proposed checks automatically: {exc}"),
             )
             return contract, baseline, True
+        better = better.model_copy(update={"hidden_checks": list(contract.hidden_checks)})
         if better.validate_contract() or contracts_equivalent(better, contract):
             self._registry.emit(
                 live,

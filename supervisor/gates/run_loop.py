@@ -166,8 +166,9 @@ class RunLoop:
                 if outcome.dormant:
                     self._go_dormant(live, outcome.error or "the agent stopped")
                     return
-                if outcome.impossible is not None:
-                    self._registry.note_impossible(s.id, outcome.impossible)
+                if outcome.impossible is not None:  # the built-in engine's tool
+                    with contextlib.suppress(CorralError):  # no longer running: nothing to ask
+                        self._registry.note_impossible(s.id, outcome.impossible)
                 if live.impossible is not None and outcome.failure is None:
                     # never verified, never repaired: the operator decides
                     reply = await self._impossible(live, engine)
@@ -476,9 +477,10 @@ class RunLoop:
         """The agent says the task cannot be done as specified (the tests
         contradict the intent). Nothing is verified and nothing is sent back
         for repair: the operator reads the reason and revises the contract
-        (back to gate 1), tells the agent to go on (the message it gets, and
-        None is not returned), or cancels. Returns the message, or None when
-        the run ends here."""
+        (back to gate 1), tells the agent to go on, or cancels. Returns the
+        operator's message for the agent's next round when it goes on, None
+        when the run ends here. An answer that is none of the three words is
+        taken as the message (the operator typed what the agent should hear)."""
         s = live.session
         reason = live.impossible or ""
         live.impossible = None
