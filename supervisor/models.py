@@ -558,6 +558,9 @@ class CoderSession(BaseModel):
     # (empty: exactly as verified). Approve still delivers the verified tree.
     changed_since_verification: list[str] = Field(default_factory=list)
     no_change_finding: NoChangeFinding | None = None
+    # The agent's report that its task cannot be done as specified, not yet
+    # answered by the operator (kept so a restart asks again).
+    impossible_report: str | None = None
     error: str | None = None
     failure_kind: FailureKind | None = None
     result_branch: str | None = None

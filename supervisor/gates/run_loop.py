@@ -139,6 +139,13 @@ class RunLoop:
             )
             self._running[s.id] = engine
             round_ = 0
+            if s.impossible_report is not None:  # reported before a restart: asked first
+                live.impossible = s.impossible_report
+                reply = await self._impossible(live, engine)
+                if reply is None:
+                    return
+                # the agent's next round carries the answer (its pane is idle)
+                failing, round_, rounds = [operator_reply(reply)], 1, rounds + 1
             while round_ < rounds:
                 round_ += 1
                 outcome = await self._run_engine(live, engine, round_, deadline, failing)
@@ -493,6 +500,7 @@ class RunLoop:
         try:
             answer = (await self._ask_user(live, prompt, [REVISE, GO_ON, CANCEL])).strip()
         except UserInputExpired:
+            s.impossible_report = None
             s.keep_workspace_on_failure = True
             self._fail(
                 live,
@@ -501,6 +509,7 @@ class RunLoop:
                 "came; nothing was verified. The worktree is kept",
             )
             return None
+        s.impossible_report = None  # answered (kept until now: a restart asks again)
         word = answer.lower()
         if word.startswith("revise"):
             await self._back_to_gate_1(live, engine)
@@ -517,6 +526,7 @@ class RunLoop:
             return None
         message = answer[len(GO_ON) :].lstrip(" :") if word.startswith(GO_ON) else answer
         message = message.strip() or GO_ON_DEFAULT
+        self._registry.persist(live)
         self._registry.emit(
             live, PlanTextData(text=f"The operator tells the agent to go on: {message}")
         )

@@ -415,6 +415,8 @@ class SessionRegistry:
             )
         text = impossible_reason(reason)
         live.impossible = text
+        live.session.impossible_report = text  # a restart asks the operator again
+        self.persist(live)
         self.emit(
             live,
             PlanTextData(text=f"The agent says the task cannot be done as specified: {text}"),

@@ -22,7 +22,14 @@ from corral.supervisor.errors import CorralError
 from corral.supervisor.events import ContractEvaluatedData
 from corral.supervisor.models import CheckResult
 from corral.supervisor.states import CoderState
-from tests.conftest import SupervisorFactory, eventually, git, hello_contract, plan_texts
+from tests.conftest import (
+    SupervisorFactory,
+    eventually,
+    git,
+    hello_contract,
+    plan_texts,
+    stored_session,
+)
 from tests.fakes.scripted import Impossible, ScriptedEngine, Wait, Write
 
 S = CoderState
@@ -155,3 +162,34 @@ async def test_the_impossible_hook_line_reaches_the_session(
     assert REASON in prompt and "\x1b" not in prompt
     await eventually(lambda: evaluations(sup, sid) == 0)
     assert hello_contract().checks  # the contract was never run
+
+
+async def test_an_unanswered_report_is_stored_and_asked_first_when_the_run_starts_again(
+    make_supervisor: SupervisorFactory, repo: Path, state_dir: Path
+) -> None:
+    gate = asyncio.Event()
+    engine = ScriptedEngine([[Wait(gate)]])
+    sup = await make_supervisor(engine=engine)
+    sid = (await sup.start("say hi", repo)).session_id
+    await sup.confirm(sid)
+    sup.report_impossible(sid, REASON)
+    stored = stored_session(state_dir, sid)
+    assert stored is not None and stored.impossible_report == REASON  # a restart finds it
+
+    # what a re-adopted run does with it: asks before the agent's next round
+    other = (await sup.start("say hi", repo)).session_id
+    sup._registry.live(other).session.impossible_report = REASON
+    engine.rounds = [[Wait(gate)], [Write("hello.txt", "hi\n")]]
+    await sup.confirm(other)
+    prompt = await reported(sup, other)
+    assert REASON in prompt
+    assert all(c.session_id != other for c in engine.contexts)  # asked before any round
+    await sup.respond(other, "go on: write hi")
+    row = await sup.wait_for(other, {S.NEEDS_APPROVAL, S.FAILED}, timeout=30)
+    assert row.state is S.NEEDS_APPROVAL, row.error
+    [ran] = [c for c in engine.contexts if c.session_id == other]
+    assert ran.round == 2  # the answer rides the agent's next round
+    assert "write hi" in repair_prompt(ran.failing_checks, 2, 1)
+    stored = stored_session(state_dir, other)
+    assert stored is not None and stored.impossible_report is None  # answered
+    gate.set()
