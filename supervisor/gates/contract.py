@@ -708,7 +708,16 @@ class ContractGate:
         return self._hidden_stored(s, grown)
 
     def _reject_revision(self, live: LiveSession, text: str, reason: str) -> ReviseResult:
-        self._registry.emit(live, ContractRevisionRejectedData(request=text, reason=reason))
+        """Said to the operator (the answer) and on the log; a `/hidden`
+        request's file is named in the answer only, never on the log the
+        agent may later read."""
+        logged_text, logged_reason = text, reason
+        if text.startswith("/hidden"):
+            logged_text = "/hidden (a file held back from the agent)"
+            logged_reason = "the hidden check could not be added (the answer said why)"
+        self._registry.emit(
+            live, ContractRevisionRejectedData(request=logged_text, reason=logged_reason)
+        )
         return self._revision_result(live, False, reason)
 
     def _revision_result(

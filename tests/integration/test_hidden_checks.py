@@ -284,6 +284,7 @@ async def test_hidden_checks_alone_keep_the_drafted_checks_and_gate_1_adds_one(
     missing = await sup.revise(sid, "/hidden /nonexistent/probe.sh")
     assert not missing.revised and missing.message is not None
     assert "/nonexistent/probe.sh: no such file" in missing.message
+    assert "probe" not in " ".join(e.model_dump_json() for e in sup.replay(sid))  # not logged
 
 
 async def test_an_agent_cannot_give_hidden_checks(
