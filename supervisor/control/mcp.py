@@ -230,7 +230,7 @@ def build_mcp_server(
     )
     async def report_impossible(reason: str) -> str:
         try:
-            return await tools.report_impossible(reason, caller())
+            return out(await tools.report_impossible(reason, caller()))
         except CorralError as exc:
             raise ToolError(str(exc)) from None
 
