@@ -9,12 +9,14 @@ name, command and files the agent never learns:
   0600, the directory 0700), never in the worktree, the agent's prompt, its
   sandbox (which never shows the state dir) or anything an agent may read
   through the control socket or MCP (`for_agent` redacts them);
-- they are written into corral's own verification checkout (and the
-  baseline's, so gate 1 shows their verdict on the untouched tree) right
-  after the setup, before any visible check runs the agent's code there (a
-  visible test that plants a `conftest.py` finds the hidden checks done), and
-  are removed before the visible checks run; the checkout itself is reset
-  when the checks are done;
+- they run in a verification checkout of their own (the same tree, the
+  setup again, from its cache when it has one; at gate 1 too, so gate 1
+  shows their verdict on the untouched tree): no visible check ran the
+  work's code there, so nothing it planted can touch them, and nothing the
+  work's code copied out of a hidden file while they ran is left where a
+  visible check, whose output the agent reads, could print it. Their files
+  are written in after the setup and removed after them, and the checkout
+  is reset (`git clean -ffdx`) when they are done;
 - a failing hidden check goes back to the agent only as "a check the operator
   holds back failed", with no name, command or output: its output would
   show the hidden test's inputs and expectations, and the next round would
