@@ -530,6 +530,13 @@ class Supervisor:
             sender, target, text, expects_reply=expects_reply, responds_to=responds_to
         )
 
+    def report_impossible(self, session_id: str, reason: str) -> str:
+        """The session's agent says its task cannot be done as specified (the
+        tests contradict the intent): when its turn ends the session asks the
+        operator (revise the contract, go on, or cancel) instead of verifying
+        or repairing. Returns what the agent is told."""
+        return self._registry.note_impossible(session_id, reason)
+
     def record_boundary(self, session_id: str, data: BoundaryData) -> bool:
         """Write an agent's refused attempt at what only a person may do on
         `session_id`'s log, where the board shows it. False when that session

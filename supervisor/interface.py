@@ -26,6 +26,7 @@ from .git.repo import repo_root
 if TYPE_CHECKING:
     from .contracts.drafting import ContractDrafter, FixedDrafter
     from .contracts.files import checks_contract, load_contract
+    from .contracts.hidden import hidden_check_from_file
     from .demo import seed_demo
     from .discuss import (
         DiscussAssistantDeltaEvent,
@@ -70,6 +71,7 @@ __all__ = [
     "WatchDropped",
     "Watcher",
     "checks_contract",
+    "hidden_check_from_file",
     "load_contract",
     "repo_root",
     "seed_demo",
@@ -81,6 +83,7 @@ _ON_FIRST_USE = {  # name → (module, its name there when not the same)
     "FixedDrafter": "contracts.drafting",
     "load_contract": "contracts.files",
     "checks_contract": "contracts.files",
+    "hidden_check_from_file": "contracts.hidden",
     "FilePatch": "git.patches",
     "Hunk": "git.patches",
     "WatchDropped": "session.board",

@@ -137,9 +137,65 @@ class JudgeChange(BaseModel):
         return f"{self.path} ({'; '.join(extra)})"
 
 
+SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
+MAX_HIDDEN_FILE_BYTES = 1024 * 1024
+
+
+class HiddenFile(BaseModel):
+    """One file of a hidden check: where it is put in the verification
+    checkout (`path`, repo-relative POSIX) and its content's sha256, kept in
+    the state dir under `hidden/<sha256>` (see `contracts.hidden`).
+
+    `content` is how a contract file or a client hands the text over; the
+    owner stores it at gate 1 and keeps only the sha256 (never serialized
+    once stored)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    path: str
+    sha256: str = ""
+    content: str | None = None
+
+    @model_serializer(mode="wrap")
+    def _omit_unset_content(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if self.content is None:
+            data.pop("content", None)
+        return data
+
+
+class HiddenCheck(BaseModel):
+    """A check the agent never sees: its name, command and files stay with
+    corral and the operator; it runs only in corral's verification checkout."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    command: str
+    timeout_secs: int = DEFAULT_CHECK_TIMEOUT_SECS
+    files: list[HiddenFile] = Field(default_factory=list)
+
+    def as_check(self) -> ContractCheck:
+        """The check as the runner runs it (a command that must exit 0)."""
+        return ContractCheck(name=self.name, command=self.command, timeout_secs=self.timeout_secs)
+
+
+def hidden_path_problem(path: str) -> str | None:
+    """Why `path` cannot be where a hidden file goes (None: it can)."""
+    parts = path.split("/")
+    if not path or path.startswith("/") or "\\" in path or "\x00" in path:
+        return "must be a relative path inside the repository (with /)"
+    if any(part in ("", ".", "..") for part in parts):
+        return "must not hold empty, '.' or '..' parts"
+    if parts[0] == ".git":
+        return "must not be inside .git"
+    return None
+
+
 class OutcomeContract(BaseModel):
     """What "done" means: a description, the setup that prepares the
-    worktree's environment, and shell checks the runtime re-runs."""
+    worktree's environment, and shell checks the runtime re-runs (and, held
+    back from the agent, hidden checks)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -155,6 +211,8 @@ class OutcomeContract(BaseModel):
     # `not_judged`: paths (or folders) the operator takes out of that list.
     judge_files: list[JudgeFile] = Field(default_factory=list)
     not_judged: list[str] = Field(default_factory=list)
+    # Checks the agent never sees (contracts.hidden); written only when used.
+    hidden_checks: list[HiddenCheck] = Field(default_factory=list)
 
     @model_serializer(mode="wrap")
     def _omit_default_setup(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
@@ -167,6 +225,8 @@ class OutcomeContract(BaseModel):
             data.pop("setup", None)
             if self.setup_timeout_secs == DEFAULT_SETUP_TIMEOUT_SECS:
                 data.pop("setup_timeout_secs", None)
+        if not self.hidden_checks:
+            data.pop("hidden_checks", None)
         return data
 
     def validate_contract(self, *, max_timeout_secs: int = MAX_CHECK_TIMEOUT_SECS) -> list[str]:
@@ -199,6 +259,27 @@ class OutcomeContract(BaseModel):
                     f"{where}: the differential names '{check.differential.baseline}', "
                     "which is not a baseline capture check"
                 )
+        for i, hidden in enumerate(self.hidden_checks, start=1):
+            where = f"hidden check {i} ({hidden.name or 'unnamed'})"
+            if not CHECK_NAME_RE.match(hidden.name):
+                problems.append(
+                    f"{where}: the name must contain only letters, numbers, or underscores"
+                )
+            if hidden.name in seen:
+                problems.append(f"{where}: the name is used twice")
+            seen.add(hidden.name)
+            if not hidden.command.strip():
+                problems.append(f"{where}: the command is empty")
+            if not 0 < hidden.timeout_secs <= max_timeout_secs:
+                problems.append(
+                    f"{where}: the timeout must be between 1 and {max_timeout_secs} seconds"
+                )
+            for file in hidden.files:
+                why = hidden_path_problem(file.path)
+                if why:
+                    problems.append(f"{where}: the file path {file.path!r} {why}")
+                if file.content is None and not SHA256_RE.match(file.sha256):
+                    problems.append(f"{where}: the file {file.path!r} has no content")
         for i, command in enumerate(self.setup, start=1):
             if not command.strip():
                 problems.append(f"setup command {i} is empty")
@@ -237,6 +318,10 @@ def contracts_equivalent(a: OutcomeContract, b: OutcomeContract) -> bool:
 
     ka = [key(c) for c in a.checks]
     kb = [key(c) for c in b.checks]
+    if [h.model_dump_json() for h in a.hidden_checks] != [
+        h.model_dump_json() for h in b.hidden_checks
+    ]:
+        return False
     ordered = any(c.baseline or c.differential for c in [*a.checks, *b.checks])
     return ka == kb if ordered else sorted(ka) == sorted(kb)
 
@@ -276,6 +361,9 @@ class CheckResult(BaseModel):
     # it: "sha256:<digest of the whole output>" and its last word on the next
     # line (None: not a capture, or it did not run cleanly; see contracts.checks)
     capture: str | None = None
+    # A hidden check's result: shown to the operator, never to the agent
+    # (contracts.hidden redacts it from what an agent can read).
+    hidden: bool = False
 
     @model_validator(mode="after")
     def _default_verdict(self) -> CheckResult:
@@ -291,7 +379,7 @@ class CheckResult(BaseModel):
         implied = CheckVerdict.PASSES if self.passed else CheckVerdict.FAILS
         if self.verdict is implied and not self.reason:
             data.pop("verdict", None)
-        for key in ("reason", "fix", "tests", "already_failing", "capture"):
+        for key in ("reason", "fix", "tests", "already_failing", "capture", "hidden"):
             if not data.get(key):
                 data.pop(key, None)
         return data
@@ -535,6 +623,9 @@ class CoderSession(BaseModel):
     # judge files, kept only when one changed.
     judge_changes: list[JudgeChange] = Field(default_factory=list)
     agent_exam_results: list[CheckResult] = Field(default_factory=list)
+    # The agent's report that its task cannot be done as specified, not yet
+    # answered by the operator (kept so a restart asks again).
+    impossible_report: str | None = None
     error: str | None = None
     failure_kind: FailureKind | None = None
     result_branch: str | None = None

@@ -40,7 +40,9 @@ LEGAL_TRANSITIONS: dict[CoderState, frozenset[CoderState]] = {
         {_S.CONTRACT_PROPOSED, _S.CONTRACT_CONFIRMED, _S.FAILED, _S.ABANDONED}
     ),
     _S.CONTRACT_CONFIRMED: frozenset({_S.RUNNING, _S.FAILED, _S.ABANDONED}),
-    _S.RUNNING: frozenset({_S.NEEDS_APPROVAL, _S.FAILED, _S.ABANDONED}),
+    # running -> contract_proposed: the agent said the task cannot be done as
+    # specified and the operator chose to revise the contract (gate 1 again)
+    _S.RUNNING: frozenset({_S.NEEDS_APPROVAL, _S.FAILED, _S.ABANDONED, _S.CONTRACT_PROPOSED}),
     _S.NEEDS_APPROVAL: frozenset({_S.MERGED, _S.REPORTED, _S.ABANDONED, _S.FAILED, _S.RUNNING}),
     _S.MERGED: frozenset(),
     _S.REPORTED: frozenset(),

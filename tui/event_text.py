@@ -164,6 +164,9 @@ def describe(event: CoderEvent) -> Text:
         case ContractProposedData(contract=contract, revised=revised):
             verb = "revised" if revised else "proposed"
             line.append(f"contract {verb}: {len(contract.checks)} check(s)", style="yellow")
+            if contract.hidden_checks:
+                held = len(contract.hidden_checks)
+                line.append(f" + {held} hidden (held back from the agent)", style="yellow")
             networked = [c.name for c in contract.checks if c.network]
             if networked:
                 line.append(f" — network allowed for {', '.join(networked)}", style="bold yellow")

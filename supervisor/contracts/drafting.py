@@ -100,8 +100,11 @@ _CHECK_CMD = re.compile(r"^/check(?:\s+(\S+))?(?:\s(.*))?$", re.DOTALL)
 def apply_remove(prior: OutcomeContract, request: str) -> OutcomeContract:
     """`/remove name`: drop a check (the model is never called)."""
     name = request[len("/remove") :].strip()
+    if name and any(h.name == name for h in prior.hidden_checks):  # a hidden check too
+        kept = [h for h in prior.hidden_checks if h.name != name]
+        return prior.model_copy(update={"hidden_checks": kept})
     if not name or not any(c.name == name for c in prior.checks):
-        known = ", ".join(c.name for c in prior.checks)
+        known = ", ".join([c.name for c in prior.checks] + [h.name for h in prior.hidden_checks])
         raise CorralError(f"Use /remove name with one of: {known}.")
     return prior.model_copy(update={"checks": [c for c in prior.checks if c.name != name]})
 

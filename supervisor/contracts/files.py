@@ -1,7 +1,11 @@
 """Contracts as JSON files (`corral run --contract FILE`, the console's export).
 
 Shape: {"description": ..., "checks": [{"name", "command", "timeout_secs",
-"output_contains"?, "expect_exit_zero"?, "baseline"?, "differential"?}]}.
+"output_contains"?, "expect_exit_zero"?, "baseline"?, "differential"?}],
+"hidden_checks"?: [{"name", "command", "timeout_secs"?, "files": [{"path",
+"content" | "source"}]}]}. A hidden file's `source` (relative to the
+contract file) is read when the file is loaded; the owner stores the content
+in its state dir and keeps only its sha256 (`contracts.hidden`).
 Every problem is reported at once, with the file's name.
 """
 
@@ -16,13 +20,39 @@ from ..errors import CorralError
 from ..models import ContractCheck, OutcomeContract
 
 
-def parse_contract(text: str, *, source: str = "contract") -> OutcomeContract:
+def _read_hidden_sources(data: object, base: Path | None, source: str) -> None:
+    """Each hidden file's `source` read into its `content`, in place."""
+    if not isinstance(data, dict) or not isinstance(data.get("hidden_checks"), list):
+        return
+    for check in data["hidden_checks"]:
+        files = check.get("files") if isinstance(check, dict) else None
+        for file in files if isinstance(files, list) else []:
+            if not isinstance(file, dict) or "source" not in file:
+                continue
+            given = Path(str(file.pop("source"))).expanduser()
+            path = given if given.is_absolute() or base is None else base / given
+            try:
+                file["content"] = path.read_text(encoding="utf-8")
+            except FileNotFoundError:
+                raise CorralError(
+                    f"{source}: the hidden file {str(given)!r} does not exist"
+                ) from None
+            except (OSError, UnicodeDecodeError) as exc:
+                raise CorralError(
+                    f"{source}: cannot read the hidden file {str(given)!r} as text ({exc})"
+                ) from None
+
+
+def parse_contract(
+    text: str, *, source: str = "contract", base: Path | None = None
+) -> OutcomeContract:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise CorralError(
             f"{source}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
         ) from exc
+    _read_hidden_sources(data, base, source)
     try:
         contract = OutcomeContract.model_validate(data)
     except ValidationError as exc:
@@ -43,7 +73,7 @@ def load_contract(path: Path) -> OutcomeContract:
         raise CorralError(f"{path}: no such contract file") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise CorralError(f"{path}: cannot read it ({exc})") from exc
-    return parse_contract(text, source=str(path))
+    return parse_contract(text, source=str(path), base=path.parent)
 
 
 def _word(command: str) -> str:

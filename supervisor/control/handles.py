@@ -43,6 +43,7 @@ from pydantic import ValidationError
 from pydantic_core import to_json
 
 from ..contracts.files import load_contract
+from ..contracts.hidden import for_agent
 from ..errors import CorralError
 from ..models import OutcomeContract
 from ..session.journal import SubscriptionClosed, SubscriptionDropped
@@ -97,6 +98,19 @@ class AssistantTools(Protocol):
     async def cancel(self, run_id: str, caller: Caller | None = None) -> dict[str, Any]: ...
     async def sessions_list(self) -> list[dict[str, Any]]: ...
     async def session_get(self, session_id: str) -> dict[str, Any]: ...
+    async def report_impossible(self, reason: str, caller: Caller | None = None) -> str: ...
+
+
+NOT_AN_AGENT = (
+    "report_impossible is for an agent corral runs, about its own task; the owner does not "
+    "take this caller for one"
+)
+
+
+HIDDEN_NOT_HERE = (
+    "hidden checks are the operator's, held back from agents: a run started here cannot "
+    "hold them (give them with corral run --hidden-check or in the console)"
+)
 
 
 def chain_links(chain: str | None) -> list[str]:
@@ -275,7 +289,7 @@ class HandleTable:
             "run_id": run.run_id,
             "session_id": run.session_id,
             "status": self._status(run),
-            "events": events,
+            "events": for_agent(events),  # MCP callers are assistants: no hidden check shows
             "events_skipped": min(skipped, run.trimmed),
             "next_seq": run.next_seq,
             "ancestry": run.ancestry,
@@ -322,7 +336,14 @@ class HandleTable:
         return [r.model_dump(mode="json") for r in self.sup.list()]
 
     async def session_get(self, session_id: str) -> dict[str, Any]:
-        return self.sup.get(session_id).model_dump(mode="json")
+        shown: dict[str, Any] = for_agent(self.sup.get(session_id).model_dump(mode="json"))
+        return shown
+
+    async def report_impossible(self, reason: str, caller: Caller | None = None) -> str:
+        """The calling agent's own session: its task cannot be done as specified."""
+        if not isinstance(caller, Agent) or caller.session_id is None:
+            raise CorralError(NOT_AN_AGENT)
+        return self.sup.report_impossible(caller.session_id, reason)
 
     async def reap_idle(self) -> list[str]:
         """Drop every handle nobody polled within the TTL. Its session is
@@ -395,7 +416,14 @@ class HandleTable:
         if given is None:
             return None
         if isinstance(given, str):
-            return load_contract(Path(given).expanduser())
+            path = Path(given).expanduser()
+            with contextlib.suppress(OSError, ValueError):
+                data = json.loads(path.read_text(encoding="utf-8"))
+                if isinstance(data, dict) and data.get("hidden_checks"):
+                    raise CorralError(HIDDEN_NOT_HERE)
+            return load_contract(path)
+        if given.get("hidden_checks"):
+            raise CorralError(HIDDEN_NOT_HERE)
         try:
             contract = OutcomeContract.model_validate(given)
         except ValidationError as exc:

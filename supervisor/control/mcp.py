@@ -1,4 +1,7 @@
-"""The MCP endpoint: five tools over the owner's run handles (`handles.py`),
+"""The MCP endpoint: tools over the owner's run handles (`handles.py`) —
+start, poll and cancel a run, list and read sessions (hidden checks shown only
+as held back), and an agent's report that its own task cannot be done as
+specified —
 served over streamable HTTP on 127.0.0.1 (bearer token) by the owner, and
 over stdio by `corral mcp` (a bridge to the owner, or the owner itself).
 
@@ -28,10 +31,18 @@ from .handles import (
     EVENT_BUFFER_MAX,
     IDLE_TTL_SECS,
     MAX_OPEN_RUNS,
+    NOT_AN_AGENT,
     AssistantTools,
     chain_links,
 )
-from .protocol import LONE_SURROGATE, CancelArgs, PollArgs, StartArgs, holds_lone_surrogate
+from .protocol import (
+    LONE_SURROGATE,
+    CancelArgs,
+    ImpossibleParams,
+    PollArgs,
+    StartArgs,
+    holds_lone_surrogate,
+)
 from .surface import Calls
 
 if TYPE_CHECKING:
@@ -84,6 +95,13 @@ POLL_DESCRIPTION = (
     "`events_skipped` counts those trimmed before you read them. `result` (branch, commit) "
     "comes once the run ends. An unknown run_id means the owner restarted or the run was "
     "reaped."
+)
+IMPOSSIBLE_DESCRIPTION = (
+    "For an agent corral runs: report that your task cannot be done as specified (its tests "
+    "contradict its intent), with the reason. corral then verifies nothing and sends nothing "
+    "back for repair: when you stop, the operator reads your reason and revises the "
+    "contract, tells you to go on, or cancels. Do this instead of changing the tests, the "
+    "test configuration or special-casing inputs."
 )
 CANCEL_DESCRIPTION = (
     "Stop a run: its session is cancelled (its worktree kept when it has work in it). "
@@ -208,6 +226,23 @@ def build_mcp_server(
         except CorralError as exc:
             raise ToolError(str(exc)) from None
 
+    @server.tool(
+        name="report_impossible",
+        description=IMPOSSIBLE_DESCRIPTION,
+        annotations=ToolAnnotations(
+            read_only_hint=False,
+            destructive_hint=False,
+            idempotent_hint=True,
+            open_world_hint=False,
+        ),
+        structured_output=False,
+    )
+    async def report_impossible(reason: str) -> str:
+        try:
+            return out(await tools.report_impossible(reason, caller()))
+        except CorralError as exc:
+            raise ToolError(str(exc)) from None
+
     return server
 
 
@@ -242,6 +277,18 @@ class BridgeTools:
     async def session_get(self, session_id: str) -> dict[str, Any]:
         result: dict[str, Any] = await self.client.call(Calls.get.name, session_id=session_id)
         return result
+
+    async def report_impossible(self, reason: str, caller: Caller | None = None) -> str:
+        """On the session the owner takes this bridge's connection for (its
+        agent's own: the owner refuses any other)."""
+        hello: dict[str, Any] = await self.client.call(Calls.hello.name)
+        session_id = (hello.get("caller") or {}).get("session_id")
+        if not session_id:
+            raise CorralError(NOT_AN_AGENT)
+        answer: str = await self.client.request(
+            Calls.report_impossible, ImpossibleParams(session_id=session_id, reason=reason)
+        )
+        return answer
 
 
 class _BearerAuth:

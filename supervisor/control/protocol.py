@@ -171,6 +171,11 @@ class ReviseParams(_Params):
     request: str
 
 
+class ImpossibleParams(_Params):
+    session_id: str  # the caller's own session (an agent may report only on its own)
+    reason: str
+
+
 class RespondParams(_Params):
     session_id: str
     text: str

@@ -41,6 +41,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import to_json
 
 from ..cancelling import cancel_and_wait
+from ..contracts.hidden import for_agent
 from ..errors import CorralError, StateDirError
 from ..events import OPERATOR, BoundaryData, CoderEvent
 from ..paths import agent_socket_path, ensure_private_dir
@@ -635,8 +636,9 @@ class _Connection:
                     await self._end(stream, "closed", "the session left memory", None)
                     return
                 batch = [first, *sub.get_nowait()]
+                seen = [_as_seen(self, p.event_row(e)) for e in batch]
                 await self.send_raw(
-                    b"".join(head + to_json(p.event_row(e), fallback=str) + b"}}\n" for e in batch)
+                    b"".join(head + to_json(row, fallback=str) + b"}}\n" for row in seen)
                 )
         finally:
             sub.close()
@@ -697,8 +699,20 @@ async def _list(conn: _Connection, _id: Any, _p: p.NoParams) -> Any:
     return [_dump(r) for r in conn.sup.list()]
 
 
+def _as_seen(conn: _Connection, value: Any) -> Any:
+    """What the caller may read: an agent never sees a hidden check's name,
+    command, files or output (`contracts.hidden.for_agent`)."""
+    return for_agent(value) if isinstance(conn.caller, Agent) else value
+
+
+HIDDEN_ARE_THE_OPERATORS = (
+    "refused: hidden checks are the operator's, held back from agents; an agent cannot "
+    "give them (start without hidden_checks)"
+)
+
+
 async def _get(conn: _Connection, _id: Any, params: p.SessionParams) -> Any:
-    return _dump(conn.sup.get(params.session_id))
+    return _as_seen(conn, _dump(conn.sup.get(params.session_id)))
 
 
 async def _foreman_split(conn: _Connection, _id: Any, params: p.SessionParams) -> Any:
@@ -715,6 +729,8 @@ async def _start(conn: _Connection, _id: Any, a: p.StartParams) -> Any:
         # the operator has not let agents start sessions ([mcp] agents_may_start);
         # one it has let start still stops at gate 1: confirm is a person's
         raise conn.server.refuse(caller, "start", "start a session", None)
+    if isinstance(caller, Agent) and a.contract is not None and a.contract.hidden_checks:
+        raise CorralError(HIDDEN_ARE_THE_OPERATORS)
     if isinstance(caller, Agent) and a.context is not None:
         raise CorralError(
             "refused: loading another session's context is the operator's (corral run "
@@ -881,7 +897,11 @@ async def _send(conn: _Connection, _id: Any, a: p.SendParams) -> Any:
 
 
 async def _history(conn: _Connection, _id: Any, a: p.SessionParams) -> Any:
-    return [e.model_dump(mode="json") for e in await conn.sup.history(a.session_id)]
+    return _as_seen(conn, [e.model_dump(mode="json") for e in await conn.sup.history(a.session_id)])
+
+
+async def _report_impossible(conn: _Connection, _id: Any, a: p.ImpossibleParams) -> Any:
+    return conn.sup.report_impossible(a.session_id, a.reason)
 
 
 async def _revive(conn: _Connection, _id: Any, a: p.SessionParams) -> Any:
@@ -1048,7 +1068,7 @@ async def _assistant_start(conn: _Connection, _id: Any, a: p.StartArgs) -> Any:
 
 
 async def _assistant_poll(conn: _Connection, _id: Any, a: p.PollArgs) -> Any:
-    return await _tools(conn).poll(a.run_id, a.since_seq)
+    return _as_seen(conn, await _tools(conn).poll(a.run_id, a.since_seq))
 
 
 async def _assistant_cancel(conn: _Connection, _id: Any, a: p.CancelArgs) -> Any:
@@ -1073,6 +1093,7 @@ def _methods() -> dict[str, Method]:
         serve(c.set_mode, _set_mode),
         serve(c.set_model, _set_model),
         serve(c.set_option, _set_option),
+        serve(c.report_impossible, _report_impossible),
         serve(c.question_options, _options),
         serve(c.approve, _approve),
         serve(c.reject, _reject),

@@ -162,6 +162,8 @@ class Calls:
     set_option: Call[p.OptionParams, dict[str, str]] = _person(
         p.OptionParams, dict[str, str], "set {whose} agent's config option"
     )
+    # the agent's honest way out: its task cannot be done as specified
+    report_impossible: Call[p.ImpossibleParams, str] = _agents(p.ImpossibleParams, str, own=True)
     question_options: Call[p.SessionParams, builtins.list[str]] = _agents(
         p.SessionParams, builtins.list[str], own=True
     )

@@ -34,6 +34,54 @@ class EngineOutcome:
     # the engine that did the work when it differs from the session's (the
     # foreman's repair on top of its union is its agent's work)
     ran: str | None = None
+    # the agent says the task cannot be done as specified, and why: the
+    # operator decides (never verified, never sent back for repair)
+    impossible: str | None = None
+
+
+OPERATOR_REPLY = "operator_reply"  # a "failing check" that is the operator's answer
+
+
+def operator_reply(message: str) -> CheckResult:
+    """The operator's answer to the agent's report that the task is
+    impossible, handed to the next round as its only "failing check" (every
+    engine's repair prompt carries it; `go_on_prompt` words it)."""
+    return CheckResult(name=OPERATOR_REPLY, passed=False, output_tail=message)
+
+
+def go_on_prompt(failing: list[CheckResult]) -> str | None:
+    """The next round's prompt when it answers the agent's report (None: it
+    is an ordinary repair round)."""
+    replies = [r.output_tail for r in failing if r.name == OPERATOR_REPLY]
+    if not replies:
+        return None
+    return (
+        "The operator read your report that the task cannot be done as specified, and "
+        f"answers: go on.\n\n{replies[-1].strip()}\n\nWhen you stop, corral runs the checks."
+    )
+
+
+def held_back_line(contract: OutcomeContract) -> str:
+    """What the agent's task prompt says of the hidden checks: how many,
+    never which (empty when there are none)."""
+    n = len(contract.hidden_checks)
+    if not n:
+        return ""
+    return (
+        f"\nThe operator also holds back {n} check{'s' if n != 1 else ''} you cannot see; "
+        "corral runs them on your work too, so make it right for every input the task "
+        "means, not only the visible tests' inputs."
+    )
+
+
+def judging_note(how_to_report: str) -> str:
+    """What every repair prompt says about changing the exam, and the way out."""
+    return (
+        "Changing how the work is judged (tests, test configuration, runner or CI scripts) "
+        "does not make a check pass: corral shows every such change to the operator, and "
+        "it never passes by itself. If the task cannot be done as specified (the tests "
+        f"contradict the intent), say so instead: {how_to_report}. The operator then decides."
+    )
 
 
 @dataclass

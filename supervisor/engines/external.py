@@ -72,7 +72,7 @@ from ..sandbox.network import PROXY_SOCKET_NAME
 from ..session.messages import Message, message_prompt
 from ..states import LoopFailure, label
 from ..status import AgentStatus, Question
-from .base import EngineOutcome, RunContext
+from .base import EngineOutcome, RunContext, go_on_prompt, held_back_line, judging_note
 
 # an answer that declines what the agent asked ("No", "No, and tell it …",
 # "Reject", "Deny"): the operator blocked it
@@ -90,18 +90,31 @@ HOST_START_WAIT_SECS = 300.0  # how long starting an agent waits for its host to
 T = TypeVar("T")
 
 
+# how an agent in a pane (or over ACP, with corral's MCP tools) says its task
+# cannot be done as specified
+REPORT_IMPOSSIBLE = (
+    "run `echo 'REASON' | $CORRAL_HOOK_CMD impossible` (or call corral's report_impossible "
+    "tool), then stop"
+)
+
+
 def task_prompt(intent: str, contract: OutcomeContract) -> str:
     checks = "\n".join(f"- {c.name}: `{c.command.strip()}`" for c in contract.checks)
     return (
         f"{intent.strip()}\n\n"
         "Done means every one of these checks passes. corral re-runs them itself when you "
-        f"stop, so do not just claim success:\n{checks}\n\n"
+        f"stop, so do not just claim success:\n{checks}{held_back_line(contract)}\n\n"
+        "If the task cannot be done as specified (its tests contradict its intent), "
+        f"{REPORT_IMPOSSIBLE}, instead of changing the tests.\n\n"
         "Work only inside this directory. Do not commit, push or open pull requests: the "
         "operator reviews and delivers your diff."
     )
 
 
 def repair_prompt(failing: list[CheckResult], round_: int, rounds_left: int) -> str:
+    answer = go_on_prompt(failing)
+    if answer is not None:
+        return answer
     parts = [
         f"corral re-ran the contract and {len(failing)} check(s) still fail "
         f"(repair round {round_ - 1}; {rounds_left} left after this one):"
@@ -111,6 +124,7 @@ def repair_prompt(failing: list[CheckResult], round_: int, rounds_left: int) -> 
         status = "timed out" if r.timed_out else f"exit {r.exit_code}"
         parts.append(f"\n## {r.name} ({status})\n{tail}")
     parts.append("\nFix the cause (not the checks), then stop.")
+    parts.append(judging_note(REPORT_IMPOSSIBLE))
     return "\n".join(parts)
 
 

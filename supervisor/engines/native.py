@@ -44,7 +44,7 @@ from ..llm.base import Message, ModelError, ModelProvider, ToolCall, ToolSpec, T
 from ..llm.chain import ModelChain
 from ..models import CheckResult, OutcomeContract
 from ..states import LoopFailure
-from .base import EngineOutcome, RunContext
+from .base import EngineOutcome, RunContext, go_on_prompt, held_back_line, judging_note
 from .tools.results import ToolResult, short_args
 from .tools.workbench import Workbench
 
@@ -68,6 +68,7 @@ def system_prompt(
     parts.append(
         "## Checks\nDone means every one of these checks passes. corral re-runs these itself "
         f"when you stop; you cannot declare success:\n{checks or '- (no checks)'}"
+        + held_back_line(contract)
     )
     rules = [
         f"Work only in this directory ({worktree}); tool paths are relative to it and nothing "
@@ -89,6 +90,12 @@ def system_prompt(
             "behaviour is deliberate), call report_no_change with evidence instead of editing; "
             "it is refused once you have changed anything."
         )
+    if "report_impossible" in tools:
+        rules.append(
+            "If the task cannot be done as specified (its tests contradict its intent), call "
+            "report_impossible with the reason instead of changing the tests or special-casing "
+            "their inputs; the operator decides."
+        )
     rules.append(
         "Some actions are denied by policy; a denial says why, so take another way instead of "
         "retrying."
@@ -99,6 +106,9 @@ def system_prompt(
 
 
 def repair_message(failing: Sequence[CheckResult], round_: int) -> str:
+    answer = go_on_prompt(list(failing))
+    if answer is not None:
+        return answer
     parts = [
         f"corral re-ran the contract and these checks fail (repair round {max(1, round_ - 1)}):"
     ]
@@ -111,6 +121,7 @@ def repair_message(failing: Sequence[CheckResult], round_: int) -> str:
         "\nYour earlier changes are still in the worktree. Fix the cause (not the checks), "
         "then stop."
     )
+    parts.append(judging_note("call report_impossible with the reason"))
     return "\n".join(parts)
 
 
@@ -326,6 +337,8 @@ class NativeEngine:
                 messages.append(Message("tool", result.text, tool_call_id=call.id, name=call.name))
                 if result.nomination is not None:
                     return outcome(nomination=result.nomination)
+                if result.impossible is not None:
+                    return outcome(impossible=result.impossible)
 
     async def _complete(
         self,

@@ -80,11 +80,18 @@ def parse_split(data: str | dict[str, Any] | Split, contract: OutcomeContract | 
 
 
 def subtask_contract(sub: Subtask, contract: OutcomeContract) -> OutcomeContract:
-    """The checks that verify one subtask on its own (same setup as the whole)."""
+    """The checks that verify one subtask on its own (same setup as the
+    whole). The hidden checks judge the whole union only, when the foreman
+    session itself is verified: a part would fail them, and its agent must
+    not hear of them."""
     by_name = {c.name: c for c in contract.checks}
     checks = [by_name[c] if isinstance(c, str) else c for c in sub.checks]
     return contract.model_copy(
-        update={"checks": [c.model_copy() for c in checks], "description": sub.intent}
+        update={
+            "checks": [c.model_copy() for c in checks],
+            "description": sub.intent,
+            "hidden_checks": [],
+        }
     )
 
 

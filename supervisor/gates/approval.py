@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..contracts.hidden import hidden_tally
 from ..contracts.judge import judge_sentence
 from ..errors import CorralError
 from ..events import (
@@ -815,9 +816,14 @@ def commit_message(
 
     scope = "the approved part of the change" if partial else "the change"
     lines.append(f"Verified by corral: the runtime re-ran every check on {scope}:")
-    for r in results:
+    shown = [r for r in results if not r.hidden]  # a hidden check's name is never written
+    for r in shown:
         cmd = f": {checks[r.name].command.strip()}" if r.name in checks else ""
         lines.append(f"  {'PASS' if r.passed else 'FAIL'} {r.name}{cmd}")
+    held_back = sum(1 for r in results if r.hidden)
+    tally = hidden_tally(results)
+    if tally is not None:
+        lines.append(f"  and {held_back} hidden check(s) held back from the agent: {tally}")
     lines += [
         "",
         f"Corral-Session: {session.id}",
@@ -829,7 +835,9 @@ def commit_message(
     if session.authored_by:
         lines.append(f"Corral-Authored-By: {', '.join(session.authored_by)}")
     lines += [f"Corral-Model-Use: {line}" for line in session.model_use_lines()]
-    lines += [f"Corral-Check: {r.name} {'pass' if r.passed else 'fail'}" for r in results]
+    lines += [f"Corral-Check: {r.name} {'pass' if r.passed else 'fail'}" for r in shown]
+    if tally is not None:
+        lines.append(f"Corral-Hidden-Checks: {held_back} ran, {tally}")
     lines += [f"Corral-Placement: {line}" for line in session.foreman_placements]
     if partial:
         lines.append(f"Corral-Scope: partial ({files} of {of} files approved)")

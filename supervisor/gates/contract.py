@@ -34,6 +34,7 @@ from ..contracts.drafting import (
     apply_remove,
     apply_setup_edit,
 )
+from ..contracts.hidden import HiddenStore, hidden_check_from_file, hidden_tally
 from ..contracts.judge import discover, judged_summary
 from ..discuss.linked_runs import (
     NOT_CONFIRMED_STOPPED,
@@ -458,7 +459,17 @@ class ContractGate:
         contract file): it is validated and baselined all the same."""
         s = live.session
         try:
+            held_back = []
+            if given is not None and given.hidden_checks and not given.checks:
+                # hidden checks alone (`corral run --hidden-check` without
+                # --check): the visible checks are drafted, these kept
+                held_back, given = given.hidden_checks, None
             contract = given or await self._drafter.draft(self._request(live))
+            if held_back:
+                contract = contract.model_copy(
+                    update={"hidden_checks": [*contract.hidden_checks, *held_back]}
+                )
+            contract = self._hidden_stored(s, contract)
             fault_point("contract:drafted")
             problems = contract.validate_contract(
                 max_timeout_secs=self._config.max_check_timeout_secs
@@ -490,6 +501,21 @@ class ContractGate:
         fault_point("contract:saved")
         self._announce_contract(live)
 
+    def _hidden_stored(self, s: CoderSession, contract: OutcomeContract) -> OutcomeContract:
+        """The contract with its hidden files' content in the state dir (only
+        their sha256 stays in it); refused where hidden checks cannot run."""
+        if not contract.hidden_checks:
+            return contract
+        if s.host:
+            raise DraftingError(
+                f"hidden checks run on this machine only, and this session runs on host "
+                f"{s.host}: start it here, or without hidden checks"
+            )
+        try:
+            return HiddenStore(self._registry.state_dir).absorb(contract)
+        except (CorralError, OSError) as exc:
+            raise DraftingError(f"the hidden checks could not be stored: {exc}") from exc
+
     async def _reassess(
         self, live: LiveSession, contract: OutcomeContract, baseline: list[CheckResult]
     ) -> tuple[OutcomeContract, list[CheckResult], bool]:
@@ -499,9 +525,8 @@ class ContractGate:
             live,
             PlanTextData(text="The proposed checks already pass before any edits. Checking once…"),
         )
-        request = ReviseRequest(
-            **vars(self._request(live)), prior=contract, request=REASSESS_FEEDBACK
-        )
+        shown = contract.model_copy(update={"hidden_checks": []})  # never the model's to see
+        request = ReviseRequest(**vars(self._request(live)), prior=shown, request=REASSESS_FEEDBACK)
         try:
             better = await asyncio.wait_for(self._drafter.revise(request), 180)
         except TimeoutError:
@@ -516,6 +541,7 @@ class ContractGate:
                 PlanTextData(text=f"Could not improve the proposed checks automatically: {exc}"),
             )
             return contract, baseline, True
+        better = better.model_copy(update={"hidden_checks": list(contract.hidden_checks)})
         if better.validate_contract() or contracts_equivalent(better, contract):
             self._registry.emit(
                 live,
@@ -583,7 +609,7 @@ class ContractGate:
                 ),
             )
             for r in s.baseline:
-                if r.already_failing:
+                if r.already_failing and not r.hidden:
                     count = len(r.already_failing)
                     shown = ", ".join(r.already_failing[:10])
                     more = f" and {count - 10} more" if count > 10 else ""
@@ -597,7 +623,7 @@ class ContractGate:
                             )
                         ),
                     )
-            proving = [r for r in s.baseline if r.verdict is CheckVerdict.FAILS]
+            proving = [r for r in s.baseline if r.verdict is CheckVerdict.FAILS and not r.hidden]
             if proving:
                 seen = "; ".join(f"{r.name}: {r.reason}" for r in proving)
                 self._registry.emit(
@@ -606,7 +632,16 @@ class ContractGate:
                         text=f"Red on the untouched tree, as the work must change it ({seen})."
                     ),
                 )
-            blocked = [r for r in s.baseline if r.cannot_run]
+            tally = hidden_tally(s.baseline)
+            if tally is not None:
+                self._registry.emit(
+                    live,
+                    PlanTextData(
+                        text=f"Hidden checks (held back from the agent) on the untouched "
+                        f"tree: {tally}."
+                    ),
+                )
+            blocked = [r for r in s.baseline if r.cannot_run and not r.hidden]
             if blocked:
                 first = blocked[0]
                 names = ", ".join(r.name for r in blocked)
@@ -670,9 +705,15 @@ class ContractGate:
                 redraft = apply_setup_edit(prior, text)
             elif text.startswith(("/judge", "/not-judge")):
                 redraft = apply_judge_edit(prior, text)
+            elif text.startswith("/hidden"):
+                redraft = self._add_hidden(s, prior, text.removeprefix("/hidden").strip())
             else:
-                req = ReviseRequest(**vars(self._request(live)), prior=prior, request=text)
-                redraft = await self._drafter.revise(req)
+                # the drafting model never sees the hidden checks; they stay as they are
+                shown = prior.model_copy(update={"hidden_checks": []})
+                req = ReviseRequest(**vars(self._request(live)), prior=shown, request=text)
+                redraft = (await self._drafter.revise(req)).model_copy(
+                    update={"hidden_checks": list(prior.hidden_checks)}
+                )
         except DraftingError as exc:
             if exc.auth:
                 reason = f"the redraft needs a sign-in — set the model's credentials, then revise again: {exc}"
@@ -717,8 +758,32 @@ class ContractGate:
         self._announce_contract(live, revised=True)
         return self._revision_result(live, True, None)
 
+    def _add_hidden(self, s: CoderSession, prior: OutcomeContract, spec: str) -> OutcomeContract:
+        """`/hidden FILE[:DEST]` at gate 1: a hidden check from a file the
+        owner reads now (see `contracts.hidden.hidden_check_from_file`)."""
+        if not spec:
+            raise DraftingError(
+                "say which file: /hidden PATH[:WHERE] (WHERE: its place in the repository)"
+            )
+        taken = {c.name for c in prior.checks} | {h.name for h in prior.hidden_checks}
+        try:
+            added = hidden_check_from_file(spec, prior, taken)
+        except CorralError as exc:
+            raise DraftingError(str(exc).removeprefix("--hidden-check ")) from None
+        grown = prior.model_copy(update={"hidden_checks": [*prior.hidden_checks, added]})
+        return self._hidden_stored(s, grown)
+
     def _reject_revision(self, live: LiveSession, text: str, reason: str) -> ReviseResult:
-        self._registry.emit(live, ContractRevisionRejectedData(request=text, reason=reason))
+        """Said to the operator (the answer) and on the log; a `/hidden`
+        request's file is named in the answer only, never on the log the
+        agent may later read."""
+        logged_text, logged_reason = text, reason
+        if text.startswith("/hidden"):
+            logged_text = "/hidden (a file held back from the agent)"
+            logged_reason = "the hidden check could not be added (the answer said why)"
+        self._registry.emit(
+            live, ContractRevisionRejectedData(request=logged_text, reason=logged_reason)
+        )
         return self._revision_result(live, False, reason)
 
     def _revision_result(
@@ -747,6 +812,10 @@ class ContractGate:
             )
             if problems:
                 raise CorralError("edited contract is invalid: " + "; ".join(problems))
+            try:
+                contract = self._hidden_stored(s, contract)
+            except DraftingError as exc:
+                raise CorralError(str(exc)) from None
         if s.state is not S.CONTRACT_PROPOSED:
             raise CorralError(already_happened(s.id, s.state, S.CONTRACT_PROPOSED, "confirm"))
         if s.contract is None:

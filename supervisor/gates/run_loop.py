@@ -14,7 +14,14 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..config import SupervisorConfig
-from ..engines.base import Engine, EngineOutcome, EngineRegistry, RunContext
+from ..contracts.hidden import agent_contract, names_of, visible_to_agent
+from ..engines.base import (
+    Engine,
+    EngineOutcome,
+    EngineRegistry,
+    RunContext,
+    operator_reply,
+)
 from ..errors import CorralError, DiskFullError, disk_full, is_disk_full, nearly_full
 from ..events import (
     GUIDANCE_NOT_DELIVERED,
@@ -74,6 +81,11 @@ log = logging.getLogger("corral.supervisor")
 
 VERIFY_AGAIN = "verify again"
 STOP = "stop"
+# the operator's choices when the agent reports the task impossible as specified
+REVISE = "revise the contract"
+GO_ON = "go on"
+CANCEL = "cancel"
+GO_ON_DEFAULT = "Carry on with the task as specified."
 
 
 class UserInputExpired(CorralError):
@@ -127,7 +139,16 @@ class RunLoop:
                 else self._engines.create(s.engine)
             )
             self._running[s.id] = engine
-            for round_ in range(1, rounds + 1):
+            round_ = 0
+            if s.impossible_report is not None:  # reported before a restart: asked first
+                live.impossible = s.impossible_report
+                reply = await self._impossible(live, engine)
+                if reply is None:
+                    return
+                # the agent's next round carries the answer (its pane is idle)
+                failing, round_, rounds = [operator_reply(reply)], 1, rounds + 1
+            while round_ < rounds:
+                round_ += 1
                 outcome = await self._run_engine(live, engine, round_, deadline, failing)
                 fallback = self._fallback_engine(live, outcome)
                 if fallback is not None:
@@ -153,6 +174,16 @@ class RunLoop:
                 if outcome.dormant:
                     self._go_dormant(live, outcome.error or "the agent stopped")
                     return
+                if outcome.impossible is not None:  # the built-in engine's tool
+                    with contextlib.suppress(CorralError):  # no longer running: nothing to ask
+                        self._registry.note_impossible(s.id, outcome.impossible)
+                if live.impossible is not None and outcome.failure is None:
+                    # never verified, never repaired: the operator decides
+                    reply = await self._impossible(live, engine)
+                    if reply is None:
+                        return
+                    failing, rounds = [operator_reply(reply)], rounds + 1
+                    continue
                 if outcome.failure is not None:
                     if outcome.keep_worktree:
                         s.keep_workspace_on_failure = True
@@ -166,6 +197,12 @@ class RunLoop:
                 if not verification.stable:
                     self._fail_unstable(live, verification)
                     return
+                if live.impossible is not None:  # reported while the checks ran
+                    reply = await self._impossible(live, engine)
+                    if reply is None:
+                        return
+                    failing, rounds = [operator_reply(reply)], rounds + 1
+                    continue
                 if verification.passed:
                     await self._verifier.accept(live, verification)
                     await self._finish_green(live)
@@ -173,7 +210,7 @@ class RunLoop:
                 failing = [r for r in verification.results if not r.passed]
                 out_of_time = deadline is not None and time.monotonic() >= deadline
                 if round_ < rounds and not out_of_time:
-                    names = ", ".join(r.name for r in failing)
+                    names = names_of(failing)
                     self._registry.emit(
                         live,
                         PlanTextData(
@@ -185,7 +222,7 @@ class RunLoop:
                         ),
                     )
                     continue
-                names = ", ".join(r.name for r in failing)
+                names = names_of(failing)
                 self._fail(
                     live,
                     LoopFailure.BUDGET_EXHAUSTED if out_of_time else LoopFailure.VERIFICATION,
@@ -319,13 +356,14 @@ class RunLoop:
         return RunContext(
             session_id=s.id,
             intent=s.execution_intent(),
-            contract=s.contract,
+            contract=agent_contract(s.contract),  # the hidden checks only counted
             worktree=Path(s.worktree),
             max_iterations=s.max_iterations,
             deadline=deadline,
             round=round_,
             rounds=1 + self._config.repair_invokes,
-            failing_checks=failing,
+            # a hidden check is only "a check the operator holds back failed"
+            failing_checks=visible_to_agent(failing),
             emit=emit,
             ask_user=lambda prompt, options: self._ask_user(live, prompt, options),
             take_guidance=live.steering.take,
@@ -459,13 +497,94 @@ class RunLoop:
 
     # -- the outcome ---------------------------------------------------------------------
 
+    async def _impossible(self, live: LiveSession, engine: Engine) -> str | None:
+        """The agent says the task cannot be done as specified (the tests
+        contradict the intent). Nothing is verified and nothing is sent back
+        for repair: the operator reads the reason and revises the contract
+        (back to gate 1), tells the agent to go on, or cancels. Returns the
+        operator's message for the agent's next round when it goes on, None
+        when the run ends here. An answer that is none of the three words is
+        taken as the message (the operator typed what the agent should hear)."""
+        s = live.session
+        reason = live.impossible or ""
+        live.impossible = None
+        prompt = (
+            f"the agent says the tests contradict the intent: {reason} — answer "
+            f"'{REVISE}' (back to gate 1; the agent starts again on the revised contract, "
+            f"its edits kept), '{GO_ON}: <message>' (the agent goes on with your message), "
+            f"or '{CANCEL}' (the worktree is kept)."
+        )
+        try:
+            answer = (await self._ask_user(live, prompt, [REVISE, GO_ON, CANCEL])).strip()
+        except UserInputExpired:
+            s.impossible_report = None
+            s.keep_workspace_on_failure = True
+            self._fail(
+                live,
+                LoopFailure.EXECUTION,
+                f"the agent said the task cannot be done as specified ({reason}) and no answer "
+                "came; nothing was verified. The worktree is kept",
+            )
+            return None
+        s.impossible_report = None  # answered (kept until now: a restart asks again)
+        word = answer.lower()
+        if word.startswith("revise"):
+            await self._back_to_gate_1(live, engine)
+            return None
+        if word == CANCEL or word.startswith(f"{CANCEL} "):
+            await self._stop_agent(live, engine)
+            s.keep_workspace_on_cancel = True
+            self._registry.emit(
+                live,
+                PlanTextData(text="Cancelled after the agent said the task cannot be done."),
+            )
+            self._fail(live, LoopFailure.CANCELLED, "cancelled by the operator")
+            self._workspaces.retain(s.worktree, note="cancelled: the agent said it cannot be done")
+            return None
+        message = answer[len(GO_ON) :].lstrip(" :") if word.startswith(GO_ON) else answer
+        message = message.strip() or GO_ON_DEFAULT
+        self._registry.persist(live)
+        self._registry.emit(
+            live, PlanTextData(text=f"The operator tells the agent to go on: {message}")
+        )
+        return message
+
+    async def _stop_agent(self, live: LiveSession, engine: Engine) -> None:
+        """The session's agent stops (its pane, or its process over pipes)."""
+        self._registry.stop_agent(live.session)
+        close = getattr(engine, "aclose", None)
+        if close is not None:
+            with contextlib.suppress(Exception):
+                await close()
+
+    async def _back_to_gate_1(self, live: LiveSession, engine: Engine) -> None:
+        """The operator revises the contract: the run ends, the agent stops,
+        and the session waits at gate 1; once confirmed, a fresh agent starts
+        on the revised contract in the same worktree (its edits kept)."""
+        s = live.session
+        await self._stop_agent(live, engine)
+        s.agent_identity = None  # not resumed: the new run starts on the revised contract
+        self._registry.emit(
+            live,
+            PlanTextData(
+                text="Back at gate 1: revise the contract, then confirm it; the agent starts "
+                "again on it in the same worktree."
+            ),
+        )
+        self._registry.transition(live, S.CONTRACT_PROPOSED)
+        self._registry.notify(s.id)
+
     async def _wait_for_environment(self, live: LiveSession, results: list[CheckResult]) -> bool:
         """A check that cannot run is not the agent's fault, so it is never sent
         back as a repair: the session asks the operator (needs you: question)
         to fix the environment and verify again, or stop. True: verify again."""
         blocked = [r for r in results if r.cannot_run]
-        names = ", ".join(r.name for r in blocked)
-        first = blocked[0]
+        names = names_of(blocked)
+        # what a hidden check's reason says stays in its result (the console
+        # shows it); the question is on the board, which agents read
+        first = next((r for r in blocked if not r.hidden), None) or blocked[0].model_copy(
+            update={"reason": "see the hidden check's result", "fix": "see its reason"}
+        )
         prompt = (
             f"Runtime verification: {len(blocked)} check(s) cannot run here ({names}: "
             f"{first.reason}). That is the environment, not the agent's work, so nothing was "

@@ -43,11 +43,12 @@ import shutil
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 from ..config import SupervisorConfig
 from ..contracts.checks import captures_from, run_contract
 from ..contracts.environment import Environments, SetupRun, setup_reason
+from ..contracts.hidden import HiddenStore, hidden_tally, materialized
 from ..contracts.judge import HARNESS, Exam, build_exam, judge_sentence
 from ..contracts.verdicts import change_broke_setup, setup_failed
 from ..errors import CorralError
@@ -62,7 +63,14 @@ from ..faults import fault_point
 from ..git.repo import head_commit
 from ..git.run import git
 from ..git.trees import anchor_verified, changed_between, snapshot_tree
-from ..models import CheckResult, CoderSession, JudgeChange, OutcomeContract, SetupOutcome
+from ..models import (
+    CheckResult,
+    CheckVerdict,
+    CoderSession,
+    JudgeChange,
+    OutcomeContract,
+    SetupOutcome,
+)
 from ..session.live import LiveSession
 from ..session.registry import SessionRegistry
 from ..states import CoderState
@@ -70,6 +78,7 @@ from ..workspaces import Workspaces
 from .scratch_tree import ScratchTrees
 
 if TYPE_CHECKING:  # a host's tree loads with the first session run on a host
+    from ..contracts.environment import CheckEnvironment
     from ..hosts.configured import Hosts
     from .host_tree import HostTree
 
@@ -96,6 +105,24 @@ class Verification:
     @property
     def passed(self) -> bool:
         return self.stable and all(r.passed for r in self.results)
+
+
+def strict(result: CheckResult) -> CheckResult:
+    """A hidden check passes only when its command passed and, where its
+    runner reported test by test, every test it ran passed and at least one
+    did (a suite skipped or deselected whole proves nothing)."""
+    report = result.tests
+    if not result.passed or report is None:
+        return result
+    if report.failed or report.collection_errors:
+        why = f"{len(report.failed) + len(report.collection_errors)} hidden test(s) failed"
+    elif not report.passed:
+        why = f"no hidden test passed ({len(report.skipped)} skipped)"
+    else:
+        return result
+    return result.model_copy(
+        update={"passed": False, "verdict": CheckVerdict.FAILS, "reason": why, "fix": ""}
+    )
 
 
 def _remove_all(paths: list[Path]) -> None:
@@ -203,6 +230,92 @@ class Verifier:
             baseline=baseline,
         )
 
+    async def _hidden_apart(
+        self,
+        contract: OutcomeContract,
+        checkout: Callable[[], contextlib.AbstractAsyncContextManager[Path]],
+        *,
+        phase: Literal["baseline", "verification"],
+        on_result: Callable[[CheckResult], None] | None = None,
+    ) -> list[CheckResult]:
+        """The hidden checks in a checkout of their own (the same tree, the
+        setup again, from its cache when it has one): no visible check ran
+        the work's code there, so nothing it planted can touch them, and
+        nothing the work's code copied out of a hidden file while they ran
+        is left where a visible check (whose output the agent reads) could
+        show it; the checkout is reset when they are done."""
+        if not contract.hidden_checks:
+            return []
+        discard: list[Path] = []
+        try:
+            async with checkout() as path:
+                setup = await self.environments.prepare(
+                    contract, path, phase=phase, timeout_ceiling=self._timeout_ceiling
+                )
+                if setup is not None:
+                    discard.extend(setup.discard)
+                    if not setup.outcome.ok:
+                        why = setup_reason(setup.outcome)
+                        return [
+                            setup_failed(h.name, why).model_copy(update={"hidden": True})
+                            for h in contract.hidden_checks
+                        ]
+                environment = setup.environment if setup is not None else None
+                return await self._hidden_checks(contract, path, environment, on_result=on_result)
+        finally:
+            await asyncio.to_thread(_remove_all, discard)
+
+    async def _hidden_checks(
+        self,
+        contract: OutcomeContract,
+        path: Path,
+        environment: CheckEnvironment | None,
+        *,
+        on_result: Callable[[CheckResult], None] | None,
+    ) -> list[CheckResult]:
+        """The contract's hidden checks, their files written into this
+        checkout (corral's, never the agent's) only while they run. Each is
+        the operator's exam whole: judged on its own, never against the
+        baseline (a hidden test red on the untouched tree is what the work
+        must turn green, not a test "already failing"), see `strict`."""
+        if not contract.hidden_checks:
+            return []
+        exam = OutcomeContract(
+            description=contract.description,
+            checks=[h.as_check() for h in contract.hidden_checks],
+            allow_credentials=contract.allow_credentials,
+        )
+
+        def hidden(result: CheckResult) -> CheckResult:
+            return strict(result).model_copy(update={"hidden": True})
+
+        files = materialized(path, contract.hidden_checks, HiddenStore(self._registry.state_dir))
+        try:
+            await asyncio.to_thread(files.__enter__)
+        except (CorralError, OSError) as exc:
+            return [
+                CheckResult(
+                    name=h.name,
+                    passed=False,
+                    hidden=True,
+                    verdict=CheckVerdict.CANNOT_RUN,
+                    reason=f"its files could not be put in the verification checkout: {exc}",
+                    fix="add the hidden check again (its stored file is gone or unreadable)",
+                )
+                for h in contract.hidden_checks
+            ]
+        try:
+            results = await run_contract(
+                exam,
+                path,
+                timeout_ceiling=self._timeout_ceiling,
+                environment=environment,
+                on_result=None if on_result is None else lambda r: on_result(hidden(r)),
+            )
+        finally:
+            await asyncio.shield(asyncio.to_thread(files.__exit__, None, None, None))
+        return [hidden(r) for r in results]
+
     async def baseline(
         self,
         session: CoderSession,
@@ -237,9 +350,16 @@ class Verifier:
             return results
 
         try:
-            return await self._in_scratch(session, run)
+            visible = await self._in_scratch(session, run)
         finally:
             await asyncio.to_thread(_remove_all, discard)
+        start = session.start_commit
+        hidden = await self._hidden_apart(
+            contract,
+            lambda: self._trees.checkout(Path(session.repo), start, session.id),
+            phase="baseline",
+        )
+        return visible + hidden
 
     def _host_tree(self, session: CoderSession) -> HostTree | None:
         """The session's worktree on its host; None for a session run here
@@ -358,6 +478,13 @@ class Verifier:
             live,
             ContractEvaluatedData(by="runtime", passed=verification.passed, results=list(results)),
         )
+        tally = hidden_tally(results)
+        if tally is not None:
+            ran = sum(1 for r in results if r.hidden)
+            registry.emit(
+                live,
+                PlanTextData(text=f"Hidden checks (held back from the agent): {ran} ran, {tally}."),
+            )
         registry.persist(live)
         return verification
 
@@ -416,11 +543,18 @@ class Verifier:
                     discard.extend(setup.discard)
                     if on_setup is not None:
                         on_setup(setup.outcome)
-                return await self._checks_after_setup(
+                visible = await self._checks_after_setup(
                     contract, path, setup, captures=captures, on_result=on_result, baseline=baseline
                 )
         finally:
             await asyncio.to_thread(_remove_all, discard)
+        hidden = await self._hidden_apart(
+            contract,
+            lambda: self._trees.materialized(repo, tree, parent, owner),
+            phase="verification",
+            on_result=on_result,
+        )
+        return visible + hidden
 
     async def exam_on_tree(
         self,

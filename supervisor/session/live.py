@@ -32,6 +32,9 @@ class LiveSession:
     git_stats: GitStats | None = None  # files/lines changed, base lead (session.git_stats)
     # What the models served for this session since it was last recorded.
     model_ledger: Ledger = field(default_factory=Ledger)
+    # The agent's report that the task cannot be done as specified (its
+    # reason), until the run loop hands it to the operator.
+    impossible: str | None = None
 
     @property
     def id(self) -> str:

@@ -35,6 +35,7 @@ from ..events import (
     CoderEvent,
     EventData,
     MessageData,
+    PlanTextData,
     StateChangedData,
 )
 from ..models import (
@@ -64,6 +65,19 @@ from .journal import EventLog, Journal, Subscription, last_journal_seq, read_jou
 from .live import LiveSession
 from .messages import Mailboxes, Message, refusal
 from .summaries import live_summary, stored_summary, summary_json
+
+IMPOSSIBLE_HOOK = "impossible"  # `corral hook impossible`: the task cannot be done as specified
+MAX_IMPOSSIBLE_CHARS = 2000
+
+
+def impossible_reason(text: str) -> str:
+    """The agent's reason as one plain line the operator reads: control
+    characters gone, capped; an empty one says so."""
+    cleaned = " ".join("".join(ch if ch.isprintable() else " " for ch in text).split())
+    if len(cleaned) > MAX_IMPOSSIBLE_CHARS:
+        cleaned = cleaned[: MAX_IMPOSSIBLE_CHARS - 1] + "…"
+    return cleaned or "(the agent gave no reason)"
+
 
 S = CoderState
 log = logging.getLogger("corral.supervisor")
@@ -448,11 +462,42 @@ class SessionRegistry:
         for message in messages:
             self.note_message(message, status, reason)
 
+    def note_impossible(self, session_id: str, reason: str) -> str:
+        """The session's agent says the task cannot be done as specified (its
+        hook, its control connection, the built-in engine's tool): kept for
+        the run loop, which asks the operator when the agent's turn ends.
+        Returns what the agent is told; refused unless the session runs."""
+        live = self.live(session_id)
+        if live.session.state is not CoderState.RUNNING:
+            raise CorralError(
+                f"{label(session_id)} is not running (state: {live.session.state.value}): "
+                "there is no task to report impossible"
+            )
+        text = impossible_reason(reason)
+        live.impossible = text
+        live.session.impossible_report = text  # a restart asks the operator again
+        self.persist(live)
+        self.emit(
+            live,
+            PlanTextData(text=f"The agent says the task cannot be done as specified: {text}"),
+        )
+        self.notify(session_id)
+        return (
+            "recorded: when you stop, corral asks the operator (nothing is verified or sent "
+            "back for repair until they answer). Stop now."
+        )
+
     def note_agent_hook(self, session_id: str, event: dict[str, object]) -> None:
         """Keep the agent's own session identity from its hooks, stored at once
-        (a restart needs it to resume the conversation)."""
+        (a restart needs it to resume the conversation). An `impossible` hook
+        is the agent's report that the task cannot be done as specified."""
         live = self._live.get(session_id)
         if live is None:
+            return
+        if event.get("hook_event_name") == IMPOSSIBLE_HOOK:
+            reason = event.get("reason") or event.get("raw") or ""
+            with contextlib.suppress(CorralError):  # not running: nothing to report on
+                self.note_impossible(session_id, str(reason))
             return
         agent = str((live.session.pane or {}).get("agent") or live.session.engine)
         agent = agent.removeprefix("external:")

@@ -129,7 +129,15 @@ class Nominate:
     kind: str = "premise_wrong"
 
 
-Step = Say | Write | Run | Ask | Sleep | Wait | Iteration | Fail | Nominate
+@dataclass
+class Impossible:
+    """The agent says the task cannot be done as specified (the built-in
+    engine's `report_impossible` tool ends its round this way)."""
+
+    reason: str
+
+
+Step = Say | Write | Run | Ask | Sleep | Wait | Iteration | Fail | Nominate | Impossible
 
 
 class ScriptedEngine:
@@ -175,6 +183,10 @@ class ScriptedEngine:
                     ctx.iteration_started(n)
                 case Fail(failure, error):
                     return EngineOutcome(failure=failure, error=error, iterations=iterations)
+                case Impossible(reason):
+                    return EngineOutcome(
+                        iterations=max(iterations, 1), impossible=reason, authored_by=[self.label]
+                    )
                 case Nominate(summary, evidence, kind):
                     return EngineOutcome(
                         iterations=iterations,

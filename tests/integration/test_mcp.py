@@ -104,6 +104,7 @@ async def test_http_start_poll_to_the_gate_then_cancel(owner, repo: Path) -> Non
             "assistant_cancel",
             "sessions_list",
             "session_get",
+            "report_impossible",
         }
         start_tool = next(
             t for t in (await client.list_tools()).tools if t.name == "assistant_start"
@@ -402,3 +403,14 @@ async def test_http_malformed_json_is_a_clear_error(owner) -> None:
         assert "error" in answer.json()
     async with http_client(url, token) as client:  # the owner is unaffected
         assert await call(client, "sessions_list") == []
+
+
+async def test_report_impossible_over_http_is_for_an_agent_about_its_own_task(owner) -> None:
+    """The tool is served; the test process is the operator, not an agent
+    corral runs, so it is refused in one sentence (an agent's own call is in
+    test_impossible_report.py)."""
+    sup, _services = owner
+    url, token = mcp_endpoint(sup.state_dir) or ("", "")
+    async with http_client(url, token) as client:
+        with pytest.raises(ToolFailed, match="for an agent corral runs, about its own task"):
+            await call(client, "report_impossible", reason="the tests contradict the intent")

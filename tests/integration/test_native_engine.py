@@ -239,6 +239,7 @@ async def test_a_task_reads_edits_and_ends_with_events_and_summed_usage(worktree
         "shell",
         "ask_user",
         "report_no_change",
+        "report_impossible",
     }
 
     assert rec.of(IterationStartedData) == [IterationStartedData(n=i, max=8) for i in (1, 2, 3)]

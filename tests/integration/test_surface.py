@@ -57,11 +57,13 @@ SAMPLES: dict[str, Any] = {
     "model": "a-model",
     "key": "reasoning",
     "value": "high",
+    "reason": "the tests contradict the intent",
 }
 
 # facade methods that change a session: walked on a session nobody has, so
 # both sides answer the same refusal and nothing changes between the two calls
 CHANGES = {
+    "report_impossible",
     "approve",
     "reject",
     "cancel",

@@ -48,6 +48,7 @@ EXPECTED_EDGES = {
     (S.RUNNING, S.NEEDS_APPROVAL),
     (S.RUNNING, S.FAILED),
     (S.RUNNING, S.ABANDONED),
+    (S.RUNNING, S.CONTRACT_PROPOSED),  # the agent said impossible; the operator revises
     (S.NEEDS_APPROVAL, S.MERGED),
     (S.NEEDS_APPROVAL, S.REPORTED),
     (S.NEEDS_APPROVAL, S.ABANDONED),
@@ -74,7 +75,6 @@ def test_each_legal_edge_is_allowed(src: CoderState, dst: CoderState) -> None:
         (S.CREATED, S.NEEDS_APPROVAL),
         (S.CONTRACT_PROPOSED, S.RUNNING),  # confirm always passes through confirmed
         (S.RUNNING, S.MERGED),  # delivery only from the approval gate
-        (S.RUNNING, S.CONTRACT_PROPOSED),
         (S.CONTRACT_CONFIRMED, S.CONTRACT_PROPOSED),
     ],
 )

@@ -4,7 +4,9 @@ supervisor watches. Stdlib only and always exit 0, so a hook can never slow
 down or break the agent.
 
 Claude Code and the demo agent pass the payload on stdin; Codex's `notify`
-passes it as the last argument (`--argv-payload`).
+passes it as the last argument (`--argv-payload`). The event `impossible`
+(`echo REASON | $CORRAL_HOOK_CMD impossible`) is an agent saying its task
+cannot be done as specified; a payload that is not JSON arrives as `raw`.
 """
 
 from __future__ import annotations

@@ -292,6 +292,15 @@ def build_parser() -> argparse.ArgumentParser:
         "contract, instead of a drafted one or --contract",
     )
     run.add_argument(
+        "--hidden-check",
+        action="append",
+        metavar="FILE[:DEST]",
+        help="a check held back from the agent (repeatable): FILE is read now and kept in "
+        "corral's state dir, put at DEST (default: its name, at the repository's top) only "
+        "in corral's verification checkout; a .py file runs with the contract's pytest, a "
+        ".js/.mjs/.cjs test with node --test, a .sh script with sh",
+    )
+    run.add_argument(
         "--engine",
         "--agent",
         dest="engine",

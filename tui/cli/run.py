@@ -35,6 +35,7 @@ from corral.supervisor.interface import (
     FixedDrafter,
     Subscription,
     checks_contract,
+    hidden_check_from_file,
     load_contract,
 )
 from corral.supervisor.models import (
@@ -180,6 +181,7 @@ async def run_session(
     context: ContextPack | None = None,
     judge: list[str] | None = None,
     not_judge: list[str] | None = None,
+    hidden: list[str] | None = None,
 ) -> int:
     """As a client of the owner when one runs; else as the owner for the run."""
     if contract_file is not None and checks:
@@ -206,6 +208,7 @@ async def run_session(
                 "not_judged": [*given.not_judged, *(_repo_path(p) for p in not_judge or [])],
             }
         )
+    given = _with_hidden(given, hidden or [])
     state_dir = default_state_dir()
     full = nearly_full(state_dir, repo)
     if full is not None:  # said before anything is written: nothing hangs half-made
@@ -240,13 +243,16 @@ async def run_session(
                 raise
             finally:
                 await client.close()
-    drafter: ContractDrafter = FixedDrafter(given) if given is not None else default_drafter()
+    drafting = given is None or not given.checks  # hidden checks alone: the rest is drafted
+    drafter: ContractDrafter = (
+        FixedDrafter(given) if given is not None and given.checks else default_drafter()
+    )
     sup = build_supervisor(state_dir, drafter, backend=backend)
     await sup.open()
     services = OwnerServices(sup, mcp_http=False)  # other clients reach this run's owner
     await services.start()
     theirs_before = {r.session_id for r in sup.list()}
-    local = _Run(sup, local=True, host=host, context=context)
+    local = _Run(sup, local=True, host=host, context=context, contract=given if drafting else None)
     interrupted: SessionSummary | bool | None = False
     try:
         me = services.caller_of(os.getpid())
@@ -449,6 +455,21 @@ def judge_text(changes: list[JudgeChange], limit: int = 5) -> str:
     return f"the work changed how it is judged: {shown}{more}"
 
 
+def _with_hidden(given: OutcomeContract | None, specs: list[str]) -> OutcomeContract | None:
+    """The contract with the `--hidden-check FILE[:DEST]` files read into
+    hidden checks (without a contract: hidden checks alone, the visible ones
+    drafted). The owner stores their content; only its sha256 stays."""
+    if not specs:
+        return given
+    taken = (
+        {c.name for c in given.checks} | {h.name for h in given.hidden_checks} if given else set()
+    )
+    added = [hidden_check_from_file(spec, given, taken) for spec in specs]
+    if given is None:
+        return OutcomeContract(hidden_checks=added)
+    return given.model_copy(update={"hidden_checks": [*given.hidden_checks, *added]})
+
+
 def _no_checks(session: CoderSession) -> bool:
     """A session that ended at gate 1 because no contract could be drafted:
     the operator, not a fault, supplies the checks."""
@@ -591,6 +612,7 @@ def main_run(args: argparse.Namespace) -> int:
                 context=load_pack(args.context) if args.context else None,
                 judge=args.judge,
                 not_judge=args.not_judge,
+                hidden=args.hidden_check,
             )
         )
     except CorralError as exc:

@@ -198,9 +198,16 @@ class DiffScreen(Screen[None]):
         for r in s.last_check_results:
             lines.append(
                 safe_markup(
-                    ("[green]PASS[/green] " if r.passed else "[red]FAIL[/red] ") + "{}", r.name
+                    ("[green]PASS[/green] " if r.passed else "[red]FAIL[/red] ")
+                    + "{}"
+                    + (" [dim](hidden: held back from the agent)[/dim]" if r.hidden else ""),
+                    r.name,
                 )
             )
+        held = [r for r in s.last_check_results if r.hidden]
+        if held:
+            passing = sum(1 for r in held if r.passed)
+            lines.append(safe_content(f"{len(held)} hidden check(s) ran: {passing} pass"))
         kinds = s.diff.type_changes if s.diff else []
         if kinds:
             lines.append(

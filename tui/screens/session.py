@@ -471,6 +471,7 @@ class SessionScreen(Screen[None]):
             )
         for line in _setup_lines(s):
             text += Content("\n") + line
+        text += _hidden_line(s)
         if s.baseline_gates_nothing:
             text += safe_markup(
                 "\n[bold yellow]Every check already passes before any edit: this "
@@ -919,3 +920,24 @@ class SessionScreen(Screen[None]):
     def action_open_worktree(self, editor: bool = False) -> None:
         worktree = self.supervisor.get(self.session_id).session.worktree
         self.app.actions.open_worktree(self.session_id, worktree, editor=editor)
+
+
+def _hidden_line(s: CoderSession) -> Content:
+    """Gate 1's line about the hidden checks (empty without any):
+    how many, their names and baseline verdicts (the operator's to see), and
+    how to add one."""
+    assert s.contract is not None
+    hidden = s.contract.hidden_checks
+    if not hidden:
+        return Content("")  # the line costs the 80x24 screen a row; /hidden is in the README
+    base = {r.name: r for r in s.baseline if r.hidden}
+    parts = []
+    for h in hidden:
+        b = base.get(h.name)
+        verdict = "" if b is None else (" passes now" if b.passed else " red now")
+        parts.append(f"{h.name}{verdict}")
+    return safe_markup(
+        f"\n[b]{len(hidden)} hidden check(s)[/b], held back from the agent: "
+        "{} [dim](add: /hidden PATH or PATH:WHERE, drop: /remove NAME)[/dim]",
+        ", ".join(parts),
+    )

@@ -1,7 +1,12 @@
 """The `report_no_change` tool: the model nominates a no-change finding
 (the task's premise is wrong, the behaviour is deliberate, or it is already
 satisfied). A finding must leave the tree untouched, so it is refused once
-the run changed anything."""
+the run changed anything.
+
+The `report_impossible` tool: the task cannot be done as specified (its tests
+contradict its intent). The round ends; the operator reads the reason and
+decides, instead of the model being pushed through repair rounds toward
+rigging the exam. Allowed after edits (it ends in no verdict either way)."""
 
 from __future__ import annotations
 
@@ -35,4 +40,16 @@ async def report_no_change(state: ToolState, args: dict[str, Any]) -> ToolResult
         "recorded: corral ends the run and asks the operator to review the finding",
         summary=f"no-change finding ({kind}): {clip(summary, 120)}",
         nomination=finding,
+    )
+
+
+async def report_impossible(state: ToolState, args: dict[str, Any]) -> ToolResult:
+    reason = text_arg(args, "reason").strip()
+    if not reason:
+        raise ToolError("the reason is empty; say what in the task contradicts what")
+    return ToolResult(
+        "recorded: corral ends the run and asks the operator, who revises the contract, "
+        "tells you to go on, or cancels",
+        summary=f"reported impossible: {clip(reason, 120)}",
+        impossible=reason,
     )

@@ -18,6 +18,7 @@ class ToolResult:
     mutated: bool = False
     denied: str | None = None
     nomination: NoChangeFinding | None = None
+    impossible: str | None = None  # the task cannot be done as specified: why
 
 
 class ToolError(Exception):

@@ -122,6 +122,14 @@ TOOL_SPECS: dict[str, ToolSpec] = {
             ),
         ),
         ToolSpec(
+            "report_impossible",
+            "Report that the task cannot be done as specified (its tests contradict its "
+            "intent), with the reason. This ends the run without verification; the operator "
+            "revises the contract, tells you to go on, or cancels. Use it instead of changing "
+            "tests, test configuration or special-casing inputs.",
+            _schema({"reason": {"type": "string"}}, ["reason"]),
+        ),
+        ToolSpec(
             "report_no_change",
             "Report that the task needs no change (for example its premise is wrong, or the "
             "behaviour is deliberate), with evidence. This ends the run; a human reviews the "

@@ -14,7 +14,7 @@ from ...governance.tool_request import ToolRequest
 from ...llm.base import ToolCall, ToolSpec
 from .asking import ask_user
 from .files import edit_file, list_dir, read_file, write_file
-from .finding import report_no_change
+from .finding import report_impossible, report_no_change
 from .results import ToolError, ToolResult, clip
 from .search import find_files, grep_files
 from .shell import shell
@@ -33,6 +33,7 @@ HANDLERS: dict[str, Handler] = {
     "shell": shell,
     "ask_user": ask_user,
     "report_no_change": report_no_change,
+    "report_impossible": report_impossible,
 }
 
 
