@@ -4,8 +4,6 @@ tree; the log's contract line counts them; gate 2 marks them."""
 
 from __future__ import annotations
 
-from rich.text import Text
-
 from corral.supervisor.events import ContractProposedData, parse_event
 from corral.supervisor.models import (
     CheckResult,
@@ -39,13 +37,13 @@ def test_gate_one_counts_and_names_the_hidden_checks_with_their_baseline() -> No
         contract=CONTRACT,
         baseline=[CheckResult(name="hidden_more", passed=False, hidden=True)],
     )
-    shown = Text.from_markup(_hidden_line(session)).plain
+    shown = _hidden_line(session).plain
     assert "1 hidden check(s), held back from the agent: hidden_more red now" in shown
     assert "/hidden PATH" in shown
     bare = session.model_copy(
         update={"contract": CONTRACT.model_copy(update={"hidden_checks": []})}
     )
-    assert _hidden_line(bare) == ""
+    assert _hidden_line(bare).plain == ""
 
 
 def test_the_contract_line_counts_the_hidden_checks() -> None:
