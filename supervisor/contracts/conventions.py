@@ -717,7 +717,7 @@ def _python_runners(base: Path, available: set[str]) -> list[Runner]:
     unittest_only = not any(_PYTEST_FILE.fullmatch(f.name) for f in in_folder)
     if folder and in_folder and unittest_only and not folder.endswith(".py"):
         # test*.py only: unittest's default pattern, not pytest's
-        command = f"python3 -m unittest discover -s {shlex.quote(folder)} -q"
+        command = f"python3 -m unittest discover -s {shlex.quote(folder)} -v"
         why = f"{folder}/ holds test*.py modules pytest does not collect by default"
         return [Runner("unittest", command, why, 900, ("python3",), kind="python")]
     if "pytest" not in available:
@@ -727,9 +727,9 @@ def _python_runners(base: Path, available: set[str]) -> list[Runner]:
         )
         if uses_unittest:
             if folder is None or (base / folder / "__init__.py").is_file():
-                command = "python3 -m unittest -q"
+                command = "python3 -m unittest -v"
             else:
-                command = f"python3 -m unittest discover -s {folder} -q"
+                command = f"python3 -m unittest discover -s {shlex.quote(folder)} -v"
             why = f"{folder or '.'}/ holds unittest test modules and nothing configures pytest"
             return [Runner("unittest", command, why, 900, ("python3",), kind="python")]
     why = f"{folder}/ holds test modules" if folder else "test modules at the root"
@@ -814,7 +814,8 @@ def _runners_in(base: Path, root: Path, available: set[str]) -> list[Runner]:
         found.append(node)
     if (base / "Cargo.toml").is_file():
         found.append(
-            Runner("cargo_test", "cargo test --quiet", "Cargo.toml", 1800, ("cargo",), kind="cargo")
+            # not --quiet: libtest then prints no per-test lines to judge by
+            Runner("cargo_test", "cargo test", "Cargo.toml", 1800, ("cargo",), kind="cargo")
         )
     if (base / "go.mod").is_file():
         found.append(Runner("go_test", "go test ./...", "go.mod", 1200, ("go",), kind="go"))

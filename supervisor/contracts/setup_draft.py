@@ -253,6 +253,20 @@ _TOX_CHECKER = re.compile(
 )
 
 
+_UNITTEST_RUN = re.compile(r"-m\s+unittest\b")
+_VERBOSE = re.compile(r"\s(-v|--verbose)(\s|$)")
+
+
+def verbose_unittest(command: str) -> str:
+    """A drafted `python -m unittest ...` with `-v` at its end: only then
+    does unittest name each test and its outcome, so the check is judged
+    test by test (a test already failing on the untouched tree does not
+    block a correct change)."""
+    if not _UNITTEST_RUN.search(command) or _VERBOSE.search(command):
+        return command
+    return f"{command} -v"
+
+
 def _tox_command(line: str) -> str | None:
     """A tox command as a shell command in the setup's environment, or None
     when it uses tox machinery that has no meaning outside tox."""
@@ -300,7 +314,7 @@ def tox_testenv(root: Path) -> ToxTestenv | None:
         if command is None:
             continue
         if _TOX_TEST_COMMAND.search(command):
-            env.commands.append(command)
+            env.commands.append(verbose_unittest(command))
         elif not env.commands and not _TOX_CHECKER.search(command):
             env.commands_pre.append(command)  # a step before the tests (a compile step)
     for line in _tox_lines(parser, "extras"):

@@ -367,10 +367,10 @@ def test_unittest_fallback_without_pytest(repo: Path, tmp_path: Path) -> None:
     write(repo, "tests/test_thing.py", "import unittest\n\nclass T(unittest.TestCase): ...\n")
     found = runners(repo, path)
     assert list(found) == ["unittest"]
-    assert found["unittest"].command == "python3 -m unittest discover -s tests -q"
+    assert found["unittest"].command == "python3 -m unittest discover -s tests -v"
     assert found["unittest"].available
     write(repo, "tests/__init__.py")
-    assert runners(repo, path)["unittest"].command == "python3 -m unittest -q"
+    assert runners(repo, path)["unittest"].command == "python3 -m unittest -v"
 
 
 def test_pytest_style_tests_without_pytest_are_reported_missing(repo: Path, tmp_path: Path) -> None:
@@ -423,7 +423,7 @@ def test_cargo_and_go_are_detected(repo: Path, all_tools: str) -> None:
     write(repo, "Cargo.toml", "[package]\nname = 'x'\n")
     write(repo, "go.mod", "module x\n")
     found = runners(repo, all_tools)
-    assert found["cargo_test"].command == "cargo test --quiet"
+    assert found["cargo_test"].command == "cargo test"
     assert found["go_test"].command == "go test ./..."
 
 
@@ -542,7 +542,7 @@ async def test_not_verified_section_lists_intent_ci_jobs_and_missing_tools(
     assert "- agreed constraint: keep the API stable" in gaps
     assert "- CI job 'Lint code': no check runs it" in gaps
     assert not any("'tests'" in g for g in gaps)  # the check named `tests` runs it
-    assert any(g.startswith("- cargo_test: `cargo test --quiet`") and "cargo" in g for g in gaps)
+    assert any(g.startswith("- cargo_test: `cargo test`") and "cargo" in g for g in gaps)
     assert all(g.startswith("- ") for g in gaps)
 
 
@@ -734,7 +734,7 @@ def test_a_setup_py_test_suite_inside_the_package_is_the_runner(repo: Path, tmp_
         ),
         (
             ["ply/__init__.py", "test/testlex.py", "test/testyacc.py"],
-            "python3 -m unittest discover -s test -q",
+            "python3 -m unittest discover -s test -v",
         ),
     ],
 )
