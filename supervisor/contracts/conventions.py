@@ -551,6 +551,10 @@ class Runner:
     missing: tuple[str, ...] = ()
     directory: str = ""
     kind: str = ""
+    # what in it needs the network (`pip install …` in a make target's
+    # recipe): checks run without one, so it is no required check beside
+    # another runner, and is drafted with `network = true` when it is the only one
+    network: str = ""
 
     @property
     def available(self) -> bool:
@@ -561,6 +565,65 @@ _PYTEST = "python3 -m pytest -q -p no:cacheprovider"
 _PY_MANIFESTS = ("pyproject.toml", "setup.py", "setup.cfg", "pytest.ini", "tox.ini")
 _NPM_DEFAULT_TEST = "no test specified"
 _MAKE_TARGET = re.compile(r"^(test|check)\s*:(?!=)", re.MULTILINE)
+_MAKE_RULE = re.compile(r"^([A-Za-z0-9_.\-]+(?:\s+[A-Za-z0-9_.\-]+)*)\s*::?(?!=)(.*)$")
+_MAKE_CALL = re.compile(r"(?:\$\(MAKE\)|\bmake)\s+(?:-\S+\s+)*([A-Za-z0-9_.\-]+)")
+#: Commands that fetch from the network: a check running them fails offline
+#: (a check has no network), whatever the change.
+_FETCHES = re.compile(
+    r"\b(?:pip3?|python3?\s+-m\s+pip|uv\s+pip|pipx)\s+install\b|\buv\s+(?:sync|run)\b|"
+    r"\b(?:poetry|pipenv|pdm)\s+(?:install|sync)\b|\bhatch\s+(?:run|env\s+create)\b|"
+    r"\b(?:npm|pnpm|yarn)\s+(?:install|ci|i|add)\b|"
+    r"\b(?:curl|wget)\s|\bgit\s+(?:clone|fetch|pull|submodule)\b|"
+    r"\bgo\s+(?:get|install|mod\s+download)\b|\bcargo\s+install\b|"
+    r"\bdocker(?:-compose)?\s|\btox\b|\bnox\b"
+)
+
+
+def make_recipes(text: str) -> dict[str, list[str]]:
+    """Each target's recipe lines in a Makefile, and its prerequisites as
+    `$<name>` entries (read, never run: variables stay unexpanded)."""
+    recipes: dict[str, list[str]] = {}
+    current: list[list[str]] = []
+    for line in text.splitlines():
+        if line.startswith("\t"):
+            for recipe in current:
+                recipe.append(line.strip())
+            continue
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        rule = _MAKE_RULE.match(line)
+        if rule is None:
+            current = []
+            continue
+        prerequisites = rule.group(2).split(";", 1)[0].split()
+        current = []
+        for target in rule.group(1).split():
+            recipe = recipes.setdefault(target, [])
+            recipe += [f"${p}" for p in prerequisites if not p.startswith("$")]
+            current.append(recipe)
+    return recipes
+
+
+def make_target_fetches(text: str, target: str) -> str:
+    """The first recipe line that fetches from the network among what
+    `make target` runs (its recipe, its prerequisites' and the targets it
+    calls with `$(MAKE)`), or "" when nothing does."""
+    recipes = make_recipes(text)
+    seen: set[str] = set()
+    todo = [target]
+    while todo and len(seen) < 32:
+        name = todo.pop(0)
+        if name in seen:
+            continue
+        seen.add(name)
+        for line in recipes.get(name, []):
+            if line.startswith("$") and not line.startswith("$("):
+                todo.append(line[1:])
+                continue
+            if _FETCHES.search(line):
+                return line.lstrip("@-+ ")[:120]
+            todo += _MAKE_CALL.findall(line)
+    return ""
 
 
 def _pytest_config(base: Path) -> str | None:
@@ -825,8 +888,17 @@ def _runners_in(base: Path, root: Path, available: set[str]) -> list[Runner]:
         target = "test" if "test" in targets else "check" if "check" in targets else None
         if target is not None:
             why = f"Makefile has a {target}: target"
+            fetches = make_target_fetches(makefile, target)
             found.append(
-                Runner(f"make_{target}", f"make {target}", why, 1800, ("make",), kind="make")
+                Runner(
+                    f"make_{target}",
+                    f"make {target}",
+                    why,
+                    1800,
+                    ("make",),
+                    kind="make",
+                    network=f"`make {target}` runs `{fetches}`" if fetches else "",
+                )
             )
     return [replace(r, missing=tuple(t for t in r.tools if t not in available)) for r in found]
 
@@ -964,6 +1036,13 @@ def draft_contract(
     # do not have: with a setup, its environment runs the tests instead.
     own_envs = [r for r in runners if proposal.python and r.kind in ("tox", "nox")]
     runners = [r for r in runners if r not in own_envs]
+    # a runner that fetches from the network fails offline whatever the
+    # change: beside another runner it is left out (said below), alone it
+    # runs with the network (network = true, said at gate 1)
+    offline = [r for r in runners if r.available and not r.network]
+    online = [r for r in runners if r.available and r.network]
+    left_online = online if offline else []
+    runners = [r for r in runners if r not in left_online]
     usable = [r for r in runners if r.available]
     missing = [r for r in runners if not r.available]
     where = _one_line(str(root), 200)
@@ -973,6 +1052,7 @@ def draft_contract(
             name=r.name,
             command=r.command,
             timeout_secs=max(1, min(r.timeout_secs, max_timeout_secs)),
+            network=bool(r.network),
         )
         for r in usable
     ]
@@ -1013,7 +1093,16 @@ def draft_contract(
             if no_tests
             else "This contract verifies that the project's existing test suites still pass:"
         ),
-        *(f"- {r.name}: `{r.command}` ({r.why})" for r in usable),
+        *(
+            f"- {r.name}: `{r.command}` ({r.why})"
+            + (
+                f" — with the network (network = true): {r.network}, and a check has no "
+                "network otherwise"
+                if r.network
+                else ""
+            )
+            for r in usable
+        ),
         *(f"- {c.name}: `{c.command}` (CI job {job!r} runs it)" for c, job in offered),
         "Passing these shows the tests the work adds pass; it does not show they test "
         "the requested change."
@@ -1052,6 +1141,13 @@ def draft_contract(
     ]
     gaps += [
         f"- {r.name}: `{r.command}` ({r.why}) — {', '.join(r.missing)} not on PATH" for r in missing
+    ]
+    gaps += [
+        f"- {r.name}: `{r.command}` ({r.why}) — it needs the network ({r.network}), which "
+        "checks do not have; the checks above run the tests offline. To run it anyway: "
+        f'--contract FILE with {{"name": "{r.name}", "command": "{r.command}", '
+        '"network": true}'
+        for r in left_online
     ]
     gaps += [
         f"- {r.name}: `{r.command}` ({r.why}) — it builds its own environments from the "
@@ -1129,8 +1225,8 @@ def _ci_checks(
         for tool, command in job.runnable():
             if tool == "pytest" and have_pytest:
                 continue
-            if any(c.command == command for c, _ in out):
-                continue
+            if any(c.command == command for c, _ in out) or _FETCHES.search(command):
+                continue  # a step that fetches fails offline, whatever the change
             python_tool = tool not in ("npm", "pnpm", "yarn", "cargo", "go")
             installed = shutil.which(tool, path=path) is not None
             if python_tool and proposal.python:

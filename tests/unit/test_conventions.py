@@ -827,3 +827,46 @@ async def test_an_npm_package_whose_test_script_only_echoes_must_get_tests_from_
     write(repo, "index.js", "module.exports = function () {};\n")
     [after] = await run_contract(contract, repo, baseline=before)
     assert str(after.verdict) == "fails"
+
+
+MAKE_WITH_INSTALL = (
+    "PY ?= python3\n\n"
+    ".PHONY: test install\n"
+    "install:\n\t$(PY) -m pip install -e .[test]\n\n"
+    "test: install\n\t$(PY) -m pytest tests\n"
+)
+
+
+def test_a_make_target_that_installs_is_no_required_check_beside_pytest(
+    repo: Path, all_tools: str
+) -> None:
+    """The issue's case: `make test` runs `pip install` (through its
+    prerequisite), which fails offline whatever the change, beside a good
+    pytest check: it is left out, saying why and how to run it anyway."""
+    write(repo, "pyproject.toml", "[project]\nname = 'x'\n\n[tool.pytest.ini_options]\n")
+    write(repo, "tests/test_x.py", "def test_x():\n    pass\n")
+    write(repo, "Makefile", MAKE_WITH_INSTALL)
+    contract = draft_contract(repo, "x", path=all_tools)
+    assert [c.name for c in contract.checks] == ["tests"]
+    _, _, gaps = contract.description.partition(NOT_VERIFIED_HEADING)
+    line = next(g for g in gaps.splitlines() if g.startswith("- make_test"))
+    assert "pip install -e .[test]" in line and "needs the network" in line
+    assert '"network": true' in line  # the way on, headless
+
+
+def test_a_make_target_that_fetches_is_drafted_with_the_network_when_alone(
+    repo: Path, tmp_path: Path
+) -> None:
+    write(repo, "Makefile", "test:\n\t$(MAKE) deps\n\t./run-tests\ndeps:\n\t@curl -sO https://x/y\n")
+    contract = draft_contract(repo, "x", path=stub_bin(tmp_path, "make"))
+    [check] = contract.checks
+    assert check.command == "make test" and check.network
+    assert "with the network (network = true): `make test` runs `curl -sO https://x/y`" in (
+        contract.description
+    )
+
+
+def test_a_make_target_that_only_runs_tests_is_offline(repo: Path, tmp_path: Path) -> None:
+    write(repo, "Makefile", "check: lint\n\t./run-tests\nlint:\n\tflake8 .\n")
+    [check] = draft_contract(repo, "x", path=stub_bin(tmp_path, "make")).checks
+    assert check.command == "make check" and not check.network
