@@ -857,7 +857,9 @@ def test_a_make_target_that_installs_is_no_required_check_beside_pytest(
 def test_a_make_target_that_fetches_is_drafted_with_the_network_when_alone(
     repo: Path, tmp_path: Path
 ) -> None:
-    write(repo, "Makefile", "test:\n\t$(MAKE) deps\n\t./run-tests\ndeps:\n\t@curl -sO https://x/y\n")
+    write(
+        repo, "Makefile", "test:\n\t$(MAKE) deps\n\t./run-tests\ndeps:\n\t@curl -sO https://x/y\n"
+    )
     contract = draft_contract(repo, "x", path=stub_bin(tmp_path, "make"))
     [check] = contract.checks
     assert check.command == "make test" and check.network
