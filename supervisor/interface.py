@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any
 from .git.repo import repo_root
 
 if TYPE_CHECKING:
-    from .contracts.drafting import ContractDrafter, FixedDrafter
-    from .contracts.files import checks_contract, load_contract
+    from .contracts.drafting import ContractDrafter, FixedDrafter, GivenSetup
+    from .contracts.files import checks_contract, given_setup, load_contract
     from .demo import seed_demo
     from .discuss import (
         DiscussAssistantDeltaEvent,
@@ -62,6 +62,7 @@ __all__ = [
     "Discussions",
     "FilePatch",
     "FixedDrafter",
+    "GivenSetup",
     "Hunk",
     "PreparedTask",
     "Subscription",
@@ -70,6 +71,7 @@ __all__ = [
     "WatchDropped",
     "Watcher",
     "checks_contract",
+    "given_setup",
     "load_contract",
     "repo_root",
     "seed_demo",
@@ -79,6 +81,8 @@ _ON_FIRST_USE = {  # name → (module, its name there when not the same)
     "AgentScreen": "panes.base:Screen",
     "ContractDrafter": "contracts.drafting",
     "FixedDrafter": "contracts.drafting",
+    "GivenSetup": "contracts.drafting",
+    "given_setup": "contracts.files",
     "load_contract": "contracts.files",
     "checks_contract": "contracts.files",
     "FilePatch": "git.patches",

@@ -162,3 +162,29 @@ class FixedDrafter:
             "free-text revision needs a model; configure one (see `corral doctor`) or use "
             "/check name command"
         )
+
+
+class GivenSetup:
+    """A drafter whose contracts carry the setup the operator gave (`corral
+    run --setup CMD`, repeatable; `--no-setup`: none) in place of the one
+    drafted: the headless way to fix a setup that cannot install the checks'
+    tools, where the console has /setup."""
+
+    def __init__(self, drafter: ContractDrafter, setup: list[str]) -> None:
+        self.drafter = drafter
+        self.setup = list(setup)
+
+    @property
+    def name(self) -> str:
+        return self.drafter.name
+
+    def _given(self, contract: OutcomeContract) -> OutcomeContract:
+        said = "Setup: the commands given with --setup." if self.setup else "No setup (--no-setup)."
+        description = f"{contract.description}\n{said}" if contract.description else said
+        return contract.model_copy(update={"setup": list(self.setup), "description": description})
+
+    async def draft(self, request: DraftRequest) -> OutcomeContract:
+        return self._given(await self.drafter.draft(request))
+
+    async def revise(self, request: ReviseRequest) -> OutcomeContract:
+        return self._given(await self.drafter.revise(request))

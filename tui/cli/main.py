@@ -266,7 +266,18 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         metavar="CMD",
         help="a shell command that must exit 0 for the task to be done (repeatable): the "
-        "contract, instead of a drafted one or --contract",
+        "contract's checks, instead of drafted ones or --contract (the drafted setup stays)",
+    )
+    run.add_argument(
+        "--setup",
+        action="append",
+        metavar="CMD",
+        help="a setup command (repeatable), run with the network before the checks, in "
+        "place of the drafted setup or the contract's (e.g. --setup '\"$CORRAL_ENV/bin/python\" "
+        "-m pip install X'; $CORRAL_ENV is the checks' environment)",
+    )
+    run.add_argument(
+        "--no-setup", action="store_true", help="no setup: the checks run as the checkout is"
     )
     run.add_argument(
         "--engine",

@@ -31,8 +31,10 @@ from corral.supervisor.factory import build_supervisor, default_drafter
 from corral.supervisor.interface import (
     ContractDrafter,
     FixedDrafter,
+    GivenSetup,
     Subscription,
     checks_contract,
+    given_setup,
     load_contract,
 )
 from corral.supervisor.models import CoderSession, OutcomeContract, SessionSummary
@@ -154,19 +156,30 @@ async def run_session(
     model: str | None = None,
     host: str | None = None,
     checks: list[str] | None = None,
+    setup: list[str] | None = None,
 ) -> int:
-    """As a client of the owner when one runs; else as the owner for the run."""
+    """As a client of the owner when one runs; else as the owner for the run.
+
+    `--check` replaces the drafted checks and keeps the drafted setup;
+    `setup` (`--setup`, repeatable; `[]` for `--no-setup`) replaces the
+    setup of any contract: a drafted one, a file's or the checks'."""
     if contract_file is not None and checks:
         raise CorralError("give the contract as --contract FILE or as --check commands, not both")
-    given = (
-        load_contract(contract_file)
-        if contract_file
-        else checks_contract(checks)
-        if checks
-        else None
-    )
+    setup = given_setup(setup) if setup is not None else None
+    given: OutcomeContract | None = None
+    if contract_file:
+        given = load_contract(contract_file)
+        if setup is not None:
+            given = given.model_copy(update={"setup": setup})
+    elif checks:
+        given = checks_contract(checks, setup=setup, root=repo)
     state_dir = default_state_dir()
     if owner_running(state_dir):
+        if given is None and setup is not None:
+            raise CorralError(
+                "--setup with a drafted contract needs this run to draft it, and a corral owns "
+                f"{state_dir}: give the checks too (--check CMD) or a --contract FILE"
+            )
         attached = AttachedSupervisor(state_dir, mirror_board=False)
         try:
             await attached.open()
@@ -193,6 +206,8 @@ async def run_session(
             finally:
                 await client.close()
     drafter: ContractDrafter = FixedDrafter(given) if given is not None else default_drafter()
+    if given is None and setup is not None:
+        drafter = GivenSetup(drafter, setup)
     sup = build_supervisor(state_dir, drafter, backend=backend)
     await sup.open()
     services = OwnerServices(sup, mcp_http=False)  # other clients reach this run's owner
@@ -420,6 +435,8 @@ async def _answer(options: list[str], prompt: str, policy: str, as_json: bool) -
 def main_run(args: argparse.Namespace) -> int:
     if not args.intent.strip():
         raise CorralError("--intent is empty: say what the task should achieve")
+    if args.no_setup and args.setup:
+        raise CorralError("give the setup as --setup commands or drop it with --no-setup, not both")
     sandbox = confinement_status()
     if not sandbox.confined:
         print(f"corral: sandbox {sandbox.detail}", file=sys.stderr, flush=True)
@@ -441,6 +458,7 @@ def main_run(args: argparse.Namespace) -> int:
                 model=args.model,
                 host=args.host,
                 checks=args.check,
+                setup=[] if args.no_setup else args.setup,
             )
         )
     except CorralError as exc:
