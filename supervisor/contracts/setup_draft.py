@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from .environment import RUN_IN_ENV
+from .vcs_version import has_tags, pretend_version, versioned_by_tags
 
 TEST_EXTRAS: tuple[str, ...] = ("test", "tests", "testing", "dev")
 #: Extras that hold a whole developer toolbox (linters, release tools): used
@@ -385,10 +386,11 @@ def _python(root: Path, path: str | None, needs_pytest: bool) -> SetupProposal:
             "[tool.hatch.envs]",
             'HATCH_ENV_TYPE_VIRTUAL_PATH="$CORRAL_ENV" hatch env create',
         )
+    pretend = _tagless_version(root, pyproject, proposal)
     if managed is not None:
         manager, declared_by, command = managed
         if _has(manager, path):
-            proposal.commands = [command]
+            proposal.commands = [f"{pretend} {command}" if pretend and manager == "uv" else command]
             proposal.notes.append(f"{declared_by}: the project's environment is made by {manager}")
             return proposal
         proposal.notes.append(
@@ -426,7 +428,8 @@ def _python(root: Path, path: str | None, needs_pytest: bool) -> SetupProposal:
         install.append("pytest")
         proposal.installs.append("pytest")
         why.append("pytest to run the tests")
-    proposal.commands = [VENV, f"{PIP} -e {' '.join(install)}"]
+    pip = f"{pretend} {PIP}" if pretend else PIP
+    proposal.commands = [VENV, f"{pip} -e {' '.join(install)}"]
     proposal.notes.append(
         "a venv in corral's environment dir with the project installed editable"
         + (f" plus {', '.join(why)}" if why else "")
@@ -438,6 +441,27 @@ def _python(root: Path, path: str | None, needs_pytest: bool) -> SetupProposal:
             "tox.ini [testenv] steps before the tests: " + "; ".join(tox.commands_pre)
         )
     return proposal
+
+
+def _tagless_version(root: Path, pyproject: dict[str, Any], proposal: SetupProposal) -> str:
+    """The `VAR=version` a project versioned by git tags needs in a checkout
+    without any (see `vcs_version`), noted for gate 1; "" when none."""
+    pretend = pretend_version(root, pyproject)
+    if pretend is not None:
+        proposal.notes.append(
+            f"the project takes its version from git tags and this checkout has none: it is "
+            f"installed as {pretend.version}, read from {pretend.source} "
+            f"({pretend.variable})"
+        )
+        return shlex.quote(pretend.assignment)
+    if versioned_by_tags(root, pyproject) and not has_tags(root):
+        proposal.notes.append(
+            "the project takes its version from git tags and this checkout has none, and no "
+            "PKG-INFO or version file says it: it installs as 0.1.dev0, which test "
+            "dependencies pinned to its releases reject; tag the checkout (git tag v1.0.0) or "
+            "give the setup with SETUPTOOLS_SCM_PRETEND_VERSION=X before the pip line (--setup)"
+        )
+    return ""
 
 
 def _node(root: Path, path: str | None) -> SetupProposal | None:
