@@ -15,6 +15,7 @@ work; `ConventionsDrafter` pushes it onto a thread.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import re
@@ -840,12 +841,135 @@ def added_tests_runner(root: Path, *, python: bool, available: set[str]) -> Runn
     return replace(runner, missing=tuple(t for t in tools if t not in available))
 
 
+#: Programs a test script may run that no package provides.
+_SHELL_PROGRAMS = frozenset(
+    {
+        "node",
+        "npm",
+        "npx",
+        "yarn",
+        "pnpm",
+        "corepack",
+        "sh",
+        "bash",
+        "make",
+        "cd",
+        "echo",
+        "exit",
+        "true",
+        "false",
+        "env",
+        "rm",
+        "mkdir",
+        "cp",
+        "mv",
+        "set",
+        "export",
+        "test",
+        "[",
+        "cat",
+        "exec",
+        "time",
+        "sleep",
+        "git",
+        "python",
+        "python3",
+    }
+)
+#: A program's package, where the names differ.
+_BIN_PACKAGE = {"tsc": "typescript", "lab": "@hapi/lab", "_mocha": "mocha", "ts-node": "ts-node"}
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=\S*")
+#: Runners a test file names (`require('tape')`, `from 'node:test'`), and how each runs a directory.
+_FILE_RUNNERS: tuple[tuple[str, re.Pattern[str], str], ...] = (
+    ("node:test", re.compile(r"""(require\(|from\s+)['"]node:test['"]"""), "node --test {dir}"),
+    ("tape", re.compile(r"""(require\(|from\s+)['"]tape['"]"""), "npx --no tape '{dir}/**/*.js'"),
+    ("tap", re.compile(r"""(require\(|from\s+)['"]tap['"]"""), "npx --no tap '{dir}'"),
+    ("ava", re.compile(r"""(require\(|from\s+)['"]ava['"]"""), "npx --no ava"),
+    ("mocha", re.compile(r"^\s*(describe|it)\(", re.M), "npx --no mocha '{dir}'"),
+)
+_NODE_TEST_DIRS = ("test", "tests", "__tests__", "spec")
+
+
+def _script_programs(script: str) -> list[str]:
+    """The program each step of a package.json script runs (env assignments
+    and `node_modules/.bin/` left off)."""
+    programs: list[str] = []
+    for step in re.split(r"&&|\|\||;|\|", script):
+        words = [w for w in step.split() if not _ASSIGNMENT.fullmatch(w)]
+        if words:
+            programs.append(words[0].rsplit("node_modules/.bin/", 1)[-1])
+    return programs
+
+
+def _declared(manifest: object) -> set[str]:
+    names: set[str] = set()
+    if not isinstance(manifest, dict):
+        return names
+    for key in ("dependencies", "devDependencies", "optionalDependencies", "peerDependencies"):
+        deps = manifest.get(key)
+        if isinstance(deps, dict):
+            names |= set(deps)
+    return names
+
+
+def _undeclared_program(
+    base: Path, root: Path, manifest: dict[str, object], script: str
+) -> str | None:
+    """A program the test script runs that the project does not provide: not
+    a dependency (of the package or of the workspace root), not in a
+    node_modules/.bin, not on PATH (`expresso`). A manifest that declares no
+    dependency at all says nothing either way."""
+    declared = _declared(manifest)
+    if not declared:
+        return None
+    if root != base:
+        with contextlib.suppress(ValueError):
+            declared |= _declared(json.loads(_read_text(root / "package.json", 1 << 20) or "{}"))
+    for program in _script_programs(script):
+        if program in _SHELL_PROGRAMS or "/" in program or program.startswith("$"):
+            continue
+        if _BIN_PACKAGE.get(program, program) in declared or program in declared:
+            continue
+        if any((where / "node_modules" / ".bin" / program).exists() for where in (base, root)):
+            continue
+        if shutil.which(program):
+            continue
+        return program
+    return None
+
+
+def _runner_the_tests_use(base: Path, manifest: dict[str, object]) -> tuple[str, str] | None:
+    """(the runner the test files name, the command that runs them with it),
+    for a runner the project declares (node's own needs none)."""
+    declared: set[str] = set()
+    for key in ("dependencies", "devDependencies"):
+        deps = manifest.get(key)
+        if isinstance(deps, dict):
+            declared |= set(deps)
+    for directory in _NODE_TEST_DIRS:
+        files = [
+            base / directory / e.name
+            for e in _scandir(base / directory)
+            if re.fullmatch(r"[\w.-]+\.(c|m)?js", e.name)
+        ][:50]
+        if not files:
+            continue
+        texts = [_read_text(f, 65536) or "" for f in files]
+        for name, pattern, command in _FILE_RUNNERS:
+            if name != "node:test" and name not in declared:
+                continue
+            if any(pattern.search(text) for text in texts):
+                return name, command.format(dir=directory)
+    return None
+
+
 def _node_runner(base: Path, root: Path) -> Runner | None:
     text = _read_text(base / "package.json", MAX_CI_FILE_BYTES)
     if text is None:
         return None
     try:
-        scripts = json.loads(text).get("scripts")
+        manifest = json.loads(text)
+        scripts = manifest.get("scripts")
     except (ValueError, AttributeError):
         return None
     test = scripts.get("test") if isinstance(scripts, dict) else None
@@ -862,6 +986,24 @@ def _node_runner(base: Path, root: Path) -> Runner | None:
         if (where / "package-lock.json").is_file():
             break
     why = f"package.json has a test script ({manager} by lockfile)"
+    absent = _undeclared_program(base, root, manifest, test)
+    if absent is not None:
+        used = _runner_the_tests_use(base, manifest)
+        said = f"package.json's test script runs {absent}, which the project does not declare"
+        if used is None:  # nothing here can run them: said, never drafted
+            why = f"{said}, and its test files name no runner corral knows"
+            return Runner(
+                f"{manager}_test",
+                f"{manager} test",
+                why,
+                900,
+                ("node", manager, absent),
+                kind="node",
+            )
+        runner, command = used
+        why = f"{said}: its test files use {runner}, which runs them instead"
+        tools = ("node",) if command.startswith("node ") else ("node", "npm")
+        return Runner("node_tests", command, why, 900, tools, kind="node")
     return Runner(f"{manager}_test", f"{manager} test", why, 900, ("node", manager), kind="node")
 
 
