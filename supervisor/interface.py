@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from .git.repo import repo_root
 
 if TYPE_CHECKING:
-    from .contracts.drafting import ContractDrafter, FixedDrafter, GivenSetup
+    from .contracts.drafting import ContractDrafter, FixedDrafter, GivenSetup, with_given_setup
     from .contracts.files import checks_contract, given_setup, load_contract
     from .demo import seed_demo
     from .discuss import (
@@ -75,6 +75,7 @@ __all__ = [
     "load_contract",
     "repo_root",
     "seed_demo",
+    "with_given_setup",
 ]
 
 _ON_FIRST_USE = {  # name → (module, its name there when not the same)
@@ -83,6 +84,7 @@ _ON_FIRST_USE = {  # name → (module, its name there when not the same)
     "FixedDrafter": "contracts.drafting",
     "GivenSetup": "contracts.drafting",
     "given_setup": "contracts.files",
+    "with_given_setup": "contracts.drafting",
     "load_contract": "contracts.files",
     "checks_contract": "contracts.files",
     "FilePatch": "git.patches",

@@ -40,9 +40,18 @@ def _python_repo(tmp_path: Path) -> Path:
 def test_a_given_setup_replaces_the_drafted_one(tmp_path: Path) -> None:
     repo = _python_repo(tmp_path)
     run = ("run", "--repo", str(repo), "--intent", "x", "--engine", "external:demo", "--json")
-    out = corral(*run, "--check", "test -e tests/test_a.py", "--setup", "echo given", home=tmp_path)
+    out = corral(
+        *run,
+        "--check",
+        "test -e tests/test_a.py",
+        "--setup",
+        "echo given",
+        "--setup-add",
+        "echo more",
+        home=tmp_path,
+    )
     assert out.returncode == 3, out.stderr  # at gate 1, with the given setup run
-    assert _proposed_setup(out.stdout) == ["echo given"]
+    assert _proposed_setup(out.stdout) == ["echo given", "echo more"]
     both = corral(*run, "--check", "true", "--setup", "x", "--no-setup", home=tmp_path)
     assert both.returncode == 2 and "not both" in both.stderr
 

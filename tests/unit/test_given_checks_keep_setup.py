@@ -53,3 +53,18 @@ async def test_a_given_setup_replaces_a_drafted_contracts_setup(tmp_path: Path) 
     assert contract.setup == ['"$CORRAL_ENV/bin/python" -m pip install x']
     assert contract.checks == drafted.checks
     assert "given with --setup" in contract.description
+
+
+async def test_setup_add_runs_after_the_drafted_setup(tmp_path: Path) -> None:
+    """What a *cannot run* fix says to copy: `--setup-add CMD` keeps the
+    drafted setup (the project installed) and installs one thing more."""
+    drafted = OutcomeContract(
+        description="drafted",
+        setup=['python3 -m venv "$CORRAL_ENV"', "pip install -e ."],
+        checks=[ContractCheck(name="tests", command="pytest")],
+    )
+    drafter = GivenSetup(FixedDrafter(drafted), None, ["pip install PyYAML"])
+    request = DraftRequest(session_id="s", intent="x", repo=tmp_path, worktree=None)
+    contract = await drafter.draft(request)
+    assert contract.setup == [*drafted.setup, "pip install PyYAML"]
+    assert "added with --setup-add: pip install PyYAML" in contract.description

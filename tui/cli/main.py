@@ -277,6 +277,13 @@ def build_parser() -> argparse.ArgumentParser:
         "-m pip install X'; $CORRAL_ENV is the checks' environment)",
     )
     run.add_argument(
+        "--setup-add",
+        action="append",
+        metavar="CMD",
+        help="a setup command (repeatable) run after the drafted setup or the contract's: what "
+        "a check that cannot run needs installed (its fix says the line)",
+    )
+    run.add_argument(
         "--no-setup", action="store_true", help="no setup: the checks run as the checkout is"
     )
     run.add_argument(

@@ -36,6 +36,7 @@ from corral.supervisor.interface import (
     checks_contract,
     given_setup,
     load_contract,
+    with_given_setup,
 )
 from corral.supervisor.models import CoderSession, OutcomeContract, SessionSummary
 from corral.supervisor.paths import default_state_dir
@@ -157,28 +158,30 @@ async def run_session(
     host: str | None = None,
     checks: list[str] | None = None,
     setup: list[str] | None = None,
+    setup_add: list[str] | None = None,
 ) -> int:
     """As a client of the owner when one runs; else as the owner for the run.
 
     `--check` replaces the drafted checks and keeps the drafted setup;
     `setup` (`--setup`, repeatable; `[]` for `--no-setup`) replaces the
-    setup of any contract: a drafted one, a file's or the checks'."""
+    setup of any contract: a drafted one, a file's or the checks';
+    `setup_add` (`--setup-add`) runs after it."""
     if contract_file is not None and checks:
         raise CorralError("give the contract as --contract FILE or as --check commands, not both")
     setup = given_setup(setup) if setup is not None else None
+    added = given_setup(setup_add) if setup_add else []
     given: OutcomeContract | None = None
     if contract_file:
-        given = load_contract(contract_file)
-        if setup is not None:
-            given = given.model_copy(update={"setup": setup})
+        given = with_given_setup(load_contract(contract_file), setup, added)
     elif checks:
-        given = checks_contract(checks, setup=setup, root=repo)
+        given = with_given_setup(checks_contract(checks, setup=setup, root=repo), None, added)
     state_dir = default_state_dir()
     if owner_running(state_dir):
-        if given is None and setup is not None:
+        if given is None and (setup is not None or added):
             raise CorralError(
-                "--setup with a drafted contract needs this run to draft it, and a corral owns "
-                f"{state_dir}: give the checks too (--check CMD) or a --contract FILE"
+                "--setup or --setup-add with a drafted contract needs this run to draft it, and "
+                f"a corral owns {state_dir}: give the checks too (--check CMD) or a --contract "
+                "FILE"
             )
         attached = AttachedSupervisor(state_dir, mirror_board=False)
         try:
@@ -206,8 +209,8 @@ async def run_session(
             finally:
                 await client.close()
     drafter: ContractDrafter = FixedDrafter(given) if given is not None else default_drafter()
-    if given is None and setup is not None:
-        drafter = GivenSetup(drafter, setup)
+    if given is None and (setup is not None or added):
+        drafter = GivenSetup(drafter, setup, added)
     sup = build_supervisor(state_dir, drafter, backend=backend)
     await sup.open()
     services = OwnerServices(sup, mcp_http=False)  # other clients reach this run's owner
@@ -459,6 +462,7 @@ def main_run(args: argparse.Namespace) -> int:
                 host=args.host,
                 checks=args.check,
                 setup=[] if args.no_setup else args.setup,
+                setup_add=args.setup_add,
             )
         )
     except CorralError as exc:
