@@ -659,7 +659,7 @@ def _test_places(base: Path) -> list[str]:
     """Where tests may live, relative to `base`: tests/ and test/, then a
     package's own tests/ or test/ (`pkg/tests`, `src/pkg/tests`) and its
     `tests.py` module."""
-    places = list(TEST_DIRS)
+    places = [*TEST_DIRS, *(f"src/{name}" for name in TEST_DIRS)]  # src/tests: a src layout's
     for parent in ("", "src"):
         for e in _scandir(base / parent if parent else base):
             if _skipped(e.name) or not _is_dir(e, follow=False) or e.name in TEST_DIRS:
@@ -780,8 +780,14 @@ def _python_runners(base: Path, available: set[str]) -> list[Runner]:
     in_folder = [f for f in files if folder and f.is_relative_to(base / folder)]
     unittest_only = not any(_PYTEST_FILE.fullmatch(f.name) for f in in_folder)
     if folder and in_folder and unittest_only and not folder.endswith(".py"):
-        # test*.py only: unittest's default pattern, not pytest's
-        command = f"python3 -m unittest discover -s {shlex.quote(folder)} -v"
+        # test*.py only: unittest's default pattern, not pytest's; a tests
+        # package below the root (src/tests) is imported from its parent, as
+        # a package (its test.py is never the standard library's `test`)
+        top = str(Path(folder).parent)
+        package = top != "." and (base / folder / "__init__.py").is_file()
+        command = f"python3 -m unittest discover -s {shlex.quote(folder)}" + (
+            f" -t {shlex.quote(top)} -v" if package else " -v"
+        )
         why = f"{folder}/ holds test*.py modules pytest does not collect by default"
         return [Runner("unittest", command, why, 900, ("python3",), kind="python")]
     if "pytest" not in available:

@@ -872,3 +872,17 @@ def test_a_make_target_that_only_runs_tests_is_offline(repo: Path, tmp_path: Pat
     write(repo, "Makefile", "check: lint\n\t./run-tests\nlint:\n\tflake8 .\n")
     [check] = draft_contract(repo, "x", path=stub_bin(tmp_path, "make")).checks
     assert check.command == "make check" and not check.network
+
+
+def test_a_unittest_package_under_src_is_found_and_run_as_a_package(
+    repo: Path, all_tools: str
+) -> None:
+    """decorator 5.1.1's shape: src/tests/test.py (unittest, no test_*.py, no
+    pytest config) was not found at all, so the drafter asked the work to
+    add tests; imported from src/ as `tests.test`, never the stdlib's `test`."""
+    write(repo, "setup.py", "from setuptools import setup\nsetup(name='d', test_suite='tests')\n")
+    write(repo, "src/d.py", "X = 1\n")
+    write(repo, "src/tests/__init__.py")
+    write(repo, "src/tests/test.py", "import unittest\n\nclass T(unittest.TestCase): ...\n")
+    [check] = draft_contract(repo, "x", path=all_tools).checks
+    assert check.command == "python3 -m unittest discover -s src/tests -t src -v"
