@@ -139,10 +139,16 @@ def test_the_corpus_list_is_pinned_and_varied() -> None:
         *("src layout", "flat", "tox", "nox", "hatch", "poetry", "C extension"),
         *("version-file", "test/", "coverage wrapper", "without tests", "host-dependent"),
         *("genuinely failing test", "compile step"),
+        *("node-tap with directives", "setuptools-scm project without tags", "unittest-only"),
         *("Rust", "Go"),
     ):
         assert shape in shapes, shape
     assert sum(p.registry == "npm" for p in everything) >= 5
     assert all(p.why_not for p in everything if not p.delivers)
     assert all(p.why_missed for p in everything if not p.refuses_regression)
+    # projects with their own change edit existing code and add a test
+    for p in everything:
+        if p.edit:
+            assert any("old" in e for e in p.edit) and p.intent, p.id
+            assert p.regress, p.id  # and a regression of one behaviour
     assert Path(__file__).with_name("projects.toml").is_file()
