@@ -113,6 +113,13 @@ def main() -> int:
     widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
     for cells in rows:
         print("  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip())
+    for o in outcomes:  # the whole reason, where the table cut it
+        if o.change is not None and o.change.delivered and not o.recheck.ok:
+            print(f"{o.project.id}: independent re-check: {o.recheck.why}")
+        elif o.change is not None and not o.change.delivered:
+            print(f"{o.project.id}: correct change not delivered: {o.change.why_not()}")
+        if o.regress is not None and o.regress.delivered:
+            print(f"{o.project.id}: regression delivered")
     print(f"\n{len(outcomes)} projects in {time.monotonic() - started:.0f}s")
     if args.no_sessions:
         print("(--no-sessions: no rates, nothing judged)")

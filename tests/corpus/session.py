@@ -211,7 +211,8 @@ def _run_contract_verbatim(
     for command in contract.get("setup") or []:
         code, tail = _shell(command, tree, env, float(contract.get("setup_timeout_secs") or 900))
         if code != 0:
-            return f"setup `{command}` exited {code}: {tail.strip().splitlines()[-1:]}", {}
+            said = " | ".join(tail.strip().splitlines()[-4:])
+            return f"setup `{command}` exited {code}: {said}", {}
     if (env_dir / "bin").is_dir():
         env["PATH"] = f"{env_dir / 'bin'}{os.pathsep}{env.get('PATH', os.defpath)}"
     if (env_dir / "pyvenv.cfg").is_file():
