@@ -57,7 +57,6 @@ _TAP_SKIP = re.compile(r"\s*(skip|todo)", re.IGNORECASE)
 _TAP_SUBTEST = re.compile(r"^(\s*)# Subtest: (.*)$")
 # tape: a `# name` comment opens a test, its assertions follow (no `- ` needed)
 _TAPE_COMMENT = re.compile(r"^# (.*\S)\s*$")
-_TAPE_TEST = re.compile(r"^# \S", re.M)
 _TAPE_SUMMARY = re.compile(
     r"^(tests|pass|fail|skip|todo|ok|not ok|suites|cancelled|skipped|duration_ms)\b(\s+\d.*)?$"
 )
@@ -268,7 +267,7 @@ def tap_point(text: str) -> tuple[str, bool]:
 def _parse_tap(output: str) -> TestReport | None:
     if "TAP version" not in output:
         return None
-    if "# Subtest:" not in output and _TAPE_TEST.search(output):
+    if "# Subtest:" not in output and _opens_with_a_test_comment(output):
         tape = _parse_tape(output)
         if tape is not None:
             return tape
@@ -298,6 +297,18 @@ def _parse_tap(output: str) -> TestReport | None:
         else:
             failed.append(test_id)
     return _report(passed, failed, skipped, [])
+
+
+def _opens_with_a_test_comment(output: str) -> bool:
+    """tape's shape: the first line after `TAP version` is a `# name`
+    comment (node-tap 1.x prints test points first, and a `# time=` last)."""
+    lines = output.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith("TAP version")), None)
+    if start is None:
+        return False
+    first = next((line for line in lines[start + 1 :] if line.strip()), "")
+    comment = _TAPE_COMMENT.match(first)
+    return comment is not None and not _TAPE_SUMMARY.match(comment.group(1))
 
 
 def _parse_tape(output: str) -> TestReport | None:

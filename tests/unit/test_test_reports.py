@@ -243,3 +243,15 @@ def test_a_unittest_module_that_cannot_import_is_a_collection_error() -> None:
     assert report.passed == ["test_u.T.test_a"]
     assert report.failed == []
     assert report.collection_errors == ["test_b: could not be imported"]
+
+
+def test_node_tap_1_per_file_output_is_not_read_as_tape() -> None:
+    """tap 1.x (semver 4.3.6) prints one test point per file and a `# time=`
+    comment last: each file is a test, named without its time."""
+    output = (
+        "TAP version 13\nok 1 - test/amd.js # time=245.025ms\n"
+        "not ok 2 - test/clean.js # time=200.274ms\n# time=1677.434ms\n"
+    )
+    report = parse_output(output)
+    assert report is not None
+    assert (report.passed, report.failed) == (["test/amd.js"], ["test/clean.js"])
