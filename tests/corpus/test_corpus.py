@@ -4,11 +4,13 @@ conventions lane drafts its contract and setup; the setup runs in one
 worktree and is reused by a second (never rebuilt, whatever its kind); the
 project's own tests run in the second worktree. Every check must pass on the
 untouched tree, or state a correct *cannot run* with its reason — never a
-red that would "prove the work". Then, through `corral run` as a user runs
-it headless, a scripted correct change is delivered (and passes again on a
-clean checkout of the delivered branch) exactly where projects.toml says
-today's drafting can, and a scripted regression is refused exactly where it
-says so (a gap is recorded with its reason, never hidden)."""
+red that would "prove the work". Then, through `corral run` as a new user
+runs it headless (default configuration), a scripted correct change is
+delivered (and passes again when re-checked independently: the session's
+contract verbatim in fresh clones with fresh environments) exactly where
+projects.toml says today's drafting can, and a scripted regression is caught
+by a check that fails and names it exactly where it says so (a gap is
+recorded with its reason, never hidden)."""
 
 from __future__ import annotations
 
