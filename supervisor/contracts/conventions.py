@@ -969,6 +969,19 @@ def _runner_the_tests_use(base: Path, manifest: dict[str, object]) -> tuple[str,
     return None
 
 
+_AUDITS = re.compile(r"\baud\b|\bnpm\s+audit\b|\bnsp\s+check\b|\bsnyk\b|\bbetter-npm-audit\b")
+
+
+def _fetching_hooks(scripts: dict[str, object]) -> list[str]:
+    """The `pretest`/`posttest` scripts that reach the network (an audit, an install)."""
+    return [
+        hook
+        for hook in ("pretest", "posttest")
+        if isinstance(text := scripts.get(hook), str)
+        and (_AUDITS.search(text) or _FETCHES.search(text))
+    ]
+
+
 def _node_runner(base: Path, root: Path) -> Runner | None:
     text = _read_text(base / "package.json", MAX_CI_FILE_BYTES)
     if text is None:
@@ -992,6 +1005,14 @@ def _node_runner(base: Path, root: Path) -> Runner | None:
         if (where / "package-lock.json").is_file():
             break
     why = f"package.json has a test script ({manager} by lockfile)"
+    hooks = _fetching_hooks(scripts)
+    if hooks and manager == "npm":
+        # npm runs pretest/posttest around the tests; one that reaches the
+        # network (an audit) fails offline whatever the change: left out
+        why += f"; without its {' and '.join(hooks)} script, which needs the network"
+        return Runner(
+            "npm_test", "npm test --ignore-scripts", why, 900, ("node", "npm"), kind="node"
+        )
     absent = _undeclared_program(base, root, manifest, test)
     if absent is not None:
         used = _runner_the_tests_use(base, manifest)

@@ -81,3 +81,24 @@ async def test_the_fallback_to_node_test_really_runs_the_tests(tmp_path: Path) -
     base = await run_check(check, root, env=env, untouched=True)
     assert base.passed, base.output_tail
     assert base.already_failing == ["already broken"]
+
+
+def test_a_posttest_audit_is_left_out_of_the_drafted_npm_test(tmp_path: Path) -> None:
+    """minimist's shape: `posttest: aud --production` asks the registry for
+    advisories, which a check (offline) cannot reach: npm's own
+    --ignore-scripts runs the test script without it, and the draft says so."""
+    root = tmp_path / "p"
+    manifest = {
+        "name": "p",
+        "scripts": {
+            "pretest": "npm run lint",
+            "test": "tape test/*.js",
+            "posttest": "aud --production",
+        },
+        "devDependencies": {"tape": "^5", "aud": "^2"},
+    }
+    write(root, "package.json", json.dumps(manifest))
+    contract = draft_contract(root, "x", path=stub_bin(tmp_path, "node", "npm"))
+    [check] = contract.checks
+    assert check.command == "npm test --ignore-scripts"
+    assert "without its posttest script, which needs the network" in contract.description
