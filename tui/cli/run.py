@@ -36,6 +36,7 @@ from corral.supervisor.interface import (
     checks_contract,
     given_setup,
     load_contract,
+    repo_root,
     with_given_setup,
 )
 from corral.supervisor.models import CoderSession, OutcomeContract, SessionSummary
@@ -174,7 +175,9 @@ async def run_session(
     if contract_file:
         given = with_given_setup(load_contract(contract_file), setup, added)
     elif checks:
-        given = with_given_setup(checks_contract(checks, setup=setup, root=repo), None, added)
+        # the setup is drafted from the repository's top level, as drafting does
+        root = repo_root(repo) if setup is None else None
+        given = with_given_setup(checks_contract(checks, setup=setup, root=root), None, added)
     state_dir = default_state_dir()
     if owner_running(state_dir):
         if given is None and (setup is not None or added):
