@@ -1,13 +1,16 @@
-"""The corpus table and its two rates: for each real project
+"""The corpus table and its rates: for each real project
 (tests/corpus/projects.toml) the setup's time cold (fresh environment) and
 cached (a second worktree of the same repository), the baseline verdict of
 its drafted contract, whether a scripted correct change was delivered through
-`corral run` (and passed again on a clean checkout of the delivered branch),
-and whether a scripted regression was refused.
+`corral run` in the default configuration (and passed again when re-checked
+independently: the session's contract verbatim in fresh clones with fresh
+environments), and how a scripted regression ended: *caught* (a check failed
+at verification and named it), *not delivered for another reason* (a
+timeout, a setup failure, a run left waiting), or delivered.
 
-Rates: projects where the drafted contract delivers the correct change with
-no operator edit (goal >= 90 %), regressions refused (goal 100 %). Exits 1
-when either is under its goal. Downloads are cached in ~/.cache/corral-corpus
+Rates: correct changes delivered with no operator edit (goal >= 90 %),
+regressions caught by a check (goal 100 %); not-delivered-other is printed
+apart and never counts as caught. Exits 1 when either is under its goal. Downloads are cached in ~/.cache/corral-corpus
 and packages in pip's / npm's own caches (warm them with one run first).
 
 Run (from the repo root): .venv/bin/python bench/corpus.py [--only NAME ...]
@@ -44,13 +47,10 @@ def row(o: Outcome) -> tuple[str, ...]:
         cached = f"{took(o.cached_secs)} ({reused})"
     if o.regress is None:
         refused = "-"
-    elif o.regression_refused:  # with its reason: a suite that caught it, or a test not added
-        why = (
-            (o.regress.error or o.regress.state).splitlines()[0]
-            if o.regress.error or o.regress.state
-            else ""
-        )
-        refused = f"refused: {why}"[:70]
+    elif o.regression_caught:  # a check failed and said which
+        refused = o.regress.why_not()[:70]
+    elif o.regression_refused:
+        refused = f"not delivered (other): {o.regress.why_not()}"[:70]
     else:
         refused = "DELIVERED"
     expected = "" if o.project.delivers else " (expected: " + o.project.why_not[:40] + ")"
@@ -113,24 +113,44 @@ def main() -> int:
     widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
     for cells in rows:
         print("  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip())
+    for o in outcomes:  # the whole reason, where the table cut it
+        if o.change is not None and o.change.delivered and not o.recheck.ok:
+            print(f"{o.project.id}: independent re-check: {o.recheck.why}")
+        elif o.change is not None and not o.change.delivered:
+            print(f"{o.project.id}: correct change not delivered: {o.change.why_not()}")
+        if o.regress is not None and o.regress.delivered:
+            print(f"{o.project.id}: regression delivered")
     print(f"\n{len(outcomes)} projects in {time.monotonic() - started:.0f}s")
     if args.no_sessions:
         print("(--no-sessions: no rates, nothing judged)")
         return 0
     delivered = sum(o.delivered for o in outcomes)
-    refused = sum(o.regression_refused for o in outcomes)
+    caught = sum(o.regression_caught for o in outcomes)
+    other = sum(o.regression_refused and not o.regression_caught for o in outcomes)
+    colds = sorted(o.cold_secs for o in outcomes if o.cold is not None)
+    cached = sorted(o.cached_secs for o in outcomes if o.cached is not None)
     surprises = [
         o.project.name
         for o in outcomes
-        if o.delivered != o.project.delivers or o.regression_refused != o.project.refuses_regression
+        if o.delivered != o.project.delivers or o.regression_caught != o.project.refuses_regression
     ]
     print(
-        f"correct change delivered with no operator edit: {rate(delivered, len(outcomes))} (goal >= {DELIVERY_GOAL:.0%})"
+        "correct change delivered with no operator edit (re-checked independently): "
+        f"{rate(delivered, len(outcomes))} (goal >= {DELIVERY_GOAL:.0%})"
     )
-    print(f"regressions refused: {rate(refused, len(outcomes))} (goal {REGRESSION_GOAL:.0%})")
+    print(
+        f"regressions caught by a check: {rate(caught, len(outcomes))} (goal {REGRESSION_GOAL:.0%})"
+    )
+    print(f"regressions not delivered for another reason: {rate(other, len(outcomes))}")
+    print(f"regressions delivered: {rate(len(outcomes) - caught - other, len(outcomes))}")
+    if colds:
+        print(
+            f"setup cold: median {took(colds[len(colds) // 2])}, max {took(colds[-1])}; "
+            f"cached: median {took(cached[len(cached) // 2])}, max {took(cached[-1])}"
+        )
     if surprises:
         print(f"differs from projects.toml (delivers / refuses_regression): {', '.join(surprises)}")
-    if delivered < DELIVERY_GOAL * len(outcomes) or refused < REGRESSION_GOAL * len(outcomes):
+    if delivered < DELIVERY_GOAL * len(outcomes) or caught < REGRESSION_GOAL * len(outcomes):
         print("UNDER GOAL")
         return 1
     return 0

@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any
 from .git.repo import repo_root
 
 if TYPE_CHECKING:
-    from .contracts.drafting import ContractDrafter, FixedDrafter
-    from .contracts.files import checks_contract, load_contract
+    from .contracts.drafting import ContractDrafter, FixedDrafter, GivenSetup, with_given_setup
+    from .contracts.files import checks_contract, given_setup, load_contract
     from .contracts.hidden import hidden_check_from_file
     from .demo import seed_demo
     from .discuss import (
@@ -63,6 +63,7 @@ __all__ = [
     "Discussions",
     "FilePatch",
     "FixedDrafter",
+    "GivenSetup",
     "Hunk",
     "PreparedTask",
     "Subscription",
@@ -71,16 +72,21 @@ __all__ = [
     "WatchDropped",
     "Watcher",
     "checks_contract",
+    "given_setup",
     "hidden_check_from_file",
     "load_contract",
     "repo_root",
     "seed_demo",
+    "with_given_setup",
 ]
 
 _ON_FIRST_USE = {  # name → (module, its name there when not the same)
     "AgentScreen": "panes.base:Screen",
     "ContractDrafter": "contracts.drafting",
     "FixedDrafter": "contracts.drafting",
+    "GivenSetup": "contracts.drafting",
+    "given_setup": "contracts.files",
+    "with_given_setup": "contracts.drafting",
     "load_contract": "contracts.files",
     "checks_contract": "contracts.files",
     "hidden_check_from_file": "contracts.hidden",

@@ -15,6 +15,7 @@ work; `ConventionsDrafter` pushes it onto a thread.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import re
@@ -551,6 +552,10 @@ class Runner:
     missing: tuple[str, ...] = ()
     directory: str = ""
     kind: str = ""
+    # what in it needs the network (`pip install …` in a make target's
+    # recipe): checks run without one, so it is no required check beside
+    # another runner, and is drafted with `network = true` when it is the only one
+    network: str = ""
 
     @property
     def available(self) -> bool:
@@ -561,6 +566,65 @@ _PYTEST = "python3 -m pytest -q -p no:cacheprovider"
 _PY_MANIFESTS = ("pyproject.toml", "setup.py", "setup.cfg", "pytest.ini", "tox.ini")
 _NPM_DEFAULT_TEST = "no test specified"
 _MAKE_TARGET = re.compile(r"^(test|check)\s*:(?!=)", re.MULTILINE)
+_MAKE_RULE = re.compile(r"^([A-Za-z0-9_.\-]+(?:\s+[A-Za-z0-9_.\-]+)*)\s*::?(?!=)(.*)$")
+_MAKE_CALL = re.compile(r"(?:\$\(MAKE\)|\bmake)\s+(?:-\S+\s+)*([A-Za-z0-9_.\-]+)")
+#: Commands that fetch from the network: a check running them fails offline
+#: (a check has no network), whatever the change.
+_FETCHES = re.compile(
+    r"\b(?:pip3?|python3?\s+-m\s+pip|uv\s+pip|pipx)\s+install\b|\buv\s+(?:sync|run)\b|"
+    r"\b(?:poetry|pipenv|pdm)\s+(?:install|sync)\b|\bhatch\s+(?:run|env\s+create)\b|"
+    r"\b(?:npm|pnpm|yarn)\s+(?:install|ci|i|add)\b|"
+    r"\b(?:curl|wget)\s|\bgit\s+(?:clone|fetch|pull|submodule)\b|"
+    r"\bgo\s+(?:get|install|mod\s+download)\b|\bcargo\s+install\b|"
+    r"\bdocker(?:-compose)?\s|\btox\b|\bnox\b"
+)
+
+
+def make_recipes(text: str) -> dict[str, list[str]]:
+    """Each target's recipe lines in a Makefile, and its prerequisites as
+    `$<name>` entries (read, never run: variables stay unexpanded)."""
+    recipes: dict[str, list[str]] = {}
+    current: list[list[str]] = []
+    for line in text.splitlines():
+        if line.startswith("\t"):
+            for recipe in current:
+                recipe.append(line.strip())
+            continue
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        rule = _MAKE_RULE.match(line)
+        if rule is None:
+            current = []
+            continue
+        prerequisites = rule.group(2).split(";", 1)[0].split()
+        current = []
+        for target in rule.group(1).split():
+            recipe = recipes.setdefault(target, [])
+            recipe += [f"${p}" for p in prerequisites if not p.startswith("$")]
+            current.append(recipe)
+    return recipes
+
+
+def make_target_fetches(text: str, target: str) -> str:
+    """The first recipe line that fetches from the network among what
+    `make target` runs (its recipe, its prerequisites' and the targets it
+    calls with `$(MAKE)`), or "" when nothing does."""
+    recipes = make_recipes(text)
+    seen: set[str] = set()
+    todo = [target]
+    while todo and len(seen) < 32:
+        name = todo.pop(0)
+        if name in seen:
+            continue
+        seen.add(name)
+        for line in recipes.get(name, []):
+            if line.startswith("$") and not line.startswith("$("):
+                todo.append(line[1:])
+                continue
+            if _FETCHES.search(line):
+                return line.lstrip("@-+ ")[:120]
+            todo += _MAKE_CALL.findall(line)
+    return ""
 
 
 def _pytest_config(base: Path) -> str | None:
@@ -595,7 +659,7 @@ def _test_places(base: Path) -> list[str]:
     """Where tests may live, relative to `base`: tests/ and test/, then a
     package's own tests/ or test/ (`pkg/tests`, `src/pkg/tests`) and its
     `tests.py` module."""
-    places = list(TEST_DIRS)
+    places = [*TEST_DIRS, *(f"src/{name}" for name in TEST_DIRS)]  # src/tests: a src layout's
     for parent in ("", "src"):
         for e in _scandir(base / parent if parent else base):
             if _skipped(e.name) or not _is_dir(e, follow=False) or e.name in TEST_DIRS:
@@ -716,8 +780,14 @@ def _python_runners(base: Path, available: set[str]) -> list[Runner]:
     in_folder = [f for f in files if folder and f.is_relative_to(base / folder)]
     unittest_only = not any(_PYTEST_FILE.fullmatch(f.name) for f in in_folder)
     if folder and in_folder and unittest_only and not folder.endswith(".py"):
-        # test*.py only: unittest's default pattern, not pytest's
-        command = f"python3 -m unittest discover -s {shlex.quote(folder)} -q"
+        # test*.py only: unittest's default pattern, not pytest's; a tests
+        # package below the root (src/tests) is imported from its parent, as
+        # a package (its test.py is never the standard library's `test`)
+        top = str(Path(folder).parent)
+        package = top != "." and (base / folder / "__init__.py").is_file()
+        command = f"python3 -m unittest discover -s {shlex.quote(folder)}" + (
+            f" -t {shlex.quote(top)} -v" if package else " -v"
+        )
         why = f"{folder}/ holds test*.py modules pytest does not collect by default"
         return [Runner("unittest", command, why, 900, ("python3",), kind="python")]
     if "pytest" not in available:
@@ -727,9 +797,9 @@ def _python_runners(base: Path, available: set[str]) -> list[Runner]:
         )
         if uses_unittest:
             if folder is None or (base / folder / "__init__.py").is_file():
-                command = "python3 -m unittest -q"
+                command = "python3 -m unittest -v"
             else:
-                command = f"python3 -m unittest discover -s {folder} -q"
+                command = f"python3 -m unittest discover -s {shlex.quote(folder)} -v"
             why = f"{folder or '.'}/ holds unittest test modules and nothing configures pytest"
             return [Runner("unittest", command, why, 900, ("python3",), kind="python")]
     why = f"{folder}/ holds test modules" if folder else "test modules at the root"
@@ -777,12 +847,148 @@ def added_tests_runner(root: Path, *, python: bool, available: set[str]) -> Runn
     return replace(runner, missing=tuple(t for t in tools if t not in available))
 
 
+#: Programs a test script may run that no package provides.
+_SHELL_PROGRAMS = frozenset(
+    {
+        "node",
+        "npm",
+        "npx",
+        "yarn",
+        "pnpm",
+        "corepack",
+        "sh",
+        "bash",
+        "make",
+        "cd",
+        "echo",
+        "exit",
+        "true",
+        "false",
+        "env",
+        "rm",
+        "mkdir",
+        "cp",
+        "mv",
+        "set",
+        "export",
+        "test",
+        "[",
+        "cat",
+        "exec",
+        "time",
+        "sleep",
+        "git",
+        "python",
+        "python3",
+    }
+)
+#: A program's package, where the names differ.
+_BIN_PACKAGE = {"tsc": "typescript", "lab": "@hapi/lab", "_mocha": "mocha", "ts-node": "ts-node"}
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=\S*")
+#: Runners a test file names (`require('tape')`, `from 'node:test'`), and how each runs a directory.
+_FILE_RUNNERS: tuple[tuple[str, re.Pattern[str], str], ...] = (
+    ("node:test", re.compile(r"""(require\(|from\s+)['"]node:test['"]"""), "node --test {dir}"),
+    ("tape", re.compile(r"""(require\(|from\s+)['"]tape['"]"""), "npx --no tape '{dir}/**/*.js'"),
+    ("tap", re.compile(r"""(require\(|from\s+)['"]tap['"]"""), "npx --no tap '{dir}'"),
+    ("ava", re.compile(r"""(require\(|from\s+)['"]ava['"]"""), "npx --no ava"),
+    ("mocha", re.compile(r"^\s*(describe|it)\(", re.M), "npx --no mocha '{dir}'"),
+)
+_NODE_TEST_DIRS = ("test", "tests", "__tests__", "spec")
+
+
+def _script_programs(script: str) -> list[str]:
+    """The program each step of a package.json script runs (env assignments
+    and `node_modules/.bin/` left off)."""
+    programs: list[str] = []
+    for step in re.split(r"&&|\|\||;|\|", script):
+        words = [w for w in step.split() if not _ASSIGNMENT.fullmatch(w)]
+        if words:
+            programs.append(words[0].rsplit("node_modules/.bin/", 1)[-1])
+    return programs
+
+
+def _declared(manifest: object) -> set[str]:
+    names: set[str] = set()
+    if not isinstance(manifest, dict):
+        return names
+    for key in ("dependencies", "devDependencies", "optionalDependencies", "peerDependencies"):
+        deps = manifest.get(key)
+        if isinstance(deps, dict):
+            names |= set(deps)
+    return names
+
+
+def _undeclared_program(
+    base: Path, root: Path, manifest: dict[str, object], script: str
+) -> str | None:
+    """A program the test script runs that the project does not provide: not
+    a dependency (of the package or of the workspace root), not in a
+    node_modules/.bin, not on PATH (`expresso`). A manifest that declares no
+    dependency at all says nothing either way."""
+    declared = _declared(manifest)
+    if not declared:
+        return None
+    if root != base:
+        with contextlib.suppress(ValueError):
+            declared |= _declared(json.loads(_read_text(root / "package.json", 1 << 20) or "{}"))
+    for program in _script_programs(script):
+        if program in _SHELL_PROGRAMS or "/" in program or program.startswith("$"):
+            continue
+        if _BIN_PACKAGE.get(program, program) in declared or program in declared:
+            continue
+        if any((where / "node_modules" / ".bin" / program).exists() for where in (base, root)):
+            continue
+        if shutil.which(program):
+            continue
+        return program
+    return None
+
+
+def _runner_the_tests_use(base: Path, manifest: dict[str, object]) -> tuple[str, str] | None:
+    """(the runner the test files name, the command that runs them with it),
+    for a runner the project declares (node's own needs none)."""
+    declared: set[str] = set()
+    for key in ("dependencies", "devDependencies"):
+        deps = manifest.get(key)
+        if isinstance(deps, dict):
+            declared |= set(deps)
+    for directory in _NODE_TEST_DIRS:
+        files = [
+            base / directory / e.name
+            for e in _scandir(base / directory)
+            if re.fullmatch(r"[\w.-]+\.(c|m)?js", e.name)
+        ][:50]
+        if not files:
+            continue
+        texts = [_read_text(f, 65536) or "" for f in files]
+        for name, pattern, command in _FILE_RUNNERS:
+            if name != "node:test" and name not in declared:
+                continue
+            if any(pattern.search(text) for text in texts):
+                return name, command.format(dir=directory)
+    return None
+
+
+_AUDITS = re.compile(r"\baud\b|\bnpm\s+audit\b|\bnsp\s+check\b|\bsnyk\b|\bbetter-npm-audit\b")
+
+
+def _fetching_hooks(scripts: dict[str, object]) -> list[str]:
+    """The `pretest`/`posttest` scripts that reach the network (an audit, an install)."""
+    return [
+        hook
+        for hook in ("pretest", "posttest")
+        if isinstance(text := scripts.get(hook), str)
+        and (_AUDITS.search(text) or _FETCHES.search(text))
+    ]
+
+
 def _node_runner(base: Path, root: Path) -> Runner | None:
     text = _read_text(base / "package.json", MAX_CI_FILE_BYTES)
     if text is None:
         return None
     try:
-        scripts = json.loads(text).get("scripts")
+        manifest = json.loads(text)
+        scripts = manifest.get("scripts")
     except (ValueError, AttributeError):
         return None
     test = scripts.get("test") if isinstance(scripts, dict) else None
@@ -799,6 +1005,32 @@ def _node_runner(base: Path, root: Path) -> Runner | None:
         if (where / "package-lock.json").is_file():
             break
     why = f"package.json has a test script ({manager} by lockfile)"
+    hooks = _fetching_hooks(scripts)
+    if hooks and manager == "npm":
+        # npm runs pretest/posttest around the tests; one that reaches the
+        # network (an audit) fails offline whatever the change: left out
+        why += f"; without its {' and '.join(hooks)} script, which needs the network"
+        return Runner(
+            "npm_test", "npm test --ignore-scripts", why, 900, ("node", "npm"), kind="node"
+        )
+    absent = _undeclared_program(base, root, manifest, test)
+    if absent is not None:
+        used = _runner_the_tests_use(base, manifest)
+        said = f"package.json's test script runs {absent}, which the project does not declare"
+        if used is None:  # nothing here can run them: said, never drafted
+            why = f"{said}, and its test files name no runner corral knows"
+            return Runner(
+                f"{manager}_test",
+                f"{manager} test",
+                why,
+                900,
+                ("node", manager, absent),
+                kind="node",
+            )
+        runner, command = used
+        why = f"{said}: its test files use {runner}, which runs them instead"
+        tools = ("node",) if command.startswith("node ") else ("node", "npm")
+        return Runner("node_tests", command, why, 900, tools, kind="node")
     return Runner(f"{manager}_test", f"{manager} test", why, 900, ("node", manager), kind="node")
 
 
@@ -814,7 +1046,8 @@ def _runners_in(base: Path, root: Path, available: set[str]) -> list[Runner]:
         found.append(node)
     if (base / "Cargo.toml").is_file():
         found.append(
-            Runner("cargo_test", "cargo test --quiet", "Cargo.toml", 1800, ("cargo",), kind="cargo")
+            # not --quiet: libtest then prints no per-test lines to judge by
+            Runner("cargo_test", "cargo test", "Cargo.toml", 1800, ("cargo",), kind="cargo")
         )
     if (base / "go.mod").is_file():
         found.append(Runner("go_test", "go test ./...", "go.mod", 1200, ("go",), kind="go"))
@@ -824,8 +1057,17 @@ def _runners_in(base: Path, root: Path, available: set[str]) -> list[Runner]:
         target = "test" if "test" in targets else "check" if "check" in targets else None
         if target is not None:
             why = f"Makefile has a {target}: target"
+            fetches = make_target_fetches(makefile, target)
             found.append(
-                Runner(f"make_{target}", f"make {target}", why, 1800, ("make",), kind="make")
+                Runner(
+                    f"make_{target}",
+                    f"make {target}",
+                    why,
+                    1800,
+                    ("make",),
+                    kind="make",
+                    network=f"`make {target}` runs `{fetches}`" if fetches else "",
+                )
             )
     return [replace(r, missing=tuple(t for t in r.tools if t not in available)) for r in found]
 
@@ -963,6 +1205,13 @@ def draft_contract(
     # do not have: with a setup, its environment runs the tests instead.
     own_envs = [r for r in runners if proposal.python and r.kind in ("tox", "nox")]
     runners = [r for r in runners if r not in own_envs]
+    # a runner that fetches from the network fails offline whatever the
+    # change: beside another runner it is left out (said below), alone it
+    # runs with the network (network = true, said at gate 1)
+    offline = [r for r in runners if r.available and not r.network]
+    online = [r for r in runners if r.available and r.network]
+    left_online = online if offline else []
+    runners = [r for r in runners if r not in left_online]
     usable = [r for r in runners if r.available]
     missing = [r for r in runners if not r.available]
     where = _one_line(str(root), 200)
@@ -972,6 +1221,7 @@ def draft_contract(
             name=r.name,
             command=r.command,
             timeout_secs=max(1, min(r.timeout_secs, max_timeout_secs)),
+            network=bool(r.network),
         )
         for r in usable
     ]
@@ -1012,7 +1262,16 @@ def draft_contract(
             if no_tests
             else "This contract verifies that the project's existing test suites still pass:"
         ),
-        *(f"- {r.name}: `{r.command}` ({r.why})" for r in usable),
+        *(
+            f"- {r.name}: `{r.command}` ({r.why})"
+            + (
+                f" — with the network (network = true): {r.network}, and a check has no "
+                "network otherwise"
+                if r.network
+                else ""
+            )
+            for r in usable
+        ),
         *(f"- {c.name}: `{c.command}` (CI job {job!r} runs it)" for c, job in offered),
         "Passing these shows the tests the work adds pass; it does not show they test "
         "the requested change."
@@ -1051,6 +1310,13 @@ def draft_contract(
     ]
     gaps += [
         f"- {r.name}: `{r.command}` ({r.why}) — {', '.join(r.missing)} not on PATH" for r in missing
+    ]
+    gaps += [
+        f"- {r.name}: `{r.command}` ({r.why}) — it needs the network ({r.network}), which "
+        "checks do not have; the checks above run the tests offline. To run it anyway: "
+        f'--contract FILE with {{"name": "{r.name}", "command": "{r.command}", '
+        '"network": true}'
+        for r in left_online
     ]
     gaps += [
         f"- {r.name}: `{r.command}` ({r.why}) — it builds its own environments from the "
@@ -1128,8 +1394,8 @@ def _ci_checks(
         for tool, command in job.runnable():
             if tool == "pytest" and have_pytest:
                 continue
-            if any(c.command == command for c, _ in out):
-                continue
+            if any(c.command == command for c, _ in out) or _FETCHES.search(command):
+                continue  # a step that fetches fails offline, whatever the change
             python_tool = tool not in ("npm", "pnpm", "yarn", "cargo", "go")
             installed = shutil.which(tool, path=path) is not None
             if python_tool and proposal.python:

@@ -185,3 +185,51 @@ class FixedDrafter:
             "free-text revision needs a model; configure one (see `corral doctor`) or use "
             "/check name command"
         )
+
+
+class GivenSetup:
+    """A drafter whose contracts carry the setup the operator gave: `corral
+    run --setup CMD` (repeatable) in place of the drafted one, `--no-setup`
+    for none, `--setup-add CMD` after it. The headless way to fix a setup
+    that cannot install the checks' tools, where the console has /setup."""
+
+    def __init__(
+        self, drafter: ContractDrafter, setup: list[str] | None, add: list[str] | None = None
+    ) -> None:
+        self.drafter = drafter
+        self.setup = list(setup) if setup is not None else None
+        self.add = list(add or [])
+
+    @property
+    def name(self) -> str:
+        return self.drafter.name
+
+    def _given(self, contract: OutcomeContract) -> OutcomeContract:
+        return with_given_setup(contract, self.setup, self.add)
+
+    async def draft(self, request: DraftRequest) -> OutcomeContract:
+        return self._given(await self.drafter.draft(request))
+
+    async def revise(self, request: ReviseRequest) -> OutcomeContract:
+        return self._given(await self.drafter.revise(request))
+
+
+def with_given_setup(
+    contract: OutcomeContract, setup: list[str] | None, add: list[str] | None = None
+) -> OutcomeContract:
+    """`contract` with the setup given on the command line (`setup` in
+    place of its own, None: its own kept) and `add` after it, said in its
+    description."""
+    if setup is None and not add:
+        return contract
+    commands = list(contract.setup if setup is None else setup) + list(add or [])
+    if setup is not None:
+        said = "Setup: the commands given with --setup." if setup else "No setup (--no-setup)."
+    else:
+        said = ""
+    if add:
+        said = (
+            (said + " " if said else "") + "Setup lines added with --setup-add: " + "; ".join(add)
+        )
+    description = f"{contract.description}\n{said}" if contract.description else said
+    return contract.model_copy(update={"setup": commands, "description": description})

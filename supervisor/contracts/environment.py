@@ -460,8 +460,27 @@ def _reuse(env_dir: Path, marker: dict[str, object], worktree: Path) -> bool:
     return True
 
 
+_SETUP_ERROR = re.compile(
+    r"^\s*(?:ERROR:|error:|error\[|npm ERR!|npm error|fatal:|E: |Error:|\S*sh: .*not found)",
+)
+_ESCAPES = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|[\x00-\x08\x0b-\x1f\x7f]"
+)
+
+
+def setup_error_line(output: str) -> str:
+    """The tool's own words for why a setup command failed: its last error
+    line (pip's `ERROR: …`, npm's `npm ERR! …`, a shell's `not found`), else
+    its last line."""
+    lines = [line.strip() for line in _ESCAPES.sub("", output).splitlines() if line.strip()]
+    errors = [line for line in lines if _SETUP_ERROR.match(line)]
+    words = errors[-1] if errors else (lines[-1] if lines else "")
+    return words[:200]
+
+
 def setup_reason(outcome: SetupOutcome) -> str:
-    """One line: why the setup failed."""
+    """One line: why the setup failed, in the failing tool's own words."""
     if outcome.timed_out:
         return f"`{outcome.failed_command}` timed out"
-    return f"`{outcome.failed_command}` exited {outcome.exit_code}"
+    said = setup_error_line(outcome.output_tail)
+    return f"`{outcome.failed_command}` exited {outcome.exit_code}" + (f": {said}" if said else "")

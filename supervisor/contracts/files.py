@@ -82,15 +82,46 @@ def _word(command: str) -> str:
     return "".join(ch if ch.isalnum() else "_" for ch in program)[:40] or "cmd"
 
 
-def checks_contract(commands: list[str]) -> OutcomeContract:
+def checks_contract(
+    commands: list[str], *, setup: list[str] | None = None, root: Path | None = None
+) -> OutcomeContract:
     """A contract made of shell commands given on the command line (`--check`):
-    each must exit 0; named by its position and first word."""
+    each must exit 0; named by its position and first word.
+
+    The checks replace the drafted ones, not the setup: with `root` (the
+    repository) and no `setup`, the setup is the one drafting proposes there
+    (a `pytest` check needs the project installed as much as a drafted one
+    does); `setup` (`--setup`, repeatable; empty for none) replaces it."""
     if not commands or any(not c.strip() for c in commands):
         raise CorralError("--check needs a shell command (e.g. --check 'pytest -q')")
     checks = [
         ContractCheck(name=f"check_{i}_{_word(c)}", command=c) for i, c in enumerate(commands, 1)
     ]
-    return OutcomeContract(description="the checks given with --check", checks=checks)
+    description = "the checks given with --check"
+    if setup is not None:
+        commands_setup = given_setup(setup)
+        if commands_setup:
+            description += "\nSetup: the commands given with --setup."
+    elif root is not None:
+        from .conventions import drafted_setup  # the drafting lane loads only here
+
+        proposal = drafted_setup(root)
+        commands_setup = proposal.commands
+        if commands_setup:
+            description += (
+                "\nSetup drafted from the repository (--setup CMD replaces it; --no-setup "
+                "drops it): " + "; ".join(proposal.notes)
+            )
+    else:
+        commands_setup = []
+    return OutcomeContract(description=description, checks=checks, setup=commands_setup)
+
+
+def given_setup(commands: list[str]) -> list[str]:
+    """The setup commands given with `--setup` (one each), checked."""
+    if any(not c.strip() for c in commands):
+        raise CorralError("--setup needs a shell command (e.g. --setup 'pip install -e .')")
+    return [c.strip() for c in commands]
 
 
 def dump_contract(contract: OutcomeContract) -> str:

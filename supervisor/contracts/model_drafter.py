@@ -280,6 +280,8 @@ def gather(
     provided = frozenset({"python3", "pytest"}) if setup.python else frozenset()
     runners = detect_runners(root, path=path, provided=provided)
     runners = [r for r in runners if not (setup.python and r.kind in ("tox", "nox"))]
+    if any(r.available and not r.network for r in runners):  # one that fetches fails offline
+        runners = [r for r in runners if not r.network]
     available = [t for t in PROMPT_TOOLS if shutil.which(t, path=path) or t in provided]
     g = Grounding(
         setup=setup,

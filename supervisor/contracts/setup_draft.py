@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from .environment import RUN_IN_ENV
+from .vcs_version import has_tags, pretend_version, versioned_by_tags
 
 TEST_EXTRAS: tuple[str, ...] = ("test", "tests", "testing", "dev")
 #: Extras that hold a whole developer toolbox (linters, release tools): used
@@ -253,6 +254,20 @@ _TOX_CHECKER = re.compile(
 )
 
 
+_UNITTEST_RUN = re.compile(r"-m\s+unittest\b")
+_VERBOSE = re.compile(r"\s(-v|--verbose)(\s|$)")
+
+
+def verbose_unittest(command: str) -> str:
+    """A drafted `python -m unittest ...` with `-v` at its end: only then
+    does unittest name each test and its outcome, so the check is judged
+    test by test (a test already failing on the untouched tree does not
+    block a correct change)."""
+    if not _UNITTEST_RUN.search(command) or _VERBOSE.search(command):
+        return command
+    return f"{command} -v"
+
+
 def _tox_command(line: str) -> str | None:
     """A tox command as a shell command in the setup's environment, or None
     when it uses tox machinery that has no meaning outside tox."""
@@ -300,7 +315,7 @@ def tox_testenv(root: Path) -> ToxTestenv | None:
         if command is None:
             continue
         if _TOX_TEST_COMMAND.search(command):
-            env.commands.append(command)
+            env.commands.append(verbose_unittest(command))
         elif not env.commands and not _TOX_CHECKER.search(command):
             env.commands_pre.append(command)  # a step before the tests (a compile step)
     for line in _tox_lines(parser, "extras"):
@@ -371,10 +386,11 @@ def _python(root: Path, path: str | None, needs_pytest: bool) -> SetupProposal:
             "[tool.hatch.envs]",
             'HATCH_ENV_TYPE_VIRTUAL_PATH="$CORRAL_ENV" hatch env create',
         )
+    pretend = _tagless_version(root, pyproject, proposal)
     if managed is not None:
         manager, declared_by, command = managed
         if _has(manager, path):
-            proposal.commands = [command]
+            proposal.commands = [f"{pretend} {command}" if pretend and manager == "uv" else command]
             proposal.notes.append(f"{declared_by}: the project's environment is made by {manager}")
             return proposal
         proposal.notes.append(
@@ -412,7 +428,8 @@ def _python(root: Path, path: str | None, needs_pytest: bool) -> SetupProposal:
         install.append("pytest")
         proposal.installs.append("pytest")
         why.append("pytest to run the tests")
-    proposal.commands = [VENV, f"{PIP} -e {' '.join(install)}"]
+    pip = f"{pretend} {PIP}" if pretend else PIP
+    proposal.commands = [VENV, f"{pip} -e {' '.join(install)}"]
     proposal.notes.append(
         "a venv in corral's environment dir with the project installed editable"
         + (f" plus {', '.join(why)}" if why else "")
@@ -424,6 +441,27 @@ def _python(root: Path, path: str | None, needs_pytest: bool) -> SetupProposal:
             "tox.ini [testenv] steps before the tests: " + "; ".join(tox.commands_pre)
         )
     return proposal
+
+
+def _tagless_version(root: Path, pyproject: dict[str, Any], proposal: SetupProposal) -> str:
+    """The `VAR=version` a project versioned by git tags needs in a checkout
+    without any (see `vcs_version`), noted for gate 1; "" when none."""
+    pretend = pretend_version(root, pyproject)
+    if pretend is not None:
+        proposal.notes.append(
+            f"the project takes its version from git tags and this checkout has none: it is "
+            f"installed as {pretend.version}, read from {pretend.source} "
+            f"({pretend.variable})"
+        )
+        return shlex.quote(pretend.assignment)
+    if versioned_by_tags(root, pyproject) and not has_tags(root):
+        proposal.notes.append(
+            "the project takes its version from git tags and this checkout has none, and no "
+            "PKG-INFO or version file says it: it installs as 0.1.dev0, which test "
+            "dependencies pinned to its releases reject; tag the checkout (git tag v1.0.0) or "
+            "give the setup with SETUPTOOLS_SCM_PRETEND_VERSION=X before the pip line (--setup)"
+        )
+    return ""
 
 
 def _node(root: Path, path: str | None) -> SetupProposal | None:

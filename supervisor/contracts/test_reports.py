@@ -11,15 +11,25 @@ What is read, and how:
 
 - pytest: a JUnit XML report, asked for through `PYTEST_ADDOPTS` (the check's
   command stays as written) into the check's private directory;
-- Node's test runner: its TAP output (the default when not on a terminal)
-  or its spec output;
+- TAP: Node's test runner (the default when not on a terminal), node-tap
+  (subtests by their parents) and tape (a test is its `# name` comment and
+  the assertions after it); a name never carries its directive (`# SKIP`,
+  `# TODO`, node-tap's `# time=707.793ms`): what changes from run to run
+  would make a test that already failed look new on every run;
+- spec reporters (Node's, mocha's), without the durations they print;
 - `go test`: its `-json` events, asked for through `GOFLAGS` when the check
   is one `go test` command (shown as the text `go test -v` would print), else
   the `--- PASS`/`--- FAIL` lines of `-v`;
-- cargo's libtest: its `test name ... ok|FAILED|ignored` lines;
-- unittest with `-v`: its `test_x (module.Class.test_x) ... ok` lines;
+- cargo's libtest: its `test name ... ok|FAILED|ignored` lines, each named
+  by its target (`cargo test --quiet` prints none: drafted checks omit it);
+- unittest with `-v` (drafted unittest checks carry it):
+  `test_x (module.Class.test_x) ... ok` (Python 3.10's `(module.Class)` too);
 - Jest and Vitest: the JSON report a command already writes with
   `--json --outputFile=FILE` / `--reporter=json --outputFile=FILE`.
+
+A runner that names only its failures (unittest without `-v`, cargo's
+`--quiet`) gives no report: one without the passes would let a suite that
+stops early, or loses tests, pass beside a test that already failed.
 
 Everything here is data the check wrote: sizes are capped and parsing never
 executes anything.
@@ -38,17 +48,38 @@ from ..models import TestReport
 MAX_REPORT_BYTES = 8 * 1024 * 1024
 PYTEST_REPORT = "pytest-report.xml"
 
-_TAP = re.compile(r"^(\s*)(not ok|ok) \d+(?: - (.*?))?(?:\s+# (SKIP|TODO)\b.*)?$")
+# a TAP test point: `ok`/`not ok`, an optional number, an optional ` - `, the
+# description, then an optional directive after an unescaped `#` (`# SKIP`,
+# `# TODO`, and reporters' own: node-tap's `# time=707.793ms`)
+_TAP = re.compile(r"^(\s*)(not ok|ok)\b(?: \d+)?(?: -)?(?: (.*))?$")
+_TAP_DIRECTIVE = re.compile(r"(?<!\\)#")
+_TAP_SKIP = re.compile(r"\s*(skip|todo)", re.IGNORECASE)
 _TAP_SUBTEST = re.compile(r"^(\s*)# Subtest: (.*)$")
-_SPEC = re.compile(r"^(\s*)([✔✖﹣]) (.*?)(?: \([\d.]+m?s\))?(?: # (SKIP|TODO)\b.*)?$")
+# tape: a `# name` comment opens a test, its assertions follow (no `- ` needed)
+_TAPE_COMMENT = re.compile(r"^# (.*\S)\s*$")
+_TAPE_SUMMARY = re.compile(
+    r"^(tests|pass|fail|skip|todo|ok|not ok|suites|cancelled|skipped|duration_ms)\b(\s+\d.*)?$"
+)
+# a duration a reporter prints after a test's name: `(0.5ms)`, `(121ms)`, `(3 ms)`, `(1.2 s)`
+_DURATION = r"(?:\s+\(\d+(?:\.\d+)?\s?m?s\))?"
+_SPEC = re.compile(rf"^(\s*)([✔✖﹣✓]) (.*?){_DURATION}(?:\s+# (SKIP|TODO)\b.*)?$")
+_SPEC_SUITE = re.compile(r"^(\s*)▶ (.*?)" + _DURATION + r"$")
+# mocha's spec reporter: `✔ name (12ms)`, `1) name` (failed), `- name` (pending),
+# describe titles as plain indented lines, then `N passing (Xms)`
+_MOCHA_SUMMARY = re.compile(r"^\s*\d+ passing \(")
+_MOCHA_FAILED = re.compile(r"^(\s*)\d+\) (.*\S)\s*$")
+_MOCHA_PENDING = re.compile(r"^(\s*)- (.*\S)\s*$")
 _GO = re.compile(r"^\s*--- (PASS|FAIL|SKIP): (\S+)")
-_CARGO = re.compile(r"^test (\S+) \.\.\. (ok|FAILED|ignored)\b")
+# libtest: `test name ... ok` (a doc test's name has spaces: `src/lib.rs - f (line 3)`)
+_CARGO = re.compile(r"^test (.+?) \.\.\. (ok|FAILED|ignored)\b")
+_CARGO_TARGET = re.compile(r"^\s*(?:Running (?:unittests )?(\S+)|Doc-tests (\S+))")
 _UNITTEST = re.compile(
     r"^(\w+) \(([\w.]+)\)(?:$| .*?\.\.\. (ok|FAIL|ERROR|skipped\b.*|expected failure|unexpected success)$)"
 )
 _UNITTEST_RESULT = re.compile(
     r"\.\.\. (ok|FAIL|ERROR|skipped\b.*|expected failure|unexpected success)$"
 )
+_UNITTEST_IMPORT_FAILED = "unittest.loader._FailedTest"
 
 
 def _uses_pytest(command: str) -> bool:
@@ -204,7 +235,9 @@ def _collection_words(module: str, text: str) -> str:
 
 
 def parse_output(output: str) -> TestReport | None:
-    """Per-test outcomes printed by node's test runner, go test or libtest."""
+    """Per-test outcomes printed by a runner: TAP (node's test runner,
+    node-tap, tape), go test, libtest, unittest, or a spec reporter (node's,
+    mocha's)."""
     for parse in (
         _parse_tap,
         _parse_go_json,
@@ -212,6 +245,7 @@ def parse_output(output: str) -> TestReport | None:
         _parse_cargo,
         _parse_unittest,
         _parse_spec,
+        _parse_mocha,
     ):
         report = parse(output)
         if report is not None:
@@ -219,28 +253,44 @@ def parse_output(output: str) -> TestReport | None:
     return None
 
 
+def tap_point(text: str) -> tuple[str, bool]:
+    """A TAP test point's description without its directive, and whether the
+    directive skips it (`# SKIP`, `# TODO`). Whatever else a reporter puts
+    after an unescaped `#` (node-tap's `# time=707.793ms`) is not the name:
+    it changes from run to run, and a test must keep its name."""
+    parts = _TAP_DIRECTIVE.split(text, maxsplit=1)
+    name = parts[0].strip().replace("\\#", "#")
+    skipped = len(parts) > 1 and bool(_TAP_SKIP.match(parts[1]))
+    return name, skipped
+
+
 def _parse_tap(output: str) -> TestReport | None:
+    if "TAP version" not in output:
+        return None
+    if "# Subtest:" not in output and _opens_with_a_test_comment(output):
+        tape = _parse_tape(output)
+        if tape is not None:
+            return tape
     passed: list[str] = []
     failed: list[str] = []
     skipped: list[str] = []
-    if "TAP version" not in output:
-        return None
     stack: dict[int, str] = {}
     for line in output.splitlines():
         sub = _TAP_SUBTEST.match(line)
         if sub:
             depth = len(sub.group(1))
             stack = {d: n for d, n in stack.items() if d < depth}
-            stack[depth] = sub.group(2).strip()
+            stack[depth] = tap_point(sub.group(2))[0]
             continue
         m = _TAP.match(line)
         if not m:
             continue
         depth = len(m.group(1))
-        name = (m.group(3) or "").strip() or stack.get(depth, "")
+        name, skip = tap_point(m.group(3) or "")
+        name = name or stack.get(depth, "")
         path = [stack[d] for d in sorted(stack) if d < depth] + [name]
         test_id = " > ".join(path)
-        if m.group(4):
+        if skip:
             skipped.append(test_id)
         elif m.group(2) == "ok":
             passed.append(test_id)
@@ -249,7 +299,67 @@ def _parse_tap(output: str) -> TestReport | None:
     return _report(passed, failed, skipped, [])
 
 
+def _opens_with_a_test_comment(output: str) -> bool:
+    """tape's shape: the first line after `TAP version` is a `# name`
+    comment (node-tap 1.x prints test points first, and a `# time=` last)."""
+    lines = output.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith("TAP version")), None)
+    if start is None:
+        return False
+    first = next((line for line in lines[start + 1 :] if line.strip()), "")
+    comment = _TAPE_COMMENT.match(first)
+    return comment is not None and not _TAPE_SUMMARY.match(comment.group(1))
+
+
+def _parse_tape(output: str) -> TestReport | None:
+    """tape's TAP: each test is a `# name` comment and the assertions after
+    it, which carry the assertion's message, not the test's (`ok 1 should be
+    equal`). A test fails when any of its assertions does."""
+    outcome: dict[str, str] = {}  # test name -> passed | failed | skipped
+    current: str | None = None
+    todo: set[str] = set()
+    for line in output.splitlines():
+        comment = _TAPE_COMMENT.match(line)
+        if comment:
+            words = comment.group(1)
+            if _TAPE_SUMMARY.match(words):
+                current = None
+                continue
+            directive = _TAP_SKIP.match(words)
+            if directive and words[directive.end() : directive.end() + 1] == " ":
+                # `# SKIP name` (no assertions follow) or `# TODO name` (its
+                # failures are expected): neither passes nor fails
+                current = words[directive.end() :].strip()
+                outcome.setdefault(current, "skipped")
+                todo.add(current)
+                continue
+            current = words
+            outcome.setdefault(current, "passed")
+            continue
+        m = _TAP.match(line)
+        if not m or m.group(1):
+            continue
+        name, skip = tap_point(m.group(3) or "")
+        test = current if current is not None else name
+        if test in todo:
+            continue
+        if skip:
+            outcome.setdefault(test, "skipped")
+        elif m.group(2) == "not ok":
+            outcome[test] = "failed"
+        elif outcome.get(test) != "failed":
+            outcome[test] = "passed"
+    if not outcome:
+        return None
+    by: dict[str, list[str]] = {"passed": [], "failed": [], "skipped": []}
+    for test, result in outcome.items():
+        by[result].append(test)
+    return _report(by["passed"], by["failed"], by["skipped"], [])
+
+
 def _parse_spec(output: str) -> TestReport | None:
+    """Node's spec reporter: `✔ name (0.5ms)`, `✖ name`, `﹣ name # SKIP`,
+    suites opened by `▶ name`; the duration is never part of the name."""
     passed: list[str] = []
     failed: list[str] = []
     skipped: list[str] = []
@@ -258,6 +368,12 @@ def _parse_spec(output: str) -> TestReport | None:
     for line in output.splitlines():
         if line.startswith("ℹ tests "):
             summary = True
+        suite = _SPEC_SUITE.match(line)
+        if suite:
+            depth = len(suite.group(1))
+            stack = {d: n for d, n in stack.items() if d < depth}
+            stack[depth] = suite.group(2).strip()
+            continue
         m = _SPEC.match(line)
         if not m:
             continue
@@ -265,15 +381,47 @@ def _parse_spec(output: str) -> TestReport | None:
         stack = {d: n for d, n in stack.items() if d < depth}
         name = m.group(3).strip()
         test_id = " > ".join([stack[d] for d in sorted(stack)] + [name])
-        stack[depth] = name
         if m.group(4) or m.group(2) == "﹣":
             skipped.append(test_id)
-        elif m.group(2) == "✔":
+        elif m.group(2) in "✔✓":
             passed.append(test_id)
         else:
             failed.append(test_id)
     # the failures are listed again after the summary: the first list counts
     return _report(passed, failed, skipped, []) if summary else None
+
+
+def _parse_mocha(output: str) -> TestReport | None:
+    """Mocha's spec reporter, up to its `N passing (Xms)` summary (the
+    failures are listed again after it): describe titles are the plain lines
+    at a lower indent."""
+    lines = output.splitlines()
+    end = next((i for i, line in enumerate(lines) if _MOCHA_SUMMARY.match(line)), None)
+    if end is None:
+        return None
+    passed: list[str] = []
+    failed: list[str] = []
+    skipped: list[str] = []
+    stack: dict[int, str] = {}
+    for line in lines[:end]:
+        if not line.strip():
+            continue
+        depth = len(line) - len(line.lstrip())
+        stack = {d: n for d, n in stack.items() if d < depth}
+        spec = _SPEC.match(line)
+        failing = _MOCHA_FAILED.match(line)
+        pending = _MOCHA_PENDING.match(line)
+        if spec:
+            name, target = spec.group(3).strip(), passed if spec.group(2) in "✔✓" else failed
+        elif failing:
+            name, target = failing.group(2), failed
+        elif pending:
+            name, target = pending.group(2), skipped
+        else:
+            stack[depth] = line.strip()  # a describe title
+            continue
+        target.append(" > ".join([stack[d] for d in sorted(stack)] + [name]))
+    return _report(passed, failed, skipped, [])
 
 
 def _parse_go(output: str) -> TestReport | None:
@@ -329,26 +477,44 @@ def go_json_text(output: str) -> str:
 
 
 def _parse_cargo(output: str) -> TestReport | None:
+    """libtest's `test name ... ok|FAILED|ignored` lines, each named by the
+    target that ran it (`src/lib.rs::tests::adds`, `doc mycrate::...`): two
+    test binaries may hold tests of the same name. `--quiet` prints no
+    per-test lines, only `name --- FAILED` for each failure: then the report
+    holds those failures alone (a test that failed before, or fails now, is
+    named; the passes are counted by the exit code)."""
     passed: list[str] = []
     failed: list[str] = []
     skipped: list[str] = []
+    target = ""
     for line in output.splitlines():
+        where = _CARGO_TARGET.match(line)
+        if where:
+            target = where.group(1) or f"doc {where.group(2)}"
+            continue
         m = _CARGO.match(line)
         if m:
-            {"ok": passed, "FAILED": failed, "ignored": skipped}[m.group(2)].append(m.group(1))
+            test_id = f"{target}::{m.group(1)}" if target else m.group(1)
+            {"ok": passed, "FAILED": failed, "ignored": skipped}[m.group(2)].append(test_id)
     return _report(passed, failed, skipped, [])
+
+
+def _unittest_id(method: str, where: str) -> str:
+    """`module.Class.test_x`: Python 3.11+ prints that, older ones `module.Class`."""
+    return where if where.endswith(f".{method}") else f"{where}.{method}"
 
 
 def _parse_unittest(output: str) -> TestReport | None:
     passed: list[str] = []
     failed: list[str] = []
     skipped: list[str] = []
+    errors: list[str] = []
     pending: str | None = None  # a test whose docstring line carries the result
     for line in output.splitlines():
         m = _UNITTEST.match(line)
         outcome: str | None = None
         if m:
-            pending = m.group(2)
+            pending = _unittest_id(m.group(1), m.group(2))
             outcome = m.group(3)
         elif pending is not None:
             result = _UNITTEST_RESULT.search(line)
@@ -358,14 +524,16 @@ def _parse_unittest(output: str) -> TestReport | None:
                 continue
         if pending is None or outcome is None:
             continue
-        if outcome in ("ok", "expected failure"):
+        if pending.startswith(_UNITTEST_IMPORT_FAILED):
+            errors.append(f"{pending.rsplit('.', 1)[-1]}: could not be imported")
+        elif outcome in ("ok", "expected failure"):
             passed.append(pending)
         elif outcome.startswith("skipped"):
             skipped.append(pending)
         else:
             failed.append(pending)
         pending = None
-    return _report(passed, failed, skipped, [])
+    return _report(passed, failed, skipped, errors)
 
 
 def parse_jest_json(text: str) -> TestReport | None:

@@ -24,12 +24,60 @@ without one unless they ask), missing time zone data.
 from __future__ import annotations
 
 import re
+import shlex
 from pathlib import Path
 
 from ..models import CheckResult, CheckVerdict
+from .test_imports import DISTRIBUTIONS
 
-FIX_SETUP = "edit the setup (/setup command) so the check's tools and dependencies are installed"
+FIX_SETUP = (
+    "edit the setup so the check's tools and dependencies are installed: /setup in the console; "
+    "headless, `corral run --setup-add CMD` (after the drafted setup) or --setup CMD (in its place)"
+)
 PLUGINS_REJECTED = "pytest could not load the suite's plugins"
+ENV_PYTHON = '"$CORRAL_ENV/bin/python"'
+# a name from a runner's output goes into a command line only when it is a plain package name
+_PACKAGE_NAME = re.compile(r"(@[a-z0-9][\w.-]{0,63}/)?[A-Za-z0-9][A-Za-z0-9._+-]{0,63}")
+#: Python 2's standard library: a suite importing it runs code from that era
+_PYTHON2_STDLIB = frozenset(
+    {
+        *("StringIO", "cStringIO", "UserDict", "UserList", "UserString", "urllib2"),
+        *("urlparse", "ConfigParser", "Queue", "cPickle", "httplib", "HTMLParser"),
+        *("__builtin__", "cookielib", "SocketServer", "xmlrpclib", "commands", "sets"),
+    }
+)
+
+
+def add_setup_fix(command: str, what: str) -> str:
+    """The way on for something the setup must install: one line to add,
+    headless as a flag to copy, in the console as /setup."""
+    return (
+        f"{what}: headless, `corral run --setup-add {shlex.quote(command)}` (run after the "
+        "drafted setup); in the console, add that line with /setup"
+    )
+
+
+def _project_kind(root: Path) -> str:
+    if any((root / m).is_file() for m in ("pyproject.toml", "setup.py", "setup.cfg")):
+        return "python"
+    if (root / "package.json").is_file():
+        return "node"
+    return ""
+
+
+def _install_fix(name: str, root: Path, *, python_module: bool = False) -> str:
+    """How to install `name` (a program or a module) in the setup, for this project."""
+    if not _PACKAGE_NAME.fullmatch(name):
+        return FIX_SETUP
+    kind = "python" if python_module else _project_kind(root)
+    if kind == "python":
+        dist = DISTRIBUTIONS.get(name.split(".")[0], name.split(".")[0])
+        return add_setup_fix(f"{ENV_PYTHON} -m pip install {dist}", f"install {dist} in the setup")
+    if kind == "node":
+        return add_setup_fix(f"npm install --no-save {name}", f"install {name} in the setup")
+    return FIX_SETUP
+
+
 _PYTEST_VERSION = re.compile(r"\bpytest-(\d+)\.\d+")
 
 
@@ -39,10 +87,9 @@ def older_pytest_fix(output: str) -> str:
     m = _PYTEST_VERSION.search(output)
     below = f"pytest<{m.group(1)}" if m else "pytest<N"
     which = "" if m else " (N: this pytest's major version, `pytest --version`)"
-    return (
-        f"the suite was written for an older pytest: end the setup with "
-        f"`\"$CORRAL_ENV/bin/python\" -m pip install '{below}'`{which} — /setup in the "
-        "console; headless, run with --contract FILE whose setup ends with that line"
+    return add_setup_fix(
+        f'{ENV_PYTHON} -m pip install "{below}"',
+        f"the suite was written for an older pytest{which}: install it in the setup",
     )
 
 
@@ -164,70 +211,151 @@ def _host_cause(output: str) -> str | None:
 def classify(result: CheckResult, command: str, root: Path, *, intent: str = "") -> CheckResult:
     """`result` with its verdict, reason and fix set (a passing result is
     `passes`); `intent` is the contract's description, which decides whether
-    a missing name under the repository's own package is the work."""
+    a missing name under the repository's own package is the work. A
+    *cannot run* names its cause and a way on that works headless (a flag
+    or a contract line to copy), not only the console's /setup."""
     if result.passed:
         return result.model_copy(update={"verdict": CheckVerdict.PASSES, "reason": "", "fix": ""})
-    verdict, reason = _cannot_run_reason(result, command, root, intent)
+    verdict, reason, fix = _cannot_run_reason(result, command, root, intent)
     if verdict is CheckVerdict.FAILS:
         return result.model_copy(update={"verdict": verdict, "reason": reason, "fix": ""})
-    fix = (
-        older_pytest_fix(_ANSI.sub("", result.output_tail))
-        if reason.startswith(PLUGINS_REJECTED)
-        else FIX_SETUP
-    )
-    return result.model_copy(update={"verdict": verdict, "reason": reason, "fix": fix})
+    return result.model_copy(update={"verdict": verdict, "reason": reason, "fix": fix or FIX_SETUP})
+
+
+_GIVE_CHECK = (
+    "give the check that runs the tests here: headless, `corral run --check CMD` (the drafted "
+    "setup stays); in the console, /check name command"
+)
+_NETWORK_FIX = (
+    "checks run without the network: if this check must reach it, say so in a contract "
+    '(`corral run --contract FILE` with "network": true on the check; /check in the console '
+    "keeps the setting); if it fetches what the tests need, fetch it in the setup instead: "
+    "`corral run --setup-add CMD`"
+)
+_READ_ONLY_FIX = (
+    "the check writes outside the worktree and its private temp dir (both writable): point it "
+    "at $TMPDIR or the worktree — headless, `corral run --check CMD` with the path changed"
+)
+_TZ_FIX = (
+    "time zone data is missing on this host: install the host's tzdata package (apt-get "
+    "install tzdata), or for Python "
+    + add_setup_fix(f"{ENV_PYTHON} -m pip install tzdata", "install tzdata in the setup")
+)
+
+
+def _host_fix(host: str) -> str:
+    if host.startswith("no network"):
+        return _NETWORK_FIX
+    if host.startswith("time zone"):
+        return _TZ_FIX
+    return _READ_ONLY_FIX
 
 
 def _cannot_run_reason(
     result: CheckResult, command: str, root: Path, intent: str
-) -> tuple[CheckVerdict, str]:
+) -> tuple[CheckVerdict, str, str]:
     output = _ANSI.sub("", result.output_tail)
     code = result.exit_code
     if result.timed_out:
-        return CheckVerdict.FAILS, "timed out"
+        return CheckVerdict.FAILS, "timed out", ""
     if code == 127:
         m = _NOT_FOUND.search(output)
         what = m.group(1) if m else command.split()[0] if command.split() else command
-        return CheckVerdict.CANNOT_RUN, f"command not found: {what}"
+        if "/" in what:  # a path: not a tool to install
+            fix = f"{what} is not in this checkout: {_GIVE_CHECK}"
+        else:
+            fix = _install_fix(what, root)
+        return CheckVerdict.CANNOT_RUN, f"command not found: {what}", fix
     if code == 126:
-        return CheckVerdict.CANNOT_RUN, "the command is not executable here"
+        return (
+            CheckVerdict.CANNOT_RUN,
+            "the command is not executable here",
+            "run it through its interpreter (`sh FILE`, `python FILE`): headless, `corral run "
+            "--check CMD`; or mark it executable in the repository (git update-index --chmod=+x "
+            "FILE)",
+        )
     host = _host_cause(output)
     if host is not None:
-        return CheckVerdict.CANNOT_RUN, f"the host, not the work: {host}"
+        return CheckVerdict.CANNOT_RUN, f"the host, not the work: {host}", _host_fix(host)
     environment, work = _missing(output, _local_roots(root))
     if environment:
-        return CheckVerdict.CANNOT_RUN, f"missing module: {environment[0]} (not installed)"
+        name = environment[0]
+        top = name.split(".")[0]
+        if top in _PYTHON2_STDLIB:
+            return (
+                CheckVerdict.CANNOT_RUN,
+                f"missing module: {name} (Python 2's standard library: something installed is "
+                "from the Python 2 era — pip may have resolved an old release)",
+                "find the package that imports it in the check's output and install a current "
+                "release in the setup: "
+                + add_setup_fix(f"{ENV_PYTHON} -m pip install -U PACKAGE", "for example"),
+            )
+        return (
+            CheckVerdict.CANNOT_RUN,
+            f"missing module: {name} (not installed)",
+            _install_fix(top, root, python_module=True),
+        )
     collection = result.tests.collection_errors if result.tests else []
     intended = [name for name in work if belongs_to_intent(name, intent)]
     if intended:  # a name under the repository's own package the intent asks for
-        return CheckVerdict.FAILS, f"the repository does not provide {intended[0]} yet"
+        return CheckVerdict.FAILS, f"the repository does not provide {intended[0]} yet", ""
     pytest_red = _is_pytest(command) and code in _PYTEST_CANNOT_RUN_EXITS
     if work or collection or (pytest_red and "error collecting" in output.lower()):
         words = collection[0] if collection else _collection_words(output)
         if not words and work:
             words = f"cannot import {work[0]}"
-        return CheckVerdict.CANNOT_RUN, f"the tests could not be collected: {words}"
+        return CheckVerdict.CANNOT_RUN, f"the tests could not be collected: {words}", FIX_SETUP
     rejected = [m for p in _PLUGIN_REJECTED if (m := p.search(output))]
     if rejected and _is_pytest(command):
         words = rejected[0].group(0).strip()[:200]
-        return CheckVerdict.CANNOT_RUN, f"{PLUGINS_REJECTED}: {words}"
+        return (
+            CheckVerdict.CANNOT_RUN,
+            f"{PLUGINS_REJECTED}: {words}",
+            older_pytest_fix(output),
+        )
     node = _NODE_MISSING.search(output)
     if node:
-        return CheckVerdict.CANNOT_RUN, f"missing module: {node.group(1)} (not installed)"
+        name = node.group(1)
+        package = "/".join(name.split("/")[:2]) if name.startswith("@") else name.split("/")[0]
+        return (
+            CheckVerdict.CANNOT_RUN,
+            f"missing module: {name} (not installed)",
+            _install_fix(package, root) if _project_kind(root) == "node" else FIX_SETUP,
+        )
     go = _GO_MISSING.search(output)
     if go:
-        return CheckVerdict.CANNOT_RUN, f"missing Go module: {go.group(1)} (not downloaded)"
+        return (
+            CheckVerdict.CANNOT_RUN,
+            f"missing Go module: {go.group(1)} (not downloaded)",
+            "checks run without the network, so modules come from the setup: if go.mod names "
+            "it, "
+            + add_setup_fix("go mod download", "download it in the setup")
+            + "; if not, the work must add it to go.mod",
+        )
     if pytest_red:
         lowered = output.lower()
         if code == 5 or "no tests ran" in lowered:
-            return CheckVerdict.CANNOT_RUN, "pytest collected no tests"
+            return (
+                CheckVerdict.CANNOT_RUN,
+                "pytest collected no tests",
+                f"the command selects no tests here: {_GIVE_CHECK}",
+            )
         if "importerror" in lowered or any(c in lowered for c in _COLLECTION):
             words = _collection_words(output)
-            return CheckVerdict.CANNOT_RUN, "pytest could not collect the tests" + (
-                f": {words}" if words else ""
+            return (
+                CheckVerdict.CANNOT_RUN,
+                "pytest could not collect the tests" + (f": {words}" if words else ""),
+                FIX_SETUP,
             )
         if code == 4:
-            return CheckVerdict.CANNOT_RUN, "pytest rejected its command line (usage error)"
+            return (
+                CheckVerdict.CANNOT_RUN,
+                "pytest rejected its command line (usage error)",
+                "an option it was given belongs to a plugin the setup did not install, or is "
+                "misspelt: install the plugin ("
+                + add_setup_fix(f"{ENV_PYTHON} -m pip install PLUGIN", "for example")
+                + f") or {_GIVE_CHECK}",
+            )
 
     last = next((line.strip() for line in reversed(output.splitlines()) if line.strip()), "")
     why = f"exit {code}" if code is not None else "failed"
@@ -235,10 +363,14 @@ def _cannot_run_reason(
         why += f": {last[:120]}"
     elif last:
         why = last.removeprefix("[corral]").strip()[:120]
-    return CheckVerdict.FAILS, why
+    return CheckVerdict.FAILS, why, ""
 
 
 SETUP_FAILED = "setup failed"
+SETUP_FIX = (
+    "the check did not run: fix the setup — headless, `corral run --setup CMD` (repeat it per "
+    "line, in place of the drafted setup) or --no-setup; in the console, /setup"
+)
 # a package index the setup could not reach for a moment: the host, not the work
 _SETUP_NETWORK = re.compile(
     r"ConnectionError|ConnectTimeout|ReadTimeout|Connection reset|Connection refused|"
@@ -257,6 +389,28 @@ def change_broke_setup(output: str, timed_out: bool, baseline: list[CheckResult]
         return False
     clean = _ANSI.sub("", output)
     return _host_cause(clean) is None and not _SETUP_NETWORK.search(clean)
+
+
+def setup_fix(why: str) -> str:
+    """The way on for a failed setup, by its cause."""
+    if _SETUP_NETWORK.search(why) or _host_cause(why) is not None:
+        return (
+            "the setup could not reach a package index (it runs with the network): run again "
+            "when it is reachable; behind a proxy, set HTTPS_PROXY for corral; or give a setup "
+            "that needs none: headless, `corral run --setup CMD` or --no-setup"
+        )
+    if "timed out" in why:
+        return (
+            "the setup ran out of time: give it longer in a contract (`corral run --contract "
+            'FILE` with "setup_timeout_secs"), or a lighter setup: `corral run --setup CMD`'
+        )
+    if "No matching distribution" in why or "Could not find a version" in why:
+        return (
+            "pip found no release that fits (a pin this Python cannot install, or a package "
+            "named differently on PyPI): give the setup with that requirement changed — "
+            + SETUP_FIX.removeprefix("the check did not run: fix the setup — ")
+        )
+    return SETUP_FIX
 
 
 def setup_failed(
@@ -280,6 +434,6 @@ def setup_failed(
         passed=False,
         verdict=CheckVerdict.CANNOT_RUN,
         reason=f"{SETUP_FAILED}: {why}",
-        fix="edit the setup (/setup command) and revise; the check did not run",
+        fix=setup_fix(why),
         output_tail="[corral] not run: the setup failed",
     )

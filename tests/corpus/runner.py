@@ -28,10 +28,11 @@ from corral.supervisor.models import CheckResult, OutcomeContract, SetupOutcome
 
 from .session import (
     Edit,
+    Recheck,
     SessionResult,
     agent_scripts,
     corral_run,
-    passes_on_clean_checkout,
+    independent_recheck,
     verified_from_fresh_clone,
 )
 
@@ -63,6 +64,11 @@ class Project:
     main: str = "index.js"
     test_file: str = "test.js"
     regress: tuple[Edit, ...] = ()
+    # the project's own change: edits of its existing code in its style plus a
+    # test (`old`/`new` replacements, `append`, `write`), and the intent it
+    # is asked with; empty: the generic doubling helper
+    edit: tuple[Edit, ...] = ()
+    intent: str = ""
     # a Debian package's source tree inside it (a Go module's import path);
     # empty: the one crate under usr/share/cargo/registry
     unpacked: str = ""
@@ -97,7 +103,10 @@ class Project:
         return f"{self.name[:16]}-{hashlib.sha1(self.id.encode()).hexdigest()[:7]}"
 
     def change(self) -> list[Edit]:
-        """A small real edit plus a test of it."""
+        """A small real edit plus a test of it: the project's own where
+        projects.toml writes one, else a doubling helper appended."""
+        if self.edit:
+            return [dict(e) for e in self.edit]
         if self.registry == "debian" and self.main.endswith(".go"):  # a Go package
             package = self.module
             return [
@@ -171,6 +180,7 @@ def projects() -> list[Project]:
         dict(
             row,
             regress=tuple(row.get("regress", ())),
+            edit=tuple(row.get("edit", ())),
             needs=tuple(row.get("needs", ())),
             already_failing=tuple(row.get("already_failing", ())),
             may_fail=tuple(row.get("may_fail", ())),
@@ -272,29 +282,40 @@ class Outcome:
     cached_secs: float
     baseline: list[CheckResult] = field(default_factory=list)
     change: SessionResult | None = None
-    reverified: tuple[bool, str] = (False, "not run")
+    recheck: Recheck = field(default_factory=lambda: Recheck(False, "not run"))
     attested: tuple[bool, str] = (False, "not run")  # `corral verify` from a fresh clone
     regress: SessionResult | None = None
 
     @property
+    def reverified(self) -> tuple[bool, str]:
+        return self.recheck.ok, self.recheck.why
+
+    @property
     def delivered(self) -> bool:
-        """The correct change was delivered and passes on a clean checkout."""
-        return self.change is not None and self.change.delivered and self.reverified[0]
+        """The correct change was delivered and passes when re-checked
+        independently (fresh clone, fresh environment, the contract verbatim)."""
+        return self.change is not None and self.change.delivered and self.recheck.ok
 
     @property
     def regression_refused(self) -> bool:
+        """Not delivered, for whatever reason."""
         return self.regress is not None and not self.regress.delivered
+
+    @property
+    def regression_caught(self) -> bool:
+        """Not delivered because a check failed at verification and said which."""
+        return self.regress is not None and self.regress.caught
 
     def delivery(self) -> str:
         """One line: how the correct change fared."""
         if self.change is None:
             return "not run"
         if self.delivered:
-            return f"delivered ({self.change.secs:.0f}s), re-verified"
+            extra = " (red before too)" if self.recheck.red_before else ""
+            return f"delivered ({self.change.secs:.0f}s), re-checked independently{extra}"
         if self.change.delivered:
-            return f"delivered, but the clean checkout fails: {self.reverified[1]}"
-        why = self.change.error.splitlines()[0] if self.change.error else self.change.state
-        return f"exit {self.change.exit_code}: {why}"
+            return f"delivered, but the independent re-check fails: {self.recheck.why}"
+        return f"exit {self.change.exit_code}: {self.change.why_not()}"
 
     @property
     def already_failing(self) -> list[str]:
@@ -338,13 +359,15 @@ async def _sessions(outcome: Outcome, work: Path, home: Path) -> None:
     change, regress = agent_scripts(
         work / f"{project.id}-agent", project.change(), project.regression()
     )
-    outcome.change = await asyncio.to_thread(
-        corral_run, repo, home, f"Add a doubling helper to {project.name}, with a test", change
-    )
-    if outcome.change.delivered:
-        envs = Environments(home)  # the sessions' own environments, reused
-        outcome.reverified = await passes_on_clean_checkout(
-            repo, outcome.change.branch, work / f"{project.id}-clean", envs, git
+    intent = project.intent or f"Add a doubling helper to {project.name}, with a test"
+    outcome.change = await asyncio.to_thread(corral_run, repo, home, intent, change)
+    if outcome.change.delivered and outcome.change.contract is not None:
+        outcome.recheck = await asyncio.to_thread(
+            independent_recheck,
+            repo,
+            outcome.change.branch,
+            outcome.change.contract,
+            work / f"{project.id}-clean",
         )
         outcome.attested = await asyncio.to_thread(
             verified_from_fresh_clone, repo, outcome.change.branch, work / f"{project.id}-verify"

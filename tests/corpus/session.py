@@ -1,15 +1,22 @@
 """A scripted agent's work on a corpus project, through `corral run` as a
-user runs it headless: the conventions lane drafts the contract, `--yes`
-confirms it, a one-shot agent applies scripted edits, corral verifies and
-delivers to a branch. A correct change (a small real edit plus a test) must be
-delivered and pass again on a clean checkout of the delivered branch; a
-regression (an edit that breaks what the project's tests cover) must be
-refused. Used by tests/corpus/runner.py."""
+new user runs it headless: default configuration (repairs on, no config
+file, questions left to the operator), the conventions lane drafts the
+contract, `--yes` confirms it, a one-shot agent applies scripted edits,
+corral verifies and delivers to a branch. A correct change (an edit of
+existing code in the project's style plus a test) must be delivered and
+pass again when re-checked independently of corral: the contract the
+session used (its setup and checks, verbatim) runs in a fresh clone of the
+delivered branch with a fresh environment, by plain shell, never through
+corral's environments or its drafting. A regression (an edit that breaks
+one tested behaviour) must be *caught*: a check failed at verification and
+said which — any other way of not being delivered (a timeout, a setup that
+failed, a run left waiting) is counted apart. Used by tests/corpus/runner.py."""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -17,11 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from corral.supervisor.contracts.checks import run_contract
-from corral.supervisor.contracts.environment import Environments
-
 ROOT = Path(__file__).resolve().parents[2]
-RUN_TIMEOUT_SECS = 420
+RUN_TIMEOUT_SECS = 900
 
 #: Edits as the one-shot agent applies them, relative to its worktree.
 Edit = dict[str, str]
@@ -46,17 +50,35 @@ print("applied", len(json.loads({edits!r})), "edits")
 
 @dataclass
 class SessionResult:
-    """How one `corral run` ended, as its exit code and last JSON line say."""
+    """How one `corral run` ended, as its exit code and last JSON line say,
+    with the contract it ran and what its verifications said."""
 
     exit_code: int
     state: str
     branch: str
     error: str
     secs: float
+    contract: dict[str, Any] | None = None
+    # "check: reason" for each check a verification found failing (it ran and
+    # its assertion failed: the *fails* verdict), in order
+    failed_checks: tuple[str, ...] = ()
 
     @property
     def delivered(self) -> bool:
         return self.exit_code == 0 and bool(self.branch)
+
+    @property
+    def caught(self) -> bool:
+        """Not delivered because a check failed and named what: a regression caught."""
+        return not self.delivered and bool(self.failed_checks)
+
+    def why_not(self) -> str:
+        """One line: why it was not delivered."""
+        if self.caught:
+            return f"caught: {self.failed_checks[-1]}"
+        return (
+            self.error.splitlines()[0] if self.error else self.state
+        ) or f"exit {self.exit_code}"
 
 
 def _agent_script(where: Path, name: str, edits: list[Edit]) -> Path:
@@ -66,19 +88,18 @@ def _agent_script(where: Path, name: str, edits: list[Edit]) -> Path:
 
 
 def corral_run(repo: Path, home: Path, intent: str, script: Path) -> SessionResult:
-    """`corral run` headless with a one-shot agent running `script`."""
+    """`corral run` headless with a one-shot agent running `script`, in the
+    default configuration a new user has (repairs on; no config file)."""
     home.mkdir(parents=True, exist_ok=True)
-    config = home / "config.toml"
-    # a regression is refused on its first verification: no repair rounds
-    config.write_text("[supervisor]\nrepair_invokes = 0\n", encoding="utf-8")
+    config = home / "no-config.toml"  # absent: every setting at its default
     env = dict(os.environ, CORRAL_HOME=str(home), CORRAL_CONFIG=str(config))
     env["CORRAL_TMUX_SOCKET_DIR"] = str(home / "tmux")
     env["PYTHONPATH"] = str(ROOT)
     argv = [sys.executable, "-m", "corral.tui.cli", "run", "--repo", str(repo)]
     argv += ["--intent", intent, "--agent", f"oneshot:{sys.executable} {script}"]
-    # headless as in CI: nobody answers (a question or a check that cannot run
-    # ends the run waiting for the operator, exit 4)
-    argv += ["--yes", "--deliver", "branch", "--json", "--on-question", "deny"]
+    # headless as a new user runs it: nobody answers on stdin (a question or a
+    # check that cannot run ends the run waiting for the operator, exit 4)
+    argv += ["--yes", "--deliver", "branch", "--json"]
     started = time.monotonic()
     try:
         proc = subprocess.run(
@@ -97,12 +118,25 @@ def corral_run(repo: Path, home: Path, intent: str, script: Path) -> SessionResu
         _stop_private_tmux(home)
     secs = time.monotonic() - started
     last: dict[str, Any] = {}
-    for line in reversed(proc.stdout.strip().splitlines()):
+    contract: dict[str, Any] | None = None
+    failed: list[str] = []
+    for line in proc.stdout.strip().splitlines():
         try:
-            last = json.loads(line)
-            break
+            event = json.loads(line)
         except ValueError:
             continue
+        if not isinstance(event, dict):
+            continue
+        last = event
+        data = event.get("data") if isinstance(event.get("data"), dict) else {}
+        if event.get("kind") == "contract_proposed":
+            contract = data.get("contract")
+        elif event.get("kind") == "contract_evaluated" and not data.get("passed", True):
+            failed += [
+                f"{r.get('name')}: {r.get('reason')}"
+                for r in data.get("results") or []
+                if r.get("verdict") == "fails"
+            ]
     error = str(last.get("error") or "") or proc.stderr.strip()[-600:]
     return SessionResult(
         exit_code=proc.returncode,
@@ -110,6 +144,8 @@ def corral_run(repo: Path, home: Path, intent: str, script: Path) -> SessionResu
         branch=str(last.get("result_branch") or ""),
         error=error,
         secs=secs,
+        contract=contract,
+        failed_checks=tuple(failed),
     )
 
 
@@ -124,40 +160,99 @@ def _stop_private_tmux(home: Path) -> None:
             )
 
 
-async def passes_on_clean_checkout(
-    repo: Path, branch: str, where: Path, envs: Environments, git: Any
-) -> tuple[bool, str]:
-    """The delivered branch, checked out afresh, set up and checked with the
-    contract drafted from the untouched tree, judged test by test against
-    that tree's own run (as corral judges a verification)."""
-    from corral.supervisor.contracts.conventions import draft_contract
+@dataclass
+class Recheck:
+    """The delivered branch re-checked independently of corral."""
 
-    base, clean = where / "untouched", where / "delivered"
-    git(repo, "worktree", "add", "-q", "--detach", str(base), "HEAD")
-    git(repo, "worktree", "add", "-q", "--detach", str(clean), branch)
+    ok: bool
+    why: str
+    red_before: bool = False  # a check red on the untouched clone too (not confirmed by exit code)
+    setup_secs: float = 0.0
+
+
+def _shell(command: str, cwd: Path, env: dict[str, str], timeout: float) -> tuple[int, str]:
     try:
-        contract = draft_contract(base, "re-verify the delivered branch")
-        baseline = None
-        for tree in (base, clean):
-            setup = await envs.prepare(contract, tree)
-            if setup is not None and not setup.outcome.ok:
-                return False, f"setup failed in {tree.name}: {setup.outcome.failed_command}"
-            environment = setup.environment if setup is not None else None
-            results = await run_contract(
-                contract,
-                tree,
-                environment=environment,
-                untouched=baseline is None,
-                baseline=baseline,
-            )
-            baseline = results if baseline is None else baseline
-        failing = [r for r in results if not r.passed]
-        if failing:
-            return False, f"{failing[0].name}: {failing[0].reason}"
-        return True, "passes"
-    finally:
-        for tree in (base, clean):
-            git(repo, "worktree", "remove", "--force", str(tree))
+        done = subprocess.run(
+            ["bash", "-c", command],
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+    except subprocess.TimeoutExpired:
+        return -1, f"timed out after {timeout:.0f}s"
+    return done.returncode, (done.stdout + done.stderr)[-1500:]
+
+
+def _fresh_clone(repo: Path, ref: str, where: Path) -> Path:
+    subprocess.run(
+        ["git", "clone", "-q", "--no-hardlinks", str(repo), str(where)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    target = ref if ref == "HEAD" else f"origin/{ref}"  # a clone has the branch as a remote one
+    subprocess.run(
+        ["git", "checkout", "-q", "--detach", target], cwd=where, check=True, capture_output=True
+    )
+    return where
+
+
+def _run_contract_verbatim(
+    contract: dict[str, Any], tree: Path, env_dir: Path
+) -> tuple[str | None, dict[str, tuple[int, str]]]:
+    """The setup, then each check, by plain bash in `tree` with a fresh
+    `$CORRAL_ENV`; the checks with its bin/ first on PATH (and VIRTUAL_ENV
+    for a venv), as the contract documents. (setup failure, check → (exit, tail))."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CORRAL_", "VIRTUAL_ENV"))}
+    env["CORRAL_ENV"] = str(env_dir)
+    for command in contract.get("setup") or []:
+        code, tail = _shell(command, tree, env, float(contract.get("setup_timeout_secs") or 900))
+        if code != 0:
+            said = " | ".join(tail.strip().splitlines()[-4:])
+            return f"setup `{command}` exited {code}: {said}", {}
+    if (env_dir / "bin").is_dir():
+        env["PATH"] = f"{env_dir / 'bin'}{os.pathsep}{env.get('PATH', os.defpath)}"
+    if (env_dir / "pyvenv.cfg").is_file():
+        env["VIRTUAL_ENV"] = str(env_dir)
+    results = {
+        str(check["name"]): _shell(
+            str(check["command"]), tree, env, float(check.get("timeout_secs") or 900)
+        )
+        for check in contract.get("checks") or []
+    }
+    return None, results
+
+
+def independent_recheck(repo: Path, branch: str, contract: dict[str, Any], where: Path) -> Recheck:
+    """The contract the session ran, verbatim, in fresh clones of the
+    untouched tree and of the delivered branch, each with a fresh
+    environment: no corral code decides anything here. A check must exit 0
+    on the delivered branch; one already red on the untouched clone (a test
+    failing there) may stay red and is counted as `red_before`, its
+    per-test judgement being corral's own (not re-decided here)."""
+    shutil.rmtree(where, ignore_errors=True)
+    where.mkdir(parents=True)
+    started = time.monotonic()
+    base = _fresh_clone(repo, "HEAD", where / "untouched")
+    delivered = _fresh_clone(repo, branch, where / "delivered")
+    failed_setup, before = _run_contract_verbatim(contract, base, where / "env-untouched")
+    if failed_setup:
+        return Recheck(False, f"untouched clone: {failed_setup}")
+    failed_setup, after = _run_contract_verbatim(contract, delivered, where / "env-delivered")
+    secs = time.monotonic() - started
+    if failed_setup:
+        return Recheck(False, f"delivered clone: {failed_setup}", setup_secs=secs)
+    red = [name for name, (code, _) in after.items() if code != 0]
+    new_red = [name for name in red if before.get(name, (0, ""))[0] == 0]
+    if new_red:
+        tail = after[new_red[0]][1].strip().splitlines()[-1:] or [""]
+        return Recheck(False, f"{new_red[0]} exits {after[new_red[0]][0]}: {tail[0][:120]}")
+    if red:
+        return Recheck(True, f"red on both clones: {', '.join(red)}", red_before=True)
+    return Recheck(True, "every check exits 0", setup_secs=secs)
 
 
 def verified_from_fresh_clone(repo: Path, branch: str, where: Path) -> tuple[bool, str]:

@@ -4,11 +4,13 @@ conventions lane drafts its contract and setup; the setup runs in one
 worktree and is reused by a second (never rebuilt, whatever its kind); the
 project's own tests run in the second worktree. Every check must pass on the
 untouched tree, or state a correct *cannot run* with its reason — never a
-red that would "prove the work". Then, through `corral run` as a user runs
-it headless, a scripted correct change is delivered (and passes again on a
-clean checkout of the delivered branch) exactly where projects.toml says
-today's drafting can, and a scripted regression is refused exactly where it
-says so (a gap is recorded with its reason, never hidden)."""
+red that would "prove the work". Then, through `corral run` as a new user
+runs it headless (default configuration), a scripted correct change is
+delivered (and passes again when re-checked independently: the session's
+contract verbatim in fresh clones with fresh environments) exactly where
+projects.toml says today's drafting can, and a scripted regression is caught
+by a check that fails and names it exactly where it says so (a gap is
+recorded with its reason, never hidden)."""
 
 from __future__ import annotations
 
@@ -122,7 +124,9 @@ def test_a_regression_is_refused_where_the_corpus_says_it_is(
     assert outcome.regress is not None
     if project.refuses_regression:
         assert outcome.regress.exit_code != 0 and not outcome.regress.branch, outcome.regress
-        assert outcome.regression_refused
+        # caught: a check failed at verification and named it (a timeout, a
+        # setup failure or a run left waiting is not a catch)
+        assert outcome.regression_caught, outcome.regress.why_not()
     else:  # a known gap, recorded with its reason; this fails once it is closed
         assert outcome.regress.delivered, (
             f"refused now: update projects.toml ({project.why_missed})"
@@ -139,10 +143,16 @@ def test_the_corpus_list_is_pinned_and_varied() -> None:
         *("src layout", "flat", "tox", "nox", "hatch", "poetry", "C extension"),
         *("version-file", "test/", "coverage wrapper", "without tests", "host-dependent"),
         *("genuinely failing test", "compile step"),
+        *("node-tap with directives", "setuptools-scm project without tags", "unittest-only"),
         *("Rust", "Go"),
     ):
         assert shape in shapes, shape
     assert sum(p.registry == "npm" for p in everything) >= 5
     assert all(p.why_not for p in everything if not p.delivers)
     assert all(p.why_missed for p in everything if not p.refuses_regression)
+    # projects with their own change edit existing code and add a test
+    for p in everything:
+        if p.edit:
+            assert any("old" in e for e in p.edit) and p.intent, p.id
+            assert p.regress, p.id  # and a regression of one behaviour
     assert Path(__file__).with_name("projects.toml").is_file()

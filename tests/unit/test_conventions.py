@@ -367,10 +367,10 @@ def test_unittest_fallback_without_pytest(repo: Path, tmp_path: Path) -> None:
     write(repo, "tests/test_thing.py", "import unittest\n\nclass T(unittest.TestCase): ...\n")
     found = runners(repo, path)
     assert list(found) == ["unittest"]
-    assert found["unittest"].command == "python3 -m unittest discover -s tests -q"
+    assert found["unittest"].command == "python3 -m unittest discover -s tests -v"
     assert found["unittest"].available
     write(repo, "tests/__init__.py")
-    assert runners(repo, path)["unittest"].command == "python3 -m unittest -q"
+    assert runners(repo, path)["unittest"].command == "python3 -m unittest -v"
 
 
 def test_pytest_style_tests_without_pytest_are_reported_missing(repo: Path, tmp_path: Path) -> None:
@@ -423,7 +423,7 @@ def test_cargo_and_go_are_detected(repo: Path, all_tools: str) -> None:
     write(repo, "Cargo.toml", "[package]\nname = 'x'\n")
     write(repo, "go.mod", "module x\n")
     found = runners(repo, all_tools)
-    assert found["cargo_test"].command == "cargo test --quiet"
+    assert found["cargo_test"].command == "cargo test"
     assert found["go_test"].command == "go test ./..."
 
 
@@ -542,7 +542,7 @@ async def test_not_verified_section_lists_intent_ci_jobs_and_missing_tools(
     assert "- agreed constraint: keep the API stable" in gaps
     assert "- CI job 'Lint code': no check runs it" in gaps
     assert not any("'tests'" in g for g in gaps)  # the check named `tests` runs it
-    assert any(g.startswith("- cargo_test: `cargo test --quiet`") and "cargo" in g for g in gaps)
+    assert any(g.startswith("- cargo_test: `cargo test`") and "cargo" in g for g in gaps)
     assert all(g.startswith("- ") for g in gaps)
 
 
@@ -734,7 +734,7 @@ def test_a_setup_py_test_suite_inside_the_package_is_the_runner(repo: Path, tmp_
         ),
         (
             ["ply/__init__.py", "test/testlex.py", "test/testyacc.py"],
-            "python3 -m unittest discover -s test -q",
+            "python3 -m unittest discover -s test -v",
         ),
     ],
 )
@@ -827,3 +827,62 @@ async def test_an_npm_package_whose_test_script_only_echoes_must_get_tests_from_
     write(repo, "index.js", "module.exports = function () {};\n")
     [after] = await run_contract(contract, repo, baseline=before)
     assert str(after.verdict) == "fails"
+
+
+MAKE_WITH_INSTALL = (
+    "PY ?= python3\n\n"
+    ".PHONY: test install\n"
+    "install:\n\t$(PY) -m pip install -e .[test]\n\n"
+    "test: install\n\t$(PY) -m pytest tests\n"
+)
+
+
+def test_a_make_target_that_installs_is_no_required_check_beside_pytest(
+    repo: Path, all_tools: str
+) -> None:
+    """The issue's case: `make test` runs `pip install` (through its
+    prerequisite), which fails offline whatever the change, beside a good
+    pytest check: it is left out, saying why and how to run it anyway."""
+    write(repo, "pyproject.toml", "[project]\nname = 'x'\n\n[tool.pytest.ini_options]\n")
+    write(repo, "tests/test_x.py", "def test_x():\n    pass\n")
+    write(repo, "Makefile", MAKE_WITH_INSTALL)
+    contract = draft_contract(repo, "x", path=all_tools)
+    assert [c.name for c in contract.checks] == ["tests"]
+    _, _, gaps = contract.description.partition(NOT_VERIFIED_HEADING)
+    line = next(g for g in gaps.splitlines() if g.startswith("- make_test"))
+    assert "pip install -e .[test]" in line and "needs the network" in line
+    assert '"network": true' in line  # the way on, headless
+
+
+def test_a_make_target_that_fetches_is_drafted_with_the_network_when_alone(
+    repo: Path, tmp_path: Path
+) -> None:
+    write(
+        repo, "Makefile", "test:\n\t$(MAKE) deps\n\t./run-tests\ndeps:\n\t@curl -sO https://x/y\n"
+    )
+    contract = draft_contract(repo, "x", path=stub_bin(tmp_path, "make"))
+    [check] = contract.checks
+    assert check.command == "make test" and check.network
+    assert "with the network (network = true): `make test` runs `curl -sO https://x/y`" in (
+        contract.description
+    )
+
+
+def test_a_make_target_that_only_runs_tests_is_offline(repo: Path, tmp_path: Path) -> None:
+    write(repo, "Makefile", "check: lint\n\t./run-tests\nlint:\n\tflake8 .\n")
+    [check] = draft_contract(repo, "x", path=stub_bin(tmp_path, "make")).checks
+    assert check.command == "make check" and not check.network
+
+
+def test_a_unittest_package_under_src_is_found_and_run_as_a_package(
+    repo: Path, all_tools: str
+) -> None:
+    """decorator 5.1.1's shape: src/tests/test.py (unittest, no test_*.py, no
+    pytest config) was not found at all, so the drafter asked the work to
+    add tests; imported from src/ as `tests.test`, never the stdlib's `test`."""
+    write(repo, "setup.py", "from setuptools import setup\nsetup(name='d', test_suite='tests')\n")
+    write(repo, "src/d.py", "X = 1\n")
+    write(repo, "src/tests/__init__.py")
+    write(repo, "src/tests/test.py", "import unittest\n\nclass T(unittest.TestCase): ...\n")
+    [check] = draft_contract(repo, "x", path=all_tools).checks
+    assert check.command == "python3 -m unittest discover -s src/tests -t src -v"

@@ -361,3 +361,19 @@ def test_modules_the_tests_import_that_nothing_declares_are_installed(
         "-c import yaml",
     ]
     assert done.stdout == "[corral] could not install hypothesis\n"
+
+
+def test_a_tox_only_unittest_suite_is_drafted_verbose(repo: Path, tmp_path: Path) -> None:
+    """tox.ini's `python -m unittest discover` is run with `-v`: without it
+    unittest names no passing test, and the check could only be judged by
+    its exit code (a test already failing would block every change)."""
+    write(repo, "setup.py", "from setuptools import setup\nsetup(name='x')\n")
+    write(
+        repo,
+        "tox.ini",
+        "[testenv]\ncommands =\n    python -m unittest discover -s tests {posargs}\n",
+    )
+    write(repo, "tests/test_x.py", "import unittest\n")
+    contract = draft_contract(repo, "x", path=stub_bin(tmp_path, "python3", "tox"))
+    [check] = contract.checks
+    assert check.command == "python -m unittest discover -s tests -v"

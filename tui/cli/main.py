@@ -289,7 +289,25 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         metavar="CMD",
         help="a shell command that must exit 0 for the task to be done (repeatable): the "
-        "contract, instead of a drafted one or --contract",
+        "contract's checks, instead of drafted ones or --contract (the drafted setup stays)",
+    )
+    run.add_argument(
+        "--setup",
+        action="append",
+        metavar="CMD",
+        help="a setup command (repeatable), run with the network before the checks, in "
+        "place of the drafted setup or the contract's (e.g. --setup '\"$CORRAL_ENV/bin/python\" "
+        "-m pip install X'; $CORRAL_ENV is the checks' environment)",
+    )
+    run.add_argument(
+        "--setup-add",
+        action="append",
+        metavar="CMD",
+        help="a setup command (repeatable) run after the drafted setup or the contract's: what "
+        "a check that cannot run needs installed (its fix says the line)",
+    )
+    run.add_argument(
+        "--no-setup", action="store_true", help="no setup: the checks run as the checkout is"
     )
     run.add_argument(
         "--hidden-check",

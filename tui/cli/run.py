@@ -33,10 +33,14 @@ from corral.supervisor.factory import build_supervisor, default_drafter
 from corral.supervisor.interface import (
     ContractDrafter,
     FixedDrafter,
+    GivenSetup,
     Subscription,
     checks_contract,
+    given_setup,
     hidden_check_from_file,
     load_contract,
+    repo_root,
+    with_given_setup,
 )
 from corral.supervisor.models import (
     CoderSession,
@@ -182,17 +186,26 @@ async def run_session(
     judge: list[str] | None = None,
     not_judge: list[str] | None = None,
     hidden: list[str] | None = None,
+    setup: list[str] | None = None,
+    setup_add: list[str] | None = None,
 ) -> int:
-    """As a client of the owner when one runs; else as the owner for the run."""
+    """As a client of the owner when one runs; else as the owner for the run.
+
+    `--check` replaces the drafted checks and keeps the drafted setup;
+    `setup` (`--setup`, repeatable; `[]` for `--no-setup`) replaces the
+    setup of any contract: a drafted one, a file's or the checks';
+    `setup_add` (`--setup-add`) runs after it."""
     if contract_file is not None and checks:
         raise CorralError("give the contract as --contract FILE or as --check commands, not both")
-    given = (
-        load_contract(contract_file)
-        if contract_file
-        else checks_contract(checks)
-        if checks
-        else None
-    )
+    setup = given_setup(setup) if setup is not None else None
+    added = given_setup(setup_add) if setup_add else []
+    given: OutcomeContract | None = None
+    if contract_file:
+        given = with_given_setup(load_contract(contract_file), setup, added)
+    elif checks:
+        # the setup is drafted from the repository's top level, as drafting does
+        root = repo_root(repo) if setup is None else None
+        given = with_given_setup(checks_contract(checks, setup=setup, root=root), None, added)
     if judge or not_judge:
         if given is None:
             raise CorralError(
@@ -214,6 +227,12 @@ async def run_session(
     if full is not None:  # said before anything is written: nothing hangs half-made
         raise full
     if owner_running(state_dir):
+        if given is None and (setup is not None or added):
+            raise CorralError(
+                "--setup or --setup-add with a drafted contract needs this run to draft it, and "
+                f"a corral owns {state_dir}: give the checks too (--check CMD) or a --contract "
+                "FILE"
+            )
         attached = AttachedSupervisor(state_dir, mirror_board=False)
         try:
             await attached.open()
@@ -247,6 +266,8 @@ async def run_session(
     drafter: ContractDrafter = (
         FixedDrafter(given) if given is not None and given.checks else default_drafter()
     )
+    if drafting and (setup is not None or added):
+        drafter = GivenSetup(drafter, setup, added)
     sup = build_supervisor(state_dir, drafter, backend=backend)
     await sup.open()
     services = OwnerServices(sup, mcp_http=False)  # other clients reach this run's owner
@@ -588,6 +609,8 @@ async def _read_line() -> str:
 def main_run(args: argparse.Namespace) -> int:
     if not args.intent.strip():
         raise CorralError("--intent is empty: say what the task should achieve")
+    if args.no_setup and args.setup:
+        raise CorralError("give the setup as --setup commands or drop it with --no-setup, not both")
     sandbox = confinement_status()
     if not sandbox.confined:
         say(f"corral: sandbox {sandbox.detail}", file=sys.stderr, flush=True)
@@ -613,6 +636,8 @@ def main_run(args: argparse.Namespace) -> int:
                 judge=args.judge,
                 not_judge=args.not_judge,
                 hidden=args.hidden_check,
+                setup=[] if args.no_setup else args.setup,
+                setup_add=args.setup_add,
             )
         )
     except CorralError as exc:

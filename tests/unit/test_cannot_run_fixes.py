@@ -1,0 +1,171 @@
+"""Every *cannot run* says its real cause and a way on that works headless:
+a `corral run` flag or a contract line to copy, not only the console's
+/setup. Each cause is produced by a real command (sandboxed like any
+check) in a real directory, and a name from the runner's output reaches a
+suggested command line only when it is a plain package name."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from corral.supervisor.contracts.checks import run_check
+from corral.supervisor.contracts.environment import setup_reason
+from corral.supervisor.contracts.verdicts import setup_failed
+from corral.supervisor.models import CheckResult, CheckVerdict, ContractCheck, SetupOutcome
+from corral.supervisor.sandbox import SandboxPolicy, active_policy, set_active_policy
+
+PY = sys.executable
+HEADLESS = "corral run --"
+
+
+@pytest.fixture(autouse=True)
+def interpreter_visible() -> Iterator[None]:
+    before = active_policy()
+    if Path(PY).absolute().is_relative_to("/tmp"):
+        set_active_policy(SandboxPolicy(enabled=False))
+    try:
+        yield
+    finally:
+        set_active_policy(before)
+
+
+def write(root: Path, rel: str, text: str) -> None:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+async def verdict(root: Path, command: str) -> CheckResult:
+    result = await run_check(ContractCheck(name="c", command=command, timeout_secs=60), root)
+    assert result.verdict is CheckVerdict.CANNOT_RUN, (result.reason, result.output_tail)
+    return result
+
+
+@pytest.fixture
+def python_project(tmp_path: Path) -> Path:
+    root = tmp_path / "proj"
+    write(root, "pyproject.toml", "[project]\nname = 'proj'\nversion = '1'\n")
+    write(root, "proj/__init__.py", "")
+    return root
+
+
+async def test_a_missing_tool_in_a_python_project_says_the_pip_line(python_project: Path) -> None:
+    result = await verdict(python_project, "nosuchtool --version")
+    assert result.reason == "command not found: nosuchtool"
+    assert (
+        "corral run --setup-add '\"$CORRAL_ENV/bin/python\" -m pip install nosuchtool'"
+        in result.fix
+    )
+
+
+async def test_a_missing_tool_in_a_node_project_says_the_npm_line(tmp_path: Path) -> None:
+    write(tmp_path, "package.json", '{"name": "p"}')
+    result = await verdict(tmp_path, "nosuchtool")
+    assert "corral run --setup-add 'npm install --no-save nosuchtool'" in result.fix
+
+
+async def test_a_missing_script_in_the_checkout_asks_for_the_check(tmp_path: Path) -> None:
+    result = await verdict(tmp_path, "./run-tests.sh")
+    assert result.reason.startswith("command not found: ")
+    assert "corral run --check CMD" in result.fix
+
+
+async def test_a_hostile_name_never_reaches_a_suggested_command(tmp_path: Path) -> None:
+    write(tmp_path, "pyproject.toml", "")
+    result = await verdict(tmp_path, "'x$(touch${IFS}pwned)'")
+    assert "pip install" not in result.fix and "pwned" not in result.fix
+    assert "--setup-add CMD" in result.fix  # the general way on
+
+
+async def test_a_file_that_is_not_executable_says_how_to_run_it(tmp_path: Path) -> None:
+    write(tmp_path, "run-tests", "#!/bin/sh\nexit 0\n")
+    result = await verdict(tmp_path, "./run-tests")
+    assert result.reason == "the command is not executable here"
+    assert "sh FILE" in result.fix and "corral run --check CMD" in result.fix
+
+
+async def test_a_missing_python_module_names_its_distribution(python_project: Path) -> None:
+    result = await verdict(python_project, f"{PY} -c 'import yaml_surely_absent'")
+    assert result.reason == "missing module: yaml_surely_absent (not installed)"
+    assert "-m pip install yaml_surely_absent'" in result.fix and HEADLESS in result.fix
+    mapped = await verdict(
+        python_project, f"{PY} -c 'raise ModuleNotFoundError(\"No module named yaml\")'"
+    )
+    assert "-m pip install PyYAML'" in mapped.fix  # the import name is not the package's
+
+
+async def test_python_2_standard_library_says_an_old_release_was_resolved(
+    python_project: Path,
+) -> None:
+    """The issue's case: a tagless setuptools-scm checkout made pip resolve a
+    pytest from 2017, and corral said "missing module: UserDict" with advice
+    that led nowhere."""
+    result = await verdict(python_project, f"{PY} -c 'import UserDict'")
+    assert "Python 2's standard library" in result.reason
+    assert "install a current release" in result.fix and "--setup-add" in result.fix
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+async def test_a_missing_node_module_says_the_npm_line(tmp_path: Path) -> None:
+    write(tmp_path, "package.json", '{"name": "p"}')
+    result = await verdict(tmp_path, "node -e \"require('@scope/left-pad/sub')\"")
+    assert result.reason == "missing module: @scope/left-pad/sub (not installed)"
+    assert "corral run --setup-add 'npm install --no-save @scope/left-pad'" in result.fix
+
+
+async def test_no_network_says_how_to_declare_it(tmp_path: Path) -> None:
+    result = await verdict(
+        tmp_path,
+        f"{PY} -c 'import socket; socket.getaddrinfo(\"pypi.org\", 443)'",
+    )
+    assert result.reason.startswith("the host, not the work: no network")
+    assert '"network": true' in result.fix and "corral run --contract FILE" in result.fix
+
+
+async def test_pytest_collecting_nothing_asks_for_the_check(tmp_path: Path) -> None:
+    write(tmp_path, "tests/helper.py", "X = 1\n")
+    result = await verdict(tmp_path, f"{PY} -m pytest -q -p no:cacheprovider tests")
+    assert result.reason == "pytest collected no tests"
+    assert "corral run --check CMD" in result.fix
+
+
+async def test_pytest_rejecting_an_option_names_the_plugin_way(tmp_path: Path) -> None:
+    write(tmp_path, "tests/test_a.py", "def test_a():\n    pass\n")
+    result = await verdict(tmp_path, f"{PY} -m pytest -q -p no:cacheprovider --no-such-flag tests")
+    assert result.reason == "pytest rejected its command line (usage error)"
+    assert "pip install PLUGIN" in result.fix and "corral run --check CMD" in result.fix
+
+
+def test_a_failed_setup_says_the_tools_own_words_and_the_flags() -> None:
+    outcome = SetupOutcome(
+        ok=False,
+        exit_code=1,
+        failed_command='"$CORRAL_ENV/bin/python" -m pip install -q -e .',
+        output_tail="Collecting x\n\x1b[31mERROR: No matching distribution found for nosuchpkg\x1b[0m\n",
+    )
+    why = setup_reason(outcome)
+    assert why.endswith("exited 1: ERROR: No matching distribution found for nosuchpkg")
+    result = setup_failed("tests", why)
+    assert "pip found no release that fits" in result.fix
+    assert "corral run --setup CMD" in result.fix
+
+
+def test_a_setup_that_could_not_reach_the_index_says_so() -> None:
+    outcome = SetupOutcome(
+        ok=False,
+        exit_code=1,
+        failed_command="npm ci",
+        output_tail=(
+            "npm ERR! code EAI_AGAIN\nnpm ERR! errno EAI_AGAIN\nnpm ERR! request to "
+            "https://registry.npmjs.org/tape failed, reason: getaddrinfo EAI_AGAIN "
+            "registry.npmjs.org\n"
+        ),
+    )
+    result = setup_failed("tests", setup_reason(outcome))
+    assert "getaddrinfo EAI_AGAIN registry.npmjs.org" in result.reason
+    assert "could not reach a package index" in result.fix and "--no-setup" in result.fix

@@ -1,0 +1,257 @@
+"""Per-test names read from each runner's own output, as the runners print
+them (captured from node-tap 16, tape 5, mocha 10, node 20, cargo 1.95 and
+Python 3.11/3.10 unittest): a name never carries what changes from run to
+run (a duration, a directive), or a failing test that was already failing
+looks new on every run and no correct change can pass."""
+
+from __future__ import annotations
+
+from corral.supervisor.contracts.per_test import against_baseline, on_untouched_tree
+from corral.supervisor.contracts.test_reports import parse_output, tap_point
+from corral.supervisor.models import ContractCheck
+
+CHECK = ContractCheck(name="tests", command="npm test")
+
+
+def node_tap(time: str, other: str = "ok") -> str:
+    """node-tap 16's output for two files, one with a failing test (the
+    times differ on every run)."""
+    return f"""TAP version 13
+# Subtest: test/basic.js
+    # Subtest: adds
+        ok 1 - should be equal
+        1..1
+    ok 1 - adds # time=11.{time}ms
+
+    # Subtest: fails
+        not ok 1 - should be equal
+          ---
+          compare: ===
+          ...
+
+        1..1
+        # failed 1 test
+    not ok 2 - fails # time=13.{time}ms
+
+    ok 3 - skipped # SKIP
+    1..3
+    # failed 1 of 3 tests
+    # skip: 1
+    # time=29.{time}ms
+not ok 1 - test/basic.js # time=707.{time}ms
+  ---
+  file: test/basic.js
+  ...
+
+# Subtest: test/other.js
+    {other} 1 - fine
+    1..1
+    # time=3.{time}ms
+{other} 2 - test/other.js # time=41.{time}ms
+
+1..2
+# failed 1 of 2 tests
+# time=751.{time}ms
+"""
+
+
+def test_node_tap_names_keep_no_directive() -> None:
+    report = parse_output(node_tap("793"))
+    assert report is not None
+    every = report.passed + report.failed + report.skipped
+    assert every and not any("#" in name or "time=" in name for name in every)
+    assert "test/basic.js" in report.failed
+    assert "test/basic.js > fails" in report.failed
+    assert "test/basic.js > adds" in report.passed
+    assert "test/other.js" in report.passed
+    assert report.skipped == ["test/basic.js > skipped"]
+
+
+def test_a_test_already_failing_under_node_tap_does_not_block_a_correct_change() -> None:
+    """The issue's case: the same failing file, timed differently, is the
+    same test; a test that passed before and fails now is still named."""
+    before = parse_output(node_tap("793"))
+    baseline = on_untouched_tree(CHECK, 1, before)
+    assert baseline is not None and baseline.passed
+    assert "test/basic.js" in baseline.already_failing
+    after = against_baseline(CHECK, 1, parse_output(node_tap("101")), before)
+    assert after is not None and after.passed, after
+    broken = against_baseline(CHECK, 1, parse_output(node_tap("101", "not ok")), before)
+    assert broken is not None and not broken.passed
+    assert "test/other.js" in broken.note
+
+
+def test_tap_directives_and_escapes() -> None:
+    assert tap_point("adds # time=707.793ms") == ("adds", False)
+    assert tap_point("later # SKIP not on this host") == ("later", True)
+    assert tap_point("wip # todo") == ("wip", True)
+    assert tap_point(r"top \# weird # time=1ms") == ("top # weird", False)
+    assert tap_point("plain") == ("plain", False)
+
+
+TAPE = """TAP version 13
+# adds
+ok 1 should be strictly equal
+ok 2 should be strictly equal
+# fails
+ok 3 should be strictly equal
+not ok 4 should be strictly equal
+  ---
+    operator: equal
+    expected: 2
+    actual:   1
+    at: Test.<anonymous> (tape1.js:3:24)
+  ...
+# SKIP skipme
+# TODO todo one
+not ok 5 should be truthy # TODO
+  ---
+    operator: ok
+  ...
+
+1..5
+# tests 5
+# pass  3
+# fail  1
+"""
+
+
+def test_tape_tests_are_named_by_their_comment_not_their_assertions() -> None:
+    report = parse_output(TAPE)
+    assert report is not None
+    assert report.passed == ["adds"]
+    assert report.failed == ["fails"]  # one red assertion fails its test
+    assert report.skipped == ["skipme", "todo one"]
+
+
+MOCHA = """
+
+  math
+    ✔ adds
+    1) fails
+    - skip
+    ✔ slow (121ms)
+    nested
+      ✓ deep one (3ms)
+
+
+  2 passing (125ms)
+  1 pending
+  1 failing
+
+  1) math
+       fails:
+
+      AssertionError [ERR_ASSERTION]: 1 == 2
+      + expected - actual
+
+      -1
+      +2
+"""
+
+
+def test_mocha_spec_output_is_read_per_test_without_durations() -> None:
+    report = parse_output(MOCHA)
+    assert report is not None
+    assert report.passed == ["math > adds", "math > nested > deep one", "math > slow"]
+    assert report.failed == ["math > fails"]
+    assert report.skipped == ["math > skip"]
+
+
+NODE_SPEC = """▶ math
+  ✔ adds (0.576778ms)
+  ✖ fails (1.289468ms)
+    AssertionError [ERR_ASSERTION]: 1 == 2
+  ﹣ skip (0.1ms) # SKIP
+▶ math (3.1ms)
+✔ top (0.2ms)
+ℹ tests 4
+ℹ pass 2
+"""
+
+
+def test_node_spec_output_names_suites_and_drops_durations() -> None:
+    report = parse_output(NODE_SPEC)
+    assert report is not None
+    assert report.passed == ["math > adds", "top"]
+    assert report.failed == ["math > fails"]
+    assert report.skipped == ["math > skip"]
+
+
+CARGO = """   Compiling rc v0.1.0 (/tmp/cs/rc)
+    Finished `test` profile [unoptimized + debuginfo] target(s) in 0.52s
+     Running unittests src/lib.rs (target/debug/deps/rc-a84f2c166dd1b0ee)
+
+running 3 tests
+test tests::adds ... ok
+test tests::ign ... ignored
+test tests::fails ... ok
+
+test result: ok. 2 passed; 0 failed; 1 ignored; 0 measured; 0 filtered out; finished in 0.00s
+
+     Running tests/it.rs (target/debug/deps/it-09a75f79e71ffe8f)
+
+running 1 test
+test tests::adds ... FAILED
+
+test result: FAILED. 0 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.00s
+
+   Doc-tests rc
+
+running 1 test
+test src/lib.rs - add (line 1) ... ok
+"""
+
+
+def test_cargo_tests_are_named_by_their_target_and_doc_tests_count() -> None:
+    report = parse_output(CARGO)
+    assert report is not None
+    # the same name in two test binaries: the one that fails is not hidden by the other
+    assert report.failed == ["tests/it.rs::tests::adds"]
+    assert "src/lib.rs::tests::adds" in report.passed
+    assert "doc rc::src/lib.rs - add (line 1)" in report.passed
+    assert report.skipped == ["src/lib.rs::tests::ign"]
+
+
+def test_cargo_quiet_output_is_no_report() -> None:
+    """`--quiet` names only failures: a report without the passes would let a
+    suite that stops early pass beside an old failure (its exit code judges it)."""
+    quiet = "\nrunning 3 tests\n.iF 2/3\ntests::fails --- FAILED\n\nfailures:\n    tests::fails\n"
+    assert parse_output(quiet) is None
+
+
+def test_unittest_on_older_pythons_names_each_test_not_its_class() -> None:
+    """Python 3.10 prints `test_a (mod.Class)`: every test of a class must
+    not collapse into one name (a failing one hides behind a passing one)."""
+    output = (
+        "test_a (test_u.T) ... ok\n"
+        "test_b (test_u.T) ... FAIL\n"
+        "test_c (test_u.T)\nParses a date. ... ok\n"
+    )
+    report = parse_output(output)
+    assert report is not None
+    assert report.passed == ["test_u.T.test_a", "test_u.T.test_c"]
+    assert report.failed == ["test_u.T.test_b"]
+
+
+def test_a_unittest_module_that_cannot_import_is_a_collection_error() -> None:
+    output = (
+        "test_a (test_u.T.test_a) ... ok\ntest_b (unittest.loader._FailedTest.test_b) ... ERROR\n"
+    )
+    report = parse_output(output)
+    assert report is not None
+    assert report.passed == ["test_u.T.test_a"]
+    assert report.failed == []
+    assert report.collection_errors == ["test_b: could not be imported"]
+
+
+def test_node_tap_1_per_file_output_is_not_read_as_tape() -> None:
+    """tap 1.x (semver 4.3.6) prints one test point per file and a `# time=`
+    comment last: each file is a test, named without its time."""
+    output = (
+        "TAP version 13\nok 1 - test/amd.js # time=245.025ms\n"
+        "not ok 2 - test/clean.js # time=200.274ms\n# time=1677.434ms\n"
+    )
+    report = parse_output(output)
+    assert report is not None
+    assert (report.passed, report.failed) == (["test/amd.js"], ["test/clean.js"])
