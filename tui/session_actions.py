@@ -116,10 +116,13 @@ class SessionActions:
         comment: str | None = None,
         value: str = "",
         other: tuple[str, Callable[[], object]] | None = None,
+        strict: bool = True,
     ) -> None:
-        """One confirm modal (enter / y goes, escape / n keeps); `then(comment)`
-        runs only when the operator goes ahead (`value` pre-fills the comment).
-        `other` (a label and what it does) offers a second way to go, on `e`."""
+        """One confirm modal (ctrl+y goes; enter, escape and n keep: typing
+        never answers it); `then(comment)` runs only when the operator goes
+        ahead (`value` pre-fills the comment). `other` (a label and what it
+        does) offers a second way to go, on ctrl+e. `strict=False` (a rename)
+        lets enter / y go, as a form does."""
 
         def done(answer: str | None) -> None:
             if answer == ConfirmScreen.OTHER and other is not None:
@@ -128,7 +131,12 @@ class SessionActions:
                 then(answer)
 
         screen = ConfirmScreen(
-            question, go=go, comment=comment, value=value, other=other[0] if other else None
+            question,
+            go=go,
+            comment=comment,
+            value=value,
+            other=other[0] if other else None,
+            strict=strict,
         )
         self.app.push_screen(screen, done)
 
@@ -212,7 +220,7 @@ class SessionActions:
             f"Reject?\n\n{self.what(session_id)}",
             go,
             go="Reject",
-            comment="why? (optional) — enter rejects, escape keeps it",
+            comment="why? (optional) — ctrl+y rejects, escape keeps it",
         )
 
     def cancel(self, session_id: str) -> None:
@@ -246,6 +254,7 @@ class SessionActions:
             go="Rename",
             comment="a short name — enter saves, escape keeps the old one",
             value=current,
+            strict=False,
         )
 
     def toggle_archive(self, session_id: str) -> None:
@@ -333,7 +342,7 @@ class SessionActions:
             "worktree (its contract is proposed for you to confirm). Its agent is told what went "
             "wrong: the reject comment, the error, the failing checks' output."
             + (
-                "\n\nWith its edits (e): the new worktree starts from this one's files, "
+                "\n\nWith its edits (ctrl+e): the new worktree starts from this one's files, "
                 "uncommitted, and its agent carries on from them."
                 if keepable
                 else ""

@@ -3,8 +3,9 @@
 Left: files with +/− counts and change kind, each with a tick. Middle: the
 selected file's hunks, each with a tick. Right: that file's diff, syntax
 highlighted (only the selected file is rendered, so big diffs stay quick),
-and the runtime verification results. `a` delivers the ticked part to a
-branch, `o` applies it to the checkout; the supervisor re-runs the contract
+and the runtime verification results. `ctrl+a` delivers the ticked part to
+a branch, `ctrl+o` applies it to the checkout (never a letter: typing cannot
+pass the gate); the supervisor re-runs the contract
 on a partial selection before delivering it.
 """
 
@@ -54,10 +55,11 @@ class DiffScreen(Screen[None]):
     BINDINGS = [
         Binding("escape", "back", "Back"),
         Binding("space", "toggle_tick", "Tick / untick", priority=True),
-        Binding("a", "approve('branch')", "Approve → branch"),
-        Binding("o", "approve('checkout')", "Apply to checkout"),
+        # what passes the gate is on control keys: letters typed here do nothing
+        Binding("ctrl+a", "approve('branch')", "Approve → branch"),
+        Binding("ctrl+o", "approve('checkout')", "Apply to checkout"),
         Binding("d", "toggle_discard", "Keep/discard rest"),
-        Binding("r", "reject", "Reject"),
+        Binding("ctrl+r", "reject", "Reject"),
         Binding("question_mark", "app.help", "Help"),
     ]
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from rich.markup import escape
 from rich.text import Text
-from textual import getters, work
+from textual import events, getters, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
@@ -42,6 +42,7 @@ from .. import rows as R
 from ..console_app import ConsoleApp
 from ..event_text import clip, describe
 from ..guard import guarded
+from ..keymap import typed
 from ..widgets.terminal import TerminalView
 from .session_keys import SESSION_BINDINGS
 
@@ -204,6 +205,9 @@ def _setup_lines(s: CoderSession) -> list[str]:
         )
     return lines
 
+
+# what passes a gate: on control keys, so they also act from the input (session_keys)
+GATE_KEYS = frozenset({"confirm", "approve", "approve_checkout", "reject"})
 
 # the actions whose rule is the supervisor's table (the rest are this screen's own)
 TABLE_ACTIONS = frozenset(
@@ -519,13 +523,35 @@ class SessionScreen(Screen[None]):
         if event.data_table.id == "checks":
             self._render_check_detail(self.supervisor.get(self.session_id).session)
 
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        """Enter on a check at gate 1 edits it (in the input, sent by enter)."""
+        if event.data_table.id == "checks" and self._text_gate == "contract":
+            event.stop()
+            self.action_edit_check()
+
+    def on_key(self, event: events.Key) -> None:
+        """At gate 1 every printable key is typed into the revision input,
+        wherever the focus is: typed text never reaches a key that acts (the
+        checks table's letters, the board's letters after escape)."""
+        if self._text_gate != "contract" or not event.is_printable or not event.character:
+            return
+        if getattr(self.focused, "TAKES_KEYS", False):
+            return  # the input (or the agent terminal) takes it itself
+        reply = self.query_one("#reply", ReplyInput)
+        if not reply.display:
+            return
+        event.stop()
+        event.prevent_default()
+        reply.focus()
+        reply.insert_text_at_cursor(event.character)
+
     def _render_diff(self, s: CoderSession) -> None:
         diff = self.query_one("#diff", Static)
         if s.no_change_finding is not None:
             f = s.no_change_finding
             diff.update(
                 f"[b]No-change finding[/b]: {escape(f.summary)}\n{escape(f.evidence)}\n"
-                "[b]a[/b] accepts it (nothing is published) · [b]r[/b] rejects it"
+                "[b]ctrl+a[/b] accepts it (nothing is published) · [b]ctrl+r[/b] rejects it"
             )
         elif s.diff is not None:
             note = " (patch truncated)" if s.diff.patch_truncated else ""
@@ -534,7 +560,7 @@ class SessionScreen(Screen[None]):
                 text += (
                     "\n[yellow]The worktree changed since verification ("
                     + escape(", ".join(s.changed_since_verification[:5]))
-                    + "): [b]a[/b] delivers the verified diff above, [b]v[/b] re-verifies the "
+                    + "): [b]ctrl+a[/b] delivers the verified diff above, [b]v[/b] re-verifies the "
                     "worktree as it is now.[/yellow]"
                 )
             diff.update(text)
@@ -551,13 +577,14 @@ class SessionScreen(Screen[None]):
                 "[b]Gate 1:[/b] revise the contract in the input below (enter sends): "
                 "free text, [b]/check name command[/b] (sets a check verbatim) or "
                 "[b]/remove name[/b] or [b]/setup command[/b] (sets the setup verbatim). "
-                "[b]escape[/b] leaves the input for the keys: "
-                "[b]c[/b] confirms the contract; on the checks table [b]e[/b] edits the "
-                "selected check, [b]+[/b] adds one, [b]delete[/b] removes it, [b]s[/b] edits "
-                "the setup." + (f"\n{self.revision_note}" if self.revision_note else "")
+                "Whatever you type goes into the input. [b]ctrl+y[/b] confirms the contract "
+                "(asks first). [b]escape[/b] reaches the checks table: [b]enter[/b] edits the "
+                "selected check, [b]ctrl+n[/b] adds one, [b]delete[/b] removes it, "
+                "[b]ctrl+s[/b] edits the setup; [b]ctrl+e[/b] returns to the input."
+                + (f"\n{self.revision_note}" if self.revision_note else "")
             )
             reply.placeholder = (
-                "Revise the contract (enter sends) · escape for the keys (c confirms)"
+                "Revise the contract (enter sends) · ctrl+y confirms (asks) · escape: the checks"
             )
             reply.display = True
         elif detail.question_prompt:
@@ -644,7 +671,14 @@ class SessionScreen(Screen[None]):
             detail = self.supervisor.get(self.session_id)
         except Exception:  # the session went away: leave the keys as they are
             return True
-        if getattr(self.focused, "TAKES_KEYS", False):
+        if self._text_gate == "contract" and action in self._typed_actions():
+            return False  # at gate 1 a printable key is typed into the input (on_key)
+        if action == "focus_reply":  # back to the input, shown while it is away
+            reply = self.query_one("#reply", ReplyInput)
+            return reply.display and not reply.has_focus
+        if isinstance(self.focused, ReplyInput) and action in GATE_KEYS:
+            pass  # a control key, typed by no one: it acts (and asks) from the input
+        elif getattr(self.focused, "TAKES_KEYS", False):
             return False  # every key goes to the input or the agent terminal
         if action in self.GATE1_ACTIONS:  # editing the proposed contract: this screen's own
             return detail.session.state.value == "contract_proposed" and detail.live
@@ -662,6 +696,15 @@ class SessionScreen(Screen[None]):
         except CorralError:  # an attached console whose owner went away: the app says so
             return False
         return True
+
+    def _typed_actions(self) -> set[str]:
+        """The actions on keys a person types in prose (after `[keys]`)."""
+        return {
+            binding.action
+            for key, bindings in self._bindings.key_to_bindings.items()
+            if typed(key)
+            for binding in bindings
+        }
 
     def _facts(self, detail: SessionDetail) -> SessionFacts:
         s = detail.session
@@ -700,6 +743,11 @@ class SessionScreen(Screen[None]):
         reply.value = text
         reply.focus()
         reply.cursor_position = len(text)
+
+    def action_focus_reply(self) -> None:
+        reply = self.query_one("#reply", ReplyInput)
+        if reply.display:
+            reply.focus()
 
     def action_edit_check(self) -> None:
         check = self._selected_check()
