@@ -19,7 +19,7 @@ from textual.notifications import SeverityLevel
 from textual.screen import Screen
 
 from corral.supervisor.errors import CorralError
-from corral.supervisor.states import label, short_id
+from corral.supervisor.states import label, said, short_id
 
 from .confirm import ConfirmScreen
 
@@ -281,7 +281,7 @@ class SessionActions:
         session = self.supervisor.get(session_id).session
         branch = session.result_branch if session.result_delivery == "branch" else None
         question = (
-            f"Delete this {session.state.value} session for good?\n\n{self.what(session_id)}\n\n"
+            f"Delete this {said(session.state)} session for good?\n\n{self.what(session_id)}\n\n"
             "Its worktree (with any changes left in it), its events and its record are removed; "
             "this cannot be undone." + (f" Branch {branch} stays in your repo." if branch else "")
         )
@@ -332,7 +332,7 @@ class SessionActions:
     def retry(self, session_id: str, then: Callable[[StartResult], object] | None = None) -> None:
         """Asks once, then starts the retry; `then(result)` runs once it exists."""
         session = self.supervisor.get(session_id).session
-        why = "rejected" if session.reject_comment else session.state.value
+        why = "rejected" if session.reject_comment else said(session.state)
         # the old worktree's edits can be carried over while it is still here
         worktree = session.worktree
         keepable = worktree is not None and not session.host and Path(worktree).is_dir()

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from corral.supervisor.errors import CorralError
 from corral.supervisor.paths import default_state_dir, owner_running
-from corral.supervisor.states import label
+from corral.supervisor.states import CoderState, label, said
 
 if TYPE_CHECKING:  # the rest is imported when a command runs: `corral --help` stays quick
     from corral.supervisor.remote import ControlClient
@@ -94,7 +94,7 @@ def get(name: str, *, as_json: bool) -> int:
     if as_json:
         print(json.dumps({"owner": None, "stored": row.model_dump(mode="json")}, indent=2))
         return 0
-    print(f"{row.label}  {row.state.value}  (stored: no corral owns {state_dir}, so not live)")
+    print(f"{row.label}  {said(row.state)}  (stored: no corral owns {state_dir}, so not live)")
     print(f"  intent: {row.intent}")
     print(f"  repo:   {row.repo}")
     if row.host:
@@ -135,7 +135,7 @@ async def _watch(name: str, *, as_json: bool, from_seq: int) -> int:
         if result.events_skipped:
             print(f"corral watch: {result.events_skipped} earlier event(s) are no longer held")
         if sub is None:
-            print(f"corral watch: {label(sid)} is {result.state.value} and not live")
+            print(f"corral watch: {label(sid)} is {said(result.state)} and not live")
             return 0
         async for event in sub:
             if as_json:
@@ -226,6 +226,8 @@ def act(args: argparse.Namespace) -> int:
         print(json.dumps(result, indent=2))
     else:
         state = result.get("state") if isinstance(result, dict) else None
+        if state in set(CoderState):
+            state = said(CoderState(state))  # the word the board says (delivered)
         print(f"corral {args.command}: {label(sid)}" + (f" → {state}" if state else ""))
         if isinstance(result, dict) and result.get("branch"):
             print(f"  branch {result['branch']} {result.get('commit') or ''}")

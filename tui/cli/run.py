@@ -44,7 +44,7 @@ from corral.supervisor.remote import (
     OwnerSurface,
     owner_running,
 )
-from corral.supervisor.states import CoderState, FailureKind, label
+from corral.supervisor.states import CoderState, FailureKind, label, said
 
 from ..event_text import describe, for_terminal
 from .common import DELIVERY_REFUSED, DISK_FULL
@@ -242,6 +242,15 @@ async def run_session(
             )
 
 
+#: what a run stopped at a gate says next (the session's id: every command takes it)
+GATE_NEXT = {
+    CoderState.CONTRACT_PROPOSED: "gate 1: review it in the console, or `corral confirm {sid}`",
+    CoderState.NEEDS_APPROVAL: (
+        "gate 2: review the diff in the console, or `corral approve {sid}` / `corral reject {sid}`"
+    ),
+}
+
+
 async def _drive(
     owner: _Run,
     repo: Path,
@@ -316,11 +325,14 @@ async def _drive(
             print(json.dumps({"kind": "result", **summary}), flush=True)
         else:
             print(
-                f"corral run: {session.state.value}"
+                f"corral run: {label(sid)} {said(session.state)}"
                 + (f" → {session.result_branch}" if session.result_branch else "")
                 + (f" ({session.error})" if session.error else ""),
                 flush=True,
             )
+            waits = GATE_NEXT.get(session.state)
+            if waits is not None:  # stopped at a gate: which session, and how to go on
+                print(f"corral run: session {sid} waits at {waits.format(sid=sid)}", flush=True)
         return code
     finally:
         if pump is not None:

@@ -35,7 +35,7 @@ from corral.supervisor.models import (
     SessionDetail,
     StartResult,
 )
-from corral.supervisor.states import CoderState
+from corral.supervisor.states import CoderState, said
 from corral.supervisor.states import label as session_label
 
 from .. import rows as R
@@ -384,7 +384,7 @@ class SessionScreen(Screen[None]):
         lines = [
             f"{name}[b]{intent}[/b]" if not name else f"{name}{intent}",
             f"session {s.id}  ({session_label(s.id)}){extra}",
-            f"state {s.state.value}{needs}  ·  engine {escape(s.engine)}"
+            f"state {said(s.state)}{needs}  ·  engine {escape(s.engine)}"
             f"{' (ran ' + escape(s.engine_ran) + ')' if s.engine_ran else ''}{iters}",
             (
                 f"worktree on host {escape(s.host)}: {escape(s.remote_worktree or '—')}"
