@@ -280,8 +280,10 @@ class SessionActions:
         the supervisor reports it gone (the board drops the row itself)."""
         session = self.supervisor.get(session_id).session
         branch = session.result_branch if session.result_delivery == "branch" else None
+        name = f" “{session.name}”" if session.name else ""
         question = (
-            f"Delete this {said(session.state)} session for good?\n\n{self.what(session_id)}\n\n"
+            f"Delete {label(session_id)}{name}, a {said(session.state)} session, for good?"
+            f"\n\n{self.what(session_id)}\n\n"
             "Its worktree (with any changes left in it), its events and its record are removed; "
             "this cannot be undone." + (f" Branch {branch} stays in your repo." if branch else "")
         )

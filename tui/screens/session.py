@@ -150,6 +150,14 @@ VERDICT_STYLE: dict[CheckVerdict, tuple[str, str]] = {
 }
 
 
+#: how a run after the work reads (the baseline's words would say "already")
+LAST_RUN_STYLE: dict[CheckVerdict, tuple[str, str]] = {
+    CheckVerdict.PASSES: ("PASS", "green"),
+    CheckVerdict.FAILS: ("FAIL", "red"),
+    CheckVerdict.CANNOT_RUN: ("CANNOT RUN", "bold magenta"),
+}
+
+
 def _verdict(result: CheckResult) -> CheckVerdict:
     return result.verdict or (CheckVerdict.PASSES if result.passed else CheckVerdict.FAILS)
 
@@ -172,10 +180,8 @@ def _last_run_cell(result: CheckResult | None) -> Text:
     """The runtime's last verdict on a check, in the verdict's colour."""
     if result is None:
         return Text("—")
-    word = {CheckVerdict.PASSES: "PASS", CheckVerdict.FAILS: "FAIL"}.get(
-        _verdict(result), "CANNOT RUN"
-    )
-    return Text(word, style=VERDICT_STYLE[_verdict(result)][1])
+    word, style = LAST_RUN_STYLE[_verdict(result)]
+    return Text(word, style=style)
 
 
 def _setup_lines(s: CoderSession) -> list[str]:
@@ -510,7 +516,10 @@ class SessionScreen(Screen[None]):
         for label, result in (("baseline", base), ("last run", last)):
             if result is None:
                 continue
-            word, style = VERDICT_STYLE[_verdict(result)]
+            # the baseline's words say what a result on the untouched tree means;
+            # a later run only passes or fails (green after the work is no "already")
+            words = VERDICT_STYLE if label == "baseline" else LAST_RUN_STYLE
+            word, style = words[_verdict(result)]
             verdict = f"[{style}]{word}[/{style}]"
             how = "timed out" if result.timed_out else f"exit {result.exit_code}"
             if result.cannot_run:
@@ -532,8 +541,10 @@ class SessionScreen(Screen[None]):
     def on_key(self, event: events.Key) -> None:
         """At gate 1 every printable key is typed into the revision input,
         wherever the focus is: typed text never reaches a key that acts (the
-        checks table's letters, the board's letters after escape)."""
+        checks table's letters, the board's letters after escape). A key
+        of this screen that cannot act on the session now says why."""
         if self._text_gate != "contract" or not event.is_printable or not event.character:
+            self._say_why_not(event)
             return
         if getattr(self.focused, "TAKES_KEYS", False):
             return  # the input (or the agent terminal) takes it itself
@@ -648,7 +659,7 @@ class SessionScreen(Screen[None]):
     @guarded("Revising the contract")
     async def revise(self, text: str) -> None:
         """Revisions run on the supervisor; a soft rejection is shown as sent."""
-        asked = escape(text.strip().splitlines()[0][:80])
+        asked = escape(clip(text.strip().splitlines()[0], 80))  # "…" when cut
         try:
             result = await self.supervisor.revise(self.session_id, text)
         except CorralError as exc:
@@ -696,6 +707,31 @@ class SessionScreen(Screen[None]):
         except CorralError:  # an attached console whose owner went away: the app says so
             return False
         return True
+
+    def _say_why_not(self, event: events.Key) -> None:
+        """The supervisor's sentence for a session key that does nothing now
+        (approve before a diff waits, retry while it works …): a key never
+        fails silently. Keys typed into the input or the terminal are theirs."""
+        focused = self.focused
+        if getattr(focused, "TAKES_KEYS", False) and not isinstance(focused, ReplyInput):
+            return
+        if focused is not None and event.key in focused._bindings.key_to_bindings:
+            return  # the focused widget's own key (ctrl+a: the input's start of line)
+        for binding in self._bindings.key_to_bindings.get(event.key, []):
+            table = {"cancel_session": "cancel"}.get(binding.action, binding.action)
+            if table not in TABLE_ACTIONS or self.check_action(binding.action, ()):
+                continue
+            if isinstance(self.focused, ReplyInput) and binding.action not in GATE_KEYS:
+                return  # a letter typed into the input
+            try:
+                why = why_not(table, self._facts(self.supervisor.get(self.session_id)))
+            except CorralError:
+                return
+            if why is not None:
+                event.stop()
+                self.app.bell()
+                self.notify(why, severity="warning", timeout=4, markup=False)
+            return
 
     def _typed_actions(self) -> set[str]:
         """The actions on keys a person types in prose (after `[keys]`)."""

@@ -1,0 +1,74 @@
+"""Last-mile words on the session screen: a check's run after the work is
+PASS or FAIL (never "already"), the gate-1 echo says when it was cut, and a
+key that cannot act on the session now says why instead of nothing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from textual.widgets import Input, Static
+
+from corral.supervisor.api import Supervisor
+from corral.tui.app import CorralApp
+
+from .conftest import board_ready, until
+from .test_gate_safety import gate_world, open_session, seed_gate
+
+
+def _app(tmp_path: Path, gate: int) -> tuple[CorralApp, dict[str, str]]:
+    sup, repo = gate_world(tmp_path)
+    ids: dict[str, str] = {}
+
+    async def seed(s: Supervisor) -> None:
+        ids["sid"] = await seed_gate(s, repo, gate)
+
+    return CorralApp(sup, default_repo=repo, on_ready=seed), ids
+
+
+@pytest.mark.slow
+async def test_a_check_red_at_baseline_and_green_after_reads_pass_not_already(
+    tmp_path: Path,
+) -> None:
+    app, ids = _app(tmp_path, 2)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await board_ready(app, pilot)
+        screen = await open_session(app, pilot, ids["sid"])
+        detail = screen.query_one("#check-detail", Static)
+        text = await until(pilot, "the check's detail", lambda: str(detail.render()))
+        assert "baseline: red (proves the work)" in text
+        assert "last run: PASS" in text and "passes already" not in text
+
+
+@pytest.mark.slow
+async def test_the_gate_one_echo_cut_at_80_characters_ends_with_an_ellipsis(
+    tmp_path: Path,
+) -> None:
+    app, ids = _app(tmp_path, 1)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await board_ready(app, pilot)
+        screen = await open_session(app, pilot, ids["sid"])
+        reply = screen.query_one("#reply", Input)
+        await until(pilot, "the revision input", lambda: reply.has_focus)
+        long = "make the check stricter " * 6
+        reply.value = long
+        await pilot.press("enter")
+        note = await until(pilot, "the revision's echo", lambda: screen.revision_note)
+        assert long.strip()[:79] + "…" in note
+
+
+@pytest.mark.slow
+async def test_a_key_that_cannot_act_now_says_why(tmp_path: Path) -> None:
+    app, ids = _app(tmp_path, 1)
+    said: list[str] = []
+    async with app.run_test(size=(80, 24)) as pilot:
+        await board_ready(app, pilot)
+        screen = await open_session(app, pilot, ids["sid"])
+        original = screen.notify
+        screen.notify = lambda message, **kw: (said.append(str(message)), original(message, **kw))  # type: ignore[method-assign]
+        table = screen.query_one("#checks")
+        await pilot.press("escape")  # in the input ctrl+a is its own (start of line)
+        await until(pilot, "the checks table", lambda: table.has_focus)
+        await pilot.press("ctrl+a")  # approve at gate 1: nothing waits for approval
+        await until(pilot, "the reason", lambda: said)
+        assert "nothing waits for approval" in said[0]
