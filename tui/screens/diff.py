@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING
 from rich.markup import escape
 from rich.syntax import Syntax
 from rich.text import Text
-from textual import getters, work
+from textual import events, getters, work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Horizontal, ScrollableContainer, Vertical
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from corral.supervisor.remote import OwnerSurface
 
 MAX_RENDER_LINES = 4000
+NARROW = 120  # columns under which the file list gives the diff most of the width
 TICK, UNTICK, PARTIAL = "☑", "☐", "◩"
 
 
@@ -59,6 +60,7 @@ class DiffScreen(Screen[None]):
         Binding("ctrl+a", "approve('branch')", "Approve → branch"),
         Binding("ctrl+o", "approve('checkout')", "Apply to checkout"),
         Binding("d", "toggle_discard", "Keep/discard rest"),
+        Binding("f", "toggle_files", "Files"),
         Binding("ctrl+r", "reject", "Reject"),
         Binding("question_mark", "app.help", "Help"),
     ]
@@ -82,8 +84,9 @@ class DiffScreen(Screen[None]):
                 hunks.add_columns("", "Hunk", "+", "−")
                 yield hunks
                 yield Static("", id="diff-verification")
-            with VerticalScroll(id="diff-body"):
-                yield Static("", id="diff-text")
+            # scrolls both ways (arrows once focused, tab reaches it): long lines are read whole
+            with ScrollableContainer(id="diff-body"):
+                yield Static("", id="diff-text", expand=False, shrink=False)
         yield Footer()
 
     @property
@@ -91,7 +94,16 @@ class DiffScreen(Screen[None]):
         return self.app.supervisor
 
     def on_mount(self) -> None:
+        self._fit(self.app.size.width)
         self.load()
+
+    def on_resize(self, event: events.Resize) -> None:
+        self._fit(event.size.width)
+
+    def _fit(self, width: int) -> None:
+        """Under 120 columns the file list is narrower (and `f` hides it), so
+        the diff keeps most of the width."""
+        self.set_class(width < NARROW, "-narrow")
 
     @work(exclusive=True, group="diff-load")
     @guarded("Loading the diff")
@@ -231,6 +243,15 @@ class DiffScreen(Screen[None]):
                 self.ticked[path] = None
             self._render_hunks(self.current)
         self._render_files()
+
+    def action_toggle_files(self) -> None:
+        """Hide the file list (and its verification) to read the diff full width."""
+        left = self.query_one("#diff-left")
+        left.display = not left.display
+        if not left.display:
+            self.query_one("#diff-body").focus()
+        else:
+            self.query_one("#diff-files").focus()
 
     def action_toggle_discard(self) -> None:
         self.discard_rest = not self.discard_rest

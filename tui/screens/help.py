@@ -83,6 +83,7 @@ input has focus: only the gate's own control keys).
 | `ctrl+a` | approve the ticked part to branch `corral/<id>` (a partial selection is re-verified first) |
 | `ctrl+o` | apply the ticked part to your checkout's working files |
 | `d` | keep or discard the part you left out (kept in the worktree by default) |
+| `f` | hide or show the file list, to read the diff full width (`tab` to the diff, then arrows scroll it both ways) |
 | `ctrl+r` | reject, with an optional comment |
 | `escape` | back |
 

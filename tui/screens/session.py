@@ -162,18 +162,60 @@ def _verdict(result: CheckResult) -> CheckVerdict:
     return result.verdict or (CheckVerdict.PASSES if result.passed else CheckVerdict.FAILS)
 
 
-def _baseline_cell(result: CheckResult | None) -> Text:
-    """The verdict in its colour and a preview of why: the reason for a
-    check that cannot run, else the output's last line."""
+def _baseline_cell(result: CheckResult | None, preview: int = 40) -> Text:
+    """The verdict in its colour and a preview of why (`preview` characters,
+    none when 0): the reason for a check that cannot run, else the output's
+    last line."""
     if result is None:
         return Text("—")
     verdict = _verdict(result)
     word, style = VERDICT_STYLE[verdict]
     cell = Text(word, style=style)
+    if not preview:
+        return cell
     if verdict is CheckVerdict.CANNOT_RUN:
-        return cell.append(f": {clip(result.reason, 48)}")
+        return cell.append(f": {clip(result.reason, preview + 8)}")
     last = _tail(result.output_tail, 1)
-    return cell.append(f": {clip(last[0], 40)}") if last else cell
+    return cell.append(f": {clip(last[0], preview)}") if last else cell
+
+
+#: how the checks table gives way on a narrow terminal, step by step: the
+#: columns kept (in display order), how much of the command and of the
+#: baseline's preview a row keeps. The check's name and its baseline verdict
+#: (the point of gate 1) are never dropped; the whole command and output stay
+#: in the detail under the table.
+CHECK_LAYOUTS: tuple[tuple[tuple[str, ...], int, int], ...] = (
+    (("Check", "Command", "Timeout", "Baseline", "Last run"), 60, 40),
+    (("Check", "Command", "Baseline", "Last run"), 60, 40),
+    (("Check", "Command", "Baseline", "Last run"), 30, 24),
+    (("Check", "Baseline", "Last run"), 0, 24),
+    (("Check", "Baseline", "Last run"), 0, 0),
+    (("Check", "Baseline"), 0, 0),
+)
+
+
+def check_rows(
+    checks: list[tuple[ContractCheck, CheckResult | None, CheckResult | None]], width: int
+) -> tuple[tuple[str, ...], list[list[Text]]]:
+    """The first layout whose columns fit `width` cells (the last one if none)."""
+    for columns, command_room, preview in CHECK_LAYOUTS:
+        rows = []
+        for check, base, last in checks:
+            cells = {  # Text, not str: DataTable reads str cells as markup
+                "Check": Text(check.name),
+                "Command": Text(clip(check.command, command_room)),
+                "Timeout": Text(f"{check.timeout_secs}s"),
+                "Baseline": _baseline_cell(base, preview),
+                "Last run": _last_run_cell(last),
+            }
+            rows.append([cells[c] for c in columns])
+        widths = [
+            max([len(name), *(row[i].cell_len for row in rows)]) + 2  # a cell's padding
+            for i, name in enumerate(columns)
+        ]
+        if sum(widths) <= width:
+            break
+    return columns, rows
 
 
 def _last_run_cell(result: CheckResult | None) -> Text:
@@ -282,9 +324,7 @@ class SessionScreen(Screen[None]):
             yield Static("", id="session-header")
             with VerticalScroll(id="session-body"):
                 yield Static("", id="contract-title")
-                table: DataTable[object] = DataTable(id="checks", cursor_type="row")
-                table.add_columns("Check", "Command", "Timeout", "Baseline", "Last run")
-                yield table
+                yield DataTable(id="checks", cursor_type="row")
                 yield Static("", id="check-detail")
                 foreman = Static("", id="foreman")
                 foreman.display = False  # a foreman session's split or placements only
@@ -480,16 +520,15 @@ class SessionScreen(Screen[None]):
         title.update(text)
         base = {r.name: r for r in s.baseline}
         last = {r.name: r for r in s.last_check_results}
-        for check in s.contract.checks:
-            b = base.get(check.name)
-            lr = last.get(check.name)
-            table.add_row(  # Text, not str: DataTable reads str cells as markup
-                Text(check.name),
-                Text(clip(check.command, 60)),
-                f"{check.timeout_secs}s",
-                _baseline_cell(b),
-                _last_run_cell(lr),
-            )
+        columns, rows = check_rows(
+            [(c, base.get(c.name), last.get(c.name)) for c in s.contract.checks],
+            self.app.size.width - 2,  # the body's scrollbar
+        )
+        if tuple(str(c.label) for c in table.columns.values()) != columns:
+            table.clear(columns=True)
+            table.add_columns(*columns)
+        for row in rows:
+            table.add_row(*row)
         if s.contract.checks:
             if s.state is CoderState.FAILED and not self._failing_selected:
                 self._failing_selected = True  # once: the operator's cursor stays theirs
@@ -531,6 +570,11 @@ class SessionScreen(Screen[None]):
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         if event.data_table.id == "checks":
             self._render_check_detail(self.supervisor.get(self.session_id).session)
+
+    def on_resize(self, event: events.Resize) -> None:
+        """The checks table gives way by priority at the new width."""
+        if self.is_mounted:
+            self._render_contract(self.supervisor.get(self.session_id).session)
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         """Enter on a check at gate 1 edits it (in the input, sent by enter)."""
@@ -584,8 +628,15 @@ class SessionScreen(Screen[None]):
         gate: object = None
         if detail.session.state.value == "contract_proposed" and detail.live:
             gate = "contract"
+            compact = (  # 80×24: the checks and the log keep the room (? has the rest)
+                "[b]Gate 1:[/b] revise the contract below (enter sends; [b]/check[/b], "
+                "[b]/remove[/b], [b]/setup[/b]). [b]ctrl+y[/b] confirms · [b]escape[/b]: the "
+                "checks table · [b]?[/b] every key"
+            )
             question.update(
-                "[b]Gate 1:[/b] revise the contract in the input below (enter sends): "
+                compact + (f"\n{self.revision_note}" if self.revision_note else "")
+                if self.app.size.width < 110
+                else "[b]Gate 1:[/b] revise the contract in the input below (enter sends): "
                 "free text, [b]/check name command[/b] (sets a check verbatim) or "
                 "[b]/remove name[/b] or [b]/setup command[/b] (sets the setup verbatim). "
                 "Whatever you type goes into the input. [b]ctrl+y[/b] confirms the contract "
