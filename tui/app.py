@@ -96,6 +96,7 @@ class CorralApp(ConsoleApp):
         self.agents_note = ""
         self._opening: asyncio.Task[bool] | None = None
         self.keys: dict[str, str] = {}  # action -> key, from [keys] (see use_keys)
+        self.startup_note = ""  # said once when its socket serves (the demo's CORRAL_HOME)
 
     def use_keys(self, keys: dict[str, str]) -> None:
         """Board and session keys as `[keys]` remapped them (checked by
@@ -289,6 +290,8 @@ class CorralApp(ConsoleApp):
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self.board_shown.wait(), BOARD_SHOWN_WAIT)
         await self.services.start()
+        if self.startup_note:
+            self.notify(self.startup_note, timeout=10)
         for problem in self.services.problems:
             self.notify(problem, severity="warning", timeout=10)
 

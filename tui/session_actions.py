@@ -167,6 +167,29 @@ class SessionActions:
             )
         return text
 
+    def files_named(self, session_id: str, selection: dict[str, Any] | None) -> str:
+        """The files a checkout delivery writes (the ticked ones of a part):
+        the operator sees which of their working files change before going."""
+        try:
+            diff = self.supervisor.get(session_id).session.diff
+        except CorralError:
+            return ""
+        if diff is None:
+            return ""
+        lines = [line.strip() for line in diff.stat.splitlines() if "|" in line]
+        paths = [line.split("|", 1)[0].strip() for line in lines]
+        if selection is not None:
+            paths = [p for p in paths if p in selection]
+        if not paths:
+            return ""
+        shown = "\n".join(f"  {p}" for p in paths[:12])
+        more = f"\n  and {len(paths) - 12} more" if len(paths) > 12 else ""
+        return (
+            f"\n\nWrites these files in your checkout:\n{shown}{more}\n"
+            "If you changed any of them since the task started, nothing is applied and "
+            "corral names them (your edits are never overwritten)."
+        )
+
     def confirm_contract(self, session_id: str) -> None:
         self.ask(
             f"Confirm the contract?\n\n{self.what(session_id)}{self.checks_named(session_id)}"
@@ -183,7 +206,9 @@ class SessionActions:
         **choice: Any,
     ) -> None:
         """Gate 2 from any screen (approve, accept a finding): asks once, then
-        a toast says where the change went. `then` runs once it is sent."""
+        a toast says where the change went. `then` runs once the owner has
+        delivered it: after a refusal the screen that asked (the diff review,
+        with its ticked files and hunks) is still there to change and retry."""
         where = {
             "checkout": "Apply the verified diff to your checkout's working files?",
             "finding": "Accept the finding? Nothing is published.",
@@ -194,15 +219,25 @@ class SessionActions:
         )
         if choice.get("selection") is not None:
             question += " (only the ticked part; it is re-verified first)"
+        files = self.files_named(session_id, choice.get("selection")) if key == "checkout" else ""
 
         def go(_: str) -> None:
             from .event_text import approval_outcome
 
-            self.run(label, self.supervisor.approve(session_id, **choice), approval_outcome)
-            if then is not None:
-                then()
+            def delivered(result: Any) -> str:
+                if then is not None:
+                    then()
+                return approval_outcome(result)
 
-        self.ask(f"{question}\n\n{self.what(session_id)}", go, go=label)
+            if choice.get("selection") is not None:
+                self.app.notify(
+                    "Delivering the ticked part: the contract is re-run on it first…",
+                    title=label,
+                    timeout=6,
+                )
+            self.run(label, self.supervisor.approve(session_id, **choice), delivered)
+
+        self.ask(f"{question}\n\n{self.what(session_id)}{files}", go, go=label)
 
     def reject(self, session_id: str, then: Callable[[], object] | None = None) -> None:
         """Asks once, with an optional comment; escape changes nothing.

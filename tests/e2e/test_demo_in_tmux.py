@@ -5,6 +5,7 @@ own temp dir (and its agents' tmux server) also lives in tmp_path (TMPDIR).
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -318,3 +319,24 @@ def test_sigterm_on_the_demo_says_where_its_repository_is_and_cleans_up(demo: De
     for sock in demo.tmp.glob("corral-demo-*/tmux/*"):
         alive = subprocess.run(["tmux", "-S", str(sock), "list-sessions"], capture_output=True)
         assert alive.returncode != 0, f"the demo's tmux server {sock} is still running"
+
+
+def test_the_readmes_commands_reach_the_demo_beside_it(demo: Demo) -> None:
+    """The demo owns its state dir and serves its socket: `corral sessions`
+    with the CORRAL_HOME it names at start lists its sessions live (it said
+    "no corral owns …" and showed only what was stored)."""
+    text = demo.wait_text("Other terminals reach this demo with", timeout=40)
+    demo.wait("the three sessions", lambda s: "3 sessions" in s, timeout=40)
+    states = list(demo.tmp.glob("corral-demo-*/state"))
+    assert len(states) == 1, (states, text)
+    corral = ROOT / ".venv" / "bin" / "corral"
+    argv = [str(corral)] if corral.exists() else [sys.executable, "-m", "corral.tui.cli"]
+    env = {**os.environ, "CORRAL_HOME": str(states[0])}
+    out = subprocess.run(
+        [*argv, "sessions"], capture_output=True, text=True, env=env, timeout=30, cwd=ROOT
+    )
+    assert out.returncode == 0, out.stderr
+    assert "no corral owns" not in out.stdout + out.stderr, out.stdout
+    assert SLUG in out.stdout and PAGES in out.stdout, out.stdout
+    demo.keys("q")
+    demo.wait_text(EXITED, timeout=20)

@@ -72,3 +72,49 @@ async def test_a_key_that_cannot_act_now_says_why(tmp_path: Path) -> None:
         await pilot.press("ctrl+a")  # approve at gate 1: nothing waits for approval
         await until(pilot, "the reason", lambda: said)
         assert "nothing waits for approval" in said[0]
+
+
+@pytest.mark.slow
+async def test_a_refused_partial_delivery_keeps_the_diff_review_and_its_ticks(
+    tmp_path: Path,
+) -> None:
+    """The ticked part fails the contract: the refusal is said and the diff
+    review stays open with the same files ticked (it closed, and the
+    selection was lost)."""
+    from textual.widgets import DataTable
+
+    from corral.supervisor.states import CoderState
+    from corral.tui.screens.diff import DiffScreen
+    from tests.fakes.scripted import Write, contract
+
+    from .conftest import asked, make_repo, open_from_board, scripted_supervisor
+    from .test_diff import _at_gate_2
+
+    repo = make_repo(tmp_path / "repo")
+    sup = scripted_supervisor(
+        tmp_path / "state",
+        contract(("both", "test -f a.txt && test -f b.txt")),
+        [Write("a.txt", "a\n"), Write("b.txt", "b\n")],
+    )
+    app = _at_gate_2(sup, repo, "Write two files")
+    async with app.run_test(size=(120, 40)) as pilot:
+        diff = await open_from_board(app, pilot, "D")
+        assert isinstance(diff, DiffScreen)
+        files = diff.query_one("#diff-files", DataTable)
+        files.focus()
+        files.move_cursor(row=[f.path for f in diff.files].index("b.txt"))
+        await until(pilot, "b.txt selected", lambda: diff.current and diff.current.path == "b.txt")
+        await pilot.press("space")
+        await until(pilot, "b.txt left out", lambda: set(diff.ticked) == {"a.txt"})
+        await pilot.press("ctrl+o")
+        modal = await asked(pilot)
+        assert "Writes these files in your checkout:\n  a.txt" in str(modal.question)
+        assert "b.txt" not in str(modal.question).split("Writes these files")[1]
+        sid = diff.session_id
+        await until(
+            pilot,
+            "the refusal",
+            lambda: any("fails the contract" in str(n.message) for n in app._notifications),
+        )
+        assert app.screen is diff and set(diff.ticked) == {"a.txt"}
+        assert sup.get(sid).session.state is CoderState.NEEDS_APPROVAL
