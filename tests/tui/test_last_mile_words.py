@@ -118,3 +118,33 @@ async def test_a_refused_partial_delivery_keeps_the_diff_review_and_its_ticks(
         )
         assert app.screen is diff and set(diff.ticked) == {"a.txt"}
         assert sup.get(sid).session.state is CoderState.NEEDS_APPROVAL
+
+
+@pytest.mark.slow
+async def test_keys_typed_with_the_enter_that_opens_a_session_are_typed_there(
+    tmp_path: Path,
+) -> None:
+    """One burst, as a terminal delivers a fast typist or a paste: enter on
+    the board, then a revision. Every key lands in the session's input, in
+    order; none acts on the board behind it (`c` there asks to confirm)."""
+    from textual import events
+
+    from corral.tui.confirm import ConfirmScreen
+    from corral.tui.screens.session import SessionScreen
+
+    app, ids = _app(tmp_path, 1)
+    async with app.run_test(size=(80, 24)) as pilot:
+        board = await board_ready(app, pilot)
+        board.table.move_cursor(row=board.order.index(ids["sid"]))
+        await pilot.pause()
+        text = "check the last page too"
+        for key, char in [("enter", "\r"), *((c if c != " " else "space", c) for c in text)]:
+            app.post_message(events.Key(key, char))
+        screen = await until(
+            pilot,
+            "the session screen",
+            lambda: app.screen if isinstance(app.screen, SessionScreen) else None,
+        )
+        reply = screen.query_one("#reply", Input)
+        await until(pilot, "the whole revision typed", lambda: reply.value == text)
+        assert not any(isinstance(s, ConfirmScreen) for s in app.screen_stack)
