@@ -737,7 +737,8 @@ class SessionScreen(Screen[None]):
             return False  # at gate 1 a printable key is typed into the input (on_key)
         if action == "focus_reply":  # back to the input, shown while it is away
             reply = self.query_one("#reply", ReplyInput)
-            return reply.display and not reply.has_focus
+            typing = getattr(self.focused, "TAKES_KEYS", False)  # the input or the terminal
+            return reply.display and not typing
         if isinstance(self.focused, ReplyInput) and action in GATE_KEYS:
             pass  # a control key, typed by no one: it acts (and asks) from the input
         elif getattr(self.focused, "TAKES_KEYS", False):
