@@ -179,11 +179,19 @@ _CONFIRMED_OR_LATER = frozenset(
 )
 
 
+def said(state: CoderState) -> str:
+    """A state as every screen and command says it to a person: its name,
+    except `merged`, said `delivered` (a delivery to the checkout merges
+    nothing, and the board says delivered). Machine output (JSON, the
+    journal) keeps the name."""
+    return "delivered" if state is CoderState.MERGED else state.value
+
+
 def already_happened(session_id: str, state: CoderState, gate: CoderState, action: str) -> str:
     """The sentence for acting past a gate (confirm, approve, revise, cancel)."""
     name = label(session_id)
     if state is CoderState.MERGED:
-        return f"{name} was already merged — nothing left to {action}"
+        return f"{name} was already delivered — nothing left to {action}"
     if state.is_terminal:
         return f"{name} already finished (state: {state.value}) — nothing to {action}"
     if gate is CoderState.CONTRACT_PROPOSED and state in _CONFIRMED_OR_LATER:
@@ -197,7 +205,7 @@ def not_live_message(session_id: str, state: CoderState | None) -> str:
     if state is None:
         return f"no live corral session '{session_id}'"
     if state is CoderState.MERGED:
-        return f"{name} was already merged"
+        return f"{name} was already delivered"
     if state.is_terminal:
         return f"{name} already finished (state: {state.value})"
     return f"{name} did not survive a restart as a live session (state: {state.value})"

@@ -98,6 +98,8 @@ class CorralApp(ConsoleApp):
         self.agents_note = ""
         self._opening: asyncio.Task[bool] | None = None
         self.keys: dict[str, str] = {}  # action -> key, from [keys] (see use_keys)
+        self.startup_note = ""  # said once when its socket serves (the demo's CORRAL_HOME)
+        self._opening_keys: list[events.Key] | None = None  # see _open_from_board
 
     def use_keys(self, keys: dict[str, str]) -> None:
         """Board and session keys as `[keys]` remapped them (checked by
@@ -222,7 +224,47 @@ class CorralApp(ConsoleApp):
             if len(self.early_keys.held) == 1:
                 self.notify("Opening the store: what you type acts, in order, in a moment.")
             return
+        if isinstance(event, events.Key) and not event.is_forwarded:
+            if self._opening_keys is not None:  # typed with the enter that opens a session
+                event.stop()
+                self._opening_keys.append(events.Key(event.key, event.character))
+                return
+            if event.key == "enter" and self.opened.is_set() and self._open_from_board():
+                event.stop()
+                return
         await super().on_event(event)
+
+    def _open_from_board(self) -> bool:
+        """Enter on a board row opens its session now, and the keys typed
+        after it (one burst: `enter` then a revision or an answer) wait until
+        the session screen is ready for them, then play there in order: none
+        acts on the board behind it, none is lost."""
+        from .screens.board import BoardScreen
+
+        board = self.screen
+        if not isinstance(board, BoardScreen) or not self._board_in_front():
+            return False
+        if board.selected() is None:
+            return False
+        self._opening_keys = []
+        board.action_open()
+        task = asyncio.get_running_loop().create_task(self._play_opening_keys(board))
+        self._calls.add(task)
+        task.add_done_callback(self._calls.discard)
+        return True
+
+    async def _play_opening_keys(self, board: Screen[Any]) -> None:
+        try:
+            for _ in range(100):  # at most ~1 s for the session screen to take its focus
+                screen = self.screen
+                if screen is not board and screen.is_mounted and screen.focused is not None:
+                    break
+                await asyncio.sleep(0.01)
+            await asyncio.sleep(0)  # its mount handler's focus has landed
+        finally:
+            held, self._opening_keys = self._opening_keys or [], None
+        for key in held:
+            await super().on_event(key)
 
     def _board_in_front(self) -> bool:
         from textual.widgets import Input
@@ -291,6 +333,8 @@ class CorralApp(ConsoleApp):
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self.board_shown.wait(), BOARD_SHOWN_WAIT)
         await self.services.start()
+        if self.startup_note:
+            self.notify(self.startup_note, timeout=10)
         for problem in self.services.problems:
             self.notify(problem, severity="warning", timeout=10)
 

@@ -44,6 +44,7 @@ from corral.supervisor.events import (
 )
 from corral.supervisor.models import ApproveResult
 from corral.supervisor.states import CoderState, label
+from corral.supervisor.states import said as said_state
 
 from .rows import SOURCE_WORDS
 from .safe_text import made_visible
@@ -143,7 +144,7 @@ def describe(event: CoderEvent) -> Text:
             if blocked:
                 line.append(f" ({blocked} cannot run here)", style="bold magenta")
         case StateChangedData(from_=src, to=dst):
-            line.append(f"state {src} → {dst}", style="magenta")
+            line.append(f"state {said_state(src)} → {said_state(dst)}", style="magenta")
         case IterationStartedData(n=n, max=most):
             line.append(f"iteration {n}/{most}", style="bright_black")
         case UserInputRequestedData(prompt=prompt):
@@ -265,7 +266,7 @@ def _where_it_went(result: ApproveResult) -> str:
         return f"Applied {part} to {result.repo}; HEAD and the index are unchanged."
     if result.state is CoderState.REPORTED:
         return "Finding accepted: nothing is published."
-    return f"Done: {result.state.value}."
+    return f"Done: {said_state(result.state)}."
 
 
 MESSAGE_STYLE = {

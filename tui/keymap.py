@@ -30,6 +30,19 @@ RESERVED = frozenset(
     }
 )  # fmt: skip
 NOT_REMAPPED = frozenset({"open", "back", "next_needs_you", "answer"})
+_UNTYPED = frozenset(
+    {"escape", "up", "down", "left", "right", "home", "end", "pageup", "pagedown", "delete",
+     "insert", "backspace", *(f"f{i}" for i in range(1, 25))}
+)  # fmt: skip
+
+
+def typed(key: str) -> bool:
+    """A key that types something (a character, space, enter, tab): what
+    prose is made of. A modified key (ctrl+y) or a named one (f5) is not.
+    A gate's action remapped onto such a key stays safe: at gate 1 the
+    session screen types it into the input, and every gate's question goes
+    ahead only on `ctrl+y` (`confirm.py`)."""
+    return "+" not in key and key not in _UNTYPED
 
 
 def action_id(action: str) -> str:

@@ -19,7 +19,7 @@ from textual.notifications import SeverityLevel
 from textual.screen import Screen
 
 from corral.supervisor.errors import CorralError
-from corral.supervisor.states import label, short_id
+from corral.supervisor.states import label, said, short_id
 
 from .confirm import ConfirmScreen
 
@@ -116,10 +116,13 @@ class SessionActions:
         comment: str | None = None,
         value: str = "",
         other: tuple[str, Callable[[], object]] | None = None,
+        strict: bool = True,
     ) -> None:
-        """One confirm modal (enter / y goes, escape / n keeps); `then(comment)`
-        runs only when the operator goes ahead (`value` pre-fills the comment).
-        `other` (a label and what it does) offers a second way to go, on `e`."""
+        """One confirm modal (ctrl+y goes; enter, escape and n keep: typing
+        never answers it); `then(comment)` runs only when the operator goes
+        ahead (`value` pre-fills the comment). `other` (a label and what it
+        does) offers a second way to go, on ctrl+e. `strict=False` (a rename)
+        lets enter / y go, as a form does."""
 
         def done(answer: str | None) -> None:
             if answer == ConfirmScreen.OTHER and other is not None:
@@ -128,7 +131,12 @@ class SessionActions:
                 then(answer)
 
         screen = ConfirmScreen(
-            question, go=go, comment=comment, value=value, other=other[0] if other else None
+            question,
+            go=go,
+            comment=comment,
+            value=value,
+            other=other[0] if other else None,
+            strict=strict,
         )
         self.app.push_screen(screen, done)
 
@@ -164,6 +172,29 @@ class SessionActions:
             )
         return text
 
+    def files_named(self, session_id: str, selection: dict[str, Any] | None) -> str:
+        """The files a checkout delivery writes (the ticked ones of a part):
+        the operator sees which of their working files change before going."""
+        try:
+            diff = self.supervisor.get(session_id).session.diff
+        except CorralError:
+            return ""
+        if diff is None:
+            return ""
+        lines = [line.strip() for line in diff.stat.splitlines() if "|" in line]
+        paths = [line.split("|", 1)[0].strip() for line in lines]
+        if selection is not None:
+            paths = [p for p in paths if p in selection]
+        if not paths:
+            return ""
+        shown = "\n".join(f"  {p}" for p in paths[:12])
+        more = f"\n  and {len(paths) - 12} more" if len(paths) > 12 else ""
+        return (
+            f"\n\nWrites these files in your checkout:\n{shown}{more}\n"
+            "If you changed any of them since the task started, nothing is applied and "
+            "corral names them (your edits are never overwritten)."
+        )
+
     def confirm_contract(self, session_id: str) -> None:
         self.ask(
             f"Confirm the contract?\n\n{self.what(session_id)}{self.checks_named(session_id)}"
@@ -180,7 +211,9 @@ class SessionActions:
         **choice: Any,
     ) -> None:
         """Gate 2 from any screen (approve, accept a finding): asks once, then
-        a toast says where the change went. `then` runs once it is sent."""
+        a toast says where the change went. `then` runs once the owner has
+        delivered it: after a refusal the screen that asked (the diff review,
+        with its ticked files and hunks) is still there to change and retry."""
         where = {
             "checkout": "Apply the verified diff to your checkout's working files?",
             "finding": "Accept the finding? Nothing is published.",
@@ -191,16 +224,28 @@ class SessionActions:
         )
         if choice.get("selection") is not None:
             question += " (only the ticked part; it is re-verified first)"
+        files = self.files_named(session_id, choice.get("selection")) if key == "checkout" else ""
 
         def go(_: str) -> None:
             from .event_text import approval_outcome
 
-            self.run(label, self.supervisor.approve(session_id, **choice), approval_outcome)
-            if then is not None:
-                then()
+            def delivered(result: Any) -> str:
+                if then is not None:
+                    then()
+                return approval_outcome(result)
+
+            if choice.get("selection") is not None:
+                self.app.notify(
+                    "Delivering the ticked part: the contract is re-run on it first…",
+                    title=label,
+                    timeout=6,
+                )
+            self.run(label, self.supervisor.approve(session_id, **choice), delivered)
 
         self.ask(
-            f"{question}\n\n{self.what(session_id)}{self.kinds_changed(session_id)}", go, go=label
+            f"{question}\n\n{self.what(session_id)}{files}{self.kinds_changed(session_id)}",
+            go,
+            go=label,
         )
 
     def kinds_changed(self, session_id: str) -> str:
@@ -232,7 +277,7 @@ class SessionActions:
             f"Reject?\n\n{self.what(session_id)}",
             go,
             go="Reject",
-            comment="why? (optional) — enter rejects, escape keeps it",
+            comment="why? (optional) — ctrl+y rejects, escape keeps it",
         )
 
     def cancel(self, session_id: str) -> None:
@@ -266,6 +311,7 @@ class SessionActions:
             go="Rename",
             comment="a short name — enter saves, escape keeps the old one",
             value=current,
+            strict=False,
         )
 
     def toggle_archive(self, session_id: str) -> None:
@@ -291,8 +337,10 @@ class SessionActions:
         the supervisor reports it gone (the board drops the row itself)."""
         session = self.supervisor.get(session_id).session
         branch = session.result_branch if session.result_delivery == "branch" else None
+        name = f" “{session.name}”" if session.name else ""
         question = (
-            f"Delete this {session.state.value} session for good?\n\n{self.what(session_id)}\n\n"
+            f"Delete {label(session_id)}{name}, a {said(session.state)} session, for good?"
+            f"\n\n{self.what(session_id)}\n\n"
             "Its worktree (with any changes left in it), its events and its record are removed; "
             "this cannot be undone." + (f" Branch {branch} stays in your repo." if branch else "")
         )
@@ -343,7 +391,7 @@ class SessionActions:
     def retry(self, session_id: str, then: Callable[[StartResult], object] | None = None) -> None:
         """Asks once, then starts the retry; `then(result)` runs once it exists."""
         session = self.supervisor.get(session_id).session
-        why = "rejected" if session.reject_comment else session.state.value
+        why = "rejected" if session.reject_comment else said(session.state)
         # the old worktree's edits can be carried over while it is still here
         worktree = session.worktree
         keepable = worktree is not None and not session.host and Path(worktree).is_dir()
@@ -353,7 +401,7 @@ class SessionActions:
             "worktree (its contract is proposed for you to confirm). Its agent is told what went "
             "wrong: the reject comment, the error, the failing checks' output."
             + (
-                "\n\nWith its edits (e): the new worktree starts from this one's files, "
+                "\n\nWith its edits (ctrl+e): the new worktree starts from this one's files, "
                 "uncommitted, and its agent carries on from them."
                 if keepable
                 else ""

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ..errors import CorralError
 from ..models import CoderSession
-from ..states import CoderState, label
+from ..states import CoderState, label, said
 
 S = CoderState
 
@@ -60,7 +60,7 @@ def refuse_retry(session: CoderSession) -> None:
         )
     if session.state not in RETRYABLE:
         raise CorralError(
-            f"{label(session.id)} is {session.state.value}: only a failed, rejected or "
+            f"{label(session.id)} is {said(session.state)}: only a failed, rejected or "
             "cancelled session can be retried"
         )
 

@@ -5,6 +5,7 @@ own temp dir (and its agents' tmux server) also lives in tmp_path (TMPDIR).
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -193,8 +194,12 @@ def test_demo_driven_through_tmux(demo: Demo) -> None:
 
     demo.tab_to("diff ready for approval")
     demo.keys("a")
-    demo.wait_text("(y / enter)")  # delivery asks once
-    demo.keys("y")
+    demo.wait_text("(ctrl+y)")  # delivery asks once; typing never answers
+    demo.keys("Enter")  # enter keeps
+    demo.wait("the question to close", lambda s: "(ctrl+y)" not in s)
+    demo.keys("a")
+    demo.wait_text("(ctrl+y)")
+    demo.keys("C-y")
     demo.wait(
         "the approved session to be delivered",
         lambda s: "delivered" in demo.row(s, SLUG),
@@ -203,8 +208,8 @@ def test_demo_driven_through_tmux(demo: Demo) -> None:
 
     demo.tab_to("contract awaiting confirmation")
     demo.keys("c")
-    demo.wait_text("(y / enter)")  # confirming the contract asks once
-    demo.keys("y")
+    demo.wait_text("(ctrl+y)")  # confirming the contract asks once
+    demo.keys("C-y")
     demo.wait(
         "the confirmed session to leave the contract gate",
         lambda s: (
@@ -218,7 +223,7 @@ def test_demo_driven_through_tmux(demo: Demo) -> None:
     demo.move_to(SLUG)
     demo.keys("X")
     demo.wait_text("for good?")
-    demo.keys("y")
+    demo.keys("C-y")
     demo.wait(
         "the deleted session's row to go",
         lambda s: SLUG not in s and "2 sessions" in s and "is deleted" in s,
@@ -264,9 +269,10 @@ def test_preview_rename_reject_and_retry_through_tmux(demo: Demo) -> None:
 
     demo.keys("r")
     demo.wait_text("why? (optional)")
-    # typed and sent at once, as a paste ending in a newline: the comment counts
+    # typed as a paste ending in a newline: the newline never answers, ctrl+y does
     demo.keys("-l", "keep the hyphens")
     demo.keys("Enter")
+    demo.keys("C-y")
     demo.wait("the rejection", lambda s: "abandoned" in demo.row(s, "Make slugify"), 20)
 
     deadline = time.monotonic() + 15
@@ -277,7 +283,7 @@ def test_preview_rename_reject_and_retry_through_tmux(demo: Demo) -> None:
         time.sleep(0.4)
     demo.keys("R")
     demo.wait_text("Retry this rejected session?")
-    demo.keys("y")
+    demo.keys("C-y")
     demo.wait(
         "the retry, named like its first attempt, at its contract gate",
         lambda s: (
@@ -291,8 +297,8 @@ def test_preview_rename_reject_and_retry_through_tmux(demo: Demo) -> None:
     row = demo.wait("the cursor on the retry", lambda s: "contract" in (demo.cursor_row() or ""))
     assert "folding" in (demo.cursor_row() or row)
     demo.keys("c")
-    demo.wait_text("(y / enter)")
-    demo.keys("y")
+    demo.wait_text("(ctrl+y)")
+    demo.keys("C-y")
     # its agent (in the preview, shown again) was told why the first attempt was rejected
     demo.keys("p")
     demo.wait("the preview to come back", lambda s: "agent terminal" in s)
@@ -313,3 +319,24 @@ def test_sigterm_on_the_demo_says_where_its_repository_is_and_cleans_up(demo: De
     for sock in demo.tmp.glob("corral-demo-*/tmux/*"):
         alive = subprocess.run(["tmux", "-S", str(sock), "list-sessions"], capture_output=True)
         assert alive.returncode != 0, f"the demo's tmux server {sock} is still running"
+
+
+def test_the_readmes_commands_reach_the_demo_beside_it(demo: Demo) -> None:
+    """The demo owns its state dir and serves its socket: `corral sessions`
+    with the CORRAL_HOME it names at start lists its sessions live (it said
+    "no corral owns …" and showed only what was stored)."""
+    text = demo.wait_text("Other terminals reach this demo with", timeout=40)
+    demo.wait("the three sessions", lambda s: "3 sessions" in s, timeout=40)
+    states = list(demo.tmp.glob("corral-demo-*/state"))
+    assert len(states) == 1, (states, text)
+    corral = ROOT / ".venv" / "bin" / "corral"
+    argv = [str(corral)] if corral.exists() else [sys.executable, "-m", "corral.tui.cli"]
+    env = {**os.environ, "CORRAL_HOME": str(states[0])}
+    out = subprocess.run(
+        [*argv, "sessions"], capture_output=True, text=True, env=env, timeout=30, cwd=ROOT
+    )
+    assert out.returncode == 0, out.stderr
+    assert "no corral owns" not in out.stdout + out.stderr, out.stdout
+    assert SLUG in out.stdout and PAGES in out.stdout, out.stdout
+    demo.keys("q")
+    demo.wait_text(EXITED, timeout=20)

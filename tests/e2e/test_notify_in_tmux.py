@@ -118,8 +118,8 @@ def test_needs_you_reaches_the_terminal_and_the_hook_once(console: Console) -> N
     # approve the waiting diff yourself: the finish is yours, not announced
     console.wait("the diff on the top row", lambda: "needs approval" in console.screen())
     console.tmux("send-keys", "Home", "a")
-    console.wait("approval to ask once", lambda: "(y / enter)" in console.screen(), timeout=15)
-    console.tmux("send-keys", "y")
+    console.wait("approval to ask once", lambda: "(ctrl+y)" in console.screen(), timeout=15)
+    console.tmux("send-keys", "C-y")
     console.wait("the delivery", lambda: "delivered" in console.screen(), timeout=30)
     time.sleep(1.5)  # a notice for it would have been written by now
     after = console.hook_lines()

@@ -205,10 +205,10 @@ async def test_acting_past_a_gate_says_what_already_happened(
     ):
         with pytest.raises(CorralError) as info:
             await call
-        assert str(info.value) == f"{name} was already merged — nothing left to {action}"
+        assert str(info.value) == f"{name} was already delivered — nothing left to {action}"
 
     cancelled = await sup.cancel(sid)
     assert cancelled.state is S.MERGED
     assert cancelled.already_terminal is True
-    assert cancelled.message == f"{name} was already merged — nothing left to cancel"
+    assert cancelled.message == f"{name} was already delivered — nothing left to cancel"
     assert sup.get(sid).session.state is S.MERGED

@@ -254,6 +254,9 @@ def test_run_exit_codes_and_json_events(tmp_path: Path) -> None:
         home=home,
     )
     assert out.returncode == 3, out.stderr
+    # it says which session waits, and how to go on (the id every command takes)
+    waiting = json.loads(corral("sessions", "--json", home=home).stdout)[0]["session_id"]
+    assert f"corral run: session {waiting} waits at gate 1" in out.stdout, out.stdout
     # with --yes and --deliver: delivered, JSON lines end with a result
     out = corral(
         "run",

@@ -96,7 +96,7 @@ async def test_a_running_or_delivered_session_is_not_retried(
         await sup.retry(sid)
     await run_to_gate(sup, sid)
     await sup.approve(sid)
-    with pytest.raises(CorralError, match="merged"):
+    with pytest.raises(CorralError, match="delivered"):
         await sup.retry(sid)
 
 

@@ -24,7 +24,7 @@ from corral.supervisor.engines.base import EngineOutcome, RunContext
 from corral.supervisor.models import ContractCheck, OutcomeContract
 from corral.supervisor.session.registry import SessionRegistry
 from corral.supervisor.states import CoderState
-from corral.tui.confirm import ConfirmScreen
+from corral.tui.confirm import GO_KEY, ConfirmScreen
 from corral.tui.screens.board import BoardScreen
 from corral.tui.screens.diff import DiffScreen
 from corral.tui.screens.discuss import DiscussScreen
@@ -211,7 +211,7 @@ async def open_from_board(app: Any, pilot: Any, key: str) -> Any:
     )
 
 
-async def asked(pilot: Any, then: str | None = "y") -> ConfirmScreen:
+async def asked(pilot: Any, then: str | None = GO_KEY) -> ConfirmScreen:
     """Something that cannot be undone asks once: wait for the confirm
     modal and press `then` (None: leave it open); returns the modal."""
     modal = await until(

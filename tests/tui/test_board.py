@@ -209,7 +209,7 @@ async def test_a_contract_file_in_the_form_and_a_reject_comment(
         board.table.move_cursor(row=board.order.index(sid))
         await pilot.press("r")
         await asked(pilot, None)
-        await pilot.press(*"not like this", "enter")
+        await pilot.press(*"not like this", "ctrl+y")
         row = await sup.wait_for(sid, {CoderState.ABANDONED}, timeout=10)
         assert row.state is CoderState.ABANDONED
         texts = plan_texts(sup, sid)

@@ -53,7 +53,7 @@ async def test_an_over_budget_row_warns_at_80_by_24_and_shows_its_cost_when_wide
         registry.amend(ids["Bravo"], _overspend)
         await until(pilot, "the warning in its row", lambda: any(
             # the needs-you cell is cut at 80 columns, with an ellipsis
-            "Bravo" in line and "⚠ over budget: $5.70 …" in line[:80]
+            "Bravo" in line and "⚠ over budget: $5.70…" in line[:80]
             for line in _lines(board)
         ))  # fmt: skip
         counts = str(board.query_one("#counts").render())
@@ -63,7 +63,7 @@ async def test_an_over_budget_row_warns_at_80_by_24_and_shows_its_cost_when_wide
         # a row that needs you says so first; its intent carries the mark
         registry.amend(ids["Alpha"], _overspend)
         await until(pilot, "the mark on the row that needs you", lambda: any(
-            "diff ready for approv" in line and "⚠ Alpha adds a file" in line
+            "diff ready for appro" in line and "⚠ Alpha adds a file" in line
             for line in _lines(board)
         ))  # fmt: skip
         assert "$11.40 spent · 2 over budget" in str(board.query_one("#counts").render())

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from textual.widgets import Static
 
+from corral.supervisor.states import label
 from corral.tui.app import CorralApp
 from corral.tui.screens.board import BoardScreen
 
@@ -45,10 +46,11 @@ async def test_x_deletes_a_finished_row_after_one_question(board_world) -> None:
         await pilot.press("X")
         modal = await asked(pilot, then="escape")  # escape keeps it
         assert "for good" in str(modal.question) and "cannot be undone" in str(modal.question)
+        assert f"Delete {label(sid)}," in str(modal.question)  # it names the session
         assert sid in board.order and worktree.is_dir()
 
         await pilot.press("X")
-        await asked(pilot, then="y")
+        await asked(pilot)
         await until(pilot, "the row to disappear", lambda: sid not in board.summaries)
         assert sid not in board.order and not worktree.exists()
         assert all(r.session_id != sid for r in sup.list())

@@ -126,7 +126,7 @@ async def test_the_demo_agent_flow_with_two_of_three_hunks_approved(
         await until(
             pilot, "the README unticked", lambda: screen.ticked == {"textkit/report.py": None}
         )
-        await pilot.press("a")
+        await pilot.press("ctrl+a")
         await asked(pilot)
         row = await sup.wait_for(sid, {CoderState.MERGED}, timeout=60)
 

@@ -78,7 +78,7 @@ async def test_unticking_a_hunk_delivers_only_the_ticked_ones(tmp_path: Path) ->
         await until(pilot, "the hunk list to take focus", lambda: hunks.has_focus)
         await pilot.press("space")  # untick the first hunk
         await until(pilot, "the hunk unticked", lambda: screen.ticked == {"long.txt": {1, 2}})
-        await pilot.press("a")
+        await pilot.press("ctrl+a")
         await asked(pilot)
         sid = sup.list()[0].session_id
         row = await sup.wait_for(sid, {CoderState.MERGED}, timeout=20)
@@ -174,7 +174,7 @@ async def test_the_whole_flow_through_keys(tmp_path: Path) -> None:
         await until(pilot, "the hunk list to take focus", lambda: hunks.has_focus)
         await pilot.press("space")
         await until(pilot, "the hunk unticked", lambda: screen.ticked == {"long.txt": {0, 1}})
-        await pilot.press("a")
+        await pilot.press("ctrl+a")
         await asked(pilot)
         row = await sup.wait_for(sid, {CoderState.MERGED}, timeout=20)
     delivered = git(repo, "show", f"{row.result_branch}:long.txt").splitlines()
@@ -194,13 +194,15 @@ async def test_reject_from_the_diff_asks_for_a_comment_and_escape_keeps_reviewin
         diff = await open_from_board(app, pilot, "D")
         assert isinstance(diff, DiffScreen)
         sid = diff.session_id
-        await pilot.press("r")
+        await pilot.press("ctrl+r")
         await asked(pilot, "escape")  # changed my mind: still reviewing, nothing sent
         await until(pilot, "the diff again", lambda: app.screen is diff)
         assert sup.get(sid).session.state is CoderState.NEEDS_APPROVAL
-        await pilot.press("r")
+        await pilot.press("ctrl+r")
         await asked(pilot, None)
-        await pilot.press(*"too broad", "enter")
+        await pilot.press(*"too broad", "enter")  # enter types, never rejects
+        assert sup.get(sid).session.state is CoderState.NEEDS_APPROVAL
+        await pilot.press("ctrl+y")
         row = await sup.wait_for(sid, {CoderState.ABANDONED}, timeout=10)
         assert not isinstance(app.screen, DiffScreen)
         texts = plan_texts(sup, sid)

@@ -110,7 +110,7 @@ async def test_retry_from_the_board_selects_the_new_session(board_world) -> None
         await pilot.press("R")
         modal = await asked(pilot, then=None)
         assert "fresh worktree" in str(modal.question)
-        await pilot.press("y")
+        await pilot.press("ctrl+y")
 
         def retried() -> str | None:
             new = [
@@ -169,8 +169,8 @@ async def test_retry_with_its_edits_from_the_board(board_world) -> None:
         await until(pilot, "the rejected row's keys", lambda: "retry" in footer_actions(app))
         await pilot.press("R")
         modal = await asked(pilot, then=None)
-        assert "With its edits (e)" in str(modal.question)
-        await pilot.press("e")
+        assert "With its edits (ctrl+e)" in str(modal.question)
+        await pilot.press("ctrl+e")
 
         def retried() -> str | None:
             new = [r for r in sup.list() if r.session_id != alpha and r.intent.startswith("Alpha")]

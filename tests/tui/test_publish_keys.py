@@ -54,7 +54,7 @@ async def test_p_pushes_and_o_opens_a_pull_request(
         assert "Push branch (P)" in titles and "Open pull request (O)" in titles
         app.clear_notifications()
         await pilot.press("P")
-        modal = await asked(pilot, then="y")
+        modal = await asked(pilot)
         assert f"Push branch {branch} to origin?" in str(modal.question)
         await until(pilot, "the push toast", lambda: any("pushed to" in t for t in _toasts(app)))
         assert f"Branch {branch} pushed to origin ({remote})." in _toasts(app)
@@ -66,7 +66,7 @@ async def test_p_pushes_and_o_opens_a_pull_request(
         assert pushed.stdout.strip() == board.summaries[delta].result_commit
 
         await pilot.press("O")
-        await asked(pilot, then="y")
+        await asked(pilot)
         await until(pilot, "the pull request toast", lambda: any(URL in t for t in _toasts(app)))
         argv = recorded(record)["argv"]
         assert isinstance(argv, list) and argv[argv.index("--title") + 1] == (

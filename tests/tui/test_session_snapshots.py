@@ -118,7 +118,7 @@ async def test_gate1_checks_are_added_edited_and_removed_inline(tmp_path: Path) 
         bar = screen.query_one("#question", Static)
         table.focus()
         table.move_cursor(row=0)
-        await pilot.press("e")
+        await pilot.press("enter")  # on the table: edits the check
         await until(pilot, "the edit in the input", lambda: reply.has_focus)
         assert reply.value == "/check feature test -f feature.txt"
         reply.value = "/check feature test -s feature.txt"
@@ -127,7 +127,7 @@ async def test_gate1_checks_are_added_edited_and_removed_inline(tmp_path: Path) 
 
         table.focus()
         await until(pilot, "the table to take focus", lambda: table.has_focus)
-        await pilot.press("plus")
+        await pilot.press("ctrl+n")
         await until(pilot, "a new check in the input", lambda: reply.value == "/check ")
         await pilot.press(*"smoke true", "enter")
         await until(
@@ -184,7 +184,10 @@ async def test_gate1_shows_whole_commands_output_previews_and_literal_brackets(
         table = screen.query_one("#checks", DataTable)
         command_cell = str(table.get_row_at(0)[1])
         assert command_cell.endswith("…") and len(command_cell) <= 60
-        assert str(table.get_row_at(0)[3]) == "red (proves the work): expected [/y] 42, got 41"
+        baseline = [str(c.label) for c in table.columns.values()].index("Baseline")
+        assert str(table.get_row_at(0)[baseline]) == (
+            "red (proves the work): expected [/y] 42, got 41"
+        )
         detail = str(screen.query_one("#check-detail", Static).render())
         assert " ".join(long_command.split()) in " ".join(detail.split())
         assert (
@@ -273,13 +276,14 @@ async def test_s_edits_the_setup_and_a_fixed_setup_turns_cannot_run_into_a_red(
         reply = screen.query_one("#reply", Input)
         table.focus()
         await until(pilot, "the table to take focus", lambda: table.has_focus)
-        await pilot.press("s")
+        await pilot.press("ctrl+s")
         await until(pilot, "the setup in the input", lambda: reply.value == "/setup exit 3")
         tool = 'mkdir -p "$CORRAL_ENV/bin" && printf "#!/bin/sh\\nexit 1\\n" > "$CORRAL_ENV/bin/greet" && chmod +x "$CORRAL_ENV/bin/greet"'
         reply.value = f"/setup {tool}"
         await pilot.press("enter")
         await until(pilot, "the re-baseline", lambda: verdict() is CheckVerdict.FAILS, timeout=30)
-        assert str(table.get_row_at(0)[3]).startswith("red (proves the work)")
+        baseline = [str(c.label) for c in table.columns.values()].index("Baseline")
+        assert str(table.get_row_at(0)[baseline]).startswith("red (proves the work)")
 
 
 async def test_gate_one_lists_tests_already_failing_as_not_this_tasks_work(

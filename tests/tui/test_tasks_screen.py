@@ -138,7 +138,7 @@ async def test_add_pause_run_now_and_delete_through_the_screen(tmp_path: Path) -
 
         # delete (asks first)
         await pilot.press("x")
-        await pilot.press("y")
+        await pilot.press("ctrl+y")
         await until(
             pilot, "the task gone", lambda: all(n != "nightly notes" for n, _ in _rows(screen))
         )

@@ -54,8 +54,8 @@ def test_keys_are_read_as_textual_names_and_swaps_are_fine(tmp_path: Path) -> No
     assert "| `?` | search by name" in text
     assert "| `r` | approve the verified diff" in text and "| `a` | reject the diff" in text
     # the diff review's own keys are not the board's: unchanged
-    assert "| `a` | approve the ticked part" in text
-    assert "| `c` / `r` / `o` / `v` / `a` / `x` | confirm, approve" in text
+    assert "| `ctrl+a` | approve the ticked part" in text
+    assert "| `ctrl+y` / `r` / `ctrl+o` / `a` | confirm the contract, approve" in text
 
 
 def test_no_table_no_change(tmp_path: Path) -> None:

@@ -31,7 +31,8 @@ def test_each_running_kind_has_its_own_words() -> None:
 
 
 def test_gates_and_endings_keep_their_state() -> None:
-    assert status_words(row(CoderState.MERGED)) == "merged"
+    # one word for a delivered session on the board, the header, the preview and the CLI
+    assert status_words(row(CoderState.MERGED)) == "delivered"
     gated = row(CoderState.NEEDS_APPROVAL, needs_you=NeedsYou.MERGE)
     assert status_words(gated) == "needs you: approval"
 
@@ -42,7 +43,7 @@ def test_the_preview_says_why_a_session_shows_no_terminal() -> None:
     gate1 = row(CoderState.CONTRACT_PROPOSED, needs_you=NeedsYou.CONTRACT)
     assert "starts once you confirm the contract (c)" in no_terminal_reason(gate1)
     assert "R revives" in no_terminal_reason(row(dormant=True))
-    assert "has ended (merged)" in no_terminal_reason(row(CoderState.MERGED))
+    assert "has ended (delivered)" in no_terminal_reason(row(CoderState.MERGED))
     assert "stored state" in no_terminal_reason(row(live=False))
     native = row(engine="native")
     assert no_terminal_reason(native) == "No agent terminal: native does not run in a terminal."

@@ -285,7 +285,7 @@ def test_labels_use_the_last_eight_characters() -> None:
 def test_already_happened_after_merge(action: str, gate: CoderState) -> None:
     assert (
         already_happened(SID, S.MERGED, gate, action)
-        == f"{NAME} was already merged — nothing left to {action}"
+        == f"{NAME} was already delivered — nothing left to {action}"
     )
 
 
@@ -325,7 +325,7 @@ def test_already_happened_not_ready_yet() -> None:
 
 def test_not_live_message() -> None:
     assert not_live_message(SID, None) == f"no live corral session '{SID}'"
-    assert not_live_message(SID, S.MERGED) == f"{NAME} was already merged"
+    assert not_live_message(SID, S.MERGED) == f"{NAME} was already delivered"
     for state in (S.REPORTED, S.FAILED, S.ABANDONED):
         assert not_live_message(SID, state) == f"{NAME} already finished (state: {state.value})"
     for state in (S.CREATED, S.CONTRACT_PROPOSED, S.RUNNING, S.NEEDS_APPROVAL):

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from corral.supervisor.errors import CorralError
 from corral.supervisor.paths import default_state_dir, owner_running
-from corral.supervisor.states import label
+from corral.supervisor.states import CoderState, label, said
 
 from ..visible import visible
 from .output import say, say_json
@@ -107,7 +107,7 @@ def get(name: str, *, as_json: bool) -> int:
     if as_json:
         say_json({"owner": None, "stored": row.model_dump(mode="json")})
         return 0
-    say(f"{row.label}  {row.state.value}  (stored: no corral owns {state_dir}, so not live)")
+    say(f"{row.label}  {said(row.state)}  (stored: no corral owns {state_dir}, so not live)")
     say(f"  intent: {row.intent}")
     say(f"  repo:   {row.repo}")
     if row.host:
@@ -156,7 +156,7 @@ async def _watch(name: str, *, as_json: bool, from_seq: int) -> int:
         if result.events_skipped:
             say(f"corral watch: {result.events_skipped} earlier event(s) are no longer held")
         if sub is None:
-            say(f"corral watch: {label(sid)} is {result.state.value} and not live")
+            say(f"corral watch: {label(sid)} is {said(result.state)} and not live")
             return 0
         async for event in sub:
             if as_json:
@@ -264,6 +264,8 @@ def act(args: argparse.Namespace) -> int:
         say_json(result)
     else:
         state = result.get("state") if isinstance(result, dict) else None
+        if state in set(CoderState):
+            state = said(CoderState(state))  # the word the board says (delivered)
         say(f"corral {args.command}: {label(sid)}" + (f" → {state}" if state else ""))
         if isinstance(result, dict) and result.get("branch"):
             say(f"  branch {result['branch']} {result.get('commit') or ''}")

@@ -171,6 +171,20 @@ def run_demo(pace: float = 1.0, backend: str = "tmux") -> int:
             on_ready=lambda _owner: seed_demo(supervisor, site.repo),
             ui_state_dir=_own_state_dir(),  # the theme outlives the demo's temp dir
         )
+
+        def serve() -> OwnerServices:
+            # the demo owns its state dir like any console: the README's commands
+            # beside it (`corral sessions`, `get`, `approve` …) reach it through
+            # its socket, with CORRAL_HOME set to that dir (said at start)
+            from corral.supervisor.remote import OwnerServices
+
+            return OwnerServices(supervisor, discussions=lambda: app.discussions, mcp_http=False)
+
+        app.serve_with = serve
+        app.startup_note = (
+            f"Other terminals reach this demo with CORRAL_HOME={site.state_dir} "
+            "(e.g. corral sessions, corral get <id>)."
+        )
         running.append(app)
         code = _launch(app)
     finally:  # also on SIGTERM or a closed terminal: where the demo's files are

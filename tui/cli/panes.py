@@ -10,6 +10,7 @@ import sys
 
 from corral.supervisor.pane_cleanup import AgentPane, agent_panes, attach_command, stop_panes
 from corral.supervisor.paths import default_state_dir
+from corral.supervisor.states import said
 
 from .common import fail
 from .output import say
@@ -18,7 +19,7 @@ from .output import say
 def _who(pane: AgentPane) -> str:
     if pane.session_id is None or pane.session_state is None:
         return "STRAY (no session)"
-    return f"{pane.session_id[-8:]} {pane.session_state.value}"
+    return f"{pane.session_id[-8:]} {said(pane.session_state)}"
 
 
 def _where(pane: AgentPane) -> str:

@@ -58,7 +58,7 @@ from corral.supervisor.remote import (
     OwnerSurface,
     owner_running,
 )
-from corral.supervisor.states import CoderState, FailureKind, NeedsYou, label
+from corral.supervisor.states import CoderState, FailureKind, NeedsYou, label, said
 
 from ..event_text import describe
 from .common import DELIVERY_REFUSED, DISK_FULL, JUDGE_CHANGED
@@ -351,6 +351,15 @@ def _left_behind(run: _Run, row: SessionSummary | None, state_dir: Path) -> str:
     return said + f"; run `corral` here to carry on with it (`corral delete {name}` drops it)"
 
 
+#: what a run stopped at a gate says next (the session's id: every command takes it)
+GATE_NEXT = {
+    CoderState.CONTRACT_PROPOSED: "gate 1: review it in the console, or `corral confirm {sid}`",
+    CoderState.NEEDS_APPROVAL: (
+        "gate 2: review the diff in the console, or `corral approve {sid}` / `corral reject {sid}`"
+    ),
+}
+
+
 async def _drive(
     owner: _Run,
     repo: Path,
@@ -449,13 +458,16 @@ async def _drive(
             say_json({"kind": "result", **summary}, indent=None, flush=True)
         else:
             say(
-                f"corral run: {session.state.value}"
+                f"corral run: {label(sid)} {said(session.state)}"
                 + (f" → {session.result_branch}" if session.result_branch else "")
                 + (f" ({session.error})" if session.error else ""),
                 flush=True,
             )
             if session.attestation:
                 say(f"corral run: {session.attestation}", flush=True)
+            waits = GATE_NEXT.get(session.state)
+            if waits is not None:  # stopped at a gate: which session, and how to go on
+                say(f"corral run: session {sid} waits at {waits.format(sid=sid)}", flush=True)
         return code
     finally:
         if pump is not None:

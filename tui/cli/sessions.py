@@ -44,7 +44,9 @@ def status_words(row: SessionSummary) -> str:
     """The row's state as the board says it, in plain words: a session that
     waits on the operator, a dormant one and one whose host does not answer
     are not just `running`."""
-    state = row.state.value
+    from corral.supervisor.states import said
+
+    state = said(row.state)
     if row.dormant:
         return "dormant"
     if row.needs_you is not None:

@@ -14,6 +14,7 @@ import sys
 
 from corral.supervisor.errors import CorralError
 from corral.supervisor.paths import default_state_dir
+from corral.supervisor.states import said
 from corral.supervisor.worktree_pruning import PruneOutcome, PruneStep, prune_worktrees, worktrees
 
 from .output import say, say_json
@@ -30,7 +31,7 @@ def list_worktrees(*, as_json: bool) -> int:
     for r in rows:
         dirty = "" if r.clean in (True, None) else "  (uncommitted changes)"
         note = f"  — {r.note}" if r.note else ""
-        state = r.session_state.value if r.session_state else "unknown"
+        state = said(r.session_state) if r.session_state else "unknown"
         say(f"{r.session or '?':<16} {state:<17} {r.lease.value:<17} {r.path}{dirty}{note}")
     return 0
 

@@ -3,8 +3,9 @@
 Left: files with +/− counts and change kind, each with a tick. Middle: the
 selected file's hunks, each with a tick. Right: that file's diff, syntax
 highlighted (only the selected file is rendered, so big diffs stay quick),
-and the runtime verification results. `a` delivers the ticked part to a
-branch, `o` applies it to the checkout; the supervisor re-runs the contract
+and the runtime verification results. `ctrl+a` delivers the ticked part to
+a branch, `ctrl+o` applies it to the checkout (never a letter: typing cannot
+pass the gate); the supervisor re-runs the contract
 on a partial selection before delivering it.
 
 When the work changed how it is judged (a test, test configuration or test
@@ -18,10 +19,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from rich.syntax import Syntax
-from textual import getters, work
+from textual import events, getters, work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Horizontal, ScrollableContainer, Vertical
 from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
 
 MAX_RENDER_LINES = 4000
 MAX_LINE_CHARS = 2000  # characters of one diff line shown (a 1 MB line is cut)
+NARROW = 120  # columns under which the file list gives the diff most of the width
 TICK, UNTICK, PARTIAL = "☑", "☐", "◩"
 
 
@@ -61,10 +63,12 @@ class DiffScreen(Screen[None]):
     BINDINGS = [
         Binding("escape", "back", "Back"),
         Binding("space", "toggle_tick", "Tick / untick", priority=True),
-        Binding("a", "approve('branch')", "Approve → branch"),
-        Binding("o", "approve('checkout')", "Apply to checkout"),
+        # what passes the gate is on control keys: letters typed here do nothing
+        Binding("ctrl+a", "approve('branch')", "Approve → branch"),
+        Binding("ctrl+o", "approve('checkout')", "Apply to checkout"),
         Binding("d", "toggle_discard", "Keep/discard rest"),
-        Binding("r", "reject", "Reject"),
+        Binding("f", "toggle_files", "Files"),
+        Binding("ctrl+r", "reject", "Reject"),
         Binding("question_mark", "app.help", "Help"),
     ]
 
@@ -87,8 +91,9 @@ class DiffScreen(Screen[None]):
                 hunks.add_columns("", "Hunk", "+", "−")
                 yield hunks
                 yield Static("", id="diff-verification")
-            with VerticalScroll(id="diff-body"):
-                yield Static("", id="diff-text")
+            # scrolls both ways (arrows once focused, tab reaches it): long lines are read whole
+            with ScrollableContainer(id="diff-body"):
+                yield Static("", id="diff-text", expand=False, shrink=False)
         yield Footer()
 
     @property
@@ -96,7 +101,16 @@ class DiffScreen(Screen[None]):
         return self.app.supervisor
 
     def on_mount(self) -> None:
+        self._fit(self.app.size.width)
         self.load()
+
+    def on_resize(self, event: events.Resize) -> None:
+        self._fit(event.size.width)
+
+    def _fit(self, width: int) -> None:
+        """Under 120 columns the file list is narrower (and `f` hides it), so
+        the diff keeps most of the width."""
+        self.set_class(width < NARROW, "-narrow")
 
     @work(exclusive=True, group="diff-load")
     @guarded("Loading the diff")
@@ -282,6 +296,15 @@ class DiffScreen(Screen[None]):
                 self.ticked[path] = None
             self._render_hunks(self.current)
         self._render_files()
+
+    def action_toggle_files(self) -> None:
+        """Hide the file list (and its verification) to read the diff full width."""
+        left = self.query_one("#diff-left")
+        left.display = not left.display
+        if not left.display:
+            self.query_one("#diff-body").focus()
+        else:
+            self.query_one("#diff-files").focus()
 
     def action_toggle_discard(self) -> None:
         self.discard_rest = not self.discard_rest

@@ -30,12 +30,12 @@ a branch until you approve it.
 | `/` | search by name, intent, repo, id, agent or state as you type (loosely: `hlo` finds hello); `enter` also searches every session's events and its agent's transcript (`escape` clears) |
 | `n` | start a new session |
 | `d` | discuss the repo with a read-only assistant (needs a model); `ctrl+o` starts a prepared task |
-| `c` | confirm the selected session's contract |
-| `a` | approve the verified diff (delivers branch `corral/<id>`), or accept a finding |
+| `c` | confirm the selected session's contract (asks; only `ctrl+y` goes ahead) |
+| `a` | approve the verified diff (delivers branch `corral/<id>`), or accept a finding (asks; only `ctrl+y` goes ahead) |
 | `o` | apply the verified diff to your checkout's working files (HEAD and index untouched) |
 | `v` | re-verify: re-run the contract on the worktree as it is now |
-| `D` | review the diff: tick files and hunks (`space`), then `a` / `o` delivers the ticked part |
-| `r` | reject the diff or finding |
+| `D` | review the diff: tick files and hunks (`space`), then `ctrl+a` / `ctrl+o` delivers the ticked part |
+| `r` | reject the diff or finding (asks, with an optional comment; only `ctrl+y` goes ahead) |
 | `x` | cancel the session (asks first; the worktree is kept) |
 | `R` | retry a failed, rejected or cancelled session: a new session, same intent and contract, fresh worktree; its agent is told what went wrong (asks first). On a dormant session, `R` revives it: its agent resumes its own conversation in the same worktree |
 | `h` | archive a finished session (off the board, kept in the store); under the `archived` filter, `h` brings it back |
@@ -57,29 +57,34 @@ a branch until you approve it.
 | `l` | filter the event log: everything → agent → checks → problems |
 | `T` | read the agent's own transcript again (shown under the log for agents that keep one, e.g. Claude Code) |
 | `t` / `A` | type into the agent's live terminal (`ctrl+g` leaves) / attach your terminal to its tmux window |
-| `c` / `a` / `o` / `v` / `r` / `x` | confirm, approve to a branch, apply to the checkout, re-verify, reject, cancel |
+| `ctrl+y` / `ctrl+a` / `ctrl+o` / `ctrl+r` | confirm the contract, approve to a branch, apply to the checkout, reject: never letters, and they act from the input too (each asks first) |
+| `v` / `x` | re-verify, cancel |
 | `R` / `h` / `N` | retry (the retry opens here), archive or bring back, name the session |
 | `w` / `E` | open the worktree in a new window of your tmux: a shell / `$EDITOR` |
 | `1`–`9` | answer a question with that option |
 | `enter` in the input | send an answer (or an option's number), a contract revision (gate 1), or guidance |
 | `escape` in the input | leave it: while the input has focus every key is typed, none acts |
-| `e` / `+` / `delete` | gate 1, on the checks table: edit the selected check, add one, remove it |
+| `ctrl+e` | back to the input (the footer shows it while the input is away) |
+| `enter` or `f2` / `ctrl+n` / `delete` / `ctrl+s` | gate 1, on the checks table: edit the selected check, add one, remove it, edit the setup |
 | `D` | review the verified diff (below) |
 | `m` | an ACP agent's modes and models: choose one to switch to (others say why not) |
 | `ctrl+b` | in the agent terminal: show its scrollback (again to go back live) |
 
-At gate 1 and on a question the input has focus when the screen opens. The footer shows
-only the keys that act now (none of the screen's while the input or the terminal has focus).
+At gate 1 and on a question the input has focus when the screen opens. At gate 1 every
+letter, digit, space or punctuation you type goes into the input, wherever the focus is:
+typing never fires a key there. The footer shows only the keys that act now (while the
+input has focus: only the gate's own control keys).
 
 ## Diff review
 
 | key | action |
 |---|---|
 | `space` | tick / untick the selected file, or (in the hunk list) hunk |
-| `a` | approve the ticked part to branch `corral/<id>` (a partial selection is re-verified first) |
-| `o` | apply the ticked part to your checkout's working files |
+| `ctrl+a` | approve the ticked part to branch `corral/<id>` (a partial selection is re-verified first) |
+| `ctrl+o` | apply the ticked part to your checkout's working files |
 | `d` | keep or discard the part you left out (kept in the worktree by default) |
-| `r` | reject, with an optional comment |
+| `f` | hide or show the file list, to read the diff full width (`tab` to the diff, then arrows scroll it both ways) |
+| `ctrl+r` | reject, with an optional comment |
 | `escape` | back |
 
 ## Discussion
@@ -97,8 +102,10 @@ only the keys that act now (none of the screen's while the input or the terminal
 
 `ctrl+p` opens the command palette (every action of the screen in front, and the
 theme switcher: dark and light are remembered). What cannot be undone (confirm a contract,
-approve or apply, reject, cancel, delete, remove a check) asks once: `enter` / `y` goes ahead,
-`escape` / `n` keeps things as they are.
+approve or apply, reject, cancel, delete, remove a check) asks once, and typing never answers:
+`ctrl+y` goes ahead (`ctrl+e`: the other way offered, e.g. retry with its edits); `enter`,
+`escape` and `n` keep things as they are (the default button). Naming a session is a form:
+there `enter` / `y` saves.
 
 Press `escape` or `q` to close this help.
 """

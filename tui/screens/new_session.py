@@ -15,7 +15,7 @@ from rich.text import Text
 from textual import getters
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical
+from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Select, Static
 
@@ -28,6 +28,11 @@ from ..safe_text import safe_content, safe_text, visible
 
 if TYPE_CHECKING:
     from corral.supervisor.interface import Discussion
+
+
+class FormScroll(VerticalScroll, can_focus=False):
+    """The form's fields, scrolled on a short terminal; the first field takes
+    focus when the form opens (a focusable scroll would take it instead)."""
 
 
 class NewSessionScreen(ModalScreen[None]):
@@ -52,7 +57,8 @@ class NewSessionScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         app = self.app
-        with Vertical(classes="dialog"):
+        # scrolls on a short terminal, and a field that takes focus is scrolled into view
+        with FormScroll(classes="dialog form"):
             yield Label("What should the agent achieve?")
             yield Input(  # a prepared task's intent is the model's: its controls shown as marks
                 value=visible(self.intent, multiline=True),

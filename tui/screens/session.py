@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
-from textual import getters, work
+from textual import events, getters, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
@@ -35,13 +35,14 @@ from corral.supervisor.models import (
     SessionDetail,
     StartResult,
 )
-from corral.supervisor.states import CoderState
+from corral.supervisor.states import CoderState, said
 from corral.supervisor.states import label as session_label
 
 from .. import rows as R
 from ..console_app import ConsoleApp
 from ..event_text import clip, describe
 from ..guard import guarded
+from ..keymap import typed
 from ..safe_text import safe_content, safe_markup, safe_text
 from ..widgets.terminal import TerminalView
 from .session_keys import SESSION_BINDINGS
@@ -150,32 +151,80 @@ VERDICT_STYLE: dict[CheckVerdict, tuple[str, str]] = {
 }
 
 
+#: how a run after the work reads (the baseline's words would say "already")
+LAST_RUN_STYLE: dict[CheckVerdict, tuple[str, str]] = {
+    CheckVerdict.PASSES: ("PASS", "green"),
+    CheckVerdict.FAILS: ("FAIL", "red"),
+    CheckVerdict.CANNOT_RUN: ("CANNOT RUN", "bold magenta"),
+}
+
+
 def _verdict(result: CheckResult) -> CheckVerdict:
     return result.verdict or (CheckVerdict.PASSES if result.passed else CheckVerdict.FAILS)
 
 
-def _baseline_cell(result: CheckResult | None) -> Text:
-    """The verdict in its colour and a preview of why: the reason for a
-    check that cannot run, else the output's last line."""
+def _baseline_cell(result: CheckResult | None, preview: int = 40) -> Text:
+    """The verdict in its colour and a preview of why (`preview` characters,
+    none when 0): the reason for a check that cannot run, else the output's
+    last line."""
     if result is None:
         return Text("—")
     verdict = _verdict(result)
     word, style = VERDICT_STYLE[verdict]
     cell = Text(word, style=style)
+    if not preview:
+        return cell
     if verdict is CheckVerdict.CANNOT_RUN:
-        return cell.append_text(safe_text(f": {clip(result.reason, 48)}"))
+        return cell.append_text(safe_text(f": {clip(result.reason, preview + 8)}"))
     last = _tail(result.output_tail, 1)
-    return cell.append_text(safe_text(f": {clip(last[0], 40)}")) if last else cell
+    return cell.append_text(safe_text(f": {clip(last[0], preview)}")) if last else cell
+
+
+#: how the checks table gives way on a narrow terminal, step by step: the
+#: columns kept (in display order), how much of the command and of the
+#: baseline's preview a row keeps. The check's name and its baseline verdict
+#: (the point of gate 1) are never dropped; the whole command and output stay
+#: in the detail under the table.
+CHECK_LAYOUTS: tuple[tuple[tuple[str, ...], int, int], ...] = (
+    (("Check", "Command", "Timeout", "Baseline", "Last run"), 60, 40),
+    (("Check", "Command", "Baseline", "Last run"), 60, 40),
+    (("Check", "Command", "Baseline", "Last run"), 30, 24),
+    (("Check", "Baseline", "Last run"), 0, 24),
+    (("Check", "Baseline", "Last run"), 0, 0),
+    (("Check", "Baseline"), 0, 0),
+)
+
+
+def check_rows(
+    checks: list[tuple[ContractCheck, CheckResult | None, CheckResult | None]], width: int
+) -> tuple[tuple[str, ...], list[list[Text]]]:
+    """The first layout whose columns fit `width` cells (the last one if none)."""
+    for columns, command_room, preview in CHECK_LAYOUTS:
+        rows = []
+        for check, base, last in checks:
+            cells = {  # Text, not str: DataTable reads str cells as markup
+                "Check": safe_text(check.name),
+                "Command": safe_text(clip(check.command, command_room)),
+                "Timeout": Text(f"{check.timeout_secs}s"),
+                "Baseline": _baseline_cell(base, preview),
+                "Last run": _last_run_cell(last),
+            }
+            rows.append([cells[c] for c in columns])
+        widths = [
+            max([len(name), *(row[i].cell_len for row in rows)]) + 2  # a cell's padding
+            for i, name in enumerate(columns)
+        ]
+        if sum(widths) <= width:
+            break
+    return columns, rows
 
 
 def _last_run_cell(result: CheckResult | None) -> Text:
     """The runtime's last verdict on a check, in the verdict's colour."""
     if result is None:
         return Text("—")
-    word = {CheckVerdict.PASSES: "PASS", CheckVerdict.FAILS: "FAIL"}.get(
-        _verdict(result), "CANNOT RUN"
-    )
-    return Text(word, style=VERDICT_STYLE[_verdict(result)][1])
+    word, style = LAST_RUN_STYLE[_verdict(result)]
+    return Text(word, style=style)
 
 
 def _setup_lines(s: CoderSession) -> list[Content]:
@@ -213,6 +262,9 @@ def _setup_lines(s: CoderSession) -> list[Content]:
         )
     return lines
 
+
+# what passes a gate: on control keys, so they also act from the input (session_keys)
+GATE_KEYS = frozenset({"confirm", "approve", "approve_checkout", "reject"})
 
 # the actions whose rule is the supervisor's table (the rest are this screen's own)
 TABLE_ACTIONS = frozenset(
@@ -286,9 +338,7 @@ class SessionScreen(Screen[None]):
             yield Static("", id="session-header")
             with VerticalScroll(id="session-body"):
                 yield Static("", id="contract-title")
-                table: DataTable[object] = DataTable(id="checks", cursor_type="row")
-                table.add_columns("Check", "Command", "Timeout", "Baseline", "Last run")
-                yield table
+                yield DataTable(id="checks", cursor_type="row")
                 yield Static("", id="check-detail")
                 foreman = Static("", id="foreman")
                 foreman.display = False  # a foreman session's split or placements only
@@ -396,7 +446,7 @@ class SessionScreen(Screen[None]):
             else safe_markup("[b]{}[/b]", intent),
             safe_content(f"session {s.id}  ({session_label(s.id)}){extra}"),
             safe_content(
-                f"state {s.state.value}{needs}  ·  engine {s.engine}"
+                f"state {said(s.state)}{needs}  ·  engine {s.engine}"
                 f"{' (ran ' + s.engine_ran + ')' if s.engine_ran else ''}{iters}"
             ),
             safe_content(
@@ -501,16 +551,15 @@ class SessionScreen(Screen[None]):
         title.update(text)
         base = {r.name: r for r in s.baseline}
         last = {r.name: r for r in s.last_check_results}
-        for check in s.contract.checks:
-            b = base.get(check.name)
-            lr = last.get(check.name)
-            table.add_row(  # Text, not str: DataTable reads str cells as markup
-                safe_text(check.name),
-                safe_text(clip(check.command, 60)),
-                f"{check.timeout_secs}s",
-                _baseline_cell(b),
-                _last_run_cell(lr),
-            )
+        columns, rows = check_rows(
+            [(c, base.get(c.name), last.get(c.name)) for c in s.contract.checks],
+            self.app.size.width - 2,  # the body's scrollbar
+        )
+        if tuple(str(c.label) for c in table.columns.values()) != columns:
+            table.clear(columns=True)
+            table.add_columns(*columns)
+        for row in rows:
+            table.add_row(*row)
         if s.contract.checks:
             if s.state is CoderState.FAILED and not self._failing_selected:
                 self._failing_selected = True  # once: the operator's cursor stays theirs
@@ -537,7 +586,10 @@ class SessionScreen(Screen[None]):
         for label, result in (("baseline", base), ("last run", last)):
             if result is None:
                 continue
-            word, style = VERDICT_STYLE[_verdict(result)]
+            # the baseline's words say what a result on the untouched tree means;
+            # a later run only passes or fails (green after the work is no "already")
+            words = VERDICT_STYLE if label == "baseline" else LAST_RUN_STYLE
+            word, style = words[_verdict(result)]
             how = "timed out" if result.timed_out else f"exit {result.exit_code}"
             if result.cannot_run:
                 how = f"{result.reason}; fix: {result.fix}"
@@ -555,6 +607,35 @@ class SessionScreen(Screen[None]):
         if event.data_table.id == "checks":
             self._render_check_detail(self.supervisor.get(self.session_id).session)
 
+    def on_resize(self, event: events.Resize) -> None:
+        """The checks table gives way by priority at the new width."""
+        if self.is_mounted:
+            self._render_contract(self.supervisor.get(self.session_id).session)
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        """Enter on a check at gate 1 edits it (in the input, sent by enter)."""
+        if event.data_table.id == "checks" and self._text_gate == "contract":
+            event.stop()
+            self.action_edit_check()
+
+    def on_key(self, event: events.Key) -> None:
+        """At gate 1 every printable key is typed into the revision input,
+        wherever the focus is: typed text never reaches a key that acts (the
+        checks table's letters, the board's letters after escape). A key
+        of this screen that cannot act on the session now says why."""
+        if self._text_gate != "contract" or not event.is_printable or not event.character:
+            self._say_why_not(event)
+            return
+        if getattr(self.focused, "TAKES_KEYS", False):
+            return  # the input (or the agent terminal) takes it itself
+        reply = self.query_one("#reply", ReplyInput)
+        if not reply.display:
+            return
+        event.stop()
+        event.prevent_default()
+        reply.focus()
+        reply.insert_text_at_cursor(event.character)
+
     def _render_diff(self, s: CoderSession) -> None:
         diff = self.query_one("#diff", Static)
         if s.no_change_finding is not None:
@@ -562,7 +643,7 @@ class SessionScreen(Screen[None]):
             diff.update(
                 safe_markup(
                     "[b]No-change finding[/b]: {}\n{}\n"
-                    "[b]a[/b] accepts it (nothing is published) · [b]r[/b] rejects it",
+                    "[b]ctrl+a[/b] accepts it (nothing is published) · [b]ctrl+r[/b] rejects it",
                     f.summary,
                     f.evidence,
                     multiline=True,
@@ -573,7 +654,7 @@ class SessionScreen(Screen[None]):
             text = safe_markup(f"[b]Verified diff[/b]{note}\n" + "{}", s.diff.stat, multiline=True)
             if s.changed_since_verification and s.state.value == "needs_approval":
                 text += safe_markup(
-                    "\n[yellow]The worktree changed since verification ({}): [b]a[/b] delivers "
+                    "\n[yellow]The worktree changed since verification ({}): [b]ctrl+a[/b] delivers "
                     "the verified diff above, [b]v[/b] re-verifies the worktree as it is now."
                     "[/yellow]",
                     ", ".join(s.changed_since_verification[:5]),
@@ -601,20 +682,30 @@ class SessionScreen(Screen[None]):
         gate: object = None
         if detail.session.state.value == "contract_proposed" and detail.live:
             gate = "contract"
+            compact = (  # 80×24: the checks and the log keep the room (? has the rest)
+                "[b]Gate 1:[/b] revise the contract below (enter sends; [b]/check[/b], "
+                "[b]/remove[/b], [b]/setup[/b]). [b]ctrl+y[/b] confirms · [b]escape[/b]: the "
+                "checks table · [b]?[/b] every key"
+            )
             question.update(
-                safe_markup(
-                    "[b]Gate 1:[/b] revise the contract in the input below (enter sends): "
-                    "free text, [b]/check name command[/b] (sets a check verbatim) or "
-                    "[b]/remove name[/b] or [b]/setup command[/b] (sets the setup verbatim). "
-                    "[b]escape[/b] leaves the input for the keys: "
-                    "[b]c[/b] confirms the contract; on the checks table [b]e[/b] edits the "
-                    "selected check, [b]+[/b] adds one, [b]delete[/b] removes it, [b]s[/b] edits "
-                    "the setup."
+                (
+                    safe_markup(compact)
+                    if self.app.size.width < 110
+                    else safe_markup(
+                        "[b]Gate 1:[/b] revise the contract in the input below (enter sends): "
+                        "free text, [b]/check name command[/b] (sets a check verbatim) or "
+                        "[b]/remove name[/b] or [b]/setup command[/b] (sets the setup verbatim). "
+                        "Whatever you type goes into the input. [b]ctrl+y[/b] confirms the "
+                        "contract (asks first). [b]escape[/b] reaches the checks table: "
+                        "[b]enter[/b] edits the selected check, [b]ctrl+n[/b] adds one, "
+                        "[b]delete[/b] removes it, [b]ctrl+s[/b] edits the setup; [b]ctrl+e[/b] "
+                        "returns to the input."
+                    )
                 )
                 + (Content("\n") + self.revision_note if self.revision_note else Content())
             )
             reply.placeholder = (
-                "Revise the contract (enter sends) · escape for the keys (c confirms)"
+                "Revise the contract (enter sends) · ctrl+y confirms (asks) · escape: the checks"
             )
             reply.display = True
         elif detail.question_prompt:
@@ -681,7 +772,7 @@ class SessionScreen(Screen[None]):
     @guarded("Revising the contract")
     async def revise(self, text: str) -> None:
         """Revisions run on the supervisor; a soft rejection is shown as sent."""
-        asked = text.strip().splitlines()[0][:80]
+        asked = clip(text.strip().splitlines()[0], 80)  # "…" when cut
         try:
             result = await self.supervisor.revise(self.session_id, text)
         except CorralError as exc:
@@ -708,7 +799,15 @@ class SessionScreen(Screen[None]):
             detail = self.supervisor.get(self.session_id)
         except Exception:  # the session went away: leave the keys as they are
             return True
-        if getattr(self.focused, "TAKES_KEYS", False):
+        if self._text_gate == "contract" and action in self._typed_actions():
+            return False  # at gate 1 a printable key is typed into the input (on_key)
+        if action == "focus_reply":  # back to the input, shown while it is away
+            reply = self.query_one("#reply", ReplyInput)
+            typing = getattr(self.focused, "TAKES_KEYS", False)  # the input or the terminal
+            return reply.display and not typing
+        if isinstance(self.focused, ReplyInput) and action in GATE_KEYS:
+            pass  # a control key, typed by no one: it acts (and asks) from the input
+        elif getattr(self.focused, "TAKES_KEYS", False):
             return False  # every key goes to the input or the agent terminal
         if action in self.GATE1_ACTIONS:  # editing the proposed contract: this screen's own
             return detail.session.state.value == "contract_proposed" and detail.live
@@ -726,6 +825,40 @@ class SessionScreen(Screen[None]):
         except CorralError:  # an attached console whose owner went away: the app says so
             return False
         return True
+
+    def _say_why_not(self, event: events.Key) -> None:
+        """The supervisor's sentence for a session key that does nothing now
+        (approve before a diff waits, retry while it works …): a key never
+        fails silently. Keys typed into the input or the terminal are theirs."""
+        focused = self.focused
+        if getattr(focused, "TAKES_KEYS", False) and not isinstance(focused, ReplyInput):
+            return
+        if focused is not None and event.key in focused._bindings.key_to_bindings:
+            return  # the focused widget's own key (ctrl+a: the input's start of line)
+        for binding in self._bindings.key_to_bindings.get(event.key, []):
+            table = {"cancel_session": "cancel"}.get(binding.action, binding.action)
+            if table not in TABLE_ACTIONS or self.check_action(binding.action, ()):
+                continue
+            if isinstance(self.focused, ReplyInput) and binding.action not in GATE_KEYS:
+                return  # a letter typed into the input
+            try:
+                why = why_not(table, self._facts(self.supervisor.get(self.session_id)))
+            except CorralError:
+                return
+            if why is not None:
+                event.stop()
+                self.app.bell()
+                self.notify(why, severity="warning", timeout=4, markup=False)
+            return
+
+    def _typed_actions(self) -> set[str]:
+        """The actions on keys a person types in prose (after `[keys]`)."""
+        return {
+            binding.action
+            for key, bindings in self._bindings.key_to_bindings.items()
+            if typed(key)
+            for binding in bindings
+        }
 
     def _facts(self, detail: SessionDetail) -> SessionFacts:
         s = detail.session
@@ -764,6 +897,11 @@ class SessionScreen(Screen[None]):
         reply.value = text
         reply.focus()
         reply.cursor_position = len(text)
+
+    def action_focus_reply(self) -> None:
+        reply = self.query_one("#reply", ReplyInput)
+        if reply.display:
+            reply.focus()
 
     def action_edit_check(self) -> None:
         check = self._selected_check()

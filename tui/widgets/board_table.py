@@ -409,14 +409,22 @@ class BoardTable(ScrollView, can_focus=True):
                 if room() >= wanted:
                     break
                 hidden.add(i)
-            widths[flex] = min(widths[flex], max(room(), MIN_FLEX))
-            # what the flexible column leaves unused goes back to the capped ones
-            spare = room() - widths[flex]
-            for i in [*self.soft_caps, *self.caps]:
-                grow = min(spare, self._content_widths[i] - widths[i])
+            # past the flexible column's `wanted` cells, the room goes to the capped
+            # columns first (a state or needs-you word whole beats more intent)
+            # (each whole up to its soft cap first; a long failure reason last)
+            spare = room() - wanted
+            for i, soft in [
+                *((i, True) for i in [*self.caps, *self.soft_caps]),
+                *((i, False) for i in self.soft_caps),
+            ]:
+                limit = self._content_widths[i]
+                if soft:
+                    limit = min(limit, self.soft_caps.get(i, limit))
+                grow = min(spare, limit - widths[i])
                 if grow > 0:
                     widths[i] += grow
                     spare -= grow
+            widths[flex] = min(widths[flex], max(room(), MIN_FLEX))
         left_out = hidden | self._empty
         if widths != self._widths or width != self._layout_width or left_out != self._left_out:
             self._widths, self._layout_width = widths, width

@@ -16,7 +16,7 @@ from textual import getters
 from textual.timer import Timer
 from textual.widgets import Static
 
-from corral.supervisor.states import label
+from corral.supervisor.states import label, said
 
 from ..console_app import ConsoleApp
 from .terminal import screen_text
@@ -116,7 +116,7 @@ def no_terminal_reason(row: SessionSummary | None) -> str:
     if row.dormant:
         return "No agent terminal: its agent stopped and can resume (R revives it)."
     if row.state.is_terminal:
-        return f"No agent terminal: the session has ended ({row.state.value})."
+        return f"No agent terminal: the session has ended ({said(row.state)})."
     if row.needs_you is not None and row.needs_you.value == "contract":
         return "No agent terminal yet: the agent starts once you confirm the contract (c)."
     if not row.live:
