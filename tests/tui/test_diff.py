@@ -245,7 +245,7 @@ async def test_a_judge_change_is_listed_at_gate_2_and_approved_only_there(tmp_pa
         await until(pilot, "the judge change listed", lambda: "check.sh" in str(shown.render()))
         text = str(shown.render())
         assert "The work changed how it is judged" in text and "check.sh (edited" in text
-        await pilot.press("a")
+        await pilot.press("ctrl+a")
         await asked(pilot)
         row = await sup.wait_for(sid, {CoderState.MERGED}, timeout=20)
     assert git(repo, "show", f"{row.result_branch}:check.sh") == "true\n"

@@ -117,7 +117,7 @@ async def test_gate_2_with_hostile_words_everywhere(tmp_path: Path) -> None:
         await s.wait_for(sid, {CoderState.NEEDS_APPROVAL}, timeout=30)
 
     app = CorralApp(sup, default_repo=repo, on_ready=to_gate_2)
-    async with app.run_test(size=(160, 50)) as pilot:
+    async with app.run_test(size=(240, 50)) as pilot:
         screen = await open_from_board(app, pilot, "enter")
         assert isinstance(screen, SessionScreen)
         await assert_shown_not_obeyed(
