@@ -11,6 +11,9 @@ import sqlite3
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from corral.supervisor.models import SessionSummary
 from corral.supervisor.session.summaries import summary_json
@@ -138,3 +141,40 @@ def test_the_json_listing_builds_no_parser_and_imports_no_models(tmp_path: Path)
     )
     assert done.stdout == _full(state) + b"\n"
     assert "HEAVY []" in done.stderr.decode(), done.stderr.decode()
+
+
+def test_a_kept_listing_is_served_while_nothing_it_was_made_from_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Scripts poll the listing: the second call reads what the first made
+    (no parse), and any change to the store or to a worktree's presence makes
+    it again, so it never shows a row as it no longer is."""
+    import corral.supervisor.stored_rows as quick
+
+    state = _store(tmp_path)
+    first = stored_rows_json(state)
+    assert first == _full(state)
+    real_core = quick._json_core
+
+    def no_parse() -> Any:
+        raise AssertionError("the kept listing was not served")
+
+    monkeypatch.setattr(quick, "_json_core", no_parse)
+    assert stored_rows_json(state) == first
+
+    # a worktree vanished: its row says so at once
+    monkeypatch.setattr(quick, "_json_core", real_core)
+    (tmp_path / "kept-worktree").rmdir()
+    gone = stored_rows_json(state)
+    assert gone != first and gone == _full(state)
+    # the store changed (a row written by an owner since): shown at once
+    store = Store(state, summarize=summary_json)
+    session = _sessions(tmp_path)[0].model_copy(update={"intent": "renamed since"})
+    store.save_session(session)
+    store.close()
+    changed = stored_rows_json(state)
+    assert changed is not None and b"renamed since" in changed and changed == _full(state)
+    # a damaged cache file is made again, never served
+    for kept in (state / quick.CACHE_DIR).iterdir():
+        kept.write_bytes(b'{"key": 1}\nnot the listing')
+    assert stored_rows_json(state) == changed
