@@ -227,7 +227,11 @@ def list_json(runs: int, n: int, cmds: list[str]) -> dict[str, list[float]]:
                 )
                 count = done.stdout.count(b'"session_id"')
                 spent = (CPU[cmd][-1]) * 1000
-                first = "  (first on this store: makes the kept listing)" if run == 0 else ""
+                first = (
+                    "  (first on this store: makes the kept listing)"
+                    if run == 0 and cmd == cmds[0]
+                    else ""
+                )
                 print(
                     f"  run {run + 1}: {elapsed * 1000:7.1f} ms  CPU {spent:5.0f} ms  "
                     f"({count} sessions listed)  {cmd}{first}"
