@@ -63,7 +63,7 @@ The children run with bytecode caches (PYTHONDONTWRITEBYTECODE is dropped from
 their environment), as an installed corral does.
 
 Run (from the repo root): .venv/bin/python bench/tui.py [--quick] [--runs N] [--keys N]
-    [--engine panes|scripted] [--compare CMD] [--ccmanager PATH] [--load N]
+    [--engine panes|scripted] [--profile PATH] [--compare CMD] [--ccmanager PATH] [--load N]
 """
 
 from __future__ import annotations
@@ -416,6 +416,7 @@ read -r task
 exec sleep 3600
 """
 ENGINES = ("panes", "scripted")
+PROFILE_ENV = "CORRAL_BENCH_PROFILE"  # where the (b) child writes its cProfile stats
 
 
 def child_live(
@@ -481,8 +482,15 @@ def child_live(
             await s.wait_for(sid, {CoderState.RUNNING}, timeout=300)
         ready_file.write_text(str(len(ids)))
 
+    app = CorralApp(sup, default_repo=repo, on_ready=seed)
     try:
-        CorralApp(sup, default_repo=repo, on_ready=seed).run()
+        profile = os.environ.get(PROFILE_ENV)
+        if profile:  # the console's own thread (its event loop) under cProfile
+            import cProfile
+
+            cProfile.runctx("app.run()", globals(), {"app": app}, profile)
+        else:
+            app.run()
     finally:
         kill_tmux_servers(ready_file.parent)
 
@@ -802,6 +810,11 @@ def main() -> int:
     parser.add_argument(
         "--live", type=int, default=LIVE_SESSIONS, help="live sessions for (b) (100)"
     )
+    parser.add_argument(
+        "--profile",
+        metavar="PATH",
+        help="write the (b) console's cProfile stats there (pstats format; slows it down)",
+    )
     parser.add_argument("--cpu-secs", type=float, default=10.0, help="CPU window for (e) (10)")
     parser.add_argument("--compare", metavar="CMD", help="another corral command, run for run")
     parser.add_argument("--ccmanager", metavar="PATH", help="ccmanager, for (d) in the same run")
@@ -935,7 +948,10 @@ def main() -> int:
         )
         floor_argv = [sys.executable, str(Path(__file__).resolve()), "--child-floor"]
         floor_ms, _ = keystrokes(keys, args.live, child=floor_argv)
+        if args.profile:
+            os.environ[PROFILE_ENV] = str(Path(args.profile).resolve())
         key_ms, idle_ms = keystrokes(keys, args.live, engine=args.engine)
+        os.environ.pop(PROFILE_ENV, None)
         p50, p95 = statistics.median(key_ms), pct(key_ms, 95)
         f50, f95 = statistics.median(floor_ms), pct(floor_ms, 95)
         good = p95 <= BUDGET_KEY_P95_MS

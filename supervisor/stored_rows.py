@@ -115,6 +115,26 @@ def stored_rows_json(state_dir: Path) -> bytes | None:
     return listing
 
 
+PIPE_CEILING = 4 << 20
+
+
+def roomy_stdout(fd: int = 1) -> None:
+    """A listing of 10,000 rows is ~15 MB: through a pipe's default 64 KB
+    that is ~240 hand-offs between corral and whoever reads it, each a wait
+    for a CPU on a loaded machine. When stdout is a pipe, ask for the largest
+    one this process may have (a file or a terminal is left as it is)."""
+    import fcntl
+    import stat
+
+    try:
+        if not stat.S_ISFIFO(os.fstat(fd).st_mode):
+            return
+        most = int(Path("/proc/sys/fs/pipe-max-size").read_text())
+        fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, min(most, PIPE_CEILING))
+    except (OSError, ValueError, AttributeError):  # not Linux, or not allowed: as it was
+        return
+
+
 CACHE_DIR = "cache"  # in the state dir: derived files, safe to delete
 LISTING_CACHE = "sessions-json"
 

@@ -178,3 +178,29 @@ def test_a_kept_listing_is_served_while_nothing_it_was_made_from_changed(
     for kept in (state / quick.CACHE_DIR).iterdir():
         kept.write_bytes(b'{"key": 1}\nnot the listing')
     assert stored_rows_json(state) == changed
+
+
+def test_the_json_listing_widens_the_pipe_it_writes_to(tmp_path: Path) -> None:
+    """Megabytes of JSON through a 64 KB pipe are hundreds of hand-offs to the
+    reader, each a wait for a CPU under load: the listing asks for the
+    largest pipe it may have."""
+    state = _store(tmp_path)
+    env = dict(os.environ, CORRAL_HOME=str(state), CORRAL_CONFIG=str(tmp_path / "none.toml"))
+    env["PYTHONPATH"] = str(REPO_ROOT)
+    import fcntl
+
+    read_end, write_end = os.pipe()
+    default = fcntl.fcntl(write_end, fcntl.F_GETPIPE_SZ)
+    most = int(Path("/proc/sys/fs/pipe-max-size").read_text())
+    with subprocess.Popen(
+        [sys.executable, "-m", "corral.tui.cli", "sessions", "--json"], env=env, stdout=write_end
+    ) as proc:
+        os.close(write_end)
+        out = b""
+        while chunk := os.read(read_end, 1 << 16):
+            out += chunk
+        assert proc.wait(timeout=60) == 0
+    widened = fcntl.fcntl(read_end, fcntl.F_GETPIPE_SZ)
+    os.close(read_end)
+    assert out == _full(state) + b"\n"
+    assert widened == min(most, 4 << 20) > default

@@ -50,6 +50,9 @@ def _main(args: list[str]) -> int:
         # dispatch as parsed, so its errors read the same
         from types import SimpleNamespace
 
+        from corral.supervisor.stored_rows import roomy_stdout
+
+        roomy_stdout()  # megabytes of JSON: fewer hand-offs to the reader
         parsed = SimpleNamespace(command="sessions", json=True, sessions_repo=None)
         return dispatch(parsed)  # type: ignore[arg-type]
     return dispatch(build_parser().parse_args(args))
