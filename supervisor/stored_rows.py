@@ -189,7 +189,7 @@ def _keep(state_dir: Path, key: list[Any], checked: dict[str, bool], listing: by
     folder = Path(state_dir) / CACHE_DIR
     head = json.dumps({"key": key, "checked": checked}).encode()
     try:
-        folder.mkdir(exist_ok=True)
+        folder.mkdir(mode=0o700, exist_ok=True)  # what the listing says is the state dir's
         part = folder / f".{LISTING_CACHE}.{os.getpid()}"
         part.write_bytes(head + b"\n" + listing)
         os.replace(part, folder / LISTING_CACHE)  # readers see the old file or the new one
