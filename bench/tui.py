@@ -21,9 +21,11 @@ Two budgets from ARCHITECTURE.md, both measured on the real console process
     writes one arrow key (Down or Up, alternating, so the cursor stays on
     screen) into the pty and times the gap until the frame in which the
     board's cursor row has really moved: the pty output is fed to a terminal
-    emulator (pyte) and the rows painted in the cursor's style (learned from
-    one calibration key) are compared after every chunk; the chunk's arrival
-    time counts, not the parsing. The next output chunk is not the answer:
+    emulator (pyte) and the session on the row painted in the cursor's style
+    (learned from one calibration key) is compared after every chunk (the
+    board keeps its cursor on its session when rows re-order, so the session,
+    not the row number, says the key was handled); the chunk's arrival time
+    counts, not the parsing. The next output chunk is not the answer:
     with sessions streaming, it is usually some other repaint. Random pause
     50-150 ms between keys; --keys keys (100; 40 with --quick). The floor,
     timed the same way in the same run under the same load: a bare Textual
@@ -97,6 +99,7 @@ COLS, LINES = 200, 50
 COUNTS_RE = re.compile(rb"(\d+) sessions")
 CCMANAGER_RE = re.compile(rb"Worktree Manager")  # ccmanager's title line
 DOWN, UP = b"\x1b[B", b"\x1b[A"
+SESSION_RE = re.compile(r"session \d+")  # the live sessions' intents, the floor's rows
 
 
 def corral_bin() -> str:
@@ -689,6 +692,19 @@ class Term:
     def rows_in(self, style: tuple[str, bool]) -> tuple[int, ...]:
         return tuple(y for y, got in enumerate(self.row_styles()) if got == style)
 
+    def selected(self, style: tuple[str, bool]) -> str:
+        """Which session the cursor row shows ("session 17"; the rows in the
+        cursor's style when no row names one): the board keeps its cursor on
+        its session when rows re-order, so a changed row number alone is no
+        proof that the key was handled, and a changed session is."""
+        rows = self.rows_in(style)
+        lines = self.screen.display
+        for y in rows:
+            named = SESSION_RE.search(lines[y])
+            if named:
+                return named.group(0)
+        return repr(rows)
+
     def text(self) -> str:
         return "\n".join(self.screen.display)
 
@@ -769,17 +785,15 @@ def keystrokes(
                 idle_ms.append((time.perf_counter() - t) * 1000)
                 term.drain(rng.uniform(0.02, 0.05))
                 term.parse()
-                was = term.rows_in(style)
-                down = i % 2 == 0
+                was = term.selected(style)
                 t = time.perf_counter()
-                proc.write(DOWN if down else UP)
+                proc.write(DOWN if i % 2 == 0 else UP)
                 gap = 1000.0  # the cursor not moved within 1 s counts as 1 s
                 while time.perf_counter() - t < 1.0:
                     arrived = term.read(max(0.0, 1.0 - (time.perf_counter() - t)))
                     if not arrived:
                         continue
-                    now = term.rows_in(style)
-                    if now and now != was and (min(now) > min(was or (-1,))) == down:
+                    if term.selected(style) != was:
                         gap = (arrived - t) * 1000
                         break
                 key_ms.append(gap)
