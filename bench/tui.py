@@ -655,6 +655,7 @@ class Term:
         self.screen = pyte.Screen(COLS, LINES)
         self.stream = pyte.ByteStream(self.screen)
         self.pending = b""
+        self.unparsed = 0  # sequences pyte could not take (its parser restarted after each)
 
     def read(self, timeout: float) -> float:
         """Read one chunk (within `timeout`) and parse everything read so far;
@@ -670,8 +671,17 @@ class Term:
 
     def parse(self) -> None:
         if self.pending:
-            self.stream.feed(self.pending)
-            self.pending = b""
+            data, self.pending = self.pending, b""
+            try:
+                self.stream.feed(data)
+            except (TypeError, ValueError, IndexError, StopIteration):
+                # a sequence pyte does not know the shape of (its parser dies
+                # with it): a new parser on the same screen, which the next
+                # repaints bring up to date
+                import pyte
+
+                self.unparsed += 1
+                self.stream = pyte.ByteStream(self.screen)
 
     SAMPLE_COLUMNS = tuple(range(1, 60, 4))  # within any table's first columns
 
@@ -797,6 +807,10 @@ def keystrokes(
                         gap = (arrived - t) * 1000
                         break
                 key_ms.append(gap)
+            if term.unparsed:
+                print(
+                    f"  ({term.unparsed} output sequence(s) the terminal emulator could not take)"
+                )
             return key_ms, idle_ms
         finally:
             quit_app(proc, timeout=20)
