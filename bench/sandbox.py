@@ -3,6 +3,15 @@ way corral runs contract checks (`run_check` in a real worktree), inside the
 bubblewrap sandbox and unconfined, interleaved in the same loop so both
 medians come from one machine state. Budget: ≤ 20 ms of overhead.
 
+In the same loop, the floor: `bwrap --ro-bind / / bash -c true` against
+`bash -c true`, each spawned the way run_command spawns a check (asyncio,
+output piped), so the overhead reads against what any bubblewrap sandbox costs
+on this machine at this load; corral's share is the overhead above it. The
+CPU of each (the children's user + system time, per check) is printed beside:
+a sandbox costs little CPU, its time is waiting (namespace and mount set-up
+and tear-down, and one scheduling wake-up per extra process, which a loaded
+machine makes long).
+
 Agent start overhead: an agent whose program is `date +%s%N`, started the
 way its pane starts it (`launch_agent`: the command line built, then run),
 confined (bubblewrap) and unconfined under the pane keeper, against `date`
@@ -17,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import resource
 import statistics
 import subprocess
 import sys
@@ -39,12 +49,41 @@ def git(cwd: Path, *args: str) -> None:
     subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
 
 
+CPU: dict[str, list[float]] = {}  # what → children's CPU ms per run
+
+
+def _children_cpu() -> float:
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (used.ru_utime + used.ru_stime) * 1000
+
+
 async def timed(check: ContractCheck, wt: Path, policy: SandboxPolicy) -> float:
     set_active_policy(policy)
+    cpu = _children_cpu()
     started = time.perf_counter()
     result = await run_check(check, wt)
     elapsed = (time.perf_counter() - started) * 1000
+    CPU.setdefault("on" if policy.enabled else "off", []).append(_children_cpu() - cpu)
     assert result.passed, result.output_tail
+    return elapsed
+
+
+async def spawned(argv: list[str], wt: Path, what: str) -> float:
+    """One command spawned as run_command spawns a check: ms to its exit."""
+    cpu = _children_cpu()
+    started = time.perf_counter()
+    proc = await asyncio.create_subprocess_exec(
+        *argv,
+        cwd=str(wt),
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+        start_new_session=True,
+    )
+    await proc.communicate()
+    elapsed = (time.perf_counter() - started) * 1000
+    CPU.setdefault(what, []).append(_children_cpu() - cpu)
+    assert proc.returncode == 0, argv
     return elapsed
 
 
@@ -76,11 +115,18 @@ async def main(runs: int) -> int:
         on, off = SandboxPolicy(state_dir=state), SandboxPolicy(enabled=False)
         for policy in (on, off, on, off):  # warm up
             await timed(check, wt, policy)
+        bwrap = status.bwrap or "bwrap"
+        floor_argv = [bwrap, "--ro-bind", "/", "/", "--", "bash", "-c", "true"]
         confined: list[float] = []
         bare: list[float] = []
+        floor: list[float] = []
+        alone: list[float] = []
+        CPU.clear()
         for _ in range(runs):
             confined.append(await timed(check, wt, on))
             bare.append(await timed(check, wt, off))
+            floor.append(await spawned(floor_argv, wt, "floor"))
+            alone.append(await spawned(["bash", "-c", "true"], wt, "alone"))
         agents = agent_starts(wt, state, runs)
     a, b = statistics.median(confined), statistics.median(bare)
     verdict = "within" if a - b <= BUDGET_MS else "OVER"
@@ -88,6 +134,18 @@ async def main(runs: int) -> int:
     print(f"  sandboxed   {a:7.2f} ms")
     print(f"  unconfined  {b:7.2f} ms")
     print(f"  overhead    {a - b:7.2f} ms ({verdict} the {BUDGET_MS:g} ms budget)")
+    f, g = statistics.median(floor), statistics.median(alone)
+    print(
+        f"  floor: `bwrap --ro-bind / /` {f:.2f} ms against `bash -c true` {g:.2f} ms: {f - g:.2f} ms"
+    )
+    print(
+        f"  corral's share above the floor {(a - b) - (f - g):6.2f} ms; overhead / floor "
+        f"{(a - b) / max(f - g, 0.01):.2f}×"
+    )
+    print(
+        "  CPU per check (children, ms): "
+        + "  ".join(f"{k} {statistics.mean(v):.2f}" for k, v in CPU.items())
+    )
     over = a - b > BUDGET_MS
     alone = statistics.median(agents["alone"])
     print(f"{runs} agent starts (program `date`), median until it runs:")

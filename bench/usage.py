@@ -12,7 +12,7 @@ several passes over all 100 files:
 Budgets: idle pass ≤ 5 ms (a stat per file), append pass ≤ 50 ms for 100 sessions (the watch
 runs off the event loop, every 10 s); first read ≤ 3 s.
 
-Run: .venv/bin/python bench/usage.py [--sessions N] [--mb SIZE]
+Run: .venv/bin/python bench/usage.py [--sessions N] [--mb SIZE] [--load N]
 """
 
 from __future__ import annotations
@@ -91,4 +91,6 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from load import run_with_load  # bench/load.py: --load N busy loops
+
+    sys.exit(run_with_load(main))

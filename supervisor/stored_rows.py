@@ -95,10 +95,109 @@ ROW_FIELDS = (
 
 def stored_rows_json(state_dir: Path) -> bytes | None:
     """Every stored session's board row as `corral sessions --json` prints it
-    (UTF-8, indented), or None when a row needs the full path."""
+    (UTF-8, indented), or None when a row needs the full path.
+
+    Scripts poll this while no owner runs, so the store does not change
+    between calls: the listing is kept in the state dir's cache folder with
+    what it was made from (the store's files as stat sees them, this module,
+    every worktree path and whether it was a directory) and served again
+    while all of that is unchanged. With 10,000 stored, making it costs ~0.2 s
+    of CPU (reading, parsing and re-indenting 15 MB); serving it, a read."""
+    key = _cache_key(state_dir)
+    kept = _cached(state_dir, key) if key is not None else None
+    if kept is not None:
+        return kept
     core = _json_core()
-    rows = _rows(state_dir, core[0])
-    return None if rows is None else core[1](rows, indent=2)
+    checked: dict[str, bool] = {}
+    rows = _rows(state_dir, core[0], checked)
+    if rows is None:
+        return None
+    listing: bytes = core[1](rows, indent=2)
+    if key is not None:
+        _keep(state_dir, key, checked, listing)
+    return listing
+
+
+PIPE_CEILING = 4 << 20
+
+
+def roomy_stdout(fd: int = 1) -> None:
+    """A listing of 10,000 rows is ~15 MB: through a pipe's default 64 KB
+    that is ~240 hand-offs between corral and whoever reads it, each a wait
+    for a CPU on a loaded machine. When stdout is a pipe, ask for the largest
+    one this process may have (a file or a terminal is left as it is)."""
+    import fcntl
+    import stat
+
+    try:
+        if not stat.S_ISFIFO(os.fstat(fd).st_mode):
+            return
+        most = int(Path("/proc/sys/fs/pipe-max-size").read_text())
+        fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, min(most, PIPE_CEILING))
+    except (OSError, ValueError, AttributeError):  # not Linux, or not allowed: as it was
+        return
+
+
+CACHE_DIR = "cache"  # in the state dir: derived files, safe to delete
+LISTING_CACHE = "sessions-json"
+
+
+def _cache_key(state_dir: Path) -> list[Any] | None:
+    """What the listing is made from, as stat sees it (None: no store)."""
+    db = Path(state_dir) / DB_NAME
+    key: list[Any] = [1, ROW_FIELDS]
+    for path in (db, db.with_name(DB_NAME + "-wal"), Path(__file__)):
+        try:
+            st = path.stat()
+        except FileNotFoundError:
+            if path == db:
+                return None
+            key.append(None)
+            continue
+        except OSError:
+            return None
+        if path != db and st.st_size == 0:
+            key.append(None)  # an empty log is no log (a reader may have made it)
+            continue
+        key.append([st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns])
+    return key
+
+
+def _cached(state_dir: Path, key: list[Any]) -> bytes | None:
+    """The kept listing when it was made from exactly what is there now."""
+    import json
+
+    try:
+        kept = (Path(state_dir) / CACHE_DIR / LISTING_CACHE).read_bytes()
+        head, listing = kept.split(b"\n", 1)
+        made = json.loads(head)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(made, dict) or made.get("key") != json.loads(json.dumps(key)):
+        return None
+    checked = made.get("checked")
+    if not isinstance(checked, dict):
+        return None
+    isdir = os.path.isdir
+    if any(isdir(path) != was for path, was in checked.items()):
+        return None  # a worktree vanished (or came back): its row changes
+    return listing
+
+
+def _keep(state_dir: Path, key: list[Any], checked: dict[str, bool], listing: bytes) -> None:
+    """Keep the listing for the next call; a state dir corral cannot write to
+    keeps nothing (the listing is made each time, as before)."""
+    import json
+
+    folder = Path(state_dir) / CACHE_DIR
+    head = json.dumps({"key": key, "checked": checked}).encode()
+    try:
+        folder.mkdir(mode=0o700, exist_ok=True)  # what the listing says is the state dir's
+        part = folder / f".{LISTING_CACHE}.{os.getpid()}"
+        part.write_bytes(head + b"\n" + listing)
+        os.replace(part, folder / LISTING_CACHE)  # readers see the old file or the new one
+    except OSError:
+        return
 
 
 _TEXTS = ("session_id", "label", "intent", "repo", "engine")
@@ -166,7 +265,19 @@ def stored_summaries(state_dir: Path) -> bytes | None:
     return b"[" + b",".join(summary for (summary,) in kept) + b"]"
 
 
-def _rows(state_dir: Path, from_json: Callable[[bytes], Any]) -> list[dict[str, Any]] | None:
+def _rows(
+    state_dir: Path, from_json: Callable[[bytes], Any], checked: dict[str, bool] | None = None
+) -> list[dict[str, Any]] | None:
+    """The rows, checked and sorted; `checked` gets each worktree path looked
+    at and whether it was a directory."""
+    seen: dict[str, bool] = {} if checked is None else checked
+
+    def isdir(path: str) -> bool:
+        found = seen.get(path)
+        if found is None:
+            found = seen[path] = os.path.isdir(path)
+        return found
+
     kept = stored_summaries(state_dir)
     if kept is None:
         return None
@@ -186,10 +297,10 @@ def _rows(state_dir: Path, from_json: Callable[[bytes], Any]) -> list[dict[str, 
         if set(map(type, texts(row))) != _STR or not set(map(type, numbers(row))) <= _NUMBER:
             return None
         worktree = row["worktree"]
-        if worktree and not (isinstance(worktree, str) and os.path.isdir(worktree)):
+        if worktree and not (isinstance(worktree, str) and isdir(worktree)):
             row["worktree"] = None
         where = row["where"]  # a local path, or host:path for a session on a host
-        if where and not row["host"] and not (isinstance(where, str) and os.path.isdir(where)):
+        if where and not row["host"] and not (isinstance(where, str) and isdir(where)):
             row["where"] = None
     # newest first, sorted as the full listing sorts (ties keep the store's order)
     rows.sort(key=lambda r: r["updated_at"], reverse=True)

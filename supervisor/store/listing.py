@@ -60,6 +60,8 @@ def read_listing(
     for row in rows:
         if row.worktree and not os.path.isdir(row.worktree):
             row.worktree = None
+        if row.where and not row.host and not os.path.isdir(row.where):
+            row.where = None  # as the quick path (stored_rows.py) shows it
     where = "summary IS NULL" if with_summaries else "1"
     missing = conn.execute(f"SELECT id, data FROM sessions WHERE {where}").fetchall()
     if parse_ids:

@@ -11,6 +11,9 @@ import sqlite3
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from corral.supervisor.models import SessionSummary
 from corral.supervisor.session.summaries import summary_json
@@ -118,3 +121,86 @@ def test_first_board_rows_give_way_to_the_full_open_on_a_doubtful_row(tmp_path: 
             ("b" * 24,),
         )
     assert stored_board_rows(state) is None
+
+
+def test_the_json_listing_builds_no_parser_and_imports_no_models(tmp_path: Path) -> None:
+    """`corral sessions --json` is polled by scripts: with every row vouched for
+    it imports neither the models nor pydantic (the parser for the other
+    subcommands imported them: most of the command's time, 474 ms to 2.6 s
+    with 10,000 stored under load)."""
+    state = _store(tmp_path)
+    env = dict(os.environ, CORRAL_HOME=str(state), CORRAL_CONFIG=str(tmp_path / "none.toml"))
+    env["PYTHONPATH"] = str(REPO_ROOT)
+    probe = (
+        "import sys; from corral.tui.cli.main import main; code = main(['sessions', '--json']); "
+        "heavy = [m for m in ('corral.supervisor.models', 'pydantic', 'argparse') "
+        "if m in sys.modules]; print('HEAVY', heavy, file=sys.stderr); sys.exit(code)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], env=env, capture_output=True, check=True, timeout=60
+    )
+    assert done.stdout == _full(state) + b"\n"
+    assert "HEAVY []" in done.stderr.decode(), done.stderr.decode()
+
+
+def test_a_kept_listing_is_served_while_nothing_it_was_made_from_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Scripts poll the listing: the second call reads what the first made
+    (no parse), and any change to the store or to a worktree's presence makes
+    it again, so it never shows a row as it no longer is."""
+    import corral.supervisor.stored_rows as quick
+
+    state = _store(tmp_path)
+    first = stored_rows_json(state)
+    assert first == _full(state)
+    real_core = quick._json_core
+
+    def no_parse() -> Any:
+        raise AssertionError("the kept listing was not served")
+
+    monkeypatch.setattr(quick, "_json_core", no_parse)
+    assert stored_rows_json(state) == first
+
+    # a worktree vanished: its row says so at once
+    monkeypatch.setattr(quick, "_json_core", real_core)
+    (tmp_path / "kept-worktree").rmdir()
+    gone = stored_rows_json(state)
+    assert gone != first and gone == _full(state)
+    # the store changed (a row written by an owner since): shown at once
+    store = Store(state, summarize=summary_json)
+    session = _sessions(tmp_path)[0].model_copy(update={"intent": "renamed since"})
+    store.save_session(session)
+    store.close()
+    changed = stored_rows_json(state)
+    assert changed is not None and b"renamed since" in changed and changed == _full(state)
+    # a damaged cache file is made again, never served
+    for kept in (state / quick.CACHE_DIR).iterdir():
+        kept.write_bytes(b'{"key": 1}\nnot the listing')
+    assert stored_rows_json(state) == changed
+
+
+def test_the_json_listing_widens_the_pipe_it_writes_to(tmp_path: Path) -> None:
+    """Megabytes of JSON through a 64 KB pipe are hundreds of hand-offs to the
+    reader, each a wait for a CPU under load: the listing asks for the
+    largest pipe it may have."""
+    state = _store(tmp_path)
+    env = dict(os.environ, CORRAL_HOME=str(state), CORRAL_CONFIG=str(tmp_path / "none.toml"))
+    env["PYTHONPATH"] = str(REPO_ROOT)
+    import fcntl
+
+    read_end, write_end = os.pipe()
+    default = fcntl.fcntl(write_end, fcntl.F_GETPIPE_SZ)
+    most = int(Path("/proc/sys/fs/pipe-max-size").read_text())
+    with subprocess.Popen(
+        [sys.executable, "-m", "corral.tui.cli", "sessions", "--json"], env=env, stdout=write_end
+    ) as proc:
+        os.close(write_end)
+        out = b""
+        while chunk := os.read(read_end, 1 << 16):
+            out += chunk
+        assert proc.wait(timeout=60) == 0
+    widened = fcntl.fcntl(read_end, fcntl.F_GETPIPE_SZ)
+    os.close(read_end)
+    assert out == _full(state) + b"\n"
+    assert widened == min(most, 4 << 20) > default

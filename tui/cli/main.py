@@ -46,6 +46,17 @@ def _main(args: list[str]) -> int:
         from .status import status
 
         return status(tmux=True)
+    if args == ["sessions", "--json"]:
+        # scripts poll this: skip building the whole parser (it imports the
+        # models for other subcommands, most of the command's time); the same
+        # dispatch as parsed, so its errors read the same
+        from types import SimpleNamespace
+
+        from corral.supervisor.stored_rows import roomy_stdout
+
+        roomy_stdout()  # megabytes of JSON: fewer hand-offs to the reader
+        parsed = SimpleNamespace(command="sessions", json=True, sessions_repo=None)
+        return dispatch(parsed)  # type: ignore[arg-type]
     return dispatch(build_parser().parse_args(args))
 
 
