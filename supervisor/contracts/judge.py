@@ -37,7 +37,6 @@ Blocking; call through `asyncio.to_thread`.
 
 from __future__ import annotations
 
-import configparser
 import json
 import posixpath
 import re
@@ -471,6 +470,8 @@ def _splice_toml(old: str, new: str) -> str | None:
 
 
 def _cfg_section(text: str) -> dict[str, str] | None:
+    import configparser  # with the first setup.cfg judged, not in the idle console
+
     parser = configparser.ConfigParser(interpolation=None, strict=False)
     try:
         parser.read_string(text)

@@ -34,7 +34,6 @@ import logging
 import os
 import socket
 import time
-import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -191,6 +190,8 @@ class Upstreams:
 
     @classmethod
     def from_environment(cls) -> Upstreams:
+        import urllib.request  # with the first agent's network, not in the idle console
+
         proxies = urllib.request.getproxies_environment()
         https = proxies.get("https") or proxies.get("all")
         http = proxies.get("http") or proxies.get("all")
@@ -273,22 +274,27 @@ class AllowListProxy:
         """Listen on `path` for `session_id`'s sandbox (bound before this
         returns; a socket already served for it is replaced)."""
         self.close(session_id)
-        if len(os.fsencode(path)) > MAX_SOCKET_PATH:
-            raise StateDirError(
-                f"the network proxy's socket {path} is longer than a unix socket allows "
-                f"({MAX_SOCKET_PATH} bytes): set CORRAL_HOME to a shorter directory"
-            )
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         old = os.umask(0o177)
+        # a deep state dir makes the path longer than a unix socket address
+        # allows: it is then named through an open descriptor of its directory
+        where = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
         try:
-            sock.bind(str(path))
+            named = str(path)
+            if len(os.fsencode(path)) > MAX_SOCKET_PATH:
+                named = f"/proc/self/fd/{where}/{path.name}"
+            sock.bind(named)
             sock.listen(128)
-        except OSError:
+        except OSError as exc:
             sock.close()
-            raise
+            raise StateDirError(
+                f"the network proxy could not listen on {path} ({exc.strerror}): set "
+                "CORRAL_HOME to a directory on a local disk"
+            ) from exc
         finally:
+            os.close(where)
             os.umask(old)
         holder: list[_Session] = []
         server = await asyncio.start_unix_server(

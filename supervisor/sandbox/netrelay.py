@@ -209,10 +209,26 @@ def detach_and_serve(
         os._exit(0)
 
 
+SHORT_SOCKET_PATH = 100  # sun_path is 108 bytes; a longer path is reached through its dir's fd
+
+
+def reachable(path: str) -> str:
+    """A path `connect` takes for the proxy's socket: a state dir deep in the
+    tree makes it longer than a unix socket address allows, and then it is
+    named through an open descriptor of its directory (/proc/self/fd/N/…),
+    which stays open for the relay's life."""
+    if len(os.fsencode(path)) <= SHORT_SOCKET_PATH:
+        return path
+    head, _, name = path.rpartition("/")
+    fd = os.open(head or "/", os.O_RDONLY | os.O_DIRECTORY)
+    return f"/proc/self/fd/{fd}/{name}"
+
+
 def main(args: list[str]) -> None:
     path, port, forwards, argv = parse(args)
     if not path or port is None or not argv:
         raise SystemExit("netrelay: usage: --socket S --proxy-port P [--forward h:p]… -- argv…")
+    path = reachable(path)
     proxy, bound = bind_all(port, forwards)
     child = os.fork()
     if child == 0:

@@ -22,6 +22,7 @@ class PanesThatRecordStarts:
     def __init__(self) -> None:
         self.started: list[Any] = []
         self.backend = self
+        self.on_untrack: list[Any] = []  # what the engine asks to hear when a pane goes
 
     async def spawn(self, spec: Any, profile: Any, *, backend: str | None = None) -> Any:
         self.started.append(spec)

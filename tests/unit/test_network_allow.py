@@ -356,3 +356,34 @@ def test_each_config_place_has_its_own_pin(tmp_path: Path) -> None:
         )
         allow = agent_allow("codex", {"CODEX_HOME": str(home)}, state_dir=state)
         assert allow.permits("127.0.0.1", port)
+
+
+async def test_a_deep_state_dir_still_gets_its_proxy_and_the_relay_reaches_it(
+    tmp_path: Path,
+) -> None:
+    """A state dir deep in the tree (a test's tmp dir, a long home) puts the
+    proxy's socket past what a unix socket address holds (108 bytes): it is
+    bound and reached through its directory's descriptor, not refused (every
+    demo session failed with "the network proxy's socket … is longer")."""
+    from corral.supervisor.sandbox.netrelay import reachable
+
+    deep = tmp_path / ("d" * 60) / ("e" * 60)
+    deep.mkdir(parents=True)
+    path = deep / "net.sock"
+    assert len(str(path)) > 108
+    proxy = AllowListProxy(Upstreams())
+    blocked: list[tuple[str, str]] = []
+    await proxy.serve("s1", path, NetworkAllow.of(["pypi.org"]), lambda *b: blocked.append(b))
+    try:
+        assert path.is_socket()
+        short = reachable(str(path))
+        assert len(short) < 108
+        reader, writer = await asyncio.open_unix_connection(short)
+        writer.write(b"CONNECT evil.example:443 HTTP/1.1\r\n\r\n")
+        await writer.drain()
+        answer = await asyncio.wait_for(reader.read(), 10)
+        writer.close()
+    finally:
+        proxy.close_all()
+    assert answer.startswith(b"HTTP/1.1 403"), answer
+    assert [w for w, _ in blocked] == ["connect evil.example:443"]
