@@ -31,6 +31,7 @@ import dataclasses
 import json
 import logging
 import os
+import shutil
 import socket
 import time
 from collections.abc import Awaitable, Callable, Coroutine
@@ -242,9 +243,8 @@ class ControlServer:
         path = self.agent_socket(session_id)
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
-        if not keep_dir:
-            with contextlib.suppress(OSError):
-                path.parent.rmdir()
+        if not keep_dir:  # with what else corral kept there (the network proxy's socket and list)
+            shutil.rmtree(path.parent, ignore_errors=True)
 
     def agent_sockets(self) -> list[str]:
         """Sessions whose agent socket is served."""
