@@ -747,7 +747,7 @@ def test_corral_approve_needs_the_acknowledgement_and_prints_what_it_accepts(
         accepted = corral("approve", sid, "--delivery", "branch", "--accept-judge-changes")
         assert accepted.returncode == 0, accepted.stderr
         assert accepted.stdout.startswith("the work changed how it is judged:\n  check.sh (edited")
-        assert "merged" in accepted.stdout
+        assert "delivered" in accepted.stdout
     finally:
         owner.send_signal(15)
         owner.communicate(timeout=60)

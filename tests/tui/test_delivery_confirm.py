@@ -38,11 +38,11 @@ async def test_the_confirm_question_names_a_symlink_becoming_a_directory(tmp_pat
     )
     async with app.run_test(size=(140, 40)) as pilot:
         await open_from_board(app, pilot, "enter")
-        await pilot.press("o")  # apply to the checkout
+        await pilot.press("ctrl+o")  # apply to the checkout
         modal = await asked(pilot, then=None)
         question = modal.question
         assert "docs: a symlink becomes a directory" in question
-        await pilot.press("y")
+        await pilot.press("ctrl+y")
         await until(
             pilot,
             "the refusal's toast",
