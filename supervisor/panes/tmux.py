@@ -362,6 +362,8 @@ class TmuxBackend:
         except TmuxFailed as exc:
             if exc.no_server:
                 raise PaneGone(f"pane {handle.pane_id} is gone: no tmux server is running") from exc
+            if exc.no_session or "can't find" in exc.message:
+                raise PaneGone(f"pane {handle.pane_id} is gone") from exc
             raise PaneError(f"tmux failed on pane {handle.pane_id}: {exc.message}") from exc
         if nonce in out:
             raise PaneGone(f"pane {handle.pane_id} is gone or no longer belongs to {handle.owner}")
@@ -524,8 +526,8 @@ class TmuxBackend:
             try:
                 return self._capture_script(handles, history, listed=len(handles) > SMALL_BATCH)
             except TmuxFailed as exc:
-                if exc.no_server:
-                    return {}
+                if exc.no_server or exc.no_session:
+                    return {}  # the server is gone or has no pane left: nothing to capture
                 if attempt or "can't find" not in exc.message:
                     raise
             # a pane is gone, which stops a `;` chain: capture the others
@@ -679,7 +681,7 @@ class TmuxBackend:
         try:
             out = self._run(["display-message", "-p", "-t", handle.pane_id, fmt]).rstrip("\n")
         except TmuxFailed as exc:
-            if exc.no_server or "can't find" in exc.message:
+            if exc.no_server or exc.no_session or "can't find" in exc.message:
                 return
             raise
         pane_id, pid_text, owner = [*out.split(SEP, 2), "", ""][:3]

@@ -448,6 +448,24 @@ def test_changed_owner_blocks_every_side_effect(tmp_path: Path, backend: TmuxBac
     backend.kill(h)  # gone: not an error
 
 
+def test_a_server_left_with_no_session_means_the_pane_is_gone(
+    tmp_path: Path, backend: TmuxBackend
+) -> None:
+    """Between its last pane closing and its exit, a tmux server answers
+    "no current target": every side effect on the old pane is PaneGone and a
+    capture is empty, never a tmux error (CI saw this race once)."""
+    h, _log = reader(backend, tmp_path)
+    backend._run(["set-option", "-g", "exit-empty", "off"])  # hold the race open
+    backend.kill(h, timeout=1)
+    wait_until(lambda: not backend.sweep(), what="the last pane to go")
+    assert backend.capture([h]) == {}
+    with pytest.raises(PaneGone):
+        backend.send_text(h, "x")
+    with pytest.raises(PaneGone):
+        backend.send_keys(h, ["x"])
+    backend.kill(h)  # gone: not an error
+
+
 def test_resize_changes_the_pane_size(tmp_path: Path, backend: TmuxBackend) -> None:
     h = backend.spawn(
         make_spec(
