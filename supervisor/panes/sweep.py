@@ -216,6 +216,20 @@ def paste_needle(text: str, limit: int = NEEDLE_CHARS) -> str:
     return _squash(lines[-1])[-limit:] if lines else ""
 
 
+def _needle_span(text: str, needle: str) -> int:
+    """How many columns the needle's source takes on screen, whitespace
+    included: the shortest tail of the last non-empty line holding it."""
+    lines = [line.rstrip() for line in text.splitlines() if line.strip()]
+    if not lines or not needle:
+        return len(needle)
+    last, seen = lines[-1], 0
+    for start in range(len(last) - 1, -1, -1):
+        seen += not last[start].isspace()
+        if seen >= len(needle):
+            return len(last) - start
+    return len(last)
+
+
 class PasteCheck:
     """Decides from successive screens whether a paste has shown up.
 
@@ -227,6 +241,7 @@ class PasteCheck:
 
     def __init__(self, text: str, before: Screen) -> None:
         self.needle = paste_needle(text)
+        self._span = _needle_span(text, self.needle)
         self.before = list(before.lines)
         self._count0 = self._count(before)
         self._placeholders0 = self._placeholders(before)
@@ -244,7 +259,9 @@ class PasteCheck:
         if not self.needle or not screen.lines:
             return False
         width = max(1, screen.width or max(len(line) for line in screen.lines))
-        rows = 1 + len(self.needle) // width  # the cursor's line and what the needle wraps over
+        # the cursor's line and every row the needle can wrap over: a tail of
+        # `span` columns that starts late on a row reaches one row further
+        rows = 2 + self._span // width
         y = min(max(screen.cursor_y, 0), len(screen.lines) - 1)
         return self.needle in _squash("".join(screen.lines[max(0, y - rows + 1) : y + 1]))
 

@@ -551,14 +551,7 @@ def break_before(
     "step",
     [
         "paste",
-        pytest.param(
-            "enter",
-            marks=pytest.mark.skip(
-                reason="open: since the repair prompt names the honest way out (hook and tool), "
-                "a host that drops right before the repair's Enter leaves the session "
-                "neither repaired nor failed within 150 s; to be found before this lands again"
-            ),
-        ),
+        "enter",
     ],
 )
 async def test_a_repair_prompt_pasted_while_the_host_is_down_arrives_exactly_once(

@@ -44,3 +44,20 @@ def test_the_text_above_a_working_agent_means_it_was_sent() -> None:
 def test_a_changed_screen_without_the_text_cannot_tell_and_is_not_pasted_again() -> None:
     after = screen("agent v1", "done", "something else happened", "> ")
     assert judge(TEXT, BEFORE, after) is After.UNKNOWN
+
+
+def test_a_long_last_line_wrapped_at_the_needle_still_means_only_enter_is_missing() -> None:
+    """The tail corral looks for can straddle a wrap of the input line: the
+    text still sits on the input line, so Enter is pressed (it was judged
+    'sent' and the agent waited forever with the repair on its input line)."""
+    last = (
+        "If the task cannot be done as specified, say so instead: run the hook, "
+        "then stop. The operator then decides."
+    )
+    text = f"corral re-ran the contract\n\n{last}"
+    for cut in range(len(last) - 30, len(last) - 1):
+        rows = ["agent v1", "done", "> corral re-ran the contract", "", last[:cut], last[cut:]]
+        after = Screen(
+            lines=rows, ansi=rows, cursor_x=len(last) - cut, cursor_y=5, width=cut, height=6
+        )
+        assert judge(text, BEFORE, after) is After.PRESS_ENTER, cut
