@@ -105,6 +105,13 @@ class ControlClient:
         """The owner's answer to `call`, read as its record's type."""
         return call.read(self.call(call.name, **call.request(params)))
 
+    def answer(self, call: Call[P, R], params: P) -> Any:
+        """The owner's answer to `call` as the JSON it sent, after checking it
+        reads as the record's type: for a command that prints it unchanged."""
+        raw = self.call(call.name, **call.request(params))
+        call.read(raw)
+        return raw
+
     def call(self, method: str, **params: Any) -> Any:
         """The owner's answer, as JSON; `method` must be one the surface
         defines (`surface.Calls`). An unbounded call (its work takes as long
@@ -231,6 +238,13 @@ class AsyncControlClient:
     async def request(self, call: Call[P, R], params: P) -> R:
         """The owner's answer to `call`, read as its record's type."""
         return call.read(await self.call(call.name, **call.request(params)))
+
+    async def answer(self, call: Call[P, R], params: P) -> Any:
+        """The owner's answer to `call` as the JSON it sent, after checking it
+        reads as the record's type: for a bridge that passes it on unchanged."""
+        raw = await self.call(call.name, **call.request(params))
+        call.read(raw)
+        return raw
 
     async def call(self, method: str, **params: Any) -> Any:
         """The owner's answer, as JSON; `method` must be one the surface

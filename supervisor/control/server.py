@@ -50,6 +50,7 @@ from ..session.board import WatchDropped, Watcher
 from ..session.journal import Subscription, SubscriptionClosed, SubscriptionDropped
 from ..states import CoderState
 from . import protocol as p
+from . import rules
 from .callers import Agent, Caller, CallerClassifier, peer_pid_uid
 from .surface import CALLS, Call, Calls, P
 
@@ -342,11 +343,7 @@ class ControlServer:
         when it names another), else the owner's log."""
         if target is not None:
             target = target[:MAX_SHOWN_TARGET]  # whatever the agent sent, shown short
-        whose = _whose(caller.session_id, target)
-        sentence = (
-            f"refused: {caller.describe()} may not {phrase.format(whose=whose)}; only the "
-            "operator can, from the console or their own terminal"
-        )
+        sentence = rules.person_refusal(caller, phrase, target)
         key = (caller.session_id, method)
         now = time.monotonic()
         if now - self._recorded.get(key, -BOUNDARY_REPEAT_SECS) >= BOUNDARY_REPEAT_SECS:
@@ -362,7 +359,7 @@ class ControlServer:
         sup = self.supervisor
         shown = False
         if caller.session_id is not None:
-            own = phrase.format(whose=_whose(caller.session_id, target))
+            own = phrase.format(whose=rules.whose(caller.session_id, target))
             message = f"the agent tried to {own}"
             data = BoundaryData(
                 method=method, caller=caller.session_id, target=target, message=message
@@ -388,15 +385,6 @@ class ControlServer:
             f" on {target}" if target else "",
             "" if shown else " (no live session to show it on)",
         )
-
-
-def _whose(caller: str | None, target: str | None) -> str:
-    """Whose thing an agent reached for, as the refusal says it."""
-    if target is None:
-        return "a session's"
-    if target == caller:
-        return "its own"
-    return f"session {target[-8:]}'s"
 
 
 def classifier_for(supervisor: Supervisor) -> CallerClassifier:
@@ -604,22 +592,17 @@ class _Connection:
         )
 
     def check_caller(self, method: str, entry: Method, params: Any) -> None:
-        """Raise the refusal when an agent calls what it may not."""
+        """Raise the refusal when an agent calls what it may not (the record
+        says who may: `rules.admit`); a person's method refused is recorded
+        where the operator sees it."""
         caller = self.caller
-        if not isinstance(caller, Agent):
-            return
         target = getattr(params, "session_id", None)
-        call = entry.call
-        if call.person is not None:
-            raise self.server.refuse(caller, method, call.person, target)
-        if not call.agents:
-            raise CorralError(
-                f"refused: {caller.describe()} may not call {method}; it is the operator's"
-            )
-        if call.own_session and (caller.session_id is None or target != caller.session_id):
-            raise CorralError(
-                f"refused: {caller.describe()} may call {method} only about its own session"
-            )
+        refusal = rules.admit(entry.call, caller, target)
+        if refusal is None:
+            return
+        if refusal.phrase is not None and isinstance(caller, Agent):
+            raise self.server.refuse(caller, method, refusal.phrase, target)
+        raise CorralError(refusal.sentence)
 
     # -- streams ------------------------------------------------------------------------
 
@@ -705,12 +688,6 @@ def _as_seen(conn: _Connection, value: Any) -> Any:
     return for_agent(value) if isinstance(conn.caller, Agent) else value
 
 
-HIDDEN_ARE_THE_OPERATORS = (
-    "refused: hidden checks are the operator's, held back from agents; an agent cannot "
-    "give them (start without hidden_checks)"
-)
-
-
 async def _get(conn: _Connection, _id: Any, params: p.SessionParams) -> Any:
     return _as_seen(conn, _dump(conn.sup.get(params.session_id)))
 
@@ -725,20 +702,15 @@ async def _set_foreman_split(conn: _Connection, _id: Any, a: p.SplitParams) -> A
 
 async def _start(conn: _Connection, _id: Any, a: p.StartParams) -> Any:
     caller = conn.caller
-    if isinstance(caller, Agent) and not conn.server.agents_may_start():
-        # the operator has not let agents start sessions ([mcp] agents_may_start);
-        # one it has let start still stops at gate 1: confirm is a person's
-        raise conn.server.refuse(caller, "start", "start a session", None)
-    if isinstance(caller, Agent) and a.contract is not None and a.contract.hidden_checks:
-        raise CorralError(HIDDEN_ARE_THE_OPERATORS)
-    if isinstance(caller, Agent) and a.context is not None:
-        raise CorralError(
-            "refused: loading another session's context is the operator's (corral run "
-            "--context); an agent starts sessions without one"
-        )
-    # an agent never silences the operator's notices about what it starts: what
-    # it says it decided is dropped (its run waits at gate 1, announced)
-    decided = [] if isinstance(caller, Agent) else a.decided
+    if isinstance(caller, Agent) and rules.start_refusal(caller, conn.server.agents_may_start()):
+        # one the operator has let start still stops at gate 1: confirm is a person's
+        raise conn.server.refuse(caller, "start", rules.START_PHRASE, None)
+    rules.check_agent_start(
+        caller,
+        hidden_checks=a.contract is not None and bool(a.contract.hidden_checks),
+        context=a.context is not None,
+    )
+    decided = a.decided if rules.decides_notices(caller) else []
     result = await conn.sup.start(
         a.intent,
         a.repo,
@@ -879,16 +851,7 @@ async def _release(conn: _Connection, _id: Any, a: p.SessionParams) -> Any:
 async def _send(conn: _Connection, _id: Any, a: p.SendParams) -> Any:
     """From whom the owner identified: the operator, or the calling agent's
     session. The `sender` a client names is not believed."""
-    caller = conn.caller
-    if isinstance(caller, Agent):
-        if caller.session_id is None:
-            raise CorralError(
-                f"refused: {caller.describe()} sends no messages (the owner cannot tell "
-                "which session it would speak for)"
-            )
-        sender = caller.session_id
-    else:
-        sender = OPERATOR
+    sender = rules.sender_of(conn.caller, OPERATOR)
     return _dump(
         await conn.sup.send(
             sender, a.target, a.text, expects_reply=a.expects_reply, responds_to=a.responds_to

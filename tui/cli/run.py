@@ -277,12 +277,10 @@ async def run_session(
     interrupted: SessionSummary | bool | None = False
     try:
         me = services.caller_of(os.getpid())
-        if me.is_agent:  # no owner ran: this run is its own owner, and an agent
-            if not sup.mcp_settings().agents_may_start:
-                raise CorralError(
-                    f"refused: this corral run is {me.describe()} ({me.why}); the operator has "
-                    "not allowed agents to start sessions ([mcp] agents_may_start)"
-                )
+        refused = services.start_refusal(me)  # no owner ran: this run is its own owner
+        if refused is not None:
+            raise CorralError(refused)
+        if me.is_agent:
             if yes or deliver != "none":
                 say(
                     "corral run: started by an agent, so the session waits at gate 1 for the "
