@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
-from ..errors import CorralError
+from ..errors import CorralError, swallowed
 from ..events import EVENT_ADAPTER, CoderEvent, parse_event
 from ..models import (
     SessionDetail,
@@ -219,10 +219,13 @@ class AsyncControlClient:
     async def close(self) -> None:
         self._closed = True
         self._writer.close()
-        with contextlib.suppress(Exception):
+        with swallowed(log, "waiting for the control connection to close"):
             await asyncio.wait_for(self._writer.wait_closed(), 1)
         self._task.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
+        with (
+            contextlib.suppress(asyncio.CancelledError),
+            swallowed(log, "stopping the control client's reader"),
+        ):
             await self._task
 
     async def __aenter__(self) -> AsyncControlClient:

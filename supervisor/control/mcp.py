@@ -24,7 +24,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import CorralError
+from ..errors import CorralError, swallowed
 from ..paths import ensure_private_dir
 from . import rules
 from .callers import Agent, Caller, CallerClassifier
@@ -448,7 +448,7 @@ class McpHttp:
         if self._server is not None:
             self._server.should_exit = True
         if self._task is not None:
-            with contextlib.suppress(Exception):
+            with swallowed(log, "stopping the MCP HTTP server"):
                 await asyncio.wait_for(self._task, 5)
 
 

@@ -43,7 +43,7 @@ from pydantic_core import to_json
 
 from ..cancelling import cancel_and_wait
 from ..contracts.hidden import for_agent
-from ..errors import CorralError, StateDirError
+from ..errors import CorralError, StateDirError, swallowed
 from ..events import OPERATOR, BoundaryData, CoderEvent
 from ..paths import agent_socket_path, ensure_private_dir
 from ..session.board import WatchDropped, Watcher
@@ -178,7 +178,7 @@ class ControlServer:
             )
             if self._handlers:
                 await asyncio.wait(set(self._handlers), timeout=2)
-            with contextlib.suppress(Exception):
+            with swallowed(log, "waiting for the control socket to close"):
                 await asyncio.wait_for(self._server.wait_closed(), 2)
             self._server = None
         with contextlib.suppress(FileNotFoundError):
@@ -291,7 +291,7 @@ class ControlServer:
         if uid != self.allowed_uid:
             # read its first request, so the refusal is an answer it reads (closing
             # on unread bytes would reset the connection and lose the sentence)
-            with contextlib.suppress(Exception):
+            with swallowed(log, "reading a refused peer's first request"):
                 await asyncio.wait_for(reader.readline(), 1)
             await conn.send_error(
                 None,
@@ -480,7 +480,7 @@ class _Connection:
 
     async def finish(self) -> None:
         self.gone = True
-        with contextlib.suppress(Exception):
+        with swallowed(log, "closing a client's connection"):
             self.writer.close()
             await asyncio.wait_for(self.writer.wait_closed(), 1)
 
