@@ -17,7 +17,7 @@ import logging
 import socket
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import CorralError, swallowed
 from ..events import EVENT_ADAPTER, CoderEvent, parse_event
@@ -32,6 +32,9 @@ from ..session.board import BoardFeed, Watcher
 from ..session.journal import Subscription
 from . import protocol as p
 from .surface import Call, Calls, P, R, call_named
+
+if TYPE_CHECKING:
+    from ..discuss.discussion_events import DiscussEvent
 
 log = logging.getLogger("corral.supervisor.control")
 _validate_event = EVENT_ADAPTER.validator.validate_json  # one event, validated once
@@ -421,6 +424,32 @@ class AsyncControlClient:
             return answer, None
         sub._log = _RemoteSource(self, stream)
         return answer, sub
+
+    async def subscribe_discussion(
+        self, discussion_id: str, from_seq: int = 0
+    ) -> Subscription[DiscussEvent]:
+        """A discussion the owner holds: its events from `from_seq`, then
+        live, every client's turns included (bounded like `subscribe`)."""
+        from ..discuss.discussion_events import parse_discuss_event  # only a discussion's client
+
+        sub: Subscription[DiscussEvent] = Subscription(None, self._backlog)
+
+        def on(method: str, params: dict[str, Any]) -> None:
+            if method == "discussion_event":
+                sub.offer(parse_discuss_event(params["event"]))
+            elif method == "stream_end":
+                if params.get("reason") == "dropped":
+                    sub.dropped = True
+                else:
+                    sub.closed = True
+                sub._wake()
+
+        params = p.DiscussionStreamParams(discussion_id=discussion_id, from_seq=from_seq)
+        stream, _answer = await self._open_stream(
+            Calls.discussion_subscribe.name, on, **Calls.discussion_subscribe.request(params)
+        )
+        sub._log = _RemoteSource(self, stream)
+        return sub
 
     def subscribe_nowait(
         self, session_id: str, from_seq: int, sub: Subscription[CoderEvent]

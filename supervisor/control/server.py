@@ -627,6 +627,27 @@ class _Connection:
             sub.close()
             self.streams.pop(stream, None)
 
+    async def pump_discussion(self, stream: Any, sub: Subscription[Any]) -> None:
+        """A discussion's events to this client, a batch a write."""
+        try:
+            while not self.gone:
+                try:
+                    first = await sub.get()
+                except SubscriptionDropped as exc:
+                    await self._end(stream, "dropped", str(exc), sub.last_seq + 1)
+                    return
+                except SubscriptionClosed:
+                    await self._end(stream, "closed", "the discussion was closed", None)
+                    return
+                for event in [first, *sub.get_nowait()]:
+                    await self.send_notification(
+                        "discussion_event",
+                        {"stream": stream, "event": event.model_dump(mode="json")},
+                    )
+        finally:
+            sub.close()
+            self.streams.pop(stream, None)
+
     async def pump_board(self, stream: Any, watcher: Watcher) -> None:
         try:
             while not self.gone:
@@ -1005,6 +1026,22 @@ async def _discussion_start(conn: _Connection, _id: Any, a: p.DiscussionStartPar
     return (await _discussions(conn).start(a.repo, context=a.context)).summary()
 
 
+async def _discussion_resume(conn: _Connection, _id: Any, a: p.DiscussionParams) -> Any:
+    """The owner's one copy of a saved discussion (opened if it was not)."""
+    return (await _discussions(conn).resume(a.discussion_id)).summary()
+
+
+async def _discussion_subscribe(conn: _Connection, req_id: Any, a: p.DiscussionStreamParams) -> Any:
+    """A discussion's events from `from_seq`, then live: every client's turns
+    and the assistant's replies, as `discussion_event` notifications."""
+    sub = _discussions(conn).get(a.discussion_id).subscribe(a.from_seq)
+    answer = {"discussion_id": a.discussion_id, "stream": req_id}
+    if req_id is None:
+        sub.close()
+        return answer
+    return _Streamed(answer, lambda: conn.pump_discussion(req_id, sub))
+
+
 async def _discussion_send(conn: _Connection, _id: Any, a: p.DiscussionSendParams) -> Any:
     discussion = _discussions(conn).get(a.discussion_id)
     return {"seq": await discussion.send(a.text)}
@@ -1099,6 +1136,8 @@ def _methods() -> dict[str, Method]:
         serve(c.discussions_list, _discussions_list),
         serve(c.discussion_get, _discussion_get),
         serve(c.discussion_start, _discussion_start),
+        serve(c.discussion_resume, _discussion_resume),
+        serve(c.discussion_subscribe, _discussion_subscribe),
         serve(c.discussion_send, _discussion_send),
         serve(c.discussion_promote, _discussion_promote),
         serve(c.discussion_close, _discussion_close),

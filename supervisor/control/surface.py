@@ -269,6 +269,14 @@ class Calls:
     discussion_start: Call[p.DiscussionStartParams, Json] = _person(
         p.DiscussionStartParams, Json, "start a discussion"
     )
+    # the owner holds each discussion once: every console resumes, follows and
+    # speaks in the same one (none keeps its own copy over the state dir)
+    discussion_resume: Call[p.DiscussionParams, Json] = _person(
+        p.DiscussionParams, Json, "resume a discussion"
+    )
+    discussion_subscribe: Call[p.DiscussionStreamParams, Json] = _operator(
+        p.DiscussionStreamParams, Json, streams=True
+    )
     discussion_send: Call[p.DiscussionSendParams, dict[str, int]] = _person(
         p.DiscussionSendParams, dict[str, int], "speak in the operator's discussion"
     )
