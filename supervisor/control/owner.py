@@ -100,6 +100,10 @@ class OwnerServices:
         operator's `[mcp] agents_may_start`, decided in `rules.py`."""
         return rules.start_refusal(caller, self.handles.policy.agents_may_start)
 
+    def passes_gates(self, caller: Caller) -> bool:
+        """Whether `caller` may pass a person's gate itself (`rules.py`)."""
+        return rules.passes_gates(caller)
+
     def parent_caller(self) -> Caller:
         """Who started this process (`corral mcp` on stdio, as the owner)."""
         return self.caller_of(os.getppid())

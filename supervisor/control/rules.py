@@ -131,10 +131,22 @@ def decides_notices(caller: Caller | None) -> bool:
     return not isinstance(caller, Agent)
 
 
+def passes_gates(caller: Caller | None) -> bool:
+    """Whether the caller may pass a person's gate itself (confirm a contract,
+    deliver): never an agent, whatever flags it gives (`corral run --yes`)."""
+    return not isinstance(caller, Agent)
+
+
+def sees_hidden_checks(caller: Caller | None) -> bool:
+    """Whether the caller may read a hidden check's name, command, files or
+    output: the operator's, held back from agents."""
+    return not isinstance(caller, Agent)
+
+
 def may_confirm_own_contract(caller: Caller | None, callers_may_confirm: bool) -> bool:
     """A run's caller confirms gate 1 itself only where the operator allows
     it, and never an agent: what an agent starts waits for a person."""
-    return callers_may_confirm and not isinstance(caller, Agent)
+    return callers_may_confirm and passes_gates(caller)
 
 
 def check_cancel_run(caller: Caller | None, started_by: str | None) -> None:

@@ -706,7 +706,7 @@ async def _list(conn: _Connection, _id: Any, _p: p.NoParams) -> Any:
 def _as_seen(conn: _Connection, value: Any) -> Any:
     """What the caller may read: an agent never sees a hidden check's name,
     command, files or output (`contracts.hidden.for_agent`)."""
-    return for_agent(value) if isinstance(conn.caller, Agent) else value
+    return value if rules.sees_hidden_checks(conn.caller) else for_agent(value)
 
 
 async def _get(conn: _Connection, _id: Any, params: p.SessionParams) -> Any:

@@ -283,7 +283,7 @@ async def run_session(
         refused = services.start_refusal(me)  # no owner ran: this run is its own owner
         if refused is not None:
             raise CorralError(refused)
-        if me.is_agent:
+        if not services.passes_gates(me):
             if yes or deliver != "none":
                 say(
                     "corral run: started by an agent, so the session waits at gate 1 for the "
