@@ -6,14 +6,30 @@ so views show `str(exc)` verbatim.
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import logging
 import shutil
 import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
 
 
 class CorralError(Exception):
     """A refusal or failure with an operator-facing sentence."""
+
+
+@contextlib.contextmanager
+def swallowed(log: logging.Logger, what: str, level: int = logging.INFO) -> Iterator[None]:
+    """For cleanup that must not stop what it cleans up after (closing a
+    pipe, stopping a pane already gone, a ledger line after a failure): an
+    exception is dropped, but logged with what was being done and what it
+    was. Never a bare `suppress(Exception)`: a failure nobody can read about
+    is a bug nobody finds (`tests/unit/test_swallowed.py` holds to it)."""
+    try:
+        yield
+    except Exception as exc:
+        log.log(level, "%s failed, and corral carried on: %s: %s", what, type(exc).__name__, exc)
 
 
 class StateDirError(CorralError):

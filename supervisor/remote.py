@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from .control import protocol as params
     from .control.attached import AttachedSupervisor
     from .control.callers import Caller
     from .control.client import (
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
         ControlError,
         socket_path,
     )
-    from .control.surface import OwnerSurface
+    from .control.surface import Calls, OwnerSurface
 
 __all__ = [
     "MAX_MESSAGE_BYTES",
@@ -38,6 +39,7 @@ __all__ = [
     "AsyncControlClient",
     "AttachedSupervisor",
     "CallerPolicy",
+    "Calls",
     "ControlClient",
     "ControlError",
     "NoOwner",
@@ -48,6 +50,7 @@ __all__ = [
     "bridge_tools",
     "mcp_endpoint",
     "owner_running",
+    "params",
     "serve_mcp_stdio",
     "socket_path",
 ]
@@ -69,6 +72,7 @@ _ON_FIRST_USE = {  # name → the control module that defines it
     "ControlError": "protocol",
     "socket_path": "protocol",
     "OwnerSurface": "surface",
+    "Calls": "surface",  # every method's record: a client calls by it
 }
 
 
@@ -76,11 +80,15 @@ def __getattr__(name: str) -> Any:
     """Each name loads its module when a caller first asks: an owner serves
     without the clients' modules (the attached console's, the socket
     client's), and a client runs without the server's."""
+    from importlib import import_module
+
+    if name == "params":  # the records' params models: `params.ApproveParams(...)`
+        value: Any = import_module(".control.protocol", __package__)
+        globals()[name] = value
+        return value
     module = _ON_FIRST_USE.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from importlib import import_module
-
     value = getattr(import_module(f".control.{module}", __package__), name)
     globals()[name] = value
     return value

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
@@ -20,12 +21,14 @@ from textual.binding import Binding
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
 
-from corral.supervisor.errors import CorralError
+from corral.supervisor.errors import CorralError, swallowed
 
 from .console_app import ConsoleApp
 from .desktop_notice import desktop_words, osc_notification
 from .early_keys import EarlyKeys
 from .visible import visible
+
+log = logging.getLogger("corral.tui.app")
 
 if TYPE_CHECKING:
     from corral.supervisor.api import Notice
@@ -364,7 +367,7 @@ class CorralApp(ConsoleApp):
             task.cancel()
         self.actions.cancel_all()
         if self._opening is not None and not self._opening.done():
-            with contextlib.suppress(Exception):
+            with swallowed(log, "waiting for the session screen being opened"):
                 await self._opening
         if self.services is not None:
             await self.services.close()

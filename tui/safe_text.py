@@ -17,11 +17,15 @@ slot takes the styles around it, the value's own brackets stay text.
 
 from __future__ import annotations
 
+import logging
+
 from rich.style import StyleType
 from rich.text import Span, Text
 from textual.content import Content
 
 from .visible import LIMIT, visible
+
+log = logging.getLogger("corral.tui.safe_text")
 
 __all__ = ["made_visible", "safe_content", "safe_markup", "safe_text", "visible"]
 
@@ -35,7 +39,8 @@ def safe_text(
     """`value` as plain text in `style` (corral's): never markup, never raises."""
     try:
         return Text(visible(value, multiline=multiline, limit=limit), style=style)
-    except Exception:  # a bad style is corral's bug, never a dead console
+    except Exception as exc:  # a bad style is corral's bug, never a dead console
+        log.warning("style %r could not be used: %s", style, exc)
         return Text(visible(value, multiline=multiline, limit=limit))
 
 
@@ -44,7 +49,8 @@ def safe_content(value: object, style: str = "", *, multiline: bool = False) -> 
     shown = visible(value, multiline=multiline)
     try:
         return Content.styled(shown, style) if style else Content(shown)
-    except Exception:  # a bad style is corral's bug, never a dead console
+    except Exception as exc:  # a bad style is corral's bug, never a dead console
+        log.warning("style %r could not be used: %s", style, exc)
         return Content(shown)
 
 
@@ -61,7 +67,8 @@ def safe_markup(template: str, *values: object, multiline: bool = False) -> Cont
         )
         rendered = Content.from_markup(marked)
         return _fill(rendered, values, multiline)
-    except Exception:  # corral's template is wrong: show it all as text, never die
+    except Exception as exc:  # corral's template is wrong: show it all as text, never die
+        log.warning("markup template %r could not be filled: %s", template, exc)
         return Content(visible(" ".join([template, *(visible(v) for v in values)])))
 
 
@@ -96,5 +103,6 @@ def made_visible(text: Text, *, multiline: bool = True) -> Text:
             shown = visible(piece.plain, multiline=multiline)
             out.append_text(Text(shown, spans=[Span(0, len(shown), s.style) for s in piece.spans]))
         return out
-    except Exception:  # a Text corral made: never a dead console for it
+    except Exception as exc:  # a Text corral made: never a dead console for it
+        log.warning("a Text could not be made visible piece by piece: %s", exc)
         return safe_text(text.plain if isinstance(text, Text) else text, multiline=multiline)

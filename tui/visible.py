@@ -19,7 +19,10 @@ A newline stays a newline only where the caller allows several lines (else
 
 from __future__ import annotations
 
+import logging
 import unicodedata
+
+log = logging.getLogger("corral.tui.visible")
 
 LIMIT = 20_000  # characters kept of one value; a 1 MB line is cut with a note
 REPLACEMENT = "\ufffd"
@@ -70,5 +73,7 @@ def visible(value: object, *, multiline: bool = False, limit: int = LIMIT) -> st
         if cut:
             text += f"… ({cut:,} more characters not shown)"
         return text
-    except Exception:  # a value that cannot even be read is shown as such
+    except Exception as exc:  # a value that cannot even be read is shown as such
+        # its type only: the value's own text is what could not be read
+        log.info("a value could not be read to be shown (%s)", type(exc).__name__)
         return "⟨unprintable value⟩"

@@ -9,15 +9,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import shlex
 import signal
 from dataclasses import dataclass, field
 
 from ..contracts.checks import sandboxed_argv
+from ..errors import swallowed
 from ..governance.env_scrub import scrubbed_env
 from ..sandbox import active_policy
 from .files import Refused, WorktreeFiles
+
+log = logging.getLogger("corral.supervisor.acp.terminals")
 
 MAX_OUTPUT_BYTES = 1024 * 1024
 MAX_TERMINALS = 16
@@ -113,7 +117,7 @@ class Terminals:
         term = self._get(terminal_id)
         _kill_group(term.proc)
         if term.pump is not None:
-            with contextlib.suppress(Exception):
+            with swallowed(log, "waiting for a killed ACP terminal's output pump"):
                 await asyncio.wait_for(asyncio.shield(term.pump), 5)
 
     async def release(self, terminal_id: str) -> None:

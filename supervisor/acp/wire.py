@@ -16,12 +16,16 @@ kept from the SDK."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
+import logging
 from collections.abc import Callable
 from typing import Any
 
 from acp import RequestError
+
+from ..errors import swallowed
+
+log = logging.getLogger("corral.supervisor.acp.wire")
 
 MAX_LINE_BYTES = 50 * 1024 * 1024
 
@@ -141,5 +145,5 @@ class StdioWire:
     async def close(self) -> None:
         self._closed = True
         self._fail_own()
-        with contextlib.suppress(Exception):
+        with swallowed(log, "closing the ACP wire's writer"):
             self._writer.close()

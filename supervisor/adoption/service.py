@@ -16,7 +16,6 @@ which of those changed, and our marker is removed if the pane still has it.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import logging
 import os
@@ -26,7 +25,7 @@ from pathlib import Path
 from ..agents.base import AgentProfile
 from ..agents.profiles import PREFERENCE, PROFILES
 from ..cancelling import cancel_and_wait
-from ..errors import CorralError
+from ..errors import CorralError, swallowed
 from ..events import PlanTextData
 from ..models import AdoptablePane, CoderSession
 from ..panes.base import PaneGone, PaneHandle, owner_of
@@ -393,7 +392,9 @@ class Adoptions:
                     continue
                 except Exception as exc:  # ends below, saying so
                     why = f"it could not be watched again ({exc})"
-            with contextlib.suppress(Exception):
+            with swallowed(
+                log, "unmarking an adopted pane that could not be watched again", logging.WARNING
+            ):
                 await self._unmark(session)
             session.pane = {**(session.pane or {}), "state": "released"}
             session.error = f"ended when corral started again: {why}"

@@ -18,9 +18,9 @@ import shutil
 import signal
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from ..governance.env_scrub import scrubbed_env
 from ..models import (
@@ -35,8 +35,17 @@ from ..sandbox.argv import confined_env, identity
 from .per_test import Judgement, against_baseline, on_untouched_tree
 from .verdicts import classify
 
-if TYPE_CHECKING:
-    from .environment import CheckEnvironment
+
+class CheckEnvironment(Protocol):
+    """What a check needs of a ready setup environment (`environment.py`'s
+    `CheckEnvironment` is one): said here so the runner does not import the
+    setup, which runs its commands with this module's `run_command`."""
+
+    @property
+    def grant(self) -> Grant: ...
+
+    def apply(self, env: Mapping[str, str]) -> dict[str, str]: ...
+
 
 OUTPUT_TAIL_CHARS = 4000
 MAX_READ_BYTES = 4 * 1024 * 1024

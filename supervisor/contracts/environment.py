@@ -60,6 +60,7 @@ from ..git.run import git
 from ..governance.env_scrub import scrubbed_env
 from ..models import OutcomeContract, SetupOutcome
 from ..sandbox import Grant
+from .checks import run_command
 
 ENV_VAR = "CORRAL_ENV"
 READY_MARKER = ".corral-env.json"
@@ -276,8 +277,6 @@ class Environments:
         """Make the contract's environment ready for `worktree` (None: no
         setup). `readable`: more paths the setup may read (the objects a
         `corral verify` checkout borrows)."""
-        from .checks import run_command  # the check runner imports this module
-
         if not contract.setup:
             return None
         started = time.monotonic()

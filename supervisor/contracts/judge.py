@@ -38,6 +38,7 @@ Blocking; call through `asyncio.to_thread`.
 from __future__ import annotations
 
 import json
+import logging
 import posixpath
 import re
 import shlex
@@ -52,6 +53,8 @@ from ..git.result_tree import Change, Entry, changes_between, quote, unquote
 from ..git.run import MAX_OUTPUT_BYTES, git
 from ..git.snapshot import PrivateIndex
 from ..models import CheckResult, JudgeChange, JudgeFile, OutcomeContract
+
+log = logging.getLogger("corral.supervisor.contracts.judge")
 
 _QUOTED = ["-c", "core.quotePath=true"]
 HARNESS = "reaches into the test harness"
@@ -772,7 +775,8 @@ def _holds_named(repo: Path, path: str, old: Entry | None, must_pass: list[str])
         return False
     try:
         text = _blob_text(repo, old[1])
-    except Exception:
+    except Exception as exc:
+        log.info("reading the old test file %s failed, taken as not held: %s", old[1], exc)
         return False
     leaves = {re.split(r"::|\.| > ", n)[-1].strip() for n in must_pass}
     return any(leaf and re.search(rf"\b{re.escape(leaf)}\b", text) for leaf in leaves)

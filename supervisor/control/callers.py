@@ -34,11 +34,14 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import logging
 import os
 import socket
 import struct
 import time
 from collections.abc import Callable, Iterable, Mapping
+
+log = logging.getLogger("corral.supervisor.control.callers")
 
 MAX_ANCESTRY = 4096  # a pid chain longer than this is a loop or an attack: refused
 VANISHED = "the peer's process vanished or cannot be read"
@@ -141,7 +144,8 @@ class CallerClassifier:
         if self._tmux_cached is None or now - self._tmux_cached[0] > TMUX_PID_TTL_SECS:
             try:
                 found = self._tmux_server_pid()
-            except Exception:
+            except Exception as exc:
+                log.info("asking for corral's agent tmux server's pid failed: %s", exc)
                 found = None
             self._tmux_cached = (now, found)
         return self._tmux_cached[1]

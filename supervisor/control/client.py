@@ -17,9 +17,9 @@ import logging
 import socket
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
-from ..errors import CorralError
+from ..errors import CorralError, swallowed
 from ..events import EVENT_ADAPTER, CoderEvent, parse_event
 from ..models import (
     SessionDetail,
@@ -32,6 +32,9 @@ from ..session.board import BoardFeed, Watcher
 from ..session.journal import Subscription
 from . import protocol as p
 from .surface import Call, Calls, P, R, call_named
+
+if TYPE_CHECKING:
+    from ..discuss.discussion_events import DiscussEvent
 
 log = logging.getLogger("corral.supervisor.control")
 _validate_event = EVENT_ADAPTER.validator.validate_json  # one event, validated once
@@ -104,6 +107,13 @@ class ControlClient:
     def request(self, call: Call[P, R], params: P) -> R:
         """The owner's answer to `call`, read as its record's type."""
         return call.read(self.call(call.name, **call.request(params)))
+
+    def answer(self, call: Call[P, R], params: P) -> Any:
+        """The owner's answer to `call` as the JSON it sent, after checking it
+        reads as the record's type: for a command that prints it unchanged."""
+        raw = self.call(call.name, **call.request(params))
+        call.read(raw)
+        return raw
 
     def call(self, method: str, **params: Any) -> Any:
         """The owner's answer, as JSON; `method` must be one the surface
@@ -212,10 +222,13 @@ class AsyncControlClient:
     async def close(self) -> None:
         self._closed = True
         self._writer.close()
-        with contextlib.suppress(Exception):
+        with swallowed(log, "waiting for the control connection to close"):
             await asyncio.wait_for(self._writer.wait_closed(), 1)
         self._task.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
+        with (
+            contextlib.suppress(asyncio.CancelledError),
+            swallowed(log, "stopping the control client's reader"),
+        ):
             await self._task
 
     async def __aenter__(self) -> AsyncControlClient:
@@ -231,6 +244,13 @@ class AsyncControlClient:
     async def request(self, call: Call[P, R], params: P) -> R:
         """The owner's answer to `call`, read as its record's type."""
         return call.read(await self.call(call.name, **call.request(params)))
+
+    async def answer(self, call: Call[P, R], params: P) -> Any:
+        """The owner's answer to `call` as the JSON it sent, after checking it
+        reads as the record's type: for a bridge that passes it on unchanged."""
+        raw = await self.call(call.name, **call.request(params))
+        call.read(raw)
+        return raw
 
     async def call(self, method: str, **params: Any) -> Any:
         """The owner's answer, as JSON; `method` must be one the surface
@@ -404,6 +424,32 @@ class AsyncControlClient:
             return answer, None
         sub._log = _RemoteSource(self, stream)
         return answer, sub
+
+    async def subscribe_discussion(
+        self, discussion_id: str, from_seq: int = 0
+    ) -> Subscription[DiscussEvent]:
+        """A discussion the owner holds: its events from `from_seq`, then
+        live, every client's turns included (bounded like `subscribe`)."""
+        from ..discuss.discussion_events import parse_discuss_event  # only a discussion's client
+
+        sub: Subscription[DiscussEvent] = Subscription(None, self._backlog)
+
+        def on(method: str, params: dict[str, Any]) -> None:
+            if method == "discussion_event":
+                sub.offer(parse_discuss_event(params["event"]))
+            elif method == "stream_end":
+                if params.get("reason") == "dropped":
+                    sub.dropped = True
+                else:
+                    sub.closed = True
+                sub._wake()
+
+        params = p.DiscussionStreamParams(discussion_id=discussion_id, from_seq=from_seq)
+        stream, _answer = await self._open_stream(
+            Calls.discussion_subscribe.name, on, **Calls.discussion_subscribe.request(params)
+        )
+        sub._log = _RemoteSource(self, stream)
+        return sub
 
     def subscribe_nowait(
         self, session_id: str, from_seq: int, sub: Subscription[CoderEvent]

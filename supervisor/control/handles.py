@@ -48,8 +48,10 @@ from ..errors import CorralError
 from ..models import OutcomeContract
 from ..session.journal import SubscriptionClosed, SubscriptionDropped
 from ..states import CoderState, NeedsYou
+from . import rules
 from .callers import Agent, Caller
 from .protocol import StartArgs, event_row
+from .rules import NOT_AN_AGENT as NOT_AN_AGENT  # where tests and the MCP bridge read it
 
 if TYPE_CHECKING:
     from ..api import Supervisor
@@ -99,12 +101,6 @@ class AssistantTools(Protocol):
     async def sessions_list(self) -> list[dict[str, Any]]: ...
     async def session_get(self, session_id: str) -> dict[str, Any]: ...
     async def report_impossible(self, reason: str, caller: Caller | None = None) -> str: ...
-
-
-NOT_AN_AGENT = (
-    "report_impossible is for an agent corral runs, about its own task; the owner does not "
-    "take this caller for one"
-)
 
 
 HIDDEN_NOT_HERE = (
@@ -207,18 +203,9 @@ class HandleTable:
             raise CorralError("intent is empty: say what the run should achieve")
         ancestry = merge_ancestry(self.base_ancestry, args.invoked_by)
         agent = caller if isinstance(caller, Agent) else None
-        if agent is not None and not self.policy.agents_may_start:
-            raise CorralError(
-                f"refused: this caller is {agent.describe()} ({agent.why}); the operator has "
-                "not allowed agents to start runs ([mcp] agents_may_start = true in corral's "
-                "config)"
-            )
-        if "corral" in ancestry and not self.policy.agents_may_start:
-            raise CorralError(
-                "refused: this caller is an agent running inside corral "
-                f"(invoked by {'>'.join(ancestry)}); the operator has not allowed agents to "
-                "start runs ([mcp] agents_may_start = true in corral's config)"
-            )
+        refused = rules.start_refusal(caller, self.policy.agents_may_start, ancestry)
+        if refused is not None:
+            raise CorralError(refused)
         repo = Path(args.repo).expanduser()
         if not repo.is_absolute() or not repo.is_dir():
             raise CorralError(
@@ -261,7 +248,9 @@ class HandleTable:
         loop = asyncio.get_running_loop()
         run.pump = loop.create_task(self._pump(run))
         # a run an agent started always waits for a person at gate 1
-        caller_confirms = contract is not None and self.policy.callers_may_confirm and agent is None
+        caller_confirms = contract is not None and rules.may_confirm_own_contract(
+            caller, self.policy.callers_may_confirm
+        )
         if caller_confirms:
             run.confirmer = loop.create_task(self._confirm(run))
         self._record(run, args)
@@ -319,12 +308,7 @@ class HandleTable:
         run = self.runs.get(run_id)
         if run is None:
             return {"run_id": run_id, "status": "unknown"}
-        if isinstance(caller, Agent) and (
-            caller.session_id is None or run.started_by != caller.session_id
-        ):
-            raise CorralError(
-                f"refused: {caller.describe()} may cancel only runs it started itself"
-            )
+        rules.check_cancel_run(caller, run.started_by)
         if self._status(run) != "running" or run.session_id is None:
             return {"run_id": run_id, "status": "already_terminal"}
         run.last_poll = self.clock()
@@ -341,9 +325,7 @@ class HandleTable:
 
     async def report_impossible(self, reason: str, caller: Caller | None = None) -> str:
         """The calling agent's own session: its task cannot be done as specified."""
-        if not isinstance(caller, Agent) or caller.session_id is None:
-            raise CorralError(NOT_AN_AGENT)
-        return self.sup.report_impossible(caller.session_id, reason)
+        return self.sup.report_impossible(rules.own_session(caller), reason)
 
     async def reap_idle(self) -> list[str]:
         """Drop every handle nobody polled within the TTL. Its session is

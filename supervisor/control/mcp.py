@@ -20,12 +20,13 @@ import logging
 import os
 import secrets
 import socket
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import CorralError
+from ..errors import CorralError, swallowed
 from ..paths import ensure_private_dir
+from . import rules
 from .callers import Agent, Caller, CallerClassifier
 from .handles import (
     EVENT_BUFFER_MAX,
@@ -39,11 +40,13 @@ from .protocol import (
     LONE_SURROGATE,
     CancelArgs,
     ImpossibleParams,
+    NoParams,
     PollArgs,
+    SessionParams,
     StartArgs,
     holds_lone_surrogate,
 )
-from .surface import Calls
+from .surface import Call, Calls
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
@@ -125,8 +128,19 @@ def build_mcp_server(
         log_level="WARNING",
     )
 
-    def out(value: Any) -> str:
-        return json.dumps(value, ensure_ascii=False)
+    async def answered(
+        call: Call[Any, Any], work: Callable[[], Awaitable[Any]], target: str | None = None
+    ) -> str:
+        """Every tool: its record says who may call it (`rules.admit`, the
+        same check the control socket runs), then the answer as JSON; a
+        refusal is the tool's error (the owner's sentence, not a traceback)."""
+        refusal = rules.admit(call, caller(), target)
+        if refusal is not None:
+            raise ToolError(refusal.sentence)
+        try:
+            return json.dumps(await work(), ensure_ascii=False)
+        except CorralError as exc:
+            raise ToolError(str(exc)) from None
 
     @server.tool(
         name="assistant_start",
@@ -157,10 +171,7 @@ def build_mcp_server(
             base=base,
             invoked_by=invoked_by,
         )
-        try:
-            return out(await tools.start(args, caller()))
-        except CorralError as exc:
-            raise ToolError(str(exc)) from None
+        return await answered(Calls.assistant_start, lambda: tools.start(args, caller()))
 
     @server.tool(
         name="assistant_poll",
@@ -175,10 +186,7 @@ def build_mcp_server(
     )
     async def assistant_poll(run_id: str, since_seq: int = 0) -> str:
         args = PollArgs(run_id=run_id, since_seq=since_seq)
-        try:
-            return out(await tools.poll(args.run_id, args.since_seq))
-        except CorralError as exc:
-            raise ToolError(str(exc)) from None
+        return await answered(Calls.assistant_poll, lambda: tools.poll(args.run_id, args.since_seq))
 
     @server.tool(
         name="assistant_cancel",
@@ -192,10 +200,8 @@ def build_mcp_server(
         structured_output=False,
     )
     async def assistant_cancel(run_id: str) -> str:
-        try:
-            return out(await tools.cancel(CancelArgs(run_id=run_id).run_id, caller()))
-        except CorralError as exc:
-            raise ToolError(str(exc)) from None
+        args = CancelArgs(run_id=run_id)
+        return await answered(Calls.assistant_cancel, lambda: tools.cancel(args.run_id, caller()))
 
     read_only = ToolAnnotations(
         read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
@@ -208,10 +214,7 @@ def build_mcp_server(
         structured_output=False,
     )
     async def sessions_list() -> str:
-        try:
-            return out(await tools.sessions_list())
-        except CorralError as exc:
-            raise ToolError(str(exc)) from None
+        return await answered(Calls.list, tools.sessions_list)
 
     @server.tool(
         name="session_get",
@@ -221,10 +224,7 @@ def build_mcp_server(
         structured_output=False,
     )
     async def session_get(session_id: str) -> str:
-        try:
-            return out(await tools.session_get(session_id))
-        except CorralError as exc:
-            raise ToolError(str(exc)) from None
+        return await answered(Calls.get, lambda: tools.session_get(session_id), session_id)
 
     @server.tool(
         name="report_impossible",
@@ -238,10 +238,11 @@ def build_mcp_server(
         structured_output=False,
     )
     async def report_impossible(reason: str) -> str:
-        try:
-            return out(await tools.report_impossible(reason, caller()))
-        except CorralError as exc:
-            raise ToolError(str(exc)) from None
+        me = caller()
+        own = me.session_id if isinstance(me, Agent) else None
+        return await answered(
+            Calls.report_impossible, lambda: tools.report_impossible(reason, me), own
+        )
 
     return server
 
@@ -271,17 +272,19 @@ class BridgeTools:
         return await self.client.request(Calls.assistant_cancel, CancelArgs(run_id=run_id))
 
     async def sessions_list(self) -> list[dict[str, Any]]:
-        result: list[dict[str, Any]] = await self.client.call(Calls.list.name)
+        result: list[dict[str, Any]] = await self.client.answer(Calls.list, NoParams())
         return result
 
     async def session_get(self, session_id: str) -> dict[str, Any]:
-        result: dict[str, Any] = await self.client.call(Calls.get.name, session_id=session_id)
+        result: dict[str, Any] = await self.client.answer(
+            Calls.get, SessionParams(session_id=session_id)
+        )
         return result
 
     async def report_impossible(self, reason: str, caller: Caller | None = None) -> str:
         """On the session the owner takes this bridge's connection for (its
         agent's own: the owner refuses any other)."""
-        hello: dict[str, Any] = await self.client.call(Calls.hello.name)
+        hello: dict[str, Any] = await self.client.request(Calls.hello, NoParams())
         session_id = (hello.get("caller") or {}).get("session_id")
         if not session_id:
             raise CorralError(NOT_AN_AGENT)
@@ -445,7 +448,7 @@ class McpHttp:
         if self._server is not None:
             self._server.should_exit = True
         if self._task is not None:
-            with contextlib.suppress(Exception):
+            with swallowed(log, "stopping the MCP HTTP server"):
                 await asyncio.wait_for(self._task, 5)
 
 

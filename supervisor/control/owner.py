@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import CorralError
 from ..paths import AGENT_SOCKET_ENV
+from . import rules
 from .callers import Agent, Caller
 from .handles import CallerPolicy, HandleTable, RunBounds, chain_links
 from .server import ControlServer
@@ -93,6 +94,15 @@ class OwnerServices:
         if session or os.environ.get(AGENT_SOCKET_ENV) or "corral" in chain:
             return Agent(session, pid, "its environment names a corral agent")
         return self.control.classify(pid)
+
+    def start_refusal(self, caller: Caller) -> str | None:
+        """Why `caller` may not start a session here (None: it may): the
+        operator's `[mcp] agents_may_start`, decided in `rules.py`."""
+        return rules.start_refusal(caller, self.handles.policy.agents_may_start)
+
+    def passes_gates(self, caller: Caller) -> bool:
+        """Whether `caller` may pass a person's gate itself (`rules.py`)."""
+        return rules.passes_gates(caller)
 
     def parent_caller(self) -> Caller:
         """Who started this process (`corral mcp` on stdio, as the owner)."""

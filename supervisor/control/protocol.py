@@ -324,6 +324,11 @@ class DiscussionParams(_Params):
     discussion_id: str
 
 
+class DiscussionStreamParams(_Params):
+    discussion_id: str
+    from_seq: int = Field(default=0, ge=0)  # replay from here, then live
+
+
 class DiscussionStartParams(_Params):
     repo: str
     context: ContextPack | None = None

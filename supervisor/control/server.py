@@ -43,13 +43,14 @@ from pydantic_core import to_json
 
 from ..cancelling import cancel_and_wait
 from ..contracts.hidden import for_agent
-from ..errors import CorralError, StateDirError
+from ..errors import CorralError, StateDirError, swallowed
 from ..events import OPERATOR, BoundaryData, CoderEvent
 from ..paths import agent_socket_path, ensure_private_dir
 from ..session.board import WatchDropped, Watcher
 from ..session.journal import Subscription, SubscriptionClosed, SubscriptionDropped
 from ..states import CoderState
 from . import protocol as p
+from . import rules
 from .callers import Agent, Caller, CallerClassifier, peer_pid_uid
 from .surface import CALLS, Call, Calls, P
 
@@ -177,7 +178,7 @@ class ControlServer:
             )
             if self._handlers:
                 await asyncio.wait(set(self._handlers), timeout=2)
-            with contextlib.suppress(Exception):
+            with swallowed(log, "waiting for the control socket to close"):
                 await asyncio.wait_for(self._server.wait_closed(), 2)
             self._server = None
         with contextlib.suppress(FileNotFoundError):
@@ -290,7 +291,7 @@ class ControlServer:
         if uid != self.allowed_uid:
             # read its first request, so the refusal is an answer it reads (closing
             # on unread bytes would reset the connection and lose the sentence)
-            with contextlib.suppress(Exception):
+            with swallowed(log, "reading a refused peer's first request"):
                 await asyncio.wait_for(reader.readline(), 1)
             await conn.send_error(
                 None,
@@ -342,11 +343,7 @@ class ControlServer:
         when it names another), else the owner's log."""
         if target is not None:
             target = target[:MAX_SHOWN_TARGET]  # whatever the agent sent, shown short
-        whose = _whose(caller.session_id, target)
-        sentence = (
-            f"refused: {caller.describe()} may not {phrase.format(whose=whose)}; only the "
-            "operator can, from the console or their own terminal"
-        )
+        sentence = rules.person_refusal(caller, phrase, target)
         key = (caller.session_id, method)
         now = time.monotonic()
         if now - self._recorded.get(key, -BOUNDARY_REPEAT_SECS) >= BOUNDARY_REPEAT_SECS:
@@ -362,7 +359,7 @@ class ControlServer:
         sup = self.supervisor
         shown = False
         if caller.session_id is not None:
-            own = phrase.format(whose=_whose(caller.session_id, target))
+            own = phrase.format(whose=rules.whose(caller.session_id, target))
             message = f"the agent tried to {own}"
             data = BoundaryData(
                 method=method, caller=caller.session_id, target=target, message=message
@@ -388,15 +385,6 @@ class ControlServer:
             f" on {target}" if target else "",
             "" if shown else " (no live session to show it on)",
         )
-
-
-def _whose(caller: str | None, target: str | None) -> str:
-    """Whose thing an agent reached for, as the refusal says it."""
-    if target is None:
-        return "a session's"
-    if target == caller:
-        return "its own"
-    return f"session {target[-8:]}'s"
 
 
 def classifier_for(supervisor: Supervisor) -> CallerClassifier:
@@ -492,7 +480,7 @@ class _Connection:
 
     async def finish(self) -> None:
         self.gone = True
-        with contextlib.suppress(Exception):
+        with swallowed(log, "closing a client's connection"):
             self.writer.close()
             await asyncio.wait_for(self.writer.wait_closed(), 1)
 
@@ -604,22 +592,17 @@ class _Connection:
         )
 
     def check_caller(self, method: str, entry: Method, params: Any) -> None:
-        """Raise the refusal when an agent calls what it may not."""
+        """Raise the refusal when an agent calls what it may not (the record
+        says who may: `rules.admit`); a person's method refused is recorded
+        where the operator sees it."""
         caller = self.caller
-        if not isinstance(caller, Agent):
-            return
         target = getattr(params, "session_id", None)
-        call = entry.call
-        if call.person is not None:
-            raise self.server.refuse(caller, method, call.person, target)
-        if not call.agents:
-            raise CorralError(
-                f"refused: {caller.describe()} may not call {method}; it is the operator's"
-            )
-        if call.own_session and (caller.session_id is None or target != caller.session_id):
-            raise CorralError(
-                f"refused: {caller.describe()} may call {method} only about its own session"
-            )
+        refusal = rules.admit(entry.call, caller, target)
+        if refusal is None:
+            return
+        if refusal.phrase is not None and isinstance(caller, Agent):
+            raise self.server.refuse(caller, method, refusal.phrase, target)
+        raise CorralError(refusal.sentence)
 
     # -- streams ------------------------------------------------------------------------
 
@@ -640,6 +623,27 @@ class _Connection:
                 await self.send_raw(
                     b"".join(head + to_json(row, fallback=str) + b"}}\n" for row in seen)
                 )
+        finally:
+            sub.close()
+            self.streams.pop(stream, None)
+
+    async def pump_discussion(self, stream: Any, sub: Subscription[Any]) -> None:
+        """A discussion's events to this client, a batch a write."""
+        try:
+            while not self.gone:
+                try:
+                    first = await sub.get()
+                except SubscriptionDropped as exc:
+                    await self._end(stream, "dropped", str(exc), sub.last_seq + 1)
+                    return
+                except SubscriptionClosed:
+                    await self._end(stream, "closed", "the discussion was closed", None)
+                    return
+                for event in [first, *sub.get_nowait()]:
+                    await self.send_notification(
+                        "discussion_event",
+                        {"stream": stream, "event": event.model_dump(mode="json")},
+                    )
         finally:
             sub.close()
             self.streams.pop(stream, None)
@@ -702,13 +706,7 @@ async def _list(conn: _Connection, _id: Any, _p: p.NoParams) -> Any:
 def _as_seen(conn: _Connection, value: Any) -> Any:
     """What the caller may read: an agent never sees a hidden check's name,
     command, files or output (`contracts.hidden.for_agent`)."""
-    return for_agent(value) if isinstance(conn.caller, Agent) else value
-
-
-HIDDEN_ARE_THE_OPERATORS = (
-    "refused: hidden checks are the operator's, held back from agents; an agent cannot "
-    "give them (start without hidden_checks)"
-)
+    return value if rules.sees_hidden_checks(conn.caller) else for_agent(value)
 
 
 async def _get(conn: _Connection, _id: Any, params: p.SessionParams) -> Any:
@@ -725,20 +723,15 @@ async def _set_foreman_split(conn: _Connection, _id: Any, a: p.SplitParams) -> A
 
 async def _start(conn: _Connection, _id: Any, a: p.StartParams) -> Any:
     caller = conn.caller
-    if isinstance(caller, Agent) and not conn.server.agents_may_start():
-        # the operator has not let agents start sessions ([mcp] agents_may_start);
-        # one it has let start still stops at gate 1: confirm is a person's
-        raise conn.server.refuse(caller, "start", "start a session", None)
-    if isinstance(caller, Agent) and a.contract is not None and a.contract.hidden_checks:
-        raise CorralError(HIDDEN_ARE_THE_OPERATORS)
-    if isinstance(caller, Agent) and a.context is not None:
-        raise CorralError(
-            "refused: loading another session's context is the operator's (corral run "
-            "--context); an agent starts sessions without one"
-        )
-    # an agent never silences the operator's notices about what it starts: what
-    # it says it decided is dropped (its run waits at gate 1, announced)
-    decided = [] if isinstance(caller, Agent) else a.decided
+    if isinstance(caller, Agent) and rules.start_refusal(caller, conn.server.agents_may_start()):
+        # one the operator has let start still stops at gate 1: confirm is a person's
+        raise conn.server.refuse(caller, "start", rules.START_PHRASE, None)
+    rules.check_agent_start(
+        caller,
+        hidden_checks=a.contract is not None and bool(a.contract.hidden_checks),
+        context=a.context is not None,
+    )
+    decided = a.decided if rules.decides_notices(caller) else []
     result = await conn.sup.start(
         a.intent,
         a.repo,
@@ -879,16 +872,7 @@ async def _release(conn: _Connection, _id: Any, a: p.SessionParams) -> Any:
 async def _send(conn: _Connection, _id: Any, a: p.SendParams) -> Any:
     """From whom the owner identified: the operator, or the calling agent's
     session. The `sender` a client names is not believed."""
-    caller = conn.caller
-    if isinstance(caller, Agent):
-        if caller.session_id is None:
-            raise CorralError(
-                f"refused: {caller.describe()} sends no messages (the owner cannot tell "
-                "which session it would speak for)"
-            )
-        sender = caller.session_id
-    else:
-        sender = OPERATOR
+    sender = rules.sender_of(conn.caller, OPERATOR)
     return _dump(
         await conn.sup.send(
             sender, a.target, a.text, expects_reply=a.expects_reply, responds_to=a.responds_to
@@ -1042,6 +1026,22 @@ async def _discussion_start(conn: _Connection, _id: Any, a: p.DiscussionStartPar
     return (await _discussions(conn).start(a.repo, context=a.context)).summary()
 
 
+async def _discussion_resume(conn: _Connection, _id: Any, a: p.DiscussionParams) -> Any:
+    """The owner's one copy of a saved discussion (opened if it was not)."""
+    return (await _discussions(conn).resume(a.discussion_id)).summary()
+
+
+async def _discussion_subscribe(conn: _Connection, req_id: Any, a: p.DiscussionStreamParams) -> Any:
+    """A discussion's events from `from_seq`, then live: every client's turns
+    and the assistant's replies, as `discussion_event` notifications."""
+    sub = _discussions(conn).get(a.discussion_id).subscribe(a.from_seq)
+    answer = {"discussion_id": a.discussion_id, "stream": req_id}
+    if req_id is None:
+        sub.close()
+        return answer
+    return _Streamed(answer, lambda: conn.pump_discussion(req_id, sub))
+
+
 async def _discussion_send(conn: _Connection, _id: Any, a: p.DiscussionSendParams) -> Any:
     discussion = _discussions(conn).get(a.discussion_id)
     return {"seq": await discussion.send(a.text)}
@@ -1136,6 +1136,8 @@ def _methods() -> dict[str, Method]:
         serve(c.discussions_list, _discussions_list),
         serve(c.discussion_get, _discussion_get),
         serve(c.discussion_start, _discussion_start),
+        serve(c.discussion_resume, _discussion_resume),
+        serve(c.discussion_subscribe, _discussion_subscribe),
         serve(c.discussion_send, _discussion_send),
         serve(c.discussion_promote, _discussion_promote),
         serve(c.discussion_close, _discussion_close),

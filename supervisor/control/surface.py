@@ -9,6 +9,12 @@ it or checked against it:
 - the socket clients (`client.py`) call by record: the name, the params
   model and the answer's type come from here, so a client cannot call a
   method the owner does not serve, nor read its answer as another type;
+- who may call is the record's `agents` / `person` / `own_session`, read by
+  `rules.admit` for the socket and the MCP tools alike; the rules that depend
+  on a call's arguments or the operator's config live in `rules.py`;
+- the command line calls by record (`client.request(Calls.approve,
+  params.ApproveParams(...))`, `params` being `protocol`): mypy checks each
+  parameter, and a test refuses a call by name in `tui/cli/` or `mcp.py`;
 - `OwnerSurface` is what a client may ask of the owner in-process:
   `api.Supervisor` is it, and `attached.AttachedSupervisor` implements it
   over the socket (mypy checks both), so the console and `corral run` are
@@ -262,6 +268,14 @@ class Calls:
     discussion_get: Call[p.DiscussionParams, Json] = _operator(p.DiscussionParams, Json)
     discussion_start: Call[p.DiscussionStartParams, Json] = _person(
         p.DiscussionStartParams, Json, "start a discussion"
+    )
+    # the owner holds each discussion once: every console resumes, follows and
+    # speaks in the same one (none keeps its own copy over the state dir)
+    discussion_resume: Call[p.DiscussionParams, Json] = _person(
+        p.DiscussionParams, Json, "resume a discussion"
+    )
+    discussion_subscribe: Call[p.DiscussionStreamParams, Json] = _operator(
+        p.DiscussionStreamParams, Json, streams=True
     )
     discussion_send: Call[p.DiscussionSendParams, dict[str, int]] = _person(
         p.DiscussionSendParams, dict[str, int], "speak in the operator's discussion"

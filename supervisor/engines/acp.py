@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import os
 import signal
 import sys
@@ -69,7 +70,7 @@ from ..acp.offers import (
 from ..acp.terminals import Terminals
 from ..acp.wire import StdioWire
 from ..agents.base import SESSION_ENV, AgentUnavailable, check_recursion
-from ..errors import CorralError
+from ..errors import CorralError, swallowed
 from ..events import (
     BLOCKED_BY_OPERATOR,
     BLOCKED_BY_PROVIDER,
@@ -94,6 +95,8 @@ from ..states import LoopFailure
 from ..status import AgentStatus, Question, StatusReading
 from .base import EngineOutcome, RunContext
 from .external import RESUMED, guidance_prompt, repair_prompt, task_prompt
+
+log = logging.getLogger("corral.supervisor.engines.acp")
 
 PROTOCOL = "protocol"  # the status source shown for ACP agents
 STDERR_TAIL_LINES = 20
@@ -572,7 +575,7 @@ class AcpEngine:
         ctx.emit(PlanTextData(text=error))
         self._status(AgentStatus.EXITED, how)
         if conv is not None and conv.can_load and conv.session_id:
-            with contextlib.suppress(Exception):
+            with swallowed(log, "noting the ACP agent's session for a later resume"):
                 ctx.note_agent_session(conv.session_id, None)
             if "initialize" not in how:
                 return EngineOutcome(dormant=True, error=error, iterations=1)
@@ -758,7 +761,7 @@ class AcpEngine:
         """`session/cancel` for the turn in flight, then stop the agent."""
         inflight, self._inflight = self._inflight, None
         if conv.session_id and conv.proc.returncode is None and inflight is not None:
-            with contextlib.suppress(Exception):
+            with swallowed(log, "cancelling the ACP agent's turn in flight"):
                 await asyncio.wait_for(conv.conn.cancel(session_id=conv.session_id), 1.0)
                 self._emit(PlanTextData(text="Sent session/cancel to the agent."))
                 response = await asyncio.wait_for(asyncio.shield(inflight), STOP_GRACE_SECS)
@@ -774,9 +777,9 @@ class AcpEngine:
         if inflight is not None:  # a turn left behind (corral closing): its end is no news
             inflight.add_done_callback(_retrieved)
         if conv.terminals is not None:
-            with contextlib.suppress(Exception):
+            with swallowed(log, "closing the ACP agent's terminals"):
                 await conv.terminals.close()
-        with contextlib.suppress(Exception):
+        with swallowed(log, "closing the ACP connection"):
             await asyncio.wait_for(conv.conn.close(), 1.0)
         proc = conv.proc
         if proc.returncode is None:

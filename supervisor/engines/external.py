@@ -25,7 +25,7 @@ pressed, else `not_delivered` with the reason.
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import logging
 import re
 import shlex
 import sys
@@ -43,7 +43,7 @@ from ..agents.base import (
     hook_command,
 )
 from ..agents.profiles import DEMO_AGENT
-from ..errors import CorralError
+from ..errors import CorralError, swallowed
 from ..events import (
     BLOCKED_BY_OPERATOR,
     GUIDANCE_DELIVERED,
@@ -73,6 +73,8 @@ from ..session.messages import Message, message_prompt
 from ..states import LoopFailure, label
 from ..status import AgentStatus, Question
 from .base import EngineOutcome, RunContext, go_on_prompt, held_back_line, judging_note
+
+log = logging.getLogger("corral.supervisor.engines.external")
 
 # an answer that declines what the agent asked ("No", "No, and tell it …",
 # "Reject", "Deny"): the operator blocked it
@@ -572,7 +574,7 @@ class ExternalEngine:
             )
         except asyncio.CancelledError:
             if not ctx.detaching():  # the operator cancelled: stop the agent
-                with contextlib.suppress(Exception):
+                with swallowed(log, "stopping the agent's pane on cancel"):
                     await asyncio.shield(self.panes.kill(ctx.session_id, timeout=CANCEL_TERM_SECS))
             raise
 

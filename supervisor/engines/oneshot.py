@@ -15,10 +15,11 @@ next run's prompt; a run cannot be talked to mid-way.
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import logging
 
 from ..agents.base import AgentUnavailable
 from ..agents.oneshot import OneShotProfile
+from ..errors import swallowed
 from ..events import GUIDANCE_DELIVERED, OperatorGuidanceData, PlanTextData
 from ..panes.base import PaneError, PaneGone
 from ..panes.manager import PaneManager
@@ -26,6 +27,8 @@ from ..states import LoopFailure
 from ..status import ANSI
 from .base import EngineOutcome, RunContext
 from .external import ExternalEngine, guidance_prompt, repair_prompt, task_prompt
+
+log = logging.getLogger("corral.supervisor.engines.oneshot")
 
 TAIL_LINES = 20
 # what tmux (remain-on-exit) writes under a finished program's output
@@ -94,7 +97,7 @@ class OneShotEngine:
             )
         except asyncio.CancelledError:
             if not ctx.detaching():  # the operator cancelled: stop the command
-                with contextlib.suppress(Exception):
+                with swallowed(log, "stopping the one-shot command on cancel"):
                     await asyncio.shield(self.panes.kill(sid, timeout=3.0))
             raise
 

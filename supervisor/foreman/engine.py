@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
@@ -41,7 +42,7 @@ from typing import TYPE_CHECKING
 
 from ..cancelling import cancel_and_wait
 from ..engines.base import Engine, EngineOutcome, RunContext
-from ..errors import CorralError
+from ..errors import CorralError, swallowed
 from ..events import EngineFallbackData, EventData, PaneAnswerData, PlanTextData
 from ..gates.host_tree import HostTree, on_host
 from ..gates.verifier import Verification, Verifier, name_paths
@@ -56,6 +57,8 @@ from ..workspaces import Workspaces
 from .places import LOCAL, Places
 from .split import split_problems, subtask_contract
 from .union import changed_files, commit_subtask, merge_into, write_union
+
+log = logging.getLogger("corral.supervisor.foreman.engine")
 
 if TYPE_CHECKING:  # the hosts' machinery loads when a host is configured
     from ..hosts.place import HostPlace
@@ -219,7 +222,9 @@ class ForemanEngine:
             p = child.placement
             if p.result in P.UNFINISHED or p.result == P.VERIFIED:
                 p.result, p.reason = P.CANCELLED, f"{why}; its worktree is kept"
-                with contextlib.suppress(Exception):
+                with swallowed(
+                    log, "writing a cancelled subtask to the foreman's ledger", logging.WARNING
+                ):
                     self._ledger.record(p)
             self._keep(p, f"foreman subtask: {why}")
 
@@ -243,7 +248,9 @@ class ForemanEngine:
             raise
         except Exception as exc:  # reported, never fatal to the other subtasks
             p.result, p.reason = P.FAILED, _first_line(exc)
-            with contextlib.suppress(Exception):
+            with swallowed(
+                log, "writing a failed subtask to the foreman's ledger", logging.WARNING
+            ):
                 await asyncio.to_thread(self._ledger.record, p)
             self._keep(p, f"foreman subtask failed: {p.reason}")
             again = " again after its re-placement" if p.attempt > 1 else ""
@@ -256,7 +263,7 @@ class ForemanEngine:
                 )
             )
         finally:
-            with contextlib.suppress(Exception):
+            with swallowed(log, "stopping a subtask's pane"):
                 await asyncio.shield(self._hooks.stop_pane(p.child_id))
 
     async def _replace(self, ctx: RunContext, child: _Child, reason: str) -> None:
@@ -277,7 +284,7 @@ class ForemanEngine:
                 )
             )
         )
-        with contextlib.suppress(Exception):
+        with swallowed(log, "stopping a replaced subtask's pane"):
             await asyncio.shield(self._hooks.stop_pane(p.child_id))
         p.attempt += 1
         p.first_reason, p.first_worktree = reason, p.worktree
@@ -290,7 +297,7 @@ class ForemanEngine:
     def _keep(self, p: Placement, note: str) -> None:
         """A failed or left-out subtask's worktree is kept (on a host: left there)."""
         if p.worktree and p.host == LOCAL:
-            with contextlib.suppress(Exception):
+            with swallowed(log, "keeping a subtask's worktree", logging.WARNING):
                 self._workspaces.retain(p.worktree, note=note)
 
     async def _discard(self, p: Placement) -> None:

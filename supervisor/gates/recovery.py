@@ -301,6 +301,7 @@ def _profile_of(session: CoderSession) -> AgentProfile:
     for name in names:
         try:
             return profile_for(name)
-        except Exception:
+        except Exception as exc:
+            log.info("no agent profile for %r (%s); trying the next name", name, exc)
             continue
     return AgentProfile(name=pane_agent or "agent", label=pane_agent or "the agent", binaries=())

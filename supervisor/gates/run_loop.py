@@ -22,7 +22,7 @@ from ..engines.base import (
     RunContext,
     operator_reply,
 )
-from ..errors import CorralError, DiskFullError, disk_full, is_disk_full, nearly_full
+from ..errors import CorralError, DiskFullError, disk_full, is_disk_full, nearly_full, swallowed
 from ..events import (
     GUIDANCE_NOT_DELIVERED,
     GUIDANCE_QUEUED,
@@ -257,7 +257,7 @@ class RunLoop:
             self._running.pop(s.id, None)
             close = getattr(engine, "aclose", None)
             if close is not None:
-                with contextlib.suppress(Exception):
+                with swallowed(log, "closing the engine after its run"):
                     await asyncio.shield(close())
             if s.state is S.FAILED and not self._registry.has_agent_pane(s):
                 # the engine ran in this process (or over pipes, closed above):
@@ -554,7 +554,7 @@ class RunLoop:
         self._registry.stop_agent(live.session)
         close = getattr(engine, "aclose", None)
         if close is not None:
-            with contextlib.suppress(Exception):
+            with swallowed(log, "closing the engine of a stopped agent"):
                 await close()
 
     async def _back_to_gate_1(self, live: LiveSession, engine: Engine) -> None:

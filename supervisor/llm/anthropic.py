@@ -12,8 +12,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .base import Message, ModelError, ToolCall, ToolSpec, Turn, Usage
+from .endpoints import DEFAULT_ANTHROPIC_BASE_URL
 from .http_provider import StreamingHTTPProvider
-from .providers import DEFAULT_ANTHROPIC_BASE_URL
 from .retry import (
     Exchange,
     Retryable,

@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .base import Message, ToolSpec, Turn
-from .providers import display_url
+from .endpoints import display_url
 from .retry import Exchange, RetryPolicy, start_exchange, with_retries
 
 

@@ -6,12 +6,10 @@ Also what the catalog and the config show of a URL."""
 
 from __future__ import annotations
 
-from urllib.parse import urlsplit, urlunsplit
-
 from .base import ModelProvider
-
-DEFAULT_ANTHROPIC_BASE_URL = "https://api.anthropic.com"
-DEFAULT_OPENAI_BASE_URL = "https://api.openai.com/v1"
+from .endpoints import DEFAULT_ANTHROPIC_BASE_URL as DEFAULT_ANTHROPIC_BASE_URL
+from .endpoints import DEFAULT_OPENAI_BASE_URL as DEFAULT_OPENAI_BASE_URL
+from .endpoints import display_url as display_url  # where the catalog reads it
 
 
 def build_provider(
@@ -32,13 +30,3 @@ def build_provider(
     from .anthropic import AnthropicProvider
 
     return AnthropicProvider(base_url, model, key, key_hint=key_hint)
-
-
-def display_url(url: str) -> str:
-    """`url` without user info, query or fragment (safe to show)."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    if ":" in host:
-        host = f"[{host}]"
-    netloc = f"{host}:{parts.port}" if parts.port else host
-    return urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))

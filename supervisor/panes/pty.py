@@ -38,6 +38,7 @@ from ptyprocess import PtyProcess, PtyProcessError
 from pyte.screens import Margins
 from wcwidth import wcwidth
 
+from ..errors import swallowed
 from .base import PaneError, PaneGone, PaneHandle, PaneInfo, PaneSpec, Screen
 from .sweep import (
     MAX_PANE_SIZE,
@@ -298,7 +299,7 @@ class PtyBackend:
             pane.thread.start()
         except BaseException:
             stop_session(int(proc.pid), 0.2, reap=lambda: _quiet_isalive(proc))
-            with contextlib.suppress(Exception):
+            with swallowed(log, "closing a pty that failed to start"):
                 proc.close(force=True)
             raise
         return PaneHandle("pty", pane.id, spec.owner, pane.pid)
@@ -512,7 +513,7 @@ class PtyBackend:
         pane.closed = True
         if pane.thread is not None:
             pane.thread.join(0.3)
-        with pane.proc_lock, contextlib.suppress(Exception):
+        with pane.proc_lock, swallowed(log, "closing a pty pane"):
             pane.proc.close(force=True)
         with self._guard:
             self._panes.pop(pane.id, None)
@@ -536,5 +537,5 @@ class PtyBackend:
 
 
 def _quiet_isalive(proc: PtyProcess) -> None:
-    with contextlib.suppress(Exception):
+    with swallowed(log, "reaping a pty's process"):
         proc.isalive()

@@ -73,7 +73,8 @@ def _fast_construct_ok() -> bool:
             and fast.__pydantic_fields_set__ == slow.__pydantic_fields_set__
             and fast.model_dump_json() == slow.model_dump_json()
         )
-    except Exception:
+    except Exception as exc:
+        log.info("the fast event reader could not be checked, the slow one is used: %s", exc)
         return False
 
 

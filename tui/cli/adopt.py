@@ -30,9 +30,13 @@ def add_parsers(sub: Any) -> None:
 
 
 def run_adopt(args: argparse.Namespace) -> int:
+    from corral.supervisor.remote import Calls, params
+
     with _client() as client:
         if args.list or not args.pane:
-            panes: list[dict[str, Any]] = client.call("adoptable", sockets=args.socket)
+            panes: list[dict[str, Any]] = client.answer(
+                Calls.adoptable, params.AdoptableParams(sockets=args.socket)
+            )
             if args.json:
                 say_json(panes)
                 return 0
@@ -41,7 +45,7 @@ def run_adopt(args: argparse.Namespace) -> int:
             for p in panes:
                 say(f"{p['target']}  {p['where']:<14} {p['agent']:<8} {p['cwd']}")
             return 0
-        result = client.call("adopt", target=args.pane)
+        result = client.answer(Calls.adopt, params.AdoptParams(target=args.pane))
     sid = result["session_id"]
     if args.json:
         say_json(result)
@@ -51,11 +55,13 @@ def run_adopt(args: argparse.Namespace) -> int:
 
 
 def run_release(args: argparse.Namespace) -> int:
+    from corral.supervisor.remote import Calls, params
+
     with _client() as client:
         try:
             sid = resolve([r.session_id for r in client.list()], args.session)
         except CorralError:
             sid = args.session  # the owner says why
-        client.call("release", session_id=sid)
+        client.request(Calls.release, params.SessionParams(session_id=sid))
     say(f"corral release: {label(sid)} released; its pane keeps running untouched")
     return 0

@@ -57,9 +57,11 @@ def _client(timeout: float | None = 30) -> ControlClient:
 def get(name: str, *, as_json: bool) -> int:
     state_dir = default_state_dir()
     if owner_running(state_dir):
+        from corral.supervisor.remote import Calls, params
+
         with _client() as client:
             sid = resolve([r.session_id for r in client.list()], name)
-            detail: dict[str, Any] = client.call("get", session_id=sid)
+            detail: dict[str, Any] = client.answer(Calls.get, params.SessionParams(session_id=sid))
         if as_json:
             say_json(detail)
             return 0
@@ -172,10 +174,12 @@ async def _watch(name: str, *, as_json: bool, from_seq: int) -> int:
 
 def split(name: str, file: str | None) -> int:
     """Print a foreman session's split as JSON, or replace it with FILE's."""
+    from corral.supervisor.remote import Calls, params
+
     with _client() as client:
         sid = resolve([r.session_id for r in client.list()], name)
         if file is None:
-            say_json(client.call("foreman_split", session_id=sid))
+            say_json(client.answer(Calls.foreman_split, params.SessionParams(session_id=sid)))
             return 0
         try:
             text = sys.stdin.read() if file == "-" else Path(file).read_text()
@@ -184,7 +188,9 @@ def split(name: str, file: str | None) -> int:
             raise CorralError(f"cannot read the split from {file}: {exc}") from None
         if not isinstance(data, dict):
             raise CorralError('the split must be a JSON object: {"subtasks": [...]}')
-        result = client.call("set_foreman_split", session_id=sid, split=data)
+        result = client.answer(
+            Calls.set_foreman_split, params.SplitParams(session_id=sid, split=data)
+        )
     say(f"corral split: {label(sid)} → {len(result['subtasks'])} subtask(s)")
     return 0
 
@@ -218,9 +224,11 @@ def still_working(what: str, every: float = STILL_WORKING_EVERY_SECS) -> Iterato
         ticker.join()
 
 
-def _say_kinds_changed(client: Any, sid: str, as_json: bool) -> None:
+def _say_kinds_changed(client: ControlClient, sid: str, as_json: bool) -> None:
     """Before a delivery writes: the paths whose kind the change alters."""
-    session = client.call("get", session_id=sid)["session"]
+    from corral.supervisor.remote import Calls, params
+
+    session = client.answer(Calls.get, params.SessionParams(session_id=sid))["session"]
     kinds = (session.get("diff") or {}).get("type_changes") or []
     if not kinds:
         return
@@ -232,34 +240,43 @@ def _say_kinds_changed(client: Any, sid: str, as_json: bool) -> None:
 
 def act(args: argparse.Namespace) -> int:
     """`answer`, `confirm`, `approve`, `reject`, `cancel`: one call to the owner."""
+    from corral.supervisor.remote import Calls, params
+
     with _client() as client:
         sid = resolve([r.session_id for r in client.list()], args.session)
         if args.command == "answer":
-            result = client.call("respond", session_id=sid, text=args.text, steer=args.steer)
+            result = client.answer(
+                Calls.respond,
+                params.RespondParams(session_id=sid, text=args.text, steer=args.steer),
+            )
         elif args.command == "approve":
-            selection = None
+            selection: dict[str, list[int] | None] | None = None
             if args.files:
                 selection = {path: None for path in args.files}
             if not args.accept_finding:
                 _say_kinds_changed(client, sid, args.json)
             if args.accept_judge_changes:
-                _say_judge_changes(client.call("get", session_id=sid))
+                _say_judge_changes(client.answer(Calls.get, params.SessionParams(session_id=sid)))
             with still_working("approve"):
-                result = client.call(
-                    "approve",
-                    session_id=sid,
-                    delivery=args.delivery,
-                    comment=args.comment,
-                    selection=selection,
-                    accept_finding=args.accept_finding,
-                    accept_judge_changes=args.accept_judge_changes,
+                result = client.answer(
+                    Calls.approve,
+                    params.ApproveParams(
+                        session_id=sid,
+                        delivery=args.delivery,
+                        comment=args.comment,
+                        selection=selection,
+                        accept_finding=args.accept_finding,
+                        accept_judge_changes=args.accept_judge_changes,
+                    ),
                 )
         elif args.command == "confirm":
-            result = client.call("confirm", session_id=sid)
+            result = client.answer(Calls.confirm, params.ConfirmParams(session_id=sid))
         elif args.command == "reject":
-            result = client.call("reject", session_id=sid, comment=args.comment)
+            result = client.answer(
+                Calls.reject, params.RejectParams(session_id=sid, comment=args.comment)
+            )
         else:
-            result = client.call("cancel", session_id=sid)
+            result = client.answer(Calls.cancel, params.SessionParams(session_id=sid))
     if args.json:
         say_json(result)
     else:
@@ -301,7 +318,7 @@ def _confirm_delete(client: ControlClient, sid: str, yes: bool) -> None:
             f"corral delete asks before deleting {label(sid)} for good: add --yes to delete "
             "without asking"
         )
-    intent = client.call("get", session_id=sid)["session"]["intent"].splitlines()[0][:80]
+    intent = client.get(sid).session.intent.splitlines()[0][:80]
     answer = input(
         f"Delete {label(sid)} ({visible(intent)}) for good? Its worktree, events and record go; "
         "a delivered branch stays. [y/N] "
@@ -323,14 +340,21 @@ def _deleted_line(sid: str, result: dict[str, Any]) -> str:
 def lifecycle(args: argparse.Namespace) -> int:
     """`rename`, `archive`, `unarchive`, `retry`, `revive`, `delete`: one call to the
     owner, then one line saying what it did (a refusal is the owner's sentence)."""
+    from corral.supervisor.remote import Calls, params
+
     with _client() as client:
         sid = resolve([r.session_id for r in client.list()], args.session)
         if args.command == "rename":
-            result = client.call("rename", session_id=sid, name=args.name)
+            result = client.answer(
+                Calls.rename, params.RenameParams(session_id=sid, name=args.name)
+            )
             name = result.get("name")
             line = f"{label(sid)} is named “{name}”" if name else f"{label(sid)} has no name now"
         elif args.command in ("archive", "unarchive"):
-            result = client.call("archive", session_id=sid, archived=args.command == "archive")
+            result = client.answer(
+                Calls.archive,
+                params.ArchiveParams(session_id=sid, archived=args.command == "archive"),
+            )
             line = (
                 f"{label(sid)} left the board (kept in the store; `corral unarchive` brings it back)"
                 if result.get("archived")
@@ -338,15 +362,19 @@ def lifecycle(args: argparse.Namespace) -> int:
             )
         elif args.command == "delete":
             _confirm_delete(client, sid, args.yes)
-            result = client.call("delete", session_id=sid)
+            result = client.answer(Calls.delete, params.SessionParams(session_id=sid))
             line = _deleted_line(sid, result)
         elif args.command == "retry":
-            result = client.call("retry", session_id=sid, keep_edits=args.keep_edits)
+            result = client.answer(
+                Calls.retry, params.RetryParams(session_id=sid, keep_edits=args.keep_edits)
+            )
             new = result["session_id"]
             line = f"{label(sid)} is retried as {label(new)} ({result['state']})"
         else:
-            client.call("revive", session_id=sid)
-            result = client.call("get", session_id=sid)  # what the revive left it as
+            client.request(Calls.revive, params.SessionParams(session_id=sid))
+            result = client.answer(
+                Calls.get, params.SessionParams(session_id=sid)
+            )  # what the revive left it as
             line = f"{label(sid)}'s agent was started again ({result['session']['state']})"
     if args.json:
         say_json(result)
@@ -362,10 +390,15 @@ PUBLISH_WAIT_SECS = 900  # a push of a big branch, then gh: the owner answers wh
 def publish(args: argparse.Namespace) -> int:
     """`push`: the delivered branch to the remote; `pr`: that, then a pull
     request with gh. Each line is printed once the owner reported it done."""
+    from corral.supervisor.remote import Calls, params
+
     with _client(timeout=PUBLISH_WAIT_SECS) as client:
         sid = resolve([r.session_id for r in client.list()], args.session)
-        method = "push" if args.command == "push" else "pull_request"
-        result = client.call(method, session_id=sid, remote=args.remote)
+        where = params.PushParams(session_id=sid, remote=args.remote)
+        if args.command == "push":
+            result = client.answer(Calls.push, where)
+        else:
+            result = client.answer(Calls.pull_request, where)
     if args.json:
         say_json(result)
         return 0 if args.command == "push" or result["opened"] else 2

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 import signal
 import sys
 import tempfile
@@ -18,6 +19,8 @@ from typing import TYPE_CHECKING
 
 from .common import fail
 from .output import say
+
+log = logging.getLogger("corral.tui.cli.console")
 
 if TYPE_CHECKING:
     from corral.supervisor.api import Supervisor
@@ -145,7 +148,8 @@ def _own_state_dir() -> Path | None:
 
     try:
         path = default_state_dir()
-    except Exception:  # a bad CORRAL_HOME: the demo keeps its theme in its temp dir
+    except Exception as exc:  # a bad CORRAL_HOME: the demo keeps its theme in its temp dir
+        log.info("no state dir for the demo's theme: %s", exc)
         return None
     return path if path.is_dir() else None
 

@@ -32,9 +32,11 @@ def add_parser(sub: Any) -> None:
 
 
 def export(args: argparse.Namespace) -> int:
+    from corral.supervisor.remote import Calls, params
+
     with _client() as client:
         sid = resolve([r.session_id for r in client.list()], args.session)
-        pack = client.call("export_context", session_id=sid)
+        pack = client.answer(Calls.export_context, params.SessionParams(session_id=sid))
     text = json.dumps(pack, indent=2, ensure_ascii=False)
     if args.output:
         out = Path(args.output)

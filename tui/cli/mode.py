@@ -70,6 +70,8 @@ def offers_lines(offers: AgentOffers | None, verb: str) -> list[str]:
 def run_mode(args: argparse.Namespace) -> int:
     verb = args.command
     wanted = {"mode": "mode", "model": "model"}.get(verb)
+    from corral.supervisor.remote import Calls, params
+
     with _client() as client:
         sid = resolve([r.session_id for r in client.list()], args.session)
         if verb == "option" and (args.key is None) != (args.value is None):
@@ -85,12 +87,19 @@ def run_mode(args: argparse.Namespace) -> int:
             say("\n".join(lines))
             return 0
         if verb == "mode":
-            result = client.call("set_mode", session_id=sid, mode=args.mode)
+            result = client.answer(
+                Calls.set_mode, params.ModeParams(session_id=sid, mode=args.mode)
+            )
             say(f"corral mode: {label(sid)} → {result['mode']}")
         elif verb == "model":
-            result = client.call("set_model", session_id=sid, model=args.model)
+            result = client.answer(
+                Calls.set_model, params.ModelParams(session_id=sid, model=args.model)
+            )
             say(f"corral model: {label(sid)} → {result['model']}")
         else:
-            result = client.call("set_option", session_id=sid, key=args.key, value=args.value)
+            result = client.answer(
+                Calls.set_option,
+                params.OptionParams(session_id=sid, key=args.key, value=args.value),
+            )
             say(f"corral option: {label(sid)} {result['key']} → {result['value']}")
     return 0

@@ -39,17 +39,19 @@ def add_parser(sub: Any) -> None:
 
 def send(args: argparse.Namespace) -> int:
     sender = os.environ.get(SESSION_ENV, "").strip() or "operator"
+    from corral.supervisor.remote import Calls, params
+
     with _client() as client:
         try:
             target = resolve([r.session_id for r in client.list()], args.session)
         except CorralError:
             target = args.session  # the owner says why it cannot go there
-        extra: dict[str, Any] = {}
+        message = params.SendParams(sender=sender, target=target, text=args.text)
         if args.expect_reply:
-            extra["expects_reply"] = True
+            message.expects_reply = True
         if args.reply_to:
-            extra["responds_to"] = args.reply_to
-        result = client.call("send", sender=sender, target=target, text=args.text, **extra)
+            message.responds_to = args.reply_to
+        result = client.answer(Calls.send, message)
     if args.json:
         say_json(result)
     else:

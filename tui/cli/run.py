@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import logging
 import os
 import posixpath
 import re
@@ -64,6 +65,8 @@ from ..event_text import describe
 from .common import DELIVERY_REFUSED, DISK_FULL, JUDGE_CHANGED
 from .context import load_pack
 from .output import say, say_json
+
+log = logging.getLogger("corral.tui.cli.run")
 
 EXIT = {
     CoderState.MERGED: 0,
@@ -277,12 +280,10 @@ async def run_session(
     interrupted: SessionSummary | bool | None = False
     try:
         me = services.caller_of(os.getpid())
-        if me.is_agent:  # no owner ran: this run is its own owner, and an agent
-            if not sup.mcp_settings().agents_may_start:
-                raise CorralError(
-                    f"refused: this corral run is {me.describe()} ({me.why}); the operator has "
-                    "not allowed agents to start sessions ([mcp] agents_may_start)"
-                )
+        refused = services.start_refusal(me)  # no owner ran: this run is its own owner
+        if refused is not None:
+            raise CorralError(refused)
+        if not services.passes_gates(me):
             if yes or deliver != "none":
                 say(
                     "corral run: started by an agent, so the session waits at gate 1 for the "
@@ -330,7 +331,8 @@ def _row(owner: OwnerSurface, sid: str | None) -> SessionSummary | None:
         return None
     try:
         return next((r for r in owner.list() if r.session_id == sid), None)
-    except Exception:  # the owner went away with the interrupt: say less, never fail
+    except Exception as exc:  # the owner went away with the interrupt: say less, never fail
+        log.info("reading the interrupted session's row failed: %s", exc)
         return None
 
 

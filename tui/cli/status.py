@@ -11,6 +11,7 @@ no room there."""
 from __future__ import annotations
 
 import json
+import logging
 import socket
 import sys
 from pathlib import Path
@@ -20,6 +21,8 @@ from corral.supervisor.paths import SOCKET_NAME, default_state_dir, owner_runnin
 from corral.supervisor.stored_rows import DB_NAME, stored_board_rows
 
 from .output import say
+
+log = logging.getLogger("corral.tui.cli.status")
 
 TERMINAL = {"merged", "reported", "failed", "abandoned"}
 ASK_TIMEOUT = 2.0  # seconds: a status line never hangs on a busy owner
@@ -68,7 +71,8 @@ def counts(state_dir: Path) -> tuple[int, int, int, bool] | None:
 
             try:
                 full = stored_sessions(state_dir)
-            except Exception:  # a store it cannot read: said in one line by the caller
+            except Exception as exc:  # a store it cannot read: said in one line by the caller
+                log.info("the store could not be read: %s", exc)
                 return None
             rows = [r.model_dump(mode="json") for r in full.rows]
     need = running = done = 0

@@ -82,6 +82,9 @@ def _stamp(at: float | None) -> str:
 
 
 def run_tasks(args: argparse.Namespace) -> int:
+    from corral.supervisor.remote import Calls
+    from corral.supervisor.remote import params as p
+
     with _client() as client:
         if args.tasks_command == "add":
             if args.start:
@@ -95,14 +98,16 @@ def run_tasks(args: argparse.Namespace) -> int:
                 action, params = "send", {"target": args.send[0], "text": args.send[1]}
             else:
                 action, params = "revive", {"session": args.revive}
-            result = client.call(
-                "task_add",
-                name=args.name,
-                action=action,
-                params=params,
-                at=_when(args.at) if args.at else None,
-                every=args.every,
-                cron=args.cron,
+            result = client.answer(
+                Calls.task_add,
+                p.TaskAddParams(
+                    name=args.name,
+                    action=action,
+                    params=params,
+                    at=_when(args.at) if args.at else None,
+                    every=args.every,
+                    cron=args.cron,
+                ),
             )
             say(
                 f"corral tasks: added {result['id']} ({result['name']}), next run "
@@ -110,28 +115,28 @@ def run_tasks(args: argparse.Namespace) -> int:
             )
             return 0
         if args.tasks_command == "rm":
-            client.call("task_remove", task_id=args.task)
+            client.request(Calls.task_remove, p.TaskParams(task_id=args.task))
             say(f"corral tasks: removed {args.task}")
             return 0
         if args.tasks_command in ("pause", "resume"):
             paused = args.tasks_command == "pause"
-            client.call("task_pause", task_id=args.task, paused=paused)
+            client.request(Calls.task_pause, p.TaskPauseParams(task_id=args.task, paused=paused))
             say(f"corral tasks: {args.task} {'paused' if paused else 'resumed'}")
             return 0
         if args.tasks_command == "run":
-            run = client.call("task_run", task_id=args.task)
+            run = client.answer(Calls.task_run, p.TaskParams(task_id=args.task))
             say(
                 f"corral tasks: ran {args.task}: {'ok' if run['ok'] else 'FAILED'}: {run['detail']}"
             )
             return 0 if run["ok"] else 1
         if args.tasks_command == "runs":
-            runs = client.call("task_runs", task_id=args.task)
+            runs = client.answer(Calls.task_runs, p.TaskParams(task_id=args.task))
             if args.json:
                 say_json(runs)
             for r in runs:
                 say(f"{_stamp(r['at'])}  {'ok   ' if r['ok'] else 'FAIL '} {r['detail']}")
             return 0
-        tasks = client.call("tasks")
+        tasks = client.answer(Calls.tasks, p.NoParams())
     if args.json:
         say_json(tasks)
         return 0

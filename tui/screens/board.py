@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from rich.text import Text
@@ -29,25 +30,75 @@ from ..console_app import ConsoleApp
 from ..guard import guarded
 from ..keymap import with_ids
 from ..safe_text import safe_text
-from ..widgets.board_table import BoardTable
+from ..widgets.board_table import BoardTable, Column
 from ..widgets.painted import PaintedStatic
 from ..widgets.preview import AgentPreview
 
 if TYPE_CHECKING:
     from corral.supervisor.models import SessionSummary
 
-COLUMNS = (
-    ("glyph", " "),
-    ("state", "State"),
-    ("needs", "Needs you"),
-    ("intent", "Intent"),
-    ("repo", "Repo"),
-    ("host", "Host"),
-    ("engine", "Engine"),
-    ("changes", "±"),  # git stats: narrow when there are none
-    ("cost", "$"),  # tokens and USD from the agents' own records: narrow when none
-    ("iter", "Iter"),
-    ("updated", "Updated"),
+
+@dataclass(frozen=True)
+class BoardColumn:
+    """One board column, said once: the table's column (name, width, how it
+    gives way), its cell for a row, and when the board shows it.
+
+    `cell(row)`: what the row shows in it, kept while the row's summary is
+    the same. `ticks`: the cell changes with the clock alone (an age), so it
+    is `ticking(row, now)`, made at every draw (such columns come last).
+    `shown(with_hosts)`: whether the board shows it at all."""
+
+    column: Column
+    cell: Callable[[SessionSummary], object] | None = None
+    ticking: Callable[[SessionSummary, float], object] | None = None
+    shown: Callable[[bool], bool] = lambda with_hosts: True
+
+    @property
+    def ticks(self) -> bool:
+        return self.ticking is not None
+
+
+def _iterations(row: SessionSummary) -> str:
+    return f"{row.iterations}/{row.max_iterations}" if row.iterations else ""
+
+
+def _age(row: SessionSummary, now: float) -> str:
+    return R.age(now - row.updated_at)
+
+
+INTENT_WANTED = 30  # cells of intent kept on a narrow terminal before columns give way
+NEEDS_WANTED = 30  # cells of needs-you kept whole ("contract awaiting confirmation")
+
+# the drop order: least useful first (at 80 columns the board keeps state,
+# needs-you, the intent and its age)
+COLUMNS: tuple[BoardColumn, ...] = (
+    BoardColumn(Column("glyph", " "), R.glyph),
+    BoardColumn(Column("state", "State", cap=16), R.state_text),
+    BoardColumn(
+        Column("needs", "Needs you", cap=20, soft_cap=NEEDS_WANTED),
+        R.needs_text,
+    ),
+    BoardColumn(Column("intent", "Intent", flex=True), R.intent_text),
+    BoardColumn(Column("repo", "Repo", drop_order=3), R.repo_name),
+    BoardColumn(
+        Column("host", "Host", drop_order=0),
+        R.host_name,
+        shown=lambda with_hosts: with_hosts,  # only where [[hosts]] are configured
+    ),
+    BoardColumn(Column("engine", "Engine", drop_order=1), R.engine_text),
+    # git stats: narrow when there are none; the preview beside the board comes
+    # first (an over-budget row says so in its needs-you cell too)
+    BoardColumn(
+        Column("changes", "±", drop_order=4, unbudgeted=True),
+        R.changes_text,
+    ),
+    # tokens and USD from the agents' own records: left out until one recorded any
+    BoardColumn(
+        Column("cost", "$", drop_order=5, unbudgeted=True, vanishing=True),
+        R.cost_text,
+    ),
+    BoardColumn(Column("iter", "Iter", drop_order=2), _iterations),
+    BoardColumn(Column("updated", "Updated", drop_order=6), ticking=_age),
 )
 
 # the board's action names where the supervisor's table names them otherwise
@@ -67,8 +118,6 @@ def facts_of(row: SessionSummary) -> SessionFacts:
 
 
 ANNOUNCE_GATHER = 0.3  # seconds: needs-you changes this close together make one toast
-INTENT_WANTED = 30  # cells of intent kept on a narrow terminal before columns give way
-NEEDS_WANTED = 30  # cells of needs-you kept whole ("contract awaiting confirmation")
 FIRST_PAINT_ROWS = 200  # rows laid out for the first frame of a big board (more than fit)
 CELLS_AT_A_TIME = 500  # rows whose cells are made between two turns of the event loop
 CELLS_PAUSE = 0.01  # seconds between those batches
@@ -136,30 +185,19 @@ class BoardScreen(Screen[None]):
         self._first_paint = False  # only the rows that fit are in the table (see replace_all)
         self._preview_timer: Timer | None = None
         self.with_hosts = False  # a Host column (set when composed)
+        self._set_columns(self.with_hosts)
         self._kept_cells: dict[str, tuple[SessionSummary, tuple[object, ...]]] = {}
         self._counts_shown: str | None = None  # the counts line as last written
 
     def compose(self) -> ComposeResult:
         # the Host column only where [[hosts]] are configured
         self.with_hosts = bool(self.app.host_names())
-        columns = COLUMNS if self.with_hosts else tuple(c for c in COLUMNS if c[0] != "host")
+        self._set_columns(self.with_hosts)
         with Vertical():
             yield PaintedStatic("", id="counts")
             with Container(id="board-area"):
                 yield BoardTable(
-                    columns,
-                    flex="intent",
-                    flex_wanted=INTENT_WANTED,
-                    caps={"state": 16, "needs": 20},
-                    soft_caps={"needs": NEEDS_WANTED},
-                    droppable=("host", "engine", "iter", "repo", "changes", "cost", "updated")[
-                        0 if self.with_hosts else 1 :
-                    ],
-                    # the preview beside the board comes first (an over-budget
-                    # row says so in its needs-you cell too)
-                    unbudgeted=("changes", "cost"),
-                    vanishing=("cost",),  # no agent recorded anything yet
-                    id="board",
+                    [c.column for c in self.board_columns], flex_wanted=INTENT_WANTED, id="board"
                 )
                 preview = AgentPreview(id="preview")
                 preview.display = False
@@ -227,6 +265,15 @@ class BoardScreen(Screen[None]):
 
     # -- rendering ----------------------------------------------------------
 
+    def _set_columns(self, with_hosts: bool) -> None:
+        """The columns shown, and their cells' makers in order (kept, then ticking)."""
+        self.board_columns = tuple(c for c in COLUMNS if c.shown(with_hosts))
+        kept = [c.cell for c in self.board_columns if c.cell is not None]
+        ticking = [c.ticking for c in self.board_columns[len(kept) :] if c.ticking is not None]
+        assert len(kept) + len(ticking) == len(self.board_columns), "ticking columns come last"
+        self._kept_cells_of = kept
+        self._ticking_cells_of = ticking
+
     def _cells_of(self, session_id: str) -> tuple[object, ...]:
         """A row's cells: all but its age are kept while its summary is the
         same object (a changed session brings a new one) or an equal one (the
@@ -240,25 +287,17 @@ class BoardScreen(Screen[None]):
         if kept is None or (kept[0] is not row and kept[0] != row):
             kept = (row, self._fixed_cells(row))
             self._kept_cells[session_id] = kept
-        return (*kept[1], R.age(self.clock() - row.updated_at))
+        return (*kept[1], *self._ticking_cells(row))
 
     def _cells(self, row: SessionSummary) -> tuple[object, ...]:
-        return (*self._fixed_cells(row), R.age(self.clock() - row.updated_at))
+        return (*self._fixed_cells(row), *self._ticking_cells(row))
 
     def _fixed_cells(self, row: SessionSummary) -> tuple[object, ...]:
-        iters = f"{row.iterations}/{row.max_iterations}" if row.iterations else ""
-        return (
-            R.glyph(row),
-            R.state_text(row),
-            R.needs_text(row),
-            R.intent_text(row),
-            R.repo_name(row),
-            *((R.host_name(row),) if self.with_hosts else ()),
-            R.engine_text(row),
-            R.changes_text(row),
-            R.cost_text(row),
-            iters,
-        )
+        return tuple([cell(row) for cell in self._kept_cells_of])
+
+    def _ticking_cells(self, row: SessionSummary) -> tuple[object, ...]:
+        now = self.clock()
+        return tuple([ticking(row, now) for ticking in self._ticking_cells_of])
 
     def replace_all(self, rows: list[SessionSummary]) -> None:
         """A whole snapshot. The first one of a big store paints the rows that

@@ -9,7 +9,7 @@ supervisor's answer, never the form's."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from rich.text import Text
 from textual import getters
@@ -33,6 +33,15 @@ if TYPE_CHECKING:
 class FormScroll(VerticalScroll, can_focus=False):
     """The form's fields, scrolled on a short terminal; the first field takes
     focus when the form opens (a focusable scroll would take it instead)."""
+
+
+@runtime_checkable
+class SelectsStarted(Protocol):
+    """A screen that selects a session this form started (the board). Said
+    here, not imported: the board opens this form, so this form never
+    imports the board."""
+
+    def select_when_shown(self, session_id: str) -> None: ...
 
 
 class NewSessionScreen(ModalScreen[None]):
@@ -217,10 +226,8 @@ class NewSessionScreen(ModalScreen[None]):
                 self.dismiss(None)
             if discussion is not None:
                 discussion.link_session(result.session_id)
-            from .board import BoardScreen  # the board imports this screen
-
             for screen in app.screen_stack:
-                if isinstance(screen, BoardScreen):
+                if isinstance(screen, SelectsStarted):  # the board
                     screen.select_when_shown(result.session_id)
 
         self.query_one("#start", Button).disabled = True

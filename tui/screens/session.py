@@ -3,6 +3,7 @@ and the question / guidance input. Fed by `subscribe` from seq 0."""
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
@@ -46,6 +47,8 @@ from ..keymap import typed
 from ..safe_text import safe_content, safe_markup, safe_text
 from ..widgets.terminal import TerminalView
 from .session_keys import SESSION_BINDINGS
+
+log = logging.getLogger("corral.tui.screens.session")
 
 if TYPE_CHECKING:
     from corral.supervisor.remote import OwnerSurface
@@ -797,7 +800,8 @@ class SessionScreen(Screen[None]):
         While the input or the agent terminal has focus no screen key acts."""
         try:
             detail = self.supervisor.get(self.session_id)
-        except Exception:  # the session went away: leave the keys as they are
+        except Exception as exc:  # the session went away: leave the keys as they are
+            log.info("the session's keys are left as they are: %s", exc)
             return True
         if self._text_gate == "contract" and action in self._typed_actions():
             return False  # at gate 1 a printable key is typed into the input (on_key)

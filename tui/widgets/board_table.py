@@ -31,6 +31,7 @@ strips, cached per row until the row, the layout or the styles change:
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from rich.cells import cell_len
@@ -51,6 +52,27 @@ Cells = tuple[Any, ...]
 PADDING = 1  # blank cells either side of every column
 MIN_FLEX = 12  # the flexible column never shrinks below this
 STRIP_CACHE_LIMIT = 4000
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of the table, and how it gives way on a narrow terminal.
+
+    `flex`: takes what is left of the width (one column). `cap`: never wider
+    (cut with an ellipsis when there is no room). `soft_cap`: gives way to
+    this first, and what `wanted_width` budgets for it. `drop_order`: it
+    leaves when there is no room, lowest first (None: it stays).
+    `unbudgeted`: shown when there is room, never asked for. `vanishing`:
+    left out while every row's cell in it is empty."""
+
+    key: str
+    label: str
+    flex: bool = False
+    cap: int | None = None
+    soft_cap: int | None = None
+    drop_order: int | None = None
+    unbudgeted: bool = False
+    vanishing: bool = False
 
 
 def _width_of(cell: Any) -> int:
@@ -153,31 +175,28 @@ class BoardTable(ScrollView, can_focus=True):
 
     def __init__(
         self,
-        columns: Sequence[tuple[str, str]],
+        columns: Sequence[Column],
         *,
-        flex: str | None = None,
         flex_wanted: int = 0,
-        caps: dict[str, int] | None = None,
-        soft_caps: dict[str, int] | None = None,
-        droppable: Sequence[str] = (),
-        unbudgeted: Sequence[str] = (),
-        vanishing: Sequence[str] = (),
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        self.column_keys = [key for key, _ in columns]
-        self.labels = [label for _, label in columns]
-        self.flex_index = self.column_keys.index(flex) if flex else None
+        self.columns = tuple(columns)
+        self.column_keys = [c.key for c in columns]
+        self.labels = [c.label for c in columns]
+        flexible = [i for i, c in enumerate(columns) if c.flex]
+        self.flex_index = flexible[0] if flexible else None
         self.flex_wanted = flex_wanted
-        self.caps = {self.column_keys.index(k): n for k, n in (caps or {}).items()}
+        self.caps = {i: c.cap for i, c in enumerate(columns) if c.cap is not None}
         # widths a column gives way to first (a long failure reason before the
         # state words), and what `wanted_width` budgets for it
-        self.soft_caps = {self.column_keys.index(k): n for k, n in (soft_caps or {}).items()}
-        self.droppable = [self.column_keys.index(k) for k in droppable]
+        self.soft_caps = {i: c.soft_cap for i, c in enumerate(columns) if c.soft_cap is not None}
+        dropping = [(c.drop_order, i) for i, c in enumerate(columns) if c.drop_order is not None]
+        self.droppable = [i for _, i in sorted(dropping)]
         # shown when there is room, never asked for (`wanted_width` leaves them out)
-        self.unbudgeted = {self.column_keys.index(k) for k in unbudgeted}
+        self.unbudgeted = {i for i, c in enumerate(columns) if c.unbudgeted}
         # left out while every row's cell in it is empty
-        self.vanishing = {self.column_keys.index(k) for k in vanishing}
+        self.vanishing = {i for i, c in enumerate(columns) if c.vanishing}
         self._empty: set[int] = set(self.vanishing)
         self.hidden: set[int] = set()  # columns that gave way for room
         self._left_out: set[int] = set(self._empty)  # not drawn: hidden, or vanishing and empty

@@ -8,7 +8,7 @@ screen) attaches the real terminal instead.
 
 from __future__ import annotations
 
-import contextlib
+import logging
 from typing import TYPE_CHECKING, Any
 
 from rich.color import Color
@@ -18,8 +18,12 @@ from textual import events, getters
 from textual.binding import Binding
 from textual.widgets import Static
 
+from corral.supervisor.errors import swallowed
+
 from ..console_app import ConsoleApp
 from ..safe_text import made_visible
+
+log = logging.getLogger("corral.tui.widgets.terminal")
 
 if TYPE_CHECKING:
     from corral.supervisor.interface import AgentScreen
@@ -162,7 +166,9 @@ class TerminalView(Static, can_focus=True):
         width = max(40, event.size.width - 4)
         if abs(width - getattr(self, "_sent_width", 0)) >= 4:
             self._sent_width = width
-            with contextlib.suppress(Exception):  # a pane that is gone: nothing to resize
+            with swallowed(
+                log, "resizing the agent's pane (it may be gone)"
+            ):  # a pane that is gone: nothing to resize
                 await self.supervisor.resize_agent(self.session_id, width, 50)
 
     async def on_key(self, event: events.Key) -> None:

@@ -4,13 +4,15 @@ operator answers, the question is cleared, or the session's time runs out."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import logging
 from typing import Any
 
-from ...errors import CorralError
+from ...errors import CorralError, swallowed
 from ...session.questions import CLEARED, QuestionCleared
 from .results import ToolError, ToolResult, clip
 from .state import ToolState, text_arg
+
+log = logging.getLogger("corral.supervisor.engines.tools.asking")
 
 
 async def ask_user(state: ToolState, args: dict[str, Any]) -> ToolResult:
@@ -47,5 +49,5 @@ async def ask_user(state: ToolState, args: dict[str, Any]) -> ToolResult:
 
 
 def _withdraw(state: ToolState) -> None:
-    with contextlib.suppress(Exception):
+    with swallowed(log, "withdrawing the agent's question"):
         state.withdraw()
