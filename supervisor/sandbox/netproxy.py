@@ -13,6 +13,12 @@ speaks the two forms an HTTP client sends a proxy:
   request goes on in origin form with `Connection: close`, so a client can
   never reuse the connection for a request to another host.
 
+The relay inside also reports what never reached the proxy: a direct
+connection the sandbox's own kernel refused (`REFUSED-TCP host:port`, or
+`REFUSED-UDP` for a datagram; see `netrelay`'s watch) becomes a `blocked`
+event the same way. Only an address and a port are taken from it (what
+the agent could say there is no more than what its own attempts show).
+
 A target not on the list gets `403` and the session's log a typed `blocked`
 event (`BlockedData`, by `policy`), once per target per `REPEAT_SECS` and
 for at most `BLOCKED_PER_WINDOW` targets in that time, so a loop cannot
@@ -29,6 +35,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import ipaddress
 import json
 import logging
 import os
@@ -53,6 +60,7 @@ REPEAT_SECS = 600.0  # one blocked event per target per this long (an agent retr
 BLOCKED_PER_WINDOW = 20  # targets recorded per REPEAT_SECS before one "more" line
 MAX_CONNECTIONS = 512  # open sockets (both ends) per session: more is refused at once
 MAX_SOCKET_PATH = 104  # sun_path is 108 bytes on Linux, 104 on the BSDs
+REFUSED = {b"REFUSED-TCP": "connect", b"REFUSED-UDP": "send to"}  # the relay's reports
 HOP_HEADERS = (b"proxy-connection", b"proxy-authorization", b"connection", b"keep-alive")
 
 Blocked = Callable[[str, str], None]  # (what, why) -> a `blocked` event on the session's log
@@ -75,7 +83,7 @@ class _Session:
     said: dict[str, float] = field(default_factory=dict)
     live: set[asyncio.StreamWriter] = field(default_factory=set)  # both ends of each connection
 
-    def blocked(self, target: str, why: str) -> None:
+    def blocked(self, target: str, why: str, verb: str = "connect") -> None:
         """Record a refusal: once per target per REPEAT_SECS, and at most
         BLOCKED_PER_WINDOW targets per REPEAT_SECS (then one line saying
         more were refused), so no loop of attempts floods the log."""
@@ -86,7 +94,7 @@ class _Session:
         self.said[target] = now
         if len(self.said) > BLOCKED_PER_WINDOW + 1:
             return
-        what = f"connect {target}"
+        what = f"{verb} {target}"
         if len(self.said) == BLOCKED_PER_WINDOW + 1:
             what, why = (
                 "connect (more targets)",
@@ -360,6 +368,9 @@ class AllowListProxy:
     ) -> None:
         try:
             method = head.split(b" ", 1)[0]
+            if method in REFUSED:
+                self._refused(session, REFUSED[method], head)
+                return
             if method == b"CONNECT":
                 target = head.split(b" ", 2)[1].decode("ascii", "strict")
                 host, port = split_target(target, 443)
@@ -410,6 +421,20 @@ class AllowListProxy:
             await splice(reader, writer, up_reader, up_writer)
         finally:
             session.live.discard(up_writer)
+
+    @staticmethod
+    def _refused(session: _Session, verb: str, head: bytes) -> None:
+        """The relay saw a direct attempt refused inside the sandbox: an IP
+        address and a port, nothing else, become a `blocked` event."""
+        target = head.split(b" ", 2)[1].decode("ascii", "strict")
+        host, port = split_target(target, 0)
+        ipaddress.ip_address(host)  # ValueError: not an address, not recorded
+        session.blocked(
+            show(host, port),
+            "a direct connection from inside the sandbox: the only way out is "
+            "corral's proxy, for what the allow-list holds",
+            verb,
+        )
 
     @staticmethod
     async def _tunnel(

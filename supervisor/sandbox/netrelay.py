@@ -1,6 +1,6 @@
 """The relay inside a confined agent's network namespace (standard library
 only: run as `python -I -S netrelay.py --socket S --proxy-port P
-[--forward host:port]… -- agent args…`).
+[--forward host:port]… [--watch [--map UID:GID]] -- agent args…`).
 
 The sandbox has loopback and nothing else. Before the agent starts, the
 relay binds, on loopback inside:
@@ -15,6 +15,21 @@ relay binds, on loopback inside:
   bytes (no round trip waits for the proxy's answer), whose `200` line the
   relay takes off before the client sees the stream.
 
+With `--watch` (bwrap gave it CAP_NET_ADMIN and CAP_NET_RAW in the
+sandbox's namespaces, and nothing else) it first makes every attempt to
+leave visible: every address is routed to loopback as a local one (`local
+0.0.0.0/0` and `local ::/0`), so a direct connection to 10.x, a metadata
+address or a host port fails at once with a reset, and a packet socket on
+`lo` (a kernel filter passes only resets and port-unreachable errors)
+sees each refusal; the relay reports it to corral's proxy (`REFUSED-TCP` or
+`REFUSED-UDP host:port`), which records a `blocked` event. Then it gives
+every capability up (`capset`, ambient set cleared; bwrap set
+no_new_privs, so no exec regains one) and, for an operator who is not root
+(`--map`: bwrap ran it as uid 0 of the sandbox's user namespace, which the
+network belongs to), runs the agent in a user namespace nested inside
+with the operator's own ids: the agent has no capability over the network
+and cannot undo the routes or the watch.
+
 Then it forks twice — the relay serves from a grandchild in a session of
 its own (no terminal: Ctrl-C in the agent's pane is the agent's), its stdio
 on /dev/null (an ACP agent's pipes end when the agent ends) — and execs the
@@ -25,7 +40,9 @@ kernel ends the relay with its pid namespace.
 from __future__ import annotations
 
 import _socket  # not `socket`: its enums cost more than the rest of the start
+import array
 import os
+import struct
 import sys
 
 # asyncio and socket are imported by the relay once forked: the agent's start
@@ -40,28 +57,48 @@ CHUNK = 256 * 1024
 HEAD_LIMIT = 64 * 1024
 
 
-def parse(args: list[str]) -> tuple[str | None, int | None, list[tuple[str, int]], list[str]]:
-    sock: str | None = None
-    port: int | None = None
-    forwards: list[tuple[str, int]] = []
+class Options:
+    def __init__(self) -> None:
+        self.socket: str | None = None
+        self.port: int | None = None
+        self.forwards: list[tuple[str, int]] = []
+        self.watch = False
+        self.ids: tuple[int, int] | None = None  # the operator's (uid, gid): nest a user namespace
+        self.argv: list[str] = []
+
+
+def parse(args: list[str]) -> Options:
+    out = Options()
+    forwards = out.forwards
     i = 0
     while i < len(args):
         word = args[i]
         if word == "--":
-            return sock, port, forwards, args[i + 1 :]
-        if word in ("--socket", "--proxy-port", "--forward") and i + 1 < len(args):
+            out.argv = args[i + 1 :]
+            return out
+        if word == "--watch":
+            out.watch = True
+            i += 1
+            continue
+        if word in ("--socket", "--proxy-port", "--forward", "--map") and i + 1 < len(args):
             value = args[i + 1]
             if word == "--socket":
-                sock = value
+                out.socket = value
             elif word == "--proxy-port":
-                port = int(value)
+                out.port = int(value)
+            elif word == "--map":
+                uid, _, gid = value.partition(":")
+                out.ids = (int(uid), int(gid))
             else:
                 host, _, digits = value.rpartition(":")
                 forwards.append((host.strip("[]"), int(digits)))
             i += 2
             continue
         break
-    raise SystemExit("netrelay: usage: --socket S --proxy-port P [--forward h:p]… -- argv…")
+    raise SystemExit(USAGE)
+
+
+USAGE = "netrelay: usage: --socket S --proxy-port P [--forward h:p]… [--watch] -- argv…"
 
 
 def listener(host: str, port: int) -> _socket.socket:
@@ -93,6 +130,211 @@ def bind_all(
             except OSError:
                 continue
     return proxy, out
+
+
+# --- the watch: every address local, every refusal seen ---------------------
+
+AF_INET, AF_INET6 = 2, 10
+ETH_P_IP, ETH_P_IPV6 = 0x0800, 0x86DD
+SO_ATTACH_FILTER = 26
+# classic BPF (SOCK_DGRAM: offsets from the IP header): a TCP segment with
+# RST set, or an ICMP destination-unreachable; everything else (the proxied
+# streams) is never copied to the relay
+IPV4_FILTER = (
+    (0x30, 0, 0, 9),  # ldb [9]          protocol
+    (0x15, 0, 3, 6),  # jeq #6 (tcp)     else -> icmp?
+    (0xB1, 0, 0, 0),  # ldxb 4*([0]&0xf) header length
+    (0x50, 0, 0, 13),  # ldb [x+13]      tcp flags
+    (0x45, 4, 5, 4),  # jset #RST        -> keep / drop
+    (0x15, 0, 4, 1),  # jeq #1 (icmp)    else drop
+    (0xB1, 0, 0, 0),  # ldxb 4*([0]&0xf)
+    (0x50, 0, 0, 0),  # ldb [x+0]        icmp type
+    (0x15, 0, 1, 3),  # jeq #3 (unreachable)
+    (0x06, 0, 0, 256),  # keep
+    (0x06, 0, 0, 0),  # drop
+)
+IPV6_FILTER = (
+    (0x30, 0, 0, 6),  # ldb [6]          next header
+    (0x15, 0, 2, 6),  # jeq #6 (tcp)     else -> icmpv6?
+    (0x30, 0, 0, 53),  # ldb [40+13]     tcp flags
+    (0x45, 3, 4, 4),  # jset #RST        -> keep / drop
+    (0x15, 0, 3, 58),  # jeq #58 (icmpv6) else drop
+    (0x30, 0, 0, 40),  # ldb [40]        icmpv6 type
+    (0x15, 0, 1, 1),  # jeq #1 (unreachable)
+    (0x06, 0, 0, 256),  # keep
+    (0x06, 0, 0, 0),  # drop
+)
+
+
+def route_everything_local(family: int) -> None:
+    """`ip route add local 0.0.0.0/0 dev lo table local` (or `::/0`), by
+    netlink: a connection to any address is then refused by this namespace's
+    own kernel with a reset the watch sees, instead of failing unseen with
+    "network unreachable"."""
+    sock = _socket.socket(_socket.AF_NETLINK, _socket.SOCK_RAW, 0)  # NETLINK_ROUTE
+    try:
+        # rtmsg: family, dst_len 0, src_len, tos, table local (255), proto boot (3),
+        # scope host (254), type local (2), flags; then RTA_OIF = 1 (lo)
+        body = struct.pack("=BBBBBBBBI", family, 0, 0, 0, 255, 3, 254, 2, 0)
+        body += struct.pack("=HHi", 8, 4, 1)
+        flags = 0x1 | 0x4 | 0x400  # NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE
+        sock.sendto(struct.pack("=IHHII", 16 + len(body), 24, flags, 1, 0) + body, (0, 0))
+        answer = sock.recv(4096)
+        error = struct.unpack_from("=i", answer, 16)[0] if len(answer) >= 20 else 0
+        if error:
+            raise OSError(-error, os.strerror(-error))
+    finally:
+        sock.close()
+
+
+def refusal_socket(protocol: int, program: tuple[tuple[int, int, int, int], ...]) -> _socket.socket:
+    """A packet socket on `lo` that receives only what `program` keeps."""
+    sock = _socket.socket(_socket.AF_PACKET, _socket.SOCK_DGRAM, _socket.htons(protocol))
+    try:
+        code = array.array("B", b"".join(struct.pack("=HBBI", *op) for op in program))
+        address, _ = code.buffer_info()  # the kernel copies the program at once
+        sock.setsockopt(
+            _socket.SOL_SOCKET, SO_ATTACH_FILTER, struct.pack("@HP", len(program), address)
+        )
+        sock.bind(("lo", protocol))
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def _address(family: int, raw: bytes) -> str:
+    text = _socket.inet_ntop(family, raw)
+    return f"[{text}]" if family == AF_INET6 else text
+
+
+def refusal(packet: bytes, family: int) -> tuple[str, str] | None:
+    """(`tcp` or `udp`, `host:port` the agent tried) from a reset a refused
+    connect drew (RST+ACK with sequence 0: the answer to a SYN, never a
+    connection's abort) or a port-unreachable error for a datagram."""
+    try:
+        if family == AF_INET:
+            start = (packet[0] & 0x0F) * 4
+            proto, source, inner = packet[9], packet[12:16], start + 8
+        else:
+            start, proto, source, inner = 40, packet[6], packet[8:24], 48
+        if proto == 6:
+            flags = packet[start + 13]
+            if flags & 0x14 != 0x14 or packet[start + 4 : start + 8] != b"\0\0\0\0":
+                return None
+            port = struct.unpack_from("!H", packet, start)[0]
+            return "tcp", f"{_address(family, source)}:{port}"
+        if family == AF_INET and packet[start] == 3 and packet[start + 1] == 3:
+            if packet[inner + 9] != 17:
+                return None
+            target = packet[inner + 16 : inner + 20]
+            port = struct.unpack_from("!H", packet, inner + (packet[inner] & 0x0F) * 4 + 2)[0]
+            return "udp", f"{_address(family, target)}:{port}"
+        if family == AF_INET6 and packet[start] == 1 and packet[start + 1] == 4:
+            if packet[inner + 6] != 17:
+                return None
+            port = struct.unpack_from("!H", packet, inner + 42)[0]
+            return "udp", f"{_address(family, packet[inner + 24 : inner + 40])}:{port}"
+    except (IndexError, struct.error, ValueError, OSError):
+        return None
+    return None
+
+
+def start_watch() -> tuple[list[tuple[_socket.socket, int]], list[str]]:
+    """Route every address to loopback and open the refusal sockets; returns
+    them (with their family) and what could not be done (said on stderr: the
+    agent still starts, its direct attempts then unrecorded)."""
+    watchers: list[tuple[_socket.socket, int]] = []
+    problems: list[str] = []
+    for family, protocol, program in (
+        (AF_INET, ETH_P_IP, IPV4_FILTER),
+        (AF_INET6, ETH_P_IPV6, IPV6_FILTER),
+    ):
+        try:
+            route_everything_local(family)
+            watchers.append((refusal_socket(protocol, program), family))
+        except OSError as exc:
+            if family == AF_INET:  # a namespace without IPv6 has nothing to watch there
+                problems.append(f"cannot watch direct connections ({exc.strerror or exc})")
+    return watchers, problems
+
+
+CAP_SETFCAP = 1 << 31  # the kernel lets a nested namespace map uid 0 outside only with it
+
+
+def drop_capabilities(keep: int = 0) -> None:
+    """No capability left but `keep` (a mask of the first 32; the ambient
+    set cleared, `capset`): neither the relay nor anything it execs can
+    change this namespace."""
+    import ctypes  # only with --watch: the start without it stays lean
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(47, 4, 0, 0, 0)  # PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL
+    header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this process
+    data = (ctypes.c_uint32 * 6)(keep, keep, 0, 0, 0, 0)  # effective, permitted, inheritable
+    if libc.capset(header, data) != 0:
+        raise OSError(ctypes.get_errno(), "capset")
+
+
+def nest_user(uid: int, gid: int) -> None:
+    """A user namespace inside the sandbox's, where this process is the
+    operator's `uid`/`gid` (uid 0 of the sandbox's namespace outside it):
+    what it execs has no capability over the network namespace (nor in its
+    own namespace: exec as a uid other than 0 with an empty ambient set
+    clears them)."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.unshare(0x10000000) != 0:  # CLONE_NEWUSER
+        raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWUSER)")
+    for name, text in (
+        ("uid_map", f"{uid} 0 1\n"),
+        ("setgroups", "deny"),
+        ("gid_map", f"{gid} 0 1\n"),
+    ):
+        fd = os.open(f"/proc/self/{name}", os.O_WRONLY)
+        try:
+            os.write(fd, text.encode("ascii"))
+        finally:
+            os.close(fd)
+
+
+async def report(path: str, kind: str, target: str) -> None:
+    try:
+        _, writer = await asyncio.open_unix_connection(path)
+    except OSError:
+        return
+    writer.write(f"REFUSED-{kind.upper()} {target} HTTP/1.1\r\n\r\n".encode("ascii"))
+    try:  # noqa: SIM105 - contextlib would add its import to the start
+        await writer.drain()
+    except OSError:
+        pass
+    writer.close()
+
+
+def watching(path: str, sock: _socket.socket, family: int) -> None:
+    """Read `sock`'s refusals as they come and report each (the proxy keeps
+    one event per target per ten minutes: a loop of attempts floods nothing)."""
+    loop = asyncio.get_running_loop()
+    tasks: set[asyncio.Task[None]] = set()
+
+    def readable() -> None:
+        while True:
+            try:
+                packet = sock.recv(512)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                loop.remove_reader(sock.fileno())
+                return
+            found = refusal(packet, family)
+            if found is not None:
+                task = asyncio.ensure_future(report(path, *found))
+                tasks.add(task)
+                task.add_done_callback(tasks.discard)
+
+    sock.setblocking(False)
+    loop.add_reader(sock.fileno(), readable)
 
 
 async def pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -170,7 +412,10 @@ async def as_forward(
 
 
 async def serve(
-    path: str, proxy: _socket.socket, forwards: list[tuple[_socket.socket, str]]
+    path: str,
+    proxy: _socket.socket,
+    forwards: list[tuple[_socket.socket, str]],
+    watchers: list[tuple[_socket.socket, int]],
 ) -> None:
     def forwarding(
         target: str,
@@ -188,14 +433,21 @@ async def serve(
         servers.append(
             await asyncio.start_server(forwarding(target), sock=wrapped(sock), limit=CHUNK)
         )
+    for sock, family in watchers:
+        watching(path, sock, family)
     await asyncio.Event().wait()
 
 
 def detach_and_serve(
-    path: str, proxy: _socket.socket, forwards: list[tuple[_socket.socket, str]]
+    path: str,
+    proxy: _socket.socket,
+    forwards: list[tuple[_socket.socket, str]],
+    watchers: list[tuple[_socket.socket, int]],
 ) -> None:
     """In the grandchild: no terminal, stdio on /dev/null, serve forever."""
     global asyncio, socket
+    if watchers:
+        drop_capabilities()  # the relay itself keeps none either
     os.setsid()
     null = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
@@ -204,7 +456,7 @@ def detach_and_serve(
     import socket
 
     try:
-        asyncio.run(serve(path, proxy, forwards))
+        asyncio.run(serve(path, proxy, forwards, watchers))
     finally:
         os._exit(0)
 
@@ -225,22 +477,40 @@ def reachable(path: str) -> str:
 
 
 def main(args: list[str]) -> None:
-    path, port, forwards, argv = parse(args)
-    if not path or port is None or not argv:
-        raise SystemExit("netrelay: usage: --socket S --proxy-port P [--forward h:p]… -- argv…")
-    path = reachable(path)
-    proxy, bound = bind_all(port, forwards)
+    options = parse(args)
+    if not options.socket or options.port is None or not options.argv:
+        raise SystemExit(USAGE)
+    path = reachable(options.socket)
+    proxy, bound = bind_all(options.port, options.forwards)
+    watchers: list[tuple[_socket.socket, int]] = []
+    if options.watch:
+        watchers, problems = start_watch()
+        for problem in problems:
+            sys.stderr.write(f"corral's network relay: {problem}\n")
+        try:  # CAP_SETFCAP (not a network one) until the nested namespace exists
+            drop_capabilities(CAP_SETFCAP if options.ids is not None else 0)
+        except OSError as exc:  # never run the agent with a capability over its network
+            sys.stderr.write(f"corral's network relay: could not drop capabilities ({exc})\n")
+            os._exit(126)
     child = os.fork()
     if child == 0:
         try:
             if os.fork() == 0:
-                detach_and_serve(path, proxy, bound)
+                detach_and_serve(path, proxy, bound, watchers)
         finally:
             os._exit(0)
     os.waitpid(child, 0)
     proxy.close()
     for sock, _ in bound:
         sock.close()
+    for sock, _ in watchers:
+        sock.close()
+    if options.ids is not None:
+        try:
+            nest_user(*options.ids)
+        except OSError as exc:  # still no capability: the agent runs, as uid 0 of the sandbox
+            sys.stderr.write(f"corral's network relay: could not take your user id ({exc})\n")
+    argv = options.argv
     try:
         os.execvp(argv[0], argv)
     except OSError as exc:

@@ -33,6 +33,7 @@ import ipaddress
 import json
 import os
 import re
+import sys
 import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -347,14 +348,76 @@ def relay_port(allow: NetworkAllow) -> int:
     return port
 
 
-def relay_argv(python: str, proxy_socket: Path, allow: NetworkAllow, argv: list[str]) -> list[str]:
+def relay_argv(
+    python: str, proxy_socket: Path, allow: NetworkAllow, argv: list[str], watch: bool = False
+) -> list[str]:
     """`argv` started by the relay (`netrelay`), which serves the proxy port
-    and the loopback forwards inside the sandbox."""
+    and the loopback forwards inside the sandbox; `watch`: it also records
+    every direct connection the sandbox refuses (bwrap must then run it with
+    `watch_flags`), and runs the agent without a capability, under the
+    operator's own ids."""
     out = [python, "-I", "-S", str(RELAY), "--socket", str(proxy_socket)]
     out += ["--proxy-port", str(relay_port(allow))]
     for host, port in allow.loopback():
         out += ["--forward", f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
+    if watch:
+        out.append("--watch")
+        if os.geteuid() != 0:
+            out += ["--map", f"{os.getuid()}:{os.getgid()}"]
     return [*out, "--", *argv]
+
+
+def watch_flags() -> list[str]:
+    """What bwrap adds so the relay can watch: CAP_NET_ADMIN and CAP_NET_RAW
+    (over the sandbox's own namespaces only; the relay gives them up before
+    the agent runs) and, for an operator who is not root, uid 0 of the
+    sandbox's user namespace — the one its network namespace belongs to
+    (the relay gives the agent the operator's ids again in a nested one,
+    which the kernel allows only with CAP_SETFCAP, also given up)."""
+    flags = ["--cap-add", "CAP_NET_ADMIN", "--cap-add", "CAP_NET_RAW"]
+    if os.geteuid() != 0:  # CAP_SETFCAP: the kernel's condition for the nested map
+        flags = ["--unshare-user", "--uid", "0", "--gid", "0", *flags, "--cap-add", "CAP_SETFCAP"]
+    return flags
+
+
+_watching: dict[tuple[str, str], bool] = {}
+
+
+def can_watch(bwrap: str, python: str) -> bool:
+    """Whether the relay's watch works here, tried once per process with the
+    real relay in a real sandbox: a setuid bwrap refuses capabilities to a
+    user who is not root, and a host may refuse nested user namespaces;
+    then agents still start, their direct attempts unrecorded (the account
+    line says so)."""
+    key = (bwrap, python)
+    if key in _watching:
+        return _watching[key]
+    import subprocess
+
+    ok = False
+    setuid = os.path.exists(bwrap) and bool(os.stat(bwrap).st_mode & 0o4000)
+    if not setuid or os.geteuid() == 0:
+        argv = [bwrap, "--die-with-parent", "--cap-drop", "ALL", *watch_flags()]
+        argv += ["--unshare-pid", "--unshare-net", "--ro-bind", "/", "/", "--dev", "/dev"]
+        argv += ["--proc", "/proc", "--tmpfs", "/tmp"]
+        probe = [python or sys.executable, "-I", "-S", str(RELAY)]
+        probe += ["--socket", "/nonexistent/net.sock", "--proxy-port", str(RELAY_PORT), "--watch"]
+        if os.geteuid() != 0:
+            probe += ["--map", f"{os.getuid()}:{os.getgid()}"]
+        probe += ["--", "sh", "-c", "grep -q '^CapEff:[[:space:]]*0*$' /proc/self/status"]
+        try:
+            ran = subprocess.run(
+                [*argv, *probe],
+                capture_output=True,
+                timeout=10,
+                check=False,
+                stdin=subprocess.DEVNULL,
+            )
+            ok = ran.returncode == 0 and b"corral's network relay" not in ran.stderr
+        except (OSError, subprocess.TimeoutExpired):
+            ok = False
+    _watching[key] = ok
+    return ok
 
 
 def proxy_env(allow: NetworkAllow) -> dict[str, str]:

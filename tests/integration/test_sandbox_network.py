@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import shutil
 import socket
 import sys
@@ -52,7 +53,7 @@ PROBE = textwrap.dedent(
     import json, os, socket, sys, urllib.request, urllib.error
 
     def tcp(host, port):
-        s = socket.socket()
+        s = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
         s.settimeout(3)
         try:
             s.connect((host, port))
@@ -86,12 +87,43 @@ PROBE = textwrap.dedent(
         except OSError as exc:
             return "refused:" + type(exc).__name__ + ":" + str(exc)
 
+    def udp(host, port):
+        s = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_DGRAM)
+        try:
+            s.sendto(b"x", (host, port))
+            return "sent"
+        except OSError as exc:
+            return "refused:" + type(exc).__name__
+        finally:
+            s.close()
+
+    def powers():
+        status = open("/proc/self/status").read()
+        caps = {l.split(":")[0]: l.split()[1] for l in status.splitlines() if l.startswith("Cap")}
+        return json.dumps([caps["CapEff"], caps["CapPrm"], caps["CapAmb"], os.getuid()])
+
+    def unroute():
+        # what a hostile agent would do to go unseen: take the catch-all route away
+        import struct
+        s = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 0)
+        body = struct.pack("=BBBBBBBBI", 2, 0, 0, 0, 255, 3, 254, 2, 0) + struct.pack("=HHi", 8, 4, 1)
+        s.sendto(struct.pack("=IHHII", 16 + len(body), 25, 5, 1, 0) + body, (0, 0))
+        error = struct.unpack_from("=i", s.recv(4096), 16)[0]
+        return "removed" if error == 0 else "refused:" + os.strerror(-error)
+
+    def pause(seconds):
+        import time
+        time.sleep(seconds)
+        return "slept"
+
     args = json.loads(sys.argv[1])
     out = {}
+    kinds = {"tcp": tcp, "abstract": abstract, "http": http, "udp": udp, "powers": powers}
+    kinds.update({"unroute": unroute, "pause": pause})
     for name, (kind, *rest) in args.items():
         if kind == "http" and len(rest) > 2:
             rest[2] = rest[2].encode()
-        out[name] = {"tcp": tcp, "abstract": abstract, "http": http}[kind](*rest)
+        out[name] = kinds[kind](*rest)
     print(json.dumps(out))
     """
 )
@@ -142,7 +174,11 @@ class HostService:
 
 
 async def run_confined(
-    base: Path, probes: dict[str, list[object]], env: dict[str, str], **policy: object
+    base: Path,
+    probes: dict[str, list[object]],
+    env: dict[str, str],
+    linger: list[tuple[str, str]] | None = None,
+    **policy: object,
 ) -> tuple[dict[str, str], list[tuple[str, str]], object]:
     """Run the probe as a confined `claude` agent would run, with corral's
     proxy serving its socket; returns its results, the blocked (what, why)
@@ -173,7 +209,7 @@ async def run_confined(
         agent="claude",
     )
     assert launch.confined, launch.account
-    blocked: list[tuple[str, str]] = []
+    blocked: list[tuple[str, str]] = [] if linger is None else linger
     proxy = AllowListProxy()
     if launch.proxy_socket is not None and launch.network is not None:
         await proxy.serve(
@@ -189,6 +225,8 @@ async def run_confined(
             stderr=asyncio.subprocess.PIPE,
         )
         out, err = await asyncio.wait_for(proc.communicate(), 60)
+        if linger is not None:  # the relay's last reports, still on their way
+            await asyncio.sleep(0.3)
     finally:
         proxy.close_all()
     assert proc.returncode == 0, err.decode()
@@ -227,7 +265,8 @@ async def test_a_confined_agent_reaches_its_model_and_nothing_else(base: Path) -
     assert f"connect 127.0.0.1:{service.port}" in whats
     assert "connect 169.254.169.254:80" in whats
     assert "connect example.com:443" in whats
-    assert all("not on this agent's network allow-list" in why for _, why in blocked)
+    proxied = [why for what, why in blocked if what != f"connect 127.0.0.1:{service.port}"]
+    assert all("not on this agent's network allow-list" in why for why in proxied), blocked
     # its model endpoint still streams, at its own address and through the proxy
     for name in ("model_direct", "model_via_proxy"):
         assert results[name].startswith("ok:"), results
@@ -236,6 +275,49 @@ async def test_a_confined_agent_reaches_its_model_and_nothing_else(base: Path) -
         assert '"MODEL-STREAM"' in results[name]  # the server's text, in chunks
     assert launch.network is not None  # type: ignore[attr-defined]
     assert f"127.0.0.1:{model_port}" in launch.network.texts()  # type: ignore[attr-defined]
+
+
+async def test_every_direct_connection_the_sandbox_refuses_is_a_blocked_event(
+    base: Path,
+) -> None:
+    """A direct connect (no proxy) to a port where a host service listens,
+    to a private address and to the cloud metadata address, and a datagram
+    to a resolver: none reaches anything, and each is a `blocked` event
+    naming its destination. The agent cannot take the watch away: it has no
+    capability, and removing the catch-all route is refused."""
+    service = HostService()
+    try:
+        probes: dict[str, list[object]] = {
+            "unroute": ["unroute"],
+            "loopback_tcp": ["tcp", "127.0.0.1", service.port],
+            "private_tcp": ["tcp", "10.1.2.3", 5432],
+            "metadata_tcp": ["tcp", "169.254.169.254", 80],
+            "v6_tcp": ["tcp", "::1", service.port],
+            "resolver_udp": ["udp", "10.0.0.2", 53],
+            "powers": ["powers"],
+            "linger": ["pause", 1.0],  # the relay reports while the agent lives
+        }
+        blocked: list[tuple[str, str]] = []
+        results, blocked, _ = await run_confined(base, probes, {}, linger=blocked)
+    finally:
+        service.close()
+    for name in ("loopback_tcp", "private_tcp", "metadata_tcp", "v6_tcp"):
+        assert results[name] == "refused:ConnectionRefusedError", results
+    assert service.hits == 0 and "HOST-SECRET" not in json.dumps(results)
+    whats = [what for what, _ in blocked]
+    for what in (
+        f"connect 127.0.0.1:{service.port}",
+        "connect 10.1.2.3:5432",
+        "connect 169.254.169.254:80",
+        f"connect [::1]:{service.port}",
+        "send to 10.0.0.2:53",
+    ):
+        assert what in whats, blocked
+    assert all("a direct connection from inside the sandbox" in why for _, why in blocked)
+    assert results["unroute"].startswith("refused:"), results
+    effective, permitted, ambient, uid = json.loads(results["powers"])
+    assert int(effective, 16) == int(permitted, 16) == int(ambient, 16) == 0, results
+    assert uid == os.getuid()  # the operator's own id, not the relay's uid 0
 
 
 async def test_network_allow_widens_the_list(base: Path) -> None:
