@@ -11,7 +11,9 @@ speaks the two forms an HTTP client sends a proxy:
   them at once to save a round trip);
 - `GET http://host:port/path` (plain HTTP in absolute form): allowed, the
   request goes on in origin form with `Connection: close`, so a client can
-  never reuse the connection for a request to another host.
+  never reuse the connection for a request to another host; a websocket
+  (`ws://`: `Upgrade: websocket`) goes on as an upgrade, and after its `101`
+  the connection is that host's websocket (a `wss://` one is a CONNECT).
 
 The relay inside also reports what never reached the proxy: a direct
 connection the sandbox's own kernel refused (`REFUSED-TCP host:port`, or
@@ -131,10 +133,28 @@ def show(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
+def _upgrade(lines: list[bytes]) -> bytes | None:
+    """The `Upgrade:` line of a request asking to switch protocols (a
+    `ws://` websocket: `Connection: Upgrade` and `Upgrade: websocket`), or None."""
+    wanted = None
+    asked = False
+    for line in lines:
+        name, _, value = line.partition(b":")
+        key = name.strip().lower()
+        if key == b"upgrade" and value.strip():
+            wanted = line
+        elif key == b"connection":
+            asked = asked or b"upgrade" in [t.strip().lower() for t in value.split(b",")]
+    return wanted if asked else None
+
+
 def _origin_form(head: bytes) -> tuple[str, int, bytes]:
     """A plain-HTTP absolute-form request head -> (host, port, the head to send
     upstream: origin form, hop-by-hop headers dropped, `Connection: close`;
-    a proxy of the operator's gets it back in absolute form: `absolute`)."""
+    a proxy of the operator's gets it back in absolute form: `absolute`).
+    A request to switch protocols (a `ws://` websocket through the proxy)
+    keeps its `Upgrade` and gets `Connection: Upgrade` instead: after the
+    server's `101` the bytes go on both ways, to that same host only."""
     lines = head.split(b"\r\n")
     method, target, version = lines[0].split(b" ", 2)
     url = target.decode("ascii", "strict")
@@ -144,13 +164,14 @@ def _origin_form(head: bytes) -> tuple[str, int, bytes]:
     authority, slash, path = rest.partition("/")
     authority = authority.rpartition("@")[2]  # credentials in a URL are not a host
     host, port = split_target(authority, 80)
+    upgrade = _upgrade(lines[1:])
+    dropped = HOP_HEADERS if upgrade is None else (*HOP_HEADERS, b"upgrade")
     kept = [
-        line
-        for line in lines[1:]
-        if line and line.split(b":", 1)[0].strip().lower() not in HOP_HEADERS
+        line for line in lines[1:] if line and line.split(b":", 1)[0].strip().lower() not in dropped
     ]
+    ending = [b"Connection: close"] if upgrade is None else [b"Connection: Upgrade", upgrade]
     first = b" ".join([method, ("/" + path if slash else "/").encode("ascii"), version])
-    return host, port, b"\r\n".join([first, *kept, b"Connection: close", b"", b""])
+    return host, port, b"\r\n".join([first, *kept, *ending, b"", b""])
 
 
 def absolute(head: bytes, where: str, authorization: bytes = b"") -> bytes:

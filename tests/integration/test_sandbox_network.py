@@ -111,6 +111,63 @@ PROBE = textwrap.dedent(
         error = struct.unpack_from("=i", s.recv(4096), 16)[0]
         return "removed" if error == 0 else "refused:" + os.strerror(-error)
 
+    def read_head(s):
+        head = b""
+        while not head.endswith(b"\\r\\n\\r\\n"):
+            byte = s.recv(1)
+            if not byte:
+                break
+            head += byte
+        return head
+
+    def ws(mode, host, port, text):
+        # a websocket client as a CLI's would speak it: through the proxy in
+        # absolute form (`plain`), in a CONNECT tunnel, or straight at the address
+        import base64
+        proxy_host, proxy_port = os.environ["HTTP_PROXY"].rsplit("/", 1)[1].rsplit(":", 1)
+        where = (host, port) if mode == "direct" else (proxy_host, int(proxy_port))
+        try:
+            s = socket.create_connection(where, timeout=5)
+        except OSError as exc:
+            return "refused:" + type(exc).__name__
+        try:
+            if mode == "connect":
+                s.sendall(f"CONNECT {host}:{port} HTTP/1.1\\r\\nHost: {host}:{port}\\r\\n\\r\\n".encode())
+                status = read_head(s).split(b"\\r\\n")[0].decode()
+                if status.split(" ")[1:2] != ["200"]:
+                    return "refused:" + status
+            path = f"http://{host}:{port}/echo" if mode == "plain" else "/echo"
+            key = base64.b64encode(os.urandom(16)).decode()
+            s.sendall(
+                f"GET {path} HTTP/1.1\\r\\nHost: {host}:{port}\\r\\nUpgrade: websocket\\r\\n"
+                f"Connection: Upgrade\\r\\nSec-WebSocket-Key: {key}\\r\\n"
+                "Sec-WebSocket-Version: 13\\r\\n\\r\\n".encode()
+            )
+            status = read_head(s).split(b"\\r\\n")[0].decode()
+            if status.split(" ")[1:2] != ["101"]:
+                return "refused:" + status
+            out = []
+            for word in (text, text + "-again"):
+                data, mask = word.encode(), os.urandom(4)
+                masked = bytes(b ^ mask[i % 4] for i, b in enumerate(data))
+                s.sendall(bytes([0x81, 0x80 | len(data)]) + mask + masked)
+                size = read_exactly(s, 2)[1] & 0x7F
+                out.append(read_exactly(s, size).decode())
+            return "echo:" + "|".join(out)
+        except OSError as exc:
+            return "refused:" + type(exc).__name__
+        finally:
+            s.close()
+
+    def read_exactly(s, n):
+        data = b""
+        while len(data) < n:
+            chunk = s.recv(n - len(data))
+            if not chunk:
+                raise ConnectionError("closed")
+            data += chunk
+        return data
+
     def pause(seconds):
         import time
         time.sleep(seconds)
@@ -119,7 +176,7 @@ PROBE = textwrap.dedent(
     args = json.loads(sys.argv[1])
     out = {}
     kinds = {"tcp": tcp, "abstract": abstract, "http": http, "udp": udp, "powers": powers}
-    kinds.update({"unroute": unroute, "pause": pause})
+    kinds.update({"unroute": unroute, "pause": pause, "ws": ws})
     for name, (kind, *rest) in args.items():
         if kind == "http" and len(rest) > 2:
             rest[2] = rest[2].encode()
@@ -318,6 +375,61 @@ async def test_every_direct_connection_the_sandbox_refuses_is_a_blocked_event(
     effective, permitted, ambient, uid = json.loads(results["powers"])
     assert int(effective, 16) == int(permitted, 16) == int(ambient, 16) == 0, results
     assert uid == os.getuid()  # the operator's own id, not the relay's uid 0
+
+
+class EchoSocket:
+    """A real websocket echo server (aiohttp's) on the host's loopback."""
+
+    async def __aenter__(self) -> EchoSocket:
+        from aiohttp import WSMsgType, web
+
+        self.upgrades = 0
+
+        async def echo(request: web.Request) -> web.WebSocketResponse:
+            self.upgrades += 1
+            sock = web.WebSocketResponse()
+            await sock.prepare(request)
+            async for message in sock:
+                if message.type == WSMsgType.TEXT:
+                    await sock.send_str("echo " + message.data)
+            return sock
+
+        app = web.Application()
+        app.router.add_get("/echo", echo)
+        self.runner = web.AppRunner(app)
+        await self.runner.setup()
+        site = web.TCPSite(self.runner, "127.0.0.1", 0)
+        await site.start()
+        self.port = self.runner.addresses[0][1]
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.runner.cleanup()
+
+
+async def test_websockets_reach_an_allowed_host_and_no_other(base: Path) -> None:
+    """`ws://` through corral's proxy works for an allowed host in both forms a
+    client uses (a plain upgrade request in absolute form, and a CONNECT
+    tunnel: what `wss://` uses), and at the allowed loopback address itself;
+    the same upgrade to a host off the list is refused and recorded."""
+    async with EchoSocket() as allowed, EchoSocket() as other:
+        probes: dict[str, list[object]] = {
+            "plain": ["ws", "plain", "127.0.0.1", allowed.port, "hi"],
+            "tunnel": ["ws", "connect", "127.0.0.1", allowed.port, "yo"],
+            "direct": ["ws", "direct", "127.0.0.1", allowed.port, "hey"],
+            "plain_other": ["ws", "plain", "127.0.0.1", other.port, "no"],
+            "tunnel_other": ["ws", "connect", "127.0.0.1", other.port, "no"],
+        }
+        results, blocked, _ = await run_confined(
+            base, probes, {}, network_allow=(f"127.0.0.1:{allowed.port}",)
+        )
+        assert other.upgrades == 0 and allowed.upgrades == 3
+    assert results["plain"] == "echo:echo hi|echo hi-again", results
+    assert results["tunnel"] == "echo:echo yo|echo yo-again", results
+    assert results["direct"] == "echo:echo hey|echo hey-again", results
+    assert results["plain_other"].startswith("refused:HTTP/1.1 403"), results
+    assert results["tunnel_other"].startswith("refused:HTTP/1.1 403"), results
+    assert [what for what, _ in blocked] == [f"connect 127.0.0.1:{other.port}"]
 
 
 async def test_network_allow_widens_the_list(base: Path) -> None:

@@ -443,3 +443,25 @@ def test_the_relay_reads_a_refusal_from_the_packet_it_drew() -> None:
         "[::1]:8080",
     )
     assert netrelay.refusal(b"\x45\x00", netrelay.AF_INET) is None  # cut short: nothing
+
+
+def test_a_websocket_upgrade_goes_on_as_an_upgrade_and_nothing_else_does() -> None:
+    """`ws://` through the proxy in absolute form: the upgrade reaches the
+    server (`Connection: Upgrade`, its `Upgrade` line); a request that only
+    carries an `Upgrade` header, or none, still ends with `Connection: close`."""
+    from corral.supervisor.sandbox.netproxy import _origin_form
+
+    upgrade = (
+        b"GET http://127.0.0.1:9/echo HTTP/1.1\r\nHost: 127.0.0.1:9\r\n"
+        b"Upgrade: websocket\r\nConnection: keep-alive, Upgrade\r\nProxy-Connection: x\r\n"
+        b"Sec-WebSocket-Key: a2V5\r\nSec-WebSocket-Version: 13\r\n\r\n"
+    )
+    host, port, head = _origin_form(upgrade)
+    assert (host, port) == ("127.0.0.1", 9)
+    lines = head.split(b"\r\n")
+    assert lines[0] == b"GET /echo HTTP/1.1"
+    assert b"Connection: Upgrade" in lines and b"Upgrade: websocket" in lines
+    assert b"Connection: close" not in lines and not any(b"Proxy-" in line for line in lines)
+    _, _, plain = _origin_form(upgrade.replace(b"Connection: keep-alive, Upgrade\r\n", b""))
+    assert b"Connection: close" in plain.split(b"\r\n")
+    assert b"Connection: Upgrade" not in plain.split(b"\r\n")
