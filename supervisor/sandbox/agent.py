@@ -202,7 +202,7 @@ def launch_agent(
         allow = agent_allow(agent, env, extra, names=env_files, state_dir=policy.state_dir)
         proxy_socket = agent_socket_dir / PROXY_SOCKET_NAME
         watch = can_watch(status.bwrap, python)
-        argv = relay_argv(python, proxy_socket, allow, list(argv), watch=watch)
+        argv = relay_argv(python, proxy_socket, allow, list(argv), watch=watch, env=inner_env)
         inner_env.update(proxy_env(allow))
     wrapped = confined_argv(
         argv,

@@ -1,9 +1,12 @@
 """The relay inside a confined agent's network namespace (standard library
 only: run as `python -I -S netrelay.py --socket S --proxy-port P
-[--forward host:port]… [--watch [--map UID:GID]] -- agent args…`).
+[--forward host:port]… [--watch [--through WORD]…] -- agent args…`).
 
-The sandbox has loopback and nothing else. Before the agent starts, the
-relay binds, on loopback inside:
+Started by `netbind.pl` (perl: when the system has it) with its
+listeners already bound (`--listening FD=ROLE`, no agent to run: perl
+execs the agent at once, so the agent never waits for this interpreter), or
+itself the sandbox's first command. The sandbox has loopback and nothing
+else. Before the agent starts, these listen on loopback inside:
 
 - `127.0.0.1:P`, the agent's HTTP(S) proxy (`HTTPS_PROXY` and friends): each
   connection is copied as it is to corral's allow-list proxy over the unix
@@ -15,32 +18,35 @@ relay binds, on loopback inside:
   bytes (no round trip waits for the proxy's answer), whose `200` line the
   relay takes off before the client sees the stream.
 
-With `--watch` (bwrap gave it CAP_NET_ADMIN and CAP_NET_RAW in the
-sandbox's namespaces, and nothing else) it first makes every attempt to
-leave visible: every address is routed to loopback as a local one (`local
-0.0.0.0/0` and `local ::/0`), so a direct connection to 10.x, a metadata
-address or a host port fails at once with a reset, and a packet socket on
-`lo` (a kernel filter passes only resets and port-unreachable errors)
-sees each refusal; the relay reports it to corral's proxy (`REFUSED-TCP` or
-`REFUSED-UDP host:port`), which records a `blocked` event. Then it gives
-every capability up (`capset`, ambient set cleared; bwrap set
-no_new_privs, so no exec regains one) and, for an operator who is not root
-(`--map`: bwrap ran it as uid 0 of the sandbox's user namespace, which the
-network belongs to), runs the agent in a user namespace nested inside
-with the operator's own ids: the agent has no capability over the network
-and cannot undo the routes or the watch.
-
-Then it forks twice — the relay serves from a grandchild in a session of
+Run as the first command, it binds them, then forks twice — the relay serves from a grandchild in a session of
 its own (no terminal: Ctrl-C in the agent's pane is the agent's), its stdio
 on /dev/null (an ACP agent's pipes end when the agent ends) — and execs the
 agent in its own process, so the agent's exit ends the sandbox, and the
-kernel ends the relay with its pid namespace.
+kernel ends the relay with its pid namespace. Nothing else waits before the
+agent's exec: the relay runs from its bytecode (`network.relay_program`),
+and everything slower happens in the grandchild while the agent starts.
+
+`--watch` (bwrap gave the relay CAP_NET_ADMIN and CAP_NET_RAW over the
+sandbox's network namespace): the grandchild makes every attempt to leave
+visible — every address is routed to loopback as a local one (`local
+0.0.0.0/0`, `local ::/0`), so a direct connection to 10.x, a metadata
+address or a host port is refused at once with a reset instead of "network
+unreachable", and a packet socket on `lo` (a kernel filter passes only
+resets answering a SYN and port-unreachable errors) sees each refusal,
+reported to corral's proxy (`REFUSED-TCP` / `REFUSED-UDP host:port`) as a
+`blocked` event — then gives every capability up. The agent is exec'd
+through `--through` words (`network.agent_through`: util-linux `unshare
+--map-user` into a nested user namespace with the operator's ids, or
+`setpriv` emptying root's bounding set), so it holds no capability and
+cannot undo the routes or the watch (bwrap set no_new_privs: no exec
+regains one). An attempt in the agent's first instants, before the routes
+are up, fails unrecorded, as one in its last does (its report dies with
+the sandbox).
 """
 
 from __future__ import annotations
 
 import _socket  # not `socket`: its enums cost more than the rest of the start
-import array
 import os
 import struct
 import sys
@@ -63,7 +69,8 @@ class Options:
         self.port: int | None = None
         self.forwards: list[tuple[str, int]] = []
         self.watch = False
-        self.ids: tuple[int, int] | None = None  # the operator's (uid, gid): nest a user namespace
+        self.through: list[str] = []  # what the agent is exec'd through (`network.agent_through`)
+        self.listening: list[tuple[int, str]] = []  # (fd, role) bound by netbind.pl
         self.argv: list[str] = []
 
 
@@ -80,25 +87,31 @@ def parse(args: list[str]) -> Options:
             out.watch = True
             i += 1
             continue
-        if word in ("--socket", "--proxy-port", "--forward", "--map") and i + 1 < len(args):
+        if word in ("--socket", "--proxy-port", "--forward", "--through", "--listening") and (
+            i + 1 < len(args)
+        ):
             value = args[i + 1]
-            if word == "--socket":
+            if word == "--listening":
+                fd, _, role = value.partition("=")
+                out.listening.append((int(fd), role))
+            elif word == "--socket":
                 out.socket = value
+            elif word == "--through":
+                out.through.append(value)
             elif word == "--proxy-port":
                 out.port = int(value)
-            elif word == "--map":
-                uid, _, gid = value.partition(":")
-                out.ids = (int(uid), int(gid))
             else:
                 host, _, digits = value.rpartition(":")
                 forwards.append((host.strip("[]"), int(digits)))
             i += 2
             continue
         break
+    if i == len(args) and out.listening:  # the relay netbind.pl started: no agent to run
+        return out
     raise SystemExit(USAGE)
 
 
-USAGE = "netrelay: usage: --socket S --proxy-port P [--forward h:p]… [--watch] -- argv…"
+USAGE = "netrelay: usage: --socket S --proxy-port P [--forward h:p]… [--watch …] -- argv…"
 
 
 def listener(host: str, port: int) -> _socket.socket:
@@ -189,10 +202,12 @@ def route_everything_local(family: int) -> None:
 
 def refusal_socket(protocol: int, program: tuple[tuple[int, int, int, int], ...]) -> _socket.socket:
     """A packet socket on `lo` that receives only what `program` keeps."""
+    import ctypes  # with the watch only (not `array`: it imports collections)
+
     sock = _socket.socket(_socket.AF_PACKET, _socket.SOCK_DGRAM, _socket.htons(protocol))
     try:
-        code = array.array("B", b"".join(struct.pack("=HBBI", *op) for op in program))
-        address, _ = code.buffer_info()  # the kernel copies the program at once
+        code = ctypes.create_string_buffer(b"".join(struct.pack("=HBBI", *op) for op in program))
+        address = ctypes.addressof(code)  # the kernel copies the program at once
         sock.setsockopt(
             _socket.SOL_SOCKET, SO_ATTACH_FILTER, struct.pack("@HP", len(program), address)
         )
@@ -259,44 +274,17 @@ def start_watch() -> tuple[list[tuple[_socket.socket, int]], list[str]]:
     return watchers, problems
 
 
-CAP_SETFCAP = 1 << 31  # the kernel lets a nested namespace map uid 0 outside only with it
-
-
-def drop_capabilities(keep: int = 0) -> None:
-    """No capability left but `keep` (a mask of the first 32; the ambient
-    set cleared, `capset`): neither the relay nor anything it execs can
-    change this namespace."""
+def drop_capabilities() -> None:
+    """No capability left (the ambient set cleared, `capset` to nothing):
+    the relay cannot change this namespace once its watch is up."""
     import ctypes  # only with --watch: the start without it stays lean
 
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(47, 4, 0, 0, 0)  # PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL
     header = (ctypes.c_uint32 * 2)(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this process
-    data = (ctypes.c_uint32 * 6)(keep, keep, 0, 0, 0, 0)  # effective, permitted, inheritable
+    data = (ctypes.c_uint32 * 6)()  # effective, permitted, inheritable: none
     if libc.capset(header, data) != 0:
         raise OSError(ctypes.get_errno(), "capset")
-
-
-def nest_user(uid: int, gid: int) -> None:
-    """A user namespace inside the sandbox's, where this process is the
-    operator's `uid`/`gid` (uid 0 of the sandbox's namespace outside it):
-    what it execs has no capability over the network namespace (nor in its
-    own namespace: exec as a uid other than 0 with an empty ambient set
-    clears them)."""
-    import ctypes
-
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.unshare(0x10000000) != 0:  # CLONE_NEWUSER
-        raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWUSER)")
-    for name, text in (
-        ("uid_map", f"{uid} 0 1\n"),
-        ("setgroups", "deny"),
-        ("gid_map", f"{gid} 0 1\n"),
-    ):
-        fd = os.open(f"/proc/self/{name}", os.O_WRONLY)
-        try:
-            os.write(fd, text.encode("ascii"))
-        finally:
-            os.close(fd)
 
 
 async def report(path: str, kind: str, target: str) -> None:
@@ -439,15 +427,21 @@ async def serve(
 
 
 def detach_and_serve(
-    path: str,
-    proxy: _socket.socket,
-    forwards: list[tuple[_socket.socket, str]],
-    watchers: list[tuple[_socket.socket, int]],
+    path: str, proxy: _socket.socket, forwards: list[tuple[_socket.socket, str]], watch: bool
 ) -> None:
-    """In the grandchild: no terminal, stdio on /dev/null, serve forever."""
+    """In the grandchild, while the agent starts: the watch set up (with the
+    capabilities bwrap gave), every capability given up, then no terminal,
+    stdio on /dev/null, serve forever."""
     global asyncio, socket
-    if watchers:
-        drop_capabilities()  # the relay itself keeps none either
+    watchers: list[tuple[_socket.socket, int]] = []
+    if watch:
+        watchers, problems = start_watch()
+        for problem in problems:
+            sys.stderr.write(f"corral's network relay: {problem}\n")
+        try:
+            drop_capabilities()
+        except OSError:  # a relay with a capability over the network never serves
+            os._exit(1)
     os.setsid()
     null = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
@@ -476,41 +470,43 @@ def reachable(path: str) -> str:
     return f"/proc/self/fd/{fd}/{name}"
 
 
+def serve_bound(options: Options) -> None:
+    """The listeners came bound from `netbind.pl` (this is its grandchild,
+    started while the agent starts): serve them."""
+    proxy: _socket.socket | None = None
+    forwards: list[tuple[_socket.socket, str]] = []
+    for fd, role in options.listening:
+        sock = _socket.socket(fileno=fd)
+        if role == "proxy":
+            proxy = sock
+        elif role.startswith("forward="):
+            forwards.append((sock, role[len("forward=") :]))
+    if proxy is None or not options.socket:
+        raise SystemExit(USAGE)
+    detach_and_serve(reachable(options.socket), proxy, forwards, options.watch)
+
+
 def main(args: list[str]) -> None:
     options = parse(args)
+    if options.listening:
+        serve_bound(options)
+        return
     if not options.socket or options.port is None or not options.argv:
         raise SystemExit(USAGE)
     path = reachable(options.socket)
     proxy, bound = bind_all(options.port, options.forwards)
-    watchers: list[tuple[_socket.socket, int]] = []
-    if options.watch:
-        watchers, problems = start_watch()
-        for problem in problems:
-            sys.stderr.write(f"corral's network relay: {problem}\n")
-        try:  # CAP_SETFCAP (not a network one) until the nested namespace exists
-            drop_capabilities(CAP_SETFCAP if options.ids is not None else 0)
-        except OSError as exc:  # never run the agent with a capability over its network
-            sys.stderr.write(f"corral's network relay: could not drop capabilities ({exc})\n")
-            os._exit(126)
     child = os.fork()
     if child == 0:
         try:
             if os.fork() == 0:
-                detach_and_serve(path, proxy, bound, watchers)
+                detach_and_serve(path, proxy, bound, options.watch)
         finally:
             os._exit(0)
     os.waitpid(child, 0)
     proxy.close()
     for sock, _ in bound:
         sock.close()
-    for sock, _ in watchers:
-        sock.close()
-    if options.ids is not None:
-        try:
-            nest_user(*options.ids)
-        except OSError as exc:  # still no capability: the agent runs, as uid 0 of the sandbox
-            sys.stderr.write(f"corral's network relay: could not take your user id ({exc})\n")
-    argv = options.argv
+    argv = [*options.through, *options.argv]  # `unshare`/`setpriv` leave the agent no capability
     try:
         os.execvp(argv[0], argv)
     except OSError as exc:

@@ -542,4 +542,34 @@ async def test_an_agents_own_network_allow_widens_only_its_list(base: Path) -> N
     )
     assert launch.network is not None
     assert launch.network.texts()[-2:] == ["pypi.org", "127.0.0.1:4555"]
-    assert "--forward" in launch.argv and "127.0.0.1:4555" in launch.argv
+    assert "forward=127.0.0.1:4555" in launch.argv or "127.0.0.1:4555" in launch.argv
+
+
+async def test_without_perl_the_relay_binds_and_the_same_holds(
+    base: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No perl in /usr/bin or /bin: the relay binds its listeners itself
+    before the agent runs (a few ms slower); the model endpoint still
+    answers at its address, a host port stays out of reach, and a direct
+    attempt is still a `blocked` event."""
+    from corral.supervisor.sandbox import network
+
+    monkeypatch.setattr(network, "binder_perl", lambda: None)
+    service = HostService()
+    try:
+        with FakeModelServer(aux_text="MODEL-STREAM-OK") as srv:
+            probes: dict[str, list[object]] = {
+                "model_direct": ["http", f"{srv.url}/v1/messages", False, STREAM],
+                "loopback_tcp": ["tcp", "127.0.0.1", service.port],
+                "linger": ["pause", 1.0],
+            }
+            blocked: list[tuple[str, str]] = []
+            results, blocked, launch = await run_confined(
+                base, probes, {"ANTHROPIC_BASE_URL": srv.url}, linger=blocked
+            )
+    finally:
+        service.close()
+    assert "netbind.pl" not in " ".join(launch.argv)  # type: ignore[attr-defined]
+    assert results["model_direct"].startswith("ok:") and "message_stop" in results["model_direct"]
+    assert results["loopback_tcp"] == "refused:ConnectionRefusedError" and service.hits == 0
+    assert [w for w, _ in blocked] == [f"connect 127.0.0.1:{service.port}"]

@@ -93,8 +93,21 @@ def test_codex_providers_base_urls_are_its_endpoints(tmp_path: Path) -> None:
     assert allow.permits("127.0.0.1", 4010) and allow.permits("api.openai.com", 443)
 
 
-def test_the_relay_port_never_takes_an_allowed_loopback_port() -> None:
+def test_the_relay_port_never_takes_an_allowed_loopback_port(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from corral.supervisor.sandbox import network
+
     allow = NetworkAllow.of([f"127.0.0.1:{RELAY_PORT}", f"localhost:{RELAY_PORT + 1}"])
+    if network.binder_perl() is not None:  # netbind.pl binds: the port is in the sockaddr
+        argv = relay_argv("python", Path("/s/net.sock"), allow, ["agent"])
+        binds = [argv[i + 1 : i + 4] for i, w in enumerate(argv) if w == "--bind"]
+        ports = {role: int(raw[4:8], 16) for role, _family, raw in binds}
+        assert ports["proxy"] == RELAY_PORT + 2
+        assert ports[f"forward=127.0.0.1:{RELAY_PORT}"] == RELAY_PORT
+        assert ports[f"forward?=localhost:{RELAY_PORT + 1}"] == RELAY_PORT + 1  # ::1 may lack
+        assert argv[-2:] == ["--", "agent"]
+    monkeypatch.setattr(network, "binder_perl", lambda: None)  # no perl: the relay binds
     argv = relay_argv("python", Path("/s/net.sock"), allow, ["agent"])
     assert argv[argv.index("--proxy-port") + 1] == str(RELAY_PORT + 2)
     assert proxy_env(allow)["HTTPS_PROXY"] == f"http://127.0.0.1:{RELAY_PORT + 2}"
