@@ -51,6 +51,7 @@ if (!defined $child) { print STDERR "corral's network relay: fork failed ($!)\n"
 if ($child == 0) {
     my $grandchild = fork;
     if (defined $grandchild && $grandchild == 0) {
+        setpgrp(0, 0);    # out of the agent's foreground group: Ctrl-C is the agent's
         exec { $relay[0] } @relay;
         exit 1;
     }

@@ -442,7 +442,10 @@ def detach_and_serve(
             drop_capabilities()
         except OSError:  # a relay with a capability over the network never serves
             os._exit(1)
-    os.setsid()
+    try:  # noqa: SIM105 - contextlib would add its import to the start
+        os.setsid()
+    except OSError:  # already a group of its own (netbind.pl's setpgrp): no terminal signal
+        pass
     null = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(null, fd)
