@@ -317,7 +317,7 @@ def direct_words() -> str:
     import sys
 
     from .sandbox import sandbox_status
-    from .sandbox.network import can_watch
+    from .sandbox.netstart import can_watch
 
     bwrap = sandbox_status().bwrap
     if bwrap is not None and can_watch(bwrap, sys.executable):

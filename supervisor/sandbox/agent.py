@@ -25,15 +25,13 @@ from pathlib import Path
 
 from .allowlist import corral_runtime
 from .argv import confined_argv, confined_env
+from .netstart import can_watch, relay_argv, watch_flags
 from .network import (
     HOST,
     PROXY_SOCKET_NAME,
     NetworkAllow,
     agent_allow,
-    can_watch,
     proxy_env,
-    relay_argv,
-    watch_flags,
 )
 from .policy import Grant, SandboxPolicy
 from .status import sandbox_status

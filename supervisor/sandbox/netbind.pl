@@ -1,5 +1,5 @@
 # The first command of a confined agent's sandbox when perl is there (see
-# netrelay.py, network.relay_argv): it binds the relay's listeners on the
+# netrelay.py, netstart.relay_argv): it binds the relay's listeners on the
 # sandbox's loopback, hands them (open, not close-on-exec) to the relay,
 # started in a grandchild while the agent starts, and execs the agent. A
 # connection made before the relay is up waits in the listener's backlog,

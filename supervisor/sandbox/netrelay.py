@@ -23,7 +23,7 @@ its own (no terminal: Ctrl-C in the agent's pane is the agent's), its stdio
 on /dev/null (an ACP agent's pipes end when the agent ends) — and execs the
 agent in its own process, so the agent's exit ends the sandbox, and the
 kernel ends the relay with its pid namespace. Nothing else waits before the
-agent's exec: the relay runs from its bytecode (`network.relay_program`),
+agent's exec: the relay runs from its bytecode (`netstart.relay_program`),
 and everything slower happens in the grandchild while the agent starts.
 
 `--watch` (bwrap gave the relay CAP_NET_ADMIN and CAP_NET_RAW over the
@@ -35,7 +35,7 @@ unreachable", and a packet socket on `lo` (a kernel filter passes only
 resets answering a SYN and port-unreachable errors) sees each refusal,
 reported to corral's proxy (`REFUSED-TCP` / `REFUSED-UDP host:port`) as a
 `blocked` event — then gives every capability up. The agent is exec'd
-through `--through` words (`network.agent_through`: util-linux `unshare
+through `--through` words (`netstart.agent_through`: util-linux `unshare
 --map-user` into a nested user namespace with the operator's ids, or
 `setpriv` emptying root's bounding set), so it holds no capability and
 cannot undo the routes or the watch (bwrap set no_new_privs: no exec
@@ -69,7 +69,7 @@ class Options:
         self.port: int | None = None
         self.forwards: list[tuple[str, int]] = []
         self.watch = False
-        self.through: list[str] = []  # what the agent is exec'd through (`network.agent_through`)
+        self.through: list[str] = []  # what the agent is exec'd through (`netstart.agent_through`)
         self.listening: list[tuple[int, str]] = []  # (fd, role) bound by netbind.pl
         self.argv: list[str] = []
 

@@ -552,9 +552,9 @@ async def test_without_perl_the_relay_binds_and_the_same_holds(
     before the agent runs (a few ms slower); the model endpoint still
     answers at its address, a host port stays out of reach, and a direct
     attempt is still a `blocked` event."""
-    from corral.supervisor.sandbox import network
+    from corral.supervisor.sandbox import netstart
 
-    monkeypatch.setattr(network, "binder_perl", lambda: None)
+    monkeypatch.setattr(netstart, "binder_perl", lambda: None)
     service = HostService()
     try:
         with FakeModelServer(aux_text="MODEL-STREAM-OK") as srv:

@@ -29,6 +29,7 @@ from corral.supervisor.sandbox.netproxy import (
     serve_agent_again,
 )
 from corral.supervisor.sandbox.netproxy import Upstream as NetProxyUpstream
+from corral.supervisor.sandbox.netstart import relay_argv
 from corral.supervisor.sandbox.network import (
     RELAY_PORT,
     BadAllowEntry,
@@ -36,7 +37,6 @@ from corral.supervisor.sandbox.network import (
     agent_allow,
     parse_entry,
     proxy_env,
-    relay_argv,
 )
 
 
@@ -96,7 +96,7 @@ def test_codex_providers_base_urls_are_its_endpoints(tmp_path: Path) -> None:
 def test_the_relay_port_never_takes_an_allowed_loopback_port(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from corral.supervisor.sandbox import network
+    from corral.supervisor.sandbox import netstart as network
 
     allow = NetworkAllow.of([f"127.0.0.1:{RELAY_PORT}", f"localhost:{RELAY_PORT + 1}"])
     if network.binder_perl() is not None:  # netbind.pl binds: the port is in the sockaddr
