@@ -256,8 +256,8 @@ def refusal(packet: bytes, family: int) -> tuple[str, str] | None:
 
 
 def start_watch() -> tuple[list[tuple[_socket.socket, int]], list[str]]:
-    """Route every address to loopback and open the refusal sockets; returns
-    them (with their family) and what could not be done (said on stderr: the
+    """Open the refusal sockets, then route every address to loopback; returns
+    the sockets (with their family) and what could not be done (said on stderr: the
     agent still starts, its direct attempts then unrecorded)."""
     watchers: list[tuple[_socket.socket, int]] = []
     problems: list[str] = []
@@ -265,10 +265,14 @@ def start_watch() -> tuple[list[tuple[_socket.socket, int]], list[str]]:
         (AF_INET, ETH_P_IP, IPV4_FILTER),
         (AF_INET6, ETH_P_IPV6, IPV6_FILTER),
     ):
-        try:
+        watcher: _socket.socket | None = None
+        try:  # the watch first: a refusal the new route makes is never unseen
+            watcher = refusal_socket(protocol, program)
             route_everything_local(family)
-            watchers.append((refusal_socket(protocol, program), family))
+            watchers.append((watcher, family))
         except OSError as exc:
+            if watcher is not None:
+                watcher.close()
             if family == AF_INET:  # a namespace without IPv6 has nothing to watch there
                 problems.append(f"cannot watch direct connections ({exc.strerror or exc})")
     return watchers, problems

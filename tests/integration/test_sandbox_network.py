@@ -168,6 +168,22 @@ PROBE = textwrap.dedent(
             data += chunk
         return data
 
+    def watch_up():
+        # the watch comes up while the agent starts: wait for it (a private
+        # address refused, no longer unreachable) before the attempts under test
+        import time
+        for _ in range(500):
+            s = socket.socket()
+            try:
+                s.connect(("10.255.255.1", 9))
+            except ConnectionRefusedError:
+                return "up"
+            except OSError:
+                time.sleep(0.01)
+            finally:
+                s.close()
+        return "never"
+
     def pause(seconds):
         import time
         time.sleep(seconds)
@@ -176,7 +192,7 @@ PROBE = textwrap.dedent(
     args = json.loads(sys.argv[1])
     out = {}
     kinds = {"tcp": tcp, "abstract": abstract, "http": http, "udp": udp, "powers": powers}
-    kinds.update({"unroute": unroute, "pause": pause, "ws": ws})
+    kinds.update({"unroute": unroute, "pause": pause, "ws": ws, "watch_up": watch_up})
     for name, (kind, *rest) in args.items():
         if kind == "http" and len(rest) > 2:
             rest[2] = rest[2].encode()
@@ -345,6 +361,7 @@ async def test_every_direct_connection_the_sandbox_refuses_is_a_blocked_event(
     service = HostService()
     try:
         probes: dict[str, list[object]] = {
+            "watch_up": ["watch_up"],
             "unroute": ["unroute"],
             "loopback_tcp": ["tcp", "127.0.0.1", service.port],
             "private_tcp": ["tcp", "10.1.2.3", 5432],
@@ -358,6 +375,7 @@ async def test_every_direct_connection_the_sandbox_refuses_is_a_blocked_event(
         results, blocked, _ = await run_confined(base, probes, {}, linger=blocked)
     finally:
         service.close()
+    assert results["watch_up"] == "up", results
     for name in ("loopback_tcp", "private_tcp", "metadata_tcp", "v6_tcp"):
         assert results[name] == "refused:ConnectionRefusedError", results
     assert service.hits == 0 and "HOST-SECRET" not in json.dumps(results)
@@ -559,6 +577,7 @@ async def test_without_perl_the_relay_binds_and_the_same_holds(
     try:
         with FakeModelServer(aux_text="MODEL-STREAM-OK") as srv:
             probes: dict[str, list[object]] = {
+                "watch_up": ["watch_up"],
                 "model_direct": ["http", f"{srv.url}/v1/messages", False, STREAM],
                 "loopback_tcp": ["tcp", "127.0.0.1", service.port],
                 "linger": ["pause", 1.0],
@@ -572,4 +591,5 @@ async def test_without_perl_the_relay_binds_and_the_same_holds(
     assert "netbind.pl" not in " ".join(launch.argv)  # type: ignore[attr-defined]
     assert results["model_direct"].startswith("ok:") and "message_stop" in results["model_direct"]
     assert results["loopback_tcp"] == "refused:ConnectionRefusedError" and service.hits == 0
-    assert [w for w, _ in blocked] == [f"connect 127.0.0.1:{service.port}"]
+    assert results["watch_up"] == "up", results
+    assert f"connect 127.0.0.1:{service.port}" in [w for w, _ in blocked], blocked
