@@ -17,7 +17,8 @@ way its pane starts it (`launch_agent`: the command line built, then run),
 confined (bubblewrap) and unconfined under the pane keeper, against `date`
 alone: the time from building the command line to the moment the agent's
 program runs (the clock it prints). Budget: ≤ 50 ms added, each. Exits 1
-when a budget is exceeded.
+when a budget is exceeded. Beside them, bubblewrap with the host's network
+(no network relay inside): the relay's share is the difference.
 
 Run (from the repo root): .venv/bin/python bench/sandbox.py [--runs 50]
 """
@@ -150,6 +151,10 @@ async def main(runs: int) -> int:
     alone = statistics.median(agents["alone"])
     print(f"{runs} agent starts (program `date`), median until it runs:")
     print(f"  `date` alone {alone:7.2f} ms")
+    relay = statistics.median(agents["bubblewrap"]) - statistics.median(agents["no relay"])
+    print(
+        f"  the network relay's share (bubblewrap against bubblewrap without it): {relay:6.2f} ms"
+    )
     for name in ("bubblewrap", "pane keeper"):
         took = statistics.median(agents[name])
         verdict = "within" if took - alone <= AGENT_BUDGET_MS else "OVER"
@@ -169,6 +174,8 @@ def agent_starts(wt: Path, state: Path, runs: int) -> dict[str, list[float]]:
     env = {"PATH": "/usr/bin:/bin", "HOME": str(state.parent / "home"), "TERM": "xterm"}
     policies = {
         "bubblewrap": SandboxPolicy(state_dir=state),
+        # the same without the network relay (the host's network): the relay's share
+        "no relay": SandboxPolicy(state_dir=state, network="host"),
         "pane keeper": SandboxPolicy(state_dir=state, agents=False),
     }
     out: dict[str, list[float]] = {"alone": [], **{name: [] for name in policies}}

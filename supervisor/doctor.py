@@ -307,7 +307,25 @@ def agent_reach() -> tuple[tuple[str, str], ...]:
                 record_first=False,
             )
         out.append((name, reach(allow)))
+    if sandbox.network != HOST:
+        out.append(("direct", direct_words()))
     return tuple(out)
+
+
+def direct_words() -> str:
+    """What becomes of a confined agent's connection that skips the proxy."""
+    import sys
+
+    from .sandbox import sandbox_status
+    from .sandbox.netstart import can_watch
+
+    bwrap = sandbox_status().bwrap
+    if bwrap is not None and can_watch(bwrap, sys.executable):
+        return "a connection not through the proxy is refused, and recorded as a blocked event"
+    return (
+        "a connection not through the proxy is refused, not recorded "
+        "(bwrap cannot give the relay its watch here)"
+    )
 
 
 def confinement_status() -> ConfinementStatus:

@@ -5,8 +5,9 @@ engine's shell and external agents' panes (unless the operator opts out).
 `allowlist` says what any run may see at all; a `Grant` is what one kind of
 run adds (an agent: its terminal, its own config paths, its program, its
 hooks file); an agent's network is an allow-list (`network`: what it may
-reach; `netproxy`: the owner's proxy; `netrelay`: the relay inside its
-namespace); `confined_argv` turns a command, the policy and a
+reach; `netproxy`: the owner's proxy; `netstart`: the command line that
+starts it; `netrelay`: the relay inside its namespace, its listeners bound
+by `netbind.pl` when perl is there); `confined_argv` turns a command, the policy and a
 grant into the `bwrap` command line; `launch_agent` decides whether an
 agent's pane command is confined and says so, and puts an unconfined one
 under the pane keeper (`keeper`: nothing it starts outlives it);

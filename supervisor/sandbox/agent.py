@@ -25,13 +25,13 @@ from pathlib import Path
 
 from .allowlist import corral_runtime
 from .argv import confined_argv, confined_env
+from .netstart import can_watch, relay_argv, watch_flags
 from .network import (
     HOST,
     PROXY_SOCKET_NAME,
     NetworkAllow,
     agent_allow,
     proxy_env,
-    relay_argv,
 )
 from .policy import Grant, SandboxPolicy
 from .status import sandbox_status
@@ -192,21 +192,32 @@ def launch_agent(
     inner_env = confined_env(env)
     allow: NetworkAllow | None = None
     proxy_socket: Path | None = None
+    watch = False
     if policy.network != HOST and agent_socket_dir is None:
         allow = NetworkAllow()  # no socket for a proxy: its own namespace, and nothing out
     elif policy.network != HOST and agent_socket_dir is not None:
         extra = [*policy.network_allow, *network_allow]  # `[sandbox]`'s, then this agent's own
         allow = agent_allow(agent, env, extra, names=env_files, state_dir=policy.state_dir)
         proxy_socket = agent_socket_dir / PROXY_SOCKET_NAME
-        argv = relay_argv(python, proxy_socket, allow, list(argv))
+        watch = can_watch(status.bwrap, python)
+        argv = relay_argv(python, proxy_socket, allow, list(argv), watch=watch, env=inner_env)
         inner_env.update(proxy_env(allow))
     wrapped = confined_argv(
-        argv, cwd, policy, env, network=allow is None, bwrap=status.bwrap, grant=grant
+        argv,
+        cwd,
+        policy,
+        env,
+        network=allow is None,
+        bwrap=status.bwrap,
+        grant=grant,
+        privileges=watch_flags() if watch else (),
     )
     home = env.get("HOME", "")
     own = [_short(p, home) for p in (*own_dirs, *own_files) if p.exists()]
     writes = ", ".join(["its worktree", *own])
     net = "network: " + reach(allow, proxied=proxy_socket is not None)
+    if proxy_socket is not None and not watch:
+        net += " (direct connections it tries are not recorded here)"
     if allow is None:
         net += ' ([sandbox] network = "host")'
     account = f"confined (bubblewrap); {net}; writes {writes}"  # the network first: it is clipped

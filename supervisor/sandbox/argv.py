@@ -109,10 +109,12 @@ def confined_argv(
     network: bool = False,
     bwrap: str = "bwrap",
     grant: Grant | None = None,
+    privileges: Sequence[str] = (),
 ) -> list[str]:
     grant = grant or Grant()
     layout = git_layout(cwd)
     argv = [bwrap, "--die-with-parent", "--cap-drop", "ALL"]  # dies with its parent
+    argv += privileges  # the network relay's (`netstart.watch_flags`), which it gives up
     if not grant.terminal:
         argv.append("--new-session")  # no controlling terminal to inject keystrokes into
     argv += [

@@ -11,7 +11,15 @@ speaks the two forms an HTTP client sends a proxy:
   them at once to save a round trip);
 - `GET http://host:port/path` (plain HTTP in absolute form): allowed, the
   request goes on in origin form with `Connection: close`, so a client can
-  never reuse the connection for a request to another host.
+  never reuse the connection for a request to another host; a websocket
+  (`ws://`: `Upgrade: websocket`) goes on as an upgrade, and after its `101`
+  the connection is that host's websocket (a `wss://` one is a CONNECT).
+
+The relay inside also reports what never reached the proxy: a direct
+connection the sandbox's own kernel refused (`REFUSED-TCP host:port`, or
+`REFUSED-UDP` for a datagram; see `netrelay`'s watch) becomes a `blocked`
+event the same way. Only an address and a port are taken from it (what
+the agent could say there is no more than what its own attempts show).
 
 A target not on the list gets `403` and the session's log a typed `blocked`
 event (`BlockedData`, by `policy`), once per target per `REPEAT_SECS` and
@@ -29,6 +37,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import ipaddress
 import json
 import logging
 import os
@@ -53,6 +62,7 @@ REPEAT_SECS = 600.0  # one blocked event per target per this long (an agent retr
 BLOCKED_PER_WINDOW = 20  # targets recorded per REPEAT_SECS before one "more" line
 MAX_CONNECTIONS = 512  # open sockets (both ends) per session: more is refused at once
 MAX_SOCKET_PATH = 104  # sun_path is 108 bytes on Linux, 104 on the BSDs
+REFUSED = {b"REFUSED-TCP": "connect", b"REFUSED-UDP": "send to"}  # the relay's reports
 HOP_HEADERS = (b"proxy-connection", b"proxy-authorization", b"connection", b"keep-alive")
 
 Blocked = Callable[[str, str], None]  # (what, why) -> a `blocked` event on the session's log
@@ -75,7 +85,7 @@ class _Session:
     said: dict[str, float] = field(default_factory=dict)
     live: set[asyncio.StreamWriter] = field(default_factory=set)  # both ends of each connection
 
-    def blocked(self, target: str, why: str) -> None:
+    def blocked(self, target: str, why: str, verb: str = "connect") -> None:
         """Record a refusal: once per target per REPEAT_SECS, and at most
         BLOCKED_PER_WINDOW targets per REPEAT_SECS (then one line saying
         more were refused), so no loop of attempts floods the log."""
@@ -86,7 +96,7 @@ class _Session:
         self.said[target] = now
         if len(self.said) > BLOCKED_PER_WINDOW + 1:
             return
-        what = f"connect {target}"
+        what = f"{verb} {target}"
         if len(self.said) == BLOCKED_PER_WINDOW + 1:
             what, why = (
                 "connect (more targets)",
@@ -123,10 +133,28 @@ def show(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
+def _upgrade(lines: list[bytes]) -> bytes | None:
+    """The `Upgrade:` line of a request asking to switch protocols (a
+    `ws://` websocket: `Connection: Upgrade` and `Upgrade: websocket`), or None."""
+    wanted = None
+    asked = False
+    for line in lines:
+        name, _, value = line.partition(b":")
+        key = name.strip().lower()
+        if key == b"upgrade" and value.strip():
+            wanted = line
+        elif key == b"connection":
+            asked = asked or b"upgrade" in [t.strip().lower() for t in value.split(b",")]
+    return wanted if asked else None
+
+
 def _origin_form(head: bytes) -> tuple[str, int, bytes]:
     """A plain-HTTP absolute-form request head -> (host, port, the head to send
     upstream: origin form, hop-by-hop headers dropped, `Connection: close`;
-    a proxy of the operator's gets it back in absolute form: `absolute`)."""
+    a proxy of the operator's gets it back in absolute form: `absolute`).
+    A request to switch protocols (a `ws://` websocket through the proxy)
+    keeps its `Upgrade` and gets `Connection: Upgrade` instead: after the
+    server's `101` the bytes go on both ways, to that same host only."""
     lines = head.split(b"\r\n")
     method, target, version = lines[0].split(b" ", 2)
     url = target.decode("ascii", "strict")
@@ -136,13 +164,14 @@ def _origin_form(head: bytes) -> tuple[str, int, bytes]:
     authority, slash, path = rest.partition("/")
     authority = authority.rpartition("@")[2]  # credentials in a URL are not a host
     host, port = split_target(authority, 80)
+    upgrade = _upgrade(lines[1:])
+    dropped = HOP_HEADERS if upgrade is None else (*HOP_HEADERS, b"upgrade")
     kept = [
-        line
-        for line in lines[1:]
-        if line and line.split(b":", 1)[0].strip().lower() not in HOP_HEADERS
+        line for line in lines[1:] if line and line.split(b":", 1)[0].strip().lower() not in dropped
     ]
+    ending = [b"Connection: close"] if upgrade is None else [b"Connection: Upgrade", upgrade]
     first = b" ".join([method, ("/" + path if slash else "/").encode("ascii"), version])
-    return host, port, b"\r\n".join([first, *kept, b"Connection: close", b"", b""])
+    return host, port, b"\r\n".join([first, *kept, *ending, b"", b""])
 
 
 def absolute(head: bytes, where: str, authorization: bytes = b"") -> bytes:
@@ -360,6 +389,9 @@ class AllowListProxy:
     ) -> None:
         try:
             method = head.split(b" ", 1)[0]
+            if method in REFUSED:
+                self._refused(session, REFUSED[method], head)
+                return
             if method == b"CONNECT":
                 target = head.split(b" ", 2)[1].decode("ascii", "strict")
                 host, port = split_target(target, 443)
@@ -410,6 +442,20 @@ class AllowListProxy:
             await splice(reader, writer, up_reader, up_writer)
         finally:
             session.live.discard(up_writer)
+
+    @staticmethod
+    def _refused(session: _Session, verb: str, head: bytes) -> None:
+        """The relay saw a direct attempt refused inside the sandbox: an IP
+        address and a port, nothing else, become a `blocked` event."""
+        target = head.split(b" ", 2)[1].decode("ascii", "strict")
+        host, port = split_target(target, 0)
+        ipaddress.ip_address(host)  # ValueError: not an address, not recorded
+        session.blocked(
+            show(host, port),
+            "a direct connection from inside the sandbox: the only way out is "
+            "corral's proxy, for what the allow-list holds",
+            verb,
+        )
 
     @staticmethod
     async def _tunnel(

@@ -347,16 +347,6 @@ def relay_port(allow: NetworkAllow) -> int:
     return port
 
 
-def relay_argv(python: str, proxy_socket: Path, allow: NetworkAllow, argv: list[str]) -> list[str]:
-    """`argv` started by the relay (`netrelay`), which serves the proxy port
-    and the loopback forwards inside the sandbox."""
-    out = [python, "-I", "-S", str(RELAY), "--socket", str(proxy_socket)]
-    out += ["--proxy-port", str(relay_port(allow))]
-    for host, port in allow.loopback():
-        out += ["--forward", f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
-    return [*out, "--", *argv]
-
-
 def proxy_env(allow: NetworkAllow) -> dict[str, str]:
     """The variables that send an agent's HTTP(S) through the relay: every
     spelling CLIs read, NO_PROXY emptied (a loopback endpoint through the

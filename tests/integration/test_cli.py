@@ -109,6 +109,8 @@ def test_doctor_says_what_each_confined_agent_may_reach(tmp_path: Path) -> None:
         return  # agents run unconfined here: nothing to list
     claude = next(line for line in out.stdout.splitlines() if "claude net" in line)
     assert "only api.anthropic.com" in claude and "pypi.org, 127.0.0.1:8080" in claude
+    direct = next(line for line in out.stdout.splitlines() if "direct net" in line)
+    assert "a connection not through the proxy is refused" in direct
     (tmp_path / "none.toml").write_text('[sandbox]\nnetwork = "host"\n')
     out = corral("doctor", home=tmp_path)
     assert 'confined, the host\'s network ([sandbox] network = "host": unsafe)' in out.stdout

@@ -29,6 +29,7 @@ from corral.supervisor.sandbox.netproxy import (
     serve_agent_again,
 )
 from corral.supervisor.sandbox.netproxy import Upstream as NetProxyUpstream
+from corral.supervisor.sandbox.netstart import relay_argv
 from corral.supervisor.sandbox.network import (
     RELAY_PORT,
     BadAllowEntry,
@@ -36,7 +37,6 @@ from corral.supervisor.sandbox.network import (
     agent_allow,
     parse_entry,
     proxy_env,
-    relay_argv,
 )
 
 
@@ -93,8 +93,21 @@ def test_codex_providers_base_urls_are_its_endpoints(tmp_path: Path) -> None:
     assert allow.permits("127.0.0.1", 4010) and allow.permits("api.openai.com", 443)
 
 
-def test_the_relay_port_never_takes_an_allowed_loopback_port() -> None:
+def test_the_relay_port_never_takes_an_allowed_loopback_port(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from corral.supervisor.sandbox import netstart as network
+
     allow = NetworkAllow.of([f"127.0.0.1:{RELAY_PORT}", f"localhost:{RELAY_PORT + 1}"])
+    if network.binder_perl() is not None:  # netbind.pl binds: the port is in the sockaddr
+        argv = relay_argv("python", Path("/s/net.sock"), allow, ["agent"])
+        binds = [argv[i + 1 : i + 4] for i, w in enumerate(argv) if w == "--bind"]
+        ports = {role: int(raw[4:8], 16) for role, _family, raw in binds}
+        assert ports["proxy"] == RELAY_PORT + 2
+        assert ports[f"forward=127.0.0.1:{RELAY_PORT}"] == RELAY_PORT
+        assert ports[f"forward?=localhost:{RELAY_PORT + 1}"] == RELAY_PORT + 1  # ::1 may lack
+        assert argv[-2:] == ["--", "agent"]
+    monkeypatch.setattr(network, "binder_perl", lambda: None)  # no perl: the relay binds
     argv = relay_argv("python", Path("/s/net.sock"), allow, ["agent"])
     assert argv[argv.index("--proxy-port") + 1] == str(RELAY_PORT + 2)
     assert proxy_env(allow)["HTTPS_PROXY"] == f"http://127.0.0.1:{RELAY_PORT + 2}"
@@ -387,3 +400,81 @@ async def test_a_deep_state_dir_still_gets_its_proxy_and_the_relay_reaches_it(
         proxy.close_all()
     assert answer.startswith(b"HTTP/1.1 403"), answer
     assert [w for w, _ in blocked] == ["connect evil.example:443"]
+
+
+async def test_the_relays_reports_of_direct_attempts_are_recorded_and_never_forged(
+    short_dir: Path,
+) -> None:
+    """A direct attempt the sandbox refused is reported by the relay inside
+    (`REFUSED-TCP 10.1.2.3:5432`); the agent can write to that socket too,
+    so only an IP address and a port are ever taken from a report."""
+    proxy = AllowListProxy(Upstreams())
+    blocked: list[tuple[str, str]] = []
+    path = short_dir / "net.sock"
+    await proxy.serve("s1", path, NetworkAllow.of(["pypi.org"]), lambda *b: blocked.append(b))
+    try:
+        for raw in (
+            b"REFUSED-TCP 10.1.2.3:5432 HTTP/1.1\r\n\r\n",
+            b"REFUSED-TCP 10.1.2.3:5432 HTTP/1.1\r\n\r\n",  # once per target
+            b"REFUSED-UDP [fd00::53]:53 HTTP/1.1\r\n\r\n",
+            b"REFUSED-TCP pypi.org.evil[link=x]:443 HTTP/1.1\r\n\r\n",  # not an address
+            b"REFUSED-TCP 10.1.2.3 HTTP/1.1\r\n\r\n",  # no port
+            b"REFUSED-TCP \x1b]52;c;aGk=\x07:1 HTTP/1.1\r\n\r\n",
+        ):
+            await ask(path, raw)
+    finally:
+        proxy.close_all()
+    assert [w for w, _ in blocked] == ["connect 10.1.2.3:5432", "send to [fd00::53]:53"]
+    assert all("a direct connection from inside the sandbox" in why for _, why in blocked)
+
+
+def test_the_relay_reads_a_refusal_from_the_packet_it_drew() -> None:
+    """What the watch's packet socket gets (from the IP header on): the reset
+    answering a SYN names the destination; a connection's own abort, or any
+    other segment, names nothing."""
+    import struct
+
+    from corral.supervisor.sandbox import netrelay
+
+    def v4(proto: int, src: str, dst: str, payload: bytes) -> bytes:
+        head = struct.pack("!BBHHHBBH", 0x45, 0, 20 + len(payload), 0, 0, 64, proto, 0)
+        return head + socket.inet_aton(src) + socket.inet_aton(dst) + payload
+
+    def tcp(sport: int, dport: int, seq: int, flags: int) -> bytes:
+        return struct.pack("!HHIIBBHHH", sport, dport, seq, 1, 0x50, flags, 0, 0, 0)
+
+    answer = v4(6, "169.254.169.254", "127.0.0.1", tcp(80, 40000, 0, 0x14))
+    assert netrelay.refusal(answer, netrelay.AF_INET) == ("tcp", "169.254.169.254:80")
+    aborted = v4(6, "127.0.0.1", "127.0.0.1", tcp(3000, 40000, 12345, 0x14))
+    assert netrelay.refusal(aborted, netrelay.AF_INET) is None
+    datagram = v4(17, "127.0.0.1", "10.0.0.2", struct.pack("!HHHH", 5353, 53, 9, 0) + b"x")
+    unreachable = v4(1, "10.0.0.2", "127.0.0.1", bytes([3, 3, 0, 0, 0, 0, 0, 0]) + datagram)
+    assert netrelay.refusal(unreachable, netrelay.AF_INET) == ("udp", "10.0.0.2:53")
+    six = struct.pack("!IHBB", 6 << 28, 20, 6, 64) + socket.inet_pton(socket.AF_INET6, "::1") * 2
+    assert netrelay.refusal(six + tcp(8080, 40000, 0, 0x14), netrelay.AF_INET6) == (
+        "tcp",
+        "[::1]:8080",
+    )
+    assert netrelay.refusal(b"\x45\x00", netrelay.AF_INET) is None  # cut short: nothing
+
+
+def test_a_websocket_upgrade_goes_on_as_an_upgrade_and_nothing_else_does() -> None:
+    """`ws://` through the proxy in absolute form: the upgrade reaches the
+    server (`Connection: Upgrade`, its `Upgrade` line); a request that only
+    carries an `Upgrade` header, or none, still ends with `Connection: close`."""
+    from corral.supervisor.sandbox.netproxy import _origin_form
+
+    upgrade = (
+        b"GET http://127.0.0.1:9/echo HTTP/1.1\r\nHost: 127.0.0.1:9\r\n"
+        b"Upgrade: websocket\r\nConnection: keep-alive, Upgrade\r\nProxy-Connection: x\r\n"
+        b"Sec-WebSocket-Key: a2V5\r\nSec-WebSocket-Version: 13\r\n\r\n"
+    )
+    host, port, head = _origin_form(upgrade)
+    assert (host, port) == ("127.0.0.1", 9)
+    lines = head.split(b"\r\n")
+    assert lines[0] == b"GET /echo HTTP/1.1"
+    assert b"Connection: Upgrade" in lines and b"Upgrade: websocket" in lines
+    assert b"Connection: close" not in lines and not any(b"Proxy-" in line for line in lines)
+    _, _, plain = _origin_form(upgrade.replace(b"Connection: keep-alive, Upgrade\r\n", b""))
+    assert b"Connection: close" in plain.split(b"\r\n")
+    assert b"Connection: Upgrade" not in plain.split(b"\r\n")
