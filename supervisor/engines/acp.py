@@ -69,6 +69,7 @@ from ..acp.offers import (
 from ..acp.terminals import Terminals
 from ..acp.wire import StdioWire
 from ..agents.base import SESSION_ENV, AgentUnavailable, check_recursion
+from ..agents.provider_home import isolate
 from ..errors import CorralError
 from ..events import (
     BLOCKED_BY_OPERATOR,
@@ -221,9 +222,13 @@ class AcpEngine:
         env[SESSION_ENV] = ctx.session_id
         env["CORRAL_HOME"] = str(self.state_dir)
         env[AGENT_SOCKET_ENV] = str(agent_socket_path(self.state_dir, ctx.session_id))
-        dirs, files = base.own_paths(env)
         session_dir = self.session_dir(ctx.session_id)
         session_dir.mkdir(parents=True, exist_ok=True)
+        dirs, files = base.own_paths(env)
+        # its own config home, never the operator's (provider_home)
+        home = isolate(base.name, session_dir, env, os.environ)
+        if home is not None:
+            dirs, files = [home], base.writable_paths(env)
         sockets = ensure_private_dir(agent_socket_dir(self.state_dir, ctx.session_id))
         launch = launch_agent(
             self.agent.argv(binary),

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import re
 import shlex
 import sys
@@ -43,6 +44,7 @@ from ..agents.base import (
     hook_command,
 )
 from ..agents.profiles import DEMO_AGENT
+from ..agents.provider_home import isolate, layout_for, session_home
 from ..errors import CorralError
 from ..events import (
     BLOCKED_BY_OPERATOR,
@@ -195,6 +197,16 @@ class ExternalEngine:
         env = scrubbed_env(allow=plan.env_allow, invoked_by=chain)
         env.update(plan.env_extra)
         env.setdefault("TERM", "xterm-256color")
+        # its own config home, never the operator's (provider_home)
+        home = isolate(
+            self.profile.name,
+            self.session_dir(ctx.session_id),
+            env,
+            os.environ,
+            resuming=resume is not None,
+        )
+        if home is not None:
+            plan = self.profile.in_home(plan, home)
         # `corral msg` from inside the pane knows its sender and reaches this owner
         env[SESSION_ENV] = ctx.session_id
         env["CORRAL_HOME"] = str(self.panes.hooks_root.parent)
@@ -280,6 +292,11 @@ class ExternalEngine:
                 ),
             )
         dirs, files = self.profile.own_paths(env)
+        layout = layout_for(self.profile.name)
+        home = session_home(self.session_dir(ctx.session_id))
+        if layout is not None and env.get(layout.variable) == str(home):
+            # the session's own home is all of the agent's config it may write
+            dirs, files = [home], self.profile.writable_paths(env)
         if self.profile.writes_session_dir:
             dirs = [*dirs, self.session_dir(ctx.session_id)]
         sockets = ensure_private_dir(agent_socket_dir(self.panes.hooks_root.parent, ctx.session_id))
