@@ -92,7 +92,7 @@ from ..sandbox.netproxy import forget_agent, serve_agent
 from ..session.messages import message_prompt
 from ..session.questions import QuestionCleared
 from ..states import LoopFailure
-from ..status import AgentStatus, Question, StatusReading
+from ..status import AgentStatus, Question, StatusReading, limit_refusal
 from .base import EngineOutcome, RunContext
 from .external import RESUMED, guidance_prompt, repair_prompt, task_prompt
 
@@ -498,6 +498,14 @@ class AcpEngine:
                 f"ACP agent '{self.agent.name}' answered with an error: {exc}{detail}"
                 f"{self._stderr_tail(ctx.session_id)}"
             )
+            if limit_refusal(exc.code, f"{exc}{detail}"):  # its provider's rate limit or quota
+                ctx.emit(
+                    BlockedData(
+                        what=f"{self.agent.label}'s prompt",
+                        why=f"{exc}{detail}"[:300],
+                        by=BLOCKED_BY_PROVIDER,
+                    )
+                )
             ctx.emit(PlanTextData(text=error))
             return EngineOutcome(
                 failure=LoopFailure.EXECUTION, error=error, iterations=1, keep_worktree=True

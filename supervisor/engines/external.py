@@ -48,6 +48,7 @@ from ..agents.provider_home import isolate, layout_for, session_home
 from ..errors import CorralError
 from ..events import (
     BLOCKED_BY_OPERATOR,
+    BLOCKED_BY_PROVIDER,
     GUIDANCE_DELIVERED,
     GUIDANCE_NOT_DELIVERED,
     MESSAGE_ACCEPTED,
@@ -73,7 +74,7 @@ from ..sandbox.netproxy import forget_agent, serve_agent, serve_agent_again
 from ..sandbox.network import PROXY_SOCKET_NAME
 from ..session.messages import Message, message_prompt
 from ..states import LoopFailure, label
-from ..status import AgentStatus, Question
+from ..status import AgentStatus, Question, StatusTracker
 from .base import EngineOutcome, RunContext, go_on_prompt, held_back_line, judging_note
 
 # an answer that declines what the agent asked ("No", "No, and tell it …",
@@ -608,10 +609,12 @@ class ExternalEngine:
         version = record.version
         asked: tuple[str, tuple[str, ...]] | None = None
         signed_out = False
+        limits_said = record.tracker.limits
         while True:
             record = self.panes.record(ctx.session_id)
             if record is None or not record.alive:
                 return None
+            limits_said = self._say_limits(ctx, record.tracker, limits_said)
             reading = record.status
             if reading.status is AgentStatus.AUTH:
                 # not a turn's end and not the agent's fault: no verification,
@@ -650,8 +653,23 @@ class ExternalEngine:
                     turns_at_start, seen_running = turns_before, False
                     started = since = began
                     continue
+                self._say_limits(ctx, record.tracker, limits_said)
                 return EngineOutcome(iterations=1, authored_by=[self.profile.name])
             version = await self.panes.wait_change(ctx.session_id, version, 1.0)
+
+    def _say_limits(self, ctx: RunContext, tracker: StatusTracker, said: int) -> int:
+        """Each rate-limit or quota refusal the agent reported since `said`
+        (its screen's error line, its hook) as a typed `blocked` event, by
+        its provider; returns how many are said now."""
+        if tracker.limits > said:
+            ctx.emit(
+                BlockedData(
+                    what=f"{self.profile.label}'s model request",
+                    why=tracker.limit or "rate limited",
+                    by=BLOCKED_BY_PROVIDER,
+                )
+            )
+        return max(tracker.limits, said)
 
     async def _deliver_guidance(self, ctx: RunContext) -> bool:
         """Paste the waiting guidance and messages at the agent's idle prompt
