@@ -1,6 +1,6 @@
 """Each session's own provider home: the config directory an agent CLI keeps
 its settings, history, conversations and login state in (Claude Code's
-`CLAUDE_CONFIG_DIR`, Codex's `CODEX_HOME`, Gemini CLI's `GEMINI_CLI_HOME`).
+`CLAUDE_CONFIG_DIR`, Codex's `CODEX_HOME`).
 
 Sessions sharing the operator's `~/.claude` or `~/.codex` share everything in
 it: one agent's trust answers, prompt history and settings leak into the
@@ -66,18 +66,13 @@ CODEX_HOME = HomeLayout(
     credentials=("auth.json",),
     settings=("config.toml", "AGENTS.md"),
 )
-# Gemini CLI puts `.gemini/` under GEMINI_CLI_HOME instead of HOME.
-GEMINI_HOME = HomeLayout(
-    variable="GEMINI_CLI_HOME",
-    default="",
-    credentials=(".gemini/oauth_creds.json", ".gemini/google_accounts.json"),
-    settings=(".gemini/settings.json", ".gemini/GEMINI.md"),
-)
-
+# Gemini CLI (GEMINI_CLI_HOME) is left out: confined by corral's sandbox with
+# its home there, Gemini CLI 0.61 never submitted its `--prompt-interactive`
+# task (unconfined it does), so a Gemini session keeps the operator's
+# `~/.gemini` until that is understood.
 LAYOUTS: dict[str, HomeLayout] = {
     "claude": CLAUDE_HOME,
     "codex": CODEX_HOME,
-    "gemini": GEMINI_HOME,
 }
 
 

@@ -199,15 +199,13 @@ class ExternalEngine:
         env.update(plan.env_extra)
         env.setdefault("TERM", "xterm-256color")
         # its own config home, never the operator's (provider_home)
-        home = isolate(
+        isolate(
             self.profile.name,
             self.session_dir(ctx.session_id),
             env,
             os.environ,
             resuming=resume is not None,
         )
-        if home is not None:
-            plan = self.profile.in_home(plan, home)
         # `corral msg` from inside the pane knows its sender and reaches this owner
         env[SESSION_ENV] = ctx.session_id
         env["CORRAL_HOME"] = str(self.panes.hooks_root.parent)
