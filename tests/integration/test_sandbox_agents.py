@@ -386,10 +386,13 @@ async def test_real_claude_code_confined_writes_its_file_and_its_own_config(
             assert started_event(sup, started.session_id).confined
             hooks = world.state / "agents" / started.session_id / "hooks.jsonl"
             assert '"Stop"' in hooks.read_text()
-            # its own config updates landed in the (temp) HOME, through the bind
-            after = json.loads(own_config.read_text())
+            # its own config updates landed in the session's own provider home
+            # (through the bind), the operator's ~/.claude.json untouched
+            home = world.state / "agents" / started.session_id / "provider-home"
+            after = json.loads((home / ".claude.json").read_text())
             assert after.get("numStartups") == 1 and "numStartups" not in before
             assert after["customApiKeyResponses"] == before["customApiKeyResponses"]
+            assert json.loads(own_config.read_text()) == before
         finally:
             await sup.close()
 
