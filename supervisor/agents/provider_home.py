@@ -154,8 +154,8 @@ def prepare(layout: HomeLayout, session_dir: Path, operator_env: Mapping[str, st
     state = _global_state_source(layout, operator_env)
     if state is not None and layout.global_state is not None:
         target = home / layout.global_state
-        raw = _read(state)
-        if raw is not None and not os.path.lexists(target):
+        raw = None if os.path.lexists(target) else _read(state)
+        if raw is not None:
             kept = _state_without_history(raw, layout.private_keys)
             if kept is not None:
                 _write(target, kept)
