@@ -34,6 +34,7 @@ from .cancelling import cancel_and_wait
 from .config import NotifySettings
 from .models import SessionSummary
 from .session.board import WatchDropped, Watcher
+from .states import NeedsYou
 
 log = logging.getLogger(__name__)
 
@@ -146,7 +147,9 @@ class Edges:
 
     def decided_ahead(self, session_id: str, needs: set[str]) -> None:
         """The operator decided these needs of the session before they came
-        (each is silent once)."""
+        (each is silent once; a question, every time: `corral run
+        --on-question approve` answers each itself). A question the caller
+        could not answer is still said again by its reminders."""
         self._decided.setdefault(session_id, set()).update(needs)
 
     def observe(self, row: SessionSummary) -> Notice | None:
@@ -183,7 +186,8 @@ class Edges:
         if needs is not None and needs != was_needs:
             decided = self._decided.get(sid, set())
             if needs in decided:
-                decided.discard(needs)
+                if needs != NeedsYou.QUESTION:  # a caller that answers questions answers each one
+                    decided.discard(needs)
                 return None
             return _notice(NEEDS_YOU, row)
         if needs is not None and reminded:  # a question still unanswered: said again

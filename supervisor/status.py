@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*(?:\x07|\x1b\\)|\x1b[()][A-Za-z0-9]")
@@ -61,6 +61,9 @@ class StatusReading:
     reason: str
     question: Question | None = None
     source: str = "pane"  # "hook" | "pane" | "process"
+    # the agent's own sentence saying its model provider refused a request
+    # for a rate limit or a used-up quota (a typed `blocked` event, by provider)
+    limit: str | None = None
 
 
 @dataclass(frozen=True)
@@ -188,6 +191,10 @@ class Markers:
     idle: tuple[re.Pattern[str], ...] = ()
     auth: tuple[re.Pattern[str], ...] = ()  # the agent's own "not signed in" sentences
     menu: InlineMenu | None = None  # questions drawn as one row of options
+    # the agent's own "rate limited" / "quota used up" error sentences: an
+    # error line's shape, never the bare words (an agent may be writing a rate
+    # limiter, and its output says so)
+    limit: tuple[re.Pattern[str], ...] = ()
 
 
 def compile_all(*patterns: str) -> tuple[re.Pattern[str], ...]:
@@ -210,6 +217,12 @@ GENERIC = Markers(
     ),
     idle=compile_all(r"^\s*[>❯›]\s*$"),
     auth=compile_all(r"\bnot logged in\b", r"please run /login", r"\binvalid api key\b"),
+    limit=compile_all(
+        r"\b429 too many requests\b",
+        r"\bratelimiterror\b",
+        r"\bapi error\b.*(\b429\b|rate.?limit|quota|resource_exhausted)",
+        r"\binsufficient_quota\b",
+    ),
 )
 
 # Only the bottom of the screen (its last non-blank lines) speaks for the agent's present: a sign-in
@@ -327,6 +340,30 @@ def find_menu(lines: list[str]) -> Question | None:
     return Question(prompt=prompt, options=tuple(options))
 
 
+def rate_limited(tail: list[str], markers: Markers) -> str | None:
+    """The agent's own sentence saying its provider refused a request for a
+    rate limit or quota, if one is among the bottom lines of its screen."""
+    meaningful = [line for line in tail if line.strip()]
+    for line in reversed(meaningful[-AUTH_WINDOW:]):
+        if any(p.search(line) for p in markers.limit + GENERIC.limit):
+            return line.strip().lstrip("⎿●✻*·■✕ ").strip()[:160]
+    return None
+
+
+# what a message, error code or error text from an agent's protocol (ACP) or
+# a model server says when it is a rate limit or a quota used up
+LIMIT_WORDS = re.compile(
+    r"rate.?limit|\b429\b|too many requests|quota|resource_exhausted|usage limit",
+    re.IGNORECASE,
+)
+
+
+def limit_refusal(code: object, text: str) -> bool:
+    """Whether an error an agent's protocol answered with (its `code`, its
+    message and data as `text`) is a rate limit or a used-up quota."""
+    return code == 429 or bool(LIMIT_WORDS.search(text))
+
+
 def signed_out(tail: list[str], markers: Markers) -> str | None:
     """The agent's own sentence saying it is not signed in, if one is among
     the bottom lines of its screen."""
@@ -366,6 +403,13 @@ def classify(lines: list[str], markers: Markers = GENERIC) -> StatusReading:
         for line in tail:
             if pattern.search(line):
                 return StatusReading(AgentStatus.RUNNING, f"busy marker: {line.strip()[:80]}")
+    limit = rate_limited(tail, markers)
+    reading = _classify_rest(tail, markers)
+    return reading if limit is None else replace(reading, limit=limit)
+
+
+def _classify_rest(tail: list[str], markers: Markers) -> StatusReading:
+    """`classify` once neither a sign-in nor a busy marker is on screen."""
     question = find_question(tail) or find_menu(tail)
     if question is None and markers.menu is not None:
         question = markers.menu.find(tail)
@@ -388,6 +432,7 @@ def classify(lines: list[str], markers: Markers = GENERIC) -> StatusReading:
 
 PERMISSION_WORDS = re.compile(r"permission|approve|allow", re.IGNORECASE)
 AUTH_FAILURES = frozenset({"authentication_failed", "oauth_token_expired", "invalid_api_key"})
+LIMIT_FAILURES = frozenset({"rate_limit", "rate_limited", "quota_exceeded", "usage_limit"})
 
 
 def hook_name(event: dict[str, object]) -> str:
@@ -418,6 +463,14 @@ def from_hook(event: dict[str, object]) -> StatusReading | None:
         if "concise, single-line task title" in asked:
             return None  # Codex's side request that names the thread, not a turn
         return StatusReading(AgentStatus.IDLE, "turn ended", source="hook")
+    if name == "StopFailure" and str(event.get("error") or "") in LIMIT_FAILURES:
+        said = str(event.get("last_assistant_message") or "").strip()
+        return StatusReading(
+            AgentStatus.IDLE,
+            "turn ended",
+            source="hook",
+            limit=said[:160] or "its model provider refused the request: rate limited",
+        )
     if name == "StopFailure" and str(event.get("error") or "") in AUTH_FAILURES:
         said = str(event.get("last_assistant_message") or "").strip()
         return StatusReading(
@@ -519,12 +572,29 @@ class StatusTracker:
     _hook_at: float = float("-inf")
     turn_ends: int = 0
     _ends_at_prompt: int = 0
+    # the provider's rate-limit / quota refusals the agent reported (its
+    # screen's error line, its StopFailure hook): counted once each
+    limits: int = 0
+    limit: str | None = None
+    _limit_open: bool = False  # this refusal is counted; the agent's next turn ends it
 
     def __post_init__(self) -> None:
         if self.changed_at != self.changed_at:  # NaN: not given
             self.changed_at = self.clock()
 
+    def _note_limit(self, sentence: str | None) -> None:
+        """A refusal reported: counted unless it is the one already counted
+        (still on screen, or its hook's twin)."""
+        if sentence is None:
+            return
+        if not self._limit_open:
+            self.limits += 1
+            self.limit = sentence
+        self._limit_open = True
+
     def _set(self, reading: StatusReading, now: float) -> bool:
+        if reading.status is AgentStatus.RUNNING:
+            self._limit_open = False  # a new turn: a refusal after it is news
         if reading.status is AgentStatus.IDLE and self.current.status is not AgentStatus.IDLE:
             self.turn_ends += 1 if self.current.status is AgentStatus.RUNNING else 0
         changed = (reading.status, reading.question) != (
@@ -554,6 +624,7 @@ class StatusTracker:
             return False
         now = self.clock() if now is None else now
         self._hook_at = now
+        self._note_limit(reading.limit)
         if reading.status is AgentStatus.WAITING and reading.question is None:
             # keep the question text the screen already showed, if it is the
             # tool's own prompt (not a dialog still on screen)
@@ -602,6 +673,7 @@ class StatusTracker:
         if facts.tail != self._last_screen:
             self._last_screen = facts.tail
             self._screen_since = facts.at
+        self._note_limit(facts.reading.limit)
         stable = now - self._screen_since
         reading = facts.reading
         if (

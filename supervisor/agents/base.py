@@ -17,6 +17,7 @@ import re
 import shlex
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -127,9 +128,12 @@ class AgentProfile:
                 if glob.has_magic(rel)
                 else [Path(pattern)]
             )
-        for raw in self.writable:
-            files.append(Path(os.path.expanduser(raw.replace("$HOME", str(home)))))
-        return dirs, files
+        return dirs, [*files, *self.writable_paths(env)]
+
+    def writable_paths(self, env: Mapping[str, str]) -> list[Path]:
+        """The operator's `[agents.<name>] writable` entries, as paths."""
+        home = str(env.get("HOME") or os.path.expanduser("~"))
+        return [Path(os.path.expanduser(raw.replace("$HOME", home))) for raw in self.writable]
 
     def inside_sandbox(self, argv: list[str]) -> list[str]:
         """The command line when corral confines the agent: an agent whose
@@ -213,6 +217,15 @@ def hook_command(python: str, hooks_file: Path, incarnation: int | None = None) 
 
 
 def write_json(path: Path, data: object) -> Path:
+    """`path` replaced whole (by rename): an agent that can write where it
+    lives (its own config home) cannot make corral write through a link."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, indent=2), encoding="utf-8")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".corral-")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(json.dumps(data, indent=2))
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
     return path

@@ -18,6 +18,7 @@ from corral.assets import path as asset_path
 from ..status import InlineMenu, Markers, compile_all
 from . import agent_env
 from .base import HOOK_CMD, AgentProfile, AgentUnavailable, Dialog, LaunchPlan, write_json
+from .provider_home import session_home
 
 DEMO_AGENT = asset_path("demo_agent", "demo_agent.py")
 
@@ -46,7 +47,8 @@ class ClaudeProfile(AgentProfile):
             event: [{"hooks": [{"type": "command", "command": f"{hook_cmd} {event}"}]}]
             for event in CLAUDE_HOOK_EVENTS
         }
-        settings = write_json(session_dir / "claude-settings.json", {"hooks": hooks})
+        # in the session's own config home (`provider_home`), with the rest of its settings
+        settings = write_json(session_home(session_dir) / "corral-settings.json", {"hooks": hooks})
         mode = os.environ.get("CORRAL_CLAUDE_PERMISSION_MODE", "").strip()
         extra = ["--permission-mode", mode] if mode else []
         return LaunchPlan(
@@ -350,11 +352,12 @@ class GeminiProfile(AgentProfile):
         )
 
 
-def gemini_chats(agent_session: str) -> str:
+def gemini_chats(agent_session: str, home: Path | None = None) -> str:
     """Where Gemini CLI keeps this conversation, as a pattern: its file name
-    carries the start time and the session id's first 8 characters."""
-    home = os.environ.get("HOME") or str(Path.home())
-    return f"{home}/.gemini/tmp/*/chats/session-*-{agent_session[:8]}.json*"
+    carries the start time and the session id's first 8 characters. `home`:
+    the session's own (GEMINI_CLI_HOME), else the operator's."""
+    root = str(home) if home is not None else (os.environ.get("HOME") or str(Path.home()))
+    return f"{root}/.gemini/tmp/*/chats/session-*-{agent_session[:8]}.json*"
 
 
 # Markers from Gemini CLI 0.61's real screens (docs/agent-clis.md#gemini-cli-0610).

@@ -70,6 +70,7 @@ from ..acp.offers import (
 from ..acp.terminals import Terminals
 from ..acp.wire import StdioWire
 from ..agents.base import SESSION_ENV, AgentUnavailable, check_recursion
+from ..agents.provider_home import isolate
 from ..errors import CorralError, swallowed
 from ..events import (
     BLOCKED_BY_OPERATOR,
@@ -92,7 +93,7 @@ from ..sandbox.netproxy import forget_agent, serve_agent
 from ..session.messages import message_prompt
 from ..session.questions import QuestionCleared
 from ..states import LoopFailure
-from ..status import AgentStatus, Question, StatusReading
+from ..status import AgentStatus, Question, StatusReading, limit_refusal
 from .base import EngineOutcome, RunContext
 from .external import RESUMED, guidance_prompt, repair_prompt, task_prompt
 
@@ -224,9 +225,13 @@ class AcpEngine:
         env[SESSION_ENV] = ctx.session_id
         env["CORRAL_HOME"] = str(self.state_dir)
         env[AGENT_SOCKET_ENV] = str(agent_socket_path(self.state_dir, ctx.session_id))
-        dirs, files = base.own_paths(env)
         session_dir = self.session_dir(ctx.session_id)
         session_dir.mkdir(parents=True, exist_ok=True)
+        dirs, files = base.own_paths(env)
+        # its own config home, never the operator's (provider_home)
+        home = isolate(base.name, session_dir, env, os.environ)
+        if home is not None:
+            dirs, files = [home], base.writable_paths(env)
         sockets = ensure_private_dir(agent_socket_dir(self.state_dir, ctx.session_id))
         launch = launch_agent(
             self.agent.argv(binary),
@@ -496,6 +501,14 @@ class AcpEngine:
                 f"ACP agent '{self.agent.name}' answered with an error: {exc}{detail}"
                 f"{self._stderr_tail(ctx.session_id)}"
             )
+            if limit_refusal(exc.code, f"{exc}{detail}"):  # its provider's rate limit or quota
+                ctx.emit(
+                    BlockedData(
+                        what=f"{self.agent.label}'s prompt",
+                        why=f"{exc}{detail}"[:300],
+                        by=BLOCKED_BY_PROVIDER,
+                    )
+                )
             ctx.emit(PlanTextData(text=error))
             return EngineOutcome(
                 failure=LoopFailure.EXECUTION, error=error, iterations=1, keep_worktree=True

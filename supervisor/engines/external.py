@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import re
 import shlex
 import sys
@@ -43,9 +44,11 @@ from ..agents.base import (
     hook_command,
 )
 from ..agents.profiles import DEMO_AGENT
+from ..agents.provider_home import isolate, layout_for, session_home
 from ..errors import CorralError, swallowed
 from ..events import (
     BLOCKED_BY_OPERATOR,
+    BLOCKED_BY_PROVIDER,
     GUIDANCE_DELIVERED,
     GUIDANCE_NOT_DELIVERED,
     MESSAGE_ACCEPTED,
@@ -71,7 +74,7 @@ from ..sandbox.netproxy import forget_agent, serve_agent, serve_agent_again
 from ..sandbox.network import PROXY_SOCKET_NAME
 from ..session.messages import Message, message_prompt
 from ..states import LoopFailure, label
-from ..status import AgentStatus, Question
+from ..status import AgentStatus, Question, StatusTracker
 from .base import EngineOutcome, RunContext, go_on_prompt, held_back_line, judging_note
 
 log = logging.getLogger("corral.supervisor.engines.external")
@@ -197,6 +200,14 @@ class ExternalEngine:
         env = scrubbed_env(allow=plan.env_allow, invoked_by=chain)
         env.update(plan.env_extra)
         env.setdefault("TERM", "xterm-256color")
+        # its own config home, never the operator's (provider_home)
+        isolate(
+            self.profile.name,
+            self.session_dir(ctx.session_id),
+            env,
+            os.environ,
+            resuming=resume is not None,
+        )
         # `corral msg` from inside the pane knows its sender and reaches this owner
         env[SESSION_ENV] = ctx.session_id
         env["CORRAL_HOME"] = str(self.panes.hooks_root.parent)
@@ -282,6 +293,11 @@ class ExternalEngine:
                 ),
             )
         dirs, files = self.profile.own_paths(env)
+        layout = layout_for(self.profile.name)
+        home = session_home(self.session_dir(ctx.session_id))
+        if layout is not None and env.get(layout.variable) == str(home):
+            # the session's own home is all of the agent's config it may write
+            dirs, files = [home], self.profile.writable_paths(env)
         if self.profile.writes_session_dir:
             dirs = [*dirs, self.session_dir(ctx.session_id)]
         sockets = ensure_private_dir(agent_socket_dir(self.panes.hooks_root.parent, ctx.session_id))
@@ -593,10 +609,12 @@ class ExternalEngine:
         version = record.version
         asked: tuple[str, tuple[str, ...]] | None = None
         signed_out = False
+        limits_said = record.tracker.limits
         while True:
             record = self.panes.record(ctx.session_id)
             if record is None or not record.alive:
                 return None
+            limits_said = self._say_limits(ctx, record.tracker, limits_said)
             reading = record.status
             if reading.status is AgentStatus.AUTH:
                 # not a turn's end and not the agent's fault: no verification,
@@ -635,8 +653,23 @@ class ExternalEngine:
                     turns_at_start, seen_running = turns_before, False
                     started = since = began
                     continue
+                self._say_limits(ctx, record.tracker, limits_said)
                 return EngineOutcome(iterations=1, authored_by=[self.profile.name])
             version = await self.panes.wait_change(ctx.session_id, version, 1.0)
+
+    def _say_limits(self, ctx: RunContext, tracker: StatusTracker, said: int) -> int:
+        """Each rate-limit or quota refusal the agent reported since `said`
+        (its screen's error line, its hook) as a typed `blocked` event, by
+        its provider; returns how many are said now."""
+        if tracker.limits > said:
+            ctx.emit(
+                BlockedData(
+                    what=f"{self.profile.label}'s model request",
+                    why=tracker.limit or "rate limited",
+                    by=BLOCKED_BY_PROVIDER,
+                )
+            )
+        return max(tracker.limits, said)
 
     async def _deliver_guidance(self, ctx: RunContext) -> bool:
         """Paste the waiting guidance and messages at the agent's idle prompt

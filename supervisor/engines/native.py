@@ -26,6 +26,7 @@ from typing import Any
 
 from ..events import (
     BLOCKED_BY_POLICY,
+    BLOCKED_BY_PROVIDER,
     GUIDANCE_DELIVERED,
     GUIDANCE_NOT_DELIVERED,
     BlockedData,
@@ -41,7 +42,7 @@ from ..governance.env_scrub import invoked_by_chain, scrubbed_env
 from ..governance.operator_policy import OperatorPolicy
 from ..governance.policy_files import PolicyFileError, load_operator_policy
 from ..llm.base import Message, ModelError, ModelProvider, ToolCall, ToolSpec, Turn, Usage
-from ..llm.chain import ModelChain
+from ..llm.chain import HOP_REASONS, Hop, ModelChain
 from ..models import CheckResult, OutcomeContract
 from ..states import LoopFailure
 from .base import EngineOutcome, RunContext, go_on_prompt, held_back_line, judging_note
@@ -191,9 +192,23 @@ class NativeEngine:
         chain = self.provider
         if not isinstance(chain, ModelChain):
             return chain
+        journal = ctx.on_model_hop
+
+        def on_hop(hop: Hop) -> None:
+            if journal is not None:
+                journal(hop)
+            if hop.reason == HOP_REASONS["rate_limit"]:  # its provider refused: typed
+                ctx.emit(
+                    BlockedData(
+                        what=f"a request to the model {hop.from_}",
+                        why=hop.detail or f"{hop.from_} is rate-limited",
+                        by=BLOCKED_BY_PROVIDER,
+                    )
+                )
+
         return chain.view(
             pin=chain.get(ctx.model) if ctx.model else None,
-            on_hop=ctx.on_model_hop,
+            on_hop=on_hop,
             auth_wait=ctx.auth_wait,
             ledger=ctx.ledger,
         )
@@ -363,6 +378,10 @@ class NativeEngine:
         self, exc: ModelError, ctx: RunContext, outcome: Callable[..., EngineOutcome]
     ) -> EngineOutcome:
         left = ctx.seconds_left()
+        if exc.kind == "rate_limit":  # HTTP 429 from the last model it could try
+            ctx.emit(
+                BlockedData(what="a request to the model", why=str(exc), by=BLOCKED_BY_PROVIDER)
+            )
         if exc.kind == "auth":
             return outcome(failure=LoopFailure.NEEDS_AUTH, error=str(exc))
         if exc.kind == "unavailable":

@@ -12,7 +12,11 @@ A message may expect a reply (`expects_reply`, from a session): it is kept
 pending, shown on both sessions' rows (owed by the target, awaited by the
 sender), until the target's answer (`responds_to` its id) is delivered to the
 sender; a message that was not delivered (`rejected`) leaves none, and an
-answer that was not delivered leaves it pending.
+answer that was not delivered leaves it pending. Once the question reached
+the target (`accepted`, or `ambiguous`: it may show there), its pending reply
+is stored in the state dir (`pending-replies.json`) and a restarted owner
+shows it again on both rows; one still queued when the owner stopped was
+never delivered, so it is not kept (the queue lives in memory).
 
 Two guards keep agents from talking in circles: a rate limit per
 (sender, target) pair, and a hop count — a message an agent sends counts
@@ -22,14 +26,26 @@ one hop more than the last message it received, and a chain stops at
 
 from __future__ import annotations
 
+import json
+import logging
+import os
 import secrets
+import tempfile
 import time
 from collections import deque
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Collection
+from dataclasses import asdict, dataclass
+from pathlib import Path
 
 from ..errors import CorralError
-from ..events import MESSAGE_ACCEPTED, MESSAGE_QUEUED, MESSAGE_REJECTED, OPERATOR, MessageData
+from ..events import (
+    MESSAGE_ACCEPTED,
+    MESSAGE_AMBIGUOUS,
+    MESSAGE_QUEUED,
+    MESSAGE_REJECTED,
+    OPERATOR,
+    MessageData,
+)
 from ..models import CoderSession
 from ..states import CoderState, label
 from .identity import is_dormant
@@ -38,6 +54,9 @@ MAX_HOPS = 4
 PAIR_LIMIT = 5  # messages per (sender, target) pair …
 PAIR_WINDOW = 60.0  # … within this many seconds
 MAX_TEXT = 8000
+PENDING_FILE = "pending-replies.json"
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -111,12 +130,52 @@ def refusal(target: CoderSession | None, name: str, *, live: bool) -> str | None
 class Mailboxes:
     """The queued messages of every target, and the guards."""
 
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, clock: Callable[[], float] = time.monotonic, store: Path | None = None
+    ) -> None:
         self._clock = clock
         self._queues: dict[str, list[Message]] = {}
         self._sent: dict[tuple[str, str], deque[float]] = {}
         self._hops: dict[str, int] = {}  # the hop count of the last message each session read
         self._awaiting: dict[str, Message] = {}  # messages that expect a reply, by id
+        self._store = store  # where delivered ones are kept across restarts
+        self._delivered: set[str] = set()  # ids of awaiting messages that reached the target
+
+    def restore(self, sessions: Collection[str]) -> None:
+        """Take back the pending replies a previous owner stored, between
+        `sessions` (those not finished) only."""
+        if self._store is None:
+            return
+        try:
+            raw = json.loads(self._store.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return
+        except (OSError, ValueError) as exc:
+            log.warning("pending replies in %s not read: %s", self._store, exc)
+            return
+        for item in raw if isinstance(raw, list) else []:
+            try:
+                message = Message(**item)
+            except TypeError:
+                continue  # not a message this corral wrote
+            if message.expects_reply and {message.sender, message.target} <= set(sessions):
+                self._awaiting[message.id] = message
+                self._delivered.add(message.id)
+        self._save()
+
+    def _save(self) -> None:
+        """Store the delivered pending replies (replaced whole, by rename)."""
+        if self._store is None:
+            return
+        kept = [asdict(m) for mid, m in self._awaiting.items() if mid in self._delivered]
+        try:
+            self._store.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=self._store.parent, prefix=".pending-")
+            with os.fdopen(fd, "w", encoding="utf-8") as out:
+                json.dump(kept, out)
+            os.replace(tmp, self._store)
+        except OSError as exc:  # kept in memory; a restart would not show it
+            log.warning("pending replies not stored in %s: %s", self._store, exc)
 
     def awaiting(self) -> list[Message]:
         """Every message still waiting for its reply, oldest first."""
@@ -141,16 +200,29 @@ class Mailboxes:
     def ended(self, message: Message, status: str) -> None:
         """How a message ended settles its pending reply: a question not
         delivered leaves none; an answer delivered clears it."""
+        changed = False
         if message.expects_reply and status == MESSAGE_REJECTED:
-            self._awaiting.pop(message.id, None)
+            changed = self._drop(message.id)
+        reached = status in (MESSAGE_ACCEPTED, MESSAGE_AMBIGUOUS)  # it may show there
+        if reached and message.id in self._awaiting and message.id not in self._delivered:
+            self._delivered.add(message.id)
+            changed = True
         if message.responds_to is not None and status == MESSAGE_ACCEPTED:
-            self._awaiting.pop(message.responds_to, None)
+            changed = self._drop(message.responds_to) or changed
+        if changed:
+            self._save()
+
+    def _drop(self, message_id: str) -> bool:
+        self._delivered.discard(message_id)
+        return self._awaiting.pop(message_id, None) is not None
 
     def forget(self, session_id: str) -> None:
         """A finished session owes and awaits nothing any more."""
-        for mid, m in list(self._awaiting.items()):
-            if session_id in (m.sender, m.target):
-                del self._awaiting[mid]
+        dropped = [mid for mid, m in self._awaiting.items() if session_id in (m.sender, m.target)]
+        for mid in dropped:
+            self._drop(mid)
+        if dropped:
+            self._save()
 
     def admit(
         self,

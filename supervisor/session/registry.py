@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 
 from ..agents.base import AgentUnavailable
 from ..agents.profiles import profile_for
+from ..agents.provider_home import session_env
 from ..cancelling import cancel_and_wait
 from ..config import SupervisorConfig
 from ..errors import CorralError, DiskFullError
@@ -46,6 +47,7 @@ from ..models import (
     TokenUse,
 )
 from ..panes.manager import PaneManager
+from ..panes.stop_mark import agents_dir
 from ..paths import ensure_private_dir
 from ..states import (
     CoderState,
@@ -63,7 +65,7 @@ from .board import BoardFeed
 from .identity import can_go_dormant, mark_dormant, note_hook
 from .journal import EventLog, Journal, Subscription, last_journal_seq, read_journal
 from .live import LiveSession
-from .messages import Mailboxes, Message, refusal
+from .messages import PENDING_FILE, Mailboxes, Message, refusal
 from .summaries import live_summary, stored_summary, summary_json
 
 IMPOSSIBLE_HOOK = "impossible"  # `corral hook impossible`: the task cannot be done as specified
@@ -124,7 +126,8 @@ class SessionRegistry:
         self._stopping: set[asyncio.Task[bool]] = set()  # agents being stopped
         # sessions whose agent close() left running on purpose (re-adopted next time)
         self.left_running: list[str] = []
-        self.mailboxes = Mailboxes()  # messages between sessions, queued per target
+        # messages between sessions, queued per target; pending replies stored
+        self.mailboxes = Mailboxes(store=state_dir / PENDING_FILE)
 
     # -- owning the state dir ------------------------------------------------------------
 
@@ -153,6 +156,7 @@ class SessionRegistry:
         for session in unfinished:
             self._stored[session.id] = session
             self._rows.pop(session.id, None)
+        self.mailboxes.restore({s.id for s in unfinished})
         return [*unfinished, *with_panes], sorted({*broken, *listing.unreadable})
 
     def known_ids(self) -> set[str]:
@@ -505,7 +509,8 @@ class SessionRegistry:
         with contextlib.suppress(AgentUnavailable):
             profile = profile_for(agent)
             if profile.locates_conversations:
-                env = dict(os.environ)
+                # where this session's agent keeps it: its own provider home
+                env = session_env(agent, agents_dir(self.state_dir) / session_id, os.environ)
                 locate = functools.partial(profile.conversation_file, env=env)
         if note_hook(live.session, agent, event, locate):
             self.persist(live)

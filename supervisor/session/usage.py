@@ -24,9 +24,11 @@ from typing import TYPE_CHECKING
 from ..agents.base import AgentUnavailable
 from ..agents.prices import priced
 from ..agents.profiles import gemini_chats, profile_for
+from ..agents.provider_home import session_home
 from ..cancelling import cancel_and_wait
 from ..config import BudgetSettings, ModelPrice
 from ..models import CoderSession
+from ..panes.stop_mark import agents_dir
 from .registry import SessionRegistry
 from .spend import budget_sentence, totals
 
@@ -61,10 +63,15 @@ def newest_jsonl(pattern: str) -> Path | None:
     return Path(max(dated)[1]) if dated else None
 
 
-def corrals_own_pattern(agent: str, named: str, agent_session: str) -> bool:
+def corrals_own_pattern(
+    agent: str, named: str, agent_session: str, home: Path | None = None
+) -> bool:
     """Whether `named` is the file pattern corral itself made for this agent's
-    conversation (Gemini CLI's chat file, whose name holds its start time)."""
-    return agent == "gemini" and named == gemini_chats(agent_session)
+    conversation (Gemini CLI's chat file, whose name holds its start time),
+    under the session's own provider home `home` or the operator's."""
+    if agent != "gemini":
+        return False
+    return named in {gemini_chats(agent_session), gemini_chats(agent_session, home)}
 
 
 class UsageWatch:
@@ -112,12 +119,13 @@ class UsageWatch:
             return None
         kept = self._records.get(session.id)
         named = identity.transcript_path
+        home = session_home(agents_dir(self._registry.state_dir) / session.id)
         if glob.has_magic(named):
             # known as a pattern until the agent wrote it (Gemini CLI): once found,
             # kept. Only the pattern corral itself made is searched: a path a hook
             # payload named is the agent's word, and a pattern in it could send the
             # owner through the whole disk on every pass.
-            if not corrals_own_pattern(agent, named, identity.session_id):
+            if not corrals_own_pattern(agent, named, identity.session_id, home):
                 return None
             if kept is not None and kept.named == named:
                 return kept
@@ -129,7 +137,9 @@ class UsageWatch:
             path = Path(named)
         if kept is not None and kept.path == path and kept.agent_session == identity.session_id:
             return kept
-        records = UsageRecords(kind, path, identity.session_id, record_roots(agent, os.environ))
+        # the session's own provider home first (where its agent keeps them now)
+        roots = [home / RECORD_DIRS[agent], *record_roots(agent, os.environ)]
+        records = UsageRecords(kind, path, identity.session_id, roots)
         records.named = named
         records.workdir = session.worktree
         return records

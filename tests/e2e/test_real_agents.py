@@ -230,10 +230,14 @@ async def test_the_api_key_dialog_is_asked_and_yes_is_seen_to_land(
             row = await settle(sup, sid, {S.NEEDS_APPROVAL, S.FAILED}, 60)
             assert row.state is S.NEEDS_APPROVAL, row.error
             assert target.read_text() == "hi\n"
-            stored = json.loads((Path(launch.env["HOME"]) / ".claude.json").read_text())
+            # stored in the session's own provider home; the operator's file untouched
+            home = tmp_path / "state" / "agents" / sid / "provider-home"
+            stored = json.loads((home / ".claude.json").read_text())
             assert stored["customApiKeyResponses"]["approved"] == [
                 launch.env["ANTHROPIC_API_KEY"][-20:]
             ]
+            operator = json.loads((Path(launch.env["HOME"]) / ".claude.json").read_text())
+            assert "customApiKeyResponses" not in operator
             log = [e.data for e in sup.replay(sid)]
             answers = [d.action for d in log if isinstance(d, PaneAnswerData)]
             assert answers == ["selected option 1: Yes"]

@@ -171,6 +171,11 @@ async def test_a_killed_claude_adapter_goes_dormant_and_revives_with_session_loa
             resumed = json.dumps(srv.turn_requests[before].body["messages"])
             assert TASK in resumed and "Let me look around first." in resumed
             assert "same conversation" in resumed  # corral's note to continue
+            # the adapter kept (and loaded) it in the session's own provider home
+            home = tmp_path / "state" / "agents" / sid / "provider-home"
+            assert list(home.glob(f"projects/*/{first.session_id}.jsonl")), sorted(
+                str(p) for p in home.rglob("*")
+            )[:20]
         finally:
             await sup.close()
 

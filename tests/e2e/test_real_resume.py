@@ -22,6 +22,7 @@ from corral.supervisor.states import CoderState as S
 from tests.conftest import eventually, fast_config, hello_contract, init_repo, row_of
 from tests.e2e.support import AGENT_CLIS, until
 from tests.e2e.test_real_agents import MISSING, agent_env, kill_tmux, open_sup, settle
+from tests.e2e.test_real_provider_homes import snapshot
 from tests.fakes.agent_env import claude_launch, codex_launch
 from tests.fakes.model_server import FakeModelServer, Reply, ToolCall
 
@@ -44,6 +45,7 @@ async def test_a_dormant_claude_session_is_revived_on_its_own_conversation(
     with FakeModelServer([]) as srv:
         launch = claude_launch(tmp_path / "claude", srv.url, repo, None, hooks=False)
         agent_env(launch.env)
+        operator = snapshot(launch.home / ".claude", launch.home / ".claude.json")
         sup = await open_sup(tmp_path, "claude")
         try:
             started = await sup.start(TASK, repo)
@@ -85,6 +87,10 @@ async def test_a_dormant_claude_session_is_revived_on_its_own_conversation(
             assert "same conversation" in conversation  # and corral's note to continue
             stored = sup.get(sid).session.agent_identity
             assert stored is not None and stored.state == "live"
+            # found in the session's own provider home; the operator's untouched
+            home = tmp_path / "state" / "agents" / sid / "provider-home"
+            assert (stored.transcript_path or "").startswith(f"{home}/"), stored
+            assert snapshot(launch.home / ".claude", launch.home / ".claude.json") == operator
         finally:
             await sup.close()
             kill_tmux(tmp_path)
@@ -182,6 +188,7 @@ async def test_a_dormant_codex_session_is_resumed_on_its_own_thread(
     with FakeModelServer([]) as srv:
         launch = codex_launch(tmp_path / "codex", srv.openai_base_url, repo, None, notify=False)
         agent_env(launch.env)
+        operator = snapshot(launch.config_dir)
 
         def open_codex() -> Supervisor:
             return build_supervisor(
@@ -224,6 +231,10 @@ async def test_a_dormant_codex_session_is_resumed_on_its_own_thread(
             resumed = json.dumps(srv.turn_requests[before].body)
             assert "Let me look around first." in resumed  # the first turn, carried by the resume
             assert TASK in resumed
+            # its thread was kept in the session's own CODEX_HOME, not the operator's
+            home = tmp_path / "state" / "agents" / sid / "provider-home"
+            assert list(home.glob(f"sessions/*/*/*/rollout-*-{identity.session_id}.jsonl"))
+            assert snapshot(launch.config_dir) == operator
         finally:
             await sup.close()
             kill_tmux(tmp_path)

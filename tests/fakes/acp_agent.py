@@ -11,6 +11,8 @@ edge cases. `acp_agent.py SCRIPT [ARG]`:
 - `garbage`: writes a line that is not JSON-RPC, then does `write` unasked.
 - `mute`: never answers `initialize`.
 - `exit`: exits with status 3 in the middle of its turn.
+- `limited`: answers the prompt with a JSON-RPC error, code 429 (its
+  provider's rate limit).
 - `quick`: says one line and ends its turn at once (bench/status.py --acp).
 - `stream [SECS]`: says a line every SECS (0.1) and starts and completes a
   tool call every tenth line, until `session/cancel` (bench/status.py
@@ -40,6 +42,7 @@ from typing import Any, Literal, cast
 from acp import (
     PROTOCOL_VERSION,
     Agent,
+    RequestError,
     plan_entry,
     run_agent,
     start_edit_tool_call,
@@ -293,6 +296,8 @@ class Fake:
             stop = "cancelled"
         elif SCRIPT == "refuse":  # the agent's side refuses the turn (typed stopReason)
             stop = "refusal"
+        elif SCRIPT == "limited":  # its provider's rate limit, as the adapters answer it
+            raise RequestError(429, "Rate limit reached: retry after 60 s", {"retry_after": 60})
         elif SCRIPT == "exit":
             sys.stderr.write("crash: out of cheese\n")
             sys.stderr.flush()

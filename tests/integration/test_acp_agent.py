@@ -171,6 +171,21 @@ async def test_a_turn_the_agent_refuses_is_blocked_by_the_agent(tmp_path: Path, 
     assert "stopReason: refusal" in blocked[0].why
 
 
+@pytest.mark.slow
+async def test_a_rate_limited_prompt_is_blocked_by_the_provider(tmp_path: Path, world) -> None:  # type: ignore[no-untyped-def]
+    """An ACP agent answering the prompt with error code 429 (its provider's
+    rate limit) gives a typed blocked event by the provider, then the
+    failure with the agent's own sentence."""
+    repo, open_sup = world
+    sup = await open_sup(repair_invokes=0)
+    sid = await start(sup, repo, engine("limited"))
+    row = await sup.wait_for(sid, {S.NEEDS_APPROVAL, S.FAILED}, timeout=30)
+    assert row.state is S.FAILED
+    blocked = [e.data for e in events_of(sup, sid) if isinstance(e.data, BlockedData)]
+    assert [b.by for b in blocked] == ["provider"], blocked
+    assert "Rate limit reached" in blocked[0].why
+
+
 async def test_a_symlink_out_of_the_worktree_is_refused(tmp_path: Path, world) -> None:  # type: ignore[no-untyped-def]
     repo, open_sup = world
     (tmp_path / "out" / "real").mkdir()

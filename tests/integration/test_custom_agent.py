@@ -53,9 +53,12 @@ while True:
     for i in range(6):
         print(f"working on the task, step {i + 1} of 6", flush=True)
         time.sleep(0.5)
-    with open("hello.txt", "w") as fh:
-        fh.write("hi\n")
-    print("done: wrote hello.txt")
+    if "--limited" in sys.argv:  # its provider refused the request (Codex's words)
+        print("■ exceeded retry limit, last status: 429 Too Many Requests")
+    else:
+        with open("hello.txt", "w") as fh:
+            fh.write("hi\n")
+        print("done: wrote hello.txt")
     show_prompt()
     signal("Stop")
 """
@@ -121,3 +124,39 @@ async def test_a_custom_agent_that_calls_corral_hook_ends_its_turn_without_the_i
     took = await run_custom(tmp_path, "tiny$ ", "--hook", idle_quiet_secs=60)
     print(f"custom agent calling corral hook: confirm → needs_approval in {took:.1f} s")
     assert took < 20
+
+
+@pytest.mark.slow
+async def test_a_rate_limit_on_a_pane_agents_screen_is_one_blocked_event_by_provider(
+    tmp_path: Path,
+) -> None:
+    """A pane agent whose provider refuses its request (the 429 error line on
+    its screen, held there while corral reads it again and again) gives one
+    typed `blocked` event by the provider."""
+    from corral.supervisor.events import BlockedData
+
+    script = tmp_path / "tiny_agent.py"
+    script.write_text(AGENT)
+    command = " ".join([sys.executable, str(script), repr("> "), "--hook", "--limited"])
+    sup: Supervisor = build_supervisor(
+        tmp_path / "state",
+        FixedDrafter(HELLO),
+        socket_dir=tmp_path / "tmux",
+        default_engine=f"custom:{command}",
+        config=fast_config(repair_invokes=0),
+    )
+    await sup.open()
+    try:
+        sid = (await sup.start("write hi into hello.txt", make_repo(tmp_path / "repo"))).session_id
+        await sup.wait_for(sid, needs=True, timeout=30)
+        await sup.confirm(sid)
+        row = await sup.wait_for(sid, {S.NEEDS_APPROVAL, S.FAILED}, timeout=60)
+        assert row.state is S.FAILED  # nothing written: its checks fail
+        blocked = [e.data for e in sup.replay(sid) if isinstance(e.data, BlockedData)]
+        assert [(b.by, b.why) for b in blocked] == [
+            ("provider", "exceeded retry limit, last status: 429 Too Many Requests")
+        ], blocked
+    finally:
+        await sup.close()
+        for sock in (tmp_path / "tmux").glob("*"):
+            subprocess.run(["tmux", "-S", str(sock), "kill-server"], capture_output=True)

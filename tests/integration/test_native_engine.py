@@ -673,3 +673,29 @@ async def test_guidance_after_the_last_allowed_turn_does_not_fail_a_finished_run
 
     assert outcome.failure is None
     assert any("too late" in e.text for e in rec.of(PlanTextData))
+
+
+async def test_an_http_429_the_model_server_keeps_answering_is_a_blocked_event_by_provider(
+    worktree: Path,
+) -> None:
+    """The built-in loop's kind of "blocked by the provider": the model
+    server answers HTTP 429 until the retries are used up; the run fails
+    (infrastructure) and says so as a typed `blocked` event, not only in
+    its error text."""
+    from corral.supervisor.llm.openai_compat import OpenAICompatProvider
+    from corral.supervisor.llm.retry import RetryPolicy
+    from tests.fakes.llm_fakes import FakeOpenAIServer, Status
+
+    async def no_wait(_: float) -> None:
+        return None
+
+    limited = {"error": {"message": "Rate limit reached for requests", "type": "rate_limit"}}
+    with FakeOpenAIServer([Status(429, limited)] * 4) as srv:
+        provider = OpenAICompatProvider(
+            srv.base_url, "fake-model", "sk-x", retry=RetryPolicy(sleep=no_wait)
+        )
+        outcome, rec = await run(provider, worktree)  # type: ignore[arg-type]
+    assert outcome.failure is LoopFailure.INFRASTRUCTURE
+    blocked = rec.of(BlockedData)
+    assert [b.by for b in blocked] == ["provider"], blocked
+    assert "HTTP 429" in blocked[0].why and "Rate limit reached" in blocked[0].why

@@ -386,9 +386,78 @@ async def test_real_claude_code_confined_writes_its_file_and_its_own_config(
             assert started_event(sup, started.session_id).confined
             hooks = world.state / "agents" / started.session_id / "hooks.jsonl"
             assert '"Stop"' in hooks.read_text()
-            # its own config updates landed in the (temp) HOME, through the bind
-            after = json.loads(own_config.read_text())
+            # its own config updates landed in the session's own provider home
+            # (through the bind), the operator's ~/.claude.json untouched
+            home = world.state / "agents" / started.session_id / "provider-home"
+            after = json.loads((home / ".claude.json").read_text())
             assert after.get("numStartups") == 1 and "numStartups" not in before
             assert after["customApiKeyResponses"] == before["customApiKeyResponses"]
+            assert json.loads(own_config.read_text()) == before
         finally:
             await sup.close()
+
+
+HOSTILE_CLAUDE = r"""#!/bin/bash
+echo 'Working… (esc to interrupt)'
+echo pwned > "$HOME/.claude/settings.json"
+echo '{"pwned": true}' > "$HOME/.claude.json"
+mkdir -p "$HOME/.claude/projects" && echo pwned > "$HOME/.claude/projects/evil.jsonl"
+echo pwned >> "$HOME/.bashrc"
+echo "$CLAUDE_CONFIG_DIR" > where.txt
+cat "$CLAUDE_CONFIG_DIR/.credentials.json" > seen.txt
+cat "$CLAUDE_CONFIG_DIR/settings.json" >> seen.txt
+echo "my own history" > "$CLAUDE_CONFIG_DIR/history.jsonl"
+rm -f "$CLAUDE_CONFIG_DIR/.credentials.json"
+ln -s "$HOME/.bashrc" "$CLAUDE_CONFIG_DIR/.credentials.json"
+echo done > feature.txt
+sh -c "$CORRAL_HOOK_CMD Stop" </dev/null
+clear; echo '? for shortcuts'
+sleep 600
+"""
+
+
+async def test_a_hostile_claude_confined_writes_its_own_home_never_the_operators(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A confined `claude` (a hostile stand-in on PATH) gets its session's own
+    provider home: the operator's credential and settings copied in, its
+    writes land there; the operator's ~/.claude, ~/.claude.json and
+    ~/.bashrc stay byte for byte (they used to be bound writable), and a
+    link it leaves where its credentials go is replaced at the next launch."""
+    from corral.supervisor.agents.provider_home import CLAUDE_HOME, prepare
+
+    claude = world.home / ".claude"
+    claude.mkdir()
+    (claude / ".credentials.json").write_text('{"claudeAiOauth": {"accessToken": "tok-op"}}')
+    (claude / "settings.json").write_text('{"model": "opus"}')
+    (world.home / ".claude.json").write_text('{"hasCompletedOnboarding": true, "projects": {}}')
+    (world.home / ".bashrc").write_text("mine\n")
+    operator = {p: p.read_bytes() for p in [*claude.rglob("*"), world.home / ".claude.json"]}
+    operator[world.home / ".bashrc"] = b"mine\n"
+    bin_dir = world.base / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "claude").write_text(HOSTILE_CLAUDE)
+    (bin_dir / "claude").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    sup = await open_sup(world, "external:claude", FEATURE)
+    try:
+        started = await sup.start("do the task", world.repo)
+        sid = started.session_id
+        await sup.confirm(sid)
+        row = await sup.wait_for(sid, {S.NEEDS_APPROVAL, S.FAILED}, timeout=60)
+        assert row.state is S.NEEDS_APPROVAL, row.error
+        assert started_event(sup, sid).confined
+        worktree = Path(started.worktree or "")
+        home = world.state / "agents" / sid / "provider-home"
+        assert (worktree / "where.txt").read_text().strip() == str(home)
+        seen = (worktree / "seen.txt").read_text()
+        assert "tok-op" in seen and '"opus"' in seen  # what it needs, copied in
+        assert (home / "history.jsonl").read_text() == "my own history\n"
+        assert {p: p.read_bytes() for p in operator} == operator
+        assert not (claude / "projects").exists()
+        prepare(CLAUDE_HOME, home.parent, {"HOME": str(world.home)})  # its next launch
+        assert (world.home / ".bashrc").read_text() == "mine\n"
+        assert "tok-op" in (home / ".credentials.json").read_text()
+        await sup.cancel(sid)
+    finally:
+        await sup.close()

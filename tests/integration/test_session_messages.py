@@ -187,3 +187,39 @@ async def test_a_message_expecting_a_reply_that_is_never_delivered_leaves_none(
         assert row_of(sup, sender).replies_awaited == 0
     finally:
         await sup.close()
+
+
+@pytest.mark.slow
+async def test_a_pending_reply_survives_an_owner_restart_on_both_rows(
+    tmp_path: Path, demo_repo: Path, cleanup_tmux: None
+) -> None:
+    """The question reached the target; the owner restarts (the agent keeps
+    running in its pane and is re-adopted): both rows still say a reply is
+    owed and awaited, and a finished target owes none any more."""
+    heard = OutcomeContract(
+        checks=[
+            ContractCheck(name="heard", command="grep -q 'reply-to' DEMO_NOTES.md", timeout_secs=5)
+        ]
+    )
+    sup = await open_supervisor(tmp_path, heard, pace=1.0, repair_invokes=0)
+    os.environ["DEMO_AGENT_YES"] = "1"
+    try:
+        target = (await sup.start("write notes", demo_repo)).session_id
+        sender = (await sup.start("another task", demo_repo)).session_id  # at its contract
+        await sup.confirm(target)
+        await working(sup, target)
+        asked = await sup.send(sender, target, "Which port does it use?", expects_reply=True)
+        await eventually(lambda: "accepted" in [m[2] for m in messages_of(sup, target)], timeout=60)
+        await sup.close()
+        sup = await open_supervisor(tmp_path, heard, pace=1.0, repair_invokes=0)
+        assert (row_of(sup, target).replies_owed, row_of(sup, sender).replies_awaited) == (1, 1)
+        # the answer is still routed to the asker only
+        with pytest.raises(CorralError, match="waits for no reply"):
+            await sup.send("operator", target, "x", responds_to=asked.message_id)
+        row = await sup.wait_for(target, {S.NEEDS_APPROVAL, S.FAILED}, timeout=60)
+        assert row.state is S.NEEDS_APPROVAL, row.error
+        await sup.cancel(target)
+        await eventually(lambda: row_of(sup, sender).replies_awaited == 0, timeout=10)
+    finally:
+        os.environ.pop("DEMO_AGENT_YES", None)
+        await sup.close()

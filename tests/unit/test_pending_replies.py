@@ -5,6 +5,9 @@ answer, and only to the asker."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from corral.supervisor.errors import CorralError
@@ -59,3 +62,48 @@ def test_the_operator_asks_no_reply_and_a_finished_session_owes_none() -> None:
     box.admit(A, B, "which port?", expects_reply=True)
     box.forget(B)
     assert (box.owed_by(B), box.awaited_by(A)) == (0, 0)
+
+
+def test_a_delivered_question_is_pending_again_after_a_restart_until_answered(
+    tmp_path: Path,
+) -> None:
+    store = tmp_path / "pending-replies.json"
+    box = Mailboxes(store=store)
+    asked = box.admit(A, B, "which port?", expects_reply=True)
+    box.ended(asked, MESSAGE_ACCEPTED)
+    again = Mailboxes(store=store)  # the owner restarted
+    again.restore({A, B})
+    assert (again.owed_by(B), again.awaited_by(A)) == (1, 1)
+    answer = again.admit(B, A, "8080", responds_to=asked.id)  # still answerable
+    again.ended(answer, MESSAGE_ACCEPTED)
+    third = Mailboxes(store=store)
+    third.restore({A, B})
+    assert (third.owed_by(B), third.awaited_by(A)) == (0, 0)
+
+
+def test_a_question_never_delivered_or_rejected_is_not_pending_after_a_restart(
+    tmp_path: Path,
+) -> None:
+    store = tmp_path / "pending-replies.json"
+    box = Mailboxes(store=store)
+    box.admit(A, B, "still queued when the owner stopped", expects_reply=True)
+    refused = box.admit(A, C, "which port?", expects_reply=True)
+    box.ended(refused, MESSAGE_REJECTED)
+    again = Mailboxes(store=store)
+    again.restore({A, B, C})
+    assert again.awaiting() == []
+
+
+def test_a_restart_drops_the_pending_replies_of_finished_sessions_and_foreign_entries(
+    tmp_path: Path,
+) -> None:
+    store = tmp_path / "pending-replies.json"
+    box = Mailboxes(store=store)
+    asked = box.admit(A, B, "which port?", expects_reply=True)
+    box.ended(asked, MESSAGE_AMBIGUOUS)  # it may show there: still owed
+    data = json.loads(store.read_text())
+    store.write_text(json.dumps([*data, {"id": "x", "evil": 1}, "junk"]))
+    again = Mailboxes(store=store)
+    again.restore({A})  # B finished while no owner ran
+    assert again.awaiting() == []
+    assert json.loads(store.read_text()) == []

@@ -219,3 +219,59 @@ def test_a_session_start_hook_still_says_a_fresh_agent_is_up() -> None:
     t = StatusTracker(markers=CLAUDE.markers)
     assert t.on_hook({"hook_event_name": "SessionStart", "source": "startup"}, now=0.5) is True
     assert t.current.status is AgentStatus.IDLE
+
+
+# --- a provider's rate limit or quota, said by the agent -----------------------
+
+CLAUDE_429 = ["> Write hello.txt", "● API Error: Request rejected (429) · rate limited", "❯ "]
+CODEX_429 = [
+    "› Write hello.txt",
+    "■ exceeded retry limit, last status: 429 Too Many Requests",
+    "› ",
+]
+AIDER_429 = ["litellm.RateLimitError: RateLimitError: OpenAIException - quota", "> "]
+WRITING_A_LIMITER = [
+    "● Added a rate limiter: 429 responses now carry Retry-After.",
+    "  Quota checks run per API key; see docs/rate-limits.md",
+    "❯ ",
+]
+
+
+@pytest.mark.parametrize(
+    ("agent", "screen"), [("claude", CLAUDE_429), ("codex", CODEX_429), ("aider", AIDER_429)]
+)
+def test_a_rate_limit_on_screen_is_counted_once_until_the_next_turn(
+    agent: str, screen: list[str]
+) -> None:
+    t = StatusTracker(markers=profile_for(agent).markers)
+    t.on_screen(BUSY, now=0.0)
+    for n in range(5):  # the error line stays on screen, captured again and again
+        t.on_screen(screen, now=1.0 + n)
+    assert t.limits == 1 and t.limit is not None and t.limit in "\n".join(screen)
+    t.on_screen(BUSY, now=10.0)  # the next turn
+    t.on_screen(screen, now=11.0)
+    assert t.limits == 2
+
+
+def test_work_on_a_rate_limiter_is_not_a_rate_limit() -> None:
+    t = StatusTracker(markers=CLAUDE.markers)
+    t.on_screen(BUSY, now=0.0)
+    t.on_screen(WRITING_A_LIMITER, now=1.0)
+    t.on_screen(WRITING_A_LIMITER, now=2.0)
+    assert t.limits == 0
+
+
+def test_a_stop_failure_rate_limit_hook_and_its_screen_line_are_one_refusal() -> None:
+    t = StatusTracker(markers=CLAUDE.markers)
+    t.on_screen(BUSY, now=0.0)
+    said = "API Error: Request rejected (429) · rate limited"
+    hook = {"hook_event_name": "StopFailure", "error": "rate_limit", "last_assistant_message": said}
+    t.on_hook(hook, now=1.0)
+    assert t.current.status is AgentStatus.IDLE and (t.limits, t.limit) == (1, said)
+    t.on_screen(CLAUDE_429, now=1.5)
+    t.on_screen(CLAUDE_429, now=2.5)
+    assert t.limits == 1
+    other = {"hook_event_name": "StopFailure", "error": "server_error"}
+    fresh = StatusTracker(markers=CLAUDE.markers)
+    fresh.on_hook(other, now=0.0)
+    assert fresh.limits == 0

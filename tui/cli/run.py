@@ -380,6 +380,8 @@ async def _drive(
         decided = [NeedsYou.CONTRACT] if yes else []
         if deliver != "none":
             decided += [NeedsYou.MERGE, NeedsYou.FINDING]
+        if yes and on_question in ("approve", "deny"):  # it answers each question itself
+            decided.append(NeedsYou.QUESTION)
         sid = await owner.start(intent, repo, engine, base, model, decided)
         sub = await owner.subscribe(sid)
         pump = asyncio.get_running_loop().create_task(_pump(sub, as_json))

@@ -1,0 +1,193 @@
+"""Each session's own provider home: the config directory an agent CLI keeps
+its settings, history, conversations and login state in (Claude Code's
+`CLAUDE_CONFIG_DIR`, Codex's `CODEX_HOME`).
+
+Sessions sharing the operator's `~/.claude` or `~/.codex` share everything in
+it: one agent's trust answers, prompt history and settings leak into the
+next, and a confined agent could rewrite the operator's own config. So each
+session gets `agents/<session>/provider-home/`, made at its first launch:
+
+- credentials: a fresh copy of the operator's credential file(s) at every
+  launch (the operator's file stays the authority; the agent's copy may be
+  refreshed by the agent, never written back), mode 0600;
+- settings: a copy of the operator's user settings and global instructions,
+  once (the session's own changes, like a folder it trusted, stay its own);
+- Claude Code's global state file (`.claude.json`: onboarding, approved key
+  suffixes, account) without its `projects` table (the operator's per-project
+  history and trust answers);
+- nothing else: no history, no conversations, no other session's files.
+
+The home is kept with the session (its conversation lives there: `corral
+resume` and revive find it) and removed with the session's directory.
+
+Every write replaces a file by rename, never through what is at the name:
+a confined agent can write in its home and may leave a symlink where corral
+writes a credential next time.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Mapping, MutableMapping
+from dataclasses import dataclass
+from pathlib import Path
+
+HOME_DIR = "provider-home"
+
+
+@dataclass(frozen=True)
+class HomeLayout:
+    """Where one CLI keeps its home and what of the operator's it needs."""
+
+    variable: str  # the environment variable naming the home
+    default: str  # the home under $HOME when the variable is not set
+    credentials: tuple[str, ...]  # copied fresh at every launch
+    settings: tuple[str, ...]  # copied once, at the session's first launch
+    # a state file kept next to (not in) the default home; with the
+    # variable set, the CLI looks for it inside the home
+    global_state: str | None = None
+    # keys of the global state that are the operator's history, never copied
+    private_keys: tuple[str, ...] = ()
+
+
+CLAUDE_HOME = HomeLayout(
+    variable="CLAUDE_CONFIG_DIR",
+    default=".claude",
+    credentials=(".credentials.json",),
+    settings=("settings.json", "CLAUDE.md"),
+    global_state=".claude.json",
+    private_keys=("projects", "history"),
+)
+CODEX_HOME = HomeLayout(
+    variable="CODEX_HOME",
+    default=".codex",
+    credentials=("auth.json",),
+    settings=("config.toml", "AGENTS.md"),
+)
+# Gemini CLI (GEMINI_CLI_HOME) is left out: confined by corral's sandbox with
+# its home there, Gemini CLI 0.61 never submitted its `--prompt-interactive`
+# task (unconfined it does), so a Gemini session keeps the operator's
+# `~/.gemini` until that is understood.
+LAYOUTS: dict[str, HomeLayout] = {
+    "claude": CLAUDE_HOME,
+    "codex": CODEX_HOME,
+}
+
+
+def layout_for(agent: str) -> HomeLayout | None:
+    """The home layout of agent `agent` (a profile name), if it has one."""
+    return LAYOUTS.get(agent)
+
+
+def session_home(session_dir: Path) -> Path:
+    """Where a session's provider home is."""
+    return session_dir / HOME_DIR
+
+
+def operator_home(layout: HomeLayout, env: Mapping[str, str]) -> Path:
+    """The operator's own home for this CLI (`$VAR`, else under `$HOME`)."""
+    named = env.get(layout.variable, "").strip()
+    if named:
+        return Path(os.path.expanduser(named))
+    home = Path(env.get("HOME") or os.path.expanduser("~"))
+    return home / layout.default if layout.default else home
+
+
+def _global_state_source(layout: HomeLayout, env: Mapping[str, str]) -> Path | None:
+    if layout.global_state is None:
+        return None
+    named = env.get(layout.variable, "").strip()
+    base = Path(os.path.expanduser(named)) if named else Path(env.get("HOME") or "~").expanduser()
+    return base / layout.global_state
+
+
+def _write(path: Path, data: bytes) -> None:
+    """`path` replaced whole by `data` (0600), never written through a link."""
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".corral-")
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _read(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes() if path.is_file() else None
+    except OSError:
+        return None
+
+
+def _state_without_history(raw: bytes, private: tuple[str, ...]) -> bytes | None:
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        return None
+    if not isinstance(data, dict):
+        return None
+    return json.dumps({k: v for k, v in data.items() if k not in private}, indent=2).encode()
+
+
+def prepare(layout: HomeLayout, session_dir: Path, operator_env: Mapping[str, str]) -> Path:
+    """Make (or refresh) the session's provider home from the operator's and
+    return it: credentials copied anew, settings and global state only when
+    the session has none yet."""
+    home = session_home(session_dir)
+    home.mkdir(parents=True, exist_ok=True, mode=0o700)
+    source = operator_home(layout, operator_env)
+    for name in layout.credentials:
+        data = _read(source / name)
+        if data is not None:
+            _write(home / name, data)
+    for name in layout.settings:
+        if os.path.lexists(home / name):
+            continue
+        data = _read(source / name)
+        if data is not None:
+            _write(home / name, data)
+    state = _global_state_source(layout, operator_env)
+    if state is not None and layout.global_state is not None:
+        target = home / layout.global_state
+        raw = None if os.path.lexists(target) else _read(state)
+        if raw is not None:
+            kept = _state_without_history(raw, layout.private_keys)
+            if kept is not None:
+                _write(target, kept)
+    return home
+
+
+def isolate(
+    agent: str,
+    session_dir: Path,
+    env: MutableMapping[str, str],
+    operator_env: Mapping[str, str],
+    *,
+    resuming: bool = False,
+) -> Path | None:
+    """Point `env` (a pane's) at the session's own provider home, made from
+    the operator's (`operator_env`). None: this agent has no home to give,
+    or the session resumes a conversation begun before it had a home of its
+    own (by an older corral): that conversation is in the operator's home,
+    so the agent keeps using it rather than losing it."""
+    layout = layout_for(agent)
+    if layout is None or (resuming and not session_home(session_dir).is_dir()):
+        return None
+    home = prepare(layout, session_dir, operator_env)
+    env[layout.variable] = str(home)
+    return home
+
+
+def session_env(agent: str, session_dir: Path, env: Mapping[str, str]) -> dict[str, str]:
+    """`env` as the session's agent saw it: its config home variable naming
+    the session's own home when it has one (where its conversations are)."""
+    out = dict(env)
+    layout = layout_for(agent)
+    if layout is not None and session_home(session_dir).is_dir():
+        out[layout.variable] = str(session_home(session_dir))
+    return out
