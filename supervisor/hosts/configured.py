@@ -44,7 +44,7 @@ class Hosts:
         return iter(self.places.values())
 
     def discard(self, session: CoderSession) -> None:
-        """Remove a delivered session's worktree and base ref from its host
+        """Remove a delivered session's worktree and its refs (base, exam) from its host
         (a host that does not answer keeps them; nothing else depends on them)."""
         if not session.host or not session.remote_worktree or session.host not in self.places:
             return
@@ -52,9 +52,10 @@ class Hosts:
         try:
             mirror = place.mirror_path(Path(session.repo))
             place.remove(mirror, session.remote_worktree)
-            place.conn.run(
-                ["git", "-C", mirror, "update-ref", "-d", f"refs/corral/base/{session.id}"]
-            )
+            for ref in ("base", "exam"):
+                place.conn.run(
+                    ["git", "-C", mirror, "update-ref", "-d", f"refs/corral/{ref}/{session.id}"]
+                )
         except (CorralError, HostUnreachable) as exc:
             log.warning(
                 "cannot remove the worktree of %s on host %s: %s", session.id, place.name, exc
