@@ -3,7 +3,10 @@ the checks and the comparison of two snapshots all run there (one round
 trip each, over the host's connection), and a verified tree comes home as a
 commit fetched into the local repository, which the home copy of the
 worktree then shows. Tree ids are content addresses, so a tree verified on
-the host is the very tree reviewed and delivered here."""
+the host is the very tree reviewed and delivered here. A tree made here (the
+operator's exam of a snapshot, an approved part) is sent to the host's mirror
+first (`send`). Hidden checks run in a checkout of their own there, their
+files written in from the state dir here only for as long as they run."""
 
 from __future__ import annotations
 
@@ -62,6 +65,7 @@ class HostTree:
         self.wait = wait  # how long a step waits for the host to answer again
         self.path = Path(session.remote_worktree)
         self._commits: dict[str, str] = {}  # tree -> a commit of it on the host
+        self._sent: set[str] = set()  # trees made here and pushed there (`send`)
 
     @classmethod
     def of(cls, hosts: Hosts | None, session: CoderSession) -> HostTree | None:
@@ -126,9 +130,10 @@ class HostTree:
         s, repo = self.session, Path(self.session.repo)
         assert s.start_commit is not None
         commit = await asyncio.to_thread(commit_tree, repo, tree, s.start_commit, EXAM_MESSAGE)
-        ref = f"refs/corral/exam/{s.id}"
+        ref = f"refs/corral/exam/{s.id}/{tree}"  # every tree sent keeps its commit there
         await on_host(self.place.name, lambda: self.place.push(repo, {commit: ref}), wait=self.wait)
         self._commits[tree] = commit
+        self._sent.add(tree)
 
     async def snapshot(self) -> str:
         s = self.session
@@ -147,9 +152,12 @@ class HostTree:
         )
 
     async def fetch(self, tree: str) -> str:
-        """Fetch the commit of `tree` into the local repository; returns it."""
+        """Fetch the commit of `tree` into the local repository (a tree made
+        here is here already); returns it."""
         repo = Path(self.session.repo)
         mirror, commit = self.place.mirror_path(repo), self._commits[tree]
+        if tree in self._sent:
+            return commit
         await on_host(
             self.place.name, lambda: self.place.bring_home(mirror, commit, repo), wait=self.wait
         )
@@ -239,16 +247,16 @@ async def host_checkout(
     contract: OutcomeContract,
     ceiling: float | None,
     *,
-    patch: str | None = None,
     snapshot: str | None = None,
     on_setup: Callable[[SetupOutcome], None] | None = None,
     wait: float = HOST_WAIT,
 ) -> AsyncIterator[HostCheckout]:
     """A disposable worktree on the host, after the contract's setup there:
-    at the start commit (with `patch` applied first: the approved part of a
-    partial delivery), or at `snapshot`, a commit the host's mirror already
-    holds (so the checks see exactly that tree: no ignored file or leftover
-    of the agent's). Removed with its environment when the block ends."""
+    at the start commit, or at `snapshot`, a commit the host's mirror already
+    holds: a snapshot of the session's worktree there, or an exam or approved
+    part `HostTree.send` put there (so the checks see exactly that tree: no
+    ignored file or leftover of the agent's). Removed with its environment
+    when the block ends."""
     start = session.start_commit
     assert start is not None
     repo = Path(session.repo)
@@ -271,11 +279,8 @@ async def host_checkout(
         )
 
     try:
-        if patch is not None:
-            selected = patch
-            await on_host(place.name, lambda: place.apply(path, selected))
         phase: Literal["baseline", "verification"] = (
-            "baseline" if patch is None and snapshot is None else "verification"
+            "baseline" if snapshot is None else "verification"
         )
         setup = await host_setup(place, contract, path, ceiling, phase)
         if setup is not None:
@@ -298,7 +303,6 @@ async def in_host_scratch(
     contract: OutcomeContract,
     ceiling: float | None,
     *,
-    patch: str | None = None,
     snapshot: str | None = None,
     captures: dict[str, str] | None = None,
     on_setup: Callable[[SetupOutcome], None] | None = None,
@@ -307,13 +311,12 @@ async def in_host_scratch(
     baseline: list[CheckResult] | None = None,
 ) -> list[CheckResult]:
     """Every (visible) check in a disposable worktree on the host (`host_checkout`)."""
-    untouched = patch is None and snapshot is None  # the start commit as it was
+    untouched = snapshot is None  # the start commit as it was
     async with host_checkout(
         place,
         session,
         contract,
         ceiling,
-        patch=patch,
         snapshot=snapshot,
         on_setup=on_setup,
         wait=wait,

@@ -25,8 +25,10 @@ The checks decide on the operator's exam (`contracts.judge`): the tree with
 every judge file recorded at gate 1 put back as it was. When the change
 touched one, the checks also run on the tree as it is (the agent's versions),
 both results are kept, and the session records its `judge_changes`: only a
-person who saw them can approve it (`ApprovalGate.approve`). Sessions on
-another host are checked on their tree as it is (their exam is not built).
+person who saw them can approve it (`ApprovalGate.approve`). The hidden
+checks run on the exam only. A session on another host gets the same exam:
+its snapshot is fetched here, the exam built here and pushed to the host's
+mirror, and the checks (hidden ones in checkouts of their own) run there.
 
 The agent during verification: it is neither paused nor stopped. Pausing
 cannot reach what it detached (a background writer in its own session), nor
@@ -699,29 +701,34 @@ class Verifier:
     async def _snapshot(self, worktree: Path) -> str:
         return await asyncio.to_thread(snapshot_tree, worktree)
 
-    async def verify_selection(self, live: LiveSession, patch: str) -> list[CheckResult]:
-        """Every check on the start commit plus only the approved part
-        (`patch`), on the host of a session placed there (as its checks ran);
-        a session here verifies the approved part's tree (`verify_tree`)."""
+    async def verify_selection(self, live: LiveSession, tree: str) -> list[CheckResult]:
+        """Every check on `tree`, the start commit plus only the approved part,
+        on the host of a session placed there (as its checks ran), on its exam
+        (`exam_on_tree`, hidden checks included); a session here verifies the
+        approved part's tree with `verify_tree`."""
         registry = self._registry
         s = live.session
         assert s.contract is not None and s.start_commit is not None
-        assert s.host and self._hosts is not None
-        from .host_tree import in_host_scratch
-
+        there = self._host_tree(s)
+        assert there is not None
         registry.emit(
             live,
             PlanTextData(text="Re-running the contract on the approved part only."),
         )
-        results = await in_host_scratch(
-            self._hosts.get(s.host),
-            s,
+        await there.send(tree)
+        exam = await self.exam_on_tree(
             s.contract,
-            self._timeout_ceiling,
-            patch=patch,
+            Path(s.repo),
+            tree,
+            s.start_commit,
+            s.id,
             captures=captures_from(s.contract, s.baseline),
             baseline=s.baseline,
+            there=there,
         )
+        results = exam.results
+        if exam.changes:
+            registry.emit(live, PlanTextData(text=f"approved subset: {exam_summary(exam)}"))
         registry.emit(
             live,
             ContractEvaluatedData(

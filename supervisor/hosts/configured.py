@@ -52,10 +52,20 @@ class Hosts:
         try:
             mirror = place.mirror_path(Path(session.repo))
             place.remove(mirror, session.remote_worktree)
-            for ref in ("base", "exam"):
-                place.conn.run(
-                    ["git", "-C", mirror, "update-ref", "-d", f"refs/corral/{ref}/{session.id}"]
-                )
+            place.conn.run(
+                ["git", "-C", mirror, "update-ref", "-d", f"refs/corral/base/{session.id}"]
+            )
+            place.conn.run(  # the exams verified there (`HostTree.send`)
+                [
+                    "sh",
+                    "-c",
+                    'git -C "$1" for-each-ref --format="delete %(refname)" "$2" '
+                    '| git -C "$1" update-ref --stdin',
+                    "sh",
+                    mirror,
+                    f"refs/corral/exam/{session.id}/",
+                ]
+            )
         except (CorralError, HostUnreachable) as exc:
             log.warning(
                 "cannot remove the worktree of %s on host %s: %s", session.id, place.name, exc

@@ -441,16 +441,6 @@ class HostPlace:
             raise GitError(f"cannot snapshot {worktree} on host {self.name}: {why}")
         return words[0], words[1]
 
-    def apply(self, worktree: str, patch: str) -> None:
-        """Apply a binary patch to a worktree on the host."""
-        result = self.conn.run(
-            ["git", "-C", worktree, *_NO_HOOKS, "apply", "--binary", "--whitespace=nowarn", "-"],
-            input=patch.encode(),
-            timeout=300,
-        )
-        if result.returncode != 0:
-            raise GitError(f"cannot apply the approved part on host {self.name}: {result.error}")
-
     def changed(self, worktree: str, a: str, b: str) -> list[str]:
         """Paths that differ between two trees on the host, sorted."""
         result = self.conn.run(

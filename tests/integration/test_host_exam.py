@@ -44,6 +44,9 @@ from tests.integration.test_host_sessions import (  # noqa: F401 - its fixtures
 
 pytestmark = [
     pytest.mark.slow,
+    # a gate 1 and a verification on a host, each with pytest runs there (and
+    # the hidden checks' in checkouts of their own): over a minute on a busy machine
+    pytest.mark.timeout(300),
     pytest.mark.skipif(sshd_missing() is not None, reason=str(sshd_missing())),
     # the checks on the host run in its bubblewrap, whose /tmp is private
     pytest.mark.skipif(
