@@ -87,7 +87,7 @@ SPECIAL_CASED = CALC.replace(
 )
 
 # A scripted agent on the host (no corral there): on each prompt it applies
-# its plan (files to write, files to delete) in its worktree and says Stop
+# its plan (files to write, files to delete, symlinks to make) in its worktree and says Stop
 # through $CORRAL_HOOK_CMD, as a coding agent's hook would.
 AGENT = r"""
 import json, os, select, shlex, subprocess, sys
@@ -110,6 +110,9 @@ while True:
     for path in plan.get("delete", []):
         if os.path.exists(path):
             os.remove(path)
+    for link, target in plan.get("symlink", {}).items():
+        if not os.path.islink(link):
+            os.symlink(os.path.abspath(target), link)
     print("done", flush=True)
     sys.stdout.write("cheat$ "); sys.stdout.flush()
     hook("Stop")
@@ -140,7 +143,7 @@ def with_hidden(tmp_path: Path, visible: OutcomeContract) -> OutcomeContract:
     source = tmp_path / "operator" / "test_zz_secret_mul.py"
     source.parent.mkdir()
     source.write_text(HIDDEN)
-    hidden = hidden_check_from_file(f"{source}:tests/test_zz_secret_mul.py", visible)
+    hidden = hidden_check_from_file(f"{source}:held/test_zz_secret_mul.py", visible)
     return visible.model_copy(update={"hidden_checks": [hidden]})
 
 
@@ -246,9 +249,13 @@ async def test_a_hidden_check_catches_special_casing_on_a_host_and_never_stays_t
     sshd: SshServer, tmp_path: Path, cleanup: list[HostSettings]
 ) -> None:
     drafted = with_hidden(tmp_path, contract(("tests", PYTEST), description=INTENT))
-    sup, sid, box = await run_on_host(
-        sshd, tmp_path, cleanup, drafted, {"write": {"calc.py": SPECIAL_CASED}}
-    )
+    # the work also makes the hidden file's folder a symlink into its own
+    # worktree on the host: written through, the hidden test would land there
+    plan = {
+        "write": {"calc.py": SPECIAL_CASED, "stash/.keep": ""},
+        "symlink": {"held": "stash"},
+    }
+    sup, sid, box = await run_on_host(sshd, tmp_path, cleanup, drafted, plan)
     try:
         s = sup.get(sid).session
         # gate 1: the hidden check ran on the host's untouched tree, red
@@ -264,6 +271,10 @@ async def test_a_hidden_check_catches_special_casing_on_a_host_and_never_stays_t
         assert "1 hidden check" in (s.error or "") and "zz_secret" not in (s.error or "")
         # the hidden file was written only into that checkout, and is gone:
         # nowhere on the host (the agent's worktree included) holds it now
+        remote = Path(s.remote_worktree or "")
+        assert (remote / "held").is_symlink() and list((remote / "stash").iterdir()) == [
+            remote / "stash" / ".keep"
+        ]
         leaks = [p for p, text in every_file_text(Path(box.state_dir)) if SECRET in text]
         assert leaks == []
         assert not list((Path(box.state_dir) / "scratch").glob("*"))
