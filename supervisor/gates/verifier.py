@@ -655,23 +655,29 @@ class Verifier:
         """`verify_worktree` for a worktree on another host (a foreman's subtask
         placed there): the checks and both snapshots run on the host, and a
         green, stable tree is fetched into the local repository. The checks
-        run in a fresh checkout of each snapshot there, as they do here."""
+        run on the exam of each snapshot there, as they do here."""
         results: list[CheckResult] = []
         moved: list[str] = []
+        start = there.session.start_commit
+        assert start is not None
         for _attempt in range(STABILITY_ATTEMPTS):
             before = await there.snapshot()
-            results = await there.checks_on_tree(
+            exam = await self.exam_on_tree(
                 contract,
-                self._timeout_ceiling,
+                Path(there.session.repo),
                 before,
+                start,
+                there.session.id,
                 captures=captures_from(contract, baseline),
                 baseline=baseline,
+                there=there,
             )
+            results = exam.results
             after = await there.snapshot()
             if before == after:
                 if all(r.passed for r in results):
                     await there.fetch(before)
-                return Verification(results, before, [])
+                return Verification(results, before, [], exam.changes, exam.agent_results)
             moved = await there.changed(before, after)
         return Verification(results, None, moved)
 
