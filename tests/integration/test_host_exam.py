@@ -33,7 +33,7 @@ from corral.supervisor.hosts.configured import Hosts
 from corral.supervisor.hosts.settings import HostSettings
 from corral.supervisor.models import OutcomeContract
 from corral.supervisor.states import CoderState as S
-from tests.conftest import fast_config, git, plan_texts
+from tests.conftest import eventually, fast_config, git, plan_texts
 from tests.fakes.scripted import ScriptedDrafter, contract
 from tests.fakes.sshd import SshServer, sshd_missing
 from tests.integration.test_host_sessions import (  # noqa: F401 - its fixtures
@@ -319,7 +319,7 @@ async def test_a_judge_change_on_a_host_waits_for_a_person_with_both_results(
     sshd: SshServer, tmp_path: Path, cleanup: list[HostSettings]
 ) -> None:
     weaker = "from calc import mul\n\n\ndef test_mul():\n    assert mul(2, 3) in (5, 6)\n"
-    sup, sid, _box = await run_on_host(
+    sup, sid, box = await run_on_host(
         sshd,
         tmp_path,
         cleanup,
@@ -334,9 +334,16 @@ async def test_a_judge_change_on_a_host_waits_for_a_person_with_both_results(
         assert all(r.passed for r in s.last_check_results)
         with pytest.raises(CorralError, match=r"changed how it is judged: tests/test_mul\.py"):
             await sup.approve(sid, delivery="branch")  # --yes, --on-question approve
+        [mirror] = (Path(box.state_dir) / "mirrors").glob("*.git")
+
+        def exams_there() -> str:  # the exam pushed to the host's mirror
+            return git(mirror, "for-each-ref", f"refs/corral/exam/{sid}/")
+
+        assert exams_there().strip()
         result = await sup.approve(sid, delivery="branch", accept_judge_changes=True)
         assert result.state is S.MERGED
         branch = sup.get(sid).session.result_branch
         assert git(Path(s.repo), "show", f"{branch}:tests/test_mul.py") == weaker
+        await eventually(lambda: not exams_there().strip(), timeout=30)  # removed with it
     finally:
         await sup.close()
