@@ -46,6 +46,7 @@ from ..models import (
     MAX_HIDDEN_FILE_BYTES,
     SHA256_RE,
     CheckResult,
+    CheckVerdict,
     HiddenCheck,
     HiddenFile,
     OutcomeContract,
@@ -181,6 +182,59 @@ def _write(
         os.write(fd, data)
     finally:
         os.close(fd)
+
+
+# -- running them -------------------------------------------------------------------------
+
+
+def hidden_contract(contract: OutcomeContract) -> OutcomeContract:
+    """The hidden checks as a contract of their own: each is the operator's
+    exam whole, judged on its own, never against the baseline (a hidden test
+    red on the untouched tree is what the work must turn green, not a test
+    "already failing"), see `strict`."""
+    return OutcomeContract(
+        description=contract.description,
+        checks=[h.as_check() for h in contract.hidden_checks],
+        allow_credentials=contract.allow_credentials,
+    )
+
+
+def strict(result: CheckResult) -> CheckResult:
+    """A hidden check passes only when its command passed and, where its
+    runner reported test by test, every test it ran passed and at least one
+    did (a suite skipped or deselected whole proves nothing)."""
+    report = result.tests
+    if not result.passed or report is None:
+        return result
+    if report.failed or report.collection_errors:
+        why = f"{len(report.failed) + len(report.collection_errors)} hidden test(s) failed"
+    elif not report.passed:
+        why = f"no hidden test passed ({len(report.skipped)} skipped)"
+    else:
+        return result
+    return result.model_copy(
+        update={"passed": False, "verdict": CheckVerdict.FAILS, "reason": why, "fix": ""}
+    )
+
+
+def as_hidden(result: CheckResult) -> CheckResult:
+    """A hidden check's result: judged by `strict`, marked hidden."""
+    return strict(result).model_copy(update={"hidden": True})
+
+
+def not_placed(contract: OutcomeContract, exc: Exception) -> list[CheckResult]:
+    """Every hidden check as "cannot run": its files could not be put in the checkout."""
+    return [
+        CheckResult(
+            name=h.name,
+            passed=False,
+            hidden=True,
+            verdict=CheckVerdict.CANNOT_RUN,
+            reason=f"its files could not be put in the verification checkout: {exc}",
+            fix="add the hidden check again (its stored file is gone or unreadable)",
+        )
+        for h in contract.hidden_checks
+    ]
 
 
 # -- from a file on the command line -------------------------------------------------------

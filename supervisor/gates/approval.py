@@ -562,7 +562,9 @@ class ApprovalGate:
         if s.host:
             if not partial:
                 return list(s.last_check_results)
-            return await self._verifier.verify_selection(live, patch)
+            assert s.start_commit is not None
+            selected = await asyncio.to_thread(patch_tree, Path(s.repo), s.start_commit, patch)
+            return await self._verifier.verify_selection(live, selected)
         scope = "approved subset" if partial else target.scope
         return await self._verifier.verify_tree(live, target.tree, target.parent, scope=scope)
 

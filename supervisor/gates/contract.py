@@ -503,14 +503,10 @@ class ContractGate:
 
     def _hidden_stored(self, s: CoderSession, contract: OutcomeContract) -> OutcomeContract:
         """The contract with its hidden files' content in the state dir (only
-        their sha256 stays in it); refused where hidden checks cannot run."""
+        their sha256 stays in it). A session on a host keeps them here too:
+        they are written only into its verification checkouts there."""
         if not contract.hidden_checks:
             return contract
-        if s.host:
-            raise DraftingError(
-                f"hidden checks run on this machine only, and this session runs on host "
-                f"{s.host}: start it here, or without hidden checks"
-            )
         try:
             return HiddenStore(self._registry.state_dir).absorb(contract)
         except (CorralError, OSError) as exc:

@@ -3,22 +3,28 @@ the checks and the comparison of two snapshots all run there (one round
 trip each, over the host's connection), and a verified tree comes home as a
 commit fetched into the local repository, which the home copy of the
 worktree then shows. Tree ids are content addresses, so a tree verified on
-the host is the very tree reviewed and delivered here."""
+the host is the very tree reviewed and delivered here. A tree made here (the
+operator's exam of a snapshot, an approved part) is sent to the host's mirror
+first (`send`). Hidden checks run in a checkout of their own there, their
+files written in from the state dir here only for as long as they run."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, TypeVar
 
-from ..contracts.checks import run_contract
+from ..contracts.checks import CommandRunner, run_contract
 from ..contracts.environment import OUTPUT_TAIL_CHARS, setup_reason
+from ..contracts.hidden import HiddenStore, as_hidden, hidden_contract, not_placed
 from ..contracts.verdicts import setup_failed
 from ..errors import CorralError
 from ..git.run import git
+from ..git.trees import commit_tree
 from ..hosts.unreachable import HostUnreachable
 from ..models import CheckResult, CoderSession, OutcomeContract, SetupOutcome
 
@@ -27,6 +33,7 @@ if TYPE_CHECKING:
     from ..hosts.place import HostPlace
 
 
+EXAM_MESSAGE = "corral: the operator's exam of a snapshot verified on a host"
 HOST_WAIT = 300.0  # seconds a step waits for its host to answer again before it fails
 T = TypeVar("T")
 
@@ -58,6 +65,7 @@ class HostTree:
         self.wait = wait  # how long a step waits for the host to answer again
         self.path = Path(session.remote_worktree)
         self._commits: dict[str, str] = {}  # tree -> a commit of it on the host
+        self._sent: set[str] = set()  # trees made here and pushed there (`send`)
 
     @classmethod
     def of(cls, hosts: Hosts | None, session: CoderSession) -> HostTree | None:
@@ -82,11 +90,14 @@ class HostTree:
         on_setup: Callable[[SetupOutcome], None] | None = None,
         on_result: Callable[[CheckResult], None] | None = None,
         baseline: list[CheckResult] | None = None,
+        hidden: HiddenStore | None = None,
     ) -> list[CheckResult]:
         """The setup, then every check, in a fresh checkout of `tree` (a
-        snapshot of this worktree) on the host, removed afterwards; judged
-        test by test against `baseline` where the runner reports tests."""
-        return await in_host_scratch(
+        snapshot of this worktree, or an exam `send` put there) on the host,
+        removed afterwards; judged test by test against `baseline` where the
+        runner reports tests. With `hidden` (where their files are kept), the
+        hidden checks then run in a checkout of their own."""
+        visible = await in_host_scratch(
             self.place,
             self.session,
             contract,
@@ -98,6 +109,31 @@ class HostTree:
             wait=self.wait,
             baseline=baseline,
         )
+        if hidden is None:
+            return visible
+        return visible + await hidden_in_host_scratch(
+            self.place,
+            self.session,
+            contract,
+            ceiling,
+            hidden,
+            snapshot=self._commits[tree],
+            on_result=on_result,
+            wait=self.wait,
+        )
+
+    async def send(self, tree: str) -> None:
+        """Put `tree`, made here (the operator's exam of a snapshot), in the
+        host's mirror as a commit on the start commit, so checks can run on it there."""
+        if tree in self._commits:
+            return
+        s, repo = self.session, Path(self.session.repo)
+        assert s.start_commit is not None
+        commit = await asyncio.to_thread(commit_tree, repo, tree, s.start_commit, EXAM_MESSAGE)
+        ref = f"refs/corral/exam/{s.id}/{tree}"  # every tree sent keeps its commit there
+        await on_host(self.place.name, lambda: self.place.push(repo, {commit: ref}), wait=self.wait)
+        self._commits[tree] = commit
+        self._sent.add(tree)
 
     async def snapshot(self) -> str:
         s = self.session
@@ -116,9 +152,12 @@ class HostTree:
         )
 
     async def fetch(self, tree: str) -> str:
-        """Fetch the commit of `tree` into the local repository; returns it."""
+        """Fetch the commit of `tree` into the local repository (a tree made
+        here is here already); returns it."""
         repo = Path(self.session.repo)
         mirror, commit = self.place.mirror_path(repo), self._commits[tree]
+        if tree in self._sent:
+            return commit
         await on_host(
             self.place.name, lambda: self.place.bring_home(mirror, commit, repo), wait=self.wait
         )
@@ -181,30 +220,43 @@ async def host_baseline(
     contract: OutcomeContract,
     ceiling: float | None,
     on_setup: Callable[[SetupOutcome], None] | None = None,
+    hidden: HiddenStore | None = None,
 ) -> list[CheckResult]:
-    """Every check once on the untouched tree, in a disposable worktree on the host."""
-    return await in_host_scratch(place, session, contract, ceiling, on_setup=on_setup)
+    """Every check once on the untouched tree, in a disposable worktree on
+    the host; with `hidden`, the hidden checks in one of their own (gate 1
+    shows their verdict on the untouched tree, as it does here)."""
+    visible = await in_host_scratch(place, session, contract, ceiling, on_setup=on_setup)
+    if hidden is None:
+        return visible
+    return visible + await hidden_in_host_scratch(place, session, contract, ceiling, hidden)
 
 
-async def in_host_scratch(
+@dataclass(frozen=True)
+class HostCheckout:
+    """A disposable worktree on the host, its setup done: where the checks run."""
+
+    path: str
+    setup: SetupOutcome | None
+    run: CommandRunner  # a command in it, inside the setup's environment when ready
+
+
+@contextlib.asynccontextmanager
+async def host_checkout(
     place: HostPlace,
     session: CoderSession,
     contract: OutcomeContract,
     ceiling: float | None,
     *,
-    patch: str | None = None,
     snapshot: str | None = None,
-    captures: dict[str, str] | None = None,
     on_setup: Callable[[SetupOutcome], None] | None = None,
-    on_result: Callable[[CheckResult], None] | None = None,
     wait: float = HOST_WAIT,
-    baseline: list[CheckResult] | None = None,
-) -> list[CheckResult]:
-    """Every check in a disposable worktree on the host, after the
-    contract's setup there: at the start commit (with `patch` applied first:
-    the approved part of a partial delivery), or at `snapshot`, a commit of
-    the session's worktree the host already holds (so the checks see exactly
-    that tree: no ignored file or leftover of the agent's)."""
+) -> AsyncIterator[HostCheckout]:
+    """A disposable worktree on the host, after the contract's setup there:
+    at the start commit, or at `snapshot`, a commit the host's mirror already
+    holds: a snapshot of the session's worktree there, or an exam or approved
+    part `HostTree.send` put there (so the checks see exactly that tree: no
+    ignored file or leftover of the agent's). Removed with its environment
+    when the block ends."""
     start = session.start_commit
     assert start is not None
     repo = Path(session.repo)
@@ -218,7 +270,6 @@ async def in_host_scratch(
             place.name, lambda: place.scratch(repo, start, session.id), wait=wait
         )
     env = ""
-    untouched = patch is None and snapshot is None  # the start commit as it was
 
     async def run(command: str, timeout: float, network: bool) -> tuple[int | None, str, bool]:
         return await on_host(
@@ -228,30 +279,15 @@ async def in_host_scratch(
         )
 
     try:
-        if patch is not None:
-            selected = patch
-            await on_host(place.name, lambda: place.apply(path, selected))
         phase: Literal["baseline", "verification"] = (
-            "baseline" if patch is None and snapshot is None else "verification"
+            "baseline" if snapshot is None else "verification"
         )
         setup = await host_setup(place, contract, path, ceiling, phase)
         if setup is not None:
             env = setup.env_dir
             if on_setup is not None:
                 on_setup(setup)
-            if not setup.ok:
-                why = setup_reason(setup)
-                return [setup_failed(c.name, why) for c in contract.checks]
-        return await run_contract(
-            contract,
-            Path(path),
-            timeout_ceiling=ceiling,
-            captures=captures,
-            runner=run,
-            on_result=on_result,
-            untouched=untouched,
-            baseline=None if untouched else baseline,
-        )
+        yield HostCheckout(path, setup, run)
     finally:
         with contextlib.suppress(CorralError, HostUnreachable):
             await asyncio.shield(asyncio.to_thread(place.remove, mirror, path))
@@ -259,3 +295,92 @@ async def in_host_scratch(
             gone, _key = place.env_dir(path, list(contract.setup))
             with contextlib.suppress(CorralError, HostUnreachable):
                 await asyncio.shield(asyncio.to_thread(place.remove_env, gone))
+
+
+async def in_host_scratch(
+    place: HostPlace,
+    session: CoderSession,
+    contract: OutcomeContract,
+    ceiling: float | None,
+    *,
+    snapshot: str | None = None,
+    captures: dict[str, str] | None = None,
+    on_setup: Callable[[SetupOutcome], None] | None = None,
+    on_result: Callable[[CheckResult], None] | None = None,
+    wait: float = HOST_WAIT,
+    baseline: list[CheckResult] | None = None,
+) -> list[CheckResult]:
+    """Every (visible) check in a disposable worktree on the host (`host_checkout`)."""
+    untouched = snapshot is None  # the start commit as it was
+    async with host_checkout(
+        place,
+        session,
+        contract,
+        ceiling,
+        snapshot=snapshot,
+        on_setup=on_setup,
+        wait=wait,
+    ) as there:
+        if there.setup is not None and not there.setup.ok:
+            why = setup_reason(there.setup)
+            return [setup_failed(c.name, why) for c in contract.checks]
+        return await run_contract(
+            contract,
+            Path(there.path),
+            timeout_ceiling=ceiling,
+            captures=captures,
+            runner=there.run,
+            on_result=on_result,
+            untouched=untouched,
+            baseline=None if untouched else baseline,
+        )
+
+
+async def hidden_in_host_scratch(
+    place: HostPlace,
+    session: CoderSession,
+    contract: OutcomeContract,
+    ceiling: float | None,
+    store: HiddenStore,
+    *,
+    snapshot: str | None = None,
+    on_result: Callable[[CheckResult], None] | None = None,
+    wait: float = HOST_WAIT,
+) -> list[CheckResult]:
+    """The contract's hidden checks on the host, as they run here: in a
+    disposable worktree of their own (at the start commit, or at
+    `snapshot`), the setup first, their files — read from the operator's
+    state dir here — written in only after it and taken out after them,
+    then the worktree removed. Never in the agent's worktree there."""
+    if not contract.hidden_checks:
+        return []
+    async with host_checkout(
+        place, session, contract, ceiling, snapshot=snapshot, wait=wait
+    ) as there:
+        if there.setup is not None and not there.setup.ok:
+            why = setup_reason(there.setup)
+            return [
+                setup_failed(h.name, why).model_copy(update={"hidden": True})
+                for h in contract.hidden_checks
+            ]
+        path = there.path
+        try:
+            files: list[tuple[str, bytes | None]] = [
+                (f.path, store.get(f.sha256)) for h in contract.hidden_checks for f in h.files
+            ]
+            await on_host(place.name, lambda: place.hidden_files(path, files), wait=wait)
+        except (CorralError, OSError) as exc:
+            return not_placed(contract, exc)
+        gone: list[tuple[str, bytes | None]] = [(rel, None) for rel, _data in files]
+        try:
+            results = await run_contract(
+                hidden_contract(contract),
+                Path(path),
+                timeout_ceiling=ceiling,
+                runner=there.run,
+                on_result=None if on_result is None else lambda r: on_result(as_hidden(r)),
+            )
+        finally:
+            with contextlib.suppress(CorralError, HostUnreachable):
+                await asyncio.shield(asyncio.to_thread(place.hidden_files, path, gone))
+        return [as_hidden(r) for r in results]

@@ -25,8 +25,10 @@ The checks decide on the operator's exam (`contracts.judge`): the tree with
 every judge file recorded at gate 1 put back as it was. When the change
 touched one, the checks also run on the tree as it is (the agent's versions),
 both results are kept, and the session records its `judge_changes`: only a
-person who saw them can approve it (`ApprovalGate.approve`). Sessions on
-another host are checked on their tree as it is (their exam is not built).
+person who saw them can approve it (`ApprovalGate.approve`). The hidden
+checks run on the exam only. A session on another host gets the same exam:
+its snapshot is fetched here, the exam built here and pushed to the host's
+mirror, and the checks (hidden ones in checkouts of their own) run there.
 
 The agent during verification: it is neither paused nor stopped. Pausing
 cannot reach what it detached (a background writer in its own session), nor
@@ -48,7 +50,14 @@ from typing import TYPE_CHECKING, Literal, TypeVar
 from ..config import SupervisorConfig
 from ..contracts.checks import captures_from, run_contract
 from ..contracts.environment import Environments, SetupRun, setup_reason
-from ..contracts.hidden import HiddenStore, hidden_tally, materialized
+from ..contracts.hidden import (
+    HiddenStore,
+    as_hidden,
+    hidden_contract,
+    hidden_tally,
+    materialized,
+    not_placed,
+)
 from ..contracts.judge import HARNESS, Exam, build_exam, judge_sentence
 from ..contracts.verdicts import change_broke_setup, setup_failed
 from ..errors import CorralError
@@ -65,7 +74,6 @@ from ..git.run import git
 from ..git.trees import anchor_verified, changed_between, snapshot_tree
 from ..models import (
     CheckResult,
-    CheckVerdict,
     CoderSession,
     JudgeChange,
     OutcomeContract,
@@ -84,6 +92,8 @@ if TYPE_CHECKING:  # a host's tree loads with the first session run on a host
 
 T = TypeVar("T")
 
+# said wherever the agent-version results are shown next to the exam's
+HIDDEN_ON_EXAM_ONLY = "the hidden checks ran on the exam only"
 STABILITY_ATTEMPTS = 3  # the first run plus up to two more while the tree moves
 MAX_NAMED_PATHS = 20  # paths kept on a session / in an event; the rest are counted
 
@@ -105,24 +115,6 @@ class Verification:
     @property
     def passed(self) -> bool:
         return self.stable and all(r.passed for r in self.results)
-
-
-def strict(result: CheckResult) -> CheckResult:
-    """A hidden check passes only when its command passed and, where its
-    runner reported test by test, every test it ran passed and at least one
-    did (a suite skipped or deselected whole proves nothing)."""
-    report = result.tests
-    if not result.passed or report is None:
-        return result
-    if report.failed or report.collection_errors:
-        why = f"{len(report.failed) + len(report.collection_errors)} hidden test(s) failed"
-    elif not report.passed:
-        why = f"no hidden test passed ({len(report.skipped)} skipped)"
-    else:
-        return result
-    return result.model_copy(
-        update={"passed": False, "verdict": CheckVerdict.FAILS, "reason": why, "fix": ""}
-    )
 
 
 def _remove_all(paths: list[Path]) -> None:
@@ -165,6 +157,8 @@ def exam_summary(run: ExamRun | Verification) -> str:
             f". The checks {ours} with the judge files as they were at gate 1 (this decides) "
             f"and {theirs} with the agent's versions"
         )
+        if any(r.hidden for r in run.results):
+            said += f" ({HIDDEN_ON_EXAM_ONLY})"
     elif ours == "fail":
         said += ". The checks fail"
     if ours == "pass":
@@ -280,41 +274,22 @@ class Verifier:
         must turn green, not a test "already failing"), see `strict`."""
         if not contract.hidden_checks:
             return []
-        exam = OutcomeContract(
-            description=contract.description,
-            checks=[h.as_check() for h in contract.hidden_checks],
-            allow_credentials=contract.allow_credentials,
-        )
-
-        def hidden(result: CheckResult) -> CheckResult:
-            return strict(result).model_copy(update={"hidden": True})
-
         files = materialized(path, contract.hidden_checks, HiddenStore(self._registry.state_dir))
         try:
             await asyncio.to_thread(files.__enter__)
         except (CorralError, OSError) as exc:
-            return [
-                CheckResult(
-                    name=h.name,
-                    passed=False,
-                    hidden=True,
-                    verdict=CheckVerdict.CANNOT_RUN,
-                    reason=f"its files could not be put in the verification checkout: {exc}",
-                    fix="add the hidden check again (its stored file is gone or unreadable)",
-                )
-                for h in contract.hidden_checks
-            ]
+            return not_placed(contract, exc)
         try:
             results = await run_contract(
-                exam,
+                hidden_contract(contract),
                 path,
                 timeout_ceiling=self._timeout_ceiling,
                 environment=environment,
-                on_result=None if on_result is None else lambda r: on_result(hidden(r)),
+                on_result=None if on_result is None else lambda r: on_result(as_hidden(r)),
             )
         finally:
             await asyncio.shield(asyncio.to_thread(files.__exit__, None, None, None))
-        return [hidden(r) for r in results]
+        return [as_hidden(r) for r in results]
 
     async def baseline(
         self,
@@ -330,7 +305,12 @@ class Verifier:
             from .host_tree import host_baseline
 
             return await host_baseline(
-                self._hosts.get(session.host), session, contract, self._timeout_ceiling, on_setup
+                self._hosts.get(session.host),
+                session,
+                contract,
+                self._timeout_ceiling,
+                on_setup,
+                hidden=self._hidden_store(contract),
             )
         discard: list[Path] = []
         if contract.setup:  # environments of worktrees removed since go first
@@ -360,6 +340,10 @@ class Verifier:
             phase="baseline",
         )
         return visible + hidden
+
+    def _hidden_store(self, contract: OutcomeContract) -> HiddenStore | None:
+        """Where the contract's hidden checks' files are kept (None: it has none)."""
+        return HiddenStore(self._registry.state_dir) if contract.hidden_checks else None
 
     def _host_tree(self, session: CoderSession) -> HostTree | None:
         """The session's worktree on its host; None for a session run here
@@ -403,34 +387,20 @@ class Verifier:
             for attempt in range(1, STABILITY_ATTEMPTS + 1):
                 fault_point("verify:before-checks")
                 before = await (there.snapshot() if there else self._snapshot(worktree))
-                if there is not None:
-                    results = await there.checks_on_tree(
-                        s.contract,
-                        self._timeout_ceiling,
-                        before,
-                        captures=captures_from(s.contract, s.baseline),
-                        on_setup=on_setup,
-                        on_result=lambda r: registry.emit(live, CheckCompletedData(result=r)),
-                        baseline=s.baseline,
-                    )
-                else:
-                    assert s.start_commit is not None
-                    exam = await self.exam_on_tree(
-                        s.contract,
-                        Path(s.repo),
-                        before,
-                        s.start_commit,
-                        s.id,
-                        captures=captures_from(s.contract, s.baseline),
-                        on_result=lambda r: registry.emit(live, CheckCompletedData(result=r)),
-                        on_setup=on_setup,
-                        baseline=s.baseline,
-                    )
-                    results, changes, agent_results = (
-                        exam.results,
-                        exam.changes,
-                        exam.agent_results,
-                    )
+                assert s.start_commit is not None
+                exam = await self.exam_on_tree(
+                    s.contract,
+                    Path(s.repo),
+                    before,
+                    s.start_commit,
+                    s.id,
+                    captures=captures_from(s.contract, s.baseline),
+                    on_result=lambda r: registry.emit(live, CheckCompletedData(result=r)),
+                    on_setup=on_setup,
+                    baseline=s.baseline,
+                    there=there,
+                )
+                results, changes, agent_results = exam.results, exam.changes, exam.agent_results
                 fault_point("verify:between-snapshots")
                 after = await (there.snapshot() if there else self._snapshot(worktree))
                 if before == after:
@@ -529,10 +499,12 @@ class Verifier:
         on_result: Callable[[CheckResult], None] | None = None,
         on_setup: Callable[[SetupOutcome], None] | None = None,
         baseline: list[CheckResult] | None = None,
+        hidden: bool = True,
     ) -> list[CheckResult]:
         """The setup, then every check, in a fresh checkout of exactly `tree`
         (a commit on `parent`), removed afterwards with what they wrote;
-        test-suite checks are judged against `baseline` test by test."""
+        test-suite checks are judged against `baseline` test by test. The
+        hidden checks too, unless `hidden` is False."""
         discard: list[Path] = []
         try:
             async with self._trees.materialized(repo, tree, parent, owner) as path:
@@ -548,13 +520,15 @@ class Verifier:
                 )
         finally:
             await asyncio.to_thread(_remove_all, discard)
-        hidden = await self._hidden_apart(
+        if not hidden:
+            return visible
+        held_back = await self._hidden_apart(
             contract,
             lambda: self._trees.materialized(repo, tree, parent, owner),
             phase="verification",
             on_result=on_result,
         )
-        return visible + hidden
+        return visible + held_back
 
     async def exam_on_tree(
         self,
@@ -568,40 +542,76 @@ class Verifier:
         on_result: Callable[[CheckResult], None] | None = None,
         on_setup: Callable[[SetupOutcome], None] | None = None,
         baseline: list[CheckResult] | None = None,
+        there: HostTree | None = None,
     ) -> ExamRun:
         """`checks_on_tree` on the operator's exam of `tree`: the judge files
         as they are on `parent`. When the change touched one, the checks run
-        once more on `tree` as it is (not announced), for the record."""
+        once more on `tree` as it is (not announced), for the record; the
+        hidden checks do not run again there: they are no judge file the
+        agent could change, so the exam's run of them is the only one.
+
+        `there`: `tree` is a snapshot of a worktree on another host. Its
+        objects are fetched here, the exam is built here as for a worktree
+        here, pushed to the host's mirror, and every check runs there."""
+        if there is not None and contract.judge_files:
+            await there.fetch(tree)  # its objects, to build the exam from
         exam: Exam = await asyncio.to_thread(build_exam, repo, parent, tree, contract)
-        results = await self.checks_on_tree(
-            contract,
-            repo,
-            exam.tree,
-            parent,
-            owner,
-            captures=captures,
-            on_result=on_result,
-            on_setup=on_setup,
-            baseline=baseline,
-        )
+        if there is not None and exam.tree != tree:
+            await there.send(exam.tree)
+
+        async def run(
+            on: str,
+            *,
+            hidden: bool,
+            on_result: Callable[[CheckResult], None] | None = None,
+            on_setup: Callable[[SetupOutcome], None] | None = None,
+        ) -> list[CheckResult]:
+            if there is None:
+                return await self.checks_on_tree(
+                    contract,
+                    repo,
+                    on,
+                    parent,
+                    owner,
+                    captures=captures,
+                    on_result=on_result,
+                    on_setup=on_setup,
+                    baseline=baseline,
+                    hidden=hidden,
+                )
+            return await there.checks_on_tree(
+                contract,
+                self._timeout_ceiling,
+                on,
+                captures=captures,
+                on_setup=on_setup,
+                on_result=on_result,
+                baseline=baseline,
+                hidden=self._hidden_store(contract) if hidden else None,
+            )
+
+        results = await run(exam.tree, hidden=True, on_result=on_result, on_setup=on_setup)
         if exam.rewritten:  # said to the agent (a repair) and to the person
             put_back = ", ".join(sorted({c.path for c in exam.changes if c.what != HARNESS})[:5])
             note = (
                 "\n[corral] the checks ran with the files that judge the work as they were at "
                 f"gate 1 ({put_back}); a change to them is not part of the exam"
             )
-            results = [r.model_copy(update={"output_tail": r.output_tail + note}) for r in results]
+            results = [
+                r if r.hidden else r.model_copy(update={"output_tail": r.output_tail + note})
+                for r in results
+            ]
         agent: list[CheckResult] = []
         if exam.tree != tree:
-            agent = await self.checks_on_tree(
-                contract, repo, tree, parent, owner, captures=captures, baseline=baseline
-            )
-        if exam.only_extended and len(agent) == len(results):
+            agent = await run(tree, hidden=False)
+        visible = [r for r in results if not r.hidden]
+        if exam.only_extended and len(agent) == len(visible):
             # tests appended to a test file: the file as it was decides, and the
             # agent's added tests must pass too (a red one is the work's)
-            results = [
-                a if e.passed and not a.passed else e for e, a in zip(results, agent, strict=True)
+            merged = [
+                a if e.passed and not a.passed else e for e, a in zip(visible, agent, strict=True)
             ]
+            results = merged + [r for r in results if r.hidden]
         return ExamRun(results, exam.changes, agent)
 
     async def verify_tree(
@@ -645,23 +655,29 @@ class Verifier:
         """`verify_worktree` for a worktree on another host (a foreman's subtask
         placed there): the checks and both snapshots run on the host, and a
         green, stable tree is fetched into the local repository. The checks
-        run in a fresh checkout of each snapshot there, as they do here."""
+        run on the exam of each snapshot there, as they do here."""
         results: list[CheckResult] = []
         moved: list[str] = []
+        start = there.session.start_commit
+        assert start is not None
         for _attempt in range(STABILITY_ATTEMPTS):
             before = await there.snapshot()
-            results = await there.checks_on_tree(
+            exam = await self.exam_on_tree(
                 contract,
-                self._timeout_ceiling,
+                Path(there.session.repo),
                 before,
+                start,
+                there.session.id,
                 captures=captures_from(contract, baseline),
                 baseline=baseline,
+                there=there,
             )
+            results = exam.results
             after = await there.snapshot()
             if before == after:
                 if all(r.passed for r in results):
                     await there.fetch(before)
-                return Verification(results, before, [])
+                return Verification(results, before, [], exam.changes, exam.agent_results)
             moved = await there.changed(before, after)
         return Verification(results, None, moved)
 
@@ -691,29 +707,34 @@ class Verifier:
     async def _snapshot(self, worktree: Path) -> str:
         return await asyncio.to_thread(snapshot_tree, worktree)
 
-    async def verify_selection(self, live: LiveSession, patch: str) -> list[CheckResult]:
-        """Every check on the start commit plus only the approved part
-        (`patch`), on the host of a session placed there (as its checks ran);
-        a session here verifies the approved part's tree (`verify_tree`)."""
+    async def verify_selection(self, live: LiveSession, tree: str) -> list[CheckResult]:
+        """Every check on `tree`, the start commit plus only the approved part,
+        on the host of a session placed there (as its checks ran), on its exam
+        (`exam_on_tree`, hidden checks included); a session here verifies the
+        approved part's tree with `verify_tree`."""
         registry = self._registry
         s = live.session
         assert s.contract is not None and s.start_commit is not None
-        assert s.host and self._hosts is not None
-        from .host_tree import in_host_scratch
-
+        there = self._host_tree(s)
+        assert there is not None
         registry.emit(
             live,
             PlanTextData(text="Re-running the contract on the approved part only."),
         )
-        results = await in_host_scratch(
-            self._hosts.get(s.host),
-            s,
+        await there.send(tree)
+        exam = await self.exam_on_tree(
             s.contract,
-            self._timeout_ceiling,
-            patch=patch,
+            Path(s.repo),
+            tree,
+            s.start_commit,
+            s.id,
             captures=captures_from(s.contract, s.baseline),
             baseline=s.baseline,
+            there=there,
         )
+        results = exam.results
+        if exam.changes:
+            registry.emit(live, PlanTextData(text=f"approved subset: {exam_summary(exam)}"))
         registry.emit(
             live,
             ContractEvaluatedData(

@@ -44,7 +44,7 @@ class Hosts:
         return iter(self.places.values())
 
     def discard(self, session: CoderSession) -> None:
-        """Remove a delivered session's worktree and base ref from its host
+        """Remove a delivered session's worktree and its refs (base, exam) from its host
         (a host that does not answer keeps them; nothing else depends on them)."""
         if not session.host or not session.remote_worktree or session.host not in self.places:
             return
@@ -54,6 +54,17 @@ class Hosts:
             place.remove(mirror, session.remote_worktree)
             place.conn.run(
                 ["git", "-C", mirror, "update-ref", "-d", f"refs/corral/base/{session.id}"]
+            )
+            place.conn.run(  # the exams verified there (`HostTree.send`)
+                [
+                    "sh",
+                    "-c",
+                    'git -C "$1" for-each-ref --format="delete %(refname)" "$2" '
+                    '| git -C "$1" update-ref --stdin',
+                    "sh",
+                    mirror,
+                    f"refs/corral/exam/{session.id}/",
+                ]
             )
         except (CorralError, HostUnreachable) as exc:
             log.warning(

@@ -12,7 +12,9 @@ multiplexed connection. Every method blocks; callers use `asyncio.to_thread`.
 
 from __future__ import annotations
 
+import base64
 import hashlib
+import json
 import logging
 import re
 import secrets
@@ -117,6 +119,34 @@ printf '{"key": "%s"}\\n' "$key" > "$env/.corral-env.json"
 printf '\\n%s ok\\n' "$nonce"
 """
 
+# Hidden checks' files put into (or taken out of) a verification checkout on
+# the host: nothing is followed (a symlink or file the work left where a file
+# or its folder goes is removed, never written through), files are 0600. The
+# checkout is disposable and removed right after, so nothing is put back.
+_HIDDEN_FILES = r"""import base64, json, os, shutil, sys
+spec = json.load(sys.stdin)
+root = spec["root"]
+def clear(p):
+    if os.path.isdir(p) and not os.path.islink(p): shutil.rmtree(p)
+    elif os.path.lexists(p): os.unlink(p)
+for rel, data in spec["files"]:
+    parts = rel.split("/")
+    here = root
+    for part in parts[:-1]:
+        here = os.path.join(here, part)
+        if os.path.islink(here) or (os.path.lexists(here) and not os.path.isdir(here)):
+            os.unlink(here)
+        if data is not None and not os.path.isdir(here):
+            os.mkdir(here, 0o700)
+    target = os.path.join(here, parts[-1])
+    if os.path.lexists(target) or data is None:
+        if os.path.isdir(os.path.dirname(target)): clear(target)
+    if data is not None:
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        os.write(fd, base64.b64decode(data)); os.close(fd)
+print("ok")
+"""
+
 # corral's git in a worktree on a host: no hooks, fsmonitor or untracked cache
 # an agent there could have set up (the snapshot script sets the same)
 _NO_HOOKS = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false")
@@ -195,8 +225,14 @@ class HostPlace:
     def push_base(self, local_repo: Path, commit: str, session_id: str) -> str:
         """Push `commit` from the local repository to its bare mirror on the
         host (made on first use); returns the mirror's path."""
-        if not _COMMIT.fullmatch(commit):
-            raise GitError(f"{commit!r} is not a full commit id")
+        return self.push(local_repo, {commit: f"refs/corral/base/{session_id}"})
+
+    def push(self, local_repo: Path, refs: dict[str, str]) -> str:
+        """Push commits from the local repository to its bare mirror on the
+        host (made on first use), each to its ref there; returns the mirror's path."""
+        for commit in refs:
+            if not _COMMIT.fullmatch(commit):
+                raise GitError(f"{commit!r} is not a full commit id")
         mirror = self.mirror_path(local_repo)
         made = self.conn.run(
             [
@@ -218,14 +254,13 @@ class HostPlace:
                 "--quiet",
                 "--force",
                 remote_url(self.conn, mirror),
-                f"{commit}:refs/corral/base/{session_id}",
+                *(f"{commit}:{ref}" for commit, ref in refs.items()),
                 timeout=600,
                 env=env,
             )
         except GitError as exc:
-            raise GitError(
-                f"cannot push the base commit {commit[:12]} to host {self.name}: {exc}", exc.stderr
-            ) from exc
+            shown = ", ".join(c[:12] for c in refs)
+            raise GitError(f"cannot push {shown} to host {self.name}: {exc}", exc.stderr) from exc
         return mirror
 
     def make_worktree(self, local_repo: Path, commit: str, session_id: str) -> tuple[str, str]:
@@ -334,6 +369,28 @@ class HostPlace:
             return None, body, True
         return code, body, False
 
+    def hidden_files(self, checkout: str, files: list[tuple[str, bytes | None]]) -> None:
+        """Write (bytes) or remove (None) hidden checks' files in a
+        verification checkout on the host (see `_HIDDEN_FILES`), in one round trip."""
+        facts = self.facts()
+        if not facts.python3:
+            raise GitError(f"python3 is not installed on host {self.name}: hidden checks need it")
+        spec = {
+            "root": checkout,
+            "files": [
+                [rel, None if data is None else base64.b64encode(data).decode()]
+                for rel, data in files
+            ],
+        }
+        result = self.conn.run(
+            [facts.python3, "-c", _HIDDEN_FILES],
+            input=json.dumps(spec).encode(),
+            timeout=120,
+        )
+        if result.returncode != 0 or result.text.strip() != "ok":
+            why = result.error.splitlines()[-1] if result.error else f"status {result.returncode}"
+            raise GitError(f"cannot place the hidden checks' files on host {self.name}: {why}")
+
     def env_dir(self, worktree: str, setup: list[str]) -> tuple[str, str]:
         """Where the setup's environment of `worktree` lives on the host, and
         its key (the commands and the worktree: it is the worktree's own)."""
@@ -383,16 +440,6 @@ class HostPlace:
             why = result.error.splitlines()[-1] if result.error else f"status {result.returncode}"
             raise GitError(f"cannot snapshot {worktree} on host {self.name}: {why}")
         return words[0], words[1]
-
-    def apply(self, worktree: str, patch: str) -> None:
-        """Apply a binary patch to a worktree on the host."""
-        result = self.conn.run(
-            ["git", "-C", worktree, *_NO_HOOKS, "apply", "--binary", "--whitespace=nowarn", "-"],
-            input=patch.encode(),
-            timeout=300,
-        )
-        if result.returncode != 0:
-            raise GitError(f"cannot apply the approved part on host {self.name}: {result.error}")
 
     def changed(self, worktree: str, a: str, b: str) -> list[str]:
         """Paths that differ between two trees on the host, sorted."""

@@ -217,6 +217,51 @@ async def test_honest_work_passes_the_hidden_checks_and_the_trailers_count_them(
     assert sorted(files) == ["mul.py", "tests/test_mul.py"]
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(300)  # five pytest runs; over 90 s on a busy machine
+async def test_hidden_checks_run_on_the_exam_only_when_a_judge_file_changed(
+    make_supervisor: SupervisorFactory,
+    repo: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The agent changed a visible test: the checks run on the exam and again
+    with the agent's versions, but the hidden checks are no file it could
+    change, so they run once, on the exam; where the agent-version results
+    are shown, that is said."""
+    from corral.supervisor.gates.verifier import Verifier
+
+    runs: list[str] = []
+    real = Verifier._hidden_apart
+
+    async def counted(self: Verifier, *args: object, **kw: object) -> object:
+        runs.append(str(kw.get("phase")))
+        return await real(self, *args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Verifier, "_hidden_apart", counted)
+    project(repo)
+    weaker = VISIBLE.replace("== 6", "in (5, 6)")
+    engine = ScriptedEngine([[Write("mul.py", HONEST), Write("tests/test_mul.py", weaker)]])
+    sup = await make_supervisor(
+        drafter=ScriptedDrafter([held_back_contract(tmp_path)]), engine=engine
+    )
+    sid = (await sup.start("make mul(a, b) return a times b", repo)).session_id
+    assert runs == ["baseline"]
+    await sup.confirm(sid)
+    row = await sup.wait_for(sid, {S.NEEDS_APPROVAL, S.FAILED}, timeout=120)
+    assert row.state is S.NEEDS_APPROVAL, row.error
+    s = sup.get(sid).session
+    assert [c.path for c in s.judge_changes] == ["tests/test_mul.py"]
+    assert runs == ["baseline", "verification"]  # not again on the agent's versions
+    assert [r.name for r in s.agent_exam_results] == ["tests"]
+    assert [(r.name, r.passed) for r in s.last_check_results] == [
+        ("tests", True),
+        ("hidden_test_zz_secret_mul", True),
+    ]
+    [said] = [t for t in plan_texts(sup, sid) if "with the agent's versions" in t]
+    assert "(the hidden checks ran on the exam only)" in said
+
+
 async def test_a_hidden_check_from_a_missing_file_is_one_sentence() -> None:
     with pytest.raises(CorralError) as caught:
         hidden_check_from_file("/nonexistent/test_x.py", None)

@@ -249,3 +249,45 @@ async def test_a_judge_change_is_listed_at_gate_2_and_approved_only_there(tmp_pa
         await asked(pilot)
         row = await sup.wait_for(sid, {CoderState.MERGED}, timeout=20)
     assert git(repo, "show", f"{row.result_branch}:check.sh") == "true\n"
+
+
+@pytest.mark.slow
+async def test_the_agent_version_results_say_the_hidden_checks_ran_on_the_exam_only(
+    tmp_path: Path,
+) -> None:
+    """A judge change beside a hidden check: the agent-version results listed
+    at gate 2 are the visible checks', and the screen says so."""
+    from textual.widgets import Static
+
+    from corral.supervisor.models import HiddenCheck, HiddenFile
+
+    repo = make_repo(tmp_path / "repo")
+    (repo / "check.sh").write_text("grep -q fifteen long.txt\n")
+    (repo / "long.txt").write_text("1\n")
+    git(repo, "add", "-A")
+    git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "check")
+    held = HiddenCheck(
+        name="hidden_count",
+        command="sh held.sh",
+        files=[HiddenFile(path="held.sh", content="grep -q fifteen long.txt\n")],
+    )
+    drafted = contract(("fifteen", "bash check.sh")).model_copy(update={"hidden_checks": [held]})
+    sup = scripted_supervisor(
+        tmp_path / "state", drafted, [Write("long.txt", "fifteen\n"), Write("check.sh", "true\n")]
+    )
+    app = _at_gate_2(sup, repo, "write fifteen")
+    async with app.run_test(size=(160, 40)) as pilot:
+        await until(
+            pilot,
+            "gate 2",
+            lambda: [r for r in sup.list() if r.state is CoderState.NEEDS_APPROVAL],
+            timeout=60,
+        )
+        screen = await open_from_board(app, pilot, "D")
+        assert isinstance(screen, DiffScreen)
+        shown = screen.query_one("#diff-verification", Static)
+        await until(pilot, "the judge change listed", lambda: "check.sh" in str(shown.render()))
+        text = str(shown.render())
+    assert "With the agent's versions (visible checks only: the hidden checks ran on the exam" in (
+        " ".join(text.split())
+    )

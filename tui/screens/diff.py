@@ -248,7 +248,15 @@ class DiffScreen(Screen[None]):
             ]
             judged += [safe_content(f"  {c.shown()}") for c in s.judge_changes]
             if s.agent_exam_results:
-                judged.append(safe_content("With the agent's versions:"))
+                if any(r.hidden for r in s.last_check_results):
+                    judged.append(
+                        safe_content(
+                            "With the agent's versions (visible checks only: the hidden checks "
+                            "ran on the exam alone):"
+                        )
+                    )
+                else:
+                    judged.append(safe_content("With the agent's versions:"))
                 judged += [
                     safe_markup(
                         ("  [green]PASS[/green] " if r.passed else "  [red]FAIL[/red] ") + "{}",
