@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from .git.repo import repo_root
 
 if TYPE_CHECKING:
+    from .acp.agents import is_acp
     from .contracts.drafting import ContractDrafter, FixedDrafter, GivenSetup, with_given_setup
     from .contracts.files import checks_contract, given_setup, load_contract
     from .contracts.hidden import hidden_check_from_file
@@ -74,6 +75,7 @@ __all__ = [
     "checks_contract",
     "given_setup",
     "hidden_check_from_file",
+    "is_acp",
     "load_contract",
     "repo_root",
     "seed_demo",
@@ -110,6 +112,7 @@ _ON_FIRST_USE = {  # name → (module, its name there when not the same)
     "Discussions": "discuss",
     "PreparedTask": "discuss",
     "seed_demo": "demo",
+    "is_acp": "acp.agents",  # the engine speaks ACP: its session has a conversation view
 }
 
 
