@@ -55,7 +55,7 @@ class Conversation:
     blocks: list[Block] = field(default_factory=list)
     commands: list[Command] = field(default_factory=list)
     _tools: dict[str, int] = field(default_factory=dict)
-    _turn_start: int = 0  # the first block of the turn in progress
+    _plan_at: int | None = None  # the plan block of the turn in progress
 
     def add(self, event: CoderEvent) -> int | None:
         """Fold in one event; the index of the block it added or changed
@@ -79,7 +79,7 @@ class Conversation:
         if part == "plan":
             return self._plan(data.text)
         if part == "prompt":
-            self._turn_start = len(self.blocks)
+            self._plan_at = None  # a new turn: its plan is a new block
             return self._new(Block("prompt", text=data.text))
         if part == "turn_end":
             return self._new(Block("turn_end", text=data.text))
@@ -116,12 +116,13 @@ class Conversation:
 
     def _plan(self, text: str) -> int:
         """The plan as it stands: one block per turn, rewritten by each update."""
-        for index in range(len(self.blocks) - 1, self._turn_start - 1, -1):
-            if self.blocks[index].kind == "plan":
-                self.blocks[index].text = text
-                self.blocks[index].version += 1
-                return index
-        return self._new(Block("plan", text=text))
+        if self._plan_at is not None:
+            block = self.blocks[self._plan_at]
+            block.text = text
+            block.version += 1
+            return self._plan_at
+        self._plan_at = self._new(Block("plan", text=text))
+        return self._plan_at
 
     def matches(self, needle: str) -> list[int]:
         """The blocks whose text holds `needle` (case-insensitive), in order."""

@@ -108,7 +108,7 @@ class ConversationScreen(Screen[None]):
         border-top: solid $warning; display: none; overflow-y: auto; }
     ConversationScreen #convo-question.-asking { display: block; }
     ConversationScreen #convo-completions { height: auto; padding: 0 1; color: $text-muted; }
-    ConversationScreen PromptArea { height: 4; }
+    ConversationScreen PromptArea { height: 3; }
     """
 
     def __init__(self, session_id: str) -> None:
@@ -224,9 +224,9 @@ class ConversationScreen(Screen[None]):
             question.remove_class("-asking")
         prompt = self.query_one(PromptArea)
         prompt.placeholder = (
-            "Answer the question (enter sends; ctrl+j new line)"
+            "Answer the question (enter sends · ctrl+j new line)"
             if detail.question_prompt
-            else "Message the agent: its next prompt (enter sends; ctrl+j new line; / commands)"
+            else "Message the agent (enter sends · ctrl+j new line · / commands)"
         )
 
     # -- the prompt -----------------------------------------------------------------------

@@ -9,9 +9,11 @@ rendered from text whose control characters are made visible first
 block is a `Content` built by `safe_content`/`safe_markup` (never parsed as
 markup). The view follows the tail (Textual's anchor: scrolling up lets go,
 scrolling back to the end takes it again) and mounts only the last
-`WINDOW` blocks at first: a conversation of thousands of events opens at
-once, and the earlier blocks are mounted when asked for (home, or a search
-that finds one)."""
+`WINDOW` blocks at first (a screenful: Textual's Markdown widget costs a
+widget per paragraph and list item, so a conversation of thousands of
+events opens at once only if few are drawn), and mounts earlier ones when
+asked for: `WINDOW` more each time up or page up reaches the top, all of
+them on home, the one a search finds."""
 
 from __future__ import annotations
 
@@ -28,7 +30,7 @@ from ..conversation_blocks import Block, Conversation
 from ..safe_text import safe_content, safe_markup
 from ..visible import visible
 
-WINDOW = 60  # blocks mounted when the view opens (the tail)
+WINDOW = 8  # blocks mounted when the view opens (the tail), and added each time up reaches the top
 OUTPUT_LINES = 40  # a tool call's output shown (its tail)
 PROMPT_LINES = 6  # a prompt's first lines in its folded block
 TITLE_CHARS = 70
@@ -106,7 +108,10 @@ class BlockView(Widget):
     BlockView.-match { background: $warning 20%; }
     BlockView.-current { background: $warning 45%; }
     BlockView Markdown { margin: 0; padding: 0 1 0 1; }
+    BlockView Markdown > *:last-child { margin-bottom: 0; }
     BlockView Collapsible { margin: 0; padding: 0; border-top: none; }
+    BlockView Collapsible > Contents { padding: 0 0 0 3; }
+    BlockView .tool { background: $boost; padding: 0 1; }
     BlockView .prompt { color: $text-muted; }
     """
 
@@ -122,16 +127,18 @@ class BlockView(Widget):
             yield Markdown(visible(block.text, multiline=True), open_links=False)
         elif block.kind == "thought":
             with Collapsible(title=self._thought_title(), collapsed=True):  # type: ignore[arg-type]
-                yield Static(safe_content(block.text, "italic", multiline=True))
-        elif block.kind == "tool":
-            with Collapsible(title=tool_title(block), collapsed=False):  # type: ignore[arg-type]
-                yield Static(tool_body(block))
+                yield Static(safe_content(block.text, "italic", multiline=True), classes="body")
+        elif block.kind == "tool":  # one widget: a conversation has hundreds of them
+            yield Static(self._tool(), classes="body tool")
         elif block.kind == "prompt":
             with Collapsible(title=self._prompt_title(), collapsed=True):  # type: ignore[arg-type]
-                yield Static(safe_content(block.text, "dim", multiline=True))
+                yield Static(safe_content(block.text, "dim", multiline=True), classes="body")
         else:
-            yield Static(self._line())
+            yield Static(self._line(), classes="body")
         self._shown = block.version
+
+    def _tool(self) -> Content:
+        return tool_title(self.block) + Content("\n") + tool_body(self.block)
 
     def _thought_title(self) -> Content:
         lines = len(self.block.text.splitlines())
@@ -161,14 +168,15 @@ class BlockView(Widget):
             await self.query_one(Markdown).update(visible(block.text, multiline=True))
         elif block.kind == "thought":
             self.query_one(Collapsible).title = self._thought_title()  # type: ignore[assignment]
-            self.query_one(Static).update(safe_content(block.text, "italic", multiline=True))
+            self.query_one(".body", Static).update(
+                safe_content(block.text, "italic", multiline=True)
+            )
         elif block.kind == "tool":
-            self.query_one(Collapsible).title = tool_title(block)  # type: ignore[assignment]
-            self.query_one(Static).update(tool_body(block))
+            self.query_one(".body", Static).update(self._tool())
         elif block.kind == "prompt":
-            self.query_one(Static).update(safe_content(block.text, "dim", multiline=True))
+            self.query_one(".body", Static).update(safe_content(block.text, "dim", multiline=True))
         else:
-            self.query_one(Static).update(self._line())
+            self.query_one(".body", Static).update(self._line())
 
     def text(self) -> str:
         """What this block shows, as plain text (tests, search)."""
@@ -179,9 +187,9 @@ class ConversationView(VerticalScroll, can_focus=True):
     """The blocks, scrolled by keyboard (up/down, page up/down, home/end)."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("up", "scroll_up", "Up", show=False),
+        Binding("up", "line_up", "Up", show=False),
         Binding("down", "scroll_down", "Down", show=False),
-        Binding("pageup", "page_up", "Page up", show=False),
+        Binding("pageup", "earlier_page", "Page up", show=False),
         Binding("pagedown", "page_down", "Page down", show=False),
         Binding("home", "earliest", "Start", show=False),
         Binding("end", "latest", "End", show=False),
@@ -210,10 +218,20 @@ class ConversationView(VerticalScroll, can_focus=True):
     def on_mount(self) -> None:
         self.query_one("#earlier", Static).display = self.first_mounted > 0
         self.anchor()
+        self.call_after_refresh(self._fill)
+
+    async def _fill(self) -> None:
+        """A tall screen shows more than `WINDOW` blocks: mount earlier ones
+        until the view scrolls (or none are left)."""
+        if self.max_scroll_y > 0 or self.first_mounted == 0:
+            return
+        await self.show_from(max(0, self.first_mounted - WINDOW))
+        self.anchor()
+        self.call_after_refresh(self._fill)
 
     def _earlier_words(self) -> Content:
         return safe_markup(
-            "[dim]{} earlier blocks not shown: [b]home[/b] shows them all[/dim]",
+            "[dim]{} earlier blocks: [b]up[/b] here shows more, [b]home[/b] all of them[/dim]",
             self.first_mounted,
         )
 
@@ -247,18 +265,32 @@ class ConversationView(VerticalScroll, can_focus=True):
     async def action_earliest(self) -> None:
         await self.show_from(0)
         self.release_anchor()
-        self.scroll_home(animate=False)
+        self.call_after_refresh(self.scroll_home, animate=False)
 
     def action_latest(self) -> None:
         self.anchor()
 
-    def action_scroll_up(self) -> None:
+    async def action_line_up(self) -> None:
         self.release_anchor()
+        await self._more_at_the_top()
         self.scroll_up(animate=False)
 
-    def action_page_up(self) -> None:
+    async def action_earlier_page(self) -> None:
         self.release_anchor()
+        await self._more_at_the_top()
         self.scroll_page_up(animate=False)
+
+    async def _more_at_the_top(self) -> None:
+        """At the top with earlier blocks unshown: mount `WINDOW` more above,
+        the view kept where it was (they appear above what was read)."""
+        if self.scroll_y > 0 or self.first_mounted == 0:
+            return
+        before = self.virtual_size.height
+        await self.show_from(max(0, self.first_mounted - WINDOW))
+        self.call_after_refresh(self._keep_place, before)
+
+    def _keep_place(self, before: int) -> None:
+        self.scroll_to(y=self.virtual_size.height - before, animate=False, immediate=True)
 
     def action_scroll_down(self) -> None:
         self.scroll_down(animate=False)
@@ -272,7 +304,7 @@ class ConversationView(VerticalScroll, can_focus=True):
         view = self.views.get(index)
         if view is not None:
             self.release_anchor()
-            self.scroll_to_widget(view, animate=False, top=True)
+            self.call_after_refresh(self.scroll_to_widget, view, animate=False, top=True)
 
     def mark(self, matches: list[int], current: int | None) -> None:
         """Highlight the search's matches, the current one more."""
