@@ -520,3 +520,22 @@ async def test_the_tokens_an_acp_agent_reports_reach_its_row_with_price_unknown(
     )
     assert row.cost_usd is None and row.price_unknown
     assert row.over_budget == "over budget: 6,000 of 5,000 tokens"
+
+
+@pytest.mark.slow
+async def test_a_message_to_an_acp_session_is_queued_for_its_next_prompt(
+    tmp_path: Path, world
+) -> None:  # type: ignore[no-untyped-def]
+    """`corral msg` (the owner's `send`) to an ACP session: before, refused as
+    "runs no agent CLI"; now queued, and the ACP engine gives it to the agent
+    as its next turn's prompt."""
+    repo, open_sup = world
+    sup = await open_sup()
+    sid = await start(sup, repo, engine("slow"))
+    deadline = time.monotonic() + 30
+    while not any(p.part == "prompt" for p in conversation(sup, sid)):
+        assert time.monotonic() < deadline, "the agent never got its first prompt"
+        await asyncio.sleep(0.05)
+    sent = await sup.send("operator", sid, "also update the changelog")
+    assert sent.text == "also update the changelog" and sent.status == "queued"
+    await sup.cancel(sid)
