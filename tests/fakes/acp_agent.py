@@ -6,7 +6,8 @@ edge cases. `acp_agent.py SCRIPT [ARG]`:
   writes it through `fs/write_text_file` if allowed; says what happened.
 - `outside PATH`: tries to write PATH (outside its worktree), says how that
   went, then writes notes.txt inside.
-- `shell`: runs `echo done > notes.txt` through `terminal/create`.
+- `shell`: runs `echo done > notes.txt` through `terminal/create`, shown
+  as a tool call over that terminal.
 - `slow`: says it is working and waits until `session/cancel` arrives.
 - `garbage`: writes a line that is not JSON-RPC, then does `write` unasked.
 - `mute`: never answers `initialize`.
@@ -43,7 +44,9 @@ from acp import (
     plan_entry,
     run_agent,
     start_edit_tool_call,
+    start_tool_call,
     tool_diff_content,
+    tool_terminal_ref,
     update_agent_message_text,
     update_agent_thought_text,
     update_plan,
@@ -251,10 +254,27 @@ class Fake:
                 args=["-c", "echo done > notes.txt; echo ok"],
                 cwd=self.cwd,
             )
+            # shown as a tool call over its terminal, as the real adapters do
+            await self.conn.session_update(
+                session_id=sid,
+                update=start_tool_call(
+                    "sh-1",
+                    "echo done > notes.txt",
+                    kind="execute",
+                    status="in_progress",
+                    content=[tool_terminal_ref(term.terminal_id)],
+                ),
+            )
             status = await self.conn.wait_for_terminal_exit(
                 session_id=sid, terminal_id=term.terminal_id
             )
             out = await self.conn.terminal_output(session_id=sid, terminal_id=term.terminal_id)
+            await self.conn.session_update(
+                session_id=sid,
+                update=update_tool_call(
+                    "sh-1", status="completed", content=[tool_terminal_ref(term.terminal_id)]
+                ),
+            )
             await self.conn.release_terminal(session_id=sid, terminal_id=term.terminal_id)
             record({"exit": status.exit_code, "output": out.output})
             await self.say(sid, f"shell said {out.output.strip()}\n")
