@@ -20,6 +20,8 @@ edge cases. `acp_agent.py SCRIPT [ARG]`:
   reports those token counts in its prompt answer's `usage`.
 - `load`: like `write` but advertises `session/load`; the first process
   exits mid-turn, a loaded one finishes the work.
+- `forget`: like `load`, but `session/load` fails as Gemini CLI's does
+  ("Internal error", details "No previous sessions found").
 - `models`: like `slow`, and announces models (`fast-1`, `deep-2`, as the
   real adapters write them: `models` in the answer to `session/new`, set with
   `session/set_model`, which the SDK's agent side no longer routes, so this
@@ -41,6 +43,7 @@ from typing import Any, Literal, cast
 from acp import (
     PROTOCOL_VERSION,
     Agent,
+    RequestError,
     plan_entry,
     run_agent,
     start_edit_tool_call,
@@ -126,7 +129,7 @@ class Fake:
             await asyncio.Event().wait()
         return InitializeResponse(
             protocol_version=PROTOCOL_VERSION,
-            agent_capabilities=AgentCapabilities(load_session=SCRIPT == "load"),
+            agent_capabilities=AgentCapabilities(load_session=SCRIPT in ("load", "forget")),
         )
 
     async def new_session(self, cwd: str, **_: Any) -> NewSessionResponse:
@@ -141,6 +144,9 @@ class Fake:
 
     async def load_session(self, cwd: str, session_id: str, **_: Any) -> LoadSessionResponse:
         self.cwd = cwd
+        if SCRIPT == "forget":  # as Gemini CLI 0.61 answers a revive
+            record({"load_refused": session_id})
+            raise RequestError(-32603, "Internal error", {"details": "No previous sessions found"})
         record({"loaded": session_id})
         await self.say(session_id, "(replayed) earlier turn\n")
         return LoadSessionResponse(modes=MODES)
@@ -317,7 +323,7 @@ class Fake:
             sys.stderr.write("crash: out of cheese\n")
             sys.stderr.flush()
             os._exit(3)
-        elif SCRIPT == "load":
+        elif SCRIPT in ("load", "forget"):
             marker = os.path.join(os.environ.get("ACP_FAKE_OUT", self.cwd), "load-crashed")
             if not os.path.exists(marker):
                 open(marker, "w").close()
