@@ -162,8 +162,11 @@ class ConversationScreen(Screen[None]):
                 batch = sub.get_nowait()
                 if batch:
                     cursor = batch[-1].seq + 1
-                for event in batch:
-                    self.conversation.add(event)
+                changed = {self.conversation.add(event) for event in batch}
+                if self.opened:  # resubscribed after falling behind: draw what it missed
+                    view = self.query_one(ConversationView)
+                    for missed in sorted(i for i in changed if i is not None):
+                        await view.changed(missed)
                 await self._open()
                 async for event in sub:
                     cursor = event.seq + 1
