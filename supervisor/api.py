@@ -526,8 +526,15 @@ class Supervisor:
         kept pending on both rows until the target's answer (`responds_to`
         this message's id) is delivered back to the sender."""
         self._open_gates()
+        stored = self._registry.get_live(target)
         return self._registry.send_message(
-            sender, target, text, expects_reply=expects_reply, responds_to=responds_to
+            sender,
+            target,
+            text,
+            expects_reply=expects_reply,
+            responds_to=responds_to,
+            # an ACP agent takes it as its next turn's prompt (engines/acp.py)
+            speaks_acp=stored is not None and is_acp(stored.session.engine),
         )
 
     def report_impossible(self, session_id: str, reason: str) -> str:

@@ -257,7 +257,8 @@ class ConversationData(EventData):
     `text`), the commands it offers (`commands`), its mode (`mode`), its
     model (`model`), its config options (`config`: `id = value` a line), the
     prompt corral sent (`prompt`) and the end of a turn (`turn_end`, `text`
-    the agent's stop reason as it said it)."""
+    the agent's stop reason as it said it). A tool call's `output` is what
+    it printed (its raw output or its terminal's), when it told."""
 
     KIND = K.CONVERSATION
     part: Literal[
@@ -278,6 +279,9 @@ class ConversationData(EventData):
     title: str | None = Field(default=None, exclude_if=_is_none)
     tool_kind: str | None = Field(default=None, exclude_if=_is_none)
     status: str | None = Field(default=None, exclude_if=_is_none)
+    # a tool call's output as it reported it (a shell's stdout and stderr, its
+    # terminal's output): shown under its command, never run or obeyed
+    output: str | None = Field(default=None, exclude_if=_is_none)
 
 
 BLOCKED_BY_POLICY: Final = "policy"  # corral's own rules (outside the worktree, no such request)

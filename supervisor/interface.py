@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING, Any
 from .git.repo import repo_root
 
 if TYPE_CHECKING:
+    from .acp.agents import AcpPreset, is_acp
+    from .acp.agents import presets as acp_presets
     from .contracts.drafting import ContractDrafter, FixedDrafter, GivenSetup, with_given_setup
     from .contracts.files import checks_contract, given_setup, load_contract
     from .contracts.hidden import hidden_check_from_file
@@ -48,6 +50,7 @@ if TYPE_CHECKING:
     from .session.journal import Subscription, SubscriptionClosed, SubscriptionDropped
 
 __all__ = [
+    "AcpPreset",
     "AgentScreen",
     "ContractDrafter",
     "DiscussAssistantDeltaEvent",
@@ -71,9 +74,11 @@ __all__ = [
     "SubscriptionDropped",
     "WatchDropped",
     "Watcher",
+    "acp_presets",
     "checks_contract",
     "given_setup",
     "hidden_check_from_file",
+    "is_acp",
     "load_contract",
     "repo_root",
     "seed_demo",
@@ -110,6 +115,9 @@ _ON_FIRST_USE = {  # name → (module, its name there when not the same)
     "Discussions": "discuss",
     "PreparedTask": "discuss",
     "seed_demo": "demo",
+    "is_acp": "acp.agents",  # the engine speaks ACP: its session has a conversation view
+    "acp_presets": "acp.agents:presets",  # `corral agents`, `corral doctor`
+    "AcpPreset": "acp.agents",
 }
 
 

@@ -89,6 +89,34 @@ CONFINED_ARGS: dict[str, tuple[str, ...]] = {
 }
 
 
+INSTALL: dict[str, str] = {  # how a preset's program is installed (`corral agents`, README)
+    "gemini-acp": "npm i -g @google/gemini-cli",
+    "claude-acp": "npm i -g @zed-industries/claude-code-acp",
+    "codex-acp": "npm i -g @zed-industries/codex-acp",
+}
+
+
+@dataclass(frozen=True)
+class AcpPreset:
+    """An ACP preset as found here: its program on PATH (None: not
+    installed) and the command that installs it."""
+
+    name: str
+    label: str
+    program: str
+    binary: str | None
+    install: str
+
+
+def presets() -> list[AcpPreset]:
+    """The ACP presets, each with its program looked up on PATH (nothing is
+    run: `corral agents` and `corral doctor` stay instant)."""
+    return [
+        AcpPreset(name, label, program, shutil.which(program), INSTALL.get(name, ""))
+        for name, (label, program, _flags, _speaks_for, _fs) in PRESETS.items()
+    ]
+
+
 def is_acp(name: str) -> bool:
     name = name.removeprefix("external:")
     return name.startswith(ACP_PREFIX) or name in PRESETS

@@ -36,6 +36,7 @@ from acp.schema import (
     RequestPermissionResponse,
     TerminalExitStatus,
     TerminalOutputResponse,
+    TerminalToolCallContent,
     TextContentBlock,
     ToolCallProgress,
     ToolCallStart,
@@ -59,28 +60,70 @@ def _text(block: Any) -> str:
     return block.text if isinstance(block, TextContentBlock) else f"[{getattr(block, 'type', '?')}]"
 
 
+def _diff(path: str, old: str, new: str) -> str:
+    lines = difflib.unified_diff(
+        old.splitlines(keepends=True), new.splitlines(keepends=True), f"a{path}", f"b{path}"
+    )
+    return "".join(lines) or f"{path}: no change"
+
+
+def _input_detail(raw: Any) -> str:
+    """A tool call's raw input as a person reads it: an edit (`file_path`
+    with `old_string`/`new_string`, as Claude's Edit sends it) or a write
+    (`file_path` with `content`) as a unified diff, a command as `$ …`, any
+    other input as JSON (the permission question must show what it asks)."""
+    if not isinstance(raw, dict):
+        return json.dumps(raw, default=str)
+    path = raw.get("file_path") or raw.get("path")
+    if isinstance(path, str) and isinstance(raw.get("new_string"), str):
+        return _diff(path, str(raw.get("old_string") or ""), raw["new_string"])
+    if isinstance(path, str) and isinstance(raw.get("content"), str):
+        return _diff(path, "", raw["content"])
+    command = raw.get("command") or raw.get("cmd")
+    if isinstance(command, list):
+        command = " ".join(str(w) for w in command)
+    if isinstance(command, str) and command:
+        return f"$ {command}"
+    return json.dumps(raw, default=str)
+
+
+def _clip(shown: str, keep_tail: bool = False) -> str:
+    if len(shown) <= MAX_SHOWN_CHARS:
+        return shown
+    return "…" + shown[-MAX_SHOWN_CHARS + 1 :] if keep_tail else shown[: MAX_SHOWN_CHARS - 1] + "…"
+
+
 def tool_detail(call: ToolCallStart | ToolCallProgress | ToolCallUpdate) -> str:
     """What a tool call would do, as a person reads it: its diffs (unified),
     else its command or raw input, else the text it carries."""
     parts: list[str] = []
     for item in call.content or []:
         if isinstance(item, FileEditToolCallContent):
-            old = (item.old_text or "").splitlines(keepends=True)
-            new = item.new_text.splitlines(keepends=True)
-            parts.append(
-                "".join(difflib.unified_diff(old, new, f"a{item.path}", f"b{item.path}"))
-                or f"{item.path}: no change"
-            )
+            parts.append(_diff(item.path, item.old_text or "", item.new_text))
         elif isinstance(item, ContentToolCallContent):
             parts.append(_text(item.content))
-    raw = call.raw_input
-    if not parts and raw is not None:
-        command = raw.get("command") if isinstance(raw, dict) else None
-        if isinstance(command, list):
-            command = " ".join(str(w) for w in command)
-        parts.append(f"$ {command}" if command else json.dumps(raw, default=str))
-    shown = "\n".join(p.rstrip("\n") for p in parts if p)
-    return shown if len(shown) <= MAX_SHOWN_CHARS else shown[: MAX_SHOWN_CHARS - 1] + "…"
+    if not parts and call.raw_input is not None:
+        parts.append(_input_detail(call.raw_input))
+    return _clip("\n".join(p.rstrip("\n") for p in parts if p))
+
+
+def raw_output_text(raw: Any) -> str:
+    """A tool call's `rawOutput` as text: a string as it is; a shell's
+    output fields (`output`, `stdout`, `stderr`, `formatted_output`) joined;
+    anything else as JSON."""
+    if raw is None:
+        return ""
+    if isinstance(raw, str):
+        return raw
+    if isinstance(raw, dict):
+        fields = [
+            raw[k]
+            for k in ("formatted_output", "aggregated_output", "output", "stdout", "stderr")
+            if isinstance(raw.get(k), str) and raw[k]
+        ]
+        if fields:
+            return "\n".join(dict.fromkeys(fields))  # one field often repeats another
+    return json.dumps(raw, default=str)
 
 
 class CorralClient:
@@ -108,14 +151,37 @@ class CorralClient:
         self.in_turn = False
         self.replaying = False  # a `session/load` is replaying the conversation
         self.replayed = 0  # the updates it replayed
+        # each tool call as last described (a permission request for it may
+        # carry only its raw input: the question shows the diff it concerns)
+        self._calls: dict[str, ToolCallStart | ToolCallProgress] = {}
+
+    def tool_output(self, call: ToolCallStart | ToolCallProgress) -> str:
+        """What a tool call printed: its raw output, and the output of the
+        terminals it shows (run by corral, so read from corral's own record)."""
+        parts = [raw_output_text(call.raw_output)]
+        for item in call.content or []:
+            if isinstance(item, TerminalToolCallContent):
+                try:
+                    parts.append(self.terminals.output(item.terminal_id)[0])
+                except Refused:
+                    continue  # released already: its output was told before
+        return _clip("\n".join(p.rstrip("\n") for p in parts if p), keep_tail=True)
+
+    def described(self, tool_call: ToolCallUpdate) -> ToolCallUpdate:
+        """`tool_call` with the content the agent gave the same call before,
+        when it sends none itself (Claude asks permission with raw input)."""
+        known = self._calls.get(tool_call.tool_call_id)
+        if tool_call.content or known is None or not known.content:
+            return tool_call
+        return tool_call.model_copy(update={"content": known.content})
 
     # -- the conversation ------------------------------------------------------------
 
-    def flush(self, keep_partial: bool = False) -> None:
+    def flush(self, keep_partial: bool = False, only: str | None = None) -> None:
         """Journal what the agent said so far: whole lines, and (unless
-        `keep_partial`) the unfinished last one."""
+        `keep_partial`) the unfinished last one; `only` that part."""
         for part, text in self._said.items():
-            if not text:
+            if not text or (only is not None and part != only):
                 continue
             if keep_partial:
                 head, sep, tail = text.rpartition("\n")
@@ -134,11 +200,15 @@ class CorralClient:
             return
         if isinstance(update, AgentMessageChunk | AgentThoughtChunk):
             part = "message" if isinstance(update, AgentMessageChunk) else "thought"
+            other = "thought" if part == "message" else "message"
+            if self._said[other]:  # a thought ends when the agent speaks (and back)
+                self.flush(only=other)
             self._said[part] += _text(update.content)
             self.flush(keep_partial=self.in_turn)
             return
         self.flush()
         if isinstance(update, ToolCallStart):
+            self._calls[update.tool_call_id] = update
             self.emit(
                 ConversationData(
                     part="tool_call",
@@ -147,9 +217,12 @@ class CorralClient:
                     tool_kind=update.kind,
                     status=update.status or "pending",
                     text=tool_detail(update),
+                    output=self.tool_output(update) or None,
                 )
             )
         elif isinstance(update, ToolCallProgress):
+            if update.content and update.tool_call_id in self._calls:
+                self._calls[update.tool_call_id] = update
             self.emit(
                 ConversationData(
                     part="tool_update",
@@ -158,6 +231,7 @@ class CorralClient:
                     tool_kind=update.kind,
                     status=update.status,
                     text=tool_detail(update),
+                    output=self.tool_output(update) or None,
                 )
             )
         elif isinstance(update, AgentPlanUpdate):
@@ -177,7 +251,7 @@ class CorralClient:
         self, options: list[PermissionOption], session_id: str, tool_call: ToolCallUpdate, **_: Any
     ) -> RequestPermissionResponse:
         self.flush()
-        return await self.permission(tool_call, options)
+        return await self.permission(self.described(tool_call), options)
 
     # -- files -----------------------------------------------------------------------------
 

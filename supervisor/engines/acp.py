@@ -377,9 +377,10 @@ class AcpEngine:
         caps = init.agent_capabilities
         conv.can_load = bool(caps and caps.load_session)
         resume = ctx.resume_id() if conv.can_load else None
+        client = conv.client
+        loaded = None
         if resume:
             ctx.emit(PlanTextData(text=f"Loading {label}'s conversation {resume} (session/load)."))
-            client = conv.client
             if client is not None:
                 client.replaying = True
             try:
@@ -391,9 +392,20 @@ class AcpEngine:
                     "while loading its conversation",
                     self.start_timeout,
                 )
+            except RequestError as exc:  # Gemini CLI: "No previous sessions found"
+                # said, then a fresh conversation: the agent gets the task again
+                ctx.emit(
+                    PlanTextData(
+                        text=f"{label} could not load its conversation {resume} "
+                        f"({agent_error(exc)}): starting a fresh conversation. The agent "
+                        "does not see its earlier turns; its edits in the worktree are kept."
+                    )
+                )
+                resume = None
             finally:
                 if client is not None:
                     client.replaying = False
+        if resume:
             if client is not None and client.replayed:
                 count = f"{client.replayed} update" + ("s" if client.replayed != 1 else "")
                 ctx.emit(
@@ -811,6 +823,17 @@ class AcpEngine:
         if conv is not None:
             await self._stop(conv)
             self._status(AgentStatus.EXITED, "the session's run ended")
+
+
+def agent_error(exc: RequestError) -> str:
+    """An agent's error as it gave it: its message, and the details it
+    attached (Gemini CLI says why under a bare "Internal error")."""
+    data = exc.data
+    if isinstance(data, dict):
+        details = data.get("details") or data.get("message")
+        if isinstance(details, str) and details:
+            return f"{exc}: {details}"[:500]
+    return (f"{exc} ({json.dumps(data, default=str)})" if data else str(exc))[:500]
 
 
 def _retrieved(future: asyncio.Future[Any]) -> None:

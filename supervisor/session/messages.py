@@ -103,8 +103,12 @@ def message_prompt(messages: list[Message]) -> str:
     return "\n\n".join(parts)
 
 
-def refusal(target: CoderSession | None, name: str, *, live: bool) -> str | None:
-    """Why a message cannot go to `target` (None: it can)."""
+def refusal(
+    target: CoderSession | None, name: str, *, live: bool, speaks_acp: bool = False
+) -> str | None:
+    """Why a message cannot go to `target` (None: it can). An agent CLI in a
+    pane reads it at its next idle prompt; an ACP agent (`speaks_acp`, said
+    by the caller that knows the engines) gets it as its next turn's prompt."""
     if target is None:
         return f"no corral session '{name}': messages go to a session `corral sessions` lists"
     who = label(target.id)
@@ -115,7 +119,7 @@ def refusal(target: CoderSession | None, name: str, *, live: bool) -> str | None
         )
     if is_dormant(target):
         return f"{who} is dormant: revive it (R) before sending it a message"
-    if not target.engine.startswith(("external:", "adopted:")):
+    if not speaks_acp and not target.engine.startswith(("external:", "adopted:")):
         return f"{who} runs no agent CLI (engine {target.engine}): nothing would read a message"
     if not live:
         return f"{who} is not running in this corral, so nothing would deliver the message"

@@ -441,10 +441,13 @@ class SessionRegistry:
         *,
         expects_reply: bool = False,
         responds_to: str | None = None,
+        speaks_acp: bool = False,
     ) -> MessageData:
         """Queue a message for `target`'s agent (from the operator or from a
         session); refuses, with the reason, one nothing would deliver."""
-        why = refusal(self._stored.get(target), target, live=target in self._live)
+        why = refusal(
+            self._stored.get(target), target, live=target in self._live, speaks_acp=speaks_acp
+        )
         if why is not None:
             raise CorralError(why)
         if sender != OPERATOR:

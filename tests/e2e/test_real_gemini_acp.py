@@ -82,3 +82,67 @@ async def test_gemini_over_acp_writes_the_file_through_a_permission_the_operator
             assert statuses and set(statuses) == {"protocol"}
         finally:
             await sup.close()
+
+
+def is_gemini(argv: list[str]) -> bool:
+    """Gemini CLI's node processes (it relaunches itself as its own child)."""
+    return len(argv) > 1 and Path(argv[0]).name == "node" and "gemini" in argv[1]
+
+
+@needs_gemini
+async def test_a_killed_gemini_revives_loading_its_conversation_or_saying_it_starts_afresh(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Gemini CLI killed mid-turn is dormant; the revive either loads its
+    conversation (`session/load`, as 0.61 does here with its chats kept in
+    its home) or, when Gemini answers "Internal error" ("No previous sessions
+    found", as seen with other homes; the fake agent's `forget` script plays
+    that in tests/integration/test_acp_agent.py), says so and starts Gemini
+    on a fresh conversation. Either way the work gets done and the log says
+    which happened."""
+    import os
+    import signal
+
+    from corral.supervisor.events import PlanTextData
+    from tests.conftest import row_of
+    from tests.e2e.support import agent_pids, until
+
+    repo = init_repo(tmp_path / "repo")
+    with FakeModelServer([]) as srv:
+        apply(gemini_launch(tmp_path / "gemini", srv.url, repo, None), monkeypatch, tmp_path)
+        sup = await open_sup(tmp_path, "gemini")
+        try:
+            started = await sup.start("Write hello.txt saying hi", repo, engine="gemini-acp")
+            sid = started.session_id
+            target = Path(started.worktree or "") / "hello.txt"
+            srv.push(Reply("Thinking it over.", delay=60))
+            await sup.confirm(sid)
+            await until(sup, sid, "the first turn's request", lambda: srv.turn_requests, 90)
+            killed = agent_pids(sup, sid, is_gemini)
+            assert killed, "no gemini process under the session's agent"
+            for pid in killed:
+                os.kill(pid, signal.SIGKILL)
+            await until(sup, sid, "dormant", lambda: row_of(sup, sid).dormant, 30)
+            srv.push(
+                Reply(
+                    "Writing it.",
+                    [ToolCall("write_file", {"file_path": str(target), "content": "hi\n"})],
+                ),
+                Reply("Wrote hello.txt."),
+            )
+            await sup.revive(sid)
+            row = await sup.wait_for(sid, needs=True, timeout=90)
+            said = [e.data.text for e in sup.replay(sid) if isinstance(e.data, PlanTextData)]
+            assert row.needs_you == "question", (row.error, said[-6:])
+            loaded = any("replayed its conversation" in t for t in said)
+            fresh = any(
+                "could not load its conversation" in t and "starting a fresh conversation" in t
+                for t in said
+            )
+            assert loaded != fresh, said[-6:]  # one of the two, said
+            await sup.respond(sid, "allow_once")
+            row = await settle(sup, sid, {S.NEEDS_APPROVAL, S.FAILED}, 90)
+            assert row.state is S.NEEDS_APPROVAL, row.error
+            assert target.read_text() == "hi\n"
+        finally:
+            await sup.close()

@@ -6,7 +6,8 @@ edge cases. `acp_agent.py SCRIPT [ARG]`:
   writes it through `fs/write_text_file` if allowed; says what happened.
 - `outside PATH`: tries to write PATH (outside its worktree), says how that
   went, then writes notes.txt inside.
-- `shell`: runs `echo done > notes.txt` through `terminal/create`.
+- `shell`: runs `echo done > notes.txt` through `terminal/create`, shown
+  as a tool call over that terminal.
 - `slow`: says it is working and waits until `session/cancel` arrives.
 - `garbage`: writes a line that is not JSON-RPC, then does `write` unasked.
 - `mute`: never answers `initialize`.
@@ -21,6 +22,8 @@ edge cases. `acp_agent.py SCRIPT [ARG]`:
   reports those token counts in its prompt answer's `usage`.
 - `load`: like `write` but advertises `session/load`; the first process
   exits mid-turn, a loaded one finishes the work.
+- `forget`: like `load`, but `session/load` fails as Gemini CLI's does
+  ("Internal error", details "No previous sessions found").
 - `models`: like `slow`, and announces models (`fast-1`, `deep-2`, as the
   real adapters write them: `models` in the answer to `session/new`, set with
   `session/set_model`, which the SDK's agent side no longer routes, so this
@@ -46,7 +49,9 @@ from acp import (
     plan_entry,
     run_agent,
     start_edit_tool_call,
+    start_tool_call,
     tool_diff_content,
+    tool_terminal_ref,
     update_agent_message_text,
     update_agent_thought_text,
     update_plan,
@@ -126,7 +131,7 @@ class Fake:
             await asyncio.Event().wait()
         return InitializeResponse(
             protocol_version=PROTOCOL_VERSION,
-            agent_capabilities=AgentCapabilities(load_session=SCRIPT == "load"),
+            agent_capabilities=AgentCapabilities(load_session=SCRIPT in ("load", "forget")),
         )
 
     async def new_session(self, cwd: str, **_: Any) -> NewSessionResponse:
@@ -141,6 +146,9 @@ class Fake:
 
     async def load_session(self, cwd: str, session_id: str, **_: Any) -> LoadSessionResponse:
         self.cwd = cwd
+        if SCRIPT == "forget":  # as Gemini CLI 0.61 answers a revive
+            record({"load_refused": session_id})
+            raise RequestError(-32603, "Internal error", {"details": "No previous sessions found"})
         record({"loaded": session_id})
         await self.say(session_id, "(replayed) earlier turn\n")
         return LoadSessionResponse(modes=MODES)
@@ -254,10 +262,27 @@ class Fake:
                 args=["-c", "echo done > notes.txt; echo ok"],
                 cwd=self.cwd,
             )
+            # shown as a tool call over its terminal, as the real adapters do
+            await self.conn.session_update(
+                session_id=sid,
+                update=start_tool_call(
+                    "sh-1",
+                    "echo done > notes.txt",
+                    kind="execute",
+                    status="in_progress",
+                    content=[tool_terminal_ref(term.terminal_id)],
+                ),
+            )
             status = await self.conn.wait_for_terminal_exit(
                 session_id=sid, terminal_id=term.terminal_id
             )
             out = await self.conn.terminal_output(session_id=sid, terminal_id=term.terminal_id)
+            await self.conn.session_update(
+                session_id=sid,
+                update=update_tool_call(
+                    "sh-1", status="completed", content=[tool_terminal_ref(term.terminal_id)]
+                ),
+            )
             await self.conn.release_terminal(session_id=sid, terminal_id=term.terminal_id)
             record({"exit": status.exit_code, "output": out.output})
             await self.say(sid, f"shell said {out.output.strip()}\n")
@@ -302,7 +327,7 @@ class Fake:
             sys.stderr.write("crash: out of cheese\n")
             sys.stderr.flush()
             os._exit(3)
-        elif SCRIPT == "load":
+        elif SCRIPT in ("load", "forget"):
             marker = os.path.join(os.environ.get("ACP_FAKE_OUT", self.cwd), "load-crashed")
             if not os.path.exists(marker):
                 open(marker, "w").close()

@@ -535,3 +535,52 @@ async def test_the_tokens_an_acp_agent_reports_reach_its_row_with_price_unknown(
     )
     assert row.cost_usd is None and row.price_unknown
     assert row.over_budget == "over budget: 6,000 of 5,000 tokens"
+
+
+@pytest.mark.slow
+async def test_a_message_to_an_acp_session_is_queued_for_its_next_prompt(
+    tmp_path: Path, world
+) -> None:  # type: ignore[no-untyped-def]
+    """`corral msg` (the owner's `send`) to an ACP session: before, refused as
+    "runs no agent CLI"; now queued, and the ACP engine gives it to the agent
+    as its next turn's prompt."""
+    repo, open_sup = world
+    sup = await open_sup()
+    sid = await start(sup, repo, engine("slow"))
+    deadline = time.monotonic() + 30
+    while not any(p.part == "prompt" for p in conversation(sup, sid)):
+        assert time.monotonic() < deadline, "the agent never got its first prompt"
+        await asyncio.sleep(0.05)
+    sent = await sup.send("operator", sid, "also update the changelog")
+    assert sent.text == "also update the changelog" and sent.status == "queued"
+    await sup.cancel(sid)
+
+
+@pytest.mark.slow
+async def test_a_revive_the_agent_cannot_load_says_so_and_starts_a_fresh_conversation(
+    tmp_path: Path, world
+) -> None:  # type: ignore[no-untyped-def]
+    """Gemini CLI answers `session/load` with "Internal error" (details: "No
+    previous sessions found"). Before, the revive failed on that error; now
+    the log says the conversation could not be loaded, with the agent's
+    reason, and the agent gets the task again on a new conversation."""
+    repo, open_sup = world
+    sup = await open_sup()
+    sid = await start(sup, repo, engine("forget"))
+    deadline = time.monotonic() + 30
+    while not row_of(sup, sid).dormant:
+        assert sup.get(sid).session.state is S.RUNNING, sup.get(sid).session.error
+        assert time.monotonic() < deadline, "the session never went dormant"
+        await asyncio.sleep(0.05)
+    await sup.revive(sid)
+    row = await sup.wait_for(sid, {S.NEEDS_APPROVAL, S.FAILED}, timeout=30)
+    assert row.state is S.NEEDS_APPROVAL, row.error
+    said = plan_texts(sup, sid)
+    assert any(
+        "could not load its conversation fake-session-1 (Internal error: No previous sessions "
+        "found): starting a fresh conversation" in t
+        for t in said
+    ), said
+    seen = recorded(tmp_path, "forget")
+    assert {"load_refused": "fake-session-1"} in seen
+    assert "Write done to notes.txt" in str(seen[-1].get("prompt", ""))  # the task, afresh

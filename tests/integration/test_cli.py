@@ -798,3 +798,28 @@ def test_a_disk_nearly_full_when_corral_run_starts_is_exit_8_and_one_line(
             ["tmux", "-S", str(tmp_path / "tmux" / "corral"), "kill-server"], capture_output=True
         )
         subprocess.run(["umount", "-l", str(home)], capture_output=True)
+
+
+def test_agents_and_doctor_list_the_acp_presets_and_how_to_install_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before, neither named gemini-acp, claude-acp or codex-acp."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    adapter = bin_dir / "codex-acp"
+    adapter.write_text("#!/bin/sh\nexit 0\n")
+    adapter.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    listed = corral("agents", home=tmp_path).stdout.splitlines()
+    codex = next(line for line in listed if " codex-acp " in line)
+    assert codex.startswith("ok ") and codex.endswith(str(adapter))
+    for name, install in (
+        ("claude-acp", "npm i -g @zed-industries/claude-code-acp"),
+        ("gemini-acp", "npm i -g @google/gemini-cli"),
+    ):
+        line = next(line for line in listed if f" {name} " in line)
+        if shutil.which(name.removesuffix("-acp").replace("claude", "claude-code-acp")) is None:
+            assert line.startswith("-- ") and line.endswith(f"not installed: {install}")
+    doctor = corral("doctor", home=tmp_path).stdout
+    assert f"ok  acp codex-acp  {adapter}" in doctor
+    assert "acp claude-acp" in doctor and "acp gemini-acp" in doctor

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from corral.supervisor.doctor import agent_clis, oneshot_presets
+from corral.supervisor.interface import acp_presets
 
 from .output import say
 
@@ -21,4 +22,10 @@ def list_agents() -> int:
         where = "" if preset.binary else "  (not installed)"
         mark = "ok" if preset.binary else "--"
         say(f"{mark} {preset.name:<10} {preset.version}{where}")
+    say("   acp:      an agent that speaks ACP on stdio: engine acp:<command line>")
+    for acp in acp_presets():
+        if acp.binary is None:
+            say(f"-- {acp.name:<10} {acp.label:<26} not installed: {acp.install}")
+        else:
+            say(f"ok {acp.name:<10} {acp.label:<26} {acp.binary}")
     return 0

@@ -15,6 +15,7 @@ from corral.supervisor.doctor import (
     model_status,
 )
 from corral.supervisor.errors import CorralError
+from corral.supervisor.interface import acp_presets
 from corral.supervisor.paths import default_state_dir, read_lock_holder
 from corral.supervisor.stored_board import stored_sessions
 
@@ -63,6 +64,9 @@ def doctor() -> int:
 
     for name, path in agents_on_path():
         line(True if path else None, f"agent {name}", path or "not installed")
+    for acp in acp_presets():  # optional: each a way to run an agent over ACP
+        shown = acp.binary or f"not installed ({acp.install})"
+        line(True if acp.binary else None, f"acp {acp.name}", shown)
 
     model = model_status()
     if model.error is not None:

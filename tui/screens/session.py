@@ -825,7 +825,7 @@ class SessionScreen(Screen[None]):
             if action == "attach":  # the pty backend has no terminal to attach
                 return bool(self.supervisor.attach_argv(self.session_id))
             if action == "focus_terminal":
-                return self.supervisor.agent_screen(self.session_id) is not None
+                return self._is_acp() or self.supervisor.agent_screen(self.session_id) is not None
         except CorralError:  # an attached console whose owner went away: the app says so
             return False
         return True
@@ -957,7 +957,19 @@ class SessionScreen(Screen[None]):
 
         self.app.push_screen(DiffScreen(self.session_id))
 
+    def _is_acp(self) -> bool:
+        from corral.supervisor.interface import is_acp
+
+        return is_acp(self.supervisor.get(self.session_id).session.engine)
+
     def action_focus_terminal(self) -> None:
+        """The agent's terminal; for an ACP agent, which has none, its
+        conversation (rendered, searchable, with a prompt)."""
+        if self._is_acp():
+            from .conversation import ConversationScreen
+
+            self.app.push_screen(ConversationScreen(self.session_id))
+            return
         terminal = self.query_one(TerminalView)
         if terminal.display:
             terminal.focus()

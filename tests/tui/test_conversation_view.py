@@ -1,0 +1,244 @@
+"""The ACP conversation view under a pilot at 80×24 and 200×50: it opens on
+the tail and follows it until the operator scrolls up (keyboard only),
+renders the agent's markdown without obeying it, folds each thought into
+one collapsed block, shows tool calls with their command, diff and output,
+searches with n/N, offers the agent's commands in the prompt, sends the
+prompt through `respond`, and shows the permission question's diff."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from textual.widgets import Collapsible, Markdown, Static
+
+from corral.supervisor.events import BlockedData
+from corral.tui.screens.conversation import ConversationScreen, PromptArea
+from corral.tui.widgets.conversation import ConversationView
+
+from .conftest import until
+from .convo_owner import ConvoApp, ConvoOwner, said
+
+HOSTILE = (
+    "[@click=app.quit]press me[/] [b]bold?[/b] \x1b]52;c;ZXZpbA==\x07 \x1b[2J\x1b[31mred "
+    "\u202eevil\u202c [run](javascript:alert(1)) [home](file:///etc/passwd)"
+)
+
+
+def _session(turns: int = 40) -> list[Any]:
+    parts: list[Any] = [said("prompt", "Fix the parser\nthe whole task text")]
+    for i in range(turns):
+        parts += [
+            said("thought", f"step {i}: look at the file"),
+            said("thought", f"step {i}: then change it"),
+            said("message", f"## Turn {i}\nI changed **parser.py** and ran `pytest`."),
+            said(
+                "tool_call",
+                "$ pytest -q",
+                tool_call_id=f"t{i}",
+                title=f"Run the tests {i}",
+                tool_kind="execute",
+                status="pending",
+            ),
+            said("tool_update", tool_call_id=f"t{i}", status="completed", output="3 passed\n"),
+        ]
+    parts += [
+        said("plan", "[completed] read parser.py\n[in_progress] fix the bug\n[pending] run tests"),
+        said(
+            "tool_call",
+            "--- a/w/parser.py\n+++ b/w/parser.py\n@@ -1 +1 @@\n-x = 1\n+x = 2",
+            tool_call_id="edit",
+            title="Edit parser.py",
+            tool_kind="edit",
+            status="completed",
+        ),
+        said("message", "The last words: **done**."),
+        said("commands", "/review — review the changes\n/init — write AGENTS.md"),
+        said("turn_end", "end_turn"),
+    ]
+    return parts
+
+
+async def _opened(app: ConvoApp, pilot: Any) -> ConversationView:
+    view = await until(
+        pilot, "the view", lambda: next(iter(app.screen.query(ConversationView)), None)
+    )
+    await until(
+        pilot,
+        "it to reach the tail",
+        lambda: (
+            view.views
+            and view.is_vertical_scroll_end
+            and (view.max_scroll_y > 0 or view.first_mounted == 0)
+        ),
+    )
+    return view
+
+
+def _visible_text(view: ConversationView) -> str:
+    return "\n".join(b.block.text for b in view.views.values() if b.region.overlaps(view.region))
+
+
+@pytest.mark.parametrize("size", [(80, 24), (200, 50)])
+async def test_it_opens_on_the_tail_and_follows_it_until_the_operator_scrolls_up(
+    size: tuple[int, int],
+) -> None:
+    owner = ConvoOwner(_session())
+    app = ConvoApp(owner)
+    async with app.run_test(size=size) as pilot:
+        view = await _opened(app, pilot)
+        assert app.focused is view
+        await until(pilot, "the last words shown", lambda: "The last words" in _visible_text(view))
+        assert (
+            len(view.views) < len(view.conversation.blocks) / 4
+        )  # the tail only: the rest on home
+        owner.push(said("message", "a new line at the tail"))
+        await until(pilot, "the new line shown", lambda: "a new line" in _visible_text(view))
+        await pilot.press("pageup", "up", "up")
+        await pilot.pause()
+        held = view.scroll_y
+        assert held < view.max_scroll_y
+        owner.push(said("message", "more while I read"))
+        owner.push(said("tool_call", "$ ls", tool_call_id="late", title="ls", status="pending"))
+        await pilot.pause(0.3)
+        assert view.scroll_y == held  # reading up there is not interrupted
+        await pilot.press("end")
+        await until(pilot, "back at the tail", lambda: view.is_vertical_scroll_end)
+        await pilot.press("home")
+        await until(
+            pilot, "every block mounted", lambda: len(view.views) == len(view.conversation.blocks)
+        )
+        await until(pilot, "the first block shown", lambda: view.scroll_y == 0)
+        assert "Fix the parser" in _visible_text(view)
+
+
+async def test_hostile_agent_text_is_shown_as_text_and_its_links_open_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    opened: list[str] = []
+    owner = ConvoOwner(
+        [
+            said("thought", HOSTILE),
+            said("message", HOSTILE),
+            said(
+                "tool_call",
+                HOSTILE,
+                tool_call_id="h",
+                title=HOSTILE,
+                status="[red]x",
+                output=HOSTILE,
+            ),
+            said("plan", f"[pending] {HOSTILE}"),
+            BlockedData(what=HOSTILE, why=HOSTILE, by="policy"),
+            said("prompt", HOSTILE),
+        ]
+    )
+    app = ConvoApp(owner)
+    monkeypatch.setattr(app, "open_url", lambda url, **_: opened.append(url))
+    async with app.run_test(size=(80, 24)) as pilot:
+        view = await until(
+            pilot, "the view", lambda: next(iter(app.screen.query(ConversationView)), None)
+        )
+        await pilot.pause(0.2)
+        markdown = view.query_one(Markdown)
+        shown = "\n".join(str(s.render()) for s in view.query(Static))
+        md_text = markdown.source
+        for text in (shown, md_text):
+            assert "\x1b" not in text and "\x07" not in text and "\u202e" not in text
+        assert "[@click=app.quit]" in shown and "␛" in shown  # the brackets and ESC as text
+        markdown.post_message(Markdown.LinkClicked(markdown, "javascript:alert(1)"))
+        await pilot.pause(0.2)
+        assert opened == [] and app.is_running and isinstance(app.screen, ConversationScreen)
+
+
+async def test_each_thought_is_one_collapsed_block_and_tool_calls_show_command_diff_and_output() -> (
+    None
+):
+    owner = ConvoOwner(_session(turns=2))
+    app = ConvoApp(owner)
+    async with app.run_test(size=(200, 50)) as pilot:
+        view = await _opened(app, pilot)
+        await pilot.press("home")  # every block: the view opened on the tail only
+        await until(pilot, "all blocks", lambda: len(view.views) == len(view.conversation.blocks))
+        thoughts = [v for _, v in sorted(view.views.items()) if v.block.kind == "thought"]
+        assert len(thoughts) == 2  # two thoughts of two pieces each: two blocks
+        folded = thoughts[0].query_one(Collapsible)
+        assert folded.collapsed and "(2 lines)" in str(folded.title)
+        assert thoughts[0].block.text == "step 0: look at the file\nstep 0: then change it"
+        tools = {b.block.tool_call_id: b for b in view.views.values() if b.block.kind == "tool"}
+        run = str(tools["t1"].query_one(".body", Static).render())
+        assert "$ pytest -q" in run and "3 passed" in run
+        assert "Run the tests 1 (execute) · completed" in run
+        diff = tools["edit"].query_one(".body", Static).render()
+        assert "+x = 2" in str(diff) and "-x = 1" in str(diff)
+        plan = next(b for b in view.views.values() if b.block.kind == "plan")
+        assert "✓ read parser.py" in str(plan.query_one(".body", Static).render())
+
+
+async def test_search_highlights_every_match_and_n_and_shift_n_move_between_them() -> None:
+    owner = ConvoOwner(_session(turns=40))
+    app = ConvoApp(owner)
+    async with app.run_test(size=(80, 24)) as pilot:
+        view = await _opened(app, pilot)
+        await pilot.press("ctrl+f", *"Turn 1", "enter")  # "Turn 1", "Turn 10"…"Turn 19"
+        screen = app.screen
+        assert isinstance(screen, ConversationScreen)
+        assert len(screen.matches) == 11 and app.focused is view
+        current = view.views[screen.matches[-1]]
+        await pilot.pause()
+        assert current.has_class("-current") and current.region.overlaps(view.region)
+        await pilot.press("N")
+        await pilot.pause()
+        previous = view.views[screen.matches[-2]]
+        assert previous.has_class("-current") and not current.has_class("-current")
+        assert current.has_class("-match")
+        await pilot.press("n", "n")  # wraps to the first: "Turn 1", before the window
+        await pilot.pause()
+        first = view.views[screen.matches[0]]
+        assert first.has_class("-current") and "Turn 1\n" in first.block.text
+        assert first.region.overlaps(view.region)
+
+
+async def test_the_prompt_offers_the_agents_commands_and_sends_through_respond() -> None:
+    owner = ConvoOwner(_session(turns=1))
+    app = ConvoApp(owner)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _opened(app, pilot)
+        await pilot.press("slash", "r")  # a printable key in the view goes to the prompt
+        prompt = app.screen.query_one(PromptArea)
+        assert app.focused is prompt and prompt.text == "/r"
+        offered = str(app.screen.query_one("#convo-completions", Static).render())
+        assert "/review" in offered and "/init" not in offered
+        await pilot.press("tab")
+        assert prompt.text == "/review "
+        await pilot.press(*"now", "ctrl+j", *"and then", "enter")
+        await until(pilot, "the prompt sent", lambda: owner.sent)
+        assert owner.sent == [("/review now\nand then", True)] and prompt.text == ""
+
+
+async def test_the_permission_question_shows_its_diff_and_a_number_answers_it() -> None:
+    owner = ConvoOwner(_session(turns=1))
+    owner.question = "Edit parser.py (edit)\n--- a/w/parser.py\n+++ b/w/parser.py\n-x = 1\n+x = 2"
+    owner.options = ["Allow [allow]", "Reject [reject]"]
+    app = ConvoApp(owner)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _opened(app, pilot)
+        question = app.screen.query_one("#convo-question", Static)
+        shown = str(question.render())
+        assert question.display and "+x = 2" in shown and "-x = 1" in shown and "{" not in shown
+        assert "1 Allow [allow]" in shown
+        await pilot.press("1", "enter")
+        await until(pilot, "the answer sent", lambda: owner.sent)
+        assert owner.sent == [("Allow [allow]", False)]
+
+
+@pytest.mark.parametrize("size", [(80, 24), (200, 50)])
+def test_snapshot_of_the_conversation(snap_compare: Any, size: tuple[int, int]) -> None:
+    owner = ConvoOwner(_session(turns=3))
+
+    async def before(pilot: Any) -> None:
+        app = pilot.app
+        await _opened(app, pilot)
+        await pilot.pause(0.2)
+
+    assert snap_compare(ConvoApp(owner), terminal_size=size, run_before=before)
