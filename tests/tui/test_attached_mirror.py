@@ -74,6 +74,13 @@ def owner(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], Path, str]]:
             subprocess.run(["tmux", "-S", str(sock), "kill-server"], capture_output=True)
 
 
+def _within(secs: float) -> float:
+    """`secs`, or more on a machine loaded past twice its cores (the console's
+    own timers run late there; the budget is for a machine that is not)."""
+    cores = os.cpu_count() or 1
+    return secs * max(1.0, min(3.0, os.getloadavg()[0] / (2 * cores)))
+
+
 async def _moves(pilot: Any, table: DataTable[Any], secs: float) -> list[float]:
     """Seconds from each key press to the frame where the cursor moved."""
     took: list[float] = []
@@ -143,7 +150,7 @@ async def test_the_console_reads_its_mirror_and_says_when_the_owner_stalls_or_go
         moves = await _moves(pilot, table, 3)
         assert "the owner is not answering" in (app.owner_stalled_said or "")
         said_after = app.owner_stalled_since - stopped
-        assert 0 < said_after <= 1.0, said_after
+        assert 0 < said_after <= _within(1.0), said_after
         # no key waited on the stopped owner (a blocking call waits 5 to 30 s)
         assert max(moves) < 2.0, moves
         assert statistics.median(moves) < 3 * statistics.median(answering) + 0.1, (

@@ -334,7 +334,7 @@ class SessionScreen(Screen[None]):
         self.revision_note = Content()  # the last revision's outcome, shown under gate 1
         self._text_gate: object = None  # the gate (or question) the input was last focused for
         self._failing_selected = False  # a failed session opens on its (first) failing check
-        self.loaded = False  # the detail is at hand (an attached console loads it first)
+        self._loaded = False  # an attached console's detail has come (see `loaded`)
         self._known_seq = 0  # events before this one are in the loaded detail
 
     def compose(self) -> ComposeResult:
@@ -367,11 +367,17 @@ class SessionScreen(Screen[None]):
         console's mirror, loaded and refreshed off the UI loop (`fresh`)."""
         return bool(getattr(self.supervisor, "remote", False))
 
+    @property
+    def loaded(self) -> bool:
+        """The detail is at hand: at once in-process; an attached console's
+        once its first request came back (until then only back and help act)."""
+        return self._loaded or not self._remote
+
     def on_mount(self) -> None:
         if self._remote:
             self.load_view()  # one request; until it lands only back and help act
             return
-        self.loaded = True
+        self._loaded = True
         self.refresh_view()
         self.follow_events()
         self.show_transcript()
@@ -387,7 +393,7 @@ class SessionScreen(Screen[None]):
             self.query_one("#session-header", Static).update(safe_text(str(exc)))
             return
         self._known_seq = detail.next_seq or 0
-        self.loaded = True
+        self._loaded = True
         self.refresh_view()
         self.follow_events()
         self.show_transcript()
