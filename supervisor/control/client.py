@@ -217,9 +217,11 @@ class AsyncControlClient:
         self._streams: dict[int, Callable[[str, dict[str, Any]], None]] = {}
         self._sinks: dict[int, Callable[[CoderEvent], object]] = {}  # event streams' mailboxes
         self._backlog = backlog
-        # a bounded call's answer waits at most this long (None: forever), then
-        # OwnerStalled; an unbounded one (a delivery) waits while the owner lives
-        self.answer_timeout: float | None = 30
+        # a bounded call's answer waits at most this long (None: as long as the
+        # owner lives, as `corral run` waits on a session), then OwnerStalled; an
+        # unbounded one (a delivery) always waits while the owner lives. A
+        # console does not time its calls out: its heartbeat says "not answering"
+        self.answer_timeout: float | None = None
         self.requests: Counter[str] = Counter()  # calls made, by method (budgets count them)
         self.pings = 0  # heartbeats, counted apart from what the console asked
         self._closed = False
@@ -238,10 +240,12 @@ class AsyncControlClient:
             )
         except (FileNotFoundError, ConnectionRefusedError) as exc:
             raise _no_owner(Path(state_dir), "nothing listens on its control socket") from exc
+        except OSError as exc:
+            raise _no_owner(Path(state_dir), f"its control socket refused: {exc}") from exc
         client = cls(state_dir, reader, writer, backlog=backlog)
-        client.answer_timeout = timeout
-        try:
-            client.hello = _check_hello(await client.call("hello"))
+        try:  # the greeting waits at most `timeout`: a stopped owner still accepts
+            client.requests[Calls.hello.name] += 1
+            client.hello = _check_hello(await client._answer(Calls.hello.name, {}, timeout))
         except BaseException:
             await client.close()
             raise
