@@ -831,6 +831,11 @@ class Supervisor:
             detail.foreman = self._gates.foreman.view(session_id)
         return detail
 
+    async def fresh(self, session_id: str) -> SessionDetail:
+        """`get`, for a screen that loads what it shows (an attached console
+        asks its owner off the UI loop; here it is in memory)."""
+        return self.get(session_id)
+
     def is_live(self, session_id: str) -> bool:
         return self._registry.is_live(session_id)
 

@@ -1030,6 +1030,8 @@ class SessionDetail(BaseModel):
     agent_reason: str | None = None
     agent_source: str | None = None
     foreman: ForemanView | None = None  # a foreman session's split and placements
+    # the pending question's options (an attached console draws them from its mirror)
+    question_options: list[str] = Field(default_factory=list)
 
 
 # -- the foreman: a task split among parallel agent runs --------------------------------

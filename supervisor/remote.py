@@ -20,6 +20,7 @@ if TYPE_CHECKING:
         ControlClient,
         NoOwner,
         OwnerGone,
+        OwnerStalled,
         owner_running,
     )
     from .control.handles import AssistantTools, CallerPolicy, RunBounds
@@ -45,6 +46,7 @@ __all__ = [
     "NoOwner",
     "OwnerGone",
     "OwnerServices",
+    "OwnerStalled",
     "OwnerSurface",
     "RunBounds",
     "bridge_tools",
@@ -62,6 +64,7 @@ _ON_FIRST_USE = {  # name → the control module that defines it
     "ControlClient": "client",
     "NoOwner": "client",
     "OwnerGone": "client",
+    "OwnerStalled": "client",
     "owner_running": "client",
     "AssistantTools": "handles",
     "CallerPolicy": "handles",

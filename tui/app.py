@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 
 MIN_WIDTH, MIN_HEIGHT = 80, 24
 BOARD_SHOWN_WAIT = 3.0  # seconds the socket and MCP wait at most for the first board frame
+OWNER_CHECK_SECS = 0.1  # an attached console reads its owner's health this often
 TOAST_LIMIT = 2_000  # characters of one toast: an agent's 1 MB message is cut
 
 
@@ -84,6 +85,8 @@ class CorralApp(ConsoleApp):
         self.serve_with: Callable[[], OwnerServices] | None = None
         self.attached = attached  # a client of another process's owner
         self._said_owner_gone = False
+        self.owner_stalled_said: str | None = None  # what the console says while it is stalled
+        self.owner_stalled_since = 0.0  # when it started saying so (time.monotonic)
         self.ready = asyncio.Event()
         # the board's first full frame is out: what loads after it may start
         # (importing the MCP server holds the interpreter while the board paints)
@@ -164,7 +167,8 @@ class CorralApp(ConsoleApp):
 
         await self.push_screen(BoardScreen(clock=self.clock))
         if self.attached:
-            self.set_interval(2, self._check_owner)
+            # a cheap read of the mirror's health: "not answering" shows within a second
+            self.set_interval(OWNER_CHECK_SECS, self._check_owner)
         # the rest once this handler has returned: Textual paints nothing while
         # the app's mount handler runs (it is one batch), and the board comes first
         self.run_worker(self._after_mount(), name="after-mount", group="after-mount")
@@ -342,7 +346,23 @@ class CorralApp(ConsoleApp):
             self.notify(problem, severity="warning", timeout=10)
 
     def _check_owner(self) -> None:
-        """An attached console says once when the owner it follows went away."""
+        """An attached console says once when the owner it follows went away,
+        and while it does not answer (stopped, or too busy): the console keeps
+        drawing what it mirrored, and says when the owner answers again."""
+        stalled = getattr(self.supervisor, "owner_stalled", None)
+        if stalled and self.owner_stalled_said is None:
+            self.owner_stalled_said = stalled
+            self.owner_stalled_since = time.monotonic()
+            self.sub_title = stalled
+            self.notify(
+                f"{stalled}: this console shows what it last saw; actions wait for the owner",
+                severity="warning",
+                timeout=10,
+            )
+        elif not stalled and self.owner_stalled_said is not None:
+            self.owner_stalled_said = None
+            self.sub_title = ""
+            self.notify("The owner answers again.", timeout=4)
         gone = getattr(self.supervisor, "owner_gone", None)
         if gone and not self._said_owner_gone:
             self._said_owner_gone = True

@@ -1,23 +1,32 @@
 """A console attached to another process's owner: `AttachedSupervisor` answers
 what the console asks of the in-process `Supervisor`, over the control socket.
 
-The board is a local mirror: one `watch` stream keeps every row, and a local
-`BoardFeed` fans changes out to the console's watchers, so `watch()` stays
-synchronous as the console expects. Other synchronous reads (`get`,
-`question_options`, …) are one blocking round trip on a second connection
-(well under a millisecond on a unix socket). Actions are the owner's calls.
+The console never blocks on the owner: what it shows is a local mirror.
+One `watch` stream keeps every board row (a local `BoardFeed` fans changes
+out to the console's watchers); a session's detail (with its question's
+options) is mirrored when a screen asks for it with `fresh()` (one async
+request) and read from the mirror by `get`, `check_action`, footers and
+repaints (no round trip). The engines' choices are read once at attach. The
+agent's pane is fetched in the background when the terminal view polls. A
+heartbeat tells a stalled owner (`owner_stalled`: "the owner is not
+answering") from a gone one (`owner_gone`) within a second; calls then fail
+fast with the typed `OwnerStalled` / `OwnerGone`, never a bare `OSError`.
 
-The agent's pane stays with the owner; its screen is fetched when its version
-moves, keys and resizes are the owner's calls, and `attach_argv` is the owner's
-tmux command (any terminal of the same user can attach). Its discussions are
-its own, not the owner's.
+What remains synchronous (`rename`, `archive`, `set_foreman_split`,
+`engine_refusal`, `attach_argv`, `journal_path`, a detail not mirrored yet)
+is one round trip on a second connection with a short timeout, refused at
+once while the owner is stalled; the console calls them off its UI loop or
+from a key press, never per repaint. Actions are the owner's calls. Its
+discussions are its own, not the owner's.
 """
 
 from __future__ import annotations
 
 import asyncio
 import builtins
+import contextlib
 import json
+import logging
 from collections.abc import Collection
 from pathlib import Path
 from typing import Any
@@ -50,7 +59,7 @@ from ..panes.base import Screen
 from ..session.board import BoardFeed, WatchDropped, Watcher
 from ..session.journal import Subscription
 from ..states import CoderState, NeedsYou
-from .client import AsyncControlClient, ControlClient, OwnerGone
+from .client import STALLED, AsyncControlClient, ControlClient, OwnerGone, OwnerStalled
 from .protocol import (
     AdoptableParams,
     AdoptParams,
@@ -86,6 +95,16 @@ from .protocol import (
     WaitParams,
 )
 from .surface import Call, Calls, OwnerSurface, P, R
+
+log = logging.getLogger("corral.supervisor.control")
+
+HEARTBEAT_SECS = 0.1  # how often the console asks the owner whether it answers (a hello)
+STALL_SECS = 0.3  # an owner that takes longer to answer one `hello` is "not answering"
+SYNC_TIMEOUT_SECS = 5.0
+# the states in which the owner may run an agent with a screen to show
+_AGENT_STATES = frozenset(
+    {CoderState.CONTRACT_CONFIRMED, CoderState.RUNNING, CoderState.NEEDS_APPROVAL}
+)  # a synchronous call (a key press's) waits at most this long
 
 
 class _StreamSource:
@@ -124,19 +143,53 @@ class AttachedSupervisor:
         self._details: dict[str, SessionDetail] = {}
         self._screens: dict[str, tuple[int, Screen | None]] = {}
         self.board = BoardFeed(self._rows.get, shed_secs=self.config.watcher_shed_secs)
+        self._options: dict[str, builtins.list[str]] = {}
+        self._engine_info: EngineInfo | None = None
+        self._screen_fetch: dict[str, asyncio.Task[None]] = {}
+        self._refetch: dict[str, asyncio.Task[None]] = {}
+        self._stale: set[str] = set()  # mirrored details whose row moved on since
         self._mirror: asyncio.Task[None] | None = None
+        self._heartbeat: asyncio.Task[None] | None = None
         self.owner_gone: str | None = None  # the sentence once the owner went away
+        self.owner_stalled: str | None = None  # the sentence while the owner does not answer
 
     # -- owning nothing: attach and detach ---------------------------------------------
 
     async def open(self) -> None:
-        self._sync = await asyncio.to_thread(ControlClient, self.state_dir)
+        self._sync = await asyncio.to_thread(
+            ControlClient, self.state_dir, timeout=SYNC_TIMEOUT_SECS
+        )
         self._async = await AsyncControlClient.connect(self.state_dir)
         if not self.mirror_board:
             return
+        self._engine_info = await self._async.request(Calls.engines, NoParams())
         rows, watcher = await self._async.watch()
         self._rows.update({r.session_id: r for r in rows})
-        self._mirror = asyncio.get_running_loop().create_task(self._follow(watcher))
+        loop = asyncio.get_running_loop()
+        self._mirror = loop.create_task(self._follow(watcher))
+        self._heartbeat = loop.create_task(self._beat())
+
+    async def _beat(self) -> None:
+        """Ask the owner every `HEARTBEAT_SECS` whether it answers: one not
+        answered within `STALL_SECS` marks it stalled (the console says so)
+        until it answers again; a closed connection ends the beat (gone)."""
+        client = self._client()
+        while client.connected:
+            ping = asyncio.ensure_future(client.ping(timeout=3600))
+            done, _ = await asyncio.wait({ping}, timeout=STALL_SECS)
+            if not done:
+                self.owner_stalled = f"{STALLED} (it has not answered for {STALL_SECS:g} s)"
+                await asyncio.wait({ping})
+            try:
+                ping.result()
+            except OwnerGone:
+                break
+            except CorralError as exc:
+                log.warning("control: the owner refused a heartbeat: %s", exc)
+            self.owner_stalled = None
+            await asyncio.sleep(HEARTBEAT_SECS)
+        self.owner_stalled = None
+        self.owner_gone = self.owner_gone or "the owner of this state dir went away"
 
     async def _follow(self, watcher: Watcher) -> None:
         assert self._async is not None
@@ -145,6 +198,7 @@ class AttachedSupervisor:
                 try:
                     for row in await watcher.get():
                         self._rows[row.session_id] = row
+                        self._fold(row)
                         self.board.notify(row.session_id)
                 except WatchDropped:
                     if not self._async.connected:
@@ -154,6 +208,7 @@ class AttachedSupervisor:
                     gone = set(self._rows) - {row.session_id for row in rows}
                     for row in rows:
                         self._rows[row.session_id] = row
+                        self._fold(row)
                         self.board.notify(row.session_id)
                     if gone:  # deleted at the owner: the console resyncs without them
                         for sid in gone:
@@ -164,8 +219,15 @@ class AttachedSupervisor:
         self.owner_gone = "the owner of this state dir went away"
 
     async def close(self) -> None:
-        if self._mirror is not None:
-            self._mirror.cancel()
+        tasks = (
+            self._mirror,
+            self._heartbeat,
+            *self._screen_fetch.values(),
+            *self._refetch.values(),
+        )
+        for task in tasks:
+            if task is not None:
+                task.cancel()
         if self._async is not None:
             await self._async.close()
         if self._sync is not None:
@@ -187,10 +249,33 @@ class AttachedSupervisor:
         return []  # the owner keeps its agents
 
     def _ask(self, call: Call[P, R], params: P) -> R:
-        """One blocking round trip (the console's synchronous reads)."""
-        if self._sync is None:
+        """One blocking round trip (what the console must know now: never per
+        repaint), refused at once while the owner is stalled or gone."""
+        if self._async is None:
             raise CorralError("not attached to the owner: call open() first")
-        return self._sync.request(call, params)
+        if self.owner_gone:
+            raise OwnerGone(self.owner_gone)
+        if self.owner_stalled:
+            raise OwnerStalled(self.owner_stalled)
+        if self._sync is None:  # the last one timed out: a fresh connection
+            self._sync = ControlClient(self.state_dir, timeout=SYNC_TIMEOUT_SECS)
+        try:
+            return self._sync.request(call, params)
+        except OwnerStalled:
+            self._sync = None  # it was closed: an answer may still be on its way
+            raise
+
+    @property
+    def requests(self) -> dict[str, int]:
+        """The calls this console made, by method (heartbeats apart): the
+        budgets count them (opening a session screen: at most two)."""
+        counts: dict[str, int] = {}
+        for client in (self._sync, self._async):
+            if client is not None:
+                for method, n in client.requests.items():
+                    counts[method] = counts.get(method, 0) + n
+        counts.pop("hello", None)  # each connection's greeting
+        return counts
 
     async def _request(self, call: Call[P, R], params: P) -> R:
         return await self._client().request(call, params)
@@ -212,41 +297,111 @@ class AttachedSupervisor:
         return self.board.unregister(watcher)
 
     def get(self, session_id: str) -> SessionDetail:
-        """The owner's answer; once the owner is gone, the last one seen (the
-        console's views keep drawing what they had, and say the owner left)."""
+        """A console's mirrored detail (no round trip): its row's news (state,
+        what it needs) is folded in as the board stream brings it, and a
+        detail the row says moved on is asked again in the background. One
+        the console has not asked `fresh()` for is one blocking round trip,
+        then mirrored. Without a mirror (`corral run`), the owner's answer."""
+        if not self.mirror_board:
+            return self._ask(Calls.get, SessionParams(session_id=session_id))
+        known = self._details.get(session_id)
+        if known is None:
+            return self._keep(self._ask(Calls.get, SessionParams(session_id=session_id)))
+        if session_id in self._stale and session_id not in self._refetch:
+            with contextlib.suppress(RuntimeError):  # no running loop: the mirror as it is
+                task = asyncio.get_running_loop().create_task(self._refresh(session_id))
+                self._refetch[session_id] = task
+        return known
+
+    async def _refresh(self, session_id: str) -> None:
         try:
-            detail = self._ask(Calls.get, SessionParams(session_id=session_id))
-        except OwnerGone:
+            with contextlib.suppress(CorralError):  # stalled or gone: the app says so
+                await self.fresh(session_id)
+        finally:
+            self._refetch.pop(session_id, None)
+
+    def _fold(self, row: SessionSummary) -> None:
+        """A board row's news into the mirrored detail, at once (the rest of
+        the detail is asked again on its next read)."""
+        known = self._details.get(row.session_id)
+        if known is None:
+            return
+        if row.updated_at > known.session.updated_at or (row.next_seq or 0) > (known.next_seq or 0):
+            self._stale.add(row.session_id)  # more moved than a row says
+        session = known.session.model_copy(
+            update={
+                "state": row.state,
+                "error": row.error,
+                "name": row.name,
+                "iterations": row.iterations,
+                "result_branch": row.result_branch,
+            }
+        )
+        self._details[row.session_id] = known.model_copy(
+            update={
+                "session": session,
+                "live": row.live,
+                "needs_you": row.needs_you,
+                "needs_you_label": row.needs_you_label,
+                "steering_available": row.steering_available,
+                "question_prompt": row.question_prompt,
+                "question_options": known.question_options if row.question_prompt else [],
+                "auth_message": row.auth_message,
+                "agent_status": row.agent_status,
+                "agent_reason": row.agent_reason,
+                "agent_source": row.agent_source,
+            }
+        )
+
+    async def fresh(self, session_id: str) -> SessionDetail:
+        """The owner's detail now (one request, off the UI loop), mirrored for
+        `get`; while the owner is stalled or gone, the last one seen (the
+        console keeps drawing what it had, and says why)."""
+        try:
+            detail = await self._request(Calls.get, SessionParams(session_id=session_id))
+        except (OwnerGone, OwnerStalled):
             last = self._details.get(session_id)
             if last is None:
                 raise
             return last
-        self._details[session_id] = detail
+        return self._keep(detail)
+
+    def _keep(self, detail: SessionDetail) -> SessionDetail:
+        self._details[detail.session.id] = detail
+        self._stale.discard(detail.session.id)
         return detail
 
     def _info(self, session_id: str) -> SessionInfo:
         return self._ask(Calls.session_info, SessionParams(session_id=session_id))
 
     def is_live(self, session_id: str) -> bool:
-        return self._info(session_id).live
+        row = self._rows.get(session_id)
+        return row.live if row is not None else self._info(session_id).live
 
     def needs_you_of(self, session_id: str) -> str | None:
-        return self._info(session_id).needs_you
+        row = self._rows.get(session_id)
+        return row.needs_you_label if row is not None else self._info(session_id).needs_you
 
     def journal_path(self, session_id: str) -> Path:
         return Path(self._info(session_id).journal_path)
 
     def _engines(self) -> EngineInfo:
-        return self._ask(Calls.engines, NoParams())
+        if self._engine_info is None:
+            self._engine_info = self._ask(Calls.engines, NoParams())
+        return self._engine_info
 
     def disk_full(self) -> str | None:
         return self._engines().disk_full
 
     def question_options(self, session_id: str) -> builtins.list[str]:
-        try:
-            return self._ask(Calls.question_options, SessionParams(session_id=session_id))
-        except OwnerGone:
-            return []
+        """The pending question's options: a console's from its mirrored
+        detail, `corral run`'s from the owner."""
+        if not self.mirror_board:
+            try:
+                return self._ask(Calls.question_options, SessionParams(session_id=session_id))
+            except OwnerGone:
+                return []
+        return list(self.get(session_id).question_options)
 
     def engine_choices(self) -> builtins.list[tuple[str, str]]:
         return self._engines().choices
@@ -310,6 +465,9 @@ class AttachedSupervisor:
         return await self._request(Calls.export_context, SessionParams(session_id=session_id))
 
     async def transcript(self, session_id: str, limit: int = 500) -> builtins.list[TranscriptTurn]:
+        known = self._details.get(session_id)
+        if known is not None and known.session.agent_identity is None:
+            return []  # an agent that keeps no transcript (the owner would answer [])
         return await self._request(
             Calls.transcript, TranscriptParams(session_id=session_id, limit=limit)
         )
@@ -526,23 +684,42 @@ class AttachedSupervisor:
     # -- the agent's pane: the owner's, mirrored on demand ---------------------------
 
     def agent_screen_version(self, session_id: str) -> int:
-        """One round trip: the version, and the screen itself when it moved
-        (the terminal view polls this a few times a second)."""
+        """The mirrored screen's version (no round trip); the owner is asked
+        in the background for a newer one (the terminal view polls this a few
+        times a second; one fetch at a time per session). A session whose
+        agent has not started (or that the owner does not run) has none."""
+        known = self._screens.get(session_id)
+        if self._may_have_screen(session_id) and session_id not in self._screen_fetch:
+            with contextlib.suppress(RuntimeError):  # no running loop: nothing fetched
+                task = asyncio.get_running_loop().create_task(self._fetch_screen(session_id))
+                self._screen_fetch[session_id] = task
+        return known[0] if known else -1
+
+    def _may_have_screen(self, session_id: str) -> bool:
+        """An agent screen exists only once the owner runs the agent: before
+        gate 1 is confirmed, or for a row it does not run, nothing is asked."""
+        detail = self._details.get(session_id)
+        if detail is not None:
+            s = detail.session
+            return detail.live and (bool(s.pane) or s.state in _AGENT_STATES)
+        row = self._rows.get(session_id)
+        return row is None or (row.live and row.state in _AGENT_STATES)
+
+    async def _fetch_screen(self, session_id: str) -> None:
         known = self._screens.get(session_id)
         try:
-            answer = self._ask(
+            answer = await self._request(
                 Calls.agent_screen,
                 ScreenParams(session_id=session_id, known_version=known[0] if known else -2),
             )
         except CorralError:
-            return known[0] if known else -1
+            return
+        finally:
+            self._screen_fetch.pop(session_id, None)
         if not answer.unchanged:
             self._screens[session_id] = (answer.version, answer.screen)
-        return answer.version
 
     def agent_screen(self, session_id: str) -> Screen | None:
-        if session_id not in self._screens:
-            self.agent_screen_version(session_id)
         known = self._screens.get(session_id)
         return None if known is None else known[1]
 

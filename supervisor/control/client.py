@@ -15,6 +15,8 @@ import itertools
 import json
 import logging
 import socket
+import threading
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -48,6 +50,14 @@ class OwnerGone(CorralError):
     """The owner closed the connection (it stopped, or hung up on this client)."""
 
 
+class OwnerStalled(CorralError):
+    """The owner holds the connection but does not answer in time (stopped,
+    or too busy): the caller may wait for it or give up; nothing was lost."""
+
+
+STALLED = "the owner is not answering"  # how a console says OwnerStalled
+
+
 def _no_owner(state_dir: Path, why: str) -> NoOwner:
     return NoOwner(f"no corral owns {state_dir} ({why}): start `corral serve` or a console there")
 
@@ -75,8 +85,17 @@ class ControlClient:
         except (FileNotFoundError, ConnectionRefusedError) as exc:
             self._sock.close()
             raise _no_owner(self.state_dir, "nothing listens on its control socket") from exc
+        except TimeoutError as exc:  # its backlog is full: it accepts nobody
+            self._sock.close()
+            raise OwnerStalled(f"{STALLED} ({self.state_dir}): it accepts no connection") from exc
+        except OSError as exc:
+            self._sock.close()
+            raise _no_owner(self.state_dir, f"its control socket refused: {exc}") from exc
         self._file = self._sock.makefile("rb")
         self._ids = itertools.count(1)
+        # one call at a time: a console's worker threads share this connection
+        self._lock = threading.Lock()
+        self.requests: Counter[str] = Counter()  # calls made, by method (budgets count them)
         self.hello = _check_hello(self.call("hello"))
 
     def close(self) -> None:
@@ -122,15 +141,26 @@ class ControlClient:
         holds the connection; an owner that dies closes it, which is the
         only way such a wait ends without an answer."""
         record = call_named(method)
-        bounded = self._sock.gettimeout()
-        if record.unbounded:
-            self._sock.settimeout(None)
-        try:
-            return self._call(method, params)
-        except (ConnectionError, TimeoutError) as exc:
-            raise OwnerGone(f"the owner of {self.state_dir} went away ({exc})") from exc
-        finally:
-            self._sock.settimeout(bounded)
+        with self._lock:
+            self.requests[method] += 1
+            bounded = self._sock.gettimeout()
+            if record.unbounded:
+                self._sock.settimeout(None)
+            try:
+                return self._call(method, params)
+            except TimeoutError as exc:
+                # the answer may still come: this connection cannot tell it from
+                # the next one's, so it is closed (the next call says gone)
+                self.close()
+                raise OwnerStalled(
+                    f"{STALLED}: {self.state_dir}'s owner did not answer {method} "
+                    f"within {bounded:g} s"
+                ) from exc
+            except OSError as exc:  # reset, broken pipe, closed: never a bare OSError
+                raise OwnerGone(f"the owner of {self.state_dir} went away ({exc})") from exc
+            finally:
+                with contextlib.suppress(OSError):
+                    self._sock.settimeout(bounded)
 
     def _call(self, method: str, params: dict[str, Any]) -> Any:
         req_id = next(self._ids)
@@ -197,13 +227,22 @@ class AsyncControlClient:
         self._streams: dict[int, Callable[[str, dict[str, Any]], None]] = {}
         self._sinks: dict[int, Callable[[CoderEvent], object]] = {}  # event streams' mailboxes
         self._backlog = backlog
+        # a bounded call's answer waits at most this long (None: as long as the
+        # owner lives, as `corral run` waits on a session), then OwnerStalled; an
+        # unbounded one (a delivery) always waits while the owner lives. A
+        # console does not time its calls out: its heartbeat says "not answering"
+        self.answer_timeout: float | None = None
+        self.requests: Counter[str] = Counter()  # calls made, by method (budgets count them)
+        self.pings = 0  # heartbeats, counted apart from what the console asked
         self._closed = False
         self.hello: dict[str, Any] = {}
         self._task = asyncio.get_running_loop().create_task(self._read_loop())
         self.on_disconnect: Callable[[], None] | None = None
 
     @classmethod
-    async def connect(cls, state_dir: Path, *, backlog: int = 4096) -> AsyncControlClient:
+    async def connect(
+        cls, state_dir: Path, *, backlog: int = 4096, timeout: float | None = 30
+    ) -> AsyncControlClient:
         path = control_socket(Path(state_dir))
         try:
             reader, writer = await asyncio.open_unix_connection(
@@ -211,9 +250,12 @@ class AsyncControlClient:
             )
         except (FileNotFoundError, ConnectionRefusedError) as exc:
             raise _no_owner(Path(state_dir), "nothing listens on its control socket") from exc
+        except OSError as exc:
+            raise _no_owner(Path(state_dir), f"its control socket refused: {exc}") from exc
         client = cls(state_dir, reader, writer, backlog=backlog)
-        try:
-            client.hello = _check_hello(await client.call("hello"))
+        try:  # the greeting waits at most `timeout`: a stopped owner still accepts
+            client.requests[Calls.hello.name] += 1
+            client.hello = _check_hello(await client._answer(Calls.hello.name, {}, timeout))
         except BaseException:
             await client.close()
             raise
@@ -255,18 +297,35 @@ class AsyncControlClient:
     async def call(self, method: str, **params: Any) -> Any:
         """The owner's answer, as JSON; `method` must be one the surface
         defines (`surface.Calls`)."""
-        call_named(method)
+        record = call_named(method)
+        self.requests[method] += 1
+        return await self._answer(method, params, None if record.unbounded else self.answer_timeout)
+
+    async def ping(self, timeout: float) -> None:
+        """One `hello`: the owner answers within `timeout` seconds, or
+        OwnerStalled (OwnerGone once the connection closed)."""
+        self.pings += 1
+        await self._answer(Calls.hello.name, {}, timeout)
+
+    async def _answer(self, method: str, params: dict[str, Any], timeout: float | None) -> Any:
         if not self.connected:
             raise OwnerGone("the connection to the owner is closed")
         req_id = next(self._ids)
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._pending[req_id] = future
-        self._writer.write(
-            p.encode({"jsonrpc": "2.0", "id": req_id, "method": method, "params": params})
-        )
         try:
-            await self._writer.drain()
-            return await future
+            self._writer.write(
+                p.encode({"jsonrpc": "2.0", "id": req_id, "method": method, "params": params})
+            )
+            async with asyncio.timeout(timeout):
+                await self._writer.drain()
+                return await future
+        except TimeoutError as exc:
+            raise OwnerStalled(
+                f"{STALLED}: {self.state_dir}'s owner did not answer {method} within {timeout:g} s"
+            ) from exc
+        except (OSError, RuntimeError) as exc:  # the transport closed under the write
+            raise OwnerGone(f"the owner of {self.state_dir} went away ({exc})") from exc
         finally:
             self._pending.pop(req_id, None)
 
@@ -369,6 +428,7 @@ class AsyncControlClient:
         """Call a streaming method, its handler (and an event stream's sink)
         registered before the answer can arrive: notifications follow the
         answer on the same connection."""
+        self.requests[method] += 1
         req_id = next(self._ids)
         self._streams[req_id] = handler
         if sink is not None:
@@ -457,6 +517,7 @@ class AsyncControlClient:
         """Ask for a session's stream without waiting for the answer (for a
         caller that must stay synchronous): its events go into `sub`, and an
         error answer closes it. Returns the stream's id."""
+        self.requests[Calls.subscribe.name] += 1
         req_id = next(self._ids)
 
         def on(method: str, params: dict[str, Any]) -> None:

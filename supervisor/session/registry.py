@@ -661,6 +661,7 @@ class SessionRegistry:
             next_seq=live.log.next_seq,
             steering_available=row.steering_available,
             question_prompt=row.question_prompt,
+            question_options=list(live.question.options) if live.question.is_pending else [],
             needs_you=row.needs_you,
             needs_you_label=row.needs_you_label,
             auth_message=row.auth_message,

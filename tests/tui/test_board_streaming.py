@@ -6,6 +6,7 @@ changes, only that row's line is repainted, never the whole table."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +55,12 @@ class Repaints:
         table.refresh, table.refresh_line = whole, line
 
 
-def _app(tmp_path: Path, steps: list[Step]) -> tuple[CorralApp, list[str]]:
+def _app(
+    tmp_path: Path,
+    steps: list[Step],
+    clock: Callable[[], float] = lambda: FIXED_NOW,
+    finished_ago: float = 9000,
+) -> tuple[CorralApp, list[str]]:
     state = tmp_path / "state"
     store = Store(state)
     for i in range(STORED):
@@ -64,8 +70,8 @@ def _app(tmp_path: Path, steps: list[Step]) -> tuple[CorralApp, list[str]]:
                 repo=str(tmp_path / "repo"),
                 intent=f"Finished task {i}: " + "a long intent the column cuts " * 8,
                 state=CoderState.MERGED,
-                created_at=FIXED_NOW - 9000 + i,
-                updated_at=FIXED_NOW - 9000 + i,
+                created_at=FIXED_NOW - finished_ago + i,
+                updated_at=FIXED_NOW - finished_ago + i,
             )
         )
     store.close()
@@ -85,8 +91,8 @@ def _app(tmp_path: Path, steps: list[Step]) -> tuple[CorralApp, list[str]]:
         await s.wait_for(sid, {CoderState.RUNNING}, timeout=20)
         started.append(sid)
 
-    # a clock that stands still: no age ticks over while the test counts repaints
-    return CorralApp(sup, default_repo=repo, on_ready=seed, clock=lambda: FIXED_NOW), started
+    # by default a clock that stands still: no age ticks over while a test counts repaints
+    return CorralApp(sup, default_repo=repo, on_ready=seed, clock=clock), started
 
 
 async def _board_with_live_row(app: CorralApp, pilot: Any, sid: list[str]) -> BoardScreen:
@@ -165,4 +171,34 @@ async def test_one_row_changing_repaints_its_line_only(tmp_path: Path) -> None:
             assert repaints.lines == [1]  # (line 0 is the header)
         else:  # its column's width changed (an age ticked too): the whole table, once
             assert repaints.whole == 1
+        go.set()
+
+
+async def test_a_row_changing_while_the_clock_runs_repaints_its_line_not_every_age(
+    tmp_path: Path,
+) -> None:
+    """Ages tick on their own timer: a row's change does not re-read the clock
+    for every row (each age that moved a second would be a line to repaint:
+    with 100 agents streaming, the whole table on every update)."""
+    now = [FIXED_NOW]
+    go = asyncio.Event()
+    app, started = _app(tmp_path, [Iteration(1), Wait(go)], lambda: now[0], finished_ago=50)
+    # narrower than the preview beside the board needs: a renamed row moves no preview
+    async with app.run_test(size=(118, 40)) as pilot:
+        board = await _board_with_live_row(app, pilot, started)
+        sid = started[0]
+        await pilot.press("down", "down")  # the cursor off the row that changes
+        board.age_timer.pause()  # the ages' own tick is not what this counts
+        repaints = Repaints(board.table)
+        ages = [str(board.table.get_row_at(i)[-1]) for i in range(1, STORED + 1)]
+        now[0] += 7  # seven seconds on: every finished row's age would read 7 s more
+        app.supervisor.rename(sid, "cache")
+        await until(
+            pilot, "the new name on its row", lambda: "cache" in str(board.table.get_row_at(0)[3])
+        )
+        assert repaints.whole == 0
+        assert repaints.lines == [1]  # its own line (line 0 is the header)
+        assert [str(board.table.get_row_at(i)[-1]) for i in range(1, STORED + 1)] == ages
+        board._refresh_ages()  # the ages' own tick shows the seconds that passed
+        assert str(board.table.get_row_at(1)[-1]) != ages[0]
         go.set()

@@ -165,6 +165,10 @@ class BoardScreen(Screen[None]):
     def __init__(self, clock: Callable[[], float] = time.time) -> None:
         super().__init__()
         self.clock = clock
+        # the time the ages are counted to: read on the ages' own tick (and on a
+        # whole snapshot), not on each row's change (a second that passed would
+        # change every age, and repaint every line, on each update)
+        self._age_now = clock()
         # the keys of the row actions, as pressed: a key that does not apply says why
         # (the keys `[keys]` gave them, once the app is known: see on_mount)
         self.row_keys: dict[str, str] = {}
@@ -237,7 +241,7 @@ class BoardScreen(Screen[None]):
         size = self.app.size
         self.show_preview(size.width >= PREVIEW_MIN[0] and size.height >= PREVIEW_MIN[1])
         self.follow_board()
-        self.set_interval(5, self._refresh_ages)
+        self.age_timer = self.set_interval(5, self._refresh_ages)
 
     @work(exclusive=True, group="board-watch")
     @guarded("The board")
@@ -296,7 +300,7 @@ class BoardScreen(Screen[None]):
         return tuple([cell(row) for cell in self._kept_cells_of])
 
     def _ticking_cells(self, row: SessionSummary) -> tuple[object, ...]:
-        now = self.clock()
+        now = self._age_now  # ages tick on their own timer, not with every row change
         return tuple([ticking(row, now) for ticking in self._ticking_cells_of])
 
     def replace_all(self, rows: list[SessionSummary]) -> None:
@@ -304,6 +308,7 @@ class BoardScreen(Screen[None]):
         fit on screen (and the counts of all) first; the other rows' cells are
         made a few hundred at a time, letting that frame out, and then shown."""
         first = not self.summaries and len(rows) > FIRST_PAINT_ROWS
+        self._age_now = self.clock()
         self.summaries = {r.session_id: r for r in rows}
         self._kept_cells = {k: v for k, v in self._kept_cells.items() if k in self.summaries}
         self._first_paint = first
@@ -439,6 +444,7 @@ class BoardScreen(Screen[None]):
 
     def _refresh_ages(self) -> None:
         """Ages tick; only the cells whose text changed are rewritten."""
+        self._age_now = self.clock()
         self.table.show(self._lines, self._cells_of, frozenset(self._titles))
 
     # -- actions --------------------------------------------------------------

@@ -3,6 +3,8 @@ and the question / guidance input. Fed by `subscribe` from seq 0."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import os
 from pathlib import Path
@@ -335,6 +337,8 @@ class SessionScreen(Screen[None]):
         self.revision_note = Content()  # the last revision's outcome, shown under gate 1
         self._text_gate: object = None  # the gate (or question) the input was last focused for
         self._failing_selected = False  # a failed session opens on its (first) failing check
+        self._loaded = False  # an attached console's detail has come (see `loaded`)
+        self._known_seq = 0  # events before this one are in the loaded detail
 
     def compose(self) -> ComposeResult:
         with Vertical():
@@ -360,10 +364,57 @@ class SessionScreen(Screen[None]):
     def supervisor(self) -> OwnerSurface:
         return self.app.supervisor
 
+    @property
+    def _remote(self) -> bool:
+        """Attached to another process's owner: what the screen shows is the
+        console's mirror, loaded and refreshed off the UI loop (`fresh`)."""
+        return bool(getattr(self.supervisor, "remote", False))
+
+    @property
+    def loaded(self) -> bool:
+        """The detail is at hand: at once in-process; an attached console's
+        once its first request came back (until then only back and help act)."""
+        return self._loaded or not self._remote
+
     def on_mount(self) -> None:
+        if self._remote:
+            self.load_view()  # one request; until it lands only back and help act
+            return
+        self._loaded = True
         self.refresh_view()
         self.follow_events()
         self.show_transcript()
+
+    @work(group="session-load")
+    @guarded("The session view")
+    async def load_view(self) -> None:
+        """An attached console's session: its detail from the owner (one
+        request), then the view draws it and follows its events (the second)."""
+        try:
+            detail = await self.supervisor.fresh(self.session_id)
+        except CorralError as exc:  # gone, stalled, or no such session: said where it shows
+            self.query_one("#session-header", Static).update(safe_text(str(exc)))
+            return
+        self._known_seq = detail.next_seq or 0
+        self._loaded = True
+        self.refresh_view()
+        self.follow_events()
+        self.show_transcript()
+
+    @work(exclusive=True, group="session-refetch")
+    @guarded("The session view")
+    async def refetch_view(self) -> None:
+        """An event says the session changed: the mirror asks the owner again
+        (off the UI loop), then the view redraws what came back."""
+        with contextlib.suppress(CorralError):  # stalled or gone: the app says so
+            await self.supervisor.fresh(self.session_id)
+        self.refresh_view()
+
+    def _news(self, event: CoderEvent) -> None:
+        if not self._remote:
+            self.refresh_view()
+        elif event.seq >= self._known_seq:  # a replayed event: the loaded detail has it
+            self.refetch_view()
 
     @work(exclusive=True, group="session-transcript")
     @guarded("The transcript")
@@ -407,7 +458,7 @@ class SessionScreen(Screen[None]):
                     if log_filter_matches(self.log_filter, event):
                         log.write(describe(event))
                     if event.kind in REFRESH_KINDS or _foreman_news(event) or _settings_news(event):
-                        self.refresh_view()
+                        self._news(event)
                 return
             except SubscriptionDropped:
                 continue
@@ -607,12 +658,12 @@ class SessionScreen(Screen[None]):
         detail.update(Content("\n").join(parts))
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
-        if event.data_table.id == "checks":
+        if event.data_table.id == "checks" and self.loaded:
             self._render_check_detail(self.supervisor.get(self.session_id).session)
 
     def on_resize(self, event: events.Resize) -> None:
         """The checks table gives way by priority at the new width."""
-        if self.is_mounted:
+        if self.is_mounted and self.loaded:
             self._render_contract(self.supervisor.get(self.session_id).session)
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
@@ -798,6 +849,8 @@ class SessionScreen(Screen[None]):
         """The footer shows the keys that apply to this session now; the
         others are hidden (and do nothing) until the state allows them.
         While the input or the agent terminal has focus no screen key acts."""
+        if not self.loaded:  # an attached console's first request is on its way
+            return action in ("back", "help")
         try:
             detail = self.supervisor.get(self.session_id)
         except Exception as exc:  # the session went away: leave the keys as they are
@@ -823,6 +876,8 @@ class SessionScreen(Screen[None]):
             return worktree is not None and os.path.isdir(worktree)
         try:
             if action == "attach":  # the pty backend has no terminal to attach
+                if self._remote:  # the mirror knows its pane; the command is asked on the key
+                    return detail.live and (detail.session.pane or {}).get("backend") == "tmux"
                 return bool(self.supervisor.attach_argv(self.session_id))
             if action == "focus_terminal":
                 return self._is_acp() or self.supervisor.agent_screen(self.session_id) is not None
@@ -976,10 +1031,14 @@ class SessionScreen(Screen[None]):
         else:
             self.notify("This session has no live agent pane.", severity="warning")
 
-    def action_attach(self) -> None:
+    @work(exclusive=True, group="session-attach")
+    @guarded("Attaching")
+    async def action_attach(self) -> None:
         """Suspend the console and attach the real terminal to the agent's
-        tmux window; detaching (prefix d) returns here."""
-        argv = self.supervisor.attach_argv(self.session_id)
+        tmux window; detaching (prefix d) returns here. The command is the
+        owner's answer, asked off the UI loop (an attached console's owner
+        may be slow)."""
+        argv = await asyncio.to_thread(self.supervisor.attach_argv, self.session_id)
         if not argv:
             self.notify(
                 "Nothing to attach: no live tmux pane for this session.", severity="warning"

@@ -502,9 +502,12 @@ class BoardTable(ScrollView, can_focus=True):
         if width != self._layout_width:
             self._lay_out(width)
         base = self.rich_style
-        if y == 0:
-            header = base + self.get_component_rich_style("board-table--header")
-            return self._line("", self.labels, header, None)
+        if y == 0:  # the header: drawn once per layout, like the rows
+            strip = self._strips.get(("", "header"))
+            if strip is None:
+                header = base + self.get_component_rich_style("board-table--header")
+                strip = self._strips[("", "header")] = self._line("", self.labels, header, None)
+            return strip
         index = int(self.scroll_y) + y - 1
         if index >= len(self._order):
             return Strip.blank(width, base)

@@ -129,8 +129,8 @@ class TerminalView(Static, can_focus=True):
         return self.app.supervisor
 
     def refresh_screen(self) -> None:
-        if self.history is not None:
-            return
+        if self.history is not None or not getattr(self.screen, "loaded", True):
+            return  # an attached console's session screen is still loading its detail
         version = self.supervisor.agent_screen_version(self.session_id)
         if version == self._version:
             return
@@ -163,6 +163,8 @@ class TerminalView(Static, can_focus=True):
 
     async def on_resize(self, event: events.Resize) -> None:
         """The agent's pane follows the view's width (owner-checked)."""
+        if self._version < 0:
+            return  # no agent screen yet: nothing to fit (showing one resizes again)
         width = max(40, event.size.width - 4)
         if abs(width - getattr(self, "_sent_width", 0)) >= 4:
             self._sent_width = width
