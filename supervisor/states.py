@@ -179,12 +179,26 @@ _CONFIRMED_OR_LATER = frozenset(
 )
 
 
+# The one word (or two) for each state that every screen and command says to
+# a person: board, session header, preview, CLI lines, README. Machine output
+# (JSON, the journal, events) keeps the state's name.
+STATE_WORDS: dict[CoderState, str] = {
+    CoderState.CREATED: "drafting contract",
+    CoderState.CONTRACT_PROPOSED: "contract proposed",
+    CoderState.CONTRACT_CONFIRMED: "starting",
+    CoderState.RUNNING: "working",
+    CoderState.NEEDS_APPROVAL: "needs approval",
+    CoderState.MERGED: "delivered",
+    CoderState.REPORTED: "reported",
+    CoderState.FAILED: "failed",
+    CoderState.ABANDONED: "abandoned",
+}
+
+
 def said(state: CoderState) -> str:
-    """A state as every screen and command says it to a person: its name,
-    except `merged`, said `delivered` (a delivery to the checkout merges
-    nothing, and the board says delivered). Machine output (JSON, the
-    journal) keeps the name."""
-    return "delivered" if state is CoderState.MERGED else state.value
+    """A state as every screen and command says it to a person (`merged` is
+    said "delivered": a delivery to the checkout merges nothing)."""
+    return STATE_WORDS[state]
 
 
 def already_happened(session_id: str, state: CoderState, gate: CoderState, action: str) -> str:

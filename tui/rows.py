@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from rich.text import Text
 
-from corral.supervisor.states import CoderState
+from corral.supervisor.states import CoderState, said
 
 from .visible import visible
 
@@ -29,17 +29,6 @@ STATE_STYLE: dict[CoderState, tuple[str, str]] = {
     S.ABANDONED: ("–", "bright_black"),
 }
 
-STATE_WORDS: dict[CoderState, str] = {
-    S.CREATED: "drafting contract",
-    S.CONTRACT_PROPOSED: "contract proposed",
-    S.CONTRACT_CONFIRMED: "starting",
-    S.RUNNING: "working",
-    S.NEEDS_APPROVAL: "needs approval",
-    S.MERGED: "delivered",
-    S.REPORTED: "reported",
-    S.FAILED: "failed",
-    S.ABANDONED: "abandoned",
-}
 
 
 class Styled(str):
@@ -161,7 +150,7 @@ def offers_words(offers: AgentOffers | None) -> str | None:
 
 
 def state_text(row: SessionSummary) -> Styled:
-    words = STATE_WORDS[row.state]
+    words = said(row.state)
     if row.live and row.state is S.RUNNING and row.agent_status:
         status = "signed out" if row.agent_status == "auth" else row.agent_status
         source = SOURCE_WORDS.get(row.agent_source or "", row.agent_source or "")
@@ -401,7 +390,7 @@ def words_of(row: SessionSummary) -> str:
     needs = row.needs_you.value if row.needs_you is not None else ""
     return (
         f"{row.name or ''} {row.intent} {row.engine} {row.state.value} "
-        f"{STATE_WORDS[row.state]} {needs}".lower()
+        f"{said(row.state)} {needs}".lower()
     )
 
 

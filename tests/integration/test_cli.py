@@ -460,7 +460,7 @@ def _mount_tmpfs(where: Path, size: str) -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "fills_after",
-    ["contract_confirmed → running", "started demo in pane"],
+    ["starting → working", "started demo in pane"],
     ids=["before-the-agent-starts", "once-the-agent-runs"],
 )
 def test_a_full_disk_is_one_line_a_prompt_exit_and_a_consistent_store(

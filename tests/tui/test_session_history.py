@@ -39,7 +39,7 @@ async def test_a_stored_session_shows_its_whole_journal(tmp_path: Path) -> None:
         assert "its journal" in text
         assert "write_file" in text  # what the agent did
         assert "PASS hello" in text  # what verification found
-        assert "needs_approval → delivered" in text  # how it ended, in the board's word
+        assert "needs approval → delivered" in text  # how it ended, in the board's word
         header = str(screen.query_one("#session-header", Static).render())
         assert "state delivered" in header and "merged" not in header
         assert "no live event history" not in text
