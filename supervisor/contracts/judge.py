@@ -8,9 +8,12 @@ conventions, and the modules the untouched tree's per-test report names),
 every `conftest.py`, `pytest.ini`, `tox.ini`, `noxfile.py`, the pytest
 sections of `setup.cfg` and `pyproject.toml` (section-level: the agent may
 still add a dependency), `package.json`'s `scripts` and test-runner keys
-(section-level), jest/vitest/mocha/tap/ava config files, a Makefile a check
-calls, and scripts a check command (or an npm script) names. Each is kept
-with its blob at the start commit, its section and why it judges.
+(section-level), jest/vitest/mocha/tap/ava and babel config files, jest
+snapshots (`__snapshots__/*.snap` beside any test), the files a runner's
+configuration or arguments load (a setup file that could patch `expect`), a
+Makefile a check calls, and scripts a check command (or an npm script)
+names. Each is kept with its blob at the start commit, its section and why
+it judges.
 
 Verification then runs the operator's exam (`build_exam`): the tree to
 deliver with every judge file put back as it is on the base (a deleted or
@@ -28,9 +31,12 @@ The same diff is scanned for added lines outside the judge files that reach
 into the test harness (`harness_findings`): pytest's internals and report
 hooks, unittest's result classes, replacing `pytest` in `sys.modules`,
 `os._exit`, an `__eq__` that returns True whatever it is given, the clock
-patched at import. A match blocks automatic approval like a judge change; it
-is a heuristic (code under test can patch the harness in ways no pattern
-names) — hidden checks are the defence against that.
+patched at import; on node `Object.is` replaced, `expect` or `assert`
+patched, the module loader patched, and a `.only` that focuses the run (a
+new file's stand-in for the named test). A match blocks automatic approval
+like a judge change; it is a heuristic (code under test can patch the
+harness in ways no pattern names) — hidden checks are the defence against
+that.
 
 Blocking; call through `asyncio.to_thread`.
 """
@@ -115,6 +121,11 @@ _TOML_SECTION = "tool.pytest"
 _CFG_SECTION = "tool:pytest"
 _JSON_SECTIONS = ("scripts", "jest", "mocha", "ava", "tap", "c8", "nyc")
 _RUNNER_SECTIONS = frozenset(_JSON_SECTIONS) - {"scripts"}
+# coverage settings name the code under test (`collectCoverageFrom`, nyc's
+# `include`): what they name is not loaded into the run as a judge
+_COVERAGE_SECTIONS = frozenset({"c8", "nyc"})
+_COVERAGE_CONFIG = re.compile(r"^\.(c8|nyc)rc")
+_COVERAGE = re.compile(r"coverage", re.IGNORECASE)
 
 
 def _parts(path: str) -> list[str]:
@@ -395,8 +406,9 @@ def config_references(text: str, tree: dict[str, Entry]) -> list[str]:
     """The tree files a test runner's configuration names: the setup files,
     reporters, environments, transforms and `require`s it loads into the
     run (jest's `setupFilesAfterEnv`, `.mocharc`'s `require`, `.taprc`'s
-    `before`). Read as text (a config may be code): a source file it names
-    (a coverage list) judges too, and the operator can take it out at gate 1."""
+    `before`). Read as text (a config may be code; the caller leaves out
+    coverage settings, which name the code under test): any other source file
+    it names judges too, and the operator can take it out at gate 1."""
     found: list[str] = []
     for word in _CONFIG_WORD.findall(text[:MAX_OUTPUT_BYTES]):
         path = _referenced(word, tree)
@@ -475,13 +487,21 @@ def discover(
     # what the runners' configuration loads (a setup file that patches `expect`)
     for judged in list(found.values()):
         entry = tree.get(judged.path)
+        name = _parts(judged.path)[-1]
         runner_section = judged.section in _RUNNER_SECTIONS
-        if entry is None or not (_NODE_CONFIG.match(_parts(judged.path)[-1]) or runner_section):
+        if entry is None or not (_NODE_CONFIG.match(name) or runner_section):
             continue
+        if judged.section in _COVERAGE_SECTIONS or _COVERAGE_CONFIG.match(name):
+            continue  # a coverage tool's file lists name the code under test
         text = _blob_text(repo, entry[1])
         if runner_section:
             data = _json(text)
-            text = json.dumps(data.get(judged.section)) if isinstance(data, dict) else ""
+            settings: Any = data.get(judged.section) if isinstance(data, dict) else None
+            if isinstance(settings, dict):
+                settings = {k: v for k, v in settings.items() if not _COVERAGE.search(k)}
+            text = json.dumps(settings)
+        else:
+            text = "\n".join(line for line in text.splitlines() if not _COVERAGE.search(line))
         for path in config_references(text, tree):
             if path != judged.path:
                 add(path, f"loaded by the test runner configuration ({judged.path})")

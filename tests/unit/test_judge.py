@@ -370,7 +370,8 @@ def test_what_a_node_runners_configuration_loads_judges_and_a_source_file_does_n
             "jest.config.js": (
                 "module.exports = {\n  setupFilesAfterEnv: ['<rootDir>/jest.setup'],\n"
                 "  reporters: ['default', './tools/reporter.js'],\n"
-                "  testPathIgnorePatterns: ['calc'],\n  roots: ['<rootDir>/src'],\n};\n"
+                "  testPathIgnorePatterns: ['calc'],\n  roots: ['<rootDir>/src'],\n"
+                "  collectCoverageFrom: ['src/calc.js'],\n};\n"
             ),
             "jest.setup.js": "",
             "tools/reporter.js": "",
@@ -382,7 +383,8 @@ def test_what_a_node_runners_configuration_loads_judges_and_a_source_file_does_n
                     "name": "calc",
                     "main": "src/calc.js",
                     "scripts": {"test": "mocha --require ./support/extra.js"},
-                    "tap": {"before": "support/tap-before.js"},
+                    "tap": {"before": "support/tap-before.js", "coverage-map": "src/calc.js"},
+                    "nyc": {"include": ["src/calc.js"]},
                 }
             ),
             "support/extra.js": "",
@@ -396,7 +398,8 @@ def test_what_a_node_runners_configuration_loads_judges_and_a_source_file_does_n
     assert "support/tap-before.js" in files  # package.json's `tap` key
     assert "support/extra.js" in files  # the npm script's runner argument
     assert "babel.config.js" in files  # it transforms every test file jest runs
-    # `main` names the code under test; an ignore pattern is not a file
+    # `main` and the coverage settings name the code under test; an ignore
+    # pattern is not a file
     assert "src/calc.js" not in files
 
 
