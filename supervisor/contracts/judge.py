@@ -8,9 +8,12 @@ conventions, and the modules the untouched tree's per-test report names),
 every `conftest.py`, `pytest.ini`, `tox.ini`, `noxfile.py`, the pytest
 sections of `setup.cfg` and `pyproject.toml` (section-level: the agent may
 still add a dependency), `package.json`'s `scripts` and test-runner keys
-(section-level), jest/vitest/mocha/tap/ava config files, a Makefile a check
-calls, and scripts a check command (or an npm script) names. Each is kept
-with its blob at the start commit, its section and why it judges.
+(section-level), jest/vitest/mocha/tap/ava and babel config files, jest
+snapshots (`__snapshots__/*.snap` beside any test), the files a runner's
+configuration or arguments load (a setup file that could patch `expect`), a
+Makefile a check calls, and scripts a check command (or an npm script)
+names. Each is kept with its blob at the start commit, its section and why
+it judges.
 
 Verification then runs the operator's exam (`build_exam`): the tree to
 deliver with every judge file put back as it is on the base (a deleted or
@@ -28,9 +31,12 @@ The same diff is scanned for added lines outside the judge files that reach
 into the test harness (`harness_findings`): pytest's internals and report
 hooks, unittest's result classes, replacing `pytest` in `sys.modules`,
 `os._exit`, an `__eq__` that returns True whatever it is given, the clock
-patched at import. A match blocks automatic approval like a judge change; it
-is a heuristic (code under test can patch the harness in ways no pattern
-names) — hidden checks are the defence against that.
+patched at import; on node `Object.is` replaced, `expect` or `assert`
+patched, the module loader patched, and a `.only` that focuses the run (a
+new file's stand-in for the named test). A match blocks automatic approval
+like a judge change; it is a heuristic (code under test can patch the
+harness in ways no pattern names) — hidden checks are the defence against
+that.
 
 Blocking; call through `asyncio.to_thread`.
 """
@@ -97,8 +103,12 @@ _NODE_TEST = re.compile(r"\.(test|spec)\.[cm]?[jt]sx?$")
 _NODE_SOURCE = re.compile(r"\.([cm]?[jt]sx?|json|snap)$")
 _NODE_CONFIG = re.compile(
     r"^(jest|vitest|vite|ava|karma|playwright|cypress)\.config\.[\w.]+$|^\.mocharc(\.[\w]+)?$|"
-    r"^\.taprc$|^\.c8rc(\.json)?$|^\.nycrc(\.json)?$|^\.npmrc$|^\.yarnrc(\.yml)?$|^bunfig\.toml$"
+    r"^\.taprc$|^\.c8rc(\.json)?$|^\.nycrc(\.json)?$|^\.npmrc$|^\.yarnrc(\.yml)?$|^bunfig\.toml$|"
+    # jest runs every test file through babel when the project has a babel config
+    r"^babel\.config\.[cm]?js(on)?$|^\.babelrc(\.[cm]?js(on)?)?$"
 )
+# jest's snapshots: the expected values of `toMatchSnapshot`, wherever the test lives
+_SNAPSHOT_DIR = "__snapshots__"
 _PY_CONFIG = {
     "conftest.py": "pytest configuration (conftest.py)",
     "pytest.ini": "pytest configuration",
@@ -113,6 +123,12 @@ _SKIPPED_DIRS = {"node_modules", ".git", "vendor", "target", "dist", "build", ".
 _TOML_SECTION = "tool.pytest"
 _CFG_SECTION = "tool:pytest"
 _JSON_SECTIONS = ("scripts", "jest", "mocha", "ava", "tap", "c8", "nyc")
+_RUNNER_SECTIONS = frozenset(_JSON_SECTIONS) - {"scripts"}
+# coverage settings name the code under test (`collectCoverageFrom`, nyc's
+# `include`): what they name is not loaded into the run as a judge
+_COVERAGE_SECTIONS = frozenset({"c8", "nyc"})
+_COVERAGE_CONFIG = re.compile(r"^\.(c8|nyc)rc")
+_COVERAGE = re.compile(r"coverage", re.IGNORECASE)
 
 
 def _parts(path: str) -> list[str]:
@@ -142,6 +158,8 @@ def whole_file_why(path: str, runners: frozenset[str]) -> str | None:
             return "test runner configuration"
         if _NODE_TEST.search(name):
             return "test file (*.test.* / *.spec.*)"
+        if _SNAPSHOT_DIR in dirs or name.endswith(".snap"):
+            return "jest snapshot (the expected values)"
         if dirs & _TEST_DIRS and _NODE_SOURCE.search(name):
             return "test file (test folder)"
     if GO in runners:
@@ -292,13 +310,16 @@ def _in_tree(word: str, tree: dict[str, Entry]) -> str | None:
 
 def _command_paths(command: str, tree: dict[str, Entry]) -> list[str]:
     """Files of the tree a command runs (`./scripts/test.sh`, `bash ci/run.sh`,
-    `python tools/x.py`, the Makefile of `make` / `make -C sub`); a file it
-    only reads (`grep x data.txt`) is not named."""
+    `python tools/x.py`, the Makefile of `make` / `make -C sub`, what a node
+    test runner's arguments load: `mocha --require support/setup.js`); a
+    file it only reads (`grep x data.txt`) is not named."""
     found: list[str] = []
     for words in _segments(command):
         first = _in_tree(words[0], tree)
         if first is not None:
             found.append(first)
+        if _NODE_RUNNER.match(_runner_name(words)):
+            found += _runner_arguments(words, tree)
         for i, word in enumerate(words):
             name = posixpath.basename(word)
             if _INTERPRETER.match(name):
@@ -328,6 +349,74 @@ def _command_paths(command: str, tree: dict[str, Entry]) -> list[str]:
                     if path in tree:
                         found.append(path)
                         break
+    return found
+
+
+_NODE_RUNNER = re.compile(r"^(jest|mocha|_mocha|tap|ava|vitest|nyc|c8|tape)$")
+_LAUNCHERS = {"npx", "pnpx", "bunx"}  # `npx jest …`, `yarn jest …`, `pnpm exec jest …`
+
+
+def _runner_name(words: list[str]) -> str:
+    """The program a simple command runs, past a launcher (`npx jest` → `jest`)."""
+    rest = list(words)
+    while rest and (
+        posixpath.basename(rest[0]) in _LAUNCHERS
+        or rest[0] in ("yarn", "pnpm", "exec", "run")
+        or (rest[0].startswith("-") and len(rest) > 1)
+    ):
+        rest = rest[1:]
+    return posixpath.basename(rest[0]) if rest else ""
+
+
+def _runner_arguments(words: list[str], tree: dict[str, Entry]) -> list[str]:
+    """Files of the tree a node test runner's arguments name (`mocha --require
+    support/setup.js`, `jest --setupFiles=./x.js`): what it loads judges."""
+    found: list[str] = []
+    for word in words[1:]:
+        value = word.split("=", 1)[1] if word.startswith("-") and "=" in word else word
+        path = _referenced(value, tree)
+        if path is not None:
+            found.append(path)
+    return found
+
+
+# a word in a runner's configuration that may name a file: `./jest.setup.js`,
+# `<rootDir>/test/setup`, `support/patch.js` (no quotes, colons or spaces)
+_CONFIG_WORD = re.compile(r"[\w@<>./-]*[./][\w@<>./-]*")
+_MODULE_SUFFIXES = (".js", ".cjs", ".mjs", ".ts", ".cts", ".mts", ".json", "/index.js")
+
+
+def _referenced(word: str, tree: dict[str, Entry]) -> str | None:
+    """The tree file a configuration value names, as node's resolution would
+    find it (a module path may leave out `.js`); None when it names none."""
+    relative = word.startswith(("./", "<rootDir>/"))
+    word = word.removeprefix("<rootDir>/")
+    if not word or word.startswith("/") or "*" in word:
+        return None
+    path = posixpath.normpath(word).removeprefix("./")
+    if path.startswith("..") or path == "." or _section_file(path):
+        return None
+    if path in tree:
+        return path
+    if relative or "/" in path:
+        for suffix in _MODULE_SUFFIXES:
+            if path + suffix in tree:
+                return path + suffix
+    return None
+
+
+def config_references(text: str, tree: dict[str, Entry]) -> list[str]:
+    """The tree files a test runner's configuration names: the setup files,
+    reporters, environments, transforms and `require`s it loads into the
+    run (jest's `setupFilesAfterEnv`, `.mocharc`'s `require`, `.taprc`'s
+    `before`). Read as text (a config may be code; the caller leaves out
+    coverage settings, which name the code under test): any other source file
+    it names judges too, and the operator can take it out at gate 1."""
+    found: list[str] = []
+    for word in _CONFIG_WORD.findall(text[:MAX_OUTPUT_BYTES]):
+        path = _referenced(word, tree)
+        if path is not None and path not in found:
+            found.append(path)
     return found
 
 
@@ -398,6 +487,27 @@ def discover(
                     for named in _command_paths(str(value), tree):
                         if not _section_file(named):
                             add(named, "run by an npm script")
+    # what the runners' configuration loads (a setup file that patches `expect`)
+    for judged in list(found.values()):
+        entry = tree.get(judged.path)
+        name = _parts(judged.path)[-1]
+        runner_section = judged.section in _RUNNER_SECTIONS
+        if entry is None or not (_NODE_CONFIG.match(name) or runner_section):
+            continue
+        if judged.section in _COVERAGE_SECTIONS or _COVERAGE_CONFIG.match(name):
+            continue  # a coverage tool's file lists name the code under test
+        text = _blob_text(repo, entry[1])
+        if runner_section:
+            data = _json(text)
+            settings: Any = data.get(judged.section) if isinstance(data, dict) else None
+            if isinstance(settings, dict):
+                settings = {k: v for k, v in settings.items() if not _COVERAGE.search(k)}
+            text = json.dumps(settings)
+        else:
+            text = "\n".join(line for line in text.splitlines() if not _COVERAGE.search(line))
+        for path in config_references(text, tree):
+            if path != judged.path:
+                add(path, f"loaded by the test runner configuration ({judged.path})")
     removed = [p.rstrip("/") for p in contract.not_judged if p.strip()]
     return [
         f
@@ -524,6 +634,17 @@ def _splice_json(old: str, new: str, keys: Iterable[str]) -> str | None:
     return json.dumps(after, indent=2, ensure_ascii=False) + "\n"
 
 
+def changed_in(path: str, old: str, new: str, sections: list[str]) -> list[str]:
+    """Which of the judged `sections` the change touched (`package.json`'s
+    keys one by one; a TOML or INI file has one judged section)."""
+    if _parts(path)[-1] != "package.json":
+        return sections
+    before, after = _json(old), _json(new)
+    before = before if isinstance(before, dict) else {}
+    after = after if isinstance(after, dict) else {}
+    return [k for k in sections if before.get(k) != after.get(k)] or sections
+
+
 def splice(path: str, old: str, new: str, sections: Iterable[str]) -> str | None:
     """`new` with the judged `sections` as in `old` (None: they are the same)."""
     name = _parts(path)[-1]
@@ -580,6 +701,39 @@ _HARNESS_PATTERNS: tuple[tuple[re.Pattern[str], str, str], ...] = (
         "any",
     ),
     (re.compile(r"^setattr\(\s*(time|datetime)\s*,"), "the clock patched", "any"),
+    (
+        re.compile(r"\bObject\.is\s*=[^=]|defineProperty\(\s*Object\s*,\s*['\"]is['\"]"),
+        "Object.is replaced (jest's toBe compares with it)",
+        "top",
+    ),
+    (
+        re.compile(
+            r"^(global(This)?\.)?expect\s*=[^=]|\bglobal(This)?\.expect\b.*=[^=]|"
+            r"\bexpect\.(extend|addSnapshotSerializer)\s*\("
+        ),
+        "jest's expect patched",
+        "code",
+    ),
+    (
+        re.compile(
+            r"\bassert(\.strict)?\.\w+\s*=[^=]|"
+            r"""require\(\s*['"](node:)?assert(/strict)?['"]\s*\)(\.\w+)+\s*=[^=]"""
+        ),
+        "node's assert patched",
+        "top",
+    ),
+    (
+        re.compile(
+            r"\.prototype\.(equal|strictEqual|deepEqual|same|ok|pass|fail|toBe|toEqual)\s*=[^=]"
+        ),
+        "an assertion method replaced",
+        "top",
+    ),
+    (
+        re.compile(r"\bModule\._load\s*=[^=]|\bModule\.prototype\.require\s*=[^=]"),
+        "node's module loader patched",
+        "top",
+    ),
     (re.compile(r"\bfreeze_time\s*\(|\bfreezegun\b"), "the clock frozen", "code"),
 )
 _EQ_DEF = re.compile(r"^\s*def __(eq|ne)__\s*\(")
@@ -587,6 +741,13 @@ _CONSTANT_RETURN = re.compile(
     r"^\s*(?:def __(?:eq|ne)__\s*\([^)]*\)\s*(?:->\s*\w+\s*)?:)?\s*return (True|False)\s*$"
 )
 MAX_FINDINGS = 20
+_JS_FILE = re.compile(r"\.[cm]?[jt]sx?$")
+# mocha, jest, vitest, jasmine and node's runner run only the focused tests
+# when one is: a new file's `it.only` can stand in for the named test
+_FOCUS = re.compile(
+    r"(?<![\w.$])(it|test|describe|context|suite|specify)\.only\s*\(|"
+    r"(?<![\w.$])(fit|fdescribe|fcontext)\s*\("
+)
 
 
 def _added_lines(patch: str) -> dict[str, list[str]]:
@@ -641,6 +802,15 @@ def harness_findings(added: dict[str, list[str]]) -> list[JudgeChange]:
                             detail=f"a comparison that returns a constant: {line.strip()[:80]}",
                         )
                     )
+        if _JS_FILE.search(path) and any(_FOCUS.search(line) for line in lines):
+            focus = next(line for line in lines if _FOCUS.search(line))
+            findings.append(
+                JudgeChange(
+                    path=path,
+                    what=HARNESS,
+                    detail=f"runs only the tests it focuses (.only): {focus.strip()[:80]}",
+                )
+            )
         if len(findings) >= MAX_FINDINGS:
             break
     return findings[:MAX_FINDINGS]
@@ -851,8 +1021,14 @@ def build_exam(repo: Path, base: str, tree: str, contract: OutcomeContract) -> E
                 continue
             old_text = _blob_text(repo, c.old[1]) if c.old else ""
             new_text = _blob_text(repo, c.new[1])
-            sections = sectioned.get(c.path) or sorted(
-                {*sections_in(c.path, old_text), *sections_in(c.path, new_text)}
+            # the sections judged at gate 1 and any the change added (a `mocha`
+            # key new in `package.json` is a runner configuration added)
+            sections = sorted(
+                {
+                    *sectioned.get(c.path, []),
+                    *sections_in(c.path, old_text),
+                    *sections_in(c.path, new_text),
+                }
             )
             if not sections:
                 continue
@@ -861,7 +1037,8 @@ def build_exam(repo: Path, base: str, tree: str, contract: OutcomeContract) -> E
                 continue
             mode = c.new[0] if c.new[0] in ("100644", "100755") else "100644"
             put[c.path] = (mode, _write_blob(repo, spliced)) if spliced else None
-            note(c, "added" if c.old is None else "section changed", ", ".join(sections))
+            changed_sections = changed_in(c.path, old_text, new_text, sections)
+            note(c, "added" if c.old is None else "section changed", ", ".join(changed_sections))
             continue
         if c.old is None and (why := judge_like_added(c.path)) is not None:
             put[c.path] = None

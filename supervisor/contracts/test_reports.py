@@ -184,9 +184,11 @@ def _report(
 ) -> TestReport | None:
     if not (passed or failed or skipped or errors):
         return None
+    # a name reported both passed and failed (two tests of one name: one a
+    # new file's stand-in for a named test) is a failure
     return TestReport(
-        passed=sorted(set(passed)),
-        failed=sorted(set(failed) - set(passed)),
+        passed=sorted(set(passed) - set(failed)),
+        failed=sorted(set(failed)),
         skipped=sorted(set(skipped) - set(passed) - set(failed)),
         collection_errors=errors,
     )
@@ -404,8 +406,8 @@ def _parse_mocha(output: str) -> TestReport | None:
     skipped: list[str] = []
     stack: dict[int, str] = {}
     for line in lines[:end]:
-        if not line.strip():
-            continue
+        if not line.strip() or line.startswith("> "):
+            continue  # npm's own header (`> calc@1.0.0 test`, `> mocha`) names no suite
         depth = len(line) - len(line.lstrip())
         stack = {d: n for d, n in stack.items() if d < depth}
         spec = _SPEC.match(line)

@@ -176,6 +176,18 @@ def test_package_json_scripts_are_spliced_back_and_its_dependencies_kept(repo: P
     assert [c.what for c in exam.changes] == ["section changed"]
 
 
+def test_a_runner_key_added_to_package_json_is_left_out_and_named(repo: Path) -> None:
+    """Only `scripts` was judged at gate 1 (the project had no `mocha` key):
+    a `mocha` key the change adds is runner configuration all the same."""
+    start = _project(repo)
+    contract = _judged(repo, start, ContractCheck(name="tests", command="npm test"))
+    rigged = dict(PACKAGE, mocha={"grep": "adds"}, dependencies={"left-pad": "1"})
+    _tree, exam = _exam(repo, start, contract, {"package.json": json.dumps(rigged)})
+    now = json.loads(_in(repo, exam.tree, "package.json") or "{}")
+    assert "mocha" not in now and now["dependencies"] == {"left-pad": "1"}
+    assert [c.shown() for c in exam.changes] == ["package.json (section changed; mocha)"]
+
+
 def test_a_judge_file_turned_into_a_folder_comes_back_as_a_file(repo: Path) -> None:
     start = _project(repo)
     contract = _judged(repo, start)
@@ -339,3 +351,93 @@ def test_only_a_module_that_shadows_what_the_runner_imports_is_left_out() -> Non
         assert judge_like_added(shadow) == "shadows the test runner", shadow
     for honest in ("test/test_new.py", "test/__init__.py", "json/data.json", "src/json.py"):
         assert judge_like_added(honest) is None, honest
+
+
+# -- node runners: what their configuration loads, snapshots, the harness ---------------------
+
+JEST = ContractCheck(name="tests", command="npx jest --ci --json --outputFile=r.json")
+
+
+def test_what_a_node_runners_configuration_loads_judges_and_a_source_file_does_not(
+    repo: Path,
+) -> None:
+    start = _files(
+        repo,
+        {
+            "src/calc.js": "exports.mul = (a, b) => a + b;\n",
+            "src/calc.test.js": "test('x', () => expect(1).toBe(1));\n",
+            "src/__snapshots__/calc.test.js.snap": "exports[`x 1`] = `1`;\n",
+            "jest.config.js": (
+                "module.exports = {\n  setupFilesAfterEnv: ['<rootDir>/jest.setup'],\n"
+                "  reporters: ['default', './tools/reporter.js'],\n"
+                "  testPathIgnorePatterns: ['calc'],\n  roots: ['<rootDir>/src'],\n"
+                "  collectCoverageFrom: ['src/calc.js'],\n};\n"
+            ),
+            "jest.setup.js": "",
+            "tools/reporter.js": "",
+            ".mocharc.yml": "require:\n  - support/hooks.js\nspec: test/**/*.js\n",
+            "support/hooks.js": "",
+            "babel.config.js": "module.exports = {};\n",
+            "package.json": json.dumps(
+                {
+                    "name": "calc",
+                    "main": "src/calc.js",
+                    "scripts": {"test": "mocha --require ./support/extra.js"},
+                    "tap": {"before": "support/tap-before.js", "coverage-map": "src/calc.js"},
+                    "nyc": {"include": ["src/calc.js"]},
+                }
+            ),
+            "support/extra.js": "",
+            "support/tap-before.js": "",
+        },
+    )
+    files = {f.path: f.why for f in _judged(repo, start, JEST).judge_files}
+    assert files["src/__snapshots__/calc.test.js.snap"].startswith("jest snapshot")
+    assert "loaded by the test runner configuration (jest.config.js)" in files["jest.setup.js"]
+    assert "tools/reporter.js" in files and "support/hooks.js" in files
+    assert "support/tap-before.js" in files  # package.json's `tap` key
+    assert "support/extra.js" in files  # the npm script's runner argument
+    assert "babel.config.js" in files  # it transforms every test file jest runs
+    # `main` and the coverage settings name the code under test; an ignore
+    # pattern is not a file
+    assert "src/calc.js" not in files
+
+
+def test_the_harness_scan_names_node_rigging_and_is_silent_on_honest_node_code() -> None:
+    honest = {
+        "src/calc.js": [
+            "const assert = require('assert');",
+            "if (Object.is(a, b)) return true;",
+            "assert.strictEqual(typeof a, 'number');",
+            "module.exports = { expected: 1 };",
+        ],
+        "test/more.test.js": [
+            "expect.extend({ toBeWithin() {} });",  # a test file's own matcher
+            "test('x', () => {",
+            "  delete require.cache[require.resolve('../calc')];",
+            "});",
+        ],
+        "train.py": ["model.fit(x, y)", "fit(x)"],  # not a focused test
+    }
+    assert harness_findings(honest) == []
+    rigged = {
+        "src/a.js": ["Object.is = () => true;"],
+        "src/b.js": ["Object.defineProperty(Object, 'is', { value: () => true });"],
+        "src/c.js": ["global.expect = (v) => ({ toBe() {} });"],
+        "src/d.js": ["require('assert').strictEqual = () => {};"],
+        "src/e.js": ["assert.deepEqual = function () {};"],
+        "test/zz.js": ["Module.prototype.require = function () {};"],
+    }
+    rigged["test/zz_only.test.js"] = ["describe('calc', () => {", "  it.only('muls', () => {});"]
+    rigged["spec/focus.js"] = ["fit('muls', () => {});"]
+    found = {c.path: c.detail.split(":")[0] for c in harness_findings(rigged)}
+    assert found == {
+        "test/zz_only.test.js": "runs only the tests it focuses (.only)",
+        "spec/focus.js": "runs only the tests it focuses (.only)",
+        "src/a.js": "Object.is replaced (jest's toBe compares with it)",
+        "src/b.js": "Object.is replaced (jest's toBe compares with it)",
+        "src/c.js": "jest's expect patched",
+        "src/d.js": "node's assert patched",
+        "src/e.js": "node's assert patched",
+        "test/zz.js": "node's module loader patched",
+    }

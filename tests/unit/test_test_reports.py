@@ -158,6 +158,32 @@ def test_mocha_spec_output_is_read_per_test_without_durations() -> None:
     assert report.skipped == ["math > skip"]
 
 
+NPM_MOCHA = """
+> calc@1.0.0 test
+> mocha
+
+
+
+  calc
+    ✔ muls
+    1) muls
+    ✔ adds
+
+
+  2 passing (4ms)
+  1 failing
+"""
+
+
+def test_mocha_under_npm_test_and_a_name_reported_twice_once_failing() -> None:
+    """npm's `> mocha` header names no suite (the id stays `calc > adds`
+    whatever the script says), and a second test of the named test's name (a
+    new file's stand-in, mocha's ids carry no file) cannot outvote its failure."""
+    report = parse_output(NPM_MOCHA)
+    assert report is not None
+    assert report.passed == ["calc > adds"] and report.failed == ["calc > muls"]
+
+
 NODE_SPEC = """▶ math
   ✔ adds (0.576778ms)
   ✖ fails (1.289468ms)
