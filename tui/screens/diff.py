@@ -76,8 +76,8 @@ class DiffScreen(Screen[None]):
         Binding("ctrl+o", "approve('checkout')", "Apply to checkout"),
         Binding("d", "toggle_discard", "Keep/discard rest"),
         Binding("f", "toggle_files", "Files"),
-        Binding("n", "step_file(1)", "Next file"),
-        Binding("p", "step_file(-1)", "Prev file"),
+        Binding("n", "step_file(1)", "Next file", show=False),  # the strip says n/p
+        Binding("p", "step_file(-1)", "Prev file", show=False),
         Binding("ctrl+r", "reject", "Reject"),
         Binding("question_mark", "app.help", "Help"),
     ]
