@@ -101,3 +101,27 @@ async def test_a_part_that_fails_its_checks_keeps_the_ticked_part(tmp_path: Path
             await pilot.pause()
         assert app.screen is diff, app.screen
         assert diff.ticked == wanted
+
+
+@pytest.mark.slow
+async def test_checkout_clashes_names_only_the_operators_changed_files(tmp_path: Path) -> None:
+    """The owner's read-only answer behind the warning: the files the change
+    writes where the checkout holds the operator's own lines, and nothing is
+    written while reading it."""
+    repo = make_repo(tmp_path / "repo")
+    sup = scripted_supervisor(
+        tmp_path / "state",
+        contract(("wide", "test -f wide.py")),
+        [Write("wide.py", "x = 1\n"), Write("notes.md", "a note\n")],
+    )
+    await sup.open()
+    try:
+        sid = await start_to_approval(sup, "Write files", repo)
+        assert await sup.checkout_clashes(sid) == []
+        (repo / "wide.py").write_text("mine = True\n")
+        (repo / "unrelated.txt").write_text("also mine\n")
+        assert await sup.checkout_clashes(sid) == ["wide.py"]
+        assert (repo / "wide.py").read_text() == "mine = True\n"
+        assert not (repo / "notes.md").exists()
+    finally:
+        await sup.close()
