@@ -480,6 +480,9 @@ class Supervisor:
     async def review_files(self, session_id: str) -> builtins.list[FilePatch]:
         return await self._open_gates().approval.review_files(session_id)
 
+    async def checkout_clashes(self, session_id: str) -> builtins.list[str]:
+        return await self._open_gates().approval.checkout_clashes(session_id)
+
     async def reverify(self, session_id: str) -> builtins.list[CheckResult]:
         return await self._open_gates().approval.reverify(session_id)
 

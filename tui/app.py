@@ -26,6 +26,7 @@ from corral.supervisor.errors import CorralError, swallowed
 from .console_app import ConsoleApp
 from .desktop_notice import desktop_words, osc_notification
 from .early_keys import EarlyKeys
+from .toast_band import keep_toasts_clear
 from .visible import visible
 
 log = logging.getLogger("corral.tui.app")
@@ -457,6 +458,18 @@ class CorralApp(ConsoleApp):
             timeout=timeout,
             markup=False,
         )
+        if self.screen_stack:  # once the toast's message is handled (it is queued)
+            self.call_later(keep_toasts_clear, self.screen)
+
+    def _place_toasts(self, _event: object = None) -> None:
+        """Toasts never cover the line in focus (tui/toast_band.py): placed when
+        one comes, and again when the focus, a cursor or the size moves."""
+        if self._notifications and self.screen_stack:
+            self.call_after_refresh(keep_toasts_clear, self.screen)
+
+    on_descendant_focus = _place_toasts
+    on_data_table_row_highlighted = _place_toasts
+    on_board_table_row_highlighted = _place_toasts
 
     def desktop_notify(self, title: str, body: str) -> None:
         """`notify-send` where it exists and CORRAL_DESKTOP_NOTIFY=1 (off by default)."""
@@ -523,6 +536,7 @@ class CorralApp(ConsoleApp):
         size = self.size
         small = size.width < MIN_WIDTH or size.height < MIN_HEIGHT
         was_small, self._too_small = getattr(self, "_too_small", False), small
+        self._place_toasts()
         if small and not was_small:
             self.notify(
                 f"The window is {size.width}×{size.height}; corral needs at least "

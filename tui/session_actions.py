@@ -172,9 +172,16 @@ class SessionActions:
             )
         return text
 
-    def files_named(self, session_id: str, selection: dict[str, Any] | None) -> str:
+    def files_named(
+        self,
+        session_id: str,
+        selection: dict[str, Any] | None,
+        clashes: list[str] | None = None,
+    ) -> str:
         """The files a checkout delivery writes (the ticked ones of a part):
-        the operator sees which of their working files change before going."""
+        the operator sees which of their working files change before going,
+        and, named, those holding their own uncommitted lines (`clashes`, read
+        from the checkout just before asking), which the delivery refuses."""
         try:
             diff = self.supervisor.get(session_id).session.diff
         except CorralError:
@@ -189,8 +196,16 @@ class SessionActions:
             return ""
         shown = "\n".join(f"  {p}" for p in paths[:12])
         more = f"\n  and {len(paths) - 12} more" if len(paths) > 12 else ""
-        return (
-            f"\n\nWrites these files in your checkout:\n{shown}{more}\n"
+        text = f"\n\nWrites these files in your checkout:\n{shown}{more}\n"
+        mine = [p for p in clashes or [] if p in paths]
+        if mine:
+            return text + (
+                f"Warning: you have uncommitted lines in {', '.join(mine[:12])}"
+                f"{f' and {len(mine) - 12} more' if len(mine) > 12 else ''}: nothing will be "
+                "applied (your edits are never overwritten); commit or revert them first, "
+                "or deliver to a branch (ctrl+a)."
+            )
+        return text + (
             "If you changed any of them since the task started, nothing is applied and "
             "corral names them (your edits are never overwritten)."
         )
@@ -224,8 +239,38 @@ class SessionActions:
         )
         if choice.get("selection") is not None:
             question += " (only the ticked part; it is re-verified first)"
-        files = self.files_named(session_id, choice.get("selection")) if key == "checkout" else ""
+        if key == "checkout":  # the operator's own lines in those files, read before asking
+            self.app.run_worker(
+                self._approve_checkout(label, session_id, question, then, choice),
+                group="ask",
+            )
+            return
+        self._ask_approve(label, session_id, question, "", then, choice)
 
+    async def _approve_checkout(
+        self,
+        label: str,
+        session_id: str,
+        question: str,
+        then: Callable[[], object] | None,
+        choice: dict[str, Any],
+    ) -> None:
+        try:
+            clashes = await self.supervisor.checkout_clashes(session_id)
+        except CorralError:
+            clashes = []  # the delivery itself refuses them, named
+        files = self.files_named(session_id, choice.get("selection"), clashes)
+        self._ask_approve(label, session_id, question, files, then, choice)
+
+    def _ask_approve(
+        self,
+        label: str,
+        session_id: str,
+        question: str,
+        files: str,
+        then: Callable[[], object] | None,
+        choice: dict[str, Any],
+    ) -> None:
         def go(_: str) -> None:
             from .event_text import approval_outcome
 

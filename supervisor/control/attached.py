@@ -478,6 +478,9 @@ class AttachedSupervisor:
     async def review_files(self, session_id: str) -> builtins.list[FilePatch]:
         return await self._request(Calls.review_files, SessionParams(session_id=session_id))
 
+    async def checkout_clashes(self, session_id: str) -> builtins.list[str]:
+        return await self._request(Calls.checkout_clashes, SessionParams(session_id=session_id))
+
     async def foreman_split(self, session_id: str) -> Split:
         return await self._request(Calls.foreman_split, SessionParams(session_id=session_id))
 

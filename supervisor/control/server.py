@@ -921,6 +921,10 @@ async def _review_files(conn: _Connection, _id: Any, a: p.SessionParams) -> Any:
     return [dataclasses.asdict(f) for f in await conn.sup.review_files(a.session_id)]
 
 
+async def _checkout_clashes(conn: _Connection, _id: Any, a: p.SessionParams) -> Any:
+    return await conn.sup.checkout_clashes(a.session_id)
+
+
 async def _subscribe(conn: _Connection, req_id: Any, a: p.SubscribeParams) -> Any:
     result, sub = conn.sup.subscribe(a.session_id, a.from_seq)
     if sub is None or req_id is None:
@@ -1121,6 +1125,7 @@ def _methods() -> dict[str, Method]:
         serve(c.task_remove, _task_remove),
         serve(c.task_runs, _task_runs),
         serve(c.review_files, _review_files),
+        serve(c.checkout_clashes, _checkout_clashes),
         serve(c.subscribe, _subscribe),
         serve(c.watch, _watch),
         serve(c.unsubscribe, _unsubscribe),

@@ -239,6 +239,9 @@ class Calls:
     review_files: Call[p.SessionParams, builtins.list[FilePatch]] = _agents(
         p.SessionParams, builtins.list[FilePatch], own=True
     )
+    checkout_clashes: Call[p.SessionParams, builtins.list[str]] = _operator(
+        p.SessionParams, builtins.list[str]
+    )
     subscribe: Call[p.SubscribeParams, SubscribeResult] = _agents(
         p.SubscribeParams, SubscribeResult, own=True, streams=True
     )
@@ -361,6 +364,7 @@ class OwnerSurface(Protocol):
     async def search(self, text: str) -> builtins.list[str]: ...
     async def export_context(self, session_id: str) -> ContextPack: ...
     async def review_files(self, session_id: str) -> builtins.list[FilePatch]: ...
+    async def checkout_clashes(self, session_id: str) -> builtins.list[str]: ...
     async def foreman_split(self, session_id: str) -> Split: ...
 
     # -- acting

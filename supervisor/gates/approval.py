@@ -54,6 +54,7 @@ from ..git.delivery import (
     create_branch,
     delivered_commit,
     patch_tree,
+    plan_checkout,
 )
 from ..git.patches import FilePatch, Selection, build_patch, parse_patch, validate_selection
 from ..git.pins import check_worktree
@@ -184,6 +185,21 @@ class ApprovalGate:
         patch = await asyncio.to_thread(tree_patch, Path(s.repo), s.start_commit, s.review_tree)
         _selectable(patch)
         return parse_patch(patch)
+
+    async def checkout_clashes(self, session_id: str) -> list[str]:
+        """The files the verified change writes that the operator's checkout
+        holds otherwise than the task's start (their uncommitted lines, or a
+        change since): named in the question before a checkout delivery, which
+        refuses them. Read only: nothing is written to the checkout."""
+        live = self._waiting(session_id)
+        s = live.session
+        if s.state is not S.NEEDS_APPROVAL or not s.start_commit or s.review_tree is None:
+            return []
+        repo, start, tree = Path(s.repo), s.start_commit, s.review_tree
+        changes = await asyncio.to_thread(changes_between, repo, start, tree)
+        paths = [c.path for c in changes]
+        plan = await asyncio.to_thread(plan_checkout, repo, start, tree, paths)
+        return plan.conflicts
 
     async def reverify(self, session_id: str) -> list[CheckResult]:
         """Re-run the contract on the worktree as it is now; when green and

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from textual.widgets import DataTable
+from textual.widgets import DataTable, Static
 
 from corral.supervisor.api import Supervisor
 from corral.tui.app import CorralApp
@@ -118,11 +118,51 @@ async def test_gate_two_diff_at_80_columns_scrolls_right_and_folds_the_file_list
         body.focus()
         await pilot.press("right", "right", "right")
         await until(pilot, "the diff scrolled right", lambda: body.scroll_x > 0)
-        await pilot.press("f")  # the file list folds away: the diff takes the width
+        await pilot.press("f")  # the file list comes back beside the diff
+        await until(pilot, "the file list back", lambda: left.display)
+        await pilot.press("f")  # and folds away again: the diff takes the width
         await until(pilot, "the file list hidden", lambda: not left.display)
         await until(pilot, "the diff full width", lambda: body.size.width >= 76)
-        await pilot.press("f")
-        await until(pilot, "the file list back", lambda: left.display)
+
+
+@pytest.mark.slow
+async def test_gate_two_at_80_columns_folds_the_file_list_and_keeps_what_decides(
+    tmp_path: Path,
+) -> None:
+    """Folded by default at 80 columns: the diff has the width, a line names the
+    file shown, n/p step through the files, space ticks the file shown, and the
+    runtime verification heads the diff; at 200 columns the list is shown."""
+    app = _gate_two(tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await board_ready(app, pilot)
+        diff = await open_from_board(app, pilot, "D")
+        assert isinstance(diff, DiffScreen)
+        body = diff.query_one("#diff-body")
+        strip = diff.query_one("#diff-strip", Static)
+        inline = diff.query_one("#diff-verification-inline", Static)
+        await until(pilot, "the diff full width", lambda: body.size.width >= 76)
+        assert not diff.query_one("#diff-left").display
+        assert strip.display and inline.display
+        first = diff.current
+        assert first is not None
+        await until(pilot, "the strip", lambda: first.path in str(strip.render()))
+        assert "1 of 2 files" in str(strip.render())
+        assert "PASS wide" in str(inline.render()), inline.render()
+        await pilot.press("n")
+        await until(pilot, "the next file", lambda: diff.current is not first)
+        second = diff.current
+        assert second is not None and "2 of 2 files" in str(strip.render())
+        assert second.path in str(strip.render())
+        await pilot.press("space")  # the file shown is left out of the approval
+        await until(pilot, "the file unticked", lambda: second.path not in diff.ticked)
+        assert str(strip.render()).startswith("☐")
+        assert "part of the diff: 1 of 2 files" in str(diff.query_one("#diff-header").render())
+        await pilot.press("p")
+        await until(pilot, "back to the first", lambda: diff.current is first)
+        # a wide terminal: the list is shown (the operator never chose)
+        await pilot.resize_terminal(200, 50)
+        await until(pilot, "the file list shown", lambda: diff.query_one("#diff-left").display)
+        assert not strip.display
 
 
 @pytest.mark.slow

@@ -12,6 +12,13 @@ When the work changed how it is judged (a test, test configuration or test
 script; added code reaching into the test harness), that is listed first, in
 its own block, with the checks' results on the agent's versions; approving
 here accepts it (this screen is where a person sees it).
+
+Under 100 columns the file list starts folded away (`f` toggles it; the
+operator's choice then holds across resizes) and the diff takes the width.
+Everything needed to decide stays on screen: a line under the header names
+the file shown (its tick, counts, n of m), `n`/`p` step through the files,
+space ticks the file shown, and the runtime verification (with any change
+to how the work is judged) heads the diff's own scroll area.
 """
 
 from __future__ import annotations
@@ -41,6 +48,7 @@ if TYPE_CHECKING:
 MAX_RENDER_LINES = 4000
 MAX_LINE_CHARS = 2000  # characters of one diff line shown (a 1 MB line is cut)
 NARROW = 120  # columns under which the file list gives the diff most of the width
+FOLDED_BELOW = 100  # columns under which the file list starts folded away
 TICK, UNTICK, PARTIAL = "☑", "☐", "◩"
 
 
@@ -68,6 +76,8 @@ class DiffScreen(Screen[None]):
         Binding("ctrl+o", "approve('checkout')", "Apply to checkout"),
         Binding("d", "toggle_discard", "Keep/discard rest"),
         Binding("f", "toggle_files", "Files"),
+        Binding("n", "step_file(1)", "Next file", show=False),  # the strip says n/p
+        Binding("p", "step_file(-1)", "Prev file", show=False),
         Binding("ctrl+r", "reject", "Reject"),
         Binding("question_mark", "app.help", "Help"),
     ]
@@ -79,9 +89,11 @@ class DiffScreen(Screen[None]):
         self.ticked: dict[str, set[int] | None] = {}
         self.current: FilePatch | None = None
         self.discard_rest = False
+        self.files_shown: bool | None = None  # the operator's `f` (None: by the width)
 
     def compose(self) -> ComposeResult:
         yield Static("", id="diff-header")
+        yield Static("", id="diff-strip")  # the file shown, while the file list is folded
         with Horizontal(id="diff-main"):
             with Vertical(id="diff-left"):
                 files: DataTable[object] = DataTable(id="diff-files", cursor_type="row")
@@ -93,6 +105,7 @@ class DiffScreen(Screen[None]):
                 yield Static("", id="diff-verification")
             # scrolls both ways (arrows once focused, tab reaches it): long lines are read whole
             with ScrollableContainer(id="diff-body"):
+                yield Static("", id="diff-verification-inline")  # while the list is folded
                 yield Static("", id="diff-text", expand=False, shrink=False)
         yield Footer()
 
@@ -108,9 +121,19 @@ class DiffScreen(Screen[None]):
         self._fit(event.size.width)
 
     def _fit(self, width: int) -> None:
-        """Under 120 columns the file list is narrower (and `f` hides it), so
-        the diff keeps most of the width."""
+        """Under 120 columns the file list is narrower, under 100 it starts
+        folded (unless the operator chose with `f`), so the diff keeps the width."""
         self.set_class(width < NARROW, "-narrow")
+        shown = self.files_shown if self.files_shown is not None else width >= FOLDED_BELOW
+        self._show_files(shown)
+
+    def _show_files(self, shown: bool) -> None:
+        left = self.query_one("#diff-left")
+        left.display = shown
+        self.query_one("#diff-strip").display = not shown
+        self.query_one("#diff-verification-inline").display = not shown
+        if not shown and self.focused is not None and left in self.focused.ancestors:
+            self.query_one("#diff-body").focus()
 
     @work(exclusive=True, group="diff-load")
     @guarded("Loading the diff")
@@ -125,6 +148,8 @@ class DiffScreen(Screen[None]):
         if self.files:
             self._select(self.files[0])
         self._render_verification()
+        if not self.query_one("#diff-left").display:
+            self.query_one("#diff-body").focus()
 
     # -- rendering ------------------------------------------------------------
 
@@ -171,6 +196,21 @@ class DiffScreen(Screen[None]):
         if self.files:
             table.move_cursor(row=min(max(cursor, 0), len(self.files) - 1))
         self._header()
+        self._render_strip()
+
+    def _render_strip(self) -> None:
+        """One line that names the file shown while the list is folded away."""
+        f = self.current
+        if f is None:
+            return
+        ticked = self.ticked.get(f.path, "absent")
+        mark = TICK if ticked is None else (UNTICK if ticked == "absent" else PARTIAL)
+        place = f"{self.files.index(f) + 1} of {_count(len(self.files), 'file')}"
+        self.query_one("#diff-strip", Static).update(
+            Content(f"{mark} ")
+            + safe_content(f.path)
+            + Content(f"  +{f.added} −{f.removed} {f.change}  ·  {place}  ·  n/p: next/previous")
+        )
 
     def _render_hunks(self, f: FilePatch) -> None:
         table = self.query_one("#diff-hunks", DataTable)
@@ -187,6 +227,7 @@ class DiffScreen(Screen[None]):
     def _select(self, f: FilePatch) -> None:
         self.current = f
         self._render_hunks(f)
+        self._render_strip()
         lines = f.text().splitlines()
         # the agent's lines, shown (never obeyed) and each cut to a bounded length
         text = "\n".join(visible(line, limit=MAX_LINE_CHARS) for line in lines[:MAX_RENDER_LINES])
@@ -265,7 +306,9 @@ class DiffScreen(Screen[None]):
                     for r in s.agent_exam_results
                 ]
             lines = [*judged, Content(""), *lines]
-        self.query_one("#diff-verification", Static).update(Content("\n").join(lines))
+        shown = Content("\n").join(lines)
+        self.query_one("#diff-verification", Static).update(shown)
+        self.query_one("#diff-verification-inline", Static).update(shown)
 
     # -- interaction ------------------------------------------------------------
 
@@ -306,13 +349,21 @@ class DiffScreen(Screen[None]):
         self._render_files()
 
     def action_toggle_files(self) -> None:
-        """Hide the file list (and its verification) to read the diff full width."""
-        left = self.query_one("#diff-left")
-        left.display = not left.display
-        if not left.display:
-            self.query_one("#diff-body").focus()
-        else:
+        """Fold the file list away to read the diff full width (or bring it back);
+        the choice holds across resizes."""
+        self.files_shown = not self.query_one("#diff-left").display
+        self._show_files(self.files_shown)
+        if self.files_shown:
             self.query_one("#diff-files").focus()
+
+    def action_step_file(self, step: int) -> None:
+        """The next or previous file (the list need not be shown)."""
+        if self.current is None or not self.files:
+            return
+        index = (self.files.index(self.current) + step) % len(self.files)
+        self.query_one("#diff-files", DataTable).move_cursor(row=index)
+        self._select(self.files[index])
+        self.query_one("#diff-body").scroll_home(animate=False)
 
     def action_toggle_discard(self) -> None:
         self.discard_rest = not self.discard_rest

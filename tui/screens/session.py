@@ -322,6 +322,18 @@ class ReplyInput(Input):
             screen.leave_input()
 
 
+# why a key of this screen's own (not a session action) does nothing now
+SCREEN_WHY_NOT = {
+    "edit_check": "The checks can be edited only at gate 1, while the contract waits for you.",
+    "add_check": "Checks can be added only at gate 1, while the contract waits for you.",
+    "remove_check": "Checks can be removed only at gate 1, while the contract waits for you.",
+    "edit_setup": "The setup can be edited only at gate 1, while the contract waits for you.",
+    "open_worktree": "This session has no worktree on this machine now (removed, or not made).",
+    "attach": "This agent has no terminal to attach to (it runs without a tmux pane).",
+    "focus_terminal": "This session has no live agent terminal now.",
+}
+
+
 class SessionScreen(Screen[None]):
     app = getters.app(ConsoleApp)
 
@@ -896,12 +908,20 @@ class SessionScreen(Screen[None]):
             return  # the focused widget's own key (ctrl+a: the input's start of line)
         for binding in self._bindings.key_to_bindings.get(event.key, []):
             table = {"cancel_session": "cancel"}.get(binding.action, binding.action)
-            if table not in TABLE_ACTIONS or self.check_action(binding.action, ()):
+            name = binding.action.split("(", 1)[0]
+            if table not in TABLE_ACTIONS and name not in SCREEN_WHY_NOT:
+                continue
+            if self.check_action(binding.action, ()):
                 continue
             if isinstance(self.focused, ReplyInput) and binding.action not in GATE_KEYS:
                 return  # a letter typed into the input
             try:
-                why = why_not(table, self._facts(self.supervisor.get(self.session_id)))
+                detail = self.supervisor.get(self.session_id)
+                why = (
+                    why_not(table, self._facts(detail))
+                    if table in TABLE_ACTIONS
+                    else SCREEN_WHY_NOT[name]
+                )
             except CorralError:
                 return
             if why is not None:
