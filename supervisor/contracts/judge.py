@@ -20,9 +20,10 @@ deliver with every judge file put back as it is on the base (a deleted or
 edited test file comes back, a judge-like file the agent added — a new
 `conftest.py`, `pytest.ini`, a `pytest.py` that shadows the runner — is left
 out, a section-level file gets only its section back). The agent's new test
-files stay: they are additions. Tests only appended to a test file (nothing
-before them changed, nothing that runs at import or around the file's own
-tests) are `extended`: the file as it was decides, the agent's version must
+files stay: they are additions. Tests only added to a test file (new test
+functions, classes or `test…` methods, anywhere in a Python file and appended
+to others; nothing it had changed, nothing that runs at import or around the
+file's own tests) are `extended`: the file as it was decides, the agent's version must
 pass too, and no person is needed; any other change is a judge change.
 Built from git objects in a private index; nothing is written to a worktree.
 When the exam tree is the delivered tree (the honest case) nothing else runs.
@@ -43,6 +44,7 @@ Blocking; call through `asyncio.to_thread`.
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import posixpath
@@ -64,7 +66,7 @@ log = logging.getLogger("corral.supervisor.contracts.judge")
 
 _QUOTED = ["-c", "core.quotePath=true"]
 HARNESS = "reaches into the test harness"
-EXTENDED = "extended"  # tests appended to a test file, nothing before them changed
+EXTENDED = "extended"  # tests added to a test file, nothing it had changed
 
 # -- which runners the checks use -------------------------------------------------------
 
@@ -816,7 +818,7 @@ def harness_findings(added: dict[str, list[str]]) -> list[JudgeChange]:
     return findings[:MAX_FINDINGS]
 
 
-# -- tests appended to a test file -------------------------------------------------------------
+# -- tests added to a test file ----------------------------------------------------------------
 
 _PY_SPECIAL = re.compile(r"^(setup|teardown|setUp|tearDown)|^load_tests$|^pytest_")
 _JS_RISKY = re.compile(
@@ -840,66 +842,116 @@ def _py_names(tree: Any) -> set[str]:
     return names
 
 
-def _py_appended_safe(old: str, new: str) -> bool:
-    """The statements after the old text only define new test functions and
-    classes and import new names: nothing that runs at import or around the
-    file's own tests (xunit setup, `load_tests`, fixtures, hooks), nothing
-    that redefines a name the file had."""
+def _py_new_item_ok(node: Any, known: set[str], in_class: bool) -> bool:
+    """A statement the change added: a new import, test function or class
+    that runs nothing at import and nothing around the file's own tests
+    (xunit setup, `load_tests`, fixtures, hooks) and redefines no name the
+    file had. Inside an existing class only new `test…` methods count: any
+    other name could override what the class inherits (`assertEqual`)."""
+    import ast
+
+    if isinstance(node, ast.Pass) or (
+        isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+    ):
+        return True
+    if isinstance(node, ast.Import | ast.ImportFrom) and not in_class:
+        return not any(
+            a.name == "*" or (a.asname or a.name).split(".")[0] in known for a in node.names
+        )
+    kinds = (ast.FunctionDef, ast.AsyncFunctionDef) + (() if in_class else (ast.ClassDef,))
+    if not isinstance(node, kinds):
+        return False
+    if node.name in known or _PY_SPECIAL.search(node.name):
+        return False
+    if in_class and not node.name.startswith("test"):
+        return False
+    decorators = " ".join(ast.unparse(d) for d in node.decorator_list)
+    if "fixture" in decorators or "autouse" in decorators:
+        return False
+    if isinstance(node, ast.ClassDef):
+        for item in node.body:
+            if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef):
+                if "fixture" in " ".join(ast.unparse(d) for d in item.decorator_list):
+                    return False
+                continue
+            if isinstance(item, ast.Pass) or (
+                isinstance(item, ast.Expr) and isinstance(item.value, ast.Constant)
+            ):
+                continue
+            return False
+    return True
+
+
+def _class_head(node: Any) -> str:
+    """A class statement without its body: name, bases, keywords, decorators."""
+    import ast
+
+    head = copy.copy(node)
+    head.body = []
+    return ast.dump(head)
+
+
+def _py_same_or_extended(old: Any, new: Any, known: set[str]) -> bool:
+    """`new` is the statement `old` as it was, or the same class (name,
+    bases, decorators) with only new test methods among its old body."""
+    import ast
+
+    if ast.dump(old) == ast.dump(new):
+        return True
+    if not (isinstance(old, ast.ClassDef) and isinstance(new, ast.ClassDef)):
+        return False
+    if _class_head(old) != _class_head(new):
+        return False
+    return _py_kept_in_order(old.body, new.body, known, in_class=True)
+
+
+def _py_kept_in_order(
+    before: list[Any], after: list[Any], known: set[str], *, in_class: bool
+) -> bool:
+    """Every old statement is still there, as it was and in its order, and
+    every statement between them is a safe addition."""
+    i = 0
+    for node in after:
+        if i < len(before) and _py_same_or_extended(before[i], node, known):
+            i += 1
+            continue
+        if not _py_new_item_ok(node, known, in_class):
+            return False
+    return i == len(before)
+
+
+def _py_extended_safe(old: str, new: str) -> bool:
+    """Whether a Python test file only gained tests: new test functions or
+    classes anywhere among its statements, new `test…` methods in its
+    classes, new imports of new names; nothing it had changed or went."""
     import ast
 
     try:
         before, after = ast.parse(old), ast.parse(new)
     except (SyntaxError, ValueError):
         return False
-    known = _py_names(before)
-    count = len(before.body)
-    if ast.dump(ast.Module(body=after.body[:count], type_ignores=[])) != ast.dump(before):
-        return False  # a statement the file had is not as it was (appended into it)
-    added = after.body[count:]
-    for node in added:
-        if isinstance(node, ast.Import | ast.ImportFrom):
-            if any((a.asname or a.name).split(".")[0] in known for a in node.names):
-                return False
-            if any(a.name == "*" for a in node.names):
-                return False
-            continue
-        if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            return False
-        if node.name in known or _PY_SPECIAL.search(node.name):
-            return False
-        decorators = " ".join(ast.unparse(d) for d in node.decorator_list)
-        if "fixture" in decorators or "autouse" in decorators:
-            return False
-        if isinstance(node, ast.ClassDef):
-            for item in node.body:
-                if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef):
-                    if "fixture" in " ".join(ast.unparse(d) for d in item.decorator_list):
-                        return False
-                    continue
-                if isinstance(item, ast.Pass) or (
-                    isinstance(item, ast.Expr) and isinstance(item.value, ast.Constant)
-                ):
-                    continue
-                return False
-    return True
+    return _py_kept_in_order(before.body, after.body, _py_names(before), in_class=False)
 
 
 def _extends(repo: Path, path: str, old: Entry, new: Entry) -> bool:
-    """Whether the change only appended tests to a test file (its old
-    content is the new content's start) in a way that cannot reach the
+    """Whether the change only added tests to a test file (Python: new tests
+    among its statements and classes, nothing old changed; others: appended
+    after its old content) in a way that cannot reach the
     file's own tests; anything else is an edit."""
     name = _parts(path)[-1]
     if old[0] != new[0] or name in _PY_CONFIG or _NODE_CONFIG.match(name):
         return False
     before, after = _blob_text(repo, old[1]), _blob_text(repo, new[1])
+    if after == before:
+        return False
+    if path.endswith(".py"):
+        return _py_extended_safe(before, after)
     kept = before.rstrip()
     if not kept or not after.startswith(kept) or after == before:
         return False
     appended = after[len(kept) :]
     if not appended.startswith("\n"):
         return False  # the old last line goes on: that is an edit
-    if path.endswith(".py"):
-        return _py_appended_safe(before, after)
     if re.search(r"\.[cm]?[jt]sx?$", path):
         return not _JS_RISKY.search(appended)
     if path.endswith("_test.go"):
