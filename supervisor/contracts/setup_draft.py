@@ -310,6 +310,7 @@ def tox_testenv(root: Path) -> ToxTestenv | None:
         command = _tox_command(line)
         if command is not None:
             env.commands_pre.append(command)
+    steps: list[str] = []  # `commands` lines before the first test command
     for line in _tox_lines(parser, "commands"):
         command = _tox_command(line)
         if command is None:
@@ -317,7 +318,14 @@ def tox_testenv(root: Path) -> ToxTestenv | None:
         if _TOX_TEST_COMMAND.search(command):
             env.commands.append(verbose_unittest(command))
         elif not env.commands and not _TOX_CHECKER.search(command):
-            env.commands_pre.append(command)  # a step before the tests (a compile step)
+            steps.append(command)  # a step before the tests (a compile step)
+    if not env.commands and steps:
+        # no line names a known runner (`{envpython} pkg/tests/__main__.py`):
+        # tox's last command is still its test run, never a setup step (the
+        # suite run at setup would make every check *cannot run* when one
+        # test fails)
+        env.commands.append(steps.pop())
+    env.commands_pre += steps
     for line in _tox_lines(parser, "extras"):
         env.extras += [e.strip() for e in line.split(",") if re.fullmatch(r"[\w.-]+", e.strip())]
     return env

@@ -377,3 +377,26 @@ def test_a_tox_only_unittest_suite_is_drafted_verbose(repo: Path, tmp_path: Path
     contract = draft_contract(repo, "x", path=stub_bin(tmp_path, "python3", "tox"))
     [check] = contract.checks
     assert check.command == "python -m unittest discover -s tests -v"
+
+
+def test_a_tox_test_script_no_runner_names_is_the_check_not_a_setup_step(
+    repo: Path, tmp_path: Path
+) -> None:
+    # pox 0.3.7: tox runs `{envpython} pox/tests/__main__.py`, a script that
+    # runs each test file; it named no known runner, so it was drafted as a
+    # setup step, the suite ran at setup and one failing test made every
+    # check *cannot run* ("setup failed: ... exited 1: F")
+    write(repo, "setup.py", "from setuptools import setup\nsetup(name='pox')\n")
+    write(
+        repo,
+        "tox.ini",
+        "[testenv]\ndeps =\n#   pytest\ncommands =\n"
+        "    {envpython} -m pip install .\n    {envpython} pox/tests/__main__.py\n",
+    )
+    write(repo, "pox/tests/__main__.py", "print('.')\n")
+    write(repo, "pox/tests/test_utils.py", "def test_x():\n    pass\n")
+    contract = draft_contract(repo, "x", path=stub_bin(tmp_path, "python3", "tox"))
+    assert not any("__main__" in step for step in contract.setup), contract.setup
+    assert contract.setup[-1] == 'PATH="$CORRAL_ENV/bin:$PATH" python -m pip install .'
+    [check] = contract.checks
+    assert check.command == "python pox/tests/__main__.py"
