@@ -158,6 +158,15 @@ def test_mocha_spec_output_is_read_per_test_without_durations() -> None:
     assert report.skipped == ["math > skip"]
 
 
+def test_mocha_names_leave_out_npm_s_echo_of_the_script() -> None:
+    # is-url 1.2.4 under `npm test`: the echoed script lines are not describe
+    # titles (they named every test "> mocha --reporter spec > is-url > ...")
+    report = parse_output("\n> is-url@1.2.4 test\n> mocha --reporter spec\n" + MOCHA)
+    assert report is not None
+    assert report.failed == ["math > fails"]
+    assert report.passed[0] == "math > adds"
+
+
 NODE_SPEC = """▶ math
   ✔ adds (0.576778ms)
   ✖ fails (1.289468ms)
