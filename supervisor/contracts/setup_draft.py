@@ -442,6 +442,19 @@ def _python(root: Path, path: str | None, needs_pytest: bool) -> SetupProposal:
         "a venv in corral's environment dir with the project installed editable"
         + (f" plus {', '.join(why)}" if why else "")
     )
+    for script, builder in cffi_builds(root):
+        # the module cffi generates at build time (soundfile's _soundfile)
+        # is not in the tree, and an editable install does not make it:
+        # generated into the venv, every worktree sharing it imports it
+        code = (
+            f"import runpy, sysconfig; runpy.run_path({script!r})[{builder!r}]"
+            ".compile(tmpdir=sysconfig.get_paths()['purelib'])"
+        )
+        proposal.commands.append(f'"$CORRAL_ENV/bin/python" -c {shlex.quote(code)}')
+        proposal.notes.append(
+            f"setup.py's cffi_modules: {script}:{builder} generated into the venv "
+            "(an editable install does not make it)"
+        )
     if tox is not None and tox.commands_pre:
         # tox's steps before the tests (a translation compile step), in the venv
         proposal.commands += [f"{RUN_IN_ENV}{c}" for c in tox.commands_pre]
@@ -449,6 +462,23 @@ def _python(root: Path, path: str | None, needs_pytest: bool) -> SetupProposal:
             "tox.ini [testenv] steps before the tests: " + "; ".join(tox.commands_pre)
         )
     return proposal
+
+
+_CFFI_MODULES = re.compile(r"cffi_modules\s*=\s*\[([^\]]*)\]")
+_CFFI_ENTRY = re.compile(r"""['"]([\w./-]+\.py):(\w+)['"]""")
+
+
+def cffi_builds(root: Path) -> list[tuple[str, str]]:
+    """setup.py's `cffi_modules` entries ("build_script.py:ffibuilder") whose
+    script is in the tree: (script, the builder object's name)."""
+    found = _CFFI_MODULES.search(_read(root / "setup.py") or "")
+    if found is None:
+        return []
+    return [
+        (script, builder)
+        for script, builder in _CFFI_ENTRY.findall(found.group(1))
+        if ".." not in script and (root / script).is_file()
+    ]
 
 
 def _tagless_version(root: Path, pyproject: dict[str, Any], proposal: SetupProposal) -> str:

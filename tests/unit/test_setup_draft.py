@@ -4,7 +4,9 @@ environment cache key follows the files that define it."""
 
 from __future__ import annotations
 
+import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -400,3 +402,49 @@ def test_a_tox_test_script_no_runner_names_is_the_check_not_a_setup_step(
     assert contract.setup[-1] == 'PATH="$CORRAL_ENV/bin:$PATH" python -m pip install .'
     [check] = contract.checks
     assert check.command == "python pox/tests/__main__.py"
+
+
+@pytest.mark.slow
+def test_a_cffi_module_the_build_generates_is_made_in_the_venv(repo: Path, tmp_path: Path) -> None:
+    # soundfile 0.14.0 (unseen): setup.py's cffi_modules generate _soundfile
+    # at build time; the editable install made none, so every check was
+    # "cannot run: missing module: _soundfile" on the untouched tree
+    pytest.importorskip("cffi")
+    write(
+        repo,
+        "setup.py",
+        "from setuptools import setup\n"
+        "setup(name='sf', py_modules=['sf'], cffi_modules=['sf_build.py:ffibuilder'])\n",
+    )
+    write(
+        repo,
+        "sf_build.py",
+        "from cffi import FFI\nffibuilder = FFI()\nffibuilder.set_source('_sf', None)\n"
+        "ffibuilder.cdef('int abs(int);')\n"
+        "if __name__ == '__main__':\n    ffibuilder.compile()\n",
+    )
+    write(repo, "tests/test_sf.py", "import _sf\n\ndef test_sf():\n    assert _sf.ffi\n")
+    contract = draft_contract(repo, "x", path=stub_bin(tmp_path, "python3"))
+    [step] = [s for s in contract.setup if "sf_build.py" in s]
+    env = tmp_path / "env"
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--system-site-packages", str(env)],
+        check=True,
+        capture_output=True,
+    )
+    ran = subprocess.run(
+        ["bash", "-c", step],
+        cwd=repo,
+        env={**os.environ, "CORRAL_ENV": str(env)},
+        capture_output=True,
+        text=True,
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert not (repo / "_sf.py").exists()  # not in the tree: a second worktree has it too
+    imported = subprocess.run(
+        [str(env / "bin/python"), "-c", "import _sf; print(_sf.ffi)"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert imported.returncode == 0, imported.stderr
