@@ -290,6 +290,9 @@ class ToxTestenv:
     commands_pre: list[str] = field(default_factory=list)
     extras: list[str] = field(default_factory=list)
     changedir: str = ""  # where tox runs the commands ("" : the project root)
+    # the last command when none names a known runner: the test run by a
+    # script of the project's own (`{envpython} pkg/tests/__main__.py`)
+    script: str = ""
 
     def check_command(self) -> str:
         """The test commands as one shell command, in tox's directory."""
@@ -323,8 +326,9 @@ def tox_testenv(root: Path) -> ToxTestenv | None:
         # no line names a known runner (`{envpython} pkg/tests/__main__.py`):
         # tox's last command is still its test run, never a setup step (the
         # suite run at setup would make every check *cannot run* when one
-        # test fails)
-        env.commands.append(steps.pop())
+        # test fails); the conventions draft it, or pytest where pytest
+        # collects the test files (test by test beats one exit code)
+        env.script = steps.pop()
     env.commands_pre += steps
     for line in _tox_lines(parser, "extras"):
         env.extras += [e.strip() for e in line.split(",") if re.fullmatch(r"[\w.-]+", e.strip())]
