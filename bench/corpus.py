@@ -4,17 +4,22 @@ cached (a second worktree of the same repository), the baseline verdict of
 its drafted contract, whether a scripted correct change was delivered through
 `corral run` in the default configuration (and passed again when re-checked
 independently: the session's contract verbatim in fresh clones with fresh
-environments), and how a scripted regression ended: *caught* (a check failed
-at verification and named it), *not delivered for another reason* (a
-timeout, a setup failure, a run left waiting), or delivered.
+environments, compared per test by the corpus's own reading of the output),
+and how a scripted regression ended: *caught* (a check failed at
+verification and named the broken test), *unnamed* (a check failed, its
+runner naming no test), *not delivered for another reason* (a timeout, a
+setup failure, a run left waiting), or delivered.
 
 Rates: correct changes delivered with no operator edit (goal >= 90 %),
-regressions caught by a check (goal 100 %); not-delivered-other is printed
-apart and never counts as caught. Exits 1 when either is under its goal. Downloads are cached in ~/.cache/corral-corpus
-and packages in pip's / npm's own caches (warm them with one run first).
+regressions caught by a check naming the test (goal 100 %); unnamed and
+not-delivered-other are printed apart and never count as caught. Projects
+chosen by the unseen rule (bench/README.md) are marked `*` and their rates
+printed apart too. Exits 1 when either rate is under its goal. Downloads are
+cached in ~/.cache/corral-corpus and packages in pip's / npm's own caches
+(warm them with one run first).
 
 Run (from the repo root): .venv/bin/python bench/corpus.py [--only NAME ...]
-[--parallel N] [--no-sessions]
+[--set all|shapes|unseen] [--parallel N] [--no-sessions]
 """
 
 from __future__ import annotations
@@ -47,15 +52,17 @@ def row(o: Outcome) -> tuple[str, ...]:
         cached = f"{took(o.cached_secs)} ({reused})"
     if o.regress is None:
         refused = "-"
-    elif o.regression_caught:  # a check failed and said which
+    elif o.regression_caught:  # a check failed and named the broken test
         refused = o.regress.why_not()[:70]
+    elif o.regress.failed_unnamed:  # a check failed, its runner naming no test
+        refused = f"unnamed: {o.regress.why_not()}"[:70]
     elif o.regression_refused:
         refused = f"not delivered (other): {o.regress.why_not()}"[:70]
     else:
         refused = "DELIVERED"
     expected = "" if o.project.delivers else " (expected: " + o.project.why_not[:40] + ")"
     return (
-        o.project.id,
+        o.project.id + (" *" if o.project.unseen else ""),
         o.project.shape[:38],
         cold,
         cached,
@@ -81,9 +88,20 @@ def main() -> int:
     parser.add_argument(
         "--no-sessions", action="store_true", help="gate 1 only: no change, no regression"
     )
+    parser.add_argument(
+        "--set",
+        choices=("all", "shapes", "unseen"),
+        default="all",
+        help="the projects chosen for their shape, those chosen by the unseen rule, or both",
+    )
     args = parser.parse_args()
     started = time.monotonic()
-    chosen = [p for p in projects() if not args.only or p.name in args.only]
+    chosen = [
+        p
+        for p in projects()
+        if (not args.only or p.name in args.only)
+        and (args.set == "all" or p.unseen == (args.set == "unseen"))
+    ]
     left_out = [p for p in chosen if p.missing_tools()]
     for p in left_out:
         print(
@@ -124,9 +142,20 @@ def main() -> int:
     if args.no_sessions:
         print("(--no-sessions: no rates, nothing judged)")
         return 0
+    for label, group in (("unseen (*)", [o for o in outcomes if o.project.unseen]),):
+        if group and len(group) < len(outcomes):
+            print(
+                f"{label}: delivered {rate(sum(o.delivered for o in group), len(group))}, "
+                f"caught {rate(sum(o.regression_caught for o in group), len(group))}"
+            )
     delivered = sum(o.delivered for o in outcomes)
     caught = sum(o.regression_caught for o in outcomes)
-    other = sum(o.regression_refused and not o.regression_caught for o in outcomes)
+    unnamed = sum(o.regress is not None and o.regress.failed_unnamed for o in outcomes)
+    other = sum(
+        o.regression_refused and not o.regression_caught and not o.regress.failed_unnamed  # type: ignore[union-attr]
+        for o in outcomes
+    )
+    per_test = sum(bool(o.recheck.per_test) and not o.recheck.exit_only for o in outcomes)
     colds = sorted(o.cold_secs for o in outcomes if o.cold is not None)
     cached = sorted(o.cached_secs for o in outcomes if o.cached is not None)
     surprises = [
@@ -139,10 +168,16 @@ def main() -> int:
         f"{rate(delivered, len(outcomes))} (goal >= {DELIVERY_GOAL:.0%})"
     )
     print(
-        f"regressions caught by a check: {rate(caught, len(outcomes))} (goal {REGRESSION_GOAL:.0%})"
+        "regressions caught (a check failed and named the broken test): "
+        f"{rate(caught, len(outcomes))} (goal {REGRESSION_GOAL:.0%})"
     )
+    print(f"regressions refused by a check that named no test: {rate(unnamed, len(outcomes))}")
     print(f"regressions not delivered for another reason: {rate(other, len(outcomes))}")
-    print(f"regressions delivered: {rate(len(outcomes) - caught - other, len(outcomes))}")
+    print(f"regressions delivered: {rate(len(outcomes) - caught - unnamed - other, len(outcomes))}")
+    print(
+        f"delivered changes re-checked per test (not by exit code alone): "
+        f"{per_test}/{sum(o.delivered for o in outcomes)}"
+    )
     if colds:
         print(
             f"setup cold: median {took(colds[len(colds) // 2])}, max {took(colds[-1])}; "

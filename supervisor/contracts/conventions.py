@@ -712,6 +712,14 @@ def _tests_dir(files: list[Path], base: Path) -> str | None:
 def _tox_runner(base: Path) -> Runner | None:
     """tox.ini's own test commands, run in the setup's environment."""
     tox = tox_testenv(base)
+    if tox is not None and not tox.commands and tox.script and not _test_files(base):
+        # a script of the project's own runs the tests and pytest would
+        # collect none: the script is the check, judged by its exit code
+        command = (
+            f"cd {shlex.quote(tox.changedir)} && {tox.script}" if tox.changedir else tox.script
+        )
+        why = "tox.ini [testenv]'s last command (a script of its own), in the setup's environment"
+        return Runner("tests", command, why, 1800, ("python3",), kind="python")
     if tox is None or not tox.commands:
         return None
     command = tox.check_command()

@@ -290,6 +290,9 @@ class ToxTestenv:
     commands_pre: list[str] = field(default_factory=list)
     extras: list[str] = field(default_factory=list)
     changedir: str = ""  # where tox runs the commands ("" : the project root)
+    # the last command when none names a known runner: the test run by a
+    # script of the project's own (`{envpython} pkg/tests/__main__.py`)
+    script: str = ""
 
     def check_command(self) -> str:
         """The test commands as one shell command, in tox's directory."""
@@ -310,6 +313,7 @@ def tox_testenv(root: Path) -> ToxTestenv | None:
         command = _tox_command(line)
         if command is not None:
             env.commands_pre.append(command)
+    steps: list[str] = []  # `commands` lines before the first test command
     for line in _tox_lines(parser, "commands"):
         command = _tox_command(line)
         if command is None:
@@ -317,7 +321,15 @@ def tox_testenv(root: Path) -> ToxTestenv | None:
         if _TOX_TEST_COMMAND.search(command):
             env.commands.append(verbose_unittest(command))
         elif not env.commands and not _TOX_CHECKER.search(command):
-            env.commands_pre.append(command)  # a step before the tests (a compile step)
+            steps.append(command)  # a step before the tests (a compile step)
+    if not env.commands and steps:
+        # no line names a known runner (`{envpython} pkg/tests/__main__.py`):
+        # tox's last command is still its test run, never a setup step (the
+        # suite run at setup would make every check *cannot run* when one
+        # test fails); the conventions draft it, or pytest where pytest
+        # collects the test files (test by test beats one exit code)
+        env.script = steps.pop()
+    env.commands_pre += steps
     for line in _tox_lines(parser, "extras"):
         env.extras += [e.strip() for e in line.split(",") if re.fullmatch(r"[\w.-]+", e.strip())]
     return env
@@ -434,6 +446,19 @@ def _python(root: Path, path: str | None, needs_pytest: bool) -> SetupProposal:
         "a venv in corral's environment dir with the project installed editable"
         + (f" plus {', '.join(why)}" if why else "")
     )
+    for script, builder in cffi_builds(root):
+        # the module cffi generates at build time (soundfile's _soundfile)
+        # is not in the tree, and an editable install does not make it:
+        # generated into the venv, every worktree sharing it imports it
+        code = (
+            f"import runpy, sysconfig; runpy.run_path({script!r})[{builder!r}]"
+            ".compile(tmpdir=sysconfig.get_paths()['purelib'])"
+        )
+        proposal.commands.append(f'"$CORRAL_ENV/bin/python" -c {shlex.quote(code)}')
+        proposal.notes.append(
+            f"setup.py's cffi_modules: {script}:{builder} generated into the venv "
+            "(an editable install does not make it)"
+        )
     if tox is not None and tox.commands_pre:
         # tox's steps before the tests (a translation compile step), in the venv
         proposal.commands += [f"{RUN_IN_ENV}{c}" for c in tox.commands_pre]
@@ -441,6 +466,23 @@ def _python(root: Path, path: str | None, needs_pytest: bool) -> SetupProposal:
             "tox.ini [testenv] steps before the tests: " + "; ".join(tox.commands_pre)
         )
     return proposal
+
+
+_CFFI_MODULES = re.compile(r"cffi_modules\s*=\s*\[([^\]]*)\]")
+_CFFI_ENTRY = re.compile(r"""['"]([\w./-]+\.py):(\w+)['"]""")
+
+
+def cffi_builds(root: Path) -> list[tuple[str, str]]:
+    """setup.py's `cffi_modules` entries ("build_script.py:ffibuilder") whose
+    script is in the tree: (script, the builder object's name)."""
+    found = _CFFI_MODULES.search(_read(root / "setup.py") or "")
+    if found is None:
+        return []
+    return [
+        (script, builder)
+        for script, builder in _CFFI_ENTRY.findall(found.group(1))
+        if ".." not in script and (root / script).is_file()
+    ]
 
 
 def _tagless_version(root: Path, pyproject: dict[str, Any], proposal: SetupProposal) -> str:

@@ -419,8 +419,10 @@ def _parse_mocha(output: str) -> TestReport | None:
             name, target = failing.group(2), failed
         elif pending:
             name, target = pending.group(2), skipped
-        else:
-            stack[depth] = line.strip()  # a describe title
+        elif depth:
+            stack[depth] = line.strip()  # a describe title (the reporter indents them)
+            continue
+        else:  # npm's echo of the script (`> mocha --reporter spec`), a log line
             continue
         target.append(" > ".join([stack[d] for d in sorted(stack)] + [name]))
     return _report(passed, failed, skipped, [])

@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .reading import newly_failing, read_run
+
 ROOT = Path(__file__).resolve().parents[2]
 RUN_TIMEOUT_SECS = 900
 
@@ -62,6 +64,9 @@ class SessionResult:
     # "check: reason" for each check a verification found failing (it ran and
     # its assertion failed: the *fails* verdict), in order
     failed_checks: tuple[str, ...] = ()
+    # the tests those failing checks named (their runner's per-test report),
+    # less those already failing on the untouched tree
+    failed_tests: tuple[str, ...] = ()
 
     @property
     def delivered(self) -> bool:
@@ -69,13 +74,26 @@ class SessionResult:
 
     @property
     def caught(self) -> bool:
-        """Not delivered because a check failed and named what: a regression caught."""
-        return not self.delivered and bool(self.failed_checks)
+        """Not delivered because a check failed and named the broken test: a
+        regression caught."""
+        return not self.delivered and bool(self.failed_checks) and bool(self.failed_tests)
+
+    @property
+    def failed_unnamed(self) -> bool:
+        """Not delivered because a check failed, but its runner named no test
+        (judged by exit code or counts alone): counted apart from a catch."""
+        return not self.delivered and bool(self.failed_checks) and not self.failed_tests
+
+    def names(self, fragment: str) -> bool:
+        """Whether a failing test the checks named contains `fragment`."""
+        return any(fragment in name for name in self.failed_tests)
 
     def why_not(self) -> str:
         """One line: why it was not delivered."""
         if self.caught:
-            return f"caught: {self.failed_checks[-1]}"
+            return f"caught: {self.failed_tests[0]} ({self.failed_checks[-1]})"
+        if self.failed_unnamed:
+            return f"a check failed, naming no test: {self.failed_checks[-1]}"
         return (
             self.error.splitlines()[0] if self.error else self.state
         ) or f"exit {self.exit_code}"
@@ -120,6 +138,8 @@ def corral_run(repo: Path, home: Path, intent: str, script: Path) -> SessionResu
     last: dict[str, Any] = {}
     contract: dict[str, Any] | None = None
     failed: list[str] = []
+    named: list[str] = []
+    before: set[str] = set()
     for line in proc.stdout.strip().splitlines():
         try:
             event = json.loads(line)
@@ -131,12 +151,17 @@ def corral_run(repo: Path, home: Path, intent: str, script: Path) -> SessionResu
         data = event.get("data") if isinstance(event.get("data"), dict) else {}
         if event.get("kind") == "contract_proposed":
             contract = data.get("contract")
-        elif event.get("kind") == "contract_evaluated" and not data.get("passed", True):
-            failed += [
-                f"{r.get('name')}: {r.get('reason')}"
-                for r in data.get("results") or []
-                if r.get("verdict") == "fails"
-            ]
+        elif event.get("kind") in ("contract_evaluated", "check_completed"):
+            results = data.get("results") or [data.get("result") or {}]
+            # a baseline's tests failing on the untouched tree are not the catch
+            before.update(t for r in results for t in r.get("already_failing") or [])
+        if event.get("kind") == "contract_evaluated" and not data.get("passed", True):
+            for r in data.get("results") or []:
+                if r.get("verdict") != "fails":
+                    continue
+                failed.append(f"{r.get('name')}: {r.get('reason')}")
+                report = r.get("tests") if isinstance(r.get("tests"), dict) else {}
+                named += list(report.get("failed") or [])
     error = str(last.get("error") or "") or proc.stderr.strip()[-600:]
     return SessionResult(
         exit_code=proc.returncode,
@@ -146,6 +171,7 @@ def corral_run(repo: Path, home: Path, intent: str, script: Path) -> SessionResu
         secs=secs,
         contract=contract,
         failed_checks=tuple(failed),
+        failed_tests=tuple(dict.fromkeys(n for n in named if n not in before)),
     )
 
 
@@ -166,8 +192,12 @@ class Recheck:
 
     ok: bool
     why: str
-    red_before: bool = False  # a check red on the untouched clone too (not confirmed by exit code)
+    red_before: bool = False  # a check red on the untouched clone too, no new test failing
     setup_secs: float = 0.0
+    # checks whose output named or counted tests (compared per test), and
+    # those compared by exit code alone (the corpus's reading knew no form)
+    per_test: tuple[str, ...] = ()
+    exit_only: tuple[str, ...] = ()
 
 
 def _shell(command: str, cwd: Path, env: dict[str, str], timeout: float) -> tuple[int, str]:
@@ -183,7 +213,7 @@ def _shell(command: str, cwd: Path, env: dict[str, str], timeout: float) -> tupl
         )
     except subprocess.TimeoutExpired:
         return -1, f"timed out after {timeout:.0f}s"
-    return done.returncode, (done.stdout + done.stderr)[-1500:]
+    return done.returncode, (done.stdout + done.stderr)[-2_000_000:]
 
 
 def _fresh_clone(repo: Path, ref: str, where: Path) -> Path:
@@ -230,9 +260,12 @@ def independent_recheck(repo: Path, branch: str, contract: dict[str, Any], where
     """The contract the session ran, verbatim, in fresh clones of the
     untouched tree and of the delivered branch, each with a fresh
     environment: no corral code decides anything here. A check must exit 0
-    on the delivered branch; one already red on the untouched clone (a test
-    failing there) may stay red and is counted as `red_before`, its
-    per-test judgement being corral's own (not re-decided here)."""
+    on the delivered branch unless it was red on the untouched clone too;
+    either way no test may fail on the delivered clone that did not fail on
+    the untouched one, as the corpus's own reading of the two outputs names
+    them (tests/corpus/reading.py, not corral's parsers), or, where a run
+    names no test, as its failure counts say. A check red on both with no
+    test newly failing is counted as `red_before`."""
     shutil.rmtree(where, ignore_errors=True)
     where.mkdir(parents=True)
     started = time.monotonic()
@@ -245,14 +278,24 @@ def independent_recheck(repo: Path, branch: str, contract: dict[str, Any], where
     secs = time.monotonic() - started
     if failed_setup:
         return Recheck(False, f"delivered clone: {failed_setup}", setup_secs=secs)
+    per_test = tuple(n for n, (_, out) in after.items() if read_run(out).read)
+    exit_only = tuple(n for n in after if n not in per_test)
+    seen = {"setup_secs": secs, "per_test": per_test, "exit_only": exit_only}
     red = [name for name, (code, _) in after.items() if code != 0]
     new_red = [name for name in red if before.get(name, (0, ""))[0] == 0]
     if new_red:
         tail = after[new_red[0]][1].strip().splitlines()[-1:] or [""]
-        return Recheck(False, f"{new_red[0]} exits {after[new_red[0]][0]}: {tail[0][:120]}")
+        said = f"{new_red[0]} exits {after[new_red[0]][0]}: {tail[0][:120]}"
+        return Recheck(False, said, **seen)  # type: ignore[arg-type]
+    for name, (_, out) in after.items():  # per test: a test failing now that passed before
+        new, counted = newly_failing(before.get(name, (0, ""))[1], out)
+        if new or counted:
+            said = f"{name}: newly failing {', '.join(new[:3]) or counted}"
+            return Recheck(False, said, **seen)  # type: ignore[arg-type]
     if red:
-        return Recheck(True, f"red on both clones: {', '.join(red)}", red_before=True)
-    return Recheck(True, "every check exits 0", setup_secs=secs)
+        said = f"red on both clones, no test newly failing: {', '.join(red)}"
+        return Recheck(True, said, red_before=True, **seen)  # type: ignore[arg-type]
+    return Recheck(True, "every check exits 0, no test newly failing", **seen)  # type: ignore[arg-type]
 
 
 def verified_from_fresh_clone(repo: Path, branch: str, where: Path) -> tuple[bool, str]:

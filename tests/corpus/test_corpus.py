@@ -124,9 +124,12 @@ def test_a_regression_is_refused_where_the_corpus_says_it_is(
     assert outcome.regress is not None
     if project.refuses_regression:
         assert outcome.regress.exit_code != 0 and not outcome.regress.branch, outcome.regress
-        # caught: a check failed at verification and named it (a timeout, a
-        # setup failure or a run left waiting is not a catch)
+        # caught: a check failed at verification and named the broken test
+        # (a timeout, a setup failure, a run left waiting or a check that
+        # failed naming no test is not a catch)
         assert outcome.regression_caught, outcome.regress.why_not()
+        if project.breaks:  # and the test it named is the one the regression broke
+            assert outcome.regress.names(project.breaks), outcome.regress.failed_tests
     else:  # a known gap, recorded with its reason; this fails once it is closed
         assert outcome.regress.delivered, (
             f"refused now: update projects.toml ({project.why_missed})"
@@ -136,7 +139,7 @@ def test_a_regression_is_refused_where_the_corpus_says_it_is(
 def test_the_corpus_list_is_pinned_and_varied() -> None:
     everything = projects()
     shapes = " ".join(p.shape for p in everything)
-    assert len(everything) >= 25
+    assert len(everything) >= 40
     assert len({p.name for p in everything}) == len(everything)
     assert all(p.version.count(".") >= 1 for p in everything)
     for shape in (
@@ -144,13 +147,16 @@ def test_the_corpus_list_is_pinned_and_varied() -> None:
         *("version-file", "test/", "coverage wrapper", "without tests", "host-dependent"),
         *("genuinely failing test", "compile step"),
         *("node-tap with directives", "setuptools-scm project without tags", "unittest-only"),
-        *("Rust", "Go"),
+        *("Rust", "Go", "jest", "mocha", "tape", "tox-only", "network-needing"),
+        *("monorepo subpackage",),
     ):
         assert shape in shapes, shape
     assert sum(p.registry == "npm" for p in everything) >= 5
     assert all(p.why_not for p in everything if not p.delivers)
     assert all(p.why_missed for p in everything if not p.refuses_regression)
     # projects with their own change edit existing code and add a test
+    # the unseen projects were chosen by the rule, not for their shape
+    assert sum(p.unseen for p in everything) >= 10
     for p in everything:
         if p.edit:
             assert any("old" in e for e in p.edit) and p.intent, p.id

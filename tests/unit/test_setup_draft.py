@@ -4,7 +4,9 @@ environment cache key follows the files that define it."""
 
 from __future__ import annotations
 
+import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -377,3 +379,81 @@ def test_a_tox_only_unittest_suite_is_drafted_verbose(repo: Path, tmp_path: Path
     contract = draft_contract(repo, "x", path=stub_bin(tmp_path, "python3", "tox"))
     [check] = contract.checks
     assert check.command == "python -m unittest discover -s tests -v"
+
+
+def test_a_tox_test_script_no_runner_names_is_the_check_not_a_setup_step(
+    repo: Path, tmp_path: Path
+) -> None:
+    # pox 0.3.7: tox runs `{envpython} pox/tests/__main__.py`, a script that
+    # runs each test file; it named no known runner, so it was drafted as a
+    # setup step, the suite ran at setup and one failing test made every
+    # check *cannot run* ("setup failed: ... exited 1: F")
+    write(repo, "setup.py", "from setuptools import setup\nsetup(name='pox')\n")
+    write(
+        repo,
+        "tox.ini",
+        "[testenv]\ndeps =\n#   pytest\ncommands =\n"
+        "    {envpython} -m pip install .\n    {envpython} pox/tests/__main__.py\n",
+    )
+    write(repo, "pox/__init__.py")
+    write(repo, "pox/tests/__main__.py", "print('.')\n")
+    write(repo, "pox/tests/test_utils.py", "def test_x():\n    pass\n")
+    contract = draft_contract(repo, "x", path=stub_bin(tmp_path, "python3", "tox"))
+    assert not any("__main__" in step for step in contract.setup), contract.setup
+    assert contract.setup[-1] == 'PATH="$CORRAL_ENV/bin:$PATH" python -m pip install .'
+    # pytest collects its test_*.py: judged test by test (a test failing on
+    # this host is listed as already failing, not a red for the work)
+    [check] = contract.checks
+    assert "pytest" in check.command and "pox/tests" in check.command
+    # ppft 1.7.8: the same tox shape over demo scripts pytest collects none of
+    (repo / "pox/tests/test_utils.py").rename(repo / "pox/tests/quicksort.py")
+    contract = draft_contract(repo, "x", path=stub_bin(tmp_path, "python3", "tox"))
+    assert not any("__main__" in step for step in contract.setup), contract.setup
+    [check] = contract.checks
+    assert check.command == "python pox/tests/__main__.py"
+
+
+@pytest.mark.slow
+def test_a_cffi_module_the_build_generates_is_made_in_the_venv(repo: Path, tmp_path: Path) -> None:
+    # soundfile 0.14.0 (unseen): setup.py's cffi_modules generate _soundfile
+    # at build time; the editable install made none, so every check was
+    # "cannot run: missing module: _soundfile" on the untouched tree
+    pytest.importorskip("cffi")
+    write(
+        repo,
+        "setup.py",
+        "from setuptools import setup\n"
+        "setup(name='sf', py_modules=['sf'], cffi_modules=['sf_build.py:ffibuilder'])\n",
+    )
+    write(
+        repo,
+        "sf_build.py",
+        "from cffi import FFI\nffibuilder = FFI()\nffibuilder.set_source('_sf', None)\n"
+        "ffibuilder.cdef('int abs(int);')\n"
+        "if __name__ == '__main__':\n    ffibuilder.compile()\n",
+    )
+    write(repo, "tests/test_sf.py", "import _sf\n\ndef test_sf():\n    assert _sf.ffi\n")
+    contract = draft_contract(repo, "x", path=stub_bin(tmp_path, "python3"))
+    [step] = [s for s in contract.setup if "sf_build.py" in s]
+    env = tmp_path / "env"
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--system-site-packages", str(env)],
+        check=True,
+        capture_output=True,
+    )
+    ran = subprocess.run(
+        ["bash", "-c", step],
+        cwd=repo,
+        env={**os.environ, "CORRAL_ENV": str(env)},
+        capture_output=True,
+        text=True,
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert not (repo / "_sf.py").exists()  # not in the tree: a second worktree has it too
+    imported = subprocess.run(
+        [str(env / "bin/python"), "-c", "import _sf; print(_sf.ffi)"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert imported.returncode == 0, imported.stderr

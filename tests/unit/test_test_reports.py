@@ -184,6 +184,15 @@ def test_mocha_under_npm_test_and_a_name_reported_twice_once_failing() -> None:
     assert report.passed == ["calc > adds"] and report.failed == ["calc > muls"]
 
 
+def test_mocha_names_leave_out_npm_s_echo_of_the_script() -> None:
+    # is-url 1.2.4 under `npm test`: the echoed script lines are not describe
+    # titles (they named every test "> mocha --reporter spec > is-url > ...")
+    report = parse_output("\n> is-url@1.2.4 test\n> mocha --reporter spec\n" + MOCHA)
+    assert report is not None
+    assert report.failed == ["math > fails"]
+    assert report.passed[0] == "math > adds"
+
+
 NODE_SPEC = """▶ math
   ✔ adds (0.576778ms)
   ✖ fails (1.289468ms)
