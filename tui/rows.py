@@ -30,7 +30,6 @@ STATE_STYLE: dict[CoderState, tuple[str, str]] = {
 }
 
 
-
 class Styled(str):
     """A cell's words and their style, made into Rich text only when drawn: a
     board of 10,000 rows builds, measures and compares its cells as strings
