@@ -101,7 +101,8 @@ _compiled: dict[tuple[str, int, int], Path] = {}
 
 def relay_program(python: str) -> Path:
     """What the relay's interpreter runs: its bytecode, compiled once beside
-    the source (`__pycache__`, as an import would leave it) and checked
+    the source (its `__pycache__`, never under PYTHONPYCACHEPREFIX, which the
+    sandbox does not see) and checked
     against the source's time and size — a script given as `.py` is
     compiled at every start, which under load costs more than the
     interpreter's own start. The source itself when `python` is another
@@ -118,7 +119,12 @@ def relay_program(python: str) -> Path:
     import importlib.util
     import py_compile
 
-    cache = Path(importlib.util.cache_from_source(str(RELAY)))
+    # beside the source, whatever PYTHONPYCACHEPREFIX says: the sandbox sees
+    # the source's folder, not the operator's cache prefix
+    tag = sys.implementation.cache_tag
+    if tag is None:
+        return RELAY
+    cache = RELAY.parent / "__pycache__" / f"{RELAY.stem}.{tag}.pyc"
     expected = importlib.util.MAGIC_NUMBER + (0).to_bytes(4, "little")
     expected += (int(source.st_mtime) & 0xFFFFFFFF).to_bytes(4, "little")
     expected += (source.st_size & 0xFFFFFFFF).to_bytes(4, "little")
