@@ -263,7 +263,10 @@ class PasteCheck:
         # `span` columns that starts late on a row reaches one row further
         rows = 2 + self._span // width
         y = min(max(screen.cursor_y, 0), len(screen.lines) - 1)
-        return self.needle in _squash("".join(screen.lines[max(0, y - rows + 1) : y + 1]))
+        above = _squash("".join(screen.lines[max(0, y - rows + 1) : y]))
+        text = above + _squash(screen.lines[y])
+        # an occurrence that reaches into the cursor's row, not one wholly above it
+        return text.find(self.needle, max(0, len(above) - len(self.needle) + 1)) >= 0
 
     def at_cursor(self, screen: Screen) -> bool:
         """The text ends on the cursor's line: typed into the input, not yet sent."""

@@ -124,12 +124,14 @@ def test_a_regression_is_refused_where_the_corpus_says_it_is(
     assert outcome.regress is not None
     if project.refuses_regression:
         assert outcome.regress.exit_code != 0 and not outcome.regress.branch, outcome.regress
-        # caught: a check failed at verification and named the broken test
-        # (a timeout, a setup failure, a run left waiting or a check that
-        # failed naming no test is not a catch)
-        assert outcome.regression_caught, outcome.regress.why_not()
-        if project.breaks:  # and the test it named is the one the regression broke
+        # caught: a check failed at verification (a timeout, a setup failure or
+        # a run left waiting is not a catch)
+        assert outcome.regress.caught or outcome.regress.failed_unnamed, outcome.regress.why_not()
+        if project.breaks:  # a one-behaviour regression: the check named the test it broke
+            assert outcome.regression_caught, outcome.regress.why_not()
             assert outcome.regress.names(project.breaks), outcome.regress.failed_tests
+        # the generic regression empties a module, so the runner may crash
+        # before it names a test: bench/corpus.py counts those apart ("unnamed")
     else:  # a known gap, recorded with its reason; this fails once it is closed
         assert outcome.regress.delivered, (
             f"refused now: update projects.toml ({project.why_missed})"

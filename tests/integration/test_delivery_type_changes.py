@@ -121,8 +121,8 @@ def test_corral_approve_says_the_kind_changes_before_it_delivers(
         def list(self) -> list[Any]:
             return [argparse.Namespace(session_id="a" * 24)]
 
-        def call(self, method: str, **params: Any) -> Any:
-            if method == "get":
+        def answer(self, call: Any, params: Any) -> Any:
+            if call.name == "get":
                 kinds = ["docs: a symlink becomes a directory"]
                 return {"session": {"diff": {"type_changes": kinds}}}
             said_before.append(capsys.readouterr().out)

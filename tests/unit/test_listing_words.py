@@ -1,6 +1,6 @@
 """`corral sessions` says what the board says: a session waiting on the
 operator, a dormant one and one whose host does not answer are not listed as
-plain `running`."""
+plain `working`."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def test_each_running_kind_has_its_own_words() -> None:
         "host unreachable"
     )
     assert status_words(row(agent_status="auth")) == "agent signed out"
-    assert status_words(row(live=False)) == "running"  # as stored: nothing live is claimed
+    assert status_words(row(live=False)) == "working"  # as stored: nothing live is claimed
 
 
 def test_gates_and_endings_keep_their_state() -> None:

@@ -24,7 +24,10 @@ import posixpath
 import re
 import sys
 import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from corral.supervisor.api import Supervisor
 from corral.supervisor.doctor import confinement_status
@@ -303,7 +306,7 @@ async def run_session(
             on_question,
             model,
         )
-        await _until_clients_wait(sup, theirs_before)
+        await _until_clients_wait(sup, theirs_before, services.control.clients)
         return code
     except asyncio.CancelledError:  # Ctrl-C: said once this run has closed
         interrupted, row_at_interrupt = True, _row(sup, local.sid)
@@ -517,11 +520,19 @@ def _no_checks(session: CoderSession) -> bool:
     )
 
 
-async def _until_clients_wait(sup: Supervisor, before: set[str]) -> None:
+CLIENT_GRACE = 5.0  # seconds the owner waits for clients to finish with sessions at a gate
+
+
+async def _until_clients_wait(
+    sup: Supervisor, before: set[str], clients: Callable[[], list[Any]]
+) -> None:
     """This run owns the state dir: sessions other clients started through it
     while it ran stay with it until each reaches a gate (or ends), so none is
-    dropped mid-run when this run's own session is done."""
+    dropped mid-run when this run's own session is done; then their clients
+    get a moment to read that gate and leave before the owner goes (a
+    console that stays attached is not waited for past CLIENT_GRACE)."""
     said = False
+    others = any(r.session_id not in before for r in sup.list())
     while True:
         busy = [
             r
@@ -533,7 +544,7 @@ async def _until_clients_wait(sup: Supervisor, before: set[str]) -> None:
             and not r.dormant
         ]
         if not busy:
-            return
+            break
         if not said:
             say(
                 f"corral run: {len(busy)} session(s) other clients started here still run; "
@@ -544,6 +555,9 @@ async def _until_clients_wait(sup: Supervisor, before: set[str]) -> None:
             )
             said = True
         await asyncio.sleep(0.5)
+    deadline = time.monotonic() + CLIENT_GRACE
+    while others and clients() and time.monotonic() < deadline:
+        await asyncio.sleep(0.1)
 
 
 async def _past_sign_in(owner: _Run, sid: str, row: SessionSummary) -> SessionSummary:
