@@ -98,8 +98,8 @@ from .surface import Call, Calls, OwnerSurface, P, R
 
 log = logging.getLogger("corral.supervisor.control")
 
-HEARTBEAT_SECS = 0.1  # how often the console asks the owner whether it answers (a hello)
-STALL_SECS = 0.3  # an owner that takes longer to answer one `hello` is "not answering"
+HEARTBEAT_SECS = 0.25  # how often the console asks the owner whether it answers (a hello)
+STALL_SECS = 0.6  # an owner that takes longer to answer one `hello` is "not answering"
 SYNC_TIMEOUT_SECS = 5.0
 # the states in which the owner may run an agent with a screen to show
 _AGENT_STATES = frozenset(
