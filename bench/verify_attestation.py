@@ -72,9 +72,12 @@ def make_repo(root: Path, files: int) -> tuple[Path, str]:
 
 
 def session_for(repo: Path, commit: str) -> CoderSession:
-    tests = [f"tests/test_m.py::test_{i}" for i in range(500)]
+    tests = [f"test_{i}" for i in range(1, 501)]
+    # The per-test check prints a TAP report of the 500 tests it records: a
+    # check judged test by test at delivery is judged so again by verify.
+    tap = 'echo "TAP version 13"; i=0; while [ $i -lt 500 ]; do i=$((i+1)); echo "ok $i - test_$i"; done'
     checks = [
-        ContractCheck(name="tests", command="true"),
+        ContractCheck(name="tests", command=tap),
         ContractCheck(name="lint", command="true"),
         ContractCheck(name="types", command="true"),
     ]

@@ -27,7 +27,10 @@ no failure.
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import contextlib
+import hashlib
 import os
 import shutil
 import stat
@@ -41,6 +44,7 @@ from typing import Any
 
 from .contracts.checks import confines, run_contract
 from .contracts.environment import Environments, setup_reason
+from .contracts.hidden import as_hidden, materialized
 from .errors import CorralError
 from .git.attestation import (
     NOTES_REF,
@@ -57,8 +61,11 @@ from .models import (
     MAX_CHECK_TIMEOUT_SECS,
     CheckResult,
     ContractCheck,
+    HiddenCheck,
+    HiddenFile,
     OutcomeContract,
     TestReport,
+    hidden_path_problem,
 )
 from .sandbox import active_policy
 
@@ -343,19 +350,36 @@ class Verification:
             verdict.sentences.append(
                 "the contract let its checks see credentials at delivery; here they run without any"
             )
+        try:
+            hidden = published_hidden(predicate.get("contract"))
+        except CorralError as exc:
+            verdict.state = "failed"
+            verdict.sentences.append(str(exc))
+            return
         with _fresh_checkout(self.repo, verdict.commit, self.env) as fresh:
             ran, setup_seconds = await self._run_checks(contract, fresh, baseline or {}, recorded)
+        if hidden.checks:
+            # a checkout of their own: nothing the visible checks ran can touch them
+            with _fresh_checkout(self.repo, verdict.commit, self.env) as fresh:
+                held, held_seconds = await self._run_hidden(contract, hidden, fresh)
+            ran += held
+            setup_seconds += held_seconds
         verdict.checks_seconds = sum(r.duration_ms for r in ran) / 1000.0 + setup_seconds
-        now = {r.name: r for r in ran}
+        now = {r.name: r for r in ran if not r.hidden}
+        held_now = {r.name: r for r in ran if r.hidden}
         for record in recorded:
             name = str(record.get("name"))
             was = bool(record.get("passed"))
             if record.get("hidden"):
+                if name in held_now:
+                    verdict.checks.append(_compare(name, was, held_now[name], hidden=True))
+                    continue
                 verdict.checks.append(
                     CheckComparison(
                         name, was, None,
                         f"{name}: hidden check ({'passed' if was else 'failed'} at delivery), "
-                        "not re-run here: its files are in the operator's state dir only",
+                        "not re-run here: its files are in the operator's state dir only "
+                        "(git config corral.publishHiddenChecks true publishes them)",
                     )
                 )  # fmt: skip
                 continue
@@ -368,6 +392,14 @@ class Verification:
             verdict.checks.append(_compare(name, was, result))
         for result in ran:
             if not any(c.name == result.name for c in verdict.checks):
+                if result.hidden:
+                    verdict.checks.append(
+                        CheckComparison(
+                            result.name, None, result.passed,
+                            f"{result.name}: a published hidden check with no recorded verdict",
+                        )
+                    )  # fmt: skip
+                    continue
                 verdict.checks.append(
                     CheckComparison(
                         result.name, None, result.passed,
@@ -416,6 +448,41 @@ class Verification:
         )
         return results, setup_seconds
 
+    async def _run_hidden(
+        self, contract: OutcomeContract, hidden: PublishedHidden, fresh: FreshCheckout
+    ) -> tuple[list[CheckResult], float]:
+        """The published hidden checks, as gate 2 ran them: the recorded setup
+        again, their files written in, each judged on its own (`as_hidden`)."""
+        environments = Environments(fresh.scratch)
+        setup = await environments.prepare(
+            contract,
+            fresh.path,
+            phase="verification",
+            timeout_ceiling=self.timeout_ceiling,
+            readable=fresh.borrowed,
+        )
+        setup_seconds = setup.outcome.duration_ms / 1000.0 if setup is not None else 0.0
+        if setup is not None and not setup.outcome.ok:
+            why = setup_reason(setup.outcome)
+            return [
+                CheckResult(
+                    name=h.name, passed=False, hidden=True, reason=f"the setup failed: {why}"
+                )
+                for h in hidden.checks
+            ], setup_seconds
+        exam = OutcomeContract(
+            description=contract.description, checks=[h.as_check() for h in hidden.checks]
+        )
+        with materialized(fresh.path, hidden.checks, hidden):
+            results = await run_contract(
+                exam,
+                fresh.path,
+                timeout_ceiling=self.timeout_ceiling,
+                environment=setup.environment if setup is not None else None,
+                readable=fresh.borrowed,
+            )
+        return [as_hidden(r) for r in results], setup_seconds
+
     def _done(self, verdict: CommitVerdict, started: float) -> CommitVerdict:
         verdict.seconds = time.monotonic() - started
         return verdict
@@ -438,8 +505,87 @@ def before_of(baseline: dict[str, Any], recorded: list[dict[str, Any]]) -> list[
     return before
 
 
-def _compare(name: str, was: bool, result: CheckResult) -> CheckComparison:
+@dataclass(frozen=True)
+class PublishedHidden:
+    """The hidden checks an attestation publishes (the operator set
+    `corral.publishHiddenChecks`), and their files by sha256."""
+
+    checks: list[HiddenCheck]
+    files: dict[str, bytes]
+
+    def get(self, sha: str) -> bytes:
+        return self.files[sha]
+
+
+def published_hidden(data: object) -> PublishedHidden:
+    """The published hidden checks of an attestation's contract (those with
+    their command beside the digests). The note is the commit author's data:
+    a command or file that is not what its digest says, or a path that leaves
+    the checkout, is refused (CorralError), never written or run."""
+    entries = data.get("hidden_checks") if isinstance(data, dict) else None
+    checks: list[HiddenCheck] = []
+    files: dict[str, bytes] = {}
+    for entry in entries if isinstance(entries, list) else []:
+        if not isinstance(entry, dict) or not isinstance(entry.get("command"), str):
+            continue
+        name = str(entry.get("name") or "")
+        command = entry["command"]
+        if hashlib.sha256(command.encode("utf-8")).hexdigest() != entry.get("command_sha256"):
+            raise CorralError(
+                f"the published hidden check {name!r} is not the command its digest records "
+                "(the note was changed)"
+            )
+        placed: list[HiddenFile] = []
+        for file in entry.get("files") or []:
+            path = str(file.get("path") if isinstance(file, dict) else "")
+            problem = hidden_path_problem(path)
+            if problem is not None or not isinstance(file, dict):
+                raise CorralError(
+                    f"the published hidden check {name!r} puts a file at {path!r}, which "
+                    f"{problem or 'does not read'}"
+                )
+            content = _published_content(file)
+            sha = hashlib.sha256(content).hexdigest() if content is not None else None
+            if sha is None or sha != file.get("sha256"):
+                raise CorralError(
+                    f"the published hidden check {name!r} has a file ({path}) that is not "
+                    "what its digest records (the note was changed)"
+                )
+            files[sha] = content  # type: ignore[assignment]
+            placed.append(HiddenFile(path=path, sha256=sha))
+        try:
+            timeout = int(entry.get("timeout_secs") or MAX_CHECK_TIMEOUT_SECS)
+            checks.append(
+                HiddenCheck(name=name, command=command, timeout_secs=timeout, files=placed)
+            )
+        except ValueError as exc:
+            raise CorralError(f"the published hidden check {name!r} does not read: {exc}") from exc
+    return PublishedHidden(checks, files)
+
+
+def _published_content(file: dict[str, Any]) -> bytes | None:
+    if isinstance(file.get("content"), str):
+        return str(file["content"]).encode("utf-8")
+    if isinstance(file.get("content_base64"), str):
+        try:
+            return base64.b64decode(file["content_base64"], validate=True)
+        except (binascii.Error, ValueError):
+            return None
+    return None
+
+
+def _compare(name: str, was: bool, result: CheckResult, *, hidden: bool = False) -> CheckComparison:
     word = {True: "passed", False: "failed"}
+    if hidden:
+        name_shown = f"{name} (hidden)"
+        if result.passed == was:
+            return CheckComparison(name, was, result.passed, f"{name_shown}: {word[was]} again")
+        how = result.reason or _last_line(result.output_tail) or f"exit {result.exit_code}"
+        return CheckComparison(
+            name, was, result.passed,
+            f"{name_shown}: {word[was]} at delivery, {'passes' if result.passed else 'fails'} "
+            f"now ({how})",
+        )  # fmt: skip
     if result.passed == was:
         return CheckComparison(name, was, result.passed, f"{name}: {word[was]} again")
     how = result.reason or _last_line(result.output_tail) or f"exit {result.exit_code}"

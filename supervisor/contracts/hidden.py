@@ -39,7 +39,7 @@ import shutil
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from ..errors import CorralError
 from ..models import (
@@ -62,6 +62,13 @@ HELD_BACK = (
     "visible tests' inputs."
 )
 ASIDE_PREFIX = ".corral-aside-"
+
+
+class HiddenFiles(Protocol):
+    """Where hidden files are read from by their sha256: the operator's
+    store, or the files an attestation publishes (`corral verify`)."""
+
+    def get(self, sha: str) -> bytes: ...
 
 
 class HiddenStore:
@@ -131,7 +138,7 @@ class HiddenStore:
 
 
 @contextlib.contextmanager
-def materialized(checkout: Path, checks: list[HiddenCheck], store: HiddenStore) -> Iterator[None]:
+def materialized(checkout: Path, checks: list[HiddenCheck], store: HiddenFiles) -> Iterator[None]:
     """The hidden checks' files written into `checkout` for the block, then
     removed, and whatever the tree had in their way put back. Nothing is
     followed: a symlink or file the work left where a hidden file or its

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..contracts.hidden import hidden_tally
+from ..contracts.hidden import HiddenStore, hidden_tally
 from ..contracts.judge import judge_sentence
 from ..errors import CorralError
 from ..events import (
@@ -88,6 +88,7 @@ from .attestation import (
     approver,
     attest,
     git_config,
+    publishes_hidden_checks,
     signing_key,
     statement_for,
 )
@@ -554,14 +555,22 @@ class ApprovalGate:
         commit. The delivery has landed by now: a note that cannot be written
         is said, and the delivery stands without one."""
         s = live.session
+        publish = s.contract is not None and s.contract.hidden_checks
+        hidden_files = (
+            HiddenStore(self._registry.state_dir).get
+            if publish and publishes_hidden_checks(config)
+            else None
+        )
 
         def write() -> str:
-            statement = statement_for(s, commit=commit, approved_by=approver(config), **facts)
+            statement = statement_for(
+                s, commit=commit, approved_by=approver(config), hidden_files=hidden_files, **facts
+            )
             return attest(Path(s.repo), commit, statement, config)
 
         try:
             said = await asyncio.to_thread(write)
-        except (AttestationError, GitError) as exc:
+        except (AttestationError, GitError, CorralError) as exc:
             s.attestation = None
             text = f"No attestation was written for {commit[:12]} ({exc}); the delivery stands."
             self._registry.emit(live, PlanTextData(text=text))

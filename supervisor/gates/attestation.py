@@ -4,7 +4,7 @@ commit (format: `git/attestation.py`, docs/attestation.md).
 It records what a third party needs to re-run the exam (`corral verify`):
 the contract as confirmed at gate 1 (setup, checks, `must_pass`, the judge
 files' blobs; hidden checks as digests only, their content stays in the
-state dir), the baseline facts the verdicts were judged against (the capture
+state dir, unless the operator publishes them: `corral.publishHiddenChecks`), the baseline facts the verdicts were judged against (the capture
 checks' values, the tests already failing on the untouched tree), the tree
 the checks ran on and each check's verdict, plus who did the work (agent,
 models, tokens, cost), the corral version and who approved it. Approval is a
@@ -19,10 +19,12 @@ Blocking (git, ssh-keygen); call through `asyncio.to_thread`.
 
 from __future__ import annotations
 
+import base64
 import datetime
 import functools
 import getpass
 import hashlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +36,7 @@ from ..git.attestation import (
     canonical,
     envelope,
     git_config,
+    publishes_hidden_checks,
     sign,
     signing_key,
     write_note,
@@ -45,6 +48,11 @@ from ..session.spend import totals
 PREDICATE_VERSION = 1
 MAX_TEST_NAMES = 50  # failing / already-failing test names kept per check
 MAX_TEXT = 500  # characters of the intent and the contract's description kept
+#: published hidden checks' files, all together, at most (the note stays small)
+MAX_PUBLISHED_BYTES = 256 * 1024
+
+#: a hidden file's content by its sha256 (the operator's hidden store)
+HiddenFiles = Callable[[str], bytes]
 
 
 @functools.cache
@@ -61,17 +69,46 @@ def _capped(names: list[str]) -> dict[str, Any]:
     return {"names": names[:MAX_TEST_NAMES], "count": len(names)}
 
 
-def contract_record(contract: OutcomeContract) -> dict[str, Any]:
+def contract_record(
+    contract: OutcomeContract, published: HiddenFiles | None = None
+) -> dict[str, Any]:
     """The contract as confirmed, for the record. Fields other branches add
     to the contract (judge files) come through its own dump; hidden checks
     are reduced to digests (their commands and files are the operator's
-    secret: an agent that saw them could pass them and nothing else)."""
+    secret: an agent that saw them could pass them and nothing else), unless
+    `published` reads their files: the operator chose to publish them, and
+    their commands and files go in beside the digests (all of them, or none
+    when together they are over `MAX_PUBLISHED_BYTES`)."""
     data = contract.model_dump(mode="json")
     data["description"] = str(data.get("description", ""))[:MAX_TEXT]
     hidden = data.pop("hidden_checks", None) or []
     if hidden:
-        data["hidden_checks"] = [_hidden_digest(h) for h in hidden if isinstance(h, dict)]
+        digests = [_hidden_digest(h) for h in hidden if isinstance(h, dict)]
+        if published is not None:
+            digests = _published(hidden, digests, published)
+        data["hidden_checks"] = digests
     return data
+
+
+def _published(
+    hidden: list[Any], digests: list[dict[str, Any]], read: HiddenFiles
+) -> list[dict[str, Any]]:
+    """The digests with each check's command and files' content beside them;
+    the digests alone when the files together are too large for a note."""
+    out: list[dict[str, Any]] = []
+    size = 0
+    for check, digest in zip(hidden, digests, strict=True):
+        files = []
+        for file, entry in zip(check.get("files") or [], digest["files"], strict=True):
+            data = read(str(file.get("sha256")))
+            size += len(data)
+            try:
+                files.append({**entry, "content": data.decode("utf-8")})
+            except UnicodeDecodeError:
+                files.append({**entry, "content_base64": base64.b64encode(data).decode("ascii")})
+        size += len(str(check.get("command", "")))
+        out.append({**digest, "command": str(check.get("command", "")), "files": files})
+    return out if size <= MAX_PUBLISHED_BYTES else digests
 
 
 def _hidden_digest(check: dict[str, Any]) -> dict[str, Any]:
@@ -169,8 +206,11 @@ def statement_for(
     override: str | None = None,
     partial: bool = False,
     now: float | None = None,
+    hidden_files: HiddenFiles | None = None,
 ) -> dict[str, Any]:
-    """The in-toto statement whose subject is the delivered commit."""
+    """The in-toto statement whose subject is the delivered commit
+    (`hidden_files`: the operator publishes the hidden checks; see
+    `contract_record`)."""
     contract = session.contract or OutcomeContract()
     spent = totals(session)
     models = list(session.model_use) or ([session.model] if session.model else [])
@@ -180,7 +220,7 @@ def statement_for(
     when = datetime.datetime.fromtimestamp(
         now if now is not None else datetime.datetime.now().timestamp(), tz=datetime.UTC
     )
-    record = contract_record(contract)
+    record = contract_record(contract, hidden_files)
     judged = judge_blobs(Path(session.repo), tree, contract)
     if judged:
         record["judge_files"] = judged
@@ -242,6 +282,11 @@ def attest(repo: Path, commit: str, statement: dict[str, Any], config: dict[str,
     results = statement["predicate"]["results"]
     passing = sum(1 for r in results if r.get("passed"))
     signed = f", signed ({key.format})" if key is not None else ", unsigned"
+    hidden = statement["predicate"]["contract"].get("hidden_checks") or []
+    if any("command" in h for h in hidden):
+        signed += ", hidden checks published"
+    elif hidden and publishes_hidden_checks(config):
+        signed += f", hidden checks as digests only (over {MAX_PUBLISHED_BYTES // 1024} KiB)"
     return (
         f"attested on {commit[:12]} in refs/notes/corral: {passing} of {len(results)} "
         f"checks passing{signed}"
@@ -254,6 +299,7 @@ __all__ = [
     "attest",
     "corral_version",
     "git_config",
+    "publishes_hidden_checks",
     "signing_key",
     "statement_for",
 ]

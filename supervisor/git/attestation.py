@@ -124,6 +124,15 @@ def signing_key(repo: Path | dict[str, str]) -> SigningKey | None:
     return SigningKey("openpgp", key, program)
 
 
+def publishes_hidden_checks(repo: Path | dict[str, str]) -> bool:
+    """Whether the operator chose to publish hidden checks in attestations
+    (`git config corral.publishHiddenChecks true`): their commands and files
+    are then in the note, so anyone holding the repository re-runs them (and
+    any agent that later reads the repository's notes learns them). Off by
+    default: a hidden check is the operator's secret."""
+    return _config(repo, "corral.publishHiddenChecks").lower() in ("true", "yes", "on", "1")
+
+
 def _ssh_key_file(key: str, scratch: Path) -> tuple[Path, list[str]]:
     """The file `ssh-keygen -Y sign -f` takes for `user.signingkey` (a path, or
     a literal `key::ssh-…` / `ssh-…` public key whose private half the agent holds)."""

@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -348,7 +349,6 @@ async def test_judge_files_and_hidden_checks_recorded_are_compared_and_reported(
 
 
 def test_hidden_checks_are_recorded_as_digests_only() -> None:
-    from typing import Any
 
     from corral.supervisor.gates.attestation import contract_record
     from corral.supervisor.models import OutcomeContract
@@ -561,7 +561,6 @@ def test_verify_refuses_what_is_not_a_commit_or_a_range_in_one_sentence(
 def test_judge_files_are_recorded_with_their_blob_in_the_delivered_tree(repo: Path) -> None:
     """The judge lane's `judge_files` (path, gate-1 blob, section, why), read
     from the contract's own dump, gain the blob the delivered tree holds."""
-    from typing import Any
 
     from corral.supervisor.gates.attestation import statement_for
     from corral.supervisor.models import CoderSession, OutcomeContract
@@ -650,3 +649,139 @@ async def test_corral_push_to_a_remote_whose_pre_receive_verifies_is_accepted(
     pushed = await sup.push(sid)
     assert pushed.attestations == "attestations pushed (refs/notes/corral)"
     assert git(bare, "rev-parse", f"refs/heads/{delivered.branch}").strip() == delivered.commit
+
+
+HIDDEN_SCRIPT = 'test "$(cat hello.txt)" = "hi"\n'  # exactly "hi": the visible checks allow more
+
+
+async def deliver_with_a_hidden_check(
+    make_supervisor: SupervisorFactory, repo: Path, *, publish: bool
+) -> str:
+    """hello.txt says hi, judged by the visible checks and by a hidden check
+    the operator holds back; delivered with `corral.publishHiddenChecks` as told."""
+    from corral.supervisor.models import HiddenCheck, HiddenFile
+
+    visible = contract(*CHECKS, description="hello says hi")
+    hidden = HiddenCheck(
+        name="exactly_hi",
+        command="sh .corral-hidden/exactly_hi.sh",
+        files=[HiddenFile(path=".corral-hidden/exactly_hi.sh", content=HIDDEN_SCRIPT)],
+    )
+    sup = await make_supervisor(
+        drafter=ScriptedDrafter([visible.model_copy(update={"hidden_checks": [hidden]})]),
+        engine=ScriptedEngine([[Write("hello.txt", "hi\n")]]),
+    )
+    if publish:
+        git(repo, "config", "corral.publishHiddenChecks", "true")
+    sid = (await sup.start("say hi", repo)).session_id
+    await sup.confirm(sid)
+    await sup.wait_for(sid, needs=True, timeout=60)
+    result = await sup.approve(sid, delivery="branch")
+    assert result.state is S.MERGED and result.commit
+    attestation = sup.get(sid).session.attestation or ""
+    assert ("hidden checks published" in attestation) is publish, attestation
+    return result.commit
+
+
+def cheat_on_top(repo: Path, commit: str, where: Path) -> Path:
+    """A clone whose HEAD is `commit` amended to pass only the visible checks,
+    with the delivery's note carried over (as notes.rewriteRef does)."""
+    work = fresh_clone(repo, where)
+    git(work, "checkout", "-q", "--detach", commit)
+    (work / "hello.txt").write_text("hi, and more\n")
+    git(work, "commit", "-q", "-a", "--amend", "--no-edit")
+    git(work, "notes", "--ref", NOTES_REF, "copy", commit, "HEAD")
+    return work
+
+
+@pytest.mark.slow
+async def test_published_hidden_checks_are_re_run_by_verify_and_catch_what_the_visible_pass(
+    make_supervisor: SupervisorFactory, repo: Path, tmp_path: Path
+) -> None:
+    """With the operator's `corral.publishHiddenChecks`, the note carries the
+    hidden check's command and file: a fresh clone re-runs it (verified again,
+    hidden included), and a commit changed to pass only the visible checks
+    fails on it, named. Not published, the same change verifies (the hidden
+    check cannot be re-run), which is why publishing is the operator's choice."""
+    commit = await deliver_with_a_hidden_check(make_supervisor, repo, publish=True)
+    [held] = note_of(repo, commit)["statement"]["predicate"]["contract"]["hidden_checks"]
+    assert held["command"] == "sh .corral-hidden/exactly_hi.sh"
+    assert held["files"][0]["content"] == HIDDEN_SCRIPT
+    home = tmp_path / "none"
+
+    clone = fresh_clone(repo, tmp_path / "clone")
+    out = corral("verify", commit, "--json", cwd=clone, home=home)
+    assert out.returncode == 0, out.stdout + out.stderr
+    [verdict] = json.loads(out.stdout)["commits"]
+    assert {c["name"]: (c["recorded"], c["now"]) for c in verdict["checks"]} == {
+        "hello": (True, True),
+        "count": (True, True),
+        "exactly_hi": (True, True),
+    }
+    assert "hidden" not in git(clone, "ls-tree", "-r", "--name-only", commit)  # nothing left
+
+    work = cheat_on_top(repo, commit, tmp_path / "work")
+    out = corral("verify", "HEAD", cwd=work, home=home)
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert "exactly_hi (hidden): passed at delivery, fails now" in out.stdout
+    assert "hello: passed again" in out.stdout
+
+
+@pytest.mark.slow
+async def test_unpublished_hidden_checks_stay_digests_and_verify_says_it_cannot_re_run_them(
+    make_supervisor: SupervisorFactory, repo: Path, tmp_path: Path
+) -> None:
+    commit = await deliver_with_a_hidden_check(make_supervisor, repo, publish=False)
+    note = json.dumps(note_of(repo, commit))
+    assert "exactly_hi.sh" in note and HIDDEN_SCRIPT.strip() not in note
+    assert "sh .corral-hidden" not in note
+    work = cheat_on_top(repo, commit, tmp_path / "work")
+    out = corral("verify", "HEAD", cwd=work, home=tmp_path / "none")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "exactly_hi: hidden check (passed at delivery), not re-run here" in out.stdout
+    assert "corral.publishHiddenChecks" in out.stdout
+
+
+@pytest.mark.slow
+async def test_a_published_hidden_check_changed_in_the_note_is_refused_and_never_run(
+    make_supervisor: SupervisorFactory, repo: Path, tmp_path: Path
+) -> None:
+    """The note is the commit author's data: a published command or file that
+    is not what its digest says, or a file placed outside the checkout, fails
+    verification before anything runs."""
+    commit = await deliver_with_a_hidden_check(make_supervisor, repo, publish=True)
+    original = note_of(repo, commit)
+    marker = tmp_path / "ran"
+    home = tmp_path / "none"
+
+    def tampered(change: Any) -> subprocess.CompletedProcess[str]:
+        note = json.loads(json.dumps(original))
+        change(note["statement"]["predicate"]["contract"]["hidden_checks"][0])
+        rewrite_note(repo, commit, note)
+        return corral("verify", commit, cwd=repo, home=home)
+
+    def other_command(held: dict) -> None:
+        held["command"] = f"touch {marker}"
+
+    def other_file(held: dict) -> None:
+        held["files"][0]["content"] = "true\n"
+
+    def escaping_path(held: dict) -> None:
+        import hashlib
+
+        held["files"][0] = {
+            "path": "../escaped.sh",
+            "content": "true\n",
+            "sha256": hashlib.sha256(b"true\n").hexdigest(),
+        }
+
+    for change, said in (
+        (other_command, "is not the command its digest records"),
+        (other_file, "is not what its digest records"),
+        (escaping_path, "puts a file at '../escaped.sh'"),
+    ):
+        out = tampered(change)
+        assert out.returncode == 1, out.stdout + out.stderr
+        assert said in out.stdout, out.stdout
+    assert not marker.exists()
+    assert not (repo.parent / "escaped.sh").exists()
