@@ -16,6 +16,7 @@ import pytest
 from corral.supervisor.api import DRAFTING_CANCELLED, NOT_EXPRESSIBLE
 from corral.supervisor.contracts.drafting import DraftingError, DraftRequest
 from corral.supervisor.errors import CorralError
+from corral.supervisor.git.repo import repo_root
 from corral.supervisor.models import EventKind, OutcomeContract
 from corral.supervisor.session.journal import read_journal
 from corral.supervisor.states import CoderState, FailureKind, NeedsYou
@@ -25,6 +26,7 @@ from tests.conftest import (
     eventually,
     git,
     hello_contract,
+    init_repo,
     kinds_of,
     plan_texts,
     proposed,
@@ -281,6 +283,29 @@ async def test_a_bad_base_fails_before_provisioning(
     assert "\n" not in str(refused.value) and "git " not in str(refused.value)
     assert not (sup.state_dir / "worktrees").exists()
     assert sup.list() == []
+
+
+async def test_a_folder_in_a_home_that_is_a_git_repository_is_refused_as_a_project(
+    make_supervisor: SupervisorFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A dotfiles repository at $HOME must not make the whole home the
+    project of a start from a plain folder under it (nor the home itself)."""
+    home = init_repo(tmp_path / "home")
+    (home / ".bashrc").write_text("export SECRET=1\n")
+    scratch = home / "scratch"
+    scratch.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    sup = await make_supervisor()
+    for where in (scratch, home):
+        with pytest.raises(CorralError, match="your home directory") as refused:
+            await sup.start("tidy the scripts", where)
+        said = str(refused.value)
+        assert "\n" not in said and "git init" in said and "--repo" in said
+    assert sup.list() == []
+    assert not (sup.state_dir / "worktrees").exists()
+    # a project repository of its own under the same home is a project
+    project = init_repo(home / "project")
+    assert repo_root(project / ".") == project.resolve()
 
 
 async def test_a_directory_that_is_not_a_git_repository_is_refused(
