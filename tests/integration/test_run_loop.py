@@ -15,8 +15,10 @@ import pytest
 from corral.supervisor.errors import CorralError
 from corral.supervisor.models import EventKind, SessionSummary
 from corral.supervisor.session.questions import (
+    GUIDANCE_LIMIT,
     GUIDANCE_SIZE,
     MAX_GUIDANCE_BYTES,
+    MAX_GUIDANCE_MESSAGES,
     NO_PENDING_REQUEST,
 )
 from corral.supervisor.states import CoderState, FailureKind, NeedsYou, label
@@ -231,6 +233,28 @@ async def test_guidance_size_is_bounded(make_supervisor: SupervisorFactory, repo
     assert sup.get(sid).session.steering_messages == []
     ok = "x" * MAX_GUIDANCE_BYTES
     assert (await sup.respond(sid, ok, steer=True))["queued"] is True
+    release.set()
+
+
+async def test_guidance_is_stored_before_it_is_queued_and_capped_at_64_messages(
+    make_supervisor: SupervisorFactory, repo: Path
+) -> None:
+    """Each message is on disk before it is queued (a restart keeps what the
+    operator said), and the 65th of a session is refused with the sentence."""
+    release = asyncio.Event()
+    sup = await make_supervisor(engine=ScriptedEngine([[Wait(release)]]))
+    sid = await proposed(sup, repo)
+    await sup.confirm(sid)
+    await eventually(lambda: row_of(sup, sid).steering_available)
+    for n in range(MAX_GUIDANCE_MESSAGES):
+        assert (await sup.respond(sid, f"note {n}", steer=True))["queued"] is True
+        stored = stored_session(sup.state_dir, sid)
+        assert stored is not None and stored.steering_messages[-1] == f"note {n}"
+    with pytest.raises(CorralError) as info:
+        await sup.respond(sid, "one more", steer=True)
+    assert str(info.value) == GUIDANCE_LIMIT
+    stored = stored_session(sup.state_dir, sid)
+    assert stored is not None and len(stored.steering_messages) == MAX_GUIDANCE_MESSAGES
     release.set()
 
 
