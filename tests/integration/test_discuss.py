@@ -344,6 +344,27 @@ async def test_prepare_coding_task_records_a_proposal_and_starts_nothing(
     assert sorted(p.name for p in repo.iterdir()) == [".git"]
 
 
+async def test_a_new_message_clears_the_prepared_task_and_promote_needs_a_conversation(
+    repo: Path, state_dir: Path
+):
+    """A prepared task answers the conversation as it stood: saying more
+    drops it (a stale task must not start); promoting nothing is refused."""
+    turns = [
+        tool_turn(call("prepare_coding_task", intent="Add a flag", constraints=[])),
+        Turn("Prepared."),
+        Turn("Noted."),
+    ]
+    _mgr, disc, _provider = await open_one(state_dir, repo, *turns)
+    with pytest.raises(CorralError, match="has no turns yet"):
+        await disc.promote()
+    await ask(disc, "add a flag")
+    assert disc.prepared_task is not None
+    await ask(disc, "actually, make it an option in the config file")
+    assert disc.prepared_task is None
+    saved = json.loads((state_dir / "discussions" / f"{disc.id}.json").read_text())
+    assert saved.get("prepared_task") is None
+
+
 async def test_promote_retries_until_strict_json(repo: Path, state_dir: Path):
     good = json.dumps(
         {"proposed_intent": "Cache the parsed config", "constraints": ["no new deps", ""]}
