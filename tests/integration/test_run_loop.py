@@ -340,3 +340,33 @@ async def test_cancel_unblocks_a_parked_question(
     [task] = engine.tasks
     await asyncio.wait_for(asyncio.wait([task]), 1)
     assert task.cancelled()
+
+
+async def test_a_cancel_stores_that_the_worktree_is_kept_before_it_stops_the_work(
+    make_supervisor: SupervisorFactory, repo: Path
+) -> None:
+    """If corral dies while the work is being stopped, the record already
+    says the worktree is kept: the retention is stored before the abort."""
+    seen: list[bool | None] = []
+    started = asyncio.Event()
+
+    class Stuck:
+        label = "stuck"
+
+        async def run(self, ctx: object) -> object:
+            started.set()
+            try:
+                await asyncio.Event().wait()
+            except asyncio.CancelledError:
+                stored = stored_session(sup.state_dir, sid)
+                seen.append(stored.keep_workspace_on_cancel if stored else None)
+                raise
+            raise AssertionError("never ends by itself")
+
+    sup = await make_supervisor(engine=Stuck())
+    sid = await proposed(sup, repo)
+    await sup.confirm(sid)
+    await asyncio.wait_for(started.wait(), 10)
+    result = await sup.cancel(sid)
+    assert result.state is CoderState.ABANDONED
+    assert seen == [True]
