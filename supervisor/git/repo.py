@@ -16,6 +16,11 @@ def not_a_repo_message(path: Path | str) -> str:
     )
 
 
+class NotAProject(CorralError):
+    """A repository was found, but at $HOME or `/`: said as it is, never
+    reworded into "not a git repository" by a caller."""
+
+
 def not_a_project_message(path: Path, top: Path) -> str:
     where = "the filesystem root" if top == Path("/") else "your home directory"
     held = "is" if path == top else f"lies in the git repository at {top}, which is"
@@ -51,7 +56,7 @@ def repo_root(path: Path | str) -> Path:
         raise CorralError(not_a_repo_message(p))
     top = Path(out).resolve()
     if top == Path("/") or top == _home():
-        raise CorralError(not_a_project_message(p, top))
+        raise NotAProject(not_a_project_message(p, top))
     return top
 
 

@@ -725,3 +725,16 @@ async def test_a_saved_discussion_whose_repository_is_no_longer_its_own_is_refus
     init_repo(outer)
     with pytest.raises(CorralError, match="belongs to a different repository"):
         await Discussions(state_dir, ScriptedProvider([Turn("x")])).resume(disc.id)
+
+
+async def test_a_folder_under_a_home_repository_is_no_ground_for_a_discussion(
+    state_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """A dotfiles repository at $HOME is refused as a discussion's ground
+    with the reason, not reworded as "not a git repository"."""
+    home = init_repo(tmp_path / "home")
+    (home / "notes").mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    with pytest.raises(CorralError, match="your home directory") as refused:
+        await Discussions(state_dir, ScriptedProvider([Turn("x")])).start(home / "notes")
+    assert "not a git repository" not in str(refused.value)
