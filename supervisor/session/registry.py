@@ -555,7 +555,7 @@ class SessionRegistry:
                 live,
                 PlanTextData(text=refresh_due_notice(session_id, live.session.active_context_secs)),
             )
-            try:  # the count and the notice survive a restart with the next save otherwise
+            try:  # stored now: a restart neither repeats the notice nor loses the count
                 self.persist(live)
             except Exception as exc:
                 log.warning("could not store %s's active-time count: %s", session_id, exc)
