@@ -213,6 +213,9 @@ class SupervisorConfig(BaseModel):
     # Agents without hooks read idle after their screen stayed unchanged this
     # long at a prompt-like last line ([agents.<name>] idle_quiet_secs overrides).
     idle_quiet_secs: float = Field(default=3.0, gt=0, le=600)
+    # After this much active work (seconds an agent reads running) a session's
+    # row and log say a fresh context is due; 0 = never (session/active_context.py).
+    context_refresh_after_active_secs: float = Field(default=0, ge=0)
     # How long an ACP agent has to answer `initialize` and `session/new`.
     acp_start_timeout_secs: float = Field(default=60, gt=0)
     retention: Retention = Field(default_factory=Retention)

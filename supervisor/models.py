@@ -605,6 +605,10 @@ class CoderSession(BaseModel):
     discussion_id: str | None = None
     discussion_constraints: list[str] = Field(default_factory=list)
     steering_messages: list[str] = Field(default_factory=list)
+    # seconds its agent has read `running`, and whether the fresh-context
+    # notice was given (session/active_context.py)
+    active_context_secs: float = 0.0
+    context_refresh_due: bool = False
     resumed_from: str | None = None
     context: ContextPack | None = None  # loaded from another session (see ContextPack)
     last_check_results: list[CheckResult] = Field(default_factory=list)
@@ -893,6 +897,8 @@ class SessionSummary(BaseModel):
     # session's agent has yet to answer, and those it waits on from others
     replies_owed: int = 0
     replies_awaited: int = 0
+    # its agent worked past `context_refresh_after_active_secs` (a fresh start is due)
+    context_refresh_due: bool = False
 
 
 class EventKind(StrEnum):

@@ -90,6 +90,7 @@ ROW_FIELDS = (
     "question_reminders",
     "replies_owed",
     "replies_awaited",
+    "context_refresh_due",
 )
 
 

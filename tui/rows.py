@@ -191,6 +191,8 @@ def needs_text(row: SessionSummary) -> Styled:
         return styled(f"waiting: {row.agent_reason}", "yellow")
     if row.model_notice and not row.state.is_terminal:
         return styled(row.model_notice, "yellow")
+    if row.context_refresh_due and row.live and not row.state.is_terminal:
+        return styled("fresh context due: long active work (see its log)", "yellow")
     return styled("")
 
 

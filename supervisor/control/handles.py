@@ -52,6 +52,7 @@ from . import rules
 from .callers import Agent, Caller
 from .protocol import StartArgs, event_row
 from .rules import NOT_AN_AGENT as NOT_AN_AGENT  # where tests and the MCP bridge read it
+from .start_keys import StartKeys
 
 if TYPE_CHECKING:
     from ..api import Supervisor
@@ -165,6 +166,7 @@ class HandleTable:
         # sessions whose handle was reaped while they waited for a person:
         # still open (they count toward `max_open_runs`) until they end
         self.released: set[str] = set()
+        self.start_keys = StartKeys(clock)
         self._reaper: asyncio.Task[None] | None = None
 
     # -- lifetime ----------------------------------------------------------------------
@@ -198,7 +200,11 @@ class HandleTable:
         return handled + len(self.released)
 
     async def start(self, args: StartArgs, caller: Caller | None = None) -> dict[str, Any]:
-        """Start a run for `caller` (None: the owner's own code)."""
+        """Start a run for `caller` (None: the owner's own code); with an
+        `idempotency_key`, once per key however often it is repeated."""
+        return await self.start_keys.once(args, caller, lambda: self._start(args, caller))
+
+    async def _start(self, args: StartArgs, caller: Caller | None) -> dict[str, Any]:
         if not args.intent.strip():
             raise CorralError("intent is empty: say what the run should achieve")
         ancestry = merge_ancestry(self.base_ancestry, args.invoked_by)

@@ -46,6 +46,7 @@ from .protocol import (
     StartArgs,
     holds_lone_surrogate,
 )
+from .start_keys import KEY_TTL_SECS
 from .surface import Call, Calls
 
 if TYPE_CHECKING:
@@ -87,7 +88,9 @@ START_DESCRIPTION = (
     "refused, never queued. A handle not polled for "
     f"{int(IDLE_TTL_SECS)} s is cancelled and dropped; it lives in the owner's memory and "
     "does not survive its restart. If you are an agent CLI, set invoked_by to your name "
-    "(claude-code, codex, gemini)."
+    "(claude-code, codex, gemini). Send a fresh idempotency_key with each start and the same "
+    "one when you retry it: a repeat answers with the first run (`replayed`: true) instead "
+    f"of starting a second (keys live {int(KEY_TTL_SECS // 60)} minutes)."
 )
 POLL_DESCRIPTION = (
     "Events of a run since `since_seq` (pass next_seq from the previous poll; 0 for the "
@@ -160,8 +163,11 @@ def build_mcp_server(
         engine: str = "auto",
         base: str | None = None,
         invoked_by: str | None = None,
+        idempotency_key: str | None = None,
     ) -> str:
-        if holds_lone_surrogate([intent, repo, contract, engine, base, invoked_by]):
+        if holds_lone_surrogate(
+            [intent, repo, contract, engine, base, invoked_by, idempotency_key]
+        ):
             raise ToolError(LONE_SURROGATE)
         args = StartArgs(
             intent=intent,
@@ -170,6 +176,7 @@ def build_mcp_server(
             engine=engine,
             base=base,
             invoked_by=invoked_by,
+            idempotency_key=idempotency_key,
         )
         return await answered(Calls.assistant_start, lambda: tools.start(args, caller()))
 

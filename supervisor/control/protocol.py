@@ -351,6 +351,8 @@ class StartArgs(BaseModel):
     engine: str = "auto"
     base: str | None = None
     invoked_by: str | None = None
+    # one session per (caller, key), however often the start is repeated (start_keys.py)
+    idempotency_key: str | None = None
 
 
 class PollArgs(BaseModel):

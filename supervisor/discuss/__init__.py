@@ -29,7 +29,9 @@ for each message: denied paths and tools are refused, and a denied
 
 The runs a discussion starts are the supervisor's to record and to admit
 (`linked_runs`): one unfinished run at a time, and a follow-up continues from
-what the last one delivered.
+what the last one delivered. Each turn the model is told how those runs stand
+(`coding_context`: the newest eight rows of that record and fixed guidance,
+beside the operator's message only, never saved in the transcript).
 
 Symlink caveat: the containment check resolves symlinks when the call is
 checked, and the file is opened afterwards. A symlink inside the repo that is

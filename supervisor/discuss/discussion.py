@@ -60,7 +60,7 @@ from .discussion_events import (
     DiscussUserMessageData,
     EventStream,
 )
-from .linked_runs import DiscussionRuns
+from .linked_runs import DiscussionRuns, coding_context
 from .model_pin import check_change, check_model, normalize, pinned
 
 # --- one discussion ----------------------------------------------------------------
@@ -245,12 +245,19 @@ class Discussion:
         cancelled = False
         proposal: PreparedTask | None = None
         try:
+            asked = len(self.messages)
             self.messages.append(Message("user", text))
             tools = self.tools()
+            # the runs started from here as they stand now, beside this message
+            # only: read afresh each turn, never kept in the record
+            context = coding_context(self.linked_sessions)
             answered = False
             for _ in range(DISCUSS_MAX_TURNS):
+                sent = list(self.messages)
+                if context:
+                    sent[asked] = Message("user", f"{context}\n\n{text}")
                 turn = await provider.complete(
-                    list(self.messages),
+                    sent,
                     tools,
                     max_tokens=REPLY_MAX_TOKENS,
                     on_delta=self._on_delta,

@@ -44,6 +44,7 @@ __all__ = [
     "SAME_TIMESTAMP",
     "UNKNOWN_DELIVERY",
     "DiscussionRuns",
+    "coding_context",
     "decisive_run",
     "first_unfinished",
     "followup_base_from",
@@ -209,6 +210,47 @@ def followup_base_from(rows: list[dict[str, Any]]) -> str | None:
 
 
 # --- the record ----------------------------------------------------------------------
+
+
+CODING_CONTEXT_ROWS = 8
+CODING_CONTEXT_HEADER = (
+    "Linked coding runs (current observations; older observations may be stale):"
+)
+CODING_CONTEXT_GUIDANCE = (
+    "About these runs: each ran in its own git worktree; your read tools read this "
+    "conversation's repository, not those worktrees. A run in state merged delivered its "
+    "result (result_delivery: to a branch, result_branch at result_commit, or into the "
+    "checkout); passing checks or a delivered branch do not mean the work is merged upstream "
+    "or deployed. A failed or abandoned run keeps its worktree and its work: suggest "
+    "reviewing it before starting over. A new task from this conversation starts from the "
+    "checkout's current files after a checkout delivery, and from the delivered commit after "
+    "a branch delivery; only one run from this conversation may be unfinished at a time."
+)
+
+
+def coding_context(recorded: Iterable[dict[str, Any]]) -> str:
+    """What the model is told at each turn about the runs this discussion
+    started, so it answers from what happened to them (delivered, failed,
+    still running) rather than from the conversation alone: the newest
+    `CODING_CONTEXT_ROWS`, a run another resumed left out, then fixed
+    guidance. Empty when there are none. The rows are corral's own record
+    (states, ids, commits), never an agent's text; they are not kept in the
+    transcript, so each turn reads them afresh."""
+    rows = [dict(r) for r in recorded if isinstance(r.get("session_id"), str)]
+    superseded = {r.get("resumed_from") for r in rows}
+    kept = [r for r in rows if r["session_id"] not in superseded]
+    kept.sort(key=lambda r: float(r.get("updated_at") or 0), reverse=True)
+    if not kept:
+        return ""
+    fields = ("session_id", "state", "updated_at", "result_delivery", "result_branch")
+    shown = [
+        {k: r.get(k) for k in (*fields, "result_commit", "resumed_from")}
+        for r in kept[:CODING_CONTEXT_ROWS]
+    ]
+    lines = [CODING_CONTEXT_HEADER, *(json.dumps(r, sort_keys=True) for r in shown)]
+    if len(kept) > CODING_CONTEXT_ROWS:
+        lines.append(f"({len(kept) - CODING_CONTEXT_ROWS} older runs not shown)")
+    return "\n".join([*lines, CODING_CONTEXT_GUIDANCE])
 
 
 def run_row(session: CoderSession) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..contracts.conventions import project_context, summarize_repo
 from ..errors import CorralError
-from ..git.repo import repo_root
+from ..git.repo import NotAProject, repo_root
 from ..llm.base import ModelProvider
 from ..models import ContextPack
 from .common import (
@@ -223,6 +223,8 @@ def _canonical_root(repo: Path | str) -> Path:
         canon = Path(repo)
     try:
         return repo_root(canon)
+    except NotAProject:
+        raise
     except CorralError:
         raise CorralError(not_a_repo(canon)) from None
 

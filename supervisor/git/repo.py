@@ -16,9 +16,35 @@ def not_a_repo_message(path: Path | str) -> str:
     )
 
 
+class NotAProject(CorralError):
+    """A repository was found, but at $HOME or `/`: said as it is, never
+    reworded into "not a git repository" by a caller."""
+
+
+def not_a_project_message(path: Path, top: Path) -> str:
+    where = "the filesystem root" if top == Path("/") else "your home directory"
+    held = "is" if path == top else f"lies in the git repository at {top}, which is"
+    return (
+        f"{path} {held} {where}, and corral will not take {where} as a project (its worktrees, "
+        "checks and deliveries would span every file under it): run `git init` in the "
+        "project's own folder, or pass --repo with it"
+    )
+
+
+def _home() -> Path | None:
+    try:
+        return Path.home().resolve()
+    except RuntimeError:  # no $HOME and no passwd entry: nothing to compare with
+        return None
+
+
 def repo_root(path: Path | str) -> Path:
     """The canonical top level (`git rev-parse --show-toplevel`): a
-    subdirectory works on the whole repository."""
+    subdirectory works on the whole repository. A repository whose top
+    level is $HOME or `/` (a dotfiles repository, a stray `git init`) is
+    refused: a folder under it that is not its own repository would
+    otherwise silently make the whole home the project, its worktree a copy
+    of every tracked dotfile and a checkout delivery a write into $HOME."""
     p = Path(path).expanduser()
     if not p.is_dir():
         raise CorralError(f"{p} is not a directory; pass --repo with a git repository path")
@@ -28,7 +54,10 @@ def repo_root(path: Path | str) -> Path:
         raise CorralError(not_a_repo_message(p)) from None
     if not out:
         raise CorralError(not_a_repo_message(p))
-    return Path(out).resolve()
+    top = Path(out).resolve()
+    if top == Path("/") or top == _home():
+        raise NotAProject(not_a_project_message(p, top))
+    return top
 
 
 def head_commit(root: Path) -> str | None:

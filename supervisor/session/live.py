@@ -12,6 +12,7 @@ from ..git.workspace import GitWorkspace
 from ..llm.chain import Ledger
 from ..models import CoderSession
 from ..status import StatusReading
+from .active_context import ActiveContext
 from .attention import AttentionState
 from .journal import EventLog
 from .questions import PendingQuestion, SteeringQueue
@@ -29,6 +30,7 @@ class LiveSession:
     ops: set[asyncio.Task[object]] = field(default_factory=set)  # drafting, revisions, clean-up
     cancel_requested: bool = False
     agent_status: StatusReading | None = None
+    active_context: ActiveContext = field(default_factory=ActiveContext)  # its agent's work time
     git_stats: GitStats | None = None  # files/lines changed, base lead (session.git_stats)
     # What the models served for this session since it was last recorded.
     model_ledger: Ledger = field(default_factory=Ledger)

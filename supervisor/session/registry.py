@@ -61,6 +61,7 @@ from ..status import AgentStatus, StatusReading
 from ..store import OwnerLock, Store
 from ..store.listing import UNFINISHED
 from ..store.retention import StoredRef, collectable_by_age
+from .active_context import refresh_due_notice
 from .board import BoardFeed
 from .identity import can_go_dormant, mark_dormant, note_hook
 from .journal import EventLog, Journal, Subscription, last_journal_seq, read_journal
@@ -548,6 +549,16 @@ class SessionRegistry:
                 question=question.prompt if question else None,
             ),
         )
+        limit = self.config.context_refresh_after_active_secs
+        if live.active_context.observe(live.session, reading.status, self.clock(), limit):
+            self.emit(
+                live,
+                PlanTextData(text=refresh_due_notice(session_id, live.session.active_context_secs)),
+            )
+            try:  # stored now: a restart neither repeats the notice nor loses the count
+                self.persist(live)
+            except Exception as exc:
+                log.warning("could not store %s's active-time count: %s", session_id, exc)
         self.board.notify(session_id)
 
     def _observe(self, live: LiveSession, event: CoderEvent) -> None:

@@ -156,5 +156,6 @@ def live_summary(live: LiveSession) -> SessionSummary:
             "agent_status": live.agent_status.status.value if live.agent_status else None,
             "agent_reason": live.agent_status.reason if live.agent_status else None,
             "agent_source": live.agent_status.source if live.agent_status else None,
+            "context_refresh_due": session.context_refresh_due,
         }
     )

@@ -41,8 +41,12 @@ DELIVER_WITH_THE_DEMO_AGENT = (
 )
 
 
-def corral(*args: str, home: Path, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+def corral(
+    *args: str, home: Path, cwd: Path | None = None, user_home: Path | None = None
+) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, CORRAL_HOME=str(home), CORRAL_CONFIG=str(home / "none.toml"))
+    if user_home is not None:
+        env["HOME"] = str(user_home)
     env["CORRAL_TMUX_SOCKET_DIR"] = str(home / "tmux")
     env["PYTHONPATH"] = str(REPO_ROOT)
     return subprocess.run(
@@ -72,6 +76,31 @@ def test_a_non_git_directory_gets_one_line_that_says_what_to_do(tmp_path: Path) 
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1
     assert "is not a git repository" in lines[0] and "--repo" in lines[0]
+
+
+@pytest.mark.slow
+def test_a_plain_folder_in_a_home_that_is_a_git_repository_gets_one_line(tmp_path: Path) -> None:
+    """`corral run` from a folder under a dotfiles repository at $HOME is
+    refused with one sentence, not run on the whole home."""
+    home = init_repo(tmp_path / "home")
+    scratch = home / "scratch"
+    scratch.mkdir()
+    out = corral(
+        "run",
+        "--intent",
+        "tidy up",
+        "--engine",
+        "external:demo",
+        "--yes",
+        home=tmp_path / "state",
+        cwd=scratch,
+        user_home=home,
+    )
+    assert out.returncode == 2
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1, out.stderr
+    assert "your home directory" in lines[0] and "git init" in lines[0]
+    assert not (tmp_path / "state" / "worktrees").exists()
 
 
 def test_a_relative_corral_home_is_refused(tmp_path: Path) -> None:

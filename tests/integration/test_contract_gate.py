@@ -16,6 +16,8 @@ import pytest
 from corral.supervisor.api import DRAFTING_CANCELLED, NOT_EXPRESSIBLE
 from corral.supervisor.contracts.drafting import DraftingError, DraftRequest
 from corral.supervisor.errors import CorralError
+from corral.supervisor.gates.contract import LOST_REVISION_RACE
+from corral.supervisor.git.repo import repo_root
 from corral.supervisor.models import EventKind, OutcomeContract
 from corral.supervisor.session.journal import read_journal
 from corral.supervisor.states import CoderState, FailureKind, NeedsYou
@@ -25,6 +27,7 @@ from tests.conftest import (
     eventually,
     git,
     hello_contract,
+    init_repo,
     kinds_of,
     plan_texts,
     proposed,
@@ -283,6 +286,29 @@ async def test_a_bad_base_fails_before_provisioning(
     assert sup.list() == []
 
 
+async def test_a_folder_in_a_home_that_is_a_git_repository_is_refused_as_a_project(
+    make_supervisor: SupervisorFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A dotfiles repository at $HOME must not make the whole home the
+    project of a start from a plain folder under it (nor the home itself)."""
+    home = init_repo(tmp_path / "home")
+    (home / ".bashrc").write_text("export SECRET=1\n")
+    scratch = home / "scratch"
+    scratch.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    sup = await make_supervisor()
+    for where in (scratch, home):
+        with pytest.raises(CorralError, match="your home directory") as refused:
+            await sup.start("tidy the scripts", where)
+        said = str(refused.value)
+        assert "\n" not in said and "git init" in said and "--repo" in said
+    assert sup.list() == []
+    assert not (sup.state_dir / "worktrees").exists()
+    # a project repository of its own under the same home is a project
+    project = init_repo(home / "project")
+    assert repo_root(project / ".") == project.resolve()
+
+
 async def test_a_directory_that_is_not_a_git_repository_is_refused(
     make_supervisor: SupervisorFactory, tmp_path: Path
 ) -> None:
@@ -397,6 +423,68 @@ async def test_a_model_redraft_is_applied(make_supervisor: SupervisorFactory, re
     ]
     assert drafter.calls[-1].request == "compare the bytes exactly"  # type: ignore[attr-defined]
     assert (await run_to_gate(sup, sid)).state is S.NEEDS_APPROVAL
+
+
+async def test_a_revision_that_lost_the_race_to_another_is_rejected_not_applied(
+    make_supervisor: SupervisorFactory, repo: Path
+) -> None:
+    """Two revisions at once (a slow redraft, a `/check` edit landing
+    meanwhile): the slower one must not overwrite the contract the operator
+    already changed; it is rejected with the reason, the winner stays."""
+    stricter = contract(HELLO_CHECK, ("exact", "printf 'hi\\n' | cmp - hello.txt"))
+    parked = asyncio.Event()
+    release = asyncio.Event()
+
+    async def slow_redraft(_request: object) -> OutcomeContract:
+        parked.set()
+        await release.wait()
+        return stricter.model_copy(deep=True)
+
+    drafter = ScriptedDrafter([hello_contract()], revisions=[slow_redraft])
+    sup = await make_supervisor(drafter=drafter)
+    sid = await proposed(sup, repo)
+    slow = asyncio.create_task(sup.revise(sid, "compare the bytes exactly"))
+    await asyncio.wait_for(parked.wait(), 10)
+    won = await sup.revise(sid, "/check readme test ! -e README")
+    assert won.revised is True
+    release.set()
+    lost = await asyncio.wait_for(slow, 30)
+    assert lost.revised is False and lost.message == LOST_REVISION_RACE
+    names = [c.name for c in sup.get(sid).session.contract.checks]  # type: ignore[union-attr]
+    assert names == ["hello", "readme"]
+    assert kinds_of(sup, sid)[-1] is EventKind.CONTRACT_REVISION_REJECTED
+
+
+@pytest.mark.slow
+async def test_a_confirm_whose_contract_changed_underneath_is_refused(
+    make_supervisor: SupervisorFactory, repo: Path
+) -> None:
+    """An edited-contract confirm re-runs the baseline; a revision landing in
+    that time means the operator confirmed a contract that is no longer the
+    proposed one: refused with a sentence, nothing starts."""
+    sup = await make_supervisor()
+    sid = await proposed(sup, repo)
+    # its baseline takes 2 s, the revision's a moment: the revision lands first
+    edited = contract(HELLO_CHECK, ("slow", "sleep 2; test ! -e README"))
+    confirming = asyncio.create_task(sup.confirm(sid, edited))
+    await asyncio.sleep(0)  # the confirm is re-running its baseline
+    await sup.revise(sid, "/check other test -n x")
+    with pytest.raises(CorralError, match="proposed contract changed during confirmation"):
+        await asyncio.wait_for(confirming, 30)
+    assert sup.get(sid).session.state is S.CONTRACT_PROPOSED
+
+
+async def test_a_revision_over_16_kib_is_refused_before_anything(
+    make_supervisor: SupervisorFactory, repo: Path
+) -> None:
+    drafter = ScriptedDrafter([hello_contract()])
+    sup = await make_supervisor(drafter=drafter)
+    sid = await proposed(sup, repo)
+    calls = len(drafter.calls)
+    with pytest.raises(CorralError, match="at most 16384 bytes"):
+        await sup.revise(sid, "x" * 16385)
+    assert len(drafter.calls) == calls
+    assert (await sup.revise(sid, "/check big test -n " + "y" * 16000)).revised is True
 
 
 async def test_a_redraft_auth_failure_is_rejected_before_asking_for_sign_in(

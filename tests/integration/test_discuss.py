@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,7 @@ from corral.supervisor.discuss import (
     DISCUSSION_MUTATION_REFUSAL,
     GUIDANCE_LIMIT,
     MAX_OPEN_DISCUSSIONS,
+    TRANSCRIPT_MAX_TURNS,
     DiscussAssistantDeltaData,
     Discussion,
     Discussions,
@@ -30,6 +32,7 @@ from corral.supervisor.discuss import (
 from corral.supervisor.errors import CorralError
 from corral.supervisor.llm.base import Message, ModelError, ToolCall, Turn
 from corral.supervisor.llm.config import NO_MODEL
+from tests.conftest import init_repo
 from tests.fakes.scripted_llm import ScriptedProvider
 
 
@@ -342,6 +345,27 @@ async def test_prepare_coding_task_records_a_proposal_and_starts_nothing(
     assert kinds(disc)[-1] == "task_prepared"
     # nothing changed in the repo
     assert sorted(p.name for p in repo.iterdir()) == [".git"]
+
+
+async def test_a_new_message_clears_the_prepared_task_and_promote_needs_a_conversation(
+    repo: Path, state_dir: Path
+):
+    """A prepared task answers the conversation as it stood: saying more
+    drops it (a stale task must not start); promoting nothing is refused."""
+    turns = [
+        tool_turn(call("prepare_coding_task", intent="Add a flag", constraints=[])),
+        Turn("Prepared."),
+        Turn("Noted."),
+    ]
+    _mgr, disc, _provider = await open_one(state_dir, repo, *turns)
+    with pytest.raises(CorralError, match="has no turns yet"):
+        await disc.promote()
+    await ask(disc, "add a flag")
+    assert disc.prepared_task is not None
+    await ask(disc, "actually, make it an option in the config file")
+    assert disc.prepared_task is None
+    saved = json.loads((state_dir / "discussions" / f"{disc.id}.json").read_text())
+    assert saved.get("prepared_task") is None
 
 
 async def test_promote_retries_until_strict_json(repo: Path, state_dir: Path):
@@ -669,3 +693,48 @@ async def test_the_event_buffer_is_bounded_and_slow_readers_are_dropped(
         await sub.get()
     late = disc.subscribe(from_seq=0)  # older than the buffer: replay from the oldest kept
     assert len(late.get_nowait()) == DISCUSS_EVENT_BUFFER_MAX
+
+
+async def test_the_transcript_keeps_its_last_forty_rows_for_promote(repo: Path, state_dir: Path):
+    """A long conversation keeps its newest 40 rows: what promote distils
+    and what is saved, never an unbounded history."""
+    replies = [Turn(f"answer {n}") for n in range(21)]
+    _mgr, disc, _provider = await open_one(state_dir, repo, *replies)
+    for n in range(21):
+        await ask(disc, f"question {n}")
+    assert len(disc.transcript) == TRANSCRIPT_MAX_TURNS == 40
+    assert disc.transcript[0] == ("Operator", "question 1")  # the first exchange fell off
+    assert disc.transcript[-1] == ("Assistant", "answer 20")
+    assert "answer 0" not in disc.distill_transcript()
+
+
+async def test_a_saved_discussion_whose_repository_is_no_longer_its_own_is_refused(
+    repo: Path, state_dir: Path, tmp_path: Path
+):
+    """Resuming must not ground a conversation in another repository: when
+    the saved folder is no longer a repository's top level (its .git gone
+    and a parent repository around it), the resume says so."""
+    outer = tmp_path / "outer"
+    inner = outer / "inner"
+    inner.mkdir(parents=True)
+    init_repo(inner)
+    mgr, disc, _provider = await open_one(state_dir, inner, Turn("hi"))
+    await ask(disc)
+    await mgr.close(disc.id)
+    shutil.rmtree(inner / ".git")
+    init_repo(outer)
+    with pytest.raises(CorralError, match="belongs to a different repository"):
+        await Discussions(state_dir, ScriptedProvider([Turn("x")])).resume(disc.id)
+
+
+async def test_a_folder_under_a_home_repository_is_no_ground_for_a_discussion(
+    state_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """A dotfiles repository at $HOME is refused as a discussion's ground
+    with the reason, not reworded as "not a git repository"."""
+    home = init_repo(tmp_path / "home")
+    (home / "notes").mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    with pytest.raises(CorralError, match="your home directory") as refused:
+        await Discussions(state_dir, ScriptedProvider([Turn("x")])).start(home / "notes")
+    assert "not a git repository" not in str(refused.value)

@@ -12,7 +12,9 @@ import pytest
 
 from corral.supervisor.api import Supervisor
 from corral.supervisor.discuss import Discussion, Discussions
+from corral.supervisor.discuss.linked_runs import CODING_CONTEXT_HEADER, coding_context
 from corral.supervisor.errors import CorralError
+from corral.supervisor.llm.base import Turn
 from corral.supervisor.models import EventKind
 from corral.supervisor.states import CoderState, LoopFailure, label
 from tests.conftest import (
@@ -90,6 +92,51 @@ async def test_a_followup_after_a_branch_delivery_starts_from_the_delivered_comm
         f"starts from the commit {label(row['session_id'])} delivered ({commit[:12]}" in text
         for text in plan_texts(sup, second.session_id)
     )
+
+
+async def test_each_turn_tells_the_model_what_became_of_the_runs_started_here(
+    make_supervisor: SupervisorFactory, repo: Path, state_dir: Path
+) -> None:
+    """After a run from the discussion was delivered, the next question is
+    answered knowing it (its state, where it went, the commit), read afresh
+    for the turn and never written into the conversation's record."""
+    sup = await make_supervisor()
+    provider = ScriptedProvider([Turn("before"), Turn("after")])
+    disc = await Discussions(state_dir, provider).start(repo)
+    await disc.send("what should we build?")
+    await asyncio.wait_for(disc.wait(), 10)
+    before = provider.calls[-1].messages[-1].content
+    assert before == "what should we build?"  # no runs yet: nothing added
+    commit = await delivered(sup, repo, disc, "branch")
+    await disc.send("did it land?")
+    await asyncio.wait_for(disc.wait(), 10)
+    asked = provider.calls[-1].messages[-1]
+    assert asked.role == "user" and asked.content.endswith("did it land?")
+    block = asked.content.removesuffix("did it land?")
+    assert block.startswith(CODING_CONTEXT_HEADER)
+    [row] = [json.loads(line) for line in block.splitlines() if line.startswith("{")]
+    assert (row["state"], row["result_delivery"], row["result_commit"]) == (
+        "merged",
+        "branch",
+        commit,
+    )
+    assert "do not mean the work is merged upstream or deployed" in block
+    # the record keeps what the operator said, not the observation
+    saved = json.loads((state_dir / "discussions" / f"{disc.id}.json").read_text())
+    assert CODING_CONTEXT_HEADER not in json.dumps(saved)
+
+
+def test_the_run_context_shows_the_newest_eight_and_leaves_out_a_resumed_run() -> None:
+    rows = [{"session_id": f"s{i}", "state": "failed", "updated_at": i} for i in range(11)]
+    rows.append({"session_id": "s11", "state": "running", "updated_at": 11, "resumed_from": "s10"})
+    shown = [
+        json.loads(line)["session_id"]
+        for line in coding_context(rows).splitlines()
+        if line.startswith("{")
+    ]
+    assert shown == ["s11", "s9", "s8", "s7", "s6", "s5", "s4", "s3"]
+    assert "(3 older runs not shown)" in coding_context(rows)
+    assert coding_context([]) == ""
 
 
 async def test_the_delivered_commit_outlives_the_session_row(

@@ -414,3 +414,60 @@ async def test_report_impossible_over_http_is_for_an_agent_about_its_own_task(ow
     async with http_client(url, token) as client:
         with pytest.raises(ToolFailed, match="for an agent corral runs, about its own task"):
             await call(client, "report_impossible", reason="the tests contradict the intent")
+
+
+async def test_a_repeated_keyed_start_makes_one_session(owner, repo: Path) -> None:
+    """A client that sends its start twice (a retry after a timeout, both at
+    once) gets one run and one session to confirm, not two."""
+    sup, _services = owner
+    url, token = mcp_endpoint(sup.state_dir) or ("", "")
+    async with http_client(url, token) as client:
+        start = {"intent": "say hi", "repo": str(repo), "idempotency_key": "k-1"}
+        first, second = await asyncio.gather(
+            call(client, "assistant_start", **start), call(client, "assistant_start", **start)
+        )
+        assert first["run_id"] == second["run_id"]
+        assert first["session_id"] == second["session_id"]
+        assert [first.get("replayed"), second.get("replayed")].count(True) == 1
+        again = await call(client, "assistant_start", **start)
+        assert again["run_id"] == first["run_id"] and again["replayed"] is True
+        assert [s.session_id for s in sup.list()] == [first["session_id"]]
+        # the same key for another start is a mistake, said, not answered with the first run
+        with pytest.raises(ToolFailed, match="already used for a different start"):
+            await call(client, "assistant_start", **{**start, "intent": "say bye"})
+        # without a key, every start is its own run
+        other = await call(client, "assistant_start", intent="say hi", repo=str(repo))
+        assert other["session_id"] != first["session_id"]
+        assert len(sup.list()) == 2
+
+
+async def test_a_start_key_is_the_callers_own_and_a_refused_start_does_not_spend_it(
+    make_supervisor: SupervisorFactory, short_state: Path, repo: Path
+) -> None:
+    from corral.supervisor.control.callers import Agent, Operator
+    from corral.supervisor.control.handles import HandleTable, RunBounds, StartArgs
+    from corral.supervisor.errors import CorralError
+
+    gate = asyncio.Event()
+    sup = await make_supervisor(state=short_state, engine=ScriptedEngine([[Wait(gate)]]))
+    table = HandleTable(
+        sup,
+        base_chain="",
+        policy=CallerPolicy(agents_may_start=True),
+        bounds=RunBounds(max_open_runs=1),
+    )
+    keyed = StartArgs(intent="say hi", repo=str(repo), idempotency_key="shared")
+    mine = await table.start(keyed, Operator(pid=1))
+    # an agent guessing the operator's key gets no handle of theirs
+    with pytest.raises(CorralError, match="runs started through MCP are already open"):
+        await table.start(keyed, Agent("s-agent", pid=2))
+    # that refusal made nothing, so the same key retried later is a fresh start
+    await sup.cancel(mine["session_id"])
+    await eventually(lambda: sup.get(mine["session_id"]).session.state is CoderState.ABANDONED)
+    theirs = await table.start(keyed, Agent("s-agent", pid=2))
+    assert theirs["session_id"] != mine["session_id"] and "replayed" not in theirs
+    assert (await table.start(keyed, Operator(pid=3)))["replayed"] is True
+    with pytest.raises(CorralError, match="idempotency_key must be 1 to 200 characters"):
+        await table.start(StartArgs(intent="x", repo=str(repo), idempotency_key=" "))
+    gate.set()
+    await table.close()

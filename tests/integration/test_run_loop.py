@@ -15,8 +15,10 @@ import pytest
 from corral.supervisor.errors import CorralError
 from corral.supervisor.models import EventKind, SessionSummary
 from corral.supervisor.session.questions import (
+    GUIDANCE_LIMIT,
     GUIDANCE_SIZE,
     MAX_GUIDANCE_BYTES,
+    MAX_GUIDANCE_MESSAGES,
     NO_PENDING_REQUEST,
 )
 from corral.supervisor.states import CoderState, FailureKind, NeedsYou, label
@@ -234,6 +236,28 @@ async def test_guidance_size_is_bounded(make_supervisor: SupervisorFactory, repo
     release.set()
 
 
+async def test_guidance_is_stored_before_it_is_queued_and_capped_at_64_messages(
+    make_supervisor: SupervisorFactory, repo: Path
+) -> None:
+    """Each message is on disk before it is queued (a restart keeps what the
+    operator said), and the 65th of a session is refused with the sentence."""
+    release = asyncio.Event()
+    sup = await make_supervisor(engine=ScriptedEngine([[Wait(release)]]))
+    sid = await proposed(sup, repo)
+    await sup.confirm(sid)
+    await eventually(lambda: row_of(sup, sid).steering_available)
+    for n in range(MAX_GUIDANCE_MESSAGES):
+        assert (await sup.respond(sid, f"note {n}", steer=True))["queued"] is True
+        stored = stored_session(sup.state_dir, sid)
+        assert stored is not None and stored.steering_messages[-1] == f"note {n}"
+    with pytest.raises(CorralError) as info:
+        await sup.respond(sid, "one more", steer=True)
+    assert str(info.value) == GUIDANCE_LIMIT
+    stored = stored_session(sup.state_dir, sid)
+    assert stored is not None and len(stored.steering_messages) == MAX_GUIDANCE_MESSAGES
+    release.set()
+
+
 # --- cancel mid-run ------------------------------------------------------------------------
 
 
@@ -316,3 +340,33 @@ async def test_cancel_unblocks_a_parked_question(
     [task] = engine.tasks
     await asyncio.wait_for(asyncio.wait([task]), 1)
     assert task.cancelled()
+
+
+async def test_a_cancel_stores_that_the_worktree_is_kept_before_it_stops_the_work(
+    make_supervisor: SupervisorFactory, repo: Path
+) -> None:
+    """If corral dies while the work is being stopped, the record already
+    says the worktree is kept: the retention is stored before the abort."""
+    seen: list[bool | None] = []
+    started = asyncio.Event()
+
+    class Stuck:
+        label = "stuck"
+
+        async def run(self, ctx: object) -> object:
+            started.set()
+            try:
+                await asyncio.Event().wait()
+            except asyncio.CancelledError:
+                stored = stored_session(sup.state_dir, sid)
+                seen.append(stored.keep_workspace_on_cancel if stored else None)
+                raise
+            raise AssertionError("never ends by itself")
+
+    sup = await make_supervisor(engine=Stuck())
+    sid = await proposed(sup, repo)
+    await sup.confirm(sid)
+    await asyncio.wait_for(started.wait(), 10)
+    result = await sup.cancel(sid)
+    assert result.state is CoderState.ABANDONED
+    assert seen == [True]

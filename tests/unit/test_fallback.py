@@ -69,3 +69,43 @@ async def test_an_explicit_agent_never_falls_back(tmp_path: Path, repo: Path) ->
         assert EventKind.ENGINE_FALLBACK not in kinds_of(sup, sid)
     finally:
         await sup.close()
+
+
+async def test_the_fallback_runs_on_the_same_deadline_and_the_same_model_pin(
+    tmp_path: Path, repo: Path
+) -> None:
+    """The built-in engine that takes over gets what is left of the session's
+    one wall-clock budget (not a fresh one) and the model the operator pinned."""
+    seen: list[RunContext] = []
+    native = ScriptedEngine([[Write("hello.txt", "hi\n")]], label="native")
+
+    class Recording(Missing):
+        async def run(self, ctx: RunContext) -> EngineOutcome:
+            seen.append(ctx)
+            return await super().run(ctx)
+
+    class Pinned(Registry):
+        def create(self, label: str) -> Missing:
+            return Recording()
+
+        def native(self) -> ScriptedEngine:
+            return native
+
+    sup = Supervisor(
+        tmp_path / "state",
+        drafter=ScriptedDrafter([hello_contract()]),
+        engines=Pinned(),
+        config=fast_config(repair_invokes=0, max_session_wall_secs=900),
+    )
+    await sup.open()
+    try:
+        sid = (await sup.start("say hi", repo, engine="auto", model="pinned-model")).session_id
+        await sup.confirm(sid)
+        await sup.wait_for(sid, {S.NEEDS_APPROVAL, S.FAILED}, timeout=20)
+        assert sup.get(sid).session.engine_ran == "native"
+        [first] = seen
+        [second] = native.contexts
+        assert first.deadline is not None and second.deadline == first.deadline
+        assert (first.model, second.model) == ("pinned-model", "pinned-model")
+    finally:
+        await sup.close()
