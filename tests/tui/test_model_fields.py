@@ -50,7 +50,7 @@ async def test_the_discussion_model_field_pins_and_refuses_with_a_reason(
     notes: list[str] = []
     async with app.run_test(size=(140, 40)) as pilot:
         await board_ready(app, pilot)
-        app.discussions = Discussions(tmp_path / "state", models)
+        app.owned_discussions = Discussions(tmp_path / "state", models)
         screen = await open_discussion(app, pilot)
         discussion = screen.discussion
         assert discussion is not None
@@ -70,7 +70,7 @@ async def test_the_discussion_model_field_pins_and_refuses_with_a_reason(
         assert served["fast"].calls == []
 
         # the form opened from this discussion carries its pin into the session
-        discussion.edit_prepared("Alpha adds a file", [])
+        app.owned_discussions.get(discussion.id).edit_prepared("Alpha adds a file", [])
         await pilot.press("ctrl+o")
         form = await until(
             pilot,

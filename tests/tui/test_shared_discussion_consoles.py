@@ -1,0 +1,141 @@
+"""Two consoles attached to one owner speak in one discussion: each presses
+`d`, resumes the repository's saved discussion, and sees the other's turn and
+the assistant's reply on its own screen; the saved record keeps both turns.
+
+The owner runs on its own thread and event loop with its control socket (as
+another process would). Neither console builds a discussion store of its own
+over the owner's state dir: two copies of one discussion, each saving the
+file, lose a turn (the last save wins), and neither console would see the
+other's. Every discussion call goes through the owner, and the transcript is
+the owner's stream."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, cast
+
+import pytest
+from textual.widgets import RichLog
+
+from corral.supervisor.api import Supervisor
+from corral.supervisor.discuss import Discussions
+from corral.supervisor.llm.base import Turn
+from corral.supervisor.remote import AttachedSupervisor
+from corral.tui.app import CorralApp
+from corral.tui.screens.discuss import DiscussScreen
+from tests.conftest import fast_config, hello_contract, init_repo
+from tests.fakes.scripted import ScriptedDrafter, ScriptedEngine, ScriptedEngines
+from tests.fakes.scripted_llm import ScriptedProvider
+
+from .conftest import board_of, until
+from .test_attached_console import OwnerThread
+
+pytestmark = [pytest.mark.slow]
+
+
+@pytest.fixture
+def site() -> Iterator[tuple[OwnerThread, Discussions, Path]]:
+    """An owner serving its sessions and its discussions (a scripted model)."""
+    root = Path(tempfile.mkdtemp(prefix="sd", dir="/tmp"))  # a short socket path
+    repo = init_repo(root / "repo")
+    discussions = Discussions(
+        root / "state",
+        ScriptedProvider([Turn("an answer to A"), Turn("an answer to B")]),
+    )
+    owner = OwnerThread(
+        Supervisor(
+            root / "state",
+            drafter=ScriptedDrafter([hello_contract()]),
+            engines=ScriptedEngines(ScriptedEngine([])),
+            config=fast_config(),
+        ),
+        discussions=discussions,
+    )
+    yield owner, discussions, repo
+    owner.run(discussions.close_all())
+    owner.stop()
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def said(screen: DiscussScreen, text: str) -> bool:
+    log = screen.query_one("#discuss-log", RichLog)
+    return any(text in line.text for line in log.lines)
+
+
+async def open_discussion(app: CorralApp, pilot: Any) -> DiscussScreen:
+    await until(pilot, "the board", lambda: board_of(app))
+    await pilot.press("d")
+    return await until(
+        pilot,
+        "the discussion, open",
+        lambda: (
+            app.screen
+            if isinstance(app.screen, DiscussScreen) and app.screen.discussion is not None
+            else None
+        ),
+    )
+
+
+async def test_two_attached_consoles_see_each_others_turns_and_lose_none(
+    site: tuple[OwnerThread, Discussions, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    owner, discussions, repo = site
+    # a discussion of this repository an earlier console saved, open nowhere now
+    did = owner.run(discussions.start(repo)).id
+    owner.run(discussions.close(did))
+
+    # from here on only the owner holds discussions: a console that builds its
+    # own store over the owner's state dir is the bug
+    built: list[object] = []
+    made = Discussions.__init__
+
+    def spy(self: Discussions, *args: Any, **kwargs: Any) -> None:
+        built.append(args)
+        made(self, *args, **kwargs)
+
+    monkeypatch.setattr(Discussions, "__init__", spy)
+
+    state = owner.sup.state_dir
+    a = CorralApp(
+        cast(Supervisor, AttachedSupervisor(state, config=fast_config())),
+        default_repo=repo,
+        attached=True,
+    )
+    b = CorralApp(
+        cast(Supervisor, AttachedSupervisor(state, config=fast_config())),
+        default_repo=repo,
+        attached=True,
+    )
+    async with a.run_test(size=(120, 34)) as pa, b.run_test(size=(120, 34)) as pb:
+        on_a = await open_discussion(a, pa)
+        on_b = await open_discussion(b, pb)
+        assert on_a.discussion is not None and on_b.discussion is not None
+        assert on_a.discussion.id == on_b.discussion.id == did  # both resumed the saved one
+
+        await pa.press(*"from console A", "enter")
+        for pilot, screen in ((pa, on_a), (pb, on_b)):
+            await until(
+                pilot,
+                "A's turn and its answer on both consoles",
+                lambda s=screen: said(s, "from console A") and said(s, "an answer to A"),
+            )
+        await pb.press(*"from console B", "enter")
+        for pilot, screen in ((pb, on_b), (pa, on_a)):
+            await until(
+                pilot,
+                "B's turn and its answer on both consoles",
+                lambda s=screen: said(s, "from console B") and said(s, "an answer to B"),
+            )
+        await owner.call(discussions.get(did).wait())
+
+    assert built == [], "an attached console built its own discussion store"
+    saved = json.loads((discussions.store_dir / f"{did}.json").read_text(encoding="utf-8"))
+    users = [m["content"] for m in saved["messages"] if m["role"] == "user"]
+    assert [u for u in users if u.startswith("from console")] == [
+        "from console A",
+        "from console B",
+    ], users
