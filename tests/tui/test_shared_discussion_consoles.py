@@ -11,17 +11,18 @@ the owner's stream."""
 
 from __future__ import annotations
 
-import json
 import shutil
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, cast
 
 import pytest
-from textual.widgets import RichLog
+from textual.widgets import Input, RichLog
 
 from corral.supervisor.api import Supervisor
+from corral.supervisor.control.client import STALLED
 from corral.supervisor.discuss import Discussions
 from corral.supervisor.llm.base import Turn
 from corral.supervisor.remote import AttachedSupervisor
@@ -30,6 +31,7 @@ from corral.tui.screens.discuss import DiscussScreen
 from tests.conftest import fast_config, hello_contract, init_repo
 from tests.fakes.scripted import ScriptedDrafter, ScriptedEngine, ScriptedEngines
 from tests.fakes.scripted_llm import ScriptedProvider
+from tests.integration.test_shared_discussion import consoles_said
 
 from .conftest import board_of, until
 from .test_attached_console import OwnerThread
@@ -116,26 +118,59 @@ async def test_two_attached_consoles_see_each_others_turns_and_lose_none(
         assert on_a.discussion is not None and on_b.discussion is not None
         assert on_a.discussion.id == on_b.discussion.id == did  # both resumed the saved one
 
-        await pa.press(*"from console A", "enter")
-        for pilot, screen in ((pa, on_a), (pb, on_b)):
-            await until(
-                pilot,
-                "A's turn and its answer on both consoles",
-                lambda s=screen: said(s, "from console A") and said(s, "an answer to A"),
-            )
-        await pb.press(*"from console B", "enter")
-        for pilot, screen in ((pb, on_b), (pa, on_a)):
-            await until(
-                pilot,
-                "B's turn and its answer on both consoles",
-                lambda s=screen: said(s, "from console B") and said(s, "an answer to B"),
-            )
+        await say(pa, "from console A", "an answer to A", on_a, on_b)
+        await say(pb, "from console B", "an answer to B", on_b, on_a)
         await owner.call(discussions.get(did).wait())
 
     assert built == [], "an attached console built its own discussion store"
-    saved = json.loads((discussions.store_dir / f"{did}.json").read_text(encoding="utf-8"))
-    users = [m["content"] for m in saved["messages"] if m["role"] == "user"]
-    assert [u for u in users if u.startswith("from console")] == [
-        "from console A",
-        "from console B",
-    ], users
+    assert consoles_said(discussions, did) == ["from console A", "from console B"]
+
+
+async def say(pilot: Any, text: str, answer: str, *screens: DiscussScreen) -> None:
+    """Type `text` on the first screen's console, then wait until every
+    screen shows it and the assistant's `answer`."""
+    await pilot.press(*text, "enter")
+    for screen in screens:
+        await until(
+            pilot,
+            f"{text!r} and its answer on every console",
+            lambda s=screen: said(s, text) and said(s, answer),
+        )
+
+
+async def test_a_stalled_owner_is_said_at_once_and_the_discussion_screen_keeps_typing(
+    site: tuple[OwnerThread, Discussions, Path],
+) -> None:
+    """The owner stops answering (its loop held, as SIGSTOP would): the
+    console says so, a message sent meanwhile is refused at once with the
+    typed sentence (nothing waits on the owner), typing still lands, and once
+    the owner answers again the message goes through."""
+    owner, _discussions, repo = site
+    attached = AttachedSupervisor(owner.sup.state_dir, config=fast_config())
+    app = CorralApp(cast(Supervisor, attached), default_repo=repo, attached=True)
+    notes: list[str] = []
+    async with app.run_test(size=(120, 34)) as pilot:
+        screen = await open_discussion(app, pilot)
+        app.notify = lambda message, **_kw: notes.append(str(message))  # type: ignore[method-assign]
+        field = screen.query_one("#discuss-input", Input)
+
+        owner.loop.call_soon_threadsafe(time.sleep, 4)  # the owner holds its loop
+        await until(pilot, "the console to say it is stalled", lambda: attached.owner_stalled)
+        began = time.monotonic()
+        await pilot.press(*"hello", "enter")
+        await until(pilot, "the refusal", lambda: refused(notes), timeout=1)
+        assert time.monotonic() - began < 1.0, notes
+        await pilot.press(*"again")  # the screen still takes keys while the owner is stopped
+        assert field.value == "again"
+        assert not said(screen, "hello")
+
+        await until(pilot, "the owner to answer again", lambda: not attached.owner_stalled)
+        await pilot.press("enter")
+        await until(pilot, "the turn, through the owner", lambda: said(screen, "an answer to A"))
+        assert said(screen, "again")
+
+
+def refused(notes: list[str]) -> bool:
+    """A call refused because the owner is stalled (not the app's own notice
+    that it is: "… this console shows what it last saw")."""
+    return any(n.startswith(STALLED) and "last saw" not in n for n in notes)
