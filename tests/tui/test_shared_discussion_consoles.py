@@ -24,10 +24,13 @@ from textual.widgets import Input, RichLog
 from corral.supervisor.api import Supervisor
 from corral.supervisor.control.client import STALLED
 from corral.supervisor.discuss import Discussions
-from corral.supervisor.llm.base import Turn
+from corral.supervisor.llm.base import ToolCall, Turn
+from corral.supervisor.llm.catalog import ModelEntry
+from corral.supervisor.llm.chain import ModelChain
 from corral.supervisor.remote import AttachedSupervisor
 from corral.tui.app import CorralApp
 from corral.tui.screens.discuss import DiscussScreen
+from corral.tui.screens.new_session import NewSessionScreen
 from tests.conftest import fast_config, hello_contract, init_repo
 from tests.fakes.scripted import ScriptedDrafter, ScriptedEngine, ScriptedEngines
 from tests.fakes.scripted_llm import ScriptedProvider
@@ -174,3 +177,79 @@ def refused(notes: list[str]) -> bool:
     """A call refused because the owner is stalled (not the app's own notice
     that it is: "… this console shows what it last saw")."""
     return any(n.startswith(STALLED) and "last saw" not in n for n in notes)
+
+
+async def test_an_attached_console_pins_prepares_and_starts_through_the_owner(
+    site: tuple[OwnerThread, Discussions, Path],
+) -> None:
+    """The model field, the prepared task and the session started from it are
+    the owner's: a pin the owner refuses is said with its reason, the one it
+    takes is on the owner's discussion, and the session started from the
+    prepared task is linked there (the task used up at the owner)."""
+    owner, _unused, repo = site
+    served = {
+        "deep": ScriptedProvider(
+            [
+                Turn(
+                    text="",
+                    tool_calls=(
+                        ToolCall(
+                            "p1",
+                            "prepare_coding_task",
+                            {"intent": "Alpha adds a file", "constraints": ["keep the API"]},
+                        ),
+                    ),
+                    stop_reason="tool_use",
+                ),
+                Turn(text="Prepared: Alpha adds a file."),
+            ]
+        ),
+        "plain": ScriptedProvider([]),
+    }
+    entries = [
+        ModelEntry(name="deep", provider="openai", model="deep-id"),
+        ModelEntry(name="plain", provider="openai", model="plain-id", tools=False),
+    ]
+    discussions = Discussions(
+        owner.sup.state_dir, ModelChain(entries, factory=lambda e: served[e.name])
+    )
+    owner.services.control.discussions = discussions  # what the owner serves from now on
+    attached = AttachedSupervisor(owner.sup.state_dir, config=fast_config())
+    app = CorralApp(cast(Supervisor, attached), default_repo=repo, attached=True)
+    notes: list[str] = []
+    async with app.run_test(size=(140, 40)) as pilot:
+        screen = await open_discussion(app, pilot)
+        assert screen.discussion is not None
+        held = discussions.get(screen.discussion.id)  # the owner's one copy
+        app.notify = lambda message, **_kw: notes.append(str(message))  # type: ignore[method-assign]
+        field = screen.query_one("#discuss-model", Input)
+
+        field.focus()
+        await pilot.press(*"plain", "enter")
+        await until(pilot, "the owner's refusal", lambda: any("cannot call" in n for n in notes))
+        assert held.model is None and field.value == ""
+        field.focus()
+        await pilot.press(*"deep", "enter")
+        await until(pilot, "the owner's pin", lambda: held.model == "deep")
+        await until(pilot, "the field to show it", lambda: field.value == "deep")
+
+        screen.query_one("#discuss-input", Input).focus()
+        await pilot.press(*"plan it", "enter")
+        await until(pilot, "the prepared task", lambda: screen.discussion.prepared_task)
+        assert held.prepared_task is not None
+        await pilot.press("ctrl+o")
+        form = await until(
+            pilot,
+            "the form",
+            lambda: app.screen if isinstance(app.screen, NewSessionScreen) else None,
+        )
+        assert form.query_one("#model", Input).value == "deep"
+        await pilot.click("#start")
+        row = await until(
+            pilot,
+            "the session, started at the owner from the discussion",
+            lambda: next((r for r in owner.sup.list() if r.discussion_id == held.id), None),
+        )
+        await until(pilot, "the task used up at the owner", lambda: held.prepared_task is None)
+        assert row.model == "deep"
+    await owner.call(discussions.close_all())
