@@ -66,6 +66,10 @@ def site() -> Iterator[tuple[OwnerThread, Discussions, Path]]:
     shutil.rmtree(root, ignore_errors=True)
 
 
+def spent(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
+    return {k: n - before.get(k, 0) for k, n in after.items() if n != before.get(k, 0)}
+
+
 def said(screen: DiscussScreen, text: str) -> bool:
     log = screen.query_one("#discuss-log", RichLog)
     return any(text in line.text for line in log.lines)
@@ -105,23 +109,32 @@ async def test_two_attached_consoles_see_each_others_turns_and_lose_none(
     monkeypatch.setattr(Discussions, "__init__", spy)
 
     state = owner.sup.state_dir
-    a = CorralApp(
-        cast(Supervisor, AttachedSupervisor(state, config=fast_config())),
-        default_repo=repo,
-        attached=True,
-    )
+    owner_a = AttachedSupervisor(state, config=fast_config())
+    a = CorralApp(cast(Supervisor, owner_a), default_repo=repo, attached=True)
     b = CorralApp(
         cast(Supervisor, AttachedSupervisor(state, config=fast_config())),
         default_repo=repo,
         attached=True,
     )
     async with a.run_test(size=(120, 34)) as pa, b.run_test(size=(120, 34)) as pb:
+        await until(pa, "A's board", lambda: board_of(a))
+        before = owner_a.requests
         on_a = await open_discussion(a, pa)
+        await pa.pause(0.3)
+        # opening: which discussion is the repository's newest, resume it, follow it
+        assert spent(before, owner_a.requests) == {
+            "discussions_list": 1,
+            "discussion_resume": 1,
+            "discussion_subscribe": 1,
+        }
         on_b = await open_discussion(b, pb)
         assert on_a.discussion is not None and on_b.discussion is not None
         assert on_a.discussion.id == on_b.discussion.id == did  # both resumed the saved one
 
+        before = owner_a.requests
         await say(pa, "from console A", "an answer to A", on_a, on_b)
+        # the turn came back on the stream: one request sent it, none polled for it
+        assert spent(before, owner_a.requests) == {"discussion_send": 1}
         await say(pb, "from console B", "an answer to B", on_b, on_a)
         await owner.call(discussions.get(did).wait())
 
