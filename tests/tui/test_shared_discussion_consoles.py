@@ -30,7 +30,6 @@ from corral.supervisor.llm.chain import ModelChain
 from corral.supervisor.remote import AttachedSupervisor
 from corral.tui.app import CorralApp
 from corral.tui.screens.discuss import DiscussScreen
-from corral.tui.screens.new_session import NewSessionScreen
 from tests.conftest import fast_config, hello_contract, init_repo
 from tests.fakes.scripted import ScriptedDrafter, ScriptedEngine, ScriptedEngines
 from tests.fakes.scripted_llm import ScriptedProvider
@@ -38,6 +37,7 @@ from tests.integration.test_shared_discussion import consoles_said
 
 from .conftest import board_of, until
 from .test_attached_console import OwnerThread
+from .test_model_fields import refuse_then_pin, start_from_the_form
 
 pytestmark = [pytest.mark.slow]
 
@@ -64,6 +64,19 @@ def site() -> Iterator[tuple[OwnerThread, Discussions, Path]]:
     owner.run(discussions.close_all())
     owner.stop()
     shutil.rmtree(root, ignore_errors=True)
+
+
+def stores_built(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """Every discussion store built in this process from now on."""
+    built: list[object] = []
+    made = Discussions.__init__
+
+    def spy(self: Discussions, *args: Any, **kwargs: Any) -> None:
+        built.append(args)
+        made(self, *args, **kwargs)
+
+    monkeypatch.setattr(Discussions, "__init__", spy)
+    return built
 
 
 def spent(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
@@ -99,14 +112,7 @@ async def test_two_attached_consoles_see_each_others_turns_and_lose_none(
 
     # from here on only the owner holds discussions: a console that builds its
     # own store over the owner's state dir is the bug
-    built: list[object] = []
-    made = Discussions.__init__
-
-    def spy(self: Discussions, *args: Any, **kwargs: Any) -> None:
-        built.append(args)
-        made(self, *args, **kwargs)
-
-    monkeypatch.setattr(Discussions, "__init__", spy)
+    built = stores_built(monkeypatch)
 
     state = owner.sup.state_dir
     owner_a = AttachedSupervisor(state, config=fast_config())
@@ -139,18 +145,26 @@ async def test_two_attached_consoles_see_each_others_turns_and_lose_none(
         await owner.call(discussions.get(did).wait())
 
     assert built == [], "an attached console built its own discussion store"
-    assert consoles_said(discussions, did) == ["from console A", "from console B"]
+    assert consoles_said(discussions.store_dir / f"{did}.json") == [
+        "from console A",
+        "from console B",
+    ]
 
 
 async def say(pilot: Any, text: str, answer: str, *screens: DiscussScreen) -> None:
     """Type `text` on the first screen's console, then wait until every
     screen shows it and the assistant's `answer`."""
     await pilot.press(*text, "enter")
+    await shown(pilot, screens, text, answer)
+
+
+async def shown(pilot: Any, screens: tuple[DiscussScreen, ...], *texts: str) -> None:
+    """Until every screen's transcript holds every one of `texts`."""
     for screen in screens:
         await until(
             pilot,
-            f"{text!r} and its answer on every console",
-            lambda s=screen: said(s, text) and said(s, answer),
+            f"{texts!r} on every console",
+            lambda s=screen: all(said(s, text) for text in texts),
         )
 
 
@@ -229,35 +243,17 @@ async def test_an_attached_console_pins_prepares_and_starts_through_the_owner(
     owner.services.control.discussions = discussions  # what the owner serves from now on
     attached = AttachedSupervisor(owner.sup.state_dir, config=fast_config())
     app = CorralApp(cast(Supervisor, attached), default_repo=repo, attached=True)
-    notes: list[str] = []
     async with app.run_test(size=(140, 40)) as pilot:
         screen = await open_discussion(app, pilot)
         assert screen.discussion is not None
         held = discussions.get(screen.discussion.id)  # the owner's one copy
-        app.notify = lambda message, **_kw: notes.append(str(message))  # type: ignore[method-assign]
-        field = screen.query_one("#discuss-model", Input)
-
-        field.focus()
-        await pilot.press(*"plain", "enter")
-        await until(pilot, "the owner's refusal", lambda: any("cannot call" in n for n in notes))
-        assert held.model is None and field.value == ""
-        field.focus()
-        await pilot.press(*"deep", "enter")
-        await until(pilot, "the owner's pin", lambda: held.model == "deep")
-        await until(pilot, "the field to show it", lambda: field.value == "deep")
+        await refuse_then_pin(app, pilot, screen, lambda: held.model)
 
         screen.query_one("#discuss-input", Input).focus()
         await pilot.press(*"plan it", "enter")
         await until(pilot, "the prepared task", lambda: screen.discussion.prepared_task)
         assert held.prepared_task is not None
-        await pilot.press("ctrl+o")
-        form = await until(
-            pilot,
-            "the form",
-            lambda: app.screen if isinstance(app.screen, NewSessionScreen) else None,
-        )
-        assert form.query_one("#model", Input).value == "deep"
-        await pilot.click("#start")
+        await start_from_the_form(app, pilot, pinned="deep")
         row = await until(
             pilot,
             "the session, started at the owner from the discussion",
