@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from .client import AsyncControlClient
 
 Json = dict[str, Any]
+GONE = "the owner of this state dir went away"
 
 
 class DiscussionHandle(Protocol):
@@ -189,7 +190,8 @@ class AttachedDiscussion:
         from ..discuss.discussion_events import DiscussTaskPreparedEvent, DiscussUserMessageEvent
 
         while True:
-            sub = await self.owner.client().subscribe_discussion(self.id, from_seq)
+            client = self.owner.client()
+            sub = await client.subscribe_discussion(self.id, from_seq)
             try:
                 async for event in sub:
                     if isinstance(event, DiscussTaskPreparedEvent):
@@ -198,7 +200,9 @@ class AttachedDiscussion:
                     elif isinstance(event, DiscussUserMessageEvent) and not event.data.replayed:
                         self.prepared_task = None  # a new turn drops the task (as the owner does)
                     yield event
-                return  # the owner closed it (the discussion closed, or the owner left)
+                if not client.connected:  # said, not left as a transcript that stopped
+                    raise OwnerGone(f"{GONE}: this discussion is no longer followed")
+                return  # the owner closed the discussion
             except SubscriptionDropped:
                 from_seq = sub.last_seq + 1
             finally:

@@ -29,7 +29,9 @@ pytestmark = [pytest.mark.slow]
 
 
 @pytest.fixture
-def owner(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path]]:
+def owner(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[Path, Path, subprocess.Popen[str]]]:
     """A `corral serve` whose discussions answer through a fake model."""
     site = Path(tmp_path_factory.mktemp("sv"))
     repo = init_repo(site / "repo")
@@ -42,9 +44,10 @@ def owner(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path
         )
         proc = serve(site, CORRAL_CONFIG=str(config), FAKE_MODEL_KEY="sk-fake")
         try:
-            yield site, repo
+            yield site, repo, proc
         finally:
-            proc.send_signal(signal.SIGTERM)
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
             try:
                 proc.communicate(timeout=30)
             except subprocess.TimeoutExpired:
@@ -53,9 +56,9 @@ def owner(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path
 
 
 async def test_two_consoles_on_a_real_owner_share_one_discussion(
-    owner: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+    owner: tuple[Path, Path, subprocess.Popen[str]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    site, repo = owner
+    site, repo, proc = owner
     for name, value in env_for(site).items():
         monkeypatch.setenv(name, value)
     built = stores_built(monkeypatch)
@@ -80,6 +83,9 @@ async def test_two_consoles_on_a_real_owner_share_one_discussion(
         did = on_a.discussion.id
         record = site / "home" / "discussions" / f"{did}.json"
         await until(pa, "both turns saved by the owner", lambda: len(consoles_said(record)) == 2)
+
+        proc.kill()  # the owner dies: each discussion screen says so, none goes quiet
+        await shown(pa, (on_a, on_b), "went away: this discussion is no longer followed")
 
     assert built == [], "a console built its own discussion store"
     assert consoles_said(record) == ["from console A", "from console B"]
