@@ -1079,8 +1079,15 @@ async def _discussion_model(conn: _Connection, _id: Any, a: p.DiscussionModelPar
 
 async def _discussion_link(conn: _Connection, _id: Any, a: p.DiscussionLinkParams) -> Any:
     """A session was started from the discussion's prepared task: the task is
-    used up (the supervisor linked the session when it started it)."""
-    _discussions(conn).get(a.discussion_id).link_session(a.session_id)
+    used up (the supervisor linked the session when it started it). Refused
+    for a session the owner did not start from this discussion."""
+    discussion = _discussions(conn).get(a.discussion_id)
+    if conn.sup.get(a.session_id).session.discussion_id != a.discussion_id:
+        raise CorralError(
+            f"session {a.session_id} was not started from discussion {a.discussion_id}, so "
+            "its prepared task stays; start the task from the discussion to use it"
+        )
+    discussion.link_session(a.session_id)
     return {"linked": True}
 
 
