@@ -11,6 +11,7 @@ the owner's stream."""
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 import tempfile
 import time
@@ -22,12 +23,15 @@ import pytest
 from textual.widgets import Input, RichLog
 
 from corral.supervisor.api import Supervisor
+from corral.supervisor.control import protocol as p
 from corral.supervisor.control.client import STALLED
-from corral.supervisor.discuss import Discussions
+from corral.supervisor.control.surface import Calls
+from corral.supervisor.discuss import Discussions, DiscussUserMessageEvent
 from corral.supervisor.llm.base import ToolCall, Turn
 from corral.supervisor.llm.catalog import ModelEntry
 from corral.supervisor.llm.chain import ModelChain
-from corral.supervisor.remote import AttachedSupervisor
+from corral.supervisor.paths import control_socket
+from corral.supervisor.remote import AsyncControlClient, AttachedSupervisor, OwnerServices
 from corral.tui.app import CorralApp
 from corral.tui.screens.discuss import DiscussScreen
 from tests.conftest import fast_config, hello_contract, init_repo
@@ -89,7 +93,7 @@ def said(screen: DiscussScreen, text: str) -> bool:
 
 
 async def open_discussion(app: CorralApp, pilot: Any) -> DiscussScreen:
-    await until(pilot, "the board", lambda: board_of(app))
+    await until(pilot, "the board, its owner open", lambda: board_of(app) and app.opened.is_set())
     await pilot.press("d")
     return await until(
         pilot,
@@ -262,3 +266,59 @@ async def test_an_attached_console_pins_prepares_and_starts_through_the_owner(
         await until(pilot, "the task used up at the owner", lambda: held.prepared_task is None)
         assert row.model == "deep"
     await owner.call(discussions.close_all())
+
+
+async def test_the_owning_console_and_a_socket_client_share_one_discussion() -> None:
+    """The console that owns the state dir reaches its discussions through
+    the same surface, over the very store its socket serves: a client on the
+    socket and the console's `d` screen see each other's turns."""
+    root = Path(tempfile.mkdtemp(prefix="so", dir="/tmp"))  # a short socket path
+    try:
+        repo = init_repo(root / "repo")
+        sup = Supervisor(
+            root / "state",
+            drafter=ScriptedDrafter([]),
+            engines=ScriptedEngines(ScriptedEngine([])),
+            config=fast_config(),
+        )
+        app = CorralApp(sup, default_repo=repo)
+        app.owned_discussions = discussions = Discussions(
+            root / "state", ScriptedProvider([Turn("an answer to A"), Turn("an answer to B")])
+        )
+        app.serve_with = lambda: OwnerServices(
+            sup, discussions=lambda: app.owned_discussions, mcp_http=False
+        )
+        async with app.run_test(size=(120, 34)) as pilot:
+            screen = await open_discussion(app, pilot)  # none saved: the console starts one
+            assert screen.discussion is not None
+            did = screen.discussion.id
+            await until(
+                pilot, "the console's socket", lambda: control_socket(sup.state_dir).exists()
+            )
+            client = await AsyncControlClient.connect(sup.state_dir)
+            try:
+                which = p.DiscussionParams(discussion_id=did)
+                assert (await client.request(Calls.discussion_resume, which))[
+                    "discussion_id"
+                ] == did
+                stream = await client.subscribe_discussion(did)
+                await say(pilot, "from console A", "an answer to A", screen)
+                told = p.DiscussionSendParams(discussion_id=did, text="from console B")
+                await client.request(Calls.discussion_send, told)
+                await shown(pilot, (screen,), "from console B", "an answer to B")
+                heard: list[str] = []  # what the socket's stream carried, in order
+                while len(heard) < 2:
+                    event = await asyncio.wait_for(stream.get(), 10)
+                    if isinstance(event, DiscussUserMessageEvent):
+                        heard.append(event.data.text)
+                assert heard == ["from console A", "from console B"]
+                stream.close()
+            finally:
+                await client.close()
+            await discussions.get(did).wait()
+        assert consoles_said(discussions.store_dir / f"{did}.json") == [
+            "from console A",
+            "from console B",
+        ]
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
