@@ -23,6 +23,12 @@ if TYPE_CHECKING:
         OwnerStalled,
         owner_running,
     )
+    from .control.discussions import (
+        AttachedDiscussions,
+        DiscussionHandle,
+        DiscussionsSurface,
+        OwnedDiscussions,
+    )
     from .control.handles import AssistantTools, CallerPolicy, RunBounds
     from .control.owner import OwnerServices
     from .control.protocol import (
@@ -38,12 +44,16 @@ __all__ = [
     "PROTOCOL",
     "AssistantTools",
     "AsyncControlClient",
+    "AttachedDiscussions",
     "AttachedSupervisor",
     "CallerPolicy",
     "Calls",
     "ControlClient",
     "ControlError",
+    "DiscussionHandle",
+    "DiscussionsSurface",
     "NoOwner",
+    "OwnedDiscussions",
     "OwnerGone",
     "OwnerServices",
     "OwnerStalled",
@@ -66,6 +76,11 @@ _ON_FIRST_USE = {  # name → the control module that defines it
     "OwnerGone": "client",
     "OwnerStalled": "client",
     "owner_running": "client",
+    # a console's discussions, the owner's whichever process owns
+    "AttachedDiscussions": "discussions",
+    "DiscussionHandle": "discussions",
+    "DiscussionsSurface": "discussions",
+    "OwnedDiscussions": "discussions",
     "AssistantTools": "handles",
     "CallerPolicy": "handles",
     "RunBounds": "handles",

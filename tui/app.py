@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from corral.supervisor.api import Notice
     from corral.supervisor.interface import Discussions
     from corral.supervisor.models import SessionSummary
-    from corral.supervisor.remote import OwnerServices, OwnerSurface
+    from corral.supervisor.remote import DiscussionsSurface, OwnerServices, OwnerSurface
 
 MIN_WIDTH, MIN_HEIGHT = 80, 24
 BOARD_SHOWN_WAIT = 3.0  # seconds the socket and MCP wait at most for the first board frame
@@ -95,7 +95,9 @@ class CorralApp(ConsoleApp):
         self.mount_done = False  # Textual writes no frame until the mount handler returned
         self._calls: set[asyncio.Task[Any]] = set()
         self.startup_error: str | None = None
-        self._discussions: Discussions | None = None
+        # the owner's discussions as this console reaches them (see `discussions`)
+        self._discussions: DiscussionsSurface | None = None
+        self._owned_discussions: Discussions | None = None  # only when this console owns
         # the supervisor has opened: until then the board shows the stored rows
         # (`first_rows`), says "opening…", and offers no key that needs it
         self.opened = asyncio.Event()
@@ -402,16 +404,38 @@ class CorralApp(ConsoleApp):
         return not (action == "help" and getattr(self.focused, "TAKES_KEYS", False))
 
     @property
-    def discussions(self) -> Discussions:
-        """Made on first use: the discussion code and the model configuration
-        are not needed for the board's first paint."""
+    def discussions(self) -> DiscussionsSurface:
+        """The owner's discussions, through the owner whichever process it
+        is: over the socket when attached (the console never keeps a copy
+        of another process's discussions: two copies lose a turn), else the
+        ones this console owns and its socket serves. Made on first use."""
         if self._discussions is None:
-            self._discussions = self._make_discussions()
+            from corral.supervisor.remote import AttachedSupervisor, OwnedDiscussions
+
+            owner = self.supervisor
+            if self.attached:
+                if not isinstance(owner, AttachedSupervisor):
+                    raise CorralError("an attached console needs its owner's AttachedSupervisor")
+                self._discussions = owner.discussions
+            else:
+                self._discussions = OwnedDiscussions(self.owned_discussions)
         return self._discussions
 
-    @discussions.setter
-    def discussions(self, value: Discussions) -> None:
-        self._discussions = value
+    @property
+    def owned_discussions(self) -> Discussions:
+        """The discussions this console owns (it owns the state dir): made on
+        first use, since the discussion code and the model configuration are
+        not needed for the board's first paint; what its socket serves."""
+        if self.attached:
+            raise CorralError("an attached console's discussions are its owner's")
+        if self._owned_discussions is None:
+            self._owned_discussions = self._make_discussions()
+        return self._owned_discussions
+
+    @owned_discussions.setter
+    def owned_discussions(self, value: Discussions) -> None:
+        self._owned_discussions = value
+        self._discussions = None
 
     def report_unexpected(self, where: str, exc: BaseException) -> None:
         """A bug, not a refusal: logged with its traceback, shown as one
@@ -435,9 +459,10 @@ class CorralApp(ConsoleApp):
         return discussions
 
     def _reap_discussions(self) -> None:
-        """Discussions idle for an hour close (they stay resumable)."""
-        if self._discussions is not None:
-            self._discussions.reap_idle()
+        """Discussions idle for an hour close (they stay resumable); the
+        owner's own, when this console is it."""
+        if self._owned_discussions is not None:
+            self._owned_discussions.reap_idle()
 
     def notify(
         self,

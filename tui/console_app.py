@@ -15,9 +15,8 @@ from textual.app import App
 from .session_actions import SessionActions
 
 if TYPE_CHECKING:
-    from corral.supervisor.interface import Discussions
     from corral.supervisor.models import SessionSummary
-    from corral.supervisor.remote import OwnerSurface
+    from corral.supervisor.remote import DiscussionsSurface, OwnerSurface
 
 
 class ConsoleApp(App[None]):
@@ -42,7 +41,8 @@ class ConsoleApp(App[None]):
         raise NotImplementedError
 
     @property
-    def discussions(self) -> Discussions:
+    def discussions(self) -> DiscussionsSurface:
+        """The owner's discussions (never a copy of another process's)."""
         raise NotImplementedError
 
     def host_names(self) -> list[str]:

@@ -16,8 +16,9 @@ What remains synchronous (`rename`, `archive`, `set_foreman_split`,
 `engine_refusal`, `attach_argv`, `journal_path`, a detail not mirrored yet)
 is one round trip on a second connection with a short timeout, refused at
 once while the owner is stalled; the console calls them off its UI loop or
-from a key press, never per repaint. Actions are the owner's calls. Its
-discussions are its own, not the owner's.
+from a key press, never per repaint. Actions are the owner's calls, and
+so are its discussions (`discussions`: the owner holds each one once; the
+console follows its events on the owner's stream).
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ from ..session.board import BoardFeed, WatchDropped, Watcher
 from ..session.journal import Subscription
 from ..states import CoderState, NeedsYou
 from .client import STALLED, AsyncControlClient, ControlClient, OwnerGone, OwnerStalled
+from .discussions import AttachedDiscussions
 from .protocol import (
     AdoptableParams,
     AdoptParams,
@@ -284,6 +286,11 @@ class AttachedSupervisor:
         if self._async is None:
             raise CorralError("not attached to the owner: call open() first")
         return self._async
+
+    @property
+    def discussions(self) -> AttachedDiscussions:
+        """The owner's discussions, reached over this console's connection."""
+        return AttachedDiscussions(self)
 
     # -- reading -----------------------------------------------------------------------
 

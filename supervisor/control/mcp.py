@@ -145,17 +145,30 @@ def build_mcp_server(
         except CorralError as exc:
             raise ToolError(str(exc)) from None
 
-    @server.tool(
-        name="assistant_start",
-        description=START_DESCRIPTION,
-        annotations=ToolAnnotations(
-            read_only_hint=False,
-            destructive_hint=True,
-            idempotent_hint=False,
-            open_world_hint=True,
-        ),
-        structured_output=False,
-    )
+    def tool(
+        name: str,
+        description: str,
+        *,
+        writes: bool = True,
+        destroys: bool = False,
+        repeats: bool = True,
+        reaches_out: bool = False,
+    ) -> Callable[[Callable[..., Awaitable[str]]], Any]:
+        """One tool's registration: what it may do to the world, as the MCP
+        annotations say it (`writes` False: read-only; `repeats`: idempotent)."""
+        return server.tool(
+            name=name,
+            description=description,
+            annotations=ToolAnnotations(
+                read_only_hint=not writes,
+                destructive_hint=destroys,
+                idempotent_hint=repeats,
+                open_world_hint=reaches_out,
+            ),
+            structured_output=False,
+        )
+
+    @tool("assistant_start", START_DESCRIPTION, destroys=True, repeats=False, reaches_out=True)
     async def assistant_start(
         intent: str,
         repo: str,
@@ -180,70 +193,34 @@ def build_mcp_server(
         )
         return await answered(Calls.assistant_start, lambda: tools.start(args, caller()))
 
-    @server.tool(
-        name="assistant_poll",
-        description=POLL_DESCRIPTION,
-        annotations=ToolAnnotations(
-            read_only_hint=True,
-            destructive_hint=False,
-            idempotent_hint=True,
-            open_world_hint=False,
-        ),
-        structured_output=False,
-    )
+    @tool("assistant_poll", POLL_DESCRIPTION, writes=False)
     async def assistant_poll(run_id: str, since_seq: int = 0) -> str:
         args = PollArgs(run_id=run_id, since_seq=since_seq)
         return await answered(Calls.assistant_poll, lambda: tools.poll(args.run_id, args.since_seq))
 
-    @server.tool(
-        name="assistant_cancel",
-        description=CANCEL_DESCRIPTION,
-        annotations=ToolAnnotations(
-            read_only_hint=False,
-            destructive_hint=False,
-            idempotent_hint=True,
-            open_world_hint=False,
-        ),
-        structured_output=False,
-    )
+    @tool("assistant_cancel", CANCEL_DESCRIPTION)
     async def assistant_cancel(run_id: str) -> str:
         args = CancelArgs(run_id=run_id)
         return await answered(Calls.assistant_cancel, lambda: tools.cancel(args.run_id, caller()))
 
-    read_only = ToolAnnotations(
-        read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
-    )
-
-    @server.tool(
-        name="sessions_list",
-        description="Every corral session on the owner's board (read-only), most recent first.",
-        annotations=read_only,
-        structured_output=False,
+    @tool(
+        "sessions_list",
+        "Every corral session on the owner's board (read-only), most recent first.",
+        writes=False,
     )
     async def sessions_list() -> str:
         return await answered(Calls.list, tools.sessions_list)
 
-    @server.tool(
-        name="session_get",
-        description="One corral session in full (read-only): its state, contract, checks, "
+    @tool(
+        "session_get",
+        "One corral session in full (read-only): its state, contract, checks, "
         "diff summary and what it needs from the operator.",
-        annotations=read_only,
-        structured_output=False,
+        writes=False,
     )
     async def session_get(session_id: str) -> str:
         return await answered(Calls.get, lambda: tools.session_get(session_id), session_id)
 
-    @server.tool(
-        name="report_impossible",
-        description=IMPOSSIBLE_DESCRIPTION,
-        annotations=ToolAnnotations(
-            read_only_hint=False,
-            destructive_hint=False,
-            idempotent_hint=True,
-            open_world_hint=False,
-        ),
-        structured_output=False,
-    )
+    @tool("report_impossible", IMPOSSIBLE_DESCRIPTION)
     async def report_impossible(reason: str) -> str:
         me = caller()
         own = me.session_id if isinstance(me, Agent) else None

@@ -339,6 +339,16 @@ class DiscussionSendParams(_Params):
     text: str
 
 
+class DiscussionModelParams(_Params):
+    discussion_id: str
+    model: str | None = None  # blank or `auto`: no pin (the default order)
+
+
+class DiscussionLinkParams(_Params):
+    discussion_id: str
+    session_id: str  # the session just started from the discussion's prepared task
+
+
 # the assistant tools' arguments (MCP callers add fields of their own: ignored)
 
 

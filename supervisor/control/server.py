@@ -606,8 +606,17 @@ class _Connection:
 
     # -- streams ------------------------------------------------------------------------
 
-    async def pump_events(self, stream: Any, sub: Subscription[CoderEvent]) -> None:
-        head = p.EVENT_HEAD + to_json(stream) + p.EVENT_MID
+    async def pump(
+        self,
+        stream: Any,
+        sub: Subscription[Any],
+        send: Callable[[list[Any]], Awaitable[None]],
+        *,
+        closed: str,
+    ) -> None:
+        """A subscription's events to this client, a batch a `send`, until it
+        ends (`stream_end` says why: `closed` or fallen behind) or the client
+        goes. A session's stream and a discussion's share it."""
         try:
             while not self.gone:
                 try:
@@ -616,37 +625,39 @@ class _Connection:
                     await self._end(stream, "dropped", str(exc), sub.last_seq + 1)
                     return
                 except SubscriptionClosed:
-                    await self._end(stream, "closed", "the session left memory", None)
+                    await self._end(stream, "closed", closed, None)
                     return
-                batch = [first, *sub.get_nowait()]
-                seen = [_as_seen(self, p.event_row(e)) for e in batch]
-                await self.send_raw(
-                    b"".join(head + to_json(row, fallback=str) + b"}}\n" for row in seen)
-                )
+                await send([first, *sub.get_nowait()])
         finally:
             sub.close()
             self.streams.pop(stream, None)
 
+    async def pump_events(self, stream: Any, sub: Subscription[CoderEvent]) -> None:
+        head = p.EVENT_HEAD + to_json(stream) + p.EVENT_MID
+
+        async def send(batch: list[CoderEvent]) -> None:
+            seen = [_as_seen(self, p.event_row(e)) for e in batch]
+            await self.send_raw(
+                b"".join(head + to_json(row, fallback=str) + b"}}\n" for row in seen)
+            )
+
+        await self.pump(stream, sub, send, closed="the session left memory")
+
     async def pump_discussion(self, stream: Any, sub: Subscription[Any]) -> None:
-        """A discussion's events to this client, a batch a write."""
-        try:
-            while not self.gone:
-                try:
-                    first = await sub.get()
-                except SubscriptionDropped as exc:
-                    await self._end(stream, "dropped", str(exc), sub.last_seq + 1)
-                    return
-                except SubscriptionClosed:
-                    await self._end(stream, "closed", "the discussion was closed", None)
-                    return
-                for event in [first, *sub.get_nowait()]:
-                    await self.send_notification(
-                        "discussion_event",
-                        {"stream": stream, "event": event.model_dump(mode="json")},
+        """A discussion's events to this client: every client's turns and the
+        assistant's replies, one write a batch."""
+
+        async def send(batch: list[Any]) -> None:
+            await self.send_raw(
+                b"".join(
+                    _notification(
+                        "discussion_event", {"stream": stream, "event": e.model_dump(mode="json")}
                     )
-        finally:
-            sub.close()
-            self.streams.pop(stream, None)
+                    for e in batch
+                )
+            )
+
+        await self.pump(stream, sub, send, closed="the discussion was closed")
 
     async def pump_board(self, stream: Any, watcher: Watcher) -> None:
         try:
@@ -664,15 +675,18 @@ class _Connection:
             self.streams.pop(stream, None)
 
     async def send_notification(self, method: str, params: dict[str, Any]) -> None:
-        await self.send_raw(
-            to_json({"jsonrpc": "2.0", "method": method, "params": params}, fallback=str) + b"\n"
-        )
+        await self.send_raw(_notification(method, params))
 
     async def _end(self, stream: Any, reason: str, message: str, resume: int | None) -> None:
         await self.send_notification(
             "stream_end",
             {"stream": stream, "reason": reason, "message": message, "resume_from": resume},
         )
+
+
+def _notification(method: str, params: dict[str, Any]) -> bytes:
+    """One JSON-RPC notification, as a line."""
+    return to_json({"jsonrpc": "2.0", "method": method, "params": params}, fallback=str) + b"\n"
 
 
 # --- the methods: each mirrors one facade call ------------------------------------------
@@ -1051,6 +1065,32 @@ async def _discussion_send(conn: _Connection, _id: Any, a: p.DiscussionSendParam
     return {"seq": await discussion.send(a.text)}
 
 
+async def _discussion_cancel(conn: _Connection, _id: Any, a: p.DiscussionParams) -> Any:
+    """Stop the reply in flight (it still ends with `turn_complete`)."""
+    return {"cancelled": _discussions(conn).get(a.discussion_id).cancel()}
+
+
+async def _discussion_model(conn: _Connection, _id: Any, a: p.DiscussionModelParams) -> Any:
+    """Pin the discussion's model (blank or `auto`: none); refused while it answers."""
+    discussion = _discussions(conn).get(a.discussion_id)
+    discussion.choose_model(a.model)
+    return {"model": discussion.model}
+
+
+async def _discussion_link(conn: _Connection, _id: Any, a: p.DiscussionLinkParams) -> Any:
+    """A session was started from the discussion's prepared task: the task is
+    used up (the supervisor linked the session when it started it). Refused
+    for a session the owner did not start from this discussion."""
+    discussion = _discussions(conn).get(a.discussion_id)
+    if conn.sup.get(a.session_id).session.discussion_id != a.discussion_id:
+        raise CorralError(
+            f"session {a.session_id} was not started from discussion {a.discussion_id}, so "
+            "its prepared task stays; start the task from the discussion to use it"
+        )
+    discussion.link_session(a.session_id)
+    return {"linked": True}
+
+
 async def _discussion_promote(conn: _Connection, _id: Any, a: p.DiscussionParams) -> Any:
     prepared = await _discussions(conn).get(a.discussion_id).promote()
     return prepared.to_dict()
@@ -1144,6 +1184,9 @@ def _methods() -> dict[str, Method]:
         serve(c.discussion_resume, _discussion_resume),
         serve(c.discussion_subscribe, _discussion_subscribe),
         serve(c.discussion_send, _discussion_send),
+        serve(c.discussion_cancel, _discussion_cancel),
+        serve(c.discussion_model, _discussion_model),
+        serve(c.discussion_link, _discussion_link),
         serve(c.discussion_promote, _discussion_promote),
         serve(c.discussion_close, _discussion_close),
         serve(c.assistant_start, _assistant_start),

@@ -283,6 +283,15 @@ class Calls:
     discussion_send: Call[p.DiscussionSendParams, dict[str, int]] = _person(
         p.DiscussionSendParams, dict[str, int], "speak in the operator's discussion"
     )
+    discussion_cancel: Call[p.DiscussionParams, dict[str, bool]] = _person(
+        p.DiscussionParams, dict[str, bool], "stop a discussion's reply"
+    )
+    discussion_model: Call[p.DiscussionModelParams, dict[str, str | None]] = _person(
+        p.DiscussionModelParams, dict[str, str | None], "pin a discussion's model"
+    )
+    discussion_link: Call[p.DiscussionLinkParams, dict[str, bool]] = _person(
+        p.DiscussionLinkParams, dict[str, bool], "start a discussion's prepared task"
+    )
     discussion_promote: Call[p.DiscussionParams, Json] = _person(
         p.DiscussionParams, Json, "turn a discussion into a task"
     )

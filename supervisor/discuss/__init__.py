@@ -45,7 +45,9 @@ Deliberate departures from the seed, for a single-process console:
 - `web_search` / `http_request` are not offered (nothing can leave the machine
   through a discussion); the advertised tools are the four read tools plus
   `prepare_coding_task`.
-- There is one owner (the app), so there is no per-connection ownership;
+- There is one owner (the process that owns the state dir; every console,
+  its own or an attached one, reaches the discussions through it:
+  `control/discussions.py`), so there is no per-connection ownership;
   `resume()` of a discussion that is already open returns the open one.
 - `promote()` and `edit_prepared()` also emit `task_prepared` (with a
   `source`), so a review panel has one event to follow.

@@ -55,11 +55,12 @@ def corral(site: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def serve(site: Path) -> subprocess.Popen[str]:
+def serve(site: Path, **env: str) -> subprocess.Popen[str]:
+    """A `corral serve` owning `site`'s state dir (`env`: more variables)."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "corral.tui.cli", "serve"],
         cwd=str(site),
-        env=env_for(site),
+        env={**env_for(site), **env},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -12,10 +12,13 @@ import asyncio
 import json
 from pathlib import Path
 
+import pytest
+
 from corral.supervisor.control import protocol as p
 from corral.supervisor.control.surface import Calls
 from corral.supervisor.discuss import Discussions
 from corral.supervisor.discuss.discussion_events import DiscussEvent
+from corral.supervisor.errors import CorralError
 from corral.supervisor.llm.base import Turn
 from corral.supervisor.remote import AsyncControlClient, OwnerServices
 from corral.supervisor.session.journal import Subscription
@@ -75,9 +78,45 @@ async def test_two_clients_on_one_discussion_see_each_others_turns_and_keep_both
         await b.close()
         await services.close()
         await discussions.close_all()
-    saved = json.loads((discussions.store_dir / f"{did}.json").read_text(encoding="utf-8"))
-    users = [m["content"] for m in saved["messages"] if m["role"] == "user"]
-    assert [u for u in users if u.startswith("from console")] == [
+    assert consoles_said(discussions.store_dir / f"{did}.json") == [
         "from console A",
         "from console B",
-    ], users
+    ]
+
+
+def consoles_said(record: Path) -> list[str]:
+    """The consoles' turns in a discussion's saved record, in order (none
+    while the owner has not saved it)."""
+    try:
+        saved = json.loads(record.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    users = [str(m["content"]) for m in saved["messages"] if m["role"] == "user"]
+    return [u for u in users if u.startswith("from console")]
+
+
+async def test_a_prepared_task_is_used_up_only_by_a_session_started_from_it(
+    make_supervisor: SupervisorFactory, short_state: Path, repo: Path
+) -> None:
+    """`discussion_link` says a session was started from the discussion's
+    prepared task: the owner checks that it was before it drops the task."""
+    sup = await make_supervisor(state=short_state)
+    discussions = Discussions(short_state, ScriptedProvider([]))
+    services = OwnerServices(sup, discussions=discussions, mcp_http=False)
+    await services.start()
+    held = await discussions.start(repo)
+    held.edit_prepared("Alpha adds a file", ["keep the API"])
+    stranger = (await sup.start("another task", repo, wait=False)).session_id
+    client = await AsyncControlClient.connect(sup.state_dir)
+    try:
+        for session_id in (stranger, "nope-0000000000000000000000"):
+            with pytest.raises(CorralError):
+                await client.request(
+                    Calls.discussion_link,
+                    p.DiscussionLinkParams(discussion_id=held.id, session_id=session_id),
+                )
+            assert held.prepared_task is not None  # the task stays
+    finally:
+        await client.close()
+        await services.close()
+        await discussions.close_all()

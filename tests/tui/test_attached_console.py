@@ -18,6 +18,7 @@ from typing import Any, TypeVar, cast
 import pytest
 
 from corral.supervisor.api import Supervisor
+from corral.supervisor.discuss import Discussions
 from corral.supervisor.remote import AttachedSupervisor, OwnerServices
 from corral.supervisor.states import CoderState
 from corral.tui.app import CorralApp
@@ -33,12 +34,12 @@ T = TypeVar("T")
 class OwnerThread:
     """An opened supervisor serving its control socket, on its own loop."""
 
-    def __init__(self, sup: Supervisor) -> None:
+    def __init__(self, sup: Supervisor, discussions: Discussions | None = None) -> None:
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.thread.start()
         self.sup = sup
-        self.services = OwnerServices(self.sup, mcp_http=False)
+        self.services = OwnerServices(self.sup, discussions=discussions, mcp_http=False)
         self.run(self.sup.open())
         self.run(self.services.start())
 

@@ -72,7 +72,7 @@ async def test_a_prepared_task_starts_a_linked_session(board_world, tmp_path: Pa
     app = CorralApp(sup, default_repo=repo, clock=lambda: FIXED_NOW)
     async with app.run_test(size=(140, 40)) as pilot:
         await board_ready(app, pilot)
-        app.discussions = Discussions(tmp_path / "state", provider)
+        app.owned_discussions = Discussions(tmp_path / "state", provider)
         screen = await open_discussion(app, pilot)
         discussion = screen.discussion
         assert discussion is not None
@@ -134,7 +134,7 @@ def test_discussion_snapshot(snap_compare, board_world, tmp_path: Path) -> None:
 
     async def ready(pilot) -> None:  # type: ignore[no-untyped-def]
         await board_ready(app, pilot)
-        app.discussions = Discussions(tmp_path / "state", provider)
+        app.owned_discussions = Discussions(tmp_path / "state", provider)
         screen = await open_discussion(app, pilot)
         await pilot.press(*"why is the importer slow?", "enter")
         # the turn's last words are in the transcript: every event before them is too
@@ -158,14 +158,14 @@ async def test_d_resumes_the_repos_saved_discussion(board_world, tmp_path: Path)
     app = CorralApp(sup, default_repo=repo, clock=lambda: FIXED_NOW)
     async with app.run_test(size=(120, 30)) as pilot:
         board = await board_ready(app, pilot)
-        app.discussions = Discussions(tmp_path / "state", provider)
+        app.owned_discussions = Discussions(tmp_path / "state", provider)
         first = await open_discussion(app, pilot)
         assert first.discussion is not None
         await pilot.press(*"hi", "enter")
         await until(pilot, "the answer", lambda: shows(first, "Hello."))
-        await first.discussion.wait()
+        await app.owned_discussions.get(first.discussion.id).wait()
         first_id = first.discussion.id
-        await app.discussions.close(first_id)
+        await app.owned_discussions.close(first_id)
         await pilot.press("escape")
         await until(pilot, "the board again", lambda: app.screen is board)
         again = await open_discussion(app, pilot)

@@ -187,7 +187,9 @@ def _screens_survive(tmp_path: Path, words: str) -> None:
             await until(pilot, "the dialog", lambda: isinstance(app.screen, ConfirmScreen))
             await assert_shown_not_obeyed(app, pilot)
             app.pop_screen()
-            app.discussions = Discussions(tmp_path / "state", ScriptedProvider([Turn(text=words)]))
+            app.owned_discussions = Discussions(
+                tmp_path / "state", ScriptedProvider([Turn(text=words)])
+            )
             app.push_screen(DiscussScreen(repo))
             talk = await until(
                 pilot,

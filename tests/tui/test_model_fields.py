@@ -5,7 +5,9 @@ answered when a key was rejected."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from textual.widgets import Input
@@ -47,44 +49,57 @@ async def test_the_discussion_model_field_pins_and_refuses_with_a_reason(
     sup, repo, _release = board_world()
     models, served = chain()
     app = CorralApp(sup, default_repo=repo, clock=lambda: FIXED_NOW)
-    notes: list[str] = []
     async with app.run_test(size=(140, 40)) as pilot:
         await board_ready(app, pilot)
-        app.discussions = Discussions(tmp_path / "state", models)
+        app.owned_discussions = Discussions(tmp_path / "state", models)
         screen = await open_discussion(app, pilot)
         discussion = screen.discussion
         assert discussion is not None
-        app.notify = lambda message, **_kw: notes.append(str(message))  # type: ignore[method-assign]
-        field = screen.query_one("#discuss-model", Input)
-
-        field.focus()
-        await pilot.press(*"plain", "enter")
-        await until(pilot, "the refusal", lambda: any("cannot call" in n for n in notes))
-        assert discussion.model is None and field.value == ""
-
-        field.focus()
-        await pilot.press(*"deep", "enter")
-        await until(pilot, "the pin", lambda: discussion.model == "deep")
+        await refuse_then_pin(app, pilot, screen, lambda: discussion.model)
         await pilot.press(*"hello", "enter")
         await until(pilot, "the answer", lambda: len(served["deep"].calls) == 1)
         assert served["fast"].calls == []
 
         # the form opened from this discussion carries its pin into the session
-        discussion.edit_prepared("Alpha adds a file", [])
-        await pilot.press("ctrl+o")
-        form = await until(
-            pilot,
-            "the form",
-            lambda: app.screen if isinstance(app.screen, NewSessionScreen) else None,
-        )
-        assert form.query_one("#model", Input).value == "deep"
-        await pilot.click("#start")
+        app.owned_discussions.get(discussion.id).edit_prepared("Alpha adds a file", [])
+        await start_from_the_form(app, pilot, pinned="deep")
         row = await until(
             pilot,
             "the pinned session",
             lambda: next((r for r in sup.list() if r.state is CoderState.CONTRACT_PROPOSED), None),
         )
         assert row.model == "deep" and row.model_pinned
+
+
+async def refuse_then_pin(
+    app: CorralApp, pilot: Any, screen: Any, model_of: Callable[[], str | None]
+) -> None:
+    """The discussion's model field: `plain` (no tools) is refused with the
+    reason and leaves no pin (`model_of()`), `deep` is pinned and shown."""
+    notes: list[str] = []
+    app.notify = lambda message, **_kw: notes.append(str(message))  # type: ignore[method-assign]
+    field = screen.query_one("#discuss-model", Input)
+    field.focus()
+    await pilot.press(*"plain", "enter")
+    await until(pilot, "the refusal", lambda: any("cannot call" in n for n in notes))
+    assert model_of() is None and field.value == ""
+    field.focus()
+    await pilot.press(*"deep", "enter")
+    await until(pilot, "the pin", lambda: model_of() == "deep")
+    await until(pilot, "the field to show it", lambda: field.value == "deep")
+
+
+async def start_from_the_form(app: CorralApp, pilot: Any, *, pinned: str) -> None:
+    """`ctrl+o` on the discussion: the new-session form, its model field
+    prefilled with the discussion's pin, started as it is."""
+    await pilot.press("ctrl+o")
+    form = await until(
+        pilot,
+        "the form",
+        lambda: app.screen if isinstance(app.screen, NewSessionScreen) else None,
+    )
+    assert form.query_one("#model", Input).value == pinned
+    await pilot.click("#start")
 
 
 def test_a_board_row_says_which_model_answered_instead() -> None:

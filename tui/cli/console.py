@@ -97,7 +97,7 @@ def run_console(repo: Path, backend: str = "tmux") -> int:
         # use, are the ones clients reach
         from corral.supervisor.remote import OwnerServices
 
-        return OwnerServices(build(), discussions=lambda: app.discussions)
+        return OwnerServices(build(), discussions=lambda: app.owned_discussions)
 
     app.serve_with = serve
     code = _launch(app)
@@ -182,7 +182,9 @@ def run_demo(pace: float = 1.0, backend: str = "tmux") -> int:
             # its socket, with CORRAL_HOME set to that dir (said at start)
             from corral.supervisor.remote import OwnerServices
 
-            return OwnerServices(supervisor, discussions=lambda: app.discussions, mcp_http=False)
+            return OwnerServices(
+                supervisor, discussions=lambda: app.owned_discussions, mcp_http=False
+            )
 
         app.serve_with = serve
         app.startup_note = (

@@ -7,6 +7,12 @@ opens prefilled, and the session is drafted with the discussion's agreed
 constraints and linked to it. Nothing here starts work by itself. The model
 field pins the discussion's model (`auto` clears it); whether a model may be
 pinned now is the supervisor's answer, shown as it gives it.
+
+The discussion is the owner's (`app.discussions`): a console attached to
+another process's owner starts, resumes and speaks in the owner's one copy,
+and its transcript is the owner's event stream, so every console on a
+discussion sees every turn. Each call to the owner runs in a worker: the
+screen never waits on it.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from corral.supervisor.interface import (
     DiscussAssistantDeltaEvent,
     DiscussAssistantMessageEvent,
     DiscussErrorEvent,
+    DiscussEvent,
     DiscussRefusalEvent,
     DiscussTaskPreparedEvent,
     DiscussToolCallEvent,
@@ -38,7 +45,7 @@ from ..guard import guarded
 from ..safe_text import safe_markup, safe_text
 
 if TYPE_CHECKING:
-    from corral.supervisor.interface import Discussion, Discussions
+    from corral.supervisor.remote import DiscussionHandle, DiscussionsSurface
 
 
 class DiscussScreen(Screen[None]):
@@ -61,7 +68,7 @@ class DiscussScreen(Screen[None]):
         self.repo = repo
         self.discussion_id = discussion_id
         self.fresh = fresh
-        self.discussion: Discussion | None = None
+        self.discussion: DiscussionHandle | None = None
         self._live = ""
 
     def compose(self) -> ComposeResult:
@@ -80,7 +87,7 @@ class DiscussScreen(Screen[None]):
         yield Footer()
 
     @property
-    def discussions(self) -> Discussions:
+    def discussions(self) -> DiscussionsSurface:
         return self.app.discussions
 
     def on_mount(self) -> None:
@@ -91,7 +98,7 @@ class DiscussScreen(Screen[None]):
     async def open_discussion(self) -> None:
         try:
             if self.discussion_id is None and not self.fresh:
-                self.discussion_id = self._latest_saved()
+                self.discussion_id = await self._latest_saved()
             if self.discussion_id:
                 self.discussion = await self.discussions.resume(self.discussion_id)
             else:
@@ -117,7 +124,6 @@ class DiscussScreen(Screen[None]):
             return
         log = self.query_one("#discuss-log", RichLog)
         live = self.query_one("#discuss-live", Static)
-        sub = self.discussion.subscribe(0)
         streamed = False
 
         def flush() -> None:
@@ -126,42 +132,48 @@ class DiscussScreen(Screen[None]):
             self._live = ""
             live.update("")
 
-        async for event in sub:
-            match event:
-                case DiscussAssistantDeltaEvent(data=delta):
-                    streamed = True
-                    self._live += delta.text
-                    live.update(safe_text(self._live, multiline=True))
-                    continue
-                case DiscussAssistantMessageEvent(data=message):
-                    if not streamed and message.text.strip():
-                        log.write(safe_text(message.text, multiline=True))
-                    flush()
-                    streamed = False
-                    continue
-            flush()  # anything else ends the streamed text so far
-            match event:
-                case DiscussUserMessageEvent(data=asked):
-                    log.write(
-                        Text("You: ", style="bold cyan") + safe_text(asked.text, multiline=True)
-                    )
-                case DiscussToolCallEvent(data=call):
-                    args = ", ".join(f"{k}={v}" for k, v in call.args.items())
-                    log.write(safe_text(f"  ⚙ {call.name} {args}"[:200], "dim"))
-                case DiscussRefusalEvent(data=refusal):
-                    log.write(safe_text(f"  ⛔ {refusal.tool} refused: {refusal.reason}", "red"))
-                case DiscussTaskPreparedEvent(data=task):
-                    self._show_task(task.intent, task.constraints)
-                case DiscussErrorEvent(data=error):
-                    log.write(safe_text(f"  {error.message}", "bold red"))
+        try:
+            async for event in self.discussion.events(0):
+                match event:
+                    case DiscussAssistantDeltaEvent(data=delta):
+                        streamed = True
+                        self._live += delta.text
+                        live.update(safe_text(self._live, multiline=True))
+                        continue
+                    case DiscussAssistantMessageEvent(data=message):
+                        if not streamed and message.text.strip():
+                            log.write(safe_text(message.text, multiline=True))
+                        flush()
+                        streamed = False
+                        continue
+                flush()  # anything else ends the streamed text so far
+                self._write(log, event)
+        except CorralError as exc:  # the owner went away, or stopped answering
+            flush()
+            log.write(safe_text(f"  {exc}", "bold red"))
 
-    def _latest_saved(self) -> str | None:
+    def _write(self, log: RichLog, event: DiscussEvent) -> None:
+        """One event (not the assistant's text) into the transcript."""
+        match event:
+            case DiscussUserMessageEvent(data=asked):
+                log.write(Text("You: ", style="bold cyan") + safe_text(asked.text, multiline=True))
+            case DiscussToolCallEvent(data=call):
+                args = ", ".join(f"{k}={v}" for k, v in call.args.items())
+                log.write(safe_text(f"  ⚙ {call.name} {args}"[:200], "dim"))
+            case DiscussRefusalEvent(data=refusal):
+                log.write(safe_text(f"  ⛔ {refusal.tool} refused: {refusal.reason}", "red"))
+            case DiscussTaskPreparedEvent(data=task):
+                self._show_task(task.intent, task.constraints)
+            case DiscussErrorEvent(data=error):
+                log.write(safe_text(f"  {error.message}", "bold red"))
+
+    async def _latest_saved(self) -> str | None:
         """Resume the newest saved discussion of this repository, if any."""
         try:
             root = str(self.repo.resolve())
             rows = [
                 r
-                for r in self.discussions.list()
+                for r in await self.discussions.list()
                 if not r.get("error") and str(r.get("repo", "")) == root
             ]
         except (OSError, CorralError):
@@ -184,36 +196,55 @@ class DiscussScreen(Screen[None]):
             )
         )
 
-    def _choose_model(self, field: Input) -> None:
-        assert self.discussion is not None
+    @work(exclusive=True, group="discuss-model")
+    @guarded("Pinning the discussion's model")
+    async def choose_model(self, name: str) -> None:
+        """The owner pins it (or refuses); the field then shows what it holds."""
+        field = self.query_one("#discuss-model", Input)
+        if self.discussion is None:
+            return
         try:
-            self.discussion.choose_model(field.value)
+            chosen = await self.discussion.choose_model(name)
         except CorralError as exc:
             field.value = self.discussion.model or ""
             self.notify(str(exc), title="Model", severity="error", timeout=10)
             return
-        field.value = self.discussion.model or ""
-        chosen = self.discussion.model
+        field.value = chosen or ""
         self.notify(f"Pinned model {chosen}" if chosen else "No pinned model: the default order")
         self.query_one("#discuss-input", Input).focus()
 
-    async def on_input_submitted(self, event: Input.Submitted) -> None:
-        if event.input.id == "discuss-model":
-            if self.discussion is not None:
-                self._choose_model(event.input)
+    @work(group="discuss-send")
+    @guarded("Sending to the discussion")
+    async def say(self, text: str) -> None:
+        """One message to the owner's discussion; its turn comes back on the
+        stream this screen follows (as every console's does)."""
+        if self.discussion is None:
             return
-        text = event.value
-        if not text.strip() or self.discussion is None:
-            return
-        event.input.value = ""
         try:
             await self.discussion.send(text)
         except CorralError as exc:
             self.notify(str(exc), severity="error", timeout=8)
 
-    def action_cancel_turn(self) -> None:
-        if self.discussion is not None:
-            self.discussion.cancel()
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.input.id == "discuss-model":
+            if self.discussion is not None:
+                self.choose_model(event.input.value)
+            return
+        text = event.value
+        if not text.strip() or self.discussion is None:
+            return
+        event.input.value = ""
+        self.say(text)
+
+    @work(group="discuss-cancel")
+    @guarded("Stopping the reply")
+    async def action_cancel_turn(self) -> None:
+        if self.discussion is None:
+            return
+        try:
+            await self.discussion.cancel()
+        except CorralError as exc:
+            self.notify(str(exc), severity="error", timeout=8)
 
     @work(exclusive=True, group="discuss-promote")
     @guarded("Promoting the discussion")

@@ -27,7 +27,7 @@ from ..console_app import ConsoleApp
 from ..safe_text import safe_content, safe_text, visible
 
 if TYPE_CHECKING:
-    from corral.supervisor.interface import Discussion
+    from corral.supervisor.remote import DiscussionHandle
 
 
 class FormScroll(VerticalScroll, can_focus=False):
@@ -56,7 +56,7 @@ class NewSessionScreen(ModalScreen[None]):
         self,
         intent: str = "",
         constraints: list[str] | None = None,
-        discussion: Discussion | None = None,
+        discussion: DiscussionHandle | None = None,
     ) -> None:
         super().__init__()
         self.intent = intent
@@ -224,8 +224,14 @@ class NewSessionScreen(ModalScreen[None]):
                 raise
             if app.screen is self:
                 self.dismiss(None)
-            if discussion is not None:
-                discussion.link_session(result.session_id)
+            if discussion is not None:  # the owner's discussion: its prepared task is used up
+                try:
+                    await discussion.link_session(result.session_id)
+                except CorralError as exc:
+                    app.notify(
+                        f"The session started; the discussion did not record it: {exc}",
+                        severity="warning",
+                    )
             for screen in app.screen_stack:
                 if isinstance(screen, SelectsStarted):  # the board
                     screen.select_when_shown(result.session_id)
