@@ -52,7 +52,7 @@ from acp.schema import (
     ToolCallUpdate,
 )
 
-from ..acp.agents import AcpAgent
+from ..acp.agents import AcpAgent, mode_model_note
 from ..acp.client import CorralClient, tool_detail
 from ..acp.contained import Contained, contained_writes, sandbox_roots
 from ..acp.files import WorktreeFiles
@@ -711,6 +711,8 @@ class AcpEngine:
             self._conv.offers.mode = mode
             self._note_offers(self._conv)
         self._emit(ConversationData(part="mode", text=mode))
+        if self._conv is not None:
+            self._say_mode_model(self._conv)
 
     def _on_options(self, options: list[Any]) -> None:
         """The agent announced its config options again (`config_option_update`)."""
@@ -751,7 +753,15 @@ class AcpEngine:
         conv.offers.mode = chosen
         self._note_offers(conv)
         self._emit(ConversationData(part="mode", text=f"{chosen} (set by the operator)"))
+        self._say_mode_model(conv)
         return chosen
+
+    def _say_mode_model(self, conv: _Conversation) -> None:
+        """Say when the agent's mode makes another model answer than the one
+        it reports (Claude Code's haiku in plan mode)."""
+        note = mode_model_note(self.agent.name, conv.offers.mode, conv.offers.model)
+        if note is not None:
+            self._emit(PlanTextData(text=note))
 
     async def set_model(self, model: str) -> str:
         """Ask the agent to switch to `model`, one it offers (`session/set_model`)."""
@@ -761,6 +771,7 @@ class AcpEngine:
         conv.offers.model = chosen
         self._note_offers(conv)
         self._emit(ConversationData(part="model", text=f"{chosen} (set by the operator)"))
+        self._say_mode_model(conv)
         return chosen
 
     async def _model_request(self, conv: _Conversation, model: str) -> None:
