@@ -175,6 +175,7 @@ class CorralClient:
         # what the agent said or did this turn (messages, thoughts, tool calls):
         # none at all is a turn its model may have refused without a reason
         self.spoken = 0
+        self.turn_began = time.time()  # when the prompt in flight was sent
         # each tool call as last described (a permission request for it may
         # carry only its raw input: the question shows the diff it concerns)
         self._calls: dict[str, ToolCallStart | ToolCallProgress] = {}
@@ -264,7 +265,7 @@ class CorralClient:
                     output=output or None,
                 )
             )
-            if update.status in DONE and started is not None:
+            if update.status in DONE:
                 self._check_shell(started, update, output)
         elif isinstance(update, AgentPlanUpdate):
             lines = [f"[{e.status}] {e.content}" for e in update.entries]
@@ -278,18 +279,22 @@ class CorralClient:
             self.on_options(list(update.config_options))
 
     def _check_shell(
-        self, started: ToolCallStart | ToolCallProgress, done: ToolCallProgress, output: str
+        self, started: ToolCallStart | ToolCallProgress | None, done: ToolCallProgress, output: str
     ) -> None:
         """After one of the agent's own shell calls: each write outside the
         worktree that corral's sandbox contained is a `blocked` event (the
-        agent was told it went well, or saw an error it may not explain)."""
-        began = self._began.pop(done.tool_call_id, None)
-        if self.contained is None or began is None:
+        agent was told it went well, or saw an error it may not explain).
+        A call first seen finished (Gemini CLI asks permission, then sends
+        only its end) counts from its permission request, else the turn's start."""
+        began = self._began.pop(done.tool_call_id, self.turn_began)
+        if self.contained is None:
             return
-        kind = done.kind or started.kind
-        command = shell_command(done.raw_input) or shell_command(started.raw_input)
+        kind = done.kind or (started.kind if started else None)
+        command = shell_command(done.raw_input) or shell_command(
+            started.raw_input if started else None
+        )
         if not command and kind in SHELL_KINDS:
-            command = done.title or started.title or ""
+            command = done.title or (started.title if started else None) or ""
         if not command:
             return
         for write in self.contained(command, output, began):
@@ -303,6 +308,7 @@ class CorralClient:
         self, options: list[PermissionOption], session_id: str, tool_call: ToolCallUpdate, **_: Any
     ) -> RequestPermissionResponse:
         self.flush()
+        self._began.setdefault(tool_call.tool_call_id, time.time())
         return await self.permission(self.described(tool_call), options)
 
     # -- files -----------------------------------------------------------------------------

@@ -35,6 +35,7 @@ import logging
 import os
 import signal
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
@@ -548,6 +549,7 @@ class AcpEngine:
             if conv.client is not None:
                 conv.client.in_turn = True
                 conv.client.spoken = 0
+                conv.client.turn_began = time.time()
             try:
                 await self._turn_of(ctx, conv, text, notes, messages)
             finally:

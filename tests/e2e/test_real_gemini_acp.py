@@ -194,3 +194,45 @@ async def test_gemini_s_refusal_reasons_reach_the_log_and_the_board(
                 assert '{"error"' not in (row.error or ""), row.error
         finally:
             await sup.close()
+
+
+@needs_gemini
+async def test_a_write_gemini_s_own_shell_makes_outside_the_worktree_is_blocked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Gemini CLI runs its shell tool itself, inside corral's sandbox: the
+    model asks for `echo pwn > <outside>` (outside the worktree, a private
+    /tmp inside the sandbox), the operator allows it, the shell succeeds in
+    there and nothing lands on the host. corral logs a typed `blocked` event
+    by its policy and the board's needs column says so."""
+    from tests.conftest import row_of
+
+    repo = init_repo(tmp_path / "repo")
+    outside = tmp_path / "outside.txt"
+    with FakeModelServer([]) as srv:
+        apply(gemini_launch(tmp_path / "gemini", srv.url, repo, None), monkeypatch, tmp_path)
+        sup = await open_sup(tmp_path, "gemini", repairs=0)
+        try:
+            started = await sup.start("Write hello.txt saying hi", repo, engine="gemini-acp")
+            sid = started.session_id
+            command = f"echo pwn > {outside}"
+            srv.push(
+                Reply("Writing it.", [ToolCall("run_shell_command", {"command": command})]),
+                Reply("Wrote it."),
+            )
+            await sup.confirm(sid)
+            row = await sup.wait_for(sid, needs=True, timeout=90)
+            assert row.needs_you == "question", row.error
+            await sup.respond(sid, "allow_once")
+            row = await settle(sup, sid, {S.NEEDS_APPROVAL, S.FAILED}, 90)
+            assert not outside.exists()
+            logged = [e.data for e in sup.replay(sid)]
+            blocked = [d for d in logged if isinstance(d, BlockedData)]
+            assert [(b.what, b.by) for b in blocked] == [(f"shell write {outside}", "policy")], (
+                blocked,
+                [d for d in logged if isinstance(d, ConversationData) and "tool" in d.part],
+            )
+            assert "not on the host" in blocked[0].why
+            assert f"shell write {outside}" in (row_of(sup, sid).boundary_notice or "")
+        finally:
+            await sup.close()
