@@ -176,6 +176,7 @@ class CorralClient:
         # none at all is a turn its model may have refused without a reason
         self.spoken = 0
         self.turn_began = time.time()  # when the prompt in flight was sent
+        self.reported: set[str] = set()  # the contained writes told this turn
         # each tool call as last described (a permission request for it may
         # carry only its raw input: the question shows the diff it concerns)
         self._calls: dict[str, ToolCallStart | ToolCallProgress] = {}
@@ -297,7 +298,15 @@ class CorralClient:
             command = done.title or (started.title if started else None) or ""
         if not command:
             return
-        for write in self.contained(command, output, began):
+        self.report_contained(self.contained(command, output, began))
+
+    def report_contained(self, found: list[Contained]) -> None:
+        """Each contained write once per turn (a terminal's end and its tool
+        call's end may both see the same refusal)."""
+        for write in found:
+            if write.path in self.reported:
+                continue
+            self.reported.add(write.path)
             self.emit(
                 BlockedData(what=f"{SHELL_WRITE} {write.path}", why=write.why, by=BLOCKED_BY_POLICY)
             )

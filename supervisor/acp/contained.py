@@ -18,11 +18,14 @@ each of the agent's shell tool calls corral looks:
   host's file: that write landed);
 - every path the call's output says is on a "Read-only file system".
 
+The same look serves corral's own `terminal/*` commands (Claude Code's
+adapter runs its Bash through them): their private /tmp and /var/tmp are a
+host scratch dir (`terminals`), read as their sandbox's root when they end.
+
 Each is a typed `blocked` event (by corral's `policy`). Not detected: a
 path the command does not spell out (computed, or written by a program it
 runs), a write into a private place that the command deletes again before
-the call ends, and writes by corral's own `terminal/*` commands (their
-sandbox ends with the command; their output still reaches the agent).
+the call ends, and a terminal command's writes under its private home.
 """
 
 from __future__ import annotations

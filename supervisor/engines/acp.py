@@ -299,6 +299,7 @@ class AcpEngine:
             if confined
             else None,
         )
+        terminals.on_contained = client.report_contained
         # the SDK's `Client` protocol also lists unstable methods corral does not
         # serve; the router answers those "method not found"
         conn = ClientSideConnection(cast(Client, client), wire)
@@ -550,6 +551,7 @@ class AcpEngine:
                 conv.client.in_turn = True
                 conv.client.spoken = 0
                 conv.client.turn_began = time.time()
+                conv.client.reported.clear()
             try:
                 await self._turn_of(ctx, conv, text, notes, messages)
             finally:

@@ -6,8 +6,9 @@ edge cases. `acp_agent.py SCRIPT [ARG]`:
   writes it through `fs/write_text_file` if allowed; says what happened.
 - `outside PATH`: tries to write PATH (outside its worktree), says how that
   went, then writes notes.txt inside.
-- `shell`: runs `echo done > notes.txt` through `terminal/create`, shown
-  as a tool call over that terminal.
+- `shell [PATH]`: runs `echo done > notes.txt` (after `echo pwn > PATH`
+  when given) through `terminal/create`, shown as a tool call over that
+  terminal.
 - `ownshell PATH`: runs a command in its own shell (a child process, as
   Claude Code's Bash and Gemini CLI's shell tool do, inside the agent's
   sandbox) that writes PATH and `$ACP_FAKE_OUT/landed.txt` (a writable
@@ -262,10 +263,13 @@ class Fake:
                 await self.say(sid, f"outside write refused: {exc}\n")
             stop = await self.write_notes(sid, ask=False)
         elif SCRIPT == "shell":
+            line = "echo done > notes.txt; echo ok"
+            if ARG:  # also a write outside the worktree (`shell PATH`)
+                line = f"echo pwn > {ARG}; {line}"
             term = await self.conn.create_terminal(
                 session_id=sid,
                 command="sh",
-                args=["-c", "echo done > notes.txt; echo ok"],
+                args=["-c", line],
                 cwd=self.cwd,
             )
             # shown as a tool call over its terminal, as the real adapters do
