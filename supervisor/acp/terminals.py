@@ -86,7 +86,9 @@ class Terminals:
         if len(self._open) >= MAX_TERMINALS:
             raise Refused(f"{MAX_TERMINALS} terminals are open already: release one first")
         where = self.files.resolve(cwd) if cwd else self.files.root
-        line = shlex.join([command, *(args or [])])
+        # without args the command is a shell line (Claude Code's adapter sends
+        # its Bash tool's whole command so); with args, a program and its words
+        line = shlex.join([command, *args]) if args else command
         run_env = scrubbed_env(invoked_by="corral-acp-terminal")
         run_env.update(env)
         scratch = Path(tempfile.mkdtemp(prefix="corral-acp-terminal-"))

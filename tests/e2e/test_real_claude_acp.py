@@ -398,3 +398,55 @@ async def test_claude_answers_with_sonnet_for_haiku_in_plan_mode_and_corral_says
             assert "haiku" in asked[2][0], asked
         finally:
             await sup.close()
+
+
+@needs_adapter
+async def test_a_claude_bash_write_outside_the_worktree_is_blocked_not_lost(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Claude Code's adapter runs its Bash through corral's `terminal/*`
+    (a whole shell line as the command): `echo pwn > <outside>` succeeds in
+    that sandbox's private /tmp while nothing lands on the host; corral logs
+    a typed `blocked` event by its policy and the board says so."""
+    from tests.conftest import row_of
+
+    repo = init_repo(tmp_path / "repo")
+    outside = tmp_path / "outside.txt"
+    with FakeModelServer([]) as srv:
+        use_claude(tmp_path, srv, repo, monkeypatch)
+        sup = await open_sup(tmp_path, "claude")
+        try:
+            started = await sup.start(TASK, repo, engine="claude-acp")
+            sid = started.session_id
+            command = f"echo pwn > {outside} && echo wrote it"
+            srv.push(
+                Reply(
+                    "I'll write it.",
+                    [
+                        ToolCall(
+                            "mcp__acp__Bash",
+                            {"command": command, "timeout": 30000, "description": "Write it"},
+                        )
+                    ],
+                ),
+                Reply("Wrote it."),
+            )
+            await sup.confirm(sid)
+            row = await sup.wait_for(sid, needs=True, timeout=90)
+            assert row.needs_you == "question", row.error
+            await sup.respond(sid, "allow_once")
+            row = await settle(sup, sid, {S.NEEDS_APPROVAL, S.FAILED}, 90)
+            assert not outside.exists()
+            logged = [e.data for e in sup.replay(sid)]
+            told = json.dumps(srv.turn_requests[-1].body["messages"])
+            # the shell ran the line and said it went well
+            assert "wrote it" in told and "No such file" not in told, told[-800:]
+            blocked = [d for d in logged if isinstance(d, BlockedData)]
+            assert [(b.what, b.by) for b in blocked] == [(f"shell write {outside}", "policy")], (
+                blocked,
+                [d for d in logged if isinstance(d, ConversationData) and "tool" in d.part],
+            )
+            assert "not on the host" in blocked[0].why
+            assert f"shell write {outside}" in (row_of(sup, sid).boundary_notice or "")
+        finally:
+            await sup.close()

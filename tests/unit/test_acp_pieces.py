@@ -99,6 +99,21 @@ async def test_a_terminal_keeps_the_tail_of_its_output_within_the_limit(tmp_path
         terminals.output(tid)
 
 
+async def test_a_terminal_command_without_args_is_a_shell_line(tmp_path: Path) -> None:
+    """Claude Code's adapter sends its Bash tool's whole command line as
+    `command` with no `args`: it runs as the shell line it is (it was quoted
+    as one program name: "No such file or directory"); with args, the
+    program and its words stay quoted."""
+    terminals = Terminals(WorktreeFiles(tmp_path))
+    tid = await terminals.create("echo a && echo 'b c'", None, {}, None, None)
+    assert await asyncio.wait_for(terminals.wait(tid), 30) == (0, None)
+    assert terminals.output(tid)[0] == "a\nb c\n"
+    tid = await terminals.create("echo", ["a && echo b"], {}, None, None)
+    assert await asyncio.wait_for(terminals.wait(tid), 30) == (0, None)
+    assert terminals.output(tid)[0] == "a && echo b\n"
+    await terminals.close()
+
+
 def test_an_agents_error_is_said_by_its_reason_never_a_bare_internal_error() -> None:
     """Gemini CLI answers a failed prompt as "Internal error" with its reason
     in `data.details`, or with the model API's error body (as an object or
