@@ -287,6 +287,10 @@ class ConversationData(EventData):
 BLOCKED_BY_POLICY: Final = "policy"  # corral's own rules (outside the worktree, no such request)
 BLOCKED_BY_OPERATOR: Final = "operator"  # the operator refused it (a rejected permission)
 BLOCKED_BY_PROVIDER: Final = "provider"  # the agent's side refused or failed it
+# a write an agent's own shell made outside its worktree, which corral's
+# sandbox kept (private /tmp) or refused (read-only): `what` starts with it,
+# and the board shows it (`session.attention`)
+SHELL_WRITE: Final = "shell write"
 
 
 class BlockedData(EventData):

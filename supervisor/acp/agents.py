@@ -89,6 +89,29 @@ CONFINED_ARGS: dict[str, tuple[str, ...]] = {
 }
 
 
+# Claude Code's own rule, seen on the wire (tests/e2e/test_real_claude_acp.py):
+# in plan mode the `haiku` model answers with Sonnet; haiku answers again once
+# the mode leaves plan. The adapter still reports haiku as the session's model.
+PLAN_MODE_MODEL: dict[str, tuple[str, str, str]] = {
+    # preset: (mode, model chosen, the model that answers instead)
+    "claude-acp": ("plan", "haiku", "Sonnet"),
+}
+
+
+def mode_model_note(agent: str, mode: str | None, model: str | None) -> str | None:
+    """What the operator must know when the agent's mode overrides its chosen
+    model (the agent reports the model it was given, not the one it uses)."""
+    rule = PLAN_MODE_MODEL.get(agent)
+    if rule is None or mode != rule[0] or model != rule[1]:
+        return None
+    plan, chosen, instead = rule
+    return (
+        f"{chosen} is the session's model, but in {plan} mode Claude Code answers with "
+        f"{instead} instead (its own rule for {chosen}); {chosen} answers again once the mode "
+        f"leaves {plan}."
+    )
+
+
 INSTALL: dict[str, str] = {  # how a preset's program is installed (`corral agents`, README)
     "gemini-acp": "npm i -g @google/gemini-cli",
     "claude-acp": "npm i -g @zed-industries/claude-code-acp",

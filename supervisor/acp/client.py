@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -45,7 +46,8 @@ from acp.schema import (
     WriteTextFileResponse,
 )
 
-from ..events import BLOCKED_BY_POLICY, BlockedData, ConversationData, EventData
+from ..events import BLOCKED_BY_POLICY, SHELL_WRITE, BlockedData, ConversationData, EventData
+from .contained import Contained
 from .files import Missing, Refused, WorktreeFiles
 from .terminals import Terminals
 
@@ -54,6 +56,11 @@ MAX_SHOWN_CHARS = 4000  # a diff or a command shown with a tool call or a questi
 Permission = Callable[
     [ToolCallUpdate, list[PermissionOption]], Awaitable[RequestPermissionResponse]
 ]
+# a finished shell call of the agent's own (its command, its output, when it
+# began): the writes corral's sandbox contained (`contained.contained_writes`)
+ContainedCheck = Callable[[str, str, float], list[Contained]]
+SHELL_KINDS = ("execute",)
+DONE = ("completed", "failed")
 
 
 def _text(block: Any) -> str:
@@ -85,6 +92,17 @@ def _input_detail(raw: Any) -> str:
     if isinstance(command, str) and command:
         return f"$ {command}"
     return json.dumps(raw, default=str)
+
+
+def shell_command(raw: Any) -> str:
+    """The command line a shell tool call's raw input carries (`command`, a
+    string or an argv list, or `cmd`), else ""."""
+    if not isinstance(raw, dict):
+        return ""
+    command = raw.get("command") or raw.get("cmd")
+    if isinstance(command, list):
+        command = " ".join(str(w) for w in command)
+    return command if isinstance(command, str) else ""
 
 
 def _clip(shown: str, keep_tail: bool = False) -> str:
@@ -137,6 +155,7 @@ class CorralClient:
         permission: Permission,
         on_mode: Callable[[str], None] = lambda _mode: None,
         on_options: Callable[[list[Any]], None] = lambda _options: None,
+        contained: ContainedCheck | None = None,
     ) -> None:
         self.files = files
         self.terminals = terminals
@@ -144,6 +163,8 @@ class CorralClient:
         self.permission = permission
         self.on_mode = on_mode
         self.on_options = on_options
+        self.contained = contained
+        self._began: dict[str, float] = {}  # a tool call's start (wall clock)
         self._said: dict[str, str] = {"message": "", "thought": ""}
         # a prompt is in flight: an unfinished line waits for the rest; outside
         # a turn (an agent may stream its last words after answering the
@@ -151,6 +172,11 @@ class CorralClient:
         self.in_turn = False
         self.replaying = False  # a `session/load` is replaying the conversation
         self.replayed = 0  # the updates it replayed
+        # what the agent said or did this turn (messages, thoughts, tool calls):
+        # none at all is a turn its model may have refused without a reason
+        self.spoken = 0
+        self.turn_began = time.time()  # when the prompt in flight was sent
+        self.reported: set[str] = set()  # the contained writes told this turn
         # each tool call as last described (a permission request for it may
         # carry only its raw input: the question shows the diff it concerns)
         self._calls: dict[str, ToolCallStart | ToolCallProgress] = {}
@@ -203,12 +229,16 @@ class CorralClient:
             other = "thought" if part == "message" else "message"
             if self._said[other]:  # a thought ends when the agent speaks (and back)
                 self.flush(only=other)
-            self._said[part] += _text(update.content)
+            said = _text(update.content)
+            self.spoken += bool(said.strip())
+            self._said[part] += said
             self.flush(keep_partial=self.in_turn)
             return
         self.flush()
         if isinstance(update, ToolCallStart):
+            self.spoken += 1
             self._calls[update.tool_call_id] = update
+            self._began.setdefault(update.tool_call_id, time.time())
             self.emit(
                 ConversationData(
                     part="tool_call",
@@ -221,8 +251,10 @@ class CorralClient:
                 )
             )
         elif isinstance(update, ToolCallProgress):
-            if update.content and update.tool_call_id in self._calls:
+            started = self._calls.get(update.tool_call_id)
+            if update.content and started is not None:
                 self._calls[update.tool_call_id] = update
+            output = self.tool_output(update)
             self.emit(
                 ConversationData(
                     part="tool_update",
@@ -231,9 +263,11 @@ class CorralClient:
                     tool_kind=update.kind,
                     status=update.status,
                     text=tool_detail(update),
-                    output=self.tool_output(update) or None,
+                    output=output or None,
                 )
             )
+            if update.status in DONE:
+                self._check_shell(started, update, output)
         elif isinstance(update, AgentPlanUpdate):
             lines = [f"[{e.status}] {e.content}" for e in update.entries]
             self.emit(ConversationData(part="plan", text="\n".join(lines)))
@@ -245,12 +279,45 @@ class CorralClient:
         elif isinstance(update, ConfigOptionUpdate):
             self.on_options(list(update.config_options))
 
+    def _check_shell(
+        self, started: ToolCallStart | ToolCallProgress | None, done: ToolCallProgress, output: str
+    ) -> None:
+        """After one of the agent's own shell calls: each write outside the
+        worktree that corral's sandbox contained is a `blocked` event (the
+        agent was told it went well, or saw an error it may not explain).
+        A call first seen finished (Gemini CLI asks permission, then sends
+        only its end) counts from its permission request, else the turn's start."""
+        began = self._began.pop(done.tool_call_id, self.turn_began)
+        if self.contained is None:
+            return
+        kind = done.kind or (started.kind if started else None)
+        command = shell_command(done.raw_input) or shell_command(
+            started.raw_input if started else None
+        )
+        if not command and kind in SHELL_KINDS:
+            command = done.title or (started.title if started else None) or ""
+        if not command:
+            return
+        self.report_contained(self.contained(command, output, began))
+
+    def report_contained(self, found: list[Contained]) -> None:
+        """Each contained write once per turn (a terminal's end and its tool
+        call's end may both see the same refusal)."""
+        for write in found:
+            if write.path in self.reported:
+                continue
+            self.reported.add(write.path)
+            self.emit(
+                BlockedData(what=f"{SHELL_WRITE} {write.path}", why=write.why, by=BLOCKED_BY_POLICY)
+            )
+
     # -- permission ----------------------------------------------------------------------
 
     async def request_permission(
         self, options: list[PermissionOption], session_id: str, tool_call: ToolCallUpdate, **_: Any
     ) -> RequestPermissionResponse:
         self.flush()
+        self._began.setdefault(tool_call.tool_call_id, time.time())
         return await self.permission(self.described(tool_call), options)
 
     # -- files -----------------------------------------------------------------------------

@@ -35,6 +35,7 @@ import logging
 import os
 import signal
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
@@ -52,8 +53,9 @@ from acp.schema import (
     ToolCallUpdate,
 )
 
-from ..acp.agents import AcpAgent
+from ..acp.agents import AcpAgent, mode_model_note
 from ..acp.client import CorralClient, tool_detail
+from ..acp.contained import Contained, contained_writes, sandbox_roots
 from ..acp.files import WorktreeFiles
 from ..acp.offers import (
     choose_mode,
@@ -293,7 +295,11 @@ class AcpEngine:
             self._permission,
             on_mode=self._on_mode,
             on_options=self._on_options,
+            contained=contained_check(proc.pid, ctx.worktree, env.get("HOME"))
+            if confined
+            else None,
         )
+        terminals.on_contained = client.report_contained
         # the SDK's `Client` protocol also lists unstable methods corral does not
         # serve; the router answers those "method not found"
         conn = ClientSideConnection(cast(Client, client), wire)
@@ -508,16 +514,16 @@ class AcpEngine:
         except AgentGone as exc:
             return self._gone(ctx, str(exc))
         except RequestError as exc:  # the agent answered a request with an error
-            detail = f" ({json.dumps(exc.data)[:500]})" if exc.data else ""
+            reason = agent_error(exc)
             error = (
-                f"ACP agent '{self.agent.name}' answered with an error: {exc}{detail}"
+                f"ACP agent '{self.agent.name}' answered with an error: {reason}"
                 f"{self._stderr_tail(ctx.session_id)}"
             )
-            if limit_refusal(exc.code, f"{exc}{detail}"):  # its provider's rate limit or quota
+            if refused_by_provider(exc, reason):  # a quota, a rate limit, a request refused
                 ctx.emit(
                     BlockedData(
                         what=f"{self.agent.label}'s prompt",
-                        why=f"{exc}{detail}"[:300],
+                        why=reason[:300],
                         by=BLOCKED_BY_PROVIDER,
                     )
                 )
@@ -543,6 +549,9 @@ class AcpEngine:
             self._status(AgentStatus.RUNNING, "prompt in flight")
             if conv.client is not None:
                 conv.client.in_turn = True
+                conv.client.spoken = 0
+                conv.client.turn_began = time.time()
+                conv.client.reported.clear()
             try:
                 await self._turn_of(ctx, conv, text, notes, messages)
             finally:
@@ -586,6 +595,18 @@ class AcpEngine:
                 BlockedData(
                     what="its turn",
                     why=f"the agent ended its turn with stopReason: {stop}",
+                    by=BLOCKED_BY_PROVIDER,
+                )
+            )
+        elif stop == "end_turn" and conv.client is not None and not conv.client.spoken:
+            # Gemini CLI ends a turn whose answer its model blocked (safety,
+            # recitation, …) as `end_turn` with nothing said and no reason sent
+            ctx.emit(
+                BlockedData(
+                    what="its turn",
+                    why=f"{self.agent.label} ended its turn without a word or a tool call "
+                    "(stopReason end_turn): its model's answer was likely blocked (a safety "
+                    "or recitation block), and the agent does not send the reason over ACP",
                     by=BLOCKED_BY_PROVIDER,
                 )
             )
@@ -694,6 +715,8 @@ class AcpEngine:
             self._conv.offers.mode = mode
             self._note_offers(self._conv)
         self._emit(ConversationData(part="mode", text=mode))
+        if self._conv is not None:
+            self._say_mode_model(self._conv)
 
     def _on_options(self, options: list[Any]) -> None:
         """The agent announced its config options again (`config_option_update`)."""
@@ -734,7 +757,15 @@ class AcpEngine:
         conv.offers.mode = chosen
         self._note_offers(conv)
         self._emit(ConversationData(part="mode", text=f"{chosen} (set by the operator)"))
+        self._say_mode_model(conv)
         return chosen
+
+    def _say_mode_model(self, conv: _Conversation) -> None:
+        """Say when the agent's mode makes another model answer than the one
+        it reports (Claude Code's haiku in plan mode)."""
+        note = mode_model_note(self.agent.name, conv.offers.mode, conv.offers.model)
+        if note is not None:
+            self._emit(PlanTextData(text=note))
 
     async def set_model(self, model: str) -> str:
         """Ask the agent to switch to `model`, one it offers (`session/set_model`)."""
@@ -744,6 +775,7 @@ class AcpEngine:
         conv.offers.model = chosen
         self._note_offers(conv)
         self._emit(ConversationData(part="model", text=f"{chosen} (set by the operator)"))
+        self._say_mode_model(conv)
         return chosen
 
     async def _model_request(self, conv: _Conversation, model: str) -> None:
@@ -825,15 +857,71 @@ class AcpEngine:
             self._status(AgentStatus.EXITED, "the session's run ended")
 
 
-def agent_error(exc: RequestError) -> str:
-    """An agent's error as it gave it: its message, and the details it
-    attached (Gemini CLI says why under a bare "Internal error")."""
+def _api_error(found: Any) -> tuple[str, Any] | None:
+    """A model API's error body (`{"error": {"code", "message", "status"}}`,
+    as Gemini CLI passes it on, or as a JSON string of it): its message with
+    its code and status, and the code."""
+    if isinstance(found, str) and found.lstrip().startswith("{"):
+        with contextlib.suppress(ValueError):
+            found = json.loads(found)
+    if isinstance(found, dict) and isinstance(found.get("error"), dict):
+        found = found["error"]
+    if not isinstance(found, dict) or not isinstance(found.get("message"), str):
+        return None
+    code, status = found.get("code"), found.get("status")
+    said = " ".join(str(w) for w in (code, status) if w not in (None, ""))
+    return (f"{found['message']} ({said})" if said else found["message"]), code
+
+
+def _api_of(exc: RequestError) -> tuple[str, Any] | None:
+    """The model API's error body an agent's error carries, if any: as its
+    message, its data, or its data's `details`."""
     data = exc.data
+    api = _api_error(str(exc)) or _api_error(data)
+    if api is None and isinstance(data, dict):
+        api = _api_error(data.get("details"))
+    return api
+
+
+def agent_error(exc: RequestError) -> str:
+    """An agent's error as it gave it, the reason first: its message, the
+    details it attached (Gemini CLI says why under a bare "Internal error",
+    in `data.details` or as the model API's own error body), never a bare
+    "Internal error" when it sent more."""
+    message, data = str(exc), exc.data
+    api = _api_of(exc)
+    if api is not None:
+        return api[0][:500]
     if isinstance(data, dict):
         details = data.get("details") or data.get("message")
         if isinstance(details, str) and details:
-            return f"{exc}: {details}"[:500]
-    return (f"{exc} ({json.dumps(data, default=str)})" if data else str(exc))[:500]
+            return f"{message}: {details}"[:500]
+    return (f"{message} ({json.dumps(data, default=str)})" if data else message)[:500]
+
+
+def refused_by_provider(exc: RequestError, reason: str) -> bool:
+    """Whether an agent's error is its model provider refusing the request:
+    a rate limit or used-up quota, or an HTTP 4xx status it passed on as the
+    error's code (Gemini CLI does) or inside the API's error body."""
+    if limit_refusal(exc.code, reason):
+        return True
+    api = _api_of(exc)
+    codes = [exc.code, api[1] if api is not None else None]
+    return any(isinstance(c, int) and 400 <= c < 500 for c in codes)
+
+
+def contained_check(
+    pid: int, worktree: Path, home: str | None
+) -> Callable[[str, str, float], list[Contained]]:
+    """What the client asks after each of the confined agent's own shell
+    calls: the writes its sandbox (under process `pid`) kept or refused."""
+
+    def check(command: str, output: str, since: float) -> list[Contained]:
+        return contained_writes(
+            command, output, worktree=worktree, since=since, roots=sandbox_roots(pid), home=home
+        )
+
+    return check
 
 
 def _retrieved(future: asyncio.Future[Any]) -> None:

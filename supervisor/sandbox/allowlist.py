@@ -76,10 +76,11 @@ def homes(env: Mapping[str, str]) -> list[str]:
     return out
 
 
-def system_mounts() -> list[str]:
+def system_mounts(scratch: str | None = None) -> list[str]:
     """bwrap arguments showing the system roots read-only (a top-level link
     such as /bin -> usr/bin stays a link), the resolver's directory, a
-    fresh /dev and /proc, and private /tmp and /var/tmp."""
+    fresh /dev and /proc, and private /tmp and /var/tmp (tmpfs, or the
+    `scratch` dir's `tmp` and `var/tmp`, which corral reads afterwards)."""
     args: list[str] = []
     for root in SYSTEM_ROOTS:
         if os.path.islink(root):
@@ -95,7 +96,12 @@ def system_mounts() -> list[str]:
         args += ["--ro-bind", resolver, resolver]
     args += ["--dev", "/dev", "--proc", "/proc"]
     for tmp in PRIVATE_TMP:
-        args += ["--tmpfs", tmp]
+        if scratch is None:
+            args += ["--tmpfs", tmp]
+        else:
+            place = os.path.join(scratch, tmp.lstrip("/"))
+            os.makedirs(place, mode=0o700, exist_ok=True)
+            args += ["--bind", place, tmp]
     return args
 
 

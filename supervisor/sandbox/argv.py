@@ -125,7 +125,7 @@ def confined_argv(
     ]
     if not network:
         argv.append("--unshare-net")
-    argv += system_mounts()
+    argv += system_mounts(str(grant.scratch) if grant.scratch is not None else None)
     private_homes = homes(env)
     for home in private_homes:
         argv += ["--tmpfs", home]

@@ -42,6 +42,10 @@ class Grant:
     readable: tuple[Path, ...] = ()  # shown read-only (those that exist)
     terminal: bool = False  # keeps its controlling terminal (an agent in its pane)
     programs: tuple[Path, ...] = ()  # programs whose install prefix is shown read-only
+    # the private /tmp and /var/tmp are this host dir's `tmp` and `var/tmp`
+    # (not a tmpfs), so corral can read what the run left there after it ended
+    # (an ACP terminal's writes outside the worktree: `acp.contained`)
+    scratch: Path | None = None
 
 
 _active = SandboxPolicy()

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..events import BoundaryData, CoderEvent, ModelFallbackData
+from ..events import SHELL_WRITE, BlockedData, BoundaryData, CoderEvent, ModelFallbackData
 from ..models import EventKind
 from ..states import ApprovalKind
 
@@ -60,6 +60,10 @@ class AttentionState:
             return True
         if isinstance(event.data, BoundaryData):  # an attempt, not progress: nothing clears
             self.boundary_notice = event.data.message
+            return True
+        if isinstance(event.data, BlockedData) and event.data.what.startswith(SHELL_WRITE):
+            # the agent believes it wrote there: the board says it did not
+            self.boundary_notice = f"blocked: {event.data.what} (contained by corral's sandbox)"
             return True
         if event.kind is EventKind.AUTH_REQUIRED:
             self.auth_message = event.data.message

@@ -43,6 +43,7 @@ NO_ADAPTER = missing_cli(ADAPTER, "npm ci --prefix e2e")
 needs_adapter = pytest.mark.skipif(NO_ADAPTER is not None, reason=f"adapter: {NO_ADAPTER}")
 OWN = ("PATH", "TERM", "SHELL", "USER")
 TASK = "Write hello.txt saying hi"
+PLAN_MODE = "Plan mode is active"  # what Claude Code tells the model in plan mode
 
 
 def use_claude(
@@ -319,5 +320,133 @@ async def test_a_mode_the_operator_sets_lands_in_claude_before_it_is_reported(
             assert len(srv.turn_requests) == 2
             before, after = (json.dumps(r.body) for r in srv.turn_requests)
             assert plan_mode not in before and plan_mode in after
+        finally:
+            await sup.close()
+
+
+@needs_adapter
+async def test_a_mode_then_a_model_set_mid_turn_both_reach_claude_s_next_request(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While a turn runs the operator sets the mode (`plan`), then the model
+    (`opus`): each is reported once the adapter took it, and the fake
+    Anthropic server sees both in Claude Code's next request — the model id
+    it asks for and the plan mode's instructions (the mode switch does not
+    put the model back; a switch mid-turn is not lost)."""
+    repo = init_repo(tmp_path / "repo")
+    with FakeModelServer([]) as srv:
+        use_claude(tmp_path, srv, repo, monkeypatch)
+        sup = await open_sup(tmp_path, "claude", repairs=1)
+        try:
+            started = await sup.start(TASK, repo, engine="claude-acp")
+            sid = started.session_id
+            srv.push(Reply("Thinking it over.", delay=15), Reply("Planning."))
+            await sup.confirm(sid)
+            await until(sup, sid, "the turn's request", lambda: len(srv.turn_requests) == 1, 90)
+            assert await sup.set_mode(sid, "plan") == {"mode": "plan"}
+            assert await sup.set_model(sid, "opus") == {"model": "opus"}
+            assert len(srv.turn_requests) == 1, "the switch waited for the turn to end"
+            row = await settle(sup, sid, {S.NEEDS_APPROVAL, S.FAILED}, 90)
+            offers = sup.get(sid).session.agent_offers
+            assert offers is not None and (offers.mode, offers.model) == ("plan", "opus")
+            assert row.agent_mode == "plan", row
+            asked = [
+                (str(r.body["model"]), PLAN_MODE in json.dumps(r.body)) for r in srv.turn_requests
+            ]
+            assert len(asked) == 2 and "opus" not in asked[0][0] and not asked[0][1], asked
+            assert "opus" in asked[1][0] and asked[1][1], asked
+        finally:
+            await sup.close()
+
+
+@needs_adapter
+async def test_claude_answers_with_sonnet_for_haiku_in_plan_mode_and_corral_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Claude Code's own rule, seen on the wire: with `haiku` chosen, plan
+    mode answers with Sonnet (the adapter still reports haiku). corral says
+    so when the operator makes that combination, and haiku is back on the
+    wire once the mode leaves plan."""
+    repo = init_repo(tmp_path / "repo")
+    with FakeModelServer([]) as srv:
+        use_claude(tmp_path, srv, repo, monkeypatch)
+        sup = await open_sup(tmp_path, "claude", repairs=2)
+        try:
+            started = await sup.start(TASK, repo, engine="claude-acp")
+            sid = started.session_id
+            srv.push(
+                Reply("Thinking it over.", delay=15),
+                Reply("Planning.", delay=15),
+                Reply("Done planning."),
+            )
+            await sup.confirm(sid)
+            await until(sup, sid, "the turn's request", lambda: len(srv.turn_requests) == 1, 90)
+            await sup.set_mode(sid, "plan")
+            await sup.set_model(sid, "haiku")
+            said = [e.data.text for e in sup.replay(sid) if isinstance(e.data, PlanTextData)]
+            assert any("in plan mode Claude Code answers with Sonnet" in t for t in said), said
+            await until(sup, sid, "the second turn", lambda: len(srv.turn_requests) == 2, 90)
+            await sup.set_mode(sid, "default")
+            row = await settle(sup, sid, {S.NEEDS_APPROVAL, S.FAILED}, 90)
+            assert row.agent_mode == "default", row
+            asked = [
+                (str(r.body["model"]), PLAN_MODE in json.dumps(r.body)) for r in srv.turn_requests
+            ]
+            assert len(asked) == 3, asked
+            assert "sonnet" in asked[1][0] and asked[1][1], asked  # plan mode: Sonnet answers
+            # out of plan mode haiku answers (the plan's reminder stays in the history)
+            assert "haiku" in asked[2][0], asked
+        finally:
+            await sup.close()
+
+
+@needs_adapter
+async def test_a_claude_bash_write_outside_the_worktree_is_blocked_not_lost(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Claude Code's adapter runs its Bash through corral's `terminal/*`
+    (a whole shell line as the command): `echo pwn > <outside>` succeeds in
+    that sandbox's private /tmp while nothing lands on the host; corral logs
+    a typed `blocked` event by its policy and the board says so."""
+    from tests.conftest import row_of
+
+    repo = init_repo(tmp_path / "repo")
+    outside = tmp_path / "outside.txt"
+    with FakeModelServer([]) as srv:
+        use_claude(tmp_path, srv, repo, monkeypatch)
+        sup = await open_sup(tmp_path, "claude")
+        try:
+            started = await sup.start(TASK, repo, engine="claude-acp")
+            sid = started.session_id
+            command = f"echo pwn > {outside} && echo wrote it"
+            srv.push(
+                Reply(
+                    "I'll write it.",
+                    [
+                        ToolCall(
+                            "mcp__acp__Bash",
+                            {"command": command, "timeout": 30000, "description": "Write it"},
+                        )
+                    ],
+                ),
+                Reply("Wrote it."),
+            )
+            await sup.confirm(sid)
+            row = await sup.wait_for(sid, needs=True, timeout=90)
+            assert row.needs_you == "question", row.error
+            await sup.respond(sid, "allow_once")
+            row = await settle(sup, sid, {S.NEEDS_APPROVAL, S.FAILED}, 90)
+            assert not outside.exists()
+            logged = [e.data for e in sup.replay(sid)]
+            told = json.dumps(srv.turn_requests[-1].body["messages"])
+            # the shell ran the line and said it went well
+            assert "wrote it" in told and "No such file" not in told, told[-800:]
+            blocked = [d for d in logged if isinstance(d, BlockedData)]
+            assert [(b.what, b.by) for b in blocked] == [(f"shell write {outside}", "policy")], (
+                blocked,
+                [d for d in logged if isinstance(d, ConversationData) and "tool" in d.part],
+            )
+            assert "not on the host" in blocked[0].why
+            assert f"shell write {outside}" in (row_of(sup, sid).boundary_notice or "")
         finally:
             await sup.close()

@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from corral.supervisor.events import ConversationData, PaneAnswerData
+from corral.supervisor.events import BlockedData, ConversationData, PaneAnswerData
 from corral.supervisor.states import CoderState as S
 from tests.conftest import init_repo
 from tests.e2e.support import AGENT_CLIS, open_sup, settle
 from tests.fakes.agent_env import AgentLaunch, gemini_bin, gemini_launch, missing_cli
-from tests.fakes.model_server import FakeModelServer, Reply, ToolCall
+from tests.fakes.model_server import FakeModelServer, HttpError, Reply, ToolCall, Turn
 
 pytestmark = [pytest.mark.slow, AGENT_CLIS]
 
@@ -144,5 +144,95 @@ async def test_a_killed_gemini_revives_loading_its_conversation_or_saying_it_sta
             row = await settle(sup, sid, {S.NEEDS_APPROVAL, S.FAILED}, 90)
             assert row.state is S.NEEDS_APPROVAL, row.error
             assert target.read_text() == "hi\n"
+        finally:
+            await sup.close()
+
+
+QUOTA = "Quota exceeded for metric: generate_content_free_tier_requests, limit: 0"
+INVALID = "Request contains an invalid argument: contents.parts must not be empty."
+
+
+@needs_gemini
+@pytest.mark.parametrize(
+    ("refusal", "reason"),
+    [
+        # a used-up quota (limit 0: Gemini CLI does not retry it)
+        ([HttpError(429, QUOTA, times=None)], QUOTA),
+        # a request the API refuses as invalid
+        ([HttpError(400, INVALID, times=None)], f"{INVALID} (400 INVALID_ARGUMENT)"),
+        # an answer blocked for safety: Gemini CLI retries, then ends the turn
+        # with `end_turn` and sends no reason
+        ([Reply("", finish="SAFETY")] * 8, "its model's answer was likely blocked"),
+    ],
+    ids=["quota", "invalid", "safety"],
+)
+async def test_gemini_s_refusal_reasons_reach_the_log_and_the_board(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, refusal: list[Turn], reason: str
+) -> None:
+    """The fake Gemini API refuses every request; the reason Gemini CLI gets
+    (or, for a safety block it does not pass on, that its turn was empty) is
+    a typed `blocked` event by the provider, and the session's error says
+    it, not a bare "Internal error" or the API's raw JSON."""
+    repo = init_repo(tmp_path / "repo")
+    with FakeModelServer([]) as srv:
+        apply(gemini_launch(tmp_path / "gemini", srv.url, repo, None), monkeypatch, tmp_path)
+        sup = await open_sup(tmp_path, "gemini")
+        try:
+            started = await sup.start("Write hello.txt saying hi", repo, engine="gemini-acp")
+            sid = started.session_id
+            srv.push(*refusal)
+            await sup.confirm(sid)
+            row = await settle(sup, sid, {S.NEEDS_APPROVAL, S.FAILED}, 150)
+            assert row.state is S.FAILED, row
+            logged = [e.data for e in sup.replay(sid)]
+            blocked = [d for d in logged if isinstance(d, BlockedData)]
+            assert [b.by for b in blocked] == ["provider"], blocked
+            assert reason in blocked[0].why, blocked
+            assert "Internal error" not in blocked[0].why and '{"error"' not in blocked[0].why
+            if "likely blocked" not in reason:  # the prompt failed: the board says why
+                assert reason in (row.error or ""), row.error
+                assert '{"error"' not in (row.error or ""), row.error
+        finally:
+            await sup.close()
+
+
+@needs_gemini
+async def test_a_write_gemini_s_own_shell_makes_outside_the_worktree_is_blocked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Gemini CLI runs its shell tool itself, inside corral's sandbox: the
+    model asks for `echo pwn > <outside>` (outside the worktree, a private
+    /tmp inside the sandbox), the operator allows it, the shell succeeds in
+    there and nothing lands on the host. corral logs a typed `blocked` event
+    by its policy and the board's needs column says so."""
+    from tests.conftest import row_of
+
+    repo = init_repo(tmp_path / "repo")
+    outside = tmp_path / "outside.txt"
+    with FakeModelServer([]) as srv:
+        apply(gemini_launch(tmp_path / "gemini", srv.url, repo, None), monkeypatch, tmp_path)
+        sup = await open_sup(tmp_path, "gemini", repairs=0)
+        try:
+            started = await sup.start("Write hello.txt saying hi", repo, engine="gemini-acp")
+            sid = started.session_id
+            command = f"echo pwn > {outside}"
+            srv.push(
+                Reply("Writing it.", [ToolCall("run_shell_command", {"command": command})]),
+                Reply("Wrote it."),
+            )
+            await sup.confirm(sid)
+            row = await sup.wait_for(sid, needs=True, timeout=90)
+            assert row.needs_you == "question", row.error
+            await sup.respond(sid, "allow_once")
+            row = await settle(sup, sid, {S.NEEDS_APPROVAL, S.FAILED}, 90)
+            assert not outside.exists()
+            logged = [e.data for e in sup.replay(sid)]
+            blocked = [d for d in logged if isinstance(d, BlockedData)]
+            assert [(b.what, b.by) for b in blocked] == [(f"shell write {outside}", "policy")], (
+                blocked,
+                [d for d in logged if isinstance(d, ConversationData) and "tool" in d.part],
+            )
+            assert "not on the host" in blocked[0].why
+            assert f"shell write {outside}" in (row_of(sup, sid).boundary_notice or "")
         finally:
             await sup.close()

@@ -6,8 +6,15 @@ edge cases. `acp_agent.py SCRIPT [ARG]`:
   writes it through `fs/write_text_file` if allowed; says what happened.
 - `outside PATH`: tries to write PATH (outside its worktree), says how that
   went, then writes notes.txt inside.
-- `shell`: runs `echo done > notes.txt` through `terminal/create`, shown
-  as a tool call over that terminal.
+- `shell [PATH]`: runs `echo done > notes.txt` (after `echo pwn > PATH`
+  when given) through `terminal/create`, shown as a tool call over that
+  terminal.
+- `ownshell PATH`: runs a command in its own shell (a child process, as
+  Claude Code's Bash and Gemini CLI's shell tool do, inside the agent's
+  sandbox) that writes PATH and `$ACP_FAKE_OUT/landed.txt` (a writable
+  grant) and tries `/usr/corral-own-shell`, shown as an
+  `execute` tool call with its raw input and output, says the write went
+  well, then writes notes.txt unasked.
 - `slow`: says it is working and waits until `session/cancel` arrives.
 - `garbage`: writes a line that is not JSON-RPC, then does `write` unasked.
 - `mute`: never answers `initialize`.
@@ -256,10 +263,13 @@ class Fake:
                 await self.say(sid, f"outside write refused: {exc}\n")
             stop = await self.write_notes(sid, ask=False)
         elif SCRIPT == "shell":
+            line = "echo done > notes.txt; echo ok"
+            if ARG:  # also a write outside the worktree (`shell PATH`)
+                line = f"echo pwn > {ARG}; {line}"
             term = await self.conn.create_terminal(
                 session_id=sid,
                 command="sh",
-                args=["-c", "echo done > notes.txt; echo ok"],
+                args=["-c", line],
                 cwd=self.cwd,
             )
             # shown as a tool call over its terminal, as the real adapters do
@@ -286,6 +296,38 @@ class Fake:
             await self.conn.release_terminal(session_id=sid, terminal_id=term.terminal_id)
             record({"exit": status.exit_code, "output": out.output})
             await self.say(sid, f"shell said {out.output.strip()}\n")
+        elif SCRIPT == "ownshell":
+            landed = os.path.join(os.environ.get("ACP_FAKE_OUT", "/nowhere"), "landed.txt")
+            command = (
+                f"echo pwn > {ARG}; echo ok > {landed}; touch /usr/corral-own-shell; echo wrote it"
+            )
+            await self.conn.session_update(
+                session_id=sid,
+                update=start_tool_call(
+                    "own-1",
+                    command,
+                    kind="execute",
+                    status="pending",
+                    raw_input={"command": command},
+                ),
+            )
+            ran = await asyncio.create_subprocess_exec(
+                "sh",
+                "-c",
+                command,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.STDOUT,
+            )
+            printed = (await ran.communicate())[0]
+            await self.conn.session_update(
+                session_id=sid,
+                update=update_tool_call(
+                    "own-1", status="completed", raw_output={"output": printed.decode()}
+                ),
+            )
+            record({"exit": ran.returncode, "output": printed.decode()})
+            await self.say(sid, f"Wrote {ARG}.\n")
+            stop = await self.write_notes(sid, ask=False)
         elif SCRIPT == "slow":
             await self.cancelled.wait()
             stop = "cancelled"

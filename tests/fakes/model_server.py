@@ -89,6 +89,8 @@ class Reply:
     tool_calls: tuple[ToolCall, ...] | list[ToolCall] = ()
     delay: float = 0.0  # seconds to wait before answering (keeps the CLI "busy")
     usage: Usage | None = None  # the token counts reported (None: 10 in, 5 out)
+    # the Gemini API's finishReason (`SAFETY`: the answer was blocked, no content)
+    finish: str = "STOP"
 
 
 @dataclass(frozen=True)
@@ -650,7 +652,7 @@ def gemini_response(reply: Reply, model: str) -> dict[str, Any]:
         parts.append({"functionCall": fc})
     return {
         "candidates": [
-            {"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}
+            {"content": {"role": "model", "parts": parts}, "finishReason": reply.finish, "index": 0}
         ],
         "usageMetadata": _gemini_usage(reply.usage),
         "modelVersion": model,
@@ -693,7 +695,7 @@ def gemini_sse(reply: Reply, model: str) -> list[bytes]:
             "responseId": resp_id,
         }
         if i == len(chunks) - 1:
-            candidate["finishReason"] = "STOP"
+            candidate["finishReason"] = reply.finish
             data["usageMetadata"] = _gemini_usage(reply.usage)
         events.append(f"data: {json.dumps(data, separators=(',', ':'))}\n\n".encode())
     return events

@@ -584,3 +584,62 @@ async def test_a_revive_the_agent_cannot_load_says_so_and_starts_a_fresh_convers
     seen = recorded(tmp_path, "forget")
     assert {"load_refused": "fake-session-1"} in seen
     assert "Write done to notes.txt" in str(seen[-1].get("prompt", ""))  # the task, afresh
+
+
+@pytest.mark.slow
+async def test_a_write_the_agents_own_shell_makes_outside_the_worktree_is_blocked_and_on_the_board(
+    tmp_path: Path, world
+) -> None:  # type: ignore[no-untyped-def]
+    """The agent runs its own shell (not corral's `terminal/*`) inside corral's
+    real sandbox: `echo pwn > <outside>` lands in the sandbox's private /tmp
+    and `touch /usr/…` meets a read-only file system, while the shell says
+    "wrote it" and the agent reports success. Each is a typed `blocked`
+    event by corral's policy and the board's needs column says so; the
+    write to a granted writable path (the declared cache) landed and is not
+    reported."""
+    repo, open_sup = world
+    outside = tmp_path / "outside.txt"
+    sup = await open_sup(repair_invokes=0)
+    sid = await start(sup, repo, engine("ownshell", str(outside)))
+    row = await sup.wait_for(sid, {S.NEEDS_APPROVAL, S.FAILED}, timeout=60)
+    assert row.state is S.NEEDS_APPROVAL, row.error
+    assert recorded(tmp_path, "ownshell")[-1]["output"].endswith("wrote it\n")  # type: ignore[union-attr]
+    assert not outside.exists()
+    assert (tmp_path / "out" / "landed.txt").read_text() == "ok\n"
+    blocked = [e.data for e in events_of(sup, sid) if isinstance(e.data, BlockedData)]
+    assert [(b.what, b.by) for b in blocked] == [
+        (f"shell write {outside}", "policy"),
+        ("shell write /usr/corral-own-shell", "policy"),
+    ], blocked
+    assert "private" in blocked[0].why and "not on the host" in blocked[0].why
+    assert "read-only" in blocked[1].why
+    notice = row_of(sup, sid).boundary_notice or ""
+    assert "shell write /usr/corral-own-shell" in notice, notice
+
+
+@pytest.mark.slow
+async def test_a_write_outside_the_worktree_through_corrals_terminal_is_blocked(
+    tmp_path: Path, world
+) -> None:  # type: ignore[no-untyped-def]
+    """The agent's shell runs through corral's `terminal/*` (as Claude Code's
+    adapter runs its Bash): `echo pwn > <outside>` lands in that sandbox's
+    private /tmp, the command exits 0 and says "ok". When it ends corral
+    logs a typed `blocked` event once, and the private /tmp is gone after
+    the agent releases the terminal."""
+    import glob
+    import tempfile
+
+    repo, open_sup = world
+    outside = tmp_path / "outside.txt"
+    before = set(glob.glob(f"{tempfile.gettempdir()}/corral-acp-terminal-*"))
+    sup = await open_sup()
+    sid = await start(sup, repo, engine("shell", str(outside)))
+    row = await sup.wait_for(sid, {S.NEEDS_APPROVAL, S.FAILED}, timeout=30)
+    assert row.state is S.NEEDS_APPROVAL, row.error
+    assert recorded(tmp_path, "shell")[-1] == {"exit": 0, "output": "ok\n"}
+    assert not outside.exists()
+    blocked = [e.data for e in events_of(sup, sid) if isinstance(e.data, BlockedData)]
+    assert [(b.what, b.by) for b in blocked] == [(f"shell write {outside}", "policy")], blocked
+    assert "not on the host" in blocked[0].why
+    assert f"shell write {outside}" in (row_of(sup, sid).boundary_notice or "")
+    assert set(glob.glob(f"{tempfile.gettempdir()}/corral-acp-terminal-*")) <= before

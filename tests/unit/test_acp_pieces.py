@@ -6,6 +6,7 @@ worktree's file boundary (real files, real symlinks)."""
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 
 import pytest
@@ -96,3 +97,66 @@ async def test_a_terminal_keeps_the_tail_of_its_output_within_the_limit(tmp_path
     await terminals.close()
     with pytest.raises(Refused, match="no terminal"):
         terminals.output(tid)
+
+
+async def test_a_terminal_command_without_args_is_a_shell_line(tmp_path: Path) -> None:
+    """Claude Code's adapter sends its Bash tool's whole command line as
+    `command` with no `args`: it runs as the shell line it is (it was quoted
+    as one program name: "No such file or directory"); with args, the
+    program and its words stay quoted."""
+    terminals = Terminals(WorktreeFiles(tmp_path))
+    tid = await terminals.create("echo a && echo 'b c'", None, {}, None, None)
+    assert await asyncio.wait_for(terminals.wait(tid), 30) == (0, None)
+    assert terminals.output(tid)[0] == "a\nb c\n"
+    tid = await terminals.create("echo", ["a && echo b"], {}, None, None)
+    assert await asyncio.wait_for(terminals.wait(tid), 30) == (0, None)
+    assert terminals.output(tid)[0] == "a && echo b\n"
+    await terminals.close()
+
+
+def test_an_agents_error_is_said_by_its_reason_never_a_bare_internal_error() -> None:
+    """Gemini CLI answers a failed prompt as "Internal error" with its reason
+    in `data.details`, or with the model API's error body (as an object or
+    as a JSON string): the reason comes out, with the API's code and status."""
+    from acp import RequestError
+
+    from corral.supervisor.engines.acp import agent_error, refused_by_provider
+
+    body = {"error": {"code": 400, "message": "Bad field.", "status": "INVALID_ARGUMENT"}}
+    shapes = [
+        RequestError(-32603, "Internal error", {"details": "No previous sessions found"}),
+        RequestError(-32603, "Internal error", body),
+        RequestError(-32603, "Internal error", {"details": json.dumps(body)}),
+        RequestError(400, json.dumps(body)),
+        RequestError(429, "Rate limit exceeded. Try again later."),
+    ]
+    said = [agent_error(e) for e in shapes]
+    assert said == [
+        "Internal error: No previous sessions found",
+        "Bad field. (400 INVALID_ARGUMENT)",
+        "Bad field. (400 INVALID_ARGUMENT)",
+        "Bad field. (400 INVALID_ARGUMENT)",
+        "Rate limit exceeded. Try again later.",
+    ]
+    refused = [refused_by_provider(e, s) for e, s in zip(shapes, said, strict=True)]
+    assert refused == [False, True, True, True, True]
+
+
+def test_the_paths_a_shell_command_names_outside_the_worktree(tmp_path: Path) -> None:
+    from corral.supervisor.acp.contained import named_paths, read_only_paths
+
+    top = tmp_path / "wt"
+    top.mkdir()
+    command = (
+        f"echo x >/tmp/a.txt; cp {top}/in.txt '/var/tmp/b'; tee ../up.txt < {top}/f; "
+        'cat ~/.secret; echo $HOME/d; python3 -c \'open("/etc/e", "w")\''
+    )
+    assert [str(p) for p in named_paths(command, top, "/home/agent")] == [
+        "/tmp/a.txt",
+        "/var/tmp/b",
+        str(tmp_path / "up.txt"),
+        "/home/agent/.secret",
+        "/etc/e",
+    ]
+    out = "sh: 1: cannot create /usr/x: Read-only file system\ntouch: cannot touch '/opt/y': Read-only file system\n"
+    assert read_only_paths(out) == ["/usr/x", "/opt/y"]
