@@ -116,6 +116,7 @@ class ConversationScreen(Screen[None]):
         self.session_id = session_id
         self.conversation = Conversation()
         self.matches: list[int] = []
+        self.needle = ""  # what the search looks for
         self.current: int | None = None
         self.opened = False  # the view is mounted (its blocks drawn)
 
@@ -326,6 +327,7 @@ class ConversationScreen(Screen[None]):
     async def on_input_submitted(self, event: Input.Submitted) -> None:
         if event.input.id != "convo-search":
             return
+        self.needle = event.value
         self.matches = self.conversation.matches(event.value)
         self.current = None
         self._focus_view()
@@ -340,8 +342,8 @@ class ConversationScreen(Screen[None]):
         self.current = position
         index = self.matches[position]
         view = self.query_one(ConversationView)
+        self._mark()  # first: the marks change the blocks' heights
         await view.reveal(index)
-        self._mark()
         self.query_one(
             "#convo-search", Input
         ).border_subtitle = f"{position + 1}/{len(self.matches)}"
@@ -350,7 +352,7 @@ class ConversationScreen(Screen[None]):
         views = self.query(ConversationView)
         if views:
             current = None if self.current is None else self.matches[self.current]
-            views.first().mark(self.matches, current)
+            views.first().mark(self.needle, self.matches, current)
 
     async def action_next_match(self) -> None:
         if self.matches:
