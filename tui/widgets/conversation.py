@@ -296,6 +296,9 @@ class ConversationView(VerticalScroll, can_focus=True):
         at the tail, below elsewhere) until the view scrolls or none are left."""
         if not self.is_attached:
             return
+        if not self.size.height:  # not laid out yet: its height is not known
+            self.call_after_refresh(self._fill)
+            return
         if self.max_scroll_y > 0:
             return
         if self.at_tail and self.first_mounted > 0:
