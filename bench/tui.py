@@ -719,6 +719,9 @@ class Term:
         return "\n".join(self.screen.display)
 
 
+CURSOR_SETTLE_S = 1.5  # the wait for a Down key's repaint while learning the cursor's style
+
+
 def cursor_style(term: Term) -> tuple[str, bool]:
     """The cursor row's style, learned from one Down key: the style one
     changed line took and another changed line gave up. Up puts it back."""
@@ -727,7 +730,7 @@ def cursor_style(term: Term) -> tuple[str, bool]:
         term.parse()
         before = term.row_styles()
         term.proc.write(DOWN)
-        term.drain(1.5)
+        term.drain(CURSOR_SETTLE_S)
         term.parse()
         after = term.row_styles()
         term.proc.write(UP)

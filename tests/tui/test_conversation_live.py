@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from textual.widgets import Static
+from textual.widgets._footer import FooterKey
 
 from corral.supervisor.contracts.drafting import FixedDrafter
 from corral.supervisor.factory import build_supervisor
@@ -25,7 +26,7 @@ from corral.tui.widgets.conversation import ConversationView
 from tests.conftest import fast_config
 from tests.fakes.scripted import contract
 
-from .conftest import make_repo, open_from_board, until
+from .conftest import footer_actions, make_repo, open_from_board, until
 
 FAKE = Path(__file__).resolve().parents[1] / "fakes" / "acp_agent.py"
 
@@ -67,6 +68,10 @@ async def test_t_opens_the_conversation_and_the_permission_diff_is_answered_from
         assert isinstance(screen, SessionScreen)
         await until(pilot, "the question", lambda: sup.get(ids[0]).question_prompt)
         await pilot.press("escape")  # the question took the input: leave it for the keys
+        # `t` opens the conversation here, and the footer says so (it said "Terminal")
+        await until(pilot, "the t key", lambda: "focus_terminal" in footer_actions(app))
+        labels = {key.action: key.description for key in screen.query(FooterKey)}
+        assert labels["focus_terminal"] == "Conversation"
         await pilot.press("t")
         convo = await until(
             pilot,

@@ -10,11 +10,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from textual.widgets import Collapsible, Markdown, Static
+from rich.segment import Segment
+from textual.geometry import Region
+from textual.widgets import Static
 
 from corral.supervisor.events import BlockedData
 from corral.tui.screens.conversation import ConversationScreen, PromptArea
-from corral.tui.widgets.conversation import ConversationView
+from corral.tui.widgets.conversation import MAX_MOUNTED, WINDOW, BlockView, ConversationView
 
 from .conftest import until
 from .convo_owner import ConvoApp, ConvoOwner, said
@@ -67,12 +69,29 @@ async def _opened(app: ConvoApp, pilot: Any) -> ConversationView:
         pilot,
         "it to reach the tail",
         lambda: (
-            view.views
-            and view.is_vertical_scroll_end
-            and (view.max_scroll_y > 0 or view.first_mounted == 0)
+            view.views and view.at_the_end and (view.max_scroll_y > 0 or view.first_mounted == 0)
         ),
     )
     return view
+
+
+MATCH, CURRENT = "#ffff00", "#ff8700"  # the search's highlights (widgets/conversation)
+
+
+def _drawn(block: BlockView) -> list[Segment]:
+    """The segments the block's lines are drawn with (what reaches the screen)."""
+    region = Region(0, 0, block.size.width, block.size.height)
+    return [segment for strip in block.render_lines(region) for segment in strip]
+
+
+def _highlighted(block: BlockView, colour: str) -> list[str]:
+    """The pieces of the block drawn on the search's `colour` (hex)."""
+    return [
+        s.text
+        for s in _drawn(block)
+        if s.style and s.style.bgcolor and s.style.bgcolor.triplet
+        if s.style.bgcolor.triplet.hex == colour
+    ]
 
 
 def _visible_text(view: ConversationView) -> str:
@@ -103,23 +122,59 @@ async def test_it_opens_on_the_tail_and_follows_it_until_the_operator_scrolls_up
         await pilot.pause(0.3)
         assert view.scroll_y == held  # reading up there is not interrupted
         await pilot.press("end")
-        await until(pilot, "back at the tail", lambda: view.is_vertical_scroll_end)
+        await until(pilot, "back at the tail", lambda: view.at_the_end)
         await pilot.press("home")
-        await until(
-            pilot, "every block mounted", lambda: len(view.views) == len(view.conversation.blocks)
-        )
+        await until(pilot, "the first block mounted", lambda: view.first_mounted == 0)
         await until(pilot, "the first block shown", lambda: view.scroll_y == 0)
         assert "Fix the parser" in _visible_text(view)
+        # home moves the window to the start: not every block in between is mounted
+        assert len(view.views) <= MAX_MOUNTED < len(view.conversation.blocks)
+        await pilot.press("end")
+        await until(pilot, "the tail again", lambda: view.at_tail and view.at_the_end)
+        owner.push(said("message", "after coming back"))
+        await until(pilot, "it follows again", lambda: "after coming back" in _visible_text(view))
+
+
+@pytest.mark.slow
+async def test_thousands_of_events_open_as_a_handful_of_widgets_and_jumps_move_the_window() -> None:
+    """5,000 events (issue 45: the view opens in 200 ms): what is mounted is a
+    screenful, one widget a block (Textual's Markdown widget made each
+    message a dozen); home, a far search match and end move the window
+    rather than mounting every block on the way."""
+    owner = ConvoOwner(_session(turns=1000))
+    app = ConvoApp(owner)
+    async with app.run_test(size=(200, 50)) as pilot:
+        view = await _opened(app, pilot)
+        total = len(view.conversation.blocks)
+        assert len(owner.events) > 5000 and total > 3000
+        assert len(view.views) <= 3 * WINDOW
+        blocks = [w for w in view.walk_children() if isinstance(w, BlockView)]
+        assert len(blocks) == len(view.views) and all(not b.children for b in blocks)
+        await pilot.press("home")
+        await until(pilot, "the first block shown", lambda: view.first_mounted == 0)
+        assert len(view.views) <= MAX_MOUNTED
+        await pilot.press("ctrl+f", *"Turn 500", "enter")  # one match, mid-conversation
+        screen = app.screen
+        assert isinstance(screen, ConversationScreen) and len(screen.matches) == 1
+        found = await until(pilot, "the match", lambda: view.views.get(screen.matches[0]))
+        await until(pilot, "it scrolled to", lambda: found.region.overlaps(view.region))
+        assert len(view.views) <= MAX_MOUNTED and _highlighted(found, CURRENT) == ["Turn 500"]
+        await pilot.press("end")
+        await until(pilot, "the tail", lambda: view.at_tail and view.at_the_end)
+        owner.push(said("message", "the newest words"))
+        await until(pilot, "the tail followed", lambda: "the newest words" in _visible_text(view))
+        assert len(view.views) <= MAX_MOUNTED
 
 
 async def test_hostile_agent_text_is_shown_as_text_and_its_links_open_nothing(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     opened: list[str] = []
+    hidden = "<!-- the operator must not see this --><script>steal()</script>"
     owner = ConvoOwner(
         [
             said("thought", HOSTILE),
-            said("message", HOSTILE),
+            said("message", HOSTILE + "\n\n" + hidden),
             said(
                 "tool_call",
                 HOSTILE,
@@ -136,17 +191,24 @@ async def test_hostile_agent_text_is_shown_as_text_and_its_links_open_nothing(
     app = ConvoApp(owner)
     monkeypatch.setattr(app, "open_url", lambda url, **_: opened.append(url))
     async with app.run_test(size=(80, 24)) as pilot:
-        view = await until(
-            pilot, "the view", lambda: next(iter(app.screen.query(ConversationView)), None)
-        )
+        view = await _opened(app, pilot)
+        await pilot.press("home")
+        await until(pilot, "every block", lambda: len(view.views) == len(view.conversation.blocks))
         await pilot.pause(0.2)
-        markdown = view.query_one(Markdown)
-        shown = "\n".join(str(s.render()) for s in view.query(Static))
-        md_text = markdown.source
-        for text in (shown, md_text):
+        drawn = {i: _drawn(b) for i, b in view.views.items()}
+        for segments in drawn.values():
+            text = "".join(s.text for s in segments)
             assert "\x1b" not in text and "\x07" not in text and "\u202e" not in text
-        assert "[@click=app.quit]" in shown and "␛" in shown  # the brackets and ESC as text
-        markdown.post_message(Markdown.LinkClicked(markdown, "javascript:alert(1)"))
+            assert "[@click=app.quit]" in text  # the brackets as text, not a click
+            for segment in segments:  # nothing drawn carries a link or an action
+                assert segment.style is None or (
+                    not segment.style.link and "@click" not in (segment.style.meta or {})
+                ), segment
+        message = next(b for b in view.views.values() if b.block.kind == "message")
+        text = "".join(s.text for s in drawn[message.index])
+        assert "␛" in text and "javascript:alert(1)" in text  # ESC shown; the address in sight
+        assert "the operator must not see this" in text and "<script>" in text  # HTML as text
+        await pilot.click(message)
         await pilot.pause(0.2)
         assert opened == [] and app.is_running and isinstance(app.screen, ConversationScreen)
 
@@ -158,21 +220,27 @@ async def test_each_thought_is_one_collapsed_block_and_tool_calls_show_command_d
     app = ConvoApp(owner)
     async with app.run_test(size=(200, 50)) as pilot:
         view = await _opened(app, pilot)
-        await pilot.press("home")  # every block: the view opened on the tail only
+        await pilot.press("home")  # every block (few here): the view opened on the tail only
         await until(pilot, "all blocks", lambda: len(view.views) == len(view.conversation.blocks))
         thoughts = [v for _, v in sorted(view.views.items()) if v.block.kind == "thought"]
         assert len(thoughts) == 2  # two thoughts of two pieces each: two blocks
-        folded = thoughts[0].query_one(Collapsible)
-        assert folded.collapsed and "(2 lines)" in str(folded.title)
-        assert thoughts[0].block.text == "step 0: look at the file\nstep 0: then change it"
+        folded = thoughts[0]
+        assert folded.collapsed and "(2 lines)" in folded.title()
+        assert "then change it" not in str(folded.render())  # folded: its title line only
+        assert folded.block.text == "step 0: look at the file\nstep 0: then change it"
+        folded.focus()  # tab reaches it; enter opens it
+        await pilot.press("enter")
+        assert not folded.collapsed and "step 0: then change it" in str(folded.render())
+        await pilot.press("enter")
+        assert folded.collapsed
         tools = {b.block.tool_call_id: b for b in view.views.values() if b.block.kind == "tool"}
-        run = str(tools["t1"].query_one(".body", Static).render())
+        run = str(tools["t1"].render())
         assert "$ pytest -q" in run and "3 passed" in run
         assert "Run the tests 1 (execute) · completed" in run
-        diff = tools["edit"].query_one(".body", Static).render()
+        diff = tools["edit"].render()
         assert "+x = 2" in str(diff) and "-x = 1" in str(diff)
         plan = next(b for b in view.views.values() if b.block.kind == "plan")
-        assert "✓ read parser.py" in str(plan.query_one(".body", Static).render())
+        assert "✓ read parser.py" in str(plan.render())
 
 
 async def test_search_highlights_every_match_and_n_and_shift_n_move_between_them() -> None:
@@ -187,11 +255,15 @@ async def test_search_highlights_every_match_and_n_and_shift_n_move_between_them
         current = view.views[screen.matches[-1]]
         await pilot.pause()
         assert current.has_class("-current") and current.region.overlaps(view.region)
+        # the words found are highlighted, not the whole block ("## Turn 19": "Turn 1" of it)
+        assert _highlighted(current, CURRENT) == ["Turn 1"]
         await pilot.press("N")
         await pilot.pause()
         previous = view.views[screen.matches[-2]]
         assert previous.has_class("-current") and not current.has_class("-current")
         assert current.has_class("-match")
+        assert _highlighted(current, MATCH) == ["Turn 1"] and _highlighted(current, CURRENT) == []
+        assert _highlighted(previous, CURRENT) == ["Turn 1"]
         await pilot.press("n", "n")  # wraps to the first: "Turn 1", before the window
         await pilot.pause()
         first = view.views[screen.matches[0]]

@@ -19,7 +19,7 @@ when the agent told more."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import events, getters, work
 from textual.app import ComposeResult
@@ -31,7 +31,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input, Static, TextArea
 
 from corral.supervisor.errors import CorralError
-from corral.supervisor.interface import SubscriptionClosed, SubscriptionDropped
+from corral.supervisor.interface import Subscription, SubscriptionClosed, SubscriptionDropped
 from corral.supervisor.models import EventKind
 from corral.supervisor.states import label as session_label
 
@@ -116,8 +116,12 @@ class ConversationScreen(Screen[None]):
         self.session_id = session_id
         self.conversation = Conversation()
         self.matches: list[int] = []
+        self.needle = ""  # what the search looks for
         self.current: int | None = None
         self.opened = False  # the view is mounted (its blocks drawn)
+        self._cursor = 0  # the next event's seq
+        self._sub: Subscription[Any] | None = None  # subscribed in compose, followed by `follow`
+        self._missed: set[int] = set()  # blocks a (re)subscription's buffered events changed
 
     @property
     def supervisor(self) -> OwnerSurface:
@@ -129,47 +133,67 @@ class ConversationScreen(Screen[None]):
             placeholder="Search the conversation (enter: first match; n/N)", id="convo-search"
         )
         with Vertical(id="convo-body"):
-            yield Static(safe_markup("[dim]Reading the conversation…[/dim]"), id="convo-loading")
+            # what the session has journaled is folded here, so the view is
+            # composed with the screen (one layout, one paint), not mounted after it
+            self._sub = self._subscribe()
+            if self._sub is not None:
+                self.opened = True
+                yield ConversationView(self.conversation, id="convo-view")
+            else:  # not running here: its journal as stored, read by `follow`
+                yield Static(
+                    safe_markup("[dim]Reading the conversation…[/dim]"), id="convo-loading"
+                )
         yield Static("", id="convo-question")
         yield Static("", id="convo-completions")
         yield PromptArea(id="convo-prompt", soft_wrap=True, show_line_numbers=False)
         yield Footer()
 
     def on_mount(self) -> None:
+        if self.opened:
+            self.query_one(ConversationView).focus()
         self.refresh_header()
         self.follow()
 
     # -- the events ---------------------------------------------------------------------
 
+    def _subscribe(self) -> Subscription[Any] | None:
+        """Subscribe from the cursor and fold at once what is buffered (the
+        blocks it added or changed are kept in `_missed`); None: the session
+        is not running here."""
+        _result, sub = self.supervisor.subscribe(self.session_id, self._cursor)
+        if sub is not None:
+            batch = sub.get_nowait()
+            if batch:
+                self._cursor = batch[-1].seq + 1
+            self._missed = {i for i in map(self.conversation.add, batch) if i is not None}
+        return sub
+
     @work(exclusive=True, group="conversation-events")
     @guarded("The conversation")
     async def follow(self) -> None:
-        """Fold what is buffered at once (one mount of the tail), then each
-        event as it comes."""
-        cursor = 0
+        """Each event as it comes (what was buffered is folded already);
+        resubscribed after falling behind, what it missed is drawn."""
+        sub, self._sub = self._sub, None
         while True:
-            _result, sub = self.supervisor.subscribe(self.session_id, cursor)
-            if sub is None:  # not running here: its journal as stored
-                try:
-                    stored = await self.supervisor.history(self.session_id)
-                except CorralError:
-                    stored = []
-                for event in stored:
-                    self.conversation.add(event)
-                await self._open()
-                return
-            try:
-                batch = sub.get_nowait()
-                if batch:
-                    cursor = batch[-1].seq + 1
-                changed = {self.conversation.add(event) for event in batch}
+            if sub is None:
+                sub = self._subscribe()
+                if sub is None:  # not running here: its journal as stored
+                    try:
+                        stored = await self.supervisor.history(self.session_id)
+                    except CorralError:
+                        stored = []
+                    for event in stored:
+                        self.conversation.add(event)
+                    await self._open()
+                    return
                 if self.opened:  # resubscribed after falling behind: draw what it missed
                     view = self.query_one(ConversationView)
-                    for missed in sorted(i for i in changed if i is not None):
+                    for missed in sorted(self._missed):
                         await view.changed(missed)
                 await self._open()
+            try:
                 async for event in sub:
-                    cursor = event.seq + 1
+                    self._cursor = event.seq + 1
                     index = self.conversation.add(event)
                     if index is not None:
                         await self.query_one(ConversationView).changed(index)
@@ -182,6 +206,7 @@ class ConversationScreen(Screen[None]):
                 return
             finally:
                 sub.close()
+                sub = None
 
     async def _open(self) -> None:
         if self.opened:
@@ -326,6 +351,7 @@ class ConversationScreen(Screen[None]):
     async def on_input_submitted(self, event: Input.Submitted) -> None:
         if event.input.id != "convo-search":
             return
+        self.needle = event.value
         self.matches = self.conversation.matches(event.value)
         self.current = None
         self._focus_view()
@@ -340,8 +366,8 @@ class ConversationScreen(Screen[None]):
         self.current = position
         index = self.matches[position]
         view = self.query_one(ConversationView)
+        self._mark()  # first: the marks change the blocks' heights
         await view.reveal(index)
-        self._mark()
         self.query_one(
             "#convo-search", Input
         ).border_subtitle = f"{position + 1}/{len(self.matches)}"
@@ -350,7 +376,7 @@ class ConversationScreen(Screen[None]):
         views = self.query(ConversationView)
         if views:
             current = None if self.current is None else self.matches[self.current]
-            views.first().mark(self.matches, current)
+            views.first().mark(self.needle, self.matches, current)
 
     async def action_next_match(self) -> None:
         if self.matches:

@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import logging
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
@@ -393,9 +394,26 @@ class SessionScreen(Screen[None]):
             self.load_view()  # one request; until it lands only back and help act
             return
         self._loaded = True
+        self._label_terminal_key()
         self.refresh_view()
         self.follow_events()
         self.show_transcript()
+
+    def _label_terminal_key(self) -> None:
+        """An ACP session has no terminal: its `t` opens the conversation,
+        and the footer (and help) say "Conversation", not "Terminal"."""
+        try:
+            if not self._is_acp():
+                return
+        except CorralError:
+            return
+        bindings = self._bindings.key_to_bindings  # this screen's own copy
+        for key, held in bindings.items():
+            bindings[key] = [
+                replace(b, description="Conversation") if b.action == "focus_terminal" else b
+                for b in held
+            ]
+        self.refresh_bindings()
 
     @work(group="session-load")
     @guarded("The session view")
@@ -409,6 +427,7 @@ class SessionScreen(Screen[None]):
             return
         self._known_seq = detail.next_seq or 0
         self._loaded = True
+        self._label_terminal_key()
         self.refresh_view()
         self.follow_events()
         self.show_transcript()

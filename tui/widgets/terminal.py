@@ -79,16 +79,27 @@ def screen_text(screen: AgentScreen, *, cursor: bool = False, last: int = 40) ->
     """The pane's screen as Rich text, its colours kept: trailing blank lines
     below the cursor dropped, then the `last` lines; with `cursor`, the
     agent's cursor drawn reversed (while the operator types into it)."""
-    texts = [_without_default_colours(Text.from_ansi(r)) for r in (screen.ansi or screen.lines)]
-    if cursor and 0 <= screen.cursor_y < len(texts):
-        line = texts[screen.cursor_y]
+    raw = screen.ansi or screen.lines
+    plain = screen.lines if len(screen.lines) == len(raw) else None
+
+    def blank(i: int) -> bool:
+        return not (plain[i] if plain is not None else Text.from_ansi(raw[i]).plain).strip()
+
+    # only the lines shown are decoded (an ACP session's screen is its last
+    # 200 lines, decoded four times a second for a preview of a dozen)
+    end = len(raw)
+    while end > 0 and end - 1 > screen.cursor_y and blank(end - 1):
+        end -= 1
+    start = max(0, end - last) if last > 0 else end
+    texts = [_without_default_colours(Text.from_ansi(r)) for r in raw[start:end]]
+    y = screen.cursor_y - start
+    if cursor and 0 <= y < len(texts):
+        line = texts[y]
         x = screen.cursor_x
         if x >= len(line.plain):
             line.append(" " * (x - len(line.plain) + 1))
         line.stylize("reverse", x, x + 1)
-    while texts and not texts[-1].plain.strip() and len(texts) - 1 > screen.cursor_y:
-        texts.pop()
-    return Text("\n").join(texts[-last:] if last > 0 else [])
+    return Text("\n").join(texts)
 
 
 class TerminalView(Static, can_focus=True):
