@@ -92,6 +92,14 @@ class AgentProfile:
     # Without hooks: seconds a screen must stay unchanged at a prompt-like
     # last line before the agent reads idle (the quiet rule, status.py).
     quiet_secs: float = 3.0
+    # What corral reads of the agent's own files, by name of the reader
+    # (None: nothing): its transcript (`session/transcripts.py` FORMATS) and
+    # its token records (`usage_records.py` RecordKind), kept in `usage_dir`
+    # under each of its own directories.
+    transcript_format: str | None = None
+    usage_format: str | None = None
+    usage_dir: str | None = None
+    install: str = ""  # the command that installs it (`corral agents`, `corral doctor`)
 
     def find(self, path: str | None = None) -> str | None:
         for name in self.binaries:
@@ -162,6 +170,18 @@ class AgentProfile:
         """Where this agent saved conversation `agent_session`, for agents whose
         hooks do not say (None: not found, or this agent does not tell)."""
         return None
+
+    def conversations(self, env: Mapping[str, str]) -> dict[str, Path]:
+        """Every conversation this agent saved, by its id, in one listing (the
+        search looks at a thousand sessions' at once); empty for an agent whose
+        hooks name the file."""
+        return {}
+
+    def launch_transcripts(self, agent_session: str, home: Path | None) -> set[str]:
+        """The transcript patterns corral itself made at launch for
+        `agent_session` (under the session's provider home `home`, or the
+        operator's): the only patterns the usage watch searches."""
+        return set()
 
     @property
     def locates_conversations(self) -> bool:

@@ -125,6 +125,16 @@ class CodexProfile(AgentProfile):
                 return found
         return None
 
+    def conversations(self, env: Mapping[str, str]) -> dict[str, Path]:
+        """Every rollout Codex keeps, by thread id (its name ends in the id)."""
+        home = env.get("CODEX_HOME", "").strip() or str(Path(env.get("HOME", "~")) / ".codex")
+        found: dict[str, Path] = {}
+        for path in sorted(
+            (Path(os.path.expanduser(home)) / "sessions").glob("*/*/*/rollout-*.jsonl")
+        ):
+            found[path.stem[-36:]] = path  # a thread id is a 36-character UUID
+        return found
+
     def own_paths(self, env: dict[str, str]) -> tuple[list[Path], list[Path]]:
         """`$CODEX_HOME`, or `~/.codex` when it is not set."""
         dirs, files = super().own_paths(env)
@@ -286,6 +296,10 @@ CLAUDE = ClaudeProfile(
     ),
     env_allow=agent_env.CLAUDE,
     hooks=True,
+    transcript_format="claude",
+    usage_format="claude",
+    usage_dir="projects",
+    install="npm i -g @anthropic-ai/claude-code",
     own_dirs=(".claude",),
     model_flag="--model",
     own_files=(".claude.json",),
@@ -307,6 +321,10 @@ CODEX = CodexProfile(
     dialogs=(_dialog("trust", r"trust this folder\?", r"^trust and continue"),),
     env_allow=agent_env.CODEX,
     hooks=True,
+    transcript_format="codex",
+    usage_format="codex",
+    usage_dir="sessions",
+    install="npm i -g @openai/codex",
     own_dirs=(".codex",),
     model_flag="-m",
 )
@@ -337,6 +355,10 @@ class GeminiProfile(AgentProfile):
     def resume_args(self, agent_session: str) -> list[str] | None:
         """`gemini --resume <session id>` (the id corral gave it with `--session-id`)."""
         return ["--resume", agent_session]
+
+    def launch_transcripts(self, agent_session: str, home: Path | None) -> set[str]:
+        """Its chat file's pattern, under the session's home or the operator's."""
+        return {gemini_chats(agent_session), gemini_chats(agent_session, home)}
 
     def with_resume(self, plan: LaunchPlan, agent_session: str) -> LaunchPlan | None:
         """The same launch continuing `agent_session` instead of naming a new one."""
@@ -386,6 +408,10 @@ GEMINI = GeminiProfile(
     ),
     dialogs=(_dialog("trust", r"do you trust the files in this folder", r"^trust folder\b"),),
     env_allow=agent_env.GEMINI,
+    transcript_format="gemini",
+    usage_format="gemini",
+    usage_dir="tmp",
+    install="npm i -g @google/gemini-cli",
     model_flag="-m",
     own_dirs=(".gemini",),
 )
@@ -454,6 +480,7 @@ AIDER = AiderProfile(
         idle=compile_all(r"^\s*(\w+\s*)?>\s*$"),
     ),
     env_allow=agent_env.AIDER,
+    transcript_format="aider",
     model_flag="--model",
     prompt_in_argv=False,
     own_dirs=(".aider",),  # its caches and analytics
@@ -510,10 +537,50 @@ DEMO = DemoProfile(
     hooks=True,
 )
 
+# Every agent corral knows, by name: the one list `corral agents`, `corral
+# doctor`, the host probe, the settings and the start path read. An agent is
+# added by its profile alone (`register`); nothing else lists agents.
 PROFILES: dict[str, AgentProfile] = {
     p.name: p for p in (CLAUDE, CODEX, GEMINI, AIDER, OPENCODE, DEMO)
 }
-PREFERENCE = ("claude", "codex", "gemini", "opencode", "aider")
+# the order `auto` tries the agent CLIs in
+_PREFERENCE: list[str] = ["claude", "codex", "gemini", "opencode", "aider"]
+
+
+def register(profile: AgentProfile, *, preferred: bool = True) -> None:
+    """Make `profile` an agent corral knows (replacing one of its name);
+    `preferred`: `auto` may pick it, after the agents already known."""
+    if not profile.name or ":" in profile.name or profile.name == "custom":
+        raise ValueError(f"an agent profile needs a plain name of its own, not {profile.name!r}")
+    PROFILES[profile.name] = profile
+    if preferred and profile.name not in _PREFERENCE:
+        _PREFERENCE.append(profile.name)
+
+
+def unregister(name: str) -> None:
+    """Forget agent `name` (a test's own profile, once the test is over)."""
+    PROFILES.pop(name, None)
+    if name in _PREFERENCE:
+        _PREFERENCE.remove(name)
+
+
+def preference() -> tuple[str, ...]:
+    """The agent CLIs `auto` tries, in order."""
+    return tuple(_PREFERENCE)
+
+
+def registered_profiles() -> list[AgentProfile]:
+    """Every agent CLI on a PATH to look for (not the demo agent), as known."""
+    return [p for p in PROFILES.values() if p.binaries and not isinstance(p, DemoProfile)]
+
+
+def known_profile(name: str) -> AgentProfile | None:
+    """The profile of the agent a session names (`claude`, `custom:…`); None
+    for an engine that is no agent CLI of corral's (an ACP agent, the built-in)."""
+    try:
+        return profile_for(name.removeprefix("external:"))
+    except AgentUnavailable:
+        return None
 
 
 def profile_for(name: str, *, demo_pace: float = 1.0) -> AgentProfile:
