@@ -17,7 +17,15 @@ from corral.assets import path as asset_path
 
 from ..status import InlineMenu, Markers, compile_all
 from . import agent_env
-from .base import HOOK_CMD, AgentProfile, AgentUnavailable, Dialog, LaunchPlan, write_json
+from .base import (
+    HOOK_CMD,
+    AcpForm,
+    AgentProfile,
+    AgentUnavailable,
+    Dialog,
+    LaunchPlan,
+    write_json,
+)
 from .provider_home import session_home
 
 DEMO_AGENT = asset_path("demo_agent", "demo_agent.py")
@@ -98,17 +106,20 @@ class CodexProfile(AgentProfile):
         return LaunchPlan(
             argv=[binary, "--no-daemon", "-c", f"notify={value}", prompt],
             env_extra={HOOK_CMD: hook_cmd},
-            env_allow=(*self.env_allow, *agent_env.codex_provider_env()),
+            env_allow=(*self.env_allow, *self.provider_env()),
         )
 
     def resume_args(self, agent_session: str) -> list[str] | None:
         """`codex resume <thread id> [prompt]` (its options stay before the subcommand)."""
         return ["resume", agent_session]
 
-    def inside_sandbox(self, argv: list[str]) -> list[str]:
+    def without_own_sandbox(self, argv: list[str], at: int) -> list[str]:
         """Codex's own command sandbox is bubblewrap too and cannot start
         inside corral's: its commands run in corral's sandbox instead."""
-        return codex_without_own_sandbox(argv, 0)
+        return codex_without_own_sandbox(argv, at)
+
+    def provider_env(self) -> tuple[str, ...]:
+        return agent_env.codex_provider_env()
 
     def conversation_file(self, agent_session: str, env: Mapping[str, str]) -> Path | None:
         """Codex saves each thread as `sessions/YYYY/MM/DD/rollout-…-<id>.jsonl`
@@ -191,8 +202,12 @@ class OpenCodeProfile(AgentProfile):
         return LaunchPlan(
             argv=[binary, "--prompt", prompt],
             env_extra=env,
-            env_allow=(*self.env_allow, *agent_env.opencode_config_env()),
+            env_allow=(*self.env_allow, *self.provider_env()),
         )
+
+    def provider_env(self) -> tuple[str, ...]:
+        """The variables its config names (`{env:NAME}`)."""
+        return agent_env.opencode_config_env()
 
     def resume_args(self, agent_session: str) -> list[str] | None:
         """`opencode --session <ses_…>` (its plugin's hooks name the session)."""
@@ -300,6 +315,12 @@ CLAUDE = ClaudeProfile(
     usage_format="claude",
     usage_dir="projects",
     install="npm i -g @anthropic-ai/claude-code",
+    acp=AcpForm(
+        "claude-acp",
+        "Claude Code (ACP adapter)",
+        "claude-code-acp",
+        install="npm i -g @zed-industries/claude-code-acp",
+    ),
     own_dirs=(".claude",),
     model_flag="--model",
     own_files=(".claude.json",),
@@ -325,6 +346,15 @@ CODEX = CodexProfile(
     usage_format="codex",
     usage_dir="sessions",
     install="npm i -g @openai/codex",
+    # its adapter takes Codex's settings as `-c key=value`: Codex's own
+    # sandbox off inside corral's, as in a pane
+    acp=AcpForm(
+        "codex-acp",
+        "Codex (ACP adapter)",
+        "codex-acp",
+        confined_args=("-c", 'sandbox_mode="danger-full-access"'),
+        install="npm i -g @zed-industries/codex-acp",
+    ),
     own_dirs=(".codex",),
     model_flag="-m",
 )
@@ -412,6 +442,18 @@ GEMINI = GeminiProfile(
     usage_format="gemini",
     usage_dir="tmp",
     install="npm i -g @google/gemini-cli",
+    # Gemini CLI reads a file before it writes it and takes a client's
+    # "not found" error for a failure (0.61 matches the error's message only
+    # on an Error object, and a JSON-RPC error reaches it as a plain one), so
+    # it could never create a file through corral's fs/*: it writes itself.
+    acp=AcpForm(
+        "gemini-acp",
+        "Gemini CLI (ACP)",
+        "gemini",
+        flags=("--acp", "--experimental-acp"),
+        serve_files=False,
+        install="npm i -g @google/gemini-cli",
+    ),
     model_flag="-m",
     own_dirs=(".gemini",),
 )

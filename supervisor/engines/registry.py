@@ -20,8 +20,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..acp.agents import PRESETS as ACP_PRESETS
 from ..acp.agents import acp_agent, is_acp
+from ..acp.agents import preset_forms as acp_preset_forms
 from ..agents.base import AgentProfile, AgentUnavailable
 from ..agents.oneshot import PRESETS, is_oneshot, oneshot_profile
 from ..agents.profiles import preference, profile_for
@@ -199,7 +199,7 @@ class AgentEngines:
             preset = oneshot_profile(name)
             if preset.find():
                 choices.append((name, preset.label))
-        for name in ACP_PRESETS:
+        for name in acp_preset_forms():
             agent = acp_agent(name)
             if agent.find():
                 choices.append((name, agent.label))
