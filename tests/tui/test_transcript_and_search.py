@@ -32,7 +32,9 @@ async def _seed(
 ) -> dict[str, str]:
     sid = (await sup.start("Write hello", repo)).session_id
     other = (await sup.start("Another thing", repo)).session_id
-    # the agent's hooks named its transcript
+    # what the external engine records for a Claude Code pane (its profile
+    # names the transcript's format), then its hooks named its transcript
+    registry.amend(sid, lambda s: setattr(s, "pane", {"agent": "claude"}))
     registry.note_agent_hook(sid, {"session_id": "0b5e-claude", "transcript_path": str(transcript)})
     return {"hello": sid, "other": other}
 
