@@ -307,6 +307,7 @@ def agent_reach() -> tuple[tuple[str, str], ...]:
                 names=profile.env_allow,
                 state_dir=_state_dir(),
                 record_first=False,
+                hosts=profile.network_hosts,
             )
         out.append((name, reach(allow)))
     if sandbox.network != HOST:

@@ -116,6 +116,9 @@ class AgentProfile:
     usage_dir: str | None = None
     install: str = ""  # the command that installs it (`corral agents`, `corral doctor`)
     acp: AcpForm | None = None  # its ACP preset, when it has one
+    # its own API and sign-in hosts (a subscription login talks to these):
+    # what it may reach when confined, with its endpoints (`sandbox/network.py`)
+    network_hosts: tuple[str, ...] = ()
 
     def find(self, path: str | None = None) -> str | None:
         for name in self.binaries:

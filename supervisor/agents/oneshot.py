@@ -194,6 +194,8 @@ def oneshot_profile(spec: str) -> OneShotProfile:
             prompt_in_argv=False,
             command=preset.command,
             settings_key=preset.settings_key,
+            # a preset (`claude-p`) reaches what its agent does
+            network_hosts=agent.network_hosts if agent is not None else (),
         )
     if not spec.startswith(PREFIX):
         raise AgentUnavailable(f"{spec!r} is not a one-shot agent (oneshot:<command line>)")

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from corral.assets import path as asset_path
 
+from ..sandbox.network import PROVIDERS
 from ..status import InlineMenu, Markers, compile_all
 from . import agent_env
 from .base import (
@@ -315,6 +316,12 @@ CLAUDE = ClaudeProfile(
     usage_format="claude",
     usage_dir="projects",
     install="npm i -g @anthropic-ai/claude-code",
+    network_hosts=(
+        "api.anthropic.com",
+        "console.anthropic.com",
+        "claude.ai",
+        "platform.claude.com",
+    ),
     acp=AcpForm(
         "claude-acp",
         "Claude Code (ACP adapter)",
@@ -346,6 +353,7 @@ CODEX = CodexProfile(
     usage_format="codex",
     usage_dir="sessions",
     install="npm i -g @openai/codex",
+    network_hosts=("api.openai.com", "auth.openai.com", "chatgpt.com"),
     # its adapter takes Codex's settings as `-c key=value`: Codex's own
     # sandbox off inside corral's, as in a pane
     acp=AcpForm(
@@ -442,6 +450,12 @@ GEMINI = GeminiProfile(
     usage_format="gemini",
     usage_dir="tmp",
     install="npm i -g @google/gemini-cli",
+    network_hosts=(
+        "generativelanguage.googleapis.com",
+        "cloudcode-pa.googleapis.com",
+        "oauth2.googleapis.com",
+        "www.googleapis.com",
+    ),
     # Gemini CLI reads a file before it writes it and takes a client's
     # "not found" error for a failure (0.61 matches the error's message only
     # on an Error object, and a JSON-RPC error reaches it as a plain one), so
@@ -522,6 +536,7 @@ AIDER = AiderProfile(
         idle=compile_all(r"^\s*(\w+\s*)?>\s*$"),
     ),
     env_allow=agent_env.AIDER,
+    network_hosts=PROVIDERS,
     transcript_format="aider",
     model_flag="--model",
     prompt_in_argv=False,
@@ -557,6 +572,7 @@ OPENCODE = OpenCodeProfile(
         ),
     ),
     env_allow=agent_env.OPENCODE,
+    network_hosts=(*PROVIDERS, "models.dev", "opencode.ai"),
     hooks=True,
     model_flag="--model",
     own_dirs=(

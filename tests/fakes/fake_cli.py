@@ -27,6 +27,7 @@ PROFILE = AgentProfile(
     ),
     hooks=True,
     install="pip install fakecli  # (made up)",
+    network_hosts=("api.fakecli.example",),  # what it may reach when confined
 )
 
 PROGRAM = r"""

@@ -22,7 +22,7 @@ from corral.supervisor.agents.profiles import (
     unregister,
 )
 from corral.supervisor.contracts.drafting import FixedDrafter
-from corral.supervisor.doctor import agent_clis, agents_on_path
+from corral.supervisor.doctor import agent_clis, agent_reach, agents_on_path
 from corral.supervisor.factory import build_supervisor
 from corral.supervisor.hosts.probe import HostReport, probe_script, read_report
 from corral.supervisor.models import ContractCheck, OutcomeContract
@@ -54,6 +54,18 @@ def test_a_registered_profile_is_listed_by_corral_agents_and_doctor(
     assert corral_main(["agents"]) == 0
     listed = capsys.readouterr().out
     assert f"ok {fake_cli.NAME:<9} Fake CLI (tests)" in listed and "fakecli 0.1.0" in listed
+
+
+def test_a_registered_profiles_own_hosts_are_what_it_reaches_confined(
+    fakecli: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`corral doctor`'s line per agent, from the same allow-list a launch builds."""
+    monkeypatch.setenv("CORRAL_CONFIG", str(tmp_path / "none.toml"))
+    reach = dict(agent_reach())
+    if not reach:
+        pytest.skip("agents run on the host's network here: nothing is listed")
+    assert "api.fakecli.example" in reach[fake_cli.NAME]
+    assert "api.fakecli.example" not in reach["claude"]
 
 
 def test_a_registered_profile_is_said_not_installed_with_its_install_line(
