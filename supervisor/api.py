@@ -894,7 +894,10 @@ class Supervisor:
         their agent's transcript (Claude Code's, Codex's rollout, Gemini
         CLI's chat, Aider's history)."""
         store = self._require_store()
-        transcripts = store.transcript_paths()
+        # only where the agent's profile names a transcript format: a file any
+        # other agent's hook names is the agent's word, and is never read
+        readable = {p.name for p in registered_profiles() if p.transcript_format is not None}
+        transcripts = store.transcript_paths(readable)
         # agents whose hooks name no file (Codex): their conversations are found by id
         locating = [p for p in registered_profiles() if p.locates_conversations]
         threads = {p.name: store.agent_threads(p.name) for p in locating}
