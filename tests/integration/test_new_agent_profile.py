@@ -130,3 +130,13 @@ async def test_a_registered_profile_runs_a_session_in_a_real_pane(
         await sup.close()
         for sock in (tmp_path / "tmux").glob("*"):
             subprocess.run(["tmux", "-S", str(sock), "kill-server"], capture_output=True)
+
+
+def test_a_profile_cannot_take_a_name_the_engine_names_use() -> None:
+    """`custom` and `custom:…`/`acp:…` are engine forms, never an agent's name."""
+    from dataclasses import replace
+
+    for name in ("custom", "custom:evil", "acp:x", ""):
+        with pytest.raises(ValueError, match="plain name of its own"):
+            register(replace(fake_cli.PROFILE, name=name))
+    assert "custom" not in preference()
