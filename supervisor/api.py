@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING
 
 from .acp.agents import is_acp
 from .acp.view import conversation_screen
-from .agents.profiles import profile_for
+from .agents.profiles import known_profile, registered_profiles
 from .config import McpSettings, SupervisorConfig, load_config
 from .contracts.drafting import ContractDrafter
 from .discuss.linked_runs import DISCUSSIONS_DIR, DiscussionRuns
@@ -92,7 +92,7 @@ from .session.live import LiveSession
 from .session.registry import SessionRegistry, new_session_id
 from .session.search import search as search_sessions
 from .session.summaries import stored_summary
-from .session.transcripts import codex_rollouts, read_transcript
+from .session.transcripts import read_transcript
 from .session.transcripts import resolve as resolve_transcript
 from .session.usage import UsageWatch
 from .states import CoderState, NeedsYou, label, needs_you_label
@@ -875,16 +875,18 @@ class Supervisor:
         identity = session.agent_identity
         if identity is None:
             return []
+        profile = known_profile(identity.agent)
+        if profile is None or profile.transcript_format is None:
+            return []
         path = resolve_transcript(identity.transcript_path) if identity.transcript_path else None
-        if path is None and identity.agent == "codex" and identity.session_id:
-            # an identity stored before corral kept the rollout's path
-            codex = profile_for("codex")
+        if path is None and profile.locates_conversations and identity.session_id:
+            # an identity stored before corral kept where the agent saved it (Codex)
             path = await asyncio.to_thread(
-                codex.conversation_file, identity.session_id, dict(os.environ)
+                profile.conversation_file, identity.session_id, dict(os.environ)
             )
         if path is None:
             return []
-        return await asyncio.to_thread(read_transcript, path, limit)
+        return await asyncio.to_thread(read_transcript, path, profile.transcript_format, limit)
 
     async def search(self, text: str) -> builtins.list[str]:
         """Ids of the sessions where every word of `text` shows: in their
@@ -892,17 +894,24 @@ class Supervisor:
         their agent's transcript (Claude Code's, Codex's rollout, Gemini
         CLI's chat, Aider's history)."""
         store = self._require_store()
-        transcripts = store.transcript_paths()
-        threads = store.agent_threads("codex")
+        # only where the agent's profile names a transcript format: a file any
+        # other agent's hook names is the agent's word, and is never read
+        readable = {p.name for p in registered_profiles() if p.transcript_format is not None}
+        transcripts = store.transcript_paths(readable)
+        # agents whose hooks name no file (Codex): their conversations are found by id
+        locating = [p for p in registered_profiles() if p.locates_conversations]
+        threads = {p.name: store.agent_threads(p.name) for p in locating}
         rows = self._registry.summaries()
         journals = self.state_dir / "journals"
 
         def everything() -> builtins.list[str]:
-            if threads:  # Codex names no file: its rollouts are found by thread id
-                rollouts = codex_rollouts()
-                for sid, thread in threads.items():
-                    if thread in rollouts and sid not in transcripts:
-                        transcripts[sid] = str(rollouts[thread])
+            for profile in locating:
+                if not threads[profile.name]:
+                    continue
+                saved = profile.conversations(os.environ)
+                for sid, thread in threads[profile.name].items():
+                    if thread in saved and sid not in transcripts:
+                        transcripts[sid] = str(saved[thread])
             return search_sessions(text, rows, journals, transcripts)
 
         return await asyncio.to_thread(everything)

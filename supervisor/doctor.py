@@ -17,7 +17,6 @@ from .errors import CorralError
 from .hosts.probe import HostReport
 
 __all__ = [
-    "AGENT_CLIS",
     "MIN_TMUX",
     "AgentCli",
     "ConfigStatus",
@@ -37,7 +36,6 @@ __all__ = [
     "oneshot_presets",
 ]
 
-AGENT_CLIS = ("claude", "codex", "gemini", "aider", "opencode")
 MIN_TMUX = (3, 2)
 _VERSION_ARGS = {"git": ("--version",), "tmux": ("-V",)}
 _MINIMUM = {"tmux": MIN_TMUX}
@@ -51,18 +49,19 @@ class AgentCli:
     label: str
     binary: str | None  # None: not installed
     version: str | None  # None: not installed, or it would not say
+    install: str = ""  # the command that installs it, when its profile says
 
 
 def agent_clis() -> list[AgentCli]:
     """The agents in corral's order of preference, then the demo agent."""
-    from .agents.profiles import PREFERENCE, profile_for
+    from .agents.profiles import preference, profile_for
 
     found: list[AgentCli] = []
-    for name in (*PREFERENCE, "demo"):
+    for name in (*preference(), "demo"):
         profile = profile_for(name)
         binary = profile.find()
         version = profile.version(binary) if binary is not None else None
-        found.append(AgentCli(name, profile.label, binary, version))
+        found.append(AgentCli(name, profile.label, binary, version, profile.install))
     return found
 
 
@@ -79,8 +78,11 @@ def oneshot_presets() -> list[AgentCli]:
 
 
 def agents_on_path() -> list[tuple[str, str | None]]:
-    """Each agent CLI's executable on PATH (None: not installed)."""
-    return [(name, shutil.which(name)) for name in AGENT_CLIS]
+    """Each agent CLI's executable on PATH (None: not installed), every
+    registered profile's (`agents/profiles.py`)."""
+    from .agents.profiles import registered_profiles
+
+    return [(p.name, p.find()) for p in registered_profiles()]
 
 
 @dataclass(frozen=True)
@@ -282,7 +284,7 @@ def agent_reach() -> tuple[tuple[str, str], ...]:
     environment and config as its launch would read them."""
     import os
 
-    from .agents.profiles import profile_for
+    from .agents.profiles import registered_profiles
     from .agents.settings import load_agent_settings
     from .config import load_config
     from .sandbox.agent import reach
@@ -294,8 +296,8 @@ def agent_reach() -> tuple[tuple[str, str], ...]:
     except CorralError:
         return ()
     out: list[tuple[str, str]] = []
-    for name in AGENT_CLIS:
-        profile = profile_for(name)
+    for profile in registered_profiles():
+        name = profile.name
         allow = None
         if sandbox.network != HOST:
             allow = agent_allow(
@@ -305,6 +307,7 @@ def agent_reach() -> tuple[tuple[str, str], ...]:
                 names=profile.env_allow,
                 state_dir=_state_dir(),
                 record_first=False,
+                hosts=profile.network_hosts,
             )
         out.append((name, reach(allow)))
     if sandbox.network != HOST:

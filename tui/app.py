@@ -26,6 +26,7 @@ from corral.supervisor.errors import CorralError, swallowed
 from .console_app import ConsoleApp
 from .desktop_notice import desktop_words, osc_notification
 from .early_keys import EarlyKeys
+from .key_actions import BOARD_KEYS, SESSION_KEYS, check_handlers
 from .toast_band import keep_toasts_clear
 from .visible import visible
 
@@ -569,6 +570,9 @@ class CorralApp(ConsoleApp):
                 severity="warning",
                 timeout=4,
             )
+
+
+check_handlers(CorralApp, (*BOARD_KEYS, *SESSION_KEYS), of_app=True)
 
 
 def _stored_board(state_dir: Path) -> list[SessionSummary] | None:

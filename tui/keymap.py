@@ -1,7 +1,7 @@
 """Keys your way: the `[keys]` table of the configuration file remaps board
 and session keys, action name → key (`approve = "A"`, `search = "ctrl+f"`).
 
-Each remappable binding carries its action's name as its id, so Textual's
+Each remappable binding carries its action's name as its id (`key_actions.py`), so Textual's
 keymap moves it, and the footer shows the new key; `?` rewrites its tables
 with `help_text`. A table that cannot work is refused at start, in one
 sentence: an unknown action, a key kept for the console itself, or two
@@ -12,9 +12,8 @@ from __future__ import annotations
 import re
 import tomllib
 import unicodedata
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import suppress
-from dataclasses import replace
 from pathlib import Path
 
 from textual.binding import Binding, BindingType
@@ -29,7 +28,6 @@ RESERVED = frozenset(
         *(str(i) for i in range(1, 10)),
     }
 )  # fmt: skip
-NOT_REMAPPED = frozenset({"open", "back", "next_needs_you", "answer"})
 _UNTYPED = frozenset(
     {"escape", "up", "down", "left", "right", "home", "end", "pageup", "pagedown", "delete",
      "insert", "backspace", *(f"f{i}" for i in range(1, 25))}
@@ -46,22 +44,10 @@ def typed(key: str) -> bool:
 
 
 def action_id(action: str) -> str:
-    """The name `[keys]` uses for a binding's action: `app.help` → `help`,
-    `open_worktree(True)` → `open_worktree_editor`."""
-    name = action.removeprefix("app.")
-    if name == "open_worktree(True)":
-        return "open_worktree_editor"
-    return name.split("(", 1)[0]
-
-
-def with_ids(bindings: Iterable[BindingType]) -> list[BindingType]:
-    """The same bindings, each remappable one carrying its action's name."""
-    out: list[BindingType] = []
-    for b in bindings:
-        if isinstance(b, Binding) and action_id(b.action) not in NOT_REMAPPED:
-            b = replace(b, id=action_id(b.action))
-        out.append(b)
-    return out
+    """A binding's action as the operator reads it: `app.help` → `help`,
+    `answer(1)` → `answer` (a remappable key's name is its record's,
+    `key_actions.py`)."""
+    return action.removeprefix("app.").split("(", 1)[0]
 
 
 def key_name(key: str) -> str:

@@ -1,6 +1,7 @@
 """Which ACP agents corral knows: `acp:<command line>` for any agent that
 speaks the protocol on stdio, and presets for the CLIs that do (Gemini CLI
-with its ACP flag, Claude Code and Codex through Zed's adapters).
+with its ACP flag, Claude Code and Codex through Zed's adapters), each the
+`acp` form of its agent's profile (`agents/profiles.py`).
 
 A preset borrows what corral already knows about the agent behind it (the
 variables that pass the environment scrub, its own config paths that stay
@@ -15,7 +16,7 @@ import subprocess
 from dataclasses import dataclass
 
 from ..agents import agent_env
-from ..agents.base import AgentProfile, AgentUnavailable
+from ..agents.base import AcpForm, AgentProfile, AgentUnavailable
 from ..agents.profiles import PROFILES, profile_for
 
 ACP_PREFIX = "acp:"
@@ -43,11 +44,9 @@ class AcpAgent:
         return [*argv, *self.confined_args]
 
     def env_allow(self) -> tuple[str, ...]:
-        """The variables that pass the environment scrub: its agent's, and
-        for Codex's adapter the key variables Codex's own config names."""
-        if self.name == "codex-acp":
-            return (*self.base.env_allow, *agent_env.codex_provider_env())
-        return self.base.env_allow
+        """The variables that pass the environment scrub: its agent's, and the
+        key variables its agent's own config names (Codex's providers)."""
+        return (*self.base.env_allow, *self.base.provider_env())
 
     def find(self) -> str | None:
         return shutil.which(self.program)
@@ -70,23 +69,10 @@ def _accepted_flag(binary: str, flags: tuple[str, ...]) -> str:
     return next((f for f in flags if f in shown.split()), flags[0])
 
 
-PRESETS: dict[str, tuple[str, str, tuple[str, ...], str, bool]] = {
-    # name: (label, program, one of these flags, the agent it speaks for, corral serves fs/*)
-    # Gemini CLI reads a file before it writes it and takes a client's
-    # "not found" error for a failure (0.61 matches the error's message only
-    # on an Error object, and a JSON-RPC error reaches it as a plain one), so
-    # it could never create a file through corral's fs/*: it writes itself.
-    "gemini-acp": ("Gemini CLI (ACP)", "gemini", ("--acp", "--experimental-acp"), "gemini", False),
-    "claude-acp": ("Claude Code (ACP adapter)", "claude-code-acp", (), "claude", True),
-    "codex-acp": ("Codex (ACP adapter)", "codex-acp", (), "codex", True),
-}
-
-
-# Codex's own command sandbox is bubblewrap too and cannot start inside
-# corral's; its adapter takes Codex's settings as `-c key=value`
-CONFINED_ARGS: dict[str, tuple[str, ...]] = {
-    "codex-acp": ("-c", 'sandbox_mode="danger-full-access"'),
-}
+def preset_forms() -> dict[str, tuple[AcpForm, AgentProfile]]:
+    """The ACP presets, by engine name: each registered agent profile's ACP
+    form (`agents/profiles.py`), with the profile it borrows the rest from."""
+    return {p.acp.name: (p.acp, p) for p in PROFILES.values() if p.acp is not None}
 
 
 # Claude Code's own rule, seen on the wire (tests/e2e/test_real_claude_acp.py):
@@ -112,13 +98,6 @@ def mode_model_note(agent: str, mode: str | None, model: str | None) -> str | No
     )
 
 
-INSTALL: dict[str, str] = {  # how a preset's program is installed (`corral agents`, README)
-    "gemini-acp": "npm i -g @google/gemini-cli",
-    "claude-acp": "npm i -g @zed-industries/claude-code-acp",
-    "codex-acp": "npm i -g @zed-industries/codex-acp",
-}
-
-
 @dataclass(frozen=True)
 class AcpPreset:
     """An ACP preset as found here: its program on PATH (None: not
@@ -135,14 +114,14 @@ def presets() -> list[AcpPreset]:
     """The ACP presets, each with its program looked up on PATH (nothing is
     run: `corral agents` and `corral doctor` stay instant)."""
     return [
-        AcpPreset(name, label, program, shutil.which(program), INSTALL.get(name, ""))
-        for name, (label, program, _flags, _speaks_for, _fs) in PRESETS.items()
+        AcpPreset(name, form.label, form.program, shutil.which(form.program), form.install)
+        for name, (form, _profile) in preset_forms().items()
     ]
 
 
 def is_acp(name: str) -> bool:
     name = name.removeprefix("external:")
-    return name.startswith(ACP_PREFIX) or name in PRESETS
+    return name.startswith(ACP_PREFIX) or name in preset_forms()
 
 
 def acp_agent(name: str) -> AcpAgent:
@@ -167,20 +146,20 @@ def acp_agent(name: str) -> AcpAgent:
             args=tuple(words[1:]),
             base=_with_env(base, agent_env.CUSTOM),
         )
-    preset = PRESETS.get(name)
-    if preset is None:
-        known = ", ".join([*PRESETS, "acp:<command>"])
+    forms = preset_forms()
+    if name not in forms:
+        known = ", ".join([*forms, "acp:<command>"])
         raise AgentUnavailable(f"unknown ACP agent {name!r}; known: {known}")
-    label, program, one_of, speaks_for, serve_files = preset
+    form, profile = forms[name]
     return AcpAgent(
         name=name,
-        label=label,
-        program=program,
+        label=form.label,
+        program=form.program,
         args=(),
-        base=PROFILES[speaks_for],
-        one_of=one_of,
-        serve_files=serve_files,
-        confined_args=CONFINED_ARGS.get(name, ()),
+        base=profile,
+        one_of=form.flags,
+        serve_files=form.serve_files,
+        confined_args=form.confined_args,
     )
 
 

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..agents.base import AgentProfile
-from ..agents.profiles import PREFERENCE, PROFILES
+from ..agents.profiles import PROFILES, preference
 from ..cancelling import cancel_and_wait
 from ..errors import CorralError, swallowed
 from ..events import PlanTextData
@@ -48,7 +48,7 @@ def is_adopted(session: CoderSession) -> bool:
 
 
 def _profiles() -> list[AgentProfile]:
-    return [PROFILES[name] for name in PREFERENCE if name in PROFILES]
+    return [PROFILES[name] for name in preference() if name in PROFILES]
 
 
 def _public(pane: AgentPane) -> AdoptablePane:

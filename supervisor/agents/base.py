@@ -47,6 +47,21 @@ class Dialog:
     choose: re.Pattern[str] | None
 
 
+@dataclass(frozen=True)
+class AcpForm:
+    """The agent run over ACP (a preset `corral agents` lists): by its own
+    flag (Gemini CLI) or an adapter program (Zed's for Claude Code and Codex),
+    borrowing the rest of what its profile knows (env, config paths)."""
+
+    name: str  # the engine name: `gemini-acp`
+    label: str
+    program: str  # looked up on PATH
+    flags: tuple[str, ...] = ()  # the program must accept one of these (the first it does)
+    serve_files: bool = True  # corral serves it `fs/*` (else it writes itself, confined)
+    confined_args: tuple[str, ...] = ()  # added when corral confines it
+    install: str = ""  # how its program is installed
+
+
 @dataclass
 class LaunchPlan:
     argv: list[str]
@@ -92,6 +107,18 @@ class AgentProfile:
     # Without hooks: seconds a screen must stay unchanged at a prompt-like
     # last line before the agent reads idle (the quiet rule, status.py).
     quiet_secs: float = 3.0
+    # What corral reads of the agent's own files, by name of the reader
+    # (None: nothing): its transcript (`session/transcripts.py` FORMATS) and
+    # its token records (`usage_records.py` RecordKind), kept in `usage_dir`
+    # under each of its own directories.
+    transcript_format: str | None = None
+    usage_format: str | None = None
+    usage_dir: str | None = None
+    install: str = ""  # the command that installs it (`corral agents`, `corral doctor`)
+    acp: AcpForm | None = None  # its ACP preset, when it has one
+    # its own API and sign-in hosts (a subscription login talks to these):
+    # what it may reach when confined, with its endpoints (`sandbox/network.py`)
+    network_hosts: tuple[str, ...] = ()
 
     def find(self, path: str | None = None) -> str | None:
         for name in self.binaries:
@@ -139,7 +166,17 @@ class AgentProfile:
         """The command line when corral confines the agent: an agent whose
         own sandbox cannot nest in bubblewrap (it needs a user namespace and
         a fresh /proc) is told to rely on corral's instead."""
+        return self.without_own_sandbox(argv, 0)
+
+    def without_own_sandbox(self, argv: list[str], at: int) -> list[str]:
+        """`argv`, whose program (this agent) is at index `at`, with the
+        agent's own sandbox off (a one-shot form runs it behind a launcher)."""
         return argv
+
+    def provider_env(self) -> tuple[str, ...]:
+        """The variables the agent's own config names for its providers (read
+        now): they pass the scrub too, in every form it runs in."""
+        return ()
 
     def with_model(self, plan: LaunchPlan, model: str | None) -> LaunchPlan:
         """`plan` with the pinned model passed by this agent's own flag."""
@@ -162,6 +199,18 @@ class AgentProfile:
         """Where this agent saved conversation `agent_session`, for agents whose
         hooks do not say (None: not found, or this agent does not tell)."""
         return None
+
+    def conversations(self, env: Mapping[str, str]) -> dict[str, Path]:
+        """Every conversation this agent saved, by its id, in one listing (the
+        search looks at a thousand sessions' at once); empty for an agent whose
+        hooks name the file."""
+        return {}
+
+    def launch_transcripts(self, agent_session: str, home: Path | None) -> set[str]:
+        """The transcript patterns corral itself made at launch for
+        `agent_session` (under the session's provider home `home`, or the
+        operator's): the only patterns the usage watch searches."""
+        return set()
 
     @property
     def locates_conversations(self) -> bool:

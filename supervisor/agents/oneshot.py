@@ -28,7 +28,7 @@ from pathlib import Path
 
 from . import agent_env
 from .base import AgentProfile, AgentUnavailable, LaunchPlan
-from .profiles import PROFILES, codex_without_own_sandbox
+from .profiles import PROFILES
 
 PREFIX = "oneshot:"
 PROMPT = "{prompt}"
@@ -89,11 +89,12 @@ class OneShotProfile(AgentProfile):
         return dirs, files
 
     def inside_sandbox(self, argv: list[str]) -> list[str]:
-        """Codex's own sandbox off inside corral's (see `CodexProfile`); the
-        program follows the launcher's `--`."""
-        if self.settings_key != "codex" or "--" not in argv:
+        """A preset's agent with its own sandbox off inside corral's, as its
+        profile says (Codex's); the program follows the launcher's `--`."""
+        agent = PROFILES.get(self.settings_key) if self.name in PRESETS else None
+        if agent is None or "--" not in argv:
             return argv
-        return codex_without_own_sandbox(argv, argv.index("--") + 1)
+        return agent.without_own_sandbox(argv, argv.index("--") + 1)
 
     def plan(self, binary: str, *, prompt: str, session_dir: Path, hook_cmd: str) -> LaunchPlan:
         """The launcher (`oneshot_exec.py`) runs first: it puts the prompt in
@@ -182,8 +183,9 @@ def oneshot_profile(spec: str) -> OneShotProfile:
     preset = PRESETS.get(spec)
     if preset is not None:
         env_allow = preset.env_allow
-        if preset.settings_key == "codex":
-            env_allow = (*env_allow, *agent_env.codex_provider_env())
+        agent = PROFILES.get(preset.settings_key)
+        if agent is not None:  # what its agent's own config names (Codex's providers)
+            env_allow = (*env_allow, *agent.provider_env())
         return OneShotProfile(
             name=preset.name,
             label=preset.label,
@@ -192,6 +194,8 @@ def oneshot_profile(spec: str) -> OneShotProfile:
             prompt_in_argv=False,
             command=preset.command,
             settings_key=preset.settings_key,
+            # a preset (`claude-p`) reaches what its agent does
+            network_hosts=agent.network_hosts if agent is not None else (),
         )
     if not spec.startswith(PREFIX):
         raise AgentUnavailable(f"{spec!r} is not a one-shot agent (oneshot:<command line>)")

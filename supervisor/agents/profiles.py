@@ -15,9 +15,18 @@ from pathlib import Path
 
 from corral.assets import path as asset_path
 
+from ..sandbox.network import PROVIDERS
 from ..status import InlineMenu, Markers, compile_all
 from . import agent_env
-from .base import HOOK_CMD, AgentProfile, AgentUnavailable, Dialog, LaunchPlan, write_json
+from .base import (
+    HOOK_CMD,
+    AcpForm,
+    AgentProfile,
+    AgentUnavailable,
+    Dialog,
+    LaunchPlan,
+    write_json,
+)
 from .provider_home import session_home
 
 DEMO_AGENT = asset_path("demo_agent", "demo_agent.py")
@@ -98,17 +107,20 @@ class CodexProfile(AgentProfile):
         return LaunchPlan(
             argv=[binary, "--no-daemon", "-c", f"notify={value}", prompt],
             env_extra={HOOK_CMD: hook_cmd},
-            env_allow=(*self.env_allow, *agent_env.codex_provider_env()),
+            env_allow=(*self.env_allow, *self.provider_env()),
         )
 
     def resume_args(self, agent_session: str) -> list[str] | None:
         """`codex resume <thread id> [prompt]` (its options stay before the subcommand)."""
         return ["resume", agent_session]
 
-    def inside_sandbox(self, argv: list[str]) -> list[str]:
+    def without_own_sandbox(self, argv: list[str], at: int) -> list[str]:
         """Codex's own command sandbox is bubblewrap too and cannot start
         inside corral's: its commands run in corral's sandbox instead."""
-        return codex_without_own_sandbox(argv, 0)
+        return codex_without_own_sandbox(argv, at)
+
+    def provider_env(self) -> tuple[str, ...]:
+        return agent_env.codex_provider_env()
 
     def conversation_file(self, agent_session: str, env: Mapping[str, str]) -> Path | None:
         """Codex saves each thread as `sessions/YYYY/MM/DD/rollout-…-<id>.jsonl`
@@ -124,6 +136,16 @@ class CodexProfile(AgentProfile):
             if found is not None:
                 return found
         return None
+
+    def conversations(self, env: Mapping[str, str]) -> dict[str, Path]:
+        """Every rollout Codex keeps, by thread id (its name ends in the id)."""
+        home = env.get("CODEX_HOME", "").strip() or str(Path(env.get("HOME", "~")) / ".codex")
+        found: dict[str, Path] = {}
+        for path in sorted(
+            (Path(os.path.expanduser(home)) / "sessions").glob("*/*/*/rollout-*.jsonl")
+        ):
+            found[path.stem[-36:]] = path  # a thread id is a 36-character UUID
+        return found
 
     def own_paths(self, env: dict[str, str]) -> tuple[list[Path], list[Path]]:
         """`$CODEX_HOME`, or `~/.codex` when it is not set."""
@@ -181,8 +203,12 @@ class OpenCodeProfile(AgentProfile):
         return LaunchPlan(
             argv=[binary, "--prompt", prompt],
             env_extra=env,
-            env_allow=(*self.env_allow, *agent_env.opencode_config_env()),
+            env_allow=(*self.env_allow, *self.provider_env()),
         )
+
+    def provider_env(self) -> tuple[str, ...]:
+        """The variables its config names (`{env:NAME}`)."""
+        return agent_env.opencode_config_env()
 
     def resume_args(self, agent_session: str) -> list[str] | None:
         """`opencode --session <ses_…>` (its plugin's hooks name the session)."""
@@ -286,6 +312,22 @@ CLAUDE = ClaudeProfile(
     ),
     env_allow=agent_env.CLAUDE,
     hooks=True,
+    transcript_format="claude",
+    usage_format="claude",
+    usage_dir="projects",
+    install="npm i -g @anthropic-ai/claude-code",
+    network_hosts=(
+        "api.anthropic.com",
+        "console.anthropic.com",
+        "claude.ai",
+        "platform.claude.com",
+    ),
+    acp=AcpForm(
+        "claude-acp",
+        "Claude Code (ACP adapter)",
+        "claude-code-acp",
+        install="npm i -g @zed-industries/claude-code-acp",
+    ),
     own_dirs=(".claude",),
     model_flag="--model",
     own_files=(".claude.json",),
@@ -307,6 +349,20 @@ CODEX = CodexProfile(
     dialogs=(_dialog("trust", r"trust this folder\?", r"^trust and continue"),),
     env_allow=agent_env.CODEX,
     hooks=True,
+    transcript_format="codex",
+    usage_format="codex",
+    usage_dir="sessions",
+    install="npm i -g @openai/codex",
+    network_hosts=("api.openai.com", "auth.openai.com", "chatgpt.com"),
+    # its adapter takes Codex's settings as `-c key=value`: Codex's own
+    # sandbox off inside corral's, as in a pane
+    acp=AcpForm(
+        "codex-acp",
+        "Codex (ACP adapter)",
+        "codex-acp",
+        confined_args=("-c", 'sandbox_mode="danger-full-access"'),
+        install="npm i -g @zed-industries/codex-acp",
+    ),
     own_dirs=(".codex",),
     model_flag="-m",
 )
@@ -337,6 +393,10 @@ class GeminiProfile(AgentProfile):
     def resume_args(self, agent_session: str) -> list[str] | None:
         """`gemini --resume <session id>` (the id corral gave it with `--session-id`)."""
         return ["--resume", agent_session]
+
+    def launch_transcripts(self, agent_session: str, home: Path | None) -> set[str]:
+        """Its chat file's pattern, under the session's home or the operator's."""
+        return {gemini_chats(agent_session), gemini_chats(agent_session, home)}
 
     def with_resume(self, plan: LaunchPlan, agent_session: str) -> LaunchPlan | None:
         """The same launch continuing `agent_session` instead of naming a new one."""
@@ -386,6 +446,28 @@ GEMINI = GeminiProfile(
     ),
     dialogs=(_dialog("trust", r"do you trust the files in this folder", r"^trust folder\b"),),
     env_allow=agent_env.GEMINI,
+    transcript_format="gemini",
+    usage_format="gemini",
+    usage_dir="tmp",
+    install="npm i -g @google/gemini-cli",
+    network_hosts=(
+        "generativelanguage.googleapis.com",
+        "cloudcode-pa.googleapis.com",
+        "oauth2.googleapis.com",
+        "www.googleapis.com",
+    ),
+    # Gemini CLI reads a file before it writes it and takes a client's
+    # "not found" error for a failure (0.61 matches the error's message only
+    # on an Error object, and a JSON-RPC error reaches it as a plain one), so
+    # it could never create a file through corral's fs/*: it writes itself.
+    acp=AcpForm(
+        "gemini-acp",
+        "Gemini CLI (ACP)",
+        "gemini",
+        flags=("--acp", "--experimental-acp"),
+        serve_files=False,
+        install="npm i -g @google/gemini-cli",
+    ),
     model_flag="-m",
     own_dirs=(".gemini",),
 )
@@ -454,6 +536,8 @@ AIDER = AiderProfile(
         idle=compile_all(r"^\s*(\w+\s*)?>\s*$"),
     ),
     env_allow=agent_env.AIDER,
+    network_hosts=PROVIDERS,
+    transcript_format="aider",
     model_flag="--model",
     prompt_in_argv=False,
     own_dirs=(".aider",),  # its caches and analytics
@@ -488,6 +572,7 @@ OPENCODE = OpenCodeProfile(
         ),
     ),
     env_allow=agent_env.OPENCODE,
+    network_hosts=(*PROVIDERS, "models.dev", "opencode.ai"),
     hooks=True,
     model_flag="--model",
     own_dirs=(
@@ -510,10 +595,50 @@ DEMO = DemoProfile(
     hooks=True,
 )
 
+# Every agent corral knows, by name: the one list `corral agents`, `corral
+# doctor`, the host probe, the settings and the start path read. An agent is
+# added by its profile alone (`register`); nothing else lists agents.
 PROFILES: dict[str, AgentProfile] = {
     p.name: p for p in (CLAUDE, CODEX, GEMINI, AIDER, OPENCODE, DEMO)
 }
-PREFERENCE = ("claude", "codex", "gemini", "opencode", "aider")
+# the order `auto` tries the agent CLIs in
+_PREFERENCE: list[str] = ["claude", "codex", "gemini", "opencode", "aider"]
+
+
+def register(profile: AgentProfile, *, preferred: bool = True) -> None:
+    """Make `profile` an agent corral knows (replacing one of its name);
+    `preferred`: `auto` may pick it, after the agents already known."""
+    if not profile.name or ":" in profile.name or profile.name == "custom":
+        raise ValueError(f"an agent profile needs a plain name of its own, not {profile.name!r}")
+    PROFILES[profile.name] = profile
+    if preferred and profile.name not in _PREFERENCE:
+        _PREFERENCE.append(profile.name)
+
+
+def unregister(name: str) -> None:
+    """Forget agent `name` (a test's own profile, once the test is over)."""
+    PROFILES.pop(name, None)
+    if name in _PREFERENCE:
+        _PREFERENCE.remove(name)
+
+
+def preference() -> tuple[str, ...]:
+    """The agent CLIs `auto` tries, in order."""
+    return tuple(_PREFERENCE)
+
+
+def registered_profiles() -> list[AgentProfile]:
+    """Every agent CLI on a PATH to look for (not the demo agent), as known."""
+    return [p for p in PROFILES.values() if p.binaries and not isinstance(p, DemoProfile)]
+
+
+def known_profile(name: str) -> AgentProfile | None:
+    """The profile of the agent a session names (`claude`, `custom:…`); None
+    for an engine that is no agent CLI of corral's (an ACP agent, the built-in)."""
+    try:
+        return profile_for(name.removeprefix("external:"))
+    except AgentUnavailable:
+        return None
 
 
 def profile_for(name: str, *, demo_pace: float = 1.0) -> AgentProfile:

@@ -40,7 +40,11 @@ from ..paths import config_path
 from .base import AgentProfile
 from .profiles import PROFILES
 
-AGENT_NAMES: tuple[str, ...] = (*PROFILES, "custom")
+
+def agent_names() -> tuple[str, ...]:
+    """The names `[agents.<name>]` may take: every registered agent, and `custom`."""
+    return (*PROFILES, "custom")
+
 
 # A variable name, or a pattern of one; never `=` or blanks.
 _ENTRY = re.compile(r"^[^\s=]+$")
@@ -94,10 +98,10 @@ def load_agent_settings(path: Path | None = None) -> dict[str, AgentSettings]:
         raise ConfigError(f"{path}: [agents] must hold one table per agent, e.g. [agents.claude]")
     settings: dict[str, AgentSettings] = {}
     for name, table in section.items():
-        if name not in AGENT_NAMES:
+        if name not in agent_names():
             raise ConfigError(
                 f"{path}: [agents.{name}] names no agent corral knows; "
-                f"use one of {', '.join(AGENT_NAMES)}"
+                f"use one of {', '.join(agent_names())}"
             )
         if not isinstance(table, dict):
             raise ConfigError(f"{path}: [agents.{name}] must be a table")

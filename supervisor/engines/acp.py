@@ -250,6 +250,7 @@ class AcpEngine:
             env_files=allowed,
             agent=base.name,
             network_allow=base.network_allow,
+            network_hosts=base.network_hosts,
         )
         return launch
 

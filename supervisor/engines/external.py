@@ -317,6 +317,7 @@ class ExternalEngine:
             # a one-shot preset (`claude-p`) reaches what its agent does
             agent=getattr(self.profile, "settings_key", self.profile.name),
             network_allow=self.profile.network_allow,
+            network_hosts=self.profile.network_hosts,
         )
 
     async def _serve_network_again(self, ctx: RunContext) -> None:

@@ -20,11 +20,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..acp.agents import PRESETS as ACP_PRESETS
 from ..acp.agents import acp_agent, is_acp
+from ..acp.agents import preset_forms as acp_preset_forms
 from ..agents.base import AgentProfile, AgentUnavailable
 from ..agents.oneshot import PRESETS, is_oneshot, oneshot_profile
-from ..agents.profiles import PREFERENCE, profile_for
+from ..agents.profiles import preference, profile_for
 from ..agents.settings import AgentSettings, with_settings
 from ..errors import CorralError
 from ..llm.base import ModelProvider
@@ -58,7 +58,7 @@ class AgentEngines:
         *,
         session_dir: Callable[[str], Path],
         default: str | None = None,
-        preference: tuple[str, ...] = PREFERENCE,
+        preference: tuple[str, ...] | None = None,
         demo_pace: float = 1.0,
         transient_retries: int = 1,
         python: str = sys.executable,
@@ -72,7 +72,7 @@ class AgentEngines:
         self.panes = panes
         self.session_dir = session_dir
         self.default = default
-        self.preference = preference
+        self._preference = preference
         self.demo_pace = demo_pace
         self.transient_retries = transient_retries
         self.python = python
@@ -82,6 +82,12 @@ class AgentEngines:
         self.acp_start_timeout = acp_start_timeout
         self.shell_network = shell_network
         self.state_dir = state_dir
+
+    @property
+    def preference(self) -> tuple[str, ...]:
+        """The order `auto` tries agent CLIs in: the one given, else every
+        registered agent's (`agents/profiles.py`), as it is now."""
+        return self._preference if self._preference is not None else preference()
 
     def resolve(self, requested: str) -> tuple[str, str]:
         requested = (requested or "auto").strip()
@@ -193,7 +199,7 @@ class AgentEngines:
             preset = oneshot_profile(name)
             if preset.find():
                 choices.append((name, preset.label))
-        for name in ACP_PRESETS:
+        for name in acp_preset_forms():
             agent = acp_agent(name)
             if agent.find():
                 choices.append((name, agent.label))

@@ -11,8 +11,6 @@ from pathlib import Path
 from .settings import HostSettings
 from .unreachable import HostUnreachable
 
-AGENT_CLIS = ("claude", "codex", "gemini", "aider", "opencode")
-
 
 def remote_path(path: str) -> str:
     """`path` as a word for the remote shell: `~/x` becomes "$HOME"/x, the rest is quoted."""
@@ -23,12 +21,25 @@ def remote_path(path: str) -> str:
     return shlex.quote(path)
 
 
-def _script(state_dir: str) -> str:
-    agents = " ".join(AGENT_CLIS)
+def _agents_script() -> str:
+    """One line per registered agent CLI (`agents/profiles.py`): its name when
+    one of its binaries is on the remote PATH."""
+    from ..agents.profiles import registered_profiles
+
+    lines = []
+    for profile in registered_profiles():
+        found = " || ".join(
+            f"command -v {shlex.quote(b)} >/dev/null 2>&1" for b in profile.binaries
+        )
+        lines.append(f"{{ {found}; }} && printf 'agent=%s\\n' {shlex.quote(profile.name)}")
+    return "\n".join(lines)
+
+
+def probe_script(state_dir: str) -> str:
     return f"""
 printf 'tmux=%s\\n' "$(tmux -V 2>/dev/null)"
 printf 'git=%s\\n' "$(git --version 2>/dev/null)"
-for a in {agents}; do command -v "$a" >/dev/null 2>&1 && printf 'agent=%s\\n' "$a"; done
+{_agents_script()}
 command -v bwrap >/dev/null 2>&1 && printf 'bwrap=yes\\n'
 command -v python3 >/dev/null 2>&1 && printf 'python3=yes\\n'
 d={remote_path(state_dir)}
@@ -94,14 +105,20 @@ def probe(host: HostSettings, state_dir: Path, *, timeout: float = 15.0) -> Host
 
     conn = HostConnection(host, state_dir, connect_timeout=min(timeout, 10.0))
     try:
-        result = conn.run_script(_script(host.state_dir), timeout=timeout)
+        result = conn.run_script(probe_script(host.state_dir), timeout=timeout)
     except HostUnreachable as exc:
         report.error = str(exc)
         return report
     finally:
         conn.close()
     report.reachable = True
-    for line in result.text.splitlines():
+    read_report(report, result.text)
+    return report
+
+
+def read_report(report: HostReport, text: str) -> None:
+    """Fill `report` from what the probe script printed (`key=value` lines)."""
+    for line in text.splitlines():
         key, _, value = line.partition("=")
         if key == "tmux":
             report.tmux = value.strip()
@@ -115,4 +132,3 @@ def probe(host: HostSettings, state_dir: Path, *, timeout: float = 15.0) -> Host
             report.python3 = True
         elif key == "state":
             report.state_dir_ok = value.strip() == "ok"
-    return report

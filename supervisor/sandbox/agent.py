@@ -144,12 +144,14 @@ def launch_agent(
     env_files: Sequence[str] = (),
     agent: str = "",
     network_allow: Sequence[str] = (),
+    network_hosts: Sequence[str] = (),
 ) -> AgentLaunch:
     """`argv` as the pane runs it: inside bwrap when this agent is to be
     confined and a sandbox can run here (`inside` adapts the command line
     to that: `AgentProfile.inside_sandbox`), else under the pane keeper.
     Confined, it has its own network namespace and reaches only what
-    `network.agent_allow` lists for `agent` (its profile's name), through
+    `network.agent_allow` lists for `agent` (its profile's name, and its
+    profile's `network_hosts`), through
     the proxy corral serves on `<agent_socket_dir>/net.sock` (no socket
     dir: nothing at all) — unless the operator chose `[sandbox] network = "host"`."""
     kept = kept_argv(argv, python)
@@ -197,7 +199,9 @@ def launch_agent(
         allow = NetworkAllow()  # no socket for a proxy: its own namespace, and nothing out
     elif policy.network != HOST and agent_socket_dir is not None:
         extra = [*policy.network_allow, *network_allow]  # `[sandbox]`'s, then this agent's own
-        allow = agent_allow(agent, env, extra, names=env_files, state_dir=policy.state_dir)
+        allow = agent_allow(
+            agent, env, extra, names=env_files, state_dir=policy.state_dir, hosts=network_hosts
+        )
         proxy_socket = agent_socket_dir / PROXY_SOCKET_NAME
         watch = can_watch(status.bwrap, python)
         argv = relay_argv(python, proxy_socket, allow, list(argv), watch=watch, env=inner_env)

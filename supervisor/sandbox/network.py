@@ -7,7 +7,7 @@ Its one way out is corral's allow-list proxy (`netproxy`), reached through a
 relay inside the sandbox (`netrelay`). The list holds:
 
 - the agent's model provider endpoints: its profile's known API hosts
-  (`DEFAULT_HOSTS`), every endpoint URL its environment names (among the
+  (`AgentProfile.network_hosts`, passed in as `hosts`), every endpoint URL its environment names (among the
   variables its profile reads, one named like an endpoint:
   `ANTHROPIC_BASE_URL`, `OPENAI_API_BASE`, `OLLAMA_HOST`, …, or an
   `http(s)://` URL inside a `*_CONFIG_CONTENT` document) and the providers'
@@ -45,7 +45,8 @@ NETWORK_MODES = (ALLOWLIST, HOST)
 DEFAULT_PORTS = (443, 80)
 PROXY_VARS = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY")
 
-# Every provider an agent that can use many (Aider, OpenCode) may be configured for.
+# Every provider an agent that can use many (Aider, OpenCode) may be configured
+# for: their profiles' `network_hosts` (agents/profiles.py) name them.
 PROVIDERS = (
     "api.anthropic.com",
     "api.openai.com",
@@ -57,19 +58,6 @@ PROVIDERS = (
     "api.x.ai",
     "api.cohere.com",
 )
-# Each agent's own API and sign-in hosts (a subscription login talks to these).
-DEFAULT_HOSTS: dict[str, tuple[str, ...]] = {
-    "claude": ("api.anthropic.com", "console.anthropic.com", "claude.ai", "platform.claude.com"),
-    "codex": ("api.openai.com", "auth.openai.com", "chatgpt.com"),
-    "gemini": (
-        "generativelanguage.googleapis.com",
-        "cloudcode-pa.googleapis.com",
-        "oauth2.googleapis.com",
-        "www.googleapis.com",
-    ),
-    "aider": PROVIDERS,
-    "opencode": (*PROVIDERS, "models.dev", "opencode.ai"),
-}
 # Variable names that hold an endpoint (proxies excluded: corral sets those).
 ENDPOINT_NAME = re.compile(r"(_BASE_URL|_API_BASE|_BASE|_ENDPOINT|_URL)$")
 URL_IN_TEXT = re.compile(r"https?://[^\s\"'<>\\]+")
@@ -318,17 +306,19 @@ def agent_allow(
     names: Iterable[str] | None = None,
     state_dir: Path | None = None,
     record_first: bool = True,
+    hosts: Iterable[str] = (),
 ) -> NetworkAllow:
     """What the agent named `agent` (a profile name) may reach: its
     endpoints (`names`: the variables its profile reads; its own config
-    files' providers, `pinned` under `state_dir`), its known hosts and
+    files' providers, `pinned` under `state_dir`), its known hosts (`hosts`:
+    its profile's `network_hosts`) and
     `extra` (the operator's `network_allow`)."""
     raws: list[str] = [*env_endpoints(env, names)]
     if agent in CONFIG_ENDPOINTS:
         found = CONFIG_ENDPOINTS[agent](env)
         place = config_place(agent, env)
         raws += pinned(state_dir, agent, found, place=place, record_first=record_first)
-    raws += DEFAULT_HOSTS.get(agent, ())
+    raws += list(hosts)
     raws += list(extra)
     return NetworkAllow.of(raws)
 

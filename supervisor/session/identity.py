@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from ..agents.profiles import known_profile
 from ..models import AgentIdentity, CoderSession, IdentityState
 from ..states import CoderState
 from .transcripts import read_transcript, resolve
@@ -74,12 +75,12 @@ def resume_id(session: CoderSession) -> str | None:
     identity = session.agent_identity
     if identity is None or identity.state is IdentityState.UNAVAILABLE:
         return None
-    if identity.transcript_path and not _holds_a_turn(identity.transcript_path):
+    if identity.transcript_path and not _holds_a_turn(identity.agent, identity.transcript_path):
         return None
     return identity.session_id
 
 
-def _holds_a_turn(path: str) -> bool:
+def _holds_a_turn(agent: str, path: str) -> bool:
     """Whether the agent saved a conversation there: a file that exists but
     holds no user turn yet (Claude Code writes its first lines before the
     prompt) cannot be resumed — `claude --resume` says "No conversation
@@ -87,10 +88,19 @@ def _holds_a_turn(path: str) -> bool:
     found = resolve(path)
     if found is None:
         return False
+    fmt = _format(agent)
+    if not fmt:  # an agent whose transcript corral cannot read: that it was written counts
+        return True
     try:
-        return any(turn.role == "user" for turn in read_transcript(found))
+        return any(turn.role == "user" for turn in read_transcript(found, fmt))
     except (OSError, ValueError):
         return False
+
+
+def _format(agent: str) -> str:
+    """The transcript format `agent`'s profile names ("" when none)."""
+    profile = known_profile(agent)
+    return (profile.transcript_format or "") if profile is not None else ""
 
 
 def can_go_dormant(session: CoderSession) -> bool:

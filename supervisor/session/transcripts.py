@@ -9,7 +9,9 @@ output_text blocks) or a function call. Only what a reader follows is kept:
 the user's words, the agent's text, and the names of the tools it called
 (tool results, and the context Codex injects, are left out). Gemini CLI
 writes one record per message (`type` user or gemini, written again when it
-grows), under a name corral knows only as a pattern (`resolve`). A file that is
+grows), under a name corral knows only as a pattern (`resolve`). Aider keeps a
+markdown chat history. Which reader applies is the agent profile's word
+(`transcript_format`), never sniffed from the file. A file that is
 too big is read from its end: the latest turns are the ones wanted.
 """
 
@@ -19,6 +21,7 @@ import glob
 import json
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -101,23 +104,15 @@ def resolve(path: str) -> Path | None:
     return Path(path) if os.path.exists(path) else None
 
 
-def _codex_sessions(home: str | None) -> Path:
-    return Path(home or os.environ.get("CODEX_HOME") or Path.home() / ".codex") / "sessions"
-
-
-def codex_rollouts(home: str | None = None) -> dict[str, Path]:
-    """Every rollout Codex keeps, by thread id (its name ends in the id), in
-    one listing: the search looks at a thousand sessions' at once."""
-    found: dict[str, Path] = {}
-    for path in sorted(_codex_sessions(home).glob("*/*/*/rollout-*.jsonl")):
-        found[path.stem[-36:]] = path  # a thread id is a 36-character UUID
-    return found
+def _codex_line(line: dict[str, Any]) -> TranscriptTurn | None:
+    """One rollout line: its `response_item`s are the turns."""
+    if line.get("type") == "response_item":
+        return _codex_turn(line.get("payload"), line.get("timestamp"))
+    return None
 
 
 def turn_of(line: dict[str, Any]) -> TranscriptTurn | None:
-    """One transcript line as a turn (None: not a turn a reader follows)."""
-    if line.get("type") == "response_item":
-        return _codex_turn(line.get("payload"), line.get("timestamp"))
+    """One Claude Code transcript line as a turn (None: not a turn a reader follows)."""
     kind = line.get("type")
     message = line.get("message")
     if kind not in ("user", "assistant") or not isinstance(message, dict):
@@ -170,10 +165,31 @@ def aider_turns(text: str) -> list[TranscriptTurn]:
     return turns
 
 
-def read_transcript(path: Path, limit: int = 500) -> list[TranscriptTurn]:
-    """The last `limit` turns of an agent's transcript (Claude Code's,
-    Codex's, Gemini CLI's JSONL, or Aider's markdown chat history), oldest
-    first (none when the file is missing or unreadable)."""
+def _gemini_line(line: dict[str, Any]) -> TranscriptTurn | None:
+    """One Gemini CLI chat line: a message record, or a line shaped like
+    Claude Code's (the chat file's older form)."""
+    if line.get("type") in ("user", "gemini") and "message" not in line:
+        return _gemini_turn(line)
+    return turn_of(line)
+
+
+# The transcript formats an agent profile names (`AgentProfile.transcript_format`):
+# a JSONL line reader each, and Aider's markdown history.
+JSONL_FORMATS: dict[str, Callable[[dict[str, Any]], TranscriptTurn | None]] = {
+    "claude": turn_of,
+    "codex": _codex_line,
+    "gemini": _gemini_line,
+}
+MARKDOWN_FORMATS = {"aider": aider_turns}
+FORMATS = frozenset({*JSONL_FORMATS, *MARKDOWN_FORMATS})
+
+
+def read_transcript(path: Path, fmt: str, limit: int = 500) -> list[TranscriptTurn]:
+    """The last `limit` turns of an agent's transcript, read in the format its
+    profile names (`FORMATS`; the file's content never chooses), oldest first
+    (none when the file is missing or unreadable, or the format unknown)."""
+    if fmt not in FORMATS:
+        return []
     try:
         with open(path, "rb") as fh:
             fh.seek(0, 2)
@@ -185,8 +201,9 @@ def read_transcript(path: Path, limit: int = 500) -> list[TranscriptTurn]:
     lines = data.split(b"\n")
     if size > READ_LIMIT:
         lines = lines[1:]  # the first line was cut
-    if path.suffix == ".md":
-        return aider_turns(b"\n".join(lines).decode("utf-8", "replace"))[-limit:]
+    if fmt in MARKDOWN_FORMATS:
+        return MARKDOWN_FORMATS[fmt](b"\n".join(lines).decode("utf-8", "replace"))[-limit:]
+    line_turn = JSONL_FORMATS[fmt]
     turns: dict[object, TranscriptTurn] = {}  # a record written again replaces itself
     for n, raw in enumerate(lines):
         if not raw.strip():
@@ -197,11 +214,10 @@ def read_transcript(path: Path, limit: int = 500) -> list[TranscriptTurn]:
             continue
         if not isinstance(row, dict):
             continue
-        if row.get("type") in ("user", "gemini") and "message" not in row:
-            turn = _gemini_turn(row)
-            key: object = row.get("id") or n
-        else:
-            turn, key = turn_of(row), n
+        turn = line_turn(row)
+        key: object = n
+        if fmt == "gemini" and row.get("type") in ("user", "gemini") and "message" not in row:
+            key = row.get("id") or n
         if turn is not None:
             turns.pop(key, None)
             turns[key] = turn

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from ..agents.base import AgentUnavailable
 from ..agents.prices import priced
-from ..agents.profiles import gemini_chats, profile_for
+from ..agents.profiles import known_profile, profile_for
 from ..agents.provider_home import session_home
 from ..cancelling import cancel_and_wait
 from ..config import BudgetSettings, ModelPrice
@@ -37,17 +37,18 @@ if TYPE_CHECKING:  # the records' reader loads with the first session that has a
 
 log = logging.getLogger(__name__)
 
-# where, under an agent's own directory, its records are kept
-RECORD_DIRS = {"claude": "projects", "codex": "sessions", "gemini": "tmp"}
-
 
 def record_roots(agent: str, env: Mapping[str, str]) -> list[Path]:
-    """Where `agent` keeps the records `usage_records` reads."""
+    """Where `agent` keeps the records `usage_records` reads (its profile's
+    `usage_dir` under each of its own directories)."""
     try:
-        dirs, _ = profile_for(agent).own_paths(dict(env))
+        profile = profile_for(agent)
     except AgentUnavailable:
         return []
-    return [d / RECORD_DIRS[agent] for d in dirs]
+    if profile.usage_dir is None:
+        return []
+    dirs, _ = profile.own_paths(dict(env))
+    return [d / profile.usage_dir for d in dirs]
 
 
 def newest_jsonl(pattern: str) -> Path | None:
@@ -69,9 +70,8 @@ def corrals_own_pattern(
     """Whether `named` is the file pattern corral itself made for this agent's
     conversation (Gemini CLI's chat file, whose name holds its start time),
     under the session's own provider home `home` or the operator's."""
-    if agent != "gemini":
-        return False
-    return named in {gemini_chats(agent_session), gemini_chats(agent_session, home)}
+    profile = known_profile(agent)
+    return profile is not None and named in profile.launch_transcripts(agent_session, home)
 
 
 class UsageWatch:
@@ -114,8 +114,11 @@ class UsageWatch:
         from ..agents.usage_records import KINDS, UsageRecords
 
         agent = identity.agent
-        kind = KINDS.get(agent)
-        if kind is None or not identity.session_id or not identity.transcript_path:
+        profile = known_profile(agent)
+        kind = KINDS.get(profile.usage_format or "") if profile is not None else None
+        if kind is None or profile is None or profile.usage_dir is None:
+            return None
+        if not identity.session_id or not identity.transcript_path:
             return None
         kept = self._records.get(session.id)
         named = identity.transcript_path
@@ -138,7 +141,7 @@ class UsageWatch:
         if kept is not None and kept.path == path and kept.agent_session == identity.session_id:
             return kept
         # the session's own provider home first (where its agent keeps them now)
-        roots = [home / RECORD_DIRS[agent], *record_roots(agent, os.environ)]
+        roots = [home / profile.usage_dir, *record_roots(agent, os.environ)]
         records = UsageRecords(kind, path, identity.session_id, roots)
         records.named = named
         records.workdir = session.worktree

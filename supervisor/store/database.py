@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import sqlite3
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -319,16 +319,22 @@ class Store:
 
     # -- scheduled tasks -----------------------------------------------------------
 
-    def transcript_paths(self) -> dict[str, str]:
+    def transcript_paths(self, agents: Collection[str] | None = None) -> dict[str, str]:
         """Each session's agent transcript path, where its agent named one
-        (read from the stored JSON by SQLite: no session is parsed)."""
+        (read from the stored JSON by SQLite: no session is parsed); with
+        `agents`, only the sessions of those agents."""
         if self._conn is None:
             return {}
         rows = self._conn.execute(
-            "SELECT id, json_extract(data, '$.agent_identity.transcript_path') FROM sessions "
+            "SELECT id, json_extract(data, '$.agent_identity.transcript_path'), "
+            "json_extract(data, '$.agent_identity.agent') FROM sessions "
             "WHERE agent_session IS NOT NULL AND json_valid(data)"
         ).fetchall()
-        return {sid: path for sid, path in rows if isinstance(path, str) and path}
+        return {
+            sid: path
+            for sid, path, agent in rows
+            if isinstance(path, str) and path and (agents is None or agent in agents)
+        }
 
     def agent_threads(self, agent: str) -> dict[str, str]:
         """Each session's own session id of `agent` (Codex's thread id), by

@@ -32,7 +32,9 @@ async def _seed(
 ) -> dict[str, str]:
     sid = (await sup.start("Write hello", repo)).session_id
     other = (await sup.start("Another thing", repo)).session_id
-    # the agent's hooks named its transcript
+    # what the external engine records for a Claude Code pane (its profile
+    # names the transcript's format), then its hooks named its transcript
+    registry.amend(sid, lambda s: setattr(s, "pane", {"agent": "claude"}))
     registry.note_agent_hook(sid, {"session_id": "0b5e-claude", "transcript_path": str(transcript)})
     return {"hello": sid, "other": other}
 
@@ -186,3 +188,26 @@ async def test_keys_typed_before_the_search_field_has_focus_are_its_text(tmp_pat
         await until(pilot, "the text", lambda: field.value == "fix")
         assert app.screen is board  # no cancel question
         assert board.order and board.search == "fix"
+
+
+async def test_a_transcript_named_by_an_agent_without_a_format_is_not_read(
+    tmp_path: Path,
+) -> None:
+    """Which reader applies is the agent profile's word: a `custom:` agent's
+    hook naming a file (here the operator's Claude Code conversation) gets
+    nothing read, shown or searched. corral sniffed the file's lines and
+    showed them as this session's transcript."""
+    repo = make_repo(tmp_path / "repo")
+    theirs = write_transcript(
+        tmp_path / "claude" / "private.jsonl", "my private question", "a private answer"
+    )
+    sup, registry = scripted_owner(tmp_path / "state", DRAFTED)
+    await sup.open()
+    try:
+        sid = (await sup.start("Write hello", repo)).session_id
+        registry.amend(sid, lambda s: setattr(s, "pane", {"agent": "custom:tiny-agent"}))
+        registry.note_agent_hook(sid, {"session_id": "x1", "transcript_path": str(theirs)})
+        assert await sup.transcript(sid) == []
+        assert sid not in await sup.search("private answer")
+    finally:
+        await sup.close()

@@ -24,7 +24,7 @@ LAZY = {
     # the hooks watcher starts with the first tracked pane
     "watchfiles": "panes/manager.py",
     "anyio": "panes/manager.py (watchfiles)",
-    # screens load when pushed; the keymap check reads screens/session_keys
+    # screens load when pushed; the keymap check reads key_actions
     "corral.tui.screens.session": "board.py, on open",
     "corral.tui.screens.diff": "board.py, on review",
     "corral.tui.screens.new_session": "board.py, on new",

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from corral.supervisor.agents.profiles import profile_for
 from corral.supervisor.events import BlockedData
 from corral.supervisor.sandbox import netproxy
 from corral.supervisor.sandbox.netproxy import (
@@ -77,7 +78,10 @@ def test_an_agents_endpoints_come_from_its_own_variables_only() -> None:
         "HTTPS_PROXY": "http://127.0.0.1:3128",  # corral sets those
         "OPENCODE_CONFIG_CONTENT": '{"provider":{"x":{"options":{"baseURL":"http://127.0.0.1:4002/v1"}}}}',
     }
-    allow = agent_allow("claude", env, ["pypi.org"], names=["ANTHROPIC_*", "OPENCODE_*"])
+    hosts = profile_for("claude").network_hosts  # its profile's own API hosts
+    allow = agent_allow(
+        "claude", env, ["pypi.org"], names=["ANTHROPIC_*", "OPENCODE_*"], hosts=hosts
+    )
     assert allow.texts()[:2] == ["127.0.0.1:4001", "127.0.0.1:4002"]
     assert "api.anthropic.com" in allow.texts() and allow.texts()[-1] == "pypi.org"
     assert not allow.permits("127.0.0.1", 8080)
@@ -89,7 +93,8 @@ def test_codex_providers_base_urls_are_its_endpoints(tmp_path: Path) -> None:
     (tmp_path / "config.toml").write_text(
         '[model_providers.fake]\nbase_url = "http://127.0.0.1:4010/v1"\n'
     )
-    allow = agent_allow("codex", {"CODEX_HOME": str(tmp_path)}, names=["CODEX_HOME"])
+    hosts = profile_for("codex").network_hosts
+    allow = agent_allow("codex", {"CODEX_HOME": str(tmp_path)}, names=["CODEX_HOME"], hosts=hosts)
     assert allow.permits("127.0.0.1", 4010) and allow.permits("api.openai.com", 443)
 
 
@@ -233,7 +238,8 @@ def test_an_endpoint_the_agent_adds_to_its_own_config_widens_nothing(tmp_path: P
 def test_opencode_providers_come_from_its_config_file(tmp_path: Path) -> None:
     config = tmp_path / "opencode.json"
     config.write_text('{"provider": {"x": {"options": {"baseURL": "http://127.0.0.1:4020/v1"}}}}')
-    allow = agent_allow("opencode", {"OPENCODE_CONFIG": str(config), "HOME": str(tmp_path)})
+    env = {"OPENCODE_CONFIG": str(config), "HOME": str(tmp_path)}
+    allow = agent_allow("opencode", env, hosts=profile_for("opencode").network_hosts)
     assert allow.permits("127.0.0.1", 4020) and allow.permits("models.dev", 443)
 
 

@@ -23,15 +23,15 @@ from tests.fakes.claude_transcript import write_codex_rollout, write_gemini_chat
 
 def test_a_claude_transcript_reads_as_its_user_and_agent_turns(tmp_path: Path) -> None:
     path = write_transcript(tmp_path / "t.jsonl", "Fold accents in slugify", "Done: crème → creme.")
-    turns = read_transcript(path)
+    turns = read_transcript(path, "claude")
     assert [(t.role, t.text) for t in turns] == [
         ("user", "Fold accents in slugify"),
         ("assistant", "I'll read the slug module first.\n→ Read"),
         ("assistant", "Done: crème → creme."),
     ]
     assert turns[0].at == "2026-12-02T01:00:00.000Z"
-    assert read_transcript(tmp_path / "missing.jsonl") == []
-    assert [t.text for t in read_transcript(path, limit=1)] == ["Done: crème → creme."]
+    assert read_transcript(tmp_path / "missing.jsonl", "claude") == []
+    assert [t.text for t in read_transcript(path, "claude", limit=1)] == ["Done: crème → creme."]
 
 
 def test_a_codex_rollout_is_found_by_its_thread_and_read_as_turns(tmp_path: Path) -> None:
@@ -40,7 +40,7 @@ def test_a_codex_rollout_is_found_by_its_thread_and_read_as_turns(tmp_path: Path
     codex, env = profile_for("codex"), {"CODEX_HOME": str(tmp_path / "codex")}
     assert codex.conversation_file(thread, env) == written
     assert codex.conversation_file("0000-other-thread", env) is None
-    assert [(t.role, t.text) for t in read_transcript(written)] == [
+    assert [(t.role, t.text) for t in read_transcript(written, "codex")] == [
         ("user", "Write esc.txt"),  # not the context Codex injects, nor its instructions
         ("assistant", "Need approval."),
         ("assistant", "→ exec_command"),
@@ -67,7 +67,7 @@ def test_a_gemini_chat_is_found_by_its_pattern_and_read_as_turns(
     assert resume_id(session) is None  # nothing saved yet: nothing to resume
     written = write_gemini_chat(tmp_path, sid, "Write hello.txt", "Wrote hello.txt.")
     assert resolve(pattern) == written and resume_id(session) == sid
-    assert [(t.role, t.text) for t in read_transcript(written)] == [
+    assert [(t.role, t.text) for t in read_transcript(written, "gemini")] == [
         ("user", "Write hello.txt"),
         ("assistant", "Writing it.\n→ write_file"),  # its record written again, once
         ("assistant", "Wrote hello.txt."),
@@ -107,7 +107,7 @@ AIDER_HISTORY = "\n".join(
 def test_an_aider_chat_history_reads_as_typed_and_answered_turns(tmp_path: Path) -> None:
     path = tmp_path / "aider.chat.history.md"
     path.write_text(AIDER_HISTORY, encoding="utf-8")
-    assert [(t.role, t.text) for t in read_transcript(path)] == [
+    assert [(t.role, t.text) for t in read_transcript(path, "aider")] == [
         ("user", "Write hello.txt saying hi\n\nWork only inside this directory."),
         ("assistant", "Here it is.\n\nhello.txt\n```\nhi\n```"),
         ("user", "thanks"),
@@ -123,7 +123,7 @@ def test_a_huge_transcript_is_read_from_its_end(tmp_path: Path) -> None:
         for _ in range(READ_LIMIT // 1000 + 50):
             fh.write(json.dumps(filler) + "\n")
         fh.write(json.dumps(last) + "\n")
-    turns = read_transcript(path, limit=3)
+    turns = read_transcript(path, "claude", limit=3)
     assert turns[-1].text == "the latest" and len(turns) == 3
 
 

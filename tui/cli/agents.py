@@ -11,7 +11,8 @@ from .output import say
 def list_agents() -> int:
     for agent in agent_clis():
         if agent.binary is None:
-            say(f"-- {agent.name:<9} {agent.label:<22} not installed")
+            how = f": {agent.install}" if agent.install else ""
+            say(f"-- {agent.name:<9} {agent.label:<22} not installed{how}")
             continue
         version = agent.version or "version unknown"
         say(f"ok {agent.name:<9} {agent.label:<22} {agent.binary} ({version})")

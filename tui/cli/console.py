@@ -30,15 +30,15 @@ if TYPE_CHECKING:
 
 def _launch(app: CorralApp) -> int:
     from corral.supervisor.paths import config_path
+    from corral.tui.key_actions import SESSION_KEYS, bindings
     from corral.tui.keymap import KeysError, check, read_keys
     from corral.tui.screens.board import BoardScreen
-    from corral.tui.screens.session_keys import SESSION_BINDINGS
 
     where = config_path()
     try:
         keys = check(
             read_keys(where),
-            {"board": BoardScreen.BINDINGS, "session": SESSION_BINDINGS},
+            {"board": BoardScreen.BINDINGS, "session": bindings(SESSION_KEYS)},
             where,
         )
     except KeysError as exc:

@@ -28,7 +28,7 @@ from .. import grouping
 from .. import rows as R
 from ..console_app import ConsoleApp
 from ..guard import guarded
-from ..keymap import with_ids
+from ..key_actions import BOARD_KEYS, bindings, by_handler, check_handlers, named
 from ..safe_text import safe_text
 from ..widgets.board_table import BoardTable, Column
 from ..widgets.painted import PaintedStatic
@@ -102,7 +102,6 @@ COLUMNS: tuple[BoardColumn, ...] = (
 )
 
 # the board's action names where the supervisor's table names them otherwise
-TABLE_NAMES = {"cancel_session": "cancel", "delete_session": "delete", "push_branch": "push"}
 
 
 def facts_of(row: SessionSummary) -> SessionFacts:
@@ -132,35 +131,7 @@ class BoardScreen(Screen[None]):
     app = getters.app(ConsoleApp)
 
     # help and quit first: a narrow footer cuts from the right, never them
-    BINDINGS = with_ids([
-        Binding("question_mark", "app.help", "Help"),
-        Binding("q", "app.quit", "Quit"),
-        Binding("enter", "open", "Open"),
-        Binding("n", "new", "New"),
-        Binding("d", "discuss", "Discuss"),
-        Binding("c", "confirm", "Confirm"),
-        Binding("a", "approve", "Approve"),
-        Binding("o", "approve_checkout", "To checkout", show=False),
-        Binding("D", "review_diff", "Review diff"),
-        Binding("v", "reverify", "Re-verify", show=False),
-        Binding("r", "reject", "Reject"),
-        Binding("x", "cancel_session", "Cancel"),
-        Binding("R", "retry", "Retry"),
-        Binding("h", "archive", "Archive"),
-        Binding("X", "delete_session", "Delete", show=False),
-        Binding("P", "push_branch", "Push branch", show=False),
-        Binding("O", "pull_request", "Open pull request", show=False),
-        Binding("N", "rename", "Name", show=False),
-        Binding("w", "open_worktree", "Worktree shell", show=False),
-        Binding("E", "open_worktree(True)", "Worktree in $EDITOR", show=False),
-        Binding("p", "toggle_preview", "Preview", show=False),
-        Binding("tab", "next_needs_you", "Next needs-you", priority=True),
-        Binding("f", "cycle_filter", "Filter"),
-        Binding("g", "toggle_groups", "Group by repo", show=False),
-        Binding("slash", "search", "Search"),
-        Binding("T", "tasks", "Tasks", show=False),
-        Binding("A", "adopt", "Adopt a tmux pane", show=False),
-    ])  # fmt: skip
+    BINDINGS = bindings(BOARD_KEYS)
 
     def __init__(self, clock: Callable[[], float] = time.time) -> None:
         super().__init__()
@@ -594,24 +565,13 @@ class BoardScreen(Screen[None]):
             self._footer_keys = keys
             self.refresh_bindings()
 
-    ROW_ACTIONS = {
-        "confirm",
-        "approve",
-        "approve_checkout",
-        "review_diff",
-        "reverify",
-        "reject",
-        "cancel_session",
-        "retry",
-        "archive",
-        "delete_session",
-        "push_branch",
-        "pull_request",
-        "rename",
-        "open_worktree",
-    }
+    # the keys the supervisor's table rules on (the selected row's), by handler
+    ROW_ACTIONS = {k.handler: k for k in BOARD_KEYS if k.guard is not None}
+    ROW_GUARDS = by_handler(ROW_ACTIONS.values())
 
-    LOOK_ACTIONS = {"cycle_filter", "toggle_groups", "search", "toggle_preview", "next_needs_you"}
+    LOOK_ACTIONS = named(
+        BOARD_KEYS, "cycle_filter", "toggle_groups", "search", "toggle_preview", "next_needs_you"
+    )
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """The footer offers a session's keys only when the selected row can
@@ -621,7 +581,7 @@ class BoardScreen(Screen[None]):
             return False
         if self._search_on_its_way():
             return False  # a key typed right after `/` is the search's text (see on_key)
-        if action not in self.ROW_ACTIONS:
+        if action not in self.ROW_GUARDS:
             return True
         return self.refusal(action) is None
 
@@ -639,7 +599,9 @@ class BoardScreen(Screen[None]):
         row = self.selected()
         if row is None:
             return "select a session first"
-        return why_not(TABLE_NAMES.get(action, action), facts_of(row))
+        guard = self.ROW_GUARDS[action].guard
+        assert guard is not None
+        return why_not(guard, facts_of(row))
 
     def on_board_table_row_selected(self, event: BoardTable.RowSelected) -> None:
         if not self.app.opened.is_set():
@@ -796,3 +758,6 @@ class BoardScreen(Screen[None]):
         if index is not None:
             self._pending_select = None
             self.table.move_cursor(row=index)
+
+
+check_handlers(BoardScreen, BOARD_KEYS)

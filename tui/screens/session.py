@@ -46,10 +46,10 @@ from .. import rows as R
 from ..console_app import ConsoleApp
 from ..event_text import clip, describe
 from ..guard import guarded
+from ..key_actions import SESSION_KEYS, bindings, by_handler, check_handlers, named
 from ..keymap import typed
 from ..safe_text import safe_content, safe_markup, safe_text
 from ..widgets.terminal import TerminalView
-from .session_keys import SESSION_BINDINGS
 
 log = logging.getLogger("corral.tui.screens.session")
 
@@ -269,14 +269,12 @@ def _setup_lines(s: CoderSession) -> list[Content]:
     return lines
 
 
-# what passes a gate: on control keys, so they also act from the input (session_keys)
-GATE_KEYS = frozenset({"confirm", "approve", "approve_checkout", "reject"})
+# what passes a gate: on control keys, so they also act from the input (key_actions)
+GATE_KEYS = named(SESSION_KEYS, "confirm", "approve", "approve_checkout", "reject")
 
-# the actions whose rule is the supervisor's table (the rest are this screen's own)
-TABLE_ACTIONS = frozenset(
-    {"confirm", "approve", "reject", "approve_checkout", "review_diff", "reverify", "cancel",
-     "retry", "archive"}
-)  # fmt: skip
+# this screen's keys by handler and action name (`key_actions.py`): the
+# supervisor's rule (`guard`), or this screen's own and its sentence (`refused`)
+KEYS = by_handler(SESSION_KEYS)
 
 
 def foreman_tree(detail: SessionDetail) -> Content:
@@ -323,24 +321,12 @@ class ReplyInput(Input):
             screen.leave_input()
 
 
-# why a key of this screen's own (not a session action) does nothing now
-SCREEN_WHY_NOT = {
-    "edit_check": "The checks can be edited only at gate 1, while the contract waits for you.",
-    "add_check": "Checks can be added only at gate 1, while the contract waits for you.",
-    "remove_check": "Checks can be removed only at gate 1, while the contract waits for you.",
-    "edit_setup": "The setup can be edited only at gate 1, while the contract waits for you.",
-    "open_worktree": "This session has no worktree on this machine now (removed, or not made).",
-    "attach": "This agent has no terminal to attach to (it runs without a tmux pane).",
-    "focus_terminal": "This session has no live agent terminal now.",
-}
-
-
 class SessionScreen(Screen[None]):
     app = getters.app(ConsoleApp)
 
-    BINDINGS: ClassVar[list[BindingType]] = SESSION_BINDINGS
+    BINDINGS: ClassVar[list[BindingType]] = bindings(SESSION_KEYS)
 
-    GATE1_ACTIONS = {"edit_check", "add_check", "remove_check", "edit_setup"}
+    GATE1_ACTIONS = named(SESSION_KEYS, "edit_check", "add_check", "remove_check", "edit_setup")
 
     def __init__(self, session_id: str) -> None:
         super().__init__()
@@ -879,7 +865,10 @@ class SessionScreen(Screen[None]):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """The footer shows the keys that apply to this session now; the
         others are hidden (and do nothing) until the state allows them.
-        While the input or the agent terminal has focus no screen key acts."""
+        While the input or the agent terminal has focus no screen key acts.
+        `action` is the name (`open_worktree`), as Textual asks; a handler
+        with its arguments (`open_worktree(True)`) answers as its name."""
+        action = action.split("(", 1)[0]
         if not self.loaded:  # an attached console's first request is on its way
             return action in ("back", "help")
         try:
@@ -899,9 +888,9 @@ class SessionScreen(Screen[None]):
             return False  # every key goes to the input or the agent terminal
         if action in self.GATE1_ACTIONS:  # editing the proposed contract: this screen's own
             return detail.session.state.value == "contract_proposed" and detail.live
-        table = {"cancel_session": "cancel"}.get(action, action)
-        if table in TABLE_ACTIONS:
-            return why_not(table, self._facts(detail)) is None
+        guard = KEYS[action].guard if action in KEYS else None
+        if guard is not None:
+            return why_not(guard, self._facts(detail)) is None
         if action == "open_worktree":
             worktree = detail.session.worktree
             return worktree is not None and os.path.isdir(worktree)
@@ -926,9 +915,8 @@ class SessionScreen(Screen[None]):
         if focused is not None and event.key in focused._bindings.key_to_bindings:
             return  # the focused widget's own key (ctrl+a: the input's start of line)
         for binding in self._bindings.key_to_bindings.get(event.key, []):
-            table = {"cancel_session": "cancel"}.get(binding.action, binding.action)
-            name = binding.action.split("(", 1)[0]
-            if table not in TABLE_ACTIONS and name not in SCREEN_WHY_NOT:
+            key = KEYS.get(binding.action)
+            if key is None or (key.guard is None and not key.refused):
                 continue
             if self.check_action(binding.action, ()):
                 continue
@@ -937,9 +925,9 @@ class SessionScreen(Screen[None]):
             try:
                 detail = self.supervisor.get(self.session_id)
                 why = (
-                    why_not(table, self._facts(detail))
-                    if table in TABLE_ACTIONS
-                    else SCREEN_WHY_NOT[name]
+                    why_not(key.guard, self._facts(detail))
+                    if key.guard is not None
+                    else key.refused
                 )
             except CorralError:
                 return
@@ -1193,3 +1181,6 @@ def _hidden_line(s: CoderSession) -> Content:
         "{} [dim](add: /hidden PATH or PATH:WHERE, drop: /remove NAME)[/dim]",
         ", ".join(parts),
     )
+
+
+check_handlers(SessionScreen, SESSION_KEYS)
