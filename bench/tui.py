@@ -499,6 +499,7 @@ def child_live(
         ready_file.write_text(str(len(ids)))
 
     app = CorralApp(sup, default_repo=repo, on_ready=seed)
+    instrument_if_asked()
     try:
         profile = os.environ.get(PROFILE_ENV)
         if profile:  # the console's own thread (its event loop) under cProfile
@@ -531,7 +532,21 @@ def child_floor(ready_file: Path, n: int) -> None:
             table.focus()
             ready_file.write_text(str(n))
 
+    instrument_if_asked()
     Floor().run()
+
+
+COUNTS_ENV = "CORRAL_BENCH_COUNTS"  # where a (b) child writes its Textual work counts
+
+
+def instrument_if_asked() -> None:
+    """Count the child's Textual work (bench/textual_counts.py) when the
+    bench asked for it."""
+    path = os.environ.get(COUNTS_ENV)
+    if path:
+        import textual_counts
+
+        textual_counts.instrument(Path(path))
 
 
 def tmux_dir(base: Path) -> Path:
@@ -745,17 +760,22 @@ def cursor_style(term: Term) -> tuple[str, bool]:
     )
 
 
+BACKGROUND_SECS = 10.0  # the window with no key whose Textual work is the background rate
+
+
 def keystrokes(
     keys: int,
     n: int,
     child: list[str] | None = None,
     ready_timeout: float = 600,
     engine: str = "scripted",
-) -> tuple[list[float], list[float]]:
-    """Key gaps (to the frame in which the cursor row has moved) and
-    background gaps (to the next chunk, no key) with `n` live sessions;
+) -> tuple[list[float], list[float], list[str]]:
+    """Key gaps (to the frame in which the cursor row has moved), background
+    gaps (to the next chunk, no key) and the child's Textual work (counted
+    per second with no key, then per key above that) with `n` live sessions;
     `child` is the console program to run (given ready file, repo and n),
     this file's by default."""
+    import textual_counts
     from ptyprocess import PtyProcess
 
     with tempfile.TemporaryDirectory(prefix="corral-bench-live-") as tmp:
@@ -763,6 +783,8 @@ def keystrokes(
         repo = make_repo(base / "repo")
         ready = base / "ready"
         env = child_env(base / "state", write_config(base / "config.toml"))
+        counts_file = base / "counts.json"
+        env[COUNTS_ENV] = str(counts_file)
         argv, extra = (child, []) if child else (live_argv(), ["stream", engine])
         proc = PtyProcess.spawn(
             [*argv, str(ready), str(repo), str(n), *extra],
@@ -784,6 +806,29 @@ def keystrokes(
             print(f"  {ready.read_text()} sessions running after {time.monotonic() - t0:.1f} s")
             term.drain(2.0)
             style = cursor_style(term)
+
+            def counts():  # type: ignore[no-untyped-def]
+                return textual_counts.read(proc.pid, counts_file, term.drain)
+
+            started = before = counts()
+            t_quiet, cpu0 = time.monotonic(), tree_cpu_seconds(proc.pid)
+            servers = tmux_server_pids(base)
+            tmux0 = sum(own_cpu_seconds(p) for p in servers)
+            term.drain(BACKGROUND_SECS)
+            quiet = counts() - before
+            quiet_secs = time.monotonic() - t_quiet
+            cpu = tree_cpu_seconds(proc.pid) - cpu0
+            tmux = sum(own_cpu_seconds(p) for p in servers) - tmux0
+            work = [
+                f"CPU with no key: {cpu / quiet_secs * 100:.1f} % of a core"
+                + (f" (+ its tmux server {tmux / quiet_secs * 100:.1f} %)" if servers else ""),
+                *(
+                    f"since it started: {what} {got}"
+                    for what, got in sorted(started.items())
+                    if what.startswith("layout")
+                ),
+            ]
+            before, t_keys = counts(), time.monotonic()
             rng = random.Random(7)
             key_ms: list[float] = []
             idle_ms: list[float] = []
@@ -807,11 +852,13 @@ def keystrokes(
                         gap = (arrived - t) * 1000
                         break
                 key_ms.append(gap)
+            keyed, keyed_secs = counts() - before, time.monotonic() - t_keys
+            work += textual_counts.table(quiet, quiet_secs, keyed, keyed_secs, keys)
             if term.unparsed:
                 print(
                     f"  ({term.unparsed} output sequence(s) the terminal emulator could not take)"
                 )
-            return key_ms, idle_ms
+            return key_ms, idle_ms, work
         finally:
             quit_app(proc, timeout=20)
             kill_tmux_servers(base)
@@ -991,10 +1038,10 @@ def main() -> int:
             "cursor row has moved; the floor (a bare Textual DataTable app) timed the same way"
         )
         floor_argv = [sys.executable, str(Path(__file__).resolve()), "--child-floor"]
-        floor_ms, _ = keystrokes(keys, args.live, child=floor_argv)
+        floor_ms, _, floor_work = keystrokes(keys, args.live, child=floor_argv)
         if args.profile:
             os.environ[PROFILE_ENV] = str(Path(args.profile).resolve())
-        key_ms, idle_ms = keystrokes(keys, args.live, engine=args.engine)
+        key_ms, idle_ms, work = keystrokes(keys, args.live, engine=args.engine)
         os.environ.pop(PROFILE_ENV, None)
         p50, p95 = statistics.median(key_ms), pct(key_ms, 95)
         f50, f95 = statistics.median(floor_ms), pct(floor_ms, 95)
@@ -1013,6 +1060,14 @@ def main() -> int:
             f"  corral against the floor: p50 {p50 / max(f50, 0.01):.2f}×  "
             f"p95 {p95 / max(f95, 0.01):.2f}×"
         )
+        print(
+            f"  Textual's work in the floor (bare app, {BACKGROUND_SECS:g} s with no key, then the keys):"
+        )
+        for line in floor_work:
+            print(f"    {line}")
+        print(f"  Textual's work in corral ({args.live} streaming sessions, same windows):")
+        for line in work:
+            print(f"    {line}")
         print(
             "  background (no key; the wait for the next chunk): "
             f"p50 {statistics.median(idle_ms):.1f} ms  p95 {pct(idle_ms, 95):.1f} ms"
