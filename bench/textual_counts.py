@@ -71,6 +71,27 @@ def instrument(path: Path) -> None:
 
     signal.signal(signal.SIGUSR1, dump)
 
+    profiling: list[Any] = []
+
+    def toggle_profile(_signum: int, _frame: object) -> None:
+        """SIGUSR2: start a cProfile of the app's thread; again: write it
+        beside the counts (`<path>.pstats`), so a profile holds the measured
+        windows only, not the start of 100 sessions."""
+        import cProfile
+
+        if profiling:
+            profiler = profiling.pop()
+            profiler.disable()
+            part = path.with_suffix(".pstats-part")
+            profiler.dump_stats(str(part))
+            os.replace(part, path.with_suffix(".pstats"))  # whole, or not there
+        else:
+            profiler = cProfile.Profile()
+            profiling.append(profiler)
+            profiler.enable()
+
+    signal.signal(signal.SIGUSR2, toggle_profile)
+
 
 def read(
     pid: int, path: Path, wait: Callable[[float], object], timeout: float = 5.0

@@ -75,20 +75,41 @@ def _without_default_colours(text: Text) -> Text:
     return made_visible(text)
 
 
+ROW_CACHE_LIMIT = 1024  # parsed rows kept: a few screens' worth
+_parsed_rows: dict[str, Text] = {}
+
+
+def _row_text(row: str) -> Text:
+    """One ANSI row as Rich text (default colours dropped, made visible),
+    parsed once: a streaming screen scrolls, so nearly every row of a new
+    capture was a row of the one before, and parsing every row again was
+    most of a preview's repaint. The kept text is shared: never changed."""
+    text = _parsed_rows.get(row)
+    if text is None:
+        if len(_parsed_rows) >= ROW_CACHE_LIMIT:
+            _parsed_rows.clear()
+        text = _parsed_rows[row] = _without_default_colours(Text.from_ansi(row))
+    return text
+
+
 def screen_text(screen: AgentScreen, *, cursor: bool = False, last: int = 40) -> Text:
     """The pane's screen as Rich text, its colours kept: trailing blank lines
     below the cursor dropped, then the `last` lines; with `cursor`, the
-    agent's cursor drawn reversed (while the operator types into it)."""
-    texts = [_without_default_colours(Text.from_ansi(r)) for r in (screen.ansi or screen.lines)]
-    if cursor and 0 <= screen.cursor_y < len(texts):
-        line = texts[screen.cursor_y]
+    agent's cursor drawn reversed (while the operator types into it). Only
+    the rows shown are parsed (each new row once, see `_row_text`)."""
+    rows = screen.ansi or screen.lines
+    end = len(rows)
+    while end > 0 and end - 1 > screen.cursor_y and not _row_text(rows[end - 1]).plain.strip():
+        end -= 1
+    start = max(0, end - last) if last > 0 else end
+    texts = [_row_text(row) for row in rows[start:end]]
+    if cursor and start <= screen.cursor_y < end:
+        line = texts[screen.cursor_y - start] = texts[screen.cursor_y - start].copy()
         x = screen.cursor_x
         if x >= len(line.plain):
             line.append(" " * (x - len(line.plain) + 1))
         line.stylize("reverse", x, x + 1)
-    while texts and not texts[-1].plain.strip() and len(texts) - 1 > screen.cursor_y:
-        texts.pop()
-    return Text("\n").join(texts[-last:] if last > 0 else [])
+    return Text("\n").join(texts)
 
 
 class TerminalView(Static, can_focus=True):
