@@ -32,6 +32,18 @@ Two budgets from ARCHITECTURE.md, both measured on the real console process
     app (a DataTable of 100 rows, nothing else) in the same pty; the ratio is
     printed. The gap to the next chunk with no key sent ("background") is
     printed too: how often the board repaints on its own.
+    The work behind the figures, for corral and the floor alike
+    (bench/textual_counts.py, read from the child by a signal): over 10 s with
+    no key, then over the keys, Textual's full layouts, frames, who asked
+    for a layout or a repaint (by widget class) and the board's rows
+    rendered, printed per second with no key and per key above that; the
+    layouts since the child started (the sessions arriving); the child's CPU
+    in the no-key window (its main thread apart: the event loop shares its
+    GIL with the pane sweep's worker) and its tmux server's. --profile PATH
+    writes a cProfile of the child's loop over those two windows only.
+    --compare-child CMD runs the same measurement with another tree's live
+    child in the same run (a command that runs that tree's
+    `bench/tui.py --child-live`), for before/after figures.
 
 (c) `corral sessions --json` on the same 10,000 stored sessions (≤ 300 ms):
     spawn to exit, stdout read to the end. Median over --runs runs. The floor,
