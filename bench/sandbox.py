@@ -37,7 +37,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from corral.supervisor.contracts.checks import run_check
+from corral.supervisor.contracts.checks import run_check, sandboxed_argv
+from corral.supervisor.governance.env_scrub import scrubbed_env
 from corral.supervisor.models import ContractCheck
 from corral.supervisor.sandbox import SandboxPolicy, sandbox_status, set_active_policy
 from corral.supervisor.sandbox.agent import launch_agent
@@ -122,12 +123,19 @@ async def main(runs: int) -> int:
         bare: list[float] = []
         floor: list[float] = []
         alone: list[float] = []
+        built: list[float] = []  # building the sandbox's command line, in process
+        direct: list[float] = []  # that command line spawned alone (its mounts' cost)
+        env = scrubbed_env(keep_credentials=False, invoked_by="corral-check")
         CPU.clear()
         for _ in range(runs):
             confined.append(await timed(check, wt, on))
             bare.append(await timed(check, wt, off))
             floor.append(await spawned(floor_argv, wt, "floor"))
             alone.append(await spawned(["bash", "-c", "true"], wt, "alone"))
+            began = time.perf_counter()
+            argv, _env = sandboxed_argv("true", wt, env, policy=on)
+            built.append((time.perf_counter() - began) * 1000)
+            direct.append(await spawned(argv, wt, "corral's bwrap alone"))
         agents = agent_starts(wt, state, runs)
     a, b = statistics.median(confined), statistics.median(bare)
     verdict = "within" if a - b <= BUDGET_MS else "OVER"
@@ -142,6 +150,13 @@ async def main(runs: int) -> int:
     print(
         f"  corral's share above the floor {(a - b) - (f - g):6.2f} ms; overhead / floor "
         f"{(a - b) / max(f - g, 0.01):.2f}×"
+    )
+    d = statistics.median(direct)
+    print(
+        f"  where it goes: building the sandbox's command line {statistics.median(built):.2f} ms "
+        f"(in process); that command line spawned alone {d:.2f} ms, {d - f:.2f} ms above the "
+        f"floor's bwrap (its mounts and namespaces); the rest of run_check's confined path "
+        f"{a - b - (d - g) - statistics.median(built):.2f} ms"
     )
     print(
         "  CPU per check (children, ms): "

@@ -32,6 +32,18 @@ Two budgets from ARCHITECTURE.md, both measured on the real console process
     app (a DataTable of 100 rows, nothing else) in the same pty; the ratio is
     printed. The gap to the next chunk with no key sent ("background") is
     printed too: how often the board repaints on its own.
+    The work behind the figures, for corral and the floor alike
+    (bench/textual_counts.py, read from the child by a signal): over 10 s with
+    no key, then over the keys, Textual's full layouts, frames, who asked
+    for a layout or a repaint (by widget class) and the board's rows
+    rendered, printed per second with no key and per key above that; the
+    layouts since the child started (the sessions arriving); the child's CPU
+    in the no-key window (its main thread apart: the event loop shares its
+    GIL with the pane sweep's worker) and its tmux server's. --profile PATH
+    writes a cProfile of the child's loop over those two windows only.
+    --compare-child CMD runs the same measurement with another tree's live
+    child in the same run (a command that runs that tree's
+    `bench/tui.py --child-live`), for before/after figures.
 
 (c) `corral sessions --json` on the same 10,000 stored sessions (≤ 300 ms):
     spawn to exit, stdout read to the end. Median over --runs runs. The floor,
@@ -66,7 +78,8 @@ The children run with bytecode caches (PYTHONDONTWRITEBYTECODE is dropped from
 their environment), as an installed corral does.
 
 Run (from the repo root): .venv/bin/python bench/tui.py [--quick] [--runs N] [--keys N]
-    [--engine panes|scripted] [--profile PATH] [--compare CMD] [--ccmanager PATH] [--load N]
+    [--engine panes|scripted] [--profile PATH] [--compare CMD] [--compare-child CMD]
+    [--ccmanager PATH] [--load N]
 """
 
 from __future__ import annotations
@@ -78,6 +91,7 @@ import re
 import resource
 import select
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -290,6 +304,16 @@ def tree_cpu_seconds(pid: int) -> float:
     return total / os.sysconf("SC_CLK_TCK")
 
 
+def thread_cpu_seconds(pid: int, tid: int) -> float:
+    """CPU time so far of one thread of a process (the main thread: tid = pid):
+    the event loop's share, apart from the worker threads that share its GIL."""
+    try:
+        fields = Path(f"/proc/{pid}/task/{tid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return sum(int(f) for f in fields[11:13]) / os.sysconf("SC_CLK_TCK")
+
+
 def tree_rss_mb(pid: int) -> float:
     """Resident memory of a live process and everything below it (MB, 10^6 bytes)."""
     total = 0
@@ -432,7 +456,6 @@ read -r task
 exec sleep 3600
 """
 ENGINES = ("panes", "scripted")
-PROFILE_ENV = "CORRAL_BENCH_PROFILE"  # where the (b) child writes its cProfile stats
 
 
 def child_live(
@@ -499,14 +522,9 @@ def child_live(
         ready_file.write_text(str(len(ids)))
 
     app = CorralApp(sup, default_repo=repo, on_ready=seed)
+    instrument_if_asked()
     try:
-        profile = os.environ.get(PROFILE_ENV)
-        if profile:  # the console's own thread (its event loop) under cProfile
-            import cProfile
-
-            cProfile.runctx("app.run()", globals(), {"app": app}, profile)
-        else:
-            app.run()
+        app.run()
     finally:
         kill_tmux_servers(ready_file.parent)
 
@@ -531,7 +549,21 @@ def child_floor(ready_file: Path, n: int) -> None:
             table.focus()
             ready_file.write_text(str(n))
 
+    instrument_if_asked()
     Floor().run()
+
+
+COUNTS_ENV = "CORRAL_BENCH_COUNTS"  # where a (b) child writes its Textual work counts
+
+
+def instrument_if_asked() -> None:
+    """Count the child's Textual work (bench/textual_counts.py) when the
+    bench asked for it."""
+    path = os.environ.get(COUNTS_ENV)
+    if path:
+        import textual_counts
+
+        textual_counts.instrument(Path(path))
 
 
 def tmux_dir(base: Path) -> Path:
@@ -591,6 +623,11 @@ BUDGET_RSS_PER_SESSION_MB = 2.0
 # starting, not streaming or idling; with 50 of them at 20 reads a 5 s sweep
 # that takes five sweeps.
 STARTED_SETTLE_SECS = 30.0
+
+
+LIVE_CHILD = (
+    "--as-live-child"  # ends a --compare-child command: it takes the live child's arguments
+)
 
 
 def live_argv() -> list[str]:
@@ -748,17 +785,23 @@ def cursor_style(term: Term) -> tuple[str, bool]:
     )
 
 
+BACKGROUND_SECS = 10.0  # the window with no key whose Textual work is the background rate
+
+
 def keystrokes(
     keys: int,
     n: int,
     child: list[str] | None = None,
     ready_timeout: float = 600,
     engine: str = "scripted",
-) -> tuple[list[float], list[float]]:
-    """Key gaps (to the frame in which the cursor row has moved) and
-    background gaps (to the next chunk, no key) with `n` live sessions;
+    profile_to: str | None = None,
+) -> tuple[list[float], list[float], list[str]]:
+    """Key gaps (to the frame in which the cursor row has moved), background
+    gaps (to the next chunk, no key) and the child's Textual work (counted
+    per second with no key, then per key above that) with `n` live sessions;
     `child` is the console program to run (given ready file, repo and n),
     this file's by default."""
+    import textual_counts
     from ptyprocess import PtyProcess
 
     with tempfile.TemporaryDirectory(prefix="corral-bench-live-") as tmp:
@@ -766,7 +809,11 @@ def keystrokes(
         repo = make_repo(base / "repo")
         ready = base / "ready"
         env = child_env(base / "state", write_config(base / "config.toml"))
+        counts_file = base / "counts.json"
+        env[COUNTS_ENV] = str(counts_file)
         argv, extra = (child, []) if child else (live_argv(), ["stream", engine])
+        if child and child[-1:] == [LIVE_CHILD]:  # another tree's live child: our arguments
+            argv, extra = child[:-1], ["stream", engine]
         proc = PtyProcess.spawn(
             [*argv, str(ready), str(repo), str(n), *extra],
             dimensions=(LINES, COLS),
@@ -787,6 +834,34 @@ def keystrokes(
             print(f"  {ready.read_text()} sessions running after {time.monotonic() - t0:.1f} s")
             term.drain(2.0)
             style = cursor_style(term)
+
+            def counts():  # type: ignore[no-untyped-def]
+                return textual_counts.read(proc.pid, counts_file, term.drain)
+
+            if profile_to:
+                os.kill(proc.pid, signal.SIGUSR2)  # the measured windows only
+            started = before = counts()
+            t_quiet, cpu0 = time.monotonic(), tree_cpu_seconds(proc.pid)
+            main0 = thread_cpu_seconds(proc.pid, proc.pid)
+            servers = tmux_server_pids(base)
+            tmux0 = sum(own_cpu_seconds(p) for p in servers)
+            term.drain(BACKGROUND_SECS)
+            quiet = counts() - before
+            quiet_secs = time.monotonic() - t_quiet
+            cpu = tree_cpu_seconds(proc.pid) - cpu0
+            main_thread = thread_cpu_seconds(proc.pid, proc.pid) - main0
+            tmux = sum(own_cpu_seconds(p) for p in servers) - tmux0
+            work = [
+                f"CPU with no key: {cpu / quiet_secs * 100:.1f} % of a core"
+                + (f" (+ its tmux server {tmux / quiet_secs * 100:.1f} %)" if servers else "")
+                + f"; its main thread (the event loop) {main_thread / quiet_secs * 100:.1f} %",
+                *(
+                    f"since it started: {what} {got}"
+                    for what, got in sorted(started.items())
+                    if what.startswith("layout")
+                ),
+            ]
+            before, t_keys = counts(), time.monotonic()
             rng = random.Random(7)
             key_ms: list[float] = []
             idle_ms: list[float] = []
@@ -810,11 +885,22 @@ def keystrokes(
                         gap = (arrived - t) * 1000
                         break
                 key_ms.append(gap)
+            keyed, keyed_secs = counts() - before, time.monotonic() - t_keys
+            if profile_to:
+                os.kill(proc.pid, signal.SIGUSR2)
+                stats = counts_file.with_suffix(".pstats")
+                end = time.monotonic() + 30
+                while not stats.exists() and time.monotonic() < end:
+                    term.drain(0.05)
+                if stats.exists():
+                    shutil.copyfile(stats, profile_to)
+                    print(f"  profile of the no-key and key windows written to {profile_to}")
+            work += textual_counts.table(quiet, quiet_secs, keyed, keyed_secs, keys)
             if term.unparsed:
                 print(
                     f"  ({term.unparsed} output sequence(s) the terminal emulator could not take)"
                 )
-            return key_ms, idle_ms
+            return key_ms, idle_ms, work
         finally:
             quit_app(proc, timeout=20)
             kill_tmux_servers(base)
@@ -857,10 +943,17 @@ def main() -> int:
     parser.add_argument(
         "--profile",
         metavar="PATH",
-        help="write the (b) console's cProfile stats there (pstats format; slows it down)",
+        help="write the (b) console's cProfile stats of its no-key and key windows there "
+        "(pstats format; slows it down)",
     )
     parser.add_argument("--cpu-secs", type=float, default=10.0, help="CPU window for (e) (10)")
     parser.add_argument("--compare", metavar="CMD", help="another corral command, run for run")
+    parser.add_argument(
+        "--compare-child",
+        metavar="CMD",
+        help="(b) also with this command as the live console (another tree's `bench/tui.py "
+        "--child-live`, given ready file, repo, n, mode, engine), in the same run",
+    )
     parser.add_argument("--ccmanager", metavar="PATH", help="ccmanager, for (d) in the same run")
     args = parser.parse_args()
     runs = args.runs or (3 if args.quick else 5)
@@ -994,11 +1087,21 @@ def main() -> int:
             "cursor row has moved; the floor (a bare Textual DataTable app) timed the same way"
         )
         floor_argv = [sys.executable, str(Path(__file__).resolve()), "--child-floor"]
-        floor_ms, _ = keystrokes(keys, args.live, child=floor_argv)
-        if args.profile:
-            os.environ[PROFILE_ENV] = str(Path(args.profile).resolve())
-        key_ms, idle_ms = keystrokes(keys, args.live, engine=args.engine)
-        os.environ.pop(PROFILE_ENV, None)
+        floor_ms, _, floor_work = keystrokes(keys, args.live, child=floor_argv)
+        profile = str(Path(args.profile).resolve()) if args.profile else None
+        key_ms, idle_ms, work = keystrokes(keys, args.live, engine=args.engine, profile_to=profile)
+        if args.compare_child:
+            other_ms, _, other_work = keystrokes(
+                keys, args.live, child=[args.compare_child, LIVE_CHILD], engine=args.engine
+            )
+            o50, o95 = statistics.median(other_ms), pct(other_ms, 95)
+            print(
+                f"  {args.compare_child}: p50 {o50:.1f} ms  p95 {o95:.1f} ms  "
+                f"max {max(other_ms):.1f} ms over {len(other_ms)} keys"
+            )
+            print(f"  Textual's work in {args.compare_child} (same windows):")
+            for line in other_work:
+                print(f"    {line}")
         p50, p95 = statistics.median(key_ms), pct(key_ms, 95)
         f50, f95 = statistics.median(floor_ms), pct(floor_ms, 95)
         good = p95 <= BUDGET_KEY_P95_MS
@@ -1016,6 +1119,14 @@ def main() -> int:
             f"  corral against the floor: p50 {p50 / max(f50, 0.01):.2f}×  "
             f"p95 {p95 / max(f95, 0.01):.2f}×"
         )
+        print(
+            f"  Textual's work in the floor (bare app, {BACKGROUND_SECS:g} s with no key, then the keys):"
+        )
+        for line in floor_work:
+            print(f"    {line}")
+        print(f"  Textual's work in corral ({args.live} streaming sessions, same windows):")
+        for line in work:
+            print(f"    {line}")
         print(
             "  background (no key; the wait for the next chunk): "
             f"p50 {statistics.median(idle_ms):.1f} ms  p95 {pct(idle_ms, 95):.1f} ms"

@@ -94,17 +94,24 @@ ROW_FIELDS = (
 )
 
 
-def stored_rows_json(state_dir: Path) -> bytes | None:
+def stored_rows_json(
+    state_dir: Path, finish: Callable[[bytes], bytes] | None = None
+) -> bytes | None:
     """Every stored session's board row as `corral sessions --json` prints it
-    (UTF-8, indented), or None when a row needs the full path.
+    (UTF-8, indented), passed through `finish` when given (the command line's
+    escaping of what a terminal would obey), or None when a row needs the
+    full path.
 
     Scripts poll this while no owner runs, so the store does not change
-    between calls: the listing is kept in the state dir's cache folder with
-    what it was made from (the store's files as stat sees them, this module,
-    every worktree path and whether it was a directory) and served again
-    while all of that is unchanged. With 10,000 stored, making it costs ~0.2 s
-    of CPU (reading, parsing and re-indenting 15 MB); serving it, a read."""
-    key = _cache_key(state_dir)
+    between calls: the finished listing is kept in the state dir's cache
+    folder with what it was made from (the store's files as stat sees them,
+    this module, `finish` and its module's file, every worktree path and
+    whether it was a directory) and served again while all of that is
+    unchanged. With 10,000 stored, making it costs ~0.3 s of CPU (reading,
+    parsing, re-indenting and escaping 15 MB); serving it, one read: the
+    escaping is kept too, since looking at every one of 15 million characters
+    again (~0.1 s) was most of a served call's cost."""
+    key = _cache_key(state_dir, finish)
     kept = _cached(state_dir, key) if key is not None else None
     if kept is not None:
         return kept
@@ -114,6 +121,8 @@ def stored_rows_json(state_dir: Path) -> bytes | None:
     if rows is None:
         return None
     listing: bytes = core[1](rows, indent=2)
+    if finish is not None:
+        listing = finish(listing)
     if key is not None:
         _keep(state_dir, key, checked, listing)
     return listing
@@ -140,14 +149,25 @@ def roomy_stdout(fd: int = 1) -> None:
 
 
 CACHE_DIR = "cache"  # in the state dir: derived files, safe to delete
-LISTING_CACHE = "sessions-json"
+LISTING_CACHE = "sessions-json.escaped"  # the listing as the command line writes it
 
 
-def _cache_key(state_dir: Path) -> list[Any] | None:
-    """What the listing is made from, as stat sees it (None: no store)."""
+def _cache_key(state_dir: Path, finish: Callable[[bytes], bytes] | None) -> list[Any] | None:
+    """What the listing is made from, as stat sees it (None: no store, or a
+    `finish` whose source cannot be told)."""
+    import sys
+
     db = Path(state_dir) / DB_NAME
-    key: list[Any] = [1, ROW_FIELDS]
-    for path in (db, db.with_name(DB_NAME + "-wal"), Path(__file__)):
+    key: list[Any] = [2, ROW_FIELDS]
+    sources = [db, db.with_name(DB_NAME + "-wal"), Path(__file__)]
+    if finish is not None:
+        module = sys.modules.get(finish.__module__)
+        source = getattr(module, "__file__", None)
+        if not source:
+            return None
+        key.append(f"{finish.__module__}.{finish.__qualname__}")
+        sources.append(Path(source))
+    for path in sources:
         try:
             st = path.stat()
         except FileNotFoundError:
@@ -169,9 +189,9 @@ def _cached(state_dir: Path, key: list[Any]) -> bytes | None:
     import json
 
     try:
-        kept = (Path(state_dir) / CACHE_DIR / LISTING_CACHE).read_bytes()
-        head, listing = kept.split(b"\n", 1)
-        made = json.loads(head)
+        with (Path(state_dir) / CACHE_DIR / LISTING_CACHE).open("rb") as kept:
+            made = json.loads(kept.readline())
+            listing = kept.read()  # one copy of 15 MB, not a read then a split
     except (OSError, ValueError):
         return None
     if not isinstance(made, dict) or made.get("key") != json.loads(json.dumps(key)):

@@ -204,3 +204,72 @@ def test_the_json_listing_widens_the_pipe_it_writes_to(tmp_path: Path) -> None:
     os.close(read_end)
     assert out == _full(state) + b"\n"
     assert widened == min(most, 4 << 20) > default
+
+
+HOSTILE_INTENT = "fix it\x1b]52;c;cm0gLXJmIH4=\x07 now\u202e\x9b31m\u200b"
+
+
+def test_the_kept_listing_is_the_written_one_so_serving_it_escapes_nothing_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Serving the kept listing was a read, then the escape of every one of
+    15 million characters (most of a served call's ~0.1 s of CPU at 10,000
+    stored). The escaped listing is what is kept now: the second call reads
+    it and looks at no character, and a hostile intent (a clipboard write,
+    a bidi override, a C1 CSI) is as escaped in the served listing as in the
+    first one."""
+    import corral.supervisor.stored_rows as quick
+    import corral.tui.cli.output as output
+    from tests.unit.test_safe_text import obeyable
+
+    state = _store(tmp_path)
+    store = Store(state, summarize=summary_json)
+    store.save_session(_sessions(tmp_path)[0].model_copy(update={"intent": HOSTILE_INTENT}))
+    store.close()
+    made = stored_rows_json(state, finish=output.json_bytes)
+    assert made == output.json_bytes(_full(state))
+    assert obeyable(made.decode(), multiline=True) == []
+    assert HOSTILE_INTENT in [row["intent"] for row in json.loads(made)]
+
+    def looked_at(_text: str) -> str:
+        raise AssertionError("the served listing was escaped again")
+
+    def no_parse() -> Any:
+        raise AssertionError("the kept listing was not served")
+
+    monkeypatch.setattr(output, "json_text", looked_at)
+    monkeypatch.setattr(quick, "_json_core", no_parse)
+    assert stored_rows_json(state, finish=output.json_bytes) == made
+    # a caller that asks for the plain listing never gets the escaped one
+    monkeypatch.undo()
+    assert stored_rows_json(state) == _full(state)
+    assert stored_rows_json(state, finish=output.json_bytes) == made
+
+
+def test_the_command_writes_the_kept_listing_escaped_each_time(tmp_path: Path) -> None:
+    """The real command, twice (made, then served): the same escaped bytes,
+    and what it keeps is exactly what it wrote."""
+    from tests.unit.test_safe_text import obeyable
+
+    state = _store(tmp_path)
+    store = Store(state, summarize=summary_json)
+    store.save_session(_sessions(tmp_path)[0].model_copy(update={"intent": HOSTILE_INTENT}))
+    store.close()
+    env = dict(os.environ, CORRAL_HOME=str(state), CORRAL_CONFIG=str(tmp_path / "none.toml"))
+    env["PYTHONPATH"] = str(REPO_ROOT)
+
+    def listed() -> bytes:
+        return subprocess.run(
+            [sys.executable, "-m", "corral.tui.cli", "sessions", "--json"],
+            env=env,
+            capture_output=True,
+            check=True,
+            timeout=60,
+        ).stdout
+
+    first, served = listed(), listed()
+    assert first == served
+    assert obeyable(served.decode(), multiline=True) == []
+    assert HOSTILE_INTENT in [row["intent"] for row in json.loads(served)]
+    kept = [p.read_bytes() for p in (state / "cache").iterdir()]
+    assert [k.split(b"\n", 1)[1] + b"\n" for k in kept] == [served]

@@ -58,8 +58,17 @@ def say_json(
     print(json_text(dumped), flush=flush)
 
 
-def write_json_bytes(data: bytes) -> None:
-    """JSON already serialised as UTF-8 bytes (the stored rows) on stdout."""
-    text = json_text(data.decode("utf-8", "replace"))
+def json_bytes(data: bytes) -> bytes:
+    """JSON serialised as UTF-8 bytes as the command line writes it: every
+    non-printable character inside its strings as a `\\u` escape."""
+    return json_text(data.decode("utf-8", "replace")).encode("utf-8")
+
+
+def write_json_bytes(data: bytes, *, escaped: bool = False) -> None:
+    """JSON already serialised as UTF-8 bytes (the stored rows) on stdout;
+    `escaped`: `data` is what `json_bytes` made (the listing kept from an
+    earlier call, see stored_rows.py), written as it is."""
+    out = data if escaped else json_bytes(data)
     sys.stdout.flush()
-    sys.stdout.buffer.write(text.encode("utf-8") + b"\n")
+    sys.stdout.buffer.write(out)
+    sys.stdout.buffer.write(b"\n")

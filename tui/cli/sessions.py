@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from corral.supervisor.paths import default_state_dir, owner_running
 
-from .output import say, write_json_bytes
+from .output import json_bytes, say, write_json_bytes
 
 if TYPE_CHECKING:
     from corral.supervisor.models import SessionSummary
@@ -87,9 +87,9 @@ def list_sessions(*, as_json: bool, repo: str | None = None) -> int:
         # the stored rows as kept, without importing the engine (most of the time)
         from corral.supervisor.stored_rows import stored_rows_json
 
-        quick = stored_rows_json(state_dir)
+        quick = stored_rows_json(state_dir, finish=json_bytes)
         if quick is not None:
-            write_json_bytes(quick)
+            write_json_bytes(quick, escaped=True)
             return 0
     from corral.supervisor.remote import ControlClient, NoOwner
     from corral.supervisor.stored_board import stored_sessions

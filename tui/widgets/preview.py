@@ -40,6 +40,10 @@ class AgentPreview(Static):
 
     def __init__(self, **kw: Any) -> None:
         super().__init__("", **kw)
+        # an agent's links are dropped before they are drawn (terminal.py), so
+        # Textual's pass over every segment of every line looking for one is
+        # work for nothing: ~40 % of a redraw in the 100-session profile
+        self.auto_links = False
         self.session_id: str | None = None
         self._version = -2
         self._timer: Timer | None = None

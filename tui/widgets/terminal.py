@@ -75,26 +75,41 @@ def _without_default_colours(text: Text) -> Text:
     return made_visible(text)
 
 
+ROW_CACHE_LIMIT = 1024  # parsed rows kept: a few screens' worth
+_parsed_rows: dict[str, Text] = {}
+
+
+def _row_text(row: str) -> Text:
+    """One ANSI row as Rich text (default colours dropped, made visible),
+    parsed once: a streaming screen scrolls, so nearly every row of a new
+    capture was a row of the one before, and parsing every row again was
+    most of a preview's repaint. The kept text is shared: never changed."""
+    text = _parsed_rows.get(row)
+    if text is None:
+        if len(_parsed_rows) >= ROW_CACHE_LIMIT:
+            _parsed_rows.clear()
+        text = _parsed_rows[row] = _without_default_colours(Text.from_ansi(row))
+    return text
+
+
 def screen_text(screen: AgentScreen, *, cursor: bool = False, last: int = 40) -> Text:
     """The pane's screen as Rich text, its colours kept: trailing blank lines
     below the cursor dropped, then the `last` lines; with `cursor`, the
-    agent's cursor drawn reversed (while the operator types into it)."""
-    raw = screen.ansi or screen.lines
-    plain = screen.lines if len(screen.lines) == len(raw) else None
+    agent's cursor drawn reversed (while the operator types into it). Only
+    the rows shown are parsed (each new row once, see `_row_text`)."""
+    rows = screen.ansi or screen.lines
+    plain = screen.lines if len(screen.lines) == len(rows) else None
 
-    def blank(i: int) -> bool:
-        return not (plain[i] if plain is not None else Text.from_ansi(raw[i]).plain).strip()
+    def blank(i: int) -> bool:  # from the plain lines when there are (nothing to parse)
+        return not (plain[i] if plain is not None else _row_text(rows[i]).plain).strip()
 
-    # only the lines shown are decoded (an ACP session's screen is its last
-    # 200 lines, decoded four times a second for a preview of a dozen)
-    end = len(raw)
+    end = len(rows)
     while end > 0 and end - 1 > screen.cursor_y and blank(end - 1):
         end -= 1
     start = max(0, end - last) if last > 0 else end
-    texts = [_without_default_colours(Text.from_ansi(r)) for r in raw[start:end]]
-    y = screen.cursor_y - start
-    if cursor and 0 <= y < len(texts):
-        line = texts[y]
+    texts = [_row_text(row) for row in rows[start:end]]
+    if cursor and start <= screen.cursor_y < end:
+        line = texts[screen.cursor_y - start] = texts[screen.cursor_y - start].copy()
         x = screen.cursor_x
         if x >= len(line.plain):
             line.append(" " * (x - len(line.plain) + 1))
