@@ -338,6 +338,12 @@ class GeminiProfile(AgentProfile):
         """`gemini --resume <session id>` (the id corral gave it with `--session-id`)."""
         return ["--resume", agent_session]
 
+    def in_home(self, plan: LaunchPlan, home: Path) -> LaunchPlan:
+        """Its chats are kept under the session's own home (GEMINI_CLI_HOME)."""
+        if plan.agent_session is None:
+            return plan
+        return replace(plan, transcript=gemini_chats(plan.agent_session, home))
+
     def with_resume(self, plan: LaunchPlan, agent_session: str) -> LaunchPlan | None:
         """The same launch continuing `agent_session` instead of naming a new one."""
         argv = list(plan.argv)

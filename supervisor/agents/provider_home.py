@@ -66,13 +66,18 @@ CODEX_HOME = HomeLayout(
     credentials=("auth.json",),
     settings=("config.toml", "AGENTS.md"),
 )
-# Gemini CLI (GEMINI_CLI_HOME) is left out: confined by corral's sandbox with
-# its home there, Gemini CLI 0.61 never submitted its `--prompt-interactive`
-# task (unconfined it does), so a Gemini session keeps the operator's
-# `~/.gemini` until that is understood.
+# Gemini CLI keeps `.gemini/` under GEMINI_CLI_HOME instead of HOME (its
+# `homedir()`); `.gemini/.env` is where it reads a key from last.
+GEMINI_HOME = HomeLayout(
+    variable="GEMINI_CLI_HOME",
+    default="",
+    credentials=(".gemini/oauth_creds.json", ".gemini/google_accounts.json", ".gemini/.env"),
+    settings=(".gemini/settings.json", ".gemini/GEMINI.md"),
+)
 LAYOUTS: dict[str, HomeLayout] = {
     "claude": CLAUDE_HOME,
     "codex": CODEX_HOME,
+    "gemini": GEMINI_HOME,
 }
 
 

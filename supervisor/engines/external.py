@@ -201,13 +201,15 @@ class ExternalEngine:
         env.update(plan.env_extra)
         env.setdefault("TERM", "xterm-256color")
         # its own config home, never the operator's (provider_home)
-        isolate(
+        home = isolate(
             self.profile.name,
             self.session_dir(ctx.session_id),
             env,
             os.environ,
             resuming=resume is not None,
         )
+        if home is not None:
+            plan = self.profile.in_home(plan, home)
         # `corral msg` from inside the pane knows its sender and reaches this owner
         env[SESSION_ENV] = ctx.session_id
         env["CORRAL_HOME"] = str(self.panes.hooks_root.parent)
@@ -648,12 +650,15 @@ class ExternalEngine:
             ):
                 turns_before = record.tracker.turn_ends
                 began = time.monotonic()
+                # what it printed last, read before the turn is settled: its
+                # hook can end the turn before the sweep saw a refusal line
+                await self.panes.read_now(ctx.session_id)
+                limits_said = self._say_limits(ctx, record.tracker, limits_said)
                 if await self._deliver_guidance(ctx):
                     # the agent took the guidance: this round ends with that turn
                     turns_at_start, seen_running = turns_before, False
                     started = since = began
                     continue
-                self._say_limits(ctx, record.tracker, limits_said)
                 return EngineOutcome(iterations=1, authored_by=[self.profile.name])
             version = await self.panes.wait_change(ctx.session_id, version, 1.0)
 
