@@ -338,6 +338,14 @@ class GeminiProfile(AgentProfile):
         """`gemini --resume <session id>` (the id corral gave it with `--session-id`)."""
         return ["--resume", agent_session]
 
+    def own_paths(self, env: dict[str, str]) -> tuple[list[Path], list[Path]]:
+        """`~/.gemini`, or `$GEMINI_CLI_HOME/.gemini` when it is set."""
+        dirs, files = super().own_paths(env)
+        named = env.get("GEMINI_CLI_HOME", "").strip()
+        if named:
+            dirs = [Path(os.path.expanduser(named)) / ".gemini"]
+        return dirs, files
+
     def in_home(self, plan: LaunchPlan, home: Path) -> LaunchPlan:
         """Its chats are kept under the session's own home (GEMINI_CLI_HOME)."""
         if plan.agent_session is None:

@@ -44,7 +44,7 @@ from ..agents.base import (
     hook_command,
 )
 from ..agents.profiles import DEMO_AGENT
-from ..agents.provider_home import isolate, layout_for, session_home
+from ..agents.provider_home import in_own_home, isolate, session_home
 from ..errors import CorralError, swallowed
 from ..events import (
     BLOCKED_BY_OPERATOR,
@@ -295,11 +295,11 @@ class ExternalEngine:
                 ),
             )
         dirs, files = self.profile.own_paths(env)
-        layout = layout_for(self.profile.name)
-        home = session_home(self.session_dir(ctx.session_id))
-        if layout is not None and env.get(layout.variable) == str(home):
+        if in_own_home(self.profile.name, self.session_dir(ctx.session_id), env):
             # the session's own home is all of the agent's config it may write
-            dirs, files = [home], self.profile.writable_paths(env)
+            # (the operator's `writable` entries name the operator's HOME)
+            home = session_home(self.session_dir(ctx.session_id))
+            dirs, files = [home], self.profile.writable_paths(os.environ)
         if self.profile.writes_session_dir:
             dirs = [*dirs, self.session_dir(ctx.session_id)]
         sockets = ensure_private_dir(agent_socket_dir(self.panes.hooks_root.parent, ctx.session_id))
