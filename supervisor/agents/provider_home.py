@@ -95,6 +95,8 @@ OPENCODE_XDG_HOME = HomeLayout(
         ".config/opencode/opencode.jsonc",
         ".config/opencode/config.json",
         ".config/opencode/AGENTS.md",
+        # the models.dev catalogue it fetched last: a confined session may not reach it
+        ".cache/opencode/models.json",
     ),
     xdg=(
         ("XDG_CONFIG_HOME", ".config"),

@@ -185,6 +185,10 @@ def test_an_opencode_home_moves_every_xdg_dir_and_takes_auth_and_config(tmp_path
     (config / "opencode.json").write_text('{"model": "anthropic/x"}')
     (home / ".local" / "state" / "opencode").mkdir(parents=True)
     (home / ".local" / "state" / "opencode" / "prompt-history.jsonl").write_text("my prompt\n")
+    cache = home / ".cache" / "opencode"
+    (cache / "node_modules" / "evil").mkdir(parents=True)
+    (cache / "node_modules" / "evil" / "index.js").write_text("planted by an earlier run")
+    (cache / "models.json").write_text('{"anthropic": {}}')
     operator = {"HOME": str(home), "XDG_DATA_HOME": str(tmp_path / "xdg-data")}
     before = tree(tmp_path)
     pane_env = dict(operator)
@@ -199,6 +203,7 @@ def test_an_opencode_home_moves_every_xdg_dir_and_takes_auth_and_config(tmp_path
     assert tree(made) == {
         ".config/opencode/opencode.json": b'{"model": "anthropic/x"}',
         ".local/share/opencode/auth.json": b'{"anthropic": {"type": "api", "key": "sk-op"}}',
+        ".cache/opencode/models.json": b'{"anthropic": {}}',  # its catalogue, not its packages
     }
     assert in_own_home("opencode", tmp_path / "agents" / "s1", pane_env)
     assert {k: v for k, v in tree(tmp_path).items() if "agents" not in k} == before
