@@ -544,7 +544,7 @@ class PaneManager:
         request left just before its Stop hook): the engine reads the screen
         once more before it settles the turn. It runs on the sweep's worker,
         after any sweep already under way there; a host that does not answer
-        leaves the tracker as it was."""
+        (or any failure to read) leaves the tracker as it was."""
         record = self.records.get(session_id)
         if record is None or not record.alive:
             return
@@ -567,7 +567,7 @@ class PaneManager:
                 [watch],
                 self.clock,
             )
-        except (HostDown, PaneError) as exc:
+        except Exception as exc:  # a read that fails leaves the turn to the sweep's reading
             log.info("could not read the screen of %s now: %s", session_id, exc)
             return
         for item in seen:
