@@ -16,9 +16,11 @@ from corral.supervisor.agents.provider_home import (
     CLAUDE_HOME,
     CODEX_HOME,
     GEMINI_HOME,
+    OPENCODE_XDG_HOME,
     in_own_home,
     isolate,
     prepare,
+    session_env,
     session_home,
 )
 
@@ -247,3 +249,17 @@ def test_a_one_shot_preset_gets_its_clis_home(tmp_path: Path, preset: str, varia
     assert pane_env[variable] == str(made)
     assert in_own_home(preset, tmp_path / "agents" / "s1", pane_env)
     assert not in_own_home(preset, tmp_path / "agents" / "s2", pane_env)
+
+
+def test_the_session_env_names_the_home_its_agent_ran_in(tmp_path: Path) -> None:
+    """Where resume and the usage watch look for a conversation: the
+    session's own home once it has one, the operator's before."""
+    operator = {"HOME": str(tmp_path / "home")}
+    session = tmp_path / "agents" / "s1"
+    assert session_env("opencode", session, operator) == operator  # no home yet
+    prepare(OPENCODE_XDG_HOME, session, operator)
+    seen = session_env("opencode", session, operator)
+    assert seen["XDG_DATA_HOME"] == str(session_home(session) / ".local/share")
+    assert seen["XDG_STATE_HOME"] == str(session_home(session) / ".local/state")
+    assert session_env("aider", session, operator)["HOME"] == str(session_home(session))
+    assert session_env("gemini", session, operator)["GEMINI_CLI_HOME"] == str(session_home(session))
