@@ -85,7 +85,10 @@ DECLINED = re.compile(r"^(no|reject|deny|decline)\b", re.I)
 
 # An agent started with its task on the command line may show its idle prompt
 # before it takes the task up: its first idle only counts after it was seen
-# working, or after this long. A turn corral starts by a paste needs no grace:
+# working, or this long after its screen first read as anything (a CLI that
+# takes 20 s to draw its first screen on a loaded machine, Gemini CLI's, then
+# submits its task: counted from the spawn, its first screen ended the turn
+# before the task began). A turn corral starts by a paste needs no grace:
 # the tracker knows when the paste landed (`StatusTracker.on_prompt`).
 TURN_START_GRACE = 20.0
 # How long a cancelled agent gets to exit on SIGTERM before it is killed, so
@@ -608,6 +611,7 @@ class ExternalEngine:
         turns_at_start = record.tracker.turn_ends
         seen_running = resumed and record.status.status is AgentStatus.RUNNING
         started = time.monotonic()
+        shown: float | None = None  # when its screen first read as something
         version = record.version
         asked: tuple[str, tuple[str, ...]] | None = None
         signed_out = False
@@ -618,6 +622,8 @@ class ExternalEngine:
                 return None
             limits_said = self._say_limits(ctx, record.tracker, limits_said)
             reading = record.status
+            if shown is None and reading.status is not AgentStatus.UNKNOWN:
+                shown = time.monotonic()
             if reading.status is AgentStatus.AUTH:
                 # not a turn's end and not the agent's fault: no verification,
                 # no repair prompt; the operator signs it in (or cancels)
@@ -646,7 +652,7 @@ class ExternalEngine:
                 record.tracker.turn_ends > turns_at_start
                 or seen_running
                 or (since is not None and record.tracker.prompted_turn_ended(since))
-                or time.monotonic() - started > TURN_START_GRACE
+                or time.monotonic() - (shown or started) > TURN_START_GRACE
             ):
                 turns_before = record.tracker.turn_ends
                 began = time.monotonic()
@@ -658,6 +664,7 @@ class ExternalEngine:
                     # the agent took the guidance: this round ends with that turn
                     turns_at_start, seen_running = turns_before, False
                     started = since = began
+                    shown = None
                     continue
                 return EngineOutcome(iterations=1, authored_by=[self.profile.name])
             version = await self.panes.wait_change(ctx.session_id, version, 1.0)
