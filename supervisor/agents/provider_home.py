@@ -290,8 +290,8 @@ def isolate(
     home = prepare(layout, session_dir, operator_env)
     if layout.variable == "HOME" and not env.get("PYTHONUSERBASE"):
         # a `pip install --user` CLI finds its packages under the operator's HOME
-        base = Path(operator_env.get("HOME") or os.path.expanduser("~")) / ".local"
-        env["PYTHONUSERBASE"] = str(base)
+        home_base = Path(operator_env.get("HOME") or os.path.expanduser("~")) / ".local"
+        env["PYTHONUSERBASE"] = operator_env.get("PYTHONUSERBASE") or str(home_base)
     env.update(home_variables(layout, home))
     return home
 
