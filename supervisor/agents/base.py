@@ -162,6 +162,11 @@ class AgentProfile:
         home = str(env.get("HOME") or os.path.expanduser("~"))
         return [Path(os.path.expanduser(raw.replace("$HOME", home))) for raw in self.writable]
 
+    def in_home(self, plan: LaunchPlan, home: Path) -> LaunchPlan:
+        """`plan` once the agent's config home is the session's own `home`
+        (`provider_home`): where it keeps its conversation moves with it."""
+        return plan
+
     def inside_sandbox(self, argv: list[str]) -> list[str]:
         """The command line when corral confines the agent: an agent whose
         own sandbox cannot nest in bubblewrap (it needs a user namespace and

@@ -398,6 +398,20 @@ class GeminiProfile(AgentProfile):
         """Its chat file's pattern, under the session's home or the operator's."""
         return {gemini_chats(agent_session), gemini_chats(agent_session, home)}
 
+    def own_paths(self, env: dict[str, str]) -> tuple[list[Path], list[Path]]:
+        """`~/.gemini`, or `$GEMINI_CLI_HOME/.gemini` when it is set."""
+        dirs, files = super().own_paths(env)
+        named = env.get("GEMINI_CLI_HOME", "").strip()
+        if named:
+            dirs = [Path(os.path.expanduser(named)) / ".gemini"]
+        return dirs, files
+
+    def in_home(self, plan: LaunchPlan, home: Path) -> LaunchPlan:
+        """Its chats are kept under the session's own home (GEMINI_CLI_HOME)."""
+        if plan.agent_session is None:
+            return plan
+        return replace(plan, transcript=gemini_chats(plan.agent_session, home))
+
     def with_resume(self, plan: LaunchPlan, agent_session: str) -> LaunchPlan | None:
         """The same launch continuing `agent_session` instead of naming a new one."""
         argv = list(plan.argv)

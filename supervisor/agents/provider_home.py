@@ -1,6 +1,8 @@
 """Each session's own provider home: the config directory an agent CLI keeps
 its settings, history, conversations and login state in (Claude Code's
-`CLAUDE_CONFIG_DIR`, Codex's `CODEX_HOME`).
+`CLAUDE_CONFIG_DIR`, Codex's `CODEX_HOME`, Gemini CLI's `GEMINI_CLI_HOME`,
+OpenCode's XDG base dirs, Aider's HOME; the one-shot presets share their
+CLI's layout).
 
 Sessions sharing the operator's `~/.claude` or `~/.codex` share everything in
 it: one agent's trust answers, prompt history and settings leak into the
@@ -50,6 +52,11 @@ class HomeLayout:
     global_state: str | None = None
     # keys of the global state that are the operator's history, never copied
     private_keys: tuple[str, ...] = ()
+    # a CLI following the XDG base directories (OpenCode) keeps its files
+    # under several variables: each (variable, its folder under HOME) names
+    # that folder of the session's home, and the entries above are paths
+    # under HOME (`.local/share/opencode/auth.json`)
+    xdg: tuple[tuple[str, str], ...] = ()
 
 
 CLAUDE_HOME = HomeLayout(
@@ -66,13 +73,68 @@ CODEX_HOME = HomeLayout(
     credentials=("auth.json",),
     settings=("config.toml", "AGENTS.md"),
 )
-# Gemini CLI (GEMINI_CLI_HOME) is left out: confined by corral's sandbox with
-# its home there, Gemini CLI 0.61 never submitted its `--prompt-interactive`
-# task (unconfined it does), so a Gemini session keeps the operator's
-# `~/.gemini` until that is understood.
+# Gemini CLI keeps `.gemini/` under GEMINI_CLI_HOME instead of HOME (its
+# `homedir()`); `.gemini/.env` is where it reads a key from last.
+GEMINI_HOME = HomeLayout(
+    variable="GEMINI_CLI_HOME",
+    default="",
+    credentials=(".gemini/oauth_creds.json", ".gemini/google_accounts.json", ".gemini/.env"),
+    settings=(".gemini/settings.json", ".gemini/GEMINI.md"),
+)
+# OpenCode follows the XDG base dirs (no variable of its own moves them): its
+# sign-ins in `auth.json` / `mcp-auth.json` under the data dir, settings under
+# the config dir; its sessions, snapshots, logs, state and caches are the
+# session's own. Inside the session the pane's XDG dirs are its home's
+# (`git` there reads `~/.gitconfig`, not `$XDG_CONFIG_HOME/git`).
+OPENCODE_XDG_HOME = HomeLayout(
+    variable="XDG_DATA_HOME",
+    default=".local/share",
+    credentials=(".local/share/opencode/auth.json", ".local/share/opencode/mcp-auth.json"),
+    settings=(
+        ".config/opencode/opencode.json",
+        ".config/opencode/opencode.jsonc",
+        ".config/opencode/config.json",
+        ".config/opencode/AGENTS.md",
+        # the models.dev catalogue it fetched last: a confined session may not reach it
+        ".cache/opencode/models.json",
+    ),
+    xdg=(
+        ("XDG_CONFIG_HOME", ".config"),
+        ("XDG_DATA_HOME", ".local/share"),
+        ("XDG_STATE_HOME", ".local/state"),
+        ("XDG_CACHE_HOME", ".cache"),
+    ),
+)
+# Aider has no variable for its `~/.aider` (analytics, caches, version
+# checks, OpenRouter sign-in) nor for its `~/.aider*.yml` settings: its home
+# is HOME itself. Its git reads the copies of the operator's git config; a
+# `pip install --user` Aider still imports (PYTHONUSERBASE stays the
+# operator's). `~/.env`, which may hold anyone's keys, is not carried over:
+# Aider's keys come from the environment (`AIDER_*`, `*_API_KEY`) or
+# `~/.aider/oauth-keys.env`.
+AIDER_HOME = HomeLayout(
+    variable="HOME",
+    default="",
+    credentials=(".aider/oauth-keys.env",),
+    settings=(
+        ".aider.conf.yml",
+        ".aider.model.settings.yml",
+        ".aider.model.metadata.json",
+        ".gitconfig",
+        ".config/git/config",
+    ),
+)
 LAYOUTS: dict[str, HomeLayout] = {
     "claude": CLAUDE_HOME,
     "codex": CODEX_HOME,
+    "gemini": GEMINI_HOME,
+    "opencode": OPENCODE_XDG_HOME,
+    "aider": AIDER_HOME,
+    # the one-shot presets run the same CLIs: the same homes
+    "claude-p": CLAUDE_HOME,
+    "codex-exec": CODEX_HOME,
+    "gemini-p": GEMINI_HOME,
+    "aider-msg": AIDER_HOME,
 }
 
 
@@ -95,6 +157,26 @@ def operator_home(layout: HomeLayout, env: Mapping[str, str]) -> Path:
     return home / layout.default if layout.default else home
 
 
+def _operator_file(layout: HomeLayout, rel: str, env: Mapping[str, str]) -> Path:
+    """Where the operator keeps entry `rel` of `layout`."""
+    if not layout.xdg:
+        return operator_home(layout, env) / rel
+    home = Path(env.get("HOME") or os.path.expanduser("~"))
+    for variable, folder in layout.xdg:
+        if rel.startswith(folder + "/"):
+            named = env.get(variable, "").strip()
+            base = Path(os.path.expanduser(named)) if named else home / folder
+            return base / rel[len(folder) + 1 :]
+    return home / rel
+
+
+def home_variables(layout: HomeLayout, home: Path) -> dict[str, str]:
+    """The variables that point the CLI at the session's home `home`."""
+    if layout.xdg:
+        return {variable: str(home / folder) for variable, folder in layout.xdg}
+    return {layout.variable: str(home)}
+
+
 def _global_state_source(layout: HomeLayout, env: Mapping[str, str]) -> Path | None:
     if layout.global_state is None:
         return None
@@ -103,8 +185,23 @@ def _global_state_source(layout: HomeLayout, env: Mapping[str, str]) -> Path | N
     return base / layout.global_state
 
 
-def _write(path: Path, data: bytes) -> None:
-    """`path` replaced whole by `data` (0600), never written through a link."""
+def _own_folder(home: Path, folder: Path) -> None:
+    """`folder` (inside `home`) made a real directory all the way down: a
+    link the agent left on the way (`.gemini` -> a folder of the
+    operator's) is removed, so nothing is written where it points."""
+    current = home
+    for part in folder.relative_to(home).parts:
+        current = current / part
+        if current.is_symlink() or (os.path.lexists(current) and not current.is_dir()):
+            current.unlink()
+        current.mkdir(exist_ok=True, mode=0o700)
+
+
+def _write(path: Path, data: bytes, home: Path | None = None) -> None:
+    """`path` replaced whole by `data` (0600), never written through a link
+    (nor through a linked folder between `home` and it)."""
+    if home is not None:
+        _own_folder(home, path.parent)
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".corral-")
     try:
@@ -139,18 +236,19 @@ def prepare(layout: HomeLayout, session_dir: Path, operator_env: Mapping[str, st
     return it: credentials copied anew, settings and global state only when
     the session has none yet."""
     home = session_home(session_dir)
+    if home.is_symlink():
+        home.unlink()
     home.mkdir(parents=True, exist_ok=True, mode=0o700)
-    source = operator_home(layout, operator_env)
     for name in layout.credentials:
-        data = _read(source / name)
+        data = _read(_operator_file(layout, name, operator_env))
         if data is not None:
-            _write(home / name, data)
+            _write(home / name, data, home)
     for name in layout.settings:
-        if os.path.lexists(home / name):
+        if os.path.lexists(home / name) and not _linked_on_the_way(home, home / name):
             continue
-        data = _read(source / name)
+        data = _read(_operator_file(layout, name, operator_env))
         if data is not None:
-            _write(home / name, data)
+            _write(home / name, data, home)
     state = _global_state_source(layout, operator_env)
     if state is not None and layout.global_state is not None:
         target = home / layout.global_state
@@ -160,6 +258,17 @@ def prepare(layout: HomeLayout, session_dir: Path, operator_env: Mapping[str, st
             if kept is not None:
                 _write(target, kept)
     return home
+
+
+def _linked_on_the_way(home: Path, path: Path) -> bool:
+    """Whether a folder between `home` and `path` is a link (what is found
+    there is not the session's own)."""
+    current = home
+    for part in path.parent.relative_to(home).parts:
+        current = current / part
+        if current.is_symlink():
+            return True
+    return False
 
 
 def isolate(
@@ -179,8 +288,22 @@ def isolate(
     if layout is None or (resuming and not session_home(session_dir).is_dir()):
         return None
     home = prepare(layout, session_dir, operator_env)
-    env[layout.variable] = str(home)
+    if layout.variable == "HOME" and not env.get("PYTHONUSERBASE"):
+        # a `pip install --user` CLI finds its packages under the operator's HOME
+        home_base = Path(operator_env.get("HOME") or os.path.expanduser("~")) / ".local"
+        env["PYTHONUSERBASE"] = operator_env.get("PYTHONUSERBASE") or str(home_base)
+    env.update(home_variables(layout, home))
     return home
+
+
+def in_own_home(agent: str, session_dir: Path, env: Mapping[str, str]) -> bool:
+    """Whether `env` (a pane's) points agent `agent` at the session's own
+    home: then that home is all of its config it may write."""
+    layout = layout_for(agent)
+    if layout is None:
+        return False
+    wanted = home_variables(layout, session_home(session_dir))
+    return all(env.get(name) == value for name, value in wanted.items())
 
 
 def session_env(agent: str, session_dir: Path, env: Mapping[str, str]) -> dict[str, str]:
@@ -189,5 +312,5 @@ def session_env(agent: str, session_dir: Path, env: Mapping[str, str]) -> dict[s
     out = dict(env)
     layout = layout_for(agent)
     if layout is not None and session_home(session_dir).is_dir():
-        out[layout.variable] = str(session_home(session_dir))
+        out.update(home_variables(layout, session_home(session_dir)))
     return out

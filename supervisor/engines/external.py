@@ -44,7 +44,7 @@ from ..agents.base import (
     hook_command,
 )
 from ..agents.profiles import DEMO_AGENT
-from ..agents.provider_home import isolate, layout_for, session_home
+from ..agents.provider_home import in_own_home, isolate, session_home
 from ..errors import CorralError, swallowed
 from ..events import (
     BLOCKED_BY_OPERATOR,
@@ -85,7 +85,10 @@ DECLINED = re.compile(r"^(no|reject|deny|decline)\b", re.I)
 
 # An agent started with its task on the command line may show its idle prompt
 # before it takes the task up: its first idle only counts after it was seen
-# working, or after this long. A turn corral starts by a paste needs no grace:
+# working, or this long after its screen first read as anything (a CLI that
+# takes 20 s to draw its first screen on a loaded machine, Gemini CLI's, then
+# submits its task: counted from the spawn, its first screen ended the turn
+# before the task began). A turn corral starts by a paste needs no grace:
 # the tracker knows when the paste landed (`StatusTracker.on_prompt`).
 TURN_START_GRACE = 20.0
 # How long a cancelled agent gets to exit on SIGTERM before it is killed, so
@@ -201,13 +204,15 @@ class ExternalEngine:
         env.update(plan.env_extra)
         env.setdefault("TERM", "xterm-256color")
         # its own config home, never the operator's (provider_home)
-        isolate(
+        home = isolate(
             self.profile.name,
             self.session_dir(ctx.session_id),
             env,
             os.environ,
             resuming=resume is not None,
         )
+        if home is not None:
+            plan = self.profile.in_home(plan, home)
         # `corral msg` from inside the pane knows its sender and reaches this owner
         env[SESSION_ENV] = ctx.session_id
         env["CORRAL_HOME"] = str(self.panes.hooks_root.parent)
@@ -293,11 +298,11 @@ class ExternalEngine:
                 ),
             )
         dirs, files = self.profile.own_paths(env)
-        layout = layout_for(self.profile.name)
-        home = session_home(self.session_dir(ctx.session_id))
-        if layout is not None and env.get(layout.variable) == str(home):
+        if in_own_home(self.profile.name, self.session_dir(ctx.session_id), env):
             # the session's own home is all of the agent's config it may write
-            dirs, files = [home], self.profile.writable_paths(env)
+            # (the operator's `writable` entries name the operator's HOME)
+            home = session_home(self.session_dir(ctx.session_id))
+            dirs, files = [home], self.profile.writable_paths(os.environ)
         if self.profile.writes_session_dir:
             dirs = [*dirs, self.session_dir(ctx.session_id)]
         sockets = ensure_private_dir(agent_socket_dir(self.panes.hooks_root.parent, ctx.session_id))
@@ -607,6 +612,7 @@ class ExternalEngine:
         turns_at_start = record.tracker.turn_ends
         seen_running = resumed and record.status.status is AgentStatus.RUNNING
         started = time.monotonic()
+        shown: float | None = None  # when its screen first read as something
         version = record.version
         asked: tuple[str, tuple[str, ...]] | None = None
         signed_out = False
@@ -617,6 +623,8 @@ class ExternalEngine:
                 return None
             limits_said = self._say_limits(ctx, record.tracker, limits_said)
             reading = record.status
+            if shown is None and reading.status is not AgentStatus.UNKNOWN:
+                shown = time.monotonic()
             if reading.status is AgentStatus.AUTH:
                 # not a turn's end and not the agent's fault: no verification,
                 # no repair prompt; the operator signs it in (or cancels)
@@ -645,16 +653,20 @@ class ExternalEngine:
                 record.tracker.turn_ends > turns_at_start
                 or seen_running
                 or (since is not None and record.tracker.prompted_turn_ended(since))
-                or time.monotonic() - started > TURN_START_GRACE
+                or time.monotonic() - (shown or started) > TURN_START_GRACE
             ):
                 turns_before = record.tracker.turn_ends
                 began = time.monotonic()
+                # what it printed last, read before the turn is settled: its
+                # hook can end the turn before the sweep saw a refusal line
+                await self.panes.read_now(ctx.session_id)
+                limits_said = self._say_limits(ctx, record.tracker, limits_said)
                 if await self._deliver_guidance(ctx):
                     # the agent took the guidance: this round ends with that turn
                     turns_at_start, seen_running = turns_before, False
                     started = since = began
+                    shown = None
                     continue
-                self._say_limits(ctx, record.tracker, limits_said)
                 return EngineOutcome(iterations=1, authored_by=[self.profile.name])
             version = await self.panes.wait_change(ctx.session_id, version, 1.0)
 

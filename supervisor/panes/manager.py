@@ -528,13 +528,51 @@ class PaneManager:
 
     def _worker_for(self, name: str) -> ThreadPoolExecutor:
         if not name:
-            assert self._worker is not None
+            if self._worker is None:
+                self._worker = ThreadPoolExecutor(1, thread_name_prefix="corral-sweep")
             return self._worker
         worker = self._host_workers.get(name)
         if worker is None:
             worker = ThreadPoolExecutor(1, thread_name_prefix=f"corral-sweep-{name}")
             self._host_workers[name] = worker
         return worker
+
+    async def read_now(self, session_id: str) -> None:
+        """Capture the pane's screen now, whatever its activity says, and fold
+        it into its tracker. A turn's end told by a hook can come before the
+        sweep read what the agent printed last (the 429 line a refused
+        request left just before its Stop hook): the engine reads the screen
+        once more before it settles the turn. It runs on the sweep's worker,
+        after any sweep already under way there; a host that does not answer
+        (or any failure to read) leaves the tracker as it was."""
+        record = self.records.get(session_id)
+        if record is None or not record.alive:
+            return
+        watch = Watch(
+            record.session_id,
+            record.handle,
+            record.alive,
+            record.activity,
+            None,  # no screen known: the worker captures one
+            record.facts,
+            record.profile.markers,
+            record.profile.dialogs,
+        )
+        loop = asyncio.get_running_loop()
+        try:
+            seen = await loop.run_in_executor(
+                self._worker_for(record.backend_name),
+                observe,
+                self.backend_named(record.backend_name),
+                [watch],
+                self.clock,
+            )
+        except Exception as exc:  # a read that fails leaves the turn to the sweep's reading
+            log.info("could not read the screen of %s now: %s", session_id, exc)
+            return
+        for item in seen:
+            if self.records.get(session_id) is record and record.handle == item.watch.handle:
+                await self._fold(record, item)
 
     async def _sweep_group(self, name: str, records: list[PaneRecord]) -> bool:
         """Sweep the panes of one backend; False when its host did not answer."""

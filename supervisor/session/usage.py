@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from ..agents.base import AgentUnavailable
 from ..agents.prices import priced
 from ..agents.profiles import known_profile, profile_for
-from ..agents.provider_home import session_home
+from ..agents.provider_home import session_env, session_home
 from ..cancelling import cancel_and_wait
 from ..config import BudgetSettings, ModelPrice
 from ..models import CoderSession
@@ -141,7 +141,8 @@ class UsageWatch:
         if kept is not None and kept.path == path and kept.agent_session == identity.session_id:
             return kept
         # the session's own provider home first (where its agent keeps them now)
-        roots = [home / profile.usage_dir, *record_roots(agent, os.environ)]
+        own = record_roots(agent, session_env(agent, home.parent, os.environ))
+        roots = [home / profile.usage_dir, *own, *record_roots(agent, os.environ)]
         records = UsageRecords(kind, path, identity.session_id, roots)
         records.named = named
         records.workdir = session.worktree

@@ -16,6 +16,7 @@ from corral.supervisor.states import CoderState as S
 from tests.conftest import fast_config, hello_contract, init_repo
 from tests.e2e.support import AGENT_CLIS, kill_tmux, settle
 from tests.e2e.test_real_agents import agent_env
+from tests.e2e.test_real_provider_homes import mentions, snapshot
 from tests.fakes.agent_env import claude_bin, claude_launch, codex_bin, codex_launch
 from tests.fakes.model_server import FakeModelServer, Reply, ToolCall
 
@@ -32,6 +33,8 @@ async def test_claude_p_one_shot_writes_the_file_and_is_verified(tmp_path: Path,
     with FakeModelServer([]) as srv:
         launch = claude_launch(tmp_path / "claude", srv.url, repo, None, hooks=False)
         agent_env(launch.env)
+        operator = [launch.home / ".claude", launch.home / ".claude.json"]
+        before = snapshot(*operator)
         sup = build_supervisor(
             tmp_path / "state",
             FixedDrafter(hello_contract()),
@@ -62,6 +65,11 @@ async def test_claude_p_one_shot_writes_the_file_and_is_verified(tmp_path: Path,
         finally:
             await sup.close()
             kill_tmux(tmp_path)
+    # the preset runs in the session's own Claude Code home, as `claude` does:
+    # its conversation is there, and the operator's ~/.claude was not written
+    own = tmp_path / "state" / "agents" / started.session_id / "provider-home"
+    assert mentions(own / "projects", "Write hello.txt saying hi")
+    assert snapshot(*operator) == before
 
 
 @NO_CODEX

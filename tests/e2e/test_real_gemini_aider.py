@@ -19,6 +19,7 @@ from corral.supervisor.api import Supervisor
 from corral.supervisor.states import CoderState as S
 from tests.conftest import init_repo
 from tests.e2e.support import AGENT_CLIS, kill_tmux, open_sup, process_tree, screen_text, settle
+from tests.e2e.test_real_provider_homes import mentions, snapshot
 from tests.fakes.agent_env import (
     AgentLaunch,
     aider_bin,
@@ -62,6 +63,21 @@ def agent_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Apply
     yield apply
 
 
+def homes_of(sup: Supervisor, sid: str, program: str) -> set[str]:
+    """The HOME of each process under the session's pane running `program`."""
+    pid = sup.agent_pane(sid).pid  # type: ignore[union-attr]
+    found = set()
+    for each in process_tree(pid):
+        try:
+            argv = Path(f"/proc/{each}/cmdline").read_bytes().split(b"\0")
+            env = Path(f"/proc/{each}/environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if any(Path(word.decode(errors="replace")).name == program for word in argv[:2]):
+            found |= {v.decode()[5:] for v in env if v.startswith(b"HOME=")}
+    return found
+
+
 def alive(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/status").read_text().split("State:")[1].split()[0]
@@ -100,9 +116,11 @@ async def test_gemini_writes_the_file_and_reaches_review(tmp_path: Path, agent_e
     repo = init_repo(tmp_path / "repo")
     with FakeModelServer([]) as srv:
         # the operator's own setting: edits run without asking
-        agent_env(
-            gemini_launch(tmp_path / "gemini", srv.url, repo, None, approval_mode="auto_edit")
-        )
+        launch = gemini_launch(tmp_path / "gemini", srv.url, repo, None, approval_mode="auto_edit")
+        agent_env(launch)
+        # the operator's own sign-in, which the session gets a copy of
+        (launch.home / ".gemini" / ".env").write_text("GEMINI_API_KEY=from-the-dot-env\n")
+        before = snapshot(launch.home)
         sup = await open_sup(tmp_path, "gemini")
         try:
             started = await sup.start("Write hello.txt saying hi", repo)
@@ -123,9 +141,20 @@ async def test_gemini_writes_the_file_and_reaches_review(tmp_path: Path, agent_e
             # the task went in once (the -i prompt), and Gemini ran its tool
             prompts = [r for r in srv.turn_requests if "Write hello.txt saying hi" in str(r.body)]
             assert prompts and srv.tool_results(), srv.paths()
+            started_with = [e.data for e in sup.replay(started.session_id)]
+            assert any(getattr(d, "confined", False) for d in started_with)  # in the sandbox
         finally:
             await sup.close()
             kill_tmux(tmp_path)
+    # its own home (GEMINI_CLI_HOME) holds its chat and the copied sign-in and
+    # settings; the operator's ~/.gemini was not written at all
+    own = tmp_path / "state" / "agents" / started.session_id / "provider-home" / ".gemini"
+    assert (own / ".env").read_text() == "GEMINI_API_KEY=from-the-dot-env\n"
+    assert (own / "settings.json").read_text() == (
+        launch.home / ".gemini/settings.json"
+    ).read_text()
+    assert mentions(own / "tmp", "Write hello.txt saying hi")
+    assert snapshot(launch.home) == before
 
 
 @needs_gemini
@@ -188,7 +217,11 @@ async def test_aider_writes_the_file_and_reaches_review(tmp_path: Path, agent_en
     repo = init_repo(tmp_path / "repo")
     with FakeModelServer([]) as srv:
         # the operator's own setting: Aider answers its confirmations itself
-        agent_env(aider_launch(tmp_path / "aider", srv.openai_base_url, repo, yes_always=True))
+        launch = aider_launch(tmp_path / "aider", srv.openai_base_url, repo, yes_always=True)
+        agent_env(launch)
+        # the operator's own Aider settings, which the session gets a copy of
+        (launch.home / ".aider.model.metadata.json").write_text("{}")
+        before = snapshot(launch.home)
         sup = await open_sup(tmp_path, "aider")
         try:
             started = await sup.start("Write hello.txt saying hi", repo)
@@ -204,9 +237,14 @@ async def test_aider_writes_the_file_and_reaches_review(tmp_path: Path, agent_en
             asked = [r for r in srv.turn_requests if "Write hello.txt saying hi" in str(r.body)]
             assert len(asked) == 1, srv.paths()
             assert not [p.name for p in worktree.iterdir() if p.name.startswith(".aider")]
+            # Aider's home is the session's own (it has no other way to move ~/.aider)
+            own = tmp_path / "state" / "agents" / started.session_id / "provider-home"
+            assert homes_of(sup, started.session_id, "aider") == {str(own)}
+            assert (own / ".aider.model.metadata.json").read_text() == "{}"
         finally:
             await sup.close()
             kill_tmux(tmp_path)
+    assert snapshot(launch.home) == before  # the operator's home was not written
 
 
 @needs_aider

@@ -24,6 +24,7 @@ from corral.supervisor.states import CoderState as S
 from tests.conftest import init_repo
 from tests.e2e.support import AGENT_CLIS, describe, kill_tmux, open_sup, settle
 from tests.e2e.test_fake_model_server import Tmux, wait_until
+from tests.e2e.test_real_provider_homes import mentions, snapshot
 from tests.fakes.agent_env import AgentLaunch, missing_opencode, opencode_bin, opencode_launch
 from tests.fakes.model_server import FakeModelServer, Reply, ToolCall
 
@@ -92,6 +93,11 @@ async def test_opencode_writes_the_file_and_reaches_review(
     with FakeModelServer([]) as srv:
         launch = opencode_launch(tmp_path / "opencode", srv.url, repo, None, permission=ALLOW)
         agent_env(launch.env)
+        # the operator's own sign-in and settings, which the session gets copies of
+        share = launch.home / ".local" / "share" / "opencode"
+        share.mkdir(parents=True)
+        (share / "auth.json").write_text('{"corralfake": {"type": "api", "key": "k"}}')
+        before = snapshot(launch.home)
         sup = await open_sup(tmp_path, "opencode", wall_secs=240)
         try:
             started = await sup.start("Write hello.txt saying hi", repo)
@@ -114,6 +120,14 @@ async def test_opencode_writes_the_file_and_reaches_review(
         finally:
             await sup.close()
             kill_tmux(tmp_path)
+    # its sessions, logs and state are in the session's own home (XDG dirs
+    # there); the operator's XDG dirs were not written at all
+    own = tmp_path / "state" / "agents" / sid / "provider-home"
+    assert (own / ".local/share/opencode/auth.json").read_text() == (
+        share / "auth.json"
+    ).read_text()
+    assert mentions(own, "Write hello.txt saying hi")
+    assert snapshot(launch.home) == before
 
 
 async def test_an_opencode_permission_prompt_is_answered_through_the_api(

@@ -46,10 +46,14 @@ async def test_a_dormant_gemini_session_is_revived_on_its_own_conversation(
             )
             assert identity.agent == "gemini" and len(identity.session_id or "") == 36
             # Gemini saves the conversation (chats/session-<time>-<id head>.jsonl)
+            # in the session's own provider home (GEMINI_CLI_HOME), never the operator's
             head = (identity.session_id or "")[:8]
+            own = tmp_path / "state" / "agents" / sid / "provider-home"
             await eventually(
-                lambda: list(home.rglob(f"chats/*{head}*.json*")), timeout=60, interval=0.2
+                lambda: list(own.rglob(f"chats/*{head}*.json*")), timeout=60, interval=0.2
             )
+            assert (identity.transcript_path or "").startswith(str(own) + "/"), identity
+            assert not list(home.rglob("chats/*")), "a chat was written in the operator's ~/.gemini"
             await eventually(lambda: srv.turn_requests, timeout=60, interval=0.2)
         finally:
             await sup.close()

@@ -127,10 +127,6 @@ async def test_a_custom_agent_that_calls_corral_hook_ends_its_turn_without_the_i
 
 
 @pytest.mark.slow
-@pytest.mark.skip(
-    reason="open: the 429 line is often not read before the Stop hook ends the turn, so no "
-    "blocked event is made (seen on the merged tree and on its own branch)"
-)
 async def test_a_rate_limit_on_a_pane_agents_screen_is_one_blocked_event_by_provider(
     tmp_path: Path,
 ) -> None:
