@@ -36,10 +36,11 @@ if sys.argv[1:2] == ["--version"]:
     print("fakecli 0.1.0")
     sys.exit(0)
 print("fakecli 0.1.0 (made up for corral's tests)")
-print("fake: working on the task", flush=True)
+sys.stdout.write("fake: working on the task")  # its busy line, gone when the work is done
+sys.stdout.flush()
 with open("hello.txt", "w") as fh:
     fh.write("hi\n")
-print(f"done ({len(sys.argv[-1])} characters of task): wrote hello.txt")
+print(f"\r\x1b[2Kdone ({len(sys.argv[-1])} characters of task): wrote hello.txt")
 sys.stdout.write("fake> ")
 sys.stdout.flush()
 hook = os.environ.get("CORRAL_HOOK_CMD")
