@@ -70,7 +70,7 @@ from ..acp.offers import (
     choose_option as choose_setting,
 )
 from ..acp.terminals import Terminals
-from ..acp.wire import StdioWire
+from ..acp.wire import StdioWire, quiet_unrecorded_spans
 from ..agents.base import SESSION_ENV, AgentUnavailable, check_recursion
 from ..agents.provider_home import isolate
 from ..errors import CorralError, swallowed
@@ -280,6 +280,7 @@ class AcpEngine:
             if method in ("session/new", "session/load") and isinstance(result, dict):
                 announced["models"] = result.get("models")
 
+        quiet_unrecorded_spans()
         wire = StdioWire(
             proc.stdout,
             proc.stdin,
