@@ -812,6 +812,14 @@ def _python_runners(base: Path, available: set[str]) -> list[Runner]:
             return [Runner("unittest", command, why, 900, ("python3",), kind="python")]
     why = f"{folder}/ holds test modules" if folder else "test modules at the root"
     command = _PYTEST if folder in (None, "tests") else f"{_PYTEST} {shlex.quote(folder)}"
+    if folder is None and not all(_PYTEST_FILE.fullmatch(f.name) for f in files):
+        # a root `tests.py` is no name pytest collects by default (jsonpointer):
+        # run bare, pytest would collect nothing; named, pytest runs any file
+        named = " ".join(shlex.quote(f.relative_to(base).as_posix()) for f in files)
+        command = f"{_PYTEST} {named}"
+        why = (
+            f"test modules at the root, named (pytest collects only test_*.py by default): {named}"
+        )
     return [Runner("tests", command, why, 900, ("python3", "pytest"), kind="python")]
 
 
@@ -1039,7 +1047,37 @@ def _node_runner(base: Path, root: Path) -> Runner | None:
         why = f"{said}: its test files use {runner}, which runs them instead"
         tools = ("node",) if command.startswith("node ") else ("node", "npm")
         return Runner("node_tests", command, why, 900, tools, kind="node")
-    return Runner(f"{manager}_test", f"{manager} test", why, 900, ("node", manager), kind="node")
+    command = f"{manager} test"
+    # npm hands what follows `--` to the script; pnpm would pass the `--` on
+    report = _json_report_args(test) if manager == "npm" else ""
+    if report:
+        # jest's default reporter names no passing test (and vitest's only on a
+        # terminal): its JSON report does, into the check's private directory
+        command = f"{command} -- {report}"
+        why += "; its JSON report read per test"
+    return Runner(f"{manager}_test", command, why, 900, ("node", manager), kind="node")
+
+
+#: What asks a lone jest / vitest test script for its JSON report: written to
+#: $CORRAL_TEST_REPORT where corral runs it, to a file in the checkout by hand.
+_JSON_REPORT_ARGS = {
+    "jest": '--ci --json --outputFile="${CORRAL_TEST_REPORT:-jest-report.json}"',
+    "vitest": (
+        "--run --reporter=default --reporter=json "
+        '--outputFile.json="${CORRAL_TEST_REPORT:-vitest-report.json}"'
+    ),
+}
+
+
+def _json_report_args(script: str) -> str:
+    """The arguments `npm test -- …` appends for a script that is one jest or
+    vitest run (appended to its last word, so only a single step), else ""."""
+    if re.search(r"&&|\|\||;|\||\boutputFile\b|--json\b|--reporter", script):
+        return ""
+    programs = _script_programs(script)
+    if len(programs) != 1:
+        return ""
+    return _JSON_REPORT_ARGS.get(programs[0], "")
 
 
 def _runners_in(base: Path, root: Path, available: set[str]) -> list[Runner]:
