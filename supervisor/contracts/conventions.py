@@ -686,11 +686,7 @@ def _test_files(base: Path) -> list[Path]:
             if _TEST_FILE.fullmatch(e.name):
                 found.append(where / e.name)
             elif _is_dir(e, follow=False) and not _skipped(e.name):
-                found += [
-                    where / e.name / f.name
-                    for f in _scandir(where / e.name)
-                    if _PYTEST_FILE.fullmatch(f.name)
-                ]
+                found += _nested_test_files(where / e.name, depth=3)
         if len(found) >= 50:
             break
     found += [
@@ -698,6 +694,21 @@ def _test_files(base: Path) -> list[Path]:
         for e in _scandir(base)
         if re.fullmatch(r"(test_.*|.*_test|tests)\.py", e.name)
     ]
+    return found[:50]
+
+
+def _nested_test_files(where: Path, depth: int) -> list[Path]:
+    """test_*.py / *_test.py files in a test directory's subpackages, `depth`
+    levels down (smdebug-rulesconfig keeps its tests in tests/core/actions/),
+    never following links; at most 50."""
+    found: list[Path] = []
+    for e in _scandir(where):
+        if _PYTEST_FILE.fullmatch(e.name):
+            found.append(where / e.name)
+        elif depth > 1 and _is_dir(e, follow=False) and not _skipped(e.name):
+            found += _nested_test_files(where / e.name, depth - 1)
+        if len(found) >= 50:
+            break
     return found[:50]
 
 

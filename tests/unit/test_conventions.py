@@ -936,3 +936,14 @@ def test_a_root_tests_py_is_named_to_pytest_which_would_collect_nothing_else(
     )
     [check] = draft_contract(repo, "x", path=all_tools).checks
     assert check.command == "python3 -m pytest -q -p no:cacheprovider tests.py"
+
+
+def test_tests_two_levels_down_are_the_project_s_tests(repo: Path, all_tools: str) -> None:
+    """smdebug-rulesconfig 1.0.1's shape: its only tests are in
+    tests/core/actions/; gate 1 said "the project has no tests: the work
+    must add one" of a project with tests."""
+    write(repo, "setup.py", "from setuptools import setup\nsetup(name='r', packages=['r'])\n")
+    write(repo, "r/__init__.py")
+    write(repo, "tests/core/actions/test_actions.py", "def test_x():\n    assert True\n")
+    [check] = draft_contract(repo, "x", path=all_tools).checks
+    assert check.name == "tests" and check.command == "python3 -m pytest -q -p no:cacheprovider"
