@@ -1389,6 +1389,13 @@ def draft_contract(
     )
 
 
+def _conftests(root: Path, tests: list[Path]) -> list[Path]:
+    """The conftest.py files pytest loads for these test files: the root's
+    and those of every directory between it and a test."""
+    dirs = {root} | {parent for test in tests for parent in test.parents if root in parent.parents}
+    return [d / "conftest.py" for d in sorted(dirs) if (d / "conftest.py").is_file()]
+
+
 def drafted_setup(root: Path, *, path: str | None = None) -> SetupProposal:
     """The setup both drafting lanes propose: what the repository declares,
     and (for a pip setup) what its tests import that nothing declares."""
@@ -1397,7 +1404,9 @@ def drafted_setup(root: Path, *, path: str | None = None) -> SetupProposal:
         return proposal
     python = '"$CORRAL_ENV/bin/python"'
     tests = _test_files(root)
-    modules = undeclared_imports(root, tests)
+    # the conftest files pytest loads first: one importing a module nothing
+    # installs (azure's `dotenv`) stops every test before it runs
+    modules = undeclared_imports(root, [*tests, *_conftests(root, tests)])
     if modules:
         proposal.commands.append(install_missing_command(python, modules))
         proposal.notes.append(

@@ -498,3 +498,16 @@ def test_a_cffi_module_the_build_generates_is_made_in_the_venv(repo: Path, tmp_p
         text=True,
     )
     assert imported.returncode == 0, imported.stderr
+
+
+def test_modules_a_conftest_imports_are_installed_too(repo: Path, tmp_path: Path) -> None:
+    """azure-mgmt-containerservice 41.8.0's shape: tests/conftest.py imports
+    `dotenv` (python-dotenv), which nothing declares; pytest loads it before
+    any test, so every check could not run ("missing module: dotenv")."""
+    write(repo, "setup.py", "from setuptools import setup\nsetup(name='pkg')\n")
+    write(repo, "pkg/__init__.py")
+    write(repo, "conftest.py", "import pytest\n")
+    write(repo, "tests/conftest.py", "import os\nfrom dotenv import load_dotenv\n")
+    write(repo, "tests/test_pkg.py", "import pkg\n")
+    contract = draft_contract(repo, "x", path=stub_bin(tmp_path, "python3"))
+    assert contract.setup[-1].startswith("for m in dotenv:python-dotenv; do ")
