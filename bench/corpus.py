@@ -75,6 +75,18 @@ def row(o: Outcome) -> tuple[str, ...]:
     )
 
 
+def said_at_once(o: Outcome) -> None:
+    """One project's row and reasons the moment it finishes: a run stopped
+    early (a deadline, a loaded machine) keeps what it measured."""
+    print("done: " + " | ".join(row(o)), flush=True)
+    if o.change is not None and o.change.delivered:
+        print(f"  {o.project.id}: independent re-check: {o.recheck.why}", flush=True)
+    elif o.change is not None:
+        print(f"  {o.project.id}: correct change not delivered: {o.change.why_not()}", flush=True)
+    if o.regress is not None:
+        print(f"  {o.project.id}: regression: {o.regress.why_not()}", flush=True)
+
+
 def rate(hits: int, total: int) -> str:
     return f"{hits}/{total} = {100 * hits / max(total, 1):.0f}%"
 
@@ -102,6 +114,8 @@ def main() -> int:
         if (not args.only or p.name in args.only)
         and (args.set == "all" or p.unseen == (args.set == "unseen"))
     ]
+    if args.only:  # in the order asked
+        chosen.sort(key=lambda p: args.only.index(p.name))
     left_out = [p for p in chosen if p.missing_tools()]
     for p in left_out:
         print(
@@ -117,6 +131,7 @@ def main() -> int:
             [p.name for p in chosen if p not in left_out],
             parallel=args.parallel,
             sessions=not args.no_sessions,
+            on_done=said_at_once,
         )
     header = (
         "project",

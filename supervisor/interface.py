@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from .contracts.drafting import ContractDrafter, FixedDrafter, GivenSetup, with_given_setup
     from .contracts.files import checks_contract, given_setup, load_contract
     from .contracts.hidden import hidden_check_from_file
+    from .contracts.per_test import unseen_regressions
     from .demo import seed_demo
     from .discuss import (
         DiscussAssistantDeltaEvent,
@@ -82,6 +83,7 @@ __all__ = [
     "load_contract",
     "repo_root",
     "seed_demo",
+    "unseen_regressions",
     "with_given_setup",
 ]
 
@@ -95,6 +97,7 @@ _ON_FIRST_USE = {  # name → (module, its name there when not the same)
     "load_contract": "contracts.files",
     "checks_contract": "contracts.files",
     "hidden_check_from_file": "contracts.hidden",
+    "unseen_regressions": "contracts.per_test",  # gates 1 and 2: what a failing test hides
     "FilePatch": "git.patches",
     "Hunk": "git.patches",
     "WatchDropped": "session.board",

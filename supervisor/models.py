@@ -357,6 +357,10 @@ class CheckResult(BaseModel):
     # Tests that already failed on the untouched tree, not this task's work
     # (a baseline result only; shown at gate 1, never blocking).
     already_failing: list[str] = Field(default_factory=list)
+    # Tests that failed at verification, then passed when the check ran again
+    # at once (contracts.checks: flaky, not counted as a regression; shown at
+    # gate 2, never passed silently).
+    flaky: list[str] = Field(default_factory=list)
     # A capture check's value on the untouched tree, as a differential compares
     # it: "sha256:<digest of the whole output>" and its last word on the next
     # line (None: not a capture, or it did not run cleanly; see contracts.checks)
@@ -379,7 +383,7 @@ class CheckResult(BaseModel):
         implied = CheckVerdict.PASSES if self.passed else CheckVerdict.FAILS
         if self.verdict is implied and not self.reason:
             data.pop("verdict", None)
-        for key in ("reason", "fix", "tests", "already_failing", "capture", "hidden"):
+        for key in ("reason", "fix", "tests", "already_failing", "flaky", "capture", "hidden"):
             if not data.get(key):
                 data.pop(key, None)
         return data

@@ -29,10 +29,11 @@ from ..models import (
     ContractCheck,
     DeltaWithin,
     OutcomeContract,
+    TestReport,
 )
 from ..sandbox import Grant, SandboxPolicy, active_policy, confined_argv, sandbox_status
 from ..sandbox.argv import confined_env, identity
-from .per_test import Judgement, against_baseline, on_untouched_tree
+from .per_test import Judgement, against_baseline, names, on_untouched_tree
 from .verdicts import classify
 
 
@@ -282,6 +283,52 @@ def _with_report_env(env: dict[str, str], extra: dict[str, str]) -> dict[str, st
     return out
 
 
+def _may_be_flaky(
+    judgement: Judgement | None,
+    report: TestReport | None,
+    baseline: TestReport | None,
+    deadline: float | None,
+) -> bool:
+    """Whether a verification's per-test failure earns one immediate re-run:
+    every test that fails now and did not fail on the untouched tree passed
+    there (a test the work adds must pass every time: never a flake), and
+    time is left."""
+    if judgement is None or judgement.passed or report is None or baseline is None:
+        return False
+    if deadline is not None and deadline - time.monotonic() < 1:
+        return False
+    new = [t for t in report.failed if t not in set(baseline.failed)]
+    return bool(new) and set(new) <= set(baseline.passed)
+
+
+def _rerun_judgement(
+    check: ContractCheck,
+    first: TestReport | None,
+    again: tuple[int | None, str, bool, TestReport | None],
+    baseline: TestReport | None,
+) -> tuple[Judgement, list[str]] | None:
+    """The re-run's verdict where it shows the first failure was a flake:
+    the whole check passes the same per-test judgement on the re-run, and
+    every test that failed the first time passed. None: a regression (the
+    first verdict stands)."""
+    code, _, timed_out, report = again
+    if timed_out or report is None or first is None or baseline is None:
+        return None
+    judged = against_baseline(check, code, report, baseline)
+    if (judged is None and code != 0) or (judged is not None and not judged.passed):
+        return None
+    flaky = sorted(t for t in first.failed if t not in set(baseline.failed))
+    if not set(flaky) <= set(report.passed):
+        return None
+    note = (
+        f"flaky, not counted as a regression: {len(flaky)} test(s) failed, then passed on an "
+        f"immediate re-run of the check: {names(flaky)}"
+    )
+    if judged is not None:
+        note += f"; {judged.note}"
+    return Judgement(True, note, judged.already_failing if judged else ()), flaky
+
+
 async def run_check(
     check: ContractCheck,
     cwd: Path,
@@ -326,6 +373,7 @@ async def run_check(
     if readable:
         grant = Grant(readable=(*(grant.readable if grant else ()), *readable))
     private = None if runner is not None else Path(tempfile.mkdtemp(prefix="corral-check-"))
+    flaky: list[str] = []
     try:
         report_dir = None
         if private is not None:
@@ -334,30 +382,45 @@ async def run_check(
         from .test_reports import plan_for  # loaded by the first check that runs
 
         plan = plan_for(check.command, report_dir, cwd, network=check.network)
-        if runner is not None:
-            code, output, timed_out = await runner(check.command, timeout, check.network)
-        else:
-            code, output, timed_out = await run_command(
-                check.command,
-                cwd,
-                timeout,
-                _with_report_env(env, plan.env),
-                network=check.network,
-                grant=grant,
-                private=private,
-            )
-        report = None if timed_out else plan.read(output)
-        output = plan.shown(output)
+
+        async def run_once() -> tuple[int | None, str, bool, TestReport | None]:
+            limit = timeout  # a re-run keeps to the deadline too
+            if deadline is not None:
+                limit = min(timeout, max(0.1, deadline - time.monotonic()))
+            if report_dir is not None:  # a report is never the previous run's
+                await asyncio.to_thread(shutil.rmtree, report_dir, True)
+                report_dir.mkdir()
+            if runner is not None:
+                code, output, timed_out = await runner(check.command, limit, check.network)
+            else:
+                code, output, timed_out = await run_command(
+                    check.command,
+                    cwd,
+                    limit,
+                    _with_report_env(env, plan.env),
+                    network=check.network,
+                    grant=grant,
+                    private=private,
+                )
+            report = None if timed_out else plan.read(output)
+            return code, plan.shown(output), timed_out, report
+
+        code, output, timed_out, report = await run_once()
+        judgement: Judgement | None = None
+        if untouched:
+            judgement = on_untouched_tree(check, code, report)
+        elif before is not None or judged:
+            baseline = before.tests if before is not None else None
+            judgement = against_baseline(check, code, report, baseline)
+            if _may_be_flaky(judgement, report, baseline, deadline):
+                again = await run_once()
+                rerun = _rerun_judgement(check, report, again, baseline)
+                if rerun is not None:
+                    judgement, flaky = rerun
+                    code, output, timed_out, report = again
     finally:
         if private is not None:
             await asyncio.to_thread(shutil.rmtree, private, True)
-    judgement: Judgement | None = None
-    if untouched:
-        judgement = on_untouched_tree(check, code, report)
-    elif before is not None or judged:
-        judgement = against_baseline(
-            check, code, report, before.tests if before is not None else None
-        )
     passed = not timed_out
     notes: list[str] = []
     if timed_out:
@@ -389,6 +452,7 @@ async def run_check(
         credentials_allowed=allow_credentials,
         tests=report,
         already_failing=list(judgement.already_failing) if judgement and untouched else [],
+        flaky=flaky,
         capture=capture_of(output) if untouched and check.baseline and not timed_out else None,
     )
     classified = classify(result, check.command, cwd, intent=intent)

@@ -686,11 +686,7 @@ def _test_files(base: Path) -> list[Path]:
             if _TEST_FILE.fullmatch(e.name):
                 found.append(where / e.name)
             elif _is_dir(e, follow=False) and not _skipped(e.name):
-                found += [
-                    where / e.name / f.name
-                    for f in _scandir(where / e.name)
-                    if _PYTEST_FILE.fullmatch(f.name)
-                ]
+                found += _nested_test_files(where / e.name, depth=3)
         if len(found) >= 50:
             break
     found += [
@@ -698,6 +694,21 @@ def _test_files(base: Path) -> list[Path]:
         for e in _scandir(base)
         if re.fullmatch(r"(test_.*|.*_test|tests)\.py", e.name)
     ]
+    return found[:50]
+
+
+def _nested_test_files(where: Path, depth: int) -> list[Path]:
+    """test_*.py / *_test.py files in a test directory's subpackages, `depth`
+    levels down (smdebug-rulesconfig keeps its tests in tests/core/actions/),
+    never following links; at most 50."""
+    found: list[Path] = []
+    for e in _scandir(where):
+        if _PYTEST_FILE.fullmatch(e.name):
+            found.append(where / e.name)
+        elif depth > 1 and _is_dir(e, follow=False) and not _skipped(e.name):
+            found += _nested_test_files(where / e.name, depth - 1)
+        if len(found) >= 50:
+            break
     return found[:50]
 
 
@@ -812,6 +823,14 @@ def _python_runners(base: Path, available: set[str]) -> list[Runner]:
             return [Runner("unittest", command, why, 900, ("python3",), kind="python")]
     why = f"{folder}/ holds test modules" if folder else "test modules at the root"
     command = _PYTEST if folder in (None, "tests") else f"{_PYTEST} {shlex.quote(folder)}"
+    if folder is None and not all(_PYTEST_FILE.fullmatch(f.name) for f in files):
+        # a root `tests.py` is no name pytest collects by default (jsonpointer):
+        # run bare, pytest would collect nothing; named, pytest runs any file
+        named = " ".join(shlex.quote(f.relative_to(base).as_posix()) for f in files)
+        command = f"{_PYTEST} {named}"
+        why = (
+            f"test modules at the root, named (pytest collects only test_*.py by default): {named}"
+        )
     return [Runner("tests", command, why, 900, ("python3", "pytest"), kind="python")]
 
 
@@ -1039,7 +1058,37 @@ def _node_runner(base: Path, root: Path) -> Runner | None:
         why = f"{said}: its test files use {runner}, which runs them instead"
         tools = ("node",) if command.startswith("node ") else ("node", "npm")
         return Runner("node_tests", command, why, 900, tools, kind="node")
-    return Runner(f"{manager}_test", f"{manager} test", why, 900, ("node", manager), kind="node")
+    command = f"{manager} test"
+    # npm hands what follows `--` to the script; pnpm would pass the `--` on
+    report = _json_report_args(test) if manager == "npm" else ""
+    if report:
+        # jest's default reporter names no passing test (and vitest's only on a
+        # terminal): its JSON report does, into the check's private directory
+        command = f"{command} -- {report}"
+        why += "; its JSON report read per test"
+    return Runner(f"{manager}_test", command, why, 900, ("node", manager), kind="node")
+
+
+#: What asks a lone jest / vitest test script for its JSON report: written to
+#: $CORRAL_TEST_REPORT where corral runs it, to a file in the checkout by hand.
+_JSON_REPORT_ARGS = {
+    "jest": '--ci --json --outputFile="${CORRAL_TEST_REPORT:-jest-report.json}"',
+    "vitest": (
+        "--run --reporter=default --reporter=json "
+        '--outputFile.json="${CORRAL_TEST_REPORT:-vitest-report.json}"'
+    ),
+}
+
+
+def _json_report_args(script: str) -> str:
+    """The arguments `npm test -- …` appends for a script that is one jest or
+    vitest run (appended to its last word, so only a single step), else ""."""
+    if re.search(r"&&|\|\||;|\||\boutputFile\b|--json\b|--reporter", script):
+        return ""
+    programs = _script_programs(script)
+    if len(programs) != 1:
+        return ""
+    return _JSON_REPORT_ARGS.get(programs[0], "")
 
 
 def _runners_in(base: Path, root: Path, available: set[str]) -> list[Runner]:
@@ -1340,6 +1389,13 @@ def draft_contract(
     )
 
 
+def _conftests(root: Path, tests: list[Path]) -> list[Path]:
+    """The conftest.py files pytest loads for these test files: the root's
+    and those of every directory between it and a test."""
+    dirs = {root} | {parent for test in tests for parent in test.parents if root in parent.parents}
+    return [d / "conftest.py" for d in sorted(dirs) if (d / "conftest.py").is_file()]
+
+
 def drafted_setup(root: Path, *, path: str | None = None) -> SetupProposal:
     """The setup both drafting lanes propose: what the repository declares,
     and (for a pip setup) what its tests import that nothing declares."""
@@ -1348,7 +1404,9 @@ def drafted_setup(root: Path, *, path: str | None = None) -> SetupProposal:
         return proposal
     python = '"$CORRAL_ENV/bin/python"'
     tests = _test_files(root)
-    modules = undeclared_imports(root, tests)
+    # the conftest files pytest loads first: one importing a module nothing
+    # installs (azure's `dotenv`) stops every test before it runs
+    modules = undeclared_imports(root, [*tests, *_conftests(root, tests)])
     if modules:
         proposal.commands.append(install_missing_command(python, modules))
         proposal.notes.append(

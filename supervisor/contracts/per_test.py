@@ -6,8 +6,10 @@ failing on the untouched tree (N)") — shown at gate 1, never hidden and
 never blocking. At verification the check passes when no test that passed
 on the untouched tree fails or is skipped now, every test the untouched tree
 did not fail (a new test among them) passes, and every test the contract
-names (`must_pass`) passes. A suite that collected on the untouched tree
-and does not now fails: the same environment collected it, so the change
+names (`must_pass`) passes. A test already failing on the untouched tree
+hides any regression in it (it fails either way): gate 1 and gate 2 say so
+with `unseen_regressions`, never leaving the operator to think it guarded.
+A suite that collected on the untouched tree and does not now fails: the same environment collected it, so the change
 broke it (never *cannot run*). Anything else — no per-test report, a
 collection error on the untouched tree, a red exit no failed test explains,
 a check with an output or differential assertion — keeps the exit-code
@@ -30,6 +32,14 @@ class Judgement:
     passed: bool
     note: str
     already_failing: tuple[str, ...] = ()
+
+
+def unseen_regressions(count: int) -> str:
+    """What a test already failing on the untouched tree costs: a change that
+    breaks it further fails it just the same, so no check can see that."""
+    if count == 1:
+        return "this test was already failing: a regression in it cannot be seen"
+    return f"these {count} tests were already failing: a regression in them cannot be seen"
 
 
 def names(tests: list[str], limit: int = SHOWN_NAMES) -> str:
@@ -73,7 +83,7 @@ def on_untouched_tree(
     failing = list(report.failed)
     note = (
         f"already failing on the untouched tree ({len(failing)}): not this task's work: "
-        f"{names(failing)}"
+        f"{names(failing)} ({unseen_regressions(len(failing))})"
     )
     return Judgement(True, note, tuple(failing))
 
@@ -154,6 +164,6 @@ def against_baseline(
     return Judgement(
         True,
         f"passes apart from {len(still)} test(s) already failing on the untouched tree: "
-        f"{names(still)}",
+        f"{names(still)} ({unseen_regressions(len(still))})",
         tuple(still),
     )

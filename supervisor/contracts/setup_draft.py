@@ -126,7 +126,7 @@ def _group_requirements(pyproject: dict[str, Any], name: str, depth: int = 0) ->
 #: Developer tools no test imports or runs: left out of a poetry dev group,
 #: so the setup installs what the checks use.
 _DEV_ONLY_TOOLS = re.compile(
-    r"(pre-commit|mypy|black|ruff|isort|pylint|flake8.*|twine|build|tox|nox|ipython|ipdb|"
+    r"(pre-commit|mypy|pyright|black|ruff|isort|pylint|flake8.*|twine|build|tox|nox|ipython|ipdb|"
     r"sphinx.*|furo|mkdocs.*|myst-.*|towncrier|bump.*|types-.*|.*-stubs)",
     re.IGNORECASE,
 )
@@ -184,6 +184,38 @@ def poetry_test_requirements(pyproject: dict[str, Any]) -> list[str]:
             requirement = _poetry_constraint(name, spec)
             if requirement is not None and requirement not in out:
                 out.append(requirement)
+    return out
+
+
+def listed_dev_requirements(pyproject: dict[str, Any]) -> list[str]:
+    """The dev-dependency lists rye and uv keep in pyproject.toml
+    (`[tool.rye] dev-dependencies`, `[tool.uv] dev-dependencies`: PEP 508
+    strings) and pdm's `[tool.pdm.dev-dependencies]` groups, without the
+    developer tools no check uses: a generated client's suite (groq) needs its
+    pytest plugins (`-n auto` is pytest-xdist's) and test helpers from there."""
+    tool = pyproject.get("tool")
+    if not isinstance(tool, dict):
+        return []
+    lists: list[object] = []
+    for manager in ("rye", "uv"):
+        table = tool.get(manager)
+        if isinstance(table, dict):
+            lists.append(table.get("dev-dependencies"))
+    pdm = tool.get("pdm")
+    if isinstance(pdm, dict) and isinstance(pdm.get("dev-dependencies"), dict):
+        lists += list(pdm["dev-dependencies"].values())
+    out: list[str] = []
+    for items in lists:
+        if not isinstance(items, list):
+            continue
+        for item in items:
+            if not isinstance(item, str) or item.startswith(("-", "git+", "file:")):
+                continue
+            name = re.match(r"[A-Za-z0-9_.\-]+", item.strip())
+            if name is None or _DEV_ONLY_TOOLS.fullmatch(name.group(0)):
+                continue
+            if item.strip() not in out:
+                out.append(item.strip())
     return out
 
 
@@ -424,6 +456,11 @@ def _python(root: Path, path: str | None, needs_pytest: bool) -> SetupProposal:
         proposal.installs += poetry
         install += [shlex.quote(r) for r in poetry]
         why.append("poetry dev-dependencies")
+    listed = [r for r in listed_dev_requirements(pyproject) if r not in proposal.installs]
+    if listed:
+        proposal.installs += listed
+        install += [shlex.quote(r) for r in listed]
+        why.append("the dev-dependencies pyproject.toml lists (rye, uv, pdm)")
     for rel in REQUIREMENT_FILES:
         if (root / rel).is_file():
             install.append(f"-r {shlex.quote(rel)}")

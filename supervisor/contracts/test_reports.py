@@ -25,7 +25,9 @@ What is read, and how:
 - unittest with `-v` (drafted unittest checks carry it):
   `test_x (module.Class.test_x) ... ok` (Python 3.10's `(module.Class)` too);
 - Jest and Vitest: the JSON report a command already writes with
-  `--json --outputFile=FILE` / `--reporter=json --outputFile=FILE`.
+  `--json --outputFile=FILE` / `--reporter=json --outputFile=FILE`, or, for
+  a drafted check, the one it writes to `$CORRAL_TEST_REPORT` (a file in the
+  check's private directory: jest's default reporter names no test).
 
 A runner that names only its failures (unittest without `-v`, cargo's
 `--quiet`) gives no report: one without the passes would let a suite that
@@ -47,6 +49,11 @@ from ..models import TestReport
 
 MAX_REPORT_BYTES = 8 * 1024 * 1024
 PYTEST_REPORT = "pytest-report.xml"
+JSON_REPORT = "test-report.json"
+#: The variable a drafted jest/vitest check writes its JSON report to
+#: (`--outputFile="${CORRAL_TEST_REPORT:-…}"`): set to a file in the check's
+#: private directory; run by hand, the fallback name in the checkout is used.
+TEST_REPORT_VAR = "CORRAL_TEST_REPORT"
 
 # a TAP test point: `ok`/`not ok`, an optional number, an optional ` - `, the
 # description, then an optional directive after an unescaped `#` (`# SKIP`,
@@ -105,6 +112,9 @@ class ReportPlan:
     jest_file: Path | None = None
     checkout: Path | None = None  # a report the command writes must stay inside it
     go_json: bool = False  # `go test` prints `-json` events (asked through GOFLAGS)
+    # the jest/vitest JSON report a drafted check writes to $CORRAL_TEST_REPORT
+    # (in the check's private directory, never the checkout)
+    json_report: Path | None = None
 
     def shown(self, output: str) -> str:
         """The output as a person (and the agent) reads it: `go test -json`
@@ -117,6 +127,10 @@ class ReportPlan:
             pytest_xml = self.report_dir / PYTEST_REPORT
             if _inside(pytest_xml, self.report_dir):
                 return parse_junit(_read_capped(pytest_xml))
+        if self.json_report is not None and self.report_dir is not None:
+            if _inside(self.json_report, self.report_dir):
+                return parse_jest_json(_read_capped(self.json_report))
+            return None
         jest = self.jest_file
         if jest is not None and self.checkout is not None and _inside(jest, self.checkout):
             return parse_jest_json(_read_capped(jest))
@@ -141,6 +155,10 @@ def plan_for(
     if report_dir is not None and _uses_pytest(command):
         target = report_dir / PYTEST_REPORT
         env["PYTEST_ADDOPTS"] = f"--junitxml={shlex.quote(str(target))} -o junit_family=xunit1"
+    json_report = None
+    if report_dir is not None and TEST_REPORT_VAR in command:
+        json_report = report_dir / JSON_REPORT
+        env[TEST_REPORT_VAR] = str(json_report)
     jest = jest_output_file(command)
     jest_file = None
     if jest is not None and cwd is not None and not Path(jest).is_absolute():
@@ -154,6 +172,7 @@ def plan_for(
         jest_file=jest_file,
         checkout=checkout,
         go_json="GOFLAGS" in env,
+        json_report=json_report,
     )
 
 

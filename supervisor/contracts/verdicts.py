@@ -174,6 +174,26 @@ def _missing(output: str, local: set[str]) -> tuple[list[str], list[str]]:
     return environment, work
 
 
+_CONFTEST_FAILED = re.compile(r"ImportError while loading conftest '([^'\n]{1,500})'")
+_PLAIN_PATH = re.compile(r"[\w./-]{1,200}")
+
+
+def _conftest_that_failed(output: str, root: Path) -> str | None:
+    """The conftest.py pytest could not load (relative to the checkout, a
+    plain path: the runner's output is the work's text), or None."""
+    m = _CONFTEST_FAILED.search(output)
+    if m is None:
+        return None
+    raw = m.group(1)
+    try:
+        shown = Path(raw).resolve().relative_to(root.resolve()).as_posix()
+    except (ValueError, OSError):
+        shown = Path(raw).name
+    return (
+        shown if _PLAIN_PATH.fullmatch(shown) and shown.endswith("conftest.py") else "a conftest.py"
+    )
+
+
 def _is_pytest(command: str) -> bool:
     return "pytest" in command or "py.test" in command
 
@@ -289,6 +309,22 @@ def _cannot_run_reason(
                 "find the package that imports it in the check's output and install a current "
                 "release in the setup: "
                 + add_setup_fix(f"{ENV_PYTHON} -m pip install -U PACKAGE", "for example"),
+            )
+        conftest = _conftest_that_failed(output, root)
+        if conftest is not None:
+            # pytest loads it before any test: one module it lacks stops them
+            # all; a module on no index the setup reaches (azure's
+            # devtools_testutils) is no pip line away, so say the other way on
+            return (
+                CheckVerdict.CANNOT_RUN,
+                f"missing module: {name} (not installed), imported by {conftest}, which "
+                "pytest loads before any test",
+                _install_fix(top, root, python_module=True)
+                + "; if no package index the setup reaches has it (a project's own test tools), "
+                "run the tests without the conftest files: headless, `corral run --check "
+                "'python3 -m pytest -q -p no:cacheprovider --noconftest'` (the tests that need "
+                "their fixtures then fail on the untouched tree too and are listed as already "
+                "failing)",
             )
         return (
             CheckVerdict.CANNOT_RUN,

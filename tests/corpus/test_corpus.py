@@ -150,7 +150,7 @@ def test_the_corpus_list_is_pinned_and_varied() -> None:
         *("genuinely failing test", "compile step"),
         *("node-tap with directives", "setuptools-scm project without tags", "unittest-only"),
         *("Rust", "Go", "jest", "mocha", "tape", "tox-only", "network-needing"),
-        *("monorepo subpackage",),
+        *("monorepo subpackage", "Makefile test target"),
     ):
         assert shape in shapes, shape
     assert sum(p.registry == "npm" for p in everything) >= 5

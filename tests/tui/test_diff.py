@@ -291,3 +291,22 @@ async def test_the_agent_version_results_say_the_hidden_checks_ran_on_the_exam_o
     assert "With the agent's versions (visible checks only: the hidden checks ran on the exam" in (
         " ".join(text.split())
     )
+
+
+def test_gate_two_says_a_flaky_test_and_what_an_already_failing_test_hides() -> None:
+    """Under each verified check: tests that failed then passed on the
+    immediate re-run (flaky, never passed silently), and tests already failing
+    at gate 1, in which no regression can be seen. Test names are the
+    project's text: shown as written, never as markup."""
+    from corral.tui.screens.diff import _verification_notes
+
+    flaky, already = _verification_notes(
+        ["tests.test_io::test_timing[red]x[/red]"], ["tests.test_tz::test_zone"]
+    )
+    assert "flaky: failed, then passed on an immediate re-run" in flaky.plain
+    assert "test_timing[red]x[/red]" in flaky.plain
+    assert (
+        "already failing at gate 1: tests.test_tz::test_zone (this test was already failing: "
+        "a regression in it cannot be seen)" in already.plain
+    )
+    assert _verification_notes([], []) == []

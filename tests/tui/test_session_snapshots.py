@@ -308,5 +308,6 @@ async def test_gate_one_lists_tests_already_failing_as_not_this_tasks_work(
 
         await until(pilot, "the baseline", lambda: "already failing" in shown(), timeout=30)
         assert "tests: already failing on the untouched tree (1): not this task's work" in shown()
+        assert "this test was already failing: a regression in it cannot be seen" in shown()
         assert "(zone)" in shown()
         assert app.supervisor.get(screen.session_id).session.baseline[0].passed

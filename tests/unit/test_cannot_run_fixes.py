@@ -169,3 +169,20 @@ def test_a_setup_that_could_not_reach_the_index_says_so() -> None:
     result = setup_failed("tests", setup_reason(outcome))
     assert "getaddrinfo EAI_AGAIN registry.npmjs.org" in result.reason
     assert "could not reach a package index" in result.fix and "--no-setup" in result.fix
+
+
+async def test_a_module_a_conftest_lacks_says_so_and_the_way_without_it(
+    python_project: Path,
+) -> None:
+    """azure-mgmt-containerservice 41.8.0: tests/conftest.py imports
+    devtools_testutils, a test tool on no package index the setup reaches;
+    the pip line alone (which the setup had already tried) led nowhere."""
+    write(python_project, "tests/conftest.py", "import devtools_testutils_xyz\n")
+    write(python_project, "tests/test_a.py", "def test_a():\n    assert True\n")
+    result = await verdict(python_project, f"{PY} -m pytest -q -p no:cacheprovider tests")
+    assert result.reason == (
+        "missing module: devtools_testutils_xyz (not installed), imported by tests/conftest.py, "
+        "which pytest loads before any test"
+    )
+    assert "-m pip install devtools_testutils_xyz" in result.fix
+    assert "--noconftest" in result.fix and HEADLESS in result.fix

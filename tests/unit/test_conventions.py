@@ -397,8 +397,36 @@ def test_node_test_script_uses_the_lockfile_manager(
         write(repo, lockfile)
     found = runners(repo, all_tools)
     assert list(found) == [f"{manager}_test"]
-    assert found[f"{manager}_test"].command == f"{manager} test"
+    assert found[f"{manager}_test"].command.split(" -- ")[0] == f"{manager} test"
     assert found[f"{manager}_test"].tools == ("node", manager)
+
+
+@pytest.mark.parametrize(
+    ("script", "args"),
+    [
+        ("jest", '--ci --json --outputFile="${CORRAL_TEST_REPORT:-jest-report.json}"'),
+        (
+            "NODE_ENV=test jest --coverage",
+            '--ci --json --outputFile="${CORRAL_TEST_REPORT:-jest-report.json}"',
+        ),
+        (
+            "vitest run",
+            "--run --reporter=default --reporter=json "
+            '--outputFile.json="${CORRAL_TEST_REPORT:-vitest-report.json}"',
+        ),
+        ("jest && eslint .", ""),  # the arguments would reach eslint
+        ("jest --json --outputFile=r.json", ""),  # it writes its own report
+        ("mocha", ""),
+    ],
+)
+def test_a_lone_jest_or_vitest_script_is_asked_for_its_json_report(
+    repo: Path, all_tools: str, script: str, args: str
+) -> None:
+    """fastest-levenshtein's shape: `npm test` ran jest, whose default
+    reporter names no test, so a regression was refused naming none."""
+    write(repo, "package.json", json.dumps({"scripts": {"test": script}}))
+    [runner] = runners(repo, all_tools).values()
+    assert runner.command == (f"npm test -- {args}" if args else "npm test")
 
 
 @pytest.mark.parametrize(
@@ -513,7 +541,11 @@ async def test_conventions_drafter_drafts_a_valid_contract(repo: Path, all_tools
     assert [(c.name, c.command) for c in contract.checks] == [
         ("tests", "python3 -m pytest -q -p no:cacheprovider"),
         ("make_check", "make check"),
-        ("ui_npm_test", "cd ui && npm test"),
+        (
+            "ui_npm_test",
+            "cd ui && npm test -- --run --reporter=default --reporter=json "
+            '--outputFile.json="${CORRAL_TEST_REPORT:-vitest-report.json}"',
+        ),
     ]
     assert contract.description.startswith("Drafted from the repository's conventions")
     assert "- tests: `python3 -m pytest -q -p no:cacheprovider`" in contract.description
@@ -886,3 +918,32 @@ def test_a_unittest_package_under_src_is_found_and_run_as_a_package(
     write(repo, "src/tests/test.py", "import unittest\n\nclass T(unittest.TestCase): ...\n")
     [check] = draft_contract(repo, "x", path=all_tools).checks
     assert check.command == "python3 -m unittest discover -s src/tests -t src -v"
+
+
+def test_a_root_tests_py_is_named_to_pytest_which_would_collect_nothing_else(
+    repo: Path, all_tools: str
+) -> None:
+    """jsonpointer 3.0.0's shape: its suite is `tests.py` beside the module,
+    and nothing configures pytest; `python3 -m pytest` bare collected no
+    tests from it (pytest's default pattern is test_*.py), so the check could
+    not run on the untouched tree."""
+    write(repo, "setup.py", "from setuptools import setup\nsetup(name='jp', py_modules=['jp'])\n")
+    write(repo, "jp.py", "X = 1\n")
+    write(
+        repo,
+        "tests.py",
+        "import unittest\n\nclass T(unittest.TestCase):\n    def test_x(self): ...\n",
+    )
+    [check] = draft_contract(repo, "x", path=all_tools).checks
+    assert check.command == "python3 -m pytest -q -p no:cacheprovider tests.py"
+
+
+def test_tests_two_levels_down_are_the_project_s_tests(repo: Path, all_tools: str) -> None:
+    """smdebug-rulesconfig 1.0.1's shape: its only tests are in
+    tests/core/actions/; gate 1 said "the project has no tests: the work
+    must add one" of a project with tests."""
+    write(repo, "setup.py", "from setuptools import setup\nsetup(name='r', packages=['r'])\n")
+    write(repo, "r/__init__.py")
+    write(repo, "tests/core/actions/test_actions.py", "def test_x():\n    assert True\n")
+    [check] = draft_contract(repo, "x", path=all_tools).checks
+    assert check.name == "tests" and check.command == "python3 -m pytest -q -p no:cacheprovider"

@@ -4,6 +4,7 @@ test-suite check gets against the untouched tree's report."""
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 
 from corral.supervisor.contracts.per_test import against_baseline, on_untouched_tree
@@ -222,6 +223,54 @@ def test_a_jest_output_file_outside_the_checkout_is_never_read(tmp_path: Path) -
     assert read is not None and read.passed == ["a > t"]
 
 
+DRAFTED_JEST = 'npm test -- --ci --json --outputFile="${CORRAL_TEST_REPORT:-jest-report.json}"'
+
+
+async def test_a_drafted_jest_check_s_report_is_read_from_its_private_directory(
+    tmp_path: Path,
+) -> None:
+    """A real process writes the JSON report where $CORRAL_TEST_REPORT says
+    (the check's private directory); one planted in the checkout under the
+    fallback name is never what is read."""
+    from corral.supervisor.contracts.checks import run_check
+
+    checkout = tmp_path / "co"
+    checkout.mkdir()
+    planted = {
+        "testResults": [
+            {"name": "x", "assertionResults": [{"title": "forged", "status": "passed"}]}
+        ]
+    }
+    (checkout / "jest-report.json").write_text(json.dumps(planted))
+    real = {
+        "testResults": [
+            {
+                "name": "lev.test.js",
+                "assertionResults": [
+                    {"fullName": "distance two", "status": "passed"},
+                    {"fullName": "distance one", "status": "failed"},
+                ],
+            }
+        ]
+    }
+    write = f'printf %s {shlex.quote(json.dumps(real))} > "$CORRAL_TEST_REPORT"; exit 1'
+    command = DRAFTED_JEST.replace("npm test -- --ci --json", write + " #")
+    assert (
+        plan_for(command, tmp_path / "private")
+        .env["CORRAL_TEST_REPORT"]
+        .endswith("test-report.json")
+    )
+    result = await run_check(ContractCheck(name="tests", command=command), checkout)
+    assert result.tests is not None
+    assert result.tests.passed == ["lev.test.js > distance two"]
+    assert result.tests.failed == ["lev.test.js > distance one"]
+    # no report written: no per-test report, never the planted file
+    silent = await run_check(
+        ContractCheck(name="tests", command="true # $CORRAL_TEST_REPORT"), checkout
+    )
+    assert silent.tests is None
+
+
 SUITE = ContractCheck(name="tests", command="pytest -q")
 
 
@@ -234,6 +283,7 @@ def test_a_baseline_whose_only_red_is_failing_tests_passes_and_names_them() -> N
     assert judged is not None and judged.passed
     assert judged.already_failing == ("zone1", "zone2")
     assert "already failing on the untouched tree (2)" in judged.note
+    assert "these 2 tests were already failing: a regression in them cannot be seen" in judged.note
     assert on_untouched_tree(SUITE, 0, _report(["a"], [])) is None  # plain green
     # a red exit no failed test explains keeps the exit-code semantics
     assert on_untouched_tree(SUITE, 1, _report(["a"], [])) is None
@@ -253,6 +303,8 @@ def test_verification_refuses_a_regression_by_name_and_ignores_old_failures() ->
     before = _report(["a", "b"], ["zone"])
     ok = against_baseline(SUITE, 1, _report(["a", "b", "new"], ["zone"]), before)
     assert ok is not None and ok.passed and "zone" in ok.note
+    # said at gate 2 too: a test failing before hides whatever the work did to it
+    assert "this test was already failing: a regression in it cannot be seen" in ok.note
     regressed = against_baseline(SUITE, 1, _report(["a", "new"], ["b", "zone"]), before)
     assert regressed is not None and not regressed.passed
     assert "passed on the untouched tree fail now: b" in regressed.note

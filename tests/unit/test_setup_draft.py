@@ -318,6 +318,47 @@ def test_poetry_dev_dependencies_are_installed_without_poetry(repo: Path, tmp_pa
     assert any("poetry dev-dependencies" in n for n in proposal.notes)
 
 
+RYE_CLIENT = """\
+[project]
+name = "client"
+version = "1.0.0"
+dependencies = ["httpx>=0.23.0"]
+
+[tool.rye]
+managed = true
+dev-dependencies = [
+    "pyright==1.1.399",
+    "mypy==1.17",
+    "respx",
+    "pytest",
+    "pytest-asyncio",
+    "ruff",
+    "time-machine",
+    "nox",
+    "pytest-xdist>=3.6.1",
+]
+
+[tool.pytest.ini_options]
+testpaths = ["tests"]
+addopts = "--tb=short -n auto"
+"""
+
+
+def test_rye_dev_dependencies_are_installed_without_rye(repo: Path, tmp_path: Path) -> None:
+    """groq 1.7.0's shape (a generated API client): its pytest plugins
+    (`-n auto` is pytest-xdist's, asyncio_mode pytest-asyncio's) and test
+    helpers are listed only in `[tool.rye] dev-dependencies`; without them
+    every check could not run. The type checkers and linters stay out."""
+    write(repo, "pyproject.toml", RYE_CLIENT)
+    write(repo, "tests/test_x.py")
+    proposal = propose_setup(repo, path=stub_bin(tmp_path, "python3"))
+    assert proposal.commands[1] == (
+        '"$CORRAL_ENV/bin/python" -m pip install -q -e . respx pytest pytest-asyncio '
+        "time-machine 'pytest-xdist>=3.6.1'"
+    )
+    assert any("dev-dependencies pyproject.toml lists" in n for n in proposal.notes)
+
+
 def test_modules_the_tests_import_that_nothing_declares_are_installed(
     repo: Path, tmp_path: Path
 ) -> None:
@@ -457,3 +498,16 @@ def test_a_cffi_module_the_build_generates_is_made_in_the_venv(repo: Path, tmp_p
         text=True,
     )
     assert imported.returncode == 0, imported.stderr
+
+
+def test_modules_a_conftest_imports_are_installed_too(repo: Path, tmp_path: Path) -> None:
+    """azure-mgmt-containerservice 41.8.0's shape: tests/conftest.py imports
+    `dotenv` (python-dotenv), which nothing declares; pytest loads it before
+    any test, so every check could not run ("missing module: dotenv")."""
+    write(repo, "setup.py", "from setuptools import setup\nsetup(name='pkg')\n")
+    write(repo, "pkg/__init__.py")
+    write(repo, "conftest.py", "import pytest\n")
+    write(repo, "tests/conftest.py", "import os\nfrom dotenv import load_dotenv\n")
+    write(repo, "tests/test_pkg.py", "import pkg\n")
+    contract = draft_contract(repo, "x", path=stub_bin(tmp_path, "python3"))
+    assert contract.setup[-1].startswith("for m in dotenv:python-dotenv; do ")

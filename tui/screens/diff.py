@@ -35,7 +35,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
 from corral.supervisor.errors import CorralError
-from corral.supervisor.interface import FilePatch
+from corral.supervisor.interface import FilePatch, unseen_regressions
 
 from ..console_app import ConsoleApp
 from ..guard import guarded
@@ -63,6 +63,31 @@ def selection_of(files: list[FilePatch], ticked: dict[str, set[int] | None]) -> 
 
 def _count(n: int, noun: str) -> str:
     return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def _verification_notes(flaky: list[str], already: list[str]) -> list[Content]:
+    """Under a check at gate 2: tests that failed then passed on an immediate
+    re-run (flaky, not counted as a regression, never passed silently), and
+    tests that already failed at gate 1 (a regression in them cannot be seen)."""
+    notes: list[Content] = []
+    if flaky:
+        notes.append(
+            safe_markup(
+                "  [bold yellow]flaky[/bold yellow]: failed, then passed on an immediate re-run "
+                "(not counted as a regression): {}",
+                ", ".join(flaky[:5]) + (f" and {len(flaky) - 5} more" if len(flaky) > 5 else ""),
+            )
+        )
+    if already:
+        notes.append(
+            safe_markup(
+                "  [yellow]already failing at gate 1[/yellow]: {} ({})",
+                ", ".join(already[:5])
+                + (f" and {len(already) - 5} more" if len(already) > 5 else ""),
+                unseen_regressions(len(already)),
+            )
+        )
+    return notes
 
 
 class DiffScreen(Screen[None]):
@@ -250,6 +275,7 @@ class DiffScreen(Screen[None]):
                     " HEAD, a part) is checked again first"
                 )
             )
+        before = {r.name: r.already_failing for r in s.baseline}
         for r in s.last_check_results:
             lines.append(
                 safe_markup(
@@ -259,6 +285,7 @@ class DiffScreen(Screen[None]):
                     r.name,
                 )
             )
+            lines += _verification_notes(r.flaky, before.get(r.name, []))
         held = [r for r in s.last_check_results if r.hidden]
         if held:
             passing = sum(1 for r in held if r.passed)

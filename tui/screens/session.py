@@ -28,7 +28,11 @@ from corral.supervisor.events import (
     ModelFallbackData,
     ToolDeniedData,
 )
-from corral.supervisor.interface import SubscriptionClosed, SubscriptionDropped
+from corral.supervisor.interface import (
+    SubscriptionClosed,
+    SubscriptionDropped,
+    unseen_regressions,
+)
 from corral.supervisor.models import (
     CheckResult,
     CheckVerdict,
@@ -607,9 +611,10 @@ class SessionScreen(Screen[None]):
                 text += safe_markup(
                     "\n[yellow]{}: already failing on the untouched tree "
                     f"({len(r.already_failing)}): not this task's work[/yellow] "
-                    "({})",
+                    "({}); {}",
                     r.name,
                     shown + more,
+                    unseen_regressions(len(r.already_failing)),
                 )
         blocked = [r for r in s.baseline if r.cannot_run]
         if blocked:
