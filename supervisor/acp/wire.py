@@ -47,7 +47,7 @@ def quiet_unrecorded_spans() -> None:
     except ImportError:
         return
     if type(trace.get_tracer_provider()) is trace.ProxyTracerProvider:
-        telemetry.TRACER = None
+        telemetry.TRACER = None  # type: ignore[assignment]  # the SDK reads None as "no spans"
 
 
 class StdioWire:
