@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from .contracts.checks import confines, run_contract
-from .contracts.environment import Environments, setup_reason
+from .contracts.environment import Environments, SetupRun, setup_reason
 from .contracts.hidden import as_hidden, materialized
 from .errors import CorralError
 from .git.attestation import (
@@ -412,6 +412,23 @@ class Verification:
         if verdict.state == "verified":
             verdict.sentences.insert(0, "verified again")
 
+    async def _setup(
+        self, contract: OutcomeContract, fresh: FreshCheckout
+    ) -> tuple[SetupRun | None, float, str | None]:
+        """The recorded setup in `fresh`: what it prepared, its seconds, and
+        why it failed (None: it did not)."""
+        setup = await Environments(fresh.scratch).prepare(
+            contract,
+            fresh.path,
+            phase="verification",
+            timeout_ceiling=self.timeout_ceiling,
+            readable=fresh.borrowed,
+        )
+        seconds = setup.outcome.duration_ms / 1000.0 if setup is not None else 0.0
+        if setup is not None and not setup.outcome.ok:
+            return setup, seconds, setup_reason(setup.outcome)
+        return setup, seconds, None
+
     async def _run_checks(
         self,
         contract: OutcomeContract,
@@ -420,17 +437,8 @@ class Verification:
         recorded: list[dict[str, Any]],
     ) -> tuple[list[CheckResult], float]:
         """The recorded checks here, after the recorded setup, and the setup's seconds."""
-        environments = Environments(fresh.scratch)
-        setup = await environments.prepare(
-            contract,
-            fresh.path,
-            phase="verification",
-            timeout_ceiling=self.timeout_ceiling,
-            readable=fresh.borrowed,
-        )
-        setup_seconds = setup.outcome.duration_ms / 1000.0 if setup is not None else 0.0
-        if setup is not None and not setup.outcome.ok:
-            why = setup_reason(setup.outcome)
+        setup, setup_seconds, why = await self._setup(contract, fresh)
+        if why is not None:
             failed = [
                 CheckResult(name=c.name, passed=False, reason=f"the setup failed: {why}")
                 for c in contract.checks
@@ -453,17 +461,8 @@ class Verification:
     ) -> tuple[list[CheckResult], float]:
         """The published hidden checks, as gate 2 ran them: the recorded setup
         again, their files written in, each judged on its own (`as_hidden`)."""
-        environments = Environments(fresh.scratch)
-        setup = await environments.prepare(
-            contract,
-            fresh.path,
-            phase="verification",
-            timeout_ceiling=self.timeout_ceiling,
-            readable=fresh.borrowed,
-        )
-        setup_seconds = setup.outcome.duration_ms / 1000.0 if setup is not None else 0.0
-        if setup is not None and not setup.outcome.ok:
-            why = setup_reason(setup.outcome)
+        setup, setup_seconds, why = await self._setup(contract, fresh)
+        if why is not None:
             return [
                 CheckResult(
                     name=h.name, passed=False, hidden=True, reason=f"the setup failed: {why}"
