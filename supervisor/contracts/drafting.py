@@ -159,6 +159,14 @@ def apply_check_edit(prior: OutcomeContract, request: str) -> OutcomeContract:
         )
     if not command.strip():
         raise CorralError("Use /check name command to set a verification command verbatim.")
+    if command.lstrip().startswith("-"):
+        # `/check python3 -c …` would make a check named `python3` running `-c …`, which no
+        # shell can run: the operator left out the name, so say so instead of baselining it.
+        raise CorralError(
+            f"Use /check name command: `{name}` would be the check's name and "
+            f"`{command.strip()[:40]}` its command; give the check a name first, "
+            f"e.g. /check my_check {name} {command.strip()[:40]}"
+        )
     checks = [c.model_copy() for c in prior.checks]
     for i, check in enumerate(checks):
         if check.name == name:
