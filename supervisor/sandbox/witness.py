@@ -104,8 +104,8 @@ def _walk(w: Witness, path: str, follow_last: bool) -> tuple[str, Signature]:
     lstat; with the final component's signature (its target's when it is a
     link and `follow_last`)."""
     path = os.fspath(path)
-    if not path.startswith("/"):
-        path = os.path.join(os.getcwd(), path)
+    if not path.startswith("/"):  # resolved from the working dir: read again on `holds()`
+        path = os.path.join(str(w.value(os.getcwd)), path)
     links = [0]
 
     def join(resolved: str, rest: str, follow: bool) -> tuple[str, Signature]:

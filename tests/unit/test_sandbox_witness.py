@@ -115,3 +115,15 @@ def test_a_fresh_link_is_racy_and_a_link_loop_never_kept(tree: Path) -> None:
 def test_without_a_witness_nothing_is_recorded(tree: Path) -> None:
     assert fs.real(tree / "a") == os.path.realpath(tree / "a")
     assert fs.isdir(tree / "a")
+
+
+def test_a_relative_path_is_resolved_again_from_another_working_dir(
+    tree: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tree / "z")
+    witness = fs.Witness()
+    with fs.watching(witness):
+        assert fs.real("bin") == str(tree / "z" / "bin")
+    assert witness.holds()
+    monkeypatch.chdir(tree / "w")
+    assert not witness.holds()
