@@ -15,7 +15,7 @@ CPU of each (the children's user + system time, per check) is printed beside,
 but it leaves out what runs in the sandbox's own PID namespace (bubblewrap's
 init and the command: the process corral waits for never reaps them), so it
 reads low for a confined run: `perf stat -e task-clock` on the printed
-command line counts it all (about 8 ms for corral's bwrap against 4 ms for
+command line counts it all (6–9 ms for corral's bwrap against about 4 ms for
 the floor's and 1.5 ms for `bash -c true` alone, on this machine). Under
 load the wall time follows that CPU: a run gets its share of the cores.
 
