@@ -68,10 +68,10 @@ def agent_clis() -> list[AgentCli]:
 def oneshot_presets() -> list[AgentCli]:
     """The one-shot presets (`claude-p`, …): label and command line (as the
     version), with the binary they need (None: not installed)."""
-    from .agents.oneshot import PRESETS, oneshot_profile
+    from .agents.oneshot import oneshot_profile, preset_forms
 
     found: list[AgentCli] = []
-    for name in PRESETS:
+    for name in preset_forms():
         profile = oneshot_profile(name)
         found.append(AgentCli(name, profile.label, profile.find(), profile.command))
     return found

@@ -16,7 +16,8 @@ import os
 from pathlib import Path
 from typing import NamedTuple
 
-from .errors import CorralError, StateDirError
+# the errors are imported where raised: `corral sessions --json` reads its
+# kept listing through this module and must not pay for `errors`' imports
 
 SOCKET_NAME = "control.sock"  # the owner's control socket, in the state dir
 # each local agent's own socket to the owner
@@ -71,6 +72,8 @@ def default_state_dir(env: dict[str, str] | None = None) -> Path:
     if override:
         path = Path(override).expanduser()
         if not path.is_absolute():
+            from .errors import StateDirError
+
             raise StateDirError(
                 f"CORRAL_HOME must be an absolute path, got {override!r}; "
                 "set it to a full path such as $HOME/.corral"
@@ -137,6 +140,8 @@ def ensure_unowned(state_dir: Path) -> None:
     and its models."""
     holder = read_lock_holder(state_dir)
     if holder is not None:
+        from .errors import CorralError
+
         raise CorralError(
             f"another corral already owns {state_dir} ({holder.describe()}); switch to that "
             "console, close it first, or set CORRAL_HOME to use a separate state dir"
@@ -151,6 +156,17 @@ def config_path(env: dict[str, str] | None = None) -> Path:
     xdg = env.get("XDG_CONFIG_HOME", "").strip()
     base = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".config"
     return base / "corral" / "config.toml"
+
+
+def config_stamp(path: Path | None = None) -> list[int] | None:
+    """The config file as stat sees it (None: there is none): what a result
+    made after reading it (`corral sessions --json`'s kept listing) is kept
+    with, so a changed file is read again."""
+    try:
+        st = (path or config_path()).stat()
+    except OSError:
+        return None
+    return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns]
 
 
 def configured_host_names(path: Path | None = None) -> list[str]:
@@ -176,6 +192,8 @@ def ensure_private_dir(path: Path) -> Path:
     try:
         os.chmod(path, 0o700)
     except PermissionError as exc:  # someone else's dir: refuse, do not widen
+        from .errors import StateDirError
+
         raise StateDirError(
             f"cannot make {path} private ({exc}); choose another CORRAL_HOME"
         ) from exc

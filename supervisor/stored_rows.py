@@ -19,12 +19,14 @@ Part of the public surface: the command line and the console may import it.
 from __future__ import annotations
 
 import os
-import sqlite3
-from collections.abc import Callable
 from operator import itemgetter
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
+
+TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: a served listing imports no `typing`
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
 
 DB_NAME = "corral.sqlite3"  # the store's file in the state dir (store/database.py)
 
@@ -95,7 +97,7 @@ ROW_FIELDS = (
 
 
 def stored_rows_json(
-    state_dir: Path, finish: Callable[[bytes], bytes] | None = None
+    state_dir: Path, finish: Callable[[bytes], bytes] | None = None, also: tuple[Any, ...] = ()
 ) -> bytes | None:
     """Every stored session's board row as `corral sessions --json` prints it
     (UTF-8, indented), passed through `finish` when given (the command line's
@@ -110,8 +112,19 @@ def stored_rows_json(
     unchanged. With 10,000 stored, making it costs ~0.3 s of CPU (reading,
     parsing, re-indenting and escaping 15 MB); serving it, one read: the
     escaping is kept too, since looking at every one of 15 million characters
-    again (~0.1 s) was most of a served call's cost."""
-    key = _cache_key(state_dir, finish)
+    again (~0.1 s) was most of a served call's cost. `also`: what else the
+    listing is kept with (the caller's, compared as it is; see
+    `serve_kept_listing`)."""
+    key = None
+    if finish is None:
+        key = _cache_key(state_dir, None, None, also)
+    else:
+        import sys
+
+        source = getattr(sys.modules.get(finish.__module__), "__file__", None)
+        if source:  # a `finish` whose source cannot be told keeps nothing
+            named = f"{finish.__module__}.{finish.__qualname__}"
+            key = _cache_key(state_dir, named, Path(source), also)
     kept = _cached(state_dir, key) if key is not None else None
     if kept is not None:
         return kept
@@ -149,24 +162,24 @@ def roomy_stdout(fd: int = 1) -> None:
 
 
 CACHE_DIR = "cache"  # in the state dir: derived files, safe to delete
-LISTING_CACHE = "sessions-json.escaped"  # the listing as the command line writes it
+# the listing as the command line writes it, named by the form of its key
+# (`_cache_key`'s first item): an older corral on the same state dir keeps its
+# own file instead of replacing this one on every call
+LISTING_CACHE = "sessions-json.3"
 
 
-def _cache_key(state_dir: Path, finish: Callable[[bytes], bytes] | None) -> list[Any] | None:
-    """What the listing is made from, as stat sees it (None: no store, or a
-    `finish` whose source cannot be told)."""
-    import sys
-
+def _cache_key(
+    state_dir: Path, finish: str | None, source: Path | None, also: tuple[Any, ...]
+) -> list[Any] | None:
+    """What the listing is made from, as stat sees it (None: no store):
+    the store's files, this module, the `finish` function by name and its
+    module's file, and the caller's `also`."""
     db = Path(state_dir) / DB_NAME
-    key: list[Any] = [2, ROW_FIELDS]
+    key: list[Any] = [3, ROW_FIELDS]
     sources = [db, db.with_name(DB_NAME + "-wal"), Path(__file__)]
-    if finish is not None:
-        module = sys.modules.get(finish.__module__)
-        source = getattr(module, "__file__", None)
-        if not source:
-            return None
-        key.append(f"{finish.__module__}.{finish.__qualname__}")
-        sources.append(Path(source))
+    if finish is not None and source is not None:
+        key.append(finish)
+        sources.append(source)
     for path in sources:
         try:
             st = path.stat()
@@ -181,28 +194,96 @@ def _cache_key(state_dir: Path, finish: Callable[[bytes], bytes] | None) -> list
             key.append(None)  # an empty log is no log (a reader may have made it)
             continue
         key.append([st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns])
+    key.append(list(also))
     return key
+
+
+def _kept_head(state_dir: Path, key: list[Any]) -> tuple[Any, int] | None:
+    """The kept listing's file, open at the listing (its first byte's
+    offset with it), when it was made from exactly what is there now."""
+    import json
+
+    try:
+        kept = (Path(state_dir) / CACHE_DIR / LISTING_CACHE).open("rb")
+    except OSError:
+        return None
+    try:
+        head = kept.readline()
+        made = json.loads(head)
+        if not isinstance(made, dict) or made.get("key") != json.loads(json.dumps(key)):
+            raise ValueError("made from something else")
+        checked = made.get("checked")
+        if not isinstance(checked, dict):
+            raise ValueError("no worktrees noted")
+        isdir = os.path.isdir
+        if any(isdir(path) != was for path, was in checked.items()):
+            raise ValueError("a worktree vanished (or came back): its row changes")
+    except (OSError, ValueError):
+        kept.close()
+        return None
+    return kept, len(head)
 
 
 def _cached(state_dir: Path, key: list[Any]) -> bytes | None:
     """The kept listing when it was made from exactly what is there now."""
-    import json
+    found = _kept_head(state_dir, key)
+    if found is None:
+        return None
+    kept, _ = found
+    with kept:
+        try:
+            return kept.read()  # one copy of 15 MB
+        except OSError:
+            return None
 
-    try:
-        with (Path(state_dir) / CACHE_DIR / LISTING_CACHE).open("rb") as kept:
-            made = json.loads(kept.readline())
-            listing = kept.read()  # one copy of 15 MB, not a read then a split
-    except (OSError, ValueError):
-        return None
-    if not isinstance(made, dict) or made.get("key") != json.loads(json.dumps(key)):
-        return None
-    checked = made.get("checked")
-    if not isinstance(checked, dict):
-        return None
-    isdir = os.path.isdir
-    if any(isdir(path) != was for path, was in checked.items()):
-        return None  # a worktree vanished (or came back): its row changes
-    return listing
+
+def serve_kept_listing(
+    state_dir: Path, finish: str, source: Path, also: tuple[Any, ...], fd: int = 1
+) -> bool:
+    """Write the kept listing (made by `stored_rows_json` with the `finish`
+    function so named, from `source`, and `also`) and a newline to `fd`,
+    straight from its file (`sendfile`: 15 MB never enter this process),
+    when it was made from exactly what is there now. False: nothing was
+    written (no such listing, or it is not current), the caller makes it.
+
+    The lean start of `corral sessions --json`: before this, a served call
+    spent more on imports (the models' errors, sqlite3, a TOML parser, the
+    socket module) and on reading and writing 15 MB than on anything else."""
+    key = _cache_key(state_dir, finish, source, also)
+    found = _kept_head(state_dir, key) if key is not None else None
+    if found is None:
+        return False
+    kept, offset = found
+    with kept:
+        size = os.fstat(kept.fileno()).st_size
+        _copy(kept.fileno(), fd, offset, size)
+    os.write(fd, b"\n")
+    return True
+
+
+def _copy(source: int, fd: int, offset: int, end: int) -> None:
+    """Bytes `offset`..`end` of file `source` to `fd`: by `sendfile`, or
+    (where `fd` takes none: some terminals) read and written."""
+    while offset < end:
+        try:
+            sent = os.sendfile(fd, source, offset, min(end - offset, 1 << 30))
+        except OSError as exc:
+            import errno
+
+            if exc.errno not in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+                raise
+            break
+        if sent == 0:
+            break
+        offset += sent
+    while offset < end:
+        chunk = os.pread(source, min(end - offset, 1 << 20), offset)
+        if not chunk:
+            return
+        view = memoryview(chunk)
+        while view:
+            view = view[os.write(fd, view) :]
+        offset += len(chunk)
 
 
 def _keep(state_dir: Path, key: list[Any], checked: dict[str, bool], listing: bytes) -> None:
@@ -267,6 +348,8 @@ def stored_summaries(state_dir: Path) -> bytes | None:
     """The kept summaries as one JSON array, unparsed (for a reader that
     validates them in one call), or None when a row has none or the store
     cannot be read."""
+    import sqlite3
+
     path = Path(state_dir) / DB_NAME
     if not path.exists():
         return None

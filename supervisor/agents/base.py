@@ -62,6 +62,19 @@ class AcpForm:
     install: str = ""  # how its program is installed
 
 
+@dataclass(frozen=True)
+class OneShotForm:
+    """The agent's non-interactive mode as a one-shot preset (`corral run
+    --agent claude-p`, see `agents.oneshot`): its command line, `{prompt}`
+    where the task goes. The rest — the variables it may see, its
+    `[agents.<name>]` settings, its network hosts, its provider home — is its
+    profile's."""
+
+    name: str  # the preset's engine name: `claude-p`
+    label: str
+    command: str
+
+
 @dataclass
 class LaunchPlan:
     argv: list[str]
@@ -116,6 +129,7 @@ class AgentProfile:
     usage_dir: str | None = None
     install: str = ""  # the command that installs it (`corral agents`, `corral doctor`)
     acp: AcpForm | None = None  # its ACP preset, when it has one
+    one_shot: OneShotForm | None = None  # its one-shot preset, when it has one
     # its own API and sign-in hosts (a subscription login talks to these):
     # what it may reach when confined, with its endpoints (`sandbox/network.py`)
     network_hosts: tuple[str, ...] = ()

@@ -13,7 +13,7 @@ no shell ever runs it. The prompt reaches the command
 
 Named presets run the usual CLIs' non-interactive modes: `claude-p`,
 `codex-exec`, `gemini-p`, `aider-msg` (offered only where the CLI is
-installed). Exit 0 ends the turn and the runtime verifies; any other status
+installed), each stated in its agent's profile (`one_shot`). Exit 0 ends the turn and the runtime verifies; any other status
 fails the session with that status and the output tail.
 """
 
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import agent_env
-from .base import AgentProfile, AgentUnavailable, LaunchPlan
+from .base import AgentProfile, AgentUnavailable, LaunchPlan, OneShotForm
 from .profiles import PROFILES
 
 PREFIX = "oneshot:"
@@ -77,12 +77,18 @@ class OneShotProfile(AgentProfile):
     def version(self, binary: str) -> str | None:
         return f"one-shot: {self.command}"
 
+    def agent(self) -> AgentProfile | None:
+        """The agent profile whose one-shot preset this is (None: a
+        `oneshot:` command line)."""
+        found = preset_forms().get(self.name)
+        return found[1] if found is not None else None
+
     def own_paths(self, env: dict[str, str]) -> tuple[list[Path], list[Path]]:
         """A preset's agent keeps its config where its interactive self does
         (Codex's `$CODEX_HOME`, Claude Code's `~/.claude`); the operator's
         `writable` entries come on top."""
         dirs, files = super().own_paths(env)
-        agent = PROFILES.get(self.settings_key) if self.name in PRESETS else None
+        agent = self.agent()
         if agent is not None:
             own_dirs, own_files = agent.own_paths(env)
             dirs, files = [*own_dirs, *dirs], [*own_files, *files]
@@ -91,7 +97,7 @@ class OneShotProfile(AgentProfile):
     def inside_sandbox(self, argv: list[str]) -> list[str]:
         """A preset's agent with its own sandbox off inside corral's, as its
         profile says (Codex's); the program follows the launcher's `--`."""
-        agent = PROFILES.get(self.settings_key) if self.name in PRESETS else None
+        agent = self.agent()
         if agent is None or "--" not in argv:
             return argv
         return agent.without_own_sandbox(argv, argv.index("--") + 1)
@@ -125,77 +131,36 @@ class OneShotProfile(AgentProfile):
         )
 
 
-@dataclass(frozen=True)
-class Preset:
-    name: str
-    label: str
-    command: str
-    settings_key: str
-    env_allow: tuple[str, ...]
-
-
-PRESETS: dict[str, Preset] = {
-    p.name: p
-    for p in (
-        # acceptEdits: file edits need no approval; commands still would, and
-        # with -p nobody is there to give it, so they are refused
-        Preset(
-            "claude-p",
-            "Claude Code, one-shot (claude -p)",
-            "claude -p --permission-mode acceptEdits {prompt}",
-            "claude",
-            agent_env.CLAUDE,
-        ),
-        Preset(
-            "codex-exec",
-            "Codex, one-shot (codex exec)",
-            "codex exec --sandbox workspace-write {prompt}",
-            "codex",
-            agent_env.CODEX,
-        ),
-        Preset(
-            "gemini-p",
-            "Gemini CLI, one-shot (gemini -p)",
-            "gemini -p {prompt}",
-            "gemini",
-            agent_env.GEMINI,
-        ),
-        Preset(
-            "aider-msg",
-            "Aider, one-shot (aider --message)",
-            "aider --yes-always --message {prompt}",
-            "aider",
-            agent_env.AIDER,
-        ),
-    )
-}
+def preset_forms() -> dict[str, tuple[OneShotForm, AgentProfile]]:
+    """The one-shot presets, by engine name: each registered agent profile's
+    one-shot form (`agents/profiles.py`), with the profile it borrows the rest
+    from. Nothing else defines a preset."""
+    return {p.one_shot.name: (p.one_shot, p) for p in PROFILES.values() if p.one_shot is not None}
 
 
 def is_oneshot(spec: str) -> bool:
     """True for `oneshot:<command>` and the presets' names."""
     spec = spec.strip().removeprefix("external:")
-    return spec.startswith(PREFIX) or spec in PRESETS
+    return spec.startswith(PREFIX) or spec in preset_forms()
 
 
 def oneshot_profile(spec: str) -> OneShotProfile:
     """The profile for `oneshot:<command line>` or a preset's name."""
     spec = spec.strip().removeprefix("external:")
-    preset = PRESETS.get(spec)
-    if preset is not None:
-        env_allow = preset.env_allow
-        agent = PROFILES.get(preset.settings_key)
-        if agent is not None:  # what its agent's own config names (Codex's providers)
-            env_allow = (*env_allow, *agent.provider_env())
+    found = preset_forms().get(spec)
+    if found is not None:
+        form, agent = found
         return OneShotProfile(
-            name=preset.name,
-            label=preset.label,
-            binaries=(shlex.split(preset.command)[0],),
-            env_allow=env_allow,
+            name=form.name,
+            label=form.label,
+            binaries=(shlex.split(form.command)[0],),
+            # its agent's, and what its agent's own config names (Codex's providers)
+            env_allow=(*agent.env_allow, *agent.provider_env()),
             prompt_in_argv=False,
-            command=preset.command,
-            settings_key=preset.settings_key,
+            command=form.command,
+            settings_key=agent.name,
             # a preset (`claude-p`) reaches what its agent does
-            network_hosts=agent.network_hosts if agent is not None else (),
+            network_hosts=agent.network_hosts,
         )
     if not spec.startswith(PREFIX):
         raise AgentUnavailable(f"{spec!r} is not a one-shot agent (oneshot:<command line>)")

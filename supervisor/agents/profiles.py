@@ -25,9 +25,10 @@ from .base import (
     AgentUnavailable,
     Dialog,
     LaunchPlan,
+    OneShotForm,
     write_json,
 )
-from .provider_home import session_home
+from .provider_home import session_home, share_home
 
 DEMO_AGENT = asset_path("demo_agent", "demo_agent.py")
 
@@ -328,6 +329,13 @@ CLAUDE = ClaudeProfile(
         "claude-code-acp",
         install="npm i -g @zed-industries/claude-code-acp",
     ),
+    # acceptEdits: file edits need no approval; commands still would, and
+    # with -p nobody is there to give it, so they are refused
+    one_shot=OneShotForm(
+        "claude-p",
+        "Claude Code, one-shot (claude -p)",
+        "claude -p --permission-mode acceptEdits {prompt}",
+    ),
     own_dirs=(".claude",),
     model_flag="--model",
     own_files=(".claude.json",),
@@ -362,6 +370,11 @@ CODEX = CodexProfile(
         "codex-acp",
         confined_args=("-c", 'sandbox_mode="danger-full-access"'),
         install="npm i -g @zed-industries/codex-acp",
+    ),
+    one_shot=OneShotForm(
+        "codex-exec",
+        "Codex, one-shot (codex exec)",
+        "codex exec --sandbox workspace-write {prompt}",
     ),
     own_dirs=(".codex",),
     model_flag="-m",
@@ -483,6 +496,7 @@ GEMINI = GeminiProfile(
         install="npm i -g @google/gemini-cli",
     ),
     model_flag="-m",
+    one_shot=OneShotForm("gemini-p", "Gemini CLI, one-shot (gemini -p)", "gemini -p {prompt}"),
     own_dirs=(".gemini",),
 )
 
@@ -554,6 +568,11 @@ AIDER = AiderProfile(
     transcript_format="aider",
     model_flag="--model",
     prompt_in_argv=False,
+    one_shot=OneShotForm(
+        "aider-msg",
+        "Aider, one-shot (aider --message)",
+        "aider --yes-always --message {prompt}",
+    ),
     own_dirs=(".aider",),  # its caches and analytics
     own_files=(".aider*",),  # .aider.conf.yml, .aider.model.settings.yml, …
     writes_session_dir=True,  # its chat and input history files
@@ -619,12 +638,23 @@ PROFILES: dict[str, AgentProfile] = {
 _PREFERENCE: list[str] = ["claude", "codex", "gemini", "opencode", "aider"]
 
 
+def _share_homes(profile: AgentProfile) -> None:
+    """Its one-shot preset runs the same CLI: the same provider home."""
+    if profile.one_shot is not None:
+        share_home(profile.one_shot.name, profile.name)
+
+
+for _known in PROFILES.values():
+    _share_homes(_known)
+
+
 def register(profile: AgentProfile, *, preferred: bool = True) -> None:
     """Make `profile` an agent corral knows (replacing one of its name);
     `preferred`: `auto` may pick it, after the agents already known."""
     if not profile.name or ":" in profile.name or profile.name == "custom":
         raise ValueError(f"an agent profile needs a plain name of its own, not {profile.name!r}")
     PROFILES[profile.name] = profile
+    _share_homes(profile)
     if preferred and profile.name not in _PREFERENCE:
         _PREFERENCE.append(profile.name)
 

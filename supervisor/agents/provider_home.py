@@ -130,17 +130,21 @@ LAYOUTS: dict[str, HomeLayout] = {
     "gemini": GEMINI_HOME,
     "opencode": OPENCODE_XDG_HOME,
     "aider": AIDER_HOME,
-    # the one-shot presets run the same CLIs: the same homes
-    "claude-p": CLAUDE_HOME,
-    "codex-exec": CODEX_HOME,
-    "gemini-p": GEMINI_HOME,
-    "aider-msg": AIDER_HOME,
 }
+# engines that run an agent's CLI under another name (its one-shot preset,
+# named in its profile): that agent's home (`profiles` says which)
+_SHARED: dict[str, str] = {}
+
+
+def share_home(name: str, agent: str) -> None:
+    """Engine `name` runs agent `agent`'s CLI: it gets that agent's home."""
+    _SHARED[name] = agent
 
 
 def layout_for(agent: str) -> HomeLayout | None:
-    """The home layout of agent `agent` (a profile name), if it has one."""
-    return LAYOUTS.get(agent)
+    """The home layout of agent `agent` (a profile name, or an engine that
+    runs one's CLI: a one-shot preset), if it has one."""
+    return LAYOUTS.get(agent) or LAYOUTS.get(_SHARED.get(agent, ""))
 
 
 def session_home(session_dir: Path) -> Path:

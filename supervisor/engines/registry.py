@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from ..acp.agents import acp_agent, is_acp
 from ..acp.agents import preset_forms as acp_preset_forms
 from ..agents.base import AgentProfile, AgentUnavailable
-from ..agents.oneshot import PRESETS, is_oneshot, oneshot_profile
+from ..agents.oneshot import is_oneshot, oneshot_profile, preset_forms
 from ..agents.profiles import preference, profile_for
 from ..agents.settings import AgentSettings, with_settings
 from ..errors import CorralError
@@ -195,7 +195,7 @@ class AgentEngines:
             profile = profile_for(name, demo_pace=self.demo_pace)
             if profile.find():
                 choices.append((f"external:{name}", profile.label))
-        for name in PRESETS:
+        for name in preset_forms():
             preset = oneshot_profile(name)
             if preset.find():
                 choices.append((name, preset.label))

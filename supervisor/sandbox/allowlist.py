@@ -26,6 +26,8 @@ import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from . import witness as fs
+
 CORRAL_ROOT = Path(__file__).resolve().parents[2]  # the folder holding corral's packages
 
 SYSTEM_ROOTS = (
@@ -48,7 +50,7 @@ RESOLVER = "/etc/resolv.conf"
 
 
 def real(path: str | Path) -> str:
-    return os.path.realpath(path)
+    return fs.real(path)
 
 
 def within(path: str, roots: Iterable[str]) -> bool:
@@ -58,6 +60,10 @@ def within(path: str, roots: Iterable[str]) -> bool:
 
 def passwd_home() -> str:
     """The real home from the passwd entry, whatever `$HOME` says."""
+    return fs.recorded(_passwd_home)
+
+
+def _passwd_home() -> str:
     try:
         return pwd.getpwuid(os.getuid()).pw_dir
     except KeyError:
@@ -68,7 +74,7 @@ def homes(env: Mapping[str, str]) -> list[str]:
     """Every home a run could look for secrets in, resolved: the passwd
     entry's, this process's `$HOME` and the run's `$HOME`."""
     out: list[str] = []
-    for raw in (passwd_home(), os.environ.get("HOME", ""), env.get("HOME", "")):
+    for raw in (passwd_home(), fs.host_env("HOME") or "", env.get("HOME", "")):
         if raw and os.path.isabs(raw):
             home = real(raw)
             if home != "/" and home not in out:
@@ -83,16 +89,12 @@ def system_mounts(scratch: str | None = None) -> list[str]:
     `scratch` dir's `tmp` and `var/tmp`, which corral reads afterwards)."""
     args: list[str] = []
     for root in SYSTEM_ROOTS:
-        if os.path.islink(root):
-            args += ["--symlink", os.readlink(root), root]
-        elif os.path.isdir(root):
+        if fs.islink(root):
+            args += ["--symlink", fs.readlink(root), root]
+        elif fs.isdir(root):
             args += ["--ro-bind", root, root]
     resolver = os.path.dirname(real(RESOLVER))
-    if (
-        os.path.isdir(resolver)
-        and resolver.startswith("/run/")
-        and not within(resolver, ["/run/user"])
-    ):
+    if fs.isdir(resolver) and resolver.startswith("/run/") and not within(resolver, ["/run/user"]):
         args += ["--ro-bind", resolver, resolver]
     args += ["--dev", "/dev", "--proc", "/proc"]
     for tmp in PRIVATE_TMP:
@@ -123,7 +125,7 @@ def path_prefixes(env: Mapping[str, str], anchors: list[str]) -> list[str]:
     `anchors` (a home, a state dir, the operator's checkout)."""
     out: list[str] = []
     for raw in env.get("PATH", "").split(os.pathsep):
-        if not raw or not os.path.isabs(raw) or not os.path.isdir(raw):
+        if not raw or not os.path.isabs(raw) or not fs.isdir(raw):
             continue
         directory = real(raw)
         if within(directory, SYSTEM_ROOTS):
@@ -140,12 +142,12 @@ def path_prefixes(env: Mapping[str, str], anchors: list[str]) -> list[str]:
 def _rustup_home(env: Mapping[str, str], directory: str, anchors: list[str]) -> str | None:
     """Where rustup keeps the toolchains its `cargo`/`rustc` proxies in
     `directory` run (RUSTUP_HOME, else `.rustup` beside `~/.cargo`)."""
-    if not os.path.isfile(os.path.join(directory, "rustup")):
+    if not fs.isfile(os.path.join(directory, "rustup")):
         return None
     home = env.get("RUSTUP_HOME") or os.path.join(
         os.path.dirname(os.path.dirname(directory)), ".rustup"
     )
-    if not os.path.isabs(home) or not os.path.isdir(home):
+    if not os.path.isabs(home) or not fs.isdir(home):
         return None
     return _narrowest([real(home)], anchors)
 
@@ -154,7 +156,7 @@ def corral_runtime(python: str = sys.executable) -> tuple[Path, ...]:
     """What corral's own programs run from (`corral hook`, a check's
     `python`): the interpreter, its prefixes, corral itself."""
     paths = [Path(sys.prefix), Path(sys.base_prefix), CORRAL_ROOT]
-    exe = Path(os.path.realpath(python))
+    exe = Path(real(python))
     paths += [Path(python).parent.parent, exe.parent.parent]
     return tuple(dict.fromkeys(paths))
 
@@ -164,7 +166,7 @@ def runtime_dirs(anchors: list[str]) -> list[str]:
     out: list[str] = []
     for path in corral_runtime():
         shown = real(path)
-        if os.path.isdir(shown) and not within(shown, SYSTEM_ROOTS) and not _holds(shown, anchors):
+        if fs.isdir(shown) and not within(shown, SYSTEM_ROOTS) and not _holds(shown, anchors):
             out.append(shown)
     return out
 
@@ -177,7 +179,7 @@ def install_prefix(binary: str, anchors: list[str]) -> str | None:
     if not binary:
         return None
     path = real(binary)
-    if not os.path.exists(path) or within(path, SYSTEM_ROOTS):
+    if not fs.exists(path) or within(path, SYSTEM_ROOTS):
         return None
     parts = Path(path).parts
     choices: list[str] = []

@@ -33,9 +33,12 @@ from __future__ import annotations
 import functools
 import os
 import subprocess
+import threading
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
+from . import witness as fs
 from .allowlist import (
     SYSTEM_ROOTS,
     homes,
@@ -64,7 +67,7 @@ def _state_dirs(policy: SandboxPolicy, env: Mapping[str, str]) -> list[str]:
     """Every corral state dir a run must not see: the policy's and the one
     `CORRAL_HOME` names (here and in the run's environment)."""
     out: list[str] = []
-    raws = [policy.state_dir, os.environ.get("CORRAL_HOME"), env.get("CORRAL_HOME")]
+    raws = [policy.state_dir, fs.host_env("CORRAL_HOME"), env.get("CORRAL_HOME")]
     for raw in raws:
         if raw and os.path.isabs(str(raw)):
             path = real(str(raw))
@@ -83,10 +86,18 @@ def _operator_checkout(layout: GitLayout) -> str | None:
 
 
 def _cover(path: str) -> list[str]:
-    return ["--tmpfs", path] if os.path.isdir(path) else ["--ro-bind", "/dev/null", path]
+    return ["--tmpfs", path] if fs.isdir(path) else ["--ro-bind", "/dev/null", path]
 
 
-def _readable(grant: Grant, covered: list[str]) -> list[str]:
+def _outermost(places: list[str]) -> list[str]:
+    """`places` without those inside another one: an allowed dir bound
+    read-only already shows what lies in it (a venv inside corral's own
+    checkout), and every mount costs the sandbox's start."""
+    unique = list(dict.fromkeys(places))
+    return [p for p in unique if not any(q != p and _within(p, [q]) for q in unique)]
+
+
+def _readable(grant: Grant, covered: tuple[str, ...]) -> list[str]:
     """The grant's readable paths that exist, never one that would show a
     covered path again (an ancestor of it)."""
     out: list[str] = []
@@ -98,6 +109,96 @@ def _readable(grant: Grant, covered: list[str]) -> list[str]:
             continue
         out.append(shown)
     return out
+
+
+@dataclass(frozen=True)
+class Surroundings:
+    """What a run sees of the host, whatever its worktree: the system roots,
+    its private homes, the allowed dirs (read-only) and the hidden paths among
+    them covered (`argv`); every hidden path that exists (`covered`), to be
+    covered again inside a granted place."""
+
+    argv: tuple[str, ...]
+    covered: tuple[str, ...]
+
+
+def surroundings(
+    policy: SandboxPolicy,
+    env: Mapping[str, str],
+    programs: tuple[Path, ...] = (),
+    checkout: str | None = None,
+    scratch: Path | None = None,
+) -> Surroundings:
+    """The host part of the mount list (see `Surroundings`)."""
+    argv = system_mounts(str(scratch) if scratch is not None else None)
+    private_homes = homes(env)
+    for home in private_homes:
+        argv += ["--tmpfs", home]
+    states = _state_dirs(policy, env)
+    anchors = [*private_homes, *states, *([checkout] if checkout else [])]
+    shown = path_prefixes(env, anchors)
+    shown += [d for d in runtime_dirs(anchors) if not _within(d, shown)]
+    for program in programs:
+        prefix = install_prefix(str(program), anchors)
+        if prefix is not None and not _within(prefix, shown):
+            shown.append(prefix)
+    shown = _outermost(shown)
+    for place in shown:
+        argv += ["--ro-bind", place, place]
+    hide = [*states, *([checkout] if checkout else []), *(real(p) for p in policy.hidden)]
+    hide += [str(p) for p in hidden_paths(env)]
+    covered: list[str] = []
+    for path in dict.fromkeys(hide):
+        if fs.lexists(path):
+            covered.append(path)
+            if _within(path, [*SYSTEM_ROOTS, *shown]):
+                argv += _cover(path)
+    return Surroundings(tuple(argv), tuple(covered))
+
+
+# Kept surroundings: (policy, programs, checkout) -> newest first, each with
+# the witness of every path it looked at and the environment it read.
+_KEPT: dict[tuple[object, ...], list[tuple[fs.Witness, fs.RecordedEnv, Surroundings]]] = {}
+_KEPT_KEYS = 32
+_KEPT_PER_KEY = 4
+_kept_lock = threading.Lock()
+
+
+def kept_surroundings(
+    policy: SandboxPolicy,
+    env: Mapping[str, str],
+    programs: tuple[Path, ...] = (),
+    checkout: str | None = None,
+) -> Surroundings:
+    """`surroundings`, made once and used again while every path it looked at
+    (each component of each, links followed) and every variable it read is
+    unchanged (`witness`): building it takes ~35 path resolutions, checking
+    it one lstat per path. A swapped link or a newly made credential file
+    changes a directory it looked at, and it is built again."""
+    key = (policy, programs, checkout)
+    with _kept_lock:
+        entries = list(_KEPT.get(key, ()))
+    for witness, reads, found in entries:
+        if reads.same_reads(env) and witness.holds():
+            return found
+    witness = fs.Witness()
+    reads = fs.RecordedEnv(env, witness)
+    with fs.watching(witness):
+        found = surroundings(policy, reads, programs, checkout)
+    if not witness.racy():
+        with _kept_lock:
+            kept = [e for e in _KEPT.pop(key, []) if e[0] is not witness]
+            _KEPT[key] = [(witness, reads, found), *kept][:_KEPT_PER_KEY]
+            while len(_KEPT) > _KEPT_KEYS:
+                _KEPT.pop(next(iter(_KEPT)))
+    return found
+
+
+def forget_kept() -> None:
+    """Drop every kept mount list (tests; a process that changed its own
+    view of the host)."""
+    with _kept_lock:
+        _KEPT.clear()
 
 
 def confined_argv(
@@ -112,7 +213,7 @@ def confined_argv(
     privileges: Sequence[str] = (),
 ) -> list[str]:
     grant = grant or Grant()
-    layout = git_layout(cwd)
+    layout = git_layout(cwd)  # the worktree's pointers, checked on every call
     argv = [bwrap, "--die-with-parent", "--cap-drop", "ALL"]  # dies with its parent
     argv += privileges  # the network relay's (`netstart.watch_flags`), which it gives up
     if not grant.terminal:
@@ -125,29 +226,13 @@ def confined_argv(
     ]
     if not network:
         argv.append("--unshare-net")
-    argv += system_mounts(str(grant.scratch) if grant.scratch is not None else None)
-    private_homes = homes(env)
-    for home in private_homes:
-        argv += ["--tmpfs", home]
     checkout = _operator_checkout(layout)
-    states = _state_dirs(policy, env)
-    anchors = [*private_homes, *states, *([checkout] if checkout else [])]
-    shown = path_prefixes(env, anchors)
-    shown += [d for d in runtime_dirs(anchors) if not _within(d, shown)]
-    for program in grant.programs:
-        prefix = install_prefix(str(program), anchors)
-        if prefix is not None and not _within(prefix, shown):
-            shown.append(prefix)
-    for place in shown:
-        argv += ["--ro-bind", place, place]
-    hide = [*states, *([checkout] if checkout else []), *(real(p) for p in policy.hidden)]
-    hide += [str(p) for p in hidden_paths(env)]
-    covered: list[str] = []
-    for path in dict.fromkeys(hide):
-        if os.path.lexists(path):
-            covered.append(path)
-            if _within(path, [*SYSTEM_ROOTS, *shown]):
-                argv += _cover(path)
+    if grant.scratch is None:
+        host = kept_surroundings(policy, env, grant.programs, checkout)
+    else:  # makes the scratch dirs: never kept
+        host = surroundings(policy, env, grant.programs, checkout, grant.scratch)
+    argv += host.argv
+    covered = host.covered
     repository = git_mounts(layout, policy.state_dir)
     argv += repository.shared  # nothing of the real repository is writable (gitview)
     readable = _readable(grant, covered)

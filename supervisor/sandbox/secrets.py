@@ -7,10 +7,10 @@ prefix holds `credentials.toml`; an operator's `writable = ["~"]`)."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from . import witness as fs
 from .allowlist import homes
 
 CREDENTIAL_PATHS = (
@@ -50,9 +50,9 @@ def hidden_paths(env: Mapping[str, str], extra: Iterable[Path] = ()) -> list[Pat
     out: list[Path] = []
     candidates = [f"{home}/{rel}" for home in homes(env) for rel in CREDENTIAL_PATHS]
     for path in [*candidates, *map(str, extra)]:
-        if not os.path.lexists(path):
-            continue  # most are absent: skip resolving them (this runs before every check)
-        real = Path(os.path.realpath(path))
-        if real not in out and os.path.lexists(real):
+        if not fs.lexists(path):
+            continue  # most are absent: skip resolving them
+        real = Path(fs.real(path))
+        if real not in out and fs.lexists(real):
             out.append(real)
     return out

@@ -21,6 +21,7 @@ from corral.supervisor.store import DB_NAME, Store
 from corral.supervisor.stored_board import stored_sessions, stored_sessions_json
 from corral.supervisor.stored_rows import DB_NAME as QUICK_DB_NAME
 from corral.supervisor.stored_rows import ROW_FIELDS, stored_board_rows, stored_rows_json
+from corral.tui.cli.output import json_bytes as output_json_bytes
 from tests.unit.test_store_listing import _sessions
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -273,3 +274,100 @@ def test_the_command_writes_the_kept_listing_escaped_each_time(tmp_path: Path) -
     assert HOSTILE_INTENT in [row["intent"] for row in json.loads(served)]
     kept = [p.read_bytes() for p in (state / "cache").iterdir()]
     assert [k.split(b"\n", 1)[1] + b"\n" for k in kept] == [served]
+
+
+# what a served `corral sessions --json` must not import: before its lean
+# start, these were most of a served call's CPU (with reading and writing
+# the 15 MB listing through this process)
+HEAVY_FOR_A_SERVED_LISTING = (
+    "sqlite3",
+    "logging",
+    "socket",
+    "tomllib",
+    "corral.supervisor.errors",
+    "corral.tui.cli.output",
+    "corral.tui.cli.common",
+    "corral.tui.cli.sessions",
+)
+LISTED_WITH_IMPORTS = (
+    "import sys; from corral.tui.cli.main import main; code = main(['sessions', '--json']); "
+    "sys.stdout.flush(); print('LOADED', sorted(sys.modules), file=sys.stderr); sys.exit(code)"
+)
+
+
+def _listed(env: dict[str, str]) -> tuple[bytes, set[str], str]:
+    """The real command's stdout, the modules it loaded, its stderr."""
+    done = subprocess.run(
+        [sys.executable, "-c", LISTED_WITH_IMPORTS],
+        env=env,
+        capture_output=True,
+        check=True,
+        timeout=60,
+    )
+    err = done.stderr.decode()
+    loaded = err.split("LOADED ", 1)[1].strip()
+    return done.stdout, set(json.loads(loaded.replace("'", '"'))), err.split("LOADED ", 1)[0]
+
+
+def _command_env(state: Path, config: Path) -> dict[str, str]:
+    env = dict(os.environ, CORRAL_HOME=str(state), CORRAL_CONFIG=str(config))
+    env["PYTHONPATH"] = str(REPO_ROOT)
+    env.pop("CORRAL_AGENT_SOCKET", None)
+    return env
+
+
+def test_a_served_listing_is_written_with_nothing_but_its_reader_imported(
+    tmp_path: Path,
+) -> None:
+    """The second call serves what the first kept: the same bytes, written
+    from the kept file, importing none of what making it needs."""
+    state = _store(tmp_path)
+    config = tmp_path / "config.toml"
+    config.write_text("[sandbox]\nenabled = true\n")
+    env = _command_env(state, config)
+    made, loaded_making, _ = _listed(env)
+    assert made == output_json_bytes(_full(state)) + b"\n"
+    assert "corral.tui.cli.sessions" in loaded_making
+    served, loaded, said = _listed(env)
+    assert served == made and said == ""
+    assert not loaded & set(HEAVY_FOR_A_SERVED_LISTING), loaded & set(HEAVY_FOR_A_SERVED_LISTING)
+
+
+def test_a_config_broken_since_the_listing_was_kept_is_still_said(tmp_path: Path) -> None:
+    state = _store(tmp_path)
+    config = tmp_path / "config.toml"
+    config.write_text("[sandbox]\nenabled = true\n")
+    env = _command_env(state, config)
+    made, _, _ = _listed(env)
+    config.write_text("[sandbox\nenabled = \n")
+    listed, _, said = _listed(env)
+    assert listed == made
+    assert "not valid TOML" in said
+    _, _, again = _listed(env)  # never kept as fine while it is broken
+    assert "not valid TOML" in again
+    config.unlink()  # no config: fine again, and served lean once kept so
+    _listed(env)
+    _, loaded, said = _listed(env)
+    assert said == "" and "corral.tui.cli.sessions" not in loaded
+
+
+def test_an_owner_socket_sends_the_command_the_full_way(tmp_path: Path) -> None:
+    """With the state dir's control socket there, an owner may run: its live
+    rows, not the kept listing, are the answer (a socket nobody answers on:
+    the store's rows, as before)."""
+    state = _store(tmp_path)
+    env = _command_env(state, tmp_path / "none.toml")
+    made, _, _ = _listed(env)
+    (state / "control.sock").write_text("")  # stale: nobody answers
+    listed, loaded, _ = _listed(env)
+    assert listed == made
+    assert "corral.tui.cli.sessions" in loaded  # asked the owner first
+
+
+def test_the_lean_start_names_the_listings_finish_as_the_full_way_does() -> None:
+    from corral.tui.cli.main import LISTING_FINISH
+
+    assert f"{output_json_bytes.__module__}.{output_json_bytes.__qualname__}" == LISTING_FINISH
+    module = sys.modules[output_json_bytes.__module__]
+    main_file = Path(sys.modules["corral.tui.cli.main"].__file__ or "")
+    assert Path(module.__file__ or "") == main_file.with_name("output.py")

@@ -59,6 +59,18 @@ def fail(message: str) -> int:
     return 2
 
 
+# what `warn_if_config_broken` found: ("config", the file as stat saw it
+# before reading it, whether it read as TOML); None: not looked at
+_config_checked: tuple[str, list[int] | None, bool] | None = None
+
+
+def config_checked() -> tuple[str, list[int] | None, bool] | None:
+    """What this process's `warn_if_config_broken` found (see above): a
+    result kept with it is served again only while the file is as it was
+    when it read fine (`corral sessions --json`'s lean start, main.py)."""
+    return _config_checked
+
+
 def warn_if_config_broken() -> None:
     """A command that reads no setting still says when the config file is
     broken (one line on stderr, then it goes on): otherwise the operator
@@ -66,19 +78,25 @@ def warn_if_config_broken() -> None:
     only, with the standard library: `corral status --tmux` stays cheap."""
     import tomllib
 
-    from corral.supervisor.paths import config_path
+    from corral.supervisor.paths import config_path, config_stamp
 
+    global _config_checked
     path = config_path()
+    stamp = config_stamp(path)
     try:
         tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
+        _config_checked = ("config", None, stamp is None)
         return
     except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        _config_checked = ("config", stamp, False)
         say(
             f"corral: warning: {path}: not valid TOML ({exc}); fix or remove the file"
             " (`corral doctor` checks it)",
             file=sys.stderr,
         )
+    else:
+        _config_checked = ("config", stamp, True)
 
 
 def corral_version() -> str:

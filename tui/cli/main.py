@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import sys
 
-from .output import say
-
 TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: importing typing costs the hook milliseconds
 if TYPE_CHECKING:
     import argparse
@@ -55,9 +53,39 @@ def _main(args: list[str]) -> int:
         from corral.supervisor.stored_rows import roomy_stdout
 
         roomy_stdout()  # megabytes of JSON: fewer hand-offs to the reader
+        if _served_listing():
+            return 0
         parsed = SimpleNamespace(command="sessions", json=True, sessions_repo=None)
         return dispatch(parsed)  # type: ignore[arg-type]
     return dispatch(build_parser().parse_args(args))
+
+
+# the function `corral sessions --json` escapes its listing with, by name:
+# the kept listing is served only if it was made with it (a unit test keeps
+# this name the function's)
+LISTING_FINISH = "corral.tui.cli.output.json_bytes"
+
+
+def _served_listing() -> bool:
+    """`corral sessions --json` with no owner, its listing kept from an
+    earlier call and nothing it was made from changed (the store, corral's
+    code, the config file, which read fine then): written straight from the
+    kept file, with nothing else imported (`stored_rows.serve_kept_listing`).
+    Anything else goes the full way, which says what is wrong."""
+    from pathlib import Path
+
+    from corral.supervisor.paths import config_stamp, control_socket, default_state_dir
+    from corral.supervisor.stored_rows import serve_kept_listing
+
+    try:
+        state_dir = default_state_dir()
+    except Exception:  # a bad CORRAL_HOME: the full way says so
+        return False
+    if control_socket(state_dir).exists():
+        return False  # an owner may run: the full way asks it for the live rows
+    source = Path(__file__).with_name("output.py")
+    also = ("config", config_stamp(), True)
+    return serve_kept_listing(state_dir, LISTING_FINISH, source, also)
 
 
 def dispatch(args: argparse.Namespace) -> int:
@@ -72,6 +100,7 @@ def dispatch(args: argparse.Namespace) -> int:
             from corral.supervisor.paths import default_state_dir
 
             from .common import DISK_FULL
+            from .output import say
 
             said = exc if isinstance(exc, DiskFullError) else disk_full(default_state_dir())
             say(f"corral: {said}", file=sys.stderr)
@@ -219,6 +248,7 @@ def build_parser() -> argparse.ArgumentParser:
             option_string: str | None = None,
         ) -> None:
             from .common import corral_version
+            from .output import say
 
             say(f"corral {corral_version()}")
             parser.exit()

@@ -87,7 +87,11 @@ def list_sessions(*, as_json: bool, repo: str | None = None) -> int:
         # the stored rows as kept, without importing the engine (most of the time)
         from corral.supervisor.stored_rows import stored_rows_json
 
-        quick = stored_rows_json(state_dir, finish=json_bytes)
+        from .common import config_checked
+
+        checked = config_checked()
+        also = checked if checked is not None else ("config", "not read")
+        quick = stored_rows_json(state_dir, finish=json_bytes, also=also)
         if quick is not None:
             write_json_bytes(quick, escaped=True)
             return 0
