@@ -64,8 +64,8 @@ bare Textual app, timed the same way in the same run) with the ratio.
 
 Run: .venv/bin/python bench/status.py [--quick] [--console] [--acp] [--acp-console]
      [--agents N] [--seconds S]
-     [--against OTHER_CHECKOUT] (with --console: the other checkout's console is timed first,
-     in the same run, for a before/after)
+     [--against OTHER_CHECKOUT] (with --console or --acp-console: the other checkout's
+     console is timed first, in the same run, for a before/after; `make view` there first)
 """
 
 from __future__ import annotations
@@ -598,10 +598,14 @@ def acp_console_child(ready: Path, repo: Path, n: int) -> None:
     app.run()
 
 
-def acp_console_keys(keys: int, n: int) -> tuple[list[float], list[float], list[float]]:
+def acp_console_keys(
+    keys: int, n: int, root: Path | None = None, floor: bool = True
+) -> tuple[list[float], list[float], list[float]]:
     """bench/tui.py's keystroke measurement, with `acp_console_child` in its
-    pty, then the floor timed the same way in the same run (bench/tui.py's
-    bare Textual app: a DataTable of `n` rows, nothing streaming)."""
+    pty, then (with `floor`) the floor timed the same way in the same run
+    (bench/tui.py's bare Textual app: a DataTable of `n` rows, nothing
+    streaming); with `root` (another checkout, its build/view made by `make
+    view`), that checkout's console, supervisor and scripted agent are timed."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("bench_tui", Path(__file__).with_name("tui.py"))
@@ -612,11 +616,20 @@ def acp_console_keys(keys: int, n: int) -> tuple[list[float], list[float], list[
     # row is the cursor must wait for it, or the bench dies before it measures
     tui.CURSOR_SETTLE_S = ACP_CURSOR_SETTLE_S
     child = [sys.executable, str(Path(__file__).resolve()), "--acp-console-child"]
+    if root is not None:
+        view, script = root / "build" / "view", root / "bench" / "status.py"
+        code = (
+            f"import runpy, sys; sys.path.insert(0, {str(view)!r}); "
+            "import corral.supervisor, corral.tui; "
+            f"sys.argv = [{str(script)!r}, '--acp-console-child', *sys.argv[1:]]; "
+            f"runpy.run_path({str(script)!r}, run_name='__main__')"
+        )
+        child = [sys.executable, "-c", code]
     with tempfile.TemporaryDirectory(prefix="corral-bench-acp-report-") as tmp:
         report = Path(tmp) / "report.json"
         os.environ[ACP_REPORT_ENV] = str(report)
         try:
-            key_ms, idle_ms = tui.keystrokes(keys, n, child=child, ready_timeout=600)
+            key_ms, idle_ms, _work = tui.keystrokes(keys, n, child=child, ready_timeout=600)
         except SystemExit as exc:  # no key repainted at all: say so, and time the floor still
             if "cursor row" not in str(exc):
                 raise
@@ -635,8 +648,10 @@ def acp_console_keys(keys: int, n: int) -> tuple[list[float], list[float], list[
                 f"({spent['events'] / spent['wall']:.0f}/s, "
                 f"{spent['cpu'] / max(1, spent['events']) * 1e6:.0f} µs of CPU each)"
             )
+    if not floor:
+        return list(key_ms), list(idle_ms), []
     floor_argv = [sys.executable, str(Path(__file__).with_name("tui.py")), "--child-floor"]
-    floor_ms, _ = tui.keystrokes(keys, n, child=floor_argv)
+    floor_ms, _, _work = tui.keystrokes(keys, n, child=floor_argv)
     return list(key_ms), list(idle_ms), list(floor_ms)
 
 
@@ -662,7 +677,7 @@ def console_keys(keys: int, n: int, root: Path | None = None) -> tuple[list[floa
             f"runpy.run_path({str(script)!r}, run_name='__main__')"
         )
         child = [sys.executable, "-c", code]
-    key_ms, idle_ms = tui.keystrokes(keys, n, child=child, ready_timeout=600)
+    key_ms, idle_ms, _work = tui.keystrokes(keys, n, child=child, ready_timeout=600)
     return list(key_ms), list(idle_ms)
 
 
@@ -777,8 +792,8 @@ def main() -> int:
     parser.add_argument(
         "--against",
         type=Path,
-        help="with --console, first time the console of this other checkout (built with "
-        "`make lint` or `make typecheck`: its build/view), for a before/after in one run",
+        help="with --console or --acp-console, first time the console of this other checkout "
+        "(its build/view, made by `make view`), for a before/after in one run",
     )
     args = parser.parse_args()
     if shutil.which("tmux") is None:
@@ -795,6 +810,11 @@ def main() -> int:
             f"{ACP_STREAM_SECS:g} s and a tool call every tenth over the protocol"
         )
         keys = args.keys or (40 if args.quick else 60)
+        if args.against is not None:  # the other checkout first (e.g. main: before/after)
+            print(f"  {args.against}:")
+            before = acp_console_keys(keys, n, args.against.resolve(), floor=False)
+            report_keys(f"{args.against}: ", before[0], before[1])
+            print("  this checkout:")
         if args.profile:
             os.environ[ACP_PROFILE_ENV] = str(args.profile.resolve())
         key_ms, idle_ms, floor_ms = acp_console_keys(keys, n)
