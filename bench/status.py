@@ -476,6 +476,17 @@ while True:
 """
 
 
+def count_textual_work() -> None:
+    """What bench/tui.py's keystrokes() asks of its child: count the Textual
+    work (bench/textual_counts.py) and hand it over on SIGUSR1, whose default
+    action would end the console mid-measurement."""
+    path = os.environ.get("CORRAL_BENCH_COUNTS")  # bench/tui.py's COUNTS_ENV
+    if path:
+        import textual_counts  # bench/ is this script's own folder
+
+        textual_counts.instrument(Path(path))
+
+
 def console_child(ready: Path, repo: Path, n: int) -> None:
     """The real console with `n` sessions whose agents (custom: stand-ins) run
     in real tmux panes watched by the real PaneManager (runs in the pty)."""
@@ -513,6 +524,7 @@ def console_child(ready: Path, repo: Path, n: int) -> None:
             await asyncio.sleep(0.5)
         ready.write_text(str(len(ids)))
 
+    count_textual_work()
     try:
         CorralApp(sup, default_repo=repo, on_ready=seed).run()
     finally:
@@ -576,6 +588,7 @@ def acp_console_child(ready: Path, repo: Path, n: int) -> None:
         ready.write_text(str(len(ids)))
 
     app = CorralApp(sup, default_repo=repo, on_ready=seed)
+    count_textual_work()
 
     def measured() -> None:  # while the keys were timed: the console's (and owner's) own share
         profile = os.environ.get(ACP_PROFILE_ENV)
@@ -619,7 +632,7 @@ def acp_console_keys(
     if root is not None:
         view, script = root / "build" / "view", root / "bench" / "status.py"
         code = (
-            f"import runpy, sys; sys.path.insert(0, {str(view)!r}); "
+            f"import runpy, sys; sys.path[:0] = [{str(view)!r}, {str(script.parent)!r}]; "
             "import corral.supervisor, corral.tui; "
             f"sys.argv = [{str(script)!r}, '--acp-console-child', *sys.argv[1:]]; "
             f"runpy.run_path({str(script)!r}, run_name='__main__')"
@@ -629,7 +642,9 @@ def acp_console_keys(
         report = Path(tmp) / "report.json"
         os.environ[ACP_REPORT_ENV] = str(report)
         try:
-            key_ms, idle_ms, _work = tui.keystrokes(keys, n, child=child, ready_timeout=600)
+            key_ms, idle_ms, work = tui.keystrokes(keys, n, child=child, ready_timeout=600)
+            for line in work[:1]:  # its CPU with no key, the event loop's thread apart
+                print(f"  {line}")
         except SystemExit as exc:  # no key repainted at all: say so, and time the floor still
             if "cursor row" not in str(exc):
                 raise
@@ -671,7 +686,7 @@ def console_keys(keys: int, n: int, root: Path | None = None) -> tuple[list[floa
         # anything else, then its own bench script run as the child
         view, script = root / "build" / "view", root / "bench" / "status.py"
         code = (
-            f"import runpy, sys; sys.path.insert(0, {str(view)!r}); "
+            f"import runpy, sys; sys.path[:0] = [{str(view)!r}, {str(script.parent)!r}]; "
             "import corral.supervisor, corral.tui; "
             f"sys.argv = [{str(script)!r}, '--console-child', *sys.argv[1:]]; "
             f"runpy.run_path({str(script)!r}, run_name='__main__')"
