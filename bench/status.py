@@ -758,7 +758,86 @@ async def acp_turn_latency(turns: int) -> list[float]:
     return latencies
 
 
+def acp_stream_lines(lines: int) -> bytes:
+    """What the `stream` agent writes, `lines` times: a line of speech in
+    three pieces, and every tenth a tool call started and completed."""
+    out = []
+    for i in range(1, lines + 1):
+
+        def update(body: dict[str, Any]) -> str:
+            msg = {"jsonrpc": "2.0", "method": "session/update"}
+            msg["params"] = {"sessionId": "s1", "update": body}
+            return json.dumps(msg)
+
+        if i % 10 == 0:
+            call = {"toolCallId": f"c{i}", "title": f"Edit file {i}", "kind": "edit"}
+            out.append(update({"sessionUpdate": "tool_call", "status": "pending", **call}))
+            out.append(
+                update(
+                    {
+                        "sessionUpdate": "tool_call_update",
+                        "toolCallId": f"c{i}",
+                        "status": "completed",
+                    }
+                )
+            )
+        for piece in ("streaming line ", f"{i}: reading, ", "thinking, editing\n"):
+            chunk = {"type": "text", "text": piece}
+            out.append(update({"sessionUpdate": "agent_message_chunk", "content": chunk}))
+    return ("\n".join(out) + "\n").encode()
+
+
+async def acp_update_cost(lines: int, fast: bool) -> tuple[float, int, int]:
+    """CPU seconds the real wire, the SDK and corral's client spend on
+    `lines` lines of a streaming agent (fed from memory), with the pieces of
+    speech past the SDK (`fast`, StdioWire.on_chunk) or through it (before);
+    also the updates read and the events they became."""
+    from acp.client.connection import ClientSideConnection
+
+    from corral.supervisor.acp.client import CorralClient
+    from corral.supervisor.acp.files import WorktreeFiles
+    from corral.supervisor.acp.terminals import Terminals
+    from corral.supervisor.acp.wire import StdioWire, quiet_unrecorded_spans
+
+    quiet_unrecorded_spans()
+    data = acp_stream_lines(lines)
+    reader = asyncio.StreamReader(limit=1 << 24)
+    reader.feed_data(data)
+    reader.feed_eof()
+    said: list[Any] = []
+    files = WorktreeFiles(Path(tempfile.gettempdir()))
+
+    async def never(*_: Any) -> Any:
+        raise RuntimeError("no permission is asked")
+
+    client = CorralClient(files, Terminals(files), said.append, never)
+    client.in_turn = True
+    wire = StdioWire(reader, None, on_malformed=lambda _l: None, on_sent=lambda *_: None)  # type: ignore[arg-type]
+    if fast:
+        wire.on_chunk = client.chunk
+    began = time.process_time()
+    conn = ClientSideConnection(client, wire)  # type: ignore[arg-type]
+    while not reader.at_eof() or len(said) < lines * 1.2:
+        await asyncio.sleep(0)
+        if reader.at_eof() and time.process_time() - began > 60:
+            break
+    spent = time.process_time() - began
+    await conn.close()
+    return spent, data.count(b"\n"), len(said)
+
+
+def report_acp_updates(lines: int) -> None:
+    for fast in (False, True):
+        spent, updates, events = asyncio.run(acp_update_cost(lines, fast))
+        how = "pieces of speech past the SDK (now)" if fast else "every update through the SDK"
+        print(
+            f"  {how}: {spent / updates * 1e6:.0f} µs of CPU per update "
+            f"({updates} updates, {events} events, load {os.getloadavg()[0]:.1f})"
+        )
+
+
 def report_acp(turns: int) -> bool:
+    report_acp_updates(2000)
     ms = asyncio.run(acp_turn_latency(turns))
     p95 = pct(ms, 95)
     good = p95 <= BUDGET_ACP_P95_MS

@@ -312,6 +312,7 @@ class AcpEngine:
             else None,
         )
         terminals.on_contained = client.report_contained
+        wire.on_chunk = client.chunk
         # the SDK's `Client` protocol also lists unstable methods corral does not
         # serve; the router answers those "method not found"
         conn = ClientSideConnection(cast(Client, client), wire)
