@@ -24,6 +24,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import logging
+import sys
 import threading
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
@@ -35,7 +36,12 @@ log = logging.getLogger("corral.supervisor.acp.loop")
 T = TypeVar("T")
 
 TICK_SECS = 0.1  # what the agents said reaches the owner at most this late (a status at once)
-OWNER_CALL_TIMEOUT_SECS = 30.0  # a question to the owner's loop that gets no answer
+OWNER_CALL_TIMEOUT_SECS = 30.0
+# How long a thread that wants the GIL waits before the holder is asked to
+# let go (Python's default is 5 ms). A key the console handles while this
+# loop parses would wait that long at each of its hand-offs (input thread,
+# loop, writer thread); the interval only matters while threads contend.
+SWITCH_INTERVAL_SECS = 0.001  # a question to the owner's loop that gets no answer
 COALESCED = ("message", "thought")
 
 _lock = threading.Lock()
@@ -56,6 +62,7 @@ def acp_loop() -> asyncio.AbstractEventLoop:
                 loop.call_soon(started.set)
                 loop.run_forever()
 
+            sys.setswitchinterval(min(sys.getswitchinterval(), SWITCH_INTERVAL_SECS))
             thread = threading.Thread(target=serve, name="corral-acp", daemon=True)
             thread.start()
             started.wait()
