@@ -35,7 +35,11 @@ log = logging.getLogger("corral.supervisor.acp.loop")
 
 T = TypeVar("T")
 
-TICK_SECS = 0.1  # what the agents said reaches the owner at most this late (a status at once)
+# What the agents said reaches the owner at most this late (a status, a
+# question, a run's end at once): the preview repaints four times a second,
+# so a quarter second is as fresh as anything shows it, and a stream of
+# lines becomes one event per tick, not one per line.
+TICK_SECS = 0.25
 OWNER_CALL_TIMEOUT_SECS = 30.0
 # How long a thread that wants the GIL waits before the holder is asked to
 # let go (Python's default is 5 ms). A key the console handles while this
