@@ -64,8 +64,8 @@ bare Textual app, timed the same way in the same run) with the ratio.
 
 Run: .venv/bin/python bench/status.py [--quick] [--console] [--acp] [--acp-console]
      [--agents N] [--seconds S]
-     [--against OTHER_CHECKOUT] (with --console: the other checkout's console is timed first,
-     in the same run, for a before/after)
+     [--against OTHER_CHECKOUT] (with --console or --acp-console: the other checkout's
+     console is timed first, in the same run, for a before/after; `make view` there first)
 """
 
 from __future__ import annotations
@@ -476,6 +476,17 @@ while True:
 """
 
 
+def count_textual_work() -> None:
+    """What bench/tui.py's keystrokes() asks of its child: count the Textual
+    work (bench/textual_counts.py) and hand it over on SIGUSR1, whose default
+    action would end the console mid-measurement."""
+    path = os.environ.get("CORRAL_BENCH_COUNTS")  # bench/tui.py's COUNTS_ENV
+    if path:
+        import textual_counts  # bench/ is this script's own folder
+
+        textual_counts.instrument(Path(path))
+
+
 def console_child(ready: Path, repo: Path, n: int) -> None:
     """The real console with `n` sessions whose agents (custom: stand-ins) run
     in real tmux panes watched by the real PaneManager (runs in the pty)."""
@@ -513,6 +524,7 @@ def console_child(ready: Path, repo: Path, n: int) -> None:
             await asyncio.sleep(0.5)
         ready.write_text(str(len(ids)))
 
+    count_textual_work()
     try:
         CorralApp(sup, default_repo=repo, on_ready=seed).run()
     finally:
@@ -576,6 +588,7 @@ def acp_console_child(ready: Path, repo: Path, n: int) -> None:
         ready.write_text(str(len(ids)))
 
     app = CorralApp(sup, default_repo=repo, on_ready=seed)
+    count_textual_work()
 
     def measured() -> None:  # while the keys were timed: the console's (and owner's) own share
         profile = os.environ.get(ACP_PROFILE_ENV)
@@ -598,10 +611,14 @@ def acp_console_child(ready: Path, repo: Path, n: int) -> None:
     app.run()
 
 
-def acp_console_keys(keys: int, n: int) -> tuple[list[float], list[float], list[float]]:
+def acp_console_keys(
+    keys: int, n: int, root: Path | None = None, floor: bool = True
+) -> tuple[list[float], list[float], list[float]]:
     """bench/tui.py's keystroke measurement, with `acp_console_child` in its
-    pty, then the floor timed the same way in the same run (bench/tui.py's
-    bare Textual app: a DataTable of `n` rows, nothing streaming)."""
+    pty, then (with `floor`) the floor timed the same way in the same run
+    (bench/tui.py's bare Textual app: a DataTable of `n` rows, nothing
+    streaming); with `root` (another checkout, its build/view made by `make
+    view`), that checkout's console, supervisor and scripted agent are timed."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("bench_tui", Path(__file__).with_name("tui.py"))
@@ -612,11 +629,22 @@ def acp_console_keys(keys: int, n: int) -> tuple[list[float], list[float], list[
     # row is the cursor must wait for it, or the bench dies before it measures
     tui.CURSOR_SETTLE_S = ACP_CURSOR_SETTLE_S
     child = [sys.executable, str(Path(__file__).resolve()), "--acp-console-child"]
+    if root is not None:
+        view, script = root / "build" / "view", root / "bench" / "status.py"
+        code = (
+            f"import runpy, sys; sys.path[:0] = [{str(view)!r}, {str(script.parent)!r}]; "
+            "import corral.supervisor, corral.tui; "
+            f"sys.argv = [{str(script)!r}, '--acp-console-child', *sys.argv[1:]]; "
+            f"runpy.run_path({str(script)!r}, run_name='__main__')"
+        )
+        child = [sys.executable, "-c", code]
     with tempfile.TemporaryDirectory(prefix="corral-bench-acp-report-") as tmp:
         report = Path(tmp) / "report.json"
         os.environ[ACP_REPORT_ENV] = str(report)
         try:
-            key_ms, idle_ms = tui.keystrokes(keys, n, child=child, ready_timeout=600)
+            key_ms, idle_ms, work = tui.keystrokes(keys, n, child=child, ready_timeout=600)
+            for line in work[:1]:  # its CPU with no key, the event loop's thread apart
+                print(f"  {line}")
         except SystemExit as exc:  # no key repainted at all: say so, and time the floor still
             if "cursor row" not in str(exc):
                 raise
@@ -635,8 +663,10 @@ def acp_console_keys(keys: int, n: int) -> tuple[list[float], list[float], list[
                 f"({spent['events'] / spent['wall']:.0f}/s, "
                 f"{spent['cpu'] / max(1, spent['events']) * 1e6:.0f} µs of CPU each)"
             )
+    if not floor:
+        return list(key_ms), list(idle_ms), []
     floor_argv = [sys.executable, str(Path(__file__).with_name("tui.py")), "--child-floor"]
-    floor_ms, _ = tui.keystrokes(keys, n, child=floor_argv)
+    floor_ms, _, _work = tui.keystrokes(keys, n, child=floor_argv)
     return list(key_ms), list(idle_ms), list(floor_ms)
 
 
@@ -656,13 +686,13 @@ def console_keys(keys: int, n: int, root: Path | None = None) -> tuple[list[floa
         # anything else, then its own bench script run as the child
         view, script = root / "build" / "view", root / "bench" / "status.py"
         code = (
-            f"import runpy, sys; sys.path.insert(0, {str(view)!r}); "
+            f"import runpy, sys; sys.path[:0] = [{str(view)!r}, {str(script.parent)!r}]; "
             "import corral.supervisor, corral.tui; "
             f"sys.argv = [{str(script)!r}, '--console-child', *sys.argv[1:]]; "
             f"runpy.run_path({str(script)!r}, run_name='__main__')"
         )
         child = [sys.executable, "-c", code]
-    key_ms, idle_ms = tui.keystrokes(keys, n, child=child, ready_timeout=600)
+    key_ms, idle_ms, _work = tui.keystrokes(keys, n, child=child, ready_timeout=600)
     return list(key_ms), list(idle_ms)
 
 
@@ -728,7 +758,86 @@ async def acp_turn_latency(turns: int) -> list[float]:
     return latencies
 
 
+def acp_stream_lines(lines: int) -> bytes:
+    """What the `stream` agent writes, `lines` times: a line of speech in
+    three pieces, and every tenth a tool call started and completed."""
+    out = []
+    for i in range(1, lines + 1):
+
+        def update(body: dict[str, Any]) -> str:
+            msg = {"jsonrpc": "2.0", "method": "session/update"}
+            msg["params"] = {"sessionId": "s1", "update": body}
+            return json.dumps(msg)
+
+        if i % 10 == 0:
+            call = {"toolCallId": f"c{i}", "title": f"Edit file {i}", "kind": "edit"}
+            out.append(update({"sessionUpdate": "tool_call", "status": "pending", **call}))
+            out.append(
+                update(
+                    {
+                        "sessionUpdate": "tool_call_update",
+                        "toolCallId": f"c{i}",
+                        "status": "completed",
+                    }
+                )
+            )
+        for piece in ("streaming line ", f"{i}: reading, ", "thinking, editing\n"):
+            chunk = {"type": "text", "text": piece}
+            out.append(update({"sessionUpdate": "agent_message_chunk", "content": chunk}))
+    return ("\n".join(out) + "\n").encode()
+
+
+async def acp_update_cost(lines: int, fast: bool) -> tuple[float, int, int]:
+    """CPU seconds the real wire, the SDK and corral's client spend on
+    `lines` lines of a streaming agent (fed from memory), with the pieces of
+    speech past the SDK (`fast`, StdioWire.on_chunk) or through it (before);
+    also the updates read and the events they became."""
+    from acp.client.connection import ClientSideConnection
+
+    from corral.supervisor.acp.client import CorralClient
+    from corral.supervisor.acp.files import WorktreeFiles
+    from corral.supervisor.acp.terminals import Terminals
+    from corral.supervisor.acp.wire import StdioWire, quiet_unrecorded_spans
+
+    quiet_unrecorded_spans()
+    data = acp_stream_lines(lines)
+    reader = asyncio.StreamReader(limit=1 << 24)
+    reader.feed_data(data)
+    reader.feed_eof()
+    said: list[Any] = []
+    files = WorktreeFiles(Path(tempfile.gettempdir()))
+
+    async def never(*_: Any) -> Any:
+        raise RuntimeError("no permission is asked")
+
+    client = CorralClient(files, Terminals(files), said.append, never)
+    client.in_turn = True
+    wire = StdioWire(reader, None, on_malformed=lambda _l: None, on_sent=lambda *_: None)  # type: ignore[arg-type]
+    if fast:
+        wire.on_chunk = client.chunk
+    began = time.process_time()
+    conn = ClientSideConnection(client, wire)  # type: ignore[arg-type]
+    while not reader.at_eof() or len(said) < lines * 1.2:
+        await asyncio.sleep(0)
+        if reader.at_eof() and time.process_time() - began > 60:
+            break
+    spent = time.process_time() - began
+    await conn.close()
+    return spent, data.count(b"\n"), len(said)
+
+
+def report_acp_updates(lines: int) -> None:
+    for fast in (False, True):
+        spent, updates, events = asyncio.run(acp_update_cost(lines, fast))
+        how = "pieces of speech past the SDK (now)" if fast else "every update through the SDK"
+        print(
+            f"  {how}: {spent / updates * 1e6:.0f} µs of CPU per update "
+            f"({updates} updates, {events} events, load {os.getloadavg()[0]:.1f})"
+        )
+
+
 def report_acp(turns: int) -> bool:
+    report_acp_updates(2000)
     ms = asyncio.run(acp_turn_latency(turns))
     p95 = pct(ms, 95)
     good = p95 <= BUDGET_ACP_P95_MS
@@ -777,8 +886,8 @@ def main() -> int:
     parser.add_argument(
         "--against",
         type=Path,
-        help="with --console, first time the console of this other checkout (built with "
-        "`make lint` or `make typecheck`: its build/view), for a before/after in one run",
+        help="with --console or --acp-console, first time the console of this other checkout "
+        "(its build/view, made by `make view`), for a before/after in one run",
     )
     args = parser.parse_args()
     if shutil.which("tmux") is None:
@@ -795,6 +904,11 @@ def main() -> int:
             f"{ACP_STREAM_SECS:g} s and a tool call every tenth over the protocol"
         )
         keys = args.keys or (40 if args.quick else 60)
+        if args.against is not None:  # the other checkout first (e.g. main: before/after)
+            print(f"  {args.against}:")
+            before = acp_console_keys(keys, n, args.against.resolve(), floor=False)
+            report_keys(f"{args.against}: ", before[0], before[1])
+            print("  this checkout:")
         if args.profile:
             os.environ[ACP_PROFILE_ENV] = str(args.profile.resolve())
         key_ms, idle_ms, floor_ms = acp_console_keys(keys, n)

@@ -219,6 +219,22 @@ class CorralClient:
             if text.strip():
                 self.emit(ConversationData(part=part, text=text))  # type: ignore[arg-type]
 
+    def chunk(self, part: str, said: str) -> None:
+        """A piece of text the agent said (`message`) or thought (`thought`),
+        straight from the wire (`StdioWire.on_chunk`)."""
+        if self.replaying:
+            self.replayed += 1
+            return
+        self._piece(part, said)
+
+    def _piece(self, part: str, said: str) -> None:
+        other = "thought" if part == "message" else "message"
+        if self._said[other]:  # a thought ends when the agent speaks (and back)
+            self.flush(only=other)
+        self.spoken += bool(said.strip())
+        self._said[part] += said
+        self.flush(keep_partial=self.in_turn)
+
     async def session_update(self, session_id: str, update: Any, **_: Any) -> None:
         settings = CurrentModeUpdate | ConfigOptionUpdate | AvailableCommandsUpdate
         if self.replaying and not isinstance(update, settings):
@@ -226,13 +242,7 @@ class CorralClient:
             return
         if isinstance(update, AgentMessageChunk | AgentThoughtChunk):
             part = "message" if isinstance(update, AgentMessageChunk) else "thought"
-            other = "thought" if part == "message" else "message"
-            if self._said[other]:  # a thought ends when the agent speaks (and back)
-                self.flush(only=other)
-            said = _text(update.content)
-            self.spoken += bool(said.strip())
-            self._said[part] += said
-            self.flush(keep_partial=self.in_turn)
+            self._piece(part, _text(update.content))
             return
         self.flush()
         if isinstance(update, ToolCallStart):

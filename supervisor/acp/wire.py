@@ -11,7 +11,15 @@ The wire also carries what the SDK's schema lacks: `on_result` sees the raw
 answer to each request the SDK sent (the `models` an agent announces with
 `session/new` are not in the SDK's models), and `request` sends a request of
 corral's own (`session/set_model`) under ids the SDK never uses, its answer
-kept from the SDK."""
+kept from the SDK.
+
+A piece of speech (`session/update` with an `agent_message_chunk` or
+`agent_thought_chunk` of text, most of what an agent streams) goes to
+`on_chunk` (the client's `chunk`), not through the SDK: the SDK makes a task,
+a tracing span and a validated model of each, several times the cost of the
+text it carries. Only that exact shape takes this path; anything else, or
+anything unexpected in it, goes to the SDK as before. Its call is queued
+behind the SDK's tasks for the messages before it, so the order holds."""
 
 from __future__ import annotations
 
@@ -28,6 +36,26 @@ from ..errors import swallowed
 log = logging.getLogger("corral.supervisor.acp.wire")
 
 MAX_LINE_BYTES = 50 * 1024 * 1024
+SPOKEN = {"agent_message_chunk": "message", "agent_thought_chunk": "thought"}
+
+
+def spoken(message: dict[str, Any]) -> tuple[str, str] | None:
+    """(part, text) of a `session/update` notification that carries one
+    piece of text the agent said or thought; None for anything else."""
+    if "id" in message or message.get("method") != "session/update":
+        return None
+    params = message.get("params")
+    if not isinstance(params, dict) or not isinstance(params.get("sessionId"), str):
+        return None
+    update = params.get("update")
+    if not isinstance(update, dict):
+        return None
+    part = SPOKEN.get(update.get("sessionUpdate"))  # type: ignore[arg-type]
+    content = update.get("content")
+    if part is None or not isinstance(content, dict) or content.get("type") != "text":
+        return None
+    text = content.get("text")
+    return (part, text) if isinstance(text, str) else None
 
 
 def quiet_unrecorded_spans() -> None:
@@ -72,6 +100,8 @@ class StdioWire:
         self._own: dict[str, asyncio.Future[Any]] = {}  # corral's own requests
         self._own_count = 0
         self._ended = False  # the agent's output ended: no answer can come any more
+        # a piece of speech, past the SDK (see the module's docstring)
+        self.on_chunk: Callable[[str, str], None] | None = None
 
     async def send(self, message: dict[str, Any]) -> None:
         data = (json.dumps(message, separators=(",", ":")) + "\n").encode("utf-8")
@@ -150,6 +180,11 @@ class StdioWire:
             if not isinstance(message, dict) or message.get("jsonrpc") != "2.0":
                 self._on_malformed(text)
                 continue
+            if self.on_chunk is not None:
+                said = spoken(message)
+                if said is not None:  # after the SDK's tasks for what came before
+                    asyncio.get_running_loop().call_soon(self.on_chunk, *said)
+                    continue
             if "method" in message and "id" in message:
                 self._asked[message["id"]] = message
             elif "method" not in message and self._answered(message):

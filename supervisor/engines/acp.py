@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import logging
 import os
@@ -57,6 +58,7 @@ from ..acp.agents import AcpAgent, mode_model_note
 from ..acp.client import CorralClient, tool_detail
 from ..acp.contained import Contained, contained_writes, sandbox_roots
 from ..acp.files import WorktreeFiles
+from ..acp.loop import Outbox, call_owner, on_acp_loop, on_owner
 from ..acp.offers import (
     choose_mode,
     choose_model,
@@ -190,6 +192,9 @@ class AcpEngine:
         self._malformed = 0
         self._prompt_sent = asyncio.Event()
         self._inflight: asyncio.Future[Any] | None = None
+        # the owner's loop and what this engine tells it (see `acp.loop`)
+        self._outbox: Outbox | None = None
+        self._owner_emit: Callable[[Any], None] | None = None
 
     # -- status and events ---------------------------------------------------------------
 
@@ -258,7 +263,12 @@ class AcpEngine:
         launch = await asyncio.to_thread(self._launch, ctx)
         argv, env, confined, account = launch.argv, launch.env, launch.confined, launch.account
         if launch.network is not None and launch.proxy_socket is not None:
-            await serve_agent(ctx.session_id, launch.network, launch.proxy_socket, ctx.emit)
+            # the owner's allow-list proxy (one per process) lives on the owner's loop
+            assert self._outbox is not None and self._owner_emit is not None
+            await on_owner(
+                self._outbox.owner,
+                serve_agent(ctx.session_id, launch.network, launch.proxy_socket, self._owner_emit),
+            )
         stderr = open(self._stderr_path(ctx.session_id), "ab")  # noqa: SIM115 (the child holds it)
         try:
             proc = await asyncio.create_subprocess_exec(
@@ -302,6 +312,7 @@ class AcpEngine:
             else None,
         )
         terminals.on_contained = client.report_contained
+        wire.on_chunk = client.chunk
         # the SDK's `Client` protocol also lists unstable methods corral does not
         # serve; the router answers those "method not found"
         conn = ClientSideConnection(cast(Client, client), wire)
@@ -478,6 +489,63 @@ class AcpEngine:
     # -- the run ---------------------------------------------------------------------------
 
     async def run(self, ctx: RunContext) -> EngineOutcome:
+        """The round, run on the ACP loop (`acp.loop`): the owner's loop only
+        receives what it says, a tick's worth at a time."""
+        return await on_acp_loop(self._shipped(self._run(self._off_loop(ctx))))
+
+    async def _shipped(self, step: Any) -> Any:
+        """`step`, with everything it told the owner sent before its result."""
+        try:
+            return await step
+        finally:
+            if self._outbox is not None:
+                self._outbox.ship()
+
+    def _off_loop(self, ctx: RunContext) -> RunContext:
+        """`ctx` as the ACP loop uses it: what it tells the owner goes through
+        the run's outbox, in order (a status at once); what it asks of the
+        owner (a question, the guidance queued for the next prompt) is asked
+        on the owner's loop after what waits in the outbox."""
+        owner = asyncio.get_running_loop()
+        outbox = self._outbox = Outbox(owner, ctx.emit)
+        self._owner_emit = ctx.emit
+
+        def told(fn: Callable[..., Any], now: bool = False) -> Callable[..., None]:
+            return lambda *args: outbox.post(fn, *args, now=now)
+
+        def asked(fn: Callable[..., Any]) -> Callable[..., Any]:
+            def ask(*args: Any) -> Any:
+                outbox.ship()
+                return call_owner(owner, fn, *args)
+
+            return ask
+
+        async def ask_user(prompt: str, options: list[str]) -> str:
+            outbox.ship()
+
+            async def there() -> str:
+                return await ctx.ask_user(prompt, options)
+
+            return await on_owner(owner, there())
+
+        return dataclasses.replace(
+            ctx,
+            emit=outbox.emit,
+            ask_user=ask_user,
+            take_guidance=asked(ctx.take_guidance),
+            take_messages=asked(ctx.take_messages),
+            resume_id=asked(ctx.resume_id),
+            iteration_started=told(ctx.iteration_started),
+            withdraw_question=told(ctx.withdraw_question),
+            note_pane=told(ctx.note_pane),
+            note_status=told(ctx.note_status, now=True),
+            note_offers=told(ctx.note_offers),
+            note_agent_session=told(ctx.note_agent_session),
+            note_usage=told(ctx.note_usage),
+            messages_ended=told(ctx.messages_ended),
+        )
+
+    async def _run(self, ctx: RunContext) -> EngineOutcome:
         self._ctx = ctx
         try:
             conv = self._conv
@@ -751,6 +819,10 @@ class AcpEngine:
 
     async def set_mode(self, mode: str) -> str:
         """Ask the agent to switch to `mode` (`session/set_mode`)."""
+        result: str = await on_acp_loop(self._shipped(self._set_mode(mode)))
+        return result
+
+    async def _set_mode(self, mode: str) -> str:
         conv = self._live("mode")
         chosen = choose_mode(conv.offers, mode, self.agent.label)
         await self._ask(
@@ -771,6 +843,10 @@ class AcpEngine:
 
     async def set_model(self, model: str) -> str:
         """Ask the agent to switch to `model`, one it offers (`session/set_model`)."""
+        result: str = await on_acp_loop(self._shipped(self._set_model(model)))
+        return result
+
+    async def _set_model(self, model: str) -> str:
         conv = self._live("model")
         chosen = choose_model(conv.offers, model, self.agent.label)
         await self._ask(conv, "model", self._model_request(conv, chosen))
@@ -795,6 +871,10 @@ class AcpEngine:
     async def set_option(self, key: str, value: str) -> str:
         """Set one of the agent's config options to a value it offers
         (`session/set_config_option`); the agent answers with all of them."""
+        result: str = await on_acp_loop(self._shipped(self._set_option(key, value)))
+        return result
+
+    async def _set_option(self, key: str, value: str) -> str:
         conv = self._live("config option")
         config_id, chosen = choose_setting(conv.offers, key, value, self.agent.label)
         answer = await self._ask(
@@ -830,8 +910,9 @@ class AcpEngine:
         await self._stop(conv)
 
     async def _stop(self, conv: _Conversation) -> None:
-        if self._ctx is not None:
-            forget_agent(self._ctx.session_id)  # its proxy socket ends with it
+        if self._ctx is not None and self._outbox is not None:
+            # its proxy socket ends with it (the proxy lives on the owner's loop)
+            self._outbox.post(forget_agent, self._ctx.session_id, now=True)
         inflight, self._inflight = self._inflight, None
         if inflight is not None:  # a turn left behind (corral closing): its end is no news
             inflight.add_done_callback(_retrieved)
@@ -853,6 +934,10 @@ class AcpEngine:
 
     async def aclose(self) -> None:
         """The session's run is over: the agent process ends with it."""
+        if self._conv is not None:
+            await on_acp_loop(self._shipped(self._aclose()))
+
+    async def _aclose(self) -> None:
         conv, self._conv = self._conv, None
         if conv is not None:
             await self._stop(conv)

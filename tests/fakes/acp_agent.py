@@ -25,6 +25,10 @@ edge cases. `acp_agent.py SCRIPT [ARG]`:
 - `stream [SECS]`: says a line every SECS (0.1) and starts and completes a
   tool call every tenth line, until `session/cancel` (bench/status.py
   --acp-console: a console with many ACP sessions streaming).
+- `burst [N]`: says N lines (300) as fast as it can, each in three pieces
+  cut mid-word, a two-piece thought before every 50th, then writes
+  notes.txt itself and ends its turn (a flood of chunks: nothing may be
+  lost, in fewer journal appends).
 - `usage IN,OUT,THOUGHT,CACHE_READ,CACHE_WRITE`: writes notes.txt unasked and
   reports those token counts in its prompt answer's `usage`.
 - `load`: like `write` but advertises `session/load`; the first process
@@ -114,6 +118,15 @@ def config_options(reasoning: str, web: bool) -> list[Any]:
         ),
         SessionConfigOptionBoolean(id="web", name="Web search", type="boolean", current_value=web),
     ]
+
+
+BURST_THOUGHT_EVERY = 50
+
+
+def burst_pieces(i: int) -> list[str]:
+    """Line `i` of `burst`, in the pieces it is streamed in (a line cut
+    mid-word, as models stream tokens)."""
+    return ["burst line ", f"{i}: al", "pha beta\n"]
 
 
 def record(entry: dict[str, Any]) -> None:
@@ -349,6 +362,18 @@ class Fake:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self.cancelled.wait(), interval)
             stop = "cancelled"
+        elif SCRIPT == "burst":
+            for i in range(1, int(ARG or 300) + 1):
+                if i % BURST_THOUGHT_EVERY == 0:
+                    for piece in ("consider", f"ing {i}\n"):
+                        await self.conn.session_update(
+                            session_id=sid, update=update_agent_thought_text(piece)
+                        )
+                for piece in burst_pieces(i):
+                    await self.say(sid, piece)
+            with open(os.path.join(self.cwd, "notes.txt"), "w") as notes:
+                notes.write("done\n")
+            stop = "end_turn"
         elif SCRIPT == "models":
             self.reasoning = "medium"
             await self.conn.session_update(
