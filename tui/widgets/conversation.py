@@ -285,6 +285,8 @@ class ConversationView(ScrollView, can_focus=True):
         self._lines: list[Strip] = []  # the window's lines, edges and gaps included
         self._tops: list[int] = []  # each window block's first line, in window order
         self._width = 0
+        self._blank = Strip.blank(0)  # a line past the end (the view's style: kept per layout)
+        self._style = Style()
 
     # -- the window ------------------------------------------------------------------------
 
@@ -330,7 +332,8 @@ class ConversationView(ScrollView, can_focus=True):
             return
         self._width = width
         lines: list[Strip] = []
-        blank = Strip.blank(width, self.rich_style)
+        self._style = self.rich_style  # kept: render_line draws with it on every line
+        blank = Strip.blank(width, self._style)
         if self.first_mounted > 0:
             lines.append(self._edge(self._earlier_words()))
             lines.append(blank)
@@ -342,6 +345,7 @@ class ConversationView(ScrollView, can_focus=True):
         if not self.at_tail:
             lines.append(self._edge(self._later_words()))
         self._lines, self._tops = lines, tops
+        self._blank = blank
         self.virtual_size = Size(width, len(lines))
         if self.following:
             self.scroll_to(y=self.max_scroll_y, animate=False, immediate=True, force=True)
@@ -382,11 +386,8 @@ class ConversationView(ScrollView, can_focus=True):
         scroll_x, scroll_y = self.scroll_offset
         row = scroll_y + y
         width = self.scrollable_content_region.width
-        if 0 <= row < len(self._lines):
-            strip = self._lines[row]
-        else:
-            strip = Strip.blank(width, self.rich_style)
-        return strip.crop_extend(scroll_x, scroll_x + width, self.rich_style)
+        strip = self._lines[row] if 0 <= row < len(self._lines) else self._blank
+        return strip.crop_extend(scroll_x, scroll_x + width, self._style)
 
     def _earlier_words(self) -> Content:
         return safe_markup(
