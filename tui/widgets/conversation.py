@@ -287,6 +287,7 @@ class ConversationView(ScrollView, can_focus=True):
         self._width = 0
         self._blank = Strip.blank(0)  # a line past the end (the view's style: kept per layout)
         self._style = Style()
+        self._layout_pending = False  # a layout is due (events came in a burst)
 
     # -- the window ------------------------------------------------------------------------
 
@@ -410,16 +411,22 @@ class ConversationView(ScrollView, can_focus=True):
 
     async def changed(self, index: int) -> None:
         """Block `index` was added or changed: draw it again, add it to the
-        window (the window reaches the tail), or count it (it is elsewhere)."""
-        if index in self.views:
-            self._layout()
-            return
+        window (the window reaches the tail), or count it (it is elsewhere).
+        A burst of events is laid out once, after it (not once per event)."""
         if index == self.end_mounted and index >= self.first_mounted:
             self._view(index)
             self.end_mounted = index + 1
-            self._layout()
-        elif index > self.end_mounted:
-            self._layout()  # the count of later blocks
+        if index in self.views or index >= self.end_mounted:
+            self._layout_soon()
+
+    def _layout_soon(self) -> None:
+        if not self._layout_pending:
+            self._layout_pending = True
+            self.call_next(self._layout_now)
+
+    def _layout_now(self) -> None:
+        self._layout_pending = False
+        self._layout()
 
     def show_from(self, index: int) -> None:
         """Lay out the blocks from `index` on up to the window (the operator
