@@ -337,3 +337,20 @@ def test_snapshot_of_the_conversation(snap_compare: Any, size: tuple[int, int]) 
         await pilot.pause(0.2)
 
     assert snap_compare(ConvoApp(owner), terminal_size=size, run_before=before)
+
+
+async def test_the_kept_lines_are_drawn_again_in_a_new_theme() -> None:
+    """Each block's lines are drawn once and kept: a theme switch must not
+    leave them in the old theme's colours."""
+    app = ConvoApp(ConvoOwner(_session(turns=1)))
+    async with app.run_test(size=(80, 24)) as pilot:
+        view = await _opened(app, pilot)
+        tool = next(i for i, v in view.views.items() if v.block.kind == "tool")
+
+        def background() -> str | None:
+            style = view.drawn(tool)[0]._segments[0].style
+            return None if style is None or style.bgcolor is None else style.bgcolor.name
+
+        dark = background()
+        app.theme = "textual-light"
+        await until(pilot, "the light theme's colours", lambda: background() != dark)

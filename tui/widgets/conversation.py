@@ -206,6 +206,10 @@ class BlockView:
         """What this block holds, as plain text (tests, search)."""
         return "\n".join((self.block.title, self.block.text, self.block.output))
 
+    def forget(self) -> None:
+        """Draw the lines again next time (the theme changed)."""
+        self._key = None
+
     def lines(self, view: ConversationView, width: int) -> list[Strip]:
         """The block's lines at `width` (kept until something they show changes)."""
         key = (
@@ -302,7 +306,19 @@ class ConversationView(ScrollView, can_focus=True):
         return self.end_mounted >= len(self.conversation.blocks)
 
     def on_mount(self) -> None:
+        self.watch(self.app, "theme", self._restyle, init=False)
         self.call_after_refresh(self._fill)
+
+    def _restyle(self) -> None:
+        """A new theme: the kept lines hold the old one's colours (drawn
+        again once the new styles are applied: after the next refresh)."""
+
+        def redraw() -> None:
+            for view in self.views.values():
+                view.forget()
+            self._layout()
+
+        self.call_after_refresh(redraw)
 
     def on_resize(self, event: events.Resize) -> None:
         self._layout()
