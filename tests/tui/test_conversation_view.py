@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from rich.segment import Segment
+from textual import events
 from textual.widgets import Static
 
 from corral.supervisor.events import BlockedData
@@ -354,3 +355,29 @@ async def test_the_kept_lines_are_drawn_again_in_a_new_theme() -> None:
         dark = background()
         app.theme = "textual-light"
         await until(pilot, "the light theme's colours", lambda: background() != dark)
+
+
+async def test_the_mouse_wheel_lets_go_of_the_tail_and_takes_it_again_at_the_end() -> None:
+    owner = ConvoOwner(_session(turns=10))
+    app = ConvoApp(owner)
+    async with app.run_test(size=(80, 24)) as pilot:
+        view = await _opened(app, pilot)
+
+        def wheel(kind: type[events.MouseScrollUp | events.MouseScrollDown]) -> None:
+            view.post_message(kind(view, 5, 5, 0, 1, 0, False, False, False))
+
+        for _ in range(3):
+            wheel(events.MouseScrollUp)
+        await until(pilot, "scrolled up", lambda: not view.at_the_end)
+        held = view.scroll_y
+        owner.push(said("message", "more while I read"))
+        await until(
+            pilot, "the new block laid out", lambda: len(view.conversation.blocks) - 1 in view.views
+        )
+        await pilot.pause(0.2)
+        assert view.scroll_y == held and not view.following  # reading is not interrupted
+        for _ in range(30):
+            wheel(events.MouseScrollDown)
+        await until(pilot, "following again", lambda: view.following and view.at_the_end)
+        owner.push(said("message", "the newest words"))
+        await until(pilot, "the tail followed", lambda: "the newest words" in _visible_text(view))
