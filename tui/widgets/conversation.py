@@ -610,6 +610,7 @@ class ConversationView(ScrollView, can_focus=True):
         if self.selected is not None and self.selected in self.views:
             self.views[self.selected].fold()
             self._layout()
+            self._scroll_into_view(self.selected)  # what was opened stays in sight
 
     def _foldable_in_view(self) -> list[int]:
         return [
