@@ -38,6 +38,11 @@ class _LeftHeading(Heading):
     LEVEL_ALIGN: ClassVar[dict[str, JustifyMethod]] = {}
 
 
+# one parser for every message (building one costs more than parsing a message;
+# `parse` keeps no state between calls)
+_PARSER = MarkdownIt("commonmark", {"html": False}).enable("strikethrough").enable("table")
+
+
 class SafeMarkdown(Markdown):
     """`text` (an agent's markdown) rendered without obeying any of it."""
 
@@ -46,8 +51,7 @@ class SafeMarkdown(Markdown):
     def __init__(self, text: str) -> None:
         super().__init__("", hyperlinks=False)
         self.markup = visible(text, multiline=True)
-        parser = MarkdownIt("commonmark", {"html": False}).enable("strikethrough").enable("table")
-        self.parsed = parser.parse(self.markup)
+        self.parsed = _PARSER.parse(self.markup)
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         for part in super().__rich_console__(console, options):

@@ -56,7 +56,8 @@ def _app(tmp_path: Path, script: str) -> tuple[CorralApp, Any, list[str]]:
 
 
 def _shown(view: ConversationView) -> str:
-    return "\n".join(str(s.render()) for s in view.query(Static))
+    """The lines the view draws (one widget: its blocks are not widgets)."""
+    return "\n".join(strip.text for index in view.views for strip in view.drawn(index))
 
 
 async def test_t_opens_the_conversation_and_the_permission_diff_is_answered_from_its_prompt(

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from rich.segment import Segment
-from textual.geometry import Region
+from textual import events
 from textual.widgets import Static
 
 from corral.supervisor.events import BlockedData
@@ -78,24 +78,30 @@ async def _opened(app: ConvoApp, pilot: Any) -> ConversationView:
 MATCH, CURRENT = "#ffff00", "#ff8700"  # the search's highlights (widgets/conversation)
 
 
-def _drawn(block: BlockView) -> list[Segment]:
+def _drawn(view: ConversationView, block: BlockView) -> list[Segment]:
     """The segments the block's lines are drawn with (what reaches the screen)."""
-    region = Region(0, 0, block.size.width, block.size.height)
-    return [segment for strip in block.render_lines(region) for segment in strip]
+    return [segment for strip in view.drawn(block.index) for segment in strip]
 
 
-def _highlighted(block: BlockView, colour: str) -> list[str]:
+def _highlighted(view: ConversationView, block: BlockView, colour: str) -> list[str]:
     """The pieces of the block drawn on the search's `colour` (hex)."""
     return [
         s.text
-        for s in _drawn(block)
+        for s in _drawn(view, block)
         if s.style and s.style.bgcolor and s.style.bgcolor.triplet
         if s.style.bgcolor.triplet.hex == colour
     ]
 
 
 def _visible_text(view: ConversationView) -> str:
-    return "\n".join(b.block.text for b in view.views.values() if b.region.overlaps(view.region))
+    return "\n".join(b.block.text for i, b in view.views.items() if view.shown(i))
+
+
+def _screen_text(app: ConvoApp) -> str:
+    """What the terminal shows now (the view's lines as painted)."""
+    return "\n".join(
+        "".join(s.text for s in strip) for strip in app.screen._compositor.render_strips()
+    )
 
 
 @pytest.mark.parametrize("size", [(80, 24), (200, 50)])
@@ -111,6 +117,7 @@ async def test_it_opens_on_the_tail_and_follows_it_until_the_operator_scrolls_up
         assert (
             len(view.views) < len(view.conversation.blocks) / 4
         )  # the tail only: the rest on home
+        assert not view.children  # drawn line by line by one widget, not a widget a block
         owner.push(said("message", "a new line at the tail"))
         await until(pilot, "the new line shown", lambda: "a new line" in _visible_text(view))
         await pilot.press("pageup", "up", "up")
@@ -137,10 +144,10 @@ async def test_it_opens_on_the_tail_and_follows_it_until_the_operator_scrolls_up
 
 @pytest.mark.slow
 async def test_thousands_of_events_open_as_a_handful_of_widgets_and_jumps_move_the_window() -> None:
-    """5,000 events (issue 45: the view opens in 200 ms): what is mounted is a
-    screenful, one widget a block (Textual's Markdown widget made each
-    message a dozen); home, a far search match and end move the window
-    rather than mounting every block on the way."""
+    """5,000 events (issue 45: the view opens in 200 ms): what is laid out is
+    a screenful of blocks, drawn by one widget (no widget per block); home,
+    a far search match and end move the window rather than drawing every
+    block on the way."""
     owner = ConvoOwner(_session(turns=1000))
     app = ConvoApp(owner)
     async with app.run_test(size=(200, 50)) as pilot:
@@ -148,8 +155,7 @@ async def test_thousands_of_events_open_as_a_handful_of_widgets_and_jumps_move_t
         total = len(view.conversation.blocks)
         assert len(owner.events) > 5000 and total > 3000
         assert len(view.views) <= 3 * WINDOW
-        blocks = [w for w in view.walk_children() if isinstance(w, BlockView)]
-        assert len(blocks) == len(view.views) and all(not b.children for b in blocks)
+        assert not view.children  # one widget draws them all, line by line
         await pilot.press("home")
         await until(pilot, "the first block shown", lambda: view.first_mounted == 0)
         assert len(view.views) <= MAX_MOUNTED
@@ -157,8 +163,9 @@ async def test_thousands_of_events_open_as_a_handful_of_widgets_and_jumps_move_t
         screen = app.screen
         assert isinstance(screen, ConversationScreen) and len(screen.matches) == 1
         found = await until(pilot, "the match", lambda: view.views.get(screen.matches[0]))
-        await until(pilot, "it scrolled to", lambda: found.region.overlaps(view.region))
-        assert len(view.views) <= MAX_MOUNTED and _highlighted(found, CURRENT) == ["Turn 500"]
+        await until(pilot, "it scrolled to", lambda: view.shown(found.index))
+        assert len(view.views) <= MAX_MOUNTED
+        assert _highlighted(view, found, CURRENT) == ["Turn 500"]
         await pilot.press("end")
         await until(pilot, "the tail", lambda: view.at_tail and view.at_the_end)
         owner.push(said("message", "the newest words"))
@@ -195,7 +202,7 @@ async def test_hostile_agent_text_is_shown_as_text_and_its_links_open_nothing(
         await pilot.press("home")
         await until(pilot, "every block", lambda: len(view.views) == len(view.conversation.blocks))
         await pilot.pause(0.2)
-        drawn = {i: _drawn(b) for i, b in view.views.items()}
+        drawn = {i: _drawn(view, b) for i, b in view.views.items()}
         for segments in drawn.values():
             text = "".join(s.text for s in segments)
             assert "\x1b" not in text and "\x07" not in text and "\u202e" not in text
@@ -208,7 +215,11 @@ async def test_hostile_agent_text_is_shown_as_text_and_its_links_open_nothing(
         text = "".join(s.text for s in drawn[message.index])
         assert "␛" in text and "javascript:alert(1)" in text  # ESC shown; the address in sight
         assert "the operator must not see this" in text and "<script>" in text  # HTML as text
-        await pilot.click(message)
+        top = view.top_of(message.index)
+        assert top is not None
+        view.scroll_to(y=top, animate=False, immediate=True, force=True)
+        await pilot.pause()
+        await pilot.click(view, offset=(4, 1))  # on the message's words (and its address)
         await pilot.pause(0.2)
         assert opened == [] and app.is_running and isinstance(app.screen, ConversationScreen)
 
@@ -227,12 +238,23 @@ async def test_each_thought_is_one_collapsed_block_and_tool_calls_show_command_d
         folded = thoughts[0]
         assert folded.collapsed and "(2 lines)" in folded.title()
         assert "then change it" not in str(folded.render())  # folded: its title line only
+        assert "then change it" not in _screen_text(app)
         assert folded.block.text == "step 0: look at the file\nstep 0: then change it"
-        folded.focus()  # tab reaches it; enter opens it
+        await pilot.press("tab")  # tab selects the first folded block in view (the prompt)
+        assert view.selected == 0 and view.views[0].block.kind == "prompt"
+        await pilot.press("tab")  # then the first thought; enter opens it
+        assert view.selected == folded.index and app.focused is view
         await pilot.press("enter")
         assert not folded.collapsed and "step 0: then change it" in str(folded.render())
+        await until(pilot, "its lines painted", lambda: "then change it" in _screen_text(app))
         await pilot.press("enter")
         assert folded.collapsed
+        await pilot.press("tab")  # the next thought
+        assert view.selected == thoughts[1].index
+        top = view.top_of(thoughts[1].index)
+        assert top is not None
+        await pilot.click(view, offset=(3, top - int(view.scroll_y)))  # a click opens it too
+        assert not thoughts[1].collapsed
         tools = {b.block.tool_call_id: b for b in view.views.values() if b.block.kind == "tool"}
         run = str(tools["t1"].render())
         assert "$ pytest -q" in run and "3 passed" in run
@@ -254,21 +276,23 @@ async def test_search_highlights_every_match_and_n_and_shift_n_move_between_them
         assert len(screen.matches) == 11 and app.focused is view
         current = view.views[screen.matches[-1]]
         await pilot.pause()
-        assert current.has_class("-current") and current.region.overlaps(view.region)
+        assert current.current and view.shown(current.index)
         # the words found are highlighted, not the whole block ("## Turn 19": "Turn 1" of it)
-        assert _highlighted(current, CURRENT) == ["Turn 1"]
+        assert _highlighted(view, current, CURRENT) == ["Turn 1"]
+        assert "".join(s.text for s in _drawn(view, current)).startswith("▌")  # marked at the left
         await pilot.press("N")
         await pilot.pause()
         previous = view.views[screen.matches[-2]]
-        assert previous.has_class("-current") and not current.has_class("-current")
-        assert current.has_class("-match")
-        assert _highlighted(current, MATCH) == ["Turn 1"] and _highlighted(current, CURRENT) == []
-        assert _highlighted(previous, CURRENT) == ["Turn 1"]
+        assert previous.current and not current.current
+        assert current.needle == "Turn 1"
+        assert _highlighted(view, current, MATCH) == ["Turn 1"]
+        assert _highlighted(view, current, CURRENT) == []
+        assert _highlighted(view, previous, CURRENT) == ["Turn 1"]
         await pilot.press("n", "n")  # wraps to the first: "Turn 1", before the window
         await pilot.pause()
         first = view.views[screen.matches[0]]
-        assert first.has_class("-current") and "Turn 1\n" in first.block.text
-        assert first.region.overlaps(view.region)
+        assert first.current and "Turn 1\n" in first.block.text
+        assert view.shown(first.index)
 
 
 async def test_the_prompt_offers_the_agents_commands_and_sends_through_respond() -> None:
@@ -314,3 +338,46 @@ def test_snapshot_of_the_conversation(snap_compare: Any, size: tuple[int, int]) 
         await pilot.pause(0.2)
 
     assert snap_compare(ConvoApp(owner), terminal_size=size, run_before=before)
+
+
+async def test_the_kept_lines_are_drawn_again_in_a_new_theme() -> None:
+    """Each block's lines are drawn once and kept: a theme switch must not
+    leave them in the old theme's colours."""
+    app = ConvoApp(ConvoOwner(_session(turns=1)))
+    async with app.run_test(size=(80, 24)) as pilot:
+        view = await _opened(app, pilot)
+        tool = next(i for i, v in view.views.items() if v.block.kind == "tool")
+
+        def background() -> str | None:
+            style = view.drawn(tool)[0]._segments[0].style
+            return None if style is None or style.bgcolor is None else style.bgcolor.name
+
+        dark = background()
+        app.theme = "textual-light"
+        await until(pilot, "the light theme's colours", lambda: background() != dark)
+
+
+async def test_the_mouse_wheel_lets_go_of_the_tail_and_takes_it_again_at_the_end() -> None:
+    owner = ConvoOwner(_session(turns=10))
+    app = ConvoApp(owner)
+    async with app.run_test(size=(80, 24)) as pilot:
+        view = await _opened(app, pilot)
+
+        def wheel(kind: type[events.MouseScrollUp | events.MouseScrollDown]) -> None:
+            view.post_message(kind(view, 5, 5, 0, 1, 0, False, False, False))
+
+        for _ in range(3):
+            wheel(events.MouseScrollUp)
+        await until(pilot, "scrolled up", lambda: not view.at_the_end)
+        held = view.scroll_y
+        owner.push(said("message", "more while I read"))
+        await until(
+            pilot, "the new block laid out", lambda: len(view.conversation.blocks) - 1 in view.views
+        )
+        await pilot.pause(0.2)
+        assert view.scroll_y == held and not view.following  # reading is not interrupted
+        for _ in range(30):
+            wheel(events.MouseScrollDown)
+        await until(pilot, "following again", lambda: view.following and view.at_the_end)
+        owner.push(said("message", "the newest words"))
+        await until(pilot, "the tail followed", lambda: "the newest words" in _visible_text(view))

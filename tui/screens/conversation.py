@@ -129,9 +129,7 @@ class ConversationScreen(Screen[None]):
 
     def compose(self) -> ComposeResult:
         yield Static("", id="convo-header")
-        yield Input(
-            placeholder="Search the conversation (enter: first match; n/N)", id="convo-search"
-        )
+        # the search's input is mounted by the first ctrl+f (opening stays a handful of widgets)
         with Vertical(id="convo-body"):
             # what the session has journaled is folded here, so the view is
             # composed with the screen (one layout, one paint), not mounted after it
@@ -326,9 +324,9 @@ class ConversationScreen(Screen[None]):
         prompt.insert(event.character)
 
     def action_leave(self) -> None:
-        search = self.query_one("#convo-search", Input)
         if self._typing():
-            search.remove_class("-open")
+            for search in self.query("#convo-search"):
+                search.remove_class("-open")
             self._focus_view()
             return
         self.app.pop_screen()
@@ -343,8 +341,15 @@ class ConversationScreen(Screen[None]):
     def action_focus_prompt(self) -> None:
         self.query_one(PromptArea).focus()
 
-    def action_search(self) -> None:
-        search = self.query_one("#convo-search", Input)
+    async def action_search(self) -> None:
+        found = self.query("#convo-search")
+        if found:
+            search = found.first(Input)
+        else:
+            search = Input(
+                placeholder="Search the conversation (enter: first match; n/N)", id="convo-search"
+            )
+            await self.mount(search, after="#convo-header")
         search.add_class("-open")
         search.focus()
 

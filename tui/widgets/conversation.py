@@ -7,24 +7,37 @@ Everything here is the agent's text, so nothing is obeyed: markdown is
 rendered by `SafeMarkdown` (control characters made visible, raw HTML shown
 as text, links drawn with their address and clickable nowhere), and every
 other block is a `Content` built by `safe_content`/`safe_markup` (never
-parsed as markup). Each block is one widget, and only a window of blocks is
-mounted (`ConversationView`): a conversation of thousands of events opens
-as fast as a screenful of them. The view follows the tail (Textual's
-anchor: scrolling up lets go, scrolling back to the end takes it again); a
-search highlights the words it found, not the whole block."""
+parsed as markup).
+
+The whole transcript is ONE widget drawn line by line (Textual's line API,
+a `ScrollView` with `render_line`), not a widget per block: opening a
+conversation of 5,000 events costs folding the events (a few ms) and
+drawing the blocks of one screenful, not mounting, styling and laying out
+a widget per block (issue 45: it opens in 200 ms). Each block's lines are
+drawn once per width and kept (`BlockView.lines`) until the block, its
+fold or its search marks change. Only a window of consecutive blocks is
+laid out (`first_mounted` to `end_mounted`; the blocks before and after it
+are counted in a line at either end), so even the lines kept stay a
+screenful or a few. The view follows the tail (scrolling up lets go,
+scrolling back to the end takes it again); a search highlights the words
+it found, not the whole block."""
 
 from __future__ import annotations
 
+import bisect
 import re
 from typing import ClassVar
 
 from rich.console import RenderableType
+from rich.segment import Segment
 from rich.style import Style
-from textual.app import ComposeResult
+from textual import events
 from textual.binding import Binding, BindingType
-from textual.containers import VerticalScroll
 from textual.content import Content
-from textual.widgets import Static
+from textual.geometry import Size
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+from textual.visual import Visual, visualize
 
 from ..conversation_blocks import Block, Conversation
 from ..safe_markdown import Highlighted, SafeMarkdown
@@ -104,50 +117,32 @@ def plan_content(block: Block) -> Content:
 FOLDED = ("thought", "prompt")  # kinds drawn folded: a title line, the text on enter or a click
 MATCH_STYLE = "bold black on #ffff00"  # the words a search found
 CURRENT_STYLE = "bold black on #ff8700"  # … in the match n/N is on
+CURRENT_MARK = "▌"  # at the left of the block n/N is on
 
 
-class BlockView(Static):
-    """One block as one widget (a conversation's screenful is a handful of
-    widgets, whatever its markdown holds): `show` redraws it from the block
-    as it is now, `mark` highlights a search's words in it. A thought or a
-    prompt is folded to its title line; enter (it takes focus: tab reaches
-    it) or a click opens and closes it."""
-
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("enter", "fold", "Open/close", show=False),
-    ]
-
-    DEFAULT_CSS = """
-    BlockView { height: auto; margin: 0 0 1 0; }
-    BlockView.block-message { padding: 0 1; }
-    BlockView.block-tool { background: $boost; padding: 0 1; }
-    BlockView.block-prompt { color: $text-muted; }
-    BlockView:focus { background: $boost; }
-    BlockView.-current { border-left: thick $warning; }
-    """
+class BlockView:
+    """One block's drawing (not a widget: the view draws its lines): `show`
+    notes the block changed, `mark` highlights a search's words in it, and
+    a thought or a prompt is folded to its title line until it is opened
+    (enter on it, or a click). `lines` are drawn once per width and kept
+    until the block, its fold, its marks or its selection change."""
 
     def __init__(self, block: Block, index: int) -> None:
-        super().__init__(classes=f"block-{block.kind}", markup=False)
         self.block = block
         self.index = index
         self.collapsed = block.kind in FOLDED
-        self.can_focus = block.kind in FOLDED
         self.needle = ""  # the search's words, highlighted where they are shown
         self.current = False  # the match n/N is on
-        self._shown = -1
-        self.show()
+        self.selected = False  # the block enter opens and closes (tab moves it)
+        self._key: tuple[object, ...] | None = None
+        self._lines: list[Strip] = []
 
-    def show(self) -> None:
-        """Redraw when the block changed since the last time (a streamed
-        message, a tool call's new status or output, the plan's entries)."""
-        if self.block.version != self._shown:
-            self._draw()
+    @property
+    def foldable(self) -> bool:
+        return self.block.kind in FOLDED
 
-    def _draw(self) -> None:
-        self._shown = self.block.version
-        self.update(self._drawn())
-
-    def _drawn(self) -> RenderableType | Content:
+    def render(self) -> RenderableType | Content:
+        """What the block shows now (a message's markdown, else a `Content`)."""
         block = self.block
         style = CURRENT_STYLE if self.current else MATCH_STYLE
         if block.kind == "message":
@@ -193,46 +188,60 @@ class BlockView(Static):
 
     def title(self) -> str:
         """A folded block's title line, as plain text."""
-        return str(self._fold()).split("\n", 1)[0] if self.block.kind in FOLDED else ""
+        return str(self._fold()).split("\n", 1)[0] if self.foldable else ""
 
     def mark(self, needle: str, current: bool) -> None:
         """Highlight `needle` where it is shown (none: ""); the current match
         is opened if it is folded, so its words can be seen."""
         if current and self.collapsed and needle.casefold() in self.block.text.casefold():
             self.collapsed = False
-        if (needle, current) != (self.needle, self.current) or not self.is_mounted:
-            self.needle, self.current = needle, current
-            self.set_class(bool(needle), "-match")
-            self.set_class(current, "-current")
-            self._draw()
+        self.needle, self.current = needle, current
 
-    def action_fold(self) -> None:
-        if self.block.kind in FOLDED:
+    def fold(self) -> None:
+        """Open a folded block, or fold an open one."""
+        if self.foldable:
             self.collapsed = not self.collapsed
-            self._draw()
-
-    def on_click(self) -> None:
-        self.action_fold()
 
     def text(self) -> str:
         """What this block holds, as plain text (tests, search)."""
         return "\n".join((self.block.title, self.block.text, self.block.output))
 
+    def forget(self) -> None:
+        """Draw the lines again next time (the theme changed)."""
+        self._key = None
 
-class ConversationView(VerticalScroll, can_focus=True):
-    """The blocks, scrolled by keyboard (up/down, page up/down, home/end).
+    def lines(self, view: ConversationView, width: int) -> list[Strip]:
+        """The block's lines at `width` (kept until something they show changes)."""
+        key = (
+            self.block.version,
+            width,
+            self.collapsed,
+            self.needle,
+            self.current,
+            self.selected,
+        )
+        if key != self._key:
+            self._lines = view.draw(self, width)
+            self._key = key
+        return self._lines
 
-    Only a window of consecutive blocks is mounted (`first_mounted` to
-    `end_mounted`); the blocks before and after it are counted in a line
-    at either end. Opening mounts the tail and follows it (new blocks are
-    mounted as they come while the window reaches the tail). Up or page up
-    at the top mounts `WINDOW` more above, keeping the place; down or page
-    down at the bottom, `WINDOW` more below. Home and end move the window
-    to the first or the last blocks (not every block in between: a
-    conversation of thousands of blocks stays a handful of widgets); a
+
+class ConversationView(ScrollView, can_focus=True):
+    """The blocks, scrolled by keyboard (up/down, page up/down, home/end),
+    drawn line by line by this one widget.
+
+    Only a window of consecutive blocks is laid out (`first_mounted` to
+    `end_mounted`); the blocks before and after it are counted in a line at
+    either end. Opening lays out the tail (a screenful) and follows it (new
+    blocks join the window as they come while it reaches the tail). Up or
+    page up at the top adds `WINDOW` more above, keeping the place; down or
+    page down at the bottom, `WINDOW` more below. Home and end move the
+    window to the first or the last blocks (not every block in between); a
     search's match far from the window moves it there. At most
-    `MAX_MOUNTED` blocks stay mounted: reading up past that lets go of the
-    blocks at the bottom."""
+    `MAX_MOUNTED` blocks stay in the window: reading up past that lets go
+    of the blocks at the bottom. Tab and shift+tab select the next or
+    previous thought or prompt in view (past the last, focus moves on);
+    enter or a click opens and closes it."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("up", "line_up", "Up", show=False),
@@ -241,74 +250,161 @@ class ConversationView(VerticalScroll, can_focus=True):
         Binding("pagedown", "later_page", "Page down", show=False),
         Binding("home", "earliest", "Start", show=False),
         Binding("end", "latest", "End", show=False),
+        Binding("enter", "fold", "Open/close", show=False),
+        Binding("tab", "select_next", "Next thought", show=False),
+        Binding("shift+tab", "select_previous", "Previous thought", show=False),
     ]
 
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "conversation--tool",
+        "conversation--prompt",
+        "conversation--selected",
+        "conversation--current",
+        "conversation--edge",
+    }
+
     DEFAULT_CSS = """
-    ConversationView { height: 1fr; padding: 0 1; }
-    ConversationView #earlier { color: $text-muted; margin: 0 0 1 0; }
-    ConversationView #later { color: $text-muted; }
+    ConversationView { height: 1fr; padding: 0 1; scrollbar-gutter: stable; }
+    ConversationView > .conversation--tool { background: $boost; }
+    ConversationView > .conversation--prompt { color: $text-muted; }
+    ConversationView > .conversation--selected { background: $boost; }
+    ConversationView > .conversation--current { color: $warning; }
+    ConversationView > .conversation--edge { color: $text-muted; }
     """
 
     def __init__(self, conversation: Conversation, **kwargs: object) -> None:
         super().__init__(**kwargs)  # type: ignore[arg-type]
         self.conversation = conversation
-        self.first_mounted = 0  # the earliest block mounted
-        self.end_mounted = 0  # one past the last block mounted
-        self.views: dict[int, BlockView] = {}
+        total = len(conversation.blocks)
+        self.first_mounted = max(0, total - WINDOW)  # the earliest block laid out
+        self.end_mounted = total  # one past the last block laid out
+        self.views: dict[int, BlockView] = {
+            i: BlockView(conversation.blocks[i], i) for i in range(self.first_mounted, total)
+        }
         self.needle = ""
         self.found: set[int] = set()
         self.current: int | None = None
+        self.following = True  # at the tail, new blocks scroll into view
+        self.selected: int | None = None
+        self._lines: list[Strip] = []  # the window's lines, edges and gaps included
+        self._tops: list[int] = []  # each window block's first line, in window order
+        self._width = 0
+        self._blank = Strip.blank(0)  # a line past the end (the view's style: kept per layout)
+        self._style = Style()
+        self._layout_pending = False  # a layout is due (events came in a burst)
 
     # -- the window ------------------------------------------------------------------------
 
     @property
     def at_the_end(self) -> bool:
-        """Scrolled to the end (Textual's anchor can scroll a conversation
-        shorter than the view to a negative offset: all of it shown is the end too)."""
+        """Scrolled to the end (a conversation shorter than the view is all shown: the end too)."""
         return self.max_scroll_y == 0 or self.scroll_y >= self.max_scroll_y
 
     @property
     def at_tail(self) -> bool:
-        """The window reaches the last block (new ones are mounted as they come)."""
+        """The window reaches the last block (new ones join it as they come)."""
         return self.end_mounted >= len(self.conversation.blocks)
 
-    def compose(self) -> ComposeResult:
-        total = len(self.conversation.blocks)
-        self.first_mounted, self.end_mounted = max(0, total - WINDOW), total
-        yield Static(self._earlier_words(), id="earlier")
-        yield from (self._view(i) for i in range(self.first_mounted, self.end_mounted))
-        yield Static(self._later_words(), id="later")
-
-    def _view(self, index: int) -> BlockView:
-        view = BlockView(self.conversation.blocks[index], index)
-        if self.needle and index in self.found:
-            view.mark(self.needle, index == self.current)
-        self.views[index] = view
-        return view
-
     def on_mount(self) -> None:
-        self._edges()
-        self.anchor()
+        self.watch(self.app, "theme", self._restyle, init=False)
         self.call_after_refresh(self._fill)
 
-    async def _fill(self) -> None:
-        """A tall screen shows more than `WINDOW` blocks: mount more (above
-        at the tail, below elsewhere) until the view scrolls or none are left."""
-        if not self.is_attached:
-            return
-        if not self.size.height:  # not laid out yet: its height is not known
-            self.call_after_refresh(self._fill)
-            return
-        if self.max_scroll_y > 0:
-            return
-        if self.at_tail and self.first_mounted > 0:
-            await self.show_from(max(0, self.first_mounted - WINDOW))
-            self.anchor()
-        elif not self.at_tail:
-            await self.show_until(self.end_mounted + WINDOW)
-        else:
-            return
+    def _restyle(self) -> None:
+        """A new theme: the kept lines hold the old one's colours (drawn
+        again once the new styles are applied: after the next refresh)."""
+
+        def redraw() -> None:
+            for view in self.views.values():
+                view.forget()
+            self._layout()
+
+        self.call_after_refresh(redraw)
+
+    def on_resize(self, event: events.Resize) -> None:
+        self._layout()
         self.call_after_refresh(self._fill)
+
+    def _fill(self) -> None:
+        """A tall screen shows more than `WINDOW` blocks: lay out more (above
+        at the tail, below elsewhere) until the view scrolls or none are left."""
+        if not self.is_attached or not self.size.height or not self._width:
+            return
+        while self.max_scroll_y == 0:
+            if self.at_tail and self.first_mounted > 0:
+                self.show_from(self.first_mounted - WINDOW)
+            elif not self.at_tail:
+                self.show_until(self.end_mounted + WINDOW)
+            else:
+                return
+
+    def _edge(self, words: Content) -> Strip:
+        style = self.get_visual_style("conversation--edge")
+        return Visual.to_strips(self, words, self._width, 1, style, pad=True)[0]
+
+    def _layout(self) -> None:
+        """Lay the window's blocks out again (their kept lines reused) and
+        follow the tail if it is followed."""
+        width = self.scrollable_content_region.width
+        if width <= 0:
+            return
+        self._width = width
+        lines: list[Strip] = []
+        self._style = self.rich_style  # kept: render_line draws with it on every line
+        blank = Strip.blank(width, self._style)
+        if self.first_mounted > 0:
+            lines.append(self._edge(self._earlier_words()))
+            lines.append(blank)
+        tops: list[int] = []
+        for index in range(self.first_mounted, self.end_mounted):
+            tops.append(len(lines))
+            lines.extend(self.views[index].lines(self, width))
+            lines.append(blank)
+        if not self.at_tail:
+            lines.append(self._edge(self._later_words()))
+        self._lines, self._tops = lines, tops
+        self._blank = blank
+        self.virtual_size = Size(width, len(lines))
+        if self.following:
+            self.scroll_to(y=self.max_scroll_y, animate=False, immediate=True, force=True)
+        self.refresh()
+
+    def _scroll_update(self, virtual_size: Size) -> None:
+        """Textual shows the scrollbar after the view scrolled to the tail:
+        put its thumb where the view is."""
+        super()._scroll_update(virtual_size)
+        if self.show_vertical_scrollbar:
+            self.vertical_scrollbar.position = self.scroll_y
+
+    def draw(self, view: BlockView, width: int) -> list[Strip]:
+        """A block's lines at `width`: its padding, background and marks drawn here."""
+        kind = view.block.kind
+        components = ("conversation--tool",) if kind == "tool" else ()
+        if kind == "prompt":
+            components = ("conversation--prompt",)
+        if view.selected:
+            components = (*components, "conversation--selected")
+        style = self.get_visual_style(*components)
+        left = 1 if kind in ("message", "tool") or view.current else 0
+        right = 1 if kind in ("message", "tool") else 0
+        inner = max(1, width - left - right)
+        visual = visualize(self, view.render(), markup=False)
+        strips = Visual.to_strips(self, visual, inner, None, style, pad=True)
+        rich_style = style.rich_style
+        if view.current:  # the mark takes the left column
+            mark = self.get_visual_style("conversation--current").rich_style
+            marked = Segment(CURRENT_MARK, rich_style + mark)
+            return [
+                Strip([marked, *strip], inner + 1).crop_pad(inner + 1, 0, right, rich_style)
+                for strip in strips
+            ]
+        return [strip.crop_pad(inner, left, right, rich_style) for strip in strips]
+
+    def render_line(self, y: int) -> Strip:
+        scroll_x, scroll_y = self.scroll_offset
+        row = scroll_y + y
+        width = self.scrollable_content_region.width
+        strip = self._lines[row] if 0 <= row < len(self._lines) else self._blank
+        return strip.crop_extend(scroll_x, scroll_x + width, self._style)
 
     def _earlier_words(self) -> Content:
         return safe_markup(
@@ -322,149 +418,254 @@ class ConversationView(VerticalScroll, can_focus=True):
             len(self.conversation.blocks) - self.end_mounted,
         )
 
-    def _edges(self) -> None:
-        earlier, later = self.query_one("#earlier", Static), self.query_one("#later", Static)
-        earlier.update(self._earlier_words())
-        earlier.display = self.first_mounted > 0
-        later.update(self._later_words())
-        later.display = not self.at_tail
+    def _view(self, index: int) -> BlockView:
+        view = BlockView(self.conversation.blocks[index], index)
+        if self.needle and index in self.found:
+            view.mark(self.needle, index == self.current)
+        self.views[index] = view
+        return view
 
     async def changed(self, index: int) -> None:
-        """Block `index` was added or changed: redraw it, mount it (the
-        window reaches the tail), or count it (the window is elsewhere)."""
-        view = self.views.get(index)
-        if view is not None:
-            view.show()
-            return
+        """Block `index` was added or changed: draw it again, add it to the
+        window (the window reaches the tail), or count it (it is elsewhere).
+        A burst of events is laid out once, after it (not once per event)."""
         if index == self.end_mounted and index >= self.first_mounted:
+            self._view(index)
             self.end_mounted = index + 1
-            await self.mount(self._view(index), before=self.query_one("#later"))
-        elif index > self.end_mounted:
-            self._edges()
+        if index in self.views or index >= self.end_mounted:
+            self._layout_soon()
 
-    async def show_from(self, index: int) -> None:
-        """Mount the blocks from `index` on up to the window (the operator
+    def _layout_soon(self) -> None:
+        if not self._layout_pending:
+            self._layout_pending = True
+            self.call_next(self._layout_now)
+
+    def _layout_now(self) -> None:
+        self._layout_pending = False
+        self._layout()
+
+    def show_from(self, index: int) -> None:
+        """Lay out the blocks from `index` on up to the window (the operator
         went up to them); past `MAX_MOUNTED`, let go of the bottom ones."""
         index = max(0, index)
         if index >= self.first_mounted:
             return
-        views = [self._view(i) for i in range(index, self.first_mounted)]
-        await self.mount_all(views, after=self.query_one("#earlier"))
+        for i in range(index, self.first_mounted):
+            self._view(i)
         self.first_mounted = index
         excess = self.end_mounted - self.first_mounted - MAX_MOUNTED
         if excess > 0:
-            gone = range(self.end_mounted - excess, self.end_mounted)
-            await self.remove_children([self.views.pop(i) for i in gone])
+            for i in range(self.end_mounted - excess, self.end_mounted):
+                self.views.pop(i)
             self.end_mounted -= excess
-        self._edges()
+        self._layout()
 
-    async def show_until(self, end: int) -> None:
-        """Mount the blocks after the window up to `end` (the operator went down to them)."""
+    def show_until(self, end: int) -> None:
+        """Lay out the blocks after the window up to `end` (the operator went down to them)."""
         end = min(end, len(self.conversation.blocks))
         if end <= self.end_mounted:
             return
-        views = [self._view(i) for i in range(self.end_mounted, end)]
-        await self.mount_all(views, before=self.query_one("#later"))
+        for i in range(self.end_mounted, end):
+            self._view(i)
         self.end_mounted = end
-        self._edges()
+        self._layout()
 
-    async def _move(self, first: int, end: int) -> None:
+    def _move(self, first: int, end: int) -> None:
         """The window becomes `first` to `end` (a jump far from where it was)."""
-        await self.remove_children(list(self.views.values()))
         self.views = {}
+        self.selected = None
         self.first_mounted = self.end_mounted = first
-        await self.show_until(end)
+        self.show_until(end)
+
+    def top_of(self, index: int) -> int | None:
+        """Block `index`'s first line in the view's lines (None: not laid out)."""
+        if not self.first_mounted <= index < self.end_mounted or not self._tops:
+            return None
+        return self._tops[index - self.first_mounted]
+
+    def shown(self, index: int) -> bool:
+        """Some line of block `index` is on screen."""
+        top = self.top_of(index)
+        if top is None:
+            return False
+        bottom = top + len(self.views[index].lines(self, self._width))
+        return (
+            top < self.scroll_y + self.scrollable_content_region.height and bottom > self.scroll_y
+        )
+
+    def drawn(self, index: int) -> list[Strip]:
+        """Block `index`'s lines as drawn now (tests, search)."""
+        return self.views[index].lines(self, self._width)
+
+    def block_at(self, y: int) -> int | None:
+        """The block drawn on the view's line `y` (scrolled lines counted)."""
+        at = bisect.bisect_right(self._tops, y) - 1
+        if at < 0:
+            return None
+        index = self.first_mounted + at
+        if y >= self._tops[at] + len(self.views[index].lines(self, self._width)):
+            return None  # the gap below it
+        return index
 
     # -- the keys --------------------------------------------------------------------------
 
-    async def action_earliest(self) -> None:
-        self.anchor(False)  # a jump: the tail no longer followed (end takes it again)
-        if self.first_mounted > 0:
-            if self.end_mounted <= MAX_MOUNTED:
-                await self.show_from(0)
-            else:
-                await self._move(0, WINDOW)
-        self.call_after_refresh(self.scroll_home, animate=False)
-        self.call_after_refresh(self._fill)
-
-    async def action_latest(self) -> None:
-        total = len(self.conversation.blocks)
-        if not self.at_tail:
-            if total - self.first_mounted <= MAX_MOUNTED:
-                await self.show_until(total)
-            else:
-                await self._move(max(0, total - WINDOW), total)
-        self.anchor()
-        self.call_after_refresh(self._fill)
-
-    async def action_line_up(self) -> None:
-        self.release_anchor()
-        await self._more_at_the_top()
-        self.scroll_up(animate=False)
-
-    async def action_earlier_page(self) -> None:
-        self.release_anchor()
-        await self._more_at_the_top()
-        self.scroll_page_up(animate=False)
-
-    async def action_line_down(self) -> None:
-        await self._more_at_the_bottom()
-        self.scroll_down(animate=False)
-        self.call_after_refresh(self._follow_again)
-
-    async def action_later_page(self) -> None:
-        await self._more_at_the_bottom()
-        self.scroll_page_down(animate=False)
-        self.call_after_refresh(self._follow_again)
+    def _let_go(self) -> None:
+        self.following = False
 
     def _follow_again(self) -> None:
         """Down to the very end of the conversation: follow its tail again."""
-        if self.at_tail and self.at_the_end and not self.is_anchored:
-            self.anchor()
+        if self.at_tail and self.at_the_end:
+            self.following = True
 
-    async def _more_at_the_top(self) -> None:
-        """At the top with earlier blocks unshown: mount `WINDOW` more above,
-        the view kept where it was (they appear above what was read)."""
+    def action_earliest(self) -> None:
+        self._let_go()  # a jump: the tail no longer followed (end takes it again)
+        if self.first_mounted > 0:
+            if self.end_mounted <= MAX_MOUNTED:
+                self.show_from(0)
+            else:
+                self._move(0, WINDOW)
+        self.scroll_to(y=0, animate=False, immediate=True, force=True)
+        self._fill()
+
+    def action_latest(self) -> None:
+        total = len(self.conversation.blocks)
+        self.following = True
+        if not self.at_tail:
+            if total - self.first_mounted <= MAX_MOUNTED:
+                self.show_until(total)
+            else:
+                self._move(max(0, total - WINDOW), total)
+        self._layout()
+        self._fill()
+
+    def action_line_up(self) -> None:
+        self._let_go()
+        self._more_at_the_top()
+        self.scroll_to(y=self.scroll_y - 1, animate=False, immediate=True, force=True)
+
+    def action_earlier_page(self) -> None:
+        self._let_go()
+        self._more_at_the_top()
+        page = self.scrollable_content_region.height
+        self.scroll_to(y=self.scroll_y - page, animate=False, immediate=True, force=True)
+
+    def action_line_down(self) -> None:
+        self._more_at_the_bottom()
+        self.scroll_to(y=self.scroll_y + 1, animate=False, immediate=True, force=True)
+        self._follow_again()
+
+    def action_later_page(self) -> None:
+        self._more_at_the_bottom()
+        page = self.scrollable_content_region.height
+        self.scroll_to(y=self.scroll_y + page, animate=False, immediate=True, force=True)
+        self._follow_again()
+
+    def on_mouse_scroll_up(self, event: events.MouseScrollUp) -> None:
+        self._let_go()
+
+    def on_mouse_scroll_down(self, event: events.MouseScrollDown) -> None:
+        self.call_after_refresh(self._follow_again)
+
+    def _more_at_the_top(self) -> None:
+        """At the top with earlier blocks not laid out: add `WINDOW` more
+        above, the view kept where it was (they appear above what was read)."""
         if self.scroll_y > 0 or self.first_mounted == 0:
             return
-        before = self.virtual_size.height
-        await self.show_from(self.first_mounted - WINDOW)
-        self.call_after_refresh(self._keep_place, before)
+        before = len(self._lines)
+        self.show_from(self.first_mounted - WINDOW)
+        self.scroll_to(y=len(self._lines) - before, animate=False, immediate=True, force=True)
 
-    async def _more_at_the_bottom(self) -> None:
+    def _more_at_the_bottom(self) -> None:
         if self.scroll_y < self.max_scroll_y or self.at_tail:
             return
-        await self.show_until(self.end_mounted + WINDOW)
+        self.show_until(self.end_mounted + WINDOW)
 
-    def _keep_place(self, before: int) -> None:
-        self.scroll_to(y=self.virtual_size.height - before, animate=False, immediate=True)
+    # -- folding ---------------------------------------------------------------------------
+
+    def select(self, index: int | None) -> None:
+        """Block `index` (a thought or a prompt) is the one enter opens and closes."""
+        if self.selected is not None and self.selected in self.views:
+            self.views[self.selected].selected = False
+        self.selected = index if index is not None and index in self.views else None
+        if self.selected is not None:
+            self.views[self.selected].selected = True
+            self._layout()
+            self._scroll_into_view(self.selected)
+        else:
+            self._layout()
+
+    def _scroll_into_view(self, index: int) -> None:
+        top = self.top_of(index)
+        if top is None:
+            return
+        height = self.scrollable_content_region.height
+        bottom = top + len(self.views[index].lines(self, self._width))
+        if top < self.scroll_y:
+            self._let_go()
+            self.scroll_to(y=top, animate=False, immediate=True, force=True)
+        elif bottom > self.scroll_y + height:
+            self.scroll_to(y=min(top, bottom - height), animate=False, immediate=True, force=True)
+
+    def action_fold(self) -> None:
+        if self.selected is not None and self.selected in self.views:
+            self.views[self.selected].fold()
+            self._layout()
+            self._scroll_into_view(self.selected)  # what was opened stays in sight
+
+    def _foldable_in_view(self) -> list[int]:
+        return [
+            i
+            for i in range(self.first_mounted, self.end_mounted)
+            if self.views[i].foldable and self.shown(i)
+        ]
+
+    def action_select_next(self) -> None:
+        after = [i for i in self._foldable_in_view() if self.selected is None or i > self.selected]
+        if after:
+            self.select(after[0])
+        else:
+            self.select(None)
+            self.screen.focus_next()
+
+    def action_select_previous(self) -> None:
+        before = [i for i in self._foldable_in_view() if self.selected is None or i < self.selected]
+        if before:
+            self.select(before[-1])
+        else:
+            self.select(None)
+            self.screen.focus_previous()
+
+    def on_click(self, event: events.Click) -> None:
+        index = self.block_at(int(self.scroll_y) + event.y)
+        if index is not None and self.views[index].foldable:
+            self.select(index)
+            self.action_fold()
 
     # -- search ----------------------------------------------------------------------------
 
     async def reveal(self, index: int) -> None:
-        """Scroll block `index` into view (moving the window to it if need be)."""
-        self.anchor(False)  # a jump: the tail no longer followed (end takes it again)
+        """Scroll block `index` to the top of the view (moving the window to it if need be)."""
+        self._let_go()  # a jump: the tail no longer followed (end takes it again)
         if index < self.first_mounted:
             if self.end_mounted - index <= MAX_MOUNTED:
-                await self.show_from(index)
+                self.show_from(index)
             else:
-                await self._move(index, index + WINDOW)
+                self._move(index, index + WINDOW)
         elif index >= self.end_mounted:
             if index + 1 - self.first_mounted <= MAX_MOUNTED:
-                await self.show_until(index + 1)
+                self.show_until(index + 1)
             else:
-                await self._move(index, index + WINDOW)
-        view = self.views.get(index)
-        if view is not None:  # once the blocks mounted for it have their height
-            self.call_after_refresh(self.call_after_refresh, self._scroll_to_block, view)
-
-    def _scroll_to_block(self, view: BlockView) -> None:
-        self.scroll_to(y=view.virtual_region.y, animate=False, immediate=True)
+                self._move(index, index + WINDOW)
+        self._fill()
+        top = self.top_of(index)
+        if top is not None:
+            self.scroll_to(y=top, animate=False, immediate=True, force=True)
 
     def mark(self, needle: str, matches: list[int], current: int | None) -> None:
         """Highlight the search's words in the blocks that hold them, the
-        current match's more (and its block marked at the left)."""
+        current match's more (and a mark at its left)."""
         self.needle, self.found, self.current = needle, set(matches), current
         for index, view in self.views.items():
             shown = needle if index in self.found else ""
             view.mark(shown, index == current)
+        self._layout()
