@@ -218,6 +218,33 @@ def _without_conftest_fix(module: str, root: Path) -> str:
     )
 
 
+def untouched_timeout(command: str, limit: float) -> tuple[str, str]:
+    """Why a check that ran out of time on the untouched tree cannot judge
+    the work, and the ways on that work headless. The work did not cause it:
+    the usual cause is a test waiting on something this machine lacks (a
+    server a fixture starts or connects to — cachelib's redis, memcached,
+    MongoDB and DynamoDB tests — or the network); run again, it would only
+    wait as long again, at gate 1 and at every verification."""
+    reason = (
+        f"ran past its time limit ({limit:.0f}s) on the untouched tree, so it cannot judge "
+        "the work: tests waiting on something this machine lacks (a server a fixture starts "
+        "or connects to, the network) are the usual cause"
+    )
+    if _is_pytest(command):
+        narrow = (
+            "give a check over the tests that run here: headless, `corral run --check "
+            "'python3 -m pytest -q -p no:cacheprovider tests/test_A.py tests/test_B.py'` "
+            "(or `--ignore=tests/test_NEEDS_SERVER.py`; `-v` on the check shows the test it "
+            "waits in)"
+        )
+    else:
+        narrow = "give a check over the tests that run here: headless, `corral run --check CMD`"
+    return reason, (
+        narrow + "; or, if the suite is only slow, a longer limit in a contract (`corral run "
+        '--contract FILE` with "timeout_secs" on the check)'
+    )
+
+
 def _is_pytest(command: str) -> bool:
     return "pytest" in command or "py.test" in command
 
