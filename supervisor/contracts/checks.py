@@ -34,7 +34,7 @@ from ..models import (
 from ..sandbox import Grant, SandboxPolicy, active_policy, confined_argv, sandbox_status
 from ..sandbox.argv import confined_env, identity
 from .per_test import Judgement, against_baseline, names, on_untouched_tree
-from .verdicts import classify
+from .verdicts import classify, untouched_timeout
 
 
 class CheckEnvironment(Protocol):
@@ -456,6 +456,10 @@ async def run_check(
         capture=capture_of(output) if untouched and check.baseline and not timed_out else None,
     )
     classified = classify(result, check.command, cwd, intent=intent)
+    if timed_out and untouched:  # no work yet: the limit cannot judge anything
+        reason, fix = untouched_timeout(check.command, timeout)
+        update = {"verdict": CheckVerdict.CANNOT_RUN, "reason": reason, "fix": fix}
+        classified = classified.model_copy(update=update)
     if judgement is not None and not judgement.passed:  # tests ran and failed: the work
         update = {"verdict": CheckVerdict.FAILS, "reason": judgement.note, "fix": ""}
         classified = classified.model_copy(update=update)

@@ -842,18 +842,76 @@ def _py_names(tree: Any) -> set[str]:
     return names
 
 
-def _py_new_item_ok(node: Any, known: set[str], in_class: bool) -> bool:
+def _is_main_guard(node: Any) -> bool:
+    """`if __name__ == "__main__":` exactly, with no `else`: a block that runs
+    only when the file is run as a script, never when a runner imports it.
+    Any other test (`!=`, `or True`) could run at import and is no guard."""
+    import ast
+
+    if not isinstance(node, ast.If) or node.orelse:
+        return False
+    test = node.test
+    if not (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], ast.Eq)
+        and len(test.comparators) == 1
+    ):
+        return False
+    sides = [test.left, test.comparators[0]]
+    names = [s.id for s in sides if isinstance(s, ast.Name)]
+    texts = [s.value for s in sides if isinstance(s, ast.Constant)]
+    return names == ["__name__"] and texts == ["__main__"]
+
+
+def _py_runs_a_test(node: Any, tests: frozenset[str]) -> bool:
+    """A bare call, with no arguments, of one of the file's own module-level
+    `test…` functions: what a script-style test file's `__main__` block adds
+    for a new test (pox's `test_utils()`); nothing else may be added there."""
+    import ast
+
+    if isinstance(node, ast.Pass):
+        return True
+    if not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)):
+        return False
+    call = node.value
+    return (
+        isinstance(call.func, ast.Name)
+        and call.func.id in tests
+        and not call.args
+        and not call.keywords
+    )
+
+
+def _py_module_tests(tree: Any) -> frozenset[str]:
+    """The module-level `test…` functions a file defines."""
+    import ast
+
+    return frozenset(
+        n.name
+        for n in tree.body
+        if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and n.name.startswith("test")
+    )
+
+
+def _py_new_item_ok(
+    node: Any, known: set[str], in_class: bool, tests: frozenset[str] = frozenset()
+) -> bool:
     """A statement the change added: a new import, test function or class
     that runs nothing at import and nothing around the file's own tests
     (xunit setup, `load_tests`, fixtures, hooks) and redefines no name the
     file had. Inside an existing class only new `test…` methods count: any
-    other name could override what the class inherits (`assertEqual`)."""
+    other name could override what the class inherits (`assertEqual`). At
+    module level a new `__main__` guard counts when it only calls the file's
+    own test functions (a script-style test file run by hand or by tox)."""
     import ast
 
     if isinstance(node, ast.Pass) or (
         isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
     ):
         return True
+    if not in_class and _is_main_guard(node):
+        return all(_py_runs_a_test(item, tests) for item in node.body)
     if isinstance(node, ast.Import | ast.ImportFrom) and not in_class:
         return not any(
             a.name == "*" or (a.asname or a.name).split(".")[0] in known for a in node.names
@@ -891,13 +949,24 @@ def _class_head(node: Any) -> str:
     return ast.dump(head)
 
 
-def _py_same_or_extended(old: Any, new: Any, known: set[str]) -> bool:
-    """`new` is the statement `old` as it was, or the same class (name,
-    bases, decorators) with only new test methods among its old body."""
+def _py_same_or_extended(
+    old: Any, new: Any, known: set[str], tests: frozenset[str] = frozenset()
+) -> bool:
+    """`new` is the statement `old` as it was, the same class (name, bases,
+    decorators) with only new test methods among its old body, or the same
+    `__main__` guard with only new calls of the file's test functions."""
     import ast
 
     if ast.dump(old) == ast.dump(new):
         return True
+    if _is_main_guard(old) and _is_main_guard(new):
+        i = 0
+        for item in new.body:
+            if i < len(old.body) and ast.dump(old.body[i]) == ast.dump(item):
+                i += 1
+            elif not _py_runs_a_test(item, tests):
+                return False
+        return i == len(old.body)
     if not (isinstance(old, ast.ClassDef) and isinstance(new, ast.ClassDef)):
         return False
     if _class_head(old) != _class_head(new):
@@ -906,16 +975,21 @@ def _py_same_or_extended(old: Any, new: Any, known: set[str]) -> bool:
 
 
 def _py_kept_in_order(
-    before: list[Any], after: list[Any], known: set[str], *, in_class: bool
+    before: list[Any],
+    after: list[Any],
+    known: set[str],
+    *,
+    in_class: bool,
+    tests: frozenset[str] = frozenset(),
 ) -> bool:
     """Every old statement is still there, as it was and in its order, and
     every statement between them is a safe addition."""
     i = 0
     for node in after:
-        if i < len(before) and _py_same_or_extended(before[i], node, known):
+        if i < len(before) and _py_same_or_extended(before[i], node, known, tests):
             i += 1
             continue
-        if not _py_new_item_ok(node, known, in_class):
+        if not _py_new_item_ok(node, known, in_class, tests):
             return False
     return i == len(before)
 
@@ -923,14 +997,22 @@ def _py_kept_in_order(
 def _py_extended_safe(old: str, new: str) -> bool:
     """Whether a Python test file only gained tests: new test functions or
     classes anywhere among its statements, new `test…` methods in its
-    classes, new imports of new names; nothing it had changed or went."""
+    classes, new imports of new names, a `__main__` guard that only calls
+    the file's test functions (new, or the old one with new calls); nothing
+    it had changed or went."""
     import ast
 
     try:
         before, after = ast.parse(old), ast.parse(new)
     except (SyntaxError, ValueError):
         return False
-    return _py_kept_in_order(before.body, after.body, _py_names(before), in_class=False)
+    return _py_kept_in_order(
+        before.body,
+        after.body,
+        _py_names(before),
+        in_class=False,
+        tests=_py_module_tests(after),
+    )
 
 
 def _extends(repo: Path, path: str, old: Entry, new: Entry) -> bool:

@@ -107,6 +107,27 @@ def _top_level_imports(path: Path) -> set[str]:
     return names
 
 
+def test_files_importing(root: Path, module: str, limit: int = 200) -> tuple[int, int]:
+    """(test files, of which import `module` at module level) under `root`,
+    `test_*.py` and `*_test.py` outside hidden, virtualenv and vendored
+    folders, at most `limit` looked at: whether leaving a conftest out
+    (`--noconftest`) would let any test be collected."""
+    seen = importing = 0
+    skip = {"node_modules", "site-packages", "venv", "build", "dist"}
+    for path in sorted(root.rglob("*.py")):
+        parts = path.relative_to(root).parts
+        if any(p.startswith(".") or p in skip for p in parts[:-1]):
+            continue
+        name = parts[-1]
+        if not (name.startswith("test_") or name.endswith("_test.py")):
+            continue
+        seen += 1
+        importing += module in _top_level_imports(path)
+        if seen >= limit:
+            break
+    return seen, importing
+
+
 def _local_names(root: Path, files: list[Path]) -> set[str]:
     """Top-level names the repository itself provides (its packages and
     modules, and the test directories' own helper modules)."""

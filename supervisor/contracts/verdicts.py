@@ -28,7 +28,7 @@ import shlex
 from pathlib import Path
 
 from ..models import CheckResult, CheckVerdict
-from .test_imports import DISTRIBUTIONS
+from .test_imports import DISTRIBUTIONS, test_files_importing
 
 FIX_SETUP = (
     "edit the setup so the check's tools and dependencies are installed: /setup in the console; "
@@ -194,6 +194,57 @@ def _conftest_that_failed(output: str, root: Path) -> str | None:
     )
 
 
+def _without_conftest_fix(module: str, root: Path) -> str:
+    """The way on past a conftest's missing module that no index has: leave
+    the conftest files out, unless every test file imports the module too
+    (azure's generated tests all import devtools_testutils), where that
+    would collect nothing and only the tests the work adds can judge it."""
+    seen, importing = test_files_importing(root, module)
+    if seen and importing == seen:
+        return (
+            f"; every test file here ({seen}) imports {module} too, so leaving the conftest "
+            "out (`--noconftest`) collects none of them: if no package index the setup "
+            f"reaches has it, install it from where you have it (`corral run --setup-add "
+            f"'{ENV_PYTHON} -m pip install PATH'`), or judge the work by the tests it adds: "
+            "headless, `corral run --check 'python3 -m pytest -q -p no:cacheprovider "
+            "--noconftest tests/test_NEW.py'` naming the new test file"
+        )
+    return (
+        "; if no package index the setup reaches has it (a project's own test tools), "
+        "run the tests without the conftest files: headless, `corral run --check "
+        "'python3 -m pytest -q -p no:cacheprovider --noconftest'` (the tests that need "
+        "their fixtures then fail on the untouched tree too and are listed as already "
+        "failing)"
+    )
+
+
+def untouched_timeout(command: str, limit: float) -> tuple[str, str]:
+    """Why a check that ran out of time on the untouched tree cannot judge
+    the work, and the ways on that work headless. The work did not cause it:
+    the usual cause is a test waiting on something this machine lacks (a
+    server a fixture starts or connects to — cachelib's redis, memcached,
+    MongoDB and DynamoDB tests — or the network); run again, it would only
+    wait as long again, at gate 1 and at every verification."""
+    reason = (
+        f"ran past its time limit ({limit:.0f}s) on the untouched tree, so it cannot judge "
+        "the work: tests waiting on something this machine lacks (a server a fixture starts "
+        "or connects to, the network) are the usual cause"
+    )
+    if _is_pytest(command):
+        narrow = (
+            "give a check over the tests that run here: headless, `corral run --check "
+            "'python3 -m pytest -q -p no:cacheprovider tests/test_A.py tests/test_B.py'` "
+            "(or `--ignore=tests/test_NEEDS_SERVER.py`; `-v` on the check shows the test it "
+            "waits in)"
+        )
+    else:
+        narrow = "give a check over the tests that run here: headless, `corral run --check CMD`"
+    return reason, (
+        narrow + "; or, if the suite is only slow, a longer limit in a contract (`corral run "
+        '--contract FILE` with "timeout_secs" on the check)'
+    )
+
+
 def _is_pytest(command: str) -> bool:
     return "pytest" in command or "py.test" in command
 
@@ -319,12 +370,7 @@ def _cannot_run_reason(
                 CheckVerdict.CANNOT_RUN,
                 f"missing module: {name} (not installed), imported by {conftest}, which "
                 "pytest loads before any test",
-                _install_fix(top, root, python_module=True)
-                + "; if no package index the setup reaches has it (a project's own test tools), "
-                "run the tests without the conftest files: headless, `corral run --check "
-                "'python3 -m pytest -q -p no:cacheprovider --noconftest'` (the tests that need "
-                "their fixtures then fail on the untouched tree too and are listed as already "
-                "failing)",
+                _install_fix(top, root, python_module=True) + _without_conftest_fix(top, root),
             )
         return (
             CheckVerdict.CANNOT_RUN,

@@ -186,3 +186,51 @@ async def test_a_module_a_conftest_lacks_says_so_and_the_way_without_it(
     )
     assert "-m pip install devtools_testutils_xyz" in result.fix
     assert "--noconftest" in result.fix and HEADLESS in result.fix
+
+
+@pytest.mark.slow
+async def test_when_every_test_file_imports_what_the_conftest_lacks_noconftest_is_not_offered(
+    python_project: Path,
+) -> None:
+    """azure-mgmt-containerservice 41.8.0: its conftest and all six of its
+    test files import devtools_testutils, so `--noconftest` would collect
+    none of them: that way on led nowhere; say so and give the ones that
+    can work headless."""
+    write(python_project, "tests/conftest.py", "import devtools_testutils_xyz\n")
+    write(
+        python_project,
+        "tests/test_a.py",
+        "from devtools_testutils_xyz import Case\n\ndef test_a():\n    assert Case\n",
+    )
+    result = await verdict(python_project, f"{PY} -m pytest -q -p no:cacheprovider tests")
+    assert result.reason.startswith("missing module: devtools_testutils_xyz (not installed)")
+    assert "every test file here (1) imports devtools_testutils_xyz too" in result.fix
+    assert "--setup-add" in result.fix and "tests/test_NEW.py" in result.fix
+    assert "(the tests that need their fixtures then fail" not in result.fix
+
+
+@pytest.mark.slow
+async def test_a_suite_that_waits_past_its_limit_on_the_untouched_tree_cannot_run_and_says_why(
+    python_project: Path,
+) -> None:
+    """cachelib 0.17.0: its MongoDB, DynamoDB and redis tests wait on
+    servers this machine lacks, and the baseline ran for ten minutes; a
+    timeout on the untouched tree was a red *fails* ("timed out") with no
+    way on, and every verification would wait as long again."""
+    write(python_project, "tests/test_a.py", "def test_a():\n    assert True\n")
+    write(
+        python_project,
+        "tests/test_server.py",
+        "import time\n\ndef test_waits_for_a_server():\n    time.sleep(60)\n",
+    )
+    check = ContractCheck(
+        name="tests", command=f"{PY} -m pytest -q -p no:cacheprovider tests", timeout_secs=3
+    )
+    result = await run_check(check, python_project, untouched=True)
+    assert result.timed_out and result.verdict is CheckVerdict.CANNOT_RUN
+    assert result.reason.startswith("ran past its time limit (3s) on the untouched tree")
+    assert "--check 'python3 -m pytest" in result.fix and HEADLESS in result.fix
+    assert '"timeout_secs"' in result.fix
+    # after the work (not untouched) a timeout is still the work's failure
+    after = await run_check(check, python_project)
+    assert after.timed_out and after.verdict is CheckVerdict.FAILS

@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from corral.supervisor.contracts.judge import (
     HARNESS,
     build_exam,
@@ -304,6 +306,57 @@ def test_tests_appended_to_a_test_file_are_an_extension_not_an_edit(repo: Path) 
         _tree, exam = _exam(repo, start, contract, {"tests/test_mul.py": rigged})
         assert [c.what for c in exam.changes if c.path == "tests/test_mul.py"] == ["edited"]
         assert exam.changes[0].blocks
+
+
+SCRIPT_STYLE = (
+    "from calc import mul\n\ndef test_mul():\n    assert mul(2, 3) == 6\n\n\n"
+    "if __name__ == '__main__':\n    test_mul()\n"
+)
+
+
+@pytest.mark.slow
+def test_a_test_added_to_a_script_style_test_file_with_its_main_call_is_an_extension(
+    repo: Path,
+) -> None:
+    """pox's shape: test files that tox runs as scripts end in a `__main__`
+    block calling their tests; an honest new test adds a call there (or a
+    new block after it). Both are `extended`; a `__main__` block that could
+    run at import, or that does anything but call the file's tests, is not."""
+    start = _files(repo, {"calc.py": "def mul(a, b):\n    return a * b\n"})
+    start = _files(repo, {"tests/test_mul.py": SCRIPT_STYLE})
+    contract = _judged(repo, start)
+    new_test = "\n\ndef test_zero():\n    assert mul(0, 2) == 0\n"
+    before_main, main = SCRIPT_STYLE.split("\n\nif __name__")
+    for honest in (
+        # pox's own change: a new test and a second block after the first
+        SCRIPT_STYLE + new_test + "\n\nif __name__=='__main__':\n    test_zero()\n",
+        # the new test before the block, its call added inside it
+        before_main + new_test + "\n\nif __name__" + main + "    test_zero()\n",
+    ):
+        _tree, exam = _exam(repo, start, contract, {"tests/test_mul.py": honest})
+        assert [c.what for c in exam.changes] == ["extended"], honest
+        assert exam.only_extended
+    for rigged in (
+        SCRIPT_STYLE
+        + new_test
+        + "\n\nif __name__ == '__main__':\n    import os\n    os._exit(0)\n",
+        SCRIPT_STYLE + new_test + "\n\nif __name__ != '__main__':\n    test_zero()\n",
+        SCRIPT_STYLE + new_test + "\n\nif __name__ == '__main__' or 1:\n    test_zero()\n",
+        SCRIPT_STYLE
+        + new_test
+        + "\n\nif __name__ == '__main__':\n    test_zero()\nelse:\n    pass\n",
+        SCRIPT_STYLE + "\n\nif __name__ == '__main__':\n    mul(2, 3)\n",  # not a test
+        SCRIPT_STYLE + new_test + "\n\nif __name__ == '__main__':\n    test_zero(1)\n",
+        # the old block's call dropped, a new test's call in its place
+        before_main + new_test + "\n\nif __name__ == '__main__':\n    test_zero()\n",
+        # the old block's call kept, but something else run before it
+        before_main
+        + new_test
+        + "\n\nif __name__"
+        + main.replace("    test_mul()", "    exit(0)\n    test_mul()"),
+    ):
+        _tree, exam = _exam(repo, start, contract, {"tests/test_mul.py": rigged})
+        assert [c.what for c in exam.changes] == ["edited"], rigged
 
 
 def test_a_node_assertion_appended_is_an_extension_and_a_mock_is_not(repo: Path) -> None:
