@@ -88,6 +88,11 @@ _UNITTEST_RESULT = re.compile(
     r"\.\.\. (ok|FAIL|ERROR|skipped\b.*|expected failure|unexpected success)$"
 )
 _UNITTEST_IMPORT_FAILED = "unittest.loader._FailedTest"
+# a doctest a unittest suite loads (`DocTestSuite('pkg.mod')`) prints
+# `name (pkg.mod)` then `Doctest: pkg.mod.name ... ok`: it keeps that name, so
+# the module its docstrings are in (the code under test) is not taken for a
+# test file, and every change to it for a change of how it is judged
+_DOCTEST = "Doctest: "
 
 
 def _uses_pytest(command: str) -> bool:
@@ -553,6 +558,8 @@ def _parse_unittest(output: str) -> TestReport | None:
             if result is None:
                 pending = None
                 continue
+            if line.startswith(_DOCTEST):  # named as doctest names it (see _DOCTEST)
+                pending = line[: result.start()].strip()
         if pending is None or outcome is None:
             continue
         if pending.startswith(_UNITTEST_IMPORT_FAILED):

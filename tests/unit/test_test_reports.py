@@ -279,6 +279,26 @@ def test_a_unittest_docstring_that_reads_like_a_libtest_line_is_still_unittest()
     assert report.failed == ["tests.test_more.ChunkedTests.test_strict_being_true"]
 
 
+def test_a_doctest_a_unittest_suite_loads_keeps_its_doctest_name() -> None:
+    """more-itertools loads `DocTestSuite('more_itertools.more')`: named
+    `more_itertools.more.adjacent`, the doctest made more.py (the code under
+    test) a test file, and every change to it waited for a person (exit 9)."""
+    output = (
+        "adjacent (more_itertools.more)\n"
+        "Doctest: more_itertools.more.adjacent ... ok\n"
+        "chunked (more_itertools.more)\n"
+        "Doctest: more_itertools.more.chunked ... FAIL\n"
+        "test_basic (tests.test_more.ChunkedTests.test_basic) ... ok\n"
+    )
+    report = parse_output(output)
+    assert report is not None
+    assert report.passed == [
+        "Doctest: more_itertools.more.adjacent",
+        "tests.test_more.ChunkedTests.test_basic",
+    ]
+    assert report.failed == ["Doctest: more_itertools.more.chunked"]
+
+
 def test_unittest_on_older_pythons_names_each_test_not_its_class() -> None:
     """Python 3.10 prints `test_a (mod.Class)`: every test of a class must
     not collapse into one name (a failing one hides behind a passing one)."""
