@@ -283,6 +283,33 @@ def _with_report_env(env: dict[str, str], extra: dict[str, str]) -> dict[str, st
     return out
 
 
+def _emptied(private: Path) -> bool:
+    """`private` with nothing left in it (dirs a run made unwritable made
+    writable again first): what a check's run wrote under its HOME, its temp
+    dir or beside its report is gone before the next run. False when
+    something stayed (the next run would not start clean)."""
+
+    def writable(folder: Path) -> None:
+        with contextlib.suppress(OSError):
+            folder.chmod(0o700)
+        with contextlib.suppress(OSError):
+            for child in folder.iterdir():
+                if child.is_dir() and not child.is_symlink():
+                    writable(child)
+
+    writable(private)
+    with contextlib.suppress(OSError):
+        for child in list(private.iterdir()):
+            if child.is_dir() and not child.is_symlink():
+                shutil.rmtree(child, ignore_errors=True)
+            else:
+                child.unlink(missing_ok=True)
+    try:
+        return not any(private.iterdir())
+    except OSError:
+        return False
+
+
 def _may_be_flaky(
     judgement: Judgement | None,
     report: TestReport | None,
@@ -387,8 +414,12 @@ async def run_check(
             limit = timeout  # a re-run keeps to the deadline too
             if deadline is not None:
                 limit = min(timeout, max(0.1, deadline - time.monotonic()))
-            if report_dir is not None:  # a report is never the previous run's
-                await asyncio.to_thread(shutil.rmtree, report_dir, True)
+            if private is not None and report_dir is not None:
+                # each run starts from an empty private dir (HOME, TMPDIR, the
+                # report): a re-run never sees what the first run wrote there,
+                # and one that cannot start clean is not run (no flaky pass)
+                if not await asyncio.to_thread(_emptied, private):
+                    return 1, "", False, None
                 report_dir.mkdir()
             if runner is not None:
                 code, output, timed_out = await runner(check.command, limit, check.network)

@@ -79,6 +79,7 @@ _MOCHA_PENDING = re.compile(r"^(\s*)- (.*\S)\s*$")
 _GO = re.compile(r"^\s*--- (PASS|FAIL|SKIP): (\S+)")
 # libtest: `test name ... ok` (a doc test's name has spaces: `src/lib.rs - f (line 3)`)
 _CARGO = re.compile(r"^test (.+?) \.\.\. (ok|FAILED|ignored)\b")
+_CARGO_SUMMARY = re.compile(r"^test result: (?:ok|FAILED)\.", re.MULTILINE)
 _CARGO_TARGET = re.compile(r"^\s*(?:Running (?:unittests )?(\S+)|Doc-tests (\S+))")
 _UNITTEST = re.compile(
     r"^(\w+) \(([\w.]+)\)(?:$| .*?\.\.\. (ok|FAIL|ERROR|skipped\b.*|expected failure|unexpected success)$)"
@@ -87,6 +88,11 @@ _UNITTEST_RESULT = re.compile(
     r"\.\.\. (ok|FAIL|ERROR|skipped\b.*|expected failure|unexpected success)$"
 )
 _UNITTEST_IMPORT_FAILED = "unittest.loader._FailedTest"
+# a doctest a unittest suite loads (`DocTestSuite('pkg.mod')`) prints
+# `name (pkg.mod)` then `Doctest: pkg.mod.name ... ok`: it keeps that name, so
+# the module its docstrings are in (the code under test) is not taken for a
+# test file, and every change to it for a change of how it is judged
+_DOCTEST = "Doctest: "
 
 
 def _uses_pytest(command: str) -> bool:
@@ -505,7 +511,14 @@ def _parse_cargo(output: str) -> TestReport | None:
     test binaries may hold tests of the same name. `--quiet` prints no
     per-test lines, only `name --- FAILED` for each failure: then the report
     holds those failures alone (a test that failed before, or fails now, is
-    named; the passes are counted by the exit code)."""
+    named; the passes are counted by the exit code).
+
+    Only output with libtest's own summary (`test result: ok.`) is libtest's:
+    unittest's `-v` prints a docstring's first line before its result, and
+    one that reads `test simple repeated functions ... ok` (more-itertools)
+    made a whole unittest run one passing libtest test."""
+    if not _CARGO_SUMMARY.search(output):
+        return None
     passed: list[str] = []
     failed: list[str] = []
     skipped: list[str] = []
@@ -545,6 +558,8 @@ def _parse_unittest(output: str) -> TestReport | None:
             if result is None:
                 pending = None
                 continue
+            if line.startswith(_DOCTEST):  # named as doctest names it (see _DOCTEST)
+                pending = line[: result.start()].strip()
         if pending is None or outcome is None:
             continue
         if pending.startswith(_UNITTEST_IMPORT_FAILED):

@@ -50,6 +50,13 @@ print("applied", len(json.loads({edits!r})), "edits")
 """
 
 
+#: `corral run`'s exits that leave a verified session waiting at approval for a person
+HELD = {
+    9: "the work changed how it is judged",
+    10: "a check passed only on its immediate re-run (flaky)",
+}
+
+
 @dataclass
 class SessionResult:
     """How one `corral run` ended, as its exit code and last JSON line say,
@@ -94,6 +101,8 @@ class SessionResult:
             return f"caught: {self.failed_tests[0]} ({self.failed_checks[-1]})"
         if self.failed_unnamed:
             return f"a check failed, naming no test: {self.failed_checks[-1]}"
+        if self.exit_code in HELD:
+            return f"exit {self.exit_code}, waits for a person: {HELD[self.exit_code]}"
         return (
             self.error.splitlines()[0] if self.error else self.state
         ) or f"exit {self.exit_code}"

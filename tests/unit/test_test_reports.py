@@ -255,6 +255,50 @@ def test_cargo_quiet_output_is_no_report() -> None:
     assert parse_output(quiet) is None
 
 
+def test_a_unittest_docstring_that_reads_like_a_libtest_line_is_still_unittest() -> None:
+    """more-itertools' `python -m unittest -v`: a docstring's first line,
+    printed before its result, reads `test simple repeated functions ... ok`;
+    read as libtest's, 817 tests were one passing test, and a regression
+    failed its check naming no test."""
+    output = (
+        "test_basic (tests.test_more.ChunkedTests.test_basic)\n"
+        "Test when ``n`` divides evenly into the length of the iterable. ... ok\n"
+        "test_strict_being_true (tests.test_more.ChunkedTests.test_strict_being_true)\n"
+        "Test when ``n`` does not divide evenly into the length of the ... FAIL\n"
+        "test_repeated (tests.test_more.MapReduceTests.test_repeated)\n"
+        "test simple repeated functions ... ok\n"
+        "\n----------------------------------------------------------------------\n"
+        "Ran 3 tests in 0.003s\n\nFAILED (failures=1)\n"
+    )
+    report = parse_output(output)
+    assert report is not None
+    assert report.passed == [
+        "tests.test_more.ChunkedTests.test_basic",
+        "tests.test_more.MapReduceTests.test_repeated",
+    ]
+    assert report.failed == ["tests.test_more.ChunkedTests.test_strict_being_true"]
+
+
+def test_a_doctest_a_unittest_suite_loads_keeps_its_doctest_name() -> None:
+    """more-itertools loads `DocTestSuite('more_itertools.more')`: named
+    `more_itertools.more.adjacent`, the doctest made more.py (the code under
+    test) a test file, and every change to it waited for a person (exit 9)."""
+    output = (
+        "adjacent (more_itertools.more)\n"
+        "Doctest: more_itertools.more.adjacent ... ok\n"
+        "chunked (more_itertools.more)\n"
+        "Doctest: more_itertools.more.chunked ... FAIL\n"
+        "test_basic (tests.test_more.ChunkedTests.test_basic) ... ok\n"
+    )
+    report = parse_output(output)
+    assert report is not None
+    assert report.passed == [
+        "Doctest: more_itertools.more.adjacent",
+        "tests.test_more.ChunkedTests.test_basic",
+    ]
+    assert report.failed == ["Doctest: more_itertools.more.chunked"]
+
+
 def test_unittest_on_older_pythons_names_each_test_not_its_class() -> None:
     """Python 3.10 prints `test_a (mod.Class)`: every test of a class must
     not collapse into one name (a failing one hides behind a passing one)."""

@@ -45,12 +45,17 @@ exit codes:
      or test script it is checked by, or added code reaching into the test
      harness); it waits at approval for a person (stderr names what changed;
      `corral approve ID --accept-judge-changes` after reading it)
+  10 not delivered: a check passed only on its immediate re-run (a test failed,
+     then passed: flaky); a headless run never delivers that, it waits at
+     approval for a person (stderr names the tests; `corral approve ID` after
+     reading it)
   130  interrupted (ctrl+c)
   141  the reader of stdout went away (e.g. `| head`)"""
 
 DELIVERY_REFUSED = 7  # see RUN_EXIT_CODES
 DISK_FULL = 8
 JUDGE_CHANGED = 9
+FLAKY_HELD = 10
 
 
 def fail(message: str) -> int:
