@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-dev
 
-.PHONY: demo test lint format bench clean install constraints wheel-check view typecheck
+.PHONY: demo test lint format bench clean install e2e-deps constraints wheel-check view typecheck
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -40,17 +40,23 @@ $(AIDER_STAMP): e2e/aider-requirements.txt
 
 install: $(STAMP)
 
+# What only the end-to-end tests need (npm's agent CLIs, Aider's venv): `make
+# -j2 e2e-deps` installs both at once; .ci/run runs it beside `make lint`.
+e2e-deps: $(E2E_STAMP) $(AIDER_STAMP)
+
 demo: $(STAMP)
 	$(BIN)/corral demo
 
-# Test files run on parallel workers: most tests wait on real processes (agent
-# CLIs, tmux, sshd), so three workers fit two cores; the files that boot real
-# agent CLIs share one worker (tests/conftest.py). TEST_WORKERS=0 runs serially.
+# Tests run on parallel workers, one per core plus one (3 on 2 cores, at most
+# 8): most tests wait on real processes (agent CLIs, tmux, sshd), so a worker
+# more than the cores overlaps the waits; the files that boot real agent CLIs
+# share one worker, and lanes go out longest first (tests/conftest.py).
+# TEST_WORKERS=0 runs serially.
 # Tests run with bytecode caches, as an installed corral does, kept outside
 # the clone (PYTHONPYCACHEPREFIX): with PYTHONDONTWRITEBYTECODE set, every
 # worker and every corral process a test starts compiled its modules afresh
 # (collection alone took 20 s a worker instead of 3).
-TEST_WORKERS ?= 3
+TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); echo $$(( n + 1 < 8 ? n + 1 : 8 )))
 PYCACHE ?= $(HOME)/.cache/corral/pycache
 test: $(STAMP) $(E2E_STAMP) $(AIDER_STAMP)
 	env -u PYTHONDONTWRITEBYTECODE PYTHONPYCACHEPREFIX=$(PYCACHE) $(BIN)/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)

@@ -114,6 +114,10 @@ def pytest_configure(config: pytest.Config) -> None:
     run, so runs side by side never share or delete each other's dirs."""
     if not os.environ.get("PYTEST_XDIST_WORKER"):
         config.pluginmanager.register(FastSuiteWatch(), "corral-fast-suite-watch")
+    if getattr(config.option, "dist", None) == "loadgroup":
+        # lanes in the order the workers' collection puts them: longest first
+        # (pytest_collection_modifyitems), not by xdist's test count
+        config.option.loadscopereorder = False
     if config.option.basetemp or os.environ.get("PYTEST_XDIST_WORKER"):
         return  # chosen on the command line, or a worker under its controller's root
     parent = "/tmp" if os.access("/tmp", os.W_OK) else tempfile.gettempdir()
@@ -138,15 +142,72 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         shutil.rmtree(root, ignore_errors=True)
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Parallel workers (`--dist loadgroup`) take whole test files, so a
-    file's module fixtures are built once; files that declare a shared lane
-    (the real agent CLIs: tests/e2e/support.AGENT_CLIS) run on one worker."""
+@pytest.hookimpl(wrapper=True)
+def pytest_collection_modifyitems(
+    config: pytest.Config, items: list[pytest.Item]
+) -> Iterator[None]:
+    """Parallel workers (`--dist loadgroup`) take work in lanes: files that
+    declare a shared lane (the real agent CLIs: tests/e2e/support.AGENT_CLIS)
+    run on one worker; a file's fast tests, and its slow ones that share a
+    fixture built once per module (an sshd, the corpus run), run together on
+    one worker so it is built once; every other slow test is a lane of its
+    own, so a file of twenty 20 s tests is not one worker's 7-minute chain.
+    Lanes are handed out longest first (see `lane_cost`): a long lane that
+    starts last is the whole run's tail."""
     for item in items:
-        if item.get_closest_marker("xdist_group") is None:
+        if item.get_closest_marker("xdist_group") is None and not _runs_alone(item):
             lane = item.path.relative_to(config.rootpath).as_posix()
             item.add_marker(pytest.mark.xdist_group(lane))
+    yield  # the other hooks: deselection (-m, -k) among them
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        order_longest_lanes_first(items)
+
+
+def _runs_alone(item: pytest.Item) -> bool:
+    """A slow test whose fixtures are all built per test (or per worker
+    session) can run on any worker, apart from the rest of its file."""
+    if item.get_closest_marker("slow") is None:
+        return False
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:  # no fixture information: keep it with its file
+        return False
+    return all(defs[-1].scope in ("function", "session") for defs in info.name2fixturedefs.values())
+
+
+# A rough cost per test for ordering lanes (not a budget): slow tests take
+# ~3-40 s, fast ones well under 1 s.
+SLOW_TEST_COST = 10.0
+FAST_TEST_COST = 0.05
+
+
+def lane_of(item: pytest.Item) -> str:
+    """The lane `--dist loadgroup` schedules the item in: its xdist_group,
+    or the test alone."""
+    marker = item.get_closest_marker("xdist_group")
+    if marker is not None:
+        return str(marker.args[0] if marker.args else marker.kwargs.get("name", "default"))
+    return item.nodeid
+
+
+def lane_cost(items: list[pytest.Item]) -> dict[str, float]:
+    cost: dict[str, float] = {}
+    for item in items:
+        each = SLOW_TEST_COST if item.get_closest_marker("slow") else FAST_TEST_COST
+        cost[lane_of(item)] = cost.get(lane_of(item), 0.0) + each
+    return cost
+
+
+def order_longest_lanes_first(items: list[pytest.Item]) -> None:
+    """Reorder the collection so lanes come longest first (a test's place
+    inside its lane is kept). xdist hands lanes out in collection order when
+    its own reorder (by test count, which ranks 150 millisecond unit tests
+    above twenty 20 s integration tests) is off: `pytest_configure` turns it
+    off. Every worker computes the same order from the same collection."""
+    cost = lane_cost(items)
+    first_seen: dict[str, int] = {}
+    for index, item in enumerate(items):
+        first_seen.setdefault(lane_of(item), index)
+    items.sort(key=lambda item: (-cost[lane_of(item)], first_seen[lane_of(item)]))
 
 
 @pytest.fixture(autouse=True)
