@@ -91,6 +91,12 @@ DECLINED = re.compile(r"^(no|reject|deny|decline)\b", re.I)
 # before the task began). A turn corral starts by a paste needs no grace:
 # the tracker knows when the paste landed (`StatusTracker.on_prompt`).
 TURN_START_GRACE = 20.0
+# The turn loop wakes when its pane's meaning changes (`PaneRecord.status_version`),
+# and besides that only to look at the clock: every second while the agent
+# shows idle (the start grace above runs), every few seconds otherwise (a
+# safety net; nothing waits on the clock then).
+IDLE_RECHECK_SECS = 1.0
+BUSY_RECHECK_SECS = 5.0
 # How long a cancelled agent gets to exit on SIGTERM before it is killed, so
 # the engine has ended well before the cancel stops waiting for it.
 CANCEL_TERM_SECS = 2.0
@@ -470,7 +476,7 @@ class ExternalEngine:
         """Until the agent shows its idle prompt (for agents given the task by paste)."""
         deadline = time.monotonic() + timeout
         record = self.panes.record(ctx.session_id)
-        version = record.version if record else 0
+        version = record.status_version if record else 0
         while time.monotonic() < deadline:
             record = self.panes.record(ctx.session_id)
             if record is None or not record.alive:
@@ -495,7 +501,7 @@ class ExternalEngine:
                         )
                     ),
                 )
-                start_version, resumed = record.version, True
+                start_version, resumed = record.status_version, True
                 since: float | None = None
             elif ctx.round == 1 or record is None or not record.alive:
                 resume = ctx.resume_id() if self.profile.resumable else None
@@ -531,7 +537,7 @@ class ExternalEngine:
                             "Waiting for the agent's turn; the checks decide what comes next."
                         )
                     )
-                start_version, resumed = record.version, False
+                start_version, resumed = record.status_version, False
             while True:
                 outcome = await self._await_turn(ctx, resumed=resumed, since=since)
                 if outcome is not None:
@@ -613,7 +619,7 @@ class ExternalEngine:
         seen_running = resumed and record.status.status is AgentStatus.RUNNING
         started = time.monotonic()
         shown: float | None = None  # when its screen first read as something
-        version = record.version
+        version = record.status_version
         asked: tuple[str, tuple[str, ...]] | None = None
         signed_out = False
         limits_said = record.tracker.limits
@@ -647,7 +653,7 @@ class ExternalEngine:
                     asked = key
                     if not await self._ask(ctx, reading.question):
                         asked = None  # it did not land: ask again while it is on screen
-                    version = record.version
+                    version = record.status_version
                     continue
             if reading.status is AgentStatus.IDLE and (
                 record.tracker.turn_ends > turns_at_start
@@ -668,7 +674,8 @@ class ExternalEngine:
                     shown = None
                     continue
                 return EngineOutcome(iterations=1, authored_by=[self.profile.name])
-            version = await self.panes.wait_change(ctx.session_id, version, 1.0)
+            recheck = IDLE_RECHECK_SECS if reading.status is AgentStatus.IDLE else BUSY_RECHECK_SECS
+            version = await self.panes.wait_change(ctx.session_id, version, recheck)
 
     def _say_limits(self, ctx: RunContext, tracker: StatusTracker, said: int) -> int:
         """Each rate-limit or quota refusal the agent reported since `said`
@@ -759,7 +766,7 @@ class ExternalEngine:
         when an answer was given but not seen to land (the caller asks again)."""
         asking = asyncio.ensure_future(ctx.ask_user(question.prompt, list(question.options)))
         record = self.panes.record(ctx.session_id)
-        version = record.version if record else 0
+        version = record.status_version if record else 0
         try:
             while not asking.done():
                 record = self.panes.record(ctx.session_id)

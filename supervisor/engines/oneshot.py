@@ -104,7 +104,7 @@ class OneShotEngine:
     async def _await_exit(self, ctx: RunContext) -> int | None:
         """The command's exit status once its pane reports it (None: the pane vanished)."""
         record = self.panes.record(ctx.session_id)
-        version = record.version if record else 0
+        version = record.status_version if record else 0
         while True:
             record = self.panes.record(ctx.session_id)
             if record is None:

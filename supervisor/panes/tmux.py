@@ -38,7 +38,13 @@ from .base import PaneError, PaneGone, PaneHandle, PaneInfo, PaneSpec, Screen
 from .sweep import MAX_PANE_SIZE, preflight, stop_session, wait_landed
 
 OWNER_OPTION = "@corral_owner"
-HISTORY_LIMIT = 20_000
+# Lines of history tmux keeps per pane: what corral reads back (the console's
+# history view, `agent_scrollback`, reads 2,000; a one-shot's tail 500) and
+# no more. At 20,000 a streaming pane's history grew to ~10 MB of the tmux
+# server (20 panes of 25,000 lines: 208 MB against 30 MB at 2,000), and
+# capturing the visible screen costs the same either way. An agent's whole
+# conversation is in its own transcript, not in tmux.
+HISTORY_LIMIT = 2_000
 SEP = "\x1f"  # field separator in tmux formats: never in a pane id, number or owner
 RECENT = 2.0  # tmux keeps activity in whole seconds; see sweep()
 KILL_GRACE = 0.5

@@ -277,6 +277,35 @@ def test_scrollback_has_history_then_screen(tmp_path: Path, backend: TmuxBackend
         backend.scrollback(PaneHandle("tmux", h.pane_id, "other:1"))
 
 
+def _rss_kb(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+@pytest.mark.slow
+def test_a_streaming_pane_keeps_the_history_corral_reads_not_megabytes_more(
+    tmp_path: Path, backend: TmuxBackend
+) -> None:
+    """A pane keeps what corral reads back (the console's history view: 2,000
+    lines) and no more: with 20,000 lines of history each streaming pane grew
+    the tmux server by ~10 MB (the budget is 2 MB per session)."""
+    quiet = backend.spawn(make_spec(tmp_path, ["sleep", "60"], session_id="s0", width=200))
+    pid = backend.server_pid()
+    assert pid is not None and quiet.pid
+    before = _rss_kb(pid)
+    printing = (
+        "seq -f 'streaming narration line %g: reading, thinking, editing' 25000; exec sleep 60"
+    )
+    h = backend.spawn(make_spec(tmp_path, ["sh", "-c", printing], width=200, height=50))
+    wait_until(shows(backend, h, "line 25000:"), timeout=30, what="the last line")
+    grown_mb = (_rss_kb(pid) - before) / 1024
+    assert grown_mb < 3, f"the tmux server grew {grown_mb:.1f} MB for one pane's history"
+    lines = backend.scrollback(h, 2000)
+    assert len(lines) >= 2000 and lines[-1].endswith("line 25000: reading, thinking, editing")
+
+
 def test_exited_program_keeps_screen_and_status(tmp_path: Path, backend: TmuxBackend) -> None:
     # (the first program outlives its output by a moment, as real ones do: one
     # that exits within milliseconds of its start can, under load, die before

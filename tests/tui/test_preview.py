@@ -171,3 +171,58 @@ def test_preview_beside_the_board_at_200x50_keeps_the_boards_words_snapshot(
         await _preview_on(app, pilot, fake, None)
 
     assert snap_compare(app, terminal_size=(200, 50), run_before=before)
+
+
+@pytest.mark.slow
+async def test_a_scrolled_screen_repaints_only_its_new_row(board_world, monkeypatch) -> None:
+    """With 100 agents streaming, the preview repaints the selected agent's
+    screen every sweep and on every cursor move: formatting every row of it
+    again was most of the console's frame time, a frame a key's repaint
+    could wait behind. A screen that scrolled by one row formats one row."""
+    from rich.text import Text
+    from textual.content import _FormattedLine
+
+    sup, repo, _release = board_world()
+    fake = FakeScreens()
+    app = _app(sup, repo, fake)
+    formatted: list[int] = []
+    painting: list[bool] = []
+    text_render, content_strip = Text.render, _FormattedLine.to_strip
+    render_lines = AgentPreview.render_lines
+
+    def counted_render(self, *args, **kw):  # type: ignore[no-untyped-def]
+        if painting:
+            formatted.append(1)
+        return text_render(self, *args, **kw)
+
+    def counted_strip(self, *args, **kw):  # type: ignore[no-untyped-def]
+        if painting:
+            formatted.append(1)
+        return content_strip(self, *args, **kw)
+
+    def painted(self, crop):  # type: ignore[no-untyped-def]
+        painting.append(True)
+        try:
+            return render_lines(self, crop)
+        finally:
+            painting.pop()
+
+    monkeypatch.setattr(Text, "render", counted_render)
+    monkeypatch.setattr(_FormattedLine, "to_strip", counted_strip)
+    monkeypatch.setattr(AgentPreview, "render_lines", painted)
+    lines = [f"narration line {i}: reading, editing" for i in range(60)]
+    async with app.run_test(size=(160, 40)) as pilot:
+        board = await board_ready(app, pilot)
+        preview = board.preview
+        row, bravo = _row(board, "Bravo")
+        fake.put(bravo, *lines[:30])
+        board.table.move_cursor(row=row)
+        await until(pilot, "Bravo's screen", lambda: lines[29] in _shown(preview))
+        await pilot.pause()
+        for i in range(30, 40):  # the agent prints a line a sweep: the screen scrolls
+            formatted.clear()
+            fake.put(bravo, *lines[i - 29 : i + 1])
+            await until(pilot, f"line {i}", lambda i=i: lines[i] in _shown(preview))
+            await pilot.pause()
+            await pilot.pause()
+            assert len(formatted) <= 2, f"{len(formatted)} rows formatted for one new row"

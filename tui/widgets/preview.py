@@ -11,23 +11,37 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from rich.style import Style
 from rich.text import Text
 from textual import getters
+from textual.strip import Strip
 from textual.timer import Timer
-from textual.widgets import Static
+from textual.widget import Widget
 
 from corral.supervisor.states import label, said
 
 from ..console_app import ConsoleApp
-from .terminal import screen_text
+from .terminal import row_text, shown_rows
 
 if TYPE_CHECKING:
     from corral.supervisor.models import SessionSummary
 
 POLL_SECS = 0.25  # the session terminal's pace: no more polling than it does
+STRIP_CACHE_LIMIT = 2048  # rows kept drawn: a few screens of many sessions
+
+# (row, width, base style) -> the row drawn: a streaming screen scrolls, so
+# nearly every row of a new capture was drawn for the capture before
+_strips: dict[tuple[str, int, Style], Strip] = {}
 
 
-class AgentPreview(Static):
+class AgentPreview(Widget):
+    """A Line-API widget: each row of the agent's screen is drawn into a strip
+    once and kept (`_strips`), so a repaint of a screen that scrolled, or of a
+    session shown before, draws only its new rows. As a `Static`, every
+    repaint formatted the whole screen again (Textual's content wrapping and
+    strips): most of the console's frame time with 100 sessions streaming
+    (bench/tui.py --profile), a frame a key's repaint could wait behind."""
+
     app = getters.app(ConsoleApp)
 
     DEFAULT_CSS = """
@@ -39,11 +53,8 @@ class AgentPreview(Static):
     """
 
     def __init__(self, **kw: Any) -> None:
-        super().__init__("", **kw)
-        # an agent's links are dropped before they are drawn (terminal.py), so
-        # Textual's pass over every segment of every line looking for one is
-        # work for nothing: ~40 % of a redraw in the 100-session profile
-        self.auto_links = False
+        super().__init__(**kw)
+        self._rows: list[str] = []  # the screen's rows shown (ANSI), top first
         self.session_id: str | None = None
         self._version = -2
         self._timer: Timer | None = None
@@ -93,19 +104,52 @@ class AgentPreview(Static):
             row = getattr(self.screen, "summaries", {}).get(sid)
             self._say(no_terminal_reason(row))
             return
-        rows = max(1, self.content_size.height)
-        text = screen_text(screen, last=rows)
-        text.no_wrap = True
-        text.overflow = "crop"
-        self._said = None
-        self.update(text, layout=False)  # its size is set by the board, never by the text
+        _start, rows = shown_rows(screen, max(1, self.content_size.height))
+        if rows != self._rows or self._said is not None:
+            self._said = None
+            self._rows = rows
+            self.refresh()  # a repaint: its size is set by the board, never by the text
 
     def _say(self, words: str) -> None:
         """One dim sentence in place of a screen: repainted only when it
         changes, and never laid out (the preview's size is the board's)."""
         if words != self._said:
             self._said = words
-            self.update(Text(words, style="dim"), layout=False)
+            self._rows = []
+            self.refresh()
+
+    @property
+    def content(self) -> Text:
+        """What it shows, as text (the sentence, or the screen's rows)."""
+        if self._said is not None:
+            return Text(self._said, style="dim")
+        return Text("\n").join(row_text(row) for row in self._rows)
+
+    def render_line(self, y: int) -> Strip:
+        width = self.content_size.width
+        base = self.rich_style
+        if self._said is not None:
+            if y:
+                return Strip.blank(width, base)
+            return self._strip(Text(self._said, style="dim"), width, base)
+        if y >= len(self._rows):
+            return Strip.blank(width, base)
+        row = self._rows[y]
+        key = (row, width, base)
+        strip = _strips.get(key)
+        if strip is None:
+            if len(_strips) >= STRIP_CACHE_LIMIT:
+                _strips.clear()
+            strip = _strips[key] = self._strip(row_text(row), width, base)
+        return strip
+
+    def _strip(self, text: Text, width: int, base: Style) -> Strip:
+        """One row drawn: the agent's styles over the preview's own, cut or
+        padded to the width (never wrapped)."""
+        line = text.copy()
+        line.no_wrap = True
+        line.stylize_before(base)
+        return Strip(list(line.render(self.app.console))).crop_extend(0, width, base)
 
     def on_resize(self) -> None:
         self._version = -2  # more or fewer lines fit now

@@ -92,11 +92,9 @@ def _row_text(row: str) -> Text:
     return text
 
 
-def screen_text(screen: AgentScreen, *, cursor: bool = False, last: int = 40) -> Text:
-    """The pane's screen as Rich text, its colours kept: trailing blank lines
-    below the cursor dropped, then the `last` lines; with `cursor`, the
-    agent's cursor drawn reversed (while the operator types into it). Only
-    the rows shown are parsed (each new row once, see `_row_text`)."""
+def shown_rows(screen: AgentScreen, last: int = 40) -> tuple[int, list[str]]:
+    """(index of the first row shown, the rows shown, ANSI kept): trailing
+    blank lines below the cursor dropped, then the `last` lines."""
     rows = screen.ansi or screen.lines
     plain = screen.lines if len(screen.lines) == len(rows) else None
 
@@ -107,7 +105,23 @@ def screen_text(screen: AgentScreen, *, cursor: bool = False, last: int = 40) ->
     while end > 0 and end - 1 > screen.cursor_y and blank(end - 1):
         end -= 1
     start = max(0, end - last) if last > 0 else end
-    texts = [_row_text(row) for row in rows[start:end]]
+    return start, list(rows[start:end])
+
+
+def row_text(row: str) -> Text:
+    """One ANSI row as Rich text, shown as the terminal view shows it (parsed
+    once; the text is shared: never change it)."""
+    return _row_text(row)
+
+
+def screen_text(screen: AgentScreen, *, cursor: bool = False, last: int = 40) -> Text:
+    """The pane's screen as Rich text, its colours kept: trailing blank lines
+    below the cursor dropped, then the `last` lines; with `cursor`, the
+    agent's cursor drawn reversed (while the operator types into it). Only
+    the rows shown are parsed (each new row once, see `_row_text`)."""
+    start, shown = shown_rows(screen, last)
+    end = start + len(shown)
+    texts = [_row_text(row) for row in shown]
     if cursor and start <= screen.cursor_y < end:
         line = texts[screen.cursor_y - start] = texts[screen.cursor_y - start].copy()
         x = screen.cursor_x
