@@ -49,7 +49,10 @@ With --acp, turn-end detection over ACP: the scripted ACP agent
 (tests/fakes/acp_agent.py `quick`) ends each turn at once; the time from
 `session/prompt` sent to its `stopReason` received and the agent's message
 journaled by the real client (`acp.client.CorralClient`, `acp.wire`) is the
-latency (budget p95 ≤ 50 ms; a pane's is bounded by its 0.5 s sweep).
+latency (budget p95 ≤ 50 ms; a pane's is bounded by its 0.5 s sweep). It
+first prints the CPU the real wire, the SDK and corral's client spend per
+streamed update (the `stream` agent's lines fed from memory), with pieces of
+speech past the SDK (now) and through it (before), in the same run.
 
 With --acp-console, keystroke → repaint in the real console (bench/tui.py's
 timing, a 200x50 pty) with N (--agents, 50 by default here) sessions whose

@@ -40,12 +40,12 @@ T = TypeVar("T")
 # so a quarter second is as fresh as anything shows it, and a stream of
 # lines becomes one event per tick, not one per line.
 TICK_SECS = 0.25
-OWNER_CALL_TIMEOUT_SECS = 30.0
+OWNER_CALL_TIMEOUT_SECS = 30.0  # a question to the owner's loop that gets no answer
 # How long a thread that wants the GIL waits before the holder is asked to
 # let go (Python's default is 5 ms). A key the console handles while this
 # loop parses would wait that long at each of its hand-offs (input thread,
 # loop, writer thread); the interval only matters while threads contend.
-SWITCH_INTERVAL_SECS = 0.001  # a question to the owner's loop that gets no answer
+SWITCH_INTERVAL_SECS = 0.001
 COALESCED = ("message", "thought")
 
 _lock = threading.Lock()
@@ -127,7 +127,8 @@ async def on_owner(owner: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, T
 def call_owner(owner: asyncio.AbstractEventLoop, fn: Callable[..., T], *args: Any) -> T:
     """From the ACP loop: call `fn` on the owner's loop and wait for its
     value (for what the owner keeps and hands out once, e.g. the guidance
-    queued for the next prompt). Brief: the owner never waits on this loop."""
+    queued for the next prompt). It blocks this loop for one pass of the
+    owner's, never the other way round: the owner never waits on this loop."""
     answer: concurrent.futures.Future[T] = concurrent.futures.Future()
 
     def run() -> None:
