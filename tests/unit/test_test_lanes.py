@@ -58,7 +58,7 @@ def collected(tmp_path: Path, *args: str) -> dict[str, object]:
         env=env,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=540,
     )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     result: dict[str, object] = json.loads(out.read_text())
@@ -66,6 +66,7 @@ def collected(tmp_path: Path, *args: str) -> dict[str, object]:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(600)  # a real collection in a subprocess, slow on a loaded machine
 def test_slow_tests_spread_while_shared_fixtures_and_agent_clis_keep_their_lane(
     tmp_path: Path,
 ) -> None:
@@ -93,6 +94,7 @@ def test_slow_tests_spread_while_shared_fixtures_and_agent_clis_keep_their_lane(
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(600)
 def test_the_fast_suite_keeps_files_whole(tmp_path: Path) -> None:
     got = collected(tmp_path, "--dist", "loadgroup", "-m", "not slow", FAST_FILE, SSHD_FILE)
     lanes: list[list[str]] = got["lanes"]  # type: ignore[assignment]
