@@ -79,9 +79,9 @@ class PaneRecord:
     alive: bool = True
     exit_status: int | None = None
     version: int = 0  # bumped on every status or screen change (what a view repaints on)
-    # bumped only when what a turn loop decides on moved (`Meaning`): a
+    # bumped only when what a turn loop decides on moved (`meaning_of`): a
     # streaming screen bumps `version` every sweep, and waking every session's
-    # turn loop for it was ~170 wake-ups a second with 100 panes streaming
+    # turn loop for it was ~200 wake-ups a second with 100 panes streaming
     status_version: int = 0
     meaning: tuple[object, ...] = ()  # the `meaning_of` last announced
     waiters: list[asyncio.Future[None]] = field(default_factory=list)

@@ -1,7 +1,7 @@
 """A turn loop waiting on its agent's pane wakes when what it decides on
 changes (the status, its question, liveness), not on every screen the sweep
 captures: with 100 agents streaming, waking every session's turn loop per
-capture was ~170 wake-ups a second in the console's own process. Real tmux
+capture was ~200 wake-ups a second in the console's own process. Real tmux
 panes on a private socket, the real PaneManager and trackers."""
 
 from __future__ import annotations

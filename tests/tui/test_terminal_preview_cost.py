@@ -31,9 +31,19 @@ def decoded(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 def test_a_long_screen_is_decoded_only_as_far_as_the_preview_shows(decoded: list[str]) -> None:
     lines = [f"line {i}" for i in range(200)]
-    shown = terminal.screen_text(Screen(lines=lines, cursor_y=199), last=12)
+    coloured = [f"\x1b[2m{line}\x1b[0m" for line in lines]  # plain rows need no decoder
+    shown = terminal.screen_text(Screen(lines=lines, ansi=coloured, cursor_y=199), last=12)
     assert shown.plain.splitlines() == lines[-12:]
     assert len(decoded) == 12
+
+
+def test_a_plain_row_skips_the_ansi_decoder_and_reads_the_same(decoded: list[str]) -> None:
+    rows = ["✻ Working… (esc to interrupt)", "narration line 7: reading"]
+    for row in rows:
+        assert terminal.row_text(row).plain == row
+    assert decoded == []
+    assert terminal.row_text("a\rb").plain == "b"  # a control character: decoded as before
+    assert decoded == ["a\rb"]
 
 
 def test_blank_lines_below_the_cursor_are_still_dropped_and_the_cursor_drawn(

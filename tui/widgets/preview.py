@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from rich.style import Style
 from rich.text import Text
 from textual import getters
+from textual.geometry import Region
 from textual.strip import Strip
 from textual.timer import Timer
 from textual.widget import Widget
@@ -55,6 +56,7 @@ class AgentPreview(Widget):
     def __init__(self, **kw: Any) -> None:
         super().__init__(**kw)
         self._rows: list[str] = []  # the screen's rows shown (ANSI), top first
+        self._base: Style | None = None  # its own style, for the repaint under way
         self.session_id: str | None = None
         self._version = -2
         self._timer: Timer | None = None
@@ -125,9 +127,14 @@ class AgentPreview(Widget):
             return Text(self._said, style="dim")
         return Text("\n").join(row_text(row) for row in self._rows)
 
+    def render_lines(self, crop: Region) -> list[Strip]:
+        # the widget's own style, worked out once a repaint, not once a row
+        self._base = self.rich_style
+        return super().render_lines(crop)
+
     def render_line(self, y: int) -> Strip:
         width = self.content_size.width
-        base = self.rich_style
+        base = self._base or self.rich_style
         if self._said is not None:
             if y:
                 return Strip.blank(width, base)

@@ -88,7 +88,11 @@ def _row_text(row: str) -> Text:
     if text is None:
         if len(_parsed_rows) >= ROW_CACHE_LIMIT:
             _parsed_rows.clear()
-        text = _parsed_rows[row] = _without_default_colours(Text.from_ansi(row))
+        # a row with no escape, control or line-break character is its own
+        # text: Rich's ANSI decoder would only cost its time (most of a
+        # preview's repaint when the cursor moves to another agent)
+        parsed = Text(row) if row.isprintable() else Text.from_ansi(row)
+        text = _parsed_rows[row] = _without_default_colours(parsed)
     return text
 
 
