@@ -40,6 +40,7 @@ executes anything.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 from dataclasses import dataclass
@@ -135,11 +136,11 @@ class ReportPlan:
                 return parse_junit(_read_capped(pytest_xml))
         if self.json_report is not None and self.report_dir is not None:
             if _inside(self.json_report, self.report_dir):
-                return parse_jest_json(_read_capped(self.json_report))
+                return parse_jest_json(_read_capped(self.json_report), self.checkout)
             return None
         jest = self.jest_file
         if jest is not None and self.checkout is not None and _inside(jest, self.checkout):
-            return parse_jest_json(_read_capped(jest))
+            return parse_jest_json(_read_capped(jest), self.checkout)
         return parse_output(output)
 
 
@@ -574,8 +575,11 @@ def _parse_unittest(output: str) -> TestReport | None:
     return _report(passed, failed, skipped, errors)
 
 
-def parse_jest_json(text: str) -> TestReport | None:
-    """Jest's and Vitest's `--json` report: `testResults[].assertionResults[]`."""
+def parse_jest_json(text: str, checkout: Path | None = None) -> TestReport | None:
+    """Jest's and Vitest's `--json` report: `testResults[].assertionResults[]`.
+    A test file's absolute path is named from `checkout` (`test.js > adds`):
+    the checkout a check runs in is not always the same one, and a test must
+    keep its name from the untouched tree's run to the verification's."""
     try:
         data = json.loads(text)
     except ValueError:
@@ -590,6 +594,9 @@ def parse_jest_json(text: str) -> TestReport | None:
         if not isinstance(suite, dict):
             continue
         file = str(suite.get("name") or suite.get("testFilePath") or "")
+        if checkout is not None and os.path.isabs(file):
+            inside = os.path.relpath(file, checkout)
+            file = file if inside.startswith("..") else inside
         assertions = suite.get("assertionResults") or []
         if suite.get("status") == "failed" and not assertions:
             errors.append(f"{file}: {str(suite.get('message') or 'failed to run').strip()[:200]}")

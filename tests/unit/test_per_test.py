@@ -160,6 +160,32 @@ def test_jest_json_report() -> None:
     assert report.collection_errors == ["/r/b.test.js: Cannot find module 'x'"]
 
 
+def test_jest_test_files_are_named_from_the_checkout_the_check_ran_in(tmp_path: Path) -> None:
+    """fastest-levenshtein: jest names a test file by its absolute path, the
+    scratch checkout's; the untouched tree's run and the verification's may be
+    in different checkouts, and a test must keep its name between them."""
+    first, second = tmp_path / "checkout-1", tmp_path / "checkout-2"
+    reports = []
+    for checkout in (first, second):
+        data = {
+            "testResults": [
+                {
+                    "name": str(checkout / "test.js"),
+                    "assertionResults": [{"fullName": "test compare", "status": "passed"}],
+                },
+                {
+                    "name": "/elsewhere/x.test.js",
+                    "assertionResults": [{"fullName": "adds", "status": "failed"}],
+                },
+            ]
+        }
+        reports.append(parse_jest_json(json.dumps(data), checkout))
+    assert reports[0] == reports[1]
+    assert reports[0] is not None
+    assert reports[0].passed == ["test.js > test compare"]
+    assert reports[0].failed == ["/elsewhere/x.test.js > adds"]  # outside: kept whole
+
+
 def test_only_pytest_is_asked_for_a_report_and_the_command_is_untouched(tmp_path: Path) -> None:
     plan = plan_for("python -m pytest -q tests", tmp_path)
     assert str(tmp_path / PYTEST_REPORT) in plan.env["PYTEST_ADDOPTS"]
