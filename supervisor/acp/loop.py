@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import contextlib
 import logging
 import sys
 import threading
@@ -113,8 +112,10 @@ async def on_acp_loop(coro: Coroutine[Any, Any, T]) -> T:
     except asyncio.CancelledError:
         if not waiter.done():
             loop.call_soon_threadsafe(lambda: [t.cancel() for t in tasks])
-            with contextlib.suppress(BaseException):
+            try:
                 await waiter
+            except BaseException as exc:  # the work's own end once cancelled: the cancel goes on
+                log.debug("ACP loop work ended so after its cancel: %r", exc)
         raise
 
 

@@ -72,14 +72,18 @@ def _served_listing() -> bool:
     code, the config file, which read fine then): written straight from the
     kept file, with nothing else imported (`stored_rows.serve_kept_listing`).
     Anything else goes the full way, which says what is wrong."""
+    import os
     from pathlib import Path
 
     from corral.supervisor.paths import config_stamp, control_socket, default_state_dir
     from corral.supervisor.stored_rows import serve_kept_listing
 
+    override = os.environ.get("CORRAL_HOME", "").strip()
+    if override and not Path(override).expanduser().is_absolute():
+        return False  # a bad CORRAL_HOME: the full way says so
     try:
         state_dir = default_state_dir()
-    except Exception:  # a bad CORRAL_HOME: the full way says so
+    except (RuntimeError, KeyError):  # no home directory to be found: the full way says so
         return False
     if control_socket(state_dir).exists():
         return False  # an owner may run: the full way asks it for the live rows

@@ -30,9 +30,10 @@ if TYPE_CHECKING:
 POLL_SECS = 0.25  # the session terminal's pace: no more polling than it does
 STRIP_CACHE_LIMIT = 2048  # rows kept drawn: a few screens of many sessions
 
-# (row, width, base style) -> the row drawn: a streaming screen scrolls, so
-# nearly every row of a new capture was drawn for the capture before
-_strips: dict[tuple[str, int, Style], Strip] = {}
+# (row, width, base style) -> the row drawn (one strip per line it wraps to):
+# a streaming screen scrolls, so nearly every row of a new capture was drawn
+# for the capture before
+_strips: dict[tuple[str, int, Style], list[Strip]] = {}
 
 
 class AgentPreview(Widget):
@@ -61,6 +62,7 @@ class AgentPreview(Widget):
         self._version = -2
         self._timer: Timer | None = None
         self._said: str | None = None  # the sentence shown in place of a screen
+        self._lines: list[Strip] = []  # this repaint's lines, the rows wrapped to the width
 
     def on_mount(self) -> None:
         self._timer = self.set_interval(POLL_SECS, self.refresh_screen, pause=not self.display)
@@ -128,35 +130,41 @@ class AgentPreview(Widget):
         return Text("\n").join(row_text(row) for row in self._rows)
 
     def render_lines(self, crop: Region) -> list[Strip]:
-        # the widget's own style, worked out once a repaint, not once a row
-        self._base = self.rich_style
+        # the widget's own style, worked out once a repaint, not once a row;
+        # the rows wrapped to the width once a repaint, each row drawn once
+        base = self._base = self.rich_style
+        width = self.content_size.width
+        if self._said is not None:
+            self._lines = self._wrapped(Text(self._said, style="dim"), width, base)
+        else:
+            lines: list[Strip] = []
+            for row in self._rows:
+                key = (row, width, base)
+                strips = _strips.get(key)
+                if strips is None:
+                    if len(_strips) >= STRIP_CACHE_LIMIT:
+                        _strips.clear()
+                    strips = _strips[key] = self._wrapped(row_text(row), width, base)
+                lines.extend(strips)
+            self._lines = lines
         return super().render_lines(crop)
 
     def render_line(self, y: int) -> Strip:
-        width = self.content_size.width
-        base = self._base or self.rich_style
-        if self._said is not None:
-            if y:
-                return Strip.blank(width, base)
-            return self._strip(Text(self._said, style="dim"), width, base)
-        if y >= len(self._rows):
-            return Strip.blank(width, base)
-        row = self._rows[y]
-        key = (row, width, base)
-        strip = _strips.get(key)
-        if strip is None:
-            if len(_strips) >= STRIP_CACHE_LIMIT:
-                _strips.clear()
-            strip = _strips[key] = self._strip(row_text(row), width, base)
-        return strip
+        if y < len(self._lines):
+            return self._lines[y]
+        return Strip.blank(self.content_size.width, self._base or self.rich_style)
 
-    def _strip(self, text: Text, width: int, base: Style) -> Strip:
-        """One row drawn: the agent's styles over the preview's own, cut or
-        padded to the width (never wrapped)."""
+    def _wrapped(self, text: Text, width: int, base: Style) -> list[Strip]:
+        """One row drawn: the agent's styles over the preview's own, wrapped to
+        the width (a preview is narrower than the agent's terminal: a line cut
+        at its edge would hide what the agent said), each line padded."""
         line = text.copy()
-        line.no_wrap = True
         line.stylize_before(base)
-        return Strip(list(line.render(self.app.console))).crop_extend(0, width, base)
+        console = self.app.console
+        return [
+            Strip(list(part.render(console))).crop_extend(0, width, base)
+            for part in line.wrap(console, max(1, width), overflow="fold")
+        ] or [Strip.blank(width, base)]
 
     def on_resize(self) -> None:
         self._version = -2  # more or fewer lines fit now
