@@ -90,3 +90,17 @@ def test_a_preset_shares_its_agents_provider_home() -> None:
     for name, (_form, agent) in preset_forms().items():
         assert layout_for(name) is layout_for(agent.name)
     assert layout_for("claude-p") is not None
+
+
+def test_the_static_help_names_exactly_the_profiles_one_shot_presets() -> None:
+    """`--help` names the presets by hand (so it never loads the supervisor):
+    a preset added to or dropped from a profile must show there too."""
+    import re
+
+    from corral.supervisor.agents.oneshot import preset_forms
+    from corral.tui.cli.common import RUN_ENGINES
+
+    block = RUN_ENGINES.split("one-shot presets:")[0].rsplit("\n", 1)[-1]
+    block += "\n" + RUN_ENGINES.split("one-shot presets:")[1].split("\n", 2)[1]
+    named = set(re.findall(r"\b([a-z]+-(?:p|exec|msg))\b", block))
+    assert named == set(preset_forms())
