@@ -498,6 +498,7 @@ class Supervisor:
         override_red: bool = False,
         discard_rest: bool = False,
         accept_judge_changes: bool = False,
+        accept_flaky: bool = False,
     ) -> ApproveResult:
         """Deliver, accept a finding, or reject (see `ApprovalGate.approve`)."""
         self._notifier.operator_acts(session_id)
@@ -511,6 +512,7 @@ class Supervisor:
             override_red=override_red,
             discard_rest=discard_rest,
             accept_judge_changes=accept_judge_changes,
+            accept_flaky=accept_flaky,
         )
 
     async def send(

@@ -32,6 +32,13 @@ def swallowed(log: logging.Logger, what: str, level: int = logging.INFO) -> Iter
         log.log(level, "%s failed, and corral carried on: %s: %s", what, type(exc).__name__, exc)
 
 
+class FlakyPassHeld(CorralError):
+    """An approve that did not acknowledge a flaky pass: a check passed only
+    on its immediate re-run, so the change waits for a person's explicit
+    acknowledgement (`accept_flaky`). Its own kind, so a headless caller
+    (`corral run`, exit 10) can tell it from any other refusal."""
+
+
 class StateDirError(CorralError):
     """The state dir is unusable (busy, corrupt, too new, not absolute)."""
 

@@ -682,6 +682,12 @@ class CoderSession(BaseModel):
     foreman_progress: str | None = None
     foreman_placements: list[str] = Field(default_factory=list)
 
+    def flaky_passes(self) -> list[CheckResult]:
+        """The verified checks that passed only on their immediate re-run: a
+        pass a person must accept before it is delivered (gates.approval),
+        since work rigged to fail once looks the same."""
+        return [r for r in self.last_check_results if r.flaky]
+
     def model_use_lines(self) -> list[str]:
         """`name: N in / M out tokens, $X` per model, in first-served order."""
         lines = []

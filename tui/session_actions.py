@@ -228,7 +228,9 @@ class SessionActions:
         """Gate 2 from any screen (approve, accept a finding): asks once, then
         a toast says where the change went. `then` runs once the owner has
         delivered it: after a refusal the screen that asked (the diff review,
-        with its ticked files and hunks) is still there to change and retry."""
+        with its ticked files and hunks) is still there to change and retry.
+        A check that passed only on its re-run is named in the question, and
+        only going ahead on that question acknowledges it (`accept_flaky`)."""
         where = {
             "checkout": "Apply the verified diff to your checkout's working files?",
             "finding": "Accept the finding? Nothing is published.",
@@ -246,6 +248,36 @@ class SessionActions:
             )
             return
         self._ask_approve(label, session_id, question, "", then, choice)
+
+    def flaky_lines(self, session_id: str) -> list[str]:
+        """The lines naming each check that passed only on its immediate
+        re-run (empty: none, or a finding, which has no checks to deliver)."""
+        try:
+            detail = self.supervisor.get(session_id)
+        except CorralError:
+            return []
+        if detail.needs_you == "finding":
+            return []
+        lines = []
+        for r in detail.session.flaky_passes():
+            tests = f"{len(r.flaky)} test(s)" if r.hidden else ", ".join(r.flaky[:8])
+            more = f" and {len(r.flaky) - 8} more" if len(r.flaky) > 8 and not r.hidden else ""
+            lines.append(f"  {'a hidden check' if r.hidden else r.name}: {tests}{more}")
+        return lines
+
+    def _flaky_words(self, session_id: str, choice: dict[str, Any]) -> str:
+        """What the question says of a flaky pass; going ahead on it is the
+        person's acknowledgement, for exactly the tests it named."""
+        flaky = [] if choice.get("accept_finding") else self.flaky_lines(session_id)
+        if not flaky:
+            return ""
+        choice["accept_flaky"] = flaky  # checked again, unchanged, when the person goes
+        return (
+            "\n\nWarning: these checks passed only on an immediate re-run (a test failed, then "
+            "passed: a timing flake, or work rigged to fail once; corral cannot tell which):\n"
+            + "\n".join(flaky)
+            + "\nGoing ahead delivers it anyway, on your word."
+        )
 
     async def _approve_checkout(
         self,
@@ -271,8 +303,23 @@ class SessionActions:
         then: Callable[[], object] | None,
         choice: dict[str, Any],
     ) -> None:
+        flaky = self._flaky_words(session_id, choice)
+
         def go(_: str) -> None:
             from .event_text import approval_outcome
+
+            shown = choice.pop("accept_flaky", None)
+            if shown is not None:
+                if self.flaky_lines(session_id) != shown:  # re-verified meanwhile
+                    self.app.notify(
+                        "The flaky tests changed since this question was asked (it was "
+                        "re-verified); nothing was delivered. Approve again to see them.",
+                        title=label,
+                        severity="warning",
+                        timeout=8,
+                    )
+                    return
+                choice["accept_flaky"] = True
 
             def delivered(result: Any) -> str:
                 if then is not None:
@@ -288,7 +335,7 @@ class SessionActions:
             self.run(label, self.supervisor.approve(session_id, **choice), delivered)
 
         self.ask(
-            f"{question}\n\n{self.what(session_id)}{files}{self.kinds_changed(session_id)}",
+            f"{question}\n\n{self.what(session_id)}{files}{self.kinds_changed(session_id)}{flaky}",
             go,
             go=label,
         )

@@ -574,6 +574,7 @@ class AttachedSupervisor:
         override_red: bool = False,
         discard_rest: bool = False,
         accept_judge_changes: bool = False,
+        accept_flaky: bool = False,
     ) -> ApproveResult:
         if not approve:
             return await self._request(
@@ -593,6 +594,7 @@ class AttachedSupervisor:
             override_red=override_red,
             discard_rest=discard_rest,
             accept_judge_changes=accept_judge_changes,
+            accept_flaky=accept_flaky,
         )
         return await self._request(Calls.approve, params)
 

@@ -57,6 +57,7 @@ ERROR_KINDS: dict[str, type[errors.CorralError]] = {
     "StateDirError": errors.StateDirError,
     "ConfigError": errors.ConfigError,
     "DiskFullError": errors.DiskFullError,
+    "FlakyPassHeld": errors.FlakyPassHeld,
 }
 
 
@@ -257,6 +258,8 @@ class ApproveParams(_Params):
     discard_rest: bool = False
     # the person saw that the change changed how it is judged (contracts.judge)
     accept_judge_changes: bool = False
+    # the person saw that a check passed only on its immediate re-run (flaky)
+    accept_flaky: bool = False
 
 
 class RenameParams(_Params):

@@ -812,6 +812,7 @@ async def _approve(conn: _Connection, _id: Any, a: p.ApproveParams) -> Any:
         override_red=a.override_red,
         discard_rest=a.discard_rest,
         accept_judge_changes=a.accept_judge_changes,
+        accept_flaky=a.accept_flaky,
     )
     return _dump(result)
 

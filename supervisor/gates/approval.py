@@ -21,6 +21,16 @@ is never delivered by an approve that did not say it saw that
 quick approve cannot deliver it; the diff screen and `corral approve
 --accept-judge-changes` can, after showing it.
 
+A verified change whose checks passed only on an immediate re-run (a test
+failed, then passed: `CheckResult.flaky`) is held the same way, here, so
+every path is held alike (the board, `corral approve`, the control socket,
+`corral run`): only an approve that says a person saw it (`accept_flaky`)
+delivers it, since work rigged to fail once and pass on its re-run cannot be
+told apart from a timing flake. The refusal is a `FlakyPassHeld` naming the
+tests; a delivery tree checked again at approve (a moved HEAD, the
+checkout, a part) that passes only on its re-run is held alike. Who
+accepted it is said in the session's events.
+
 Delivery is idempotent: a branch that already holds this session's result
 (written before a crash could record it) completes the session as delivered
 without writing again; a checkout that already holds it says
@@ -37,7 +47,7 @@ from typing import Any
 
 from ..contracts.hidden import HiddenStore, hidden_tally
 from ..contracts.judge import judge_sentence
-from ..errors import CorralError
+from ..errors import CorralError, FlakyPassHeld
 from ..events import (
     DiffReadyData,
     ErrorData,
@@ -119,6 +129,11 @@ JUDGE_CHANGED = (
     "{name} is not delivered: {what}. A person must look at that first: open its diff in the "
     "console (it is listed there) and approve with `a`, or run `corral approve {sid} "
     "--accept-judge-changes` after reading `corral get {sid}`"
+)
+FLAKY_HELD = (
+    "{name} is not delivered, it waits at approval for a person: {what}. Read it (`corral "
+    "get {sid}`), then `corral approve {sid} --accept-flaky`, or review its diff in the "
+    "console and approve there, or reject it"
 )
 NOT_FROM_CHECKOUT = (
     "this task does not start from your checkout's current revision (it names its own base, "
@@ -254,6 +269,7 @@ class ApprovalGate:
         override_red: bool = False,
         discard_rest: bool = False,
         accept_judge_changes: bool = False,
+        accept_flaky: bool = False,
     ) -> ApproveResult:
         """Deliver the verified diff (to a new branch `corral/<id>` or to the
         checkout's working files), accept a finding, or reject.
@@ -263,7 +279,9 @@ class ApprovalGate:
         delivered only when green, unless `override_red` (recorded in the
         commit). The unapproved rest stays in the worktree unless
         `discard_rest`. A change that changed how it is judged is delivered
-        only with `accept_judge_changes` (a person saw it)."""
+        only with `accept_judge_changes` (a person saw it), and one whose
+        checks passed only on their immediate re-run only with
+        `accept_flaky` (a person saw that)."""
         if delivery not in (None, "branch", "checkout"):
             raise CorralError(f'unknown delivery destination "{delivery}"; use checkout or branch')
         live = self._waiting(session_id)
@@ -304,12 +322,18 @@ class ApprovalGate:
                     text=f"Approved by a person who was shown: {judge_sentence(blocking)}"
                 ),
             )
+        flaky = s.flaky_passes()
+        if flaky and not accept_flaky:
+            raise FlakyPassHeld(
+                FLAKY_HELD.format(name=label(s.id), what=flaky_sentence(flaky), sid=short_id(s.id))
+            )
         return await self._deliver(
             live,
             delivery=delivery or "branch",
             selection=selection,
             override_red=override_red,
             discard_rest=discard_rest,
+            accept_flaky=accept_flaky,
         )
 
     def _refuse_changed_git_metadata(self, live: LiveSession) -> None:
@@ -382,6 +406,7 @@ class ApprovalGate:
         selection: Selection | None,
         override_red: bool,
         discard_rest: bool,
+        accept_flaky: bool = False,
     ) -> ApproveResult:
         """Deliver (part of) the verified tree; what changed in the worktree
         since verification stays there and is named in the reply. The tree
@@ -427,6 +452,15 @@ class ApprovalGate:
                 )
             if failing:
                 override = "delivered with failing checks: " + ", ".join(failing)
+            flaky = [r for r in verification if r.flaky and r.passed]
+            if flaky and not accept_flaky:
+                raise FlakyPassHeld(
+                    FLAKY_HELD.format(
+                        name=label(s.id),
+                        what=f"on {target.scope}, {flaky_sentence(flaky)}",
+                        sid=short_id(s.id),
+                    )
+                )
         message = commit_message(
             s,
             verification,
@@ -489,6 +523,10 @@ class ApprovalGate:
             reply.branch, reply.commit = branch, commit
             self._registry.emit(live, MergeCompletedData(branch=branch, commit=commit))
         self._registry.emit(live, PlanTextData(text=target.checked_on(verification)))
+        accepted = [r for r in verification if r.flaky and r.passed]
+        if accepted:  # said once it landed: who let a pass that needed a re-run through
+            who = approver(config)["user"]
+            self._registry.emit(live, PlanTextData(text=flaky_accepted(accepted, who)))
         await self._attest(
             live,
             config,
@@ -770,6 +808,32 @@ def _target(s: CoderSession, delivery: str, changes: list[Change]) -> DeliveryTa
     return DeliveryTarget("branch", head, composed.tree, head)
 
 
+def flaky_sentence(results: list[CheckResult]) -> str:
+    """What a person accepts: the checks that passed only on their immediate
+    re-run and the tests that failed first (a hidden check's tests are not
+    named: they are counted, as everywhere the agent could read)."""
+    shown = [t for r in results if not r.hidden for t in r.flaky]
+    hidden = sum(len(r.flaky) for r in results if r.hidden)
+    named = ", ".join(shown[:5]) + (f" and {len(shown) - 5} more" if len(shown) > 5 else "")
+    if hidden:
+        named += (", and " if named else "") + f"{hidden} test(s) of hidden checks"
+    checks = ", ".join("a hidden check" if r.hidden else r.name for r in results)
+    word = "check" if len(results) == 1 else "checks"
+    return (
+        f"{word} {checks} passed only on an immediate re-run ({named} failed, then passed: "
+        "flaky, or work rigged to fail once)"
+    )
+
+
+def flaky_accepted(results: list[CheckResult], who: str) -> str:
+    """The journal's word for who delivered a flaky pass: the operator (approve
+    is a person's call, refused to agents), acknowledging exactly this."""
+    return (
+        f"Delivered on the acknowledgement of the operator ({who}), who was shown that "
+        f"{flaky_sentence(results)}"
+    )
+
+
 def _selectable(patch: str) -> None:
     """A change whose patch text is larger than corral reads from git cannot
     be split into files and hunks; it can still be approved whole."""
@@ -863,6 +927,11 @@ def commit_message(
         lines.append(f"Corral-Authored-By: {', '.join(session.authored_by)}")
     lines += [f"Corral-Model-Use: {line}" for line in session.model_use_lines()]
     lines += [f"Corral-Check: {r.name} {'pass' if r.passed else 'fail'}" for r in shown]
+    lines += [  # delivered only on a person's acknowledgement (ApprovalGate.approve)
+        f"Corral-Flaky: {r.name} passed on its re-run after {', '.join(r.flaky)} failed"
+        for r in shown
+        if r.flaky and r.passed
+    ]
     if tally is not None:
         lines.append(f"Corral-Hidden-Checks: {held_back} ran, {tally}")
     lines += [f"Corral-Placement: {line}" for line in session.foreman_placements]

@@ -100,6 +100,7 @@ def get(name: str, *, as_json: bool) -> int:
             for line in drivers:
                 say(f"    {line}")
         _say_judge_changes(detail, indent="  ")
+        _say_flaky(detail, indent="  ")
         return 0
     from corral.supervisor.stored_board import stored_sessions
 
@@ -257,6 +258,8 @@ def act(args: argparse.Namespace) -> int:
                 _say_kinds_changed(client, sid, args.json)
             if args.accept_judge_changes:
                 _say_judge_changes(client.answer(Calls.get, params.SessionParams(session_id=sid)))
+            if args.accept_flaky:
+                _say_flaky(client.answer(Calls.get, params.SessionParams(session_id=sid)))
             with still_working("approve"):
                 result = client.answer(
                     Calls.approve,
@@ -267,6 +270,7 @@ def act(args: argparse.Namespace) -> int:
                         selection=selection,
                         accept_finding=args.accept_finding,
                         accept_judge_changes=args.accept_judge_changes,
+                        accept_flaky=args.accept_flaky,
                     ),
                 )
         elif args.command == "confirm":
@@ -304,6 +308,24 @@ def _say_judge_changes(detail: dict[str, Any], indent: str = "") -> None:
         if c.get("detail"):
             what.append(str(c["detail"]))
         say(f"{indent}  {c.get('path', '')} ({'; '.join(what)})")
+
+
+def _say_flaky(detail: dict[str, Any], indent: str = "") -> None:
+    """What the person accepts with `--accept-flaky` (printed before the
+    approve, and by `get`): each check that passed only on its immediate
+    re-run and the tests that failed first (a hidden check's are counted)."""
+    results = (detail.get("session") or {}).get("last_check_results") or []
+    flaky = [r for r in results if r.get("flaky") and r.get("passed")]
+    if not flaky:
+        return
+    say(f"{indent}passed only on an immediate re-run (flaky, or work rigged to fail once):")
+    for r in flaky:
+        if r.get("hidden"):
+            say(f"{indent}  a hidden check: {len(r['flaky'])} test(s) failed, then passed")
+        else:
+            say(
+                f"{indent}  {r.get('name', '')}: {', '.join(map(str, r['flaky']))} failed, then passed"
+            )
 
 
 LIFECYCLE = ("rename", "archive", "unarchive", "retry", "revive", "delete")
@@ -449,6 +471,12 @@ def add_parsers(sub: Any) -> None:
         action="store_true",
         help="deliver although the work changed how it is judged (its tests, test "
         "configuration or scripts; printed first): only after you read them",
+    )
+    approve.add_argument(
+        "--accept-flaky",
+        action="store_true",
+        help="deliver although a check passed only on its immediate re-run (a test failed, "
+        "then passed; printed first): only after you read them",
     )
     reject = sub.add_parser("reject", help="reject a session's diff")
     reject.add_argument("session")

@@ -46,9 +46,9 @@ exit codes:
      harness); it waits at approval for a person (stderr names what changed;
      `corral approve ID --accept-judge-changes` after reading it)
   10 not delivered: a check passed only on its immediate re-run (a test failed,
-     then passed: flaky); a headless run never delivers that, it waits at
-     approval for a person (stderr names the tests; `corral approve ID` after
-     reading it)
+     then passed: flaky); the approval gate holds that for a person, so a
+     headless run never delivers it: it waits at approval (stderr names the
+     tests; `corral approve ID --accept-flaky` after reading it)
   130  interrupted (ctrl+c)
   141  the reader of stdout went away (e.g. `| head`)"""
 

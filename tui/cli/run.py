@@ -31,7 +31,7 @@ from typing import Any
 
 from corral.supervisor.api import Supervisor
 from corral.supervisor.doctor import confinement_status
-from corral.supervisor.errors import CorralError, is_disk_full, nearly_full
+from corral.supervisor.errors import CorralError, FlakyPassHeld, is_disk_full, nearly_full
 from corral.supervisor.events import CoderEvent
 from corral.supervisor.factory import build_supervisor, default_drafter
 from corral.supervisor.interface import (
@@ -47,7 +47,6 @@ from corral.supervisor.interface import (
     with_given_setup,
 )
 from corral.supervisor.models import (
-    CheckResult,
     CoderSession,
     ContextPack,
     JudgeChange,
@@ -366,21 +365,6 @@ GATE_NEXT = {
 }
 
 
-def flaky_held(name: str, sid: str, results: list[CheckResult]) -> str:
-    """Why a headless run did not deliver a check that passed only on its
-    immediate re-run: a re-run cannot be told apart from the first run for
-    sure (the clock, what the first run left in the checkout), so work that
-    fails once and then passes could be rigged to; a person decides."""
-    tests = [t for r in results for t in r.flaky]
-    shown = ", ".join(tests[:3]) + (f" and {len(tests) - 3} more" if len(tests) > 3 else "")
-    checks = ", ".join(r.name for r in results)
-    return (
-        f"not delivered, {name} waits at approval for a person: check {checks} passed only on "
-        f"an immediate re-run ({shown} failed, then passed: flaky, or work rigged to fail "
-        f"once). Read it (`corral get {sid}`), then `corral approve {sid}`, or reject it."
-    )
-
-
 async def _drive(
     owner: _Run,
     repo: Path,
@@ -421,11 +405,6 @@ async def _drive(
             if row.state is CoderState.NEEDS_APPROVAL and row.needs_you != "finding"
             else []
         )
-        flaky = (
-            [r for r in (await owner.session(sid)).last_check_results if r.flaky]
-            if row.state is CoderState.NEEDS_APPROVAL and row.needs_you != "finding"
-            else []
-        )
         if row.needs_you in ("question", "auth"):
             code = 4
         elif judged:  # never delivered without a person who saw it
@@ -437,12 +416,12 @@ async def _drive(
                 flush=True,
             )
             code = JUDGE_CHANGED
-        elif flaky and deliver != "none":  # a pass only on a re-run proves nothing unseen
-            say(f"corral run: {flaky_held(label(sid), sid, flaky)}", file=sys.stderr, flush=True)
-            code = FLAKY_HELD
         elif row.state is CoderState.NEEDS_APPROVAL and deliver != "none":
             try:
                 await owner.approve(sid, deliver, row.needs_you == "finding")
+            except FlakyPassHeld as exc:  # the gate holds it for a person; never acknowledged here
+                say(f"corral run: {exc}.", file=sys.stderr, flush=True)
+                code = FLAKY_HELD
             except CorralError as exc:
                 if (await owner.session(sid)).state is not CoderState.NEEDS_APPROVAL:
                     raise

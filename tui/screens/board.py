@@ -675,12 +675,30 @@ class BoardScreen(Screen[None]):
         row = self._selected_or_warn()
         if row is not None and row.needs_you == "finding":
             self.app.actions.approve("Accept finding", row.session_id, accept_finding=True)
-        elif row is not None:
+        elif row is not None and not self._reviewed_first(row.session_id):
             self.app.actions.approve("Approve", row.session_id, delivery="branch")
 
     def action_approve_checkout(self) -> None:
-        if (row := self._selected_or_warn()) is not None:
+        row = self._selected_or_warn()
+        if row is not None and not self._reviewed_first(row.session_id):
             self.app.actions.approve("Apply to checkout", row.session_id, delivery="checkout")
+
+    def _reviewed_first(self, session_id: str) -> bool:
+        """A quick approve of a pass that needed a re-run opens its review
+        instead (the diff, with *flaky* under the check): a person decides
+        that having seen it, never in one keystroke from the board."""
+        if not self.app.actions.flaky_lines(session_id):
+            return False
+        from .diff import DiffScreen
+
+        self.notify(
+            "A check passed only on its re-run: review it here, then approve (ctrl+a).",
+            title="Flaky",
+            severity="warning",
+            timeout=8,
+        )
+        self.app.push_screen(DiffScreen(session_id))
+        return True
 
     def action_reverify(self) -> None:
         """Says at once that it started, and then how the checks came out."""

@@ -1125,11 +1125,16 @@ class SessionScreen(Screen[None]):
     def action_approve(self) -> None:
         if self.supervisor.get(self.session_id).needs_you == "finding":
             self.app.actions.approve("Accept finding", self.session_id, accept_finding=True)
+        elif self.app.actions.flaky_lines(self.session_id):
+            self.action_review_diff()  # a flaky pass is decided on its review (see the board)
         else:
             self.app.actions.approve("Approve", self.session_id, delivery="branch")
 
     def action_approve_checkout(self) -> None:
-        self.app.actions.approve("Apply to checkout", self.session_id, delivery="checkout")
+        if self.app.actions.flaky_lines(self.session_id):
+            self.action_review_diff()
+        else:
+            self.app.actions.approve("Apply to checkout", self.session_id, delivery="checkout")
 
     def action_reverify(self) -> None:
         self.app.actions.run("Re-verify", self.supervisor.reverify(self.session_id))
