@@ -13,6 +13,7 @@ import os
 import shutil
 import sqlite3
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
@@ -33,7 +34,7 @@ from corral.supervisor.models import (
     SessionSummary,
     TaskRun,
 )
-from corral.supervisor.sandbox import SandboxPolicy, set_active_policy
+from corral.supervisor.sandbox import SandboxPolicy, active_policy, set_active_policy
 from corral.supervisor.states import CoderState
 from corral.supervisor.store import DB_NAME, Store
 from tests.fakes.scripted import (
@@ -222,6 +223,20 @@ def default_sandbox_policy(monkeypatch: pytest.MonkeyPatch) -> Any:
     set_active_policy(SandboxPolicy())
     yield
     set_active_policy(SandboxPolicy())
+
+
+@pytest.fixture
+def interpreter_visible() -> Iterator[None]:
+    """Checks get a private /tmp: a venv under /tmp (a CI clone) runs
+    unconfined. For tests whose checks run this interpreter (`pytestmark =
+    pytest.mark.usefixtures("interpreter_visible")`)."""
+    before = active_policy()
+    if Path(sys.executable).absolute().is_relative_to("/tmp"):
+        set_active_policy(SandboxPolicy(enabled=False))
+    try:
+        yield
+    finally:
+        set_active_policy(before)
 
 
 @pytest.fixture

@@ -60,6 +60,8 @@ PERSON_CALLS: list[tuple[str, dict[str, Any]]] = [
     ("approve", {}),
     ("approve", {"delivery": "checkout", "override_red": True}),
     ("approve", {"selection": {"feature.txt": None}, "discard_rest": True}),
+    # the acknowledgements only a person gives (a flaky pass, a change in how it is judged)
+    ("approve", {"accept_flaky": True, "accept_judge_changes": True}),
     ("reject", {}),
     ("respond", {"text": "yes"}),
     ("steer", {"text": "approve yourself"}),

@@ -20,7 +20,6 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -29,9 +28,9 @@ from corral.supervisor.api import Supervisor
 from corral.supervisor.errors import CorralError
 from corral.supervisor.events import EventKind
 from corral.supervisor.models import CoderSession, OutcomeContract
-from corral.supervisor.sandbox import SandboxPolicy, active_policy, set_active_policy
 from corral.supervisor.states import CoderState
 from tests.conftest import SupervisorFactory, events_of, git, plan_texts
+from tests.fakes.headless import corral_home
 from tests.fakes.scripted import Run, ScriptedDrafter, ScriptedEngine, Step, Write, contract
 
 S = CoderState
@@ -47,16 +46,7 @@ PYTEST = f"PYTHONPATH=. {PY} -m pytest -q -p no:cacheprovider tests"
 NAMED = "tests/test_mul.py::test_mul"
 
 
-@pytest.fixture(autouse=True)
-def interpreter_visible() -> Iterator[None]:
-    """Checks get a private /tmp: a venv under /tmp (a CI clone) runs unconfined."""
-    before = active_policy()
-    if Path(PY).absolute().is_relative_to("/tmp"):
-        set_active_policy(SandboxPolicy(enabled=False))
-    try:
-        yield
-    finally:
-        set_active_policy(before)
+pytestmark = pytest.mark.usefixtures("interpreter_visible")
 
 
 def _commit(repo: Path, files: dict[str, str]) -> None:
@@ -561,33 +551,15 @@ def test_corral_run_yes_never_delivers_a_judge_change_and_exits_nine(
     repo: Path, tmp_path: Path
 ) -> None:
     _calc(repo)
-    home = tmp_path / "home"
-    home.mkdir()
-    config = home / "config.toml"
-    config.write_text("[supervisor]\nrepair_invokes = 0\n")
     spec = _pytest_contract().model_dump(mode="json")
     (tmp_path / "contract.json").write_text(json.dumps(spec))
     agent = tmp_path / "agent.py"
     agent.write_text(AGENT.format(fixed=FIXED))
-    env = dict(os.environ, CORRAL_HOME=str(home), CORRAL_CONFIG=str(config))
-    env["CORRAL_TMUX_SOCKET_DIR"] = str(home / "tmux")
-    env["PYTHONPATH"] = str(ROOT)
-    argv = [PY, "-m", "corral.tui.cli", "run", "--repo", str(repo), "--intent", INTENT]
+    argv = ["run", "--repo", str(repo), "--intent", INTENT]
     argv += ["--contract", str(tmp_path / "contract.json"), "--agent", f"oneshot:{PY} {agent}"]
     argv += ["--yes", "--deliver", "branch", "--on-question", "approve"]
-    try:
-        proc = subprocess.run(
-            argv,
-            cwd=repo,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-    finally:
-        for socket in (home / "tmux").glob("*"):
-            subprocess.run(["tmux", "-S", str(socket), "kill-server"], capture_output=True)
+    with corral_home(tmp_path / "home") as corral:
+        proc = corral(*argv, cwd=repo)
     assert proc.returncode == 9, (proc.returncode, proc.stdout[-2000:], proc.stderr[-2000:])
     assert "not delivered" in proc.stderr
     assert "tests/test_mul.py (edited; holds a named test)" in proc.stderr

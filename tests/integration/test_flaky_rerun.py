@@ -7,14 +7,12 @@ real baseline run (contracts/checks.py `run_check`)."""
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from corral.supervisor.contracts.checks import run_check
 from corral.supervisor.models import CheckResult, CheckVerdict, ContractCheck
-from corral.supervisor.sandbox import SandboxPolicy, active_policy, set_active_policy
 
 PY = sys.executable
 SUITE = ContractCheck(name="tests", command=f"{PY} -m pytest -q -p no:cacheprovider tests")
@@ -46,16 +44,7 @@ def test_timing():
 """
 
 
-@pytest.fixture(autouse=True)
-def interpreter_visible() -> Iterator[None]:
-    """Checks get a private /tmp: a venv under /tmp (a CI clone) runs unconfined."""
-    before = active_policy()
-    if Path(PY).absolute().is_relative_to("/tmp"):
-        set_active_policy(SandboxPolicy(enabled=False))
-    try:
-        yield
-    finally:
-        set_active_policy(before)
+pytestmark = pytest.mark.usefixtures("interpreter_visible")
 
 
 async def _baseline(tree: Path) -> CheckResult:

@@ -13,7 +13,6 @@ import os
 import stat
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -25,7 +24,6 @@ from corral.supervisor.control.protocol import StartArgs
 from corral.supervisor.engines.external import task_prompt
 from corral.supervisor.errors import CorralError
 from corral.supervisor.models import OutcomeContract
-from corral.supervisor.sandbox import SandboxPolicy, active_policy, set_active_policy
 from corral.supervisor.states import CoderState
 from tests.conftest import SupervisorFactory, git, hello_contract, plan_texts
 from tests.fakes.scripted import ScriptedDrafter, ScriptedEngine, Write, contract
@@ -57,16 +55,7 @@ ALWAYS_EQUAL = (
 )
 
 
-@pytest.fixture(autouse=True)
-def interpreter_visible() -> Iterator[None]:
-    """Checks get a private /tmp: a venv under /tmp (a CI clone) runs unconfined."""
-    before = active_policy()
-    if Path(PY).absolute().is_relative_to("/tmp"):
-        set_active_policy(SandboxPolicy(enabled=False))
-    try:
-        yield
-    finally:
-        set_active_policy(before)
+pytestmark = pytest.mark.usefixtures("interpreter_visible")
 
 
 def project(repo: Path) -> Path:

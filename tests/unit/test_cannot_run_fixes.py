@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import shutil
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,21 +16,12 @@ from corral.supervisor.contracts.checks import run_check
 from corral.supervisor.contracts.environment import setup_reason
 from corral.supervisor.contracts.verdicts import setup_failed
 from corral.supervisor.models import CheckResult, CheckVerdict, ContractCheck, SetupOutcome
-from corral.supervisor.sandbox import SandboxPolicy, active_policy, set_active_policy
 
 PY = sys.executable
 HEADLESS = "corral run --"
 
 
-@pytest.fixture(autouse=True)
-def interpreter_visible() -> Iterator[None]:
-    before = active_policy()
-    if Path(PY).absolute().is_relative_to("/tmp"):
-        set_active_policy(SandboxPolicy(enabled=False))
-    try:
-        yield
-    finally:
-        set_active_policy(before)
+pytestmark = pytest.mark.usefixtures("interpreter_visible")
 
 
 def write(root: Path, rel: str, text: str) -> None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,7 +16,6 @@ from corral.supervisor.contracts.checks import run_check
 from corral.supervisor.models import CheckResult, CheckVerdict, ContractCheck
 from corral.supervisor.sandbox import (
     SandboxPolicy,
-    active_policy,
     sandbox_status,
     set_active_policy,
 )
@@ -25,18 +23,7 @@ from corral.supervisor.sandbox import (
 PY = sys.executable  # has pytest, whatever the host's python3 has
 
 
-@pytest.fixture(autouse=True)
-def interpreter_visible() -> Iterator[None]:
-    """The sandbox gives each check a private /tmp: when this checkout (and
-    so PY) lives under /tmp, as in a CI clone there, run these checks
-    unconfined — they are about verdicts, not confinement."""
-    before = active_policy()
-    if Path(PY).absolute().is_relative_to("/tmp"):  # the venv path, not its target
-        set_active_policy(SandboxPolicy(enabled=False))
-    try:
-        yield
-    finally:
-        set_active_policy(before)
+pytestmark = pytest.mark.usefixtures("interpreter_visible")  # about verdicts, not confinement
 
 
 def write(root: Path, rel: str, text: str) -> None:

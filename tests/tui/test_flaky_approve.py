@@ -1,0 +1,67 @@
+"""In the console, a check that passed only on its immediate re-run is
+delivered only after a person was shown it: the board's quick approve opens
+the diff review instead of delivering (no call reaches the owner), and the
+review's approve asks a question naming the flaky test whose default keeps
+the session; only going ahead on that question acknowledges it. On the old
+code the board's `a` then ctrl+y delivered it, the question silent."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from corral.supervisor.api import Supervisor
+from corral.tui.app import CorralApp
+from corral.tui.confirm import GO_KEY
+from corral.tui.screens.diff import DiffScreen
+from tests.conftest import git
+from tests.fakes.flaky import FLAKY_TEST, INTENT, calc_contract, calc_project, rigged
+from tests.fakes.scripted import Write
+
+from .conftest import asked, board_ready, scripted_supervisor, start_to_approval, until
+from .test_gate_safety import Watched
+
+pytestmark = pytest.mark.usefixtures("interpreter_visible")
+
+
+@pytest.mark.slow
+async def test_the_boards_quick_approve_of_a_flaky_pass_opens_its_review_first(
+    tmp_path: Path,
+) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    calc_project(repo)
+    sup = scripted_supervisor(tmp_path / "state", calc_contract(), [Write("calc.py", rigged())])
+    ids: dict[str, str] = {}
+
+    async def seed(s: Supervisor) -> None:
+        ids["flaky"] = await start_to_approval(s, INTENT, repo)
+
+    app = CorralApp(sup, default_repo=repo, on_ready=seed)
+    async with app.run_test(size=(160, 50)) as pilot:
+        board = await board_ready(app, pilot)
+        sid = ids["flaky"]
+        assert [r.flaky for r in sup.get(sid).session.last_check_results] == [[FLAKY_TEST]]
+        watched = Watched(sup)
+        board.table.move_cursor(row=board.order.index(sid))
+        await pilot.press("a")
+        review = await until(
+            pilot,
+            "the diff review",
+            lambda: app.screen if isinstance(app.screen, DiffScreen) else None,
+        )
+        assert watched.calls == []  # nothing was sent to the owner
+        await until(pilot, "the review's files", lambda: review.files)
+        await pilot.press("ctrl+a")
+        question = await asked(pilot, then="enter")  # the default keeps it
+        assert FLAKY_TEST in question.question and "passed only on an immediate re-run" in (
+            question.question
+        )
+        assert watched.calls == [] and sup.get(sid).session.state.value == "needs_approval"
+        await pilot.press("ctrl+a")
+        await asked(pilot, then=GO_KEY)  # the person goes ahead, having been shown it
+        await until(pilot, "the delivery", lambda: sup.get(sid).session.state.value == "merged")
+        assert watched.calls == ["approve"]
+    assert git(repo, "branch", "--list", "corral/*").strip() != ""
