@@ -19,7 +19,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from corral.supervisor.errors import CorralError
 from corral.supervisor.paths import default_state_dir, owner_running
@@ -259,7 +259,8 @@ def act(args: argparse.Namespace) -> int:
             if args.accept_judge_changes:
                 _say_judge_changes(client.answer(Calls.get, params.SessionParams(session_id=sid)))
             if args.accept_flaky:
-                _say_flaky(client.answer(Calls.get, params.SessionParams(session_id=sid)))
+                shown = client.answer(Calls.get, params.SessionParams(session_id=sid))
+                _say_flaky(shown, out=sys.stderr if args.json else sys.stdout)
             with still_working("approve"):
                 result = client.answer(
                     Calls.approve,
@@ -310,22 +311,23 @@ def _say_judge_changes(detail: dict[str, Any], indent: str = "") -> None:
         say(f"{indent}  {c.get('path', '')} ({'; '.join(what)})")
 
 
-def _say_flaky(detail: dict[str, Any], indent: str = "") -> None:
+def _say_flaky(detail: dict[str, Any], indent: str = "", out: TextIO = sys.stdout) -> None:
     """What the person accepts with `--accept-flaky` (printed before the
-    approve, and by `get`): each check that passed only on its immediate
-    re-run and the tests that failed first (a hidden check's are counted)."""
+    approve, on stderr under `--json`, and by `get`): each check that passed
+    only on its immediate re-run and the tests that failed first (a hidden
+    check's are counted)."""
     results = (detail.get("session") or {}).get("last_check_results") or []
     flaky = [r for r in results if r.get("flaky") and r.get("passed")]
     if not flaky:
         return
-    say(f"{indent}passed only on an immediate re-run (flaky, or work rigged to fail once):")
+    say(
+        f"{indent}passed only on an immediate re-run (flaky, or work rigged to fail once):",
+        file=out,
+    )
     for r in flaky:
-        if r.get("hidden"):
-            say(f"{indent}  a hidden check: {len(r['flaky'])} test(s) failed, then passed")
-        else:
-            say(
-                f"{indent}  {r.get('name', '')}: {', '.join(map(str, r['flaky']))} failed, then passed"
-            )
+        named = "a hidden check" if r.get("hidden") else str(r.get("name", ""))
+        tests = f"{len(r['flaky'])} test(s)" if r.get("hidden") else ", ".join(map(str, r["flaky"]))
+        say(f"{indent}  {named}: {tests} failed, then passed", file=out)
 
 
 LIFECYCLE = ("rename", "archive", "unarchive", "retry", "revive", "delete")
