@@ -72,6 +72,16 @@ def git(cwd: Path | str, *args: str, check: bool = True) -> str:
     return proc.stdout
 
 
+def commit_files(repo: Path, files: dict[str, str], message: str = "project") -> Path:
+    """Write `files` (path → text) into `repo` and commit them all."""
+    for rel, text in files.items():
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text(text)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", message)
+    return repo
+
+
 def init_repo(path: Path) -> Path:
     """`git init -b main`, `core.autocrlf=false`, one empty commit."""
     path.mkdir(parents=True, exist_ok=True)

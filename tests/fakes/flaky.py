@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from corral.supervisor.models import OutcomeContract
-from tests.conftest import git
+from tests.conftest import commit_files
 from tests.fakes.scripted import contract
 
 PY = sys.executable
@@ -57,9 +57,7 @@ def calc_files(root: Path) -> None:
 
 def calc_project(repo: Path) -> None:
     """The untouched project, committed in `repo`."""
-    calc_files(repo)
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "calc")
+    commit_files(repo, {"calc.py": CALC, "tests/test_calc.py": TEST_CALC}, "calc")
 
 
 def calc_contract() -> OutcomeContract:

@@ -29,7 +29,7 @@ from corral.supervisor.errors import CorralError
 from corral.supervisor.events import EventKind
 from corral.supervisor.models import CoderSession, OutcomeContract
 from corral.supervisor.states import CoderState
-from tests.conftest import SupervisorFactory, events_of, git, plan_texts
+from tests.conftest import SupervisorFactory, commit_files, events_of, git, plan_texts
 from tests.fakes.headless import corral_home
 from tests.fakes.scripted import Run, ScriptedDrafter, ScriptedEngine, Step, Write, contract
 
@@ -50,11 +50,7 @@ pytestmark = pytest.mark.usefixtures("interpreter_visible")
 
 
 def _commit(repo: Path, files: dict[str, str]) -> None:
-    for path, text in files.items():
-        (repo / path).parent.mkdir(parents=True, exist_ok=True)
-        (repo / path).write_text(text)
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "project with a failing test")
+    commit_files(repo, files, "project with a failing test")
 
 
 def _calc(repo: Path, extra: dict[str, str] | None = None) -> None:

@@ -25,7 +25,7 @@ from corral.supervisor.engines.external import task_prompt
 from corral.supervisor.errors import CorralError
 from corral.supervisor.models import OutcomeContract
 from corral.supervisor.states import CoderState
-from tests.conftest import SupervisorFactory, git, hello_contract, plan_texts
+from tests.conftest import SupervisorFactory, commit_files, git, hello_contract, plan_texts
 from tests.fakes.scripted import ScriptedDrafter, ScriptedEngine, Write, contract
 
 S = CoderState
@@ -59,12 +59,7 @@ pytestmark = pytest.mark.usefixtures("interpreter_visible")
 
 
 def project(repo: Path) -> Path:
-    (repo / "mul.py").write_text(MUL)
-    (repo / "tests").mkdir()
-    (repo / "tests" / "test_mul.py").write_text(VISIBLE)
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "mul, not done")
-    return repo
+    return commit_files(repo, {"mul.py": MUL, "tests/test_mul.py": VISIBLE}, "mul, not done")
 
 
 def held_back_contract(tmp_path: Path) -> OutcomeContract:

@@ -15,7 +15,7 @@ import pytest
 from corral.supervisor.contracts.checks import run_check
 from corral.supervisor.models import CheckVerdict, ContractCheck
 from corral.supervisor.states import CoderState
-from tests.conftest import SupervisorFactory, git, plan_texts
+from tests.conftest import SupervisorFactory, commit_files, git, plan_texts
 from tests.fakes.scripted import ScriptedDrafter, ScriptedEngine, Write, contract
 
 S = CoderState
@@ -34,12 +34,8 @@ pytestmark = pytest.mark.usefixtures("interpreter_visible")
 
 
 def _project(repo: Path) -> Path:
-    (repo / "calc.py").write_text(CALC)
-    (repo / "tests").mkdir()
-    (repo / "tests" / "test_calc.py").write_text(TESTS)
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "calc with one failing test")
-    return repo
+    files = {"calc.py": CALC, "tests/test_calc.py": TESTS}
+    return commit_files(repo, files, "calc with one failing test")
 
 
 def _suite(**kw: object) -> object:
