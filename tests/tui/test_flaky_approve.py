@@ -1,6 +1,7 @@
 """In the console, a check that passed only on its immediate re-run is
 delivered only after a person was shown it: the board's quick approve opens
-the diff review instead of delivering (no call reaches the owner), and the
+the diff review instead of delivering (no call reaches the owner), so does
+the session screen's, and the
 review's approve asks a question naming the flaky test whose default keeps
 the session; only going ahead on that question acknowledges it. On the old
 code the board's `a` then ctrl+y delivered it, the question silent."""
@@ -20,7 +21,7 @@ from tests.fakes.flaky import FLAKY_TEST, INTENT, calc_contract, calc_project, r
 from tests.fakes.scripted import Write
 
 from .conftest import asked, board_ready, scripted_supervisor, start_to_approval, until
-from .test_gate_safety import Watched
+from .test_gate_safety import Watched, open_session
 
 pytestmark = pytest.mark.usefixtures("interpreter_visible")
 
@@ -53,6 +54,16 @@ async def test_the_boards_quick_approve_of_a_flaky_pass_opens_its_review_first(
             lambda: app.screen if isinstance(app.screen, DiffScreen) else None,
         )
         assert watched.calls == []  # nothing was sent to the owner
+        # the session screen's approve (ctrl+a) opens the same review
+        await pilot.press("escape")
+        screen = await open_session(app, pilot, sid)
+        await pilot.press("ctrl+a")
+        review = await until(
+            pilot,
+            "the diff review from the session screen",
+            lambda: app.screen if isinstance(app.screen, DiffScreen) else None,
+        )
+        assert app.screen_stack[-2] is screen and watched.calls == []
         await until(pilot, "the review's files", lambda: review.files)
         await pilot.press("ctrl+a")
         question = await asked(pilot, then="enter")  # the default keeps it
