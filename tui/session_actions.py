@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from textual.notifications import SeverityLevel
 from textual.screen import Screen
 
-from corral.supervisor.errors import CorralError
+from corral.supervisor.errors import CorralError, FlakyPassHeld
 from corral.supervisor.states import label, said, short_id
 
 from .confirm import ConfirmScreen
@@ -322,6 +322,8 @@ class SessionActions:
                 choice["accept_flaky"] = True
 
             def delivered(result: Any) -> str:
+                if result is None:
+                    return "Not delivered: its checks passed only on their re-run (asked above)."
                 if then is not None:
                     then()
                 return approval_outcome(result)
@@ -332,13 +334,40 @@ class SessionActions:
                     title=label,
                     timeout=6,
                 )
-            self.run(label, self.supervisor.approve(session_id, **choice), delivered)
+            self.run(label, self._approving(label, session_id, choice, delivered), delivered)
 
         self.ask(
             f"{question}\n\n{self.what(session_id)}{files}{self.kinds_changed(session_id)}{flaky}",
             go,
             go=label,
         )
+
+    async def _approving(
+        self,
+        label: str,
+        session_id: str,
+        choice: dict[str, Any],
+        delivered: Callable[[Any], str],
+    ) -> Any:
+        """The owner's approve. Where the tree this delivery writes (a part,
+        a moved HEAD, the checkout) passed its checks only on their re-run,
+        the gate's sentence is put to the person as a question of its own
+        (default: keep); only going ahead on it acknowledges that (None:
+        asked, nothing delivered)."""
+        try:
+            return await self.supervisor.approve(session_id, **choice)
+        except FlakyPassHeld as held:
+            if choice.get("accept_flaky"):
+                raise
+            accepted = dict(choice, accept_flaky=True)
+            self.ask(
+                f"Deliver anyway?\n\n{held}.\n\nGoing ahead delivers it on your word.",
+                lambda _: self.run(
+                    label, self.supervisor.approve(session_id, **accepted), delivered
+                ),
+                go=label,
+            )
+            return None
 
     def kinds_changed(self, session_id: str) -> str:
         """The paths whose kind the change alters, said before it is written

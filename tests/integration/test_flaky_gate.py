@@ -139,3 +139,31 @@ def test_corral_run_through_an_owner_then_corral_approve_need_the_acknowledgemen
         watched = cli("get", sid, "--json")
     assert git(repo, "branch", "--list", "corral/*").strip() != ""
     assert json.loads(watched.stdout)["session"]["state"] == "merged"
+
+
+@pytest.mark.slow
+async def test_a_delivery_tree_that_passes_only_on_its_rerun_is_held_too(
+    make_supervisor: SupervisorFactory, repo: Path
+) -> None:
+    """The verified tree carries the marker (its checks pass at once); the
+    part approved leaves it out, so the checks on that part pass only on
+    their re-run: held like any flaky pass, delivered on the acknowledgement."""
+    calc_project(repo)
+    sup = await make_supervisor(
+        drafter=ScriptedDrafter([calc_contract()]),
+        engine=ScriptedEngine([[Write("calc.py", rigged()), Write(".warm", "")]]),
+        repair_invokes=0,
+    )
+    sid = (await sup.start(INTENT, repo)).session_id
+    await sup.confirm(sid)
+    await sup.wait_for(sid, needs=True, timeout=180)
+    s = sup.get(sid).session
+    assert s.state is S.NEEDS_APPROVAL and s.flaky_passes() == [], s.last_check_results
+    part = {"calc.py": None}
+    with pytest.raises(FlakyPassHeld) as held:
+        await sup.approve(sid, delivery="branch", selection=part)
+    _held(held.value, sid)
+    assert "on the branch's tree" in str(held.value)
+    assert git(repo, "branch", "--list", "corral/*").strip() == ""
+    result = await sup.approve(sid, delivery="branch", selection=part, accept_flaky=True)
+    assert result.state is S.MERGED and result.partial

@@ -76,3 +76,53 @@ async def test_the_boards_quick_approve_of_a_flaky_pass_opens_its_review_first(
         await until(pilot, "the delivery", lambda: sup.get(sid).session.state.value == "merged")
         assert watched.calls == ["approve"]
     assert git(repo, "branch", "--list", "corral/*").strip() != ""
+
+
+@pytest.mark.slow
+async def test_a_part_whose_checks_pass_only_on_their_rerun_is_asked_about_again(
+    tmp_path: Path,
+) -> None:
+    """The verified tree carries the marker, so gate 2 shows no flake; the
+    part ticked leaves it out, so the checks on that part pass only on their
+    re-run. The console puts the gate's sentence to the person as a question
+    of its own (enter keeps); only ctrl+y on it delivers. On the old code the
+    part was delivered as if its checks had passed at once."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    calc_project(repo)
+    writes = [Write("calc.py", rigged()), Write(".warm", "")]
+    sup = scripted_supervisor(tmp_path / "state", calc_contract(), writes)
+    ids: dict[str, str] = {}
+
+    async def seed(s: Supervisor) -> None:
+        ids["part"] = await start_to_approval(s, INTENT, repo)
+
+    app = CorralApp(sup, default_repo=repo, on_ready=seed)
+    async with app.run_test(size=(160, 50)) as pilot:
+        board = await board_ready(app, pilot)
+        sid = ids["part"]
+        assert sup.get(sid).session.flaky_passes() == []
+        board.table.move_cursor(row=board.order.index(sid))
+        await pilot.press("D")
+        review = await until(
+            pilot,
+            "the diff review",
+            lambda: app.screen if isinstance(app.screen, DiffScreen) else None,
+        )
+        await until(pilot, "the review's files", lambda: review.files)
+        assert review.current is not None and review.current.path == ".warm"
+        await pilot.press("space")  # untick the marker: only calc.py is approved
+        assert list(review.ticked) == ["calc.py"]
+        await pilot.press("ctrl+a")
+        await asked(pilot, then=GO_KEY)  # the approve itself names no flake
+        again = await asked(pilot, then="enter")  # the part's checks needed a re-run: kept
+        assert "Deliver anyway?" in again.question and FLAKY_TEST in again.question
+        assert sup.get(sid).session.state.value == "needs_approval"
+        assert git(repo, "branch", "--list", "corral/*").strip() == ""
+        await pilot.press("ctrl+a")
+        await asked(pilot, then=GO_KEY)
+        await asked(pilot, then=GO_KEY)  # the person accepts it, having been shown it
+        await until(pilot, "the delivery", lambda: sup.get(sid).session.state.value == "merged")
+    branch = sup.get(sid).session.result_branch
+    assert branch and git(repo, "show", "--name-only", "--format=", branch).split() == ["calc.py"]
