@@ -102,7 +102,7 @@ async def test_a_part_whose_checks_pass_only_on_their_rerun_is_asked_about_again
     async with app.run_test(size=(160, 50)) as pilot:
         board = await board_ready(app, pilot)
         sid = ids["part"]
-        assert sup.get(sid).session.flaky_passes() == []
+        assert [r.flaky for r in sup.get(sid).session.last_check_results] == [[]]
         board.table.move_cursor(row=board.order.index(sid))
         await pilot.press("D")
         review = await until(
