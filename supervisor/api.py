@@ -95,7 +95,7 @@ from .session.summaries import stored_summary
 from .session.transcripts import read_transcript
 from .session.transcripts import resolve as resolve_transcript
 from .session.usage import UsageWatch
-from .states import CoderState, NeedsYou, label, needs_you_label
+from .states import CoderState, NeedsYou, label
 from .store import DB_NAME, Store
 from .store.placements import PlacementStore
 from .workspaces import Workspaces
@@ -846,7 +846,7 @@ class Supervisor:
 
     def needs_you_of(self, session_id: str) -> str | None:
         row = self._registry.summary(session_id)
-        return None if row is None or row.needs_you is None else needs_you_label(row.needs_you)
+        return None if row is None or row.needs_you is None else row.needs_you_label
 
     def journal_path(self, session_id: str) -> Path:
         return self._registry.journal_path(session_id)

@@ -39,6 +39,12 @@ class FlakyPassHeld(CorralError):
     (`corral run`, exit 10) can tell it from any other refusal."""
 
 
+class JudgeChangeHeld(CorralError):
+    """An approve that did not acknowledge that the work changed how it is
+    judged (`accept_judge_changes`): held for a person, like `FlakyPassHeld`;
+    its own kind so a headless caller (`corral run`, exit 9) can tell it."""
+
+
 class StateDirError(CorralError):
     """The state dir is unusable (busy, corrupt, too new, not absolute)."""
 

@@ -909,6 +909,9 @@ class SessionSummary(BaseModel):
     replies_awaited: int = 0
     # its agent worked past `context_refresh_after_active_secs` (a fresh start is due)
     context_refresh_due: bool = False
+    # the approval gate refused an approve and holds the diff for a person (a
+    # judge change, a flaky pass): its sentence, also the row's needs-you label
+    approval_held: str | None = None
 
 
 class EventKind(StrEnum):

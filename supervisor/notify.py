@@ -7,6 +7,12 @@ replay) is the baseline, and a repaint of the same row is no edge. A finish
 the operator caused (approve, reject, cancel) is theirs and is not announced,
 nor is a need they decided ahead (`corral run --yes` confirms the contract the
 moment it is proposed, `--deliver` approves the diff, the demo confirms its own).
+But when the approval gate then refuses that decided approve (the work changed
+how it is judged, or its checks passed only on a re-run), the session needs a
+person after all, about something nobody decided: that hold is announced once,
+with the gate's sentence as the reason (what is held, the command that
+accepts it). A hold on a diff the operator was already told about is their
+own refused approve, not news.
 
 Each notice goes to the operator's hook commands (`[notify] on_needs_you`,
 `on_finished`, `on_over_budget`), to `notify-send` where a desktop runs, and to listeners in the
@@ -43,6 +49,7 @@ NEEDS_YOU: NoticeKind = "needs_you"
 FINISHED: NoticeKind = "finished"
 OVER_BUDGET: NoticeKind = "over_budget"
 MAX_TEXT = 120  # characters of a name shown in a desktop notification
+MAX_BODY = 240  # a notification's body: room for a hold's sentence (it holds a command)
 MAX_ENV_TEXT = 2000  # characters of one value a hook gets in its environment
 
 
@@ -86,7 +93,7 @@ class Notice:
             what = self.over_budget
         else:
             what = f"finished ({self.state})"
-        return plain(f"{what} — {self.name}")
+        return plain(f"{what} — {plain(self.name)}", MAX_BODY)
 
     def environment(self) -> dict[str, str]:
         """What a hook learns about the session (values, never code). The
@@ -100,6 +107,8 @@ class Notice:
             "CORRAL_SESSION_NAME": self.name,
             "CORRAL_STATE": self.state,
             "CORRAL_NEEDS_YOU": self.needs_you or "",
+            # corral's sentence for the need (a hold: what is held, the command that accepts it)
+            "CORRAL_NEEDS_YOU_REASON": self.needs_you_label or "",
             "CORRAL_OVER_BUDGET": self.over_budget or "",
             "CORRAL_REPO": self.repo,
         }
@@ -131,12 +140,17 @@ class Edges:
         # needs the operator answers at once by a decision made ahead
         # (`corral run --yes`, `--deliver`, the demo's own confirm): not news
         self._decided: dict[str, set[str]] = {}
+        # needs silenced by such a decision: the operator was never told of them
+        self._untold: dict[str, set[str]] = {}
+        self._held: dict[str, str] = {}  # the approval gate's hold last seen
 
     def baseline(self, rows: list[SessionSummary]) -> None:
         """What is already so when watching starts is no news."""
         for row in rows:
             self._seen[row.session_id] = (_needs(row), row.state.is_terminal)
             self._reminders[row.session_id] = row.question_reminders
+            if row.approval_held:
+                self._held[row.session_id] = row.approval_held
             if row.over_budget:
                 self._over.add(row.session_id)
 
@@ -178,6 +192,12 @@ class Edges:
         reminders = row.question_reminders
         reminded = reminders > self._reminders.get(sid, 0)
         self._reminders[sid] = reminders
+        held = row.approval_held
+        new_hold = held is not None and held != self._held.get(sid)
+        if held is None:
+            self._held.pop(sid, None)
+        else:
+            self._held[sid] = held
         if terminal and not was_terminal:
             if sid in self._operator_acted:
                 self._operator_acted.discard(sid)
@@ -188,11 +208,21 @@ class Edges:
             if needs in decided:
                 if needs != NeedsYou.QUESTION:  # a caller that answers questions answers each one
                     decided.discard(needs)
-                return None
+                self._untold.setdefault(sid, set()).add(needs)
+                return self._hold_edge(row, new_hold)
             return _notice(NEEDS_YOU, row)
         if needs is not None and reminded:  # a question still unanswered: said again
             return _notice(NEEDS_YOU, row)
-        return None
+        return self._hold_edge(row, new_hold)
+
+    def _hold_edge(self, row: SessionSummary, new_hold: bool) -> Notice | None:
+        """The gate refused an approve decided ahead: the need it answered is
+        the operator's after all, said once (they are told now)."""
+        untold = self._untold.get(row.session_id, set())
+        if not new_hold or row.needs_you is None or row.needs_you.value not in untold:
+            return None
+        untold.discard(row.needs_you.value)
+        return _notice(NEEDS_YOU, row)
 
     def forget(self, session_id: str) -> None:
         self._seen.pop(session_id, None)
@@ -200,6 +230,8 @@ class Edges:
         self._operator_acted.discard(session_id)
         self._reminders.pop(session_id, None)
         self._decided.pop(session_id, None)
+        self._untold.pop(session_id, None)
+        self._held.pop(session_id, None)
 
 
 def _needs(row: SessionSummary) -> str | None:

@@ -93,6 +93,7 @@ ROW_FIELDS = (
     "replies_owed",
     "replies_awaited",
     "context_refresh_due",
+    "approval_held",
 )
 
 

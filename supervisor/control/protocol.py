@@ -58,6 +58,7 @@ ERROR_KINDS: dict[str, type[errors.CorralError]] = {
     "ConfigError": errors.ConfigError,
     "DiskFullError": errors.DiskFullError,
     "FlakyPassHeld": errors.FlakyPassHeld,
+    "JudgeChangeHeld": errors.JudgeChangeHeld,
 }
 
 

@@ -47,7 +47,7 @@ from typing import Any
 
 from ..contracts.hidden import HiddenStore, hidden_tally
 from ..contracts.judge import judge_sentence
-from ..errors import CorralError, FlakyPassHeld
+from ..errors import CorralError, FlakyPassHeld, JudgeChangeHeld
 from ..events import (
     DiffReadyData,
     ErrorData,
@@ -134,6 +134,16 @@ FLAKY_HELD = (
     "{name} is not delivered, it waits at approval for a person: {what}. Read it (`corral "
     "get {sid}`), then `corral approve {sid} --accept-flaky`, or review its diff in the "
     "console and approve there, or reject it"
+)
+# the row's needs-you sentence while the gate holds a diff (one sentence: what
+# is held, the command that accepts it); a notice carries it too
+JUDGE_HOLD = (
+    "held: the work changed how it is judged; `corral approve {sid} --accept-judge-changes` "
+    "delivers it once you have read it"
+)
+FLAKY_HOLD = (
+    "held: {what} passed only on a re-run; `corral approve {sid} --accept-flaky` delivers it "
+    "once you have read it"
 )
 NOT_FROM_CHECKOUT = (
     "this task does not start from your checkout's current revision (it names its own base, "
@@ -310,7 +320,8 @@ class ApprovalGate:
             )
         blocking = [c for c in s.judge_changes if c.blocks]
         if blocking and not accept_judge_changes:
-            raise CorralError(
+            self._hold(live, JUDGE_HOLD.format(sid=short_id(s.id)))
+            raise JudgeChangeHeld(
                 JUDGE_CHANGED.format(
                     name=label(s.id), what=judge_sentence(blocking), sid=short_id(s.id)
                 )
@@ -324,6 +335,7 @@ class ApprovalGate:
             )
         flaky = s.flaky_passes()
         if flaky and not accept_flaky:
+            self._hold(live, FLAKY_HOLD.format(what=_checks(flaky), sid=short_id(s.id)))
             raise FlakyPassHeld(
                 FLAKY_HELD.format(name=label(s.id), what=flaky_sentence(flaky), sid=short_id(s.id))
             )
@@ -335,6 +347,15 @@ class ApprovalGate:
             discard_rest=discard_rest,
             accept_flaky=accept_flaky,
         )
+
+    def _hold(self, live: LiveSession, sentence: str) -> None:
+        """The gate refused an approve: the session needs a person now,
+        whoever asked (`corral run --deliver` decided the approve, not this),
+        so its row says the hold as its needs-you reason and the notifier
+        hears it as an edge of its own."""
+        if live.attention.held != sentence:
+            live.attention.held = sentence
+            self._registry.board.notify(live.id)
 
     def _refuse_changed_git_metadata(self, live: LiveSession) -> None:
         """A worktree whose git pointers were changed is never worked on
@@ -454,6 +475,8 @@ class ApprovalGate:
                 override = "delivered with failing checks: " + ", ".join(failing)
             flaky = [r for r in verification if r.flaky and r.passed]
             if flaky and not accept_flaky:
+                what = f"on {target.scope}, {_checks(flaky)}"
+                self._hold(live, FLAKY_HOLD.format(what=what, sid=short_id(s.id)))
                 raise FlakyPassHeld(
                     FLAKY_HELD.format(
                         name=label(s.id),
@@ -823,6 +846,12 @@ def flaky_sentence(results: list[CheckResult]) -> str:
         f"{word} {checks} passed only on an immediate re-run ({named} failed, then passed: "
         "flaky, or work rigged to fail once)"
     )
+
+
+def _checks(results: list[CheckResult]) -> str:
+    """`check tests`, `checks a, b`: the checks a hold names (a hidden one unnamed)."""
+    names = ", ".join("a hidden check" if r.hidden else r.name for r in results)
+    return f"{'check' if len(results) == 1 else 'checks'} {names}"
 
 
 def flaky_accepted(results: list[CheckResult], who: str) -> str:

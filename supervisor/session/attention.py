@@ -43,6 +43,9 @@ class AttentionState:
     iteration: int = 0
     model_notice: str | None = None  # a rejected key and who answered instead
     boundary_notice: str | None = None  # the last thing an agent tried that needs a person
+    # the approval gate's sentence for an approve it refused (a judge change,
+    # a flaky pass): what is held for a person and the command that accepts it
+    held: str | None = None
 
     @property
     def auth_outstanding(self) -> bool:
@@ -75,8 +78,10 @@ class AttentionState:
             self.iteration = max(self.iteration, event.data.n)
         elif kind is EventKind.DIFF_READY:
             self.approval_kind = ApprovalKind.MERGE
+            self.held = None  # a new verification: judged afresh
         elif kind is EventKind.FINDING_PROPOSED:
             self.approval_kind = ApprovalKind.FINDING
+            self.held = None
         elif kind is EventKind.BUDGET_EXHAUSTED:
             self.budget_exhausted = True
         return had_auth or kind in FANS_OUT

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 
 from ..llm.chain import ModelSpend
 from ..models import CoderSession, SessionSummary
-from ..states import CoderState, FailureKind, label, needs_you, needs_you_label
+from ..states import CoderState, FailureKind, NeedsYou, label, needs_you, needs_you_label
 from .identity import is_dormant
 from .live import LiveSession
 from .spend import totals
@@ -125,6 +125,8 @@ def live_summary(live: LiveSession) -> SessionSummary:
         auth_outstanding=attention.auth_outstanding,
         approval_kind=attention.approval_kind,
     )
+    # a hold is said while the diff it holds still waits (gone with a new verification)
+    held = attention.held if need is NeedsYou.MERGE else None
     row = stored_summary(session)
     stats = live.git_stats
     git = (
@@ -144,7 +146,8 @@ def live_summary(live: LiveSession) -> SessionSummary:
             "live": True,
             "iterations": max(session.iterations, attention.iteration),
             "needs_you": need,
-            "needs_you_label": needs_you_label(need),
+            "needs_you_label": held or needs_you_label(need),
+            "approval_held": held,
             "steering_available": live.steering.is_open and not question,
             "question_prompt": live.question.prompt if question else None,
             "question_reminders": live.question.reminders if question else 0,

@@ -31,7 +31,13 @@ from typing import Any
 
 from corral.supervisor.api import Supervisor
 from corral.supervisor.doctor import confinement_status
-from corral.supervisor.errors import CorralError, FlakyPassHeld, is_disk_full, nearly_full
+from corral.supervisor.errors import (
+    CorralError,
+    FlakyPassHeld,
+    JudgeChangeHeld,
+    is_disk_full,
+    nearly_full,
+)
 from corral.supervisor.events import CoderEvent
 from corral.supervisor.factory import build_supervisor, default_drafter
 from corral.supervisor.interface import (
@@ -405,20 +411,25 @@ async def _drive(
             if row.state is CoderState.NEEDS_APPROVAL and row.needs_you != "finding"
             else []
         )
+        judge_held = (
+            f"corral run: not delivered, {label(sid)} waits at approval for a person: "
+            f"{judge_text(judged)}. Read it (`corral get {sid}`), then "
+            f"`corral approve {sid} --accept-judge-changes`, or reject it."
+        )
         if row.needs_you in ("question", "auth"):
             code = 4
-        elif judged:  # never delivered without a person who saw it
-            say(
-                f"corral run: not delivered, {label(sid)} waits at approval for a person: "
-                f"{judge_text(judged)}. Read it (`corral get {sid}`), then "
-                f"`corral approve {sid} --accept-judge-changes`, or reject it.",
-                file=sys.stderr,
-                flush=True,
-            )
+        elif judged and deliver == "none":  # never delivered without a person who saw it
+            say(judge_held, file=sys.stderr, flush=True)
             code = JUDGE_CHANGED
         elif row.state is CoderState.NEEDS_APPROVAL and deliver != "none":
+            # the approve decided ahead is put to the gate even when it must
+            # refuse (a judge change, a flaky pass): the gate's hold makes the
+            # session need a person, and the owner's notifier says so
             try:
                 await owner.approve(sid, deliver, row.needs_you == "finding")
+            except JudgeChangeHeld:
+                say(judge_held, file=sys.stderr, flush=True)
+                code = JUDGE_CHANGED
             except FlakyPassHeld as exc:  # the gate holds it for a person; never acknowledged here
                 say(f"corral run: {exc}.", file=sys.stderr, flush=True)
                 code = FLAKY_HELD
