@@ -9,11 +9,15 @@ at the approval gate for a person (tests/integration/test_flaky_gate.py)."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Collection
 from pathlib import Path
+from typing import Any
 
+from corral.supervisor.api import Supervisor
 from corral.supervisor.models import OutcomeContract
-from tests.conftest import commit_files
-from tests.fakes.scripted import contract
+from corral.supervisor.states import CoderState, NeedsYou
+from tests.conftest import SupervisorFactory, commit_files
+from tests.fakes.scripted import ScriptedDrafter, ScriptedEngine, Write, contract
 
 PY = sys.executable
 INTENT = "make add faster"
@@ -72,3 +76,29 @@ def rigged_agent(path: Path) -> Path:
     """A one-shot agent script at `path` that writes the rigged work."""
     path.write_text(AGENT.format(rigged=rigged()))
     return path
+
+
+async def flaky_session(
+    make_supervisor: SupervisorFactory,
+    repo: Path,
+    *,
+    decided: Collection[NeedsYou] = (),
+    **settings: Any,
+) -> tuple[Supervisor, str]:
+    """A session at gate 2 whose one check passed only on its re-run (the
+    needs in `decided` decided ahead, as `corral run --yes --deliver` does)."""
+    calc_project(repo)
+    sup = await make_supervisor(
+        drafter=ScriptedDrafter([calc_contract()]),
+        engine=ScriptedEngine([[Write("calc.py", rigged())]]),
+        repair_invokes=0,
+        **settings,
+    )
+    sid = (await sup.start(INTENT, repo, decided=decided)).session_id
+    await sup.wait_for(sid, needs=True, timeout=60)  # a start that decided ahead did not wait
+    await sup.confirm(sid)
+    row = await sup.wait_for(sid, needs=True, timeout=180)
+    s = sup.get(sid).session
+    assert row.state is CoderState.NEEDS_APPROVAL, (row.state, s.error, s.last_check_results)
+    assert [r.flaky for r in s.last_check_results] == [[FLAKY_TEST]]
+    return sup, sid

@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 
-from corral.supervisor.api import Supervisor
 from corral.supervisor.control.server import ControlServer
 from corral.supervisor.errors import FlakyPassHeld
 from corral.supervisor.remote import AsyncControlClient
@@ -28,6 +27,7 @@ from tests.fakes.flaky import (
     PY,
     calc_contract,
     calc_project,
+    flaky_session,
     rigged,
     rigged_agent,
 )
@@ -37,23 +37,6 @@ from tests.fakes.scripted import ScriptedDrafter, ScriptedEngine, Write
 pytestmark = pytest.mark.usefixtures("interpreter_visible")
 S = CoderState
 ACCEPTED = "Delivered on the acknowledgement of the operator"
-
-
-async def flaky_session(make_supervisor: SupervisorFactory, repo: Path) -> tuple[Supervisor, str]:
-    """A session at gate 2 whose one check passed only on its re-run."""
-    calc_project(repo)
-    sup = await make_supervisor(
-        drafter=ScriptedDrafter([calc_contract()]),
-        engine=ScriptedEngine([[Write("calc.py", rigged())]]),
-        repair_invokes=0,
-    )
-    sid = (await sup.start(INTENT, repo)).session_id
-    await sup.confirm(sid)
-    row = await sup.wait_for(sid, needs=True, timeout=180)
-    s = sup.get(sid).session
-    assert row.state is S.NEEDS_APPROVAL, (row.state, s.error, s.last_check_results)
-    assert [r.flaky for r in s.last_check_results] == [[FLAKY_TEST]]
-    return sup, sid
 
 
 def _held(refusal: BaseException, sid: str) -> None:

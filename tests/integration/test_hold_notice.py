@@ -14,6 +14,7 @@ approval"."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 import time
@@ -21,9 +22,11 @@ from pathlib import Path
 
 import pytest
 
-from corral.supervisor.states import short_id
-from tests.conftest import git
-from tests.fakes.flaky import INTENT, PY, calc_contract, calc_project, rigged_agent
+from corral.supervisor.api import Notice
+from corral.supervisor.errors import FlakyPassHeld
+from corral.supervisor.states import NeedsYou, short_id
+from tests.conftest import SupervisorFactory, eventually, git
+from tests.fakes.flaky import INTENT, PY, calc_contract, calc_project, flaky_session, rigged_agent
 from tests.fakes.headless import NO_REPAIRS, Corral, corral_home
 from tests.integration.test_cheats import AGENT as JUDGE_AGENT
 from tests.integration.test_cheats import FIXED, _calc, _pytest_contract
@@ -114,3 +117,46 @@ def test_a_judge_change_held_after_corral_run_deliver_is_announced_once(
         _heard_once(log, sid, "--accept-judge-changes")
         _needs_you(corral, tmp_path, sid, "--accept-judge-changes")
     assert git(repo, "branch", "--list", "corral/*").strip() == ""
+
+
+# -- in process: what the console's listener hears (its desktop OSC notice) ------------------
+
+QUIET = {"notify": {"desktop": False}}
+
+
+async def test_the_console_hears_the_hold_of_an_approve_decided_ahead_once(
+    make_supervisor: SupervisorFactory, repo: Path
+) -> None:
+    sup, sid = await flaky_session(
+        make_supervisor, repo, decided={NeedsYou.CONTRACT, NeedsYou.MERGE}, **QUIET
+    )
+    heard: list[Notice] = []
+    assert sup.listen_for_notices(heard.append)
+    for _ in range(2):  # the approve decided ahead, then a second one: one hold, heard once
+        with pytest.raises(FlakyPassHeld):
+            await sup.approve(sid)
+    await eventually(lambda: len(heard) >= 1, timeout=10)
+    await asyncio.sleep(0.5)  # a second notice would have come by now
+    (notice,) = heard
+    assert notice.session_id == sid and notice.needs_you == "merge"
+    assert notice.needs_you_label is not None and notice.needs_you_label.startswith("held: ")
+    assert f"corral approve {short_id(sid)} --accept-flaky" in notice.body
+    (row,) = [r for r in sup.list() if r.session_id == sid]
+    assert row.needs_you_label == row.approval_held == notice.needs_you_label
+
+
+async def test_a_persons_own_refused_approve_is_not_announced_again(
+    make_supervisor: SupervisorFactory, repo: Path
+) -> None:
+    """They were told it needs them ("diff ready for approval") and are
+    looking at the refusal: the row says the hold, no second notice comes."""
+    sup, sid = await flaky_session(make_supervisor, repo, **QUIET)
+    heard: list[Notice] = []
+    assert sup.listen_for_notices(heard.append)
+    await eventually(lambda: sup.needs_you_of(sid) is not None, timeout=10)
+    with pytest.raises(FlakyPassHeld):
+        await sup.approve(sid)
+    await asyncio.sleep(1)
+    assert heard == [], [n.needs_you_label for n in heard]
+    held = sup.needs_you_of(sid)
+    assert held is not None and held.startswith("held: ")
