@@ -31,6 +31,12 @@ tests; a delivery tree checked again at approve (a moved HEAD, the
 checkout, a part) that passes only on its re-run is held alike. Who
 accepted it is said in the session's events.
 
+A refused approve, of either kind, leaves the session needing a person
+whoever asked: its board row's needs-you reason becomes the hold
+(`approval_held`: what is held, the command that accepts it), so an approve
+decided ahead (`corral run --deliver`) that the gate refuses is heard by the
+notifier as a need of its own; a new verification clears it.
+
 Delivery is idempotent: a branch that already holds this session's result
 (written before a crash could record it) completes the session as delivered
 without writing again; a checkout that already holds it says
