@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from corral.supervisor.api import Supervisor
+from corral.supervisor.errors import FlakyPassHeld
 from corral.tui.app import CorralApp
 from corral.tui.confirm import GO_KEY
 from corral.tui.screens.diff import DiffScreen
@@ -21,15 +22,14 @@ from tests.fakes.flaky import FLAKY_TEST, INTENT, calc_contract, calc_project, r
 from tests.fakes.scripted import Write
 
 from .conftest import asked, board_ready, scripted_supervisor, start_to_approval, until
+from .test_board import _cell_text
 from .test_gate_safety import Watched, open_session
 
 pytestmark = pytest.mark.usefixtures("interpreter_visible")
 
 
-@pytest.mark.slow
-async def test_the_boards_quick_approve_of_a_flaky_pass_opens_its_review_first(
-    tmp_path: Path,
-) -> None:
+def _flaky_console(tmp_path: Path) -> tuple[Supervisor, CorralApp, dict[str, str], Path]:
+    """A console whose board gets one session at gate 2 with a flaky pass."""
     repo = tmp_path / "repo"
     repo.mkdir()
     git(repo, "init", "-q", "-b", "main")
@@ -40,7 +40,14 @@ async def test_the_boards_quick_approve_of_a_flaky_pass_opens_its_review_first(
     async def seed(s: Supervisor) -> None:
         ids["flaky"] = await start_to_approval(s, INTENT, repo)
 
-    app = CorralApp(sup, default_repo=repo, on_ready=seed)
+    return sup, CorralApp(sup, default_repo=repo, on_ready=seed), ids, repo
+
+
+@pytest.mark.slow
+async def test_the_boards_quick_approve_of_a_flaky_pass_opens_its_review_first(
+    tmp_path: Path,
+) -> None:
+    sup, app, ids, repo = _flaky_console(tmp_path)
     async with app.run_test(size=(160, 50)) as pilot:
         board = await board_ready(app, pilot)
         sid = ids["flaky"]
@@ -126,3 +133,22 @@ async def test_a_part_whose_checks_pass_only_on_their_rerun_is_asked_about_again
         await until(pilot, "the delivery", lambda: sup.get(sid).session.state.value == "merged")
     branch = sup.get(sid).session.result_branch
     assert branch and git(repo, "show", "--name-only", "--format=", branch).split() == ["calc.py"]
+
+
+@pytest.mark.slow
+async def test_the_board_shows_the_gates_hold_as_the_rows_need(tmp_path: Path) -> None:
+    """An approve from elsewhere (`corral run --deliver`) that the gate
+    refuses leaves the row needing you for the hold, in the gate's words (on
+    the old code it still said "diff ready for approval")."""
+    sup, app, ids, _repo = _flaky_console(tmp_path)
+    async with app.run_test(size=(160, 50)) as pilot:
+        board = await board_ready(app, pilot)
+        sid = ids["flaky"]
+        with pytest.raises(FlakyPassHeld):
+            await sup.approve(sid, delivery="branch")
+
+        def need() -> str:
+            return _cell_text(board.table, board.order.index(sid), 2)
+
+        await until(pilot, "the hold on the board", lambda: need().startswith("held: "))
+        assert "--accept-flaky" in need() and board.summaries[sid].needs_you is not None
