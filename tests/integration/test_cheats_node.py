@@ -35,18 +35,12 @@ from corral.supervisor.states import CoderState
 from tests.conftest import SupervisorFactory, git
 from tests.corpus.runner import cache_dir
 from tests.fakes.scripted import Run, ScriptedDrafter, ScriptedEngine, Step, Write, contract
-from tests.integration.test_cheats import (  # noqa: F401 (a fixture)
-    PY,
-    ROOT,
-    _commit,
-    _not_delivered,
-    _said,
-    interpreter_visible,
-)
+from tests.integration.test_cheats import PY, ROOT, _commit, _not_delivered, _said
 
 S = CoderState
 INTENT = "make mul(a, b) multiply"
 pytestmark = [
+    pytest.mark.usefixtures("interpreter_visible"),
     pytest.mark.slow,
     pytest.mark.timeout(900),  # an offline `npm ci` and two runs of a real runner, under load
     pytest.mark.skipif(shutil.which("npm") is None, reason="node and npm are not installed"),
