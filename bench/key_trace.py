@@ -109,6 +109,8 @@ def report(child_path: Path, worst: int = 6) -> list[str]:
         if t_in is None or t_loop is None or t_frame is None:
             lines.append(f"key {gap * 1000:.1f} ms: not traced in the child")
             continue
+        if gap >= 1.0:  # its repaint never seen within the second: no arrival to split
+            arrived = float("nan")
         busy = [
             (min(b, t_frame) - max(a, t_in)) * 1000 for a, b in frames if b > t_in and a < t_frame
         ]

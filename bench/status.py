@@ -64,9 +64,15 @@ Budget p95 ≤ 20 ms quiet, ≤ 50 ms at --load 4 (twice the cores); the
 background gap (no key) is printed beside it, and the floor (bench/tui.py's
 bare Textual app, timed the same way in the same run) with the ratio.
 --profile PATH writes the console's cProfile stats while the keys are timed.
+A key's repaint is timed when it arrives at the pty (a reader thread stamps
+every chunk): this process's own terminal emulator (pyte) parses a streaming
+screen far slower than a terminal, and it lags under load; the old measure
+(when pyte had got to it) is printed beside it. --trace splits the slowest
+keys into their hops and times the ACP batches and the frames on the
+console's loop (bench/key_trace.py).
 
 Run: .venv/bin/python bench/status.py [--quick] [--console] [--acp] [--acp-console]
-     [--agents N] [--seconds S]
+     [--agents N] [--seconds S] [--keys N] [--profile PATH] [--trace] [--load N]
      [--against OTHER_CHECKOUT] (with --console or --acp-console: the other checkout's
      console is timed first, in the same run, for a before/after; `make view` there first)
 """
