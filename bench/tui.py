@@ -722,8 +722,10 @@ class Term:
             self.pending += drain(self.proc, secs)
             return
         end = time.perf_counter() + secs
+        chunks = [self.pending]
         while (left := end - time.perf_counter()) > 0:
-            self.pending += self.next_chunk(left)[1]
+            chunks.append(self.next_chunk(left)[1])
+        self.pending = b"".join(chunks)  # a backlog of megabytes under load: joined once
 
     def start_reader(self) -> None:
         """Read the pty on a thread of its own, stamping each chunk as it
@@ -753,9 +755,7 @@ class Term:
             self._reading = False
             self._reader.join(1.0)
             sys.setswitchinterval(self._switch)
-            while not self._chunks.empty():
-                self.pending += self._chunks.get_nowait()[1]
-            self._chunks = None
+            self._chunks = None  # what it read and nobody parsed is not needed any more
 
     @property
     def reading(self) -> bool:
