@@ -64,9 +64,15 @@ Budget p95 ≤ 20 ms quiet, ≤ 50 ms at --load 4 (twice the cores); the
 background gap (no key) is printed beside it, and the floor (bench/tui.py's
 bare Textual app, timed the same way in the same run) with the ratio.
 --profile PATH writes the console's cProfile stats while the keys are timed.
+A key's repaint is timed when it arrives at the pty (a reader thread stamps
+every chunk): this process's own terminal emulator (pyte) parses a streaming
+screen far slower than a terminal, and it lags under load; the old measure
+(when pyte had got to it) is printed beside it. --trace splits the slowest
+keys into their hops and times the ACP batches and the frames on the
+console's loop (bench/key_trace.py).
 
 Run: .venv/bin/python bench/status.py [--quick] [--console] [--acp] [--acp-console]
-     [--agents N] [--seconds S]
+     [--agents N] [--seconds S] [--keys N] [--profile PATH] [--trace] [--load N]
      [--against OTHER_CHECKOUT] (with --console or --acp-console: the other checkout's
      console is timed first, in the same run, for a before/after; `make view` there first)
 """
@@ -592,12 +598,18 @@ def acp_console_child(ready: Path, repo: Path, n: int) -> None:
 
     app = CorralApp(sup, default_repo=repo, on_ready=seed)
     count_textual_work()
+    import key_trace  # bench/ is this script's own folder
+
+    if os.environ.get(key_trace.TRACE_ENV):
+        key_trace.instrument_child()
 
     def measured() -> None:  # while the keys were timed: the console's (and owner's) own share
         profile = os.environ.get(ACP_PROFILE_ENV)
         if profile and began:
             profiler.disable()
             profiler.dump_stats(profile)
+        if trace := os.environ.get(key_trace.TRACE_ENV):
+            key_trace.write_child(trace)
         report = os.environ.get(ACP_REPORT_ENV)
         if report and began:
             cpu, wall = time.process_time() - began["cpu"], time.monotonic() - began["wall"]
@@ -615,7 +627,7 @@ def acp_console_child(ready: Path, repo: Path, n: int) -> None:
 
 
 def acp_console_keys(
-    keys: int, n: int, root: Path | None = None, floor: bool = True
+    keys: int, n: int, root: Path | None = None, floor: bool = True, trace: bool = False
 ) -> tuple[list[float], list[float], list[float]]:
     """bench/tui.py's keystroke measurement, with `acp_console_child` in its
     pty, then (with `floor`) the floor timed the same way in the same run
@@ -623,6 +635,8 @@ def acp_console_keys(
     streaming); with `root` (another checkout, its build/view made by `make
     view`), that checkout's console, supervisor and scripted agent are timed."""
     import importlib.util
+
+    import key_trace  # bench/ is this script's own folder
 
     spec = importlib.util.spec_from_file_location("bench_tui", Path(__file__).with_name("tui.py"))
     assert spec is not None and spec.loader is not None
@@ -644,6 +658,11 @@ def acp_console_keys(
     with tempfile.TemporaryDirectory(prefix="corral-bench-acp-report-") as tmp:
         report = Path(tmp) / "report.json"
         os.environ[ACP_REPORT_ENV] = str(report)
+        traced = Path(tmp) / "trace.json"
+        if trace:
+            os.environ[key_trace.TRACE_ENV] = str(traced)
+        else:
+            os.environ.pop(key_trace.TRACE_ENV, None)
         try:
             key_ms, idle_ms, work = tui.keystrokes(keys, n, child=child, ready_timeout=600)
             for line in work[:1]:  # its CPU with no key, the event loop's thread apart
@@ -666,11 +685,33 @@ def acp_console_keys(
                 f"({spent['events'] / spent['wall']:.0f}/s, "
                 f"{spent['cpu'] / max(1, spent['events']) * 1e6:.0f} µs of CPU each)"
             )
+        print(f"  {seen_after_parsing(tui.KEY_TIMES)}")
+        if trace and traced.exists():
+            key_trace.SENT[:] = tui.KEY_TIMES
+            for line in key_trace.report(traced):
+                print(f"  {line}")
     if not floor:
         return list(key_ms), list(idle_ms), []
     floor_argv = [sys.executable, str(Path(__file__).with_name("tui.py")), "--child-floor"]
     floor_ms, _, _work = tui.keystrokes(keys, n, child=floor_argv)
+    print(f"  floor: {seen_after_parsing(tui.KEY_TIMES)}")
     return list(key_ms), list(idle_ms), list(floor_ms)
+
+
+def seen_after_parsing(times: list[tuple[float, float, float, float]]) -> str:
+    """The keys timed as this bench did before its pty reader thread: when its
+    own terminal emulator (pyte) had parsed everything that came before the
+    key's repaint, its parsing charged to the console."""
+    seen = [min(SATURATED_MS, (s - t) * 1000) for t, _a, s, _p in times]
+    parse = [p * 1000 for _t, _a, _s, p in times]
+    if not seen:
+        return "no key timed"
+    return (
+        f"the same keys as seen after the bench's own parsing (the measure before its pty "
+        f"reader): p50 {statistics.median(seen):.1f} ms  p95 {pct(seen, 95):.1f} ms; the "
+        f"bench parsed p50 {statistics.median(parse):.1f} ms, p95 {pct(parse, 95):.1f} ms "
+        "per key meanwhile"
+    )
 
 
 def console_keys(keys: int, n: int, root: Path | None = None) -> tuple[list[float], list[float]]:
@@ -887,6 +928,11 @@ def main() -> int:
         "are timed) there",
     )
     parser.add_argument(
+        "--trace",
+        action="store_true",
+        help="with --acp-console, split the slowest keys into their hops (bench/key_trace.py)",
+    )
+    parser.add_argument(
         "--against",
         type=Path,
         help="with --console or --acp-console, first time the console of this other checkout "
@@ -914,7 +960,7 @@ def main() -> int:
             print("  this checkout:")
         if args.profile:
             os.environ[ACP_PROFILE_ENV] = str(args.profile.resolve())
-        key_ms, idle_ms, floor_ms = acp_console_keys(keys, n)
+        key_ms, idle_ms, floor_ms = acp_console_keys(keys, n, trace=args.trace)
         good = report_keys("", key_ms, idle_ms)
         f50, f95 = statistics.median(floor_ms), pct(floor_ms, 95)
         print(

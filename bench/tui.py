@@ -86,6 +86,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import queue
 import random
 import re
 import resource
@@ -681,6 +682,11 @@ def console_cost(
             kill_tmux_servers(base)
 
 
+# every key of the last keystrokes(): (sent, its repaint arrived at the pty, the bench saw it
+# after parsing what came before, the bench's parsing meanwhile), seconds
+KEY_TIMES: list[tuple[float, float, float, float]] = []
+
+
 class Term:
     """The child's pty output as a screen (pyte), parsed only when asked: the
     bytes of a drain are kept and fed at once, outside any timed window."""
@@ -693,22 +699,81 @@ class Term:
         self.stream = pyte.ByteStream(self.screen)
         self.pending = b""
         self.unparsed = 0  # sequences pyte could not take (its parser restarted after each)
+        self.parse_secs = 0.0  # spent parsing so far (bench/key_trace.py: the bench's own share)
+        # the reader thread's (arrival, chunk) queue, while it runs
+        self._chunks: queue.Queue[tuple[float, bytes]] | None = None
 
     def read(self, timeout: float) -> float:
         """Read one chunk (within `timeout`) and parse everything read so far;
-        the chunk's arrival time, or 0.0 when nothing came."""
-        chunk = read_chunk(self.proc, timeout)
-        arrived = time.perf_counter()
+        the chunk's arrival time, or 0.0 when nothing came. With the reader
+        running, the arrival is when the reader thread took it from the pty,
+        not when this parse-bound thread got to it."""
+        if self._chunks is None:
+            chunk = read_chunk(self.proc, timeout)
+            arrived = time.perf_counter()
+        else:
+            arrived, chunk = self.next_chunk(timeout)
         self.pending += chunk
         self.parse()
         return arrived if chunk else 0.0
 
     def drain(self, secs: float) -> None:
-        self.pending += drain(self.proc, secs)
+        if self._chunks is None:
+            self.pending += drain(self.proc, secs)
+            return
+        end = time.perf_counter() + secs
+        chunks = [self.pending]
+        while (left := end - time.perf_counter()) > 0:
+            chunks.append(self.next_chunk(left)[1])
+        self.pending = b"".join(chunks)  # a backlog of megabytes under load: joined once
+
+    def start_reader(self) -> None:
+        """Read the pty on a thread of its own, stamping each chunk as it
+        arrives: pyte parses a streaming screen far slower than a terminal
+        does (tens of ms for one repaint of 50 streaming sessions under
+        load), and a chunk read only after the parse of the one before would
+        charge that parse to the console (bench/key_trace.py showed it)."""
+        import threading
+
+        chunks: queue.Queue[tuple[float, bytes]] = queue.Queue()
+        self._chunks = chunks
+        self._reading = True
+        self._switch = sys.getswitchinterval()
+        sys.setswitchinterval(0.0005)  # the reader gets the GIL back from a parse quickly
+
+        def read() -> None:
+            while self._reading:
+                chunk = read_chunk(self.proc, 0.05)
+                if chunk:
+                    chunks.put((time.perf_counter(), chunk))
+
+        self._reader = threading.Thread(target=read, name="bench-pty-reader", daemon=True)
+        self._reader.start()
+
+    def stop_reader(self) -> None:
+        if self._chunks is not None:
+            self._reading = False
+            self._reader.join(1.0)
+            sys.setswitchinterval(self._switch)
+            self._chunks = None  # what it read and nobody parsed is not needed any more
+
+    @property
+    def reading(self) -> bool:
+        """Whether the reader thread stamps the chunks."""
+        return self._chunks is not None
+
+    def next_chunk(self, timeout: float) -> tuple[float, bytes]:
+        """From the reader: (arrival, chunk) within `timeout`, or (0.0, b"")."""
+        assert self._chunks is not None
+        try:
+            return self._chunks.get(timeout=max(0.0, timeout))
+        except queue.Empty:
+            return 0.0, b""
 
     def parse(self) -> None:
         if self.pending:
             data, self.pending = self.pending, b""
+            began = time.perf_counter()
             try:
                 self.stream.feed(data)
             except (TypeError, ValueError, IndexError, StopIteration):
@@ -719,6 +784,7 @@ class Term:
 
                 self.unparsed += 1
                 self.stream = pyte.ByteStream(self.screen)
+            self.parse_secs += time.perf_counter() - began
 
     SAMPLE_COLUMNS = tuple(range(1, 60, 4))  # within any table's first columns
 
@@ -838,6 +904,8 @@ def keystrokes(
             def counts():  # type: ignore[no-untyped-def]
                 return textual_counts.read(proc.pid, counts_file, term.drain)
 
+            term.start_reader()  # every chunk stamped as it arrives from here on
+
             if profile_to:
                 os.kill(proc.pid, signal.SIGUSR2)  # the measured windows only
             started = before = counts()
@@ -862,6 +930,7 @@ def keystrokes(
                 ),
             ]
             before, t_keys = counts(), time.monotonic()
+            KEY_TIMES.clear()
             rng = random.Random(7)
             key_ms: list[float] = []
             idle_ms: list[float] = []
@@ -869,22 +938,35 @@ def keystrokes(
                 term.drain(rng.uniform(0.05, 0.15))
                 # background: the wait for the next chunk, with no key sent
                 t = time.perf_counter()
-                read_chunk(proc, 1.0)
-                idle_ms.append((time.perf_counter() - t) * 1000)
+                arrived, chunk = term.next_chunk(1.0)
+                term.pending += chunk
+                idle_ms.append((max(arrived, t) - t) * 1000 if chunk else 1000.0)
                 term.drain(rng.uniform(0.02, 0.05))
                 term.parse()
                 was = term.selected(style)
+                parsed = term.parse_secs
                 t = time.perf_counter()
                 proc.write(DOWN if i % 2 == 0 else UP)
-                gap = 1000.0  # the cursor not moved within 1 s counts as 1 s
-                while time.perf_counter() - t < 1.0:
+                gap = seen = 1000.0  # the cursor not moved within 1 s counts as 1 s
+                # every chunk that arrived within the second is looked at, however
+                # long this process takes to parse them (it lags under load)
+                while True:
                     arrived = term.read(max(0.0, 1.0 - (time.perf_counter() - t)))
                     if not arrived:
+                        if term.reading or time.perf_counter() - t >= 1.0:
+                            break
+                        continue
+                    if arrived - t >= 1.0:
+                        break
+                    if arrived < t:  # came before the key (parsing lagged): the state before it
+                        was = term.selected(style)
                         continue
                     if term.selected(style) != was:
                         gap = (arrived - t) * 1000
+                        seen = (time.perf_counter() - t) * 1000
                         break
                 key_ms.append(gap)
+                KEY_TIMES.append((t, t + gap / 1000, t + seen / 1000, term.parse_secs - parsed))
             keyed, keyed_secs = counts() - before, time.monotonic() - t_keys
             if profile_to:
                 os.kill(proc.pid, signal.SIGUSR2)
@@ -902,6 +984,7 @@ def keystrokes(
                 )
             return key_ms, idle_ms, work
         finally:
+            term.stop_reader()
             quit_app(proc, timeout=20)
             kill_tmux_servers(base)
 

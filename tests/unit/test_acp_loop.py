@@ -13,6 +13,8 @@ from corral.supervisor.acp import loop as acp_loop
 from corral.supervisor.acp.loop import Outbox, on_acp_loop
 from corral.supervisor.events import ConversationData, EventData, PlanTextData
 
+HELD_AT_MOST = 32  # items of a batch the owner's loop may be held for (about 1 ms of work)
+
 
 def said(part: str, text: str) -> ConversationData:
     return ConversationData(part=part, text=text)  # type: ignore[arg-type]
@@ -94,3 +96,61 @@ async def test_cancelling_the_caller_waits_for_the_run_to_clean_up() -> None:
     with contextlib.suppress(asyncio.CancelledError):
         await task
     assert cleaned.is_set(), "the caller went on before the run on the ACP loop had stopped"
+
+
+async def test_a_big_batch_lets_the_owners_loop_run_between_slices_and_keeps_its_order() -> None:
+    """A tick of 50 streaming sessions is one batch: applied whole, a key
+    that reached the owner's loop meanwhile waited for all of it. Work the
+    loop was given after the batch began (here: by its first item) runs
+    after a slice (`SLICE_ITEMS`), and every item still lands once, in
+    order, a later batch after it."""
+    loop = asyncio.get_running_loop()
+    got: list[object] = []
+
+    def first(i: int) -> None:
+        got.append(i)
+        loop.call_soon(got.append, "key")  # what the loop was given meanwhile
+
+    outbox = Outbox(loop, lambda d: got.append(d.text))  # type: ignore[attr-defined]
+
+    async def burst() -> None:
+        outbox.post(first, 0)
+        for i in range(1, 400):
+            outbox.post(got.append, i)
+        outbox.ship()
+        outbox.emit(PlanTextData(text="the next batch"))
+        outbox.ship()
+
+    await on_acp_loop(burst())
+    for _ in range(200):
+        if "the next batch" in got:
+            break
+        await asyncio.sleep(0.01)
+    assert [x for x in got if x != "key"] == [*range(400), "the next batch"]
+    held = got.index("key")  # items applied before the loop ran anything else
+    assert held <= HELD_AT_MOST, f"the owner's loop ran nothing else for {held} items of a batch"
+
+
+async def test_what_the_acp_loop_asks_of_the_owner_runs_after_everything_shipped_before() -> None:
+    """Sliced, a batch must still be whole before a question to the owner:
+    the guidance taken, a permission asked, see every event sent before."""
+    loop = asyncio.get_running_loop()
+    got: list[int] = []
+    outbox = Outbox(loop, lambda _d: None)
+
+    async def seen_by_owner() -> int:
+        return len(got)
+
+    async def ask() -> tuple[int, int]:
+        for i in range(300):
+            outbox.post(got.append, i)
+        outbox.ship()
+        called = acp_loop.call_owner(loop, lambda: len(got))
+        for i in range(300, 600):
+            outbox.post(got.append, i)
+        outbox.ship()
+        awaited = await acp_loop.on_owner(loop, seen_by_owner())
+        return called, awaited
+
+    assert await on_acp_loop(ask()) == (300, 600)
+    assert got == list(range(600))

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from rich.style import Style
 from rich.text import Text
 from textual import getters
+from textual._styles_cache import StylesCache
 from textual.geometry import Region
 from textual.strip import Strip
 from textual.timer import Timer
@@ -34,6 +35,80 @@ STRIP_CACHE_LIMIT = 2048  # rows kept drawn: a few screens of many sessions
 # a streaming screen scrolls, so nearly every row of a new capture was drawn
 # for the capture before
 _strips: dict[tuple[str, int, Style], list[Strip]] = {}
+COMPOSED_LIMIT = 4096  # lines kept composed (border, padding, the row) per preview
+
+
+class _ComposedRows(StylesCache):
+    """Textual's line cache for a widget, keyed by the row, not only by y: a
+    line between the borders is the row's strip (kept in `_strips`) inside
+    the same border and padding wherever it lands, so a screen that scrolled
+    by two rows composes two lines, not all of them. Textual keeps a line per
+    y and a repaint of a scrolled screen makes every y dirty: with 50 ACP
+    sessions streaming, composing the preview's 48 lines again (borders,
+    padding, the app's colour filter on each) four times a second was most
+    of the frames a key's repaint waited behind (`bench/status.py
+    --acp-console --trace`, py-spy). The same strips come out; everything
+    the composition reads (sizes, colours, border, outline, tint, opacities,
+    hatch, theme) is part of the key, so a restyle composes afresh; the
+    first and last lines (borders, outlines) are composed as ever."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._composed: dict[int, tuple[Strip, tuple[object, ...], Strip]] = {}
+        self._pass: tuple[int, tuple[object, ...]] | None = None  # this render's gutter, setting
+
+    def render(self, *args: Any, **kwargs: Any) -> list[Strip]:
+        self._pass = None  # every line of one render shares its setting: read it once
+        return super().render(*args, **kwargs)
+
+    def render_line(
+        self,
+        styles: Any,
+        y: int,
+        size: Any,
+        content_size: Any,
+        padding: Any,
+        base_background: Any,
+        background: Any,
+        render_content_line: Any,
+        border_title: Any,
+        border_subtitle: Any,
+        opacity: float,
+        ansi_theme: Any,
+        native_ansi: bool,
+    ) -> Strip:
+        args = (styles, y, size, content_size, padding, base_background, background)
+        rest = (render_content_line, border_title, border_subtitle, opacity, ansi_theme)
+        if self._pass is None:
+            setting: tuple[object, ...] = (
+                size,
+                content_size,
+                padding,
+                base_background,
+                background,
+                styles.border,
+                styles.outline,
+                styles.tint,
+                styles.text_opacity,
+                styles.has_rule("hatch") and styles.hatch,
+                opacity,
+                id(ansi_theme),
+                native_ansi,
+            )
+            self._pass = (styles.gutter.top, setting)
+        top, setting = self._pass
+        row_y = y - top
+        if not 0 <= row_y < content_size.height or y in (0, size.height - 1):  # edges: as ever
+            return super().render_line(*args, *rest, native_ansi)
+        row = render_content_line(row_y)
+        kept = self._composed.get(id(row))
+        if kept is not None and kept[0] is row and kept[1] == setting:
+            return kept[2]
+        line = super().render_line(*args, *rest, native_ansi)
+        if len(self._composed) >= COMPOSED_LIMIT:
+            self._composed.clear()
+        self._composed[id(row)] = (row, setting, line)  # the row kept: its id stays its own
+        return line
 
 
 class AgentPreview(Widget):
@@ -63,6 +138,8 @@ class AgentPreview(Widget):
         self._timer: Timer | None = None
         self._said: str | None = None  # the sentence shown in place of a screen
         self._lines: list[Strip] = []  # this repaint's lines, the rows wrapped to the width
+        self._styles_cache = _ComposedRows()
+        self._blank: tuple[tuple[int, Style], Strip] | None = None
 
     def on_mount(self) -> None:
         self._timer = self.set_interval(POLL_SECS, self.refresh_screen, pause=not self.display)
@@ -152,7 +229,10 @@ class AgentPreview(Widget):
     def render_line(self, y: int) -> Strip:
         if y < len(self._lines):
             return self._lines[y]
-        return Strip.blank(self.content_size.width, self._base or self.rich_style)
+        width, base = self.content_size.width, self._base or self.rich_style
+        if self._blank is None or self._blank[0] != (width, base):
+            self._blank = ((width, base), Strip.blank(width, base))
+        return self._blank[1]  # one strip for every blank line: composed once (`_ComposedRows`)
 
     def _wrapped(self, text: Text, width: int, base: Style) -> list[Strip]:
         """One row drawn: the agent's styles over the preview's own, wrapped to
