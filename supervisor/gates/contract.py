@@ -36,7 +36,7 @@ from ..contracts.drafting import (
 )
 from ..contracts.hidden import HiddenStore, hidden_check_from_file, hidden_tally
 from ..contracts.judge import discover, judged_summary
-from ..contracts.per_test import unseen_regressions
+from ..contracts.per_test import placed_count, unseen_regressions
 from ..discuss.linked_runs import (
     NOT_CONFIRMED_STOPPED,
     REPO_DIFFERS,
@@ -617,7 +617,7 @@ class ContractGate:
                                 f"{r.name}: already failing on the untouched tree ({count}): "
                                 f"not this task's work ({shown}{more}). The check passes when "
                                 "no test that passed before fails; "
-                                f"{unseen_regressions(count)}."
+                                f"{unseen_regressions(count, placed_count(r.already_failing, r.tests))}."
                             )
                         ),
                     )
