@@ -48,7 +48,7 @@ tests/test_utils.py:31: AssertionError"""
 LONG_IN_LIBRARY = """def test_utils():
 &gt;       helper.boom()
 
-tests/test_utils.py:31: 
+tests/test_utils.py:31:
 _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _
 
 &gt;   def boom(): return {}["x"]
