@@ -117,7 +117,8 @@ async def test_gate_one_names_tests_already_failing_and_a_regression_is_refused_
         # gate 1 says what that costs: a regression in it is seen only where
         # it changes how the test fails (pytest said where it fails)
         and "this test was already failing: a regression in it is seen only if it changes "
-        "where or how it fails" in t
+        "where or how it fails"
+        in t
         for t in texts
     ), texts
 
