@@ -356,6 +356,24 @@ def _rerun_judgement(
     return Judgement(True, note, judged.already_failing if judged else ()), flaky
 
 
+def _runner_crash_named(judgement: Judgement, output: str, cwd: Path) -> Judgement:
+    """A runner that reported per test on the untouched tree and now wrote no
+    report: when its traceback ends in a file of the tree checked, that is
+    the cause (the work broke something the runner itself imports), said so
+    rather than "cannot judge"."""
+    from .failure_sites import runner_crash
+
+    where = runner_crash(output, cwd)
+    if where is None:
+        return judgement
+    return Judgement(
+        False,
+        f"the test runner failed before it reported any test (it did on the untouched tree): "
+        f"its traceback ends in {where}, a file of the tree checked: the work broke "
+        "something the runner itself imports or runs",
+    )
+
+
 def _may_have_moved(judgement: Judgement, deadline: float | None) -> bool:
     """Whether a verification failed only because tests already failing on
     the untouched tree fail differently now, and time is left to run it once
@@ -482,6 +500,8 @@ async def run_check(
         elif before is not None or judged:
             baseline = before.tests if before is not None else None
             judgement = against_baseline(check, code, report, baseline)
+            if judgement is not None and report is None and not judgement.passed:
+                judgement = _runner_crash_named(judgement, output, cwd)
             if _may_be_flaky(judgement, report, baseline, deadline):
                 again = await run_once()
                 rerun = _rerun_judgement(check, report, again, baseline)

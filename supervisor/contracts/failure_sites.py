@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import re
+from pathlib import Path
 
 from ..models import FailureSite
 
@@ -226,3 +227,54 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 def _strip_ansi(text: str) -> str:
     return _ANSI.sub("", text)
+
+
+_PYTEST_FRAME = re.compile(r"^(\S[^:\n]*?\.py):(\d+): in \S+")
+_INSTALLED = ("/site-packages/", "/dist-packages/")
+
+
+def runner_crash(output: str, checkout: Path) -> str | None:
+    """Why a test runner that wrote no per-test report died, when its last
+    traceback ends in a file of the tree being checked (not an installed
+    package's): `src/packaging/version.py line 12 (TypeError: …)`. pytest
+    imports what the project may be (packaging, pluggy): a change that
+    breaks it kills the runner before it reports any test. None: no such
+    traceback (the runner's own failure says why)."""
+    lines = output.splitlines()
+    frames: list[tuple[str, int]] = []
+    raised = ""
+    root = checkout.resolve()
+    for line in lines:
+        if line.startswith("Traceback (most recent call last):"):
+            frames, raised = [], ""
+            continue
+        frame = _PY_FRAME.match(line) or _PYTEST_FRAME.match(line)
+        if frame:
+            inside = _in_tree(frame.group(1), root)
+            if inside is not None:
+                frames.append((inside, int(frame.group(2))))
+            continue
+        if frames and not line.startswith(" "):
+            said = line.removeprefix("E").strip() if line.startswith("E ") else line.strip()
+            if _PY_EXCEPTION.match(said) or _PY_EXCEPTION_ANY.match(said):
+                raised = said
+    if not frames or not raised:
+        return None
+    path, line_no = frames[-1]
+    shown = re.sub(r"[\x00-\x1f\x7f]", " ", raised)[:200]
+    return f"{path} line {line_no} ({shown})"
+
+
+def _in_tree(path: str, root: Path) -> str | None:
+    """`path` named from the checked tree's root, when it is a file of that
+    tree and not of an environment installed inside it."""
+    if any(part in path for part in _INSTALLED):
+        return None
+    candidate = Path(path) if os.path.isabs(path) else root / path
+    try:
+        real = candidate.resolve()
+    except OSError:
+        return None
+    if not real.is_relative_to(root) or not real.is_file():
+        return None
+    return real.relative_to(root).as_posix()

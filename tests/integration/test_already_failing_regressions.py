@@ -207,3 +207,56 @@ async def test_a_test_whose_failure_moves_by_itself_is_named_flaky_not_the_works
     assert "where they fail is not stable: a regression in them cannot be seen" in (
         moved.output_tail
     )
+
+
+@pytest.mark.slow
+async def test_a_runner_that_dies_in_a_file_the_work_broke_is_named_not_cannot_judge(
+    tmp_path: Path,
+) -> None:
+    """The project is something pytest itself imports (packaging 24.2's
+    shape: its regression inverted version ordering and pytest died before
+    writing a report). Here it is iniconfig, which pytest uses to read
+    pytest.ini: the regression breaks it, pytest dies at start."""
+    import iniconfig
+
+    root = tmp_path / "proj"
+    shutil.copytree(
+        Path(iniconfig.__file__).parent,
+        root / "src" / "iniconfig",
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )
+    _tree(
+        root,
+        {
+            "pytest.ini": "[pytest]\naddopts = -q\n",
+            "tests/test_ic.py": (
+                "from iniconfig import IniConfig\n\n\ndef test_parse():\n"
+                "    assert IniConfig('x', data='[a]\\nb = 1\\n')['a']['b'] == '1'\n"
+            ),
+        },
+    )
+    check = ContractCheck(
+        name="tests", command=f"PYTHONPATH=src {PY} -m pytest -p no:cacheprovider tests"
+    )
+    base = await run_check(check, root, untouched=True)
+    assert base.passed and base.tests is not None and base.tests.passed, base.output_tail
+    module = root / "src" / "iniconfig" / "__init__.py"
+    text = module.read_text()
+    assert "        self.sections = sections_data\n" in text
+    module.write_text(
+        text.replace(
+            "        self.sections = sections_data\n",
+            "        self.sections = sections_data['pytest']['regressed']\n",
+        )
+    )
+    line = module.read_text().splitlines().index(
+        "        self.sections = sections_data['pytest']['regressed']"
+    )
+    broken = await run_check(check, root, before=base)
+    assert not broken.passed and broken.verdict is CheckVerdict.FAILS
+    assert broken.reason == (
+        "the test runner failed before it reported any test (it did on the untouched tree): "
+        f"its traceback ends in src/iniconfig/__init__.py line {line + 1} "
+        "(KeyError: 'regressed'), a file of the tree checked: the work broke something the "
+        "runner itself imports or runs"
+    )
