@@ -249,8 +249,10 @@ async def test_a_runner_that_dies_in_a_file_the_work_broke_is_named_not_cannot_j
             "        self.sections = sections_data['pytest']['regressed']\n",
         )
     )
-    line = module.read_text().splitlines().index(
-        "        self.sections = sections_data['pytest']['regressed']"
+    line = (
+        module.read_text()
+        .splitlines()
+        .index("        self.sections = sections_data['pytest']['regressed']")
     )
     broken = await run_check(check, root, before=base)
     assert not broken.passed and broken.verdict is CheckVerdict.FAILS
