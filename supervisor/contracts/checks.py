@@ -361,7 +361,7 @@ def _runner_crash_named(judgement: Judgement, output: str, cwd: Path) -> Judgeme
     report: when its traceback ends in a file of the tree checked, that is
     the cause (the work broke something the runner itself imports), said so
     rather than "cannot judge"."""
-    from .failure_sites import runner_crash
+    from .failure_sites import IN_THE_TREE, runner_crash
 
     where = runner_crash(output, cwd)
     if where is None:
@@ -369,7 +369,7 @@ def _runner_crash_named(judgement: Judgement, output: str, cwd: Path) -> Judgeme
     return Judgement(
         False,
         f"the test runner failed before it reported any test (it did on the untouched tree): "
-        f"its traceback ends in {where}, a file of the tree checked: the work broke "
+        f"its traceback ends in {where}, {IN_THE_TREE}: the work broke "
         "something the runner itself imports or runs",
     )
 

@@ -229,6 +229,10 @@ def _strip_ansi(text: str) -> str:
     return _ANSI.sub("", text)
 
 
+#: How a runner crash names its file before it is known whether the work
+#: changed it (`said_changed` says so where it did).
+IN_THE_TREE = "a file of the tree checked"
+_CRASH_FILE = re.compile(r"its traceback ends in (\S+) line \d+ ")
 _PYTEST_FRAME = re.compile(r"^(\S[^:\n]*?\.py):(\d+): in \S+")
 _INSTALLED = ("/site-packages/", "/dist-packages/")
 
@@ -278,3 +282,12 @@ def _in_tree(path: str, root: Path) -> str | None:
     if not real.is_relative_to(root) or not real.is_file():
         return None
     return real.relative_to(root).as_posix()
+
+
+def said_changed(reason: str, changed: set[str]) -> str:
+    """A runner crash's reason, saying "which this work changed" where the
+    file its traceback ends in is one of the change's paths (`changed`)."""
+    m = _CRASH_FILE.search(reason)
+    if m is None or IN_THE_TREE not in reason or m.group(1) not in changed:
+        return reason
+    return reason.replace(IN_THE_TREE, "a file this work changed", 1)

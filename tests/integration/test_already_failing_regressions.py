@@ -19,8 +19,12 @@ import pytest
 from corral.supervisor.contracts.checks import run_check
 from corral.supervisor.models import CheckResult, CheckVerdict, ContractCheck
 from corral.supervisor.sandbox import SandboxPolicy, active_policy, set_active_policy
+from corral.supervisor.states import CoderState
+from tests.conftest import SupervisorFactory, git
+from tests.fakes.scripted import ScriptedDrafter, ScriptedEngine, Write, contract
 
 PY = sys.executable
+S = CoderState
 
 UTILS = (
     "import os\n\n"
@@ -209,17 +213,16 @@ async def test_a_test_whose_failure_moves_by_itself_is_named_flaky_not_the_works
     )
 
 
-@pytest.mark.slow
-async def test_a_runner_that_dies_in_a_file_the_work_broke_is_named_not_cannot_judge(
-    tmp_path: Path,
-) -> None:
-    """The project is something pytest itself imports (packaging 24.2's
-    shape: its regression inverted version ordering and pytest died before
-    writing a report). Here it is iniconfig, which pytest uses to read
-    pytest.ini: the regression breaks it, pytest dies at start."""
+REGRESSED = "        self.sections = sections_data['pytest']['regressed']"
+
+
+def _iniconfig_project(root: Path) -> str:
+    """A copy of iniconfig (which pytest reads pytest.ini with) as a project
+    with one test; returns the module with the regression that kills pytest
+    at start (packaging 24.2's shape: its regression inverted version
+    ordering and pytest, which imports packaging, died before reporting)."""
     import iniconfig
 
-    root = tmp_path / "proj"
     shutil.copytree(
         Path(iniconfig.__file__).parent,
         root / "src" / "iniconfig",
@@ -235,30 +238,53 @@ async def test_a_runner_that_dies_in_a_file_the_work_broke_is_named_not_cannot_j
             ),
         },
     )
-    check = ContractCheck(
-        name="tests", command=f"PYTHONPATH=src {PY} -m pytest -p no:cacheprovider tests"
-    )
+    text = (root / "src" / "iniconfig" / "__init__.py").read_text()
+    assert "        self.sections = sections_data\n" in text
+    return text.replace("        self.sections = sections_data\n", REGRESSED + "\n")
+
+
+CRASH = (
+    "the test runner failed before it reported any test (it did on the untouched tree): "
+    "its traceback ends in src/iniconfig/__init__.py line {line} (KeyError: 'regressed'), "
+    "{whose}: the work broke something the runner itself imports or runs"
+)
+CRASH_CHECK = f"PYTHONPATH=src {PY} -m pytest -p no:cacheprovider tests"
+
+
+@pytest.mark.slow
+async def test_a_runner_that_dies_in_a_file_of_the_tree_is_named_not_cannot_judge(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "proj"
+    broken_module = _iniconfig_project(root)
+    check = ContractCheck(name="tests", command=CRASH_CHECK)
     base = await run_check(check, root, untouched=True)
     assert base.passed and base.tests is not None and base.tests.passed, base.output_tail
-    module = root / "src" / "iniconfig" / "__init__.py"
-    text = module.read_text()
-    assert "        self.sections = sections_data\n" in text
-    module.write_text(
-        text.replace(
-            "        self.sections = sections_data\n",
-            "        self.sections = sections_data['pytest']['regressed']\n",
-        )
-    )
-    line = (
-        module.read_text()
-        .splitlines()
-        .index("        self.sections = sections_data['pytest']['regressed']")
-    )
+    (root / "src" / "iniconfig" / "__init__.py").write_text(broken_module)
     broken = await run_check(check, root, before=base)
     assert not broken.passed and broken.verdict is CheckVerdict.FAILS
-    assert broken.reason == (
-        "the test runner failed before it reported any test (it did on the untouched tree): "
-        f"its traceback ends in src/iniconfig/__init__.py line {line + 1} "
-        "(KeyError: 'regressed'), a file of the tree checked: the work broke something the "
-        "runner itself imports or runs"
-    )
+    line = broken_module.splitlines().index(REGRESSED) + 1
+    assert broken.reason == CRASH.format(line=line, whose="a file of the tree checked")
+
+
+@pytest.mark.slow
+async def test_verification_says_the_runner_died_in_a_file_this_work_changed(
+    make_supervisor: SupervisorFactory, repo: Path
+) -> None:
+    broken_module = _iniconfig_project(repo)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "iniconfig")
+    engine = ScriptedEngine([[Write("src/iniconfig/__init__.py", broken_module)]])
+    drafted = contract(("tests", CRASH_CHECK), description="tidy iniconfig")
+    sup = await make_supervisor(drafter=ScriptedDrafter([drafted]), engine=engine, repair_invokes=0)
+    result = await sup.start("tidy iniconfig", repo)
+    [base] = result.baseline
+    assert base.passed and base.tests is not None, base.output_tail
+    assert await sup.confirm(result.session_id) == {"state": "running"}
+    row = await sup.wait_for(result.session_id, needs=True, timeout=90)
+    assert row.state is not S.NEEDS_APPROVAL, row
+    [red] = sup.get(result.session_id).session.last_check_results
+    assert not red.passed and red.verdict is CheckVerdict.FAILS
+    line = broken_module.splitlines().index(REGRESSED) + 1
+    assert red.reason == CRASH.format(line=line, whose="a file this work changed")
+    assert red.reason in red.output_tail  # the agent and the operator read it too
