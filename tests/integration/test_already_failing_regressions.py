@@ -288,3 +288,33 @@ async def test_verification_says_the_runner_died_in_a_file_this_work_changed(
     line = broken_module.splitlines().index(REGRESSED) + 1
     assert red.reason == CRASH.format(line=line, whose="a file this work changed")
     assert red.reason in red.output_tail  # the agent and the operator read it too
+
+
+BIG_FAILURES = (
+    "from utils import double\n\n\n"
+    "def test_double():\n    assert double(2) == 4\n\n\n"
+    "def test_big_a():\n    raise AssertionError('x' * 3_000_000)\n\n\n"
+    "def test_big_b():\n    raise AssertionError('y' * 3_000_000)\n\n\n"
+    "def test_big_c():\n    raise AssertionError('z' * 3_000_000)\n"
+)
+
+
+@pytest.mark.slow
+async def test_a_junit_report_over_8_mb_is_read_per_test(tmp_path: Path) -> None:
+    """packaging 24.2's regression failed 2,874 version comparisons: pytest's
+    JUnit report (each failure with its traceback) was 12 MB, over the 8 MB
+    cap, and the verdict was "cannot judge: no per-test report" — not the
+    runner crash it was taken for. Read as a stream, it is judged by name."""
+    root = _tree(tmp_path, {"utils.py": UTILS, "tests/test_big.py": BIG_FAILURES})
+    check = ContractCheck(
+        name="tests", command=f"PYTHONPATH=. {PY} -m pytest -q -p no:cacheprovider tests"
+    )
+    base = await run_check(check, root, untouched=True)
+    assert base.passed and base.verdict is CheckVerdict.PASSES, base.output_tail[-500:]
+    assert len(base.already_failing) == 3
+    (root / "utils.py").write_text(UTILS.replace("return 2 * x", "return 3 * x"))
+    broken = await run_check(check, root, before=base)
+    assert not broken.passed
+    assert broken.reason == (
+        "1 test(s) that passed on the untouched tree fail now: tests.test_big::test_double"
+    )
