@@ -610,14 +610,16 @@ class ContractGate:
                     count = len(r.already_failing)
                     shown = ", ".join(r.already_failing[:10])
                     more = f" and {count - 10} more" if count > 10 else ""
+                    placed = placed_count(r.already_failing, r.tests)
+                    unchanged = " and none of these fails differently" if placed else ""
                     self._registry.emit(
                         live,
                         PlanTextData(
                             text=(
                                 f"{r.name}: already failing on the untouched tree ({count}): "
                                 f"not this task's work ({shown}{more}). The check passes when "
-                                "no test that passed before fails; "
-                                f"{unseen_regressions(count, placed_count(r.already_failing, r.tests))}."
+                                f"no test that passed before fails{unchanged}; "
+                                f"{unseen_regressions(count, placed)}."
                             )
                         ),
                     )
