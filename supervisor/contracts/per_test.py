@@ -100,6 +100,8 @@ def failing_differently(before: TestReport, now: TestReport, tests: list[str]) -
         if was is None:
             continue  # never read: cannot be seen (said at both gates)
         is_now = now.failed_at.get(test)
+        if is_now is None and not now.failed_at:
+            continue  # the runner said no test's site this time (output cut): not compared
         if is_now is None or not same_failure(was, is_now):
             changed.append(test)
     return changed

@@ -210,11 +210,17 @@ def test_an_already_failing_test_that_fails_earlier_is_the_works_and_named() -> 
     now = TestReport(passed=["t::ok"], failed=["t::red"], failed_at={"t::red": other})
     judged = against_baseline(CHECK, 1, now, _before(AT_80))
     assert judged is not None and not judged.passed and "(TypeError)" in judged.note
-    # fails where its runner no longer says: not the failure it was
-    now = TestReport(passed=["t::ok"], failed=["t::red"])
+    # fails where its runner no longer says (it says where another fails):
+    # not the failure it was
+    elsewhere = FailureSite(kind="KeyError", path="u.py", line=3)
+    now = TestReport(passed=["t::ok"], failed=["t::red", "u::new"], failed_at={"u::new": elsewhere})
     judged = against_baseline(CHECK, 1, now, _before(AT_80))
     assert judged is not None and not judged.passed
     assert "now fails at where its runner does not say" in judged.note
+    # a run that says no test's site at all (its output cut) is not compared
+    now = TestReport(passed=["t::ok"], failed=["t::red"])
+    judged = against_baseline(CHECK, 1, now, _before(AT_80))
+    assert judged is not None and judged.passed
 
 
 def test_the_same_failure_passes_and_a_fixed_one_passes() -> None:
