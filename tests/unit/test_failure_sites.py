@@ -260,3 +260,30 @@ def test_gate_sentences_say_which_tests_can_show_a_regression() -> None:
     assert unseen_regressions(3, 1).endswith(
         "in the other 2 (their runner did not say where they fail) it cannot be seen"
     )
+
+
+def test_go_json_events_give_the_first_reported_line_of_a_failing_test() -> None:
+    def event(action: str, test: str, output: str = "") -> str:
+        data = {"Action": action, "Package": "example.com/calc", "Test": test}
+        if output:
+            data["Output"] = output
+        return json.dumps(data)
+
+    output = "\n".join(
+        [
+            event("run", "TestZone"),
+            event("output", "TestZone", "=== RUN   TestZone\n"),
+            event("output", "TestZone", "    calc_test.go:14: zone = UTC (at 0xc000012345)\n"),
+            event("output", "TestZone", "    calc_test.go:15: offset = 0\n"),
+            event("fail", "TestZone"),
+            event("run", "TestPanics"),
+            event("output", "TestPanics", "panic: runtime error [recovered]\n"),
+            event("output", "TestPanics", "    calc_test.go:20: never read\n"),
+            event("fail", "TestPanics"),
+        ]
+    )
+    report = parse_output(output)
+    assert report is not None
+    assert report.failed_at == {
+        "example.com/calc.TestZone": FailureSite(kind="failed", path="calc_test.go", line=14)
+    }  # a panic's goroutines and addresses are no stable site
