@@ -10,12 +10,17 @@ source text; never the message (addresses, times, temp paths change from
 run to run) and never an absolute path (the untouched tree and the verified
 one are checked out in different places).
 
-Read from: pytest's JUnit report (the failure's long traceback, `path:line:
-Type` locations), Python tracebacks (unittest `-v`, pytest `--tb=native`),
-Jest/Vitest `failureMessages` (`at … (file:line:col)`), and `go test`'s
-`file_test.go:12:` lines. A failure whose site cannot be read (`--tb=no`, a
-runner this does not know, a frame never in the test's file) has none: its
+Read from: pytest's JUnit report (the failure's long or short traceback,
+`path:line: Type` locations), Python tracebacks (unittest `-v`, pytest
+`--tb=native`), Jest/Vitest `failureMessages` (`at … (file:line:col)`),
+`node --test`'s TAP diagnostics (`name:` and the first `stack:` frame in
+the test's `location:` file), and `go test`'s first `file_test.go:12:` line.
+A failure whose site cannot be read (`--tb=line`, `--tb=no`, a runner this
+does not know, a frame never in the test's file, a Go panic) has none: its
 test keeps the old sentence, a regression in it cannot be seen.
+
+Also here: `runner_crash`, the file of the tree a test runner that wrote no
+report died in (a project the runner itself imports, broken by the work).
 """
 
 from __future__ import annotations
@@ -38,7 +43,6 @@ _PY_EXCEPTION = re.compile(
 )
 _PY_EXCEPTION_ANY = re.compile(r"^([A-Za-z_][\w.]*)(?::\s|:?$)")
 _UNITTEST_HEADER = re.compile(r"^(FAIL|ERROR): (\w+) \(([\w.]+)\)")
-_UNITTEST_RULE = re.compile(r"^(=+|-+)$")
 _JS_FRAME = re.compile(r"\bat (?:.*? \()?(?:file://)?([^()\s]+?):(\d+):\d+\)?\s*$")
 _JS_KIND = re.compile(r"^\s*([A-Za-z_$][\w$.]*)(?::|$)")
 _GO_LOCATION = re.compile(r"^\s+([\w.-]+_test\.go):(\d+): ")
