@@ -326,6 +326,21 @@ def contracts_equivalent(a: OutcomeContract, b: OutcomeContract) -> bool:
     return ka == kb if ordered else sorted(ka) == sorted(kb)
 
 
+class FailureSite(BaseModel):
+    """How one test fails: the exception's type and the innermost frame in the
+    test's own file (path as the runner names it from the checkout, line, and
+    that line's source text when the runner shows it). Never a message: those
+    carry addresses, times and temp paths that change from run to run."""
+
+    kind: str
+    path: str
+    line: int
+    text: str = ""
+
+    def said(self) -> str:
+        return f"line {self.line} of {self.path} ({self.kind})"
+
+
 class TestReport(BaseModel):
     """Which tests a test-suite check's runner reported passing, failing and
     skipped, and the modules it could not collect (in its own words)."""
@@ -336,6 +351,18 @@ class TestReport(BaseModel):
     failed: list[str] = Field(default_factory=list)
     skipped: list[str] = Field(default_factory=list)
     collection_errors: list[str] = Field(default_factory=list)
+    # Where each failed test failed, when its runner said so in a stable form
+    # (contracts.failure_sites): what tells a test already failing on the
+    # untouched tree that fails the same way from one the work broke further.
+    failed_at: dict[str, FailureSite] = Field(default_factory=dict)
+
+    @model_serializer(mode="wrap")
+    def _omit_empty_sites(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """Records written before failure sites existed read and write as before."""
+        data: dict[str, Any] = handler(self)
+        if not data.get("failed_at"):
+            data.pop("failed_at", None)
+        return data
 
 
 class CheckResult(BaseModel):

@@ -356,6 +356,63 @@ def _rerun_judgement(
     return Judgement(True, note, judged.already_failing if judged else ()), flaky
 
 
+def _runner_crash_named(judgement: Judgement, output: str, cwd: Path) -> Judgement:
+    """A runner that reported per test on the untouched tree and now wrote no
+    report: when its traceback ends in a file of the tree checked, that is
+    the cause (the work broke something the runner itself imports), said so
+    rather than "cannot judge"."""
+    from .failure_sites import IN_THE_TREE, runner_crash
+
+    where = runner_crash(output, cwd)
+    if where is None:
+        return judgement
+    return Judgement(
+        False,
+        f"the test runner failed before it reported any test (it did on the untouched tree): "
+        f"its traceback ends in {where}, {IN_THE_TREE}: the work broke "
+        "something the runner itself imports or runs",
+    )
+
+
+def _may_have_moved(judgement: Judgement, deadline: float | None) -> bool:
+    """Whether a verification failed only because tests already failing on
+    the untouched tree fail differently now, and time is left to run it once
+    more: a test that fails at a place that moves by itself (a timing test)
+    would otherwise hold back correct work."""
+    if judgement.passed or not judgement.changed_only:
+        return False
+    return deadline is None or deadline - time.monotonic() >= 1
+
+
+def _moved_judgement(
+    check: ContractCheck,
+    again: tuple[int | None, str, bool, TestReport | None],
+    baseline: TestReport | None,
+    first: Judgement,
+) -> tuple[Judgement, list[str]] | None:
+    """The re-run's verdict when it shows where those tests fail is not
+    stable: the re-run passes the per-test judgement (each fails as on the
+    untouched tree, or passes). They are then named as flaky (held for the
+    operator like any flake, never passed silently). None: they failed
+    differently again, the work's (the first verdict stands)."""
+    code, _, timed_out, report = again
+    if timed_out or report is None or baseline is None:
+        return None
+    judged = against_baseline(check, code, report, baseline)
+    if (judged is None and code != 0) or (judged is not None and not judged.passed):
+        return None
+    moved = sorted(first.changed_only)
+    note = (
+        f"flaky, not counted as a regression: {len(moved)} test(s) already failing on the "
+        f"untouched tree failed differently, then as there on an immediate re-run of the "
+        f"check (where they fail is not stable: a regression in them cannot be seen): "
+        f"{names(moved)}"
+    )
+    if judged is not None:
+        note += f"; {judged.note}"
+    return Judgement(True, note, judged.already_failing if judged else ()), moved
+
+
 async def run_check(
     check: ContractCheck,
     cwd: Path,
@@ -443,11 +500,19 @@ async def run_check(
         elif before is not None or judged:
             baseline = before.tests if before is not None else None
             judgement = against_baseline(check, code, report, baseline)
+            if judgement is not None and report is None and not judgement.passed:
+                judgement = _runner_crash_named(judgement, output, cwd)
             if _may_be_flaky(judgement, report, baseline, deadline):
                 again = await run_once()
                 rerun = _rerun_judgement(check, report, again, baseline)
                 if rerun is not None:
                     judgement, flaky = rerun
+                    code, output, timed_out, report = again
+            elif judgement is not None and _may_have_moved(judgement, deadline):
+                again = await run_once()
+                moved = _moved_judgement(check, again, baseline, judgement)
+                if moved is not None:
+                    judgement, flaky = moved
                     code, output, timed_out, report = again
     finally:
         if private is not None:

@@ -43,12 +43,23 @@ import json
 import os
 import re
 import shlex
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ..models import TestReport
+from ..models import FailureSite, TestReport
+from . import failure_sites
+
+if TYPE_CHECKING:
+    import xml.etree.ElementTree as ET
 
 MAX_REPORT_BYTES = 8 * 1024 * 1024
+#: pytest's JUnit report is read as a stream (each testcase dropped once
+#: read): every failure carries its whole traceback, and packaging 24.2's
+#: suite with its 2,874 failing version comparisons wrote 12 MB (under the
+#: 8 MB cap of the others, that was "no per-test report").
+MAX_JUNIT_BYTES = 512 * 1024 * 1024
 PYTEST_REPORT = "pytest-report.xml"
 JSON_REPORT = "test-report.json"
 #: The variable a drafted jest/vitest check writes its JSON report to
@@ -133,7 +144,7 @@ class ReportPlan:
         if self.report_dir is not None:
             pytest_xml = self.report_dir / PYTEST_REPORT
             if _inside(pytest_xml, self.report_dir):
-                return parse_junit(_read_capped(pytest_xml))
+                return parse_junit_file(pytest_xml)
         if self.json_report is not None and self.report_dir is not None:
             if _inside(self.json_report, self.report_dir):
                 return parse_jest_json(_read_capped(self.json_report), self.checkout)
@@ -141,7 +152,7 @@ class ReportPlan:
         jest = self.jest_file
         if jest is not None and self.checkout is not None and _inside(jest, self.checkout):
             return parse_jest_json(_read_capped(jest), self.checkout)
-        return parse_output(output)
+        return parse_output(output, self.checkout)
 
 
 def plan_for(
@@ -206,17 +217,23 @@ def _read_capped(path: Path) -> str:
 
 
 def _report(
-    passed: list[str], failed: list[str], skipped: list[str], errors: list[str]
+    passed: list[str],
+    failed: list[str],
+    skipped: list[str],
+    errors: list[str],
+    sites: dict[str, FailureSite] | None = None,
 ) -> TestReport | None:
     if not (passed or failed or skipped or errors):
         return None
     # a name reported both passed and failed (two tests of one name: one a
     # new file's stand-in for a named test) is a failure
+    failing = sorted(set(failed))
     return TestReport(
         passed=sorted(set(passed) - set(failed)),
-        failed=sorted(set(failed)),
+        failed=failing,
         skipped=sorted(set(skipped) - set(passed) - set(failed)),
         collection_errors=errors,
+        failed_at={t: sites[t] for t in failing if sites and t in sites},
     )
 
 
@@ -231,11 +248,37 @@ def parse_junit(text: str) -> TestReport | None:
         root = ET.fromstring(text)
     except ET.ParseError:
         return None
+    return _junit_cases(root.iter("testcase"))
+
+
+def parse_junit_file(path: Path) -> TestReport | None:
+    """`parse_junit` on a report file, read as a stream: a testcase is
+    dropped once read, so a large report (thousands of failures, each with
+    its traceback) is read whole in little memory."""
+    import xml.etree.ElementTree as ET  # the XML parser loads with the first report read
+
+    try:
+        if path.stat().st_size > MAX_JUNIT_BYTES:
+            return None
+
+        def cases() -> Iterator[ET.Element]:
+            for _, element in ET.iterparse(path, events=("end",)):
+                if element.tag == "testcase":
+                    yield element
+                    element.clear()
+
+        return _junit_cases(cases())
+    except (OSError, ET.ParseError):
+        return None
+
+
+def _junit_cases(cases: Iterable[ET.Element]) -> TestReport | None:
     passed: list[str] = []
     failed: list[str] = []
     skipped: list[str] = []
     errors: list[str] = []
-    for case in root.iter("testcase"):
+    sites: dict[str, FailureSite] = {}
+    for case in cases:
         cls = case.get("classname") or ""
         name = case.get("name") or ""
         test_id = f"{cls}::{name}" if cls else name
@@ -245,12 +288,33 @@ def parse_junit(text: str) -> TestReport | None:
             words = (error.text or "") if error is not None else ""
             errors.append(_collection_words(name, words))
         elif "failure" in outcome or "error" in outcome:
+            if test_id not in failed:  # two of one name: where either failed is no signature
+                site = _junit_site(case)
+                if site is not None:
+                    sites[test_id] = site
+            else:
+                sites.pop(test_id, None)
             failed.append(test_id)
         elif "skipped" in outcome:
             skipped.append(test_id)
         else:
             passed.append(test_id)
-    return _report(passed, failed, skipped, errors)
+    return _report(passed, failed, skipped, errors, sites)
+
+
+def _junit_site(case: ET.Element) -> FailureSite | None:
+    """Where a pytest testcase failed (its first `failure`, else `error`: an
+    error in teardown after a failure is the failure's consequence)."""
+    found = case.find("failure")
+    if found is None:
+        found = case.find("error")
+    if found is None:
+        return None
+    text = found.text or ""
+    site = failure_sites.from_pytest(text, case.get("file") or "")
+    if site is None:  # --tb=native: a Python traceback
+        site = failure_sites.from_python_traceback(text, case.get("classname") or "")
+    return site
 
 
 def _collection_words(module: str, text: str) -> str:
@@ -262,12 +326,15 @@ def _collection_words(module: str, text: str) -> str:
     return f"{module}: {words}"[:300]
 
 
-def parse_output(output: str) -> TestReport | None:
+def parse_output(output: str, checkout: Path | None = None) -> TestReport | None:
     """Per-test outcomes printed by a runner: TAP (node's test runner,
     node-tap, tape), go test, libtest, unittest, or a spec reporter (node's,
-    mocha's)."""
+    mocha's). `checkout`: where the check ran (a TAP failure's file is named
+    from it)."""
+    tap = _parse_tap(output, checkout)
+    if tap is not None:
+        return tap
     for parse in (
-        _parse_tap,
         _parse_go_json,
         _parse_go,
         _parse_cargo,
@@ -292,7 +359,7 @@ def tap_point(text: str) -> tuple[str, bool]:
     return name, skipped
 
 
-def _parse_tap(output: str) -> TestReport | None:
+def _parse_tap(output: str, checkout: Path | None = None) -> TestReport | None:
     if "TAP version" not in output:
         return None
     if "# Subtest:" not in output and _opens_with_a_test_comment(output):
@@ -303,7 +370,23 @@ def _parse_tap(output: str) -> TestReport | None:
     failed: list[str] = []
     skipped: list[str] = []
     stack: dict[int, str] = {}
+    sites: dict[str, FailureSite] = {}
+    where = str(checkout) if checkout is not None else None
+    failing: str | None = None  # the last `not ok`, whose YAML block may follow
+    block: list[str] | None = None
     for line in output.splitlines():
+        if block is not None:  # a YAML block ends at `...` (or, unclosed, at the next test)
+            if line.strip() == "..." or _TAP.match(line) or _TAP_SUBTEST.match(line):
+                site = failure_sites.from_tap_yaml(block, where) if failing else None
+                if site is not None and failing is not None:
+                    sites.setdefault(failing, site)
+                block, failing = None, None
+            else:
+                block.append(line)
+                continue
+        if failing is not None and line.strip() == "---":
+            block = []
+            continue
         sub = _TAP_SUBTEST.match(line)
         if sub:
             depth = len(sub.group(1))
@@ -318,13 +401,15 @@ def _parse_tap(output: str) -> TestReport | None:
         name = name or stack.get(depth, "")
         path = [stack[d] for d in sorted(stack) if d < depth] + [name]
         test_id = " > ".join(path)
+        failing = None
         if skip:
             skipped.append(test_id)
         elif m.group(2) == "ok":
             passed.append(test_id)
         else:
             failed.append(test_id)
-    return _report(passed, failed, skipped, [])
+            failing = test_id
+    return _report(passed, failed, skipped, [], sites)
 
 
 def _opens_with_a_test_comment(output: str) -> bool:
@@ -469,6 +554,7 @@ def _parse_go_json(output: str) -> TestReport | None:
     passed: list[str] = []
     failed: list[str] = []
     skipped: list[str] = []
+    said: dict[str, list[str]] = {}
     for line in output.splitlines():
         if not line.startswith("{"):
             continue
@@ -480,10 +566,13 @@ def _parse_go_json(output: str) -> TestReport | None:
             continue
         test_id = f"{event.get('Package', '')}.{event['Test']}".lstrip(".")
         action = event.get("Action")
+        if action == "output" and isinstance(event.get("Output"), str):
+            said.setdefault(test_id, []).append(event["Output"])
         target = {"pass": passed, "fail": failed, "skip": skipped}.get(str(action))
         if target is not None:
             target.append(test_id)
-    return _report(passed, failed, skipped, [])
+    sites = {t: site for t in failed if (site := failure_sites.from_go(said.get(t, [])))}
+    return _report(passed, failed, skipped, [], sites)
 
 
 def go_json_text(output: str) -> str:
@@ -572,7 +661,7 @@ def _parse_unittest(output: str) -> TestReport | None:
         else:
             failed.append(pending)
         pending = None
-    return _report(passed, failed, skipped, errors)
+    return _report(passed, failed, skipped, errors, failure_sites.from_unittest(output))
 
 
 def parse_jest_json(text: str, checkout: Path | None = None) -> TestReport | None:
@@ -588,6 +677,7 @@ def parse_jest_json(text: str, checkout: Path | None = None) -> TestReport | Non
     failed: list[str] = []
     skipped: list[str] = []
     errors: list[str] = []
+    sites: dict[str, FailureSite] = {}
     if not isinstance(data, dict):
         return None
     for suite in data.get("testResults") or []:
@@ -606,7 +696,13 @@ def parse_jest_json(text: str, checkout: Path | None = None) -> TestReport | Non
             title = str(case.get("fullName") or case.get("title") or "")
             target = {"passed": passed, "failed": failed}.get(str(case.get("status")), skipped)
             target.append(f"{file} > {title}")
-    return _report(passed, failed, skipped, errors)
+            messages = case.get("failureMessages")
+            if target is failed and isinstance(messages, list) and messages:
+                where = str(checkout) if checkout is not None else None
+                site = failure_sites.from_js(str(messages[0]), file, where)
+                if site is not None:
+                    sites[f"{file} > {title}"] = site
+    return _report(passed, failed, skipped, errors, sites)
 
 
 def jest_output_file(command: str) -> str | None:

@@ -36,7 +36,7 @@ from ..contracts.drafting import (
 )
 from ..contracts.hidden import HiddenStore, hidden_check_from_file, hidden_tally
 from ..contracts.judge import discover, judged_summary
-from ..contracts.per_test import unseen_regressions
+from ..contracts.per_test import placed_count, unseen_regressions
 from ..discuss.linked_runs import (
     NOT_CONFIRMED_STOPPED,
     REPO_DIFFERS,
@@ -610,14 +610,16 @@ class ContractGate:
                     count = len(r.already_failing)
                     shown = ", ".join(r.already_failing[:10])
                     more = f" and {count - 10} more" if count > 10 else ""
+                    placed = placed_count(r.already_failing, r.tests)
+                    unchanged = " and none of these fails differently" if placed else ""
                     self._registry.emit(
                         live,
                         PlanTextData(
                             text=(
                                 f"{r.name}: already failing on the untouched tree ({count}): "
                                 f"not this task's work ({shown}{more}). The check passes when "
-                                "no test that passed before fails; "
-                                f"{unseen_regressions(count)}."
+                                f"no test that passed before fails{unchanged}; "
+                                f"{unseen_regressions(count, placed)}."
                             )
                         ),
                     )

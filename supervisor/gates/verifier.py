@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING, Literal, TypeVar
 from ..config import SupervisorConfig
 from ..contracts.checks import captures_from, run_contract
 from ..contracts.environment import Environments, SetupRun, setup_reason
+from ..contracts.failure_sites import IN_THE_TREE, said_changed
 from ..contracts.hidden import (
     HiddenStore,
     as_hidden,
@@ -127,6 +128,24 @@ def _repository_of(worktree: Path) -> Path:
     """The repository a worktree belongs to (its common git dir's parent)."""
     common = git(worktree, "rev-parse", "--path-format=absolute", "--git-common-dir").strip()
     return Path(common).parent
+
+
+async def _crash_in_changed_files(
+    repo: Path, parent: str, tree: str, results: list[CheckResult]
+) -> list[CheckResult]:
+    """A test runner that died in a file of the tree checked: said as "a file
+    this work changed" where the change (`parent`..`tree`) touched it."""
+    if not any(IN_THE_TREE in r.reason for r in results):
+        return results
+    changed = set(await asyncio.to_thread(changed_between, repo, parent, tree))
+    out: list[CheckResult] = []
+    for r in results:
+        said = said_changed(r.reason, changed)
+        if said != r.reason:
+            tail = r.output_tail.replace(r.reason, said)
+            r = r.model_copy(update={"reason": said, "output_tail": tail})
+        out.append(r)
+    return out
 
 
 @dataclass(frozen=True)
@@ -518,6 +537,7 @@ class Verifier:
                 visible = await self._checks_after_setup(
                     contract, path, setup, captures=captures, on_result=on_result, baseline=baseline
                 )
+            visible = await _crash_in_changed_files(repo, parent, tree, visible)
         finally:
             await asyncio.to_thread(_remove_all, discard)
         if not hidden:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -55,6 +56,11 @@ HELD = {
     9: "the work changed how it is judged",
     10: "a check passed only on its immediate re-run (flaky)",
 }
+
+
+# corral's sentence for a test already failing on the untouched tree that
+# now fails differently (contracts.per_test): the test it names is caught
+_FAILS_DIFFERENTLY = re.compile(r"(?:: |; )(\S+) was already failing at line \d+ ")
 
 
 @dataclass
@@ -148,6 +154,7 @@ def corral_run(repo: Path, home: Path, intent: str, script: Path) -> SessionResu
     contract: dict[str, Any] | None = None
     failed: list[str] = []
     named: list[str] = []
+    changed: list[str] = []
     before: set[str] = set()
     for line in proc.stdout.strip().splitlines():
         try:
@@ -160,7 +167,7 @@ def corral_run(repo: Path, home: Path, intent: str, script: Path) -> SessionResu
         data = event.get("data") if isinstance(event.get("data"), dict) else {}
         if event.get("kind") == "contract_proposed":
             contract = data.get("contract")
-        elif event.get("kind") in ("contract_evaluated", "check_completed"):
+        elif event.get("kind") in ("contract_baseline", "contract_evaluated", "check_completed"):
             results = data.get("results") or [data.get("result") or {}]
             # a baseline's tests failing on the untouched tree are not the catch
             before.update(t for r in results for t in r.get("already_failing") or [])
@@ -171,6 +178,8 @@ def corral_run(repo: Path, home: Path, intent: str, script: Path) -> SessionResu
                 failed.append(f"{r.get('name')}: {r.get('reason')}")
                 report = r.get("tests") if isinstance(r.get("tests"), dict) else {}
                 named += list(report.get("failed") or [])
+                # a test already failing there that the work made fail differently
+                changed += _FAILS_DIFFERENTLY.findall(str(r.get("reason") or ""))
     error = str(last.get("error") or "") or proc.stderr.strip()[-600:]
     return SessionResult(
         exit_code=proc.returncode,
@@ -180,7 +189,7 @@ def corral_run(repo: Path, home: Path, intent: str, script: Path) -> SessionResu
         secs=secs,
         contract=contract,
         failed_checks=tuple(failed),
-        failed_tests=tuple(dict.fromkeys(n for n in named if n not in before)),
+        failed_tests=tuple(dict.fromkeys([*changed, *(n for n in named if n not in before)])),
     )
 
 

@@ -310,3 +310,7 @@ def test_gate_two_says_a_flaky_test_and_what_an_already_failing_test_hides() -> 
         "a regression in it cannot be seen)" in already.plain
     )
     assert _verification_notes([], []) == []
+    # where the untouched tree's runner said where it fails, gate 2 says a
+    # regression that changes that is seen
+    [placed] = _verification_notes([], ["tests.test_tz::test_zone"], 1)
+    assert "a regression in it is seen only if it changes where or how it fails" in placed.plain

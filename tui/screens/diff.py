@@ -65,7 +65,7 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
-def _verification_notes(flaky: list[str], already: list[str]) -> list[Content]:
+def _verification_notes(flaky: list[str], already: list[str], placed: int = 0) -> list[Content]:
     """Under a check at gate 2: tests that failed then passed on an immediate
     re-run (flaky, not counted as a regression, never passed silently), and
     tests that already failed at gate 1 (a regression in them cannot be seen)."""
@@ -84,7 +84,7 @@ def _verification_notes(flaky: list[str], already: list[str]) -> list[Content]:
                 "  [yellow]already failing at gate 1[/yellow]: {} ({})",
                 ", ".join(already[:5])
                 + (f" and {len(already) - 5} more" if len(already) > 5 else ""),
-                unseen_regressions(len(already)),
+                unseen_regressions(len(already), placed),
             )
         )
     return notes
@@ -276,6 +276,12 @@ class DiffScreen(Screen[None]):
                 )
             )
         before = {r.name: r.already_failing for r in s.baseline}
+        # how many of them the untouched tree's runner said where they fail
+        placed = {
+            r.name: sum(1 for t in r.already_failing if t in r.tests.failed_at)
+            for r in s.baseline
+            if r.tests is not None
+        }
         for r in s.last_check_results:
             lines.append(
                 safe_markup(
@@ -285,7 +291,7 @@ class DiffScreen(Screen[None]):
                     r.name,
                 )
             )
-            lines += _verification_notes(r.flaky, before.get(r.name, []))
+            lines += _verification_notes(r.flaky, before.get(r.name, []), placed.get(r.name, 0))
         held = [r for r in s.last_check_results if r.hidden]
         if held:
             passing = sum(1 for r in held if r.passed)

@@ -614,7 +614,10 @@ class SessionScreen(Screen[None]):
                     "({}); {}",
                     r.name,
                     shown + more,
-                    unseen_regressions(len(r.already_failing)),
+                    unseen_regressions(
+                        len(r.already_failing),
+                        sum(1 for t in r.already_failing if r.tests and t in r.tests.failed_at),
+                    ),
                 )
         blocked = [r for r in s.baseline if r.cannot_run]
         if blocked:
