@@ -310,6 +310,13 @@ def _emptied(private: Path) -> bool:
         return False
 
 
+# A flake is a test or a few (a timing test on a loaded machine); a change
+# that breaks more than this at once is the work's, and re-running a large
+# suite to ask again would double a long verification for nothing (a
+# 27,000-test suite with 2,874 newly failing ran past its deadline).
+FLAKY_RERUN_MAX_TESTS = 10
+
+
 def _may_be_flaky(
     judgement: Judgement | None,
     report: TestReport | None,
@@ -318,14 +325,14 @@ def _may_be_flaky(
 ) -> bool:
     """Whether a verification's per-test failure earns one immediate re-run:
     every test that fails now and did not fail on the untouched tree passed
-    there (a test the work adds must pass every time: never a flake), and
-    time is left."""
+    there (a test the work adds must pass every time: never a flake), they
+    are few (`FLAKY_RERUN_MAX_TESTS`), and time is left."""
     if judgement is None or judgement.passed or report is None or baseline is None:
         return False
     if deadline is not None and deadline - time.monotonic() < 1:
         return False
     new = [t for t in report.failed if t not in set(baseline.failed)]
-    return bool(new) and set(new) <= set(baseline.passed)
+    return 0 < len(new) <= FLAKY_RERUN_MAX_TESTS and set(new) <= set(baseline.passed)
 
 
 def _rerun_judgement(
@@ -380,6 +387,8 @@ def _may_have_moved(judgement: Judgement, deadline: float | None) -> bool:
     more: a test that fails at a place that moves by itself (a timing test)
     would otherwise hold back correct work."""
     if judgement.passed or not judgement.changed_only:
+        return False
+    if len(judgement.changed_only) > FLAKY_RERUN_MAX_TESTS:
         return False
     return deadline is None or deadline - time.monotonic() >= 1
 

@@ -120,3 +120,25 @@ async def test_a_test_the_work_adds_gets_no_rerun(tmp_path: Path) -> None:
     assert _runs(tmp_path).count("timing") == 2  # one run: test_timing and the added test
     assert not verified.passed and verified.flaky == []
     assert "test_added_by_the_work" in verified.reason
+
+
+@pytest.mark.slow
+async def test_many_tests_failing_at_once_are_the_work_s_and_get_no_rerun(tmp_path: Path) -> None:
+    """A flake is a test or a few; a change that breaks a dozen tests that
+    passed is judged on its first run (a re-run of a large suite would only
+    double a long verification: packaging's 2,874 ran past the deadline)."""
+    many = "".join(
+        f'\n\ndef test_case_{n}():\n    _ran("case")\n    assert not (HERE / "broken").exists()\n'
+        for n in range(11)
+    )
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_many.py").write_text(TESTS + many)
+    (tmp_path / "tests" / "warm").write_text("")
+    base = await run_check(SUITE, tmp_path, untouched=True)
+    assert base.passed and base.tests is not None and len(base.tests.passed) == 13
+    (tmp_path / "tests" / "runs.log").unlink()
+    (tmp_path / "tests" / "broken").write_text("")  # 12 tests fail every time
+    verified = await run_check(SUITE, tmp_path, before=base)
+    assert _runs(tmp_path).count("steady") == 1  # judged on its first run
+    assert not verified.passed and verified.flaky == []
+    assert "test_case_10" in verified.reason or "more" in verified.reason
