@@ -422,6 +422,22 @@ def config_references(text: str, tree: dict[str, Entry]) -> list[str]:
     return found
 
 
+_DOTTED_NAME = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
+
+
+def _pytest_doctest(test_id: str) -> bool:
+    """Whether `test_id` is a doctest `pytest --doctest-modules` ran: it is
+    named by the dotted name of the object whose docstring holds it
+    (`tabulate.__init__::tabulate._isbool`), where a test function's name is
+    an identifier (`test_x`, `test_x[param]`). Its module is the code under
+    test, not a test file: judged, every change to the code would be put
+    back at verification and held for a person. Said plainly: a doctest's
+    expected output edited in a docstring is therefore not held as a judge
+    change (as for unittest's `Doctest:` names, test_reports._DOCTEST)."""
+    _, sep, name = test_id.rpartition("::")
+    return bool(sep) and _DOTTED_NAME.fullmatch(name) is not None
+
+
 def _report_modules(baseline: list[CheckResult], tree: dict[str, Entry]) -> dict[str, str]:
     """Test files the untouched tree's per-test reports name (pytest's
     `tests.test_mul::test_x`, unittest's `tests.test_mul.TestK`): path → check."""
@@ -431,6 +447,8 @@ def _report_modules(baseline: list[CheckResult], tree: dict[str, Entry]) -> dict
         if report is None:
             continue
         for test_id in [*report.passed, *report.failed, *report.skipped]:
+            if _pytest_doctest(test_id):
+                continue
             head = test_id.split("::")[0]
             if head.endswith(".py") and head in tree:
                 found.setdefault(head, result.name)

@@ -19,7 +19,13 @@ from corral.supervisor.contracts.judge import (
 )
 from corral.supervisor.contracts.per_test import against_baseline
 from corral.supervisor.git.trees import snapshot_tree
-from corral.supervisor.models import ContractCheck, JudgeFile, OutcomeContract, TestReport
+from corral.supervisor.models import (
+    CheckResult,
+    ContractCheck,
+    JudgeFile,
+    OutcomeContract,
+    TestReport,
+)
 from tests.conftest import git
 
 PYTEST = ContractCheck(
@@ -543,3 +549,44 @@ def test_a_test_method_added_inside_a_test_class_is_an_extension_and_an_override
         _tree, exam = _exam(repo, start, contract, {"tests/test_mul.py": rigged})
         assert [c.what for c in exam.changes if c.path == "tests/test_mul.py"] == ["edited"], rigged
         assert exam.changes[0].blocks
+
+
+@pytest.mark.slow
+def test_a_module_whose_doctests_pytest_runs_is_the_code_under_test_not_a_judge_file(
+    repo: Path, tmp_path: Path
+) -> None:
+    """tabulate's tox check runs `pytest --doctest-modules`: its doctest items
+    (`tabulate.__init__::tabulate._isbool`) made tabulate/__init__.py a judge
+    file, so verification put the code under test back as it was at gate 1:
+    a correct change waited for a person and a regression in that module
+    passed every check (both exit 9)."""
+    import subprocess
+    import sys
+
+    from corral.supervisor.contracts.test_reports import parse_junit
+
+    start = _files(
+        repo,
+        {
+            "calc.py": '"""Calculator."""\n\n\ndef mul(a, b):\n    """\n    >>> mul(2, 3)\n    6\n    """\n    return a * b\n',
+            "tests/test_mul.py": "from calc import mul\n\n\ndef test_mul():\n    assert mul(2, 3) == 6\n",
+        },
+    )
+    junit = tmp_path / "report.xml"
+    subprocess.run(
+        [
+            *(sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--doctest-modules"),
+            *(f"--junitxml={junit}", "-o", "junit_family=xunit2"),
+        ],
+        cwd=repo,
+        check=True,
+        capture_output=True,
+    )
+    report = parse_junit(junit.read_text())
+    assert report is not None and "calc::calc.mul" in report.passed  # the doctest item, as read
+    check = ContractCheck(name="tests", command="python -m pytest --doctest-modules")
+    contract = OutcomeContract(description="mul", checks=[check])
+    baseline = [CheckResult(name="tests", passed=True, exit_code=0, tests=report)]
+    judged = {f.path for f in discover(repo, start, contract, baseline)}
+    assert "tests/test_mul.py" in judged
+    assert "calc.py" not in judged
