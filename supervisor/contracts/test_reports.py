@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import json
 import os
+import posixpath
 import re
 import shlex
 from dataclasses import dataclass
@@ -297,12 +298,12 @@ def _in_checkout(path: str, checkout: Path) -> str | None:
     outside it or in installed code (node_modules, site-packages)."""
     if "/node_modules/" in f"/{path}" or "/site-packages/" in path or path.startswith("node:"):
         return None
-    where = checkout.resolve()
-    found = Path(path) if Path(path).is_absolute() else where / path
-    try:
-        return found.resolve().relative_to(where).as_posix()
-    except (ValueError, OSError):
+    where = checkout.resolve()  # runners print real paths (their cwd is one)
+    # the output's path is attacker text: read as a name, never looked up on disk
+    found = posixpath.normpath(posixpath.join(where.as_posix(), path))
+    if not found.startswith(where.as_posix() + "/"):
         return None
+    return found[len(where.as_posix()) + 1 :]
 
 
 def failure_site(output: str, checkout: Path) -> str | None:
