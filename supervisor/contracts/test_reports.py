@@ -330,9 +330,12 @@ def failure_site(output: str, checkout: Path) -> str | None:
             if frame and place:
                 return f"{error} at {place}:{frame.group(2)}"
         return None
-    if _PY_TRACEBACK not in output or filled[-1][:1].isspace():
+    # a process that died prints its traceback from the first column (pytest's
+    # warnings quote others indented: not this script's death)
+    starts = [n for n, line in enumerate(lines) if line == _PY_TRACEBACK]
+    if not starts or filled[-1][:1].isspace():
         return None
-    tail = lines[len(lines) - 1 - lines[::-1].index(_PY_TRACEBACK) :]
+    tail = lines[starts[-1] :]
     exception = _PY_EXCEPTION.match(filled[-1])
     if exception is None:
         return None

@@ -386,3 +386,34 @@ def test_a_bare_script_s_failed_assertion_is_named_by_its_place_in_the_reason(
     failed = CheckResult(name="script", passed=False, exit_code=1, output_tail=output)
     reason = classify(failed, "python tests/main.py", Path(str(root))).reason
     assert "AssertionError: sums" in reason and "at tests/main.py:2 (check_sum)" in reason, reason
+
+
+def test_a_traceback_quoted_indented_is_no_script_s_death(tmp_path: object) -> None:
+    """pytest's warnings summary quotes a thread's traceback indented (sh's
+    suite): reading it as the script's own death raised ValueError and
+    failed the whole session ("corral error: 'Traceback (most recent call
+    last):' is not in list"). Hostile or odd output never raises."""
+    from pathlib import Path
+
+    from corral.supervisor.contracts.test_reports import failure_site
+
+    root = Path(str(tmp_path))
+    quoted = (
+        "tests/sh_test.py::FunctionalTests::test_piped_exception2\n"
+        "  PytestUnhandledThreadExceptionWarning: Exception in thread\n\n"
+        "  Traceback (most recent call last):\n"
+        f'    File "{root}/src/sh/__init__.py", line 9, in run\n'
+        "      self._target()\n"
+        "  OSError: broken\n\n"
+        "-- Docs: https://docs.pytest.org/en/stable/how-to/capture-warnings.html\n"
+        "3 failed, 200 passed in 90.1s\n"
+    )
+    assert failure_site(quoted, root) is None
+    for odd in ("", "Traceback (most recent call last):", "Node.js v20\n", "x\nNode.js v20"):
+        assert failure_site(odd, root) is None
+    outside = (
+        'Traceback (most recent call last):\n  File "/etc/x.py", line 1, in f\nValueError: no\n'
+    )
+    assert failure_site(outside, root) is None  # a frame outside the checkout names nothing
+    escaping = f'Traceback (most recent call last):\n  File "{root}/../x.py", line 1, in f\nE: no\n'
+    assert failure_site(escaping, root) is None
