@@ -54,6 +54,8 @@ def row(o: Outcome) -> tuple[str, ...]:
         refused = "-"
     elif o.regression_caught:  # a check failed and named the broken test
         refused = o.regress.why_not()[:70]
+    elif o.regress.caught:  # a check named failing tests, but not the one it breaks
+        refused = f"not the test it breaks ({o.project.breaks}): {o.regress.why_not()}"[:70]
     elif o.regress.failed_unnamed:  # a check failed, its runner naming no test
         refused = f"unnamed: {o.regress.why_not()}"[:70]
     elif o.regression_refused:

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import json
 import os
+import posixpath
 import re
 import shlex
 from collections.abc import Iterable, Iterator
@@ -346,6 +347,74 @@ def parse_output(output: str, checkout: Path | None = None) -> TestReport | None
         if report is not None:
             return report
     return None
+
+
+# a script that died on an uncaught error: node's last line, its error line
+# and stack frames; Python's traceback frames and its last line
+_NODE_VERSION_LINE = re.compile(r"^Node\.js v\d")
+_NODE_ERROR = re.compile(r"^(?:Uncaught )?([A-Za-z_$][\w$]*(?:Error|Exception))\b(?: \[[A-Z_]+\])?")
+_NODE_FRAME = re.compile(r"^\s+at (?:[^()]*? \()?([^()\s]+):(\d+):\d+\)?\s*$")
+_PY_TRACEBACK = "Traceback (most recent call last):"
+_PY_FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+), in (\S+)')
+_PY_EXCEPTION = re.compile(r"^([A-Za-z_][\w.]*)(?::\s?(.*))?$")
+_SITE_WORDS = 120
+
+
+def _in_checkout(path: str, checkout: Path) -> str | None:
+    """`path` (a frame's file) relative to the checkout, or None when it is
+    outside it or in installed code (node_modules, site-packages)."""
+    if "/node_modules/" in f"/{path}" or "/site-packages/" in path or path.startswith("node:"):
+        return None
+    where = checkout.resolve()  # runners print real paths (their cwd is one)
+    # the output's path is attacker text: read as a name, never looked up on disk
+    found = posixpath.normpath(posixpath.join(where.as_posix(), path))
+    if not found.startswith(where.as_posix() + "/"):
+        return None
+    return found[len(where.as_posix()) + 1 :]
+
+
+def failure_site(output: str, checkout: Path) -> str | None:
+    """Where a plain script that names no test died, when it died on an
+    uncaught error (a failed `assert`): the error and the line of the
+    checkout's own code that raised it — `AssertionError [ERR_ASSERTION] at
+    test.js:4` (node: the first frame in the checkout), `AssertionError: sums
+    at tests/main.py:2 (check_sum)` (Python: the innermost). Never a test
+    name: a script stops at its first failed assertion, so judged per test
+    it would hide every assertion after it; it is the failure's reason."""
+    lines = [line.rstrip() for line in output.splitlines()]
+    filled = [line for line in lines if line.strip()]
+    if not filled:
+        return None
+    if _NODE_VERSION_LINE.match(filled[-1]):
+        errors = [n for n, line in enumerate(lines) if _NODE_ERROR.match(line)]
+        if not errors:
+            return None
+        start = errors[-1]
+        error = lines[start][:_SITE_WORDS].split(":", 1)[0].strip()
+        for line in lines[start + 1 :]:
+            frame = _NODE_FRAME.match(line)
+            place = _in_checkout(frame.group(1), checkout) if frame else None
+            if frame and place:
+                return f"{error} at {place}:{frame.group(2)}"
+        return None
+    # a process that died prints its traceback from the first column (pytest's
+    # warnings quote others indented: not this script's death)
+    starts = [n for n, line in enumerate(lines) if line == _PY_TRACEBACK]
+    if not starts or filled[-1][:1].isspace():
+        return None
+    tail = lines[starts[-1] :]
+    exception = _PY_EXCEPTION.match(filled[-1])
+    if exception is None:
+        return None
+    site = None
+    for line in tail:
+        frame = _PY_FRAME.match(line)
+        place = _in_checkout(frame.group(1), checkout) if frame else None
+        if frame and place:
+            site = f"{place}:{frame.group(2)} ({frame.group(3)})"
+    if site is None:
+        return None
+    return f"{filled[-1][:_SITE_WORDS]} at {site}"
 
 
 def tap_point(text: str) -> tuple[str, bool]:

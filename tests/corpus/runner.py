@@ -330,8 +330,12 @@ class Outcome:
 
     @property
     def regression_caught(self) -> bool:
-        """Not delivered because a check failed at verification and said which."""
-        return self.regress is not None and self.regress.caught
+        """Not delivered because a check failed at verification and named the
+        broken test: where projects.toml gives `breaks`, that test (a catch
+        naming only others is not this regression's)."""
+        if self.regress is None or not self.regress.caught:
+            return False
+        return not self.project.breaks or self.regress.names(self.project.breaks)
 
     def delivery(self) -> str:
         """One line: how the correct change fared."""

@@ -19,7 +19,13 @@ from corral.supervisor.contracts.judge import (
 )
 from corral.supervisor.contracts.per_test import against_baseline
 from corral.supervisor.git.trees import snapshot_tree
-from corral.supervisor.models import ContractCheck, JudgeFile, OutcomeContract, TestReport
+from corral.supervisor.models import (
+    CheckResult,
+    ContractCheck,
+    JudgeFile,
+    OutcomeContract,
+    TestReport,
+)
 from tests.conftest import git
 
 PYTEST = ContractCheck(
@@ -543,3 +549,95 @@ def test_a_test_method_added_inside_a_test_class_is_an_extension_and_an_override
         _tree, exam = _exam(repo, start, contract, {"tests/test_mul.py": rigged})
         assert [c.what for c in exam.changes if c.path == "tests/test_mul.py"] == ["edited"], rigged
         assert exam.changes[0].blocks
+
+
+@pytest.mark.slow
+def test_a_module_whose_doctests_pytest_runs_is_the_code_under_test_not_a_judge_file(
+    repo: Path, tmp_path: Path
+) -> None:
+    """tabulate's tox check runs `pytest --doctest-modules`: its doctest items
+    (`tabulate.__init__::tabulate._isbool`) made tabulate/__init__.py a judge
+    file, so verification put the code under test back as it was at gate 1:
+    a correct change waited for a person and a regression in that module
+    passed every check (both exit 9)."""
+    import subprocess
+    import sys
+
+    from corral.supervisor.contracts.test_reports import parse_junit
+
+    start = _files(
+        repo,
+        {
+            "calc.py": '"""Calculator."""\n\n\ndef mul(a, b):\n    """\n    >>> mul(2, 3)\n    6\n    """\n    return a * b\n',
+            "tests/test_mul.py": "from calc import mul\n\n\ndef test_mul():\n    assert mul(2, 3) == 6\n",
+        },
+    )
+    junit = tmp_path / "report.xml"
+    subprocess.run(
+        [
+            *(sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--doctest-modules"),
+            *(f"--junitxml={junit}", "-o", "junit_family=xunit2"),
+        ],
+        cwd=repo,
+        check=True,
+        capture_output=True,
+    )
+    report = parse_junit(junit.read_text())
+    assert report is not None and "calc::calc.mul" in report.passed  # the doctest item, as read
+    check = ContractCheck(name="tests", command="python -m pytest --doctest-modules")
+    contract = OutcomeContract(description="mul", checks=[check])
+    baseline = [CheckResult(name="tests", passed=True, exit_code=0, tests=report)]
+    judged = {f.path for f in discover(repo, start, contract, baseline)}
+    assert "tests/test_mul.py" in judged
+    assert "calc.py" not in judged
+
+
+TAPE_TEST = (
+    "'use strict';\n\nvar parse = require('../');\nvar test = require('tape');\n\n"
+    "test('nums', function (t) {\n\tvar argv = parse(['-x', '1']);\n"
+    "\tt.deepEqual(argv, { x: 1, _: [] });\n\tt.end();\n});\n"
+)
+
+
+def test_a_js_test_that_declares_its_own_locals_is_an_extension_and_a_shadow_is_not(
+    repo: Path,
+) -> None:
+    """minimist's honest tape test appended to test/num.js (`var argv =
+    parse(...)` inside its function) was held as an edit at exit 9: any `=`
+    in appended JavaScript counted as rigging. A declaration local to the new
+    test's own function cannot reach the old tests; one at the top of the
+    module (hoisted over the whole file), a `var` in a block that is no
+    function, or a function named like something the old tests use can."""
+    start = _files(
+        repo, {"index.js": "module.exports = function () {};\n", "test/num.js": TAPE_TEST}
+    )
+    contract = _judged(repo, start, ContractCheck(name="tests", command="tape test/*.js"))
+    assert any(f.path == "test/num.js" for f in contract.judge_files)
+    honest = (
+        "\ntest('binary numbers', function (t) {\n\tvar argv = parse(['--bin', '0b1010']);\n"
+        "\tconst want = { bin: 10, _: [] };\n\tt.deepEqual(argv, want);\n\tt.end();\n});\n"
+        "\ntest('arrow', (t) => {\n\tlet n = parse([]);\n\tt.ok(n);\n\tt.end();\n});\n"
+    )
+    _tree, exam = _exam(repo, start, contract, {"test/num.js": TAPE_TEST + honest})
+    assert [c.what for c in exam.changes] == ["extended"]
+    rigged = [
+        # hoisted over the module: every old test now calls the fake
+        "\nvar parse = function () { return { x: 1, _: [] }; };\n",
+        # a `var` in a block that is not a function still lands in the module
+        "\nif (true) {\n\tvar parse = function () { return {}; };\n}\n",
+        # braces in a string or a regex literal do not open a function
+        "\nvar s = 'function () {';\nvar parse = null;\nvar e = '}';\n",
+        "\n/function () {/;\nvar parse = null;\n/}/;\n",
+        "\nvar s = `function () {`;\nvar parse = null;\nvar e = `}`;\n",
+        "\ntest('x', function (t) {\n\tvar s = `${(parse = null)}`;\n\tt.end();\n});\n",
+        # a declared function shadows what the old tests name (hoisted over
+        # the module: `require('tape')` now calls it)
+        "\nfunction require() {\n\treturn function () { return {}; };\n}\n",
+        # an assignment to something outside the new test is rigging as before
+        "\ntest('x', function (t) {\n\tparse = function () {};\n\tt.end();\n});\n",
+        # a declaration that overwrites a second name on the same line
+        "\ntest('x', function (t) {\n\tvar a = parse = null;\n\tt.end();\n});\n",
+    ]
+    for appended in rigged:
+        _tree, exam = _exam(repo, start, contract, {"test/num.js": TAPE_TEST + appended})
+        assert [c.what for c in exam.changes] == ["edited"], appended

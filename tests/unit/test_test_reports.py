@@ -334,3 +334,86 @@ def test_node_tap_1_per_file_output_is_not_read_as_tape() -> None:
     report = parse_output(output)
     assert report is not None
     assert (report.passed, report.failed) == (["test/amd.js"], ["test/clean.js"])
+
+
+def _failed_script(tmp_path: object, argv: list[str], files: dict[str, str]) -> tuple[str, object]:
+    """A real script run that dies on its failed assertion: (its output, its checkout)."""
+    import subprocess
+    from pathlib import Path
+
+    root = Path(str(tmp_path)) / "checkout"
+    for path, text in files.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(text)
+    proc = subprocess.run(argv, cwd=root, capture_output=True, text=True, timeout=60)
+    assert proc.returncode != 0
+    return proc.stdout + proc.stderr, root
+
+
+def test_a_bare_script_s_failed_assertion_is_named_by_its_place_in_the_reason(
+    tmp_path: object,
+) -> None:
+    """A check that is one plain script (inherits' `node test`, a Python
+    test script) names no test: its failure read only "exit 1: Node.js
+    v20…", node's last line. The reason now names the uncaught error and the
+    script's line in the checkout that raised it (the first frame outside
+    node_modules / site-packages); still no test name: a script stops at its
+    first failed assertion, so per test it would hide the rest."""
+    import shutil
+    from pathlib import Path
+
+    import pytest
+
+    from corral.supervisor.contracts.verdicts import classify
+    from corral.supervisor.models import CheckResult
+
+    if shutil.which("node") is None:
+        pytest.skip("node is not installed")
+    js = "var assert = require('assert');\n\nassert.ok(true);\nassert.strictEqual(1 + 1, 3);\n"
+    output, root = _failed_script(tmp_path, ["node", "test.js"], {"test.js": js})
+    assert output.strip().splitlines()[-1].startswith("Node.js v")  # what the reason said
+    failed = CheckResult(name="npm_test", passed=False, exit_code=1, output_tail=output)
+    reason = classify(failed, "node test.js", Path(str(root))).reason
+    assert reason.startswith("exit 1: AssertionError") and "at test.js:4" in reason, reason
+    assert str(root) not in reason  # named from the checkout, not by its absolute path
+
+    py = "def check_sum():\n    assert 1 + 1 == 3, 'sums'\n\n\ncheck_sum()\n"
+    import sys
+
+    output, root = _failed_script(
+        tmp_path, [sys.executable, "tests/main.py"], {"tests/main.py": py}
+    )
+    failed = CheckResult(name="script", passed=False, exit_code=1, output_tail=output)
+    reason = classify(failed, "python tests/main.py", Path(str(root))).reason
+    assert "AssertionError: sums" in reason and "at tests/main.py:2 (check_sum)" in reason, reason
+
+
+def test_a_traceback_quoted_indented_is_no_script_s_death(tmp_path: object) -> None:
+    """pytest's warnings summary quotes a thread's traceback indented (sh's
+    suite): reading it as the script's own death raised ValueError and
+    failed the whole session ("corral error: 'Traceback (most recent call
+    last):' is not in list"). Hostile or odd output never raises."""
+    from pathlib import Path
+
+    from corral.supervisor.contracts.test_reports import failure_site
+
+    root = Path(str(tmp_path))
+    quoted = (
+        "tests/sh_test.py::FunctionalTests::test_piped_exception2\n"
+        "  PytestUnhandledThreadExceptionWarning: Exception in thread\n\n"
+        "  Traceback (most recent call last):\n"
+        f'    File "{root}/src/sh/__init__.py", line 9, in run\n'
+        "      self._target()\n"
+        "  OSError: broken\n\n"
+        "-- Docs: https://docs.pytest.org/en/stable/how-to/capture-warnings.html\n"
+        "3 failed, 200 passed in 90.1s\n"
+    )
+    assert failure_site(quoted, root) is None
+    for odd in ("", "Traceback (most recent call last):", "Node.js v20\n", "x\nNode.js v20"):
+        assert failure_site(odd, root) is None
+    outside = (
+        'Traceback (most recent call last):\n  File "/etc/x.py", line 1, in f\nValueError: no\n'
+    )
+    assert failure_site(outside, root) is None  # a frame outside the checkout names nothing
+    escaping = f'Traceback (most recent call last):\n  File "{root}/../x.py", line 1, in f\nE: no\n'
+    assert failure_site(escaping, root) is None
