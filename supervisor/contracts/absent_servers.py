@@ -44,6 +44,31 @@ MAX_FILE_BYTES = 512 * 1024
 #: A program name shown at gate 1 and looked up on PATH: a plain word only.
 _PROGRAM = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+\-]{0,63}")
 _LOCAL_ADDRESS = re.compile(r"\b(?:localhost|127\.0\.0\.1|\[::1\]):(\d{2,5})\b")
+#: Settings that point a client at its server.
+_CONNECT_NAMES = {
+    "endpoint_url",
+    "endpoint",
+    "host",
+    "hosts",
+    "url",
+    "uri",
+    "server",
+    "servers",
+    "address",
+    "dsn",
+    "broker_url",
+    "connection_string",
+}
+#: Calls that connect to the address they are given first.
+_CONNECTS = {
+    "connect",
+    "create_connection",
+    "open_connection",
+    "MongoClient",
+    "Redis",
+    "StrictRedis",
+    "from_url",
+}
 _STARTS = {"Popen", "run", "call", "check_call", "check_output", "create_subprocess_exec"}
 #: Calls that make a server of the file's own: an address it names may be its own.
 _SERVES = {
@@ -153,20 +178,52 @@ def _names_used(tree: ast.Module) -> set[str]:
     return used
 
 
-def _local_server(tree: ast.Module) -> str | None:
-    """The local server address a file's tests connect to, if it names one."""
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Constant) and isinstance(node.value, str):
-            m = _LOCAL_ADDRESS.search(node.value)
+def _address(node: ast.expr | None) -> str | None:
+    """A local server address a literal holds (`"http://localhost:8000"`,
+    `["127.0.0.1:11212"]`), if any."""
+    values = node.elts if isinstance(node, (ast.List, ast.Tuple)) else [node]
+    for value in values:
+        if isinstance(value, ast.Constant) and isinstance(value.value, str):
+            m = _LOCAL_ADDRESS.search(value.value)
             if m:
                 return m.group(0)
-        if (
-            isinstance(node, ast.Call)
-            and _call_name(node) == "MongoClient"
-            and not node.args
-            and not node.keywords
+    return None
+
+
+def _named(node: ast.expr | None) -> bool:
+    return isinstance(node, ast.Constant) and node.value in _CONNECT_NAMES
+
+
+def _local_server(tree: ast.Module) -> str | None:
+    """The local server address a file's tests connect to, if it hands one
+    to a client: as a connection setting (`endpoint_url=`, `kwargs["host"] =`,
+    `{"servers": […]}`, `setdefault("servers", […])`), as a connecting call's
+    first argument (`connect("localhost:6400")`), or as pymongo's default
+    (`MongoClient()`). An address that is only data (a URL a parser test
+    splits) is none."""
+    for node in ast.walk(tree):
+        found: str | None = None
+        if isinstance(node, ast.keyword) and node.arg in _CONNECT_NAMES:
+            found = _address(node.value)
+        elif isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Subscript) and _named(t.slice) for t in node.targets
         ):
-            return "localhost:27017 (MongoClient() with no arguments)"
+            found = _address(node.value)
+        elif isinstance(node, ast.Dict):
+            found = next(
+                (a for k, v in zip(node.keys, node.values) if _named(k) and (a := _address(v))),
+                None,
+            )
+        elif isinstance(node, ast.Call):
+            name = _call_name(node)
+            if name == "MongoClient" and not node.args and not node.keywords:
+                return "localhost:27017 (MongoClient() with no arguments)"
+            if name in _CONNECTS and node.args:
+                found = _address(node.args[0])
+            elif len(node.args) >= 2 and _named(node.args[0]):
+                found = _address(node.args[1])
+        if found is not None:
+            return found
     return None
 
 

@@ -115,8 +115,7 @@ def suite(tmp_path: Path) -> Path:
     write(
         root,
         "tests/test_store.py",
-        'from client import connect\n\nSTORE = "http://localhost:6400"\n\n'
-        "def test_store():\n    connect(STORE.removeprefix('http://')).close()\n",
+        "from client import connect\n\ndef test_store():\n    connect('localhost:6400').close()\n",
     )
     write(root, "tests/test_own_server.py", OWN_SERVER)
     write(root, "tests/test_plain.py", "def test_plain():\n    assert 1 + 1 == 2\n")
@@ -195,6 +194,39 @@ def test_a_mongo_client_with_no_address_is_a_local_server(tmp_path: Path) -> Non
     tests = [root / "tests/test_m.py", root / "tests/test_n.py"]
     found = waiting_on_absent_servers(root, tests, [], on_path=lambda _: False)
     assert [(f.path, "27017" in f.why) for f in found] == [("tests/test_m.py", True)]
+
+
+def test_an_address_that_is_only_data_is_no_server(tmp_path: Path) -> None:
+    """pooch's URL parser tests name `http://127.0.0.1:8080/test.nc` as data;
+    cachelib's DynamoDB and memcached tests hand theirs to a client."""
+    root = tmp_path / "p"
+    write(
+        root,
+        "tests/test_parse.py",
+        "import pytest\n\n@pytest.mark.parametrize('url,netloc', [\n"
+        "    ('http://127.0.0.1:8080/test.nc', {'netloc': '127.0.0.1:8080'}),\n])\n"
+        "def test_parse(url, netloc):\n    assert url\n",
+    )
+    write(
+        root,
+        "tests/test_dynamo.py",
+        "def factory(kwargs):\n    kwargs['endpoint_url'] = 'http://localhost:8000'\n",
+    )
+    write(
+        root,
+        "tests/test_memcached.py",
+        "def factory(kwargs):\n    kwargs.setdefault('servers', ['127.0.0.1:11212'])\n",
+    )
+    write(root, "tests/test_cfg.py", "CFG = {'endpoint_url': 'http://localhost:8000'}\n")
+    write(root, "tests/test_plain.py", "def test_plain():\n    pass\n")
+    names = ["test_parse", "test_dynamo", "test_memcached", "test_cfg", "test_plain"]
+    tests = [root / f"tests/{name}.py" for name in names]
+    found = waiting_on_absent_servers(root, tests, [], on_path=lambda _: False)
+    assert [f.path for f in found] == [
+        "tests/test_dynamo.py",
+        "tests/test_memcached.py",
+        "tests/test_cfg.py",
+    ]
 
 
 def test_a_hostile_program_name_is_never_taken_as_a_program(tmp_path: Path) -> None:
