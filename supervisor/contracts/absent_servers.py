@@ -203,15 +203,18 @@ def _local_server(tree: ast.Module) -> str | None:
     splits) is none."""
     for node in ast.walk(tree):
         found: str | None = None
-        if isinstance(node, ast.keyword) and node.arg in _CONNECT_NAMES:
-            found = _address(node.value)
-        elif isinstance(node, ast.Assign) and any(
-            isinstance(t, ast.Subscript) and _named(t.slice) for t in node.targets
-        ):
-            found = _address(node.value)
+        if isinstance(node, ast.keyword):
+            found = _address(node.value) if node.arg in _CONNECT_NAMES else None
+        elif isinstance(node, ast.Assign):
+            named = any(isinstance(t, ast.Subscript) and _named(t.slice) for t in node.targets)
+            found = _address(node.value) if named else None
         elif isinstance(node, ast.Dict):
             found = next(
-                (a for k, v in zip(node.keys, node.values) if _named(k) and (a := _address(v))),
+                (
+                    a
+                    for k, v in zip(node.keys, node.values, strict=False)
+                    if _named(k) and (a := _address(v))
+                ),
                 None,
             )
         elif isinstance(node, ast.Call):
