@@ -34,7 +34,7 @@ from ..models import (
 from ..sandbox import Grant, SandboxPolicy, active_policy, confined_argv, sandbox_status
 from ..sandbox.argv import confined_env, identity
 from .per_test import Judgement, against_baseline, names, on_untouched_tree
-from .verdicts import classify, untouched_timeout
+from .verdicts import classify, untouched_startup_crash, untouched_timeout
 
 
 class CheckEnvironment(Protocol):
@@ -494,6 +494,12 @@ async def run_check(
     if judgement is not None and not judgement.passed:  # tests ran and failed: the work
         update = {"verdict": CheckVerdict.FAILS, "reason": judgement.note, "fix": ""}
         classified = classified.model_copy(update=update)
+    no_test_ran = report is None or not (report.passed or report.failed)
+    if untouched and not passed and not timed_out and no_test_ran:
+        crash = untouched_startup_crash(output, check.command, cwd)
+        if crash is not None and not classified.reason.startswith("missing module"):
+            update = {"verdict": CheckVerdict.CANNOT_RUN, "reason": crash[0], "fix": crash[1]}
+            classified = classified.model_copy(update=update)
     return classified
 
 
