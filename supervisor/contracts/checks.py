@@ -497,7 +497,12 @@ async def run_check(
     no_test_ran = report is None or not (report.passed or report.failed)
     if untouched and not passed and not timed_out and no_test_ran:
         crash = untouched_startup_crash(output, check.command, cwd)
-        if crash is not None and not classified.reason.startswith("missing module"):
+        # a specific cause already found (a missing module, hooks for an
+        # older pytest) keeps its own way on; a generic one gives way
+        generic = classified.verdict is CheckVerdict.FAILS or classified.reason.startswith(
+            ("pytest could not collect", "pytest rejected its command line", "the tests could not")
+        )
+        if crash is not None and generic:
             update = {"verdict": CheckVerdict.CANNOT_RUN, "reason": crash[0], "fix": crash[1]}
             classified = classified.model_copy(update=update)
     return classified
