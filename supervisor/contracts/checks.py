@@ -34,7 +34,7 @@ from ..models import (
 from ..sandbox import Grant, SandboxPolicy, active_policy, confined_argv, sandbox_status
 from ..sandbox.argv import confined_env, identity
 from .per_test import Judgement, against_baseline, names, on_untouched_tree
-from .verdicts import classify, untouched_startup_crash, untouched_timeout
+from .verdicts import STARTUP_CRASH, classify, untouched_startup_crash, untouched_timeout
 
 
 class CheckEnvironment(Protocol):
@@ -505,7 +505,31 @@ async def run_check(
         if crash is not None and generic:
             update = {"verdict": CheckVerdict.CANNOT_RUN, "reason": crash[0], "fix": crash[1]}
             classified = classified.model_copy(update=update)
+    elif not passed and not timed_out and no_test_ran and _crashed_as_before(before, output, check):
+        # the untouched tree's pytest stopped the same way before any test:
+        # the environment again, not the work (a crash the work causes, on a
+        # tree whose suite ran, stays the work's red)
+        assert before is not None
+        update = {
+            "verdict": CheckVerdict.CANNOT_RUN,
+            "reason": f"as on the untouched tree, {before.reason}",
+            "fix": before.fix,
+        }
+        classified = classified.model_copy(update=update)
     return classified
+
+
+def _crashed_as_before(before: CheckResult | None, output: str, check: ContractCheck) -> bool:
+    """Whether this run stopped while loading conftest files and plugins
+    with the very exception the untouched tree's run stopped with."""
+    if before is None or before.verdict is not CheckVerdict.CANNOT_RUN:
+        return False
+    crash = untouched_startup_crash(output, check.command, Path("/nonexistent"))
+    if crash is None or not before.reason.startswith(STARTUP_CRASH):
+        return False
+    now = crash[0].removeprefix(STARTUP_CRASH).split(" (raised in ")[0]
+    then = before.reason.removeprefix(STARTUP_CRASH).split(" (raised in ")[0]
+    return now == then
 
 
 async def run_contract(

@@ -258,6 +258,12 @@ _NO_SUCH_PROGRAM = re.compile(
 )
 
 
+STARTUP_CRASH = (
+    "pytest stopped while loading the suite's conftest files and plugins, before any test, "
+    "on the untouched tree: "
+)
+
+
 def untouched_startup_crash(output: str, command: str, root: Path) -> tuple[str, str] | None:
     """Why a pytest check that crashed while loading the suite's conftest
     files and plugins, on the untouched tree, cannot judge the work (None
@@ -288,10 +294,7 @@ def untouched_startup_crash(output: str, command: str, root: Path) -> tuple[str,
             shown = frames[-1].split("site-packages/")[-1]
         if _PLAIN_PATH.fullmatch(shown):
             where = f" (raised in {shown})"
-    reason = (
-        "pytest stopped while loading the suite's conftest files and plugins, before any "
-        f"test, on the untouched tree: {words}{where}"
-    )
+    reason = f"{STARTUP_CRASH}{words}{where}"
     without = (
         "or run the tests without the conftest files: headless, `corral run --check "
         "'python3 -m pytest -q -p no:cacheprovider --noconftest'` (tests that need their "

@@ -268,6 +268,15 @@ async def test_a_suite_whose_conftest_crashes_on_the_untouched_tree_cannot_run_a
     assert result.reason.endswith(f"(raised in {raised_in})")
     assert "the suite runs `corral-no-such-tool`, which is not installed here" in result.fix
     assert HEADLESS in result.fix and "--noconftest" in result.fix
-    if through == "plugin":  # after the work the same crash is still the work's red
+    # at verification, the very crash the untouched tree had is the environment
+    # again (before, the run went on and the correct change was refused) ...
+    again = await run_check(check, python_project, before=result, judged=True)
+    assert again.verdict is CheckVerdict.CANNOT_RUN, (again.reason, again.output_tail)
+    assert again.reason == f"as on the untouched tree, {result.reason}"
+    assert again.fix == result.fix
+    if through == "plugin":
+        # ... but the same crash after a baseline whose suite ran is the work's
         after = await run_check(check, python_project)
         assert after.verdict is CheckVerdict.FAILS
+        ran = result.model_copy(update={"verdict": CheckVerdict.PASSES, "reason": ""})
+        assert (await run_check(check, python_project, before=ran)).verdict is CheckVerdict.FAILS
