@@ -34,7 +34,7 @@ from ..models import (
 from ..sandbox import Grant, SandboxPolicy, active_policy, confined_argv, sandbox_status
 from ..sandbox.argv import confined_env, identity
 from .per_test import Judgement, against_baseline, names, on_untouched_tree
-from .verdicts import classify, untouched_timeout
+from .verdicts import STARTUP_CRASH, classify, untouched_startup_crash, untouched_timeout
 
 
 class CheckEnvironment(Protocol):
@@ -568,7 +568,42 @@ async def run_check(
     if judgement is not None and not judgement.passed:  # tests ran and failed: the work
         update = {"verdict": CheckVerdict.FAILS, "reason": judgement.note, "fix": ""}
         classified = classified.model_copy(update=update)
+    no_test_ran = report is None or not (report.passed or report.failed)
+    if untouched and not passed and not timed_out and no_test_ran:
+        crash = untouched_startup_crash(output, check.command, cwd)
+        # a specific cause already found (a missing module, hooks for an
+        # older pytest) keeps its own way on; a generic one gives way
+        generic = classified.verdict is CheckVerdict.FAILS or classified.reason.startswith(
+            ("pytest could not collect", "pytest rejected its command line", "the tests could not")
+        )
+        if crash is not None and generic:
+            update = {"verdict": CheckVerdict.CANNOT_RUN, "reason": crash[0], "fix": crash[1]}
+            classified = classified.model_copy(update=update)
+    elif not passed and not timed_out and no_test_ran and _crashed_as_before(before, output, check):
+        # the untouched tree's pytest stopped the same way before any test:
+        # the environment again, not the work (a crash the work causes, on a
+        # tree whose suite ran, stays the work's red)
+        assert before is not None
+        update = {
+            "verdict": CheckVerdict.CANNOT_RUN,
+            "reason": f"as on the untouched tree, {before.reason}",
+            "fix": before.fix,
+        }
+        classified = classified.model_copy(update=update)
     return classified
+
+
+def _crashed_as_before(before: CheckResult | None, output: str, check: ContractCheck) -> bool:
+    """Whether this run stopped while loading conftest files and plugins
+    with the very exception the untouched tree's run stopped with."""
+    if before is None or before.verdict is not CheckVerdict.CANNOT_RUN:
+        return False
+    crash = untouched_startup_crash(output, check.command, Path("/nonexistent"))
+    if crash is None or not before.reason.startswith(STARTUP_CRASH):
+        return False
+    now = crash[0].removeprefix(STARTUP_CRASH).split(" (raised in ")[0]
+    then = before.reason.removeprefix(STARTUP_CRASH).split(" (raised in ")[0]
+    return now == then
 
 
 async def run_contract(

@@ -32,6 +32,7 @@ from ..models import (
     ContractCheck,
     OutcomeContract,
 )
+from .absent_servers import LeftOut, waiting_on_absent_servers
 from .drafting import GIVE_CHECKS, DraftingError, DraftRequest, ReviseRequest
 from .runner_era import conftest_hooks, older_pytest_step, pins_pytest
 from .setup_draft import SetupProposal, propose_setup, tox_testenv
@@ -556,6 +557,9 @@ class Runner:
     # recipe): checks run without one, so it is no required check beside
     # another runner, and is drafted with `network = true` when it is the only one
     network: str = ""
+    # test files the check leaves out (`--ignore=`): they wait on a server
+    # this machine lacks (contracts/absent_servers.py); said at gate 1
+    left_out: tuple[LeftOut, ...] = ()
 
     @property
     def available(self) -> bool:
@@ -779,7 +783,31 @@ def _setup_test_settings(base: Path) -> tuple[str | None, str | None]:
     return why, suite
 
 
-def _python_runners(base: Path, available: set[str]) -> list[Runner]:
+def _python_runners(base: Path, available: set[str], path: str | None = None) -> list[Runner]:
+    return [_without_absent_servers(base, r, path) for r in _python_runners_found(base, available)]
+
+
+def _without_absent_servers(base: Path, runner: Runner, path: str | None) -> Runner:
+    """A drafted pytest check that leaves out the test files waiting on a
+    server this machine lacks, noticed before anything runs (cachelib's
+    mongod, redis-server and local DynamoDB tests each waited out a client
+    timeout: the suite ran past its limit on the untouched tree)."""
+    if not runner.command.startswith(_PYTEST):
+        return runner
+    files = _test_files(base)
+    left = waiting_on_absent_servers(
+        base,
+        files,
+        _conftests(base, files),
+        on_path=lambda program: shutil.which(program, path=path) is not None,
+    )
+    if not left:
+        return runner
+    ignores = " ".join(shlex.quote(f"--ignore={f.path}") for f in left)
+    return replace(runner, command=f"{runner.command} {ignores}", left_out=tuple(left))
+
+
+def _python_runners_found(base: Path, available: set[str]) -> list[Runner]:
     own = _tox_runner(base) or _nox_runner(base)
     if own is not None and "python3" in available:
         return [own]  # the runner the maintainers use, as they run it
@@ -1091,9 +1119,11 @@ def _json_report_args(script: str) -> str:
     return _JSON_REPORT_ARGS.get(programs[0], "")
 
 
-def _runners_in(base: Path, root: Path, available: set[str]) -> list[Runner]:
+def _runners_in(
+    base: Path, root: Path, available: set[str], path: str | None = None
+) -> list[Runner]:
     """Every runner one directory offers, in a fixed order."""
-    found = _python_runners(base, available)
+    found = _python_runners(base, available, path)
     if (base / "tox.ini").is_file():
         found.append(Runner("tox", "tox -q", "tox.ini", 1800, ("tox",), kind="tox"))
     if (base / "noxfile.py").is_file():
@@ -1151,7 +1181,7 @@ def detect_runners(
     the setup's environment will supply (a venv supplies python3 and pytest).
     """
     available = set(available_tooling(path)[0]) | provided
-    runners = _runners_in(root, root, available)
+    runners = _runners_in(root, root, available, path)
     root_kinds = {r.kind for r in runners}
     for directory in _subdirs(root):
         if len(runners) >= MAX_RUNNERS:
@@ -1167,7 +1197,7 @@ def detect_runners(
                 why=f"{r.why} in {directory}/",
                 directory=directory,
             )
-            for r in _runners_in(base, root, available)
+            for r in _runners_in(base, root, available, path)
             if r.kind not in root_kinds
         ]
     unique: list[Runner] = []
@@ -1368,6 +1398,7 @@ def draft_contract(
     gaps += [
         f"- {r.name}: `{r.command}` ({r.why}) — {', '.join(r.missing)} not on PATH" for r in missing
     ]
+    gaps += [line for r in usable for line in _left_out_lines(r)]
     gaps += [
         f"- {r.name}: `{r.command}` ({r.why}) — it needs the network ({r.network}), which "
         "checks do not have; the checks above run the tests offline. To run it anyway: "
@@ -1387,6 +1418,28 @@ def draft_contract(
         setup_timeout_secs=min(DEFAULT_SETUP_TIMEOUT_SECS, max_timeout_secs),
         checks=checks,
     )
+
+
+def _left_out_lines(runner: Runner) -> list[str]:
+    """Gate 1's words for the test files a check leaves out: which, why,
+    and how to put them back."""
+    if not runner.left_out:
+        return []
+    lines = [
+        f"- {f.path}: left out of {runner.name} (`--ignore={f.path}`): {f.why}; its tests "
+        "cannot pass here, and would fail or wait out a client's timeout"
+        for f in runner.left_out
+    ]
+    programs = sorted({f.program for f in runner.left_out if f.program})
+    ignores = " ".join(shlex.quote(f"--ignore={f.path}") for f in runner.left_out)
+    whole = runner.command.removesuffix(f" {ignores}")
+    install = f"install {', '.join(programs)} (a fixture starts it), or " if programs else ""
+    lines.append(
+        f"  To put them back: {install}start the server in the check's own command (a "
+        "check runs in a network namespace of its own, where only what it starts "
+        f"listens), then run the whole suite: --check {shlex.quote(whole)}"
+    )
+    return lines
 
 
 def _conftests(root: Path, tests: list[Path]) -> list[Path]:

@@ -246,6 +246,74 @@ def untouched_timeout(command: str, limit: float) -> tuple[str, str]:
     )
 
 
+#: pytest's own frames while it loads conftest files and plugins, before any test
+_LOADING_CONFTESTS = re.compile(
+    r"_pytest[/\\]config[/\\]__init__\.py\", line \d+, in "
+    r"(?:_importconftest|import_plugin|_try_load_conftest|pytest_load_initial_conftests"
+    r"|_loadconftestmodules|consider_conftest|_import_plugin_specs)"
+)
+_FRAME = re.compile(r'^\s*File "([^"\n]{1,500})", line (\d+), in ', re.M)
+_EXCEPTION = re.compile(r"^(?:E\s+)?([A-Za-z_][\w.]*(?:Error|Exception)): (.{1,200})$", re.M)
+_NO_SUCH_PROGRAM = re.compile(
+    r"FileNotFoundError: \[Errno 2\] No such file or directory: '([^'/\s]+)'"
+)
+
+
+STARTUP_CRASH = (
+    "pytest stopped while loading the suite's conftest files and plugins, before any test, "
+    "on the untouched tree: "
+)
+
+
+def untouched_startup_crash(output: str, command: str, root: Path) -> tuple[str, str] | None:
+    """Why a pytest check that crashed while loading the suite's conftest
+    files and plugins, on the untouched tree, cannot judge the work (None
+    when it did not): no test ran, and none would after any work.
+    apache-airflow-providers-cncf-kubernetes: its conftest loads
+    `tests_common.pytest_plugin`, which runs `uv run <a monorepo script>` at
+    import; without uv, pytest stopped at exit 1 before collecting, and the
+    red baseline was taken as one the work must turn green."""
+    conftest = _conftest_that_failed(output, root)
+    if not _is_pytest(command) or not (conftest or _LOADING_CONFTESTS.search(output)):
+        return None
+    raised = _EXCEPTION.findall(output)
+    words = f"{raised[-1][0]}: {raised[-1][1]}" if raised else "a traceback"
+    frames = [
+        path
+        for path, _ in _FRAME.findall(output)
+        if "_pytest" not in path
+        and "pluggy" not in path
+        and "<frozen" not in path
+        and ("site-packages" in path or "/lib/python3" not in path)
+    ]
+    where = f" (raised in {conftest})" if conftest else ""
+    if frames and not where:
+        frame = Path(frames[-1])
+        if frame.is_relative_to(root):
+            shown = frame.relative_to(root).as_posix()
+        else:  # an installed plugin: named from its package
+            shown = frames[-1].split("site-packages/")[-1]
+        if _PLAIN_PATH.fullmatch(shown):
+            where = f" (raised in {shown})"
+    reason = f"{STARTUP_CRASH}{words}{where}"
+    without = (
+        "or run the tests without the conftest files: headless, `corral run --check "
+        "'python3 -m pytest -q -p no:cacheprovider --noconftest'` (tests that need their "
+        "fixtures then fail on the untouched tree too, and are not held against the work)"
+    )
+    program = _NO_SUCH_PROGRAM.search(output)
+    if program and _PACKAGE_NAME.fullmatch(program.group(1)):
+        name = program.group(1)
+        first = (
+            f"the suite runs `{name}`, which is not installed here: install it on the host, "
+            "or, if it is a Python tool, "
+            + add_setup_fix(f"{ENV_PYTHON} -m pip install {name}", f"install {name} in the setup")
+        )
+    else:
+        first = FIX_SETUP
+    return reason, f"{first}; {without}"
+
+
 def _is_pytest(command: str) -> bool:
     return "pytest" in command or "py.test" in command
 

@@ -224,3 +224,49 @@ async def test_a_suite_that_waits_past_its_limit_on_the_untouched_tree_cannot_ru
     # after the work (not untouched) a timeout is still the work's failure
     after = await run_check(check, python_project)
     assert after.timed_out and after.verdict is CheckVerdict.FAILS
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("through", ["conftest", "plugin"])
+async def test_a_suite_whose_conftest_crashes_on_the_untouched_tree_cannot_run_and_says_why(
+    python_project: Path, through: str
+) -> None:
+    """apache-airflow-providers-cncf-kubernetes 10.25.0: its conftest loads
+    `tests_common.pytest_plugin`, which runs `uv` at import; without uv,
+    pytest stopped before any test (exit 1), and the red baseline was taken
+    as one the work must turn green: the run went on, and the correct
+    change was refused. Raised in the conftest itself, pytest exits 4 and
+    the old reason was "rejected its command line (usage error)"."""
+    crash = "import subprocess\nsubprocess.check_call(['corral-no-such-tool', 'run', 'x'])\n"
+    if through == "conftest":
+        write(python_project, "tests/conftest.py", crash)
+    else:
+        write(python_project, "tests/conftest.py", 'pytest_plugins = "helper_plugin"\n')
+        write(python_project, "tests/helper_plugin.py", crash)
+    write(python_project, "tests/test_a.py", "def test_a():\n    assert True\n")
+    check = ContractCheck(
+        name="tests", command=f"{PY} -m pytest -q -p no:cacheprovider", timeout_secs=60
+    )
+    result = await run_check(check, python_project, untouched=True)
+    assert result.verdict is CheckVerdict.CANNOT_RUN, (result.reason, result.output_tail)
+    assert result.reason.startswith(
+        "pytest stopped while loading the suite's conftest files and plugins, before any test, "
+        "on the untouched tree: FileNotFoundError: [Errno 2] No such file or directory: "
+        "'corral-no-such-tool'"
+    )
+    raised_in = "tests/conftest.py" if through == "conftest" else "tests/helper_plugin.py"
+    assert result.reason.endswith(f"(raised in {raised_in})")
+    assert "the suite runs `corral-no-such-tool`, which is not installed here" in result.fix
+    assert HEADLESS in result.fix and "--noconftest" in result.fix
+    # at verification, the very crash the untouched tree had is the environment
+    # again (before, the run went on and the correct change was refused) ...
+    again = await run_check(check, python_project, before=result, judged=True)
+    assert again.verdict is CheckVerdict.CANNOT_RUN, (again.reason, again.output_tail)
+    assert again.reason == f"as on the untouched tree, {result.reason}"
+    assert again.fix == result.fix
+    if through == "plugin":
+        # ... but the same crash after a baseline whose suite ran is the work's
+        after = await run_check(check, python_project)
+        assert after.verdict is CheckVerdict.FAILS
+        ran = result.model_copy(update={"verdict": CheckVerdict.PASSES, "reason": ""})
+        assert (await run_check(check, python_project, before=ran)).verdict is CheckVerdict.FAILS
