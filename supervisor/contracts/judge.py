@@ -826,6 +826,97 @@ _JS_RISKY = re.compile(
     r"require\.cache|mock|stub|spy|sinon|jest|vi|eval|Function|Module)\b"
     r"|(?<![=!<>])=(?![=>])"
 )
+_JS_DECLARATION = re.compile(r"\b(?:var|let|const)\s+[A-Za-z_$][\w$]*\s*=(?![=>])")
+_JS_FUNCTION_HEAD = re.compile(r"\bfunction\s*[\w$]*\s*$")
+
+
+def _js_code_only(text: str) -> str | None:
+    """`text` with its comments blanked and each string literal's content
+    made `0`s (the same length, so positions hold), or None where a `/`
+    that may start a regex or a template literal makes its structure
+    uncertain."""
+    out = list(text)
+    state, i, n = "code", 0, len(text)
+    while i < n:
+        ch, nxt = text[i], text[i + 1 : i + 2]
+        if state == "line":
+            if ch == "\n":
+                state = "code"
+            else:
+                out[i] = " "
+        elif state == "block":
+            out[i] = ch if ch == "\n" else " "
+            if ch == "*" and nxt == "/":
+                out[i + 1], state, i = " ", "code", i + 1
+        elif state in ("'", '"'):
+            if ch == "\\" and nxt:
+                out[i] = out[i + 1] = "0"
+                i += 1
+            elif ch == state or ch == "\n":
+                out[i], state = "0", "code"
+            else:
+                out[i] = "0"
+        elif ch == "/" and nxt in ("/", "*"):
+            out[i] = out[i + 1] = " "
+            state, i = ("line" if nxt == "/" else "block"), i + 1
+        elif ch in "/`":
+            return None
+        elif ch in "'\"":
+            out[i], state = "0", ch
+        i += 1
+    return "".join(out)
+
+
+def _js_function_body_opens(code: str, brace: int) -> bool:
+    """Whether the `{` at `brace` opens a function's body: after `=>`, or
+    after the parameter list of `function name(...)`."""
+    before = code[:brace].rstrip()
+    if before.endswith("=>"):
+        return True
+    if not before.endswith(")"):
+        return False
+    depth = 0
+    for j in range(len(before) - 1, -1, -1):
+        if before[j] == ")":
+            depth += 1
+        elif before[j] == "(":
+            depth -= 1
+            if depth == 0:
+                return bool(_JS_FUNCTION_HEAD.search(before[:j]))
+    return False
+
+
+def _js_local_declarations_cleared(appended: str) -> str:
+    """The appended text with the `=` of each `var|let|const NAME =` inside a
+    function body blanked, so `_JS_RISKY` no longer takes a test's own local
+    (`var xs = [1, 2]` in a tape or mocha callback) for an assignment that
+    could reach the file's older tests: a function's local cannot; comments
+    are left out and an `=` inside a string is none. Read with
+    comments and strings blanked (`_js_code_only`); where the structure is
+    uncertain (a regex, a template literal, a brace closing what the appended
+    text did not open) nothing is cleared and every `=` stays risky."""
+    code = _js_code_only(appended)
+    if code is None:
+        return appended
+    # comments say nothing and an `=` inside a string assigns nothing (a
+    # string's words, `process` or `mock`, stay risky as they were)
+    out = [
+        " " if c == " " or (c == "0" and a == "=") else a
+        for c, a in zip(code, appended, strict=True)
+    ]
+    braces: list[bool] = []  # per open brace: whether it opens a function body
+    for i, ch in enumerate(code):
+        if ch == "{":
+            braces.append(_js_function_body_opens(code, i))
+        elif ch == "}":
+            if not braces:
+                return appended
+            braces.pop()
+        elif any(braces) and ch in "vlc" and (i == 0 or not re.match(r"[\w$]", code[i - 1])):
+            declared = _JS_DECLARATION.match(code, i)
+            if declared:
+                out[declared.end() - 1] = " "
+    return "".join(out)
 
 
 def _py_names(tree: Any) -> set[str]:
@@ -1035,7 +1126,7 @@ def _extends(repo: Path, path: str, old: Entry, new: Entry) -> bool:
     if not appended.startswith("\n"):
         return False  # the old last line goes on: that is an edit
     if re.search(r"\.[cm]?[jt]sx?$", path):
-        return not _JS_RISKY.search(appended)
+        return not _JS_RISKY.search(_js_local_declarations_cleared(appended))
     if path.endswith("_test.go"):
         return not re.search(r"\bfunc\s+(init|TestMain)\b", appended)
     return False
