@@ -440,12 +440,44 @@ def _cannot_run_reason(
             )
 
     last = next((line.strip() for line in reversed(output.splitlines()) if line.strip()), "")
+    last = _node_crash(output, last) or last
     why = f"exit {code}" if code is not None else "failed"
     if last and not last.startswith("[corral]"):
         why += f": {last[:120]}"
     elif last:
         why = last.removeprefix("[corral]").strip()[:120]
     return CheckVerdict.FAILS, why, ""
+
+
+# node's last words on an uncaught throw: its version, under the error and its stack
+_NODE_VERSION_LINE = re.compile(r"^Node\.js v\d+(\.\d+)*$")
+_NODE_ERROR = re.compile(r"^(?:Uncaught )?([A-Z][\w.]*(?:Error|Exception))(?: \[\w+\])?: ?(.*)$")
+_NODE_FRAME = re.compile(r"^\s+at (?:.*\()?(?:file://)?(/[^()\s]+):(\d+):\d+\)?$")
+
+
+def _node_crash(output: str, last: str) -> str | None:
+    """`AssertionError at test.js:5: The expression evaluated to a falsy
+    value` for a node script that died on an uncaught throw (a plain
+    `node test` suite: its output names no test, and its last line is only
+    node's version). The place is the first stack frame outside
+    node_modules, by file name and line: the nearest a test without a name
+    can be named. None when the output is not such a crash."""
+    if not _NODE_VERSION_LINE.match(last):
+        return None
+    lines = output.splitlines()
+    errors = [i for i, line in enumerate(lines) if _NODE_ERROR.match(line)]
+    if not errors:
+        return None
+    error = _NODE_ERROR.match(lines[errors[-1]])
+    assert error is not None
+    kind, message = error.group(1), error.group(2).strip().rstrip(":")
+    where = ""
+    for line in lines[errors[-1] + 1 :]:
+        frame = _NODE_FRAME.match(line)
+        if frame and "/node_modules/" not in frame.group(1):
+            where = f" at {frame.group(1).rsplit('/', 1)[-1]}:{frame.group(2)}"
+            break
+    return f"{kind}{where}" + (f": {message[:90]}" if message else "")
 
 
 SETUP_FAILED = "setup failed"
