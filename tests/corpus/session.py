@@ -160,7 +160,7 @@ def corral_run(repo: Path, home: Path, intent: str, script: Path) -> SessionResu
         data = event.get("data") if isinstance(event.get("data"), dict) else {}
         if event.get("kind") == "contract_proposed":
             contract = data.get("contract")
-        elif event.get("kind") in ("contract_evaluated", "check_completed"):
+        elif event.get("kind") in ("contract_baseline", "contract_evaluated", "check_completed"):
             results = data.get("results") or [data.get("result") or {}]
             # a baseline's tests failing on the untouched tree are not the catch
             before.update(t for r in results for t in r.get("already_failing") or [])
