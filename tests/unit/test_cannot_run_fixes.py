@@ -108,6 +108,38 @@ async def test_a_missing_node_module_says_the_npm_line(tmp_path: Path) -> None:
     assert "corral run --setup-add 'npm install --no-save @scope/left-pad'" in result.fix
 
 
+@pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
+async def test_a_node_script_that_throws_names_the_error_and_its_place(tmp_path: Path) -> None:
+    """inherits' plain `node test` (round 8): its failure read `exit 1:
+    Node.js v20.20.2`, node's version; it names the assertion and where it
+    failed, the nearest a suite without test names can be named."""
+    write(tmp_path, "package.json", '{"name": "p", "scripts": {"test": "node test"}}')
+    write(
+        tmp_path,
+        "node_modules/helper/index.js",
+        "module.exports = (ok) => { if (!ok) throw new TypeError('bad'); };\n",
+    )
+    write(
+        tmp_path,
+        "test.js",
+        "var assert = require('assert')\n\nfunction check(c) {\n  assert(c.super_ === 1)\n}\n"
+        "check({})\nconsole.log('ok')\n",
+    )
+    result = await run_check(
+        ContractCheck(name="c", command="node test", timeout_secs=60), tmp_path
+    )
+    assert result.verdict is CheckVerdict.FAILS
+    assert result.reason.startswith("exit 1: AssertionError"), result.output_tail
+    assert "at test.js:4" in result.reason, result.output_tail
+    # a frame inside node_modules is not the test's place
+    write(tmp_path, "test.js", "require('helper')(true)\n\nrequire('helper')(false)\n")
+    result = await run_check(
+        ContractCheck(name="c", command="node test", timeout_secs=60), tmp_path
+    )
+    assert result.reason.startswith("exit 1: TypeError"), result.output_tail
+    assert "at test.js:3" in result.reason and "node_modules" not in result.reason
+
+
 async def test_no_network_says_how_to_declare_it(tmp_path: Path) -> None:
     result = await verdict(
         tmp_path,

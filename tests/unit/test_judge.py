@@ -380,6 +380,46 @@ def test_a_node_assertion_appended_is_an_extension_and_a_mock_is_not(repo: Path)
     assert [c.what for c in exam.changes] == ["edited"]
 
 
+TAPE_TEST = (
+    "var concatMap = require('./');\nvar test = require('tape');\n\n"
+    "test('flat', function (t) {\n    var ys = concatMap([1], function (x) { return [x]; });\n"
+    "    t.same(ys, [1]);\n    t.end();\n});\n"
+)
+
+
+def test_a_tape_test_appended_with_its_own_locals_is_an_extension(repo: Path) -> None:
+    """concat-map's honest change (round 8): a tape test appended with `var`
+    locals in its callback was held as a judge change (exit 9) because every
+    `=` counted as an assignment that could reach the older tests."""
+    start = _files(
+        repo, {"index.js": "module.exports = function () {};\n", "test/map.js": TAPE_TEST}
+    )
+    contract = _judged(repo, start, ContractCheck(name="tests", command="tape test/*.js"))
+    honest = (
+        "\ntest('third argument', function (t) {\n    var xs = [ 'a', 'b' ];\n"
+        "    var seen = []; // the array: 'it = is'\n"
+        "    concatMap(xs, function (x, ix, arr) {\n        seen.push(arr);\n"
+        "        return [ x ];\n    });\n    t.equal(seen[0], xs);\n    t.end();\n});\n"
+        "\ntest('arrow', (t) => {\n    const one = 1;\n    let two = one + one;\n"
+        "    t.equal(two, 2);\n    t.end();\n});\n"
+    )
+    _tree, exam = _exam(repo, start, contract, {"test/map.js": TAPE_TEST + honest})
+    assert [c.what for c in exam.changes] == ["extended"]
+    for rigged in (
+        "\nvar concatMap = function () { return [1]; };\n",  # rebinds what the old tests call
+        "\n{ var concatMap = function () { return [1]; } }\n",  # a block's var is the module's
+        "\nif (1) {\n  var concatMap = function () { return [1]; };\n}\n",
+        "\n// function\n(0)\n{ var concatMap = function () { return [1]; } }\n",  # a head in a comment
+        "\nvar s = ' function'\n(s)\n{ var concatMap = function () { return [1]; } }\n",
+        "\ntest('x', function (t) {\n  t.same = function () {};\n  t.end();\n});\n",
+        "\ntest('x', function (t) {\n  var a = 1, concatMap = 2;\n  t.end();\n});\n",
+        "\ntest('x', function (t) {\n  var a = /x/;\n  t.end();\n});\n",  # a regex: not followed
+        "\n});\nvar concatMap = 1;\n",  # closes what it did not open
+    ):
+        _tree, exam = _exam(repo, start, contract, {"test/map.js": TAPE_TEST + rigged})
+        assert [c.what for c in exam.changes] == ["edited"], rigged
+
+
 def test_a_module_that_shadows_the_test_runner_is_left_out_of_the_exam(repo: Path) -> None:
     start = _project(repo)
     contract = _judged(repo, start)

@@ -6,6 +6,10 @@ looks new on every run and no correct change can pass."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
+
 from corral.supervisor.contracts.per_test import against_baseline, on_untouched_tree
 from corral.supervisor.contracts.test_reports import parse_output, tap_point
 from corral.supervisor.models import ContractCheck
@@ -417,3 +421,48 @@ def test_a_traceback_quoted_indented_is_no_script_s_death(tmp_path: object) -> N
     assert failure_site(outside, root) is None  # a frame outside the checkout names nothing
     escaping = f'Traceback (most recent call last):\n  File "{root}/../x.py", line 1, in f\nE: no\n'
     assert failure_site(escaping, root) is None
+
+
+def test_a_junit_report_over_the_read_cap_is_read_as_a_stream(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """packaging's regression (round 8): 2862 failing tests wrote a 10 MB
+    JUnit report, over the 8 MB read cap, so the report was dropped and the
+    check said "cannot judge" instead of naming the tests it broke."""
+    import subprocess
+    import sys
+
+    from corral.supervisor.contracts import test_reports
+
+    (tmp_path / "test_many.py").write_text(
+        "import pytest\n\n\n@pytest.mark.parametrize('n', range(40))\n"
+        "def test_n(n):\n    assert n % 2, 'x' * 2000\n"
+    )
+    xml = tmp_path / "report.xml"
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            f"--junitxml={xml}",
+            "-o",
+            "junit_family=xunit1",
+            "test_many.py",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        check=False,
+        timeout=120,
+    )
+    size = xml.stat().st_size
+    monkeypatch.setattr(test_reports, "MAX_REPORT_BYTES", size // 4)
+    report = test_reports.parse_junit_file(xml)
+    assert report is not None
+    assert len(report.failed) == 20 and len(report.passed) == 20
+    assert "test_many::test_n[0]" in report.failed
+    monkeypatch.setattr(test_reports, "MAX_JUNIT_BYTES", size // 2)
+    assert test_reports.parse_junit_file(xml) is None  # past the streamed cap: none
+
