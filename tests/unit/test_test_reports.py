@@ -465,4 +465,3 @@ def test_a_junit_report_over_the_read_cap_is_read_as_a_stream(
     assert "test_many::test_n[0]" in report.failed
     monkeypatch.setattr(test_reports, "MAX_JUNIT_BYTES", size // 2)
     assert test_reports.parse_junit_file(xml) is None  # past the streamed cap: none
-
