@@ -29,7 +29,6 @@ from pathlib import Path
 
 from ..models import CheckResult, CheckVerdict
 from .test_imports import DISTRIBUTIONS, test_files_importing
-from .test_reports import failure_site
 
 FIX_SETUP = (
     "edit the setup so the check's tools and dependencies are installed: /setup in the console; "
@@ -509,6 +508,8 @@ def _cannot_run_reason(
             )
 
     last = next((line.strip() for line in reversed(output.splitlines()) if line.strip()), "")
+    from .test_reports import failure_site  # loaded with the first red check read
+
     last = failure_site(output, root) or last  # a script's uncaught error: where it died
     why = f"exit {code}" if code is not None else "failed"
     if last and not last.startswith("[corral]"):

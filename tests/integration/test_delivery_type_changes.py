@@ -131,7 +131,7 @@ def test_corral_approve_says_the_kind_changes_before_it_delivers(
     monkeypatch.setattr(cli, "_client", Owner)
     args = argparse.Namespace(
         command="approve", session="a" * 24, delivery="checkout", comment=None, files=None,
-        accept_finding=False, accept_judge_changes=False, json=False,
+        accept_finding=False, accept_judge_changes=False, accept_flaky=False, json=False,
     )  # fmt: skip
     assert cli.act(args) == 0
     assert said_before and "docs: a symlink becomes a directory" in said_before[0]
