@@ -11,14 +11,12 @@ from __future__ import annotations
 
 import shutil
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from corral.supervisor.contracts.checks import run_check
 from corral.supervisor.models import CheckResult, CheckVerdict, ContractCheck
-from corral.supervisor.sandbox import SandboxPolicy, active_policy, set_active_policy
 from corral.supervisor.states import CoderState
 from tests.conftest import SupervisorFactory, git
 from tests.fakes.scripted import ScriptedDrafter, ScriptedEngine, Write, contract
@@ -75,16 +73,8 @@ NODE_TESTS = (
 )
 
 
-@pytest.fixture(autouse=True)
-def interpreter_visible() -> Iterator[None]:
-    """Checks get a private /tmp: a venv under /tmp (a CI clone) runs unconfined."""
-    before = active_policy()
-    if Path(PY).absolute().is_relative_to("/tmp"):
-        set_active_policy(SandboxPolicy(enabled=False))
-    try:
-        yield
-    finally:
-        set_active_policy(before)
+# checks run this interpreter: confined unless it lives under /tmp (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("interpreter_visible")
 
 
 def _tree(root: Path, files: dict[str, str]) -> Path:

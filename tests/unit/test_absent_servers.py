@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,7 +18,6 @@ from corral.supervisor.contracts.absent_servers import waiting_on_absent_servers
 from corral.supervisor.contracts.checks import run_check
 from corral.supervisor.contracts.conventions import draft_contract
 from corral.supervisor.models import CheckVerdict, ContractCheck
-from corral.supervisor.sandbox import SandboxPolicy, active_policy, set_active_policy
 
 PY = sys.executable
 SERVER = "corral-no-such-server"
@@ -83,15 +81,8 @@ def write(root: Path, rel: str, text: str) -> None:
     path.write_text(text, encoding="utf-8")
 
 
-@pytest.fixture(autouse=True)
-def interpreter_visible() -> Iterator[None]:
-    before = active_policy()
-    if Path(PY).absolute().is_relative_to("/tmp"):
-        set_active_policy(SandboxPolicy(enabled=False))
-    try:
-        yield
-    finally:
-        set_active_policy(before)
+# checks run this interpreter: confined unless it lives under /tmp (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("interpreter_visible")
 
 
 @pytest.fixture
