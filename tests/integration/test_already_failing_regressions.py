@@ -9,6 +9,7 @@ work's."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -84,6 +85,15 @@ def _tree(root: Path, files: dict[str, str]) -> Path:
     return root
 
 
+def _rewrite(path: Path, text: str) -> None:
+    """The work's edit of a module: often the same size, maybe in the same
+    second as the run before, so its mtime is moved on, or Python could run
+    the bytecode an earlier run cached for the old text."""
+    path.write_text(text)
+    later = path.stat().st_mtime + 5
+    os.utime(path, (later, later))
+
+
 async def _three_ways(check: ContractCheck, root: Path, utils: str, broken: str) -> CheckResult:
     """The untouched tree's run, then the work unchanged, then the regression;
     returns the regression's result."""
@@ -92,7 +102,7 @@ async def _three_ways(check: ContractCheck, root: Path, utils: str, broken: str)
     assert base.tests is not None and len(base.already_failing) == 1
     same = await run_check(check, root, before=base)
     assert same.passed, same.output_tail
-    (root / utils).write_text(broken)
+    _rewrite(root / utils, broken)
     result = await run_check(check, root, before=base)
     # before, the regression hid behind the red test and passed here
     assert not result.passed and result.verdict is CheckVerdict.FAILS, result.output_tail
@@ -115,7 +125,7 @@ async def test_pytest_an_already_failing_test_that_now_fails_earlier_is_refused_
         "(AssertionError); now fails at line 10 of tests/test_utils.py (AssertionError): "
         "the work changed what it does"
     )
-    (root / "utils.py").write_text(UTILS)
+    _rewrite(root / "utils.py", UTILS)
     base = await run_check(check, root, untouched=True)
     assert base.already_failing == ["tests.test_utils::test_utils"]
     # gate 1 says a regression in it is seen only where it changes how it fails
@@ -123,7 +133,7 @@ async def test_pytest_an_already_failing_test_that_now_fails_earlier_is_refused_
         base.output_tail
     )
     # a correct change that fixes it: the test passes, the check too
-    (root / "utils.py").write_text(FIXED)
+    _rewrite(root / "utils.py", FIXED)
     fixed = await run_check(check, root, before=base)
     assert fixed.passed and fixed.exit_code == 0, fixed.output_tail
 
@@ -135,7 +145,7 @@ async def test_pytest_the_same_failure_under_other_work_is_delivered(tmp_path: P
         name="tests", command=f"PYTHONPATH=. {PY} -m pytest -q -p no:cacheprovider tests"
     )
     base = await run_check(check, root, untouched=True)
-    (root / "utils.py").write_text(OTHER_WORK)
+    _rewrite(root / "utils.py", OTHER_WORK)
     ok = await run_check(check, root, before=base)
     assert ok.passed and ok.verdict is CheckVerdict.PASSES
     assert "tests.test_utils::test_utils, each failing as it did there" in ok.output_tail
@@ -250,7 +260,7 @@ async def test_a_runner_that_dies_in_a_file_of_the_tree_is_named_not_cannot_judg
     check = ContractCheck(name="tests", command=CRASH_CHECK)
     base = await run_check(check, root, untouched=True)
     assert base.passed and base.tests is not None and base.tests.passed, base.output_tail
-    (root / "src" / "iniconfig" / "__init__.py").write_text(broken_module)
+    _rewrite(root / "src" / "iniconfig" / "__init__.py", broken_module)
     broken = await run_check(check, root, before=base)
     assert not broken.passed and broken.verdict is CheckVerdict.FAILS
     line = broken_module.splitlines().index(REGRESSED) + 1
@@ -302,7 +312,7 @@ async def test_a_junit_report_over_8_mb_is_read_per_test(tmp_path: Path) -> None
     base = await run_check(check, root, untouched=True)
     assert base.passed and base.verdict is CheckVerdict.PASSES, base.output_tail[-500:]
     assert len(base.already_failing) == 3
-    (root / "utils.py").write_text(UTILS.replace("return 2 * x", "return 3 * x"))
+    _rewrite(root / "utils.py", UTILS.replace("return 2 * x", "return 3 * x"))
     broken = await run_check(check, root, before=base)
     assert not broken.passed
     assert broken.reason == (
